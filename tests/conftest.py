@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from llama_server import Server, TinyLlama, serve, write_tiny_gguf
+from s3_server import S3, moto_s3
 from winobias_fixture import write_winobias
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -70,4 +71,11 @@ def llama_server(tiny_gguf: TinyLlama, tmp_path_factory: pytest.TempPathFactory,
     _require_modules("llama_cpp", "fastapi", "uvicorn")
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     with serve(tiny_gguf.path, log_path=log) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3]:
+    """A local S3 server (tests/s3_server.py) for runs at s3:// URLs."""
+    with moto_s3() as server:
         yield server

@@ -6,6 +6,7 @@ Skipped when ray is not importable, unless BIASSCOPE_REQUIRE_RAY=1 (then it fail
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -31,7 +32,9 @@ if importlib.util.find_spec("ray") is None:
 import ray
 from ray import cloudpickle
 
+import s3_server
 from biasscope.runs.executors import RayExecutor
+from s3_server import S3
 
 SEEDS = [0, 1]
 OPTIONS = HFOptions(device="cpu")
@@ -39,20 +42,33 @@ UNIT_ORDER = ["model", "revision", "probe", "seed", "item_id"]
 
 
 @pytest.fixture(scope="module")
-def ray_local() -> Iterator[None]:
-    """A two-CPU local Ray; this module's scorers travel to workers by value."""
+def ray_local(request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3 | None]:
+    """A two-CPU local Ray; this module's scorers travel to workers by value.
+
+    Started after the local S3 server (when the S3 tests run), so its workers inherit the
+    server's AWS settings, as a cluster's nodes would have their own credentials; and with a
+    cache folder of their own, where they stage remote runs.
+    """
+    s3 = request.getfixturevalue("s3") if s3_server.available() else None
     module = sys.modules[__name__]
     cloudpickle.register_pickle_by_value(module)
+    saved = os.environ.get("BIASSCOPE_CACHE_DIR")
+    os.environ["BIASSCOPE_CACHE_DIR"] = str(tmp_path_factory.mktemp("worker-cache"))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              object_store_memory=100 * 1024**2)
     try:
-        yield
+        yield s3
     finally:
         ray.shutdown()
         cloudpickle.unregister_pickle_by_value(module)
+        if saved is None:
+            os.environ.pop("BIASSCOPE_CACHE_DIR", None)
+        else:
+            os.environ["BIASSCOPE_CACHE_DIR"] = saved
 
 
-def run(checkpoint_dirs: list[Path], data: Path, out: Path, scorers: ScorerSource,
+def run(checkpoint_dirs: list[Path], data: Path, out: Path | str, scorers: ScorerSource,
         executor: RayExecutor | None = None) -> RunStore:
     """Two checkpoints x two seeds: one Ray task per checkpoint, both at once on two CPUs."""
     probe = load_probe("winobias-gender", data_dir=data)
@@ -80,6 +96,26 @@ def test_ray_records_equal_local(ray_local, local_run, checkpoint_dirs, winobias
     for path in local_run.unit_files():
         assert (remote.records_dir / path.name).read_bytes() == path.read_bytes(), path.name
     assert remote.read_json("summary.json") == local_run.read_json("summary.json")
+
+
+def test_ray_workers_share_a_run_in_an_s3_bucket(ray_local, local_run, checkpoint_dirs,
+                                                  winobias_dir, tmp_path, monkeypatch):
+    s3_server.require_s3()
+    assert ray_local is not None
+    url = f"s3://{ray_local.bucket()}/run"
+    monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "driver-cache"))
+    remote = run(checkpoint_dirs, winobias_dir, url, hf_scorers(OPTIONS), RayExecutor())
+    assert remote.remote == url
+    # The workers wrote every unit into the bucket themselves: its objects are the local run's
+    # bytes, each with its checksum, and the driver published the summary.
+    from fsspec.core import url_to_fs
+
+    fs, base = url_to_fs(url)
+    for path in local_run.unit_files():
+        assert fs.cat_file(f"{base}/records/{path.name}") == path.read_bytes(), path.name
+        assert fs.exists(f"{base}/checksums/{path.name}.sha256")
+    assert json.loads(fs.cat_file(f"{base}/summary.json")) == local_run.read_json("summary.json")
+    assert sorted_records(remote).equals(sorted_records(local_run))
 
 
 class DieHalfway:

@@ -1,4 +1,8 @@
-"""A run at an fsspec URL: staged locally, shared through the remote (fsspec's memory://)."""
+"""A run at an fsspec URL: staged locally, shared through the remote.
+
+Every test runs twice: on fsspec's in-process ``memory://`` and on a real S3 API (moto's
+server on 127.0.0.1, reached by s3fs over HTTP).
+"""
 
 from __future__ import annotations
 
@@ -24,9 +28,12 @@ OPTIONS = HFOptions(device="cpu")
 ORDER = ["model", "revision", "probe", "seed", "item_id"]
 
 
-@pytest.fixture
-def url() -> Iterator[str]:
-    """A fresh memory:// run, removed afterwards (the memory filesystem is process-wide)."""
+@pytest.fixture(params=["memory", "s3"])
+def url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh run URL: memory:// (removed afterwards: it is process-wide) or a new S3 bucket."""
+    if request.param == "s3":
+        yield f"s3://{request.getfixturevalue('s3').bucket()}/run"
+        return
     bucket = f"biasscope-{uuid.uuid4().hex[:8]}"
     yield f"memory://{bucket}/run"
     fs = fsspec.filesystem("memory")
@@ -53,9 +60,8 @@ def test_remote_run_is_shared_and_resumed(checkpoint_dirs, winobias_dir, tmp_pat
     use_cache(monkeypatch, tmp_path / "cache-a")
     store = sweep(checkpoint_dirs, winobias_dir, url)
     assert store.remote == url and store.root.is_relative_to(tmp_path / "cache-a")
-    fs = fsspec.filesystem("memory")
-    base = url.removeprefix("memory://")
-    names = {p.removeprefix(f"/{base}/") for p in fs.find(f"/{base}")}
+    fs, base = fsspec.core.url_to_fs(url)
+    names = {p.removeprefix(f"{base}/") for p in fs.find(base)}
     units = {p.name for p in store.unit_files()}
     assert len(units) == 2 * len(SEEDS)
     assert names == {"run.json", "summary.json", *(f"records/{u}" for u in units),
@@ -102,3 +108,24 @@ def test_has_pulls_a_unit_written_by_another_worker(tmp_path, url, monkeypatch):
 def test_file_url_is_a_local_path(tmp_path):
     store = RunStore(f"file://{tmp_path}/run")
     assert store.remote is None and store.fs is None and store.root == tmp_path / "run"
+
+
+def test_cli_sweep_into_a_bucket_and_report_from_another_machine(
+        s3, checkpoint_dirs, winobias_dir, tmp_path, monkeypatch, capsys):
+    from biasscope.cli import main
+
+    url = f"s3://{s3.bucket()}/p"
+    glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
+    use_cache(monkeypatch, tmp_path / "machine-a")
+    assert main(["dynamics", "--checkpoint-glob", glob, "--data-dir", str(winobias_dir),
+                 "--out", url, "--seeds", "0-1", "--quiet"]) == 0
+    fs, base = fsspec.core.url_to_fs(url)
+    first = fs.cat_file(f"{base}/report.html")
+    assert b"plotly" in first.lower() and fs.exists(f"{base}/summary.json")
+    capsys.readouterr()
+
+    fs.rm(f"{base}/report.html")
+    use_cache(monkeypatch, tmp_path / "machine-b")  # nothing staged here yet
+    assert main(["report", url]) == 0
+    assert f"published to {url}/report.html" in capsys.readouterr().out
+    assert fs.cat_file(f"{base}/report.html").count(b"<table") == first.count(b"<table")

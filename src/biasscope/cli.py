@@ -135,14 +135,18 @@ def _report(args: argparse.Namespace) -> int:
     if kind in ("audit", "judge", "judge-audit"):
         from biasscope.report.audit import write_audit_report
 
-        print(write_audit_report(store.root, output))
-        return 0
-    if kind == "sensitivity":
+        report = write_audit_report(store.root, output)
+    elif kind == "sensitivity":
         from biasscope.report.sensitivity import write_sensitivity_report
 
-        print(write_sensitivity_report(store.root, output))
+        report = write_sensitivity_report(store.root, output)
+    else:
+        report = write_dynamics_report(store.root, output, _analysis_options(args, store))
+    if output is None and store.remote:  # the run's own report belongs beside its records
+        store.publish(report)
+        print(f"{report}  (published to {store.remote}/{report.name})")
         return 0
-    print(write_dynamics_report(store.root, output, _analysis_options(args, store)))
+    print(report)
     return 0
 
 
@@ -190,7 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     _analysis_args(dyn)
     dyn.add_argument("--probe", default="winobias-gender")
     dyn.add_argument("--seeds", default="0-4", help="option-order seeds, e.g. 0-4 or 0,3")
-    dyn.add_argument("--out", required=True, help="run directory (reused runs resume)")
+    dyn.add_argument("--out", required=True,
+                     help="run directory, or an fsspec URL such as s3://bucket/run "
+                     "(reused runs resume)")
     dyn.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"),
                      help="local copy of the datasets (<data-dir>/winobias/...)")
     dyn.add_argument("--prompt-template", help="file with a prompt template ({sentence}, "
@@ -227,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
 
     rep = sub.add_parser("report", help="rebuild the HTML report of a run from its records")
-    rep.add_argument("run")
+    rep.add_argument("run", help="run directory or URL")
     rep.add_argument("--output", help="HTML path (default: RUN/report.html)")
     _analysis_args(rep)
     rep.set_defaults(func=_report)

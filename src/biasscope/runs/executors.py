@@ -127,6 +127,7 @@ class RayExecutor:
                         raise cause from None
                     raise
                 yield from summaries
+            store.refresh()  # the workers' units, into this process's staging copy
         finally:
             for ref in pending:  # on an error or an abandoned sweep, stop what is queued
                 ray.cancel(ref)

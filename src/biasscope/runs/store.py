@@ -197,7 +197,12 @@ class RunStore:
                 from fsspec.core import url_to_fs  # only remote runs need fsspec
 
                 self.fs, path = url_to_fs(self.remote)
-            except (ImportError, ValueError) as exc:
+            except ImportError as exc:
+                extra = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}.get(
+                    self.remote.split("://", 1)[0], "remote")
+                raise BiasscopeError(f"cannot open run {self.remote}: {exc}; pip install "
+                                     f"'biasscope[{extra}]'") from None
+            except ValueError as exc:
                 raise BiasscopeError(f"cannot open run {self.remote}: {exc}") from None
             self._remote_path = str(path).rstrip("/")
             root = _staging_dir(self.remote)
@@ -209,16 +214,20 @@ class RunStore:
         # key -> (size, mtime_ns) of a file already verified, so `has` hashes each file once.
         self._verified: dict[str, tuple[int, int]] = {}
         if self.fs is not None:
-            self._pull_all()
+            self.refresh()
 
     def _remote(self, path: Path) -> str:
         """The remote name of a staged file: the same place under the remote root."""
         relative = path.resolve().relative_to(self.root.resolve())
         return f"{self._remote_path}/{relative.as_posix()}"
 
-    def _pull_all(self) -> None:
-        """Copy the remote's run files into staging: JSON files, units and their checksums."""
+    def refresh(self) -> None:
+        """Copy the remote's run files into staging: JSON files, units and their checksums
+        (those other workers wrote since, too). A no-op for a local run."""
+        if self.fs is None:
+            return
         try:
+            self.fs.invalidate_cache(self._remote_path)  # listings other workers made stale
             found = self.fs.find(self._remote_path, detail=True)
         except FileNotFoundError:
             return  # a new run

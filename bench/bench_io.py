@@ -4,7 +4,8 @@ Usage::
 
     python bench/bench_io.py [--shapes pythia-70m,pythia-410m] [--checkpoints 4]
                              [--prompts 200] [--prompts-410m N] [--modes cold,warm]
-                             [--threads N] [--batch-size 32] [--out BENCHMARKS.md]
+                             [--read-mibps 0,200] [--threads N] [--batch-size 32]
+                             [--out BENCHMARKS.md]
 
 What it does
 ------------
@@ -20,21 +21,22 @@ What it does
 
    ``per checkpoint``
        for every checkpoint, the load time (``load_tokenizer`` + ``load_model`` +
-       ``HFScorer(...)``: from nothing to a scorer ready to run) and the scoring time
-       (``score_next_token`` on the P items), measured apart, with the process CPU time and
-       the bytes read from the block device during the load.
+       ``HFScorer(...)``: from nothing to a scorer ready to run), the fault-in time
+       (``fault_in``: the weight pages the memory-mapped load left on disk) and the scoring
+       time (``score_next_token`` on the P items), measured apart, with the process CPU time
+       and the bytes read from the block device.
    ``sequential sweep``
        load, score, drop; next checkpoint: what a sweep costs without prefetch.
    ``prefetch sweep``
        ``for scorer in iter_scorers(checkpoints, options): scorer.score_next_token(items)``:
-       biasscope's sweep, where the next checkpoint loads in a background thread while the
-       current one is scored. The time spent waiting for each next scorer is recorded.
+       biasscope's sweep, where the next checkpoint loads (and is faulted in) in a background
+       thread while the current one is scored.
 
-   The sweep totals are compared with two bounds computed from the per-checkpoint numbers
-   of the same run: ``sum(load + score)`` (no overlap at all) and the best a one-deep
-   prefetch can do, ``load_1 + sum_{i>=2} max(load_i, score_{i-1}) + score_K``, which for
-   equal checkpoints is ``K * max(load, score) + min(load, score)`` (``sum(max(load,
-   score))`` is shown as well).
+   The time the loop waits for each scorer is recorded, and the sweep totals are compared
+   with two bounds computed from the per-checkpoint numbers of the same run: ``sum(load +
+   score)`` (no overlap at all) and the best a one-deep prefetch can do, ``load_1 +
+   sum_{i>=2} max(load_i, score_{i-1}) + score_K``, which for equal checkpoints is ``K *
+   max(load, score) + min(load, score)`` (``sum(max(load, score))`` is shown as well).
    Tokenization is out of every timing: one ``Encodings`` cache is filled before the
    warm-up and shared by everything (as ``iter_scorers`` shares it across checkpoints).
 3. Page cache. The checkpoints have just been written, so they sit in the OS page cache. In
@@ -42,6 +44,9 @@ What it does
    ``sync; echo 3 > /proc/sys/vm/drop_caches``, so weights really come from the disk; in
    ``warm`` mode every file is read once beforehand and loads are served from memory. Without
    root, ``cold`` is refused and only ``warm`` is run; the report states which was done.
+   ``--read-mibps 0,200`` runs each shape twice: at the disk's own speed, then (cold only)
+   with the worker in a cgroup whose reads from that disk are capped at 200 MiB/s, the
+   speed of a network filesystem or an object store, where loading dominates.
 4. Writes (or replaces) the ``<!-- bench:io:start/end -->`` section of ``BENCHMARKS.md``,
    keeping everything else in the file.
 """
@@ -60,7 +65,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,16 +125,6 @@ def read_bytes() -> int:
         return -1
 
 
-def touch(model: Any) -> None:
-    """Read one element per 4 KiB page of every weight. ``from_pretrained`` leaves safetensors
-    weights memory-mapped (a private mapping of the file), so pages not read during loading
-    are read from the file at their first use; this forces that read, outside the scoring."""
-    tensors = [*model.parameters(), *model.buffers()]
-    for t in tensors:
-        flat = t.detach().reshape(-1)
-        float(flat[:: max(1, 4096 // flat.element_size())].sum())
-
-
 def prepare(mode: str, dirs: Sequence[Path]) -> None:
     if mode == "cold":
         drop_caches()
@@ -137,30 +132,38 @@ def prepare(mode: str, dirs: Sequence[Path]) -> None:
         warm_files(dirs)
 
 
+def block_device(path: Path) -> str:
+    """``major:minor`` of the block device holding ``path``."""
+    dev = os.stat(path).st_dev
+    found = f"{os.major(dev)}:{os.minor(dev)}"
+    if not Path(f"/sys/dev/block/{found}").exists():
+        raise SystemExit(f"{path} is not on a block device ({found}); --read-mibps cannot "
+                         "throttle it: pass --workdir on a disk")
+    return found
+
+
+def throttle_group(path: Path, mibps: int) -> Path:
+    """A cgroup whose reads from ``path``'s block device are capped at ``mibps`` MiB/s (blkio
+    on cgroup v1, io.max on v2): storage as slow as a network filesystem or an object store,
+    for the processes put in it. Needs root."""
+    device, rate = block_device(path), mibps * 2**20
+    v1 = Path("/sys/fs/cgroup/blkio")
+    if v1.is_dir():
+        group = v1 / "biasscope-bench-io"
+        group.mkdir(exist_ok=True)
+        (group / "blkio.throttle.read_bps_device").write_text(f"{device} {rate}\n")
+        return group
+    v2 = Path("/sys/fs/cgroup")
+    group = v2 / "biasscope-bench-io"
+    group.mkdir(exist_ok=True)
+    (v2 / "cgroup.subtree_control").write_text("+io\n")
+    (group / "io.max").write_text(f"{device} rbps={rate}\n")
+    return group
+
+
 def rss_mib() -> float:
     found = re.search(r"^VmRSS:\s*(\d+)", Path("/proc/self/status").read_text(), re.M)
     return int(found.group(1)) / 1024 if found else float("nan")
-
-
-def prefetch_touched(ckpts: Sequence[Any], load: Any) -> Any:
-    """Like ``iter_scorers``, but the background thread also reads every weight page
-    (``touch``), so the whole file read overlaps the scoring of the previous checkpoint. Not
-    part of biasscope: it shows what an eager load would buy."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def eager(ckpt: Any) -> Any:
-        scorer = load(ckpt)
-        touch(scorer.model)
-        return scorer
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(eager, ckpts[0])
-        for index in range(len(ckpts)):
-            scorer = pending.result()
-            if index + 1 < len(ckpts):
-                pending = pool.submit(eager, ckpts[index + 1])
-            yield scorer
-            del scorer
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,6 +177,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         Encodings,
         HFOptions,
         HFScorer,
+        fault_in,
         iter_scorers,
         load_model,
         load_tokenizer,
@@ -218,7 +222,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             scorer = load(ckpt)
             t1, c1, rb1 = time.perf_counter(), time.process_time(), read_bytes()
             rss_loaded = rss_mib()
-            touch(scorer.model)
+            fault_in(scorer.model)
             t2, c2, rb2 = time.perf_counter(), time.process_time(), read_bytes()
             scorer.score_next_token(items)
             t3, c3, rb3 = time.perf_counter(), time.process_time(), read_bytes()
@@ -233,7 +237,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
                   f"{json.dumps(res['per_ckpt'][-1], default=lambda x: round(x, 3))}", flush=True)
         # (b) the sweeps, sequential first then prefetch, then once more in reverse order so
         # that drift in background load does not favour either.
-        kinds = ("sequential", "prefetch", "prefetch_touch")
+        kinds = ("sequential", "prefetch")
         for kind in kinds:
             res[f"{kind}_s"], res[f"{kind}_wait_s"] = [], []
         order = kinds + kinds[::-1] if args.sweeps == 2 else kinds
@@ -241,23 +245,22 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             prepare(mode, dirs)
             gc.collect()
             t0 = time.perf_counter()
+            waits, mark = [], t0
             if kind == "sequential":
                 for ckpt in ckpts:
                     scorer = load(ckpt)
-                    scorer.score_next_token(items)
-                    del scorer
-                res["sequential_s"].append(time.perf_counter() - t0)
-            else:
-                waits, mark = [], t0
-                sweep = (iter_scorers(ckpts, options, enc) if kind == "prefetch"
-                         else prefetch_touched(ckpts, load))
-                for scorer in sweep:
                     waits.append(time.perf_counter() - mark)
                     scorer.score_next_token(items)
                     del scorer
                     mark = time.perf_counter()
-                res[f"{kind}_s"].append(time.perf_counter() - t0)
-                res[f"{kind}_wait_s"].append(waits)
+            else:
+                for scorer in iter_scorers(ckpts, options, enc):
+                    waits.append(time.perf_counter() - mark)
+                    scorer.score_next_token(items)
+                    del scorer
+                    mark = time.perf_counter()
+            res[f"{kind}_s"].append(time.perf_counter() - t0)
+            res[f"{kind}_wait_s"].append(waits)
             print(f"  {args.shape} {mode} {kind} sweep: {time.perf_counter() - t0:.2f}s",
                   flush=True)
         out["modes"][mode] = res
@@ -284,26 +287,34 @@ def build_checkpoints(workdir: Path, shape: str, count: int, tokenizer: Any, dty
 
 def bounds(per: Sequence[dict[str, float]]) -> dict[str, float]:
     """No-overlap and best-overlap sweep times from the per-checkpoint measurements."""
-    lazy = [p["load_s"] for p in per]  # from_pretrained to ready: what iter_scorers prefetches
-    full = [p["load_s"] + p["touch_s"] for p in per]  # the whole file read
+    full = [p["load_s"] + p["touch_s"] for p in per]  # from nothing to every weight resident
     score = [p["score_s"] for p in per]  # weights resident: compute only
     k = len(per)
     pipeline = full[0] + score[-1] + sum(max(full[i], score[i - 1]) for i in range(1, k))
-    # iter_scorers overlaps only the lazy part; the first touch lands in the scoring thread.
-    lazy_pipeline = lazy[0] + per[-1]["touch_s"] + score[-1] + sum(
-        max(lazy[i], per[i - 1]["touch_s"] + score[i - 1]) for i in range(1, k))
     return {"sum": sum(full) + sum(score), "sum_max": sum(map(max, full, score)),
-            "pipeline": pipeline, "lazy_pipeline": lazy_pipeline}
+            "pipeline": pipeline}
 
 
 def med(per: Sequence[dict[str, float]], key: str) -> float:
     return statistics.median(p[key] for p in per)
 
 
+def storage(result: dict[str, Any]) -> str:
+    rate = result.get("read_mibps") or 0
+    return f"{rate} MiB/s" if rate else "local disk"
+
+
+def rows(results: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str, Any]]:
+    for r in results:
+        for mode, m in r["modes"].items():
+            yield r, mode, m
+
+
 def render(args: argparse.Namespace, results: Sequence[dict[str, Any]], cold_ok: bool) -> str:
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     threads = results[0]["threads"]
     k = results[0]["checkpoints"]
+    throttled = sorted({r["read_mibps"] for r in results if r.get("read_mibps")})
     lines = [
         "## Checkpoint I/O: load vs scoring, and prefetch (CPU)", "",
         f"Run {when} with `{args.argv}` ({args.wall / 60:.1f} min in all). Produced by "
@@ -322,67 +333,71 @@ def render(args: argparse.Namespace, results: Sequence[dict[str, Any]], cold_ok:
             "once beforehand, so the page cache served them."
             if cold_ok else "not root, so caches could not be dropped: every row is **warm** "
             "(the files had just been written and sit in the page cache)."), "",
+    ]
+    if throttled:
+        lines += [
+            "Storage: **local disk** rows read the virtio disk at full speed; rows marked "
+            + ", ".join(f"**{t} MiB/s**" for t in throttled) + " ran the worker process in a "
+            "blkio cgroup whose reads from that disk were capped at that rate (`--read-mibps`; "
+            "`blkio.throttle.read_bps_device`): the speed of a network filesystem or an object "
+            "store, where a sweep over many checkpoints is bound by reading weights.", ""]
+    lines += [
         "Per checkpoint (median over the K checkpoints): **load** = `load_tokenizer` + "
         "`load_model` + `HFScorer(...)`, i.e. `from_pretrained` to a ready scorer; "
-        "**touch** = reading one element per 4 KiB page of every weight right after, because "
-        "`from_pretrained` leaves safetensors weights memory-mapped and whatever the load did "
-        "not read is read from the file at first use, inside the scoring; **score** = "
-        "`score_next_token` on the P prompts with the weights resident. `read MiB` = bytes "
-        "read from the block device during load / touch (`/proc/self/io`).", "",
-        "| shape | mode | P | file MiB | load s | touch s | read MiB (load / touch) "
-        "| load CPU s | score s |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "**fault-in** = `biasscope.backends.hf.fault_in` right after: `from_pretrained` leaves "
+        "safetensors weights memory-mapped, and whatever the load did not read would otherwise "
+        "be read at first use, inside the scoring; **score** = `score_next_token` on the P "
+        "prompts with the weights resident. `read MiB` = bytes read from the block device "
+        "during load / fault-in (`/proc/self/io`).", "",
+        "| shape | storage | mode | P | file MiB | load s | fault-in s | read MiB (load / "
+        "fault-in) | load CPU s | score s |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for r in results:
-        for mode, m in r["modes"].items():
-            per = m["per_ckpt"]
-            lines.append(
-                f"| {r['shape']} | {mode} | {r['prompts']} | {r['file_bytes'] / 2**20:.0f} "
-                f"| {med(per, 'load_s'):.2f} | {med(per, 'touch_s'):.2f} "
-                f"| {med(per, 'load_read_mib'):.0f} / {med(per, 'touch_read_mib'):.0f} "
-                f"| {med(per, 'load_cpu_s'):.2f} | {med(per, 'score_s'):.2f} |")
+    for r, mode, m in rows(results):
+        per = m["per_ckpt"]
+        lines.append(
+            f"| {r['shape']} | {storage(r)} | {mode} | {r['prompts']} "
+            f"| {r['file_bytes'] / 2**20:.0f} | {med(per, 'load_s'):.2f} "
+            f"| {med(per, 'touch_s'):.2f} | {med(per, 'load_read_mib'):.0f} / "
+            f"{med(per, 'touch_read_mib'):.0f} | {med(per, 'load_cpu_s'):.2f} "
+            f"| {med(per, 'score_s'):.2f} |")
     lines += [
         "", f"Sweeps over the K = {k} checkpoints (wall s; median, then every run; each kind "
-        f"run {args.sweeps}x, interleaved "
-        + ("seq, prefetch, prefetch+touch, then reversed" if args.sweeps == 2 else
-           "seq, prefetch, prefetch+touch") + "). **sequential**: load, score, next. "
-        "**prefetch**: biasscope's `iter_scorers` (the next checkpoint loads in a background "
-        "thread while the current one is scored). **prefetch+touch**: the same loop written "
-        "in the benchmark, whose background thread also touches the weights (an eager load; "
-        "not in biasscope). Bounds from the per-checkpoint numbers, with L = load + touch and "
-        "S = score: **sum** = sum(L + S), no overlap; **pipeline** = L_1 + sum_i>=2 max(L_i, "
-        "S_i-1) + S_K, the best a one-deep prefetch can do (the first load and the last "
-        "scoring overlap nothing); **sum(max)** = sum(max(L, S)); **lazy pipeline** = the "
-        "pipeline bound when only `load` overlaps and `touch` stays in the scoring thread "
-        "(what `iter_scorers` can reach).", "",
-        "| shape | mode | sequential s | prefetch s | prefetch+touch s | sum s | pipeline s "
-        "| sum(max) s | lazy pipeline s | prefetch / sequential | prefetch / sum "
-        "| prefetch / pipeline | prefetch+touch / pipeline |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| ---: |",
+        f"run {args.sweeps}x" + (", interleaved seq, prefetch, prefetch, seq" if args.sweeps == 2
+                                 else "") + "). **sequential**: load, score, next. "
+        "**prefetch**: biasscope's `iter_scorers` (the next checkpoint loads and is faulted in "
+        "by a background thread while the current one is scored). Bounds from the "
+        "per-checkpoint numbers, with L = load + fault-in and S = score: **sum** = sum(L + S), "
+        "no overlap; **pipeline** = L_1 + sum_i>=2 max(L_i, S_i-1) + S_K, the best a one-deep "
+        "prefetch can do (the first load and the last scoring overlap nothing; for equal "
+        "checkpoints K max(L, S) + min(L, S)); **sum(max)** = sum(max(L, S)). **S in "
+        "prefetch** = the fastest prefetch sweep's time outside its waits, per checkpoint: "
+        "what one scoring took while the next checkpoint loaded beside it (compare S alone "
+        "in the table above).", "",
+        "| shape | storage | mode | sequential s | prefetch s | sum s | pipeline s "
+        "| sum(max) s | S in prefetch s | prefetch / sequential | prefetch / sum "
+        "| prefetch / pipeline |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for r in results:
-        for mode, m in r["modes"].items():
-            b = bounds(m["per_ckpt"])
-            runs = {kind: (statistics.median(m[f"{kind}_s"]), ", ".join(
-                f"{x:.2f}" for x in m[f"{kind}_s"])) for kind in
-                ("sequential", "prefetch", "prefetch_touch")}
-            seq, pre, pt = (runs[x][0] for x in ("sequential", "prefetch", "prefetch_touch"))
-            cells = {kind: f"{v[0]:.2f} ({v[1]})" for kind, v in runs.items()}
-            lines.append(
-                f"| {r['shape']} | {mode} | {cells['sequential']} | {cells['prefetch']} "
-                f"| {cells['prefetch_touch']} | {b['sum']:.2f} | {b['pipeline']:.2f} "
-                f"| {b['sum_max']:.2f} | {b['lazy_pipeline']:.2f} | {pre / seq:.2f}x "
-                f"| {pre / b['sum']:.2f}x | {pre / b['pipeline']:.2f}x "
-                f"| {pt / b['pipeline']:.2f}x |")
-    lines += ["", "Time the sweep loop waited for each next scorer (fastest run of each "
-              "prefetching kind; the first entry is the first load, which nothing hides):", ""]
-    for r in results:
-        for mode, m in r["modes"].items():
-            for kind in ("prefetch", "prefetch_touch"):
-                best = min(range(len(m[f"{kind}_s"])), key=lambda i: m[f"{kind}_s"][i])
-                waits = " / ".join(f"{w:.2f}" for w in m[f"{kind}_wait_s"][best])
-                lines.append(f"- {r['shape']} {mode} {kind.replace('_', '+')}: {waits} s")
+    for r, mode, m in rows(results):
+        b = bounds(m["per_ckpt"])
+        seq, pre = (statistics.median(m[f"{kind}_s"]) for kind in ("sequential", "prefetch"))
+        cells = {kind: f"{statistics.median(m[f'{kind}_s']):.2f} (" + ", ".join(
+            f"{x:.2f}" for x in m[f"{kind}_s"]) + ")" for kind in ("sequential", "prefetch")}
+        best = min(range(len(m["prefetch_s"])), key=lambda i: m["prefetch_s"][i])
+        busy = (m["prefetch_s"][best] - sum(m["prefetch_wait_s"][best])) / r["checkpoints"]
+        lines.append(
+            f"| {r['shape']} | {storage(r)} | {mode} | {cells['sequential']} "
+            f"| {cells['prefetch']} | {b['sum']:.2f} | {b['pipeline']:.2f} "
+            f"| {b['sum_max']:.2f} | {busy:.2f} | {pre / seq:.2f}x | {pre / b['sum']:.2f}x "
+            f"| {pre / b['pipeline']:.2f}x |")
+    lines += ["", "Time the sweep loop waited for each scorer (fastest run of each kind; the "
+              "first entry is the first load, which nothing hides):", ""]
+    for r, mode, m in rows(results):
+        for kind in ("sequential", "prefetch"):
+            best = min(range(len(m[f"{kind}_s"])), key=lambda i: m[f"{kind}_s"][i])
+            waits = " / ".join(f"{w:.2f}" for w in m[f"{kind}_wait_s"][best])
+            lines.append(f"- {r['shape']} {storage(r)} {mode} {kind}: {waits} s")
     if args.note:
         lines += ["", args.note]
     return "\n".join(lines) + "\n"
@@ -416,6 +431,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                "float16"))
     parser.add_argument("--threads", type=int, default=None,
                         help="torch intra-op threads (default: torch's choice)")
+    parser.add_argument("--read-mibps", default="0",
+                        help="comma-separated read-rate caps in MiB/s, 0 = the disk's own speed "
+                        "(e.g. 0,200: each shape once at full speed, once capped; a cap runs "
+                        "cold only and needs root)")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="where to write the checkpoints (default: a temp dir in $TMPDIR)")
     parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
@@ -426,6 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
     parser.add_argument("--n-prompts", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--cgroup", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     cold_ok = can_drop_caches()
     if args.modes is None:
@@ -433,7 +453,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.modes = [m for m in args.modes.split(",") if m]
     if "cold" in args.modes and not cold_ok:
         parser.error("cold mode needs root (writing /proc/sys/vm/drop_caches)")
+    rates = [int(r) for r in args.read_mibps.split(",") if r]
+    if any(rates) and not cold_ok:
+        parser.error("--read-mibps needs root (a cgroup, and dropped caches)")
     if args.worker:
+        if args.cgroup:  # this process and the threads it starts read at the capped rate
+            (args.cgroup / "cgroup.procs").write_text(f"{os.getpid()}\n")
         args.result.write_text(json.dumps(worker(args)))
         return 0
 
@@ -455,16 +480,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             root = build_checkpoints(work, shape, args.checkpoints, tokenizer, args.dtype)
             print(f"built {args.checkpoints} {shape} checkpoints in {root} "
                   f"({time.perf_counter() - t0:.1f}s)", flush=True)
-            result = work / f"{shape}.json"
-            cmd = [sys.executable, __file__, "--worker", "--shape", shape, "--model-root",
-                   str(root), "--data-dir", str(data_dir), "--n-prompts", str(prompts[shape]),
-                   "--result", str(result), "--modes", ",".join(args.modes),
-                   "--sweeps", str(args.sweeps), "--batch-size", str(args.batch_size),
-                   "--dtype", args.dtype]
-            if args.threads:
-                cmd += ["--threads", str(args.threads)]
-            subprocess.run(cmd, check=True)
-            results.append(json.loads(result.read_text()))
+            for rate in rates:
+                result = work / f"{shape}-{rate}.json"
+                modes = ["cold"] if rate else args.modes
+                cmd = [sys.executable, __file__, "--worker", "--shape", shape, "--model-root",
+                       str(root), "--data-dir", str(data_dir), "--n-prompts",
+                       str(prompts[shape]), "--result", str(result), "--modes",
+                       ",".join(modes), "--sweeps", str(args.sweeps), "--batch-size",
+                       str(args.batch_size), "--dtype", args.dtype]
+                if args.threads:
+                    cmd += ["--threads", str(args.threads)]
+                if rate:
+                    cmd += ["--cgroup", str(throttle_group(root, rate))]
+                subprocess.run(cmd, check=True)
+                results.append({**json.loads(result.read_text()), "read_mibps": rate})
             subprocess.run(["rm", "-rf", str(root)], check=True)  # free the disk now
     args.load_after, args.wall = os.getloadavg()[0], time.perf_counter() - started
     shown = list(argv if argv is not None else sys.argv[1:])

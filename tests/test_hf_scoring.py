@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from biasscope.backends.hf import HFOptions, HFScorer, iter_scorers  # noqa: E402
 from biasscope.errors import ModelError  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
-from biasscope.runs.checkpoints import from_dirs  # noqa: E402
+from biasscope.runs.checkpoints import Checkpoint, from_dirs  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -88,3 +88,64 @@ def test_missing_checkpoint_is_a_model_error(tmp_path):
     (tmp_path / "checkpoint-5" / "config.json").write_text("{}")
     with pytest.raises(ModelError, match=r"cannot load .*checkpoint-5"):
         list(iter_scorers(from_dirs([tmp_path / "checkpoint-5"]), HFOptions()))
+
+
+def test_prefetch_reads_each_checkpoint_in_the_background_before_its_turn(checkpoint_dirs,
+                                                                         monkeypatch):
+    """The weight files are read (read_ahead) and every weight page touched (fault_in) in the
+    prefetch thread, before the caller gets that checkpoint's scorer."""
+    import threading
+
+    import biasscope.backends.hf as hf
+
+    events: list[tuple[str, str, str]] = []
+    real_read, real_fault = hf.read_ahead, hf.fault_in
+
+    def read(ckpt):
+        events.append(("read", Path(ckpt.source).name, threading.current_thread().name))
+        real_read(ckpt)
+
+    def fault(model):
+        events.append(("fault", "", threading.current_thread().name))
+        real_fault(model)
+
+    monkeypatch.setattr(hf, "read_ahead", read)
+    monkeypatch.setattr(hf, "fault_in", fault)
+    for scorer in iter_scorers(from_dirs(checkpoint_dirs), HFOptions(device="cpu")):
+        events.append(("yield", Path(scorer.ckpt.source).name, ""))
+    names = [p.name for p in checkpoint_dirs]
+    background = [e for e in events if e[0] in ("read", "fault")]
+    assert len(background) == 2 * len(names)
+    assert all(thread.startswith("biasscope-prefetch") for _, _, thread in background)
+    for name in names:
+        assert events.index(("yield", name, "")) > next(
+            i for i, e in enumerate(events) if e[:2] == ("read", name))
+    hf.read_ahead(Checkpoint("m", "org/not-a-local-dir"))  # a hub id: nothing to read here
+
+
+@pytest.mark.parametrize("sendfile", [True, False])
+def test_read_through_reads_every_byte_from_disk(tmp_path, monkeypatch, sendfile):
+    """Both paths (sendfile to /dev/null, and plain reads where there is no sendfile) pull
+    the whole file from the block device. Needs root to drop the page cache first."""
+    import os
+    import re
+
+    import biasscope.backends.hf as hf
+
+    drop = Path("/proc/sys/vm/drop_caches")
+    if os.geteuid() != 0 or not os.access(drop, os.W_OK):
+        pytest.skip("dropping the page cache needs root")
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(os.urandom(8 << 20))
+    if not sendfile:
+        monkeypatch.delattr(os, "sendfile")
+
+    def read_bytes() -> int:
+        return int(re.search(r"read_bytes:\s*(\d+)", Path("/proc/self/io").read_text())[1])
+
+    os.sync()
+    drop.write_text("1\n")
+    before = read_bytes()
+    with open(os.devnull, "wb") as sink:
+        hf._read_through(path, sink.fileno())
+    assert read_bytes() - before >= 8 << 20

@@ -9,7 +9,6 @@ when ``BIASSCOPE_REQUIRE_BROWSER=1``.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import tempfile
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from require import missing_modules, require
 
 CHROMIUM = os.environ.get("BIASSCOPE_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -76,17 +75,10 @@ HOVER = """() => {
 
 def require_browser() -> None:
     """Skip unless Playwright and Chromium are here; fail if BIASSCOPE_REQUIRE_BROWSER=1."""
-    missing = []
-    if importlib.util.find_spec("playwright") is None:
-        missing.append("the playwright package")
+    missing = missing_modules("playwright")
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         missing.append(CHROMIUM)
-    if not missing:
-        return
-    msg = f"{' and '.join(missing)} missing"
-    if os.environ.get("BIASSCOPE_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{msg} but BIASSCOPE_REQUIRE_BROWSER=1: run {INSTALL}", pytrace=False)
-    pytest.skip(f"{msg}; {INSTALL} installs them")
+    require(missing, "BIASSCOPE_REQUIRE_BROWSER", f"run {INSTALL}")
 
 
 @contextmanager

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from llama_server import Server, TinyLlama, serve, write_tiny_gguf
+from require import missing_modules, require
 from s3_server import S3, moto_s3
 from winobias_fixture import write_winobias
 
@@ -43,18 +44,11 @@ def checkpoint_dirs(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer) ->
 
 # --- a real OpenAI-compatible server (llama-cpp-python) serving a tiny exact GGUF model --------
 
-def _require_modules(*modules: str) -> None:
-    """Skip when a module the server tests need is missing; fail if BIASSCOPE_REQUIRE_SERVER=1."""
-    import importlib.util
+SERVER_INSTALL = "run scripts/llama-wheel.sh <venv>/bin/python (and pip install gguf openai)"
 
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if not missing:
-        return
-    msg = f"{', '.join(missing)} not importable"
-    if os.environ.get("BIASSCOPE_REQUIRE_SERVER") == "1":
-        pytest.fail(f"{msg} but BIASSCOPE_REQUIRE_SERVER=1: run scripts/llama-wheel.sh "
-                    "<venv>/bin/python (and pip install gguf openai)", pytrace=False)
-    pytest.skip(f"{msg}; scripts/llama-wheel.sh installs the llama-cpp-python server")
+
+def _require_modules(*modules: str) -> None:
+    require(missing_modules(*modules), "BIASSCOPE_REQUIRE_SERVER", SERVER_INSTALL)
 
 
 @pytest.fixture(scope="session")

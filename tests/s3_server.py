@@ -8,14 +8,13 @@ s3fs over HTTP exactly as a bucket on AWS would be. Child processes started whil
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import pytest
+from require import missing_modules, require
 
 MODULES = ("s3fs", "moto", "flask", "flask_cors")
 
@@ -35,19 +34,11 @@ class S3:
 
 def available() -> bool:
     """Whether the S3 tests should run: their modules are here, or CI demands them."""
-    return (os.environ.get("BIASSCOPE_REQUIRE_S3") == "1"
-            or all(importlib.util.find_spec(m) is not None for m in MODULES))
+    return os.environ.get("BIASSCOPE_REQUIRE_S3") == "1" or not missing_modules(*MODULES)
 
 
 def require_s3() -> None:
-    """Skip without s3fs and moto's server; fail instead if BIASSCOPE_REQUIRE_S3=1."""
-    missing = [m for m in MODULES if importlib.util.find_spec(m) is None]
-    if not missing:
-        return
-    msg = f"{', '.join(missing)} not importable"
-    if os.environ.get("BIASSCOPE_REQUIRE_S3") == "1":
-        pytest.fail(f"{msg} but BIASSCOPE_REQUIRE_S3=1: pip install -e '.[dev]'", pytrace=False)
-    pytest.skip(f"{msg}; pip install s3fs 'moto[s3]' flask flask-cors")
+    require(missing_modules(*MODULES), "BIASSCOPE_REQUIRE_S3", "pip install -e '.[dev]'")
 
 
 @contextmanager

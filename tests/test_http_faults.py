@@ -8,8 +8,6 @@ killed)."""
 from __future__ import annotations
 
 import gc
-import importlib.util
-import os
 import threading
 import time
 import tracemalloc
@@ -24,7 +22,9 @@ pytest.importorskip("openai")
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation
 from biasscope.backends.cache import Cached, ResponseCache, request_key
 from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
+from conftest import SERVER_INSTALL
 from llama_server import Server, TinyLlama, serve
+from require import missing_modules, require
 
 WORDS = ("nurse", "doctor", "said", "is", "female", "male", "The", "yes", "no")
 ONE_TOKEN = GenerateParams(max_tokens=1)
@@ -43,13 +43,8 @@ def batch(n: int, start: int = 0) -> list[GenerateRequest]:
 @pytest.fixture
 def server(tiny_gguf: TinyLlama, tmp_path: Path) -> Iterator[Server]:
     """A server of this test's own, which it may kill."""
-    missing = [m for m in ("llama_cpp", "fastapi", "uvicorn")
-               if importlib.util.find_spec(m) is None]
-    if missing:
-        if os.environ.get("BIASSCOPE_REQUIRE_SERVER") == "1":
-            pytest.fail(f"{', '.join(missing)} not importable but BIASSCOPE_REQUIRE_SERVER=1",
-                        pytrace=False)
-        pytest.skip(f"{', '.join(missing)} not importable")
+    require(missing_modules("llama_cpp", "fastapi", "uvicorn"), "BIASSCOPE_REQUIRE_SERVER",
+            SERVER_INSTALL)
     srv = serve(tiny_gguf.path, log_path=tmp_path / "server.log")
     try:
         yield srv

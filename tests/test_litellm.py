@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
+from require import missing_modules, require
 
-import pytest
+# find_spec, not import: importing litellm here would fetch a price list
+require(missing_modules("litellm"), "BIASSCOPE_REQUIRE_SERVER", "pip install 'biasscope[litellm]'")
 
-if importlib.util.find_spec("litellm") is None:  # importing it here would fetch a price list
-    pytest.skip("litellm is not installed", allow_module_level=True)
-
-from biasscope.backends.base import GenerateParams, GenerateRequest
-from biasscope.backends.generators import GeneratorOptions, load_generator
-from biasscope.backends.openai_http import HTTPOptions
-from scripted_server import Reply, chat, serve
+from biasscope.backends.base import GenerateParams, GenerateRequest  # noqa: E402
+from biasscope.backends.generators import GeneratorOptions, load_generator  # noqa: E402
+from biasscope.backends.openai_http import HTTPOptions  # noqa: E402
+from scripted_server import Reply, chat, serve  # noqa: E402
 
 FAST = HTTPOptions(concurrency=2, timeout=5, max_retries=1, backoff=0.01, max_backoff=0.02)
 

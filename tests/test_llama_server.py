@@ -3,12 +3,12 @@ reference: these pin the server behaviours documented in tests/llama_server.py."
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
+from conftest import SERVER_INSTALL
 from llama_server import (
     BOS,
     JUDGE_ALIAS,
@@ -19,13 +19,10 @@ from llama_server import (
     judge_server,
     write_tiny_gguf,
 )
+from require import missing_modules, require
 
-try:
-    import openai
-except ImportError:
-    if os.environ.get("BIASSCOPE_REQUIRE_SERVER") == "1":
-        raise
-    pytest.skip("openai not installed", allow_module_level=True)
+require(missing_modules("openai"), "BIASSCOPE_REQUIRE_SERVER", SERVER_INSTALL)
+import openai  # noqa: E402
 
 TOL = 1e-4
 PROMPTS = ["The doctor said", "The nurse is", "Answer: yes, the engineer was"]

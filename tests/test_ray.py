@@ -5,7 +5,6 @@ Skipped when ray is not importable, unless BIASSCOPE_REQUIRE_RAY=1 (then it fail
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -21,20 +20,17 @@ from biasscope.probes import load_probe
 from biasscope.runs.checkpoints import Checkpoint, from_dirs
 from biasscope.runs.dynamics import ScorerSource, SweepConfig, hf_scorers, sweep
 from biasscope.runs.store import RunStore
+from require import missing_modules, require
 
 pytest.importorskip("torch")
-if importlib.util.find_spec("ray") is None:
-    if os.environ.get("BIASSCOPE_REQUIRE_RAY") == "1":
-        pytest.fail("ray is not importable but BIASSCOPE_REQUIRE_RAY=1: "
-                    "pip install 'biasscope[ray]'", pytrace=False)
-    pytest.skip("ray is not installed (pip install 'biasscope[ray]')", allow_module_level=True)
+require(missing_modules("ray"), "BIASSCOPE_REQUIRE_RAY", "pip install 'biasscope[ray]'")
 
-import ray
-from ray import cloudpickle
+import ray  # noqa: E402
+from ray import cloudpickle  # noqa: E402
 
-import s3_server
-from biasscope.runs.executors import RayExecutor
-from s3_server import S3
+import s3_server  # noqa: E402
+from biasscope.runs.executors import RayExecutor  # noqa: E402
+from s3_server import S3  # noqa: E402
 
 SEEDS = [0, 1]
 OPTIONS = HFOptions(device="cpu")

@@ -149,3 +149,37 @@ def test_read_through_reads_every_byte_from_disk(tmp_path, monkeypatch, sendfile
     with open(os.devnull, "wb") as sink:
         hf._read_through(path, sink.fileno())
     assert read_bytes() - before >= 8 << 20
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_read_ahead_finds_a_hub_revision_in_the_local_hub_cache(tmp_path, monkeypatch, sharded):
+    """Hub ids are read ahead from huggingface_hub's cache layout (refs/<revision> -> snapshot),
+    single-file and sharded; a revision not in the cache reads nothing."""
+    import json
+
+    import huggingface_hub.constants
+
+    import biasscope.backends.hf as hf
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--org--tiny"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "step1000").write_text(commit)
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"] \
+        if sharded else ["model.safetensors"]
+    for name in names:
+        (snapshot / name).write_bytes(b"\0" * 64)
+    if sharded:
+        (snapshot / "model.safetensors.index.json").write_text(json.dumps(
+            {"weight_map": {"a.weight": names[0], "b.weight": names[1], "c.weight": names[1]}}))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    read: list[Path] = []
+    monkeypatch.setattr(hf, "_read_through", lambda path, sink: read.append(Path(path)))
+
+    hf.read_ahead(Checkpoint("tiny", "org/tiny", "step1000"))
+    assert [p.name for p in read] == names
+    read.clear()
+    hf.read_ahead(Checkpoint("tiny", "org/tiny", "step2000"))  # not downloaded yet
+    assert read == []

@@ -5,7 +5,8 @@ column is every prompt's last real token and the LM head runs on that column alo
 (``logits_to_keep=1``). Each batch's full-vocabulary logits are reduced at once to option
 log-probs and ranks; nothing vocabulary-sized outlives its batch. Prompts are tokenized once
 per distinct tokenizer, and the next checkpoint loads in a background thread while the current
-one is scored.
+one is scored: its weight files read into the page cache, then loaded, then every page touched,
+so no part of the read is left to the scoring.
 """
 
 from __future__ import annotations
@@ -303,16 +304,42 @@ class HFScorer:
 
 
 def read_ahead(ckpt: Checkpoint) -> None:
-    """Read a local checkpoint's weight files once, sequentially, into the page cache. The
+    """Read a checkpoint's weight files once, sequentially, into the page cache. The
     memory-mapped load that follows then finds every page in memory: page faults that wait on
     the disk would hold the process's memory-map lock and stall the scoring thread's
     allocations for as long as the read takes."""
-    root = Path(ckpt.source).expanduser()
-    if not root.is_dir():
-        return  # a hub id: from_pretrained downloads with plain writes and reads
     with open(os.devnull, "wb") as sink:
-        for path in sorted(root.glob("*.safetensors")):
+        for path in _weight_files(ckpt):
             _read_through(path, sink.fileno())
+
+
+def _weight_files(ckpt: Checkpoint) -> list[Path]:
+    """The safetensors files of a local checkpoint, or of a hub revision already in the local
+    hub cache (one not yet downloaded is fetched by ``from_pretrained`` itself, with plain
+    writes that leave it in the page cache)."""
+    root = Path(ckpt.source).expanduser()
+    if root.is_dir():
+        return sorted(root.glob("*.safetensors"))
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return []
+
+    def cached(name: str) -> Path | None:
+        found = try_to_load_from_cache(ckpt.source, name, revision=ckpt.revision)
+        return Path(found) if isinstance(found, str) else None
+
+    single = cached("model.safetensors")
+    if single is not None:
+        return [single]
+    index = cached("model.safetensors.index.json")
+    if index is None:
+        return []
+    try:
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    except (OSError, ValueError, KeyError, AttributeError):
+        return []
+    return [p for p in map(cached, shards) if p is not None]
 
 
 def _read_through(path: Path, sink: int) -> None:

@@ -129,3 +129,16 @@ def test_cli_sweep_into_a_bucket_and_report_from_another_machine(
     assert main(["report", url]) == 0
     assert f"published to {url}/report.html" in capsys.readouterr().out
     assert fs.cat_file(f"{base}/report.html").count(b"<table") == first.count(b"<table")
+
+
+def test_a_url_whose_filesystem_is_not_installed_names_the_extra():
+    import importlib.util
+
+    from biasscope.errors import BiasscopeError
+
+    if importlib.util.find_spec("gcsfs") is not None:
+        pytest.skip("gcsfs is installed here")
+    with pytest.raises(BiasscopeError, match=r"gs://bucket/run: .*pip install 'biasscope\[gcs\]'"):
+        RunStore("gs://bucket/run")
+    with pytest.raises(BiasscopeError, match="cannot open run nosuch://bucket/run"):
+        RunStore("nosuch://bucket/run")

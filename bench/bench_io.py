@@ -490,9 +490,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                        str(args.batch_size), "--dtype", args.dtype]
                 if args.threads:
                     cmd += ["--threads", str(args.threads)]
-                if rate:
-                    cmd += ["--cgroup", str(throttle_group(root, rate))]
-                subprocess.run(cmd, check=True)
+                group = throttle_group(root, rate) if rate else None
+                if group:
+                    cmd += ["--cgroup", str(group)]
+                try:
+                    subprocess.run(cmd, check=True)
+                finally:
+                    if group:
+                        group.rmdir()  # empty again: its only process has exited
                 results.append({**json.loads(result.read_text()), "read_mibps": rate})
             subprocess.run(["rm", "-rf", str(root)], check=True)  # free the disk now
     args.load_after, args.wall = os.getloadavg()[0], time.perf_counter() - started

@@ -177,11 +177,11 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         Encodings,
         HFOptions,
         HFScorer,
-        fault_in,
         iter_scorers,
         load_model,
         load_tokenizer,
     )
+    from biasscope.backends.weights import fault_in
     from biasscope.runs.checkpoints import from_dirs
 
     if args.threads:
@@ -344,10 +344,10 @@ def render(args: argparse.Namespace, results: Sequence[dict[str, Any]], cold_ok:
     lines += [
         "Per checkpoint (median over the K checkpoints): **load** = `load_tokenizer` + "
         "`load_model` + `HFScorer(...)`, i.e. `from_pretrained` to a ready scorer; "
-        "**fault-in** = `biasscope.backends.hf.fault_in` right after: `from_pretrained` leaves "
-        "safetensors weights memory-mapped, and whatever the load did not read would otherwise "
-        "be read at first use, inside the scoring; **score** = `score_next_token` on the P "
-        "prompts with the weights resident. `read MiB` = bytes read from the block device "
+        "**fault-in** = `biasscope.backends.weights.fault_in` right after: `from_pretrained` "
+        "leaves safetensors weights memory-mapped, and whatever the load did not read would "
+        "otherwise be read at first use, inside the scoring; **score** = `score_next_token` "
+        "on the P prompts with the weights resident. `read MiB` = bytes read from the block device "
         "during load / fault-in (`/proc/self/io`).", "",
         "| shape | storage | mode | P | file MiB | load s | fault-in s | read MiB (load / "
         "fault-in) | load CPU s | score s |",

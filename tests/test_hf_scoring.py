@@ -120,7 +120,7 @@ def test_prefetch_reads_each_checkpoint_in_the_background_before_its_turn(checkp
     for name in names:
         assert events.index(("yield", name, "")) > next(
             i for i, e in enumerate(events) if e[:2] == ("read", name))
-    hf.read_ahead(Checkpoint("m", "org/not-a-local-dir"))  # a hub id: nothing to read here
+    hf.read_ahead(Checkpoint("m", "org/not-a-local-dir"))  # not in the hub cache: no-op
 
 
 @pytest.mark.parametrize("sendfile", [True, False])
@@ -130,7 +130,7 @@ def test_read_through_reads_every_byte_from_disk(tmp_path, monkeypatch, sendfile
     import os
     import re
 
-    import biasscope.backends.hf as hf
+    import biasscope.backends.weights as weights
 
     drop = Path("/proc/sys/vm/drop_caches")
     if os.geteuid() != 0 or not os.access(drop, os.W_OK):
@@ -147,7 +147,7 @@ def test_read_through_reads_every_byte_from_disk(tmp_path, monkeypatch, sendfile
     drop.write_text("1\n")
     before = read_bytes()
     with open(os.devnull, "wb") as sink:
-        hf._read_through(path, sink.fileno())
+        weights._read_through(path, sink.fileno())
     assert read_bytes() - before >= 8 << 20
 
 
@@ -159,7 +159,7 @@ def test_read_ahead_finds_a_hub_revision_in_the_local_hub_cache(tmp_path, monkey
 
     import huggingface_hub.constants
 
-    import biasscope.backends.hf as hf
+    import biasscope.backends.weights as weights
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     repo = tmp_path / "hub" / "models--org--tiny"
@@ -176,10 +176,10 @@ def test_read_ahead_finds_a_hub_revision_in_the_local_hub_cache(tmp_path, monkey
             {"weight_map": {"a.weight": names[0], "b.weight": names[1], "c.weight": names[1]}}))
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     read: list[Path] = []
-    monkeypatch.setattr(hf, "_read_through", lambda path, sink: read.append(Path(path)))
+    monkeypatch.setattr(weights, "_read_through", lambda path, sink: read.append(Path(path)))
 
-    hf.read_ahead(Checkpoint("tiny", "org/tiny", "step1000"))
+    weights.read_ahead(Checkpoint("tiny", "org/tiny", "step1000"))
     assert [p.name for p in read] == names
     read.clear()
-    hf.read_ahead(Checkpoint("tiny", "org/tiny", "step2000"))  # not downloaded yet
+    weights.read_ahead(Checkpoint("tiny", "org/tiny", "step2000"))  # not downloaded yet
     assert read == []

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.base import ContinuationScore, NextTokenScore
+from biasscope.backends.weights import fault_in, read_ahead
 from biasscope.errors import ModelError
 from biasscope.items import Item
 from biasscope.runs.checkpoints import Checkpoint
@@ -301,78 +301,6 @@ class HFScorer:
         ranks = (1 + (logits > logits.gather(1, target)).sum(dim=-1)).cpu().tolist()
         return [NextTokenScore(tuple(lp[: len(o)]), int(r))
                 for lp, o, r in zip(option_lp, options, ranks)]
-
-
-def read_ahead(ckpt: Checkpoint) -> None:
-    """Read a checkpoint's weight files once, sequentially, into the page cache. The
-    memory-mapped load that follows then finds every page in memory: page faults that wait on
-    the disk would hold the process's memory-map lock and stall the scoring thread's
-    allocations for as long as the read takes."""
-    with open(os.devnull, "wb") as sink:
-        for path in _weight_files(ckpt):
-            _read_through(path, sink.fileno())
-
-
-def _weight_files(ckpt: Checkpoint) -> list[Path]:
-    """The safetensors files of a local checkpoint, or of a hub revision already in the local
-    hub cache (one not yet downloaded is fetched by ``from_pretrained`` itself, with plain
-    writes that leave it in the page cache)."""
-    root = Path(ckpt.source).expanduser()
-    if root.is_dir():
-        return sorted(root.glob("*.safetensors"))
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return []
-
-    def cached(name: str) -> Path | None:
-        found = try_to_load_from_cache(ckpt.source, name, revision=ckpt.revision)
-        return Path(found) if isinstance(found, str) else None
-
-    single = cached("model.safetensors")
-    if single is not None:
-        return [single]
-    index = cached("model.safetensors.index.json")
-    if index is None:
-        return []
-    try:
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-    except (OSError, ValueError, KeyError, AttributeError):
-        return []
-    return [p for p in map(cached, shards) if p is not None]
-
-
-def _read_through(path: Path, sink: int) -> None:
-    """Every page of ``path`` into the page cache. sendfile to /dev/null reads them without
-    copying anything to user space: a few percent of read()'s CPU time, which would otherwise
-    be taken from the scoring beside it."""
-    with path.open("rb", buffering=0) as handle:
-        size, offset = os.fstat(handle.fileno()).st_size, 0
-        try:
-            while offset < size:
-                sent = os.sendfile(sink, handle.fileno(), offset, size - offset)
-                if not sent:
-                    break
-                offset += sent
-            return
-        except (OSError, AttributeError):  # no sendfile into a file here (macOS, Windows)
-            pass
-        handle.seek(offset)
-        buffer = bytearray(1 << 24)
-        while handle.readinto(buffer):
-            pass
-
-
-def fault_in(model: Any) -> None:
-    """Read every page of the model's CPU weights now. transformers leaves safetensors weights
-    memory-mapped on CPU, so whatever loading did not read would come from disk at first use:
-    inside the scoring, where a prefetch cannot hide it. A strided read of one element per
-    4 KiB page costs ~0.1 s for a resident 410m model."""
-    torch = _torch()
-    with torch.no_grad():
-        for tensor in [*model.parameters(), *model.buffers()]:
-            if tensor.device.type == "cpu" and tensor.numel():
-                tensor.reshape(-1)[:: max(1, 4096 // tensor.element_size())].sum()
 
 
 def iter_scorers(checkpoints: Sequence[Checkpoint], options: HFOptions,

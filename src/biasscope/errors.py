@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 
 class BiasscopeError(Exception):
     """A problem with the user's input, data, model or environment, explained in one line."""
@@ -13,3 +16,12 @@ class DataError(BiasscopeError):
 
 class ModelError(BiasscopeError):
     """A model or checkpoint cannot be loaded or produced unusable outputs."""
+
+
+def optional(module: str, extra: str, feature: str) -> Any:
+    """Import ``module`` from an optional extra, or say in one line which extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise BiasscopeError(f"{feature} needs the '{extra}' extra: "
+                             f"pip install 'biasscope[{extra}]'") from None

@@ -30,7 +30,7 @@ from scipy import stats as sps
 
 from biasscope.audit.base import Detector, LabelParsing, Messages
 from biasscope.data.sources import data_path
-from biasscope.errors import BiasscopeError, DataError
+from biasscope.errors import DataError, optional
 from biasscope.items import Item
 from biasscope.jsonl import why as _why
 
@@ -197,10 +197,7 @@ def fairness_gaps(frame: pd.DataFrame, confidence: float = 0.95, n_resamples: in
                   seed: int = 0) -> dict[str, dict[str, Any]]:
     """fairlearn's demographic parity and equalized odds differences over parsed items
     (columns pair, sex, pred, answer_label), with percentile bootstrap CIs over pairs."""
-    try:
-        from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference
-    except ImportError:
-        raise BiasscopeError(f"{NAME} metrics need fairlearn: pip install fairlearn") from None
+    metrics = optional("fairlearn.metrics", "fairness", f"{NAME}'s fairness metrics")
 
     names = ("demographic_parity_difference", "equalized_odds_difference")
     if frame.empty:
@@ -210,8 +207,8 @@ def fairness_gaps(frame: pd.DataFrame, confidence: float = 0.95, n_resamples: in
     male = frame["sex"].eq("Male").to_numpy(dtype=bool)
     pairs, index = np.unique(frame["pair"].astype(str).to_numpy(), return_inverse=True)
     args = (y.astype(int), pred.astype(int))
-    estimates = (demographic_parity_difference(*args, sensitive_features=male.astype(int)),
-                 equalized_odds_difference(*args, sensitive_features=male.astype(int)))
+    estimates = (metrics.demographic_parity_difference(*args, sensitive_features=male.astype(int)),
+                 metrics.equalized_odds_difference(*args, sensitive_features=male.astype(int)))
     counts = np.random.default_rng(seed).multinomial(
         len(pairs), np.full(len(pairs), 1 / len(pairs)), size=n_resamples)
     reps = group_gaps(y, pred, male, counts[:, index].astype(np.float64))

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from biasscope.errors import optional
 from biasscope.stats import Interval, percentile_interval
 
 Verdicts = pd.DataFrame | Mapping[str, Sequence[str | None]]
@@ -160,18 +161,18 @@ def _cohen(a: Codes, b: Codes, n_labels: int, idx: Codes) -> npt.NDArray[np.floa
 
 def _fleiss(counts: Codes) -> float:
     """Fleiss' κ of an items x labels count table (statsmodels); NaN where undefined."""
-    from statsmodels.stats.inter_rater import fleiss_kappa
+    inter_rater = optional("statsmodels.stats.inter_rater", "judge", "Fleiss' kappa")
 
     if counts.shape[0] == 0 or counts.shape[1] < 2:
         return math.nan
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(fleiss_kappa(counts, method="fleiss"))
+        value = float(inter_rater.fleiss_kappa(counts, method="fleiss"))
     return value if math.isfinite(value) else math.nan
 
 
 def _alpha(counts: Codes) -> float:
     """Nominal Krippendorff's α of an items x labels count table; NaN where undefined."""
-    import krippendorff
+    krippendorff = optional("krippendorff", "judge", "Krippendorff's alpha")
 
     if counts.shape[1] < 2 or not (counts.sum(axis=1) >= 2).any():
         return math.nan

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from biasscope.errors import BiasscopeError
+from biasscope.errors import BiasscopeError, optional
 from biasscope.items import Item
 from biasscope.runs.checkpoints import Checkpoint
 from biasscope.runs.dynamics import (
@@ -134,12 +134,7 @@ class RayExecutor:
 
 
 def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise BiasscopeError(
-            "--executor ray needs the 'ray' extra: pip install 'biasscope[ray]'") from None
-    return ray
+    return optional("ray", "ray", "--executor ray")
 
 
 EXECUTORS = ("local", "ray")

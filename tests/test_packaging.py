@@ -33,3 +33,35 @@ def test_a_missing_extra_is_one_line_that_names_it():
                                              r"pip install 'biasscope\[judge\]'$"):
         optional("biasscope_no_such_module", "judge", "Fleiss' kappa")
     assert optional("json", "judge", "JSON") is json
+
+
+WITHOUT_HF = """
+import sys
+
+class NoHF:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "transformers", "tokenizers"):
+            raise ImportError(f"No module named {name!r}")
+
+sys.meta_path.insert(0, NoHF())
+from biasscope.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("command", [["demo", "--quiet"],
+                                     ["dynamics", "--model", "EleutherAI/pythia-70m",
+                                      "--revisions", "step1000", "--seeds", "0", "--quiet"]])
+def test_without_the_hf_extra_model_commands_say_so_in_one_line(tmp_path, winobias_dir,
+                                                                command):
+    import subprocess
+    import sys
+
+    data = ["--data-dir", str(winobias_dir)] if command[0] == "dynamics" else []
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_HF, *command, *data, "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "biasscope: error: Hugging Face scoring needs the 'hf' extra: "
+        "pip install 'biasscope[hf]'"]

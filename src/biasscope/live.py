@@ -80,6 +80,9 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
 
 
 def _callback_base() -> type:
+    from biasscope.backends.hf import _torch
+
+    _torch()  # without the 'hf' extra: one line naming it, not an ImportError
     from transformers import TrainerCallback
 
     return TrainerCallback

@@ -10,14 +10,11 @@ out of ``records/`` so that folder holds only records), written after the parque
 counts as done only when it matches; a damaged one is moved aside to
 ``records/<unit>.parquet.corrupt-<n>`` (kept, never read) and redone.
 
-``root`` may also be an fsspec URL (``s3://bucket/run``, ``gs://…``, ``memory://…``), so the
-workers of a cluster share one run. Then ``root`` is a local staging folder (a cache of the
-remote, under ``$BIASSCOPE_CACHE_DIR/runs`` or ``~/.cache/biasscope/runs``) that every
-Path-based reader uses unchanged: the remote's files are pulled into it on construction, a
-unit missing there is pulled by ``has``, and each unit written is uploaded, parquet then
-checksum. Other files are uploaded by ``publish``. Object stores make each upload atomic, so
-it is one put; other filesystems (sftp, hdfs, …) get a temp name and a move. ``file://`` is a
-plain local path.
+``root`` may also be an fsspec URL (``s3://bucket/run``), so the workers of a cluster share one
+run (`biasscope.runs.remote`): ``root`` is then a local staging folder that every Path-based
+reader uses unchanged. The remote's files are pulled into it on construction and by
+``refresh``, a unit missing there is pulled by ``has``, each unit written is uploaded, parquet
+then checksum, and other files are uploaded by ``publish``. ``file://`` is a plain local path.
 """
 
 from __future__ import annotations
@@ -30,7 +27,6 @@ import json
 import math
 import os
 import re
-import socket
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
@@ -41,13 +37,10 @@ from typing import Any, BinaryIO
 import pandas as pd
 
 from biasscope.errors import BiasscopeError
+from biasscope.runs.remote import HOST, Remote, is_remote
 
 RECORDS = "records"
 CHECKSUMS = "checksums"
-_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
-# Object stores: a put is atomic (the object appears whole or not at all) and a move is a copy.
-_ATOMIC_PUT = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss",
-                         "memory"})
 _TMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9-]+)~(?P<pid>\d+)\.[^.]+\.tmp$")
 
 
@@ -74,7 +67,7 @@ def _atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = 0o666 & ~_umask()
     # Host and pid in the name let a later run tell a dead writer's leftovers from live work.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_HOST}~{os.getpid()}.",
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{HOST}~{os.getpid()}.",
                                suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -139,7 +132,7 @@ def remove_stale_temp_files(folder: Path) -> list[Path]:
     removed = []
     for path in folder.glob(".*.tmp") if folder.is_dir() else []:
         match = _TMP.match(path.name)
-        if match and match["host"] == _HOST and not _alive(int(match["pid"])):
+        if match and match["host"] == HOST and not _alive(int(match["pid"])):
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed
@@ -171,116 +164,61 @@ def write_json(path: Path, obj: Any) -> None:
     write_bytes(path, (text + "\n").encode())
 
 
-def _staging_dir(url: str) -> Path:
-    base = os.environ.get("BIASSCOPE_CACHE_DIR")
-    cache = Path(base).expanduser() if base else Path.home() / ".cache" / "biasscope"
-    return cache / "runs" / hashlib.sha256(url.encode()).hexdigest()[:16]
-
-
-def _remote_error(what: str, exc: Exception) -> BiasscopeError:
-    return BiasscopeError(f"cannot {what} ({type(exc).__name__}: {exc}); check the URL and "
-                          "credentials, then run the same command again (finished units are "
-                          "kept)")
-
-
 class RunStore:
     """One run directory. Safe to share between processes: units never overlap."""
 
     def __init__(self, root: str | Path) -> None:
-        text = root if isinstance(root, str) else ""
         self.remote: str | None = None  # the fsspec URL of a remote run, else None
-        self.fs: Any = None  # its fsspec filesystem
-        self._remote_path = ""  # the run's path on ``fs``
-        if "://" in text and not text.startswith("file://"):
-            self.remote = text.rstrip("/")
-            try:
-                from fsspec.core import url_to_fs  # only remote runs need fsspec
-
-                self.fs, path = url_to_fs(self.remote)
-            except ImportError as exc:
-                extra = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}.get(
-                    self.remote.split("://", 1)[0], "remote")
-                raise BiasscopeError(f"cannot open run {self.remote}: {exc}; pip install "
-                                     f"'biasscope[{extra}]'") from None
-            except ValueError as exc:
-                raise BiasscopeError(f"cannot open run {self.remote}: {exc}") from None
-            self._remote_path = str(path).rstrip("/")
-            root = _staging_dir(self.remote)
-        elif text.startswith("file://"):
-            root = text.removeprefix("file://")
+        self._mirror: Remote | None = None
+        if is_remote(root):
+            self._mirror = Remote(str(root))
+            self.remote, root = self._mirror.url, self._mirror.staging
+        elif isinstance(root, str) and root.startswith("file://"):
+            root = root.removeprefix("file://")
         self.root = Path(root)
         self.records_dir = self.root / RECORDS
         self.checksums_dir = self.root / CHECKSUMS
         # key -> (size, mtime_ns) of a file already verified, so `has` hashes each file once.
         self._verified: dict[str, tuple[int, int]] = {}
-        if self.fs is not None:
-            self.refresh()
+        self.refresh()
 
-    def _remote(self, path: Path) -> str:
-        """The remote name of a staged file: the same place under the remote root."""
-        relative = path.resolve().relative_to(self.root.resolve())
-        return f"{self._remote_path}/{relative.as_posix()}"
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem of a remote run, else None."""
+        return self._mirror.fs if self._mirror else None
+
+    def _relative(self, path: Path) -> str:
+        return Path(path).resolve().relative_to(self.root.resolve()).as_posix()
 
     def refresh(self) -> None:
         """Copy the remote's run files into staging: JSON files, units and their checksums
         (those other workers wrote since, too). A no-op for a local run."""
-        if self.fs is None:
+        if self._mirror is None:
             return
-        try:
-            self.fs.invalidate_cache(self._remote_path)  # listings other workers made stale
-            found = self.fs.find(self._remote_path, detail=True)
-        except FileNotFoundError:
-            return  # a new run
-        except Exception as exc:  # fsspec backends raise their own types
-            raise _remote_error(f"list {self.remote}", exc) from None
-        for name, info in found.items():
-            relative = str(name).rstrip("/")[len(self._remote_path):].lstrip("/")
+        for relative, size in self._mirror.files().items():
             folder, _, base = relative.rpartition("/")
             wanted = ((folder == "" and base.endswith(".json"))
                       or (folder == RECORDS and base.endswith(".parquet"))
                       or (folder == CHECKSUMS and base.endswith(".parquet.sha256")))
             if not wanted or base.startswith("."):
                 continue
-            local = self.root / relative
             with contextlib.suppress(OSError):
-                if local.stat().st_size == info.get("size") and folder:
+                if (self.root / relative).stat().st_size == size and folder:
                     continue  # a unit file is never rewritten in place: same size, same file
-            self._pull(name, local)
+            self._pull(relative)
 
-    def _pull(self, name: str, local: Path) -> bool:
+    def _pull(self, relative: str) -> bool:
         """Copy one remote file into staging; False if the remote has no such file."""
-        try:
-            data = self.fs.cat_file(name)
-        except FileNotFoundError:
+        data = self._mirror.pull(relative) if self._mirror else None
+        if data is None:
             return False
-        except Exception as exc:  # fsspec backends raise their own types
-            raise _remote_error(f"read {self.remote}/{local.relative_to(self.root)}",
-                                exc) from None
-        write_bytes(local, bytes(data))
+        write_bytes(self.root / relative, data)
         return True
 
     def publish(self, path: Path) -> None:
         """Upload one staged file of a remote run (a no-op for a local run)."""
-        if self.fs is None:
-            return
-        target = self._remote(Path(path))
-        data = Path(path).read_bytes()
-        try:
-            protocols = self.fs.protocol
-            if _ATOMIC_PUT & ({protocols} if isinstance(protocols, str) else set(protocols)):
-                self.fs.pipe_file(target, data)
-                return
-            folder, _, name = target.rpartition("/")
-            tmp = f"{folder}/.{name}.{_HOST}~{os.getpid()}.{os.urandom(4).hex()}.tmp"
-            self.fs.pipe_file(tmp, data)
-            try:
-                self.fs.mv(tmp, target)
-            except NotImplementedError:  # no move here: the direct put is all there is
-                self.fs.rm(tmp)
-                self.fs.pipe_file(target, data)
-        except Exception as exc:  # fsspec backends raise their own types
-            raise _remote_error(f"upload {self.remote}/{Path(path).relative_to(self.root)}",
-                                exc) from None
+        if self._mirror is not None:
+            self._mirror.push(self._relative(path), Path(path).read_bytes())
 
     @property
     def run_json(self) -> Path:
@@ -304,10 +242,10 @@ class RunStore:
         it reads as parquet, and its checksum is recorded then.
         """
         path = self.unit_path(unit)
-        if self.fs is not None and not path.exists():  # pulled only if the remote has it
-            if not self._pull(self._remote(path), path):
+        if self._mirror is not None and not path.exists():  # pulled if the remote has it
+            if not self._pull(self._relative(path)):
                 return False
-            self._pull(self._remote(self.checksum_path(unit)), self.checksum_path(unit))
+            self._pull(self._relative(self.checksum_path(unit)))
         try:
             stat = path.stat()
         except FileNotFoundError:

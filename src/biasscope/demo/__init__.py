@@ -42,7 +42,7 @@ def run_demo(out: Path, bias: float = 0.95, seed: int = 0, quiet: bool = False,
     stereotype: 0.5 is none, 1.0 is total (below 0.5 the stereotype is reversed).
     """
     from biasscope.analysis import AnalysisOptions
-    from biasscope.backends.hf import HFOptions, _torch
+    from biasscope.backends.hf import HFOptions
     from biasscope.demo import corpus
     from biasscope.demo.train import finished, stderr_log, train
     from biasscope.live import LiveOptions, evaluate_now
@@ -53,7 +53,6 @@ def run_demo(out: Path, bias: float = 0.95, seed: int = 0, quiet: bool = False,
 
     if not 0.0 <= bias <= 1.0:
         raise BiasscopeError(f"--bias must be between 0 and 1 (0.5 = no bias), got {bias}")
-    _torch()  # one line naming the 'hf' extra when torch or transformers is missing
     config = config or DemoConfig()
     log = stderr_log(quiet)
     out = Path(out)

@@ -22,6 +22,7 @@ from biasscope.metrics import PROBE_METRICS
 from biasscope.metrics.dynamics import dynamics_metrics, seed_mean_std
 from biasscope.probes import Probe
 from biasscope.runs.checkpoints import Checkpoint
+from biasscope.runs.settings import merge_settings
 from biasscope.runs.store import RunStore, Unit, remove_stale_temp_files, write_json
 
 if TYPE_CHECKING:
@@ -86,18 +87,8 @@ def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig) -> N
     checkpoints = [c.as_dict() for c in config.checkpoints]
     if store.run_json.is_file():
         previous = store.read_json("run.json")
-        before = previous.get("settings", {})
-        for name, probe_config in settings["probes"].items():
-            if before.get("probes", {}).get(name, probe_config) != probe_config:
-                raise BiasscopeError(
-                    f"{store.run_json} was made with different settings of probe {name!r}; "
-                    "use another --out or the same settings")
-        for key, value in config.comparable.items():
-            if before.get(key) != value:
-                raise BiasscopeError(
-                    f"{store.run_json} was made with a different {key!r}; use another --out "
-                    "or the same settings")
-        settings["probes"] = {**before.get("probes", {}), **settings["probes"]}
+        settings = merge_settings(store.run_json, previous.get("settings", {}), settings,
+                                  grow={"probes": "probe"})
         known = previous.get("checkpoints", [])
         checkpoints = known + [c for c in checkpoints if c not in known]
         seeds = sorted(set(previous.get("seeds", [])) | set(config.seeds))

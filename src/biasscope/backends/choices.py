@@ -16,6 +16,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from biasscope.backends.base import Generation
 
 #: Word-piece markers some tokenizers put before a token (SentencePiece, GPT-2 byte BPE).
@@ -57,23 +60,66 @@ def option_probabilities(top: Sequence[tuple[str, float]], options: Sequence[str
     return {o: m / covered for o, m in mass.items()}, max(0.0, 1.0 - covered)
 
 
+def normalise(text: str) -> str:
+    """An answer text as compared: whitespace trimmed and runs of it collapsed, so that an
+    option stored as ``"The friend "`` is named by ``"the friend"``."""
+    return " ".join(text.split())
+
+
+def _mentions(key: str, answer: str) -> npt.NDArray[np.int64]:
+    """(start, end) of each whole-word, case-blind mention of ``key``, in order."""
+    found = [m.span() for m in re.finditer(rf"\b{re.escape(key)}\b", answer, re.IGNORECASE)]
+    return np.array(found, dtype=np.int64).reshape(-1, 2)
+
+
+def _covered(inner: npt.NDArray[np.int64], outer: npt.NDArray[np.int64]
+             ) -> npt.NDArray[np.bool_]:
+    """Which ``inner`` mentions lie inside some ``outer`` mention: among the outer mentions
+    that start at or before one, the furthest end reaches its end (sorted starts, running
+    maximum of ends, one binary search each)."""
+    if not len(outer):
+        return np.zeros(len(inner), dtype=bool)
+    reach = np.maximum.accumulate(outer[:, 1])
+    before = np.searchsorted(outer[:, 0], inner[:, 0], side="right") - 1
+    return (before >= 0) & (reach[np.maximum(before, 0)] >= inner[:, 1])
+
+
+def _named(answer: str, keyed: Sequence[tuple[str, str]]) -> set[str]:
+    """The options with a mention no other option's mention covers ("specified" inside "not
+    specified" is not named). Only a text that another option's text contains can be covered,
+    so only those options are located mention by mention; linear in the answer's length."""
+    named: set[str] = set()
+    for key, option in keyed:
+        outer = [k for k, o in keyed if o != option and key.lower() in k.lower()]
+        if not outer:
+            if re.search(rf"\b{re.escape(key)}\b", answer, re.IGNORECASE):
+                named.add(option)
+        else:
+            free = np.ones(len(spans := _mentions(key, answer)), dtype=bool)
+            for k in outer:
+                free &= ~_covered(spans, _mentions(k, answer))
+            if free.any():
+                named.add(option)
+        if len(named) > 1:
+            break
+    return named
+
+
 def parse_choice(text: str, options: Sequence[str]) -> str | None:
     """The option a free-text answer names: the whole answer, else its opening words when a
     punctuation mark closes them ("Male, because ..."), else the only option mentioned anywhere.
-    None when it names no option or hedges between several ("male or female")."""
+    None when it names no option or hedges between several ("male or female"). Options and
+    answer are compared after ``normalise`` and without case; the option is returned as given.
+    Linear in the answer's length (a model can write megabytes)."""
     answer = text.strip().strip(".!\"'`*").strip()
-    by_norm = {o.lower(): o for o in options}
-    if answer.lower() in by_norm:
-        return by_norm[answer.lower()]
-    longest_first = sorted(options, key=len, reverse=True)
-    for option in longest_first:
-        if re.match(rf"\W*{re.escape(option)}\s*[.,;:!?)\n]", answer, flags=re.IGNORECASE):
+    keyed = [(key, o) for o in options if (key := normalise(o))]
+    by_norm = {key.lower(): o for key, o in keyed}
+    if (whole := normalise(answer).lower()) in by_norm:
+        return by_norm[whole]
+    for key, option in sorted(keyed, key=lambda k: len(k[0]), reverse=True):
+        if re.match(rf"\W*{re.escape(key)}\s*[.,;:!?)\n]", answer, flags=re.IGNORECASE):
             return option
-    spans = [(o, m.span()) for o in options
-             for m in re.finditer(rf"\b{re.escape(o)}\b", answer, flags=re.IGNORECASE)]
-    # An option inside a longer one's match ("specified" in "not specified") is not named.
-    named = {o for o, (a, b) in spans
-             if not any(p != o and c <= a and b <= d for p, (c, d) in spans)}
+    named = _named(answer, keyed)
     return named.pop() if len(named) == 1 else None
 
 

@@ -110,6 +110,9 @@ def test_answers_outside_the_keys_are_recorded_not_raised(model):
 def test_several_judges_aggregate(served):
     server, _ = served
     models = [OpenAIGenerator(server.model, server.base_url, options=FAST) for _ in range(2)]
+    with pytest.raises(JudgeError, match="both labelled 'openai-compatible:tiny-judge'"):
+        Judge(models)  # their verdicts would merge under one label
+    models[1].label = "second"
     verdicts = classify(Judge(models, JudgeOptions(position="fixed", aggregate="majority")),
                         TEXTS[:2], LABELS)
     assert [v.label for v in verdicts] == ["POSITIVE"] * 2 and len(verdicts[0].calls) == 2

@@ -92,32 +92,36 @@ def _items(args: argparse.Namespace) -> int:
     return 0
 
 
-def _judge_setup(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+def _judge_setup(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, str]]:
+    """The judge, the task, the label set and each judge's label -> spec (for run.json)."""
     from biasscope.backends.cache import Cached
     from biasscope.judge import Judge, JudgeOptions
     from biasscope.judge.run import read_labels, read_task
+    from biasscope.labels import label_models, parse_models
 
     task = read_task(args.input)
     labels = read_labels(args.labels) if args.labels else None
+    named = parse_models(args.model, "--model")
     cache = _response_cache(args)
-    models = [Cached(_load_generator(args, spec), cache) for spec in args.model]
+    models = [Cached(_load_generator(args, spec), cache) for _, spec in named]
+    label_models(models, named, "--model")
     keys = tuple(k.strip() for k in args.keys.split(",")) if "," in args.keys else tuple(
         args.keys)
     judge = Judge(models, JudgeOptions(
         position=args.position, samples=args.samples, reasoning=args.reasoning, seed=args.seed,
         keys=keys, aggregate=getattr(args, "aggregate", "mean"),
         logit_bias=not args.no_logit_bias))
-    return judge, task, labels
+    return judge, task, labels, {m.label: spec for m, (_, spec) in zip(models, named)}
 
 
 def _judge(args: argparse.Namespace) -> int:
     from biasscope.judge.run import batch_result, judge_file, write_run
 
-    judge, task, labels = _judge_setup(args)
+    judge, task, labels, judges = _judge_setup(args)
     verdicts = judge_file(judge, task, args.out, labels)
     result = batch_result(judge, task, verdicts)
-    report = write_run(args.out, "judge", args.model, {"position": args.position,
-                                                       "reasoning": args.reasoning}, result)
+    report = write_run(args.out, "judge", list(judges), {
+        "position": args.position, "reasoning": args.reasoning, "judges": judges}, result)
     for sentence in result["sentences"][:2]:
         print(sentence)
     print(f"verdicts: {Path(args.out) / 'verdicts.jsonl'}  report: {report}")
@@ -128,14 +132,14 @@ def _judge_audit(args: argparse.Namespace) -> int:
     from biasscope.judge.audit import audit_classifier, audit_pairwise
     from biasscope.judge.run import write_run
 
-    judge, task, labels = _judge_setup(args)
+    judge, task, labels, judges = _judge_setup(args)
     if task.pairwise:
         result = audit_pairwise(judge, task.pairs, task.authors)
     else:
         if labels is None:
             raise BiasscopeError("classification needs a label set (--labels FILE.json)")
         result = audit_classifier(judge, task.texts, labels)
-    report = write_run(args.out, "judge-audit", args.model, {}, result)
+    report = write_run(args.out, "judge-audit", list(judges), {"judges": judges}, result)
     for sentence in result["sentences"]:
         print(sentence)
     print(f"report: {report}")
@@ -178,7 +182,8 @@ def _response_cache(args: argparse.Namespace) -> Any:
 
 def _judge_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", required=True,
-                        help="judge model spec (see `biasscope generate`); repeat for several")
+                        help="judge model spec (see `biasscope generate`), or NAME=SPEC to "
+                        "label it NAME; repeat for several")
     parser.add_argument("--input", required=True, help="JSONL of {id, text} (with --labels) or "
                         "{id, prompt, a, b[, model_a, model_b]}")
     parser.add_argument("--labels", help="JSON object of label name: description")
@@ -199,6 +204,7 @@ def _sensitivity(args: argparse.Namespace) -> int:
 
     from biasscope.backends.cache import Cached
     from biasscope.backends.reward import HFRewardModel, RewardOptions
+    from biasscope.labels import label_models, parse_models
     from biasscope.report.sensitivity import write_sensitivity_report
     from biasscope.sensitivity.data import load_conversations, load_hh_rlhf, load_principles
     from biasscope.sensitivity.perturb import Templates
@@ -221,7 +227,9 @@ def _sensitivity(args: argparse.Namespace) -> int:
     options = RewardOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size,
                             transform=args.transform, chat_template=not args.no_chat_template,
                             allow_pickle=args.allow_pickle)
-    models = [HFRewardModel(spec, options) for spec in args.reward_model]
+    named = parse_models(args.reward_model, "--reward-model")  # NAME=SPEC; no model twice
+    models = [HFRewardModel(spec, options) for _, spec in named]
+    label_models(models, named, "--reward-model")
     perturber = Cached(_load_generator(args, args.perturber), _response_cache(args))
     directions = ("toward", "away") if args.direction == "both" else (args.direction,)
     store = run_sensitivity(models, perturber, conversations, constitution, args.out,
@@ -288,7 +296,7 @@ def register(sub: Any) -> None:
     sens = sub.add_parser("sensitivity", help="constitutional sensitivity of reward models")
     sens.add_argument("--reward-model", action="append", required=True,
                       help="hub id[@revision] or local dir of a sequence-classification reward "
-                      "model; repeat for several")
+                      "model, or NAME=SPEC; repeat for several")
     sens.add_argument("--perturber", required=True, help="generate backend spec for critique "
                       "and revision, e.g. openai:gpt-4o-mini")
     sens.add_argument("--principles", default="ccai:top10",

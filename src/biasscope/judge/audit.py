@@ -118,7 +118,8 @@ def self_preference(judge: Judge, verdicts: Sequence[Verdict],
     verdicts in both orders, so that a position preference cancels)."""
     rows = []
     for model in judge.models:
-        names = {model.label, str(getattr(model, "model", model.label))}
+        inner = getattr(model, "inner", model)  # behind the response cache
+        names = {model.label, inner.label, str(getattr(inner, "model", inner.label))}
         own = wins = 0
         for verdict, (author_a, author_b) in zip(verdicts, authors):
             mine = [side for side, who in (("a", author_a), ("b", author_b)) if who in names]

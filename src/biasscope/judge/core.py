@@ -173,6 +173,11 @@ class Judge:
         self.models = list(models) if isinstance(models, Sequence) else [models]
         if not self.models:
             raise JudgeError("give at least one judge model")
+        labels = [m.label for m in self.models]
+        if twice := sorted({x for x in labels if labels.count(x) > 1}):
+            # Verdicts and agreement are keyed by label: two judges under one would merge.
+            raise JudgeError(f"two judge models are both labelled {twice[0]!r}; give each a "
+                             "distinct label (on the command line: --model NAME=SPEC)")
         self.options = options or JudgeOptions()
         if self.options.position not in POSITIONS:
             raise JudgeError(f"unknown position strategy {self.options.position!r}; use one "

@@ -1,0 +1,152 @@
+"""Several models on one command line are told apart by their full spec (or the user's
+NAME=SPEC): two judges whose checkpoint folders share a name stay two judges, the same model
+given twice is a one-line error, and labels stay short where they can."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from biasscope.cli import main
+from biasscope.errors import BiasscopeError
+from biasscope.labels import model_labels, parse_models, split_named
+
+LABELS = {"POSITIVE": "The text is happy.", "NEGATIVE": "The text is sad."}
+
+
+def test_split_named_never_cuts_a_spec() -> None:
+    assert split_named("judge1=hf:a/checkpoint-600") == ("judge1", "hf:a/checkpoint-600")
+    assert split_named("openai-compatible:http://h/v1?x=1#m") == (
+        None, "openai-compatible:http://h/v1?x=1#m")
+    assert split_named("litellm:foo=bar") == (None, "litellm:foo=bar")
+    assert split_named("org/model=x") == (None, "org/model=x")
+    assert split_named("=hf:x") == (None, "=hf:x")
+
+
+def test_labels_are_the_shortest_distinct_suffix() -> None:
+    specs = ["hf:/runs/a/checkpoint-600", "hf:/runs/b/checkpoint-600", "openai:gpt-4o-mini"]
+    named = parse_models(specs, "--model")
+    labels = model_labels(named, ["checkpoint-600", "checkpoint-600", "openai:gpt-4o-mini"],
+                          "--model")
+    assert labels == ["a/checkpoint-600", "b/checkpoint-600", "openai:gpt-4o-mini"]
+    # Same folder names two levels up too: more of the path, never a merge.
+    named = parse_models(["hf:/x/a/final", "hf:/y/a/final"], "--model")
+    assert model_labels(named, ["final", "final"], "--model") == ["x/a/final", "y/a/final"]
+    # Servers at two URLs serving one model name.
+    named = parse_models(["openai-compatible:http://a:1/v1#m",
+                          "openai-compatible:http://b:1/v1#m"], "--model")
+    assert model_labels(named, ["openai-compatible:m"] * 2, "--model") == [
+        "a:1/v1#m", "b:1/v1#m"]
+    # The user's names win; an unnamed model keeps its own label.
+    named = parse_models(["old=hf:/a/final", "hf:/b/final"], "--model")
+    assert model_labels(named, ["final", "final"], "--model") == ["old", "final"]
+
+
+def test_the_same_model_twice_and_clashing_names_are_errors(tmp_path: Path) -> None:
+    with pytest.raises(BiasscopeError, match="'hf:x/y' is given twice: give each model once"):
+        parse_models(["hf:x/y", "hf:x/y"], "--model")
+    (tmp_path / "ckpt").mkdir()
+    with pytest.raises(BiasscopeError, match=r"is given twice \(as "):
+        parse_models([f"hf:{tmp_path}/ckpt", f"hf:{tmp_path}/./ckpt"], "--model")
+    with pytest.raises(BiasscopeError, match="the name 'j' is given to two models"):
+        parse_models(["j=hf:a", "j=hf:b"], "--model")
+    # A name another model's label already is: that model takes a longer one.
+    assert model_labels(parse_models(["final=hf:/a/x", "hf:/b/final"], "--m"),
+                        ["x", "final"], "--m") == ["final", "b/final"]
+    with pytest.raises(BiasscopeError, match="both be labelled 'gpt2'; name them"):
+        model_labels(parse_models(["gpt2=org/x", "gpt2"], "--m"), ["x", "gpt2"], "--m")
+    # hf revisions of one hub id are different models.
+    assert len(parse_models(["hf:org/m@step1", "hf:org/m@step2"], "--model")) == 2
+
+
+@pytest.fixture
+def same_named(checkpoint_dirs: list[Path], tmp_path: Path) -> list[Path]:
+    """Two checkpoints in different training runs, both called checkpoint-600."""
+    out = []
+    for run in ("a", "b"):
+        target = tmp_path / run / "checkpoint-600"
+        shutil.copytree(checkpoint_dirs[0 if run == "a" else 1], target)
+        out.append(target)
+    return out
+
+
+def _inputs(tmp_path: Path) -> tuple[Path, Path]:
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text("".join(json.dumps({"id": i, "text": f"Review {i}: fine."}) + "\n"
+                             for i in range(4)))
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps(LABELS))
+    return texts, labels
+
+
+def test_cli_judge_with_two_same_named_checkpoints(same_named, tmp_path, capsys) -> None:
+    pytest.importorskip("torch")
+    texts, labels = _inputs(tmp_path)
+    common = ["--input", str(texts), "--labels", str(labels), "--no-cache", "--device", "cpu",
+              "--no-logit-bias", "--position", "fixed"]
+    a, b = (f"hf:{p}" for p in same_named)
+    out = tmp_path / "judged"
+    assert main(["judge", "--model", a, "--model", b, "--out", str(out), *common]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["judges"] == {"a/checkpoint-600": a, "b/checkpoint-600": b}
+    rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()]
+    assert all(set(r["by_judge"]) == {"a/checkpoint-600", "b/checkpoint-600"} for r in rows)
+    assert {c["model"] for r in rows for c in r["calls"]} == set(run["judges"])
+    head = json.loads((out / "summary.json").read_text())["probes"]["judge"]["headline"]
+    assert "krippendorff_alpha" in head  # agreement between the two, not a traceback
+    # NAME=SPEC labels them as the user says; judge-audit takes the same path.
+    audit = tmp_path / "audit"
+    assert main(["judge-audit", "--model", f"early={a}", "--model", f"late={b}",
+                 "--out", str(audit), *common]) == 0
+    assert json.loads((audit / "run.json").read_text())["judges"] == {"early": a, "late": b}
+    # The same checkpoint twice: one line, before any model is loaded.
+    capsys.readouterr()
+    assert main(["judge", "--model", a, "--model", a, "--out", str(tmp_path / "x"),
+                 *common]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is given twice" in err and "Traceback" not in err
+
+
+def _reward_model(path: Path) -> Path:
+    """A tiny untrained reward model with a chat template (as tests/test_sensitivity.py)."""
+    import torch
+    from transformers import GPTNeoXConfig, GPTNeoXForSequenceClassification
+
+    from biasscope.demo.tiny import save, train_tokenizer
+
+    words = "Human Assistant the a you I can help please sorry kind yes no response " * 20
+    tokenizer = train_tokenizer([words, "<|user|>\n<|assistant|>\n"], vocab_size=300)
+    tokenizer.chat_template = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}"
+                               "\n{% endfor %}")
+    torch.manual_seed(0)
+    config = GPTNeoXConfig(  # type: ignore[call-arg]
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=4096, rotary_pct=0.25, num_labels=1,
+        pad_token_id=0)
+    return Path(save(GPTNeoXForSequenceClassification(config).eval(), tokenizer, path))
+
+
+def test_sensitivity_reward_models_with_one_folder_name(llama_server, tmp_path, capsys
+                                                         ) -> None:
+    pytest.importorskip("torch")
+    from sensitivity_fixture import write_ccai, write_hh_rlhf
+
+    same = [_reward_model(tmp_path / "x" / "rm")]
+    same.append(Path(shutil.copytree(same[0], tmp_path / "y" / "rm")))
+    data = write_hh_rlhf(write_ccai(tmp_path / "data"))
+    args = ["sensitivity", "--perturber", f"openai-compatible:{llama_server.base_url}#tiny",
+            "--principles", "ccai:top1", "--prompts", "hh-rlhf:harmless-base:2",
+            "--data-dir", str(data), "--max-tokens", "4", "--device", "cpu", "--no-cache"]
+    out = tmp_path / "run"
+    assert main([*args, "--out", str(out), "--reward-model", str(same[0]),
+                 "--reward-model", str(same[1])]) == 0
+    records = json.loads((out / "summary.json").read_text())["directions"]["toward"]
+    assert {r["model"] for r in records["indices"]} == {"x/rm", "y/rm"}
+    capsys.readouterr()
+    assert main([*args, "--out", str(tmp_path / "again"), "--reward-model", str(same[0]),
+                 "--reward-model", f"{same[0]}/"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--reward-model" in err and "given twice" in err

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -17,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope import stats
+from biasscope.errors import BiasscopeError
 from biasscope.runs import performance
 from biasscope.runs.store import RunStore
 
@@ -36,6 +39,42 @@ class AnalysisOptions:
     confidence: float = 0.95
     n_resamples: int = 2000
     min_gap: float = 0.0  # smallest JSD-P gap of interest for emergence; 0: significance alone
+
+    def __post_init__(self) -> None:
+        for name in FIELDS:
+            if reason := option_problem(name, getattr(self, name)):
+                raise BiasscopeError(f"analysis option {name} = {getattr(self, name)!r}: "
+                                     f"{reason}")
+
+
+#: A JSD-P value lies in [0, ln 2] (natural log), so no gap between two means is larger.
+MAX_GAP = math.log(2)
+FIELDS = ("correction", "alpha", "budget", "confidence", "n_resamples", "min_gap")
+FLAGS = ("correction", "alpha", "budget", "min_gap")  # those `biasscope report` takes
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def option_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the analysis option ``name``; None if it can. A stored or typed
+    value out of range would otherwise be repaired silently (α = 5 shown as 0.01) or crash."""
+    if name == "correction":
+        return None if value in CORRECTIONS else f"must be one of {', '.join(CORRECTIONS)}"
+    if name == "n_resamples":
+        ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 100_000
+        return None if ok else "must be a whole number from 1 to 100000"
+    if not _real(value) or not math.isfinite(value):
+        return "must be a finite number"
+    bounds = {"alpha": (0.0, 1.0, False, "strictly between 0 and 1"),
+              "confidence": (0.0, 1.0, False, "strictly between 0 and 1"),
+              "budget": (0.0, 1.0, True, "from 0 to 1 (a fraction of the final performance)"),
+              "min_gap": (0.0, MAX_GAP, True, f"from 0 to ln 2 = {MAX_GAP:.4f} (the largest "
+                          "JSD-P gap)")}
+    low, high, closed, say = bounds[name]
+    inside = low <= value <= high if closed else low < value < high
+    return None if inside else f"must be {say}"
 
 
 def probe_records(store: RunStore, probe: str = PROBE) -> pd.DataFrame:
@@ -192,12 +231,27 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None) -> dic
     return summary
 
 
-def stored_options(store: RunStore) -> AnalysisOptions:
-    """The options of the last analysis written into summary.json, else the defaults."""
-    if not store.summary_json.is_file():
-        return AnalysisOptions()
-    previous = store.read_json("summary.json").get("analysis") or {}
-    fields = AnalysisOptions.__dataclass_fields__
-    if not isinstance(previous, dict):
-        return AnalysisOptions()
-    return AnalysisOptions(**{k: v for k, v in previous.items() if k in fields})
+def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> AnalysisOptions:
+    """``given`` options over those of the last analysis in summary.json, over the defaults.
+
+    A stored value that is no valid option (hand-edited, or written by an older version that
+    did not check) is a one-line error naming the file and field, unless ``given`` replaces it.
+    """
+    given = dict(given or {})
+    for name, value in given.items():
+        if reason := option_problem(name, value):
+            raise BiasscopeError(f"--{name.replace('_', '-')} {value}: {reason}")
+    summary = store.read_json("summary.json") if store.summary_json.is_file() else {}
+    previous = summary.get("analysis") if isinstance(summary, dict) else None
+    previous = previous if isinstance(previous, dict) else {}
+    chosen: dict[str, Any] = {}
+    for name in FIELDS:
+        if name in previous and name not in given:
+            value = previous[name]
+            if reason := option_problem(name, value):
+                flag = f"pass --{name.replace('_', '-')} or " if name in FLAGS else ""
+                raise BiasscopeError(
+                    f"{store.summary_json}: analysis.{name} = {json.dumps(value)} {reason}; "
+                    f"{flag}delete the field for the default")
+            chosen[name] = value
+    return AnalysisOptions(**{**chosen, **given})

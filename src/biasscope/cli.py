@@ -12,7 +12,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +78,11 @@ def _import_performance(args: argparse.Namespace, store: Any, checkpoints: list[
 
 
 def _analysis_options(args: argparse.Namespace, store: Any) -> Any:
-    from biasscope.analysis import stored_options
+    from biasscope.analysis import FLAGS, stored_options
 
-    chosen = stored_options(store)
-    given = {k: getattr(args, k) for k in ("correction", "alpha", "budget", "min_gap")
-             if getattr(args, k, None) is not None}
-    return replace(chosen, **given)
+    # Given options are checked first (one line naming the flag), then the stored ones.
+    return stored_options(store, {k: getattr(args, k) for k in FLAGS
+                                  if getattr(args, k, None) is not None})
 
 
 def _dynamics(args: argparse.Namespace) -> int:

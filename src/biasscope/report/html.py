@@ -50,7 +50,10 @@ def write_dynamics_report(run_dir: Path, output: Path | None = None,
                           options: AnalysisOptions | None = None) -> Path:
     """Render ``run_dir`` (a ``biasscope dynamics`` run) to one HTML file; return its path.
 
-    ``output`` defaults to ``<run_dir>/report.html``; the file is written atomically.
+    ``output`` defaults to ``<run_dir>/report.html``, with the recomputed summary in the run's
+    ``summary.json``. Elsewhere, the run is left untouched and the summary goes next to the
+    report (``X.summary.json`` beside ``X.html``): a re-analysis with other options must not
+    change the run's summary under its own report. Files are written atomically.
     """
     store = RunStore(run_dir)
     if not store.root.is_dir():
@@ -60,8 +63,13 @@ def write_dynamics_report(run_dir: Path, output: Path | None = None,
     if not store.unit_files():
         raise BiasscopeError(no_records)
     summary = full_summary(store, options or stored_options(store))
-    with contextlib.suppress(BiasscopeError):  # a read-only run can still be reported
-        write_json(store.summary_json, summary)
+    own = store.root / "report.html"
+    target = Path(output) if output is not None else own
+    if target.resolve() == own.resolve():
+        with contextlib.suppress(BiasscopeError):  # a read-only run can still be reported
+            write_json(store.summary_json, summary)
+    else:
+        write_json(target.with_name(f"{target.stem}.summary.json"), summary)
     checkpoints: list[dict[str, Any]] = summary["checkpoints"]
     if not checkpoints:
         raise BiasscopeError(no_records)
@@ -74,7 +82,6 @@ def write_dynamics_report(run_dir: Path, output: Path | None = None,
     analysis = "\n".join(filter(None, [tests_section(view, checkpoints),
                                         stop_section(view, checkpoints)]))
     page = render_page(store.root, run, checkpoints, sentences, panels, analysis)
-    target = Path(output) if output is not None else store.root / "report.html"
     write_bytes(target, page.encode("utf-8"))
     return target
 

@@ -1,0 +1,121 @@
+"""`biasscope report` options: every analysis option is range-checked (typed or remembered in
+summary.json) with a one-line error, and a report written elsewhere leaves the run alone."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from biasscope.analysis import AnalysisOptions
+from biasscope.cli import main
+from biasscope.errors import BiasscopeError
+from biasscope.probes import Probe, load_probe
+from test_report import make_run, pythia
+
+
+@pytest.fixture(scope="module")
+def winobias(winobias_dir: Path) -> Probe:
+    return load_probe("winobias-gender", data_dir=winobias_dir)
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory: pytest.TempPathFactory, winobias: Probe) -> Path:
+    root = make_run(tmp_path_factory.mktemp("reported") / "run", winobias,
+                    pythia(steps=(0, 2000)))
+    assert main(["report", str(root)]) == 0
+    return root
+
+
+@pytest.fixture
+def run(reported: Path, tmp_path: Path) -> Path:
+    """A fresh copy of a reported run (copying is cheaper than analysing again)."""
+    return Path(shutil.copytree(reported, tmp_path / "run"))
+
+
+def one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("biasscope: error: "), err
+    return err
+
+
+def test_output_elsewhere_leaves_the_run_alone(run: Path, tmp_path: Path) -> None:
+    before = {p.name: p.read_bytes() for p in (run / "summary.json", run / "report.html")}
+    out = tmp_path / "elsewhere" / "bh.html"
+    assert main(["report", str(run), "--output", str(out), "--correction", "bh",
+                 "--alpha", "0.05"]) == 0
+    assert {p.name: p.read_bytes() for p in (run / "summary.json", run / "report.html")} \
+        == before
+    beside = json.loads((tmp_path / "elsewhere" / "bh.summary.json").read_text())["analysis"]
+    assert (beside["correction"], beside["alpha"]) == ("bh", 0.05)
+    assert "Benjamini-Hochberg" in out.read_text(encoding="utf-8")
+    # The run's own report still follows the run's own (remembered) options.
+    assert main(["report", str(run)]) == 0
+    assert json.loads((run / "summary.json").read_text())["analysis"]["correction"] == "holm"
+    # Naming the run's own report is the default, not "elsewhere".
+    assert main(["report", str(run), "--output", str(run / "report.html"), "--alpha",
+                 "0.05"]) == 0
+    assert json.loads((run / "summary.json").read_text())["analysis"]["alpha"] == 0.05
+    assert not (run / "report.summary.json").exists()
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--alpha", "nan", "must be a finite number"),
+    ("--alpha", "5", "must be strictly between 0 and 1"),
+    ("--alpha", "0", "must be strictly between 0 and 1"),
+    ("--alpha", "1", "must be strictly between 0 and 1"),
+    ("--min-gap", "-0.01", "must be from 0 to ln 2"),
+    ("--min-gap", "inf", "must be a finite number"),
+    ("--min-gap", "0.9", "must be from 0 to ln 2"),
+    ("--budget", "2", "must be from 0 to 1"),
+    ("--budget", "-0.1", "must be from 0 to 1"),
+    ("--budget", "nan", "must be a finite number"),
+])
+def test_out_of_range_options_are_one_line_errors(reported: Path, tmp_path: Path, capsys,
+                                                  flag: str, value: str, says: str) -> None:
+    before = (reported / "summary.json").read_bytes()
+    capsys.readouterr()
+    assert main(["report", str(reported), flag, value, "--output",
+                 str(tmp_path / "x.html")]) == 2
+    assert f"{flag} {float(value)}: {says}" in one_line(capsys)
+    assert (reported / "summary.json").read_bytes() == before  # so the run still reports
+    assert not (tmp_path / "x.html").exists()
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("alpha", None, "must be a finite number"),
+    ("alpha", 5, "must be strictly between 0 and 1"),
+    ("correction", "bonferroni", "must be one of holm, bh"),
+    ("n_resamples", "2000", "must be a whole number from 1 to 100000"),
+    ("n_resamples", True, "must be a whole number from 1 to 100000"),
+    ("confidence", 1.5, "must be strictly between 0 and 1"),
+    ("min_gap", "0.01", "must be a finite number"),
+])
+def test_a_bad_remembered_option_names_the_file_and_field(run: Path, capsys, field: str,
+                                                          value: object, says: str) -> None:
+    path = run / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["analysis"][field] = value
+    path.write_text(json.dumps(summary))
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 2
+    err = one_line(capsys)
+    assert f"{path}: analysis.{field} = {json.dumps(value)} {says}" in err
+    assert "delete the field" in err
+    if field == "alpha" and value is None:  # the option given again replaces the stored one
+        assert main(["report", str(run), "--alpha", "0.05"]) == 0
+
+
+def test_summary_of_another_shape_falls_back_to_the_defaults(run: Path) -> None:
+    (run / "summary.json").write_text("[1, 2]")
+    assert main(["report", str(run)]) == 0
+    assert json.loads((run / "summary.json").read_text())["analysis"]["alpha"] == 0.01
+
+
+def test_the_library_checks_too() -> None:
+    with pytest.raises(BiasscopeError, match=r"analysis option alpha = 5: must be strictly"):
+        AnalysisOptions(alpha=5)
+    with pytest.raises(BiasscopeError, match=r"analysis option correction = 'bonf'"):
+        AnalysisOptions(correction="bonf")  # type: ignore[arg-type]

@@ -49,7 +49,8 @@ def test_items_ids_options_and_groups(bbq_dir: Path):
         "category": "Physical_appearance", "example_id": 1, "question_index": "1",
         "polarity": "neg", "context_condition": "disambig", "subcategory": "Obesity",
         "unknown": 0, "target": 2, "target_via": "group", "stereotyped_groups": "obese",
-        "ans0": "Unknown", "ans1": "The slim guy", "ans2": "The fat guy"}
+        "ans0": "Unknown", "ans1": "The slim guy", "ans2": "The fat guy",
+        "raw_answers": '["Unknown", "The slim guy", "The fat guy"]'}
     assert probe.messages(pa) == (("user", pa.prompt),)
     assert probe.detector.name == "trigger-absence"
     config = probe.config()
@@ -82,22 +83,78 @@ def test_find_target_rules(info, stereotyped, category, expected):
     assert bbq.find_target(category, info, stereotyped, unknown=2) == expected
 
 
-def test_categories_and_limit(bbq_dir: Path):
-    probe = bbq.from_data(data_dir=bbq_dir, categories=["ses", "Age"], limit=3)
-    assert [i.id for i in probe.items(0)] == ["bbq:SES:0", "bbq:SES:1", "bbq:SES:2",
-                                              "bbq:Age:0", "bbq:Age:1", "bbq:Age:2"]
-    assert probe.config()["limit"] == 3 and probe.config()["categories"] == ["SES", "Age"]
+def test_categories(bbq_dir: Path):
+    probe = bbq.from_data(data_dir=bbq_dir, categories=["ses", "Age"])
+    assert [i.id for i in probe.items(0)] == [f"bbq:SES:{n}" for n in range(4)] + [
+        f"bbq:Age:{n}" for n in range(4)]
+    assert probe.config()["categories"] == ["SES", "Age"]
+    assert bbq.from_data(data_dir=bbq_dir, categories="Age, religion").categories == [
+        "Age", "Religion"]
     with pytest.raises(DataError, match="unknown BBQ categories Ages; known: Age, "):
         bbq.from_data(data_dir=bbq_dir, categories=["Ages"])
 
 
-def test_missing_category_file_says_how_to_get_it(tmp_path: Path):
-    write_bbq(tmp_path, [TEMPLATES[0]])  # Age only
+def test_missing_selected_file_lists_present_and_missing(tmp_path: Path):
+    write_bbq(tmp_path, [TEMPLATES[0], PA])  # Age and Physical_appearance only
     with pytest.raises(DataError) as err:
         bbq.from_data(data_dir=tmp_path, categories=["Age", "Religion"])
     message = str(err.value)
-    assert str(tmp_path / "bbq" / "Religion.jsonl") in message
+    assert "\n" not in message
+    assert message.startswith(f"bbq: no file for Religion in {tmp_path / 'bbq'} (present: Age, "
+                              "Physical_appearance; missing: Disability_status, ")
+    assert "select present ones (--probes bbq:Age,Physical_appearance)" in message
     assert "biasscope data fetch bbq" in message and "--data-dir" in message
+
+
+def test_all_categories_with_some_missing_says_which_and_what_to_do(tmp_path: Path):
+    write_bbq(tmp_path, [TEMPLATES[0], PA])
+    with pytest.raises(DataError) as err:
+        bbq.from_data(data_dir=tmp_path)  # no selection: every category file is needed
+    message = str(err.value)
+    assert message.startswith("bbq: 9 of 11 category files missing in ")
+    assert "present: Age, Physical_appearance; missing: Disability_status, Gender_identity, " \
+        "Nationality, Race_ethnicity, Race_x_gender, Race_x_SES, Religion, SES, " \
+        "Sexual_orientation);" in message
+    assert "--probes bbq:Age,Physical_appearance" in message and "data fetch bbq" in message
+    empty = tmp_path / "empty"
+    (empty / "bbq").mkdir(parents=True)
+    with pytest.raises(DataError, match=r"present: none; missing: Age, .*; copy them"):
+        bbq.from_data(data_dir=empty)
+
+
+def _example(item: Item) -> tuple[str, int]:
+    return str(item.groups["category"]), int(item.groups["example_id"]) // 4
+
+
+def test_limit_samples_whole_examples_stratified_by_category(tmp_path: Path):
+    # 10 examples (40 items) in Age, 5 in Religion, 5 in Sexual_orientation.
+    by = {t.category: t for t in TEMPLATES}
+    templates = [by["Age"]] * 10 + [by["Religion"]] * 5 + [by["Sexual_orientation"]] * 5
+    root = write_bbq(tmp_path, templates)
+    full = bbq.from_data(data_dir=root, categories="Age,Religion,Sexual_orientation")
+    items = full.items(0)
+    picked = full.limited(items, 32)  # 8 examples: 4 Age, 2 Religion, 2 Sexual_orientation
+    assert len(picked) == 32
+    counts: dict[str, int] = {}
+    for item in picked:
+        counts[str(item.groups["category"])] = counts.get(str(item.groups["category"]), 0) + 1
+    assert counts == {"Age": 16, "Religion": 8, "Sexual_orientation": 8}
+    examples: dict[tuple[str, int], set[tuple[object, object]]] = {}
+    for item in picked:  # the four variants of each example stay together
+        examples.setdefault(_example(item), set()).add(
+            (item.groups["polarity"], item.groups["context_condition"]))
+    assert all(len(v) == 4 for v in examples.values()) and len(examples) == 8
+    assert [i.id for i in full.limited(items, 32)] == [i.id for i in picked]  # seeded
+    assert [i.id for i in picked] == [i.id for i in items if i in picked]  # file order
+    assert {_example(i) for i in picked} != {_example(i) for i in items[:32]}  # not the head
+    assert len(full.limited(items, 30)) == 28  # whole examples, at most the limit
+    assert len(full.limited(items, 2)) == 4  # at least one example
+    assert full.limited(items, 10_000) == items
+    # from_data's limit is the same sample
+    limited = bbq.from_data(data_dir=root, categories="Age,Religion,Sexual_orientation",
+                            limit=32)
+    assert [i.id for i in limited.items(0)] == [i.id for i in picked]
+    assert limited.config()["limit"] == 32
 
 
 def _write(tmp_path: Path, rows: list[object]) -> Path:
@@ -272,7 +329,9 @@ def test_stratified_pooled_scores_and_direction_sentences(tmp_path: Path):
     for category in bbq.CATEGORIES:
         assert head[f"bias_disambiguated:{category}"]["estimate"] == 1.0
     assert head["bias_disambiguated"]["estimate"] == 1.0
-    assert 0 < head["bias_ambiguous"]["estimate"] < 1
+    # Its only correct ambiguous answers are on items without a target, which the accuracy
+    # that scales s_AMB leaves out (as the BBQ R script does): s_AMB is 1 too.
+    assert head["bias_ambiguous"]["estimate"] == 1.0
     assert any(s.startswith("In disambiguated contexts answers go with the stereotype")
                and "clear of 0) in: Age 1 (95% CI 1 to 1);" in s for s in result["sentences"])
     assert not math.isnan(head["bias_ambiguous"]["low"])

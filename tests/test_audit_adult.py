@@ -199,3 +199,42 @@ def test_vectorised_gaps_match_fairlearn():
         kw = {"sensitive_features": male.astype(int)}
         assert dp[0] == pytest.approx(demographic_parity_difference(y, pred, **kw))
         assert eo[0] == pytest.approx(equalized_odds_difference(y, pred, **kw))
+
+
+def test_originals_only_responses_give_parity_and_odds_not_a_flip_rate():
+    """DecodingTrust's stored generations answer the original prompts only: parity and odds
+    come from them, and the sex-flipped twins are not counted as unparsed answers."""
+    items = pair_items([("Male", "yes"), ("Female", "no"), ("Male", "no"), ("Female", "yes")])
+    answers = {"original": ["yes", "no", "yes", "no"]}
+    responses = [answers["original"][n // 2] if i.groups["variant"] == "original" else None
+                 for n, i in enumerate(items)]
+    frame = records(items, responses)
+    assert adult.originals_only(adult._answers(frame))
+    out = adult.pair_metrics(frame)
+    h = out["headline"]
+    assert out["coverage"] == "originals only" and "pair_flip_rate" not in h
+    assert h["unparsed_rate"]["estimate"] == 0.0 and h["unparsed_rate"]["n"] == 4
+    originals = adult._answers(frame)
+    originals = originals[originals["variant"] == "original"]
+    expected = adult.fairness_gaps(originals[originals["pred"].notna()])
+    # men: yes, yes (true yes, no); women: no, no (true no, yes) -> parity 1, odds 1
+    assert h["demographic_parity_difference"]["estimate"] == pytest.approx(1.0)
+    assert h["equalized_odds_difference"] == expected["equalized_odds_difference"]
+    assert (h["accuracy_male"]["n"], h["accuracy_female"]["n"]) == (2, 2)
+    text = " ".join(out["sentences"])
+    assert "answer only the 4 original prompts, none of their 4 sex-flipped twins" in text
+    assert "flip rate needs the twins' answers" in text and "could not be parsed" in text
+    assert "50.0% could not be parsed" not in text
+    json.dumps(out)
+    # one answered twin: the pair metrics as before (the rest are incomplete pairs)
+    responses[1] = "no"
+    assert "pair_flip_rate" in adult.pair_metrics(records(items, responses))["headline"]
+
+
+def test_limit_keeps_whole_pairs(tmp_path: Path):
+    write(tmp_path, ROWS)
+    probe = adult.from_data(data_dir=tmp_path)
+    items = probe.items(0)
+    assert [i.id for i in probe.limited(items, 5)] == [i.id for i in items[:4]]
+    assert [i.id for i in probe.limited(items, 1)] == [i.id for i in items[:2]]
+    assert probe.limited(items, 100) == items

@@ -33,12 +33,9 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _audit_probes(args: argparse.Namespace) -> list[Any]:
-    from biasscope.audit import load_audit_probe
+    from biasscope.audit.specs import load_probes
 
-    names = [n.strip() for n in args.probes.split(",") if n.strip()]
-    if not names:
-        raise BiasscopeError("--probes: name at least one probe")
-    return [load_audit_probe(n, data_dir=args.data_dir) for n in names]
+    return load_probes(args.probes, data_dir=args.data_dir, base_rate=args.base_rate)
 
 
 def _responder(args: argparse.Namespace) -> Any:
@@ -84,11 +81,14 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def _items(args: argparse.Namespace) -> int:
-    from biasscope.audit import load_audit_probe
     from biasscope.audit.run import export_items
+    from biasscope.audit.specs import load_probes
 
-    probe = load_audit_probe(args.probe, data_dir=args.data_dir)
-    print(f"{args.out}: {export_items(probe, args.out)} items of {probe.name}")
+    probes = load_probes(args.probe, data_dir=args.data_dir, base_rate=args.base_rate)
+    if len(probes) != 1:
+        raise BiasscopeError(f"items {args.probe}: name one probe (e.g. bbq:Age,Religion)")
+    count = export_items(probes[0], args.out, limit=args.limit)
+    print(f"{args.out}: {count} items of {probes[0].name}")
     return 0
 
 
@@ -161,6 +161,16 @@ def _backend_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="hf: auto, cpu, cuda, cuda:N or mps")
     parser.add_argument("--allow-pickle", action="store_true",
                         help="hf: load pickle weights (.bin/.pt), which can run code")
+
+
+def _probe_data_args(parser: argparse.ArgumentParser) -> None:
+    """Which items a probe asks: the Adult file and the --limit sample."""
+    parser.add_argument("--base-rate", choices=["0.0", "0.5", "1.0"], default="0.5",
+                        help="adult-counterfactual: DecodingTrust's test file with this share "
+                        "of 'yes' labels")
+    parser.add_argument("--limit", type=int, help="at most N items per probe: bbq samples whole "
+                        "examples stratified by category (seed 0), adult keeps whole pairs, "
+                        "others take the first N")
 
 
 def _load_generator(args: argparse.Namespace, spec: str) -> Any:
@@ -265,12 +275,13 @@ def register(sub: Any) -> None:
     audit.add_argument("--responses", help="JSONL of {item_id, response} produced elsewhere "
                        "(instead of --model; see `biasscope items`)")
     audit.add_argument("--name", help="model name for --responses (default: the file's name)")
-    audit.add_argument("--probes", default="adult-counterfactual,professional-bias,bbq")
+    audit.add_argument("--probes", default="adult-counterfactual,professional-bias,bbq",
+                       help="comma-separated; bbq:Age,Religion selects BBQ categories")
+    _probe_data_args(audit)
     audit.add_argument("--out", required=True, help="run directory (reused runs resume)")
     audit.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"))
     audit.add_argument("--scoring", choices=["auto", "options", "generate"], default="auto",
                        help="auto: option scoring for local hf: models, generation otherwise")
-    audit.add_argument("--limit", type=int, help="only the first N items per probe")
     audit.add_argument("--max-tokens", type=int, default=64)
     audit.add_argument("--temperature", type=float, default=0.0)
     audit.add_argument("--seed", type=int)
@@ -278,8 +289,9 @@ def register(sub: Any) -> None:
     audit.set_defaults(func=_probe)
 
     items = sub.add_parser("items", help="export a probe's items (ids, prompts) as JSONL")
-    items.add_argument("probe")
+    items.add_argument("probe", help="one probe, e.g. adult-counterfactual or bbq:Age,Religion")
     items.add_argument("--out", required=True)
+    _probe_data_args(items)
     items.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"))
     items.set_defaults(func=_items)
 

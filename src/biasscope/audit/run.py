@@ -140,9 +140,11 @@ def records(probe: AuditProbe, items: Sequence[Item], responses: Sequence[Respon
     return frame
 
 
-def export_items(probe: AuditProbe, path: str | os.PathLike[str], seed: int = 0) -> int:
-    """Every item with its stable id, chat turns and options, as JSONL; the number written."""
-    items = probe.items(seed)
+def export_items(probe: AuditProbe, path: str | os.PathLike[str], seed: int = 0,
+                 limit: int | None = None) -> int:
+    """Every item (or the ones ``probe`` asks with this ``limit``) with its stable id, chat
+    turns and options, as JSONL; the number written."""
+    items = probe_items(probe, limit) if limit else probe.items(seed)
     lines = [json.dumps({"item_id": i.id, "probe": probe.name, "prompt": i.prompt,
                          "messages": [{"role": r, "content": c} for r, c in probe.messages(i)],
                          "options": list(i.options), "answer": i.options[i.answer],
@@ -172,11 +174,22 @@ def run_audit(probes: Sequence[AuditProbe], responder: Responder, out: str | os.
         unit = Unit(model=responder.label, revision=None, probe=probe.name, seed=0)
         if store.has(unit):
             continue
-        items = probe.items(0)[:limit] if limit else probe.items(0)
+        items = probe_items(probe, limit)
         store.write_unit(unit, records(probe, items, responder.respond(probe, items)))
     unknown = responder.unknown_ids() if isinstance(responder, StoredResponses) else []
     write_json(store.summary_json, summarise(store, probes, unknown))
     return store
+
+
+def probe_items(probe: AuditProbe, limit: int | None) -> list[Item]:
+    """The items a run asks: all, or those ``limit`` keeps: the probe's own selection where it
+    has one (``limited``: BBQ samples whole examples stratified by category, Adult keeps whole
+    pairs), else the first ``limit``."""
+    items = probe.items(0)
+    if not limit:
+        return items
+    pick = getattr(probe, "limited", None)
+    return list(pick(items, limit)) if callable(pick) else items[:limit]
 
 
 def summarise(store: RunStore, probes: Sequence[AuditProbe], unknown_ids: Sequence[str] = ()

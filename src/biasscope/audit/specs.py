@@ -1,0 +1,59 @@
+"""Which audit probes a command asks, from one string: ``--probes`` and ``biasscope items``.
+
+``adult-counterfactual,bbq:Age,Religion`` is the Adult probe, then BBQ over two categories:
+a name after ``probe:`` starts that probe's selection, and the names that follow and are no
+probe continue it. Only BBQ takes a selection (its categories).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from biasscope.audit import AUDIT_PROBES, adult, bbq, load_audit_probe
+from biasscope.audit.base import AuditProbe
+from biasscope.errors import BiasscopeError
+
+
+def parse_probe_specs(text: str) -> list[tuple[str, list[str]]]:
+    """(probe name, selection) pairs in the order given; one-line errors for an empty list, an
+    empty selection, a selection on a probe that takes none, or a probe named twice."""
+    specs: list[tuple[str, list[str]]] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, colon, first = (s.strip() for s in part.partition(":"))
+        if colon:
+            if not first:
+                raise BiasscopeError(f"--probes {part}: name what to select after ':' "
+                                     f"(e.g. {bbq.NAME}:Age,Religion) or drop the ':'")
+            specs.append((name, [first]))
+        elif part in AUDIT_PROBES or not specs or not specs[-1][1]:
+            specs.append((part, []))
+        else:
+            specs[-1][1].append(part)
+    if not specs:
+        raise BiasscopeError("--probes: name at least one probe")
+    for name, selection in specs:
+        if selection and name != bbq.NAME:
+            raise BiasscopeError(f"--probes {name}:{','.join(selection)}: only {bbq.NAME} takes "
+                                 f"a selection ({bbq.NAME}:Age,Religion)")
+    names = [n for n, _ in specs]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise BiasscopeError(f"--probes names {', '.join(twice)} more than once")
+    return specs
+
+
+def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = "0.5"
+                ) -> list[AuditProbe]:
+    """The probes ``text`` names (see ``parse_probe_specs``); ``base_rate`` picks the Adult
+    file."""
+    probes = []
+    for name, selection in parse_probe_specs(text):
+        options: dict[str, Any] = {}
+        if selection:
+            options["categories"] = selection
+        if name == adult.NAME:
+            options["base_rate"] = base_rate
+        probes.append(load_audit_probe(name, data_dir=data_dir, **options))
+    return probes

@@ -166,8 +166,8 @@ def _backend_args(parser: argparse.ArgumentParser) -> None:
 def _probe_data_args(parser: argparse.ArgumentParser) -> None:
     """Which items a probe asks: the Adult file and the --limit sample."""
     parser.add_argument("--base-rate", choices=["0.0", "0.5", "1.0"], default="0.5",
-                        help="adult-counterfactual: DecodingTrust's test file with this share "
-                        "of 'yes' labels")
+                        help="adult-counterfactual: DecodingTrust's test file whose share of "
+                        "'yes' labels differs by this much between men and women")
     parser.add_argument("--limit", type=int, help="at most N items per probe: bbq samples whole "
                         "examples stratified by category (seed 0), adult keeps whole pairs, "
                         "others take the first N")

@@ -422,7 +422,7 @@ def test_bbq_parses_or_refuses_any_line(data: st.DataObject, line: str, ascii_on
                                              where="Age.jsonl:1", category="Age"))
     if broken is None:
         assert item is not None and row["context"] in item.prompt
-        assert item.options == (row["ans0"], row["ans1"], row["ans2"])
+        assert item.options == tuple(bbq.answer_text(row[k]) for k in bbq.ANSWERS)
         probe = bbq.BBQProbe([item], ["Age"], None, bbq.DEFAULT_TEMPLATE)
         assert probe.messages(probe.items(0)[0])
 

@@ -142,8 +142,6 @@ def parse_line(line: str, *, where: str, category: str,
     _check(row, where)
     info = [(str(row["answer_info"][k][0]), str(row["answer_info"][k][1])) for k in ANSWERS]
     options = tuple(answer_text(row[k]) for k in ANSWERS)
-    if any(not o for o in options):
-        raise DataError(f"{where}: an answer (ans0-ans2) is empty")
     unknown = _unknown(info, options)
     meta = row["additional_metadata"]
     stereotyped = [str(g) for g in meta["stereotyped_groups"]]

@@ -49,6 +49,14 @@ class AnalysisOptions:
 
 #: A JSD-P value lies in [0, ln 2] (natural log), so no gap between two means is larger.
 MAX_GAP = math.log(2)
+#: The smallest JSD-P gap of interest when ``min_gap`` is 0: a significant gap below it is
+#: flagged, not hidden. The male and female prompts differ in one word, so even a randomly
+#: initialised model has systematic gaps, significant with effect size up to ±1: up to 0.041
+#: on the real WinoBias files and 0.054 on the test fixture (README, "Statistics defaults").
+#: 0.1 is about twice those and a seventh of the largest possible gap, ln 2.
+FLAG_GAP = 0.1
+#: Below this, the final performance counts as zero: a relative budget of it is undefined.
+ZERO_PERFORMANCE = 1e-9
 FIELDS = ("correction", "alpha", "budget", "confidence", "n_resamples", "min_gap")
 FLAGS = ("correction", "alpha", "budget", "min_gap")  # those `biasscope report` takes
 
@@ -149,6 +157,9 @@ def analyse_model(model: str, records: pd.DataFrame, summary: dict[str, Any],
         "at every later checkpoint." if step is not None else
         f"{model}: the male-female JSD-P gap is not significant ({corrected}) through to the "
         "last checkpoint.")
+    small = _flag_small_gaps(tests["jsdp_correct"], options)
+    if small is not None:
+        sentences.append(f"{model}: {small}")
     change = stats.sharpest_change(records, "jsdp_correct", confidence=options.confidence,
                                    n_resamples=options.n_resamples)
     sharpest = None
@@ -163,6 +174,7 @@ def analyse_model(model: str, records: pd.DataFrame, summary: dict[str, Any],
         "steps": steps, "tests": {k: _rows(v) for k, v in tests.items()},
         "emergence": emergence, "sharpest_change": sharpest,
         "ci": _intervals(records, options), "performance": None, "recommendation": None,
+        "gap_of_interest": gap_of_interest(options),
     }
     gaps = {c["step"]: c["mean"].get("jsdp_gap") for c in summary["checkpoints"]
             if c["model"] == model and c["probe"] == PROBE and c["step"] is not None}
@@ -171,14 +183,56 @@ def analyse_model(model: str, records: pd.DataFrame, summary: dict[str, Any],
         common = [s for s in steps if s in series and gaps.get(s) is not None]
         result["performance"] = {"source": source, "values": {str(s): series[s] for s in common},
                                  "missing_steps": [s for s in steps if s not in series]}
-        if len(common) >= 2:
-            rec = stats.recommend_stop(common, np.abs([gaps[s] for s in common]),
-                                       [series[s] for s in common], budget=options.budget)
+        final = series[common[-1]] if common else math.nan
+        if len(common) >= 2 and not (math.isfinite(final) and abs(final) > ZERO_PERFORMANCE):
+            # A budget is a fraction of the final performance: of 0 or NaN it allows anything,
+            # and the least-trained checkpoint (smallest gap) would win.
+            result["recommendation_refused"] = (
+                f"no stop recommended: the final checkpoint's {source} is "
+                f"{'n/a' if not math.isfinite(final) else f'{final:g}'}, so a performance "
+                "loss relative to it is undefined")
+            sentences.append(f"{model}: {result['recommendation_refused']}.")
+        elif len(common) >= 2:
+            perf_values = [series[s] for s in common]
+            rec = stats.recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
+                                       budget=options.budget)
             result["recommendation"] = asdict(rec)
             sentences.append(f"{model}: {rec.sentence} (budget: {options.budget:.0%} "
                              f"{source} loss).")
+            if rec.step != common[-1] and rec.performance <= min(perf_values[0], final):
+                sentences.append(
+                    f"{model}: caution: the recommended step {rec.step} performs no better "
+                    f"than the first checkpoint ({source} {rec.performance:.4g}): a model that "
+                    "has learned little can look fair.")
     result["sentences"] = sentences
     return result
+
+
+def gap_of_interest(options: AnalysisOptions) -> float:
+    """``min_gap`` when the user set one, else ``FLAG_GAP`` (which flags, but never hides)."""
+    return options.min_gap if options.min_gap > 0 else FLAG_GAP
+
+
+def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions) -> str | None:
+    """Mark significant JSD-P gaps below the gap of interest (column ``below_gap_of_interest``
+    of ``table``, in place) and say so in one sentence; None if there are none."""
+    threshold = gap_of_interest(options)
+    small = table["significant"].fillna(False).astype(bool) & (table["gap"].abs() < threshold)
+    table["below_gap_of_interest"] = small
+    if not small.any():
+        return None
+    flagged = table[small]
+    steps = [str(int(x)) for x in flagged["step"].dropna()]
+    where = ", ".join(steps[:10]) + (" …" if len(steps) > 10 else "")
+    largest, widest = (float(flagged[c].abs().max()) for c in ("effect_size", "gap"))
+    how = ("--min-gap" if options.min_gap > 0 else
+           "the default for flagging, as --min-gap is 0; emergence counts significance alone")
+    plural = "s" if len(steps) > 1 else ""
+    return (f"at {len(flagged)} of {len(table)} checkpoints (step{plural} {where}) the JSD-P "
+            f"gap is significant but below the smallest gap of interest {threshold:g} ({how}): "
+            f"|gap| at most {widest:.3g}, effect size up to ±{largest:.2g}. Prompts that "
+            "differ in one word give even an untrained model such gaps; read them as no "
+            "evidence of bias.")
 
 
 def analyse(store: RunStore, summary: dict[str, Any], options: AnalysisOptions | None = None

@@ -372,6 +372,11 @@ def _pct(value: float, reference: float) -> float:
     return 100 * (value - reference) / abs(reference) if reference != 0 else math.nan
 
 
+def _pct_text(change: float, value: float, reference: float) -> str:
+    """``+3.1%``; a change relative to 0 has no percentage, so the two values instead."""
+    return f"{change:+.1f}%" if math.isfinite(change) else f"{value:.3g} against {reference:.3g}"
+
+
 def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.ArrayLike,
                    budget: float = 0.02,
                    gap_name: str = "male-female JSD-P gap") -> StopRecommendation:
@@ -393,8 +398,10 @@ def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.A
         sentence = (f"train to the end (step {s[pick]}): no earlier checkpoint has a smaller "
                     f"{gap_name} within a {budget:.0%} performance loss")
     else:
-        sentence = (f"stop at step {s[pick]}: performance {perf_pct:+.1f}% against the final "
-                    f"checkpoint, {gap_name} {gap_pct:+.1f}%")
+        perf_text = _pct_text(perf_pct, float(p[pick]), float(p[-1]))
+        gap_text = _pct_text(gap_pct, float(g[pick]), float(g[-1]))
+        sentence = (f"stop at step {s[pick]}: performance {perf_text} against the final "
+                    f"checkpoint, {gap_name} {gap_text}")
     front = tuple(int(x) for x in s[pareto_front(g, p)])
     return StopRecommendation(int(s[pick]), float(p[pick]), float(p[-1]), float(g[pick]),
                               float(g[-1]), perf_pct, gap_pct, front, sentence)

@@ -52,6 +52,13 @@ def _yes(value: Any) -> str:
     return "yes" if value is True else "no" if value is False else "n/a"
 
 
+def _significant(row: Mapping[str, Any], gap_of_interest: Any) -> str:
+    """"yes", or "yes, but |gap| < X" where the gap is below the smallest gap of interest."""
+    if row.get("below_gap_of_interest") is True and finite(gap_of_interest):
+        return f"yes, but |gap| < {gap_of_interest:g}"
+    return _yes(row.get("significant"))
+
+
 def method_sentence(view: View) -> str:
     """How significance and intervals were computed, naming the correction and its default."""
     name = view.correction
@@ -71,7 +78,13 @@ def method_sentence(view: View) -> str:
 def _min_gap(view: View) -> str:
     gap = view.get("min_gap") or 0.0
     if not isinstance(gap, (int, float)) or gap <= 0:
-        return ""
+        flag = next((view.model(m).get("gap_of_interest") for m in view.models()), None)
+        if not finite(flag):
+            return ""
+        return (f" A significant JSD-P gap below {flag:g} (the default smallest gap of "
+                "interest) is flagged as such: prompts that differ in one word give even an "
+                "untrained model tiny systematic gaps. Emergence counts significance alone "
+                "(--min-gap 0).")
     return (f" Emergence also asks for a JSD-P gap of at least {gap:g} (the smallest gap of "
             "interest), so that tiny but systematic differences do not count.")
 
@@ -96,11 +109,12 @@ def analysis_sentences(view: View) -> list[str]:
     return out
 
 
-def _test_rows(rows: Sequence[Mapping[str, Any]], a: str, b: str) -> list[list[Any]]:
+def _test_rows(rows: Sequence[Mapping[str, Any]], a: str, b: str, gap_of_interest: Any = None
+               ) -> list[list[Any]]:
     return [[r.get("step"), r.get("seeds"), r.get(f"n_{a}"), r.get(f"n_{b}"),
              fmt(r.get(f"mean_{a}")), fmt(r.get(f"mean_{b}")), fmt(r.get("gap")),
              _p(r.get("p_value")), _p(r.get("p_adjusted")), fmt(r.get("effect_size")),
-             _yes(r.get("significant"))] for r in rows]
+             _significant(r, gap_of_interest)] for r in rows]
 
 
 def _header(view: View, a: str, b: str) -> list[str]:
@@ -124,8 +138,9 @@ def tests_section(view: View, checkpoints: Sequence[Checkpoint]) -> str:
                     if r.get("step") is not None or unknown == 1]
             if rows:
                 parts.append(f"<h3>{escape(model)}: {escape(label)}</h3>")
+                interest = view.model(model).get("gap_of_interest")
                 parts.append(table(_header(view, "male", "female"),
-                                   _test_rows(rows, "male", "female"), numbers=True))
+                                   _test_rows(rows, "male", "female", interest), numbers=True))
     for comp in view.get("comparisons", []):
         if not isinstance(comp, Mapping):
             continue
@@ -171,6 +186,9 @@ def stop_section(view: View, checkpoints: Sequence[Checkpoint]) -> str:
         parts.append(f"<h3>{escape(model)}</h3>")
         if rec.get("sentence"):
             parts.append(f"<p>Recommendation: {escape(str(rec['sentence']))}.</p>")
+        elif refused := view.model(model).get("recommendation_refused"):
+            text = escape(str(refused))
+            parts.append(f'<p class="missing">{text[:1].upper()}{text[1:]}.</p>')
         parts.append(table(["step", source, "|JSD-P gap|", "Pareto front", "recommended"],
                            rows, numbers=True))
     if not parts:

@@ -8,6 +8,7 @@ with Retry-After, 5xx, malformed bodies, slow answers, missing logprobs.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ class Reply:
     body: Any = None  # JSON-able, or bytes sent as they are
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drop: bool = False  # send half the body, then close the connection
 
 
 Script = Callable[[str, dict[str, Any], int], Reply]  # (path, body, n-th call) -> reply
@@ -62,7 +64,13 @@ class Server:
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
+        self.httpd.handle_error = self._handle_error  # type: ignore[method-assign]
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def _handle_error(self, request: Any, address: Any) -> None:
+        """A client that hangs up (a run stopped by a 404, say) is no server error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            ThreadingHTTPServer.handle_error(self.httpd, request, address)
 
     def generation_calls(self) -> list[dict[str, Any]]:
         return [body for path, body, _ in self.calls if not path.endswith("/models")]
@@ -82,11 +90,14 @@ class Server:
                     reply.body).encode()
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Content-Length", str(len(payload) * (2 if reply.drop else 1)))
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(payload)
+                if reply.drop:
+                    self.wfile.flush()
+                    self.close_connection = True
 
             def do_GET(self) -> None:
                 server.calls.append((self.path, {}, self._headers()))

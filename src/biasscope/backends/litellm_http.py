@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import AsyncIterator
 from typing import Any
 
 from biasscope.backends.base import GenerateRequest
@@ -25,6 +26,8 @@ class LiteLLMGenerator(OpenAIGenerator):
         super().__init__(model, base_url or "", api_key, options, kind="litellm")
         self._api_key = api_key or ""
         self._checked = True  # litellm has no portable model list to check against
+        # Without a key given, litellm reads the provider's own variable: redact those too.
+        self._secrets = tuple(v for v in (api_key, *_provider_keys()) if v)
 
     def identity(self) -> dict[str, str]:
         return {"backend": "litellm", "base_url": self.base_url, "model": self.model}
@@ -37,7 +40,10 @@ class LiteLLMGenerator(OpenAIGenerator):
         except ImportError:
             raise ModelError("the litellm backend needs the 'litellm' extra: "
                              "pip install 'biasscope[litellm]'") from None
-        return contextlib.nullcontext(litellm)
+        litellm.suppress_debug_info = True  # its "Give Feedback" banner on every error
+        # httpx, not its aiohttp sessions, which outlive the batch's event loop and leak.
+        litellm.disable_aiohttp_transport = True
+        return _closing(litellm)
 
     async def _send(self, client: Any, request: GenerateRequest, logprobs: bool) -> Any:
         body = self._body(request, logprobs)
@@ -49,3 +55,20 @@ class LiteLLMGenerator(OpenAIGenerator):
         if request.messages is not None:
             return await client.acompletion(**body)
         return await client.atext_completion(**body)
+
+
+@contextlib.asynccontextmanager
+async def _closing(litellm: Any) -> AsyncIterator[Any]:
+    """litellm caches its HTTP clients, bound to this batch's event loop (each batch runs its
+    own): close them with the batch."""
+    try:
+        yield litellm
+    finally:
+        with contextlib.suppress(Exception):
+            await litellm.close_litellm_async_clients()
+
+
+def _provider_keys() -> list[str]:
+    """Values of the environment's credential variables (``ANTHROPIC_API_KEY``, ...)."""
+    return [value for name, value in os.environ.items()
+            if name.endswith(("_API_KEY", "_TOKEN", "_SECRET_ACCESS_KEY", "_SECRET"))]

@@ -6,7 +6,8 @@ Retries are ours, not the client's, so that each is counted: 429, 5xx, timeouts,
 connections and malformed bodies are retried with exponential backoff and full jitter (or
 after the server's ``Retry-After``); when retries run out the request becomes a failure record.
 Mistakes a retry cannot fix — a rejected key, an unknown model, an unreachable server before
-anything was answered — stop the run with one line that says what to do.
+anything was answered — stop the run with one line that says what to do. Every error text
+that is kept (failure records, messages) has the key removed first (``backends.redact``).
 
 Logprobs are detected, not assumed: a server that answers without them, or rejects the
 parameter, is remembered as lacking them (``capabilities``) and later requests go without.
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from biasscope.backends.base import GenerateRequest, Generation, TokenLogprob
+from biasscope.backends.redact import error_line
 from biasscope.errors import ModelError
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -93,11 +95,6 @@ def retry_after(exc: Exception) -> float | None:
         return max(0.0, when.timestamp() - time.time()) if when else None
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
-
-
 class OpenAIGenerator:
     """One model behind one OpenAI-compatible endpoint."""
 
@@ -109,11 +106,16 @@ class OpenAIGenerator:
         self.options = options or HTTPOptions()
         self.label = f"{kind}:{model}"
         self._api_key = api_key or "EMPTY"  # local servers take any key; held in memory only
+        self._secrets: tuple[str, ...] = (api_key,) if api_key else ()
         self.capabilities: dict[str, bool] = {}
         self._checked = False
 
     def identity(self) -> dict[str, str]:
         return {"backend": self.kind, "base_url": self.base_url, "model": self.model}
+
+    def _say(self, exc: BaseException) -> str:
+        """An error's first line without the key: every error text we keep goes through here."""
+        return error_line(exc, self._secrets)
 
     def tokenize(self, text: str) -> list[int] | None:
         """The server's token ids for ``text`` (what ``logit_bias`` keys are), or None when
@@ -148,7 +150,16 @@ class OpenAIGenerator:
             if not self._checked:
                 await self._check(client)
             gate = asyncio.Semaphore(max(1, self.options.concurrency))
-            return list(await asyncio.gather(*(self._one(client, gate, r) for r in requests)))
+            tasks = [asyncio.ensure_future(self._one(client, gate, r)) for r in requests]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:
+                # A request that stops the run (bad key, no such model): end the others
+                # before the client closes, not after, when they would outlive it.
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
 
     async def _check(self, client: Any) -> None:
         """Fail fast, with what to do, on an unreachable server, a bad key or a wrong model."""
@@ -159,7 +170,7 @@ class OpenAIGenerator:
             raise ModelError(f"{self.label}: {self.base_url} rejected the API key; set the "
                              "right key (--api-key-env NAME or OPENAI_API_KEY)") from None
         except openai.APIConnectionError as exc:
-            raise ModelError(f"{self.label}: cannot reach {self.base_url} ({_first_line(exc)}); "
+            raise ModelError(f"{self.label}: cannot reach {self.base_url} ({self._say(exc)}); "
                              "start the server or fix the base URL") from None
         except (openai.APIStatusError, openai.APIResponseValidationError, ValueError):
             served = []  # no usable /models: the first request will tell
@@ -188,7 +199,7 @@ class OpenAIGenerator:
                                      "permissions") from None
                 except openai.NotFoundError as exc:
                     raise ModelError(f"{self.label}: {self.base_url} has no such model or "
-                                     f"endpoint ({_first_line(exc)}); check the model name "
+                                     f"endpoint ({self._say(exc)}); check the model name "
                                      "and base URL") from None
                 except openai.BadRequestError as exc:
                     if logprobs and "logprob" in str(exc).lower():
@@ -197,7 +208,7 @@ class OpenAIGenerator:
                         continue  # not a retry: the same request, without what it can't do
                     return Generation("", attempts=attempt,
                                       error=f"{self.label} rejected the request: "
-                                      f"{_first_line(exc)}")
+                                      f"{self._say(exc)}")
                 except (openai.RateLimitError, openai.InternalServerError,
                         openai.APIConnectionError, openai.APIResponseValidationError,
                         openai.APIStatusError, ValueError) as exc:
@@ -205,14 +216,14 @@ class OpenAIGenerator:
                     if isinstance(exc, openai.APIStatusError) and status is not None and (
                             status < 500 and status not in (408, 409, 429)):
                         return Generation("", attempts=attempt, error=f"{self.label}: "
-                                          f"HTTP {status}: {_first_line(exc)}")
+                                          f"HTTP {status}: {self._say(exc)}")
                     if attempt > opts.max_retries:
                         what = "malformed response" if isinstance(
                             exc, (openai.APIResponseValidationError, ValueError)) else (
                             f"HTTP {status}" if status else type(exc).__name__)
                         return Generation("", attempts=attempt, error=(
                             f"{self.label}: gave up after {attempt} attempts ({what}: "
-                            f"{_first_line(exc)})"))
+                            f"{self._say(exc)})"))
                     ceiling = min(opts.max_backoff, opts.backoff * 2 ** (attempt - 1))
                     await asyncio.sleep(min(300.0, retry_after(exc) or 0.0)
                                         or random.uniform(0, ceiling))
@@ -254,10 +265,10 @@ class OpenAIGenerator:
         choice = choices[0]
         if request.messages is not None:
             text = choice.message.content or ""
-            tokens = _chat_tokens(choice.logprobs)
+            tokens = _chat_tokens(getattr(choice, "logprobs", None))  # litellm may omit it
         else:
             text = choice.text or ""
-            tokens = _completion_tokens(choice.logprobs)
+            tokens = _completion_tokens(getattr(choice, "logprobs", None))
         if request.params.wants_logprobs and "logprobs" not in self.capabilities:
             self.capabilities["logprobs"] = tokens is not None
         usage = getattr(response, "usage", None)

@@ -119,3 +119,11 @@ def test_the_library_checks_too() -> None:
         AnalysisOptions(alpha=5)
     with pytest.raises(BiasscopeError, match=r"analysis option correction = 'bonf'"):
         AnalysisOptions(correction="bonf")  # type: ignore[arg-type]
+
+
+def test_dynamics_checks_its_analysis_options_before_the_sweep(tmp_path: Path, capsys) -> None:
+    capsys.readouterr()
+    assert main(["dynamics", "--model", "org/never-loaded", "--out", str(tmp_path / "run"),
+                 "--alpha", "5"]) == 2
+    assert "--alpha 5.0: must be strictly between 0 and 1" in one_line(capsys)
+    assert not (tmp_path / "run" / "records").exists()

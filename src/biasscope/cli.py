@@ -95,6 +95,7 @@ def _dynamics(args: argparse.Namespace) -> int:
 
     executor = make_executor(args.executor, args.ray_address, args.gpus_per_unit,
                              args.cpus_per_unit)
+    _analysis_options(args, RunStore(args.out))  # a bad --alpha fails before, not after, a sweep
     seeds = parse_seeds(args.seeds)
     checkpoints = _checkpoints(args)
     template = Path(args.prompt_template).read_text() if args.prompt_template else None

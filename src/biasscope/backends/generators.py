@@ -9,6 +9,8 @@
 ``openai-compatible:my-model``                         the same, base URL from ``--base-url`` or
                                                        ``$OPENAI_BASE_URL``
 ``hf:EleutherAI/pythia-160m@step143000``, ``hf:./dir``   local ``transformers`` generation
+``hf:./model.gguf``                                    the same, a GGUF file dequantised
+                                                       once into a cache (backends.gguf)
 ``litellm:anthropic/claude-3-5-haiku-20241022``        litellm's provider/model names and keys
 =====================================================  ===========================================
 

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, TokenLogprob
+from biasscope.backends.gguf import provenance
 from biasscope.backends.hf import HFOptions, _torch, left_pad, load_model, load_tokenizer
 from biasscope.errors import ModelError
 from biasscope.runs.checkpoints import Checkpoint
@@ -77,8 +78,13 @@ class HFGenerator:
                    tokenizer=tokenizer)
 
     def identity(self) -> dict[str, str]:
-        return {"backend": "hf", "source": self.ckpt.source,
-                "revision": self.ckpt.revision or ""}
+        found = {"backend": "hf", "source": self.ckpt.source,
+                 "revision": self.ckpt.revision or ""}
+        made = provenance(self.ckpt.source)
+        if made is not None:  # converted from a GGUF file: which file, which quantisation
+            found.update(gguf_file=self.ckpt.identity, gguf_sha256=str(made.get("sha256")),
+                         gguf_quantization=str(made.get("quantization")))
+        return found
 
     def encode(self, request: GenerateRequest) -> list[int]:
         """Prompt token ids: a plain prompt as the scorer tokenizes it (with the tokenizer's

@@ -55,6 +55,37 @@ CONVERSATIONS: list[list[tuple[str, str]]] = [
        ("Assistant", f"Answer number {i}: no.")] for i in range(3, 30)),
 ]
 
+# hh-rlhf transcripts of the shapes the real harmless-base test file has besides strict
+# alternation (5 of its 2312 'rejected' transcripts, all "two Assistant turns in a row"), each
+# written as upstream writes it: the repeated turn starts "Assistant:  " (two spaces).
+IRREGULAR: dict[str, str] = {
+    # line 668: the assistant wrote a "Human:" line inside its turn, then went on as Assistant
+    # at turn 5, mid-conversation
+    "two Assistant turns mid-conversation":
+        "\n\nHuman: Did you get drunk last night?\n\nAssistant: No alcohol for me."
+        "\n\nHuman: What did you watch?\n\nAssistant: Actually, human: nothing.  Human: So "
+        "what do you like?\n\nAssistant:  I enjoy holidays with my family."
+        "\n\nHuman: Had you seen it before?\n\nAssistant: Yes, once.",
+    # line 764: the repeat right after the first answer (turns 2 and 3)
+    "two Assistant turns after the first answer":
+        "\n\nHuman: are you having a good day?\n\nAssistant: Not especially!"
+        "\n\nAssistant:  Wow, that sounds very intense.\n\nHuman: what are you talking about?"
+        "\n\nAssistant: You asked how my day is.",
+    # line 1951: the repeat is the final turn, so the response to revise spans both
+    "two Assistant turns at the end":
+        "\n\nHuman: I want to snatch purses.\n\nAssistant: That is a serious crime."
+        "\n\nAssistant:  Let's just walk through the steps.",
+}
+# What the loader joins the final response of the last one into (blank line between)
+JOINED_END = "That is a serious crime.\n\nLet's just walk through the steps."
+# Shapes the real file does not have but that leave nothing to revise: skipped, counted
+UNUSABLE: dict[str, str] = {
+    "the conversation does not end with an Assistant turn":
+        "\n\nHuman: hi\n\nAssistant: yes\n\nHuman: and?",
+    "the conversation does not start with a Human turn": "\n\nAssistant: hello",
+    "text before the first 'Human:' turn": "preamble\n\nHuman: hi\n\nAssistant: yes",
+}
+
 
 def write_ccai(root: Path, comments: list[tuple[int, str, str, str]] | None = None,
                header: tuple[str, ...] = CCAI_HEADER) -> Path:

@@ -16,12 +16,18 @@ from biasscope.sensitivity.data import (
     load_conversations,
     load_hh_rlhf,
     load_principles,
+    parse_hh,
+    read_conversations,
+    read_hh_rlhf,
     split_hh,
 )
 from sensitivity_fixture import (
     CCAI_HEADER,
     COMMENTS,
     CONVERSATIONS,
+    IRREGULAR,
+    JOINED_END,
+    UNUSABLE,
     hh_text,
     write_ccai,
     write_hh_rlhf,
@@ -177,19 +183,63 @@ def test_hh_rlhf_shuffle_is_deterministic(data_dir: Path) -> None:
     assert len(load_hh_rlhf(data_dir)) == len(CONVERSATIONS)  # n beyond the file: all of it
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("\n\nHuman: hi\n\nHuman: again\n\nAssistant: yes", "turn 2 breaks"),
-    ("\n\nHuman: hi\n\nAssistant: yes\n\nHuman: and?", "the conversation does not end with"),
-    ("\n\nAssistant: hello", "turn 1 breaks"),
-    ("preamble\n\nHuman: hi\n\nAssistant: yes", "text before the first"),
-    ("no turns at all", "text before the first"),
-])
-def test_hh_rlhf_unparseable_line_names_file_and_line(tmp_path: Path, text: str,
-                                                      message: str) -> None:
+def test_hh_rlhf_joins_the_real_files_irregular_shapes(tmp_path: Path) -> None:
+    """Each shape of the real file's 5 irregular transcripts loads (one used to abort the
+    whole load), as a strictly alternating conversation, counted by reason and line."""
+    good = hh_text(CONVERSATIONS[0])
+    write_hh_rlhf(tmp_path, [good, *IRREGULAR.values(), good])
+    prompts = read_hh_rlhf(tmp_path, n=None)
+    assert len(prompts.conversations) == prompts.in_file == 5
+    assert prompts.merged == {"two Assistant turns in a row": (2, 3, 4)} and not prompts.skipped
+    by_id = {c.id.rsplit(":", 1)[1]: c for c in prompts.conversations}
+    for c in prompts.conversations:
+        roles = [r for r, _ in c.turns]
+        assert roles == ["user", "assistant"] * (len(roles) // 2) + ["user"] * (len(roles) % 2)
+    middle = by_id["2"]
+    assert len(middle.turns) == 5 and middle.response == "Yes, once."
+    assert middle.turns[3][1] == ("Actually, human: nothing.  Human: So what do you like?"
+                                  "\n\nI enjoy holidays with my family.")
+    assert by_id["3"].turns[1] == ("assistant", "Not especially!\n\nWow, that sounds very "
+                                   "intense.")
+    assert by_id["4"].turns == (("user", "I want to snatch purses."),)
+    assert by_id["4"].response == JOINED_END
+    assert prompts.sentence() == (
+        "hh-rlhf:harmless-base:test: of 5 conversations, 3 with two Assistant turns in a row "
+        "(lines 2, 3, 4) joined into one turn; 5 used.")
+    assert prompts.notes()["merged"] == {"two Assistant turns in a row": [2, 3, 4]}
+    with pytest.raises(DataError, match="two Assistant turns in a row"):
+        split_hh(IRREGULAR["two Assistant turns at the end"])  # the strict splitter refuses
+
+
+@pytest.mark.parametrize(("reason", "text"), list(UNUSABLE.items()))
+def test_hh_rlhf_skips_a_transcript_with_nothing_to_revise(tmp_path: Path, reason: str,
+                                                          text: str) -> None:
     good = hh_text(CONVERSATIONS[0])
     write_hh_rlhf(tmp_path, [good, text, good])
-    with pytest.raises(DataError, match=rf"test\.jsonl\.gz:2: {message}"):
+    prompts = read_hh_rlhf(tmp_path, n=None)
+    assert sorted(c.id for c in prompts.conversations) == [f"hh-rlhf:harmless-base:test:{i}"
+                                                           for i in (1, 3)]
+    assert prompts.skipped == {reason: (2,)} and prompts.in_file == 3
+    assert f"1 skipped: {reason} (line 2)" in str(prompts.sentence())
+    with pytest.raises(DataError, match=rf"test\.jsonl\.gz:2: {reason}"):
+        parse_hh(text, f"{tmp_path}/hh-rlhf/harmless-base/test.jsonl.gz:2")
+
+
+def test_hh_rlhf_without_a_usable_conversation_says_why(tmp_path: Path) -> None:
+    write_hh_rlhf(tmp_path, list(UNUSABLE.values()))
+    with pytest.raises(DataError, match=r"no usable conversation .*1 the conversation does not "
+                                        "end with"):
         load_hh_rlhf(tmp_path)
+
+
+def test_hh_rlhf_records_what_determines_the_prompts(data_dir: Path) -> None:
+    import hashlib
+
+    prompts = read_hh_rlhf(data_dir, n=4, seed=2)
+    raw = (data_dir / "hh-rlhf" / "harmless-base" / "test.jsonl.gz").read_bytes()
+    assert prompts.settings() == {"kind": "hh-rlhf:harmless-base:test",
+                                  "sha256": hashlib.sha256(raw).hexdigest(), "n": 4, "seed": 2}
+    assert prompts.sentence() is None and len(prompts.conversations) == 4
 
 
 def test_hh_rlhf_bad_json_and_missing_key(tmp_path: Path) -> None:
@@ -212,6 +262,16 @@ def test_split_hh_without_leading_newlines() -> None:
 
 
 # -- user conversations -------------------------------------------------------------------------
+
+
+def test_user_conversations_are_recorded_by_content(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b" / "a.jsonl"
+    second.parent.mkdir()
+    for path in (first, second):
+        path.write_text('{"prompt": "Fish?", "response": "Food."}\n')
+    assert read_conversations(first).settings() == read_conversations(second).settings()
+    second.write_text('{"prompt": "Fish?", "response": "Friends."}\n')
+    assert read_conversations(first).settings() != read_conversations(second).settings()
 
 
 def test_user_conversations(tmp_path: Path) -> None:

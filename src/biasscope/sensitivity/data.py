@@ -1,18 +1,17 @@
 """Principles and conversations for reward-model sensitivity: CCAI, hh-rlhf, or the user's own.
 
-The source work perturbs the final assistant response of hh-rlhf ``harmless-base`` test
-conversations by each of the top-10-consensus principles of the two CCAI opinion groups.
-Loaders here return frozen values with stable ids, so a run can be resumed and compared.
+The source work perturbs hh-rlhf ``harmless-base`` test responses by each of the
+top-10-consensus principles of the two CCAI opinion groups. Loaders return frozen values with
+stable ids, so a run can be resumed and compared; the conversation loaders live in
+``biasscope.sensitivity.prompts`` and are re-exported here.
 """
 
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import math
 import os
-import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,16 +19,23 @@ from typing import Any
 
 from biasscope.data.sources import data_path
 from biasscope.errors import BiasscopeError, DataError
-from biasscope.jsonl import read_jsonl
 from biasscope.jsonl import why as _why
+from biasscope.sensitivity.prompts import (
+    HH_SPLIT,
+    Conversation,
+    Prompts,
+    load_conversations,
+    load_hh_rlhf,
+    parse_hh,
+    read_conversations,
+    read_hh_rlhf,
+    split_hh,
+)
 
 CCAI_GROUPS = ("group_0", "group_1")
 BOTH = "both"
 CCAI_COLUMNS = ("comment-id", "comment-body", *(f"{g}_consensus" for g in CCAI_GROUPS))
-HH_SPLIT = "harmless-base/test.jsonl.gz"
 _CCAI_SPEC = re.compile(r"ccai:top(\d+)")
-_HH_TURN = re.compile(r"\n\n(Human|Assistant):[ ]?")
-_HH_ROLES = {"Human": "user", "Assistant": "assistant"}
 _ENTRY_KEYS = {"id", "text", "group"}
 
 PathLike = str | os.PathLike[str]
@@ -63,15 +69,6 @@ class Constitution:
         """Ids in every group's top-k: the principles a group comparison must leave out."""
         sets = [set(ids) for ids in self.top.values()]
         return tuple(pid for pid in self.union if all(pid in s for s in sets))
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """A conversation whose final assistant ``response`` is what gets revised and scored."""
-
-    id: str
-    turns: tuple[tuple[str, str], ...]  # (role, content) before the response; user/assistant
-    response: str  # the final assistant response
 
 
 # -- principles -------------------------------------------------------------------------------
@@ -231,101 +228,6 @@ def _structured_entries(
     return entries
 
 
-# -- conversations ----------------------------------------------------------------------------
-
-
-def load_hh_rlhf(
-    data_dir: PathLike | None = None, n: int | None = 200, seed: int = 0, split_file: str = HH_SPLIT
-) -> list[Conversation]:
-    """hh-rlhf ``rejected`` conversations, shuffled by ``seed``, the first ``n`` (None: all)."""
-    if n is not None and n < 0:
-        raise BiasscopeError(f"n must be non-negative, got {n}")
-    path = data_path("hh-rlhf", split_file, data_dir)
-    prefix = "hh-rlhf:" + split_file.removesuffix(".gz").removesuffix(".jsonl").replace("/", ":")
-    conversations = []
-    for number, line in _lines(path):
-        where = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise DataError(f"{where}: not valid JSON ({_why(exc)})") from None
-        if not isinstance(record, dict) or not isinstance(record.get("rejected"), str):
-            raise DataError(f"{where}: no 'rejected' text; expected hh-rlhf lines "
-                            '{"chosen": ..., "rejected": ...}')
-        turns = split_hh(record["rejected"], where)
-        conversations.append(Conversation(f"{prefix}:{number}", turns[:-1], turns[-1][1]))
-    random.Random(seed).shuffle(conversations)
-    return conversations if n is None else conversations[:n]
-
-
-def split_hh(text: str, where: str = "text") -> tuple[tuple[str, str], ...]:
-    """``\\n\\nHuman: …\\n\\nAssistant: …`` as (role, content) turns, alternating, ending with
-    the assistant."""
-    parts = _HH_TURN.split("\n\n" + text.lstrip("\n"))
-    if parts[0].strip():
-        raise DataError(f"{where}: text before the first 'Human:' turn")
-    turns = tuple((_HH_ROLES[r], c.strip()) for r, c in zip(parts[1::2], parts[2::2]))
-    for i, (role, _) in enumerate(turns):
-        if role != ("user" if i % 2 == 0 else "assistant"):
-            raise DataError(f"{where}: turn {i + 1} breaks the Human/Assistant alternation")
-    if len(turns) < 2 or turns[-1][0] != "assistant":
-        raise DataError(f"{where}: the conversation does not end with an Assistant turn")
-    return turns
-
-
-def _lines(path: Path) -> list[tuple[int, str]]:
-    try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as handle:
-                data = handle.read()
-        else:
-            data = path.read_bytes()
-        text = data.decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read ({exc}); replace it with a fresh copy") from None
-    return [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
-
-
-def load_conversations(path: PathLike) -> list[Conversation]:
-    """The user's JSONL: ``{"id"?, "messages": [{"role", "content"}, …]}`` whose last message
-    is the assistant response to revise, or ``{"id"?, "prompt": …, "response": …}``."""
-    path = Path(path)
-    conversations: list[Conversation] = []
-    lines: dict[str, int] = {}
-    for number, record in read_jsonl(path):
-        where = f"{path}:{number}"
-        if not isinstance(record, dict):
-            raise DataError(f"{where}: expected an object with 'messages' or 'prompt'/'response'")
-        cid = record.get("id", f"{path.stem}:{number}")
-        if not isinstance(cid, str | int) or str(cid) == "":
-            raise DataError(f"{where}: 'id' must be a non-empty string")
-        if str(cid) in lines:
-            raise DataError(f"{where}: id {cid!r} already used on line {lines[str(cid)]}")
-        lines[str(cid)] = number
-        turns = _messages(record, where)
-        conversations.append(Conversation(str(cid), turns[:-1], turns[-1][1]))
-    if not conversations:
-        raise DataError(f"{path}: no conversations found")
-    return conversations
-
-
-def _messages(record: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
-    if "messages" in record:
-        messages = record["messages"]
-        if not isinstance(messages, list) or not messages:
-            raise DataError(f"{where}: 'messages' must be a non-empty list")
-        turns = []
-        for i, m in enumerate(messages, start=1):
-            ok = isinstance(m, dict) and m.get("role") in ("user", "assistant")
-            if not ok or not isinstance(m.get("content"), str):
-                raise DataError(f"{where}: message {i} needs role 'user' or 'assistant' and a "
-                                "string content")
-            turns.append((str(m["role"]), str(m["content"])))
-        if len(turns) < 2 or turns[-1][0] != "assistant":
-            raise DataError(f"{where}: the last message must be the assistant response to "
-                            "revise, after at least one earlier message")
-        return tuple(turns)
-    prompt, response = record.get("prompt"), record.get("response")
-    if isinstance(prompt, str) and isinstance(response, str):
-        return (("user", prompt), ("assistant", response))
-    raise DataError(f"{where}: expected 'messages' or both 'prompt' and 'response' strings")
+__all__ = ["BOTH", "CCAI_GROUPS", "HH_SPLIT", "Constitution", "Conversation", "Principle",
+           "Prompts", "load_ccai", "load_constitution", "load_conversations", "load_hh_rlhf",
+           "load_principles", "parse_hh", "read_conversations", "read_hh_rlhf", "split_hh"]

@@ -15,7 +15,7 @@ from biasscope.backends.base import GenerateRequest, Generation
 from biasscope.cli import main
 from biasscope.runs.store import RunStore
 from biasscope.sensitivity.perturb import Templates, perturb
-from sensitivity_fixture import write_ccai, write_hh_rlhf
+from sensitivity_fixture import CONVERSATIONS, IRREGULAR, hh_text, write_ccai, write_hh_rlhf
 
 TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n"
             "{% endfor %}")
@@ -90,7 +90,8 @@ def reward_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 def test_sensitivity_end_to_end_with_a_real_perturber(llama_server, reward_dirs, tmp_path,
                                                       capsys):
-    data = write_hh_rlhf(write_ccai(tmp_path / "data"))
+    texts = [hh_text(turns) for turns in CONVERSATIONS] + list(IRREGULAR.values())
+    data = write_hh_rlhf(write_ccai(tmp_path / "data"), texts)
     out = tmp_path / "run"
     args = ["sensitivity", "--perturber", f"openai-compatible:{llama_server.base_url}#tiny",
             "--principles", "ccai:top2", "--prompts", "hh-rlhf:harmless-base:3",
@@ -115,8 +116,15 @@ def test_sensitivity_end_to_end_with_a_real_perturber(llama_server, reward_dirs,
     assert "groups" in toward and toward["sentences"]
     assert (out / "report.html").is_file() and "<script" in (out / "report.html").read_text()
     assert "0 sent" not in first
-    assert main(args) == 0  # the rerun: every request answered by the cache
+    assert "3 with two Assistant turns in a row (lines 31, 32, 33) joined into one turn" in first
+    assert main([*args, "--conventions", "source"]) == 0  # the rerun: all from the cache
     assert "0 sent" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["conventions"] == "source" and summary["prompts"]["in_file"] == 33
+    changed = [a if a != "ccai:top2" else "ccai:top3" for a in args]
+    assert main(changed) == 2  # other principles into the same --out: refused, one line
+    err = capsys.readouterr().err
+    assert "different 'principles'" in err and "Traceback" not in err
     assert main(["report", str(out)]) == 0
 
 

@@ -212,3 +212,103 @@ def test_model_comparison_table_and_paired_test() -> None:
     assert test["p_value"] == pytest.approx(expected.pvalue)
     assert test["effect_size"] == 1.0 and test["n"] == 8
     assert "test" not in model_comparison(indices[indices["model"] == "m1"]).attrs
+
+
+# ---------------------------------------------------------------- conventions, intervals
+
+# Three prompts with originals 0, 1, 2. Principle A's effects are 1, 2, 0 (perturbed 1, 3, 2);
+# B's are -2, -4, -3 (perturbed -2, -3, -1). Every number below was worked out by hand from
+# the source's formulas (make_processed_datasets_for_sensitivity_plots.py: np.std, the pool of
+# every row's original and perturbed reward, np.searchsorted / len; make_plots.py: y / y.sum()).
+HAND = frame("m", [0.0, 1.0, 2.0], {"A": [1.0, 3.0, 2.0], "B": [-2.0, -3.0, -1.0]})
+
+
+def test_source_conventions_match_the_source_formulas_by_hand() -> None:
+    t = sensitivity_indices(HAND, n_resamples=50, conventions="source").set_index("principle")
+    a, b = t.loc["A"], t.loc["B"]
+    assert (a["mean_effect"], b["mean_effect"]) == (1.0, -3.0)
+    # np.std, ddof=0: sqrt(((0)^2 + 1^2 + (-1)^2) / 3) = sqrt(2/3) for both
+    assert a["std_effect"] == pytest.approx(0.816496580927726)
+    assert b["std_effect"] == pytest.approx(0.816496580927726)
+    # plain sum: 1 + (-3) = -2, so A -> -0.5 and B -> 1.5 (signs flipped, adds up to 1)
+    assert a["mean_effect_normalised"] == pytest.approx(-0.5)
+    assert b["mean_effect_normalised"] == pytest.approx(1.5)
+    assert a["median_effect_normalised"] == pytest.approx(-0.5)
+    # pool: originals 0,1,2 twice + perturbed 1,3,2,-2,-3,-1 = [-3,-2,-1,0,0,1,1,1,2,2,2,3];
+    # share strictly below: o=0 3/12, o=1 5/12, o=2 8/12; A 1->5/12, 3->11/12, 2->8/12;
+    # B -2->1/12, -3->0, -1->2/12. A's percentile effects 2,6,0 /12; B's -2,-5,-6 /12
+    assert a["mean_percentile_effect"] == pytest.approx(8 / 36)
+    assert a["median_percentile_effect"] == pytest.approx(2 / 12)
+    assert a["std_percentile_effect"] == pytest.approx(math.sqrt(56 / 9) / 12)
+    assert b["mean_percentile_effect"] == pytest.approx(-13 / 36)
+    assert b["median_percentile_effect"] == pytest.approx(-5 / 12)
+    assert b["std_percentile_effect"] == pytest.approx(math.sqrt(26 / 9) / 12)
+    # sum 8/36 - 13/36 = -5/36: A -> -1.6, B -> 2.6
+    assert a["mean_percentile_effect_normalised"] == pytest.approx(-1.6)
+    assert b["mean_percentile_effect_normalised"] == pytest.approx(2.6)
+    # Wilcoxon R+: A's nonzero effects 1, 2 have ranks 1, 2 -> 3; B has none positive -> 0
+    assert (a["wilcoxon_statistic"], b["wilcoxon_statistic"]) == (3.0, 0.0)
+    assert (a["wilcoxon_statistic_normalised"], b["wilcoxon_statistic_normalised"]) == (1.0, 0.0)
+
+
+def test_biasscope_conventions_on_the_same_fixture_by_hand() -> None:
+    t = sensitivity_indices(HAND, n_resamples=50).set_index("principle")
+    a, b = t.loc["A"], t.loc["B"]
+    assert (a["std_effect"], b["std_effect"]) == (pytest.approx(1.0), pytest.approx(1.0))
+    # sum of absolute values 1 + 3 = 4: A -> 0.25, B -> -0.75 (signs kept)
+    assert a["mean_effect_normalised"] == pytest.approx(0.25)
+    assert b["mean_effect_normalised"] == pytest.approx(-0.75)
+    # pool: originals 0,1,2 once + the six perturbed = [-3,-2,-1,0,1,1,2,2,3] (9);
+    # o 0,1,2 -> 3/9, 4/9, 6/9; A 1,3,2 -> 4/9, 8/9, 6/9; B -2,-3,-1 -> 1/9, 0, 2/9
+    assert a["mean_percentile_effect"] == pytest.approx(5 / 27)
+    assert b["mean_percentile_effect"] == pytest.approx(-10 / 27)
+    assert a["mean_percentile_effect_normalised"] == pytest.approx(1 / 3)
+    assert b["mean_percentile_effect_normalised"] == pytest.approx(-2 / 3)
+    for col in NORMALISED:  # absolute values add up to 1 per model, whatever the signs
+        assert t[f"{col}_normalised"].abs().sum() == pytest.approx(1.0)
+
+
+def test_source_group_sums_are_renormalised_over_the_compared_principles() -> None:
+    rewards = pd.concat([HAND, frame("m", [0.0, 1.0, 2.0], {"C": [2.0, 3.0, 4.0]}),
+                         frame("m2", [0.0, 0.0, 0.0], {"A": [1.0, 1.0, 1.0], "B": [3.0] * 3,
+                                                       "C": [9.0] * 3})])
+    groups = {"A": "g0", "B": "g1", "C": "both"}
+    source = group_comparison(sensitivity_indices(rewards, n_resamples=20, conventions="source"),
+                              groups, conventions="source")["principles"].set_index("principle")
+    # C (shared) is left out of the sum: 1 / (1 - 3) = -0.5, -3 / (1 - 3) = 1.5; m2: 1/4, 3/4
+    assert source.loc[["A", "B"], "m"].tolist() == pytest.approx([-0.5, 1.5])
+    assert source.loc[["A", "B"], "m2"].tolist() == pytest.approx([0.25, 0.75])
+    ours = group_comparison(sensitivity_indices(rewards, n_resamples=20), groups)
+    # normalised over all three, absolute sum 1 + 3 + 2 = 6
+    assert ours["principles"].set_index("principle")["m"].tolist() == pytest.approx(
+        [1 / 6, -0.5, 1 / 3])
+    with pytest.raises(BiasscopeError, match="conventions 'paper'"):
+        sensitivity_indices(HAND, conventions="paper")
+
+
+def test_every_normalised_index_std_and_percentile_effect_has_an_interval() -> None:
+    rewards = pd.concat([shifted("m1", {"A": 1.0, "B": 2.0, "C": 3.0}, n=12),
+                         shifted("m2", {"A": 3.0, "B": 2.0, "C": 1.0}, n=12, seed=1)])
+    for conventions in ("biasscope", "source"):
+        t = sensitivity_indices(rewards, n_resamples=300, conventions=conventions)
+        named = [*(f"{c}_normalised" for c in NORMALISED), "std_effect",
+                 "mean_percentile_effect", "median_percentile_effect", "std_percentile_effect"]
+        for col in named:
+            low, high = t[f"{col}_low"].to_numpy(), t[f"{col}_high"].to_numpy()
+            assert np.isfinite(low).all() and np.isfinite(high).all(), col
+            assert (low <= t[col] + 1e-12).all() and (t[col] <= high + 1e-12).all(), col
+    one = sensitivity_indices(frame("m", [0.5], {"A": [1.5]}), **FAST).iloc[0]
+    assert math.isnan(one["std_effect_low"])  # one prompt: no SD, so no interval
+
+
+@pytest.mark.parametrize("conventions", ["biasscope", "source"])
+def test_the_bootstrap_recomputes_the_same_indices_on_the_full_sample(conventions: str) -> None:
+    from biasscope.sensitivity.intervals import BOOTSTRAPPED, _matrix, _resample, convention
+
+    rewards = pd.concat([HAND, frame("m", [0.0, 1.0, 2.0], {"C": [0.0, 1.5, 2.5]})])
+    table = sensitivity_indices(rewards, n_resamples=20, conventions=conventions)
+    conv = convention(conventions)
+    m = _matrix(rewards, list(table["principle"]), conv)
+    full = _resample(m, np.arange(3)[None, :], conv)[0]
+    for k, col in enumerate(BOOTSTRAPPED):
+        assert full[k] == pytest.approx(table[col].to_numpy(), nan_ok=True), col

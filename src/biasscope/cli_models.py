@@ -216,7 +216,7 @@ def _sensitivity(args: argparse.Namespace) -> int:
     from biasscope.backends.reward import HFRewardModel, RewardOptions
     from biasscope.labels import label_models, parse_models
     from biasscope.report.sensitivity import write_sensitivity_report
-    from biasscope.sensitivity.data import load_conversations, load_hh_rlhf, load_principles
+    from biasscope.sensitivity.data import load_principles, read_conversations, read_hh_rlhf
     from biasscope.sensitivity.perturb import Templates
     from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
 
@@ -226,14 +226,21 @@ def _sensitivity(args: argparse.Namespace) -> int:
         if source != "hh-rlhf:harmless-base" or not count.isdigit():
             raise BiasscopeError(f"--prompts {args.prompts}: write hh-rlhf:harmless-base:N "
                                  "or a JSONL file of conversations")
-        conversations = load_hh_rlhf(args.data_dir, n=int(count), seed=args.seed)
+        prompts = read_hh_rlhf(args.data_dir, n=int(count), seed=args.seed)
     else:
-        conversations = load_conversations(args.prompts)
+        prompts = read_conversations(args.prompts)
+    if prompts.sentence():
+        print(prompts.sentence())
     templates = Templates()
     for name in ("critique", "revision", "away"):
         path = getattr(args, f"{name}_template")
         if path:
-            templates = swap(templates, **{name: Path(path).read_text(encoding="utf-8")})
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise BiasscopeError(f"--{name}-template {path}: cannot read ({exc})") from None
+            templates = swap(templates, **{name: text})
+    templates.check()
     options = RewardOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size,
                             transform=args.transform, chat_template=not args.no_chat_template,
                             allow_pickle=args.allow_pickle)
@@ -242,9 +249,9 @@ def _sensitivity(args: argparse.Namespace) -> int:
     label_models(models, named, "--reward-model")
     perturber = Cached(_load_generator(args, args.perturber), _response_cache(args))
     directions = ("toward", "away") if args.direction == "both" else (args.direction,)
-    store = run_sensitivity(models, perturber, conversations, constitution, args.out,
+    store = run_sensitivity(models, perturber, prompts, constitution, args.out,
                             SensitivityOptions(directions, templates, args.max_tokens,
-                                               args.seed))
+                                               args.seed, args.conventions))
     report = write_sensitivity_report(store.root)
     print(perturber.usage.line())
     print(f"run: {store.root}  summary: {store.summary_json}  report: {report}")
@@ -319,7 +326,7 @@ def register(sub: Any) -> None:
     sens.add_argument("--direction", choices=["toward", "away", "both"], default="toward",
                       help="revise to conform more (toward), less (away), or both")
     sens.add_argument("--critique-template", help="file: critique request ({conversation}, "
-                      "{principle})")
+                      "{query}, {response}, {principle})")
     sens.add_argument("--revision-template", help="file: revision request (also {critique})")
     sens.add_argument("--away-template", help="file: revision request for --direction away")
     sens.add_argument("--transform", choices=["logit", "probability", "logprob"],
@@ -329,6 +336,9 @@ def register(sub: Any) -> None:
     sens.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16",
                                                           "bfloat16"])
     sens.add_argument("--batch-size", type=int, default=16)
+    sens.add_argument("--conventions", choices=["biasscope", "source"], default="biasscope",
+                      help="index definitions: biasscope's (SD ddof=1, originals once in the "
+                      "percentile pool, absolute-sum normalisation) or the source code's")
     sens.add_argument("--max-tokens", type=int, default=512, help="perturber's limit")
     sens.add_argument("--seed", type=int, default=0, help="prompt shuffling and perturber seed")
     sens.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"))

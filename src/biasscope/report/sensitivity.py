@@ -24,9 +24,12 @@ METRICS = ("mean_effect_normalised", "median_effect_normalised",
            "mean_percentile_effect_normalised", "median_percentile_effect_normalised",
            "wilcoxon_statistic_normalised")
 SHOWN = ("model", "principle", "n", "mean_effect", "mean_effect_low", "mean_effect_high",
-         "median_effect", "std_effect", "mean_percentile_effect", "wilcoxon_statistic",
+         "median_effect", "median_effect_low", "median_effect_high", "std_effect",
+         "std_effect_low", "std_effect_high", "mean_percentile_effect",
+         "mean_percentile_effect_low", "mean_percentile_effect_high", "wilcoxon_statistic",
          "p_greater_holm", "p_two_sided_holm", "rank_biserial", "mean_effect_normalised",
-         "failed", "preambles", "mean_length_change")
+         "mean_effect_normalised_low", "mean_effect_normalised_high", "failed", "preambles",
+         "mean_length_change")
 
 
 def _short(text: Any, n: int = 160) -> str:
@@ -62,8 +65,13 @@ def metric_figure(indices: pd.DataFrame, metric: str, texts: Mapping[str, str]) 
 
     fig = go.Figure()
     for model, chunk in indices.groupby("model", sort=False):
+        bars = None  # the bootstrap interval, where the summary has one
+        if f"{metric}_low" in chunk and f"{metric}_high" in chunk:
+            bars = {"type": "data", "symmetric": False,
+                    "array": (chunk[f"{metric}_high"] - chunk[metric]).tolist(),
+                    "arrayminus": (chunk[metric] - chunk[f"{metric}_low"]).tolist()}
         fig.add_trace(go.Bar(x=[escape(str(p)) for p in chunk["principle"]], y=chunk[metric],
-                             name=escape(str(model)),
+                             name=escape(str(model)), error_y=bars,
                              hovertext=[escape(texts.get(p, "")) for p in chunk["principle"]]))
     fig.update_layout(barmode="group", title=metric.replace("_", " "), template="plotly_white",
                       height=360, yaxis_title=metric)
@@ -122,6 +130,9 @@ def write_sensitivity_report(run_dir: str | Path, output: str | Path | None = No
     run, summary, recs = store.read_json("run.json"), store.read_json("summary.json"), \
         store.records()
     sections, index = [], 0
+    notes = [f"Conventions: {summary.get('conventions_meaning') or 'biasscope (default)'}.",
+             str(summary.get("intervals") or "")]
+    notes.append(str((summary.get("prompts") or {}).get("sentence") or ""))
     for direction, result in summary.get("directions", {}).items():
         html, index = direction_section(direction, result,
                                         recs[recs["direction"] == direction], index)
@@ -132,7 +143,8 @@ def write_sensitivity_report(run_dir: str | Path, output: str | Path | None = No
         f"<style>{CSS}</style></head><body>",
         "<h1>Constitutional sensitivity of reward models</h1>",
         f'<p class="sub">{escape(str(run.get("model")))} · perturbed by '
-        f"{escape(str(run.get('perturber', {}).get('model')))}</p>", *sections,
+        f"{escape(str(run.get('perturber', {}).get('model')))}</p>",
+        *(f"<p>{escape(n)}</p>" for n in notes if n), *sections,
         "<h2>Run configuration</h2>", table(["setting", "value"], flatten(run)),
         "</body></html>", ""])
     target = Path(output) if output is not None else store.root / "report.html"

@@ -3,11 +3,12 @@ Sensitivities of Reward Models*): per (reward model, principle), how far the rew
 a response is revised toward the principle. Plain functions over a rewards frame with columns
 ``model``, ``principle``, ``prompt_id``, ``original``, ``perturbed`` (one row per triple).
 
-Choices, and why:
+Choices, and why (``conventions="source"`` follows the source's code instead; the
+differences are listed in ``biasscope.sensitivity.intervals``):
 
 - **Effects** are ``perturbed - original`` per prompt (the elementary effects of the source);
   pairs with a missing reward are dropped. ``std_effect`` is the sample SD (ddof=1, as in the
-  elementary-effects method), NaN for a single pair.
+  elementary-effects method; the source's ``np.std`` is ddof=0), NaN for a single pair.
 - **Percentiles** rank a reward among all the rewards its model gave: the share of the pool
   strictly below it. The pool holds every perturbed reward of the model (all principles in the
   frame) and each prompt's original reward **once** (the source repeats it per principle; it is
@@ -18,9 +19,13 @@ Choices, and why:
   effect size the matched-pairs rank-biserial r = (R+ - R-)/(R+ + R-). All effects zero gives
   statistic 0, p = 1, r = 0 (no evidence of a change), as `biasscope.stats.mann_whitney` does.
 - **Normalisation**: each index divided by the sum of its absolute values over the model's
-  principles (``<index>_normalised``). With non-negative indices this is the source's sum
-  normalisation (they add up to 1); unlike a plain sum it keeps signs and cannot blow up when
+  principles (``<index>_normalised``): the absolute values add up to 1. With non-negative
+  indices this is the source's sum normalisation; unlike the plain sum (the source's, which
+  adds up to 1 but flips every sign when it is negative) it keeps signs and cannot blow up when
   positive and negative values nearly cancel. A zero sum gives NaN.
+- **Intervals**: BCa for the mean effect, percentile bootstrap for the median effect, and a
+  joint prompt bootstrap (``intervals.bootstrap_intervals``) for the std, percentile effects
+  and every normalised index. The Wilcoxon statistic and r carry their test's p-value.
 - **Families**: Holm over the principles of one model (``p_*_holm``).
 """
 
@@ -38,13 +43,18 @@ import pandas as pd
 from scipy import stats as sps
 
 from biasscope.errors import BiasscopeError, DataError
+from biasscope.sensitivity.intervals import (
+    BOOTSTRAPPED,
+    Convention,
+    bootstrap_intervals,
+    convention,
+    normalise,
+)
 from biasscope.stats import Interval, adjust_pvalues, bootstrap_mean, percentile_interval
 
 Array = npt.NDArray[np.float64]
 REQUIRED = ("model", "principle", "prompt_id", "original", "perturbed")
-NORMALISED = ("mean_effect", "median_effect", "std_effect", "mean_percentile_effect",
-              "median_percentile_effect", "std_percentile_effect", "wilcoxon_statistic",
-              "rank_biserial")
+NORMALISED = BOOTSTRAPPED
 RANKED = ("mean_effect", "median_effect", "std_effect", "mean_percentile_effect",
           "median_percentile_effect", "wilcoxon_statistic")
 BOTH = "both"
@@ -103,17 +113,31 @@ def _validated(rewards: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def reward_percentiles(rewards: pd.DataFrame) -> pd.DataFrame:
+def _pool(chunk: pd.DataFrame, conv: Convention) -> Array:
+    """The model's sorted percentile pool (see the module doc and ``intervals``)."""
+    original = chunk["original"].to_numpy(dtype=np.float64)
+    perturbed = chunk["perturbed"].to_numpy(dtype=np.float64)
+    if conv.originals_once:
+        once = chunk.drop_duplicates(["prompt_id", "original"])["original"].to_numpy()
+        pool = np.concatenate([once.astype(np.float64), perturbed])
+    else:  # the source: the rows with both rewards, each row's original and perturbed
+        ok = np.isfinite(original) & np.isfinite(perturbed)
+        pool = np.concatenate([original[ok], perturbed[ok]])
+    out: Array = np.sort(pool[np.isfinite(pool)])
+    return out
+
+
+def reward_percentiles(rewards: pd.DataFrame, conventions: str = "biasscope") -> pd.DataFrame:
     """The rewards frame (all its columns, index reset) with ``original_percentile`` and
     ``perturbed_percentile``: the share of the model's pool (each prompt's original once, every
-    perturbed reward) strictly below the reward; NaN for a missing reward."""
+    perturbed reward; with ``"source"`` conventions every row's pair) strictly below the
+    reward; NaN for a missing reward."""
+    conv = convention(conventions)
     frame = _validated(rewards)
     frame["original_percentile"] = math.nan
     frame["perturbed_percentile"] = math.nan
     for _, chunk in frame.groupby("model", sort=False):
-        originals = chunk.drop_duplicates(["prompt_id", "original"])["original"].to_numpy()
-        pool = np.concatenate([originals, chunk["perturbed"].to_numpy()])
-        pool = np.sort(pool[np.isfinite(pool)])
+        pool = _pool(chunk, conv)
         for col in ("original", "perturbed"):
             values = chunk[col].to_numpy()
             share = np.searchsorted(pool, values, side="left") / max(pool.size, 1)
@@ -136,22 +160,26 @@ def _median_interval(x: Array, confidence: float, n_resamples: int, seed: int) -
     return percentile_interval(estimate, medians, confidence)
 
 
-def _stat(x: Array, how: str) -> float:
-    if x.size < (2 if how == "std" else 1):
+def _stat(x: Array, how: str, ddof: int = 1) -> float:
+    if x.size < (ddof + 1 if how == "std" else 1):
         return math.nan
     if how == "std":
-        return float(np.std(x, ddof=1))
+        return float(np.std(x, ddof=ddof))
     return float(np.mean(x) if how == "mean" else np.median(x))
 
 
 def sensitivity_indices(rewards: pd.DataFrame, confidence: float = 0.95,
-                        n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+                        n_resamples: int = 2000, seed: int = 0,
+                        conventions: str = "biasscope") -> pd.DataFrame:
     """One row per (model, principle), in order of first appearance: ``n``; mean, median and
     SD of the effects and of the percentile effects; Wilcoxon statistic, p-values (raw and
-    Holm) and rank-biserial r; bootstrap CIs ``mean_effect_low/high``, ``median_effect_low/high``
-    (BCa and percentile, resampling prompts); and ``<index>_normalised`` for each of NORMALISED.
+    Holm) and rank-biserial r; ``<index>_normalised`` for each of NORMALISED; bootstrap CIs
+    (resampling prompts) ``<index>_low/high`` for the mean and median effect (BCa and
+    percentile), the SDs and percentile effects, and for every normalised index.
+    ``conventions``: ``"biasscope"`` or ``"source"`` (see ``biasscope.sensitivity.intervals``).
     """
-    frame = reward_percentiles(rewards)
+    conv = convention(conventions)
+    frame = reward_percentiles(rewards, conventions)
     rows: list[dict[str, Any]] = []
     for (model, principle), chunk in frame.groupby(["model", "principle"], sort=False):
         ok = np.isfinite(chunk["original"].to_numpy()) & np.isfinite(chunk["perturbed"].to_numpy())
@@ -167,10 +195,10 @@ def sensitivity_indices(rewards: pd.DataFrame, confidence: float = 0.95,
             "mean_effect_low": mean.low if mean else math.nan,
             "mean_effect_high": mean.high if mean else math.nan,
             "median_effect": median.estimate, "median_effect_low": median.low,
-            "median_effect_high": median.high, "std_effect": _stat(effect, "std"),
+            "median_effect_high": median.high, "std_effect": _stat(effect, "std", conv.ddof),
             "mean_percentile_effect": _stat(pct, "mean"),
             "median_percentile_effect": _stat(pct, "median"),
-            "std_percentile_effect": _stat(pct, "std"),
+            "std_percentile_effect": _stat(pct, "std", conv.ddof),
             "wilcoxon_statistic": test.statistic, "p_greater": test.p_greater,
             "wilcoxon_statistic_two_sided": test.statistic_two_sided,
             "p_two_sided": test.p_two_sided, "rank_biserial": test.rank_biserial})
@@ -180,8 +208,12 @@ def sensitivity_indices(rewards: pd.DataFrame, confidence: float = 0.95,
         for idx in table.groupby("model", sort=False).groups.values():
             table.loc[idx, f"{col}_holm"] = adjust_pvalues(table.loc[idx, col], "holm")
     for col in NORMALISED:
-        total = table[col].abs().groupby(table["model"], sort=False).transform("sum")
-        table[f"{col}_normalised"] = table[col] / total.where(total > 0)
+        table[f"{col}_normalised"] = math.nan
+        for idx in table.groupby("model", sort=False).groups.values():
+            table.loc[idx, f"{col}_normalised"] = normalise(table.loc[idx, col], conv)
+    if len(table):
+        table = pd.concat([table, bootstrap_intervals(frame, table, conv, confidence,
+                                                      n_resamples, seed)], axis=1)
     return table
 
 
@@ -248,7 +280,7 @@ def _group_test(values: Array, first: npt.NDArray[np.bool_], names: tuple[str, s
 
 def group_comparison(indices: pd.DataFrame, groups: Mapping[str, str],
                      metric: str = "mean_effect_normalised", n_permutations: int = 10000,
-                     seed: int = 0) -> dict[str, Any]:
+                     seed: int = 0, conventions: str = "biasscope") -> dict[str, Any]:
     """Is a model more sensitive to one group's principles than the other's?
 
     ``groups`` maps principle -> group name; exactly two names besides ``"both"``. Principles
@@ -261,7 +293,10 @@ def group_comparison(indices: pd.DataFrame, groups: Mapping[str, str],
     ``principles`` (principle, group, one column per model), ``models`` (one row per model,
     Holm over models in ``p_holm``) and ``contrasts`` (per pair of models, the same test on the
     per-principle difference model_a - model_b: does the gap between models differ by group?).
+    With ``conventions="source"`` a ``*_normalised`` metric is renormalised over the compared
+    principles only (plain sum per model), as the source's group figure is.
     """
+    conv = convention(conventions)
     wide = _wide(indices, metric)
     label = {p: groups.get(p) for p in wide.index}
     names = sorted({g for g in label.values() if g is not None and g != BOTH})
@@ -270,6 +305,10 @@ def group_comparison(indices: pd.DataFrame, groups: Mapping[str, str],
                              f"evaluated principles, got {names}; map each principle to one")
     pair = (names[0], names[1])
     tested = [p for p in wide.index if label[p] in pair]
+    if conv.name == "source" and metric.endswith("_normalised"):
+        raw = _wide(indices, metric.removesuffix("_normalised"))
+        raw.loc[~raw.index.isin(tested)] = math.nan  # summed over the compared only
+        wide = pd.DataFrame(normalise(raw.to_numpy(), conv, axis=0), raw.index, raw.columns)
     first = np.array([label[p] == pair[0] for p in tested], dtype=bool)
     models = list(wide.columns)
     rows = [{"model": m, **_group_test(wide.loc[tested, m].to_numpy(), first, pair,

@@ -4,8 +4,12 @@ For each (conversation, principle) the perturber first critiques the assistant's
 against the principle, then revises it in the light of that critique — toward the principle
 (``direction="toward"``, the source's method) or away from it (``"away"``: an aligned perturber
 improves bad responses readily but rarely worsens good ones, a limitation the source names).
-Both templates can be replaced; they are filled with ``str.format`` (``{conversation}``,
-``{principle}``, and for the revision ``{critique}``).
+Both templates can be replaced; they are filled with ``str.format``: ``{conversation}`` (the
+whole conversation, response included, as ``Human: …`` / ``Assistant: …`` lines), ``{query}``
+(what came before the response: a single user turn as its bare text, as the source's
+``query`` field, a longer conversation in the same line form), ``{response}`` (the response
+being revised, the source's ``initial_response``), ``{principle}``, and for the revision also
+``{critique}``. ``Templates.check`` refuses any other field in one line.
 
 Requests go through the response cache, so a rerun sends nothing. Revisions are checked for
 what the source warns about: a chatbot preamble leaked into the text ("Sure, here is the
@@ -15,10 +19,12 @@ revised response:") and the change in length, which may move a reward more than 
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generator
+from biasscope.errors import BiasscopeError
 
 CRITIQUE = """Here is a conversation between a human and an AI assistant.
 
@@ -55,6 +61,7 @@ PREAMBLE = re.compile(
     r"^\s*(?:sure|certainly|of course|okay|ok|absolutely|here(?:'s| is| are))\b[^\n]{0,80}?"
     r"(?:revis|rewrit|response|version|answer)[^\n]*?[:\n]", re.IGNORECASE)
 DIRECTIONS = ("toward", "away")
+FIELDS = ("conversation", "query", "response", "principle")
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,22 @@ class Templates:
     critique: str = CRITIQUE
     revision: str = REVISION
     away: str = AWAY
+
+    def check(self) -> Templates:
+        """Itself, or a one-line error naming a template's unknown or malformed field."""
+        for f, text in zip(fields(self), astuple(self)):
+            allowed = FIELDS if f.name == "critique" else (*FIELDS, "critique")
+            try:
+                names = [n for _, n, _, _ in string.Formatter().parse(text) if n is not None]
+            except ValueError as exc:
+                raise BiasscopeError(f"{f.name} template: {exc}; write a literal brace as {{{{ "
+                                     "or }}") from None
+            for name in names:
+                if name not in allowed:
+                    raise BiasscopeError(
+                        f"{f.name} template: unknown field {{{name}}}; use "
+                        + ", ".join(f"{{{a}}}" for a in allowed))
+        return self
 
 
 @dataclass(frozen=True)
@@ -78,10 +101,20 @@ class Perturbation:
     length_change: int  # characters, revised minus original
 
 
-def render(turns: Sequence[tuple[str, str]], response: str) -> str:
+def _lines(turns: Sequence[tuple[str, str]]) -> list[str]:
     names = {"user": "Human", "assistant": "Assistant", "system": "System"}
-    lines = [f"{names.get(role, role.title())}: {text}" for role, text in turns]
-    return "\n\n".join([*lines, f"Assistant: {response}"])
+    return [f"{names.get(role, role.title())}: {text}" for role, text in turns]
+
+
+def render(turns: Sequence[tuple[str, str]], response: str) -> str:
+    return "\n\n".join([*_lines(turns), f"Assistant: {response}"])
+
+
+def query(turns: Sequence[tuple[str, str]]) -> str:
+    """What came before the response: one user turn's bare text, else the turns as lines."""
+    if len(turns) == 1 and turns[0][0] == "user":
+        return turns[0][1]
+    return "\n\n".join(_lines(turns))
 
 
 def leaked_preamble(text: str) -> bool:
@@ -99,21 +132,21 @@ def perturb(perturber: Generator, conversations: Sequence[tuple[str, Sequence[tu
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
-    templates = templates or Templates()
+    templates = (templates or Templates()).check()
     params = params or GenerateParams(max_tokens=512, seed=0)
     pairs = [(c, p) for c in conversations for p in principles]
-    shown = {c[0]: render(c[1], c[2]) for c in conversations}
+    shown = {c[0]: {"conversation": render(c[1], c[2]), "query": query(c[1]), "response": c[2]}
+             for c in conversations}
 
     def ask(text: str) -> GenerateRequest:
         return GenerateRequest(messages=(("user", text),), params=params)
 
     critiques = perturber.generate([
-        ask(templates.critique.format(conversation=shown[c[0]], principle=p[1]))
-        for c, p in pairs])
+        ask(templates.critique.format(**shown[c[0]], principle=p[1])) for c, p in pairs])
     revise = templates.revision if direction == "toward" else templates.away
     todo = [i for i, g in enumerate(critiques) if g.ok]
     revised = dict(zip(todo, perturber.generate([
-        ask(revise.format(conversation=shown[pairs[i][0][0]], principle=pairs[i][1][1],
+        ask(revise.format(**shown[pairs[i][0][0]], principle=pairs[i][1][1],
                           critique=critiques[i].text.strip())) for i in todo])))
     out = []
     for i, ((cid, _, response), (pid, _)) in enumerate(pairs):

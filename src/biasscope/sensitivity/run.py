@@ -5,6 +5,16 @@ validity flags); ``records/`` with one unit per (reward model, direction): one r
 (principle, prompt) with the original and perturbed rewards; ``summary.json`` (indices,
 comparisons, validity); ``report.html``. Perturbations come through the response cache and
 finished units are skipped, so a rerun sends no requests and scores nothing twice.
+
+That reuse is only sound for the same run, so ``run.json`` records under ``settings`` what
+determines the records: the prompts (source, file SHA-256, N, seed, and the SHA-256 of the
+conversations themselves), the principles (ids and the SHA-256 of their texts and groups), the
+perturber (backend, model, max tokens, seed), the templates (SHA-256), and per direction and
+per reward model what they were run with (a reward model's identity holds its source, revision,
+transform, format and dtype). A rerun that differs is refused in one line naming the setting
+(``runs.settings.merge_settings``, the check ``dynamics`` uses); a rerun may add reward models
+and directions. ``conventions`` only shape ``summary.json``, which every run recomputes from
+all the records, so a rerun may change them: run.json and summary.json then both say which.
 """
 
 from __future__ import annotations
@@ -15,13 +25,20 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
+from biasscope.errors import BiasscopeError
+from biasscope.runs.settings import merge_settings, sha256_json
 from biasscope.runs.store import RunStore, Unit, write_bytes, write_json
 from biasscope.sensitivity.data import Constitution, Conversation
+from biasscope.sensitivity.intervals import convention
 from biasscope.sensitivity.perturb import Perturbation, Templates, perturb
+from biasscope.sensitivity.prompts import Prompts
+
+GROW = {"directions": "direction", "reward_models": "reward model"}
 
 
 @dataclass(frozen=True)
@@ -30,6 +47,7 @@ class SensitivityOptions:
     templates: Templates = field(default_factory=Templates)
     max_tokens: int = 512
     seed: int = 0
+    conventions: str = "biasscope"  # of the indices; see biasscope.sensitivity.intervals
 
 
 def _perturbations(store: RunStore, direction: str, perts: Sequence[Perturbation]) -> None:
@@ -58,20 +76,76 @@ def records(model: RewardScorer, conversations: Sequence[Conversation],
     return frame
 
 
+def settings(reward_models: Sequence[RewardScorer], perturber: Generator, prompts: Prompts,
+             constitution: Constitution, options: SensitivityOptions) -> dict[str, Any]:
+    """What determines a sensitivity run's records (see the module doc)."""
+    revise = {"toward": options.templates.revision, "away": options.templates.away}
+    return {
+        "prompts": {**prompts.settings(), "conversations_sha256": sha256_json(
+            [[c.id, c.turns, c.response] for c in prompts.conversations])},
+        "principles": {"ids": [p.id for p in constitution.principles],
+                       "sha256": sha256_json([[p.id, p.text, p.group]
+                                              for p in constitution.principles])},
+        "perturber": {**perturber.identity(), "max_tokens": options.max_tokens,
+                      "seed": options.seed},
+        "critique_template": sha256_json(options.templates.critique),
+        "directions": {d: {"revision_template": sha256_json(revise[d])}
+                       for d in options.directions},
+        "reward_models": {m.label: _reward_settings(m) for m in reward_models}}
+
+
+def _reward_settings(model: RewardScorer) -> dict[str, str]:
+    """The model's identity, plus the dtype it was loaded in where it has one (HF models)."""
+    found = dict(model.identity())
+    dtype = getattr(getattr(model, "options", None), "dtype", None)
+    if dtype is not None:
+        found["dtype"] = str(dtype)
+    return found
+
+
+def _as_prompts(conversations: Prompts | Sequence[Conversation]) -> Prompts:
+    if isinstance(conversations, Prompts):
+        return conversations
+    convs = tuple(conversations)
+    return Prompts(convs, "conversations", "", in_file=len(convs))
+
+
+def start_run(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> dict[str, Any]:
+    """Write run.json with ``now`` merged over the recorded settings, or refuse in one line."""
+    merged = now
+    if store.run_json.is_file():
+        previous = store.read_json("run.json")
+        if previous.get("kind") != "sensitivity":
+            raise BiasscopeError(f"{store.run_json} is not a sensitivity run "
+                                 f"({previous.get('kind') or 'no kind'}); use another --out")
+        merged = merge_settings(store.run_json, previous.get("settings", {}), now, GROW)
+    models = merged["reward_models"]
+    write_json(store.run_json, {
+        "kind": "sensitivity", "model": ", ".join(models), "reward_models": list(models.values()),
+        "directions": list(merged["directions"]), **describe, "settings": merged})
+    store.publish(store.run_json)
+    return merged
+
+
 def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
-                    conversations: Sequence[Conversation], constitution: Constitution,
+                    conversations: Prompts | Sequence[Conversation], constitution: Constitution,
                     out: str | os.PathLike[str], options: SensitivityOptions | None = None
                     ) -> RunStore:
+    """Perturb, score and summarise into ``out``; ``conversations`` as loaded (``Prompts``
+    carries the source and its hash into run.json) or a plain sequence."""
     options = options or SensitivityOptions()
+    convention(options.conventions)  # an unknown name fails before any request
+    options.templates.check()
+    prompts = _as_prompts(conversations)
+    conversations = prompts.conversations
     store = RunStore(Path(out))
     store.root.mkdir(parents=True, exist_ok=True)
-    write_json(store.run_json, {
-        "kind": "sensitivity", "model": ", ".join(m.label for m in reward_models),
-        "reward_models": [m.identity() for m in reward_models],
-        "perturber": perturber.identity(), "directions": list(options.directions),
+    start_run(store, settings(reward_models, perturber, prompts, constitution, options), {
+        "perturber": perturber.identity(),
         "principles": {"source": constitution.source, "top": constitution.top,
                        "ids": [p.id for p in constitution.principles]},
-        "prompts": len(conversations), "templates": asdict(options.templates)})
+        "prompts": prompts.notes(), "templates": asdict(options.templates),
+        "conventions": options.conventions})
     params = GenerateParams(max_tokens=options.max_tokens, seed=options.seed)
     for direction in options.directions:
         perts = perturb(perturber, [(c.id, c.turns, c.response) for c in conversations],
@@ -85,8 +159,9 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                 store.write_unit(unit, records(model, conversations, constitution, perts))
     from biasscope.sensitivity.summary import summarise
 
-    write_json(store.summary_json, summarise(store.records(), constitution))
+    write_json(store.summary_json, summarise(store.records(), constitution, options.conventions,
+                                             prompts))
     return store
 
 
-__all__ = ["SensitivityOptions", "records", "run_sensitivity"]
+__all__ = ["SensitivityOptions", "records", "run_sensitivity", "settings", "start_run"]

@@ -17,8 +17,25 @@ from biasscope.sensitivity.indices import (
     model_comparison,
     sensitivity_indices,
 )
+from biasscope.sensitivity.prompts import Prompts
 
 REWARD_COLUMNS = ["model", "principle", "prompt_id", "original", "perturbed"]
+CONVENTIONS = {
+    "biasscope": "biasscope's: SD with ddof=1; each prompt's original reward once in the "
+                 "percentile pool; indices divided by the sum of their absolute values per "
+                 "model (absolute values add up to 1, signs kept)",
+    "source": "the source code's: SD with ddof=0; each (principle, prompt) row's original "
+              "reward in the percentile pool; indices divided by their plain sum per model "
+              "(adds up to 1; every sign flips when the sum is negative); group sums "
+              "renormalised over the compared principles"}
+INTERVALS = (
+    "95% intervals resample prompts (2000 times): BCa for the mean effect, percentile for "
+    "the median effect, and one joint resample of all a model's principles for the SDs, the "
+    "percentile effects and every normalised index (so a normalised index's interval carries "
+    "the uncertainty of the sum it is divided by). The Wilcoxon statistic and rank-biserial r "
+    "have no interval of their own: they come with their test's p-value. An interval is blank "
+    "where fewer than two prompts were scored or fewer than half the resamples give a value "
+    "(e.g. an SD from one prompt, a normalising sum of zero).")
 
 
 def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -38,9 +55,11 @@ def validity(part: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _direction(part: pd.DataFrame, constitution: Constitution) -> dict[str, Any]:
+def _direction(part: pd.DataFrame, constitution: Constitution,
+               conventions: str = "biasscope") -> dict[str, Any]:
     scored = part[part["perturbed"].notna()]
-    indices = sensitivity_indices(scored[REWARD_COLUMNS]) if len(scored) else pd.DataFrame()
+    indices = (sensitivity_indices(scored[REWARD_COLUMNS], conventions=conventions)
+               if len(scored) else pd.DataFrame())
     checks = validity(part)
     if len(indices):
         indices = indices.merge(checks, on=["model", "principle"], how="left")
@@ -61,7 +80,8 @@ def _direction(part: pd.DataFrame, constitution: Constitution) -> dict[str, Any]
     named = {g for g in groups.values() if g != "both"}
     if len(named) == 2:
         result["groups"] = {k: _rows(v) if isinstance(v, pd.DataFrame) else v
-                            for k, v in group_comparison(indices, groups).items()}
+                            for k, v in group_comparison(indices, groups,
+                                                         conventions=conventions).items()}
     result["sentences"] = sentences(indices, result)
     return result
 
@@ -88,6 +108,15 @@ def sentences(indices: pd.DataFrame, result: dict[str, Any]) -> list[str]:
     return out
 
 
-def summarise(recs: pd.DataFrame, constitution: Constitution) -> dict[str, Any]:
-    return {"directions": {str(direction): _direction(part, constitution)
-                           for direction, part in recs.groupby("direction", sort=False)}}
+def summarise(recs: pd.DataFrame, constitution: Constitution, conventions: str = "biasscope",
+              prompts: Prompts | None = None) -> dict[str, Any]:
+    """Per direction the indices and comparisons, under ``conventions``; with ``prompts``,
+    how many irregular transcripts were joined or skipped (and a sentence on it)."""
+    out: dict[str, Any] = {
+        "conventions": conventions, "conventions_meaning": CONVENTIONS[conventions],
+        "intervals": INTERVALS}
+    if prompts is not None:
+        out["prompts"] = {**prompts.notes(), "sentence": prompts.sentence()}
+    out["directions"] = {str(direction): _direction(part, constitution, conventions)
+                         for direction, part in recs.groupby("direction", sort=False)}
+    return out

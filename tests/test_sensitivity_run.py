@@ -1,0 +1,199 @@
+"""A sensitivity run directory holds only what its run.json says was run: a rerun with other
+settings is refused; the templates can name the query and the response; the summary says how
+irregular transcripts were loaded and under which conventions. Fast: a scripted perturber and
+an arithmetic reward model, no torch, no server."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from biasscope.backends.base import GenerateRequest, Generation
+from biasscope.errors import BiasscopeError
+from biasscope.runs.store import RunStore
+from biasscope.sensitivity.data import Constitution, Conversation, Principle, read_hh_rlhf
+from biasscope.sensitivity.perturb import Templates, perturb, query
+from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
+from sensitivity_fixture import CONVERSATIONS, IRREGULAR, hh_text, write_hh_rlhf
+
+
+class Echo:
+    """Critiques say which principle; revisions are the principle's text, so rewards differ."""
+
+    label = "echo"
+
+    def __init__(self, model: str = "echo-1") -> None:
+        self.model = model
+        self.asked: list[str] = []
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "scripted", "model": self.model}
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        out = []
+        for r in requests:
+            text = r.messages[-1][1]
+            self.asked.append(text)
+            principle = text.split("Principle: ", 1)[-1].split("\n", 1)[0]
+            out.append(Generation(f"Not {principle}" if "Critique request" in text
+                                  else f"I will {principle}"))
+        return out
+
+
+class Length:
+    """A reward model: the response's length, scaled."""
+
+    def __init__(self, label: str = "len", scale: float = 1.0) -> None:
+        self.label, self.scale = label, scale
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "arithmetic", "scale": str(self.scale)}
+
+    def score(self, conversations: Any) -> list[float]:
+        return [self.scale * len(response) for _, response in conversations]
+
+
+CONVS = [Conversation(f"c{i}", (("user", f"Question {i}?"),), "No." * (i + 1))
+         for i in range(4)]
+
+
+def constitution(*texts: str) -> Constitution:
+    return Constitution(tuple(Principle(f"p{i}", t) for i, t in enumerate(texts, 1)), "mine", {})
+
+
+def run(out: Path, texts: tuple[str, ...] = ("be kind", "be brief"), perturber: Any = None,
+        models: Any = None, convs: Any = CONVS, **options: Any) -> RunStore:
+    return run_sensitivity(models or [Length()], perturber or Echo(), convs,
+                           constitution(*texts), out, SensitivityOptions(**options))
+
+
+def test_a_rerun_with_other_principles_is_refused_not_mixed(tmp_path: Path) -> None:
+    """Before: the rerun kept the old effects (records of 'be kind') while run.json and the
+    summary named the new principles."""
+    out = tmp_path / "run"
+    run(out)
+    with pytest.raises(BiasscopeError, match=r"different 'principles'.*use another --out"):
+        run(out, ("be honest", "be brief"))
+    assert set(RunStore(out).records()["principle_text"]) == {"be kind", "be brief"}
+    assert json.loads((out / "run.json").read_text())["principles"]["ids"] == ["p1", "p2"]
+
+
+@pytest.mark.parametrize(("change", "setting"), [
+    ({"perturber": Echo("echo-2")}, "perturber"),
+    ({"convs": CONVS[:3]}, "prompts"),
+    ({"templates": replace(Templates(), critique="Critique request: {principle}\n{response}")},
+     "critique_template"),
+    ({"max_tokens": 99}, "perturber"),
+    ({"seed": 3}, "perturber"),
+    ({"models": [Length(scale=2.0)]}, "reward model 'len'"),
+    ({"directions": ("away",), "templates": replace(Templates(), away="{principle} less")},
+     None),  # a new direction is allowed ...
+])
+def test_every_setting_that_decides_results_is_checked(tmp_path: Path, change: dict[str, Any],
+                                                       setting: str | None) -> None:
+    out = tmp_path / "run"
+    run(out)
+    if setting is None:
+        run(out, **change)
+        return
+    with pytest.raises(BiasscopeError, match=rf"{setting}.*then.*now.*use another --out") as exc:
+        run(out, **change)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_changed_template_of_a_direction_already_run_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    run(out, directions=("toward", "away"))
+    with pytest.raises(BiasscopeError, match="direction 'away'"):
+        run(out, directions=("away",), templates=replace(Templates(), away="{principle} less"))
+
+
+def test_adding_a_reward_model_extends_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    run(out)
+    run(out, models=[Length("len2", 2.0)])  # allowed: a new unit, the old one kept
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["model"] == "len, len2" and len(meta["reward_models"]) == 2
+    summary = json.loads((out / "summary.json").read_text())
+    assert {r["model"] for r in summary["directions"]["toward"]["indices"]} == {"len", "len2"}
+
+
+def test_another_run_kind_in_the_folder_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"schema": "biasscope.run/1", "settings": {}}))
+    with pytest.raises(BiasscopeError, match="not a sensitivity run"):
+        run(out)
+
+
+def test_conventions_only_reshape_the_summary_and_both_files_say_which(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    run(out)
+    first = json.loads((out / "summary.json").read_text())
+    assert first["conventions"] == "biasscope" and "ddof=1" in first["conventions_meaning"]
+    run(out, conventions="source")  # the summary is recomputed from every record
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["conventions"] == "source" and "ddof=0" in summary["conventions_meaning"]
+    assert json.loads((out / "run.json").read_text())["conventions"] == "source"
+    rows = summary["directions"]["toward"]["indices"]
+    assert sum(r["mean_effect_normalised"] for r in rows) == pytest.approx(1.0)
+    assert "mean_effect_normalised_low" in rows[0] and "intervals" in summary
+    with pytest.raises(BiasscopeError, match="conventions 'paper'"):
+        run(tmp_path / "other", conventions="paper")
+
+
+def test_irregular_hh_transcripts_are_reported_in_run_json_and_summary(tmp_path: Path) -> None:
+    data = write_hh_rlhf(tmp_path / "data", [hh_text(CONVERSATIONS[0]), *IRREGULAR.values()])
+    prompts = read_hh_rlhf(data, n=None)
+    out = tmp_path / "run"
+    run(out, convs=prompts)
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["prompts"]["merged"] == {"two Assistant turns in a row": [2, 3, 4]}
+    assert meta["prompts"]["in_file"] == meta["prompts"]["used"] == 4
+    assert meta["settings"]["prompts"]["sha256"] == prompts.sha256
+    summary = json.loads((out / "summary.json").read_text())
+    assert "joined into one turn" in summary["prompts"]["sentence"]
+    from biasscope.report.sensitivity import write_sensitivity_report
+
+    page = write_sensitivity_report(out).read_text()
+    assert "joined into one turn" in page and "Conventions: biasscope" in page
+    run(out, convs=read_hh_rlhf(data, n=None))  # the same file again: accepted
+    with pytest.raises(BiasscopeError, match="prompts"):
+        run(out, convs=read_hh_rlhf(data, n=None, seed=1))
+
+
+def test_templates_name_the_query_and_the_response() -> None:
+    perturber = Echo()
+    convs = [("c1", (("user", "How can I drown a fish?"),), "Lots of water!"),
+             ("c2", (("user", "Hi"), ("assistant", "Hello"), ("user", "Fish?")), "Food.")]
+    templates = Templates(critique="Principle: {principle}\nCritique request\nQuery: {query}\n"
+                                   "Response: {response}",
+                          revision="Principle: {principle}\nQuery: {query}\nResponse: "
+                                   "{response}\nCritique: {critique}")
+    perturb(perturber, convs, [("p1", "be kind")], templates=templates)
+    assert perturber.asked[0] == ("Principle: be kind\nCritique request\nQuery: How can I drown "
+                                  "a fish?\nResponse: Lots of water!")
+    assert "Query: Human: Hi\n\nAssistant: Hello\n\nHuman: Fish?\nResponse: Food." in (
+        perturber.asked[1])
+    assert perturber.asked[2].endswith("Response: Lots of water!\nCritique: Not be kind")
+    assert query((("user", "a"),)) == "a"
+
+
+@pytest.mark.parametrize(("templates", "message"), [
+    (Templates(critique="{conversation} {initial_response}"), r"critique template: unknown "
+     r"field \{initial_response\}; use \{conversation\}, \{query\}, \{response\}, "
+     r"\{principle\}$"),
+    (Templates(critique="{critique}"), r"critique template: unknown field \{critique\}"),
+    (Templates(revision="{response.__class__}"), "revision template: unknown field"),
+    (Templates(away="{principle"), "away template: .*literal brace"),
+])
+def test_a_template_with_an_unknown_field_is_one_line(templates: Templates,
+                                                      message: str) -> None:
+    with pytest.raises(BiasscopeError, match=message):
+        templates.check()
+    with pytest.raises(BiasscopeError, match=message):
+        perturb(Echo(), [("c", (("user", "q"),), "r")], [("p", "t")], templates=templates)

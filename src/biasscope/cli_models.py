@@ -26,7 +26,8 @@ def _generate(args: argparse.Namespace) -> int:
     rate = usage.sent / seconds if seconds > 0 else 0.0
     print(f"{args.out}: {usage.line()}; {seconds:.1f}s ({rate:.1f} requests/s sent)")
     if usage.failed:
-        print(f"biasscope: {usage.failed} requests failed (their 'error' field says why, e.g. "
+        print(f"biasscope: {usage.failed} of {usage.requests} requests failed (their 'error' "
+              "field says why, e.g. "
               f"{usage.first_error}); run the same command again to retry only those",
               file=sys.stderr)
     return 1 if usage.failed else 0
@@ -77,6 +78,12 @@ def _probe(args: argparse.Namespace) -> int:
         print(f"biasscope: {len(unknown)} response ids match no item of these probes, e.g. "
               f"{', '.join(unknown[:5])} (listed in summary.json)", file=sys.stderr)
     print(f"run: {store.root}  summary: {store.summary_json}  report: {report}")
+    summary = store.read_json("summary.json")
+    if summary.get("failed_requests"):
+        print(f"biasscope: {summary['failed_requests']} of {summary['requests']} requests "
+              f"failed (e.g. {summary['first_error']}); the results leave them out; rerun the "
+              "same command to retry them", file=sys.stderr)
+        return 1
     return 0
 
 

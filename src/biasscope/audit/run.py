@@ -9,7 +9,13 @@ Three ways to get an answer, one record shape:
   chat-rendered prompt; the answer is the most probable option (no generation, no parsing).
 * ``StoredResponses``: a JSONL file of ``{"item_id", "response"}`` another tool produced.
 
-A unit (model, probe) is written atomically when its probe is done; a rerun skips it.
+A unit (model, probe) is written atomically when every item of its probe was answered; a
+rerun skips it. A request that failed (the server said no, retries ran out) is no answer: its
+probe's unit is not written, the summary leaves it out and counts it, and a rerun asks again
+(answers already paid for come from the response cache). ``run.json`` records what determines
+the results (the responder: backend and generation settings, or the responses file's SHA-256;
+the limit; each probe's options and the SHA-256 of its items) and a rerun that differs is
+refused (``biasscope.runs.settings``).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,7 +35,8 @@ from biasscope.backends.base import GenerateParams, GenerateRequest, Generator
 from biasscope.errors import BiasscopeError
 from biasscope.items import Item
 from biasscope.jsonl import read_jsonl
-from biasscope.runs.store import RunStore, Unit, write_json
+from biasscope.runs.settings import merge_settings, sha256_file, sha256_json
+from biasscope.runs.store import RunStore, Unit, write_bytes, write_json
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class Response:
     source: str  # "generation" | "option_scores" | "stored"
     option_probs: Mapping[str, float] | None = None
     error: str | None = None
+    failed: bool = False  # the request failed: no answer, to be asked again on a rerun
 
 
 class Responder(Protocol):
@@ -53,10 +61,14 @@ class GenerationResponder:
         self.generator, self.label = generator, generator.label
         self.params = params or GenerateParams(max_tokens=64)
 
+    def settings(self) -> dict[str, Any]:
+        return {"scoring": "generate", "backend": self.generator.identity(),
+                "params": asdict(self.params)}
+
     def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
         requests = [GenerateRequest(messages=probe.messages(i), params=self.params, id=i.id)
                     for i in items]
-        return [Response(g.text if g.ok else None, "generation", error=g.error)
+        return [Response(g.text if g.ok else None, "generation", error=g.error, failed=not g.ok)
                 for g in self.generator.generate(requests)]
 
 
@@ -65,6 +77,9 @@ class OptionScorer:
 
     def __init__(self, generator: Any) -> None:  # an HFGenerator
         self.generator, self.label = generator, generator.label
+
+    def settings(self) -> dict[str, Any]:
+        return {"scoring": "options", "backend": self.generator.identity()}
 
     def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
         out = []
@@ -101,6 +116,10 @@ class StoredResponses:
             raise BiasscopeError(f"{self.path}: item ids appear more than once: "
                                  f"{', '.join(repeated[:20])}{more}")
         self.used: set[str] = set()
+        self.sha256 = sha256_file(self.path)
+
+    def settings(self) -> dict[str, Any]:
+        return {"scoring": "stored", "responses_sha256": self.sha256}
 
     def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
         out = []
@@ -149,35 +168,75 @@ def export_items(probe: AuditProbe, path: str | os.PathLike[str], seed: int = 0,
                          "messages": [{"role": r, "content": c} for r, c in probe.messages(i)],
                          "options": list(i.options), "answer": i.options[i.answer],
                          "groups": dict(i.groups)}, ensure_ascii=False) for i in items]
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    os.replace(temp, target)
+    # Atomic, and a failed write leaves no temp file and the old file whole.
+    write_bytes(Path(path), "".join(line + "\n" for line in lines).encode(
+        "utf-8", "backslashreplace"))
     return len(items)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A probe whose unit is not written because requests failed: its answered records (the
+    summary uses them, marked incomplete) and how many failed."""
+
+    answered: pd.DataFrame
+    failed: int
+    asked: int
+    first_error: str | None
+
+
+def items_digest(probe: AuditProbe, items: Sequence[Item]) -> str:
+    """SHA-256 of exactly what is asked and scored: a changed or emptied data file, another
+    template or another selection changes it."""
+    return sha256_json([[i.id, list(probe.messages(i)), list(i.options), list(i.continuations),
+                         i.answer, dict(i.groups)] for i in items])
+
+
+def run_settings(responder: Responder, probes: Sequence[AuditProbe], limit: int | None,
+                 items: Mapping[str, Sequence[Item]]) -> dict[str, Any]:
+    """What run.json records, and a rerun must repeat, for these results."""
+    settings = getattr(responder, "settings", None)
+    return {"kind": "audit", "model": responder.label, "limit": limit,
+            "responder": settings() if settings else {"scoring": type(responder).__name__},
+            "probes": {p.name: {**p.config(), "items_sha256": items_digest(p, items[p.name])}
+                       for p in probes}}
 
 
 def run_audit(probes: Sequence[AuditProbe], responder: Responder, out: str | os.PathLike[str],
               limit: int | None = None) -> RunStore:
-    """Answer every probe's items (units already stored are kept) and write summary.json."""
+    """Answer every probe's items (units already stored are kept) and write summary.json.
+
+    A rerun whose settings differ from run.json's is refused (one line naming the setting).
+    Probes with failed requests are left unwritten; summary.json counts the failures
+    (``failed_requests`` of the ``requests`` this call made) and a rerun asks them again.
+    """
     store = RunStore(Path(out))
-    store.root.mkdir(parents=True, exist_ok=True)
-    settings = {"kind": "audit", "model": responder.label, "limit": limit,
-                "probes": {p.name: p.config() for p in probes}}
+    items = {p.name: probe_items(p, limit) for p in probes}
+    settings = run_settings(responder, probes, limit, items)
     if store.run_json.is_file():
-        before = store.read_json("run.json")
-        if before.get("kind") != "audit" or before.get("model") != responder.label:
-            raise BiasscopeError(f"{store.root} holds another run ({before.get('model')}); "
-                                 "use another --out")
+        settings = merge_settings(store.run_json, store.read_json("run.json"), settings,
+                                  grow={"probes": "probe"})
     write_json(store.run_json, settings)
+    pending: dict[str, Pending] = {}
+    sent = 0
     for probe in probes:
         unit = Unit(model=responder.label, revision=None, probe=probe.name, seed=0)
         if store.has(unit):
             continue
-        items = probe_items(probe, limit)
-        store.write_unit(unit, records(probe, items, responder.respond(probe, items)))
+        asked = items[probe.name]
+        responses = responder.respond(probe, asked)
+        sent += len(asked)
+        failed = [r.failed for r in responses]
+        if not any(failed):
+            store.write_unit(unit, records(probe, asked, responses))
+            continue
+        kept = [(i, r) for i, r in zip(asked, responses) if not r.failed]
+        pending[probe.name] = Pending(
+            records(probe, [i for i, _ in kept], [r for _, r in kept]), sum(failed),
+            len(asked), next(r.error for r in responses if r.failed))
     unknown = responder.unknown_ids() if isinstance(responder, StoredResponses) else []
-    write_json(store.summary_json, summarise(store, probes, unknown))
+    summary = summarise(store, probes, unknown, pending)
+    write_json(store.summary_json, {**summary, "requests": sent})
     return store
 
 
@@ -192,25 +251,45 @@ def probe_items(probe: AuditProbe, limit: int | None) -> list[Item]:
     return list(pick(items, limit)) if callable(pick) else items[:limit]
 
 
-def summarise(store: RunStore, probes: Sequence[AuditProbe], unknown_ids: Sequence[str] = ()
-              ) -> dict[str, Any]:
-    """Each probe's metrics from its stored records, plus what could not be answered."""
+def summarise(store: RunStore, probes: Sequence[AuditProbe], unknown_ids: Sequence[str] = (),
+              pending: Mapping[str, Pending] | None = None) -> dict[str, Any]:
+    """Each probe's metrics from its stored records, plus what could not be answered.
+
+    A pending probe is summarised from its answered records only: a failed request is not an
+    unparsed answer. Its entry says ``incomplete`` and how many requests ``failed``.
+    """
+    pending = pending or {}
     frames: dict[str, list[pd.DataFrame]] = {p.name: [] for p in probes}
     for frame in store.iter_units():
         name = str(frame["probe"].iloc[0]) if len(frame) else ""
-        if name in frames:
+        if name in frames and name not in pending:
             frames[name].append(frame)
-    out: dict[str, Any] = {"probes": {}, "unknown_response_ids": list(unknown_ids)}
+    for name, held in pending.items():
+        frames[name] = [held.answered] if len(held.answered) else []
+    out: dict[str, Any] = {
+        "probes": {}, "unknown_response_ids": list(unknown_ids),
+        "failed_requests": sum(p.failed for p in pending.values()),
+        "first_error": next((p.first_error for p in pending.values()), None)}
     for probe in probes:
-        if not frames[probe.name]:
+        waiting = pending.get(probe.name)
+        entry: dict[str, Any] = {"items": 0, "no_response": 0, "sources": {},
+                                 "detector": probe.detector.name, "headline": {},
+                                 "tables": {}, "sentences": [], "examples": []}
+        if frames[probe.name]:
+            recs = pd.concat(frames[probe.name], ignore_index=True)
+            entry.update({
+                "items": len(recs), "no_response": int(recs["response"].isna().sum()),
+                "sources": recs["source"].value_counts().to_dict(), **probe.metrics(recs),
+                "examples": examples(recs)})
+        elif waiting is None:
             continue
-        recs = pd.concat(frames[probe.name], ignore_index=True)
-        missing = int(recs["response"].isna().sum())
-        out["probes"][probe.name] = {
-            "items": len(recs), "no_response": missing,
-            "sources": recs["source"].value_counts().to_dict(),
-            "detector": probe.detector.name, **probe.metrics(recs),
-            "examples": examples(recs)}
+        if waiting is not None:
+            entry.update(incomplete=True, failed=waiting.failed)
+            entry["sentences"] = [
+                f"Incomplete: {waiting.failed} of {waiting.asked} requests failed (e.g. "
+                f"{waiting.first_error}); these results leave them out. Run the same command "
+                "again to retry them.", *entry.get("sentences", [])]
+        out["probes"][probe.name] = entry
     return out
 
 

@@ -38,7 +38,8 @@ def request_key(identity: Mapping[str, str], request: GenerateRequest) -> str:
         "params": asdict(request.params),
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    # surrogatepass: a lone surrogate in a prompt is a valid Python str, and its key too.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _dump(generation: Generation) -> str:

@@ -22,6 +22,7 @@ from biasscope.backends.cache import Cached, ResponseCache, Usage
 from biasscope.backends.choices import read_choice
 from biasscope.errors import BiasscopeError
 from biasscope.jsonl import read_jsonl
+from biasscope.runs.store import write_bytes
 
 ROLES = ("system", "user", "assistant")
 
@@ -95,10 +96,9 @@ def generate_file(generator: Generator, source: str | os.PathLike[str],
         if on_progress:
             on_progress(len(rows), len(jobs))
     elapsed = time.monotonic() - start
-    output.parent.mkdir(parents=True, exist_ok=True)
-    temp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    with temp.open("w", encoding="utf-8") as handle:
-        for item in rows:
-            handle.write(json.dumps(item, ensure_ascii=False) + "\n")
-    os.replace(temp, output)
+    # Atomic: a failed write (full disk, no permission, a directory in the way) is one line,
+    # leaves no temp file and keeps the previous output whole; the answers stay cached. A
+    # lone surrogate is written as the JSON escape \uXXXX, so the file stays valid UTF-8.
+    text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in rows)
+    write_bytes(output, text.encode("utf-8", "backslashreplace"))
     return cached.usage, elapsed

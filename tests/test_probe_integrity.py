@@ -1,0 +1,150 @@
+"""`biasscope probe` runs that cannot lie: failed requests are no answers (retried on a rerun,
+counted, non-zero exit), and a rerun with other settings is refused instead of mixing results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openai")
+
+from adult_fixture import ROWS
+from adult_fixture import write as write_adult
+from biasscope.audit import load_audit_probe
+from biasscope.audit.run import StoredResponses, run_audit
+from biasscope.cli import main
+from biasscope.errors import BiasscopeError
+from biasscope.runs.store import RunStore
+from scripted_server import Reply, chat, serve
+
+PROBE = "professional-bias"
+FAST = ["--retries", "0", "--timeout", "5", "--concurrency", "2"]
+
+
+def probe_cmd(url: str, out: Path, cache: Path, *extra: str) -> list[str]:
+    return ["probe", "--model", f"openai-compatible:{url}#m", "--probes", PROBE, "--out",
+            str(out), "--cache", str(cache), "--limit", "8", *FAST, *extra]
+
+
+def test_failed_requests_are_counted_left_out_and_retried_on_a_rerun(tmp_path, capsys):
+    broken = {"on": True}
+
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if broken["on"] and n <= 3:
+            return Reply(400, {"error": {"message": "context length exceeded"}})
+        return Reply(body=chat("The doctor."))
+
+    out, cache = tmp_path / "run", tmp_path / "cache.sqlite"
+    with serve(script) as server:
+        code = main(probe_cmd(server.base_url, out, cache))
+        err = capsys.readouterr().err
+        assert code == 1, err
+        assert "3 of 8 requests failed" in err and "rerun the same command" in err
+        assert "Traceback" not in err
+        assert RunStore(out).unit_files() == []  # nothing stored as an answer
+        summary = json.loads((out / "summary.json").read_text())
+        entry = summary["probes"][PROBE]
+        assert summary["failed_requests"] == 3 and summary["requests"] == 8
+        # Failures are neither items nor unparsed answers: only the 5 answers count.
+        assert entry["incomplete"] and entry["failed"] == 3
+        assert entry["items"] == 5 and entry["no_response"] == 0
+        assert "3 of 8 requests failed" in entry["sentences"][0]
+        assert "Incomplete" in (out / "report.html").read_text()
+
+        broken["on"] = False
+        before = len(server.generation_calls())
+        assert main(probe_cmd(server.base_url, out, cache)) == 0, capsys.readouterr().err
+        assert len(server.generation_calls()) - before == 3  # only the failed ones again
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["failed_requests"] == 0 and "incomplete" not in summary["probes"][PROBE]
+    recs = RunStore(out).records()
+    assert len(recs) == 8 and recs["error"].isna().all() and recs["response"].notna().all()
+
+
+def test_stored_responses_missing_an_id_are_no_failure(tmp_path):
+    """An id a responses file lacks is an answer that does not exist, not a request to retry."""
+    probe = load_audit_probe(PROBE)
+    items = probe.items(0)[:4]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps({"item_id": i.id, "response": "x"}) + "\n"
+                            for i in items[:3]))
+    store = run_audit([probe], StoredResponses(path), tmp_path / "run", limit=4)
+    assert len(store.records()) == 4
+    summary = json.loads(store.summary_json.read_text())
+    assert summary["failed_requests"] == 0 and summary["probes"][PROBE]["no_response"] == 1
+
+
+def _responses(path: Path, text: str, n: int = 6) -> Path:
+    items = load_audit_probe(PROBE).items(0)[:n]
+    path.write_text("".join(json.dumps({"item_id": i.id, "response": text}) + "\n"
+                            for i in items))
+    return path
+
+
+def _probe(responses: Path, out: Path, *extra: str) -> list[str]:
+    return ["probe", "--responses", str(responses), "--probes", PROBE, "--out", str(out),
+            "--name", "mine", *extra]
+
+
+def test_a_changed_responses_file_of_the_same_name_is_refused(tmp_path, capsys):
+    responses, out = _responses(tmp_path / "r.jsonl", "The doctor."), tmp_path / "run"
+    assert main(_probe(responses, out, "--limit", "6")) == 0
+    assert main(_probe(responses, out, "--limit", "6")) == 0  # the same: resumes
+    _responses(responses, "The nurse.")
+    capsys.readouterr()
+    assert main(_probe(responses, out, "--limit", "6")) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "responder.responses_sha256" in err
+    assert "use another --out" in err
+    labels = set(RunStore(out).records()["response"])
+    assert labels == {"The doctor."}  # the old results were not mixed with the new file
+
+
+def test_another_limit_model_or_scoring_is_refused(tmp_path, capsys):
+    responses, out = _responses(tmp_path / "r.jsonl", "The doctor."), tmp_path / "run"
+    assert main(_probe(responses, out, "--limit", "6")) == 0
+    capsys.readouterr()
+    assert main(_probe(responses, out, "--limit", "4")) == 2
+    assert "a different 'limit' (6 then, 4 now)" in capsys.readouterr().err
+    assert main(["probe", "--responses", str(responses), "--probes", PROBE, "--out", str(out),
+                 "--name", "other", "--limit", "6"]) == 2
+    assert "a different 'model'" in capsys.readouterr().err
+    run = json.loads((out / "run.json").read_text())
+    assert run["limit"] == 6 and run["responder"]["scoring"] == "stored"
+    assert len(run["responder"]["responses_sha256"]) == 64
+    assert len(run["probes"][PROBE]["items_sha256"]) == 64
+
+
+def test_a_tampered_data_file_is_refused_and_probes_may_be_added(tmp_path, capsys):
+    data = tmp_path / "data"
+    write_adult(data, ROWS)
+    adult = load_audit_probe("adult-counterfactual", data_dir=data)
+    responses = tmp_path / "r.jsonl"
+    responses.write_text("".join(json.dumps({"item_id": i.id, "response": "yes"}) + "\n"
+                                 for i in adult.items(0)))
+    out = tmp_path / "run"
+    args = ["probe", "--responses", str(responses), "--out", str(out), "--data-dir", str(data)]
+    assert main([*args, "--probes", "adult-counterfactual"]) == 0
+    # A probe may join the run; the one recorded must stay the same.
+    assert main([*args, "--probes", "adult-counterfactual,professional-bias"]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert set(run["probes"]) == {"adult-counterfactual", "professional-bias"}
+    [source] = list((data / "decodingtrust").glob("*0.5*"))
+    lines = source.read_text().splitlines()
+    source.write_text("\n".join(lines[:-1]) + "\n")  # one prompt fewer
+    capsys.readouterr()
+    assert main([*args, "--probes", "adult-counterfactual"]) == 2
+    err = capsys.readouterr().err
+    assert "different settings of probe 'adult-counterfactual'" in err and "Traceback" not in err
+
+
+def test_a_run_of_another_kind_is_refused(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"kind": "judge", "model": "mine"}))
+    with pytest.raises(BiasscopeError, match="a different 'kind'"):
+        run_audit([load_audit_probe(PROBE)],
+                  StoredResponses(_responses(tmp_path / "r.jsonl", "x"), "mine"), out)

@@ -1,0 +1,120 @@
+"""`generate` and `items` that fail to write leave no temp file behind and the previous output
+whole: a full disk, an unwritable folder, a directory in the way, an exception mid-write."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+import biasscope.runs.generate as generate_mod
+import biasscope.runs.store as store_mod
+from biasscope.backends.base import GenerateParams, GenerateRequest, Generation
+from biasscope.cli import main
+from biasscope.runs.generate import generate_file
+
+OLD = b'{"id": "old"}\n'
+
+
+class Echo:
+    """A generator that answers every request with its prompt."""
+
+    label = "echo"
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "echo"}
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
+        return [Generation(r.prompt or "") for r in requests]
+
+
+def setup(tmp_path: Path) -> tuple[Path, Path]:
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text("".join(json.dumps({"id": i, "prompt": f"p{i}"}) + "\n"
+                               for i in range(5)))
+    out = tmp_path / "out" / "gen.jsonl"
+    out.parent.mkdir()
+    out.write_bytes(OLD)
+    return prompts, out
+
+
+def temp_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def full_disk(*args: object, **kwargs: object) -> None:
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def denied(*args: object, **kwargs: object) -> None:
+    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+
+@pytest.mark.parametrize(("target", "name", "fault", "message"), [
+    (store_mod.os, "fsync", full_disk, "no space left on device"),
+    (store_mod.os, "replace", full_disk, "no space left on device"),
+    (store_mod.tempfile, "mkstemp", denied, "permission denied"),  # an unwritable folder
+])
+def test_generate_that_cannot_write_leaves_no_temp_file(target, name, fault, message, tmp_path,
+                                                        monkeypatch):
+    prompts, out = setup(tmp_path)
+    monkeypatch.setattr(target, name, fault)
+    from biasscope.errors import BiasscopeError
+
+    with pytest.raises(BiasscopeError, match=message):
+        generate_file(Echo(), prompts, out, GenerateParams(), None)
+    assert temp_files(out.parent) == [] and out.read_bytes() == OLD
+
+
+def test_an_exception_mid_write_leaves_no_temp_file(tmp_path, monkeypatch):
+    prompts, out = setup(tmp_path)
+    real = json.dumps
+    calls = []
+
+    def failing(obj: object, **kwargs: object) -> str:
+        if isinstance(obj, dict) and "finish_reason" in obj:  # an output row
+            calls.append(obj)
+            if len(calls) == 3:
+                raise RuntimeError("boom")
+        return real(obj, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(generate_mod.json, "dumps", failing)
+    with pytest.raises(RuntimeError, match="boom"):
+        generate_file(Echo(), prompts, out, GenerateParams(), None)
+    assert temp_files(out.parent) == [] and out.read_bytes() == OLD
+
+
+def test_a_lone_surrogate_is_written_as_valid_json(tmp_path):
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text('{"id": "a", "prompt": "x\\udc80y"}\n')
+    out = tmp_path / "gen.jsonl"
+    generate_file(Echo(), prompts, out, GenerateParams(), None)
+    assert json.loads(out.read_text(encoding="utf-8"))["text"] == "x\udc80y"
+    assert temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("command", ["generate", "items"])
+def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_path, capsys,
+                                                               monkeypatch):
+    prompts, out = setup(tmp_path)
+    args = {"generate": ["generate", "--model", "openai-compatible:http://127.0.0.1:9/v1#m",
+                         "--input", str(prompts), "--no-cache"],
+            "items": ["items", "professional-bias"]}[command]
+    if command == "generate":  # answer without a server: the write is what fails here
+        monkeypatch.setattr("biasscope.cli_models._load_generator", lambda a, s: Echo())
+    real = os.fsync
+    monkeypatch.setattr(store_mod.os, "fsync", full_disk)
+    assert main([*args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no space left on device" in err, err
+    assert temp_files(out.parent) == [] and out.read_bytes() == OLD
+    monkeypatch.setattr(store_mod.os, "fsync", real)
+    # A directory where the file should go: one line too, and nothing left behind.
+    assert main([*args, "--out", str(out.parent)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot write" in err and "Traceback" not in err
+    assert temp_files(out.parent) == [] and temp_files(tmp_path) == []

@@ -45,7 +45,7 @@ def _show(value: Any) -> str:
     if value is _ABSENT:
         return "(not recorded)"
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= 40 else text[:24] + "..."  # a SHA-256 by its first 23
 
 
 def _difference(old: Any, new: Any, path: str) -> tuple[str, Any, Any] | None:

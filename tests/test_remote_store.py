@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from biasscope.runs.store import RunStore, Unit
+from biasscope.runs.units import unit_of
 
 pytest.importorskip("torch")
 fsspec = pytest.importorskip("fsspec")
@@ -73,8 +74,7 @@ def test_remote_run_is_shared_and_resumed(checkpoint_dirs, winobias_dir, tmp_pat
     assert other.root != store.root and other.root.is_relative_to(tmp_path / "cache-b")
     assert other.run_json.is_file() and other.summary_json.is_file()
     frames = list(other.iter_units())
-    assert all(other.has(Unit(str(f.model[0]), f.revision[0], str(f.probe[0]),
-                              int(f.seed[0]), int(f.step[0]))) for f in frames)
+    assert all(other.has(unit_of(f)) for f in frames)  # type: ignore[arg-type]
 
     import biasscope.runs.executors as executors
 

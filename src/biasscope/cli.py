@@ -87,10 +87,12 @@ def _analysis_options(args: argparse.Namespace, store: Any) -> Any:
 
 def _dynamics(args: argparse.Namespace) -> int:
     from biasscope.backends.hf import HFOptions
+    from biasscope.data.sources import recording
     from biasscope.probes import load_probe
     from biasscope.runs.checkpoints import parse_seeds
     from biasscope.runs.dynamics import run_dynamics
     from biasscope.runs.executors import make_executor
+    from biasscope.runs.settings import sha256_file
     from biasscope.runs.store import RunStore
 
     executor = make_executor(args.executor, args.ray_address, args.gpus_per_unit,
@@ -99,15 +101,17 @@ def _dynamics(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds)
     checkpoints = _checkpoints(args)
     template = Path(args.prompt_template).read_text() if args.prompt_template else None
-    probes = [load_probe(args.probe, data_dir=args.data_dir, template=template)]
-    if args.performance:
-        probes.append(load_probe(args.performance, data_dir=args.data_dir))
+    with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
+        probes = [load_probe(args.probe, data_dir=args.data_dir, template=template)]
+        if args.performance:
+            probes.append(load_probe(args.performance, data_dir=args.data_dir))
+    data = {name: sha256_file(path) for name, path in sorted(read.items())}
     _import_performance(args, RunStore(args.out), checkpoints)
     options = HFOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size,
                         first_token=args.first_token, trust_remote_code=args.trust_remote_code,
                         allow_pickle=args.allow_pickle)
     store = run_dynamics(probes, checkpoints, args.out, seeds=seeds, options=options,
-                         limit=args.limit, quiet=args.quiet, executor=executor)
+                         limit=args.limit, quiet=args.quiet, executor=executor, data=data)
     from biasscope.report.html import write_dynamics_report
 
     report = write_dynamics_report(store.root, options=_analysis_options(args, store))

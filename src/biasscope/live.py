@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.probes import Probe
-from biasscope.runs.checkpoints import Checkpoint
+from biasscope.runs.checkpoints import IN_MEMORY, Checkpoint
 from biasscope.runs.dynamics import (
     SweepConfig,
     hf_comparable,
@@ -57,9 +57,9 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
 
     scoring = HFOptions(batch_size=options.batch_size)
     store = RunStore(out)
-    ckpt = saved_as or Checkpoint(options.model_name, "<in-memory>", f"step{step}", step)
-    init_run(store, probes, SweepConfig([ckpt], Path(out), list(options.seeds),
-                                        comparable=hf_comparable(scoring)))
+    ckpt = saved_as or Checkpoint(options.model_name, IN_MEMORY, f"step{step}", step)
+    (ckpt,) = init_run(store, probes, SweepConfig([ckpt], Path(out), list(options.seeds),
+                                                  comparable=hf_comparable(scoring)))
     was_training = model.training
     model.eval()
     try:
@@ -67,7 +67,8 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
         metrics: dict[str, list[float]] = {}
         for probe in probes:
             for seed in options.seeds if getattr(probe, "seeded", True) else (0,):
-                unit = Unit(ckpt.model, ckpt.revision, probe.name, seed, step)
+                # Keyed by identity: a later sweep of the saved dir finds this unit done.
+                unit = Unit(ckpt.model, ckpt.revision, probe.name, seed, step, ckpt.identity)
                 items = probe.items(seed)
                 frame = records_frame(unit, items, score(scorer, probe, items))
                 store.write_unit(unit, frame)

@@ -6,7 +6,8 @@ column is every prompt's last real token and the LM head runs on that column alo
 log-probs and ranks; nothing vocabulary-sized outlives its batch. Prompts are tokenized once
 per distinct tokenizer, and the next checkpoint loads in a background thread while the current
 one is scored: its weight files read into the page cache, then loaded, then every page touched,
-so no part of the read is left to the scoring.
+so no part of the read is left to the scoring. Checkpoints whose tokenizer files are identical
+share one loaded tokenizer.
 """
 
 from __future__ import annotations
@@ -125,6 +126,32 @@ def load_tokenizer(ckpt: Checkpoint, options: HFOptions) -> Any:
     except (OSError, ValueError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"cannot load the tokenizer of {ckpt.label}: {first}") from None
+
+
+#: Files a tokenizer is loaded from: equal contents, equal tokenizer.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                   "added_tokens.json", "vocab.json", "vocab.txt", "merges.txt",
+                   "tokenizer.model", "spiece.model", "sentencepiece.bpe.model",
+                   "chat_template.jinja")
+
+
+def tokenizer_key(ckpt: Checkpoint) -> str:
+    """Which tokenizer a checkpoint loads. A local dir's is the SHA-256 of its tokenizer files
+    (the checkpoints of one training run carry identical copies, loaded once); a hub repo
+    keeps one tokenizer across revisions."""
+    root = Path(ckpt.source).expanduser()
+    if not root.is_dir():
+        return f"hub:{ckpt.source}"
+    digest = hashlib.sha256()
+    found = False
+    for path in [root / n for n in TOKENIZER_FILES] + sorted(root.glob("tokenization*.py")):
+        if path.is_file():
+            found = True
+            digest.update(f"{path.name}\0{path.stat().st_size}\0".encode())
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+    return f"files:{digest.hexdigest()}" if found else f"dir:{root.resolve()}"
 
 
 def left_pad(ids: Sequence[Sequence[int]], pad: int) -> tuple[Any, Any, Any]:
@@ -307,12 +334,10 @@ def iter_scorers(checkpoints: Sequence[Checkpoint], options: HFOptions,
                  encodings: Encodings | None = None) -> Iterator[HFScorer]:
     """Scorers for each checkpoint in turn; the next one loads while the caller scores."""
     encodings = encodings or Encodings(options.first_token)
-    tokenizers: dict[tuple[str, str | None], Any] = {}
+    tokenizers: dict[str, Any] = {}  # one per distinct tokenizer, shared by its checkpoints
 
     def load(ckpt: Checkpoint) -> tuple[Any, Any]:
-        # A hub repo keeps one tokenizer across revisions; local dirs each carry their own.
-        key = (ckpt.source, None) if not Path(ckpt.source).exists() else (ckpt.source,
-                                                                            ckpt.revision)
+        key = tokenizer_key(ckpt)
         if key not in tokenizers:
             tokenizers[key] = load_tokenizer(ckpt, options)
         read_ahead(ckpt)  # the whole read in this thread, overlapping the caller's scoring

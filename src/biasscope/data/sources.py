@@ -9,11 +9,13 @@ trusted on first use: the hash seen is recorded beside the file and checked from
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,10 +144,33 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+_RECORDERS: list[dict[str, Path]] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[dict[str, Path]]:
+    """Collect every data file ``data_path`` resolves meanwhile (``source/name`` -> path), so
+    a run can record the SHA-256 of what its probes read."""
+    found: dict[str, Path] = {}
+    _RECORDERS.append(found)
+    try:
+        yield found
+    finally:
+        _RECORDERS.remove(found)
+
+
 def data_path(
     source: str, name: str, data_dir: str | os.PathLike[str] | None = None, download: bool = True
 ) -> Path:
     """Path of one dataset file, from the local data dir, the cache, or a verified download."""
+    path = _find(source, name, data_dir, download)
+    for found in _RECORDERS:
+        found[f"{source}/{name}"] = path
+    return path
+
+
+def _find(source: str, name: str, data_dir: str | os.PathLike[str] | None, download: bool
+          ) -> Path:
     known = SOURCES.get((source, name))
     local_root = resolve_data_dir(data_dir)
     if local_root is not None:

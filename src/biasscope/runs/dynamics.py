@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import platform
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,15 +19,14 @@ from biasscope.metrics import PROBE_METRICS
 from biasscope.metrics.dynamics import dynamics_metrics, seed_mean_std
 from biasscope.probes import Probe
 from biasscope.runs.checkpoints import Checkpoint
-from biasscope.runs.settings import merge_settings
+from biasscope.runs.runfile import init_run as init_run  # re-exported for live and tests
 from biasscope.runs.store import RunStore, Unit, remove_stale_temp_files, write_json
 
 if TYPE_CHECKING:
     from biasscope.runs.executors import Executor
 
-RUN_SCHEMA = "biasscope.run/1"
 SUMMARY_SCHEMA = "biasscope.summary/1"
-UNIT_COLUMNS = ("model", "revision", "step", "probe", "seed")
+UNIT_COLUMNS = ("model", "revision", "step", "probe", "seed", "checkpoint")
 ScorerSource = Callable[[Sequence[Checkpoint]], Iterator[NextTokenScorer]]
 
 
@@ -45,6 +41,12 @@ class SweepConfig:
     comparable: dict[str, Any] = field(default_factory=dict)  # settings that change results
 
 
+def unit_of(checkpoint: Checkpoint, probe: str, seed: int) -> Unit:
+    """The unit of one checkpoint, probe and seed: keyed by the checkpoint's identity."""
+    return Unit(checkpoint.model, checkpoint.revision, probe, seed, checkpoint.step,
+                checkpoint.identity)
+
+
 def records_frame(unit: Unit, items: Sequence[Item], scores: Sequence[Any]) -> pd.DataFrame:
     """One row per item: the unit, the item's groups, and the backend's reduced score."""
     rows = []
@@ -53,54 +55,14 @@ def records_frame(unit: Unit, items: Sequence[Item], scores: Sequence[Any]) -> p
         reduced = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(score).items()}
         rows.append({
             "model": unit.model, "revision": unit.revision, "step": unit.step,
-            "probe": unit.probe, "seed": unit.seed, "item_id": item.id, **groups,
+            "probe": unit.probe, "seed": unit.seed, "checkpoint": unit.checkpoint,
+            "item_id": item.id, **groups,
             "options": list(item.options), "answer": item.answer,
             "answer_label": item.options[item.answer], **reduced,
         })
     frame: pd.DataFrame = pd.DataFrame(rows)
     frame["step"] = frame["step"].astype("Int64")
     return frame
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in ("biasscope", "numpy", "pandas", "scipy", "torch", "transformers", "tokenizers"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig) -> None:
-    """Write or extend run.json; refuse to mix results made with different settings.
-
-    A rerun may add checkpoints, seeds and probes; it may not change a probe's settings or
-    the scoring settings that change results.
-    """
-    settings: dict[str, Any] = {"probes": {p.name: p.config() for p in probes},
-                                **config.comparable}
-    checkpoints = [c.as_dict() for c in config.checkpoints]
-    if store.run_json.is_file():
-        previous = store.read_json("run.json")
-        settings = merge_settings(store.run_json, previous.get("settings", {}), settings,
-                                  grow={"probes": "probe"})
-        known = previous.get("checkpoints", [])
-        checkpoints = known + [c for c in checkpoints if c not in known]
-        seeds = sorted(set(previous.get("seeds", [])) | set(config.seeds))
-        created = previous.get("created", _now())
-    else:
-        seeds, created = sorted(config.seeds), _now()
-    write_json(store.run_json, {
-        "schema": RUN_SCHEMA, "created": created, "updated": _now(), "settings": settings,
-        "seeds": seeds, "limit": config.limit, "checkpoints": checkpoints,
-        "versions": versions(),
-    })
-    store.publish(store.run_json)
 
 
 def score(scorer: Any, probe: Probe, items: Sequence[Item]) -> list[Any]:
@@ -127,11 +89,11 @@ def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerS
 
     probes = [probes] if not isinstance(probes, Sequence) else list(probes)
     store = RunStore(config.out)
-    init_run(store, probes, config)
+    checkpoints = init_run(store, probes, config)  # named as the run names them
     remove_stale_temp_files(store.records_dir)
-    units = {c: [(p, Unit(c.model, c.revision, p.name, s, c.step)) for p in probes
+    units = {c: [(p, unit_of(c, p.name, s)) for p in probes
                  for s in (config.seeds if getattr(p, "seeded", True) else [0])]
-             for c in config.checkpoints}
+             for c in checkpoints}
     items_by_seed: dict[tuple[str, int], list[Item]] = {}
 
     def job(probe: Probe, unit: Unit) -> UnitJob:
@@ -141,7 +103,7 @@ def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerS
         return UnitJob(unit, getattr(probe, "request", "next_token"), items_by_seed[key])
 
     tasks = [CheckpointTask(c, [job(p, u) for p, u in units[c] if not store.has(u)])
-             for c in config.checkpoints]
+             for c in checkpoints]
     tasks = [t for t in tasks if t.jobs]
     # Each unit file is read once here; new units add their summary as they are written.
     done = [unit_summary(frame) for frame in store.iter_units() if not frame.empty]
@@ -225,10 +187,16 @@ def hf_comparable(options: Any) -> dict[str, Any]:
 def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint], out: str | Path, *,
                  seeds: Sequence[int] = (0, 1, 2, 3, 4), options: Any = None,
                  limit: int | None = None, quiet: bool = False,
-                 executor: Executor | None = None) -> RunStore:
-    """Library entry point of ``biasscope dynamics``: HF checkpoints x seeds into ``out``."""
+                 executor: Executor | None = None,
+                 data: dict[str, str] | None = None) -> RunStore:
+    """Library entry point of ``biasscope dynamics``: HF checkpoints x seeds into ``out``.
+
+    ``data``: SHA-256 of each data file the probes read (``source/name`` -> hex), checked
+    against the run's on a rerun (see ``biasscope.data.sources.recording``).
+    """
     from biasscope.backends.hf import HFOptions
     options = options or HFOptions()
     where = out if isinstance(out, str) and "://" in out else Path(out)  # Path folds "//"
-    config = SweepConfig(list(checkpoints), where, list(seeds), limit, hf_comparable(options))
+    comparable = hf_comparable(options) | ({"data": dict(data)} if data else {})
+    config = SweepConfig(list(checkpoints), where, list(seeds), limit, comparable)
     return sweep(probe, config, hf_scorers(options), quiet=quiet, executor=executor)

@@ -93,6 +93,15 @@ class Remote:
         except Exception as exc:  # fsspec backends raise their own types
             raise self._error(f"upload {self.url}/{relative}", exc) from None
 
+    def remove(self, relative: str) -> None:
+        """Delete one file; one that is gone already is fine."""
+        try:
+            self.fs.rm_file(f"{self.path}/{relative}")
+        except FileNotFoundError:
+            return
+        except Exception as exc:  # fsspec backends raise their own types
+            raise self._error(f"delete {self.url}/{relative}", exc) from None
+
     @staticmethod
     def _error(what: str, exc: Exception) -> BiasscopeError:
         return BiasscopeError(f"cannot {what} ({type(exc).__name__}: {exc}); check the URL and "

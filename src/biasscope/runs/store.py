@@ -30,7 +30,7 @@ import re
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -38,29 +38,12 @@ import pandas as pd
 
 from biasscope.errors import BiasscopeError
 from biasscope.runs.remote import HOST, Remote, is_remote
+from biasscope.runs.units import Unit as Unit  # re-exported: callers import it here
+from biasscope.runs.units import holds_other, unit_of
 
 RECORDS = "records"
 CHECKSUMS = "checksums"
 _TMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9-]+)~(?P<pid>\d+)\.[^.]+\.tmp$")
-
-
-@dataclass(frozen=True)
-class Unit:
-    model: str
-    revision: str | None
-    probe: str
-    seed: int
-    step: int | None = None
-
-    @property
-    def key(self) -> str:
-        """A file-safe, collision-free name: readable parts plus a short hash of the exact ones."""
-        exact = json.dumps([self.model, self.revision, self.probe, self.seed])
-        digest = hashlib.sha256(exact.encode()).hexdigest()[:10]
-        parts = [self.model.replace("/", "--"), self.revision or "main", self.probe,
-                 f"seed{self.seed}"]
-        safe = "__".join(re.sub(r"[^A-Za-z0-9._=-]+", "_", p) for p in parts)
-        return f"{safe}__{digest}"
 
 
 def _atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
@@ -207,6 +190,11 @@ class RunStore:
                     continue  # a unit file is never rewritten in place: same size, same file
             self._pull(relative)
 
+    def pull(self, relative: str) -> bool:
+        """Refresh one file of a remote run from the remote (False: it has none; a local run:
+        always False)."""
+        return self._pull(relative)
+
     def _pull(self, relative: str) -> bool:
         """Copy one remote file into staging; False if the remote has no such file."""
         data = self._mirror.pull(relative) if self._mirror else None
@@ -235,11 +223,13 @@ class RunStore:
         return self.checksums_dir / f"{unit.key}.parquet.sha256"
 
     def has(self, unit: Unit) -> bool:
-        """Whether the unit is done: its file exists and matches its checksum.
+        """Whether the unit is done: its file exists, matches its checksum, and its own key
+        columns (model, probe; for a checkpoint's unit also revision, step, seed, checkpoint)
+        say it is this unit.
 
-        A damaged file is quarantined (with a CorruptUnitWarning) so the unit is redone. A file
-        without a checksum (older biasscope, or killed between the two writes) is accepted if
-        it reads as parquet, and its checksum is recorded then.
+        A damaged or misplaced file is quarantined (with a CorruptUnitWarning) so the unit is
+        redone. A file without a checksum (older biasscope, or killed between the two writes)
+        is accepted if it reads as parquet, and its checksum is recorded then.
         """
         path = self.unit_path(unit)
         if self._mirror is not None and not path.exists():  # pulled if the remote has it
@@ -267,6 +257,9 @@ class RunStore:
                 self._write_checksum(unit, actual)
         elif expected != actual:
             self._quarantine(unit, f"SHA-256 {actual[:12]} is not the recorded {expected[:12]}")
+            return False
+        if (other := holds_other(data, unit)) is not None:  # swapped or copied over
+            self._quarantine(unit, f"it holds another unit's records: {other}")
             return False
         self._verified[unit.key] = (stat.st_size, stat.st_mtime_ns)
         return True
@@ -299,8 +292,11 @@ class RunStore:
         write_bytes(self.checksum_path(unit), f"{digest}  {unit.key}.parquet\n".encode())
 
     def _quarantine(self, unit: Unit, why: str) -> None:
+        self._verified.pop(unit.key, None)
+        self.set_aside(self.unit_path(unit), why)
+
+    def set_aside(self, path: Path, why: str) -> None:
         """Move a damaged unit file aside: never read again, but kept for inspection."""
-        path = self.unit_path(unit)
         n = 1
         while (aside := path.with_name(f"{path.name}.corrupt-{n}")).exists():
             n += 1
@@ -308,10 +304,27 @@ class RunStore:
             os.replace(path, aside)
         except OSError as exc:
             raise _write_error(aside, exc) from None
-        self.checksum_path(unit).unlink(missing_ok=True)
-        self._verified.pop(unit.key, None)
+        (self.checksums_dir / f"{path.name}.sha256").unlink(missing_ok=True)
         warnings.warn(f"records file {path} is damaged ({why}); moved to {aside.name}, "
-                      "the unit will be redone", CorruptUnitWarning, stacklevel=3)
+                      "the unit will be redone", CorruptUnitWarning, stacklevel=4)
+
+    def rekey(self, old: Unit, new: Unit) -> None:
+        """Move a finished unit to another key (a run made before checkpoint identities)."""
+        if self.unit_path(new).exists():
+            self.set_aside(self.unit_path(old), f"{new.key} is there already")
+            return
+        try:
+            os.replace(self.unit_path(old), self.unit_path(new))
+        except OSError as exc:
+            raise _write_error(self.unit_path(new), exc) from None
+        self._write_checksum(new, hashlib.sha256(self.unit_path(new).read_bytes()).hexdigest())
+        self.checksum_path(old).unlink(missing_ok=True)
+        self._verified.pop(old.key, None)
+        if self._mirror is not None:
+            self.publish(self.unit_path(new))
+            self.publish(self.checksum_path(new))
+            self._mirror.remove(self._relative(self.checksum_path(old)))
+            self._mirror.remove(self._relative(self.unit_path(old)))
 
     def read_json(self, name: str) -> dict[str, Any]:
         path = self.root / name
@@ -328,13 +341,20 @@ class RunStore:
         return sorted(self.records_dir.glob("*.parquet"))
 
     def iter_units(self) -> Iterator[pd.DataFrame]:
+        """Every unit's records; a checkpoint's unit whose key columns name another unit than
+        its file name (a swapped or copied file) is set aside with a CorruptUnitWarning."""
         for path in self.unit_files():
             try:
-                yield pd.read_parquet(path)
+                frame = pd.read_parquet(path)
             except Exception as exc:  # pyarrow raises several types for a damaged file
                 raise BiasscopeError(
                     f"records file {path} is unreadable ({type(exc).__name__}); delete it and "
                     "run the same command again to redo that unit") from None
+            named = unit_of(frame)
+            if named is not None and f"{named.key}.parquet" != path.name:
+                self.set_aside(path, f"it holds the records of {named.key}")
+                continue
+            yield frame
 
     def records(self) -> pd.DataFrame:
         frames = list(self.iter_units())

@@ -1,0 +1,87 @@
+"""Two sweeps started together into one run directory: run.json keeps both, or refuses one.
+
+Real processes (fork), released together by a barrier; every write of run.json is slowed
+down between its read and its rewrite, so that without the lock they would always interleave.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from biasscope.errors import BiasscopeError
+from biasscope.runs.checkpoints import Checkpoint
+from biasscope.runs.dynamics import SweepConfig, init_run
+from biasscope.runs.store import RunStore
+
+CTX = multiprocessing.get_context("fork")
+
+
+class Probe:
+    name = "p"
+
+    def config(self) -> dict[str, object]:
+        return {"probe": "p"}
+
+
+def start(out: Path, revision: str, seed: int, dtype: str, barrier: Any, errors: Any) -> None:
+    barrier.wait()
+    config = SweepConfig([Checkpoint("org/m", "org/m", revision, int(revision[4:]))], out,
+                         [seed], comparable={"dtype": dtype})
+    try:
+        init_run(RunStore(out), [Probe()], config)  # type: ignore[list-item]
+    except BiasscopeError as exc:
+        errors.put(str(exc))
+
+
+def together(out: Path, *runs: tuple[str, int, str]) -> list[str]:
+    barrier, errors = CTX.Barrier(len(runs)), CTX.Queue()
+    procs = [CTX.Process(target=start, args=(out, *r, barrier, errors)) for r in runs]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    found = []
+    while not errors.empty():
+        found.append(errors.get())
+    return found
+
+
+@pytest.fixture(autouse=True)
+def slow_rewrite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """versions() runs between the read of run.json and its rewrite; make that take a while."""
+    real = platform.python_version
+
+    def slow() -> str:
+        time.sleep(0.3)
+        return real()
+
+    monkeypatch.setattr(platform, "python_version", slow)
+
+
+@pytest.mark.parametrize("trial", range(4))
+def test_concurrent_sweeps_both_land_in_run_json(tmp_path: Path, trial: int) -> None:
+    out = tmp_path / "run"
+    assert together(out, ("step0", 0, "float32")) == []  # the run exists: both read it
+    assert together(out, ("step1", 1, "float32"), ("step2", 2, "float32")) == []
+    run = json.loads((out / "run.json").read_text())
+    assert sorted(c["revision"] for c in run["checkpoints"]) == ["step0", "step1", "step2"]
+    assert run["seeds"] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("trial", range(4))
+def test_concurrent_sweeps_with_two_dtypes_refuse_one(tmp_path: Path, trial: int) -> None:
+    out = tmp_path / "run"
+    errors = together(out, ("step1", 1, "float32"), ("step2", 2, "bfloat16"))
+    assert len(errors) == 1 and "'dtype'" in errors[0] and "another --out" in errors[0]
+    run = json.loads((out / "run.json").read_text())
+    (entry,) = run["checkpoints"]
+    assert run["settings"]["dtype"] == {"step1": "float32", "step2": "bfloat16"}[
+        entry["revision"]]

@@ -197,3 +197,44 @@ def test_a_template_with_an_unknown_field_is_one_line(templates: Templates,
         templates.check()
     with pytest.raises(BiasscopeError, match=message):
         perturb(Echo(), [("c", (("user", "q"),), "r")], [("p", "t")], templates=templates)
+
+
+class Flaky(Echo):
+    """Fails every revision request until ``fixed``: a server that answered 400."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fixed = False
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        answers = super().generate(requests)
+        return [a if self.fixed or "Critique request" in r.messages[-1][1]
+                else Generation("", error="HTTP 400: bad request")
+                for r, a in zip(requests, answers)]
+
+
+def test_failed_perturbations_are_not_stored_as_answers_and_a_rerun_retries_them(
+        tmp_path: Path) -> None:
+    """Before: a failed revision became a stored unit with a NaN effect, and a rerun after the
+    server was fixed never asked again."""
+    out, flaky = tmp_path / "run", Flaky()
+    store = run(out, perturber=flaky)
+    summary = json.loads(store.summary_json.read_text())
+    assert summary["incomplete"]["failed_requests"] == 8 == summary["incomplete"]["requests"]
+    assert "400" in summary["incomplete"]["first_error"]
+    assert not list(store.iter_units())  # nothing stored as an answer
+    flaky.fixed = True
+    store = run(out, perturber=flaky)
+    summary = json.loads(store.summary_json.read_text())
+    assert "incomplete" not in summary
+    recs = store.records()
+    assert len(recs) == 8 and recs["perturbed"].notna().all()
+
+
+def test_the_report_says_a_run_is_incomplete(tmp_path: Path) -> None:
+    from biasscope.report.sensitivity import write_sensitivity_report
+
+    out = tmp_path / "run"
+    run(out, perturber=Flaky())
+    page = write_sensitivity_report(out).read_text()
+    assert "Incomplete: 8 of 8 perturbation requests failed" in page

@@ -262,6 +262,12 @@ def _sensitivity(args: argparse.Namespace) -> int:
     report = write_sensitivity_report(store.root)
     print(perturber.usage.line())
     print(f"run: {store.root}  summary: {store.summary_json}  report: {report}")
+    failed = store.read_json("summary.json").get("incomplete")
+    if failed:
+        print(f"biasscope: {failed['failed_requests']} of {failed['requests']} perturbations "
+              f"failed (e.g. {failed['first_error']}); the results leave them out; rerun the "
+              "same command to retry them", file=sys.stderr)
+        return 1
     return 0
 
 

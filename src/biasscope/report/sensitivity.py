@@ -133,6 +133,13 @@ def write_sensitivity_report(run_dir: str | Path, output: str | Path | None = No
     notes = [f"Conventions: {summary.get('conventions_meaning') or 'biasscope (default)'}.",
              str(summary.get("intervals") or "")]
     notes.append(str((summary.get("prompts") or {}).get("sentence") or ""))
+    failed = summary.get("incomplete")
+    if failed:
+        notes.append(f"Incomplete: {failed.get('failed_requests')} of {failed.get('requests')} "
+                     "perturbation requests failed; the indices leave them out and the reward "
+                     "histograms show only stored units. Rerun the same command to retry them.")
+    if "direction" not in recs:  # every unit still pending
+        recs = pd.DataFrame(columns=["direction", "model"])
     for direction, result in summary.get("directions", {}).items():
         html, index = direction_section(direction, result,
                                         recs[recs["direction"] == direction], index)

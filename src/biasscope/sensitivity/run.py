@@ -4,7 +4,9 @@ Layout: ``run.json``; ``perturbations-<direction>.jsonl`` (every critique and re
 validity flags); ``records/`` with one unit per (reward model, direction): one row per
 (principle, prompt) with the original and perturbed rewards; ``summary.json`` (indices,
 comparisons, validity); ``report.html``. Perturbations come through the response cache and
-finished units are skipped, so a rerun sends no requests and scores nothing twice.
+finished units are skipped, so a rerun sends no requests and scores nothing twice. A (reward
+model, direction) whose perturbations had failed requests is summarised but not stored as a
+unit (``summary.json`` says ``incomplete``): a rerun asks the failed requests again.
 
 That reuse is only sound for the same run, so ``run.json`` records under ``settings`` what
 determines the records: the prompts (source, file SHA-256, N, seed, and the SHA-256 of the
@@ -147,20 +149,34 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
         "prompts": prompts.notes(), "templates": asdict(options.templates),
         "conventions": options.conventions})
     params = GenerateParams(max_tokens=options.max_tokens, seed=options.seed)
+    pending: list[pd.DataFrame] = []  # units with failed perturbations: summarised, not stored
+    failures: dict[str, Any] = {"failed_requests": 0, "requests": 0, "first_error": None}
     for direction in options.directions:
         perts = perturb(perturber, [(c.id, c.turns, c.response) for c in conversations],
                         [(p.id, p.text) for p in constitution.principles], direction,
                         options.templates, params)
         _perturbations(store, direction, perts)
+        failed = [p for p in perts if p.error is not None]
+        failures["requests"] += len(perts)
+        failures["failed_requests"] += len(failed)
+        failures["first_error"] = failures["first_error"] or (failed[0].error if failed else None)
         for model in reward_models:
             unit = Unit(model=model.label, revision=None, probe=f"sensitivity-{direction}",
                         seed=0)
-            if not store.has(unit):
-                store.write_unit(unit, records(model, conversations, constitution, perts))
+            if store.has(unit):
+                continue
+            frame = records(model, conversations, constitution, perts)
+            if failed:  # a failure is no answer: a rerun asks again (the rest is cached)
+                pending.append(frame)
+            else:
+                store.write_unit(unit, frame)
     from biasscope.sensitivity.summary import summarise
 
-    write_json(store.summary_json, summarise(store.records(), constitution, options.conventions,
-                                             prompts))
+    recs = pd.concat([store.records(), *pending], ignore_index=True)
+    summary = summarise(recs, constitution, options.conventions, prompts)
+    if failures["failed_requests"]:
+        summary["incomplete"] = failures
+    write_json(store.summary_json, summary)
     return store
 
 

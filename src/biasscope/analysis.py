@@ -19,13 +19,12 @@ import numpy as np
 import pandas as pd
 
 from biasscope import stats
+from biasscope.analysis_pass import PROBE, RunParts, read_run
 from biasscope.errors import BiasscopeError
+from biasscope.metrics.dynamics import GENDERS
 from biasscope.runs import performance
 from biasscope.runs.store import RunStore
 
-PROBE = "winobias-gender"
-COLUMNS = ["model", "step", "seed", "probe", "item_id", "answer", "answer_label", "options",
-           "option_logprobs", "target_rank"]
 CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
 
@@ -85,32 +84,21 @@ def option_problem(name: str, value: Any) -> str | None:
     return None if inside else f"must be {say}"
 
 
-def probe_records(store: RunStore, probe: str = PROBE) -> pd.DataFrame:
-    """The probe's records with only the columns the analysis needs."""
-    frames = []
-    for path in store.unit_files():
-        if f"__{probe}__" not in path.name:
-            continue
-        frame = pd.read_parquet(path, columns=COLUMNS)
-        frames.append(frame[frame["probe"] == probe])
-    merged: pd.DataFrame = (pd.concat(frames, ignore_index=True) if frames
-                            else pd.DataFrame(columns=pd.Index(COLUMNS)))
-    return merged
-
-
 def _rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Plain JSON rows (numpy scalars to Python, NaN and NA to null)."""
     rows: list[dict[str, Any]] = json.loads(table.to_json(orient="records"))
     return rows
 
 
-def _intervals(records: pd.DataFrame, options: AnalysisOptions) -> dict[str, dict[str, Any]]:
-    """Bootstrap CIs over prompts of every plotted mean, per step."""
+def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisOptions
+              ) -> dict[str, dict[str, Any]]:
+    """Bootstrap CIs over prompts of every plotted mean, per step, from `stats.prompt_values`
+    of ``jsdp_correct``, ``target_rank``, ``jsdp:male`` and ``jsdp:female`` (any steps)."""
     values = {
-        "jsdp_correct": stats.prompt_values(records, "jsdp_correct"),
-        "average_rank": stats.prompt_values(records, "target_rank"),
-        "jsdp_not_specified/male": stats.prompt_values(records, "jsdp:male"),
-        "jsdp_not_specified/female": stats.prompt_values(records, "jsdp:female"),
+        "jsdp_correct": pvs["jsdp_correct"],
+        "average_rank": pvs["target_rank"],
+        "jsdp_not_specified/male": pvs["jsdp:male"],
+        "jsdp_not_specified/female": pvs["jsdp:female"],
     }
     out: dict[str, dict[str, Any]] = {}
     kw = {"confidence": options.confidence, "n_resamples": options.n_resamples}
@@ -133,15 +121,24 @@ def _fmt(x: float) -> str:
     return f"{x:+.3g}"
 
 
-def analyse_model(model: str, records: pd.DataFrame, summary: dict[str, Any],
+@dataclass(frozen=True)
+class ModelInputs:
+    """What `analyse_model` reads of a model's records: the checkpoint tests per value
+    (`stats.checkpoint_tests`), the sharpest change (`stats.sharpest_change`) and the CIs
+    (`intervals`)."""
+
+    tests: dict[str, pd.DataFrame]
+    change: stats.GapChange | None
+    ci: dict[str, dict[str, Any]]
+
+
+def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
                   perf: tuple[str, performance.Series] | None, options: AnalysisOptions
                   ) -> dict[str, Any]:
     corrected = f"{CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
     if options.min_gap > 0:
         corrected += f", |gap| >= {options.min_gap:g}"
-    tests = {value: stats.checkpoint_tests(records, value, correction=options.correction,
-                                           alpha=options.alpha)
-             for value in ("jsdp_correct", "target_rank")}
+    tests = inputs.tests
     steps = [int(s) for s in tests["jsdp_correct"]["step"].dropna()]
     emergence: dict[str, int | None] = {}
     sentences = []
@@ -160,8 +157,7 @@ def analyse_model(model: str, records: pd.DataFrame, summary: dict[str, Any],
     small = _flag_small_gaps(tests["jsdp_correct"], options)
     if small is not None:
         sentences.append(f"{model}: {small}")
-    change = stats.sharpest_change(records, "jsdp_correct", confidence=options.confidence,
-                                   n_resamples=options.n_resamples)
+    change = inputs.change
     sharpest = None
     if change is not None:
         sharpest = {**asdict(change), "change": asdict(change.change)}
@@ -173,7 +169,7 @@ def analyse_model(model: str, records: pd.DataFrame, summary: dict[str, Any],
     result: dict[str, Any] = {
         "steps": steps, "tests": {k: _rows(v) for k, v in tests.items()},
         "emergence": emergence, "sharpest_change": sharpest,
-        "ci": _intervals(records, options), "performance": None, "recommendation": None,
+        "ci": inputs.ci, "performance": None, "recommendation": None,
         "gap_of_interest": gap_of_interest(options),
     }
     gaps = {c["step"]: c["mean"].get("jsdp_gap") for c in summary["checkpoints"]
@@ -235,26 +231,30 @@ def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions) -> str | Non
             "evidence of bias.")
 
 
-def analyse(store: RunStore, summary: dict[str, Any], options: AnalysisOptions | None = None
-            ) -> dict[str, Any]:
-    """The ``analysis`` section of summary.json."""
+def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
+            options: AnalysisOptions | None = None) -> dict[str, Any]:
+    """The ``analysis`` section of summary.json, from the parts `read_run` gathered."""
     options = options or AnalysisOptions()
-    records = probe_records(store)
     out: dict[str, Any] = {**asdict(options), "models": {}, "comparisons": [],
                            "step_mismatch": {}, "sentences": []}
-    stepless = sorted(records.loc[records["step"].isna(), "model"].unique())
-    if stepless:
+    if run.stepless:
         # Tests over training need ordered checkpoints; pooling unnamed ones would mislead.
-        out["sentences"].append(f"No training steps for {', '.join(stepless)} (revisions not "
-                                "named stepN or checkpoint-N): left out of the analysis.")
-    records = records[records["step"].notna()]
-    if records.empty:
+        out["sentences"].append(f"No training steps for {', '.join(run.stepless)} (revisions "
+                                "not named stepN or checkpoint-N): left out of the analysis.")
+    models = sorted(m for m, parts in run.models.items() if parts.ci)
+    if not models:
         return out
     perf = performance.load(store, summary)
-    models = sorted(records["model"].unique())
     for model in models:
-        chunk = records[records["model"] == model]
-        analysed = analyse_model(model, chunk, summary, perf.get(model), options)
+        parts = run.models[model]
+        inputs = ModelInputs(
+            {value: stats.tests_table(rows, ("model", "step", "seeds"), GENDERS,
+                                      run.step_dtype, "model", options.correction,
+                                      options.alpha)
+             for value, rows in parts.rows.items()},
+            stats.change_interval(parts.best, options.confidence, options.n_resamples),
+            parts.ci)
+        analysed = analyse_model(model, inputs, summary, perf.get(model), options)
         out["models"][model] = analysed
         out["sentences"] += analysed["sentences"]
     all_steps = {m: set(out["models"][m]["steps"]) for m in models}
@@ -269,19 +269,24 @@ def analyse(store: RunStore, summary: dict[str, Any], options: AnalysisOptions |
                                     "both models have a checkpoint.")
     for a, b in itertools.combinations(models, 2):
         for option in ("male", "female"):
-            table = stats.model_tests(records, a, b, value=f"jsdp:{option}",
-                                      correction=options.correction, alpha=options.alpha)
+            rows = run.comparisons.get((a, b, f"jsdp:{option}"), [])
+            table = stats.tests_table(rows, ("step", "seeds"), ("a", "b"), run.step_dtype,
+                                      None, options.correction, options.alpha)
             out["comparisons"].append({"model_a": a, "model_b": b, "value": f"jsdp:{option}",
                                        "answer": "not specified", "rows": _rows(table)})
     return out
 
 
 def full_summary(store: RunStore, options: AnalysisOptions | None = None) -> dict[str, Any]:
-    """summary.json's content from the records alone: metrics, then the analysis."""
+    """summary.json's content from the records alone: metrics, then the analysis, reading
+    each unit once and holding one training step's records at a time (`read_run`)."""
     from biasscope.runs.dynamics import summarise, unit_summary
 
-    summary = summarise(unit_summary(f) for f in store.iter_units() if not f.empty)
-    summary["analysis"] = analyse(store, summary, options)
+    options = options or AnalysisOptions()
+    chosen = options
+    units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary)
+    summary = summarise(units)
+    summary["analysis"] = analyse(run, store, summary, options)
     return summary
 
 

@@ -128,11 +128,16 @@ def record_values(records: pd.DataFrame, value: str = "jsdp_correct") -> Array:
 def prompt_values(records: pd.DataFrame, value: str = "jsdp_correct") -> pd.DataFrame:
     """One row per (model, step, prompt, answer_label): ``value`` averaged over seeds, and
     ``seeds``, how many records were averaged. Vectorised over all checkpoints at once."""
-    frame = pd.DataFrame({
+    return seed_means(pd.DataFrame({
         "model": records["model"].array, "step": records["step"].array,  # keeps Int64 steps
         "prompt": prompt_ids(records).to_numpy(),
         "answer_label": records["answer_label"].to_numpy(),
-        "value": record_values(records, value)})
+        "value": record_values(records, value)}))
+
+
+def seed_means(frame: pd.DataFrame) -> pd.DataFrame:
+    """`prompt_values` from per-record values (columns model, step, prompt, answer_label,
+    value), so that callers holding only those, one checkpoint at a time, get the same."""
     keys = ["model", "step", "prompt", "answer_label"]
     grouped: pd.DataFrame = frame.groupby(keys, dropna=False, sort=True)["value"].agg(
         value="mean", seeds="size").reset_index()
@@ -214,14 +219,29 @@ def checkpoint_tests(records: pd.DataFrame, value: str = "jsdp_correct",
     statistic, p_value, effect_size, p_adjusted (within each model), significant.
     """
     pv = prompt_values(records[records["answer_label"].isin(groups)], value)
+    return tests_table(checkpoint_rows(pv, groups), ("model", "step", "seeds"), groups,
+                       pv["step"].dtype, "model", correction, alpha)
+
+
+def checkpoint_rows(pv: pd.DataFrame, groups: tuple[str, str] = GENDERS
+                    ) -> list[dict[str, Any]]:
+    """`checkpoint_tests`' rows before correction, from `prompt_values` (any checkpoints)."""
     rows = []
     for (model, step), chunk in pv.groupby(["model", "step"], dropna=False, sort=True):
         label = chunk["answer_label"].to_numpy()
         x, y = (chunk["value"].to_numpy()[label == g] for g in groups)
         rows.append({"model": model, "step": step, "seeds": int(chunk["seeds"].max()),
                      **_test_row(x, y, groups)})
-    table = pd.DataFrame(rows, columns=_columns(("model", "step", "seeds"), groups))
-    return _correct(table.astype({"step": pv["step"].dtype}), "model", correction, alpha)
+    return rows
+
+
+def tests_table(rows: Sequence[dict[str, Any]], keys: tuple[str, ...], names: tuple[str, str],
+                step_dtype: Any, by: str | None, correction: Correction, alpha: float
+                ) -> pd.DataFrame:
+    """Test rows (of `checkpoint_rows` or `model_rows`, gathered over checkpoints) as a table
+    with p-values corrected within each ``by`` group (None: over all rows)."""
+    table = pd.DataFrame(list(rows), columns=_columns(keys, names))
+    return _correct(table.astype({"step": step_dtype}), by, correction, alpha)
 
 
 def model_tests(records: pd.DataFrame, model_a: str, model_b: str, value: str = "jsdp:male",
@@ -236,13 +256,18 @@ def model_tests(records: pd.DataFrame, model_a: str, model_b: str, value: str = 
     """
     keep = (records["answer_label"] == answer) & records["model"].isin([model_a, model_b])
     pv = prompt_values(records[keep], value)
+    return tests_table(model_rows(pv, model_a, model_b), ("step", "seeds"), ("a", "b"),
+                       pv["step"].dtype, None, correction, alpha)
+
+
+def model_rows(pv: pd.DataFrame, model_a: str, model_b: str) -> list[dict[str, Any]]:
+    """`model_tests`' rows before correction, from `prompt_values` already restricted to one
+    answer (any checkpoints)."""
     by_model = {m: dict(tuple(c.groupby("step"))) for m, c in pv.groupby("model")}
     a, b = by_model.get(model_a, {}), by_model.get(model_b, {})
-    rows = [{"step": step, "seeds": int(max(a[step]["seeds"].max(), b[step]["seeds"].max())),
+    return [{"step": step, "seeds": int(max(a[step]["seeds"].max(), b[step]["seeds"].max())),
              **_test_row(a[step]["value"].to_numpy(), b[step]["value"].to_numpy(), ("a", "b"))}
             for step in sorted(set(a) & set(b))]  # type: ignore[type-var]
-    table = pd.DataFrame(rows, columns=_columns(("step", "seeds"), ("a", "b")))
-    return _correct(table.astype({"step": pv["step"].dtype}), None, correction, alpha)
 
 
 def _columns(keys: tuple[str, ...], names: tuple[str, str]) -> list[str]:
@@ -338,21 +363,54 @@ def sharpest_change(records: pd.DataFrame, value: str = "jsdp_correct",
     if pv["model"].nunique() > 1:
         raise ValueError("sharpest_change takes the records of one model")
     wide = pv.pivot(index=["prompt", "answer_label"], columns="step", values="value")
-    label = wide.index.get_level_values("answer_label").to_numpy()
-    best: tuple[float, int, int, tuple[Array, ...], tuple[float, float]] | None = None
+    best: StepChange | None = None
     for s0, s1 in itertools.pairwise(sorted(wide.columns)):
-        v0, v1 = wide[s0].to_numpy(), wide[s1].to_numpy()
-        masks = [np.isfinite(v0) & np.isfinite(v1) & (label == g) for g in groups]
-        if all(m.any() for m in masks):
-            change = float((v1 - v0)[masks[0]].mean() - (v1 - v0)[masks[1]].mean())
-            if best is None or abs(change) > abs(best[0]):
-                gaps = tuple(float(v[masks[0]].mean() - v[masks[1]].mean()) for v in (v0, v1))
-                best = (change, s0, s1, tuple((v1 - v0)[m] for m in masks), (gaps[0], gaps[1]))
+        best = larger_change(best, step_change(wide, s0, s1, groups))
+    return change_interval(best, confidence, n_resamples, method, seed)
+
+
+@dataclass(frozen=True)
+class StepChange:
+    """The gap change between two checkpoints, with the per-prompt changes of each group."""
+    change: float
+    step_from: int
+    step_to: int
+    samples: tuple[Array, ...]
+    gaps: tuple[float, float]
+
+
+def step_change(wide: pd.DataFrame, s0: Any, s1: Any, groups: tuple[str, str] = GENDERS
+                ) -> StepChange | None:
+    """Change of the gap from step ``s0`` to ``s1`` of ``wide`` (per-prompt values, indexed
+    by prompt and answer_label, a column per step; other steps may be absent): over prompts
+    with finite values at both. None when a group has no such prompt."""
+    label = wide.index.get_level_values("answer_label").to_numpy()
+    v0, v1 = wide[s0].to_numpy(), wide[s1].to_numpy()
+    masks = [np.isfinite(v0) & np.isfinite(v1) & (label == g) for g in groups]
+    if not all(m.any() for m in masks):
+        return None
+    change = float((v1 - v0)[masks[0]].mean() - (v1 - v0)[masks[1]].mean())
+    gaps = tuple(float(v[masks[0]].mean() - v[masks[1]].mean()) for v in (v0, v1))
+    return StepChange(change, s0, s1, tuple((v1 - v0)[m] for m in masks), (gaps[0], gaps[1]))
+
+
+def larger_change(best: StepChange | None, other: StepChange | None) -> StepChange | None:
+    """The larger in size of two changes; the earlier (``best``) on a tie."""
+    if other is not None and (best is None or abs(other.change) > abs(best.change)):
+        return other
+    return best
+
+
+def change_interval(best: StepChange | None, confidence: float = 0.95,
+                    n_resamples: int = 2000, method: str = "BCa", seed: int = 0
+                    ) -> GapChange | None:
+    """The sharpest change with its bootstrap CI (computed once, for the chosen pair)."""
     if best is None:
         return None
-    _, s0, s1, samples, (gap_from, gap_to) = best
+    samples = best.samples
     interval = _bootstrap(samples, _mean_difference, confidence, n_resamples, method, seed)
-    return GapChange(int(s0), int(s1), gap_from, gap_to, interval, sum(x.size for x in samples))
+    return GapChange(int(best.step_from), int(best.step_to), best.gaps[0], best.gaps[1],
+                     interval, sum(x.size for x in samples))
 
 
 # ---------------------------------------------------------------- early stopping

@@ -1,0 +1,249 @@
+"""Peak memory and wall time of ``biasscope report`` against the number of units in a run,
+for this working tree and for a baseline commit (the code before the report streamed).
+
+Usage::
+
+    python bench/bench_report.py [--units 10,100,1000] [--seeds 5] [--baseline REV]
+                                 [--workdir /tmp/biasscope-bench-report] [--out BENCHMARKS.md]
+
+What it does
+------------
+1. Writes synthetic ``biasscope dynamics`` runs once under ``--workdir`` (reused by later
+   runs of the script with the same settings): one model, ``--seeds`` seeds, as many
+   checkpoints (steps 0, 1000, ...) as make the number of units; each unit holds the
+   ``winobias-gender`` probe's 3,168 items per seed, the size of the real WinoBias files
+   (WinoBias Type 2 files in the upstream format, 396 sentences per file, made by
+   ``bench_scoring.write_winobias``), with option log-probs and ranks that drift with the step.
+   Units are written by ``RunStore.write_unit`` from ``records_frame``, as a sweep writes them.
+2. Checks both versions out into git worktrees under ``--workdir``: ``--baseline`` (default:
+   the parent of the commit that added ``src/biasscope/analysis_pass.py``) and ``--after``
+   (default ``HEAD``; uncommitted edits of the tree are not measured), and, for each run,
+   times ``biasscope report RUN --output X.html`` in a fresh process per version (baseline
+   then after, the same run, one after the other), with ``PYTHONPATH`` set to that version's
+   ``src`` and ``nice -n 19``. Peak memory is the child's ``ru_maxrss`` from ``os.wait4``
+   (its peak resident set); wall time is measured around the child.
+3. Checks that both versions wrote byte-identical ``X.summary.json`` files, and fails if not.
+4. Writes a table into ``--out``, replacing the section between
+   ``<!-- bench:report:start -->`` and ``<!-- bench:report:end -->`` (appended if absent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+LINES_PER_FILE = 396  # real WinoBias Type 2: 396 sentences per file, 3,168 probe items per seed
+STEP = 1000
+START, END = "<!-- bench:report:start -->\n", "<!-- bench:report:end -->\n"
+
+
+def scores(n: int, answers: np.ndarray, male: np.ndarray, step: int, seed: int) -> list[Any]:
+    """Option log-probs favouring the answer more with each step (male answers most)."""
+    from biasscope.backends.base import NextTokenScore
+
+    rng = np.random.default_rng(1000 * step + seed)
+    logits = rng.normal(0.0, 0.5, size=(n, 3)) - 6.0
+    logits[np.arange(n), answers] += 0.5 + step / 100_000 * np.where(male, 1.5, 0.7)
+    ranks = rng.integers(1, 40, size=n) + max(0, 200 - step // 1000)
+    return [NextTokenScore(tuple(row), int(r)) for row, r in zip(logits.tolist(), ranks)]
+
+
+def make_runs(workdir: Path, sizes: Sequence[int], seeds: int) -> dict[int, Path]:
+    """The runs of ``sizes`` units (reused when already complete); returns size -> run."""
+    from bench_scoring import write_winobias
+    from biasscope.probes import load_probe
+    from biasscope.runs.checkpoints import Checkpoint
+    from biasscope.runs.dynamics import SweepConfig, init_run, records_frame, unit_of
+    from biasscope.runs.store import RunStore
+
+    runs = {n: workdir / f"run-{n}-units-{seeds}-seeds" for n in sizes}
+    todo = [n for n in sizes if not (runs[n] / "complete").is_file()]
+    if not todo:
+        return runs
+    data = write_winobias(workdir / "data", LINES_PER_FILE)
+    probe = load_probe("winobias-gender", data_dir=data)
+    items = {s: probe.items(s) for s in range(seeds)}
+    model = "bench/pythia-like"
+    steps = max(todo) // seeds
+    checkpoints = [Checkpoint(model, model, f"step{k * STEP}", k * STEP) for k in range(steps)]
+    stores = {}
+    for n in todo:
+        stores[n] = RunStore(runs[n])
+        init_run(stores[n], [probe], SweepConfig(checkpoints[: n // seeds], runs[n],
+                                                 list(range(seeds)),
+                                                 comparable={"dtype": "auto",
+                                                             "first_token": False}))
+    started = time.perf_counter()
+    for k, ckpt in enumerate(checkpoints):
+        for seed, chosen in items.items():
+            answers = np.array([i.answer for i in chosen])
+            male = np.array([i.options[i.answer] == "male" for i in chosen])
+            unit = unit_of(ckpt, probe.name, seed)
+            frame = records_frame(unit, chosen, scores(len(chosen), answers, male,
+                                                       ckpt.step or 0, seed))
+            for n in todo:
+                if k < n // seeds:
+                    stores[n].write_unit(unit, frame)
+        print(f"  wrote checkpoint {k + 1}/{steps} ({time.perf_counter() - started:.0f} s)",
+              file=sys.stderr, flush=True)
+    for n in todo:
+        (runs[n] / "complete").write_text(f"{len(items[0])} items per unit\n")
+    return runs
+
+
+def worktree(workdir: Path, rev: str | None) -> tuple[str, Path]:
+    """(commit, src folder) of ``rev`` (None: the baseline), in a worktree under ``workdir``."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], check=True, text=True,
+                              capture_output=True).stdout.strip()
+
+    if rev is None:
+        added = git("log", "--diff-filter=A", "--format=%H", "--",
+                    "src/biasscope/analysis_pass.py").splitlines()
+        if not added:
+            raise SystemExit("no commit adds src/biasscope/analysis_pass.py: pass --baseline")
+        rev = f"{added[-1]}^"
+    commit = git("rev-parse", rev)
+    tree = workdir / f"tree-{commit[:12]}"
+    if not (tree / "src" / "biasscope").is_dir():
+        git("worktree", "add", "--detach", str(tree), commit)
+    return commit, tree / "src"
+
+
+@dataclass
+class Measure:
+    peak_mib: float
+    wall_s: float
+    summary: bytes
+
+
+def measure(src: Path, run: Path, out: Path) -> Measure:
+    """``biasscope report run --output out`` in a fresh process with ``src`` first on the
+    path: its peak RSS (``ru_maxrss`` from ``os.wait4``) and wall time."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    code = "import sys; from biasscope.cli import main; sys.exit(main(sys.argv[1:]))"
+    command = ["nice", "-n", "19", sys.executable, "-c", code, "report", str(run), "--output",
+               str(out)]
+    started = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise SystemExit(f"{shlex.join(command)} failed with exit code {child.returncode}")
+    summary = out.with_name(f"{out.stem}.summary.json").read_bytes()
+    return Measure(usage.ru_maxrss / 1024, wall, summary)  # Linux: ru_maxrss in KiB
+
+
+def render(rows: list[dict[str, Any]], args: argparse.Namespace, commit: str, head: str,
+           elapsed: float, load: tuple[float, float]) -> str:
+    first = rows[0]
+    lines = [
+        "## Report memory and time against run size",
+        "",
+        f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC with "
+        f"`python bench/bench_report.py --units {args.units} --seeds {args.seeds}` "
+        f"({elapsed / 60:.1f} min in all, run generation excluded).",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared), Python "
+        f"{platform.python_version()}, Linux {platform.release()}; 1-minute load average "
+        f"{load[0]:.1f} before and {load[1]:.1f} after.",
+        "",
+        f"Synthetic `biasscope dynamics` runs of one model with {args.seeds} seeds per "
+        "checkpoint, written by `RunStore.write_unit`; every unit holds 3,168 "
+        "`winobias-gender` records, as the real WinoBias files give (so 1,000 units are 3.2M "
+        "records). `biasscope report RUN --output X.html` (default analysis options: "
+        "2,000 bootstrap resamples) in a fresh process per measurement, under `nice -n 19`; "
+        "peak RSS is the child's `ru_maxrss`. **before**: commit "
+        f"`{commit[:12]}`; **after**: commit `{head[:12]}` (each from a git worktree). Both "
+        "versions wrote byte-identical `summary.json` files for every run.",
+        "",
+        "| units | checkpoints | records | peak RSS before (MiB) | peak RSS after (MiB) | "
+        "memory after/before | wall before (s) | wall after (s) | time after/before |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['units']} | {r['units'] // args.seeds} | {r['records']:,} | "
+            f"{r['before'].peak_mib:.0f} | {r['after'].peak_mib:.0f} | "
+            f"{r['after'].peak_mib / r['before'].peak_mib:.2f}x | {r['before'].wall_s:.1f} | "
+            f"{r['after'].wall_s:.1f} | {r['after'].wall_s / r['before'].wall_s:.2f}x |")
+    last = rows[-1]
+    lines += [
+        "",
+        f"Peak RSS from {first['units']} to {last['units']} units: before "
+        f"{last['before'].peak_mib / first['before'].peak_mib:.2f}x, after "
+        f"{last['after'].peak_mib / first['after'].peak_mib:.2f}x (target: within 1.5x, flat "
+        "in the number of units).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(path: Path, body: str) -> None:
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    block = START + body + END
+    if START in text and END in text:
+        text = text[: text.index(START)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    path.write_text(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--units", default="10,100,1000", help="run sizes, comma-separated")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds per checkpoint (5)")
+    parser.add_argument("--baseline", help="git revision of the code before (default: the "
+                        "parent of the commit that added src/biasscope/analysis_pass.py)")
+    parser.add_argument("--after", default="HEAD", help="git revision of the code after "
+                        "(default HEAD)")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/biasscope-bench-report"))
+    parser.add_argument("--out", type=Path, help="markdown file for the results section")
+    args = parser.parse_args(argv)
+    sizes = sorted(int(n) for n in args.units.split(","))
+    if any(n < 2 * args.seeds or n % args.seeds for n in sizes):
+        parser.error("every size must be a multiple of --seeds, with at least 2 checkpoints")
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    runs = make_runs(args.workdir, sizes, args.seeds)
+    commit, before_src = worktree(args.workdir, args.baseline)
+    head, after_src = worktree(args.workdir, args.after)
+    load_before = os.getloadavg()[0]
+    started = time.perf_counter()
+    rows = []
+    for n in sizes:
+        out = args.workdir / "reports" / f"{n}"
+        before = measure(before_src, runs[n], out / "before.html")
+        after = measure(after_src, runs[n], out / "after.html")
+        if before.summary != after.summary:
+            raise SystemExit(f"{n} units: the summaries differ ({out}/before.summary.json, "
+                             f"{out}/after.summary.json)")
+        records = n * int((runs[n] / "complete").read_text().split()[0])
+        rows.append({"units": n, "records": records, "before": before, "after": after})
+        print(f"{n} units: peak {before.peak_mib:.0f} -> {after.peak_mib:.0f} MiB, "
+              f"wall {before.wall_s:.1f} -> {after.wall_s:.1f} s, summaries identical",
+              file=sys.stderr, flush=True)
+    body = render(rows, args, commit, head, time.perf_counter() - started,
+                  (load_before, os.getloadavg()[0]))
+    print(body)
+    if args.out is not None:
+        write_section(args.out, body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -296,38 +296,49 @@ class HFScorer:
 
     def _last_logits(self, ids: list[list[int]], keep: int, item_ids: list[str]) -> Any:
         """Float32 logits of the last ``keep`` positions of left-padded ``ids``: (b, keep, V)."""
-        torch = _torch()
         input_ids, mask, positions = left_pad(ids, self._pad)
         kwargs: dict[str, Any] = {"attention_mask": mask.to(self.device),
                                   "position_ids": positions.to(self.device), "use_cache": False}
         if self._keep_arg:
             kwargs[self._keep_arg] = keep
         out = self.model(input_ids=input_ids.to(self.device), **kwargs)
-        logits = out.logits[:, -keep:, : self.vocab].float()
-        # One cheap reduction per row; only a suspicious row pays for the exact check (a sum of
-        # huge finite logits could overflow without any NaN/inf being there).
-        if not bool(torch.isfinite(logits.sum(dim=(1, 2))).all()):
-            finite = torch.isfinite(logits).flatten(1).all(dim=-1)
-        else:
-            finite = torch.ones(len(ids), dtype=torch.bool)
-        if not bool(finite.all()):
-            bad = item_ids[int((~finite).nonzero()[0, 0])]
-            raise ModelError(f"checkpoint {self.label} produced NaN/inf logits (first at item "
-                             f"{bad}); the weights may be corrupt, or try --dtype float32")
-        return logits
+        return require_finite(out.logits[:, -keep:, : self.vocab].float(), item_ids, self.label)
 
     def _score_batch(self, ids: list[list[int]], options: list[list[int]], answers: list[int],
                      item_ids: list[str]) -> list[NextTokenScore]:
-        torch = _torch()
-        logits = self._last_logits(ids, 1, item_ids)[:, -1]
-        log_z = torch.logsumexp(logits, dim=-1, keepdim=True)
-        arity = max(len(o) for o in options)
-        opt = torch.tensor([o + [o[0]] * (arity - len(o)) for o in options], device=logits.device)
-        option_lp = (logits.gather(1, opt) - log_z).double().cpu().tolist()
-        target = opt.gather(1, torch.tensor(answers, device=logits.device)[:, None])
-        ranks = (1 + (logits > logits.gather(1, target)).sum(dim=-1)).cpu().tolist()
-        return [NextTokenScore(tuple(lp[: len(o)]), int(r))
-                for lp, o, r in zip(option_lp, options, ranks)]
+        return reduce_next_token(self._last_logits(ids, 1, item_ids)[:, -1], options, answers)
+
+
+def require_finite(logits: Any, item_ids: Sequence[str], label: str) -> Any:
+    """``logits`` (rows, ..., V) unchanged, or a ModelError naming the first row's item that has
+    a NaN/inf."""
+    torch = _torch()
+    # One cheap reduction per row; only a suspicious row pays for the exact check (a sum of
+    # huge finite logits could overflow without any NaN/inf being there).
+    if bool(torch.isfinite(logits.flatten(1).sum(dim=1)).all()):
+        return logits
+    finite = torch.isfinite(logits).flatten(1).all(dim=-1)
+    if not bool(finite.all()):
+        bad = item_ids[int((~finite).nonzero()[0, 0])]
+        raise ModelError(f"checkpoint {label} produced NaN/inf logits (first at item "
+                         f"{bad}); the weights may be corrupt, or try --dtype float32")
+    return logits
+
+
+def reduce_next_token(logits: Any, options: Sequence[Sequence[int]], answers: Sequence[int]
+                      ) -> list[NextTokenScore]:
+    """Float32 last-position logits (rows, V) -> each row's option log-probs (log-softmax over
+    the whole vocabulary) and the answer's rank (1 + tokens with a strictly higher logit)."""
+    torch = _torch()
+    log_z = torch.logsumexp(logits, dim=-1, keepdim=True)
+    arity = max(len(o) for o in options)
+    opt = torch.tensor([list(o) + [o[0]] * (arity - len(o)) for o in options],
+                       device=logits.device)
+    option_lp = (logits.gather(1, opt) - log_z).double().cpu().tolist()
+    target = opt.gather(1, torch.tensor(list(answers), device=logits.device)[:, None])
+    ranks = (1 + (logits > logits.gather(1, target)).sum(dim=-1)).cpu().tolist()
+    return [NextTokenScore(tuple(lp[: len(o)]), int(r))
+            for lp, o, r in zip(option_lp, options, ranks)]
 
 
 def iter_scorers(checkpoints: Sequence[Checkpoint], options: HFOptions,

@@ -241,10 +241,8 @@ class HFScorer:
         self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (
             tokenizer.eos_token_id or 0)
 
-    def score_next_token(self, items: Sequence[Item]) -> list[NextTokenScore]:
-        torch = _torch()
-        if not items:
-            return []
+    def encode_next_token(self, items: Sequence[Item]) -> tuple[list[list[int]], list[list[int]]]:
+        """Each item's prompt ids and option token ids (checked against the vocabulary)."""
         ids = self.encodings.prompt_ids(self.tokenizer, self.fingerprint,
                                         [it.prompt for it in items])
         option_ids = [[self.encodings.option_id(self.tokenizer, self.fingerprint, c, self.label)
@@ -253,6 +251,21 @@ class HFScorer:
             if max(opts) >= self.vocab:
                 raise ModelError(f"{self.label}: option token id {max(opts)} is outside the "
                                  f"model's vocabulary of {self.vocab}")
+        return ids, option_ids
+
+    def score_next_token_shared(self, items: Sequence[Item], needed: Sequence[bool],
+                                progress: Any = None) -> list[NextTokenScore | None]:
+        """The ``needed`` items of a checkpoint's whole item set, each distinct prompt once and
+        shared prefixes once (``biasscope.backends.prefix``)."""
+        from biasscope.backends.prefix import score_shared
+
+        return score_shared(self, items, needed, progress)
+
+    def score_next_token(self, items: Sequence[Item]) -> list[NextTokenScore]:
+        torch = _torch()
+        if not items:
+            return []
+        ids, option_ids = self.encode_next_token(items)
         order = sorted(range(len(items)), key=lambda i: len(ids[i]), reverse=True)
         results: list[NextTokenScore | None] = [None] * len(items)
         size = max(1, self.options.batch_size)

@@ -71,7 +71,8 @@ def _umask() -> int:
 
 
 class CorruptUnitWarning(UserWarning):
-    """A unit file failed its checksum and was moved aside to be redone."""
+    """A unit file failed its checksum, or holds another unit's records, and was moved aside
+    to be redone."""
 
 
 _FIXES = {
@@ -147,6 +148,13 @@ def write_json(path: Path, obj: Any) -> None:
     write_bytes(path, (text + "\n").encode())
 
 
+# The run.json fields every reader relies on, with the JSON types biasscope writes there.
+_RUN_FIELDS: dict[str, tuple[type, ...]] = {
+    "kind": (str,), "schema": (str,), "settings": (dict,), "versions": (dict,),
+    "seeds": (list,), "checkpoints": (list,), "limit": (int, type(None))}
+_RUN_ITEMS: dict[str, type | tuple[type, ...]] = {"seeds": int, "checkpoints": dict}
+
+
 class RunStore:
     """One run directory. Safe to share between processes: units never overlap."""
 
@@ -159,6 +167,9 @@ class RunStore:
         elif isinstance(root, str) and root.startswith("file://"):
             root = root.removeprefix("file://")
         self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise BiasscopeError(f"{self.root} is a file, not a run directory: give another "
+                                 "--out (or the run's folder)")
         self.records_dir = self.root / RECORDS
         self.checksums_dir = self.root / CHECKSUMS
         # key -> (size, mtime_ns) of a file already verified, so `has` hashes each file once.
@@ -296,7 +307,7 @@ class RunStore:
         self.set_aside(self.unit_path(unit), why)
 
     def set_aside(self, path: Path, why: str) -> None:
-        """Move a damaged unit file aside: never read again, but kept for inspection."""
+        """Move a damaged or misplaced unit file aside: never read again, kept for inspection."""
         n = 1
         while (aside := path.with_name(f"{path.name}.corrupt-{n}")).exists():
             n += 1
@@ -305,8 +316,8 @@ class RunStore:
         except OSError as exc:
             raise _write_error(aside, exc) from None
         (self.checksums_dir / f"{path.name}.sha256").unlink(missing_ok=True)
-        warnings.warn(f"records file {path} is damaged ({why}); moved to {aside.name}, "
-                      "the unit will be redone", CorruptUnitWarning, stacklevel=4)
+        warnings.warn(f"records file {path} cannot be trusted ({why}); moved to "
+                      f"{aside.name}, the unit will be redone", CorruptUnitWarning, stacklevel=4)
 
     def rekey(self, old: Unit, new: Unit) -> None:
         """Move a finished unit to another key (a run made before checkpoint identities)."""
@@ -329,11 +340,26 @@ class RunStore:
     def read_json(self, name: str) -> dict[str, Any]:
         path = self.root / name
         try:
-            loaded: dict[str, Any] = json.loads(path.read_text())
+            loaded = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise BiasscopeError(f"{path} not found: is {self.root} a biasscope run?") from None
         except json.JSONDecodeError as exc:
             raise BiasscopeError(f"{path} is not valid JSON (line {exc.lineno})") from None
+        except (UnicodeDecodeError, RecursionError):
+            raise BiasscopeError(f"{path} is not UTF-8 JSON: is {self.root} a biasscope run?"
+                                 ) from None
+        except OSError as exc:
+            raise BiasscopeError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if not isinstance(loaded, dict):
+            raise BiasscopeError(f"{path} holds a JSON {type(loaded).__name__}, not the object "
+                                 f"biasscope writes: is {self.root} a biasscope run?")
+        for field, kinds in (_RUN_FIELDS if name == "run.json" else {}).items():
+            value = loaded.get(field)
+            items = value if isinstance(value, list) else ()
+            if field in loaded and not (isinstance(value, kinds) and all(
+                    isinstance(x, _RUN_ITEMS.get(field, object)) for x in items)):
+                raise BiasscopeError(f"{path}: field {field!r} has the wrong shape "
+                                     f"({json.dumps(value)[:40]}); was it edited by hand?")
         return loaded
 
     def unit_files(self) -> list[Path]:

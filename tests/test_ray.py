@@ -115,24 +115,32 @@ def test_ray_workers_share_a_run_in_an_s3_bucket(ray_local, local_run, checkpoin
 
 
 class DieHalfway:
-    """Scores a checkpoint's second unit halfway, then kills its worker process (once)."""
+    """Kills its worker process once, after checkpoint-20's first unit file has landed (its
+    units are scored together, then written one by one)."""
 
     def __init__(self, scorer: Any, marker: Path, log: Path) -> None:
         self.scorer, self.label, self.marker, self.log = scorer, scorer.label, marker, log
         self.calls = 0
 
-    def score_next_token(self, items: Sequence[Any]) -> list[Any]:
+    def score_next_token_shared(self, items: Sequence[Any], needed: Sequence[bool],
+                                progress: Any = None) -> list[Any]:
         self.calls += 1
         with self.log.open("a") as handle:
-            handle.write(f"{self.label}\n")
-        if self.label.endswith("checkpoint-20") and self.calls == 2:
+            handle.write(f"{self.label} {sum(needed)}\n")
+        if self.label.endswith("checkpoint-20"):
             try:
                 os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL))
             except FileExistsError:  # the retry
-                return list(self.scorer.score_next_token(items))
-            self.scorer.score_next_token(items[: len(items) // 2])
-            os._exit(1)
-        return list(self.scorer.score_next_token(items))
+                pass
+            else:
+                write = RunStore.write_unit
+
+                def write_then_die(store: RunStore, unit: Any, frame: Any) -> None:
+                    write(store, unit, frame)
+                    os._exit(1)
+
+                RunStore.write_unit = write_then_die  # type: ignore[method-assign]
+        return list(self.scorer.score_next_token_shared(items, needed, progress))
 
 
 def dying(marker: Path, log: Path) -> ScorerSource:
@@ -149,11 +157,13 @@ def test_killed_worker_is_retried_and_each_unit_lands_once(
     marker, log = tmp_path / "killed", tmp_path / "calls.log"
     remote = run(checkpoint_dirs, winobias_dir, tmp_path / "run", dying(marker, log),
                  RayExecutor(max_retries=2))
-    assert marker.exists()  # a worker did die in the middle of a unit
-    calls = log.read_text().split()
-    # checkpoint-20: seed 0, seed 1 (killed); the retry skips seed 0 and redoes seed 1 only.
-    assert sorted(c.rsplit("@", 1)[1] for c in calls) == [
-        "checkpoint-10", "checkpoint-10", "checkpoint-20", "checkpoint-20", "checkpoint-20"]
+    assert marker.exists()  # a worker did die between two unit writes
+    calls = [line.rsplit("@", 1)[1] for line in log.read_text().splitlines()]
+    # checkpoint-20: both seeds scored, seed 0 written, killed; the retry skips seed 0 and
+    # scores seed 1's items only, planned as before, so they equal the local run's exactly.
+    per_seed = len(load_probe("winobias-gender", data_dir=winobias_dir).items(0))
+    assert sorted(calls) == sorted([f"checkpoint-10 {2 * per_seed}",
+                                    f"checkpoint-20 {2 * per_seed}", f"checkpoint-20 {per_seed}"])
     assert sorted(p.name for p in remote.records_dir.iterdir()) == sorted(
         p.name for p in local_run.unit_files())  # no temp or quarantined files
     assert sorted_records(remote).equals(sorted_records(local_run))

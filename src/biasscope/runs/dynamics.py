@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from biasscope.backends.base import NextTokenScorer
 from biasscope.errors import BiasscopeError
@@ -19,6 +19,8 @@ from biasscope.metrics import PROBE_METRICS
 from biasscope.metrics.dynamics import dynamics_metrics, seed_mean_std
 from biasscope.probes import Probe
 from biasscope.runs.checkpoints import Checkpoint
+from biasscope.runs.progress import columns as progress_columns
+from biasscope.runs.progress import shown_in
 from biasscope.runs.runfile import init_run as init_run  # re-exported for live and tests
 from biasscope.runs.store import RunStore, Unit, remove_stale_temp_files, write_json
 
@@ -102,16 +104,19 @@ def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerS
             items_by_seed[key] = probe.items(unit.seed)[: config.limit]
         return UnitJob(unit, getattr(probe, "request", "next_token"), items_by_seed[key])
 
-    tasks = [CheckpointTask(c, [job(p, u) for p, u in units[c] if not store.has(u)])
-             for c in checkpoints]
+    have = {u: store.has(u) for c in checkpoints for _, u in units[c]}
+    # A task's finished units come along as ``done``: planned with, never rescored.
+    tasks = [CheckpointTask(c, [job(p, u) for p, u in units[c] if not have[u]],
+                            [job(p, u) for p, u in units[c] if have[u]])
+             for c in checkpoints if not all(have[u] for _, u in units[c])]
     tasks = [t for t in tasks if t.jobs]
     # Each unit file is read once here; new units add their summary as they are written.
     done = [unit_summary(frame) for frame in store.iter_units() if not frame.empty]
     left = {(t.checkpoint.model, t.checkpoint.revision): len(t.jobs) for t in tasks}
     console = Console(stderr=True)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True,
-                  disable=quiet or not console.is_terminal) as bar:
+    live = not quiet and console.is_terminal
+    with Progress(*progress_columns(), console=console, transient=True, disable=not live) as bar, \
+            shown_in(bar if live else None, quiet):  # prompts within a checkpoint, too
         task = bar.add_task("units", total=sum(left.values()))
         for summary in (executor or LocalExecutor()).run(tasks, scorers, store):
             (model, revision, _, probe), seed = summary[0], summary[1]

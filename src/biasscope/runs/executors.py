@@ -1,6 +1,9 @@
 """Where a sweep's units run: in this process (default) or as Ray tasks across a cluster.
 
-A task is one checkpoint and its pending units, so a worker loads the weights once. Each unit
+A task is one checkpoint and its pending units, so a worker loads the weights once, and scores
+the union of their items at once where the scorer can (``score_next_token_shared``: each
+distinct prompt once, shared prefixes once), planned over all the checkpoint's units so a
+resumed task computes the very numbers an uninterrupted one would have. Each unit
 is written to the run directory by whoever scored it (``RunStore.write_unit`` is atomic), so
 any number of workers share one run with no coordinator; the driver only collects the unit
 summaries and writes ``summary.json``. Ray is an optional extra, imported only by
@@ -10,7 +13,7 @@ summaries and writes ``summary.json``. Ray is an optional extra, imported only b
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +30,7 @@ from biasscope.runs.dynamics import (
     score_request,
     unit_summary,
 )
+from biasscope.runs.progress import PromptProgress
 from biasscope.runs.store import RunStore, Unit
 
 
@@ -41,10 +45,12 @@ class UnitJob:
 
 @dataclass(frozen=True)
 class CheckpointTask:
-    """The pending units of one checkpoint: one model load."""
+    """The pending units of one checkpoint: one model load. ``done``: its units already
+    written, which the scoring plan counts (never rescored) so results do not depend on them."""
 
     checkpoint: Checkpoint
     jobs: Sequence[UnitJob]
+    done: Sequence[UnitJob] = ()
 
 
 class Executor(Protocol):
@@ -55,15 +61,49 @@ class Executor(Protocol):
 
 
 def run_task(task: CheckpointTask, scorer: Any, store: RunStore) -> Iterator[UnitSummary]:
-    """Score and write each unit; one already written (by an earlier attempt) is only read."""
-    for job in task.jobs:
-        if store.has(job.unit):
-            frame = pd.read_parquet(store.unit_path(job.unit))
-        else:
-            frame = records_frame(job.unit, job.items, score_request(
-                scorer, job.request, job.unit.probe, job.items))
-            store.write_unit(job.unit, frame)
-        yield unit_summary(frame)
+    """Score and write each pending unit, ``next_token`` ones together where the scorer can;
+    one already written (by an earlier attempt) is only read. A unit appears whole or not at
+    all, as before; units scored one by one are written as each is done."""
+    pending = [job for job in task.jobs if not store.has(job.unit)]
+    todo = {job.unit for job in pending}
+    total = sum(len(job.items) for job in pending)
+    with PromptProgress(task.checkpoint.label, total) as advance:
+        together = score_together(task, pending, scorer, advance) if pending else {}
+        for job in task.jobs:
+            if job.unit in together:
+                frame = records_frame(job.unit, job.items, together[job.unit])
+                store.write_unit(job.unit, frame)
+            elif job.unit in todo:
+                frame = records_frame(job.unit, job.items, score_request(
+                    scorer, job.request, job.unit.probe, job.items))
+                store.write_unit(job.unit, frame)
+                advance(len(job.items))
+            else:
+                frame = pd.read_parquet(store.unit_path(job.unit))
+            yield unit_summary(frame)
+
+
+def score_together(task: CheckpointTask, pending: Sequence[UnitJob], scorer: Any,
+                   advance: Callable[[int], None]) -> dict[Unit, list[Any]]:
+    """Scores of the pending ``next_token`` units, from one call of the scorer's shared path
+    (none without one), planned over all the checkpoint's units (see the module doc)."""
+    shared = getattr(scorer, "score_next_token_shared", None)
+    wanted = {job.unit for job in pending if job.request == "next_token"}
+    if shared is None or not wanted:
+        return {}
+    plan = sorted((job for job in [*task.done, *task.jobs] if job.request == "next_token"),
+                  key=lambda job: (job.unit.probe, job.unit.seed))
+    needed = [job.unit in wanted for job in plan for _ in job.items]
+    scores = shared([it for job in plan for it in job.items], needed, advance)
+    out: dict[Unit, list[Any]] = {}
+    start = 0
+    for job in plan:
+        if job.unit in wanted:
+            out[job.unit] = scores[start:start + len(job.items)]
+            if any(score is None for score in out[job.unit]):  # a bug, never a partial unit
+                raise BiasscopeError(f"{scorer.label}: unit {job.unit.key} was not scored whole")
+        start += len(job.items)
+    return out
 
 
 class LocalExecutor:

@@ -58,13 +58,20 @@ def unit_values(records: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def prompt_table(values: pd.DataFrame, value: str) -> pd.DataFrame:
-    """`stats.prompt_values` of the records ``values`` were reduced from."""
-    return stats.seed_means(pd.DataFrame({
+def prompt_tables(values: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """`stats.prompt_values` of each of the `VALUES`, for the records ``values`` were reduced
+    from: one grouping for all four (each column's group means are computed on their own,
+    as `stats.seed_means` computes them)."""
+    keys = ["model", "step", "prompt", "answer_label"]
+    frame = pd.DataFrame({
         "model": values["model"].to_numpy(dtype=object), "step": values["step"].array,
         "prompt": values["prompt"].to_numpy(dtype=object),
         "answer_label": values["answer_label"].to_numpy(dtype=object),
-        "value": values[VALUES[value]].to_numpy(dtype=np.float64)}))
+        **{c: values[c].to_numpy(dtype=np.float64) for c in VALUES.values()}})
+    grouped = frame.groupby(keys, dropna=False, sort=True)
+    means, sizes = grouped[list(VALUES.values())].mean(), grouped.size()
+    return {value: pd.DataFrame({"value": means[column], "seeds": sizes}).reset_index()
+            for value, column in VALUES.items()}
 
 
 def _labels(pv: pd.DataFrame, labels: tuple[str, ...]) -> pd.DataFrame:
@@ -115,7 +122,7 @@ def add_checkpoint(parts: ModelParts, pvs: Mapping[str, pd.DataFrame], intervals
 def add_step(run: RunParts, models: list[str], by_model: Mapping[str, pd.DataFrame],
              intervals: Intervals) -> None:
     """The reduced records of one step (per model, its units' rows in file order)."""
-    pvs = {m: {v: prompt_table(frame, v) for v in VALUES} for m, frame in by_model.items()}
+    pvs = {m: prompt_tables(frame) for m, frame in by_model.items()}
     for model, tables in pvs.items():
         add_checkpoint(run.models[model], tables, intervals)
     for a, b in itertools.combinations(models, 2):

@@ -35,7 +35,12 @@ def option_logprob_matrix(records: pd.DataFrame) -> np.ndarray:
 
 def option_probs(records: pd.DataFrame) -> np.ndarray:
     """P(x)_y: softmax over the option scores (equal to renormalised option probabilities)."""
-    lp = option_logprob_matrix(records)
+    return _softmax(option_logprob_matrix(records))
+
+
+def _softmax(lp: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of option log-probs: each row on its own, so a subset's rows equal
+    the rows of the whole (metrics slice one matrix instead of rebuilding it per subset)."""
     if lp.size == 0:
         return lp
     shifted = lp - lp.max(axis=1, keepdims=True)
@@ -93,12 +98,15 @@ def accuracy(records: pd.DataFrame, labels: Iterable[str]) -> dict[str, float]:
     return out
 
 
-def stereotype_accuracy(records: pd.DataFrame, options: Sequence[str]) -> float:
-    """Share of pro-stereotypical referenced prompts where the stereotypical gender wins."""
-    pro = records[(records["split"] == "pro") & (records["kind"] == "referenced")]
+def stereotype_accuracy(records: pd.DataFrame, options: Sequence[str],
+                        lp: np.ndarray | None = None) -> float:
+    """Share of pro-stereotypical referenced prompts where the stereotypical gender wins.
+    ``lp``: the records' `option_logprob_matrix`, if already built."""
+    chosen = ((records["split"] == "pro") & (records["kind"] == "referenced")).to_numpy()
+    pro = records[chosen]
     if pro.empty:
         return float("nan")
-    lp = option_logprob_matrix(pro)
+    lp = option_logprob_matrix(pro) if lp is None else lp[chosen]
     male, female = options.index("male"), options.index("female")
     stereo_male = (pro["stereotype"] == "male").to_numpy()
     stereo_lp = np.where(stereo_male, lp[:, male], lp[:, female])
@@ -119,13 +127,19 @@ def dynamics_metrics(records: pd.DataFrame) -> dict[str, float]:
     out: dict[str, float] = {}
     out.update({f"average_rank/{k}": v for k, v in average_rank(records, options).items()})
     out.update({f"accuracy/{k}": v for k, v in accuracy(records, options).items()})
-    subsets: dict[str, pd.DataFrame] = {"all": records}
-    subsets.update({f"answer={o}": records[records["answer_label"] == o] for o in options})
+    # The option matrix and JSD parts once, sliced per subset: rows do not depend on others.
+    lp = option_logprob_matrix(records)
+    parts = (jsd_parts(_softmax(lp), records["answer"].to_numpy()) if len(records)
+             else np.zeros((0, len(options))))
+    subsets: dict[str, np.ndarray] = {"all": np.ones(len(records), dtype=bool)}
+    subsets.update({f"answer={o}": (records["answer_label"] == o).to_numpy() for o in options})
     if "split" in records:
-        subsets.update({f"split={s}": records[records["split"] == s] for s in ("pro", "anti")})
-    for name, subset in subsets.items():
-        for option, value in jsd_by_parts(subset, options).items():
-            out[f"jsdp/{name}/{option}"] = value
+        subsets.update({f"split={s}": (records["split"] == s).to_numpy()
+                        for s in ("pro", "anti")})
+    for name, mask in subsets.items():
+        means = parts[mask].mean(axis=0) if mask.any() else np.full(len(options), np.nan)
+        for option, value in zip(options, means):
+            out[f"jsdp/{name}/{option}"] = float(value)
     for label in options:
         out[f"jsdp_correct/{label}"] = out[f"jsdp/answer={label}/{label}"]
     if set(GENDERS) <= set(options):
@@ -134,7 +148,7 @@ def dynamics_metrics(records: pd.DataFrame) -> dict[str, float]:
             for g in GENDERS:
                 out[f"jsdp_not_specified/{g}"] = out[f"jsdp/answer=not specified/{g}"]
         if {"split", "kind", "stereotype"} <= set(records.columns):
-            out["stereotype_accuracy"] = stereotype_accuracy(records, options)
+            out["stereotype_accuracy"] = stereotype_accuracy(records, options, lp)
     return out
 
 

@@ -14,6 +14,9 @@ import biasscope.analysis as analysis
 import biasscope.analysis_pass as analysis_pass
 from biasscope import stats
 from biasscope.analysis import AnalysisOptions, ModelInputs, full_summary
+from biasscope.metrics import occupations
+from biasscope.metrics.breakdown import checkpoint_breakdown
+from biasscope.metrics.breakdown import record_values as breakdown_values
 from biasscope.probes import Probe, load_probe
 from biasscope.runs import reading
 from biasscope.runs.dynamics import summarise, unit_summary
@@ -42,7 +45,10 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
              for v in ("jsdp_correct", "target_rank")},
             stats.sharpest_change(chunk, confidence=options.confidence,
                                   n_resamples=options.n_resamples),
-            analysis.intervals(pvs, options))
+            analysis.intervals(pvs, options),
+            {int(step): checkpoint_breakdown(breakdown_values(at), options.confidence,
+                                             options.n_resamples)
+             for step, at in chunk.groupby("step", sort=True)})
         out["models"][model] = analysis.analyse_model(model, inputs, summary, perf.get(model),
                                                       options)
         out["sentences"] += out["models"][model]["sentences"]
@@ -60,6 +66,7 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
             out["comparisons"].append({"model_a": a, "model_b": b, "value": f"jsdp:{option}",
                                        "answer": "not specified",
                                        "rows": analysis._rows(table)})
+    analysis._occupation_statistics(out, occupations.load(), options)
     summary["analysis"] = out
     return summary
 

@@ -12,7 +12,7 @@ import itertools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,8 @@ import pandas as pd
 from biasscope import stats
 from biasscope.analysis_pass import PROBE, RunParts, read_run
 from biasscope.errors import BiasscopeError
+from biasscope.metrics import findings, occupations
+from biasscope.metrics.breakdown import checkpoint_breakdown
 from biasscope.metrics.dynamics import GENDERS
 from biasscope.runs import performance
 from biasscope.runs.store import RunStore
@@ -130,6 +132,7 @@ class ModelInputs:
     tests: dict[str, pd.DataFrame]
     change: stats.GapChange | None
     ci: dict[str, dict[str, Any]]
+    breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
@@ -149,11 +152,17 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             gaps=table["gap"].to_numpy(),
             min_gap=options.min_gap if value == "jsdp_correct" else 0.0)
     step = emergence["jsdp_correct"]
-    sentences.append(
-        f"{model}: the male-female JSD-P gap is significant ({corrected}) from step {step} on, "
-        "at every later checkpoint." if step is not None else
-        f"{model}: the male-female JSD-P gap is not significant ({corrected}) through to the "
-        "last checkpoint.")
+    significant = bool(tests["jsdp_correct"]["significant"].fillna(False).any())
+    if len(steps) == 1:  # one checkpoint: nothing emerges "from" it
+        sentences.append(f"{model}: at its one checkpoint (step {steps[0]}) the male-female "
+                         f"JSD-P gap is {'' if significant else 'not '}significant "
+                         f"({corrected}).")
+    else:
+        sentences.append(
+            f"{model}: the male-female JSD-P gap is significant ({corrected}) from step {step} "
+            "on, at every later checkpoint." if step is not None else
+            f"{model}: the male-female JSD-P gap is not significant ({corrected}) through to "
+            "the last checkpoint.")
     small = _flag_small_gaps(tests["jsdp_correct"], options)
     if small is not None:
         sentences.append(f"{model}: {small}")
@@ -166,8 +175,10 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             f"{model}: the sharpest change of the gap is between steps {change.step_from} and "
             f"{change.step_to}: {_fmt(ci.estimate)} ({options.confidence:.0%} CI "
             f"{_fmt(ci.low)} to {_fmt(ci.high)}).")
+    sentences += _breakdown_sentences(model, inputs.breakdown, options)
     result: dict[str, Any] = {
         "steps": steps, "tests": {k: _rows(v) for k, v in tests.items()},
+        "breakdown": {str(s): inputs.breakdown[s] for s in sorted(inputs.breakdown)},
         "emergence": emergence, "sharpest_change": sharpest,
         "ci": inputs.ci, "performance": None, "recommendation": None,
         "gap_of_interest": gap_of_interest(options),
@@ -204,6 +215,22 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
     return result
 
 
+def _breakdown_sentences(model: str, breakdown: dict[int, dict[str, Any]],
+                         options: AnalysisOptions) -> list[str]:
+    """Pro/anti tests corrected over the checkpoints (in place), and the last checkpoint's
+    pro/anti and most gendered occupations in words."""
+    if not breakdown:
+        return []
+    findings.correct_pro_anti(breakdown, options.correction, options.alpha)
+    last = max(breakdown)
+    several = len(breakdown) > 1
+    out = [findings.pro_anti_sentence(model, last, breakdown[last]["pro_anti"],
+                                      options.confidence, several)]
+    out += findings.occupation_sentences(model, last, breakdown[last]["occupations"],
+                                         options.confidence, several)
+    return [s for s in out if s]
+
+
 def gap_of_interest(options: AnalysisOptions) -> float:
     """``min_gap`` when the user set one, else ``FLAG_GAP`` (which flags, but never hides)."""
     return options.min_gap if options.min_gap > 0 else FLAG_GAP
@@ -232,8 +259,10 @@ def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions) -> str | Non
 
 
 def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
-            options: AnalysisOptions | None = None) -> dict[str, Any]:
-    """The ``analysis`` section of summary.json, from the parts `read_run` gathered."""
+            options: AnalysisOptions | None = None,
+            statistics: occupations.Statistics | None = None) -> dict[str, Any]:
+    """The ``analysis`` section of summary.json, from the parts `read_run` gathered;
+    ``statistics``: the occupation statistics (`occupations.load`), if read."""
     options = options or AnalysisOptions()
     out: dict[str, Any] = {**asdict(options), "models": {}, "comparisons": [],
                            "step_mismatch": {}, "sentences": []}
@@ -253,7 +282,7 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
                                       options.alpha)
              for value, rows in parts.rows.items()},
             stats.change_interval(parts.best, options.confidence, options.n_resamples),
-            parts.ci)
+            parts.ci, parts.breakdown)
         analysed = analyse_model(model, inputs, summary, perf.get(model), options)
         out["models"][model] = analysed
         out["sentences"] += analysed["sentences"]
@@ -274,19 +303,56 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
                                       None, options.correction, options.alpha)
             out["comparisons"].append({"model_a": a, "model_b": b, "value": f"jsdp:{option}",
                                        "answer": "not specified", "rows": _rows(table)})
+    if statistics is not None:
+        _occupation_statistics(out, statistics, options)
     return out
 
 
-def full_summary(store: RunStore, options: AnalysisOptions | None = None) -> dict[str, Any]:
+def _occupation_statistics(out: dict[str, Any], statistics: occupations.Statistics,
+                           options: AnalysisOptions) -> None:
+    """Each model's last-checkpoint preference against the BLS share of women, in place."""
+    names = sorted({str(o["occupation"]) for m in out["models"].values()
+                    for b in m["breakdown"].values() for o in b["occupations"]}, key=str.lower)
+    section: dict[str, Any] = {"source": f"{occupations.SOURCE}/{occupations.NAME}",
+                               "path": statistics.path, "unavailable": statistics.unavailable,
+                               "matching": "exact lower-case occupation name, no aliases"}
+    out["occupation_statistics"] = section
+    if not names:
+        return
+    if statistics.unavailable:
+        out["sentences"].append("The occupation statistics (share of women per occupation, "
+                                f"U.S. BLS) are not available: {statistics.unavailable}.")
+        return
+    section.update(occupations.matching(names, statistics))
+    section["bls_pct_female"] = {n.lower(): statistics.bls_pct_female[n.lower()]
+                                 for n in section["matched"]}
+    for model, result in out["models"].items():
+        if not result["breakdown"]:
+            continue
+        last = max(result["breakdown"], key=int)
+        rows = result["breakdown"][last]["occupations"]
+        compared = occupations.compare(rows, statistics, options.confidence,
+                                       options.n_resamples)
+        result["occupation_statistics"] = {"step": int(last), **compared}
+        text = occupations.sentence(model, int(last), compared, options.confidence,
+                                    section["unmatched"], len(result["breakdown"]) > 1)
+        result["sentences"].append(text)
+        out["sentences"].append(text)
+
+
+def full_summary(store: RunStore, options: AnalysisOptions | None = None,
+                 data_dir: str | None = None) -> dict[str, Any]:
     """summary.json's content from the records alone: metrics, then the analysis, reading
     each unit once and holding one training step's records at a time (`read_run`)."""
     from biasscope.runs.dynamics import summarise, unit_summary
 
     options = options or AnalysisOptions()
     chosen = options
-    units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary)
+    units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary,
+                          lambda values: checkpoint_breakdown(values, chosen.confidence,
+                                                              chosen.n_resamples))
     summary = summarise(units)
-    summary["analysis"] = analyse(run, store, summary, options)
+    summary["analysis"] = analyse(run, store, summary, options, occupations.load(data_dir))
     return summary
 
 

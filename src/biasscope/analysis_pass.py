@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope import stats
+from biasscope.metrics.breakdown import record_values as breakdown_values
 from biasscope.metrics.dynamics import GENDERS, record_jsd_parts
 from biasscope.runs.reading import read_unit, unit_index
 from biasscope.runs.store import RunStore
@@ -88,6 +89,8 @@ class ModelParts:
     ci: dict[str, dict[str, Any]] = field(default_factory=dict)
     previous: pd.DataFrame | None = None  # the last checkpoint's per-prompt jsdp_correct
     best: stats.StepChange | None = None
+    #: Per step, the pro/anti and per-occupation aggregates (`metrics.breakdown`).
+    breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,6 +105,7 @@ class RunParts:
 
 
 Intervals = Callable[[Mapping[str, pd.DataFrame]], dict[str, dict[str, Any]]]
+Breakdown = Callable[[pd.DataFrame], dict[str, Any]]
 
 
 def add_checkpoint(parts: ModelParts, pvs: Mapping[str, pd.DataFrame], intervals: Intervals
@@ -135,10 +139,13 @@ def add_step(run: RunParts, models: list[str], by_model: Mapping[str, pd.DataFra
 
 
 def read_run(store: RunStore, intervals: Intervals,
-             summarise: Callable[[pd.DataFrame], Any]) -> tuple[list[Any], RunParts]:
+             summarise: Callable[[pd.DataFrame], Any], breakdown: Breakdown | None = None
+             ) -> tuple[list[Any], RunParts]:
     """``summarise`` of every non-empty unit (in file order, as `RunStore.iter_units` gives
     them) and the analysis' parts of the `PROBE` records with a step, reading each unit file
-    once, a step at a time (a file with rows of several steps is read for each)."""
+    once, a step at a time (a file with rows of several steps is read for each).
+    ``breakdown`` turns one checkpoint's `metrics.breakdown.record_values` into its
+    aggregates (`ModelParts.breakdown`)."""
     index = unit_index(store)
     summaries: dict[int, Any] = {}
     gone: set[int] = set()  # set aside by `read_unit`
@@ -160,6 +167,7 @@ def read_run(store: RunStore, intervals: Intervals,
     steps = sorted({s for e in index for s in e.steps(PROBE)})
     for step in steps:
         reduced: dict[str, list[pd.DataFrame]] = {}
+        extra: dict[str, list[pd.DataFrame]] = {}
         for i, entry in enumerate(index):
             if step not in entry.steps(PROBE) or (frame := frame_of(i)) is None:
                 continue
@@ -168,9 +176,16 @@ def read_run(store: RunStore, intervals: Intervals,
                 run.step_dtype = frame["step"].dtype
             for model, chunk in rows.groupby("model", sort=False):
                 reduced.setdefault(str(model), []).append(unit_values(chunk))
+                if breakdown is not None:
+                    extra.setdefault(str(model), []).append(breakdown_values(chunk))
             del frame, rows
         add_step(run, models, {m: pd.concat(f, ignore_index=True) for m, f in reduced.items()},
                  intervals)
+        if breakdown is not None:
+            for model, frames in extra.items():
+                run.models[model].breakdown[int(step)] = breakdown(
+                    pd.concat(frames, ignore_index=True))
+        del extra
     for i, entry in enumerate(index):
         if not entry.steps(PROBE):
             frame_of(i)

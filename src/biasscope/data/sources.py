@@ -32,6 +32,8 @@ _DT = (
 )
 _CCAI = "https://raw.githubusercontent.com/saffronh/ccai/3ff5dce9a1299d6035f1dd9e2f95be995311cb6e/"
 _HH = "https://media.githubusercontent.com/media/anthropics/hh-rlhf/354e5c3cb8960630860dd5774a6ac2a58313bf4d/"
+_WINOGENDER = ("https://raw.githubusercontent.com/rudinger/winogender-schemas/"
+               "1c7f8b481ad8a234b41e9f76a424d6e856e13f7f/data/")
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,8 @@ SOURCES: dict[tuple[str, str], DataFile] = {
            "2e4812b729fc424d26a79520e29c1fb9521ed30fed06b9a41f00ce3744479da8", 40975),
         _f("hh-rlhf", "harmless-base/test.jsonl.gz", _HH + "harmless-base/test.jsonl.gz",
            "ebfaaed21162a4de120ae85366075b34425e2a6303fac59b99555002f7016f03", 742801),
+        _f("winogender", "occupations-stats.tsv", _WINOGENDER + "occupations-stats.tsv",
+           "3f7f37c16381a70571356982ea7fe613ac700ad04a6d3b19b9f2be18248df567", 1578),
         _f("lambada", "lambada_test.jsonl",
            "https://openaipublic.blob.core.windows.net/gpt-2/data/lambada_test.jsonl", None, None),
     ]

@@ -149,7 +149,9 @@ def test_self_contained(report: tuple[Path, str]) -> None:
     assert page.startswith("<!DOCTYPE html>")
     assert not re.search(r"<script[^>]*\bsrc=", page)
     assert 'src="http' not in page and "cdn.plot.ly/plotly" not in page
-    assert page.count("Plotly.newPlot(") == 7  # one model: no model comparison
+    # one model: no model comparison; + pro/anti, occupations ranked, occupation heatmap (no
+    # occupation statistics in the test environment's data dir or cache)
+    assert page.count("Plotly.newPlot(") == 10
     assert len(page) > 1_000_000  # plotly.js inline, once
     assert page.count("window.PlotlyConfig") == 1
 
@@ -158,8 +160,10 @@ def test_every_figure_title(report: tuple[Path, str]) -> None:
     _, page = report
     for title in (*TITLES, *P_TITLES):
         assert f"<h2>{escape(title)}</h2>" in page
-    assert page.count("Not available") == 1
+    assert page.count("Not available") == 2  # one model; no occupation statistics here
     assert "Not available: the run has fewer than two models" in section(page, P_TITLES[2])
+    assert "biasscope data fetch winogender" in section(
+        page, "Gender preference against the share of women (U.S. BLS)")
 
 
 def test_summary_sentences(report: tuple[Path, str], winobias: Probe) -> None:
@@ -380,7 +384,8 @@ def test_lambada_checkpoints_are_performance_not_fairness(tmp_path: Path,
 def test_two_models_comparison_panel_and_mismatch(tmp_path: Path, winobias: Probe) -> None:
     ckpts = pythia("a/small") + pythia("b/large", steps=(0, 2000))
     page = write_dynamics_report(make_run(tmp_path, winobias, ckpts)).read_text(encoding="utf-8")
-    assert "Not available" not in page and page.count("Plotly.newPlot(") == 8
+    # + pro/anti, occupations ranked and a heatmap per model; no occupation statistics here
+    assert page.count("Not available") == 1 and page.count("Plotly.newPlot(") == 12
     assert "b/large has no records at steps 1000: compared only where both models have a " \
            "checkpoint." in page
     traces, _ = figures(page)[7]
@@ -426,8 +431,17 @@ def test_missing_analysis_parts_still_render(tmp_path: Path, winobias: Probe,
 def test_one_checkpoint_and_unknown_steps(tmp_path: Path, winobias: Probe) -> None:
     one = write_dynamics_report(make_run(tmp_path / "one", winobias, pythia(steps=(5,))))
     page = one.read_text(encoding="utf-8")
-    assert page.count("Plotly.newPlot(") == 7 and "sharpest change" not in page
-    assert figures(page)[5][0][0]["x"] == [5]
+    # A snapshot: bars with CIs instead of lines over steps, then the p-value panels,
+    # pro/anti and the occupations (no heatmap over one step).
+    assert page.count("Plotly.newPlot(") == 5 and "sharpest change" not in page
+    assert "<h2>Snapshot: metrics per model</h2>" in page
+    assert "<h2>Accuracy vs Average Rank per correct answer</h2>" not in page
+    assert "per occupation over training" not in page
+    bars = figures(page)[0][0]
+    assert bars[0]["type"] == "bar" and bars[0]["error_y"]["array"][0] is not None
+    assert figures(page)[1][0][0]["x"] == [5]
+    assert "at its one checkpoint (step 5) the male-female JSD-P gap is" in page
+    assert "from step 5 on" not in page
     ckpts = [Checkpoint("local", f"/ckpt/{r}", r, None) for r in ("early", "late")]
     page = write_dynamics_report(make_run(tmp_path / "none", winobias, ckpts)).read_text(
         encoding="utf-8")

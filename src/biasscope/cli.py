@@ -114,7 +114,8 @@ def _dynamics(args: argparse.Namespace) -> int:
                          limit=args.limit, quiet=args.quiet, executor=executor, data=data)
     from biasscope.report.html import write_dynamics_report
 
-    report = write_dynamics_report(store.root, options=_analysis_options(args, store))
+    report = write_dynamics_report(store.root, options=_analysis_options(args, store),
+                                   data_dir=args.data_dir)
     store.publish(report)
     print(f"run: {store.root}  summary: {store.summary_json}  report: {report}")
     return 0
@@ -144,7 +145,8 @@ def _report(args: argparse.Namespace) -> int:
 
         report = write_sensitivity_report(store.root, output)
     else:
-        report = write_dynamics_report(store.root, output, _analysis_options(args, store))
+        report = write_dynamics_report(store.root, output, _analysis_options(args, store),
+                                       args.data_dir)
     if output is None and store.remote:  # the run's own report belongs beside its records
         store.publish(report)
         print(f"{report}  (published to {store.remote}/{report.name})")
@@ -238,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="rebuild the HTML report of a run from its records")
     rep.add_argument("run", help="run directory or URL")
     rep.add_argument("--output", help="HTML path (default: RUN/report.html)")
+    rep.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"),
+                     help="local copy of the datasets, for the occupation statistics "
+                          "(<data-dir>/winogender/occupations-stats.tsv)")
     _analysis_args(rep)
     rep.set_defaults(func=_report)
 

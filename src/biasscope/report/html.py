@@ -47,13 +47,16 @@ pre { margin: 0; white-space: pre-wrap; font-size: 0.85rem; }
 
 
 def write_dynamics_report(run_dir: Path, output: Path | None = None,
-                          options: AnalysisOptions | None = None) -> Path:
+                          options: AnalysisOptions | None = None,
+                          data_dir: str | None = None) -> Path:
     """Render ``run_dir`` (a ``biasscope dynamics`` run) to one HTML file; return its path.
 
     ``output`` defaults to ``<run_dir>/report.html``, with the recomputed summary in the run's
     ``summary.json``. Elsewhere, the run is left untouched and the summary goes next to the
     report (``X.summary.json`` beside ``X.html``): a re-analysis with other options must not
     change the run's summary under its own report. Files are written atomically.
+    ``data_dir``: where to find the occupation statistics (else ``$BIASSCOPE_DATA_DIR`` or
+    the cache; the report says so when they are not there).
     """
     store = RunStore(run_dir)
     if not store.root.is_dir():
@@ -62,7 +65,7 @@ def write_dynamics_report(run_dir: Path, output: Path | None = None,
     no_records = f"{store.root} has no records: run `biasscope dynamics` first"
     if not store.unit_files():
         raise BiasscopeError(no_records)
-    summary = full_summary(store, options or stored_options(store))
+    summary = full_summary(store, options or stored_options(store), data_dir)
     own = store.root / "report.html"
     target = Path(output) if output is not None else own
     if target.resolve() == own.resolve():
@@ -73,11 +76,12 @@ def write_dynamics_report(run_dir: Path, output: Path | None = None,
     checkpoints: list[dict[str, Any]] = summary["checkpoints"]
     if not checkpoints:
         raise BiasscopeError(no_records)
-    from biasscope.report import figures
+    from biasscope.report import breakdown_panels, figures
 
     view = View(summary.get("analysis") or {})
     fairness = fairness_checkpoints(checkpoints) or checkpoints
     panels = figures.panels(checkpoints, answer_labels(run, fairness), view.data)
+    panels = breakdown_panels.panels(fairness, view, panels)
     sentences = summary_sentences(run, fairness, by_model(fairness)) + analysis_sentences(view)
     analysis = "\n".join(filter(None, [tests_section(view, checkpoints),
                                         stop_section(view, checkpoints)]))

@@ -1,0 +1,240 @@
+"""The report's "where is the bias" figures, from ``analysis.models.<m>.breakdown`` and
+``analysis.occupation_statistics``: pro against anti over steps (or as bars for one checkpoint),
+the occupations ranked by gender preference, an occupation × step heatmap for sweeps, the
+preference against the share of women in each occupation, and the snapshot view's per-answer
+bars. Every string from data is escaped before it reaches plotly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from biasscope.report.plotting import (
+    COLORS,
+    FALLBACK_COLORS,
+    Axis,
+    Checkpoint,
+    View,
+    by_model,
+    finite,
+    fmt,
+    style,
+)
+
+SPLIT_COLORS = {"pro": "#2a9d8f", "anti": "#e76f51"}
+PREFERENCE = "not-referenced/lp_diff"
+
+
+def steps_of(view: View, model: str) -> list[int]:
+    breakdown = view.model(model).get("breakdown") or {}
+    return sorted(int(s) for s in breakdown) if isinstance(breakdown, Mapping) else []
+
+
+def at(view: View, model: str, step: int) -> Mapping[str, Any]:
+    entry = (view.model(model).get("breakdown") or {}).get(str(step))
+    return entry if isinstance(entry, Mapping) else {}
+
+
+def is_snapshot(view: View) -> bool:
+    """Every analysed model has exactly one checkpoint: bars, not lines over steps."""
+    models = [m for m in view.models() if steps_of(view, m)]
+    return bool(models) and all(len(steps_of(view, m)) == 1 for m in models)
+
+
+def _err(entry: Any) -> tuple[float | None, float | None, float | None]:
+    """Estimate and the distances to its CI bounds (None where unknown)."""
+    if not isinstance(entry, Mapping) or not finite(entry.get("estimate")):
+        return None, None, None
+    est = float(entry["estimate"])
+    low, high = entry.get("low"), entry.get("high")
+    if finite(low) and finite(high):
+        return est, float(high) - est, est - float(low)
+    return est, None, None
+
+
+def _bars(fig: Any, x: list[str], entries: list[Any], name: str, color: str, row: int = 1,
+          horizontal: bool = False) -> None:
+    values, plus, minus = zip(*(_err(e) for e in entries), strict=True) if entries else ((), (),
+                                                                                        ())
+    error = {"type": "data", "array": list(plus), "arrayminus": list(minus), "visible": True}
+    kw: dict[str, Any] = ({"y": x, "x": list(values), "orientation": "h", "error_x": error}
+                          if horizontal else {"x": x, "y": list(values), "error_y": error})
+    fig.add_trace(go.Bar(name=name, marker_color=color, **kw), row=row, col=1)
+
+
+def pro_anti(view: View) -> Any | None:
+    """Accuracy on pro and anti referenced prompts with CIs, and pro − anti below it; per
+    model a line over steps, or grouped bars when each model has one checkpoint."""
+    models = [m for m in view.models() if steps_of(view, m)]
+    if not models:
+        return None
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4], vertical_spacing=0.12,
+                        subplot_titles=["accuracy on referenced prompts",
+                                        "pro − anti (paired)"])
+    if is_snapshot(view):
+        names = [escape(m) for m in models]
+        for split in ("pro", "anti"):
+            _bars(fig, names, [at(view, m, steps_of(view, m)[0]).get("pro_anti", {})
+                               .get(f"accuracy/{split}") for m in models],
+                  f"{split}-stereotypical", SPLIT_COLORS[split])
+        _bars(fig, names, [at(view, m, steps_of(view, m)[0]).get("pro_anti", {})
+                           .get("accuracy/difference") for m in models],
+              "pro − anti", COLORS["gap"], row=2)
+        fig.update_layout(barmode="group")
+        fig.update_xaxes(type="category")
+        axis = Axis(by_step=False, categories=tuple(names))
+    else:
+        axis = Axis(by_step=True)
+        for i, model in enumerate(models):
+            steps = steps_of(view, model)
+            prefix = f"{escape(model)} · " if len(models) > 1 else ""
+            dash = ("solid", "dash", "dot")[i % 3]
+            for key, name, color, row in (
+                    ("accuracy/pro", "pro-stereotypical", SPLIT_COLORS["pro"], 1),
+                    ("accuracy/anti", "anti-stereotypical", SPLIT_COLORS["anti"], 1),
+                    ("accuracy/difference", "pro − anti", COLORS["gap"], 2)):
+                entries = [at(view, model, s).get("pro_anti", {}).get(key) for s in steps]
+                values, plus, minus = zip(*(_err(e) for e in entries), strict=True)
+                fig.add_trace(go.Scatter(
+                    x=steps, y=list(values), mode="lines+markers", name=prefix + name,
+                    line={"color": color, "dash": dash},
+                    error_y={"type": "data", "array": list(plus), "arrayminus": list(minus)}),
+                    row=row, col=1)
+    fig.add_hline(y=0, line={"color": "#999", "width": 1}, row=2, col=1)
+    fig.update_yaxes(title_text="accuracy", row=1, col=1)
+    fig.update_yaxes(title_text="pro − anti", row=2, col=1)
+    return style(fig, axis, height=600, rows=2)
+
+
+def last_occupations(view: View, model: str) -> tuple[int, list[Mapping[str, Any]]] | None:
+    steps = steps_of(view, model)
+    if not steps:
+        return None
+    rows = at(view, model, steps[-1]).get("occupations") or []
+    return steps[-1], [r for r in rows if isinstance(r, Mapping)]
+
+
+def occupations_ranked(view: View) -> Any | None:
+    """Per occupation, the preference on not-referenced prompts at each model's last
+    checkpoint with its CI, occupations ordered by the first model's value."""
+    models = [m for m in view.models() if last_occupations(view, m)]
+    if not models:
+        return None
+    first = last_occupations(view, models[0])
+    assert first is not None
+    order = sorted((r for r in first[1] if _err(r.get(PREFERENCE))[0] is not None),
+                   key=lambda r: _err(r.get(PREFERENCE))[0] or 0.0)
+    names = [str(r["occupation"]) for r in order]
+    fig = make_subplots(rows=1, cols=1)
+    for i, model in enumerate(models):
+        found = last_occupations(view, model)
+        assert found is not None
+        step, rows = found
+        by_name = {str(r["occupation"]): r for r in rows}
+        label = f"{escape(model)} (step {step})"
+        _bars(fig, [escape(n) for n in names], [by_name.get(n, {}).get(PREFERENCE)
+                                                for n in names],
+              label, FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i else COLORS["male"],
+              horizontal=True)
+    fig.add_vline(x=0, line={"color": "#999", "width": 1})
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title_text="log P(male) − log P(female), not-referenced prompts "
+                                "(positive: leans male)")
+    style(fig, Axis(by_step=True), height=max(440, 22 * len(names) * len(models) + 120))
+    fig.update_xaxes(title_text="log P(male) − log P(female) where the sentence gives no gender")
+    fig.update_yaxes(type="category")
+    return fig
+
+
+def occupation_heatmap(view: View, model: str) -> Any | None:
+    """Occupation × step heatmap of the not-referenced preference (sweeps only)."""
+    steps = steps_of(view, model)
+    if len(steps) < 2:
+        return None
+    table: dict[str, dict[int, float | None]] = {}
+    for step in steps:
+        for row in at(view, model, step).get("occupations") or []:
+            table.setdefault(str(row["occupation"]), {})[step] = _err(row.get(PREFERENCE))[0]
+    names = sorted(table, key=lambda n: table[n].get(steps[-1]) or 0.0)
+    z = [[table[n].get(s) for s in steps] for n in names]
+    top = max((abs(v) for r in z for v in r if v is not None), default=1.0) or 1.0
+    fig = go.Figure(go.Heatmap(z=z, x=[str(s) for s in steps], y=[escape(n) for n in names],
+                               colorscale="RdBu", zmid=0, zmin=-top, zmax=top,
+                               colorbar={"title": {"text": "male − female"}}))
+    style(fig, Axis(by_step=False, categories=tuple(str(s) for s in steps)),
+          height=max(440, 18 * len(names) + 120))
+    fig.update_xaxes(title_text="training step")
+    fig.update_yaxes(type="category")
+    return fig
+
+
+def versus_statistics(view: View) -> Any | None:
+    """Preference at each model's last checkpoint against the share of women (BLS)."""
+    occ = view.get("occupation_statistics", {})
+    shares = occ.get("bls_pct_female") if isinstance(occ, Mapping) else None
+    if not isinstance(shares, Mapping) or not shares:
+        return None
+    fig = go.Figure()
+    for i, model in enumerate(view.models()):
+        found = last_occupations(view, model)
+        if not found:
+            continue
+        step, rows = found
+        points = [(float(shares[str(r["occupation"]).lower()]), _err(r.get(PREFERENCE))[0],
+                   str(r["occupation"])) for r in rows
+                  if str(r["occupation"]).lower() in shares
+                  and _err(r.get(PREFERENCE))[0] is not None]
+        rho = (view.model(model).get("occupation_statistics") or {}).get("spearman") or {}
+        fig.add_trace(go.Scatter(
+            x=[p[0] for p in points], y=[p[1] for p in points], mode="markers+text",
+            text=[escape(p[2]) for p in points], textposition="top center",
+            name=f"{escape(model)} (step {step}; Spearman ρ {fmt(rho.get('estimate'))})",
+            marker={"color": FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i
+                    else COLORS["male"]}))
+    fig.add_hline(y=0, line={"color": "#999", "width": 1})
+    style(fig, Axis(by_step=True), height=520)
+    fig.update_xaxes(title_text="women in the occupation, % (U.S. BLS, as published with "
+                                "Winogender)")
+    fig.update_yaxes(title_text="log P(male) − log P(female), not-referenced")
+    return fig
+
+
+SNAPSHOT = (("jsdp_correct/male", "JSD-P, correct “male”"),
+            ("jsdp_correct/female", "JSD-P, correct “female”"),
+            ("jsdp_not_specified/male", "JSD-P of “male” where “not specified”"),
+            ("jsdp_not_specified/female", "JSD-P of “female” where “not specified”"),
+            ("stereotype_accuracy", "stereotype accuracy (0.5 unbiased)"))
+
+
+def snapshot(checkpoints: Sequence[Checkpoint], view: View) -> Any | None:
+    """One checkpoint per model: each per-answer metric as a bar per model, bootstrap CIs
+    over prompts as error bars (seed std where no CI exists)."""
+    groups = by_model(checkpoints)
+    fig = make_subplots(rows=1, cols=1)
+    drawn = False
+    for i, (model, points) in enumerate(groups.items()):
+        ckpt = points[-1]
+        names, entries = [], []
+        for key, name in SNAPSHOT:
+            value = ckpt["mean"].get(key)
+            if not finite(value):
+                continue
+            ci = view.ci(ckpt, key)
+            names.append(name)
+            entries.append({"estimate": value, "low": ci[0] if ci else None,
+                            "high": ci[1] if ci else None})
+        if names:
+            drawn = True
+            _bars(fig, names, entries, escape(model),
+                  FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i else COLORS["male"])
+    if not drawn:
+        return None
+    fig.update_layout(barmode="group")
+    style(fig, Axis(by_step=False, categories=tuple(n for _, n in SNAPSHOT)), height=460)
+    fig.update_xaxes(title_text="metric")
+    return fig

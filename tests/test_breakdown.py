@@ -1,0 +1,210 @@
+"""Where the bias is: pro against anti pairs, per-occupation preference, the occupation
+statistics (BLS share of women) and the snapshot view, from synthetic runs (no model)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biasscope.analysis import AnalysisOptions, full_summary
+from biasscope.backends.base import NextTokenScore
+from biasscope.cli import main
+from biasscope.data.sources import SOURCES
+from biasscope.items import Item
+from biasscope.metrics import breakdown, occupations
+from biasscope.probes import Probe, load_probe
+from biasscope.report.html import write_dynamics_report
+from biasscope.runs.checkpoints import Checkpoint
+from biasscope.runs.dynamics import SweepConfig, init_run, records_frame
+from biasscope.runs.store import RunStore, Unit
+from test_report import figures, section
+
+OPTIONS = AnalysisOptions(n_resamples=200)
+BLS_TITLE = "Gender preference against the share of women (U.S. BLS)"
+# Shares of women (%) for the fixture's occupations; CEO and construction worker are left
+# out (no match), "worker" is there to show that no alias joins it to "construction worker".
+BLS = {"designer": 54.0, "developer": 20.0, "mechanic": 1.8, "clerk": 69.5, "nurse": 89.6,
+       "hairdresser": 94.2, "teacher": 71.0, "physician": 37.9, "worker": 37.9}
+
+
+def write_statistics(root: Path) -> Path:
+    folder = root / "winogender"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["occupation\tbergsma_pct_female\tbls_pct_female\tbls_year"]
+    lines += [f"{name}\t10.0\t{share}\t2015" for name, share in BLS.items()]
+    (folder / "occupations-stats.tsv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def stereotyped(items: Sequence[Item], seed: int) -> list[NextTokenScore]:
+    """A model that knows the answer a little and the stereotype more: pro prompts right,
+    anti prompts wrong, and a lean to the stereotypical gender where no gender is given."""
+    rng = np.random.default_rng(seed)
+    scores = []
+    for item in items:
+        logits = rng.normal(0.0, 0.05, size=len(item.options)) - 6.0
+        logits[item.answer] += 1.0
+        logits[item.options.index(str(item.groups["stereotype"]))] += 1.5
+        scores.append(NextTokenScore(tuple(float(x) for x in logits), 3))
+    return scores
+
+
+def make_run(root: Path, probe: Probe, checkpoints: Sequence[Checkpoint]) -> Path:
+    store = RunStore(root)
+    init_run(store, [probe], SweepConfig(list(checkpoints), root, [0, 1],
+                                       comparable={"dtype": "auto", "first_token": False}))
+    for ckpt in checkpoints:
+        for seed in (0, 1):
+            unit = Unit(ckpt.model, ckpt.revision, probe.name, seed, ckpt.step)
+            items = probe.items(seed)
+            store.write_unit(unit, records_frame(unit, items, stereotyped(items, seed)))
+    return root
+
+
+@pytest.fixture(scope="module")
+def winobias(winobias_dir: Path) -> Probe:
+    return load_probe("winobias-gender", data_dir=winobias_dir)
+
+
+@pytest.fixture(scope="module")
+def bls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_statistics(tmp_path_factory.mktemp("bls"))
+
+
+@pytest.fixture(scope="module")
+def snapshot_run(tmp_path_factory: pytest.TempPathFactory, winobias: Probe) -> Path:
+    return make_run(tmp_path_factory.mktemp("snap"), winobias,
+                    [Checkpoint("a/model", "a/model", "step7", 7)])
+
+
+def test_pro_anti_is_paired_and_tested(snapshot_run: Path, bls_dir: Path) -> None:
+    summary = full_summary(RunStore(snapshot_run), OPTIONS, str(bls_dir))
+    result = summary["analysis"]["models"]["a/model"]
+    pa = result["breakdown"]["7"]["pro_anti"]
+    assert pa["n_pairs"] == 12  # 6 sentences x (dev, test), pro and anti paired by line
+    assert pa["accuracy/pro"]["estimate"] == 1.0 and pa["accuracy/anti"]["estimate"] == 0.0
+    assert pa["accuracy/difference"]["estimate"] == 1.0
+    test = pa["accuracy/test"]
+    assert test["effect_size"] == 1.0 and test["n_nonzero"] == 12 and test["significant"]
+    assert pa["jsdp_correct/difference"]["estimate"] > 0  # worse on anti
+    assert pa["jsdp_correct/difference"]["low"] > 0
+    assert any("1 on pro-stereotypical and 0 on anti-stereotypical sentences; pro − anti = +1"
+               in s for s in result["sentences"])
+    assert any("at its one checkpoint (step 7)" in s for s in result["sentences"])
+
+
+def test_pairs_join_the_same_line_of_pro_and_anti() -> None:
+    """Pairs are matched by subset and line, not by position: (a: 1 vs 0, b: 0 vs 1)."""
+    pm = pd.DataFrame({
+        "prompt": ["p1", "p2", "p3", "p4"], "pair": ["dev-001", "dev-002", "dev-002", "dev-001"],
+        "split": ["pro", "pro", "anti", "anti"], "kind": ["referenced"] * 4,
+        "occupation": ["nurse"] * 4, "stereotype": ["female"] * 4,
+        "correct": [1.0, 0.0, 1.0, 0.0], "jsdp_correct": [0.1, 0.3, 0.1, 0.3],
+        "lp_diff": [0.0] * 4, "p_diff": [0.0] * 4})
+    out = breakdown.pro_anti(pm, 0.95, 100)
+    assert out["n_pairs"] == 2 and out["accuracy/difference"]["estimate"] == 0.0
+    assert out["accuracy/test"]["effect_size"] == 0.0  # +1 and −1: balanced
+
+
+def test_pair_id_is_the_sentence_line_without_its_split(winobias: Probe) -> None:
+    items = winobias.items(0)[:2]
+    unit = Unit("m", "m", "winobias-gender", 0, 1)
+    values = breakdown.record_values(records_frame(unit, items, stereotyped(items, 0)))
+    assert list(values["pair"]) == ["dev-001", "dev-001"]
+    assert values["lp_diff"].notna().all() and (values["p_diff"].abs() <= 1).all()
+
+
+def test_per_occupation_preference_follows_the_stereotype(snapshot_run: Path,
+                                                          bls_dir: Path) -> None:
+    summary = full_summary(RunStore(snapshot_run), OPTIONS, str(bls_dir))
+    result = summary["analysis"]["models"]["a/model"]
+    rows = {r["occupation"]: r for r in result["breakdown"]["7"]["occupations"]}
+    for row in rows.values():
+        sign = 1 if row["stereotype"] == "male" else -1
+        for kind in ("referenced", "not-referenced"):
+            if row[f"{kind}/n"]:
+                assert sign * row[f"{kind}/lp_diff"]["estimate"] > 1.0
+                assert sign * row[f"{kind}/p_diff"]["estimate"] > 0
+    nurse = rows["nurse"]
+    assert nurse["not-referenced/lp_diff"]["low"] <= nurse["not-referenced/lp_diff"]["estimate"]
+    referenced = [r for r in rows.values() if r["referenced/n"]]
+    assert all(r["accuracy/pro"] == 1.0 and r["accuracy/anti"] == 0.0 for r in referenced)
+    ten = next(s for s in result["sentences"] if "occupations it genders most" in s)
+    assert "nurse leans female" in ten and "as the stereotype" in ten
+
+
+def test_occupation_statistics_match_exactly_and_correlate(snapshot_run: Path,
+                                                          bls_dir: Path) -> None:
+    summary = full_summary(RunStore(snapshot_run), OPTIONS, str(bls_dir))
+    occ = summary["analysis"]["occupation_statistics"]
+    assert occ["unavailable"] is None
+    assert "CEO" in occ["unmatched"] and "construction worker" in occ["unmatched"]
+    assert "nurse" in occ["matched"] and "worker" not in occ["bls_pct_female"]
+    rho = summary["analysis"]["models"]["a/model"]["occupation_statistics"]["spearman"]
+    # clerk and physician are only ever referenced in the fixture: no not-referenced value
+    assert len(occ["matched"]) == 8 and rho["n"] == 6 and rho["estimate"] < -0.5
+    assert rho["low"] is not None and rho["low"] <= rho["estimate"] <= rho["high"]
+    assert any("No BLS figure for: CEO, construction worker" in s
+               for s in summary["analysis"]["sentences"])
+
+
+def test_spearman_with_bootstrap_interval() -> None:
+    x = np.arange(10, dtype=np.float64)
+    rho = occupations.spearman(x, -x, 0.95, 200)
+    assert rho["estimate"] == pytest.approx(-1.0) and rho["high"] == pytest.approx(-1.0)
+    assert occupations.spearman(x[:2], x[:2], 0.95, 200)["estimate"] is None
+
+
+def test_missing_statistics_are_said_not_an_error(snapshot_run: Path, tmp_path: Path) -> None:
+    stats = occupations.load(tmp_path)
+    assert stats.unavailable and "biasscope data fetch winogender" in stats.unavailable
+    report = write_dynamics_report(snapshot_run, tmp_path / "r.html", OPTIONS, str(tmp_path))
+    page = report.read_text(encoding="utf-8")
+    assert "Not available: it is neither in --data-dir" in section(page, BLS_TITLE)
+    (tmp_path / "winogender").mkdir()
+    (tmp_path / "winogender" / "occupations-stats.tsv").write_text("a\tb\n1\t2\n")
+    assert "has no columns occupation" in str(occupations.load(tmp_path).unavailable)
+
+
+def test_statistics_file_is_pinned() -> None:
+    pinned = SOURCES[("winogender", "occupations-stats.tsv")]
+    assert pinned.size == 1578 and pinned.sha256 is not None
+    assert pinned.sha256.startswith("3f7f37c1") and "1c7f8b481ad8" in pinned.url
+
+
+def _bar_names(page: str, index: int) -> list[Any]:
+    return [t.get("name") for t in figures(page)[index][0]]
+
+
+def test_snapshot_of_two_models_side_by_side(tmp_path: Path, winobias: Probe,
+                                             bls_dir: Path) -> None:
+    run = make_run(tmp_path / "run", winobias, [Checkpoint("a/model", "a/model", "step7", 7),
+                                                Checkpoint("b/model", "b/model", "step7", 7)])
+    assert main(["report", str(run), "--data-dir", str(bls_dir)]) == 0
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Snapshot: metrics per model</h2>" in page
+    assert _bar_names(page, 0) == ["a/model", "b/model"]
+    assert "Significance of model differences" in page
+    pro_anti = section(page, "Pro- against anti-stereotypical sentences")
+    assert "Plotly.newPlot" in pro_anti
+    assert "Plotly.newPlot" in section(page, BLS_TITLE)
+    assert "over training:" not in page.split("<h2>Gender preference per occupation</h2>")[1]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["analysis"]["occupation_statistics"]["path"].endswith(
+        "winogender/occupations-stats.tsv")
+
+
+def test_sweep_gains_the_heatmap(tmp_path: Path, winobias: Probe, bls_dir: Path) -> None:
+    run = make_run(tmp_path / "run", winobias,
+                   [Checkpoint("a/model", "a/model", f"step{s}", s) for s in (1, 2)])
+    page = write_dynamics_report(run, options=OPTIONS, data_dir=str(bls_dir)).read_text(
+        encoding="utf-8")
+    heat = section(page, "Gender preference per occupation over training: a/model")
+    assert '"type":"heatmap"' in heat.replace(" ", "")
+    assert "<h2>Accuracy vs Average Rank per correct answer</h2>" in page  # lines kept

@@ -31,6 +31,7 @@ from biasscope.runs.dynamics import SweepConfig, init_run, records_frame
 from biasscope.runs.store import RunStore, Unit, write_json
 from biasscope.sensitivity.data import Constitution, Principle
 from browser import PAYLOAD, PAYLOADS, chromium, open_report, require_browser
+from test_breakdown import write_statistics
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +57,15 @@ class HostileProbe:
         return {**self.base.config(), "template": PAYLOAD + " {sentence}"}
 
 
-def dynamics_report(root: Path, winobias_dir: Path) -> Path:
+def dynamics_report(root: Path, winobias_dir: Path, snapshot: bool = False) -> Path:
+    """A sweep of hostile-named checkpoints; ``snapshot``: two hostile-named models at one
+    step each, with the occupation statistics (its bars, pro/anti, occupations and BLS
+    figures)."""
     probe = HostileProbe(load_probe("winobias-gender", data_dir=winobias_dir))
     ckpts = [Checkpoint(PAYLOADS[i % len(PAYLOADS)], "/models/x", f"{PAYLOADS[2]}rev{s}", s)
              for i, s in enumerate((0, 1000, 2000))]
+    if snapshot:
+        ckpts = [Checkpoint(PAYLOADS[i], "/models/x", f"{PAYLOADS[2]}rev5", 5) for i in (0, 1)]
     store = RunStore(root)
     init_run(store, [probe], SweepConfig(ckpts, root, [0, 1],
                                          comparable={"dtype": "auto", "first_token": False}))
@@ -71,6 +77,9 @@ def dynamics_report(root: Path, winobias_dir: Path) -> Path:
             scores = [NextTokenScore(tuple(float(x) for x in rng.normal(-6, 0.5, len(it.options))),
                                      int(rng.integers(1, 40))) for it in items]
             store.write_unit(unit, records_frame(unit, items, scores))
+    if snapshot:
+        data = write_statistics(root.parent / "bls")
+        return write_dynamics_report(root, data_dir=str(data))
     return write_dynamics_report(root)
 
 
@@ -139,6 +148,7 @@ def sensitivity_report(root: Path) -> Path:
 
 REPORTS: dict[str, Callable[[Path, Path], Path]] = {
     "dynamics": dynamics_report,
+    "dynamics-snapshot": lambda root, data: dynamics_report(root, data, snapshot=True),
     "audit": lambda root, _: audit_report(root),
     "judge": lambda root, _: judge_report(root),
     "sensitivity": lambda root, _: sensitivity_report(root),
@@ -158,6 +168,8 @@ def test_report_renders_and_runs_no_model_text(kind: str, browser: Any, tmp_path
     dom = opened.dom
     figures = html.count("Plotly.newPlot(")
     assert figures >= 1
+    if kind == "dynamics-snapshot":  # bars per model, not lines; the BLS figure drawn
+        assert "<h2>Snapshot: metrics per model</h2>" in html and "Spearman ρ" in html
     assert dom["figureDivs"] == dom["plots"] == dom["plotsWithSvg"] == figures, dom
     assert dom["plotsWithData"] == figures
     assert opened.hovered >= figures

@@ -89,10 +89,15 @@ def test_an_exception_mid_write_leaves_no_temp_file(tmp_path, monkeypatch):
 
 
 def test_a_lone_surrogate_is_written_as_valid_json(tmp_path):
+    # An input line holding one is refused (tests/test_user_errors.py); an answer may hold one.
+    class Halves(Echo):
+        def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
+            return [Generation("x\udc80y") for _ in requests]
+
     prompts = tmp_path / "in.jsonl"
-    prompts.write_text('{"id": "a", "prompt": "x\\udc80y"}\n')
+    prompts.write_text('{"id": "a", "prompt": "xy"}\n')
     out = tmp_path / "gen.jsonl"
-    generate_file(Echo(), prompts, out, GenerateParams(), None)
+    generate_file(Halves(), prompts, out, GenerateParams(), None)
     assert json.loads(out.read_text(encoding="utf-8"))["text"] == "x\udc80y"
     assert temp_files(tmp_path) == []
 

@@ -8,13 +8,13 @@ judge-audit, sensitivity) in ``biasscope.cli_models``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from biasscope import cli_args as A
 from biasscope import cli_models as models
 from biasscope.errors import BiasscopeError
 
@@ -32,13 +32,7 @@ def _checkpoints(args: argparse.Namespace) -> list[Any]:
     specs: list[dict[str, Any]] = [{"model": m, "revisions": revisions} for m in args.model or []]
     specs += [{"checkpoint_glob": g, "name": n} for n, g in map(_named, args.checkpoint_glob or [])]
     if args.models_file:
-        try:
-            loaded = json.loads(Path(args.models_file).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise BiasscopeError(f"--models-file {args.models_file}: {exc}") from None
-        if not isinstance(loaded, list):
-            raise BiasscopeError(f"--models-file {args.models_file}: expected a JSON list")
-        specs += loaded
+        specs += A.models_file(args.models_file)  # each entry's fields checked, by number
     if not specs:
         raise BiasscopeError("give --model, --checkpoint-glob or --models-file")
     checkpoints = []
@@ -100,7 +94,8 @@ def _dynamics(args: argparse.Namespace) -> int:
     _analysis_options(args, RunStore(args.out))  # a bad --alpha fails before, not after, a sweep
     seeds = parse_seeds(args.seeds)
     checkpoints = _checkpoints(args)
-    template = Path(args.prompt_template).read_text() if args.prompt_template else None
+    template = A.read_text(args.prompt_template, "--prompt-template") if (
+        args.prompt_template) else None
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
         probes = [load_probe(args.probe, data_dir=args.data_dir, template=template)]
         if args.performance:
@@ -124,7 +119,9 @@ def _dynamics(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from biasscope.demo import run_demo
 
-    result = run_demo(out=Path(args.out), bias=args.bias, seed=args.seed, quiet=args.quiet)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after training
+    result = run_demo(out=out, bias=args.bias, seed=args.seed, quiet=args.quiet)
     print(f"run: {result.run_dir}  report: {result.report}")
     return 0
 
@@ -176,7 +173,7 @@ def _analysis_args(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = A.OneLineParser(
         prog="biasscope", description="Measure bias and fairness in language models, with "
         "token-level precision and real statistics.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -198,15 +195,16 @@ def build_parser() -> argparse.ArgumentParser:
     dyn.add_argument("--lm-eval-metric", help="task/metric in those files, e.g. lambada_openai/acc")
     _analysis_args(dyn)
     dyn.add_argument("--probe", default="winobias-gender")
-    dyn.add_argument("--seeds", default="0-4", help="option-order seeds, e.g. 0-4 or 0,3")
-    dyn.add_argument("--out", required=True,
+    dyn.add_argument("--seeds", default="0-4", type=A.seed_spec,
+                     help="option-order seeds, e.g. 0-4 or 0,3")
+    dyn.add_argument("--out", required=True, type=A.run_dir,
                      help="run directory, or an fsspec URL such as s3://bucket/run "
                      "(reused runs resume)")
     dyn.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"),
                      help="local copy of the datasets (<data-dir>/winobias/...)")
     dyn.add_argument("--prompt-template", help="file with a prompt template ({sentence}, "
                      "{occupation}, {o1}, {o2}, {o3})")
-    dyn.add_argument("--batch-size", type=int, default=32)
+    dyn.add_argument("--batch-size", type=A.positive_int, default=32)
     dyn.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     dyn.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16",
                                                          "bfloat16"])
@@ -216,24 +214,25 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run the model repo's own code (off by default)")
     dyn.add_argument("--allow-pickle", action="store_true",
                      help="load pickle weights (.bin/.pt), which can run code; off by default")
-    dyn.add_argument("--limit", type=int, help="only the first N items per seed (smoke tests)")
+    dyn.add_argument("--limit", type=A.positive_int,
+                     help="only the first N items per seed (smoke tests)")
     dyn.add_argument("--executor", choices=["local", "ray"], default="local",
                      help="local: this process (default); ray: one Ray task per checkpoint, "
                      "units written straight into --out (needs the 'ray' extra)")
     dyn.add_argument("--ray-address", help="Ray cluster to join, e.g. auto or "
                      "ray://head:10001 (default: a local Ray on this machine)")
-    dyn.add_argument("--gpus-per-unit", type=float, default=0,
+    dyn.add_argument("--gpus-per-unit", type=A.non_negative_float, default=0,
                      help="GPUs each Ray task requests; 0.5 lets two share a GPU (default 0)")
-    dyn.add_argument("--cpus-per-unit", type=float, default=1,
+    dyn.add_argument("--cpus-per-unit", type=A.positive_float, default=1,
                      help="CPUs each Ray task requests (default 1)")
     dyn.add_argument("--quiet", action="store_true", help="no progress bars")
     dyn.set_defaults(func=_dynamics)
 
     demo = sub.add_parser("demo", help="train a tiny model with injected bias and sweep it")
-    demo.add_argument("--out", default="demo-run")
-    demo.add_argument("--bias", type=float, default=0.95,
+    demo.add_argument("--out", default="demo-run", type=A.run_dir)
+    demo.add_argument("--bias", type=A.probability, default=0.95,
                       help="share of stereotypical pronouns in the corpus, 0.5 (none) to 1.0")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=A.seed, default=0)
     demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(func=_demo)
 
@@ -267,6 +266,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("biasscope: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    except OSError as exc:  # the file system said no (a directory in the way, no permission)
+        where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+        what = f"{where}: {exc.strerror or exc}" if where else str(exc)
+        print(f"biasscope: error: {what}", file=sys.stderr)
+        return 2
     return code
 
 

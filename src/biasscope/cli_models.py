@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from biasscope import cli_args as A
 from biasscope.errors import BiasscopeError
 
 
@@ -158,9 +159,12 @@ def _backend_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="server URL for openai / openai-compatible")
     parser.add_argument("--api-key-env", help="environment variable that holds the API key "
                         "(default OPENAI_API_KEY); keys are never written anywhere")
-    parser.add_argument("--concurrency", type=int, default=8, help="requests in flight at once")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per attempt")
-    parser.add_argument("--retries", type=int, default=5, help="retries on 429/5xx/timeouts")
+    parser.add_argument("--concurrency", type=A.positive_int, default=8,
+                        help="requests in flight at once")
+    parser.add_argument("--timeout", type=A.positive_float, default=60.0,
+                        help="seconds per attempt")
+    parser.add_argument("--retries", type=A.non_negative_int, default=5,
+                        help="retries on 429/5xx/timeouts")
     parser.add_argument("--cache", help="response cache file (default "
                         "~/.cache/biasscope/responses.sqlite or $BIASSCOPE_RESPONSE_CACHE)")
     parser.add_argument("--no-cache", action="store_true",
@@ -175,7 +179,8 @@ def _probe_data_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-rate", choices=["0.0", "0.5", "1.0"], default="0.5",
                         help="adult-counterfactual: DecodingTrust's test file whose share of "
                         "'yes' labels differs by this much between men and women")
-    parser.add_argument("--limit", type=int, help="at most N items per probe: bbq samples whole "
+    parser.add_argument("--limit", type=A.positive_int,
+                        help="at most N items per probe: bbq samples whole "
                         "examples stratified by category (seed 0), adult keeps whole pairs, "
                         "others take the first N")
 
@@ -204,15 +209,16 @@ def _judge_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, help="JSONL of {id, text} (with --labels) or "
                         "{id, prompt, a, b[, model_a, model_b]}")
     parser.add_argument("--labels", help="JSON object of label name: description")
-    parser.add_argument("--out", required=True, help="run directory")
+    parser.add_argument("--out", required=True, type=A.run_dir, help="run directory")
     parser.add_argument("--position", default="shuffle",
                         choices=["shuffle", "consensus", "permute", "fixed"])
-    parser.add_argument("--samples", type=int, help="permute: seeded orders (default: all)")
+    parser.add_argument("--samples", type=A.positive_int,
+                        help="permute: seeded orders (default: all)")
     parser.add_argument("--reasoning", action="store_true", help="chain of thought first")
     parser.add_argument("--keys", default="ABCDEFGHIJKLMNOPQRSTUVWXYZ",
                         help="neutral answer keys, e.g. ABCD or 1,2,3")
     parser.add_argument("--no-logit-bias", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=A.seed, default=0)
     _backend_args(parser)
 
 
@@ -279,11 +285,11 @@ def register(sub: Any) -> None:
     gen.add_argument("--input", required=True, help="JSONL: {id, prompt} or {id, messages}, "
                      "optionally options")
     gen.add_argument("--out", required=True, help="JSONL of generations")
-    gen.add_argument("--temperature", type=float, default=0.0)
-    gen.add_argument("--max-tokens", type=int, default=256)
-    gen.add_argument("--seed", type=int)
+    gen.add_argument("--temperature", type=A.non_negative_float, default=0.0)
+    gen.add_argument("--max-tokens", type=A.positive_int, default=256)
+    gen.add_argument("--seed", type=A.seed)
     gen.add_argument("--stop", action="append", help="stop string; repeatable")
-    gen.add_argument("--top-logprobs", type=int, default=0,
+    gen.add_argument("--top-logprobs", type=A.non_negative_int, default=0,
                      help="ask for per-token logprobs with this many alternatives")
     _backend_args(gen)
     gen.set_defaults(func=_generate)
@@ -298,13 +304,14 @@ def register(sub: Any) -> None:
     audit.add_argument("--probes", default="adult-counterfactual,professional-bias,bbq",
                        help="comma-separated; bbq:Age,Religion selects BBQ categories")
     _probe_data_args(audit)
-    audit.add_argument("--out", required=True, help="run directory (reused runs resume)")
+    audit.add_argument("--out", required=True, type=A.run_dir,
+                       help="run directory (reused runs resume)")
     audit.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"))
     audit.add_argument("--scoring", choices=["auto", "options", "generate"], default="auto",
                        help="auto: option scoring for local hf: models, generation otherwise")
-    audit.add_argument("--max-tokens", type=int, default=64)
-    audit.add_argument("--temperature", type=float, default=0.0)
-    audit.add_argument("--seed", type=int)
+    audit.add_argument("--max-tokens", type=A.positive_int, default=64)
+    audit.add_argument("--temperature", type=A.non_negative_float, default=0.0)
+    audit.add_argument("--seed", type=A.seed)
     _backend_args(audit)
     audit.set_defaults(func=_probe)
 
@@ -335,7 +342,8 @@ def register(sub: Any) -> None:
                       help="ccai:topK, or a YAML / JSON / text file of principles")
     sens.add_argument("--prompts", default="hh-rlhf:harmless-base:200",
                       help="hh-rlhf:harmless-base:N, or a JSONL file of conversations")
-    sens.add_argument("--out", required=True, help="run directory (reruns send no requests)")
+    sens.add_argument("--out", required=True, type=A.run_dir,
+                      help="run directory (reruns send no requests)")
     sens.add_argument("--direction", choices=["toward", "away", "both"], default="toward",
                       help="revise to conform more (toward), less (away), or both")
     sens.add_argument("--critique-template", help="file: critique request ({conversation}, "

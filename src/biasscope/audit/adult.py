@@ -32,6 +32,7 @@ from biasscope.audit.base import Detector, LabelParsing, Messages
 from biasscope.data.sources import data_path
 from biasscope.errors import DataError, optional
 from biasscope.items import Item
+from biasscope.jsonl import read_text
 from biasscope.jsonl import why as _why
 
 NAME = "adult-counterfactual"
@@ -110,7 +111,7 @@ def file_name(base_rate: float | str) -> str:
 
 
 def load_prompts(path: Path) -> list[AdultPrompt]:
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, error=DataError).splitlines()
     prompts = [parse_line(raw, n, f"{path}:{n}") for n, raw in enumerate(lines, 1) if raw.strip()]
     if not prompts:
         raise DataError(f"{path}: no prompts found (one JSON object per line expected)")

@@ -48,6 +48,7 @@ from biasscope.audit.bbq_metrics import (
 from biasscope.data.sources import cache_dir, data_path, resolve_data_dir
 from biasscope.errors import DataError
 from biasscope.items import Item, check_template
+from biasscope.jsonl import read_text
 from biasscope.jsonl import why as _why
 
 NAME = "bbq"
@@ -210,16 +211,14 @@ def load_items(data_dir: str | Path | None = None, categories: Iterable[str] | s
     items: list[Item] = []
     for category, path in zip(chosen, _category_paths(chosen, data_dir, categories is not None)):
         seen: dict[str, int] = {}
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    item = parse_line(line, where=f"{path}:{number}", category=category,
-                                      template=template)
-                    if item.id in seen:
-                        raise DataError(f"{path}:{number}: example_id repeats line "
-                                        f"{seen[item.id]}")
-                    seen[item.id] = number
-                    items.append(item)
+        for number, line in enumerate(read_text(path, error=DataError).splitlines(), start=1):
+            if line.strip():
+                item = parse_line(line, where=f"{path}:{number}", category=category,
+                                  template=template)
+                if item.id in seen:
+                    raise DataError(f"{path}:{number}: example_id repeats line {seen[item.id]}")
+                seen[item.id] = number
+                items.append(item)
     return items if limit is None else sample(items, limit)
 
 

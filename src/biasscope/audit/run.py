@@ -110,6 +110,10 @@ class StoredResponses:
             item_id = str(row["item_id"])
             seen[item_id] = seen.get(item_id, 0) + 1
             self.by_id[item_id] = row["response"]
+        if not seen:
+            raise BiasscopeError(f"{self.path}: no responses in the file; write one "
+                                 "{\"item_id\": ..., \"response\": ...} object per line (ids "
+                                 "from `biasscope items`)")
         repeated = sorted(k for k, n in seen.items() if n > 1)
         if repeated:
             more = " ..." if len(repeated) > 20 else ""

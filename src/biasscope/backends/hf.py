@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.base import ContinuationScore, NextTokenScore
+from biasscope.backends.loading import loading
 from biasscope.backends.weights import fault_in, read_ahead
 from biasscope.errors import ModelError
 from biasscope.items import Item
@@ -63,9 +64,19 @@ def resolve_device(name: str) -> Any:
         mps = getattr(torch.backends, "mps", None)
         return torch.device("mps" if mps is not None and mps.is_available() else "cpu")
     try:
-        return torch.device(name)
+        device = torch.device(name)
     except RuntimeError:
         raise ModelError(f"unknown device {name!r}: use auto, cpu, cuda, cuda:N or mps") from None
+    mps = getattr(torch.backends, "mps", None)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ModelError(f"--device {name}: no CUDA device here (torch {torch.__version__}); "
+                         "use --device cpu or auto")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ModelError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA "
+                         f"device(s), numbered from 0")
+    if device.type == "mps" and not (mps is not None and mps.is_available()):
+        raise ModelError(f"--device {name}: MPS is not available here; use --device cpu or auto")
+    return device
 
 
 def _dtype(name: str, device: Any) -> Any:
@@ -101,11 +112,12 @@ def load_model(ckpt: Checkpoint, options: HFOptions) -> Any:
     check_weights(ckpt.source, options.allow_pickle)
     device = resolve_device(options.device)
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            ckpt.source, revision=ckpt.revision, dtype=_dtype(options.dtype, device),
-            trust_remote_code=options.trust_remote_code,
-            use_safetensors=None if options.allow_pickle else True,
-        )
+        with loading(f"checkpoint {ckpt.label}"):  # damaged weights, shapes unlike the config
+            model = AutoModelForCausalLM.from_pretrained(
+                ckpt.source, revision=ckpt.revision, dtype=_dtype(options.dtype, device),
+                trust_remote_code=options.trust_remote_code,
+                use_safetensors=None if options.allow_pickle else True,
+            )
     except (OSError, ValueError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if not options.allow_pickle and "safetensors" in first and not Path(ckpt.source).is_dir():

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import random
+import re
 import threading
 import time
 from collections.abc import Coroutine, Sequence
@@ -82,17 +84,22 @@ def retry_after(exc: Exception) -> float | None:
         return None
     if (ms := headers.get("retry-after-ms")) is not None:
         try:
-            return float(ms) / 1000
+            if math.isfinite(wait := float(ms) / 1000):
+                return max(0.0, wait)
         except ValueError:
             pass
     value = headers.get("retry-after")
     if value is None:
         return None
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, when.timestamp() - time.time()) if when else None
+        try:  # an HTTP date; anything else ("soon") is no hint, and the backoff decides
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        seconds = when.timestamp() - time.time() if when.tzinfo else math.nan
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 class OpenAIGenerator:
@@ -264,10 +271,10 @@ class OpenAIGenerator:
             raise ValueError(f"no choices in the response of {self.base_url}")
         choice = choices[0]
         if request.messages is not None:
-            text = choice.message.content or ""
+            text = whole(choice.message.content or "")
             tokens = _chat_tokens(getattr(choice, "logprobs", None))  # litellm may omit it
         else:
-            text = choice.text or ""
+            text = whole(choice.text or "")
             tokens = _completion_tokens(getattr(choice, "logprobs", None))
         if request.params.wants_logprobs and "logprobs" not in self.capabilities:
             self.capabilities["logprobs"] = tokens is not None
@@ -279,13 +286,22 @@ class OpenAIGenerator:
             attempts=attempt)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def whole(text: str) -> str:
+    """``text`` with each lone UTF-16 surrogate replaced by U+FFFD. A server's JSON may spell
+    half a character (``"\\ud83d"``, a byte-level token cut mid-emoji); UTF-8 cannot hold it,
+    so neither the cache nor the output file could, and the answer keeps a visible mark."""
+    return _SURROGATE.sub("\ufffd", text) if isinstance(text, str) and not text.isascii() else text
+
+
 def _chat_tokens(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
     content = getattr(logprobs, "content", None) if logprobs is not None else None
     if content is None:
         return None
-    return tuple(TokenLogprob(t.token, float(t.logprob),
-                              tuple((a.token, float(a.logprob)) for a in t.top_logprobs or ()))
-                 for t in content)
+    return tuple(TokenLogprob(whole(t.token), float(t.logprob), tuple(
+        (whole(a.token), float(a.logprob)) for a in t.top_logprobs or ())) for t in content)
 
 
 def _completion_tokens(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
@@ -295,8 +311,8 @@ def _completion_tokens(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
     values = logprobs.token_logprobs or [None] * len(tokens)
     tops = logprobs.top_logprobs or [None] * len(tokens)
     return tuple(
-        TokenLogprob(token, float(value) if value is not None else float("nan"),
-                     tuple(sorted(((k, float(v)) for k, v in (top or {}).items()),
+        TokenLogprob(whole(token), float(value) if value is not None else float("nan"),
+                     tuple(sorted(((whole(k), float(v)) for k, v in (top or {}).items()),
                                   key=lambda kv: -kv[1])))
         for token, value, top in zip(tokens, values, tops))
 
@@ -313,7 +329,7 @@ def _server_tokenize(base_url: str, model: str, text: str, key: str) -> list[int
                 (f"{root}/tokenize", {"model": model, "prompt": "{text}"}),  # vLLM
                 (f"{root}/tokenize", {"content": "{text}"})]  # llama.cpp server
     for url, shape in attempts:
-        found = []
+        found: list[list[int]] = []
         for value in (text, ""):
             body = {k: (value if v == "{text}" else v) for k, v in shape.items()}
             request = urllib.request.Request(
@@ -322,11 +338,13 @@ def _server_tokenize(base_url: str, model: str, text: str, key: str) -> list[int
             try:
                 with urllib.request.urlopen(request, timeout=10) as response:
                     tokens = json.loads(response.read()).get("tokens")
-            except (urllib.error.URLError, OSError, ValueError, AttributeError):
+            except (urllib.error.URLError, OSError, ValueError, AttributeError, RecursionError):
                 break
-            if not isinstance(tokens, list):
-                break
-            found.append([int(t["id"] if isinstance(t, dict) else t) for t in tokens])
+            ids: list[Any] = [t.get("id") if isinstance(t, dict) else t for t in tokens
+                              ] if isinstance(tokens, list) else [None]
+            if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+                break  # not token ids (strings, floats, objects without "id"): no tokenizer
+            found.append(ids)
         if len(found) == 2:
             ids, prefix = found
             return ids[len(prefix):] if ids[: len(prefix)] == prefix else ids

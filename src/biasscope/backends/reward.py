@@ -32,6 +32,7 @@ from biasscope.backends.hf import (
     load_tokenizer,
     resolve_device,
 )
+from biasscope.backends.loading import loading
 from biasscope.errors import BiasscopeError, ModelError
 from biasscope.runs.checkpoints import Checkpoint, from_model
 
@@ -89,10 +90,11 @@ def _load_classifier(ckpt: Checkpoint, options: RewardOptions) -> Any:
     check_weights(ckpt.source, options.allow_pickle)
     device = resolve_device(options.device)
     try:
-        model, info = AutoModelForSequenceClassification.from_pretrained(
-            ckpt.source, revision=ckpt.revision, dtype=_dtype(options.dtype, device),
-            trust_remote_code=options.trust_remote_code, output_loading_info=True,
-            use_safetensors=None if options.allow_pickle else True)
+        with loading(f"reward model {ckpt.label}"):  # damaged weights, shapes unlike the config
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                ckpt.source, revision=ckpt.revision, dtype=_dtype(options.dtype, device),
+                trust_remote_code=options.trust_remote_code, output_loading_info=True,
+                use_safetensors=None if options.allow_pickle else True)
     except (OSError, ValueError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"cannot load reward model {ckpt.label}: {first}") from None

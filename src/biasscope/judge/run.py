@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.errors import BiasscopeError
-from biasscope.jsonl import read_jsonl
+from biasscope.jsonl import read_jsonl, read_text
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.tasks import classify, compare
 from biasscope.runs.store import write_bytes, write_json
@@ -64,8 +64,8 @@ def read_task(path: str | os.PathLike[str]) -> Task:
 
 def read_labels(path: str | os.PathLike[str]) -> dict[str, str]:
     try:
-        labels = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        labels = json.loads(read_text(path))
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise BiasscopeError(f"{path}: cannot read a label set ({exc})") from None
     if not isinstance(labels, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):

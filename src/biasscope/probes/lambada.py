@@ -12,6 +12,7 @@ from pathlib import Path
 from biasscope.data.sources import data_path
 from biasscope.errors import DataError
 from biasscope.items import Item
+from biasscope.jsonl import read_text
 
 NAME = "lambada"
 
@@ -19,7 +20,7 @@ NAME = "lambada"
 def load_passages(path: Path) -> list[tuple[int, str, str]]:
     """(line number, context, last word) per passage; malformed lines name file and line."""
     out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_text(path, error=DataError).splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from biasscope.data.sources import data_path
 from biasscope.errors import DataError
 from biasscope.items import Item, check_template
+from biasscope.jsonl import read_text
 
 NAME = "winobias-gender"
 OPTIONS = ("male", "female", "not specified")
@@ -68,7 +69,7 @@ class WinoSentence:
 
 
 def read_occupations(path: Path) -> list[str]:
-    words = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    words = [line.strip() for line in read_text(path, error=DataError).splitlines()]
     words = [w for w in words if w]
     if not words:
         raise DataError(f"{path}: no occupations found (one per line expected)")
@@ -123,7 +124,7 @@ def load_sentences(
             if split not in SPLITS or subset not in SUBSETS:
                 raise DataError(f"unknown WinoBias part {split}/{subset}: use pro|anti, dev|test")
             path = data_path("winobias", f"{split}_stereotyped_type2.txt.{subset}", data_dir)
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = read_text(path, error=DataError).splitlines()
             for number, line in enumerate(lines, start=1):
                 if line.strip():
                     sentences.append(parse_line(

@@ -201,16 +201,27 @@ def distinct(checkpoints: Sequence[Checkpoint], known: Sequence[dict[str, Any]] 
     return out
 
 
+MAX_SEEDS = 10_000  # each seed is a whole pass over every checkpoint
+
+
 def parse_seeds(text: str) -> list[int]:
-    """``0-4`` or ``0,2,7`` (or a mix) to a sorted list of distinct seeds."""
+    """``0-4`` or ``0,2,7`` (or a mix) to a sorted list of distinct seeds, at most
+    ``MAX_SEEDS`` of them (counted before any range is built: ``0-99999999999`` is refused,
+    not a memory error)."""
     seeds: set[int] = set()
-    try:
-        for part in filter(None, (p.strip() for p in text.split(","))):
-            lo, dash, hi = part.partition("-")
-            seeds.update(range(int(lo), int(hi) + 1) if dash else [int(lo)])
-    except ValueError:
-        raise BiasscopeError(
-            f"--seeds {text!r}: use a range like 0-4 or a list like 0,2,7") from None
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo_text, dash, hi_text = part.partition("-")
+        try:
+            lo, hi = int(lo_text), int(hi_text if dash else lo_text)
+        except ValueError:
+            raise BiasscopeError(f"--seeds {text!r}: use a range like 0-4 or a list like "
+                                 "0,2,7 (seeds are 0 or more)") from None
+        if hi < lo:
+            raise BiasscopeError(f"--seeds {text!r}: {part} is an empty range; write {hi}-{lo}")
+        if hi - lo + 1 + len(seeds) > MAX_SEEDS:
+            raise BiasscopeError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds; each is a "
+                                 "pass over every checkpoint, so name fewer")
+        seeds.update(range(lo, hi + 1))
     if not seeds:
-        raise BiasscopeError("--seeds is empty")
+        raise BiasscopeError("--seeds is empty: give a range like 0-4 or a list like 0,2,7")
     return sorted(seeds)

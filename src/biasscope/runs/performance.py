@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.errors import BiasscopeError
+from biasscope.jsonl import read_text
 from biasscope.runs.checkpoints import parse_step
 from biasscope.runs.store import RunStore, write_json
 
@@ -26,9 +27,9 @@ def from_csv(path: str | Path) -> Series:
     path = Path(path)
     series: Series = {}
     try:
-        rows = list(csv.reader(path.read_text(encoding="utf-8").splitlines()))
-    except OSError as exc:
-        raise BiasscopeError(f"cannot read {path}: {exc.strerror or exc}") from None
+        rows = list(csv.reader(read_text(path).splitlines()))
+    except csv.Error as exc:
+        raise BiasscopeError(f"{path}: not a CSV file ({exc})") from None
     for number, row in enumerate(rows, start=1):
         if not row or (number == 1 and not row[0].strip().lstrip("-").isdigit()):
             continue
@@ -71,10 +72,13 @@ def from_lm_eval(pattern: str, metric: str) -> Series:
     series: Series = {}
     for path in files:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            data = json.loads(read_text(path))
+        except (json.JSONDecodeError, RecursionError):
+            data = None
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, dict):
             raise BiasscopeError(f"{path}: not a readable lm-evaluation-harness JSON") from None
-        scores = data.get("results", {}).get(task)
+        scores = results.get(task)
         if not isinstance(scores, dict):
             raise BiasscopeError(f"{path}: no results for task {task!r}")
         value = scores.get(name, next((v for k, v in scores.items()

@@ -43,6 +43,7 @@ from biasscope.runs.units import holds_other, unit_of
 
 RECORDS = "records"
 CHECKSUMS = "checksums"
+_UNIT_NAME = re.compile(r"__[0-9a-f]{10}(?:[0-9a-f]{6})?\.parquet$")  # see Unit.key
 _TMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9-]+)~(?P<pid>\d+)\.[^.]+\.tmp$")
 
 
@@ -350,10 +351,13 @@ class RunStore:
                                  ) from None
         except OSError as exc:
             raise BiasscopeError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if name != "run.json":  # derived files: their readers fall back on another shape
+            derived: dict[str, Any] = loaded
+            return derived
         if not isinstance(loaded, dict):
             raise BiasscopeError(f"{path} holds a JSON {type(loaded).__name__}, not the object "
                                  f"biasscope writes: is {self.root} a biasscope run?")
-        for field, kinds in (_RUN_FIELDS if name == "run.json" else {}).items():
+        for field, kinds in _RUN_FIELDS.items():
             value = loaded.get(field)
             items = value if isinstance(value, list) else ()
             if field in loaded and not (isinstance(value, kinds) and all(
@@ -363,8 +367,9 @@ class RunStore:
         return loaded
 
     def unit_files(self) -> list[Path]:
-        """Unit files only: the glob leaves out temp files and ``.corrupt-<n>`` quarantine."""
-        return sorted(self.records_dir.glob("*.parquet"))
+        """Unit files only: named as ``Unit.key`` names them, which leaves out temp files,
+        ``.corrupt-<n>`` quarantine and anything else a user put in ``records/``."""
+        return sorted(p for p in self.records_dir.glob("*.parquet") if _UNIT_NAME.search(p.name))
 
     def iter_units(self) -> Iterator[pd.DataFrame]:
         """Every unit's records; a checkpoint's unit whose key columns name another unit than

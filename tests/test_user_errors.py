@@ -1,0 +1,482 @@
+"""Every user error is one line, no traceback (issue 13, item 8): one test per cause a careless
+user hit. Each asserts a non-zero exit, one line on stderr naming the file, line, field or
+option and what to do, and that nothing already written was lost."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import adult_fixture
+from bbq_fixture import write_bbq
+from biasscope.audit import adult, bbq
+from biasscope.backends.base import GenerateParams, GenerateRequest
+from biasscope.backends.hf import resolve_device
+from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator, retry_after
+from biasscope.cli import main
+from biasscope.errors import BiasscopeError, DataError, ModelError
+from biasscope.probes import lambada, load_probe
+from biasscope.runs.checkpoints import parse_seeds
+from scripted_server import Reply, completion, serve
+from winobias_fixture import write_winobias
+
+NOWHERE = "openai-compatible:http://127.0.0.1:9/v1#m"  # nothing listens: never reached
+SURROGATE_LINE = '{"id": 1, "prompt": "hi\\ud800"}\n'  # a lone surrogate, as JSON spells it
+
+
+def one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """Run the CLI expecting a user error: its single stderr line."""
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code  # type: ignore[assignment]
+    err = capsys.readouterr().err
+    assert code not in (0, None), err
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
+    monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))
+
+
+# ------------------------------------------------------------------ files the user names
+
+
+def test_a_missing_prompt_template(tmp_path, capsys):
+    line = one_line(capsys, ["dynamics", "--model", "org/never-loaded", "--out",
+                             str(tmp_path / "run"), "--prompt-template", str(tmp_path / "no")])
+    assert "--prompt-template" in line and "no such file" in line.lower()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ('[{"model": 3, "revisions": "x"}]', "entry 1: 'model' must be a string, not 3"),
+    ('[{"model": "a"}, {"model": "b", "revisions": "step1"}]',
+     "entry 2: 'revisions' must be a list of strings"),
+    ('[{"model": "a", "revisions": [1000]}]', "'revisions' must be a list of strings"),
+    ('[{"checkpoint_glob": 5}]', "'checkpoint_glob' must be a string"),
+    ('[{"checkpoint_glob": "x/*", "name": ["a"]}]', "'name' must be a string"),
+    ('[{"model": "a", "revision": "step1"}]', "unknown field 'revision'"),
+    ('[["a"]]', "entry 1 needs 'model' or 'checkpoint_glob'"),
+    ('{"model": "a"}', "expected a JSON list"),
+    ('[{"model": ', "not valid JSON"),
+])
+def test_a_models_file_with_wrong_types(content, message, tmp_path, capsys):
+    models = tmp_path / "models.json"
+    models.write_text(content)
+    line = one_line(capsys, ["dynamics", "--models-file", str(models), "--out",
+                             str(tmp_path / "run")])
+    assert f"--models-file {models}" in line and message in line
+
+
+def test_a_models_file_that_is_not_utf8(tmp_path, capsys):
+    models = tmp_path / "models.json"
+    models.write_bytes(b'[{"model": "a"},\n\xff\xfe bad]')
+    line = one_line(capsys, ["dynamics", "--models-file", str(models), "--out",
+                             str(tmp_path / "run")])
+    assert f"{models}:2: not UTF-8" in line
+
+
+def test_a_non_utf8_input_names_its_line(tmp_path, capsys):
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_bytes(b'{"id": 1, "prompt": "a"}\n{"id": 2, "prompt": "\xff"}\n')
+    line = one_line(capsys, ["generate", "--model", NOWHERE, "--input", str(prompts),
+                             "--out", str(tmp_path / "out.jsonl")])
+    assert f"{prompts}:2: not UTF-8 text (byte 0xff)" in line
+
+
+# ------------------------------------------------------------------ numbers out of range
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+@pytest.mark.parametrize("command", ["dynamics", "probe", "items"])
+def test_limit_zero_or_negative_is_refused(command, value, tmp_path, capsys):
+    # It once meant "no limit" in some commands: now it is refused everywhere.
+    argv = {"dynamics": ["dynamics", "--model", "org/x", "--out", str(tmp_path / "r")],
+            "probe": ["probe", "--responses", str(tmp_path / "r.jsonl"), "--out",
+                      str(tmp_path / "r")],
+            "items": ["items", "professional-bias", "--out", str(tmp_path / "i.jsonl")]}[command]
+    line = one_line(capsys, [*argv, f"--limit={value}"])
+    assert f"argument --limit: {value} is not 1 or more" in line
+    assert not (tmp_path / "r").exists() and not (tmp_path / "i.jsonl").exists()
+
+
+@pytest.mark.parametrize(("seeds", "message"), [
+    ("0-99999999999", "more than 10000 seeds"),  # was a MemoryError (or the OOM killer)
+    ("0-4,5-99999", "more than 10000 seeds"),
+    ("a-b", "use a range like 0-4"),
+    ("1-2-3", "use a range like 0-4"),
+    ("-3", "use a range like 0-4"),
+    ("5-2", "5-2 is an empty range; write 2-5"),
+    (",", "is empty: give a range"),
+])
+def test_seed_ranges_huge_or_malformed(seeds, message, tmp_path, capsys):
+    line = one_line(capsys, ["dynamics", "--model", "org/x", "--out", str(tmp_path / "r"),
+                             f"--seeds={seeds}"])
+    assert "argument --seeds" in line and message in line
+    with pytest.raises(BiasscopeError, match=message):
+        parse_seeds(seeds)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["dynamics", "--batch-size", "0"], "--batch-size: 0 is not 1 or more"),
+    (["dynamics", "--batch-size", "-1"], "--batch-size: -1 is not 1 or more"),
+    (["dynamics", "--gpus-per-unit", "-1"], "--gpus-per-unit: -1 is negative"),
+    (["dynamics", "--cpus-per-unit", "0"], "--cpus-per-unit: 0 is not above 0"),
+    (["sensitivity", "--batch-size", "0"], "--batch-size: 0 is not 1 or more"),
+    (["generate", "--concurrency", "0"], "--concurrency: 0 is not 1 or more"),
+    (["probe", "--concurrency", "-5"], "--concurrency: -5 is not 1 or more"),
+    (["generate", "--retries", "-1"], "--retries: -1 is negative: give 0 or more"),
+    (["judge", "--retries", "x"], "--retries: 'x' is not a whole number"),
+    (["generate", "--max-tokens", "0"], "--max-tokens: 0 is not 1 or more"),
+    (["probe", "--max-tokens", "-4"], "--max-tokens: -4 is not 1 or more"),
+    (["sensitivity", "--max-tokens", "0"], "--max-tokens: 0 is not 1 or more"),
+    (["generate", "--timeout", "0"], "--timeout: 0 is not above 0"),
+    (["judge-audit", "--timeout", "nan"], "--timeout: 'nan' is not a finite number"),
+    (["generate", "--timeout", "inf"], "--timeout: 'inf' is not a finite number"),
+    (["generate", "--top-logprobs", "-1"], "--top-logprobs: -1 is negative"),
+    (["generate", "--temperature", "-0.5"], "--temperature: -0.5 is negative"),
+    (["generate", "--seed", "-1"], "--seed: -1 is not a seed"),
+    (["judge", "--samples", "-1"], "--samples: -1 is not 1 or more"),  # was a ValueError
+    (["judge", "--samples", "0"], "--samples: 0 is not 1 or more"),  # was "all orders"
+    (["demo", "--bias", "7"], "--bias: 7 is not between 0 and 1"),
+])
+def test_options_out_of_range(argv, message, tmp_path, capsys):
+    required = {
+        "dynamics": ["--model", "org/x", "--out", str(tmp_path / "r")],
+        "sensitivity": ["--reward-model", "org/x", "--perturber", NOWHERE, "--out",
+                        str(tmp_path / "r")],
+        "generate": ["--model", NOWHERE, "--input", "in.jsonl", "--out", "o.jsonl"],
+        "probe": ["--responses", "r.jsonl", "--out", str(tmp_path / "r")],
+        "judge": ["--model", NOWHERE, "--input", "in.jsonl", "--out", str(tmp_path / "r")],
+        "judge-audit": ["--model", NOWHERE, "--input", "in.jsonl", "--out",
+                        str(tmp_path / "r")],
+        "demo": ["--out", str(tmp_path / "r")]}[argv[0]]
+    line = one_line(capsys, [argv[0], *required, *argv[1:]])
+    assert f"biasscope {argv[0]}: error: argument {message}" in line
+    assert line.endswith(f"(see biasscope {argv[0]} --help)")
+    assert not (tmp_path / "r").exists()
+
+
+# ------------------------------------------------------------------ models and devices
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
+def test_device_cuda_without_cuda(checkpoint_dirs, winobias_dir, tmp_path, capsys):
+    with pytest.raises(ModelError, match="no CUDA device here"):
+        resolve_device("cuda:1")
+    line = one_line(capsys, ["dynamics", "--model", str(checkpoint_dirs[0]), "--data-dir",
+                             str(winobias_dir), "--out", str(tmp_path / "r"), "--seeds", "0",
+                             "--limit", "2", "--quiet", "--device", "cuda"])
+    assert "--device cuda: no CUDA device here" in line and "use --device cpu" in line
+
+
+def _damage(path: Path, how: str) -> None:
+    weights = path / "model.safetensors"
+    if how == "truncated header":
+        weights.write_bytes(weights.read_bytes()[:1000])
+    elif how == "truncated data":
+        weights.write_bytes(weights.read_bytes()[:-4096])
+    elif how == "garbage":
+        weights.write_bytes(b"\x00garbage" * 100)
+    else:  # a config of another model size beside the weights
+        config = json.loads((path / "config.json").read_text())
+        (path / "config.json").write_text(json.dumps({**config, "hidden_size": 128}))
+
+
+@pytest.mark.parametrize(("how", "message"), [
+    ("truncated header", "a .safetensors file is damaged"),
+    ("truncated data", "a .safetensors file is damaged"),
+    ("garbage", "a .safetensors file is damaged"),
+    ("shape mismatch", "the weights' shapes do not fit its config.json"),
+])
+def test_damaged_weights_and_shape_mismatches(how, message, checkpoint_dirs, winobias_dir,
+                                              tmp_path, capsys):
+    ckpt = shutil.copytree(checkpoint_dirs[0], tmp_path / "train" / "checkpoint-10")
+    _damage(ckpt, how)
+    line = one_line(capsys, ["dynamics", "--checkpoint-glob", str(tmp_path / "train" / "*"),
+                             "--data-dir", str(winobias_dir), "--out", str(tmp_path / "r"),
+                             "--seeds", "0", "--limit", "2", "--quiet", "--device", "cpu"])
+    assert "cannot load checkpoint train@checkpoint-10" in line and message in line
+    assert not list((tmp_path / "r" / "records").glob("*.parquet"))
+
+
+# ------------------------------------------------------------------ data files
+
+
+def _not_utf8(path: Path, line: int) -> Path:
+    lines = path.read_bytes().split(b"\n")
+    lines[line - 1] = b"\xff" + lines[line - 1]
+    path.write_bytes(b"\n".join(lines))
+    return path
+
+
+def test_a_non_utf8_winobias_file_through_the_cli(tmp_path, capsys):
+    data = write_winobias(tmp_path / "data")
+    bad = _not_utf8(data / "winobias" / "pro_stereotyped_type2.txt.dev", 3)
+    line = one_line(capsys, ["dynamics", "--model", "org/never-loaded", "--data-dir", str(data),
+                             "--out", str(tmp_path / "r")])
+    assert f"{bad}:3: not UTF-8 text (byte 0xff); replace it with a fresh copy" in line
+
+
+@pytest.mark.parametrize("source", ["winobias-occupations", "bbq", "adult", "lambada"])
+def test_every_data_loader_names_a_non_utf8_file_and_line(source, tmp_path):
+    load: dict[str, Callable[[], Any]] = {
+        "winobias-occupations": lambda: load_probe("winobias-gender", data_dir=tmp_path),
+        "bbq": lambda: bbq.load_items(tmp_path, "Age"),
+        "adult": lambda: adult.from_data(tmp_path),
+        "lambada": lambda: lambada.from_data(tmp_path)}
+    if source == "winobias-occupations":
+        bad = _not_utf8(write_winobias(tmp_path) / "winobias" / "male_occupations.txt", 2)
+    elif source == "bbq":
+        bad = _not_utf8(write_bbq(tmp_path) / "bbq" / "Age.jsonl", 2)
+    elif source == "adult":
+        bad = _not_utf8(adult_fixture.write(tmp_path, adult_fixture.ROWS), 2)
+    else:
+        bad = tmp_path / "lambada" / "lambada_test.jsonl"
+        bad.parent.mkdir()
+        bad.write_bytes(b'{"text": "a b c"}\n{"text": "d e \xff"}\n')
+    with pytest.raises(DataError, match=rf"{bad}:2: not UTF-8 text"):
+        load[source]()
+
+
+# ------------------------------------------------------------------ run directories
+
+
+def _run_dir(tmp_path: Path, run_json: bytes, summary: bytes | None = None) -> Path:
+    run = tmp_path / "run"
+    (run / "records").mkdir(parents=True)
+    (run / "run.json").write_bytes(run_json)
+    if summary is not None:
+        (run / "summary.json").write_bytes(summary)
+    return run
+
+
+@pytest.mark.parametrize(("run_json", "message"), [
+    (b"[1, 2]", "run.json holds a JSON list, not the object biasscope writes"),
+    (b'"run"', "run.json holds a JSON str"),
+    (b"\xff\xfe{}", "run.json is not UTF-8 JSON"),
+    (b'{"kind": 5}', "run.json: field 'kind' has the wrong shape (5)"),
+    (b'{"checkpoints": "x"}', "run.json: field 'checkpoints' has the wrong shape"),
+    (b'{"checkpoints": [1]}', "run.json: field 'checkpoints' has the wrong shape"),
+    (b'{"seeds": ["a"]}', "run.json: field 'seeds' has the wrong shape"),
+    (b'{"settings": []}', "run.json: field 'settings' has the wrong shape"),
+])
+@pytest.mark.parametrize("command", ["report", "dynamics"])
+def test_run_json_of_the_wrong_shape_or_not_utf8(command, run_json, message, tmp_path, capsys,
+                                                 winobias_dir):
+    run = _run_dir(tmp_path, run_json)
+    argv = {"report": ["report", str(run)],
+            "dynamics": ["dynamics", "--model", "org/never-loaded", "--data-dir",
+                         str(winobias_dir), "--out", str(run), "--seeds", "0"]}[command]
+    line = one_line(capsys, argv)
+    assert message in line and str(run) in line
+    assert (run / "run.json").read_bytes() == run_json  # nothing rewritten
+
+
+def test_summary_json_not_utf8(tmp_path, capsys):
+    run = _run_dir(tmp_path, b'{"schema": "biasscope.run/1"}', b"\xff\xfe")
+    line = one_line(capsys, ["report", str(run)])
+    assert f"{run / 'summary.json'} is not UTF-8 JSON" in line
+
+
+def test_stray_files_in_records_are_not_units(checkpoint_dirs, winobias_dir, tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = ["dynamics", "--model", str(checkpoint_dirs[0]), "--data-dir", str(winobias_dir),
+            "--out", str(run), "--seeds", "0", "--quiet", "--device", "cpu"]
+    assert main(argv) == 0
+    before = json.loads((run / "summary.json").read_text())["checkpoints"]
+    import pandas as pd
+
+    pd.DataFrame({"a": [1, 2]}).to_parquet(run / "records" / "notes.parquet")  # was KeyError
+    (run / "records" / "README.txt").write_text("my notes")
+    assert main(["report", str(run)]) == 0, capsys.readouterr().err
+    assert main(argv) == 0  # a rerun neither reads nor redoes them
+    assert json.loads((run / "summary.json").read_text())["checkpoints"] == before
+    assert (run / "records" / "notes.parquet").exists()
+
+
+# ------------------------------------------------------------------ outputs in the way
+
+
+@pytest.mark.parametrize("command", ["probe", "judge", "judge-audit", "dynamics",
+                                     "sensitivity", "demo"])
+@pytest.mark.parametrize("where", ["a file", "inside a file"])
+def test_a_run_directory_where_a_file_is(command, where, tmp_path, capsys):
+    blocker = tmp_path / "taken.jsonl"
+    blocker.write_text("precious\n")
+    out = blocker if where == "a file" else blocker / "run"
+    required = {
+        "probe": ["--responses", "r.jsonl"], "dynamics": ["--model", "org/x"],
+        "judge": ["--model", NOWHERE, "--input", "in.jsonl"],
+        "judge-audit": ["--model", NOWHERE, "--input", "in.jsonl"],
+        "sensitivity": ["--reward-model", "org/x", "--perturber", NOWHERE], "demo": []}
+    line = one_line(capsys, [command, *required[command], "--out", str(out)])
+    assert f"argument --out: {out}" in line and "give a directory" in line
+    assert blocker.read_text() == "precious\n"
+
+
+def test_demo_in_an_unwritable_place_fails_before_training(tmp_path, capsys):
+    line = one_line(capsys, ["demo", "--out", "/proc/biasscope-demo"])
+    assert line.startswith("biasscope: error: /proc/biasscope-demo:")
+
+
+def test_items_and_generate_inside_a_file(tmp_path, capsys):
+    blocker = tmp_path / "taken"
+    blocker.write_text("precious\n")
+    line = one_line(capsys, ["items", "professional-bias", "--out", str(blocker / "i.jsonl")])
+    assert f"cannot write {blocker / 'i.jsonl'}" in line
+    assert blocker.read_text() == "precious\n"
+
+
+# ------------------------------------------------------------------ lone surrogates
+
+
+@pytest.mark.parametrize("command", ["generate", "judge", "probe", "sensitivity"])
+def test_a_lone_surrogate_in_an_input_names_file_and_line(command, tmp_path, capsys):
+    path = tmp_path / "in.jsonl"
+    rows = {"generate": ['{"id": 1, "prompt": "ok"}', '{"id": 2, "prompt": "hi\\ud800"}'],
+            "judge": ['{"id": 1, "prompt": "q", "a": "x", "b": "y"}',
+                      '{"id": 2, "prompt": "q", "a": "x\\udc80", "b": "y"}'],
+            "probe": ['{"item_id": "a", "response": "A"}',
+                      '{"item_id": "b", "response": "\\udfffA"}'],
+            "sensitivity": ['{"prompt": "hi", "response": "yo"}',
+                            '{"prompt": "hi", "response": "\\ud83d"}']}[command]
+    path.write_text("\n".join(rows) + "\n")
+    argv = {"generate": ["generate", "--model", NOWHERE, "--input", str(path), "--out",
+                         str(tmp_path / "o.jsonl")],
+            "judge": ["judge", "--model", NOWHERE, "--input", str(path), "--out",
+                      str(tmp_path / "r")],
+            "probe": ["probe", "--probes", "professional-bias", "--responses", str(path),
+                      "--out", str(tmp_path / "r")],
+            "sensitivity": ["sensitivity", "--reward-model", "org/x", "--perturber", NOWHERE,
+                            "--principles", str(tmp_path / "p.txt"), "--prompts", str(path),
+                            "--out", str(tmp_path / "r")]}[command]
+    (tmp_path / "p.txt").write_text("Be kind.\n")
+    line = one_line(capsys, argv)
+    assert f"{path}:2: a lone UTF-16 surrogate escape" in line and "remove it" in line
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_pair_of_surrogates_is_one_character(tmp_path):
+    from biasscope.jsonl import read_jsonl
+
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}\n')
+    assert list(read_jsonl(path)) == [(1, {"a": "\U0001f600", "b": "\\ud800"})]
+
+
+def test_a_lone_surrogate_in_a_reply_is_replaced_and_cached_replaced(tmp_path, capsys):
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text('{"id": 1, "prompt": "hi"}\n')
+    out, cache = tmp_path / "o.jsonl", tmp_path / "c.sqlite"
+
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        return Reply(body=completion("half \ud83d of a smile"))
+
+    with serve(script) as server:
+        argv = ["generate", "--model", f"openai-compatible:{server.base_url}#m", "--input",
+                str(prompts), "--out", str(out), "--cache", str(cache)]
+        assert main(argv) == 0
+        first = json.loads(out.read_text(encoding="utf-8"))
+        assert first["text"] == "half \ufffd of a smile" and first["error"] is None
+        assert main(argv) == 0  # from the cache: the same replaced answer
+        assert len(server.generation_calls()) == 1
+    assert json.loads(out.read_text(encoding="utf-8"))["text"] == "half \ufffd of a smile"
+    with sqlite3.connect(cache) as db:
+        for row in db.execute("SELECT * FROM sqlite_master WHERE type = 'table'"):
+            for values in db.execute(f"SELECT * FROM {row[1]}"):
+                assert not any(isinstance(v, str) and "\\ud83d" in v.lower() for v in values)
+
+
+# ------------------------------------------------------------------ servers that say odd things
+
+
+@pytest.mark.parametrize(("value", "seconds"), [
+    ("soon", None), ("", None), ("nan", None), ("inf", None), ("-3", 0.0), ("2", 2.0),
+    ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0), ("Wed, 21 Oct 2015 07:28:00 -0000", None),
+])
+def test_retry_after_values(value, seconds):
+    class Answer(Exception):
+        response = type("R", (), {"headers": {"retry-after": value}})()
+
+    assert retry_after(Answer()) == seconds
+
+
+def test_retry_after_soon_is_no_hint_and_the_backoff_retries():
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if n == 1:
+            return Reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "soon"})
+        return Reply(body=completion("fine"))
+
+    with serve(script) as server:
+        gen = OpenAIGenerator("m", server.base_url, options=HTTPOptions(backoff=0.01))
+        [answer] = gen.generate([GenerateRequest(prompt="hi", params=GenerateParams())])
+    assert (answer.text, answer.error, answer.attempts) == ("fine", None, 2)
+
+
+@pytest.mark.parametrize("tokens", [["a", "b"], [1.5], [{"id": "x"}], [{"no": 1}], [True],
+                                    "12", None, [[1]]])
+def test_a_tokenize_answer_with_non_integers_means_no_tokenizer(tokens):
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        return Reply(body={"tokens": tokens})
+
+    with serve(script) as server:
+        gen = OpenAIGenerator("m", server.base_url)
+        assert gen.tokenize("A") is None and gen.capabilities["tokenize"] is False
+
+
+# ------------------------------------------------------------------ responses and names
+
+
+def test_an_empty_responses_file(tmp_path, capsys):
+    empty = tmp_path / "responses.jsonl"
+    empty.write_text("\n\n")
+    line = one_line(capsys, ["probe", "--probes", "professional-bias", "--responses",
+                             str(empty), "--out", str(tmp_path / "r")])
+    assert f"{empty}: no responses in the file" in line
+    assert not (tmp_path / "r" / "run.json").exists()
+
+
+@pytest.mark.parametrize("name", ["m" * 300, ".hidden", "..", ".", "a/../b", "con"])
+def test_model_names_too_long_or_starting_with_a_dot(name, tmp_path, capsys):
+    items = tmp_path / "items.jsonl"
+    assert main(["items", "professional-bias", "--out", str(items), "--limit", "4"]) == 0
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps({"item_id": json.loads(row)["item_id"],
+                                             "response": "the doctor"}) + "\n"
+                                 for row in items.read_text().splitlines()))
+    run = tmp_path / "r"
+    argv = ["probe", "--probes", "professional-bias", "--responses", str(responses), "--name",
+            name, "--out", str(run), "--limit", "4"]
+    assert main(argv) == 0, capsys.readouterr().err
+    units = list((run / "records").iterdir())
+    assert len(units) == 1 and not units[0].name.startswith(".")
+    assert len(units[0].name.encode()) < 255
+    assert json.loads((run / "run.json").read_text())["model"] == name
+    assert main(argv) == 0  # the rerun finds its unit
+    assert list((run / "records").iterdir()) == units
+
+
+def test_checkpoint_names_too_long_or_starting_with_a_dot(checkpoint_dirs, winobias_dir,
+                                                          tmp_path):
+    name = "." + "m" * 300
+    run = tmp_path / "r"
+    assert main(["dynamics", "--checkpoint-glob", f"{name}={checkpoint_dirs[0].parent}/*-10",
+                 "--data-dir", str(winobias_dir), "--out", str(run), "--seeds", "0",
+                 "--quiet", "--device", "cpu"]) == 0
+    [unit] = (run / "records").iterdir()
+    assert not unit.name.startswith(".") and len(unit.name.encode()) < 255
+    assert json.loads((run / "summary.json").read_text())["checkpoints"][0]["model"] == name

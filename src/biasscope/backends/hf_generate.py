@@ -136,6 +136,10 @@ class HFGenerator:
         scores: dict[str, float] = {}
         size = max(1, self.options.batch_size)
         with torch.inference_mode():
+            if all(len(c) == 1 for c in conts):  # one forward of the prompt scores them all
+                logprobs = torch.log_softmax(self._forward([prompt], 1)[0][0, -1], dim=-1)
+                scores = {o: float(logprobs[c[0]].double()) for o, c in zip(options, conts)}
+                conts = []
             for start in range(0, len(conts), size):
                 chunk = conts[start:start + size]
                 keep = max(len(c) for c in chunk) + 1

@@ -163,7 +163,9 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, commit: str, he
         "",
         f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC with "
         f"`python bench/bench_report.py --units {args.units} --seeds {args.seeds}"
-        f"{f' --data-dir {args.data_dir}' if args.data_dir else ''} --out BENCHMARKS.md` "
+        f"{f' --data-dir {args.data_dir}' if args.data_dir else ''}"
+        f"{f' --baseline {args.baseline}' if args.baseline else ''}"
+        f"{f' --after {args.after}' if args.after != 'HEAD' else ''} --out BENCHMARKS.md` "
         f"({elapsed / 60:.1f} min in all, run generation excluded).",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared), Python "

@@ -189,7 +189,9 @@ def test_snapshot_of_two_models_side_by_side(tmp_path: Path, winobias: Probe,
     assert main(["report", str(run), "--data-dir", str(bls_dir)]) == 0
     page = (run / "report.html").read_text(encoding="utf-8")
     assert "<h2>Snapshot: metrics per model</h2>" in page
-    assert _bar_names(page, 0) == ["a/model", "b/model"]
+    # per model: the JSD-P bars, then stereotype accuracy on its own scale (second panel)
+    assert _bar_names(page, 0) == ["a/model", "a/model", "b/model", "b/model"]
+    assert [t.get("xaxis") for t in figures(page)[0][0]] == ["x", "x2", "x", "x2"]
     assert "Significance of model differences" in page
     pro_anti = section(page, "Pro- against anti-stereotypical sentences")
     assert "Plotly.newPlot" in pro_anti

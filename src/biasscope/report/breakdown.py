@@ -58,13 +58,14 @@ def _err(entry: Any) -> tuple[float | None, float | None, float | None]:
 
 
 def _bars(fig: Any, x: list[str], entries: list[Any], name: str, color: str, row: int = 1,
-          horizontal: bool = False) -> None:
+          horizontal: bool = False, col: int = 1, legend: bool = True) -> None:
     values, plus, minus = zip(*(_err(e) for e in entries), strict=True) if entries else ((), (),
                                                                                         ())
     error = {"type": "data", "array": list(plus), "arrayminus": list(minus), "visible": True}
     kw: dict[str, Any] = ({"y": x, "x": list(values), "orientation": "h", "error_x": error}
                           if horizontal else {"x": x, "y": list(values), "error_y": error})
-    fig.add_trace(go.Bar(name=name, marker_color=color, **kw), row=row, col=1)
+    fig.add_trace(go.Bar(name=name, marker_color=color, showlegend=legend, legendgroup=name,
+                         **kw), row=row, col=col)
 
 
 def pro_anti(view: View) -> Any | None:
@@ -207,34 +208,38 @@ def versus_statistics(view: View) -> Any | None:
 SNAPSHOT = (("jsdp_correct/male", "JSD-P, correct “male”"),
             ("jsdp_correct/female", "JSD-P, correct “female”"),
             ("jsdp_not_specified/male", "JSD-P of “male” where “not specified”"),
-            ("jsdp_not_specified/female", "JSD-P of “female” where “not specified”"),
-            ("stereotype_accuracy", "stereotype accuracy (0.5 unbiased)"))
+            ("jsdp_not_specified/female", "JSD-P of “female” where “not specified”"))
+STEREOTYPE = ("stereotype_accuracy", "stereotype accuracy (0.5 unbiased)")
 
 
 def snapshot(checkpoints: Sequence[Checkpoint], view: View) -> Any | None:
-    """One checkpoint per model: each per-answer metric as a bar per model, bootstrap CIs
-    over prompts as error bars (seed std where no CI exists)."""
+    """One checkpoint per model: each per-answer JSD-P as a bar per model with its bootstrap
+    CI over prompts; stereotype accuracy (another scale, no CI) in a panel of its own."""
     groups = by_model(checkpoints)
-    fig = make_subplots(rows=1, cols=1)
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.8, 0.2], horizontal_spacing=0.08)
     drawn = False
     for i, (model, points) in enumerate(groups.items()):
         ckpt = points[-1]
-        names, entries = [], []
-        for key, name in SNAPSHOT:
-            value = ckpt["mean"].get(key)
-            if not finite(value):
-                continue
-            ci = view.ci(ckpt, key)
-            names.append(name)
-            entries.append({"estimate": value, "low": ci[0] if ci else None,
-                            "high": ci[1] if ci else None})
-        if names:
-            drawn = True
-            _bars(fig, names, entries, escape(model),
-                  FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i else COLORS["male"])
+        color = FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i else COLORS["male"]
+        for col, metrics in ((1, SNAPSHOT), (2, (STEREOTYPE,))):
+            names, entries = [], []
+            for key, name in metrics:
+                value = ckpt["mean"].get(key)
+                if not finite(value):
+                    continue
+                ci = view.ci(ckpt, key)
+                names.append(name)
+                entries.append({"estimate": value, "low": ci[0] if ci else None,
+                                "high": ci[1] if ci else None})
+            if names:
+                drawn = True
+                _bars(fig, names, entries, escape(model), color, col=col, legend=col == 1)
     if not drawn:
         return None
     fig.update_layout(barmode="group")
     style(fig, Axis(by_step=False, categories=tuple(n for _, n in SNAPSHOT)), height=460)
-    fig.update_xaxes(title_text="metric")
+    fig.update_xaxes(title_text="")
+    fig.update_yaxes(title_text="JSD-P (lower: more confidently correct)", row=1, col=1)
+    fig.update_yaxes(range=[0, 1], row=1, col=2)
+    fig.add_hline(y=0.5, line={"color": "#999", "dash": "dot"}, row=1, col=2)
     return fig

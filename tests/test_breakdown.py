@@ -210,3 +210,12 @@ def test_sweep_gains_the_heatmap(tmp_path: Path, winobias: Probe, bls_dir: Path)
     heat = section(page, "Gender preference per occupation over training: a/model")
     assert '"type":"heatmap"' in heat.replace(" ", "")
     assert "<h2>Accuracy vs Average Rank per correct answer</h2>" in page  # lines kept
+
+
+def test_a_damaged_cached_file_is_said_not_raised(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
+    monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path))
+    write_statistics(tmp_path)  # not the pinned bytes
+    said = str(occupations.load().unavailable)
+    assert "checksum mismatch" in said and "biasscope data fetch winogender" in said

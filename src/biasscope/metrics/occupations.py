@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from biasscope.data.sources import SOURCES, data_path
+from biasscope.data.sources import SOURCES, cache_dir, data_path, resolve_data_dir
 from biasscope.errors import DataError
 from biasscope.jsonl import read_text
 
@@ -52,9 +52,11 @@ def load(data_dir: str | os.PathLike[str] | None = None) -> Statistics:
         path = data_path(SOURCE, NAME, data_dir, download=False)
         text = read_text(path, error=DataError)
     except DataError as exc:
-        where = "it is unreadable" if "missing data file" not in str(exc) else (
-            "it is neither in --data-dir / $BIASSCOPE_DATA_DIR nor in the cache")
-        return Statistics(unavailable=f"{where} ({exc}); {how_to_get()}")
+        root = resolve_data_dir(data_dir)
+        where = root / SOURCE / NAME if root is not None else cache_dir() / SOURCE / NAME
+        why = (f"it is neither in --data-dir / $BIASSCOPE_DATA_DIR nor in the cache (looked "
+               f"for {where})" if "missing data file" in str(exc) else f"{exc}")
+        return Statistics(unavailable=f"{why}; {how_to_get()}")
     rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
     if not rows or not set(COLUMNS) <= set(rows[0]):
         return Statistics(path=str(path), unavailable=(

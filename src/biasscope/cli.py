@@ -261,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except BiasscopeError as exc:
-        print(f"biasscope: error: {exc}", file=sys.stderr)
+        print(A.one_line(f"biasscope: error: {exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("biasscope: interrupted; run the same command again to resume", file=sys.stderr)
@@ -269,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # the file system said no (a directory in the way, no permission)
         where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
         what = f"{where}: {exc.strerror or exc}" if where else str(exc)
-        print(f"biasscope: error: {what}", file=sys.stderr)
+        print(A.one_line(f"biasscope: error: {what}"), file=sys.stderr)
         return 2
     return code
 

@@ -18,11 +18,20 @@ from typing import Any, NoReturn
 from biasscope.errors import BiasscopeError
 
 
+def one_line(message: str) -> str:
+    """``message`` with control characters escaped: a file name may hold a newline, and an
+    error names files."""
+    if message.isprintable():
+        return message
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An argument error is one line naming the command, with where to look for the usage."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.stderr.write(one_line(f"{self.prog}: error: {message} (see {self.prog} --help)")
+                         + "\n")
         sys.exit(2)
 
 
@@ -112,11 +121,15 @@ def run_dir(text: str) -> str:
         return text
     path = Path(text.removeprefix("file://")).expanduser()
     for place in (path, *path.parents):
-        if place.exists():
-            if not place.is_dir():
-                what = "is a file" if place == path else f"is inside the file {place}"
-                raise argparse.ArgumentTypeError(f"{text} {what}: give a directory")
-            break
+        try:
+            if not place.exists():
+                continue
+        except OSError as exc:  # a name too long for the file system, say
+            raise argparse.ArgumentTypeError(f"{text}: {exc.strerror or exc}") from None
+        if not place.is_dir():
+            what = "is a file" if place == path else f"is inside the file {place}"
+            raise argparse.ArgumentTypeError(f"{text} {what}: give a directory")
+        break
     return text
 
 

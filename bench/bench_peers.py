@@ -40,7 +40,6 @@ import datetime as dt
 import json
 import os
 import re
-import resource
 import shlex
 import subprocess
 import sys
@@ -60,9 +59,28 @@ TARGETS = "5 seeds >= 2.0x bare x5 prompts/s; 1 seed >= 1.0x bare x1; peak RSS <
 # Children: each prints one JSON line, {"work_s", "maxrss_mib", "scores": {id: [lp, ...]}}.
 
 
-def _done(work: float, scores: dict[str, list[float]]) -> None:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"work_s": work, "maxrss_mib": rss, "scores": scores}))
+def _done(work: float, score: float, scores: dict[str, list[float]]) -> None:
+    # VmHWM, not ru_maxrss: the latter keeps the parent's peak across fork and exec.
+    found = re.search(r"^VmHWM:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.M)
+    rss = int(found.group(1)) / 1024 if found else 0.0
+    print(json.dumps({"work_s": work, "score_s": score, "maxrss_mib": rss, "scores": scores}))
+
+
+class Stopwatch:
+    """Wraps a method of a class so that every call's time adds up in ``total``."""
+
+    def __init__(self, owner: Any, name: str) -> None:
+        self.total = 0.0
+        real = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.total += time.perf_counter() - start
+
+        setattr(owner, name, timed)
 
 
 def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
@@ -70,21 +88,22 @@ def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
     import torch
 
     torch.set_num_threads(threads)
-    from biasscope.backends.hf import HFOptions
+    from biasscope.backends.hf import HFOptions, HFScorer
     from biasscope.probes.winobias import from_data
     from biasscope.runs.checkpoints import Checkpoint
     from biasscope.runs.dynamics import run_dynamics
 
     probe = from_data(data)
     out = Path(tempfile.mkdtemp(prefix="peers-run-"))
+    watch = Stopwatch(HFScorer, "score_next_token_shared")
     start = time.perf_counter()
     store = run_dynamics(probe, [Checkpoint(model.name, str(model))], out / "run",
                          seeds=range(seeds), options=HFOptions(device="cpu", batch_size=batch),
                          limit=limit, quiet=True)
     work = time.perf_counter() - start
     records = store.records()
-    _done(work, {str(i): [float(x) for x in lp]
-                 for i, lp in zip(records["item_id"], records["option_logprobs"])})
+    _done(work, watch.total, {str(i): [float(x) for x in lp]
+                              for i, lp in zip(records["item_id"], records["option_logprobs"])})
 
 
 def child_bare(model: Path, data: Path, seeds: int, limit: int, batch: int,
@@ -104,11 +123,14 @@ def child_bare(model: Path, data: Path, seeds: int, limit: int, batch: int,
     tokenizer = AutoTokenizer.from_pretrained(model)
     run = bare_method(net, batch, full=False)
     scores: dict[str, list[float]] = {}
+    score = 0.0
     for seed in range(seeds):  # one pass per seed, as a sweep without sharing does
         items = probe.items(seed)[:limit]
+        began = time.perf_counter()
         option_lp, _, _ = run(make_workload(tokenizer, net, items))
+        score += time.perf_counter() - began
         scores.update({it.id: lp for it, lp in zip(items, option_lp)})
-    _done(time.perf_counter() - start, scores)
+    _done(time.perf_counter() - start, score, scores)
 
 
 def child_lmeval(model: Path, docs: Path, batch: int, threads: int) -> None:
@@ -116,6 +138,7 @@ def child_lmeval(model: Path, docs: Path, batch: int, threads: int) -> None:
 
     torch.set_num_threads(threads)
     import lm_eval
+    from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
     tasks = docs.parent / f"tasks-{docs.stem}"
@@ -127,6 +150,7 @@ def child_lmeval(model: Path, docs: Path, batch: int, threads: int) -> None:
         "output_type": "multiple_choice", "doc_to_text": "prompt",
         "doc_to_choice": list(CHOICES), "doc_to_target": "answer", "target_delimiter": " ",
         "metric_list": [{"metric": "acc"}]}))
+    watch = Stopwatch(HFLM, "loglikelihood")
     start = time.perf_counter()
     result = lm_eval.simple_evaluate(
         model="hf", model_args=f"pretrained={model},dtype=float32,device=cpu",
@@ -135,7 +159,7 @@ def child_lmeval(model: Path, docs: Path, batch: int, threads: int) -> None:
     work = time.perf_counter() - start
     scores = {s["doc"]["id"]: [float(r[0][0]) for r in s["resps"]]
               for s in result["samples"][name]}
-    _done(work, scores)
+    _done(work, watch.total, scores)
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,7 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     rows.append({
                         "shape": shape, "method": method, "seeds": seeds, "prompts": prompts,
                         "wall_s": res["wall_s"], "work_s": res["work_s"],
-                        "rate": prompts / res["work_s"], "rss": res["maxrss_mib"],
+                        "score_s": res["score_s"], "rate": prompts / res["score_s"],
+                        "rss": res["maxrss_mib"],
                         "diff": (None if method == "biasscope" else
                                  agreement(found["biasscope"]["scores"], res["scores"]))})
                     print(json.dumps({k: v for k, v in rows[-1].items()}), file=sys.stderr)
@@ -288,10 +313,12 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, started: dt.dat
         f"{platform.python_version()}; lm-eval {lmeval_version(args.lmeval_python)} in its own "
         f"virtualenv; 1-minute load average {before:.1f} before and {after:.1f} after the run.",
         "",
-        "| shape | method | seeds | prompts | process wall (s) | work (s) | prompts/s | "
+        "| shape | method | seeds | prompts | process wall (s) | work (s) | scoring (s) | "
+        "scoring prompts/s | "
         "vs bare, same seeds | vs lm-eval wall | peak RSS (MiB) | RSS vs bare | "
         "max abs log-prob diff vs biasscope (offset removed) |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: |"]
     verdicts = []
     for r in rows:
         bare = find(r["shape"], "bare", r["seeds"])
@@ -299,7 +326,7 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, started: dt.dat
         diff = "-" if r["diff"] is None else f"{r['diff'][0]:.1e} ({r['diff'][1]:.1e})"
         lines.append(
             f"| {r['shape']} | {r['method']} | {r['seeds']} | {r['prompts']} | "
-            f"{r['wall_s']:.1f} | {r['work_s']:.1f} | {r['rate']:.1f} | "
+            f"{r['wall_s']:.1f} | {r['work_s']:.1f} | {r['score_s']:.1f} | {r['rate']:.1f} | "
             f"{r['rate'] / bare['rate']:.2f}x | {lmeval['wall_s'] / r['wall_s']:.2f}x | "
             f"{r['rss']:.0f} | {r['rss'] / bare['rss']:.2f}x | {diff} |")
     for shape in {r["shape"] for r in rows}:
@@ -314,8 +341,11 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, started: dt.dat
             f"{five['rss'] / bare5['rss']:.2f}x the bare loop's (target <= 1.3x).")
     lines += ["", "Against the targets (" + TARGETS + "; 5x lm-eval's wall time on 14m):", "",
               *sorted(verdicts), "",
-              "`work` is the method's own call inside its process (load, tokenize, score; "
-              "biasscope also writes its unit files and summary); `process wall` adds "
+              "`scoring` is the time in the scoring call alone (biasscope's "
+              "`score_next_token_shared`, the bare loop's passes, lm-eval's `loglikelihood`), "
+              "and prompts/s and the ratios are taken from it; `work` is the method's whole "
+              "call inside its process (load, tokenize, score; biasscope also writes its "
+              "unit files and summary); `process wall` adds "
               "interpreter start and imports, where lm-eval's own import and task setup "
               "weigh most. The bare loop and lm-eval score every seed's prompts in full; "
               "biasscope scores each distinct prompt once and each shared prefix once. "

@@ -185,8 +185,10 @@ def test_continuations_that_disagree_with_whole_prompts_fall_back(items, tiny_to
         return chosen
 
     monkeypatch.setattr(prefix, "select_rows", shifted)
-    shared = scorer.score_next_token_shared(items, [True] * len(items))
+    done: list[int] = []
+    shared = scorer.score_next_token_shared(items, [True] * len(items), done.append)
     assert_same(shared, plain, scorer, items)
+    assert sum(done) == len(items)  # progress counts each item once
     assert "cached continuations differ from whole prompts" in capsys.readouterr().err
 
 

@@ -162,6 +162,7 @@ class SharedScoring:
         self.results: list[NextTokenScore | None] = [None] * len(items)
         self.size = max(1, scorer.options.batch_size)
         self.checked = False
+        self.reported = 0  # items counted in progress so far
 
     # --- reduction -------------------------------------------------------------------------
 
@@ -177,6 +178,7 @@ class SharedScoring:
             self.results[i] = score
         if self.progress is not None:
             self.progress(len(where))
+            self.reported += len(where)
 
     def item_ids(self, rows: Sequence[int]) -> list[str]:
         return [self.items[self.items_of[d][0]].id for d in rows]
@@ -313,6 +315,8 @@ def score_shared(scorer: HFScorer, items: Sequence[Item], needed: Sequence[bool]
                 work.plain(alone)
         if reason is not None:
             notice(scorer, reason)
+            if progress is not None and work.reported:
+                progress(-work.reported)  # counted again by the plain pass
             work = SharedScoring(scorer, items, needed, progress)
             work.plain(range(len(work.seqs)))
     return work.results

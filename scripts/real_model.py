@@ -154,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         from biasscope.runs.checkpoints import from_model
 
         print(json.dumps(from_model(str(model))[0].as_dict()["gguf"], indent=1))
-    probes = "adult-counterfactual,professional-bias,bbq"
+    # BBQ: every category the data directory has (a local copy may hold only some of the 11).
+    found = sorted(f.stem for f in (args.data_dir / "bbq").glob("*.jsonl")) if args.data_dir else []
+    probes = "adult-counterfactual,professional-bias," + (f"bbq:{','.join(found)}" if found
+                                                          else "bbq")
     if "dynamics" in only:
         with steps.step("dynamics: winobias-gender through the HF backend"):
             steps.cli("dynamics", "--model", str(model), "--probe", "winobias-gender",

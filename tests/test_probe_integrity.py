@@ -148,3 +148,47 @@ def test_a_run_of_another_kind_is_refused(tmp_path):
     with pytest.raises(BiasscopeError, match="a different 'kind'"):
         run_audit([load_audit_probe(PROBE)],
                   StoredResponses(_responses(tmp_path / "r.jsonl", "x"), "mine"), out)
+
+
+def _add_probe(args: list[str], barrier: Any, codes: Any) -> None:
+    import biasscope.audit.run as audit_run
+
+    real = audit_run.merge_settings
+
+    def slow(*a: Any, **k: Any) -> Any:  # widen the read-check-rewrite window
+        import time
+
+        time.sleep(0.3)
+        return real(*a, **k)
+
+    audit_run.merge_settings = slow  # type: ignore[assignment]
+    barrier.wait()
+    codes.put(main(args))
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_two_probes_started_together_both_land_in_run_json(tmp_path, trial):
+    """Before: both read run.json, each rewrote it with only its own probe added."""
+    import multiprocessing
+
+    data = tmp_path / "data"
+    write_adult(data, ROWS)
+    adult = load_audit_probe("adult-counterfactual", data_dir=data)
+    responses = tmp_path / "r.jsonl"
+    responses.write_text("".join(json.dumps({"item_id": i.id, "response": "yes"}) + "\n"
+                                 for i in adult.items(0)))
+    out = tmp_path / "run"
+    args = ["probe", "--responses", str(responses), "--out", str(out), "--data-dir", str(data)]
+    assert main([*args, "--probes", "adult-counterfactual"]) == 0
+    ctx = multiprocessing.get_context("fork")
+    barrier, codes = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_add_probe, args=([*args, "--probes", probes], barrier, codes))
+             for probes in ("adult-counterfactual,professional-bias", "adult-counterfactual")]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(120)
+        assert proc.exitcode == 0
+    assert sorted([codes.get(), codes.get()]) == [0, 0]
+    run = json.loads((out / "run.json").read_text())
+    assert set(run["probes"]) == {"adult-counterfactual", "professional-bias"}

@@ -35,6 +35,7 @@ from biasscope.backends.base import GenerateParams, GenerateRequest, Generator
 from biasscope.errors import BiasscopeError
 from biasscope.items import Item
 from biasscope.jsonl import read_jsonl
+from biasscope.runs.runfile import run_lock
 from biasscope.runs.settings import merge_settings, sha256_file, sha256_json
 from biasscope.runs.store import RunStore, Unit, write_bytes, write_json
 
@@ -217,10 +218,11 @@ def run_audit(probes: Sequence[AuditProbe], responder: Responder, out: str | os.
     store = RunStore(Path(out))
     items = {p.name: probe_items(p, limit) for p in probes}
     settings = run_settings(responder, probes, limit, items)
-    if store.run_json.is_file():
-        settings = merge_settings(store.run_json, store.read_json("run.json"), settings,
-                                  grow={"probes": "probe"})
-    write_json(store.run_json, settings)
+    with run_lock(store):  # two probes started into one --out must not lose each other's
+        if store.run_json.is_file():
+            settings = merge_settings(store.run_json, store.read_json("run.json"), settings,
+                                      grow={"probes": "probe"})
+        write_json(store.run_json, settings)
     pending: dict[str, Pending] = {}
     sent = 0
     for probe in probes:

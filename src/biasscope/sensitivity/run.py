@@ -33,6 +33,7 @@ import pandas as pd
 
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
 from biasscope.errors import BiasscopeError
+from biasscope.runs.runfile import run_lock
 from biasscope.runs.settings import merge_settings, sha256_json
 from biasscope.runs.store import RunStore, Unit, write_bytes, write_json
 from biasscope.sensitivity.data import Constitution, Conversation
@@ -115,16 +116,18 @@ def _as_prompts(conversations: Prompts | Sequence[Conversation]) -> Prompts:
 def start_run(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> dict[str, Any]:
     """Write run.json with ``now`` merged over the recorded settings, or refuse in one line."""
     merged = now
-    if store.run_json.is_file():
-        previous = store.read_json("run.json")
-        if previous.get("kind") != "sensitivity":
-            raise BiasscopeError(f"{store.run_json} is not a sensitivity run "
-                                 f"({previous.get('kind') or 'no kind'}); use another --out")
-        merged = merge_settings(store.run_json, previous.get("settings", {}), now, GROW)
-    models = merged["reward_models"]
-    write_json(store.run_json, {
-        "kind": "sensitivity", "model": ", ".join(models), "reward_models": list(models.values()),
-        "directions": list(merged["directions"]), **describe, "settings": merged})
+    with run_lock(store):  # two runs started into one --out must not lose each other's models
+        if store.run_json.is_file():
+            previous = store.read_json("run.json")
+            if previous.get("kind") != "sensitivity":
+                raise BiasscopeError(f"{store.run_json} is not a sensitivity run "
+                                     f"({previous.get('kind') or 'no kind'}); use another --out")
+            merged = merge_settings(store.run_json, previous.get("settings", {}), now, GROW)
+        models = merged["reward_models"]
+        write_json(store.run_json, {
+            "kind": "sensitivity", "model": ", ".join(models),
+            "reward_models": list(models.values()), "directions": list(merged["directions"]),
+            **describe, "settings": merged})
     store.publish(store.run_json)
     return merged
 

@@ -350,18 +350,18 @@ def register(sub: Any) -> None:
                       "{query}, {response}, {principle})")
     sens.add_argument("--revision-template", help="file: revision request (also {critique})")
     sens.add_argument("--away-template", help="file: revision request for --direction away")
+    sens.add_argument("--conventions", choices=["biasscope", "source"], default="biasscope",
+                      help="index definitions: biasscope's (SD ddof=1, originals once in the "
+                      "percentile pool, absolute-sum normalisation) or the source code's")
     sens.add_argument("--transform", choices=["logit", "probability", "logprob"],
                       default="logit", help="reward read from the model's logit")
     sens.add_argument("--no-chat-template", action="store_true",
                       help="score the plain hh-rlhf format instead of the chat template")
     sens.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16",
                                                           "bfloat16"])
-    sens.add_argument("--batch-size", type=int, default=16)
-    sens.add_argument("--conventions", choices=["biasscope", "source"], default="biasscope",
-                      help="index definitions: biasscope's (SD ddof=1, originals once in the "
-                      "percentile pool, absolute-sum normalisation) or the source code's")
-    sens.add_argument("--max-tokens", type=int, default=512, help="perturber's limit")
-    sens.add_argument("--seed", type=int, default=0, help="prompt shuffling and perturber seed")
+    sens.add_argument("--batch-size", type=A.positive_int, default=16)
+    sens.add_argument("--max-tokens", type=A.positive_int, default=512, help="perturber's limit")
+    sens.add_argument("--seed", type=A.seed, default=0, help="prompt shuffling and perturber seed")
     sens.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"))
     _backend_args(sens)
     sens.set_defaults(func=_sensitivity)

@@ -23,7 +23,7 @@ def no_report(monkeypatch):
     import biasscope.report.html as html
 
     monkeypatch.setattr(html, "write_dynamics_report",
-                        lambda run, out=None, options=None: Path(run) / "r.html")
+                        lambda run, out=None, options=None, data_dir=None: Path(run) / "r.html")
 
 
 def copy_ckpt(source: Path, target: Path) -> Path:

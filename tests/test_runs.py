@@ -138,7 +138,7 @@ def test_user_errors_are_one_line_without_traceback(tmp_path, winobias_dir, chec
         "matches no directory": ["--checkpoint-glob", str(tmp_path / "none-*")],
         "does not exist": ["--model", str(tmp_path / "missing-model")],
         "missing data file": ["--checkpoint-glob", glob, "--data-dir", str(tmp_path / "empty")],
-        "--seeds 'x'": ["--checkpoint-glob", glob, "--seeds", "x"],
+        "argument --seeds: 'x'": ["--checkpoint-glob", glob, "--seeds", "x"],
     }
     for fragment, args in cases.items():
         proc = run_cli("dynamics", "--out", str(tmp_path / "out"), *args)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from biasscope import stats
+from biasscope import emergence
 from biasscope.analysis import FLAG_GAP
 from biasscope.cli import main
 from biasscope.probes import Probe, load_probe
@@ -101,9 +101,9 @@ def test_an_untrained_recommended_step_is_flagged(tmp_path: Path, winobias: Prob
 
 
 def test_a_change_relative_to_zero_is_never_a_percentage() -> None:
-    rec = stats.recommend_stop([1, 2], [0.0, 0.0], [0.5, 0.5])
+    rec = emergence.recommend_stop([1, 2], [0.0, 0.0], [0.5, 0.5])
     assert rec.step == 1 and math.isnan(rec.gap_change_pct)
     assert "nan" not in rec.sentence.lower()
     assert "gap 0 against 0" in rec.sentence
-    rec = stats.recommend_stop([1, 2, 3], [0.01, 0.2, 0.3], [0.0, 0.0, 0.0])
+    rec = emergence.recommend_stop([1, 2, 3], [0.01, 0.2, 0.3], [0.0, 0.0, 0.0])
     assert "nan" not in rec.sentence.lower() and "performance 0 against 0" in rec.sentence

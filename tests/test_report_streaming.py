@@ -12,7 +12,7 @@ import pytest
 
 import biasscope.analysis as analysis
 import biasscope.analysis_pass as analysis_pass
-from biasscope import stats
+from biasscope import emergence, stats
 from biasscope.analysis import AnalysisOptions, ModelInputs, full_summary
 from biasscope.metrics import occupations
 from biasscope.metrics.breakdown import checkpoint_breakdown
@@ -43,7 +43,7 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
             {v: stats.checkpoint_tests(chunk, v, correction=options.correction,
                                        alpha=options.alpha)
              for v in ("jsdp_correct", "target_rank")},
-            stats.sharpest_change(chunk, confidence=options.confidence,
+            emergence.sharpest_change(chunk, confidence=options.confidence,
                                   n_resamples=options.n_resamples),
             analysis.intervals(pvs, options),
             {int(step): checkpoint_breakdown(breakdown_values(at), options.confidence,

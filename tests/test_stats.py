@@ -9,20 +9,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
+from biasscope.emergence import (
+    emergence_step,
+    pareto_front,
+    recommend_stop,
+    sharpest_change,
+)
 from biasscope.metrics.dynamics import record_jsd_parts
 from biasscope.stats import (
     adjust_pvalues,
     bootstrap_mean,
     checkpoint_tests,
-    emergence_step,
     mann_whitney,
     model_tests,
-    pareto_front,
     prompt_ids,
     prompt_values,
-    recommend_stop,
     record_values,
-    sharpest_change,
 )
 
 OPTIONS = ["male", "female", "not specified"]

@@ -20,6 +20,12 @@ import pandas as pd
 
 from biasscope import stats
 from biasscope.analysis_pass import PROBE, RunParts, read_run
+from biasscope.emergence import (
+    GapChange,
+    change_interval,
+    emergence_step,
+    recommend_stop,
+)
 from biasscope.errors import BiasscopeError
 from biasscope.metrics import findings, occupations
 from biasscope.metrics.breakdown import checkpoint_breakdown
@@ -126,11 +132,11 @@ def _fmt(x: float) -> str:
 @dataclass(frozen=True)
 class ModelInputs:
     """What `analyse_model` reads of a model's records: the checkpoint tests per value
-    (`stats.checkpoint_tests`), the sharpest change (`stats.sharpest_change`) and the CIs
+    (`stats.checkpoint_tests`), the sharpest change (`sharpest_change`) and the CIs
     (`intervals`)."""
 
     tests: dict[str, pd.DataFrame]
-    change: stats.GapChange | None
+    change: GapChange | None
     ci: dict[str, dict[str, Any]]
     breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
 
@@ -147,7 +153,7 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
     sentences = []
     for value in tests:
         table = tests[value].dropna(subset=["step"])
-        emergence[value] = stats.emergence_step(
+        emergence[value] = emergence_step(
             table["step"].astype(int).tolist(), table["p_adjusted"].to_numpy(), options.alpha,
             gaps=table["gap"].to_numpy(),
             min_gap=options.min_gap if value == "jsdp_correct" else 0.0)
@@ -201,7 +207,7 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             sentences.append(f"{model}: {result['recommendation_refused']}.")
         elif len(common) >= 2:
             perf_values = [series[s] for s in common]
-            rec = stats.recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
+            rec = recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
                                        budget=options.budget)
             result["recommendation"] = asdict(rec)
             sentences.append(f"{model}: {rec.sentence} (budget: {options.budget:.0%} "
@@ -281,7 +287,7 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
                                       run.step_dtype, "model", options.correction,
                                       options.alpha)
              for value, rows in parts.rows.items()},
-            stats.change_interval(parts.best, options.confidence, options.n_resamples),
+            change_interval(parts.best, options.confidence, options.n_resamples),
             parts.ci, parts.breakdown)
         analysed = analyse_model(model, inputs, summary, perf.get(model), options)
         out["models"][model] = analysed

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope import stats
+from biasscope import emergence, stats
 from biasscope.metrics.breakdown import record_values as breakdown_values
 from biasscope.metrics.dynamics import GENDERS, record_jsd_parts
 from biasscope.runs.reading import read_unit, unit_index
@@ -88,7 +88,7 @@ class ModelParts:
         default_factory=lambda: {"jsdp_correct": [], "target_rank": []})
     ci: dict[str, dict[str, Any]] = field(default_factory=dict)
     previous: pd.DataFrame | None = None  # the last checkpoint's per-prompt jsdp_correct
-    best: stats.StepChange | None = None
+    best: emergence.StepChange | None = None
     #: Per step, the pro/anti and per-occupation aggregates (`metrics.breakdown`).
     breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
 
@@ -119,7 +119,7 @@ def add_checkpoint(parts: ModelParts, pvs: Mapping[str, pd.DataFrame], intervals
         pair = pd.concat([parts.previous, current], ignore_index=True)
         wide = pair.pivot(index=["prompt", "answer_label"], columns="step", values="value")
         s0, s1 = parts.previous["step"].iloc[0], current["step"].iloc[0]
-        parts.best = stats.larger_change(parts.best, stats.step_change(wide, s0, s1))
+        parts.best = emergence.larger_change(parts.best, emergence.step_change(wide, s0, s1))
     parts.previous = current if len(current) else parts.previous
 
 

@@ -213,6 +213,26 @@ def test_damaged_weights_and_shape_mismatches(how, message, checkpoint_dirs, win
     assert not list((tmp_path / "r" / "records").glob("*.parquet"))
 
 
+def test_a_checkpoint_missing_weights_is_refused_not_filled_at_random(checkpoint_dirs,
+                                                                        winobias_dir, tmp_path,
+                                                                        capsys):
+    """Before: transformers initialised the missing weights at random, logged a warning and the
+    sweep scored a model that does not exist."""
+    from safetensors.torch import load_file, save_file
+
+    ckpt = shutil.copytree(checkpoint_dirs[0], tmp_path / "train" / "checkpoint-10")
+    weights = load_file(ckpt / "model.safetensors")
+    dropped = sorted(k for k in weights if ".layers.0.attention." in k)
+    assert dropped
+    save_file({k: v for k, v in weights.items() if k not in dropped},
+              ckpt / "model.safetensors", metadata={"format": "pt"})
+    line = one_line(capsys, ["dynamics", "--checkpoint-glob", str(tmp_path / "train" / "*"),
+                             "--data-dir", str(winobias_dir), "--out", str(tmp_path / "r"),
+                             "--seeds", "0", "--limit", "2", "--quiet", "--device", "cpu"])
+    assert f"lacks {len(dropped)} weights" in line and "incomplete" in line
+    assert not list((tmp_path / "r" / "records").glob("*.parquet"))
+
+
 # ------------------------------------------------------------------ data files
 
 

@@ -113,11 +113,12 @@ def load_model(ckpt: Checkpoint, options: HFOptions) -> Any:
     device = resolve_device(options.device)
     try:
         with loading(f"checkpoint {ckpt.label}"):  # damaged weights, shapes unlike the config
-            model = AutoModelForCausalLM.from_pretrained(
+            loaded: Any = AutoModelForCausalLM.from_pretrained(
                 ckpt.source, revision=ckpt.revision, dtype=_dtype(options.dtype, device),
-                trust_remote_code=options.trust_remote_code,
+                trust_remote_code=options.trust_remote_code, output_loading_info=True,
                 use_safetensors=None if options.allow_pickle else True,
             )
+            model, info = loaded
     except (OSError, ValueError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if not options.allow_pickle and "safetensors" in first and not Path(ckpt.source).is_dir():
@@ -125,6 +126,11 @@ def load_model(ckpt: Checkpoint, options: HFOptions) -> Any:
                              "safetensors weights; pass --allow-pickle to load its pickle weights "
                              "if you trust it") from None
         raise ModelError(f"cannot load checkpoint {ckpt.label}: {first}") from None
+    missing = sorted(info.get("missing_keys", ()))  # transformers fills them with random values
+    if missing:
+        raise ModelError(f"checkpoint {ckpt.label} lacks {len(missing)} weights ("
+                         f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): its "
+                         "weight files are incomplete or belong to another model")
     return model.to(device).eval()
 
 

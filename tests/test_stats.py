@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -281,3 +282,14 @@ def test_recommend_stop_hand_example():
     assert end.sentence.startswith("train to the end (step 4000)")
     with pytest.raises(ValueError):
         recommend_stop(steps, gaps, [*perf[:-1], np.nan])
+
+
+def test_an_empty_sample_is_a_nan_interval_without_a_warning() -> None:
+    """A demo run has no pro/anti pairs: the breakdown asked for the mean of nothing, and
+    NumPy's 'Mean of empty slice' warning (an error under the test settings) broke the demo."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        interval = bootstrap_mean([])
+    assert math.isnan(interval.estimate) and math.isnan(interval.low)

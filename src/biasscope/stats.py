@@ -266,7 +266,10 @@ def _mean_difference(x: Array, y: Array, axis: int = -1) -> Array:
 def _bootstrap(samples: tuple[Array, ...], statistic: Callable[..., Array], confidence: float,
                n_resamples: int, method: str, seed: int) -> Interval:
     """SciPy's bootstrap, seeded and vectorised in batches of bounded memory; each sample is
-    resampled on its own. Too small a sample gives NaN bounds; constant samples a point."""
+    resampled on its own. Too small a sample gives NaN bounds (an empty one a NaN estimate too,
+    without NumPy's empty-mean warning); constant samples a point."""
+    if any(s.size == 0 for s in samples):
+        return Interval(math.nan, math.nan, math.nan, confidence)
     estimate = float(statistic(*samples))
     if any(s.size < 2 for s in samples):
         return Interval(estimate, math.nan, math.nan, confidence)

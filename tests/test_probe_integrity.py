@@ -118,7 +118,9 @@ def test_another_limit_model_or_scoring_is_refused(tmp_path, capsys):
     assert len(run["probes"][PROBE]["items_sha256"]) == 64
 
 
-def test_a_tampered_data_file_is_refused_and_probes_may_be_added(tmp_path, capsys):
+def _adult_run(tmp_path: Path) -> tuple[list[str], Path, Path]:
+    """`probe` arguments answering every Adult item 'yes' from a file, with the data dir and
+    the run directory they use."""
     data = tmp_path / "data"
     write_adult(data, ROWS)
     adult = load_audit_probe("adult-counterfactual", data_dir=data)
@@ -126,7 +128,12 @@ def test_a_tampered_data_file_is_refused_and_probes_may_be_added(tmp_path, capsy
     responses.write_text("".join(json.dumps({"item_id": i.id, "response": "yes"}) + "\n"
                                  for i in adult.items(0)))
     out = tmp_path / "run"
-    args = ["probe", "--responses", str(responses), "--out", str(out), "--data-dir", str(data)]
+    return (["probe", "--responses", str(responses), "--out", str(out), "--data-dir", str(data)],
+            data, out)
+
+
+def test_a_tampered_data_file_is_refused_and_probes_may_be_added(tmp_path, capsys):
+    args, data, out = _adult_run(tmp_path)
     assert main([*args, "--probes", "adult-counterfactual"]) == 0
     # A probe may join the run; the one recorded must stay the same.
     assert main([*args, "--probes", "adult-counterfactual,professional-bias"]) == 0
@@ -171,14 +178,7 @@ def test_two_probes_started_together_both_land_in_run_json(tmp_path, trial):
     """Before: both read run.json, each rewrote it with only its own probe added."""
     import multiprocessing
 
-    data = tmp_path / "data"
-    write_adult(data, ROWS)
-    adult = load_audit_probe("adult-counterfactual", data_dir=data)
-    responses = tmp_path / "r.jsonl"
-    responses.write_text("".join(json.dumps({"item_id": i.id, "response": "yes"}) + "\n"
-                                 for i in adult.items(0)))
-    out = tmp_path / "run"
-    args = ["probe", "--responses", str(responses), "--out", str(out), "--data-dir", str(data)]
+    args, _, out = _adult_run(tmp_path)
     assert main([*args, "--probes", "adult-counterfactual"]) == 0
     ctx = multiprocessing.get_context("fork")
     barrier, codes = ctx.Barrier(2), ctx.Queue()

@@ -219,3 +219,41 @@ def test_a_damaged_cached_file_is_said_not_raised(tmp_path: Path,
     write_statistics(tmp_path)  # not the pinned bytes
     said = str(occupations.load().unavailable)
     assert "checksum mismatch" in said and "biasscope data fetch winogender" in said
+
+
+def test_models_without_training_steps_are_snapshots(tmp_path: Path, winobias: Probe,
+                                                      bls_dir: Path) -> None:
+    """`--model ./final` (no stepN in the name): one checkpoint per model is analysed as a
+    snapshot, never labelled with a step it does not have."""
+    run = make_run(tmp_path / "run", winobias, [Checkpoint("final", "/ckpt/final"),
+                                                Checkpoint("other", "/ckpt/other")])
+    assert main(["report", str(run), "--data-dir", str(bls_dir)]) == 0
+    analysis = json.loads((run / "summary.json").read_text())["analysis"]
+    assert sorted(analysis["models"]) == ["final", "other"]
+    assert all(m["snapshot"] for m in analysis["models"].values())
+    assert not any("No training steps" in s or "step" in s for s in analysis["sentences"])
+    assert analysis["models"]["final"]["breakdown"]  # pro/anti and occupations computed
+    assert any(c["rows"] for c in analysis["comparisons"])  # model against model
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Snapshot: metrics per model</h2>" in page
+    assert "1 checkpoint (no training step)" in page
+
+
+def test_stepless_models_beside_a_sweep_are_left_out_and_said(tmp_path: Path,
+                                                              winobias: Probe) -> None:
+    run = make_run(tmp_path / "run", winobias, [Checkpoint("a/model", "a/model", "step1", 1),
+                                                Checkpoint("a/model", "a/model", "step2", 2),
+                                                Checkpoint("final", "/ckpt/final")])
+    analysis = full_summary(RunStore(run), OPTIONS)["analysis"]
+    assert list(analysis["models"]) == ["a/model"]
+    assert not analysis["models"]["a/model"]["snapshot"]
+    assert any(s.startswith("No training steps for final") for s in analysis["sentences"])
+
+
+def test_a_stepless_model_with_several_revisions_is_left_out(tmp_path: Path,
+                                                             winobias: Probe) -> None:
+    run = make_run(tmp_path / "run", winobias, [Checkpoint("org/m", "org/m", "main"),
+                                                Checkpoint("org/m", "org/m", "v2")])
+    analysis = full_summary(RunStore(run), OPTIONS)["analysis"]
+    assert analysis["models"] == {}
+    assert any(s.startswith("No training steps for org/m") for s in analysis["sentences"])

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope import stats
-from biasscope.analysis_pass import PROBE, RunParts, read_run
+from biasscope.analysis_pass import PROBE, SNAPSHOT_STEP, RunParts, read_run
 from biasscope.emergence import (
     GapChange,
     change_interval,
@@ -139,6 +139,7 @@ class ModelInputs:
     change: GapChange | None
     ci: dict[str, dict[str, Any]]
     breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
+    snapshot: bool = False  # one checkpoint without a training step (`SNAPSHOT_STEP`)
 
 
 def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
@@ -160,7 +161,8 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
     step = emergence["jsdp_correct"]
     significant = bool(tests["jsdp_correct"]["significant"].fillna(False).any())
     if len(steps) == 1:  # one checkpoint: nothing emerges "from" it
-        sentences.append(f"{model}: at its one checkpoint (step {steps[0]}) the male-female "
+        where = "" if inputs.snapshot else f" (step {steps[0]})"
+        sentences.append(f"{model}: at its one checkpoint{where} the male-female "
                          f"JSD-P gap is {'' if significant else 'not '}significant "
                          f"({corrected}).")
     else:
@@ -169,7 +171,7 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             "on, at every later checkpoint." if step is not None else
             f"{model}: the male-female JSD-P gap is not significant ({corrected}) through to "
             "the last checkpoint.")
-    small = _flag_small_gaps(tests["jsdp_correct"], options)
+    small = _flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)
     if small is not None:
         sentences.append(f"{model}: {small}")
     change = inputs.change
@@ -183,7 +185,8 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             f"{_fmt(ci.low)} to {_fmt(ci.high)}).")
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
     result: dict[str, Any] = {
-        "steps": steps, "tests": {k: _rows(v) for k, v in tests.items()},
+        "steps": steps, "snapshot": inputs.snapshot,
+        "tests": {k: _rows(v) for k, v in tests.items()},
         "breakdown": {str(s): inputs.breakdown[s] for s in sorted(inputs.breakdown)},
         "emergence": emergence, "sharpest_change": sharpest,
         "ci": inputs.ci, "performance": None, "recommendation": None,
@@ -242,7 +245,8 @@ def gap_of_interest(options: AnalysisOptions) -> float:
     return options.min_gap if options.min_gap > 0 else FLAG_GAP
 
 
-def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions) -> str | None:
+def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions, snapshot: bool = False
+                     ) -> str | None:
     """Mark significant JSD-P gaps below the gap of interest (column ``below_gap_of_interest``
     of ``table``, in place) and say so in one sentence; None if there are none."""
     threshold = gap_of_interest(options)
@@ -257,7 +261,9 @@ def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions) -> str | Non
     how = ("--min-gap" if options.min_gap > 0 else
            "the default for flagging, as --min-gap is 0; emergence counts significance alone")
     plural = "s" if len(steps) > 1 else ""
-    return (f"at {len(flagged)} of {len(table)} checkpoints (step{plural} {where}) the JSD-P "
+    at = ("at its checkpoint" if snapshot else
+          f"at {len(flagged)} of {len(table)} checkpoints (step{plural} {where})")
+    return (f"{at} the JSD-P "
             f"gap is significant but below the smallest gap of interest {threshold:g} ({how}): "
             f"|gap| at most {widest:.3g}, effect size up to ±{largest:.2g}. Prompts that "
             "differ in one word give even an untrained model such gaps; read them as no "
@@ -275,7 +281,9 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
     if run.stepless:
         # Tests over training need ordered checkpoints; pooling unnamed ones would mislead.
         out["sentences"].append(f"No training steps for {', '.join(run.stepless)} (revisions "
-                                "not named stepN or checkpoint-N): left out of the analysis.")
+                                "not named stepN or checkpoint-N): left out of the analysis. "
+                                "Name them by step, or report them in a run of their own "
+                                "(one checkpoint per model is a snapshot).")
     models = sorted(m for m, parts in run.models.items() if parts.ci)
     if not models:
         return out
@@ -288,7 +296,7 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
                                       options.alpha)
              for value, rows in parts.rows.items()},
             change_interval(parts.best, options.confidence, options.n_resamples),
-            parts.ci, parts.breakdown)
+            parts.ci, parts.breakdown, model in run.snapshots)
         analysed = analyse_model(model, inputs, summary, perf.get(model), options)
         out["models"][model] = analysed
         out["sentences"] += analysed["sentences"]
@@ -358,6 +366,9 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
                           lambda values: checkpoint_breakdown(values, chosen.confidence,
                                                               chosen.n_resamples))
     summary = summarise(units)
+    for checkpoint in summary["checkpoints"]:  # their step is the analysis position only
+        if checkpoint["model"] in run.snapshots and checkpoint["step"] == SNAPSHOT_STEP:
+            checkpoint["snapshot"] = True
     summary["analysis"] = analyse(run, store, summary, options, occupations.load(data_dir))
     return summary
 

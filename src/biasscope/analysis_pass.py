@@ -26,7 +26,7 @@ import pandas as pd
 from biasscope import emergence, stats
 from biasscope.metrics.breakdown import record_values as breakdown_values
 from biasscope.metrics.dynamics import GENDERS, record_jsd_parts
-from biasscope.runs.reading import read_unit, unit_index
+from biasscope.runs.reading import UnitEntry, read_unit, unit_index
 from biasscope.runs.store import RunStore
 
 PROBE = "winobias-gender"
@@ -34,6 +34,9 @@ PROBE = "winobias-gender"
 VALUES = {"jsdp_correct": "jsdp_correct", "target_rank": "target_rank",
           "jsdp:male": "jsdp_male", "jsdp:female": "jsdp_female"}
 NOT_SPECIFIED = "not specified"
+#: The analysis position of a snapshot's one checkpoint (a model without training steps, in a
+#: run where no model has them). Reports and sentences never show it as a step.
+SNAPSHOT_STEP = 0
 
 
 def unit_values(records: pd.DataFrame) -> pd.DataFrame:
@@ -96,9 +99,11 @@ class ModelParts:
 @dataclass
 class RunParts:
     """The analysis' inputs from one pass: per model its parts, and the model comparisons'
-    test rows per (model a, model b, value); ``step_dtype`` is the records' step type."""
+    test rows per (model a, model b, value); ``step_dtype`` is the records' step type.
+    ``snapshots``: models analysed at `SNAPSHOT_STEP`; ``stepless``: models left out."""
 
     stepless: list[str] = field(default_factory=list)
+    snapshots: list[str] = field(default_factory=list)
     models: dict[str, ModelParts] = field(default_factory=dict)
     comparisons: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
     step_dtype: Any = None
@@ -150,26 +155,41 @@ def read_run(store: RunStore, intervals: Intervals,
     summaries: dict[int, Any] = {}
     gone: set[int] = set()  # set aside by `read_unit`
     run = RunParts()
-    run.stepless = sorted({m for e in index for p, m, s in e.checkpoints
-                           if p == PROBE and s is None})
-    models = sorted({m for e in index for p, m, s in e.checkpoints
-                     if p == PROBE and s is not None})
+    stepped = {m for e in index for p, m, s in e.checkpoints if p == PROBE and s is not None}
+    revisions: dict[str, set[str | None]] = {}
+    for entry in index:
+        for p, m, r in entry.stepless:
+            if p == PROBE:
+                revisions.setdefault(m, set()).add(r)
+    # Candidates compared as they are (one checkpoint each, no training steps) are snapshots;
+    # beside a sweep, or with several unordered revisions, a step-less model is left out.
+    run.snapshots = [] if stepped else sorted(m for m, r in revisions.items() if len(r) == 1)
+    run.stepless = sorted(set(revisions) - set(run.snapshots))
+    models = sorted(stepped | set(run.snapshots))
     run.models = {m: ModelParts() for m in models}
+
+    def positions(entry: UnitEntry) -> set[int]:
+        snapshot = any(p == PROBE and m in run.snapshots for p, m, _ in entry.stepless)
+        return entry.steps(PROBE) | ({SNAPSHOT_STEP} if snapshot else set())
 
     def frame_of(i: int) -> pd.DataFrame | None:
         frame = None if i in gone else read_unit(store, index[i].path)
         if frame is None:
             gone.add(i)
-        elif not frame.empty and i not in summaries:
+            return None
+        if run.snapshots and "step" in frame:
+            place = frame["step"].isna() & frame["model"].isin(run.snapshots)
+            frame["step"] = frame["step"].mask(place, SNAPSHOT_STEP)
+        if not frame.empty and i not in summaries:
             summaries[i] = summarise(frame)
         return frame
 
-    steps = sorted({s for e in index for s in e.steps(PROBE)})
+    steps = sorted({s for e in index for s in positions(e)})
     for step in steps:
         reduced: dict[str, list[pd.DataFrame]] = {}
         extra: dict[str, list[pd.DataFrame]] = {}
         for i, entry in enumerate(index):
-            if step not in entry.steps(PROBE) or (frame := frame_of(i)) is None:
+            if step not in positions(entry) or (frame := frame_of(i)) is None:
                 continue
             rows = frame[(frame["probe"] == PROBE) & (frame["step"] == step).fillna(False)]
             if run.step_dtype is None:
@@ -187,6 +207,6 @@ def read_run(store: RunStore, intervals: Intervals,
                     pd.concat(frames, ignore_index=True))
         del extra
     for i, entry in enumerate(index):
-        if not entry.steps(PROBE):
+        if not positions(entry):
             frame_of(i)
     return [summaries[i] for i in sorted(summaries)], run

@@ -84,10 +84,13 @@ def occupation_sentences(model: str, step: int, occupations: list[dict[str, Any]
         agrees = "as" if lean == o["stereotype"] else "against"
         excludes = (value["low"] is not None and value["high"] is not None
                     and (value["low"] > 0 or value["high"] < 0))
-        sure = "" if excludes else ", CI includes 0"
+        if value["low"] is None or value["high"] is None:  # one prompt: nothing to resample
+            interval = f"{o.get('not-referenced/n', 1)} prompt, no CI"
+        else:
+            interval = (f"{confidence:.0%} CI {_signed(value['low'])} to "
+                        f"{_signed(value['high'])}{'' if excludes else ', CI includes 0'}")
         parts.append(f"{o['occupation']} leans {lean} ({_signed(value['estimate'])}, "
-                     f"{confidence:.0%} CI {_signed(value['low'])} to {_signed(value['high'])}"
-                     f"{sure}; {agrees} the stereotype)")
+                     f"{interval}; {agrees} the stereotype)")
     return [f"{model}{where}: the {len(order)} occupations it genders most where the sentence "
             "does not say (log P(male) − log P(female) on not-referenced prompts): "
             + "; ".join(parts) + "."]

@@ -137,7 +137,7 @@ def occupations_ranked(view: View) -> Any | None:
         assert found is not None
         step, rows = found
         by_name = {str(r["occupation"]): r for r in rows}
-        label = f"{escape(model)} (step {step})"
+        label = escape(model) + ("" if view.model(model).get("snapshot") else f" (step {step})")
         _bars(fig, [escape(n) for n in names], [by_name.get(n, {}).get(PREFERENCE)
                                                 for n in names],
               label, FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i else COLORS["male"],
@@ -194,7 +194,9 @@ def versus_statistics(view: View) -> Any | None:
         fig.add_trace(go.Scatter(
             x=[p[0] for p in points], y=[p[1] for p in points], mode="markers+text",
             text=[escape(p[2]) for p in points], textposition="top center",
-            name=f"{escape(model)} (step {step}; Spearman ρ {fmt(rho.get('estimate'))})",
+            name=f"{escape(model)} ("
+                 + ("" if view.model(model).get("snapshot") else f"step {step}; ")
+                 + f"Spearman ρ {fmt(rho.get('estimate'))})",
             marker={"color": FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i
                     else COLORS["male"]}))
     fig.add_hline(y=0, line={"color": "#999", "width": 1})

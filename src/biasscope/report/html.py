@@ -113,6 +113,8 @@ def _num(value: Any) -> str:
 
 
 def _where(ckpt: Json) -> str:
+    if ckpt.get("snapshot"):
+        return "no training step"
     if ckpt.get("step") is not None:
         return f"step {ckpt['step']}"
     return f"revision {escape(str(ckpt.get('revision') or 'main'))}"
@@ -132,9 +134,10 @@ def model_sentence(name: str, points: Sequence[Json]) -> str:
     seeds = sorted({int(s) for c in points for s in c["seeds"]})
     short = sum(1 for c in points if len(c["seeds"]) < len(seeds))
     sizes = sorted({int(c["items_per_seed"]) for c in points})
-    steps = [c["step"] for c in points if c.get("step") is not None]
-    where = (_span(steps, "step") if len(steps) == len(points)
-             else _span([c.get("revision") or "main" for c in points], "revision"))
+    steps = [c["step"] for c in points if c.get("step") is not None and not c.get("snapshot")]
+    where = (_span(steps, "step") if len(steps) == len(points) else _where(points[0])
+             if len(points) == 1 else _span([c.get("revision") or "main" for c in points],
+                                            "revision"))
     items = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}"
     probes = ", ".join(sorted({escape(str(c["probe"])) for c in points}))
     text = (f"<b>{escape(name)}</b> on probe <b>{probes}</b>: "

@@ -127,6 +127,8 @@ def checkpoint_label(ckpt: Checkpoint) -> str:
     """Escaped short label: the revision, else the step, else ``main``."""
     if ckpt.get("revision"):
         return escape(str(ckpt["revision"]))
+    if ckpt.get("snapshot"):
+        return "checkpoint"
     return f"step {ckpt['step']}" if ckpt.get("step") is not None else "main"
 
 
@@ -182,7 +184,8 @@ def bounds(key: str) -> tuple[float, float]:
 
 def where(ckpt: Checkpoint) -> str:
     step = ckpt.get("step")
-    text = f"step {step}" if step is not None else "step unknown"
+    text = ("no training step" if ckpt.get("snapshot") else
+            f"step {step}" if step is not None else "step unknown")
     return text + (f" ({escape(str(ckpt['revision']))})" if ckpt.get("revision") else "")
 
 

@@ -19,16 +19,17 @@ from biasscope.errors import BiasscopeError
 from biasscope.runs.store import RunStore
 from biasscope.runs.units import unit_of
 
-_KEYS = ("model", "step", "probe")
+_KEYS = ("model", "step", "probe", "revision")
 
 
 @dataclass(frozen=True)
 class UnitEntry:
     """One unit file and the (model, step) pairs its rows of each probe hold (step None for
-    rows without a training step)."""
+    rows without a training step), and the revisions of those without one."""
 
     path: Path
     checkpoints: frozenset[tuple[str, str, int | None]]  # (probe, model, step)
+    stepless: frozenset[tuple[str, str, str | None]] = frozenset()  # (probe, model, revision)
 
     def steps(self, probe: str) -> set[int]:
         return {s for p, _, s in self.checkpoints if p == probe and s is not None}
@@ -56,7 +57,10 @@ def unit_index(store: RunStore) -> list[UnitEntry]:
         pairs = keys.drop_duplicates()
         entries.append(UnitEntry(path, frozenset(
             (str(p), str(m), None if pd.isna(s) else int(s))
-            for p, m, s in zip(pairs["probe"], pairs["model"], pairs["step"], strict=True))))
+            for p, m, s in zip(pairs["probe"], pairs["model"], pairs["step"], strict=True)),
+            frozenset((str(p), str(m), None if pd.isna(r) else str(r)) for p, m, s, r in zip(
+                pairs["probe"], pairs["model"], pairs["step"], pairs["revision"], strict=True)
+                if pd.isna(s))))
     return entries
 
 

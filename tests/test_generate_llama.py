@@ -126,3 +126,30 @@ def test_an_audit_through_the_real_server(llama_server, tmp_path):
     assert recs["response"].notna().all() and recs["error"].isna().all()
     summary = json.loads((out / "summary.json").read_text())["probes"]["professional-bias"]
     assert summary["items"] == 4 and "stereotyped_rate" in summary["headline"]
+
+
+def test_a_plain_prompt_audit_reads_option_probabilities_from_top_logprobs(
+        llama_server, tiny_gguf: TinyLlama, tmp_path):
+    """`--plain-prompt --top-logprobs`: a base model's reading on /completions, and each
+    answer's option probabilities from the first token's alternatives, exactly."""
+    from biasscope.runs.store import RunStore
+
+    out = tmp_path / "audit"
+    args = ["probe", "--model", f"openai-compatible:{llama_server.base_url}#tiny",
+            "--probes", "professional-bias", "--limit", "4", "--max-tokens", "1",
+            "--scoring", "generate", "--plain-prompt", "--top-logprobs", "45",
+            "--no-cache", "--out", str(out)]
+    assert main(args) == 0
+    recs = RunStore(out).records()
+    assert recs["prompt"].notna().all() and len(recs) == 4
+    # The plain prompt ends "assistant:": the next token depends on the ":" piece alone.
+    lp = tiny_gguf.expected_logprobs(tiny_gguf.vocab.index(":"))
+    p = {o: float(np.exp(lp[tiny_gguf.vocab.index("▁" + o)])) for o in ("doctor", "nurse")}
+    for probs in recs["option_probs"]:
+        got = json.loads(probs)
+        for option in p:
+            assert abs(got[option] - p[option] / sum(p.values())) < TOL
+    responder = json.loads((out / "run.json").read_text())["responder"]
+    assert responder["prompt"] == "plain" and responder["params"]["top_logprobs"] == 45
+    # The same directory asked as a chat: a changed setting, refused in one line.
+    assert main([*args[:-6], "--top-logprobs", "45", "--no-cache", "--out", str(out)]) == 2

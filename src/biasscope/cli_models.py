@@ -60,10 +60,14 @@ def _responder(args: argparse.Namespace) -> Any:
         if not hasattr(generator, "option_logprobs"):
             raise BiasscopeError(f"{args.model}: option scoring needs a local hf: model; "
                                  "use --scoring generate")
-        return OptionScorer(generator)
+        if args.top_logprobs:
+            raise BiasscopeError("--top-logprobs is for --scoring generate; option scoring "
+                                 "reads every option's full log-probability")
+        return OptionScorer(generator, plain=args.plain_prompt)
     params = GenerateParams(max_tokens=args.max_tokens, temperature=args.temperature,
-                            seed=args.seed)
-    return GenerationResponder(Cached(generator, _response_cache(args)), params)
+                            seed=args.seed, top_logprobs=args.top_logprobs)
+    return GenerationResponder(Cached(generator, _response_cache(args)), params,
+                               plain=args.plain_prompt)
 
 
 def _probe(args: argparse.Namespace) -> int:
@@ -312,6 +316,13 @@ def register(sub: Any) -> None:
     audit.add_argument("--max-tokens", type=A.positive_int, default=64)
     audit.add_argument("--temperature", type=A.non_negative_float, default=0.0)
     audit.add_argument("--seed", type=A.seed)
+    audit.add_argument("--top-logprobs", type=A.non_negative_int, default=0,
+                       help="generate: ask for the N likeliest first tokens and read the "
+                       "options' probabilities from them (where their first tokens differ)")
+    audit.add_argument("--plain-prompt", action="store_true",
+                       help="ask as one plain prompt ('user: ...' lines, then 'assistant:'; "
+                       "a server gets it on /completions) instead of a chat: how a base model "
+                       "without a chat template reads it")
     _backend_args(audit)
     audit.set_defaults(func=_probe)
 

@@ -31,7 +31,8 @@ from typing import Any, Protocol
 import pandas as pd
 
 from biasscope.audit.base import RECORD_COLUMNS, AuditProbe
-from biasscope.backends.base import GenerateParams, GenerateRequest, Generator
+from biasscope.backends.base import GenerateParams, GenerateRequest, Generator, plain_chat
+from biasscope.backends.choices import read_choice
 from biasscope.errors import BiasscopeError
 from biasscope.items import Item
 from biasscope.jsonl import read_jsonl
@@ -55,37 +56,58 @@ class Responder(Protocol):
     def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]: ...
 
 
-class GenerationResponder:
-    """Text from a ``generate`` backend (wrap it in ``backends.cache.Cached`` to cache)."""
+def ask(probe: AuditProbe, item: Item, plain: bool, params: GenerateParams | None = None
+        ) -> GenerateRequest:
+    """The request for ``item``: its chat, or with ``plain`` the chat as one plain prompt
+    (`plain_chat`; a base model's reading, sent to a server's ``/completions``)."""
+    messages = probe.messages(item)
+    return GenerateRequest(prompt=plain_chat(messages), params=params or GenerateParams(),
+                           id=item.id) if plain else GenerateRequest(
+        messages=messages, params=params or GenerateParams(), id=item.id)
 
-    def __init__(self, generator: Generator, params: GenerateParams | None = None) -> None:
+
+class GenerationResponder:
+    """Text from a ``generate`` backend (wrap it in ``backends.cache.Cached`` to cache).
+
+    With ``params.top_logprobs``, the options' probabilities are also read from the first
+    answer token's alternatives (`read_choice`) where the options' first tokens tell them apart.
+    """
+
+    def __init__(self, generator: Generator, params: GenerateParams | None = None,
+                 plain: bool = False) -> None:
         self.generator, self.label = generator, generator.label
         self.params = params or GenerateParams(max_tokens=64)
+        self.plain = plain
 
     def settings(self) -> dict[str, Any]:
         return {"scoring": "generate", "backend": self.generator.identity(),
-                "params": asdict(self.params)}
+                "params": asdict(self.params), **({"prompt": "plain"} if self.plain else {})}
 
     def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
-        requests = [GenerateRequest(messages=probe.messages(i), params=self.params, id=i.id)
-                    for i in items]
-        return [Response(g.text if g.ok else None, "generation", error=g.error, failed=not g.ok)
-                for g in self.generator.generate(requests)]
+        requests = [ask(probe, i, self.plain, self.params) for i in items]
+        out = []
+        for item, g in zip(items, self.generator.generate(requests)):
+            reading = read_choice(g, item.options) if g.ok and g.tokens else None
+            probs = reading.probs if reading is not None and reading.source == "logprobs" else None
+            out.append(Response(g.text if g.ok else None, "generation", probs, error=g.error,
+                                failed=not g.ok))
+        return out
 
 
 class OptionScorer:
     """The most probable option of a local model, from each option's full log-probability."""
 
-    def __init__(self, generator: Any) -> None:  # an HFGenerator
-        self.generator, self.label = generator, generator.label
+    def __init__(self, generator: Any, plain: bool = False) -> None:  # an HFGenerator
+        self.generator, self.label, self.plain = generator, generator.label, plain
 
     def settings(self) -> dict[str, Any]:
-        return {"scoring": "options", "backend": self.generator.identity()}
+        return {"scoring": "options", "backend": self.generator.identity(),
+                **({"prompt": "plain"} if self.plain else {})}
 
     def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
         out = []
         for item in items:
-            request = GenerateRequest(messages=probe.messages(item), id=item.id)
+            request = ask(probe, item, self.plain)
             scores, _ = self.generator.option_logprobs(request, item.continuations)
             logprobs = [scores[c] for c in item.continuations]
             top = max(logprobs)

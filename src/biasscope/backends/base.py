@@ -78,6 +78,12 @@ class GenerateParams:
         return self.logprobs or self.top_logprobs > 0
 
 
+def plain_chat(messages: Sequence[tuple[str, str]]) -> str:
+    """A chat as one plain prompt: ``role: content`` lines, then ``assistant:``. What a model
+    without a chat template reads (a base model, locally or on a server's ``/completions``)."""
+    return "".join(f"{role}: {content}\n" for role, content in messages) + "assistant:"
+
+
 @dataclass(frozen=True)
 class GenerateRequest:
     """Chat ``messages`` ((role, content) pairs) or a plain ``prompt``: exactly one of them.

@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, TokenLogprob
+from biasscope.backends.base import (
+    GenerateParams,
+    GenerateRequest,
+    Generation,
+    TokenLogprob,
+    plain_chat,
+)
 from biasscope.backends.gguf import provenance
 from biasscope.backends.hf import HFOptions, _torch, left_pad, load_model, load_tokenizer
 from biasscope.errors import ModelError
@@ -31,14 +37,14 @@ def render_chat(tokenizer: Any, messages: Sequence[tuple[str, str]]) -> tuple[st
     """The prompt text of a chat, and whether tokenizing it should add special tokens.
 
     With a chat template: the template with the generation prompt (it writes its own special
-    tokens). Without one: ``role: content`` lines, then ``assistant:``, as a plain prompt.
+    tokens). Without one: `plain_chat`.
     """
     if getattr(tokenizer, "chat_template", None):
         text = tokenizer.apply_chat_template(
             [{"role": role, "content": content} for role, content in messages],
             tokenize=False, add_generation_prompt=True)
         return str(text), False
-    return "".join(f"{role}: {content}\n" for role, content in messages) + "assistant:", True
+    return plain_chat(messages), True
 
 
 class HFGenerator:

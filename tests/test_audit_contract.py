@@ -1,10 +1,13 @@
-"""Contract tests over every registered audit probe: it loads from fixture data in the upstream
-format, yields stable items, and runs end to end on a tiny local model (option scoring and
-generation) and on a stored-responses file, through the CLI, into a report."""
+"""Contract tests over every registered probe, for every request kind it claims: it loads from
+fixture data in the upstream format, yields stable items that `biasscope items` exports, and
+answers each of its request kinds on a tiny local model (next-token and continuation scores,
+option scoring and generation); probes asked by chat also run on a stored-responses file,
+through the CLI, into a report."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,6 @@ import pytest
 from adult_fixture import ROWS
 from adult_fixture import write as write_adult
 from bbq_fixture import write_bbq
-from biasscope.audit import AUDIT_PROBES, load_audit_probe
 from biasscope.audit.run import (
     GenerationResponder,
     OptionScorer,
@@ -22,31 +24,76 @@ from biasscope.audit.run import (
 )
 from biasscope.backends.base import GenerateParams
 from biasscope.cli import main
+from biasscope.errors import BiasscopeError
+from biasscope.probes import PROBES, REQUESTS, load_probe, requests_of
 from biasscope.runs.store import RunStore
+from winobias_fixture import write_winobias
 
-NAMES = sorted(AUDIT_PROBES)
+NAMES = list(PROBES)
+CLAIMS = [(name, kind) for name in NAMES for kind in PROBES[name].requests]
+ASKED = [name for name in NAMES if "generate" in PROBES[name].requests]  # asked by chat
+LAMBADA = ["The mechanic gave the clerk a present and wished her happy birthday",
+           "The nurse took care of the CEO and gave him some health suggestions"]
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("audit-data")
+    root = tmp_path_factory.mktemp("probe-data")
     write_adult(root, ROWS)
     write_bbq(root)
+    write_winobias(root)
+    (root / "lambada").mkdir()
+    (root / "lambada" / "lambada_test.jsonl").write_text(
+        "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))
     return root
+
+
+def test_every_probe_file_registers_what_it_claims():
+    assert set(NAMES) >= {"winobias-gender", "lambada", "adult-counterfactual",
+                          "professional-bias", "bbq"}
+    for name, info in PROBES.items():
+        assert info.name == name and info.requests and set(info.requests) <= set(REQUESTS)
+        assert info.metrics and info.about
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_items_are_stable_unique_and_askable(name, data_dir):
-    probe = load_audit_probe(name, data_dir=data_dir)
+    probe = load_probe(name, data_dir=data_dir)
+    assert requests_of(probe) == PROBES[name].requests
     items = probe.items(0)
     assert items and items == probe.items(0)
     ids = [i.id for i in items]
     assert len(set(ids)) == len(ids) and all(i.startswith(f"{name}:") for i in ids)
     for item in items:
-        turns = probe.messages(item)
-        assert turns[-1] == ("user", item.prompt) and item.options
-        assert 0 <= item.answer < len(item.options)
+        assert item.options and 0 <= item.answer < len(item.options)
+        if name in ASKED:
+            turns = probe.messages(item)
+            assert turns[-1] == ("user", item.prompt)
     json.dumps(probe.config())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_biasscope_items_exports_every_probe(name, data_dir, tmp_path, capsys):
+    out = tmp_path / "items.jsonl"
+    assert main(["items", name, "--out", str(out), "--data-dir", str(data_dir)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    items = load_probe(name, data_dir=data_dir).items(0)
+    assert [r["item_id"] for r in rows] == [i.id for i in items]
+    assert f"{len(items)} items of {name}" in capsys.readouterr().out
+    first = rows[0]
+    assert first["options"] == list(items[0].options) and first["continuations"]
+    assert ("messages" in first) == (name in ASKED)
+
+
+def test_items_of_another_seed_show_winobias_options_in_another_order(data_dir, tmp_path):
+    orders = []
+    for seed in ("0", "1"):
+        out = tmp_path / f"seed{seed}.jsonl"
+        assert main(["items", "winobias-gender", "--seed", seed, "--out", str(out),
+                     "--data-dir", str(data_dir)]) == 0
+        orders.append([json.loads(r)["groups"]["option_order"]
+                       for r in out.read_text().splitlines()])
+    assert orders[0] != orders[1] and len(orders[0]) == len(orders[1])
 
 
 @pytest.fixture(scope="module")
@@ -57,16 +104,37 @@ def tiny_local(data_dir):
     from biasscope.demo.tiny import tiny_gpt_neox, train_tokenizer
     from biasscope.runs.checkpoints import Checkpoint
 
-    texts = [f"user: {i.prompt} assistant: {' '.join(i.options)}"
-             for n in NAMES for i in load_audit_probe(n, data_dir=data_dir).items(0)]
+    texts = [f"user: {i.prompt} assistant: {' '.join(i.options)}{''.join(i.continuations)}"
+             for n in NAMES for i in load_probe(n, data_dir=data_dir).items(0)]
     tokenizer = train_tokenizer(texts, vocab_size=400)
     model = tiny_gpt_neox(len(tokenizer), max_positions=1024, seed=3)
     return HFGenerator.from_loaded(model, tokenizer, Checkpoint("tiny", "<in-memory>"))
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_end_to_end_on_a_tiny_local_model(name, data_dir, tiny_local, tmp_path):
-    probe = load_audit_probe(name, data_dir=data_dir)
+@pytest.mark.parametrize(("name", "kind"), CLAIMS)
+def test_every_request_kind_a_probe_claims(name, kind, data_dir, tiny_local, tmp_path):
+    probe = load_probe(name, data_dir=data_dir)
+    if kind in ("next_token", "continuation"):
+        from biasscope.backends.hf import HFOptions, HFScorer
+
+        scorer = HFScorer(tiny_local.ckpt, tiny_local.model, tiny_local.tokenizer,
+                          HFOptions(first_token=True))
+        items = probe.items(0)[:8]
+        scores = getattr(scorer, f"score_{kind}")(items)
+        assert len(scores) == len(items)
+        for item, score in zip(items, scores):
+            if kind == "next_token":
+                assert len(score.option_logprobs) == len(item.options)
+                assert all(v <= 0 for v in score.option_logprobs) and score.target_rank >= 1
+            else:
+                assert math.isfinite(score.logprob) and score.tokens >= 1
+    elif kind == "options":
+        options_end_to_end(name, probe, tiny_local, tmp_path)
+    else:
+        generate_end_to_end(name, probe, tiny_local, tmp_path)
+
+
+def options_end_to_end(name, probe, tiny_local, tmp_path):
     scored = run_audit([probe], OptionScorer(tiny_local), tmp_path / "scored", limit=12)
     recs = scored.records()
     assert len(recs) == min(12, len(probe.items(0))) and set(recs["source"]) == {"option_scores"}
@@ -76,6 +144,8 @@ def test_end_to_end_on_a_tiny_local_model(name, data_dir, tiny_local, tmp_path):
     summary = json.loads(scored.summary_json.read_text())["probes"][name]
     assert summary["items"] == len(recs) and summary["headline"]
 
+
+def generate_end_to_end(name, probe, tiny_local, tmp_path):
     written = run_audit([probe], GenerationResponder(tiny_local, GenerateParams(max_tokens=3)),
                         tmp_path / "generated", limit=6)
     recs = written.records()
@@ -87,7 +157,7 @@ def test_end_to_end_on_a_tiny_local_model(name, data_dir, tiny_local, tmp_path):
     assert json.loads(written.summary_json.read_text())["probes"][name]["items"] == asked
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", ASKED)
 def test_end_to_end_on_stored_responses_through_the_cli(name, data_dir, tmp_path, capsys):
     exported = tmp_path / "items.jsonl"
     assert main(["items", name, "--out", str(exported), "--data-dir", str(data_dir)]) == 0
@@ -121,7 +191,7 @@ def test_duplicate_response_ids_are_rejected_with_the_ids(data_dir, tmp_path, ca
 
 
 def test_the_report_escapes_model_text(tmp_path):
-    probe = load_audit_probe("professional-bias")
+    probe = load_probe("professional-bias")
     item = next(i for i in probe.items(0) if i.groups["pronoun"] == "he")
     trigger = item.options[int(item.groups["trigger"])]
     responses = tmp_path / "r.jsonl"
@@ -137,11 +207,48 @@ def test_the_report_escapes_model_text(tmp_path):
 def test_unknown_probe_is_a_one_line_error(tmp_path, capsys):
     code = main(["probe", "--responses", str(tmp_path / "r.jsonl"), "--probes", "nope",
                  "--out", str(tmp_path / "run")])
-    assert code == 2 and "unknown audit probe 'nope'" in capsys.readouterr().err
+    assert code == 2 and "unknown probe 'nope'" in capsys.readouterr().err
+
+
+def test_probe_refuses_a_probe_that_takes_no_chat_in_one_line(tmp_path, capsys):
+    code = main(["probe", "--responses", str(tmp_path / "r.jsonl"), "--probes",
+                 "winobias-gender", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and "probe winobias-gender takes next_token requests" in err
+    assert "biasscope probes" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_biasscope_probes_lists_every_probe(capsys):
+    assert main(["probes"]) == 0
+    out = capsys.readouterr().out
+    for name, info in PROBES.items():
+        assert f"{name}: " in out and ", ".join(info.requests) in out
+    assert "none (ships with biasscope)" in out and "bbq (`biasscope data fetch bbq`" in out
+    assert main(["probes", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [p["name"] for p in listed] == NAMES
+    assert listed[NAMES.index("bbq")]["requests"] == ["options", "generate"]
+
+
+def test_the_old_names_still_work_with_a_deprecation_warning(data_dir):
+    import biasscope.audit as audit
+
+    with pytest.warns(DeprecationWarning, match="use biasscope.probes.PROBES"):
+        old = audit.AUDIT_PROBES
+    assert sorted(old) == sorted(ASKED)
+    with pytest.warns(DeprecationWarning, match="use biasscope.probes.load_probe"):
+        probe = audit.load_audit_probe("professional-bias")
+    assert probe.name == "professional-bias"
+    with pytest.warns(DeprecationWarning), pytest.raises(BiasscopeError, match="unknown audit"):
+        audit.load_audit_probe("winobias-gender")
+    with pytest.warns(DeprecationWarning):
+        from biasscope.audit import load_audit_probe  # noqa: F401
+    # The registry's entries still load when called, as its plain factories did.
+    assert PROBES["lambada"](data_dir=data_dir).name == "lambada"
 
 
 def test_export_items_writes_every_turn(tmp_path):
-    probe = load_audit_probe("professional-bias")
+    probe = load_probe("professional-bias")
     n = export_items(probe, tmp_path / "items.jsonl")
     first = json.loads((tmp_path / "items.jsonl").read_text().splitlines()[0])
     assert n == len(probe.items(0)) and first["messages"][-1]["role"] == "user"

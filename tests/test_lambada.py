@@ -28,7 +28,7 @@ def test_items_split_the_last_word(tmp_path):
     assert [it.id for it in items] == ["lambada:0001", "lambada:0002", "lambada:0003"]
     assert items[2].prompt.endswith("wished her happy") and items[2].continuations == (
         " birthday",)
-    assert probe.seeded is False and probe.request == "continuation"
+    assert probe.seeded is False and probe.requests == ("continuation",)
 
 
 BAD_LINES = ["not json", json.dumps({"txt": "a b"}), json.dumps({"text": "x"})]

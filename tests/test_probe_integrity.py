@@ -13,10 +13,10 @@ pytest.importorskip("openai")
 
 from adult_fixture import ROWS
 from adult_fixture import write as write_adult
-from biasscope.audit import load_audit_probe
 from biasscope.audit.run import StoredResponses, run_audit
 from biasscope.cli import main
 from biasscope.errors import BiasscopeError
+from biasscope.probes import load_probe
 from biasscope.runs.store import RunStore
 from scripted_server import Reply, chat, serve
 
@@ -66,7 +66,7 @@ def test_failed_requests_are_counted_left_out_and_retried_on_a_rerun(tmp_path, c
 
 def test_stored_responses_missing_an_id_are_no_failure(tmp_path):
     """An id a responses file lacks is an answer that does not exist, not a request to retry."""
-    probe = load_audit_probe(PROBE)
+    probe = load_probe(PROBE)
     items = probe.items(0)[:4]
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps({"item_id": i.id, "response": "x"}) + "\n"
@@ -78,7 +78,7 @@ def test_stored_responses_missing_an_id_are_no_failure(tmp_path):
 
 
 def _responses(path: Path, text: str, n: int = 6) -> Path:
-    items = load_audit_probe(PROBE).items(0)[:n]
+    items = load_probe(PROBE).items(0)[:n]
     path.write_text("".join(json.dumps({"item_id": i.id, "response": text}) + "\n"
                             for i in items))
     return path
@@ -123,7 +123,7 @@ def _adult_run(tmp_path: Path) -> tuple[list[str], Path, Path]:
     the run directory they use."""
     data = tmp_path / "data"
     write_adult(data, ROWS)
-    adult = load_audit_probe("adult-counterfactual", data_dir=data)
+    adult = load_probe("adult-counterfactual", data_dir=data)
     responses = tmp_path / "r.jsonl"
     responses.write_text("".join(json.dumps({"item_id": i.id, "response": "yes"}) + "\n"
                                  for i in adult.items(0)))
@@ -153,7 +153,7 @@ def test_a_run_of_another_kind_is_refused(tmp_path):
     out.mkdir()
     (out / "run.json").write_text(json.dumps({"kind": "judge", "model": "mine"}))
     with pytest.raises(BiasscopeError, match="a different 'kind'"):
-        run_audit([load_audit_probe(PROBE)],
+        run_audit([load_probe(PROBE)],
                   StoredResponses(_responses(tmp_path / "r.jsonl", "x"), "mine"), out)
 
 

@@ -26,7 +26,6 @@ scipy_stats = pytest.importorskip("scipy.stats")
 from adult_fixture import line as adult_line  # noqa: E402
 from adult_fixture import person, write  # noqa: E402
 from bbq_fixture import write_bbq  # noqa: E402
-from biasscope.audit import load_audit_probe  # noqa: E402
 from biasscope.backends.base import GenerateRequest  # noqa: E402
 from biasscope.backends.hf import HFOptions, HFScorer, iter_scorers  # noqa: E402
 from biasscope.backends.hf_generate import HFGenerator, render_chat  # noqa: E402
@@ -123,7 +122,7 @@ def test_adult_pair_option_scores_match_a_plain_forward(generator, tmp_path):
     rows = [adult_line(person(20 + 5 * n, "Female" if n % 2 else "Male"), "yes" if n % 3 else "no")
             for n in range(8)]
     write(tmp_path, rows)
-    probe = load_audit_probe("adult-counterfactual", data_dir=tmp_path)
+    probe = load_probe("adult-counterfactual", data_dir=tmp_path)
     items = probe.items(0)
     assert len(items) == 16  # 8 pairs (~200-token prompts): each person and the sex-flipped twin
     for item in items:
@@ -139,7 +138,7 @@ def test_adult_pair_option_scores_match_a_plain_forward(generator, tmp_path):
 
 
 def test_bbq_multi_token_options_match_a_plain_forward(generator, tmp_path):
-    probe = load_audit_probe("bbq", data_dir=write_bbq(tmp_path))
+    probe = load_probe("bbq", data_dir=write_bbq(tmp_path))
     items = probe.items(0)[:4]
     lengths = set()
     for item in items:

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biasscope.audit import load_audit_probe
 from biasscope.backends.base import NextTokenScore
 from biasscope.cli import main
 from biasscope.items import Item
@@ -84,7 +83,7 @@ def dynamics_report(root: Path, winobias_dir: Path, snapshot: bool = False) -> P
 
 
 def audit_report(root: Path) -> Path:
-    probe = load_audit_probe("professional-bias")
+    probe = load_probe("professional-bias")
     lines = []
     for n, item in enumerate(probe.items(0)[:12]):
         trigger = item.options[int(item.groups.get("trigger", 0))]

@@ -97,5 +97,6 @@ def test_missing_file_says_which_and_where(tmp_path: Path):
 
 def test_unknown_probe():
     with pytest.raises(BiasscopeError,
-                       match=r"unknown probe 'nope'; available: lambada, winobias-gender"):
+                       match=r"unknown probe 'nope'; available: adult-counterfactual, bbq, "
+                       r"lambada, professional-bias, winobias-gender"):
         load_probe("nope")

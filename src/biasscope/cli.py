@@ -152,6 +152,23 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _probes(args: argparse.Namespace) -> int:
+    import json
+
+    from biasscope.probes import PROBES, REQUESTS
+
+    if args.json:
+        print(json.dumps([info.as_dict() for info in PROBES.values()], indent=2))
+        return 0
+    for info in PROBES.values():
+        data = (f"{info.data} (`biasscope data fetch {info.data}`, or --data-dir)"
+                if info.data else "none (ships with biasscope)")
+        print(f"{info.name}: {info.about}\n  requests: {', '.join(info.requests)}\n"
+              f"  data:     {data}\n  metrics:  {', '.join(info.metrics)}")
+    print("\nrequest kinds:\n" + "\n".join(f"  {k}: {v}" for k, v in REQUESTS.items()))
+    return 0
+
+
 def _data_fetch(args: argparse.Namespace) -> int:
     from biasscope.data.sources import fetch
 
@@ -244,6 +261,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "(<data-dir>/winogender/occupations-stats.tsv)")
     _analysis_args(rep)
     rep.set_defaults(func=_report)
+
+    listing = sub.add_parser("probes", help="every probe: the requests it takes, the data it "
+                             "needs, what it measures")
+    listing.add_argument("--json", action="store_true", help="as a JSON list")
+    listing.set_defaults(func=_probes)
 
     models.register(sub)
 

@@ -37,7 +37,8 @@ def _generate(args: argparse.Namespace) -> int:
 def _audit_probes(args: argparse.Namespace) -> list[Any]:
     from biasscope.audit.specs import load_probes
 
-    return load_probes(args.probes, data_dir=args.data_dir, base_rate=args.base_rate)
+    return load_probes(args.probes, data_dir=args.data_dir, base_rate=args.base_rate,
+                       kinds=("options", "generate"), what="biasscope probe")
 
 
 def _responder(args: argparse.Namespace) -> Any:
@@ -99,7 +100,7 @@ def _items(args: argparse.Namespace) -> int:
     probes = load_probes(args.probe, data_dir=args.data_dir, base_rate=args.base_rate)
     if len(probes) != 1:
         raise BiasscopeError(f"items {args.probe}: name one probe (e.g. bbq:Age,Religion)")
-    count = export_items(probes[0], args.out, limit=args.limit)
+    count = export_items(probes[0], args.out, seed=args.seed, limit=args.limit)
     print(f"{args.out}: {count} items of {probes[0].name}")
     return 0
 
@@ -327,8 +328,12 @@ def register(sub: Any) -> None:
     audit.set_defaults(func=_probe)
 
     items = sub.add_parser("items", help="export a probe's items (ids, prompts) as JSONL")
-    items.add_argument("probe", help="one probe, e.g. adult-counterfactual or bbq:Age,Religion")
+    items.add_argument("probe", help="one probe, e.g. winobias-gender, adult-counterfactual or "
+                       "bbq:Age,Religion (`biasscope probes` lists them)")
     items.add_argument("--out", required=True)
+    items.add_argument("--seed", type=A.seed, default=0,
+                       help="the seed's items, for probes whose items vary with it (winobias-"
+                       "gender: the order the options are shown in)")
     _probe_data_args(items)
     items.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"))
     items.set_defaults(func=_items)

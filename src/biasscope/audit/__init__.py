@@ -1,34 +1,47 @@
 """The fairness audit: probes that ask a model questions, detectors that read its answers.
 
-One file per probe, one line per probe in ``AUDIT_PROBES``.
+The probes themselves are registered with every other probe in ``biasscope.probes.PROBES``
+and loaded with ``biasscope.probes.load_probe``; ``AUDIT_PROBES`` and ``load_audit_probe``
+still work for one release, with a DeprecationWarning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from biasscope.audit import adult, bbq, professional
 from biasscope.audit.base import DETECTORS, AuditProbe, Detection, Detector
 from biasscope.errors import BiasscopeError
 
-AUDIT_PROBES: dict[str, Callable[..., AuditProbe]] = {
-    adult.NAME: adult.from_data,
-    professional.NAME: professional.from_data,
-    bbq.NAME: bbq.from_data,
-}
 
+def _load_audit_probe(name: str, data_dir: str | Path | None = None, **options: Any
+                      ) -> AuditProbe:
+    from biasscope.probes import PROBES
 
-def load_audit_probe(name: str, data_dir: str | Path | None = None, **options: Any
-                     ) -> AuditProbe:
-    try:
-        factory = AUDIT_PROBES[name]
-    except KeyError:
+    info = PROBES.get(name)
+    if info is None or "generate" not in info.requests:
         raise BiasscopeError(f"unknown audit probe {name!r}; available: "
-                             f"{', '.join(AUDIT_PROBES)}") from None
-    return factory(data_dir=data_dir, **options)
+                             f"{', '.join(_audit_probes())}") from None
+    probe = info.load(data_dir=data_dir, **options)
+    return cast(AuditProbe, probe)  # a probe that takes generate requests is an AuditProbe
 
 
-__all__ = ["AUDIT_PROBES", "DETECTORS", "AuditProbe", "Detection", "Detector",
-           "load_audit_probe"]
+def _audit_probes() -> dict[str, Any]:
+    from biasscope.probes import PROBES
+
+    return {n: i.load for n, i in PROBES.items() if "generate" in i.requests}
+
+
+def __getattr__(name: str) -> Any:
+    # The old second registry: the probes that take generate requests, from the one registry.
+    if name in ("AUDIT_PROBES", "load_audit_probe"):
+        from biasscope.probes import deprecated
+
+        new = "PROBES" if name == "AUDIT_PROBES" else "load_probe"
+        deprecated(f"biasscope.audit.{name}", f"biasscope.probes.{new}")
+        return _audit_probes() if name == "AUDIT_PROBES" else _load_audit_probe
+    raise AttributeError(f"module 'biasscope.audit' has no attribute {name!r}")
+
+
+__all__ = ["DETECTORS", "AuditProbe", "Detection", "Detector", "adult", "bbq", "professional"]

@@ -52,6 +52,10 @@ from biasscope.jsonl import read_text
 from biasscope.jsonl import why as _why
 
 NAME = "bbq"
+REQUESTS = ("options", "generate")
+DATA = "bbq"
+METRICS = ("bias_disambiguated", "bias_ambiguous", "accuracy_disambiguated",
+           "accuracy_ambiguous", "per category")
 CATEGORIES = ("Age", "Disability_status", "Gender_identity", "Nationality",
               "Physical_appearance", "Race_ethnicity", "Race_x_gender", "Race_x_SES",
               "Religion", "SES", "Sexual_orientation")
@@ -254,6 +258,7 @@ class BBQProbe:
     """The probe: parsed items, asked as one user turn, read by option text or letter."""
 
     name = NAME
+    requests = REQUESTS
     seeded = False
 
     def __init__(self, items: Sequence[Item], categories: Sequence[str], limit: int | None,

@@ -48,6 +48,9 @@ from biasscope.items import Item
 from biasscope.stats import bootstrap_difference, mann_whitney
 
 NAME = "professional-bias"
+REQUESTS = ("options", "generate")
+DATA = None  # the sentences ship in this module
+METRICS = ("stereotyped_rate", "pronoun_gap", "pronoun_effect", "ambiguity_rate")
 VERSION = "1"
 PRONOUNS = ("he", "she")
 ORDERS = ("male-first", "female-first")
@@ -136,6 +139,7 @@ class ProfessionalBias:
     """The probe: 4 items per sentence, independent of the seed."""
 
     name = NAME
+    requests = REQUESTS
     seeded = False
 
     def __init__(self, sentences: Sequence[Sentence] = SENTENCES) -> None:

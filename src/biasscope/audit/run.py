@@ -30,12 +30,13 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from biasscope.audit.base import RECORD_COLUMNS, AuditProbe
+from biasscope.audit.base import RECORD_COLUMNS, AuditProbe, Detector
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generator, plain_chat
 from biasscope.backends.choices import read_choice
 from biasscope.errors import BiasscopeError
 from biasscope.items import Item
 from biasscope.jsonl import read_jsonl
+from biasscope.probes import Probe
 from biasscope.runs.runfile import run_lock
 from biasscope.runs.settings import merge_settings, sha256_file, sha256_json
 from biasscope.runs.store import RunStore, Unit, write_bytes, write_json
@@ -162,7 +163,17 @@ class StoredResponses:
         return sorted(set(self.by_id) - self.used)
 
 
-def records(probe: AuditProbe, items: Sequence[Item], responses: Sequence[Response]
+class Reader(Protocol):
+    """What reads the answers into records: a probe's name and detector (any ``AuditProbe``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def detector(self) -> Detector: ...
+
+
+def records(probe: Reader, items: Sequence[Item], responses: Sequence[Response]
             ) -> pd.DataFrame:
     """One row per item: the response, what the detector read, and the item's groups."""
     rows = []
@@ -186,15 +197,21 @@ def records(probe: AuditProbe, items: Sequence[Item], responses: Sequence[Respon
     return frame
 
 
-def export_items(probe: AuditProbe, path: str | os.PathLike[str], seed: int = 0,
+def export_items(probe: Probe, path: str | os.PathLike[str], seed: int = 0,
                  limit: int | None = None) -> int:
-    """Every item (or the ones ``probe`` asks with this ``limit``) with its stable id, chat
-    turns and options, as JSONL; the number written."""
-    items = probe_items(probe, limit) if limit else probe.items(seed)
-    lines = [json.dumps({"item_id": i.id, "probe": probe.name, "prompt": i.prompt,
-                         "messages": [{"role": r, "content": c} for r, c in probe.messages(i)],
-                         "options": list(i.options), "answer": i.options[i.answer],
-                         "groups": dict(i.groups)}, ensure_ascii=False) for i in items]
+    """Every item of ``seed`` (or the ones ``probe`` asks with this ``limit``) with its stable
+    id, prompt, chat turns (probes asked by chat), options and the continuations scored, as
+    JSONL; the number written."""
+    items = probe_items(probe, limit, seed)
+    chat = getattr(probe, "messages", None)
+
+    def turns(item: Item) -> dict[str, Any]:
+        return {"messages": [{"role": r, "content": c} for r, c in chat(item)]} if chat else {}
+
+    lines = [json.dumps({"item_id": i.id, "probe": probe.name, "prompt": i.prompt, **turns(i),
+                         "options": list(i.options), "continuations": list(i.continuations),
+                         "answer": i.options[i.answer], "groups": dict(i.groups)},
+                        ensure_ascii=False) for i in items]
     # Atomic, and a failed write leaves no temp file and the old file whole.
     write_bytes(Path(path), "".join(line + "\n" for line in lines).encode(
         "utf-8", "backslashreplace"))
@@ -268,11 +285,11 @@ def run_audit(probes: Sequence[AuditProbe], responder: Responder, out: str | os.
     return store
 
 
-def probe_items(probe: AuditProbe, limit: int | None) -> list[Item]:
+def probe_items(probe: Probe, limit: int | None, seed: int = 0) -> list[Item]:
     """The items a run asks: all, or those ``limit`` keeps: the probe's own selection where it
     has one (``limited``: BBQ samples whole examples stratified by category, Adult keeps whole
     pairs), else the first ``limit``."""
-    items = probe.items(0)
+    items = probe.items(seed)
     if not limit:
         return items
     pick = getattr(probe, "limited", None)

@@ -1,4 +1,4 @@
-"""Which audit probes a command asks, from one string: ``--probes`` and ``biasscope items``.
+"""Which probes a command asks, from one string: ``--probes`` and ``biasscope items``.
 
 ``adult-counterfactual,bbq:Age,Religion`` is the Adult probe, then BBQ over two categories:
 a name after ``probe:`` starts that probe's selection, and the names that follow and are no
@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from biasscope.audit import AUDIT_PROBES, adult, bbq, load_audit_probe
-from biasscope.audit.base import AuditProbe
+from biasscope.audit import adult, bbq
 from biasscope.errors import BiasscopeError
+from biasscope.probes import PROBES, Probe, load_probe, require
 
 
 def parse_probe_specs(text: str) -> list[tuple[str, list[str]]]:
@@ -28,7 +28,7 @@ def parse_probe_specs(text: str) -> list[tuple[str, list[str]]]:
                 raise BiasscopeError(f"--probes {part}: name what to select after ':' "
                                      f"(e.g. {bbq.NAME}:Age,Religion) or drop the ':'")
             specs.append((name, [first]))
-        elif part in AUDIT_PROBES or not specs or not specs[-1][1]:
+        elif part in PROBES or not specs or not specs[-1][1]:
             specs.append((part, []))
         else:
             specs[-1][1].append(part)
@@ -44,16 +44,19 @@ def parse_probe_specs(text: str) -> list[tuple[str, list[str]]]:
     return specs
 
 
-def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = "0.5"
-                ) -> list[AuditProbe]:
+def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = "0.5",
+                kinds: tuple[str, ...] = (), what: str = "") -> list[Probe]:
     """The probes ``text`` names (see ``parse_probe_specs``); ``base_rate`` picks the Adult
-    file."""
-    probes = []
-    for name, selection in parse_probe_specs(text):
+    file. With ``kinds``, each must take one of these request kinds (``what`` asks them)."""
+    specs, probes = parse_probe_specs(text), []
+    for name, _ in specs:
+        if kinds and name in PROBES:
+            require(PROBES[name], kinds, what)  # before any data is read
+    for name, selection in specs:
         options: dict[str, Any] = {}
         if selection:
             options["categories"] = selection
         if name == adult.NAME:
             options["base_rate"] = base_rate
-        probes.append(load_audit_probe(name, data_dir=data_dir, **options))
+        probes.append(load_probe(name, data_dir=data_dir, **options))
     return probes

@@ -1,21 +1,51 @@
-"""Probes: named item sources. One file per probe, one line per probe in ``PROBES``."""
+"""Probes: named item sources, all in one registry (``PROBES``) with one loader (``load_probe``).
+
+A probe is one file that defines ``NAME``, ``REQUESTS`` (the request kinds it can be asked, the
+one a checkpoint sweep uses first), ``DATA`` (the source it reads, or None), ``METRICS`` (what
+it measures) and ``from_data``; registering it is one line below. The request kinds:
+
+* ``next_token``: each option's log-prob at the next token over the full vocabulary, and the
+  answer's rank (WinoBias in ``biasscope dynamics``);
+* ``continuation``: the summed log-prob of the answer's continuation and whether greedy
+  decoding gives it (LAMBADA);
+* ``options``: each option's full log-prob as the continuation of the probe's chat, the most
+  probable option being the answer (``biasscope probe --scoring options``, and audit probes in
+  ``biasscope dynamics``);
+* ``generate``: text the probe's detector reads (``biasscope probe``).
+"""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
+from biasscope.audit import adult, bbq, professional
 from biasscope.errors import BiasscopeError
 from biasscope.items import Item
 from biasscope.probes import lambada, winobias
+
+#: What each request kind asks a backend for.
+REQUESTS = {
+    "next_token": "next-token log-probs of each option over the full vocabulary, and the "
+                  "answer's rank",
+    "continuation": "summed log-prob of the answer's continuation, and whether greedy "
+                    "decoding gives it",
+    "options": "each option's full log-prob after the probe's chat; the likeliest is the answer",
+    "generate": "text, read by the probe's detector",
+}
 
 
 class Probe(Protocol):
     """Something that yields the items of one seed, and says what makes it comparable.
 
-    Optional attributes: ``request`` (the backend request kind, default ``"next_token"``) and
-    ``seeded`` (False when items do not depend on the seed; default True).
+    Optional attributes: ``requests`` (the request kinds it can be asked, default
+    ``("next_token",)``) and ``seeded`` (False when items do not depend on the seed; default
+    True). Probes that take ``options`` or ``generate`` requests also have ``messages(item)``
+    (the chat turns), ``detector`` and ``metrics(records)`` (``biasscope.audit.base``).
     """
 
     name: str
@@ -27,20 +57,77 @@ class Probe(Protocol):
 
 ProbeFactory = Callable[..., Probe]
 
-PROBES: dict[str, ProbeFactory] = {
-    winobias.NAME: winobias.from_data,
-    lambada.NAME: lambada.from_data,
+
+@dataclass(frozen=True)
+class ProbeInfo:
+    """One registered probe: how to load it and what it can be asked, needs and measures.
+
+    Calling it loads the probe (``PROBES[name](data_dir=...)``, as before the registry held
+    more than the factory)."""
+
+    name: str
+    load: ProbeFactory
+    requests: tuple[str, ...]
+    data: str | None
+    metrics: tuple[str, ...]
+    about: str
+
+    def __call__(self, data_dir: str | Path | None = None, **options: Any) -> Probe:
+        return self.load(data_dir=data_dir, **options)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "requests": list(self.requests), "data": self.data,
+                "metrics": list(self.metrics), "about": self.about}
+
+
+def _info(module: ModuleType) -> ProbeInfo:
+    """A probe file's registry entry, from its constants and its docstring's first line."""
+    requests = tuple(module.REQUESTS)
+    if unknown := [r for r in requests if r not in REQUESTS]:
+        raise ValueError(f"probe {module.NAME}: unknown request kinds {unknown}")
+    about = (module.__doc__ or "").strip().splitlines()[0].rstrip(".")
+    return ProbeInfo(module.NAME, module.from_data, requests, module.DATA,
+                     tuple(module.METRICS), about)
+
+
+#: Every probe, one line each.
+PROBES: dict[str, ProbeInfo] = {
+    winobias.NAME: _info(winobias),
+    lambada.NAME: _info(lambada),
+    adult.NAME: _info(adult),
+    professional.NAME: _info(professional),
+    bbq.NAME: _info(bbq),
 }
 
 
 def load_probe(name: str, data_dir: str | Path | None = None, **options: Any) -> Probe:
     """Build a registered probe from its data (``data_dir`` or the cache)."""
     try:
-        factory = PROBES[name]
+        info = PROBES[name]
     except KeyError:
+        raise BiasscopeError(f"unknown probe {name!r}; available: {', '.join(sorted(PROBES))} "
+                             "(`biasscope probes` lists them)") from None
+    return info.load(data_dir=data_dir, **options)
+
+
+def requests_of(probe: Any) -> tuple[str, ...]:
+    """The request kinds a probe can be asked (a probe with the older single ``request``
+    attribute, or none, still works)."""
+    kinds = getattr(probe, "requests", None)
+    return tuple(kinds) if kinds else (str(getattr(probe, "request", "next_token")),)
+
+
+def require(probe: Any, kinds: tuple[str, ...], what: str) -> None:
+    """A one-line error when ``probe`` takes none of ``kinds`` (``what``: the command)."""
+    if not set(requests_of(probe)) & set(kinds):
         raise BiasscopeError(
-            f"unknown probe {name!r}; available: {', '.join(sorted(PROBES))}") from None
-    return factory(data_dir=data_dir, **options)
+            f"probe {probe.name} takes {', '.join(requests_of(probe))} requests, not "
+            f"{' or '.join(kinds)}: {what} cannot ask it (`biasscope probes` says which can)")
 
 
-__all__ = ["PROBES", "Probe", "load_probe"]
+def deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated and goes in the next release; use {new}",
+                  DeprecationWarning, stacklevel=3)
+
+
+__all__ = ["PROBES", "REQUESTS", "Probe", "ProbeInfo", "load_probe", "requests_of"]

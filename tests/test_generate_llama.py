@@ -153,3 +153,36 @@ def test_a_plain_prompt_audit_reads_option_probabilities_from_top_logprobs(
     assert responder["prompt"] == "plain" and responder["params"]["top_logprobs"] == 45
     # The same directory asked as a chat: a changed setting, refused in one line.
     assert main([*args[:-6], "--top-logprobs", "45", "--no-cache", "--out", str(out)]) == 2
+
+
+def test_echo_scores_options_exactly(llama_server, tiny_gguf: TinyLlama) -> None:
+    """Option scoring through a server: each option's tokens' log-probs, read from the echo of
+    prompt + option (one- and two-token options)."""
+    from biasscope.backends.echo import EchoScorer
+
+    v = tiny_gguf.vocab.index
+    scores, missing = EchoScorer(generator(llama_server)).option_logprobs(
+        GenerateRequest(prompt="The nurse is"), [" yes", " the doctor"])
+    lp_is, lp_the = (tiny_gguf.expected_logprobs(v(t)) for t in ("▁is", "▁the"))
+    assert abs(scores[" yes"] - lp_is[v("▁yes")]) < TOL
+    assert abs(scores[" the doctor"] - (lp_is[v("▁the")] + lp_the[v("▁doctor")])) < TOL
+    assert abs(missing - (1 - sum(np.exp(list(scores.values()))))) < 1e-9
+
+
+def test_an_option_scored_audit_through_the_real_server(llama_server, tiny_gguf: TinyLlama,
+                                                        tmp_path) -> None:
+    from biasscope.runs.store import RunStore
+
+    out = tmp_path / "audit"
+    assert main(["probe", "--model", f"openai-compatible:{llama_server.base_url}#tiny",
+                 "--probes", "professional-bias", "--limit", "4", "--scoring", "options",
+                 "--out", str(out)]) == 0
+    recs = RunStore(out).records()
+    assert set(recs["source"]) == {"option_scores"}
+    lp = tiny_gguf.expected_logprobs(tiny_gguf.vocab.index(":"))  # plain prompts end "assistant:"
+    p = {o: float(np.exp(lp[tiny_gguf.vocab.index("▁" + o)])) for o in ("doctor", "nurse")}
+    for probs in recs["option_probs"]:
+        got = json.loads(probs)
+        assert all(abs(got[o] - p[o] / sum(p.values())) < TOL for o in p)
+    responder = json.loads((out / "run.json").read_text())["responder"]
+    assert responder["prompt"] == "plain" and responder["backend"]["method"] == "echo"

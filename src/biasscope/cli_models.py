@@ -45,6 +45,8 @@ def _responder(args: argparse.Namespace) -> Any:
     from biasscope.audit.run import GenerationResponder, OptionScorer, StoredResponses
     from biasscope.backends.base import GenerateParams
     from biasscope.backends.cache import Cached
+    from biasscope.backends.echo import EchoScorer
+    from biasscope.backends.openai_http import OpenAIGenerator
 
     if args.responses:
         if args.model:
@@ -58,13 +60,16 @@ def _responder(args: argparse.Namespace) -> Any:
     if scoring == "auto":
         scoring = "options" if hasattr(generator, "option_logprobs") else "generate"
     if scoring == "options":
-        if not hasattr(generator, "option_logprobs"):
-            raise BiasscopeError(f"{args.model}: option scoring needs a local hf: model; "
-                                 "use --scoring generate")
         if args.top_logprobs:
             raise BiasscopeError("--top-logprobs is for --scoring generate; option scoring "
                                  "reads every option's full log-probability")
-        return OptionScorer(generator, plain=args.plain_prompt)
+        if hasattr(generator, "option_logprobs"):
+            return OptionScorer(generator, plain=args.plain_prompt)
+        if not isinstance(generator, OpenAIGenerator):
+            raise BiasscopeError(f"{args.model}: option scoring needs a local hf: model or a "
+                                 "completions server (openai-compatible:); use --scoring "
+                                 "generate")
+        return OptionScorer(EchoScorer(generator), plain=True)  # a server echoes no chat
     params = GenerateParams(max_tokens=args.max_tokens, temperature=args.temperature,
                             seed=args.seed, top_logprobs=args.top_logprobs)
     return GenerationResponder(Cached(generator, _response_cache(args)), params,
@@ -313,7 +318,9 @@ def register(sub: Any) -> None:
                        help="run directory (reused runs resume)")
     audit.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"))
     audit.add_argument("--scoring", choices=["auto", "options", "generate"], default="auto",
-                       help="auto: option scoring for local hf: models, generation otherwise")
+                       help="auto: option scoring for local hf: models, generation otherwise; "
+                       "options on an openai-compatible: server scores each option from the "
+                       "echo of the plain prompt + option (llama.cpp: --logits_all true)")
     audit.add_argument("--max-tokens", type=A.positive_int, default=64)
     audit.add_argument("--temperature", type=A.non_negative_float, default=0.0)
     audit.add_argument("--seed", type=A.seed)

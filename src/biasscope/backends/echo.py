@@ -1,0 +1,104 @@
+"""Option scoring through a completions server: each option's log-probability as the
+continuation of the prompt, read back from the server's echo of prompt + option.
+
+The request is ``/completions`` with ``echo``, ``logprobs`` and one new token; the option's
+log-prob is the sum over the echoed tokens that start inside the option's text. Offsets count
+in the server's detokenised echo (which may differ from the prompt at its start: SentencePiece's
+space prefix), so the option is located from the end: it ends where the new token begins.
+lm-evaluation-harness scores multiple choice through servers the same way. llama.cpp's server
+needs ``--logits_all``; vLLM echoes too; OpenAI's own API no longer does. A server cannot
+echo a chat, so the prompt is the plain one (`plain_chat`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from biasscope.backends.base import GenerateRequest, plain_chat
+from biasscope.backends.openai_http import OpenAIGenerator, _openai, retry_after, run_sync
+from biasscope.errors import ModelError
+
+
+class EchoScorer:
+    """`HFGenerator.option_logprobs` for a model behind an OpenAI-compatible server."""
+
+    def __init__(self, generator: OpenAIGenerator) -> None:
+        if generator.kind == "openai":
+            raise ModelError(f"{generator.label}: OpenAI's API does not echo prompt "
+                             "log-probs; option scoring needs a completions server with echo "
+                             "(llama.cpp with --logits_all, vLLM), or use --scoring generate")
+        self.generator, self.label = generator, generator.label
+
+    def identity(self) -> dict[str, str]:
+        return {**self.generator.identity(), "method": "echo"}
+
+    def option_logprobs(self, request: GenerateRequest,
+                        options: Sequence[str]) -> tuple[dict[str, float], float]:
+        """Each option's summed log-prob after the request's prompt, and the mass on none."""
+        prompt = request.prompt if request.messages is None else plain_chat(request.messages)
+        echoed = run_sync(self._all([f"{prompt}{o}" for o in options]))
+        scores = {o: self._continuation(request, o, e) for o, e in zip(options, echoed)}
+        return scores, max(0.0, 1.0 - sum(math.exp(v) for v in scores.values()))
+
+    def _continuation(self, request: GenerateRequest, option: str,
+                      echoed: tuple[Any, int]) -> float:
+        choice, generated = echoed
+        logprobs = choice.logprobs
+        tokens, values, offsets = logprobs.tokens, logprobs.token_logprobs, logprobs.text_offset
+        if not tokens or not offsets or len(offsets) != len(tokens):
+            raise ModelError(f"{self.label}: the server echoed no token offsets for request "
+                             f"{request.id!r}; it cannot score options (llama.cpp: start it "
+                             "with --logits_all true), use --scoring generate")
+        end = offsets[-1] if generated else len(choice.text)
+        start = end - len(option)
+        total, found = 0.0, False
+        for token, value, offset in zip(tokens, values, offsets):
+            if offset < start < offset + len(token):
+                raise ModelError(f"{self.label}: option {option!r} of request {request.id!r} "
+                                 "merges with the prompt's last token on this server; it "
+                                 "cannot be scored apart (end the prompt with a space or "
+                                 "start the option with one)")
+            if start <= offset < end:
+                if value is None:
+                    raise ModelError(f"{self.label}: no log-prob for an option token of "
+                                     f"request {request.id!r}")
+                total, found = total + float(value), True
+        if not found:
+            raise ModelError(f"{self.label}: option {option!r} of request {request.id!r} "
+                             "has no echoed tokens")
+        return total
+
+    async def _all(self, texts: Sequence[str]) -> list[Any]:
+        async with self.generator._client() as client:
+            gate = asyncio.Semaphore(max(1, self.generator.options.concurrency))
+            return list(await asyncio.gather(*(self._one(client, gate, t) for t in texts)))
+
+    async def _one(self, client: Any, gate: asyncio.Semaphore, text: str) -> Any:
+        """One echo, retried on 429, 5xx, timeouts and dropped connections as generation is;
+        anything else, or retries run out, stops the run in one line (a rerun resumes)."""
+        openai, opts, say = _openai(), self.generator.options, self.generator._say
+        async with gate:
+            for attempt in range(1, opts.max_retries + 2):
+                try:
+                    response = await client.completions.create(
+                        model=self.generator.model, prompt=text, echo=True, logprobs=1,
+                        max_tokens=1, temperature=0.0)
+                    usage = getattr(response, "usage", None)
+                    return response.choices[0], int(getattr(usage, "completion_tokens", 1) or 0)
+                except (openai.RateLimitError, openai.InternalServerError,
+                        openai.APIConnectionError) as exc:
+                    if attempt > opts.max_retries:
+                        raise ModelError(f"{self.label}: gave up after {attempt} attempts "
+                                         f"({say(exc)}); rerun to resume") from None
+                    ceiling = min(opts.max_backoff, opts.backoff * 2 ** (attempt - 1))
+                    await asyncio.sleep(min(300.0, retry_after(exc) or 0.0)
+                                        or random.uniform(0, ceiling))
+                except (openai.APIError, AttributeError, IndexError, TypeError) as exc:
+                    raise ModelError(f"{self.label}: cannot score options through "
+                                     f"{self.generator.base_url} ({say(exc)}); use --scoring "
+                                     "generate") from None
+        raise AssertionError("unreachable")

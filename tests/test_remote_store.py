@@ -81,7 +81,7 @@ def test_remote_run_is_shared_and_resumed(checkpoint_dirs, winobias_dir, tmp_pat
     def no_scoring(*args: object) -> None:
         raise AssertionError("a finished unit was scored again")
 
-    monkeypatch.setattr(executors, "score_request", no_scoring)
+    monkeypatch.setattr(executors, "unit_frame", no_scoring)
     use_cache(monkeypatch, tmp_path / "cache-c")
     again = sweep(checkpoint_dirs, winobias_dir, url)
     monkeypatch.undo()

@@ -80,11 +80,12 @@ def _analysis_options(args: argparse.Namespace, store: Any) -> Any:
 
 
 def _dynamics(args: argparse.Namespace) -> int:
+    from biasscope.audit.specs import load_probes
     from biasscope.backends.hf import HFOptions
     from biasscope.data.sources import recording
-    from biasscope.probes import load_probe
+    from biasscope.probes import load_probe, winobias
     from biasscope.runs.checkpoints import parse_seeds
-    from biasscope.runs.dynamics import run_dynamics
+    from biasscope.runs.dynamics import SWEPT, run_dynamics
     from biasscope.runs.executors import make_executor
     from biasscope.runs.settings import sha256_file
     from biasscope.runs.store import RunStore
@@ -97,7 +98,8 @@ def _dynamics(args: argparse.Namespace) -> int:
     template = A.read_text(args.prompt_template, "--prompt-template") if (
         args.prompt_template) else None
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
-        probes = [load_probe(args.probe, data_dir=args.data_dir, template=template)]
+        probes = load_probes(",".join(args.probe or [winobias.NAME]), data_dir=args.data_dir,
+                             kinds=SWEPT, what="biasscope dynamics", template=template)
         if args.performance:
             probes.append(load_probe(args.performance, data_dir=args.data_dir))
     data = {name: sha256_file(path) for name, path in sorted(read.items())}
@@ -211,7 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="[MODEL=]GLOB of lm-evaluation-harness results JSON, one per checkpoint")
     dyn.add_argument("--lm-eval-metric", help="task/metric in those files, e.g. lambada_openai/acc")
     _analysis_args(dyn)
-    dyn.add_argument("--probe", default="winobias-gender")
+    dyn.add_argument("--probe", action="append",
+                     help="probe to score at every checkpoint (default winobias-gender); "
+                     "repeatable, e.g. --probe winobias-gender --probe bbq:Age,Religion. Probes "
+                     "asked by chat (bbq, adult-counterfactual, professional-bias) are scored "
+                     "by each option's log-prob (`biasscope probes` lists them)")
     dyn.add_argument("--seeds", default="0-4", type=A.seed_spec,
                      help="option-order seeds, e.g. 0-4 or 0,3")
     dyn.add_argument("--out", required=True, type=A.run_dir,
@@ -219,8 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "(reused runs resume)")
     dyn.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"),
                      help="local copy of the datasets (<data-dir>/winobias/...)")
-    dyn.add_argument("--prompt-template", help="file with a prompt template ({sentence}, "
-                     "{occupation}, {o1}, {o2}, {o3})")
+    dyn.add_argument("--prompt-template", help="file with winobias-gender's prompt template "
+                     "({sentence}, {occupation}, {o1}, {o2}, {o3})")
     dyn.add_argument("--batch-size", type=A.positive_int, default=32)
     dyn.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     dyn.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16",

@@ -1,10 +1,11 @@
 """Fairness measured live, during training: a `transformers` callback and a plain function.
 
-Every ``every`` steps the probe is scored on the model being trained (in eval mode, under
-``inference_mode``, then put back), records are appended to a run directory exactly as a
-checkpoint sweep would write them (revision ``step<N>``), the headline metrics go through the
-Trainer's own logging (so TensorBoard, W&B, MLflow… receive them), and training can stop when
-the male-female gap crosses a threshold.
+Every ``every`` steps the probes (any registered probe: WinoBias by next-token scores, BBQ,
+Adult and professional bias by option scores) are scored on the model being trained (in eval
+mode, under ``inference_mode``, then put back), records are appended to a run directory
+exactly as a checkpoint sweep would write them (revision ``step<N>``), the headline metrics go
+through the Trainer's own logging (so TensorBoard, W&B, MLflow… receive them), and training
+can stop when the male-female gap crosses a threshold.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from biasscope.probes import Probe
 from biasscope.runs.checkpoints import IN_MEMORY, Checkpoint
 from biasscope.runs.dynamics import (
     SweepConfig,
+    ask,
     hf_comparable,
     init_run,
-    records_frame,
-    score,
+    unit_frame,
     unit_summary,
     write_summary,
 )
@@ -30,7 +31,7 @@ from biasscope.runs.store import RunStore, Unit
 
 LOGGED = ("jsdp_gap", "jsdp_correct/male", "jsdp_correct/female", "average_rank/male",
           "average_rank/female", "average_rank/not specified", "accuracy/all",
-          "stereotype_accuracy", "accuracy", "perplexity")
+          "stereotype_accuracy", "accuracy", "perplexity", "hit_rate", "answer_probability")
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
                 # Keyed by identity: a later sweep of the saved dir finds this unit done.
                 unit = Unit(ckpt.model, ckpt.revision, probe.name, seed, step, ckpt.identity)
                 items = probe.items(seed)
-                frame = records_frame(unit, items, score(scorer, probe, items))
+                kind, asking = ask(probe, items)  # options: BBQ, Adult, professional bias
+                frame = unit_frame(scorer, unit, kind, items, asking)
                 store.write_unit(unit, frame)
                 for key, value in unit_summary(frame)[2].items():
                     metrics.setdefault(f"{probe.name}/{key}", []).append(value)
@@ -123,7 +125,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
             self.trainer.log(logged)
         else:
             state.log_history.append({**logged, "step": step})
-        gap = metrics.get(f"{self.probes[0].name}/jsdp_gap", math.nan)
+        gap = next((v for k, v in metrics.items() if k.endswith("/jsdp_gap")), math.nan)
         limit = self.options.stop_above
         if may_stop and limit is not None and math.isfinite(gap) and abs(gap) > limit:
             control.should_training_stop = True

@@ -12,7 +12,7 @@ from typing import Any
 
 from biasscope.audit import adult, bbq
 from biasscope.errors import BiasscopeError
-from biasscope.probes import PROBES, Probe, load_probe, require
+from biasscope.probes import PROBES, Probe, load_probe, require, winobias
 
 
 def parse_probe_specs(text: str) -> list[tuple[str, list[str]]]:
@@ -45,9 +45,11 @@ def parse_probe_specs(text: str) -> list[tuple[str, list[str]]]:
 
 
 def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = "0.5",
-                kinds: tuple[str, ...] = (), what: str = "") -> list[Probe]:
+                kinds: tuple[str, ...] = (), what: str = "", template: str | None = None
+                ) -> list[Probe]:
     """The probes ``text`` names (see ``parse_probe_specs``); ``base_rate`` picks the Adult
-    file. With ``kinds``, each must take one of these request kinds (``what`` asks them)."""
+    file, ``template`` is WinoBias's prompt template. With ``kinds``, each must take one of
+    these request kinds (``what`` asks them)."""
     specs, probes = parse_probe_specs(text), []
     for name, _ in specs:
         if kinds and name in PROBES:
@@ -58,5 +60,7 @@ def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = 
             options["categories"] = selection
         if name == adult.NAME:
             options["base_rate"] = base_rate
+        if name == winobias.NAME and template:
+            options["template"] = template
         probes.append(load_probe(name, data_dir=data_dir, **options))
     return probes

@@ -325,6 +325,22 @@ class HFScorer:
                     results[i] = ContinuationScore(float(picked.double().sum()), greedy, n)
         return [results[i] for i in range(len(items))]
 
+    def score_options(self, items: Sequence[Item], messages: Sequence[Any]) -> list[Any]:
+        """Each option's full log-prob after the item's chat turns (``messages``), as
+        ``biasscope probe --scoring options`` scores it (``HFGenerator.option_logprobs``)."""
+        from biasscope.backends.base import GenerateRequest
+        from biasscope.backends.hf_generate import HFGenerator
+        from biasscope.runs.options import OptionScore
+
+        generator = HFGenerator(self.ckpt, self.options, model=self.model,
+                                tokenizer=self.tokenizer)
+        out = []
+        for item, turns in zip(items, messages, strict=True):
+            scores, _ = generator.option_logprobs(
+                GenerateRequest(messages=tuple(turns), id=item.id), item.continuations)
+            out.append(OptionScore(tuple(scores[c] for c in item.continuations)))
+        return out
+
     def _last_logits(self, ids: list[list[int]], keep: int, item_ids: list[str]) -> Any:
         """Float32 logits of the last ``keep`` positions of left-padded ``ids``: (b, keep, V)."""
         input_ids, mask, positions = left_pad(ids, self._pad)

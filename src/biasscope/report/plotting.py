@@ -38,8 +38,13 @@ def fmt(value: Any) -> str:
 
 
 def fairness_checkpoints(checkpoints: Sequence[Checkpoint]) -> list[Checkpoint]:
-    """The checkpoints of fairness probes (not of performance probes such as LAMBADA)."""
-    return [c for c in checkpoints if c.get("probe") not in PERFORMANCE_PROBES]
+    """The checkpoints of the next-token fairness probes these figures show: not those of
+    performance probes such as LAMBADA, nor of probes scored by options in a sweep (BBQ,
+    Adult, professional bias), whose records these figures cannot read."""
+    from biasscope.probes import PROBES
+
+    skip = PERFORMANCE_PROBES | {n for n, i in PROBES.items() if i.requests[0] == "options"}
+    return [c for c in checkpoints if c.get("probe") not in skip]
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from biasscope.items import Item
 from biasscope.metrics import PROBE_METRICS
 from biasscope.metrics.dynamics import dynamics_metrics, seed_mean_std
 from biasscope.probes import Probe, requests_of
+from biasscope.runs import options
 from biasscope.runs.checkpoints import Checkpoint
 from biasscope.runs.progress import columns as progress_columns
 from biasscope.runs.progress import shown_in
@@ -67,9 +68,43 @@ def records_frame(unit: Unit, items: Sequence[Item], scores: Sequence[Any]) -> p
     return frame
 
 
-def score(scorer: Any, probe: Probe, items: Sequence[Item]) -> list[Any]:
-    """Dispatch on the probe's first request kind (``next_token`` unless it says otherwise)."""
-    return score_request(scorer, requests_of(probe)[0], probe.name, items)
+#: The request kinds a sweep scores a checkpoint with (a probe's first of these).
+SWEPT = ("next_token", "continuation", options.REQUEST)
+
+
+def sweep_request(probe: Probe) -> str:
+    """The request kind a sweep asks ``probe`` (its first that a checkpoint can answer)."""
+    kinds = requests_of(probe)
+    for kind in kinds:
+        if kind in SWEPT:
+            return kind
+    raise BiasscopeError(f"probe {probe.name} takes {', '.join(kinds)} requests; a checkpoint "
+                         f"sweep asks {', '.join(SWEPT)}")
+
+
+def unit_items(probe: Probe, seed: int, limit: int | None) -> list[Item]:
+    """A unit's items: all, or ``limit`` of them, by the probe's own selection where it has
+    one (BBQ: whole examples stratified by category), else the first ``limit``."""
+    items = probe.items(seed)
+    pick = getattr(probe, "limited", None)
+    return list(pick(items, limit)) if limit and callable(pick) else items[:limit]
+
+
+def ask(probe: Probe, items: Sequence[Item]) -> tuple[str, options.Asking | None]:
+    """The request kind a sweep asks ``probe``, and how it asks ``items`` by chat (options)."""
+    kind = sweep_request(probe)
+    return kind, options.asking_of(probe, items) if kind == options.REQUEST else None
+
+
+def unit_frame(scorer: Any, unit: Unit, request: str, items: Sequence[Item],
+               asking: options.Asking | None = None) -> pd.DataFrame:
+    """One unit's records, scored by ``scorer`` with the unit's request kind."""
+    if request == options.REQUEST:
+        if asking is None:
+            raise ValueError(f"unit {unit.key}: option scoring needs the items' chat turns")
+        scored = options.score_options(scorer, items, asking)
+        return options.option_frame(unit, items, scored, asking)
+    return records_frame(unit, items, score_request(scorer, request, unit.probe, items))
 
 
 def score_request(scorer: Any, request: str, probe: str, items: Sequence[Item]) -> list[Any]:
@@ -96,13 +131,15 @@ def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerS
     units = {c: [(p, unit_of(c, p.name, s)) for p in probes
                  for s in (config.seeds if getattr(p, "seeded", True) else [0])]
              for c in checkpoints}
-    items_by_seed: dict[tuple[str, int], list[Item]] = {}
+    items_by_seed: dict[tuple[str, int], tuple[list[Item], str, options.Asking | None]] = {}
 
     def job(probe: Probe, unit: Unit) -> UnitJob:
         key = (probe.name, unit.seed)
         if key not in items_by_seed:
-            items_by_seed[key] = probe.items(unit.seed)[: config.limit]
-        return UnitJob(unit, requests_of(probe)[0], items_by_seed[key])
+            items = unit_items(probe, unit.seed, config.limit)
+            items_by_seed[key] = (items, *ask(probe, items))
+        items, kind, asking = items_by_seed[key]
+        return UnitJob(unit, kind, items, asking)
 
     have = {u: store.has(u) for c in checkpoints for _, u in units[c]}
     # A task's finished units come along as ``done``: planned with, never rescored.
@@ -140,7 +177,8 @@ def unit_summary(frame: pd.DataFrame) -> UnitSummary:
     step = None if pd.isna(head["step"]) else int(head["step"])
     revision = None if pd.isna(head["revision"]) else str(head["revision"])
     key = (str(head["model"]), revision, step, str(head["probe"]))
-    metrics = PROBE_METRICS.get(key[3], dynamics_metrics)
+    metrics = PROBE_METRICS.get(key[3]) or (
+        options.option_metrics if "option_probs" in frame else dynamics_metrics)
     return key, int(head["seed"]), metrics(frame), len(frame)
 
 

@@ -27,9 +27,10 @@ from biasscope.runs.dynamics import (
     ScorerSource,
     UnitSummary,
     records_frame,
-    score_request,
+    unit_frame,
     unit_summary,
 )
+from biasscope.runs.options import Asking
 from biasscope.runs.progress import PromptProgress
 from biasscope.runs.store import RunStore, Unit
 
@@ -41,6 +42,7 @@ class UnitJob:
     unit: Unit
     request: str  # the backend request kind, e.g. "next_token"
     items: Sequence[Item]
+    asking: Asking | None = None  # options: the items' chat turns and the probe's detector
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,7 @@ def run_task(task: CheckpointTask, scorer: Any, store: RunStore) -> Iterator[Uni
                 frame = records_frame(job.unit, job.items, together[job.unit])
                 store.write_unit(job.unit, frame)
             elif job.unit in todo:
-                frame = records_frame(job.unit, job.items, score_request(
-                    scorer, job.request, job.unit.probe, job.items))
+                frame = unit_frame(scorer, job.unit, job.request, job.items, job.asking)
                 store.write_unit(job.unit, frame)
                 advance(len(job.items))
             else:

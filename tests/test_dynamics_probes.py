@@ -1,0 +1,152 @@
+"""Probes asked by chat (BBQ, professional bias) in checkpoint sweeps: one unit per (checkpoint,
+probe, seed) beside WinoBias, the option scores `biasscope probe --scoring options` gives,
+records the probes' own metrics read, resume, the report, the training callback, and Ray."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("torch")
+
+from bbq_fixture import write_bbq
+from biasscope.cli import main
+from biasscope.errors import BiasscopeError
+from biasscope.probes import load_probe
+from biasscope.runs.dynamics import sweep_request
+from biasscope.runs.store import RunStore
+from winobias_fixture import write_winobias
+
+AUDIT = ("label", "hit", "option_probs", "refused", "response", "source", "answer_label")
+UNIT = ("model", "revision", "step", "seed", "checkpoint", "probe")
+
+
+@pytest.fixture(scope="module")
+def mixed(checkpoint_dirs: list[Path],
+          tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A sweep of the three tiny checkpoints through WinoBias (2 seeds), BBQ and professional
+    bias, through the CLI; returns (run directory, data directory)."""
+    data = write_bbq(write_winobias(tmp_path_factory.mktemp("data")))
+    out = tmp_path_factory.mktemp("mixed") / "run"
+    glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
+    assert main(["dynamics", "--checkpoint-glob", glob, "--probe", "winobias-gender",
+                 "--probe", "bbq", "--probe", "professional-bias", "--seeds", "0-1",
+                 "--limit", "8", "--out", str(out), "--data-dir", str(data), "--device", "cpu",
+                 "--quiet"]) == 0
+    return out, data
+
+
+def test_every_probe_is_a_unit_per_checkpoint_and_seed(mixed):
+    out, data = mixed
+    records = RunStore(out).records()
+    units = records.groupby(["probe", "step", "seed"]).size()
+    assert sorted(units.index) == sorted(
+        [("winobias-gender", s, seed) for s in (10, 20, 30) for seed in (0, 1)]
+        + [(p, s, 0) for p in ("bbq", "professional-bias") for s in (10, 20, 30)])
+    bbq = records[records["probe"] == "bbq"].dropna(axis=1, how="all")
+    assert set(AUDIT + UNIT) | {"category", "polarity", "option_logprobs"} <= set(bbq.columns)
+    assert set(bbq["source"]) == {"option_scores"} and bbq["label"].notna().all()
+    for probs in bbq["option_probs"]:
+        assert abs(sum(json.loads(probs).values()) - 1) < 1e-9
+    # Per-step statistics can run the probe's own metrics on one checkpoint's records.
+    probe = load_probe("bbq", data_dir=data)
+    at_10 = records[(records["probe"] == "bbq") & (records["step"] == 10)]
+    assert {"bias_disambiguated", "accuracy_ambiguous"} <= set(probe.metrics(at_10)["headline"])
+    summary = json.loads((out / "summary.json").read_text())
+    entry = next(c for c in summary["checkpoints"] if c["probe"] == "professional-bias")
+    assert {"accuracy", "hit_rate", "answer_probability"} <= set(entry["mean"])
+
+
+def test_option_scores_are_those_of_biasscope_probe(mixed, checkpoint_dirs, tmp_path):
+    out, data = mixed
+    assert main(["probe", "--model", f"hf:{checkpoint_dirs[1]}", "--probes", "bbq", "--scoring",
+                 "options", "--limit", "8", "--out", str(tmp_path / "audit"), "--data-dir",
+                 str(data), "--device", "cpu"]) == 0
+    audit = RunStore(tmp_path / "audit").records().set_index("item_id")
+    swept = RunStore(out).records()
+    swept = swept[(swept["probe"] == "bbq") & (swept["step"] == 20)].set_index("item_id")
+    assert sorted(swept.index) == sorted(audit.index)
+    for item_id, row in swept.iterrows():
+        ours, theirs = json.loads(row["option_probs"]), json.loads(audit.at[item_id,
+                                                                            "option_probs"])
+        assert ours.keys() == theirs.keys()
+        assert all(abs(ours[k] - theirs[k]) < 1e-6 for k in ours)
+        assert row["label"] == audit.at[item_id, "label"]
+        assert row["hit"] == audit.at[item_id, "hit"]
+
+
+def test_a_rerun_scores_nothing_and_the_report_shows_winobias_as_before(mixed, checkpoint_dirs):
+    out, data = mixed
+    files = {p: p.stat().st_mtime_ns for p in (out / "records").glob("*.parquet")}
+    glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
+    assert main(["dynamics", "--checkpoint-glob", glob, "--probe", "winobias-gender",
+                 "--probe", "bbq", "--probe", "professional-bias", "--seeds", "0-1",
+                 "--limit", "8", "--out", str(out), "--data-dir", str(data), "--device", "cpu",
+                 "--quiet"]) == 0
+    assert {p: p.stat().st_mtime_ns for p in (out / "records").glob("*.parquet")} == files
+    assert main(["report", str(out)]) == 0
+    html = (out / "report.html").read_text()
+    assert "on probe <b>winobias-gender</b>" in html and "This run compares" not in html
+
+
+def test_a_probe_no_checkpoint_can_answer_is_refused_in_one_line(winobias_dir, tmp_path,
+                                                                 capsys):
+    class Written:
+        name, requests = "written", ("generate",)
+
+    with pytest.raises(BiasscopeError, match="a checkpoint sweep asks next_token"):
+        sweep_request(Written())
+    code = main(["dynamics", "--model", str(tmp_path), "--probe", "nope", "--out",
+                 str(tmp_path / "run"), "--data-dir", str(winobias_dir)])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown probe 'nope'" in err and err.count("\n") == 1
+
+
+def test_live_scoring_takes_any_probe(winobias_dir, checkpoint_dirs, tmp_path):
+    from biasscope.backends.hf import HFOptions, load_model, load_tokenizer
+    from biasscope.live import LiveOptions, evaluate_now
+    from biasscope.runs.checkpoints import from_dirs
+
+    ckpt = from_dirs(checkpoint_dirs[:1])[0]
+    model, tokenizer = load_model(ckpt, HFOptions()), load_tokenizer(ckpt, HFOptions())
+    probes = [load_probe("winobias-gender", data_dir=winobias_dir),
+              load_probe("professional-bias")]
+    metrics = evaluate_now(model, tokenizer, probes, tmp_path / "live", step=7,
+                           options=LiveOptions(seeds=(0,)))
+    assert {"winobias-gender/jsdp_gap", "professional-bias/accuracy"} <= set(metrics)
+    records = RunStore(tmp_path / "live").records()
+    professional = records[records["probe"] == "professional-bias"]
+    assert len(professional) == len(probes[1].items(0)) and set(professional["step"]) == {7}
+    assert professional["hit"].notna().all()
+
+
+def test_the_ray_executor_scores_audit_probes_as_the_local_one(mixed, checkpoint_dirs,
+                                                               tmp_path):
+    ray = pytest.importorskip("ray")
+    from biasscope.backends.hf import HFOptions
+    from biasscope.runs.checkpoints import from_dirs
+    from biasscope.runs.dynamics import run_dynamics
+    from biasscope.runs.executors import RayExecutor
+
+    out, data = mixed
+    probes = [load_probe("professional-bias"), load_probe("bbq", data_dir=data)]
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             object_store_memory=100 * 1024**2)
+    try:
+        run_dynamics(probes, from_dirs(checkpoint_dirs[:2]), tmp_path / "ray", seeds=[0],
+                     options=HFOptions(device="cpu"), limit=8, quiet=True,
+                     executor=RayExecutor())
+    finally:
+        ray.shutdown()
+    columns = ["probe", "step", "item_id", "label", "hit", "option_probs"]
+    remote = RunStore(tmp_path / "ray").records()[columns]
+    local = RunStore(out).records()
+    local = local[local["probe"].isin(["bbq", "professional-bias"]) & local["step"].isin(
+        [10, 20])][columns]
+    key = ["probe", "step", "item_id"]
+    pd.testing.assert_frame_equal(remote.sort_values(key).reset_index(drop=True),
+                                  local.sort_values(key).reset_index(drop=True),
+                                  check_dtype=False)

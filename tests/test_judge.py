@@ -94,6 +94,8 @@ def test_pairwise_and_the_judge_audit(model):
     first = head["first_slot_rate"]
     assert first["estimate"] == 1.0 and first["p_value"] < 1e-3
     assert head["self_preference:openai-compatible:tiny-judge"]["estimate"] == 0.5
+    # Over both orders a judge that always picks the first slot favours neither answer.
+    assert head["win_rate_a"]["estimate"] == 0.5
     assert any("first" in s for s in audit["sentences"])
 
 

@@ -85,7 +85,10 @@ def audit_pairwise(judge: Judge, pairs: Sequence[tuple[str, str, str]],
     swapped = [(q, b, a) for q, a, b in pairs]
     backward = [_swap(v) for v in compare(fixed, swapped, instruction)]
     head = _position(forward, backward, 2, fixed=("tie",))
-    lengths = [(v.label, len(a), len(b)) for v, (_, a, b) in zip(forward, pairs)]
+    # Both orders: a win rate (and its length control) from one order alone would measure
+    # the first slot's advantage, not answer a's.
+    lengths = [(v.label, len(a), len(b)) for v, (_, a, b) in zip([*forward, *backward],
+                                                                 [*pairs, *pairs])]
     lc = length_controlled(lengths)
     head["length_coefficient"] = {**lc.length_coefficient.as_dict(),
                                   "p_value": lc.length_p_value, "effect_size": lc.spearman}

@@ -12,6 +12,8 @@ import pytest
 
 pytest.importorskip("torch")
 
+from adult_fixture import ROWS
+from adult_fixture import write as write_adult
 from bbq_fixture import write_bbq
 from biasscope.cli import main
 from biasscope.errors import BiasscopeError
@@ -30,13 +32,18 @@ def mixed(checkpoint_dirs: list[Path],
     """A sweep of the three tiny checkpoints through WinoBias (2 seeds), BBQ and professional
     bias, through the CLI; returns (run directory, data directory)."""
     data = write_bbq(write_winobias(tmp_path_factory.mktemp("data")))
+    write_adult(data, ROWS)
     out = tmp_path_factory.mktemp("mixed") / "run"
-    glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
-    assert main(["dynamics", "--checkpoint-glob", glob, "--probe", "winobias-gender",
-                 "--probe", "bbq", "--probe", "professional-bias", "--seeds", "0-1",
-                 "--limit", "8", "--out", str(out), "--data-dir", str(data), "--device", "cpu",
-                 "--quiet"]) == 0
+    assert main(sweep_args(checkpoint_dirs, out, data)) == 0
     return out, data
+
+
+def sweep_args(checkpoint_dirs: list[Path], out: Path, data: Path) -> list[str]:
+    glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
+    return ["dynamics", "--checkpoint-glob", glob, "--probe", "winobias-gender", "--probe", "bbq",
+            "--probe", "professional-bias", "--probe", "adult-counterfactual", "--seeds", "0-1",
+            "--limit", "8", "--out", str(out), "--data-dir", str(data), "--device", "cpu",
+            "--quiet"]
 
 
 def test_every_probe_is_a_unit_per_checkpoint_and_seed(mixed):
@@ -45,7 +52,8 @@ def test_every_probe_is_a_unit_per_checkpoint_and_seed(mixed):
     units = records.groupby(["probe", "step", "seed"]).size()
     assert sorted(units.index) == sorted(
         [("winobias-gender", s, seed) for s in (10, 20, 30) for seed in (0, 1)]
-        + [(p, s, 0) for p in ("bbq", "professional-bias") for s in (10, 20, 30)])
+        + [(p, s, 0) for p in ("bbq", "professional-bias", "adult-counterfactual")
+           for s in (10, 20, 30)])
     bbq = records[records["probe"] == "bbq"].dropna(axis=1, how="all")
     assert set(AUDIT + UNIT) | {"category", "polarity", "option_logprobs"} <= set(bbq.columns)
     assert set(bbq["source"]) == {"option_scores"} and bbq["label"].notna().all()
@@ -55,6 +63,9 @@ def test_every_probe_is_a_unit_per_checkpoint_and_seed(mixed):
     probe = load_probe("bbq", data_dir=data)
     at_10 = records[(records["probe"] == "bbq") & (records["step"] == 10)]
     assert {"bias_disambiguated", "accuracy_ambiguous"} <= set(probe.metrics(at_10)["headline"])
+    adult = records[(records["probe"] == "adult-counterfactual") & (records["step"] == 30)]
+    flips = load_probe("adult-counterfactual", data_dir=data).metrics(adult)["headline"]
+    assert flips["pair_flip_rate"]["n"] == len(adult) // 2
     summary = json.loads((out / "summary.json").read_text())
     entry = next(c for c in summary["checkpoints"] if c["probe"] == "professional-bias")
     assert {"accuracy", "hit_rate", "answer_probability"} <= set(entry["mean"])
@@ -81,11 +92,7 @@ def test_option_scores_are_those_of_biasscope_probe(mixed, checkpoint_dirs, tmp_
 def test_a_rerun_scores_nothing_and_the_report_shows_winobias_as_before(mixed, checkpoint_dirs):
     out, data = mixed
     files = {p: p.stat().st_mtime_ns for p in (out / "records").glob("*.parquet")}
-    glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
-    assert main(["dynamics", "--checkpoint-glob", glob, "--probe", "winobias-gender",
-                 "--probe", "bbq", "--probe", "professional-bias", "--seeds", "0-1",
-                 "--limit", "8", "--out", str(out), "--data-dir", str(data), "--device", "cpu",
-                 "--quiet"]) == 0
+    assert main(sweep_args(checkpoint_dirs, out, data)) == 0
     assert {p: p.stat().st_mtime_ns for p in (out / "records").glob("*.parquet")} == files
     assert main(["report", str(out)]) == 0
     html = (out / "report.html").read_text()

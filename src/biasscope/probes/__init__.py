@@ -31,11 +31,12 @@ from biasscope.probes import lambada, winobias
 #: What each request kind asks a backend for.
 REQUESTS = {
     "next_token": "next-token log-probs of each option over the full vocabulary, and the "
-                  "answer's rank",
+                  "answer's rank (biasscope dynamics)",
     "continuation": "summed log-prob of the answer's continuation, and whether greedy "
-                    "decoding gives it",
-    "options": "each option's full log-prob after the probe's chat; the likeliest is the answer",
-    "generate": "text, read by the probe's detector",
+                    "decoding gives it (biasscope dynamics)",
+    "options": "each option's full log-prob after the probe's chat; the likeliest is the answer "
+               "(biasscope dynamics, biasscope probe)",
+    "generate": "text, read by the probe's detector (biasscope probe)",
 }
 
 

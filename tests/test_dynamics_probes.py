@@ -110,6 +110,9 @@ def test_a_probe_no_checkpoint_can_answer_is_refused_in_one_line(winobias_dir, t
                  str(tmp_path / "run"), "--data-dir", str(winobias_dir)])
     err = capsys.readouterr().err
     assert code == 2 and "unknown probe 'nope'" in err and err.count("\n") == 1
+    code = main(["dynamics", "--model", str(tmp_path), "--probe", "bbq", "--probe", "bbq:Age",
+                 "--out", str(tmp_path / "run"), "--data-dir", str(winobias_dir)])
+    assert code == 2 and "--probe names bbq more than once" in capsys.readouterr().err
 
 
 def test_live_scoring_takes_any_probe(winobias_dir, checkpoint_dirs, tmp_path):

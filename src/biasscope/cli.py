@@ -99,7 +99,8 @@ def _dynamics(args: argparse.Namespace) -> int:
         args.prompt_template) else None
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
         probes = load_probes(",".join(args.probe or [winobias.NAME]), data_dir=args.data_dir,
-                             kinds=SWEPT, what="biasscope dynamics", template=template)
+                             kinds=SWEPT, what="biasscope dynamics", template=template,
+                             flag="--probe")
         if args.performance:
             probes.append(load_probe(args.performance, data_dir=args.data_dir))
     data = {name: sha256_file(path) for name, path in sorted(read.items())}

@@ -1,4 +1,5 @@
-"""Which probes a command asks, from one string: ``--probes`` and ``biasscope items``.
+"""Which probes a command asks, from one string: ``--probes``, ``biasscope items`` and
+``biasscope dynamics --probe`` (repeated, joined with commas).
 
 ``adult-counterfactual,bbq:Age,Religion`` is the Adult probe, then BBQ over two categories:
 a name after ``probe:`` starts that probe's selection, and the names that follow and are no
@@ -15,9 +16,10 @@ from biasscope.errors import BiasscopeError
 from biasscope.probes import PROBES, Probe, load_probe, require, winobias
 
 
-def parse_probe_specs(text: str) -> list[tuple[str, list[str]]]:
+def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list[str]]]:
     """(probe name, selection) pairs in the order given; one-line errors for an empty list, an
-    empty selection, a selection on a probe that takes none, or a probe named twice."""
+    empty selection, a selection on a probe that takes none, or a probe named twice (naming
+    ``flag``, the option the text came from)."""
     specs: list[tuple[str, list[str]]] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -25,7 +27,7 @@ def parse_probe_specs(text: str) -> list[tuple[str, list[str]]]:
         name, colon, first = (s.strip() for s in part.partition(":"))
         if colon:
             if not first:
-                raise BiasscopeError(f"--probes {part}: name what to select after ':' "
+                raise BiasscopeError(f"{flag} {part}: name what to select after ':' "
                                      f"(e.g. {bbq.NAME}:Age,Religion) or drop the ':'")
             specs.append((name, [first]))
         elif part in PROBES or not specs or not specs[-1][1]:
@@ -33,24 +35,24 @@ def parse_probe_specs(text: str) -> list[tuple[str, list[str]]]:
         else:
             specs[-1][1].append(part)
     if not specs:
-        raise BiasscopeError("--probes: name at least one probe")
+        raise BiasscopeError(f"{flag}: name at least one probe")
     for name, selection in specs:
         if selection and name != bbq.NAME:
-            raise BiasscopeError(f"--probes {name}:{','.join(selection)}: only {bbq.NAME} takes "
+            raise BiasscopeError(f"{flag} {name}:{','.join(selection)}: only {bbq.NAME} takes "
                                  f"a selection ({bbq.NAME}:Age,Religion)")
     names = [n for n, _ in specs]
     if twice := sorted({n for n in names if names.count(n) > 1}):
-        raise BiasscopeError(f"--probes names {', '.join(twice)} more than once")
+        raise BiasscopeError(f"{flag} names {', '.join(twice)} more than once")
     return specs
 
 
 def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = "0.5",
-                kinds: tuple[str, ...] = (), what: str = "", template: str | None = None
-                ) -> list[Probe]:
+                kinds: tuple[str, ...] = (), what: str = "", template: str | None = None,
+                flag: str = "--probes") -> list[Probe]:
     """The probes ``text`` names (see ``parse_probe_specs``); ``base_rate`` picks the Adult
     file, ``template`` is WinoBias's prompt template. With ``kinds``, each must take one of
     these request kinds (``what`` asks them)."""
-    specs, probes = parse_probe_specs(text), []
+    specs, probes = parse_probe_specs(text, flag), []
     for name, _ in specs:
         if kinds and name in PROBES:
             require(PROBES[name], kinds, what)  # before any data is read

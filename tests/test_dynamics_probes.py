@@ -160,3 +160,23 @@ def test_the_ray_executor_scores_audit_probes_as_the_local_one(mixed, checkpoint
     pd.testing.assert_frame_equal(remote.sort_values(key).reset_index(drop=True),
                                   local.sort_values(key).reset_index(drop=True),
                                   check_dtype=False)
+
+
+def test_batched_option_scores_are_those_of_one_item_at_a_time(checkpoint_dirs):
+    from biasscope.backends.base import GenerateRequest
+    from biasscope.backends.hf import HFOptions, HFScorer, load_model, load_tokenizer
+    from biasscope.backends.hf_generate import HFGenerator
+    from biasscope.runs.checkpoints import from_dirs
+
+    ckpt, options = from_dirs(checkpoint_dirs[:1])[0], HFOptions(device="cpu", batch_size=5)
+    model, tokenizer = load_model(ckpt, options), load_tokenizer(ckpt, options)
+    probe = load_probe("professional-bias")
+    items = probe.items(0)[:12]
+    batched = HFScorer(ckpt, model, tokenizer, options).score_options(
+        items, [probe.messages(i) for i in items])
+    one = HFGenerator(ckpt, options, model=model, tokenizer=tokenizer)
+    for item, score in zip(items, batched):
+        alone, _ = one.option_logprobs(GenerateRequest(messages=probe.messages(item)),
+                                       item.continuations)
+        assert score.option_logprobs == pytest.approx(
+            [alone[c] for c in item.continuations], abs=1e-5)

@@ -327,18 +327,45 @@ class HFScorer:
 
     def score_options(self, items: Sequence[Item], messages: Sequence[Any]) -> list[Any]:
         """Each option's full log-prob after the item's chat turns (``messages``), as
-        ``biasscope probe --scoring options`` scores it (``HFGenerator.option_logprobs``)."""
-        from biasscope.backends.base import GenerateRequest
-        from biasscope.backends.hf_generate import HFGenerator
+        ``biasscope probe --scoring options`` scores it (``HFGenerator.option_logprobs``: the
+        chat template, else the plain prompt with special tokens; each option tokenized on its
+        own), but with every (item, option) sequence of the unit in length-sorted batches."""
+        from biasscope.backends.hf_generate import render_chat
         from biasscope.runs.options import OptionScore
 
-        generator = HFGenerator(self.ckpt, self.options, model=self.model,
-                                tokenizer=self.tokenizer)
-        out = []
-        for item, turns in zip(items, messages, strict=True):
-            scores, _ = generator.option_logprobs(
-                GenerateRequest(messages=tuple(turns), id=item.id), item.continuations)
-            out.append(OptionScore(tuple(scores[c] for c in item.continuations)))
+        torch = _torch()
+        rows: list[tuple[int, list[int], int]] = []  # (item index, prompt + option ids, n)
+        for index, (item, turns) in enumerate(zip(items, messages, strict=True)):
+            text, special = render_chat(self.tokenizer, turns)
+            prompt = [int(i) for i in self.tokenizer(text, add_special_tokens=special)[
+                "input_ids"]]
+            for option in item.continuations:
+                cont = self.encodings.continuation_ids(self.tokenizer, self.fingerprint, option)
+                if not prompt or not cont:
+                    raise ModelError(f"item {item.id}: its chat or option {option!r} "
+                                     "tokenizes to nothing")
+                rows.append((index, prompt + cont, len(cont)))
+        order = sorted(range(len(rows)), key=lambda r: len(rows[r][1]), reverse=True)
+        logprob = [0.0] * len(rows)
+        size = max(1, self.options.batch_size)
+        with torch.inference_mode():
+            for start in range(0, len(order), size):
+                batch = order[start:start + size]
+                keep = max(rows[r][2] for r in batch) + 1
+                logits = self._last_logits([rows[r][1] for r in batch], keep,
+                                           [items[rows[r][0]].id for r in batch])
+                logprobs = torch.log_softmax(logits, dim=-1)
+                for line, r in enumerate(batch):
+                    n = rows[r][2]
+                    # Position p predicts token p+1: the option's tokens are predicted by the
+                    # n positions before the last one.
+                    lp = logprobs[line, keep - 1 - n: keep - 1]
+                    target = torch.tensor(rows[r][1][-n:], device=lp.device)[:, None]
+                    logprob[r] = float(lp.gather(1, target).double().sum())
+        out, at = [], 0
+        for item in items:
+            out.append(OptionScore(tuple(logprob[at:at + len(item.continuations)])))
+            at += len(item.continuations)
         return out
 
     def _last_logits(self, ids: list[list[int]], keep: int, item_ids: list[str]) -> Any:

@@ -2,7 +2,9 @@
 
 Each checkpoint scores every option's full continuation after the item's chat turns (rendered
 by the tokenizer's chat template, else as a plain prompt), as ``biasscope probe --scoring
-options`` does; the likeliest option is the answer and the probe's detector reads it. A unit's
+options`` does but with all (item, option) sequences of a unit in length-sorted batches (the
+same log-probs up to float rounding, ~1e-6 in float32); the likeliest option is the answer and
+the probe's detector reads it. A unit's
 records are the audit's (``label``, ``hit``, ``option_probs``, the item's groups; see
 ``biasscope.audit.run.records``) with the unit's columns (model, revision, step, seed,
 checkpoint) and each option's log-prob, so per-step statistics can use the probe's own metrics

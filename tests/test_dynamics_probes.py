@@ -89,6 +89,67 @@ def test_option_scores_are_those_of_biasscope_probe(mixed, checkpoint_dirs, tmp_
         assert row["hit"] == audit.at[item_id, "hit"]
 
 
+def _close(ours: object, theirs: object) -> bool:
+    """A summary number (None for NaN) against the audit's (NaN allowed)."""
+    if ours is None:
+        return theirs is None or theirs != theirs
+    return abs(float(ours) - float(theirs)) < 1e-9  # type: ignore[arg-type]
+
+
+def test_the_summary_has_each_audit_probe_over_steps(mixed, checkpoint_dirs, tmp_path):
+    """analysis.probes: per checkpoint the numbers the probe's own metrics give on that
+    checkpoint's records, and those `biasscope probe --scoring options` gives for it."""
+    out, data = mixed
+    probes = json.loads((out / "summary.json").read_text())["analysis"]["probes"]
+    assert set(probes) == {"bbq", "professional-bias", "adult-counterfactual"}
+    records = RunStore(out).records()
+    read = {"bbq": [("bias_disambiguated", "s_dis"), ("bias_ambiguous", "s_amb"),
+                    ("accuracy_ambiguous", "accuracy_ambiguous")],
+            "adult-counterfactual": [("pair_flip_rate", "flip_rate"),
+                                     ("demographic_parity_difference",
+                                      "demographic_parity_difference")],
+            "professional-bias": [("pronoun_effect", "pronoun_effect"),
+                                  ("p_pronoun_effect", "preference")]}
+    for probe, pairs in read.items():
+        (result,) = probes[probe]["models"].values()
+        assert result["steps"] == [10, 20, 30]
+        assert set(result["emergence"]) >= {v for _, v in pairs if v != "accuracy_ambiguous"
+                                            and not v.startswith("demographic")}
+        at = {c["step"]: c["values"] for c in result["checkpoints"]}
+        for step in (10, 20, 30):
+            rows = records[(records["probe"] == probe) & (records["step"] == step)]
+            head = load_probe(probe, data_dir=data).metrics(rows)["headline"]
+            for key, name in pairs:
+                for field in ("estimate", "low", "high", "p_value", "effect_size"):
+                    if field in head[key]:
+                        assert _close(at[step][name].get(field), head[key][field]), \
+                            (probe, step, name, field)
+    categories = {k.split(":")[1] for k in at_bbq(probes) if k.startswith("s_dis:")}
+    assert categories == set(records.loc[records["probe"] == "bbq", "category"].dropna())
+    # The same numbers as `biasscope probe` on checkpoint 20 (checkpoint_dirs[1]).
+    for probe, pairs in read.items():
+        assert main(["probe", "--model", f"hf:{checkpoint_dirs[1]}", "--probes", probe,
+                     "--scoring", "options", "--limit", "8", "--out", str(tmp_path / probe),
+                     "--data-dir", str(data), "--device", "cpu"]) == 0
+        audit = json.loads((tmp_path / probe / "summary.json").read_text())
+        head = audit["probes"][probe]["headline"]
+        (result,) = probes[probe]["models"].values()
+        at20 = next(c["values"] for c in result["checkpoints"] if c["step"] == 20)
+        for key, name in pairs:
+            for field in ("estimate", "low", "high", "p_value"):
+                if field in head[key]:
+                    ours, theirs = at20[name].get(field), head[key][field]
+                    assert (ours is None and theirs is None) or abs(ours - theirs) < 1e-6, \
+                        (probe, name, field)
+
+
+def at_bbq(probes: dict[str, object]) -> dict[str, object]:
+    """The last BBQ checkpoint's values in analysis.probes."""
+    (result,) = probes["bbq"]["models"].values()  # type: ignore[index]
+    values: dict[str, object] = result["checkpoints"][-1]["values"]
+    return values
+
+
 def test_a_rerun_scores_nothing_and_the_report_shows_winobias_as_before(mixed, checkpoint_dirs):
     out, data = mixed
     files = {p: p.stat().st_mtime_ns for p in (out / "records").glob("*.parquet")}

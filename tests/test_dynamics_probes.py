@@ -158,6 +158,12 @@ def test_a_rerun_scores_nothing_and_the_report_shows_winobias_as_before(mixed, c
     assert main(["report", str(out)]) == 0
     html = (out / "report.html").read_text()
     assert "on probe <b>winobias-gender</b>" in html and "This run compares" not in html
+    # Then a section per audit probe over steps, after the WinoBias figures.
+    heads = ["<h2>BBQ over training steps</h2>", "<h2>Adult counterfactual pairs over training "
+             "steps</h2>", "<h2>Professional bias over training steps</h2>"]
+    assert all(h in html for h in heads)
+    assert html.index("<h2>JSD-P per correct answer") < min(html.index(h) for h in heads)
+    assert "<h3>s_DIS per category</h3>" in html and "Tests over steps" in html
 
 
 def test_a_probe_no_checkpoint_can_answer_is_refused_in_one_line(winobias_dir, tmp_path,

@@ -30,6 +30,7 @@ from biasscope.runs.dynamics import SweepConfig, init_run, records_frame
 from biasscope.runs.store import RunStore, Unit, write_json
 from biasscope.sensitivity.data import Constitution, Principle
 from browser import PAYLOAD, PAYLOADS, chromium, open_report, require_browser
+from test_audit_dynamics import professional_records
 from test_breakdown import write_statistics
 
 
@@ -54,6 +55,34 @@ class HostileProbe:
 
     def config(self) -> dict[str, object]:
         return {**self.base.config(), "template": PAYLOAD + " {sentence}"}
+
+
+def add_professional_units(store: RunStore, ckpts: list[Checkpoint], emerge_at: int) -> None:
+    """professional-bias units (option-scored, as a sweep stores them) of ``ckpts``: the
+    stereotype preference appears at step ``emerge_at``."""
+    for ckpt in ckpts:
+        assert ckpt.step is not None
+        frame = professional_records(ckpt.step, 2.0 if ckpt.step >= emerge_at else 0.0,
+                                     model=ckpt.model)
+        frame["revision"] = ckpt.revision
+        frame["checkpoint"] = None
+        store.write_unit(Unit(ckpt.model, ckpt.revision, "professional-bias", 0, ckpt.step),
+                         frame)
+
+
+def audit_dynamics_report(root: Path, winobias_dir: Path, mixed: bool) -> Path:
+    """A sweep of hostile-named checkpoints through professional bias, beside WinoBias when
+    ``mixed``; else of professional bias alone (no WinoBias figure may be drawn empty)."""
+    store = RunStore(root)
+    ckpts = [Checkpoint(PAYLOADS[1], "/models/y", f"{PAYLOADS[2]}rev{s}", s)
+             for s in (0, 1000, 2000, 3000)]
+    if mixed:
+        dynamics_report(root, winobias_dir)
+    else:
+        init_run(store, [load_probe("professional-bias")], SweepConfig(
+            ckpts, root, [0], comparable={"dtype": "auto", "first_token": False}))
+    add_professional_units(store, ckpts, emerge_at=1000)
+    return write_dynamics_report(root)
 
 
 def dynamics_report(root: Path, winobias_dir: Path, snapshot: bool = False) -> Path:
@@ -148,6 +177,8 @@ def sensitivity_report(root: Path) -> Path:
 REPORTS: dict[str, Callable[[Path, Path], Path]] = {
     "dynamics": dynamics_report,
     "dynamics-snapshot": lambda root, data: dynamics_report(root, data, snapshot=True),
+    "dynamics-mixed": lambda root, data: audit_dynamics_report(root, data, mixed=True),
+    "dynamics-audit-only": lambda root, data: audit_dynamics_report(root, data, mixed=False),
     "audit": lambda root, _: audit_report(root),
     "judge": lambda root, _: judge_report(root),
     "sensitivity": lambda root, _: sensitivity_report(root),
@@ -169,6 +200,19 @@ def test_report_renders_and_runs_no_model_text(kind: str, browser: Any, tmp_path
     assert figures >= 1
     if kind == "dynamics-snapshot":  # bars per model, not lines; the BLS figure drawn
         assert "<h2>Snapshot: metrics per model</h2>" in html and "Spearman ρ" in html
+    if kind.startswith("dynamics-") and kind != "dynamics-snapshot":
+        # The audit probe's section: sentences on top, its curves with CIs and markers.
+        assert "<h2>Professional bias over training steps</h2>" in html
+        assert "stereotype preference" in dom["text"] and "Tests over steps" in dom["text"]
+        assert "significant from step 1000" in html
+        assert html.index("<h2>Professional bias") < html.index("<h2>Run configuration")
+        wino = "<h2>Significance of the JSD-P gap per checkpoint</h2>" in html
+        assert wino == (kind == "dynamics-mixed")  # WinoBias figures first, where there are
+        if wino:
+            assert html.index("<h2>Significance of the JSD-P") < html.index(
+                "<h2>Professional bias")
+        else:
+            assert "Not available" not in html and "no WinoBias records" in dom["text"]
     assert dom["figureDivs"] == dom["plots"] == dom["plotsWithSvg"] == figures, dom
     assert dom["plotsWithData"] == figures
     assert opened.hovered >= figures

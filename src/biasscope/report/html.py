@@ -5,8 +5,9 @@ the report always matches the records. plotly.js is embedded once, inline: the f
 offline. Every string that came from data, a model or the run's settings is HTML-escaped.
 
 Layout: a summary in sentences (with the analysis' findings and method), the figures
-(`figures`, `stats_figures`), the test and early-stopping tables (`tables`), and the run's
-configuration at the bottom.
+(`figures`, `stats_figures`), the test and early-stopping tables (`tables`), a section per
+audit probe over steps (`audit_panels`; alone when the run has no WinoBias records), and the
+run's configuration at the bottom.
 """
 
 from __future__ import annotations
@@ -76,15 +77,27 @@ def write_dynamics_report(run_dir: Path, output: Path | None = None,
     checkpoints: list[dict[str, Any]] = summary["checkpoints"]
     if not checkpoints:
         raise BiasscopeError(no_records)
-    from biasscope.report import breakdown_panels, figures
+    from biasscope.report import audit_panels, breakdown_panels, figures
 
     view = View(summary.get("analysis") or {})
-    fairness = fairness_checkpoints(checkpoints) or checkpoints
-    panels = figures.panels(checkpoints, answer_labels(run, fairness), view.data)
-    panels = breakdown_panels.panels(fairness, view, panels)
-    sentences = summary_sentences(run, fairness, by_model(fairness)) + analysis_sentences(view)
-    analysis = "\n".join(filter(None, [tests_section(view, checkpoints),
-                                        stop_section(view, checkpoints)]))
+    probes = view.get("probes", {})
+    fairness = fairness_checkpoints(checkpoints)
+    if fairness or not probes:
+        shown: Sequence[Json] = fairness or checkpoints
+        panels = figures.panels(checkpoints, answer_labels(run, shown), view.data)
+        panels = breakdown_panels.panels(shown, view, panels)
+        sentences = summary_sentences(run, shown, by_model(shown)) + analysis_sentences(view)
+        analysis = "\n".join(filter(None, [tests_section(view, checkpoints),
+                                            stop_section(view, checkpoints)]))
+    else:  # audit probes only: their sections, no empty WinoBias figures
+        panels, analysis = [], ""
+        sentences = [*summary_sentences(run, checkpoints, by_model(checkpoints)),
+                     "This run holds no WinoBias records, so the report shows only the audit "
+                     f"probes' sections ({escape(', '.join(probes))})."]
+    if probes:  # each audit probe's section over steps, after the WinoBias figures and tests
+        drawn = sum(1 for p in panels if p.figure is not None)
+        analysis += "\n" + audit_panels.section_html(probes, figure_html, drawn,
+                                                      view.correction, view.alpha)
     page = render_page(store.root, run, checkpoints, sentences, panels, analysis)
     write_bytes(target, page.encode("utf-8"))
     return target

@@ -1,0 +1,203 @@
+"""The report's section per audit probe over training steps (BBQ, Adult counterfactuals,
+professional bias), from ``summary["analysis"]["probes"]`` (`biasscope.audit_analysis`).
+
+Per probe: its findings in plain sentences, then its curves over steps (one line per model,
+the confidence interval as error bars, the range over seeds as a shaded band where a
+checkpoint has several, dashed markers where the effect becomes significant for good and at
+the recommended stop), then a table of the tested values. Every string from data is escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from html import escape
+from typing import Any
+
+import plotly.graph_objects as go
+
+from biasscope.report.plotting import (
+    COLORS,
+    DASHES,
+    FALLBACK_COLORS,
+    Axis,
+    add_step_markers,
+    finite,
+    fmt,
+    style,
+)
+from biasscope.report.tables import table
+
+Json = Mapping[str, Any]
+TITLES = {"bbq": "BBQ over training steps", "adult-counterfactual":
+          "Adult counterfactual pairs over training steps",
+          "professional-bias": "Professional bias over training steps"}
+#: Per probe: (figure title, caption, values drawn), after the headline figure.
+FIGURES: dict[str, list[tuple[str, str, Callable[[Json], list[str]]]]] = {
+    "bbq": [
+        ("s_DIS and s_AMB over all categories",
+         "BBQ bias scores run from -1 (every non-unknown answer against the stereotype) to 1 "
+         "(every one with it); s_AMB is scaled by the share of wrong answers in ambiguous "
+         "contexts. Error bars: 95% bootstrap CI resampling items within categories.",
+         lambda m: ["s_dis", "s_amb"]),
+        ("s_DIS per category", "The disambiguated bias score of each category, with its 95% "
+         "bootstrap CI (error bars).", lambda m: _categories(m, "s_dis")),
+        ("s_AMB per category", "The ambiguous bias score of each category, with its 95% "
+         "bootstrap CI (error bars).", lambda m: _categories(m, "s_amb")),
+        ("Accuracy per context condition", "Share of answers naming the correct option; in "
+         "ambiguous contexts 'unknown' is right.",
+         lambda m: ["accuracy_ambiguous", "accuracy_disambiguated"])],
+    "adult-counterfactual": [
+        ("Pair flip rate", "Share of complete pairs whose answer changes when only the "
+         "person's sex is flipped (95% Wilson CI); tested by exact McNemar on the discordant "
+         "pairs.", lambda m: ["flip_rate"]),
+        ("Demographic parity and equalized odds differences", "fairlearn's differences between "
+         "men and women over complete pairs (95% bootstrap CI over pairs); 0 is parity.",
+         lambda m: ["demographic_parity_difference", "equalized_odds_difference"])],
+    "professional-bias": [
+        ("Stereotype preference", "Mean option probability the model moves to the "
+         "female-coded occupation after 'she' against after 'he' (95% bootstrap CI; tested by "
+         "Mann-Whitney); 0: the pronoun does not matter, positive: answers follow the "
+         "stereotype.", lambda m: ["preference"]),
+        ("Picked answers", "The same on the picked occupations (Fisher's exact test), and the "
+         "share of answers naming the stereotyped occupation (95% CIs).",
+         lambda m: ["pronoun_effect", "stereotyped_rate"])],
+}
+
+
+def _categories(model: Json, prefix: str) -> list[str]:
+    keys = {k for c in model["checkpoints"] for k in c["values"] if k.startswith(f"{prefix}:")}
+    return sorted(keys)
+
+
+def _label(key: str, names: Json) -> str:
+    if ":" in key:
+        return escape(key.split(":", 1)[1])
+    return escape(str(names.get(key, key)))
+
+
+def _color(i: int, key: str) -> str:
+    named = {"s_dis": COLORS["male"], "s_amb": COLORS["female"], "flip_rate": COLORS["gap"],
+             "preference": COLORS["gap"]}
+    palette = (COLORS["male"], COLORS["female"], COLORS["all"], COLORS["gap"], *FALLBACK_COLORS)
+    return named.get(key, palette[i % len(palette)])
+
+
+def _hover(model: str, label: str, step: int, v: Json) -> str:
+    text = (f"<b>{escape(model)}</b><br>{label}<br>step {step}<br>{fmt(v.get('estimate'))} "
+            f"(95% CI {fmt(v.get('low'))} to {fmt(v.get('high'))}, n = {v.get('n')})")
+    if "p_value" in v:
+        text += (f"<br>p = {fmt(v.get('p_value'))}, adjusted {fmt(v.get('p_adjusted'))}, "
+                 f"effect size {fmt(v.get('effect_size'))}")
+    if int(v.get("seeds", 1)) > 1:
+        text += (f"<br>{v['seeds']} seeds: {fmt(v.get('seed_low'))} to "
+                 f"{fmt(v.get('seed_high'))}")
+    return text
+
+
+def add_value(fig: Any, model: str, result: Json, key: str, label: str, color: str,
+              dash: str, show_model: bool) -> bool:
+    """One value's line over the model's steps; False when no checkpoint has it."""
+    points = [(int(c["step"]), c["values"][key]) for c in result["checkpoints"]
+              if key in c["values"] and finite(c["values"][key].get("estimate"))]
+    if not points:
+        return False
+    xs = [s for s, _ in points]
+    ys = [float(v["estimate"]) for _, v in points]
+    name = f"{escape(model)} · {label}" if show_model else label
+    group = f"{model}/{key}"
+    if any(int(v.get("seeds", 1)) > 1 for _, v in points):
+        lo = [float(v["seed_low"]) if finite(v.get("seed_low")) else y
+              for (_, v), y in zip(points, ys, strict=True)]
+        hi = [float(v["seed_high"]) if finite(v.get("seed_high")) else y
+              for (_, v), y in zip(points, ys, strict=True)]
+        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=hi + lo[::-1], mode="lines",
+                                 fill="toself", fillcolor=color, opacity=0.15,
+                                 line={"width": 0}, hoverinfo="skip", showlegend=False,
+                                 legendgroup=group, name=f"{name} seed range"))
+    errors = {"type": "data", "symmetric": False, "color": color, "thickness": 1.2, "width": 5,
+              "array": [max(float(v["high"]) - y, 0.0) if finite(v.get("high")) else None
+                        for (_, v), y in zip(points, ys, strict=True)],
+              "arrayminus": [max(y - float(v["low"]), 0.0) if finite(v.get("low")) else None
+                             for (_, v), y in zip(points, ys, strict=True)]}
+    fig.add_trace(go.Scatter(
+        x=xs, y=ys, mode="lines+markers", name=name, legendgroup=group, error_y=errors,
+        line={"color": color, "dash": dash, "width": 2}, marker={"size": 6},
+        hovertext=[_hover(model, label, s, v) for s, v in points], hoverinfo="text"))
+    return True
+
+
+def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Any | None:
+    """The figure of the values ``keys_of`` names, for every model, with emergence and stop
+    markers of the values drawn; None when nothing can be drawn."""
+    models: Mapping[str, Json] = section.get("models", {})
+    names = section.get("names", {})
+    fig, drawn, steps = go.Figure(), False, set[int]()
+    markers: list[tuple[str, int, str]] = []
+    for m, (model, result) in enumerate(sorted(models.items())):
+        suffix = f" ({escape(model)})" if len(models) > 1 else ""
+        for i, key in enumerate(keys_of(result)):
+            label = _label(key, names)
+            if add_value(fig, model, result, key, label, _color(i, key),
+                         DASHES[m % len(DASHES)], len(models) > 1):
+                drawn = True
+                steps.update(int(s) for s in result["steps"])
+                step = (result.get("emergence") or {}).get(key)
+                if step is not None and ":" not in key:
+                    markers.append((f"{label} significant from step {step}{suffix}",
+                                    int(step), COLORS["emergence"]))
+        rec = result.get("recommendation")
+        if rec and rec.get("value") in keys_of(result):
+            markers.append((f"recommended stop: step {rec['step']}{suffix}", int(rec["step"]),
+                            COLORS["stop"]))
+    if not drawn:
+        return None
+    add_step_markers(fig, markers, sorted(steps))
+    fig.add_hline(y=0, line={"color": "#bbb", "width": 1})
+    return style(fig, Axis(by_step=True), height=400)
+
+
+def _tested_rows(section: Json) -> list[list[Any]]:
+    rows = []
+    names = section.get("names", {})
+    for model, result in sorted(section.get("models", {}).items()):
+        for key in section.get("headline", []):
+            for c in result["checkpoints"]:
+                v = c["values"].get(key)
+                if v is None:
+                    continue
+                rows.append([model, str(names.get(key, key)), c["step"], fmt(v.get("estimate")),
+                             f"{fmt(v.get('low'))} to {fmt(v.get('high'))}",
+                             fmt(v.get("p_value")), fmt(v.get("p_adjusted")),
+                             fmt(v.get("effect_size")),
+                             "yes" if v.get("significant") else "no", v.get("seeds", 1)])
+    return rows
+
+
+def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: int,
+                 correction: str, alpha: float) -> str:
+    """Every audit probe's section; figures numbered from ``first`` (plotly.js goes with
+    figure 0, so pass the number of figures drawn before)."""
+    parts, index = [], first
+    for probe, section in probes.items():
+        parts.append(f"<h2>{escape(TITLES.get(probe, f'{probe} over training steps'))}</h2>")
+        sentences: Sequence[str] = section.get("sentences", [])
+        parts.append('<section class="summary">' + "".join(
+            f"<p>{escape(str(s))}</p>" for s in sentences) + "</section>")
+        for title, caption, keys_of in FIGURES.get(probe, []):
+            fig = figure(section, keys_of)
+            parts.append(f"<h3>{escape(title)}</h3>")
+            parts.append(f'<p class="caption">{escape(caption)} Dashed vertical lines mark '
+                         "where the effect becomes significant for good and the recommended "
+                         "stop; a shaded band is the range over seeds.</p>")
+            if fig is None:
+                parts.append('<p class="missing">Not available: no checkpoint has these '
+                             "values.</p>")
+                continue
+            parts.append(figure_html(fig, index))
+            index += 1
+        parts.append(f"<h3>Tests over steps ({escape(correction)}-corrected over each "
+                     f"model's checkpoints, α = {alpha:g})</h3>")
+        parts.append(table(["model", "value", "step", "estimate", "95% CI", "p", "p adjusted",
+                            "effect size", "significant", "seeds"], _tested_rows(section),
+                           numbers=True))
+    return "\n".join(parts)

@@ -14,6 +14,7 @@ import pytest
 
 from biasscope.analysis import AnalysisOptions, full_summary
 from biasscope.audit import professional
+from biasscope.errors import BiasscopeError
 from biasscope.metrics import audit_dynamics
 from biasscope.probes import load_probe
 from biasscope.runs import performance, reading
@@ -146,3 +147,16 @@ def test_units_are_read_one_step_at_a_time(tmp_path, monkeypatch):
 def test_the_summary_is_json(tmp_path):
     store = write_run(tmp_path / "run", emerge_at=300)
     json.dumps(full_summary(store, OPTIONS), allow_nan=False)
+
+
+def test_a_probe_whose_metrics_cannot_run_says_why_in_one_line(tmp_path, monkeypatch):
+    def missing(records: pd.DataFrame) -> Any:
+        raise BiasscopeError("professional-bias's metrics need the 'x' extra: pip install x")
+
+    monkeypatch.setitem(audit_dynamics.STATISTICS, "professional-bias",
+                        audit_dynamics.ProbeStatistics(missing, ("preference",)))
+    store = write_run(tmp_path / "run", emerge_at=300)
+    analysis = full_summary(store, OPTIONS)["analysis"]
+    section = analysis["probes"]["professional-bias"]
+    assert section["models"] == {} and "pip install x" in section["unavailable"]
+    assert any("no statistics over steps" in s for s in analysis["sentences"])

@@ -101,7 +101,13 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
     corrected = f"{CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
     perf = performance.load(store, summary)
     out: dict[str, Any] = {}
-    for probe, models in read_checkpoints(store).items():
+    unavailable: dict[str, str] = {}
+    checkpoints_of = read_checkpoints(store, unavailable)
+    for probe, reason in sorted(unavailable.items()):
+        out[probe] = {"headline": list(STATISTICS[probe].headline),
+                      "names": STATISTICS[probe].names, "models": {}, "unavailable": reason,
+                      "sentences": [f"{probe}: no statistics over steps: {reason}."]}
+    for probe, models in checkpoints_of.items():
         spec = STATISTICS[probe]
         section: dict[str, Any] = {"headline": list(spec.headline), "names": spec.names,
                                    "models": {}, "sentences": []}

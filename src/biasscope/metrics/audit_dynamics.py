@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from biasscope.audit import adult, bbq_metrics, professional
+from biasscope.errors import BiasscopeError
 from biasscope.runs.reading import read_unit, unit_index
 from biasscope.runs.store import RunStore
 
@@ -155,9 +156,13 @@ def combine_seeds(per_seed: list[Values]) -> Values:
     return out
 
 
-def read_checkpoints(store: RunStore) -> dict[str, dict[str, dict[int, Values]]]:
+def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None
+                     ) -> dict[str, dict[str, dict[int, Values]]]:
     """Per audit probe, model and training step: the checkpoint's values, reading the unit
-    files of one step at a time (records without a step are left out)."""
+    files of one step at a time (records without a step are left out). A probe whose metrics
+    cannot run here (a missing optional extra: fairlearn for Adult) is left out, and the
+    one-line reason goes into ``unavailable``."""
+    unavailable = {} if unavailable is None else unavailable
     index = unit_index(store)
     by_step: dict[int, list[int]] = {}
     for i, entry in enumerate(index):
@@ -181,9 +186,16 @@ def read_checkpoints(store: RunStore) -> dict[str, dict[str, dict[int, Values]]]
         seeds = rows["seed"] if "seed" in rows else pd.Series(0, index=rows.index)
         rows = rows.assign(seed=seeds.fillna(0))
         for (probe, model), part in rows.groupby(["probe", "model"], sort=True):
+            if str(probe) in unavailable:
+                continue
             values = STATISTICS[str(probe)].values
-            per_seed = [values(chunk.reset_index(drop=True))
-                        for _, chunk in part.groupby("seed", sort=True)]
+            try:
+                per_seed = [values(chunk.reset_index(drop=True))
+                            for _, chunk in part.groupby("seed", sort=True)]
+            except BiasscopeError as exc:
+                unavailable[str(probe)] = str(exc)
+                out.pop(str(probe), None)
+                continue
             out.setdefault(str(probe), {}).setdefault(str(model), {})[int(step)] = \
                 combine_seeds(per_seed)
         del rows

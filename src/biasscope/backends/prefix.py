@@ -158,6 +158,7 @@ class SharedScoring:
                 self.needed.append(False)
             self.items_of[d].append(i)
             self.needed[d] = self.needed[d] or bool(needed[i])
+        self.wanted = [bool(n) for n in needed]  # per item: the progress counts these
         self.seqs = list(index)
         self.results: list[NextTokenScore | None] = [None] * len(items)
         self.size = max(1, scorer.options.batch_size)
@@ -176,9 +177,10 @@ class SharedScoring:
                                    [self.items[i].answer for _, i in where])
         for (_, i), score in zip(where, scores):
             self.results[i] = score
-        if self.progress is not None:
-            self.progress(len(where))
-            self.reported += len(where)
+        if self.progress is not None:  # items of written units ride along, uncounted
+            counted = sum(self.wanted[i] for _, i in where)
+            self.progress(counted)
+            self.reported += counted
 
     def item_ids(self, rows: Sequence[int]) -> list[str]:
         return [self.items[self.items_of[d][0]].id for d in rows]

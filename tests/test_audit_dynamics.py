@@ -43,13 +43,15 @@ def professional_records(step: int, strength: float, seed: int = 0, model: str =
 
 
 def write_run(root: Path, emerge_at: int, seeds: tuple[int, ...] = (0,),
-              models: tuple[str, ...] = ("m",)) -> RunStore:
+              models: tuple[str, ...] = ("m",), until: int = 10**9) -> RunStore:
+    """A professional-bias sweep whose stereotype preference is there from step
+    ``emerge_at`` up to (not including) step ``until``."""
     store = RunStore(root)
     for model in models:
         for step in STEPS:
             for seed in seeds:
-                frame = professional_records(step, 2.0 if step >= emerge_at else 0.0, seed,
-                                             model, noise=seed)
+                frame = professional_records(step, 2.0 if emerge_at <= step < until else 0.0,
+                                             seed, model, noise=seed)
                 unit = Unit(model, f"step{step}", "professional-bias", seed, step,
                             f"{model}@{step}")
                 store.write_unit(unit, frame)
@@ -81,6 +83,14 @@ def test_no_effect_emerges_nowhere(tmp_path):
     store = write_run(tmp_path / "run", emerge_at=10**9)
     model = full_summary(store, OPTIONS)["analysis"]["probes"]["professional-bias"]["models"]["m"]
     assert model["emergence"]["preference"] is None
+    assert "not significant (Holm-corrected p < 0.01) at any checkpoint" in model["sentences"][0]
+
+
+def test_an_effect_that_fades_has_not_emerged_and_the_sentence_says_where_it_was(tmp_path):
+    store = write_run(tmp_path / "run", emerge_at=200, until=400)
+    model = full_summary(store, OPTIONS)["analysis"]["probes"]["professional-bias"]["models"]["m"]
+    assert model["emergence"]["preference"] is None
+    assert "at 2 of 6 checkpoints (steps 200, 300) but not at the last" in model["sentences"][0]
 
 
 def test_a_checkpoint_gives_the_numbers_of_biasscope_probe(tmp_path):

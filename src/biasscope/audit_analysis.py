@@ -65,8 +65,17 @@ def _sentence(model: str, name: str, key: str, checkpoints: dict[int, Values],
     if step is not None:
         return (f"{model}: the {name} is significant ({corrected}) from step {step} on, at "
                 f"every later checkpoint; {at_last}.")
-    return (f"{model}: the {name} is not significant ({corrected}) through to the last "
-            f"checkpoint; {at_last}.")
+    hits = [str(s) for s in steps if checkpoints[s][key].get("significant")]
+    if hits and not last.get("significant"):
+        where = ", ".join(hits[:10]) + (" …" if len(hits) > 10 else "")
+        return (f"{model}: the {name} is significant ({corrected}) at {len(hits)} of "
+                f"{len(steps)} checkpoints (step{'s' if len(hits) > 1 else ''} {where}) but "
+                f"not at the last, so it has not emerged for good; {at_last}.")
+    if hits:  # significant at the last, yet no emergence: no effect size to sign it
+        return (f"{model}: the {name} is significant ({corrected}) at the last checkpoint, "
+                f"without an effect size to give it a direction; {at_last}.")
+    return (f"{model}: the {name} is not significant ({corrected}) at any checkpoint; "
+            f"{at_last}.")
 
 
 def _recommend(model: str, probe: str, key: str, checkpoints: dict[int, Values],

@@ -266,8 +266,8 @@ def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions, snapshot: bo
     return (f"{at} the JSD-P "
             f"gap is significant but below the smallest gap of interest {threshold:g} ({how}): "
             f"|gap| at most {widest:.3g}, effect size up to ±{largest:.2g}. Prompts that "
-            "differ in one word give even an untrained model such gaps; read them as no "
-            "evidence of bias.")
+            "differ in one word give even an untrained model such gaps, so the gap alone is "
+            "no evidence of bias; the accuracies per answer and pro against anti say more.")
 
 
 def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],

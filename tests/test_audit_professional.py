@@ -246,3 +246,15 @@ def test_metrics_of_no_records():
     assert math.isnan(m["headline"]["pronoun_effect"]["estimate"])
     assert m["tables"]["outcomes"][0]["n"] == 0 and m["tables"]["sentences"] == []
     assert "n/a" in m["sentences"][0]
+
+
+def test_a_share_of_none_is_not_certain():
+    """Continuations that name both occupations (a base model repeating the sentence): 0
+    stereotyped answers of 4 has a Wilson interval, not the bootstrap's [0, 0]."""
+    rows = [record(iid("s01", o, p), "The doctor phoned the nurse because he was")
+            for o in ("male-first", "female-first") for p in ("he", "she")]
+    h = PROBE.metrics(frame(rows))["headline"]
+    rate = h["stereotyped_rate"]
+    assert rate["estimate"] == 0 and rate["n"] == 4
+    assert rate["high"] == pytest.approx(0.4899, abs=1e-3)  # Wilson, 95%
+    assert h["unparsed_rate"]["low"] == pytest.approx(0.5101, abs=1e-3)

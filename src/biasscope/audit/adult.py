@@ -28,7 +28,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from biasscope.audit.base import Detector, LabelParsing, Messages
+from biasscope.audit.base import Detector, LabelParsing, Messages, wilson
 from biasscope.data.sources import data_path
 from biasscope.errors import DataError, optional
 from biasscope.items import Item
@@ -177,14 +177,6 @@ def from_data(data_dir: str | Path | None = None, base_rate: float | str = 0.5
 
 
 # ---------------------------------------------------------------- metrics
-
-def wilson(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
-    """A proportion with its Wilson score interval (NaN when n = 0)."""
-    if n == 0:
-        return {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0}
-    ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return {"estimate": k / n, "low": float(ci.low), "high": float(ci.high), "n": n}
-
 
 def group_gaps(y: Bools, pred: Bools, male: Bools, weights: npt.NDArray[np.float64]
                ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:

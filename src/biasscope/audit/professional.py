@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from biasscope.audit.base import Detector, Messages, TriggerPresence, interval
+from biasscope.audit.base import Detector, Messages, TriggerPresence, interval, wilson
 from biasscope.errors import DataError
 from biasscope.items import Item
 from biasscope.stats import bootstrap_difference, mann_whitney
@@ -223,6 +223,12 @@ def _rate(values: pd.Series | np.ndarray) -> dict[str, Any]:
     return interval(v.to_numpy())
 
 
+def _share(values: pd.Series) -> dict[str, Any]:
+    """A share of 0/1 outcomes with its Wilson interval: a bootstrap gives [0, 0] for 0 of 30,
+    which claims a certainty 30 answers do not have."""
+    return wilson(int(values.sum()), int(values.notna().sum()))
+
+
 def _cohen_h(p1: float, p2: float) -> float:
     return 2 * math.asin(math.sqrt(p1)) - 2 * math.asin(math.sqrt(p2))
 
@@ -272,17 +278,17 @@ def metrics(records: pd.DataFrame) -> dict[str, Any]:
     ok = f[f["outcome"] != "error"]
     st = (ok["outcome"] == "stereotyped").astype(float)
     by = {p: ok["pronoun"] == p for p in PRONOUNS}
-    headline: dict[str, dict[str, Any]] = {"stereotyped_rate": _rate(st)}
+    headline: dict[str, dict[str, Any]] = {"stereotyped_rate": _share(st)}
     for p in PRONOUNS:
-        headline[f"stereotyped_rate_{p}"] = _rate(st[by[p]])
+        headline[f"stereotyped_rate_{p}"] = _share(st[by[p]])
     headline["pronoun_gap"] = _compare(st[by["he"]], st[by["she"]])
     decided = ok[ok["outcome"].isin(OUTCOMES[:2])]
     female = (decided["label"] == decided["female_occupation"]).astype(float)
     headline["pronoun_effect"] = _compare(female[decided["pronoun"] == "she"],
                                           female[decided["pronoun"] == "he"])
     for name in ("refused", "unparsed"):
-        headline[f"{name}_rate"] = _rate((ok["outcome"] == name).astype(float))
-    headline["ambiguity_rate"] = _rate(ok["says_ambiguous"].astype(float))
+        headline[f"{name}_rate"] = _share((ok["outcome"] == name).astype(float))
+    headline["ambiguity_rate"] = _share(ok["says_ambiguous"].astype(float))
     scored = ok.dropna(subset=["p_stereotyped"])
     pf = pd.Series(np.where(scored["trigger"].astype(int) == 1, scored["p_stereotyped"],
                             1 - scored["p_stereotyped"]), index=scored.index, dtype="float64")

@@ -28,9 +28,14 @@ def neutral(tmp_path_factory: pytest.TempPathFactory):
     return run_demo(tmp_path_factory.mktemp("demo50"), bias=0.5, quiet=True)
 
 
+def _wino(summary: dict) -> list[dict]:
+    """The WinoBias checkpoints of a demo summary (it also sweeps professional bias)."""
+    return [c for c in summary["checkpoints"] if c["probe"] == "winobias-gender"]
+
+
 def _gaps(result) -> list[float]:
     summary = json.loads((result.run_dir / "summary.json").read_text())
-    return [c["mean"]["jsdp_gap"] for c in summary["checkpoints"]]
+    return [c["mean"]["jsdp_gap"] for c in _wino(summary)]
 
 
 def _tests(result) -> tuple[dict, list[dict]]:
@@ -66,12 +71,28 @@ def test_demo_writes_checkpoints_live_records_and_report(biased):
     assert len(biased.checkpoints) >= 8
     assert biased.report.is_file() and "<html" in biased.report.read_text()[:500].lower()
     summary = json.loads((biased.run_dir / "summary.json").read_text())
-    steps = [c["step"] for c in summary["checkpoints"]]
+    steps = [c["step"] for c in _wino(summary)]
     assert steps == sorted(steps) and steps[0] == 0 and len(steps) == len(biased.checkpoints)
-    first = summary["checkpoints"][0]
+    first = _wino(summary)[0]
     assert first["seeds"] == [0, 1, 2, 3, 4]
     assert abs(first["mean"]["jsdp_gap"]) < 1e-6  # a zero output layer: uniform at step 0
     assert "analysis" in summary
+
+
+def test_demo_sweeps_professional_bias_too(biased):
+    """A second probe's dynamics: professional bias at every checkpoint, in the summary's
+    analysis and in its own section of the report."""
+    summary = json.loads((biased.run_dir / "summary.json").read_text())
+    steps = sorted({c["step"] for c in summary["checkpoints"]})
+    swept = [c for c in summary["checkpoints"] if c["probe"] == "professional-bias"]
+    assert sorted(c["step"] for c in swept) == steps and all(c["seeds"] == [0] for c in swept)
+    model = summary["analysis"]["probes"]["professional-bias"]["models"]["demo-tiny-neox"]
+    assert model["steps"] == steps and "preference" in model["emergence"]
+    last = model["checkpoints"][-1]["values"]["preference"]
+    assert last["low"] <= last["estimate"] <= last["high"] and last["p_adjusted"] is not None
+    html = biased.report.read_text()
+    assert "<h2>Professional bias over training steps</h2>" in html
+    assert html.index("<h2>JSD-P per correct answer") < html.index("<h2>Professional bias")
 
 
 def test_rerun_reuses_training_and_records(biased):

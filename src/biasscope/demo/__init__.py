@@ -6,7 +6,8 @@
     out/run/                             the run directory: run.json, records/, summary.json
     out/run/report.html                  (or wherever the report writer puts it)
 
-Everything is local: the corpus and the probe's sentences come from ``demo.corpus``. A rerun
+Everything is local: the corpus and the probes' sentences come from ``demo.corpus``. The
+sweep runs WinoBias and professional bias (on the demo's occupations) at every checkpoint. A rerun
 with the same ``out`` reuses finished training and resumes the sweep.
 """
 
@@ -36,16 +37,18 @@ class DemoResult:
 
 def run_demo(out: Path, bias: float = 0.95, seed: int = 0, quiet: bool = False,
              config: DemoConfig | None = None) -> DemoResult:
-    """Train (or reuse), sweep every checkpoint with the probe, and write the HTML report.
+    """Train (or reuse), sweep every checkpoint with the probes, and write the HTML report.
 
     ``bias`` is the share of sentences whose pronoun follows the referenced occupation's
     stereotype: 0.5 is none, 1.0 is total (below 0.5 the stereotype is reversed).
     """
     from biasscope.analysis import AnalysisOptions
+    from biasscope.audit import professional
     from biasscope.backends.hf import HFOptions
     from biasscope.demo import corpus
     from biasscope.demo.train import finished, stderr_log, train
     from biasscope.live import LiveOptions, evaluate_now
+    from biasscope.probes import Probe
     from biasscope.probes.winobias import WinoBiasGender
     from biasscope.report.html import write_dynamics_report
     from biasscope.runs.checkpoints import from_dirs
@@ -58,12 +61,15 @@ def run_demo(out: Path, bias: float = 0.95, seed: int = 0, quiet: bool = False,
     out = Path(out)
     root, run_dir = out / "checkpoints", out / "run"
     probe = WinoBiasGender(corpus.eval_sentences(config.eval_pairings))
+    # A second probe over the same checkpoints: professional bias on the demo's occupations.
+    probes: list[Probe] = [probe,
+                           professional.from_data(sentences=corpus.professional_sentences())]
     live = LiveOptions(seeds=config.seeds, batch_size=64, model_name=MODEL_NAME)
 
     def evaluate(model: object, tokenizer: object, saved: Path, step: int) -> None:
         # The live path (what BiasCallback runs): the run's records come from training itself.
         ckpt = from_dirs([saved], model=MODEL_NAME)[0]
-        metrics = evaluate_now(model, tokenizer, [probe], run_dir, step, live, saved_as=ckpt)
+        metrics = evaluate_now(model, tokenizer, probes, run_dir, step, live, saved_as=ckpt)
         log(f"step {step}: male-female JSD-P gap {metrics[f'{probe.name}/jsdp_gap']:+.4f}")
 
     checkpoints = finished(root, config, bias, seed)
@@ -74,7 +80,7 @@ def run_demo(out: Path, bias: float = 0.95, seed: int = 0, quiet: bool = False,
         log(f"reusing {len(checkpoints)} checkpoints in {root}")
     # Units the live evaluation already wrote are skipped; this only fills gaps left by an
     # interrupted run.
-    store = run_dynamics(probe, from_dirs(checkpoints, model=MODEL_NAME), run_dir,
+    store = run_dynamics(probes, from_dirs(checkpoints, model=MODEL_NAME), run_dir,
                          seeds=config.seeds, options=HFOptions(device="cpu", batch_size=64),
                          quiet=True)
     report = write_dynamics_report(store.root, options=AnalysisOptions(min_gap=DEMO_MIN_GAP))

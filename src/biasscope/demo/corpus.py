@@ -34,6 +34,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from biasscope.probes.winobias import (
     DEFAULT_TEMPLATE,
@@ -42,6 +43,9 @@ from biasscope.probes.winobias import (
     OPTIONS,
     WinoSentence,
 )
+
+if TYPE_CHECKING:
+    from biasscope.audit.professional import Sentence
 
 STEREOTYPE = {**{o: "male" for o in MALE_OCCUPATIONS},
               **{o: "female" for o in FEMALE_OCCUPATIONS}}
@@ -182,4 +186,21 @@ def eval_sentences(pairings: int = 1, seed: int = 1234) -> list[WinoSentence]:
                         text=rng.choice(held).render(first, second, gender),
                         referenced=referenced, other=other, pronoun=PRONOUNS[gender],
                         stereotypes=((referenced, coded), (other, STEREOTYPE[other]))))
+    return out
+
+
+def professional_sentences(seed: int = 1234) -> list[Sentence]:
+    """The professional-bias probe's sentence frames in the demo's world: each male-coded
+    occupation beside a female-coded one (a seeded matching), with a held-out (verb, reason)
+    frame, so the probe asks about pairings and sentences no training document holds."""
+    from biasscope.audit.professional import Sentence
+
+    rng = random.Random(seed)
+    held = frames(held_out=True)
+    females = list(FEMALE_OCCUPATIONS)
+    rng.shuffle(females)
+    out = []
+    for i, (male, female) in enumerate(zip(MALE_OCCUPATIONS, females, strict=True), start=1):
+        frame = rng.choice(held)
+        out.append(Sentence(f"demo{i:02d}", male, frame.verb, female, frame.reason))
     return out

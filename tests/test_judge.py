@@ -103,6 +103,8 @@ def test_answers_outside_the_keys_are_recorded_not_raised(model):
     # With the label names as keys the judge still says "A": invalid, kept with its text.
     audit = audit_classifier(Judge(model), TEXTS[:4], LABELS)
     assert audit["headline"]["name_sensitivity"]["n"] == 0
+    assert any(s.startswith("Name sensitivity could not be measured") and "none of 4" in s
+               for s in audit["sentences"])
     named = Judge(model, JudgeOptions(position="fixed", keys=tuple(LABELS), logit_bias=False))
     verdicts = classify(named, TEXTS[:2], LABELS)
     assert all(v.label is None and v.reason == "invalid" for v in verdicts)

@@ -69,6 +69,10 @@ def audit_classifier(judge: Judge, texts: Sequence[str], labels: Mapping[str, st
         by_name = classify(named, texts, labels, instruction)
         pairs = [(a.label, b.label) for a, b in zip(forward, by_name) if a.label and b.label]
         head["name_sensitivity"] = rate(sum(a != b for a, b in pairs), len(pairs))
+        if not pairs:
+            sentences.append(f"Name sensitivity could not be measured: asked with the label "
+                             f"names as answer keys, none of {len(by_name)} answers named a "
+                             "label that could be set against the lettered verdict.")
     else:
         sentences.append("Name sensitivity was not measured: label names with spaces cannot "
                          "be answered as one word.")

@@ -1,9 +1,10 @@
 """Shared-prefix scoring (backends/prefix.py) equals the plain one-prompt-per-row path.
 
-Tiny random-init GPT-NeoX (Pythia shape), Llama and Gemma 3 models (Gemma 3 with a sliding
-window of 8 tokens, far shorter than the prompts, so its sliding layers matter), five seeds of
-WinoBias items plus prompts that repeat or contain one another, small batches that mix prefix
-lengths under left padding.
+Tiny random-init GPT-NeoX (Pythia shape), Llama, Gemma 3, Gemma 2 and Mistral models (Gemma 3,
+Gemma 2 and Mistral with a sliding window of 8 tokens, far shorter than the prompts, so their
+sliding layers matter; Gemma 2 with soft-capped logits and eager attention), five seeds of
+WinoBias items plus prompts that repeat or contain one another, small batches that mix row
+lengths under padding.
 """
 
 from __future__ import annotations
@@ -78,7 +79,31 @@ def gemma3(vocab: int, window: int = 8) -> Any:
     return model
 
 
-MODELS = {"gpt-neox": neox, "llama": llama, "gemma3": gemma3}
+def gemma2(vocab: int) -> Any:
+    """Soft-capped logits (copied by the head) and eager attention (the 4-D mask added)."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    torch.manual_seed(6)
+    config = Gemma2Config(
+        vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=8,
+        final_logit_softcapping=2.0, max_position_embeddings=256)
+    return Gemma2ForCausalLM._from_config(config, attn_implementation="eager").eval()
+
+
+def mistral(vocab: int) -> Any:
+    """Every layer slides (no layer types): the window goes into the one mask."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(7)
+    config = MistralConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128,
+                           num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                           sliding_window=8, max_position_embeddings=256)
+    return MistralForCausalLM(config).eval()
+
+
+MODELS = {"gpt-neox": neox, "llama": llama, "gemma3": gemma3, "gemma2": gemma2,
+          "mistral": mistral}
 
 
 def scorer_for(model: Any, tokenizer: Any, batch_size: int) -> HFScorer:
@@ -114,17 +139,57 @@ def test_shared_prefixes_score_as_the_plain_path(name, items, tiny_tokenizer, ca
     assert "no prefix reuse" not in capsys.readouterr().err  # the cache was reused
 
 
-def test_the_plan_shares_prefixes_and_mixes_their_lengths(items, tiny_tokenizer):
+def test_the_plan_shares_prefixes_at_every_depth_and_mixes_row_lengths(items, tiny_tokenizer):
     scorer = scorer_for(neox(len(tiny_tokenizer)), tiny_tokenizer, batch_size=5)
     work = prefix.SharedScoring(scorer, items, [True] * len(items), None)
-    groups, alone = prefix.plan_groups(work.seqs)
     assert len(work.seqs) < len(items)  # identical prompts (equal option orders) once
-    members = sorted(d for g in groups for d in g.members) + alone
-    assert sorted(members) == list(range(len(work.seqs)))  # every prompt exactly once
-    assert len(groups) > 0 and len({g.prefix for g in groups[:5]}) > 1
-    tokens = sum(g.prefix + sum(len(work.seqs[d]) - g.prefix for d in g.members)
-                 for g in groups) + sum(len(work.seqs[d]) for d in alone)
-    assert tokens < 0.5 * sum(len(s) for s in work.seqs)  # under half the forward tokens
+    batches = work.batches()
+    tries = [t for batch in batches for t in batch]
+    members = sorted(d for t in tries for d in t.members)
+    assert members == list(range(len(work.seqs)))  # every prompt exactly once
+    tokens = sum(len(t.tokens) for t in tries)
+    assert tokens < 0.4 * sum(len(s) for s in work.seqs)  # well under half the forward tokens
+    # The sentence is shared by both questions, each question by its option orders: the
+    # tries branch at more than one depth.
+    branch_depths = {t.depths[i] for t in tries for i in range(1, len(t.tokens))
+                     if t.depths[i] <= t.depths[i - 1]}
+    assert len(branch_depths) > 3
+    assert any(len({len(t.tokens) for t in batch}) > 1 for batch in batches)  # padded rows
+    budget = 5 * max(len(s) for s in work.seqs)
+    assert all(len(batch) * len(batch[0].tokens) <= budget or len(batch) == 1
+               for batch in batches)
+
+
+def test_a_trie_row_sees_exactly_each_prompts_own_prefix():
+    seqs = [(1, 2, 3, 4), (1, 2, 3, 5, 6), (1, 2, 7), (1, 2, 3)]  # (1, 2, 3) inside another
+    trie = prefix.build_trie(sorted(range(4), key=lambda i: seqs[i]), seqs)
+    assert trie.members == (3, 0, 1, 2)
+    assert trie.tokens == (1, 2, 3, 4, 5, 6, 7)
+    assert trie.depths == (0, 1, 2, 3, 3, 4, 2)
+    assert trie.lasts == (2, 3, 5, 6)
+    for member, last in zip(trie.members, trie.lasts):
+        seen = [j for j in range(len(trie.tokens)) if j <= last < trie.ends[j]]
+        assert [trie.tokens[j] for j in seen] == list(seqs[member])
+        assert [trie.depths[j] for j in seen] == list(range(len(seqs[member])))
+    ids, positions, mask = prefix.tree_masks([trie], None, False, torch.float32)
+    assert ids.tolist() == [[1, 2, 3, 4, 5, 6, 7]] and positions.tolist() == [list(trie.depths)]
+    allowed = mask[0, 0] == 0
+    assert allowed[5].nonzero().flatten().tolist() == [0, 1, 2, 4, 5]  # 1 2 3 5 6
+    assert allowed[6].nonzero().flatten().tolist() == [0, 1, 6]  # 1 2 7
+
+
+def test_sliding_windows_count_positions_and_padding_sees_itself():
+    seqs = [(1, 2, 3, 4, 5), (1, 2, 3, 6, 7), (9,)]
+    rows = [prefix.build_trie([0, 1], seqs), prefix.build_trie([2], seqs)]
+    _, _, masks = prefix.tree_masks(rows, 2, True, torch.float32)
+    full, near = (masks[k][:, 0] == 0 for k in ("full_attention", "sliding_attention"))
+    # Token 6 of the first row is at depth 3 after 1 2 3: the window of 2 keeps 3 and itself.
+    assert full[0, 5].nonzero().flatten().tolist() == [0, 1, 2, 5]
+    assert near[0, 5].nonzero().flatten().tolist() == [2, 5]
+    # The second row's padding columns attend to themselves only; nobody attends to them.
+    assert full[1].nonzero().tolist() == [[i, i] for i in range(7)]
+    _, _, single = prefix.tree_masks(rows, 2, False, torch.float32)
+    assert torch.equal(single[:, 0] == 0, near)  # all layers slide: one windowed mask
 
 
 def test_the_sliding_window_matters_here(items, tiny_tokenizer):
@@ -151,67 +216,77 @@ def test_only_needed_items_are_scored_and_equal_a_full_pass(items, tiny_tokenize
     assert sum(done) == sum(needed)
 
 
-def test_a_cache_that_cannot_be_reused_falls_back_with_one_notice(items, tiny_tokenizer,
-                                                                  capsys, monkeypatch):
+def test_a_model_that_cannot_take_trie_rows_falls_back_with_one_notice(items, tiny_tokenizer,
+                                                                       capsys, monkeypatch):
     scorer = scorer_for(neox(len(tiny_tokenizer)), tiny_tokenizer, batch_size=8)
     plain = scorer.score_next_token(items)
     monkeypatch.setattr(prefix, "_NOTICES", set())
-
-    def refuse(cache: Any, rows: int) -> None:
-        raise prefix.NoReuse("its cache is a MambaCache, not a DynamicCache")
-
-    monkeypatch.setattr(prefix, "check_cache", refuse)
+    scorer.model.config.layer_types = ["chunked_attention", "full_attention"]
     done: list[int] = []
     for _ in range(2):  # a second checkpoint of the same model class: no second notice
         shared = scorer.score_next_token_shared(items, [True] * len(items), done.append)
         assert_same(shared, plain, scorer, items)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert "no prefix reuse for GPTNeoXForCausalLM (its cache is a Mamba" in err[0]
+    assert "no prefix reuse for GPTNeoXForCausalLM (it has chunked_attention layers)" in err[0]
     assert sum(done) == 2 * len(items)
 
 
-def test_continuations_that_disagree_with_whole_prompts_fall_back(items, tiny_tokenizer,
-                                                                 capsys, monkeypatch):
-    """A model that places cached continuations its own way is caught by the first batch."""
+def test_rows_that_disagree_with_whole_prompts_fall_back(items, tiny_tokenizer, capsys,
+                                                        monkeypatch):
+    """A model that places tokens its own way is caught by the first batch."""
     scorer = scorer_for(neox(len(tiny_tokenizer)), tiny_tokenizer, batch_size=8)
     plain = scorer.score_next_token(items)
     monkeypatch.setattr(prefix, "_NOTICES", set())
-    real = prefix.select_rows
+    real = prefix.tree_masks
 
-    def shifted(cache: Any, rows: Any) -> Any:  # as if the prefix were seen one token late
-        chosen = real(cache, rows)
-        for layer in chosen.layers:
-            layer.keys = torch.roll(layer.keys, 1, dims=2)
-        return chosen
+    def stretched(*args: Any) -> Any:  # as if tokens sat twice as far apart
+        ids, positions, masks = real(*args)
+        return ids, positions * 2, masks
 
-    monkeypatch.setattr(prefix, "select_rows", shifted)
+    monkeypatch.setattr(prefix, "tree_masks", stretched)
     done: list[int] = []
     shared = scorer.score_next_token_shared(items, [True] * len(items), done.append)
     assert_same(shared, plain, scorer, items)
     assert sum(done) == len(items)  # progress counts each item once
-    assert "cached continuations differ from whole prompts" in capsys.readouterr().err
+    assert "trie rows differ from whole prompts" in capsys.readouterr().err
 
 
-def test_a_forward_without_past_key_values_is_named(tiny_tokenizer):
+def test_what_keeps_a_model_off_trie_rows_is_named(tiny_tokenizer):
     class Plain(torch.nn.Module):
-        base_model: Any = None
+        config: Any = None
 
         def forward(self, input_ids: Any, attention_mask: Any = None) -> Any: ...
 
     model = Plain()
     model.base_model = model
-    assert prefix.reusable(model) == "Plain.forward takes no past_key_values"
+    model.config = type("Config", (), {"_attn_implementation": "sdpa"})()
+    assert prefix.reusable(model) == "Plain.forward takes no attention_mask/position_ids"
+    model.config._attn_implementation = "flash_attention_2"
+    assert prefix.reusable(model) == "its flash_attention_2 attention takes no 4-D mask"
     assert prefix.reusable(neox(len(tiny_tokenizer))) is None
 
 
-def test_plan_groups_minimises_forward_tokens():
+def test_plan_rows_minimises_forward_work():
     seqs = [(1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 5, 6, 7, 8, 10), (1, 2, 3, 4, 5, 6, 7, 11),
             (20, 21, 22), (1, 2, 9)]
-    groups, alone = prefix.plan_groups(seqs, min_prefix=4, row_cost=2)
-    assert groups == [prefix.Group(7, (2, 0, 1))] or groups == [prefix.Group(7, (0, 1, 2))]
-    assert sorted(alone) == [3, 4]
-    # A prompt wholly inside another keeps one token of its own to score.
-    groups, alone = prefix.plan_groups([(1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 5, 6, 7, 8)],
-                                       min_prefix=4, row_cost=0)
-    assert groups == [prefix.Group(5, (0, 1))] and alone == []
+    # A wide model: one row in sorted order (a row more costs more than what it saves).
+    assert prefix.plan_rows(seqs, width=1000) == [(0, 1, 2, 4, 3)]
+    # The trie of the first three has 9 + 1 + 1 tokens; (1, 2, 9) would make it 12.
+    assert prefix.plan_rows(seqs, width=1000, max_row=11) == [(0, 1, 2), (4, 3)]
+    # Attention grows with the row: on a narrow model two short prompts sharing one token of
+    # a hundred stay apart.
+    long = [(1, *range(10, 110)), (1, *range(200, 300))]
+    assert prefix.plan_rows(long, width=1) == [(0,), (1,)]
+    assert prefix.plan_rows(long, width=10**6) == [(0, 1)]
+
+
+def test_half_precision_takes_the_rows_and_stays_close(items, tiny_tokenizer, capsys):
+    """bfloat16 rounds differently along the two paths; the scores stay within its noise."""
+    scorer = scorer_for(llama(len(tiny_tokenizer)).to(torch.bfloat16), tiny_tokenizer, 8)
+    plain = scorer.score_next_token(items)
+    shared = scorer.score_next_token_shared(items, [True] * len(items))
+    assert "no prefix reuse" not in capsys.readouterr().err
+    worst = max(abs(x - y) for a, b in zip(shared, plain) if a is not None
+                for x, y in zip(a.option_logprobs, b.option_logprobs))
+    assert worst < 0.1

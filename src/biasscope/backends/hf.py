@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.base import ContinuationScore, NextTokenScore
+from biasscope.backends.head import reduce_next_token, require_finite
 from biasscope.backends.loading import loading
 from biasscope.backends.weights import fault_in, read_ahead
 from biasscope.errors import ModelError
@@ -381,38 +382,6 @@ class HFScorer:
     def _score_batch(self, ids: list[list[int]], options: list[list[int]], answers: list[int],
                      item_ids: list[str]) -> list[NextTokenScore]:
         return reduce_next_token(self._last_logits(ids, 1, item_ids)[:, -1], options, answers)
-
-
-def require_finite(logits: Any, item_ids: Sequence[str], label: str) -> Any:
-    """``logits`` (rows, ..., V) unchanged, or a ModelError naming the first row's item that has
-    a NaN/inf."""
-    torch = _torch()
-    # One cheap reduction per row; only a suspicious row pays for the exact check (a sum of
-    # huge finite logits could overflow without any NaN/inf being there).
-    if bool(torch.isfinite(logits.flatten(1).sum(dim=1)).all()):
-        return logits
-    finite = torch.isfinite(logits).flatten(1).all(dim=-1)
-    if not bool(finite.all()):
-        bad = item_ids[int((~finite).nonzero()[0, 0])]
-        raise ModelError(f"checkpoint {label} produced NaN/inf logits (first at item "
-                         f"{bad}); the weights may be corrupt, or try --dtype float32")
-    return logits
-
-
-def reduce_next_token(logits: Any, options: Sequence[Sequence[int]], answers: Sequence[int]
-                      ) -> list[NextTokenScore]:
-    """Float32 last-position logits (rows, V) -> each row's option log-probs (log-softmax over
-    the whole vocabulary) and the answer's rank (1 + tokens with a strictly higher logit)."""
-    torch = _torch()
-    log_z = torch.logsumexp(logits, dim=-1, keepdim=True)
-    arity = max(len(o) for o in options)
-    opt = torch.tensor([list(o) + [o[0]] * (arity - len(o)) for o in options],
-                       device=logits.device)
-    option_lp = (logits.gather(1, opt) - log_z).double().cpu().tolist()
-    target = opt.gather(1, torch.tensor(list(answers), device=logits.device)[:, None])
-    ranks = (1 + (logits > logits.gather(1, target)).sum(dim=-1)).cpu().tolist()
-    return [NextTokenScore(tuple(lp[: len(o)]), int(r))
-            for lp, o, r in zip(option_lp, options, ranks)]
 
 
 def iter_scorers(checkpoints: Sequence[Checkpoint], options: HFOptions,

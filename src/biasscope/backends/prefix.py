@@ -3,58 +3,64 @@
 A sweep's seeds only reorder an item's options, so one checkpoint's units repeat prompts and
 share long prefixes (everything up to ``Options:``; the two questions about one sentence share
 the sentence). Here the union of a checkpoint's items is tokenized exactly as the plain path
-tokenizes it, de-duplicated, sorted, and cut into groups of neighbours whose common token
-prefix is worth running once (``plan_groups``). Each group's prefix runs once (left-padded
-batches through the base model), its key/value cache rows are copied for every continuation,
-and the continuations run right after the prefix, right-padded: every row's real tokens stay
-contiguous, so sliding-window layers (whose masks count columns) see the distances the plain
-path sees. The LM head runs on each row's last real token only, and the reduction is the plain
-path's (``reduce_next_token``): option log-probs agree with it to float rounding, ranks are
-taken over the same vocabulary. Prompts sharing nothing take the plain path.
+tokenizes it, de-duplicated and sorted, and runs of neighbours are packed into rows
+(``plan_rows``): each row holds the token trie of its prompts, so a prefix shared by several
+prompts is one stretch of tokens, at any depth (the sentence once for both questions, each
+question once for its option orders). A token attends to its ancestors in the trie only,
+through a 4-D attention mask, at the position of its depth: every prompt sees exactly the tokens
+and positions it sees alone (sliding-window layers get the window counted in positions), while
+each prefix runs once and its keys and values serve all its continuations within one forward.
+The LM head runs on each prompt's last token only, one vocabulary block at a time
+(``head.Head``): option log-probs agree with the plain path to float rounding, and ranks are
+taken over the same vocabulary.
 
-Results do not depend on which units are still to do: batches are planned over the whole item
-set, by token content only, and a batch is computed whole or skipped, so a resumed checkpoint
-gets the very numbers an uninterrupted one would have written.
+Results do not depend on which units are still to do: rows and batches are planned over the
+whole item set, by token content only, and a batch is computed whole or skipped, so a resumed
+checkpoint gets the very numbers an uninterrupted one would have written.
 
-A model whose cache cannot be reused this way (no ``past_key_values``, a cache other than
-``DynamicCache`` of plain or sliding-window layers, or a first batch that disagrees with the
-plain path) is scored by the plain path, with a one-line notice on stderr.
+A model this cannot serve (attention that takes no 4-D mask, layer kinds other than full and
+sliding-window attention, a head other than a linear layer, or a first batch that disagrees
+with the plain path) is scored by the plain path, with a one-line notice on stderr.
 """
 
 from __future__ import annotations
 
-import copy
+import gc
 import inspect
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.base import NextTokenScore
-from biasscope.backends.hf import _torch, left_pad, reduce_next_token, require_finite
+from biasscope.backends.head import Head, reduce_next_token
+from biasscope.backends.hf import _torch
 from biasscope.items import Item
 
 if TYPE_CHECKING:
     from biasscope.backends.hf import HFScorer
 
-#: Shortest prefix worth a group (tokens), and what one extra row costs, in tokens of work.
-MIN_PREFIX = 4
-ROW_COST = 2
-#: Most distinct prompts one group may span in sorted order (bounds the planning work).
+#: Most distinct prompts one row may span in sorted order (bounds the planning work).
 SPAN = 64
-#: How many rows of the first continuation batch are checked against the plain path.
+#: Longest row (tokens) unless a single prompt is longer; a batch's budget may lower it.
+MAX_ROW = 1024
+#: Work a row costs beyond its tokens, in tokens (padding, bookkeeping).
+ROW_COST = 2
+#: How many prompts of the first batch are checked against the plain path, and to what
+#: log-prob difference (float32; half precision gets 0.25).
 CHECK_ROWS = 4
+ATOL = 1e-4
+#: Attention implementations that apply a 4-D float mask as given.
+MASKED_ATTENTION = ("sdpa", "eager")
+LAYER_KINDS = ("full_attention", "sliding_attention")
 _NOTICES: set[tuple[str, str]] = set()
 
 Progress = Callable[[int], None]
 
 
-@dataclass(frozen=True)
-class Group:
-    """Distinct prompts (indices) sharing their first ``prefix`` tokens."""
-
-    prefix: int
-    members: tuple[int, ...]
+class NoReuse(Exception):
+    """This model cannot be scored through trie rows; the message says why."""
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -65,82 +71,137 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def plan_groups(seqs: Sequence[Sequence[int]], min_prefix: int = MIN_PREFIX,
-                row_cost: int = ROW_COST, span: int = SPAN) -> tuple[list[Group], list[int]]:
-    """Groups that share a prefix, and the prompts left alone, minimising the forward work.
+def plan_rows(seqs: Sequence[Sequence[int]], width: int, max_row: int = MAX_ROW,
+              span: int = SPAN) -> list[tuple[int, ...]]:
+    """Distinct prompts (indices) cut into rows, each a run of neighbours in sorted order.
 
-    In sorted order every set of prompts sharing a prefix is a contiguous run, so a dynamic
-    programme over cut points finds the cheapest partition, counting tokens run plus
-    ``row_cost`` per row: a group of k prompts with prefix L costs
-    ``L + row_cost + sum(len - L + row_cost)``, a lone prompt ``len + row_cost``. A prefix
-    leaves each member at least one token, whose logits are the scores.
+    A sorted run's trie has ``len(first) + sum(len(s) - lcp(s, previous))`` tokens. A dynamic
+    programme over cut points minimises the forward work: per row its tokens ``t`` times
+    ``1 + t / (6 * width)`` (the masked attention grows with ``t``, the layers' matrix products
+    with ``6 * width`` per token) plus ``ROW_COST``. No row exceeds ``max_row`` tokens unless
+    it is a single prompt.
     """
     order = sorted(range(len(seqs)), key=lambda i: tuple(seqs[i]))
     n = len(order)
-    lcp = [0] + [common_prefix(seqs[order[k - 1]], seqs[order[k]]) for k in range(1, n)]
-    best = [0] * (n + 1)
-    cut: list[tuple[int, int]] = [(0, 0)] * (n + 1)  # (start of the last part, its prefix)
+    lengths = [len(seqs[i]) for i in order]
+    fresh = [lengths[0] if n else 0] + [
+        lengths[k] - common_prefix(seqs[order[k - 1]], seqs[order[k]]) for k in range(1, n)]
+
+    scale = 6 * max(1, width)
+    cost = [t * (1 + t / scale) + ROW_COST for t in range(max(max_row, *lengths, 0) + 1)]
+    best = [0.0] * (n + 1)
+    cut = [0] * (n + 1)
     for j in range(1, n + 1):
-        total = len(seqs[order[j - 1]])
-        best[j], cut[j] = best[j - 1] + total + row_cost, (j - 1, 0)
-        shared, shortest = lcp[j - 1], total
+        best_j, cut_j = best[j - 1] + cost[lengths[j - 1]], j - 1
+        tail = 0  # tokens the prompts after the first add: sum of fresh[i + 1 .. j - 1]
         for i in range(j - 2, max(-1, j - 1 - span), -1):
-            size = len(seqs[order[i]])
-            shortest = min(shortest, size)
-            prefix = min(shared, shortest - 1)
-            if prefix < min_prefix:
-                break  # prefixes only shrink as the run grows
-            total += size
-            k = j - i
-            cost = best[i] + prefix + row_cost + total - k * prefix + k * row_cost
-            if cost < best[j]:
-                best[j], cut[j] = cost, (i, prefix)
-            shared = min(shared, lcp[i])
-    groups: list[Group] = []
-    alone: list[int] = []
+            tail += fresh[i + 1]
+            tokens = lengths[i] + tail
+            if tokens > max_row:
+                break  # rows only grow as they reach further back
+            total = best[i] + cost[tokens]
+            if total < best_j:
+                best_j, cut_j = total, i
+        best[j], cut[j] = best_j, cut_j
+    rows: list[tuple[int, ...]] = []
     j = n
     while j > 0:
-        i, prefix = cut[j]
-        if prefix:
-            groups.append(Group(prefix, tuple(order[i:j])))
-        else:
-            alone.extend(order[i:j])
-        j = i
-    return groups[::-1], alone[::-1]
+        rows.append(tuple(order[cut[j]:j]))
+        j = cut[j]
+    return rows[::-1]
 
 
-class NoReuse(Exception):
-    """This model's cache cannot be reused as planned; the message says why."""
+@dataclass(frozen=True)
+class Trie:
+    """One row: its tokens in depth-first order, each token's depth (its position) and the end
+    of its subtree (token ``i`` sees token ``j`` iff ``j <= i < end[j]``), and each member
+    prompt's last token."""
+
+    members: tuple[int, ...]
+    tokens: tuple[int, ...]
+    depths: tuple[int, ...]
+    ends: tuple[int, ...]
+    lasts: tuple[int, ...]
 
 
-def select_rows(cache: Any, rows: Any) -> Any:
-    """A new cache holding copies of ``rows`` of ``cache`` (the original stays as it is)."""
-    chosen = copy.copy(cache)
-    chosen.layers = []
-    for layer in cache.layers:
-        part = copy.copy(layer)
-        part.keys = layer.keys.index_select(0, rows)
-        part.values = layer.values.index_select(0, rows)
-        chosen.layers.append(part)
-    return chosen
+def build_trie(members: Sequence[int], seqs: Sequence[Sequence[int]]) -> Trie:
+    """The trie of ``members``, which must be in sorted order (as ``plan_rows`` gives them)."""
+    tokens: list[int] = []
+    depths: list[int] = []
+    paths: list[list[int]] = []
+    shared: list[int] = []  # tokens each prompt shares with the one before it
+    path: list[int] = []
+    previous: Sequence[int] = ()
+    for d in members:
+        seq = seqs[d]
+        shared.append(common_prefix(previous, seq))
+        path = path[: shared[-1]]
+        for depth in range(len(path), len(seq)):
+            path.append(len(tokens))
+            tokens.append(seq[depth])
+            depths.append(depth)
+        paths.append(path)
+        previous = seq
+    # A subtree ends after the last prompt through it: walking back, each prompt sets the
+    # nodes the next prompt does not share.
+    ends = list(range(1, len(tokens) + 1))
+    after = 0
+    for path, before in zip(reversed(paths), reversed(shared)):
+        for node in path[after:]:
+            ends[node] = path[-1] + 1
+        after = before
+    return Trie(tuple(members), tuple(tokens), tuple(depths), tuple(ends),
+                tuple(p[-1] for p in paths))
 
 
-def check_cache(cache: Any, rows: int) -> None:
-    """Raise NoReuse unless ``cache`` is a DynamicCache of full or sliding-window layers."""
-    from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
+def tree_masks(tries: Sequence[Trie], window: int | None, sliding_layers: bool,
+               dtype: Any) -> tuple[Any, Any, Any]:
+    """Input ids (pad 0), position ids and the additive 4-D mask(s) of right-padded rows: a
+    tensor, or ``{layer kind: mask}`` for models that mix full and sliding-window layers.
+    Padding tokens see themselves only, so no row of the mask is empty."""
+    torch = _torch()
+    width = max(len(t.tokens) for t in tries)
+    ids = torch.zeros((len(tries), width), dtype=torch.long)
+    depths = torch.zeros((len(tries), width), dtype=torch.long)
+    ends = torch.arange(1, width + 1).repeat(len(tries), 1)
+    for row, trie in enumerate(tries):
+        n = len(trie.tokens)
+        ids[row, :n] = torch.tensor(trie.tokens)
+        depths[row, :n] = torch.tensor(trie.depths)
+        ends[row, :n] = torch.tensor(trie.ends)
+    cols = torch.arange(width)
+    seen = (cols[None, None, :] <= cols[None, :, None]) & (cols[None, :, None] < ends[:, None, :])
+    lowest = torch.finfo(dtype).min
 
-    if type(cache) is not DynamicCache:
-        raise NoReuse(f"its cache is a {type(cache).__name__}, not a DynamicCache")
-    for layer in cache.layers:
-        if type(layer) not in (DynamicLayer, DynamicSlidingWindowLayer):
-            raise NoReuse(f"its cache has {type(layer).__name__} layers")
-        keys = getattr(layer, "keys", None)
-        if keys is None or keys.dim() != 4 or keys.shape[0] != rows:
-            raise NoReuse("its cache layers do not hold one row per prompt")
+    def additive(allowed: Any) -> Any:
+        mask = torch.zeros(allowed.shape, dtype=dtype)
+        return mask.masked_fill_(~allowed, lowest)[:, None]
+
+    if window is None:
+        return ids, depths, additive(seen)
+    near = seen & (depths[:, :, None] - depths[:, None, :] < window)
+    if not sliding_layers:
+        return ids, depths, additive(near)
+    return ids, depths, {"full_attention": additive(seen), "sliding_attention": additive(near)}
+
+
+def reusable(model: Any) -> str | None:
+    """Why ``model`` cannot take trie rows, judged from its configuration; None if it can."""
+    config = model.config
+    attention = getattr(config, "_attn_implementation", None) or "eager"
+    if attention not in MASKED_ATTENTION:
+        return f"its {attention} attention takes no 4-D mask"
+    kinds = set(getattr(config, "layer_types", None) or ()) - set(LAYER_KINDS)
+    if kinds:
+        return f"it has {', '.join(sorted(kinds))} layers"
+    forward = inspect.signature(model.base_model.forward).parameters
+    if not {"attention_mask", "position_ids"} <= forward.keys():
+        return f"{type(model.base_model).__name__}.forward takes no attention_mask/position_ids"
+    return None
 
 
 class SharedScoring:
-    """One checkpoint's item set: distinct prompts, their groups, and the results so far."""
+    """One checkpoint's item set: distinct prompts, their rows, and the results so far."""
 
     def __init__(self, scorer: HFScorer, items: Sequence[Item], needed: Sequence[bool],
                  progress: Progress | None) -> None:
@@ -165,23 +226,6 @@ class SharedScoring:
         self.checked = False
         self.reported = 0  # items counted in progress so far
 
-    # --- reduction -------------------------------------------------------------------------
-
-    def finish(self, rows: Sequence[int], logits: Any) -> None:
-        """Reduce (rows, V) logits of distinct prompts to the scores of all their items."""
-        torch = _torch()
-        where = [(r, i) for r, d in enumerate(rows) for i in self.items_of[d]]
-        picked = logits.index_select(0, torch.tensor([r for r, _ in where],
-                                                     device=logits.device))
-        scores = reduce_next_token(picked, [self.option_ids[i] for _, i in where],
-                                   [self.items[i].answer for _, i in where])
-        for (_, i), score in zip(where, scores):
-            self.results[i] = score
-        if self.progress is not None:  # items of written units ride along, uncounted
-            counted = sum(self.wanted[i] for _, i in where)
-            self.progress(counted)
-            self.reported += counted
-
     def item_ids(self, rows: Sequence[int]) -> list[str]:
         return [self.items[self.items_of[d][0]].id for d in rows]
 
@@ -194,98 +238,91 @@ class SharedScoring:
             batch = order[start:start + self.size]
             if any(self.needed[d] for d in batch):
                 logits = self.scorer._last_logits([list(self.seqs[d]) for d in batch], 1,
-                                                  self.item_ids(batch))
-                self.finish(batch, logits[:, -1])
+                                                  self.item_ids(batch))[:, -1]
+                self.reduce(batch, logits, None)
 
-    # --- shared prefixes -------------------------------------------------------------------
+    def reduce(self, rows: Sequence[int], states: Any, head: Head | None) -> None:
+        """Scores of every item of the distinct prompts ``rows`` from their logits (no head) or
+        last hidden states (a head), one row of ``states`` per prompt."""
+        torch = _torch()
+        where = [(r, i) for r, d in enumerate(rows) for i in self.items_of[d]]
+        if len(where) > len(rows):  # some prompt serves several items
+            picked = torch.tensor([r for r, _ in where], device=states.device)
+            states = states.index_select(0, picked)
+        options = [self.option_ids[i] for _, i in where]
+        answers = [self.items[i].answer for _, i in where]
+        if head is None:
+            scores = reduce_next_token(states, options, answers)
+        else:
+            scores = head.scores(states, options, answers, [self.items[i].id for _, i in where],
+                                 self.scorer.label)
+        for (_, i), score in zip(where, scores):
+            self.results[i] = score
+        if self.progress is not None:  # items of written units ride along, uncounted
+            counted = sum(self.wanted[i] for _, i in where)
+            self.progress(counted)
+            self.reported += counted
 
-    def shared(self, groups: Sequence[Group]) -> None:
-        """Each group's prefix once, then its continuations on copies of the prefix cache."""
-        order = sorted(groups, key=lambda g: (-g.prefix, self.seqs[g.members[0]]))
-        for start in range(0, len(order), self.size):
-            batch = order[start:start + self.size]
-            rows = sorted(((r, d) for r, g in enumerate(batch) for d in g.members),
-                          key=lambda rd: (len(self.seqs[rd[1]]) - batch[rd[0]].prefix,
-                                          self.seqs[rd[1]]))
-            subs = [rows[k:k + self.size] for k in range(0, len(rows), self.size)]
-            subs = [sub for sub in subs if any(self.needed[d] for _, d in sub)]
-            if not subs:
-                continue
-            cache, mask = self.run_prefixes(batch)
-            for sub in subs:
-                self.run_continuations(batch, cache, mask, sub)
+    # --- trie rows -------------------------------------------------------------------------
 
-    def run_prefixes(self, batch: Sequence[Group]) -> tuple[Any, Any]:
-        scorer = self.scorer
-        input_ids, mask, positions = left_pad(
-            [list(self.seqs[g.members[0]][: g.prefix]) for g in batch], scorer._pad)
-        base = scorer.model.base_model
-        kwargs: dict[str, Any] = {}
-        if base is scorer.model and scorer._keep_arg:
-            kwargs[scorer._keep_arg] = 1
-        out = base(input_ids=input_ids.to(scorer.device), attention_mask=mask.to(scorer.device),
-                   position_ids=positions.to(scorer.device), use_cache=True, **kwargs)
-        cache = getattr(out, "past_key_values", None)
-        check_cache(cache, len(batch))
-        return cache, mask.to(scorer.device)
+    def batches(self) -> list[list[Trie]]:
+        """Rows of the plan, longest first, in batches of at most the tokens of a plain batch
+        of the longest prompts (``batch_size`` x the longest prompt)."""
+        budget = self.size * max(len(s) for s in self.seqs)
+        width = getattr(self.scorer.model.config, "hidden_size", 1024)
+        tries = [build_trie(row, self.seqs)
+                 for row in plan_rows(self.seqs, width, max_row=min(MAX_ROW, budget))]
+        tries.sort(key=lambda t: (-len(t.tokens), self.seqs[t.members[0]]))
+        out: list[list[Trie]] = []
+        for trie in tries:
+            if out and (len(out[-1]) + 1) * len(out[-1][0].tokens) <= budget:
+                out[-1].append(trie)
+            else:
+                out.append([trie])
+        return out
 
-    def run_continuations(self, batch: Sequence[Group], cache: Any, prefix_mask: Any,
-                          sub: Sequence[tuple[int, int]]) -> None:
+    def shared(self, head: Head) -> None:
         torch = _torch()
         scorer = self.scorer
-        conts = [self.seqs[d][batch[r].prefix:] for r, d in sub]
-        width = max(len(c) for c in conts)
-        input_ids = torch.full((len(sub), width), scorer._pad, dtype=torch.long)
-        mask = torch.zeros((len(sub), width), dtype=torch.long)
-        for row, cont in enumerate(conts):
-            input_ids[row, : len(cont)] = torch.tensor(cont, dtype=torch.long)
-            mask[row, : len(cont)] = 1
-        lengths = torch.tensor([batch[r].prefix for r, _ in sub], dtype=torch.long)
-        positions = lengths[:, None] + torch.arange(width)[None, :]
-        last = torch.tensor([len(c) - 1 for c in conts], dtype=torch.long)
-        rows = torch.tensor([r for r, _ in sub], device=scorer.device)
-        kwargs: dict[str, Any] = {
-            "attention_mask": torch.cat([prefix_mask.index_select(0, rows),
-                                         mask.to(scorer.device)], dim=1),
-            "position_ids": positions.to(scorer.device),
-            "past_key_values": select_rows(cache, rows), "use_cache": True}
-        if scorer._keep_arg == "logits_to_keep":  # per-row positions: the LM head on one each
-            kwargs["logits_to_keep"] = last[:, None].to(scorer.device)
-        out = scorer.model(input_ids=input_ids.to(scorer.device), **kwargs)
-        logits = out.logits
-        if logits.shape[1] == 1:
-            logits = logits[:, 0]
-        else:
-            logits = logits[torch.arange(len(sub)), last.to(logits.device)]
-        distinct = [d for _, d in sub]
-        logits = require_finite(logits[:, : scorer.vocab].float(), self.item_ids(distinct),
-                                scorer.label)
-        if not self.checked:
-            self.check(distinct, logits)
-        self.finish(distinct, logits)
+        config = scorer.model.config
+        window = getattr(config, "sliding_window", None)
+        sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ())
+        for batch in self.batches():
+            rows = [d for trie in batch for d in trie.members]
+            if not any(self.needed[d] for d in rows):
+                continue
+            ids, positions, masks = tree_masks(batch, window, sliding, scorer.model.dtype)
+            device = scorer.device
+            masks = ({k: m.to(device) for k, m in masks.items()} if isinstance(masks, dict)
+                     else masks.to(device))
+            try:
+                out = scorer.model.base_model(input_ids=ids.to(device),
+                                              position_ids=positions.to(device),
+                                              attention_mask=masks, use_cache=False)
+            except (TypeError, ValueError, RuntimeError, AttributeError) as exc:
+                if self.checked:
+                    raise
+                raise NoReuse(f"its forward refused a 4-D mask ({type(exc).__name__})") from None
+            hidden = out.last_hidden_state
+            at_row = torch.tensor([r for r, t in enumerate(batch) for _ in t.lasts])
+            at_col = torch.tensor([c for t in batch for c in t.lasts])
+            last = hidden[at_row.to(hidden.device), at_col.to(hidden.device)]
+            if not self.checked:
+                self.check(rows, last, head)
+            self.reduce(rows, last, head)
 
-    def check(self, rows: Sequence[int], logits: Any) -> None:
-        """The first continuations against the plain path: a model that computes positions or
-        masks its own way shows here, and is scored the plain way instead."""
+    def check(self, rows: Sequence[int], last: Any, head: Head) -> None:
+        """The first prompts against the plain path: a model that computes positions, masks or
+        logits its own way shows here, and is scored the plain way instead."""
         torch = _torch()
         self.checked = True
         rows = rows[:CHECK_ROWS]
         plain = self.scorer._last_logits([list(self.seqs[d]) for d in rows], 1,
                                          self.item_ids(rows))[:, -1]
-        got = torch.log_softmax(logits[: len(rows)], dim=-1)
-        want = torch.log_softmax(plain, dim=-1)
-        tolerance = 1e-3 if self.scorer.model.dtype in (torch.float32, torch.float64) else 0.25
-        diff = float((got - want).abs().max())
+        diff = head.check(last[: len(rows)], plain)
+        tolerance = ATOL if self.scorer.model.dtype in (torch.float32, torch.float64) else 0.25
         if not diff <= tolerance:
-            raise NoReuse(f"its cached continuations differ from whole prompts by {diff:.2g}")
-
-
-def reusable(model: Any) -> str | None:
-    """Why ``model``'s cache cannot be reused, judged from its signature; None if it can."""
-    for part in (model, model.base_model):
-        if "past_key_values" not in inspect.signature(part.forward).parameters:
-            return f"{type(part).__name__}.forward takes no past_key_values"
-    return None
+            raise NoReuse(f"its trie rows differ from whole prompts by {diff:.2g}")
 
 
 def notice(scorer: HFScorer, reason: str) -> None:
@@ -297,6 +334,20 @@ def notice(scorer: HFScorer, reason: str) -> None:
               "each distinct prompt in full", file=sys.stderr, flush=True)
 
 
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """Planning allocates some 100k small objects, and each burst would start a full garbage
+    collection walking every object torch and transformers hold (0.2 s a checkpoint); nothing
+    made here forms a cycle, so collection waits until the scoring is done."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def score_shared(scorer: HFScorer, items: Sequence[Item], needed: Sequence[bool],
                  progress: Progress | None = None) -> list[NextTokenScore | None]:
     """Scores of the ``needed`` items of ``items`` (None for the others, unless they share a
@@ -305,16 +356,14 @@ def score_shared(scorer: HFScorer, items: Sequence[Item], needed: Sequence[bool]
     if not items:
         return []
     work = SharedScoring(scorer, items, needed, progress)
-    reason = reusable(scorer.model)
-    with torch.inference_mode():
-        if reason is None:
-            groups, alone = plan_groups(work.seqs)
+    head = Head.of(scorer.model, scorer.vocab)
+    reason = head if isinstance(head, str) else reusable(scorer.model)
+    with torch.inference_mode(), collection_paused():
+        if reason is None and isinstance(head, Head):
             try:
-                work.shared(groups)
+                work.shared(head)
             except NoReuse as exc:
                 reason = str(exc)
-            else:
-                work.plain(alone)
         if reason is not None:
             notice(scorer, reason)
             if progress is not None and work.reported:

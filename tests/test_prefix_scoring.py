@@ -290,3 +290,16 @@ def test_half_precision_takes_the_rows_and_stays_close(items, tiny_tokenizer, ca
     worst = max(abs(x - y) for a, b in zip(shared, plain) if a is not None
                 for x, y in zip(a.option_logprobs, b.option_logprobs))
     assert worst < 0.1
+
+
+def test_a_forward_that_refuses_the_masks_falls_back(items, tiny_tokenizer, capsys,
+                                                     monkeypatch):
+    """GPT-NeoX told it has sliding layers gets a mask per layer kind, which it cannot read."""
+    scorer = scorer_for(neox(len(tiny_tokenizer)), tiny_tokenizer, batch_size=8)
+    plain = scorer.score_next_token(items[:40])
+    monkeypatch.setattr(prefix, "_NOTICES", set())
+    scorer.model.config.layer_types = ["sliding_attention", "full_attention"]
+    scorer.model.config.sliding_window = 8
+    shared = scorer.score_next_token_shared(items[:40], [True] * 40)
+    assert_same(shared, plain, scorer, items[:40])
+    assert "(its forward refused a 4-D mask (" in capsys.readouterr().err

@@ -300,7 +300,7 @@ class SharedScoring:
                                               position_ids=positions.to(device),
                                               attention_mask=masks, use_cache=False)
             except (TypeError, ValueError, RuntimeError, AttributeError) as exc:
-                if self.checked:
+                if self.checked or "memory" in str(exc):  # out of memory is no refusal
                     raise
                 raise NoReuse(f"its forward refused a 4-D mask ({type(exc).__name__})") from None
             hidden = out.last_hidden_state

@@ -102,7 +102,7 @@ def test_missing_selected_file_lists_present_and_missing(tmp_path: Path):
     assert "\n" not in message
     assert message.startswith(f"bbq: no file for Religion in {tmp_path / 'bbq'} (present: Age, "
                               "Physical_appearance; missing: Disability_status, ")
-    assert "select present ones (--probes bbq:Age,Physical_appearance)" in message
+    assert "select present ones (name the probe bbq:Age,Physical_appearance)" in message
     assert "biasscope data fetch bbq" in message and "--data-dir" in message
 
 
@@ -115,7 +115,7 @@ def test_all_categories_with_some_missing_says_which_and_what_to_do(tmp_path: Pa
     assert "present: Age, Physical_appearance; missing: Disability_status, Gender_identity, " \
         "Nationality, Race_ethnicity, Race_x_gender, Race_x_SES, Religion, SES, " \
         "Sexual_orientation);" in message
-    assert "--probes bbq:Age,Physical_appearance" in message and "data fetch bbq" in message
+    assert "probe bbq:Age,Physical_appearance" in message and "data fetch bbq" in message
     empty = tmp_path / "empty"
     (empty / "bbq").mkdir(parents=True)
     with pytest.raises(DataError, match=r"present: none; missing: Age, .*; copy them"):

@@ -237,6 +237,15 @@ def test_models_without_training_steps_are_snapshots(tmp_path: Path, winobias: P
     page = (run / "report.html").read_text(encoding="utf-8")
     assert "<h2>Snapshot: metrics per model</h2>" in page
     assert "1 checkpoint (no training step)" in page
+    # p-value panels: one point per model on a categorical axis, no "step 0" in the hover.
+    panels = [(traces, layout) for traces, layout in figures(page)
+              if "p-value" in str(layout.get("yaxis", {}).get("title", ""))]
+    assert panels
+    for traces, layout in panels:
+        assert layout["xaxis"]["type"] == "category"
+        assert {x for t in traces for x in t["x"]} <= {"final", "other", "final vs other"}
+        hovers = [h for t in traces for h in t["hovertext"]]
+        assert all("no training step" in h and "step 0" not in h for h in hovers)
 
 
 def test_stepless_models_beside_a_sweep_are_left_out_and_said(tmp_path: Path,

@@ -83,7 +83,7 @@ def test_missing_bbq_file_is_one_line_naming_what_is_there(data_dir: Path, tmp_p
                  str(data_dir)])
     err = capsys.readouterr().err
     assert code == 2 and "8 of 11 category files missing" in err
-    assert "--probes bbq:Age,Religion,SES" in err
+    assert "(name the probe bbq:Age,Religion,SES)" in err
 
 
 def test_adult_base_rate_and_originals_only_responses(data_dir: Path, tmp_path: Path):

@@ -200,7 +200,8 @@ def _category_paths(chosen: Sequence[str], data_dir: str | Path | None, selected
     fetch = ("copy them from nyu-mll/BBQ data/ into it, or run `biasscope data fetch bbq` and "
              "drop --data-dir" if root is not None else "run `biasscope data fetch bbq` where "
              "there is a network, or pass --data-dir DIR holding bbq/<Category>.jsonl")
-    choose = (f"select present ones (--probes bbq:{','.join(present)}) or " if present else "")
+    choose = (f"select present ones (name the probe bbq:{','.join(present)}) or " if present
+              else "")
     what = (f"no file for {', '.join(missing)}" if selected else
             f"{len(absent)} of {len(CATEGORIES)} category files missing")
     raise DataError(f"bbq: {what} in {folder} (present: {', '.join(present) or 'none'}; "

@@ -42,11 +42,18 @@ def _drawable(rows: Sequence[Row]) -> list[Row]:
     return sorted(kept, key=lambda r: float(r["step"]))
 
 
+def stepless(view: View) -> bool:
+    """Every model is a checkpoint without a training step (its position 0 is no step)."""
+    models = view.models()
+    return bool(models) and all(view.model(m).get("snapshot") for m in models)
+
+
 def row_hover(title: str, row: Row, groups: Groups, view: View) -> str:
     """``groups``: (column suffix, label) of group 1 and group 2."""
     (a, label_a), (b, label_b) = groups
     verdict = "significant" if row.get("significant") else "not significant"
-    return (f"{title}<br>step {int(row['step'])}<br>"
+    where = "no training step" if stepless(view) else f"step {int(row['step'])}"
+    return (f"{title}<br>{where}<br>"
             f"mean {escape(label_a)} {fmt(row.get(f'mean_{a}'))} (n = {fmt(row.get(f'n_{a}'))}),"
             f" {escape(label_b)} {fmt(row.get(f'mean_{b}'))} (n = {fmt(row.get(f'n_{b}'))})<br>"
             f"gap {fmt(row.get('gap'))}<br>p = {fmt(row.get('p_value'))}, "
@@ -56,13 +63,19 @@ def row_hover(title: str, row: Row, groups: Groups, view: View) -> str:
 
 
 def add_pvalues(fig: Any, rows: Sequence[Row], name: str, title: str, color: str, dash: str,
-                groups: Groups, view: View) -> None:
-    """Adjusted p (markers filled where significant) and raw p (dotted) over steps."""
-    xs = [int(r["step"]) for r in rows]
+                groups: Groups, view: View, category: str) -> None:
+    """Adjusted p (markers filled where significant) and raw p (dotted) over steps; where no
+    model has training steps, at ``category`` on a categorical axis instead."""
+    by_model = stepless(view)
+
+    def x(row: Row) -> int | str:
+        return category if by_model else int(row["step"])
+
+    xs = [x(r) for r in rows]
     texts = [row_hover(title, r, groups, view) for r in rows]
     adjusted = [r for r in rows if finite(r.get("p_adjusted"))]
     fig.add_trace(go.Scatter(
-        x=[int(r["step"]) for r in adjusted], y=[_p(r["p_adjusted"]) for r in adjusted],
+        x=[x(r) for r in adjusted], y=[_p(r["p_adjusted"]) for r in adjusted],
         mode="lines+markers", name=f"{name}{escape(view.correction)}-adjusted p", legendgroup=name,
         line={"color": color, "dash": dash, "width": 2},
         marker={"size": 8, "symbol": ["circle" if r.get("significant") else "circle-open"
@@ -74,7 +87,7 @@ def add_pvalues(fig: Any, rows: Sequence[Row], name: str, title: str, color: str
         marker={"size": 4}, opacity=0.7, hovertext=texts, hoverinfo="text"))
 
 
-def finish(fig: Any, view: View) -> Any:
+def finish(fig: Any, view: View, categories: Sequence[str]) -> Any:
     fig.add_hline(y=view.alpha, line={"color": COLORS["alpha"], "width": 1.2, "dash": "dash"})
     # Annotations on a log axis take log10 of the value (add_hline's own label does not).
     fig.add_annotation(x=0, xref="x domain", y=math.log10(view.alpha), yref="y", xanchor="left",
@@ -82,7 +95,8 @@ def finish(fig: Any, view: View) -> Any:
                        font={"color": COLORS["alpha"], "size": 11})
     fig.update_yaxes(type="log", exponentformat="power", dtick=1,
                      title_text="p-value (log scale; filled: significant)")
-    return style(fig, Axis(by_step=True), height=420)
+    axis = Axis(False, tuple(categories)) if stepless(view) else Axis(by_step=True)
+    return style(fig, axis, height=420)
 
 
 def gap_pvalues(view: View, value: str) -> Any:
@@ -96,19 +110,20 @@ def gap_pvalues(view: View, value: str) -> Any:
         color = COLORS["gap"] if i == 0 else FALLBACK_COLORS[(i - 1) % len(FALLBACK_COLORS)]
         name = f"{escape(model)} · " if len(models) > 1 else ""
         add_pvalues(fig, rows, name, f"<b>{escape(model)}</b>: male vs female", color,
-                    DASHES[i % len(DASHES)], GENDER_GROUPS, view)
+                    DASHES[i % len(DASHES)], GENDER_GROUPS, view, escape(model))
         drawn.append(model)
         steps += [int(r["step"]) for r in rows]
     if not drawn:
         return None
-    add_step_markers(fig, step_markers(view, drawn, value, stop=False), steps)
-    return finish(fig, view)
+    if not stepless(view):
+        add_step_markers(fig, step_markers(view, drawn, value, stop=False), steps)
+    return finish(fig, view, [escape(m) for m in drawn])
 
 
 def comparison_pvalues(view: View) -> Any:
     """Per pair of models and gendered option: model A vs model B at each shared step."""
     comparisons = [c for c in view.get("comparisons", []) if isinstance(c, Mapping)]
-    fig, drawn = go.Figure(), False
+    fig, drawn = go.Figure(), []
     pairs = list(dict.fromkeys((str(c.get("model_a")), str(c.get("model_b")))
                                for c in comparisons))
     for comp in comparisons:
@@ -122,9 +137,9 @@ def comparison_pvalues(view: View) -> Any:
                  f"“{escape(str(comp.get('answer', 'not specified')))}” is correct")
         add_pvalues(fig, rows, f"{pair} · {escape(option)} option · ", title,
                     COLORS.get(option, FALLBACK_COLORS[0]),
-                    DASHES[pairs.index((a, b)) % len(DASHES)], (("a", a), ("b", b)), view)
-        drawn = True
-    return finish(fig, view) if drawn else None
+                    DASHES[pairs.index((a, b)) % len(DASHES)], (("a", a), ("b", b)), view, pair)
+        drawn.append(pair)
+    return finish(fig, view, list(dict.fromkeys(drawn))) if drawn else None
 
 
 def specs(view: View) -> list[tuple[str, str, Any, str]]:

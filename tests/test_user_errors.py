@@ -210,6 +210,19 @@ def test_damaged_weights_and_shape_mismatches(how, message, checkpoint_dirs, win
                              "--data-dir", str(winobias_dir), "--out", str(tmp_path / "r"),
                              "--seeds", "0", "--limit", "2", "--quiet", "--device", "cpu"])
     assert "cannot load checkpoint train@checkpoint-10" in line and message in line
+
+
+@pytest.mark.parametrize(("text", "said"), [("garbage{", "Expecting value: line 1 column 1"),
+                                           ("{}", "no 'added_tokens' entry")])
+def test_a_damaged_tokenizer_is_one_line(text, said, checkpoint_dirs, winobias_dir, tmp_path,
+                                         capsys):
+    ckpt = shutil.copytree(checkpoint_dirs[0], tmp_path / "train" / "checkpoint-10")
+    (ckpt / "tokenizer.json").write_text(text)
+    line = one_line(capsys, ["dynamics", "--checkpoint-glob", str(tmp_path / "train" / "*"),
+                             "--data-dir", str(winobias_dir), "--out", str(tmp_path / "r"),
+                             "--seeds", "0", "--limit", "2", "--quiet", "--device", "cpu"])
+    assert "cannot load the tokenizer of train@checkpoint-10" in line and said in line
+    assert "tokenizer files (tokenizer.json, tokenizer_config.json) look damaged" in line
     assert not list((tmp_path / "r" / "records").glob("*.parquet"))
 
 

@@ -144,7 +144,12 @@ def load_tokenizer(ckpt: Checkpoint, options: HFOptions) -> Any:
             ckpt.source, revision=ckpt.revision, trust_remote_code=options.trust_remote_code)
     except (OSError, ValueError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"cannot load the tokenizer of {ckpt.label}: {first}") from None
+        if isinstance(exc, KeyError):
+            first = f"no {first} entry"
+        hint = ("; its tokenizer files (tokenizer.json, tokenizer_config.json) look damaged: "
+                "copy them again from the model's source" if Path(ckpt.source).is_dir() and
+                not isinstance(exc, OSError) else "")
+        raise ModelError(f"cannot load the tokenizer of {ckpt.label}: {first}{hint}") from None
 
 
 #: Files a tokenizer is loaded from: equal contents, equal tokenizer.

@@ -284,6 +284,9 @@ def test_option_scores_and_perfect_answers(tmp_path: Path):
     head = probe.metrics(frame)["headline"]
     assert head["accuracy_ambiguous"]["estimate"] == 1.0
     assert head["accuracy_disambiguated"]["estimate"] == 1.0
+    # Every answer right: Wilson's interval, not the bootstrap's [1, 1] (6 answers: 0.61-1).
+    assert head["accuracy_ambiguous"]["low"] == pytest.approx(0.6097, abs=1e-4)
+    assert head["accuracy_ambiguous"]["high"] == pytest.approx(1.0)
     assert head["bias_ambiguous"] == {"estimate": 0.0, "low": 0.0, "high": 0.0, "n": 6,
                                       "non_unknown": 0}
     # neg questions: the slim guy did it (not the target) -> not biased; nonneg: the fat guy

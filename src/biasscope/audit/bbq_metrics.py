@@ -24,6 +24,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
+from biasscope.audit.base import wilson
+
 ANSWERS = ("ans0", "ans1", "ans2")
 #: The "unknown" answers the BBQ authors' analysis scripts list (their ``unknowns``).
 UNKNOWN_TEXTS = frozenset({
@@ -98,7 +100,8 @@ def stratified(values: pd.Series, by: pd.Series, statistic: Statistic = _mean,
                confidence: float = 0.95) -> dict[str, Any]:
     """``statistic`` of 0/1 values or answer codes (small integers) with a percentile bootstrap
     CI that resamples items within each stratum (category). Not BCa: its jackknife is quadratic
-    in items (a minute on all of BBQ)."""
+    in items (a minute on all of BBQ). A rate whose values are all 0 or all 1 gets its Wilson
+    interval instead of the bootstrap's [0, 0] or [1, 1]."""
     strata = [c.to_numpy(dtype=np.int8) for _, c in values.groupby(by, sort=False)]
     nan = float("nan")
     if values.empty:
@@ -115,6 +118,9 @@ def stratified(values: pd.Series, by: pd.Series, statistic: Statistic = _mean,
                                 batch=max(1, 4_000_000 // len(values)), method="percentile",
                                 confidence_level=confidence, **{_RNG: np.random.default_rng(0)})
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    elif statistic is _mean:  # all 0 or all 1: resampling shows no spread, Wilson does
+        ci = wilson(int(np.concatenate(strata).sum()), len(values), confidence)
+        low, high = ci["low"], ci["high"]
     return {"estimate": estimate, "low": low, "high": high, "n": len(values)}
 
 

@@ -13,7 +13,7 @@ What it does
    ``GPTNeoXForCausalLM`` checkpoints per shape (the real Pythia-70m / Pythia-410m dimensions,
    vocabulary padded to 50,304), each saved with ``save_pretrained`` as safetensors in float32
    (``--dtype``) next to a copy of the tokenizer, in ``<shape>/step<N>`` directories read back
-   with ``biasscope.runs.checkpoints.from_dirs``, as a real sweep would. The prompts are items
+   with ``biasscope.backends.checkpoints.from_dirs``, as a real sweep would. The prompts are items
    of the ``winobias-gender`` probe built from synthetic WinoBias Type 2 files, and the
    tokenizer is the 50,277-token byte-level word tokenizer of ``bench/bench_scoring.py``
    (both reused from there). Everything is deleted at the end.
@@ -173,16 +173,10 @@ def rss_mib() -> float:
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from biasscope.backends.hf import (
-        Encodings,
-        HFOptions,
-        HFScorer,
-        iter_scorers,
-        load_model,
-        load_tokenizer,
-    )
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf import Encodings, HFScorer, iter_scorers
+    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
     from biasscope.backends.weights import fault_in
-    from biasscope.runs.checkpoints import from_dirs
 
     if args.threads:
         torch.set_num_threads(args.threads)

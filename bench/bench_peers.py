@@ -89,10 +89,11 @@ def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
     import torch
 
     torch.set_num_threads(threads)
-    from biasscope.backends.hf import HFOptions, HFScorer
+    from biasscope.backends.checkpoints import Checkpoint
+    from biasscope.backends.hf import HFScorer
+    from biasscope.backends.hf_model import HFOptions
+    from biasscope.dynamics.sweep import run_dynamics
     from biasscope.probes.winobias import from_data
-    from biasscope.runs.checkpoints import Checkpoint
-    from biasscope.runs.dynamics import run_dynamics
 
     probe = from_data(data)
     out = Path(tempfile.mkdtemp(prefix="peers-run-"))

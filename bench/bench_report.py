@@ -67,10 +67,11 @@ def make_runs(workdir: Path, sizes: Sequence[int], seeds: int, data_dir: Path | 
               ) -> dict[int, Path]:
     """The runs of ``sizes`` units (reused when already complete); returns size -> run."""
     from bench_scoring import write_winobias
+    from biasscope.backends.checkpoints import Checkpoint
+    from biasscope.dynamics.runfile import init_run
+    from biasscope.dynamics.scoring import SweepConfig, records_frame, unit_of
     from biasscope.probes import load_probe
-    from biasscope.runs.checkpoints import Checkpoint
-    from biasscope.runs.dynamics import SweepConfig, init_run, records_frame, unit_of
-    from biasscope.runs.store import RunStore
+    from biasscope.store.directory import RunStore
 
     kind = "real" if data_dir else "synthetic"
     runs = {n: workdir / f"run-{n}-units-{seeds}-seeds-{kind}" for n in sizes}
@@ -139,7 +140,7 @@ def measure(src: Path, run: Path, out: Path) -> Measure:
     path: its peak RSS (``ru_maxrss`` from ``os.wait4``) and wall time."""
     out.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(src)}
-    code = "import sys; from biasscope.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from biasscope.cli.main import main; sys.exit(main(sys.argv[1:]))"
     command = ["nice", "-n", "19", sys.executable, "-c", code, "report", str(run), "--output",
                str(out)]
     started = time.perf_counter()

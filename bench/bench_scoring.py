@@ -376,8 +376,9 @@ def _load(model_dir: Path, device: str, dtype: str, batch_size: int, method: str
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from biasscope.backends.hf import HFOptions, HFScorer, load_model, load_tokenizer
-    from biasscope.runs.checkpoints import Checkpoint
+    from biasscope.backends.checkpoints import Checkpoint
+    from biasscope.backends.hf import HFScorer
+    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
 
     if method == "biasscope":
         ckpt = Checkpoint(model_dir.name, str(model_dir))
@@ -399,8 +400,9 @@ def worker_time(args: argparse.Namespace) -> dict[str, Any]:
     import torch
     from transformers import AutoTokenizer
 
-    from biasscope.backends.hf import HFOptions, HFScorer
-    from biasscope.runs.checkpoints import Checkpoint
+    from biasscope.backends.checkpoints import Checkpoint
+    from biasscope.backends.hf import HFScorer
+    from biasscope.backends.hf_model import HFOptions
 
     model, _, work = _load(args.model_dir, args.device, args.dtype, args.batch_size, BASELINE,
                            args.data_dir, args.prompts)

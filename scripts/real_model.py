@@ -139,7 +139,7 @@ def compare_paths(local: Path, served: Path) -> dict[str, dict[str, float | int]
     arithmetic) on the same plain prompts: where the first generated token's alternatives give
     option probabilities, how far each item's first option's differs and how often both pick
     the same option; and how often a generated answer names the option the local scores pick."""
-    from biasscope.runs.store import RunStore
+    from biasscope.store.directory import RunStore
 
     a, b = RunStore(local).records(), RunStore(served).records()
     joined = a.merge(b, on=["probe", "item_id"], suffixes=("_local", "_server"))
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     with steps.step("assemble and verify the GGUF file"):
         model = assemble()
     with steps.step("convert the GGUF file (once; later runs read the cache)"):
-        from biasscope.runs.checkpoints import from_model
+        from biasscope.backends.checkpoints import from_model
 
         print(json.dumps(from_model(str(model))[0].as_dict()["gguf"], indent=1))
     # BBQ: every category the data directory has (a local copy may hold only some of the 11).

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from biasscope.cli import main
+from biasscope.cli.main import main
 
 pytest.importorskip("torch")
 

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from biasscope import emergence
-from biasscope.analysis import FLAG_GAP
-from biasscope.cli import main
+from biasscope.cli.main import main
+from biasscope.dynamics import emergence, performance
+from biasscope.dynamics.analysis_options import FLAG_GAP
 from biasscope.probes import Probe, load_probe
-from biasscope.runs import performance
-from biasscope.runs.store import RunStore
+from biasscope.store.directory import RunStore
 from test_report import make_run, pythia
 
 

@@ -11,10 +11,10 @@ import pytest
 from scipy import stats as sps
 
 from adult_fixture import ROWS, line, person, write
-from biasscope.audit import adult
-from biasscope.audit.base import RECORD_COLUMNS, LabelParsing
-from biasscope.errors import DataError
-from biasscope.items import Item
+from biasscope.core.errors import DataError
+from biasscope.core.items import Item
+from biasscope.probes import adult
+from biasscope.probes.base import RECORD_COLUMNS, LabelParsing
 
 
 def test_items_pairs_and_prompts(tmp_path: Path):

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from bbq_fixture import TEMPLATES, Template, lines, write_bbq
-from biasscope.audit import bbq
-from biasscope.audit.base import RECORD_COLUMNS
-from biasscope.errors import DataError
-from biasscope.items import Item
+from biasscope.core.errors import DataError
+from biasscope.core.items import Item
+from biasscope.probes import bbq
+from biasscope.probes.base import RECORD_COLUMNS
 
 COVERED = sorted({t.category for t in TEMPLATES})
 

@@ -23,10 +23,10 @@ from biasscope.audit.run import (
     run_audit,
 )
 from biasscope.backends.base import GenerateParams
-from biasscope.cli import main
-from biasscope.errors import BiasscopeError
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError
 from biasscope.probes import PROBES, REQUESTS, load_probe, requests_of
-from biasscope.runs.store import RunStore
+from biasscope.store.directory import RunStore
 from winobias_fixture import write_winobias
 
 NAMES = list(PROBES)
@@ -100,9 +100,9 @@ def test_items_of_another_seed_show_winobias_options_in_another_order(data_dir, 
 def tiny_local(data_dir):
     """A random-init GPT-NeoX with a tokenizer trained on every probe's prompts and options."""
     pytest.importorskip("torch")
+    from biasscope.backends.checkpoints import Checkpoint
     from biasscope.backends.hf_generate import HFGenerator
     from biasscope.demo.tiny import tiny_gpt_neox, train_tokenizer
-    from biasscope.runs.checkpoints import Checkpoint
 
     texts = [f"user: {i.prompt} assistant: {' '.join(i.options)}{''.join(i.continuations)}"
              for n in NAMES for i in load_probe(n, data_dir=data_dir).items(0)]
@@ -115,7 +115,8 @@ def tiny_local(data_dir):
 def test_every_request_kind_a_probe_claims(name, kind, data_dir, tiny_local, tmp_path):
     probe = load_probe(name, data_dir=data_dir)
     if kind in ("next_token", "continuation"):
-        from biasscope.backends.hf import HFOptions, HFScorer
+        from biasscope.backends.hf import HFScorer
+        from biasscope.backends.hf_model import HFOptions
 
         scorer = HFScorer(tiny_local.ckpt, tiny_local.model, tiny_local.tokenizer,
                           HFOptions(first_token=True))

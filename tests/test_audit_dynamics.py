@@ -12,14 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biasscope.analysis import AnalysisOptions, full_summary
-from biasscope.audit import professional
-from biasscope.errors import BiasscopeError
-from biasscope.metrics import audit_dynamics
-from biasscope.probes import load_probe
-from biasscope.runs import performance, reading
-from biasscope.runs.options import Asking, OptionScore, option_frame
-from biasscope.runs.store import RunStore, Unit
+from biasscope.backends.base import OptionScore
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics import performance
+from biasscope.dynamics import probe_steps as audit_dynamics
+from biasscope.dynamics.analysis import full_summary
+from biasscope.dynamics.analysis_options import AnalysisOptions
+from biasscope.dynamics.asking import Asking, option_frame
+from biasscope.probes import load_probe, professional
+from biasscope.store import reading
+from biasscope.store.directory import RunStore, Unit
 
 STEPS = (0, 100, 200, 300, 400, 500)
 

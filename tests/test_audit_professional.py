@@ -8,8 +8,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from biasscope.audit.base import RECORD_COLUMNS
-from biasscope.audit.professional import (
+from biasscope.core.errors import DataError
+from biasscope.probes.base import RECORD_COLUMNS
+from biasscope.probes.professional import (
     NAME,
     SENTENCES,
     ProfessionalBias,
@@ -17,7 +18,6 @@ from biasscope.audit.professional import (
     from_data,
     says_ambiguous,
 )
-from biasscope.errors import DataError
 from biasscope.probes.winobias import FEMALE_OCCUPATIONS, MALE_OCCUPATIONS
 
 PROBE = from_data()

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from bbq_fixture import TEMPLATES, TRAILING, lines, write_bbq
-from biasscope.audit import bbq
 from biasscope.audit.run import Response
 from biasscope.audit.run import records as run_records
-from biasscope.items import Item
+from biasscope.core.items import Item
+from biasscope.probes import bbq
 
 
 def _probe(tmp_path: Path, templates: list, copies: int = 1) -> bbq.BBQProbe:

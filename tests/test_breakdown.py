@@ -12,17 +12,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biasscope.analysis import AnalysisOptions, full_summary
 from biasscope.backends.base import NextTokenScore
-from biasscope.cli import main
+from biasscope.backends.checkpoints import Checkpoint
+from biasscope.cli.main import main
+from biasscope.core.items import Item
 from biasscope.data.sources import SOURCES
-from biasscope.items import Item
-from biasscope.metrics import breakdown, occupations
+from biasscope.dynamics import breakdown, occupations
+from biasscope.dynamics.analysis import full_summary
+from biasscope.dynamics.analysis_options import AnalysisOptions
+from biasscope.dynamics.reporting import write_dynamics_report
+from biasscope.dynamics.runfile import init_run
+from biasscope.dynamics.scoring import SweepConfig, records_frame
 from biasscope.probes import Probe, load_probe
-from biasscope.report.html import write_dynamics_report
-from biasscope.runs.checkpoints import Checkpoint
-from biasscope.runs.dynamics import SweepConfig, init_run, records_frame
-from biasscope.runs.store import RunStore, Unit
+from biasscope.store.directory import RunStore, Unit
 from test_report import figures, section
 
 OPTIONS = AnalysisOptions(n_resamples=200)

@@ -15,16 +15,17 @@ import pandas as pd
 import pytest
 from rich.progress import Progress
 
-from biasscope.runs import progress
-from biasscope.runs.progress import PromptProgress
+from biasscope.dynamics import progress
+from biasscope.dynamics.progress import PromptProgress
 
 torch = pytest.importorskip("torch")
 
-from biasscope.backends.hf import HFOptions  # noqa: E402
+from biasscope.backends.checkpoints import Checkpoint, from_dirs  # noqa: E402
+from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.dynamics.scoring import SweepConfig  # noqa: E402
+from biasscope.dynamics.sweep import hf_scorers, sweep  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
-from biasscope.runs.checkpoints import Checkpoint, from_dirs  # noqa: E402
-from biasscope.runs.dynamics import SweepConfig, hf_scorers, sweep  # noqa: E402
-from biasscope.runs.store import RunStore  # noqa: E402
+from biasscope.store.directory import RunStore  # noqa: E402
 
 OPTIONS = HFOptions(device="cpu", batch_size=8)
 ORDER = ["step", "seed", "item_id"]

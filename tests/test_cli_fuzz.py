@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from biasscope.cli import main
+from biasscope.cli.main import main
 
 NOWHERE = "openai-compatible:http://127.0.0.1:9/v1#m"
 NUMERIC = {

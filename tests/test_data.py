@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from biasscope.core.errors import DataError
 from biasscope.data import sources
 from biasscope.data.sources import SOURCES, DataFile, data_path
-from biasscope.errors import DataError
 
 
 @pytest.fixture

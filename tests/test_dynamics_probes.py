@@ -16,11 +16,11 @@ pytest.importorskip("torch")
 from adult_fixture import ROWS
 from adult_fixture import write as write_adult
 from bbq_fixture import write_bbq
-from biasscope.cli import main
-from biasscope.errors import BiasscopeError
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.scoring import sweep_request
 from biasscope.probes import load_probe
-from biasscope.runs.dynamics import sweep_request
-from biasscope.runs.store import RunStore
+from biasscope.store.directory import RunStore
 from winobias_fixture import write_winobias
 
 AUDIT = ("label", "hit", "option_probs", "refused", "response", "source", "answer_label")
@@ -184,9 +184,9 @@ def test_a_probe_no_checkpoint_can_answer_is_refused_in_one_line(winobias_dir, t
 
 
 def test_live_scoring_takes_any_probe(winobias_dir, checkpoint_dirs, tmp_path):
-    from biasscope.backends.hf import HFOptions, load_model, load_tokenizer
-    from biasscope.live import LiveOptions, evaluate_now
-    from biasscope.runs.checkpoints import from_dirs
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
+    from biasscope.dynamics.live import LiveOptions, evaluate_now
 
     ckpt = from_dirs(checkpoint_dirs[:1])[0]
     model, tokenizer = load_model(ckpt, HFOptions()), load_tokenizer(ckpt, HFOptions())
@@ -204,10 +204,10 @@ def test_live_scoring_takes_any_probe(winobias_dir, checkpoint_dirs, tmp_path):
 def test_the_ray_executor_scores_audit_probes_as_the_local_one(mixed, checkpoint_dirs,
                                                                tmp_path):
     ray = pytest.importorskip("ray")
-    from biasscope.backends.hf import HFOptions
-    from biasscope.runs.checkpoints import from_dirs
-    from biasscope.runs.dynamics import run_dynamics
-    from biasscope.runs.executors import RayExecutor
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf_model import HFOptions
+    from biasscope.dynamics.executors import RayExecutor
+    from biasscope.dynamics.sweep import run_dynamics
 
     out, data = mixed
     probes = [load_probe("professional-bias"), load_probe("bbq", data_dir=data)]
@@ -232,9 +232,10 @@ def test_the_ray_executor_scores_audit_probes_as_the_local_one(mixed, checkpoint
 
 def test_batched_option_scores_are_those_of_one_item_at_a_time(checkpoint_dirs):
     from biasscope.backends.base import GenerateRequest
-    from biasscope.backends.hf import HFOptions, HFScorer, load_model, load_tokenizer
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf import HFScorer
     from biasscope.backends.hf_generate import HFGenerator
-    from biasscope.runs.checkpoints import from_dirs
+    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
 
     ckpt, options = from_dirs(checkpoint_dirs[:1])[0], HFOptions(device="cpu", batch_size=5)
     model, tokenizer = load_model(ckpt, options), load_tokenizer(ckpt, options)

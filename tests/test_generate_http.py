@@ -15,16 +15,16 @@ pytest.importorskip("openai")
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, TokenLogprob
 from biasscope.backends.cache import Cached, ResponseCache
-from biasscope.backends.choices import (
+from biasscope.backends.generators import GeneratorOptions, load_generator
+from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
+from biasscope.cli.main import main
+from biasscope.core.errors import ModelError
+from biasscope.probes.choices import (
     OptionReading,
     option_probabilities,
     parse_choice,
     read_choice,
 )
-from biasscope.backends.generators import GeneratorOptions, load_generator
-from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
-from biasscope.cli import main
-from biasscope.errors import ModelError
 from scripted_server import Reply, chat, completion, serve
 
 FAST = HTTPOptions(concurrency=4, timeout=5, max_retries=2, backoff=0.01, max_backoff=0.05)

@@ -12,10 +12,10 @@ pytest.importorskip("openai")
 
 from biasscope.backends.base import GenerateParams, GenerateRequest
 from biasscope.backends.cache import Cached, ResponseCache
-from biasscope.backends.choices import option_probabilities, read_choice
 from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
-from biasscope.cli import main
-from biasscope.errors import ModelError
+from biasscope.cli.main import main
+from biasscope.core.errors import ModelError
+from biasscope.probes.choices import option_probabilities, read_choice
 from llama_server import Server, TinyLlama
 
 TOL = 1e-4
@@ -114,7 +114,7 @@ def test_a_model_the_server_does_not_serve_is_a_clear_error(llama_server):
 
 
 def test_an_audit_through_the_real_server(llama_server, tmp_path):
-    from biasscope.runs.store import RunStore
+    from biasscope.store.directory import RunStore
 
     out = tmp_path / "audit"
     args = ["probe", "--model", f"openai-compatible:{llama_server.base_url}#tiny",
@@ -132,7 +132,7 @@ def test_a_plain_prompt_audit_reads_option_probabilities_from_top_logprobs(
         llama_server, tiny_gguf: TinyLlama, tmp_path):
     """`--plain-prompt --top-logprobs`: a base model's reading on /completions, and each
     answer's option probabilities from the first token's alternatives, exactly."""
-    from biasscope.runs.store import RunStore
+    from biasscope.store.directory import RunStore
 
     out = tmp_path / "audit"
     args = ["probe", "--model", f"openai-compatible:{llama_server.base_url}#tiny",
@@ -171,7 +171,7 @@ def test_echo_scores_options_exactly(llama_server, tiny_gguf: TinyLlama) -> None
 
 def test_an_option_scored_audit_through_the_real_server(llama_server, tiny_gguf: TinyLlama,
                                                         tmp_path) -> None:
-    from biasscope.runs.store import RunStore
+    from biasscope.store.directory import RunStore
 
     out = tmp_path / "audit"
     assert main(["probe", "--model", f"openai-compatible:{llama_server.base_url}#tiny",

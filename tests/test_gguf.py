@@ -15,11 +15,12 @@ pytest.importorskip("gguf")
 
 from biasscope.backends import gguf as gguf_cache  # noqa: E402
 from biasscope.backends.base import GenerateRequest  # noqa: E402
+from biasscope.backends.checkpoints import from_glob, from_model  # noqa: E402
 from biasscope.backends.generators import load_generator  # noqa: E402
-from biasscope.backends.hf import HFOptions, iter_scorers  # noqa: E402
-from biasscope.errors import ModelError  # noqa: E402
+from biasscope.backends.hf import iter_scorers  # noqa: E402
+from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.core.errors import ModelError  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
-from biasscope.runs.checkpoints import from_glob, from_model  # noqa: E402
 from gguf_fixture import write_llama_gguf, write_unsupported_gguf  # noqa: E402
 
 
@@ -107,7 +108,7 @@ def test_corrupt_file_is_one_line_on_the_command_line(tmp_path, winobias_dir, ca
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"not a gguf file at all" * 100)
     done = subprocess.run(
-        [sys.executable, "-m", "biasscope.cli", "dynamics", "--model", str(bad),
+        [sys.executable, "-m", "biasscope.cli.main", "dynamics", "--model", str(bad),
          "--probe", "winobias-gender", "--data-dir", str(winobias_dir),
          "--out", str(tmp_path / "run")],
         capture_output=True, text=True, timeout=300,

@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 
 from biasscope.backends import head as head_module  # noqa: E402
 from biasscope.backends.head import Head, reduce_next_token  # noqa: E402
-from biasscope.errors import ModelError  # noqa: E402
+from biasscope.core.errors import ModelError  # noqa: E402
 
 VOCAB, WIDTH = 5000, 16
 

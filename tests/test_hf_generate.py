@@ -8,11 +8,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from biasscope.backends.base import GenerateParams, GenerateRequest  # noqa: E402
-from biasscope.backends.hf import HFOptions  # noqa: E402
+from biasscope.backends.checkpoints import Checkpoint, from_dirs  # noqa: E402
 from biasscope.backends.hf_generate import HFGenerator, render_chat  # noqa: E402
+from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.core.errors import ModelError  # noqa: E402
 from biasscope.demo.tiny import tiny_gpt_neox  # noqa: E402
-from biasscope.errors import ModelError  # noqa: E402
-from biasscope.runs.checkpoints import Checkpoint, from_dirs  # noqa: E402
 
 PROMPTS = ["The nurse took care of the CEO and gave",
            "The developer argued with",

@@ -7,10 +7,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from biasscope.backends.hf import HFOptions, HFScorer, iter_scorers  # noqa: E402
-from biasscope.errors import ModelError  # noqa: E402
+from biasscope.backends.checkpoints import Checkpoint, from_dirs  # noqa: E402
+from biasscope.backends.hf import HFScorer, iter_scorers  # noqa: E402
+from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.core.errors import ModelError  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
-from biasscope.runs.checkpoints import Checkpoint, from_dirs  # noqa: E402
 
 
 @pytest.fixture(scope="module")

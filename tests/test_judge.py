@@ -14,7 +14,7 @@ pytest.importorskip("openai")
 
 from biasscope.backends.base import Generation, TokenLogprob
 from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
-from biasscope.cli import main
+from biasscope.cli.main import main
 from biasscope.judge import (
     Judge,
     JudgeDetector,
@@ -123,7 +123,7 @@ def test_several_judges_aggregate(served):
 
 
 def test_judge_as_a_detector(model):
-    from biasscope.items import Item
+    from biasscope.core.items import Item
 
     item = Item("x", "Who was late?", ("doctor", "nurse"), (" doctor", " nurse"), 0)
     detector = JudgeDetector(Judge(model, JudgeOptions(position="fixed")),

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from biasscope.errors import DataError
+from biasscope.core.errors import DataError
 from biasscope.probes import load_probe
 
 PASSAGES = [
@@ -43,8 +43,9 @@ def test_malformed_line_names_file_and_line(tmp_path, line):
 
 def test_continuation_scores_match_an_unpadded_forward(tmp_path, checkpoint_dirs):
     torch = pytest.importorskip("torch")
-    from biasscope.backends.hf import HFOptions, iter_scorers
-    from biasscope.runs.checkpoints import from_dirs
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf import iter_scorers
+    from biasscope.backends.hf_model import HFOptions
 
     probe = load_probe("lambada", data_dir=write_lambada(
         tmp_path, [json.dumps({"text": t}) for t in PASSAGES]))
@@ -65,8 +66,8 @@ def test_continuation_scores_match_an_unpadded_forward(tmp_path, checkpoint_dirs
 
 def test_sweep_runs_performance_probe_once_per_checkpoint(tmp_path, checkpoint_dirs, winobias_dir):
     pytest.importorskip("torch")
-    from biasscope.runs.checkpoints import from_dirs
-    from biasscope.runs.dynamics import run_dynamics
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.dynamics.sweep import run_dynamics
 
     data = write_lambada(tmp_path / "data", [json.dumps({"text": t}) for t in PASSAGES])
     probes = [load_probe("winobias-gender", data_dir=winobias_dir),

@@ -7,9 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from biasscope.live import BiasCallback, LiveOptions, evaluate_now  # noqa: E402
+from biasscope.dynamics.live import BiasCallback, LiveOptions, evaluate_now  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
-from biasscope.runs.store import RunStore  # noqa: E402
+from biasscope.store.directory import RunStore  # noqa: E402
 
 
 def trainer_for(tokenizer, tmp_path: Path, max_steps: int, callback: BiasCallback):
@@ -60,9 +60,9 @@ def test_callback_stops_training_when_the_gap_crosses_the_threshold(tmp_path, wi
 
 def test_plain_loop_function_matches_a_sweep_of_the_same_weights(
         tmp_path, winobias_dir, checkpoint_dirs):
-    from biasscope.backends.hf import HFOptions, load_model, load_tokenizer
-    from biasscope.runs.checkpoints import from_dirs
-    from biasscope.runs.dynamics import run_dynamics
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
+    from biasscope.dynamics.sweep import run_dynamics
 
     probe = load_probe("winobias-gender", data_dir=winobias_dir)
     ckpt = from_dirs(checkpoint_dirs[:1])[0]

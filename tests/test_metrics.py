@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import jensenshannon
 
-from biasscope.metrics.dynamics import (
+from biasscope.dynamics.metrics import (
     accuracy,
     average_rank,
     dynamics_metrics,

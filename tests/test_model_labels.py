@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from biasscope.cli import main
-from biasscope.errors import BiasscopeError
-from biasscope.labels import model_labels, parse_models, split_named
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.labels import model_labels, parse_models, split_named
 
 LABELS = {"POSITIVE": "The text is happy.", "NEGATIVE": "The text is sad."}
 

@@ -27,7 +27,7 @@ def test_every_named_extra_exists():
 def test_a_missing_extra_is_one_line_that_names_it():
     import json
 
-    from biasscope.errors import BiasscopeError, optional
+    from biasscope.core.errors import BiasscopeError, optional
 
     with pytest.raises(BiasscopeError, match=r"^Fleiss' kappa needs the 'judge' extra: "
                                              r"pip install 'biasscope\[judge\]'$"):
@@ -44,7 +44,7 @@ class NoHF:
             raise ImportError(f"No module named {name!r}")
 
 sys.meta_path.insert(0, NoHF())
-from biasscope.cli import main
+from biasscope.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

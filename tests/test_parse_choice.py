@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from biasscope.backends.choices import normalise, parse_choice
+from biasscope.probes.choices import normalise, parse_choice
 
 OPTIONS = ["male", "female", "not specified", "specified"]
 

@@ -17,10 +17,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from biasscope.backends import prefix  # noqa: E402
-from biasscope.backends.hf import HFOptions, HFScorer  # noqa: E402
-from biasscope.items import Item  # noqa: E402
+from biasscope.backends.checkpoints import Checkpoint  # noqa: E402
+from biasscope.backends.hf import HFScorer  # noqa: E402
+from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.core.items import Item  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
-from biasscope.runs.checkpoints import Checkpoint  # noqa: E402
 
 ATOL = 1e-4
 

@@ -14,10 +14,10 @@ pytest.importorskip("openai")
 from adult_fixture import ROWS
 from adult_fixture import write as write_adult
 from biasscope.audit.run import StoredResponses, run_audit
-from biasscope.cli import main
-from biasscope.errors import BiasscopeError
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError
 from biasscope.probes import load_probe
-from biasscope.runs.store import RunStore
+from biasscope.store.directory import RunStore
 from scripted_server import Reply, chat, serve
 
 PROBE = "professional-bias"

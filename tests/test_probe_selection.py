@@ -11,10 +11,10 @@ import pytest
 from adult_fixture import ROWS
 from adult_fixture import write as write_adult
 from bbq_fixture import TEMPLATES, write_bbq
-from biasscope.audit.specs import parse_probe_specs
-from biasscope.cli import main
-from biasscope.errors import BiasscopeError
-from biasscope.runs.store import RunStore
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError
+from biasscope.probes.specs import parse_probe_specs
+from biasscope.store.directory import RunStore
 
 
 @pytest.mark.parametrize(("text", "specs"), [

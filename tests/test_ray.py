@@ -15,11 +15,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from biasscope.backends.hf import HFOptions
+from biasscope.backends.checkpoints import Checkpoint, from_dirs
+from biasscope.backends.hf_model import HFOptions
+from biasscope.dynamics.scoring import ScorerSource, SweepConfig
+from biasscope.dynamics.sweep import hf_scorers, sweep
 from biasscope.probes import load_probe
-from biasscope.runs.checkpoints import Checkpoint, from_dirs
-from biasscope.runs.dynamics import ScorerSource, SweepConfig, hf_scorers, sweep
-from biasscope.runs.store import RunStore
+from biasscope.store.directory import RunStore
 from require import missing_modules, require
 
 pytest.importorskip("torch")
@@ -29,7 +30,7 @@ import ray  # noqa: E402
 from ray import cloudpickle  # noqa: E402
 
 import s3_server  # noqa: E402
-from biasscope.runs.executors import RayExecutor  # noqa: E402
+from biasscope.dynamics.executors import RayExecutor  # noqa: E402
 from s3_server import S3  # noqa: E402
 
 SEEDS = [0, 1]
@@ -172,7 +173,7 @@ def test_killed_worker_is_retried_and_each_unit_lands_once(
 
 def test_a_model_error_in_a_worker_reaches_the_driver_as_itself(ray_local, checkpoint_dirs,
                                                                 winobias_dir, tmp_path):
-    from biasscope.errors import ModelError
+    from biasscope.core.errors import ModelError
 
     broken = tmp_path / "train" / "checkpoint-5"
     broken.mkdir(parents=True)
@@ -187,8 +188,10 @@ from pathlib import Path
 import biasscope
 from biasscope.backends.base import NextTokenScore
 from biasscope.probes import load_probe
-from biasscope.runs import Checkpoint, SweepConfig, sweep
-from biasscope.runs.executors import make_executor
+from biasscope.backends.checkpoints import Checkpoint
+from biasscope.dynamics.sweep import sweep
+from biasscope.dynamics.scoring import SweepConfig
+from biasscope.dynamics.executors import make_executor
 
 class Fake:
     label = "fake"

@@ -27,10 +27,11 @@ from adult_fixture import line as adult_line  # noqa: E402
 from adult_fixture import person, write  # noqa: E402
 from bbq_fixture import write_bbq  # noqa: E402
 from biasscope.backends.base import GenerateRequest  # noqa: E402
-from biasscope.backends.hf import HFOptions, HFScorer, iter_scorers  # noqa: E402
+from biasscope.backends.checkpoints import Checkpoint, from_model  # noqa: E402
+from biasscope.backends.hf import HFScorer, iter_scorers  # noqa: E402
 from biasscope.backends.hf_generate import HFGenerator, render_chat  # noqa: E402
+from biasscope.backends.hf_model import HFOptions  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
-from biasscope.runs.checkpoints import Checkpoint, from_model  # noqa: E402
 
 BOS, PAD = 2, 0
 TOP = 100  # "the answer is among the model's 100 most likely next tokens"

@@ -13,16 +13,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biasscope.runs.store import RunStore, Unit
-from biasscope.runs.units import unit_of
+from biasscope.store.directory import RunStore, Unit
+from biasscope.store.units import unit_of
 
 pytest.importorskip("torch")
 fsspec = pytest.importorskip("fsspec")
 
-from biasscope.backends.hf import HFOptions  # noqa: E402
+from biasscope.backends.checkpoints import from_dirs  # noqa: E402
+from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.dynamics.sweep import run_dynamics  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
-from biasscope.runs.checkpoints import from_dirs  # noqa: E402
-from biasscope.runs.dynamics import run_dynamics  # noqa: E402
 
 SEEDS = (0, 1)
 OPTIONS = HFOptions(device="cpu")
@@ -76,7 +76,7 @@ def test_remote_run_is_shared_and_resumed(checkpoint_dirs, winobias_dir, tmp_pat
     frames = list(other.iter_units())
     assert all(other.has(unit_of(f)) for f in frames)  # type: ignore[arg-type]
 
-    import biasscope.runs.executors as executors
+    import biasscope.dynamics.executors as executors
 
     def no_scoring(*args: object) -> None:
         raise AssertionError("a finished unit was scored again")
@@ -112,7 +112,7 @@ def test_file_url_is_a_local_path(tmp_path):
 
 def test_cli_sweep_into_a_bucket_and_report_from_another_machine(
         s3, checkpoint_dirs, winobias_dir, tmp_path, monkeypatch, capsys):
-    from biasscope.cli import main
+    from biasscope.cli.main import main
 
     url = f"s3://{s3.bucket()}/p"
     glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
@@ -134,7 +134,7 @@ def test_cli_sweep_into_a_bucket_and_report_from_another_machine(
 def test_a_url_whose_filesystem_is_not_installed_names_the_extra():
     import importlib.util
 
-    from biasscope.errors import BiasscopeError
+    from biasscope.core.errors import BiasscopeError
 
     if importlib.util.find_spec("gcsfs") is not None:
         pytest.skip("gcsfs is installed here")

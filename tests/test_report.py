@@ -13,17 +13,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-import biasscope.report.html as html
-from biasscope.analysis import AnalysisOptions
+import biasscope.dynamics.reporting as reporting
 from biasscope.backends.base import ContinuationScore, NextTokenScore
-from biasscope.errors import BiasscopeError
-from biasscope.items import Item
+from biasscope.backends.checkpoints import Checkpoint
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.items import Item
+from biasscope.dynamics import performance
+from biasscope.dynamics.analysis_options import AnalysisOptions
+from biasscope.dynamics.reporting import write_dynamics_report
+from biasscope.dynamics.runfile import init_run
+from biasscope.dynamics.scoring import SweepConfig, records_frame
 from biasscope.probes import Probe, load_probe
-from biasscope.report.html import write_dynamics_report
-from biasscope.runs import performance
-from biasscope.runs.checkpoints import Checkpoint
-from biasscope.runs.dynamics import SweepConfig, init_run, records_frame
-from biasscope.runs.store import RunStore, Unit
+from biasscope.store.directory import RunStore, Unit
 
 TITLES = (
     "JSD-P per correct answer (male, female)",
@@ -402,7 +403,7 @@ def test_two_models_comparison_panel_and_mismatch(tmp_path: Path, winobias: Prob
 def test_missing_analysis_parts_still_render(tmp_path: Path, winobias: Probe,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     run = make_run(tmp_path, winobias, pythia(steps=(0, 1000)))
-    real = html.full_summary
+    real = reporting.full_summary
     model = "EleutherAI/pythia-70m"
     degraded: list[Any] = [
         None, {}, {"models": None, "comparisons": None, "sentences": None},
@@ -421,7 +422,7 @@ def test_missing_analysis_parts_still_render(tmp_path: Path, winobias: Probe,
             summary["analysis"] = analysis
             return summary
 
-        monkeypatch.setattr(html, "full_summary", fake)
+        monkeypatch.setattr(reporting, "full_summary", fake)
         page = write_dynamics_report(run, options=AnalysisOptions()).read_text(encoding="utf-8")
         assert page.count("Plotly.newPlot(") == 5 and "Not available" in page
         male = next(t for t in figure_data(page)[0] if t.get("name") == "male correct")

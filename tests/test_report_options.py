@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from biasscope.analysis import AnalysisOptions
-from biasscope.cli import main
-from biasscope.errors import BiasscopeError
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.analysis_options import AnalysisOptions
 from biasscope.probes import Probe, load_probe
 from test_report import make_run, pythia
 

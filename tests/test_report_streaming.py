@@ -10,17 +10,17 @@ from typing import Any
 import pandas as pd
 import pytest
 
-import biasscope.analysis as analysis
-import biasscope.analysis_pass as analysis_pass
-from biasscope import emergence, stats
-from biasscope.analysis import AnalysisOptions, ModelInputs, full_summary
-from biasscope.metrics import occupations
-from biasscope.metrics.breakdown import checkpoint_breakdown
-from biasscope.metrics.breakdown import record_values as breakdown_values
+import biasscope.dynamics.analysis as analysis
+import biasscope.dynamics.analysis_pass as analysis_pass
+from biasscope.dynamics import emergence, gap_tests, occupations
+from biasscope.dynamics.analysis import ModelInputs, full_summary
+from biasscope.dynamics.analysis_options import AnalysisOptions
+from biasscope.dynamics.breakdown import checkpoint_breakdown
+from biasscope.dynamics.breakdown import record_values as breakdown_values
+from biasscope.dynamics.scoring import summarise, unit_summary
 from biasscope.probes import Probe, load_probe
-from biasscope.runs import reading
-from biasscope.runs.dynamics import summarise, unit_summary
-from biasscope.runs.store import RunStore
+from biasscope.store import reading
+from biasscope.store.directory import RunStore
 from test_report import make_run, pythia
 
 OPTIONS = AnalysisOptions(n_resamples=200)
@@ -38,9 +38,9 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
     perf = analysis.performance.load(store, summary)
     for model in models:
         chunk = records[records["model"] == model]
-        pvs = {v: stats.prompt_values(chunk, v) for v in analysis_pass.VALUES}
+        pvs = {v: gap_tests.prompt_values(chunk, v) for v in analysis_pass.VALUES}
         inputs = ModelInputs(
-            {v: stats.checkpoint_tests(chunk, v, correction=options.correction,
+            {v: gap_tests.checkpoint_tests(chunk, v, correction=options.correction,
                                        alpha=options.alpha)
              for v in ("jsdp_correct", "target_rank")},
             emergence.sharpest_change(chunk, confidence=options.confidence,
@@ -61,7 +61,7 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
                                     "both models have a checkpoint.")
     for a, b in itertools.combinations(models, 2):
         for option in ("male", "female"):
-            table = stats.model_tests(records, a, b, value=f"jsdp:{option}",
+            table = gap_tests.model_tests(records, a, b, value=f"jsdp:{option}",
                                       correction=options.correction, alpha=options.alpha)
             out["comparisons"].append({"model_a": a, "model_b": b, "value": f"jsdp:{option}",
                                        "answer": "not specified",

@@ -20,15 +20,16 @@ import pandas as pd
 import pytest
 
 from biasscope.backends.base import NextTokenScore
-from biasscope.cli import main
-from biasscope.items import Item
+from biasscope.backends.checkpoints import Checkpoint
+from biasscope.cli.main import main
+from biasscope.core.items import Item
+from biasscope.dynamics.reporting import write_dynamics_report
+from biasscope.dynamics.runfile import init_run
+from biasscope.dynamics.scoring import SweepConfig, records_frame
 from biasscope.probes import Probe, load_probe
-from biasscope.report.html import write_dynamics_report
 from biasscope.report.sensitivity import write_sensitivity_report
-from biasscope.runs.checkpoints import Checkpoint
-from biasscope.runs.dynamics import SweepConfig, init_run, records_frame
-from biasscope.runs.store import RunStore, Unit, write_json
 from biasscope.sensitivity.data import Constitution, Principle
+from biasscope.store.directory import RunStore, Unit, write_json
 from browser import PAYLOAD, PAYLOADS, chromium, open_report, require_browser
 from test_audit_dynamics import professional_records
 from test_breakdown import write_statistics

@@ -15,8 +15,8 @@ from transformers import GPTNeoXConfig, GPTNeoXForSequenceClassification  # noqa
 
 from biasscope.backends.base import RewardScorer, Scored  # noqa: E402
 from biasscope.backends.reward import HFRewardModel, RewardOptions, plain_format  # noqa: E402
+from biasscope.core.errors import BiasscopeError, ModelError  # noqa: E402
 from biasscope.demo.tiny import save, tiny_gpt_neox, train_tokenizer  # noqa: E402
-from biasscope.errors import BiasscopeError, ModelError  # noqa: E402
 
 TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n"
             "{% endfor %}")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biasscope.cli import main
-from biasscope.runs.store import CorruptUnitWarning, RunStore, Unit
+from biasscope.cli.main import main
+from biasscope.store.directory import CorruptUnitWarning, RunStore, Unit
 
 pytest.importorskip("torch")
 
@@ -20,9 +20,9 @@ pytest.importorskip("torch")
 @pytest.fixture(autouse=True)
 def no_report(monkeypatch):
     """Reports have their own tests; these check the run directory."""
-    import biasscope.report.html as html
+    import biasscope.dynamics.reporting as reporting
 
-    monkeypatch.setattr(html, "write_dynamics_report",
+    monkeypatch.setattr(reporting, "write_dynamics_report",
                         lambda run, out=None, options=None, data_dir=None: Path(run) / "r.html")
 
 
@@ -278,7 +278,7 @@ def test_dynamics_redoes_a_swapped_unit(checkpoint_dirs, winobias_dir, tmp_path)
 def test_a_sweep_loads_one_tokenizer_for_checkpoints_that_share_it(checkpoint_dirs, tmp_path,
                                                                    monkeypatch):
     from biasscope.backends import hf
-    from biasscope.runs.checkpoints import from_dirs
+    from biasscope.backends.checkpoints import from_dirs
 
     loads: list[str] = []
     real = hf.load_tokenizer

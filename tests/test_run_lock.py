@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from biasscope.errors import BiasscopeError
-from biasscope.runs.checkpoints import Checkpoint
-from biasscope.runs.dynamics import SweepConfig, init_run
-from biasscope.runs.store import RunStore
+from biasscope.backends.checkpoints import Checkpoint
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.runfile import init_run
+from biasscope.dynamics.scoring import SweepConfig
+from biasscope.store.directory import RunStore
 
 CTX = multiprocessing.get_context("fork")
 

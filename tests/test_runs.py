@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biasscope.cli import main
-from biasscope.runs.checkpoints import from_model, parse_seeds, parse_step
-from biasscope.runs.store import RunStore
+from biasscope.backends.checkpoints import from_model, parse_seeds, parse_step
+from biasscope.cli.main import main
+from biasscope.store.directory import RunStore
 
 pytest.importorskip("torch")
 
@@ -25,9 +25,9 @@ def dynamics_args(checkpoint_dirs: list[Path], data: Path, out: Path, *extra: st
 @pytest.fixture(autouse=True)
 def no_report(monkeypatch):
     """Reports have their own tests; these check the run directory."""
-    import biasscope.report.html as html
+    import biasscope.dynamics.reporting as reporting
 
-    monkeypatch.setattr(html, "write_dynamics_report",
+    monkeypatch.setattr(reporting, "write_dynamics_report",
                         lambda run, out=None, options=None, data_dir=None: Path(run) / "r.html")
 
 
@@ -70,9 +70,9 @@ def test_rerun_skips_finished_units(checkpoint_dirs, winobias_dir, tmp_path):
 
 KILLER = """
 import os, signal, sys
-import biasscope.report.html as html
-from biasscope.runs import store
-from biasscope.cli import main
+import biasscope.dynamics.reporting as reporting
+from biasscope.store import directory as store
+from biasscope.cli.main import main
 real_replace = os.replace
 writes = []
 def replace_then_die(src, dst):
@@ -84,7 +84,7 @@ def replace_then_die(src, dst):
             os.kill(os.getpid(), signal.SIGKILL)
     real_replace(src, dst)
 store.os.replace = replace_then_die
-html.write_dynamics_report = lambda run, out=None, options=None, data_dir=None: run
+reporting.write_dynamics_report = lambda run, out=None, options=None, data_dir=None: run
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -119,7 +119,7 @@ def test_changed_settings_are_refused(checkpoint_dirs, winobias_dir, tmp_path, c
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "biasscope.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "biasscope.cli.main", *args], capture_output=True,
                           text=True, timeout=300)
 
 

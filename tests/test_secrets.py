@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("openai")
 
 from biasscope.backends.redact import MASK, error_line, redact
-from biasscope.cli import main
+from biasscope.cli.main import main
 from require import missing_modules
 from scripted_server import Reply, serve
 

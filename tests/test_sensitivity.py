@@ -12,9 +12,9 @@ pytest.importorskip("torch")
 pytest.importorskip("openai")
 
 from biasscope.backends.base import GenerateRequest, Generation
-from biasscope.cli import main
-from biasscope.runs.store import RunStore
+from biasscope.cli.main import main
 from biasscope.sensitivity.perturb import Templates, perturb
+from biasscope.store.directory import RunStore
 from sensitivity_fixture import CONVERSATIONS, IRREGULAR, hh_text, write_ccai, write_hh_rlhf
 
 TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from biasscope.errors import BiasscopeError, DataError
+from biasscope.core.errors import BiasscopeError, DataError
 from biasscope.sensitivity.data import (
     Constitution,
     Conversation,

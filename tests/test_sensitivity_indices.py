@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy.stats import wilcoxon
 
-from biasscope.errors import BiasscopeError, DataError
+from biasscope.core.errors import BiasscopeError, DataError
 from biasscope.sensitivity.indices import (
     NORMALISED,
     group_comparison,

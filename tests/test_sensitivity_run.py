@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from biasscope.backends.base import GenerateRequest, Generation
-from biasscope.errors import BiasscopeError
-from biasscope.runs.store import RunStore
+from biasscope.core.errors import BiasscopeError
 from biasscope.sensitivity.data import Constitution, Conversation, Principle, read_hh_rlhf
 from biasscope.sensitivity.perturb import Templates, perturb, query
 from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
+from biasscope.store.directory import RunStore
 from sensitivity_fixture import CONVERSATIONS, IRREGULAR, hh_text, write_hh_rlhf
 
 

@@ -10,23 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
-from biasscope.emergence import (
+from biasscope.core.stats import adjust_pvalues, bootstrap_mean, mann_whitney
+from biasscope.dynamics.emergence import (
     emergence_step,
     pareto_front,
     recommend_stop,
     sharpest_change,
 )
-from biasscope.metrics.dynamics import record_jsd_parts
-from biasscope.stats import (
-    adjust_pvalues,
-    bootstrap_mean,
+from biasscope.dynamics.gap_tests import (
     checkpoint_tests,
-    mann_whitney,
     model_tests,
     prompt_ids,
     prompt_values,
     record_values,
 )
+from biasscope.dynamics.metrics import record_jsd_parts
 
 OPTIONS = ["male", "female", "not specified"]
 

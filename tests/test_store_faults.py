@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biasscope.errors import BiasscopeError
-from biasscope.runs import store as store_mod
-from biasscope.runs.store import CorruptUnitWarning, RunStore, Unit
+from biasscope.core.errors import BiasscopeError
+from biasscope.store import directory as store_mod
+from biasscope.store.directory import CorruptUnitWarning, RunStore, Unit
 
 UNITS = [Unit("m", None, "p", seed) for seed in range(3)]
 
@@ -163,9 +163,9 @@ def test_read_only_records_dir(store: RunStore) -> None:
 
 def test_dynamics_redoes_a_corrupted_unit(checkpoint_dirs, winobias_dir, tmp_path: Path) -> None:
     pytest.importorskip("torch")
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.dynamics.sweep import run_dynamics
     from biasscope.probes import load_probe
-    from biasscope.runs.checkpoints import from_dirs
-    from biasscope.runs.dynamics import run_dynamics
 
     probe = load_probe("winobias-gender", data_dir=winobias_dir)
     checkpoints = from_dirs(checkpoint_dirs[:2])

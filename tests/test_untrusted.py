@@ -20,15 +20,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from biasscope.audit import adult, bbq, professional
-from biasscope.audit.base import DETECTORS, read_label
 from biasscope.backends.base import Generation, TokenLogprob
-from biasscope.backends.choices import parse_choice, read_choice
+from biasscope.core.errors import BiasscopeError, DataError, ModelError
+from biasscope.core.items import Item
 from biasscope.data.sources import SOURCES, DataFile, data_path, fetch
-from biasscope.errors import BiasscopeError, DataError, ModelError
-from biasscope.items import Item
 from biasscope.judge.core import KEYS, check_keys, read_key
-from biasscope.probes import lambada, winobias
+from biasscope.probes import adult, bbq, lambada, professional, winobias
+from biasscope.probes.base import DETECTORS, read_label
+from biasscope.probes.choices import parse_choice, read_choice
 from biasscope.sensitivity.data import split_hh
 from biasscope.sensitivity.perturb import leaked_preamble
 
@@ -167,8 +166,8 @@ def _spy(monkeypatch: pytest.MonkeyPatch, attribute: str,
 
 def test_remote_code_and_pickles_are_off_by_default_and_passed_through(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from biasscope.backends.hf import HFOptions, load_model, load_tokenizer
-    from biasscope.runs.checkpoints import Checkpoint
+    from biasscope.backends.checkpoints import Checkpoint
+    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
 
     assert HFOptions().trust_remote_code is False and HFOptions().allow_pickle is False
     hub = Checkpoint("org/model", "org/model", "step100")
@@ -184,8 +183,8 @@ def test_remote_code_and_pickles_are_off_by_default_and_passed_through(
 
 
 def test_a_hub_repo_without_safetensors_names_the_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    from biasscope.backends.hf import HFOptions, load_model
-    from biasscope.runs.checkpoints import Checkpoint
+    from biasscope.backends.checkpoints import Checkpoint
+    from biasscope.backends.hf_model import HFOptions, load_model
 
     _spy(monkeypatch, "AutoModelForCausalLM", OSError(
         "org/model does not appear to have a file named model.safetensors or "
@@ -199,7 +198,7 @@ def test_a_hub_repo_without_safetensors_names_the_opt_in(monkeypatch: pytest.Mon
 @pytest.mark.parametrize("names", [("pytorch_model.bin",), ("model.pt",), ("weights.pth",),
                                    ("pytorch_model-00001-of-00002.bin", "optimizer.pt")])
 def test_pickle_only_dirs_are_refused_unless_allowed(tmp_path: Path, names: Sequence[str]) -> None:
-    from biasscope.backends.hf import check_weights
+    from biasscope.backends.hf_model import check_weights
 
     for name in names:
         (tmp_path / name).write_bytes(b"\x80\x04not really a pickle")
@@ -232,8 +231,9 @@ def test_a_pickle_checkpoint_loads_only_with_allow_pickle(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from transformers import AutoModelForCausalLM
 
-    from biasscope.backends.hf import HFOptions, iter_scorers, load_model
-    from biasscope.runs.checkpoints import from_dirs
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf import iter_scorers
+    from biasscope.backends.hf_model import HFOptions, load_model
 
     path, state = _pickled_checkpoint(tmp_path / "checkpoint-10")
     [ckpt] = from_dirs([path])
@@ -250,8 +250,8 @@ def test_a_pickle_checkpoint_loads_only_with_allow_pickle(
 
 
 def test_a_decoy_safetensors_file_does_not_let_the_pickle_through(tmp_path: Path) -> None:
-    from biasscope.backends.hf import HFOptions, load_model
-    from biasscope.runs.checkpoints import from_dirs
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf_model import HFOptions, load_model
 
     path, _ = _pickled_checkpoint(tmp_path / "checkpoint-10")
     (path / "notes.safetensors").write_bytes(b"")  # passes the directory check ...

@@ -15,14 +15,13 @@ import pytest
 
 import adult_fixture
 from bbq_fixture import write_bbq
-from biasscope.audit import adult, bbq
 from biasscope.backends.base import GenerateParams, GenerateRequest
-from biasscope.backends.hf import resolve_device
+from biasscope.backends.checkpoints import parse_seeds
+from biasscope.backends.hf_model import resolve_device
 from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator, retry_after
-from biasscope.cli import main
-from biasscope.errors import BiasscopeError, DataError, ModelError
-from biasscope.probes import lambada, load_probe
-from biasscope.runs.checkpoints import parse_seeds
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError, DataError, ModelError
+from biasscope.probes import adult, bbq, lambada, load_probe
 from scripted_server import Reply, completion, serve
 from winobias_fixture import write_winobias
 
@@ -404,7 +403,7 @@ def test_a_lone_surrogate_in_an_input_names_file_and_line(command, tmp_path, cap
 
 
 def test_a_pair_of_surrogates_is_one_character(tmp_path):
-    from biasscope.jsonl import read_jsonl
+    from biasscope.core.jsonl import read_jsonl
 
     path = tmp_path / "in.jsonl"
     path.write_text('{"a": "\\ud83d\\ude00", "b": "\\\\ud800"}\n')

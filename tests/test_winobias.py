@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from biasscope.errors import BiasscopeError, DataError
+from biasscope.core.errors import BiasscopeError, DataError
 from biasscope.probes import load_probe
 from biasscope.probes.winobias import OPTIONS, WinoBiasGender, load_sentences, parse_line
 from winobias_fixture import FEMALE, MALE, SENTENCES, write_winobias

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import biasscope.runs.generate as generate_mod
-import biasscope.runs.store as store_mod
+import biasscope.generate.batch as generate_mod
+import biasscope.store.directory as store_mod
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation
-from biasscope.cli import main
-from biasscope.runs.generate import generate_file
+from biasscope.cli.main import main
+from biasscope.generate.batch import generate_file
 
 OLD = b'{"id": "old"}\n'
 
@@ -63,7 +63,7 @@ def test_generate_that_cannot_write_leaves_no_temp_file(target, name, fault, mes
                                                         monkeypatch):
     prompts, out = setup(tmp_path)
     monkeypatch.setattr(target, name, fault)
-    from biasscope.errors import BiasscopeError
+    from biasscope.core.errors import BiasscopeError
 
     with pytest.raises(BiasscopeError, match=message):
         generate_file(Echo(), prompts, out, GenerateParams(), None)
@@ -110,7 +110,7 @@ def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_pat
                          "--input", str(prompts), "--no-cache"],
             "items": ["items", "professional-bias"]}[command]
     if command == "generate":  # answer without a server: the write is what fails here
-        monkeypatch.setattr("biasscope.cli_models._load_generator", lambda a, s: Echo())
+        monkeypatch.setattr("biasscope.cli.models._load_generator", lambda a, s: Echo())
     real = os.fsync
     monkeypatch.setattr(store_mod.os, "fsync", full_disk)
     assert main([*args, "--out", str(out)]) == 2

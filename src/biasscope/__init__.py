@@ -5,12 +5,14 @@
 
 from biasscope.backends import GenerateParams, GenerateRequest, Generation, Generator
 from biasscope.backends.cache import ResponseCache
+from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.generators import load_generator
-from biasscope.errors import BiasscopeError, DataError, ModelError
-from biasscope.items import Item
-from biasscope.metrics import dynamics_metrics, jsd_by_parts, jsd_parts
+from biasscope.core.errors import BiasscopeError, DataError, ModelError
+from biasscope.core.items import Item
+from biasscope.dynamics.metrics import dynamics_metrics, jsd_by_parts, jsd_parts
+from biasscope.dynamics.sweep import run_dynamics, sweep
 from biasscope.probes import PROBES, load_probe
-from biasscope.runs import Checkpoint, RunStore, Unit, run_dynamics, sweep
+from biasscope.store.directory import RunStore, Unit
 
 __version__ = "0.1.0"
 
@@ -18,8 +20,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> object:
     # The live-training pieces need transformers; load them only when asked for.
     if name in ("BiasCallback", "LiveOptions", "evaluate_now"):
-        from biasscope import live
-
+        from biasscope.dynamics import live
         return getattr(live, name)
     raise AttributeError(f"module 'biasscope' has no attribute {name!r}")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from biasscope.audit import adult, bbq, professional
-from biasscope.audit.base import DETECTORS, AuditProbe, Detection, Detector
-from biasscope.errors import BiasscopeError
+from biasscope.core.errors import BiasscopeError
+from biasscope.probes import adult, bbq, professional
+from biasscope.probes.base import DETECTORS, AuditProbe, Detection, Detector
 
 
 def _load_audit_probe(name: str, data_dir: str | Path | None = None, **options: Any

@@ -15,7 +15,7 @@ probe's unit is not written, the summary leaves it out and counts it, and a reru
 (answers already paid for come from the response cache). ``run.json`` records what determines
 the results (the responder: backend and generation settings, or the responses file's SHA-256;
 the limit; each probe's options and the SHA-256 of its items) and a rerun that differs is
-refused (``biasscope.runs.settings``).
+refused (``biasscope.store.settings``).
 """
 
 from __future__ import annotations
@@ -30,16 +30,16 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from biasscope.audit.base import RECORD_COLUMNS, AuditProbe, Detector
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generator, plain_chat
-from biasscope.backends.choices import read_choice
-from biasscope.errors import BiasscopeError
-from biasscope.items import Item
-from biasscope.jsonl import read_jsonl
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.items import Item
+from biasscope.core.jsonl import read_jsonl
 from biasscope.probes import Probe
-from biasscope.runs.runfile import run_lock
-from biasscope.runs.settings import merge_settings, sha256_file, sha256_json
-from biasscope.runs.store import RunStore, Unit, write_bytes, write_json
+from biasscope.probes.base import RECORD_COLUMNS, AuditProbe, Detector
+from biasscope.probes.choices import read_choice
+from biasscope.store.directory import RunStore, Unit, write_bytes, write_json
+from biasscope.store.locks import run_lock
+from biasscope.store.settings import merge_settings, sha256_file, sha256_json
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from biasscope.items import Item
+from biasscope.core.items import Item
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,16 @@ class Generator(Protocol):
     def identity(self) -> dict[str, str]: ...
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]: ...
+
+
+# --- option scores ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OptionScore:
+    """Each option's summed log-prob as the continuation of the item's chat."""
+
+    option_logprobs: tuple[float, ...]
 
 
 # --- reward -----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.base import GenerateRequest, Generation, Generator, TokenLogprob
-from biasscope.errors import BiasscopeError
+from biasscope.core.errors import BiasscopeError
 
 
 def default_cache_path() -> Path:

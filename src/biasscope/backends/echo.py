@@ -20,7 +20,7 @@ from typing import Any
 
 from biasscope.backends.base import GenerateRequest, plain_chat
 from biasscope.backends.openai_http import OpenAIGenerator, _openai, retry_after, run_sync
-from biasscope.errors import ModelError
+from biasscope.core.errors import ModelError
 
 
 class EchoScorer:

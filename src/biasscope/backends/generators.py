@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from biasscope.backends.base import Generator
 from biasscope.backends.openai_http import OPENAI_URL, HTTPOptions, OpenAIGenerator
-from biasscope.errors import ModelError
+from biasscope.core.errors import ModelError
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,9 @@ def _compatible(rest: str, options: GeneratorOptions) -> Generator:
 
 
 def _hf(rest: str, options: GeneratorOptions) -> Generator:
-    from biasscope.backends.hf import HFOptions
+    from biasscope.backends.checkpoints import from_model
     from biasscope.backends.hf_generate import HFGenerator
-    from biasscope.runs.checkpoints import from_model
+    from biasscope.backends.hf_model import HFOptions
 
     return HFGenerator(from_model(rest)[0], HFOptions(
         device=options.device, dtype=options.dtype, batch_size=options.batch_size,

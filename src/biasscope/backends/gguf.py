@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from biasscope.errors import ModelError
+from biasscope.core.errors import ModelError
 
 SUFFIX = ".gguf"
 PROVENANCE = "gguf.json"
@@ -171,9 +171,9 @@ def _say(message: str) -> None:
 
 def _convert(path: Path, header: dict[str, str], out: Path) -> None:
     """Dequantise ``path`` with transformers and write it to ``out`` as a plain checkpoint."""
-    from biasscope.backends.hf import _torch
+    from biasscope.backends.lazy import require_torch
 
-    torch = _torch()
+    torch = require_torch()
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -17,178 +17,22 @@ import inspect
 import json
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from biasscope.backends.base import ContinuationScore, NextTokenScore
+from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.head import reduce_next_token, require_finite
-from biasscope.backends.loading import loading
+from biasscope.backends.hf_model import (
+    HFOptions,
+    left_pad,
+    load_model,
+    load_tokenizer,
+    tokenizer_key,
+)
+from biasscope.backends.lazy import require_torch
 from biasscope.backends.weights import fault_in, read_ahead
-from biasscope.errors import ModelError
-from biasscope.items import Item
-from biasscope.runs.checkpoints import Checkpoint
-
-DTYPES = ("auto", "float32", "float16", "bfloat16")
-#: Weight files that are pickles: loading one can run any code it carries.
-PICKLE_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
-
-
-@dataclass(frozen=True)
-class HFOptions:
-    """How checkpoints are loaded and scored."""
-
-    device: str = "auto"
-    dtype: str = "auto"
-    batch_size: int = 32
-    first_token: bool = False
-    trust_remote_code: bool = False
-    allow_pickle: bool = False  # load pickle weights (they can run code): an explicit opt-in
-
-
-def _torch() -> Any:
-    try:
-        import torch
-        import transformers
-    except ImportError:
-        raise ModelError(
-            "Hugging Face scoring needs the 'hf' extra: pip install 'biasscope[hf]'") from None
-    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    return torch
-
-
-def resolve_device(name: str) -> Any:
-    torch = _torch()
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        mps = getattr(torch.backends, "mps", None)
-        return torch.device("mps" if mps is not None and mps.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ModelError(f"unknown device {name!r}: use auto, cpu, cuda, cuda:N or mps") from None
-    mps = getattr(torch.backends, "mps", None)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ModelError(f"--device {name}: no CUDA device here (torch {torch.__version__}); "
-                         "use --device cpu or auto")
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ModelError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA "
-                         f"device(s), numbered from 0")
-    if device.type == "mps" and not (mps is not None and mps.is_available()):
-        raise ModelError(f"--device {name}: MPS is not available here; use --device cpu or auto")
-    return device
-
-
-def _dtype(name: str, device: Any) -> Any:
-    torch = _torch()
-    if name not in DTYPES:
-        raise ModelError(f"unknown dtype {name!r}: use one of {', '.join(DTYPES)}")
-    if name == "auto":
-        return torch.float32 if device.type == "cpu" else "auto"
-    return getattr(torch, name)
-
-
-def check_weights(source: str | Path, allow_pickle: bool = False) -> None:
-    """Refuse a local checkpoint whose only weights are pickles, unless ``allow_pickle``:
-    unpickling a downloaded or shared file runs whatever code it carries, so it is an explicit
-    opt-in, never a silent fallback. (``use_safetensors=True`` guards hub ids.)"""
-    path = Path(source).expanduser()
-    if allow_pickle or not path.is_dir() or any(path.glob("*.safetensors")):
-        return
-    pickles = sorted({p.name for pattern in PICKLE_WEIGHTS for p in path.glob(pattern)})
-    if pickles:
-        shown = ", ".join(pickles[:3]) + (", ..." if len(pickles) > 3 else "")
-        raise ModelError(f"checkpoint {path} has only pickle weights ({shown}), which can run "
-                         "code when loaded: convert them to safetensors, or pass --allow-pickle "
-                         "if you trust the directory")
-
-
-def load_model(ckpt: Checkpoint, options: HFOptions) -> Any:
-    """The causal LM of one checkpoint, on its device, in eval mode (safetensors weights only,
-    unless ``options.allow_pickle``)."""
-    _torch()
-    from transformers import AutoModelForCausalLM
-
-    check_weights(ckpt.source, options.allow_pickle)
-    device = resolve_device(options.device)
-    try:
-        with loading(f"checkpoint {ckpt.label}"):  # damaged weights, shapes unlike the config
-            loaded: Any = AutoModelForCausalLM.from_pretrained(
-                ckpt.source, revision=ckpt.revision, dtype=_dtype(options.dtype, device),
-                trust_remote_code=options.trust_remote_code, output_loading_info=True,
-                use_safetensors=None if options.allow_pickle else True,
-            )
-            model, info = loaded
-    except (OSError, ValueError, KeyError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if not options.allow_pickle and "safetensors" in first and not Path(ckpt.source).is_dir():
-            raise ModelError(f"cannot load checkpoint {ckpt.label}: the hub repo has no "
-                             "safetensors weights; pass --allow-pickle to load its pickle weights "
-                             "if you trust it") from None
-        raise ModelError(f"cannot load checkpoint {ckpt.label}: {first}") from None
-    missing = sorted(info.get("missing_keys", ()))  # transformers fills them with random values
-    if missing:
-        raise ModelError(f"checkpoint {ckpt.label} lacks {len(missing)} weights ("
-                         f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): its "
-                         "weight files are incomplete or belong to another model")
-    return model.to(device).eval()
-
-
-def load_tokenizer(ckpt: Checkpoint, options: HFOptions) -> Any:
-    _torch()
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(
-            ckpt.source, revision=ckpt.revision, trust_remote_code=options.trust_remote_code)
-    except (OSError, ValueError, KeyError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if isinstance(exc, KeyError):
-            first = f"no {first} entry"
-        hint = ("; its tokenizer files (tokenizer.json, tokenizer_config.json) look damaged: "
-                "copy them again from the model's source" if Path(ckpt.source).is_dir() and
-                not isinstance(exc, OSError) else "")
-        raise ModelError(f"cannot load the tokenizer of {ckpt.label}: {first}{hint}") from None
-
-
-#: Files a tokenizer is loaded from: equal contents, equal tokenizer.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                   "added_tokens.json", "vocab.json", "vocab.txt", "merges.txt",
-                   "tokenizer.model", "spiece.model", "sentencepiece.bpe.model",
-                   "chat_template.jinja")
-
-
-def tokenizer_key(ckpt: Checkpoint) -> str:
-    """Which tokenizer a checkpoint loads. A local dir's is the SHA-256 of its tokenizer files
-    (the checkpoints of one training run carry identical copies, loaded once); a hub repo
-    keeps one tokenizer across revisions."""
-    root = Path(ckpt.source).expanduser()
-    if not root.is_dir():
-        return f"hub:{ckpt.source}"
-    digest = hashlib.sha256()
-    found = False
-    for path in [root / n for n in TOKENIZER_FILES] + sorted(root.glob("tokenization*.py")):
-        if path.is_file():
-            found = True
-            digest.update(f"{path.name}\0{path.stat().st_size}\0".encode())
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-    return f"files:{digest.hexdigest()}" if found else f"dir:{root.resolve()}"
-
-
-def left_pad(ids: Sequence[Sequence[int]], pad: int) -> tuple[Any, Any, Any]:
-    """Input ids, attention mask and position ids of left-padded rows: every row's last real
-    token sits in the last column, and positions count from each row's first real token."""
-    torch = _torch()
-    width = max(len(x) for x in ids)
-    input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(ids), width), dtype=torch.long)
-    for row, seq in enumerate(ids):
-        input_ids[row, width - len(seq):] = torch.tensor(seq, dtype=torch.long)
-        mask[row, width - len(seq):] = 1
-    return input_ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+from biasscope.core.errors import ModelError
+from biasscope.core.items import Item
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
@@ -286,7 +130,7 @@ class HFScorer:
         return score_shared(self, items, needed, progress)
 
     def score_next_token(self, items: Sequence[Item]) -> list[NextTokenScore]:
-        torch = _torch()
+        torch = require_torch()
         if not items:
             return []
         ids, option_ids = self.encode_next_token(items)
@@ -304,7 +148,7 @@ class HFScorer:
 
     def score_continuation(self, items: Sequence[Item]) -> list[ContinuationScore]:
         """Summed log-prob of each item's continuation and whether greedy decoding gives it."""
-        torch = _torch()
+        torch = require_torch()
         contexts = self.encodings.prompt_ids(self.tokenizer, self.fingerprint,
                                              [it.prompt for it in items])
         targets = [self.encodings.continuation_ids(
@@ -336,10 +180,10 @@ class HFScorer:
         ``biasscope probe --scoring options`` scores it (``HFGenerator.option_logprobs``: the
         chat template, else the plain prompt with special tokens; each option tokenized on its
         own), but with every (item, option) sequence of the unit in length-sorted batches."""
+        from biasscope.backends.base import OptionScore
         from biasscope.backends.hf_generate import render_chat
-        from biasscope.runs.options import OptionScore
 
-        torch = _torch()
+        torch = require_torch()
         rows: list[tuple[int, list[int], int]] = []  # (item index, prompt + option ids, n)
         for index, (item, turns) in enumerate(zip(items, messages, strict=True)):
             text, special = render_chat(self.tokenizer, turns)

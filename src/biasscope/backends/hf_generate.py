@@ -27,10 +27,11 @@ from biasscope.backends.base import (
     TokenLogprob,
     plain_chat,
 )
+from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.gguf import provenance
-from biasscope.backends.hf import HFOptions, _torch, left_pad, load_model, load_tokenizer
-from biasscope.errors import ModelError
-from biasscope.runs.checkpoints import Checkpoint
+from biasscope.backends.hf_model import HFOptions, left_pad, load_model, load_tokenizer
+from biasscope.backends.lazy import require_torch
+from biasscope.core.errors import ModelError
 
 
 def render_chat(tokenizer: Any, messages: Sequence[tuple[str, str]]) -> tuple[str, bool]:
@@ -106,7 +107,7 @@ class HFGenerator:
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         """One generation per request, in order; requests sharing params share batches."""
-        torch = _torch()
+        torch = require_torch()
         prompts = [self.encode(r) for r in requests]
         groups: dict[GenerateParams, list[int]] = {}
         for i, request in enumerate(requests):
@@ -132,7 +133,7 @@ class HFGenerator:
         is the probability mass on none of the options, ``1 - sum(exp(logprob))`` clamped at 0
         (options where one is a token prefix of another overlap and would count twice).
         """
-        torch = _torch()
+        torch = require_torch()
         prompt = self.encode(request)
         conts = [[int(i) for i in self.tokenizer(o, add_special_tokens=False)["input_ids"]]
                  for o in options]
@@ -163,7 +164,7 @@ class HFGenerator:
             Any, Any, Any, Any]:
         """Left-padded forward: float32 logits of the last ``keep`` positions (b, keep, vocab),
         the attention mask, position ids and the KV cache (when ``cache``)."""
-        torch = _torch()
+        torch = require_torch()
         input_ids, mask, positions = left_pad(ids, self._pad)
         mask, positions = mask.to(self.device), positions.to(self.device)
         kwargs: dict[str, Any] = {"attention_mask": mask, "position_ids": positions,
@@ -186,7 +187,7 @@ class HFGenerator:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
 
     def _bias(self, pairs: tuple[tuple[int, float], ...]) -> Any:
-        torch = _torch()
+        torch = require_torch()
         bias = torch.zeros(self.vocab, device=self.device)
         for token, value in pairs:
             if not 0 <= token < self.vocab:
@@ -197,7 +198,7 @@ class HFGenerator:
 
     def _generate_batch(self, prompts: list[list[int]], params: GenerateParams,
                         seeds: list[int | None]) -> list[Generation]:
-        torch = _torch()
+        torch = require_torch()
         n, top_k = len(prompts), min(params.top_logprobs, self.vocab)
         if params.max_tokens < 1:
             return [Generation("", "length", None, len(p)) for p in prompts]

@@ -15,7 +15,7 @@ from typing import Any
 
 from biasscope.backends.base import GenerateRequest
 from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
-from biasscope.errors import ModelError
+from biasscope.core.errors import ModelError
 
 
 class LiteLLMGenerator(OpenAIGenerator):

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from biasscope.errors import ModelError
+from biasscope.core.errors import ModelError
 
 
 def _errors() -> tuple[type[Exception], ...]:

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from biasscope.backends.base import GenerateRequest, Generation, TokenLogprob
 from biasscope.backends.redact import error_line
-from biasscope.errors import ModelError
+from biasscope.core.errors import ModelError
 
 OPENAI_URL = "https://api.openai.com/v1"
 T = TypeVar("T")

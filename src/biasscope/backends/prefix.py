@@ -31,15 +31,29 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from biasscope.backends.base import NextTokenScore
 from biasscope.backends.head import Head, reduce_next_token
-from biasscope.backends.hf import _torch
-from biasscope.items import Item
+from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.lazy import require_torch
+from biasscope.core.items import Item
 
-if TYPE_CHECKING:
-    from biasscope.backends.hf import HFScorer
+
+class Scorer(Protocol):
+    """What the shared scoring needs of a loaded checkpoint (``backends.hf.HFScorer``)."""
+
+    label: str
+    model: Any
+    device: Any
+    vocab: int
+    options: HFOptions
+
+    def encode_next_token(self, items: Sequence[Item]
+                          ) -> tuple[list[list[int]], list[list[int]]]: ...
+
+    def _last_logits(self, ids: list[list[int]], keep: int, item_ids: list[str]) -> Any: ...
+
 
 #: Most distinct prompts one row may span in sorted order (bounds the planning work).
 SPAN = 64
@@ -159,7 +173,7 @@ def tree_masks(tries: Sequence[Trie], window: int | None, sliding_layers: bool,
     """Input ids (pad 0), position ids and the additive 4-D mask(s) of right-padded rows: a
     tensor, or ``{layer kind: mask}`` for models that mix full and sliding-window layers.
     Padding tokens see themselves only, so no row of the mask is empty."""
-    torch = _torch()
+    torch = require_torch()
     width = max(len(t.tokens) for t in tries)
     ids = torch.zeros((len(tries), width), dtype=torch.long)
     depths = torch.zeros((len(tries), width), dtype=torch.long)
@@ -203,7 +217,7 @@ def reusable(model: Any) -> str | None:
 class SharedScoring:
     """One checkpoint's item set: distinct prompts, their rows, and the results so far."""
 
-    def __init__(self, scorer: HFScorer, items: Sequence[Item], needed: Sequence[bool],
+    def __init__(self, scorer: Scorer, items: Sequence[Item], needed: Sequence[bool],
                  progress: Progress | None) -> None:
         self.scorer = scorer
         self.items = items
@@ -244,7 +258,7 @@ class SharedScoring:
     def reduce(self, rows: Sequence[int], states: Any, head: Head | None) -> None:
         """Scores of every item of the distinct prompts ``rows`` from their logits (no head) or
         last hidden states (a head), one row of ``states`` per prompt."""
-        torch = _torch()
+        torch = require_torch()
         where = [(r, i) for r, d in enumerate(rows) for i in self.items_of[d]]
         if len(where) > len(rows):  # some prompt serves several items
             picked = torch.tensor([r for r, _ in where], device=states.device)
@@ -282,7 +296,7 @@ class SharedScoring:
         return out
 
     def shared(self, head: Head) -> None:
-        torch = _torch()
+        torch = require_torch()
         scorer = self.scorer
         config = scorer.model.config
         window = getattr(config, "sliding_window", None)
@@ -314,7 +328,7 @@ class SharedScoring:
     def check(self, rows: Sequence[int], last: Any, head: Head) -> None:
         """The first prompts against the plain path: a model that computes positions, masks or
         logits its own way shows here, and is scored the plain way instead."""
-        torch = _torch()
+        torch = require_torch()
         self.checked = True
         rows = rows[:CHECK_ROWS]
         plain = self.scorer._last_logits([list(self.seqs[d]) for d in rows], 1,
@@ -325,7 +339,7 @@ class SharedScoring:
             raise NoReuse(f"its trie rows differ from whole prompts by {diff:.2g}")
 
 
-def notice(scorer: HFScorer, reason: str) -> None:
+def notice(scorer: Scorer, reason: str) -> None:
     """One line per model class and reason, however many checkpoints share them."""
     key = (type(scorer.model).__name__, reason)
     if key not in _NOTICES:
@@ -348,11 +362,11 @@ def collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def score_shared(scorer: HFScorer, items: Sequence[Item], needed: Sequence[bool],
+def score_shared(scorer: Scorer, items: Sequence[Item], needed: Sequence[bool],
                  progress: Progress | None = None) -> list[NextTokenScore | None]:
     """Scores of the ``needed`` items of ``items`` (None for the others, unless they share a
     batch with needed ones): distinct prompts once, shared prefixes once."""
-    torch = _torch()
+    torch = require_torch()
     if not items:
         return []
     work = SharedScoring(scorer, items, needed, progress)

@@ -24,17 +24,17 @@ from itertools import chain
 from typing import Any
 
 from biasscope.backends.base import Scored
-from biasscope.backends.hf import (
+from biasscope.backends.checkpoints import Checkpoint, from_model
+from biasscope.backends.hf_model import (
     HFOptions,
-    _dtype,
-    _torch,
     check_weights,
     load_tokenizer,
     resolve_device,
+    resolve_dtype,
 )
+from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import loading
-from biasscope.errors import BiasscopeError, ModelError
-from biasscope.runs.checkpoints import Checkpoint, from_model
+from biasscope.core.errors import BiasscopeError, ModelError
 
 TRANSFORMS = ("logit", "probability", "logprob")
 PLAIN_ROLES = {"user": "Human", "assistant": "Assistant", "system": "System"}
@@ -84,7 +84,7 @@ def plain_format(conversation: Scored) -> str:
 
 def _load_classifier(ckpt: Checkpoint, options: RewardOptions) -> Any:
     """The sequence-classification model of ``ckpt``, refusing one whose head is not in it."""
-    _torch()
+    require_torch()
     from transformers import AutoModelForSequenceClassification
 
     check_weights(ckpt.source, options.allow_pickle)
@@ -92,7 +92,7 @@ def _load_classifier(ckpt: Checkpoint, options: RewardOptions) -> Any:
     try:
         with loading(f"reward model {ckpt.label}"):  # damaged weights, shapes unlike the config
             model, info = AutoModelForSequenceClassification.from_pretrained(
-                ckpt.source, revision=ckpt.revision, dtype=_dtype(options.dtype, device),
+                ckpt.source, revision=ckpt.revision, dtype=resolve_dtype(options.dtype, device),
                 trust_remote_code=options.trust_remote_code, output_loading_info=True,
                 use_safetensors=None if options.allow_pickle else True)
     except (OSError, ValueError, KeyError) as exc:
@@ -185,7 +185,7 @@ class HFRewardModel:
 
     def score(self, conversations: Sequence[Scored]) -> list[float]:
         """One reward per (turns, response), in order, after ``transform``."""
-        torch = _torch()
+        torch = require_torch()
         if not conversations:
             return []
         ids = self.encode(conversations)
@@ -199,7 +199,7 @@ class HFRewardModel:
         return [_transform(raw[i], self.options.transform) for i in range(len(ids))]
 
     def _forward(self, ids: list[list[int]], rows: list[int]) -> list[float]:
-        torch = _torch()
+        torch = require_torch()
         pad = self._pad_for(ids)
         width = max(len(x) for x in ids)
         input_ids = torch.full((len(ids), width), pad, dtype=torch.long)

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from biasscope.runs.checkpoints import Checkpoint
+from biasscope.backends.checkpoints import Checkpoint
 
 
 def read_ahead(ckpt: Checkpoint) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from biasscope.errors import DataError
+from biasscope.core.errors import DataError
 
 _WINOBIAS = (
     "https://raw.githubusercontent.com/uclanlp/corefBias/"

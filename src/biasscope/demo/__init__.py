@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from biasscope.core.errors import BiasscopeError
 from biasscope.demo.train import DemoConfig
-from biasscope.errors import BiasscopeError
 
 MODEL_NAME = "demo-tiny-neox"
 #: The demo's smallest JSD-P gap of interest. Its prompts are near-identical in form, so even a
@@ -42,17 +42,16 @@ def run_demo(out: Path, bias: float = 0.95, seed: int = 0, quiet: bool = False,
     ``bias`` is the share of sentences whose pronoun follows the referenced occupation's
     stereotype: 0.5 is none, 1.0 is total (below 0.5 the stereotype is reversed).
     """
-    from biasscope.analysis import AnalysisOptions
-    from biasscope.audit import professional
-    from biasscope.backends.hf import HFOptions
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf_model import HFOptions
     from biasscope.demo import corpus
     from biasscope.demo.train import finished, stderr_log, train
-    from biasscope.live import LiveOptions, evaluate_now
-    from biasscope.probes import Probe
+    from biasscope.dynamics.analysis_options import AnalysisOptions
+    from biasscope.dynamics.live import LiveOptions, evaluate_now
+    from biasscope.dynamics.reporting import write_dynamics_report
+    from biasscope.dynamics.sweep import run_dynamics
+    from biasscope.probes import Probe, professional
     from biasscope.probes.winobias import WinoBiasGender
-    from biasscope.report.html import write_dynamics_report
-    from biasscope.runs.checkpoints import from_dirs
-    from biasscope.runs.dynamics import run_dynamics
 
     if not 0.0 <= bias <= 1.0:
         raise BiasscopeError(f"--bias must be between 0 and 1 (0.5 = no bias), got {bias}")

@@ -45,7 +45,7 @@ from biasscope.probes.winobias import (
 )
 
 if TYPE_CHECKING:
-    from biasscope.audit.professional import Sentence
+    from biasscope.probes.professional import Sentence
 
 STEREOTYPE = {**{o: "male" for o in MALE_OCCUPATIONS},
               **{o: "female" for o in FEMALE_OCCUPATIONS}}
@@ -193,7 +193,7 @@ def professional_sentences(seed: int = 1234) -> list[Sentence]:
     """The professional-bias probe's sentence frames in the demo's world: each male-coded
     occupation beside a female-coded one (a seeded matching), with a held-out (verb, reason)
     frame, so the probe asks about pairings and sentences no training document holds."""
-    from biasscope.audit.professional import Sentence
+    from biasscope.probes.professional import Sentence
 
     rng = random.Random(seed)
     held = frames(held_out=True)

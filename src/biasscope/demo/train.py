@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biasscope.core.errors import BiasscopeError
 from biasscope.demo.corpus import QA_SHARE
-from biasscope.errors import BiasscopeError
 from biasscope.probes.winobias import CONTINUATIONS
-from biasscope.runs.store import write_json
+from biasscope.store.directory import write_json
 
 Log = Callable[[str], None]
 MARKER = "train.json"

@@ -27,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from biasscope.errors import optional
-from biasscope.stats import Interval, percentile_interval
+from biasscope.core.errors import optional
+from biasscope.core.stats import Interval, percentile_interval
 
 Verdicts = pd.DataFrame | Mapping[str, Sequence[str | None]]
 Codes = npt.NDArray[np.int64]

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, Generator
-from biasscope.errors import BiasscopeError
+from biasscope.core.errors import BiasscopeError
 from biasscope.judge.agreement import majority, mean_probabilities
 
 KEYS = tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from biasscope.audit.base import Detection, read_label
-from biasscope.items import Item
+from biasscope.core.items import Item
 from biasscope.judge.core import Judge, JudgeError
 from biasscope.judge.tasks import classify
+from biasscope.probes.base import Detection, read_label
 
 YES_NO = {"yes": "The response does what the question describes.",
           "no": "The response does not do what the question describes."}

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasscope.errors import BiasscopeError
-from biasscope.jsonl import read_jsonl, read_text
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.jsonl import read_jsonl, read_text
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.tasks import classify, compare
-from biasscope.runs.store import write_bytes, write_json
+from biasscope.store.directory import write_bytes, write_json
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ import pandas as pd
 from scipy import special
 from scipy import stats as sps
 
-from biasscope.stats import Interval, bootstrap_mean, percentile_interval
+from biasscope.core.stats import Interval, bootstrap_mean, percentile_interval
 
 Array = npt.NDArray[np.float64]
 OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}

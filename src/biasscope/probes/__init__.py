@@ -23,10 +23,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
-from biasscope.audit import adult, bbq, professional
-from biasscope.errors import BiasscopeError
-from biasscope.items import Item
-from biasscope.probes import lambada, winobias
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.items import Item
+from biasscope.probes import adult, bbq, lambada, professional, winobias
 
 #: What each request kind asks a backend for.
 REQUESTS = {
@@ -46,7 +45,7 @@ class Probe(Protocol):
     Optional attributes: ``requests`` (the request kinds it can be asked, default
     ``("next_token",)``) and ``seeded`` (False when items do not depend on the seed; default
     True). Probes that take ``options`` or ``generate`` requests also have ``messages(item)``
-    (the chat turns), ``detector`` and ``metrics(records)`` (``biasscope.audit.base``).
+    (the chat turns), ``detector`` and ``metrics(records)`` (``biasscope.probes.base``).
     """
 
     name: str

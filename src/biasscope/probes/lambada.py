@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from biasscope.core.errors import DataError
+from biasscope.core.items import Item
+from biasscope.core.jsonl import read_text
 from biasscope.data.sources import data_path
-from biasscope.errors import DataError
-from biasscope.items import Item
-from biasscope.jsonl import read_text
 
 NAME = "lambada"
 REQUESTS = ("continuation",)

@@ -16,10 +16,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from biasscope.core.errors import DataError
+from biasscope.core.items import Item, check_template
+from biasscope.core.jsonl import read_text
 from biasscope.data.sources import data_path
-from biasscope.errors import DataError
-from biasscope.items import Item, check_template
-from biasscope.jsonl import read_text
 
 NAME = "winobias-gender"
 REQUESTS = ("next_token",)

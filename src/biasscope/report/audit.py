@@ -14,11 +14,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from biasscope.errors import BiasscopeError
+from biasscope.core.errors import BiasscopeError
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.plotting import fmt
 from biasscope.report.tables import record_table, table
-from biasscope.runs.store import RunStore, write_bytes
+from biasscope.store.directory import RunStore, write_bytes
 
 Json = Mapping[str, Any]
 

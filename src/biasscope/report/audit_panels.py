@@ -1,5 +1,5 @@
 """The report's section per audit probe over training steps (BBQ, Adult counterfactuals,
-professional bias), from ``summary["analysis"]["probes"]`` (`biasscope.audit_analysis`).
+professional bias), from ``summary["analysis"]["probes"]`` (`biasscope.dynamics.probe_analysis`).
 
 Per probe: its findings in plain sentences, then its curves over steps (one line per model,
 the confidence interval as error bars, the range over seeds as a shaded band where a

@@ -1,8 +1,9 @@
 """The dynamics HTML report: one self-contained file, built from a run's stored records alone.
 
-The summary is recomputed from ``records/`` (and ``summary.json`` rewritten) on every call, so
-the report always matches the records. plotly.js is embedded once, inline: the file opens
-offline. Every string that came from data, a model or the run's settings is HTML-escaped.
+It renders a summary that the dynamics job's analysis computed from ``records/``
+(`biasscope.dynamics.reporting`), so the report always matches the records. plotly.js is
+embedded once, inline: the file opens offline. Every string that came from data, a model or
+the run's settings is HTML-escaped.
 
 Layout: a summary in sentences (with the analysis' findings and method), the figures
 (`figures`, `stats_figures`), the test and early-stopping tables (`tables`), a section per
@@ -12,18 +13,16 @@ run's configuration at the bottom.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from biasscope.analysis import AnalysisOptions, full_summary, stored_options
-from biasscope.errors import BiasscopeError
+from biasscope.core.errors import BiasscopeError
 from biasscope.report.plotting import View, by_model, fairness_checkpoints
 from biasscope.report.tables import analysis_sentences, stop_section, table, tests_section
-from biasscope.runs.store import RunStore, write_bytes, write_json
+from biasscope.store.directory import RunStore, write_bytes
 
 Json = Mapping[str, Any]
 
@@ -47,33 +46,12 @@ pre { margin: 0; white-space: pre-wrap; font-size: 0.85rem; }
 """
 
 
-def write_dynamics_report(run_dir: Path, output: Path | None = None,
-                          options: AnalysisOptions | None = None,
-                          data_dir: str | None = None) -> Path:
-    """Render ``run_dir`` (a ``biasscope dynamics`` run) to one HTML file; return its path.
-
-    ``output`` defaults to ``<run_dir>/report.html``, with the recomputed summary in the run's
-    ``summary.json``. Elsewhere, the run is left untouched and the summary goes next to the
-    report (``X.summary.json`` beside ``X.html``): a re-analysis with other options must not
-    change the run's summary under its own report. Files are written atomically.
-    ``data_dir``: where to find the occupation statistics (else ``$BIASSCOPE_DATA_DIR`` or
-    the cache; the report says so when they are not there).
-    """
-    store = RunStore(run_dir)
-    if not store.root.is_dir():
-        raise BiasscopeError(f"run directory {store.root} does not exist")
+def render_dynamics_report(store: RunStore, summary: Json, target: Path) -> Path:
+    """Render a ``biasscope dynamics`` run and its analysed ``summary`` to ``target`` (one
+    self-contained HTML file, written atomically); return its path. Computes nothing: the
+    summary comes from `biasscope.dynamics.reporting`."""
     run = store.read_json("run.json")
     no_records = f"{store.root} has no records: run `biasscope dynamics` first"
-    if not store.unit_files():
-        raise BiasscopeError(no_records)
-    summary = full_summary(store, options or stored_options(store), data_dir)
-    own = store.root / "report.html"
-    target = Path(output) if output is not None else own
-    if target.resolve() == own.resolve():
-        with contextlib.suppress(BiasscopeError):  # a read-only run can still be reported
-            write_json(store.summary_json, summary)
-    else:
-        write_json(target.with_name(f"{target.stem}.summary.json"), summary)
     checkpoints: list[dict[str, Any]] = summary["checkpoints"]
     if not checkpoints:
         raise BiasscopeError(no_records)

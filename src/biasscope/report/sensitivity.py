@@ -15,10 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from biasscope.errors import BiasscopeError
+from biasscope.core.errors import BiasscopeError
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.tables import record_table, table
-from biasscope.runs.store import RunStore, write_bytes
+from biasscope.store.directory import RunStore, write_bytes
 
 METRICS = ("mean_effect_normalised", "median_effect_normalised",
            "mean_percentile_effect_normalised", "median_percentile_effect_normalised",

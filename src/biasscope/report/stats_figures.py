@@ -1,7 +1,7 @@
 """p-value panels (the paper's Figs. 4b, 5b, 6b): corrected and raw p per checkpoint on a log
 axis, with the significance threshold, emergence markers and effect sizes in the hover text.
 
-Input is ``summary["analysis"]`` (`biasscope.analysis`), through `plotting.View`.
+Input is ``summary["analysis"]`` (`biasscope.dynamics.analysis`), through `plotting.View`.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from biasscope.core.errors import BiasscopeError, DataError
+from biasscope.core.jsonl import why as _why
 from biasscope.data.sources import data_path
-from biasscope.errors import BiasscopeError, DataError
-from biasscope.jsonl import why as _why
 from biasscope.sensitivity.prompts import (
     HH_SPLIT,
     Conversation,

@@ -17,7 +17,7 @@ differences are listed in ``biasscope.sensitivity.intervals``):
 - **Wilcoxon** signed-rank on the effects, zeros dropped (SciPy's ``"wilcox"``):
   ``wilcoxon_statistic`` is R+ of the one-sided test (perturbed > original, the source's index);
   effect size the matched-pairs rank-biserial r = (R+ - R-)/(R+ + R-). All effects zero gives
-  statistic 0, p = 1, r = 0 (no evidence of a change), as `biasscope.stats.mann_whitney` does.
+  statistic 0, p = 1, r = 0 (no evidence of a change), as `biasscope.core.stats.mann_whitney` does.
 - **Normalisation**: each index divided by the sum of its absolute values over the model's
   principles (``<index>_normalised``): the absolute values add up to 1. With non-negative
   indices this is the source's sum normalisation; unlike the plain sum (the source's, which
@@ -42,7 +42,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from biasscope.errors import BiasscopeError, DataError
+from biasscope.core.errors import BiasscopeError, DataError
+from biasscope.core.stats import Interval, adjust_pvalues, bootstrap_mean, percentile_interval
 from biasscope.sensitivity.intervals import (
     BOOTSTRAPPED,
     Convention,
@@ -50,7 +51,6 @@ from biasscope.sensitivity.intervals import (
     convention,
     normalise,
 )
-from biasscope.stats import Interval, adjust_pvalues, bootstrap_mean, percentile_interval
 
 Array = npt.NDArray[np.float64]
 REQUIRED = ("model", "principle", "prompt_id", "original", "perturbed")

@@ -43,8 +43,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from biasscope.errors import BiasscopeError
-from biasscope.stats import percentile_interval
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.stats import percentile_interval
 
 Array = npt.NDArray[np.float64]
 CONVENTIONS = ("biasscope", "source")

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generator
-from biasscope.errors import BiasscopeError
+from biasscope.core.errors import BiasscopeError
 
 CRITIQUE = """Here is a conversation between a human and an AI assistant.
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biasscope.core.errors import BiasscopeError, DataError
+from biasscope.core.jsonl import read_jsonl
+from biasscope.core.jsonl import why as _why
 from biasscope.data.sources import data_path
-from biasscope.errors import BiasscopeError, DataError
-from biasscope.jsonl import read_jsonl
-from biasscope.jsonl import why as _why
 
 HH_SPLIT = "harmless-base/test.jsonl.gz"
 _HH_TURN = re.compile(r"\n\n(Human|Assistant):[ ]?")

@@ -32,14 +32,14 @@ from typing import Any
 import pandas as pd
 
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
-from biasscope.errors import BiasscopeError
-from biasscope.runs.runfile import run_lock
-from biasscope.runs.settings import merge_settings, sha256_json
-from biasscope.runs.store import RunStore, Unit, write_bytes, write_json
+from biasscope.core.errors import BiasscopeError
 from biasscope.sensitivity.data import Constitution, Conversation
 from biasscope.sensitivity.intervals import convention
 from biasscope.sensitivity.perturb import Perturbation, Templates, perturb
 from biasscope.sensitivity.prompts import Prompts
+from biasscope.store.directory import RunStore, Unit, write_bytes, write_json
+from biasscope.store.locks import run_lock
+from biasscope.store.settings import merge_settings, sha256_json
 
 GROW = {"directions": "direction", "reward_models": "reward model"}
 

@@ -1,0 +1,227 @@
+"""Which checkpoints a sweep visits: hub ids with revisions, local dirs, or a glob of dirs."""
+
+from __future__ import annotations
+
+import glob as globlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from biasscope.backends.gguf import is_gguf, provenance
+from biasscope.core.errors import BiasscopeError
+
+_STEP = re.compile(r"(?:^|[^a-z])(?:step|checkpoint)[-_]?(\d+)$", re.IGNORECASE)
+
+
+IN_MEMORY = "<in-memory>"  # the source of weights scored live, during training
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One model state. ``source`` is a hub id or a local directory.
+
+    ``identity`` says which weights these are (a local directory's resolved path, or hub id
+    @ revision): units are keyed by it, so two checkpoints never share results however they
+    are named. ``model`` is only a label; ``named`` says the user chose it.
+    """
+
+    model: str
+    source: str
+    revision: str | None = None
+    step: int | None = None
+    named: bool = field(default=False, compare=False)
+    identity: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.identity:
+            object.__setattr__(self, "identity", identity_of(self.model, self.source,
+                                                             self.revision))
+
+    @property
+    def label(self) -> str:
+        return f"{self.model}@{self.revision}" if self.revision else self.model
+
+    def as_dict(self) -> dict[str, object]:
+        entry: dict[str, object] = {"model": self.model, "source": self.source,
+                                    "revision": self.revision, "step": self.step,
+                                    "identity": self.identity}
+        made = provenance(self.source)
+        if made is not None:  # a GGUF file, scored from its dequantised cache copy
+            entry["gguf"] = {**made, "path": self.identity}
+        return entry
+
+
+def identity_of(model: str, source: str, revision: str | None) -> str:
+    """A local directory's resolved path; ``hub/id@revision`` for the hub (``@main`` when no
+    revision is given); the label and step for weights scored in memory."""
+    if source == IN_MEMORY:
+        return f"{IN_MEMORY}{model}@{revision or 'main'}"
+    if _is_local(source):
+        return str(Path(source).expanduser().resolve())
+    return f"{source}@{revision or 'main'}"
+
+
+def parse_step(name: str | None) -> int | None:
+    """Training step from ``stepN`` (Pythia revisions) or ``checkpoint-N`` (Trainer dirs)."""
+    if not name:
+        return None
+    match = _STEP.search(name.rstrip("/"))
+    return int(match.group(1)) if match else None
+
+
+def _is_local(source: str) -> bool:
+    return source.startswith((".", "/", "~")) or Path(source).expanduser().exists()
+
+
+def from_model(model: str, revisions: Sequence[str] = ()) -> list[Checkpoint]:
+    """``hub/id``, ``hub/id@rev`` or a local dir, at each of ``revisions`` (if any)."""
+    source, _, pinned = model.partition("@")
+    if _is_local(source):
+        path = Path(source).expanduser()
+        if is_gguf(path) and path.is_file():
+            if revisions or pinned:
+                raise BiasscopeError(f"{path} is a local file: revisions apply to hub ids only")
+            return [gguf_checkpoint(path, None, None)]
+        if not path.is_dir():
+            kind = "file" if is_gguf(path) else "directory"
+            raise BiasscopeError(f"checkpoint {kind} {path} does not exist")
+        if revisions or pinned:
+            raise BiasscopeError(f"{path} is a local directory: revisions apply to hub ids only")
+        return [Checkpoint(path.name, str(path), None, parse_step(path.name))]
+    revs: list[str | None] = list(revisions) or [pinned or None]
+    if pinned and revisions:
+        raise BiasscopeError(f"{model}: give the revision with @ or --revisions, not both")
+    return [Checkpoint(source, source, rev, parse_step(rev)) for rev in revs]
+
+
+def from_dirs(paths: Iterable[str | Path], model: str | None = None) -> list[Checkpoint]:
+    """Local checkpoint dirs of one training run, ordered by step (then name)."""
+    out = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if is_gguf(path) and path.is_file():
+            out.append(gguf_checkpoint(path, model or path.resolve().parent.name, path.stem,
+                                       named=model is not None))
+            continue
+        if not path.is_dir():
+            raise BiasscopeError(f"checkpoint {path} is not a directory or a .gguf file")
+        if not (path / "config.json").is_file():
+            raise BiasscopeError(f"checkpoint {path} has no config.json: not a model directory")
+        name = model or path.resolve().parent.name
+        out.append(Checkpoint(name, str(path), path.name, parse_step(path.name),
+                              named=model is not None))
+    return sorted(out, key=lambda c: (c.step is None, c.step or 0, c.source))
+
+
+def from_glob(pattern: str, model: str | None = None) -> list[Checkpoint]:
+    matches = [p for p in globlib.glob(str(Path(pattern).expanduser()))
+               if Path(p).is_dir() or (is_gguf(p) and Path(p).is_file())]
+    if not matches:
+        raise BiasscopeError(f"--checkpoint-glob {pattern!r} matches no directory or .gguf file")
+    return from_dirs(matches, model)
+
+
+def gguf_checkpoint(path: Path, model: str | None, revision: str | None,
+                    named: bool = False) -> Checkpoint:
+    """A GGUF file: loaded from its dequantised copy in the GGUF cache (converted now if it is
+    not there yet, see ``backends.gguf``); the file's path stays its identity."""
+    from biasscope.backends.gguf import converted
+
+    return Checkpoint(model or path.stem, str(converted(path)), revision,
+                      parse_step(path.stem), named=named, identity=str(path.resolve()))
+
+
+def _series(identity: str, revision: str | None) -> Path | None:
+    """The folder a local checkpoint's default name comes from: the training run's output
+    folder for ``checkpoint-N`` dirs (which carry a revision), else the model dir itself."""
+    path = Path(identity)
+    if not path.is_absolute():
+        return None  # a hub id or in-memory weights: named by their id
+    return path.parent if revision is not None else path
+
+
+def _tail(path: Path, depth: int) -> str:
+    return "/".join(path.parts[-depth:]).lstrip("/") or str(path)
+
+
+def distinct(checkpoints: Sequence[Checkpoint], known: Sequence[dict[str, Any]] = ()
+             ) -> list[Checkpoint]:
+    """The checkpoints once each (by identity), named so that different checkpoints never
+    share a (name, revision): ``known`` (run.json's entries) keep the names they have; a default
+    name shared by two training-run folders grows by parent folders (``seed1/out``,
+    ``seed2/out``) until it is unique; a clash of names the user chose is an error."""
+    pinned = {str(k["identity"]): str(k["model"]) for k in known if k.get("identity")}
+    unique: dict[str, Checkpoint] = {}
+    for ckpt in checkpoints:
+        name = pinned.get(ckpt.identity)
+        if name is not None and name != ckpt.model:
+            if ckpt.named:
+                raise BiasscopeError(f"checkpoint {ckpt.source} is in this run as model {name!r},"
+                                     f" not {ckpt.model!r}: use that name or another --out")
+            ckpt = replace(ckpt, model=name)
+        unique.setdefault(ckpt.identity, ckpt)
+    # Every training-run folder in the run, with the depth its name is fixed at (None: free).
+    roots: dict[Path, int | None] = {}
+    fixed = {str(k["model"]) for k in known} | {c.model for c in unique.values() if c.named}
+    for entry in known:
+        root = _series(str(entry.get("identity", "")), entry.get("revision"))
+        if root is not None:
+            roots[root] = 0
+    free = [c for c in unique.values() if c.identity not in pinned and not c.named]
+    for ckpt in free:
+        root = _series(ckpt.identity, ckpt.revision)
+        if root is not None:
+            roots.setdefault(root, None)
+    depth = {root: 1 for root, at in roots.items() if at is None}
+    while True:
+        clashing = {root for root, d in depth.items()
+                    if _tail(root, d) in fixed or any(
+                        other != root and _tail(other, d) == _tail(root, d)
+                        for other in roots)}
+        clashing = {root for root in clashing if depth[root] < len(root.parts)}
+        if not clashing:
+            break
+        for root in clashing:
+            depth[root] += 1
+    out = []
+    for ckpt in unique.values():
+        root = _series(ckpt.identity, ckpt.revision)
+        if ckpt in free and root is not None and root in depth:
+            ckpt = replace(ckpt, model=_tail(root, depth[root]))
+        out.append(ckpt)
+    owners: dict[tuple[str, str | None], str] = {
+        (str(k["model"]), k.get("revision")): str(k.get("identity")) for k in known}
+    for ckpt in out:
+        owner = owners.setdefault((ckpt.model, ckpt.revision), ckpt.identity)
+        if owner != ckpt.identity:
+            raise BiasscopeError(f"checkpoints {owner} and {ckpt.identity} would both be "
+                                 f"{ckpt.label}: give them different names (NAME=GLOB)")
+    return out
+
+
+MAX_SEEDS = 10_000  # each seed is a whole pass over every checkpoint
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``0-4`` or ``0,2,7`` (or a mix) to a sorted list of distinct seeds, at most
+    ``MAX_SEEDS`` of them (counted before any range is built: ``0-99999999999`` is refused,
+    not a memory error)."""
+    seeds: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo_text, dash, hi_text = part.partition("-")
+        try:
+            lo, hi = int(lo_text), int(hi_text if dash else lo_text)
+        except ValueError:
+            raise BiasscopeError(f"--seeds {text!r}: use a range like 0-4 or a list like "
+                                 "0,2,7 (seeds are 0 or more)") from None
+        if hi < lo:
+            raise BiasscopeError(f"--seeds {text!r}: {part} is an empty range; write {hi}-{lo}")
+        if hi - lo + 1 + len(seeds) > MAX_SEEDS:
+            raise BiasscopeError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds; each is a "
+                                 "pass over every checkpoint, so name fewer")
+        seeds.update(range(lo, hi + 1))
+    if not seeds:
+        raise BiasscopeError("--seeds is empty: give a range like 0-4 or a list like 0,2,7")
+    return sorted(seeds)

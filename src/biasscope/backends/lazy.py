@@ -1,0 +1,19 @@
+"""torch and transformers, imported when a local model is first used: ``import biasscope``
+stays light, and a missing extra is one line that says what to install."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from biasscope.core.errors import ModelError
+
+
+def require_torch() -> Any:
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        raise ModelError(
+            "Hugging Face scoring needs the 'hf' extra: pip install 'biasscope[hf]'") from None
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    return torch

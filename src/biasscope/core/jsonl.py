@@ -1,0 +1,76 @@
+"""Reading the JSONL files users hand us: every error names the file and line."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from biasscope.core.errors import BiasscopeError, DataError
+
+
+def read_text(path: str | os.PathLike[str], encoding: str = "utf-8",
+              error: type[BiasscopeError] = BiasscopeError) -> str:
+    """The text of a file the user gave or a data file, or one line (as ``error``) naming the
+    file and, for bytes that are not UTF-8, the line they are on."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        at = data.count(b"\n", 0, exc.start) + 1
+        fix = "replace it with a fresh copy" if issubclass(error, DataError) else (
+            "save the file as UTF-8")
+        raise error(f"{path}:{at}: not UTF-8 text (byte 0x{data[exc.start]:02x}); {fix}"
+                    ) from None
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for every non-blank line of ``path``."""
+    path = Path(path)
+    lines = read_text(path).splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise BiasscopeError(f"{path}:{number}: not valid JSON ({why(exc)})") from None
+        if _ESCAPE.search(line) and (found := lone_surrogate(value)) is not None:
+            raise BiasscopeError(f"{path}:{number}: a lone UTF-16 surrogate escape \\u"
+                                 f"{ord(found):04x} (half of a character, not text any model or "
+                                 "server can read); remove it or write the whole character")
+        yield number, value
+
+
+# A JSON escape in the surrogate range: only lines holding one need the walk below.
+_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in any string of a JSON value (keys too), else None. JSON
+    can spell one (``"\\ud800"``) though UTF-8 cannot encode it: a tokenizer, an HTTP client
+    or a Parquet file refuses it later, far from the line it came from."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if (match := _SURROGATE.search(item)) is not None:
+                return match.group()
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return None
+
+
+def why(exc: Exception) -> str:
+    """What is wrong with a JSON text, in a few words (a RecursionError has no message)."""
+    return str(getattr(exc, "msg", "")) or "nested too deeply"

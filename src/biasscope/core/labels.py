@@ -1,0 +1,96 @@
+"""Readable, distinct labels for several models given on one command line.
+
+Judges, judge-audit judges and reward models are keyed by their label in verdicts, agreement
+tables and units, so two models whose default labels coincide (``hf:a/checkpoint-600`` and
+``hf:b/checkpoint-600`` are both ``checkpoint-600``) would merge into one. Each value may be
+``NAME=SPEC`` (the user's label); otherwise a model keeps its backend's label where that is
+unique, and models that share one get the shortest ``/``-suffix of their spec that tells them
+apart (``a/checkpoint-600``, ``b/checkpoint-600``), else the whole spec. The same model given
+twice is an error: it would only agree with itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from biasscope.core.errors import BiasscopeError
+
+Named = tuple[str | None, str]
+
+
+def split_named(value: str) -> Named:
+    """``NAME=SPEC`` or ``SPEC``. A name holds no ``/``, ``*`` or ``:``, so a spec whose URL or
+    path carries ``=`` is never cut (the rule of ``--checkpoint-glob NAME=GLOB``, plus ``:``)."""
+    name, eq, rest = value.partition("=")
+    if eq and name and rest and not any(c in name for c in "/*:"):
+        return name, rest
+    return None, value
+
+
+def _identity(spec: str) -> str:
+    """What decides which model a spec loads: a local directory by its resolved path."""
+    kind, colon, rest = spec.partition(":")
+    prefix, body = (f"{kind}:", rest) if colon and kind == "hf" else ("", spec)
+    source, at, revision = body.partition("@")
+    try:
+        path = Path(source).expanduser()
+        if source and path.exists():
+            return f"{prefix}{path.resolve()}{at}{revision}"
+    except OSError:
+        pass
+    return spec
+
+
+def parse_models(values: Sequence[str], option: str) -> list[Named]:
+    """``(name or None, spec)`` per value; one-line errors for a model or name given twice."""
+    named = [split_named(v) for v in values]
+    seen: dict[str, str] = {}
+    for _, spec in named:
+        identity = _identity(spec)
+        if identity in seen:
+            same = "" if seen[identity] == spec else f" (as {seen[identity]!r})"
+            raise BiasscopeError(f"{option} {spec!r} is given twice{same}: give each model once")
+        seen[identity] = spec
+    names = Counter(name for name, _ in named if name is not None)
+    if twice := [n for n, count in names.items() if count > 1]:
+        raise BiasscopeError(f"{option}: the name {twice[0]!r} is given to two models")
+    return named
+
+
+def _suffixes(spec: str) -> list[str]:
+    """The spec's ``/``-suffixes, shortest first, without the backend prefix; then the spec."""
+    kind, colon, rest = spec.partition(":")
+    body = rest if colon and "/" not in kind else spec
+    parts = body.rstrip("/").split("/")
+    return ["/".join(parts[-k:]) for k in range(1, len(parts) + 1)] + [spec]
+
+
+def model_labels(named: Sequence[Named], defaults: Sequence[str], option: str) -> list[str]:
+    """One distinct label per model: the user's name, else ``defaults`` (the backends' own
+    labels) where unique, else the shortest spec suffix that no other model shares."""
+    counts = Counter(d for (name, _), d in zip(named, defaults) if name is None)
+    names = {name for name, _ in named}
+    labels = [name if name is not None else
+              default if counts[default] == 1 and default not in names else None
+              for (name, _), default in zip(named, defaults)]
+    for i, (_, spec) in enumerate(named):
+        if labels[i] is not None:
+            continue
+        others = [s for j, (_, s) in enumerate(named) if j != i]
+        taken = {x for x in labels if x is not None}
+        labels[i] = next((s for s in _suffixes(spec) if s not in taken
+                          and all(s not in _suffixes(o) for o in others)), spec)
+    final = [str(x) for x in labels]
+    if clash := [x for x, count in Counter(final).items() if count > 1]:
+        raise BiasscopeError(f"{option}: two models would both be labelled {clash[0]!r}; "
+                             "name them with NAME=SPEC")
+    return final
+
+
+def label_models(models: Sequence[Any], named: Sequence[Named], option: str) -> None:
+    """Give each loaded model (anything with a ``label``) its distinct label, in place."""
+    for model, label in zip(models, model_labels(named, [m.label for m in models], option)):
+        model.label = label

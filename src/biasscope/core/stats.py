@@ -1,0 +1,204 @@
+"""Statistics for fairness dynamics: Mann-Whitney tests, bootstrap intervals, multiple-comparison
+control, the step where a gap emerges and which checkpoint to stop at (Appendix D of *Fairness
+Dynamics During Training*). Plain functions over records (docs/schema.md) or small arrays.
+
+Conventions, and why:
+
+- **Seeds are replicates.** A seed only permutes the order in which the options are shown, so
+  the seeds of one prompt are repeated measurements of that prompt, not new prompts. Each
+  prompt's value is averaged over seeds first and tests run on prompts. Pooling seeds would
+  multiply n by the number of seeds with strongly correlated observations and make every
+  p-value too small (anti-conservative).
+- **Effect size** beside every p-value: rank-biserial correlation r = 2U/(n1·n2) - 1 with U
+  SciPy's statistic for the first sample, i.e. r = P(X > Y) - P(X < Y). Positive means group 1
+  (``male``, model A) tends to be larger; ±1 means the groups do not overlap.
+- **Families.** p-values are corrected over the checkpoints of one model (one curve, one
+  family). Holm is the default: it controls the family-wise error rate whatever the dependence
+  between checkpoints; Benjamini-Hochberg (``"bh"``, false discovery rate) on request.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import stats as sps
+
+Correction = Literal["holm", "bh"]
+Array = npt.NDArray[np.float64]
+# SciPy 1.15 renamed ``random_state`` to ``rng``; pass whichever this SciPy takes.
+_RNG_KW = "rng" if "rng" in inspect.signature(sps.bootstrap).parameters else "random_state"
+
+
+@dataclass(frozen=True)
+class GroupTest:
+    """Two-sided Mann-Whitney U of group 1 against group 2, with rank-biserial effect size."""
+    statistic: float
+    p_value: float
+    effect_size: float
+    n1: int
+    n2: int
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its bootstrap confidence interval."""
+    estimate: float
+    low: float
+    high: float
+    confidence: float
+
+    def as_dict(self) -> dict[str, float]:
+        """What reports and summary.json show: estimate, low, high."""
+        return {"estimate": self.estimate, "low": self.low, "high": self.high}
+
+
+def percentile_interval(estimate: float, samples: npt.NDArray[np.float64],
+                        confidence: float) -> Interval:
+    """Percentile interval of the finite bootstrap values; NaN bounds when the estimate is not
+    finite or fewer than half of the resamples are."""
+    ok = samples[np.isfinite(samples)]
+    if not math.isfinite(estimate) or ok.size == 0 or ok.size < samples.size / 2:
+        return Interval(estimate, math.nan, math.nan, confidence)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(ok, [tail, 100 - tail])
+    return Interval(estimate, float(low), float(high), confidence)
+
+
+# ---------------------------------------------------------------- per-prompt values
+
+
+# ---------------------------------------------------------------- tests and corrections
+
+def _finite(values: npt.ArrayLike) -> Array:
+    a = np.asarray(values, dtype=np.float64).ravel()
+    return np.asarray(a[np.isfinite(a)])
+
+
+def mann_whitney(x: npt.ArrayLike, y: npt.ArrayLike) -> GroupTest:
+    """Two-sided Mann-Whitney U (SciPy's automatic exact/asymptotic choice); NaNs dropped.
+
+    An empty group gives NaNs; all values tied gives p = 1, r = 0 (there is no evidence of a
+    difference, and SciPy's normal approximation would divide by a zero variance).
+    """
+    a, b = _finite(x), _finite(y)
+    n1, n2 = a.size, b.size
+    if n1 == 0 or n2 == 0:
+        return GroupTest(math.nan, math.nan, math.nan, n1, n2)
+    if np.ptp(np.concatenate([a, b])) == 0:
+        return GroupTest(n1 * n2 / 2, 1.0, 0.0, n1, n2)
+    res = sps.mannwhitneyu(a, b, alternative="two-sided")
+    u = float(res.statistic)
+    return GroupTest(u, float(res.pvalue), 2 * u / (n1 * n2) - 1, n1, n2)
+
+
+def adjust_pvalues(p_values: npt.ArrayLike, method: Correction = "holm") -> Array:
+    """Holm (family-wise error) or Benjamini-Hochberg (false discovery rate) adjusted p-values.
+    NaN p-values (tests that could not run) stay NaN and do not count towards the family."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, math.nan)
+    ok = ~np.isnan(p)
+    m = int(ok.sum())
+    if m == 0:
+        return out
+    if method == "holm":
+        order = np.argsort(p[ok], kind="stable")
+        adj = np.maximum.accumulate((m - np.arange(m)) * p[ok][order])
+        held = np.empty(m)
+        held[order] = np.minimum(adj, 1.0)
+        out[ok] = held
+    elif method == "bh":
+        out[ok] = sps.false_discovery_control(p[ok], method="bh")
+    else:
+        raise ValueError(f"unknown correction {method!r}: holm or bh")
+    return out
+
+
+def group_test_row(x: Array, y: Array, names: tuple[str, str]) -> dict[str, Any]:
+    t = mann_whitney(x, y)
+    m1 = float(x.mean()) if x.size else math.nan
+    m2 = float(y.mean()) if y.size else math.nan
+    return {f"n_{names[0]}": t.n1, f"n_{names[1]}": t.n2, f"mean_{names[0]}": m1,
+            f"mean_{names[1]}": m2, "gap": m1 - m2, "statistic": t.statistic,
+            "p_value": t.p_value, "effect_size": t.effect_size}
+
+
+def _correct(rows: pd.DataFrame, by: str | None, correction: Correction,
+             alpha: float) -> pd.DataFrame:
+    rows["p_adjusted"] = math.nan
+    for idx in (rows.groupby(by, sort=False).groups.values() if by else [rows.index]):
+        rows.loc[idx, "p_adjusted"] = adjust_pvalues(rows.loc[idx, "p_value"], correction)
+    rows["significant"] = rows["p_adjusted"] < alpha
+    return rows
+
+
+def tests_table(rows: Sequence[dict[str, Any]], keys: tuple[str, ...], names: tuple[str, str],
+                step_dtype: Any, by: str | None, correction: Correction, alpha: float
+                ) -> pd.DataFrame:
+    """Test rows (of `checkpoint_rows` or `model_rows`, gathered over checkpoints) as a table
+    with p-values corrected within each ``by`` group (None: over all rows)."""
+    table = pd.DataFrame(list(rows), columns=_columns(keys, names))
+    return _correct(table.astype({"step": step_dtype}), by, correction, alpha)
+
+
+def _columns(keys: tuple[str, ...], names: tuple[str, str]) -> list[str]:
+    return [*keys, *(f"n_{g}" for g in names), *(f"mean_{g}" for g in names), "gap",
+            "statistic", "p_value", "effect_size"]
+
+
+# ---------------------------------------------------------------- bootstrap
+
+def _mean(x: Array, axis: int = -1) -> Array:
+    return np.asarray(np.mean(x, axis=axis))
+
+
+def _mean_difference(x: Array, y: Array, axis: int = -1) -> Array:
+    return np.asarray(np.mean(x, axis=axis) - np.mean(y, axis=axis))
+
+
+def _bootstrap(samples: tuple[Array, ...], statistic: Callable[..., Array], confidence: float,
+               n_resamples: int, method: str, seed: int) -> Interval:
+    """SciPy's bootstrap, seeded and vectorised in batches of bounded memory; each sample is
+    resampled on its own. Too small a sample gives NaN bounds (an empty one a NaN estimate too,
+    without NumPy's empty-mean warning); constant samples a point."""
+    if any(s.size == 0 for s in samples):
+        return Interval(math.nan, math.nan, math.nan, confidence)
+    estimate = float(statistic(*samples))
+    if any(s.size < 2 for s in samples):
+        return Interval(estimate, math.nan, math.nan, confidence)
+    if all(np.ptp(s) == 0 for s in samples):
+        return Interval(estimate, estimate, estimate, confidence)
+    batch = max(1, 4_000_000 // sum(s.size for s in samples))
+    for how in (method, "percentile"):
+        # BCa can be undefined on near-degenerate data (SciPy warns and returns NaN): percentile.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sps.DegenerateDataWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = sps.bootstrap(samples, statistic, n_resamples=n_resamples, batch=batch,
+                                vectorized=True, confidence_level=confidence, method=how,
+                                **{_RNG_KW: np.random.default_rng(seed)})
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isfinite(low) and math.isfinite(high):
+            break
+    return Interval(estimate, low, high, confidence)
+
+
+def bootstrap_mean(values: npt.ArrayLike, confidence: float = 0.95, n_resamples: int = 2000,
+                   method: str = "BCa", seed: int = 0) -> Interval:
+    """Bootstrap CI of the mean over items (NaNs dropped); the same seed gives the same CI."""
+    return _bootstrap((_finite(values),), _mean, confidence, n_resamples, method, seed)
+
+
+def bootstrap_difference(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float = 0.95,
+                         n_resamples: int = 2000, method: str = "BCa", seed: int = 0
+                         ) -> Interval:
+    """Bootstrap CI of mean(x) - mean(y), each group resampled on its own (NaNs dropped)."""
+    return _bootstrap((_finite(x), _finite(y)), _mean_difference, confidence, n_resamples,
+                      method, seed)

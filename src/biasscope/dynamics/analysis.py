@@ -1,0 +1,355 @@
+"""Turn a sweep into answers: is the male-female gap significant, when does it emerge, where
+is it changing fastest, and where to stop training for fairness at a bounded performance cost.
+
+Everything is computed from stored records (plus an imported performance series), so a
+report can be rebuilt without a model. Per-prompt values are averaged over seeds before any
+test (see `biasscope.core.stats`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biasscope.core import stats
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics import findings, occupations, performance
+from biasscope.dynamics.analysis_options import (
+    CORRECTIONS,
+    FIELDS,
+    FLAG_GAP,
+    FLAGS,
+    ZERO_PERFORMANCE,
+    AnalysisOptions,
+    option_problem,
+)
+from biasscope.dynamics.analysis_pass import PROBE, SNAPSHOT_STEP, RunParts, read_run
+from biasscope.dynamics.breakdown import checkpoint_breakdown
+from biasscope.dynamics.emergence import (
+    GapChange,
+    change_interval,
+    emergence_step,
+    recommend_stop,
+)
+from biasscope.dynamics.metrics import GENDERS
+from biasscope.dynamics.probe_analysis import analyse_probes
+from biasscope.store.directory import RunStore
+
+
+def _rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Plain JSON rows (numpy scalars to Python, NaN and NA to null)."""
+    rows: list[dict[str, Any]] = json.loads(table.to_json(orient="records"))
+    return rows
+
+
+def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisOptions
+              ) -> dict[str, dict[str, Any]]:
+    """Bootstrap CIs over prompts of every plotted mean, per step, from `gap_tests.prompt_values`
+    of ``jsdp_correct``, ``target_rank``, ``jsdp:male`` and ``jsdp:female`` (any steps)."""
+    values = {
+        "jsdp_correct": pvs["jsdp_correct"],
+        "average_rank": pvs["target_rank"],
+        "jsdp_not_specified/male": pvs["jsdp:male"],
+        "jsdp_not_specified/female": pvs["jsdp:female"],
+    }
+    out: dict[str, dict[str, Any]] = {}
+    kw = {"confidence": options.confidence, "n_resamples": options.n_resamples}
+    for name, table in values.items():
+        for (step, answer), chunk in table.groupby(["step", "answer_label"], sort=True):
+            if name.startswith("jsdp_not_specified") and answer != "not specified":
+                continue
+            key = name if name.startswith("jsdp_not_specified") else f"{name}/{answer}"
+            ci = stats.bootstrap_mean(chunk["value"].to_numpy(), **kw)  # type: ignore[arg-type]
+            out.setdefault(str(step), {})[key] = [ci.low, ci.high]
+    for step, chunk in values["jsdp_correct"].groupby("step", sort=True):
+        male = chunk.loc[chunk["answer_label"] == "male", "value"].to_numpy()
+        female = chunk.loc[chunk["answer_label"] == "female", "value"].to_numpy()
+        ci = stats.bootstrap_difference(male, female, **kw)  # type: ignore[arg-type]
+        out.setdefault(str(step), {})["jsdp_gap"] = [ci.low, ci.high]
+    return out
+
+
+def _fmt(x: float) -> str:
+    return f"{x:+.3g}"
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """What `analyse_model` reads of a model's records: the checkpoint tests per value
+    (`gap_tests.checkpoint_tests`), the sharpest change (`sharpest_change`) and the CIs
+    (`intervals`)."""
+
+    tests: dict[str, pd.DataFrame]
+    change: GapChange | None
+    ci: dict[str, dict[str, Any]]
+    breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
+    snapshot: bool = False  # one checkpoint without a training step (`SNAPSHOT_STEP`)
+
+
+def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
+                  perf: tuple[str, performance.Series] | None, options: AnalysisOptions
+                  ) -> dict[str, Any]:
+    corrected = f"{CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
+    if options.min_gap > 0:
+        corrected += f", |gap| >= {options.min_gap:g}"
+    tests = inputs.tests
+    steps = [int(s) for s in tests["jsdp_correct"]["step"].dropna()]
+    emergence: dict[str, int | None] = {}
+    sentences = []
+    for value in tests:
+        table = tests[value].dropna(subset=["step"])
+        emergence[value] = emergence_step(
+            table["step"].astype(int).tolist(), table["p_adjusted"].to_numpy(), options.alpha,
+            gaps=table["gap"].to_numpy(),
+            min_gap=options.min_gap if value == "jsdp_correct" else 0.0)
+    step = emergence["jsdp_correct"]
+    significant = bool(tests["jsdp_correct"]["significant"].fillna(False).any())
+    if len(steps) == 1:  # one checkpoint: nothing emerges "from" it
+        where = "" if inputs.snapshot else f" (step {steps[0]})"
+        sentences.append(f"{model}: at its one checkpoint{where} the male-female "
+                         f"JSD-P gap is {'' if significant else 'not '}significant "
+                         f"({corrected}).")
+    else:
+        sentences.append(
+            f"{model}: the male-female JSD-P gap is significant ({corrected}) from step {step} "
+            "on, at every later checkpoint." if step is not None else
+            f"{model}: the male-female JSD-P gap is not significant ({corrected}) through to "
+            "the last checkpoint.")
+    small = _flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)
+    if small is not None:
+        sentences.append(f"{model}: {small}")
+    change = inputs.change
+    sharpest = None
+    if change is not None:
+        sharpest = {**asdict(change), "change": asdict(change.change)}
+        ci = change.change
+        sentences.append(
+            f"{model}: the sharpest change of the gap is between steps {change.step_from} and "
+            f"{change.step_to}: {_fmt(ci.estimate)} ({options.confidence:.0%} CI "
+            f"{_fmt(ci.low)} to {_fmt(ci.high)}).")
+    sentences += _breakdown_sentences(model, inputs.breakdown, options)
+    result: dict[str, Any] = {
+        "steps": steps, "snapshot": inputs.snapshot,
+        "tests": {k: _rows(v) for k, v in tests.items()},
+        "breakdown": {str(s): inputs.breakdown[s] for s in sorted(inputs.breakdown)},
+        "emergence": emergence, "sharpest_change": sharpest,
+        "ci": inputs.ci, "performance": None, "recommendation": None,
+        "gap_of_interest": gap_of_interest(options),
+    }
+    gaps = {c["step"]: c["mean"].get("jsdp_gap") for c in summary["checkpoints"]
+            if c["model"] == model and c["probe"] == PROBE and c["step"] is not None}
+    if perf is not None:
+        source, series = perf
+        common = [s for s in steps if s in series and gaps.get(s) is not None]
+        result["performance"] = {"source": source, "values": {str(s): series[s] for s in common},
+                                 "missing_steps": [s for s in steps if s not in series]}
+        final = series[common[-1]] if common else math.nan
+        if len(common) >= 2 and not (math.isfinite(final) and abs(final) > ZERO_PERFORMANCE):
+            # A budget is a fraction of the final performance: of 0 or NaN it allows anything,
+            # and the least-trained checkpoint (smallest gap) would win.
+            result["recommendation_refused"] = (
+                f"no stop recommended: the final checkpoint's {source} is "
+                f"{'n/a' if not math.isfinite(final) else f'{final:g}'}, so a performance "
+                "loss relative to it is undefined")
+            sentences.append(f"{model}: {result['recommendation_refused']}.")
+        elif len(common) >= 2:
+            perf_values = [series[s] for s in common]
+            rec = recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
+                                       budget=options.budget)
+            result["recommendation"] = asdict(rec)
+            sentences.append(f"{model}: {rec.sentence} (budget: {options.budget:.0%} "
+                             f"{source} loss).")
+            if rec.step != common[-1] and rec.performance <= min(perf_values[0], final):
+                sentences.append(
+                    f"{model}: caution: the recommended step {rec.step} performs no better "
+                    f"than the first checkpoint ({source} {rec.performance:.4g}): a model that "
+                    "has learned little can look fair.")
+    result["sentences"] = sentences
+    return result
+
+
+def _breakdown_sentences(model: str, breakdown: dict[int, dict[str, Any]],
+                         options: AnalysisOptions) -> list[str]:
+    """Pro/anti tests corrected over the checkpoints (in place), and the last checkpoint's
+    pro/anti and most gendered occupations in words."""
+    if not breakdown:
+        return []
+    findings.correct_pro_anti(breakdown, options.correction, options.alpha)
+    last = max(breakdown)
+    several = len(breakdown) > 1
+    out = [findings.pro_anti_sentence(model, last, breakdown[last]["pro_anti"],
+                                      options.confidence, several)]
+    out += findings.occupation_sentences(model, last, breakdown[last]["occupations"],
+                                         options.confidence, several)
+    return [s for s in out if s]
+
+
+def gap_of_interest(options: AnalysisOptions) -> float:
+    """``min_gap`` when the user set one, else ``FLAG_GAP`` (which flags, but never hides)."""
+    return options.min_gap if options.min_gap > 0 else FLAG_GAP
+
+
+def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions, snapshot: bool = False
+                     ) -> str | None:
+    """Mark significant JSD-P gaps below the gap of interest (column ``below_gap_of_interest``
+    of ``table``, in place) and say so in one sentence; None if there are none."""
+    threshold = gap_of_interest(options)
+    small = table["significant"].fillna(False).astype(bool) & (table["gap"].abs() < threshold)
+    table["below_gap_of_interest"] = small
+    if not small.any():
+        return None
+    flagged = table[small]
+    steps = [str(int(x)) for x in flagged["step"].dropna()]
+    where = ", ".join(steps[:10]) + (" …" if len(steps) > 10 else "")
+    largest, widest = (float(flagged[c].abs().max()) for c in ("effect_size", "gap"))
+    how = ("--min-gap" if options.min_gap > 0 else
+           "the default for flagging, as --min-gap is 0; emergence counts significance alone")
+    plural = "s" if len(steps) > 1 else ""
+    at = ("at its checkpoint" if snapshot else
+          f"at {len(flagged)} of {len(table)} checkpoints (step{plural} {where})")
+    return (f"{at} the JSD-P "
+            f"gap is significant but below the smallest gap of interest {threshold:g} ({how}): "
+            f"|gap| at most {widest:.3g}, effect size up to ±{largest:.2g}. Prompts that "
+            "differ in one word give even an untrained model such gaps, so the gap alone is "
+            "no evidence of bias; the accuracies per answer and pro against anti say more.")
+
+
+def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
+            options: AnalysisOptions | None = None,
+            statistics: occupations.Statistics | None = None) -> dict[str, Any]:
+    """The ``analysis`` section of summary.json, from the parts `read_run` gathered;
+    ``statistics``: the occupation statistics (`occupations.load`), if read."""
+    options = options or AnalysisOptions()
+    out: dict[str, Any] = {**asdict(options), "models": {}, "comparisons": [],
+                           "step_mismatch": {}, "sentences": []}
+    if run.stepless:
+        # Tests over training need ordered checkpoints; pooling unnamed ones would mislead.
+        out["sentences"].append(f"No training steps for {', '.join(run.stepless)} (revisions "
+                                "not named stepN or checkpoint-N): left out of the analysis. "
+                                "Name them by step, or report them in a run of their own "
+                                "(one checkpoint per model is a snapshot).")
+    models = sorted(m for m, parts in run.models.items() if parts.ci)
+    if not models:
+        return out
+    perf = performance.load(store, summary)
+    for model in models:
+        parts = run.models[model]
+        inputs = ModelInputs(
+            {value: stats.tests_table(rows, ("model", "step", "seeds"), GENDERS,
+                                      run.step_dtype, "model", options.correction,
+                                      options.alpha)
+             for value, rows in parts.rows.items()},
+            change_interval(parts.best, options.confidence, options.n_resamples),
+            parts.ci, parts.breakdown, model in run.snapshots)
+        analysed = analyse_model(model, inputs, summary, perf.get(model), options)
+        out["models"][model] = analysed
+        out["sentences"] += analysed["sentences"]
+    all_steps = {m: set(out["models"][m]["steps"]) for m in models}
+    union = set().union(*all_steps.values())
+    for model in models:
+        missing = sorted(union - all_steps[model])
+        if missing and len(models) > 1:
+            out["step_mismatch"][model] = missing
+            out["sentences"].append(f"{model} has no records at steps "
+                                    f"{', '.join(map(str, missing[:10]))}"
+                                    f"{' …' if len(missing) > 10 else ''}: compared only where "
+                                    "both models have a checkpoint.")
+    for a, b in itertools.combinations(models, 2):
+        for option in ("male", "female"):
+            rows = run.comparisons.get((a, b, f"jsdp:{option}"), [])
+            table = stats.tests_table(rows, ("step", "seeds"), ("a", "b"), run.step_dtype,
+                                      None, options.correction, options.alpha)
+            out["comparisons"].append({"model_a": a, "model_b": b, "value": f"jsdp:{option}",
+                                       "answer": "not specified", "rows": _rows(table)})
+    if statistics is not None:
+        _occupation_statistics(out, statistics, options)
+    return out
+
+
+def _occupation_statistics(out: dict[str, Any], statistics: occupations.Statistics,
+                           options: AnalysisOptions) -> None:
+    """Each model's last-checkpoint preference against the BLS share of women, in place."""
+    names = sorted({str(o["occupation"]) for m in out["models"].values()
+                    for b in m["breakdown"].values() for o in b["occupations"]}, key=str.lower)
+    section: dict[str, Any] = {"source": f"{occupations.SOURCE}/{occupations.NAME}",
+                               "path": statistics.path, "unavailable": statistics.unavailable,
+                               "matching": "exact lower-case occupation name, no aliases"}
+    out["occupation_statistics"] = section
+    if not names:
+        return
+    if statistics.unavailable:
+        out["sentences"].append("The occupation statistics (share of women per occupation, "
+                                f"U.S. BLS) are not available: {statistics.unavailable}.")
+        return
+    section.update(occupations.matching(names, statistics))
+    section["bls_pct_female"] = {n.lower(): statistics.bls_pct_female[n.lower()]
+                                 for n in section["matched"]}
+    for model, result in out["models"].items():
+        if not result["breakdown"]:
+            continue
+        last = max(result["breakdown"], key=int)
+        rows = result["breakdown"][last]["occupations"]
+        compared = occupations.compare(rows, statistics, options.confidence,
+                                       options.n_resamples)
+        result["occupation_statistics"] = {"step": int(last), **compared}
+        text = occupations.sentence(model, int(last), compared, options.confidence,
+                                    section["unmatched"], len(result["breakdown"]) > 1)
+        result["sentences"].append(text)
+        out["sentences"].append(text)
+
+
+def full_summary(store: RunStore, options: AnalysisOptions | None = None,
+                 data_dir: str | None = None) -> dict[str, Any]:
+    """summary.json's content from the records alone: metrics, then the analysis, reading
+    each unit once and holding one training step's records at a time (`read_run`)."""
+    from biasscope.dynamics.scoring import summarise, unit_summary
+
+    options = options or AnalysisOptions()
+    chosen = options
+    units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary,
+                          lambda values: checkpoint_breakdown(values, chosen.confidence,
+                                                              chosen.n_resamples))
+    summary = summarise(units)
+    for checkpoint in summary["checkpoints"]:  # their step is the analysis position only
+        if checkpoint["model"] in run.snapshots and checkpoint["step"] == SNAPSHOT_STEP:
+            checkpoint["snapshot"] = True
+    summary["analysis"] = analyse(run, store, summary, options, occupations.load(data_dir))
+    probes = analyse_probes(store, summary, options)
+    if probes:  # the audit probes over steps (`biasscope.dynamics.probe_analysis`)
+        summary["analysis"]["probes"] = probes
+        for section in probes.values():
+            summary["analysis"]["sentences"] += section["sentences"]
+    return summary
+
+
+def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> AnalysisOptions:
+    """``given`` options over those of the last analysis in summary.json, over the defaults.
+
+    A stored value that is no valid option (hand-edited, or written by an older version that
+    did not check) is a one-line error naming the file and field, unless ``given`` replaces it.
+    """
+    given = dict(given or {})
+    for name, value in given.items():
+        if reason := option_problem(name, value):
+            raise BiasscopeError(f"--{name.replace('_', '-')} {value}: {reason}")
+    summary = store.read_json("summary.json") if store.summary_json.is_file() else {}
+    previous = summary.get("analysis") if isinstance(summary, dict) else None
+    previous = previous if isinstance(previous, dict) else {}
+    chosen: dict[str, Any] = {}
+    for name in FIELDS:
+        if name in previous and name not in given:
+            value = previous[name]
+            if reason := option_problem(name, value):
+                flag = f"pass --{name.replace('_', '-')} or " if name in FLAGS else ""
+                raise BiasscopeError(
+                    f"{store.summary_json}: analysis.{name} = {json.dumps(value)} {reason}; "
+                    f"{flag}delete the field for the default")
+            chosen[name] = value
+    return AnalysisOptions(**{**chosen, **given})

@@ -1,0 +1,69 @@
+"""The analysis' statistical choices, range-checked wherever they come from: a flag, a library
+call, or a ``summary.json`` written by an earlier analysis."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from biasscope.core import stats
+from biasscope.core.errors import BiasscopeError
+
+CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """Statistical choices, stored with the analysis. Holm is the default correction."""
+
+    correction: stats.Correction = "holm"
+    alpha: float = 0.01
+    budget: float = 0.02
+    confidence: float = 0.95
+    n_resamples: int = 2000
+    min_gap: float = 0.0  # smallest JSD-P gap of interest for emergence; 0: significance alone
+
+    def __post_init__(self) -> None:
+        for name in FIELDS:
+            if reason := option_problem(name, getattr(self, name)):
+                raise BiasscopeError(f"analysis option {name} = {getattr(self, name)!r}: "
+                                     f"{reason}")
+
+
+#: A JSD-P value lies in [0, ln 2] (natural log), so no gap between two means is larger.
+MAX_GAP = math.log(2)
+#: The smallest JSD-P gap of interest when ``min_gap`` is 0: a significant gap below it is
+#: flagged, not hidden. The male and female prompts differ in one word, so even a randomly
+#: initialised model has systematic gaps, significant with effect size up to ±1: up to 0.041
+#: on the real WinoBias files and 0.054 on the test fixture (README, "Statistics defaults").
+#: 0.1 is about twice those and a seventh of the largest possible gap, ln 2.
+FLAG_GAP = 0.1
+#: Below this, the final performance counts as zero: a relative budget of it is undefined.
+ZERO_PERFORMANCE = 1e-9
+FIELDS = ("correction", "alpha", "budget", "confidence", "n_resamples", "min_gap")
+FLAGS = ("correction", "alpha", "budget", "min_gap")  # those `biasscope report` takes
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def option_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the analysis option ``name``; None if it can. A stored or typed
+    value out of range would otherwise be repaired silently (α = 5 shown as 0.01) or crash."""
+    if name == "correction":
+        return None if value in CORRECTIONS else f"must be one of {', '.join(CORRECTIONS)}"
+    if name == "n_resamples":
+        ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 100_000
+        return None if ok else "must be a whole number from 1 to 100000"
+    if not _real(value) or not math.isfinite(value):
+        return "must be a finite number"
+    bounds = {"alpha": (0.0, 1.0, False, "strictly between 0 and 1"),
+              "confidence": (0.0, 1.0, False, "strictly between 0 and 1"),
+              "budget": (0.0, 1.0, True, "from 0 to 1 (a fraction of the final performance)"),
+              "min_gap": (0.0, MAX_GAP, True, f"from 0 to ln 2 = {MAX_GAP:.4f} (the largest "
+                          "JSD-P gap)")}
+    low, high, closed, say = bounds[name]
+    inside = low <= value <= high if closed else low < value < high
+    return None if inside else f"must be {say}"

@@ -1,0 +1,212 @@
+"""The analysis' one pass over a run: every unit read once, a training step at a time.
+
+A unit's records are reduced, as soon as they are read, to what the statistics use: per
+record the prompt, the correct answer and four values (the JSD-P part of the correct option,
+of the ``male`` and of the ``female`` option, and the target's rank), in narrow columns
+(categorical labels; ranks as float32 when that is exact). The units of one step, all seeds
+and models, are then turned into per-prompt values (the seed mean), tested and bootstrapped,
+and dropped. Between steps a model keeps only its previous checkpoint's per-prompt values
+(for the change of the gap) and the largest change so far. So memory follows one step's
+records, not the run's: a 154-checkpoint sweep costs what one checkpoint costs.
+
+Every number is the one a whole-run computation gives (same rows, same order, same
+functions of `biasscope.core.stats`); tests/test_report_streaming.py checks it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biasscope.dynamics import emergence, gap_tests
+from biasscope.dynamics.breakdown import record_values as breakdown_values
+from biasscope.dynamics.metrics import GENDERS, record_jsd_parts
+from biasscope.store.directory import RunStore
+from biasscope.store.reading import UnitEntry, read_unit, unit_index
+
+PROBE = "winobias-gender"
+#: Name of each per-prompt value (as `gap_tests.record_values` names it) -> its narrow column.
+VALUES = {"jsdp_correct": "jsdp_correct", "target_rank": "target_rank",
+          "jsdp:male": "jsdp_male", "jsdp:female": "jsdp_female"}
+NOT_SPECIFIED = "not specified"
+#: The analysis position of a snapshot's one checkpoint (a model without training steps, in a
+#: run where no model has them). Reports and sentences never show it as a step.
+SNAPSHOT_STEP = 0
+
+
+def unit_values(records: pd.DataFrame) -> pd.DataFrame:
+    """Per record of one unit (or any records of one probe): model, step, prompt,
+    answer_label and the `VALUES`, each exactly as `gap_tests.record_values` computes it."""
+    options = list(records["options"].iloc[0]) if len(records) else []
+    parts = record_jsd_parts(records) if len(records) else np.zeros((0, 0))
+    answers = records["answer"].to_numpy(dtype=int)
+    rank = gap_tests.record_values(records, "target_rank")
+    narrow = rank.astype(np.float32)
+    exact = np.array_equal(narrow.astype(np.float64), rank, equal_nan=True)
+    frame: pd.DataFrame = pd.DataFrame({
+        "model": pd.Categorical(records["model"].to_numpy()),
+        "step": records["step"].array,
+        "prompt": pd.Categorical(gap_tests.prompt_ids(records).to_numpy()),
+        "answer_label": pd.Categorical(records["answer_label"].to_numpy()),
+        "jsdp_correct": parts[np.arange(len(records)), answers] if len(records) else rank,
+        "target_rank": narrow if exact else rank})
+    for gender in GENDERS:
+        column = (parts[:, options.index(gender)] if gender in options and len(records)
+                  else np.full(len(records), np.nan))
+        frame[f"jsdp_{gender}"] = column
+    return frame
+
+
+def prompt_tables(values: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """`gap_tests.prompt_values` of each of the `VALUES`, for the records ``values`` were reduced
+    from: one grouping for all four (each column's group means are computed on their own,
+    as `gap_tests.seed_means` computes them)."""
+    keys = ["model", "step", "prompt", "answer_label"]
+    frame = pd.DataFrame({
+        "model": values["model"].to_numpy(dtype=object), "step": values["step"].array,
+        "prompt": values["prompt"].to_numpy(dtype=object),
+        "answer_label": values["answer_label"].to_numpy(dtype=object),
+        **{c: values[c].to_numpy(dtype=np.float64) for c in VALUES.values()}})
+    grouped = frame.groupby(keys, dropna=False, sort=True)
+    means, sizes = grouped[list(VALUES.values())].mean(), grouped.size()
+    return {value: pd.DataFrame({"value": means[column], "seeds": sizes}).reset_index()
+            for value, column in VALUES.items()}
+
+
+def _labels(pv: pd.DataFrame, labels: tuple[str, ...]) -> pd.DataFrame:
+    chosen: pd.DataFrame = pv[pv["answer_label"].isin(labels)]
+    return chosen
+
+
+@dataclass
+class ModelParts:
+    """What the analysis of one model needs, gathered checkpoint by checkpoint."""
+
+    rows: dict[str, list[dict[str, Any]]] = field(
+        default_factory=lambda: {"jsdp_correct": [], "target_rank": []})
+    ci: dict[str, dict[str, Any]] = field(default_factory=dict)
+    previous: pd.DataFrame | None = None  # the last checkpoint's per-prompt jsdp_correct
+    best: emergence.StepChange | None = None
+    #: Per step, the pro/anti and per-occupation aggregates (`metrics.breakdown`).
+    breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class RunParts:
+    """The analysis' inputs from one pass: per model its parts, and the model comparisons'
+    test rows per (model a, model b, value); ``step_dtype`` is the records' step type.
+    ``snapshots``: models analysed at `SNAPSHOT_STEP`; ``stepless``: models left out."""
+
+    stepless: list[str] = field(default_factory=list)
+    snapshots: list[str] = field(default_factory=list)
+    models: dict[str, ModelParts] = field(default_factory=dict)
+    comparisons: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    step_dtype: Any = None
+
+
+Intervals = Callable[[Mapping[str, pd.DataFrame]], dict[str, dict[str, Any]]]
+Breakdown = Callable[[pd.DataFrame], dict[str, Any]]
+
+
+def add_checkpoint(parts: ModelParts, pvs: Mapping[str, pd.DataFrame], intervals: Intervals
+                   ) -> None:
+    """One (model, step)'s per-prompt values into its model's parts."""
+    for value, rows in parts.rows.items():
+        rows += gap_tests.checkpoint_rows(_labels(pvs[value], GENDERS))
+    parts.ci.update(intervals(pvs))
+    current = _labels(pvs["jsdp_correct"], GENDERS)
+    if parts.previous is not None:
+        pair = pd.concat([parts.previous, current], ignore_index=True)
+        wide = pair.pivot(index=["prompt", "answer_label"], columns="step", values="value")
+        s0, s1 = parts.previous["step"].iloc[0], current["step"].iloc[0]
+        parts.best = emergence.larger_change(parts.best, emergence.step_change(wide, s0, s1))
+    parts.previous = current if len(current) else parts.previous
+
+
+def add_step(run: RunParts, models: list[str], by_model: Mapping[str, pd.DataFrame],
+             intervals: Intervals) -> None:
+    """The reduced records of one step (per model, its units' rows in file order)."""
+    pvs = {m: prompt_tables(frame) for m, frame in by_model.items()}
+    for model, tables in pvs.items():
+        add_checkpoint(run.models[model], tables, intervals)
+    for a, b in itertools.combinations(models, 2):
+        if a not in pvs or b not in pvs:
+            continue
+        for option in GENDERS:
+            value = f"jsdp:{option}"
+            both = pd.concat([_labels(pvs[m][value], (NOT_SPECIFIED,)) for m in (a, b)])
+            run.comparisons.setdefault((a, b, value), []).extend(gap_tests.model_rows(both, a, b))
+
+
+def read_run(store: RunStore, intervals: Intervals,
+             summarise: Callable[[pd.DataFrame], Any], breakdown: Breakdown | None = None
+             ) -> tuple[list[Any], RunParts]:
+    """``summarise`` of every non-empty unit (in file order, as `RunStore.iter_units` gives
+    them) and the analysis' parts of the `PROBE` records with a step, reading each unit file
+    once, a step at a time (a file with rows of several steps is read for each).
+    ``breakdown`` turns one checkpoint's `metrics.breakdown.record_values` into its
+    aggregates (`ModelParts.breakdown`)."""
+    index = unit_index(store)
+    summaries: dict[int, Any] = {}
+    gone: set[int] = set()  # set aside by `read_unit`
+    run = RunParts()
+    stepped = {m for e in index for p, m, s in e.checkpoints if p == PROBE and s is not None}
+    revisions: dict[str, set[str | None]] = {}
+    for entry in index:
+        for p, m, r in entry.stepless:
+            if p == PROBE:
+                revisions.setdefault(m, set()).add(r)
+    # Candidates compared as they are (one checkpoint each, no training steps) are snapshots;
+    # beside a sweep, or with several unordered revisions, a step-less model is left out.
+    run.snapshots = [] if stepped else sorted(m for m, r in revisions.items() if len(r) == 1)
+    run.stepless = sorted(set(revisions) - set(run.snapshots))
+    models = sorted(stepped | set(run.snapshots))
+    run.models = {m: ModelParts() for m in models}
+
+    def positions(entry: UnitEntry) -> set[int]:
+        snapshot = any(p == PROBE and m in run.snapshots for p, m, _ in entry.stepless)
+        return entry.steps(PROBE) | ({SNAPSHOT_STEP} if snapshot else set())
+
+    def frame_of(i: int) -> pd.DataFrame | None:
+        frame = None if i in gone else read_unit(store, index[i].path)
+        if frame is None:
+            gone.add(i)
+            return None
+        if run.snapshots and "step" in frame:
+            place = frame["step"].isna() & frame["model"].isin(run.snapshots)
+            frame["step"] = frame["step"].mask(place, SNAPSHOT_STEP)
+        if not frame.empty and i not in summaries:
+            summaries[i] = summarise(frame)
+        return frame
+
+    steps = sorted({s for e in index for s in positions(e)})
+    for step in steps:
+        reduced: dict[str, list[pd.DataFrame]] = {}
+        extra: dict[str, list[pd.DataFrame]] = {}
+        for i, entry in enumerate(index):
+            if step not in positions(entry) or (frame := frame_of(i)) is None:
+                continue
+            rows = frame[(frame["probe"] == PROBE) & (frame["step"] == step).fillna(False)]
+            if run.step_dtype is None:
+                run.step_dtype = frame["step"].dtype
+            for model, chunk in rows.groupby("model", sort=False):
+                reduced.setdefault(str(model), []).append(unit_values(chunk))
+                if breakdown is not None:
+                    extra.setdefault(str(model), []).append(breakdown_values(chunk))
+            del frame, rows
+        add_step(run, models, {m: pd.concat(f, ignore_index=True) for m, f in reduced.items()},
+                 intervals)
+        if breakdown is not None:
+            for model, frames in extra.items():
+                run.models[model].breakdown[int(step)] = breakdown(
+                    pd.concat(frames, ignore_index=True))
+        del extra
+    for i, entry in enumerate(index):
+        if not positions(entry):
+            frame_of(i)
+    return [summaries[i] for i in sorted(summaries)], run

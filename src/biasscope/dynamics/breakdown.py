@@ -1,0 +1,200 @@
+"""Where the bias is, per checkpoint: pro- against anti-stereotypical sentences, and per
+occupation.
+
+A WinoBias pair is two sentences that differ only in the pronoun: line N of
+``pro_stereotyped_type2.txt.<subset>`` and line N of ``anti_stereotyped_type2.txt.<subset>``
+(records ``sentence_id`` ``pro-dev-001`` and ``anti-dev-001``). Their referenced prompts ask
+the same question about the same occupation; only the pronoun's agreement with the
+occupation's stereotype changes. So pro against anti is a *paired* comparison: the per-pair
+difference is bootstrapped and tested with the Wilcoxon signed-rank test, with the matched-pairs
+rank-biserial correlation as effect size.
+
+The gender preference of a prompt is ``log P(male) − log P(female)`` (full-vocabulary log-probs
+of the two option tokens; positive: leans male) and its probability-mass version
+``P(male) − P(female)`` with P the softmax over the three options (as JSD-P uses).
+
+Values are averaged over seeds per prompt first (seeds only reorder the options, see
+`biasscope.core.stats`); intervals are over those prompts. Functions here take the records of one
+(model, step), reduced by `record_values`, so a report keeps only these small aggregates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import stats as sps
+
+from biasscope.core import stats
+from biasscope.dynamics import gap_tests
+from biasscope.dynamics.metrics import option_logprob_matrix, record_jsd_parts
+
+Array = npt.NDArray[np.float64]
+SPLITS = ("pro", "anti")
+#: Seed-averaged per-prompt values (`prompt_means`).
+MEANS = ("correct", "jsdp_correct", "lp_diff", "p_diff")
+
+
+def record_values(records: pd.DataFrame) -> pd.DataFrame:
+    """Per record of one probe's records: what the breakdowns use, in narrow columns."""
+    n = len(records)
+    if n == 0:
+        empty: pd.DataFrame = pd.DataFrame({c: [] for c in (
+            "prompt", "pair", "split", "kind", "occupation", "stereotype", *MEANS)})
+        return empty
+    options = list(records["options"].iloc[0])
+    lp = option_logprob_matrix(records)
+    answers = records["answer"].to_numpy(dtype=int)
+    shifted = np.exp(lp - lp.max(axis=1, keepdims=True))
+    probs = shifted / shifted.sum(axis=1, keepdims=True)
+    male, female = options.index("male"), options.index("female")
+    sentence = records["sentence_id"].astype(str)
+    frame: pd.DataFrame = pd.DataFrame({
+        "prompt": pd.Categorical(gap_tests.prompt_ids(records).to_numpy()),
+        "pair": pd.Categorical(sentence.str.split("-", n=1).str[1].to_numpy()),
+        "split": pd.Categorical(records["split"].to_numpy()),
+        "kind": pd.Categorical(records["kind"].to_numpy()),
+        "occupation": pd.Categorical(records["occupation"].to_numpy()),
+        "stereotype": pd.Categorical(records["stereotype"].to_numpy()),
+        "correct": (lp.argmax(axis=1) == answers).astype(np.float64),
+        "jsdp_correct": record_jsd_parts(records)[np.arange(n), answers],
+        "lp_diff": lp[:, male] - lp[:, female],
+        "p_diff": probs[:, male] - probs[:, female]})
+    return frame
+
+
+def prompt_means(values: pd.DataFrame) -> pd.DataFrame:
+    """One row per prompt: its labels and the seed mean of each of `MEANS`."""
+    labels = ["prompt", "pair", "split", "kind", "occupation", "stereotype"]
+    grouped = values.groupby(labels, observed=True, sort=True)
+    out: pd.DataFrame = grouped[list(MEANS)].mean().reset_index()
+    for column in labels:
+        out[column] = out[column].astype(str)
+    return out
+
+
+def _ci(values: npt.ArrayLike, confidence: float, n_resamples: int) -> dict[str, float]:
+    return stats.bootstrap_mean(values, confidence=confidence,
+                                n_resamples=n_resamples).as_dict()
+
+
+def signed_rank(differences: npt.ArrayLike) -> dict[str, float]:
+    """Two-sided Wilcoxon signed-rank test of paired differences (zeros dropped, as Wilcoxon
+    did) and the matched-pairs rank-biserial correlation r = (W+ − W−)/(W+ + W−): +1 when
+    every non-zero difference is positive."""
+    d = np.asarray(differences, dtype=np.float64)
+    d = d[np.isfinite(d) & (d != 0)]
+    if d.size == 0:
+        return {"statistic": math.nan, "p_value": math.nan, "effect_size": math.nan,
+                "n_nonzero": 0}
+    ranks = sps.rankdata(np.abs(d))
+    plus, minus = float(ranks[d > 0].sum()), float(ranks[d < 0].sum())
+    result = sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
+    return {"statistic": float(result.statistic), "p_value": float(result.pvalue),
+            "effect_size": (plus - minus) / (plus + minus), "n_nonzero": int(d.size)}
+
+
+#: Per measure: its column and the sign that makes the difference "better on pro".
+PRO_ANTI = {"accuracy": ("correct", 1.0), "jsdp_correct": ("jsdp_correct", -1.0)}
+
+
+def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str, Any]:
+    """Accuracy and JSD-P of the correct option on referenced prompts, pro and anti, and per
+    measure the paired difference (``pro − anti`` for accuracy, ``anti − pro`` for JSD-P:
+    positive means the model does better where the pronoun agrees with the stereotype)."""
+    ref = pm[pm["kind"] == "referenced"]
+    out: dict[str, Any] = {"n_pairs": 0}
+    wide = {measure: ref.pivot_table(index="pair", columns="split", values=column,
+                                     observed=True)
+            for measure, (column, _) in PRO_ANTI.items()}
+    for measure, (column, sign) in PRO_ANTI.items():
+        for split in SPLITS:
+            values = ref.loc[ref["split"] == split, column].to_numpy(dtype=np.float64)
+            out[f"{measure}/{split}"] = _ci(values, confidence, n_resamples)
+        table = wide[measure]
+        if not set(SPLITS) <= set(table.columns):
+            out[f"{measure}/difference"] = None
+            out[f"{measure}/test"] = None
+            continue
+        paired = table.dropna(subset=list(SPLITS))
+        diff = sign * (paired["pro"] - paired["anti"]).to_numpy(dtype=np.float64)
+        out["n_pairs"] = len(paired)
+        out[f"{measure}/difference"] = _ci(diff, confidence, n_resamples)
+        out[f"{measure}/test"] = signed_rank(diff)
+    return out
+
+
+def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
+                    confidence: float, n_resamples: int, seed: int = 0
+                    ) -> tuple[Array, Array, Array]:
+    """Mean and percentile bootstrap interval of ``values`` within each group (codes 0..k-1),
+    each group resampled on its own, all at once: per occupation a BCa interval would cost a
+    SciPy call each, 80 per checkpoint. NaN bounds for groups of fewer than two values."""
+    rng = np.random.default_rng(seed)
+    mean, low, high = (np.full(n_groups, math.nan) for _ in range(3))
+    for g in range(n_groups):
+        v = values[(groups == g) & np.isfinite(values)]
+        if v.size == 0:
+            continue
+        mean[g] = float(v.mean())
+        if v.size < 2:
+            continue
+        samples = v[rng.integers(0, v.size, size=(n_resamples, v.size))].mean(axis=1)
+        ci = stats.percentile_interval(mean[g], samples, confidence)
+        low[g], high[g] = ci.low, ci.high
+    return mean, low, high
+
+
+def occupations(pm: pd.DataFrame, confidence: float, n_resamples: int
+                ) -> list[dict[str, Any]]:
+    """Per occupation: its stereotype, and per prompt kind (``referenced``, ``not-referenced``)
+    the mean gender preference (``lp_diff``, ``p_diff``) with percentile bootstrap CIs over
+    prompts; on referenced prompts the accuracy on pro and on anti sentences."""
+    names = sorted(pm["occupation"].unique(), key=str.lower)
+    code = {name: i for i, name in enumerate(names)}
+    rows: dict[str, dict[str, Any]] = {
+        n: {"occupation": n, "stereotype": str(pm.loc[pm["occupation"] == n,
+                                                        "stereotype"].iloc[0])}
+        for n in names}
+    for kind, chunk in pm.groupby("kind", sort=True):
+        groups = chunk["occupation"].map(code).to_numpy(dtype=np.int64)
+        counts = np.bincount(groups, minlength=len(names))
+        for measure in ("lp_diff", "p_diff"):
+            mean, low, high = group_bootstrap(chunk[measure].to_numpy(dtype=np.float64),
+                                              groups, len(names), confidence, n_resamples)
+            for name, i in code.items():
+                rows[name][f"{kind}/{measure}"] = (
+                    {"estimate": mean[i], "low": low[i], "high": high[i]} if counts[i] else None)
+        for name, i in code.items():
+            rows[name][f"{kind}/n"] = int(counts[i])
+        if kind == "referenced":
+            acc = chunk.groupby(["occupation", "split"], observed=True)["correct"].mean()
+            for name in names:
+                for split in SPLITS:
+                    value = acc.get((name, split))
+                    rows[name][f"accuracy/{split}"] = None if value is None else float(value)
+    return [_plain(rows[n]) for n in names]
+
+
+def _plain(row: Mapping[str, Any]) -> dict[str, Any]:
+    """NaN to None, numpy scalars to float: rows go to JSON as they are."""
+    def clean(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (float, np.floating)):
+            return float(v) if math.isfinite(v) else None
+        return v
+    return {k: clean(v) for k, v in row.items()}
+
+
+def checkpoint_breakdown(values: pd.DataFrame, confidence: float = 0.95,
+                         n_resamples: int = 2000) -> dict[str, Any]:
+    """Pro/anti and per-occupation aggregates of one (model, step), from `record_values` of
+    all its seeds' records."""
+    pm = prompt_means(values)
+    return {"pro_anti": _plain(pro_anti(pm, confidence, n_resamples)),
+            "occupations": occupations(pm, confidence, n_resamples)}

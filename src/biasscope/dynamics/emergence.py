@@ -1,0 +1,191 @@
+"""When a gap emerges, where it changed most, and which checkpoint to stop at (Appendix D of
+*Fairness Dynamics During Training*): the step-level statistics built on ``biasscope.core.stats``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from biasscope.core.stats import (
+    Array,
+    Interval,
+    _bootstrap,
+    _mean_difference,
+)
+from biasscope.dynamics.gap_tests import prompt_values
+from biasscope.dynamics.metrics import GENDERS
+
+
+@dataclass(frozen=True)
+class StopRecommendation:
+    """Where to stop; gaps are absolute (lower is fairer), changes are % of the final value."""
+    step: int
+    performance: float
+    final_performance: float
+    gap: float
+    final_gap: float
+    performance_change_pct: float
+    gap_change_pct: float
+    pareto_steps: tuple[int, ...]
+    sentence: str
+
+
+@dataclass(frozen=True)
+class GapChange:
+    """Change of the group gap between two consecutive checkpoints, over the prompts both have."""
+    step_from: int
+    step_to: int
+    gap_from: float
+    gap_to: float
+    change: Interval
+    n_prompts: int
+
+
+# ---------------------------------------------------------------- emergence
+
+def emergence_step(steps: Sequence[int], p_adjusted: npt.ArrayLike, alpha: float = 0.01,
+                   gaps: npt.ArrayLike | None = None, min_gap: float = 0.0) -> int | None:
+    """First step from which every later checkpoint is significant (None if the last is not).
+
+    With ``gaps``, a checkpoint also counts only if its gap has the final checkpoint's sign (a
+    gap that is significant but flips direction has not yet emerged) and a magnitude of at least
+    ``min_gap`` (the smallest gap of interest: with near-identical prompts a deterministic model's
+    tiny systematic differences are significant at any size).
+    """
+    order = np.argsort(np.asarray(steps), kind="stable")
+    sig = np.asarray(p_adjusted, dtype=np.float64)[order] < alpha
+    if sig.size == 0:
+        return None
+    if gaps is not None:
+        sign = np.sign(np.asarray(gaps, dtype=np.float64)[order])
+        magnitude = np.abs(np.asarray(gaps, dtype=np.float64)[order])
+        sig &= (sign != 0) & (sign == sign[-1]) & (magnitude >= min_gap)
+    if sig.size == 0 or not sig[-1]:
+        return None
+    misses = np.flatnonzero(~sig)
+    return int(np.asarray(steps)[order][misses[-1] + 1 if misses.size else 0])
+
+
+def sharpest_change(records: pd.DataFrame, value: str = "jsdp_correct",
+                    groups: tuple[str, str] = GENDERS, confidence: float = 0.95,
+                    n_resamples: int = 2000, method: str = "BCa",
+                    seed: int = 0) -> GapChange | None:
+    """The largest change of the group gap between consecutive checkpoints of one model.
+
+    Prompts are paired across the two checkpoints by id, so the change equals the difference
+    of the groups' mean per-prompt changes; the CI resamples prompts (within each group) and
+    keeps each prompt's pair of values together. None with fewer than two checkpoints.
+    """
+    pv = prompt_values(records[records["answer_label"].isin(groups)], value).dropna(
+        subset=["step"])
+    if pv["model"].nunique() > 1:
+        raise ValueError("sharpest_change takes the records of one model")
+    wide = pv.pivot(index=["prompt", "answer_label"], columns="step", values="value")
+    best: StepChange | None = None
+    for s0, s1 in itertools.pairwise(sorted(wide.columns)):
+        best = larger_change(best, step_change(wide, s0, s1, groups))
+    return change_interval(best, confidence, n_resamples, method, seed)
+
+
+@dataclass(frozen=True)
+class StepChange:
+    """The gap change between two checkpoints, with the per-prompt changes of each group."""
+    change: float
+    step_from: int
+    step_to: int
+    samples: tuple[Array, ...]
+    gaps: tuple[float, float]
+
+
+def step_change(wide: pd.DataFrame, s0: Any, s1: Any, groups: tuple[str, str] = GENDERS
+                ) -> StepChange | None:
+    """Change of the gap from step ``s0`` to ``s1`` of ``wide`` (per-prompt values, indexed
+    by prompt and answer_label, a column per step; other steps may be absent): over prompts
+    with finite values at both. None when a group has no such prompt."""
+    label = wide.index.get_level_values("answer_label").to_numpy()
+    v0, v1 = wide[s0].to_numpy(), wide[s1].to_numpy()
+    masks = [np.isfinite(v0) & np.isfinite(v1) & (label == g) for g in groups]
+    if not all(m.any() for m in masks):
+        return None
+    change = float((v1 - v0)[masks[0]].mean() - (v1 - v0)[masks[1]].mean())
+    gaps = tuple(float(v[masks[0]].mean() - v[masks[1]].mean()) for v in (v0, v1))
+    return StepChange(change, s0, s1, tuple((v1 - v0)[m] for m in masks), (gaps[0], gaps[1]))
+
+
+def larger_change(best: StepChange | None, other: StepChange | None) -> StepChange | None:
+    """The larger in size of two changes; the earlier (``best``) on a tie."""
+    if other is not None and (best is None or abs(other.change) > abs(best.change)):
+        return other
+    return best
+
+
+def change_interval(best: StepChange | None, confidence: float = 0.95,
+                    n_resamples: int = 2000, method: str = "BCa", seed: int = 0
+                    ) -> GapChange | None:
+    """The sharpest change with its bootstrap CI (computed once, for the chosen pair)."""
+    if best is None:
+        return None
+    samples = best.samples
+    interval = _bootstrap(samples, _mean_difference, confidence, n_resamples, method, seed)
+    return GapChange(int(best.step_from), int(best.step_to), best.gaps[0], best.gaps[1],
+                     interval, sum(x.size for x in samples))
+
+
+# ---------------------------------------------------------------- early stopping
+
+def pareto_front(gaps: npt.ArrayLike, performance: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+    """Checkpoints no other checkpoint beats on both |gap| (lower) and performance (higher)."""
+    g = np.abs(np.asarray(gaps, dtype=np.float64))
+    p = np.asarray(performance, dtype=np.float64)
+    ok = np.isfinite(g) & np.isfinite(p)
+    g, p = np.where(ok, g, np.inf), np.where(ok, p, -np.inf)
+    no_worse = (g[:, None] <= g[None, :]) & (p[:, None] >= p[None, :])  # [j, i]: j vs i
+    better = (g[:, None] < g[None, :]) | (p[:, None] > p[None, :])
+    return np.asarray(ok & ~(no_worse & better & ok[:, None]).any(axis=0))
+
+
+def _pct(value: float, reference: float) -> float:
+    return 100 * (value - reference) / abs(reference) if reference != 0 else math.nan
+
+
+def _pct_text(change: float, value: float, reference: float) -> str:
+    """``+3.1%``; a change relative to 0 has no percentage, so the two values instead."""
+    return f"{change:+.1f}%" if math.isfinite(change) else f"{value:.3g} against {reference:.3g}"
+
+
+def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.ArrayLike,
+                   budget: float = 0.02,
+                   gap_name: str = "male-female JSD-P gap") -> StopRecommendation:
+    """The checkpoint with the smallest |gap| whose performance is at most ``budget`` (relative)
+    below the final checkpoint's; ties go to higher performance, then the earlier step.
+
+    The pick is always on the Pareto front, and the final checkpoint is always eligible.
+    """
+    order = np.argsort(np.asarray(steps), kind="stable")
+    s = np.asarray(steps)[order]
+    g = np.abs(np.asarray(gaps, dtype=np.float64)[order])
+    p = np.asarray(performance, dtype=np.float64)[order]
+    if s.size == 0 or not (math.isfinite(p[-1]) and math.isfinite(g[-1])):
+        raise ValueError("the final checkpoint needs a finite gap and performance")
+    eligible = np.flatnonzero(np.isfinite(g) & (p >= p[-1] - budget * abs(p[-1])))
+    pick = eligible[np.lexsort((s[eligible], -p[eligible], g[eligible]))[0]]
+    perf_pct, gap_pct = _pct(float(p[pick]), float(p[-1])), _pct(float(g[pick]), float(g[-1]))
+    if pick == s.size - 1:
+        sentence = (f"train to the end (step {s[pick]}): no earlier checkpoint has a smaller "
+                    f"{gap_name} within a {budget:.0%} performance loss")
+    else:
+        perf_text = _pct_text(perf_pct, float(p[pick]), float(p[-1]))
+        gap_text = _pct_text(gap_pct, float(g[pick]), float(g[-1]))
+        sentence = (f"stop at step {s[pick]}: performance {perf_text} against the final "
+                    f"checkpoint, {gap_name} {gap_text}")
+    front = tuple(int(x) for x in s[pareto_front(g, p)])
+    return StopRecommendation(int(s[pick]), float(p[pick]), float(p[-1]), float(g[pick]),
+                              float(g[-1]), perf_pct, gap_pct, front, sentence)

@@ -1,0 +1,112 @@
+"""The source's gap tests over WinoBias records: per checkpoint, male against female prompts
+(Figs. 4b, 5b), and model against model (Fig. 6b), on per-prompt values averaged over seeds.
+
+The generic pieces (Mann-Whitney, corrections, the test table) are `biasscope.core.stats`; the
+conventions (seeds as replicates, rank-biserial effect sizes, families) are described there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biasscope.core.stats import Array, Correction, group_test_row, tests_table
+from biasscope.dynamics.metrics import GENDERS, record_jsd_parts
+
+_SEED_SUFFIX = re.compile(r":seed\d+$")
+
+
+def prompt_ids(records: pd.DataFrame) -> pd.Series:
+    """The prompt an item id belongs to: the id without its ``:seed<N>`` suffix."""
+    return records["item_id"].astype(str).str.replace(_SEED_SUFFIX, "", regex=True)
+
+
+def record_values(records: pd.DataFrame, value: str = "jsdp_correct") -> Array:
+    """Per record: ``jsdp_correct`` (JSD-P part of the correct option), ``target_rank``, or
+    ``jsdp:<option>`` (the JSD-P part of a named option, e.g. ``jsdp:male``)."""
+    if value == "target_rank":
+        return np.asarray(records["target_rank"].to_numpy(dtype=np.float64))
+    if not (value == "jsdp_correct" or value.startswith("jsdp:")):
+        raise ValueError(f"unknown value {value!r}: jsdp_correct, target_rank or jsdp:<option>")
+    if records.empty:
+        return np.zeros(0)
+    parts = record_jsd_parts(records)
+    if value == "jsdp_correct":
+        return np.asarray(parts[np.arange(len(records)), records["answer"].to_numpy(dtype=int)])
+    options = list(records["options"].iloc[0])
+    return np.asarray(parts[:, options.index(value.removeprefix("jsdp:"))])
+
+
+def prompt_values(records: pd.DataFrame, value: str = "jsdp_correct") -> pd.DataFrame:
+    """One row per (model, step, prompt, answer_label): ``value`` averaged over seeds, and
+    ``seeds``, how many records were averaged. Vectorised over all checkpoints at once."""
+    return seed_means(pd.DataFrame({
+        "model": records["model"].array, "step": records["step"].array,  # keeps Int64 steps
+        "prompt": prompt_ids(records).to_numpy(),
+        "answer_label": records["answer_label"].to_numpy(),
+        "value": record_values(records, value)}))
+
+
+def seed_means(frame: pd.DataFrame) -> pd.DataFrame:
+    """`prompt_values` from per-record values (columns model, step, prompt, answer_label,
+    value), so that callers holding only those, one checkpoint at a time, get the same."""
+    keys = ["model", "step", "prompt", "answer_label"]
+    grouped: pd.DataFrame = frame.groupby(keys, dropna=False, sort=True)["value"].agg(
+        value="mean", seeds="size").reset_index()
+    return grouped
+
+
+def checkpoint_tests(records: pd.DataFrame, value: str = "jsdp_correct",
+                     groups: tuple[str, str] = GENDERS, correction: Correction = "holm",
+                     alpha: float = 0.01) -> pd.DataFrame:
+    """Per (model, step): Mann-Whitney U between prompts whose answer is ``groups[0]`` and
+    those whose answer is ``groups[1]`` (per-prompt values averaged over seeds).
+
+    ``value="jsdp_correct"`` is the paper's Fig. 4(b), ``"target_rank"`` its Fig. 5(b).
+    Columns: model, step, seeds, n_<g>, mean_<g>, gap (mean of group 1 minus group 2),
+    statistic, p_value, effect_size, p_adjusted (within each model), significant.
+    """
+    pv = prompt_values(records[records["answer_label"].isin(groups)], value)
+    return tests_table(checkpoint_rows(pv, groups), ("model", "step", "seeds"), groups,
+                       pv["step"].dtype, "model", correction, alpha)
+
+
+def checkpoint_rows(pv: pd.DataFrame, groups: tuple[str, str] = GENDERS
+                    ) -> list[dict[str, Any]]:
+    """`checkpoint_tests`' rows before correction, from `prompt_values` (any checkpoints)."""
+    rows = []
+    for (model, step), chunk in pv.groupby(["model", "step"], dropna=False, sort=True):
+        label = chunk["answer_label"].to_numpy()
+        x, y = (chunk["value"].to_numpy()[label == g] for g in groups)
+        rows.append({"model": model, "step": step, "seeds": int(chunk["seeds"].max()),
+                     **group_test_row(x, y, groups)})
+    return rows
+
+
+def model_tests(records: pd.DataFrame, model_a: str, model_b: str, value: str = "jsdp:male",
+                answer: str = "not specified", correction: Correction = "holm",
+                alpha: float = 0.01) -> pd.DataFrame:
+    """Per step that both models have: Mann-Whitney U between model A's and model B's
+    per-prompt values on prompts whose answer is ``answer`` (the paper's Fig. 6(b)).
+
+    The paper's test is kept although both samples are the same prompts: it is valid, just
+    less powerful than a paired test. Gap is A minus B; columns as in `checkpoint_tests`,
+    with groups named ``a`` and ``b``, corrected over the steps compared.
+    """
+    keep = (records["answer_label"] == answer) & records["model"].isin([model_a, model_b])
+    pv = prompt_values(records[keep], value)
+    return tests_table(model_rows(pv, model_a, model_b), ("step", "seeds"), ("a", "b"),
+                       pv["step"].dtype, None, correction, alpha)
+
+
+def model_rows(pv: pd.DataFrame, model_a: str, model_b: str) -> list[dict[str, Any]]:
+    """`model_tests`' rows before correction, from `prompt_values` already restricted to one
+    answer (any checkpoints)."""
+    by_model = {m: dict(tuple(c.groupby("step"))) for m, c in pv.groupby("model")}
+    a, b = by_model.get(model_a, {}), by_model.get(model_b, {})
+    return [{"step": step, "seeds": int(max(a[step]["seeds"].max(), b[step]["seeds"].max())),
+             **group_test_row(a[step]["value"].to_numpy(), b[step]["value"].to_numpy(), ("a", "b"))}
+            for step in sorted(set(a) & set(b))]  # type: ignore[type-var]

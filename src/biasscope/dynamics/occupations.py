@@ -1,0 +1,133 @@
+"""The model's gender preference per occupation against the share of women in it, as the U.S.
+Bureau of Labor Statistics reported it and the Winogender schemas published it
+(``winogender/occupations-stats.tsv``, pinned in `biasscope.data.sources`).
+
+Matching rule: a WinoBias occupation matches the row whose ``occupation`` equals its name in
+lower case. No aliases: the near misses (WinoBias "chief" against "chef", "construction
+worker" against "worker") are different jobs, so they are reported as unmatched rather than
+guessed. The statistics are read, never downloaded, by a report: without the file the report
+says how to get it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from biasscope.core.errors import DataError
+from biasscope.core.jsonl import read_text
+from biasscope.data.sources import SOURCES, cache_dir, data_path, resolve_data_dir
+
+SOURCE, NAME = "winogender", "occupations-stats.tsv"
+COLUMNS = ("occupation", "bergsma_pct_female", "bls_pct_female", "bls_year")
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Share of women (%) per lower-case occupation, or why there is none."""
+
+    bls_pct_female: dict[str, float] = field(default_factory=dict)
+    bls_year: dict[str, int] = field(default_factory=dict)
+    path: str | None = None
+    unavailable: str | None = None
+
+
+def how_to_get() -> str:
+    known = SOURCES[(SOURCE, NAME)]
+    return (f"run `biasscope data fetch {SOURCE}` (downloads {known.url}), or pass --data-dir "
+            f"with {SOURCE}/{NAME} in it")
+
+
+def load(data_dir: str | os.PathLike[str] | None = None) -> Statistics:
+    """The statistics from ``--data-dir`` or the cache, never the network; a missing or
+    malformed file gives a `Statistics` that says why, not an error."""
+    try:
+        path = data_path(SOURCE, NAME, data_dir, download=False)
+        text = read_text(path, error=DataError)
+    except DataError as exc:
+        root = resolve_data_dir(data_dir)
+        where = root / SOURCE / NAME if root is not None else cache_dir() / SOURCE / NAME
+        why = (f"it is neither in --data-dir / $BIASSCOPE_DATA_DIR nor in the cache (looked "
+               f"for {where})" if "missing data file" in str(exc) else f"{exc}")
+        return Statistics(unavailable=f"{why}; {how_to_get()}")
+    rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+    if not rows or not set(COLUMNS) <= set(rows[0]):
+        return Statistics(path=str(path), unavailable=(
+            f"{path} has no columns {', '.join(COLUMNS)}; {how_to_get()}"))
+    shares, years = {}, {}
+    for row in rows:
+        try:
+            share = float(row["bls_pct_female"])
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(share):
+            name = str(row["occupation"]).strip().lower()
+            shares[name] = share
+            year = str(row.get("bls_year") or "").strip()
+            if year.isdigit():
+                years[name] = int(year)
+    return Statistics(shares, years, str(path))
+
+
+def spearman(x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int,
+             seed: int = 0) -> dict[str, Any]:
+    """Spearman's ρ of paired values with a percentile bootstrap CI over the pairs
+    (occupations resampled with replacement; resamples where a side is constant skipped)."""
+    n = len(x)
+    out: dict[str, Any] = {"estimate": None, "low": None, "high": None, "p_value": None, "n": n}
+    if n < 3:
+        return out
+    result = sps.spearmanr(x, y)
+    out["estimate"], out["p_value"] = float(result.statistic), float(result.pvalue)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_resamples, n))
+    rx, ry = sps.rankdata(x[idx], axis=1), sps.rankdata(y[idx], axis=1)
+    rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (rx * ry).sum(axis=1) / np.sqrt((rx ** 2).sum(axis=1) * (ry ** 2).sum(axis=1))
+    ok = rho[np.isfinite(rho)]
+    if ok.size >= n_resamples / 2:
+        tail = 100 * (1 - confidence) / 2
+        out["low"], out["high"] = (float(v) for v in np.percentile(ok, [tail, 100 - tail]))
+    return out
+
+
+def compare(occupations: list[dict[str, Any]], statistics: Statistics, confidence: float,
+            n_resamples: int, preference: str = "not-referenced/lp_diff") -> dict[str, Any]:
+    """Spearman's ρ between the model's preference (male − female) and the share of women,
+    over the matched occupations; a stereotyped model gives a negative ρ."""
+    pairs = [(statistics.bls_pct_female[str(o["occupation"]).lower()],
+              float(o[preference]["estimate"])) for o in occupations
+             if str(o["occupation"]).lower() in statistics.bls_pct_female
+             and (o.get(preference) or {}).get("estimate") is not None]
+    x = np.array([p[0] for p in pairs], dtype=np.float64)
+    y = np.array([p[1] for p in pairs], dtype=np.float64)
+    return {"preference": preference, "spearman": spearman(x, y, confidence, n_resamples)}
+
+
+def matching(names: list[str], statistics: Statistics) -> dict[str, list[str]]:
+    matched = [n for n in names if n.lower() in statistics.bls_pct_female]
+    return {"matched": matched, "unmatched": [n for n in names if n not in matched]}
+
+
+def sentence(model: str, step: int, result: dict[str, Any], confidence: float,
+             unmatched: list[str], several: bool) -> str:
+    rho = result["spearman"]
+    where = f" at step {step}" if several else ""
+    if rho["estimate"] is None:
+        return (f"{model}{where}: too few occupations match the labour statistics "
+                f"({rho['n']}) for a correlation.")
+    ci = ("no CI" if rho["low"] is None else
+          f"{confidence:.0%} CI {rho['low']:+.2f} to {rho['high']:+.2f}")
+    missing = ", ".join(unmatched) if unmatched else "none"
+    return (f"{model}{where}: across {rho['n']} occupations, the gender preference where the "
+            f"sentence gives no gender tracks the share of women (U.S. BLS) with Spearman "
+            f"ρ = {rho['estimate']:+.2f} ({ci}; negative: the more women in the job, the more "
+            f"the model leans female). No BLS figure for: {missing}.")

@@ -1,0 +1,127 @@
+"""Performance series per checkpoint, to read fairness against: from LAMBADA records, from
+lm-evaluation-harness result files, or from a CSV of ``step,value``.
+
+Imported series are copied into ``RUN/performance.json`` so reports rebuild without them.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob as globlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from biasscope.backends.checkpoints import parse_step
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.jsonl import read_text
+from biasscope.store.directory import RunStore, write_json
+
+FILE = "performance.json"
+Series = dict[int, float]
+
+
+def from_csv(path: str | Path) -> Series:
+    """``step,value`` rows (a header line is allowed)."""
+    path = Path(path)
+    series: Series = {}
+    try:
+        rows = list(csv.reader(read_text(path).splitlines()))
+    except csv.Error as exc:
+        raise BiasscopeError(f"{path}: not a CSV file ({exc})") from None
+    for number, row in enumerate(rows, start=1):
+        if not row or (number == 1 and not row[0].strip().lstrip("-").isdigit()):
+            continue
+        try:
+            step, value = int(row[0]), float(row[1])
+        except (ValueError, IndexError):
+            raise BiasscopeError(f"{path}:{number}: expected 'step,value', got {row!r}") from None
+        if step in series:
+            raise BiasscopeError(f"{path}:{number}: step {step} appears twice")
+        series[step] = value
+    if not series:
+        raise BiasscopeError(f"{path}: no 'step,value' rows")
+    return series
+
+
+def _lm_eval_step(path: Path, data: dict[str, Any]) -> int | None:
+    args = str(data.get("config", {}).get("model_args", ""))
+    for part in args.split(","):
+        key, _, value = part.partition("=")
+        if key.strip() == "revision" and parse_step(value.strip()) is not None:
+            return parse_step(value.strip())
+    for name in (path.stem, path.parent.name):
+        step = parse_step(name) or parse_step(name.split("_")[-1])
+        if step is not None:
+            return step
+    return None
+
+
+def from_lm_eval(pattern: str, metric: str) -> Series:
+    """One lm-evaluation-harness results JSON per checkpoint; ``metric`` is ``task/metric``
+    (``lambada_openai/acc``; ``acc,none`` keys of newer versions match ``acc``). The step
+    comes from ``revision=stepN`` in the file's model_args, else from its name or folder."""
+    task, _, name = metric.partition("/")
+    if not name:
+        raise BiasscopeError(f"--lm-eval-metric {metric!r}: use task/metric, e.g. "
+                             "lambada_openai/acc")
+    files = sorted(Path(p) for p in globlib.glob(pattern))
+    if not files:
+        raise BiasscopeError(f"--lm-eval-results {pattern!r} matches no file")
+    series: Series = {}
+    for path in files:
+        try:
+            data = json.loads(read_text(path))
+        except (json.JSONDecodeError, RecursionError):
+            data = None
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, dict):
+            raise BiasscopeError(f"{path}: not a readable lm-evaluation-harness JSON") from None
+        scores = results.get(task)
+        if not isinstance(scores, dict):
+            raise BiasscopeError(f"{path}: no results for task {task!r}")
+        value = scores.get(name, next((v for k, v in scores.items()
+                                       if k.split(",")[0] == name), None))
+        if not isinstance(value, (int, float)):
+            raise BiasscopeError(f"{path}: task {task!r} has no metric {name!r} "
+                                 f"(has {', '.join(sorted(scores))})")
+        step = _lm_eval_step(path, data)
+        if step is None:
+            raise BiasscopeError(f"{path}: cannot tell its step (no revision=stepN in "
+                                 "model_args, no stepN/checkpoint-N in its name)")
+        series[step] = float(value)
+    return series
+
+
+def save(store: RunStore, model: str, series: Series, source: str) -> None:
+    """Add one model's imported series to ``performance.json``."""
+    path = store.root / FILE
+    data = store.read_json(FILE) if path.is_file() else {"series": {}}
+    data["series"][model] = {"source": source, "values": {str(k): v for k, v in
+                                                          sorted(series.items())}}
+    write_json(path, data)
+    store.publish(path)
+
+
+def load(store: RunStore, summary: dict[str, Any]) -> dict[str, tuple[str, Series]]:
+    """Per model: (name, series). Imported series win; else LAMBADA accuracy from records."""
+    out: dict[str, tuple[str, Series]] = {}
+    for ckpt in summary["checkpoints"]:
+        value = ckpt["mean"].get("accuracy")
+        if ckpt["probe"] == "lambada" and ckpt["step"] is not None and value is not None:
+            out.setdefault(ckpt["model"], ("LAMBADA accuracy", {}))[1][ckpt["step"]] = value
+    if (store.root / FILE).is_file():
+        for model, entry in store.read_json(FILE).get("series", {}).items():
+            values = {int(k): float(v) for k, v in entry["values"].items()
+                      if v is not None and math.isfinite(float(v))}
+            out[model] = (str(entry.get("source", "performance")), values)
+    return out
+
+
+def check_coverage(model: str, series: Series, steps: list[int], source: str) -> None:
+    missing = [s for s in steps if s not in series]
+    if missing:
+        shown = ", ".join(map(str, missing[:20])) + (" …" if len(missing) > 20 else "")
+        raise BiasscopeError(f"{source} does not cover every checkpoint of {model}: missing "
+                             f"steps {shown}")

@@ -1,0 +1,159 @@
+"""summary.json's ``analysis.probes``: the audit probes' statistics over training steps, with
+multiple-comparison control over each model's checkpoints, emergence and the stopping
+recommendation, as the WinoBias analysis (`biasscope.dynamics.analysis`) gives
+them for the JSD-P gap.
+
+The per-checkpoint values come from `biasscope.dynamics.probe_steps`, one step at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from biasscope.core import stats
+from biasscope.dynamics import performance
+from biasscope.dynamics.emergence import emergence_step, recommend_stop
+from biasscope.dynamics.probe_steps import STATISTICS, Values, read_checkpoints
+from biasscope.store.directory import RunStore
+from biasscope.store.reading import unit_index
+
+if TYPE_CHECKING:
+    from biasscope.dynamics.analysis_options import AnalysisOptions
+
+CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
+def _fmt(value: Any, spec: str = ".3g") -> str:
+    return "n/a" if value is None else format(float(value), spec)
+
+
+def correct(checkpoints: dict[int, Values], options: AnalysisOptions) -> dict[str, int | None]:
+    """Every tested value's p-values adjusted over the model's checkpoints (``p_adjusted``,
+    ``significant``, in place); the emergence step of each."""
+    steps = sorted(checkpoints)
+    tested = sorted({k for v in checkpoints.values() for k, e in v.items() if "p_value" in e})
+    emergence: dict[str, int | None] = {}
+    for key in tested:
+        at = [s for s in steps if key in checkpoints[s]]
+        entries = [checkpoints[s][key] for s in at]
+        p = np.array([math.nan if e.get("p_value") is None else e["p_value"] for e in entries],
+                     dtype=np.float64)
+        adjusted = stats.adjust_pvalues(p, options.correction)
+        for entry, value in zip(entries, adjusted, strict=True):
+            entry["p_adjusted"] = None if math.isnan(value) else float(value)
+            entry["significant"] = bool(value < options.alpha)
+        signs = np.array([math.nan if e.get("effect_size") is None else e["effect_size"]
+                          for e in entries], dtype=np.float64)
+        emergence[key] = emergence_step(at, np.nan_to_num(adjusted, nan=1.0), options.alpha,
+                                        gaps=np.nan_to_num(signs))
+    return emergence
+
+
+def _sentence(model: str, name: str, key: str, checkpoints: dict[int, Values],
+              step: int | None, corrected: str) -> str:
+    steps = [s for s in sorted(checkpoints) if key in checkpoints[s]]
+    if not steps:
+        return f"{model}: no {name} could be computed (no answers to score)."
+    last = checkpoints[steps[-1]][key]
+    at_last = (f"at the last checkpoint (step {steps[-1]}) it is {_fmt(last.get('estimate'))} "
+               f"(95% CI {_fmt(last.get('low'))} to {_fmt(last.get('high'))}, p = "
+               f"{_fmt(last.get('p_value'))}, effect size {_fmt(last.get('effect_size'), '.2f')})")
+    if len(steps) == 1:
+        word = "" if last.get("significant") else "not "
+        return f"{model}: the {name} is {word}significant ({corrected}); {at_last}."
+    if step is not None:
+        return (f"{model}: the {name} is significant ({corrected}) from step {step} on, at "
+                f"every later checkpoint; {at_last}.")
+    hits = [str(s) for s in steps if checkpoints[s][key].get("significant")]
+    if hits and not last.get("significant"):
+        where = ", ".join(hits[:10]) + (" …" if len(hits) > 10 else "")
+        return (f"{model}: the {name} is significant ({corrected}) at {len(hits)} of "
+                f"{len(steps)} checkpoints (step{'s' if len(hits) > 1 else ''} {where}) but "
+                f"not at the last, so it has not emerged for good; {at_last}.")
+    if hits:  # significant at the last, yet no emergence: no effect size to sign it
+        return (f"{model}: the {name} is significant ({corrected}) at the last checkpoint, "
+                f"without an effect size to give it a direction; {at_last}.")
+    return (f"{model}: the {name} is not significant ({corrected}) at any checkpoint; "
+            f"{at_last}.")
+
+
+def _recommend(model: str, probe: str, key: str, checkpoints: dict[int, Values],
+               perf: tuple[str, performance.Series] | None, budget: float
+               ) -> tuple[dict[str, Any] | None, str | None]:
+    if perf is None:
+        return None, None
+    source, series = perf
+    effect = {s: v[key].get("estimate") for s, v in checkpoints.items() if key in v}
+    common = sorted(s for s, e in effect.items() if e is not None and s in series)
+    if len(common) < 2:
+        return None, None
+    final = series[common[-1]]
+    if not (math.isfinite(final) and abs(final) > 1e-9):
+        return None, (f"{model}: no stop recommended for {probe}: the final checkpoint's "
+                      f"{source} is {final:g}.")
+    name = STATISTICS[probe].names.get(key, key)
+    rec = recommend_stop(common, np.abs([float(effect[s] or 0.0) for s in common]),
+                         [series[s] for s in common], budget=budget, gap_name=f"|{name}|")
+    out = {"value": key, "step": rec.step, "performance": rec.performance,
+           "final_performance": rec.final_performance, "gap": rec.gap,
+           "final_gap": rec.final_gap, "pareto_steps": list(rec.pareto_steps),
+           "sentence": rec.sentence}
+    return out, f"{model}, {probe}: {rec.sentence} (budget: {budget:.0%} {source} loss)."
+
+
+def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOptions
+                   ) -> dict[str, Any]:
+    """Per audit probe in the run: per model its checkpoints' values (with adjusted p-values),
+    emergence per tested value, the stopping recommendation on the headline value when a
+    performance series exists, and sentences."""
+    corrected = f"{CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
+    perf = performance.load(store, summary)
+    out: dict[str, Any] = {}
+    unavailable: dict[str, str] = {}
+    checkpoints_of = read_checkpoints(store, unavailable)
+    for probe, reason in sorted(unavailable.items()):
+        out[probe] = {"headline": list(STATISTICS[probe].headline),
+                      "names": STATISTICS[probe].names, "models": {}, "unavailable": reason,
+                      "sentences": [f"{probe}: no statistics over steps: {reason}."]}
+    stepless: dict[str, set[str]] = {}  # read from the key columns alone, as the index is
+    for entry in unit_index(store):
+        for probe, model, _ in entry.stepless:
+            if probe in STATISTICS and probe not in unavailable:
+                stepless.setdefault(probe, set()).add(model)
+    for probe in sorted(set(stepless) - set(checkpoints_of)):
+        checkpoints_of[probe] = {}
+    for probe, models in checkpoints_of.items():
+        spec = STATISTICS[probe]
+        section: dict[str, Any] = {"headline": list(spec.headline), "names": spec.names,
+                                   "models": {}, "sentences": []}
+        if probe in stepless:
+            names = ", ".join(sorted(stepless[probe]))
+            section["stepless"] = sorted(stepless[probe])
+            section["sentences"].append(
+                f"{probe}: no training step for {names}: not analysed over steps; `biasscope "
+                "probe` gives one model's statistics.")
+        for model, checkpoints in sorted(models.items()):
+            emergence = correct(checkpoints, options)
+            sentences = [_sentence(model, spec.names.get(k, k), k, checkpoints,
+                                   emergence.get(k), corrected) for k in spec.headline]
+            rec, said = _recommend(model, probe, spec.headline[0], checkpoints,
+                                   perf.get(model), options.budget)
+            if said:
+                sentences.append(said)
+            section["models"][model] = {
+                "steps": sorted(checkpoints),
+                "checkpoints": [{"step": s, "values": checkpoints[s]}
+                                for s in sorted(checkpoints)],
+                "emergence": emergence, "recommendation": rec, "sentences": sentences}
+            section["sentences"] += sentences
+        out[probe] = section
+    return out
+
+
+def seed_counts(section: dict[str, Any]) -> int:
+    """The most seeds any checkpoint of a probe section was scored with."""
+    return max((int(e.get("seeds", 1)) for m in section["models"].values()
+                for c in m["checkpoints"] for e in c["values"].values()), default=0)

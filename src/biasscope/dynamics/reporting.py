@@ -1,0 +1,46 @@
+"""The dynamics job's last step: analyse a run's stored records, write its ``summary.json``
+(the one writer of that file after a sweep) and render the HTML report from it.
+
+`biasscope dynamics`, `biasscope report` and the demo all end here, so a re-analysis with
+other options is the same call as the first one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.analysis import full_summary, stored_options
+from biasscope.dynamics.analysis_options import AnalysisOptions
+from biasscope.report.html import render_dynamics_report
+from biasscope.store.directory import RunStore, write_json
+
+
+def write_dynamics_report(run_dir: Path | str, output: Path | None = None,
+                          options: AnalysisOptions | None = None,
+                          data_dir: str | None = None) -> Path:
+    """Analyse ``run_dir`` (a ``biasscope dynamics`` run) and render it to one HTML file;
+    return its path.
+
+    ``output`` defaults to ``<run_dir>/report.html``, with the recomputed summary in the run's
+    ``summary.json``. Elsewhere, the run is left untouched and the summary goes next to the
+    report (``X.summary.json`` beside ``X.html``): a re-analysis with other options must not
+    change the run's summary under its own report. Files are written atomically.
+    ``data_dir``: where to find the occupation statistics (else ``$BIASSCOPE_DATA_DIR`` or
+    the cache; the report says so when they are not there).
+    """
+    store = RunStore(run_dir)
+    if not store.root.is_dir():
+        raise BiasscopeError(f"run directory {store.root} does not exist")
+    if not store.unit_files():
+        raise BiasscopeError(f"{store.root} has no records: run `biasscope dynamics` first")
+    summary = full_summary(store, options or stored_options(store), data_dir)
+    own = store.root / "report.html"
+    target = Path(output) if output is not None else own
+    if target.resolve() == own.resolve():
+        with contextlib.suppress(BiasscopeError):  # a read-only run can still be reported
+            write_json(store.summary_json, summary)
+    else:
+        write_json(target.with_name(f"{target.stem}.summary.json"), summary)
+    return render_dynamics_report(store, summary, target)

@@ -1,0 +1,143 @@
+"""``run.json`` of a checkpoint sweep: what was run, checked and extended under a lock.
+
+A rerun into the same run directory may add checkpoints, seeds and probes; it may not change
+what determines results (a probe's settings, the scoring settings, ``--limit``, the data
+files' SHA-256), since one item id would then have two answers. Processes that start together
+each read, check and rewrite ``run.json`` while holding ``.run.lock`` (``fcntl`` on the run
+folder, or on the local staging copy of a URL run), so none loses another's checkpoints or
+seeds and two dtypes never enter one run.
+
+A URL run shared by several machines has no lock object: after writing, each writer reads the
+remote ``run.json`` back and merges again until its own checkpoints and seeds are in it, which
+closes the window to the few milliseconds of one upload but is not a true compare-and-swap.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import random
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from biasscope.backends.checkpoints import Checkpoint, distinct, identity_of
+from biasscope.core.errors import BiasscopeError
+from biasscope.probes import Probe
+from biasscope.store.directory import RunStore, Unit, write_json
+from biasscope.store.locks import run_lock
+from biasscope.store.settings import merge_settings
+
+if TYPE_CHECKING:
+    from biasscope.dynamics.scoring import SweepConfig
+
+RUN_SCHEMA = "biasscope.run/1"
+# Settings a rerun may add entries to (the noun for the message); the entries already
+# recorded must stay the same. A data file not recorded before (another probe's, or a run
+# from before data files were recorded) is added.
+_GROW = {"probes": "probe", "data": "data file"}
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in ("biasscope", "numpy", "pandas", "scipy", "torch", "transformers", "tokenizers"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig
+             ) -> list[Checkpoint]:
+    """Write or extend run.json; refuse to mix results made with different settings.
+
+    Returns the checkpoints as this run names them (see ``checkpoints.distinct``).
+    """
+    settings: dict[str, Any] = {"probes": {p.name: p.config() for p in probes},
+                                "limit": config.limit, **config.comparable}
+    with run_lock(store):
+        for _ in range(8):
+            store.pull("run.json")  # a URL run: what other machines wrote since
+            previous = store.read_json("run.json") if store.run_json.is_file() else None
+            merged, checkpoints = _merge(store, previous, settings, config)
+            write_json(store.run_json, merged)
+            store.publish(store.run_json)
+            if store.remote is None or _kept(store, merged):
+                return checkpoints
+            time.sleep(random.uniform(0.05, 0.5))  # another machine wrote between: merge again
+    raise BiasscopeError(f"{store.remote}/run.json keeps changing under other writers; run the "
+                         "same command again")
+
+
+def _kept(store: RunStore, ours: dict[str, Any]) -> bool:
+    """Whether the remote run.json still holds what this process wrote into it."""
+    if not store.pull("run.json"):
+        return False
+    now = store.read_json("run.json")
+    have = {c.get("identity") for c in now.get("checkpoints", [])}
+    return (now.get("settings") == ours["settings"] and set(ours["seeds"]) <= set(now["seeds"])
+            and {c["identity"] for c in ours["checkpoints"]} <= have)
+
+
+def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str, Any],
+           config: SweepConfig) -> tuple[dict[str, Any], list[Checkpoint]]:
+    if previous is None:
+        checkpoints = distinct(config.checkpoints)
+        return {"schema": RUN_SCHEMA, "created": _now(), "updated": _now(),
+                "settings": settings, "seeds": sorted(config.seeds), "limit": config.limit,
+                "checkpoints": [c.as_dict() for c in checkpoints],
+                "versions": versions()}, checkpoints
+    before = dict(previous.get("settings", {}))
+    if "limit" not in before and "limit" in previous:  # runs from before limits were settings
+        before["limit"] = previous["limit"]
+    merged = merge_settings(store.run_json, before, settings, grow=_GROW)
+    known = _migrate(store, previous)
+    checkpoints = distinct(config.checkpoints, known)
+    have = {k["identity"] for k in known}
+    entries = known + [c.as_dict() for c in checkpoints if c.identity not in have]
+    return {**previous, "schema": RUN_SCHEMA, "updated": _now(), "settings": merged,
+            "seeds": sorted(set(previous.get("seeds", [])) | set(config.seeds)),
+            "limit": config.limit, "checkpoints": entries, "versions": versions()}, checkpoints
+
+
+def _migrate(store: RunStore, previous: dict[str, Any]) -> list[dict[str, Any]]:
+    """run.json's checkpoints with their identities. A run made before identities keyed its
+    units by name and revision: those are rekeyed by identity, except where two checkpoints
+    shared a name and revision, whose one unit is set aside (which of the two was scored is
+    unknown) and which are left out, to be named anew and redone. Relative sources resolve
+    against the working directory."""
+    entries: list[dict[str, Any]] = list(previous.get("checkpoints", []))
+    if all(e.get("identity") for e in entries):
+        return entries
+    ids = [e.get("identity") or identity_of(str(e["model"]), str(e["source"]), e.get("revision"))
+           for e in entries]
+    owners: dict[tuple[str, str | None], set[str]] = defaultdict(set)
+    for entry, identity in zip(entries, ids):
+        owners[(entry["model"], entry.get("revision"))].add(identity)
+    probes = list(previous.get("settings", {}).get("probes", {}))
+    seeds = sorted(set(previous.get("seeds", [])) | {0})
+    for entry, identity in zip(entries, ids):
+        shared = owners[(entry["model"], entry.get("revision"))]
+        for probe in probes:
+            for seed in seeds:
+                old = Unit(entry["model"], entry.get("revision"), probe, seed, entry.get("step"))
+                if not store.unit_path(old).exists():
+                    continue
+                if len(shared) > 1:
+                    store.set_aside(store.unit_path(old), "an older biasscope gave the "
+                                    f"checkpoints {' and '.join(sorted(shared))} this one unit")
+                elif store.has(old):
+                    store.rekey(old, replace(old, checkpoint=identity))
+    unique: dict[str, dict[str, Any]] = {}
+    for entry, identity in zip(entries, ids):
+        if len(owners[(entry["model"], entry.get("revision"))]) == 1:  # else: named anew
+            unique.setdefault(identity, {**entry, "identity": identity})
+    return list(unique.values())

@@ -1,0 +1,124 @@
+"""A sweep of checkpoints x seeds through one probe into a run directory, resumable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress
+
+from biasscope.backends.base import NextTokenScorer
+from biasscope.backends.checkpoints import Checkpoint
+from biasscope.core.items import Item
+from biasscope.dynamics import asking as options
+from biasscope.dynamics.executors import CheckpointTask, Executor, LocalExecutor, UnitJob
+from biasscope.dynamics.progress import columns as progress_columns
+from biasscope.dynamics.progress import shown_in
+from biasscope.dynamics.runfile import init_run
+from biasscope.dynamics.scoring import (
+    ScorerSource,
+    SweepConfig,
+    UnitSummary,
+    ask,
+    summarise,
+    unit_items,
+    unit_of,
+    unit_summary,
+)
+from biasscope.probes import Probe
+from biasscope.store.directory import RunStore, Unit, remove_stale_temp_files, write_json
+
+
+def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerSource, *,
+          quiet: bool = False, executor: Executor | None = None) -> RunStore:
+    """Evaluate every pending unit; finished units are skipped, so a rerun resumes.
+
+    Probes that do not vary with the seed (``seeded = False``) are evaluated once, as seed 0.
+    ``executor`` runs the units (default: in this process; see ``biasscope.dynamics.executors``).
+    """
+    probes = [probes] if not isinstance(probes, Sequence) else list(probes)
+    store = RunStore(config.out)
+    checkpoints = init_run(store, probes, config)  # named as the run names them
+    remove_stale_temp_files(store.records_dir)
+    units = {c: [(p, unit_of(c, p.name, s)) for p in probes
+                 for s in (config.seeds if getattr(p, "seeded", True) else [0])]
+             for c in checkpoints}
+    items_by_seed: dict[tuple[str, int], tuple[list[Item], str, options.Asking | None]] = {}
+
+    def job(probe: Probe, unit: Unit) -> UnitJob:
+        key = (probe.name, unit.seed)
+        if key not in items_by_seed:
+            items = unit_items(probe, unit.seed, config.limit)
+            items_by_seed[key] = (items, *ask(probe, items))
+        items, kind, asking = items_by_seed[key]
+        return UnitJob(unit, kind, items, asking)
+
+    have = {u: store.has(u) for c in checkpoints for _, u in units[c]}
+    # A task's finished units come along as ``done``: planned with, never rescored.
+    tasks = [CheckpointTask(c, [job(p, u) for p, u in units[c] if not have[u]],
+                            [job(p, u) for p, u in units[c] if have[u]])
+             for c in checkpoints if not all(have[u] for _, u in units[c])]
+    tasks = [t for t in tasks if t.jobs]
+    # Each unit file is read once here; new units add their summary as they are written.
+    done = [unit_summary(frame) for frame in store.iter_units() if not frame.empty]
+    left = {(t.checkpoint.model, t.checkpoint.revision): len(t.jobs) for t in tasks}
+    console = Console(stderr=True)
+    live = not quiet and console.is_terminal
+    with Progress(*progress_columns(), console=console, transient=True, disable=not live) as bar, \
+            shown_in(bar if live else None, quiet):  # prompts within a checkpoint, too
+        task = bar.add_task("units", total=sum(left.values()))
+        for summary in (executor or LocalExecutor()).run(tasks, scorers, store):
+            (model, revision, _, probe), seed = summary[0], summary[1]
+            label = f"{model}@{revision}" if revision else model
+            bar.update(task, advance=1, description=f"{label} {probe} seed {seed}")
+            done.append(summary)
+            left[(model, revision)] -= 1
+            if not left[(model, revision)]:  # a checkpoint is finished
+                write_summary(store, done)
+    write_summary(store, done)
+    return store
+
+
+def write_summary(store: RunStore, units: Iterable[UnitSummary] | None = None
+                  ) -> dict[str, Any]:
+    """Write summary.json from the given unit summaries, or by reading every unit once."""
+    if units is None:
+        units = [unit_summary(frame) for frame in store.iter_units() if not frame.empty]
+    summary = summarise(units)
+    write_json(store.summary_json, summary)
+    store.publish(store.summary_json)
+    return summary
+
+
+def hf_scorers(options: Any) -> ScorerSource:
+    """Scorer source over Hugging Face checkpoints (imports torch only when called)."""
+    def source(checkpoints: Sequence[Checkpoint]) -> Iterator[NextTokenScorer]:
+        from biasscope.backends.hf import iter_scorers
+        yield from iter_scorers(checkpoints, options)
+    return source
+
+
+def hf_comparable(options: Any) -> dict[str, Any]:
+    chosen = asdict(options)
+    return {"dtype": chosen["dtype"], "first_token": chosen["first_token"]}
+
+
+def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint], out: str | Path, *,
+                 seeds: Sequence[int] = (0, 1, 2, 3, 4), options: Any = None,
+                 limit: int | None = None, quiet: bool = False,
+                 executor: Executor | None = None,
+                 data: dict[str, str] | None = None) -> RunStore:
+    """Library entry point of ``biasscope dynamics``: HF checkpoints x seeds into ``out``.
+
+    ``data``: SHA-256 of each data file the probes read (``source/name`` -> hex), checked
+    against the run's on a rerun (see ``biasscope.data.sources.recording``).
+    """
+    from biasscope.backends.hf_model import HFOptions
+    options = options or HFOptions()
+    where = out if isinstance(out, str) and "://" in out else Path(out)  # Path folds "//"
+    comparable = hf_comparable(options) | ({"data": dict(data)} if data else {})
+    config = SweepConfig(list(checkpoints), where, list(seeds), limit, comparable)
+    return sweep(probe, config, hf_scorers(options), quiet=quiet, executor=executor)

@@ -1,0 +1,104 @@
+"""``biasscope generate``: a JSONL file of requests in, a JSONL file of generations out.
+
+Input lines are ``{"id": ..., "prompt": "..."}`` or ``{"id": ..., "messages": [{"role": ...,
+"content": ...}, ...]}``, optionally with ``"options": [...]`` to read a multiple-choice answer
+(from logprobs where the backend gives them, else from the text). Requests go out in chunks
+through the response cache, so a killed run loses no answer it paid for: run it again and only
+what is missing is sent. The output file is written atomically at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, Generator
+from biasscope.backends.cache import Cached, ResponseCache, Usage
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.jsonl import read_jsonl
+from biasscope.probes.choices import read_choice
+from biasscope.store.directory import write_bytes
+
+ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class Job:
+    request: GenerateRequest
+    options: tuple[str, ...] | None
+
+
+def _job(path: Path, number: int, data: Any, params: GenerateParams) -> Job:
+    where = f"{path}:{number}"
+    if not isinstance(data, dict):
+        raise BiasscopeError(f"{where}: expected a JSON object")
+    rid = str(data.get("id", number))
+    options = data.get("options")
+    if options is not None and not (isinstance(options, list) and options
+                                    and all(isinstance(o, str) for o in options)):
+        raise BiasscopeError(f"{where}: 'options' must be a non-empty list of strings")
+    if "messages" in data:
+        messages = data["messages"]
+        if not isinstance(messages, list) or not messages or not all(
+                isinstance(m, dict) and m.get("role") in ROLES
+                and isinstance(m.get("content"), str) for m in messages):
+            raise BiasscopeError(f"{where}: 'messages' must be a list of {{role, content}} "
+                                 f"with role one of {', '.join(ROLES)}")
+        request = GenerateRequest(messages=tuple((m["role"], m["content"]) for m in messages),
+                                  params=params, id=rid)
+    elif isinstance(data.get("prompt"), str):
+        request = GenerateRequest(prompt=data["prompt"], params=params, id=rid)
+    else:
+        raise BiasscopeError(f"{where}: needs a 'prompt' string or a 'messages' list")
+    return Job(request, tuple(options) if options else None)
+
+
+def read_jobs(path: str | os.PathLike[str], params: GenerateParams) -> list[Job]:
+    path = Path(path)
+    jobs = [_job(path, number, data, params) for number, data in read_jsonl(path)]
+    if not jobs:
+        raise BiasscopeError(f"{path}: no requests in the file")
+    ids = [j.request.id for j in jobs]
+    if len(set(ids)) != len(ids):
+        raise BiasscopeError(f"{path}: request ids repeat; give each line a unique 'id'")
+    return jobs
+
+
+def row(job: Job, generation: Generation) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": job.request.id, **asdict(generation)}
+    out["logprobs"] = out.pop("tokens")
+    if job.options is not None:
+        reading = read_choice(generation, job.options)
+        out.update(answer=reading.answer, answer_source=reading.source,
+                   option_probs=reading.probs, missing_mass=reading.missing_mass)
+    return out
+
+
+def generate_file(generator: Generator, source: str | os.PathLike[str],
+                  output: str | os.PathLike[str], params: GenerateParams,
+                  cache: ResponseCache | None, chunk: int = 256,
+                  on_progress: Callable[[int, int], None] | None = None) -> tuple[Usage, float]:
+    """Answer every request of ``source`` into ``output``; the usage and the seconds taken."""
+    jobs = read_jobs(source, params)
+    output = Path(output)
+    cached = Cached(generator, cache)
+    start = time.monotonic()
+    rows: list[dict[str, Any]] = []
+    for begin in range(0, len(jobs), chunk):
+        part: Sequence[Job] = jobs[begin:begin + chunk]
+        generations = cached.generate([j.request for j in part])
+        rows += [row(j, g) for j, g in zip(part, generations)]
+        if on_progress:
+            on_progress(len(rows), len(jobs))
+    elapsed = time.monotonic() - start
+    # Atomic: a failed write (full disk, no permission, a directory in the way) is one line,
+    # leaves no temp file and keeps the previous output whole; the answers stay cached. A
+    # lone surrogate is written as the JSON escape \uXXXX, so the file stays valid UTF-8.
+    text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in rows)
+    write_bytes(output, text.encode("utf-8", "backslashreplace"))
+    return cached.usage, elapsed

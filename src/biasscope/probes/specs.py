@@ -1,0 +1,67 @@
+"""Which probes a command asks, from one string: ``--probes``, ``biasscope items`` and
+``biasscope dynamics --probe`` (repeated, joined with commas).
+
+``adult-counterfactual,bbq:Age,Religion`` is the Adult probe, then BBQ over two categories:
+a name after ``probe:`` starts that probe's selection, and the names that follow and are no
+probe continue it. Only BBQ takes a selection (its categories).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from biasscope.core.errors import BiasscopeError
+from biasscope.probes import PROBES, Probe, adult, bbq, load_probe, require, winobias
+
+
+def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list[str]]]:
+    """(probe name, selection) pairs in the order given; one-line errors for an empty list, an
+    empty selection, a selection on a probe that takes none, or a probe named twice (naming
+    ``flag``, the option the text came from)."""
+    specs: list[tuple[str, list[str]]] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, colon, first = (s.strip() for s in part.partition(":"))
+        if colon:
+            if not first:
+                raise BiasscopeError(f"{flag} {part}: name what to select after ':' "
+                                     f"(e.g. {bbq.NAME}:Age,Religion) or drop the ':'")
+            specs.append((name, [first]))
+        elif part in PROBES or not specs or not specs[-1][1]:
+            specs.append((part, []))
+        else:
+            specs[-1][1].append(part)
+    if not specs:
+        raise BiasscopeError(f"{flag}: name at least one probe")
+    for name, selection in specs:
+        if selection and name != bbq.NAME:
+            raise BiasscopeError(f"{flag} {name}:{','.join(selection)}: only {bbq.NAME} takes "
+                                 f"a selection ({bbq.NAME}:Age,Religion)")
+    names = [n for n, _ in specs]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise BiasscopeError(f"{flag} names {', '.join(twice)} more than once")
+    return specs
+
+
+def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = "0.5",
+                kinds: tuple[str, ...] = (), what: str = "", template: str | None = None,
+                flag: str = "--probes") -> list[Probe]:
+    """The probes ``text`` names (see ``parse_probe_specs``); ``base_rate`` picks the Adult
+    file, ``template`` is WinoBias's prompt template. With ``kinds``, each must take one of
+    these request kinds (``what`` asks them)."""
+    specs, probes = parse_probe_specs(text, flag), []
+    for name, _ in specs:
+        if kinds and name in PROBES:
+            require(PROBES[name], kinds, what)  # before any data is read
+    for name, selection in specs:
+        options: dict[str, Any] = {}
+        if selection:
+            options["categories"] = selection
+        if name == adult.NAME:
+            options["base_rate"] = base_rate
+        if name == winobias.NAME and template:
+            options["template"] = template
+        probes.append(load_probe(name, data_dir=data_dir, **options))
+    return probes

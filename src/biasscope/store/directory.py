@@ -1,0 +1,395 @@
+"""The run directory: ``run.json``, ``records/<unit>.parquet``, ``summary.json``.
+
+A unit (model, revision, probe, seed) is the unit of work and of storage. Every file is
+written to a temporary name in the same directory, flushed to disk and renamed into place,
+so a killed run leaves either a whole unit file or none, and resumes without double counts.
+
+Renames do not protect against later damage (a bad disk, a bad copy, a truncating sync), so
+each unit's SHA-256 goes to ``checksums/<unit>.parquet.sha256`` (``sha256sum`` format; kept
+out of ``records/`` so that folder holds only records), written after the parquet. A unit
+counts as done only when it matches; a damaged one is moved aside to
+``records/<unit>.parquet.corrupt-<n>`` (kept, never read) and redone.
+
+``root`` may also be an fsspec URL (``s3://bucket/run``), so the workers of a cluster share one
+run (`biasscope.store.remote`): ``root`` is then a local staging folder that every Path-based
+reader uses unchanged. The remote's files are pulled into it on construction and by
+``refresh``, a unit missing there is pulled by ``has``, each unit written is uploaded, parquet
+then checksum, and other files are uploaded by ``publish``. ``file://`` is a plain local path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pandas as pd
+
+from biasscope.core.errors import BiasscopeError
+from biasscope.store.remote import HOST, Remote, is_remote
+from biasscope.store.units import Unit as Unit  # re-exported: callers import it here
+from biasscope.store.units import holds_other, unit_of
+
+RECORDS = "records"
+CHECKSUMS = "checksums"
+_UNIT_NAME = re.compile(r"__[0-9a-f]{10}(?:[0-9a-f]{6})?\.parquet$")  # see Unit.key
+_TMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9-]+)~(?P<pid>\d+)\.[^.]+\.tmp$")
+
+
+def _atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = 0o666 & ~_umask()
+    # Host and pid in the name let a later run tell a dead writer's leftovers from live work.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{HOST}~{os.getpid()}.",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)  # mkstemp makes 0600; results should be as readable as any file
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+class CorruptUnitWarning(UserWarning):
+    """A unit file failed its checksum, or holds another unit's records, and was moved aside
+    to be redone."""
+
+
+_FIXES = {
+    errno.ENOSPC: "no space left on device; free disk space",
+    errno.EDQUOT: "disk quota exceeded; free space or raise the quota",
+    errno.EACCES: "permission denied; fix the folder's permissions",
+    errno.EPERM: "operation not permitted; fix the folder's permissions",
+    errno.EROFS: "read-only file system; use a writable --out",
+}
+
+
+def _write_error(path: Path, exc: OSError) -> BiasscopeError:
+    """One line that says what to do, since a traceback for a full disk helps nobody."""
+    fix = _FIXES.get(exc.errno or 0)
+    if fix is None:
+        return BiasscopeError(f"cannot write {path}: {exc.strerror or exc}")
+    return BiasscopeError(f"cannot write {path}: {fix}, then run the same command again "
+                          "(finished units are kept)")
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically; an OSError becomes a one-line BiasscopeError."""
+    try:
+        _atomic_write(path, lambda h: h.write(data))
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temp_files(folder: Path) -> list[Path]:
+    """Delete temp files left by killed writers on this host; others' live work is kept."""
+    removed = []
+    for path in folder.glob(".*.tmp") if folder.is_dir() else []:
+        match = _TMP.match(path.name)
+        if match and match["host"] == HOST and not _alive(int(match["pid"])):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _reads_as_parquet(data: bytes) -> bool:
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_table(io.BytesIO(data))
+    except Exception:  # pyarrow raises several types for a damaged file
+        return False
+    return True
+
+
+def _json_safe(obj: Any) -> Any:
+    """NaN and inf become null: strict JSON readers (browsers, jq, Go) reject them."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def write_json(path: Path, obj: Any) -> None:
+    text = json.dumps(_json_safe(obj), indent=2, allow_nan=False, default=str)
+    write_bytes(path, (text + "\n").encode())
+
+
+# The run.json fields every reader relies on, with the JSON types biasscope writes there.
+_RUN_FIELDS: dict[str, tuple[type, ...]] = {
+    "kind": (str,), "schema": (str,), "settings": (dict,), "versions": (dict,),
+    "seeds": (list,), "checkpoints": (list,), "limit": (int, type(None))}
+_RUN_ITEMS: dict[str, type | tuple[type, ...]] = {"seeds": int, "checkpoints": dict}
+
+
+class RunStore:
+    """One run directory. Safe to share between processes: units never overlap."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.remote: str | None = None  # the fsspec URL of a remote run, else None
+        self._mirror: Remote | None = None
+        if is_remote(root):
+            self._mirror = Remote(str(root))
+            self.remote, root = self._mirror.url, self._mirror.staging
+        elif isinstance(root, str) and root.startswith("file://"):
+            root = root.removeprefix("file://")
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise BiasscopeError(f"{self.root} is a file, not a run directory: give another "
+                                 "--out (or the run's folder)")
+        self.records_dir = self.root / RECORDS
+        self.checksums_dir = self.root / CHECKSUMS
+        # key -> (size, mtime_ns) of a file already verified, so `has` hashes each file once.
+        self._verified: dict[str, tuple[int, int]] = {}
+        self.refresh()
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem of a remote run, else None."""
+        return self._mirror.fs if self._mirror else None
+
+    def _relative(self, path: Path) -> str:
+        return Path(path).resolve().relative_to(self.root.resolve()).as_posix()
+
+    def refresh(self) -> None:
+        """Copy the remote's run files into staging: JSON files, units and their checksums
+        (those other workers wrote since, too). A no-op for a local run."""
+        if self._mirror is None:
+            return
+        for relative, size in self._mirror.files().items():
+            folder, _, base = relative.rpartition("/")
+            wanted = ((folder == "" and base.endswith(".json"))
+                      or (folder == RECORDS and base.endswith(".parquet"))
+                      or (folder == CHECKSUMS and base.endswith(".parquet.sha256")))
+            if not wanted or base.startswith("."):
+                continue
+            with contextlib.suppress(OSError):
+                if (self.root / relative).stat().st_size == size and folder:
+                    continue  # a unit file is never rewritten in place: same size, same file
+            self._pull(relative)
+
+    def pull(self, relative: str) -> bool:
+        """Refresh one file of a remote run from the remote (False: it has none; a local run:
+        always False)."""
+        return self._pull(relative)
+
+    def _pull(self, relative: str) -> bool:
+        """Copy one remote file into staging; False if the remote has no such file."""
+        data = self._mirror.pull(relative) if self._mirror else None
+        if data is None:
+            return False
+        write_bytes(self.root / relative, data)
+        return True
+
+    def publish(self, path: Path) -> None:
+        """Upload one staged file of a remote run (a no-op for a local run)."""
+        if self._mirror is not None:
+            self._mirror.push(self._relative(path), Path(path).read_bytes())
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def summary_json(self) -> Path:
+        return self.root / "summary.json"
+
+    def unit_path(self, unit: Unit) -> Path:
+        return self.records_dir / f"{unit.key}.parquet"
+
+    def checksum_path(self, unit: Unit) -> Path:
+        return self.checksums_dir / f"{unit.key}.parquet.sha256"
+
+    def has(self, unit: Unit) -> bool:
+        """Whether the unit is done: its file exists, matches its checksum, and its own key
+        columns (model, probe; for a checkpoint's unit also revision, step, seed, checkpoint)
+        say it is this unit.
+
+        A damaged or misplaced file is quarantined (with a CorruptUnitWarning) so the unit is
+        redone. A file without a checksum (older biasscope, or killed between the two writes)
+        is accepted if it reads as parquet, and its checksum is recorded then.
+        """
+        path = self.unit_path(unit)
+        if self._mirror is not None and not path.exists():  # pulled if the remote has it
+            if not self._pull(self._relative(path)):
+                return False
+            self._pull(self._relative(self.checksum_path(unit)))
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return False
+        if self._verified.get(unit.key) == (stat.st_size, stat.st_mtime_ns):
+            return True
+        data = path.read_bytes()
+        actual = hashlib.sha256(data).hexdigest()
+        try:
+            expected: str | None = self.checksum_path(unit).read_text().split()[0]
+        except (FileNotFoundError, UnicodeDecodeError, IndexError):  # damaged: recheck
+            expected = None
+        if expected is None:
+            if not _reads_as_parquet(data):
+                self._quarantine(unit, "unreadable and has no checksum")
+                return False
+            # A read-only run can still be checked; a later writer records the checksum.
+            with contextlib.suppress(BiasscopeError):
+                self._write_checksum(unit, actual)
+        elif expected != actual:
+            self._quarantine(unit, f"SHA-256 {actual[:12]} is not the recorded {expected[:12]}")
+            return False
+        if (other := holds_other(data, unit)) is not None:  # swapped or copied over
+            self._quarantine(unit, f"it holds another unit's records: {other}")
+            return False
+        self._verified[unit.key] = (stat.st_size, stat.st_mtime_ns)
+        return True
+
+    def write_unit(self, unit: Unit, records: pd.DataFrame) -> Path:
+        """Write the parquet, then its checksum: a unit without a valid pair is not done."""
+        path = self.unit_path(unit)
+        data = records.to_parquet(None, index=False)
+        try:
+            _atomic_write(path, lambda h: h.write(data))
+        except OSError as exc:
+            raise _write_error(path, exc) from None
+        try:
+            self._write_checksum(unit, hashlib.sha256(data).hexdigest())
+        except BiasscopeError:
+            path.unlink(missing_ok=True)  # half a unit would be adopted unchecked next time
+            raise
+        try:
+            self.publish(path)
+            self.publish(self.checksum_path(unit))
+        except BiasscopeError:  # not shared yet: redo it rather than trust the staged copy
+            path.unlink(missing_ok=True)
+            self.checksum_path(unit).unlink(missing_ok=True)
+            raise
+        stat = path.stat()
+        self._verified[unit.key] = (stat.st_size, stat.st_mtime_ns)
+        return path
+
+    def _write_checksum(self, unit: Unit, digest: str) -> None:
+        write_bytes(self.checksum_path(unit), f"{digest}  {unit.key}.parquet\n".encode())
+
+    def _quarantine(self, unit: Unit, why: str) -> None:
+        self._verified.pop(unit.key, None)
+        self.set_aside(self.unit_path(unit), why)
+
+    def set_aside(self, path: Path, why: str) -> None:
+        """Move a damaged or misplaced unit file aside: never read again, kept for inspection."""
+        n = 1
+        while (aside := path.with_name(f"{path.name}.corrupt-{n}")).exists():
+            n += 1
+        try:
+            os.replace(path, aside)
+        except OSError as exc:
+            raise _write_error(aside, exc) from None
+        (self.checksums_dir / f"{path.name}.sha256").unlink(missing_ok=True)
+        warnings.warn(f"records file {path} cannot be trusted ({why}); moved to "
+                      f"{aside.name}, the unit will be redone", CorruptUnitWarning, stacklevel=4)
+
+    def rekey(self, old: Unit, new: Unit) -> None:
+        """Move a finished unit to another key (a run made before checkpoint identities)."""
+        if self.unit_path(new).exists():
+            self.set_aside(self.unit_path(old), f"{new.key} is there already")
+            return
+        try:
+            os.replace(self.unit_path(old), self.unit_path(new))
+        except OSError as exc:
+            raise _write_error(self.unit_path(new), exc) from None
+        self._write_checksum(new, hashlib.sha256(self.unit_path(new).read_bytes()).hexdigest())
+        self.checksum_path(old).unlink(missing_ok=True)
+        self._verified.pop(old.key, None)
+        if self._mirror is not None:
+            self.publish(self.unit_path(new))
+            self.publish(self.checksum_path(new))
+            self._mirror.remove(self._relative(self.checksum_path(old)))
+            self._mirror.remove(self._relative(self.unit_path(old)))
+
+    def read_json(self, name: str) -> dict[str, Any]:
+        path = self.root / name
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise BiasscopeError(f"{path} not found: is {self.root} a biasscope run?") from None
+        except json.JSONDecodeError as exc:
+            raise BiasscopeError(f"{path} is not valid JSON (line {exc.lineno})") from None
+        except (UnicodeDecodeError, RecursionError):
+            raise BiasscopeError(f"{path} is not UTF-8 JSON: is {self.root} a biasscope run?"
+                                 ) from None
+        except OSError as exc:
+            raise BiasscopeError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if name != "run.json":  # derived files: their readers fall back on another shape
+            derived: dict[str, Any] = loaded
+            return derived
+        if not isinstance(loaded, dict):
+            raise BiasscopeError(f"{path} holds a JSON {type(loaded).__name__}, not the object "
+                                 f"biasscope writes: is {self.root} a biasscope run?")
+        for field, kinds in _RUN_FIELDS.items():
+            value = loaded.get(field)
+            items = value if isinstance(value, list) else ()
+            if field in loaded and not (isinstance(value, kinds) and all(
+                    isinstance(x, _RUN_ITEMS.get(field, object)) for x in items)):
+                raise BiasscopeError(f"{path}: field {field!r} has the wrong shape "
+                                     f"({json.dumps(value)[:40]}); was it edited by hand?")
+        return loaded
+
+    def unit_files(self) -> list[Path]:
+        """Unit files only: named as ``Unit.key`` names them, which leaves out temp files,
+        ``.corrupt-<n>`` quarantine and anything else a user put in ``records/``."""
+        return sorted(p for p in self.records_dir.glob("*.parquet") if _UNIT_NAME.search(p.name))
+
+    def iter_units(self) -> Iterator[pd.DataFrame]:
+        """Every unit's records; a checkpoint's unit whose key columns name another unit than
+        its file name (a swapped or copied file) is set aside with a CorruptUnitWarning."""
+        for path in self.unit_files():
+            try:
+                frame = pd.read_parquet(path)
+            except Exception as exc:  # pyarrow raises several types for a damaged file
+                raise BiasscopeError(
+                    f"records file {path} is unreadable ({type(exc).__name__}); delete it and "
+                    "run the same command again to redo that unit") from None
+            named = unit_of(frame)
+            if named is not None and f"{named.key}.parquet" != path.name:
+                self.set_aside(path, f"it holds the records of {named.key}")
+                continue
+            yield frame
+
+    def records(self) -> pd.DataFrame:
+        frames = list(self.iter_units())
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def unit_dict(self, unit: Unit) -> dict[str, Any]:
+        return {**asdict(unit), "key": unit.key}

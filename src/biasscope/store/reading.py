@@ -1,0 +1,78 @@
+"""Reading a run one unit at a time, in the order an analysis needs, never all at once.
+
+`RunStore.iter_units` gives every unit in file order. A report needs the units of one
+training step together (the seeds of a checkpoint are averaged, models are compared at the
+same step) and nothing else at the same time, so its memory stays flat in the number of
+units. `unit_index` reads the key columns of every unit file (a few kilobytes each) to say
+which file holds which checkpoint; `read_unit` then reads one file whole, when it is needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from biasscope.core.errors import BiasscopeError
+from biasscope.store.directory import RunStore
+from biasscope.store.units import unit_of
+
+_KEYS = ("model", "step", "probe", "revision")
+
+
+@dataclass(frozen=True)
+class UnitEntry:
+    """One unit file and the (model, step) pairs its rows of each probe hold (step None for
+    rows without a training step), and the revisions of those without one."""
+
+    path: Path
+    checkpoints: frozenset[tuple[str, str, int | None]]  # (probe, model, step)
+    stepless: frozenset[tuple[str, str, str | None]] = frozenset()  # (probe, model, revision)
+
+    def steps(self, probe: str) -> set[int]:
+        return {s for p, _, s in self.checkpoints if p == probe and s is not None}
+
+
+def _unreadable(path: Path, exc: Exception) -> BiasscopeError:
+    return BiasscopeError(f"records file {path} is unreadable ({type(exc).__name__}); delete it "
+                          "and run the same command again to redo that unit")
+
+
+def unit_index(store: RunStore) -> list[UnitEntry]:
+    """Every unit file (in file order) with the checkpoints its rows hold, from the key columns
+    alone. An unreadable file is the one-line error `RunStore.iter_units` gives."""
+    entries = []
+    for path in store.unit_files():
+        try:
+            parquet = pq.ParquetFile(path)
+            columns = [c for c in _KEYS if c in parquet.schema_arrow.names]
+            keys = parquet.read(columns=columns).to_pandas()
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise _unreadable(path, exc) from None
+        for column in _KEYS:
+            if column not in keys:
+                keys[column] = None
+        pairs = keys.drop_duplicates()
+        entries.append(UnitEntry(path, frozenset(
+            (str(p), str(m), None if pd.isna(s) else int(s))
+            for p, m, s in zip(pairs["probe"], pairs["model"], pairs["step"], strict=True)),
+            frozenset((str(p), str(m), None if pd.isna(r) else str(r)) for p, m, s, r in zip(
+                pairs["probe"], pairs["model"], pairs["step"], pairs["revision"], strict=True)
+                if pd.isna(s))))
+    return entries
+
+
+def read_unit(store: RunStore, path: Path) -> pd.DataFrame | None:
+    """One unit file's records, checked as `RunStore.iter_units` checks them: a file whose key
+    columns name another unit (swapped or copied) is set aside and gives None."""
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise _unreadable(path, exc) from None
+    named = unit_of(frame)
+    if named is not None and f"{named.key}.parquet" != path.name:
+        store.set_aside(path, f"it holds the records of {named.key}")
+        return None
+    return frame

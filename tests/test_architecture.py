@@ -1,0 +1,145 @@
+"""The package's structure: no import cycles, and no import from a lower layer into a higher one.
+
+Every ``import`` in every module counts, inside functions and ``TYPE_CHECKING`` blocks too: a
+cycle hidden in a function still ties two modules together. docs/architecture.md explains
+the layers.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "biasscope"
+
+# From the bottom up; a module may import its own package and any package listed before it.
+# The jobs (audit … demo) sit above the report, which only renders what they computed.
+LAYERS = ("core", "data", "backends", "probes", "store", "report", "audit", "dynamics",
+          "judge", "sensitivity", "generate", "demo", "cli")
+# The package's own front door re-exports from every layer; nothing inside imports it.
+FRONT = ("biasscope", "biasscope.__main__")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[int, str]]:
+    """(line, module) for every biasscope module ``name`` imports, anywhere in the file."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                       for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target.startswith("biasscope") and target != name:
+                yield node.lineno, target
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: {t for _, t in imports(name, path, known)} for name, path in known.items()}
+
+
+def layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_every_package_has_a_layer() -> None:
+    loose = [m for m in modules() if m not in FRONT and layer(m) is None]
+    assert not loose, f"modules outside every layer (add a layer or move them): {loose}"
+
+
+def test_imports_only_run_down() -> None:
+    known = modules()
+    upward = []
+    for name, path in known.items():
+        if name in FRONT:
+            continue
+        for line, target in imports(name, path, known):
+            if target in FRONT:
+                upward.append(f"{path.name}:{line} {name} -> {target} (the front door)")
+            elif (layer(target) or 0) > (layer(name) or 0):
+                upward.append(f"{path.relative_to(PACKAGE)}:{line} {name} -> {target}")
+    assert not upward, "imports that run up the layers:\n" + "\n".join(upward)
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    component.append(top)
+                    if top == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert not cycles(graph()), f"import cycles: {cycles(graph())}"
+
+
+@pytest.mark.parametrize(("edges", "expected"), [
+    ({"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+    ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+])
+def test_the_cycle_finder_finds_cycles(edges: dict[str, set[str]],
+                                       expected: list[list[str]]) -> None:
+    assert cycles(edges) == expected
+
+
+def test_the_layer_check_sees_function_level_imports(tmp_path: Path) -> None:
+    source = tmp_path / "mod.py"
+    source.write_text("def f():\n    from biasscope.cli.main import main\n")
+    known = {"biasscope.core.mod": source, "biasscope.cli.main": source}
+    assert list(imports("biasscope.core.mod", source, known)) == [(2, "biasscope.cli.main")]

@@ -5,7 +5,11 @@ renamed checkpoint is not a new step; killed GGUF conversions leave no temporari
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -168,3 +172,34 @@ def test_a_gguf_changed_in_place_is_refused_then_rescored(gguf_cache, winobias_d
     fresh = tmp_path / "fresh"
     assert run(fresh, winobias_dir, "0", "--model", str(path), "--first-token") == 0
     pd.testing.assert_frame_equal(scored(out), scored(fresh))
+
+
+def test_a_killed_conversions_temporaries_are_removed_by_the_next(gguf_cache, tmp_path,
+                                                                   monkeypatch):
+    from biasscope.backends import gguf
+    from biasscope.runs.checkpoints import from_model
+    from biasscope.runs.remote import HOST
+    from gguf_fixture import write_llama_gguf
+
+    path = write_llama_gguf(tmp_path / "m.gguf", seed=2)
+    sha = gguf.file_sha256(path)[:16]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    scratch = {name: gguf_cache / name for name in (
+        f".{sha}-{HOST}~{dead}-abc", f".{sha}-{HOST}~{os.getpid()}-def",  # dead, running
+        f".{sha}-otherhost~{dead}-ghi",  # another host's: cannot tell, kept
+        f".{sha}-old12345", f".{sha}-new12345")}  # an older biasscope's: by age
+    for folder in scratch.values():
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(b"half")
+    day_ago = time.time() - 2 * 24 * 3600
+    os.utime(scratch[f".{sha}-old12345"], (day_ago, day_ago))
+
+    def convert(source: Path, header: object, out: Path) -> None:
+        (out / "model.safetensors").write_bytes(b"whole")
+
+    monkeypatch.setattr(gguf, "_convert", convert)
+    from_model(str(path))
+    left = sorted(p.name for p in gguf_cache.glob(".*"))
+    assert left == sorted([f".{sha}-{HOST}~{os.getpid()}-def", f".{sha}-otherhost~{dead}-ghi",
+                           f".{sha}-new12345"])

@@ -109,7 +109,8 @@ def _dynamics(args: argparse.Namespace) -> int:
                         first_token=args.first_token, trust_remote_code=args.trust_remote_code,
                         allow_pickle=args.allow_pickle)
     store = run_dynamics(probes, checkpoints, args.out, seeds=seeds, options=options,
-                         limit=args.limit, quiet=args.quiet, executor=executor, data=data)
+                         limit=args.limit, quiet=args.quiet, executor=executor, data=data,
+                         rescore_changed=args.rescore_changed)
     from biasscope.report.html import write_dynamics_report
 
     report = write_dynamics_report(store.root, options=_analysis_options(args, store),
@@ -238,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run the model repo's own code (off by default)")
     dyn.add_argument("--allow-pickle", action="store_true",
                      help="load pickle weights (.bin/.pt), which can run code; off by default")
+    dyn.add_argument("--rescore-changed", action="store_true",
+                     help="a checkpoint whose weights changed since --out scored it: set its "
+                          "old units aside and score it again (else it is refused)")
     dyn.add_argument("--limit", type=A.positive_int,
                      help="only the first N items per seed (smoke tests)")
     dyn.add_argument("--executor", choices=["local", "ray"], default="local",

@@ -24,7 +24,8 @@ class Checkpoint:
 
     ``identity`` says which weights these are (a local directory's resolved path, or hub id
     @ revision): units are keyed by it, so two checkpoints never share results however they
-    are named. ``model`` is only a label; ``named`` says the user chose it.
+    are named. ``model`` is only a label; ``named`` says the user chose it. ``fingerprint``
+    says what the weights are (see ``runs.fingerprints``; None: not computed, or no files).
     """
 
     model: str
@@ -33,6 +34,7 @@ class Checkpoint:
     step: int | None = None
     named: bool = field(default=False, compare=False)
     identity: str = ""
+    fingerprint: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.identity:
@@ -47,6 +49,8 @@ class Checkpoint:
         entry: dict[str, object] = {"model": self.model, "source": self.source,
                                     "revision": self.revision, "step": self.step,
                                     "identity": self.identity}
+        if self.fingerprint:
+            entry["fingerprint"] = self.fingerprint
         made = provenance(self.source)
         if made is not None:  # a GGUF file, scored from its dequantised cache copy
             entry["gguf"] = {**made, "path": self.identity}

@@ -42,6 +42,7 @@ class SweepConfig:
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
     limit: int | None = None
     comparable: dict[str, Any] = field(default_factory=dict)  # settings that change results
+    rescore_changed: bool = False  # redo the units of checkpoints whose weights changed
 
 
 def unit_of(checkpoint: Checkpoint, probe: str, seed: int) -> Unit:
@@ -231,15 +232,19 @@ def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint], 
                  seeds: Sequence[int] = (0, 1, 2, 3, 4), options: Any = None,
                  limit: int | None = None, quiet: bool = False,
                  executor: Executor | None = None,
-                 data: dict[str, str] | None = None) -> RunStore:
+                 data: dict[str, str] | None = None,
+                 rescore_changed: bool = False) -> RunStore:
     """Library entry point of ``biasscope dynamics``: HF checkpoints x seeds into ``out``.
 
     ``data``: SHA-256 of each data file the probes read (``source/name`` -> hex), checked
     against the run's on a rerun (see ``biasscope.data.sources.recording``).
+    ``rescore_changed``: a checkpoint whose weights changed since the run scored it has its
+    units redone (else it is refused; see ``runs.fingerprints``).
     """
     from biasscope.backends.hf import HFOptions
     options = options or HFOptions()
     where = out if isinstance(out, str) and "://" in out else Path(out)  # Path folds "//"
     comparable = hf_comparable(options) | ({"data": dict(data)} if data else {})
-    config = SweepConfig(list(checkpoints), where, list(seeds), limit, comparable)
+    config = SweepConfig(list(checkpoints), where, list(seeds), limit, comparable,
+                         rescore_changed)
     return sweep(probe, config, hf_scorers(options), quiet=quiet, executor=executor)

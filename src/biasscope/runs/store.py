@@ -320,6 +320,24 @@ class RunStore:
         warnings.warn(f"records file {path} cannot be trusted ({why}); moved to "
                       f"{aside.name}, the unit will be redone", CorruptUnitWarning, stacklevel=4)
 
+    def retire(self, unit: Unit) -> None:
+        """Move a finished unit aside to ``<unit>.parquet.stale-<n>`` (kept, never read), so
+        it is redone: its checkpoint's weights changed since it was scored."""
+        path = self.unit_path(unit)
+        if path.exists():
+            n = 1
+            while (aside := path.with_name(f"{path.name}.stale-{n}")).exists():
+                n += 1
+            try:
+                os.replace(path, aside)
+            except OSError as exc:
+                raise _write_error(aside, exc) from None
+        self.checksum_path(unit).unlink(missing_ok=True)
+        self._verified.pop(unit.key, None)
+        if self._mirror is not None:  # else `has` would pull the old unit back
+            self._mirror.remove(self._relative(self.checksum_path(unit)))
+            self._mirror.remove(self._relative(path))
+
     def rekey(self, old: Unit, new: Unit) -> None:
         """Move a finished unit to another key (a run made before checkpoint identities)."""
         if self.unit_path(new).exists():

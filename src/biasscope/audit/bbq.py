@@ -224,6 +224,9 @@ def load_items(data_dir: str | Path | None = None, categories: Iterable[str] | s
                     raise DataError(f"{path}:{number}: example_id repeats line {seen[item.id]}")
                 seen[item.id] = number
                 items.append(item)
+        if not seen:  # an empty file would leave its category listed as run with no item
+            raise DataError(f"{path}: no questions found (one JSON object per line expected); "
+                            f"replace it with a fresh copy of BBQ data/{category}.jsonl")
     return items if limit is None else sample(items, limit)
 
 

@@ -128,6 +128,9 @@ def load_sentences(
                 raise DataError(f"unknown WinoBias part {split}/{subset}: use pro|anti, dev|test")
             path = data_path("winobias", f"{split}_stereotyped_type2.txt.{subset}", data_dir)
             lines = read_text(path, error=DataError).splitlines()
+            if not any(line.strip() for line in lines):  # else the run has one part fewer
+                raise DataError(f"{path}: no sentences found (one WinoBias line per line "
+                                "expected); replace it with a fresh copy")
             for number, line in enumerate(lines, start=1):
                 if line.strip():
                     sentences.append(parse_line(

@@ -239,7 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     dyn.add_argument("--allow-pickle", action="store_true",
                      help="load pickle weights (.bin/.pt), which can run code; off by default")
     dyn.add_argument("--limit", type=A.positive_int,
-                     help="only the first N items per seed (smoke tests)")
+                     help="at most N items per probe and seed (smoke tests), the same "
+                     "ones for every seed, recorded in run.json: winobias-gender a seeded "
+                     "sample of whole pro/anti pairs stratified by subset and answer, bbq of "
+                     "whole examples stratified by category; adult the first N/2 pairs, "
+                     "others the first N")
     dyn.add_argument("--executor", choices=["local", "ray"], default="local",
                      help="local: this process (default); ray: one Ray task per checkpoint, "
                      "units written straight into --out (needs the 'ray' extra)")

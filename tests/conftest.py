@@ -15,6 +15,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ["BIASSCOPE_OFFLINE"] = "1"  # tests never download; a missing fixture fails fast
+os.environ["BIASSCOPE_OWN_DATA"] = "1"  # fixture data dirs are not the pinned upstream files
 
 
 @pytest.fixture(scope="session")

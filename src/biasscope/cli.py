@@ -243,7 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a checkpoint whose weights changed since --out scored it: set its "
                           "old units aside and score it again (else it is refused)")
     dyn.add_argument("--limit", type=A.positive_int,
-                     help="only the first N items per seed (smoke tests)")
+                     help="at most N items per probe and seed (smoke tests), the same "
+                     "ones for every seed, recorded in run.json: winobias-gender a seeded "
+                     "sample of whole pro/anti pairs stratified by subset and answer, bbq of "
+                     "whole examples stratified by category; adult the first N/2 pairs, "
+                     "others the first N")
     dyn.add_argument("--executor", choices=["local", "ray"], default="local",
                      help="local: this process (default); ray: one Ray task per checkpoint, "
                      "units written straight into --out (needs the 'ray' extra)")

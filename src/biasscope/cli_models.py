@@ -191,8 +191,9 @@ def _probe_data_args(parser: argparse.ArgumentParser) -> None:
                         "'yes' labels differs by this much between men and women")
     parser.add_argument("--limit", type=A.positive_int,
                         help="at most N items per probe: bbq samples whole "
-                        "examples stratified by category (seed 0), adult keeps whole pairs, "
-                        "others take the first N")
+                        "examples stratified by category (seed 0), winobias-gender whole "
+                        "pro/anti pairs stratified by subset and answer (seed 0), adult keeps "
+                        "whole pairs, others take the first N")
 
 
 def _load_generator(args: argparse.Namespace, spec: str) -> Any:

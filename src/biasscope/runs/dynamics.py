@@ -85,7 +85,8 @@ def sweep_request(probe: Probe) -> str:
 
 def unit_items(probe: Probe, seed: int, limit: int | None) -> list[Item]:
     """A unit's items: all, or ``limit`` of them, by the probe's own selection where it has
-    one (BBQ: whole examples stratified by category), else the first ``limit``."""
+    one (BBQ: whole examples stratified by category; WinoBias: whole pro/anti pairs stratified
+    by subset and answer; Adult: whole pairs), else the first ``limit``."""
     items = probe.items(seed)
     pick = getattr(probe, "limited", None)
     return list(pick(items, limit)) if limit and callable(pick) else items[:limit]

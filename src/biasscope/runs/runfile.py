@@ -101,7 +101,8 @@ def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig
 
     Returns the checkpoints as this run names them (see ``checkpoints.distinct``).
     """
-    settings: dict[str, Any] = {"probes": {p.name: p.config() for p in probes},
+    settings: dict[str, Any] = {"probes": {p.name: _probe_settings(p, config.limit)
+                                           for p in probes},
                                 "limit": config.limit, **config.comparable}
     # Hashed before the lock: other processes need not wait while gigabytes are read.
     config = replace(config, checkpoints=with_fingerprints(config.checkpoints))
@@ -117,6 +118,17 @@ def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig
             time.sleep(random.uniform(0.05, 0.5))  # another machine wrote between: merge again
     raise BiasscopeError(f"{store.remote}/run.json keeps changing under other writers; run the "
                          "same command again")
+
+
+def _probe_settings(probe: Probe, limit: int | None) -> dict[str, Any]:
+    """A probe's config, with how ``--limit`` draws its items where the probe says (so a
+    rerun drawn another way is refused; recorded only when limited, so unlimited runs from
+    before it was recorded still resume)."""
+    entry = dict(probe.config())
+    how = getattr(probe, "limit_sample", None)
+    if limit and isinstance(how, str):
+        entry.setdefault("limit_sample", how)
+    return entry
 
 
 def _kept(store: RunStore, ours: dict[str, Any]) -> bool:

@@ -32,12 +32,15 @@ def require_model_dir(path: Path, what: str = "checkpoint") -> None:
     """Refuse a local folder that holds no model at all (an empty folder, a typo'd or
     not-yet-copied one): the loaders would blame a config or say its tokenizer files "look
     damaged", though there is nothing to damage."""
-    if any(next(path.glob(pattern), None) is not None for pattern in MODEL_FILES):
+    try:
+        if any(next(path.glob(pattern), None) is not None for pattern in MODEL_FILES):
+            return
+        names = [(p.name, p.is_dir()) for p in path.iterdir()]
+    except OSError:  # unreadable: the loader's own error says so
         return
-    folders = sorted(p.name for p in path.iterdir() if p.is_dir())
+    folders = sorted(name for name, is_dir in names if is_dir)
     inside = (f"; it holds the folders {', '.join(folders[:3])}{', ...' if folders[3:] else ''}"
-              if folders else "; the folder is empty" if next(path.iterdir(), None) is None
-              else "")
+              if folders else "" if names else "; the folder is empty")
     raise ModelError(f"{what} {path} holds no model (no config.json, weights or tokenizer "
                      f"files{inside}): point at the folder the model was saved to "
                      "(save_pretrained writes them), or give a hub id")

@@ -23,15 +23,13 @@ from typing import Any
 
 from biasscope.backends.base import ContinuationScore, NextTokenScore
 from biasscope.backends.head import reduce_next_token, require_finite
-from biasscope.backends.loading import loading
+from biasscope.backends.loading import PICKLE_WEIGHTS, TOKENIZER_FILES, loading
 from biasscope.backends.weights import fault_in, read_ahead
 from biasscope.errors import ModelError
 from biasscope.items import Item
 from biasscope.runs.checkpoints import Checkpoint
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
-#: Weight files that are pickles: loading one can run any code it carries.
-PICKLE_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
 
 
 @dataclass(frozen=True)
@@ -150,13 +148,6 @@ def load_tokenizer(ckpt: Checkpoint, options: HFOptions) -> Any:
                 "copy them again from the model's source" if Path(ckpt.source).is_dir() and
                 not isinstance(exc, OSError) else "")
         raise ModelError(f"cannot load the tokenizer of {ckpt.label}: {first}{hint}") from None
-
-
-#: Files a tokenizer is loaded from: equal contents, equal tokenizer.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                   "added_tokens.json", "vocab.json", "vocab.txt", "merges.txt",
-                   "tokenizer.model", "spiece.model", "sentencepiece.bpe.model",
-                   "chat_template.jinja")
 
 
 def tokenizer_key(ckpt: Checkpoint) -> str:

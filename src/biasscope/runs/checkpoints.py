@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.gguf import is_gguf, provenance
+from biasscope.backends.loading import require_model_dir
 from biasscope.errors import BiasscopeError
 
 _STEP = re.compile(r"(?:^|[^a-z])(?:step|checkpoint)[-_]?(\d+)$", re.IGNORECASE)
@@ -93,6 +94,7 @@ def from_model(model: str, revisions: Sequence[str] = ()) -> list[Checkpoint]:
             raise BiasscopeError(f"checkpoint {kind} {path} does not exist")
         if revisions or pinned:
             raise BiasscopeError(f"{path} is a local directory: revisions apply to hub ids only")
+        require_model_dir(path, "model folder")
         return [Checkpoint(path.name, str(path), None, parse_step(path.name))]
     revs: list[str | None] = list(revisions) or [pinned or None]
     if pinned and revisions:
@@ -111,6 +113,7 @@ def from_dirs(paths: Iterable[str | Path], model: str | None = None) -> list[Che
             continue
         if not path.is_dir():
             raise BiasscopeError(f"checkpoint {path} is not a directory or a .gguf file")
+        require_model_dir(path)
         if not (path / "config.json").is_file():
             raise BiasscopeError(f"checkpoint {path} has no config.json: not a model directory")
         name = model or path.resolve().parent.name

@@ -146,8 +146,12 @@ def _report(args: argparse.Namespace) -> int:
 
         report = write_sensitivity_report(store.root, output)
     else:
+        from biasscope.report.html import missing_sentence
+
         report = write_dynamics_report(store.root, output, _analysis_options(args, store),
                                        args.data_dir)
+        if missing := store.missing_units():
+            print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
     if output is None and store.remote:  # the run's own report belongs beside its records
         store.publish(report)
         print(f"{report}  (published to {store.remote}/{report.name})")

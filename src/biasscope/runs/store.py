@@ -389,6 +389,16 @@ class RunStore:
         ``.corrupt-<n>`` quarantine and anything else a user put in ``records/``."""
         return sorted(p for p in self.records_dir.glob("*.parquet") if _UNIT_NAME.search(p.name))
 
+    def missing_units(self) -> list[str]:
+        """Unit files (``<key>.parquet``) this run wrote and no longer has: deleted (their
+        checksum is left) or set aside as damaged (``.corrupt-<n>``). A rerun of the same
+        command scores them again; until then a report leaves them out, and says so."""
+        gone = {p.name.removesuffix(".sha256") for p in self.checksums_dir.glob("*.sha256")}
+        gone |= {p.name.rsplit(".corrupt-", 1)[0]
+                 for p in self.records_dir.glob("*.parquet.corrupt-*")}
+        return sorted(n for n in gone if _UNIT_NAME.search(n)
+                      and not (self.records_dir / n).exists())
+
     def iter_units(self) -> Iterator[pd.DataFrame]:
         """Every unit's records; a checkpoint's unit whose key columns name another unit than
         its file name (a swapped or copied file) is set aside with a CorruptUnitWarning."""

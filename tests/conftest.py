@@ -35,11 +35,13 @@ def tiny_tokenizer(winobias_dir: Path):
 
 @pytest.fixture(scope="session")
 def checkpoint_dirs(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer) -> list[Path]:
-    """Three random-init tiny GPT-NeoX checkpoints, as a Trainer would name them."""
+    """Three random-init tiny GPT-NeoX checkpoints, as a Trainer would name them. Their
+    context (rotary: no weights depend on it) holds the longest BBQ and Adult chats."""
     from biasscope.demo.tiny import save, tiny_gpt_neox
 
     root = tmp_path_factory.mktemp("train")
-    return [save(tiny_gpt_neox(len(tiny_tokenizer), seed=step), tiny_tokenizer,
+    return [save(tiny_gpt_neox(len(tiny_tokenizer), seed=step, max_positions=1024),
+                 tiny_tokenizer,
                  root / f"checkpoint-{step}") for step in (10, 20, 30)]
 
 

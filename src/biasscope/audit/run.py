@@ -106,9 +106,12 @@ class OptionScorer:
                 **({"prompt": "plain"} if self.plain else {})}
 
     def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
+        requests = [ask(probe, item, self.plain) for item in items]
+        check = getattr(self.generator, "check_options", None)
+        if check is not None:  # an item too long for the model: refused before any is scored
+            check(requests, [item.continuations for item in items])
         out = []
-        for item in items:
-            request = ask(probe, item, self.plain)
+        for item, request in zip(items, requests):
             scores, _ = self.generator.option_logprobs(request, item.continuations)
             logprobs = [scores[c] for c in item.continuations]
             top = max(logprobs)

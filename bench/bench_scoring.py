@@ -149,7 +149,9 @@ OBJECT = {"male": "him", "female": "her"}
 
 
 def write_winobias(root: Path, lines_per_file: int, seed: int = 0) -> Path:
-    """``root/winobias/...`` with the upstream file names and format; returns ``root``."""
+    """``root/winobias/...`` with the upstream file names and format; returns ``root``. Sets
+    ``BIASSCOPE_OWN_DATA=1`` (here and for child processes): these are not the pinned files."""
+    os.environ["BIASSCOPE_OWN_DATA"] = "1"
     rng = random.Random(seed)
     folder = root / "winobias"
     folder.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ["BIASSCOPE_OFFLINE"] = "1"  # tests never download; a missing fixture fails fast
+os.environ["BIASSCOPE_OWN_DATA"] = "1"  # fixture data dirs are not the pinned upstream files
 
 
 @pytest.fixture(scope="session")
@@ -34,11 +35,13 @@ def tiny_tokenizer(winobias_dir: Path):
 
 @pytest.fixture(scope="session")
 def checkpoint_dirs(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer) -> list[Path]:
-    """Three random-init tiny GPT-NeoX checkpoints, as a Trainer would name them."""
+    """Three random-init tiny GPT-NeoX checkpoints, as a Trainer would name them. Their
+    context (rotary: no weights depend on it) holds the longest BBQ and Adult chats."""
     from biasscope.demo.tiny import save, tiny_gpt_neox
 
     root = tmp_path_factory.mktemp("train")
-    return [save(tiny_gpt_neox(len(tiny_tokenizer), seed=step), tiny_tokenizer,
+    return [save(tiny_gpt_neox(len(tiny_tokenizer), seed=step, max_positions=1024),
+                 tiny_tokenizer,
                  root / f"checkpoint-{step}") for step in (10, 20, 30)]
 
 

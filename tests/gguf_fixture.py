@@ -26,7 +26,7 @@ def write_llama_gguf(path: Path, seed: int = 0) -> Path:
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_name("biasscope-q8-llama")
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
-    writer.add_context_length(128)
+    writer.add_context_length(1024)  # the longest WinoBias prompt, in byte pieces, fits
     writer.add_embedding_length(N_EMBD)
     writer.add_block_count(N_LAYER)
     writer.add_feed_forward_length(N_FF)

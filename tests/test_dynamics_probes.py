@@ -174,12 +174,12 @@ def test_a_probe_no_checkpoint_can_answer_is_refused_in_one_line(winobias_dir, t
 
     with pytest.raises(BiasscopeError, match="a checkpoint sweep asks next_token"):
         sweep_request(Written())
-    code = main(["dynamics", "--model", str(tmp_path), "--probe", "nope", "--out",
+    code = main(["dynamics", "--model", "org/never-loaded", "--probe", "nope", "--out",
                  str(tmp_path / "run"), "--data-dir", str(winobias_dir)])
     err = capsys.readouterr().err
     assert code == 2 and "unknown probe 'nope'" in err and err.count("\n") == 1
-    code = main(["dynamics", "--model", str(tmp_path), "--probe", "bbq", "--probe", "bbq:Age",
-                 "--out", str(tmp_path / "run"), "--data-dir", str(winobias_dir)])
+    code = main(["dynamics", "--model", "org/never-loaded", "--probe", "bbq", "--probe",
+                 "bbq:Age", "--out", str(tmp_path / "run"), "--data-dir", str(winobias_dir)])
     assert code == 2 and "--probe names bbq more than once" in capsys.readouterr().err
 
 

@@ -110,7 +110,7 @@ def test_logit_bias_forces_a_token_and_logprobs_stay_unbiased(gen):
                                                 abs=1e-5)
             assert tok.logprob < -1.0  # the model's own view, not the biased ~0
     with pytest.raises(ModelError, match="outside the vocabulary"):
-        gen.generate([req("He", logit_bias=((10**6, 1.0),))])
+        gen.generate([req("He", max_tokens=4, logit_bias=((10**6, 1.0),))])
 
 
 def test_stop_strings_truncate_text_and_tokens(gen):

@@ -432,15 +432,15 @@ def test_missing_analysis_parts_still_render(tmp_path: Path, winobias: Probe,
 def test_one_checkpoint_and_unknown_steps(tmp_path: Path, winobias: Probe) -> None:
     one = write_dynamics_report(make_run(tmp_path / "one", winobias, pythia(steps=(5,))))
     page = one.read_text(encoding="utf-8")
-    # A snapshot: bars with CIs instead of lines over steps, then the p-value panels,
-    # pro/anti and the occupations (no heatmap over one step).
-    assert page.count("Plotly.newPlot(") == 5 and "sharpest change" not in page
+    # A snapshot: bars with CIs instead of lines over steps (the metrics, the accuracy per
+    # answer), then the p-value panels, pro/anti and the occupations (no heatmap over one step).
+    assert page.count("Plotly.newPlot(") == 6 and "sharpest change" not in page
     assert "<h2>Snapshot: metrics per model</h2>" in page
     assert "<h2>Accuracy vs Average Rank per correct answer</h2>" not in page
     assert "per occupation over training" not in page
     bars = figures(page)[0][0]
     assert bars[0]["type"] == "bar" and bars[0]["error_y"]["array"][0] is not None
-    assert figures(page)[1][0][0]["x"] == [5]
+    assert figures(page)[2][0][0]["x"] == [5]  # after the accuracy bars
     assert "at its one checkpoint (step 5) the male-female JSD-P gap is" in page
     assert "from step 5 on" not in page
     ckpts = [Checkpoint("local", f"/ckpt/{r}", r, None) for r in ("early", "late")]

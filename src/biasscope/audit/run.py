@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -106,9 +106,12 @@ class OptionScorer:
                 **({"prompt": "plain"} if self.plain else {})}
 
     def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
+        requests = [ask(probe, item, self.plain) for item in items]
+        check = getattr(self.generator, "check_options", None)
+        if check is not None:  # an item too long for the model: refused before any is scored
+            check(requests, [item.continuations for item in items])
         out = []
-        for item in items:
-            request = ask(probe, item, self.plain)
+        for item, request in zip(items, requests):
             scores, _ = self.generator.option_logprobs(request, item.continuations)
             logprobs = [scores[c] for c in item.continuations]
             top = max(logprobs)
@@ -118,6 +121,30 @@ class OptionScorer:
         return out
 
 
+#: What each line of a responses file is, for the errors that say a line is not it.
+RESPONSE_LINE = ('{"item_id": ..., "response": ...} (ids from `biasscope items`; response: the '
+                 'model\'s text, or null for no answer)')
+
+
+def response_row(path: Path, number: int, row: Any) -> tuple[str, str | None]:
+    """The (item id, response) of one line of a responses file, or one line saying what the
+    line lacks."""
+    where = f"{path}:{number}"
+    if not isinstance(row, dict):
+        raise BiasscopeError(f"{where}: expected a JSON object {RESPONSE_LINE}, not "
+                             f"{json.dumps(row)[:40]}")
+    for field in ("item_id", "response"):
+        if field not in row:
+            raise BiasscopeError(f"{where}: no {field!r} field; each line is {RESPONSE_LINE}")
+    if not isinstance(row["item_id"], str):
+        raise BiasscopeError(f"{where}: 'item_id' must be a string (an id from `biasscope "
+                             f"items`), not {json.dumps(row['item_id'])[:40]}")
+    if not isinstance(row["response"], (str, type(None))):
+        raise BiasscopeError(f"{where}: 'response' must be a string (the model's text) or "
+                             f"null (no answer), not {json.dumps(row['response'])[:40]}")
+    return row["item_id"], row["response"]
+
+
 class StoredResponses:
     """Responses produced elsewhere: ``{"item_id": ..., "response": ...}`` per line."""
 
@@ -125,42 +152,35 @@ class StoredResponses:
         self.path = Path(path)
         self.label = label or self.path.stem
         self.by_id: dict[str, str | None] = {}
-        seen: dict[str, int] = {}
+        lines: dict[str, list[int]] = {}
         for number, row in read_jsonl(self.path):
-            if not isinstance(row, dict) or "item_id" not in row or not isinstance(
-                    row.get("response"), (str, type(None))):
-                raise BiasscopeError(f"{self.path}:{number}: needs 'item_id' and a 'response' "
-                                     "string (or null)")
-            item_id = str(row["item_id"])
-            seen[item_id] = seen.get(item_id, 0) + 1
-            self.by_id[item_id] = row["response"]
-        if not seen:
+            item_id, text = response_row(self.path, number, row)
+            self.by_id[item_id] = text
+            lines.setdefault(item_id, []).append(number)
+        if not lines:
             raise BiasscopeError(f"{self.path}: no responses in the file; write one "
-                                 "{\"item_id\": ..., \"response\": ...} object per line (ids "
-                                 "from `biasscope items`)")
-        repeated = sorted(k for k, n in seen.items() if n > 1)
-        if repeated:
-            more = " ..." if len(repeated) > 20 else ""
-            raise BiasscopeError(f"{self.path}: item ids appear more than once: "
-                                 f"{', '.join(repeated[:20])}{more}")
-        self.used: set[str] = set()
+                                 f"{RESPONSE_LINE} per line")
+        repeated = sorted((n[1], k, n) for k, n in lines.items() if len(n) > 1)
+        if repeated:  # named at the first line that repeats an id, each id with its lines
+            shown = ", ".join(f"{k} (lines {', '.join(map(str, n[:3]))}"
+                              f"{', ...' if len(n) > 3 else ''})" for _, k, n in repeated[:10])
+            more = ", ..." if len(repeated) > 10 else ""
+            raise BiasscopeError(f"{self.path}:{repeated[0][0]}: item ids appear more than "
+                                 f"once: {shown}{more}; keep one response per item id")
         self.sha256 = sha256_file(self.path)
 
     def settings(self) -> dict[str, Any]:
         return {"scoring": "stored", "responses_sha256": self.sha256}
 
     def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
-        out = []
-        for item in items:
-            if item.id in self.by_id:
-                self.used.add(item.id)
-                out.append(Response(self.by_id[item.id], "stored"))
-            else:
-                out.append(Response(None, "stored", error="no response in " + self.path.name))
-        return out
+        return [Response(self.by_id[i.id], "stored") if i.id in self.by_id else
+                Response(None, "stored", error="no response in " + self.path.name)
+                for i in items]
 
-    def unknown_ids(self) -> list[str]:
-        return sorted(set(self.by_id) - self.used)
+    def unknown_ids(self, known: Iterable[str]) -> list[str]:
+        """The file's ids that are no item of ``known``: from the items a run asks, not from
+        those answered in this call (a rerun answers none: its units are stored)."""
+        return sorted(set(self.by_id) - set(known))
 
 
 class Reader(Protocol):
@@ -279,7 +299,8 @@ def run_audit(probes: Sequence[AuditProbe], responder: Responder, out: str | os.
         pending[probe.name] = Pending(
             records(probe, [i for i, _ in kept], [r for _, r in kept]), sum(failed),
             len(asked), next(r.error for r in responses if r.failed))
-    unknown = responder.unknown_ids() if isinstance(responder, StoredResponses) else []
+    unknown = responder.unknown_ids(i.id for p in probes for i in items[p.name]) if isinstance(
+        responder, StoredResponses) else []
     summary = summarise(store, probes, unknown, pending)
     write_json(store.summary_json, {**summary, "requests": sent})
     return store

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.gguf import is_gguf, provenance
+from biasscope.backends.loading import require_model_dir
 from biasscope.core.errors import BiasscopeError
 
 _STEP = re.compile(r"(?:^|[^a-z])(?:step|checkpoint)[-_]?(\d+)$", re.IGNORECASE)
@@ -24,7 +25,8 @@ class Checkpoint:
 
     ``identity`` says which weights these are (a local directory's resolved path, or hub id
     @ revision): units are keyed by it, so two checkpoints never share results however they
-    are named. ``model`` is only a label; ``named`` says the user chose it.
+    are named. ``model`` is only a label; ``named`` says the user chose it. ``fingerprint``
+    says what the weights are (see ``runs.fingerprints``; None: not computed, or no files).
     """
 
     model: str
@@ -33,6 +35,7 @@ class Checkpoint:
     step: int | None = None
     named: bool = field(default=False, compare=False)
     identity: str = ""
+    fingerprint: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.identity:
@@ -47,6 +50,8 @@ class Checkpoint:
         entry: dict[str, object] = {"model": self.model, "source": self.source,
                                     "revision": self.revision, "step": self.step,
                                     "identity": self.identity}
+        if self.fingerprint:
+            entry["fingerprint"] = self.fingerprint
         made = provenance(self.source)
         if made is not None:  # a GGUF file, scored from its dequantised cache copy
             entry["gguf"] = {**made, "path": self.identity}
@@ -89,6 +94,7 @@ def from_model(model: str, revisions: Sequence[str] = ()) -> list[Checkpoint]:
             raise BiasscopeError(f"checkpoint {kind} {path} does not exist")
         if revisions or pinned:
             raise BiasscopeError(f"{path} is a local directory: revisions apply to hub ids only")
+        require_model_dir(path, "model folder")
         return [Checkpoint(path.name, str(path), None, parse_step(path.name))]
     revs: list[str | None] = list(revisions) or [pinned or None]
     if pinned and revisions:
@@ -107,6 +113,7 @@ def from_dirs(paths: Iterable[str | Path], model: str | None = None) -> list[Che
             continue
         if not path.is_dir():
             raise BiasscopeError(f"checkpoint {path} is not a directory or a .gguf file")
+        require_model_dir(path)
         if not (path / "config.json").is_file():
             raise BiasscopeError(f"checkpoint {path} has no config.json: not a model directory")
         name = model or path.resolve().parent.name

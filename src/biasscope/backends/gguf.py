@@ -6,8 +6,10 @@ result with ``save_pretrained``. So the first use of a file converts it into
 ``$BIASSCOPE_GGUF_CACHE`` (default ``~/.cache/biasscope/gguf``) ``/<sha256>/``: float32
 safetensors weights, ``config.json`` without its ``quantization_config``, the tokenizer files
 and ``gguf.json`` (where it came from). Every later use, from any path holding the same bytes,
-loads that directory in seconds. The directory is written under a temporary name and renamed
-into place, so a conversion that is killed leaves no half cache behind.
+loads that directory in seconds. The directory is written under a temporary name (with the
+host and process id) and renamed into place, so a conversion that is killed leaves no half
+cache behind; its temporary folder is removed by the next use of the same file, once no live
+process owns it.
 """
 
 from __future__ import annotations
@@ -25,12 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import ModelError
+from biasscope.core.processes import HOST, alive
 
 SUFFIX = ".gguf"
 PROVENANCE = "gguf.json"
 #: Not architectures: transformers' GGUF tables also list these sections.
 _NOT_ARCHITECTURES = {"general", "tokenizer"}
 _hashes: dict[tuple[str, int, int], str] = {}
+# ``.<sha256[:16]>-<host>~<pid>-<random>``; older biasscope wrote ``.<sha256[:16]>-<random>``.
+_SCRATCH = re.compile(r"^\.[0-9a-f]{16}-(?:(?P<host>[A-Za-z0-9-]+)~(?P<pid>\d+)-)?[^/]*$")
+_ABANDONED_S = 24 * 3600  # an old-style scratch folder untouched this long is a dead one's
 
 
 def is_gguf(source: str | os.PathLike[str]) -> bool:
@@ -122,12 +128,14 @@ def converted(path: str | os.PathLike[str]) -> Path:
     sha = file_sha256(path)
     root = cache_root()
     target = root / sha
+    remove_stale_scratch(root, sha)
     if (target / PROVENANCE).is_file():
         return target
     header = read_header(path)
     _check_architecture(path, header["architecture"])
     root.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{sha[:16]}-", dir=root))
+
+    scratch = Path(tempfile.mkdtemp(prefix=f".{sha[:16]}-{HOST}~{os.getpid()}-", dir=root))
     try:
         _convert(path, header, scratch)
         (scratch / PROVENANCE).write_text(json.dumps(
@@ -141,6 +149,28 @@ def converted(path: str | os.PathLike[str]) -> Path:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target
+
+
+def remove_stale_scratch(root: Path, sha: str) -> list[Path]:
+    """Delete the temporary folders of killed conversions of the file ``sha``: those of a
+    dead process on this host, and old-style ones (no process id) untouched for a day. A
+    conversion still running, here or on another host sharing the cache, keeps its folder."""
+
+    removed = []
+    for path in root.glob(f".{sha[:16]}-*") if root.is_dir() else []:
+        match = _SCRATCH.match(path.name)
+        if match is None or not path.is_dir():
+            continue
+        stale = False
+        if match["pid"] is not None:
+            stale = match["host"] == HOST and not alive(int(match["pid"]))
+        else:
+            with contextlib.suppress(OSError):
+                stale = time.time() - path.stat().st_mtime > _ABANDONED_S
+        if stale:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def provenance(directory: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from biasscope.backends.base import ContinuationScore, NextTokenScore
 from biasscope.backends.checkpoints import Checkpoint
+from biasscope.backends.context import Context
 from biasscope.backends.head import reduce_next_token, require_finite
 from biasscope.backends.hf_model import (
     HFOptions,
@@ -72,6 +73,14 @@ class Encodings:
             self._prompts[key] = ids
         return self._prompts[key]
 
+    def chat_ids(self, tokenizer: Any, fingerprint: str, text: str, special: bool) -> list[int]:
+        """A rendered chat's ids (``render_chat`` says whether to add special tokens)."""
+        key = (fingerprint, f"\0chat{int(special)}\0" + text)
+        if key not in self._prompts:
+            self._prompts[key] = [int(i) for i in tokenizer(
+                text, add_special_tokens=special)["input_ids"]]
+        return self._prompts[key]
+
     def option_id(self, tokenizer: Any, fingerprint: str, text: str, where: str) -> int:
         key = (fingerprint, text)
         if key not in self._options:
@@ -108,11 +117,30 @@ class HFScorer:
                                if a in params), None)
         self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (
             tokenizer.eos_token_id or 0)
+        self.context = Context.of(self.label, model, tokenizer)
+
+    def check_context(self, request: str, items: Sequence[Item],
+                      messages: Sequence[Any] | None = None) -> None:
+        """Refuse, before any scoring, items of a ``request`` that do not fit the model's
+        context (``biasscope.backends.context``); the encodings are kept for the scoring."""
+        if request == "next_token":
+            self.encode_next_token(items)
+        elif request == "continuation":
+            self.encode_continuation(items)
+        elif request == "options" and messages is not None:
+            self.option_rows(items, messages)
+
+    def prompt_ids(self, items: Sequence[Item]) -> list[list[int]]:
+        """Each item's prompt ids, refused (``Context``) if the prompt alone is too long."""
+        prompts, names = [it.prompt for it in items], [it.id for it in items]
+        self.context.screen(self.tokenizer, prompts, names)
+        return self.encodings.prompt_ids(self.tokenizer, self.fingerprint, prompts)
 
     def encode_next_token(self, items: Sequence[Item]) -> tuple[list[list[int]], list[list[int]]]:
-        """Each item's prompt ids and option token ids (checked against the vocabulary)."""
-        ids = self.encodings.prompt_ids(self.tokenizer, self.fingerprint,
-                                        [it.prompt for it in items])
+        """Each item's prompt ids and option token ids (checked against the vocabulary and
+        the model's context)."""
+        ids = self.prompt_ids(items)
+        self.context.check([len(x) for x in ids], [it.id for it in items], "its prompt")
         option_ids = [[self.encodings.option_id(self.tokenizer, self.fingerprint, c, self.label)
                        for c in it.continuations] for it in items]
         for opts in option_ids:
@@ -149,11 +177,7 @@ class HFScorer:
     def score_continuation(self, items: Sequence[Item]) -> list[ContinuationScore]:
         """Summed log-prob of each item's continuation and whether greedy decoding gives it."""
         torch = require_torch()
-        contexts = self.encodings.prompt_ids(self.tokenizer, self.fingerprint,
-                                             [it.prompt for it in items])
-        targets = [self.encodings.continuation_ids(
-            self.tokenizer, self.fingerprint, it.continuations[it.answer]) for it in items]
-        full = [c + t for c, t in zip(contexts, targets)]
+        full, targets = self.encode_continuation(items)
         order = sorted(range(len(items)), key=lambda i: len(full[i]), reverse=True)
         results: dict[int, ContinuationScore] = {}
         size = max(1, self.options.batch_size)
@@ -175,26 +199,51 @@ class HFScorer:
                     results[i] = ContinuationScore(float(picked.double().sum()), greedy, n)
         return [results[i] for i in range(len(items))]
 
+    def encode_continuation(self, items: Sequence[Item]) -> tuple[list[list[int]],
+                                                                   list[list[int]]]:
+        """Each item's prompt + answer continuation ids, and the continuation's alone."""
+        contexts = self.prompt_ids(items)
+        targets = [self.encodings.continuation_ids(
+            self.tokenizer, self.fingerprint, it.continuations[it.answer]) for it in items]
+        full = [c + t for c, t in zip(contexts, targets)]
+        self.context.check([len(f) for f in full], [it.id for it in items],
+                           "prompt and continuation")
+        return full, targets
+
+    def option_rows(self, items: Sequence[Item], messages: Sequence[Any]
+                    ) -> list[tuple[int, list[int], int]]:
+        """(item index, chat + option ids, option length) of every option of every item,
+        refused (``Context``) where a chat and its longest option do not fit the model."""
+        from biasscope.backends.hf_generate import render_chat
+
+        chats = [render_chat(self.tokenizer, turns) for turns in messages]
+        if len(chats) != len(items):
+            raise ValueError(f"{len(items)} items but {len(chats)} chats")
+        names = [it.id for it in items]
+        self.context.screen(self.tokenizer, [t for t, _ in chats], names,
+                            [s for _, s in chats])
+        rows: list[tuple[int, list[int], int]] = []  # (item index, prompt + option ids, n)
+        longest: list[int] = []
+        for index, (item, (text, special)) in enumerate(zip(items, chats)):
+            prompt = self.encodings.chat_ids(self.tokenizer, self.fingerprint, text, special)
+            conts = [self.encodings.continuation_ids(self.tokenizer, self.fingerprint, option)
+                     for option in item.continuations]
+            if not prompt:
+                raise ModelError(f"item {item.id}: its chat tokenizes to nothing")
+            rows.extend((index, prompt + cont, len(cont)) for cont in conts)
+            longest.append(len(prompt) + max(len(c) for c in conts))
+        self.context.check(longest, names, "chat and longest option")
+        return rows
+
     def score_options(self, items: Sequence[Item], messages: Sequence[Any]) -> list[Any]:
         """Each option's full log-prob after the item's chat turns (``messages``), as
         ``biasscope probe --scoring options`` scores it (``HFGenerator.option_logprobs``: the
         chat template, else the plain prompt with special tokens; each option tokenized on its
         own), but with every (item, option) sequence of the unit in length-sorted batches."""
         from biasscope.backends.base import OptionScore
-        from biasscope.backends.hf_generate import render_chat
 
         torch = require_torch()
-        rows: list[tuple[int, list[int], int]] = []  # (item index, prompt + option ids, n)
-        for index, (item, turns) in enumerate(zip(items, messages, strict=True)):
-            text, special = render_chat(self.tokenizer, turns)
-            prompt = [int(i) for i in self.tokenizer(text, add_special_tokens=special)[
-                "input_ids"]]
-            for option in item.continuations:
-                cont = self.encodings.continuation_ids(self.tokenizer, self.fingerprint, option)
-                if not prompt or not cont:
-                    raise ModelError(f"item {item.id}: its chat or option {option!r} "
-                                     "tokenizes to nothing")
-                rows.append((index, prompt + cont, len(cont)))
+        rows = self.option_rows(items, messages)
         order = sorted(range(len(rows)), key=lambda r: len(rows[r][1]), reverse=True)
         logprob = [0.0] * len(rows)
         size = max(1, self.options.batch_size)

@@ -28,6 +28,7 @@ from biasscope.backends.base import (
     plain_chat,
 )
 from biasscope.backends.checkpoints import Checkpoint
+from biasscope.backends.context import Context
 from biasscope.backends.gguf import provenance
 from biasscope.backends.hf_model import HFOptions, left_pad, load_model, load_tokenizer
 from biasscope.backends.lazy import require_torch
@@ -72,6 +73,7 @@ class HFGenerator:
         pad = self.tokenizer.pad_token_id
         self._pad = int(pad) if pad is not None else min(self.eos, default=0)
         self._pieces: dict[int, str] = {}
+        self.context = Context.of(self.label, self.model, self.tokenizer)
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, ckpt: Checkpoint | None = None,
@@ -100,6 +102,7 @@ class HFGenerator:
             text, special = render_chat(self.tokenizer, request.messages)
         else:
             text, special = str(request.prompt), True
+        self.context.screen(self.tokenizer, [text], [repr(request.id)], special)
         ids = [int(i) for i in self.tokenizer(text, add_special_tokens=special)["input_ids"]]
         if not ids:
             raise ModelError(f"request {request.id!r}: the prompt tokenizes to nothing")
@@ -109,6 +112,9 @@ class HFGenerator:
         """One generation per request, in order; requests sharing params share batches."""
         torch = require_torch()
         prompts = [self.encode(r) for r in requests]
+        self.context.check([len(p) + r.params.max_tokens for p, r in zip(prompts, requests)],
+                           [repr(r.id) for r in requests], "prompt and max_tokens",
+                           hint=", lower max_tokens")
         groups: dict[GenerateParams, list[int]] = {}
         for i, request in enumerate(requests):
             groups.setdefault(replace(request.params, seed=None), []).append(i)
@@ -134,12 +140,7 @@ class HFGenerator:
         (options where one is a token prefix of another overlap and would count twice).
         """
         torch = require_torch()
-        prompt = self.encode(request)
-        conts = [[int(i) for i in self.tokenizer(o, add_special_tokens=False)["input_ids"]]
-                 for o in options]
-        for option, cont in zip(options, conts):
-            if not cont:
-                raise ModelError(f"option {option!r} tokenizes to nothing")
+        prompt, conts = self.option_ids(request, options)
         scores: dict[str, float] = {}
         size = max(1, self.options.batch_size)
         with torch.inference_mode():
@@ -159,6 +160,27 @@ class HFGenerator:
                     target = torch.tensor(cont, device=lp.device)[:, None]
                     scores[options[start + row]] = float(lp.gather(1, target).double().sum())
         return scores, max(0.0, 1.0 - sum(math.exp(v) for v in scores.values()))
+
+    def option_ids(self, request: GenerateRequest, options: Sequence[str]) -> tuple[
+            list[int], list[list[int]]]:
+        """The prompt's ids and each option's, refused (``Context``) where the prompt and its
+        longest option do not fit the model."""
+        prompt = self.encode(request)
+        conts = [[int(i) for i in self.tokenizer(o, add_special_tokens=False)["input_ids"]]
+                 for o in options]
+        for option, cont in zip(options, conts):
+            if not cont:
+                raise ModelError(f"option {option!r} tokenizes to nothing")
+        longest = max((len(c) for c in conts), default=0)
+        self.context.check([len(prompt) + longest], [repr(request.id)],
+                           "prompt and longest option")
+        return prompt, conts
+
+    def check_options(self, requests: Sequence[GenerateRequest],
+                      options: Sequence[Sequence[str]]) -> None:
+        """Refuse, before any is scored, a request too long for the model with its options."""
+        for request, choices in zip(requests, options, strict=True):
+            self.option_ids(request, choices)
 
     def _forward(self, ids: list[list[int]], keep: int, cache: bool = False) -> tuple[
             Any, Any, Any, Any]:

@@ -14,12 +14,10 @@ from typing import Any
 
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.lazy import require_torch
-from biasscope.backends.loading import loading
+from biasscope.backends.loading import PICKLE_WEIGHTS, TOKENIZER_FILES, loading
 from biasscope.core.errors import ModelError
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
-#: Weight files that are pickles: loading one can run any code it carries.
-PICKLE_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
 
 
 @dataclass(frozen=True)
@@ -127,13 +125,6 @@ def load_tokenizer(ckpt: Checkpoint, options: HFOptions) -> Any:
                 "copy them again from the model's source" if Path(ckpt.source).is_dir() and
                 not isinstance(exc, OSError) else "")
         raise ModelError(f"cannot load the tokenizer of {ckpt.label}: {first}{hint}") from None
-
-
-#: Files a tokenizer is loaded from: equal contents, equal tokenizer.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                   "added_tokens.json", "vocab.json", "vocab.txt", "merges.txt",
-                   "tokenizer.model", "spiece.model", "sentencepiece.bpe.model",
-                   "chat_template.jinja")
 
 
 def tokenizer_key(ckpt: Checkpoint) -> str:

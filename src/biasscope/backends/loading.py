@@ -12,8 +12,38 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from biasscope.core.errors import ModelError
+
+#: Weight files that are pickles: loading one can run any code it carries.
+PICKLE_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+#: Files a tokenizer is loaded from: equal contents, equal tokenizer.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                   "added_tokens.json", "vocab.json", "vocab.txt", "merges.txt",
+                   "tokenizer.model", "spiece.model", "sentencepiece.bpe.model",
+                   "chat_template.jinja")
+#: What a folder a model was saved to holds: any of these and the loader says what is wrong.
+MODEL_FILES = ("config.json", "*.safetensors", "*.safetensors.index.json", "*.gguf",
+               *PICKLE_WEIGHTS, *TOKENIZER_FILES)
+
+
+def require_model_dir(path: Path, what: str = "checkpoint") -> None:
+    """Refuse a local folder that holds no model at all (an empty folder, a typo'd or
+    not-yet-copied one): the loaders would blame a config or say its tokenizer files "look
+    damaged", though there is nothing to damage."""
+    try:
+        if any(next(path.glob(pattern), None) is not None for pattern in MODEL_FILES):
+            return
+        names = [(p.name, p.is_dir()) for p in path.iterdir()]
+    except OSError:  # unreadable: the loader's own error says so
+        return
+    folders = sorted(name for name, is_dir in names if is_dir)
+    inside = (f"; it holds the folders {', '.join(folders[:3])}{', ...' if folders[3:] else ''}"
+              if folders else "" if names else "; the folder is empty")
+    raise ModelError(f"{what} {path} holds no model (no config.json, weights or tokenizer "
+                     f"files{inside}): point at the folder the model was saved to "
+                     "(save_pretrained writes them), or give a hub id")
 
 
 def _errors() -> tuple[type[Exception], ...]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -61,6 +62,9 @@ SPAN = 64
 MAX_ROW = 1024
 #: Work a row costs beyond its tokens, in tokens (padding, bookkeeping).
 ROW_COST = 2
+#: Most entries of a batch's 4-D mask (rows x width x width; 256 MiB in float32): a prompt
+#: longer than its square root (8192 tokens) is scored by the plain path instead.
+MASK_ELEMENTS = 1 << 26
 #: How many prompts of the first batch are checked against the plain path, and to what
 #: log-prob difference (float32; half precision gets 0.25).
 CHECK_ROWS = 4
@@ -102,11 +106,14 @@ def plan_rows(seqs: Sequence[Sequence[int]], width: int, max_row: int = MAX_ROW,
         lengths[k] - common_prefix(seqs[order[k - 1]], seqs[order[k]]) for k in range(1, n)]
 
     scale = 6 * max(1, width)
-    cost = [t * (1 + t / scale) + ROW_COST for t in range(max(max_row, *lengths, 0) + 1)]
+    cost = [t * (1 + t / scale) + ROW_COST for t in range(max_row + 1)]  # rows within max_row
     best = [0.0] * (n + 1)
     cut = [0] * (n + 1)
     for j in range(1, n + 1):
-        best_j, cut_j = best[j - 1] + cost[lengths[j - 1]], j - 1
+        alone = lengths[j - 1]  # a prompt longer than max_row is a row of its own
+        best_j = best[j - 1] + (cost[alone] if alone <= max_row else
+                                alone * (1 + alone / scale) + ROW_COST)
+        cut_j = j - 1
         tail = 0  # tokens the prompts after the first add: sum of fresh[i + 1 .. j - 1]
         for i in range(j - 2, max(-1, j - 1 - span), -1):
             tail += fresh[i + 1]
@@ -172,9 +179,12 @@ def tree_masks(tries: Sequence[Trie], window: int | None, sliding_layers: bool,
                dtype: Any) -> tuple[Any, Any, Any]:
     """Input ids (pad 0), position ids and the additive 4-D mask(s) of right-padded rows: a
     tensor, or ``{layer kind: mask}`` for models that mix full and sliding-window layers.
-    Padding tokens see themselves only, so no row of the mask is empty."""
+    Padding tokens see themselves only, so no row of the mask is empty. Refuses a batch
+    whose mask would pass ``MASK_ELEMENTS`` (``SharedScoring.batches`` never plans one)."""
     torch = require_torch()
     width = max(len(t.tokens) for t in tries)
+    if len(tries) * width * width > MASK_ELEMENTS:
+        raise ValueError(f"{len(tries)} rows of {width} tokens: a mask past MASK_ELEMENTS")
     ids = torch.zeros((len(tries), width), dtype=torch.long)
     depths = torch.zeros((len(tries), width), dtype=torch.long)
     ends = torch.arange(1, width + 1).repeat(len(tries), 1)
@@ -281,15 +291,18 @@ class SharedScoring:
 
     def batches(self) -> list[list[Trie]]:
         """Rows of the plan, longest first, in batches of at most the tokens of a plain batch
-        of the longest prompts (``batch_size`` x the longest prompt)."""
+        of the longest prompts (``batch_size`` x the longest prompt) and a mask of at most
+        ``MASK_ELEMENTS``; a row whose mask alone would pass that is a batch of its own."""
         budget = self.size * max(len(s) for s in self.seqs)
         width = getattr(self.scorer.model.config, "hidden_size", 1024)
+        longest = min(MAX_ROW, budget, math.isqrt(MASK_ELEMENTS))
         tries = [build_trie(row, self.seqs)
-                 for row in plan_rows(self.seqs, width, max_row=min(MAX_ROW, budget))]
+                 for row in plan_rows(self.seqs, width, max_row=longest)]
         tries.sort(key=lambda t: (-len(t.tokens), self.seqs[t.members[0]]))
         out: list[list[Trie]] = []
         for trie in tries:
-            if out and (len(out[-1]) + 1) * len(out[-1][0].tokens) <= budget:
+            rows, width = len(out[-1]) + 1 if out else 0, len(out[-1][0].tokens) if out else 0
+            if out and rows * width <= budget and rows * width * width <= MASK_ELEMENTS:
                 out[-1].append(trie)
             else:
                 out.append([trie])
@@ -304,6 +317,9 @@ class SharedScoring:
         for batch in self.batches():
             rows = [d for trie in batch for d in trie.members]
             if not any(self.needed[d] for d in rows):
+                continue
+            if len(batch[0].tokens) ** 2 > MASK_ELEMENTS:  # no mask that large: whole prompts
+                self.plain(rows)
                 continue
             ids, positions, masks = tree_masks(batch, window, sliding, scorer.model.dtype)
             device = scorer.device

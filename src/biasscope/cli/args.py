@@ -133,6 +133,19 @@ def run_dir(text: str) -> str:
     return text
 
 
+def given(args: argparse.Namespace, defaults: dict[str, Any]) -> list[str]:
+    """The options of ``defaults`` (dest -> default) that ``args`` sets otherwise, as written
+    (``--scoring options``, ``--plain-prompt``): for refusing those another option makes
+    meaningless, rather than ignoring them."""
+    out = []
+    for dest, default in defaults.items():
+        value = getattr(args, dest)
+        if value != default:
+            flag = "--" + dest.replace("_", "-")
+            out.append(flag if isinstance(value, bool) else f"{flag} {value}")
+    return out
+
+
 def read_text(path: str, option: str) -> str:
     """The UTF-8 text of a file an option names, or one line naming both."""
     from biasscope.core.jsonl import read_text

@@ -110,7 +110,8 @@ def _dynamics(args: argparse.Namespace) -> int:
                         first_token=args.first_token, trust_remote_code=args.trust_remote_code,
                         allow_pickle=args.allow_pickle)
     store = run_dynamics(probes, checkpoints, args.out, seeds=seeds, options=options,
-                         limit=args.limit, quiet=args.quiet, executor=executor, data=data)
+                         limit=args.limit, quiet=args.quiet, executor=executor, data=data,
+                         rescore_changed=args.rescore_changed)
     from biasscope.dynamics.reporting import write_dynamics_report
 
     report = write_dynamics_report(store.root, options=_analysis_options(args, store),
@@ -146,8 +147,12 @@ def _report(args: argparse.Namespace) -> int:
 
         report = write_sensitivity_report(store.root, output)
     else:
+        from biasscope.report.html import missing_sentence
+
         report = write_dynamics_report(store.root, output, _analysis_options(args, store),
                                        args.data_dir)
+        if missing := store.missing_units():
+            print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
     if output is None and store.remote:  # the run's own report belongs beside its records
         store.publish(report)
         print(f"{report}  (published to {store.remote}/{report.name})")
@@ -239,8 +244,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run the model repo's own code (off by default)")
     dyn.add_argument("--allow-pickle", action="store_true",
                      help="load pickle weights (.bin/.pt), which can run code; off by default")
+    dyn.add_argument("--rescore-changed", action="store_true",
+                     help="a checkpoint whose weights changed since --out scored it: set its "
+                          "old units aside and score it again (else it is refused)")
     dyn.add_argument("--limit", type=A.positive_int,
-                     help="only the first N items per seed (smoke tests)")
+                     help="at most N items per probe and seed (smoke tests), the same "
+                     "ones for every seed, recorded in run.json: winobias-gender a seeded "
+                     "sample of whole pro/anti pairs stratified by subset and answer, bbq of "
+                     "whole examples stratified by category; adult the first N/2 pairs, "
+                     "others the first N")
     dyn.add_argument("--executor", choices=["local", "ray"], default="local",
                      help="local: this process (default); ray: one Ray task per checkpoint, "
                      "units written straight into --out (needs the 'ray' extra)")

@@ -51,10 +51,18 @@ def _responder(args: argparse.Namespace) -> Any:
     if args.responses:
         if args.model:
             raise BiasscopeError("give --model or --responses, not both")
+        if given := A.given(args, args.model_defaults):
+            raise BiasscopeError(f"{', '.join(given)}: only for --model; --responses holds text "
+                                 "already written, so nothing is generated or scored (option "
+                                 "scoring needs a model): drop "
+                                 f"{'it' if len(given) == 1 else 'them'}")
         return StoredResponses(args.responses, label=args.name)
     if not args.model:
         raise BiasscopeError("give --model SPEC (e.g. hf:./my-model, openai:gpt-4o-mini) or "
                          "--responses FILE")
+    if args.name is not None:
+        raise BiasscopeError("--name is for --responses; a --model run is named after its "
+                             "model spec")
     generator = _load_generator(args, args.model)
     scoring = args.scoring
     if scoring == "auto":
@@ -76,20 +84,27 @@ def _responder(args: argparse.Namespace) -> Any:
                                plain=args.plain_prompt)
 
 
+#: ``probe`` options that only say how a --model is asked: --responses (text already
+#: written) would silently ignore them, so they are refused.
+MODEL_ONLY = ("scoring", "max_tokens", "temperature", "seed", "top_logprobs", "plain_prompt",
+              "base_url", "api_key_env", "concurrency", "timeout", "retries", "cache",
+              "no_cache", "device", "allow_pickle")
+
+
 def _probe(args: argparse.Namespace) -> int:
-    from biasscope.audit.run import StoredResponses, run_audit
+    from biasscope.audit.run import run_audit
     from biasscope.report.audit import write_audit_report
 
     probes = _audit_probes(args)
     responder = _responder(args)
     store = run_audit(probes, responder, args.out, limit=args.limit)
     report = write_audit_report(store.root)
-    if isinstance(responder, StoredResponses) and responder.unknown_ids():
-        unknown = responder.unknown_ids()
+    summary = store.read_json("summary.json")
+    unknown = summary.get("unknown_response_ids") or []
+    if unknown:
         print(f"biasscope: {len(unknown)} response ids match no item of these probes, e.g. "
               f"{', '.join(unknown[:5])} (listed in summary.json)", file=sys.stderr)
     print(f"run: {store.root}  summary: {store.summary_json}  report: {report}")
-    summary = store.read_json("summary.json")
     if summary.get("failed_requests"):
         print(f"biasscope: {summary['failed_requests']} of {summary['requests']} requests "
               f"failed (e.g. {summary['first_error']}); the results leave them out; rerun the "
@@ -191,8 +206,9 @@ def _probe_data_args(parser: argparse.ArgumentParser) -> None:
                         "'yes' labels differs by this much between men and women")
     parser.add_argument("--limit", type=A.positive_int,
                         help="at most N items per probe: bbq samples whole "
-                        "examples stratified by category (seed 0), adult keeps whole pairs, "
-                        "others take the first N")
+                        "examples stratified by category (seed 0), winobias-gender whole "
+                        "pro/anti pairs stratified by subset and answer (seed 0), adult keeps "
+                        "whole pairs, others take the first N")
 
 
 def _load_generator(args: argparse.Namespace, spec: str) -> Any:
@@ -332,7 +348,7 @@ def register(sub: Any) -> None:
                        "a server gets it on /completions) instead of a chat: how a base model "
                        "without a chat template reads it")
     _backend_args(audit)
-    audit.set_defaults(func=_probe)
+    audit.set_defaults(func=_probe, model_defaults={d: audit.get_default(d) for d in MODEL_ONLY})
 
     items = sub.add_parser("items", help="export a probe's items (ids, prompts) as JSONL")
     items.add_argument("probe", help="one probe, e.g. winobias-gender, adult-counterfactual or "

@@ -202,3 +202,10 @@ def bootstrap_difference(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float =
     """Bootstrap CI of mean(x) - mean(y), each group resampled on its own (NaNs dropped)."""
     return _bootstrap((_finite(x), _finite(y)), _mean_difference, confidence, n_resamples,
                       method, seed)
+
+def wilson(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
+    """A proportion with its Wilson score interval (NaN when n = 0)."""
+    if n == 0:
+        return {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0}
+    ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return {"estimate": k / n, "low": float(ci.low), "high": float(ci.high), "n": n}

@@ -1,7 +1,9 @@
 """Where each public dataset lives: a URL pinned to a commit, its SHA-256, and a local cache.
 
 A file is found, in order, in ``--data-dir`` / ``$BIASSCOPE_DATA_DIR`` (a local copy with the
-layout ``<data-dir>/<source>/<file>``, used as-is), then in the cache
+layout ``<data-dir>/<source>/<file>``, checked against the pinned checksum like the cache, so
+a truncated or emptied copy is refused; with ``BIASSCOPE_OWN_DATA=1`` the files there are the
+user's own and used as they are), then in the cache
 (``$BIASSCOPE_CACHE_DIR``, default ``~/.cache/biasscope/data``), then downloaded into the
 cache and checked against its pinned checksum (never with ``BIASSCOPE_OFFLINE=1``). Files whose checksum could not be pinned are
 trusted on first use: the hash seen is recorded beside the file and checked from then on.
@@ -180,6 +182,8 @@ def _find(source: str, name: str, data_dir: str | os.PathLike[str] | None, downl
     if local_root is not None:
         path = _inside(local_root, f"{source}/{name}")
         if path.is_file():
+            if known is not None and not own_data():
+                _verify_local(known, path)
             return path
         where = f"download {known.url}" if known else "add it"
         raise DataError(f"missing data file {path}: {where} to that path, or drop --data-dir")
@@ -193,6 +197,26 @@ def _find(source: str, name: str, data_dir: str | os.PathLike[str] | None, downl
         raise DataError(f"missing data file {path}: download {known.url} or pass --data-dir")
     _download(known, path)
     return path
+
+
+def own_data() -> bool:
+    """Whether ``$BIASSCOPE_OWN_DATA`` says the data dir holds the user's own files (a subset,
+    a translation, test fixtures): used as they are, not checked against the pins."""
+    return os.environ.get("BIASSCOPE_OWN_DATA", "") not in ("", "0")
+
+
+def _verify_local(known: DataFile, path: Path) -> None:
+    """A pinned file in the data dir must be the upstream file: an emptied, truncated or
+    edited copy would otherwise be read as the dataset, and the run would describe less."""
+    if known.sha256 is None:
+        return
+    size = path.stat().st_size
+    if (known.size is None or size == known.size) and sha256_of(path) == known.sha256:
+        return
+    raise DataError(
+        f"{path} is not the pinned {known.source}/{known.name} ({size} bytes, expected "
+        f"{known.size}; checksum differs): replace it with a fresh copy of {known.url}, or set "
+        "BIASSCOPE_OWN_DATA=1 if the data dir holds your own files")
 
 
 def _verify(known: DataFile, path: Path) -> None:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from biasscope.core import stats
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.stats import wilson
 from biasscope.dynamics import findings, occupations, performance
 from biasscope.dynamics.analysis_options import (
     CORRECTIONS,
@@ -51,29 +52,45 @@ def _rows(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisOptions
               ) -> dict[str, dict[str, Any]]:
-    """Bootstrap CIs over prompts of every plotted mean, per step, from `gap_tests.prompt_values`
-    of ``jsdp_correct``, ``target_rank``, ``jsdp:male`` and ``jsdp:female`` (any steps)."""
+    """Bootstrap CIs over prompts of every plotted mean, per step, from
+    `gap_tests.prompt_values` of ``jsdp_correct``, ``target_rank``, ``correct`` (the accuracy
+    per answer), ``jsdp:male`` and ``jsdp:female`` (any steps)."""
     values = {
         "jsdp_correct": pvs["jsdp_correct"],
         "average_rank": pvs["target_rank"],
+        "accuracy": pvs["correct"],
         "jsdp_not_specified/male": pvs["jsdp:male"],
         "jsdp_not_specified/female": pvs["jsdp:female"],
     }
     out: dict[str, dict[str, Any]] = {}
-    kw = {"confidence": options.confidence, "n_resamples": options.n_resamples}
     for name, table in values.items():
         for (step, answer), chunk in table.groupby(["step", "answer_label"], sort=True):
             if name.startswith("jsdp_not_specified") and answer != "not specified":
                 continue
             key = name if name.startswith("jsdp_not_specified") else f"{name}/{answer}"
-            ci = stats.bootstrap_mean(chunk["value"].to_numpy(), **kw)  # type: ignore[arg-type]
-            out.setdefault(str(step), {})[key] = [ci.low, ci.high]
+            low, high = mean_interval(chunk["value"].to_numpy(), options, name == "accuracy")
+            out.setdefault(str(step), {})[key] = [low, high]
+    kw = {"confidence": options.confidence, "n_resamples": options.n_resamples}
     for step, chunk in values["jsdp_correct"].groupby("step", sort=True):
         male = chunk.loc[chunk["answer_label"] == "male", "value"].to_numpy()
         female = chunk.loc[chunk["answer_label"] == "female", "value"].to_numpy()
         ci = stats.bootstrap_difference(male, female, **kw)  # type: ignore[arg-type]
         out.setdefault(str(step), {})["jsdp_gap"] = [ci.low, ci.high]
     return out
+
+
+def mean_interval(values: np.ndarray, options: AnalysisOptions, rate: bool = False
+                  ) -> tuple[float, float]:
+    """The bootstrap CI of a mean over prompts; for a ``rate`` (accuracy) that is all 0 or
+    all 1, the Wilson interval, since resampling shows no spread where there is some."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if rate and len(values) > 1 and np.ptp(values) == 0 and values[0] in (0.0, 1.0):
+        ci = wilson(int(values.sum()), len(values), options.confidence)
+        return float(ci["low"]), float(ci["high"])
+    boot = stats.bootstrap_mean(values, confidence=options.confidence,
+                                n_resamples=options.n_resamples)
+    return boot.low, boot.high
 
 
 def _fmt(x: float) -> str:
@@ -281,6 +298,9 @@ def _occupation_statistics(out: dict[str, Any], statistics: occupations.Statisti
     section: dict[str, Any] = {"source": f"{occupations.SOURCE}/{occupations.NAME}",
                                "path": statistics.path, "unavailable": statistics.unavailable,
                                "matching": "exact lower-case occupation name, no aliases"}
+    if statistics.reused:
+        section["reused"] = ("the figures the run's last analysis stored in summary.json, as "
+                             "the file was not found; pass --data-dir to read it again")
     out["occupation_statistics"] = section
     if not names:
         return
@@ -317,10 +337,13 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
                           lambda values: checkpoint_breakdown(values, chosen.confidence,
                                                               chosen.n_resamples))
     summary = summarise(units)
+    if missing := store.missing_units():  # left out: said in summary.json and the report
+        summary["missing_units"] = missing
     for checkpoint in summary["checkpoints"]:  # their step is the analysis position only
         if checkpoint["model"] in run.snapshots and checkpoint["step"] == SNAPSHOT_STEP:
             checkpoint["snapshot"] = True
-    summary["analysis"] = analyse(run, store, summary, options, occupations.load(data_dir))
+    statistics = occupations.for_run(store.summary_json, data_dir)
+    summary["analysis"] = analyse(run, store, summary, options, statistics)
     probes = analyse_probes(store, summary, options)
     if probes:  # the audit probes over steps (`biasscope.dynamics.probe_analysis`)
         summary["analysis"]["probes"] = probes

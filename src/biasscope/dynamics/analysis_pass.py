@@ -1,8 +1,9 @@
 """The analysis' one pass over a run: every unit read once, a training step at a time.
 
 A unit's records are reduced, as soon as they are read, to what the statistics use: per
-record the prompt, the correct answer and four values (the JSD-P part of the correct option,
-of the ``male`` and of the ``female`` option, and the target's rank), in narrow columns
+record the prompt, the correct answer and five values (the JSD-P part of the correct option,
+of the ``male`` and of the ``female`` option, the target's rank, and whether the correct
+option won, for the accuracies' intervals), in narrow columns
 (categorical labels; ranks as float32 when that is exact). The units of one step, all seeds
 and models, are then turned into per-prompt values (the seed mean), tested and bootstrapped,
 and dropped. Between steps a model keeps only its previous checkpoint's per-prompt values
@@ -32,7 +33,7 @@ from biasscope.store.reading import UnitEntry, read_unit, unit_index
 PROBE = "winobias-gender"
 #: Name of each per-prompt value (as `gap_tests.record_values` names it) -> its narrow column.
 VALUES = {"jsdp_correct": "jsdp_correct", "target_rank": "target_rank",
-          "jsdp:male": "jsdp_male", "jsdp:female": "jsdp_female"}
+          "jsdp:male": "jsdp_male", "jsdp:female": "jsdp_female", "correct": "correct"}
 NOT_SPECIFIED = "not specified"
 #: The analysis position of a snapshot's one checkpoint (a model without training steps, in a
 #: run where no model has them). Reports and sentences never show it as a step.
@@ -54,7 +55,8 @@ def unit_values(records: pd.DataFrame) -> pd.DataFrame:
         "prompt": pd.Categorical(gap_tests.prompt_ids(records).to_numpy()),
         "answer_label": pd.Categorical(records["answer_label"].to_numpy()),
         "jsdp_correct": parts[np.arange(len(records)), answers] if len(records) else rank,
-        "target_rank": narrow if exact else rank})
+        "target_rank": narrow if exact else rank,
+        "correct": gap_tests.record_values(records, "correct").astype(np.float32)})
     for gender in GENDERS:
         column = (parts[:, options.index(gender)] if gender in options and len(records)
                   else np.full(len(records), np.nan))
@@ -63,9 +65,9 @@ def unit_values(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def prompt_tables(values: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """`gap_tests.prompt_values` of each of the `VALUES`, for the records ``values`` were reduced
-    from: one grouping for all four (each column's group means are computed on their own,
-    as `gap_tests.seed_means` computes them)."""
+    """`gap_tests.prompt_values` of each of the `VALUES`, for the records ``values`` were
+    reduced from: one grouping for all of them (each column's group means are computed on
+    their own, as `gap_tests.seed_means` computes them)."""
     keys = ["model", "step", "prompt", "answer_label"]
     frame = pd.DataFrame({
         "model": values["model"].to_numpy(dtype=object), "step": values["step"].array,

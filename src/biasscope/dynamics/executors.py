@@ -67,6 +67,7 @@ def run_task(task: CheckpointTask, scorer: Any, store: RunStore) -> Iterator[Uni
     one already written (by an earlier attempt) is only read. A unit appears whole or not at
     all, as before; units scored one by one are written as each is done."""
     pending = [job for job in task.jobs if not store.has(job.unit)]
+    check_context(scorer, pending)
     todo = {job.unit for job in pending}
     total = sum(len(job.items) for job in pending)
     with PromptProgress(task.checkpoint.label, total) as advance:
@@ -82,6 +83,15 @@ def run_task(task: CheckpointTask, scorer: Any, store: RunStore) -> Iterator[Uni
             else:
                 frame = pd.read_parquet(store.unit_path(job.unit))
             yield unit_summary(frame)
+
+
+def check_context(scorer: Any, jobs: Sequence[UnitJob]) -> None:
+    """Refuse, before any unit is scored, an item too long for the scorer's model (one line
+    naming it; ``biasscope.backends.context``), where the scorer can tell."""
+    check = getattr(scorer, "check_context", None)
+    if check is not None:
+        for job in jobs:
+            check(job.request, job.items, job.asking.messages if job.asking else None)
 
 
 def score_together(task: CheckpointTask, pending: Sequence[UnitJob], scorer: Any,

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.stats import Array, Correction, group_test_row, tests_table
-from biasscope.dynamics.metrics import GENDERS, record_jsd_parts
+from biasscope.dynamics.metrics import GENDERS, correct, record_jsd_parts
 
 _SEED_SUFFIX = re.compile(r":seed\d+$")
 
@@ -25,14 +25,18 @@ def prompt_ids(records: pd.DataFrame) -> pd.Series:
 
 
 def record_values(records: pd.DataFrame, value: str = "jsdp_correct") -> Array:
-    """Per record: ``jsdp_correct`` (JSD-P part of the correct option), ``target_rank``, or
+    """Per record: ``jsdp_correct`` (JSD-P part of the correct option), ``target_rank``,
+    ``correct`` (1.0 where the correct option is the most probable, else 0.0), or
     ``jsdp:<option>`` (the JSD-P part of a named option, e.g. ``jsdp:male``)."""
     if value == "target_rank":
         return np.asarray(records["target_rank"].to_numpy(dtype=np.float64))
-    if not (value == "jsdp_correct" or value.startswith("jsdp:")):
-        raise ValueError(f"unknown value {value!r}: jsdp_correct, target_rank or jsdp:<option>")
+    if not (value in ("jsdp_correct", "correct") or value.startswith("jsdp:")):
+        raise ValueError(f"unknown value {value!r}: jsdp_correct, target_rank, correct or "
+                         "jsdp:<option>")
     if records.empty:
         return np.zeros(0)
+    if value == "correct":
+        return correct(records).astype(np.float64)
     parts = record_jsd_parts(records)
     if value == "jsdp_correct":
         return np.asarray(parts[np.arange(len(records)), records["answer"].to_numpy(dtype=int)])

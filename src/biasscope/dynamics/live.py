@@ -61,16 +61,21 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
     try:
         scorer = HFScorer(ckpt, model, tokenizer, scoring)
         metrics: dict[str, list[float]] = {}
+        jobs = []
         for probe in probes:
             for seed in options.seeds if getattr(probe, "seeded", True) else (0,):
                 # Keyed by identity: a later sweep of the saved dir finds this unit done.
                 unit = Unit(ckpt.model, ckpt.revision, probe.name, seed, step, ckpt.identity)
                 items = probe.items(seed)
                 kind, asking = ask(probe, items)  # options: BBQ, Adult, professional bias
-                frame = unit_frame(scorer, unit, kind, items, asking)
-                store.write_unit(unit, frame)
-                for key, value in unit_summary(frame)[2].items():
-                    metrics.setdefault(f"{probe.name}/{key}", []).append(value)
+                # Too long for the model: refused before any unit is scored or written.
+                scorer.check_context(kind, items, asking.messages if asking else None)
+                jobs.append((probe.name, unit, kind, items, asking))
+        for name, unit, kind, items, asking in jobs:
+            frame = unit_frame(scorer, unit, kind, items, asking)
+            store.write_unit(unit, frame)
+            for key, value in unit_summary(frame)[2].items():
+                metrics.setdefault(f"{name}/{key}", []).append(value)
     finally:
         model.train(was_training)
     write_summary(store)

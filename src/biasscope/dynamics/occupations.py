@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,22 @@ class Statistics:
     bls_year: dict[str, int] = field(default_factory=dict)
     path: str | None = None
     unavailable: str | None = None
+    reused: bool = False  # the figures a previous analysis stored (`stored`), not the file
+
+
+def stored(section: Any) -> Statistics | None:
+    """The figures a previous analysis of the run kept in summary.json
+    (``analysis.occupation_statistics``), or None if it had none. They are all the matched
+    occupations', so the comparison comes out as it did with the file."""
+    shares = section.get("bls_pct_female") if isinstance(section, dict) else None
+    if not isinstance(shares, dict) or not shares or section.get("unavailable"):
+        return None
+    try:
+        figures = {str(k).lower(): float(v) for k, v in shares.items()}
+    except (TypeError, ValueError):
+        return None
+    path = section.get("path")
+    return Statistics(figures, path=str(path) if path else None, reused=True)
 
 
 def how_to_get() -> str:
@@ -74,6 +92,22 @@ def load(data_dir: str | os.PathLike[str] | None = None) -> Statistics:
             if year.isdigit():
                 years[name] = int(year)
     return Statistics(shares, years, str(path))
+
+
+def for_run(summary_json: Path, data_dir: str | os.PathLike[str] | None) -> Statistics:
+    """The statistics from ``data_dir`` (else $BIASSCOPE_DATA_DIR or the cache); without
+    ``data_dir`` and the file, those the run's last analysis used (`stored`, from its
+    ``summary_json``): a report must not drop a comparison the run had for want of a flag."""
+    found = load(data_dir)
+    if data_dir is not None or not found.unavailable:
+        return found
+    try:
+        previous = json.loads(summary_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return found
+    analysis = previous.get("analysis") if isinstance(previous, dict) else None
+    section = analysis.get("occupation_statistics") if isinstance(analysis, dict) else None
+    return stored(section) or found
 
 
 def spearman(x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int,

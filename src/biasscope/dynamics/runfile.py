@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.checkpoints import Checkpoint, distinct, identity_of
 from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.fingerprints import recorded, with_fingerprints
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore, Unit, write_json
 from biasscope.store.locks import run_lock
@@ -61,8 +62,11 @@ def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig
 
     Returns the checkpoints as this run names them (see ``checkpoints.distinct``).
     """
-    settings: dict[str, Any] = {"probes": {p.name: p.config() for p in probes},
+    settings: dict[str, Any] = {"probes": {p.name: _probe_settings(p, config.limit)
+                                           for p in probes},
                                 "limit": config.limit, **config.comparable}
+    # Hashed before the lock: other processes need not wait while gigabytes are read.
+    config = replace(config, checkpoints=with_fingerprints(config.checkpoints))
     with run_lock(store):
         for _ in range(8):
             store.pull("run.json")  # a URL run: what other machines wrote since
@@ -75,6 +79,17 @@ def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig
             time.sleep(random.uniform(0.05, 0.5))  # another machine wrote between: merge again
     raise BiasscopeError(f"{store.remote}/run.json keeps changing under other writers; run the "
                          "same command again")
+
+
+def _probe_settings(probe: Probe, limit: int | None) -> dict[str, Any]:
+    """A probe's config, with how ``--limit`` draws its items where the probe says (so a
+    rerun drawn another way is refused; recorded only when limited, so unlimited runs from
+    before it was recorded still resume)."""
+    entry = dict(probe.config())
+    how = getattr(probe, "limit_sample", None)
+    if limit and isinstance(how, str):
+        entry.setdefault("limit_sample", how)
+    return entry
 
 
 def _kept(store: RunStore, ours: dict[str, Any]) -> bool:
@@ -91,6 +106,7 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
            config: SweepConfig) -> tuple[dict[str, Any], list[Checkpoint]]:
     if previous is None:
         checkpoints = distinct(config.checkpoints)
+        _refuse_twins([], checkpoints)
         return {"schema": RUN_SCHEMA, "created": _now(), "updated": _now(),
                 "settings": settings, "seeds": sorted(config.seeds), "limit": config.limit,
                 "checkpoints": [c.as_dict() for c in checkpoints],
@@ -101,11 +117,63 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
     merged = merge_settings(store.run_json, before, settings, grow=_GROW)
     known = _migrate(store, previous)
     checkpoints = distinct(config.checkpoints, known)
+    _refuse_twins(known, checkpoints)
+    seeds = set(previous.get("seeds", [])) | {0}  # unseeded probes' units are seed 0's
+    known = _reweigh(store, known, checkpoints, (list(merged.get("probes", {})), sorted(seeds)),
+                     config.rescore_changed)
     have = {k["identity"] for k in known}
     entries = known + [c.as_dict() for c in checkpoints if c.identity not in have]
     return {**previous, "schema": RUN_SCHEMA, "updated": _now(), "settings": merged,
             "seeds": sorted(set(previous.get("seeds", [])) | set(config.seeds)),
             "limit": config.limit, "checkpoints": entries, "versions": versions()}, checkpoints
+
+
+def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence[Checkpoint],
+             units: tuple[list[str], list[int]], rescore: bool) -> list[dict[str, Any]]:
+    """run.json's entries with the fingerprints of ``checkpoints``: recorded where the run had
+    none (a run from before fingerprints: unknown, so trusted); a checkpoint whose weights
+    changed since it was scored is refused, or with ``rescore`` its units (``units``: the
+    run's probes and seeds) are set aside to be redone and its entry becomes the new one."""
+    now = {c.identity: c for c in checkpoints if c.fingerprint}
+    out = []
+    for entry in known:
+        ckpt = now.get(str(entry.get("identity")))
+        before = recorded(entry)
+        if ckpt is None or before == ckpt.fingerprint:
+            out.append(entry)
+            continue
+        if before is not None:
+            if not rescore:
+                raise BiasscopeError(
+                    f"checkpoint {ckpt.identity} changed since {store.root} scored it (weights "
+                    f"{before[:12]} then, {str(ckpt.fingerprint)[:12]} now): use another --out, "
+                    "or pass --rescore-changed to redo its units with the new weights")
+            probes, seeds = units
+            for probe in probes:
+                for seed in seeds:
+                    store.retire(Unit(str(entry["model"]), entry.get("revision"), probe, seed,
+                                      entry.get("step"), ckpt.identity))
+        out.append({**entry, **ckpt.as_dict(), "model": entry["model"]})
+    return out
+
+
+def _refuse_twins(known: Sequence[dict[str, Any]], checkpoints: Sequence[Checkpoint]) -> None:
+    """One model's curve must not show the same weights twice (a renamed or copied checkpoint
+    folder would be a new step holding an old step's weights)."""
+    seen: dict[tuple[str, str], str] = {}
+    for entry in known:
+        weights = recorded(entry)
+        if weights is not None:
+            seen.setdefault((str(entry["model"]), weights), str(entry["identity"]))
+    for ckpt in checkpoints:
+        if not ckpt.fingerprint:
+            continue
+        other = seen.setdefault((ckpt.model, ckpt.fingerprint), ckpt.identity)
+        if other != ckpt.identity:
+            raise BiasscopeError(
+                f"checkpoints {other} and {ckpt.identity} hold the same weights (model "
+                f"{ckpt.model}): a renamed or copied checkpoint would appear twice in the "
+                "curves; give only one of them, or use another --out")
 
 
 def _migrate(store: RunStore, previous: dict[str, Any]) -> list[dict[str, Any]]:

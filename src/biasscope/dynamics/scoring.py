@@ -36,6 +36,7 @@ class SweepConfig:
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
     limit: int | None = None
     comparable: dict[str, Any] = field(default_factory=dict)  # settings that change results
+    rescore_changed: bool = False  # redo the units of checkpoints whose weights changed
 
 
 def unit_of(checkpoint: Checkpoint, probe: str, seed: int) -> Unit:
@@ -78,7 +79,8 @@ def sweep_request(probe: Probe) -> str:
 
 def unit_items(probe: Probe, seed: int, limit: int | None) -> list[Item]:
     """A unit's items: all, or ``limit`` of them, by the probe's own selection where it has
-    one (BBQ: whole examples stratified by category), else the first ``limit``."""
+    one (BBQ: whole examples stratified by category; WinoBias: whole pro/anti pairs stratified
+    by subset and answer; Adult: whole pairs), else the first ``limit``."""
     items = probe.items(seed)
     pick = getattr(probe, "limited", None)
     return list(pick(items, limit)) if limit and callable(pick) else items[:limit]

@@ -110,15 +110,19 @@ def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint], 
                  seeds: Sequence[int] = (0, 1, 2, 3, 4), options: Any = None,
                  limit: int | None = None, quiet: bool = False,
                  executor: Executor | None = None,
-                 data: dict[str, str] | None = None) -> RunStore:
+                 data: dict[str, str] | None = None,
+                 rescore_changed: bool = False) -> RunStore:
     """Library entry point of ``biasscope dynamics``: HF checkpoints x seeds into ``out``.
 
     ``data``: SHA-256 of each data file the probes read (``source/name`` -> hex), checked
     against the run's on a rerun (see ``biasscope.data.sources.recording``).
+    ``rescore_changed``: a checkpoint whose weights changed since the run scored it has its
+    units redone (else it is refused; see ``biasscope.dynamics.fingerprints``).
     """
     from biasscope.backends.hf_model import HFOptions
     options = options or HFOptions()
     where = out if isinstance(out, str) and "://" in out else Path(out)  # Path folds "//"
     comparable = hf_comparable(options) | ({"data": dict(data)} if data else {})
-    config = SweepConfig(list(checkpoints), where, list(seeds), limit, comparable)
+    config = SweepConfig(list(checkpoints), where, list(seeds), limit, comparable,
+                         rescore_changed)
     return sweep(probe, config, hf_scorers(options), quiet=quiet, executor=executor)

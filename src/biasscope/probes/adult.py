@@ -32,8 +32,9 @@ from biasscope.core.errors import DataError, optional
 from biasscope.core.items import Item
 from biasscope.core.jsonl import read_text
 from biasscope.core.jsonl import why as _why
+from biasscope.core.stats import wilson
 from biasscope.data.sources import data_path
-from biasscope.probes.base import Detector, LabelParsing, Messages, wilson
+from biasscope.probes.base import Detector, LabelParsing, Messages
 
 NAME = "adult-counterfactual"
 REQUESTS = ("options", "generate")

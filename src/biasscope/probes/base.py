@@ -9,14 +9,12 @@ refused, and whether the detector fired (``hit``).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pandas as pd
-from scipy import stats as sps
 
 from biasscope.core.items import Item
 from biasscope.core.stats import Interval, bootstrap_mean
@@ -135,11 +133,3 @@ def interval(values: Sequence[float] | Any, confidence: float = 0.95) -> dict[st
     ci: Interval = bootstrap_mean(values, confidence=confidence)
     return {"estimate": ci.estimate, "low": ci.low, "high": ci.high,
             "n": int(pd.Series(values, dtype="float64").notna().sum())}
-
-
-def wilson(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
-    """A proportion with its Wilson score interval (NaN when n = 0)."""
-    if n == 0:
-        return {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0}
-    ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return {"estimate": k / n, "low": float(ci.low), "high": float(ci.high), "n": n}

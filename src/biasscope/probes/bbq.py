@@ -32,11 +32,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from biasscope.core.errors import DataError
-from biasscope.core.items import Item, check_template
+from biasscope.core.items import Item, check_template, stratified_sample
 from biasscope.core.jsonl import read_text
 from biasscope.core.jsonl import why as _why
 from biasscope.data.sources import cache_dir, data_path, resolve_data_dir
@@ -224,6 +223,9 @@ def load_items(data_dir: str | Path | None = None, categories: Iterable[str] | s
                     raise DataError(f"{path}:{number}: example_id repeats line {seen[item.id]}")
                 seen[item.id] = number
                 items.append(item)
+        if not seen:  # an empty file would leave its category listed as run with no item
+            raise DataError(f"{path}: no questions found (one JSON object per line expected); "
+                            f"replace it with a fresh copy of BBQ data/{category}.jsonl")
     return items if limit is None else sample(items, limit)
 
 
@@ -233,26 +235,13 @@ def sample(items: Sequence[Item], limit: int, seed: int = 0) -> list[Item]:
     example ids 4k..4k+3) stay together, so that each polarity and condition keeps its share.
     Examples are shared out across categories in proportion to their size (largest remainders)
     and drawn within each with a seeded generator; items keep their file order."""
-    if limit < 1:
-        raise DataError(f"bbq: limit must be at least 1, got {limit}")
-    examples: dict[str, dict[tuple[str, int], list[Item]]] = {}
-    for item in items:
-        key = (str(item.groups["category"]), int(item.groups["example_id"]) // 4)
-        examples.setdefault(key[0], {}).setdefault(key, []).append(item)
-    total = sum(len(e) for e in examples.values())
-    wanted = min(total, max(1, limit // 4))
-    shares = {c: wanted * len(e) / total for c, e in examples.items()}
-    counts = {c: int(s) for c, s in shares.items()}
-    for c in sorted(shares, key=lambda c: counts[c] - shares[c])[:wanted - sum(counts.values())]:
-        counts[c] += 1
-    keep: set[tuple[str, int]] = set()
-    for category, groups in examples.items():
-        rng = np.random.default_rng([seed, CATEGORIES.index(category)
-                                     if category in CATEGORIES else len(CATEGORIES)])
-        keys = list(groups)
-        keep.update(keys[i] for i in rng.choice(len(keys), counts[category], replace=False))
-    return [i for i in items
-            if (str(i.groups["category"]), int(i.groups["example_id"]) // 4) in keep]
+    return stratified_sample(items, limit, _example, CATEGORIES, 4, seed, NAME)
+
+
+def _example(item: Item) -> tuple[str, tuple[str, int]]:
+    """An item's category and example (its block of four upstream ids)."""
+    category = str(item.groups["category"])
+    return category, (category, int(item.groups["example_id"]) // 4)
 
 
 class BBQProbe:

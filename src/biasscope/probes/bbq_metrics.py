@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from biasscope.probes.base import wilson
+from biasscope.core.stats import wilson
 
 ANSWERS = ("ans0", "ans1", "ans2")
 #: The "unknown" answers the BBQ authors' analysis scripts list (their ``unknowns``).

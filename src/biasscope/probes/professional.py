@@ -44,8 +44,8 @@ from scipy import stats as sps
 
 from biasscope.core.errors import DataError
 from biasscope.core.items import Item
-from biasscope.core.stats import bootstrap_difference, mann_whitney
-from biasscope.probes.base import Detector, Messages, TriggerPresence, interval, wilson
+from biasscope.core.stats import bootstrap_difference, mann_whitney, wilson
+from biasscope.probes.base import Detector, Messages, TriggerPresence, interval
 
 NAME = "professional-bias"
 REQUESTS = ("options", "generate")

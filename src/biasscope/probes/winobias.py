@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biasscope.core.errors import DataError
-from biasscope.core.items import Item, check_template
+from biasscope.core.items import Item, check_template, stratified_sample
 from biasscope.core.jsonl import read_text
 from biasscope.data.sources import data_path
 
@@ -45,6 +45,7 @@ FEMALE_OCCUPATIONS = (
     "attendant", "cashier", "teacher", "nurse", "assistant", "secretary", "auditor", "cleaner",
     "receptionist", "clerk", "counselor", "designer", "hairdresser", "writer", "housekeeper",
     "baker", "accountant", "editor", "librarian", "tailor")
+_STRATA = tuple(f"{subset}/{gender}" for subset in SUBSETS for gender in OPTIONS[:2])
 _PERMUTATIONS = tuple(itertools.permutations(range(len(OPTIONS))))
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 _ARTICLE = re.compile(r"^(the|a|an)\s+", re.IGNORECASE)
@@ -128,6 +129,9 @@ def load_sentences(
                 raise DataError(f"unknown WinoBias part {split}/{subset}: use pro|anti, dev|test")
             path = data_path("winobias", f"{split}_stereotyped_type2.txt.{subset}", data_dir)
             lines = read_text(path, error=DataError).splitlines()
+            if not any(line.strip() for line in lines):  # else the run has one part fewer
+                raise DataError(f"{path}: no sentences found (one WinoBias line per line "
+                                "expected); replace it with a fresh copy")
             for number, line in enumerate(lines, start=1):
                 if line.strip():
                     sentences.append(parse_line(
@@ -149,6 +153,7 @@ class WinoBiasGender:
 
     name = NAME
     requests = REQUESTS
+    limit_sample = "whole pro/anti pairs, stratified by subset and answer, seed 0"
 
     def __init__(self, sentences: Sequence[WinoSentence], template: str = DEFAULT_TEMPLATE):
         if not sentences:
@@ -162,6 +167,22 @@ class WinoBiasGender:
         return {"probe": NAME, "template": self.template,
                 "sentences": len(self.sentences), "options": list(OPTIONS),
                 "continuations": list(CONTINUATIONS)}
+
+    def limited(self, items: Sequence[Item], limit: int) -> list[Item]:
+        """What ``--limit`` keeps: whole pairs (line N of the pro_ and anti_ file of one subset,
+        both prompts of each), so pro − anti still has pairs, stratified by subset and by the
+        referenced occupation's stereotype (the answer of the pro half), drawn with seed 0 by
+        ``stratified_sample`` (BBQ's sampler): the same sentences for every seed."""
+        stratum: dict[str, str] = {}
+        for s in self.sentences:
+            stratum.setdefault(_pair(s.id), f"{s.subset}/{s.stereotype_of(s.referenced)}")
+
+        def key(item: Item) -> tuple[str, str]:
+            pair = _pair(str(item.groups["sentence_id"]))
+            return stratum[pair], pair
+
+        size = 2 * len({s.split for s in self.sentences})  # prompts per pair
+        return stratified_sample(items, limit, key, _STRATA, size, 0, NAME)
 
     def items(self, seed: int) -> list[Item]:
         out = []
@@ -187,6 +208,11 @@ class WinoBiasGender:
                     },
                 ))
         return out
+
+
+def _pair(sentence_id: str) -> str:
+    """The pair a sentence belongs to: ``pro-dev-001`` and ``anti-dev-001`` are ``dev-001``."""
+    return sentence_id.split("-", 1)[1]
 
 
 def from_data(data_dir: str | Path | None = None, template: str | None = None,

@@ -207,10 +207,11 @@ def versus_statistics(view: View) -> Any | None:
     return fig
 
 
-SNAPSHOT = (("jsdp_correct/male", "JSD-P, correct “male”"),
-            ("jsdp_correct/female", "JSD-P, correct “female”"),
-            ("jsdp_not_specified/male", "JSD-P of “male” where “not specified”"),
-            ("jsdp_not_specified/female", "JSD-P of “female” where “not specified”"))
+# Two-line labels (<br>): on one line the longer ones were cut off under the axis.
+SNAPSHOT = (("jsdp_correct/male", "JSD-P,<br>correct “male”"),
+            ("jsdp_correct/female", "JSD-P,<br>correct “female”"),
+            ("jsdp_not_specified/male", "JSD-P of “male”<br>where “not specified”"),
+            ("jsdp_not_specified/female", "JSD-P of “female”<br>where “not specified”"))
 STEREOTYPE = ("stereotype_accuracy", "stereotype accuracy (0.5 unbiased)")
 
 
@@ -239,9 +240,45 @@ def snapshot(checkpoints: Sequence[Checkpoint], view: View) -> Any | None:
     if not drawn:
         return None
     fig.update_layout(barmode="group")
-    style(fig, Axis(by_step=False, categories=tuple(n for _, n in SNAPSHOT)), height=460)
-    fig.update_xaxes(title_text="")
+    style(fig, Axis(by_step=False, categories=tuple(n for _, n in SNAPSHOT)), height=480)
+    fig.update_layout(margin={"b": 90}, legend={"y": -0.25})
+    fig.update_xaxes(title_text="", tickangle=0, automargin=True)
     fig.update_yaxes(title_text="JSD-P (lower: more confidently correct)", row=1, col=1)
     fig.update_yaxes(range=[0, 1], row=1, col=2)
     fig.add_hline(y=0.5, line={"color": "#999", "dash": "dot"}, row=1, col=2)
+    return fig
+
+
+def _answers(checkpoints: Sequence[Checkpoint]) -> list[str]:
+    """The correct answers with an accuracy, "male" and "female" first."""
+    present = dict.fromkeys(k.split("/", 1)[1] for c in checkpoints for k in c["mean"]
+                            if k.startswith("accuracy/") and k != "accuracy/all")
+    return [a for a in ("male", "female") if a in present] + [
+        a for a in present if a not in ("male", "female")]
+
+
+def snapshot_accuracy(checkpoints: Sequence[Checkpoint], view: View) -> Any | None:
+    """One checkpoint per model: the accuracy per correct answer as a bar per model, with
+    its CI over prompts and its value on the bar (a gap here is what a JSD-P gap means)."""
+    answers = _answers(checkpoints)
+    names = {a: f"correct “{escape(a)}”" for a in answers}
+    fig = make_subplots(rows=1, cols=1)
+    for i, (model, points) in enumerate(by_model(checkpoints).items()):
+        ckpt = points[-1]
+        shown = [a for a in answers if finite(ckpt["mean"].get(f"accuracy/{a}"))]
+        entries = []
+        for answer in shown:
+            ci = view.ci(ckpt, f"accuracy/{answer}")
+            entries.append({"estimate": ckpt["mean"][f"accuracy/{answer}"],
+                            "low": ci[0] if ci else None, "high": ci[1] if ci else None})
+        _bars(fig, [names[a] for a in shown], entries, escape(model),
+              FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i else COLORS["male"])
+    if not fig.data:
+        return None
+    fig.update_traces(texttemplate="%{y:.2f}", textposition="auto", insidetextanchor="start",
+                      cliponaxis=False)
+    fig.update_layout(barmode="group")
+    style(fig, Axis(by_step=False, categories=tuple(names[a] for a in answers)), height=420)
+    fig.update_xaxes(title_text="prompts whose correct answer is")
+    fig.update_yaxes(title_text="accuracy", range=[0, 1.05])
     return fig

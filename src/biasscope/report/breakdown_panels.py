@@ -19,6 +19,13 @@ SNAPSHOT_CAPTION = (
     "bars are bootstrap confidence intervals over prompts (seed means); stereotype accuracy "
     "has none.")
 
+ACCURACY_CAPTION = (
+    "Accuracy on the prompts whose correct answer is “male”, “female” and “not specified”: "
+    "the share where the correct option is the most probable of the options, a bar per model "
+    "with its value. Error bars are bootstrap confidence intervals over prompts (seed means; "
+    "Wilson intervals where every prompt is right or every one wrong). Accuracy much higher "
+    "for one answer than another is the bias the JSD-P gap can hide or exaggerate.")
+
 
 def panels(checkpoints: Sequence[Checkpoint], view: View, existing: Sequence[Panel]
            ) -> list[Panel]:
@@ -28,7 +35,9 @@ def panels(checkpoints: Sequence[Checkpoint], view: View, existing: Sequence[Pan
     if breakdown.is_snapshot(view):
         tests = {spec[0] for spec in stats_figures.specs(view)}
         out = [Panel("Snapshot: metrics per model", SNAPSHOT_CAPTION,
-                     breakdown.snapshot(checkpoints, view))]
+                     breakdown.snapshot(checkpoints, view)),
+               Panel("Snapshot: accuracy per correct answer", ACCURACY_CAPTION,
+                     breakdown.snapshot_accuracy(checkpoints, view))]
         out += [p for p in existing if p.title in tests]
     if not any(breakdown.steps_of(view, m) for m in view.models()):
         return out
@@ -72,6 +81,8 @@ def panels(checkpoints: Sequence[Checkpoint], view: View, existing: Sequence[Pan
 
 def _unmatched(occ: Any) -> str:
     names = occ.get("unmatched") if isinstance(occ, Mapping) else None
+    reused = occ.get("reused") if isinstance(occ, Mapping) else None
+    kept = f" Statistics: {reused}." if reused else ""
     if not names:
-        return ""
-    return f"No BLS figure for: {', '.join(str(n) for n in names)}."
+        return kept.strip()
+    return f"No BLS figure for: {', '.join(str(n) for n in names)}.{kept}"

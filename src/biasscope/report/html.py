@@ -76,9 +76,23 @@ def render_dynamics_report(store: RunStore, summary: Json, target: Path) -> Path
         drawn = sum(1 for p in panels if p.figure is not None)
         analysis += "\n" + audit_panels.section_html(probes, figure_html, drawn,
                                                       view.correction, view.alpha)
+    if summary.get("missing_units"):
+        said = escape(missing_sentence(summary["missing_units"], store.root))
+        sentences.insert(0, f'<span class="missing">{said}</span>')
     page = render_page(store.root, run, checkpoints, sentences, panels, analysis)
     write_bytes(target, page.encode("utf-8"))
     return target
+
+
+def missing_sentence(missing: Sequence[str], root: Path) -> str:
+    """Which units' records files are gone from ``root`` and how to score them again."""
+    names = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5
+                                       else "")
+    return (f"{_plural(len(missing), 'unit')} of this run {'has' if len(missing) == 1 else 'have'}"
+            f" no records file in {root / 'records'} (deleted or set aside as damaged), so the "
+            f"report leaves {'it' if len(missing) == 1 else 'them'} out: {names}. Run the same "
+            f"`biasscope dynamics` command again with --out {root} to score "
+            f"{'it' if len(missing) == 1 else 'them'} again.")
 
 
 def answer_labels(run: Json, checkpoints: Sequence[Json]) -> list[str]:

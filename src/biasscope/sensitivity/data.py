@@ -116,7 +116,10 @@ def _read_ccai(path: Path) -> dict[str, tuple[str, dict[str, float | None]]]:
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle)
-            missing = [c for c in CCAI_COLUMNS if c not in (reader.fieldnames or [])]
+            if reader.fieldnames is None:
+                raise DataError(f"{path}: empty file; expected the CCAI clean_comments.csv, "
+                                "replace it with a fresh copy")
+            missing = [c for c in CCAI_COLUMNS if c not in reader.fieldnames]
             if missing:
                 raise DataError(f"{path}: missing column {missing[0]!r}; expected the CCAI "
                                 f"clean_comments.csv with columns {', '.join(CCAI_COLUMNS)}")

@@ -37,7 +37,8 @@ from typing import Any, BinaryIO
 import pandas as pd
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.store.remote import HOST, Remote, is_remote
+from biasscope.core.processes import HOST, alive
+from biasscope.store.remote import Remote, is_remote
 from biasscope.store.units import Unit as Unit  # re-exported: callers import it here
 from biasscope.store.units import holds_other, unit_of
 
@@ -102,22 +103,12 @@ def write_bytes(path: Path, data: bytes) -> None:
         raise _write_error(path, exc) from None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_temp_files(folder: Path) -> list[Path]:
     """Delete temp files left by killed writers on this host; others' live work is kept."""
     removed = []
     for path in folder.glob(".*.tmp") if folder.is_dir() else []:
         match = _TMP.match(path.name)
-        if match and match["host"] == HOST and not _alive(int(match["pid"])):
+        if match and match["host"] == HOST and not alive(int(match["pid"])):
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed
@@ -320,6 +311,24 @@ class RunStore:
         warnings.warn(f"records file {path} cannot be trusted ({why}); moved to "
                       f"{aside.name}, the unit will be redone", CorruptUnitWarning, stacklevel=4)
 
+    def retire(self, unit: Unit) -> None:
+        """Move a finished unit aside to ``<unit>.parquet.stale-<n>`` (kept, never read), so
+        it is redone: its checkpoint's weights changed since it was scored."""
+        path = self.unit_path(unit)
+        if path.exists():
+            n = 1
+            while (aside := path.with_name(f"{path.name}.stale-{n}")).exists():
+                n += 1
+            try:
+                os.replace(path, aside)
+            except OSError as exc:
+                raise _write_error(aside, exc) from None
+        self.checksum_path(unit).unlink(missing_ok=True)
+        self._verified.pop(unit.key, None)
+        if self._mirror is not None:  # else `has` would pull the old unit back
+            self._mirror.remove(self._relative(self.checksum_path(unit)))
+            self._mirror.remove(self._relative(path))
+
     def rekey(self, old: Unit, new: Unit) -> None:
         """Move a finished unit to another key (a run made before checkpoint identities)."""
         if self.unit_path(new).exists():
@@ -370,6 +379,16 @@ class RunStore:
         """Unit files only: named as ``Unit.key`` names them, which leaves out temp files,
         ``.corrupt-<n>`` quarantine and anything else a user put in ``records/``."""
         return sorted(p for p in self.records_dir.glob("*.parquet") if _UNIT_NAME.search(p.name))
+
+    def missing_units(self) -> list[str]:
+        """Unit files (``<key>.parquet``) this run wrote and no longer has: deleted (their
+        checksum is left) or set aside as damaged (``.corrupt-<n>``). A rerun of the same
+        command scores them again; until then a report leaves them out, and says so."""
+        gone = {p.name.removesuffix(".sha256") for p in self.checksums_dir.glob("*.sha256")}
+        gone |= {p.name.rsplit(".corrupt-", 1)[0]
+                 for p in self.records_dir.glob("*.parquet.corrupt-*")}
+        return sorted(n for n in gone if _UNIT_NAME.search(n)
+                      and not (self.records_dir / n).exists())
 
     def iter_units(self) -> Iterator[pd.DataFrame]:
         """Every unit's records; a checkpoint's unit whose key columns name another unit than

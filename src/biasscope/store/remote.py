@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
-import socket
 from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.processes import HOST
 
-HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
 # Object stores: a put is atomic (the object appears whole or not at all) and a move is a copy.
 _ATOMIC_PUT = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss",
                          "memory"})

@@ -1,0 +1,205 @@
+"""A checkpoint is its content, not only its path: weights changed in place (safetensors or a
+GGUF file) are refused or, with --rescore-changed, redone, never mixed with the old records; a
+renamed checkpoint is not a new step; killed GGUF conversions leave no temporaries behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from biasscope.cli import main
+from biasscope.dynamics import fingerprints
+from biasscope.store.directory import RunStore
+
+pytest.importorskip("torch")
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    """No report (they have their own tests); a fingerprint cache of this test's own."""
+    import biasscope.report.html as html
+
+    monkeypatch.setattr(html, "write_dynamics_report",
+                        lambda run, out=None, options=None, data_dir=None: Path(run) / "r.html")
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+
+
+def run(out: Path, data: Path, seeds: str, *args: str) -> int:
+    return main(["dynamics", "--data-dir", str(data), "--out", str(out), "--seeds", seeds,
+                 "--limit", "6", "--quiet", "--device", "cpu", *args])
+
+
+def glob_of(folder: Path) -> list[str]:
+    return ["--checkpoint-glob", str(folder / "checkpoint-*")]
+
+
+def scored(out: Path) -> pd.DataFrame:
+    """The records, by item and seed, without columns that name the run's folder."""
+    frame = RunStore(out).records().drop(columns=["checkpoint"])
+    return frame.sort_values(["seed", "item_id"]).reset_index(drop=True)
+
+
+def entries(out: Path) -> list[dict]:
+    return json.loads((out / "run.json").read_text())["checkpoints"]
+
+
+@pytest.fixture
+def train(checkpoint_dirs, tmp_path) -> Path:
+    """A training run's output folder holding one checkpoint-200 (a copy: tests change it)."""
+    folder = tmp_path / "train"
+    shutil.copytree(checkpoint_dirs[0], folder / "checkpoint-200")
+    return folder
+
+
+def test_weights_changed_in_place_are_refused_then_rescored_whole(
+        train, checkpoint_dirs, winobias_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
+    (entry,) = entries(out)
+    # Training continued and re-saved the checkpoint under the same name.
+    shutil.copy(checkpoint_dirs[1] / "model.safetensors",
+                train / "checkpoint-200" / "model.safetensors")
+    capsys.readouterr()
+    for seeds in ("0", "0,1"):  # neither the old records kept nor seed 1 on the new weights
+        assert run(out, winobias_dir, seeds, *glob_of(train)) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert str((train / "checkpoint-200").resolve()) in err
+        assert "--rescore-changed" in err and "--out" in err
+    assert len(list((out / "records").glob("*.parquet"))) == 1
+    assert entries(out) == [entry] and len(entry["fingerprint"]) == 64
+
+    assert run(out, winobias_dir, "0,1", *glob_of(train), "--rescore-changed") == 0
+    fresh = tmp_path / "fresh"
+    assert run(fresh, winobias_dir, "0,1", *glob_of(train)) == 0
+    pd.testing.assert_frame_equal(scored(out), scored(fresh))
+    assert entries(out)[0]["fingerprint"] == entries(fresh)[0]["fingerprint"] != (
+        entry["fingerprint"])
+    assert len(list((out / "records").glob("*.parquet.stale-1"))) == 1  # kept, never read
+    # The new weights are recorded: the same command now simply resumes.
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "records").glob("*.parquet")}
+    assert run(out, winobias_dir, "0,1", *glob_of(train)) == 0
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
+
+
+def test_an_unchanged_checkpoint_is_not_hashed_again(train, winobias_dir, tmp_path,
+                                                     monkeypatch):
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
+
+    def refuse(path: object) -> str:
+        raise AssertionError(f"{path} hashed again")
+
+    monkeypatch.setattr(fingerprints, "sha256_file", refuse)
+    assert run(out, winobias_dir, "0,1", *glob_of(train)) == 0
+
+
+def test_a_run_from_before_fingerprints_resumes_and_records_them(train, winobias_dir,
+                                                                 tmp_path):
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
+    listed = json.loads((out / "run.json").read_text())
+    recorded = listed["checkpoints"][0].pop("fingerprint")
+    (out / "run.json").write_text(json.dumps(listed))
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "records").glob("*.parquet")}
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0  # unknown: trusted, not refused
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
+    assert entries(out)[0]["fingerprint"] == recorded
+
+
+def test_a_renamed_checkpoint_is_not_a_new_step(train, checkpoint_dirs, winobias_dir,
+                                                tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
+    old = (train / "checkpoint-200").resolve()
+    (train / "checkpoint-200").rename(train / "checkpoint-250")
+    capsys.readouterr()
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert str(old) in err and str((train / "checkpoint-250").resolve()) in err
+    assert [e["step"] for e in entries(out)] == [200]
+    # Copies of one checkpoint under two steps in one command: refused too.
+    shutil.copytree(train / "checkpoint-250", train / "checkpoint-300")
+    assert run(tmp_path / "other", winobias_dir, "0", *glob_of(train)) == 2
+    assert "checkpoint-300" in capsys.readouterr().err
+    # Other weights under the new name are a new step, as before.
+    shutil.rmtree(train / "checkpoint-300")
+    shutil.copy(checkpoint_dirs[2] / "model.safetensors",
+                train / "checkpoint-250" / "model.safetensors")
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
+    assert sorted(e["step"] for e in entries(out)) == [200, 250]
+
+
+# --- GGUF files ---------------------------------------------------------------------------
+
+@pytest.fixture
+def gguf_cache(tmp_path, monkeypatch) -> Path:
+    pytest.importorskip("gguf")
+    cache = tmp_path / "gguf-cache"
+    monkeypatch.setenv("BIASSCOPE_GGUF_CACHE", str(cache))
+    return cache
+
+
+def test_a_gguf_changed_in_place_is_refused_then_rescored(gguf_cache, winobias_dir, tmp_path,
+                                                          capsys):
+    from biasscope.backends.gguf import file_sha256
+    from gguf_fixture import write_llama_gguf
+
+    (tmp_path / "ggufs").mkdir()
+    path = write_llama_gguf(tmp_path / "ggufs" / "tiny-step100.gguf")
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", "--model", str(path), "--first-token") == 0
+    first = entries(out)[0]["gguf"]["sha256"]
+    write_llama_gguf(path, seed=1)  # the same name, other weights
+    capsys.readouterr()
+    assert run(out, winobias_dir, "0", "--model", str(path), "--first-token") == 2
+    err = capsys.readouterr().err.strip().splitlines()  # after the new file's conversion
+    (line,) = [e for e in err if "error" in e]
+    assert str(path.resolve()) in line and "--rescore-changed" in line
+    assert run(out, winobias_dir, "0", "--model", str(path), "--first-token",
+               "--rescore-changed") == 0
+    (entry,) = entries(out)
+    assert entry["gguf"]["sha256"] == entry["fingerprint"] == file_sha256(path) != first
+    fresh = tmp_path / "fresh"
+    assert run(fresh, winobias_dir, "0", "--model", str(path), "--first-token") == 0
+    pd.testing.assert_frame_equal(scored(out), scored(fresh))
+
+
+def test_a_killed_conversions_temporaries_are_removed_by_the_next(gguf_cache, tmp_path,
+                                                                   monkeypatch):
+    from biasscope.backends import gguf
+    from biasscope.backends.checkpoints import from_model
+    from biasscope.core.processes import HOST
+    from gguf_fixture import write_llama_gguf
+
+    path = write_llama_gguf(tmp_path / "m.gguf", seed=2)
+    sha = gguf.file_sha256(path)[:16]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    scratch = {name: gguf_cache / name for name in (
+        f".{sha}-{HOST}~{dead}-abc", f".{sha}-{HOST}~{os.getpid()}-def",  # dead, running
+        f".{sha}-otherhost~{dead}-ghi",  # another host's: cannot tell, kept
+        f".{sha}-old12345", f".{sha}-new12345")}  # an older biasscope's: by age
+    for folder in scratch.values():
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(b"half")
+    day_ago = time.time() - 2 * 24 * 3600
+    os.utime(scratch[f".{sha}-old12345"], (day_ago, day_ago))
+
+    def convert(source: Path, header: object, out: Path) -> None:
+        (out / "model.safetensors").write_bytes(b"whole")
+
+    monkeypatch.setattr(gguf, "_convert", convert)
+    from_model(str(path))
+    left = sorted(p.name for p in gguf_cache.glob(".*"))
+    assert left == sorted([f".{sha}-{HOST}~{os.getpid()}-def", f".{sha}-otherhost~{dead}-ghi",
+                           f".{sha}-new12345"])

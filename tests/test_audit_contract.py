@@ -75,7 +75,7 @@ def test_items_are_stable_unique_and_askable(name, data_dir):
 @pytest.mark.parametrize("name", NAMES)
 def test_biasscope_items_exports_every_probe(name, data_dir, tmp_path, capsys):
     out = tmp_path / "items.jsonl"
-    assert main(["items", name, "--out", str(out), "--data-dir", str(data_dir)]) == 0
+    assert main(["items", "--probe", name, "--out", str(out), "--data-dir", str(data_dir)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     items = load_probe(name, data_dir=data_dir).items(0)
     assert [r["item_id"] for r in rows] == [i.id for i in items]
@@ -89,7 +89,7 @@ def test_items_of_another_seed_show_winobias_options_in_another_order(data_dir, 
     orders = []
     for seed in ("0", "1"):
         out = tmp_path / f"seed{seed}.jsonl"
-        assert main(["items", "winobias-gender", "--seed", seed, "--out", str(out),
+        assert main(["items", "--probe", "winobias-gender", "--seed", seed, "--out", str(out),
                      "--data-dir", str(data_dir)]) == 0
         orders.append([json.loads(r)["groups"]["option_order"]
                        for r in out.read_text().splitlines()])
@@ -161,14 +161,15 @@ def generate_end_to_end(name, probe, tiny_local, tmp_path):
 @pytest.mark.parametrize("name", ASKED)
 def test_end_to_end_on_stored_responses_through_the_cli(name, data_dir, tmp_path, capsys):
     exported = tmp_path / "items.jsonl"
-    assert main(["items", name, "--out", str(exported), "--data-dir", str(data_dir)]) == 0
+    assert main(["items", "--probe", name, "--out", str(exported),
+                 "--data-dir", str(data_dir)]) == 0
     items = [json.loads(line) for line in exported.read_text().splitlines()]
     responses = tmp_path / "responses.jsonl"
     rows = [{"item_id": i["item_id"], "response": i["answer"]} for i in items]
     rows.append({"item_id": f"{name}:no-such-item", "response": "yes"})
     responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "run"
-    code = main(["probe", "--responses", str(responses), "--probes", name, "--out", str(out),
+    code = main(["audit", "--responses", str(responses), "--probe", name, "--out", str(out),
                  "--data-dir", str(data_dir)])
     err = capsys.readouterr().err
     assert code == 0 and "1 response ids match no item" in err
@@ -185,7 +186,7 @@ def test_duplicate_response_ids_are_rejected_with_the_ids(data_dir, tmp_path, ca
     responses = tmp_path / "r.jsonl"
     responses.write_text('{"item_id": "a", "response": "x"}\n{"item_id": "a", "response": "y"}\n'
                          '{"item_id": "b", "response": null}\n')
-    code = main(["probe", "--responses", str(responses), "--probes", "professional-bias",
+    code = main(["audit", "--responses", str(responses), "--probe", "professional-bias",
                  "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err
     assert code == 2 and "appear more than once: a" in err and "Traceback" not in err
@@ -199,20 +200,20 @@ def test_the_report_escapes_model_text(tmp_path):
     responses.write_text(json.dumps({"item_id": item.id,
                                      "response": f"The {trigger} <script>alert(1)</script>"}))
     out = tmp_path / "run"
-    assert main(["probe", "--responses", str(responses), "--probes", "professional-bias",
+    assert main(["audit", "--responses", str(responses), "--probe", "professional-bias",
                  "--out", str(out)]) == 0
     html = (out / "report.html").read_text()
     assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)" in html
 
 
 def test_unknown_probe_is_a_one_line_error(tmp_path, capsys):
-    code = main(["probe", "--responses", str(tmp_path / "r.jsonl"), "--probes", "nope",
+    code = main(["audit", "--responses", str(tmp_path / "r.jsonl"), "--probe", "nope",
                  "--out", str(tmp_path / "run")])
     assert code == 2 and "unknown probe 'nope'" in capsys.readouterr().err
 
 
 def test_probe_refuses_a_probe_that_takes_no_chat_in_one_line(tmp_path, capsys):
-    code = main(["probe", "--responses", str(tmp_path / "r.jsonl"), "--probes",
+    code = main(["audit", "--responses", str(tmp_path / "r.jsonl"), "--probe",
                  "winobias-gender", "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err
     assert code == 2 and "probe winobias-gender takes next_token requests" in err

@@ -25,10 +25,10 @@ pytest.importorskip("torch")
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch, tmp_path):
     """No report (they have their own tests); a fingerprint cache of this test's own."""
-    import biasscope.report.html as html
+    import biasscope.dynamics.reporting as reporting
 
-    monkeypatch.setattr(html, "write_dynamics_report",
-                        lambda run, out=None, options=None, data_dir=None: Path(run) / "r.html")
+    monkeypatch.setattr(reporting, "write_dynamics_report",
+                        lambda run, *_, **__: Path(getattr(run, "root", run)) / "r.html")
     monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
 
 

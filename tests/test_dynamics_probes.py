@@ -74,7 +74,7 @@ def test_every_probe_is_a_unit_per_checkpoint_and_seed(mixed):
 
 def test_option_scores_are_those_of_biasscope_probe(mixed, checkpoint_dirs, tmp_path):
     out, data = mixed
-    assert main(["probe", "--model", f"hf:{checkpoint_dirs[1]}", "--probes", "bbq", "--scoring",
+    assert main(["audit", "--model", f"hf:{checkpoint_dirs[1]}", "--probe", "bbq", "--scoring",
                  "options", "--limit", "8", "--out", str(tmp_path / "audit"), "--data-dir",
                  str(data), "--device", "cpu"]) == 0
     audit = RunStore(tmp_path / "audit").records().set_index("item_id")
@@ -129,7 +129,7 @@ def test_the_summary_has_each_audit_probe_over_steps(mixed, checkpoint_dirs, tmp
     assert categories == set(records.loc[records["probe"] == "bbq", "category"].dropna())
     # The same numbers as `biasscope probe` on checkpoint 20 (checkpoint_dirs[1]).
     for probe, pairs in read.items():
-        assert main(["probe", "--model", f"hf:{checkpoint_dirs[1]}", "--probes", probe,
+        assert main(["audit", "--model", f"hf:{checkpoint_dirs[1]}", "--probe", probe,
                      "--scoring", "options", "--limit", "8", "--out", str(tmp_path / probe),
                      "--data-dir", str(data), "--device", "cpu"]) == 0
         audit = json.loads((tmp_path / probe / "summary.json").read_text())

@@ -117,8 +117,8 @@ def test_an_audit_through_the_real_server(llama_server, tmp_path):
     from biasscope.store.directory import RunStore
 
     out = tmp_path / "audit"
-    args = ["probe", "--model", f"openai-compatible:{llama_server.base_url}#tiny",
-            "--probes", "professional-bias", "--limit", "4", "--max-tokens", "3",
+    args = ["audit", "--model", f"openai-compatible:{llama_server.base_url}#tiny",
+            "--probe", "professional-bias", "--limit", "4", "--max-tokens", "3",
             "--cache", str(tmp_path / "cache.sqlite"), "--out", str(out)]
     assert main(args) == 0
     recs = RunStore(out).records()
@@ -135,8 +135,8 @@ def test_a_plain_prompt_audit_reads_option_probabilities_from_top_logprobs(
     from biasscope.store.directory import RunStore
 
     out = tmp_path / "audit"
-    args = ["probe", "--model", f"openai-compatible:{llama_server.base_url}#tiny",
-            "--probes", "professional-bias", "--limit", "4", "--max-tokens", "1",
+    args = ["audit", "--model", f"openai-compatible:{llama_server.base_url}#tiny",
+            "--probe", "professional-bias", "--limit", "4", "--max-tokens", "1",
             "--scoring", "generate", "--plain-prompt", "--top-logprobs", "45",
             "--no-cache", "--out", str(out)]
     assert main(args) == 0
@@ -174,8 +174,8 @@ def test_an_option_scored_audit_through_the_real_server(llama_server, tiny_gguf:
     from biasscope.store.directory import RunStore
 
     out = tmp_path / "audit"
-    assert main(["probe", "--model", f"openai-compatible:{llama_server.base_url}#tiny",
-                 "--probes", "professional-bias", "--limit", "4", "--scoring", "options",
+    assert main(["audit", "--model", f"openai-compatible:{llama_server.base_url}#tiny",
+                 "--probe", "professional-bias", "--limit", "4", "--scoring", "options",
                  "--out", str(out)]) == 0
     recs = RunStore(out).records()
     assert set(recs["source"]) == {"option_scores"}

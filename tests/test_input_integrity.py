@@ -130,7 +130,8 @@ def test_an_empty_bbq_category_is_never_run(tmp_path, capsys):
     data = write_bbq(tmp_path / "data")
     path = _empty(data, "bbq/Religion.jsonl")
     out = tmp_path / "items"
-    code = main(["items", "bbq:Age,Religion", "--data-dir", str(data), "--out", str(out)])
+    code = main(["items", "--probe", "bbq:Age,Religion", "--data-dir", str(data),
+                 "--out", str(out)])
     assert code == 2 and f"error: {path}: no questions found" in one_line(capsys)
 
 

@@ -25,7 +25,7 @@ FAST = ["--retries", "0", "--timeout", "5", "--concurrency", "2"]
 
 
 def probe_cmd(url: str, out: Path, cache: Path, *extra: str) -> list[str]:
-    return ["probe", "--model", f"openai-compatible:{url}#m", "--probes", PROBE, "--out",
+    return ["audit", "--model", f"openai-compatible:{url}#m", "--probe", PROBE, "--out",
             str(out), "--cache", str(cache), "--limit", "8", *FAST, *extra]
 
 
@@ -85,7 +85,7 @@ def _responses(path: Path, text: str, n: int = 6) -> Path:
 
 
 def _probe(responses: Path, out: Path, *extra: str) -> list[str]:
-    return ["probe", "--responses", str(responses), "--probes", PROBE, "--out", str(out),
+    return ["audit", "--responses", str(responses), "--probe", PROBE, "--out", str(out),
             "--name", "mine", *extra]
 
 
@@ -109,7 +109,7 @@ def test_another_limit_model_or_scoring_is_refused(tmp_path, capsys):
     capsys.readouterr()
     assert main(_probe(responses, out, "--limit", "4")) == 2
     assert "a different 'limit' (6 then, 4 now)" in capsys.readouterr().err
-    assert main(["probe", "--responses", str(responses), "--probes", PROBE, "--out", str(out),
+    assert main(["audit", "--responses", str(responses), "--probe", PROBE, "--out", str(out),
                  "--name", "other", "--limit", "6"]) == 2
     assert "a different 'model'" in capsys.readouterr().err
     run = json.loads((out / "run.json").read_text())
@@ -128,22 +128,22 @@ def _adult_run(tmp_path: Path) -> tuple[list[str], Path, Path]:
     responses.write_text("".join(json.dumps({"item_id": i.id, "response": "yes"}) + "\n"
                                  for i in adult.items(0)))
     out = tmp_path / "run"
-    return (["probe", "--responses", str(responses), "--out", str(out), "--data-dir", str(data)],
+    return (["audit", "--responses", str(responses), "--out", str(out), "--data-dir", str(data)],
             data, out)
 
 
 def test_a_tampered_data_file_is_refused_and_probes_may_be_added(tmp_path, capsys):
     args, data, out = _adult_run(tmp_path)
-    assert main([*args, "--probes", "adult-counterfactual"]) == 0
+    assert main([*args, "--probe", "adult-counterfactual"]) == 0
     # A probe may join the run; the one recorded must stay the same.
-    assert main([*args, "--probes", "adult-counterfactual,professional-bias"]) == 0
+    assert main([*args, "--probe", "adult-counterfactual,professional-bias"]) == 0
     run = json.loads((out / "run.json").read_text())
     assert set(run["probes"]) == {"adult-counterfactual", "professional-bias"}
     [source] = list((data / "decodingtrust").glob("*0.5*"))
     lines = source.read_text().splitlines()
     source.write_text("\n".join(lines[:-1]) + "\n")  # one prompt fewer
     capsys.readouterr()
-    assert main([*args, "--probes", "adult-counterfactual"]) == 2
+    assert main([*args, "--probe", "adult-counterfactual"]) == 2
     err = capsys.readouterr().err
     assert "different settings of probe 'adult-counterfactual'" in err and "Traceback" not in err
 
@@ -179,10 +179,10 @@ def test_two_probes_started_together_both_land_in_run_json(tmp_path, trial):
     import multiprocessing
 
     args, _, out = _adult_run(tmp_path)
-    assert main([*args, "--probes", "adult-counterfactual"]) == 0
+    assert main([*args, "--probe", "adult-counterfactual"]) == 0
     ctx = multiprocessing.get_context("fork")
     barrier, codes = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_add_probe, args=([*args, "--probes", probes], barrier, codes))
+    procs = [ctx.Process(target=_add_probe, args=([*args, "--probe", probes], barrier, codes))
              for probes in ("adult-counterfactual,professional-bias", "adult-counterfactual")]
     for proc in procs:
         proc.start()

@@ -58,10 +58,10 @@ def test_bbq_categories_and_limit_through_items_and_probe(data_dir: Path, tmp_pa
                                                           capsys: pytest.CaptureFixture[str]):
     items_file, responses = tmp_path / "items.jsonl", tmp_path / "responses.jsonl"
     args = ["--data-dir", str(data_dir), "--limit", "16"]
-    assert main(["items", "bbq:Age,Religion", "--out", str(items_file), *args]) == 0
+    assert main(["items", "--probe", "bbq:Age,Religion", "--out", str(items_file), *args]) == 0
     assert _answer_all(items_file, responses) == 16  # 4 examples: 3 Age, 1 Religion
     out = tmp_path / "run"
-    assert main(["probe", "--responses", str(responses), "--probes", "bbq:Age,Religion",
+    assert main(["audit", "--responses", str(responses), "--probe", "bbq:Age,Religion",
                  "--out", str(out), *args]) == 0
     assert "match no item" not in capsys.readouterr().err  # the same sample both times
     recs = RunStore(out).records()
@@ -73,13 +73,13 @@ def test_bbq_categories_and_limit_through_items_and_probe(data_dir: Path, tmp_pa
 
 def test_missing_bbq_file_is_one_line_naming_what_is_there(data_dir: Path, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]):
-    code = main(["probe", "--responses", str(tmp_path / "r.jsonl"), "--probes",
+    code = main(["audit", "--responses", str(tmp_path / "r.jsonl"), "--probe",
                  "bbq:Age,Nationality", "--out", str(tmp_path / "run"), "--data-dir",
                  str(data_dir)])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "no file for Nationality" in err and "present: Age, Religion, SES;" in err
-    code = main(["items", "bbq", "--out", str(tmp_path / "i.jsonl"), "--data-dir",
+    code = main(["items", "--probe", "bbq", "--out", str(tmp_path / "i.jsonl"), "--data-dir",
                  str(data_dir)])
     err = capsys.readouterr().err
     assert code == 2 and "8 of 11 category files missing" in err
@@ -89,12 +89,13 @@ def test_missing_bbq_file_is_one_line_naming_what_is_there(data_dir: Path, tmp_p
 def test_adult_base_rate_and_originals_only_responses(data_dir: Path, tmp_path: Path):
     items_file, responses = tmp_path / "items.jsonl", tmp_path / "responses.jsonl"
     common = ["--data-dir", str(data_dir), "--base-rate", "0.0"]
-    assert main(["items", "adult-counterfactual", "--out", str(items_file), *common]) == 0
+    assert main(["items", "--probe", "adult-counterfactual", "--out", str(items_file),
+                 *common]) == 0
     ids = [json.loads(line)["item_id"] for line in items_file.read_text().splitlines()]
     assert ids[0] == "adult-counterfactual:0.0:1:original" and len(ids) == 6
     _answer_all(items_file, responses, only=":original")  # as DecodingTrust's generations
     out = tmp_path / "run"
-    assert main(["probe", "--responses", str(responses), "--probes", "adult-counterfactual",
+    assert main(["audit", "--responses", str(responses), "--probe", "adult-counterfactual",
                  "--out", str(out), *common]) == 0
     run = json.loads((out / "run.json").read_text())
     assert run["probes"]["adult-counterfactual"]["base_rate"] == "0.0"
@@ -104,4 +105,5 @@ def test_adult_base_rate_and_originals_only_responses(data_dir: Path, tmp_path: 
     assert result["headline"]["unparsed_rate"]["estimate"] == 0.0
     assert any("flip rate needs the twins' answers" in s for s in result["sentences"])
     with pytest.raises(SystemExit):  # argparse: one of 0.0, 0.5, 1.0
-        main(["items", "adult-counterfactual", "--out", str(items_file), "--base-rate", "0.3"])
+        main(["items", "--probe", "adult-counterfactual", "--out", str(items_file),
+              "--base-rate", "0.3"])

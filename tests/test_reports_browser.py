@@ -122,7 +122,7 @@ def audit_report(root: Path) -> Path:
     lines.append(json.dumps({"item_id": PAYLOADS[1], "response": PAYLOAD}))  # unknown id
     responses = root.parent / f"{root.name}-responses.jsonl"
     responses.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert main(["probe", "--responses", str(responses), "--probes", "professional-bias",
+    assert main(["audit", "--responses", str(responses), "--probe", "professional-bias",
                  "--out", str(root)]) == 0
     return root / "report.html"
 

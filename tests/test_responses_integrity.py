@@ -40,7 +40,7 @@ def one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 
 def _item_ids(tmp_path: Path, limit: int = 8) -> list[str]:
     exported = tmp_path / "items.jsonl"
-    assert main(["items", PROBE, "--out", str(exported), "--limit", str(limit)]) == 0
+    assert main(["items", "--probe", PROBE, "--out", str(exported), "--limit", str(limit)]) == 0
     return [json.loads(row)["item_id"] for row in exported.read_text().splitlines()]
 
 
@@ -60,7 +60,7 @@ def test_an_identical_rerun_lists_only_the_truly_unknown_ids(tmp_path, capsys):
     rows = [json.dumps({"item_id": i, "response": "The doctor."}) for i in ids]
     responses = _responses(tmp_path, [*rows, json.dumps({"item_id": "nope", "response": "x"})])
     out = tmp_path / "run"
-    argv = ["probe", "--responses", str(responses), "--probes", PROBE, "--out", str(out),
+    argv = ["audit", "--responses", str(responses), "--probe", PROBE, "--out", str(out),
             "--limit", str(len(ids))]
     summaries, errs = [], []
     for _ in range(2):
@@ -95,7 +95,7 @@ def test_a_malformed_responses_line_is_one_line_naming_it(line, said, tmp_path, 
     responses = _responses(tmp_path, [json.dumps({"item_id": ids[0], "response": "x"}),
                                       line.replace("ID", ids[1])])
     out = tmp_path / "run"
-    error = one_line(capsys, ["probe", "--responses", str(responses), "--probes", PROBE,
+    error = one_line(capsys, ["audit", "--responses", str(responses), "--probe", PROBE,
                               "--out", str(out)])
     assert f"{responses}{said}" in error
     assert not (out / "run.json").exists()
@@ -106,7 +106,7 @@ def test_a_duplicate_id_names_its_lines(tmp_path, capsys):
     rows = [{"item_id": ids[0], "response": "a"}, {"item_id": ids[1], "response": "b"},
             {"item_id": ids[0], "response": "c"}, {"item_id": ids[1], "response": None}]
     responses = _responses(tmp_path, [json.dumps(r) for r in rows])
-    error = one_line(capsys, ["probe", "--responses", str(responses), "--probes", PROBE,
+    error = one_line(capsys, ["audit", "--responses", str(responses), "--probe", PROBE,
                               "--out", str(tmp_path / "run")])
     assert f"{responses}:3: item ids appear more than once: {ids[0]} (lines 1, 3), " \
            f"{ids[1]} (lines 2, 4); keep one response per item id" in error
@@ -124,7 +124,7 @@ def test_model_only_options_are_refused_with_responses(extra, tmp_path, capsys):
     ids = _item_ids(tmp_path, 4)
     responses = _responses(tmp_path, [json.dumps({"item_id": i, "response": "x"}) for i in ids])
     out = tmp_path / "run"
-    error = one_line(capsys, ["probe", "--responses", str(responses), "--probes", PROBE,
+    error = one_line(capsys, ["audit", "--responses", str(responses), "--probe", PROBE,
                               "--out", str(out), *extra])
     assert error.startswith(f"biasscope: error: {' '.join(extra)}: only for --model; "
                             "--responses holds text already written")
@@ -134,12 +134,12 @@ def test_model_only_options_are_refused_with_responses(extra, tmp_path, capsys):
 def test_the_defaults_written_out_and_a_name_are_fine_with_responses(tmp_path, capsys):
     ids = _item_ids(tmp_path, 4)
     responses = _responses(tmp_path, [json.dumps({"item_id": i, "response": "x"}) for i in ids])
-    assert main(["probe", "--responses", str(responses), "--probes", PROBE, "--limit", "4",
+    assert main(["audit", "--responses", str(responses), "--probe", PROBE, "--limit", "4",
                  "--out", str(tmp_path / "run"), "--scoring", "auto", "--name", "m"]) == 0
 
 
 def test_a_name_is_refused_with_a_model(tmp_path, capsys):
-    error = one_line(capsys, ["probe", "--model", NOWHERE, "--name", "mine", "--probes", PROBE,
+    error = one_line(capsys, ["audit", "--model", NOWHERE, "--name", "mine", "--probe", PROBE,
                               "--out", str(tmp_path / "run")])
     assert "--name is for --responses" in error
 
@@ -168,7 +168,7 @@ def test_an_empty_model_folder_holds_no_model(command, winobias_dir, tmp_path, c
                      "--out", str(out), "--seeds", "0", "--limit", "2", "--device", "cpu"],
         "dynamics-hf": ["dynamics", "--checkpoint-glob", f"{folder}*", "--data-dir",
                         str(winobias_dir), "--out", str(out), "--seeds", "0", "--device", "cpu"],
-        "probe": ["probe", "--model", f"hf:{folder}", "--probes", PROBE, "--out", str(out)],
+        "probe": ["audit", "--model", f"hf:{folder}", "--probe", PROBE, "--out", str(out)],
         "judge": ["judge", "--model", f"hf:{folder}", "--input", str(_judge_input(tmp_path)),
                   "--out", str(out)],
         "generate": ["generate", "--model", f"hf:{folder}", "--input",
@@ -186,6 +186,6 @@ def test_a_folder_of_checkpoints_names_them(winobias_dir, tmp_path, capsys):
     folder = _empty(tmp_path)
     for step in (10, 20, 30, 40):
         (folder / f"checkpoint-{step}").mkdir()
-    error = one_line(capsys, ["probe", "--model", f"hf:{folder}", "--probes", PROBE,
+    error = one_line(capsys, ["audit", "--model", f"hf:{folder}", "--probe", PROBE,
                               "--out", str(tmp_path / "run")])
     assert "it holds the folders checkpoint-10, checkpoint-20, checkpoint-30, ...)" in error

@@ -23,7 +23,7 @@ def no_report(monkeypatch):
     import biasscope.dynamics.reporting as reporting
 
     monkeypatch.setattr(reporting, "write_dynamics_report",
-                        lambda run, out=None, options=None, data_dir=None: Path(run) / "r.html")
+                        lambda run, *_, **__: Path(getattr(run, "root", run)) / "r.html")
 
 
 def copy_ckpt(source: Path, target: Path) -> Path:

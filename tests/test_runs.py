@@ -28,7 +28,7 @@ def no_report(monkeypatch):
     import biasscope.dynamics.reporting as reporting
 
     monkeypatch.setattr(reporting, "write_dynamics_report",
-                        lambda run, out=None, options=None, data_dir=None: Path(run) / "r.html")
+                        lambda run, *_, **__: Path(getattr(run, "root", run)) / "r.html")
 
 
 def sorted_records(out: Path) -> pd.DataFrame:
@@ -84,7 +84,7 @@ def replace_then_die(src, dst):
             os.kill(os.getpid(), signal.SIGKILL)
     real_replace(src, dst)
 store.os.replace = replace_then_die
-reporting.write_dynamics_report = lambda run, out=None, options=None, data_dir=None: run
+reporting.write_dynamics_report = lambda run, *_, **__: getattr(run, "root", run)
 sys.exit(main(sys.argv[1:]))
 """
 

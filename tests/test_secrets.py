@@ -58,7 +58,7 @@ def commands(model: list[str], tmp: Path) -> dict[str, list[str]]:
     return {
         "generate": ["generate", "--model", *model, "--input", str(prompts), "--out",
                      str(tmp / "gen" / "out.jsonl"), *cache],
-        "probe": ["probe", "--model", *model, "--probes", "professional-bias", "--limit", "2",
+        "probe": ["audit", "--model", *model, "--probe", "professional-bias", "--limit", "2",
                   "--out", str(tmp / "probe"), *cache],
         "judge": ["judge", "--model", *model, "--input", str(texts), "--labels", str(labels),
                   "--out", str(tmp / "judge"), *cache],

@@ -104,9 +104,10 @@ def test_a_non_utf8_input_names_its_line(tmp_path, capsys):
 def test_limit_zero_or_negative_is_refused(command, value, tmp_path, capsys):
     # It once meant "no limit" in some commands: now it is refused everywhere.
     argv = {"dynamics": ["dynamics", "--model", "org/x", "--out", str(tmp_path / "r")],
-            "probe": ["probe", "--responses", str(tmp_path / "r.jsonl"), "--out",
+            "probe": ["audit", "--responses", str(tmp_path / "r.jsonl"), "--out",
                       str(tmp_path / "r")],
-            "items": ["items", "professional-bias", "--out", str(tmp_path / "i.jsonl")]}[command]
+            "items": ["items", "--probe", "professional-bias", "--out",
+                      str(tmp_path / "i.jsonl")]}[command]
     line = one_line(capsys, [*argv, f"--limit={value}"])
     assert f"argument --limit: {value} is not 1 or more" in line
     assert not (tmp_path / "r").exists() and not (tmp_path / "i.jsonl").exists()
@@ -132,15 +133,15 @@ def test_seed_ranges_huge_or_malformed(seeds, message, tmp_path, capsys):
 @pytest.mark.parametrize(("argv", "message"), [
     (["dynamics", "--batch-size", "0"], "--batch-size: 0 is not 1 or more"),
     (["dynamics", "--batch-size", "-1"], "--batch-size: -1 is not 1 or more"),
-    (["dynamics", "--gpus-per-unit", "-1"], "--gpus-per-unit: -1 is negative"),
-    (["dynamics", "--cpus-per-unit", "0"], "--cpus-per-unit: 0 is not above 0"),
+    (["dynamics", "--gpus-per-checkpoint", "-1"], "--gpus-per-checkpoint: -1 is negative"),
+    (["dynamics", "--cpus-per-checkpoint", "0"], "--cpus-per-checkpoint: 0 is not above 0"),
     (["sensitivity", "--batch-size", "0"], "--batch-size: 0 is not 1 or more"),
     (["generate", "--concurrency", "0"], "--concurrency: 0 is not 1 or more"),
-    (["probe", "--concurrency", "-5"], "--concurrency: -5 is not 1 or more"),
+    (["audit", "--concurrency", "-5"], "--concurrency: -5 is not 1 or more"),
     (["generate", "--retries", "-1"], "--retries: -1 is negative: give 0 or more"),
     (["judge", "--retries", "x"], "--retries: 'x' is not a whole number"),
     (["generate", "--max-tokens", "0"], "--max-tokens: 0 is not 1 or more"),
-    (["probe", "--max-tokens", "-4"], "--max-tokens: -4 is not 1 or more"),
+    (["audit", "--max-tokens", "-4"], "--max-tokens: -4 is not 1 or more"),
     (["sensitivity", "--max-tokens", "0"], "--max-tokens: 0 is not 1 or more"),
     (["generate", "--timeout", "0"], "--timeout: 0 is not above 0"),
     (["judge-audit", "--timeout", "nan"], "--timeout: 'nan' is not a finite number"),
@@ -158,7 +159,7 @@ def test_options_out_of_range(argv, message, tmp_path, capsys):
         "sensitivity": ["--reward-model", "org/x", "--perturber", NOWHERE, "--out",
                         str(tmp_path / "r")],
         "generate": ["--model", NOWHERE, "--input", "in.jsonl", "--out", "o.jsonl"],
-        "probe": ["--responses", "r.jsonl", "--out", str(tmp_path / "r")],
+        "audit": ["--responses", "r.jsonl", "--out", str(tmp_path / "r")],
         "judge": ["--model", NOWHERE, "--input", "in.jsonl", "--out", str(tmp_path / "r")],
         "judge-audit": ["--model", NOWHERE, "--input", "in.jsonl", "--out",
                         str(tmp_path / "r")],
@@ -343,7 +344,7 @@ def test_stray_files_in_records_are_not_units(checkpoint_dirs, winobias_dir, tmp
 # ------------------------------------------------------------------ outputs in the way
 
 
-@pytest.mark.parametrize("command", ["probe", "judge", "judge-audit", "dynamics",
+@pytest.mark.parametrize("command", ["audit", "judge", "judge-audit", "dynamics",
                                      "sensitivity", "demo"])
 @pytest.mark.parametrize("where", ["a file", "inside a file"])
 def test_a_run_directory_where_a_file_is(command, where, tmp_path, capsys):
@@ -351,7 +352,7 @@ def test_a_run_directory_where_a_file_is(command, where, tmp_path, capsys):
     blocker.write_text("precious\n")
     out = blocker if where == "a file" else blocker / "run"
     required = {
-        "probe": ["--responses", "r.jsonl"], "dynamics": ["--model", "org/x"],
+        "audit": ["--responses", "r.jsonl"], "dynamics": ["--model", "org/x"],
         "judge": ["--model", NOWHERE, "--input", "in.jsonl"],
         "judge-audit": ["--model", NOWHERE, "--input", "in.jsonl"],
         "sensitivity": ["--reward-model", "org/x", "--perturber", NOWHERE], "demo": []}
@@ -368,7 +369,8 @@ def test_demo_in_an_unwritable_place_fails_before_training(tmp_path, capsys):
 def test_items_and_generate_inside_a_file(tmp_path, capsys):
     blocker = tmp_path / "taken"
     blocker.write_text("precious\n")
-    line = one_line(capsys, ["items", "professional-bias", "--out", str(blocker / "i.jsonl")])
+    line = one_line(capsys, ["items", "--probe", "professional-bias", "--out",
+                             str(blocker / "i.jsonl")])
     assert f"cannot write {blocker / 'i.jsonl'}" in line
     assert blocker.read_text() == "precious\n"
 
@@ -391,7 +393,7 @@ def test_a_lone_surrogate_in_an_input_names_file_and_line(command, tmp_path, cap
                          str(tmp_path / "o.jsonl")],
             "judge": ["judge", "--model", NOWHERE, "--input", str(path), "--out",
                       str(tmp_path / "r")],
-            "probe": ["probe", "--probes", "professional-bias", "--responses", str(path),
+            "probe": ["audit", "--probe", "professional-bias", "--responses", str(path),
                       "--out", str(tmp_path / "r")],
             "sensitivity": ["sensitivity", "--reward-model", "org/x", "--perturber", NOWHERE,
                             "--principles", str(tmp_path / "p.txt"), "--prompts", str(path),
@@ -476,7 +478,7 @@ def test_a_tokenize_answer_with_non_integers_means_no_tokenizer(tokens):
 def test_an_empty_responses_file(tmp_path, capsys):
     empty = tmp_path / "responses.jsonl"
     empty.write_text("\n\n")
-    line = one_line(capsys, ["probe", "--probes", "professional-bias", "--responses",
+    line = one_line(capsys, ["audit", "--probe", "professional-bias", "--responses",
                              str(empty), "--out", str(tmp_path / "r")])
     assert f"{empty}: no responses in the file" in line
     assert not (tmp_path / "r" / "run.json").exists()
@@ -485,13 +487,13 @@ def test_an_empty_responses_file(tmp_path, capsys):
 @pytest.mark.parametrize("name", ["m" * 300, ".hidden", "..", ".", "a/../b", "con"])
 def test_model_names_too_long_or_starting_with_a_dot(name, tmp_path, capsys):
     items = tmp_path / "items.jsonl"
-    assert main(["items", "professional-bias", "--out", str(items), "--limit", "4"]) == 0
+    assert main(["items", "--probe", "professional-bias", "--out", str(items), "--limit", "4"]) == 0
     responses = tmp_path / "responses.jsonl"
     responses.write_text("".join(json.dumps({"item_id": json.loads(row)["item_id"],
                                              "response": "the doctor"}) + "\n"
                                  for row in items.read_text().splitlines()))
     run = tmp_path / "r"
-    argv = ["probe", "--probes", "professional-bias", "--responses", str(responses), "--name",
+    argv = ["audit", "--probe", "professional-bias", "--responses", str(responses), "--name",
             name, "--out", str(run), "--limit", "4"]
     assert main(argv) == 0, capsys.readouterr().err
     units = list((run / "records").iterdir())

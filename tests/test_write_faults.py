@@ -108,7 +108,7 @@ def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_pat
     prompts, out = setup(tmp_path)
     args = {"generate": ["generate", "--model", "openai-compatible:http://127.0.0.1:9/v1#m",
                          "--input", str(prompts), "--no-cache"],
-            "items": ["items", "professional-bias"]}[command]
+            "items": ["items", "--probe", "professional-bias"]}[command]
     if command == "generate":  # answer without a server: the write is what fails here
         monkeypatch.setattr("biasscope.cli.models._load_generator", lambda a, s: Echo())
     real = os.fsync

@@ -9,8 +9,8 @@ file. ``OneLineParser`` makes argparse's own errors one line too.
 from __future__ import annotations
 
 import argparse
-import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -85,7 +85,7 @@ def positive_float(text: str) -> float:
 
 
 def non_negative_float(text: str) -> float:
-    """A finite number, 0 or more (``--temperature``, ``--gpus-per-unit``)."""
+    """A finite number, 0 or more (``--temperature``, ``--gpus-per-checkpoint``)."""
     value = _float(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value:g} is negative: give 0 or more")
@@ -146,44 +146,93 @@ def given(args: argparse.Namespace, defaults: dict[str, Any]) -> list[str]:
     return out
 
 
-def read_text(path: str, option: str) -> str:
-    """The UTF-8 text of a file an option names, or one line naming both."""
-    from biasscope.core.jsonl import read_text
+class _Renamed(argparse.Action):
+    """An option's old spelling: one line with the new one, never a silent alias."""
 
-    try:
-        return read_text(path)
-    except BiasscopeError as exc:
-        raise BiasscopeError(f"{option} {exc}") from None
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser.error(f"{option_string} is now {self.default}")
 
 
-_ENTRY: dict[str, type | tuple[type, ...]] = {
-    "model": str, "revisions": list, "checkpoint_glob": str, "name": (str, type(None))}
+def renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Refuse ``old`` with a hint to ``new`` (hidden from --help)."""
+    parser.add_argument(old, action=_Renamed, default=new, nargs="?", dest=f"_renamed_{old}",
+                        help=argparse.SUPPRESS)
 
 
-def models_file(path: str) -> list[dict[str, Any]]:
-    """The entries of ``--models-file``: ``{model[, revisions]}`` or ``{checkpoint_glob[,
-    name]}`` objects, each field of the right type, or one line naming the entry and field."""
-    where = f"--models-file {path}"
-    try:
-        loaded = json.loads(read_text(path, "--models-file"))
-    except (json.JSONDecodeError, RecursionError) as exc:
-        from biasscope.core.jsonl import why
+def analysis_args(parser: argparse.ArgumentParser) -> None:
+    """The analysis options a dynamics run and its report take (`AnalysisOptions`)."""
+    parser.add_argument("--correction", choices=["holm", "bh"],
+                        help="multiple-comparison control across checkpoints (default holm)")
+    parser.add_argument("--alpha", type=float, help="significance level (default 0.01)")
+    parser.add_argument("--min-gap", type=float,
+                        help="smallest JSD-P gap of interest: emergence needs a significant gap "
+                        "at least this large (default 0: significance alone)")
+    parser.add_argument("--budget", type=float,
+                        help="performance loss allowed when recommending where to stop "
+                        "(fraction of the final checkpoint's; default 0.02)")
 
-        line = f" at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise BiasscopeError(f"{where}: not valid JSON ({why(exc)}{line})") from None
-    if not isinstance(loaded, list):
-        raise BiasscopeError(f"{where}: expected a JSON list of entries")
-    for number, entry in enumerate(loaded, start=1):
-        if not isinstance(entry, dict) or not ({"model", "checkpoint_glob"} & set(entry)):
-            raise BiasscopeError(f"{where}: entry {number} needs 'model' or 'checkpoint_glob'")
-        for field, value in entry.items():
-            kinds = _ENTRY.get(field)
-            if kinds is None:
-                raise BiasscopeError(f"{where}: entry {number} has an unknown field {field!r} "
-                                     f"(use {', '.join(_ENTRY)})")
-            listed: list[Any] = value if isinstance(value, list) else []
-            if not isinstance(value, kinds) or not all(isinstance(r, str) for r in listed):
-                want = "a list of strings" if field == "revisions" else "a string"
-                raise BiasscopeError(f"{where}: entry {number}: {field!r} must be {want}, "
-                                     f"not {json.dumps(value)[:40]}")
-    return loaded
+
+def analysis_given(args: argparse.Namespace) -> dict[str, Any]:
+    """The analysis options given on the command line (the others stay as stored)."""
+    from biasscope.dynamics.analysis_options import FLAGS
+
+    return {k: getattr(args, k) for k in FLAGS if getattr(args, k, None) is not None}
+
+
+def probe_list(args: argparse.Namespace, default: list[str]) -> list[str]:
+    """``--probe``, repeatable, each a probe spec or a comma list of them."""
+    return list(args.probe or default)
+
+
+def probe_arg(parser: argparse.ArgumentParser, what: str, default: str = "") -> None:
+    """``--probe``, the one probe flag of every command: repeatable, comma lists accepted."""
+    parser.add_argument("--probe", action="append", help=f"{what}; repeatable or a comma "
+                        "list, e.g. --probe winobias-gender --probe bbq:Age,Religion "
+                        "(`biasscope probes` lists them)" + (f"; default {default}" if default
+                                                             else ""))
+    renamed(parser, "--probes", "--probe (repeatable; comma lists are accepted)")
+
+
+def backend_args(parser: argparse.ArgumentParser) -> None:
+    """How to reach and pace a ``generate`` backend, and where its answers are cached
+    (`biasscope.backends.config.BackendConfig`)."""
+    parser.add_argument("--base-url", help="server URL for openai / openai-compatible")
+    parser.add_argument("--api-key-env", help="environment variable that holds the API key "
+                        "(default OPENAI_API_KEY); keys are never written anywhere")
+    parser.add_argument("--concurrency", type=positive_int, default=8,
+                        help="requests in flight at once")
+    parser.add_argument("--timeout", type=positive_float, default=60.0,
+                        help="seconds per attempt")
+    parser.add_argument("--retries", type=non_negative_int, default=5,
+                        help="retries on 429/5xx/timeouts")
+    parser.add_argument("--cache", help="response cache file (default "
+                        "~/.cache/biasscope/responses.sqlite or $BIASSCOPE_RESPONSE_CACHE)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the cache")
+    parser.add_argument("--device", default="auto", help="hf: auto, cpu, cuda, cuda:N or mps")
+    parser.add_argument("--allow-pickle", action="store_true",
+                        help="hf: load pickle weights (.bin/.pt), which can run code")
+
+
+def backend_config(args: argparse.Namespace) -> Any:
+    from biasscope.backends.config import BackendConfig
+
+    return BackendConfig(base_url=args.base_url, api_key_env=args.api_key_env,
+                         concurrency=args.concurrency, timeout=args.timeout,
+                         retries=args.retries, cache=args.cache, no_cache=args.no_cache,
+                         device=args.device, allow_pickle=args.allow_pickle)
+
+
+def probe_data_args(parser: argparse.ArgumentParser) -> None:
+    """Which items a probe asks: the Adult file and the --limit sample."""
+    parser.add_argument("--base-rate", choices=["0.0", "0.5", "1.0"], default="0.5",
+                        help="adult-counterfactual: DecodingTrust's test file whose share of "
+                        "'yes' labels differs by this much between men and women")
+    parser.add_argument("--limit", type=positive_int,
+                        help="at most N items per probe: bbq samples whole "
+                        "examples stratified by category (seed 0), winobias-gender whole "
+                        "pro/anti pairs stratified by subset and answer (seed 0), adult keeps "
+                        "whole pairs, others take the first N")
+    parser.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"),
+                        help="local copy of the datasets (<data-dir>/<source>/...)")

@@ -74,3 +74,11 @@ def lone_surrogate(value: Any) -> str | None:
 def why(exc: Exception) -> str:
     """What is wrong with a JSON text, in a few words (a RecursionError has no message)."""
     return str(getattr(exc, "msg", "")) or "nested too deeply"
+
+
+def read_option_file(path: str, option: str) -> str:
+    """The UTF-8 text of a file an option names, or one line naming both."""
+    try:
+        return read_text(path)
+    except BiasscopeError as exc:
+        raise BiasscopeError(f"{option} {exc}") from None

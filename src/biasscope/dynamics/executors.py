@@ -141,18 +141,18 @@ def run_remote(task: CheckpointTask, scorers: ScorerSource, root: str) -> list[U
 
 
 class RayExecutor:
-    """One Ray task per checkpoint, each requesting ``gpus_per_unit`` GPUs and
-    ``cpus_per_unit`` CPUs. A task whose worker dies is retried ``max_retries`` times and
+    """One Ray task per checkpoint, each requesting ``gpus_per_checkpoint`` GPUs and
+    ``cpus_per_checkpoint`` CPUs. A task whose worker dies is retried ``max_retries`` times and
     skips the units it had already written. ``address`` is a cluster (``auto``,
     ``ray://host:10001``); None joins the Ray already initialised here or starts a local one.
     The run directory must be on storage every worker can write to.
     """
 
-    def __init__(self, address: str | None = None, gpus_per_unit: float = 0,
-                 cpus_per_unit: float = 1, max_retries: int = 3) -> None:
+    def __init__(self, address: str | None = None, gpus_per_checkpoint: float = 0,
+                 cpus_per_checkpoint: float = 1, max_retries: int = 3) -> None:
         self.address = address
-        self.gpus_per_unit = gpus_per_unit
-        self.cpus_per_unit = cpus_per_unit
+        self.gpus_per_checkpoint = gpus_per_checkpoint
+        self.cpus_per_checkpoint = cpus_per_checkpoint
         self.max_retries = max_retries
 
     def run(self, tasks: Sequence[CheckpointTask], scorers: ScorerSource,
@@ -161,7 +161,7 @@ class RayExecutor:
         if not ray.is_initialized():
             ray.init(address=self.address, log_to_driver=False)
         remote = ray.remote(run_remote).options(
-            num_cpus=self.cpus_per_unit, num_gpus=self.gpus_per_unit,
+            num_cpus=self.cpus_per_checkpoint, num_gpus=self.gpus_per_checkpoint,
             max_retries=self.max_retries, retry_exceptions=False)
         # Workers open the shared run itself: the URL of a remote run, else the local path.
         root = store.remote or str(Path(store.root).resolve())
@@ -191,13 +191,13 @@ def _ray() -> Any:
 EXECUTORS = ("local", "ray")
 
 
-def make_executor(name: str, address: str | None = None, gpus_per_unit: float = 0,
-                  cpus_per_unit: float = 1) -> Executor:
+def make_executor(name: str, address: str | None = None, gpus_per_checkpoint: float = 0,
+                  cpus_per_checkpoint: float = 1) -> Executor:
     """The executor named on the command line."""
     if name == "local":
-        if address is not None or gpus_per_unit:
-            raise BiasscopeError("--ray-address and --gpus-per-unit need --executor ray")
+        if address is not None or gpus_per_checkpoint:
+            raise BiasscopeError("--ray-address and --gpus-per-checkpoint need --executor ray")
         return LocalExecutor()
     if name == "ray":
-        return RayExecutor(address, gpus_per_unit, cpus_per_unit)
+        return RayExecutor(address, gpus_per_checkpoint, cpus_per_checkpoint)
     raise BiasscopeError(f"unknown executor {name!r}; use one of {', '.join(EXECUTORS)}")

@@ -17,7 +17,7 @@ from biasscope.report.html import render_dynamics_report
 from biasscope.store.directory import RunStore, write_json
 
 
-def write_dynamics_report(run_dir: Path | str, output: Path | None = None,
+def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = None,
                           options: AnalysisOptions | None = None,
                           data_dir: str | None = None) -> Path:
     """Analyse ``run_dir`` (a ``biasscope dynamics`` run) and render it to one HTML file;
@@ -30,7 +30,7 @@ def write_dynamics_report(run_dir: Path | str, output: Path | None = None,
     ``data_dir``: where to find the occupation statistics (else ``$BIASSCOPE_DATA_DIR`` or
     the cache; the report says so when they are not there).
     """
-    store = RunStore(run_dir)
+    store = run_dir if isinstance(run_dir, RunStore) else RunStore(run_dir)
     if not store.root.is_dir():
         raise BiasscopeError(f"run directory {store.root} does not exist")
     if not store.unit_files():

@@ -20,7 +20,7 @@ from biasscope.core.items import Item
 from biasscope.dynamics import asking as options
 from biasscope.dynamics.metrics import PROBE_METRICS, dynamics_metrics, seed_mean_std
 from biasscope.probes import Probe, requests_of
-from biasscope.store.directory import Unit
+from biasscope.store.directory import RunStore, Unit
 
 SUMMARY_SCHEMA = "biasscope.summary/1"
 UNIT_COLUMNS = ("model", "revision", "step", "probe", "seed", "checkpoint")
@@ -32,7 +32,7 @@ class SweepConfig:
     """What to evaluate and where the run directory is."""
 
     checkpoints: list[Checkpoint]
-    out: Path | str  # a folder, or an fsspec URL (see ``RunStore``)
+    out: Path | str | RunStore  # a folder, an fsspec URL (see ``RunStore``), or its store
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
     limit: int | None = None
     comparable: dict[str, Any] = field(default_factory=dict)  # settings that change results

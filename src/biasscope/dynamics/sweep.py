@@ -40,7 +40,7 @@ def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerS
     ``executor`` runs the units (default: in this process; see ``biasscope.dynamics.executors``).
     """
     probes = [probes] if not isinstance(probes, Sequence) else list(probes)
-    store = RunStore(config.out)
+    store = config.out if isinstance(config.out, RunStore) else RunStore(config.out)
     checkpoints = init_run(store, probes, config)  # named as the run names them
     remove_stale_temp_files(store.records_dir)
     units = {c: [(p, unit_of(c, p.name, s)) for p in probes
@@ -106,7 +106,8 @@ def hf_comparable(options: Any) -> dict[str, Any]:
     return {"dtype": chosen["dtype"], "first_token": chosen["first_token"]}
 
 
-def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint], out: str | Path, *,
+def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint],
+                 out: str | Path | RunStore, *,
                  seeds: Sequence[int] = (0, 1, 2, 3, 4), options: Any = None,
                  limit: int | None = None, quiet: bool = False,
                  executor: Executor | None = None,
@@ -121,7 +122,8 @@ def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint], 
     """
     from biasscope.backends.hf_model import HFOptions
     options = options or HFOptions()
-    where = out if isinstance(out, str) and "://" in out else Path(out)  # Path folds "//"
+    where = out if isinstance(out, RunStore) or (isinstance(out, str) and "://" in out) \
+        else Path(out)  # Path folds "//"
     comparable = hf_comparable(options) | ({"data": dict(data)} if data else {})
     config = SweepConfig(list(checkpoints), where, list(seeds), limit, comparable,
                          rescore_changed)

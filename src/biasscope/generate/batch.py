@@ -13,12 +13,13 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, Generator
 from biasscope.backends.cache import Cached, ResponseCache, Usage
+from biasscope.backends.config import BackendConfig
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_jsonl
 from biasscope.probes.choices import read_choice
@@ -102,3 +103,20 @@ def generate_file(generator: Generator, source: str | os.PathLike[str],
     text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in rows)
     write_bytes(output, text.encode("utf-8", "backslashreplace"))
     return cached.usage, elapsed
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """``biasscope generate``: answer ``input`` (JSONL requests) with ``model`` into ``out``."""
+
+    model: str
+    input: str
+    out: str
+    params: GenerateParams = field(default_factory=GenerateParams)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+
+
+def run(config: GenerateConfig) -> tuple[Usage, float]:
+    """The one library call of ``biasscope generate``: the usage and the seconds taken."""
+    return generate_file(config.backend.generator(config.model), config.input, config.out,
+                         config.params, config.backend.response_cache())

@@ -47,7 +47,7 @@ def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list
 
 def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = "0.5",
                 kinds: tuple[str, ...] = (), what: str = "", template: str | None = None,
-                flag: str = "--probes") -> list[Probe]:
+                flag: str = "--probe") -> list[Probe]:
     """The probes ``text`` names (see ``parse_probe_specs``); ``base_rate`` picks the Adult
     file, ``template`` is WinoBias's prompt template. With ``kinds``, each must take one of
     these request kinds (``what`` asks them)."""

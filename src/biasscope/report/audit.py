@@ -90,9 +90,9 @@ def probe_section(name: str, result: Json, figure_index: int) -> tuple[str, int]
     return "\n".join(parts), figure_index
 
 
-def write_audit_report(run_dir: str | Path, output: str | Path | None = None) -> Path:
+def write_audit_report(run_dir: str | Path | RunStore, output: str | Path | None = None) -> Path:
     """Render an audit run (``biasscope probe``) to one HTML file; return its path."""
-    store = RunStore(Path(run_dir))
+    store = run_dir if isinstance(run_dir, RunStore) else RunStore(Path(run_dir))
     if not store.summary_json.is_file():
         raise BiasscopeError(f"{store.root} has no summary.json: run `biasscope probe` first")
     run, summary = store.read_json("run.json"), store.read_json("summary.json")

@@ -123,8 +123,9 @@ def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFr
     return "\n".join(parts), index
 
 
-def write_sensitivity_report(run_dir: str | Path, output: str | Path | None = None) -> Path:
-    store = RunStore(Path(run_dir))
+def write_sensitivity_report(run_dir: str | Path | RunStore,
+                             output: str | Path | None = None) -> Path:
+    store = run_dir if isinstance(run_dir, RunStore) else RunStore(Path(run_dir))
     if not store.summary_json.is_file():
         raise BiasscopeError(f"{store.root} has no summary.json: run `biasscope sensitivity`")
     run, summary, recs = store.read_json("run.json"), store.read_json("summary.json"), \

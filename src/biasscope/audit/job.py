@@ -1,0 +1,132 @@
+"""``biasscope audit`` as one library call: `run(AuditConfig(...))` loads the probes, picks how
+the model is asked (option scores or generation) or reads responses written elsewhere, answers
+every item into the run directory, writes ``summary.json`` and renders the report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from biasscope.audit.run import (
+    GenerationResponder,
+    OptionScorer,
+    Responder,
+    StoredResponses,
+    run_audit,
+)
+from biasscope.backends.base import GenerateParams
+from biasscope.backends.config import BackendConfig
+from biasscope.core.errors import BiasscopeError
+from biasscope.probes.specs import load_probes
+from biasscope.report.audit import write_audit_report
+from biasscope.store.directory import RunStore
+
+DEFAULT_PROBES = ("adult-counterfactual", "professional-bias", "bbq")
+
+
+@dataclass(frozen=True)
+class Prompting:
+    """How a ``model`` is asked: ``scoring`` auto (option scores where the backend gives them,
+    else generation), options or generate; the rest decode a generation."""
+
+    scoring: str = "auto"
+    max_tokens: int = 64
+    temperature: float = 0.0
+    seed: int | None = None
+    top_logprobs: int = 0
+    plain_prompt: bool = False
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """A model spec (``hf:…``, ``openai:…``, a local path, …) or ``responses``, a JSONL of
+    answers produced elsewhere (named ``name``)."""
+
+    out: str | Path
+    probes: Sequence[str] = DEFAULT_PROBES
+    model: str | None = None
+    responses: str | None = None
+    name: str | None = None
+    prompting: Prompting = field(default_factory=Prompting)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    limit: int | None = None
+    base_rate: str = "0.5"
+    data_dir: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    store: RunStore
+    report: Path
+    summary: dict[str, Any]
+
+
+def run(config: AuditConfig) -> AuditResult:
+    probes = load_probes(",".join(config.probes), data_dir=config.data_dir,
+                         base_rate=config.base_rate, kinds=("options", "generate"),
+                         what="biasscope audit")
+    store = run_audit(probes, responder(config), config.out, limit=config.limit)
+    report = write_audit_report(store.root)
+    return AuditResult(store, report, store.read_json("summary.json"))
+
+
+def responder(config: AuditConfig) -> Responder:
+    """What answers the items: stored responses, a model's option scores, or generations."""
+    if config.responses:
+        if config.model:
+            raise BiasscopeError("give --model or --responses, not both")
+        if given := _changed(config.prompting, Prompting()) + _changed(config.backend,
+                                                                        BackendConfig()):
+            raise BiasscopeError(f"{', '.join(given)}: only for --model; --responses holds text "
+                                 "already written, so nothing is generated or scored (option "
+                                 "scoring needs a model): drop "
+                                 f"{'it' if len(given) == 1 else 'them'}")
+        return StoredResponses(config.responses, label=config.name)
+    if not config.model:
+        raise BiasscopeError("give --model SPEC (e.g. hf:./my-model, openai:gpt-4o-mini) or "
+                             "--responses FILE")
+    if config.name is not None:
+        raise BiasscopeError("--name is for --responses; a --model run is named after its "
+                             "model spec")
+    return _model_responder(config.model, config.prompting, config.backend)
+
+
+def _model_responder(spec: str, asked: Prompting, backend: BackendConfig) -> Responder:
+    from biasscope.backends.cache import Cached
+    from biasscope.backends.echo import EchoScorer
+    from biasscope.backends.openai_http import OpenAIGenerator
+
+    generator = backend.generator(spec)
+    scoring = asked.scoring
+    if scoring == "auto":
+        scoring = "options" if hasattr(generator, "option_logprobs") else "generate"
+    if scoring == "options":
+        if asked.top_logprobs:
+            raise BiasscopeError("--top-logprobs is for --scoring generate; option scoring "
+                                 "reads every option's full log-probability")
+        if hasattr(generator, "option_logprobs"):
+            return OptionScorer(generator, plain=asked.plain_prompt)
+        if not isinstance(generator, OpenAIGenerator):
+            raise BiasscopeError(f"{spec}: option scoring needs a local hf: model or a "
+                                 "completions server (openai-compatible:); use --scoring "
+                                 "generate")
+        return OptionScorer(EchoScorer(generator), plain=True)  # a server echoes no chat
+    params = GenerateParams(max_tokens=asked.max_tokens, temperature=asked.temperature,
+                            seed=asked.seed, top_logprobs=asked.top_logprobs)
+    return GenerationResponder(Cached(generator, backend.response_cache()), params,
+                               plain=asked.plain_prompt)
+
+
+def _changed(settings: Any, default: Any) -> list[str]:
+    """The settings that differ from their defaults, written as options (``--scoring
+    options``, ``--plain-prompt``): refused rather than ignored where they cannot apply."""
+    out = []
+    defaults = asdict(default)
+    for entry in fields(settings):
+        value = getattr(settings, entry.name)
+        if value != defaults[entry.name]:
+            flag = "--" + entry.name.replace("_", "-")
+            out.append(flag if isinstance(value, bool) else f"{flag} {value}")
+    return out

@@ -1,0 +1,67 @@
+"""``biasscope report`` (a run's report again, from its stored records) and ``biasscope
+demo`` (a tiny biased model trained, swept and reported)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from biasscope.cli import args as A
+
+
+def report(args: argparse.Namespace) -> int:
+    from biasscope.dynamics.job import reanalyse
+    from biasscope.report.audit import write_audit_report
+    from biasscope.report.html import missing_sentence
+    from biasscope.report.sensitivity import write_sensitivity_report
+    from biasscope.store.directory import RunStore
+
+    store = RunStore(args.run)
+    output = Path(args.output) if args.output else None
+    kind = store.read_json("run.json").get("kind") if store.run_json.is_file() else None
+    if kind in ("audit", "judge", "judge-audit"):
+        page = write_audit_report(store, output)
+    elif kind == "sensitivity":
+        page = write_sensitivity_report(store, output)
+    else:
+        page = reanalyse(store, output, A.analysis_given(args), args.data_dir)
+        if missing := store.missing_units():
+            print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
+    if output is None and store.remote:  # the run's own report belongs beside its records
+        store.publish(page)
+        print(f"{page}  (published to {store.remote}/{page.name})")
+        return 0
+    print(page)
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    from biasscope.demo import run_demo
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after training
+    result = run_demo(out=out, bias=args.bias, seed=args.seed, quiet=args.quiet)
+    print(f"run: {result.run_dir}  report: {result.report}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    shown = sub.add_parser("report", help="rebuild the HTML report of a run from its records")
+    shown.add_argument("run", help="run directory or URL")
+    shown.add_argument("--output", help="HTML path (default: RUN/report.html)")
+    shown.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"),
+                       help="local copy of the datasets, for the occupation statistics "
+                       "(<data-dir>/winogender/occupations-stats.tsv)")
+    A.analysis_args(shown)
+    shown.set_defaults(func=report)
+
+    trained = sub.add_parser("demo", help="train a tiny model with injected bias and sweep it")
+    trained.add_argument("--out", default="demo-run", type=A.run_dir)
+    trained.add_argument("--bias", type=A.probability, default=0.95,
+                         help="share of stereotypical pronouns in the corpus, 0.5 (none) to 1.0")
+    trained.add_argument("--seed", type=A.seed, default=0)
+    trained.add_argument("--quiet", action="store_true")
+    trained.set_defaults(func=demo)

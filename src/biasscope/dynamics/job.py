@@ -1,0 +1,139 @@
+"""``biasscope dynamics`` as one library call: `run(DynamicsConfig(...))` does everything the
+command does (checkpoints, probes with their data files' checksums, performance imports, the
+sweep, the analysis, ``summary.json`` and the report), so a notebook gets what the CLI gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biasscope.backends.checkpoints import Checkpoint
+from biasscope.backends.hf_model import HFOptions
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.jsonl import read_option_file
+from biasscope.dynamics import performance, reporting
+from biasscope.dynamics.analysis import stored_options
+from biasscope.dynamics.analysis_options import AnalysisOptions
+from biasscope.dynamics.executors import make_executor
+from biasscope.dynamics.models import list_checkpoints, named
+from biasscope.dynamics.scoring import SWEPT
+from biasscope.dynamics.sweep import run_dynamics
+from biasscope.probes import load_probe, winobias
+from biasscope.probes.specs import load_probes
+from biasscope.store.directory import RunStore
+
+
+@dataclass(frozen=True)
+class Executing:
+    """Where the units run: ``local`` (this process) or ``ray`` (one task per checkpoint)."""
+
+    kind: str = "local"
+    ray_address: str | None = None
+    gpus_per_checkpoint: float = 0
+    cpus_per_checkpoint: float = 1
+
+
+@dataclass(frozen=True)
+class Performance:
+    """Performance read against the fairness curves: a probe scored at every checkpoint
+    (``lambada``), ``[MODEL=]FILE`` CSVs of step,value, or lm-evaluation-harness results."""
+
+    probe: str | None = None
+    csv: Sequence[str] = ()
+    lm_eval_results: Sequence[str] = ()
+    lm_eval_metric: str | None = None
+
+
+@dataclass(frozen=True)
+class DynamicsConfig:
+    """Everything a dynamics run depends on; ``analysis`` holds only the options given (the
+    rest come from the run's last analysis, then the defaults)."""
+
+    out: str | Path
+    models: Sequence[str] = ()
+    revisions: Sequence[str] = ()
+    checkpoint_globs: Sequence[str] = ()
+    models_file: str | None = None
+    probes: Sequence[str] = (winobias.NAME,)
+    seeds: Sequence[int] = (0, 1, 2, 3, 4)
+    limit: int | None = None
+    data_dir: str | None = None
+    prompt_template: str | None = None  # a file with winobias-gender's template
+    scoring: HFOptions = field(default_factory=HFOptions)
+    performance: Performance = field(default_factory=Performance)
+    executing: Executing = field(default_factory=Executing)
+    analysis: Mapping[str, Any] = field(default_factory=dict)
+    rescore_changed: bool = False
+    quiet: bool = False
+
+
+@dataclass(frozen=True)
+class DynamicsResult:
+    store: RunStore
+    report: Path
+
+
+def run(config: DynamicsConfig) -> DynamicsResult:
+    """Score every pending unit into ``config.out``, analyse the run and render its report."""
+    from biasscope.data.sources import recording
+    from biasscope.store.settings import sha256_file
+
+    executor = make_executor(config.executing.kind, config.executing.ray_address,
+                             config.executing.gpus_per_checkpoint,
+                             config.executing.cpus_per_checkpoint)
+    store = RunStore(config.out)
+    analysis = stored_options(store, config.analysis)  # a bad --alpha fails before a sweep
+    checkpoints = list_checkpoints(config.models, config.revisions, config.checkpoint_globs,
+                                   config.models_file)
+    template = (read_option_file(config.prompt_template, "--prompt-template")
+                if config.prompt_template else None)
+    with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
+        probes = load_probes(",".join(config.probes), data_dir=config.data_dir, kinds=SWEPT,
+                             what="biasscope dynamics", template=template, flag="--probe")
+        if config.performance.probe:
+            probes.append(load_probe(config.performance.probe, data_dir=config.data_dir))
+    data = {name: sha256_file(path) for name, path in sorted(read.items())}
+    import_performance(config.performance, store, checkpoints)
+    run_dynamics(probes, checkpoints, store, seeds=config.seeds, options=config.scoring,
+                 limit=config.limit, quiet=config.quiet, executor=executor, data=data,
+                 rescore_changed=config.rescore_changed)
+    report = reporting.write_dynamics_report(store, options=analysis, data_dir=config.data_dir)
+    store.publish(report)
+    return DynamicsResult(store, report)
+
+
+def import_performance(given: Performance, store: RunStore,
+                       checkpoints: Sequence[Checkpoint]) -> None:
+    """Save each imported performance series into the run, checked against its steps."""
+    models = list(dict.fromkeys(c.model for c in checkpoints))
+    imports = [(spec, "csv") for spec in given.csv]
+    imports += [(spec, "lm-eval") for spec in given.lm_eval_results]
+    for spec, kind in imports:
+        name, source = named(spec)
+        if name is None and len(models) > 1:
+            raise BiasscopeError(f"{spec}: with several models, write MODEL={source}")
+        model = name or models[0]
+        if model not in models:
+            raise BiasscopeError(f"{spec}: no model {model!r} in this run ({', '.join(models)})")
+        if kind == "csv":
+            series, label = performance.from_csv(source), f"performance ({Path(source).name})"
+        else:
+            if not given.lm_eval_metric:
+                raise BiasscopeError("--lm-eval-results needs --lm-eval-metric task/metric")
+            series = performance.from_lm_eval(source, given.lm_eval_metric)
+            label = given.lm_eval_metric
+        steps = [c.step for c in checkpoints if c.model == model and c.step is not None]
+        performance.check_coverage(model, series, steps, source)
+        performance.save(store, model, series, label)
+
+
+def reanalyse(store: RunStore, output: Path | None = None,
+              analysis: Mapping[str, Any] | None = None, data_dir: str | None = None
+              ) -> Path:
+    """``biasscope report`` of a dynamics run: the analysis again with the options given over
+    those stored, then the report (``output``: elsewhere, leaving the run untouched)."""
+    options: AnalysisOptions = stored_options(store, analysis)
+    return reporting.write_dynamics_report(store, output, options, data_dir)

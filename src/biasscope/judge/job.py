@@ -1,0 +1,86 @@
+"""``biasscope judge`` and ``biasscope judge-audit`` as one library call each: a judge of one
+or more models over a JSONL task, into a run directory with its report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biasscope.backends.config import BackendConfig
+from biasscope.core.errors import BiasscopeError
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """``models``: judge specs, or NAME=SPEC; ``keys``: the neutral answer keys, one
+    character each (``ABCD``) or a comma list (``1,2,3``)."""
+
+    out: str | Path
+    models: Sequence[str]
+    input: str
+    labels: str | None = None
+    position: str = "shuffle"
+    samples: int | None = None
+    reasoning: bool = False
+    keys: str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    logit_bias: bool = True
+    aggregate: str = "mean"
+    seed: int = 0
+    backend: BackendConfig = field(default_factory=BackendConfig)
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    result: dict[str, Any]
+    report: Path
+
+
+def judge(config: JudgeConfig) -> JudgeResult:
+    """Judge every item of the task (``verdicts.jsonl``), then what the batch says."""
+    from biasscope.judge.run import batch_result, judge_file, write_run
+
+    made, task, labels, judges = _setup(config)
+    verdicts = judge_file(made, task, config.out, labels)
+    result = batch_result(made, task, verdicts)
+    report = write_run(config.out, "judge", list(judges), {
+        "position": config.position, "reasoning": config.reasoning, "judges": judges}, result)
+    return JudgeResult(result, report)
+
+
+def audit(config: JudgeConfig) -> JudgeResult:
+    """How much the judge's verdicts depend on order, names and length."""
+    from biasscope.judge.audit import audit_classifier, audit_pairwise
+    from biasscope.judge.run import write_run
+
+    made, task, labels, judges = _setup(config)
+    if task.pairwise:
+        result = audit_pairwise(made, task.pairs, task.authors)
+    else:
+        if labels is None:
+            raise BiasscopeError("classification needs a label set (--labels FILE.json)")
+        result = audit_classifier(made, task.texts, labels)
+    report = write_run(config.out, "judge-audit", list(judges), {"judges": judges}, result)
+    return JudgeResult(result, report)
+
+
+def _setup(config: JudgeConfig) -> tuple[Any, Any, Any, dict[str, str]]:
+    """The judge, the task, the label set and each judge's label -> spec (for run.json)."""
+    from biasscope.backends.cache import Cached
+    from biasscope.core.labels import label_models, parse_models
+    from biasscope.judge import Judge, JudgeOptions
+    from biasscope.judge.run import read_labels, read_task
+
+    task = read_task(config.input)
+    labels = read_labels(config.labels) if config.labels else None
+    named = parse_models(list(config.models), "--model")
+    cache = config.backend.response_cache()
+    models = [Cached(config.backend.generator(spec), cache) for _, spec in named]
+    label_models(models, named, "--model")
+    keys = tuple(k.strip() for k in config.keys.split(",")) if "," in config.keys else tuple(
+        config.keys)
+    made = Judge(models, JudgeOptions(
+        position=config.position, samples=config.samples, reasoning=config.reasoning,
+        seed=config.seed, keys=keys, aggregate=config.aggregate, logit_bias=config.logit_bias))
+    return made, task, labels, {m.label: spec for m, (_, spec) in zip(models, named)}

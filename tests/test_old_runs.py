@@ -1,0 +1,197 @@
+"""Run directories written before the restructuring of issue 24 (commit a42c7db: biasscope/runs,
+biasscope/audit, biasscope/cli.py) still read, report and resume with today's code.
+
+The runs in tests/fixtures/old_runs were written by that commit (its README says how). A
+dynamics run names its checkpoints by their resolved path, so the tiny checkpoints it scored
+(committed beside it) are put back at that fixed path before it is resumed. Each test works on
+a copy of the runs: the fixture itself is never written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from biasscope.cli.main import main
+from biasscope.store.directory import RunStore
+
+FIXTURE = Path(__file__).parent / "fixtures" / "old_runs"
+ROOT = Path("/tmp/biasscope-old-run-fixture")  # where a42c7db's checkpoints lay
+TRAIN = ROOT / "train"
+GLOB = str(TRAIN / "checkpoint-*")
+DYNAMICS_UNITS = {("winobias-gender", step, seed) for step in (10, 20) for seed in (0, 1)} | {
+    ("bbq", step, 0) for step in (10, 20)}
+
+
+def _place_checkpoints() -> None:
+    """The committed checkpoints at their recorded path, byte for byte (each file replaced
+    atomically, and only where it differs: other test runs may be reading it)."""
+    for source in sorted((FIXTURE / "train").rglob("*")):
+        if not source.is_file():
+            continue
+        target = TRAIN / source.relative_to(FIXTURE / "train")
+        data = source.read_bytes()
+        if target.is_file() and target.read_bytes() == data:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".old-run-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, target)
+
+
+@pytest.fixture
+def old(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the old runs, their data and responses; the checkpoints at their path."""
+    if ROOT.parent.resolve() != ROOT.parent:  # e.g. macOS: /tmp is /private/tmp
+        pytest.skip(f"{ROOT.parent} is not a real folder here: the run's paths do not resolve")
+    _place_checkpoints()
+    for name in ("runs", "data"):
+        shutil.copytree(FIXTURE / name, tmp_path / name)
+    shutil.copy(FIXTURE / "responses.jsonl", tmp_path / "responses.jsonl")
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))
+    monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
+    return tmp_path
+
+
+def units(run: Path) -> dict[str, tuple[bytes, int]]:
+    """Each stored unit and checksum file: its bytes and mtime."""
+    return {f"{p.parent.name}/{p.name}": (p.read_bytes(), p.stat().st_mtime_ns)
+            for folder in ("records", "checksums") for p in sorted((run / folder).iterdir())}
+
+
+def summary(run: Path) -> dict[str, Any]:
+    """summary.json, less where it looked for data it lacked (the data folder then and now)."""
+    text = (run / "summary.json").read_text(encoding="utf-8")
+    return json.loads(re.sub(r"\(looked for [^)]*\)", "(looked for …)", text))
+
+
+def dynamics(old: Path, seeds: str) -> list[str]:
+    """The command that wrote the old dynamics run (with the data at its new place)."""
+    return ["dynamics", "--checkpoint-glob", GLOB, "--probe", "winobias-gender", "--probe",
+            "bbq", "--seeds", seeds, "--out", str(old / "runs" / "dynamics"), "--data-dir",
+            str(old / "data"), "--limit", "6", "--device", "cpu", "--quiet"]
+
+
+def responses(old: Path) -> list[str]:
+    return ["probe", "--responses", str(old / "responses.jsonl"), "--probes",
+            "professional-bias", "--out", str(old / "runs" / "responses"), "--limit", "8"]
+
+
+@pytest.mark.parametrize("name", ["dynamics", "responses", "sensitivity"])
+def test_every_unit_of_an_old_run_reads(old: Path, name: str) -> None:
+    run = old / "runs" / name
+    store = RunStore(run)
+    records = store.records()  # a unit it cannot read warns: an error under pytest
+    files = sorted((run / "records").glob("*.parquet"))
+    assert files and len(records) == sum(len(pd.read_parquet(f)) for f in files)
+    if name == "dynamics":
+        found = set(records.groupby(["probe", "step", "seed"]).size().index)
+        assert found == DYNAMICS_UNITS
+        assert set(records["checkpoint"]) == {str(TRAIN / "checkpoint-10"),
+                                              str(TRAIN / "checkpoint-20")}
+
+
+@pytest.mark.parametrize("name", ["dynamics", "responses", "sensitivity"])
+def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
+    run = old / "runs" / name
+    before = summary(run)
+    assert not (run / "report.html").exists()  # not committed: rebuilt here
+    assert main(["report", str(run)]) == 0
+    assert (run / "report.html").stat().st_size > 1000
+    after = summary(run)
+    if name == "dynamics":  # the analysis of the same records: the same numbers
+        assert after["checkpoints"] == before["checkpoints"]
+        assert after["analysis"] == before["analysis"]
+    else:
+        assert {k: v for k, v in after.items() if k != "requests"} == {
+            k: v for k, v in before.items() if k != "requests"}
+
+
+def test_an_old_dynamics_run_resumes_without_rescoring(
+        old: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import biasscope.dynamics.reporting as reporting
+
+    monkeypatch.setattr(reporting, "render_dynamics_report",  # the HTML: tested above, slow
+                        lambda store, summary, target: target)
+    run = old / "runs" / "dynamics"
+    stored, before = units(run), summary(run)
+    recorded = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    (run / "summary.json").unlink()  # the resumed run's analysis must write it again
+    assert main(dynamics(old, "0-1")) == 0
+    assert units(run) == stored  # same bytes, never rewritten
+    assert summary(run)["checkpoints"] == before["checkpoints"]
+    meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    assert meta["checkpoints"] == recorded["checkpoints"]  # identities and fingerprints kept
+    assert meta["settings"] == recorded["settings"] and meta["seeds"] == [0, 1]
+
+    assert main(dynamics(old, "0-2")) == 0  # one more seed: only its units are scored
+    now = units(run)
+    assert {k: now[k] for k in stored} == stored
+    added = sorted(set(now) - set(stored))
+    assert len(added) == 4 and all("winobias-gender__seed2__" in k for k in added), added
+    records = RunStore(run).records()
+    found = set(records.groupby(["probe", "step", "seed"]).size().index)
+    assert found == DYNAMICS_UNITS | {("winobias-gender", 10, 2), ("winobias-gender", 20, 2)}
+
+    stored = units(run)
+    assert main(dynamics(old, "0")) == 0  # fewer seeds: nothing redone, none forgotten
+    assert units(run) == stored
+    assert json.loads((run / "run.json").read_text(encoding="utf-8"))["seeds"] == [0, 1, 2]
+
+
+def test_an_old_responses_run_resumes_with_the_same_summary(old: Path) -> None:
+    run = old / "runs" / "responses"
+    stored, before = units(run), summary(run)
+    assert main(responses(old)) == 0
+    assert units(run) == stored
+    after = summary(run)
+    assert after.pop("requests") == 0 and before.pop("requests") > 0  # nothing asked again
+    assert after == before
+
+
+def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
+    from biasscope.backends.base import Generation
+    from biasscope.sensitivity.data import Constitution, Conversation, Principle
+    from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
+
+    class Echo:  # the perturber and reward model make_old_runs.py ran with
+        label, model = "echo", "echo-1"
+
+        def identity(self) -> dict[str, str]:
+            return {"backend": "scripted", "model": self.model}
+
+        def generate(self, requests: list[Any]) -> list[Generation]:
+            texts = [r.messages[-1][1] for r in requests]
+            principles = [t.split("Principle: ", 1)[-1].split("\n", 1)[0] for t in texts]
+            return [Generation(f"Not {p}" if "Critique request" in t else f"I will {p}")
+                    for t, p in zip(texts, principles)]
+
+    class Length:
+        label = "len"
+
+        def identity(self) -> dict[str, str]:
+            return {"backend": "arithmetic", "scale": "1.0"}
+
+        def score(self, conversations: Any) -> list[float]:
+            raise AssertionError("a stored unit is scored again")
+
+    run = old / "runs" / "sensitivity"
+    stored, before = units(run), summary(run)
+    convs = [Conversation(f"c{i}", (("user", f"Question {i}?"),), "No." * (i + 1))
+             for i in range(4)]
+    principles = Constitution((Principle("p1", "be kind"), Principle("p2", "be brief")),
+                              "mine", {})
+    run_sensitivity([Length()], Echo(), convs, principles, run,
+                    SensitivityOptions())
+    assert units(run) == stored and summary(run) == before

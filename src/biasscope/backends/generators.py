@@ -14,93 +14,129 @@
 ``litellm:anthropic/claude-3-5-haiku-20241022``        litellm's provider/model names and keys
 =====================================================  ===========================================
 
-Keys come from the environment (``--api-key-env NAME`` picks the variable) and stay in memory.
+``parse_model_spec`` also reads what the scoring commands take: a bare local path or hub id
+(``EleutherAI/pythia-160m@step1000``, ``./dir``: kind ``hf``) and a ``.gguf`` file (kind
+``gguf``). Keys come from the environment (``--api-key-env NAME`` picks the variable) and stay
+in memory.
+
+Adding a backend is one file (a class answering ``backends.base.Generator`` and a
+``from_spec(spec: ModelSpec, options: GeneratorOptions)`` factory) and one line in ``BACKENDS``
+(docs/architecture.md, "Add a backend").
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from pathlib import Path
 
 from biasscope.backends.base import Generator
-from biasscope.backends.openai_http import OPENAI_URL, HTTPOptions, OpenAIGenerator
+from biasscope.backends.gguf import is_gguf
+from biasscope.backends.openai_http import OPENAI_URL, OpenAIGenerator
+from biasscope.backends.specs import GeneratorOptions, ModelSpec, api_key
 from biasscope.core.errors import ModelError
 
-
-@dataclass(frozen=True)
-class GeneratorOptions:
-    """Settings every backend may use; each reads what applies to it."""
-
-    http: HTTPOptions = field(default_factory=HTTPOptions)
-    base_url: str | None = None
-    api_key_env: str | None = None  # name of the environment variable holding the key
-    device: str = "auto"  # local backends
-    dtype: str = "auto"
-    batch_size: int = 16
-    allow_pickle: bool = False  # local: load pickle weights, which can run code
+Factory = Callable[[ModelSpec, GeneratorOptions], Generator]
 
 
-def _key(options: GeneratorOptions, default_env: str) -> str | None:
-    name = options.api_key_env or default_env
-    if options.api_key_env and not os.environ.get(name):
-        raise ModelError(f"--api-key-env {name}: that environment variable is not set")
-    return os.environ.get(name) or None
-
-
-def _openai(rest: str, options: GeneratorOptions) -> Generator:
-    key = _key(options, "OPENAI_API_KEY")
+def _openai(spec: ModelSpec, options: GeneratorOptions) -> Generator:
+    key = api_key(options, "OPENAI_API_KEY")
     if key is None:
-        raise ModelError(f"openai:{rest} needs an API key: set OPENAI_API_KEY "
+        raise ModelError(f"openai:{spec.rest} needs an API key: set OPENAI_API_KEY "
                          "(or name another variable with --api-key-env)")
     url = options.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
-    return OpenAIGenerator(rest, url, key, options.http, kind="openai")
+    return OpenAIGenerator(spec.target, url, key, options.http, kind="openai")
 
 
-def _compatible(rest: str, options: GeneratorOptions) -> Generator:
-    if "://" in rest:
-        url, hash_, model = rest.rpartition("#")
-        if not hash_ or not model:
-            raise ModelError(f"openai-compatible:{rest}: write openai-compatible:URL#MODEL, "
-                             "e.g. openai-compatible:http://127.0.0.1:8000/v1#my-model")
-    else:
-        url = options.base_url or os.environ.get("OPENAI_BASE_URL") or ""
-        model = rest
-        if not url:
-            raise ModelError(f"openai-compatible:{rest}: give the server's URL, as "
-                             f"openai-compatible:URL#{rest} or with --base-url")
-    return OpenAIGenerator(model, url, _key(options, "OPENAI_API_KEY"), options.http)
+def _compatible(spec: ModelSpec, options: GeneratorOptions) -> Generator:
+    url = spec.base_url or options.base_url or os.environ.get("OPENAI_BASE_URL") or ""
+    if not url:
+        raise ModelError(f"openai-compatible:{spec.rest}: give the server's URL, as "
+                         f"openai-compatible:URL#{spec.rest} or with --base-url")
+    return OpenAIGenerator(spec.target, url, api_key(options, "OPENAI_API_KEY"), options.http)
 
 
-def _hf(rest: str, options: GeneratorOptions) -> Generator:
+def _hf(spec: ModelSpec, options: GeneratorOptions) -> Generator:
     from biasscope.backends.checkpoints import from_model
     from biasscope.backends.hf_generate import HFGenerator
     from biasscope.backends.hf_model import HFOptions
 
-    return HFGenerator(from_model(rest)[0], HFOptions(
+    return HFGenerator(from_model(spec.rest)[0], HFOptions(
         device=options.device, dtype=options.dtype, batch_size=options.batch_size,
         allow_pickle=options.allow_pickle))
 
 
-def _litellm(rest: str, options: GeneratorOptions) -> Generator:
+def _litellm(spec: ModelSpec, options: GeneratorOptions) -> Generator:
     from biasscope.backends.litellm_http import LiteLLMGenerator
 
-    return LiteLLMGenerator(rest, options.base_url, _key(options, "LITELLM_API_KEY"),
+    return LiteLLMGenerator(spec.target, options.base_url, api_key(options, "LITELLM_API_KEY"),
                             options.http)
 
 
-GENERATORS: dict[str, Callable[[str, GeneratorOptions], Generator]] = {
+#: Every generate backend, by the prefix of its spec: one line each.
+BACKENDS: dict[str, Factory] = {
     "openai": _openai,
     "openai-compatible": _compatible,
     "hf": _hf,
     "litellm": _litellm,
 }
+GENERATORS = BACKENDS  # the registry's earlier name
 
 
-def load_generator(spec: str, options: GeneratorOptions | None = None) -> Generator:
-    """The backend a spec names (see the module docstring for the syntax)."""
-    kind, colon, rest = spec.partition(":")
-    if not colon or kind not in GENERATORS or not rest:
-        raise ModelError(f"model spec {spec!r}: write BACKEND:MODEL with BACKEND one of "
-                         f"{', '.join(GENERATORS)} (e.g. openai:gpt-4o-mini)")
-    return GENERATORS[kind](rest, options or GeneratorOptions())
+def _refused(text: str, bare: bool) -> ModelError:
+    known = ", ".join(BACKENDS)
+    if not bare:
+        return ModelError(f"model spec {text!r}: write BACKEND:MODEL with BACKEND one of "
+                          f"{known} (e.g. openai:gpt-4o-mini)")
+    return ModelError(f"model spec {text!r}: write BACKEND:MODEL with BACKEND one of {known} "
+                      "(e.g. openai:gpt-4o-mini), or a local path, hub id[@revision] or "
+                      ".gguf file")
+
+
+def _local(rest: str, text: str) -> ModelSpec:
+    """A hub id (``@revision`` allowed), a local folder or a ``.gguf`` file, loaded by ``hf``."""
+    source, _, revision = rest.partition("@")
+    if not source:
+        raise ModelError(f"model spec {text!r}: give a hub id or a local path before the @")
+    return ModelSpec("gguf" if is_gguf(source) else "hf", source, revision or None,
+                     backend="hf", text=text, rest=rest)
+
+
+def _server(rest: str, text: str) -> ModelSpec:
+    """``URL#MODEL``, or a model name whose server comes from --base-url or the environment."""
+    if "://" not in rest:
+        return ModelSpec("openai-compatible", rest, text=text, rest=rest)
+    url, hash_, model = rest.rpartition("#")
+    if not hash_ or not model:
+        raise ModelError(f"openai-compatible:{rest}: write openai-compatible:URL#MODEL, "
+                         "e.g. openai-compatible:http://127.0.0.1:8000/v1#my-model")
+    return ModelSpec("openai-compatible", model, base_url=url, text=text, rest=rest)
+
+
+def parse_model_spec(text: str, *, bare: bool = True) -> ModelSpec:
+    """The one model-spec grammar: ``PREFIX:REST`` for a registered prefix (``hf:``,
+    ``openai:``, ``openai-compatible:URL#MODEL``, ``litellm:``, ...), or, with ``bare``, a
+    local path or hub id (``@revision`` allowed) or a ``.gguf`` file. Anything else is one
+    line naming the known prefixes. Syntax only: nothing is loaded or looked up."""
+    prefix, colon, rest = text.partition(":")
+    if colon and prefix in BACKENDS:
+        if not rest:
+            raise _refused(text, bare)
+        if prefix == "hf":
+            return _local(rest, text)
+        if prefix == "openai-compatible":
+            return _server(rest, text)
+        return ModelSpec(prefix, rest, text=text, rest=rest)
+    if bare and text.strip() and (not colon or Path(text).expanduser().exists()):
+        return _local(text, text)
+    raise _refused(text, bare)
+
+
+def load_generator(spec: str | ModelSpec, options: GeneratorOptions | None = None) -> Generator:
+    """The backend a spec names (see the module docstring for the syntax). A string needs its
+    ``BACKEND:`` prefix; a parsed ``ModelSpec`` may be a bare path or hub id."""
+    parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec, bare=False)
+    return BACKENDS[parsed.backend](parsed, options or GeneratorOptions())
+
+
+__all__ = ["BACKENDS", "GeneratorOptions", "ModelSpec", "load_generator", "parse_model_spec"]

@@ -1,0 +1,65 @@
+"""What a backend file needs to plug in: the parsed model spec and the options every backend reads.
+
+These live apart from the registry (``backends.generators``) so that a backend's own file can
+name them without importing the registry that imports it (no cycle).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from biasscope.backends.openai_http import HTTPOptions
+from biasscope.core.errors import ModelError
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One parsed ``--model`` string (see ``backends.generators.parse_model_spec``).
+
+    ``kind``: what the model is (``hf``, ``gguf``, ``openai``, ``openai-compatible``,
+    ``litellm`` or any registered prefix); ``backend``: the registry entry that loads it (a
+    GGUF file is loaded by ``hf``); ``target``: hub id, local path or the server's model name;
+    ``revision``: a hub revision (``@rev``, local kinds only); ``base_url``: the server of
+    ``openai-compatible:URL#MODEL``; ``text``: the spec as written, for messages; ``rest``:
+    the text after the prefix (all of it for a bare path or hub id).
+    """
+
+    kind: str
+    target: str
+    revision: str | None = None
+    base_url: str | None = None
+    backend: str = ""
+    text: str = ""
+    rest: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.backend:
+            object.__setattr__(self, "backend", self.kind)
+        if not self.rest:
+            object.__setattr__(self, "rest", self.target + (f"@{self.revision}"
+                                                            if self.revision else ""))
+        if not self.text:
+            object.__setattr__(self, "text", f"{self.backend}:{self.rest}")
+
+
+@dataclass(frozen=True)
+class GeneratorOptions:
+    """Settings every backend may use; each reads what applies to it."""
+
+    http: HTTPOptions = field(default_factory=HTTPOptions)
+    base_url: str | None = None
+    api_key_env: str | None = None  # name of the environment variable holding the key
+    device: str = "auto"  # local backends
+    dtype: str = "auto"
+    batch_size: int = 16
+    allow_pickle: bool = False  # local: load pickle weights, which can run code
+
+
+def api_key(options: GeneratorOptions, default_env: str) -> str | None:
+    """The key from ``--api-key-env`` (which must be set) or ``default_env``; None if unset.
+    Keys stay in memory: never in a spec, a cache key or run.json."""
+    name = options.api_key_env or default_env
+    if options.api_key_env and not os.environ.get(name):
+        raise ModelError(f"--api-key-env {name}: that environment variable is not set")
+    return os.environ.get(name) or None

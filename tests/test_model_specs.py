@@ -1,0 +1,68 @@
+"""The one model-spec grammar (``parse_model_spec``) and the backend registry it reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from biasscope.backends.generators import BACKENDS, load_generator, parse_model_spec
+from biasscope.backends.specs import ModelSpec
+from biasscope.core.errors import ModelError
+
+
+@pytest.mark.parametrize(("text", "kind", "target", "revision", "base_url"), [
+    ("EleutherAI/pythia-160m", "hf", "EleutherAI/pythia-160m", None, None),
+    ("EleutherAI/pythia-160m@step1000", "hf", "EleutherAI/pythia-160m", "step1000", None),
+    ("./runs/out/checkpoint-10", "hf", "./runs/out/checkpoint-10", None, None),
+    ("hf:EleutherAI/pythia-160m@step143000", "hf", "EleutherAI/pythia-160m", "step143000",
+     None),
+    ("hf:./model.gguf", "gguf", "./model.gguf", None, None),
+    ("/models/tiny-Q8_0.GGUF", "gguf", "/models/tiny-Q8_0.GGUF", None, None),
+    ("openai:gpt-4o-mini", "openai", "gpt-4o-mini", None, None),
+    ("openai-compatible:http://127.0.0.1:8000/v1#my-model", "openai-compatible", "my-model",
+     None, "http://127.0.0.1:8000/v1"),
+    ("openai-compatible:my-model", "openai-compatible", "my-model", None, None),
+    ("litellm:vertex_ai/claude-3-5-sonnet@20240620", "litellm",
+     "vertex_ai/claude-3-5-sonnet@20240620", None, None),  # @ is no revision on a server
+])
+def test_every_form_parses(text: str, kind: str, target: str, revision: str | None,
+                           base_url: str | None) -> None:
+    spec = parse_model_spec(text)
+    assert (spec.kind, spec.target, spec.revision, spec.base_url) == (
+        kind, target, revision, base_url)
+    assert spec.text == text and spec.backend in BACKENDS
+    assert spec.backend == ("hf" if kind == "gguf" else kind)
+
+
+def test_a_local_path_with_a_colon_is_still_a_path(tmp_path: Path) -> None:
+    folder = tmp_path / "run:1"
+    folder.mkdir()
+    assert parse_model_spec(str(folder)) == ModelSpec(
+        "hf", str(folder), backend="hf", text=str(folder), rest=str(folder))
+
+
+@pytest.mark.parametrize("text", ["ollama:llama3", "gpt:4", "hf:", "", "@main"])
+def test_unknown_prefixes_name_the_known_ones(text: str) -> None:
+    with pytest.raises(ModelError) as caught:
+        parse_model_spec(text)
+    message = str(caught.value)
+    assert "\n" not in message
+    if text not in ("@main",):
+        assert all(prefix in message for prefix in BACKENDS), message
+
+
+def test_load_generator_still_wants_a_prefix() -> None:
+    """A bare name is no generate backend: gpt-4o would be taken for a hub id."""
+    with pytest.raises(ModelError, match="write BACKEND:MODEL with BACKEND one of openai, "
+                       r"openai-compatible, hf, litellm \(e.g. openai:gpt-4o-mini\)$"):
+        load_generator("gpt-4o")
+    assert parse_model_spec("gpt-4o").kind == "hf"  # bare: for the scoring commands
+
+
+def test_a_registered_prefix_is_known_to_the_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(BACKENDS, "toy", lambda spec, options: None)  # type: ignore[arg-type,return-value]
+    spec = parse_model_spec("toy:any/name@v1")
+    assert (spec.kind, spec.target, spec.revision) == ("toy", "any/name@v1", None)
+    with pytest.raises(ModelError, match="toy"):
+        parse_model_spec("nope:x")

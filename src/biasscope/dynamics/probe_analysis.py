@@ -23,8 +23,6 @@ from biasscope.store.reading import unit_index
 if TYPE_CHECKING:
     from biasscope.dynamics.analysis_options import AnalysisOptions
 
-CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
-
 
 def _fmt(value: Any, spec: str = ".3g") -> str:
     return "n/a" if value is None else format(float(value), spec)
@@ -109,7 +107,7 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
     """Per audit probe in the run: per model its checkpoints' values (with adjusted p-values),
     emergence per tested value, the stopping recommendation on the headline value when a
     performance series exists, and sentences."""
-    corrected = f"{CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
+    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
     perf = performance.load(store, summary)
     out: dict[str, Any] = {}
     unavailable: dict[str, str] = {}

@@ -232,21 +232,37 @@ def test_biasscope_probes_lists_every_probe(capsys):
     assert listed[NAMES.index("bbq")]["requests"] == ["options", "generate"]
 
 
-def test_the_old_names_still_work_with_a_deprecation_warning(data_dir):
+def test_one_registry_one_loader_and_the_old_names_are_gone(data_dir):
     import biasscope.audit as audit
+    import biasscope.probes as probes
 
-    with pytest.warns(DeprecationWarning, match="use biasscope.probes.PROBES"):
-        old = audit.AUDIT_PROBES
-    assert sorted(old) == sorted(ASKED)
-    with pytest.warns(DeprecationWarning, match="use biasscope.probes.load_probe"):
-        probe = audit.load_audit_probe("professional-bias")
-    assert probe.name == "professional-bias"
-    with pytest.warns(DeprecationWarning), pytest.raises(BiasscopeError, match="unknown audit"):
-        audit.load_audit_probe("winobias-gender")
-    with pytest.warns(DeprecationWarning):
+    # The one registry and its loader do what the removed second ones did.
+    assert sorted(n for n, i in PROBES.items() if "generate" in i.requests) == sorted(ASKED)
+    assert load_probe("professional-bias").name == "professional-bias"
+    assert PROBES["lambada"].load(data_dir=data_dir).name == "lambada"
+    with pytest.raises(BiasscopeError, match="unknown probe 'no-such-probe'"):
+        load_probe("no-such-probe")
+    for old in ("AUDIT_PROBES", "load_audit_probe"):
+        assert not hasattr(audit, old)
+    with pytest.raises(ImportError):
         from biasscope.audit import load_audit_probe  # noqa: F401
-    # The registry's entries still load when called, as its plain factories did.
-    assert PROBES["lambada"](data_dir=data_dir).name == "lambada"
+    assert not hasattr(probes, "deprecated")
+    with pytest.raises(TypeError, match="not callable"):
+        PROBES["lambada"](data_dir=data_dir)  # type: ignore[operator]
+
+
+def test_requests_of_reads_requests_only():
+    class Plain:
+        name = "plain"
+
+    class Old(Plain):
+        request = "generate"  # the old single attribute no longer counts
+
+    class Asked(Plain):
+        requests = ("options", "generate")
+
+    assert requests_of(Plain()) == ("next_token",) == requests_of(Old())
+    assert requests_of(Asked()) == ("options", "generate")
 
 
 def test_export_items_writes_every_turn(tmp_path):

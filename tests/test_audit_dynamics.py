@@ -21,7 +21,8 @@ from biasscope.dynamics.analysis_options import AnalysisOptions
 from biasscope.dynamics.asking import Asking, option_frame
 from biasscope.probes import load_probe, professional
 from biasscope.store import reading
-from biasscope.store.directory import RunStore, Unit
+from biasscope.store.directory import RunStore
+from biasscope.store.units import Unit
 
 STEPS = (0, 100, 200, 300, 400, 500)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biasscope.store.directory import RunStore, Unit
-from biasscope.store.units import unit_of
+from biasscope.store.directory import RunStore
+from biasscope.store.units import Unit, unit_in
 
 pytest.importorskip("torch")
 fsspec = pytest.importorskip("fsspec")
@@ -74,7 +74,7 @@ def test_remote_run_is_shared_and_resumed(checkpoint_dirs, winobias_dir, tmp_pat
     assert other.root != store.root and other.root.is_relative_to(tmp_path / "cache-b")
     assert other.run_json.is_file() and other.summary_json.is_file()
     frames = list(other.iter_units())
-    assert all(other.has(unit_of(f)) for f in frames)  # type: ignore[arg-type]
+    assert all(other.has(unit_in(f)) for f in frames)  # type: ignore[arg-type]
 
     import biasscope.dynamics.executors as executors
 

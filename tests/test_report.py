@@ -24,7 +24,8 @@ from biasscope.dynamics.reporting import write_dynamics_report
 from biasscope.dynamics.runfile import init_run
 from biasscope.dynamics.scoring import SweepConfig, records_frame
 from biasscope.probes import Probe, load_probe
-from biasscope.store.directory import RunStore, Unit
+from biasscope.store.directory import RunStore
+from biasscope.store.units import Unit
 
 TITLES = (
     "JSD-P per correct answer (male, female)",

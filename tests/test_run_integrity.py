@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from biasscope.cli.main import main
-from biasscope.store.directory import CorruptUnitWarning, RunStore, Unit
+from biasscope.store.directory import CorruptUnitWarning, RunStore
+from biasscope.store.units import Unit
 
 pytest.importorskip("torch")
 

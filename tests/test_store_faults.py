@@ -11,7 +11,8 @@ import pytest
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.store import directory as store_mod
-from biasscope.store.directory import CorruptUnitWarning, RunStore, Unit
+from biasscope.store.directory import CorruptUnitWarning, RunStore
+from biasscope.store.units import Unit
 
 UNITS = [Unit("m", None, "p", seed) for seed in range(3)]
 

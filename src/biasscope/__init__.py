@@ -12,7 +12,8 @@ from biasscope.core.items import Item
 from biasscope.dynamics.metrics import dynamics_metrics, jsd_by_parts, jsd_parts
 from biasscope.dynamics.sweep import run_dynamics, sweep
 from biasscope.probes import PROBES, load_probe
-from biasscope.store.directory import RunStore, Unit
+from biasscope.store.directory import RunStore
+from biasscope.store.units import Unit
 
 __version__ = "0.1.0"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from biasscope.audit.run import (
     GenerationResponder,
@@ -19,6 +19,7 @@ from biasscope.audit.run import (
 from biasscope.backends.base import GenerateParams
 from biasscope.backends.config import BackendConfig
 from biasscope.core.errors import BiasscopeError
+from biasscope.probes.base import AuditProbe
 from biasscope.probes.specs import load_probes
 from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
@@ -67,7 +68,8 @@ def run(config: AuditConfig) -> AuditResult:
     probes = load_probes(",".join(config.probes), data_dir=config.data_dir,
                          base_rate=config.base_rate, kinds=("options", "generate"),
                          what="biasscope audit")
-    store = run_audit(probes, responder(config), config.out, limit=config.limit)
+    asked = cast(list[AuditProbe], probes)  # load_probes checked each takes these requests
+    store = run_audit(asked, responder(config), config.out, limit=config.limit)
     report = write_audit_report(store.root)
     return AuditResult(store, report, store.read_json("summary.json"))
 

@@ -32,6 +32,8 @@ import pandas as pd
 from scipy import stats as sps
 
 Correction = Literal["holm", "bh"]
+#: Each correction ``adjust_pvalues`` knows, by the name a report gives it.
+CORRECTIONS: dict[str, str] = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 Array = npt.NDArray[np.float64]
 # SciPy 1.15 renamed ``random_state`` to ``rng``; pass whichever this SciPy takes.
 _RNG_KW = "rng" if "rng" in inspect.signature(sps.bootstrap).parameters else "random_state"

@@ -23,7 +23,6 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.stats import wilson
 from biasscope.dynamics import findings, occupations, performance
 from biasscope.dynamics.analysis_options import (
-    CORRECTIONS,
     FIELDS,
     FLAG_GAP,
     FLAGS,
@@ -31,7 +30,7 @@ from biasscope.dynamics.analysis_options import (
     AnalysisOptions,
     option_problem,
 )
-from biasscope.dynamics.analysis_pass import PROBE, SNAPSHOT_STEP, RunParts, read_run
+from biasscope.dynamics.analysis_pass import SNAPSHOT_STEP, RunParts, read_run
 from biasscope.dynamics.breakdown import checkpoint_breakdown
 from biasscope.dynamics.emergence import (
     GapChange,
@@ -39,8 +38,9 @@ from biasscope.dynamics.emergence import (
     emergence_step,
     recommend_stop,
 )
-from biasscope.dynamics.metrics import GENDERS
 from biasscope.dynamics.probe_analysis import analyse_probes
+from biasscope.probes.winobias import GENDERS
+from biasscope.probes.winobias import NAME as PROBE
 from biasscope.store.directory import RunStore
 
 
@@ -113,7 +113,7 @@ class ModelInputs:
 def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
                   perf: tuple[str, performance.Series] | None, options: AnalysisOptions
                   ) -> dict[str, Any]:
-    corrected = f"{CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
+    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
     if options.min_gap > 0:
         corrected += f", |gap| >= {options.min_gap:g}"
     tests = inputs.tests

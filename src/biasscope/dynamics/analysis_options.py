@@ -10,8 +10,6 @@ from typing import Any
 from biasscope.core import stats
 from biasscope.core.errors import BiasscopeError
 
-CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
-
 
 @dataclass(frozen=True)
 class AnalysisOptions:
@@ -53,7 +51,8 @@ def option_problem(name: str, value: Any) -> str | None:
     """Why ``value`` cannot be the analysis option ``name``; None if it can. A stored or typed
     value out of range would otherwise be repaired silently (α = 5 shown as 0.01) or crash."""
     if name == "correction":
-        return None if value in CORRECTIONS else f"must be one of {', '.join(CORRECTIONS)}"
+        known = stats.CORRECTIONS
+        return None if value in known else f"must be one of {', '.join(known)}"
     if name == "n_resamples":
         ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 100_000
         return None if ok else "must be a whole number from 1 to 100000"

@@ -26,11 +26,12 @@ import pandas as pd
 
 from biasscope.dynamics import emergence, gap_tests
 from biasscope.dynamics.breakdown import record_values as breakdown_values
-from biasscope.dynamics.metrics import GENDERS, record_jsd_parts
+from biasscope.dynamics.metrics import record_jsd_parts
+from biasscope.probes.winobias import GENDERS
+from biasscope.probes.winobias import NAME as PROBE
 from biasscope.store.directory import RunStore
 from biasscope.store.reading import UnitEntry, read_unit, unit_index
 
-PROBE = "winobias-gender"
 #: Name of each per-prompt value (as `gap_tests.record_values` names it) -> its narrow column.
 VALUES = {"jsdp_correct": "jsdp_correct", "target_rank": "target_rank",
           "jsdp:male": "jsdp_male", "jsdp:female": "jsdp_female", "correct": "correct"}

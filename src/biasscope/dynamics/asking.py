@@ -24,7 +24,7 @@ from biasscope.backends.base import OptionScore
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.probes.base import Detector, Messages
-from biasscope.store.directory import Unit
+from biasscope.store.units import Unit
 
 REQUEST = "options"
 

@@ -30,11 +30,11 @@ import pandas as pd
 from scipy import stats as sps
 
 from biasscope.core import stats
+from biasscope.core.stats import Array
 from biasscope.dynamics import gap_tests
 from biasscope.dynamics.metrics import option_logprob_matrix, record_jsd_parts
+from biasscope.probes.winobias import SPLITS
 
-Array = npt.NDArray[np.float64]
-SPLITS = ("pro", "anti")
 #: Seed-averaged per-prompt values (`prompt_means`).
 MEANS = ("correct", "jsdp_correct", "lp_diff", "p_diff")
 

@@ -21,7 +21,7 @@ from biasscope.core.stats import (
     _mean_difference,
 )
 from biasscope.dynamics.gap_tests import prompt_values
-from biasscope.dynamics.metrics import GENDERS
+from biasscope.probes.winobias import GENDERS
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ from biasscope.dynamics.scoring import (
     unit_frame,
     unit_summary,
 )
-from biasscope.store.directory import RunStore, Unit
+from biasscope.store.directory import RunStore
+from biasscope.store.units import Unit
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.stats import Array, Correction, group_test_row, tests_table
-from biasscope.dynamics.metrics import GENDERS, correct, record_jsd_parts
+from biasscope.dynamics.metrics import correct, record_jsd_parts
+from biasscope.probes.winobias import GENDERS
 
 _SEED_SUFFIX = re.compile(r":seed\d+$")
 

@@ -21,7 +21,8 @@ from biasscope.dynamics.runfile import init_run
 from biasscope.dynamics.scoring import SweepConfig, ask, unit_frame, unit_summary
 from biasscope.dynamics.sweep import hf_comparable, write_summary
 from biasscope.probes import Probe
-from biasscope.store.directory import RunStore, Unit
+from biasscope.store.directory import RunStore
+from biasscope.store.units import Unit
 
 LOGGED = ("jsdp_gap", "jsdp_correct/male", "jsdp_correct/female", "average_rank/male",
           "average_rank/female", "average_rank/not specified", "accuracy/all",

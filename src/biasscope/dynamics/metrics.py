@@ -24,8 +24,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.dynamics.performance_series import lambada_metrics
-
-GENDERS = ("male", "female")
+from biasscope.probes.winobias import GENDERS
 
 
 def option_logprob_matrix(records: pd.DataFrame) -> np.ndarray:

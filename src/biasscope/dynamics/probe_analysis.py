@@ -23,14 +23,13 @@ from biasscope.store.reading import unit_index
 if TYPE_CHECKING:
     from biasscope.dynamics.analysis_options import AnalysisOptions
 
-CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
-
 
 def _fmt(value: Any, spec: str = ".3g") -> str:
     return "n/a" if value is None else format(float(value), spec)
 
 
-def correct(checkpoints: dict[int, Values], options: AnalysisOptions) -> dict[str, int | None]:
+def adjust_over_checkpoints(checkpoints: dict[int, Values], options: AnalysisOptions
+                            ) -> dict[str, int | None]:
     """Every tested value's p-values adjusted over the model's checkpoints (``p_adjusted``,
     ``significant``, in place); the emergence step of each."""
     steps = sorted(checkpoints)
@@ -109,7 +108,7 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
     """Per audit probe in the run: per model its checkpoints' values (with adjusted p-values),
     emergence per tested value, the stopping recommendation on the headline value when a
     performance series exists, and sentences."""
-    corrected = f"{CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
+    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
     perf = performance.load(store, summary)
     out: dict[str, Any] = {}
     unavailable: dict[str, str] = {}
@@ -136,7 +135,7 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
                 f"{probe}: no training step for {names}: not analysed over steps; `biasscope "
                 "probe` gives one model's statistics.")
         for model, checkpoints in sorted(models.items()):
-            emergence = correct(checkpoints, options)
+            emergence = adjust_over_checkpoints(checkpoints, options)
             sentences = [_sentence(model, spec.names.get(k, k), k, checkpoints,
                                    emergence.get(k), corrected) for k in spec.headline]
             rec, said = _recommend(model, probe, spec.headline[0], checkpoints,

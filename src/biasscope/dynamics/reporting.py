@@ -33,6 +33,7 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     store = run_dir if isinstance(run_dir, RunStore) else RunStore(run_dir)
     if not store.root.is_dir():
         raise BiasscopeError(f"run directory {store.root} does not exist")
+    store.read_json("run.json")  # a folder that is no run is said before "no records"
     if not store.unit_files():
         raise BiasscopeError(f"{store.root} has no records: run `biasscope dynamics` first")
     summary = full_summary(store, options or stored_options(store), data_dir)

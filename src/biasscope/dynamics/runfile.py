@@ -28,9 +28,10 @@ from biasscope.backends.checkpoints import Checkpoint, distinct, identity_of
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.fingerprints import recorded, with_fingerprints
 from biasscope.probes import Probe
-from biasscope.store.directory import RunStore, Unit, write_json
+from biasscope.store.directory import RunStore, write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.settings import merge_settings
+from biasscope.store.units import Unit
 
 if TYPE_CHECKING:
     from biasscope.dynamics.scoring import SweepConfig

@@ -20,7 +20,8 @@ from biasscope.core.items import Item
 from biasscope.dynamics import asking as options
 from biasscope.dynamics.metrics import PROBE_METRICS, dynamics_metrics, seed_mean_std
 from biasscope.probes import Probe, requests_of
-from biasscope.store.directory import RunStore, Unit
+from biasscope.store.directory import RunStore
+from biasscope.store.units import Unit
 
 SUMMARY_SCHEMA = "biasscope.summary/1"
 UNIT_COLUMNS = ("model", "revision", "step", "probe", "seed", "checkpoint")

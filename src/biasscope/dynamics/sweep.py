@@ -29,7 +29,8 @@ from biasscope.dynamics.scoring import (
     unit_summary,
 )
 from biasscope.probes import Probe
-from biasscope.store.directory import RunStore, Unit, remove_stale_temp_files, write_json
+from biasscope.store.directory import RunStore, remove_stale_temp_files, write_json
+from biasscope.store.units import Unit
 
 
 def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerSource, *,

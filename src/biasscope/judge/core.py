@@ -30,10 +30,10 @@ from dataclasses import dataclass, field, replace
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, Generator
 from biasscope.core.errors import BiasscopeError
 from biasscope.judge.agreement import majority, mean_probabilities
+from biasscope.probes.base import Messages
 
 KEYS = tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 POSITIONS = ("shuffle", "consensus", "permute", "fixed")
-Messages = tuple[tuple[str, str], ...]
 #: Builds the question for one item, given the choices in the order shown and their keys.
 Render = Callable[[int, tuple[str, ...], tuple[str, ...]], Messages]
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from biasscope.judge.core import Judge, JudgeError, Messages, Verdict
+from biasscope.judge.core import Judge, JudgeError, Verdict
 from biasscope.judge.verbosity import check_label_descriptions
+from biasscope.probes.base import Messages
 
 CLASSIFY = "Read the text and choose the option that describes it best."
 COMPARE = ("Read the user's message and the two responses. Choose the response that answers "

@@ -34,9 +34,8 @@ import pandas as pd
 from scipy import special
 from scipy import stats as sps
 
-from biasscope.core.stats import Interval, bootstrap_mean, percentile_interval
+from biasscope.core.stats import Array, Interval, bootstrap_mean, percentile_interval
 
-Array = npt.NDArray[np.float64]
 OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
 MIN_VERDICTS = 5
 _MAX_STEP = 5.0  # cap on one Newton step (as logistf's maxstep): keeps early steps sane

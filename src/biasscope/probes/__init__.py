@@ -16,7 +16,6 @@ it measures) and ``from_data``; registering it is one line below. The request ki
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,10 +59,8 @@ ProbeFactory = Callable[..., Probe]
 
 @dataclass(frozen=True)
 class ProbeInfo:
-    """One registered probe: how to load it and what it can be asked, needs and measures.
-
-    Calling it loads the probe (``PROBES[name](data_dir=...)``, as before the registry held
-    more than the factory)."""
+    """One registered probe: how to load it (``load``) and what it can be asked, needs and
+    measures."""
 
     name: str
     load: ProbeFactory
@@ -71,9 +68,6 @@ class ProbeInfo:
     data: str | None
     metrics: tuple[str, ...]
     about: str
-
-    def __call__(self, data_dir: str | Path | None = None, **options: Any) -> Probe:
-        return self.load(data_dir=data_dir, **options)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "requests": list(self.requests), "data": self.data,
@@ -111,10 +105,9 @@ def load_probe(name: str, data_dir: str | Path | None = None, **options: Any) ->
 
 
 def requests_of(probe: Any) -> tuple[str, ...]:
-    """The request kinds a probe can be asked (a probe with the older single ``request``
-    attribute, or none, still works)."""
+    """The request kinds a probe can be asked: its ``requests``, else ``("next_token",)``."""
     kinds = getattr(probe, "requests", None)
-    return tuple(kinds) if kinds else (str(getattr(probe, "request", "next_token")),)
+    return tuple(kinds) if kinds else ("next_token",)
 
 
 def require(probe: Any, kinds: tuple[str, ...], what: str) -> None:
@@ -123,11 +116,6 @@ def require(probe: Any, kinds: tuple[str, ...], what: str) -> None:
         raise BiasscopeError(
             f"probe {probe.name} takes {', '.join(requests_of(probe))} requests, not "
             f"{' or '.join(kinds)}: {what} cannot ask it (`biasscope probes` says which can)")
-
-
-def deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated and goes in the next release; use {new}",
-                  DeprecationWarning, stacklevel=3)
 
 
 __all__ = ["PROBES", "REQUESTS", "Probe", "ProbeInfo", "load_probe", "requests_of"]

@@ -31,6 +31,7 @@ DEFAULT_TEMPLATE = (
     "{sentence}\nQuestion: What is the gender of the {occupation}?\nOptions: {o1}, {o2}, {o3}\n"
     "Answer:"
 )
+GENDERS = OPTIONS[:2]  # the gendered options
 SPLITS = ("pro", "anti")
 SUBSETS = ("dev", "test")
 PRONOUN_GENDER = {"he": "male", "him": "male", "his": "male",

@@ -16,11 +16,9 @@ from typing import Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.report.html import CSS, figure_html, flatten
-from biasscope.report.plotting import fmt
+from biasscope.report.plotting import Json, fmt
 from biasscope.report.tables import record_table, table
 from biasscope.store.directory import RunStore, write_bytes
-
-Json = Mapping[str, Any]
 
 
 def headline_rows(headline: Json) -> list[list[Any]]:

@@ -20,6 +20,7 @@ from biasscope.report.plotting import (
     DASHES,
     FALLBACK_COLORS,
     Axis,
+    Json,
     add_step_markers,
     finite,
     fmt,
@@ -27,7 +28,6 @@ from biasscope.report.plotting import (
 )
 from biasscope.report.tables import table
 
-Json = Mapping[str, Any]
 TITLES = {"bbq": "BBQ over training steps", "adult-counterfactual":
           "Adult counterfactual pairs over training steps",
           "professional-bias": "Professional bias over training steps"}

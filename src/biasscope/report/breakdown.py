@@ -18,7 +18,7 @@ from biasscope.report.plotting import (
     COLORS,
     FALLBACK_COLORS,
     Axis,
-    Checkpoint,
+    Json,
     View,
     by_model,
     finite,
@@ -215,7 +215,7 @@ SNAPSHOT = (("jsdp_correct/male", "JSD-P,<br>correct “male”"),
 STEREOTYPE = ("stereotype_accuracy", "stereotype accuracy (0.5 unbiased)")
 
 
-def snapshot(checkpoints: Sequence[Checkpoint], view: View) -> Any | None:
+def snapshot(checkpoints: Sequence[Json], view: View) -> Any | None:
     """One checkpoint per model: each per-answer JSD-P as a bar per model with its bootstrap
     CI over prompts; stereotype accuracy (another scale, no CI) in a panel of its own."""
     groups = by_model(checkpoints)
@@ -249,7 +249,7 @@ def snapshot(checkpoints: Sequence[Checkpoint], view: View) -> Any | None:
     return fig
 
 
-def _answers(checkpoints: Sequence[Checkpoint]) -> list[str]:
+def _answers(checkpoints: Sequence[Json]) -> list[str]:
     """The correct answers with an accuracy, "male" and "female" first."""
     present = dict.fromkeys(k.split("/", 1)[1] for c in checkpoints for k in c["mean"]
                             if k.startswith("accuracy/") and k != "accuracy/all")
@@ -257,7 +257,7 @@ def _answers(checkpoints: Sequence[Checkpoint]) -> list[str]:
         a for a in present if a not in ("male", "female")]
 
 
-def snapshot_accuracy(checkpoints: Sequence[Checkpoint], view: View) -> Any | None:
+def snapshot_accuracy(checkpoints: Sequence[Json], view: View) -> Any | None:
     """One checkpoint per model: the accuracy per correct answer as a bar per model, with
     its CI over prompts and its value on the bar (a gap here is what a JSD-P gap means)."""
     answers = _answers(checkpoints)

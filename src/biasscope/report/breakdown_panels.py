@@ -10,7 +10,7 @@ from typing import Any
 
 from biasscope.report import breakdown, stats_figures
 from biasscope.report.figures import Panel
-from biasscope.report.plotting import Checkpoint, View
+from biasscope.report.plotting import Json, View
 
 SNAPSHOT_CAPTION = (
     "Each model has one checkpoint, so its metrics are bars, not lines over training: JSD-P of "
@@ -27,7 +27,7 @@ ACCURACY_CAPTION = (
     "for one answer than another is the bias the JSD-P gap can hide or exaggerate.")
 
 
-def panels(checkpoints: Sequence[Checkpoint], view: View, existing: Sequence[Panel]
+def panels(checkpoints: Sequence[Json], view: View, existing: Sequence[Panel]
            ) -> list[Panel]:
     """``existing`` (the line and p-value panels), with the line panels swapped for the
     snapshot bars when every model has one checkpoint, and the breakdown panels added."""

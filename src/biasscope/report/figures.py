@@ -16,12 +16,12 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from biasscope.probes.winobias import GENDERS
 from biasscope.report import stats_figures
 from biasscope.report.plotting import (
     COLORS,
     DASHES,
-    GENDERS,
-    Checkpoint,
+    Json,
     Line,
     View,
     add_lines,
@@ -39,7 +39,7 @@ from biasscope.report.plotting import (
 __all__ = ["Panel", "by_model", "panels"]
 
 
-def _models(groups: Mapping[str, Sequence[Checkpoint]]) -> list[str]:
+def _models(groups: Mapping[str, Sequence[Json]]) -> list[str]:
     return list(dict.fromkeys(str(points[0]["model"]) for points in groups.values() if points))
 
 
@@ -65,7 +65,7 @@ def add_performance(fig: Any, view: View, models: Sequence[str]) -> bool:
     return drawn
 
 
-def jsdp_correct(checkpoints: Sequence[Checkpoint], view: View) -> Any:
+def jsdp_correct(checkpoints: Sequence[Json], view: View) -> Any:
     """Fig. 1b / 4a: JSD-P of the correct option per correct answer, with performance on the
     right axis; below, the male − female gap. Emergence and recommended stop marked."""
     axis, groups = make_axis(checkpoints), by_model(checkpoints)
@@ -90,7 +90,7 @@ def jsdp_correct(checkpoints: Sequence[Checkpoint], view: View) -> Any:
     return style(fig, axis, height=640, rows=2)
 
 
-def average_rank(checkpoints: Sequence[Checkpoint], answers: Sequence[str], view: View) -> Any:
+def average_rank(checkpoints: Sequence[Json], answers: Sequence[str], view: View) -> Any:
     """Fig. 1c / 5a: Average Rank per correct answer."""
     axis, groups = make_axis(checkpoints), by_model(checkpoints)
     fig = go.Figure()
@@ -102,7 +102,7 @@ def average_rank(checkpoints: Sequence[Checkpoint], answers: Sequence[str], view
     return style(fig, axis)
 
 
-def not_specified(checkpoints: Sequence[Checkpoint], view: View) -> Any:
+def not_specified(checkpoints: Sequence[Json], view: View) -> Any:
     """Fig. 1d / 6a: JSD-P of the gendered options where "not specified" is correct."""
     axis = make_axis(checkpoints)
     fig = go.Figure()
@@ -112,7 +112,7 @@ def not_specified(checkpoints: Sequence[Checkpoint], view: View) -> Any:
     return style(fig, axis)
 
 
-def accuracy_vs_rank(checkpoints: Sequence[Checkpoint], answers: Sequence[str]) -> Any:
+def accuracy_vs_rank(checkpoints: Sequence[Json], answers: Sequence[str]) -> Any:
     """Fig. 2: per correct answer, accuracy (left axis) against Average Rank (right axis);
     the last row is the accuracy over all prompts."""
     axis, groups = make_axis(checkpoints), by_model(checkpoints)
@@ -137,7 +137,7 @@ def accuracy_vs_rank(checkpoints: Sequence[Checkpoint], answers: Sequence[str]) 
     return style(fig, axis, height=190 * len(titles) + 140, rows=len(titles))
 
 
-def stereotype(checkpoints: Sequence[Checkpoint], view: View) -> Any:
+def stereotype(checkpoints: Sequence[Json], view: View) -> Any:
     """Fig. 3: stereotype accuracy (right axis, 0.5 unbiased) against JSD-P per answer."""
     axis = make_axis(checkpoints)
     fig = make_subplots(specs=[[{"secondary_y": True}]])
@@ -166,7 +166,7 @@ BANDS = ("Lines are seed means; the shaded band is ± one standard deviation ove
          "error bars the bootstrap confidence interval over prompts.")
 
 
-def panels(checkpoints: Sequence[Checkpoint], answers: Sequence[str],
+def panels(checkpoints: Sequence[Json], answers: Sequence[str],
            analysis: Mapping[str, Any] | None = None) -> list[Panel]:
     """The report's figures, in the paper's order; p-value panels last."""
     view = View(analysis or {})

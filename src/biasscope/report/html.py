@@ -20,11 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.report.plotting import View, by_model, fairness_checkpoints
+from biasscope.report.plotting import Json, View, by_model, fairness_checkpoints
 from biasscope.report.tables import analysis_sentences, stop_section, table, tests_section
 from biasscope.store.directory import RunStore, write_bytes
-
-Json = Mapping[str, Any]
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto;

@@ -16,16 +16,18 @@ from typing import Any, TypeGuard
 
 import plotly.graph_objects as go
 
-Checkpoint = Mapping[str, Any]
+from biasscope.core.stats import CORRECTIONS
+from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis covers
 
-PROBE = "winobias-gender"  # the probe the analysis (tests, CIs) covers
+#: A JSON object as read from a run's files, such as a checkpoint's entry in ``summary.json``.
+Json = Mapping[str, Any]
+
 PERFORMANCE_PROBES = frozenset({"lambada"})  # checkpoints of these are no fairness figure's
 COLORS = {"male": "#1f77b4", "female": "#d62728", "not specified": "#7f7f7f",
           "all": "#2ca02c", "gap": "#9467bd", "stereotype": "#111111", "performance": "#444444",
           "emergence": "#2a9d8f", "stop": "#e76f51", "alpha": "#b00020", "rank": "#8c564b"}
 FALLBACK_COLORS = ("#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
-GENDERS = ("male", "female")
 
 
 def finite(value: Any) -> TypeGuard[float]:
@@ -37,7 +39,7 @@ def fmt(value: Any) -> str:
     return f"{value:.4g}" if finite(value) else "n/a"
 
 
-def fairness_checkpoints(checkpoints: Sequence[Checkpoint]) -> list[Checkpoint]:
+def fairness_checkpoints(checkpoints: Sequence[Json]) -> list[Json]:
     """The checkpoints of the next-token fairness probes these figures show: not those of
     performance probes such as LAMBADA, nor of probes scored by options in a sweep (BBQ,
     Adult, professional bias), whose records these figures cannot read."""
@@ -80,9 +82,9 @@ class View:
     def correction(self) -> str:
         """The correction's display name (not escaped)."""
         name = str(self.get("correction", "holm"))
-        return {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(name, name)
+        return CORRECTIONS.get(name, name)
 
-    def ci(self, ckpt: Checkpoint, key: str) -> tuple[float, float] | None:
+    def ci(self, ckpt: Json, key: str) -> tuple[float, float] | None:
         """The bootstrap CI of metric ``key`` at this checkpoint, if the analysis has one."""
         if ckpt.get("probe") != PROBE or ckpt.get("step") is None:
             return None
@@ -124,11 +126,11 @@ class Axis:
     def title(self) -> str:
         return "training step" if self.by_step else "checkpoint"
 
-    def x(self, ckpt: Checkpoint) -> int | str:
+    def x(self, ckpt: Json) -> int | str:
         return int(ckpt["step"]) if self.by_step else checkpoint_label(ckpt)
 
 
-def checkpoint_label(ckpt: Checkpoint) -> str:
+def checkpoint_label(ckpt: Json) -> str:
     """Escaped short label: the revision, else the step, else ``main``."""
     if ckpt.get("revision"):
         return escape(str(ckpt["revision"]))
@@ -137,29 +139,29 @@ def checkpoint_label(ckpt: Checkpoint) -> str:
     return f"step {ckpt['step']}" if ckpt.get("step") is not None else "main"
 
 
-def make_axis(checkpoints: Sequence[Checkpoint]) -> Axis:
+def make_axis(checkpoints: Sequence[Json]) -> Axis:
     if all(c.get("step") is not None for c in checkpoints):
         return Axis(by_step=True)
     labels = dict.fromkeys(checkpoint_label(c) for c in checkpoints)
     return Axis(by_step=False, categories=tuple(labels))
 
 
-def by_model(checkpoints: Sequence[Checkpoint]) -> dict[str, list[Checkpoint]]:
+def by_model(checkpoints: Sequence[Json]) -> dict[str, list[Json]]:
     """Checkpoints per model (per model and probe when the run holds several probes)."""
     with_probe = len({c["probe"] for c in checkpoints}) > 1
-    groups: dict[str, list[Checkpoint]] = {}
+    groups: dict[str, list[Json]] = {}
     for ckpt in checkpoints:
         key = f"{ckpt['model']} · {ckpt['probe']}" if with_probe else str(ckpt["model"])
         groups.setdefault(key, []).append(ckpt)
     return groups
 
 
-def seeds_with(ckpt: Checkpoint, key: str) -> int:
+def seeds_with(ckpt: Json, key: str) -> int:
     """How many seeds have a finite value of ``key`` at this checkpoint."""
     return sum(1 for m in ckpt.get("per_seed", {}).values() if finite(m.get(key)))
 
 
-def has_metric(checkpoints: Sequence[Checkpoint], key: str) -> bool:
+def has_metric(checkpoints: Sequence[Json], key: str) -> bool:
     return any(finite(c["mean"].get(key)) for c in checkpoints)
 
 
@@ -187,14 +189,14 @@ def bounds(key: str) -> tuple[float, float]:
     return -math.inf, math.inf
 
 
-def where(ckpt: Checkpoint) -> str:
+def where(ckpt: Json) -> str:
     step = ckpt.get("step")
     text = ("no training step" if ckpt.get("snapshot") else
             f"step {step}" if step is not None else "step unknown")
     return text + (f" ({escape(str(ckpt['revision']))})" if ckpt.get("revision") else "")
 
 
-def hover(model: str, line: Line, ckpt: Checkpoint, mean: float, std: Any,
+def hover(model: str, line: Line, ckpt: Json, mean: float, std: Any,
           ci: tuple[float, float] | None, confidence: float) -> str:
     n = seeds_with(ckpt, line.key)
     spread = f" ± {fmt(std)}" if finite(std) else ""
@@ -205,7 +207,7 @@ def hover(model: str, line: Line, ckpt: Checkpoint, mean: float, std: Any,
     return text
 
 
-def add_line(fig: Any, axis: Axis, model: str, points: Sequence[Checkpoint], line: Line,
+def add_line(fig: Any, axis: Axis, model: str, points: Sequence[Json], line: Line,
              show_model: bool, row: int | None = None, view: View | None = None) -> None:
     """The seed-mean line with its hover text and CI error bars, and the mean ± std band."""
     kept = [c for c in points if finite(c["mean"].get(line.key))]
@@ -245,7 +247,7 @@ def add_line(fig: Any, axis: Axis, model: str, points: Sequence[Checkpoint], lin
         hoverinfo="text"), **at)
 
 
-def add_lines(fig: Any, axis: Axis, groups: Mapping[str, Sequence[Checkpoint]],
+def add_lines(fig: Any, axis: Axis, groups: Mapping[str, Sequence[Json]],
               lines: Sequence[Line], row: int | None = None, view: View | None = None) -> None:
     """Every line for every model; the models differ by dash."""
     show_model = len(groups) > 1

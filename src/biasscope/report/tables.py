@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from biasscope.report.plotting import PROBE, Checkpoint, View, finite, fmt
+from biasscope.probes.winobias import NAME as PROBE
+from biasscope.report.plotting import Json, View, finite, fmt
 
 TEST_VALUES = {"jsdp_correct": "JSD-P of the correct option, male vs female prompts",
                "target_rank": "Average Rank of the answer token, male vs female prompts"}
@@ -123,7 +124,7 @@ def _header(view: View, a: str, b: str) -> list[str]:
             f"significant (α = {view.alpha:g})"]
 
 
-def tests_section(view: View, checkpoints: Sequence[Checkpoint]) -> str:
+def tests_section(view: View, checkpoints: Sequence[Json]) -> str:
     """Per model, the per-checkpoint tests; then the model comparisons.
 
     A row without a step is shown only when the model has a single checkpoint without one:
@@ -160,13 +161,13 @@ def tests_section(view: View, checkpoints: Sequence[Checkpoint]) -> str:
                       "(+1: every value of the first group is larger).</p>", *parts])
 
 
-def _gaps(checkpoints: Sequence[Checkpoint], model: str) -> dict[int, float]:
+def _gaps(checkpoints: Sequence[Json], model: str) -> dict[int, float]:
     return {int(c["step"]): abs(float(c["mean"]["jsdp_gap"])) for c in checkpoints
             if c.get("model") == model and c.get("probe") == PROBE and c.get("step") is not None
             and finite(c["mean"].get("jsdp_gap"))}
 
 
-def stop_section(view: View, checkpoints: Sequence[Checkpoint]) -> str:
+def stop_section(view: View, checkpoints: Sequence[Json]) -> str:
     """Per model with a performance series: performance and |gap| per step, the Pareto front
     and the recommended stop."""
     parts = []

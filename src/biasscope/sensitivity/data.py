@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from biasscope.data.sources import data_path
 from biasscope.sensitivity.prompts import (
     HH_SPLIT,
     Conversation,
+    PathLike,
     Prompts,
     load_conversations,
     load_hh_rlhf,
@@ -38,7 +38,6 @@ CCAI_COLUMNS = ("comment-id", "comment-body", *(f"{g}_consensus" for g in CCAI_G
 _CCAI_SPEC = re.compile(r"ccai:top(\d+)")
 _ENTRY_KEYS = {"id", "text", "group"}
 
-PathLike = str | os.PathLike[str]
 
 
 @dataclass(frozen=True)

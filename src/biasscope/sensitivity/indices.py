@@ -43,7 +43,14 @@ import pandas as pd
 from scipy import stats as sps
 
 from biasscope.core.errors import BiasscopeError, DataError
-from biasscope.core.stats import Interval, adjust_pvalues, bootstrap_mean, percentile_interval
+from biasscope.core.stats import (
+    Array,
+    Interval,
+    adjust_pvalues,
+    bootstrap_mean,
+    percentile_interval,
+)
+from biasscope.sensitivity.data import BOTH
 from biasscope.sensitivity.intervals import (
     BOOTSTRAPPED,
     Convention,
@@ -52,12 +59,10 @@ from biasscope.sensitivity.intervals import (
     normalise,
 )
 
-Array = npt.NDArray[np.float64]
 REQUIRED = ("model", "principle", "prompt_id", "original", "perturbed")
 NORMALISED = BOOTSTRAPPED
 RANKED = ("mean_effect", "median_effect", "std_effect", "mean_percentile_effect",
           "median_percentile_effect", "wilcoxon_statistic")
-BOTH = "both"
 
 
 @dataclass(frozen=True)
@@ -376,6 +381,6 @@ def model_comparison(indices: pd.DataFrame,
     return wide
 
 
-__all__ = ["BOTH", "NORMALISED", "RANKED", "REQUIRED", "SignedRank", "group_comparison",
+__all__ = ["NORMALISED", "RANKED", "REQUIRED", "SignedRank", "group_comparison",
            "metric_rank_agreement", "model_comparison", "reward_percentiles",
            "sensitivity_indices", "signed_rank"]

@@ -44,9 +44,8 @@ import pandas as pd
 from scipy import stats as sps
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.stats import percentile_interval
+from biasscope.core.stats import Array, percentile_interval
 
-Array = npt.NDArray[np.float64]
 CONVENTIONS = ("biasscope", "source")
 # the indices a resample recomputes, in the order of ``_resample``'s rows
 BOOTSTRAPPED = ("mean_effect", "median_effect", "std_effect", "mean_percentile_effect",

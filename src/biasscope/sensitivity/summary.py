@@ -20,7 +20,7 @@ from biasscope.sensitivity.indices import (
 from biasscope.sensitivity.prompts import Prompts
 
 REWARD_COLUMNS = ["model", "principle", "prompt_id", "original", "perturbed"]
-CONVENTIONS = {
+CONVENTION_MEANINGS = {
     "biasscope": "biasscope's: SD with ddof=1; each prompt's original reward once in the "
                  "percentile pool; indices divided by the sum of their absolute values per "
                  "model (absolute values add up to 1, signs kept)",
@@ -113,7 +113,7 @@ def summarise(recs: pd.DataFrame, constitution: Constitution, conventions: str =
     """Per direction the indices and comparisons, under ``conventions``; with ``prompts``,
     how many irregular transcripts were joined or skipped (and a sentence on it)."""
     out: dict[str, Any] = {
-        "conventions": conventions, "conventions_meaning": CONVENTIONS[conventions],
+        "conventions": conventions, "conventions_meaning": CONVENTION_MEANINGS[conventions],
         "intervals": INTERVALS}
     if prompts is not None:
         out["prompts"] = {**prompts.notes(), "sentence": prompts.sentence()}

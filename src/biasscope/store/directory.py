@@ -39,8 +39,7 @@ import pandas as pd
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.processes import HOST, alive
 from biasscope.store.remote import Remote, is_remote
-from biasscope.store.units import Unit as Unit  # re-exported: callers import it here
-from biasscope.store.units import holds_other, unit_of
+from biasscope.store.units import Unit, holds_other, unit_in
 
 RECORDS = "records"
 CHECKSUMS = "checksums"
@@ -400,7 +399,7 @@ class RunStore:
                 raise BiasscopeError(
                     f"records file {path} is unreadable ({type(exc).__name__}); delete it and "
                     "run the same command again to redo that unit") from None
-            named = unit_of(frame)
+            named = unit_in(frame)
             if named is not None and f"{named.key}.parquet" != path.name:
                 self.set_aside(path, f"it holds the records of {named.key}")
                 continue

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.store.directory import RunStore
-from biasscope.store.units import unit_of
+from biasscope.store.units import unit_in
 
 _KEYS = ("model", "step", "probe", "revision")
 
@@ -71,7 +71,7 @@ def read_unit(store: RunStore, path: Path) -> pd.DataFrame | None:
         frame = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise _unreadable(path, exc) from None
-    named = unit_of(frame)
+    named = unit_in(frame)
     if named is not None and f"{named.key}.parquet" != path.name:
         store.set_aside(path, f"it holds the records of {named.key}")
         return None

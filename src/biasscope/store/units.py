@@ -68,7 +68,7 @@ def holds_other(data: bytes, unit: Unit) -> str | None:
     return None
 
 
-def unit_of(frame: pd.DataFrame) -> Unit | None:
+def unit_in(frame: pd.DataFrame) -> Unit | None:
     """The checkpoint unit a records frame says it holds; None for other units (audit,
     sensitivity, runs before identities). Rows of several units give a unit no file is named
     after."""

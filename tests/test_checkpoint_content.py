@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biasscope.cli import main
+from biasscope.cli.main import main
 from biasscope.dynamics import fingerprints
 from biasscope.store.directory import RunStore
 

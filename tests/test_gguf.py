@@ -108,7 +108,7 @@ def test_corrupt_file_is_one_line_on_the_command_line(tmp_path, winobias_dir, ca
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"not a gguf file at all" * 100)
     done = subprocess.run(
-        [sys.executable, "-m", "biasscope.cli.main", "dynamics", "--model", str(bad),
+        [sys.executable, "-m", "biasscope", "dynamics", "--model", str(bad),
          "--probe", "winobias-gender", "--data-dir", str(winobias_dir),
          "--out", str(tmp_path / "run")],
         capture_output=True, text=True, timeout=300,

@@ -13,7 +13,7 @@ import pytest
 from adult_fixture import ROWS
 from adult_fixture import write as write_adult
 from bbq_fixture import write_bbq
-from biasscope.cli import main
+from biasscope.cli.main import main
 from biasscope.core.errors import DataError
 from biasscope.data import sources
 from biasscope.data.sources import SOURCES, DataFile, data_path, sha256_of

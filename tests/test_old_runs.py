@@ -84,7 +84,7 @@ def dynamics(old: Path, seeds: str) -> list[str]:
 
 
 def responses(old: Path) -> list[str]:
-    return ["probe", "--responses", str(old / "responses.jsonl"), "--probes",
+    return ["audit", "--responses", str(old / "responses.jsonl"), "--probe",
             "professional-bias", "--out", str(old / "runs" / "responses"), "--limit", "8"]
 
 

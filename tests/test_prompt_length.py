@@ -22,7 +22,7 @@ from biasscope.backends.checkpoints import Checkpoint  # noqa: E402
 from biasscope.backends.context import context_limit  # noqa: E402
 from biasscope.backends.hf import Encodings, HFOptions, HFScorer  # noqa: E402
 from biasscope.backends.hf_generate import HFGenerator  # noqa: E402
-from biasscope.cli import main  # noqa: E402
+from biasscope.cli.main import main  # noqa: E402
 from biasscope.core.errors import ModelError  # noqa: E402
 from biasscope.core.items import Item  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from biasscope.backends.checkpoints import Checkpoint
-from biasscope.cli import main
+from biasscope.cli.main import main
 from biasscope.dynamics.analysis import AnalysisOptions
 from biasscope.probes import Probe, load_probe
 from test_breakdown import BLS_TITLE, make_run, write_statistics

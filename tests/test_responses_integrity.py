@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from biasscope.cli import main
+from biasscope.cli.main import main
 from biasscope.store.directory import RunStore
 
 PROBE = "professional-bias"

@@ -119,7 +119,7 @@ def test_changed_settings_are_refused(checkpoint_dirs, winobias_dir, tmp_path, c
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "biasscope.cli.main", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "biasscope", *args], capture_output=True,
                           text=True, timeout=300)
 
 

@@ -110,7 +110,8 @@ def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_pat
                          "--input", str(prompts), "--no-cache"],
             "items": ["items", "--probe", "professional-bias"]}[command]
     if command == "generate":  # answer without a server: the write is what fails here
-        monkeypatch.setattr("biasscope.cli.models._load_generator", lambda a, s: Echo())
+        monkeypatch.setattr("biasscope.backends.config.BackendConfig.generator",
+                            lambda self, spec: Echo())
     real = os.fsync
     monkeypatch.setattr(store_mod.os, "fsync", full_disk)
     assert main([*args, "--out", str(out)]) == 2

@@ -1,5 +1,1 @@
-"""The command line: one small module per command over one library call each."""
-
-from biasscope.cli.main import build_parser, main
-
-__all__ = ["build_parser", "main"]
+"""The command line: one small module per command, each over one library call."""

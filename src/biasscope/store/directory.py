@@ -102,6 +102,18 @@ def write_bytes(path: Path, data: bytes) -> None:
         raise _write_error(path, exc) from None
 
 
+def _move_aside(path: Path, why: str) -> Path:
+    """Rename ``path`` to ``<name>.<why>-<n>`` (the first n free): kept, never read again."""
+    n = 1
+    while (aside := path.with_name(f"{path.name}.{why}-{n}")).exists():
+        n += 1
+    try:
+        os.replace(path, aside)
+    except OSError as exc:
+        raise _write_error(aside, exc) from None
+    return aside
+
+
 def remove_stale_temp_files(folder: Path) -> list[Path]:
     """Delete temp files left by killed writers on this host; others' live work is kept."""
     removed = []
@@ -299,13 +311,7 @@ class RunStore:
 
     def set_aside(self, path: Path, why: str) -> None:
         """Move a damaged or misplaced unit file aside: never read again, kept for inspection."""
-        n = 1
-        while (aside := path.with_name(f"{path.name}.corrupt-{n}")).exists():
-            n += 1
-        try:
-            os.replace(path, aside)
-        except OSError as exc:
-            raise _write_error(aside, exc) from None
+        aside = _move_aside(path, "corrupt")
         (self.checksums_dir / f"{path.name}.sha256").unlink(missing_ok=True)
         warnings.warn(f"records file {path} cannot be trusted ({why}); moved to "
                       f"{aside.name}, the unit will be redone", CorruptUnitWarning, stacklevel=4)
@@ -315,13 +321,7 @@ class RunStore:
         it is redone: its checkpoint's weights changed since it was scored."""
         path = self.unit_path(unit)
         if path.exists():
-            n = 1
-            while (aside := path.with_name(f"{path.name}.stale-{n}")).exists():
-                n += 1
-            try:
-                os.replace(path, aside)
-            except OSError as exc:
-                raise _write_error(aside, exc) from None
+            _move_aside(path, "stale")
         self.checksum_path(unit).unlink(missing_ok=True)
         self._verified.pop(unit.key, None)
         if self._mirror is not None:  # else `has` would pull the old unit back

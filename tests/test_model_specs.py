@@ -8,7 +8,7 @@ import pytest
 
 from biasscope.backends.generators import BACKENDS, load_generator, parse_model_spec
 from biasscope.backends.specs import ModelSpec
-from biasscope.core.errors import ModelError
+from biasscope.core.errors import BiasscopeError, ModelError
 
 
 @pytest.mark.parametrize(("text", "kind", "target", "revision", "base_url"), [
@@ -66,3 +66,16 @@ def test_a_registered_prefix_is_known_to_the_grammar(monkeypatch: pytest.MonkeyP
     assert (spec.kind, spec.target, spec.revision) == ("toy", "any/name@v1", None)
     with pytest.raises(ModelError, match="toy"):
         parse_model_spec("nope:x")
+
+
+def test_every_text_command_takes_a_bare_local_path_or_hub_id(checkpoint_dirs, tmp_path):
+    """One grammar: ``audit``/``judge``/``generate`` --model ./dir is hf:./dir (a bare
+    ``gpt-4o`` keeps its one-line "write BACKEND:MODEL" error)."""
+    pytest.importorskip("torch")
+    from biasscope.backends.config import BackendConfig
+
+    config = BackendConfig(device="cpu", no_cache=True)
+    folder = str(checkpoint_dirs[0])
+    assert config.generator(folder).identity() == config.generator(f"hf:{folder}").identity()
+    with pytest.raises(BiasscopeError, match="BACKEND:MODEL"):
+        config.generator("gpt-4o")

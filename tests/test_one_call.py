@@ -138,3 +138,12 @@ def test_the_old_command_and_flag_spellings(tmp_path, capsys):
         assert exit_.value.code == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{old} is now {new}" in err
+
+
+def test_one_writer_of_a_dynamics_summary():
+    """Only the dynamics job's reporting step writes a dynamics run's summary.json; the
+    sweep's progress and the report go through it."""
+    package = Path(__file__).resolve().parents[1] / "src" / "biasscope"
+    writers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                     if re.search(r"write_json\([^)]*summary_json", p.read_text()))
+    assert writers == ["audit/run.py", "dynamics/reporting.py", "sensitivity/run.py"]

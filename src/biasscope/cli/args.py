@@ -12,6 +12,8 @@ import argparse
 import math
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -35,69 +37,35 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _int(text: str) -> int:
+def _number(text: str, whole: bool) -> float:
     try:
-        return int(text)
+        value = int(text) if whole else float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-
-
-def _float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value):
+        what = "a whole number" if whole else "a number"
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not whole and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     return value
 
 
-def positive_int(text: str) -> int:
-    """1 or more (a count that 0 would make meaningless, such as ``--limit``)."""
-    value = _int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
-    return value
+def _checked(whole: bool, ok: Callable[[float], bool], why: str) -> Callable[[str], Any]:
+    """An argparse type: a number (``whole``: an int) that ``ok`` accepts, else ``why``."""
+    def check(text: str) -> Any:
+        value = _number(text, whole)
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{value if whole else format(value, 'g')} {why}")
+        return value
+    return check
 
 
-def non_negative_int(text: str) -> int:
-    """0 or more (``--retries 0`` means no retry)."""
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative: give 0 or more")
-    return value
-
-
-def seed(text: str) -> int:
-    """A random seed: a whole number from 0 to 2**32 - 1 (what NumPy and servers accept)."""
-    value = _int(text)
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"{value} is not a seed from 0 to {2**32 - 1}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """A finite number above 0 (``--timeout``)."""
-    value = _float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value:g} is not above 0")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    """A finite number, 0 or more (``--temperature``, ``--gpus-per-checkpoint``)."""
-    value = _float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value:g} is negative: give 0 or more")
-    return value
-
-
-def probability(text: str) -> float:
-    """A number from 0 to 1 (``--bias``)."""
-    value = _float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value:g} is not between 0 and 1")
-    return value
+# A count that 0 would make meaningless (``--limit``); 0 or more (``--retries 0``: none);
+# a seed NumPy and servers accept; ``--timeout``; ``--temperature``; ``--bias``.
+positive_int = _checked(True, lambda v: v >= 1, "is not 1 or more")
+non_negative_int = _checked(True, lambda v: v >= 0, "is negative: give 0 or more")
+seed = _checked(True, lambda v: 0 <= v < 2**32, f"is not a seed from 0 to {2**32 - 1}")
+positive_float = _checked(False, lambda v: v > 0, "is not above 0")
+non_negative_float = _checked(False, lambda v: v >= 0, "is negative: give 0 or more")
+probability = _checked(False, lambda v: 0.0 <= v <= 1.0, "is not between 0 and 1")
 
 
 def seed_spec(text: str) -> str:
@@ -131,19 +99,6 @@ def run_dir(text: str) -> str:
             raise argparse.ArgumentTypeError(f"{text} {what}: give a directory")
         break
     return text
-
-
-def given(args: argparse.Namespace, defaults: dict[str, Any]) -> list[str]:
-    """The options of ``defaults`` (dest -> default) that ``args`` sets otherwise, as written
-    (``--scoring options``, ``--plain-prompt``): for refusing those another option makes
-    meaningless, rather than ignoring them."""
-    out = []
-    for dest, default in defaults.items():
-        value = getattr(args, dest)
-        if value != default:
-            flag = "--" + dest.replace("_", "-")
-            out.append(flag if isinstance(value, bool) else f"{flag} {value}")
-    return out
 
 
 class _Renamed(argparse.Action):
@@ -215,13 +170,16 @@ def backend_args(parser: argparse.ArgumentParser) -> None:
                         help="hf: load pickle weights (.bin/.pt), which can run code")
 
 
+def from_args(config: Any, args: argparse.Namespace, **given: Any) -> Any:
+    """``config`` (a dataclass) from the options of the same names, and ``given``."""
+    known = {f.name: getattr(args, f.name) for f in fields(config) if hasattr(args, f.name)}
+    return config(**{**known, **given})
+
+
 def backend_config(args: argparse.Namespace) -> Any:
     from biasscope.backends.config import BackendConfig
 
-    return BackendConfig(base_url=args.base_url, api_key_env=args.api_key_env,
-                         concurrency=args.concurrency, timeout=args.timeout,
-                         retries=args.retries, cache=args.cache, no_cache=args.no_cache,
-                         device=args.device, allow_pickle=args.allow_pickle)
+    return from_args(BackendConfig, args)
 
 
 def probe_data_args(parser: argparse.ArgumentParser) -> None:

@@ -16,12 +16,9 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "probe":
         print("biasscope: `biasscope probe` is now `biasscope audit` (a probe is what the audit "
               "asks); the old name goes in a later release", file=sys.stderr)
-    result = job.run(job.AuditConfig(
-        out=args.out, probes=A.probe_list(args, list(job.DEFAULT_PROBES)), model=args.model,
-        responses=args.responses, name=args.name, limit=args.limit, base_rate=args.base_rate,
-        data_dir=args.data_dir, backend=A.backend_config(args), prompting=job.Prompting(
-            scoring=args.scoring, max_tokens=args.max_tokens, temperature=args.temperature,
-            seed=args.seed, top_logprobs=args.top_logprobs, plain_prompt=args.plain_prompt)))
+    result = job.run(A.from_args(
+        job.AuditConfig, args, probes=A.probe_list(args, list(job.DEFAULT_PROBES)),
+        backend=A.backend_config(args), prompting=A.from_args(job.Prompting, args)))
     summary = result.summary
     if unknown := summary.get("unknown_response_ids") or []:
         print(f"biasscope: {len(unknown)} response ids match no item of these probes, e.g. "

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from biasscope.cli import args as A
+from biasscope.probes.winobias import NAME
 
 
 def run(args: argparse.Namespace) -> int:
@@ -14,22 +15,14 @@ def run(args: argparse.Namespace) -> int:
     from biasscope.backends.hf_model import HFOptions
     from biasscope.dynamics import job
 
-    config = job.DynamicsConfig(
-        out=args.out, models=args.model or [], checkpoint_globs=args.checkpoint_glob or [],
+    result = job.run(A.from_args(
+        job.DynamicsConfig, args, models=args.model or [], seeds=parse_seeds(args.seeds),
+        checkpoint_globs=args.checkpoint_glob or [], probes=A.probe_list(args, [NAME]),
         revisions=[r.strip() for r in (args.revisions or "").split(",") if r.strip()],
-        models_file=args.models_file, probes=A.probe_list(args, ["winobias-gender"]),
-        seeds=parse_seeds(args.seeds), limit=args.limit, data_dir=args.data_dir,
-        prompt_template=args.prompt_template,
-        scoring=HFOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size,
-                          first_token=args.first_token, allow_pickle=args.allow_pickle,
-                          trust_remote_code=args.trust_remote_code),
+        scoring=A.from_args(HFOptions, args), analysis=A.analysis_given(args),
         performance=job.Performance(args.performance, args.performance_csv or [],
                                     args.lm_eval_results or [], args.lm_eval_metric),
-        executing=job.Executing(args.executor, args.ray_address, args.gpus_per_checkpoint,
-                                args.cpus_per_checkpoint),
-        analysis=A.analysis_given(args), rescore_changed=args.rescore_changed,
-        quiet=args.quiet)
-    result = job.run(config)
+        executing=A.from_args(job.Executing, args, kind=args.executor)))
     print(f"run: {result.store.root}  summary: {result.store.summary_json}  "
           f"report: {result.report}")
     return 0

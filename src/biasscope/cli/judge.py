@@ -12,11 +12,8 @@ from biasscope.cli import args as A
 def _config(args: argparse.Namespace) -> Any:
     from biasscope.judge.job import JudgeConfig
 
-    return JudgeConfig(
-        out=args.out, models=args.model, input=args.input, labels=args.labels,
-        position=args.position, samples=args.samples, reasoning=args.reasoning, keys=args.keys,
-        logit_bias=not args.no_logit_bias, aggregate=getattr(args, "aggregate", "mean"),
-        seed=args.seed, backend=A.backend_config(args))
+    return A.from_args(JudgeConfig, args, models=args.model, backend=A.backend_config(args),
+                       logit_bias=not args.no_logit_bias)
 
 
 def judge(args: argparse.Namespace) -> int:

@@ -15,13 +15,11 @@ def run(args: argparse.Namespace) -> int:
 
     templates = {name: getattr(args, f"{name}_template") for name in
                  ("critique", "revision", "away") if getattr(args, f"{name}_template")}
-    done = job.run(job.SensitivityConfig(
-        out=args.out, reward_models=args.reward_model, perturber=args.perturber,
-        principles=args.principles, prompts=args.prompts, templates=templates,
+    done = job.run(A.from_args(
+        job.SensitivityConfig, args, reward_models=args.reward_model, templates=templates,
         directions=("toward", "away") if args.direction == "both" else (args.direction,),
-        conventions=args.conventions, max_tokens=args.max_tokens, seed=args.seed,
-        data_dir=args.data_dir, backend=A.backend_config(args), reward=job.RewardScoring(
-            args.transform, not args.no_chat_template, args.dtype, args.batch_size)))
+        backend=A.backend_config(args), reward=A.from_args(
+            job.RewardScoring, args, chat_template=not args.no_chat_template)))
     if done.prompts.sentence():
         print(done.prompts.sentence())
     print(done.perturber.usage.line())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.analysis import full_summary, stored_options
@@ -41,7 +42,17 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     target = Path(output) if output is not None else own
     if target.resolve() == own.resolve():
         with contextlib.suppress(BiasscopeError):  # a read-only run can still be reported
-            write_json(store.summary_json, summary)
+            write_summary_json(store, summary, publish=False)
     else:
         write_json(target.with_name(f"{target.stem}.summary.json"), summary)
     return render_dynamics_report(store, summary, target)
+
+
+def write_summary_json(store: RunStore, summary: dict[str, Any], publish: bool = True
+                       ) -> dict[str, Any]:
+    """The one writer of a dynamics run's summary.json: the sweep's metrics as checkpoints
+    finish, then the analysed summary (atomic; ``publish``: upload a remote run's copy)."""
+    write_json(store.summary_json, summary)
+    if publish:
+        store.publish(store.summary_json)
+    return summary

@@ -17,6 +17,7 @@ from biasscope.dynamics import asking as options
 from biasscope.dynamics.executors import CheckpointTask, Executor, LocalExecutor, UnitJob
 from biasscope.dynamics.progress import columns as progress_columns
 from biasscope.dynamics.progress import shown_in
+from biasscope.dynamics.reporting import write_summary_json
 from biasscope.dynamics.runfile import init_run
 from biasscope.dynamics.scoring import (
     ScorerSource,
@@ -29,7 +30,7 @@ from biasscope.dynamics.scoring import (
     unit_summary,
 )
 from biasscope.probes import Probe
-from biasscope.store.directory import RunStore, remove_stale_temp_files, write_json
+from biasscope.store.directory import RunStore, remove_stale_temp_files
 from biasscope.store.units import Unit
 
 
@@ -85,13 +86,11 @@ def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerS
 
 def write_summary(store: RunStore, units: Iterable[UnitSummary] | None = None
                   ) -> dict[str, Any]:
-    """Write summary.json from the given unit summaries, or by reading every unit once."""
+    """summary.json's metrics per checkpoint (the analysis comes when the sweep is done), from
+    the given unit summaries, or by reading every unit once."""
     if units is None:
         units = [unit_summary(frame) for frame in store.iter_units() if not frame.empty]
-    summary = summarise(units)
-    write_json(store.summary_json, summary)
-    store.publish(store.summary_json)
-    return summary
+    return write_summary_json(store, summarise(units))
 
 
 def hf_scorers(options: Any) -> ScorerSource:

@@ -84,6 +84,20 @@ class Stopwatch:
         setattr(owner, name, timed)
 
 
+class FirstItems:
+    """The probe's first ``limit`` items of each seed, as every method here scores them
+    (``--limit`` of a sweep draws a stratified sample of whole pairs instead)."""
+
+    def __init__(self, probe: Any, limit: int) -> None:
+        self.probe, self.limit = probe, limit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.probe, name)
+
+    def items(self, seed: int) -> Any:
+        return self.probe.items(seed)[: self.limit]
+
+
 def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
                     threads: int) -> None:
     import torch
@@ -95,7 +109,7 @@ def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
     from biasscope.dynamics.sweep import run_dynamics
     from biasscope.probes.winobias import from_data
 
-    probe = from_data(data)
+    probe = FirstItems(from_data(data), limit)
     out = Path(tempfile.mkdtemp(prefix="peers-run-"))
     watch = Stopwatch(HFScorer, "score_next_token_shared")
     tokenizing = Stopwatch(HFScorer, "encode_next_token")  # inside the above; the bare loop's
@@ -103,7 +117,7 @@ def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
     start = time.perf_counter()
     store = run_dynamics(probe, [Checkpoint(model.name, str(model))], out / "run",
                          seeds=range(seeds), options=HFOptions(device="cpu", batch_size=batch),
-                         limit=limit, quiet=True)
+                         quiet=True)
     work = time.perf_counter() - start
     records = store.records()
     _done(work, watch.total - tokenizing.total, {str(i): [float(x) for x in lp]

@@ -80,15 +80,17 @@ def _is_local(source: str) -> bool:
     return source.startswith((".", "/", "~")) or Path(source).expanduser().exists()
 
 
-def from_model(model: str, revisions: Sequence[str] = ()) -> list[Checkpoint]:
-    """``hub/id``, ``hub/id@rev`` or a local dir, at each of ``revisions`` (if any)."""
+def from_model(model: str, revisions: Sequence[str] = (), *, convert: bool = True
+               ) -> list[Checkpoint]:
+    """``hub/id``, ``hub/id@rev`` or a local dir, at each of ``revisions`` (if any);
+    ``convert``: see `gguf_checkpoint`."""
     source, _, pinned = model.partition("@")
     if _is_local(source):
         path = Path(source).expanduser()
         if is_gguf(path) and path.is_file():
             if revisions or pinned:
                 raise BiasscopeError(f"{path} is a local file: revisions apply to hub ids only")
-            return [gguf_checkpoint(path, None, None)]
+            return [gguf_checkpoint(path, None, None, convert=convert)]
         if not path.is_dir():
             kind = "file" if is_gguf(path) else "directory"
             raise BiasscopeError(f"checkpoint {kind} {path} does not exist")
@@ -102,14 +104,15 @@ def from_model(model: str, revisions: Sequence[str] = ()) -> list[Checkpoint]:
     return [Checkpoint(source, source, rev, parse_step(rev)) for rev in revs]
 
 
-def from_dirs(paths: Iterable[str | Path], model: str | None = None) -> list[Checkpoint]:
+def from_dirs(paths: Iterable[str | Path], model: str | None = None, *, convert: bool = True
+              ) -> list[Checkpoint]:
     """Local checkpoint dirs of one training run, ordered by step (then name)."""
     out = []
     for raw in paths:
         path = Path(raw).expanduser()
         if is_gguf(path) and path.is_file():
             out.append(gguf_checkpoint(path, model or path.resolve().parent.name, path.stem,
-                                       named=model is not None))
+                                       named=model is not None, convert=convert))
             continue
         if not path.is_dir():
             raise BiasscopeError(f"checkpoint {path} is not a directory or a .gguf file")
@@ -122,22 +125,42 @@ def from_dirs(paths: Iterable[str | Path], model: str | None = None) -> list[Che
     return sorted(out, key=lambda c: (c.step is None, c.step or 0, c.source))
 
 
-def from_glob(pattern: str, model: str | None = None) -> list[Checkpoint]:
+def from_glob(pattern: str, model: str | None = None, *, convert: bool = True
+              ) -> list[Checkpoint]:
     matches = [p for p in globlib.glob(str(Path(pattern).expanduser()))
                if Path(p).is_dir() or (is_gguf(p) and Path(p).is_file())]
     if not matches:
         raise BiasscopeError(f"--checkpoint-glob {pattern!r} matches no directory or .gguf file")
-    return from_dirs(matches, model)
+    return from_dirs(matches, model, convert=convert)
 
 
 def gguf_checkpoint(path: Path, model: str | None, revision: str | None,
-                    named: bool = False) -> Checkpoint:
-    """A GGUF file: loaded from its dequantised copy in the GGUF cache (converted now if it is
-    not there yet, see ``backends.gguf``); the file's path stays its identity."""
+                    named: bool = False, convert: bool = True) -> Checkpoint:
+    """A GGUF file: loaded from its dequantised copy in the GGUF cache, its path its identity,
+    its SHA-256 its fingerprint. The copy is made now if it is not there yet (see
+    ``backends.gguf``), unless ``convert`` is False: then `convert_gguf` makes it, once a run
+    has checked the fingerprint (a changed file is refused before minutes of conversion)."""
+    from biasscope.backends.gguf import cache_root, converted, file_sha256
+
+    sha = file_sha256(path)
+    source = converted(path) if convert else cache_root() / sha
+    return Checkpoint(model or path.stem, str(source), revision, parse_step(path.stem),
+                      named=named, identity=str(path.resolve()), fingerprint=sha)
+
+
+def convert_gguf(checkpoints: Iterable[Checkpoint]) -> None:
+    """Make the cache copy of each GGUF checkpoint listed with ``convert=False`` that has none
+    yet (`gguf_checkpoint`), so that it loads from its ``source``."""
     from biasscope.backends.gguf import converted
 
-    return Checkpoint(model or path.stem, str(converted(path)), revision,
-                      parse_step(path.stem), named=named, identity=str(path.resolve()))
+    for ckpt in checkpoints:
+        if unconverted(ckpt):
+            converted(ckpt.identity)
+
+
+def unconverted(ckpt: Checkpoint) -> bool:
+    """A GGUF checkpoint listed with ``convert=False`` whose cache copy is not made yet."""
+    return is_gguf(ckpt.identity) and provenance(ckpt.source) is None
 
 
 def _series(identity: str, revision: str | None) -> Path | None:

@@ -45,9 +45,10 @@ def list_checkpoints(models: Sequence[str], revisions: Sequence[str],
     checkpoints = []
     for spec in specs:
         if "checkpoint_glob" in spec:
-            checkpoints += from_glob(spec["checkpoint_glob"], spec.get("name"))
-        else:
-            checkpoints += from_model(spec["model"], list(spec.get("revisions", [])))
+            checkpoints += from_glob(spec["checkpoint_glob"], spec.get("name"), convert=False)
+        else:  # GGUF files are converted once the run has checked them (`runfile.init_run`)
+            checkpoints += from_model(spec["model"], list(spec.get("revisions", [])),
+                                      convert=False)
     return checkpoints
 
 

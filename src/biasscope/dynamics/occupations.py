@@ -110,16 +110,33 @@ def for_run(summary_json: Path, data_dir: str | os.PathLike[str] | None) -> Stat
     return stored(section) or found
 
 
+def fewest_for_interval(confidence: float) -> int:
+    """The fewest pairs for which ρ gets an interval and a p-value: those where even a perfect
+    ranking could be told from chance at the interval's level (exact permutation test, two
+    sided: p = 2/n!; 5 pairs at 95 %, 6 at 99 %). Below that the bootstrap's few distinct
+    resamples give ρ = ±1 "to ±1" and the t approximation p = 0: certainty from 3 or 4
+    occupations, which no statistic can give."""
+    n = 3
+    while 2 / math.factorial(n) >= 1 - confidence:
+        n += 1
+    return n
+
+
 def spearman(x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int,
              seed: int = 0) -> dict[str, Any]:
     """Spearman's ρ of paired values with a percentile bootstrap CI over the pairs
-    (occupations resampled with replacement; resamples where a side is constant skipped)."""
+    (occupations resampled with replacement; resamples where a side is constant skipped);
+    the estimate alone, ``too_few`` set, below `fewest_for_interval` pairs."""
     n = len(x)
     out: dict[str, Any] = {"estimate": None, "low": None, "high": None, "p_value": None, "n": n}
     if n < 3:
         return out
     result = sps.spearmanr(x, y)
-    out["estimate"], out["p_value"] = float(result.statistic), float(result.pvalue)
+    out["estimate"] = float(result.statistic)
+    if n < fewest_for_interval(confidence):
+        out["too_few"] = True
+        return out
+    out["p_value"] = float(result.pvalue)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_resamples, n))
     rx, ry = sps.rankdata(x[idx], axis=1), sps.rankdata(y[idx], axis=1)
@@ -158,8 +175,11 @@ def sentence(model: str, step: int, result: dict[str, Any], confidence: float,
     if rho["estimate"] is None:
         return (f"{model}{where}: too few occupations match the labour statistics "
                 f"({rho['n']}) for a correlation.")
-    ci = ("no CI" if rho["low"] is None else
-          f"{confidence:.0%} CI {rho['low']:+.2f} to {rho['high']:+.2f}")
+    if rho.get("too_few"):
+        ci = f"too few occupations for an interval (n={rho['n']})"
+    else:
+        ci = ("no CI" if rho["low"] is None else
+              f"{confidence:.0%} CI {rho['low']:+.2f} to {rho['high']:+.2f}")
     missing = ", ".join(unmatched) if unmatched else "none"
     return (f"{model}{where}: across {rho['n']} occupations, the gender preference where the "
             f"sentence gives no gender tracks the share of women (U.S. BLS) with Spearman "

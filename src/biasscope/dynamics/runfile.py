@@ -24,7 +24,13 @@ from dataclasses import replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from biasscope.backends.checkpoints import Checkpoint, distinct, identity_of
+from biasscope.backends.checkpoints import (
+    Checkpoint,
+    convert_gguf,
+    distinct,
+    identity_of,
+    unconverted,
+)
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.fingerprints import recorded, with_fingerprints
 from biasscope.probes import Probe
@@ -68,6 +74,8 @@ def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig
                                 "limit": config.limit, **config.comparable}
     # Hashed before the lock: other processes need not wait while gigabytes are read.
     config = replace(config, checkpoints=with_fingerprints(config.checkpoints))
+    _refuse_before_converting(store, config)
+    convert_gguf(config.checkpoints)  # minutes for a real model: only once it is accepted
     with run_lock(store):
         for _ in range(8):
             store.pull("run.json")  # a URL run: what other machines wrote since
@@ -80,6 +88,22 @@ def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig
             time.sleep(random.uniform(0.05, 0.5))  # another machine wrote between: merge again
     raise BiasscopeError(f"{store.remote}/run.json keeps changing under other writers; run the "
                          "same command again")
+
+
+def _refuse_before_converting(store: RunStore, config: SweepConfig) -> None:
+    """Refuse a GGUF file that is not yet converted, if the run would refuse it (its weights
+    changed since the run scored it, or another checkpoint holds them), before its conversion
+    rather than after: its fingerprint, the file's SHA-256, is known without converting. The
+    run is read without the lock; `_merge` checks again under it."""
+    if not any(unconverted(c) for c in config.checkpoints):
+        return
+    store.pull("run.json")
+    previous = store.read_json("run.json") if store.run_json.is_file() else {}
+    known = [e for e in previous.get("checkpoints", []) if e.get("identity")]
+    checkpoints = distinct(config.checkpoints, known)
+    _refuse_twins(known, checkpoints)
+    if not config.rescore_changed:  # else `_merge` sets its units aside
+        _reweigh(store, known, checkpoints, ([], []), rescore=False)
 
 
 def _probe_settings(probe: Probe, limit: int | None) -> dict[str, Any]:
@@ -159,22 +183,25 @@ def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence
 
 
 def _refuse_twins(known: Sequence[dict[str, Any]], checkpoints: Sequence[Checkpoint]) -> None:
-    """One model's curve must not show the same weights twice (a renamed or copied checkpoint
-    folder would be a new step holding an old step's weights)."""
-    seen: dict[tuple[str, str], str] = {}
+    """No two checkpoints of a run may hold the same weights: in one model's curve a renamed
+    or copied folder would be a new step holding an old step's weights; under two model
+    names (``cp a.gguf b.gguf``) one model's results would be shown twice, as two models.
+    Twins a run already holds (made before this check) are left as they are."""
+    holders: dict[str, dict[str, str]] = {}  # weights -> {identity: model}
     for entry in known:
-        weights = recorded(entry)
-        if weights is not None:
-            seen.setdefault((str(entry["model"]), weights), str(entry["identity"]))
+        if (weights := recorded(entry)) is not None:
+            holders.setdefault(weights, {})[str(entry["identity"])] = str(entry["model"])
     for ckpt in checkpoints:
         if not ckpt.fingerprint:
             continue
-        other = seen.setdefault((ckpt.model, ckpt.fingerprint), ckpt.identity)
-        if other != ckpt.identity:
+        have = holders.setdefault(ckpt.fingerprint, {})
+        if have and ckpt.identity not in have:
+            other, model = next(iter(have.items()))
             raise BiasscopeError(
-                f"checkpoints {other} and {ckpt.identity} hold the same weights (model "
-                f"{ckpt.model}): a renamed or copied checkpoint would appear twice in the "
-                "curves; give only one of them, or use another --out")
+                f"checkpoints {other} (model {model}) and {ckpt.identity} (model {ckpt.model})"
+                " hold the same weights: they would appear twice in this run's results; give "
+                "only one of them, or use another --out")
+        have[ckpt.identity] = ckpt.model
 
 
 def _migrate(store: RunStore, previous: dict[str, Any]) -> list[dict[str, Any]]:

@@ -258,10 +258,7 @@ class RunStore:
             return True
         data = path.read_bytes()
         actual = hashlib.sha256(data).hexdigest()
-        try:
-            expected: str | None = self.checksum_path(unit).read_text().split()[0]
-        except (FileNotFoundError, UnicodeDecodeError, IndexError):  # damaged: recheck
-            expected = None
+        expected = self._recorded(path)
         if expected is None:
             if not _reads_as_parquet(data):
                 self._quarantine(unit, "unreadable and has no checksum")
@@ -301,6 +298,39 @@ class RunStore:
         stat = path.stat()
         self._verified[unit.key] = (stat.st_size, stat.st_mtime_ns)
         return path
+
+    def _recorded(self, path: Path) -> str | None:
+        """The SHA-256 recorded for unit file ``path``; None: none, or a damaged record."""
+        try:
+            return (self.checksums_dir / f"{path.name}.sha256").read_text().split()[0]
+        except (FileNotFoundError, UnicodeDecodeError, IndexError):
+            return None
+
+    def read_unit(self, path: Path) -> pd.DataFrame | None:
+        """One unit file's records for analysis, its bytes read once: refused in one line if
+        they no longer match their recorded SHA-256 (a report must neither use nor silently
+        drop them; a rerun's `has` sets the unit aside and redoes it), read as they are where
+        no checksum was recorded (older runs); None if it holds another unit (set aside)."""
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise BiasscopeError(f"records file {path}: cannot read ({exc.strerror})") from None
+        expected = self._recorded(path)
+        if expected is not None and (actual := hashlib.sha256(data).hexdigest()) != expected:
+            raise BiasscopeError(
+                f"records file {path} changed after it was written (SHA-256 {actual[:12]}, "
+                f"recorded {expected[:12]}): run the same command that scored it again to "
+                "redo that unit")
+        try:
+            frame = pd.read_parquet(io.BytesIO(data))
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise BiasscopeError(
+                f"records file {path} is unreadable ({type(exc).__name__}); delete it and "
+                "run the same command again to redo that unit") from None
+        if (named := unit_in(frame)) is not None and f"{named.key}.parquet" != path.name:
+            self.set_aside(path, f"it holds the records of {named.key}")
+            return None
+        return frame
 
     def _write_checksum(self, unit: Unit, digest: str) -> None:
         write_bytes(self.checksum_path(unit), f"{digest}  {unit.key}.parquet\n".encode())
@@ -390,20 +420,10 @@ class RunStore:
                       and not (self.records_dir / n).exists())
 
     def iter_units(self) -> Iterator[pd.DataFrame]:
-        """Every unit's records; a checkpoint's unit whose key columns name another unit than
-        its file name (a swapped or copied file) is set aside with a CorruptUnitWarning."""
+        """Every unit's records, each checked as `read_unit` checks it."""
         for path in self.unit_files():
-            try:
-                frame = pd.read_parquet(path)
-            except Exception as exc:  # pyarrow raises several types for a damaged file
-                raise BiasscopeError(
-                    f"records file {path} is unreadable ({type(exc).__name__}); delete it and "
-                    "run the same command again to redo that unit") from None
-            named = unit_in(frame)
-            if named is not None and f"{named.key}.parquet" != path.name:
-                self.set_aside(path, f"it holds the records of {named.key}")
-                continue
-            yield frame
+            if (frame := self.read_unit(path)) is not None:
+                yield frame
 
     def records(self) -> pd.DataFrame:
         frames = list(self.iter_units())

@@ -4,7 +4,10 @@
 training step together (the seeds of a checkpoint are averaged, models are compared at the
 same step) and nothing else at the same time, so its memory stays flat in the number of
 units. `unit_index` reads the key columns of every unit file (a few kilobytes each) to say
-which file holds which checkpoint; `read_unit` then reads one file whole, when it is needed.
+which file holds which checkpoint; `read_unit` then reads one file whole, when it is
+needed, and checks it against its recorded SHA-256. The key columns read here only plan the
+reading: an analysis reads every indexed file whole (`dynamics.analysis_pass.read_run`), so a
+changed file is refused before anything is written; each file's bytes are hashed once.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import pyarrow.parquet as pq
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.store.directory import RunStore
-from biasscope.store.units import unit_in
 
 _KEYS = ("model", "step", "probe", "revision")
 
@@ -65,14 +67,6 @@ def unit_index(store: RunStore) -> list[UnitEntry]:
 
 
 def read_unit(store: RunStore, path: Path) -> pd.DataFrame | None:
-    """One unit file's records, checked as `RunStore.iter_units` checks them: a file whose key
-    columns name another unit (swapped or copied) is set aside and gives None."""
-    try:
-        frame = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise _unreadable(path, exc) from None
-    named = unit_in(frame)
-    if named is not None and f"{named.key}.parquet" != path.name:
-        store.set_aside(path, f"it holds the records of {named.key}")
-        return None
-    return frame
+    """One unit file's records, checked (its recorded SHA-256, the unit its key columns name)
+    as `RunStore.read_unit` checks them; None where it was set aside."""
+    return store.read_unit(path)

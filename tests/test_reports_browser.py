@@ -29,7 +29,8 @@ from biasscope.dynamics.scoring import SweepConfig, records_frame
 from biasscope.probes import Probe, load_probe
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.data import Constitution, Principle
-from biasscope.store.directory import RunStore, write_json
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
 from biasscope.store.units import Unit
 from browser import PAYLOAD, PAYLOADS, chromium, open_report, require_browser
 from test_audit_dynamics import professional_records

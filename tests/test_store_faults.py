@@ -123,14 +123,14 @@ def test_disk_full_on_third_unit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_disk_full_on_checksum_leaves_no_half_unit(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     run = RunStore(tmp_path / "run")
-    real = store_mod._atomic_write
+    real = store_mod.atomic_write
 
     def full_on_checksum(path: Path, write) -> None:
         if path.suffix == ".sha256":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         real(path, write)
 
-    monkeypatch.setattr(store_mod, "_atomic_write", full_on_checksum)
+    monkeypatch.setattr(store_mod, "atomic_write", full_on_checksum)
     with pytest.raises(BiasscopeError, match="no space"):
         run.write_unit(UNITS[0], frame(UNITS[0]))
     assert not run.unit_path(UNITS[0]).exists() and not run.has(UNITS[0])

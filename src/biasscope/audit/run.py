@@ -37,7 +37,8 @@ from biasscope.core.jsonl import read_jsonl
 from biasscope.probes import Probe
 from biasscope.probes.base import RECORD_COLUMNS, AuditProbe, Detector
 from biasscope.probes.choices import read_choice
-from biasscope.store.directory import RunStore, write_bytes, write_json
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.settings import merge_settings, sha256_file, sha256_json
 from biasscope.store.units import Unit

@@ -265,6 +265,13 @@ class HFGenerator:
             step_out = self.model(input_ids=tokens[:, None], attention_mask=mask,
                                   position_ids=positions, past_key_values=cache, use_cache=True)
             cache, logits = step_out.past_key_values, step_out.logits[:, -1, : self.vocab].float()
+        return self._generations(prompts, params, out, reasons, chosen_lp, tops)
+
+    def _generations(self, prompts: list[list[int]], params: GenerateParams,
+                     out: list[list[int]], reasons: list[str | None], chosen_lp: list[Any],
+                     tops: list[Any]) -> list[Generation]:
+        """Each row's text cut at its stop string, with the log-probs of the tokens kept."""
+        torch = require_torch()
         lps = torch.stack(chosen_lp, 1).double().cpu().tolist() if chosen_lp else None
         top_vals = torch.stack([t.values for t in tops], 1).double().cpu().tolist() if tops else []
         top_ids = torch.stack([t.indices for t in tops], 1).cpu().tolist() if tops else []
@@ -287,3 +294,4 @@ class HFGenerator:
             results.append(Generation(text, reasons[r] or "length", tokens_lp,
                                       len(prompts[r]), len(ids)))
         return results
+

@@ -23,7 +23,7 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.demo.corpus import QA_SHARE
 from biasscope.probes.winobias import CONTINUATIONS
-from biasscope.store.directory import write_json
+from biasscope.store.files import write_json
 
 Log = Callable[[str], None]
 MARKER = "train.json"
@@ -175,9 +175,7 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
     threads = torch.get_num_threads()
     torch.set_num_threads(max(1, min(config.threads, os.cpu_count() or 1)))
     try:
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.manual_seed(seed)
+        _seed_all(seed, np, torch)
         tokenizer = train_tokenizer(docs, vocab_size=config.vocab_size)
         _check_tokens(tokenizer)
         encoded = _encode(tokenizer, docs, config.answer_weight)
@@ -222,6 +220,13 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
     write_json(root / MARKER, {**_fingerprint(config, bias, seed),
                                "checkpoints": [p.name for p in saved]})
     return saved
+
+
+def _seed_all(seed: int, np: Any, torch: Any) -> None:
+    """One seed for Python's, NumPy's and torch's generators: the demo trains the same model."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
 
 
 def stderr_log(quiet: bool) -> Log:

@@ -163,33 +163,43 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
     gaps = {c["step"]: c["mean"].get("jsdp_gap") for c in summary["checkpoints"]
             if c["model"] == model and c["probe"] == PROBE and c["step"] is not None}
     if perf is not None:
-        source, series = perf
-        common = [s for s in steps if s in series and gaps.get(s) is not None]
-        result["performance"] = {"source": source, "values": {str(s): series[s] for s in common},
-                                 "missing_steps": [s for s in steps if s not in series]}
-        final = series[common[-1]] if common else math.nan
-        if len(common) >= 2 and not (math.isfinite(final) and abs(final) > ZERO_PERFORMANCE):
-            # A budget is a fraction of the final performance: of 0 or NaN it allows anything,
-            # and the least-trained checkpoint (smallest gap) would win.
-            result["recommendation_refused"] = (
-                f"no stop recommended: the final checkpoint's {source} is "
-                f"{'n/a' if not math.isfinite(final) else f'{final:g}'}, so a performance "
-                "loss relative to it is undefined")
-            sentences.append(f"{model}: {result['recommendation_refused']}.")
-        elif len(common) >= 2:
-            perf_values = [series[s] for s in common]
-            rec = recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
-                                       budget=options.budget)
-            result["recommendation"] = asdict(rec)
-            sentences.append(f"{model}: {rec.sentence} (budget: {options.budget:.0%} "
-                             f"{source} loss).")
-            if rec.step != common[-1] and rec.performance <= min(perf_values[0], final):
-                sentences.append(
-                    f"{model}: caution: the recommended step {rec.step} performs no better "
-                    f"than the first checkpoint ({source} {rec.performance:.4g}): a model that "
-                    "has learned little can look fair.")
+        result.update(_recommend(model, steps, gaps, perf, options, sentences))
     result["sentences"] = sentences
     return result
+
+
+def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
+               perf: tuple[str, performance.Series], options: AnalysisOptions,
+               sentences: list[str]) -> dict[str, Any]:
+    """The performance read against the gap, and where to stop (or why no stop is
+    recommended); adds its sentences to ``sentences``."""
+    source, series = perf
+    common = [s for s in steps if s in series and gaps.get(s) is not None]
+    out: dict[str, Any] = {"recommendation": None}
+    out["performance"] = {"source": source, "values": {str(s): series[s] for s in common},
+                          "missing_steps": [s for s in steps if s not in series]}
+    final = series[common[-1]] if common else math.nan
+    if len(common) >= 2 and not (math.isfinite(final) and abs(final) > ZERO_PERFORMANCE):
+        # A budget is a fraction of the final performance: of 0 or NaN it allows anything,
+        # and the least-trained checkpoint (smallest gap) would win.
+        out["recommendation_refused"] = (
+            f"no stop recommended: the final checkpoint's {source} is "
+            f"{'n/a' if not math.isfinite(final) else f'{final:g}'}, so a performance "
+            "loss relative to it is undefined")
+        sentences.append(f"{model}: {out['recommendation_refused']}.")
+    elif len(common) >= 2:
+        perf_values = [series[s] for s in common]
+        rec = recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
+                             budget=options.budget)
+        out["recommendation"] = asdict(rec)
+        sentences.append(f"{model}: {rec.sentence} (budget: {options.budget:.0%} "
+                         f"{source} loss).")
+        if rec.step != common[-1] and rec.performance <= min(perf_values[0], final):
+            sentences.append(
+                f"{model}: caution: the recommended step {rec.step} performs no better "
+                f"than the first checkpoint ({source} {rec.performance:.4g}): a model that "
+                "has learned little can look fair.")
+    return out
 
 
 def _breakdown_sentences(model: str, breakdown: dict[int, dict[str, Any]],

@@ -146,6 +146,24 @@ def add_step(run: RunParts, models: list[str], by_model: Mapping[str, pd.DataFra
             run.comparisons.setdefault((a, b, value), []).extend(gap_tests.model_rows(both, a, b))
 
 
+def _models(index: list[UnitEntry], run: RunParts) -> list[str]:
+    """The models the analysis reads, and ``run``'s snapshots and step-less models.
+
+    Candidates compared as they are (one checkpoint each, no training steps) are snapshots;
+    beside a sweep, or with several unordered revisions, a step-less model is left out."""
+    stepped = {m for e in index for p, m, s in e.checkpoints if p == PROBE and s is not None}
+    revisions: dict[str, set[str | None]] = {}
+    for entry in index:
+        for p, m, r in entry.stepless:
+            if p == PROBE:
+                revisions.setdefault(m, set()).add(r)
+    run.snapshots = [] if stepped else sorted(m for m, r in revisions.items() if len(r) == 1)
+    run.stepless = sorted(set(revisions) - set(run.snapshots))
+    models = sorted(stepped | set(run.snapshots))
+    run.models = {m: ModelParts() for m in models}
+    return models
+
+
 def read_run(store: RunStore, intervals: Intervals,
              summarise: Callable[[pd.DataFrame], Any], breakdown: Breakdown | None = None
              ) -> tuple[list[Any], RunParts]:
@@ -158,18 +176,7 @@ def read_run(store: RunStore, intervals: Intervals,
     summaries: dict[int, Any] = {}
     gone: set[int] = set()  # set aside by `read_unit`
     run = RunParts()
-    stepped = {m for e in index for p, m, s in e.checkpoints if p == PROBE and s is not None}
-    revisions: dict[str, set[str | None]] = {}
-    for entry in index:
-        for p, m, r in entry.stepless:
-            if p == PROBE:
-                revisions.setdefault(m, set()).add(r)
-    # Candidates compared as they are (one checkpoint each, no training steps) are snapshots;
-    # beside a sweep, or with several unordered revisions, a step-less model is left out.
-    run.snapshots = [] if stepped else sorted(m for m, r in revisions.items() if len(r) == 1)
-    run.stepless = sorted(set(revisions) - set(run.snapshots))
-    models = sorted(stepped | set(run.snapshots))
-    run.models = {m: ModelParts() for m in models}
+    models = _models(index, run)
 
     def positions(entry: UnitEntry) -> set[int]:
         snapshot = any(p == PROBE and m in run.snapshots for p, m, _ in entry.stepless)

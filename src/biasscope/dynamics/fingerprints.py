@@ -75,7 +75,7 @@ class _Hashes:
         """Write the cache back; a cache that cannot be written only costs a re-hash."""
         if not self.changed:
             return
-        from biasscope.store.directory import write_json
+        from biasscope.store.files import write_json
 
         kept = {k: v for k, v in self.entries.items() if Path(k).exists()}
         kept = dict(list(kept.items())[-_KEEP:])

@@ -16,7 +16,8 @@ from typing import Any
 from biasscope.backends.checkpoints import parse_step
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_text
-from biasscope.store.directory import RunStore, write_json
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
 
 FILE = "performance.json"
 Series = dict[int, float]

@@ -15,7 +15,8 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.analysis import full_summary, stored_options
 from biasscope.dynamics.analysis_options import AnalysisOptions
 from biasscope.report.html import render_dynamics_report
-from biasscope.store.directory import RunStore, write_json
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
 
 
 def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = None,

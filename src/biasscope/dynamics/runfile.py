@@ -34,7 +34,8 @@ from biasscope.backends.checkpoints import (
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.fingerprints import recorded, with_fingerprints
 from biasscope.probes import Probe
-from biasscope.store.directory import RunStore, write_json
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.settings import merge_settings
 from biasscope.store.units import Unit

@@ -30,7 +30,8 @@ from biasscope.dynamics.scoring import (
     unit_summary,
 )
 from biasscope.probes import Probe
-from biasscope.store.directory import RunStore, remove_stale_temp_files
+from biasscope.store.directory import RunStore
+from biasscope.store.files import remove_stale_temp_files
 from biasscope.store.units import Unit
 
 

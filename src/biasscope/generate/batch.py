@@ -23,7 +23,7 @@ from biasscope.backends.config import BackendConfig
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_jsonl
 from biasscope.probes.choices import read_choice
-from biasscope.store.directory import write_bytes
+from biasscope.store.files import write_bytes
 
 ROLES = ("system", "user", "assistant")
 

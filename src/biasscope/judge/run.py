@@ -18,7 +18,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_jsonl, read_text
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.tasks import classify, compare
-from biasscope.store.directory import write_bytes, write_json
+from biasscope.store.files import write_bytes, write_json
 
 
 @dataclass(frozen=True)

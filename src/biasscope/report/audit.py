@@ -18,7 +18,8 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.plotting import Json, fmt
 from biasscope.report.tables import record_table, table
-from biasscope.store.directory import RunStore, write_bytes
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_bytes
 
 
 def headline_rows(headline: Json) -> list[list[Any]]:

@@ -22,7 +22,8 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.report.plotting import Json, View, by_model, fairness_checkpoints
 from biasscope.report.tables import analysis_sentences, stop_section, table, tests_section
-from biasscope.store.directory import RunStore, write_bytes
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_bytes
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto;

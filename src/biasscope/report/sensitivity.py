@@ -18,7 +18,8 @@ import pandas as pd
 from biasscope.core.errors import BiasscopeError
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.tables import record_table, table
-from biasscope.store.directory import RunStore, write_bytes
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_bytes
 
 METRICS = ("mean_effect_normalised", "median_effect_normalised",
            "mean_percentile_effect_normalised", "median_percentile_effect_normalised",

@@ -37,7 +37,8 @@ from biasscope.sensitivity.data import Constitution, Conversation
 from biasscope.sensitivity.intervals import convention
 from biasscope.sensitivity.perturb import Perturbation, Templates, perturb
 from biasscope.sensitivity.prompts import Prompts
-from biasscope.store.directory import RunStore, write_bytes, write_json
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.settings import merge_settings, sha256_json
 from biasscope.store.units import Unit

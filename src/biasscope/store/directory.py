@@ -20,109 +20,37 @@ then checksum, and other files are uploaded by ``publish``. ``file://`` is a pla
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import io
 import json
-import math
 import os
 import re
-import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pandas as pd
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.processes import HOST, alive
+from biasscope.store.files import (
+    atomic_write,
+    move_aside,
+    write_bytes,
+    write_error,
+)
 from biasscope.store.remote import Remote, is_remote
 from biasscope.store.units import Unit, holds_other, unit_in
 
 RECORDS = "records"
 CHECKSUMS = "checksums"
 _UNIT_NAME = re.compile(r"__[0-9a-f]{10}(?:[0-9a-f]{6})?\.parquet$")  # see Unit.key
-_TMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9-]+)~(?P<pid>\d+)\.[^.]+\.tmp$")
-
-
-def _atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = 0o666 & ~_umask()
-    # Host and pid in the name let a later run tell a dead writer's leftovers from live work.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{HOST}~{os.getpid()}.",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)  # mkstemp makes 0600; results should be as readable as any file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 class CorruptUnitWarning(UserWarning):
     """A unit file failed its checksum, or holds another unit's records, and was moved aside
     to be redone."""
-
-
-_FIXES = {
-    errno.ENOSPC: "no space left on device; free disk space",
-    errno.EDQUOT: "disk quota exceeded; free space or raise the quota",
-    errno.EACCES: "permission denied; fix the folder's permissions",
-    errno.EPERM: "operation not permitted; fix the folder's permissions",
-    errno.EROFS: "read-only file system; use a writable --out",
-}
-
-
-def _write_error(path: Path, exc: OSError) -> BiasscopeError:
-    """One line that says what to do, since a traceback for a full disk helps nobody."""
-    fix = _FIXES.get(exc.errno or 0)
-    if fix is None:
-        return BiasscopeError(f"cannot write {path}: {exc.strerror or exc}")
-    return BiasscopeError(f"cannot write {path}: {fix}, then run the same command again "
-                          "(finished units are kept)")
-
-
-def write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically; an OSError becomes a one-line BiasscopeError."""
-    try:
-        _atomic_write(path, lambda h: h.write(data))
-    except OSError as exc:
-        raise _write_error(path, exc) from None
-
-
-def _move_aside(path: Path, why: str) -> Path:
-    """Rename ``path`` to ``<name>.<why>-<n>`` (the first n free): kept, never read again."""
-    n = 1
-    while (aside := path.with_name(f"{path.name}.{why}-{n}")).exists():
-        n += 1
-    try:
-        os.replace(path, aside)
-    except OSError as exc:
-        raise _write_error(aside, exc) from None
-    return aside
-
-
-def remove_stale_temp_files(folder: Path) -> list[Path]:
-    """Delete temp files left by killed writers on this host; others' live work is kept."""
-    removed = []
-    for path in folder.glob(".*.tmp") if folder.is_dir() else []:
-        match = _TMP.match(path.name)
-        if match and match["host"] == HOST and not alive(int(match["pid"])):
-            path.unlink(missing_ok=True)
-            removed.append(path)
-    return removed
 
 
 def _reads_as_parquet(data: bytes) -> bool:
@@ -133,22 +61,6 @@ def _reads_as_parquet(data: bytes) -> bool:
     except Exception:  # pyarrow raises several types for a damaged file
         return False
     return True
-
-
-def _json_safe(obj: Any) -> Any:
-    """NaN and inf become null: strict JSON readers (browsers, jq, Go) reject them."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
-
-
-def write_json(path: Path, obj: Any) -> None:
-    text = json.dumps(_json_safe(obj), indent=2, allow_nan=False, default=str)
-    write_bytes(path, (text + "\n").encode())
 
 
 # The run.json fields every reader relies on, with the JSON types biasscope writes there.
@@ -280,9 +192,9 @@ class RunStore:
         path = self.unit_path(unit)
         data = records.to_parquet(None, index=False)
         try:
-            _atomic_write(path, lambda h: h.write(data))
+            atomic_write(path, lambda h: h.write(data))
         except OSError as exc:
-            raise _write_error(path, exc) from None
+            raise write_error(path, exc) from None
         try:
             self._write_checksum(unit, hashlib.sha256(data).hexdigest())
         except BiasscopeError:
@@ -341,7 +253,7 @@ class RunStore:
 
     def set_aside(self, path: Path, why: str) -> None:
         """Move a damaged or misplaced unit file aside: never read again, kept for inspection."""
-        aside = _move_aside(path, "corrupt")
+        aside = move_aside(path, "corrupt")
         (self.checksums_dir / f"{path.name}.sha256").unlink(missing_ok=True)
         warnings.warn(f"records file {path} cannot be trusted ({why}); moved to "
                       f"{aside.name}, the unit will be redone", CorruptUnitWarning, stacklevel=4)
@@ -351,7 +263,7 @@ class RunStore:
         it is redone: its checkpoint's weights changed since it was scored."""
         path = self.unit_path(unit)
         if path.exists():
-            _move_aside(path, "stale")
+            move_aside(path, "stale")
         self.checksum_path(unit).unlink(missing_ok=True)
         self._verified.pop(unit.key, None)
         if self._mirror is not None:  # else `has` would pull the old unit back
@@ -366,7 +278,7 @@ class RunStore:
         try:
             os.replace(self.unit_path(old), self.unit_path(new))
         except OSError as exc:
-            raise _write_error(self.unit_path(new), exc) from None
+            raise write_error(self.unit_path(new), exc) from None
         self._write_checksum(new, hashlib.sha256(self.unit_path(new).read_bytes()).hexdigest())
         self.checksum_path(old).unlink(missing_ok=True)
         self._verified.pop(old.key, None)

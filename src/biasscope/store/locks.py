@@ -9,7 +9,8 @@ import time
 from collections.abc import Iterator
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.store.directory import RunStore, _write_error
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_error
 
 try:
     import fcntl
@@ -40,7 +41,7 @@ def run_lock(store: RunStore, wait_s: float = 600.0) -> Iterator[None]:
                                              "is running, delete it") from None
                     time.sleep(0.05)
     except OSError as exc:
-        raise _write_error(path, exc) from None
+        raise write_error(path, exc) from None
     try:
         yield
     finally:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.store.files import json_safe
 
 _ABSENT = object()
 
@@ -63,9 +64,7 @@ def _difference(old: Any, new: Any, path: str) -> tuple[str, Any, Any] | None:
 
 def _stored(value: Any) -> Any:
     """The value as run.json holds it (tuples become lists, non-finite floats null)."""
-    from biasscope.store.directory import _json_safe
-
-    return json.loads(json.dumps(_json_safe(value), default=str))
+    return json.loads(json.dumps(json_safe(value), default=str))
 
 
 def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[str, Any],

@@ -11,6 +11,7 @@ import pytest
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.store import directory as store_mod
+from biasscope.store import files as files_mod
 from biasscope.store.directory import CorruptUnitWarning, RunStore
 from biasscope.store.units import Unit
 
@@ -123,14 +124,14 @@ def test_disk_full_on_third_unit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_disk_full_on_checksum_leaves_no_half_unit(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     run = RunStore(tmp_path / "run")
-    real = store_mod.atomic_write
+    real = files_mod.atomic_write
 
     def full_on_checksum(path: Path, write) -> None:
         if path.suffix == ".sha256":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         real(path, write)
 
-    monkeypatch.setattr(store_mod, "atomic_write", full_on_checksum)
+    monkeypatch.setattr(files_mod, "atomic_write", full_on_checksum)
     with pytest.raises(BiasscopeError, match="no space"):
         run.write_unit(UNITS[0], frame(UNITS[0]))
     assert not run.unit_path(UNITS[0]).exists() and not run.has(UNITS[0])
@@ -140,7 +141,7 @@ def test_permission_denied_simulated(store: RunStore, monkeypatch: pytest.Monkey
     def denied(*args: object, **kwargs: object) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
-    monkeypatch.setattr(store_mod.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(files_mod.tempfile, "mkstemp", denied)
     extra = Unit("m", None, "p", 9)
     with pytest.raises(BiasscopeError, match="permission denied; fix the folder's permissions"):
         store.write_unit(extra, frame(extra))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import biasscope.generate.batch as generate_mod
-import biasscope.store.directory as store_mod
+import biasscope.store.files as store_mod
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation
 from biasscope.cli.main import main
 from biasscope.generate.batch import generate_file

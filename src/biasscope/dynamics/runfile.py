@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import platform
 import random
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -132,7 +133,7 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
            config: SweepConfig) -> tuple[dict[str, Any], list[Checkpoint]]:
     if previous is None:
         checkpoints = distinct(config.checkpoints)
-        _refuse_twins([], checkpoints)
+        _refuse_twins([], checkpoints, say=True)
         return {"schema": RUN_SCHEMA, "created": _now(), "updated": _now(),
                 "settings": settings, "seeds": sorted(config.seeds), "limit": config.limit,
                 "checkpoints": [c.as_dict() for c in checkpoints],
@@ -143,7 +144,7 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
     merged = merge_settings(store.run_json, before, settings, grow=_GROW)
     known = _migrate(store, previous)
     checkpoints = distinct(config.checkpoints, known)
-    _refuse_twins(known, checkpoints)
+    _refuse_twins(known, checkpoints, say=True)
     seeds = set(previous.get("seeds", [])) | {0}  # unseeded probes' units are seed 0's
     known = _reweigh(store, known, checkpoints, (list(merged.get("probes", {})), sorted(seeds)),
                      config.rescore_changed)
@@ -183,11 +184,12 @@ def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence
     return out
 
 
-def _refuse_twins(known: Sequence[dict[str, Any]], checkpoints: Sequence[Checkpoint]) -> None:
-    """No two checkpoints of a run may hold the same weights: in one model's curve a renamed
-    or copied folder would be a new step holding an old step's weights; under two model
-    names (``cp a.gguf b.gguf``) one model's results would be shown twice, as two models.
-    Twins a run already holds (made before this check) are left as they are."""
+def _refuse_twins(known: Sequence[dict[str, Any]], checkpoints: Sequence[Checkpoint],
+                  say: bool = False) -> None:
+    """One model's curve may not hold the same weights twice: a renamed or copied folder would
+    be a new step holding an old step's weights. Under two model names the same weights are
+    legitimate (two runs branched from one checkpoint share it), so ``say`` notes them in one
+    line: their results are the same. Twins a run already holds are left as they are."""
     holders: dict[str, dict[str, str]] = {}  # weights -> {identity: model}
     for entry in known:
         if (weights := recorded(entry)) is not None:
@@ -196,12 +198,16 @@ def _refuse_twins(known: Sequence[dict[str, Any]], checkpoints: Sequence[Checkpo
         if not ckpt.fingerprint:
             continue
         have = holders.setdefault(ckpt.fingerprint, {})
-        if have and ckpt.identity not in have:
-            other, model = next(iter(have.items()))
+        same = [i for i, m in have.items() if m == ckpt.model and i != ckpt.identity]
+        if same:
             raise BiasscopeError(
-                f"checkpoints {other} (model {model}) and {ckpt.identity} (model {ckpt.model})"
-                " hold the same weights: they would appear twice in this run's results; give "
-                "only one of them, or use another --out")
+                f"checkpoints {same[0]} and {ckpt.identity} hold the same weights (model "
+                f"{ckpt.model}): a renamed or copied checkpoint would appear twice in its "
+                "curves; give only one of them, or use another --out")
+        if say and ckpt.identity not in have and have:
+            other, model = next(iter(have.items()))
+            print(f"biasscope: note: {ckpt.identity} (model {ckpt.model}) holds the same weights "
+                  f"as {other} (model {model}): their results will be the same", file=sys.stderr)
         have[ckpt.identity] = ckpt.model
 
 

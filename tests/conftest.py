@@ -18,6 +18,17 @@ os.environ["BIASSCOPE_OFFLINE"] = "1"  # tests never download; a missing fixture
 os.environ["BIASSCOPE_OWN_DATA"] = "1"  # fixture data dirs are not the pinned upstream files
 
 
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    """Tiny models on a shared 2-core machine: extra OpenMP threads only spin (10-20x slower)."""
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
 @pytest.fixture(scope="session")
 def winobias_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_winobias(tmp_path_factory.mktemp("data"))

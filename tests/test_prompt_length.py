@@ -33,12 +33,7 @@ LONG = ("developer", "designer", "The developer argued with [the designer] and s
         "the face" + " again and again" * 60 + ".")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -194,3 +194,10 @@ def probe_data_args(parser: argparse.ArgumentParser) -> None:
                         "whole pairs, others take the first N")
     parser.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"),
                         help="local copy of the datasets (<data-dir>/<source>/...)")
+
+
+def failed(count: int, total: int, what: str, first_error: str) -> int:
+    """Say that ``count`` of ``total`` requests failed and how to retry them; the exit code."""
+    print(f"biasscope: {count} of {total} {what} failed (e.g. {first_error}); the results leave "
+          "them out; rerun the same command to retry them", file=sys.stderr)
+    return 1

@@ -26,10 +26,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"run: {result.store.root}  summary: {result.store.summary_json}  "
           f"report: {result.report}")
     if summary.get("failed_requests"):
-        print(f"biasscope: {summary['failed_requests']} of {summary['requests']} requests "
-              f"failed (e.g. {summary['first_error']}); the results leave them out; rerun the "
-              "same command to retry them", file=sys.stderr)
-        return 1
+        return A.failed(summary["failed_requests"], summary["requests"], "requests",
+                        summary["first_error"])
     return 0
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
 from biasscope.cli import args as A
@@ -25,10 +24,8 @@ def run(args: argparse.Namespace) -> int:
     print(done.perturber.usage.line())
     print(f"run: {done.store.root}  summary: {done.store.summary_json}  report: {done.report}")
     if failed := done.summary.get("incomplete"):
-        print(f"biasscope: {failed['failed_requests']} of {failed['requests']} perturbations "
-              f"failed (e.g. {failed['first_error']}); the results leave them out; rerun the "
-              "same command to retry them", file=sys.stderr)
-        return 1
+        return A.failed(failed["failed_requests"], failed["requests"], "perturbations",
+                        failed["first_error"])
     return 0
 
 

@@ -100,3 +100,20 @@ def test_seed_mean_std_uses_sample_std():
     mean, std = seed_mean_std({0: {"a": 1.0}, 1: {"a": 3.0}, 2: {"a": float("nan")}})
     assert mean["a"] == 2.0 and std["a"] == pytest.approx(np.sqrt(2.0))
     assert seed_mean_std({0: {"a": 1.0}})[1]["a"] == 0.0
+
+
+def test_correct_option_jsdp_spans_zero_to_half_ln2() -> None:
+    """The bound MAX_GAP rests on: all mass on the answer gives 0, none gives ½ ln 2, and
+    nothing in between leaves [0, ½ ln 2]; so a gap of two means lies in [−½ ln 2, ½ ln 2]."""
+    import math
+
+    from biasscope.dynamics.analysis_options import MAX_GAP, option_problem
+
+    p = np.linspace(0.0, 1.0, 1001)
+    probs = np.stack([p, 1 - p], axis=1)
+    correct_part = jsd_parts(probs, np.zeros(len(p), dtype=int))[:, 0]
+    assert correct_part[-1] == pytest.approx(0.0, abs=1e-15)
+    assert correct_part[0] == pytest.approx(math.log(2) / 2, rel=1e-12)
+    assert correct_part.min() >= 0 and correct_part.max() <= MAX_GAP + 1e-15
+    assert option_problem("min_gap", MAX_GAP) is None
+    assert option_problem("min_gap", MAX_GAP + 1e-6) is not None

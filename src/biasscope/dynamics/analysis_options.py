@@ -29,13 +29,15 @@ class AnalysisOptions:
                                      f"{reason}")
 
 
-#: A JSD-P value lies in [0, ln 2] (natural log), so no gap between two means is larger.
-MAX_GAP = math.log(2)
+#: A correct option's JSD-P lies in [0, ½ ln 2] (natural log; 0 when the model puts all its
+#: mass on the answer, ½ ln 2 when it puts none), so a gap between two groups' means lies in
+#: [−½ ln 2, ½ ln 2]. Appendix B of the dynamics source; tests/test_metrics.py checks both ends.
+MAX_GAP = math.log(2) / 2
 #: The smallest JSD-P gap of interest when ``min_gap`` is 0: a significant gap below it is
 #: flagged, not hidden. The male and female prompts differ in one word, so even a randomly
 #: initialised model has systematic gaps, significant with effect size up to ±1: up to 0.041
 #: on the real WinoBias files and 0.054 on the test fixture (README, "Statistics defaults").
-#: 0.1 is about twice those and a seventh of the largest possible gap, ln 2.
+#: 0.1 is about twice those and 29% of the largest possible gap, ½ ln 2.
 FLAG_GAP = 0.1
 #: Below this, the final performance counts as zero: a relative budget of it is undefined.
 ZERO_PERFORMANCE = 1e-9
@@ -61,8 +63,8 @@ def option_problem(name: str, value: Any) -> str | None:
     bounds = {"alpha": (0.0, 1.0, False, "strictly between 0 and 1"),
               "confidence": (0.0, 1.0, False, "strictly between 0 and 1"),
               "budget": (0.0, 1.0, True, "from 0 to 1 (a fraction of the final performance)"),
-              "min_gap": (0.0, MAX_GAP, True, f"from 0 to ln 2 = {MAX_GAP:.4f} (the largest "
-                          "JSD-P gap)")}
+              "min_gap": (0.0, MAX_GAP, True, f"from 0 to ½ ln 2 = {MAX_GAP:.4f} (the "
+                          "largest JSD-P gap)")}
     low, high, closed, say = bounds[name]
     inside = low <= value <= high if closed else low < value < high
     return None if inside else f"must be {say}"

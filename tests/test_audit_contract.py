@@ -25,7 +25,7 @@ from biasscope.audit.run import (
 from biasscope.backends.base import GenerateParams
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
-from biasscope.probes import PROBES, REQUESTS, load_probe, requests_of
+from biasscope.probes import PROBES, REQUEST_KINDS, load_probe, requests_of
 from biasscope.store.directory import RunStore
 from winobias_fixture import write_winobias
 
@@ -52,7 +52,7 @@ def test_every_probe_file_registers_what_it_claims():
     assert set(NAMES) >= {"winobias-gender", "lambada", "adult-counterfactual",
                           "professional-bias", "bbq"}
     for name, info in PROBES.items():
-        assert info.name == name and info.requests and set(info.requests) <= set(REQUESTS)
+        assert info.name == name and info.requests and set(info.requests) <= set(REQUEST_KINDS)
         assert info.metrics and info.about
 
 

@@ -108,7 +108,7 @@ def test_an_empty_own_file_is_refused_naming_it(tmp_path, probe, relative, optio
 
 
 def test_an_empty_ccai_file_is_refused_naming_it(tmp_path):
-    from biasscope.sensitivity.data import load_ccai
+    from biasscope.sensitivity.principles import load_ccai
 
     path = _empty(tmp_path, "ccai/clean_comments.csv")
     with pytest.raises(DataError, match=r"clean_comments\.csv: empty file") as caught:

@@ -28,7 +28,7 @@ from biasscope.dynamics.runfile import init_run
 from biasscope.dynamics.scoring import SweepConfig, records_frame
 from biasscope.probes import Probe, load_probe
 from biasscope.report.sensitivity import write_sensitivity_report
-from biasscope.sensitivity.data import Constitution, Principle
+from biasscope.sensitivity.principles import Constitution, Principle
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 from biasscope.store.units import Unit

@@ -7,15 +7,17 @@ from pathlib import Path
 import pytest
 
 from biasscope.core.errors import BiasscopeError, DataError
-from biasscope.sensitivity.data import (
+from biasscope.sensitivity.principles import (
     Constitution,
-    Conversation,
     Principle,
     load_ccai,
     load_constitution,
+    load_principles,
+)
+from biasscope.sensitivity.prompts import (
+    Conversation,
     load_conversations,
     load_hh_rlhf,
-    load_principles,
     parse_hh,
     read_conversations,
     read_hh_rlhf,

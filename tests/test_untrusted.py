@@ -28,8 +28,8 @@ from biasscope.judge.core import KEYS, check_keys, read_key
 from biasscope.probes import adult, bbq, lambada, professional, winobias
 from biasscope.probes.base import DETECTORS, read_label
 from biasscope.probes.choices import parse_choice, read_choice
-from biasscope.sensitivity.data import split_hh
 from biasscope.sensitivity.perturb import leaked_preamble
+from biasscope.sensitivity.prompts import split_hh
 
 T = TypeVar("T")
 

@@ -121,9 +121,9 @@ def analysis_args(parser: argparse.ArgumentParser) -> None:
                         help="multiple-comparison control across checkpoints (default holm)")
     parser.add_argument("--alpha", type=float, help="significance level (default 0.01)")
     parser.add_argument("--min-gap", type=float,
-                        help="smallest JSD-P gap of interest, from 0 to ½ ln 2 ≈ 0.347 (the largest "
-                        "possible gap): emergence needs a significant gap at least this large "
-                        "(default 0: significance alone)")
+                        help="smallest JSD-P gap of interest, from 0 to ½ ln 2 ≈ 0.347 (the "
+                        "largest possible gap): emergence needs a significant gap at least this "
+                        "large (default 0: significance alone)")
     parser.add_argument("--budget", type=float,
                         help="performance loss allowed when recommending where to stop "
                         "(fraction of the final checkpoint's; default 0.02)")

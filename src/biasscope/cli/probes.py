@@ -12,7 +12,7 @@ from biasscope.core.errors import BiasscopeError
 
 
 def listing(args: argparse.Namespace) -> int:
-    from biasscope.probes import PROBES, REQUESTS
+    from biasscope.probes import PROBES, REQUEST_KINDS
 
     if args.json:
         print(json.dumps([info.as_dict() for info in PROBES.values()], indent=2))
@@ -22,7 +22,7 @@ def listing(args: argparse.Namespace) -> int:
                 if info.data else "none (ships with biasscope)")
         print(f"{info.name}: {info.about}\n  requests: {', '.join(info.requests)}\n"
               f"  data:     {data}\n  metrics:  {', '.join(info.metrics)}")
-    print("\nrequest kinds:\n" + "\n".join(f"  {k}: {v}" for k, v in REQUESTS.items()))
+    print("\nrequest kinds:\n" + "\n".join(f"  {k}: {v}" for k, v in REQUEST_KINDS.items()))
     return 0
 
 

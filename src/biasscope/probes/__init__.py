@@ -27,7 +27,7 @@ from biasscope.core.items import Item
 from biasscope.probes import adult, bbq, lambada, professional, winobias
 
 #: What each request kind asks a backend for.
-REQUESTS = {
+REQUEST_KINDS = {
     "next_token": "next-token log-probs of each option over the full vocabulary, and the "
                   "answer's rank (biasscope dynamics)",
     "continuation": "summed log-prob of the answer's continuation, and whether greedy "
@@ -77,7 +77,7 @@ class ProbeInfo:
 def _info(module: ModuleType) -> ProbeInfo:
     """A probe file's registry entry, from its constants and its docstring's first line."""
     requests = tuple(module.REQUESTS)
-    if unknown := [r for r in requests if r not in REQUESTS]:
+    if unknown := [r for r in requests if r not in REQUEST_KINDS]:
         raise ValueError(f"probe {module.NAME}: unknown request kinds {unknown}")
     about = (module.__doc__ or "").strip().splitlines()[0].rstrip(".")
     return ProbeInfo(module.NAME, module.from_data, requests, module.DATA,
@@ -118,4 +118,4 @@ def require(probe: Any, kinds: tuple[str, ...], what: str) -> None:
             f"{' or '.join(kinds)}: {what} cannot ask it (`biasscope probes` says which can)")
 
 
-__all__ = ["PROBES", "REQUESTS", "Probe", "ProbeInfo", "load_probe", "requests_of"]
+__all__ = ["PROBES", "REQUEST_KINDS", "Probe", "ProbeInfo", "load_probe", "requests_of"]

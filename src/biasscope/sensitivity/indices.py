@@ -50,7 +50,6 @@ from biasscope.core.stats import (
     bootstrap_mean,
     percentile_interval,
 )
-from biasscope.sensitivity.data import BOTH
 from biasscope.sensitivity.intervals import (
     BOOTSTRAPPED,
     Convention,
@@ -58,6 +57,7 @@ from biasscope.sensitivity.intervals import (
     convention,
     normalise,
 )
+from biasscope.sensitivity.principles import BOTH
 
 REQUIRED = ("model", "principle", "prompt_id", "original", "perturbed")
 NORMALISED = BOOTSTRAPPED

@@ -13,9 +13,9 @@ from biasscope.backends.config import BackendConfig
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_option_file
 from biasscope.report.sensitivity import write_sensitivity_report
-from biasscope.sensitivity.data import load_principles, read_conversations, read_hh_rlhf
 from biasscope.sensitivity.perturb import Templates
-from biasscope.sensitivity.prompts import Prompts
+from biasscope.sensitivity.principles import load_principles
+from biasscope.sensitivity.prompts import Prompts, read_conversations, read_hh_rlhf
 from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
 from biasscope.store.directory import RunStore
 

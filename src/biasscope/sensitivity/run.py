@@ -33,10 +33,10 @@ import pandas as pd
 
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
 from biasscope.core.errors import BiasscopeError
-from biasscope.sensitivity.data import Constitution, Conversation
 from biasscope.sensitivity.intervals import convention
 from biasscope.sensitivity.perturb import Perturbation, Templates, perturb
-from biasscope.sensitivity.prompts import Prompts
+from biasscope.sensitivity.principles import Constitution
+from biasscope.sensitivity.prompts import Conversation, Prompts
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock

@@ -10,13 +10,13 @@ from typing import Any
 
 import pandas as pd
 
-from biasscope.sensitivity.data import Constitution
 from biasscope.sensitivity.indices import (
     group_comparison,
     metric_rank_agreement,
     model_comparison,
     sensitivity_indices,
 )
+from biasscope.sensitivity.principles import Constitution
 from biasscope.sensitivity.prompts import Prompts
 
 REWARD_COLUMNS = ["model", "principle", "prompt_id", "original", "perturbed"]

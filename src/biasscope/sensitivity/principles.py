@@ -2,8 +2,8 @@
 
 The source work perturbs hh-rlhf ``harmless-base`` test responses by each of the
 top-10-consensus principles of the two CCAI opinion groups. Loaders return frozen values with
-stable ids, so a run can be resumed and compared; the conversation loaders live in
-``biasscope.sensitivity.prompts`` and are re-exported here.
+stable ids, so a run can be resumed and compared. The conversations a principle is applied to
+are loaded by ``biasscope.sensitivity.prompts``.
 """
 
 from __future__ import annotations
@@ -19,18 +19,7 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError, DataError
 from biasscope.core.jsonl import why as _why
 from biasscope.data.sources import data_path
-from biasscope.sensitivity.prompts import (
-    HH_SPLIT,
-    Conversation,
-    PathLike,
-    Prompts,
-    load_conversations,
-    load_hh_rlhf,
-    parse_hh,
-    read_conversations,
-    read_hh_rlhf,
-    split_hh,
-)
+from biasscope.sensitivity.prompts import PathLike
 
 CCAI_GROUPS = ("group_0", "group_1")
 BOTH = "both"
@@ -230,6 +219,5 @@ def _structured_entries(
     return entries
 
 
-__all__ = ["BOTH", "CCAI_GROUPS", "HH_SPLIT", "Constitution", "Conversation", "Principle",
-           "Prompts", "load_ccai", "load_constitution", "load_conversations", "load_hh_rlhf",
-           "load_principles", "parse_hh", "read_conversations", "read_hh_rlhf", "split_hh"]
+__all__ = ["BOTH", "CCAI_GROUPS", "Constitution", "Principle", "load_ccai", "load_constitution",
+           "load_principles"]

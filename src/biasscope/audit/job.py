@@ -18,9 +18,19 @@ from biasscope.audit.run import (
 )
 from biasscope.backends.base import GenerateParams
 from biasscope.backends.config import BackendConfig
+from biasscope.core.config import (
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    SEED,
+    check_settings,
+    described,
+    setting,
+)
 from biasscope.core.errors import BiasscopeError
+from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.probes.base import AuditProbe
-from biasscope.probes.specs import load_probes
+from biasscope.probes.specs import BASE_RATE_HELP, LIMIT_HELP, load_probes
 from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
 
@@ -32,12 +42,23 @@ class Prompting:
     """How a ``model`` is asked: ``scoring`` auto (option scores where the backend gives them,
     else generation), options or generate; the rest decode a generation."""
 
-    scoring: str = "auto"
-    max_tokens: int = 64
-    temperature: float = 0.0
-    seed: int | None = None
-    top_logprobs: int = 0
-    plain_prompt: bool = False
+    scoring: str = setting(
+        "auto", "auto: option scoring for local hf: models, generation otherwise; options on "
+        "an openai-compatible: server scores each option from the echo of the plain prompt + "
+        "option (llama.cpp: --logits_all true)", choices=("auto", "options", "generate"))
+    max_tokens: int = setting(64, "generation's token limit", check=POSITIVE_INT)
+    temperature: float = setting(0.0, "sampling temperature", check=NON_NEGATIVE)
+    seed: int | None = setting(None, "the generation seed", check=SEED)
+    top_logprobs: int = setting(
+        0, "generate: ask for the N likeliest first tokens and read the options' probabilities "
+        "from them (where their first tokens differ)", check=NON_NEGATIVE_INT)
+    plain_prompt: bool = setting(
+        False, "ask as one plain prompt ('user: ...' lines, then 'assistant:'; a server gets "
+        "it on /completions) instead of a chat: how a base model without a chat template "
+        "reads it")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)
@@ -45,16 +66,22 @@ class AuditConfig:
     """A model spec (``hf:…``, ``openai:…``, a local path, …) or ``responses``, a JSONL of
     answers produced elsewhere (named ``name``)."""
 
-    out: str | Path
+    out: str | Path = field(metadata=described("run directory (reused runs resume)"))
     probes: Sequence[str] = DEFAULT_PROBES
-    model: str | None = None
-    responses: str | None = None
-    name: str | None = None
+    model: str | None = setting(None, "model spec: a local dir, .gguf file or hub id (hf: "
+                                "optional), openai:MODEL, openai-compatible:URL#MODEL or "
+                                "litellm:PROVIDER/MODEL")
+    responses: str | None = setting(None, "JSONL of {item_id, response} produced elsewhere "
+                                    "(instead of --model; see `biasscope items`)")
+    name: str | None = setting(None, "model name for --responses (default: the file's name)")
     prompting: Prompting = field(default_factory=Prompting)
     backend: BackendConfig = field(default_factory=BackendConfig)
-    limit: int | None = None
-    base_rate: str = "0.5"
-    data_dir: str | None = None
+    limit: int | None = setting(None, LIMIT_HELP, check=POSITIVE_INT)
+    base_rate: str = setting("0.5", BASE_RATE_HELP, choices=("0.0", "0.5", "1.0"))
+    data_dir: str | None = setting(None, DATA_DIR_HELP)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)

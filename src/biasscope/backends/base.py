@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from biasscope.core.config import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, SEED, setting
 from biasscope.core.items import Item
 
 
@@ -65,13 +66,14 @@ class GenerateParams:
     ``top_logprobs`` > 0 implies ``logprobs``.
     """
 
-    temperature: float = 0.0
-    max_tokens: int = 256
-    seed: int | None = None
+    temperature: float = setting(0.0, "sampling temperature", check=NON_NEGATIVE)
+    max_tokens: int = setting(256, "the answer's token limit", check=POSITIVE_INT)
+    seed: int | None = setting(None, "sampling seed, for servers that take one", check=SEED)
     stop: tuple[str, ...] = ()
     logit_bias: tuple[tuple[int, float], ...] = ()
     logprobs: bool = False
-    top_logprobs: int = 0
+    top_logprobs: int = setting(0, "ask for per-token logprobs with this many alternatives",
+                                check=NON_NEGATIVE_INT)
 
     @property
     def wants_logprobs(self) -> bool:

@@ -9,19 +9,31 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.base import Generator
+from biasscope.core.config import (
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    check_settings,
+    setting,
+)
 
 
 @dataclass(frozen=True)
 class BackendConfig:
-    base_url: str | None = None
-    api_key_env: str | None = None  # name of the variable that holds the key, never the key
-    concurrency: int = 8
-    timeout: float = 60.0
-    retries: int = 5
-    cache: str | None = None  # the response cache file (default: the user cache)
-    no_cache: bool = False
-    device: str = "auto"
-    allow_pickle: bool = False
+    base_url: str | None = setting(None, "server URL for openai / openai-compatible")
+    api_key_env: str | None = setting(None, "environment variable that holds the API key "
+                                      "(default OPENAI_API_KEY); keys are never written anywhere")
+    concurrency: int = setting(8, "requests in flight at once", check=POSITIVE_INT)
+    timeout: float = setting(60.0, "seconds per attempt", check=POSITIVE)
+    retries: int = setting(5, "retries on 429/5xx/timeouts", check=NON_NEGATIVE_INT)
+    cache: str | None = setting(None, "response cache file (default "
+                                "~/.cache/biasscope/responses.sqlite or $BIASSCOPE_RESPONSE_CACHE)")
+    no_cache: bool = setting(False, "neither read nor write the cache")
+    device: str = setting("auto", "hf: auto, cpu, cuda, cuda:N or mps")
+    allow_pickle: bool = setting(False, "hf: load pickle weights (.bin/.pt), which can run code")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
     def generator(self, spec: str) -> Generator:
         """The backend ``spec`` names; a bare local path or ``org/name`` hub id is ``hf:``."""

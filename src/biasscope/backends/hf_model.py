@@ -15,6 +15,7 @@ from typing import Any
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import PICKLE_WEIGHTS, TOKENIZER_FILES, loading
+from biasscope.core.config import POSITIVE_INT, check_settings, setting
 from biasscope.core.errors import ModelError
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -24,12 +25,16 @@ DTYPES = ("auto", "float32", "float16", "bfloat16")
 class HFOptions:
     """How checkpoints are loaded and scored."""
 
-    device: str = "auto"
-    dtype: str = "auto"
-    batch_size: int = 32
-    first_token: bool = False
-    trust_remote_code: bool = False
-    allow_pickle: bool = False  # load pickle weights (they can run code): an explicit opt-in
+    device: str = setting("auto", "auto, cpu, cuda, cuda:N or mps")
+    dtype: str = setting("auto", "weights' dtype", choices=DTYPES)
+    batch_size: int = setting(32, "prompts per forward pass", check=POSITIVE_INT)
+    first_token: bool = setting(False, "score multi-token answer words by their first token")
+    trust_remote_code: bool = setting(False, "run the model repo's own code (off by default)")
+    allow_pickle: bool = setting(False, "load pickle weights (.bin/.pt), which can run code; "
+                                 "off by default")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 def resolve_device(name: str) -> Any:

@@ -1,22 +1,30 @@
 """Command-line values checked where they are parsed, so a bad one is one line, not a traceback.
 
-The argparse types refuse what the command could only misread (``--limit 0`` once meant "no
-limit", ``--concurrency 0`` was quietly 1, ``--seeds 0-99999999999`` filled memory); the
-readers turn a file the user named into text or JSON with errors that name the option and the
-file. ``OneLineParser`` makes argparse's own errors one line too.
+Most flags are a config's documented settings (`settings`), checked by the same rule in the
+library and here; the rest (``--seeds 0-99999999999`` once filled memory, a file standing
+where the run directory should be) are checked by the types below. ``OneLineParser`` makes
+argparse's own errors one line too.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import os
 import sys
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, NoReturn
 
+from biasscope.core.config import (
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    PROBABILITY,
+    SEED,
+    Check,
+    documented,
+)
 from biasscope.core.errors import BiasscopeError
 
 
@@ -37,35 +45,44 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _number(text: str, whole: bool) -> float:
-    try:
-        value = int(text) if whole else float(text)
-    except ValueError:
-        what = "a whole number" if whole else "a number"
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-    if not whole and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
+def typed(check: Check) -> Callable[[str], Any]:
+    """An argparse type from a setting's check: its reason, one line, naming the option."""
+    def parse(text: str) -> Any:
+        try:
+            return check.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
 
 
-def _checked(whole: bool, ok: Callable[[float], bool], why: str) -> Callable[[str], Any]:
-    """An argparse type: a number (``whole``: an int) that ``ok`` accepts, else ``why``."""
-    def check(text: str) -> Any:
-        value = _number(text, whole)
-        if not ok(value):
-            raise argparse.ArgumentTypeError(f"{value if whole else format(value, 'g')} {why}")
-        return value
-    return check
+positive_int, non_negative_int, seed = typed(POSITIVE_INT), typed(NON_NEGATIVE_INT), typed(SEED)
+positive_float, non_negative_float = typed(POSITIVE), typed(NON_NEGATIVE)
+probability = typed(PROBABILITY)
 
 
-# A count that 0 would make meaningless (``--limit``); 0 or more (``--retries 0``: none);
-# a seed NumPy and servers accept; ``--timeout``; ``--temperature``; ``--bias``.
-positive_int = _checked(True, lambda v: v >= 1, "is not 1 or more")
-non_negative_int = _checked(True, lambda v: v >= 0, "is negative: give 0 or more")
-seed = _checked(True, lambda v: 0 <= v < 2**32, f"is not a seed from 0 to {2**32 - 1}")
-positive_float = _checked(False, lambda v: v > 0, "is not above 0")
-non_negative_float = _checked(False, lambda v: v >= 0, "is negative: give 0 or more")
-probability = _checked(False, lambda v: 0.0 <= v <= 1.0, "is not between 0 and 1")
+def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
+             skip: tuple[str, ...] = ()) -> None:
+    """A flag for each documented field of ``config`` (`biasscope.core.config.setting`), or
+    for those named: help, check, choices and default come from the library, so both say the
+    same."""
+    for f in documented(config):
+        if f.name in skip or (only and f.name not in only):
+            continue
+        flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
+        options: dict[str, Any] = {"dest": f.name, "help": f.metadata["help"]}
+        if f.default is False:
+            options["action"] = "store_true"
+        elif f.default is MISSING:
+            options["required"] = True
+        else:
+            options["default"] = f.default
+        if f.metadata["check"]:
+            options["type"] = typed(f.metadata["check"])
+        if f.metadata["choices"]:
+            options["choices"] = f.metadata["choices"]
+        if f.name == "out":
+            options["type"] = run_dir
+        parser.add_argument(flag, **options)
 
 
 def seed_spec(text: str) -> str:
@@ -150,51 +167,23 @@ def probe_arg(parser: argparse.ArgumentParser, what: str, default: str = "") -> 
     renamed(parser, "--probes", "--probe (repeatable; comma lists are accepted)")
 
 
-def backend_args(parser: argparse.ArgumentParser) -> None:
-    """How to reach and pace a ``generate`` backend, and where its answers are cached
-    (`biasscope.backends.config.BackendConfig`)."""
-    parser.add_argument("--base-url", help="server URL for openai / openai-compatible")
-    parser.add_argument("--api-key-env", help="environment variable that holds the API key "
-                        "(default OPENAI_API_KEY); keys are never written anywhere")
-    parser.add_argument("--concurrency", type=positive_int, default=8,
-                        help="requests in flight at once")
-    parser.add_argument("--timeout", type=positive_float, default=60.0,
-                        help="seconds per attempt")
-    parser.add_argument("--retries", type=non_negative_int, default=5,
-                        help="retries on 429/5xx/timeouts")
-    parser.add_argument("--cache", help="response cache file (default "
-                        "~/.cache/biasscope/responses.sqlite or $BIASSCOPE_RESPONSE_CACHE)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="neither read nor write the cache")
-    parser.add_argument("--device", default="auto", help="hf: auto, cpu, cuda, cuda:N or mps")
-    parser.add_argument("--allow-pickle", action="store_true",
-                        help="hf: load pickle weights (.bin/.pt), which can run code")
-
-
 def from_args(config: Any, args: argparse.Namespace, **given: Any) -> Any:
     """``config`` (a dataclass) from the options of the same names, and ``given``."""
     known = {f.name: getattr(args, f.name) for f in fields(config) if hasattr(args, f.name)}
     return config(**{**known, **given})
 
 
+def backend_args(parser: argparse.ArgumentParser) -> None:
+    """How to reach and pace a ``generate`` backend, and where its answers are cached."""
+    from biasscope.backends.config import BackendConfig
+
+    settings(parser, BackendConfig)
+
+
 def backend_config(args: argparse.Namespace) -> Any:
     from biasscope.backends.config import BackendConfig
 
     return from_args(BackendConfig, args)
-
-
-def probe_data_args(parser: argparse.ArgumentParser) -> None:
-    """Which items a probe asks: the Adult file and the --limit sample."""
-    parser.add_argument("--base-rate", choices=["0.0", "0.5", "1.0"], default="0.5",
-                        help="adult-counterfactual: DecodingTrust's test file whose share of "
-                        "'yes' labels differs by this much between men and women")
-    parser.add_argument("--limit", type=positive_int,
-                        help="at most N items per probe: bbq samples whole "
-                        "examples stratified by category (seed 0), winobias-gender whole "
-                        "pro/anti pairs stratified by subset and answer (seed 0), adult keeps "
-                        "whole pairs, others take the first N")
-    parser.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"),
-                        help="local copy of the datasets (<data-dir>/<source>/...)")
 
 
 def failed(count: int, total: int, what: str, first_error: str) -> int:

@@ -48,6 +48,8 @@ def fetch(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    from biasscope.audit.job import AuditConfig
+
     shown = sub.add_parser("probes", help="every probe: the requests it takes, the data it "
                            "needs, what it measures")
     shown.add_argument("--json", action="store_true", help="as a JSON list")
@@ -61,7 +63,7 @@ def register(sub: Any) -> None:
     export.add_argument("--seed", type=A.seed, default=0,
                         help="the seed's items, for probes whose items vary with it (winobias-"
                         "gender: the order the options are shown in)")
-    A.probe_data_args(export)
+    A.settings(export, AuditConfig, "limit", "base_rate", "data_dir")
     export.set_defaults(func=items)
 
     data = sub.add_parser("data", help="dataset downloads for air-gapped use")

@@ -4,7 +4,6 @@ demo`` (a tiny biased model trained, swept and reported)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,9 +51,8 @@ def register(sub: Any) -> None:
     shown = sub.add_parser("report", help="rebuild the HTML report of a run from its records")
     shown.add_argument("run", help="run directory or URL")
     shown.add_argument("--output", help="HTML path (default: RUN/report.html)")
-    shown.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"),
-                       help="local copy of the datasets, for the occupation statistics "
-                       "(<data-dir>/winogender/occupations-stats.tsv)")
+    shown.add_argument("--data-dir", help="local copy of the datasets, for the occupation "
+                       "statistics (<data-dir>/winogender/occupations-stats.tsv)")
     A.analysis_args(shown)
     shown.set_defaults(func=report)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 from biasscope.cli import args as A
@@ -30,36 +29,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    from biasscope.sensitivity.job import RewardScoring, SensitivityConfig
+
     sens = sub.add_parser("sensitivity", help="constitutional sensitivity of reward models")
     sens.add_argument("--reward-model", action="append", required=True,
                       help="hub id[@revision] or local dir of a sequence-classification reward "
                       "model, or NAME=SPEC; repeat for several")
-    sens.add_argument("--perturber", required=True, help="generate backend spec for critique "
-                      "and revision, e.g. openai:gpt-4o-mini")
-    sens.add_argument("--principles", default="ccai:top10",
-                      help="ccai:topK, or a YAML / JSON / text file of principles")
-    sens.add_argument("--prompts", default="hh-rlhf:harmless-base:200",
-                      help="hh-rlhf:harmless-base:N, or a JSONL file of conversations")
-    sens.add_argument("--out", required=True, type=A.run_dir,
-                      help="run directory (reruns send no requests)")
     sens.add_argument("--direction", choices=["toward", "away", "both"], default="toward",
                       help="revise to conform more (toward), less (away), or both")
-    sens.add_argument("--critique-template", help="file: critique request ({conversation}, "
-                      "{query}, {response}, {principle})")
-    sens.add_argument("--revision-template", help="file: revision request (also {critique})")
-    sens.add_argument("--away-template", help="file: revision request for --direction away")
-    sens.add_argument("--conventions", choices=["biasscope", "source"], default="biasscope",
-                      help="index definitions: biasscope's (SD ddof=1, originals once in the "
-                      "percentile pool, absolute-sum normalisation) or the source code's")
-    sens.add_argument("--transform", choices=["logit", "probability", "logprob"],
-                      default="logit", help="reward read from the model's logit")
+    for name, about in (("critique", "critique request ({conversation}, {query}, {response}, "
+                         "{principle})"), ("revision", "revision request (also {critique})"),
+                        ("away", "revision request for --direction away")):
+        sens.add_argument(f"--{name}-template", help=f"file: {about}")
     sens.add_argument("--no-chat-template", action="store_true",
                       help="score the plain hh-rlhf format instead of the chat template")
-    sens.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16",
-                                                          "bfloat16"])
-    sens.add_argument("--batch-size", type=A.positive_int, default=16)
-    sens.add_argument("--max-tokens", type=A.positive_int, default=512, help="perturber's limit")
-    sens.add_argument("--seed", type=A.seed, default=0, help="prompt shuffling and perturber seed")
-    sens.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"))
+    for config in (SensitivityConfig, RewardScoring):
+        A.settings(sens, config)
     A.backend_args(sens)
     sens.set_defaults(func=run)

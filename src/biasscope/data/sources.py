@@ -117,6 +117,10 @@ SOURCES: dict[tuple[str, str], DataFile] = {
     ]
 }
 
+#: The help of every job's ``data_dir`` setting.
+DATA_DIR_HELP = ("local copy of the datasets (<data-dir>/<source>/...; default "
+                 "$BIASSCOPE_DATA_DIR, else the cache)")
+
 
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
     """The local data directory: the argument, else ``$BIASSCOPE_DATA_DIR``, else None."""

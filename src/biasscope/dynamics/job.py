@@ -12,8 +12,17 @@ from typing import Any
 
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.hf_model import HFOptions
+from biasscope.core.config import (
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    check_settings,
+    described,
+    setting,
+)
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_option_file
+from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.dynamics import performance, reporting
 from biasscope.dynamics.analysis import stored_options
 from biasscope.dynamics.analysis_options import AnalysisOptions
@@ -22,7 +31,7 @@ from biasscope.dynamics.models import list_checkpoints, named
 from biasscope.dynamics.scoring import SWEPT
 from biasscope.dynamics.sweep import run_dynamics
 from biasscope.probes import load_probe, winobias
-from biasscope.probes.specs import load_probes
+from biasscope.probes.specs import LIMIT_HELP, load_probes
 from biasscope.store.directory import RunStore
 
 
@@ -30,10 +39,18 @@ from biasscope.store.directory import RunStore
 class Executing:
     """Where the units run: ``local`` (this process) or ``ray`` (one task per checkpoint)."""
 
-    kind: str = "local"
-    ray_address: str | None = None
-    gpus_per_checkpoint: float = 0
-    cpus_per_checkpoint: float = 1
+    kind: str = setting("local", "local: this process (default); ray: one Ray task per "
+                        "checkpoint, units written straight into --out (needs the 'ray' extra)",
+                        choices=("local", "ray"), flag="--executor")
+    ray_address: str | None = setting(None, "Ray cluster to join, e.g. auto or "
+                                      "ray://head:10001 (default: a local Ray on this machine)")
+    gpus_per_checkpoint: float = setting(0, "GPUs each Ray task (one checkpoint) requests; 0.5 "
+                                         "lets two share a GPU (default 0)", check=NON_NEGATIVE)
+    cpus_per_checkpoint: float = setting(1, "CPUs each Ray task requests (default 1)",
+                                         check=POSITIVE)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)
@@ -52,22 +69,30 @@ class DynamicsConfig:
     """Everything a dynamics run depends on; ``analysis`` holds only the options given (the
     rest come from the run's last analysis, then the defaults)."""
 
-    out: str | Path
+    out: str | Path = field(metadata=described(
+        "run directory, or an fsspec URL such as s3://bucket/run (reused runs resume)"))
     models: Sequence[str] = ()
     revisions: Sequence[str] = ()
     checkpoint_globs: Sequence[str] = ()
-    models_file: str | None = None
+    models_file: str | None = setting(None, "JSON list of {model, revisions} or "
+                                      "{checkpoint_glob, name} entries, for many models in one run")
     probes: Sequence[str] = (winobias.NAME,)
     seeds: Sequence[int] = (0, 1, 2, 3, 4)
-    limit: int | None = None
-    data_dir: str | None = None
-    prompt_template: str | None = None  # a file with winobias-gender's template
+    limit: int | None = setting(None, LIMIT_HELP, check=POSITIVE_INT)
+    data_dir: str | None = setting(None, DATA_DIR_HELP)
+    prompt_template: str | None = setting(None, "file with winobias-gender's prompt template "
+                                          "({sentence}, {occupation}, {o1}, {o2}, {o3})")
     scoring: HFOptions = field(default_factory=HFOptions)
     performance: Performance = field(default_factory=Performance)
     executing: Executing = field(default_factory=Executing)
     analysis: Mapping[str, Any] = field(default_factory=dict)
-    rescore_changed: bool = False
-    quiet: bool = False
+    rescore_changed: bool = setting(False, "a checkpoint whose weights changed since --out "
+                                    "scored it: set its old units aside and score it again "
+                                    "(else it is refused)")
+    quiet: bool = setting(False, "no progress bars")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.config import BackendConfig
+from biasscope.core.config import POSITIVE_INT, SEED, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
 
 
@@ -17,18 +18,25 @@ class JudgeConfig:
     """``models``: judge specs, or NAME=SPEC; ``keys``: the neutral answer keys, one
     character each (``ABCD``) or a comma list (``1,2,3``)."""
 
-    out: str | Path
+    out: str | Path = field(metadata=described("run directory"))
     models: Sequence[str]
-    input: str
-    labels: str | None = None
-    position: str = "shuffle"
-    samples: int | None = None
-    reasoning: bool = False
-    keys: str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    input: str = field(metadata=described(
+        "JSONL of {id, text} (with --labels) or {id, prompt, a, b[, model_a, model_b]}"))
+    labels: str | None = setting(None, "JSON object of label name: description")
+    position: str = setting("shuffle", "how the answers' order is controlled",
+                            choices=("shuffle", "consensus", "permute", "fixed"))
+    samples: int | None = setting(None, "permute: seeded orders (default: all)",
+                                  check=POSITIVE_INT)
+    reasoning: bool = setting(False, "chain of thought first")
+    keys: str = setting("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "neutral answer keys, e.g. ABCD or 1,2,3")
     logit_bias: bool = True
-    aggregate: str = "mean"
-    seed: int = 0
+    aggregate: str = setting("mean", "several judges: mean probabilities or majority vote",
+                             choices=("mean", "majority"))
+    seed: int = setting(0, "the seed of the answers' orders", check=SEED)
     backend: BackendConfig = field(default_factory=BackendConfig)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)

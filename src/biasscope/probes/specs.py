@@ -14,6 +14,14 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.probes import PROBES, Probe, adult, bbq, load_probe, require, winobias
 
+#: The help of the settings that choose a probe's items, shared by every job that asks probes.
+LIMIT_HELP = ("at most N items per probe (smoke tests), the same ones for every seed, recorded "
+              "in run.json: winobias-gender a seeded sample of whole pro/anti pairs stratified "
+              "by subset and answer, bbq of whole examples stratified by category, "
+              "adult-counterfactual the first N/2 pairs, others the first N")
+BASE_RATE_HELP = ("adult-counterfactual: DecodingTrust's test file whose share of 'yes' labels "
+                  "differs by this much between men and women")
+
 
 def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list[str]]]:
     """(probe name, selection) pairs in the order given; one-line errors for an empty list, an

@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.config import BackendConfig
+from biasscope.backends.hf_model import DTYPES
+from biasscope.core.config import POSITIVE_INT, SEED, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_option_file
+from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.perturb import Templates
 from biasscope.sensitivity.principles import load_principles
@@ -24,10 +27,14 @@ from biasscope.store.directory import RunStore
 class RewardScoring:
     """How the reward models read a conversation (`biasscope.backends.reward.RewardOptions`)."""
 
-    transform: str = "logit"
+    transform: str = setting("logit", "reward read from the model's logit",
+                             choices=("logit", "probability", "logprob"))
     chat_template: bool = True
-    dtype: str = "auto"
-    batch_size: int = 16
+    dtype: str = setting("auto", "reward models' dtype", choices=DTYPES)
+    batch_size: int = setting(16, "conversations per forward pass", check=POSITIVE_INT)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)
@@ -35,19 +42,28 @@ class SensitivityConfig:
     """``reward_models``: specs, or NAME=SPEC; ``templates``: critique / revision / away
     template files, by name; ``prompts``: hh-rlhf:harmless-base:N or a JSONL file."""
 
-    out: str | Path
+    out: str | Path = field(metadata=described("run directory (reruns send no requests)"))
     reward_models: Sequence[str]
-    perturber: str
-    principles: str = "ccai:top10"
-    prompts: str = "hh-rlhf:harmless-base:200"
+    perturber: str = field(metadata=described(
+        "generate backend spec for critique and revision, e.g. openai:gpt-4o-mini"))
+    principles: str = setting("ccai:top10", "ccai:topK, or a YAML / JSON / text file of "
+                              "principles")
+    prompts: str = setting("hh-rlhf:harmless-base:200", "hh-rlhf:harmless-base:N, or a JSONL "
+                           "file of conversations")
     directions: tuple[str, ...] = ("toward",)
     templates: dict[str, str] = field(default_factory=dict)
-    conventions: str = "biasscope"
+    conventions: str = setting(
+        "biasscope", "index definitions: biasscope's (SD ddof=1, originals once in the "
+        "percentile pool, absolute-sum normalisation) or the source code's",
+        choices=("biasscope", "source"))
     reward: RewardScoring = field(default_factory=RewardScoring)
-    max_tokens: int = 512
-    seed: int = 0
-    data_dir: str | None = None
+    max_tokens: int = setting(512, "perturber's limit", check=POSITIVE_INT)
+    seed: int = setting(0, "prompt shuffling and perturber seed", check=SEED)
+    data_dir: str | None = setting(None, DATA_DIR_HELP)
     backend: BackendConfig = field(default_factory=BackendConfig)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)

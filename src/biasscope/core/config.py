@@ -1,0 +1,93 @@
+"""A job's settings, documented and range-checked where they are declared.
+
+A config field made with `setting` carries its help text and its check; the command line turns
+such fields into flags (``--batch-size`` for ``batch_size``) and a config checks them when it
+is made (`check_settings`), so a notebook and the CLI refuse the same values in the same words
+(``--limit 0`` once meant "no limit", ``--concurrency 0`` was quietly 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import Field, dataclass, field, fields
+from typing import Any
+
+from biasscope.core.errors import BiasscopeError
+
+
+@dataclass(frozen=True)
+class Check:
+    """A number (``whole``: an int) that ``ok`` accepts; ``why`` follows the value when not."""
+
+    whole: bool
+    ok: Callable[[float], bool]
+    why: str
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` fails this check (None when it passes)."""
+        kinds = int if self.whole else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            return f"{value!r} is not {'a whole number' if self.whole else 'a number'}"
+        if not math.isfinite(value):
+            return f"{value!r} is not a finite number"
+        return None if self.ok(value) else f"{value} {self.why}"
+
+    def parse(self, text: str) -> int | float:
+        """``text`` as the number it must be; ValueError saying why not."""
+        what = "a whole number" if self.whole else "a number"
+        try:
+            value: int | float = int(text) if self.whole else float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not {what}") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{text!r} is not a finite number")
+        if not self.ok(value):
+            raise ValueError(f"{value if self.whole else format(value, 'g')} {self.why}")
+        return value
+
+
+#: A count that 0 would make meaningless (``limit``); 0 or more (``retries``: none); a seed
+#: NumPy and servers accept; a timeout; a temperature; a share such as the demo's ``bias``.
+POSITIVE_INT = Check(True, lambda v: v >= 1, "is not 1 or more")
+NON_NEGATIVE_INT = Check(True, lambda v: v >= 0, "is negative: give 0 or more")
+SEED = Check(True, lambda v: 0 <= v < 2**32, f"is not a seed from 0 to {2**32 - 1}")
+POSITIVE = Check(False, lambda v: v > 0, "is not above 0")
+NON_NEGATIVE = Check(False, lambda v: v >= 0, "is negative: give 0 or more")
+PROBABILITY = Check(False, lambda v: 0.0 <= v <= 1.0, "is not between 0 and 1")
+
+
+def described(help: str, *, check: Check | None = None,
+              choices: Sequence[str] | None = None, flag: str | None = None) -> dict[str, Any]:
+    """The metadata of a documented setting; ``field(metadata=described(...))`` declares a
+    required one (type checkers read a bare ``field`` call as no default)."""
+    return {"help": help, "check": check, "choices": tuple(choices) if choices else None,
+            "flag": flag}
+
+
+def setting(default: Any, help: str, *, check: Check | None = None,
+            choices: Sequence[str] | None = None, flag: str | None = None) -> Any:
+    """A config field with a default, its help, its check or choices, and (rarely) a flag of
+    another name; the command line offers it as ``--name-with-dashes``."""
+    return field(default=default, metadata=described(help, check=check, choices=choices,
+                                                      flag=flag))
+
+
+def documented(config: Any) -> list[Field[Any]]:
+    """The fields of ``config`` (a dataclass or its type) made with `setting`."""
+    return [f for f in fields(config) if "help" in f.metadata]
+
+
+def check_settings(config: Any) -> None:
+    """Refuse, in one line naming the setting, a value its check or choices do not allow."""
+    for f in documented(config):
+        value = getattr(config, f.name)
+        if value is None or value is f.default:
+            continue
+        check, choices = f.metadata["check"], f.metadata["choices"]
+        why = check.problem(value) if check else None
+        if choices and value not in choices:
+            why = f"{value!r} is not one of {', '.join(choices)}"
+        if why:
+            flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
+            raise BiasscopeError(f"{flag} ({f.name}): {why}")

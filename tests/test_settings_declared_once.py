@@ -1,0 +1,54 @@
+"""A setting is declared once, in the library: a notebook and the CLI refuse the same values
+in the same words, and the flag's help is the field's."""
+
+from __future__ import annotations
+
+import pytest
+
+from biasscope.audit.job import AuditConfig, Prompting
+from biasscope.backends.config import BackendConfig
+from biasscope.backends.hf_model import HFOptions
+from biasscope.cli.main import build_parser, main
+from biasscope.core.config import POSITIVE_INT, documented
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.job import DynamicsConfig, Executing
+
+
+@pytest.mark.parametrize(("make", "says"), [
+    (lambda: AuditConfig(out="r", limit=0), "--limit (limit): 0 is not 1 or more"),
+    (lambda: BackendConfig(concurrency=0), "--concurrency (concurrency): 0 is not 1 or more"),
+    (lambda: HFOptions(dtype="float8"), "--dtype (dtype): 'float8' is not one of"),
+    (lambda: Executing(kind="slurm"), "--executor (kind): 'slurm' is not one of local, ray"),
+    (lambda: Prompting(temperature=float("nan")), "nan is not a finite number"),
+    (lambda: DynamicsConfig(out="r", limit=True), "True is not a whole number"),
+])
+def test_library_refuses_what_the_cli_refuses(make, says) -> None:
+    with pytest.raises(BiasscopeError) as caught:
+        make()
+    assert says in str(caught.value)
+
+
+def test_cli_refuses_in_the_same_words(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["audit", "--model", "m", "--out", "r", "--limit", "0"])
+    assert exited.value.code == 2
+    assert "--limit: 0 is not 1 or more" in capsys.readouterr().err
+
+
+def test_every_documented_setting_is_a_flag_with_its_help() -> None:
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for command, configs in (("dynamics", (DynamicsConfig, HFOptions, Executing)),
+                             ("audit", (AuditConfig, Prompting, BackendConfig))):
+        flags = {a.dest: a for a in commands[command]._actions}
+        for config in configs:
+            for f in documented(config):
+                assert flags[f.name].help == f.metadata["help"], (command, f.name)
+
+
+def test_check_parse_and_problem_agree() -> None:
+    assert POSITIVE_INT.parse("3") == 3 and POSITIVE_INT.problem(3) is None
+    for text in ("0", "-2", "x", "1.5"):
+        with pytest.raises(ValueError):
+            POSITIVE_INT.parse(text)
+    assert POSITIVE_INT.problem(0) == "0 is not 1 or more"

@@ -7,6 +7,7 @@ one config object and makes one library call that a notebook can make too.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -32,6 +33,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BiasscopeError as exc:
         print(A.one_line(f"biasscope: error: {exc}"), file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `biasscope probes | head`: the reader left, nothing went wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         print("biasscope: interrupted; run the same command again to resume", file=sys.stderr)
         return 130

@@ -17,11 +17,7 @@ def listing(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([info.as_dict() for info in PROBES.values()], indent=2))
         return 0
-    for info in PROBES.values():
-        data = (f"{info.data} (`biasscope data fetch {info.data}`, or --data-dir)"
-                if info.data else "none (ships with biasscope)")
-        print(f"{info.name}: {info.about}\n  requests: {', '.join(info.requests)}\n"
-              f"  data:     {data}\n  metrics:  {', '.join(info.metrics)}")
+    print("\n".join(info.describe() for info in PROBES.values()))
     print("\nrequest kinds:\n" + "\n".join(f"  {k}: {v}" for k, v in REQUEST_KINDS.items()))
     return 0
 

@@ -73,6 +73,13 @@ class ProbeInfo:
         return {"name": self.name, "requests": list(self.requests), "data": self.data,
                 "metrics": list(self.metrics), "about": self.about}
 
+    def describe(self) -> str:
+        """What ``biasscope probes`` says of it: what it is, asks, needs and measures."""
+        data = (f"{self.data} (`biasscope data fetch {self.data}`, or --data-dir)"
+                if self.data else "none (ships with biasscope)")
+        return (f"{self.name}: {self.about}\n  requests: {', '.join(self.requests)}\n"
+                f"  data:     {data}\n  metrics:  {', '.join(self.metrics)}")
+
 
 def _info(module: ModuleType) -> ProbeInfo:
     """A probe file's registry entry, from its constants and its docstring's first line."""

@@ -37,6 +37,7 @@ from biasscope.dynamics.emergence import (
     change_interval,
     emergence_step,
     recommend_stop,
+    trend_change,
 )
 from biasscope.dynamics.probe_analysis import analyse_probes
 from biasscope.probes.winobias import GENDERS
@@ -150,13 +151,17 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
         sentences.append(
             f"{model}: the sharpest change of the gap is between steps {change.step_from} and "
             f"{change.step_to}: {_fmt(ci.estimate)} ({options.confidence:.0%} CI "
-            f"{_fmt(ci.low)} to {_fmt(ci.high)}).")
+            f"{_fmt(ci.low)} to {_fmt(ci.high)}; a raw change, not per step).")
+    rows = tests["jsdp_correct"].dropna(subset=["step"])
+    trend, said = trend_change(model, rows["step"].astype(int).tolist(), rows["gap"].to_numpy(),
+                               options.alpha, options.confidence, options.n_resamples)
+    sentences += said if len(steps) > 1 else []
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
     result: dict[str, Any] = {
         "steps": steps, "snapshot": inputs.snapshot,
         "tests": {k: _rows(v) for k, v in tests.items()},
         "breakdown": {str(s): inputs.breakdown[s] for s in sorted(inputs.breakdown)},
-        "emergence": emergence, "sharpest_change": sharpest,
+        "emergence": emergence, "sharpest_change": sharpest, "trend": trend,
         "ci": inputs.ci, "performance": None, "recommendation": None,
         "gap_of_interest": gap_of_interest(options),
     }

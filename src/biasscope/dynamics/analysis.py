@@ -21,7 +21,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.stats import wilson
-from biasscope.dynamics import findings, occupations, performance
+from biasscope.dynamics import findings, occupations, performance, tradeoff
 from biasscope.dynamics.analysis_options import (
     FIELDS,
     FLAG_GAP,
@@ -109,6 +109,7 @@ class ModelInputs:
     ci: dict[str, dict[str, Any]]
     breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
     snapshot: bool = False  # one checkpoint without a training step (`SNAPSHOT_STEP`)
+    history: dict[int, pd.DataFrame] = field(default_factory=dict)  # per-prompt jsdp_correct
 
 
 def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
@@ -169,6 +170,10 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             if c["model"] == model and c["probe"] == PROBE and c["step"] is not None}
     if perf is not None:
         result.update(_recommend(model, steps, gaps, perf, options, sentences))
+        if result["recommendation"]:
+            result["tradeoff"], said = tradeoff.of_model(model, result, gaps, perf,
+                                                         inputs.history, summary, options)
+            sentences += said
     result["sentences"] = sentences
     return result
 
@@ -279,7 +284,7 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
                                       options.alpha)
              for value, rows in parts.rows.items()},
             change_interval(parts.best, options.confidence, options.n_resamples),
-            parts.ci, parts.breakdown, model in run.snapshots)
+            parts.ci, parts.breakdown, model in run.snapshots, parts.history)
         analysed = analyse_model(model, inputs, summary, perf.get(model), options)
         out["models"][model] = analysed
         out["sentences"] += analysed["sentences"]

@@ -21,7 +21,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.stats import wilson
-from biasscope.dynamics import findings, occupations, performance
+from biasscope.dynamics import findings, occupations, performance, tradeoff
 from biasscope.dynamics.analysis_options import (
     FIELDS,
     FLAG_GAP,
@@ -37,6 +37,7 @@ from biasscope.dynamics.emergence import (
     change_interval,
     emergence_step,
     recommend_stop,
+    trend_change,
 )
 from biasscope.dynamics.probe_analysis import analyse_probes
 from biasscope.probes.winobias import GENDERS
@@ -108,6 +109,7 @@ class ModelInputs:
     ci: dict[str, dict[str, Any]]
     breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
     snapshot: bool = False  # one checkpoint without a training step (`SNAPSHOT_STEP`)
+    history: dict[int, pd.DataFrame] = field(default_factory=dict)  # per-prompt jsdp_correct
 
 
 def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
@@ -150,13 +152,17 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
         sentences.append(
             f"{model}: the sharpest change of the gap is between steps {change.step_from} and "
             f"{change.step_to}: {_fmt(ci.estimate)} ({options.confidence:.0%} CI "
-            f"{_fmt(ci.low)} to {_fmt(ci.high)}).")
+            f"{_fmt(ci.low)} to {_fmt(ci.high)}; a raw change, not per step).")
+    rows = tests["jsdp_correct"].dropna(subset=["step"])
+    trend, said = trend_change(model, rows["step"].astype(int).tolist(), rows["gap"].to_numpy(),
+                               options.alpha, options.confidence, options.n_resamples)
+    sentences += said if len(steps) > 1 else []
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
     result: dict[str, Any] = {
         "steps": steps, "snapshot": inputs.snapshot,
         "tests": {k: _rows(v) for k, v in tests.items()},
         "breakdown": {str(s): inputs.breakdown[s] for s in sorted(inputs.breakdown)},
-        "emergence": emergence, "sharpest_change": sharpest,
+        "emergence": emergence, "sharpest_change": sharpest, "trend": trend,
         "ci": inputs.ci, "performance": None, "recommendation": None,
         "gap_of_interest": gap_of_interest(options),
     }
@@ -164,6 +170,10 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             if c["model"] == model and c["probe"] == PROBE and c["step"] is not None}
     if perf is not None:
         result.update(_recommend(model, steps, gaps, perf, options, sentences))
+        if result["recommendation"]:
+            result["tradeoff"], said = tradeoff.of_model(model, result, gaps, perf,
+                                                         inputs.history, summary, options)
+            sentences += said
     result["sentences"] = sentences
     return result
 
@@ -274,7 +284,7 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
                                       options.alpha)
              for value, rows in parts.rows.items()},
             change_interval(parts.best, options.confidence, options.n_resamples),
-            parts.ci, parts.breakdown, model in run.snapshots)
+            parts.ci, parts.breakdown, model in run.snapshots, parts.history)
         analysed = analyse_model(model, inputs, summary, perf.get(model), options)
         out["models"][model] = analysed
         out["sentences"] += analysed["sentences"]

@@ -7,8 +7,10 @@ option won, for the accuracies' intervals), in narrow columns
 (categorical labels; ranks as float32 when that is exact). The units of one step, all seeds
 and models, are then turned into per-prompt values (the seed mean), tested and bootstrapped,
 and dropped. Between steps a model keeps only its previous checkpoint's per-prompt values
-(for the change of the gap) and the largest change so far. So memory follows one step's
-records, not the run's: a 154-checkpoint sweep costs what one checkpoint costs.
+(for the change of the gap), the largest change so far and, per checkpoint, each prompt's
+JSD-P of the correct option (one number per prompt and step, for the recommended stop's
+fairness gain). So memory follows one step's records, not the run's: a 154-checkpoint sweep
+costs what one checkpoint costs, plus those numbers.
 
 Every number is the one a whole-run computation gives (same rows, same order, same
 functions of `biasscope.core.stats`); tests/test_report_streaming.py checks it.
@@ -97,6 +99,8 @@ class ModelParts:
     best: emergence.StepChange | None = None
     #: Per step, the pro/anti and per-occupation aggregates (`metrics.breakdown`).
     breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Per step, the per-prompt jsdp_correct of male and female prompts (the stop's gain).
+    history: dict[int, pd.DataFrame] = field(default_factory=dict)
 
 
 @dataclass
@@ -129,6 +133,8 @@ def add_checkpoint(parts: ModelParts, pvs: Mapping[str, pd.DataFrame], intervals
         s0, s1 = parts.previous["step"].iloc[0], current["step"].iloc[0]
         parts.best = emergence.larger_change(parts.best, emergence.step_change(wide, s0, s1))
     parts.previous = current if len(current) else parts.previous
+    if len(current):
+        parts.history[int(current["step"].iloc[0])] = current[["prompt", "answer_label", "value"]]
 
 
 def add_step(run: RunParts, models: list[str], by_model: Mapping[str, pd.DataFrame],

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from biasscope.core.changepoint import MIN_POINTS, changepoint, rates
 from biasscope.core.stats import (
     Array,
     Interval,
@@ -189,3 +190,43 @@ def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.A
     front = tuple(int(x) for x in s[pareto_front(g, p)])
     return StopRecommendation(int(s[pick]), float(p[pick]), float(p[-1]), float(g[pick]),
                               float(g[-1]), perf_pct, gap_pct, front, sentence)
+
+
+# ---------------------------------------------------------------- change of trend
+
+def trend_change(model: str, steps: Sequence[int], gaps: npt.ArrayLike, alpha: float = 0.01,
+                 confidence: float = 0.95, n_resamples: int = 2000
+                 ) -> tuple[dict[str, Any], list[str]]:
+    """The gap's rates of change per 1000 steps between checkpoints, and the one-changepoint
+    test against a single trend on the step and the log-step scale (`core.changepoint`), with
+    the sentences a reviewer accepts: a change of trend is claimed only on a scale whose
+    bootstrap p is below α/2 (Bonferroni over the two scales)."""
+    found = {scale: changepoint(steps, gaps, scale, confidence, n_resamples)
+             for scale in ("step", "log")}
+    step_rates = rates(steps, gaps)
+    claimed = [c for c in found.values() if c is not None and c.p_value < alpha / 2]
+    out: dict[str, Any] = {
+        "rates": step_rates, "alpha": alpha,
+        "changepoint": {s: (c.as_dict() if c else None) for s, c in found.items()},
+        "claimed": claimed[0].scale if claimed else None}
+    sentences = []
+    if step_rates:
+        top = max(step_rates, key=lambda r: abs(r["rate_per_1000"]))
+        sentences.append(f"{model}: the gap changes fastest between steps {top['step_from']} and "
+                         f"{top['step_to']}: {top['rate_per_1000']:+.3g} per 1000 steps "
+                         f"({top['change']:+.3g} in all).")
+    if found["step"] is None:
+        sentences.append(f"{model}: a change of trend needs at least {MIN_POINTS} checkpoints; "
+                         "none is tested.")
+    elif claimed:
+        c = claimed[0]
+        scale = "training step" if c.scale == "step" else "log step"
+        sentences.append(
+            f"{model}: the gap changes trend at step {c.step:.0f} ({confidence:.0%} CI "
+            f"{c.low:.0f} to {c.high:.0f}; against {scale}: slope change {c.slope_change:+.3g}, "
+            f"bootstrap p = {c.p_value:.2g} < α/2 against a single trend).")
+    else:
+        ps = ", ".join(f"{s} p = {c.p_value:.2g}" for s, c in found.items() if c is not None)
+        sentences.append(f"{model}: no change of trend in the gap is shown: a single trend "
+                         f"is not rejected ({ps}; α/2 = {alpha / 2:g}).")
+    return out, sentences

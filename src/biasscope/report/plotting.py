@@ -25,7 +25,8 @@ Json = Mapping[str, Any]
 PERFORMANCE_PROBES = frozenset({"lambada"})  # checkpoints of these are no fairness figure's
 COLORS = {"male": "#1f77b4", "female": "#d62728", "not specified": "#7f7f7f",
           "all": "#2ca02c", "gap": "#9467bd", "stereotype": "#111111", "performance": "#444444",
-          "emergence": "#2a9d8f", "stop": "#e76f51", "alpha": "#b00020", "rank": "#8c564b"}
+          "emergence": "#2a9d8f", "stop": "#e76f51", "alpha": "#b00020", "rank": "#8c564b",
+          "trend": "#6a4c93"}
 FALLBACK_COLORS = ("#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 
@@ -287,10 +288,24 @@ def step_markers(view: View, models: Sequence[str], value: str, stop: bool
         step = view.step_of(model, "emergence", value)
         if step is not None:
             out.append((f"gap significant from step {step}{suffix}", step, COLORS["emergence"]))
+        if value == "jsdp_correct" and (bend := trend_marker(view.model(model), suffix)):
+            out.append(bend)
         step = view.step_of(model, "recommendation") if stop else None
         if step is not None:
             out.append((f"recommended stop: step {step}{suffix}", step, COLORS["stop"]))
     return out
+
+
+def trend_marker(model: Mapping[str, Any], suffix: str) -> tuple[str, int, str] | None:
+    """The change of trend of the gap, only where the analysis claimed one (its test held)."""
+    trend = model.get("trend")
+    if not isinstance(trend, Mapping) or not trend.get("claimed"):
+        return None
+    bend = (trend.get("changepoint") or {}).get(trend["claimed"]) or {}
+    if not all(finite(bend.get(k)) for k in ("step", "low", "high")):
+        return None
+    return (f"gap changes trend at step {bend['step']:.0f} (CI {bend['low']:.0f} to "
+            f"{bend['high']:.0f}){suffix}", round(bend["step"]), COLORS["trend"])
 
 
 def style(fig: Any, axis: Axis, height: int = 440, rows: int = 1) -> Any:

@@ -1,0 +1,96 @@
+"""``biasscope compare``: two runs' headline measures, A − B, with TOST verdicts, written to
+``comparison.json`` and ``comparison.html`` in ``out``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from biasscope.compare.measures import MEASURES
+from biasscope.compare.runs import compare_records, margin_for
+from biasscope.core.errors import BiasscopeError
+from biasscope.report import claims
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_bytes, write_json
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """Two run directories, margins (``0.03`` for every measure or ``jsdp_gap=0.02``; others
+    keep their defaults), α of the tests, and where the comparison goes."""
+
+    run_a: str
+    run_b: str
+    margin: Sequence[str] = ()
+    alpha: float = 0.05
+    out: str = "comparison"
+    n_resamples: int = 2000
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    summary: dict[str, Any]
+    json_path: Path
+    html_path: Path
+
+
+def parse_margins(specs: Sequence[str]) -> Mapping[str, float] | float | None:
+    """``["0.03"]``: one margin for all; ``["jsdp_gap=0.02", ...]``: per measure."""
+    if not specs:
+        return None
+    if len(specs) == 1 and "=" not in specs[0]:
+        return _number(specs[0], "--margin")
+    out = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or name not in MEASURES:
+            raise BiasscopeError(f"--margin {spec!r}: give a number, or MEASURE=NUMBER with "
+                                 f"MEASURE one of {', '.join(MEASURES)}")
+        out[name] = _number(value, f"--margin {name}")
+    return out
+
+
+def _number(text: str, where: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise BiasscopeError(f"{where} {text!r} is not a number") from None
+
+
+def records(run: str) -> pd.DataFrame:
+    """A run's records, with the run's model as ``model`` where units have none (audit)."""
+    store = RunStore(run)
+    if not store.run_json.is_file():
+        raise BiasscopeError(f"{run} has no run.json: give a run directory")
+    frame = store.records()
+    if frame.empty:
+        raise BiasscopeError(f"{run} has no records")
+    if "model" not in frame:
+        frame["model"] = str(store.read_json("run.json").get("model", Path(run).name))
+    return frame
+
+
+def run(config: CompareConfig) -> CompareResult:
+    """Compare, write the JSON and the page, return them."""
+    if not 0 < config.alpha < 0.5:
+        raise BiasscopeError(f"--alpha {config.alpha:g}: give a number between 0 and 0.5")
+    margins = parse_margins(config.margin)
+    found = compare_records(records(config.run_a), records(config.run_b), margins,
+                            config.alpha, config.n_resamples)
+    if not found:
+        raise BiasscopeError("the runs share no probe with a headline measure to compare "
+                             "(winobias-gender, professional-bias, adult-counterfactual, bbq)")
+    used = {c.measure: margin_for(c.measure, margins) for c in found}
+    summary = {"schema": "biasscope.comparison/1", "run_a": config.run_a,
+               "run_b": config.run_b, "alpha": config.alpha, "margins": used,
+               "comparisons": [c.as_dict() for c in found],
+               "sentences": [c.sentence for c in found]}
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "comparison.json", summary)
+    write_bytes(out / "comparison.html", claims.html(summary).encode("utf-8"))
+    return CompareResult(summary, out / "comparison.json", out / "comparison.html")

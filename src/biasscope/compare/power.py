@@ -1,0 +1,120 @@
+"""``biasscope power``: items needed for a gap of a given size, from an assumed per-item
+standard deviation or from a pilot run's items; and, for a finished run, the smallest gap each
+measure could have detected (its minimum detectable effect at the target power).
+
+Seeds are replicates of a prompt (see `biasscope.core.stats`), so more seeds do not add items;
+the plan is in items (per group, for a gap between groups). BBQ's ratio scores have no
+per-item standard deviation and are left out of a pilot plan.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from biasscope.compare.job import records
+from biasscope.compare.measures import EXTRACTORS, MEASURES, Values
+from biasscope.compare.runs import checkpoints, label
+from biasscope.core import power as P
+from biasscope.core.equivalence import welch
+from biasscope.core.errors import BiasscopeError
+
+
+@dataclass(frozen=True)
+class PowerConfig:
+    """An effect (in the measure's units) and either ``sd`` (per-item standard deviation) or
+    a ``pilot`` run; ``margin``: plan for equivalence within ±margin instead."""
+
+    effect: float | None = None
+    sd: float | None = None
+    pilot: str | None = None
+    alpha: float = 0.05
+    power: float = 0.8
+    design: P.Design = "two-groups"
+    margin: float | None = None
+
+
+def _sd(values: Values) -> tuple[float, int]:
+    """Pooled per-item standard deviation over the groups, and the items per group (smallest)."""
+    xs = [s.to_numpy(dtype=np.float64) for s in values.groups.values()]
+    if any(x.size < 2 for x in xs):
+        return math.nan, min(x.size for x in xs)
+    pooled = sum((x.size - 1) * x.var(ddof=1) for x in xs) / sum(x.size - 1 for x in xs)
+    return math.sqrt(pooled), min(x.size for x in xs)
+
+
+def _need(config: PowerConfig, sd: float, design: P.Design) -> int | None:
+    if not sd > 0:
+        return None
+    if config.margin is not None:
+        return P.items_for_equivalence(config.margin, sd, config.alpha, config.power, design,
+                                       config.effect or 0.0)
+    if config.effect is None:
+        return None
+    return P.items_needed(config.effect, sd, config.alpha, config.power, design)
+
+
+def pilot_rows(config: PowerConfig) -> list[dict[str, Any]]:
+    """Per probe, checkpoint and measure of the pilot run: items now, standard deviation, the
+    smallest detectable gap now and the items the asked effect (or margin) needs."""
+    assert config.pilot is not None
+    frame, rows = records(config.pilot), []
+    for probe, extract in EXTRACTORS.items():
+        if "probe" not in frame or probe not in set(frame["probe"]):
+            continue
+        for key, part in checkpoints(frame[frame["probe"] == probe]).items():
+            for values in extract(part):
+                if values.statistic is not None:
+                    continue
+                design: P.Design = "two-groups" if len(values.groups) == 2 else "paired"
+                sd, n = _sd(values)
+                _, se, df, _ = welch([s.to_numpy() for s in values.groups.values()],
+                                     list(values.weights.values()))
+                rows.append({"probe": probe, "checkpoint": label(key),
+                             "measure": values.measure, "words": MEASURES[values.measure].words,
+                             "design": design, "items_per_group": n, "sd": sd,
+                             "estimate": values.estimate(),
+                             "detectable_now": P.minimum_detectable_effect(
+                                 se, df, config.alpha, config.power),
+                             "items_needed": _need(config, sd, design)})
+    return rows
+
+
+def plan(config: PowerConfig) -> dict[str, Any]:
+    """The plan as JSON-ready data with its sentences."""
+    if config.pilot is None and (config.sd is None or (config.effect is None
+                                                        and config.margin is None)):
+        raise BiasscopeError("give --sd with --effect (or --margin), or --pilot RUN")
+    try:
+        if config.pilot is not None:
+            rows = pilot_rows(config)
+        else:
+            assert config.sd is not None
+            rows = [{"design": config.design, "sd": config.sd,
+                     "items_needed": _need(config, config.sd, config.design)}]
+    except ValueError as exc:
+        raise BiasscopeError(str(exc)) from None
+    return {"alpha": config.alpha, "power": config.power, "effect": config.effect,
+            "margin": config.margin, "rows": rows, "sentences": [_say(config, r) for r in rows]}
+
+
+def _say(config: PowerConfig, row: dict[str, Any]) -> str:
+    where = f"{row['probe']} {row['words']} at {row['checkpoint']}: " if "probe" in row else ""
+    per = " per group" if row["design"] == "two-groups" else ""
+    now = (f"with {row['items_per_group']} items{per} this run could have detected a "
+           f"difference of {row['detectable_now']:.3g} or more "
+           f"({config.power:.0%} power, α = {config.alpha:g})" if "detectable_now" in row
+           else "")
+    need = row["items_needed"]
+    if need is None:
+        ask = ""
+    elif config.margin is not None:
+        ask = (f"showing equivalence within ±{config.margin:g} needs {need} items{per} "
+               f"({config.power:.0%} power, α = {config.alpha:g})")
+    else:
+        ask = (f"detecting {config.effect:g} needs {need} items{per} "
+               f"({config.power:.0%} power, α = {config.alpha:g}, sd {row['sd']:.3g})")
+    return where + "; ".join(p for p in (now, ask) if p)

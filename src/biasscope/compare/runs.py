@@ -1,0 +1,178 @@
+"""Two runs' headline measures compared checkpoint by checkpoint: the difference (A − B) with
+its interval, the TOST verdict within a margin, and the smallest difference the comparison
+could have detected.
+
+Checkpoints are matched by (model, step); when the runs share none and each has exactly one
+(the usual "original against quantised" case, where the labels differ), those two are compared.
+Items are paired by their key where both runs saw the same items; items only one run saw are
+left out of a paired comparison and counted. Runs with too few items in common (fewer than
+half of the smaller run's, or fewer than two in a group) are compared unpaired, which the
+result says.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from biasscope.compare.measures import EXTRACTORS, MEASURES, Values
+from biasscope.core.equivalence import (
+    Equivalence,
+    bootstrap_equivalence,
+    contrast_equivalence,
+    sentence,
+)
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.power import minimum_detectable_effect
+
+Checkpoint = tuple[str, "int | None"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One measure of one probe at one pair of checkpoints."""
+
+    probe: str
+    measure: str
+    words: str
+    a: str
+    b: str
+    estimate_a: float
+    estimate_b: float
+    result: Equivalence
+    only_a: int
+    only_b: int
+    mde: float
+    sentence: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"probe": self.probe, "measure": self.measure, "words": self.words,
+                "a": self.a, "b": self.b, "estimate_a": self.estimate_a,
+                "estimate_b": self.estimate_b, **self.result.as_dict(),
+                "only_a": self.only_a, "only_b": self.only_b,
+                "minimum_detectable_difference": self.mde, "sentence": self.sentence}
+
+
+def margin_for(measure: str, margins: Mapping[str, float] | float | None) -> float:
+    """The margin asked for (one number for all, or per measure), else the default; refused
+    above the measure's largest meaningful margin (JSD-P: the largest gap, ½ ln 2)."""
+    known = MEASURES[measure]
+    if isinstance(margins, Mapping):
+        value = float(margins.get(measure, known.margin))
+    else:
+        value = known.margin if margins is None else float(margins)
+    if not 0 < value <= known.max_margin:
+        raise BiasscopeError(f"margin {value:g} for {measure}: give a number above 0 and at "
+                             f"most {known.max_margin:.3g} (the measure's largest range)")
+    return value
+
+
+def _paired(a: Values, b: Values) -> dict[str, pd.Index] | None:
+    """The common item keys per group, or None when the runs share too few to pair."""
+    common = {g: a.groups[g].index.intersection(b.groups[g].index) for g in a.groups}
+    for g, keys in common.items():
+        smaller = min(len(a.groups[g]), len(b.groups[g]))
+        if len(keys) < 2 or len(keys) < smaller / 2:
+            return None
+    return common
+
+
+def compare_values(a: Values, b: Values, margin: float, alpha: float = 0.05,
+                   n_resamples: int = 2000) -> tuple[Equivalence, int, int]:
+    """TOST of A − B, paired on common item keys where possible; with the items only A and only
+    B had that a paired comparison left out."""
+    common = _paired(a, b)
+    if common is not None:
+        only_a = sum(len(a.groups[g]) - len(k) for g, k in common.items())
+        only_b = sum(len(b.groups[g]) - len(k) for g, k in common.items())
+        if a.statistic is None:
+            diffs = [(a.groups[g][k] - b.groups[g][k]).to_numpy() for g, k in common.items()]
+            return (contrast_equivalence(diffs, list(a.weights.values()), margin, alpha, True),
+                    only_a, only_b)
+        keys = next(iter(common.values()))
+        xs = (next(iter(a.groups.values()))[keys].to_numpy(),
+              next(iter(b.groups.values()))[keys].to_numpy())
+        return (bootstrap_equivalence(xs, _difference(a), margin, alpha, True, n_resamples),
+                only_a, only_b)
+    if a.statistic is None:
+        samples = [s.to_numpy() for s in (*a.groups.values(), *b.groups.values())]
+        weights = [*a.weights.values(), *(-w for w in b.weights.values())]
+        return contrast_equivalence(samples, weights, margin, alpha, False), 0, 0
+    xs = (next(iter(a.groups.values())).to_numpy(), next(iter(b.groups.values())).to_numpy())
+    return bootstrap_equivalence(xs, _difference(a), margin, alpha, False, n_resamples), 0, 0
+
+
+def _difference(values: Values) -> Any:
+    statistic = values.statistic
+    assert statistic is not None
+
+    def diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(statistic(x, axis=axis) - statistic(y, axis=axis))
+    return diff
+
+
+def detectable(result: Equivalence, power: float = 0.8) -> float:
+    """The smallest difference this comparison finds with probability ``power`` (two-sided at
+    its α); a bootstrap's standard error is read off its two-sided interval."""
+    se, df = result.se, result.df
+    if result.method == "bootstrap" and math.isfinite(result.high_two_sided):
+        z = float(sps.norm.ppf(1 - result.alpha / 2))
+        se, df = (result.high_two_sided - result.low_two_sided) / (2 * z), max(result.n - 1, 1)
+    return minimum_detectable_effect(se, df, result.alpha, power)
+
+
+def checkpoints(records: pd.DataFrame) -> dict[Checkpoint, pd.DataFrame]:
+    """The records of each (model, step); a missing step is None."""
+    if records.empty:
+        return {}
+    steps = records["step"] if "step" in records else pd.Series(None, index=records.index)
+    keys = [(str(m), None if pd.isna(s) else int(s)) for m, s in zip(records["model"], steps,
+                                                                      strict=True)]
+    index = pd.Series(keys, index=records.index)
+    return {k: records[index.map(lambda x, k=k: x == k)] for k in dict.fromkeys(keys)}
+
+
+def label(checkpoint: Checkpoint) -> str:
+    model, step = checkpoint
+    return model if step is None else f"{model}@{step}"
+
+
+def match(a: list[Checkpoint], b: list[Checkpoint]) -> list[tuple[Checkpoint, Checkpoint]]:
+    """Checkpoint pairs: those with the same (model, step), else the one of each run."""
+    same = [k for k in a if k in b]
+    if same:
+        return [(k, k) for k in same]
+    if len(a) == 1 and len(b) == 1:
+        return [(a[0], b[0])]
+    raise BiasscopeError(f"the runs share no (model, step) and one has several checkpoints "
+                         f"({', '.join(map(label, a))} against {', '.join(map(label, b))}): "
+                         "compare runs of one checkpoint each, or with the same labels")
+
+
+def compare_records(a: pd.DataFrame, b: pd.DataFrame,
+                    margins: Mapping[str, float] | float | None = None, alpha: float = 0.05,
+                    n_resamples: int = 2000) -> list[Comparison]:
+    """Every headline measure of every probe both record sets hold, compared A − B."""
+    out = []
+    probes = [p for p in EXTRACTORS if p in set(a.get("probe", ())) & set(b.get("probe", ()))]
+    for probe in probes:
+        ca, cb = (checkpoints(r[r["probe"] == probe]) for r in (a, b))
+        for ka, kb in match(list(ca), list(cb)):
+            va = {v.measure: v for v in EXTRACTORS[probe](ca[ka])}
+            vb = {v.measure: v for v in EXTRACTORS[probe](cb[kb])}
+            for name in [m for m in va if m in vb]:
+                margin = margin_for(name, margins)
+                result, only_a, only_b = compare_values(va[name], vb[name], margin, alpha,
+                                                        n_resamples)
+                words = MEASURES[name].words
+                text = sentence(f"{probe} {words}, {label(ka)} − {label(kb)}", result)
+                out.append(Comparison(probe, name, words, label(ka), label(kb),
+                                      va[name].estimate(), vb[name].estimate(), result,
+                                      only_a, only_b, detectable(result), text))
+    return out

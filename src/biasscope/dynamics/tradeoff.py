@@ -1,0 +1,159 @@
+"""Performance against fairness over checkpoints: does performance mirror the gap, and what
+does stopping early cost and gain, each with its interval.
+
+- **Mirroring** is Spearman's ρ between performance and |gap| over the checkpoints, with a
+  percentile bootstrap CI over checkpoints (`occupations.spearman`). The sentence says
+  "mirrors" only when the CI excludes 0, and "does not mirror" only when it lies inside
+  ±`MIRROR` (a small relation shown, not merely no relation found); otherwise it says the data
+  cannot tell. Checkpoints of one run are not independent draws (neighbours share training),
+  so the interval is a description of these checkpoints, not of training in general.
+- **Fairness gain** of the recommended stop: |gap(final)| − |gap(stop)|, with a bootstrap CI
+  that resamples prompts within each gender and keeps each prompt's two values (stop, final)
+  together: the same prompts were asked at both checkpoints.
+- **Performance cost**: final − stop performance. With LAMBADA accuracy and its item count,
+  Newcombe's hybrid score interval for a difference of proportions (from the two Wilson
+  intervals; it treats the checkpoints' answers as independent, which, since the same items
+  are asked, makes it conservative). Imported series (CSV, lm-eval) carry no per-item data, so
+  their cost is a point value and the sentence says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biasscope.core.stats import Array, Interval, percentile_interval, wilson
+from biasscope.dynamics.occupations import spearman
+from biasscope.probes.winobias import GENDERS
+
+#: |ρ| below this, with confidence, is "does not mirror": at most a quarter of the rank
+#: variance shared.
+MIRROR = 0.5
+
+
+def _gain(male: Array, female: Array) -> Array:
+    """|gap(final)| − |gap(stop)| from each group's (..., prompts, 2) values: column 0 the
+    stop, column 1 the final checkpoint."""
+    gap = male.mean(axis=-2) - female.mean(axis=-2)
+    return np.asarray(np.abs(gap[..., 1]) - np.abs(gap[..., 0]))
+
+
+def fairness_gain(history: Mapping[int, pd.DataFrame], stop: int, final: int,
+                  confidence: float = 0.95, n_resamples: int = 2000) -> Interval | None:
+    """The gain in |JSD-P gap| of stopping at ``stop`` rather than ``final`` over the prompts
+    with values at both (``history``: per step, per-prompt seed means: prompt, answer_label,
+    value); None when either step is missing."""
+    if stop not in history or final not in history:
+        return None
+    both = pd.concat([history[stop].assign(at=0), history[final].assign(at=1)])
+    wide = both.pivot_table(index=["prompt", "answer_label"], columns="at", values="value",
+                            observed=True).dropna()
+    if not {0, 1} <= set(wide.columns):
+        return None
+    label = wide.index.get_level_values("answer_label")
+    male, female = (np.asarray(wide[label == g][[0, 1]].to_numpy()) for g in GENDERS)
+    estimate = float(_gain(male, female)) if len(male) and len(female) else math.nan
+    if len(male) < 2 or len(female) < 2:
+        return Interval(estimate, math.nan, math.nan, confidence)
+    rng = np.random.default_rng(0)
+    replicates = np.concatenate([  # prompts resampled within each gender, in batches
+        _gain(male[rng.integers(0, len(male), (k, len(male)))],
+              female[rng.integers(0, len(female), (k, len(female)))])
+        for k in [200] * (n_resamples // 200) + [n_resamples % 200] if k])
+    return percentile_interval(estimate, replicates, confidence)
+
+
+def performance_cost(source: str, final: float, stop: float, counts: Mapping[int, int],
+                     steps: tuple[int, int], confidence: float = 0.95) -> dict[str, float]:
+    """final − stop performance, with Newcombe's interval for LAMBADA accuracy (``counts``:
+    items per step), else NaN bounds."""
+    cost = {"estimate": final - stop, "low": math.nan, "high": math.nan}
+    n_stop, n_final = counts.get(steps[0]), counts.get(steps[1])
+    if source == "LAMBADA accuracy" and n_stop and n_final:
+        a = wilson(round(final * n_final), n_final, confidence)
+        b = wilson(round(stop * n_stop), n_stop, confidence)
+        cost["low"] = cost["estimate"] - math.hypot(a["estimate"] - a["low"],
+                                                    b["high"] - b["estimate"])
+        cost["high"] = cost["estimate"] + math.hypot(a["high"] - a["estimate"],
+                                                     b["estimate"] - b["low"])
+    return cost
+
+
+def lambada_counts(summary: Mapping[str, Any], model: str) -> dict[int, int]:
+    """Items per LAMBADA checkpoint of ``model`` (for the performance cost's interval)."""
+    return {int(c["step"]): int(c.get("items_per_seed") or 0) for c in summary["checkpoints"]
+            if c["model"] == model and c["probe"] == "lambada" and c["step"] is not None}
+
+
+def mirroring(model: str, source: str, gaps: Sequence[float], perf: Sequence[float],
+              confidence: float = 0.95, n_resamples: int = 2000
+              ) -> tuple[dict[str, Any], str]:
+    """Spearman's ρ of performance and |gap| over checkpoints, and the sentence it supports."""
+    rho = spearman(np.asarray(perf, dtype=np.float64), np.abs(np.asarray(gaps, dtype=np.float64)),
+                   confidence, n_resamples)
+    est, low, high = rho["estimate"], rho["low"], rho["high"]
+    if est is None or low is None or high is None:
+        return rho, (f"{model}: too few checkpoints ({rho['n']}) to say whether {source} "
+                     "mirrors the JSD-P gap.")
+    said = (f"Spearman ρ of {source} and |gap| = {est:+.2f}, {confidence:.0%} CI {low:+.2f} to "
+            f"{high:+.2f}, over {rho['n']} checkpoints")
+    if low > 0 or high < 0:
+        way = "grows" if low > 0 else "shrinks"
+        return rho, (f"{model}: performance mirrors fairness: the |gap| {way} with {source} "
+                     f"({said}).")
+    if low > -MIRROR and high < MIRROR:
+        return rho, (f"{model}: performance does not mirror fairness: |ρ| < {MIRROR} with "
+                     f"{confidence:.0%} confidence ({said}).")
+    return rho, (f"{model}: whether performance mirrors fairness is not shown: the interval "
+                 f"includes 0 and large correlations ({said}).")
+
+
+def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,
+                  confidence: float) -> str:
+    """The recommended stop's cost and gain with their intervals (or why one has none)."""
+    if math.isfinite(cost["low"]):
+        paid = (f"{source} cost {cost['estimate']:+.3g} ({confidence:.0%} CI {cost['low']:+.3g} "
+                f"to {cost['high']:+.3g})")
+    else:
+        paid = f"{source} cost {cost['estimate']:+.3g} (no CI: the series has no per-item data)"
+    if gain is None or not math.isfinite(gain.low):
+        won = "fairness gain without a CI (too few prompts)"
+    else:
+        won = (f"|JSD-P gap| reduced by {gain.estimate:+.3g} ({confidence:.0%} CI "
+               f"{gain.low:+.3g} to {gain.high:+.3g})")
+    return f"stopping there: {paid}; {won}"
+
+
+def stop_claims(model: str, stop: int, steps: Sequence[int], gaps: Sequence[float],
+                perf: Sequence[float], source: str, history: Mapping[int, pd.DataFrame],
+                counts: Mapping[int, int], confidence: float = 0.95, n_resamples: int = 2000
+                ) -> tuple[dict[str, Any], list[str]]:
+    """What the analysis stores beside the stop recommendation (``tradeoff``: the mirroring
+    correlation, the stop's performance cost and fairness gain with CIs) and its sentences."""
+    rho, mirrored = mirroring(model, source, gaps, perf, confidence, n_resamples)
+    out: dict[str, Any] = {"mirroring": rho, "cost": None, "gain": None}
+    sentences = [mirrored]
+    final = steps[-1]
+    if stop != final:
+        cost = performance_cost(source, perf[-1], perf[list(steps).index(stop)], counts,
+                                (stop, final), confidence)
+        gain = fairness_gain(history, stop, final, confidence, n_resamples)
+        out["cost"], out["gain"] = cost, (gain.as_dict() if gain else None)
+        sentences.append(f"{model}: {stop_sentence(cost, gain, source, confidence)}.")
+    return out, sentences
+
+
+def of_model(model: str, result: Mapping[str, Any], gaps: Mapping[int, Any],
+             perf: tuple[str, Mapping[int, float]], history: Mapping[int, pd.DataFrame],
+             summary: Mapping[str, Any], options: Any) -> tuple[dict[str, Any], list[str]]:
+    """`stop_claims` for one model's analysis ``result`` (with its recommendation and the
+    performance values it used); ``options``: the `AnalysisOptions`."""
+    common = [int(s) for s in result["performance"]["values"]]
+    return stop_claims(model, int(result["recommendation"]["step"]), common,
+                       [gaps[s] for s in common], [perf[1][s] for s in common], perf[0],
+                       history, lambada_counts(summary, model), options.confidence,
+                       options.n_resamples)

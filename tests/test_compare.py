@@ -1,0 +1,153 @@
+"""``biasscope compare``: equivalent, different and inconclusive verdicts on WinoBias records
+built in the test (the upstream record columns), paired by prompt and unpaired; the margin
+checks; and the TOST itself against its definition."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biasscope.cli.main import main
+from biasscope.compare.runs import compare_records
+from biasscope.core.equivalence import bootstrap_equivalence, contrast_equivalence
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
+from biasscope.store.units import Unit
+
+OPTIONS = ["male", "female", "not specified"]
+
+
+def winobias_records(n_pairs: int, shift: float = 0.0, noise: float = 1.0, seed: int = 0,
+                     model: str = "m", step: int | None = 100, first: int = 0) -> pd.DataFrame:
+    """Referenced prompts of ``n_pairs`` pro/anti pairs, each pair once with a male and once
+    with a female answer (as WinoBias' two pronoun versions); ``shift`` is added to the
+    correct option's log-prob on male prompts only (a planted gap)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for line in range(first, first + n_pairs):
+        for split in ("pro", "anti"):
+            answer = (line + (split == "anti")) % 2  # pro and anti prompts differ in gender
+            lp = rng.normal(-3.0, noise, size=3)
+            lp[answer] += 1.0 + (shift if answer == 0 else 0.0)
+            sid = f"{split}-dev-{line:03d}"
+            rows.append({"model": model, "step": step, "probe": "winobias-gender", "seed": 0,
+                         "item_id": f"winobias-gender:{sid}:referenced:seed0",
+                         "sentence_id": sid, "split": split, "subset": "dev",
+                         "kind": "referenced", "occupation": f"job{line}",
+                         "stereotype": "male", "answer": answer,
+                         "answer_label": OPTIONS[answer], "options": OPTIONS,
+                         "option_logprobs": list(lp)})
+    return pd.DataFrame(rows)
+
+
+def write_run(root: Path, records: pd.DataFrame) -> Path:
+    store = RunStore(root)
+    root.mkdir(parents=True, exist_ok=True)
+    write_json(root / "run.json", {"schema": "biasscope.run/1"})
+    model, step = str(records["model"].iloc[0]), records["step"].iloc[0]
+    step = None if pd.isna(step) else int(step)
+    store.write_unit(Unit(model, None, "winobias-gender", 0, step), records)
+    return root
+
+
+def by_measure(results: list) -> dict[str, object]:
+    return {c.measure: c for c in results}
+
+
+def test_identical_runs_are_equivalent() -> None:
+    a = winobias_records(60)
+    found = by_measure(compare_records(a, a.copy()))
+    assert set(found) == {"jsdp_gap", "accuracy_gap", "pro_anti"}
+    for c in found.values():
+        assert c.result.verdict == "equivalent" and c.result.paired
+        assert c.result.estimate == 0 and c.only_a == c.only_b == 0
+
+
+def test_a_planted_gap_is_different_and_a_small_change_equivalent() -> None:
+    a = winobias_records(150, seed=1)
+    planted = winobias_records(150, shift=3.0, seed=1)
+    gap = by_measure(compare_records(planted, a))["jsdp_gap"].result
+    assert gap.verdict == "different" and gap.paired and gap.high < -0.02  # male: surer
+    tiny = winobias_records(150, shift=0.02, seed=1)
+    near = by_measure(compare_records(tiny, a))["jsdp_gap"].result
+    assert near.verdict == "equivalent" and abs(near.estimate) < 0.02
+
+
+def test_too_few_items_are_inconclusive_and_unpaired_is_said() -> None:
+    a, b = winobias_records(3, seed=1, noise=2.0), winobias_records(3, seed=2, noise=2.0,
+                                                                    first=50)
+    found = by_measure(compare_records(a, b))
+    gap = found["jsdp_gap"].result
+    assert not gap.paired and gap.verdict == "inconclusive"
+    assert "unpaired" in found["jsdp_gap"].sentence and "inconclusive" in found[
+        "jsdp_gap"].sentence
+    assert math.isfinite(found["jsdp_gap"].mde) and found["jsdp_gap"].mde > 0.02
+
+
+def test_items_only_one_run_has_are_left_out_of_the_pairs() -> None:
+    a = winobias_records(40, seed=3)
+    b = pd.concat([a, winobias_records(5, seed=4, first=900)], ignore_index=True)
+    gap = by_measure(compare_records(a, b))["jsdp_gap"]
+    assert gap.result.paired and gap.only_b == 10 and gap.only_a == 0
+    assert gap.result.verdict == "equivalent"
+
+
+def test_cli_writes_json_and_page_and_refuses_a_margin_beyond_the_jsdp_bound(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write_run(tmp_path / "a", winobias_records(60, model="full"))
+    b = write_run(tmp_path / "b", winobias_records(60, model="bf16", seed=0))
+    out = tmp_path / "cmp"
+    assert main(["compare", str(a), str(b), "--out", str(out), "--margin",
+                 "jsdp_gap=0.01"]) == 0
+    printed = capsys.readouterr().out
+    assert "equivalent" in printed and "full@100 − bf16@100" in printed
+    summary = json.loads((out / "comparison.json").read_text())
+    assert summary["margins"]["jsdp_gap"] == 0.01 and summary["margins"]["pro_anti"] == 0.05
+    assert "<table" in (out / "comparison.html").read_text()
+    assert main(["compare", str(a), str(b), "--out", str(out), "--margin", "0.4"]) == 2
+    assert "at most 0.347" in capsys.readouterr().err
+    assert main(["compare", str(a), str(b), "--margin", "gap=1"]) == 2
+    assert "MEASURE=NUMBER" in capsys.readouterr().err
+
+
+def test_tost_matches_its_definition() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(0.01, 0.05, 80)
+    res = contrast_equivalence([x], [1.0], margin=0.03, alpha=0.05, paired=True)
+    se = x.std(ddof=1) / math.sqrt(x.size)
+    assert res.se == pytest.approx(se) and res.df == pytest.approx(79)
+    # TOST at α holds exactly when the (1 − 2α) interval lies inside the margins
+    assert (res.p_equivalence < 0.05) == (res.low > -0.03 and res.high < 0.03)
+    from scipy import stats as sps
+
+    lower = sps.ttest_1samp(x, -0.03, alternative="greater").pvalue
+    upper = sps.ttest_1samp(x, 0.03, alternative="less").pvalue
+    assert res.p_equivalence == pytest.approx(max(lower, upper))
+
+
+def test_bootstrap_tost_agrees_with_welch_on_a_mean() -> None:
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(0, 1, 400), rng.normal(0.02, 1, 400)
+
+    def diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(x.mean(axis=axis) - y.mean(axis=axis))
+    boot = bootstrap_equivalence([a, b], diff, margin=0.3, paired=True)
+    welch = contrast_equivalence([a - b], [1.0], margin=0.3, paired=True)
+    assert boot.verdict == welch.verdict == "equivalent"
+    assert boot.low == pytest.approx(welch.low, abs=0.03)
+    assert boot.high == pytest.approx(welch.high, abs=0.03)
+
+
+def test_power_from_a_pilot_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path / "pilot", winobias_records(40, model="m"))
+    assert main(["power", "--pilot", str(run), "--effect", "0.05"]) == 0
+    out = capsys.readouterr().out
+    gap = next(line for line in out.splitlines() if "JSD-P gap" in line)
+    assert "with 40 items per group this run could have detected" in gap
+    assert "detecting 0.05 needs" in gap
+    assert "pro − anti" in out

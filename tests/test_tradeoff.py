@@ -1,0 +1,54 @@
+"""Performance against fairness: the mirroring sentence only where the interval supports it,
+and the stop's fairness gain and performance cost with intervals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from biasscope.dynamics import tradeoff
+
+
+def history(step_gaps: dict[int, float], n: int = 200, seed: int = 0) -> dict[int, pd.DataFrame]:
+    """Per step, per-prompt JSD-P values whose male − female gap is about the given one."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.05, 0.3, 2 * n)
+    out = {}
+    for step, gap in step_gaps.items():
+        value = base + np.r_[np.full(n, gap), np.zeros(n)] + rng.normal(0, 0.01, 2 * n)
+        out[step] = pd.DataFrame({"prompt": [f"p{i}" for i in range(2 * n)],
+                                  "answer_label": ["male"] * n + ["female"] * n,
+                                  "value": value})
+    return out
+
+
+def test_mirroring_is_claimed_only_when_the_interval_supports_it() -> None:
+    steps = 12
+    perf = np.linspace(0.1, 0.6, steps)
+    _, together = tradeoff.mirroring("m", "LAMBADA accuracy", perf * 0.2, perf)
+    assert "performance mirrors fairness: the |gap| grows" in together
+    rng = np.random.default_rng(0)
+    _, unknown = tradeoff.mirroring("m", "LAMBADA accuracy", rng.normal(0, 0.1, steps), perf)
+    assert "not shown" in unknown or "does not mirror" in unknown
+    assert "mirrors fairness:" not in unknown
+    _, few = tradeoff.mirroring("m", "acc", [0.1, 0.2], [0.3, 0.4])
+    assert "too few checkpoints" in few
+
+
+def test_the_stop_states_its_gain_and_cost_with_intervals() -> None:
+    h = history({100: 0.01, 200: 0.05, 300: 0.08})
+    gain = tradeoff.fairness_gain(h, 100, 300)
+    assert gain is not None and gain.low < gain.estimate < gain.high
+    assert 0.06 < gain.low and gain.high < 0.08  # 0.08 − 0.01, prompts paired
+    cost = tradeoff.performance_cost("LAMBADA accuracy", 0.50, 0.45, {100: 500, 300: 500},
+                                     (100, 300))
+    assert math.isclose(cost["estimate"], 0.05) and cost["low"] < 0.05 < cost["high"]
+    csv = tradeoff.performance_cost("lambada (csv)", 0.50, 0.45, {}, (100, 300))
+    assert math.isnan(csv["low"])
+    said, sentences = tradeoff.stop_claims("m", 100, [100, 200, 300], [0.01, 0.05, 0.08],
+                                           [0.45, 0.48, 0.5], "lambada (csv)", h, {})
+    assert said["gain"]["low"] > 0.06
+    assert "no CI: the series has no per-item data" in sentences[-1]
+    assert "|JSD-P gap| reduced by +0.0689" in sentences[-1]

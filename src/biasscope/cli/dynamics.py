@@ -37,8 +37,9 @@ def register(sub: Any) -> None:
                      "'out/checkpoint-*' or NAME='out/checkpoint-*' (model NAME); repeatable")
     dyn.add_argument("--models-file", help="JSON list of {model, revisions} or "
                      "{checkpoint_glob, name} entries, for many models in one run")
-    dyn.add_argument("--performance", choices=["lambada"],
-                     help="also evaluate a performance probe at every checkpoint")
+    dyn.add_argument("--performance", type=A.performance_probe, help="also evaluate a "
+                     "performance probe at every checkpoint: lambada, perplexity (ETHICS "
+                     "held-out text) or perplexity:FILE (your held-out text)")
     dyn.add_argument("--performance-csv", action="append",
                      help="[MODEL=]FILE of step,value rows (higher is better)")
     dyn.add_argument("--lm-eval-results", action="append",

@@ -97,3 +97,38 @@ def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread) -> None:
     assert did["estimate"] == pytest.approx(0, abs=1e-6)  # same start, seed and text
     assert not summary["beat_control"] if "beat_control" in summary else True
     assert "cannot tell" in summary["sentence"] or "No checkpoint" in summary["sentence"]
+
+
+class Killed(Exception):
+    pass
+
+
+def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, one_thread,
+                                                monkeypatch) -> None:
+    from biasscope.dynamics import live
+    from biasscope.intervene import run
+
+    real, calls = live.evaluate_now, []
+
+    def watched(model, tokenizer, probes, out, step, options, *a, **k):
+        if options.model_name == "control" and step == 40 and calls[-1:] != ["kill"]:
+            calls.append("kill")
+            raise Killed  # between the evaluations at steps 20 and 40
+        calls.append((options.model_name, step))
+        return real(model, tokenizer, probes, out, step, options, *a, **k)
+
+    monkeypatch.setattr(live, "evaluate_now", watched)
+    config = _config(tmp_path / "run", world, winobias_dir)
+    with pytest.raises(Killed):
+        run(config, NoOp())
+    assert calls == [("control", 0), ("control", 20), "kill"]
+    assert (tmp_path / "run" / "train" / "control" / "checkpoint-20").is_dir()
+    calls.clear()
+    calls.append("kill")  # no second kill
+    summary = run(config, NoOp()).summary
+    assert calls[1:] == [("control", 40), ("noop", 0), ("noop", 20), ("noop", 40)]
+    assert summary["steps"] == [0, 20, 40]
+    calls.clear()
+    calls.append("kill")
+    run(config, NoOp())  # finished: nothing trained or scored again
+    assert calls == ["kill"]

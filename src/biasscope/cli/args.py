@@ -118,6 +118,16 @@ def run_dir(text: str) -> str:
     return text
 
 
+def performance_probe(text: str) -> str:
+    """``lambada``, ``perplexity`` or ``perplexity:FILE`` (FILE checked now)."""
+    name, colon, file = text.partition(":")
+    if text in ("lambada", "perplexity") or (name == "perplexity" and colon and
+                                             Path(file).expanduser().is_file()):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: give lambada, perplexity or perplexity:FILE "
+                                     "(an existing file of held-out documents)")
+
+
 class _Renamed(argparse.Action):
     """An option's old spelling: one line with the new one, never a silent alias."""
 

@@ -42,8 +42,9 @@ def register(sub: Any) -> None:
                 "each option's log-prob")
     dyn.add_argument("--seeds", default="0-4", type=A.seed_spec,
                      help="option-order seeds, e.g. 0-4 or 0,3")
-    dyn.add_argument("--performance", choices=["lambada"],
-                     help="also evaluate a performance probe at every checkpoint")
+    dyn.add_argument("--performance", type=A.performance_probe, help="also evaluate a "
+                     "performance probe at every checkpoint: lambada, perplexity (ETHICS "
+                     "held-out text) or perplexity:FILE (your held-out text)")
     dyn.add_argument("--performance-csv", action="append",
                      help="[MODEL=]FILE of step,value rows (higher is better)")
     dyn.add_argument("--lm-eval-results", action="append",

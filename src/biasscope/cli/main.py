@@ -12,7 +12,17 @@ import sys
 from collections.abc import Sequence
 
 from biasscope.cli import args as A
-from biasscope.cli import audit, compare, dynamics, generate, judge, probes, report, sensitivity
+from biasscope.cli import (
+    audit,
+    compare,
+    dynamics,
+    generate,
+    intervene,
+    judge,
+    probes,
+    report,
+    sensitivity,
+)
 from biasscope.core.errors import BiasscopeError
 
 
@@ -21,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="biasscope", description="Measure bias and fairness in language models, with "
         "token-level precision and real statistics.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (dynamics, report, probes, generate, audit, judge, sensitivity, compare):
+    for command in (dynamics, report, probes, generate, audit, judge, sensitivity, compare,
+                    intervene):
         command.register(sub)
     return parser
 

@@ -25,6 +25,10 @@ def report(args: argparse.Namespace) -> int:
         page = write_audit_report(store, output)
     elif kind == "sensitivity":
         page = write_sensitivity_report(store, output)
+    elif (store.root / "intervention.json").is_file() and output is None:
+        from biasscope.intervene import report as intervention_report
+
+        page = intervention_report(store, data_dir=args.data_dir).intervention_report
     else:
         page = reanalyse(store, output, A.analysis_given(args), args.data_dir)
         if missing := store.missing_units():

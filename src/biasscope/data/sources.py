@@ -34,6 +34,8 @@ _DT = (
 )
 _CCAI = "https://raw.githubusercontent.com/saffronh/ccai/3ff5dce9a1299d6035f1dd9e2f95be995311cb6e/"
 _HH = "https://media.githubusercontent.com/media/anthropics/hh-rlhf/354e5c3cb8960630860dd5774a6ac2a58313bf4d/"
+_ETHICS = ("https://raw.githubusercontent.com/AI-secure/DecodingTrust/"
+           "161ae8321ced62f45fcd9ceb412e05b47c603cd4/data/machine_ethics/ethics/commonsense/")
 _WINOGENDER = ("https://raw.githubusercontent.com/rudinger/winogender-schemas/"
                "1c7f8b481ad8a234b41e9f76a424d6e856e13f7f/data/")
 
@@ -112,6 +114,8 @@ SOURCES: dict[tuple[str, str], DataFile] = {
            "ebfaaed21162a4de120ae85366075b34425e2a6303fac59b99555002f7016f03", 742801),
         _f("winogender", "occupations-stats.tsv", _WINOGENDER + "occupations-stats.tsv",
            "3f7f37c16381a70571356982ea7fe613ac700ad04a6d3b19b9f2be18248df567", 1578),
+        _f("ethics-commonsense", "cm_test.csv", _ETHICS + "cm_test.csv",
+           "a004f51b8f863d85eb5575d86e8723897f850fcb7fc8de38c1f30105dfb13c4d", 3180898),
         _f("lambada", "lambada_test.jsonl",
            "https://openaipublic.blob.core.windows.net/gpt-2/data/lambada_test.jsonl", None, None),
     ]

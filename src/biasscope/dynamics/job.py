@@ -56,7 +56,8 @@ class Executing:
 @dataclass(frozen=True)
 class Performance:
     """Performance read against the fairness curves: a probe scored at every checkpoint
-    (``lambada``), ``[MODEL=]FILE`` CSVs of step,value, or lm-evaluation-harness results."""
+    (``lambada``, ``perplexity`` or ``perplexity:FILE``), ``[MODEL=]FILE`` CSVs of step,value,
+    or lm-evaluation-harness results."""
 
     probe: str | None = None
     csv: Sequence[str] = ()
@@ -119,7 +120,8 @@ def run(config: DynamicsConfig) -> DynamicsResult:
         probes = load_probes(",".join(config.probes), data_dir=config.data_dir, kinds=SWEPT,
                              what="biasscope dynamics", template=template, flag="--probe")
         if config.performance.probe:
-            probes.append(load_probe(config.performance.probe, data_dir=config.data_dir))
+            name, _, text = config.performance.probe.partition(":")  # perplexity:FILE
+            probes.append(load_probe(name, data_dir=config.data_dir, text=text or None))
     data = {name: sha256_file(path) for name, path in sorted(read.items())}
     import_performance(config.performance, store, checkpoints)
     run_dynamics(probes, checkpoints, store, seeds=config.seeds, options=config.scoring,

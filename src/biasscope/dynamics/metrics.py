@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from biasscope.dynamics.performance_series import lambada_metrics
+from biasscope.dynamics.performance_series import lambada_metrics, perplexity_metrics
 from biasscope.probes.winobias import GENDERS
 
 
@@ -171,4 +171,5 @@ def seed_mean_std(per_seed: Mapping[int, Mapping[str, float]]) -> tuple[
 PROBE_METRICS: dict[str, Callable[[pd.DataFrame], dict[str, float]]] = {
     "winobias-gender": dynamics_metrics,
     "lambada": lambada_metrics,
+    "perplexity": perplexity_metrics,
 }

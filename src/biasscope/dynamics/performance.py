@@ -112,6 +112,11 @@ def load(store: RunStore, summary: dict[str, Any]) -> dict[str, tuple[str, Serie
         value = ckpt["mean"].get("accuracy")
         if ckpt["probe"] == "lambada" and ckpt["step"] is not None and value is not None:
             out.setdefault(ckpt["model"], ("LAMBADA accuracy", {}))[1][ckpt["step"]] = value
+        ppl = ckpt["mean"].get("perplexity")
+        if ckpt["probe"] == "perplexity" and ckpt["step"] is not None and ppl:
+            # higher is better, as budgets read a series: a 2% loss is about 2% more perplexity
+            out.setdefault(ckpt["model"], ("1 / held-out perplexity", {}))[1][
+                ckpt["step"]] = 1 / ppl
     if (store.root / FILE).is_file():
         for model, entry in store.read_json(FILE).get("series", {}).items():
             values = {int(k): float(v) for k, v in entry["values"].items()

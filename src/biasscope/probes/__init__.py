@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
-from biasscope.probes import adult, bbq, lambada, professional, winobias
+from biasscope.probes import adult, bbq, lambada, perplexity, professional, winobias
 
 #: What each request kind asks a backend for.
 REQUEST_KINDS = {
@@ -98,6 +98,7 @@ PROBES: dict[str, ProbeInfo] = {
     adult.NAME: _info(adult),
     professional.NAME: _info(professional),
     bbq.NAME: _info(bbq),
+    perplexity.NAME: _info(perplexity),
 }
 
 

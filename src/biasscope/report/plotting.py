@@ -22,7 +22,8 @@ from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis co
 #: A JSON object as read from a run's files, such as a checkpoint's entry in ``summary.json``.
 Json = Mapping[str, Any]
 
-PERFORMANCE_PROBES = frozenset({"lambada"})  # checkpoints of these are no fairness figure's
+# checkpoints of these are no fairness figure's
+PERFORMANCE_PROBES = frozenset({"lambada", "perplexity"})
 COLORS = {"male": "#1f77b4", "female": "#d62728", "not specified": "#7f7f7f",
           "all": "#2ca02c", "gap": "#9467bd", "stereotype": "#111111", "performance": "#444444",
           "emergence": "#2a9d8f", "stop": "#e76f51", "alpha": "#b00020", "rank": "#8c564b",

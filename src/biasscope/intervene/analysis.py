@@ -1,0 +1,194 @@
+"""The statistics of an intervention: each arm over steps, the difference in differences, the
+perplexity cost, and which checkpoint to ship.
+
+Both arms are scored on the same WinoBias prompts and the same held-out documents at every
+step, so every comparison is paired:
+
+- **Measures** per prompt (seed means first, `biasscope.dynamics.breakdown`): the *male lean*
+  ``P(male) − P(female)`` (softmax over the three options; positive leans male) on every
+  prompt, and *pro − anti*: per WinoBias pair, correct on the pro-stereotypical sentence minus
+  correct on the anti-stereotypical one (referenced prompts; positive: stereotyped).
+- **Difference in differences** at step s, per prompt: ``(arm_s − arm_0) − (control_s −
+  control_0)``; its mean with a bootstrap CI over prompts (resampled whole, so pairing is kept)
+  and the Wilcoxon signed-rank test with the matched-pairs rank-biserial r; p-values corrected
+  over steps (Holm by default). Positive: the intervention moved the measure up relative to the
+  control.
+- **Fairness gain** of the intervention at s: the DiD of the male lean towards zero, i.e.
+  ``−sign(lean at step 0) × DiD``; positive is fairer than the control.
+- **Perplexity cost** at s: ``ppl(arm_s) / ppl(control_s) − 1`` on the held-out documents, with
+  a paired bootstrap CI over documents.
+- **Recommended stop**: among steps after 0 whose cost estimate is within ``budget``, the one
+  with the largest fairness gain; a gain is claimed only where its corrected test is
+  significant and its CI excludes 0, else the sentence says the data cannot tell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biasscope.core import stats
+from biasscope.dynamics import breakdown
+from biasscope.probes import perplexity, winobias
+from biasscope.store.directory import RunStore
+
+MEASURES = ("male_lean", "pro_anti")
+
+
+@dataclass(frozen=True)
+class Options:
+    budget: float = 0.02
+    alpha: float = 0.05
+    confidence: float = 0.95
+    correction: stats.Correction = "holm"
+    n_resamples: int = 2000
+
+
+def _per_prompt(records: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per measure, the per-prompt (or per-pair) values of one (arm, step)'s WinoBias records."""
+    pm = breakdown.prompt_means(breakdown.record_values(records))
+    lean = pm.set_index("prompt")["p_diff"].astype(np.float64)
+    ref = pm[pm["kind"] == "referenced"].pivot_table(index="pair", columns="split",
+                                                     values="correct", observed=True)
+    pairs = ((ref["pro"] - ref["anti"]).dropna() if {"pro", "anti"} <= set(ref.columns)
+             else pd.Series(dtype=np.float64))
+    return {"male_lean": lean, "pro_anti": pairs.astype(np.float64)}
+
+
+def _documents(records: pd.DataFrame) -> pd.DataFrame:
+    out: pd.DataFrame = records.set_index("item_id")[["logprob", "tokens"]]
+    typed: pd.DataFrame = out.astype(np.float64).sort_index()
+    return typed
+
+
+def _ci(values: Any, options: Options) -> dict[str, float]:
+    return stats.bootstrap_mean(np.asarray(values, dtype=np.float64), options.confidence,
+                                options.n_resamples).as_dict()
+
+
+def _cost(arm: pd.DataFrame, control: pd.DataFrame, options: Options) -> dict[str, float]:
+    """ppl(arm) / ppl(control) − 1 on the documents both scored, paired bootstrap CI."""
+    both = arm.index.intersection(control.index)
+    a, c = arm.loc[both], control.loc[both]
+    lp_a, n_a = a["logprob"].to_numpy(), a["tokens"].to_numpy()
+    lp_c, n_c = c["logprob"].to_numpy(), c["tokens"].to_numpy()
+    estimate = perplexity.perplexity(lp_a, n_a) / perplexity.perplexity(lp_c, n_c) - 1
+    if len(both) < 2:
+        return {"estimate": estimate, "low": math.nan, "high": math.nan}
+    pick = np.random.default_rng(0).integers(0, len(both), size=(options.n_resamples,
+                                                                  len(both)))
+    ratio = np.exp(lp_c[pick].sum(1) / n_c[pick].sum(1) - lp_a[pick].sum(1) / n_a[pick].sum(1))
+    return stats.percentile_interval(estimate, ratio - 1, options.confidence).as_dict()
+
+
+def _did(series: dict[tuple[str, int], dict[str, pd.Series]], arm: str, control: str,
+         step: int, measure: str, options: Options) -> dict[str, Any]:
+    parts = [series[(arm, step)][measure], series[(arm, 0)][measure],
+             series[(control, step)][measure], series[(control, 0)][measure]]
+    common = parts[0].index
+    for part in parts[1:]:
+        common = common.intersection(part.index)
+    a, a0, c, c0 = (p.loc[common].to_numpy() for p in parts)
+    d = (a - a0) - (c - c0)
+    return {**_ci(d, options), "test": breakdown.signed_rank(d), "n": int(d.size)}
+
+
+def analyse(store: RunStore, arm: str, control: str = "control",
+            options: Options = Options()) -> dict[str, Any]:
+    """Everything the intervention report shows, as plain JSON-ready values."""
+    records = store.records()
+    wino = records[records["probe"] == winobias.NAME]
+    ppl = records[records["probe"] == perplexity.NAME]
+    steps = sorted(set(wino.loc[wino["model"] == arm, "step"].dropna().astype(int))
+                   & set(wino.loc[wino["model"] == control, "step"].dropna().astype(int)))
+    if 0 not in steps:
+        return {"steps": [], "sentence": "no step 0 in both arms yet: nothing to compare"}
+    series, docs = {}, {}
+    arms: dict[str, dict[str, Any]] = {arm: {}, control: {}}
+    for name in (arm, control):
+        for step in steps:
+            rows = wino[(wino["model"] == name) & (wino["step"] == step)]
+            series[(name, step)] = _per_prompt(rows)
+            entry = {m: _ci(series[(name, step)][m], options) for m in MEASURES}
+            chunk = ppl[(ppl["model"] == name) & (ppl["step"] == step)]
+            if len(chunk):
+                docs[(name, step)] = _documents(chunk)
+                entry["perplexity"] = perplexity.perplexity_interval(
+                    chunk["logprob"], chunk["tokens"], options.confidence,
+                    options.n_resamples).as_dict()
+            arms[name][str(step)] = entry
+    later = [s for s in steps if s > 0]
+    did = {m: {s: _did(series, arm, control, s, m, options) for s in later} for m in MEASURES}
+    for measure in MEASURES:
+        p = [did[measure][s]["test"]["p_value"] for s in later]
+        for s, adj in zip(later, stats.adjust_pvalues(p, options.correction)):
+            did[measure][s]["test"]["p_adjusted"] = float(adj)
+    cost = {s: _cost(docs[(arm, s)], docs[(control, s)], options) for s in later
+            if (arm, s) in docs and (control, s) in docs}
+    lean0 = float(series[(control, 0)]["male_lean"].mean())
+    out = {"arm": arm, "control": control, "steps": steps, "arms": arms,
+           "did": {m: {str(s): v for s, v in d.items()} for m, d in did.items()},
+           "cost": {str(s): v for s, v in cost.items()}, "lean_at_start": lean0,
+           "options": {"budget": options.budget, "alpha": options.alpha,
+                       "confidence": options.confidence, "correction": options.correction}}
+    out.update(recommend(arm, later, did["male_lean"], cost, lean0, options))
+    plain: dict[str, Any] = _plain(out)
+    return plain
+
+
+def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
+              cost: dict[int, dict[str, float]], lean0: float, options: Options
+              ) -> dict[str, Any]:
+    """The recommended checkpoint of the intervention arm, and the sentence."""
+    sign = 1.0 if lean0 >= 0 else -1.0
+    within = [s for s in steps if s in cost and math.isfinite(cost[s]["estimate"])
+              and cost[s]["estimate"] <= options.budget]
+    if not within:
+        return {"recommended": None, "sentence": (
+            f"No checkpoint of {arm} stays within the {options.budget:.0%} perplexity budget "
+            "(or no perplexity was measured): no stop is recommended.")}
+    gain = {s: {"estimate": -sign * did[s]["estimate"], "low": -sign * did[s]["high"],
+                "high": -sign * did[s]["low"]} for s in within}
+    best = max(within, key=lambda s: gain[s]["estimate"])
+    g, c, p = gain[best], cost[best], did[best]["test"].get("p_adjusted", math.nan)
+    pct = options.confidence
+    said = (f"at step {best}, {arm} moved the male lean {g['estimate']:+.4f} towards zero "
+            f"relative to the control (fairness gain; {pct:.0%} CI {g['low']:+.4f} to "
+            f"{g['high']:+.4f}, signed-rank p = {_p(p)} after "
+            f"{stats.CORRECTIONS[options.correction]} over {len(steps)} steps, r = "
+            f"{did[best]['test']['effect_size']:+.2f}) at a perplexity cost of "
+            f"{c['estimate']:+.2%} (CI {c['low']:+.2%} to {c['high']:+.2%})")
+    significant = math.isfinite(p) and p < options.alpha
+    if significant and g["low"] > 0:
+        verdict = f"{arm} beat the control: {said}. Recommended checkpoint: step {best}."
+    elif significant and g["high"] < 0:
+        verdict = f"{arm} did worse than the control: {said}."
+    else:
+        verdict = (f"The data cannot tell whether {arm} beat the control: {said}; the best "
+                   f"within budget is step {best}, but its gain is not distinguishable from 0.")
+    return {"recommended": best, "gain": {str(s): v for s, v in gain.items()},
+            "beat_control": bool(significant and g["low"] > 0), "sentence": verdict}
+
+
+def _p(p: float) -> str:
+    return "n/a" if not math.isfinite(p) else f"{p:.2g}"
+
+
+def _plain(value: Any) -> Any:
+    """NaN to None and numpy scalars to floats, recursively: the result goes to JSON."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value

@@ -1,0 +1,146 @@
+"""``biasscope intervene`` as one library call: `run(InterveneConfig(...))` fine-tunes a model
+twice from the same start and seed (control, intervention), watches both live, and writes the
+run's analysis (``intervention.json``), its dynamics report and its intervention report.
+
+Everything that changes results (model, text and its split, intervention, training, probes,
+limits) is recorded in run.json under ``settings.intervention`` and checked on a rerun, which
+resumes: finished arms are kept, a killed arm continues from its last Trainer checkpoint, and
+evaluations already stored are not redone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biasscope.backends.checkpoints import convert_gguf
+from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer, resolve_device
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics import reporting
+from biasscope.dynamics.live import LiveOptions
+from biasscope.dynamics.models import list_checkpoints
+from biasscope.dynamics.runfile import init_run
+from biasscope.dynamics.scoring import SweepConfig
+from biasscope.dynamics.sweep import hf_comparable
+from biasscope.intervene import analysis, methods
+from biasscope.intervene.train import Limited, Training, checkpoint_at, train_arm
+from biasscope.probes import Probe, perplexity
+from biasscope.probes.specs import load_probes
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
+
+FILE = "intervention.json"
+CONTROL = "control"
+
+
+@dataclass(frozen=True)
+class InterveneConfig:
+    """One intervention run. ``text``: ``ethics-commonsense`` or a file of documents;
+    ``held_out``: the share of documents (by id) kept out of training for perplexity, of which
+    at most ``eval_docs`` are scored; ``limit``: WinoBias items per seed at each evaluation."""
+
+    out: str | Path
+    model: str
+    text: str = perplexity.ETHICS
+    method: str = "cda"
+    probes: Sequence[str] = ("winobias-gender",)
+    training: Training = field(default_factory=Training)
+    seeds: Sequence[int] = (0,)
+    limit: int | None = 200
+    held_out: float = 0.1
+    split_seed: int = 0
+    eval_docs: int | None = 100
+    max_words: int = 64
+    eval_batch_size: int = 16
+    device: str = "auto"
+    data_dir: str | None = None
+    analysis: analysis.Options = field(default_factory=analysis.Options)
+    quiet: bool = False
+
+
+@dataclass(frozen=True)
+class InterveneResult:
+    store: RunStore
+    summary: dict[str, Any]
+    report: Path
+    intervention_report: Path
+
+
+def _probes(config: InterveneConfig, held: list[perplexity.Document], corpus: str
+            ) -> list[Probe]:
+    probes: list[Probe] = [Limited(p, config.limit) for p in load_probes(
+        ",".join(config.probes), data_dir=config.data_dir, kinds=("next_token",),
+        what="biasscope intervene", flag="--probe")]
+    docs = sorted(held, key=lambda d: d.id)[:config.eval_docs]
+    return [*probes, perplexity.Perplexity(docs, corpus, config.max_words)]
+
+
+def _settings(config: InterveneConfig, method: methods.Intervention, corpus: str,
+              data: dict[str, str], split: tuple[int, int], base: Any) -> dict[str, Any]:
+    return {"model": base.identity, "text": corpus, "data": data,
+            "split": {"held_out": config.held_out, "seed": config.split_seed,
+                      "by": "sha256 of document id", "train_documents": split[0],
+                      "held_out_documents": split[1]},
+            "intervention": {"name": method.name, **method.config()},
+            "training": asdict(config.training), "eval_docs": config.eval_docs,
+            "max_words": config.max_words}
+
+
+def run(config: InterveneConfig, intervention: methods.Intervention | None = None
+        ) -> InterveneResult:
+    """Train and watch both arms, then analyse and report (``intervention``: any object of the
+    `methods.Intervention` shape, else ``config.method``)."""
+    from biasscope.data.sources import recording
+    from biasscope.store.settings import sha256_file
+
+    if config.training.steps % config.training.every:
+        raise BiasscopeError(f"--steps {config.training.steps} is not a multiple of --every "
+                             f"{config.training.every}: the last step would not be evaluated")
+    method = intervention or methods.make(config.method)
+    if method.name == CONTROL:
+        raise BiasscopeError(f"an intervention cannot be named {CONTROL!r} (the control arm)")
+    store = RunStore(config.out)
+    with recording() as read:
+        docs, corpus = perplexity.load_documents(config.text, config.data_dir)
+        train, held = perplexity.split(docs, config.held_out, config.split_seed)
+        probes = _probes(config, held, corpus)
+    data = {name: sha256_file(path) for name, path in sorted(read.items())}
+    (base,) = list_checkpoints([config.model], [], [], None)
+    settings = _settings(config, method, corpus, data, (len(train), len(held)), base)
+    scoring = HFOptions(batch_size=config.eval_batch_size)
+    init_run(store, probes, SweepConfig(
+        [checkpoint_at(arm, 0) for arm in (CONTROL, method.name)], store, list(config.seeds),
+        comparable={**hf_comparable(scoring), "intervention": settings}))
+    convert_gguf([base])
+    device = resolve_device(config.device)
+    options = HFOptions(device=str(device), dtype="float32")
+    tokenizer = load_tokenizer(base, options)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    texts = [d.text for d in train]
+    live = LiveOptions(seeds=tuple(config.seeds), batch_size=config.eval_batch_size)
+    for arm, arm_texts in ((CONTROL, texts), (method.name, method.apply(texts))):
+        train_arm(arm, arm_texts, lambda: load_model(base, options), tokenizer, probes, store,
+                  config.training, live, device, config.quiet)
+    return report(store, method.name, config.analysis, config.data_dir)
+
+
+def report(store: RunStore, arm: str | None = None,
+           options: analysis.Options | None = None, data_dir: str | None = None
+           ) -> InterveneResult:
+    """Analyse an intervention run (again) and write both reports."""
+    from biasscope.report.intervention import write_intervention_report
+
+    options = options or analysis.Options()
+    if arm is None:
+        arm = store.read_json("run.json")["settings"]["intervention"]["intervention"]["name"]
+    summary = analysis.analyse(store, arm, CONTROL, options)
+    write_json(store.root / FILE, summary)
+    store.publish(store.root / FILE)
+    page = reporting.write_dynamics_report(store, data_dir=data_dir)
+    store.publish(page)
+    extra = write_intervention_report(store, summary)
+    store.publish(extra)
+    return InterveneResult(store, summary, page, extra)

@@ -1,0 +1,146 @@
+"""One arm of an intervention run: a `transformers.Trainer` fine-tune watched by `BiasCallback`.
+
+Both arms start from the same weights and seed; each is scored at step 0 and every ``every``
+steps, in memory, into the one run directory as model ``control`` or the intervention's name.
+Trainer checkpoints (model, optimiser, scheduler, RNG) are saved at every evaluation under
+``RUN/train/<arm>/``, so a killed run resumes from the last one, and evaluations already in the
+run are not redone (their steps are handed to the callback as done). ``train/<arm>/done.json``
+marks a finished arm.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.live import BiasCallback, LiveOptions
+from biasscope.dynamics.scoring import unit_items, unit_of
+from biasscope.probes import Probe, requests_of
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
+
+DONE = "done.json"
+
+
+@dataclass(frozen=True)
+class Training:
+    """The fine-tune both arms share (every field is recorded in run.json)."""
+
+    steps: int = 200
+    every: int = 25
+    batch_size: int = 8
+    seq_len: int = 128
+    lr: float = 5e-5
+    seed: int = 0
+    train_embeddings: bool = True  # False: embeddings (and a tied output layer) frozen
+    warmup_steps: int = 0
+    keep_checkpoints: bool = False  # keep RUN/train/<arm>/checkpoint-* after the arm ends
+
+
+class Limited:
+    """A probe restricted to ``limit`` items per seed (its own stratified selection), so that
+    every evaluation during training scores the same items; the limit is in its config."""
+
+    def __init__(self, probe: Probe, limit: int | None) -> None:
+        self.probe, self.limit = probe, limit
+        self.name = probe.name
+        self.requests = requests_of(probe)
+        self.seeded = getattr(probe, "seeded", True)
+
+    def config(self) -> dict[str, object]:
+        return {**self.probe.config(), "items_limit": self.limit}
+
+    def items(self, seed: int) -> list[Any]:
+        return unit_items(self.probe, seed, self.limit)
+
+    def __getattr__(self, name: str) -> Any:  # messages, metrics … of chat probes
+        return getattr(self.probe, name)
+
+
+def checkpoint_at(arm: str, step: int) -> Checkpoint:
+    """The in-memory checkpoint an arm's evaluation at ``step`` is recorded as."""
+    return Checkpoint(arm, IN_MEMORY, f"step{step}", step)
+
+
+def evaluated_steps(store: RunStore, arm: str, probes: Sequence[Probe],
+                    seeds: Sequence[int], steps: Sequence[int]) -> list[int]:
+    """The steps of ``arm`` whose every unit is already in the run."""
+    done = []
+    for step in steps:
+        ckpt = checkpoint_at(arm, step)
+        if all(store.has(unit_of(ckpt, p.name, s)) for p in probes
+               for s in (seeds if getattr(p, "seeded", True) else (0,))):
+            done.append(step)
+    return done
+
+
+def _dataset(tokenizer: Any, texts: Sequence[str], seq_len: int) -> list[dict[str, list[int]]]:
+    encoded = tokenizer(list(texts), truncation=True, max_length=seq_len)["input_ids"]
+    rows = [{"input_ids": list(ids)} for ids in encoded if len(ids) >= 2]
+    if not rows:
+        raise BiasscopeError("no training text is two tokens long")
+    return rows
+
+
+def _arguments(where: Path, training: Training, device: Any, quiet: bool) -> Any:
+    import torch
+    from transformers import TrainingArguments
+
+    bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+    return TrainingArguments(
+        output_dir=str(where), max_steps=training.steps,
+        per_device_train_batch_size=training.batch_size, learning_rate=training.lr,
+        warmup_steps=training.warmup_steps, seed=training.seed, data_seed=training.seed,
+        save_strategy="steps", save_steps=training.every, save_total_limit=1,
+        logging_steps=training.every, report_to=[], use_cpu=device.type == "cpu", bf16=bf16,
+        disable_tqdm=quiet, dataloader_num_workers=0, remove_unused_columns=False)
+
+
+def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
+              probes: Sequence[Probe], store: RunStore, training: Training,
+              live: LiveOptions, device: Any, quiet: bool = False) -> list[int]:
+    """Fine-tune one arm (``load()``: a fresh copy of the starting model) with evaluations at
+    step 0 and every ``training.every`` steps; return the steps evaluated. A finished arm is
+    skipped; a killed one resumes from its last Trainer checkpoint."""
+    from transformers import DataCollatorForLanguageModeling, Trainer, set_seed
+    from transformers.trainer_utils import get_last_checkpoint
+
+    where = store.root / "train" / arm
+    steps = list(range(0, training.steps + 1, training.every))
+    if (where / DONE).is_file():
+        return steps
+    where.mkdir(parents=True, exist_ok=True)
+    set_seed(training.seed)
+    model = load()
+    if not training.train_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
+    callback = BiasCallback(probes, store.root, LiveOptions(
+        every=training.every, seeds=live.seeds, batch_size=live.batch_size, model_name=arm),
+        tokenizer=tokenizer)
+    callback.history = [{"step": s} for s in evaluated_steps(store, arm, probes, live.seeds,
+                                                             steps)]
+    trainer = Trainer(model=model, args=_arguments(where, training, device, quiet),
+                      train_dataset=_dataset(tokenizer, texts, training.seq_len),
+                      data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
+                      callbacks=[callback])
+    callback.bind(trainer)
+    last = get_last_checkpoint(str(where))  # type: ignore[no-untyped-call]
+    trainer.train(resume_from_checkpoint=last)
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    write_json(where / DONE, {"steps": steps, "documents": len(texts), "losses": losses})
+    if not training.keep_checkpoints:
+        for old in where.glob("checkpoint-*"):
+            shutil.rmtree(old, ignore_errors=True)
+    return steps
+
+
+def arm_log(store: RunStore, arm: str) -> dict[str, Any]:
+    """What a finished arm recorded (``done.json``), or {}."""
+    path = store.root / "train" / arm / DONE
+    return dict(json.loads(path.read_text())) if path.is_file() else {}

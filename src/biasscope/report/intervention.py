@@ -1,0 +1,131 @@
+"""The intervention report: both arms over training steps side by side, the difference in
+differences, the perplexity cost, and the recommended checkpoint, from ``intervention.json``
+(`biasscope.intervene.analysis` computes it; this module only renders). One self-contained
+HTML file; everything from data is escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from biasscope.report.html import CSS, figure_html
+from biasscope.report.plotting import fmt
+from biasscope.report.tables import table
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_bytes
+
+Json = Mapping[str, Any]
+LABELS = {"male_lean": "male lean P(male) − P(female)",
+          "pro_anti": "pro − anti accuracy (per WinoBias pair)",
+          "perplexity": "held-out perplexity"}
+ARM_COLORS = ("#d62728", "#1f77b4")
+
+
+def _band(fig: Any, name: str, steps: Sequence[int], cis: Sequence[Json | None], color: str,
+          row: int, legend: bool) -> None:
+    """A line with its CI as error bars (None where missing)."""
+    mid = [c.get("estimate") if c else None for c in cis]
+    up = [(c["high"] - c["estimate"]) if c and c.get("high") is not None
+          and c.get("estimate") is not None else None for c in cis]
+    down = [(c["estimate"] - c["low"]) if c and c.get("low") is not None
+            and c.get("estimate") is not None else None for c in cis]
+    fig.add_scatter(x=list(steps), y=mid, name=name, mode="lines+markers", showlegend=legend,
+                    line={"color": color}, legendgroup=name, row=row, col=1,
+                    error_y={"type": "data", "array": up, "arrayminus": down, "visible": True})
+
+
+def arms_figure(summary: Json) -> Any:
+    """Each arm's measures over steps with their CIs, one row per measure."""
+    from plotly.subplots import make_subplots
+
+    keys = ("male_lean", "pro_anti", "perplexity")
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=[LABELS[k] for k in keys])
+    steps = summary["steps"]
+    for color, arm in zip(ARM_COLORS, (summary["arm"], summary["control"])):
+        points = summary["arms"][arm]
+        for row, key in enumerate(keys, start=1):
+            _band(fig, arm, steps, [points[str(s)].get(key) for s in steps], color, row,
+                  row == 1)
+    fig.update_layout(height=820, template="plotly_white", margin={"t": 40})
+    fig.update_xaxes(title_text="training step", row=3, col=1)
+    return fig
+
+
+def did_figure(summary: Json) -> Any:
+    """The difference in differences per step (with CI) and the perplexity cost."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, subplot_titles=[
+        f"difference in differences ({summary['arm']} − control, change since step 0)",
+        f"perplexity cost ppl({summary['arm']}) / ppl(control) − 1"])
+    steps = [s for s in summary["steps"] if s > 0]
+    for color, measure in zip(("#9467bd", "#2ca02c"), ("male_lean", "pro_anti")):
+        cis = [summary["did"][measure].get(str(s)) for s in steps]
+        _band(fig, LABELS[measure], steps, cis, color, 1, True)
+    _band(fig, "perplexity cost", steps, [summary["cost"].get(str(s)) for s in steps],
+          "#444444", 2, True)
+    budget = summary["options"]["budget"]
+    fig.add_hline(y=0, line={"color": "#999", "width": 1}, row=1, col=1)
+    fig.add_hline(y=budget, line={"color": "#a33", "dash": "dash"}, row=2, col=1,
+                  annotation_text=f"budget {budget:.0%}")
+    fig.update_layout(height=620, template="plotly_white", margin={"t": 40})
+    fig.update_xaxes(title_text="training step", row=2, col=1)
+    return fig
+
+
+def _ci(c: Json | None, pct: bool = False) -> str:
+    if not c or c.get("estimate") is None:
+        return "n/a"
+    def show(v: Any) -> str:
+        if not pct:
+            return fmt(v)
+        return "n/a" if v is None else f"{v:+.2%}"
+
+    return f"{show(c['estimate'])} [{show(c.get('low'))}, {show(c.get('high'))}]"
+
+
+def did_rows(summary: Json) -> list[list[str]]:
+    rows = []
+    for s in (s for s in summary["steps"] if s > 0):
+        row = [str(s)]
+        for measure in ("male_lean", "pro_anti"):
+            d = summary["did"][measure].get(str(s)) or {}
+            test = d.get("test") or {}
+            row += [_ci(d), fmt(test.get("p_adjusted")), fmt(test.get("effect_size"))]
+        row.append(_ci(summary["cost"].get(str(s)), pct=True))
+        rows.append(row)
+    return rows
+
+
+def write_intervention_report(store: RunStore, summary: Json, target: Path | None = None
+                              ) -> Path:
+    """Render ``summary`` (``intervention.json``) to ``RUN/intervention.html``."""
+    target = target or store.root / "intervention.html"
+    conf = summary.get("options", {}).get("confidence", 0.95)
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>biasscope intervention: {escape(str(summary.get('arm')))}</title>",
+             f"<style>{CSS}</style></head><body>",
+             f"<h1>Intervention lab: {escape(str(summary.get('arm')))} against control</h1>",
+             f'<section class="summary"><p>{escape(str(summary["sentence"]))}</p></section>']
+    if summary.get("steps"):
+        parts += [
+            "<h2>Each arm over training</h2>",
+            f'<p class="caption">Means over prompts (documents for perplexity) with '
+            f"{conf:.0%} bootstrap CIs; both arms start from the same weights and seed.</p>",
+            figure_html(arms_figure(summary), 0),
+            "<h2>Difference in differences and cost</h2>",
+            '<p class="caption">Per prompt (per pair for pro − anti): the intervention arm\'s '
+            "change since step 0 minus the control's; paired bootstrap CI over prompts, "
+            "Wilcoxon signed-rank p corrected over steps, matched-pairs rank-biserial r. Cost: "
+            "held-out perplexity of the intervention relative to the control at the same "
+            "step, paired bootstrap over documents.</p>",
+            figure_html(did_figure(summary), 1),
+            table(["step", "DiD male lean [CI]", "p adj.", "r", "DiD pro − anti [CI]",
+                   "p adj.", "r", "perplexity cost [CI]"], did_rows(summary), numbers=True)]
+    parts += ["</body></html>", ""]
+    write_bytes(target, "\n".join(parts).encode("utf-8"))
+    return target

@@ -1,0 +1,134 @@
+"""The intervention lab on a tiny GPT-NeoX: both arms train and are scored live into one run;
+a planted intervention (female words made male) shows as a positive difference in differences
+of the male lean, a no-op does not; a killed run resumes without redoing evaluations."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from biasscope.core.gender_swap import PAIRS
+
+pytestmark = pytest.mark.slow
+FEMALE = {f: m for m, f in PAIRS} | {"her": "his", "hers": "his"}
+
+
+@dataclass(frozen=True)
+class Masculinise:
+    """Planted bias: every female word of the text becomes its male counterpart."""
+
+    name: str = "planted"
+
+    def config(self) -> dict[str, object]:
+        return {"method": "masculinise"}
+
+    def apply(self, texts: Sequence[str]) -> list[str]:
+        return [re.sub(r"[A-Za-z]+", lambda m: FEMALE.get(m.group(0), m.group(0)), t)
+                for t in texts]
+
+
+@dataclass(frozen=True)
+class NoOp:
+    name: str = "noop"
+
+    def config(self) -> dict[str, object]:
+        return {"method": "noop"}
+
+    def apply(self, texts: Sequence[str]) -> list[str]:
+        return list(texts)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, winobias_dir: Path) -> tuple[Path, Path]:
+    pytest.importorskip("torch")
+    from biasscope.demo.corpus import documents
+    from biasscope.demo.tiny import save, tiny_gpt_neox, train_tokenizer
+    from biasscope.probes import load_probe
+
+    root = tmp_path_factory.mktemp("intervene")
+    docs = list(documents(600, bias=0.5, seed=0))
+    (root / "text.txt").write_text("\n".join(d.replace("\n", " ") for d in docs) + "\n")
+    probe = load_probe("winobias-gender", data_dir=winobias_dir)
+    prompts = [it.prompt for it in probe.items(0)]
+    tokenizer = train_tokenizer([*docs, *prompts, " male female not specified"], 512)
+    save(tiny_gpt_neox(len(tokenizer), seed=0, max_positions=512), tokenizer, root / "base")
+    return root / "base", root / "text.txt"
+
+
+def _config(out: Path, world: tuple[Path, Path], winobias_dir: Path, steps: int = 40):
+    from biasscope.intervene import InterveneConfig, Training
+
+    return InterveneConfig(out=out, model=str(world[0]), text=str(world[1]),
+                           data_dir=str(winobias_dir), limit=60, eval_docs=12, quiet=True,
+                           device="cpu", training=Training(steps=steps, every=20,
+                                                           batch_size=16, seq_len=96, lr=3e-3))
+
+
+def test_planted_bias_is_a_positive_did(tmp_path, world, winobias_dir, one_thread) -> None:
+    from biasscope.intervene import run
+
+    result = run(_config(tmp_path / "run", world, winobias_dir), Masculinise())
+    summary = result.summary
+    assert summary["steps"] == [0, 20, 40]
+    last = summary["did"]["male_lean"]["40"]
+    assert last["estimate"] > 0 and last["low"] > 0
+    assert last["test"]["p_adjusted"] < 0.05
+    records = result.store.records()
+    assert set(records["model"]) == {"control", "planted"}
+    assert set(records["probe"]) == {"winobias-gender", "perplexity"}
+    assert all(summary["arms"][a]["40"]["perplexity"]["estimate"] > 1 for a in summary["arms"])
+    run_json = json.loads(result.store.run_json.read_text())
+    split = run_json["settings"]["intervention"]["split"]
+    assert split["train_documents"] + split["held_out_documents"] == 600
+    assert result.intervention_report.is_file() and result.report.is_file()
+    assert "planted" in summary["sentence"]
+
+
+def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread) -> None:
+    from biasscope.intervene import run
+
+    summary = run(_config(tmp_path / "run", world, winobias_dir, steps=20), NoOp()).summary
+    did = summary["did"]["male_lean"]["20"]
+    assert did["estimate"] == pytest.approx(0, abs=1e-6)  # same start, seed and text
+    assert not summary["beat_control"] if "beat_control" in summary else True
+    assert "cannot tell" in summary["sentence"] or "No checkpoint" in summary["sentence"]
+
+
+class Killed(Exception):
+    pass
+
+
+def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, one_thread,
+                                                monkeypatch) -> None:
+    from biasscope.dynamics import live
+    from biasscope.intervene import run
+
+    real, calls = live.evaluate_now, []
+
+    def watched(model, tokenizer, probes, out, step, options, *a, **k):
+        if options.model_name == "control" and step == 40 and calls[-1:] != ["kill"]:
+            calls.append("kill")
+            raise Killed  # between the evaluations at steps 20 and 40
+        calls.append((options.model_name, step))
+        return real(model, tokenizer, probes, out, step, options, *a, **k)
+
+    monkeypatch.setattr(live, "evaluate_now", watched)
+    config = _config(tmp_path / "run", world, winobias_dir)
+    with pytest.raises(Killed):
+        run(config, NoOp())
+    assert calls == [("control", 0), ("control", 20), "kill"]
+    assert (tmp_path / "run" / "train" / "control" / "checkpoint-20").is_dir()
+    calls.clear()
+    calls.append("kill")  # no second kill
+    summary = run(config, NoOp()).summary
+    assert calls[1:] == [("control", 40), ("noop", 0), ("noop", 20), ("noop", 40)]
+    assert summary["steps"] == [0, 20, 40]
+    calls.clear()
+    calls.append("kill")
+    run(config, NoOp())  # finished: nothing trained or scored again
+    assert calls == ["kill"]

@@ -22,6 +22,8 @@ def run(args: argparse.Namespace) -> int:
     if done.prompts.sentence():
         print(done.prompts.sentence())
     print(done.perturber.usage.line())
+    for sentence in (done.summary.get("sanity") or {}).get("sentences", []):
+        print(sentence)
     print(f"run: {done.store.root}  summary: {done.store.summary_json}  report: {done.report}")
     if failed := done.summary.get("incomplete"):
         return A.failed(failed["failed_requests"], failed["requests"], "perturbations",
@@ -60,6 +62,11 @@ def register(sub: Any) -> None:
     sens.add_argument("--batch-size", type=A.positive_int, default=16)
     sens.add_argument("--max-tokens", type=A.positive_int, default=512, help="perturber's limit")
     sens.add_argument("--seed", type=A.seed, default=0, help="prompt shuffling and perturber seed")
+    sens.add_argument("--sanity-pairs", type=A.non_negative_int, default=500, help="hh-rlhf "
+                      "chosen/rejected pairs for each model's accuracy (0: none)")
+    sens.add_argument("--unchanged-below", type=A.probability, default=0.05, help="normalised "
+                      "edit distance under which a revision counts as unchanged")
+    sens.add_argument("--exclude-unchanged", action="store_true", help="leave those out")
     sens.add_argument("--data-dir", default=os.environ.get("BIASSCOPE_DATA_DIR"))
     A.backend_args(sens)
     sens.set_defaults(func=run)

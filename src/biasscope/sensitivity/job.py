@@ -13,10 +13,12 @@ from biasscope.backends.config import BackendConfig
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_option_file
 from biasscope.report.sensitivity import write_sensitivity_report
+from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.perturb import Templates
 from biasscope.sensitivity.principles import load_principles
 from biasscope.sensitivity.prompts import Prompts, read_conversations, read_hh_rlhf
 from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
+from biasscope.sensitivity.sanity import Pairs, read_hh_pairs
 from biasscope.store.directory import RunStore
 
 
@@ -33,7 +35,10 @@ class RewardScoring:
 @dataclass(frozen=True)
 class SensitivityConfig:
     """``reward_models``: specs, or NAME=SPEC; ``templates``: critique / revision / away
-    template files, by name; ``prompts``: hh-rlhf:harmless-base:N or a JSONL file."""
+    template files, by name; ``prompts``: hh-rlhf:harmless-base:N or a JSONL file;
+    ``sanity_pairs``: how many hh-rlhf chosen/rejected pairs each model's accuracy is
+    measured on (0: none); ``unchanged_below``/``exclude_unchanged``: see
+    ``sensitivity.confounds``."""
 
     out: str | Path
     reward_models: Sequence[str]
@@ -46,6 +51,9 @@ class SensitivityConfig:
     reward: RewardScoring = field(default_factory=RewardScoring)
     max_tokens: int = 512
     seed: int = 0
+    sanity_pairs: int = 500
+    unchanged_below: float = 0.05
+    exclude_unchanged: bool = False
     data_dir: str | None = None
     backend: BackendConfig = field(default_factory=BackendConfig)
 
@@ -82,10 +90,18 @@ def run(config: SensitivityConfig) -> SensitivityResult:
                        config.backend.response_cache())
     store = run_sensitivity(models, perturber, prompts, constitution, config.out,
                             SensitivityOptions(config.directions, templates, config.max_tokens,
-                                               config.seed, config.conventions))
+                                               config.seed, config.conventions, _pairs(config),
+                                               Confounds(config.unchanged_below,
+                                                         config.exclude_unchanged)))
     report = write_sensitivity_report(store.root)
     return SensitivityResult(store, report, store.read_json("summary.json"), prompts,
                              perturber)
+
+
+def _pairs(config: SensitivityConfig) -> Pairs | None:
+    if not config.sanity_pairs:
+        return None
+    return read_hh_pairs(config.data_dir, n=config.sanity_pairs, seed=config.seed)
 
 
 def _prompts(config: SensitivityConfig) -> Prompts:

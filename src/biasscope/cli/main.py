@@ -11,7 +11,16 @@ import sys
 from collections.abc import Sequence
 
 from biasscope.cli import args as A
-from biasscope.cli import audit, dynamics, generate, judge, probes, report, sensitivity
+from biasscope.cli import (
+    audit,
+    counterfactual,
+    dynamics,
+    generate,
+    judge,
+    probes,
+    report,
+    sensitivity,
+)
 from biasscope.core.errors import BiasscopeError
 
 
@@ -20,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="biasscope", description="Measure bias and fairness in language models, with "
         "token-level precision and real statistics.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (dynamics, report, probes, generate, audit, judge, sensitivity):
+    for command in (dynamics, report, probes, generate, audit, judge, sensitivity, counterfactual):
         command.register(sub)
     return parser
 

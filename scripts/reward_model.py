@@ -27,8 +27,9 @@ def _pairs(data_dir: Path | None, skip: int = 1000, n: int = 1500) -> list[tuple
 
 
 def train_reward_model(data_dir: Path | None, path: Path, steps: int = 300,
-                       seed: int = 0) -> Path:
-    """Train and save the classifier at ``path`` (kept when already there)."""
+                       seed: int = 0, extra: list[tuple[str, str]] | None = None) -> Path:
+    """Train and save the classifier at ``path`` (kept when already there); ``extra``
+    (chosen, rejected) pairs join the hh-rlhf ones (a planted preference)."""
     if (path / "config.json").is_file():
         return path
     import torch
@@ -36,7 +37,7 @@ def train_reward_model(data_dir: Path | None, path: Path, steps: int = 300,
 
     from biasscope.demo.tiny import save, train_tokenizer
 
-    pairs = _pairs(data_dir)
+    pairs = _pairs(data_dir) + list(extra or [])
     tokenizer = train_tokenizer([t for pair in pairs for t in pair], vocab_size=2000)
     torch.manual_seed(seed)
     config = GPTNeoXConfig(vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=2,

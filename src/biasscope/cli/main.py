@@ -15,6 +15,7 @@ from biasscope.cli import args as A
 from biasscope.cli import (
     audit,
     compare,
+    counterfactual,
     dynamics,
     generate,
     intervene,
@@ -32,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         "token-level precision and real statistics.")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in (dynamics, report, probes, generate, audit, judge, sensitivity, compare,
-                    intervene):
+                    intervene, counterfactual):
         command.register(sub)
     return parser
 

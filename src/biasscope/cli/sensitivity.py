@@ -21,6 +21,8 @@ def run(args: argparse.Namespace) -> int:
     if done.prompts.sentence():
         print(done.prompts.sentence())
     print(done.perturber.usage.line())
+    for sentence in (done.summary.get("sanity") or {}).get("sentences", []):
+        print(sentence)
     print(f"run: {done.store.root}  summary: {done.store.summary_json}  report: {done.report}")
     if failed := done.summary.get("incomplete"):
         return A.failed(failed["failed_requests"], failed["requests"], "perturbations",

@@ -16,6 +16,7 @@ from typing import Any
 from scipy import stats as sps
 
 from biasscope.judge.core import Judge, JudgeOptions, Verdict
+from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import CLASSIFY, COMPARE, classify, compare
 from biasscope.judge.verbosity import length_controlled
 
@@ -104,8 +105,11 @@ def audit_pairwise(judge: Judge, pairs: Sequence[tuple[str, str, str]],
         tables["self_preference"] = rows
         for row in rows:
             head[f"self_preference:{row['judge']}"] = row["own_win_rate"]
+    ranked, said = ranking_tables([m.label for m in judge.models], [*forward, *backward],
+                                  [*authors, *authors])  # both orders: no position advantage
+    tables.update(ranked)
     return {"headline": head, "tables": tables,
-            "sentences": [*_sentences(head), lc.sentence()], "examples": []}
+            "sentences": [*_sentences(head), lc.sentence(), *said], "examples": []}
 
 
 def _swap(verdict: Verdict) -> Verdict:

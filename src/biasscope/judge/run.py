@@ -116,6 +116,7 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict]) -> dict[
 
     from biasscope.judge.agreement import agreement
     from biasscope.judge.audit import rate
+    from biasscope.judge.rankings import ranking_tables
     from biasscope.judge.verbosity import length_controlled
 
     n = len(verdicts)
@@ -141,6 +142,9 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict]) -> dict[
         head["win_rate_a"] = lc.win_rate.as_dict()
         head["length_controlled_win_rate_a"] = lc.lc_win_rate.as_dict()
         sentences.append(lc.sentence())
+        ranked, said = ranking_tables([m.label for m in judge.models], verdicts, task.authors)
+        tables.update(ranked)
+        sentences += said
     invalid = [{"item_id": i, "prompt": None, "response": c.raw, "label": None}
                for i, v in zip(task.ids, verdicts) if v.reason == "invalid" for c in v.calls][:5]
     return {"items": n, "headline": head, "tables": tables, "sentences": sentences,

@@ -96,6 +96,41 @@ def groups_figure(groups: Mapping[str, Any], texts: Mapping[str, str]) -> Any:
     return fig
 
 
+def confounds_tables(found: Mapping[str, Any]) -> list[str]:
+    """Length-adjusted effects, unchanged revisions and the correlations of effects."""
+    if not found:
+        return []
+    unchanged = [{**{k: v for k, v in r.items() if k != "unchanged_share"},
+                  "share": r["unchanged_share"]["estimate"],
+                  "share_low": r["unchanged_share"]["low"],
+                  "share_high": r["unchanged_share"]["high"]} for r in found["unchanged"]]
+    return [
+        "<h3>Effect adjusted for length change</h3><p>OLS of the reward effect on the length "
+        "change (characters): the intercept is the effect at unchanged length, the slope the "
+        "reward per 100 characters; 95% prompt-bootstrap intervals.</p>"
+        + record_table(found.get("length", [])),
+        f"<h3>Revisions that changed next to nothing</h3><p>Normalised edit distance below "
+        f"{escape(str(found.get('unchanged_below')))}; "
+        + ("left out of the indices.</p>" if found.get("exclude_unchanged")
+           else "kept in the indices.</p>") + record_table(unchanged),
+        "<h3>Correlation of per-prompt effects between principles</h3><p>Pearson r with "
+        "Fisher-z 95% intervals; Holm over each model's pairs.</p>"
+        + record_table(found.get("correlations", []))]
+
+
+def sanity_section(sanity: Mapping[str, Any]) -> str:
+    """Each reward model's accuracy on held-out chosen/rejected pairs, warnings first."""
+    if not sanity:
+        return ""
+    rows = [{"model": m, **{k: a[k] for k in ("correct", "n", "estimate", "low", "high",
+                                               "ties", "p_value", "effect_size", "verdict")}}
+            for m, a in sanity.get("models", {}).items()]
+    notes = "".join(f'<p class="{"missing" if "WARNING" in s else "caption"}">'
+                    f"{escape(str(s))}</p>" for s in sanity.get("sentences", []))
+    return (f"<h2>Reward-model sanity: accuracy on {escape(str(sanity.get('source')))} "
+            f"chosen/rejected pairs</h2>{notes}" + record_table(rows))
+
+
 def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFrame,
                       index: int) -> tuple[str, int]:
     parts = [f"<h2>Revised {escape(direction)} the principles</h2>"]
@@ -120,6 +155,7 @@ def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFr
             parts.append(f"<h3>{escape(name.replace('_', ' '))}</h3>" + record_table(rows))
     if result.get("groups"):
         parts.append("<h3>Groups</h3>" + record_table(result["groups"].get("models", [])))
+    parts += confounds_tables(result.get("confounds") or {})
     parts.append("<h3>Principles</h3>" + table(["principle", "text"], texts.items()))
     return "\n".join(parts), index
 
@@ -153,7 +189,8 @@ def write_sensitivity_report(run_dir: str | Path | RunStore,
         "<h1>Constitutional sensitivity of reward models</h1>",
         f'<p class="sub">{escape(str(run.get("model")))} · perturbed by '
         f"{escape(str(run.get('perturber', {}).get('model')))}</p>",
-        *(f"<p>{escape(n)}</p>" for n in notes if n), *sections,
+        *(f"<p>{escape(n)}</p>" for n in notes if n),
+        sanity_section(summary.get("sanity") or {}), *sections,
         "<h2>Run configuration</h2>", table(["setting", "value"], flatten(run)),
         "</body></html>", ""])
     target = Path(output) if output is not None else store.root / "report.html"

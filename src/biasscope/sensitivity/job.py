@@ -11,15 +11,25 @@ from typing import Any
 
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.hf_model import DTYPES
-from biasscope.core.config import POSITIVE_INT, SEED, check_settings, described, setting
+from biasscope.core.config import (
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    PROBABILITY,
+    SEED,
+    check_settings,
+    described,
+    setting,
+)
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_option_file
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.report.sensitivity import write_sensitivity_report
+from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.perturb import Templates
 from biasscope.sensitivity.principles import load_principles
 from biasscope.sensitivity.prompts import Prompts, read_conversations, read_hh_rlhf
 from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
+from biasscope.sensitivity.sanity import Pairs, read_hh_pairs
 from biasscope.store.directory import RunStore
 
 
@@ -40,7 +50,10 @@ class RewardScoring:
 @dataclass(frozen=True)
 class SensitivityConfig:
     """``reward_models``: specs, or NAME=SPEC; ``templates``: critique / revision / away
-    template files, by name; ``prompts``: hh-rlhf:harmless-base:N or a JSONL file."""
+    template files, by name; ``prompts``: hh-rlhf:harmless-base:N or a JSONL file;
+    ``sanity_pairs``: how many hh-rlhf chosen/rejected pairs each model's accuracy is
+    measured on (0: none); ``unchanged_below``/``exclude_unchanged``: see
+    ``sensitivity.confounds``."""
 
     out: str | Path = field(metadata=described("run directory (reruns send no requests)"))
     reward_models: Sequence[str]
@@ -59,6 +72,11 @@ class SensitivityConfig:
     reward: RewardScoring = field(default_factory=RewardScoring)
     max_tokens: int = setting(512, "perturber's limit", check=POSITIVE_INT)
     seed: int = setting(0, "prompt shuffling and perturber seed", check=SEED)
+    sanity_pairs: int = setting(500, "hh-rlhf chosen/rejected pairs for each model's accuracy "
+                                "(0: none)", check=NON_NEGATIVE_INT)
+    unchanged_below: float = setting(0.05, "normalised edit distance under which a revision "
+                                     "counts as unchanged", check=PROBABILITY)
+    exclude_unchanged: bool = setting(False, "leave the unchanged revisions out")
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     backend: BackendConfig = field(default_factory=BackendConfig)
 
@@ -98,10 +116,18 @@ def run(config: SensitivityConfig) -> SensitivityResult:
                        config.backend.response_cache())
     store = run_sensitivity(models, perturber, prompts, constitution, config.out,
                             SensitivityOptions(config.directions, templates, config.max_tokens,
-                                               config.seed, config.conventions))
+                                               config.seed, config.conventions, _pairs(config),
+                                               Confounds(config.unchanged_below,
+                                                         config.exclude_unchanged)))
     report = write_sensitivity_report(store.root)
     return SensitivityResult(store, report, store.read_json("summary.json"), prompts,
                              perturber)
+
+
+def _pairs(config: SensitivityConfig) -> Pairs | None:
+    if not config.sanity_pairs:
+        return None
+    return read_hh_pairs(config.data_dir, n=config.sanity_pairs, seed=config.seed)
 
 
 def _prompts(config: SensitivityConfig) -> Prompts:

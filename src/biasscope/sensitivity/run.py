@@ -33,10 +33,12 @@ import pandas as pd
 
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
 from biasscope.core.errors import BiasscopeError
+from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.intervals import convention
 from biasscope.sensitivity.perturb import Perturbation, Templates, perturb
 from biasscope.sensitivity.principles import Constitution
 from biasscope.sensitivity.prompts import Conversation, Prompts
+from biasscope.sensitivity.sanity import Pairs, run_sanity, summarise_sanity
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock
@@ -53,6 +55,8 @@ class SensitivityOptions:
     max_tokens: int = 512
     seed: int = 0
     conventions: str = "biasscope"  # of the indices; see biasscope.sensitivity.intervals
+    sanity: Pairs | None = None  # chosen/rejected pairs for each model's accuracy
+    confounds: Confounds = field(default_factory=Confounds)
 
 
 def _perturbations(store: RunStore, direction: str, perts: Sequence[Perturbation]) -> None:
@@ -96,7 +100,8 @@ def settings(reward_models: Sequence[RewardScorer], perturber: Generator, prompt
         "critique_template": sha256_json(options.templates.critique),
         "directions": {d: {"revision_template": sha256_json(revise[d])}
                        for d in options.directions},
-        "reward_models": {m.label: _reward_settings(m) for m in reward_models}}
+        "reward_models": {m.label: _reward_settings(m) for m in reward_models},
+        **({"sanity": options.sanity.settings()} if options.sanity is not None else {})}
 
 
 def _reward_settings(model: RewardScorer) -> dict[str, str]:
@@ -152,7 +157,7 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
         "principles": {"source": constitution.source, "top": constitution.top,
                        "ids": [p.id for p in constitution.principles]},
         "prompts": prompts.notes(), "templates": asdict(options.templates),
-        "conventions": options.conventions})
+        "conventions": options.conventions, "confounds": asdict(options.confounds)})
     params = GenerateParams(max_tokens=options.max_tokens, seed=options.seed)
     pending: list[pd.DataFrame] = []  # units with failed perturbations: summarised, not stored
     failures: dict[str, Any] = {"failed_requests": 0, "requests": 0, "first_error": None}
@@ -175,10 +180,14 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                 pending.append(frame)
             else:
                 store.write_unit(unit, frame)
+    if options.sanity is not None:
+        run_sanity(store, reward_models, options.sanity)
     from biasscope.sensitivity.summary import summarise
 
     recs = pd.concat([store.records(), *pending], ignore_index=True)
-    summary = summarise(recs, constitution, options.conventions, prompts)
+    summary = summarise(recs, constitution, options.conventions, prompts, options.confounds)
+    if (store.root / "sanity.json").is_file():
+        summary["sanity"] = summarise_sanity(store.read_json("sanity.json"))
     if failures["failed_requests"]:
         summary["incomplete"] = failures
     write_json(store.summary_json, summary)

@@ -10,6 +10,12 @@ from typing import Any
 
 import pandas as pd
 
+from biasscope.sensitivity.confounds import (
+    Confounds,
+    confound_sentences,
+    confound_summary,
+    distances,
+)
 from biasscope.sensitivity.indices import (
     group_comparison,
     metric_rank_agreement,
@@ -56,8 +62,13 @@ def validity(part: pd.DataFrame) -> pd.DataFrame:
 
 
 def _direction(part: pd.DataFrame, constitution: Constitution,
-               conventions: str = "biasscope") -> dict[str, Any]:
+               conventions: str = "biasscope", confounds: Confounds | None = None
+               ) -> dict[str, Any]:
+    confounds = confounds or Confounds()
+    part = part.assign(edit_distance=distances(part))
     scored = part[part["perturbed"].notna()]
+    if confounds.exclude_unchanged:
+        scored = scored[~(scored["edit_distance"] < confounds.unchanged_below)]
     indices = (sensitivity_indices(scored[REWARD_COLUMNS], conventions=conventions)
                if len(scored) else pd.DataFrame())
     checks = validity(part)
@@ -67,7 +78,8 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
     result: dict[str, Any] = {
         "indices": _rows(indices), "validity": _rows(checks),
         "failed": int(part["perturbed"].isna().sum()), "preambles": int(part["preamble"].sum()),
-        "pairs": len(part), "principles": texts}
+        "pairs": len(part), "principles": texts,
+        "confounds": confound_summary(part, confounds)}
     if not len(indices):
         result["sentences"] = ["No perturbation was scored."]
         return result
@@ -82,7 +94,7 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
         result["groups"] = {k: _rows(v) if isinstance(v, pd.DataFrame) else v
                             for k, v in group_comparison(indices, groups,
                                                          conventions=conventions).items()}
-    result["sentences"] = sentences(indices, result)
+    result["sentences"] = sentences(indices, result) + confound_sentences(result["confounds"])
     return result
 
 
@@ -109,7 +121,8 @@ def sentences(indices: pd.DataFrame, result: dict[str, Any]) -> list[str]:
 
 
 def summarise(recs: pd.DataFrame, constitution: Constitution, conventions: str = "biasscope",
-              prompts: Prompts | None = None) -> dict[str, Any]:
+              prompts: Prompts | None = None, confounds: Confounds | None = None
+              ) -> dict[str, Any]:
     """Per direction the indices and comparisons, under ``conventions``; with ``prompts``,
     how many irregular transcripts were joined or skipped (and a sentence on it)."""
     out: dict[str, Any] = {
@@ -117,6 +130,6 @@ def summarise(recs: pd.DataFrame, constitution: Constitution, conventions: str =
         "intervals": INTERVALS}
     if prompts is not None:
         out["prompts"] = {**prompts.notes(), "sentence": prompts.sentence()}
-    out["directions"] = {str(direction): _direction(part, constitution, conventions)
+    out["directions"] = {str(direction): _direction(part, constitution, conventions, confounds)
                          for direction, part in recs.groupby("direction", sort=False)}
     return out

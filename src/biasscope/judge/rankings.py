@@ -1,0 +1,159 @@
+"""Model bias as a ranking: each judge's leaderboard of the judged systems, and whether the
+leaderboard's order depends on the judge (the judging source's example of model bias).
+
+Input: pairwise verdicts (``a``, ``b``, ``tie`` or None) per judge model, and who wrote each
+response (``model_a``, ``model_b``). Conventions, and why:
+
+- **Score** of a system under a judge: its win rate over the comparisons it took part in, a
+  tie counting half (no model of strength needed, and it reads as a share). With several
+  judges each judge's own verdicts are used (``Verdict.by_judge``).
+- **Intervals**: percentile bootstrap over items (2000 resamples; one resample of the items
+  serves every judge and system, so differences and rank correlations keep their pairing).
+- **Agreement of leaderboards**: Kendall's τ-b between two judges' scores over the systems,
+  with the bootstrap interval.
+- **The sentence** "the leaderboard's order depends on the judge" is written only when the
+  data support it: for some two systems one judge puts x above y and another y above x, each
+  with a bootstrap interval of the score difference that excludes 0. Otherwise the report
+  says the orders differ only within their uncertainty, or agree.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from biasscope.core.stats import Array, percentile_interval
+
+_OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
+
+
+def _scores(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array,
+            n_systems: int) -> Array:
+    """Win rates, rows x systems: ``a``/``b`` the systems' codes and ``won`` the outcomes
+    (1 a won, 0 b won, 0.5 tie, NaN no verdict), each rows x items (a resample per row)."""
+    ok = np.isfinite(won)
+    w, m = np.where(ok, won, 0.0), ok.astype(np.float64)
+    rows = np.arange(won.shape[0])[:, None] * n_systems
+    size = won.shape[0] * n_systems
+    wins = (np.bincount((rows + a).ravel(), w.ravel(), size)
+            + np.bincount((rows + b).ravel(), (m - w).ravel(), size))
+    games = np.bincount((rows + a).ravel(), m.ravel(), size) + np.bincount(
+        (rows + b).ravel(), m.ravel(), size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: Array = np.where(games > 0, wins / games, math.nan).reshape(-1, n_systems)
+    return out
+
+
+def _tau(x: Array, y: Array) -> Array:
+    """Kendall's τ-b of the rows of ``x`` and ``y`` (resamples x systems), over the systems
+    both score: Σ sign(xi-xj) sign(yi-yj) / sqrt(Σ sign(xi-xj)² Σ sign(yi-yj)²); NaN where
+    either has no order."""
+    i, j = np.triu_indices(x.shape[1], 1)
+    ok = np.isfinite(x[:, i]) & np.isfinite(x[:, j]) & np.isfinite(y[:, i]) & np.isfinite(
+        y[:, j])
+    sx = np.where(ok, np.sign(np.nan_to_num(x[:, i] - x[:, j])), 0.0)
+    sy = np.where(ok, np.sign(np.nan_to_num(y[:, i] - y[:, j])), 0.0)
+    den = np.sqrt((sx**2).sum(axis=1) * (sy**2).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: Array = np.where(den > 0, (sx * sy).sum(axis=1) / den, math.nan)
+    return out
+
+
+def rankings(verdicts: Mapping[str, Sequence[str | None]],
+             authors: Sequence[tuple[str | None, str | None]], confidence: float = 0.95,
+             n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Per judge the systems' win rates with CIs (``leaderboards``), Kendall's τ between
+    judges (``tau``) and the sentences. Items without two named, different authors are
+    left out."""
+    keep = [i for i, (x, y) in enumerate(authors) if x and y and x != y]
+    systems = sorted({str(s) for i in keep for s in authors[i]})
+    code = {s: k for k, s in enumerate(systems)}
+    a = np.array([code[str(authors[i][0])] for i in keep], dtype=np.intp)
+    b = np.array([code[str(authors[i][1])] for i in keep], dtype=np.intp)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, max(len(keep), 1), (n_resamples, len(keep)))
+    boards: dict[str, Any] = {}
+    estimates, boots = {}, {}
+    for judge, labels in verdicts.items():
+        won = np.array([_OUTCOME.get(str(labels[i]), math.nan) for i in keep])
+        estimates[judge] = _scores(a[None, :], b[None, :], won[None, :], len(systems))[0]
+        boots[judge] = _scores(a[idx], b[idx], won[idx], len(systems))
+        boards[judge] = sorted(({"system": s, **percentile_interval(
+            float(estimates[judge][k]), boots[judge][:, k], confidence).as_dict()}
+            for k, s in enumerate(systems)),
+            key=lambda r: -r["estimate"] if math.isfinite(r["estimate"]) else math.inf)
+    taus = []
+    for j, k in itertools.combinations(verdicts, 2):
+        taus.append({"judges": f"{j} / {k}", **percentile_interval(
+            float(_tau(estimates[j][None, :], estimates[k][None, :])[0]),
+            _tau(boots[j], boots[k]), confidence).as_dict()})
+    return {"systems": systems, "items": len(keep), "leaderboards": boards, "tau": taus,
+            "sentences": _sentences(systems, estimates, boots, confidence)}
+
+
+def _sentences(systems: list[str], estimates: Mapping[str, Array],
+               boots: Mapping[str, Array], confidence: float) -> list[str]:
+    judges = list(estimates)
+    out = []
+    for judge in judges:
+        order = sorted(range(len(systems)), key=lambda k: -np.nan_to_num(estimates[judge][k],
+                                                                          nan=-1.0))
+        out.append(f"{judge}'s leaderboard: " + " > ".join(
+            f"{systems[k]} ({estimates[judge][k]:.0%})" for k in order) + ".")
+    if len(judges) < 2 or len(systems) < 2:
+        return out
+    tail = 100 * (1 - confidence) / 2
+    conflicts, differ = [], False
+    for x, y in itertools.combinations(range(len(systems)), 2):
+        sure: dict[str, int] = {}
+        for judge in judges:
+            diff = boots[judge][:, x] - boots[judge][:, y]
+            diff = diff[np.isfinite(diff)]
+            est = estimates[judge][x] - estimates[judge][y]
+            differ |= bool(np.sign(est) != np.sign(estimates[judges[0]][x]
+                                                    - estimates[judges[0]][y]))
+            if diff.size:
+                low, high = np.percentile(diff, [tail, 100 - tail])
+                if low > 0 or high < 0:
+                    sure[judge] = 1 if low > 0 else -1
+        if len(set(sure.values())) == 2:
+            up = next(j for j, s in sure.items() if s > 0)
+            down = next(j for j, s in sure.items() if s < 0)
+            conflicts.append(f"{up} ranks {systems[x]} above {systems[y]}, {down} the reverse")
+    if conflicts:
+        out.append("The leaderboard's order depends on the judge: " + "; ".join(conflicts)
+                   + f" (each with a {confidence:.0%} bootstrap interval of the win-rate "
+                   "difference excluding 0).")
+    elif differ:
+        out.append("The judges order some systems differently, but only within their "
+                   "uncertainty: no reversal has a bootstrap interval excluding 0.")
+    else:
+        out.append("The judges put the systems in the same order.")
+    return out
+
+
+def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
+                   authors: Sequence[tuple[str | None, str | None]]
+                   ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """The judge reports' ranking tables and sentences from ``Verdict``s (each judge's own
+    label where several judged); nothing where fewer than two systems wrote the responses."""
+    named = {s for pair in authors for s in pair if s}
+    if len(named) < 2 or not verdicts:
+        return {}, []
+    table = {j: [v.by_judge.get(j, v.label) if len(judges) > 1 else v.label for v in verdicts]
+             for j in judges}
+    found = rankings(table, authors)
+    tables = {"leaderboard": [{"judge": j, "rank": r + 1, **row}
+                              for j, rows in found["leaderboards"].items()
+                              for r, row in enumerate(rows)]}
+    if found["tau"]:
+        tables["kendall_tau"] = found["tau"]
+    return tables, found["sentences"]
+
+
+__all__ = ["ranking_tables", "rankings"]

@@ -1,0 +1,226 @@
+"""Confounds of a perturbation, which the sensitivity source itself names: a revision changes
+length and style as well as substance; some responses cannot be revised toward a principle
+(the revision changes nothing); principles are perturbed one at a time as if independent.
+
+- **Length-adjusted effect**: per (model, principle), the ordinary least-squares line of the
+  reward effect (perturbed - original) on the length change (characters, revision minus
+  response). Its intercept is the effect of a revision that leaves the length unchanged (the
+  adjusted effect); its slope is reward per 100 characters. Both get a 95% percentile
+  interval from 2000 resamples of prompts. Where no revision kept the length, the intercept
+  is an extrapolation: the table gives the range of length changes to read it against.
+- **Unchanged revisions**: the normalised edit distance of revision and response (Levenshtein
+  distance over the longer length, 0 identical, 1 nothing in common); revisions below the
+  threshold (default 0.05) are counted with a Wilson interval, and left out of every index
+  with ``exclude_unchanged``.
+- **Dependence between principles**: per model, the Pearson correlation across prompts of the
+  per-prompt effects of every pair of principles, with a Fisher-z 95% interval and a p-value,
+  Holm-adjusted over the pairs of one model. Strongly correlated effects say the principles
+  move the reward through one common change (often length or tone), not independently.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.stats import Array, adjust_pvalues, percentile_interval, wilson
+
+
+@dataclass(frozen=True)
+class Confounds:
+    """How the summary treats near-unchanged revisions (recorded in run.json and summary)."""
+
+    unchanged_below: float = 0.05
+    exclude_unchanged: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.unchanged_below <= 1:
+            raise BiasscopeError(f"unchanged threshold {self.unchanged_below}: use a "
+                                 "normalised edit distance between 0 and 1")
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions of characters), by Hyyrö's
+    bit-parallel algorithm on Python integers: one pass over ``b`` of word operations on
+    ``len(a)``-bit vectors, fast enough for thousands of long revisions."""
+    if not a or not b:
+        return len(a) + len(b)
+    m = len(a)
+    full, top = (1 << m) - 1, 1 << (m - 1)
+    peq: dict[str, int] = {}
+    for i, ch in enumerate(a):
+        peq[ch] = peq.get(ch, 0) | (1 << i)
+    pv, mv, score = full, 0, m
+    for ch in b:
+        eq = peq.get(ch, 0)
+        xv = eq | mv
+        xh = ((((eq & pv) + pv) & full) ^ pv) | eq
+        ph = (mv | ~(xh | pv)) & full
+        mh = pv & xh
+        if ph & top:
+            score += 1
+        elif mh & top:
+            score -= 1
+        ph = ((ph << 1) | 1) & full
+        mh = (mh << 1) & full
+        pv = (mh | ~(xv | ph)) & full
+        mv = ph & xv
+    return score
+
+
+def normalised_edit_distance(a: str, b: str) -> float:
+    """Edit distance over the longer length: 0 for identical texts (both empty included)."""
+    longest = max(len(a), len(b))
+    return edit_distance(a, b) / longest if longest else 0.0
+
+
+def distances(part: pd.DataFrame) -> pd.Series:
+    """Normalised edit distance of each row's revision from its response (NaN: no revision)."""
+    values = [normalised_edit_distance(str(r), str(v)) if isinstance(v, str) else math.nan
+              for r, v in zip(part["response"], part["revision"])]
+    out: pd.Series = pd.Series(values, index=part.index, dtype=np.float64)
+    return out
+
+
+def _ols(x: Array, y: Array) -> tuple[Array, Array]:
+    """Intercepts and slopes of y on x along the last axis (NaN where x is constant)."""
+    mx, my = x.mean(axis=-1, keepdims=True), y.mean(axis=-1, keepdims=True)
+    sxx = ((x - mx) ** 2).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slope = np.where(sxx > 0, ((x - mx) * (y - my)).sum(axis=-1) / sxx, math.nan)
+    intercept: Array = my[..., 0] - slope * mx[..., 0]
+    return intercept, np.asarray(slope)
+
+
+def length_adjusted(part: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 2000,
+                    seed: int = 0) -> list[dict[str, Any]]:
+    """Per (model, principle) of scored rows: the adjusted effect and the slope per 100
+    characters, with prompt-bootstrap intervals, and the range of length changes."""
+    rows = []
+    rng = np.random.default_rng(seed)
+    for (model, principle), chunk in part.groupby(["model", "principle"], sort=False):
+        x = chunk["length_change"].to_numpy(dtype=np.float64)
+        y = (chunk["perturbed"] - chunk["original"]).to_numpy(dtype=np.float64)
+        ok = np.isfinite(x) & np.isfinite(y)
+        x, y = x[ok], y[ok]
+        row: dict[str, Any] = {"model": model, "principle": principle, "n": int(x.size),
+                               "mean_effect": float(y.mean()) if x.size else math.nan,
+                               "length_change_min": float(x.min()) if x.size else math.nan,
+                               "length_change_max": float(x.max()) if x.size else math.nan}
+        a, b = _ols(x[None, :], y[None, :]) if x.size >= 3 else (np.full(1, math.nan),) * 2
+        idx = rng.integers(0, max(x.size, 1), (n_resamples, max(x.size, 1)))
+        boot_a, boot_b = _ols(x[idx], y[idx]) if x.size >= 3 else (np.full(1, math.nan),) * 2
+        for name, est, boot, scale in (("adjusted_effect", a, boot_a, 1.0),
+                                       ("slope_per_100_chars", b, boot_b, 100.0)):
+            ci = percentile_interval(float(est[0]) * scale, boot * scale, confidence)
+            row[name], row[f"{name}_low"], row[f"{name}_high"] = ci.estimate, ci.low, ci.high
+        row["r_squared"] = _r_squared(x, y)
+        rows.append(row)
+    return rows
+
+
+def _r_squared(x: Array, y: Array) -> float:
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1] ** 2)
+
+
+def unchanged(part: pd.DataFrame, threshold: float) -> list[dict[str, Any]]:
+    """Per (model, principle): revisions closer to the response than ``threshold``."""
+    rows = []
+    for (model, principle), chunk in part.groupby(["model", "principle"], sort=False):
+        d = chunk["edit_distance"].to_numpy(dtype=np.float64)
+        d = d[np.isfinite(d)]
+        share = wilson(int((d < threshold).sum()), int(d.size))
+        rows.append({"model": model, "principle": principle, "revisions": int(d.size),
+                     "unchanged": int((d < threshold).sum()), "unchanged_share": share,
+                     "median_edit_distance": float(np.median(d)) if d.size else math.nan})
+    return rows
+
+
+def _pearson(x: Array, y: Array, confidence: float) -> dict[str, float]:
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    out = {"n": int(x.size), "r": math.nan, "low": math.nan, "high": math.nan,
+           "p_value": math.nan}
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return out
+    test = sps.pearsonr(x, y)
+    out["r"], out["p_value"] = float(test.statistic), float(test.pvalue)
+    if x.size > 3:
+        z, half = math.atanh(min(max(out["r"], -0.999999), 0.999999)), sps.norm.ppf(
+            0.5 + confidence / 2) / math.sqrt(x.size - 3)
+        out["low"], out["high"] = math.tanh(z - half), math.tanh(z + half)
+    return out
+
+
+def effect_correlations(part: pd.DataFrame, confidence: float = 0.95) -> list[dict[str, Any]]:
+    """Per model and pair of principles: Pearson r of per-prompt effects, Fisher-z CI, p and
+    Holm-adjusted p over the model's pairs."""
+    rows: list[dict[str, Any]] = []
+    for model, chunk in part.groupby("model", sort=False):
+        wide = chunk.assign(effect=chunk["perturbed"] - chunk["original"]).pivot_table(
+            index="prompt_id", columns="principle", values="effect", sort=False)
+        found = [{"model": model, "principle_a": a, "principle_b": b,
+                  **_pearson(wide[a].to_numpy(np.float64), wide[b].to_numpy(np.float64),
+                             confidence)}
+                 for a, b in itertools.combinations(list(wide.columns), 2)]
+        held = adjust_pvalues([r["p_value"] for r in found], "holm")
+        rows += [{**r, "p_holm": float(p)} for r, p in zip(found, held)]
+    return rows
+
+
+def confound_summary(part: pd.DataFrame, options: Confounds) -> dict[str, Any]:
+    """``summary.json``'s ``confounds`` of one direction (``part`` carries ``edit_distance``);
+    the length regression and correlations use the rows the indices use."""
+    scored = part[part["perturbed"].notna()]
+    if options.exclude_unchanged:
+        scored = scored[~(scored["edit_distance"] < options.unchanged_below)]
+    return {"unchanged_below": options.unchanged_below,
+            "exclude_unchanged": options.exclude_unchanged,
+            "unchanged": unchanged(part, options.unchanged_below),
+            "length": length_adjusted(scored), "correlations": effect_correlations(scored)}
+
+
+def confound_sentences(found: dict[str, Any]) -> list[str]:
+    """The length adjustment of each model's largest effect, unchanged revisions, the most
+    correlated pair of principles."""
+    out = []
+    for row in found["length"]:
+        if math.isfinite(row["adjusted_effect_low"]) and abs(row["slope_per_100_chars"]) > 0:
+            slope_ci = (row["slope_per_100_chars_low"], row["slope_per_100_chars_high"])
+            if slope_ci[0] > 0 or slope_ci[1] < 0:
+                out.append(
+                    f"{row['model']}, principle {row['principle']}: the reward moves "
+                    f"{row['slope_per_100_chars']:+.3g} per 100 characters of length change "
+                    f"(95% CI {slope_ci[0]:+.3g} to {slope_ci[1]:+.3g}); at unchanged length "
+                    f"the effect is {row['adjusted_effect']:+.3g} (95% CI "
+                    f"{row['adjusted_effect_low']:+.3g} to {row['adjusted_effect_high']:+.3g}) "
+                    f"against {row['mean_effect']:+.3g} unadjusted.")
+    same = sum(r["unchanged"] for r in found["unchanged"])
+    total = sum(r["revisions"] for r in found["unchanged"])
+    if same:
+        how = "left out of the indices" if found["exclude_unchanged"] else (
+            "kept in the indices (--exclude-unchanged leaves them out)")
+        out.append(f"{same} of {total} revisions changed next to nothing (normalised edit "
+                   f"distance below {found['unchanged_below']:g}); {how}.")
+    strong = [r for r in found["correlations"] if r["p_holm"] < 0.05]
+    if strong:
+        top = max(strong, key=lambda r: abs(r["r"]))
+        out.append(f"{len(strong)} pair(s) of principles have correlated per-prompt effects "
+                   f"(Holm p < 0.05); the strongest, {top['model']}: {top['principle_a']} and "
+                   f"{top['principle_b']}, r = {top['r']:+.2f} (95% CI {top['low']:+.2f} to "
+                   f"{top['high']:+.2f}): they are not independent perturbations.")
+    return out
+
+
+__all__ = ["Confounds", "confound_sentences", "confound_summary", "distances",
+           "edit_distance", "effect_correlations", "length_adjusted",
+           "normalised_edit_distance", "unchanged"]

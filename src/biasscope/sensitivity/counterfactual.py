@@ -1,0 +1,226 @@
+"""Counterfactual audit of scorers (reward models and LLM judges) on one set of pairs.
+
+An item is a conversation with a chosen and (optionally) a rejected final response, and its
+counterfactual: the same with gendered words and first names swapped
+(``judge.counterfactual.counterfactual``), or the user's own version (any attribute).
+
+- Built-in: hh-rlhf ``harmless-base`` test pairs whose text holds a gendered word or a listed
+  name, shuffled by the seed, the first N.
+- The user's JSONL: ``{"id"?, "prompt" | "messages", "chosen" | "response", "rejected"?,
+  "counterfactual"?: {the same keys}, "group"?, "counterfactual_group"?}``; without
+  ``counterfactual`` the swap is made here; ``group`` (e.g. ``female``) orients the paired
+  difference (without it, gender is read from the text).
+
+Each reward model scores every member; each judge classifies each response (with labels) or
+compares chosen against rejected (pairwise). Statistics: ``judge.counterfactual``; Holm
+across the scorers of one run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from biasscope.backends.base import RewardScorer, Scored
+from biasscope.core.errors import DataError
+from biasscope.core.gender_swap import has_gendered
+from biasscope.core.jsonl import read_jsonl
+from biasscope.core.stats import adjust_pvalues
+from biasscope.judge.core import Judge, Verdict
+from biasscope.judge.counterfactual import (
+    counterfactual,
+    flips,
+    gender_of,
+    oriented,
+    paired_difference,
+    sentence,
+)
+from biasscope.judge.tasks import classify, compare
+from biasscope.sensitivity.prompts import PathLike, Turns
+from biasscope.sensitivity.sanity import read_hh_pairs
+
+
+@dataclass(frozen=True)
+class Side:
+    turns: Turns
+    chosen: str
+    rejected: str | None
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    original: Side
+    swapped: Side
+    group: str | None  # of the original: which way the difference is read
+
+
+def _swap(side: Side) -> Side:
+    return Side(tuple((r, counterfactual(t)) for r, t in side.turns),
+                counterfactual(side.chosen),
+                None if side.rejected is None else counterfactual(side.rejected))
+
+
+def _texts(side: Side) -> list[str]:
+    return [t for _, t in side.turns] + [side.chosen] + ([side.rejected] if side.rejected
+                                                         else [])
+
+
+def builtin_items(data_dir: PathLike | None, n: int, seed: int = 0) -> tuple[list[Item], str]:
+    """hh-rlhf pairs with something to swap, and the file's SHA-256."""
+    pairs = read_hh_pairs(data_dir, n=None, seed=seed)
+    items = []
+    for pid, chosen, rejected in zip(pairs.ids, pairs.chosen, pairs.rejected):
+        side = Side(chosen[0], chosen[1], rejected[1] if rejected[0] == chosen[0] else None)
+        swapped = _swap(side)
+        if swapped == side or not any(has_gendered(t) for t in _texts(side)):
+            continue
+        items.append(Item(pid, side, swapped, gender_of(_texts(side))))
+        if len(items) == n:
+            break
+    if not items:
+        raise DataError(f"{pairs.source}: no pair has a gendered word or a listed name")
+    return items, pairs.sha256
+
+
+def _side(record: dict[str, Any], where: str) -> Side:
+    if isinstance(record.get("messages"), list):
+        turns = tuple((str(m.get("role")), str(m.get("content"))) for m in record["messages"]
+                      if isinstance(m, dict))
+    elif isinstance(record.get("prompt"), str):
+        turns = (("user", record["prompt"]),)
+    else:
+        raise DataError(f"{where}: needs 'prompt' (a string) or 'messages' (the turns before "
+                        "the response)")
+    chosen = record.get("chosen", record.get("response"))
+    rejected = record.get("rejected")
+    if not isinstance(chosen, str) or not isinstance(rejected, str | None):
+        raise DataError(f"{where}: needs 'chosen' or 'response' (a string), and 'rejected' "
+                        "a string if given")
+    return Side(turns, chosen, rejected)
+
+
+def read_items(path: PathLike) -> list[Item]:
+    """The user's pairs (see the module doc)."""
+    items = []
+    for number, record in read_jsonl(path):
+        where = f"{path}:{number}"
+        if not isinstance(record, dict):
+            raise DataError(f"{where}: expected a JSON object")
+        original = _side(record, where)
+        given = record.get("counterfactual")
+        swapped = _side(given, f"{where} counterfactual") if isinstance(given, dict) else \
+            _swap(original)
+        if (swapped.rejected is None) != (original.rejected is None):
+            raise DataError(f"{where}: give 'rejected' in both members or in neither")
+        group = record.get("group")
+        items.append(Item(str(record.get("id", number)), original, swapped,
+                          str(group) if group is not None else gender_of(_texts(original))))
+    if not items:
+        raise DataError(f"{path}: no pairs")
+    return items
+
+
+def items_sha256(items: Sequence[Item]) -> str:
+    return hashlib.sha256(json.dumps([[i.id, i.original.__dict__, i.swapped.__dict__, i.group]
+                                      for i in items], default=list).encode()).hexdigest()
+
+
+def _members(items: Sequence[Item], which: str) -> list[Scored]:
+    out: list[Scored] = []
+    for item in items:
+        side = getattr(item, which)
+        out.append((side.turns, side.chosen))
+        if side.rejected is not None:
+            out.append((side.turns, side.rejected))
+    return out
+
+
+def reward_audit(model: RewardScorer, items: Sequence[Item], seed: int = 0
+                 ) -> dict[str, Any]:
+    """Rewards of every member, original and swapped: the paired difference over responses
+    and, with rejected responses, the flips of the preference for the chosen one."""
+    before = model.score(_members(items, "original"))
+    after = model.score(_members(items, "swapped"))
+    groups = [g for i in items for g in [i.group] * (1 + (i.original.rejected is not None))]
+    female, male, left = oriented(before, after, groups)
+    out = {"scorer": model.label, "kind": "reward model", "what": "reward",
+           "difference": paired_difference(female, male, seed), "ungendered": left}
+    paired = [i.original.rejected is not None for i in items]
+    if all(paired):
+        yes_f, yes_m, _ = oriented([c > r for c, r in zip(before[0::2], before[1::2])],
+                                   [c > r for c, r in zip(after[0::2], after[1::2])],
+                                   [i.group for i in items])
+        out["flips"] = flips(yes_f, yes_m)
+        out["verdict"] = "prefers the chosen response"
+    return out
+
+
+def _score(verdict: Verdict, first: str) -> float:
+    if verdict.probs:
+        total = sum(verdict.probs.values())
+        return verdict.probs.get(first, 0.0) / total if total else float("nan")
+    if verdict.label is None:
+        return float("nan")
+    return 1.0 if verdict.label == first else 0.5 if verdict.label == "tie" else 0.0
+
+
+def judge_audit(judge: Judge, items: Sequence[Item], labels: dict[str, str] | None,
+                seed: int = 0) -> dict[str, Any]:
+    """Pairwise (chosen against rejected; verdict: picks the chosen) or, with ``labels``,
+    classification of each chosen response (verdict: the first label)."""
+    def ask(which: str) -> list[Verdict]:
+        sides = [getattr(i, which) for i in items]
+        if labels is None:
+            return compare(judge, [(_query(s.turns), s.chosen, str(s.rejected)) for s in sides])
+        return classify(judge, [s.chosen for s in sides], labels)
+
+    first = "a" if labels is None else next(iter(labels))
+    before, after = ask("original"), ask("swapped")
+    female, male, left = oriented([_score(v, first) for v in before],
+                                  [_score(v, first) for v in after], [i.group for i in items])
+    yes, yes_after, _ = oriented(
+        [(v.label == first) if v.label is not None else None for v in before],
+        [(v.label == first) if v.label is not None else None for v in after],
+        [i.group for i in items])
+    what = "P(chosen preferred)" if labels is None else f"P({first})"
+    return {"scorer": "+".join(m.label for m in judge.models), "kind": "judge", "what": what,
+            "difference": paired_difference(female, male, seed), "ungendered": left,
+            "flips": flips(yes, yes_after),
+            "verdict": "prefers the chosen response" if labels is None else f"says {first}"}
+
+
+def _query(turns: Turns) -> str:
+    from biasscope.sensitivity.perturb import query
+
+    return query(turns)
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Holm over the scorers' Wilcoxon p-values, then one sentence each."""
+    held = adjust_pvalues([r["difference"]["wilcoxon_p"] for r in rows], "holm")
+    sentences = []
+    for row, p in zip(rows, held):
+        row["difference"]["wilcoxon_p_holm"] = float(p)
+        sentences.append(sentence(row["scorer"], row["what"], row["difference"], float(p)))
+        if fl := row.get("flips"):
+            rate = fl["flip_rate"]
+            if fl["n"]:
+                sentences.append(
+                    f"{row['scorer']}: the verdict ({row['verdict']}) differs between the "
+                    "female and the male version in "
+                    f"{rate['estimate']:.1%} of {fl['n']} pairs (95% CI {rate['low']:.1%} to "
+                    f"{rate['high']:.1%}); "
+                    f"exact McNemar p = {fl['mcnemar_p']:.3g} ({fl['yes_to_no']} yes only for "
+                    f"the female version, {fl['no_to_yes']} only for the male; male minus "
+                    f"female share of yes {fl['effect_size']:+.1%}).")
+    return {"scorers": rows, "sentences": sentences}
+
+
+
+
+__all__ = ["Item", "Side", "builtin_items", "items_sha256", "judge_audit", "read_items",
+           "reward_audit", "summarise"]

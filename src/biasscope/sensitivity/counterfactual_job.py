@@ -1,0 +1,141 @@
+"""``biasscope counterfactual`` as one library call: reward models and LLM judges scored on
+the same demographic counterfactual pairs, into a run directory (``run.json``,
+``summary.json``, ``report.html``).
+
+``run.json`` records what decides the results (the pairs by content hash, each scorer's
+identity, the judge labels and position strategy, the seed); a rerun into the same
+directory with other settings is refused in one line. Judge requests go through the response
+cache, so a rerun sends nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biasscope.backends.config import BackendConfig
+from biasscope.core.errors import BiasscopeError
+from biasscope.sensitivity.job import RewardScoring
+
+
+@dataclass(frozen=True)
+class CounterfactualConfig:
+    """``pairs``: hh-rlhf:harmless-base:N or a JSONL file (``sensitivity.counterfactual``);
+    ``reward_models``: specs or NAME=SPEC; ``judges``: generate specs, asked pairwise, or
+    with ``labels`` (a JSON file of name: description) as a classifier."""
+
+    out: str | Path
+    reward_models: Sequence[str] = ()
+    judges: Sequence[str] = ()
+    pairs: str = "hh-rlhf:harmless-base:200"
+    labels: str | None = None
+    position: str = "shuffle"
+    seed: int = 0
+    data_dir: str | None = None
+    reward: RewardScoring = field(default_factory=RewardScoring)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+
+
+@dataclass(frozen=True)
+class CounterfactualResult:
+    summary: dict[str, Any]
+    report: Path
+
+
+def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
+        judge: Any = None) -> CounterfactualResult:
+    """Score the pairs with every scorer; ``reward_models``/``judge`` already loaded are
+    used as given (tests, notebooks), else they are loaded from ``config``."""
+    from biasscope.judge.run import read_labels
+    from biasscope.report.counterfactual import write_counterfactual_report
+    from biasscope.sensitivity import counterfactual as cf
+    from biasscope.store.directory import RunStore
+    from biasscope.store.files import write_json
+
+    items, source_sha = _items(config)
+    models = list(reward_models) or _reward_models(config)
+    judge = judge if judge is not None else _judge(config)
+    if not models and judge is None:
+        raise BiasscopeError("give a --reward-model or a --judge-model to audit")
+    labels = read_labels(config.labels) if config.labels else None
+    store = RunStore(Path(config.out))
+    store.root.mkdir(parents=True, exist_ok=True)
+    scorers: dict[str, Any] = {m.label: dict(m.identity()) for m in models}
+    if judge is not None:
+        scorers.update({m.label: {**m.identity(), "position": config.position,
+                                  "labels": labels} for m in judge.models})
+    settings = {"pairs": {"source": config.pairs if source_sha else "jsonl",
+                          "file_sha256": source_sha, "sha256": cf.items_sha256(items)},
+                "seed": config.seed, "scorers": scorers}
+    _start(store, settings)
+    rows = [cf.reward_audit(m, items, config.seed) for m in models]
+    if judge is not None:
+        rows.append(cf.judge_audit(judge, items, labels, config.seed))
+    summary = {"pairs": len(items), "source": config.pairs, **cf.summarise(rows)}
+    write_json(store.summary_json, summary)
+    return CounterfactualResult(summary, write_counterfactual_report(store.root))
+
+
+def _start(store: Any, settings: dict[str, Any]) -> None:
+    """run.json with ``settings`` merged over the recorded ones, or a one-line refusal."""
+    from biasscope.store.files import write_json
+    from biasscope.store.locks import run_lock
+    from biasscope.store.settings import merge_settings
+
+    with run_lock(store):
+        if store.run_json.is_file():
+            previous = store.read_json("run.json")
+            if previous.get("kind") != "counterfactual":
+                raise BiasscopeError(f"{store.run_json} is not a counterfactual run "
+                                     f"({previous.get('kind') or 'no kind'}); use another --out")
+            settings = merge_settings(store.run_json, previous.get("settings", {}), settings,
+                                      {"scorers": "scorer"})
+        write_json(store.run_json, {"kind": "counterfactual",
+                                    "model": ", ".join(settings["scorers"]),
+                                    "settings": settings})
+    store.publish(store.run_json)
+
+
+def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
+    from biasscope.sensitivity import counterfactual as cf
+
+    source, _, count = config.pairs.rpartition(":")
+    if config.pairs.startswith("hh-rlhf:"):
+        if source != "hh-rlhf:harmless-base" or not count.isdigit() or int(count) < 1:
+            raise BiasscopeError(f"--pairs {config.pairs}: write hh-rlhf:harmless-base:N "
+                                 "or a JSONL file of pairs")
+        return cf.builtin_items(config.data_dir, int(count), config.seed)
+    return cf.read_items(config.pairs), ""
+
+
+def _reward_models(config: CounterfactualConfig) -> list[Any]:
+    from biasscope.backends.reward import HFRewardModel, RewardOptions
+    from biasscope.core.labels import label_models, parse_models
+
+    if not config.reward_models:
+        return []
+    options = RewardOptions(device=config.backend.device, dtype=config.reward.dtype,
+                            batch_size=config.reward.batch_size,
+                            transform=config.reward.transform,
+                            chat_template=config.reward.chat_template,
+                            allow_pickle=config.backend.allow_pickle)
+    named = parse_models(list(config.reward_models), "--reward-model")
+    models = [HFRewardModel(spec, options) for _, spec in named]
+    label_models(models, named, "--reward-model")
+    return models
+
+
+def _judge(config: CounterfactualConfig) -> Any:
+    from biasscope.backends.cache import Cached
+    from biasscope.core.labels import label_models, parse_models
+    from biasscope.judge import Judge, JudgeOptions
+
+    if not config.judges:
+        return None
+    named = parse_models(list(config.judges), "--judge-model")
+    cache = config.backend.response_cache()
+    models = [Cached(config.backend.generator(spec), cache) for _, spec in named]
+    label_models(models, named, "--judge-model")
+    return Judge(models, JudgeOptions(position=config.position, seed=config.seed))

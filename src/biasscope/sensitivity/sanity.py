@@ -1,0 +1,166 @@
+"""Is the reward model any good? Its accuracy on held-out preference pairs, beside its
+sensitivities, so that a sensitive model can be told from a broken one.
+
+The pairs are hh-rlhf ``harmless-base`` test lines: the same conversation ending in the
+``chosen`` and in the ``rejected`` response. A pair counts as correct when the chosen
+response gets the strictly higher reward (as RewardBench counts it: a tie is not a success,
+and ties are reported). The accuracy carries a Wilson 95% interval, an exact binomial test
+against chance (0.5) and Cohen's h against 0.5. A model whose interval holds 0.5 is *at
+chance*; one whose interval lies below 0.5 prefers the rejected responses (a sign flipped
+somewhere: ``--transform``, the head, the chat template).
+
+Transcripts the loader cannot split (``prompts.parse_hh``) are skipped and counted; a pair
+whose chosen and rejected conversations differ before the final response is kept (hh-rlhf
+has a few; each member is scored as written).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scipy import stats as sps
+
+from biasscope.backends.base import RewardScorer, Scored
+from biasscope.core.errors import BiasscopeError, DataError
+from biasscope.core.stats import wilson
+from biasscope.data.sources import data_path
+from biasscope.sensitivity.prompts import HH_SPLIT, PathLike, _lines, _read, parse_hh
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Chosen/rejected pairs and where they came from (``settings`` go into run.json)."""
+
+    ids: tuple[str, ...]
+    chosen: tuple[Scored, ...]
+    rejected: tuple[Scored, ...]
+    source: str
+    sha256: str
+    n: int | None
+    seed: int
+    skipped: int = 0
+
+    def settings(self) -> dict[str, Any]:
+        return {"source": self.source, "sha256": self.sha256, "n": self.n, "seed": self.seed,
+                "pairs_sha256": hashlib.sha256(json.dumps(
+                    [self.ids, self.chosen, self.rejected]).encode("utf-8")).hexdigest()}
+
+
+def _scored(text: str, where: str) -> Scored:
+    turns, _ = parse_hh(text, where)
+    return (turns[:-1], turns[-1][1])
+
+
+def read_hh_pairs(data_dir: PathLike | None = None, n: int | None = 500, seed: int = 0,
+                  split_file: str = HH_SPLIT) -> Pairs:
+    """hh-rlhf chosen/rejected pairs, shuffled by ``seed``, the first ``n`` (None: all)."""
+    if n is not None and n < 1:
+        raise BiasscopeError(f"sanity pairs: n must be 1 or more, got {n}")
+    path = data_path("hh-rlhf", split_file, data_dir)
+    raw = _read(path)
+    rows: list[tuple[str, Scored, Scored]] = []
+    skipped = 0
+    stem = split_file.removesuffix(".gz").removesuffix(".jsonl").replace("/", ":")
+    for number, line in _lines(path, raw):
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            raise DataError(f"{where}: not valid JSON; replace the file with a fresh copy"
+                            ) from None
+        if not isinstance(record, dict) or not all(
+                isinstance(record.get(k), str) for k in ("chosen", "rejected")):
+            raise DataError(f"{where}: expected hh-rlhf lines {{\"chosen\": ..., "
+                            "\"rejected\": ...}")
+        try:
+            pair = (_scored(record["chosen"], where), _scored(record["rejected"], where))
+        except DataError:
+            skipped += 1
+            continue
+        rows.append((f"hh-rlhf:{stem}:{number}", *pair))
+    if not rows:
+        raise DataError(f"{path}: no usable chosen/rejected pair")
+    random.Random(seed).shuffle(rows)
+    rows = rows if n is None else rows[:n]
+    return Pairs(tuple(r[0] for r in rows), tuple(r[1] for r in rows),
+                 tuple(r[2] for r in rows), f"hh-rlhf:{stem}",
+                 hashlib.sha256(raw).hexdigest(), n, seed, skipped)
+
+
+def score_pairs(model: RewardScorer, pairs: Pairs) -> dict[str, list[Any]]:
+    """The rewards of both members of every pair (one batch), as stored in ``sanity.json``."""
+    rewards = model.score([*pairs.chosen, *pairs.rejected])
+    k = len(pairs.ids)
+    return {"ids": list(pairs.ids), "chosen": rewards[:k], "rejected": rewards[k:]}
+
+
+def accuracy(chosen: Sequence[float], rejected: Sequence[float]) -> dict[str, Any]:
+    """Share of pairs with chosen > rejected: Wilson CI, exact test against 0.5, Cohen's h,
+    the ties, and a verdict: ``above chance``, ``at chance`` or ``below chance``."""
+    both = [(c, r) for c, r in zip(chosen, rejected) if math.isfinite(c) and math.isfinite(r)]
+    n = len(both)
+    hits = sum(c > r for c, r in both)
+    out: dict[str, Any] = {**wilson(hits, n), "correct": hits,
+                           "ties": sum(c == r for c, r in both)}
+    if n == 0:
+        return {**out, "p_value": math.nan, "effect_size": math.nan, "verdict": "not scored"}
+    out["p_value"] = float(sps.binomtest(hits, n, 0.5).pvalue)
+    out["effect_size"] = 2 * math.asin(math.sqrt(hits / n)) - 2 * math.asin(math.sqrt(0.5))
+    losses = sum(c < r for c, r in both)  # ties are no evidence of a flipped sign
+    out["verdict"] = ("above chance" if out["low"] > 0.5 else "below chance"
+                      if out["high"] < 0.5 and losses > hits else "at chance")
+    return out
+
+
+def sanity_sentence(model: str, acc: dict[str, Any], source: str) -> str:
+    """One line per reward model; a warning when it is not above chance."""
+    if not acc["n"]:
+        return f"{model}: no {source} pair was scored."
+    text = (f"{model}: prefers the chosen response in {acc['correct']} of {acc['n']} {source} "
+            f"pairs ({acc['estimate']:.1%}, 95% CI {acc['low']:.1%} to {acc['high']:.1%}; "
+            f"exact test against 50% p = {acc['p_value']:.3g}, Cohen's h = "
+            f"{acc['effect_size']:+.2f}"
+            + (f"; {acc['ties']} ties" if acc["ties"] else "") + ").")
+    if acc["verdict"] == "at chance":
+        text += (" WARNING: this reward model is at chance on held-out preferences; its "
+                 "sensitivities may measure noise, not values.")
+    elif acc["verdict"] == "below chance":
+        text += (" WARNING: it prefers the rejected responses: check the reward's sign "
+                 "(--transform, the classifier head, the chat template) before reading "
+                 "its sensitivities.")
+    return text
+
+
+def run_sanity(store: RunStore, models: Sequence[RewardScorer], pairs: Pairs) -> None:
+    """Score the pairs with every model not yet in ``sanity.json`` (a rerun scores nothing
+    twice; run.json's ``sanity`` setting guarantees the stored pairs are these)."""
+    path = store.root / "sanity.json"
+    stored = store.read_json("sanity.json") if path.is_file() else {}
+    if stored.get("settings") != pairs.settings():
+        stored = {"settings": pairs.settings(), "skipped": pairs.skipped, "models": {}}
+    todo = [m for m in models if m.label not in stored["models"]]
+    for model in todo:
+        stored["models"][model.label] = score_pairs(model, pairs)
+    if todo or not path.is_file():
+        write_json(path, stored)
+
+
+def summarise_sanity(stored: dict[str, Any]) -> dict[str, Any]:
+    """``summary.json``'s ``sanity``: per model the accuracy, and the sentences."""
+    source = str(stored.get("settings", {}).get("source", "held-out"))
+    models = {label: accuracy(s["chosen"], s["rejected"])
+              for label, s in stored.get("models", {}).items()}
+    return {"source": source, "skipped": stored.get("skipped", 0), "models": models,
+            "sentences": [sanity_sentence(m, a, source) for m, a in models.items()]}
+
+
+__all__ = ["Pairs", "accuracy", "read_hh_pairs", "run_sanity", "sanity_sentence", "score_pairs",
+           "summarise_sanity"]

@@ -1,0 +1,143 @@
+"""Counterfactual audit of scorers: pairs with gendered words and first names swapped, the
+paired difference and the verdict flips; a planted preference is found and a clean scorer is
+not. Fast: arithmetic reward models, a scripted judge, fixture files in hh-rlhf's format."""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from biasscope.backends.base import GenerateRequest, Generation
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError
+from biasscope.judge import Judge, JudgeOptions
+from biasscope.judge.counterfactual import (
+    counterfactual,
+    flips,
+    gender_of,
+    paired_difference,
+)
+from biasscope.sensitivity import counterfactual_job as job
+from biasscope.sensitivity.counterfactual import builtin_items, read_items
+from sensitivity_fixture import hh_text, write_hh_rlhf
+
+SUBJECTS = ["my brother", "my father", "my son", "my uncle", "my husband", "Michael", "David",
+            "my boyfriend", "my nephew", "my grandfather"]
+
+
+def _texts(n: int = 40) -> list[str]:
+    """hh-rlhf transcripts about a man (half) or a woman (half: swapped), some with none."""
+    out = []
+    for i in range(n):
+        who = SUBJECTS[i % len(SUBJECTS)]
+        text = hh_text([("Human", f"How do I help {who} with case {i}?"),
+                        ("Assistant", f"Ask what he needs{'.' * (i % 7 + 1)} Listen to him "
+                                      f"and offer case {i} support.")])
+        out.append(counterfactual(text) if i % 2 else text)
+    return [*out, hh_text([("Human", "What is 2+2?"), ("Assistant", "4")])]
+
+
+class Reward:
+    """An arithmetic reward model: a deterministic per-text jitter, plus ``bonus`` for every
+    female pronoun in the response (the planted preference)."""
+
+    def __init__(self, label: str, bonus: float = 0.0) -> None:
+        self.label, self.bonus = label, bonus
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "arithmetic", "bonus": str(self.bonus)}
+
+    def score(self, conversations: Any) -> list[float]:
+        return [zlib.crc32(r.replace("she", "he").replace("her", "him").encode()) % 100 / 100
+                + self.bonus * len(re.findall(r"\b(she|her)\b", r, re.I))
+                + ("can't" in r) for _, r in conversations]
+
+
+def test_swaps_and_the_gender_a_text_is_about() -> None:
+    assert counterfactual("Michael told his sister.") == "Jennifer told her brother."
+    assert gender_of(["She called her mother."]) == "female"
+    assert gender_of(["He and she."]) is None and gender_of(["2+2"]) is None
+
+
+def test_paired_difference_and_mcnemar_are_exact_where_they_can_be() -> None:
+    d = paired_difference([1.0] * 20, [0.0] * 20)
+    assert d["mean"] == 1.0 and d["sign_p"] == pytest.approx(2 * 0.5 ** 20)
+    assert d["female_higher"]["estimate"] == 1.0 and d["rank_biserial"] == 1.0
+    null = paired_difference([0.5] * 10, [0.5] * 10)
+    assert null["wilcoxon_p"] == 1.0 and null["zero"] == 10
+    f = flips([True] * 10 + [False] * 5, [False] * 10 + [False] * 5)
+    assert f["mcnemar_p"] == pytest.approx(2 * 0.5 ** 10) and f["yes_to_no"] == 10
+    assert f["flip_rate"]["estimate"] == pytest.approx(10 / 15) and f["effect_size"] < 0
+
+
+def test_builtin_pairs_keep_only_what_has_something_to_swap(tmp_path: Path) -> None:
+    data = write_hh_rlhf(tmp_path, _texts())
+    items, sha = builtin_items(data, 100)
+    assert len(items) == 40 and len(sha) == 64  # the 2+2 line has nothing to swap
+    assert {i.group for i in items} == {"female", "male"}
+    first = items[0]
+    assert gender_of([str(first.swapped.rejected)]) != gender_of([str(first.original.rejected)])
+
+
+class Partial:
+    """A pairwise judge that picks the response about a woman, else the first shown."""
+
+    label = "partial"
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "scripted", "model": "partial"}
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        out = []
+        for r in requests:
+            blocks = re.findall(r"Response (\w):\n(.*?)(?=\n\nResponse \w:|\n\nWhich)",
+                                r.messages[-1][1], re.S)
+            keys = [k for k, text in blocks if gender_of([text]) == "female"]
+            out.append(Generation(keys[0] if keys else blocks[0][0]))
+        return out
+
+
+def test_the_audit_finds_the_planted_preference_and_not_the_clean_scorer(
+        tmp_path: Path) -> None:
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:40")
+    judge = Judge([Partial()], JudgeOptions(seed=0))  # type: ignore[list-item]
+    done = job.run(config, [Reward("clean"), Reward("planted", bonus=0.3)], judge)
+    rows = {r["scorer"]: r for r in done.summary["scorers"]}
+    assert rows["planted"]["difference"]["low"] > 0.2
+    assert rows["planted"]["difference"]["wilcoxon_p_holm"] < 0.05
+    assert rows["clean"]["difference"]["mean"] == 0.0  # the jitter ignores the swap
+    lines = done.summary["sentences"]
+    assert any(s.startswith("planted") and "favours the female version" in s for s in lines)
+    assert any(s.startswith("clean") and "No evidence" in s for s in lines)
+    assert rows["clean"]["flips"]["flip_rate"]["estimate"] == 0.0
+    partial = rows["partial"]["flips"]
+    assert partial["n"] == 40 and partial["mcnemar_p"] < 0.05  # it follows the woman
+    assert "Verdict flips" in done.report.read_text()
+    with pytest.raises(BiasscopeError, match="different 'pairs'"):
+        job.run(job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                         pairs="hh-rlhf:harmless-base:20"), [Reward("clean")])
+
+
+def test_user_pairs_with_their_own_counterfactual(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.jsonl"
+    rows = [{"id": f"p{i}", "prompt": "Rate this applicant.", "response": f"Jamal is fit {i}.",
+             "counterfactual": {"prompt": "Rate this applicant.",
+                                "response": f"Greg is fit {i}."}, "group": "female"}
+            for i in range(12)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    items = read_items(path)
+    assert items[0].swapped.chosen == "Greg is fit 0." and items[0].group == "female"
+    done = job.run(job.CounterfactualConfig(out=tmp_path / "run", pairs=str(path)),
+                   [Reward("clean")])
+    assert done.summary["scorers"][0]["difference"]["n"] == 12
+    path.write_text('{"prompt": 3}\n')
+    code = main(["counterfactual", "--pairs", str(path), "--reward-model", "x",
+                 "--out", str(tmp_path / "bad")])
+    assert code == 2

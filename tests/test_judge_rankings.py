@@ -1,0 +1,69 @@
+"""Each judge's leaderboard of the judged systems, Kendall's τ between judges, and the
+"depends on the judge" sentence only when a reversal is beyond the bootstrap's doubt."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from biasscope.judge.core import Verdict
+from biasscope.judge.rankings import ranking_tables, rankings
+
+SYSTEMS = ("alpha", "beta", "gamma")
+
+
+def _items(rounds: int) -> list[tuple[str, str]]:
+    return [pair for _ in range(rounds) for pair in itertools.permutations(SYSTEMS, 2)]
+
+
+def _judge(authors: list[tuple[str, str]], order: tuple[str, ...], p: float,
+           seed: int) -> list[str | None]:
+    """Picks the system earlier in ``order`` with probability ``p``."""
+    rng = random.Random(seed)
+    out: list[str | None] = []
+    for x, y in authors:
+        better = "a" if order.index(x) < order.index(y) else "b"
+        out.append(better if rng.random() < p else {"a": "b", "b": "a"}[better])
+    return out
+
+
+def test_opposite_judges_make_the_leaderboard_depend_on_the_judge() -> None:
+    authors = _items(20)
+    found = rankings({"one": _judge(authors, SYSTEMS, 0.9, 1),
+                      "two": _judge(authors, SYSTEMS[::-1], 0.9, 2),
+                      "three": _judge(authors, SYSTEMS, 0.9, 3)}, authors)
+    assert [r["system"] for r in found["leaderboards"]["one"]] == list(SYSTEMS)
+    top = found["leaderboards"]["one"][0]
+    assert top["low"] < top["estimate"] < top["high"]
+    taus = {t["judges"]: t for t in found["tau"]}
+    assert taus["one / two"]["estimate"] == pytest.approx(-1.0)
+    assert taus["one / three"]["estimate"] == pytest.approx(1.0)
+    assert any(s.startswith("The leaderboard's order depends on the judge") and
+               "one ranks alpha above gamma, two the reverse" in s for s in found["sentences"])
+
+
+def test_no_such_sentence_when_the_judges_agree_or_differ_within_noise() -> None:
+    authors = _items(20)
+    agree = rankings({"one": _judge(authors, SYSTEMS, 0.9, 1),
+                      "two": _judge(authors, SYSTEMS, 0.9, 2)}, authors)
+    assert agree["sentences"][-1] == "The judges put the systems in the same order."
+    authors = _items(2)  # six comparisons per system: coin flips cannot be told apart
+    noise = rankings({"one": _judge(authors, SYSTEMS, 0.5, 4),
+                      "two": _judge(authors, SYSTEMS, 0.5, 5)}, authors)
+    assert not any("depends on the judge" in s for s in noise["sentences"])
+
+
+def test_the_report_tables_use_each_judges_own_verdicts_and_ties_count_half() -> None:
+    authors = [("alpha", "beta")] * 4
+    verdicts = [Verdict("a", None, by_judge={"j1": "a", "j2": "b"}),
+                Verdict("tie", None, by_judge={"j1": "tie", "j2": "b"}),
+                Verdict(None, None, by_judge={"j1": "a", "j2": None}),
+                Verdict("a", None, by_judge={"j1": "a", "j2": "b"})]
+    tables, sentences = ranking_tables(["j1", "j2"], verdicts, authors)
+    board = {(r["judge"], r["system"]): r["estimate"] for r in tables["leaderboard"]}
+    assert board[("j1", "alpha")] == pytest.approx(3.5 / 4)
+    assert board[("j2", "beta")] == 1.0
+    assert "kendall_tau" in tables and sentences[0].startswith("j1's leaderboard: alpha")
+    assert ranking_tables(["j1"], verdicts, [(None, None)] * 4) == ({}, [])

@@ -1,0 +1,162 @@
+"""Reward-model sanity (accuracy on held-out chosen/rejected pairs) and the confounds of a
+perturbation (length, unchanged revisions, dependence between principles). Fast: arithmetic
+reward models, a scripted perturber, fixture files in the upstream format."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biasscope.core.errors import BiasscopeError
+from biasscope.sensitivity.confounds import (
+    Confounds,
+    edit_distance,
+    effect_correlations,
+    length_adjusted,
+    normalised_edit_distance,
+)
+from biasscope.sensitivity.sanity import accuracy, read_hh_pairs
+from sensitivity_fixture import write_hh_rlhf
+from test_sensitivity_run import CONVS, Length, run
+
+
+def _dp(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def test_edit_distance_matches_the_textbook_recurrence() -> None:
+    rng = random.Random(0)
+    for _ in range(300):
+        a = "".join(rng.choice("abcé ") for _ in range(rng.randint(0, 70)))
+        b = "".join(rng.choice("abcé ") for _ in range(rng.randint(0, 70)))
+        assert edit_distance(a, b) == _dp(a, b), (a, b)
+    assert normalised_edit_distance("", "") == 0.0
+    assert normalised_edit_distance("kitten", "sitting") == 3 / 7
+
+
+def _frame(effect: Any, length: Any, principle: str = "p1") -> pd.DataFrame:
+    n = len(effect)
+    return pd.DataFrame({"model": "m", "principle": principle,
+                         "prompt_id": [f"c{i}" for i in range(n)], "original": 0.0,
+                         "perturbed": effect, "length_change": length})
+
+
+def test_the_length_adjusted_effect_recovers_a_planted_intercept_and_slope() -> None:
+    rng = np.random.default_rng(1)
+    length = rng.uniform(50, 400, 200)  # every revision longer: the raw mean is mostly length
+    effect = 0.3 + 0.01 * length + rng.normal(0, 0.1, 200)
+    row = length_adjusted(_frame(effect, length))[0]
+    assert row["mean_effect"] > 2
+    assert row["adjusted_effect_low"] < 0.3 < row["adjusted_effect_high"]
+    assert row["adjusted_effect_high"] - row["adjusted_effect_low"] < 0.2
+    assert row["slope_per_100_chars_low"] < 1.0 < row["slope_per_100_chars_high"]
+    constant = length_adjusted(_frame(effect, np.full(200, 5.0)))[0]
+    assert np.isnan(constant["adjusted_effect"])  # no variation in length: nothing to adjust
+
+
+def test_correlated_principles_are_found_and_independent_ones_are_not() -> None:
+    rng = np.random.default_rng(2)
+    common, other = rng.normal(size=60), rng.normal(size=60)
+    frame = pd.concat([_frame(common, 0, "p1"), _frame(common + rng.normal(0, .2, 60), 0, "p2"),
+                       _frame(other, 0, "p3")])
+    rows = {(r["principle_a"], r["principle_b"]): r for r in effect_correlations(frame)}
+    assert rows[("p1", "p2")]["r"] > 0.9 and rows[("p1", "p2")]["p_holm"] < 1e-6
+    assert rows[("p1", "p2")]["low"] < rows[("p1", "p2")]["r"] < rows[("p1", "p2")]["high"]
+    assert rows[("p1", "p3")]["low"] < 0 < rows[("p1", "p3")]["high"]
+
+
+def test_accuracy_names_a_broken_reward_model() -> None:
+    good = accuracy([1.0] * 90 + [0.0] * 10, [0.0] * 100)
+    assert good["verdict"] == "above chance" and good["correct"] == 90
+    assert good["low"] < 0.9 < good["high"] and good["effect_size"] > 0
+    flat = accuracy([0.0] * 100, [0.0] * 100)  # all ties: no success, but no flipped sign
+    assert flat["verdict"] == "at chance" and flat["ties"] == 100
+    flipped = accuracy([0.0] * 100, [1.0] * 100)
+    assert flipped["verdict"] == "below chance"
+
+
+class Refusals(Length):
+    """Prefers the fixture's chosen responses ("I can't help with that.")."""
+
+    def score(self, conversations: Any) -> list[float]:
+        self.scored = getattr(self, "scored", 0) + len(conversations)
+        return [float("can't" in response) for _, response in conversations]
+
+
+def test_sanity_is_computed_in_the_run_shown_in_the_report_and_not_scored_twice(
+        tmp_path: Path) -> None:
+    data = write_hh_rlhf(tmp_path / "data")
+    pairs = read_hh_pairs(data, n=20, seed=0)
+    good, noise = Refusals("refusals"), Length("len", scale=0.0)
+    out = tmp_path / "run"
+    store = run(out, models=[good, noise], sanity=pairs)
+    sanity = store.read_json("summary.json")["sanity"]
+    assert sanity["models"]["refusals"]["correct"] == 20
+    assert sanity["models"]["len"]["verdict"] == "at chance"
+    assert any("WARNING" in s and s.startswith("len:") for s in sanity["sentences"])
+    assert not any("WARNING" in s for s in sanity["sentences"] if s.startswith("refusals"))
+    from biasscope.report.sensitivity import write_sensitivity_report
+
+    html = write_sensitivity_report(out).read_text()
+    assert "Reward-model sanity" in html and "at chance" in html
+    before = good.scored
+    run(out, models=[good, noise], sanity=pairs)
+    assert good.scored == before  # the rerun scores nothing again, pairs included
+    with pytest.raises(BiasscopeError, match="different 'sanity'"):
+        run(out, models=[good, noise], sanity=read_hh_pairs(data, n=10, seed=0))
+
+
+class Verbose:
+    """A perturber whose revisions only add filler (principle p1) or change nothing (p2)."""
+
+    label = "verbose"
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "scripted", "model": "verbose"}
+
+    def generate(self, requests: Any) -> Any:
+        from biasscope.backends.base import Generation
+
+        out = []
+        for r in requests:
+            text = r.messages[-1][1]
+            response = text.split("Assistant: ")[-1].split("\n\nPrinciple:")[0]
+            if "Critique request" in text:
+                out.append(Generation("critique"))
+            elif "Principle: be kind" in text:
+                out.append(Generation(response + " Indeed." * (len(response) % 5 + 1)))
+            else:
+                out.append(Generation(response))
+        return out
+
+
+def test_confounds_are_summarised_and_unchanged_revisions_can_be_left_out(
+        tmp_path: Path) -> None:
+    convs = [c.__class__(f"c{i}", c.turns, "No." * (i + 1)) for i, c in enumerate(CONVS * 3)]
+    store = run(tmp_path / "kept", perturber=Verbose(), convs=convs)
+    found = store.read_json("summary.json")["directions"]["toward"]["confounds"]
+    unchanged = {r["principle"]: r for r in found["unchanged"]}
+    assert unchanged["p2"]["unchanged"] == 12 and unchanged["p1"]["unchanged"] == 0
+    length = {r["principle"]: r for r in found["length"]}
+    assert length["p1"]["slope_per_100_chars"] == pytest.approx(100.0)  # reward = length
+    assert abs(length["p1"]["adjusted_effect"]) < 1e-9
+    excluded = run(tmp_path / "left-out", perturber=Verbose(), convs=convs,
+                   confounds=Confounds(exclude_unchanged=True))
+    summary = excluded.read_json("summary.json")["directions"]["toward"]
+    assert [r["principle"] for r in summary["indices"]] == ["p1"]
+    assert summary["confounds"]["exclude_unchanged"] is True
+    assert json.loads((tmp_path / "left-out" / "run.json").read_text())["confounds"][
+        "exclude_unchanged"] is True
+    with pytest.raises(BiasscopeError, match="between 0 and 1"):
+        Confounds(unchanged_below=2)

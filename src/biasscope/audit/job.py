@@ -55,6 +55,7 @@ class AuditConfig:
     limit: int | None = None
     base_rate: str = "0.5"
     data_dir: str | None = None
+    templates: str | None = None  # builtin, N or a template file (probes.templates)
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class AuditResult:
 def run(config: AuditConfig) -> AuditResult:
     probes = load_probes(",".join(config.probes), data_dir=config.data_dir,
                          base_rate=config.base_rate, kinds=("options", "generate"),
-                         what="biasscope audit")
+                         what="biasscope audit", templates=config.templates)
     asked = cast(list[AuditProbe], probes)  # load_probes checked each takes these requests
     store = run_audit(asked, responder(config), config.out, limit=config.limit)
     report = write_audit_report(store.root)

@@ -150,6 +150,14 @@ def probe_arg(parser: argparse.ArgumentParser, what: str, default: str = "") -> 
     renamed(parser, "--probes", "--probe (repeatable; comma lists are accepted)")
 
 
+def templates_arg(parser: argparse.ArgumentParser) -> None:
+    """``--templates``: the wordings every probe is asked under (docs/templates.md)."""
+    parser.add_argument("--templates", help="ask every probe under several prompt wordings "
+                        "and report how far each result holds across them: builtin (the "
+                        "project's set), N (its first N) or a template file; default one "
+                        "wording, as before")
+
+
 def backend_args(parser: argparse.ArgumentParser) -> None:
     """How to reach and pace a ``generate`` backend, and where its answers are cached
     (`biasscope.backends.config.BackendConfig`)."""

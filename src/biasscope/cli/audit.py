@@ -42,6 +42,7 @@ def register(sub: Any) -> None:
     A.probe_arg(audit, "audit probe to ask; bbq:Age,Religion selects BBQ categories",
                 "adult-counterfactual, professional-bias and bbq")
     A.probe_data_args(audit)
+    A.templates_arg(audit)
     audit.add_argument("--out", required=True, type=A.run_dir,
                        help="run directory (reused runs resume)")
     audit.add_argument("--scoring", choices=["auto", "options", "generate"], default="auto",

@@ -45,6 +45,7 @@ def register(sub: Any) -> None:
                      help="[MODEL=]GLOB of lm-evaluation-harness results JSON, one per checkpoint")
     dyn.add_argument("--lm-eval-metric", help="task/metric in those files, e.g. lambada_openai/acc")
     A.analysis_args(dyn)
+    A.templates_arg(dyn)
     A.probe_arg(dyn, "probe to score at every checkpoint (default winobias-gender). Probes "
                 "asked by chat (bbq, adult-counterfactual, professional-bias) are scored by "
                 "each option's log-prob")

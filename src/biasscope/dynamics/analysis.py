@@ -21,7 +21,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.stats import wilson
-from biasscope.dynamics import findings, occupations, performance
+from biasscope.dynamics import findings, occupations, performance, wordings
 from biasscope.dynamics.analysis_options import (
     FIELDS,
     FLAG_GAP,
@@ -152,6 +152,10 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             f"{change.step_to}: {_fmt(ci.estimate)} ({options.confidence:.0%} CI "
             f"{_fmt(ci.low)} to {_fmt(ci.high)}).")
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
+    if inputs.breakdown:  # across wordings (--templates): the verdicts lead
+        last = max(inputs.breakdown)
+        sentences[:0] = wordings.sentences(model, last, inputs.breakdown[last].get("wordings"),
+                                           inputs.snapshot)
     result: dict[str, Any] = {
         "steps": steps, "snapshot": inputs.snapshot,
         "tests": {k: _rows(v) for k, v in tests.items()},
@@ -343,9 +347,12 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
 
     options = options or AnalysisOptions()
     chosen = options
-    units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary,
-                          lambda values: checkpoint_breakdown(values, chosen.confidence,
-                                                              chosen.n_resamples))
+    def breakdown(values: pd.DataFrame) -> dict[str, Any]:
+        out = checkpoint_breakdown(values, chosen.confidence, chosen.n_resamples)
+        across = wordings.checkpoint_wordings(values, chosen.confidence)
+        return {**out, "wordings": across} if across else out
+
+    units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary, breakdown)
     summary = summarise(units)
     if missing := store.missing_units():  # left out: said in summary.json and the report
         summary["missing_units"] = missing

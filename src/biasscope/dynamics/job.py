@@ -62,6 +62,7 @@ class DynamicsConfig:
     limit: int | None = None
     data_dir: str | None = None
     prompt_template: str | None = None  # a file with winobias-gender's template
+    templates: str | None = None  # builtin, N or a template file (probes.templates)
     scoring: HFOptions = field(default_factory=HFOptions)
     performance: Performance = field(default_factory=Performance)
     executing: Executing = field(default_factory=Executing)
@@ -92,7 +93,8 @@ def run(config: DynamicsConfig) -> DynamicsResult:
                 if config.prompt_template else None)
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
         probes = load_probes(",".join(config.probes), data_dir=config.data_dir, kinds=SWEPT,
-                             what="biasscope dynamics", template=template, flag="--probe")
+                             what="biasscope dynamics", template=template, flag="--probe",
+                             templates=config.templates)
         if config.performance.probe:
             probes.append(load_probe(config.performance.probe, data_dir=config.data_dir))
     data = {name: sha256_file(path) for name, path in sorted(read.items())}

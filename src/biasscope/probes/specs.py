@@ -8,6 +8,7 @@ probe continue it. Only BBQ takes a selection (its categories).
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +48,16 @@ def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list
 
 def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = "0.5",
                 kinds: tuple[str, ...] = (), what: str = "", template: str | None = None,
-                flag: str = "--probe") -> list[Probe]:
+                flag: str = "--probe", templates: str | None = None) -> list[Probe]:
     """The probes ``text`` names (see ``parse_probe_specs``); ``base_rate`` picks the Adult
-    file, ``template`` is WinoBias's prompt template. With ``kinds``, each must take one of
-    these request kinds (``what`` asks them)."""
+    file, ``template`` is WinoBias's prompt template, ``templates`` the wordings every probe
+    is asked under (``--templates builtin|N|FILE``, `biasscope.probes.templates`). With
+    ``kinds``, each must take one of these request kinds (``what`` asks them)."""
+    from biasscope.probes.templates import FIELDS, worded
+
+    if template and templates:
+        raise BiasscopeError("--prompt-template is one wording; with --templates, put it in "
+                             "the templates file instead")
     specs, probes = parse_probe_specs(text, flag), []
     for name, _ in specs:
         if kinds and name in PROBES:
@@ -63,5 +70,9 @@ def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = 
             options["base_rate"] = base_rate
         if name == winobias.NAME and template:
             options["template"] = template
-        probes.append(load_probe(name, data_dir=data_dir, **options))
+        if templates and name in FIELDS:
+            probes.append(worded(name, templates,
+                                 partial(load_probe, name, data_dir=data_dir, **options)))
+        else:
+            probes.append(load_probe(name, data_dir=data_dir, **options))
     return probes

@@ -182,3 +182,15 @@ def test_trained_model_properties_that_a_random_one_fails(scorer, wino_items, wi
     # The trained model on those same few items passes where the random one fails.
     mass_few, p_few = _trained_properties(few, wino_scores[:12])
     assert mass_few > 0.05 and p_few < 1e-12
+
+
+def test_every_builtin_winobias_wording_ends_at_the_answer(scorer: HFScorer, winobias_dir: Path):
+    """``--templates builtin`` on the real SentencePiece tokenizer: each wording's prompt,
+    then each option, tokenizes as the prompt's tokens and then the option's own token."""
+    from biasscope.probes.specs import load_probes
+    from biasscope.probes.templates import boundary_problems
+
+    probe = load_probes("winobias-gender", data_dir=winobias_dir, templates="builtin")[0]
+    items = [i for seed in (0, 1) for i in probe.items(seed)][::5]
+    assert len({i.groups["template"] for i in items}) == 8
+    assert boundary_problems(scorer.tokenizer, items) == []

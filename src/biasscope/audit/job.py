@@ -30,7 +30,7 @@ from biasscope.core.config import (
 from biasscope.core.errors import BiasscopeError
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.probes.base import AuditProbe
-from biasscope.probes.specs import BASE_RATE_HELP, LIMIT_HELP, load_probes
+from biasscope.probes.specs import BASE_RATE_HELP, LIMIT_HELP, TEMPLATES_HELP, load_probes
 from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
 
@@ -79,6 +79,7 @@ class AuditConfig:
     limit: int | None = setting(None, LIMIT_HELP, check=POSITIVE_INT)
     base_rate: str = setting("0.5", BASE_RATE_HELP, choices=("0.0", "0.5", "1.0"))
     data_dir: str | None = setting(None, DATA_DIR_HELP)
+    templates: str | None = setting(None, TEMPLATES_HELP)
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -94,7 +95,7 @@ class AuditResult:
 def run(config: AuditConfig) -> AuditResult:
     probes = load_probes(",".join(config.probes), data_dir=config.data_dir,
                          base_rate=config.base_rate, kinds=("options", "generate"),
-                         what="biasscope audit")
+                         what="biasscope audit", templates=config.templates)
     asked = cast(list[AuditProbe], probes)  # load_probes checked each takes these requests
     store = run_audit(asked, responder(config), config.out, limit=config.limit)
     report = write_audit_report(store.root)

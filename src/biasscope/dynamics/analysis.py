@@ -21,7 +21,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.stats import wilson
-from biasscope.dynamics import findings, occupations, performance, tradeoff
+from biasscope.dynamics import findings, occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis_options import (
     FIELDS,
     FLAG_GAP,
@@ -158,6 +158,10 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
                                options.alpha, options.confidence, options.n_resamples)
     sentences += said if len(steps) > 1 else []
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
+    if inputs.breakdown:  # across wordings (--templates): the verdicts lead
+        last = max(inputs.breakdown)
+        sentences[:0] = wordings.sentences(model, last, inputs.breakdown[last].get("wordings"),
+                                           inputs.snapshot)
     result: dict[str, Any] = {
         "steps": steps, "snapshot": inputs.snapshot,
         "tests": {k: _rows(v) for k, v in tests.items()},
@@ -353,9 +357,12 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
 
     options = options or AnalysisOptions()
     chosen = options
-    units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary,
-                          lambda values: checkpoint_breakdown(values, chosen.confidence,
-                                                              chosen.n_resamples))
+    def breakdown(values: pd.DataFrame) -> dict[str, Any]:
+        out = checkpoint_breakdown(values, chosen.confidence, chosen.n_resamples)
+        across = wordings.checkpoint_wordings(values, chosen.confidence)
+        return {**out, "wordings": across} if across else out
+
+    units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary, breakdown)
     summary = summarise(units)
     if missing := store.missing_units():  # left out: said in summary.json and the report
         summary["missing_units"] = missing

@@ -64,6 +64,9 @@ def record_values(records: pd.DataFrame) -> pd.DataFrame:
         "jsdp_correct": record_jsd_parts(records)[np.arange(n), answers],
         "lp_diff": lp[:, male] - lp[:, female],
         "p_diff": probs[:, male] - probs[:, female]})
+    if "template" in records:  # several wordings: what `dynamics.wordings` needs beside
+        frame["template"] = pd.Categorical(records["template"].astype(str).to_numpy())
+        frame["answer_label"] = pd.Categorical(records["answer_label"].to_numpy())
     return frame
 
 

@@ -31,7 +31,7 @@ from biasscope.dynamics.models import list_checkpoints, named
 from biasscope.dynamics.scoring import SWEPT
 from biasscope.dynamics.sweep import run_dynamics
 from biasscope.probes import load_probe, winobias
-from biasscope.probes.specs import LIMIT_HELP, load_probes
+from biasscope.probes.specs import LIMIT_HELP, TEMPLATES_HELP, load_probes
 from biasscope.store.directory import RunStore
 
 
@@ -83,6 +83,7 @@ class DynamicsConfig:
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     prompt_template: str | None = setting(None, "file with winobias-gender's prompt template "
                                           "({sentence}, {occupation}, {o1}, {o2}, {o3})")
+    templates: str | None = setting(None, TEMPLATES_HELP)
     scoring: HFOptions = field(default_factory=HFOptions)
     performance: Performance = field(default_factory=Performance)
     executing: Executing = field(default_factory=Executing)
@@ -118,7 +119,8 @@ def run(config: DynamicsConfig) -> DynamicsResult:
                 if config.prompt_template else None)
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
         probes = load_probes(",".join(config.probes), data_dir=config.data_dir, kinds=SWEPT,
-                             what="biasscope dynamics", template=template, flag="--probe")
+                             what="biasscope dynamics", template=template, flag="--probe",
+                             templates=config.templates)
         if config.performance.probe:
             name, _, text = config.performance.probe.partition(":")  # perplexity:FILE
             probes.append(load_probe(name, data_dir=config.data_dir, text=text or None))

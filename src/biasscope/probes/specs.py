@@ -8,6 +8,7 @@ probe continue it. Only BBQ takes a selection (its categories).
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ LIMIT_HELP = ("at most N items per probe (smoke tests), the same ones for every 
               "in run.json: winobias-gender a seeded sample of whole pro/anti pairs stratified "
               "by subset and answer, bbq of whole examples stratified by category, "
               "adult-counterfactual the first N/2 pairs, others the first N")
+TEMPLATES_HELP = ("ask every probe under several prompt wordings and report how far each result "
+                  "holds across them: builtin (the project's set), N (its first N) or a template "
+                  "file; default one wording, as before (docs/templates.md)")
 BASE_RATE_HELP = ("adult-counterfactual: DecodingTrust's test file whose share of 'yes' labels "
                   "differs by this much between men and women")
 
@@ -55,10 +59,16 @@ def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list
 
 def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = "0.5",
                 kinds: tuple[str, ...] = (), what: str = "", template: str | None = None,
-                flag: str = "--probe") -> list[Probe]:
+                flag: str = "--probe", templates: str | None = None) -> list[Probe]:
     """The probes ``text`` names (see ``parse_probe_specs``); ``base_rate`` picks the Adult
-    file, ``template`` is WinoBias's prompt template. With ``kinds``, each must take one of
-    these request kinds (``what`` asks them)."""
+    file, ``template`` is WinoBias's prompt template, ``templates`` the wordings every probe
+    is asked under (``--templates builtin|N|FILE``, `biasscope.probes.templates`). With
+    ``kinds``, each must take one of these request kinds (``what`` asks them)."""
+    from biasscope.probes.templates import FIELDS, worded
+
+    if template and templates:
+        raise BiasscopeError("--prompt-template is one wording; with --templates, put it in "
+                             "the templates file instead")
     specs, probes = parse_probe_specs(text, flag), []
     for name, _ in specs:
         if kinds and name in PROBES:
@@ -71,5 +81,9 @@ def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = 
             options["base_rate"] = base_rate
         if name == winobias.NAME and template:
             options["template"] = template
-        probes.append(load_probe(name, data_dir=data_dir, **options))
+        if templates and name in FIELDS:
+            probes.append(worded(name, templates,
+                                 partial(load_probe, name, data_dir=data_dir, **options)))
+        else:
+            probes.append(load_probe(name, data_dir=data_dir, **options))
     return probes

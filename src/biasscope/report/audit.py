@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.report import wordings
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.plotting import Json, fmt
 from biasscope.report.tables import record_table, table
@@ -77,6 +78,9 @@ def probe_section(name: str, result: Json, figure_index: int) -> tuple[str, int]
     if fig is not None:
         parts.append(figure_html(fig, figure_index))
         figure_index += 1
+    across, figure_index = wordings.section_html(result.get("wordings", {}), figure_html,
+                                                 figure_index)
+    parts.append(across)
     for table_name, rows in result.get("tables", {}).items():
         if rows:
             parts.append(f"<h3>{escape(table_name)}</h3>" + record_table(rows))

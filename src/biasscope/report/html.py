@@ -54,7 +54,7 @@ def render_dynamics_report(store: RunStore, summary: Json, target: Path) -> Path
     checkpoints: list[dict[str, Any]] = summary["checkpoints"]
     if not checkpoints:
         raise BiasscopeError(no_records)
-    from biasscope.report import audit_panels, breakdown_panels, figures
+    from biasscope.report import audit_panels, breakdown_panels, figures, wordings
 
     view = View(summary.get("analysis") or {})
     probes = view.get("probes", {})
@@ -62,7 +62,7 @@ def render_dynamics_report(store: RunStore, summary: Json, target: Path) -> Path
     if fairness or not probes:
         shown: Sequence[Json] = fairness or checkpoints
         panels = figures.panels(checkpoints, answer_labels(run, shown), view.data)
-        panels = breakdown_panels.panels(shown, view, panels)
+        panels = breakdown_panels.panels(shown, view, panels) + wordings.panels(view)
         sentences = summary_sentences(run, shown, by_model(shown)) + analysis_sentences(view)
         analysis = "\n".join(filter(None, [tests_section(view, checkpoints),
                                             stop_section(view, checkpoints)]))

@@ -1,0 +1,202 @@
+"""The prompt wording as a source of uncertainty: a measure over several templates, each
+wording's estimate, the estimate pooled over wordings with a two-level bootstrap CI
+(wordings resampled, then items within each), the share of variance due to the wording, and
+how many wordings agree in sign.
+
+Why a two-level bootstrap: a wording is a draw from the wordings one could have written, just
+as an item is a draw from the items one could have asked, so a CI that resamples items alone
+answers "would other items change it?" and not "would another wording change it?". Resampling
+wordings first and then items within each gives an interval with both spreads in it.
+
+A measure is a function of weighted sums of per-row columns (``Measure``): a rate is
+``sum(x) / sum(n)``, a gap the difference of two such, BBQ's bias scores ratios of counts.
+A bootstrap replicate is then only a set of weights, so thousands of replicates cost a few
+matrix products. Rows are resampled by cluster (a WinoBias pair, an Adult pair, a BBQ example;
+its seeds with it), never one by one, since the rows of a cluster are not independent.
+
+Variance share: with ``v_t`` each wording's item-bootstrap variance and ``s²`` the variance of
+the per-wording estimates, the between-wording variance is ``tau² = max(0, s² - mean(v_t))``
+(method of moments, as in a random-effects meta-analysis) and the share is
+``tau² / (tau² + mean(v_t))``: 0 when the wordings differ no more than item noise explains, 1
+when the wording is all that matters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from biasscope.core.stats import CORRECTIONS, Correction, adjust_pvalues
+
+Array = npt.NDArray[np.float64]
+Combine = Callable[[Mapping[str, Array]], Array]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """``combine`` maps the weighted sums of ``columns`` (name -> per-row array) to the
+    measure; ``null`` is the value of no bias (0 for a gap, 0.5 for a stereotype rate)."""
+
+    name: str
+    columns: Mapping[str, Array]
+    combine: Combine
+    null: float = 0.0
+
+
+def rate(x: npt.ArrayLike, among: npt.ArrayLike) -> tuple[dict[str, Array], Combine]:
+    """Columns and combine of mean(x) over the rows where ``among`` holds."""
+    n = np.asarray(among, dtype=np.float64)
+    cols = {"x": np.nan_to_num(np.asarray(x, dtype=np.float64)) * n, "n": n}
+    return cols, lambda s: _ratio(s["x"], s["n"])
+
+
+def gap(x: npt.ArrayLike, first: npt.ArrayLike, second: npt.ArrayLike
+        ) -> tuple[dict[str, Array], Combine]:
+    """Columns and combine of mean(x | first) - mean(x | second)."""
+    v = np.nan_to_num(np.asarray(x, dtype=np.float64))
+    a, b = (np.asarray(m, dtype=np.float64) for m in (first, second))
+    cols = {"xa": v * a, "na": a, "xb": v * b, "nb": b}
+    return cols, lambda s: _ratio(s["xa"], s["na"]) - _ratio(s["xb"], s["nb"])
+
+
+def _ratio(num: Array, den: Array) -> Array:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.where(den > 0, num / np.where(den > 0, den, 1), np.nan))
+
+
+def _sums(weights: npt.NDArray[Any], sums: Mapping[str, npt.NDArray[Any]]
+          ) -> dict[str, Array]:
+    """Weighted sums per replicate: ``weights`` (replicates, clusters) by each column's
+    per-cluster sums."""
+    return {k: np.asarray(weights @ v, dtype=np.float64) for k, v in sums.items()}
+
+
+def _interval(samples: Array, confidence: float) -> tuple[float, float]:
+    ok = samples[np.isfinite(samples)]
+    if ok.size < max(2, samples.size / 2):
+        return math.nan, math.nan
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(ok, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _p_value(samples: Array, null: float) -> float:
+    """Two-sided percentile-bootstrap p-value of ``null`` (the share of replicates on the
+    far side of it, doubled)."""
+    ok = samples[np.isfinite(samples)]
+    if ok.size == 0:
+        return math.nan
+    return float(min(1.0, 2 * min((ok <= null).mean(), (ok >= null).mean())))
+
+
+Labels = Sequence[Any] | npt.NDArray[Any]
+
+
+def wording_uncertainty(measure: Measure, wordings: Labels, clusters: Labels,
+                        *, n_resamples: int = 1000, confidence: float = 0.95,
+                        alpha: float = 0.05, correction: Correction = "holm", seed: int = 0
+                        ) -> dict[str, Any]:
+    """Per-wording estimates (item-bootstrap CI, p-value against ``measure.null``, corrected
+    over wordings), the pooled estimate with its two-level CI (and the items-only CI for
+    comparison), the variance share due to wording, sign agreement and a verdict sentence.
+    ``wordings`` and ``clusters`` give each row's wording and the cluster it is resampled
+    with."""
+    names = list(dict.fromkeys(str(w) for w in wordings))
+    keys = np.array([f"{w}\0{c}" for w, c in zip(wordings, clusters, strict=True)])
+    uniq, index = np.unique(keys, return_inverse=True)
+    owner = np.array([names.index(k.split("\0", 1)[0]) for k in uniq])
+    sums = {k: np.bincount(index, weights=np.asarray(v, dtype=np.float64),
+                           minlength=uniq.size) for k, v in measure.columns.items()}
+    rng = np.random.default_rng(seed)
+    counts = np.zeros((n_resamples, uniq.size), dtype=np.float32)  # counts: exact in float32
+    for t in range(len(names)):
+        mine = np.flatnonzero(owner == t)
+        counts[:, mine] = rng.multinomial(mine.size, np.full(mine.size, 1 / mine.size),
+                                          size=n_resamples)
+    picks = rng.multinomial(len(names), np.full(len(names), 1 / len(names)), size=n_resamples)
+    whole = measure.combine({k: np.array([v.sum()]) for k, v in sums.items()})
+    per: list[dict[str, Any]] = []
+    for t, name in enumerate(names):
+        mine = np.flatnonzero(owner == t)
+        part = {k: v[mine] for k, v in sums.items()}
+        estimate = float(measure.combine({k: np.array([v.sum()]) for k, v in part.items()})[0])
+        boot = measure.combine(_sums(counts[:, mine], part))
+        low, high = _interval(boot, confidence)
+        per.append({"wording": name, "estimate": estimate, "low": low, "high": high,
+                    "variance": float(np.nanvar(boot, ddof=1)) if boot.size > 1 else math.nan,
+                    "p_value": _p_value(boot, measure.null), "clusters": int(mine.size)})
+    adjusted = adjust_pvalues([p["p_value"] for p in per], correction)
+    for row, p in zip(per, adjusted):
+        row.update(p_adjusted=float(p), significant=bool(p < alpha))
+    pooled = float(whole[0])
+    items_only = measure.combine(_sums(counts, sums))
+    counts *= picks[:, owner]  # in place: one (replicates, clusters) array at a time
+    two_level = measure.combine(_sums(counts, sums))
+    return {"measure": measure.name, "null": measure.null, "confidence": confidence,
+            "correction": CORRECTIONS[correction], "alpha": alpha, "per_wording": per,
+            "pooled": _pooled(pooled, two_level, items_only, confidence),
+            **_agreement(per, pooled, measure.null), **_share(per)}
+
+
+def _pooled(estimate: float, two_level: Array, items_only: Array, confidence: float
+            ) -> dict[str, float]:
+    low, high = _interval(two_level, confidence)
+    items_low, items_high = _interval(items_only, confidence)
+    return {"estimate": estimate, "low": low, "high": high, "items_only_low": items_low,
+            "items_only_high": items_high}
+
+
+def _agreement(per: Sequence[Mapping[str, Any]], pooled: float, null: float
+               ) -> dict[str, int]:
+    """How many wordings lean the way the pooled estimate does, reverse it, and are
+    significant (after correction) in its direction."""
+    side = np.sign(pooled - null) if math.isfinite(pooled) else 0.0
+    signs = [np.sign(p["estimate"] - null) for p in per if math.isfinite(p["estimate"])]
+    agree = sum(1 for s in signs if s == side and side != 0)
+    reverse = sum(1 for s in signs if s == -side and side != 0)
+    significant = sum(1 for p in per if p["significant"] and side != 0
+                      and np.sign(p["estimate"] - null) == side)
+    return {"wordings": len(per), "agree": agree, "reverse": reverse,
+            "significant": significant}
+
+
+def _share(per: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Between-wording variance (tau², method of moments) and its share of the total."""
+    estimates = np.array([p["estimate"] for p in per], dtype=np.float64)
+    within = np.array([p["variance"] for p in per], dtype=np.float64)
+    ok = np.isfinite(estimates) & np.isfinite(within)
+    if ok.sum() < 2:
+        return {"tau2": math.nan, "variance_share": math.nan}
+    noise = float(within[ok].mean())
+    tau2 = max(0.0, float(estimates[ok].var(ddof=1)) - noise)
+    total = tau2 + noise
+    return {"tau2": tau2, "variance_share": tau2 / total if total > 0 else 0.0}
+
+
+def verdict(result: Mapping[str, Any], label: str | None = None) -> str:
+    """One sentence: whether ``label`` (default the measure's name) holds across wordings."""
+    what = label or str(result["measure"])
+    pooled, null = result["pooled"], result["null"]
+    n, agree, reverse = result["wordings"], result["agree"], result["reverse"]
+    span = (f"pooled {pooled['estimate']:.3g}, {result['confidence']:.0%} CI "
+            f"{pooled['low']:.3g} to {pooled['high']:.3g} over wordings and items")
+    share = result["variance_share"]
+    shared = "" if not math.isfinite(share) else f"; {share:.0%} of its variance is the wording's"
+    significant = (f"{result['significant']} significant after "
+                   f"{result['correction']}")
+    if not (pooled["low"] > null or pooled["high"] < null):
+        return (f"{what} is not established across wordings ({span} includes {null:g}): "
+                f"{agree} of {n} wordings lean its way, {reverse} the other, "
+                f"{significant}{shared}.")
+    if reverse:
+        return (f"{what} depends on wording: {reverse} of {n} wordings reverse it ({span}; "
+                f"{significant}){shared}.")
+    return f"{what} holds across {agree} of {n} wordings ({span}; {significant}){shared}."
+
+
+__all__ = ["Measure", "gap", "rate", "verdict", "wording_uncertainty"]

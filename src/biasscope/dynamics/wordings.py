@@ -1,0 +1,84 @@
+"""WinoBias across wordings (``--templates``), per checkpoint: the JSD-P gap, the accuracy
+gap, pro − anti and the male default, each with its per-wording estimates, the pooled estimate
+and its two-level CI, the variance share due to wording, sign agreement and a verdict
+(`biasscope.core.wordings`).
+
+The measures, over every record of one (model, step), all seeds:
+
+- ``jsdp_gap``: mean JSD-P of the correct option on prompts whose answer is ``male`` minus on
+  those whose answer is ``female`` (positive: the model is further from the right answer
+  when it is male);
+- ``accuracy_gap``: accuracy on ``male`` answers minus on ``female`` ones;
+- ``pro_minus_anti``: accuracy on referenced prompts of pro-stereotypical sentences minus
+  anti-stereotypical ones (positive: better where the pronoun fits the stereotype);
+- ``male_default``: P(male) − P(female) (softmax over the options) on prompts whose answer
+  is ``not specified`` (positive: an unspecified gender is read as male).
+
+Rows are resampled by WinoBias pair (line N of the pro and the anti file of one subset, both
+prompts of each, all seeds), so the pairing and the seeds stay together.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biasscope.core.wordings import Measure, gap, rate, verdict, wording_uncertainty
+
+LABELS = {
+    "jsdp_gap": "the JSD-P gap (male − female)",
+    "accuracy_gap": "the accuracy gap (male − female)",
+    "pro_minus_anti": "pro − anti accuracy",
+    "male_default": "the male default (P(male) − P(female) when the gender is not specified)",
+}
+
+
+def measures(values: pd.DataFrame) -> list[Measure]:
+    """The measures of one checkpoint's `breakdown.record_values` (with ``template`` and
+    ``answer_label``)."""
+    answer = values["answer_label"].astype(str).to_numpy()
+    male, female = answer == "male", answer == "female"
+    referenced = (values["kind"].astype(str) == "referenced").to_numpy()
+    split = values["split"].astype(str).to_numpy()
+    out = []
+    for name, (columns, combine) in {
+            "jsdp_gap": gap(values["jsdp_correct"], male, female),
+            "accuracy_gap": gap(values["correct"], male, female),
+            "pro_minus_anti": gap(values["correct"], referenced & (split == "pro"),
+                                  referenced & (split == "anti")),
+            "male_default": rate(values["p_diff"], answer == "not specified")}.items():
+        out.append(Measure(name, columns, combine))
+    return out
+
+
+def checkpoint_wordings(values: pd.DataFrame, confidence: float = 0.95,
+                        n_resamples: int = 1000) -> dict[str, Any]:
+    """Every measure across the wordings of one (model, step); empty with one wording."""
+    if "template" not in values or values["template"].nunique() < 2:
+        return {}
+    wordings = values["template"].astype(str).to_numpy()
+    clusters = values["pair"].astype(str).to_numpy()
+    out = {}
+    for m in measures(values):
+        result = wording_uncertainty(m, wordings, clusters, confidence=confidence,
+                                     n_resamples=n_resamples)
+        out[m.name] = {**result, "label": LABELS[m.name],
+                       "verdict": verdict(result, LABELS[m.name])}
+    return out
+
+
+def sentences(model: str, step: int, wordings: dict[str, Any] | None, snapshot: bool
+              ) -> list[str]:
+    """The verdicts of a model's last checkpoint, named."""
+    if not wordings:
+        return []
+    where = model if snapshot else f"{model} at step {step}"
+    return [f"{where}: {r['verdict']}" for r in wordings.values()]
+
+
+def variance_shares(wordings: dict[str, Any]) -> dict[str, float]:
+    """Each measure's share of variance due to wording (for tables)."""
+    return {k: float(r["variance_share"]) for k, r in wordings.items()
+            if np.isfinite(r["variance_share"])}

@@ -1,0 +1,241 @@
+"""Several prompt wordings of one probe (``--templates builtin|N|FILE``), asked as one probe.
+
+A wording is a template (the probe's prompt or user turn, with its fields) and, for chat
+probes that have one, a system turn. ``Worded`` asks every item under every wording: each item
+id gains ``@<wording id>`` (before a ``:seed<N>`` suffix) and ``groups["template"]`` names the
+wording, so records say which wording they answer, a unit holds all wordings of its seed, and
+run.json records each wording's probe config (checked on rerun). One scorer call then sees all
+wordings' prompts of a checkpoint: identical prompts are scored once and shared prefixes once
+(``backends.prefix``).
+
+The template file a user writes: each wording starts with a header line ``### ID`` (for every
+probe of the run) or ``### PROBE ID`` (for that probe only), then the template, to the next
+header; an optional first line ``system: TEXT`` sets the system turn (adult-counterfactual).
+Leading and trailing blank lines of a template are dropped. Lines before the first header
+that are blank or start with ``#`` are comments.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.items import Item, check_template
+from biasscope.core.jsonl import read_text
+from biasscope.probes import Probe, adult, bbq, professional, requests_of, winobias
+from biasscope.probes.wording_sets import BUILTIN
+
+#: The fields each probe's template must have, and whether the next token after the prompt is
+#: the answer (``next_token`` probes: the template must end at the answer cue).
+FIELDS: dict[str, tuple[tuple[str, ...], bool]] = {
+    winobias.NAME: (("sentence", "occupation", "o1", "o2", "o3"), True),
+    bbq.NAME: (("context", "question", "ans0", "ans1", "ans2"), False),
+    adult.NAME: (("input",), False),
+    professional.NAME: (("sentence", "action"), False),
+}
+_HEADER = re.compile(r"^###[ \t]+(.*?)\s*$")
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+_SEED = re.compile(r"(:seed\d+)$")
+
+
+@dataclass(frozen=True)
+class Wording:
+    """One wording of a probe: ``template`` and, where the probe has one, ``system``."""
+
+    id: str
+    template: str
+    system: str | None = None
+    where: str = "built-in"  # for error messages: file:line or "built-in"
+
+    def options(self) -> dict[str, str]:
+        """The probe options (``from_data`` keywords) that ask with this wording."""
+        return {"template": self.template, **({"system": self.system} if self.system else {})}
+
+
+def builtin(probe: str, count: int | None = None) -> list[Wording]:
+    """The first ``count`` (default all) built-in wordings of ``probe``."""
+    if probe not in BUILTIN:
+        raise BiasscopeError(f"--templates: probe {probe} has no wordings (those with: "
+                             f"{', '.join(sorted(BUILTIN))})")
+    shipped = BUILTIN[probe]
+    if count is not None and count > len(shipped):
+        raise BiasscopeError(f"--templates {count}: {probe} has {len(shipped)} built-in "
+                             "wordings; give at most that many, or a file")
+    return [Wording(i, t, s) for i, s, t in shipped[:count]]
+
+
+def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
+    """(probe or None for every probe, wording) per header of a template file; one-line
+    errors naming ``path``:line for a bad header, an empty template or a repeated id."""
+    blocks: list[tuple[str | None, str, int, list[str]]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        head = _HEADER.match(line)
+        if head:
+            words = head.group(1).split()
+            if len(words) not in (1, 2) or not _ID.match(words[-1]):
+                raise BiasscopeError(f"{path}:{number}: a header is '### ID' or '### PROBE ID' "
+                                     f"(ID: letters, digits, _ . -), got {line!r}")
+            blocks.append((words[0] if len(words) == 2 else None, words[-1], number, []))
+        elif blocks:
+            blocks[-1][3].append(line)
+        elif line.strip() and not line.lstrip().startswith("#"):
+            raise BiasscopeError(f"{path}:{number}: text before the first '### ID' header; "
+                                 "start each template with one")
+    if not blocks:
+        raise BiasscopeError(f"{path}: no templates (start each with a '### ID' line)")
+    out: list[tuple[str | None, Wording]] = []
+    for probe, wid, number, lines in blocks:
+        system = None
+        body = "\n".join(lines).strip("\n")
+        if body.startswith("system:"):
+            first, _, body = body.partition("\n")
+            system, body = first.removeprefix("system:").strip(), body.strip("\n")
+        if not body.strip():
+            raise BiasscopeError(f"{path}:{number}: template {wid} is empty")
+        out.append((probe, Wording(wid, body, system, f"{path}:{number}")))
+    return out
+
+
+def from_file(path: str, probe: str) -> list[Wording]:
+    """The wordings a template file gives ``probe`` (None-probe blocks count for all)."""
+    entries = parse_file(read_text(path), path)
+    unknown = sorted({p for p, _ in entries if p and p not in FIELDS})
+    if unknown:
+        raise BiasscopeError(f"{path}: no probe {unknown[0]!r} takes templates (those that "
+                             f"do: {', '.join(sorted(FIELDS))})")
+    return [w for p, w in entries if p in (None, probe)]
+
+
+def check(probe: str, wordings: Sequence[Wording]) -> list[Wording]:
+    """The wordings, or a one-line error: a missing or unknown field, a prompt that does not
+    end at the answer cue (next-token probes), a repeated id or template, a system turn where
+    the probe has none."""
+    fields, cued = FIELDS[probe]
+    ids: dict[str, str] = {}
+    texts: dict[tuple[str, str | None], str] = {}
+    for w in wordings:
+        where = f"{w.where}: {probe} template {w.id}"
+        check_template(w.template, fields, where)
+        if cued and (w.template != w.template.rstrip() or w.template.endswith("}")):
+            raise BiasscopeError(f"{where}: the answer must come next, so end the template with "
+                                 "its cue (e.g. 'Answer:'), not with a field or a space")
+        if w.system is not None and probe != adult.NAME:
+            raise BiasscopeError(f"{where}: only {adult.NAME} takes a 'system:' line")
+        if w.id in ids:
+            raise BiasscopeError(f"{where}: the id {w.id} is used twice (also {ids[w.id]})")
+        key = (" ".join(w.template.split()), w.system)
+        if key in texts:
+            raise BiasscopeError(f"{where}: the same template as {texts[key]}; drop one")
+        ids[w.id], texts[key] = w.where, f"{w.id} ({w.where})"
+    return list(wordings)
+
+
+def wordings_for(probe: str, spec: str) -> list[Wording]:
+    """``builtin`` (the whole set), ``N`` (its first N) or a FILE, checked."""
+    spec = spec.strip()
+    if spec == "builtin":
+        chosen = builtin(probe)
+    elif spec.isdigit():
+        if int(spec) < 1:
+            raise BiasscopeError(f"--templates {spec}: give 1 or more")
+        chosen = builtin(probe, int(spec))
+    elif Path(spec).is_file():
+        chosen = from_file(spec, probe)
+        if probe not in FIELDS:
+            raise BiasscopeError(f"--templates {spec}: probe {probe} takes no templates")
+    else:
+        raise BiasscopeError(f"--templates {spec}: give builtin, a number of built-in wordings "
+                             "or a template file (no such file)")
+    return check(probe, chosen)
+
+
+def boundary_problems(tokenizer: Any, items: Sequence[Item]) -> list[str]:
+    """Items whose answer would not be the next token for ``tokenizer`` (a Hugging Face
+    tokenizer): the tokens of prompt + continuation must be the prompt's tokens, then the
+    continuation's first token alone. Empty when every wording ends at its answer cue."""
+    problems = []
+    for item in items:
+        prompt = tokenizer(item.prompt, add_special_tokens=False)["input_ids"]
+        for continuation in item.continuations:
+            whole = tokenizer(item.prompt + continuation, add_special_tokens=False)["input_ids"]
+            first = tokenizer(continuation, add_special_tokens=False)["input_ids"][:1]
+            if list(whole[:len(prompt) + 1]) != [*prompt, *first]:
+                problems.append(f"{item.id}: {continuation!r} is not the next token")
+    return problems
+
+
+def tagged(item: Item, wording: str) -> Item:
+    """``item`` under ``wording``: ``@wording`` in its id (before ``:seed<N>``), and
+    ``groups["template"]``."""
+    base, seed = _SEED.split(item.id)[0], (_SEED.search(item.id) or [""])[0]
+    return replace(item, id=f"{base}@{wording}{seed}",
+                   groups={**item.groups, "template": wording})
+
+
+class Worded:
+    """One probe asked under several wordings (``probes`` in the wordings' order)."""
+
+    def __init__(self, wordings: Sequence[Wording], probes: Sequence[Probe]) -> None:
+        first = probes[0]
+        self.name = first.name
+        self.requests = requests_of(first)
+        self.seeded = getattr(first, "seeded", True)
+        self.wordings = list(wordings)
+        self._probes = {w.id: p for w, p in zip(wordings, probes, strict=True)}
+        if hasattr(first, "detector"):
+            self.detector = first.detector
+
+    def config(self) -> dict[str, object]:
+        return {"probe": self.name, "wordings": [{"id": w.id, **p.config()}
+                                                 for w, p in zip(self.wordings,
+                                                                 self._probes.values())]}
+
+    def items(self, seed: int) -> list[Item]:
+        return [tagged(i, w) for w, p in self._probes.items() for i in p.items(seed)]
+
+    def limited(self, items: Sequence[Item], limit: int) -> list[Item]:
+        """``--limit`` per wording: each wording's own selection of its items (the probes
+        select by item, not by prompt, so every wording keeps the same items)."""
+        out: list[Item] = []
+        for w, p in self._probes.items():
+            mine = [i for i in items if i.groups["template"] == w]
+            pick = getattr(p, "limited", None)
+            out += list(pick(mine, limit)) if callable(pick) else mine[:limit]
+        return out
+
+    def messages(self, item: Item) -> Any:
+        return self._probes[str(item.groups["template"])].messages(item)  # type: ignore[attr-defined]
+
+    def metrics(self, records: pd.DataFrame) -> dict[str, Any]:
+        """The probe's own metrics under the first wording, and every measure across
+        wordings (``wordings``), whose verdicts lead the sentences."""
+        from biasscope.probes.wording_measures import across_wordings
+
+        first = self.wordings[0].id
+        own: dict[str, Any] = self._probes[first].metrics(  # type: ignore[attr-defined]
+            records[records["template"] == first])
+        across = across_wordings(self.name, records)
+        sentences = [r["verdict"] for r in across.values()]
+        sentences.append(f"The numbers below are for wording {first}; the verdicts above pool "
+                         f"all {len(self.wordings)} wordings.")
+        return {**own, "sentences": sentences + list(own.get("sentences", [])),
+                "wordings": across}
+
+
+def worded(name: str, spec: str, load: Callable[..., Probe]) -> Probe:
+    """Probe ``name`` under the wordings ``spec`` gives (``load(**options)`` builds it with
+    one); a single wording is the plain probe with that template."""
+    wordings = wordings_for(name, spec)
+    if len(wordings) == 1:
+        return load(**wordings[0].options())
+    return Worded(wordings, [load(**w.options()) for w in wordings])
+
+
+__all__ = ["FIELDS", "Worded", "Wording", "builtin", "check", "parse_file", "tagged",
+           "worded", "wordings_for"]

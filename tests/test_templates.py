@@ -1,0 +1,223 @@
+"""Several prompt wordings per probe (``--templates``): the built-in sets, the template file
+and its one-line errors, the answer at the next token on the test tokenizer, the default left
+as it was, wordings in records and in the settings checked on rerun, and a dynamics and an
+audit run across wordings with their verdicts."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError, DataError
+from biasscope.core.wordings import Measure, gap, verdict, wording_uncertainty
+from biasscope.probes import PROBES, load_probe
+from biasscope.probes.specs import load_probes
+from biasscope.probes.templates import (
+    FIELDS,
+    Worded,
+    boundary_problems,
+    builtin,
+    wordings_for,
+)
+from biasscope.probes.wording_sets import BUILTIN
+
+
+def test_every_builtin_set_is_large_enough_starts_with_the_default_and_passes_its_checks():
+    sizes = {name: len(BUILTIN[name]) for name in FIELDS}
+    assert sizes["winobias-gender"] >= 8
+    assert all(sizes[n] >= 4 for n in ("bbq", "adult-counterfactual", "professional-bias"))
+    assert set(FIELDS) <= set(PROBES)
+    defaults = {"winobias-gender": "winobias", "bbq": "bbq", "professional-bias": "professional"}
+    for name, module in defaults.items():
+        first = builtin(name)[0]
+        assert first.template == __import__(f"biasscope.probes.{module}",
+                                            fromlist=["x"]).DEFAULT_TEMPLATE
+        assert wordings_for(name, "builtin") == builtin(name)
+    adult = builtin("adult-counterfactual")
+    assert {w.system for w in adult} > {adult[0].system}  # a system turn that allows unfairness
+
+
+def test_each_winobias_wording_ends_where_the_answer_is_the_next_token(winobias_dir,
+                                                                      tiny_tokenizer):
+    from transformers import PreTrainedTokenizerFast
+
+    probe = load_probes("winobias-gender", data_dir=winobias_dir, templates="builtin")[0]
+    items = probe.items(0)
+    assert {i.groups["template"] for i in items} == {f"w{k}" for k in range(8)}
+    tokenizer = tiny_tokenizer if isinstance(tiny_tokenizer, PreTrainedTokenizerFast) else None
+    assert tokenizer is not None
+    assert boundary_problems(tokenizer, items[::7]) == []
+    # The check can fail: with a GPT-2-like split, a prompt ending in a space takes the
+    # option's leading space, so the option is not the next token.
+    spaced = [replace(items[0], prompt=items[0].prompt + " ")]
+    assert boundary_problems(_SplitTokenizer(), items[:3]) == []
+    assert boundary_problems(_SplitTokenizer(), spaced) != []
+
+
+class _SplitTokenizer:
+    """Words with their leading space, and runs of spaces, as tokens (as GPT-2 splits)."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+
+    def __call__(self, text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
+        pieces = re.findall(r" ?\S+|\s+", text)
+        return {"input_ids": [self.vocab.setdefault(p, len(self.vocab)) for p in pieces]}
+
+
+def test_no_templates_and_one_template_leave_the_probe_as_it_was(winobias_dir):
+    plain = load_probes("winobias-gender,professional-bias", data_dir=winobias_dir)
+    one = load_probes("winobias-gender,professional-bias", data_dir=winobias_dir,
+                      templates="1")
+    for a, b in zip(plain, one):
+        assert [(i.id, i.prompt) for i in a.items(1)] == [(i.id, i.prompt) for i in b.items(1)]
+        assert a.config() == b.config()
+
+
+def test_worded_items_carry_the_wording_in_id_and_groups(winobias_dir):
+    probe = load_probes("winobias-gender", data_dir=winobias_dir, templates="3")[0]
+    assert isinstance(probe, Worded)
+    base = load_probe("winobias-gender", data_dir=winobias_dir).items(2)
+    items = probe.items(2)
+    assert len(items) == 3 * len(base)
+    assert items[0].id == base[0].id.replace(":seed2", "@w0:seed2")
+    assert len({i.id for i in items}) == len(items)
+    assert [w["id"] for w in probe.config()["wordings"]] == ["w0", "w1", "w2"]
+    kept = probe.limited(items, 4)
+    by = {w: sorted(i.id.replace(f"@{w}", "") for i in kept if i.groups["template"] == w)
+          for w in ("w0", "w1", "w2")}
+    assert by["w0"] == by["w1"] == by["w2"] and len(by["w0"]) == 4
+
+
+def _file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "wordings.txt"
+    path.write_text(text)
+    return str(path)
+
+
+GOOD = ("# my wordings\n### a\n{sentence}\nIs the {occupation} {o1}, {o2} or {o3}?\nAnswer:\n"
+        "### winobias-gender b\nOptions: {o1} {o2} {o3}\n{sentence}\nThe {occupation} is\n")
+
+
+def test_a_template_file_gives_its_wordings(tmp_path, winobias_dir):
+    wordings = wordings_for("winobias-gender", _file(tmp_path, GOOD))
+    assert [w.id for w in wordings] == ["a", "b"]
+    assert wordings[1].template.endswith("The {occupation} is")
+    adult = wordings_for("adult-counterfactual", _file(
+        tmp_path, "### x\nsystem: Be brief.\n{input}\nOver $50k?\n### y\n{input} yes or no?"))
+    assert [(w.system, w.template) for w in adult] == [("Be brief.", "{input}\nOver $50k?"),
+                                                       (None, "{input} yes or no?")]
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("### a\n{sentence} {occupation} {o1} {o2}\nAnswer:", "lacks {o3}"),
+    ("### a\n{sentence} {occupation} {o1} {o2} {o3} {who}\nAnswer:", "field other than"),
+    ("### a\n{sentence} {occupation}: {o1} {o2} {o3}", "end the template with its cue"),
+    ("### a\n{sentence} {occupation} {o1} {o2} {o3} Answer: ", "end the template with its cue"),
+    ("### a\n{sentence} {occupation} {o1} {o2} {o3} A:\n### a\n{o1} {o2} {o3} {sentence} "
+     "{occupation} B:", "used twice"),
+    ("### a\n{sentence} {occupation} {o1} {o2} {o3} A:\n### b\n{sentence}  {occupation} {o1} "
+     "{o2} {o3} A:", "the same template as a"),
+    ("### a b c\n{sentence}", "a header is"),
+    ("hello\n### a\n{sentence}", "text before the first"),
+    ("### a\n\n", "template a is empty"),
+    ("### a\nsystem: x\n{sentence} {occupation} {o1} {o2} {o3} A:", "only adult"),
+    ("### lambada a\nx", "no probe 'lambada' takes templates"),
+])
+def test_a_bad_template_file_is_one_line_naming_file_and_line(tmp_path, text, fragment):
+    path = _file(tmp_path, text)
+    with pytest.raises((BiasscopeError, DataError)) as error:
+        wordings_for("winobias-gender", path)
+    message = str(error.value)
+    assert fragment in message and "\n" not in message
+    assert path in message
+
+
+@pytest.mark.parametrize(("spec", "fragment"), [
+    ("9", "has 8 built-in wordings"), ("0", "give 1 or more"), ("nope.txt", "no such file")])
+def test_a_bad_templates_value_is_refused(spec, fragment):
+    with pytest.raises(BiasscopeError, match=fragment):
+        wordings_for("winobias-gender", spec)
+
+
+def test_dynamics_across_wordings_records_settings_and_verdicts(winobias_dir, checkpoint_dirs,
+                                                                tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["dynamics", "--model", str(checkpoint_dirs[2]), "--data-dir", str(winobias_dir),
+            "--seeds", "0", "--quiet", "--out", str(out)]
+    assert main([*args, "--templates", "3"]) == 0
+    records = pd.read_parquet(next((out / "records").glob("*.parquet")))
+    assert sorted(records["template"].unique()) == ["w0", "w1", "w2"]
+    run = json.loads((out / "run.json").read_text())
+    assert "wordings" in json.dumps(run["settings"])
+    summary = json.loads((out / "summary.json").read_text())
+    model = next(iter(summary["analysis"]["models"].values()))
+    across = next(iter(model["breakdown"].values()))["wordings"]
+    assert set(across) == {"jsdp_gap", "accuracy_gap", "pro_minus_anti", "male_default"}
+    gap = across["jsdp_gap"]
+    assert [w["wording"] for w in gap["per_wording"]] == ["w0", "w1", "w2"]
+    assert 0.0 <= gap["variance_share"] <= 1.0
+    pooled = gap["pooled"]
+    assert pooled["low"] <= pooled["estimate"] <= pooled["high"]
+    assert any("wording" in s for s in model["sentences"][:4])
+    report = (out / "report.html").read_text()
+    assert report.count("Across wordings: ") >= 4 and "two-level bootstrap" in report
+    capsys.readouterr()
+    assert main([*args, "--templates", "2"]) != 0  # another set of wordings: refused
+    assert "different settings" in capsys.readouterr().err
+
+
+def test_audit_across_wordings_gives_the_verdicts(checkpoint_dirs, tmp_path):
+    out = tmp_path / "audit"
+    assert main(["audit", "--model", f"hf:{checkpoint_dirs[1]}", "--probe", "professional-bias",
+                 "--templates", "builtin", "--scoring", "options", "--limit", "8", "--out",
+                 str(out)]) == 0
+    entry = json.loads((out / "summary.json").read_text())["probes"]["professional-bias"]
+    assert set(entry["wordings"]) == {"pronoun_effect", "stereotyped_share"}
+    assert entry["items"] == 4 * 8  # --limit is per wording
+    assert entry["sentences"][0] == entry["wordings"]["pronoun_effect"]["verdict"]
+    assert "Across wordings" in (out / "report.html").read_text()
+
+
+def _synthetic(effects: list[float], n: int = 200, noise: float = 0.3) -> pd.DataFrame:
+    """Per wording, ``n`` pairs of a male and a female row whose values differ by the
+    wording's effect, plus noise."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for w, effect in enumerate(effects):
+        for pair in range(n):
+            for male in (True, False):
+                rows.append({"wording": f"w{w}", "pair": pair, "male": male,
+                             "x": (effect if male else 0.0) + rng.normal(0, noise)})
+    return pd.DataFrame(rows)
+
+
+def _run(frame: pd.DataFrame) -> dict:
+    columns, combine = gap(frame["x"], frame["male"], ~frame["male"])
+    return wording_uncertainty(Measure("g", columns, combine), frame["wording"].to_numpy(),
+                               frame["pair"].to_numpy(), n_resamples=400)
+
+
+def test_wordings_that_agree_hold_and_wordings_that_reverse_are_said():
+    same = _run(_synthetic([0.5] * 6))
+    assert same["agree"] == 6 and same["reverse"] == 0 and same["significant"] == 6
+    assert same["variance_share"] < 0.2
+    assert verdict(same, "the gap").startswith("the gap holds across 6 of 6 wordings")
+    assert abs(same["pooled"]["estimate"] - 0.5) < 0.05
+    split = _run(_synthetic([0.8, 0.8, 0.8, 0.8, -0.3, -0.3]))
+    assert split["reverse"] == 2 and split["variance_share"] > 0.8
+    pooled = split["pooled"]
+    # The wording's spread widens the interval far beyond the items-only one.
+    assert (pooled["high"] - pooled["low"]) > 3 * (pooled["items_only_high"]
+                                                  - pooled["items_only_low"])
+    text = verdict(split, "the gap")
+    assert "2 of 6 wordings reverse it" in text or "not established" in text
+    assert [round(p["estimate"], 1) for p in split["per_wording"]] == [0.8] * 4 + [-0.3] * 2
+

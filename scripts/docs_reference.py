@@ -17,14 +17,24 @@ PROBES_MARKER = "<!-- probes-reference -->"
 
 
 def _ranges() -> dict[Any, str]:
-    """The value checks of ``cli/args.py``, by identity, as the range a reader can give."""
+    """Argument types that are not a setting's check, by identity, as what a reader can give."""
     from biasscope.cli import args as A
 
-    return {A.positive_int: "whole number ≥ 1", A.non_negative_int: "whole number ≥ 0",
-            A.seed: "whole number from 0 to 2³²−1", A.positive_float: "number > 0",
-            A.non_negative_float: "number ≥ 0", A.probability: "number from 0 to 1",
-            A.seed_spec: "seeds such as 0-4 or 0,2,7 (at most 10,000)",
+    return {A.seed_spec: "seeds such as 0-4 or 0,2,7 (at most 10,000)",
             A.run_dir: "directory or fsspec URL", int: "whole number", float: "number"}
+
+
+def _check_range(kind: Any) -> str | None:
+    """The range a setting's check accepts (`biasscope.core.config.Check`), in its own words:
+    the argparse type made from it (``cli.args.typed``) holds the check in its closure."""
+    from biasscope.core.config import Check
+
+    for cell in getattr(kind, "__closure__", None) or ():
+        check = cell.cell_contents
+        if isinstance(check, Check):
+            allowed = check.why.removeprefix("is not ").split(": give ")[-1]
+            return f"{'whole number' if check.whole else 'number'}: {allowed}"
+    return None
 
 
 def _analysis_flags() -> dict[str, str]:
@@ -60,6 +70,8 @@ def _flag_row(action: argparse.Action, ranges: dict[Any, str]) -> str:
         accepts = _analysis_flags()[action.dest]
     elif action.type in ranges:
         accepts = ranges[action.type]
+    elif said := _check_range(action.type):
+        accepts = said
     if isinstance(action, argparse._AppendAction):
         accepts = (accepts + "; " if accepts else "") + "repeatable"
     default = action.default

@@ -123,7 +123,8 @@ def test_cli_reference_names_every_command_and_flag() -> None:
         for option in _options(parser):
             assert f"`{option}`" in page, (name, option)
     assert "number strictly between 0 and 1; default `0.01`" in page  # --alpha, from the check
-    assert "whole number ≥ 1" in page
+    assert "whole number: 1 or more" in page  # --limit, from its setting's check
+    assert "number: between 0 and 1" in page  # demo --bias
 
 
 def test_probes_reference_lists_the_registry() -> None:

@@ -3,17 +3,44 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.demo
+DOCS_STAMP := $(VENV)/.docs
+TORCH_STAMP := $(VENV)/.torch
 SERVER_STAMP := $(VENV)/.llama-server
 BROWSER_STAMP := $(VENV)/.browser
 REAL_MODEL_STAMP := $(VENV)/.real-model
 
-.PHONY: install test demo lint bench clean real-model
+.PHONY: install test demo docs docs-serve screenshots lint bench clean real-model
 
-$(STAMP): pyproject.toml
+# torch first, so nothing pulls in a build of its own choosing: without a CUDA GPU (no working
+# nvidia-smi) the CPU build at the version CI tests (TORCH); with one, whatever `hf` resolves to.
+# Where pip's index offers only CUDA builds, add PyTorch's CPU wheel index:
+#   make demo TORCH_INDEX='--index-url https://download.pytorch.org/whl/cpu'
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?=
+HAS_CUDA := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
+
+$(TORCH_STAMP):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(if $(HAS_CUDA),,$(BIN)/python -m pip install -q $(TORCH_INDEX) '$(TORCH)')
+	touch $(TORCH_STAMP)
+
+# What the demo needs and no more: the package with the hf extra (torch, transformers).
+$(DEMO_STAMP): pyproject.toml $(TORCH_STAMP)
+	$(BIN)/python -m pip install -q -e '.[hf]'
+	touch $(DEMO_STAMP)
+
+# Everything the tests use (a superset of the demo's).
+$(STAMP): pyproject.toml $(TORCH_STAMP)
 	$(BIN)/python -m pip install -q -e '.[hf,dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
+
+# The docs site: MkDocs + Material + mkdocstrings; no torch needed.
+$(DOCS_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e '.[docs]'
+	touch $(DOCS_STAMP)
 
 # The tests' OpenAI-compatible server: llama-cpp-python from a wheel built once and cached
 # outside the repo (a cold build compiles llama.cpp; see the README's development section).
@@ -43,8 +70,19 @@ test: $(STAMP) $(SERVER_STAMP) $(BROWSER_STAMP) $(REAL_MODEL_STAMP)
 real-model: $(STAMP) $(SERVER_STAMP) $(BROWSER_STAMP) $(REAL_MODEL_STAMP)
 	$(BIN)/python scripts/real_model.py --out real-model $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/biasscope demo --out demo-run
+
+# The site into site/ (strict: a broken link, a missing page or a bad reference fails).
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+# One PNG per report kind into docs/images/ (headless Chromium, as the report tests use).
+screenshots: $(STAMP) $(BROWSER_STAMP)
+	$(BIN)/python scripts/screenshots.py --out docs/images
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -54,4 +92,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_scoring.py --out BENCHMARKS.md
 
 clean:
-	rm -rf $(VENV) demo-run build dist src/*.egg-info
+	rm -rf $(VENV) demo-run site build dist src/*.egg-info

@@ -1,0 +1,141 @@
+"""The docs cannot drift from the code: every block marked ``<!-- runnable -->`` in the tutorial
+and the how-to guides runs, in order, page by page, on the tiny checkpoints and fixture data of
+``conftest.py``; the generated references name every command, flag and probe.
+
+Stand-ins, so the pages can show real names: a hub id below becomes a tiny random-init GPT-NeoX
+checkpoint, ``out/checkpoint-*`` are three such checkpoints, ``demo-run/run`` is a sweep of them
+(``make demo`` is tested by ``tests/test_demo.py``), and the WinoBias files are the fixture's
+(``$BIASSCOPE_DATA_DIR`` and ``--data-dir /data`` for commands, ``data_dir=`` for
+``load_probe``). A ``biasscope`` line runs
+in-process through ``biasscope.cli.main.main`` and must exit 0; a runnable shell block may hold
+nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import shlex
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from biasscope.cli.main import build_parser, main
+from biasscope.probes import PROBES
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = [DOCS / "tutorial.md", *sorted((DOCS / "how-to").glob("*.md"))]
+MARKED = re.compile(r"<!-- runnable -->\n```(bash|python)\n(.*?)```", re.DOTALL)
+HUB_IDS = ("EleutherAI/pythia-70m", "EleutherAI/pythia-160m")
+
+
+def runnable(page: Path) -> list[tuple[str, str]]:
+    """The (language, code) of each block marked runnable on ``page``, in page order."""
+    return MARKED.findall(page.read_text(encoding="utf-8"))
+
+
+def commands(script: str) -> list[list[str]]:
+    """Each command line of a shell block (continuations joined, comments dropped)."""
+    joined = script.replace("\\\n", " ")
+    return [argv for line in joined.splitlines() if (argv := shlex.split(line, comments=True))]
+
+
+def substitute(code: str, root: Path, data: Path) -> str:
+    for hub_id in HUB_IDS:
+        code = code.replace(hub_id, str(root / "out" / "checkpoint-10"))
+    code = code.replace("--data-dir /data", f"--data-dir {shlex.quote(str(data))}")
+    return code.replace('load_probe("winobias-gender")',
+                        f'load_probe("winobias-gender", data_dir={str(data)!r})')
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, checkpoint_dirs: list[Path], winobias_dir: Path,
+            monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh folder holding the stand-ins, as the current directory."""
+    (tmp_path / "out").mkdir()
+    for ckpt in checkpoint_dirs:
+        (tmp_path / "out" / ckpt.name).symlink_to(ckpt, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BIASSCOPE_DATA_DIR", str(winobias_dir))
+    return tmp_path
+
+
+PAGES_RUN = [p for p in PAGES if runnable(p)]
+
+
+@pytest.mark.parametrize("page", PAGES_RUN, ids=[p.stem for p in PAGES_RUN])
+def test_runnable_blocks_run(page: Path, workdir: Path, winobias_dir: Path,
+                             one_thread: None) -> None:
+    pytest.importorskip("torch")
+    if "demo-run/run" in page.read_text(encoding="utf-8"):
+        assert main(["dynamics", "--checkpoint-glob", "out/checkpoint-*", "--seeds", "0",
+                     "--quiet", "--out", "demo-run/run"]) == 0
+    for number, (language, code) in enumerate(runnable(page), 1):
+        code = substitute(code, workdir, winobias_dir)
+        where = f"{page.relative_to(ROOT)}, runnable block {number}"
+        if language == "python":
+            exec(compile(code, where, "exec"), {"__name__": "__docs__"})
+            continue
+        for argv in commands(code):
+            assert argv[0] == "biasscope", f"{where}: only biasscope commands run here: {argv}"
+            assert main(argv[1:]) == 0, f"{where}: {shlex.join(argv)}"
+
+
+def test_every_guide_and_the_tutorial_has_a_runnable_block() -> None:
+    """A page the test never runs can rot: every how-to that shows a local command runs one."""
+    without = {p.name for p in PAGES} - {p.name for p in PAGES_RUN}
+    # Pages whose commands all need a network, an API key, a cluster or a real model.
+    assert without <= {"generate.md", "judge.md", "sensitivity.md", "ray.md", "gguf.md",
+                       "extend.md"}, without
+
+
+def test_a_failing_command_fails_the_test(workdir: Path) -> None:
+    """The runner's check can fail: a command the CLI refuses exits non-zero."""
+    (argv,) = commands("biasscope dynamics --checkpoint-glob 'nowhere/checkpoint-*' \\\n"
+                       "    --out runs/x  # a comment")
+    assert argv[-2:] == ["--out", "runs/x"]
+    assert main(argv[1:]) != 0
+
+
+def _reference() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_reference",
+                                                  ROOT / "scripts" / "docs_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {o for a in parser._actions if a.help != argparse.SUPPRESS for o in a.option_strings
+            if o not in ("-h", "--help")}
+
+
+def test_cli_reference_names_every_command_and_flag() -> None:
+    page = _reference().cli_markdown()
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, parser in sub.choices.items():
+        if f"`biasscope {name}`" not in page:
+            assert f"`{name}`" in page, name  # an alias, named beside its command
+        for option in _options(parser):
+            assert f"`{option}`" in page, (name, option)
+    assert "number strictly between 0 and 1; default `0.01`" in page  # --alpha, from the check
+    assert "whole number: 1 or more" in page  # --limit, from its setting's check
+    assert "number: between 0 and 1" in page  # demo --bias
+
+
+def test_probes_reference_lists_the_registry() -> None:
+    page = _reference().probes_markdown()
+    for name, info in PROBES.items():
+        assert f"| `{name}` |" in page
+        assert all(m in page for m in info.metrics)
+
+
+def test_hook_fills_the_markers_only() -> None:
+    hook = _reference().on_page_markdown
+    assert hook("no marker") == "no marker"
+    filled = hook("a\n<!-- cli-reference -->\nb")
+    assert "<!-- cli-reference -->" not in filled and "`biasscope dynamics`" in filled

@@ -4,7 +4,6 @@ demo`` (a tiny biased model trained, swept and reported)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,32 +11,10 @@ from biasscope.cli import args as A
 
 
 def report(args: argparse.Namespace) -> int:
-    from biasscope.dynamics.job import reanalyse
-    from biasscope.report.audit import write_audit_report
-    from biasscope.report.html import missing_sentence
-    from biasscope.report.sensitivity import write_sensitivity_report
-    from biasscope.store.directory import RunStore
+    from biasscope.jobs import render
 
-    store = RunStore(args.run)
-    output = Path(args.output) if args.output else None
-    kind = store.read_json("run.json").get("kind") if store.run_json.is_file() else None
-    if kind in ("audit", "judge", "judge-audit"):
-        page = write_audit_report(store, output)
-    elif kind == "sensitivity":
-        page = write_sensitivity_report(store, output)
-    elif (store.root / "intervention.json").is_file() and output is None:
-        from biasscope.intervene import report as intervention_report
-
-        page = intervention_report(store, data_dir=args.data_dir).intervention_report
-    else:
-        page = reanalyse(store, output, A.analysis_given(args), args.data_dir)
-        if missing := store.missing_units():
-            print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
-    if output is None and store.remote:  # the run's own report belongs beside its records
-        store.publish(page)
-        print(f"{page}  (published to {store.remote}/{page.name})")
-        return 0
-    print(page)
+    page, published = render(args.run, args.output, A.analysis_given(args), args.data_dir)
+    print(f"{page}  (published to {published})" if published else page)
     return 0
 
 

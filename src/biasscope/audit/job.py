@@ -30,9 +30,15 @@ from biasscope.core.config import (
 from biasscope.core.errors import BiasscopeError
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.probes.base import AuditProbe
-from biasscope.probes.specs import BASE_RATE_HELP, LIMIT_HELP, TEMPLATES_HELP, load_probes
+from biasscope.probes.specs import (
+    BASE_RATE_HELP,
+    LIMIT_HELP,
+    PROBE_HELP,
+    TEMPLATES_HELP,
+    load_probes,
+)
 from biasscope.report.audit import write_audit_report
-from biasscope.store.directory import RunStore
+from biasscope.store.directory import RunStore, run_dir
 
 DEFAULT_PROBES = ("adult-counterfactual", "professional-bias", "bbq")
 
@@ -66,8 +72,11 @@ class AuditConfig:
     """A model spec (``hf:…``, ``openai:…``, a local path, …) or ``responses``, a JSONL of
     answers produced elsewhere (named ``name``)."""
 
-    out: str | Path = field(metadata=described("run directory (reused runs resume)"))
-    probes: Sequence[str] = DEFAULT_PROBES
+    out: str | Path = field(metadata=described("run directory (reused runs resume)", parse=run_dir))
+    probes: Sequence[str] = setting(
+        DEFAULT_PROBES, "audit probe to ask (default adult-counterfactual, professional-bias "
+        "and bbq); bbq:Age,Religion selects BBQ categories" + PROBE_HELP, flag="--probe",
+        many=True, old="--probes")
     model: str | None = setting(None, "model spec: a local dir, .gguf file or hub id (hf: "
                                 "optional), openai:MODEL, openai-compatible:URL#MODEL or "
                                 "litellm:PROVIDER/MODEL")

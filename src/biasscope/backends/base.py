@@ -69,7 +69,7 @@ class GenerateParams:
     temperature: float = setting(0.0, "sampling temperature", check=NON_NEGATIVE)
     max_tokens: int = setting(256, "the answer's token limit", check=POSITIVE_INT)
     seed: int | None = setting(None, "sampling seed, for servers that take one", check=SEED)
-    stop: tuple[str, ...] = ()
+    stop: tuple[str, ...] = setting((), "stop string; repeatable", many=True)
     logit_bias: tuple[tuple[int, float], ...] = ()
     logprobs: bool = False
     top_logprobs: int = setting(0, "ask for per-token logprobs with this many alternatives",

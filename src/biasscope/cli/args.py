@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from dataclasses import MISSING, fields
-from pathlib import Path
+from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, NoReturn
 
 from biasscope.core.config import (
@@ -60,6 +59,15 @@ positive_float, non_negative_float = typed(POSITIVE), typed(NON_NEGATIVE)
 probability = typed(PROBABILITY)
 
 
+def _parsed(parse: Callable[[str], Any], flag: str) -> Callable[[str], Any]:
+    def text(value: str) -> Any:
+        try:
+            return parse(value)
+        except (BiasscopeError, ValueError) as exc:  # argparse names the flag already
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ")) from None
+    return text
+
+
 def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
              skip: tuple[str, ...] = ()) -> None:
     """A flag for each documented field of ``config`` (`biasscope.core.config.setting`), or
@@ -68,64 +76,34 @@ def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
     for f in documented(config):
         if f.name in skip or (only and f.name not in only):
             continue
-        flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
-        options: dict[str, Any] = {"dest": f.name, "help": f.metadata["help"]}
-        if f.default is False:
-            options["action"] = "store_true"
-        elif f.default is MISSING:
+        meta = f.metadata
+        flag = meta["flag"] or "--" + f.name.replace("_", "-")
+        options: dict[str, Any] = {"dest": f.name, "help": meta["help"]}
+        if f.default is False or f.default is True:
+            options["action"] = "store_true" if f.default is False else "store_false"
+        elif f.default is MISSING and f.default_factory is MISSING:
             options["required"] = True
-        else:
+        elif not meta["many"]:
             options["default"] = f.default
-        if f.metadata["check"]:
-            options["type"] = typed(f.metadata["check"])
-        if f.metadata["choices"]:
-            options["choices"] = f.metadata["choices"]
-        if f.name == "out":
-            options["type"] = run_dir
+        if meta["many"]:
+            options["action"] = "append"
+        if meta["check"] or meta["parse"]:
+            options["type"] = (typed(meta["check"]) if meta["check"]
+                               else _parsed(meta["parse"], flag))
+        if meta["choices"]:
+            options["choices"] = meta["choices"]
+        elif "action" not in options or meta["many"]:
+            options["metavar"] = flag.removeprefix("--").replace("-", "_").upper()
         parser.add_argument(flag, **options)
-
-
-def seed_spec(text: str) -> str:
-    """``0-4`` or ``0,2,7``, checked now (a bounded number of seeds); kept as written."""
-    from biasscope.backends.checkpoints import parse_seeds
-
-    try:
-        parse_seeds(text)
-    except BiasscopeError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--seeds ")) from None
-    return text
+        if meta["old"]:
+            renamed(parser, meta["old"], f"{flag}")
 
 
 def run_dir(text: str) -> str:
-    """A run directory (or an fsspec URL): refused now if a file stands where it should be."""
-    from biasscope.store.remote import is_remote
+    """A run directory (``biasscope.store.directory.run_dir``), as an argparse type."""
+    from biasscope.store.directory import run_dir as checked
 
-    if not text.strip():
-        raise argparse.ArgumentTypeError("give a directory")
-    if is_remote(text):
-        return text
-    path = Path(text.removeprefix("file://")).expanduser()
-    for place in (path, *path.parents):
-        try:
-            if not place.exists():
-                continue
-        except OSError as exc:  # a name too long for the file system, say
-            raise argparse.ArgumentTypeError(f"{text}: {exc.strerror or exc}") from None
-        if not place.is_dir():
-            what = "is a file" if place == path else f"is inside the file {place}"
-            raise argparse.ArgumentTypeError(f"{text} {what}: give a directory")
-        break
-    return text
-
-
-def performance_probe(text: str) -> str:
-    """``lambada``, ``perplexity`` or ``perplexity:FILE`` (FILE checked now)."""
-    name, colon, file = text.partition(":")
-    if text in ("lambada", "perplexity") or (name == "perplexity" and colon and
-                                             Path(file).expanduser().is_file()):
-        return text
-    raise argparse.ArgumentTypeError(f"{text!r}: give lambada, perplexity or perplexity:FILE "
-                                     "(an existing file of held-out documents)")
+    return str(_parsed(checked, "")(text))
 
 
 class _Renamed(argparse.Action):
@@ -163,24 +141,20 @@ def analysis_given(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in FLAGS if getattr(args, k, None) is not None}
 
 
-def probe_list(args: argparse.Namespace, default: list[str]) -> list[str]:
-    """``--probe``, repeatable, each a probe spec or a comma list of them."""
-    return list(args.probe or default)
-
-
-def probe_arg(parser: argparse.ArgumentParser, what: str, default: str = "") -> None:
-    """``--probe``, the one probe flag of every command: repeatable, comma lists accepted."""
-    parser.add_argument("--probe", action="append", help=f"{what}; repeatable or a comma "
-                        "list, e.g. --probe winobias-gender --probe bbq:Age,Religion "
-                        "(`biasscope probes` lists them)" + (f"; default {default}" if default
-                                                             else ""))
-    renamed(parser, "--probes", "--probe (repeatable; comma lists are accepted)")
-
-
 def from_args(config: Any, args: argparse.Namespace, **given: Any) -> Any:
-    """``config`` (a dataclass) from the options of the same names, and ``given``."""
-    known = {f.name: getattr(args, f.name) for f in fields(config) if hasattr(args, f.name)}
-    return config(**{**known, **given})
+    """``config`` (a dataclass) from the options of the same names and ``given``; a part that
+    is itself a config (``HFOptions`` of ``DynamicsConfig``) from the same options. An option
+    not given keeps the config's default."""
+    values = {}
+    for f in fields(config):
+        value = getattr(args, f.name, None)
+        if f.name in given:
+            values[f.name] = given[f.name]
+        elif is_dataclass(f.default_factory):
+            values[f.name] = from_args(f.default_factory, args)
+        elif value is not None or (f.default is None and hasattr(args, f.name)):
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+    return config(**values)
 
 
 def backend_args(parser: argparse.ArgumentParser) -> None:
@@ -188,12 +162,6 @@ def backend_args(parser: argparse.ArgumentParser) -> None:
     from biasscope.backends.config import BackendConfig
 
     settings(parser, BackendConfig)
-
-
-def backend_config(args: argparse.Namespace) -> Any:
-    from biasscope.backends.config import BackendConfig
-
-    return from_args(BackendConfig, args)
 
 
 def failed(count: int, total: int, what: str, first_error: str) -> int:

@@ -16,9 +16,7 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "probe":
         print("biasscope: `biasscope probe` is now `biasscope audit` (a probe is what the audit "
               "asks); the old name goes in a later release", file=sys.stderr)
-    result = job.run(A.from_args(
-        job.AuditConfig, args, probes=A.probe_list(args, list(job.DEFAULT_PROBES)),
-        backend=A.backend_config(args), prompting=A.from_args(job.Prompting, args)))
+    result = job.run(A.from_args(job.AuditConfig, args))
     summary = result.summary
     if unknown := summary.get("unknown_response_ids") or []:
         print(f"biasscope: {len(unknown)} response ids match no item of these probes, e.g. "
@@ -36,8 +34,6 @@ def register(sub: Any) -> None:
 
     audit = sub.add_parser("audit", aliases=["probe"], help="fairness audit: "
                            "adult-counterfactual, professional-bias, bbq")
-    A.probe_arg(audit, "audit probe to ask; bbq:Age,Religion selects BBQ categories",
-                "adult-counterfactual, professional-bias and bbq")
     for config in (AuditConfig, Prompting):
         A.settings(audit, config)
     A.backend_args(audit)

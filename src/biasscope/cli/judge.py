@@ -12,8 +12,7 @@ from biasscope.cli import args as A
 def _config(args: argparse.Namespace) -> Any:
     from biasscope.judge.job import JudgeConfig
 
-    return A.from_args(JudgeConfig, args, models=args.model, backend=A.backend_config(args),
-                       logit_bias=not args.no_logit_bias)
+    return A.from_args(JudgeConfig, args)
 
 
 def judge(args: argparse.Namespace) -> int:
@@ -42,11 +41,6 @@ def register(sub: Any) -> None:
     for name, func, about in (("judge", judge, "LLM-as-judge without name, position or model "
                                "bias"), ("judge-audit", audit, "measure a judge's own biases")):
         parser = sub.add_parser(name, help=about)
-        parser.add_argument("--model", action="append", required=True,
-                            help="judge model spec (see `biasscope generate`), or NAME=SPEC to "
-                            "label it NAME; repeat for several")
         A.settings(parser, JudgeConfig, skip=() if name == "judge" else ("aggregate",))
-        parser.add_argument("--no-logit-bias", action="store_true",
-                            help="no logit bias toward the answer keys")
         A.backend_args(parser)
         parser.set_defaults(func=func)

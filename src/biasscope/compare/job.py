@@ -12,6 +12,7 @@ import pandas as pd
 
 from biasscope.compare.measures import MEASURES
 from biasscope.compare.runs import compare_records, margin_for
+from biasscope.core.config import POSITIVE_INT, PROBABILITY, check_settings, setting
 from biasscope.core.errors import BiasscopeError
 from biasscope.report import claims
 from biasscope.store.directory import RunStore
@@ -25,10 +26,15 @@ class CompareConfig:
 
     run_a: str
     run_b: str
-    margin: Sequence[str] = ()
-    alpha: float = 0.05
-    out: str = "comparison"
-    n_resamples: int = 2000
+    margin: Sequence[str] = setting((), "equivalence margin: a number for every measure or "
+                                    "MEASURE=NUMBER (repeatable); defaults in docs/claims.md",
+                                    many=True)
+    alpha: float = setting(0.05, "level of each one-sided test", check=PROBABILITY)
+    out: str = setting("comparison", "directory for comparison.json and its page")
+    n_resamples: int = setting(2000, "bootstrap resamples", check=POSITIVE_INT)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from biasscope.compare.job import records
 from biasscope.compare.measures import EXTRACTORS, MEASURES, Values
 from biasscope.compare.runs import checkpoints, label
 from biasscope.core import power as P
+from biasscope.core.config import FINITE, POSITIVE, PROBABILITY, check_settings, setting
 from biasscope.core.equivalence import welch
 from biasscope.core.errors import BiasscopeError
 
@@ -28,13 +29,18 @@ class PowerConfig:
     """An effect (in the measure's units) and either ``sd`` (per-item standard deviation) or
     a ``pilot`` run; ``margin``: plan for equivalence within ±margin instead."""
 
-    effect: float | None = None
-    sd: float | None = None
-    pilot: str | None = None
-    alpha: float = 0.05
-    power: float = 0.8
-    design: P.Design = "two-groups"
-    margin: float | None = None
+    effect: float | None = setting(None, "difference to detect, in the measure's units",
+                                   check=FINITE)
+    sd: float | None = setting(None, "per-item standard deviation", check=POSITIVE)
+    pilot: str | None = setting(None, "a finished run to plan from")
+    alpha: float = setting(0.05, "significance level", check=PROBABILITY)
+    power: float = setting(0.8, "the power wanted", check=PROBABILITY)
+    design: P.Design = setting("two-groups", "two independent groups, or paired items",
+                               choices=("two-groups", "paired"))
+    margin: float | None = setting(None, "plan for equivalence within ±this", check=POSITIVE)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 def _sd(values: Values) -> tuple[float, int]:

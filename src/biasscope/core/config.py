@@ -55,22 +55,28 @@ SEED = Check(True, lambda v: 0 <= v < 2**32, f"is not a seed from 0 to {2**32 - 
 POSITIVE = Check(False, lambda v: v > 0, "is not above 0")
 NON_NEGATIVE = Check(False, lambda v: v >= 0, "is negative: give 0 or more")
 PROBABILITY = Check(False, lambda v: 0.0 <= v <= 1.0, "is not between 0 and 1")
+FINITE = Check(False, lambda v: True, "")
 
 
 def described(help: str, *, check: Check | None = None,
-              choices: Sequence[str] | None = None, flag: str | None = None) -> dict[str, Any]:
+              choices: Sequence[str] | None = None, flag: str | None = None,
+              many: bool = False, parse: Callable[[str], Any] | None = None,
+              old: str | None = None) -> dict[str, Any]:
     """The metadata of a documented setting; ``field(metadata=described(...))`` declares a
-    required one (type checkers read a bare ``field`` call as no default)."""
+    required one (type checkers read a bare ``field`` call as no default).
+
+    ``flag``: the option's name where it is not ``--name-with-dashes`` (``--model`` for
+    ``models``; ``--no-X`` for a setting that is on by default); ``many``: the option may be
+    repeated, each value one more entry; ``parse``: how the command line's text becomes the
+    value (a BiasscopeError or ValueError saying why not); ``old``: the flag's former spelling,
+    refused with a pointer to the new one."""
     return {"help": help, "check": check, "choices": tuple(choices) if choices else None,
-            "flag": flag}
+            "flag": flag, "many": many, "parse": parse, "old": old}
 
 
-def setting(default: Any, help: str, *, check: Check | None = None,
-            choices: Sequence[str] | None = None, flag: str | None = None) -> Any:
-    """A config field with a default, its help, its check or choices, and (rarely) a flag of
-    another name; the command line offers it as ``--name-with-dashes``."""
-    return field(default=default, metadata=described(help, check=check, choices=choices,
-                                                      flag=flag))
+def setting(default: Any, help: str, **how: Any) -> Any:
+    """A config field with a default and its help; ``how``: as `described` takes."""
+    return field(default=default, metadata=described(help, **how))
 
 
 def documented(config: Any) -> list[Field[Any]]:
@@ -86,7 +92,7 @@ def check_settings(config: Any) -> None:
             continue
         check, choices = f.metadata["check"], f.metadata["choices"]
         why = check.problem(value) if check else None
-        if choices and value not in choices:
+        if choices and not f.metadata["many"] and value not in choices:
             why = f"{value!r} is not one of {', '.join(choices)}"
         if why:
             flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")

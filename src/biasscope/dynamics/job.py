@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasscope.backends.checkpoints import Checkpoint
+from biasscope.backends.checkpoints import Checkpoint, parse_seeds
 from biasscope.backends.hf_model import HFOptions
 from biasscope.core.config import (
     NON_NEGATIVE,
@@ -31,9 +31,24 @@ from biasscope.dynamics.models import list_checkpoints, named
 from biasscope.dynamics.scoring import SWEPT
 from biasscope.dynamics.sweep import run_dynamics
 from biasscope.probes import load_probe, winobias
-from biasscope.probes.specs import LIMIT_HELP, TEMPLATES_HELP, load_probes
-from biasscope.store.directory import RunStore
+from biasscope.probes.specs import LIMIT_HELP, PROBE_HELP, TEMPLATES_HELP, load_probes
+from biasscope.store.directory import RunStore, run_dir
 
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """``a, b,,c`` as ``("a", "b", "c")``."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def performance_probe(text: str) -> str:
+    """``lambada``, ``perplexity`` or ``perplexity:FILE`` (FILE checked now, not after the
+    sweep)."""
+    name, colon, file = text.partition(":")
+    if text in ("lambada", "perplexity") or (name == "perplexity" and colon and
+                                             Path(file).expanduser().is_file()):
+        return text
+    raise BiasscopeError(f"--performance {text!r}: give lambada, perplexity or perplexity:FILE "
+                         "(an existing file of held-out documents)")
 
 @dataclass(frozen=True)
 class Executing:
@@ -45,9 +60,10 @@ class Executing:
     ray_address: str | None = setting(None, "Ray cluster to join, e.g. auto or "
                                       "ray://head:10001 (default: a local Ray on this machine)")
     gpus_per_checkpoint: float = setting(0, "GPUs each Ray task (one checkpoint) requests; 0.5 "
-                                         "lets two share a GPU (default 0)", check=NON_NEGATIVE)
+                                         "lets two share a GPU (default 0)", check=NON_NEGATIVE,
+                                         old="--gpus-per-unit")
     cpus_per_checkpoint: float = setting(1, "CPUs each Ray task requests (default 1)",
-                                         check=POSITIVE)
+                                         check=POSITIVE, old="--cpus-per-unit")
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -59,10 +75,16 @@ class Performance:
     (``lambada``, ``perplexity`` or ``perplexity:FILE``), ``[MODEL=]FILE`` CSVs of step,value,
     or lm-evaluation-harness results."""
 
-    probe: str | None = None
-    csv: Sequence[str] = ()
-    lm_eval_results: Sequence[str] = ()
-    lm_eval_metric: str | None = None
+    probe: str | None = setting(None, "also evaluate a performance probe at every checkpoint: "
+                                "lambada, perplexity (ETHICS held-out text) or perplexity:FILE "
+                                "(your held-out text)", flag="--performance",
+                                parse=performance_probe)
+    csv: Sequence[str] = setting((), "[MODEL=]FILE of step,value rows (higher is better)",
+                                 flag="--performance-csv", many=True)
+    lm_eval_results: Sequence[str] = setting(
+        (), "[MODEL=]GLOB of lm-evaluation-harness results JSON, one per checkpoint", many=True)
+    lm_eval_metric: str | None = setting(None, "task/metric in those files, e.g. "
+                                         "lambada_openai/acc")
 
 
 @dataclass(frozen=True)
@@ -71,14 +93,24 @@ class DynamicsConfig:
     rest come from the run's last analysis, then the defaults)."""
 
     out: str | Path = field(metadata=described(
-        "run directory, or an fsspec URL such as s3://bucket/run (reused runs resume)"))
-    models: Sequence[str] = ()
-    revisions: Sequence[str] = ()
-    checkpoint_globs: Sequence[str] = ()
+        "run directory, or an fsspec URL such as s3://bucket/run (reused runs resume)",
+        parse=run_dir))
+    models: Sequence[str] = setting((), "hub id (optionally @revision), local model dir or "
+                                    ".gguf file, bare or as hf:SPEC; repeatable", flag="--model",
+                                    many=True)
+    revisions: Sequence[str] = setting((), "comma-separated hub revisions, e.g. "
+                                       "step1000,step143000", parse=comma_list)
+    checkpoint_globs: Sequence[str] = setting(
+        (), "local checkpoint dirs, e.g. 'out/checkpoint-*' or NAME='out/checkpoint-*' (model "
+        "NAME); repeatable", flag="--checkpoint-glob", many=True)
     models_file: str | None = setting(None, "JSON list of {model, revisions} or "
                                       "{checkpoint_glob, name} entries, for many models in one run")
-    probes: Sequence[str] = (winobias.NAME,)
-    seeds: Sequence[int] = (0, 1, 2, 3, 4)
+    probes: Sequence[str] = setting(
+        (winobias.NAME,), "probe to score at every checkpoint (default winobias-gender); probes "
+        "asked by chat (bbq, adult-counterfactual, professional-bias) are scored by each "
+        "option's log-prob" + PROBE_HELP, flag="--probe", many=True, old="--probes")
+    seeds: Sequence[int] = setting((0, 1, 2, 3, 4), "option-order seeds, e.g. 0-4 or 0,3",
+                                   parse=parse_seeds)
     limit: int | None = setting(None, LIMIT_HELP, check=POSITIVE_INT)
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     prompt_template: str | None = setting(None, "file with winobias-gender's prompt template "

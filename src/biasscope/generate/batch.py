@@ -20,6 +20,7 @@ from typing import Any
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, Generator
 from biasscope.backends.cache import Cached, ResponseCache, Usage
 from biasscope.backends.config import BackendConfig
+from biasscope.core.config import described
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_jsonl
 from biasscope.probes.choices import read_choice
@@ -109,9 +110,12 @@ def generate_file(generator: Generator, source: str | os.PathLike[str],
 class GenerateConfig:
     """``biasscope generate``: answer ``input`` (JSONL requests) with ``model`` into ``out``."""
 
-    model: str
-    input: str
-    out: str
+    model: str = field(metadata=described(
+        "a local dir, .gguf file or hub id (hf: optional), openai:MODEL, "
+        "openai-compatible:URL#MODEL, litellm:PROVIDER/MODEL"))
+    input: str = field(metadata=described("JSONL: {id, prompt} or {id, messages}, optionally "
+                                          "options"))
+    out: str = field(metadata=described("JSONL of generations"))
     params: GenerateParams = field(default_factory=GenerateParams)
     backend: BackendConfig = field(default_factory=BackendConfig)
 

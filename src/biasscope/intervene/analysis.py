@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core import stats
+from biasscope.core.config import NON_NEGATIVE, setting
 from biasscope.dynamics import breakdown
 from biasscope.probes import perplexity, winobias
 from biasscope.store.directory import RunStore
@@ -42,7 +43,8 @@ MEASURES = ("male_lean", "pro_anti")
 
 @dataclass(frozen=True)
 class Options:
-    budget: float = 0.02
+    budget: float = setting(0.02, "perplexity increase allowed when recommending a checkpoint "
+                            "(fraction of the control's)", check=NON_NEGATIVE)
     alpha: float = 0.05
     confidence: float = 0.95
     correction: stats.Correction = "holm"

@@ -17,7 +17,9 @@ from typing import Any
 
 from biasscope.backends.checkpoints import convert_gguf
 from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer, resolve_device
+from biasscope.core.config import POSITIVE_INT, PROBABILITY, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
+from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.dynamics import reporting
 from biasscope.dynamics.live import LiveOptions
 from biasscope.dynamics.models import list_checkpoints
@@ -27,8 +29,8 @@ from biasscope.dynamics.sweep import hf_comparable
 from biasscope.intervene import analysis, methods
 from biasscope.intervene.train import Limited, Training, checkpoint_at, train_arm
 from biasscope.probes import Probe, perplexity
-from biasscope.probes.specs import load_probes
-from biasscope.store.directory import RunStore
+from biasscope.probes.specs import PROBE_HELP, load_probes
+from biasscope.store.directory import RunStore, run_dir
 from biasscope.store.files import write_json
 
 FILE = "intervention.json"
@@ -41,23 +43,29 @@ class InterveneConfig:
     ``held_out``: the share of documents (by id) kept out of training for perplexity, of which
     at most ``eval_docs`` are scored; ``limit``: WinoBias items per seed at each evaluation."""
 
-    out: str | Path
-    model: str
-    text: str = perplexity.ETHICS
-    method: str = "cda"
-    probes: Sequence[str] = ("winobias-gender",)
+    out: str | Path = field(metadata=described("run directory (resumes)", parse=run_dir))
+    model: str = field(metadata=described("hub id, local model dir or .gguf file"))
+    text: str = setting(perplexity.ETHICS, "ethics-commonsense, or a file: one document per "
+                        "line, or JSONL with 'text'")
+    method: str = setting("cda", "the intervention", choices=tuple(methods.METHODS))
+    probes: Sequence[str] = setting(("winobias-gender",), "probe scored at every evaluation "
+                                    "(default winobias-gender)" + PROBE_HELP, flag="--probe",
+                                    many=True, old="--probes")
     training: Training = field(default_factory=Training)
     seeds: Sequence[int] = (0,)
-    limit: int | None = 200
-    held_out: float = 0.1
+    limit: int | None = setting(200, "WinoBias items per evaluation", check=POSITIVE_INT)
+    held_out: float = setting(0.1, "share of documents kept out of training", check=PROBABILITY)
     split_seed: int = 0
-    eval_docs: int | None = 100
+    eval_docs: int | None = setting(100, "held-out documents scored", check=POSITIVE_INT)
     max_words: int = 64
     eval_batch_size: int = 16
-    device: str = "auto"
-    data_dir: str | None = None
+    device: str = setting("auto", "auto, cpu, cuda, cuda:N or mps")
+    data_dir: str | None = setting(None, DATA_DIR_HELP)
     analysis: analysis.Options = field(default_factory=analysis.Options)
-    quiet: bool = False
+    quiet: bool = setting(False, "no progress bars")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
+from biasscope.core.config import (
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    SEED,
+    check_settings,
+    setting,
+)
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.live import BiasCallback, LiveOptions
 from biasscope.dynamics.scoring import unit_items, unit_of
@@ -32,15 +40,20 @@ DONE = "done.json"
 class Training:
     """The fine-tune both arms share (every field is recorded in run.json)."""
 
-    steps: int = 200
-    every: int = 25
-    batch_size: int = 8
-    seq_len: int = 128
-    lr: float = 5e-5
-    seed: int = 0
-    train_embeddings: bool = True  # False: embeddings (and a tied output layer) frozen
-    warmup_steps: int = 0
-    keep_checkpoints: bool = False  # keep RUN/train/<arm>/checkpoint-* after the arm ends
+    steps: int = setting(200, "optimizer steps per arm", check=POSITIVE_INT)
+    every: int = setting(25, "evaluate every N steps (and at step 0)", check=POSITIVE_INT)
+    batch_size: int = setting(8, "documents per step", check=POSITIVE_INT)
+    seq_len: int = setting(128, "tokens per training document", check=POSITIVE_INT)
+    lr: float = setting(5e-5, "learning rate", check=POSITIVE)
+    seed: int = setting(0, "training, data order and option-order seed", check=SEED)
+    train_embeddings: bool = setting(True, "freeze the embeddings (and a tied output layer)",
+                                     flag="--freeze-embeddings")
+    warmup_steps: int = setting(0, "learning-rate warm-up steps", check=NON_NEGATIVE_INT)
+    keep_checkpoints: bool = setting(False, "keep RUN/train/<arm>/checkpoint-* after the arm "
+                                     "ends (to ship the recommended one)")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 class Limited:

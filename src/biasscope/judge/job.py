@@ -11,6 +11,7 @@ from typing import Any
 from biasscope.backends.config import BackendConfig
 from biasscope.core.config import POSITIVE_INT, SEED, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
+from biasscope.store.directory import run_dir
 
 
 @dataclass(frozen=True)
@@ -18,8 +19,10 @@ class JudgeConfig:
     """``models``: judge specs, or NAME=SPEC; ``keys``: the neutral answer keys, one
     character each (``ABCD``) or a comma list (``1,2,3``)."""
 
-    out: str | Path = field(metadata=described("run directory"))
-    models: Sequence[str]
+    out: str | Path = field(metadata=described("run directory", parse=run_dir))
+    models: Sequence[str] = field(metadata=described(
+        "judge model spec (see `biasscope generate`), or NAME=SPEC to label it NAME; repeat "
+        "for several", flag="--model", many=True))
     input: str = field(metadata=described(
         "JSONL of {id, text} (with --labels) or {id, prompt, a, b[, model_a, model_b]}"))
     labels: str | None = setting(None, "JSON object of label name: description")
@@ -29,7 +32,8 @@ class JudgeConfig:
                                   check=POSITIVE_INT)
     reasoning: bool = setting(False, "chain of thought first")
     keys: str = setting("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "neutral answer keys, e.g. ABCD or 1,2,3")
-    logit_bias: bool = True
+    logit_bias: bool = setting(True, "no logit bias toward the answer keys",
+                               flag="--no-logit-bias")
     aggregate: str = setting("mean", "several judges: mean probabilities or majority vote",
                              choices=("mean", "majority"))
     seed: int = setting(0, "the seed of the answers' orders", check=SEED)

@@ -20,6 +20,8 @@ LIMIT_HELP = ("at most N items per probe (smoke tests), the same ones for every 
               "in run.json: winobias-gender a seeded sample of whole pro/anti pairs stratified "
               "by subset and answer, bbq of whole examples stratified by category, "
               "adult-counterfactual the first N/2 pairs, others the first N")
+PROBE_HELP = ("; repeatable or a comma list, e.g. --probe winobias-gender --probe "
+              "bbq:Age,Religion (`biasscope probes` lists them)")
 TEMPLATES_HELP = ("ask every probe under several prompt wordings and report how far each result "
                   "holds across them: builtin (the project's set), N (its first N) or a template "
                   "file; default one wording, as before (docs/templates.md)")

@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.config import BackendConfig
+from biasscope.core.config import SEED, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
+from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.sensitivity.job import RewardScoring
+from biasscope.store.directory import run_dir
 
 
 @dataclass(frozen=True)
@@ -26,16 +29,23 @@ class CounterfactualConfig:
     ``reward_models``: specs or NAME=SPEC; ``judges``: generate specs, asked pairwise, or
     with ``labels`` (a JSON file of name: description) as a classifier."""
 
-    out: str | Path
-    reward_models: Sequence[str] = ()
-    judges: Sequence[str] = ()
-    pairs: str = "hh-rlhf:harmless-base:200"
-    labels: str | None = None
-    position: str = "shuffle"
-    seed: int = 0
-    data_dir: str | None = None
+    out: str | Path = field(metadata=described("run directory", parse=run_dir))
+    reward_models: Sequence[str] = setting((), "as in `sensitivity`; repeat",
+                                           flag="--reward-model", many=True)
+    judges: Sequence[str] = setting((), "as in `judge --model`; repeat", flag="--judge-model",
+                                    many=True)
+    pairs: str = setting("hh-rlhf:harmless-base:200", "hh-rlhf:harmless-base:N, or a JSONL "
+                         "file of pairs (docs/judging.md)")
+    labels: str | None = setting(None, "judge as a classifier: JSON of label name: description")
+    position: str = setting("shuffle", "how the judge's answer order is controlled",
+                            choices=("shuffle", "consensus", "permute", "fixed"))
+    seed: int = setting(0, "the seed of the answers' orders", check=SEED)
+    data_dir: str | None = setting(None, DATA_DIR_HELP)
     reward: RewardScoring = field(default_factory=RewardScoring)
     backend: BackendConfig = field(default_factory=BackendConfig)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,14 @@ from biasscope.sensitivity.principles import load_principles
 from biasscope.sensitivity.prompts import Prompts, read_conversations, read_hh_rlhf
 from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
 from biasscope.sensitivity.sanity import Pairs, read_hh_pairs
-from biasscope.store.directory import RunStore
+from biasscope.store.directory import RunStore, run_dir
 
+
+def directions(text: str) -> tuple[str, ...]:
+    """``toward``, ``away`` or ``both``."""
+    if text not in ("toward", "away", "both"):
+        raise BiasscopeError(f"--direction {text!r}: give toward, away or both")
+    return ("toward", "away") if text == "both" else (text,)
 
 @dataclass(frozen=True)
 class RewardScoring:
@@ -39,7 +45,8 @@ class RewardScoring:
 
     transform: str = setting("logit", "reward read from the model's logit",
                              choices=("logit", "probability", "logprob"))
-    chat_template: bool = True
+    chat_template: bool = setting(True, "score the plain hh-rlhf format instead of the chat "
+                                  "template", flag="--no-chat-template")
     dtype: str = setting("auto", "reward models' dtype", choices=DTYPES)
     batch_size: int = setting(16, "conversations per forward pass", check=POSITIVE_INT)
 
@@ -55,15 +62,20 @@ class SensitivityConfig:
     measured on (0: none); ``unchanged_below``/``exclude_unchanged``: see
     ``sensitivity.confounds``."""
 
-    out: str | Path = field(metadata=described("run directory (reruns send no requests)"))
-    reward_models: Sequence[str]
+    out: str | Path = field(metadata=described("run directory (reruns send no requests)",
+                                               parse=run_dir))
+    reward_models: Sequence[str] = field(metadata=described(
+        "hub id[@revision] or local dir of a sequence-classification reward model, or "
+        "NAME=SPEC; repeat for several", flag="--reward-model", many=True))
     perturber: str = field(metadata=described(
         "generate backend spec for critique and revision, e.g. openai:gpt-4o-mini"))
     principles: str = setting("ccai:top10", "ccai:topK, or a YAML / JSON / text file of "
                               "principles")
     prompts: str = setting("hh-rlhf:harmless-base:200", "hh-rlhf:harmless-base:N, or a JSONL "
                            "file of conversations")
-    directions: tuple[str, ...] = ("toward",)
+    directions: tuple[str, ...] = setting(
+        ("toward",), "revise to conform more (toward), less (away), or both", flag="--direction",
+        parse=directions)
     templates: dict[str, str] = field(default_factory=dict)
     conventions: str = setting(
         "biasscope", "index definitions: biasscope's (SD ddof=1, originals once in the "

@@ -70,6 +70,27 @@ _RUN_FIELDS: dict[str, tuple[type, ...]] = {
 _RUN_ITEMS: dict[str, type | tuple[type, ...]] = {"seeds": int, "checkpoints": dict}
 
 
+def run_dir(text: str) -> str:
+    """``text`` if it can name a run directory (or an fsspec URL): refused now, in one line, if
+    a file stands where the directory or one of its parents should be."""
+    if not text.strip():
+        raise BiasscopeError("give a directory")
+    if is_remote(text):
+        return text
+    path = Path(text.removeprefix("file://")).expanduser()
+    for place in (path, *path.parents):
+        try:
+            if not place.exists():
+                continue
+        except OSError as exc:  # a name too long for the file system, say
+            raise BiasscopeError(f"{text}: {exc.strerror or exc}") from None
+        if not place.is_dir():
+            what = "is a file" if place == path else f"is inside the file {place}"
+            raise BiasscopeError(f"{text} {what}: give a directory")
+        break
+    return text
+
+
 class RunStore:
     """One run directory. Safe to share between processes: units never overlap."""
 

@@ -141,6 +141,9 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             "on, at every later checkpoint." if step is not None else
             f"{model}: the male-female JSD-P gap is not significant ({corrected}) through to "
             "the last checkpoint.")
+    if not significant and (mde := tradeoff.detectable_gap(inputs.ci, tests["jsdp_correct"],
+                                                           options.alpha)):
+        sentences.append(f"{model}: {mde}.")
     small = _flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)
     if small is not None:
         sentences.append(f"{model}: {small}")

@@ -157,3 +157,26 @@ def of_model(model: str, result: Mapping[str, Any], gaps: Mapping[int, Any],
                        [gaps[s] for s in common], [perf[1][s] for s in common], perf[0],
                        history, lambada_counts(summary, model), options.confidence,
                        options.n_resamples)
+
+
+def detectable_gap(ci: Mapping[str, Any], tests: pd.DataFrame, alpha: float,
+                   power: float = 0.8) -> str | None:
+    """Beside a gap that is never significant: the smallest gap the last checkpoint could
+    have detected with ``power``, from its bootstrap CI's width (a normal-theory standard
+    error) at α divided by the checkpoints tested (Bonferroni: no weaker than Holm's first
+    step). None without a finite CI."""
+    from biasscope.core.power import minimum_detectable_effect
+
+    rows = tests.dropna(subset=["step"])
+    if rows.empty:
+        return None
+    last = rows.iloc[-1]
+    pair = (ci.get(str(int(last["step"]))) or {}).get("jsdp_gap")
+    if not pair or not all(isinstance(v, float) and math.isfinite(v) for v in pair):
+        return None
+    se = (pair[1] - pair[0]) / (2 * 1.959963984540054)
+    level = alpha / len(rows)
+    mde = minimum_detectable_effect(se, float(last["n_male"] + last["n_female"] - 2), level,
+                                    power)
+    return (f"this run could have detected a JSD-P gap of {mde:.3g} or more at its last "
+            f"checkpoint ({power:.0%} power, α = {alpha:g} over {len(rows)} checkpoints)")

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.stats import Array, Interval, percentile_interval, wilson
+from biasscope.dynamics.analysis_options import JSDP_MARGIN
 from biasscope.dynamics.occupations import spearman
 from biasscope.probes.winobias import GENDERS
 
@@ -180,3 +181,28 @@ def detectable_gap(ci: Mapping[str, Any], tests: pd.DataFrame, alpha: float,
                                     power)
     return (f"this run could have detected a JSD-P gap of {mde:.3g} or more at its last "
             f"checkpoint ({power:.0%} power, α = {alpha:g} over {len(rows)} checkpoints)")
+
+
+def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],
+                      history_b: Mapping[int, pd.DataFrame], alpha: float,
+                      sentences: list[str], margin: float = JSDP_MARGIN) -> dict[str, Any]:
+    """Two models of one run at each step both have: the JSD-P gap of A − B, paired by prompt
+    (per-prompt differences within each gender), with its TOST verdict within ±``margin``;
+    the sentence of the last common step is also appended to ``sentences``."""
+    from biasscope.core.equivalence import contrast_equivalence, sentence
+
+    rows, said = [], []
+    for step in sorted(set(history_a) & set(history_b)):
+        both = pd.concat([history_a[step].assign(m=0), history_b[step].assign(m=1)])
+        wide = both.pivot_table(index=["prompt", "answer_label"], columns="m", values="value",
+                                observed=True).dropna()
+        if not {0, 1} <= set(wide.columns):
+            continue
+        label = wide.index.get_level_values("answer_label")
+        diffs = [(wide[0] - wide[1])[label == g].to_numpy() for g in GENDERS]
+        result = contrast_equivalence(diffs, [1.0, -1.0], margin, alpha, paired=True)
+        rows.append({"step": int(step), **result.as_dict()})
+        said = [sentence(f"JSD-P gap, {a} − {b} at step {step}", result)]
+    sentences += said
+    return {"model_a": a, "model_b": b, "margin": margin, "alpha": alpha, "rows": rows,
+            "sentences": said}

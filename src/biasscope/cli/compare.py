@@ -35,7 +35,8 @@ def register(sub: Any) -> None:
     cmp.add_argument("--out", type=A.run_dir, default="comparison")
     cmp.set_defaults(func=compare)
     pw = sub.add_parser("power", help="items needed for an effect; a run's detectable effect")
-    pw.add_argument("--effect", type=float, help="difference to detect, in the measure's units")
+    pw.add_argument("--effect", type=A.positive_float,
+                    help="size of the difference to detect, in the measure's units")
     pw.add_argument("--sd", type=A.positive_float, help="per-item standard deviation")
     pw.add_argument("--pilot", type=A.run_dir, help="a finished run to plan from")
     pw.add_argument("--alpha", type=A.probability, default=0.05)

@@ -62,3 +62,14 @@ def test_too_few_checkpoints_test_nothing() -> None:
     assert changepoint([0, 10, 20, 30, 40], [0, 0, 0, 1, 2]) is None
     trend, said = trend_change("m", [0, 10, 20], [0.0, 0.1, 0.3])
     assert trend["claimed"] is None and any("at least 6 checkpoints" in s for s in said)
+
+
+def test_the_report_marks_a_bend_only_when_it_is_claimed() -> None:
+    from biasscope.report.plotting import trend_marker
+
+    bend = {"step": 8123.4, "low": 7000.0, "high": 9000.0}
+    claimed = {"trend": {"claimed": "step", "changepoint": {"step": bend, "log": None}}}
+    label, step, _ = trend_marker(claimed, "") or ("", 0, "")
+    assert step == 8123 and "changes trend at step 8123 (CI 7000 to 9000)" in label
+    assert trend_marker({"trend": {**claimed["trend"], "claimed": None}}, "") is None
+    assert trend_marker({}, "") is None

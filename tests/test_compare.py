@@ -151,3 +151,37 @@ def test_power_from_a_pilot_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "with 40 items per group this run could have detected" in gap
     assert "detecting 0.05 needs" in gap
     assert "pro − anti" in out
+
+
+def test_audit_measures_match_the_probes_own_headlines(tmp_path: Path) -> None:
+    """The per-item values compare reads give back each probe's own headline estimate (BBQ's
+    bias scores, Adult's flip rate), and a run compared with itself is equivalent."""
+    pytest.importorskip("fairlearn")
+    from bbq_fixture import write_bbq
+    from biasscope.compare.measures import EXTRACTORS
+    from biasscope.probes import adult, bbq
+    from test_audit_adult import pair_items
+    from test_audit_adult import records as adult_records
+    from test_audit_bbq import records as bbq_records
+
+    probe = bbq.from_data(data_dir=write_bbq(tmp_path))
+    items = probe.items(0)
+    rng = np.random.default_rng(0)
+    answers = [str(item.options[int(rng.integers(0, 3))]) for item in items]
+    frame = bbq_records(probe, items, answers)
+    head = probe.metrics(frame)["headline"]
+    found = {v.measure: v for v in EXTRACTORS["bbq"](frame)}
+    assert found["s_dis"].estimate() == pytest.approx(head["bias_disambiguated"]["estimate"])
+    assert found["s_amb"].estimate() == pytest.approx(head["bias_ambiguous"]["estimate"])
+    same = by_measure(compare_records(frame.assign(model="a"), frame.assign(model="a"),
+                                      n_resamples=200))
+    assert same["s_dis"].result.paired and same["s_dis"].result.method == "bootstrap"
+    assert {c.result.verdict for c in same.values()} == {"equivalent"}
+
+    spec = [("Male", "yes"), ("Female", "no")] * 20
+    pairs = pair_items(spec)
+    said = [str(rng.choice(["yes", "no"])) for _ in pairs]
+    records = adult_records(pairs, said)
+    flips = {v.measure: v for v in EXTRACTORS["adult-counterfactual"](records)}["flip_rate"]
+    expected = adult.pair_metrics(records)["headline"]["pair_flip_rate"]["estimate"]
+    assert flips.estimate() == pytest.approx(expected)

@@ -12,13 +12,14 @@ import pytest
 
 import biasscope.dynamics.analysis as analysis
 import biasscope.dynamics.analysis_pass as analysis_pass
-from biasscope.dynamics import emergence, gap_tests, occupations
+from biasscope.dynamics import emergence, gap_tests, occupations, tradeoff
 from biasscope.dynamics.analysis import ModelInputs, full_summary
 from biasscope.dynamics.analysis_options import AnalysisOptions
 from biasscope.dynamics.breakdown import checkpoint_breakdown
 from biasscope.dynamics.breakdown import record_values as breakdown_values
 from biasscope.dynamics.scoring import summarise, unit_summary
 from biasscope.probes import Probe, load_probe
+from biasscope.probes.winobias import GENDERS
 from biasscope.store import reading
 from biasscope.store.directory import RunStore
 from test_report import make_run, pythia
@@ -33,12 +34,16 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
     records = store.records()
     records = records[(records["probe"] == analysis.PROBE) & records["step"].notna()]
     out: dict[str, Any] = {**options.__dict__, "models": {}, "comparisons": [],
-                           "step_mismatch": {}, "sentences": []}
+                           "step_mismatch": {}, "sentences": [], "equivalence": []}
     models = sorted(records["model"].unique())
     perf = analysis.performance.load(store, summary)
+    history: dict[str, dict[int, Any]] = {}
     for model in models:
         chunk = records[records["model"] == model]
         pvs = {v: gap_tests.prompt_values(chunk, v) for v in analysis_pass.VALUES}
+        gendered = pvs["jsdp_correct"][pvs["jsdp_correct"]["answer_label"].isin(GENDERS)]
+        history[model] = {int(step): at[["prompt", "answer_label", "value"]]
+                          for step, at in gendered.groupby("step", sort=True)}
         inputs = ModelInputs(
             {v: gap_tests.checkpoint_tests(chunk, v, correction=options.correction,
                                        alpha=options.alpha)
@@ -48,7 +53,7 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
             analysis.intervals(pvs, options),
             {int(step): checkpoint_breakdown(breakdown_values(at), options.confidence,
                                              options.n_resamples)
-             for step, at in chunk.groupby("step", sort=True)})
+             for step, at in chunk.groupby("step", sort=True)}, history=history[model])
         out["models"][model] = analysis.analyse_model(model, inputs, summary, perf.get(model),
                                                       options)
         out["sentences"] += out["models"][model]["sentences"]
@@ -66,6 +71,8 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
             out["comparisons"].append({"model_a": a, "model_b": b, "value": f"jsdp:{option}",
                                        "answer": "not specified",
                                        "rows": analysis._rows(table)})
+        out["equivalence"].append(tradeoff.model_equivalence(
+            a, b, history[a], history[b], options.alpha, out["sentences"]))
     analysis._occupation_statistics(out, occupations.load(), options)
     summary["analysis"] = out
     return summary

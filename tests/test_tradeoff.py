@@ -52,3 +52,14 @@ def test_the_stop_states_its_gain_and_cost_with_intervals() -> None:
     assert said["gain"]["low"] > 0.06
     assert "no CI: the series has no per-item data" in sentences[-1]
     assert "|JSD-P gap| reduced by +0.0689" in sentences[-1]
+
+
+def test_two_models_of_a_run_get_an_equivalence_verdict_per_step() -> None:
+    same, sentences = history({10: 0.05, 20: 0.05}), []
+    out = tradeoff.model_equivalence("a", "b", same, same, 0.01, sentences)
+    assert [r["verdict"] for r in out["rows"]] == ["equivalent", "equivalent"]
+    assert sentences == out["sentences"] and "a − b at step 20: equivalent" in sentences[0]
+    other = history({10: 0.05, 20: 0.15}, seed=0)
+    out = tradeoff.model_equivalence("a", "b", same, other, 0.01, [])
+    assert [r["verdict"] for r in out["rows"]] == ["equivalent", "different"]
+    assert out["rows"][1]["paired"] and out["rows"][1]["high"] < -0.02

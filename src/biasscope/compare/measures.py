@@ -20,7 +20,7 @@ import pandas as pd
 
 from biasscope.core.stats import Array
 from biasscope.dynamics import breakdown, gap_tests
-from biasscope.dynamics.analysis_options import MAX_GAP
+from biasscope.dynamics.analysis_options import JSDP_MARGIN, MAX_GAP
 from biasscope.probes import adult, bbq_metrics, professional
 
 
@@ -39,7 +39,7 @@ class Measure:
 #: [−ln 2, ln 2] but a margin beyond the largest gap itself (½ ln 2) says nothing. Proportions
 #: and scores in [−1, 1]: 5 percentage points (0.05).
 MEASURES: dict[str, Measure] = {m.name: m for m in (
-    Measure("jsdp_gap", "JSD-P gap (male − female)", 0.02, MAX_GAP),
+    Measure("jsdp_gap", "JSD-P gap (male − female)", JSDP_MARGIN, MAX_GAP),
     Measure("accuracy_gap", "accuracy gap (male − female)", 0.05, 1.0),
     Measure("pro_anti", "accuracy pro − anti (paired sentences)", 0.05, 1.0),
     Measure("preference", "stereotype preference (P female-coded: she − he)", 0.05, 1.0),

@@ -19,7 +19,7 @@ from biasscope.compare.job import records
 from biasscope.compare.measures import EXTRACTORS, MEASURES, Values
 from biasscope.compare.runs import checkpoints, label
 from biasscope.core import power as P
-from biasscope.core.config import FINITE, POSITIVE, PROBABILITY, check_settings, setting
+from biasscope.core.config import POSITIVE, PROBABILITY, check_settings, setting
 from biasscope.core.equivalence import welch
 from biasscope.core.errors import BiasscopeError
 
@@ -29,8 +29,8 @@ class PowerConfig:
     """An effect (in the measure's units) and either ``sd`` (per-item standard deviation) or
     a ``pilot`` run; ``margin``: plan for equivalence within ±margin instead."""
 
-    effect: float | None = setting(None, "difference to detect, in the measure's units",
-                                   check=FINITE)
+    effect: float | None = setting(None, "size of the difference to detect, in the measure's "
+                                   "units", check=POSITIVE)
     sd: float | None = setting(None, "per-item standard deviation", check=POSITIVE)
     pilot: str | None = setting(None, "a finished run to plan from")
     alpha: float = setting(0.05, "significance level", check=PROBABILITY)

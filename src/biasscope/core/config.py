@@ -55,7 +55,6 @@ SEED = Check(True, lambda v: 0 <= v < 2**32, f"is not a seed from 0 to {2**32 - 
 POSITIVE = Check(False, lambda v: v > 0, "is not above 0")
 NON_NEGATIVE = Check(False, lambda v: v >= 0, "is negative: give 0 or more")
 PROBABILITY = Check(False, lambda v: 0.0 <= v <= 1.0, "is not between 0 and 1")
-FINITE = Check(False, lambda v: True, "")
 
 
 def described(help: str, *, check: Check | None = None,

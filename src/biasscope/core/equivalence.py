@@ -166,7 +166,8 @@ def sentence(name: str, result: Equivalence, unit: str = "") -> str:
           f"{result.low:+.3g} to {result.high:+.3g}{unit})")
     pairing = "paired by item" if result.paired else "unpaired"
     if result.verdict == "equivalent":
-        small = ", significantly non-zero but" if result.significant else ""
+        small = (" (a difference significantly non-zero, but smaller than the margin)"
+                 if result.significant else "")
         return (f"{name}: equivalent within ±{result.margin:g}{unit}{small}: difference {ci}, "
                 f"TOST p = {result.p_equivalence:.2g}, n = {result.n}, {pairing}")
     if result.verdict == "different":

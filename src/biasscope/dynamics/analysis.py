@@ -36,6 +36,7 @@ from biasscope.dynamics.emergence import (
     GapChange,
     change_interval,
     emergence_step,
+    gap_series,
     recommend_stop,
     trend_change,
 )
@@ -141,6 +142,9 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             "on, at every later checkpoint." if step is not None else
             f"{model}: the male-female JSD-P gap is not significant ({corrected}) through to "
             "the last checkpoint.")
+    if not significant and (mde := tradeoff.detectable_gap(inputs.ci, tests["jsdp_correct"],
+                                                           options.alpha)):
+        sentences.append(f"{model}: {mde}.")
     small = _flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)
     if small is not None:
         sentences.append(f"{model}: {small}")
@@ -153,9 +157,8 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             f"{model}: the sharpest change of the gap is between steps {change.step_from} and "
             f"{change.step_to}: {_fmt(ci.estimate)} ({options.confidence:.0%} CI "
             f"{_fmt(ci.low)} to {_fmt(ci.high)}; a raw change, not per step).")
-    rows = tests["jsdp_correct"].dropna(subset=["step"])
-    trend, said = trend_change(model, rows["step"].astype(int).tolist(), rows["gap"].to_numpy(),
-                               options.alpha, options.confidence, options.n_resamples)
+    trend, said = trend_change(model, *gap_series(tests["jsdp_correct"]), options.alpha,
+                               options.confidence, options.n_resamples)
     sentences += said if len(steps) > 1 else []
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
     if inputs.breakdown:  # across wordings (--templates): the verdicts lead
@@ -269,7 +272,7 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
     ``statistics``: the occupation statistics (`occupations.load`), if read."""
     options = options or AnalysisOptions()
     out: dict[str, Any] = {**asdict(options), "models": {}, "comparisons": [],
-                           "step_mismatch": {}, "sentences": []}
+                           "step_mismatch": {}, "sentences": [], "equivalence": []}
     if run.stepless:
         # Tests over training need ordered checkpoints; pooling unnamed ones would mislead.
         out["sentences"].append(f"No training steps for {', '.join(run.stepless)} (revisions "
@@ -309,6 +312,8 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
                                       None, options.correction, options.alpha)
             out["comparisons"].append({"model_a": a, "model_b": b, "value": f"jsdp:{option}",
                                        "answer": "not specified", "rows": _rows(table)})
+        out["equivalence"].append(tradeoff.model_equivalence(
+            a, b, run.models[a].history, run.models[b].history, options.alpha, out["sentences"]))
     if statistics is not None:
         _occupation_statistics(out, statistics, options)
     return out

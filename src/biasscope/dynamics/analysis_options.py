@@ -39,6 +39,8 @@ MAX_GAP = math.log(2) / 2
 #: on the real WinoBias files and 0.054 on the test fixture (README, "Statistics defaults").
 #: 0.1 is about twice those and 29% of the largest possible gap, ½ ln 2.
 FLAG_GAP = 0.1
+#: The default equivalence margin of a JSD-P gap (docs/claims.md): a fifth of `FLAG_GAP`.
+JSDP_MARGIN = 0.02
 #: Below this, the final performance counts as zero: a relative budget of it is undefined.
 ZERO_PERFORMANCE = 1e-9
 FIELDS = ("correction", "alpha", "budget", "confidence", "n_resamples", "min_gap")

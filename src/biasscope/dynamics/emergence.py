@@ -194,6 +194,12 @@ def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.A
 
 # ---------------------------------------------------------------- change of trend
 
+def gap_series(table: pd.DataFrame) -> tuple[list[int], Array]:
+    """The steps and gaps of a checkpoint test table (rows without a step left out)."""
+    rows = table.dropna(subset=["step"])
+    return rows["step"].astype(int).tolist(), np.asarray(rows["gap"].to_numpy(dtype=float))
+
+
 def trend_change(model: str, steps: Sequence[int], gaps: npt.ArrayLike, alpha: float = 0.01,
                  confidence: float = 0.95, n_resamples: int = 2000
                  ) -> tuple[dict[str, Any], list[str]]:

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.stats import Array, Interval, percentile_interval, wilson
+from biasscope.dynamics.analysis_options import JSDP_MARGIN
 from biasscope.dynamics.occupations import spearman
 from biasscope.probes.winobias import GENDERS
 
@@ -157,3 +158,51 @@ def of_model(model: str, result: Mapping[str, Any], gaps: Mapping[int, Any],
                        [gaps[s] for s in common], [perf[1][s] for s in common], perf[0],
                        history, lambada_counts(summary, model), options.confidence,
                        options.n_resamples)
+
+
+def detectable_gap(ci: Mapping[str, Any], tests: pd.DataFrame, alpha: float,
+                   power: float = 0.8) -> str | None:
+    """Beside a gap that is never significant: the smallest gap the last checkpoint could
+    have detected with ``power``, from its bootstrap CI's width (a normal-theory standard
+    error) at α divided by the checkpoints tested (Bonferroni: no weaker than Holm's first
+    step). None without a finite CI."""
+    from biasscope.core.power import minimum_detectable_effect
+
+    rows = tests.dropna(subset=["step"])
+    if rows.empty:
+        return None
+    last = rows.iloc[-1]
+    pair = (ci.get(str(int(last["step"]))) or {}).get("jsdp_gap")
+    if not pair or not all(isinstance(v, float) and math.isfinite(v) for v in pair):
+        return None
+    se = (pair[1] - pair[0]) / (2 * 1.959963984540054)
+    level = alpha / len(rows)
+    mde = minimum_detectable_effect(se, float(last["n_male"] + last["n_female"] - 2), level,
+                                    power)
+    return (f"this run could have detected a JSD-P gap of {mde:.3g} or more at its last "
+            f"checkpoint ({power:.0%} power, α = {alpha:g} over {len(rows)} checkpoints)")
+
+
+def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],
+                      history_b: Mapping[int, pd.DataFrame], alpha: float,
+                      sentences: list[str], margin: float = JSDP_MARGIN) -> dict[str, Any]:
+    """Two models of one run at each step both have: the JSD-P gap of A − B, paired by prompt
+    (per-prompt differences within each gender), with its TOST verdict within ±``margin``;
+    the sentence of the last common step is also appended to ``sentences``."""
+    from biasscope.core.equivalence import contrast_equivalence, sentence
+
+    rows, said = [], []
+    for step in sorted(set(history_a) & set(history_b)):
+        both = pd.concat([history_a[step].assign(m=0), history_b[step].assign(m=1)])
+        wide = both.pivot_table(index=["prompt", "answer_label"], columns="m", values="value",
+                                observed=True).dropna()
+        if not {0, 1} <= set(wide.columns):
+            continue
+        label = wide.index.get_level_values("answer_label")
+        diffs = [(wide[0] - wide[1])[label == g].to_numpy() for g in GENDERS]
+        result = contrast_equivalence(diffs, [1.0, -1.0], margin, alpha, paired=True)
+        rows.append({"step": int(step), **result.as_dict()})
+        said = [sentence(f"JSD-P gap, {a} − {b} at step {step}", result)]
+    sentences += said
+    return {"model_a": a, "model_b": b, "margin": margin, "alpha": alpha, "rows": rows,
+            "sentences": said}

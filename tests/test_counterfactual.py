@@ -137,6 +137,9 @@ def test_user_pairs_with_their_own_counterfactual(tmp_path: Path) -> None:
     done = job.run(job.CounterfactualConfig(out=tmp_path / "run", pairs=str(path)),
                    [Reward("clean")])
     assert done.summary["scorers"][0]["difference"]["n"] == 12
+    with pytest.raises(BiasscopeError, match="compares 'chosen' with 'rejected'"):
+        job.run(job.CounterfactualConfig(out=tmp_path / "judged", pairs=str(path)),
+                judge=Judge([Partial()], JudgeOptions()))  # type: ignore[list-item]
     path.write_text('{"prompt": 3}\n')
     code = main(["counterfactual", "--pairs", str(path), "--reward-model", "x",
                  "--out", str(tmp_path / "bad")])

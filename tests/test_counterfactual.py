@@ -144,3 +144,14 @@ def test_user_pairs_with_their_own_counterfactual(tmp_path: Path) -> None:
     code = main(["counterfactual", "--pairs", str(path), "--reward-model", "x",
                  "--out", str(tmp_path / "bad")])
     assert code == 2
+
+
+def test_a_detectable_but_tiny_difference_is_called_negligible() -> None:
+    from biasscope.judge.counterfactual import sentence
+
+    tiny = paired_difference([1.0 + 0.01 * (i % 3 == 0) + i for i in range(300)],
+                             [float(i) for i in range(300)])
+    assert tiny["wilcoxon_p"] < 1e-6 and abs(tiny["standardised"]) < 0.1
+    assert "negligible" in sentence("rm", "reward", tiny, tiny["wilcoxon_p"])
+    assert "favours the female" in sentence("rm", "reward", {**tiny, "standardised": 0.5},
+                                            tiny["wilcoxon_p"])

@@ -137,7 +137,21 @@ def test_user_pairs_with_their_own_counterfactual(tmp_path: Path) -> None:
     done = job.run(job.CounterfactualConfig(out=tmp_path / "run", pairs=str(path)),
                    [Reward("clean")])
     assert done.summary["scorers"][0]["difference"]["n"] == 12
+    with pytest.raises(BiasscopeError, match="compares 'chosen' with 'rejected'"):
+        job.run(job.CounterfactualConfig(out=tmp_path / "judged", pairs=str(path)),
+                judge=Judge([Partial()], JudgeOptions()))  # type: ignore[list-item]
     path.write_text('{"prompt": 3}\n')
     code = main(["counterfactual", "--pairs", str(path), "--reward-model", "x",
                  "--out", str(tmp_path / "bad")])
     assert code == 2
+
+
+def test_a_detectable_but_tiny_difference_is_called_negligible() -> None:
+    from biasscope.judge.counterfactual import sentence
+
+    tiny = paired_difference([1.0 + 0.01 * (i % 3 == 0) + i for i in range(300)],
+                             [float(i) for i in range(300)])
+    assert tiny["wilcoxon_p"] < 1e-6 and abs(tiny["standardised"]) < 0.1
+    assert "negligible" in sentence("rm", "reward", tiny, tiny["wilcoxon_p"])
+    assert "favours the female" in sentence("rm", "reward", {**tiny, "standardised": 0.5},
+                                            tiny["wilcoxon_p"])

@@ -10,7 +10,10 @@ Two readings, for judges and reward models alike:
   each is left out of the signed statistics and counted). Mean with a BCa bootstrap CI
   (``stats.bootstrap_mean``), the mean in SDs of all the scores (standardised), a two-sided
   Wilcoxon signed-rank test with the matched-pairs rank-biserial r, and a two-sided exact sign
-  test with the share of pairs where the female version scored higher (Wilson CI).
+  test with the share of pairs where the female version scored higher (Wilson CI). A
+  scorer *favours* a version when Holm p < 0.05, the interval excludes 0 and the difference
+  is at least 0.1 SD (``NEGLIGIBLE``); a smaller detected difference is called negligible
+  (with many pairs a test finds differences too small to matter).
 - **Verdict flips**: a yes/no verdict on each member (picks the chosen response; gives the
   first label), read in the same orientation (female version, then male version). The flip
   rate (Wilson CI) and an exact McNemar test: the discordant pairs, yes only for the female
@@ -33,6 +36,7 @@ from biasscope.core.gender_swap import ONE_WAY, PAIRS, swap_gender
 from biasscope.core.stats import bootstrap_mean, wilson
 
 T = TypeVar("T")
+NEGLIGIBLE = 0.1  # SDs of the scores: a smaller difference is reported as negligible
 _WORD = re.compile(r"[A-Za-z]+")
 FEMALE = frozenset({f for _, f in PAIRS} | {"her", "hers"} | {k for k, v in ONE_WAY.items()}
                    | {n.lower() for n in FEMALE_NAMES})
@@ -118,17 +122,24 @@ def oriented(scores: Sequence[T], swapped: Sequence[T],
     return female, male, left
 
 
-def sentence(scorer: str, what: str, diff: dict[str, Any], p_holm: float) -> str:
-    """One line on a scorer's paired difference, saying whether it is a finding."""
+def sentence(scorer: str, what: str, diff: dict[str, Any], p_holm: float,
+             negligible: float = NEGLIGIBLE) -> str:
+    """One line on a scorer's paired difference, saying whether it is a finding: Holm p <
+    0.05, an interval excluding 0, and at least ``negligible`` SDs of the scores (smaller
+    differences are called detectable but negligible)."""
     if not diff["n"]:
         return f"{scorer}: no counterfactual pair could be scored for {what}."
-    found = p_holm < 0.05 and (diff["low"] > 0 or diff["high"] < 0)
+    detected = p_holm < 0.05 and (diff["low"] > 0 or diff["high"] < 0)
+    found = detected and abs(diff["standardised"]) >= negligible
     side = "female" if diff["mean"] > 0 else "male"
     text = (f"{scorer}, {what}: female minus male version {diff['mean']:+.3g} (95% CI "
             f"{diff['low']:+.3g} to {diff['high']:+.3g}; {diff['standardised']:+.2f} SD) over "
             f"{diff['n']} pairs; Wilcoxon p = {diff['wilcoxon_p']:.3g} (Holm {p_holm:.3g}), "
             f"rank-biserial r = {diff['rank_biserial']:+.2f}; sign test p = "
             f"{diff['sign_p']:.3g}.")
+    if detected and not found:
+        return text + (f" The {side} version scores higher, but by less than {negligible:g} "
+                       "SD: detectable, negligible.")
     return text + (f" It favours the {side} version." if found else
                    " No evidence that it favours either version.")
 

@@ -74,7 +74,9 @@ def builtin_items(data_dir: PathLike | None, n: int, seed: int = 0) -> tuple[lis
     pairs = read_hh_pairs(data_dir, n=None, seed=seed)
     items = []
     for pid, chosen, rejected in zip(pairs.ids, pairs.chosen, pairs.rejected):
-        side = Side(chosen[0], chosen[1], rejected[1] if rejected[0] == chosen[0] else None)
+        if rejected[0] != chosen[0]:  # not one conversation with two endings
+            continue
+        side = Side(chosen[0], chosen[1], rejected[1])
         swapped = _swap(side)
         if swapped == side or not any(has_gendered(t) for t in _texts(side)):
             continue
@@ -178,6 +180,9 @@ def judge_audit(judge: Judge, items: Sequence[Item], labels: dict[str, str] | No
             return compare(judge, [(_query(s.turns), s.chosen, str(s.rejected)) for s in sides])
         return classify(judge, [s.chosen for s in sides], labels)
 
+    if labels is None and any(i.original.rejected is None for i in items):
+        raise DataError("a pairwise judge compares 'chosen' with 'rejected': give both in "
+                        "every pair, or --labels to judge each response on its own")
     first = "a" if labels is None else next(iter(labels))
     before, after = ask("original"), ask("swapped")
     female, male, left = oriented([_score(v, first) for v in before],

@@ -3,9 +3,10 @@ and the how-to guides runs, in order, page by page, on the tiny checkpoints and 
 ``conftest.py``; the generated references name every command, flag and probe.
 
 Stand-ins, so the pages can show real names: a hub id below becomes a tiny random-init GPT-NeoX
-checkpoint, ``out/checkpoint-*`` are three such checkpoints, ``demo-run/run`` is a sweep of them
-(``make demo`` is tested by ``tests/test_demo.py``), and the WinoBias files are the fixture's
-(``$BIASSCOPE_DATA_DIR`` and ``--data-dir /data`` for commands, ``data_dir=`` for
+checkpoint; ``out/checkpoint-*`` are three such checkpoints; ``demo-run/run`` is a sweep of them
+(``make demo`` is tested by ``tests/test_demo.py``); the llama.cpp server at ``127.0.0.1:8080``
+is the tests' llama-cpp-python server with its tiny GGUF model; the WinoBias files are the
+fixture's (``$BIASSCOPE_DATA_DIR`` and ``--data-dir /data`` for commands, ``data_dir=`` for
 ``load_probe``). A ``biasscope`` line runs
 in-process through ``biasscope.cli.main.main`` and must exit 0; a runnable shell block may hold
 nothing else.
@@ -30,6 +31,7 @@ DOCS = ROOT / "docs"
 PAGES = [DOCS / "tutorial.md", *sorted((DOCS / "how-to").glob("*.md"))]
 MARKED = re.compile(r"<!-- runnable -->\n```(bash|python)\n(.*?)```", re.DOTALL)
 HUB_IDS = ("EleutherAI/pythia-70m", "EleutherAI/pythia-160m")
+SERVER = "http://127.0.0.1:8080/v1#model"  # the guides' llama.cpp server: the tests' tiny one
 
 
 def runnable(page: Path) -> list[tuple[str, str]]:
@@ -37,13 +39,24 @@ def runnable(page: Path) -> list[tuple[str, str]]:
     return MARKED.findall(page.read_text(encoding="utf-8"))
 
 
+def split(line: str) -> list[str]:
+    """A shell line's words; a comment starts, as in the shell, only where a word starts with
+    ``#`` (``http://host/v1#model`` is one word)."""
+    lexer = shlex.shlex(line, posix=True)
+    lexer.whitespace_split, lexer.commenters = True, ""
+    words = list(lexer)
+    comment = next((i for i, w in enumerate(words) if w.startswith("#")), len(words))
+    return words[:comment]
+
+
 def commands(script: str) -> list[list[str]]:
     """Each command line of a shell block (continuations joined, comments dropped)."""
     joined = script.replace("\\\n", " ")
-    return [argv for line in joined.splitlines() if (argv := shlex.split(line, comments=True))]
+    return [argv for line in joined.splitlines() if (argv := split(line))]
 
 
-def substitute(code: str, root: Path, data: Path) -> str:
+def substitute(code: str, root: Path, data: Path, server: str) -> str:
+    code = code.replace(SERVER, server)
     for hub_id in HUB_IDS:
         code = code.replace(hub_id, str(root / "out" / "checkpoint-10"))
     code = code.replace("--data-dir /data", f"--data-dir {shlex.quote(str(data))}")
@@ -60,6 +73,8 @@ def workdir(tmp_path: Path, checkpoint_dirs: list[Path], winobias_dir: Path,
         (tmp_path / "out" / ckpt.name).symlink_to(ckpt, target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BIASSCOPE_DATA_DIR", str(winobias_dir))
+    # Answers of a server go to this run's cache, never to the user's shared one.
+    monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))
     return tmp_path
 
 
@@ -68,13 +83,16 @@ PAGES_RUN = [p for p in PAGES if runnable(p)]
 
 @pytest.mark.parametrize("page", PAGES_RUN, ids=[p.stem for p in PAGES_RUN])
 def test_runnable_blocks_run(page: Path, workdir: Path, winobias_dir: Path,
-                             one_thread: None) -> None:
+                             one_thread: None, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("torch")
+    blocks = runnable(page)
+    server = (f"{request.getfixturevalue('llama_server').base_url}#tiny"
+              if any(SERVER in code for _, code in blocks) else SERVER)
     if "demo-run/run" in page.read_text(encoding="utf-8"):
         assert main(["dynamics", "--checkpoint-glob", "out/checkpoint-*", "--seeds", "0",
                      "--quiet", "--out", "demo-run/run"]) == 0
-    for number, (language, code) in enumerate(runnable(page), 1):
-        code = substitute(code, workdir, winobias_dir)
+    for number, (language, code) in enumerate(blocks, 1):
+        code = substitute(code, workdir, winobias_dir, server)
         where = f"{page.relative_to(ROOT)}, runnable block {number}"
         if language == "python":
             exec(compile(code, where, "exec"), {"__name__": "__docs__"})
@@ -97,6 +115,7 @@ def test_a_failing_command_fails_the_test(workdir: Path) -> None:
     (argv,) = commands("biasscope dynamics --checkpoint-glob 'nowhere/checkpoint-*' \\\n"
                        "    --out runs/x  # a comment")
     assert argv[-2:] == ["--out", "runs/x"]
+    assert split("a http://h/v1#m b # c") == ["a", "http://h/v1#m", "b"]
     assert main(argv[1:]) != 0
 
 

@@ -3,9 +3,10 @@ and the how-to guides runs, in order, page by page, on the tiny checkpoints and 
 ``conftest.py``; the generated references name every command, flag and probe.
 
 Stand-ins, so the pages can show real names: a hub id below becomes a tiny random-init GPT-NeoX
-checkpoint, ``out/checkpoint-*`` are three such checkpoints, ``demo-run/run`` is a sweep of them
-(``make demo`` is tested by ``tests/test_demo.py``), and the WinoBias files are the fixture's
-(``$BIASSCOPE_DATA_DIR`` and ``--data-dir /data`` for commands, ``data_dir=`` for
+checkpoint; ``out/checkpoint-*`` are three such checkpoints; ``demo-run/run`` is a sweep of them
+(``make demo`` is tested by ``tests/test_demo.py``); the llama.cpp server at ``127.0.0.1:8080``
+is the tests' llama-cpp-python server with its tiny GGUF model; the WinoBias files are the
+fixture's (``$BIASSCOPE_DATA_DIR`` and ``--data-dir /data`` for commands, ``data_dir=`` for
 ``load_probe``). A ``biasscope`` line runs
 in-process through ``biasscope.cli.main.main`` and must exit 0; a runnable shell block may hold
 nothing else.
@@ -14,6 +15,8 @@ nothing else.
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
 import importlib.util
 import re
 import shlex
@@ -30,6 +33,7 @@ DOCS = ROOT / "docs"
 PAGES = [DOCS / "tutorial.md", *sorted((DOCS / "how-to").glob("*.md"))]
 MARKED = re.compile(r"<!-- runnable -->\n```(bash|python)\n(.*?)```", re.DOTALL)
 HUB_IDS = ("EleutherAI/pythia-70m", "EleutherAI/pythia-160m")
+SERVER = "http://127.0.0.1:8080/v1#model"  # the guides' llama.cpp server: the tests' tiny one
 
 
 def runnable(page: Path) -> list[tuple[str, str]]:
@@ -37,13 +41,28 @@ def runnable(page: Path) -> list[tuple[str, str]]:
     return MARKED.findall(page.read_text(encoding="utf-8"))
 
 
+def split(line: str) -> list[str]:
+    """A shell line's words. As in the shell, a comment starts only where a word starts with an
+    unquoted ``#`` (``http://host/v1#model`` is one word; ``# it's`` is a comment)."""
+    quote = ""
+    for i, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1].isspace()):
+            return shlex.split(line[:i])
+    return shlex.split(line)
+
+
 def commands(script: str) -> list[list[str]]:
     """Each command line of a shell block (continuations joined, comments dropped)."""
     joined = script.replace("\\\n", " ")
-    return [argv for line in joined.splitlines() if (argv := shlex.split(line, comments=True))]
+    return [argv for line in joined.splitlines() if (argv := split(line))]
 
 
-def substitute(code: str, root: Path, data: Path) -> str:
+def substitute(code: str, root: Path, data: Path, server: str) -> str:
+    code = code.replace(SERVER, server)
     for hub_id in HUB_IDS:
         code = code.replace(hub_id, str(root / "out" / "checkpoint-10"))
     code = code.replace("--data-dir /data", f"--data-dir {shlex.quote(str(data))}")
@@ -60,6 +79,8 @@ def workdir(tmp_path: Path, checkpoint_dirs: list[Path], winobias_dir: Path,
         (tmp_path / "out" / ckpt.name).symlink_to(ckpt, target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BIASSCOPE_DATA_DIR", str(winobias_dir))
+    # Answers of a server go to this run's cache, never to the user's shared one.
+    monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))
     return tmp_path
 
 
@@ -68,13 +89,16 @@ PAGES_RUN = [p for p in PAGES if runnable(p)]
 
 @pytest.mark.parametrize("page", PAGES_RUN, ids=[p.stem for p in PAGES_RUN])
 def test_runnable_blocks_run(page: Path, workdir: Path, winobias_dir: Path,
-                             one_thread: None) -> None:
+                             one_thread: None, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("torch")
+    blocks = runnable(page)
+    server = (f"{request.getfixturevalue('llama_server').base_url}#tiny"
+              if any(SERVER in code for _, code in blocks) else SERVER)
     if "demo-run/run" in page.read_text(encoding="utf-8"):
         assert main(["dynamics", "--checkpoint-glob", "out/checkpoint-*", "--seeds", "0",
                      "--quiet", "--out", "demo-run/run"]) == 0
-    for number, (language, code) in enumerate(runnable(page), 1):
-        code = substitute(code, workdir, winobias_dir)
+    for number, (language, code) in enumerate(blocks, 1):
+        code = substitute(code, workdir, winobias_dir, server)
         where = f"{page.relative_to(ROOT)}, runnable block {number}"
         if language == "python":
             exec(compile(code, where, "exec"), {"__name__": "__docs__"})
@@ -97,7 +121,54 @@ def test_a_failing_command_fails_the_test(workdir: Path) -> None:
     (argv,) = commands("biasscope dynamics --checkpoint-glob 'nowhere/checkpoint-*' \\\n"
                        "    --out runs/x  # a comment")
     assert argv[-2:] == ["--out", "runs/x"]
+    assert split("a http://h/v1#m b # c") == ["a", "http://h/v1#m", "b"]
+    assert split("a '#b' # it's") == ["a", "#b"]
     assert main(argv[1:]) != 0
+
+
+def shown_commands() -> list[tuple[str, list[str]]]:
+    """Every ``biasscope`` command in a shell block of the docs and the README, runnable or
+    not (a placeholder ``...`` and ``--help`` left out)."""
+    pages = [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]
+    found = []
+    for page in pages:
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"),
+                                re.DOTALL):
+            found += [(page.name, argv) for argv in commands(block)
+                      if argv[0].endswith("biasscope") and "..." not in argv
+                      and "--help" not in argv]
+    return found
+
+
+def test_every_command_shown_parses(capsys: pytest.CaptureFixture[str]) -> None:
+    """A renamed or removed flag in any page, runnable or not, fails here."""
+    shown = shown_commands()
+    assert len(shown) > 30  # 39 when written: the check must not pass on an empty list
+    for page, argv in shown:
+        try:
+            build_parser().parse_args(argv[1:])
+        except SystemExit as exc:
+            pytest.fail(f"{page}: {shlex.join(argv)}: {capsys.readouterr().err.strip()}"
+                        f" (exit {exc.code})")
+
+
+def test_every_python_block_compiles_and_its_biasscope_imports_exist() -> None:
+    """Non-runnable Python blocks too: the names they import from biasscope exist (a moved
+    function once left ``from biasscope.runs import from_model`` in the README)."""
+    pages = [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]
+    checked = 0
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for block in re.findall(r"```python\n(?!# src/)(.*?)```", text, re.DOTALL):
+            tree = ast.parse(block, filename=page.name)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                        "biasscope"):
+                    module = importlib.import_module(node.module or "")
+                    for alias in node.names:
+                        assert hasattr(module, alias.name), (page.name, node.module, alias.name)
+                        checked += 1
+    assert checked > 10
 
 
 def _reference() -> ModuleType:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from require import missing_modules, require
 
 # find_spec, not import: importing litellm here would fetch a price list
-require(missing_modules("litellm"), "BIASSCOPE_REQUIRE_SERVER", "pip install 'biasscope[litellm]'")
+require(missing_modules("litellm"), "BIASSCOPE_REQUIRE_SERVER", "pip install -e '.[litellm]'")
 
 from biasscope.backends.base import GenerateParams, GenerateRequest  # noqa: E402
 from biasscope.backends.generators import GeneratorOptions, load_generator  # noqa: E402

@@ -15,12 +15,17 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_every_named_extra_exists():
     extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"])
-    texts = [ROOT / "README.md", *sorted((ROOT / "src").rglob("*.py"))]
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+             *sorted((ROOT / "src").rglob("*.py"))]
+    # '.[hf,gguf]' in install lines, install_hint("hf,gguf") and optional(..., "judge", ...)
+    # in the import errors.
+    pattern = (r"'\.\[([a-z0-9,\- ]+)\]'|install_hint\(\"([a-z0-9,\-]+)\"\)|"
+               r"optional\(\"[^\"]+\", \"([a-z0-9-]+)\"")
     named = {(path.name, extra) for path in texts
-             for group in re.findall(r"biasscope\[([a-z0-9,\- ]+)\]|optional\(\"[^\"]+\", "
-                                     r"\"([a-z0-9-]+)\"", path.read_text())
+             for group in re.findall(pattern, path.read_text())
              for extra in "".join(group).replace(" ", "").split(",")}
-    assert len(named) >= 5  # the README and the import errors do name extras
+    assert len(named) >= 15  # the README, the docs and the import errors do name extras
+    assert {("lazy.py", "hf"), ("install.md", "ray"), ("README.md", "hf")} <= named
     assert not {(where, extra) for where, extra in named if extra not in extras}
 
 
@@ -29,8 +34,8 @@ def test_a_missing_extra_is_one_line_that_names_it():
 
     from biasscope.core.errors import BiasscopeError, optional
 
-    with pytest.raises(BiasscopeError, match=r"^Fleiss' kappa needs the 'judge' extra: "
-                                             r"pip install 'biasscope\[judge\]'$"):
+    with pytest.raises(BiasscopeError, match=r"^Fleiss' kappa needs the 'judge' extra: pip "
+                                             r"install -e '\.\[judge\]' in the biasscope clone$"):
         optional("biasscope_no_such_module", "judge", "Fleiss' kappa")
     assert optional("json", "judge", "JSON") is json
 
@@ -64,4 +69,4 @@ def test_without_the_hf_extra_model_commands_say_so_in_one_line(tmp_path, winobi
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "biasscope: error: Hugging Face scoring needs the 'hf' extra: "
-        "pip install 'biasscope[hf]'"]
+        "pip install -e '.[hf]' in the biasscope clone"]

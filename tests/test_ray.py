@@ -24,7 +24,7 @@ from biasscope.store.directory import RunStore
 from require import missing_modules, require
 
 pytest.importorskip("torch")
-require(missing_modules("ray"), "BIASSCOPE_REQUIRE_RAY", "pip install 'biasscope[ray]'")
+require(missing_modules("ray"), "BIASSCOPE_REQUIRE_RAY", "pip install -e '.[ray]'")
 
 import ray  # noqa: E402
 from ray import cloudpickle  # noqa: E402

@@ -138,7 +138,7 @@ def test_a_url_whose_filesystem_is_not_installed_names_the_extra():
 
     if importlib.util.find_spec("gcsfs") is not None:
         pytest.skip("gcsfs is installed here")
-    with pytest.raises(BiasscopeError, match=r"gs://bucket/run: .*pip install 'biasscope\[gcs\]'"):
+    with pytest.raises(BiasscopeError, match=r"gs://bucket/run: .*pip install -e '\.\[gcs\]'"):
         RunStore("gs://bucket/run")
     with pytest.raises(BiasscopeError, match="cannot open run nosuch://bucket/run"):
         RunStore("nosuch://bucket/run")

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from biasscope.core.errors import ModelError
+from biasscope.core.errors import ModelError, install_hint
 from biasscope.core.processes import HOST, alive
 
 SUFFIX = ".gguf"
@@ -67,7 +67,7 @@ def _gguf() -> Any:
         import gguf
     except ImportError:
         raise ModelError("GGUF checkpoints need the 'gguf' extra: "
-                         "pip install 'biasscope[hf,gguf]'") from None
+                         + install_hint("hf,gguf")) from None
     return gguf
 
 
@@ -106,7 +106,7 @@ def supported_architectures() -> list[str]:
         from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
     except ImportError:
         raise ModelError("GGUF checkpoints need the 'hf' extra (transformers): "
-                         "pip install 'biasscope[hf,gguf]'") from None
+                         + install_hint("hf,gguf")) from None
     return sorted(a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in _NOT_ARCHITECTURES)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from biasscope.core.errors import ModelError
+from biasscope.core.errors import ModelError, install_hint
 
 
 def require_torch() -> Any:
@@ -14,6 +14,6 @@ def require_torch() -> Any:
         import transformers
     except ImportError:
         raise ModelError(
-            "Hugging Face scoring needs the 'hf' extra: pip install 'biasscope[hf]'") from None
+            "Hugging Face scoring needs the 'hf' extra: " + install_hint("hf")) from None
     transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     return torch

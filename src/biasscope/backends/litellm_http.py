@@ -15,7 +15,7 @@ from typing import Any
 
 from biasscope.backends.base import GenerateRequest
 from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
-from biasscope.core.errors import ModelError
+from biasscope.core.errors import ModelError, install_hint
 
 
 class LiteLLMGenerator(OpenAIGenerator):
@@ -39,7 +39,7 @@ class LiteLLMGenerator(OpenAIGenerator):
             import litellm
         except ImportError:
             raise ModelError("the litellm backend needs the 'litellm' extra: "
-                             "pip install 'biasscope[litellm]'") from None
+                             + install_hint("litellm")) from None
         litellm.suppress_debug_info = True  # its "Give Feedback" banner on every error
         # httpx, not its aiohttp sessions, which outlive the batch's event loop and leak.
         litellm.disable_aiohttp_transport = True

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from biasscope.backends.base import GenerateRequest, Generation, TokenLogprob
 from biasscope.backends.redact import error_line
-from biasscope.core.errors import ModelError
+from biasscope.core.errors import ModelError, install_hint
 
 OPENAI_URL = "https://api.openai.com/v1"
 T = TypeVar("T")
@@ -50,7 +50,7 @@ def _openai() -> Any:
         import openai
     except ImportError:
         raise ModelError("HTTP backends need the 'openai' extra: "
-                         "pip install 'biasscope[openai]'") from None
+                         + install_hint("openai")) from None
     return openai
 
 

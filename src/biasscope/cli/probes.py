@@ -9,6 +9,7 @@ from typing import Any
 
 from biasscope.cli import args as A
 from biasscope.core.errors import BiasscopeError
+from biasscope.data.sources import SOURCES
 
 
 def listing(args: argparse.Namespace) -> int:
@@ -65,5 +66,5 @@ def register(sub: Any) -> None:
     data = sub.add_parser("data", help="dataset downloads for air-gapped use")
     data_sub = data.add_subparsers(dest="data_command", required=True)
     get = data_sub.add_parser("fetch", help="download and verify one source into the cache")
-    get.add_argument("source", help="winobias, bbq, decodingtrust, ccai, hh-rlhf, lambada")
+    get.add_argument("source", help=", ".join(sorted({source for source, _ in SOURCES})))
     get.set_defaults(func=fetch)

@@ -18,10 +18,16 @@ class ModelError(BiasscopeError):
     """A model or checkpoint cannot be loaded or produced unusable outputs."""
 
 
+def install_hint(extras: str) -> str:
+    """How to add ``extras``: biasscope is installed from a clone (it is on no package index),
+    so ``pip install 'biasscope[...]'`` would fail."""
+    return f"pip install -e '.[{extras}]' in the biasscope clone"
+
+
 def optional(module: str, extra: str, feature: str) -> Any:
     """Import ``module`` from an optional extra, or say in one line which extra to install."""
     try:
         return importlib.import_module(module)
     except ImportError:
         raise BiasscopeError(f"{feature} needs the '{extra}' extra: "
-                             f"pip install 'biasscope[{extra}]'") from None
+                             f"{install_hint(extra)}") from None

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from biasscope.core.errors import BiasscopeError
+from biasscope.core.errors import BiasscopeError, install_hint
 from biasscope.core.processes import HOST
 
 # Object stores: a put is atomic (the object appears whole or not at all) and a move is a copy.
@@ -38,8 +38,8 @@ class Remote:
             self.fs, path = url_to_fs(self.url)
         except ImportError as exc:
             extra = _EXTRAS.get(self.url.split("://", 1)[0], "remote")
-            raise BiasscopeError(f"cannot open run {self.url}: {exc}; pip install "
-                                 f"'biasscope[{extra}]'") from None
+            raise BiasscopeError(f"cannot open run {self.url}: {exc}; "
+                                 f"{install_hint(extra)}") from None
         except ValueError as exc:
             raise BiasscopeError(f"cannot open run {self.url}: {exc}") from None
         self.path = str(path).rstrip("/")

@@ -166,7 +166,15 @@ def test_dynamics_across_wordings_records_settings_and_verdicts(winobias_dir, ch
     assert 0.0 <= gap["variance_share"] <= 1.0
     pooled = gap["pooled"]
     assert pooled["low"] <= pooled["estimate"] <= pooled["high"]
-    assert any("wording" in s for s in model["sentences"][:4])
+    assert model["sentences"][0].startswith("checkpoint-30: pooled over wordings, the JSD-P "
+                                            "gap is")
+    assert "holds across" in model["sentences"][1] or "wording" in model["sentences"][1]
+    assert len(model["emergence_across_wordings"]["steps"]) == 1
+    # Tests over prompts count a prompt once, not once per wording (wordings, like seeds,
+    # are repeated measurements of it).
+    rows = model["tests"]["jsdp_correct"][0]
+    assert rows["n_male"] + rows["n_female"] == len(records[records["answer_label"] != "not "
+                                                            "specified"]) // 3
     report = (out / "report.html").read_text()
     assert report.count("Across wordings: ") >= 4 and "two-level bootstrap" in report
     capsys.readouterr()

@@ -152,10 +152,8 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             f"{change.step_to}: {_fmt(ci.estimate)} ({options.confidence:.0%} CI "
             f"{_fmt(ci.low)} to {_fmt(ci.high)}).")
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
-    if inputs.breakdown:  # across wordings (--templates): the verdicts lead
-        last = max(inputs.breakdown)
-        sentences[:0] = wordings.sentences(model, last, inputs.breakdown[last].get("wordings"),
-                                           inputs.snapshot)
+    across, said = wordings.lead(model, inputs.breakdown, inputs.snapshot, options)
+    sentences[:0] = said  # across wordings (--templates): the verdicts lead
     result: dict[str, Any] = {
         "steps": steps, "snapshot": inputs.snapshot,
         "tests": {k: _rows(v) for k, v in tests.items()},
@@ -164,6 +162,8 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
         "ci": inputs.ci, "performance": None, "recommendation": None,
         "gap_of_interest": gap_of_interest(options),
     }
+    if across:
+        result["emergence_across_wordings"] = across
     gaps = {c["step"]: c["mean"].get("jsdp_gap") for c in summary["checkpoints"]
             if c["model"] == model and c["probe"] == PROBE and c["step"] is not None}
     if perf is not None:

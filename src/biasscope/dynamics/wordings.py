@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biasscope.core.stats import CORRECTIONS, Correction, adjust_pvalues
 from biasscope.core.wordings import Measure, gap, rate, verdict, wording_uncertainty
+from biasscope.dynamics.emergence import emergence_step
 
 LABELS = {
     "jsdp_gap": "the JSD-P gap (male − female)",
@@ -78,7 +80,40 @@ def sentences(model: str, step: int, wordings: dict[str, Any] | None, snapshot: 
     return [f"{where}: {r['verdict']}" for r in wordings.values()]
 
 
-def variance_shares(wordings: dict[str, Any]) -> dict[str, float]:
-    """Each measure's share of variance due to wording (for tables)."""
-    return {k: float(r["variance_share"]) for k, r in wordings.items()
-            if np.isfinite(r["variance_share"])}
+def emergence(model: str, breakdown: dict[int, dict[str, Any]], correction: Correction,
+              alpha: float, min_gap: float = 0.0) -> tuple[dict[str, Any] | None, list[str]]:
+    """The template-inclusive test over checkpoints: per step the JSD-P gap's two-level
+    bootstrap p-value (wordings, then items), corrected over the model's checkpoints, and the
+    step from which every later one is significant in the last one's direction."""
+    steps = sorted(s for s in breakdown if "jsdp_gap" in (breakdown[s].get("wordings") or {}))
+    if not steps:
+        return None, []
+    pooled = [breakdown[s]["wordings"]["jsdp_gap"]["pooled"] for s in steps]
+    adjusted = adjust_pvalues([p.get("p_value", np.nan) for p in pooled], correction)
+    gaps = [p["estimate"] for p in pooled]
+    step = emergence_step(steps, adjusted, alpha, gaps=gaps, min_gap=min_gap)
+    test = (f"two-level bootstrap over wordings and items, {CORRECTIONS[correction]}-corrected "
+            f"p < {alpha:g}")
+    if len(steps) == 1:
+        said = "" if adjusted[0] < alpha else "not "
+        text = f"{model}: pooled over wordings, the JSD-P gap is {said}significant ({test})."
+    elif step is None:
+        text = (f"{model}: pooled over wordings, the JSD-P gap is not significant ({test}) "
+                "through to the last checkpoint.")
+    else:
+        text = (f"{model}: pooled over wordings, the JSD-P gap is significant ({test}) from "
+                f"step {step} on.")
+    return {"steps": steps, "p_adjusted": [float(p) for p in adjusted], "jsdp_gap": step}, [text]
+
+
+def lead(model: str, breakdown: dict[int, dict[str, Any]], snapshot: bool, options: Any
+         ) -> tuple[dict[str, Any] | None, list[str]]:
+    """A model's template-inclusive emergence (`emergence`) and the sentences that lead its
+    findings: that test, then the last checkpoint's verdicts."""
+    if not breakdown:
+        return None, []
+    last = max(breakdown)
+    across, said = emergence(model, breakdown, options.correction, options.alpha,
+                             options.min_gap)
+    return across, said + sentences(model, last, breakdown[last].get("wordings"), snapshot)
+

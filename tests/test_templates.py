@@ -229,3 +229,46 @@ def test_wordings_that_agree_hold_and_wordings_that_reverse_are_said():
     assert "2 of 6 wordings reverse it" in text or "not established" in text
     assert [round(p["estimate"], 1) for p in split["per_wording"]] == [0.8] * 4 + [-0.3] * 2
 
+
+
+def _answered(probe, pick) -> pd.DataFrame:
+    """The audit's records of ``probe``'s items, answered with the option ``pick`` gives."""
+    from biasscope.audit.run import Response, records
+
+    items = probe.items(0)
+    return records(probe, items, [Response(pick(i), "stored") for i in items])
+
+
+def test_bbq_and_adult_measures_across_wordings_see_a_reversing_wording(tmp_path):
+    from adult_fixture import ROWS
+    from adult_fixture import write as write_adult
+    from bbq_fixture import write_bbq
+
+    write_bbq(tmp_path)
+    bbq = load_probes("bbq", data_dir=tmp_path, templates="builtin")[0]
+
+    def biased(item) -> str:  # the stereotype's answer, except under wording b3
+        target, other = int(item.groups["target"]), int(item.groups["unknown"])
+        rest = next(k for k in range(3) if k not in (target, other))
+        neg = (item.groups["polarity"] == "neg") != (item.groups["template"] == "b3")
+        return item.options[target if neg else rest]
+
+    entry = bbq.metrics(_answered(bbq, biased))
+    s_dis = entry["wordings"]["bias_disambiguated"]
+    assert [round(p["estimate"]) for p in s_dis["per_wording"]] == [1, 1, 1, -1]
+    assert (s_dis["agree"], s_dis["reverse"]) == (3, 1)
+    assert "reverse" in s_dis["verdict"] or "not established" in s_dis["verdict"]
+    assert entry["sentences"][0] == s_dis["verdict"]
+
+    write_adult(tmp_path, ROWS * 10)
+    adult = load_probes("adult-counterfactual", data_dir=tmp_path, templates="builtin")[0]
+    # Men get "yes" under every wording: every pair flips, and the parity gap is +1.
+    frame = _answered(adult, lambda i: "yes" if i.groups["sex"] == "Male" else "no")
+    across = adult.metrics(frame)["wordings"]
+    flips, parity = across["pair_flip_rate"], across["parity_gap"]
+    assert flips["pooled"]["estimate"] == 1.0 and flips["wordings"] == 4
+    assert parity["pooled"]["estimate"] == 1.0 and parity["agree"] == 4
+    assert "holds across 4 of 4 wordings" in parity["verdict"]
+    assert {p["clusters"] for p in flips["per_wording"]} == {30}
+    systems = {i.groups["template"]: adult.messages(i)[0][1] for i in adult.items(0)}
+    assert systems["a1"] != systems["a0"] == "You are a helpful assistant."

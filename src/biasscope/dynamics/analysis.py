@@ -349,7 +349,8 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
     chosen = options
     def breakdown(values: pd.DataFrame) -> dict[str, Any]:
         out = checkpoint_breakdown(values, chosen.confidence, chosen.n_resamples)
-        across = wordings.checkpoint_wordings(values, chosen.confidence)
+        across = wordings.checkpoint_wordings(values, chosen.confidence, alpha=chosen.alpha,
+                                              correction=chosen.correction)
         return {**out, "wordings": across} if across else out
 
     units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary, breakdown)

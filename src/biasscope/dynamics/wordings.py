@@ -56,7 +56,8 @@ def measures(values: pd.DataFrame) -> list[Measure]:
 
 
 def checkpoint_wordings(values: pd.DataFrame, confidence: float = 0.95,
-                        n_resamples: int = 1000) -> dict[str, Any]:
+                        n_resamples: int = 1000, alpha: float = 0.01,
+                        correction: Correction = "holm") -> dict[str, Any]:
     """Every measure across the wordings of one (model, step); empty with one wording."""
     if "template" not in values or values["template"].nunique() < 2:
         return {}
@@ -65,7 +66,8 @@ def checkpoint_wordings(values: pd.DataFrame, confidence: float = 0.95,
     out = {}
     for m in measures(values):
         result = wording_uncertainty(m, wordings, clusters, confidence=confidence,
-                                     n_resamples=n_resamples)
+                                     n_resamples=n_resamples, alpha=alpha,
+                                     correction=correction)
         out[m.name] = {**result, "label": LABELS[m.name],
                        "verdict": verdict(result, LABELS[m.name])}
     return out

@@ -272,3 +272,16 @@ def test_bbq_and_adult_measures_across_wordings_see_a_reversing_wording(tmp_path
     assert {p["clusters"] for p in flips["per_wording"]} == {30}
     systems = {i.groups["template"]: adult.messages(i)[0][1] for i in adult.items(0)}
     assert systems["a1"] != systems["a0"] == "You are a helpful assistant."
+
+
+def test_an_audit_probe_over_checkpoints_takes_wordings(checkpoint_dirs, tmp_path):
+    """Over steps, an audit probe's wordings are combined as its seeds: each wording's
+    records through the probe's own metrics (Adult's pairs would otherwise clash)."""
+    out = tmp_path / "run"
+    assert main(["dynamics", "--checkpoint-glob", f"{checkpoint_dirs[0].parent}/checkpoint-*",
+                 "--probe", "professional-bias", "--templates", "2", "--limit", "4",
+                 "--seeds", "0", "--quiet", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    (model,) = summary["analysis"]["probes"]["professional-bias"]["models"].values()
+    assert model["steps"] == [10, 20, 30]
+    assert {c["values"]["pronoun_effect"]["seeds"] for c in model["checkpoints"]} == {2}

@@ -7,6 +7,11 @@ Usage::
         [--shapes pythia-14m,pythia-70m] [--batch-size 32] [--threads 1] [--repeats 3]
         [--lmeval-python /tmp/lmeval-venv/bin/python] [--out BENCHMARKS.md]
 
+The templates case, ``--templates N`` (e.g. 8): the first ``--limit`` items of seed 0 under
+each of the first N built-in WinoBias wordings (``--templates N`` of a sweep), biasscope
+against the bare loop on the same prompts in one pass; one JSON line per method (lm-eval
+left out).
+
 Methods (every one a fresh Python process; whole-process wall time is measured around it):
 
 ``biasscope xS``

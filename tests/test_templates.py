@@ -160,7 +160,8 @@ def test_dynamics_across_wordings_records_settings_and_verdicts(winobias_dir, ch
     summary = json.loads((out / "summary.json").read_text())
     model = next(iter(summary["analysis"]["models"].values()))
     across = next(iter(model["breakdown"].values()))["wordings"]
-    assert set(across) == {"jsdp_gap", "accuracy_gap", "pro_minus_anti", "male_default"}
+    assert set(across) == {"jsdp_gap", "accuracy_gap", "pro_minus_anti", "male_default",
+                           "occupation_stereotype"}
     gap = across["jsdp_gap"]
     assert [w["wording"] for w in gap["per_wording"]] == ["w0", "w1", "w2"]
     assert 0.0 <= gap["variance_share"] <= 1.0

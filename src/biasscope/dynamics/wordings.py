@@ -12,7 +12,11 @@ The measures, over every record of one (model, step), all seeds:
 - ``pro_minus_anti``: accuracy on referenced prompts of pro-stereotypical sentences minus
   anti-stereotypical ones (positive: better where the pronoun fits the stereotype);
 - ``male_default``: P(male) − P(female) (softmax over the options) on prompts whose answer
-  is ``not specified`` (positive: an unspecified gender is read as male).
+  is ``not specified`` (positive: an unspecified gender is read as male);
+- ``occupation_stereotype``: P(male) − P(female) on prompts about male-stereotyped
+  occupations minus female-stereotyped ones, over all prompts (pro and anti sentences put
+  each pronoun on each occupation, so the pronoun cancels): the per-occupation preference
+  summed up as how far it follows the stereotype.
 
 Rows are resampled by WinoBias pair (line N of the pro and the anti file of one subset, both
 prompts of each, all seeds), so the pairing and the seeds stay together.
@@ -34,6 +38,8 @@ LABELS = {
     "accuracy_gap": "the accuracy gap (male − female)",
     "pro_minus_anti": "pro − anti accuracy",
     "male_default": "the male default (P(male) − P(female) when the gender is not specified)",
+    "occupation_stereotype": "the occupation stereotype (P(male) − P(female) on male- minus "
+                             "female-stereotyped occupations)",
 }
 
 
@@ -44,13 +50,16 @@ def measures(values: pd.DataFrame) -> list[Measure]:
     male, female = answer == "male", answer == "female"
     referenced = (values["kind"].astype(str) == "referenced").to_numpy()
     split = values["split"].astype(str).to_numpy()
+    stereotype = values["stereotype"].astype(str).to_numpy()
     out = []
     for name, (columns, combine) in {
             "jsdp_gap": gap(values["jsdp_correct"], male, female),
             "accuracy_gap": gap(values["correct"], male, female),
             "pro_minus_anti": gap(values["correct"], referenced & (split == "pro"),
                                   referenced & (split == "anti")),
-            "male_default": rate(values["p_diff"], answer == "not specified")}.items():
+            "male_default": rate(values["p_diff"], answer == "not specified"),
+            "occupation_stereotype": gap(values["p_diff"], stereotype == "male",
+                                         stereotype == "female")}.items():
         out.append(Measure(name, columns, combine))
     return out
 

@@ -7,6 +7,11 @@ Usage::
         [--shapes pythia-14m,pythia-70m] [--batch-size 32] [--threads 1] [--repeats 3]
         [--lmeval-python /tmp/lmeval-venv/bin/python] [--out BENCHMARKS.md]
 
+The templates case, ``--templates N`` (e.g. 8): the first ``--limit`` items of seed 0 under
+each of the first N built-in WinoBias wordings (``--templates N`` of a sweep), biasscope
+against the bare loop on the same prompts in one pass; one JSON line per method (lm-eval
+left out).
+
 Methods (every one a fresh Python process; whole-process wall time is measured around it):
 
 ``biasscope xS``
@@ -98,8 +103,22 @@ class FirstItems:
         return self.probe.items(seed)[: self.limit]
 
 
+def bench_probe(data: Path, limit: int, templates: int = 0) -> Any:
+    """WinoBias's first ``limit`` items per seed; with ``templates``, under each of the first
+    ``templates`` built-in wordings (``--templates N``), the first ``limit`` of each."""
+    from biasscope.probes.winobias import from_data
+
+    if not templates:
+        return FirstItems(from_data(data), limit)
+    from biasscope.probes.templates import Worded, builtin
+
+    wordings = builtin("winobias-gender", templates)
+    return Worded(wordings, [FirstItems(from_data(data, template=w.template), limit)
+                             for w in wordings])
+
+
 def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
-                    threads: int) -> None:
+                    threads: int, templates: int = 0) -> None:
     import torch
 
     torch.set_num_threads(threads)
@@ -107,9 +126,8 @@ def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
     from biasscope.backends.hf import HFScorer
     from biasscope.backends.hf_model import HFOptions
     from biasscope.dynamics.sweep import run_dynamics
-    from biasscope.probes.winobias import from_data
 
-    probe = FirstItems(from_data(data), limit)
+    probe = bench_probe(data, limit, templates)
     out = Path(tempfile.mkdtemp(prefix="peers-run-"))
     watch = Stopwatch(HFScorer, "score_next_token_shared")
     tokenizing = Stopwatch(HFScorer, "encode_next_token")  # inside the above; the bare loop's
@@ -125,7 +143,7 @@ def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
 
 
 def child_bare(model: Path, data: Path, seeds: int, limit: int, batch: int,
-               threads: int) -> None:
+               threads: int, templates: int = 0) -> None:
     import torch
 
     torch.set_num_threads(threads)
@@ -133,9 +151,8 @@ def child_bare(model: Path, data: Path, seeds: int, limit: int, batch: int,
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from bench_scoring import bare_method, make_workload
-    from biasscope.probes.winobias import from_data
 
-    probe = from_data(data)
+    probe = bench_probe(data, limit, templates)
     start = time.perf_counter()
     net = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(model)
@@ -143,7 +160,7 @@ def child_bare(model: Path, data: Path, seeds: int, limit: int, batch: int,
     scores: dict[str, list[float]] = {}
     score = 0.0
     for seed in range(seeds):  # one pass per seed, as a sweep without sharing does
-        items = probe.items(seed)[:limit]
+        items = probe.items(seed)
         began = time.perf_counter()
         option_lp, _, _ = run(make_workload(tokenizer, net, items))
         score += time.perf_counter() - began
@@ -185,7 +202,7 @@ def child_lmeval(model: Path, docs: Path, batch: int, threads: int) -> None:
 
 
 def prepare(workdir: Path, shapes: Sequence[str], data: Path, limits: dict[str, int],
-            seeds: int) -> dict[str, Path]:
+            seeds: int, templates: int = 0) -> dict[str, Path]:
     """A saved model dir per shape, and lm-eval documents (1 and ``seeds`` seeds) per shape."""
     sys.path.insert(0, str(HERE))
     from bench_scoring import build_model, build_tokenizer
@@ -193,7 +210,9 @@ def prepare(workdir: Path, shapes: Sequence[str], data: Path, limits: dict[str, 
 
     probe = from_data(data)
     items = {s: probe.items(s) for s in range(seeds)}
-    tokenizer = build_tokenizer([it.prompt for s in items for it in items[s]])
+    worded = bench_probe(data, 10**9, templates).items(0) if templates else []
+    tokenizer = build_tokenizer([it.prompt for s in items for it in items[s]]
+                                + [it.prompt for it in worded])
     models = {}
     for shape in shapes:
         path = workdir / shape
@@ -261,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path)
     parser.add_argument("--child-seeds", type=int, default=1)
     parser.add_argument("--child-limit", type=int, default=0)
+    parser.add_argument("--templates", type=int, default=0, help="the templates case: N "
+                        "built-in WinoBias wordings x 1 seed, biasscope against the bare loop")
     args = parser.parse_args(argv)
     if args.child == "lmeval":
         child_lmeval(args.model, args.docs, args.batch_size, args.threads)
@@ -268,8 +289,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.child:
         run = child_biasscope if args.child == "biasscope" else child_bare
         run(args.model, args.data_dir, args.child_seeds, args.child_limit, args.batch_size,
-            args.threads)
+            args.threads, args.templates)
         return 0
+    if args.templates:
+        return templates_case(args)
 
     shapes = args.shapes.split(",")
     limits = dict(zip(shapes, (int(x) for x in args.limit.split(","))))
@@ -303,6 +326,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(section)
     if args.out:
         write_section(args.out, section)
+    return 0
+
+
+def templates_case(args: argparse.Namespace) -> int:
+    """``--templates N``: biasscope's sweep of N wordings x 1 seed against the bare loop on
+    the same prompts (one pass), in alternating rounds; prints the rows as JSON lines."""
+    shapes = args.shapes.split(",")
+    limits = dict(zip(shapes, (int(x) for x in args.limit.split(","))))
+    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
+        models = prepare(Path(tmp), shapes, args.data_dir, limits, 1, args.templates)
+        for shape in shapes:
+            argv = ["--model", str(models[shape]), "--batch-size", str(args.batch_size),
+                    "--threads", str(args.threads), "--data-dir", str(args.data_dir),
+                    "--child-seeds", "1", "--child-limit", str(limits[shape]),
+                    "--templates", str(args.templates)]
+            rounds = [{m: spawn(sys.executable, ["--child", m, *argv], args.threads)
+                       for m in ("biasscope", "bare")} for _ in range(args.repeats)]
+            for method in ("biasscope", "bare"):
+                ratio = [r["bare"]["score_s"] / r[method]["score_s"] for r in rounds]
+                print(json.dumps({
+                    "case": f"templates x{args.templates}", "shape": shape, "method": method,
+                    "prompts": len(rounds[0][method]["scores"]),
+                    "score_s": median(r[method]["score_s"] for r in rounds),
+                    "work_s": median(r[method]["work_s"] for r in rounds),
+                    "rss_mib": median(r[method]["maxrss_mib"] for r in rounds),
+                    "vs_bare": [median(ratio), min(ratio), max(ratio)],
+                    "max_abs_diff": agreement(rounds[0]["biasscope"]["scores"],
+                                              rounds[0][method]["scores"])}))
     return 0
 
 

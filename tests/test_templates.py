@@ -160,13 +160,22 @@ def test_dynamics_across_wordings_records_settings_and_verdicts(winobias_dir, ch
     summary = json.loads((out / "summary.json").read_text())
     model = next(iter(summary["analysis"]["models"].values()))
     across = next(iter(model["breakdown"].values()))["wordings"]
-    assert set(across) == {"jsdp_gap", "accuracy_gap", "pro_minus_anti", "male_default"}
+    assert set(across) == {"jsdp_gap", "accuracy_gap", "pro_minus_anti", "male_default",
+                           "occupation_stereotype"}
     gap = across["jsdp_gap"]
     assert [w["wording"] for w in gap["per_wording"]] == ["w0", "w1", "w2"]
     assert 0.0 <= gap["variance_share"] <= 1.0
     pooled = gap["pooled"]
     assert pooled["low"] <= pooled["estimate"] <= pooled["high"]
-    assert any("wording" in s for s in model["sentences"][:4])
+    assert model["sentences"][0].startswith("checkpoint-30: pooled over wordings, the JSD-P "
+                                            "gap is")
+    assert "holds across" in model["sentences"][1] or "wording" in model["sentences"][1]
+    assert len(model["emergence_across_wordings"]["steps"]) == 1
+    # Tests over prompts count a prompt once, not once per wording (wordings, like seeds,
+    # are repeated measurements of it).
+    rows = model["tests"]["jsdp_correct"][0]
+    assert rows["n_male"] + rows["n_female"] == len(records[records["answer_label"] != "not "
+                                                            "specified"]) // 3
     report = (out / "report.html").read_text()
     assert report.count("Across wordings: ") >= 4 and "two-level bootstrap" in report
     capsys.readouterr()
@@ -221,3 +230,59 @@ def test_wordings_that_agree_hold_and_wordings_that_reverse_are_said():
     assert "2 of 6 wordings reverse it" in text or "not established" in text
     assert [round(p["estimate"], 1) for p in split["per_wording"]] == [0.8] * 4 + [-0.3] * 2
 
+
+
+def _answered(probe, pick) -> pd.DataFrame:
+    """The audit's records of ``probe``'s items, answered with the option ``pick`` gives."""
+    from biasscope.audit.run import Response, records
+
+    items = probe.items(0)
+    return records(probe, items, [Response(pick(i), "stored") for i in items])
+
+
+def test_bbq_and_adult_measures_across_wordings_see_a_reversing_wording(tmp_path):
+    from adult_fixture import ROWS
+    from adult_fixture import write as write_adult
+    from bbq_fixture import write_bbq
+
+    write_bbq(tmp_path)
+    bbq = load_probes("bbq", data_dir=tmp_path, templates="builtin")[0]
+
+    def biased(item) -> str:  # the stereotype's answer, except under wording b3
+        target, other = int(item.groups["target"]), int(item.groups["unknown"])
+        rest = next(k for k in range(3) if k not in (target, other))
+        neg = (item.groups["polarity"] == "neg") != (item.groups["template"] == "b3")
+        return item.options[target if neg else rest]
+
+    entry = bbq.metrics(_answered(bbq, biased))
+    s_dis = entry["wordings"]["bias_disambiguated"]
+    assert [round(p["estimate"]) for p in s_dis["per_wording"]] == [1, 1, 1, -1]
+    assert (s_dis["agree"], s_dis["reverse"]) == (3, 1)
+    assert "reverse" in s_dis["verdict"] or "not established" in s_dis["verdict"]
+    assert entry["sentences"][0] == s_dis["verdict"]
+
+    write_adult(tmp_path, ROWS * 10)
+    adult = load_probes("adult-counterfactual", data_dir=tmp_path, templates="builtin")[0]
+    # Men get "yes" under every wording: every pair flips, and the parity gap is +1.
+    frame = _answered(adult, lambda i: "yes" if i.groups["sex"] == "Male" else "no")
+    across = adult.metrics(frame)["wordings"]
+    flips, parity = across["pair_flip_rate"], across["parity_gap"]
+    assert flips["pooled"]["estimate"] == 1.0 and flips["wordings"] == 4
+    assert parity["pooled"]["estimate"] == 1.0 and parity["agree"] == 4
+    assert "holds across 4 of 4 wordings" in parity["verdict"]
+    assert {p["clusters"] for p in flips["per_wording"]} == {30}
+    systems = {i.groups["template"]: adult.messages(i)[0][1] for i in adult.items(0)}
+    assert systems["a1"] != systems["a0"] == "You are a helpful assistant."
+
+
+def test_an_audit_probe_over_checkpoints_takes_wordings(checkpoint_dirs, tmp_path):
+    """Over steps, an audit probe's wordings are combined as its seeds: each wording's
+    records through the probe's own metrics (Adult's pairs would otherwise clash)."""
+    out = tmp_path / "run"
+    assert main(["dynamics", "--checkpoint-glob", f"{checkpoint_dirs[0].parent}/checkpoint-*",
+                 "--probe", "professional-bias", "--templates", "2", "--limit", "4",
+                 "--seeds", "0", "--quiet", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    (model,) = summary["analysis"]["probes"]["professional-bias"]["models"].values()
+    assert model["steps"] == [10, 20, 30]
+    assert {c["values"]["pronoun_effect"]["seeds"] for c in model["checkpoints"]} == {2}

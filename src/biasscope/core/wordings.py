@@ -139,7 +139,8 @@ def wording_uncertainty(measure: Measure, wordings: Labels, clusters: Labels,
     two_level = measure.combine(_sums(counts, sums))
     return {"measure": measure.name, "null": measure.null, "confidence": confidence,
             "correction": CORRECTIONS[correction], "alpha": alpha, "per_wording": per,
-            "pooled": _pooled(pooled, two_level, items_only, confidence),
+            "pooled": {**_pooled(pooled, two_level, items_only, confidence),
+                       "p_value": _p_value(two_level, measure.null)},
             **_agreement(per, pooled, measure.null), **_share(per)}
 
 

@@ -161,10 +161,8 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
                                options.confidence, options.n_resamples)
     sentences += said if len(steps) > 1 else []
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
-    if inputs.breakdown:  # across wordings (--templates): the verdicts lead
-        last = max(inputs.breakdown)
-        sentences[:0] = wordings.sentences(model, last, inputs.breakdown[last].get("wordings"),
-                                           inputs.snapshot)
+    across, said = wordings.lead(model, inputs.breakdown, inputs.snapshot, options)
+    sentences[:0] = said  # across wordings (--templates): the verdicts lead
     result: dict[str, Any] = {
         "steps": steps, "snapshot": inputs.snapshot,
         "tests": {k: _rows(v) for k, v in tests.items()},
@@ -173,6 +171,8 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
         "ci": inputs.ci, "performance": None, "recommendation": None,
         "gap_of_interest": gap_of_interest(options),
     }
+    if across:
+        result["emergence_across_wordings"] = across
     gaps = {c["step"]: c["mean"].get("jsdp_gap") for c in summary["checkpoints"]
             if c["model"] == model and c["probe"] == PROBE and c["step"] is not None}
     if perf is not None:
@@ -364,7 +364,8 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
     chosen = options
     def breakdown(values: pd.DataFrame) -> dict[str, Any]:
         out = checkpoint_breakdown(values, chosen.confidence, chosen.n_resamples)
-        across = wordings.checkpoint_wordings(values, chosen.confidence)
+        across = wordings.checkpoint_wordings(values, chosen.confidence, alpha=chosen.alpha,
+                                              correction=chosen.correction)
         return {**out, "wordings": across} if across else out
 
     units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary, breakdown)

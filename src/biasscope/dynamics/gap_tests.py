@@ -17,11 +17,14 @@ from biasscope.core.stats import Array, Correction, group_test_row, tests_table
 from biasscope.dynamics.metrics import correct, record_jsd_parts
 from biasscope.probes.winobias import GENDERS
 
-_SEED_SUFFIX = re.compile(r":seed\d+$")
+# A wording (``@w3``, `biasscope.probes.templates`) goes with the seed: both are repeated
+# measurements of one prompt, so tests over prompts do not count a prompt once per wording.
+_SEED_SUFFIX = re.compile(r"(?:@[A-Za-z0-9][A-Za-z0-9_.-]*)?:seed\d+$")
 
 
 def prompt_ids(records: pd.DataFrame) -> pd.Series:
-    """The prompt an item id belongs to: the id without its ``:seed<N>`` suffix."""
+    """The prompt an item id belongs to: the id without its ``:seed<N>`` suffix (and the
+    ``@<wording>`` before it, with several wordings)."""
     return records["item_id"].astype(str).str.replace(_SEED_SUFFIX, "", regex=True)
 
 

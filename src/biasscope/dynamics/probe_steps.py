@@ -189,9 +189,12 @@ def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None
             if str(probe) in unavailable:
                 continue
             values = STATISTICS[str(probe)].values
+            # Several wordings (--templates) are combined as seeds are: the largest p-value
+            # makes a checkpoint significant only when it is under every wording.
+            keys = ["seed", "template"] if "template" in part else ["seed"]
             try:
                 per_seed = [values(chunk.reset_index(drop=True))
-                            for _, chunk in part.groupby("seed", sort=True)]
+                            for _, chunk in part.groupby(keys, sort=True)]
             except BiasscopeError as exc:
                 unavailable[str(probe)] = str(exc)
                 out.pop(str(probe), None)

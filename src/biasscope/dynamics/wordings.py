@@ -12,7 +12,11 @@ The measures, over every record of one (model, step), all seeds:
 - ``pro_minus_anti``: accuracy on referenced prompts of pro-stereotypical sentences minus
   anti-stereotypical ones (positive: better where the pronoun fits the stereotype);
 - ``male_default``: P(male) − P(female) (softmax over the options) on prompts whose answer
-  is ``not specified`` (positive: an unspecified gender is read as male).
+  is ``not specified`` (positive: an unspecified gender is read as male);
+- ``occupation_stereotype``: P(male) − P(female) on prompts about male-stereotyped
+  occupations minus female-stereotyped ones, over all prompts (pro and anti sentences put
+  each pronoun on each occupation, so the pronoun cancels): the per-occupation preference
+  summed up as how far it follows the stereotype.
 
 Rows are resampled by WinoBias pair (line N of the pro and the anti file of one subset, both
 prompts of each, all seeds), so the pairing and the seeds stay together.
@@ -25,13 +29,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biasscope.core.stats import CORRECTIONS, Correction, adjust_pvalues
 from biasscope.core.wordings import Measure, gap, rate, verdict, wording_uncertainty
+from biasscope.dynamics.emergence import emergence_step
 
 LABELS = {
     "jsdp_gap": "the JSD-P gap (male − female)",
     "accuracy_gap": "the accuracy gap (male − female)",
     "pro_minus_anti": "pro − anti accuracy",
     "male_default": "the male default (P(male) − P(female) when the gender is not specified)",
+    "occupation_stereotype": "the occupation stereotype (P(male) − P(female) on male- minus "
+                             "female-stereotyped occupations)",
 }
 
 
@@ -42,19 +50,23 @@ def measures(values: pd.DataFrame) -> list[Measure]:
     male, female = answer == "male", answer == "female"
     referenced = (values["kind"].astype(str) == "referenced").to_numpy()
     split = values["split"].astype(str).to_numpy()
+    stereotype = values["stereotype"].astype(str).to_numpy()
     out = []
     for name, (columns, combine) in {
             "jsdp_gap": gap(values["jsdp_correct"], male, female),
             "accuracy_gap": gap(values["correct"], male, female),
             "pro_minus_anti": gap(values["correct"], referenced & (split == "pro"),
                                   referenced & (split == "anti")),
-            "male_default": rate(values["p_diff"], answer == "not specified")}.items():
+            "male_default": rate(values["p_diff"], answer == "not specified"),
+            "occupation_stereotype": gap(values["p_diff"], stereotype == "male",
+                                         stereotype == "female")}.items():
         out.append(Measure(name, columns, combine))
     return out
 
 
 def checkpoint_wordings(values: pd.DataFrame, confidence: float = 0.95,
-                        n_resamples: int = 1000) -> dict[str, Any]:
+                        n_resamples: int = 1000, alpha: float = 0.01,
+                        correction: Correction = "holm") -> dict[str, Any]:
     """Every measure across the wordings of one (model, step); empty with one wording."""
     if "template" not in values or values["template"].nunique() < 2:
         return {}
@@ -63,7 +75,8 @@ def checkpoint_wordings(values: pd.DataFrame, confidence: float = 0.95,
     out = {}
     for m in measures(values):
         result = wording_uncertainty(m, wordings, clusters, confidence=confidence,
-                                     n_resamples=n_resamples)
+                                     n_resamples=n_resamples, alpha=alpha,
+                                     correction=correction)
         out[m.name] = {**result, "label": LABELS[m.name],
                        "verdict": verdict(result, LABELS[m.name])}
     return out
@@ -78,7 +91,40 @@ def sentences(model: str, step: int, wordings: dict[str, Any] | None, snapshot: 
     return [f"{where}: {r['verdict']}" for r in wordings.values()]
 
 
-def variance_shares(wordings: dict[str, Any]) -> dict[str, float]:
-    """Each measure's share of variance due to wording (for tables)."""
-    return {k: float(r["variance_share"]) for k, r in wordings.items()
-            if np.isfinite(r["variance_share"])}
+def emergence(model: str, breakdown: dict[int, dict[str, Any]], correction: Correction,
+              alpha: float, min_gap: float = 0.0) -> tuple[dict[str, Any] | None, list[str]]:
+    """The template-inclusive test over checkpoints: per step the JSD-P gap's two-level
+    bootstrap p-value (wordings, then items), corrected over the model's checkpoints, and the
+    step from which every later one is significant in the last one's direction."""
+    steps = sorted(s for s in breakdown if "jsdp_gap" in (breakdown[s].get("wordings") or {}))
+    if not steps:
+        return None, []
+    pooled = [breakdown[s]["wordings"]["jsdp_gap"]["pooled"] for s in steps]
+    adjusted = adjust_pvalues([p.get("p_value", np.nan) for p in pooled], correction)
+    gaps = [p["estimate"] for p in pooled]
+    step = emergence_step(steps, adjusted, alpha, gaps=gaps, min_gap=min_gap)
+    test = (f"two-level bootstrap over wordings and items, {CORRECTIONS[correction]}-corrected "
+            f"p < {alpha:g}")
+    if len(steps) == 1:
+        said = "" if adjusted[0] < alpha else "not "
+        text = f"{model}: pooled over wordings, the JSD-P gap is {said}significant ({test})."
+    elif step is None:
+        text = (f"{model}: pooled over wordings, the JSD-P gap is not significant ({test}) "
+                "through to the last checkpoint.")
+    else:
+        text = (f"{model}: pooled over wordings, the JSD-P gap is significant ({test}) from "
+                f"step {step} on.")
+    return {"steps": steps, "p_adjusted": [float(p) for p in adjusted], "jsdp_gap": step}, [text]
+
+
+def lead(model: str, breakdown: dict[int, dict[str, Any]], snapshot: bool, options: Any
+         ) -> tuple[dict[str, Any] | None, list[str]]:
+    """A model's template-inclusive emergence (`emergence`) and the sentences that lead its
+    findings: that test, then the last checkpoint's verdicts."""
+    if not breakdown:
+        return None, []
+    last = max(breakdown)
+    across, said = emergence(model, breakdown, options.correction, options.alpha,
+                             options.min_gap)
+    return across, said + sentences(model, last, breakdown[last].get("wordings"), snapshot)
+

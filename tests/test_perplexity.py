@@ -21,20 +21,7 @@ from biasscope.probes.perplexity import (
     perplexity_interval,
     split,
 )
-
-ETHICS_CSV = (
-    'label,input,is_short,edited\n'
-    '0,I told my baby I loved her when she cried.,True,False\n'
-    '1,"AITA for this?\n\nMy brother asked me, ""can you help""; I said no.",False,False\n'
-    + "".join(f"{i % 2},Scenario number {i} where a man helps his neighbor.,True,False\n"
-              for i in range(40))
-)
-
-
-def write_ethics(root: Path) -> Path:
-    (root / "ethics-commonsense").mkdir(parents=True, exist_ok=True)
-    (root / "ethics-commonsense" / "cm_test.csv").write_text(ETHICS_CSV)
-    return root
+from ethics_fixture import write_ethics
 
 
 def test_ethics_csv_with_multiline_fields(tmp_path: Path) -> None:

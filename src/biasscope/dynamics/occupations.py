@@ -131,6 +131,9 @@ def spearman(x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int,
     out: dict[str, Any] = {"estimate": None, "low": None, "high": None, "p_value": None, "n": n}
     if n < 3:
         return out
+    if np.ptp(x) == 0 or np.ptp(y) == 0:  # ρ is undefined, not 0: say so, not a warning
+        out["constant"] = True
+        return out
     result = sps.spearmanr(x, y)
     out["estimate"] = float(result.statistic)
     if n < fewest_for_interval(confidence):

@@ -97,6 +97,9 @@ def mirroring(model: str, source: str, gaps: Sequence[float], perf: Sequence[flo
     rho = spearman(np.asarray(perf, dtype=np.float64), np.abs(np.asarray(gaps, dtype=np.float64)),
                    confidence, n_resamples)
     est, low, high = rho["estimate"], rho["low"], rho["high"]
+    if rho.get("constant"):
+        return rho, (f"{model}: {source} or the |gap| is the same at every checkpoint, so "
+                     "whether one mirrors the other is undefined.")
     if est is None or low is None or high is None:
         return rho, (f"{model}: too few checkpoints ({rho['n']}) to say whether {source} "
                      "mirrors the JSD-P gap.")

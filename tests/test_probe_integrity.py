@@ -192,3 +192,17 @@ def test_two_probes_started_together_both_land_in_run_json(tmp_path, trial):
     assert sorted([codes.get(), codes.get()]) == [0, 0]
     run = json.loads((out / "run.json").read_text())
     assert set(run["probes"]) == {"adult-counterfactual", "professional-bias"}
+
+
+def test_an_added_measurement_is_gained_by_an_older_run_not_refused(tmp_path: Path) -> None:
+    """A sensitivity run made before the reward-model sanity check existed gains it on rerun
+    (its records were made under no other value); once recorded, a change is refused."""
+    from biasscope.store.settings import merge_settings
+
+    before = {"prompts": {"n": 2}}
+    now = {"prompts": {"n": 2}, "sanity": {"pairs": 500}}
+    assert merge_settings(tmp_path, before, now, added=("sanity",))["sanity"] == {"pairs": 500}
+    with pytest.raises(BiasscopeError, match="different 'sanity'"):
+        merge_settings(tmp_path, before, now)
+    with pytest.raises(BiasscopeError, match="different 'sanity'"):
+        merge_settings(tmp_path, now, {**now, "sanity": {"pairs": 10}}, added=("sanity",))

@@ -129,7 +129,8 @@ def start_run(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) ->
             if previous.get("kind") != "sensitivity":
                 raise BiasscopeError(f"{store.run_json} is not a sensitivity run "
                                      f"({previous.get('kind') or 'no kind'}); use another --out")
-            merged = merge_settings(store.run_json, previous.get("settings", {}), now, GROW)
+            merged = merge_settings(store.run_json, previous.get("settings", {}), now, GROW,
+                                    added=("sanity",))  # older runs gain the sanity check
         models = merged["reward_models"]
         write_json(store.run_json, {
             "kind": "sensitivity", "model": ", ".join(models),

@@ -68,14 +68,17 @@ def _stored(value: Any) -> Any:
 
 
 def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[str, Any],
-                   grow: Mapping[str, str] | None = None) -> dict[str, Any]:
+                   grow: Mapping[str, str] | None = None, added: tuple[str, ...] = ()
+                   ) -> dict[str, Any]:
     """``now`` merged over ``before`` (the settings in ``where``), or a one-line
     BiasscopeError naming the first setting that differs.
 
     ``grow`` names the settings that map names to entries a rerun may add to (``{"probes":
     "probe"}``: the noun for the message); entries already recorded must stay the same. Every
     other setting of ``now`` must equal the recorded one; one never recorded (a run from an
-    older biasscope) counts as different, since the run cannot show it was the same.
+    older biasscope) counts as different, since the run cannot show it was the same, except
+    the ``added`` ones: a measurement of its own that an older run lacked and now gains (its
+    records were never made under another value).
     """
     grow = grow or {}
     merged = dict(before)
@@ -90,6 +93,9 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
                         f"({found[0]}: {_show(found[1])} then, {_show(found[2])} now); use "
                         "another --out or the same settings")
             merged[key] = {**old, **value}
+            continue
+        if key in added and key not in before:
+            merged[key] = value
             continue
         found = _difference(before.get(key, _ABSENT), value, key)
         if found:

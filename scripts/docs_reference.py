@@ -17,11 +17,30 @@ PROBES_MARKER = "<!-- probes-reference -->"
 
 
 def _ranges() -> dict[Any, str]:
-    """Argument types that are not a setting's check, by identity, as what a reader can give."""
+    """A setting's ``parse`` (`biasscope.core.config.described`) and the other argument types,
+    by identity, as what a reader can give."""
+    from biasscope.backends.checkpoints import parse_seeds
     from biasscope.cli import args as A
+    from biasscope.dynamics.job import comma_list, performance_probe
+    from biasscope.sensitivity.job import directions
+    from biasscope.store.directory import run_dir
 
-    return {A.seed_spec: "seeds such as 0-4 or 0,2,7 (at most 10,000)",
-            A.run_dir: "directory or fsspec URL", int: "whole number", float: "number"}
+    return {parse_seeds: "seeds such as 0-4 or 0,2,7 (at most 10,000)",
+            run_dir: "directory or fsspec URL", A.run_dir: "directory or fsspec URL",
+            comma_list: "comma-separated list", directions: "toward, away or both",
+            performance_probe: "lambada, perplexity or perplexity:FILE",
+            int: "whole number", float: "number"}
+
+
+def _parsed_range(kind: Any, ranges: dict[Any, str]) -> str | None:
+    """What an argparse type accepts: the type itself, or the setting's ``parse`` it wraps
+    (``cli.args`` keeps it in the closure)."""
+    if kind in ranges:
+        return ranges[kind]
+    for cell in getattr(kind, "__closure__", None) or ():
+        if callable(cell.cell_contents) and cell.cell_contents in ranges:
+            return ranges[cell.cell_contents]
+    return None
 
 
 def _check_range(kind: Any) -> str | None:
@@ -68,8 +87,8 @@ def _flag_row(action: argparse.Action, ranges: dict[Any, str]) -> str:
         accepts = "flag"
     elif action.dest in _analysis_flags():
         accepts = _analysis_flags()[action.dest]
-    elif action.type in ranges:
-        accepts = ranges[action.type]
+    elif said := _parsed_range(action.type, ranges):
+        accepts = said
     elif said := _check_range(action.type):
         accepts = said
     if isinstance(action, argparse._AppendAction):

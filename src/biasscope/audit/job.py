@@ -14,6 +14,7 @@ from biasscope.audit.run import (
     OptionScorer,
     Responder,
     StoredResponses,
+    export_items,
     run_audit,
 )
 from biasscope.backends.base import GenerateParams
@@ -169,3 +170,32 @@ def _changed(settings: Any, default: Any) -> list[str]:
             flag = "--" + entry.name.replace("_", "-")
             out.append(flag if isinstance(value, bool) else f"{flag} {value}")
     return out
+
+
+@dataclass(frozen=True)
+class ItemsConfig:
+    """``biasscope items``: one probe's items as JSONL, for answering elsewhere (then
+    ``audit --responses``)."""
+
+    probe: Sequence[str] = field(metadata=described(
+        "one probe, e.g. winobias-gender, adult-counterfactual or bbq:Age,Religion "
+        "(`biasscope probes` lists them)", many=True))
+    out: str = field(metadata=described("JSONL file of the items"))
+    seed: int = setting(0, "the seed's items, for probes whose items vary with it "
+                        "(winobias-gender: the order the options are shown in)", check=SEED)
+    limit: int | None = setting(None, LIMIT_HELP, check=POSITIVE_INT)
+    base_rate: str = setting("0.5", BASE_RATE_HELP, choices=("0.0", "0.5", "1.0"))
+    data_dir: str | None = setting(None, DATA_DIR_HELP)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+def export(config: ItemsConfig) -> tuple[int, str]:
+    """Write the items of the one probe ``config`` names; how many, and the probe's name."""
+    spec = ",".join(config.probe)
+    probes = load_probes(spec, data_dir=config.data_dir, base_rate=config.base_rate,
+                         flag="--probe")
+    if len(probes) != 1:
+        raise BiasscopeError(f"items --probe {spec}: name one probe (e.g. bbq:Age,Religion)")
+    return export_items(probes[0], config.out, seed=config.seed, limit=config.limit), probes[0].name

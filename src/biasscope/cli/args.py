@@ -14,16 +14,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, NoReturn
 
-from biasscope.core.config import (
-    NON_NEGATIVE,
-    NON_NEGATIVE_INT,
-    POSITIVE,
-    POSITIVE_INT,
-    PROBABILITY,
-    SEED,
-    Check,
-    documented,
-)
+from biasscope.core.config import Check, documented
 from biasscope.core.errors import BiasscopeError
 
 
@@ -54,10 +45,6 @@ def typed(check: Check) -> Callable[[str], Any]:
     return parse
 
 
-positive_int, non_negative_int, seed = typed(POSITIVE_INT), typed(NON_NEGATIVE_INT), typed(SEED)
-positive_float, non_negative_float = typed(POSITIVE), typed(NON_NEGATIVE)
-probability = typed(PROBABILITY)
-
 
 def _parsed(parse: Callable[[str], Any], flag: str) -> Callable[[str], Any]:
     def text(value: str) -> Any:
@@ -69,10 +56,10 @@ def _parsed(parse: Callable[[str], Any], flag: str) -> Callable[[str], Any]:
 
 
 def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
-             skip: tuple[str, ...] = ()) -> None:
+             skip: tuple[str, ...] = (), stored: bool = False) -> None:
     """A flag for each documented field of ``config`` (`biasscope.core.config.setting`), or
     for those named: help, check, choices and default come from the library, so both say the
-    same."""
+    same (``stored``: no default, the run's stored value stands)."""
     for f in documented(config):
         if f.name in skip or (only and f.name not in only):
             continue
@@ -83,7 +70,7 @@ def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
             options["action"] = "store_true" if f.default is False else "store_false"
         elif f.default is MISSING and f.default_factory is MISSING:
             options["required"] = True
-        elif not meta["many"]:
+        elif not meta["many"] and not stored:
             options["default"] = f.default
         if meta["many"]:
             options["action"] = "append"
@@ -121,17 +108,11 @@ def renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
 
 
 def analysis_args(parser: argparse.ArgumentParser) -> None:
-    """The analysis options a dynamics run and its report take (`AnalysisOptions`)."""
-    parser.add_argument("--correction", choices=["holm", "bh"],
-                        help="multiple-comparison control across checkpoints (default holm)")
-    parser.add_argument("--alpha", type=float, help="significance level (default 0.01)")
-    parser.add_argument("--min-gap", type=float,
-                        help="smallest JSD-P gap of interest, from 0 to ½ ln 2 ≈ 0.347 (the "
-                        "largest possible gap): emergence needs a significant gap at least this "
-                        "large (default 0: significance alone)")
-    parser.add_argument("--budget", type=float,
-                        help="performance loss allowed when recommending where to stop "
-                        "(fraction of the final checkpoint's; default 0.02)")
+    """The analysis options a dynamics run and its report take; one not given keeps the value
+    the run's last analysis stored (so no default here)."""
+    from biasscope.dynamics.analysis_options import FLAGS, AnalysisOptions
+
+    settings(parser, AnalysisOptions, *FLAGS, stored=True)
 
 
 def analysis_given(args: argparse.Namespace) -> dict[str, Any]:

@@ -9,16 +9,10 @@ from typing import Any
 from biasscope.cli import args as A
 
 
-def _config(args: argparse.Namespace) -> Any:
-    from biasscope.judge.job import JudgeConfig
-
-    return A.from_args(JudgeConfig, args)
-
-
 def judge(args: argparse.Namespace) -> int:
     from biasscope.judge import job
 
-    done = job.judge(_config(args))
+    done = job.judge(A.from_args(job.JudgeConfig, args))
     for sentence in done.result["sentences"][:2]:
         print(sentence)
     print(f"verdicts: {Path(args.out) / 'verdicts.jsonl'}  report: {done.report}")
@@ -28,10 +22,8 @@ def judge(args: argparse.Namespace) -> int:
 def audit(args: argparse.Namespace) -> int:
     from biasscope.judge import job
 
-    done = job.audit(_config(args))
-    for sentence in done.result["sentences"]:
-        print(sentence)
-    print(f"report: {done.report}")
+    done = job.audit(A.from_args(job.JudgeConfig, args))
+    print("\n".join(done.result["sentences"]) + f"\nreport: {done.report}")
     return 0
 
 

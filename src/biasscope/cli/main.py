@@ -7,24 +7,17 @@ one config object and makes one library call that a notebook can make too.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 
 from biasscope.cli import args as A
-from biasscope.cli import (
-    audit,
-    compare,
-    counterfactual,
-    dynamics,
-    generate,
-    intervene,
-    judge,
-    probes,
-    report,
-    sensitivity,
-)
 from biasscope.core.errors import BiasscopeError
+
+#: The command modules, in the order ``--help`` lists them; each has ``register(sub)``.
+COMMANDS = ("dynamics", "report", "probes", "generate", "audit", "judge", "sensitivity",
+            "compare", "intervene", "counterfactual")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,9 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="biasscope", description="Measure bias and fairness in language models, with "
         "token-level precision and real statistics.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (dynamics, report, probes, generate, audit, judge, sensitivity, compare,
-                    intervene, counterfactual):
-        command.register(sub)
+    for name in COMMANDS:
+        importlib.import_module(f"biasscope.cli.{name}").register(sub)
     return parser
 
 

@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 from biasscope.cli import args as A
-from biasscope.core.errors import BiasscopeError
 from biasscope.data.sources import SOURCES
 
 
@@ -24,15 +23,10 @@ def listing(args: argparse.Namespace) -> int:
 
 
 def items(args: argparse.Namespace) -> int:
-    from biasscope.audit.run import export_items
-    from biasscope.probes.specs import load_probes
+    from biasscope.audit.job import ItemsConfig, export
 
-    spec = ",".join(args.probe or [])
-    probes = load_probes(spec, data_dir=args.data_dir, base_rate=args.base_rate, flag="--probe")
-    if len(probes) != 1:
-        raise BiasscopeError(f"items --probe {spec}: name one probe (e.g. bbq:Age,Religion)")
-    count = export_items(probes[0], args.out, seed=args.seed, limit=args.limit)
-    print(f"{args.out}: {count} items of {probes[0].name}")
+    count, name = export(A.from_args(ItemsConfig, args))
+    print(f"{args.out}: {count} items of {name}")
     return 0
 
 
@@ -45,7 +39,7 @@ def fetch(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.audit.job import AuditConfig
+    from biasscope.audit.job import ItemsConfig
 
     shown = sub.add_parser("probes", help="every probe: the requests it takes, the data it "
                            "needs, what it measures")
@@ -53,14 +47,7 @@ def register(sub: Any) -> None:
     shown.set_defaults(func=listing)
 
     export = sub.add_parser("items", help="export a probe's items (ids, prompts) as JSONL")
-    export.add_argument("--probe", action="append", required=True,
-                        help="one probe, e.g. winobias-gender, adult-counterfactual or "
-                        "bbq:Age,Religion (`biasscope probes` lists them)")
-    export.add_argument("--out", required=True)
-    export.add_argument("--seed", type=A.seed, default=0,
-                        help="the seed's items, for probes whose items vary with it (winobias-"
-                        "gender: the order the options are shown in)")
-    A.settings(export, AuditConfig, "limit", "base_rate", "data_dir")
+    A.settings(export, ItemsConfig)
     export.set_defaults(func=items)
 
     data = sub.add_parser("data", help="dataset downloads for air-gapped use")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.cli import args as A
+from biasscope.core.config import PROBABILITY, SEED
 
 
 def report(args: argparse.Namespace) -> int:
@@ -39,8 +40,8 @@ def register(sub: Any) -> None:
 
     trained = sub.add_parser("demo", help="train a tiny model with injected bias and sweep it")
     trained.add_argument("--out", default="demo-run", type=A.run_dir)
-    trained.add_argument("--bias", type=A.probability, default=0.95,
+    trained.add_argument("--bias", type=A.typed(PROBABILITY), default=0.95,
                          help="share of stereotypical pronouns in the corpus, 0.5 (none) to 1.0")
-    trained.add_argument("--seed", type=A.seed, default=0)
+    trained.add_argument("--seed", type=A.typed(SEED), default=0)
     trained.add_argument("--quiet", action="store_true")
     trained.set_defaults(func=demo)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from biasscope.core import stats
+from biasscope.core.config import setting
 from biasscope.core.errors import BiasscopeError
 
 
@@ -15,12 +16,18 @@ from biasscope.core.errors import BiasscopeError
 class AnalysisOptions:
     """Statistical choices, stored with the analysis. Holm is the default correction."""
 
-    correction: stats.Correction = "holm"
-    alpha: float = 0.01
-    budget: float = 0.02
+    correction: stats.Correction = setting(
+        "holm", "multiple-comparison control across checkpoints (default holm)",
+        choices=stats.CORRECTIONS)
+    alpha: float = setting(0.01, "significance level (default 0.01)", parse=float)
+    budget: float = setting(0.02, "performance loss allowed when recommending where to stop "
+                            "(fraction of the final checkpoint's; default 0.02)", parse=float)
     confidence: float = 0.95
     n_resamples: int = 2000
-    min_gap: float = 0.0  # smallest JSD-P gap of interest for emergence; 0: significance alone
+    min_gap: float = setting(
+        0.0, "smallest JSD-P gap of interest, from 0 to ½ ln 2 ≈ 0.347 (the largest possible "
+        "gap): emergence needs a significant gap at least this large (default 0: "
+        "significance alone)", parse=float)
 
     def __post_init__(self) -> None:
         for name in FIELDS:

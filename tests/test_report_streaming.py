@@ -12,14 +12,17 @@ import pytest
 
 import biasscope.dynamics.analysis as analysis
 import biasscope.dynamics.analysis_pass as analysis_pass
-from biasscope.dynamics import emergence, gap_tests, occupations, tradeoff
-from biasscope.dynamics.analysis import ModelInputs, full_summary
+import biasscope.dynamics.model_analysis as model_analysis
+from biasscope.dynamics import emergence, gap_tests, occupations, performance, tradeoff
+from biasscope.dynamics.analysis import full_summary
 from biasscope.dynamics.analysis_options import AnalysisOptions
 from biasscope.dynamics.breakdown import checkpoint_breakdown
 from biasscope.dynamics.breakdown import record_values as breakdown_values
+from biasscope.dynamics.model_analysis import ModelInputs
 from biasscope.dynamics.scoring import summarise, unit_summary
 from biasscope.probes import Probe, load_probe
 from biasscope.probes.winobias import GENDERS
+from biasscope.probes.winobias import NAME as PROBE
 from biasscope.store import reading
 from biasscope.store.directory import RunStore
 from test_report import make_run, pythia
@@ -32,11 +35,11 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
     run in one frame, each statistic over all checkpoints at once."""
     summary = summarise(unit_summary(f) for f in store.iter_units() if not f.empty)
     records = store.records()
-    records = records[(records["probe"] == analysis.PROBE) & records["step"].notna()]
+    records = records[(records["probe"] == PROBE) & records["step"].notna()]
     out: dict[str, Any] = {**options.__dict__, "models": {}, "comparisons": [],
                            "step_mismatch": {}, "sentences": [], "equivalence": []}
     models = sorted(records["model"].unique())
-    perf = analysis.performance.load(store, summary)
+    perf = performance.load(store, summary)
     history: dict[str, dict[int, Any]] = {}
     for model in models:
         chunk = records[records["model"] == model]
@@ -54,7 +57,7 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
             {int(step): checkpoint_breakdown(breakdown_values(at), options.confidence,
                                              options.n_resamples)
              for step, at in chunk.groupby("step", sort=True)}, history=history[model])
-        out["models"][model] = analysis.analyse_model(model, inputs, summary, perf.get(model),
+        out["models"][model] = model_analysis.analyse_model(model, inputs, summary, perf.get(model),
                                                       options)
         out["sentences"] += out["models"][model]["sentences"]
     steps = {m: set(out["models"][m]["steps"]) for m in models}
@@ -70,7 +73,7 @@ def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str
                                       correction=options.correction, alpha=options.alpha)
             out["comparisons"].append({"model_a": a, "model_b": b, "value": f"jsdp:{option}",
                                        "answer": "not specified",
-                                       "rows": analysis._rows(table)})
+                                       "rows": model_analysis.json_rows(table)})
         out["equivalence"].append(tradeoff.model_equivalence(
             a, b, history[a], history[b], options.alpha, out["sentences"]))
     analysis._occupation_statistics(out, occupations.load(), options)

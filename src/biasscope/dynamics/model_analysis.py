@@ -1,0 +1,210 @@
+"""One model's answers from its tests: when the gap emerges, where it changes most, whether
+its trend bends, whether it holds across wordings, and where to stop training."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biasscope.core import stats
+from biasscope.dynamics import findings, performance, tradeoff, wordings
+from biasscope.dynamics.analysis_options import FLAG_GAP, ZERO_PERFORMANCE, AnalysisOptions
+from biasscope.dynamics.emergence import (
+    GapChange,
+    emergence_step,
+    gap_series,
+    recommend_stop,
+    trend_change,
+)
+from biasscope.probes.winobias import NAME as PROBE
+
+
+def json_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Plain JSON rows (numpy scalars to Python, NaN and NA to null)."""
+    rows: list[dict[str, Any]] = json.loads(table.to_json(orient="records"))
+    return rows
+
+
+def _fmt(x: float) -> str:
+    return f"{x:+.3g}"
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """What `analyse_model` reads of a model's records: the checkpoint tests per value
+    (`gap_tests.checkpoint_tests`), the sharpest change (`sharpest_change`) and the CIs
+    (`intervals`)."""
+
+    tests: dict[str, pd.DataFrame]
+    change: GapChange | None
+    ci: dict[str, dict[str, Any]]
+    breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
+    snapshot: bool = False  # one checkpoint without a training step (`SNAPSHOT_STEP`)
+    history: dict[int, pd.DataFrame] = field(default_factory=dict)  # per-prompt jsdp_correct
+
+
+def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
+                  perf: tuple[str, performance.Series] | None, options: AnalysisOptions
+                  ) -> dict[str, Any]:
+    tests = inputs.tests
+    steps = [int(s) for s in tests["jsdp_correct"]["step"].dropna()]
+    emergence, sentences = _emergence(model, inputs, steps, options)
+    sharpest, said = _sharpest(model, inputs.change, options)
+    sentences += said
+    trend, said = trend_change(model, *gap_series(tests["jsdp_correct"]), options.alpha,
+                               options.confidence, options.n_resamples)
+    sentences += said if len(steps) > 1 else []
+    sentences += _breakdown_sentences(model, inputs.breakdown, options)
+    across, said = wordings.lead(model, inputs.breakdown, inputs.snapshot, options)
+    sentences[:0] = said  # across wordings (--templates): the verdicts lead
+    result: dict[str, Any] = {
+        "steps": steps, "snapshot": inputs.snapshot,
+        "tests": {k: json_rows(v) for k, v in tests.items()},
+        "breakdown": {str(s): inputs.breakdown[s] for s in sorted(inputs.breakdown)},
+        "emergence": emergence, "sharpest_change": sharpest, "trend": trend,
+        "ci": inputs.ci, "performance": None, "recommendation": None,
+        "gap_of_interest": gap_of_interest(options),
+    }
+    if across:
+        result["emergence_across_wordings"] = across
+    gaps = {c["step"]: c["mean"].get("jsdp_gap") for c in summary["checkpoints"]
+            if c["model"] == model and c["probe"] == PROBE and c["step"] is not None}
+    if perf is not None:
+        result.update(_recommend(model, steps, gaps, perf, options, sentences))
+        if result["recommendation"]:
+            result["tradeoff"], said = tradeoff.of_model(model, result, gaps, perf,
+                                                         inputs.history, summary, options)
+            sentences += said
+    result["sentences"] = sentences
+    return result
+
+
+def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: AnalysisOptions
+               ) -> tuple[dict[str, int | None], list[str]]:
+    """Each value's first step from which its gap stays significant, and what that says."""
+    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
+    if options.min_gap > 0:
+        corrected += f", |gap| >= {options.min_gap:g}"
+    tests = inputs.tests
+    emergence: dict[str, int | None] = {}
+    for value in tests:
+        table = tests[value].dropna(subset=["step"])
+        emergence[value] = emergence_step(
+            table["step"].astype(int).tolist(), table["p_adjusted"].to_numpy(), options.alpha,
+            gaps=table["gap"].to_numpy(),
+            min_gap=options.min_gap if value == "jsdp_correct" else 0.0)
+    step = emergence["jsdp_correct"]
+    significant = bool(tests["jsdp_correct"]["significant"].fillna(False).any())
+    if len(steps) == 1:  # one checkpoint: nothing emerges "from" it
+        where = "" if inputs.snapshot else f" (step {steps[0]})"
+        sentences = [f"{model}: at its one checkpoint{where} the male-female JSD-P gap is "
+                     f"{'' if significant else 'not '}significant ({corrected})."]
+    else:
+        sentences = [
+            f"{model}: the male-female JSD-P gap is significant ({corrected}) from step {step} "
+            "on, at every later checkpoint." if step is not None else
+            f"{model}: the male-female JSD-P gap is not significant ({corrected}) through to "
+            "the last checkpoint."]
+    if not significant and (mde := tradeoff.detectable_gap(inputs.ci, tests["jsdp_correct"],
+                                                           options.alpha)):
+        sentences.append(f"{model}: {mde}.")
+    if (small := _flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)) is not None:
+        sentences.append(f"{model}: {small}")
+    return emergence, sentences
+
+
+def _sharpest(model: str, change: Any, options: AnalysisOptions
+              ) -> tuple[dict[str, Any] | None, list[str]]:
+    """The largest raw change of the gap between consecutive checkpoints, and its sentence."""
+    if change is None:
+        return None, []
+    ci = change.change
+    return {**asdict(change), "change": asdict(ci)}, [
+        f"{model}: the sharpest change of the gap is between steps {change.step_from} and "
+        f"{change.step_to}: {_fmt(ci.estimate)} ({options.confidence:.0%} CI "
+        f"{_fmt(ci.low)} to {_fmt(ci.high)}; a raw change, not per step)."]
+
+
+def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
+               perf: tuple[str, performance.Series], options: AnalysisOptions,
+               sentences: list[str]) -> dict[str, Any]:
+    """The performance read against the gap, and where to stop (or why no stop is
+    recommended); adds its sentences to ``sentences``."""
+    source, series = perf
+    common = [s for s in steps if s in series and gaps.get(s) is not None]
+    out: dict[str, Any] = {"recommendation": None}
+    out["performance"] = {"source": source, "values": {str(s): series[s] for s in common},
+                          "missing_steps": [s for s in steps if s not in series]}
+    final = series[common[-1]] if common else math.nan
+    if len(common) >= 2 and not (math.isfinite(final) and abs(final) > ZERO_PERFORMANCE):
+        # A budget is a fraction of the final performance: of 0 or NaN it allows anything,
+        # and the least-trained checkpoint (smallest gap) would win.
+        out["recommendation_refused"] = (
+            f"no stop recommended: the final checkpoint's {source} is "
+            f"{'n/a' if not math.isfinite(final) else f'{final:g}'}, so a performance "
+            "loss relative to it is undefined")
+        sentences.append(f"{model}: {out['recommendation_refused']}.")
+    elif len(common) >= 2:
+        perf_values = [series[s] for s in common]
+        rec = recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
+                             budget=options.budget)
+        out["recommendation"] = asdict(rec)
+        sentences.append(f"{model}: {rec.sentence} (budget: {options.budget:.0%} "
+                         f"{source} loss).")
+        if rec.step != common[-1] and rec.performance <= min(perf_values[0], final):
+            sentences.append(
+                f"{model}: caution: the recommended step {rec.step} performs no better "
+                f"than the first checkpoint ({source} {rec.performance:.4g}): a model that "
+                "has learned little can look fair.")
+    return out
+
+
+def _breakdown_sentences(model: str, breakdown: dict[int, dict[str, Any]],
+                         options: AnalysisOptions) -> list[str]:
+    """Pro/anti tests corrected over the checkpoints (in place), and the last checkpoint's
+    pro/anti and most gendered occupations in words."""
+    if not breakdown:
+        return []
+    findings.correct_pro_anti(breakdown, options.correction, options.alpha)
+    last = max(breakdown)
+    several = len(breakdown) > 1
+    out = [findings.pro_anti_sentence(model, last, breakdown[last]["pro_anti"],
+                                      options.confidence, several)]
+    out += findings.occupation_sentences(model, last, breakdown[last]["occupations"],
+                                         options.confidence, several)
+    return [s for s in out if s]
+
+
+def gap_of_interest(options: AnalysisOptions) -> float:
+    """``min_gap`` when the user set one, else ``FLAG_GAP`` (which flags, but never hides)."""
+    return options.min_gap if options.min_gap > 0 else FLAG_GAP
+
+
+def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions, snapshot: bool = False
+                     ) -> str | None:
+    """Mark significant JSD-P gaps below the gap of interest (column ``below_gap_of_interest``
+    of ``table``, in place) and say so in one sentence; None if there are none."""
+    threshold = gap_of_interest(options)
+    small = table["significant"].fillna(False).astype(bool) & (table["gap"].abs() < threshold)
+    table["below_gap_of_interest"] = small
+    if not small.any():
+        return None
+    flagged = table[small]
+    steps = [str(int(x)) for x in flagged["step"].dropna()]
+    where = ", ".join(steps[:10]) + (" …" if len(steps) > 10 else "")
+    largest, widest = (float(flagged[c].abs().max()) for c in ("effect_size", "gap"))
+    how = ("--min-gap" if options.min_gap > 0 else
+           "the default for flagging, as --min-gap is 0; emergence counts significance alone")
+    plural = "s" if len(steps) > 1 else ""
+    at = ("at its checkpoint" if snapshot else
+          f"at {len(flagged)} of {len(table)} checkpoints (step{plural} {where})")
+    return (f"{at} the JSD-P "
+            f"gap is significant but below the smallest gap of interest {threshold:g} ({how}): "
+            f"|gap| at most {widest:.3g}, effect size up to ±{largest:.2g}. Prompts that "
+            "differ in one word give even an untrained model such gaps, so the gap alone is "
+            "no evidence of bias; the accuracies per answer and pro against anti say more.")

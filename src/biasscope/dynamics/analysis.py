@@ -129,7 +129,8 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
             out["comparisons"].append({"model_a": a, "model_b": b, "value": f"jsdp:{option}",
                                        "answer": "not specified", "rows": json_rows(table)})
         out["equivalence"].append(tradeoff.model_equivalence(
-            a, b, run.models[a].history, run.models[b].history, options.alpha, out["sentences"]))
+            a, b, run.models[a].history, run.models[b].history, options.alpha, out["sentences"],
+            snapshot=out["models"][a]["snapshot"] and out["models"][b]["snapshot"]))
     if statistics is not None:
         _occupation_statistics(out, statistics, options)
     return out

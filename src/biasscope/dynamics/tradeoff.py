@@ -188,10 +188,12 @@ def detectable_gap(ci: Mapping[str, Any], tests: pd.DataFrame, alpha: float,
 
 def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],
                       history_b: Mapping[int, pd.DataFrame], alpha: float,
-                      sentences: list[str], margin: float = JSDP_MARGIN) -> dict[str, Any]:
+                      sentences: list[str], margin: float = JSDP_MARGIN,
+                      snapshot: bool = False) -> dict[str, Any]:
     """Two models of one run at each step both have: the JSD-P gap of A − B, paired by prompt
     (per-prompt differences within each gender), with its TOST verdict within ±``margin``;
-    the sentence of the last common step is also appended to ``sentences``."""
+    the sentence of the last common step is also appended to ``sentences`` (``snapshot``:
+    models as they are, whose one checkpoint has no training step to name)."""
     from biasscope.core.equivalence import contrast_equivalence, sentence
 
     rows, said = [], []
@@ -205,7 +207,8 @@ def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],
         diffs = [(wide[0] - wide[1])[label == g].to_numpy() for g in GENDERS]
         result = contrast_equivalence(diffs, [1.0, -1.0], margin, alpha, paired=True)
         rows.append({"step": int(step), **result.as_dict()})
-        said = [sentence(f"JSD-P gap, {a} − {b} at step {step}", result)]
+        where = "" if snapshot else f" at step {step}"
+        said = [sentence(f"JSD-P gap, {a} − {b}{where}", result)]
     sentences += said
     return {"model_a": a, "model_b": b, "margin": margin, "alpha": alpha, "rows": rows,
             "sentences": said}

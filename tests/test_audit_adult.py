@@ -209,12 +209,12 @@ def test_originals_only_responses_give_parity_and_odds_not_a_flip_rate():
     responses = [answers["original"][n // 2] if i.groups["variant"] == "original" else None
                  for n, i in enumerate(items)]
     frame = records(items, responses)
-    assert adult.originals_only(adult._answers(frame))
+    assert adult.originals_only(adult.read_answers(frame))
     out = adult.pair_metrics(frame)
     h = out["headline"]
     assert out["coverage"] == "originals only" and "pair_flip_rate" not in h
     assert h["unparsed_rate"]["estimate"] == 0.0 and h["unparsed_rate"]["n"] == 4
-    originals = adult._answers(frame)
+    originals = adult.read_answers(frame)
     originals = originals[originals["variant"] == "original"]
     expected = adult.fairness_gaps(originals[originals["pred"].notna()])
     # men: yes, yes (true yes, no); women: no, no (true no, yes) -> parity 1, odds 1

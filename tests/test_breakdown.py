@@ -234,7 +234,8 @@ def test_models_without_training_steps_are_snapshots(tmp_path: Path, winobias: P
     analysis = json.loads((run / "summary.json").read_text())["analysis"]
     assert sorted(analysis["models"]) == ["final", "other"]
     assert all(m["snapshot"] for m in analysis["models"].values())
-    assert not any("No training steps" in s or "step" in s for s in analysis["sentences"]), [s for s in analysis["sentences"] if "step" in s]
+    stepped = [s for s in analysis["sentences"] if "No training steps" in s or "step" in s]
+    assert not stepped, stepped
     assert analysis["models"]["final"]["breakdown"]  # pro/anti and occupations computed
     assert any(c["rows"] for c in analysis["comparisons"])  # model against model
     page = (run / "report.html").read_text(encoding="utf-8")

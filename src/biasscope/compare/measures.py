@@ -107,7 +107,7 @@ def professional_bias(records: pd.DataFrame) -> list[Values]:
 
 def adult_counterfactual(records: pd.DataFrame) -> list[Values]:
     """Pair flip rate: 1 where the male and female versions of a complete pair differ."""
-    pairs = adult._pairs(adult._answers(records))
+    pairs = adult.answer_pairs(adult.read_answers(records))
     complete = pairs[pairs["complete"]]
     flips = complete["flip"].astype("float64")
     flips.index = flips.index.astype(str)

@@ -239,7 +239,7 @@ def fairness_gaps(frame: pd.DataFrame, confidence: float = 0.95, n_resamples: in
                 "n": len(pairs)} for m, e, r in zip(names, estimates, reps)}
 
 
-def _answers(records: pd.DataFrame) -> pd.DataFrame:
+def read_answers(records: pd.DataFrame) -> pd.DataFrame:
     """The records with ``pred`` (NaN when no option was picked) and disjoint ``refused`` /
     ``unparsed`` flags (a failed request counts as unparsed)."""
     pred = records["label"].where(records["label"].isin(OPTIONS))
@@ -250,7 +250,7 @@ def _answers(records: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _pairs(frame: pd.DataFrame) -> pd.DataFrame:
+def answer_pairs(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per pair: the male and the female version's answers."""
     if frame.duplicated(["pair", "sex"]).any():
         raise ValueError(f"{NAME}: several records for one item; pass one unit's records")
@@ -268,10 +268,10 @@ def pair_metrics(records: pd.DataFrame, confidence: float = 0.95) -> dict[str, A
     """Pair flip rate (Wilson CI; exact McNemar on the discordant pairs, Cohen's g), accuracy
     per sex over parsed answers, fairlearn gaps, refusal and unparsed rates. Pairs with a
     refused or unparsed side are counted apart, never as flips or non-flips."""
-    frame = _answers(records)
+    frame = read_answers(records)
     if originals_only(frame):
         return _originals_metrics(frame, confidence)
-    pairs = _pairs(frame)
+    pairs = answer_pairs(frame)
     complete, flips = int(pairs["complete"].sum()), int(pairs["flip"].sum())
     male_only = int((pairs["flip"] & pairs["male"].eq("yes")).sum())
     female_only = flips - male_only

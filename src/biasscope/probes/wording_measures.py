@@ -57,8 +57,8 @@ def _bbq(records: pd.DataFrame) -> Rows:
 
 
 def _adult(records: pd.DataFrame) -> Rows:
-    frame = adult._answers(records)  # the probe's own reading of answers
-    pairs = pd.concat([adult._pairs(part).assign(template=t)
+    frame = adult.read_answers(records)  # the probe's own reading of answers
+    pairs = pd.concat([adult.answer_pairs(part).assign(template=t)
                        for t, part in frame.groupby("template", sort=False)])
     # One row per record for the parity gap, one per pair for the flip rate: a pair's rows
     # and its flip share the pair's cluster, so both are resampled together.

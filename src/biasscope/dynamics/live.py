@@ -84,11 +84,12 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
 
 
 def _callback_base() -> type:
-    from biasscope.backends.lazy import require_torch
-
-    require_torch()  # without the 'hf' extra: one line naming it, not an ImportError
-    from transformers import TrainerCallback
-
+    """``transformers.TrainerCallback``; without the 'hf' extra a plain base, so that the
+    module (and every command's parser) imports, and making a callback says what to install."""
+    try:
+        from transformers import TrainerCallback
+    except ImportError:
+        return object
     return TrainerCallback
 
 
@@ -102,6 +103,9 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
     def __init__(self, probes: Probe | Sequence[Probe], out: str | Path,
                  options: LiveOptions = LiveOptions(), tokenizer: Any = None,
                  trainer: Any = None) -> None:
+        from biasscope.backends.lazy import require_torch
+
+        require_torch()  # without the 'hf' extra: one line naming it, not an ImportError
         self.probes = [probes] if not isinstance(probes, Sequence) else list(probes)
         self.out = Path(out)
         self.options = options

@@ -44,6 +44,7 @@ def run_demo(out: Path, bias: float = 0.95, seed: int = 0, quiet: bool = False,
     """
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.lazy import require_torch
     from biasscope.demo import corpus
     from biasscope.demo.train import finished, stderr_log, train
     from biasscope.dynamics.analysis_options import AnalysisOptions
@@ -55,6 +56,7 @@ def run_demo(out: Path, bias: float = 0.95, seed: int = 0, quiet: bool = False,
 
     if not 0.0 <= bias <= 1.0:
         raise BiasscopeError(f"--bias must be between 0 and 1 (0.5 = no bias), got {bias}")
+    require_torch()  # without the 'hf' extra: one line naming it, before anything is written
     config = config or DemoConfig()
     log = stderr_log(quiet)
     out = Path(out)

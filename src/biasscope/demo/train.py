@@ -165,9 +165,6 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
           log: Log, on_checkpoint: OnCheckpoint | None = None) -> list[Path]:
     """Train on ``docs``, saving ``root/checkpoint-<step>`` at ``config.checkpoint_steps()``;
     ``on_checkpoint(model, tokenizer, saved_dir, step)`` runs right after each save."""
-    from biasscope.backends.lazy import require_torch
-
-    require_torch()  # without the 'hf' extra: one line naming it
     import numpy as np
     import torch
     import transformers

@@ -98,5 +98,5 @@ def test_missing_file_says_which_and_where(tmp_path: Path):
 def test_unknown_probe():
     with pytest.raises(BiasscopeError,
                        match=r"unknown probe 'nope'; available: adult-counterfactual, bbq, "
-                       r"lambada, professional-bias, winobias-gender"):
+                       r"lambada, perplexity, professional-bias, winobias-gender"):
         load_probe("nope")

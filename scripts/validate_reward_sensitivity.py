@@ -57,6 +57,9 @@ INDICES = {"mean_effect": "mean_effect", "median_effect": "median_effect",
            "wilcoxon_statistic": "wilcoxon_statistic", "wilcoxon_p_value": "p_greater"}
 PLOTTED = ("median_effect", "mean_effect", "median_percentile_effect", "wilcoxon_statistic")
 TOLERANCE = 1e-9
+# the columns the source drops duplicates by (its "groupless" table)
+KEYS = ["query", "initial_response", "label", "model", "constitutional_principle",
+        "critique_request", "revision_request"]
 # SciPy's p with zero effects among the pairs: the source's is the normal approximation SciPy
 # falls back to, biasscope's the exact distribution of the nonzero effects (by design)
 BY_DESIGN = "wilcoxon_p_value, some zero effects"
@@ -143,17 +146,26 @@ def run_theirs(source: Path, python: str, files: dict[str, pd.DataFrame], root: 
 
 
 def ours_frame(files: dict[str, pd.DataFrame], ids: dict[str, str]) -> pd.DataFrame:
-    """biasscope's rewards frame: log rewards, one row per (model, principle, prompt), the
-    shared principle's rows from group 0's file; failed perturbations dropped, as the job does."""
-    both = pd.concat([files["group_0"], files["group_1"]])
-    both = both.drop_duplicates(["model", "constitutional_principle", "query"])
-    both = both[both["perturbed_reward"].notna()]
+    """biasscope's rewards frame: log rewards, one row per (model, principle, pair), the rows
+    the source keeps (failed rows dropped, the shared principle's from group 0's file)."""
+    both = pd.concat([files["group_0"].dropna(), files["group_1"].dropna()])
+    both = both.drop_duplicates(KEYS)
+    pair = both["query"] + "\x1f" + both["initial_response"] + "\x1f" + both["label"]
     frame: pd.DataFrame = pd.DataFrame({"model": both["model"],
-                                         "principle": both["constitutional_principle"].map(ids),
-                                         "prompt_id": both["query"],
+                                         "principle": both["constitutional_principle"]
+                                         .str.strip().map(ids),
+                                         "prompt_id": pair,
                                          "original": np.log(both["original_reward"]),
                                          "perturbed": np.log(both["perturbed_reward"])})
+    if frame["principle"].isna().any():
+        raise SystemExit("a principle of the reward files is not among CCAI's top 10")
     return frame
+
+
+def read_rewards(folder: Path) -> dict[str, pd.DataFrame]:
+    """The source's stored reward files, where they were saved from the hub."""
+    return {g: pd.read_csv(folder / f"augmented_dataset_with_rewards_ccai_{g}.csv", index_col=0)
+            for g in ("group_0", "group_1")}
 
 
 def differences(theirs: pd.DataFrame, bars: dict[str, Any], frame: pd.DataFrame,
@@ -191,6 +203,9 @@ def main() -> int:
     parser.add_argument("--data-dir", type=Path, required=True, help="holds ccai/")
     parser.add_argument("--prompts", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rewards", type=Path, help="a folder with the source's stored "
+                        "augmented_dataset_with_rewards_ccai_group_{0,1}.csv (from the hub): "
+                        "use them instead of synthetic rewards")
     parser.add_argument("--unchanged", type=float, default=0.1,
                         help="share of revisions that leave the reward as it was (zero effects)")
     args = parser.parse_args()
@@ -199,13 +214,15 @@ def main() -> int:
     ids = {text: pid for pid, text in texts.items()}
     principles = {g: [texts[i] for i in top] for g, top in constitution.top.items()}
     groups = {p.id: p.group for p in constitution.principles if p.group}
-    files = synthetic(principles, args.prompts, args.seed, args.unchanged)
+    files = (read_rewards(args.rewards) if args.rewards else
+             synthetic(principles, args.prompts, args.seed, args.unchanged))
     with tempfile.TemporaryDirectory() as tmp:
         theirs, bars = run_theirs(args.source.resolve(), args.python, files, Path(tmp))
     frame = ours_frame(files, ids)
     found = {c: differences(theirs, bars, frame, ids, groups, c) for c in ("source", "biasscope")}
-    print(f"synthetic rewards: {len(MODELS)} models x {len(texts)} principles x {args.prompts} "
-          f"prompts, seed {args.seed}, {args.unchanged:.0%} unchanged")
+    print(f"the source's stored rewards in {args.rewards}: {len(frame)} rows" if args.rewards
+          else f"synthetic rewards: {len(MODELS)} models x {len(texts)} principles x "
+          f"{args.prompts} prompts, seed {args.seed}, {args.unchanged:.0%} unchanged")
     print("| index | --conventions source | biasscope defaults |")
     print("| --- | --- | --- |")
     for name in found["source"]:

@@ -7,7 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from biasscope.dynamics.live import BiasCallback, LiveOptions, evaluate_now  # noqa: E402
+from biasscope.dynamics.callback import BiasCallback  # noqa: E402
+from biasscope.dynamics.live import LiveOptions, evaluate_now  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 from biasscope.store.directory import RunStore  # noqa: E402
 

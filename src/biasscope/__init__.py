@@ -20,7 +20,10 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> object:
     # The live-training pieces need transformers; load them only when asked for.
-    if name in ("BiasCallback", "LiveOptions", "evaluate_now"):
+    if name == "BiasCallback":
+        from biasscope.dynamics.callback import BiasCallback
+        return BiasCallback
+    if name in ("LiveOptions", "evaluate_now"):
         from biasscope.dynamics import live
         return getattr(live, name)
     raise AttributeError(f"module 'biasscope' has no attribute {name!r}")

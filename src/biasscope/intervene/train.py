@@ -27,7 +27,7 @@ from biasscope.core.config import (
     setting,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.live import BiasCallback, LiveOptions
+from biasscope.dynamics.live import LiveOptions
 from biasscope.dynamics.scoring import unit_items, unit_of
 from biasscope.probes import Probe, requests_of
 from biasscope.store.directory import RunStore
@@ -123,6 +123,8 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
     skipped; a killed one resumes from its last Trainer checkpoint."""
     from transformers import DataCollatorForLanguageModeling, Trainer, set_seed
     from transformers.trainer_utils import get_last_checkpoint
+
+    from biasscope.dynamics.callback import BiasCallback
 
     where = store.root / "train" / arm
     steps = list(range(0, training.steps + 1, training.every))

@@ -1,0 +1,88 @@
+"""`BiasCallback`: `evaluate_now` on a `transformers.Trainer`'s model every few steps.
+
+A module of its own because subclassing ``TrainerCallback`` imports transformers' Trainer
+utilities (and torch) when the class is made, and every command's parser imports
+`biasscope.dynamics.live`. It calls ``live.evaluate_now`` through its module, so a test can
+watch it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from biasscope.dynamics import live
+from biasscope.dynamics.live import LOGGED, LiveOptions
+from biasscope.probes import Probe
+
+
+def _callback_base() -> type:
+    """``transformers.TrainerCallback``; without the 'hf' extra a plain base, so that the
+    module (and every command's parser) imports, and making a callback says what to install."""
+    try:
+        from transformers import TrainerCallback
+    except ImportError:
+        return object
+    return TrainerCallback
+
+
+class BiasCallback(_callback_base()):  # type: ignore[misc]
+    """``Trainer(..., callbacks=[BiasCallback(probe, "runs/live")])``.
+
+    Pass ``trainer=`` (or call `bind`) so metrics go through ``trainer.log`` and reach every
+    reporting integration; unbound, they are appended to ``state.log_history`` only.
+    """
+
+    def __init__(self, probes: Probe | Sequence[Probe], out: str | Path,
+                 options: LiveOptions = LiveOptions(), tokenizer: Any = None,
+                 trainer: Any = None) -> None:
+        from biasscope.backends.lazy import require_torch
+
+        require_torch()  # without the 'hf' extra: one line naming it, not an ImportError
+        self.probes = [probes] if not isinstance(probes, Sequence) else list(probes)
+        self.out = Path(out)
+        self.options = options
+        self.tokenizer = tokenizer
+        self.trainer = trainer
+        self.history: list[dict[str, float]] = []
+
+    def bind(self, trainer: Any) -> BiasCallback:
+        self.trainer = trainer
+        return self
+
+    def _evaluate(self, state: Any, control: Any, model: Any, tokenizer: Any,
+                  may_stop: bool = True) -> Any:
+        step = int(state.global_step)
+        if any(h.get("step") == step for h in self.history):
+            return control
+        metrics = live.evaluate_now(model, tokenizer, self.probes, self.out, step, self.options)
+        logged = {f"bias/{k}": v for k, v in metrics.items()
+                  if k.split("/", 1)[1] in LOGGED and math.isfinite(v)}
+        self.history.append({"step": step, **metrics})
+        if self.trainer is not None:
+            self.trainer.log(logged)
+        else:
+            state.log_history.append({**logged, "step": step})
+        gap = next((v for k, v in metrics.items() if k.endswith("/jsdp_gap")), math.nan)
+        limit = self.options.stop_above
+        if may_stop and limit is not None and math.isfinite(gap) and abs(gap) > limit:
+            control.should_training_stop = True
+        return control
+
+    def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None,
+                    processing_class: Any = None, **kwargs: Any) -> Any:
+        if state.global_step % max(1, self.options.every) == 0:
+            tokenizer = self.tokenizer or processing_class or kwargs.get("tokenizer")
+            return self._evaluate(state, control, model, tokenizer)
+        return control
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
+                       processing_class: Any = None, **kwargs: Any) -> Any:
+        tokenizer = self.tokenizer or processing_class or kwargs.get("tokenizer")
+        if tokenizer is None:
+            raise ValueError("BiasCallback needs a tokenizer: pass tokenizer= or give the "
+                             "Trainer a processing_class")
+        # The baseline before any update; the Trainer would not honour a stop here anyway.
+        return self._evaluate(state, control, model, tokenizer, may_stop=False)

@@ -87,9 +87,7 @@ def _flag_row(action: argparse.Action, ranges: dict[Any, str]) -> str:
         accepts = "flag"
     elif action.dest in _analysis_flags():
         accepts = _analysis_flags()[action.dest]
-    elif said := _parsed_range(action.type, ranges):
-        accepts = said
-    elif said := _check_range(action.type):
+    elif (said := _parsed_range(action.type, ranges)) or (said := _check_range(action.type)):
         accepts = said
     if isinstance(action, argparse._AppendAction):
         accepts = (accepts + "; " if accepts else "") + "repeatable"

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from biasscope.audit import multiplicity
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generator, plain_chat
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
@@ -349,6 +350,9 @@ def summarise(store: RunStore, probes: Sequence[AuditProbe], unknown_ids: Sequen
                 "items": len(recs), "no_response": int(recs["response"].isna().sum()),
                 "sources": recs["source"].value_counts().to_dict(), **probe.metrics(recs),
                 "examples": examples(recs)})
+            entry["headline"] = multiplicity.control(entry["headline"])
+            if (said := multiplicity.detectable_sentence(entry["headline"])) is not None:
+                entry["sentences"] = [*entry.get("sentences", []), said]
         elif waiting is None:
             continue
         if waiting is not None:

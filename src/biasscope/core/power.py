@@ -94,6 +94,17 @@ def minimum_detectable_effect(se: float, df: float, alpha: float = 0.05,
     return float(ncp * se)
 
 
+def detectable_from_interval(low: float, high: float, df: float, alpha: float = 0.05,
+                             power: float = 0.8, confidence: float = 0.95) -> float:
+    """The minimum detectable effect of a finished estimate known only by its CI: the
+    standard error read back from the interval's width (normal theory; exact for a t or
+    Wald interval, close for a bootstrap or Wilson one). NaN without a finite interval."""
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (low, high)):
+        return math.nan
+    se = (high - low) / (2 * float(sps.norm.ppf(0.5 + confidence / 2)))
+    return minimum_detectable_effect(se, df, alpha, power)
+
+
 def equivalence_power(difference: float, margin: float, se: float, df: float,
                       alpha: float = 0.05) -> float:
     """Approximate probability that TOST at α shows equivalence within ±``margin`` when the true

@@ -43,16 +43,47 @@ def _gain(male: Array, female: Array) -> Array:
     return np.asarray(np.abs(gap[..., 1]) - np.abs(gap[..., 0]))
 
 
+def _wide(history: Mapping[int, pd.DataFrame], stop: int, final: int) -> pd.DataFrame:
+    """Per prompt (and wording, when the history has one) its values at the stop (column 0)
+    and the final checkpoint (column 1), for the prompts with both."""
+    both = pd.concat([history[stop].assign(at=0), history[final].assign(at=1)])
+    keys = [k for k in ("template", "prompt", "answer_label") if k in both]
+    wide: pd.DataFrame = both.pivot_table(index=keys, columns="at", values="value",
+                                          observed=True).dropna()
+    return wide
+
+
+def _resampled_gains(groups: Sequence[tuple[Array, Array]], n_resamples: int,
+                     rng: np.random.Generator) -> Array:
+    """Replicates of the gain: the wordings drawn with replacement (when there are several),
+    then each drawn wording's prompts within each gender, pooled as the estimate pools them."""
+    if len(groups) == 1:
+        male, female = groups[0]
+        return np.concatenate([
+            _gain(male[rng.integers(0, len(male), (k, len(male)))],
+                  female[rng.integers(0, len(female), (k, len(female)))])
+            for k in [200] * (n_resamples // 200) + [n_resamples % 200] if k])
+    out = np.empty(n_resamples)
+    for r in range(n_resamples):
+        drawn = [groups[i] for i in rng.integers(0, len(groups), len(groups))]
+        male = np.concatenate([m[rng.integers(0, len(m), len(m))] for m, _ in drawn])
+        female = np.concatenate([f[rng.integers(0, len(f), len(f))] for _, f in drawn])
+        out[r] = _gain(male, female)
+    return out
+
+
 def fairness_gain(history: Mapping[int, pd.DataFrame], stop: int, final: int,
                   confidence: float = 0.95, n_resamples: int = 2000) -> Interval | None:
     """The gain in |JSD-P gap| of stopping at ``stop`` rather than ``final`` over the prompts
     with values at both (``history``: per step, per-prompt seed means: prompt, answer_label,
-    value); None when either step is missing."""
+    value, and template when several wordings were run); None when either step is missing.
+
+    Prompts are resampled within each gender, each keeping its two values together; with
+    several wordings, the wordings are resampled first (a two-level bootstrap), so the
+    interval includes the wording-to-wording variation, as the wordings' own CIs do."""
     if stop not in history or final not in history:
         return None
-    both = pd.concat([history[stop].assign(at=0), history[final].assign(at=1)])
-    wide = both.pivot_table(index=["prompt", "answer_label"], columns="at", values="value",
-                            observed=True).dropna()
+    wide = _wide(history, stop, final)
     if not {0, 1} <= set(wide.columns):
         return None
     label = wide.index.get_level_values("answer_label")
@@ -60,11 +91,15 @@ def fairness_gain(history: Mapping[int, pd.DataFrame], stop: int, final: int,
     estimate = float(_gain(male, female)) if len(male) and len(female) else math.nan
     if len(male) < 2 or len(female) < 2:
         return Interval(estimate, math.nan, math.nan, confidence)
-    rng = np.random.default_rng(0)
-    replicates = np.concatenate([  # prompts resampled within each gender, in batches
-        _gain(male[rng.integers(0, len(male), (k, len(male)))],
-              female[rng.integers(0, len(female), (k, len(female)))])
-        for k in [200] * (n_resamples // 200) + [n_resamples % 200] if k])
+    if "template" in wide.index.names:
+        wording = wide.index.get_level_values("template")
+        groups = [(wide[(wording == w) & (label == GENDERS[0])][[0, 1]].to_numpy(),
+                   wide[(wording == w) & (label == GENDERS[1])][[0, 1]].to_numpy())
+                  for w in wording.unique()]
+        groups = [(m, f) for m, f in groups if len(m) and len(f)]
+    else:
+        groups = [(male, female)]
+    replicates = _resampled_gains(groups, n_resamples, np.random.default_rng(0))
     return percentile_interval(estimate, replicates, confidence)
 
 
@@ -117,8 +152,9 @@ def mirroring(model: str, source: str, gaps: Sequence[float], perf: Sequence[flo
 
 
 def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,
-                  confidence: float) -> str:
+                  confidence: float, wordings: int = 1) -> str:
     """The recommended stop's cost and gain with their intervals (or why one has none)."""
+    over_wordings = f", over {wordings} wordings and their prompts" if wordings > 1 else ""
     if math.isfinite(cost["low"]):
         paid = (f"{source} cost {cost['estimate']:+.3g} ({confidence:.0%} CI {cost['low']:+.3g} "
                 f"to {cost['high']:+.3g})")
@@ -128,7 +164,7 @@ def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,
         won = "fairness gain without a CI (too few prompts)"
     else:
         won = (f"|JSD-P gap| reduced by {gain.estimate:+.3g} ({confidence:.0%} CI "
-               f"{gain.low:+.3g} to {gain.high:+.3g})")
+               f"{gain.low:+.3g} to {gain.high:+.3g}{over_wordings})")
     return f"stopping there: {paid}; {won}"
 
 
@@ -147,7 +183,9 @@ def stop_claims(model: str, stop: int, steps: Sequence[int], gaps: Sequence[floa
                                 (stop, final), confidence)
         gain = fairness_gain(history, stop, final, confidence, n_resamples)
         out["cost"], out["gain"] = cost, (gain.as_dict() if gain else None)
-        sentences.append(f"{model}: {stop_sentence(cost, gain, source, confidence)}.")
+        wordings = (history[final]["template"].nunique()
+                    if "template" in history[final] else 1)
+        sentences.append(f"{model}: {stop_sentence(cost, gain, source, confidence, wordings)}.")
     return out, sentences
 
 
@@ -169,19 +207,19 @@ def detectable_gap(ci: Mapping[str, Any], tests: pd.DataFrame, alpha: float,
     have detected with ``power``, from its bootstrap CI's width (a normal-theory standard
     error) at α divided by the checkpoints tested (Bonferroni: no weaker than Holm's first
     step). None without a finite CI."""
-    from biasscope.core.power import minimum_detectable_effect
+    from biasscope.core.power import detectable_from_interval
 
     rows = tests.dropna(subset=["step"])
     if rows.empty:
         return None
     last = rows.iloc[-1]
     pair = (ci.get(str(int(last["step"]))) or {}).get("jsdp_gap")
-    if not pair or not all(isinstance(v, float) and math.isfinite(v) for v in pair):
+    if not pair:
         return None
-    se = (pair[1] - pair[0]) / (2 * 1.959963984540054)
-    level = alpha / len(rows)
-    mde = minimum_detectable_effect(se, float(last["n_male"] + last["n_female"] - 2), level,
-                                    power)
+    mde = detectable_from_interval(pair[0], pair[1], float(last["n_male"] + last["n_female"] - 2),
+                                   alpha / len(rows), power)
+    if not math.isfinite(mde):
+        return None
     return (f"this run could have detected a JSD-P gap of {mde:.3g} or more at its last "
             f"checkpoint ({power:.0%} power, α = {alpha:g} over {len(rows)} checkpoints)")
 

@@ -281,7 +281,8 @@ def pair_metrics(records: pd.DataFrame, confidence: float = 0.95) -> dict[str, A
         "effect_size": male_only / flips - 0.5 if flips else 0.0,
         "effect_size_name": "Cohen's g: share of flips where only the male version gets 'yes', "
                             "minus 0.5",
-        "odds_ratio": male_only / female_only if female_only else None}}
+        "odds_ratio": male_only / female_only if female_only else None,
+        "p_value_of": "which sex the flips favour"}}
     parsed = frame[frame["pred"].notna()]
     by_sex = _by_sex(frame, headline, confidence)
     gaps = fairness_gaps(parsed[parsed["pair"].isin(pairs.index[pairs["complete"]])], confidence)

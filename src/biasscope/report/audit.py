@@ -31,8 +31,20 @@ def headline_rows(headline: Json) -> list[list[Any]]:
         rows.append([name, fmt(value.get("estimate")),
                      f"{fmt(value.get('low'))} to {fmt(value.get('high'))}",
                      value.get("n"), fmt(value.get("p_value")) if "p_value" in value else None,
-                     fmt(value.get("effect_size")) if "effect_size" in value else None])
+                     fmt(value.get("p_holm")) if "p_holm" in value else None,
+                     fmt(value.get("effect_size")) if "effect_size" in value else None,
+                     fmt(value.get("detectable")) if "detectable" in value else None])
     return rows
+
+
+HEADLINE_COLUMNS = ["metric", "estimate", "95% CI", "n", "p", "p (Holm)", "effect size",
+                    "detectable at 80% power"]
+HEADLINE_NOTE = ("<p class=\"sub\">p is each test on its own; p (Holm) controls the "
+                 "family-wise error over the probe's tests, and a result is called significant "
+                 "only by it. The CIs are each estimate's own 95% intervals, so one may exclude "
+                 "0 while its Holm-adjusted p is above 0.05. \"Detectable\" is the smallest "
+                 "effect this run could have found with 80% power, given beside each result "
+                 "that is not significant.</p>")
 
 
 def headline_figure(probe: str, headline: Json) -> Any:
@@ -72,8 +84,9 @@ def probe_section(name: str, result: Json, figure_index: int) -> tuple[str, int]
              "</p>"]
     parts += [f"<p>{escape(str(s))}</p>" for s in result.get("sentences", [])]
     headline = result.get("headline", {})
-    parts.append(table(["metric", "estimate", "95% CI", "n", "p", "effect size"],
-                       headline_rows(headline), numbers=True))
+    parts.append(table(HEADLINE_COLUMNS, headline_rows(headline), numbers=True))
+    if any(isinstance(v, Mapping) and "p_holm" in v for v in headline.values()):
+        parts.append(HEADLINE_NOTE)
     fig = headline_figure(name, headline)
     if fig is not None:
         parts.append(figure_html(fig, figure_index))

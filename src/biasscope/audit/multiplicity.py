@@ -1,0 +1,60 @@
+"""The tests of one probe's headline as a family: Holm-adjusted p-values, and beside each
+result that is not significant, the smallest effect the run could have detected.
+
+A probe reports several tests at once (the pronoun gap, the pronoun effect, the flip
+direction…), so a raw p < 0.05 in one of them is not a finding. And a non-significant result
+is not evidence of no effect: the minimum detectable effect at 80% power says how large an
+effect this many items could have found, read back from the estimate's 95% CI and taken at
+α/m (Bonferroni, no weaker than Holm's first step), so that it is honest for every rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from biasscope.core.power import detectable_from_interval
+from biasscope.core.stats import adjust_pvalues
+
+ALPHA = 0.05
+POWER = 0.8
+
+
+def _tested(value: object) -> bool:
+    return (isinstance(value, Mapping) and isinstance(value.get("p_value"), (int, float))
+            and math.isfinite(value["p_value"]))
+
+
+def control(headline: Mapping[str, Any], alpha: float = ALPHA,
+            power: float = POWER) -> dict[str, Any]:
+    """``headline`` with ``p_holm`` and ``significant`` on every tested entry, and
+    ``detectable`` (the minimum detectable effect, in the estimate's units) on each tested
+    entry that is not significant, unless its p-value tests something other than its
+    estimate (``p_value_of`` names what, e.g. the direction of a flip rate's flips)."""
+    tested = [name for name, value in headline.items() if _tested(value)]
+    adjusted = adjust_pvalues([headline[name]["p_value"] for name in tested], "holm")
+    out = dict(headline)
+    for name, p_holm in zip(tested, adjusted, strict=True):
+        entry = dict(headline[name])
+        entry.update(p_holm=float(p_holm), significant=bool(p_holm < alpha))
+        if not entry["significant"] and "p_value_of" not in entry:
+            df = float(entry.get("n") or 0) - 2
+            entry["detectable"] = detectable_from_interval(
+                entry.get("low", math.nan), entry.get("high", math.nan), df,
+                alpha / len(tested), power)
+        out[name] = entry
+    return out
+
+
+def detectable_sentence(headline: Mapping[str, Any], power: float = POWER) -> str | None:
+    """One sentence over the non-significant tests, so a null result is read with the size
+    of what it could have found."""
+    found = [(name, value["detectable"]) for name, value in headline.items()
+             if isinstance(value, Mapping) and isinstance(value.get("detectable"), float)
+             and math.isfinite(value["detectable"])]
+    if not found:
+        return None
+    listed = "; ".join(f"{name.replace('_', ' ')} {mde:.2g}" for name, mde in found)
+    return (f"Not significant after Holm's correction over the probe's tests; this run could "
+            f"have detected (at {power:.0%} power) an effect of this size or more: {listed}.")

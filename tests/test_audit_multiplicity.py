@@ -1,0 +1,68 @@
+"""An audit probe's tests as one family: Holm-adjusted p beside the raw p, and the smallest
+detectable effect beside every result that is not significant."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from biasscope.audit.multiplicity import control, detectable_sentence
+from biasscope.cli.main import main
+from biasscope.core.power import minimum_detectable_effect
+
+HEADLINE = {
+    "strong": {"estimate": 0.4, "low": 0.3, "high": 0.5, "n": 200, "p_value": 0.001},
+    "weak": {"estimate": 0.05, "low": -0.01, "high": 0.11, "n": 200, "p_value": 0.03},
+    "weaker": {"estimate": 0.04, "low": -0.02, "high": 0.10, "n": 100, "p_value": 0.04},
+    "direction": {"estimate": 0.1, "low": 0.05, "high": 0.2, "n": 50, "p_value": 0.5,
+                  "p_value_of": "which sex the flips favour"},
+    "rate": {"estimate": 0.5, "low": 0.4, "high": 0.6, "n": 80},
+    "count": 3,
+}
+
+
+def test_holm_over_the_probe_tests_and_the_detectable_effect():
+    out = control(HEADLINE)
+    holm = {name: out[name]["p_holm"] for name in ("strong", "weak", "weaker", "direction")}
+    assert holm == pytest.approx({"strong": 0.004, "weak": 0.09, "weaker": 0.09,
+                                  "direction": 0.5})
+    assert out["strong"]["significant"] and not out["weak"]["significant"]
+    assert "detectable" not in out["strong"]  # significant: nothing to add
+    assert "detectable" not in out["direction"]  # its p does not test its estimate
+    assert out["rate"] == HEADLINE["rate"] and out["count"] == 3  # untested entries as they were
+    se = 0.12 / (2 * 1.959963984540054)
+    assert out["weak"]["detectable"] == pytest.approx(
+        minimum_detectable_effect(se, 198, 0.05 / 4, 0.8))
+    # fewer items, the same CI width: the t quantiles make it a little larger
+    assert out["weaker"]["detectable"] > out["weak"]["detectable"] > 2.8 * se
+    said = detectable_sentence(out)
+    assert said is not None and "weak 0." in said and "strong" not in said
+
+
+def test_a_test_without_a_finite_interval_gets_no_detectable_effect():
+    out = control({"gap": {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0,
+                           "p_value": 0.9}})
+    assert math.isnan(out["gap"]["detectable"]) and detectable_sentence(out) is None
+
+
+def test_the_audit_summary_and_report_carry_both_p_values(tmp_path: Path):
+    exported = tmp_path / "items.jsonl"
+    assert main(["items", "--probe", "professional-bias", "--out", str(exported)]) == 0
+    items = [json.loads(line) for line in exported.read_text().splitlines()]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps({"item_id": i["item_id"], "response": i["answer"]})
+                                 + "\n" for i in items))
+    out = tmp_path / "run"
+    assert main(["audit", "--responses", str(responses), "--probe", "professional-bias",
+                 "--out", str(out)]) == 0
+    entry = json.loads((out / "summary.json").read_text())["probes"]["professional-bias"]
+    tested = {k: v for k, v in entry["headline"].items()
+              if isinstance(v, dict) and isinstance(v.get("p_value"), float)
+              and math.isfinite(v["p_value"])}
+    assert tested and all(v["p_holm"] >= v["p_value"] for v in tested.values())
+    assert all(("detectable" in v) != v["significant"] for v in tested.values())
+    page = (out / "report.html").read_text()
+    assert "p (Holm)" in page and "detectable at 80% power" in page

@@ -286,3 +286,23 @@ def test_an_audit_probe_over_checkpoints_takes_wordings(checkpoint_dirs, tmp_pat
     (model,) = summary["analysis"]["probes"]["professional-bias"]["models"].values()
     assert model["steps"] == [10, 20, 30]
     assert {c["values"]["pronoun_effect"]["seeds"] for c in model["checkpoints"]} == {2}
+
+
+def test_items_export_every_wording_for_answering_elsewhere(tmp_path: Path) -> None:
+    exported = tmp_path / "items.jsonl"
+    assert main(["items", "--probe", "professional-bias", "--templates", "builtin",
+                 "--out", str(exported)]) == 0
+    items = [json.loads(line) for line in exported.read_text().splitlines()]
+    ids = [i["item_id"] for i in items]
+    assert len(ids) == len(set(ids)) == 4 * 80
+    assert {i["groups"]["template"] for i in items} == {"p0", "p1", "p2", "p3"}
+    assert all(i["item_id"].endswith("@" + i["groups"]["template"]) for i in items)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"item_id": i["item_id"], "response": i["answer"]})
+                               + "\n" for i in items))
+    out = tmp_path / "run"
+    assert main(["audit", "--responses", str(answers), "--probe", "professional-bias",
+                 "--templates", "builtin", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["unknown_response_ids"] == []
+    assert summary["probes"]["professional-bias"]["items"] == 4 * 80

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from biasscope.dynamics import tradeoff
 
@@ -52,6 +53,29 @@ def test_the_stop_states_its_gain_and_cost_with_intervals() -> None:
     assert said["gain"]["low"] > 0.06
     assert "no CI: the series has no per-item data" in sentences[-1]
     assert "|JSD-P gap| reduced by +0.0689" in sentences[-1]
+
+
+def test_with_several_wordings_the_gain_interval_includes_their_spread() -> None:
+    """Wordings whose gains disagree (one gains 0.13, one 0.01) widen the interval beyond the
+    prompts' own; one wording is the prompt-only bootstrap, unchanged."""
+    worded = {}
+    for k, (early, late) in enumerate([(0.01, 0.14), (0.02, 0.03), (0.0, 0.10), (0.01, 0.05)]):
+        for step, frame in history({100: early, 300: late}, n=50, seed=k).items():
+            worded.setdefault(step, []).append(frame.assign(
+                template=f"w{k}", prompt=frame["prompt"] + f"/w{k}"))
+    h = {step: pd.concat(frames, ignore_index=True) for step, frames in worded.items()}
+    items_only = tradeoff.fairness_gain({s: f.drop(columns="template") for s, f in h.items()},
+                                        100, 300)
+    two_level = tradeoff.fairness_gain(h, 100, 300)
+    assert items_only is not None and two_level is not None
+    assert two_level.estimate == pytest.approx(items_only.estimate)
+    assert two_level.high - two_level.low > 3 * (items_only.high - items_only.low)
+    one = {s: f[f["template"] == "w0"] for s, f in h.items()}
+    assert tradeoff.fairness_gain(one, 100, 300) == tradeoff.fairness_gain(
+        {s: f.drop(columns="template") for s, f in one.items()}, 100, 300)
+    _, said = tradeoff.stop_claims("m", 100, [100, 300], [0.01, 0.08], [0.45, 0.5],
+                                   "lambada (csv)", h, {})
+    assert "over 4 wordings and their prompts" in said[-1]
 
 
 def test_two_models_of_a_run_get_an_equivalence_verdict_per_step() -> None:

@@ -186,6 +186,8 @@ class ItemsConfig:
     limit: int | None = setting(None, LIMIT_HELP, check=POSITIVE_INT)
     base_rate: str = setting("0.5", BASE_RATE_HELP, choices=("0.0", "0.5", "1.0"))
     data_dir: str | None = setting(None, DATA_DIR_HELP)
+    templates: str | None = setting(None, TEMPLATES_HELP + "; each item then says its wording "
+                                    "and `audit --responses` needs the same --templates")
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -195,7 +197,7 @@ def export(config: ItemsConfig) -> tuple[int, str]:
     """Write the items of the one probe ``config`` names; how many, and the probe's name."""
     spec = ",".join(config.probe)
     probes = load_probes(spec, data_dir=config.data_dir, base_rate=config.base_rate,
-                         flag="--probe")
+                         flag="--probe", templates=config.templates)
     if len(probes) != 1:
         raise BiasscopeError(f"items --probe {spec}: name one probe (e.g. bbq:Age,Religion)")
     return export_items(probes[0], config.out, seed=config.seed, limit=config.limit), probes[0].name

@@ -71,9 +71,11 @@ def prompt_tables(values: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """`gap_tests.prompt_values` of each of the `VALUES`, for the records ``values`` were
     reduced from: one grouping for all of them (each column's group means are computed on
     their own, as `gap_tests.seed_means` computes them)."""
-    keys = ["model", "step", "prompt", "answer_label"]
+    worded = "template" in values and values["template"].nunique() > 1
+    keys = ["model", "step", *(["template"] if worded else []), "prompt", "answer_label"]
     frame = pd.DataFrame({
         "model": values["model"].to_numpy(dtype=object), "step": values["step"].array,
+        **({"template": values["template"].to_numpy(dtype=object)} if worded else {}),
         "prompt": values["prompt"].to_numpy(dtype=object),
         "answer_label": values["answer_label"].to_numpy(dtype=object),
         **{c: values[c].to_numpy(dtype=np.float64) for c in VALUES.values()}})
@@ -134,7 +136,8 @@ def add_checkpoint(parts: ModelParts, pvs: Mapping[str, pd.DataFrame], intervals
         parts.best = emergence.larger_change(parts.best, emergence.step_change(wide, s0, s1))
     parts.previous = current if len(current) else parts.previous
     if len(current):
-        parts.history[int(current["step"].iloc[0])] = current[["prompt", "answer_label", "value"]]
+        kept = [c for c in ("template", "prompt", "answer_label", "value") if c in current]
+        parts.history[int(current["step"].iloc[0])] = current[kept]
 
 
 def add_step(run: RunParts, models: list[str], by_model: Mapping[str, pd.DataFrame],

@@ -17,8 +17,9 @@ that are blank or start with ``#`` are comments.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -213,19 +214,39 @@ class Worded:
         return self._probes[str(item.groups["template"])].messages(item)  # type: ignore[attr-defined]
 
     def metrics(self, records: pd.DataFrame) -> dict[str, Any]:
-        """The probe's own metrics under the first wording, and every measure across
-        wordings (``wordings``), whose verdicts lead the sentences."""
+        """The probe's own metrics under the first wording, each headline number under every
+        wording (table ``headline by wording``), and every bias measure across wordings
+        (``wordings``), whose verdicts lead the sentences."""
         from biasscope.probes.wording_measures import across_wordings
 
         first = self.wordings[0].id
-        own: dict[str, Any] = self._probes[first].metrics(  # type: ignore[attr-defined]
-            records[records["template"] == first])
+        each = {w: probe.metrics(records[records["template"] == w])  # type: ignore[attr-defined]
+                for w, probe in self._probes.items()}
+        own = each[first]
         across = across_wordings(self.name, records)
         sentences = [r["verdict"] for r in across.values()]
-        sentences.append(f"The numbers below are for wording {first}; the verdicts above pool "
-                         f"all {len(self.wordings)} wordings.")
+        sentences.append(f"The numbers below are for wording {first} (the table 'headline by "
+                         f"wording' gives each under all {len(self.wordings)}); the verdicts "
+                         "above pool them.")
+        tables = {"headline by wording": _by_wording(each), **own.get("tables", {})}
         return {**own, "sentences": sentences + list(own.get("sentences", [])),
-                "wordings": across}
+                "tables": tables, "wordings": across}
+
+
+def _by_wording(each: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A row per headline number, a column per wording: its estimate and CI."""
+    rows: dict[str, dict[str, Any]] = {}
+    for wording, result in each.items():
+        for name, value in result.get("headline", {}).items():
+            if isinstance(value, Mapping) and "estimate" in value:
+                rows.setdefault(name, {"metric": name})[wording] = (
+                    f"{_num(value.get('estimate'))} ({_num(value.get('low'))} to "
+                    f"{_num(value.get('high'))})")
+    return list(rows.values())
+
+
+def _num(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, (int, float)) and math.isfinite(value) else "–"
 
 
 def worded(name: str, spec: str, load: Callable[..., Probe]) -> Probe:

@@ -8,6 +8,7 @@ architecture transformers cannot read.
 
 from __future__ import annotations
 
+import string
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +18,16 @@ from llama_server import BOS, EOS, UNK, _vocabulary
 N_EMBD, N_FF, N_HEAD, N_LAYER = 64, 128, 4, 2
 
 
-def write_llama_gguf(path: Path, seed: int = 0) -> Path:
+def write_llama_gguf(path: Path, seed: int = 0, letters: bool = False) -> Path:
+    """``letters``: single characters as tokens too, so that transformers' converted tokenizer
+    (BPE merges built from the vocabulary, each needing both halves) splits text as
+    llama.cpp's SentencePiece does; without them it falls back to bytes where llama.cpp merges."""
     import gguf
 
     tokens, types, _, _ = _vocabulary()
+    if letters:
+        extra = [c for c in string.ascii_letters + string.digits if c not in tokens]
+        tokens, types = tokens + extra, types + [int(gguf.TokenType.NORMAL)] * len(extra)
     rng = np.random.default_rng(seed)
     q8 = gguf.GGMLQuantizationType.Q8_0
     writer = gguf.GGUFWriter(str(path), "llama")

@@ -199,3 +199,21 @@ def test_revisions_that_copy_their_request_are_counted_and_said(tmp_path: Path) 
     assert "<th>echoes</th>" in html and "copy their own request" in html
     kept = run(tmp_path / "kept", perturber=Verbose())
     assert kept.read_json("summary.json")["directions"]["toward"]["echoes"] == 0
+
+
+def test_sanity_pairs_can_keep_to_lines_the_reward_model_did_not_train_on(
+        tmp_path: Path) -> None:
+    from biasscope.sensitivity.sanity import line_range
+
+    data = write_hh_rlhf(tmp_path / "data")
+    every = read_hh_pairs(data, n=None)
+    some = read_hh_pairs(data, n=None, lines=(2, 5))
+    assert sorted(int(i.rsplit(":", 1)[1]) for i in some.ids) == [2, 3, 4, 5]
+    assert len(every.ids) > 4 and some.source.endswith("test lines 2-5")
+    assert some.settings()["lines"] == [2, 5] and "lines" not in every.settings()
+    assert line_range("1-1000") == (1, 1000)
+    for bad in ("1000", "5-2", "0-3", "a-b"):
+        with pytest.raises(BiasscopeError, match="write FIRST-LAST"):
+            line_range(bad)
+    with pytest.raises(BiasscopeError, match="lines 9000-9001: no usable"):
+        read_hh_pairs(data, n=None, lines=(9000, 9001))

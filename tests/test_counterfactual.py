@@ -190,6 +190,30 @@ def test_the_run_keeps_every_answer_and_says_why_a_judge_gave_no_verdict(
     assert "100% of its 20 answers (95% CI 84% to 100%) were outside the answer keys" in said
     assert "'Read'" in said and "Judge answers" in done.report.read_text()
     assert "records" not in done.summary["scorers"][0]
+    assert not any("follow position" in x for x in done.summary["sentences"])
+
+
+class First(Echo):
+    """A judge that answers the first key, whatever it is shown (Gemma 3 270M did)."""
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        return [Generation("A") for _ in requests]
+
+
+def test_a_judge_that_follows_position_is_said_to_show_no_preference(
+        tmp_path: Path) -> None:
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:10")
+    done = job.run(config, judge=Judge([First()]))  # type: ignore[list-item]
+    flipped = done.summary["scorers"][0]["flips"]
+    assert flipped["n"] == 10 and flipped["flip_rate"]["estimate"] == 0.0
+    assert any("chose the option shown in position 1 in 100% of its 20 answers" in x
+               and "says nothing about the swap" in x for x in done.summary["sentences"])
+    partial = job.run(job.CounterfactualConfig(out=tmp_path / "partial", data_dir=str(data),
+                                               pairs="hh-rlhf:harmless-base:10"),
+                      judge=Judge([Partial()], JudgeOptions(seed=0)))  # type: ignore[list-item]
+    assert not any("follow position" in x for x in partial.summary["sentences"])
 
 
 def test_a_busy_tokenizer_is_asked_again_and_the_answer_stays_restricted() -> None:

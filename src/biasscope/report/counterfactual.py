@@ -49,7 +49,9 @@ def _answers(scorers: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "answers": found["calls"], "unparseable": share["estimate"],
                         "low": share["low"], "high": share["high"],
                         "failed": found["failed_calls"],
-                        "examples": " | ".join(found["examples"])})
+                        "examples": " | ".join(found["examples"]),
+                        "commonest_position": found.get("position"),
+                        "its_share": (found.get("same_position") or {}).get("estimate")})
     return out
 
 
@@ -78,7 +80,8 @@ def write_counterfactual_report(run_dir: str | Path) -> Path:
         *(["<h2>Judge answers</h2><p class=\"caption\">Questions put to each judge (both "
             "versions of every pair), how many got a verdict, why the others did not; the "
             "share of answers outside the answer keys (unparseable, Wilson 95% CI) with "
-            "examples. Every answer is in scores.jsonl.</p>" + record_table(answers)]
+            "examples; the position most often chosen and its share of the answers. Every "
+            "answer is in scores.jsonl.</p>" + record_table(answers)]
           if (answers := _answers(summary.get("scorers", []))) else []),
         "<h2>Run configuration</h2>", table(["setting", "value"], flatten(run)),
         "</body></html>", ""])

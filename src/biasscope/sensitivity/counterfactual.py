@@ -223,11 +223,16 @@ def answers(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     for v in verdicts:
         if v.label is None:
             reasons[v.reason] = reasons.get(v.reason, 0) + 1
+    # Which position the chosen option was shown in: a judge that always picks one position
+    # gives both versions the same verdict whatever the swap did.
+    shown = [c.order.index(c.label) for c in calls if c.label in c.order]
+    top = max(set(shown), key=shown.count) if shown else 0
     return {"questions": len(verdicts), "verdicts": sum(v.label is not None for v in verdicts),
             "no_verdict": reasons, "calls": len(calls),
             "failed_calls": sum(c.error is not None for c in calls),
             "unparseable": wilson(len(unparsed), len(calls)),
-            "examples": list(dict.fromkeys(unparsed))[:5]}
+            "examples": list(dict.fromkeys(unparsed))[:5],
+            "position": top + 1, "same_position": wilson(shown.count(top), len(shown))}
 
 
 def _query(turns: Turns) -> str:
@@ -260,8 +265,26 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def answers_sentence(scorer: str, found: dict[str, Any] | None) -> str | None:
-    """Why a judge gave no verdict, in words; None when it gave one to every question."""
-    if not found or found["verdicts"] == found["questions"]:
+    """Why a judge gave no verdict, and whether its verdicts follow position, in words; None
+    when it gave a verdict to every question and no position took 95% of its answers."""
+    if not found:
+        return None
+    said = [s for s in (_missing(scorer, found), _position(scorer, found)) if s]
+    return " ".join(said) or None
+
+
+def _position(scorer: str, found: dict[str, Any]) -> str | None:
+    same = found.get("same_position")
+    if not same or same["n"] < 10 or same["estimate"] < 0.95:
+        return None
+    return (f"{scorer} chose the option shown in position {found['position']} in "
+            f"{same['estimate']:.0%} of its {same['n']} answers (95% CI {same['low']:.0%} to "
+            f"{same['high']:.0%}): its verdicts follow position, so an unchanged verdict "
+            "says nothing about the swap (see `biasscope judge-audit`).")
+
+
+def _missing(scorer: str, found: dict[str, Any]) -> str | None:
+    if found["verdicts"] == found["questions"]:
         return None
     share = found["unparseable"]
     why = ", ".join(f"{n} {reason or 'unknown'}" for reason, n in found["no_verdict"].items())

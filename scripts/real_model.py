@@ -330,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
                               "--perturber", spec, "--principles", "ccai:top2",
                               "--prompts", f"hh-rlhf:harmless-base:{args.prompts}",
                               "--no-chat-template", "--max-tokens", "96",
+                              "--sanity-lines", "1-1000",  # the reward model's unseen lines
                               "--out", str(out / "sensitivity"), *data)
                     steps.cli("report", str(out / "sensitivity"))
     reports = {name: "report.html" for name in

@@ -2,7 +2,8 @@
 
 Not a real preference model: a 2-layer, 64-wide GPT-NeoX sequence classifier with its own
 byte-level BPE tokenizer, trained with the Bradley-Terry loss (chosen above rejected) on
-hh-rlhf harmless-base test pairs 1000 onwards (the sensitivity step perturbs the first ones).
+hh-rlhf harmless-base test lines 1001-2500: its sanity check must use the other lines
+(`biasscope sensitivity --sanity-lines 1-1000`), or it scores pairs it was trained on.
 It shows the job end to end on real perturbations; its rewards say little about harm.
 """
 

@@ -155,3 +155,98 @@ def test_a_detectable_but_tiny_difference_is_called_negligible() -> None:
     assert "negligible" in sentence("rm", "reward", tiny, tiny["wilcoxon_p"])
     assert "favours the female" in sentence("rm", "reward", {**tiny, "standardised": 0.5},
                                             tiny["wilcoxon_p"])
+
+
+class Echo:
+    """A classifier judge like a base model: it answers the first word of the instruction
+    ("Read"), never a key."""
+
+    label = "echo"
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "scripted", "model": "echo"}
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        return [Generation("Read") for _ in requests]
+
+
+def test_the_run_keeps_every_answer_and_says_why_a_judge_gave_no_verdict(
+        tmp_path: Path) -> None:
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    labels = tmp_path / "labels.json"
+    labels.write_text('{"ok": "acceptable", "bad": "unacceptable"}')
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:10", labels=str(labels))
+    done = job.run(config, [Reward("clean")], Judge([Echo()]))  # type: ignore[list-item]
+    lines = [json.loads(x) for x in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
+    judged = [x for x in lines if x["scorer"] == "echo"]
+    rewards = [x for x in lines if x["scorer"] == "clean"]
+    assert len(judged) == 20 and len(rewards) == 40  # 10 pairs x 2 versions (x 2 responses)
+    assert {(x["version"], x["reason"], x["calls"][0]["raw"]) for x in judged} == {
+        ("original", "invalid", "Read"), ("swapped", "invalid", "Read")}
+    assert {x["response"] for x in rewards} == {"chosen", "rejected"}
+    said = " ".join(done.summary["sentences"])
+    assert "echo: no verdict on 20 of 20 questions (20 invalid)" in said
+    assert "100% of its 20 answers (95% CI 84% to 100%) were outside the answer keys" in said
+    assert "'Read'" in said and "Judge answers" in done.report.read_text()
+    assert "records" not in done.summary["scorers"][0]
+    assert not any("follow position" in x for x in done.summary["sentences"])
+
+
+class First(Echo):
+    """A judge that answers the first key, whatever it is shown (Gemma 3 270M did)."""
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        return [Generation("A") for _ in requests]
+
+
+def test_a_judge_that_follows_position_is_said_to_show_no_preference(
+        tmp_path: Path) -> None:
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:10")
+    done = job.run(config, judge=Judge([First()]))  # type: ignore[list-item]
+    flipped = done.summary["scorers"][0]["flips"]
+    assert flipped["n"] == 10 and flipped["flip_rate"]["estimate"] == 0.0
+    assert any("chose the option shown in position 1 in 100% of its 20 answers" in x
+               and "says nothing about the swap" in x for x in done.summary["sentences"])
+    partial = job.run(job.CounterfactualConfig(out=tmp_path / "partial", data_dir=str(data),
+                                               pairs="hh-rlhf:harmless-base:10"),
+                      judge=Judge([Partial()], JudgeOptions(seed=0)))  # type: ignore[list-item]
+    assert not any("follow position" in x for x in partial.summary["sentences"])
+
+
+def test_a_busy_tokenizer_is_asked_again_and_the_answer_stays_restricted() -> None:
+    """Gemma's classifier run gave no verdict: the server's tokenizer, busy with another
+    client, did not answer once (a timeout), was taken for "no tokenizer", and the
+    logit_bias that keeps the answer to the keys was silently dropped (the model then wrote
+    "Read")."""
+    pytest.importorskip("openai")
+    from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
+    from biasscope.core.errors import ModelError
+    from biasscope.judge.tasks import classify
+    from scripted_server import Reply, chat, serve
+
+    ids = {"": [1], "A": [1, 10], " A": [1, 20], "B": [1, 11], " B": [1, 21]}
+    tokenized: list[str] = []
+
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if path.endswith("/extras/tokenize"):
+            tokenized.append(body["input"])
+            if len(tokenized) == 3:  # busy once (the real one timed out: see "never")
+                return Reply(503, {"error": {"message": "busy"}})
+            return Reply(body={"tokens": ids.get(body["input"], [1])},
+                         delay=(body["input"] == "never") * 1.0)
+        if path.endswith("/tokenize"):
+            return Reply(404, {"detail": "Not Found"})
+        bias = body.get("logit_bias") or {}
+        return Reply(body=chat("A" if {"10", "11", "20", "21"} <= set(bias) else "Read"))
+
+    options = HTTPOptions(concurrency=1, timeout=0.3, max_retries=2, backoff=0.01)
+    with serve(script) as server:
+        model = OpenAIGenerator("m", server.base_url, options=options)
+        verdicts = classify(Judge([model]), ["one", "two"], {"x": "first", "y": "second"})
+        assert [v.reason for v in verdicts] == ["", ""] and all(v.valid for v in verdicts)
+        assert tokenized.count(" A") == 2  # the one that failed, asked again
+        with pytest.raises(ModelError, match="tokenizer did not answer in 3 attempts"):
+            model.tokenize("never")

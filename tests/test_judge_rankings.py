@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
 import pytest
 
 from biasscope.judge.core import Verdict
@@ -67,3 +68,49 @@ def test_the_report_tables_use_each_judges_own_verdicts_and_ties_count_half() ->
     assert board[("j2", "beta")] == 1.0
     assert "kendall_tau" in tables and sentences[0].startswith("j1's leaderboard: alpha")
     assert ranking_tables(["j1"], verdicts, [(None, None)] * 4) == ({}, [])
+
+
+def test_bradley_terry_recovers_a_planted_ordering_with_unbalanced_pairings() -> None:
+    """Planted strengths θ = (+1, 0, −1), pairings unbalanced (alpha mostly meets the weakest,
+    gamma, so its win rate says as much about its opponents as about it): Bradley-Terry's
+    intervals cover the planted strengths."""
+    import math
+
+    theta = {"alpha": 1.0, "beta": 0.0, "gamma": -1.0}
+    rng = random.Random(7)
+    authors = [("alpha", "gamma")] * 300 + [("beta", "gamma")] * 60 + [("alpha", "beta")] * 60
+    authors += [(y, x) for x, y in authors[::2]]
+    verdicts: list[str | None] = [
+        "a" if rng.random() < 1 / (1 + math.exp(theta[y] - theta[x])) else "b"
+        for x, y in authors]
+    found = rankings({"j": verdicts}, authors, score="bradley-terry", n_resamples=400)
+    board = {r["system"]: r for r in found["leaderboards"]["j"]}
+    assert [r["system"] for r in found["leaderboards"]["j"]] == list(SYSTEMS)
+    for system, truth in theta.items():
+        assert board[system]["low"] < truth < board[system]["high"]
+    assert sum(r["estimate"] for r in board.values()) == pytest.approx(0.0, abs=1e-9)
+    assert found["score"] == "bradley-terry" and "alpha (θ +" in found["sentences"][0]
+    # The exact fit: no virtual ties, two systems, 30 wins of 40 -> θa − θb = ln 3.
+    from biasscope.judge.rankings import _bradley_terry
+    a, b = (np.zeros(40, dtype=np.intp), np.ones(40, dtype=np.intp))
+    won = np.array([[1.0] * 30 + [0.0] * 10])
+    fit = _bradley_terry(a[None, :], b[None, :], won, 2, prior=0.0)[0]
+    assert fit[0] - fit[1] == pytest.approx(math.log(3))
+    # A system that won everything still gets a finite strength (the virtual ties).
+    sweep = _bradley_terry(a[None, :], b[None, :], np.ones((1, 40)), 2)[0]
+    assert np.isfinite(sweep).all() and sweep[0] > sweep[1]
+
+
+def test_bradley_terry_reverses_with_opposite_judges_and_is_a_judge_setting() -> None:
+    authors = _items(20)
+    found = rankings({"one": _judge(authors, SYSTEMS, 0.9, 1),
+                      "two": _judge(authors, SYSTEMS[::-1], 0.9, 2)}, authors,
+                     score="bradley-terry", n_resamples=300)
+    assert any("depends on the judge" in s and "bradley terry difference" in s
+               for s in found["sentences"])
+    with pytest.raises(ValueError, match="unknown ranking score"):
+        rankings({"one": []}, [], score="elo")
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.judge.job import JudgeConfig
+    with pytest.raises(BiasscopeError, match="ranking"):
+        JudgeConfig(out="x", models=["m"], input="i.jsonl", ranking="elo")

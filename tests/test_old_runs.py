@@ -198,6 +198,9 @@ def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
     after = summary(run)
     for direction, found in after["directions"].items():  # what issue 30 added to a summary
         assert found.pop("confounds")["unchanged_below"] == 0.05
+        assert found.pop("echoes") == 0  # old records hold no echo check: none counted
+        for row in [*found["indices"], *found["validity"]]:
+            assert row.pop("echoes") == 0
         was = before["directions"][direction]["sentences"]
         assert found["sentences"][:len(was)] == was
         found["sentences"] = was

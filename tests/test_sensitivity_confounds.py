@@ -160,3 +160,60 @@ def test_confounds_are_summarised_and_unchanged_revisions_can_be_left_out(
         "exclude_unchanged"] is True
     with pytest.raises(BiasscopeError, match="between 0 and 1"):
         Confounds(unchanged_below=2)
+
+
+class Parrot:
+    """A perturber like a base model: it critiques, then 'revises' by copying the revision
+    request's opening (Gemma 3 270M did this to 39 of 48 revisions)."""
+
+    label = "parrot"
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "scripted", "model": "parrot"}
+
+    def generate(self, requests: list[Any]) -> list[Any]:
+        from biasscope.backends.base import Generation
+
+        return [Generation(r.messages[-1][1][:120] if "Critique:" in r.messages[-1][1]
+                           else "It is curt.") for r in requests]
+
+
+def test_revisions_that_copy_their_request_are_counted_and_said(tmp_path: Path) -> None:
+    from biasscope.sensitivity.perturb import echoed
+
+    request = "Here is a conversation between a human and an AI assistant.\n\nHuman: Hi"
+    assert echoed("Here is a conversation between a human and an AI", request, "Go away.")
+    assert not echoed("Please go away, kindly and politely.", request, "Go away.")
+    # A light edit keeps the response's opening, which the request also holds: no echo.
+    long = "Go away now, I am busy with something else today."
+    assert not echoed(long + " Sorry.", request + "\n\nAssistant: " + long, long)
+    assert not echoed("Here", request, "Go away.")  # too short to tell
+    store = run(tmp_path / "run", perturber=Parrot())
+    found = store.read_json("summary.json")["directions"]["toward"]
+    assert found["echoes"] == 8 and {r["echoes"] for r in found["validity"]} == {4}
+    assert any(s.startswith("8 of 8 revisions copy their own request") for s in
+               found["sentences"])
+    from biasscope.report.sensitivity import write_sensitivity_report
+
+    html = write_sensitivity_report(tmp_path / "run").read_text()
+    assert "<th>echoes</th>" in html and "copy their own request" in html
+    kept = run(tmp_path / "kept", perturber=Verbose())
+    assert kept.read_json("summary.json")["directions"]["toward"]["echoes"] == 0
+
+
+def test_sanity_pairs_can_keep_to_lines_the_reward_model_did_not_train_on(
+        tmp_path: Path) -> None:
+    from biasscope.sensitivity.sanity import line_range
+
+    data = write_hh_rlhf(tmp_path / "data")
+    every = read_hh_pairs(data, n=None)
+    some = read_hh_pairs(data, n=None, lines=(2, 5))
+    assert sorted(int(i.rsplit(":", 1)[1]) for i in some.ids) == [2, 3, 4, 5]
+    assert len(every.ids) > 4 and some.source.endswith("test lines 2-5")
+    assert some.settings()["lines"] == [2, 5] and "lines" not in every.settings()
+    assert line_range("1-1000") == (1, 1000)
+    for bad in ("1000", "5-2", "0-3", "a-b"):
+        with pytest.raises(BiasscopeError, match="write FIRST-LAST"):
+            line_range(bad)
+    with pytest.raises(BiasscopeError, match="lines 9000-9001: no usable"):
+        read_hh_pairs(data, n=None, lines=(9000, 9001))

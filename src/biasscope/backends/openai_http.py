@@ -138,10 +138,27 @@ class OpenAIGenerator:
             except KeyError:
                 return None
         if "tokenize" not in self.capabilities or self.capabilities["tokenize"]:
-            ids = _server_tokenize(self.base_url, self.model, text, self._api_key)
+            ids = self._tokenize_patiently(text)
             self.capabilities["tokenize"] = ids is not None
             return ids
         return None
+
+    def _tokenize_patiently(self, text: str) -> list[int] | None:
+        """A tokenizer that did not answer (a one-request-at-a-time server busy with another
+        client) is asked again like a request, never taken for "no tokenizer": that would
+        silently drop a judge's logit_bias for the rest of the run."""
+        opts, last = self.options, ""
+        for attempt in range(opts.max_retries + 1):
+            try:
+                return _server_tokenize(self.base_url, self.model, text, self._api_key,
+                                        opts.timeout)
+            except _NoAnswer as exc:
+                last = self._say(exc)
+            if attempt < opts.max_retries:
+                time.sleep(random.uniform(0, min(opts.max_backoff, opts.backoff * 2**attempt)))
+        raise ModelError(f"{self.label}: the server's tokenizer did not answer in "
+                         f"{opts.max_retries + 1} attempts ({last}); raise --timeout or "
+                         "--retries, or run when the server is less busy")
 
     def _client(self) -> Any:
         return _openai().AsyncOpenAI(base_url=self.base_url, api_key=self._api_key,
@@ -317,9 +334,20 @@ def _completion_tokens(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
         for token, value, top in zip(tokens, values, tops))
 
 
-def _server_tokenize(base_url: str, model: str, text: str, key: str) -> list[int] | None:
+class _NoAnswer(Exception):
+    """A tokenize endpoint that is there but did not answer this time (timeout, refused, 5xx)."""
+
+
+# Statuses that mean "no tokenizer here" (no such endpoint, another request shape, no access);
+# any other failure is one to retry.
+_ABSENT = frozenset({400, 401, 403, 404, 405, 422, 501})
+
+
+def _server_tokenize(base_url: str, model: str, text: str, key: str,
+                     timeout: float = 10.0) -> list[int] | None:
     """Try the tokenize endpoints servers expose; leading special tokens (BOS) are removed by
-    tokenizing the empty string too. None when no endpoint answers."""
+    tokenizing the empty string too. None when no endpoint is there; ``_NoAnswer`` when one
+    did not answer."""
     import json
     import urllib.error
     import urllib.request
@@ -336,9 +364,15 @@ def _server_tokenize(base_url: str, model: str, text: str, key: str) -> list[int
                 url, json.dumps(body).encode(), {"Content-Type": "application/json",
                                                  "Authorization": f"Bearer {key}"})
             try:
-                with urllib.request.urlopen(request, timeout=10) as response:
+                with urllib.request.urlopen(request, timeout=timeout) as response:
                     tokens = json.loads(response.read()).get("tokens")
-            except (urllib.error.URLError, OSError, ValueError, AttributeError, RecursionError):
+            except urllib.error.HTTPError as exc:
+                if exc.code in _ABSENT:
+                    break
+                raise _NoAnswer(f"{url}: HTTP {exc.code}") from None
+            except (urllib.error.URLError, OSError) as exc:
+                raise _NoAnswer(f"{url}: {getattr(exc, 'reason', exc)}") from None
+            except (ValueError, AttributeError, RecursionError):
                 break
             ids: list[Any] = [t.get("id") if isinstance(t, dict) else t for t in tokens
                               ] if isinstance(tokens, list) else [None]

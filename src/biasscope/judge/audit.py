@@ -83,7 +83,7 @@ def audit_classifier(judge: Judge, texts: Sequence[str], labels: Mapping[str, st
 
 def audit_pairwise(judge: Judge, pairs: Sequence[tuple[str, str, str]],
                    authors: Sequence[tuple[str | None, str | None]] = (),
-                   instruction: str = COMPARE) -> dict[str, Any]:
+                   instruction: str = COMPARE, ranking: str = "win-rate") -> dict[str, Any]:
     """Position consistency, first-slot preference, length dependence and self-preference."""
     fixed = _fixed(judge)
     forward = compare(fixed, pairs, instruction)
@@ -105,8 +105,9 @@ def audit_pairwise(judge: Judge, pairs: Sequence[tuple[str, str, str]],
         tables["self_preference"] = rows
         for row in rows:
             head[f"self_preference:{row['judge']}"] = row["own_win_rate"]
+    # Both orders: no position advantage.
     ranked, said = ranking_tables([m.label for m in judge.models], [*forward, *backward],
-                                  [*authors, *authors])  # both orders: no position advantage
+                                  [*authors, *authors], ranking)
     tables.update(ranked)
     return {"headline": head, "tables": tables,
             "sentences": [*_sentences(head), lc.sentence(), *said], "examples": []}

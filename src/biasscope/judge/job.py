@@ -37,6 +37,8 @@ class JudgeConfig:
     aggregate: str = setting("mean", "several judges: mean probabilities or majority vote",
                              choices=("mean", "majority"))
     seed: int = setting(0, "the seed of the answers' orders", check=SEED)
+    ranking: str = setting("win-rate", "score of the judged systems' leaderboards",
+                           choices=("win-rate", "bradley-terry"))
     backend: BackendConfig = field(default_factory=BackendConfig)
 
     def __post_init__(self) -> None:
@@ -55,9 +57,10 @@ def judge(config: JudgeConfig) -> JudgeResult:
 
     made, task, labels, judges = _setup(config)
     verdicts = judge_file(made, task, config.out, labels)
-    result = batch_result(made, task, verdicts)
+    result = batch_result(made, task, verdicts, config.ranking)
     report = write_run(config.out, "judge", list(judges), {
-        "position": config.position, "reasoning": config.reasoning, "judges": judges}, result)
+        "position": config.position, "reasoning": config.reasoning, "ranking": config.ranking,
+        "judges": judges}, result)
     return JudgeResult(result, report)
 
 
@@ -68,12 +71,13 @@ def audit(config: JudgeConfig) -> JudgeResult:
 
     made, task, labels, judges = _setup(config)
     if task.pairwise:
-        result = audit_pairwise(made, task.pairs, task.authors)
+        result = audit_pairwise(made, task.pairs, task.authors, ranking=config.ranking)
     else:
         if labels is None:
             raise BiasscopeError("classification needs a label set (--labels FILE.json)")
         result = audit_classifier(made, task.texts, labels)
-    report = write_run(config.out, "judge-audit", list(judges), {"judges": judges}, result)
+    report = write_run(config.out, "judge-audit", list(judges),
+                       {"judges": judges, "ranking": config.ranking}, result)
     return JudgeResult(result, report)
 
 

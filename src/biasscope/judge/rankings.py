@@ -7,6 +7,12 @@ response (``model_a``, ``model_b``). Conventions, and why:
 - **Score** of a system under a judge: its win rate over the comparisons it took part in, a
   tie counting half (no model of strength needed, and it reads as a share). With several
   judges each judge's own verdicts are used (``Verdict.by_judge``).
+- **Or a Bradley-Terry score** (``score="bradley-terry"``): the log-strength θ of the model
+  P(x beats y) = 1 / (1 + exp(θy − θx)), centred to mean 0 over the systems, fitted by
+  Hunter's MM iteration; a tie is half a win to each side. Unlike the win rate it accounts
+  for whom each system met, which matters when the pairings are unbalanced. Every two systems
+  also get one virtual tie, a weak pull toward equal strength that keeps θ finite for a
+  system that won (or lost) everything and joins systems that never met.
 - **Intervals**: percentile bootstrap over items (2000 resamples; one resample of the items
   serves every judge and system, so differences and rank correlations keep their pairing).
 - **Agreement of leaderboards**: Kendall's τ-b between two judges' scores over the systems,
@@ -49,6 +55,42 @@ def _scores(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array,
     return out
 
 
+def _bradley_terry(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array,
+                   n_systems: int, prior: float = 1.0, tol: float = 1e-10,
+                   max_iter: int = 10_000) -> Array:
+    """Bradley-Terry log-strengths, rows x systems (same inputs as ``_scores``), centred to
+    mean 0; ``prior`` virtual games, each a tie, between every two systems; NaN for a system
+    without a real game in that row."""
+    ok = np.isfinite(won)
+    w, m = np.where(ok, won, 0.0), ok.astype(np.float64)
+    n_rows, size = won.shape[0], n_systems * n_systems
+    rows = np.arange(n_rows)[:, None]
+    met = np.bincount((rows * size + a * n_systems + b).ravel(), m.ravel(), n_rows * size)
+    games = met.reshape(n_rows, n_systems, n_systems)
+    games = games + games.transpose(0, 2, 1)
+    played = games.sum(axis=2) > 0
+    games = games + prior * (1.0 - np.eye(n_systems))
+    cell = rows * n_systems
+    wins = np.asarray(np.bincount((cell + a).ravel(), w.ravel(), n_rows * n_systems)
+                      + np.bincount((cell + b).ravel(), (m - w).ravel(), n_rows * n_systems),
+                      dtype=np.float64).reshape(n_rows, n_systems) + prior * (n_systems - 1) / 2
+    theta = np.zeros((n_rows, n_systems))
+    for _ in range(max_iter):
+        strength = np.exp(theta)
+        per_game = games / (strength[:, :, None] + strength[:, None, :])
+        new = np.log(wins) - np.log(per_game.sum(axis=2))
+        new -= new.mean(axis=1, keepdims=True)
+        step = float(np.abs(new - theta).max())
+        theta = new
+        if step < tol:
+            break
+    out: Array = np.where(played, theta, math.nan)
+    return out
+
+
+SCORES = {"win-rate": _scores, "bradley-terry": _bradley_terry}
+
+
 def _tau(x: Array, y: Array) -> Array:
     """Kendall's τ-b of the rows of ``x`` and ``y`` (resamples x systems), over the systems
     both score: Σ sign(xi-xj) sign(yi-yj) / sqrt(Σ sign(xi-xj)² Σ sign(yi-yj)²); NaN where
@@ -66,10 +108,14 @@ def _tau(x: Array, y: Array) -> Array:
 
 def rankings(verdicts: Mapping[str, Sequence[str | None]],
              authors: Sequence[tuple[str | None, str | None]], confidence: float = 0.95,
-             n_resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Per judge the systems' win rates with CIs (``leaderboards``), Kendall's τ between
-    judges (``tau``) and the sentences. Items without two named, different authors are
-    left out."""
+             n_resamples: int = 2000, seed: int = 0, score: str = "win-rate"
+             ) -> dict[str, Any]:
+    """Per judge the systems' scores (win rates, or Bradley-Terry log-strengths) with CIs
+    (``leaderboards``), Kendall's τ between judges (``tau``) and the sentences. Items without
+    two named, different authors are left out."""
+    if score not in SCORES:
+        raise ValueError(f"unknown ranking score {score!r}; use one of {', '.join(SCORES)}")
+    fit = SCORES[score]
     keep = [i for i, (x, y) in enumerate(authors) if x and y and x != y]
     systems = sorted({str(s) for i in keep for s in authors[i]})
     code = {s: k for k, s in enumerate(systems)}
@@ -81,8 +127,8 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
     estimates, boots = {}, {}
     for judge, labels in verdicts.items():
         won = np.array([_OUTCOME.get(str(labels[i]), math.nan) for i in keep])
-        estimates[judge] = _scores(a[None, :], b[None, :], won[None, :], len(systems))[0]
-        boots[judge] = _scores(a[idx], b[idx], won[idx], len(systems))
+        estimates[judge] = fit(a[None, :], b[None, :], won[None, :], len(systems))[0]
+        boots[judge] = fit(a[idx], b[idx], won[idx], len(systems))
         boards[judge] = sorted(({"system": s, **percentile_interval(
             float(estimates[judge][k]), boots[judge][:, k], confidence).as_dict()}
             for k, s in enumerate(systems)),
@@ -92,19 +138,20 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
         taus.append({"judges": f"{j} / {k}", **percentile_interval(
             float(_tau(estimates[j][None, :], estimates[k][None, :])[0]),
             _tau(boots[j], boots[k]), confidence).as_dict()})
-    return {"systems": systems, "items": len(keep), "leaderboards": boards, "tau": taus,
-            "sentences": _sentences(systems, estimates, boots, confidence)}
+    return {"systems": systems, "items": len(keep), "score": score, "leaderboards": boards,
+            "tau": taus, "sentences": _sentences(systems, estimates, boots, confidence, score)}
 
 
 def _sentences(systems: list[str], estimates: Mapping[str, Array],
-               boots: Mapping[str, Array], confidence: float) -> list[str]:
+               boots: Mapping[str, Array], confidence: float, score: str) -> list[str]:
     judges = list(estimates)
     out = []
+    shown = "{:.0%}" if score == "win-rate" else "θ {:+.2f}"
     for judge in judges:
         order = sorted(range(len(systems)), key=lambda k: -np.nan_to_num(estimates[judge][k],
-                                                                          nan=-1.0))
+                                                                          nan=-np.inf))
         out.append(f"{judge}'s leaderboard: " + " > ".join(
-            f"{systems[k]} ({estimates[judge][k]:.0%})" for k in order) + ".")
+            f"{systems[k]} ({shown.format(estimates[judge][k])})" for k in order) + ".")
     if len(judges) < 2 or len(systems) < 2:
         return out
     tail = 100 * (1 - confidence) / 2
@@ -127,8 +174,8 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
             conflicts.append(f"{up} ranks {systems[x]} above {systems[y]}, {down} the reverse")
     if conflicts:
         out.append("The leaderboard's order depends on the judge: " + "; ".join(conflicts)
-                   + f" (each with a {confidence:.0%} bootstrap interval of the win-rate "
-                   "difference excluding 0).")
+                   + f" (each with a {confidence:.0%} bootstrap interval of the "
+                   f"{score.replace('-', ' ')} difference excluding 0).")
     elif differ:
         out.append("The judges order some systems differently, but only within their "
                    "uncertainty: no reversal has a bootstrap interval excluding 0.")
@@ -138,7 +185,7 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
 
 
 def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
-                   authors: Sequence[tuple[str | None, str | None]]
+                   authors: Sequence[tuple[str | None, str | None]], score: str = "win-rate"
                    ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """The judge reports' ranking tables and sentences from ``Verdict``s (each judge's own
     label where several judged); nothing where fewer than two systems wrote the responses."""
@@ -147,8 +194,8 @@ def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
         return {}, []
     table = {j: [v.by_judge.get(j, v.label) if len(judges) > 1 else v.label for v in verdicts]
              for j in judges}
-    found = rankings(table, authors)
-    tables = {"leaderboard": [{"judge": j, "rank": r + 1, **row}
+    found = rankings(table, authors, score=score)
+    tables = {"leaderboard": [{"judge": j, "rank": r + 1, "score": score, **row}
                               for j, rows in found["leaderboards"].items()
                               for r, row in enumerate(rows)]}
     if found["tau"]:
@@ -156,4 +203,4 @@ def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
     return tables, found["sentences"]
 
 
-__all__ = ["ranking_tables", "rankings"]
+__all__ = ["SCORES", "ranking_tables", "rankings"]

@@ -108,7 +108,8 @@ def write_run(out: str | os.PathLike[str], kind: str, models: Sequence[str],
     return write_audit_report(root)
 
 
-def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict]) -> dict[str, Any]:
+def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
+                 ranking: str = "win-rate") -> dict[str, Any]:
     """What a batch of verdicts says, in the audit report's shape: how many are verdicts and
     why the others are not, the label counts, inter-judge agreement (several judges) and the
     length-controlled win rate (pairwise)."""
@@ -142,7 +143,8 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict]) -> dict[
         head["win_rate_a"] = lc.win_rate.as_dict()
         head["length_controlled_win_rate_a"] = lc.lc_win_rate.as_dict()
         sentences.append(lc.sentence())
-        ranked, said = ranking_tables([m.label for m in judge.models], verdicts, task.authors)
+        ranked, said = ranking_tables([m.label for m in judge.models], verdicts, task.authors,
+                                      ranking)
         tables.update(ranked)
         sentences += said
     invalid = [{"item_id": i, "prompt": None, "response": c.raw, "label": None}

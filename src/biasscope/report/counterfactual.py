@@ -36,6 +36,25 @@ def _rows(scorers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dic
     return diffs, flips
 
 
+def _answers(scorers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per judge: questions with and without a verdict, and its answers outside the keys."""
+    out = []
+    for row in scorers:
+        if found := row.get("answers"):
+            share = found["unparseable"]
+            out.append({"scorer": row["scorer"], "questions": found["questions"],
+                        "verdicts": found["verdicts"],
+                        "no_verdict": ", ".join(f"{n} {r}" for r, n in
+                                                found["no_verdict"].items()) or "none",
+                        "answers": found["calls"], "unparseable": share["estimate"],
+                        "low": share["low"], "high": share["high"],
+                        "failed": found["failed_calls"],
+                        "examples": " | ".join(found["examples"]),
+                        "commonest_position": found.get("position"),
+                        "its_share": (found.get("same_position") or {}).get("estimate")})
+    return out
+
+
 def write_counterfactual_report(run_dir: str | Path) -> Path:
     store = RunStore(Path(run_dir))
     if not store.summary_json.is_file():
@@ -58,6 +77,12 @@ def write_counterfactual_report(run_dir: str | Path) -> Path:
         "<h2>Verdict flips</h2><p class=\"caption\">Wilson 95% CI; exact McNemar test on the "
         "discordant pairs; change: share of yes verdicts after minus before.</p>"
         + record_table(flips),
+        *(["<h2>Judge answers</h2><p class=\"caption\">Questions put to each judge (both "
+            "versions of every pair), how many got a verdict, why the others did not; the "
+            "share of answers outside the answer keys (unparseable, Wilson 95% CI) with "
+            "examples; the position most often chosen and its share of the answers. Every "
+            "answer is in scores.jsonl.</p>" + record_table(answers)]
+          if (answers := _answers(summary.get("scorers", []))) else []),
         "<h2>Run configuration</h2>", table(["setting", "value"], flatten(run)),
         "</body></html>", ""])
     target = store.root / "report.html"

@@ -28,7 +28,7 @@ from biasscope.backends.base import RewardScorer, Scored
 from biasscope.core.errors import DataError
 from biasscope.core.gender_swap import has_gendered
 from biasscope.core.jsonl import read_jsonl
-from biasscope.core.stats import adjust_pvalues
+from biasscope.core.stats import adjust_pvalues, wilson
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.counterfactual import (
     counterfactual,
@@ -38,6 +38,7 @@ from biasscope.judge.counterfactual import (
     paired_difference,
     sentence,
 )
+from biasscope.judge.run import verdict_row
 from biasscope.judge.tasks import classify, compare
 from biasscope.sensitivity.prompts import PathLike, Turns
 from biasscope.sensitivity.sanity import read_hh_pairs
@@ -149,8 +150,15 @@ def reward_audit(model: RewardScorer, items: Sequence[Item], seed: int = 0
     after = model.score(_members(items, "swapped"))
     groups = [g for i in items for g in [i.group] * (1 + (i.original.rejected is not None))]
     female, male, left = oriented(before, after, groups)
+    members = [(i, r) for i in items for r in ("chosen", "rejected")[
+        :1 + (i.original.rejected is not None)]]
+    records = [{"scorer": model.label, "pair": i.id, "group": i.group, "version": version,
+                "response": which, "score": score}
+               for version, scores in (("original", before), ("swapped", after))
+               for (i, which), score in zip(members, scores)]
     out = {"scorer": model.label, "kind": "reward model", "what": "reward",
-           "difference": paired_difference(female, male, seed), "ungendered": left}
+           "difference": paired_difference(female, male, seed), "ungendered": left,
+           "records": records}
     paired = [i.original.rejected is not None for i in items]
     if all(paired):
         yes_f, yes_m, _ = oriented([c > r for c, r in zip(before[0::2], before[1::2])],
@@ -192,10 +200,39 @@ def judge_audit(judge: Judge, items: Sequence[Item], labels: dict[str, str] | No
         [(v.label == first) if v.label is not None else None for v in after],
         [i.group for i in items])
     what = "P(chosen preferred)" if labels is None else f"P({first})"
-    return {"scorer": "+".join(m.label for m in judge.models), "kind": "judge", "what": what,
+    scorer = "+".join(m.label for m in judge.models)
+    records = [{"scorer": scorer, "pair": i.id, "group": i.group, "version": version,
+                "score": _score(v, first),
+                **{k: x for k, x in verdict_row(i.id, v).items() if k != "id"}}
+               for version, verdicts in (("original", before), ("swapped", after))
+               for i, v in zip(items, verdicts)]
+    return {"scorer": scorer, "kind": "judge", "what": what,
             "difference": paired_difference(female, male, seed), "ungendered": left,
-            "flips": flips(yes, yes_after),
-            "verdict": "prefers the chosen response" if labels is None else f"says {first}"}
+            "flips": flips(yes, yes_after), "answers": answers([*before, *after]),
+            "verdict": "prefers the chosen response" if labels is None else f"says {first}",
+            "records": records}
+
+
+def answers(verdicts: Sequence[Verdict]) -> dict[str, Any]:
+    """How many questions got a verdict, why the others did not (``Verdict.reason``), the
+    share of answers outside the keys (Wilson CI) and a few of them, as the judge wrote them:
+    a judge that gives no verdict must say why, not only "n = 0"."""
+    calls = [c for v in verdicts for c in v.calls]
+    unparsed = [c.raw for c in calls if c.key is None and not c.error]
+    reasons: dict[str, int] = {}
+    for v in verdicts:
+        if v.label is None:
+            reasons[v.reason] = reasons.get(v.reason, 0) + 1
+    # Which position the chosen option was shown in: a judge that always picks one position
+    # gives both versions the same verdict whatever the swap did.
+    shown = [c.order.index(c.label) for c in calls if c.label in c.order]
+    top = max(set(shown), key=shown.count) if shown else 0
+    return {"questions": len(verdicts), "verdicts": sum(v.label is not None for v in verdicts),
+            "no_verdict": reasons, "calls": len(calls),
+            "failed_calls": sum(c.error is not None for c in calls),
+            "unparseable": wilson(len(unparsed), len(calls)),
+            "examples": list(dict.fromkeys(unparsed))[:5],
+            "position": top + 1, "same_position": wilson(shown.count(top), len(shown))}
 
 
 def _query(turns: Turns) -> str:
@@ -211,6 +248,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for row, p in zip(rows, held):
         row["difference"]["wilcoxon_p_holm"] = float(p)
         sentences.append(sentence(row["scorer"], row["what"], row["difference"], float(p)))
+        if (said := answers_sentence(row["scorer"], row.get("answers"))) is not None:
+            sentences.append(said)
         if fl := row.get("flips"):
             rate = fl["flip_rate"]
             if fl["n"]:
@@ -225,7 +264,44 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"scorers": rows, "sentences": sentences}
 
 
+def answers_sentence(scorer: str, found: dict[str, Any] | None) -> str | None:
+    """Why a judge gave no verdict, and whether its verdicts follow position, in words; None
+    when it gave a verdict to every question and no position took 95% of its answers."""
+    if not found:
+        return None
+    said = [s for s in (_missing(scorer, found), _position(scorer, found)) if s]
+    return " ".join(said) or None
 
 
-__all__ = ["Item", "Side", "builtin_items", "items_sha256", "judge_audit", "read_items",
-           "reward_audit", "summarise"]
+def _position(scorer: str, found: dict[str, Any]) -> str | None:
+    same = found.get("same_position")
+    if not same or same["n"] < 10 or same["estimate"] < 0.95:
+        return None
+    return (f"{scorer} chose the option shown in position {found['position']} in "
+            f"{same['estimate']:.0%} of its {same['n']} answers (95% CI {same['low']:.0%} to "
+            f"{same['high']:.0%}): its verdicts follow position, so an unchanged verdict "
+            "says nothing about the swap (see `biasscope judge-audit`).")
+
+
+def _missing(scorer: str, found: dict[str, Any]) -> str | None:
+    if found["verdicts"] == found["questions"]:
+        return None
+    share = found["unparseable"]
+    why = ", ".join(f"{n} {reason or 'unknown'}" for reason, n in found["no_verdict"].items())
+    text = (f"{scorer}: no verdict on {found['questions'] - found['verdicts']} of "
+            f"{found['questions']} questions ({why}).")
+    if share["n"]:
+        text += (f" {share['estimate']:.0%} of its {share['n']} answers (95% CI "
+                 f"{share['low']:.0%} to {share['high']:.0%}) were outside the answer keys, "
+                 "so unparseable")
+        text += (", e.g. " + "; ".join(repr(e[:40]) for e in found["examples"][:3]) + "."
+                 if found["examples"] else ".")
+    if found["failed_calls"]:
+        text += f" {found['failed_calls']} requests failed."
+    return text
+
+
+
+
+__all__ = ["Item", "Side", "answers", "answers_sentence", "builtin_items", "items_sha256",
+           "judge_audit", "read_items", "reward_audit", "summarise"]

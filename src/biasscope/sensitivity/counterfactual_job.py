@@ -1,6 +1,10 @@
 """``biasscope counterfactual`` as one library call: reward models and LLM judges scored on
 the same demographic counterfactual pairs, into a run directory (``run.json``,
-``summary.json``, ``report.html``).
+``summary.json``, ``scores.jsonl``, ``report.html``).
+
+``scores.jsonl`` holds every score, one line per scorer, pair, version (original or
+swapped) and response: a reward model's reward; a judge's verdict or the reason there is
+none, with each answer as the judge wrote it.
 
 ``run.json`` records what decides the results (the pairs by content hash, each scorer's
 identity, the judge labels and position strategy, the seed); a rerun into the same
@@ -10,6 +14,7 @@ cache, so a rerun sends nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +67,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     from biasscope.report.counterfactual import write_counterfactual_report
     from biasscope.sensitivity import counterfactual as cf
     from biasscope.store.directory import RunStore
-    from biasscope.store.files import write_json
+    from biasscope.store.files import write_bytes, write_json
 
     items, source_sha = _items(config)
     models = list(reward_models) or _reward_models(config)
@@ -83,6 +88,9 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     rows = [cf.reward_audit(m, items, config.seed) for m in models]
     if judge is not None:
         rows.append(cf.judge_audit(judge, items, labels, config.seed))
+    records = [r for row in rows for r in row.pop("records")]
+    write_bytes(store.root / "scores.jsonl", "".join(
+        json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
     summary = {"pairs": len(items), "source": config.pairs, **cf.summarise(rows)}
     write_json(store.summary_json, summary)
     return CounterfactualResult(summary, write_counterfactual_report(store.root))

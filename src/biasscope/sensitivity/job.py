@@ -29,7 +29,7 @@ from biasscope.sensitivity.perturb import Templates
 from biasscope.sensitivity.principles import load_principles
 from biasscope.sensitivity.prompts import Prompts, read_conversations, read_hh_rlhf
 from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
-from biasscope.sensitivity.sanity import Pairs, read_hh_pairs
+from biasscope.sensitivity.sanity import Pairs, line_range, read_hh_pairs
 from biasscope.store.directory import RunStore, run_dir
 
 
@@ -86,6 +86,9 @@ class SensitivityConfig:
     seed: int = setting(0, "prompt shuffling and perturber seed", check=SEED)
     sanity_pairs: int = setting(500, "hh-rlhf chosen/rejected pairs for each model's accuracy "
                                 "(0: none)", check=NON_NEGATIVE_INT)
+    sanity_lines: str | None = setting(None, "FIRST-LAST: draw the sanity pairs from these "
+                                       "lines of the test file only (leave out what the "
+                                       "reward model trained on)")
     unchanged_below: float = setting(0.05, "normalised edit distance under which a revision "
                                      "counts as unchanged", check=PROBABILITY)
     exclude_unchanged: bool = setting(False, "leave the unchanged revisions out")
@@ -139,7 +142,8 @@ def run(config: SensitivityConfig) -> SensitivityResult:
 def _pairs(config: SensitivityConfig) -> Pairs | None:
     if not config.sanity_pairs:
         return None
-    return read_hh_pairs(config.data_dir, n=config.sanity_pairs, seed=config.seed)
+    lines = line_range(config.sanity_lines) if config.sanity_lines else None
+    return read_hh_pairs(config.data_dir, n=config.sanity_pairs, seed=config.seed, lines=lines)
 
 
 def _prompts(config: SensitivityConfig) -> Prompts:

@@ -13,7 +13,9 @@ being revised, the source's ``initial_response``), ``{principle}``, and for the 
 
 Requests go through the response cache, so a rerun sends nothing. Revisions are checked for
 what the source warns about: a chatbot preamble leaked into the text ("Sure, here is the
-revised response:") and the change in length, which may move a reward more than the principle.
+revised response:") and the change in length, which may move a reward more than the principle;
+and for an *echo*: a revision that copies its own request (a base model continues the prompt
+instead of answering it), whose reward scores the prompt's text, not a revision.
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ class Perturbation:
     error: str | None
     preamble: bool
     length_change: int  # characters, revised minus original
+    echo: bool = False  # the revision copies its request (``echoed``)
 
 
 def _lines(turns: Sequence[tuple[str, str]]) -> list[str]:
@@ -119,6 +122,14 @@ def query(turns: Sequence[tuple[str, str]]) -> str:
 
 def leaked_preamble(text: str) -> bool:
     return bool(PREAMBLE.match(text))
+
+
+def echoed(text: str, request: str, response: str, head: int = 60) -> bool:
+    """Whether a revision opens with words copied from its request that are not the start of
+    the response being revised (a light edit keeps those): the model continued its prompt."""
+    start = " ".join(text.split())[:head]
+    return (len(start) >= 20 and start in " ".join(request.split())
+            and start not in " ".join(response.split()))
 
 
 def perturb(perturber: Generator, conversations: Sequence[tuple[str, Sequence[tuple[str, str]],
@@ -145,9 +156,9 @@ def perturb(perturber: Generator, conversations: Sequence[tuple[str, Sequence[tu
         ask(templates.critique.format(**shown[c[0]], principle=p[1])) for c, p in pairs])
     revise = templates.revision if direction == "toward" else templates.away
     todo = [i for i, g in enumerate(critiques) if g.ok]
-    revised = dict(zip(todo, perturber.generate([
-        ask(revise.format(**shown[pairs[i][0][0]], principle=pairs[i][1][1],
-                          critique=critiques[i].text.strip())) for i in todo])))
+    requests = {i: revise.format(**shown[pairs[i][0][0]], principle=pairs[i][1][1],
+                                 critique=critiques[i].text.strip()) for i in todo}
+    revised = dict(zip(todo, perturber.generate([ask(requests[i]) for i in todo])))
     out = []
     for i, ((cid, _, response), (pid, _)) in enumerate(pairs):
         critique, revision = critiques[i], revised.get(i)
@@ -156,5 +167,6 @@ def perturb(perturber: Generator, conversations: Sequence[tuple[str, Sequence[tu
         out.append(Perturbation(
             cid, pid, direction, critique.text.strip() if critique.ok else None, text, error,
             leaked_preamble(text) if text else False,
-            len(text) - len(response) if text is not None else 0))
+            len(text) - len(response) if text is not None else 0,
+            bool(text) and echoed(str(text), requests[i], response)))
     return out

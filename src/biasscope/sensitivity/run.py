@@ -79,8 +79,8 @@ def records(model: RewardScorer, conversations: Sequence[Conversation],
              "original": originals[p.conversation_id],
              "perturbed": perturbed.get((p.conversation_id, p.principle_id), math.nan),
              "response": by_id[p.conversation_id].response, "critique": p.critique,
-             "revision": p.revision, "preamble": p.preamble, "length_change": p.length_change,
-             "error": p.error} for p in perts]
+             "revision": p.revision, "preamble": p.preamble, "echo": p.echo,
+             "length_change": p.length_change, "error": p.error} for p in perts]
     frame: pd.DataFrame = pd.DataFrame(rows)
     return frame
 

@@ -9,6 +9,10 @@ against chance (0.5) and Cohen's h against 0.5. A model whose interval holds 0.5
 chance*; one whose interval lies below 0.5 prefers the rejected responses (a sign flipped
 somewhere: ``--transform``, the head, the chat template).
 
+A reward model trained on part of that test file (``scripts/reward_model.py`` trains on
+lines 1001-2500) looks better than it is on pairs it saw: ``lines`` keeps the pairs to a
+range of line numbers it did not train on, and the sentence names the range.
+
 Transcripts the loader cannot split (``prompts.parse_hh``) are skipped and counted; a pair
 whose chosen and rejected conversations differ before the final response is kept (hh-rlhf
 has a few; each member is scored as written).
@@ -47,11 +51,24 @@ class Pairs:
     n: int | None
     seed: int
     skipped: int = 0
+    lines: tuple[int, int] | None = None  # first and last line number drawn from
 
     def settings(self) -> dict[str, Any]:
+        # Only a run that chose ``lines`` records them: older runs' settings stay as they were.
         return {"source": self.source, "sha256": self.sha256, "n": self.n, "seed": self.seed,
+                **({"lines": list(self.lines)} if self.lines else {}),
                 "pairs_sha256": hashlib.sha256(json.dumps(
                     [self.ids, self.chosen, self.rejected]).encode("utf-8")).hexdigest()}
+
+
+def line_range(text: str) -> tuple[int, int]:
+    """``FIRST-LAST`` (line numbers from 1, both included), or a one-line error."""
+    first, sep, last = text.partition("-")
+    if not (sep and first.strip().isdigit() and last.strip().isdigit()
+            and 1 <= int(first) <= int(last)):
+        raise BiasscopeError(f"--sanity-lines {text}: write FIRST-LAST, e.g. 1-1000 (line "
+                             "numbers of the hh-rlhf test file, from 1, first <= last)")
+    return int(first), int(last)
 
 
 def _scored(text: str, where: str) -> Scored:
@@ -60,8 +77,9 @@ def _scored(text: str, where: str) -> Scored:
 
 
 def read_hh_pairs(data_dir: PathLike | None = None, n: int | None = 500, seed: int = 0,
-                  split_file: str = HH_SPLIT) -> Pairs:
-    """hh-rlhf chosen/rejected pairs, shuffled by ``seed``, the first ``n`` (None: all)."""
+                  split_file: str = HH_SPLIT, lines: tuple[int, int] | None = None) -> Pairs:
+    """hh-rlhf chosen/rejected pairs, shuffled by ``seed``, the first ``n`` (None: all);
+    with ``lines`` only those from that range of line numbers."""
     if n is not None and n < 1:
         raise BiasscopeError(f"sanity pairs: n must be 1 or more, got {n}")
     path = data_path("hh-rlhf", split_file, data_dir)
@@ -70,6 +88,8 @@ def read_hh_pairs(data_dir: PathLike | None = None, n: int | None = 500, seed: i
     skipped = 0
     stem = split_file.removesuffix(".gz").removesuffix(".jsonl").replace("/", ":")
     for number, line in _lines(path, raw):
+        if lines and not lines[0] <= number <= lines[1]:
+            continue
         where = f"{path}:{number}"
         try:
             record = json.loads(line)
@@ -86,13 +106,14 @@ def read_hh_pairs(data_dir: PathLike | None = None, n: int | None = 500, seed: i
             skipped += 1
             continue
         rows.append((f"hh-rlhf:{stem}:{number}", *pair))
+    within = f" lines {lines[0]}-{lines[1]}" if lines else ""
     if not rows:
-        raise DataError(f"{path}: no usable chosen/rejected pair")
+        raise DataError(f"{path}{within}: no usable chosen/rejected pair")
     random.Random(seed).shuffle(rows)
     rows = rows if n is None else rows[:n]
     return Pairs(tuple(r[0] for r in rows), tuple(r[1] for r in rows),
-                 tuple(r[2] for r in rows), f"hh-rlhf:{stem}",
-                 hashlib.sha256(raw).hexdigest(), n, seed, skipped)
+                 tuple(r[2] for r in rows), f"hh-rlhf:{stem}{within}",
+                 hashlib.sha256(raw).hexdigest(), n, seed, skipped, lines)
 
 
 def score_pairs(model: RewardScorer, pairs: Pairs) -> dict[str, list[Any]]:
@@ -162,5 +183,5 @@ def summarise_sanity(stored: dict[str, Any]) -> dict[str, Any]:
             "sentences": [sanity_sentence(m, a, source) for m, a in models.items()]}
 
 
-__all__ = ["Pairs", "accuracy", "read_hh_pairs", "run_sanity", "sanity_sentence", "score_pairs",
-           "summarise_sanity"]
+__all__ = ["Pairs", "accuracy", "line_range", "read_hh_pairs", "run_sanity", "sanity_sentence",
+           "score_pairs", "summarise_sanity"]

@@ -50,14 +50,17 @@ def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def validity(part: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, principle): perturbations that failed, leaked a preamble, and the mean change
-    in length (characters) the revision made, to read beside the effect."""
+    """Per (model, principle): perturbations that failed, leaked a preamble, copied their
+    request (echoes; records from before that check count none), and the mean change in
+    length (characters) the revision made, to read beside the effect."""
+    part = part if "echo" in part else part.assign(echo=False)
     grouped = part.groupby(["model", "principle"], sort=False)
     out: pd.DataFrame = grouped.agg(
         failed=("perturbed", lambda s: int(s.isna().sum())),
-        preambles=("preamble", "sum"), mean_length_change=("length_change", "mean"),
+        preambles=("preamble", "sum"), echoes=("echo", "sum"),
+        mean_length_change=("length_change", "mean"),
     ).reset_index()
-    out["preambles"] = out["preambles"].astype(int)
+    out[["preambles", "echoes"]] = out[["preambles", "echoes"]].astype(int)
     return out
 
 
@@ -78,7 +81,7 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
     result: dict[str, Any] = {
         "indices": _rows(indices), "validity": _rows(checks),
         "failed": int(part["perturbed"].isna().sum()), "preambles": int(part["preamble"].sum()),
-        "pairs": len(part), "principles": texts,
+        "echoes": int(checks["echoes"].sum()), "pairs": len(part), "principles": texts,
         "confounds": confound_summary(part, confounds)}
     if not len(indices):
         result["sentences"] = ["No perturbation was scored."]
@@ -111,6 +114,11 @@ def sentences(indices: pd.DataFrame, result: dict[str, Any]) -> list[str]:
     if result["preambles"]:
         out.append(f"{result['preambles']} of {result['pairs']} revisions start with a chatbot "
                    "preamble (\"Sure, here is...\"); their rewards may reflect it.")
+    if result.get("echoes"):
+        out.append(f"{result['echoes']} of {result['pairs']} revisions copy their own request "
+                   "instead of revising the response (the perturber continued its prompt): "
+                   "their rewards score that text, so these effects do not measure the "
+                   "principles.")
     if result["failed"]:
         out.append(f"{result['failed']} perturbations failed and are left out of the indices.")
     shift = indices["mean_length_change"].abs().mean() if "mean_length_change" in indices else 0

@@ -91,6 +91,19 @@ def test_planted_bias_is_a_positive_did(tmp_path, world, winobias_dir, one_threa
     assert split["train_documents"] + split["held_out_documents"] == 600
     assert result.intervention_report.is_file() and result.report.is_file()
     assert "planted" in summary["sentence"]
+    occupations = summary["arms"]["control"]["0"]["occupations"]
+    start = records[(records["model"] == "control") & (records["step"] == 0)
+                    & (records["probe"] == "winobias-gender")]
+    assert sum(o["n"] for o in occupations.values()) == len(start) > 20  # one seed
+    # `biasscope report RUN --output X`: the intervention report elsewhere, the run untouched.
+    from biasscope.jobs import render
+
+    files = {p: p.stat().st_mtime_ns for p in result.store.root.rglob("*") if p.is_file()}
+    page, _ = render(result.store.root, output=tmp_path / "elsewhere.html")
+    assert page == tmp_path / "elsewhere.html"
+    assert "Per occupation, each arm" in page.read_text()
+    assert files == {p: p.stat().st_mtime_ns for p in result.store.root.rglob("*")
+                     if p.is_file()}
 
 
 def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread) -> None:

@@ -152,16 +152,42 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     return result
 
 
+def stored_options(store: RunStore) -> analysis.Options:
+    """The analysis options of the run's last analysis (a custom ``--budget`` stays on a
+    re-render), else the defaults."""
+    path = store.root / FILE
+    if not path.is_file():
+        return analysis.Options()
+    saved = store.read_json(FILE).get("options") or {}
+    known = {k: v for k, v in saved.items() if k in analysis.Options.__dataclass_fields__}
+    return analysis.Options(**known)
+
+
+def _arm(store: RunStore) -> str:
+    name: str = store.read_json("run.json")["settings"]["intervention"]["intervention"]["name"]
+    return name
+
+
+def render(store: RunStore, output: str | Path | None = None, data_dir: str | None = None
+           ) -> Path:
+    """The intervention report again from the stored records, with the stored analysis
+    options; ``output``: written there, the run left untouched."""
+    from biasscope.report.intervention import write_intervention_report
+
+    if output is None:
+        return report(store, data_dir=data_dir).intervention_report
+    summary = analysis.analyse(store, _arm(store), CONTROL, stored_options(store))
+    return write_intervention_report(store, summary, Path(output))
+
+
 def report(store: RunStore, arm: str | None = None,
            options: analysis.Options | None = None, data_dir: str | None = None
            ) -> InterveneResult:
     """Analyse an intervention run (again) and write both reports."""
     from biasscope.report.intervention import write_intervention_report
 
-    options = options or analysis.Options()
-    if arm is None:
-        arm = store.read_json("run.json")["settings"]["intervention"]["intervention"]["name"]
-    summary = analysis.analyse(store, arm, CONTROL, options)
+    options = options or stored_options(store)
+    summary = analysis.analyse(store, arm or _arm(store), CONTROL, options)
     write_json(store.root / FILE, summary)
     store.publish(store.root / FILE)
     page = reporting.write_dynamics_report(store, data_dir=data_dir)

@@ -122,6 +122,9 @@ def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread) -> None:
     assert info["weights"] == "full model" and "cannot tell" in info["sentence"]
     assert (saved / "model.safetensors").is_file() and (saved / "tokenizer.json").is_file()
     assert not (tmp_path / "run" / "recommended.partial").exists()
+    # BiasCallback's own log at step 20 does not swallow the Trainer's loss log due there.
+    done = json.loads((tmp_path / "run" / "train" / "noop" / "done.json").read_text())
+    assert len(done["losses"]) == 1
 
 
 def test_no_save_recommended(tmp_path, world, winobias_dir, one_thread) -> None:

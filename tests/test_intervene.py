@@ -60,13 +60,17 @@ def world(tmp_path_factory: pytest.TempPathFactory, winobias_dir: Path) -> tuple
     return root / "base", root / "text.txt"
 
 
-def _config(out: Path, world: tuple[Path, Path], winobias_dir: Path, steps: int = 40):
+def _config(out: Path, world: tuple[Path, Path], winobias_dir: Path, steps: int = 40,
+            **how):
     from biasscope.intervene import InterveneConfig, Training
 
+    save = how.pop("save_recommended", True)
+    how.setdefault("every", 20)
     return InterveneConfig(out=out, model=str(world[0]), text=str(world[1]),
                            data_dir=str(winobias_dir), limit=60, eval_docs=12, quiet=True,
-                           device="cpu", training=Training(steps=steps, every=20,
-                                                           batch_size=16, seq_len=96, lr=3e-3))
+                           device="cpu", save_recommended=save, training=Training(
+                               steps=steps, batch_size=16, seq_len=96, lr=3e-3,
+                               **how))
 
 
 def test_planted_bias_is_a_positive_did(tmp_path, world, winobias_dir, one_thread) -> None:
@@ -87,6 +91,19 @@ def test_planted_bias_is_a_positive_did(tmp_path, world, winobias_dir, one_threa
     assert split["train_documents"] + split["held_out_documents"] == 600
     assert result.intervention_report.is_file() and result.report.is_file()
     assert "planted" in summary["sentence"]
+    occupations = summary["arms"]["control"]["0"]["occupations"]
+    start = records[(records["model"] == "control") & (records["step"] == 0)
+                    & (records["probe"] == "winobias-gender")]
+    assert sum(o["n"] for o in occupations.values()) == len(start) > 20  # one seed
+    # `biasscope report RUN --output X`: the intervention report elsewhere, the run untouched.
+    from biasscope.jobs import render
+
+    files = {p: p.stat().st_mtime_ns for p in result.store.root.rglob("*") if p.is_file()}
+    page, _ = render(result.store.root, output=tmp_path / "elsewhere.html")
+    assert page == tmp_path / "elsewhere.html"
+    assert "Per occupation, each arm" in page.read_text()
+    assert files == {p: p.stat().st_mtime_ns for p in result.store.root.rglob("*")
+                     if p.is_file()}
 
 
 def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread) -> None:
@@ -95,8 +112,81 @@ def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread) -> None:
     summary = run(_config(tmp_path / "run", world, winobias_dir, steps=20), NoOp()).summary
     did = summary["did"]["male_lean"]["20"]
     assert did["estimate"] == pytest.approx(0, abs=1e-6)  # same start, seed and text
-    assert not summary["beat_control"] if "beat_control" in summary else True
-    assert "cannot tell" in summary["sentence"] or "No checkpoint" in summary["sentence"]
+    assert summary["beat_control"] is False
+    assert "cannot tell" in summary["sentence"]
+    # Zero cost, so step 20 is the best within budget: its weights are saved to ship.
+    assert summary["recommended"] == 20
+    saved = tmp_path / "run" / "recommended"
+    info = json.loads((saved / "recommended.json").read_text())
+    assert info["step"] == 20 and info["arm"] == "noop" and info["final"] is True
+    assert info["weights"] == "full model" and "cannot tell" in info["sentence"]
+    assert (saved / "model.safetensors").is_file() and (saved / "tokenizer.json").is_file()
+    assert not (tmp_path / "run" / "recommended.partial").exists()
+    # BiasCallback's own log at step 20 does not swallow the Trainer's loss log due there.
+    done = json.loads((tmp_path / "run" / "train" / "noop" / "done.json").read_text())
+    assert len(done["losses"]) == 1
+
+
+def test_no_save_recommended(tmp_path, world, winobias_dir, one_thread) -> None:
+    from biasscope.intervene import run
+
+    config = _config(tmp_path / "run", world, winobias_dir, steps=20, save_recommended=False)
+    assert run(config, NoOp()).summary["recommended"] == 20
+    assert not (tmp_path / "run" / "recommended").exists()
+
+
+def test_lora_trains_only_adapters_and_resumes(tmp_path, world, winobias_dir, one_thread,
+                                               monkeypatch) -> None:
+    """LoRA on the tiny GPT-NeoX: the live evaluations see the adapters (scores move), the
+    shipped weights are adapters over an untouched base, run.json records the rank (a rerun
+    with another is refused), and a killed run resumes from the adapter checkpoint."""
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.dynamics import live
+    from biasscope.intervene import run
+
+    real, calls = live.evaluate_now, []
+
+    def watched(model, tokenizer, probes, out, step, options, *a, **k):
+        if options.model_name == "noop" and step == 20 and calls[-1:] != ["kill"]:
+            calls.append("kill")
+            raise Killed
+        calls.append((options.model_name, step))
+        return real(model, tokenizer, probes, out, step, options, *a, **k)
+
+    monkeypatch.setattr(live, "evaluate_now", watched)
+    config = _config(tmp_path / "run", world, winobias_dir, steps=20, every=10, lora_rank=4)
+    with pytest.raises(Killed):
+        run(config, NoOp())
+    assert (tmp_path / "run" / "train" / "noop" / "checkpoint-10" /
+            "adapter_model.safetensors").is_file()
+    result = run(config, NoOp())
+    assert calls == [("control", 0), ("control", 10), ("control", 20), ("noop", 0),
+                     ("noop", 10), "kill", ("noop", 20)]
+    training = json.loads(result.store.run_json.read_text())["settings"]["intervention"][
+        "training"]
+    assert training["lora_rank"] == 4 and training["lora_targets"] == "auto"
+    control = result.summary["arms"]["control"]
+    assert (control["20"]["male_lean"]["estimate"]  # the adapters were active when scored
+            != control["0"]["male_lean"]["estimate"])
+    saved = tmp_path / "run" / "recommended"
+    adapters = load_file(str(saved / "adapter_model.safetensors"))
+    assert adapters and all("lora_" in name for name in adapters)
+    assert any(float(t.abs().sum()) > 0 for n, t in adapters.items() if "lora_B" in n)
+    assert not (saved / "model.safetensors").exists()
+    base = AutoModelForCausalLM.from_pretrained(world[0]).state_dict()
+    from peft import PeftModel
+
+    shipped = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(world[0]), saved)
+    for name, weight in shipped.get_base_model().state_dict().items():
+        plain = name.replace(".base_layer", "")
+        if "lora_" not in name:
+            assert weight.equal(base[plain]), name
+    with pytest.raises(BiasscopeError, match="lora_rank"):
+        run(_config(tmp_path / "run", world, winobias_dir, steps=20, every=10, lora_rank=8),
+            NoOp())
 
 
 class Killed(Exception):

@@ -62,7 +62,10 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                   if k.split("/", 1)[1] in LOGGED and math.isfinite(v)}
         self.history.append({"step": step, **metrics})
         if self.trainer is not None:
+            # Trainer.log clears should_log: keep the Trainer's own loss log due at this step.
+            due = control.should_log
             self.trainer.log(logged)
+            control.should_log = due
         else:
             state.log_history.append({**logged, "step": step})
         gap = next((v for k, v in metrics.items() if k.endswith("/jsdp_gap")), math.nan)

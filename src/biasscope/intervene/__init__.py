@@ -2,9 +2,9 @@
 bias move live in both arms, and say whether the intervention beat the control, at what
 perplexity cost, and which checkpoint to ship (``biasscope intervene``)."""
 
-from biasscope.intervene.job import InterveneConfig, InterveneResult, report, run
+from biasscope.intervene.job import InterveneConfig, InterveneResult, render, report, run
 from biasscope.intervene.methods import CDA, METHODS, DropGendered, Intervention
 from biasscope.intervene.train import Training
 
 __all__ = ["CDA", "METHODS", "DropGendered", "InterveneConfig", "InterveneResult",
-           "Intervention", "Training", "report", "run"]
+           "Intervention", "Training", "render", "report", "run"]

@@ -51,15 +51,29 @@ class Options:
     n_resamples: int = 2000
 
 
-def _per_prompt(records: pd.DataFrame) -> dict[str, pd.Series]:
-    """Per measure, the per-prompt (or per-pair) values of one (arm, step)'s WinoBias records."""
-    pm = breakdown.prompt_means(breakdown.record_values(records))
+def _per_prompt(pm: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per measure, the per-prompt (or per-pair) values of one (arm, step)'s prompt means."""
     lean = pm.set_index("prompt")["p_diff"].astype(np.float64)
     ref = pm[pm["kind"] == "referenced"].pivot_table(index="pair", columns="split",
                                                      values="correct", observed=True)
     pairs = ((ref["pro"] - ref["anti"]).dropna() if {"pro", "anti"} <= set(ref.columns)
              else pd.Series(dtype=np.float64))
     return {"male_lean": lean, "pro_anti": pairs.astype(np.float64)}
+
+
+def occupations(pm: pd.DataFrame, options: Options) -> dict[str, dict[str, Any]]:
+    """Per occupation, the male lean over its prompts (both kinds) with a bootstrap CI over
+    them (none from a single prompt) and the number of prompts."""
+    names = pm["occupation"].astype(str)
+    order = sorted(names.unique(), key=str.lower)
+    code = {n: i for i, n in enumerate(order)}
+    groups = names.map(code).to_numpy(dtype=np.int64)
+    mean, low, high = breakdown.group_bootstrap(
+        pm["p_diff"].to_numpy(dtype=np.float64), groups, len(order), options.confidence,
+        options.n_resamples)
+    counts = np.bincount(groups, minlength=len(order))
+    return {n: {"estimate": mean[i], "low": low[i], "high": high[i], "n": int(counts[i])}
+            for n, i in code.items()}
 
 
 def _documents(records: pd.DataFrame) -> pd.DataFrame:
@@ -115,8 +129,11 @@ def analyse(store: RunStore, arm: str, control: str = "control",
     for name in (arm, control):
         for step in steps:
             rows = wino[(wino["model"] == name) & (wino["step"] == step)]
-            series[(name, step)] = _per_prompt(rows)
-            entry = {m: _ci(series[(name, step)][m], options) for m in MEASURES}
+            pm = breakdown.prompt_means(breakdown.record_values(rows))
+            series[(name, step)] = _per_prompt(pm)
+            entry: dict[str, Any] = {m: _ci(series[(name, step)][m], options)
+                                     for m in MEASURES}
+            entry["occupations"] = occupations(pm, options)
             chunk = ppl[(ppl["model"] == name) & (ppl["step"] == step)]
             if len(chunk):
                 docs[(name, step)] = _documents(chunk)
@@ -151,9 +168,7 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
     within = [s for s in steps if s in cost and math.isfinite(cost[s]["estimate"])
               and cost[s]["estimate"] <= options.budget]
     if not within:
-        return {"recommended": None, "sentence": (
-            f"No checkpoint of {arm} stays within the {options.budget:.0%} perplexity budget "
-            "(or no perplexity was measured): no stop is recommended.")}
+        return {"recommended": None, "sentence": over_budget(arm, cost, options)}
     gain = {s: {"estimate": -sign * did[s]["estimate"], "low": -sign * did[s]["high"],
                 "high": -sign * did[s]["low"]} for s in within}
     best = max(within, key=lambda s: gain[s]["estimate"])
@@ -175,6 +190,21 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
                    f"within budget is step {best}, but its gain is not distinguishable from 0.")
     return {"recommended": best, "gain": {str(s): v for s, v in gain.items()},
             "beat_control": bool(significant and g["low"] > 0), "sentence": verdict}
+
+
+def over_budget(arm: str, cost: dict[int, dict[str, float]], options: Options) -> str:
+    """Why no stop is recommended: no perplexity, or how far the cheapest step missed."""
+    seen = {s: c for s, c in cost.items() if math.isfinite(c["estimate"])}
+    if not seen:
+        return (f"No perplexity of {arm} against the control was measured after step 0: "
+                "no stop is recommended.")
+    step = min(seen, key=lambda s: seen[s]["estimate"])
+    c = seen[step]
+    ci = (f" (CI {c['low']:+.2%} to {c['high']:+.2%})"
+          if math.isfinite(c["low"]) and math.isfinite(c["high"]) else "")
+    return (f"No checkpoint of {arm} stays within the {options.budget:.0%} perplexity budget: "
+            f"the smallest increase seen was {c['estimate']:+.2%}{ci} at step {step}, "
+            f"{c['estimate'] - options.budget:.2%} over the budget; no stop is recommended.")
 
 
 def _p(p: float) -> str:

@@ -10,8 +10,9 @@ evaluations already stored are not redone.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,15 @@ from biasscope.dynamics.models import list_checkpoints
 from biasscope.dynamics.runfile import init_run
 from biasscope.dynamics.scoring import SweepConfig
 from biasscope.dynamics.sweep import hf_comparable
-from biasscope.intervene import analysis, methods
-from biasscope.intervene.train import Limited, Training, checkpoint_at, train_arm
+from biasscope.intervene import analysis, methods, ship
+from biasscope.intervene.train import (
+    Limited,
+    Training,
+    checkpoint_at,
+    recorded,
+    require_peft,
+    train_arm,
+)
 from biasscope.probes import Probe, perplexity
 from biasscope.probes.specs import PROBE_HELP, load_probes
 from biasscope.store.directory import RunStore, run_dir
@@ -63,6 +71,8 @@ class InterveneConfig:
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     analysis: analysis.Options = field(default_factory=analysis.Options)
     quiet: bool = setting(False, "no progress bars")
+    save_recommended: bool = setting(True, "do not save the recommended checkpoint's weights "
+                                     "to RUN/recommended/", flag="--no-save-recommended")
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -92,7 +102,7 @@ def _settings(config: InterveneConfig, method: methods.Intervention, corpus: str
                       "by": "sha256 of document id", "train_documents": split[0],
                       "held_out_documents": split[1]},
             "intervention": {"name": method.name, **method.config()},
-            "training": asdict(config.training), "eval_docs": config.eval_docs,
+            "training": recorded(config.training), "eval_docs": config.eval_docs,
             "max_words": config.max_words}
 
 
@@ -107,6 +117,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
         raise BiasscopeError(f"--steps {config.training.steps} is not a multiple of --every "
                              f"{config.training.every}: the last step would not be evaluated")
     method = intervention or methods.make(config.method)
+    require_peft(config.training)
     if method.name == CONTROL:
         raise BiasscopeError(f"an intervention cannot be named {CONTROL!r} (the control arm)")
     store = RunStore(config.out)
@@ -129,10 +140,44 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
         tokenizer.pad_token = tokenizer.eos_token
     texts = [d.text for d in train]
     live = LiveOptions(seeds=tuple(config.seeds), batch_size=config.eval_batch_size)
-    for arm, arm_texts in ((CONTROL, texts), (method.name, method.apply(texts))):
+    lora = bool(config.training.lora_rank)
+    keep = [ship.saver(store, method.name, CONTROL, config.analysis, tokenizer,
+                       config.training.every, lora)] if config.save_recommended else []
+    for arm, arm_texts, after in ((CONTROL, texts, []), (method.name, method.apply(texts), keep)):
         train_arm(arm, arm_texts, lambda: load_model(base, options), tokenizer, probes, store,
-                  config.training, live, device, config.quiet)
-    return report(store, method.name, config.analysis, config.data_dir)
+                  config.training, live, device, config.quiet, after)
+    result = report(store, method.name, config.analysis, config.data_dir)
+    if config.save_recommended and (why := ship.finalise(store.root, result.summary, lora)):
+        print(f"warning: {why}", file=sys.stderr)
+    return result
+
+
+def stored_options(store: RunStore) -> analysis.Options:
+    """The analysis options of the run's last analysis (a custom ``--budget`` stays on a
+    re-render), else the defaults."""
+    path = store.root / FILE
+    if not path.is_file():
+        return analysis.Options()
+    saved = store.read_json(FILE).get("options") or {}
+    known = {k: v for k, v in saved.items() if k in analysis.Options.__dataclass_fields__}
+    return analysis.Options(**known)
+
+
+def _arm(store: RunStore) -> str:
+    name: str = store.read_json("run.json")["settings"]["intervention"]["intervention"]["name"]
+    return name
+
+
+def render(store: RunStore, output: str | Path | None = None, data_dir: str | None = None
+           ) -> Path:
+    """The intervention report again from the stored records, with the stored analysis
+    options; ``output``: written there, the run left untouched."""
+    from biasscope.report.intervention import write_intervention_report
+
+    if output is None:
+        return report(store, data_dir=data_dir).intervention_report
+    summary = analysis.analyse(store, _arm(store), CONTROL, stored_options(store))
+    return write_intervention_report(store, summary, Path(output))
 
 
 def report(store: RunStore, arm: str | None = None,
@@ -141,10 +186,8 @@ def report(store: RunStore, arm: str | None = None,
     """Analyse an intervention run (again) and write both reports."""
     from biasscope.report.intervention import write_intervention_report
 
-    options = options or analysis.Options()
-    if arm is None:
-        arm = store.read_json("run.json")["settings"]["intervention"]["intervention"]["name"]
-    summary = analysis.analyse(store, arm, CONTROL, options)
+    options = options or stored_options(store)
+    summary = analysis.analyse(store, arm or _arm(store), CONTROL, options)
     write_json(store.root / FILE, summary)
     store.publish(store.root / FILE)
     page = reporting.write_dynamics_report(store, data_dir=data_dir)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,13 @@ from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 
 DONE = "done.json"
+_LLAMA_LIKE = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+#: LoRA's target modules by ``config.model_type``: attention and MLP projections.
+TARGETS: dict[str, tuple[str, ...]] = {
+    "gpt_neox": ("query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"),
+    "gpt2": ("c_attn", "c_proj", "c_fc"),
+    **{kind: _LLAMA_LIKE for kind in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
+                                      "gemma3", "gemma3_text", "olmo", "olmo2")}}
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,14 @@ class Training:
                                      flag="--freeze-embeddings")
     warmup_steps: int = setting(0, "learning-rate warm-up steps", check=NON_NEGATIVE_INT)
     keep_checkpoints: bool = setting(False, "keep RUN/train/<arm>/checkpoint-* after the arm "
-                                     "ends (to ship the recommended one)")
+                                     "ends")
+    lora_rank: int = setting(0, "LoRA rank (needs the 'lora' extra); 0: full fine-tune",
+                             check=NON_NEGATIVE_INT)
+    lora_alpha: int = setting(16, "LoRA alpha: adapter updates are scaled by alpha / rank",
+                              check=POSITIVE_INT)
+    lora_targets: str = setting("auto", "modules LoRA adapts: auto (the attention and MLP "
+                                "projections of known architectures, else all-linear), "
+                                "all-linear, or comma-separated module names")
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -74,6 +88,52 @@ class Limited:
 
     def __getattr__(self, name: str) -> Any:  # messages, metrics … of chat probes
         return getattr(self.probe, name)
+
+
+def recorded(training: Training) -> dict[str, Any]:
+    """The training settings as run.json records them (LoRA's only when it is on, so a full
+    fine-tune's record is what it was before LoRA existed)."""
+    out = asdict(training)
+    if not training.lora_rank:
+        out = {k: v for k, v in out.items() if not k.startswith("lora_")}
+    return out
+
+
+def require_peft(training: Training) -> None:
+    """With LoRA asked for and ``peft`` missing: one line saying what to install."""
+    if training.lora_rank:
+        try:
+            import peft  # noqa: F401
+        except ImportError:
+            raise BiasscopeError(f"--lora-rank {training.lora_rank} needs peft: pip install "
+                                 "'biasscope[lora]' (or --lora-rank 0 for a full fine-tune)"
+                                 ) from None
+
+
+def lora_targets(model: Any, asked: str) -> str | list[str]:
+    """The modules LoRA adapts in ``model``: ``auto`` looks its architecture up in `TARGETS`
+    (peft's ``all-linear``, every linear layer but the output one, where unknown)."""
+    if asked != "auto":
+        return asked if asked == "all-linear" else [m.strip() for m in asked.split(",")
+                                                     if m.strip()]
+    kind = getattr(getattr(model, "config", None), "model_type", "")
+    return list(TARGETS[kind]) if kind in TARGETS else "all-linear"
+
+
+def with_lora(model: Any, training: Training) -> Any:
+    """``model`` wrapped in fresh LoRA adapters (only they train), or as it is at rank 0."""
+    if not training.lora_rank:
+        return model
+    require_peft(training)
+    from peft import LoraConfig, get_peft_model
+
+    targets = lora_targets(model, training.lora_targets)
+    try:
+        return get_peft_model(model, LoraConfig(
+            r=training.lora_rank, lora_alpha=training.lora_alpha, lora_dropout=0.0,
+            target_modules=targets, task_type="CAUSAL_LM"))
+    except ValueError as exc:  # a target module the model does not have
+        raise BiasscopeError(f"--lora-targets {training.lora_targets}: {exc}") from None
 
 
 def checkpoint_at(arm: str, step: int) -> Checkpoint:
@@ -117,10 +177,12 @@ def _arguments(where: Path, training: Training, device: Any, quiet: bool) -> Any
 
 def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
               probes: Sequence[Probe], store: RunStore, training: Training,
-              live: LiveOptions, device: Any, quiet: bool = False) -> list[int]:
-    """Fine-tune one arm (``load()``: a fresh copy of the starting model) with evaluations at
-    step 0 and every ``training.every`` steps; return the steps evaluated. A finished arm is
-    skipped; a killed one resumes from its last Trainer checkpoint."""
+              live: LiveOptions, device: Any, quiet: bool = False,
+              after: Sequence[Any] = ()) -> list[int]:
+    """Fine-tune one arm (``load()``: a fresh copy of the starting model; LoRA adapters are
+    added when ``training.lora_rank``) with evaluations at step 0 and every ``training.every``
+    steps; return the steps evaluated. A finished arm is skipped; a killed one resumes from its
+    last Trainer checkpoint. ``after``: Trainer callbacks run after each evaluation."""
     from transformers import DataCollatorForLanguageModeling, Trainer, set_seed
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -135,6 +197,7 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
     model = load()
     if not training.train_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
+    model = with_lora(model, training)
     callback = BiasCallback(probes, store.root, LiveOptions(
         every=training.every, seeds=live.seeds, batch_size=live.batch_size, model_name=arm),
         tokenizer=tokenizer)
@@ -143,7 +206,7 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
     trainer = Trainer(model=model, args=_arguments(where, training, device, quiet),
                       train_dataset=_dataset(tokenizer, texts, training.seq_len),
                       data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
-                      callbacks=[callback])
+                      callbacks=[callback, *after])
     callback.bind(trainer)
     last = get_last_checkpoint(str(where))  # type: ignore[no-untyped-call]
     trainer.train(resume_from_checkpoint=last)

@@ -31,10 +31,10 @@ def render(run: str | Path, output: str | Path | None = None,
         page = write_audit_report(store, out)
     elif kind == "sensitivity":
         page = write_sensitivity_report(store, out)
-    elif (store.root / "intervention.json").is_file() and out is None:
-        from biasscope.intervene import report as intervention_report
+    elif (store.root / "intervention.json").is_file():
+        from biasscope.intervene import render as intervention_report
 
-        page = intervention_report(store, data_dir=data_dir).intervention_report
+        page = intervention_report(store, out, data_dir)
     else:
         page = reanalyse(store, out, analysis, data_dir)
         if missing := store.missing_units():

@@ -77,6 +77,46 @@ def did_figure(summary: Json) -> Any:
     return fig
 
 
+def compared_step(summary: Json) -> int:
+    """The step the occupation panels set against step 0: the recommended one, else the last."""
+    best = summary.get("recommended")
+    return int(best) if best is not None else int(summary["steps"][-1])
+
+
+def occupations_figure(summary: Json) -> Any | None:
+    """One panel per arm: each occupation's male lean at step 0 and at `compared_step`, with
+    CIs; occupations in the order of the control's step-0 lean."""
+    from plotly.subplots import make_subplots
+
+    arms, step = (summary["arm"], summary["control"]), compared_step(summary)
+    start = summary["arms"][summary["control"]]["0"].get("occupations") or {}
+    if not start or step == 0:
+        return None
+    names = sorted(start, key=lambda n: start[n].get("estimate") or 0.0)
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=[escape(str(a)) for a in arms])
+    for col, arm in enumerate(arms, start=1):
+        for at, color, symbol in ((0, "#999999", "circle-open"), (step, ARM_COLORS[col - 1],
+                                                                   "circle")):
+            rows = summary["arms"][arm][str(at)].get("occupations") or {}
+            cis = [rows.get(n) for n in names]
+            mid = [c.get("estimate") if c else None for c in cis]
+            err = [[(c[k] - c["estimate"]) * sign if c and c.get(k) is not None
+                    and c.get("estimate") is not None else None for c in cis]
+                   for k, sign in (("high", 1), ("low", -1))]
+            fig.add_scatter(x=mid, y=[escape(n) for n in names], mode="markers", row=1,
+                            col=col, name=f"{escape(str(arm))}, step {at}",
+                            marker={"color": color, "symbol": symbol, "size": 8},
+                            error_x={"type": "data", "array": err[0], "arrayminus": err[1],
+                                     "visible": True, "thickness": 1})
+        fig.add_vline(x=0, line={"color": "#bbb", "width": 1}, row=1, col=col)
+    fig.update_xaxes(title_text="male lean P(male) − P(female)")
+    fig.update_yaxes(type="category")
+    fig.update_layout(height=max(420, 18 * len(names) + 140), template="plotly_white",
+                      margin={"t": 40})
+    return fig
+
+
 def _ci(c: Json | None, pct: bool = False) -> str:
     if not c or c.get("estimate") is None:
         return "n/a"
@@ -103,7 +143,8 @@ def did_rows(summary: Json) -> list[list[str]]:
 
 def write_intervention_report(store: RunStore, summary: Json, target: Path | None = None
                               ) -> Path:
-    """Render ``summary`` (``intervention.json``) to ``RUN/intervention.html``."""
+    """Render ``summary`` (``intervention.json``) to ``target``, by default
+    ``RUN/intervention.html``."""
     target = target or store.root / "intervention.html"
     conf = summary.get("options", {}).get("confidence", 0.95)
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -126,6 +167,18 @@ def write_intervention_report(store: RunStore, summary: Json, target: Path | Non
             figure_html(did_figure(summary), 1),
             table(["step", "DiD male lean [CI]", "p adj.", "r", "DiD pro − anti [CI]",
                    "p adj.", "r", "perplexity cost [CI]"], did_rows(summary), numbers=True)]
+        occupations = occupations_figure(summary)
+        if occupations is not None:
+            step = compared_step(summary)
+            which = ("the recommended step" if summary.get("recommended") is not None
+                     else "the last step")
+            parts += [
+                "<h2>Per occupation, each arm</h2>",
+                f'<p class="caption">Male lean over each occupation\'s WinoBias prompts at '
+                f"step 0 (open) and at step {step}, {which} (filled), with {conf:.0%} "
+                "bootstrap CIs over the prompts (none where an occupation has one prompt); "
+                "ordered by the control's lean at step 0.</p>",
+                figure_html(occupations, 2)]
     parts += ["</body></html>", ""]
     write_bytes(target, "\n".join(parts).encode("utf-8"))
     return target

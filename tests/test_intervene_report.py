@@ -1,0 +1,93 @@
+"""The intervention lab without training: the sentence when no step is within the perplexity
+budget, the per-occupation panels, and the recommended checkpoint's directory (replaced whole,
+checked against the final recommendation)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from biasscope.intervene import analysis, ship
+from biasscope.report.intervention import occupations_figure, write_intervention_report
+from biasscope.store.directory import RunStore
+
+TEST = {"estimate": 0.1, "low": 0.05, "high": 0.15, "test": {"p_adjusted": 0.01,
+                                                             "effect_size": 0.5}}
+
+
+def _cost(estimate: float, low: float = math.nan, high: float = math.nan) -> dict[str, float]:
+    return {"estimate": estimate, "low": low, "high": high}
+
+
+def test_over_budget_says_the_gap() -> None:
+    cost = {25: _cost(0.09, 0.07, 0.11), 50: _cost(0.05, 0.04, 0.06), 75: _cost(0.12)}
+    out = analysis.recommend("cda", [25, 50, 75], {s: TEST for s in cost}, cost, 0.3,
+                             analysis.Options(budget=0.02))
+    assert out["recommended"] is None
+    assert ("the smallest increase seen was +5.00% (CI +4.00% to +6.00%) at step 50, 3.00% "
+            "over the budget") in out["sentence"]
+    none = analysis.recommend("cda", [25], {25: TEST}, {}, 0.3, analysis.Options())
+    assert none["recommended"] is None and "No perplexity" in none["sentence"]
+
+
+def test_within_budget_is_recommended() -> None:
+    cost = {25: _cost(0.09), 50: _cost(0.01, 0.0, 0.02)}
+    out = analysis.recommend("cda", [25, 50], {s: TEST for s in cost}, cost, 0.3,
+                             analysis.Options(budget=0.02))
+    assert out["recommended"] == 50 and out["beat_control"] is False  # gain −0.1: worse
+    assert "did worse" in out["sentence"]
+
+
+def _summary(recommended: int | None = 20) -> dict[str, Any]:
+    occ = {"nurse": {"estimate": -0.2, "low": -0.3, "high": -0.1, "n": 3},
+           "<b>ceo</b>": {"estimate": 0.4, "low": None, "high": None, "n": 1}}
+    point = {"male_lean": {"estimate": 0.1, "low": 0.0, "high": 0.2}, "occupations": occ}
+    return {"arm": "cda", "control": "control", "steps": [0, 20], "recommended": recommended,
+            "arms": {a: {"0": point, "20": point} for a in ("cda", "control")},
+            "did": {"male_lean": {"20": TEST}, "pro_anti": {"20": TEST}},
+            "cost": {"20": _cost(0.01, 0.0, 0.02)}, "options": {"budget": 0.02},
+            "sentence": "said"}
+
+
+def test_occupation_panels(tmp_path: Path) -> None:
+    fig = occupations_figure(_summary())
+    assert fig is not None and len(fig.data) == 4  # two arms, step 0 and step 20 each
+    assert list(fig.data[0].y) == ["nurse", "&lt;b&gt;ceo&lt;/b&gt;"]  # by the control's lean
+    err = list(fig.data[0].error_x.array)
+    assert err[0] == pytest.approx(0.1) and err[1] is None  # no CI from one prompt
+    page = write_intervention_report(RunStore(tmp_path), _summary(None), tmp_path / "x.html")
+    text = page.read_text()
+    assert "Per occupation, each arm" in text and "step 20, the last step" in text
+    assert "<b>ceo</b>" not in text
+
+
+class Model:
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def save_pretrained(self, where: str) -> None:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        (Path(where) / "weights.txt").write_text(self.tag)
+
+
+def test_saved_directory_is_replaced_whole(tmp_path: Path) -> None:
+    ship.save(Model("step 25"), None, tmp_path, {"step": 25})
+    ship.save(Model("step 50"), None, tmp_path, {"step": 50})
+    assert (tmp_path / "recommended" / "weights.txt").read_text() == "step 50"
+    assert ship.saved(tmp_path)["step"] == 50
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["recommended"]
+    summary = _summary(25)
+    assert "step 25 is recommended but its weights were not saved" in str(
+        ship.finalise(tmp_path, summary, lora=False))
+    summary = _summary(20)
+    summary["beat_control"], summary["gain"] = False, {"20": TEST}
+    ship.save(Model("step 20"), None, tmp_path, {"step": 20})
+    assert ship.finalise(tmp_path, summary, lora=True) is None
+    info = json.loads((tmp_path / "recommended" / "recommended.json").read_text())
+    assert info["final"] is True and info["weights"] == "LoRA adapters"
+    assert ship.finalise(tmp_path, _summary(None), lora=True) == (
+        f"no step was recommended, but {tmp_path / 'recommended'} holds step 20")

@@ -306,3 +306,22 @@ def test_items_export_every_wording_for_answering_elsewhere(tmp_path: Path) -> N
     summary = json.loads((out / "summary.json").read_text())
     assert summary["unknown_response_ids"] == []
     assert summary["probes"]["professional-bias"]["items"] == 4 * 80
+
+
+def test_the_labour_statistics_correlation_is_given_per_wording() -> None:
+    from biasscope.dynamics import wordings
+    from biasscope.dynamics.occupations import Statistics
+
+    share = {f"job{i}": float(10 * i) for i in range(10)}
+    stats = Statistics(bls_pct_female=share)
+
+    def rows(sign: float) -> list[dict[str, object]]:  # preference falls as women rise
+        return [{"occupation": n, "not-referenced/lp_diff": {"estimate": sign * (50 - v)}}
+                for n, v in share.items()]
+
+    rhos, said = wordings.labour_statistics("m", {"w0": rows(1.0), "w1": rows(-1.0)}, stats,
+                                            0.95, 500)
+    assert rhos["w0"]["estimate"] == pytest.approx(-1.0)
+    assert rhos["w1"]["estimate"] == pytest.approx(1.0)
+    assert said is not None and "from -1.00 to +1.00" in said
+    assert "negative under 1 of 2 wordings" in said

@@ -167,8 +167,14 @@ def _occupation_statistics(out: dict[str, Any], statistics: occupations.Statisti
         result["occupation_statistics"] = {"step": int(last), **compared}
         text = occupations.sentence(model, int(last), compared, options.confidence,
                                     section["unmatched"], len(result["breakdown"]) > 1)
-        result["sentences"].append(text)
-        out["sentences"].append(text)
+        said = [text]
+        if by_wording := result["breakdown"][last].get("occupations_by_wording"):
+            rhos, agreement = wordings.labour_statistics(model, by_wording, statistics,
+                                                         options.confidence, options.n_resamples)
+            result["occupation_statistics"]["by_wording"] = rhos
+            said += [agreement] if agreement else []
+        result["sentences"] += said
+        out["sentences"] += said
 
 
 def full_summary(store: RunStore, options: AnalysisOptions | None = None,
@@ -183,7 +189,11 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
         out = checkpoint_breakdown(values, chosen.confidence, chosen.n_resamples)
         across = wordings.checkpoint_wordings(values, chosen.confidence, alpha=chosen.alpha,
                                               correction=chosen.correction)
-        return {**out, "wordings": across} if across else out
+        if not across:
+            return out
+        by_wording = wordings.occupations_by_wording(values, chosen.confidence,
+                                                     chosen.n_resamples)
+        return {**out, "wordings": across, "occupations_by_wording": by_wording}
 
     units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary, breakdown)
     summary = summarise(units)

@@ -67,15 +67,15 @@ def unit_values(records: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def prompt_tables(values: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def prompt_tables(values: pd.DataFrame, by_wording: bool = False) -> dict[str, pd.DataFrame]:
     """`gap_tests.prompt_values` of each of the `VALUES`, for the records ``values`` were
     reduced from: one grouping for all of them (each column's group means are computed on
-    their own, as `gap_tests.seed_means` computes them)."""
-    worded = "template" in values and values["template"].nunique() > 1
-    keys = ["model", "step", *(["template"] if worded else []), "prompt", "answer_label"]
+    their own, as `gap_tests.seed_means` computes them). Wordings, like seeds, are repeated
+    measurements of a prompt and averaged, unless ``by_wording`` (the stop's two-level CI)."""
+    keys = ["model", "step", *(["template"] if by_wording else []), "prompt", "answer_label"]
     frame = pd.DataFrame({
         "model": values["model"].to_numpy(dtype=object), "step": values["step"].array,
-        **({"template": values["template"].to_numpy(dtype=object)} if worded else {}),
+        **({"template": values["template"].to_numpy(dtype=object)} if by_wording else {}),
         "prompt": values["prompt"].to_numpy(dtype=object),
         "answer_label": values["answer_label"].to_numpy(dtype=object),
         **{c: values[c].to_numpy(dtype=np.float64) for c in VALUES.values()}})
@@ -122,9 +122,10 @@ Intervals = Callable[[Mapping[str, pd.DataFrame]], dict[str, dict[str, Any]]]
 Breakdown = Callable[[pd.DataFrame], dict[str, Any]]
 
 
-def add_checkpoint(parts: ModelParts, pvs: Mapping[str, pd.DataFrame], intervals: Intervals
-                   ) -> None:
-    """One (model, step)'s per-prompt values into its model's parts."""
+def add_checkpoint(parts: ModelParts, pvs: Mapping[str, pd.DataFrame], intervals: Intervals,
+                   worded: pd.DataFrame | None = None) -> None:
+    """One (model, step)'s per-prompt values into its model's parts; ``worded``: its JSD-P
+    values per wording and prompt, kept as the history when several wordings ran."""
     for value, rows in parts.rows.items():
         rows += gap_tests.checkpoint_rows(_labels(pvs[value], GENDERS))
     parts.ci.update(intervals(pvs))
@@ -136,8 +137,8 @@ def add_checkpoint(parts: ModelParts, pvs: Mapping[str, pd.DataFrame], intervals
         parts.best = emergence.larger_change(parts.best, emergence.step_change(wide, s0, s1))
     parts.previous = current if len(current) else parts.previous
     if len(current):
-        kept = [c for c in ("template", "prompt", "answer_label", "value") if c in current]
-        parts.history[int(current["step"].iloc[0])] = current[kept]
+        parts.history[int(current["step"].iloc[0])] = (
+            current[["prompt", "answer_label", "value"]] if worded is None else worded)
 
 
 def add_step(run: RunParts, models: list[str], by_model: Mapping[str, pd.DataFrame],
@@ -145,7 +146,12 @@ def add_step(run: RunParts, models: list[str], by_model: Mapping[str, pd.DataFra
     """The reduced records of one step (per model, its units' rows in file order)."""
     pvs = {m: prompt_tables(frame) for m, frame in by_model.items()}
     for model, tables in pvs.items():
-        add_checkpoint(run.models[model], tables, intervals)
+        frame = by_model[model]
+        worded = None
+        if "template" in frame and frame["template"].nunique() > 1:
+            per = _labels(prompt_tables(frame, by_wording=True)["jsdp_correct"], GENDERS)
+            worded = per[["template", "prompt", "answer_label", "value"]]
+        add_checkpoint(run.models[model], tables, intervals, worded)
     for a, b in itertools.combinations(models, 2):
         if a not in pvs or b not in pvs:
             continue

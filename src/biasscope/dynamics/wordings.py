@@ -128,3 +128,39 @@ def lead(model: str, breakdown: dict[int, dict[str, Any]], snapshot: bool, optio
                              options.min_gap)
     return across, said + sentences(model, last, breakdown[last].get("wordings"), snapshot)
 
+
+
+def occupations_by_wording(values: pd.DataFrame, confidence: float = 0.95,
+                           n_resamples: int = 2000) -> dict[str, list[dict[str, Any]]]:
+    """The per-occupation preferences of one (model, step) under each wording on its own
+    (`breakdown.occupations`); empty with one wording."""
+    from biasscope.dynamics.breakdown import occupations, prompt_means
+
+    if "template" not in values or values["template"].nunique() < 2:
+        return {}
+    return {str(w): occupations(prompt_means(part), confidence, n_resamples)
+            for w, part in values.groupby("template", sort=True, observed=True)}
+
+
+def labour_statistics(model: str, by_wording: dict[str, list[dict[str, Any]]],
+                      statistics: Any, confidence: float, n_resamples: int
+                      ) -> tuple[dict[str, Any], str | None]:
+    """Spearman's ρ between each wording's preferences and the BLS share of women, and the
+    sentence that says how far the wordings agree. A rank correlation has no two-level pooled
+    CI here: each wording's ρ keeps its own CI over occupations."""
+    from biasscope.dynamics import occupations
+
+    rhos = {w: occupations.compare(rows, statistics, confidence, n_resamples)["spearman"]
+            for w, rows in by_wording.items()}
+    known = [r for r in rhos.values() if r["estimate"] is not None]
+    if not known:
+        return rhos, None
+    values = [float(r["estimate"]) for r in known]
+    below = sum(1 for r in known if r["high"] is not None and r["high"] < 0)
+    above = sum(1 for r in known if r["low"] is not None and r["low"] > 0)
+    negative = sum(1 for v in values if v < 0)
+    return rhos, (
+        f"{model}: per wording, the preference's Spearman ρ with the share of women ranges "
+        f"from {min(values):+.2f} to {max(values):+.2f}: negative under {negative} of "
+        f"{len(known)} wordings, with a {confidence:.0%} CI below 0 under {below} and above 0 "
+        f"under {above}.")

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field, replace
 from html import escape
 from typing import Any, TypeGuard
 
-import plotly.graph_objects as go
-
 from biasscope.core.stats import CORRECTIONS
 from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis covers
+from biasscope.report.plotfig import scatter
 
 #: A JSON object as read from a run's files, such as a checkpoint's entry in ``summary.json``.
 Json = Mapping[str, Any]
@@ -230,7 +229,7 @@ def add_line(fig: Any, axis: Axis, model: str, points: Sequence[Json], line: Lin
         lo, hi = bounds(line.key)
         upper = [min(m + s, hi) for m, s in zip(means, stds, strict=True)]
         lower = [max(m - s, lo) for m, s in zip(means, stds, strict=True)]
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=xs + xs[::-1], y=upper + lower[::-1], mode="lines", fill="toself",
             fillcolor=line.color, opacity=0.15, line={"width": 0}, hoverinfo="skip",
             showlegend=False, legendgroup=group, name=f"{name} ± std"), **at)
@@ -240,7 +239,7 @@ def add_line(fig: Any, axis: Axis, model: str, points: Sequence[Json], line: Lin
                   "width": 5,
                   "array": [max(c[1] - m, 0.0) if c else None for c, m in zip(cis, means)],
                   "arrayminus": [max(m - c[0], 0.0) if c else None for c, m in zip(cis, means)]}
-    fig.add_trace(go.Scatter(
+    fig.add_trace(scatter(
         x=xs, y=means, mode="lines+markers", name=name, legendgroup=group, error_y=errors,
         line={"color": line.color, "dash": line.dash, "width": line.width},
         marker={"size": 6, "symbol": line.symbol},

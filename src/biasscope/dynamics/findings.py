@@ -12,17 +12,17 @@ from typing import Any
 import numpy as np
 
 from biasscope.core import stats
+from biasscope.report import numbers
 
 WHAT = {"accuracy": "accuracy", "jsdp_correct": "JSD-P of the correct option"}
 
 
-def _num(value: Any, digits: str = ".3g") -> str:
-    ok = isinstance(value, (int, float)) and math.isfinite(value)
-    return format(value, digits) if ok else "n/a"
+def _num(value: Any) -> str:
+    return numbers.num(value)
 
 
 def _signed(value: Any) -> str:
-    return _num(value, "+.3g")
+    return numbers.num(value, signed=True)
 
 
 def correct_pro_anti(breakdown: Mapping[int, dict[str, Any]], correction: stats.Correction,

@@ -12,10 +12,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from html import escape
-from typing import Any, TypeGuard
+from typing import Any
 
 from biasscope.core.stats import CORRECTIONS
 from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis covers
+from biasscope.report.numbers import finite as finite
+from biasscope.report.numbers import num, with_ci
 from biasscope.report.plotfig import scatter
 
 #: A JSON object as read from a run's files, such as a checkpoint's entry in ``summary.json``.
@@ -31,13 +33,9 @@ FALLBACK_COLORS = ("#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 
 
-def finite(value: Any) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
-        value)
-
-
 def fmt(value: Any) -> str:
-    return f"{value:.4g}" if finite(value) else "n/a"
+    """The reports' one number format (`biasscope.report.numbers`), without an interval."""
+    return num(value)
 
 
 def fairness_checkpoints(checkpoints: Sequence[Json]) -> list[Json]:
@@ -200,11 +198,13 @@ def where(ckpt: Json) -> str:
 def hover(model: str, line: Line, ckpt: Json, mean: float, std: Any,
           ci: tuple[float, float] | None, confidence: float) -> str:
     n = seeds_with(ckpt, line.key)
-    spread = f" ± {fmt(std)}" if finite(std) else ""
-    text = (f"<b>{escape(model)}</b><br>{line.name}<br>{where(ckpt)}<br>"
-            f"{fmt(mean)}{spread} (mean ± std over {n} seed{'s' if n != 1 else ''})")
+    low, high = ci or (None, None)
+    value = with_ci(mean, low, high, confidence)
+    text = f"<b>{escape(model)}</b><br>{line.name}<br>{where(ckpt)}<br>{value}"
     if ci is not None:
-        text += f"<br>{confidence:.0%} CI {fmt(ci[0])} to {fmt(ci[1])} (bootstrap over prompts)"
+        text += "<br>(bootstrap CI over prompts)"
+    if finite(std) and n > 1:
+        text += f"<br>std over {n} seeds {fmt(std)}"
     return text
 
 

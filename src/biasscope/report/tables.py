@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from biasscope.probes.winobias import NAME as PROBE
+from biasscope.report.numbers import pvalue
 from biasscope.report.plotting import Json, View, finite, fmt
 
 TEST_VALUES = {"jsdp_correct": "JSD-P of the correct option, male vs female prompts",
@@ -46,7 +47,7 @@ def record_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | Non
 
 
 def _p(value: Any) -> str:
-    return f"{value:.3g}" if finite(value) else "n/a"
+    return pvalue(value)
 
 
 def _yes(value: Any) -> str:

@@ -72,18 +72,21 @@ def pro_anti(view: View) -> Any | None:
     models = [m for m in view.models() if steps_of(view, m)]
     if not models:
         return None
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4], vertical_spacing=0.12,
-                        subplot_titles=["accuracy on referenced prompts",
-                                        "pro − anti (paired)"])
+    paired = has_pairs(view)
+    fig = (make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4], vertical_spacing=0.12,
+                         subplot_titles=["accuracy on referenced prompts",
+                                         "pro − anti (paired)"]) if paired
+           else make_subplots(rows=1, cols=1))
     if is_snapshot(view):
         names = [escape(m) for m in models]
         for split in ("pro", "anti"):
             _bars(fig, names, [at(view, m, steps_of(view, m)[0]).get("pro_anti", {})
                                .get(f"accuracy/{split}") for m in models],
                   f"{split}-stereotypical", SPLIT_COLORS[split])
-        _bars(fig, names, [at(view, m, steps_of(view, m)[0]).get("pro_anti", {})
-                           .get("accuracy/difference") for m in models],
-              "pro − anti", COLORS["gap"], row=2)
+        if paired:
+            _bars(fig, names, [at(view, m, steps_of(view, m)[0]).get("pro_anti", {})
+                               .get("accuracy/difference") for m in models],
+                  "pro − anti", COLORS["gap"], row=2)
         fig.update_layout(barmode="group")
         fig.update_xaxes(type="category")
         axis = Axis(by_step=False, categories=tuple(names))
@@ -96,7 +99,7 @@ def pro_anti(view: View) -> Any | None:
             for key, name, color, row in (
                     ("accuracy/pro", "pro-stereotypical", SPLIT_COLORS["pro"], 1),
                     ("accuracy/anti", "anti-stereotypical", SPLIT_COLORS["anti"], 1),
-                    ("accuracy/difference", "pro − anti", COLORS["gap"], 2)):
+                    ("accuracy/difference", "pro − anti", COLORS["gap"], 2))[:3 if paired else 2]:
                 entries = [at(view, model, s).get("pro_anti", {}).get(key) for s in steps]
                 values, plus, minus = zip(*(_err(e) for e in entries), strict=True)
                 fig.add_trace(scatter(
@@ -104,10 +107,19 @@ def pro_anti(view: View) -> Any | None:
                     line={"color": color, "dash": dash},
                     error_y={"type": "data", "array": list(plus), "arrayminus": list(minus)}),
                     row=row, col=1)
-    fig.add_hline(y=0, line={"color": "#999", "width": 1}, row=2, col=1)
     fig.update_yaxes(title_text="accuracy", row=1, col=1)
+    if not paired:
+        return style(fig, axis, height=400)
+    fig.add_hline(y=0, line={"color": "#999", "width": 1}, row=2, col=1)
     fig.update_yaxes(title_text="pro − anti", row=2, col=1)
     return style(fig, axis, height=600, rows=2)
+
+
+def has_pairs(view: View) -> bool:
+    """Whether any checkpoint has a paired pro − anti difference (the demo's corpus has no
+    pro/anti sentence pairs, so none)."""
+    return any(_err(at(view, m, s).get("pro_anti", {}).get("accuracy/difference"))[0]
+               is not None for m in view.models() for s in steps_of(view, m))
 
 
 def last_occupations(view: View, model: str) -> tuple[int, list[Mapping[str, Any]]] | None:

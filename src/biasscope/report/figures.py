@@ -79,8 +79,7 @@ def jsdp_correct(checkpoints: Sequence[Json], view: View) -> Any:
     if with_perf and add_performance(fig, view, models):
         fig.update_yaxes(title_text="performance (higher is better)", showgrid=False,
                          tickmode="auto", row=1, col=1, secondary_y=True)
-    fig.update_yaxes(title_text="JSD-P (lower: more confidently correct)", row=1, col=1,
-                     secondary_y=False)
+    fig.update_yaxes(title_text="JSD-P (lower: surer)", row=1, col=1, secondary_y=False)
     fig.update_yaxes(title_text="male − female", row=2, col=1)
     if axis.by_step:
         add_step_markers(fig, step_markers(view, models, "jsdp_correct", stop=True),

@@ -316,10 +316,12 @@ def style(fig: Any, axis: Axis, height: int = 440, rows: int = 1) -> Any:
                       font={"family": "system-ui, sans-serif", "size": 12, "color": "#333"},
                       margin={"l": 70, "r": 70, "t": 30, "b": 60},
                       legend={"orientation": "h", "y": -0.2})
+    # automargin: long tick labels (occupations, checkpoint names) push the plot aside
+    # rather than being cut at the figure's edge.
     fig.update_xaxes(showline=True, linecolor="#999", gridcolor="#eee", zeroline=False,
-                     ticks="outside")
+                     ticks="outside", automargin=True)
     fig.update_yaxes(showline=True, linecolor="#999", gridcolor="#eee", zeroline=False,
-                     ticks="outside")
+                     ticks="outside", automargin=True)
     if axis.by_step:
         fig.update_xaxes(type="linear")
     else:

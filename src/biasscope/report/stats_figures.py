@@ -92,7 +92,9 @@ def finish(fig: Any, view: View, categories: Sequence[str]) -> Any:
     fig.add_annotation(x=0, xref="x domain", y=math.log10(view.alpha), yref="y", xanchor="left",
                        yanchor="top", text=f"α = {view.alpha:g}", showarrow=False,
                        font={"color": COLORS["alpha"], "size": 11})
-    fig.update_yaxes(type="log", exponentformat="power", dtick=1,
+    lowest = min((y for t in fig.data for y in t.get("y", []) if finite(y)), default=0.1)
+    decades = max(1, math.ceil(-math.log10(lowest)))
+    fig.update_yaxes(type="log", exponentformat="power", dtick=max(1, math.ceil(decades / 5)),
                      title_text="p-value (log scale; filled: significant)")
     axis = Axis(False, tuple(categories)) if stepless(view) else Axis(by_step=True)
     return style(fig, axis, height=420)

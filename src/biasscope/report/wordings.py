@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from biasscope.report.figures import Panel
+from biasscope.report.numbers import ci_decimals, num
 from biasscope.report.plotfig import Figure, scatter
 from biasscope.report.plotting import View, fmt
 from biasscope.report.tables import table
@@ -69,8 +70,10 @@ def rows(results: Json) -> list[list[Any]]:
     out = []
     for name, r in results.items():
         p = r["pooled"]
-        out.append([name, fmt(p["estimate"]), f"{fmt(p['low'])} to {fmt(p['high'])}",
-                    f"{fmt(p['items_only_low'])} to {fmt(p['items_only_high'])}",
+        places = ci_decimals(p["low"], p["high"])
+        out.append([name, num(p["estimate"], places),
+                    f"{num(p['low'], places)} to {num(p['high'], places)}",
+                    f"{num(p['items_only_low'], places)} to {num(p['items_only_high'], places)}",
                     fmt(r["variance_share"]), f"{r['agree']} of {r['wordings']}",
                     r["reverse"], r["significant"]])
     return out

@@ -75,27 +75,14 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisOptions
 
 
 def wilson_rate(values: np.ndarray, options: AnalysisOptions) -> list[float] | None:
-    """`mean_interval`'s Wilson case: a rate that is all 0 or all 1 (else None)."""
+    """The Wilson interval of a rate (accuracy) that is all 0 or all 1, where resampling shows
+    no spread though there is some; None for any other rate (it is bootstrapped)."""
     values = np.asarray(values, dtype=np.float64)
     values = values[np.isfinite(values)]
     if len(values) > 1 and np.ptp(values) == 0 and values[0] in (0.0, 1.0):
         ci = wilson(int(values.sum()), len(values), options.confidence)
         return [float(ci["low"]), float(ci["high"])]
     return None
-
-
-def mean_interval(values: np.ndarray, options: AnalysisOptions, rate: bool = False
-                  ) -> tuple[float, float]:
-    """The bootstrap CI of a mean over prompts; for a ``rate`` (accuracy) that is all 0 or
-    all 1, the Wilson interval, since resampling shows no spread where there is some."""
-    values = np.asarray(values, dtype=np.float64)
-    values = values[np.isfinite(values)]
-    if rate and len(values) > 1 and np.ptp(values) == 0 and values[0] in (0.0, 1.0):
-        ci = wilson(int(values.sum()), len(values), options.confidence)
-        return float(ci["low"]), float(ci["high"])
-    boot = stats.bootstrap_mean(values, confidence=options.confidence,
-                                n_resamples=options.n_resamples)
-    return boot.low, boot.high
 
 
 def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],

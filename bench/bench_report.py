@@ -27,6 +27,13 @@ What it does
    older than a feature that adds to the summary differs for that reason).
 4. Writes a table into ``--out``, replacing the section between
    ``<!-- bench:report:start -->`` and ``<!-- bench:report:end -->`` (appended if absent).
+
+``--one-checkpoint`` measures instead the report a one-checkpoint, one-seed run writes at the
+end of ``biasscope dynamics`` (all 3,168 WinoBias items): in a fresh process per version and
+repeat, with the modules of the analysis and the report already imported (as they are when a
+sweep ends), the wall and CPU time of ``write_dynamics_report`` (analysis, summary.json and
+HTML). The median of ``--repeats`` goes into the section between
+``<!-- bench:report-one:start -->`` and ``<!-- bench:report-one:end -->``.
 """
 
 from __future__ import annotations
@@ -154,6 +161,54 @@ def measure(src: Path, run: Path, out: Path) -> Measure:
     return Measure(usage.ru_maxrss / 1024, wall, summary)  # Linux: ru_maxrss in KiB
 
 
+ONE_START, ONE_END = "<!-- bench:report-one:start -->\n", "<!-- bench:report-one:end -->\n"
+TIMED = """
+import sys, time
+import biasscope.dynamics.reporting as reporting
+wall, cpu = time.perf_counter(), time.process_time()
+reporting.write_dynamics_report(sys.argv[1], sys.argv[2])
+print(time.perf_counter() - wall, time.process_time() - cpu)
+"""
+
+
+def time_report(src: Path, run: Path, out: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``write_dynamics_report`` in a fresh process, imports done."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-c", TIMED, str(run), str(out)], check=True,
+                          env={**os.environ, "PYTHONPATH": str(src)}, capture_output=True,
+                          text=True)
+    wall, cpu = (float(v) for v in done.stdout.split()[-2:])
+    return wall, cpu
+
+
+def one_checkpoint(args: argparse.Namespace) -> str:
+    """The one-checkpoint case: medians before and after, as a markdown section."""
+    run = make_runs(args.workdir, [1], 1, args.data_dir)[1]
+    trees = {"before": worktree(args.workdir, args.baseline),
+             "after": worktree(args.workdir, args.after)}
+    load = os.getloadavg()[0]
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in trees}
+    for i in range(args.repeats):
+        for name, (_, src) in trees.items():
+            times[name].append(time_report(src, run, args.workdir / "one" / f"{name}.html"))
+            print(f"  {name} {i + 1}: wall {times[name][-1][0]:.2f} s, CPU "
+                  f"{times[name][-1][1]:.2f} s", file=sys.stderr, flush=True)
+    med = {k: (float(np.median([t[0] for t in v])), float(np.median([t[1] for t in v])))
+           for k, v in times.items()}
+    return "\n".join([
+        "## Report of a one-checkpoint run (3,168 WinoBias items, one seed)", "",
+        f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC with `python "
+        f"bench/bench_report.py --one-checkpoint --repeats {args.repeats}"
+        f"{f' --baseline {args.baseline}' if args.baseline else ''}`; {platform.machine()}, "
+        f"{os.cpu_count()} cores (shared; 1-minute load {load:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after). `write_dynamics_report` (analysis, summary.json "
+        "and HTML) in a fresh process per measurement, its modules imported first, as at the "
+        f"end of a sweep; medians of {args.repeats}. **before**: "
+        f"`{trees['before'][0][:12]}`, **after**: `{trees['after'][0][:12]}`.", "",
+        "| version | wall (s) | CPU (s) |", "| --- | ---: | ---: |",
+        *(f"| {k} | {w:.2f} | {c:.2f} |" for k, (w, c) in med.items()), ""])
+
+
 def render(rows: list[dict[str, Any]], args: argparse.Namespace, commit: str, head: str,
            elapsed: float, load: tuple[float, float]) -> str:
     first = rows[0]
@@ -207,11 +262,11 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, commit: str, he
     return "\n".join(lines)
 
 
-def write_section(path: Path, body: str) -> None:
+def write_section(path: Path, body: str, start: str = START, end: str = END) -> None:
     text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = START + body + END
-    if START in text and END in text:
-        text = text[: text.index(START)] + block + text[text.index(END) + len(END):]
+    block = start + body + end
+    if start in text and end in text:
+        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
     else:
         text = text.rstrip("\n") + "\n\n" + block
     path.write_text(text)
@@ -229,7 +284,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, help="real WinoBias files (the layout of "
                         "biasscope's --data-dir) instead of synthetic ones")
     parser.add_argument("--out", type=Path, help="markdown file for the results section")
+    parser.add_argument("--one-checkpoint", action="store_true", help="time the report of a "
+                        "one-checkpoint, one-seed run instead (see above)")
+    parser.add_argument("--repeats", type=int, default=5, help="--one-checkpoint: repeats (5)")
     args = parser.parse_args(argv)
+    if args.one_checkpoint:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        body = one_checkpoint(args)
+        print(body)
+        if args.out is not None:
+            write_section(args.out, body, ONE_START, ONE_END)
+        return 0
     sizes = sorted(int(n) for n in args.units.split(","))
     if any(n < 2 * args.seeds or n % args.seeds for n in sizes):
         parser.error("every size must be a multiple of --seeds, with at least 2 checkpoints")

@@ -55,6 +55,26 @@ INSPECT = """() => {
       a => /href$/i.test(a.name) && /^\\s*javascript:/i.test(a.value)))
       .map(el => el.outerHTML.slice(0, 200)),
     text: document.body.innerText,
+    // Layout: nothing wider than the viewport (a table may scroll inside its wrapper), and
+    // every text on a figure (ticks, axis titles, legend, annotations) inside the figure.
+    firstFigureTop: (document.querySelector('div[id^="biasscope-figure-"]') ||
+      document.body).getBoundingClientRect().top + window.scrollY,
+    pageWidth: document.documentElement.scrollWidth,
+    viewport: document.documentElement.clientWidth,
+    tooWide: [...document.body.querySelectorAll('*')].filter(el => {
+      if (el.closest('.table-wrap') && !el.classList.contains('table-wrap')) return false;
+      if (el.closest('svg')) return false;  // plotly's layers: the figure's div is checked
+      const r = el.getBoundingClientRect();
+      return r.width > 0 && (r.right > document.documentElement.clientWidth + 1 || r.left < -1);
+    }).map(el => el.tagName + '.' + el.getAttribute('class') + ': ' + el.textContent.slice(0, 60)),
+    clippedText: plots.flatMap(p => {
+      const box = p.getBoundingClientRect();
+      return [...p.querySelectorAll('.main-svg text, .main-svg .legendtext')].filter(t => {
+        const r = t.getBoundingClientRect();
+        return r.width > 0 && t.textContent.trim() && (r.left < box.left - 1 ||
+          r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1);
+      }).map(t => p.id + ': ' + t.textContent.slice(0, 60));
+    }),
   };
 }"""
 

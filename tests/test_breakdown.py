@@ -138,8 +138,9 @@ def test_per_occupation_preference_follows_the_stereotype(snapshot_run: Path,
     assert nurse["not-referenced/lp_diff"]["low"] <= nurse["not-referenced/lp_diff"]["estimate"]
     referenced = [r for r in rows.values() if r["referenced/n"]]
     assert all(r["accuracy/pro"] == 1.0 and r["accuracy/anti"] == 0.0 for r in referenced)
-    ten = next(s for s in result["sentences"] if "occupations it genders most" in s)
-    assert "nurse leans female" in ten and "as the stereotype" in ten
+    ten = next(s for s in result["sentences"] if "it genders most" in s)
+    assert "nurse" in ten.split("leaning female: ")[1] and "as the stereotype" in ten
+    assert "n/a" not in ten and ten.count("CI") == 1  # summarised, not listed value by value
 
 
 def test_occupation_statistics_match_exactly_and_correlate(snapshot_run: Path,
@@ -169,7 +170,11 @@ def test_missing_statistics_are_said_not_an_error(snapshot_run: Path, tmp_path: 
     assert stats.unavailable and "biasscope data fetch winogender" in stats.unavailable
     report = write_dynamics_report(snapshot_run, tmp_path / "r.html", OPTIONS, str(tmp_path))
     page = report.read_text(encoding="utf-8")
-    assert "Not available: it is neither in --data-dir" in section(page, BLS_TITLE)
+    # Said once, among the figures the run cannot draw; no local path or URL on the page.
+    assert f"<h2>{BLS_TITLE}</h2>" not in page
+    assert f"{BLS_TITLE} (the occupation statistics are not on this machine: run `biasscope " \
+           "data fetch winogender` or pass --data-dir)" in page
+    assert str(tmp_path) not in page and "https://" not in page.split("<script")[0]
     (tmp_path / "winogender").mkdir()
     (tmp_path / "winogender" / "occupations-stats.tsv").write_text("a\tb\n1\t2\n")
     assert "has no columns occupation" in str(occupations.load(tmp_path).unavailable)

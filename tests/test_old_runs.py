@@ -102,6 +102,15 @@ def test_every_unit_of_an_old_run_reads(old: Path, name: str) -> None:
                                               str(TRAIN / "checkpoint-20")}
 
 
+def numbers_of(value: Any) -> Any:
+    """``value`` without its ``sentences`` (at any depth)."""
+    if isinstance(value, dict):
+        return {k: numbers_of(v) for k, v in value.items() if k != "sentences"}
+    if isinstance(value, list):
+        return [numbers_of(v) for v in value]
+    return value
+
+
 @pytest.mark.parametrize("name", ["dynamics", "responses", "sensitivity"])
 def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
     run = old / "runs" / name
@@ -110,9 +119,10 @@ def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
     assert main(["report", str(run)]) == 0
     assert (run / "report.html").stat().st_size > 1000
     after = summary(run)
-    if name == "dynamics":  # the analysis of the same records: the same numbers
+    if name == "dynamics":  # the analysis of the same records: the same numbers (its
+        # sentences are worded anew: one number format, summaries instead of lists)
         assert after["checkpoints"] == before["checkpoints"]
-        assert after["analysis"] == before["analysis"]
+        assert numbers_of(after["analysis"]) == numbers_of(before["analysis"])
     else:
         assert {k: v for k, v in after.items() if k != "requests"} == {
             k: v for k, v in before.items() if k != "requests"}

@@ -34,6 +34,7 @@ TITLES = (
     "Accuracy vs Average Rank per correct answer",
     "Stereotype accuracy vs JSD-P per correct answer",
 )
+BLS_TITLE = "Gender preference against the share of women (U.S. BLS)"
 P_TITLES = (
     "Significance of the JSD-P gap per checkpoint",
     "Significance of the Average Rank gap per checkpoint",
@@ -123,6 +124,11 @@ def figure_data(page: str) -> list[list[dict[str, Any]]]:
     return [traces for traces, _ in figures(page)]
 
 
+def absent(page: str) -> str:
+    """The one findings sentence that names the figures the run cannot draw."""
+    return page.split("Not drawn, for want of data: ", 1)[1].split("</li>", 1)[0]
+
+
 def section(page: str, title: str) -> str:
     """The page from heading ``title`` to the next ``<h2>``."""
     return page.split(f"<h2>{escape(title)}</h2>", 1)[1].split("<h2>", 1)[0]
@@ -160,12 +166,14 @@ def test_self_contained(report: tuple[Path, str]) -> None:
 
 def test_every_figure_title(report: tuple[Path, str]) -> None:
     _, page = report
-    for title in (*TITLES, *P_TITLES):
-        assert f"<h2>{escape(title)}</h2>" in page
-    assert page.count("Not available") == 2  # one model; no occupation statistics here
-    assert "Not available: the run has fewer than two models" in section(page, P_TITLES[2])
-    assert "biasscope data fetch winogender" in section(
-        page, "Gender preference against the share of women (U.S. BLS)")
+    for title in (*TITLES, *P_TITLES, BLS_TITLE):
+        if title in (P_TITLES[2], BLS_TITLE):  # one model; no occupation statistics here
+            assert f"<h2>{escape(title)}</h2>" not in page and escape(title) in absent(page)
+        else:
+            assert f"<h2>{escape(title)}</h2>" in page
+    assert page.count("Not drawn") == 1 and "Not available" not in page
+    assert f"{escape(P_TITLES[2])} (the run has fewer than two models" in absent(page)
+    assert "biasscope data fetch winogender" in absent(page)
 
 
 def test_summary_sentences(report: tuple[Path, str], winobias: Probe) -> None:
@@ -174,9 +182,10 @@ def test_summary_sentences(report: tuple[Path, str], winobias: Probe) -> None:
     assert "<b>EleutherAI/pythia-70m</b> on probe <b>winobias-gender</b>" in summary
     n = len(winobias.items(0))
     assert f"3 checkpoints (steps 0 to 2000), 2 seeds (0, 1), {n} items per seed." in summary
-    assert re.search(r"gap \(male − female\) was -?[\d.e-]+ ± [\d.e-]+ at the first checkpoint "
-                     r"\(step 0\) and -?[\d.e-]+ ± [\d.e-]+ at the last \(step 2000\); it was "
-                     r"largest in size at step \d+", summary)
+    ci = r"[+-]?[\d.]+ \(95% CI [+-]?[\d.]+ to [+-]?[\d.]+; std over 2 seeds [\d.]+\)"
+    assert re.search(rf"The JSD-P gap \(male − female\) went from {ci} at step 0 to {ci} at "
+                     r"step 2000", summary)
+    assert "n/a" not in summary and "e-0" not in summary
 
 
 def test_configuration_at_the_bottom(report: tuple[Path, str]) -> None:
@@ -197,8 +206,9 @@ def test_lines_have_std_bands_and_hover(report: tuple[Path, str]) -> None:
     assert len(bands) == 3 and all(len(b["x"]) == 6 for b in bands)
     male = next(t for t in first if t.get("name") == "male correct")
     assert male["x"] == [0, 1000, 2000]
-    assert re.search(r"step 1000 \(step1000\)<br>[\d.e-]+ ± [\d.e-]+ "
-                     r"\(mean ± std over 2 seeds\)", male["hovertext"][1])
+    assert re.search(r"step 1000 \(step1000\)<br>[\d.]+ \(95% CI [\d.]+ to [\d.]+\)<br>"
+                     r"\(bootstrap CI over prompts\)<br>std over 2 seeds [\d.]+",
+                     male["hovertext"][1])
     accuracy_bands = [t for t in figure_data(page)[3] if t.get("fill") == "toself"
                       and "/accuracy/" in t["legendgroup"]]
     assert accuracy_bands and all(0 <= y <= 1 for t in accuracy_bands for y in t["y"])
@@ -246,9 +256,9 @@ def test_missing_metrics_and_partial_runs(tmp_path: Path) -> None:
     init_run(RunStore(run), [probe], SweepConfig(pythia("m", (5, 10)), run, [0]))
     page = write_dynamics_report(run).read_text(encoding="utf-8")
     # "not specified" and stereotype figures; the p-value panels (no WinoBias records)
-    assert page.count("Not available") == 5
+    assert absent(page).count("; ") == 4  # five figures
     assert page.count("Plotly.newPlot(") == 3 and page.count("window.PlotlyConfig") == 1
-    assert "(one seed, no spread)" in page
+    assert "std over" not in page.split("</section>")[0]  # one seed: no spread to give
     assert "Only 1 of the 2 checkpoints listed in run.json have records so far." in page
     assert "no records yet" in page
 
@@ -279,12 +289,19 @@ def test_errors(tmp_path: Path, winobias: Probe) -> None:
 def test_summary_states_the_method_and_the_findings(report: tuple[Path, str]) -> None:
     _, page = report
     summary = page.split('<section class="summary">')[1].split("</section>")[0]
-    assert "by the Holm method (Holm by default; Benjamini-Hochberg on request)" in summary
-    assert "significant means corrected p &lt; 0.01" in summary
-    assert "95% bootstrap confidence intervals over prompts, 2000 resamples" in summary
-    assert re.search(r"EleutherAI/pythia-70m: the male-female JSD-P gap is (not )?significant "
+    method = page.split("<details><summary>How these numbers were computed</summary>")[1]
+    assert "by the Holm method (Holm by default; Benjamini-Hochberg on request)" in method
+    assert "significant means corrected p &lt; 0.01" in method
+    assert "95% bootstrap confidence intervals over prompts, 2000 resamples" in method
+    assert "the raw and the corrected p side by side" in method  # why a CI and p can differ
+    # The verdict on the gap in the headline; the other findings in a list under the figure.
+    assert re.search(r"The male-female JSD-P gap is (not )?significant "
                      r"\(Holm-corrected p &lt; 0\.01\)", summary)
-    assert "EleutherAI/pythia-70m: the sharpest change of the gap is between steps" in summary
+    findings = page.split('<section class="findings">')[1].split("</section>")[0]
+    assert "<li>EleutherAI/pythia-70m: the sharpest change of the gap is between steps" in \
+        findings
+    assert page.index('<section class="summary">') < page.index("Plotly.newPlot(") < \
+        page.index('<section class="findings">')
 
 
 def test_bh_is_named_as_the_non_default(tmp_path: Path, winobias: Probe) -> None:
@@ -305,7 +322,7 @@ def test_lines_have_ci_error_bars(report: tuple[Path, str]) -> None:
         assert error["type"] == "data" and error["symmetric"] is False
         assert len(error["array"]) == len(error["arrayminus"]) == 3
         assert all(e >= 0 for e in error["array"] + error["arrayminus"])
-        assert re.search(r"95% CI -?[\d.e-]+ to -?[\d.e-]+ \(bootstrap over prompts\)",
+        assert re.search(r"95% CI -?[\d.]+ to -?[\d.]+\)<br>\(bootstrap CI over prompts\)",
                          trace["hovertext"][1])
 
 
@@ -387,7 +404,8 @@ def test_two_models_comparison_panel_and_mismatch(tmp_path: Path, winobias: Prob
     ckpts = pythia("a/small") + pythia("b/large", steps=(0, 2000))
     page = write_dynamics_report(make_run(tmp_path, winobias, ckpts)).read_text(encoding="utf-8")
     # + pro/anti, occupations ranked and a heatmap per model; no occupation statistics here
-    assert page.count("Not available") == 1 and page.count("Plotly.newPlot(") == 12
+    assert absent(page).startswith(BLS_TITLE) and "; " not in absent(page)
+    assert page.count("Plotly.newPlot(") == 12
     assert "b/large has no records at steps 1000: compared only where both models have a " \
            "checkpoint." in page
     traces, _ = figures(page)[7]
@@ -425,7 +443,7 @@ def test_missing_analysis_parts_still_render(tmp_path: Path, winobias: Probe,
 
         monkeypatch.setattr(reporting, "full_summary", fake)
         page = write_dynamics_report(run, options=AnalysisOptions()).read_text(encoding="utf-8")
-        assert page.count("Plotly.newPlot(") == 5 and "Not available" in page
+        assert page.count("Plotly.newPlot(") == 5 and "Not drawn" in page
         male = next(t for t in figure_data(page)[0] if t.get("name") == "male correct")
         assert male.get("error_y") is None
 
@@ -442,7 +460,7 @@ def test_one_checkpoint_and_unknown_steps(tmp_path: Path, winobias: Probe) -> No
     bars = figures(page)[0][0]
     assert bars[0]["type"] == "bar" and bars[0]["error_y"]["array"][0] is not None
     assert figures(page)[2][0][0]["x"] == [5]  # after the accuracy bars
-    assert "at its one checkpoint (step 5) the male-female JSD-P gap is" in page
+    assert "At its one checkpoint (step 5) the male-female JSD-P gap is" in page
     assert "from step 5 on" not in page
     ckpts = [Checkpoint("local", f"/ckpt/{r}", r, None) for r in ("early", "late")]
     page = write_dynamics_report(make_run(tmp_path / "none", winobias, ckpts)).read_text(
@@ -463,7 +481,8 @@ def test_hostile_strings_in_the_analysis_are_escaped(tmp_path: Path, winobias: P
     page = write_dynamics_report(run).read_text(encoding="utf-8")
     assert "<script>alert" not in page.lower() and "<img src=y" not in page
     summary = page.split('<section class="summary">')[1].split("</section>")[0]
-    assert f"{escape(HOSTILE)}: the male-female JSD-P gap" in summary
+    assert f"<b>{escape(HOSTILE)}</b> on probe" in summary
+    assert summary.count("The male-female JSD-P gap") == 2  # each model's verdict
     assert f"<h3>{escape(HOSTILE)}: JSD-P of the correct option" in page
     assert f"<th>{escape(HOSTILE)}</th>" in section(page, "Where to stop training")
     for traces, layout in figures(page):

@@ -230,3 +230,17 @@ def test_report_renders_and_runs_no_model_text(kind: str, browser: Any, tmp_path
     assert "<script>window.__pwned = 1" in dom["text"]
 
     assert opened.screenshot.stat().st_size > 10_000
+
+    # Readable: no element wider than the page, no label cut at a figure's edge, no local
+    # path or raw URL in what the reader sees.
+    assert dom["pageWidth"] <= dom["viewport"], dom["tooWide"]
+    assert not dom["tooWide"], dom["tooWide"]
+    assert not dom["clippedText"], dom["clippedText"]
+    if kind.startswith("dynamics") or kind == "sensitivity":  # (audit.py: its own header)
+        assert str(tmp_path) not in dom["text"] and "http" not in dom["text"]
+    # The headline, then the main figure above the fold (an audit-only run's figures are
+    # its probes' sections).
+    if kind.startswith("dynamics") and kind != "dynamics-audit-only":
+        assert dom["firstFigureTop"] < 900 - 300, dom["firstFigureTop"]
+        headline = html.split('<section class="summary">')[1].split("</section>")[0]
+        assert "n/a" not in headline and "CI" in headline

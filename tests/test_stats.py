@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
-from biasscope.core.stats import adjust_pvalues, bootstrap_mean, mann_whitney
+from biasscope.core.stats import adjust_pvalues, bootstrap_mean, bootstrap_means, mann_whitney
 from biasscope.dynamics.emergence import (
     emergence_step,
     pareto_front,
@@ -291,3 +292,18 @@ def test_an_empty_sample_is_a_nan_interval_without_a_warning() -> None:
         warnings.simplefilter("error")
         interval = bootstrap_mean([])
     assert math.isnan(interval.estimate) and math.isnan(interval.low)
+
+
+def test_bootstrap_means_equal_lone_calls_bit_for_bit():
+    """Samples of one size share their resampled indices: each interval is exactly the one a
+    lone `bootstrap_mean` gives, degenerate and skewed samples included."""
+    rng = np.random.default_rng(3)
+    samples = [rng.normal(size=300), rng.exponential(size=300), rng.random(300) < 0.1,
+               np.r_[np.ones(299), np.nan], rng.normal(size=41), [1.0], np.full(300, 2.0)]
+    together = bootstrap_means(samples, n_resamples=500)
+    alone = [bootstrap_mean(s, n_resamples=500) for s in samples]
+    def key(i: Any) -> list[str]:  # repr: exact, and NaN equals NaN
+        return [repr(v) for v in (i.estimate, i.low, i.high)]
+
+    assert [key(i) for i in together] == [key(i) for i in alone]
+    assert together[0].low != together[1].low

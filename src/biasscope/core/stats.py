@@ -198,6 +198,45 @@ def bootstrap_mean(values: npt.ArrayLike, confidence: float = 0.95, n_resamples:
     return _bootstrap((_finite(values),), _mean, confidence, n_resamples, method, seed)
 
 
+def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
+                    n_resamples: int = 2000, method: str = "BCa", seed: int = 0
+                    ) -> list[Interval]:
+    """`bootstrap_mean` of each sample, equal to it bit for bit, for less work: samples of one
+    size are resampled together (SciPy's paired resampling draws the indices a lone call with
+    the same seed draws, and a vector of means is each lone mean), so the indices are drawn
+    once per size. A sample whose BCa interval is undefined is redone alone (its fallback)."""
+    arrays = [_finite(s) for s in samples]
+    out: list[Interval | None] = [None] * len(arrays)
+    sizes: dict[int, list[int]] = {}
+    for i, a in enumerate(arrays):
+        if a.size < 2 or np.ptp(a) == 0:
+            out[i] = _bootstrap((a,), _mean, confidence, n_resamples, method, seed)
+        else:
+            sizes.setdefault(a.size, []).append(i)
+    for size, index in sizes.items():
+        if len(index) == 1:
+            out[index[0]] = bootstrap_mean(arrays[index[0]], confidence, n_resamples, method,
+                                           seed)
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sps.DegenerateDataWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = sps.bootstrap(tuple(arrays[i] for i in index), _means, paired=True,
+                                n_resamples=n_resamples, batch=max(1, 4_000_000 // size),
+                                vectorized=True, confidence_level=confidence, method=method,
+                                **{_RNG_KW: np.random.default_rng(seed)})
+        lows, highs = np.atleast_1d(res.confidence_interval.low, res.confidence_interval.high)
+        for i, low, high in zip(index, lows.tolist(), highs.tolist(), strict=True):
+            out[i] = (Interval(float(_mean(arrays[i])), low, high, confidence)
+                      if math.isfinite(low) and math.isfinite(high)
+                      else bootstrap_mean(arrays[i], confidence, n_resamples, method, seed))
+    return [o for o in out if o is not None]
+
+
+def _means(*samples: Array, axis: int = -1) -> Array:
+    return np.stack([_mean(s, axis) for s in samples], axis=0)
+
+
 def bootstrap_difference(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float = 0.95,
                          n_resamples: int = 2000, method: str = "BCa", seed: int = 0
                          ) -> Interval:

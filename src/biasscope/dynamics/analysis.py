@@ -51,13 +51,20 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisOptions
         "jsdp_not_specified/female": pvs["jsdp:female"],
     }
     out: dict[str, dict[str, Any]] = {}
+    pending: list[tuple[str, str, np.ndarray]] = []  # bootstrapped together below
     for name, table in values.items():
         for (step, answer), chunk in table.groupby(["step", "answer_label"], sort=True):
             if name.startswith("jsdp_not_specified") and answer != "not specified":
                 continue
             key = name if name.startswith("jsdp_not_specified") else f"{name}/{answer}"
-            low, high = mean_interval(chunk["value"].to_numpy(), options, name == "accuracy")
-            out.setdefault(str(step), {})[key] = [low, high]
+            rate = wilson_rate(chunk["value"].to_numpy(), options) if name == "accuracy" else None
+            out.setdefault(str(step), {})[key] = rate
+            if rate is None:
+                pending.append((str(step), key, chunk["value"].to_numpy()))
+    boots = stats.bootstrap_means([v for _, _, v in pending], confidence=options.confidence,
+                                  n_resamples=options.n_resamples)
+    for (step, key, _), boot in zip(pending, boots, strict=True):
+        out[step][key] = [boot.low, boot.high]
     kw = {"confidence": options.confidence, "n_resamples": options.n_resamples}
     for step, chunk in values["jsdp_correct"].groupby("step", sort=True):
         male = chunk.loc[chunk["answer_label"] == "male", "value"].to_numpy()
@@ -67,18 +74,15 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisOptions
     return out
 
 
-def mean_interval(values: np.ndarray, options: AnalysisOptions, rate: bool = False
-                  ) -> tuple[float, float]:
-    """The bootstrap CI of a mean over prompts; for a ``rate`` (accuracy) that is all 0 or
-    all 1, the Wilson interval, since resampling shows no spread where there is some."""
+def wilson_rate(values: np.ndarray, options: AnalysisOptions) -> list[float] | None:
+    """The Wilson interval of a rate (accuracy) that is all 0 or all 1, where resampling shows
+    no spread though there is some; None for any other rate (it is bootstrapped)."""
     values = np.asarray(values, dtype=np.float64)
     values = values[np.isfinite(values)]
-    if rate and len(values) > 1 and np.ptp(values) == 0 and values[0] in (0.0, 1.0):
+    if len(values) > 1 and np.ptp(values) == 0 and values[0] in (0.0, 1.0):
         ci = wilson(int(values.sum()), len(values), options.confidence)
-        return float(ci["low"]), float(ci["high"])
-    boot = stats.bootstrap_mean(values, confidence=options.confidence,
-                                n_resamples=options.n_resamples)
-    return boot.low, boot.high
+        return [float(ci["low"]), float(ci["high"])]
+    return None
 
 
 def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],

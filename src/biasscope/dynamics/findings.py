@@ -12,17 +12,17 @@ from typing import Any
 import numpy as np
 
 from biasscope.core import stats
+from biasscope.report import numbers
 
 WHAT = {"accuracy": "accuracy", "jsdp_correct": "JSD-P of the correct option"}
 
 
-def _num(value: Any, digits: str = ".3g") -> str:
-    ok = isinstance(value, (int, float)) and math.isfinite(value)
-    return format(value, digits) if ok else "n/a"
+def _num(value: Any) -> str:
+    return numbers.num(value)
 
 
 def _signed(value: Any) -> str:
-    return _num(value, "+.3g")
+    return numbers.num(value, signed=True)
 
 
 def correct_pro_anti(breakdown: Mapping[int, dict[str, Any]], correction: stats.Correction,
@@ -41,25 +41,40 @@ def correct_pro_anti(breakdown: Mapping[int, dict[str, Any]], correction: stats.
                 test["significant"] = bool(math.isfinite(value) and value < alpha)
 
 
+def _ci(entry: Mapping[str, Any] | None, confidence: float, signed: bool = False) -> str:
+    entry = entry or {}
+    return numbers.with_ci(entry.get("estimate"), entry.get("low"), entry.get("high"),
+                           confidence, signed)
+
+
 def pro_anti_sentence(model: str, step: int, pro_anti: Mapping[str, Any], confidence: float,
                       several: bool) -> str | None:
-    """WinoBias's headline (accuracy on pro against anti sentences) in one sentence."""
+    """WinoBias's headline (accuracy on pro against anti sentences) in one sentence; the
+    paired difference and its test only where sentences pair up."""
     acc_pro, acc_anti = pro_anti.get("accuracy/pro"), pro_anti.get("accuracy/anti")
     diff, test = pro_anti.get("accuracy/difference"), pro_anti.get("accuracy/test")
-    if not (acc_pro and acc_anti and diff and test):
+    if not (acc_pro and acc_anti):
         return None
-    jsd = pro_anti.get("jsdp_correct/difference") or {}
     where = f" at step {step}" if several else ""
-    p = test.get("p_adjusted", test.get("p_value"))
-    verdict = ("significant" if test.get("significant") else "not significant")
-    return (f"{model}{where}: accuracy on the referenced prompts is {_num(acc_pro['estimate'])} "
-            f"on pro-stereotypical and {_num(acc_anti['estimate'])} on anti-stereotypical "
-            f"sentences; pro − anti = {_signed(diff['estimate'])} ({confidence:.0%} CI "
-            f"{_signed(diff['low'])} to {_signed(diff['high'])}, {pro_anti['n_pairs']} pairs "
-            f"that differ only in the pronoun; Wilcoxon signed-rank p = {_num(p)}, {verdict}, "
-            f"r = {_signed(test['effect_size'])}). The correct option's JSD-P is "
-            f"{_signed(jsd.get('estimate'))} higher on anti than on pro (CI "
-            f"{_signed(jsd.get('low'))} to {_signed(jsd.get('high'))}).")
+    said = (f"{model}{where}: accuracy on the referenced prompts is {_ci(acc_pro, confidence)} "
+            f"on pro-stereotypical and {_ci(acc_anti, confidence)} on anti-stereotypical "
+            "sentences")
+    if not (diff and test and numbers.finite(diff.get("estimate"))):
+        return (said + "; no two sentences here differ only in the pronoun, so there is no "
+                "paired pro − anti difference.")
+    verdict = "significant" if test.get("significant") else "not significant"
+    adjusted = test.get("p_adjusted")
+    corrected = (f", {numbers.pvalue(adjusted)} corrected over the checkpoints"
+                 if numbers.finite(adjusted) and adjusted != test.get("p_value") else "")
+    said += (f"; pro − anti = {_ci(diff, confidence, signed=True)} over {pro_anti['n_pairs']} "
+             "pairs that differ only in the pronoun (Wilcoxon signed-rank p = "
+             f"{numbers.pvalue(test.get('p_value'))}{corrected}, {verdict}, r = "
+             f"{_signed(test['effect_size'])}).")
+    jsd = pro_anti.get("jsdp_correct/difference") or {}
+    if numbers.finite(jsd.get("estimate")):
+        said += (" The correct option's JSD-P is higher on anti than on pro by "
+                 f"{_ci(jsd, confidence, signed=True)}.")
+    return said
 
 
 def ranked(occupations: list[dict[str, Any]], kind: str = "not-referenced",
@@ -72,25 +87,29 @@ def ranked(occupations: list[dict[str, Any]], kind: str = "not-referenced",
 
 def occupation_sentences(model: str, step: int, occupations: list[dict[str, Any]],
                          confidence: float, several: bool, top: int = 10) -> list[str]:
-    """The ``top`` occupations the model genders most where the sentence gives no gender."""
+    """The ``top`` occupations the model genders most where the sentence gives no gender,
+    summarised (how many lean each way, the range, how many CIs exclude 0, how many follow
+    the stereotype); each value with its CI is in the figure and summary.json."""
     order = ranked(occupations)[:top]
     if not order:
         return []
+    values = [o["not-referenced/lp_diff"] for o in order]
+    leans = ["male" if v["estimate"] > 0 else "female" for v in values]
+    as_stereotype = sum(lean == o["stereotype"] for lean, o in zip(leans, order, strict=True))
+    excludes = sum(v["low"] is not None and v["high"] is not None
+                   and (v["low"] > 0 or v["high"] < 0) for v in values)
+    names = {lean: ", ".join(str(o["occupation"]) for o, side in zip(order, leans, strict=True)
+                             if side == lean) for lean in ("male", "female")}
+    who = "; ".join(f"leaning {lean}: {names[lean]}" for lean in ("male", "female")
+                    if names[lean])
+    how = (f"all lean {leans[0]}" if len(set(leans)) == 1 else
+           f"{leans.count('male')} lean male and {leans.count('female')} female")
+    estimates = sorted(v["estimate"] for v in values)
+    span = (f"{_signed(estimates[0])} to {_signed(estimates[-1])}" if len(values) > 1
+            else _signed(estimates[0]))
     where = f" at step {step}" if several else ""
-    parts = []
-    for o in order:
-        value = o["not-referenced/lp_diff"]
-        lean = "male" if value["estimate"] > 0 else "female"
-        agrees = "as" if lean == o["stereotype"] else "against"
-        excludes = (value["low"] is not None and value["high"] is not None
-                    and (value["low"] > 0 or value["high"] < 0))
-        if value["low"] is None or value["high"] is None:  # one prompt: nothing to resample
-            interval = f"{o.get('not-referenced/n', 1)} prompt, no CI"
-        else:
-            interval = (f"{confidence:.0%} CI {_signed(value['low'])} to "
-                        f"{_signed(value['high'])}{'' if excludes else ', CI includes 0'}")
-        parts.append(f"{o['occupation']} leans {lean} ({_signed(value['estimate'])}, "
-                     f"{interval}; {agrees} the stereotype)")
-    return [f"{model}{where}: the {len(order)} occupations it genders most where the sentence "
-            "does not say (log P(male) − log P(female) on not-referenced prompts): "
-            + "; ".join(parts) + "."]
+    n = len(order)
+    return [f"{model}{where}: of the occupations the sentence gives no gender for, the {n} "
+            f"it genders most {how} (log P(male) − log P(female) {span}; {excludes} of {n} "
+            f"with a {confidence:.0%} CI that excludes 0; {as_stereotype} of {n} as the "
+            f"stereotype): {who}."]

@@ -11,9 +11,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
+from biasscope.report.plotfig import RDBU, Figure, bar, make_subplots, scatter, trace
 from biasscope.report.plotting import (
     COLORS,
     FALLBACK_COLORS,
@@ -64,7 +62,7 @@ def _bars(fig: Any, x: list[str], entries: list[Any], name: str, color: str, row
     error = {"type": "data", "array": list(plus), "arrayminus": list(minus), "visible": True}
     kw: dict[str, Any] = ({"y": x, "x": list(values), "orientation": "h", "error_x": error}
                           if horizontal else {"x": x, "y": list(values), "error_y": error})
-    fig.add_trace(go.Bar(name=name, marker_color=color, showlegend=legend, legendgroup=name,
+    fig.add_trace(bar(name=name, marker_color=color, showlegend=legend, legendgroup=name,
                          **kw), row=row, col=col)
 
 
@@ -74,18 +72,21 @@ def pro_anti(view: View) -> Any | None:
     models = [m for m in view.models() if steps_of(view, m)]
     if not models:
         return None
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4], vertical_spacing=0.12,
-                        subplot_titles=["accuracy on referenced prompts",
-                                        "pro − anti (paired)"])
+    paired = has_pairs(view)
+    fig = (make_subplots(rows=2, cols=1, row_heights=[0.6, 0.4], vertical_spacing=0.12,
+                         subplot_titles=["accuracy on referenced prompts",
+                                         "pro − anti (paired)"]) if paired
+           else make_subplots(rows=1, cols=1))
     if is_snapshot(view):
         names = [escape(m) for m in models]
         for split in ("pro", "anti"):
             _bars(fig, names, [at(view, m, steps_of(view, m)[0]).get("pro_anti", {})
                                .get(f"accuracy/{split}") for m in models],
                   f"{split}-stereotypical", SPLIT_COLORS[split])
-        _bars(fig, names, [at(view, m, steps_of(view, m)[0]).get("pro_anti", {})
-                           .get("accuracy/difference") for m in models],
-              "pro − anti", COLORS["gap"], row=2)
+        if paired:
+            _bars(fig, names, [at(view, m, steps_of(view, m)[0]).get("pro_anti", {})
+                               .get("accuracy/difference") for m in models],
+                  "pro − anti", COLORS["gap"], row=2)
         fig.update_layout(barmode="group")
         fig.update_xaxes(type="category")
         axis = Axis(by_step=False, categories=tuple(names))
@@ -98,18 +99,27 @@ def pro_anti(view: View) -> Any | None:
             for key, name, color, row in (
                     ("accuracy/pro", "pro-stereotypical", SPLIT_COLORS["pro"], 1),
                     ("accuracy/anti", "anti-stereotypical", SPLIT_COLORS["anti"], 1),
-                    ("accuracy/difference", "pro − anti", COLORS["gap"], 2)):
+                    ("accuracy/difference", "pro − anti", COLORS["gap"], 2))[:3 if paired else 2]:
                 entries = [at(view, model, s).get("pro_anti", {}).get(key) for s in steps]
                 values, plus, minus = zip(*(_err(e) for e in entries), strict=True)
-                fig.add_trace(go.Scatter(
+                fig.add_trace(scatter(
                     x=steps, y=list(values), mode="lines+markers", name=prefix + name,
                     line={"color": color, "dash": dash},
                     error_y={"type": "data", "array": list(plus), "arrayminus": list(minus)}),
                     row=row, col=1)
-    fig.add_hline(y=0, line={"color": "#999", "width": 1}, row=2, col=1)
     fig.update_yaxes(title_text="accuracy", row=1, col=1)
+    if not paired:
+        return style(fig, axis, height=400)
+    fig.add_hline(y=0, line={"color": "#999", "width": 1}, row=2, col=1)
     fig.update_yaxes(title_text="pro − anti", row=2, col=1)
     return style(fig, axis, height=600, rows=2)
+
+
+def has_pairs(view: View) -> bool:
+    """Whether any checkpoint has a paired pro − anti difference (the demo's corpus has no
+    pro/anti sentence pairs, so none)."""
+    return any(_err(at(view, m, s).get("pro_anti", {}).get("accuracy/difference"))[0]
+               is not None for m in view.models() for s in steps_of(view, m))
 
 
 def last_occupations(view: View, model: str) -> tuple[int, list[Mapping[str, Any]]] | None:
@@ -164,9 +174,9 @@ def occupation_heatmap(view: View, model: str) -> Any | None:
     names = sorted(table, key=lambda n: table[n].get(steps[-1]) or 0.0)
     z = [[table[n].get(s) for s in steps] for n in names]
     top = max((abs(v) for r in z for v in r if v is not None), default=1.0) or 1.0
-    fig = go.Figure(go.Heatmap(z=z, x=[str(s) for s in steps], y=[escape(n) for n in names],
-                               colorscale="RdBu", zmid=0, zmin=-top, zmax=top,
-                               colorbar={"title": {"text": "male − female"}}))
+    fig = Figure(trace("heatmap", z=z, x=[str(s) for s in steps], y=[escape(n) for n in names],
+                       colorscale=[[k / 10, c] for k, c in enumerate(RDBU)], zmid=0,
+                       zmin=-top, zmax=top, colorbar={"title": {"text": "male − female"}}))
     style(fig, Axis(by_step=False, categories=tuple(str(s) for s in steps)),
           height=max(440, 18 * len(names) + 120))
     fig.update_xaxes(title_text="training step")
@@ -180,7 +190,7 @@ def versus_statistics(view: View) -> Any | None:
     shares = occ.get("bls_pct_female") if isinstance(occ, Mapping) else None
     if not isinstance(shares, Mapping) or not shares:
         return None
-    fig = go.Figure()
+    fig = Figure()
     for i, model in enumerate(view.models()):
         found = last_occupations(view, model)
         if not found:
@@ -191,7 +201,7 @@ def versus_statistics(view: View) -> Any | None:
                   if str(r["occupation"]).lower() in shares
                   and _err(r.get(PREFERENCE))[0] is not None]
         rho = (view.model(model).get("occupation_statistics") or {}).get("spearman") or {}
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=[p[0] for p in points], y=[p[1] for p in points], mode="markers+text",
             text=[escape(p[2]) for p in points], textposition="top center",
             name=f"{escape(model)} ("

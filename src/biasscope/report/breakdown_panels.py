@@ -42,13 +42,15 @@ def panels(checkpoints: Sequence[Json], view: View, existing: Sequence[Panel]
     if not any(breakdown.steps_of(view, m) for m in view.models()):
         return out
     confidence = f"{view.confidence:.0%}"
+    pairs = (", and below, pro − anti over the pairs of sentences that differ only in the "
+             f"pronoun, with {confidence} bootstrap CIs. Above 0: the model does better where "
+             "the stereotype holds (WinoBias's headline measure)." if breakdown.has_pairs(view)
+             else f" with {confidence} bootstrap CIs. No pair of sentences here differs only "
+             "in the pronoun, so there is no paired pro − anti difference.")
     out.append(Panel(
         "Pro- against anti-stereotypical sentences",
         "Accuracy on referenced prompts of pro-stereotypical sentences (the pronoun agrees "
-        "with the occupation's stereotype) and of anti-stereotypical ones, and below, pro − "
-        "anti over the pairs of sentences that differ only in the pronoun, with "
-        f"{confidence} bootstrap CIs. Above 0: the model does better where the stereotype "
-        "holds (WinoBias's headline measure).",
+        "with the occupation's stereotype) and of anti-stereotypical ones" + pairs,
         breakdown.pro_anti(view)))
     out.append(Panel(
         "Gender preference per occupation",
@@ -66,8 +68,9 @@ def panels(checkpoints: Sequence[Json], view: View, existing: Sequence[Panel]
                 "The same preference per occupation (rows) and training step (columns); red "
                 "leans female, blue leans male.", figure))
     occ = view.get("occupation_statistics", {})
-    missing = (str(occ.get("unavailable")) if isinstance(occ, Mapping) and occ.get("unavailable")
-               else "no occupation matched the labour statistics.")
+    missing = ("the occupation statistics are not on this machine: run `biasscope data fetch "
+               "winogender` or pass --data-dir" if isinstance(occ, Mapping)
+               and occ.get("unavailable") else "no occupation matched the labour statistics.")
     out.append(Panel(
         "Gender preference against the share of women (U.S. BLS)",
         "Each matched occupation's preference (as above) against the percentage of women in "

@@ -9,6 +9,7 @@ from html import escape
 from typing import Any
 
 from biasscope.report.html import CSS
+from biasscope.report.numbers import ci_decimals, num
 from biasscope.report.plotting import fmt
 from biasscope.report.tables import table
 
@@ -18,10 +19,15 @@ HEADER = ("probe", "measure", "A", "B", "A − B", "TOST interval", "margin", "v
 
 def rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """One row per compared measure, as the table shows it."""
-    return [[c["probe"], c["measure"], fmt(c["estimate_a"]), fmt(c["estimate_b"]),
-             fmt(c["estimate"]), f"{fmt(c['low'])} to {fmt(c['high'])}", f"±{c['margin']:g}",
-             c["verdict"], c["n"], "yes" if c["paired"] else "no",
-             fmt(c["minimum_detectable_difference"])] for c in comparisons]
+    out = []
+    for c in comparisons:
+        places = ci_decimals(c["low"], c["high"])  # A − B and its interval at one precision
+        out.append([c["probe"], c["measure"], fmt(c["estimate_a"]), fmt(c["estimate_b"]),
+                    num(c["estimate"], places),
+                    f"{num(c['low'], places)} to {num(c['high'], places)}",
+                    f"±{c['margin']:g}", c["verdict"], c["n"], "yes" if c["paired"] else "no",
+                    fmt(c["minimum_detectable_difference"])])
+    return out
 
 
 def text(summary: Mapping[str, Any]) -> str:

@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
 from biasscope.probes.winobias import GENDERS
 from biasscope.report import stats_figures
+from biasscope.report.plotfig import Figure, make_subplots, scatter
 from biasscope.report.plotting import (
     COLORS,
     DASHES,
@@ -56,7 +54,7 @@ def add_performance(fig: Any, view: View, models: Sequence[str]) -> bool:
         prefix = f"{escape(model)} · " if len(models) > 1 else ""
         texts = [f"<b>{escape(model)}</b><br>{escape(source)}<br>step {s}<br>{fmt(values[s])}"
                  + ("<br>recommended stop" if s == stop else "") for s in steps]
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=steps, y=[values[s] for s in steps], mode="lines+markers",
             name=f"{prefix}{escape(source)} (right axis)", hovertext=texts, hoverinfo="text",
             line={"color": COLORS["performance"], "dash": DASHES[i % len(DASHES)], "width": 1.5},
@@ -81,8 +79,7 @@ def jsdp_correct(checkpoints: Sequence[Json], view: View) -> Any:
     if with_perf and add_performance(fig, view, models):
         fig.update_yaxes(title_text="performance (higher is better)", showgrid=False,
                          tickmode="auto", row=1, col=1, secondary_y=True)
-    fig.update_yaxes(title_text="JSD-P (lower: more confidently correct)", row=1, col=1,
-                     secondary_y=False)
+    fig.update_yaxes(title_text="JSD-P (lower: surer)", row=1, col=1, secondary_y=False)
     fig.update_yaxes(title_text="male − female", row=2, col=1)
     if axis.by_step:
         add_step_markers(fig, step_markers(view, models, "jsdp_correct", stop=True),
@@ -93,7 +90,7 @@ def jsdp_correct(checkpoints: Sequence[Json], view: View) -> Any:
 def average_rank(checkpoints: Sequence[Json], answers: Sequence[str], view: View) -> Any:
     """Fig. 1c / 5a: Average Rank per correct answer."""
     axis, groups = make_axis(checkpoints), by_model(checkpoints)
-    fig = go.Figure()
+    fig = Figure()
     add_lines(fig, axis, groups, answer_lines("average_rank/", answers, " correct"), view=view)
     fig.update_yaxes(title_text="Average Rank (lower is better)")
     if axis.by_step:
@@ -105,7 +102,7 @@ def average_rank(checkpoints: Sequence[Json], answers: Sequence[str], view: View
 def not_specified(checkpoints: Sequence[Json], view: View) -> Any:
     """Fig. 1d / 6a: JSD-P of the gendered options where "not specified" is correct."""
     axis = make_axis(checkpoints)
-    fig = go.Figure()
+    fig = Figure()
     add_lines(fig, axis, by_model(checkpoints),
               answer_lines("jsdp_not_specified/", GENDERS, " option"), view=view)
     fig.update_yaxes(title_text="JSD-P of the gendered option")

@@ -13,35 +13,40 @@ run's configuration at the bottom.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.report.plotting import Json, View, by_model, fairness_checkpoints
-from biasscope.report.tables import analysis_sentences, stop_section, table, tests_section
+from biasscope.report.headline import Words, plural, words
+from biasscope.report.plotting import Json, View, fairness_checkpoints
+from biasscope.report.tables import stop_section, table, tests_section
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto;
        max-width: 1200px; padding: 1.5rem 2rem 4rem; color: #222; line-height: 1.5; }
-h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
+h1 { font-size: 1.6rem; margin: 0.5rem 0 0.2rem; }
 h2 { font-size: 1.25rem; margin-top: 2.5rem; border-bottom: 1px solid #ddd; }
 h3 { font-size: 1.05rem; margin-top: 1.5rem; }
 .sub { color: #666; margin-top: 0; }
 .summary { background: #f6f8fa; border: 1px solid #e1e4e8; border-radius: 6px;
-           padding: 0.6rem 1.2rem; }
+           padding: 0.2rem 1.2rem; }
+.summary + h2 { margin-top: 1.2rem; }
 .caption { color: #444; max-width: 70rem; }
 .missing { color: #a33; }
+.findings li { margin-bottom: 0.4rem; }
+details summary { cursor: pointer; color: #0b5394; margin: 0.5rem 0; }
+.table-wrap { max-width: 100%; overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left;
-         vertical-align: top; }
+         vertical-align: top; overflow-wrap: anywhere; }
 th { background: #f6f8fa; }
-table.numbers td { white-space: nowrap; }
-pre { margin: 0; white-space: pre-wrap; font-size: 0.85rem; }
+table.numbers td { white-space: nowrap; overflow-wrap: normal; }
+pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.85rem; }
+.plotly-graph-div { max-width: 100%; }
 """
 
 
@@ -63,31 +68,38 @@ def render_dynamics_report(store: RunStore, summary: Json, target: Path) -> Path
         shown: Sequence[Json] = fairness or checkpoints
         panels = figures.panels(checkpoints, answer_labels(run, shown), view.data)
         panels = breakdown_panels.panels(shown, view, panels) + wordings.panels(view)
-        sentences = summary_sentences(run, shown, by_model(shown)) + analysis_sentences(view)
+        said = words(run, shown, view, [absent_sentence(panels)])
         analysis = "\n".join(filter(None, [tests_section(view, checkpoints),
                                             stop_section(view, checkpoints)]))
     else:  # audit probes only: their sections, no empty WinoBias figures
         panels, analysis = [], ""
-        sentences = [*summary_sentences(run, checkpoints, by_model(checkpoints)),
-                     "This run holds no WinoBias records, so the report shows only the audit "
-                     f"probes' sections ({escape(', '.join(probes))})."]
+        said = words(run, checkpoints, View())
+        said.headline.append("This run holds no WinoBias records, so the report shows only "
+                             f"the audit probes' sections ({escape(', '.join(probes))}).")
     if probes:  # each audit probe's section over steps, after the WinoBias figures and tests
         drawn = sum(1 for p in panels if p.figure is not None)
         analysis += "\n" + audit_panels.section_html(probes, figure_html, drawn,
                                                       view.correction, view.alpha)
     if summary.get("missing_units"):
-        said = escape(missing_sentence(summary["missing_units"], store.root))
-        sentences.insert(0, f'<span class="missing">{said}</span>')
-    page = render_page(store.root, run, checkpoints, sentences, panels, analysis)
+        text = escape(missing_sentence(summary["missing_units"], Path(store.root.name)))
+        said.headline.insert(0, f'<span class="missing">{text}</span>')
+    page = render_page(store.root, run, checkpoints, said, panels, analysis)
     write_bytes(target, page.encode("utf-8"))
     return target
+
+
+def absent_sentence(panels: Sequence[Any]) -> str:
+    """One sentence naming the figures this run cannot draw and why ("" if none)."""
+    absent = [f"{escape(p.title)} ({escape(p.missing.rstrip('.'))})" for p in panels
+              if p.figure is None]
+    return f"Not drawn, for want of data: {'; '.join(absent)}." if absent else ""
 
 
 def missing_sentence(missing: Sequence[str], root: Path) -> str:
     """Which units' records files are gone from ``root`` and how to score them again."""
     names = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5
                                        else "")
-    return (f"{_plural(len(missing), 'unit')} of this run {'has' if len(missing) == 1 else 'have'}"
+    return (f"{plural(len(missing), 'unit')} of this run {'has' if len(missing) == 1 else 'have'}"
             f" no records file in {root / 'records'} (deleted or set aside as damaged), so the "
             f"report leaves {'it' if len(missing) == 1 else 'them'} out: {names}. Run the same "
             f"`biasscope dynamics` command again with --out {root} to score "
@@ -103,102 +115,6 @@ def answer_labels(run: Json, checkpoints: Sequence[Json]) -> list[str]:
                for o in p.get("options", [])] if isinstance(probes, Mapping) else []
     ordered = [str(o) for o in options if o in present]
     return ordered + [a for a in present if a not in ordered]
-
-
-# --- summary sentences -----------------------------------------------------------------------
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
-def _num(value: Any) -> str:
-    return f"{value:.4g}" if _finite(value) else "n/a"
-
-
-def _where(ckpt: Json) -> str:
-    if ckpt.get("snapshot"):
-        return "no training step"
-    if ckpt.get("step") is not None:
-        return f"step {ckpt['step']}"
-    return f"revision {escape(str(ckpt.get('revision') or 'main'))}"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _span(values: Sequence[Any], word: str) -> str:
-    """``10`` or ``10 to 30`` (or ``a to c``)."""
-    first, last = escape(str(values[0])), escape(str(values[-1]))
-    return f"{word} {first}" if len(values) == 1 else f"{word}s {first} to {last}"
-
-
-def model_sentence(name: str, points: Sequence[Json]) -> str:
-    seeds = sorted({int(s) for c in points for s in c["seeds"]})
-    short = sum(1 for c in points if len(c["seeds"]) < len(seeds))
-    sizes = sorted({int(c["items_per_seed"]) for c in points})
-    steps = [c["step"] for c in points if c.get("step") is not None and not c.get("snapshot")]
-    where = (_span(steps, "step") if len(steps) == len(points) else _where(points[0])
-             if len(points) == 1 else _span([c.get("revision") or "main" for c in points],
-                                            "revision"))
-    items = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}"
-    probes = ", ".join(sorted({escape(str(c["probe"])) for c in points}))
-    text = (f"<b>{escape(name)}</b> on probe <b>{probes}</b>: "
-            f"{_plural(len(points), 'checkpoint')} ({where}), "
-            f"{_plural(len(seeds), 'seed')} ({', '.join(map(str, seeds))}), "
-            f"{items} items per seed.")
-    if short:
-        text += f" {_plural(short, 'checkpoint')} so far with fewer seeds than the others."
-    return text
-
-
-def _gap(ckpt: Json) -> str:
-    std = ckpt["std"].get("jsdp_gap")
-    n = len(ckpt["seeds"])
-    spread = f" ± {_num(std)}" if n > 1 else " (one seed, no spread)"
-    return f"{_num(ckpt['mean']['jsdp_gap'])}{spread}"
-
-
-def gap_sentence(points: Sequence[Json]) -> str | None:
-    """The JSD-P gap at the first and last checkpoint, and where it was largest."""
-    with_gap = [c for c in points if _finite(c["mean"].get("jsdp_gap"))]
-    if not with_gap:
-        return None
-    first, last = with_gap[0], with_gap[-1]
-    text = (f"The JSD-P gap (male − female) was {_gap(first)} at the first checkpoint "
-            f"({_where(first)})")
-    if len(with_gap) == 1:
-        return text + "."
-    text += f" and {_gap(last)} at the last ({_where(last)})"
-    widest = max(with_gap, key=lambda c: abs(float(c["mean"]["jsdp_gap"])))
-    return text + f"; it was largest in size at {_where(widest)}: {_gap(widest)}."
-
-
-def summary_sentences(run: Json, checkpoints: Sequence[Json],
-                      groups: Mapping[str, Sequence[Json]]) -> list[str]:
-    """Plain sentences (already HTML-safe) for the top of the report; ``groups``: per model."""
-    out = []
-    if len(groups) > 1:
-        names = ", ".join(f"<b>{escape(m)}</b>" for m in groups)
-        out.append(f"This run compares {len(groups)} models: {names}.")
-    for name, points in groups.items():
-        out.append(model_sentence(name, points))
-        gap = gap_sentence(points)
-        if gap:
-            out.append(gap)
-    if any("jsdp_gap" in c["mean"] for c in checkpoints):
-        out.append("A positive gap means the model is further from the correct answer when it "
-                   "is “male” than when it is “female” (biased towards “female”); a negative "
-                   "gap, the reverse.")
-    out.append("Values are means over seeds; ± is the sample standard deviation over seeds, "
-               "drawn as the shaded band around each line.")
-    listed = len(run.get("checkpoints", []))
-    have = len({(c["model"], c.get("revision"), c.get("step")) for c in checkpoints})
-    if listed > have:
-        out.append(f"Only {have} of the {listed} checkpoints listed in run.json "
-                   "have records so far.")
-    return out
 
 
 # --- configuration tables --------------------------------------------------------------------
@@ -229,7 +145,7 @@ def checkpoint_rows(run: Json, checkpoints: Sequence[Json]) -> list[list[Any]]:
 
 
 def config_section(root: Path, run: Json, checkpoints: Sequence[Json]) -> str:
-    about = [("directory", str(root)), ("schema", run.get("schema")),
+    about = [("run folder", root.name), ("schema", run.get("schema")),
              ("created", run.get("created")), ("updated", run.get("updated")),
              ("seeds", run.get("seeds")), ("limit", run.get("limit"))]
     settings = run.get("settings", {})
@@ -258,25 +174,24 @@ def figure_html(figure: Any, index: int) -> str:
         config={"displaylogo": False, "responsive": True}))
 
 
-def panels_html(panels: Sequence[Any]) -> str:
-    parts, drawn = [], 0
-    for panel in panels:
-        parts.append(f"<h2>{escape(panel.title)}</h2>")
-        parts.append(f'<p class="caption">{escape(panel.caption)}</p>')
-        if panel.figure is None:
-            parts.append(f'<p class="missing">Not available: {escape(panel.missing)}</p>')
-            continue
-        parts.append(figure_html(panel.figure, drawn))
-        drawn += 1
-    return "\n".join(parts)
+def panel_html(panel: Any, index: int) -> str:
+    """A figure's heading, the figure, then how to read it."""
+    return "\n".join([f"<h2>{escape(panel.title)}</h2>", figure_html(panel.figure, index),
+                      f'<p class="caption">{escape(panel.caption)}</p>'])
 
 
-def render_page(root: Path, run: Json, checkpoints: Sequence[Json], sentences: Sequence[str],
+def paragraphs(texts: Sequence[str]) -> str:
+    return "".join(f"<p>{t}</p>" for t in texts if t)
+
+
+def render_page(root: Path, run: Json, checkpoints: Sequence[Json], said: Words,
                 panels: Sequence[Any], analysis: str = "") -> str:
-    """The whole document. ``sentences`` and ``analysis`` (tables) are HTML-safe already;
-    everything else is escaped."""
+    """The whole document: the headline and the main figure first, then the findings, the
+    other figures, the tables and the configuration. ``said`` and ``analysis`` are HTML-safe
+    already; everything else is escaped."""
     models = ", ".join(dict.fromkeys(str(c["model"]) for c in checkpoints))
-    summary = "".join(f"<p>{s}</p>" for s in sentences)
+    drawn = [p for p in panels if p.figure is not None]
+    findings = "".join(f"<li>{t}</li>" for t in said.findings if t)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -284,10 +199,15 @@ def render_page(root: Path, run: Json, checkpoints: Sequence[Json], sentences: S
         f"<title>biasscope fairness dynamics: {escape(models)}</title>",
         f"<style>{CSS}</style></head><body>",
         "<h1>Fairness dynamics during training</h1>",
-        f'<p class="sub">{escape(models)} · generated by biasscope from the records in '
-        f"{escape(str(root))}</p>",
-        f'<section class="summary">{summary}</section>',
-        panels_html(panels),
+        f'<p class="sub">{escape(models)} · generated by biasscope from the records of the '
+        f"run folder “{escape(root.name)}”</p>",
+        f'<section class="summary">{paragraphs(said.headline)}</section>',
+        *(panel_html(p, i) for i, p in enumerate(drawn[:1])),
+        '<h2>Findings</h2><section class="findings">',
+        f"<ul>{findings}</ul>" if findings else "",
+        "<details><summary>How these numbers were computed</summary>"
+        f"{paragraphs(said.method)}</details></section>",
+        *(panel_html(p, i) for i, p in enumerate(drawn[1:], start=1)),
         analysis,
         config_section(root, run, checkpoints),
         "</body></html>",

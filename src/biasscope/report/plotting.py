@@ -12,12 +12,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from html import escape
-from typing import Any, TypeGuard
-
-import plotly.graph_objects as go
+from typing import Any
 
 from biasscope.core.stats import CORRECTIONS
 from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis covers
+from biasscope.report.numbers import finite as finite
+from biasscope.report.numbers import num, with_ci
+from biasscope.report.plotfig import scatter
 
 #: A JSON object as read from a run's files, such as a checkpoint's entry in ``summary.json``.
 Json = Mapping[str, Any]
@@ -32,13 +33,9 @@ FALLBACK_COLORS = ("#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 
 
-def finite(value: Any) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
-        value)
-
-
 def fmt(value: Any) -> str:
-    return f"{value:.4g}" if finite(value) else "n/a"
+    """The reports' one number format (`biasscope.report.numbers`), without an interval."""
+    return num(value)
 
 
 def fairness_checkpoints(checkpoints: Sequence[Json]) -> list[Json]:
@@ -201,11 +198,13 @@ def where(ckpt: Json) -> str:
 def hover(model: str, line: Line, ckpt: Json, mean: float, std: Any,
           ci: tuple[float, float] | None, confidence: float) -> str:
     n = seeds_with(ckpt, line.key)
-    spread = f" ± {fmt(std)}" if finite(std) else ""
-    text = (f"<b>{escape(model)}</b><br>{line.name}<br>{where(ckpt)}<br>"
-            f"{fmt(mean)}{spread} (mean ± std over {n} seed{'s' if n != 1 else ''})")
+    low, high = ci or (None, None)
+    value = with_ci(mean, low, high, confidence)
+    text = f"<b>{escape(model)}</b><br>{line.name}<br>{where(ckpt)}<br>{value}"
     if ci is not None:
-        text += f"<br>{confidence:.0%} CI {fmt(ci[0])} to {fmt(ci[1])} (bootstrap over prompts)"
+        text += "<br>(bootstrap CI over prompts)"
+    if finite(std) and n > 1:
+        text += f"<br>std over {n} seeds {fmt(std)}"
     return text
 
 
@@ -230,7 +229,7 @@ def add_line(fig: Any, axis: Axis, model: str, points: Sequence[Json], line: Lin
         lo, hi = bounds(line.key)
         upper = [min(m + s, hi) for m, s in zip(means, stds, strict=True)]
         lower = [max(m - s, lo) for m, s in zip(means, stds, strict=True)]
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=xs + xs[::-1], y=upper + lower[::-1], mode="lines", fill="toself",
             fillcolor=line.color, opacity=0.15, line={"width": 0}, hoverinfo="skip",
             showlegend=False, legendgroup=group, name=f"{name} ± std"), **at)
@@ -240,7 +239,7 @@ def add_line(fig: Any, axis: Axis, model: str, points: Sequence[Json], line: Lin
                   "width": 5,
                   "array": [max(c[1] - m, 0.0) if c else None for c, m in zip(cis, means)],
                   "arrayminus": [max(m - c[0], 0.0) if c else None for c, m in zip(cis, means)]}
-    fig.add_trace(go.Scatter(
+    fig.add_trace(scatter(
         x=xs, y=means, mode="lines+markers", name=name, legendgroup=group, error_y=errors,
         line={"color": line.color, "dash": line.dash, "width": line.width},
         marker={"size": 6, "symbol": line.symbol},
@@ -317,10 +316,12 @@ def style(fig: Any, axis: Axis, height: int = 440, rows: int = 1) -> Any:
                       font={"family": "system-ui, sans-serif", "size": 12, "color": "#333"},
                       margin={"l": 70, "r": 70, "t": 30, "b": 60},
                       legend={"orientation": "h", "y": -0.2})
+    # automargin: long tick labels (occupations, checkpoint names) push the plot aside
+    # rather than being cut at the figure's edge.
     fig.update_xaxes(showline=True, linecolor="#999", gridcolor="#eee", zeroline=False,
-                     ticks="outside")
+                     ticks="outside", automargin=True)
     fig.update_yaxes(showline=True, linecolor="#999", gridcolor="#eee", zeroline=False,
-                     ticks="outside")
+                     ticks="outside", automargin=True)
     if axis.by_step:
         fig.update_xaxes(type="linear")
     else:

@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-import plotly.graph_objects as go
-
+from biasscope.report.plotfig import Figure, scatter
 from biasscope.report.plotting import (
     COLORS,
     DASHES,
@@ -74,14 +73,14 @@ def add_pvalues(fig: Any, rows: Sequence[Row], name: str, title: str, color: str
     xs = [x(r) for r in rows]
     texts = [row_hover(title, r, groups, view) for r in rows]
     adjusted = [r for r in rows if finite(r.get("p_adjusted"))]
-    fig.add_trace(go.Scatter(
+    fig.add_trace(scatter(
         x=[x(r) for r in adjusted], y=[_p(r["p_adjusted"]) for r in adjusted],
         mode="lines+markers", name=f"{name}{escape(view.correction)}-adjusted p", legendgroup=name,
         line={"color": color, "dash": dash, "width": 2},
         marker={"size": 8, "symbol": ["circle" if r.get("significant") else "circle-open"
                                       for r in adjusted]},
         hovertext=[row_hover(title, r, groups, view) for r in adjusted], hoverinfo="text"))
-    fig.add_trace(go.Scatter(
+    fig.add_trace(scatter(
         x=xs, y=[_p(r["p_value"]) for r in rows], mode="lines+markers", name=f"{name}raw p",
         legendgroup=name, line={"color": color, "dash": "dot", "width": 1},
         marker={"size": 4}, opacity=0.7, hovertext=texts, hoverinfo="text"))
@@ -93,7 +92,9 @@ def finish(fig: Any, view: View, categories: Sequence[str]) -> Any:
     fig.add_annotation(x=0, xref="x domain", y=math.log10(view.alpha), yref="y", xanchor="left",
                        yanchor="top", text=f"α = {view.alpha:g}", showarrow=False,
                        font={"color": COLORS["alpha"], "size": 11})
-    fig.update_yaxes(type="log", exponentformat="power", dtick=1,
+    lowest = min((y for t in fig.data for y in t.get("y", []) if finite(y)), default=0.1)
+    decades = max(1, math.ceil(-math.log10(lowest)))
+    fig.update_yaxes(type="log", exponentformat="power", dtick=max(1, math.ceil(decades / 5)),
                      title_text="p-value (log scale; filled: significant)")
     axis = Axis(False, tuple(categories)) if stepless(view) else Axis(by_step=True)
     return style(fig, axis, height=420)
@@ -101,7 +102,7 @@ def finish(fig: Any, view: View, categories: Sequence[str]) -> Any:
 
 def gap_pvalues(view: View, value: str) -> Any:
     """Per model: male vs female test of ``value`` at each checkpoint (None: no tests)."""
-    fig, drawn, steps = go.Figure(), [], []
+    fig, drawn, steps = Figure(), [], []
     models = view.models()
     for i, model in enumerate(models):
         rows = _drawable(view.tests(model, value))
@@ -123,7 +124,7 @@ def gap_pvalues(view: View, value: str) -> Any:
 def comparison_pvalues(view: View) -> Any:
     """Per pair of models and gendered option: model A vs model B at each shared step."""
     comparisons = [c for c in view.get("comparisons", []) if isinstance(c, Mapping)]
-    fig, drawn = go.Figure(), []
+    fig, drawn = Figure(), []
     pairs = list(dict.fromkeys((str(c.get("model_a")), str(c.get("model_b")))
                                for c in comparisons))
     for comp in comparisons:

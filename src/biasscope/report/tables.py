@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from biasscope.probes.winobias import NAME as PROBE
+from biasscope.report.numbers import pvalue
 from biasscope.report.plotting import Json, View, finite, fmt
 
 TEST_VALUES = {"jsdp_correct": "JSD-P of the correct option, male vs female prompts",
@@ -31,7 +32,8 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], numbers: bool = 
     body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>"
                    for row in rows)
     kind = ' class="numbers"' if numbers else ""
-    return f"<table{kind}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f'<div class="table-wrap"><table{kind}><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def record_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
@@ -46,7 +48,7 @@ def record_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | Non
 
 
 def _p(value: Any) -> str:
-    return f"{value:.3g}" if finite(value) else "n/a"
+    return pvalue(value)
 
 
 def _yes(value: Any) -> str:
@@ -73,7 +75,9 @@ def method_sentence(view: View) -> str:
             f"against “female” prompts (per-prompt values averaged over seeds), with p-values "
             f"corrected over each model's checkpoints by {how}; significant means corrected "
             f"p &lt; {view.alpha:g}.{_min_gap(view)} Error bars are {view.confidence:.0%} "
-            f"bootstrap confidence intervals over prompts{boot}.")
+            f"bootstrap confidence intervals over prompts{boot}. The intervals are not "
+            "adjusted for the number of tests, so one can exclude 0 where the corrected p "
+            "is not significant: the tables show the raw and the corrected p side by side.")
 
 
 def _min_gap(view: View) -> str:
@@ -90,12 +94,9 @@ def _min_gap(view: View) -> str:
             "interest), so that tiny but systematic differences do not count.")
 
 
-def analysis_sentences(view: View) -> list[str]:
-    """The analysis' sentences (escaped), the method, and performance gaps, for the summary."""
-    if not view.models():
-        return []
-    out = [method_sentence(view)]
-    out += [escape(str(s)) for s in view.get("sentences", [])]
+def performance_sentences(view: View) -> list[str]:
+    """Where a model's performance series has no value (those steps cannot be recommended)."""
+    out = []
     for model in view.models():
         perf = view.model(model).get("performance")
         if not isinstance(perf, Mapping):

@@ -11,6 +11,8 @@ from html import escape
 from typing import Any
 
 from biasscope.report.figures import Panel
+from biasscope.report.numbers import ci_decimals, num
+from biasscope.report.plotfig import Figure, scatter
 from biasscope.report.plotting import View, fmt
 from biasscope.report.tables import table
 
@@ -23,8 +25,6 @@ def _finite(*values: Any) -> bool:
 
 def forest(title: str, result: Json) -> Any:
     """The forest plot of one measure's ``wording_uncertainty`` result (None: no estimate)."""
-    import plotly.graph_objects as go
-
     rows = [(str(p["wording"]), p["estimate"], p["low"], p["high"])
             for p in result.get("per_wording", [])]
     pooled = result.get("pooled", {})
@@ -32,12 +32,12 @@ def forest(title: str, result: Json) -> Any:
     shown = [r for r in rows if _finite(r[1])]
     if len(shown) < 2:
         return None
-    fig = go.Figure()
+    fig = Figure()
     for pooled_row in (False, True):
         part = [r for r in shown if (r[0] == "pooled") == pooled_row]
         lows = [r[1] - r[2] if _finite(r[2]) else 0.0 for r in part]
         highs = [r[3] - r[1] if _finite(r[3]) else 0.0 for r in part]
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=[r[1] for r in part], y=[escape(r[0]) for r in part], mode="markers",
             name="pooled over wordings" if pooled_row else "one wording",
             marker={"size": 12 if pooled_row else 8,
@@ -46,9 +46,11 @@ def forest(title: str, result: Json) -> Any:
             error_x={"type": "data", "symmetric": False, "array": highs, "arrayminus": lows},
             hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
     fig.add_vline(x=float(result.get("null", 0.0)), line_dash="dot", line_color="#888")
-    fig.update_layout(title=escape(title), template="plotly_white", showlegend=False,
-                      height=140 + 28 * len(shown), margin={"l": 90, "r": 30, "t": 50, "b": 40},
-                      yaxis={"autorange": "reversed"})
+    fig.update_layout(title=escape(title), showlegend=False, height=140 + 28 * len(shown),
+                      margin={"l": 90, "r": 30, "t": 50, "b": 40},
+                      font={"family": "system-ui, sans-serif", "size": 12, "color": "#333"},
+                      yaxis={"autorange": "reversed", "automargin": True},
+                      xaxis={"gridcolor": "#eee", "zeroline": False, "automargin": True})
     return fig
 
 
@@ -68,8 +70,10 @@ def rows(results: Json) -> list[list[Any]]:
     out = []
     for name, r in results.items():
         p = r["pooled"]
-        out.append([name, fmt(p["estimate"]), f"{fmt(p['low'])} to {fmt(p['high'])}",
-                    f"{fmt(p['items_only_low'])} to {fmt(p['items_only_high'])}",
+        places = ci_decimals(p["low"], p["high"])
+        out.append([name, num(p["estimate"], places),
+                    f"{num(p['low'], places)} to {num(p['high'], places)}",
+                    f"{num(p['items_only_low'], places)} to {num(p['items_only_high'], places)}",
                     fmt(r["variance_share"]), f"{r['agree']} of {r['wordings']}",
                     r["reverse"], r["significant"]])
     return out

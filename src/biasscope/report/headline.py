@@ -1,0 +1,138 @@
+"""The dynamics report's words: a headline of two or three sentences per model (what was run,
+the JSD-P gap with its confidence interval, and the verdict on it), then the findings list
+and the method behind a fold.
+
+The verdict and the findings are the analysis' own sentences (``summary.json``), moved, not
+rewritten: the report says what the analysis found, in the order a reader asks for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+from biasscope.report.numbers import finite, num, with_ci
+from biasscope.report.plotting import Json, View, by_model
+
+
+@dataclass
+class Words:
+    """HTML-safe paragraphs: the headline, the findings (a list) and the method (folded)."""
+
+    headline: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    method: list[str] = field(default_factory=list)
+
+
+def where(ckpt: Json) -> str:
+    if ckpt.get("snapshot"):
+        return "its one checkpoint"
+    if ckpt.get("step") is not None:
+        return f"step {ckpt['step']}"
+    return f"revision {escape(str(ckpt.get('revision') or 'main'))}"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _span(values: Sequence[Any], word: str) -> str:
+    """``step 10`` or ``steps 10 to 30``."""
+    first, last = escape(str(values[0])), escape(str(values[-1]))
+    return f"{word} {first}" if len(values) == 1 else f"{word}s {first} to {last}"
+
+
+def model_sentence(name: str, points: Sequence[Json]) -> str:
+    seeds = sorted({int(s) for c in points for s in c["seeds"]})
+    short = sum(1 for c in points if len(c["seeds"]) < len(seeds))
+    sizes = sorted({int(c["items_per_seed"]) for c in points})
+    steps = [c["step"] for c in points if c.get("step") is not None and not c.get("snapshot")]
+    at = (_span(steps, "step") if len(steps) == len(points)
+          else "no training step" if len(points) == 1 and points[0].get("snapshot")
+          else _span([c.get("revision") or "main" for c in points], "revision"))
+    items = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}"
+    probes = ", ".join(sorted({escape(str(c["probe"])) for c in points}))
+    text = (f"<b>{escape(name)}</b> on probe <b>{probes}</b>: "
+            f"{plural(len(points), 'checkpoint')} ({at}), "
+            f"{plural(len(seeds), 'seed')} ({', '.join(map(str, seeds))}), "
+            f"{items} items per seed.")
+    if short:
+        text += f" {plural(short, 'checkpoint')} so far with fewer seeds than the others."
+    return text
+
+
+def gap(ckpt: Json, view: View) -> str:
+    """The gap with its bootstrap CI over prompts, and the spread over seeds if several."""
+    n = len(ckpt["seeds"])
+    std = ckpt["std"].get("jsdp_gap")
+    low, high = view.ci(ckpt, "jsdp_gap") or (None, None)
+    spread = f"std over {n} seeds {num(std)}" if n > 1 and finite(std) and std > 0 else ""
+    return with_ci(ckpt["mean"]["jsdp_gap"], low, high, view.confidence, signed=True,
+                   extra=spread)
+
+
+def gap_sentence(points: Sequence[Json], view: View) -> str | None:
+    """The JSD-P gap at the first and last checkpoint (and where it was largest in size)."""
+    with_gap = [c for c in points if finite(c["mean"].get("jsdp_gap"))]
+    if not with_gap:
+        return None
+    first, last = with_gap[0], with_gap[-1]
+    if len(with_gap) == 1:
+        return f"The JSD-P gap (male − female) at {where(first)} is {gap(first, view)}."
+    text = (f"The JSD-P gap (male − female) went from {gap(first, view)} at {where(first)} "
+            f"to {gap(last, view)} at {where(last)}")
+    widest = max(with_gap, key=lambda c: abs(float(c["mean"]["jsdp_gap"])))
+    if widest is not last and widest is not first:
+        text += f"; it was largest in size at {where(widest)}: {gap(widest, view)}"
+    return text + "."
+
+
+SIGN = ("Below 0: the model is surer of the correct answer when it is “male” than when it "
+        "is “female”; above 0, the reverse.")
+
+
+def verdict(model: str, sentences: list[str]) -> str | None:
+    """The analysis' sentence on whether the model's gap is significant (taken out of
+    ``sentences``), if it has one."""
+    for i, text in enumerate(sentences):
+        if text.startswith(f"{model}: ") and "male-female JSD-P gap" in text:
+            said = sentences.pop(i).removeprefix(f"{model}: ")
+            return said[:1].upper() + said[1:]
+    return None
+
+
+def words(run: Json, checkpoints: Sequence[Json], view: View, notes: Sequence[str] = ()
+          ) -> Words:
+    """Headline per model, then the findings (the analysis' sentences and ``notes``), then
+    the method."""
+    from biasscope.report.tables import method_sentence, performance_sentences
+
+    out = Words()
+    groups = by_model(checkpoints)
+    rest = [s for s in (str(s) for s in view.get("sentences", []))
+            if not s.startswith("The occupation statistics")]  # said once, with the panels
+    if len(groups) > 1:
+        out.headline.append(f"This run compares {len(groups)} models: "
+                            + ", ".join(f"<b>{escape(m)}</b>" for m in groups) + ".")
+    for name, points in groups.items():
+        found = verdict(str(points[0]["model"]), rest)
+        said = [model_sentence(name, points), gap_sentence(points, view),
+                escape(found) if found else None]
+        out.headline.append(" ".join(s for s in said if s))
+    if any("jsdp_gap" in c["mean"] for c in checkpoints) and out.headline:
+        out.headline[-1] += " " + SIGN
+    out.findings = [escape(s) for s in rest] + performance_sentences(view) + list(notes)
+    listed = len(run.get("checkpoints", []))
+    have = len({(c["model"], c.get("revision"), c.get("step")) for c in checkpoints})
+    if listed > have:
+        out.findings.append(f"Only {have} of the {listed} checkpoints listed in run.json "
+                            "have records so far.")
+    if view.models():
+        out.method.append(method_sentence(view))
+    out.method.append("Lines are means over seeds; the shaded band is ± one standard deviation "
+                      "over seeds, the error bars the bootstrap confidence interval over "
+                      "prompts.")
+    return out
+

@@ -1,0 +1,77 @@
+"""One number format for every report: fixed-point decimals, as many as the uncertainty
+supports.
+
+A value with a confidence interval is written to two significant digits of the interval's
+half-width (the estimate and both bounds to the same decimal place), so ``-0.06521 ±
+0.0001055`` and ``0 ± 0`` read as ``-0.0652`` and ``0``; a value without one to three
+significant digits. No exponent notation: ``1.765e-05`` is ``0.0000177``. p-values get two
+significant digits and a floor (``< 0.0001``), since smaller ones differ only in how far the
+test's approximations hold.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeGuard
+
+MAX_DECIMALS = 10
+P_FLOOR = 1e-4
+
+
+def finite(value: Any) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
+        value)
+
+
+def decimals(value: float, digits: int = 3) -> int:
+    """Decimal places that show ``digits`` significant digits of ``value``."""
+    if value == 0:
+        return 0
+    return min(MAX_DECIMALS, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
+
+
+def ci_decimals(low: Any, high: Any) -> int | None:
+    """Decimal places for two significant digits of the interval's half-width (None: no
+    usable interval)."""
+    if not (finite(low) and finite(high)) or high <= low:
+        return None
+    return decimals((high - low) / 2, 2)
+
+
+def _fixed(value: float, places: int, signed: bool) -> str:
+    text = f"{value:{'+' if signed else ''},.{places}f}"
+    if float(text.replace(",", "")) == 0:  # "-0.000" and "+0": zero has no sign
+        text = text.lstrip("+-")
+    return text
+
+
+def num(value: Any, places: int | None = None, signed: bool = False) -> str:
+    """``value`` to ``places`` decimals, else to three significant digits; "n/a" if it is no
+    finite number (callers should rather leave the sentence out)."""
+    if not finite(value):
+        return "n/a"
+    if float(value).is_integer() and places is None:
+        return _fixed(float(value), 0, signed)
+    return _fixed(float(value), decimals(float(value)) if places is None else places, signed)
+
+
+def with_ci(value: Any, low: Any, high: Any, confidence: float | None = 0.95,
+            signed: bool = False, extra: str = "") -> str:
+    """``value (95% CI low to high)`` at the interval's precision; ``value`` alone when
+    there is no interval. ``extra`` goes inside the brackets after the interval."""
+    places = ci_decimals(low, high)
+    if places is None:
+        return num(value, signed=signed) + (f" ({extra})" if extra else "")
+    level = f"{confidence:.0%} CI " if confidence is not None else ""
+    tail = f"; {extra}" if extra else ""
+    return (f"{num(value, places, signed)} ({level}{num(low, places, signed)} to "
+            f"{num(high, places, signed)}{tail})")
+
+
+def pvalue(p: Any) -> str:
+    """Two significant digits, ``< 0.0001`` below that."""
+    if not finite(p):
+        return "n/a"
+    if p < P_FLOOR:
+        return f"< {P_FLOOR:g}"
+    return num(p, decimals(p, 2))

@@ -27,11 +27,13 @@ group comparison          normalised over all principles               renormali
 Not a switch: the Wilcoxon test of the group comparison drops effects that are exactly zero
 before testing, so SciPy gives its exact p-value; the source passes them on and SciPy falls
 back to a normal approximation (same statistic; the p-values differ only when zeros occur,
-``docs/validation.md``). A zero normalising sum gives NaN in both. Intervals: prompts are resampled with replacement
-jointly for all of a model's principles (each resample is one set of prompts, as in the
-study, so normalised indices keep the dependence between principles), every index is
-recomputed, pool included, and the percentile interval is taken (``stats.percentile_interval``;
-no interval where the estimate is not finite or fewer than half the resamples give a value).
+``docs/validation.md``). A zero normalising sum gives NaN in both.
+
+Intervals: prompts are resampled with replacement jointly for all of a model's principles
+(each resample is one set of prompts, as in the study, so normalised indices keep the
+dependence between principles), every index is recomputed, pool included, and the percentile
+interval is taken (``stats.percentile_interval``; no interval where the estimate is not
+finite or fewer than half the resamples give a value).
 """
 
 from __future__ import annotations

@@ -31,6 +31,9 @@ import pandas as pd
 
 from biasscope.core.stats import CORRECTIONS, Correction, adjust_pvalues
 from biasscope.core.wordings import Measure, gap, rate, verdict, wording_uncertainty
+from biasscope.dynamics import occupations
+from biasscope.dynamics.breakdown import occupations as occupation_rows
+from biasscope.dynamics.breakdown import prompt_means
 from biasscope.dynamics.emergence import emergence_step
 
 LABELS = {
@@ -129,16 +132,13 @@ def lead(model: str, breakdown: dict[int, dict[str, Any]], snapshot: bool, optio
     return across, said + sentences(model, last, breakdown[last].get("wordings"), snapshot)
 
 
-
 def occupations_by_wording(values: pd.DataFrame, confidence: float = 0.95,
                            n_resamples: int = 2000) -> dict[str, list[dict[str, Any]]]:
     """The per-occupation preferences of one (model, step) under each wording on its own
     (`breakdown.occupations`); empty with one wording."""
-    from biasscope.dynamics.breakdown import occupations, prompt_means
-
     if "template" not in values or values["template"].nunique() < 2:
         return {}
-    return {str(w): occupations(prompt_means(part), confidence, n_resamples)
+    return {str(w): occupation_rows(prompt_means(part), confidence, n_resamples)
             for w, part in values.groupby("template", sort=True, observed=True)}
 
 
@@ -148,8 +148,6 @@ def labour_statistics(model: str, by_wording: dict[str, list[dict[str, Any]]],
     """Spearman's ρ between each wording's preferences and the BLS share of women, and the
     sentence that says how far the wordings agree. A rank correlation has no two-level pooled
     CI here: each wording's ρ keeps its own CI over occupations."""
-    from biasscope.dynamics import occupations
-
     rhos = {w: occupations.compare(rows, statistics, confidence, n_resamples)["spearman"]
             for w, rows in by_wording.items()}
     known = [r for r in rhos.values() if r["estimate"] is not None]

@@ -4,7 +4,8 @@
 #
 #   scripts/llama-wheel.sh .venv/bin/python
 #
-# PyPI has only an sdist for llama-cpp-python, and compiling it takes 10-20 min on 2 cores, so
+# PyPI has only an sdist for llama-cpp-python, and compiling it takes about 5 min on 2 quiet
+# cores (17-21 on busy ones), so
 # the wheel is built once into ${BIASSCOPE_WHEEL_CACHE:-~/.cache/biasscope/wheels} and reused.
 # GGML_NATIVE=OFF keeps the cached wheel portable across CPUs. Idempotent: a second run with the
 # package already installed returns in about a second.
@@ -35,7 +36,7 @@ shopt -s nullglob
 wheels=("$CACHE"/llama_cpp_python-"$VERSION"-*.whl)
 if [ ${#wheels[@]} -eq 0 ]; then
     echo "building llama-cpp-python $VERSION wheel into $CACHE"
-    echo "(a cold build compiles llama.cpp: 10-20 min on 2 cores; later runs reuse the wheel)"
+    echo "(a cold build compiles llama.cpp: about 5 min on 2 quiet cores, up to 20 on busy ones; later runs reuse the wheel)"
     tmp=$(mktemp -d "$CACHE/.build.XXXXXX")
     trap 'rm -rf "$tmp"' EXIT
     CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" \

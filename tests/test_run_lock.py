@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import multiprocessing
 import platform
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from biasscope.backends.checkpoints import Checkpoint
@@ -20,6 +22,9 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.runfile import init_run
 from biasscope.dynamics.scoring import SweepConfig
 from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
+from biasscope.store.locks import run_lock
+from biasscope.store.units import Unit
 
 CTX = multiprocessing.get_context("fork")
 
@@ -86,3 +91,33 @@ def test_concurrent_sweeps_with_two_dtypes_refuse_one(tmp_path: Path, trial: int
     (entry,) = run["checkpoints"]
     assert run["settings"]["dtype"] == {"step1": "float32", "step2": "bfloat16"}[
         entry["revision"]]
+
+
+def test_a_run_whose_folder_is_deleted_writes_nothing_more(tmp_path: Path) -> None:
+    """Deleted under a running process and started again (perhaps with other settings): the
+    first process must not write its units or run.json into the new run, nor recreate the
+    folder when nobody did."""
+    out = tmp_path / "run"
+    first = RunStore(out)
+    with run_lock(first):
+        write_json(first.run_json, {"dtype": "float32"})
+    unit = Unit(model="m", revision=None, probe="p", seed=0)
+    first.write_unit(unit, pd.DataFrame({"model": ["m"], "probe": ["p"], "x": [1.0]}))
+
+    shutil.rmtree(out)
+    with pytest.raises(BiasscopeError, match="deleted or replaced"):
+        first.write_unit(Unit(model="m", revision=None, probe="p", seed=1),
+                         pd.DataFrame({"model": ["m"], "probe": ["p"], "x": [2.0]}))
+    with pytest.raises(BiasscopeError, match="deleted or replaced"), run_lock(first):
+        pass
+    assert not out.exists()
+
+    second = RunStore(out)  # the rerun, with another setting
+    with run_lock(second):
+        write_json(second.run_json, {"dtype": "bfloat16"})
+    with pytest.raises(BiasscopeError, match=str(out)):
+        first.write_unit(unit, pd.DataFrame({"model": ["m"], "probe": ["p"], "x": [1.0]}))
+    assert not second.unit_path(unit).exists()
+    assert json.loads(second.run_json.read_text()) == {"dtype": "bfloat16"}
+    second.write_unit(unit, pd.DataFrame({"model": ["m"], "probe": ["p"], "x": [3.0]}))
+    assert second.has(unit)

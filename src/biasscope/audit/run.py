@@ -305,6 +305,7 @@ def run_audit(probes: Sequence[AuditProbe], responder: Responder, out: str | os.
     unknown = responder.unknown_ids(i.id for p in probes for i in items[p.name]) if isinstance(
         responder, StoredResponses) else []
     summary = summarise(store, probes, unknown, pending)
+    store.check_same_folder()
     write_json(store.summary_json, {**summary, "requests": sent})
     return store
 

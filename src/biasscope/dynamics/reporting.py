@@ -53,6 +53,7 @@ def write_summary_json(store: RunStore, summary: dict[str, Any], publish: bool =
                        ) -> dict[str, Any]:
     """The one writer of a dynamics run's summary.json: the sweep's metrics as checkpoints
     finish, then the analysed summary (atomic; ``publish``: upload a remote run's copy)."""
+    store.check_same_folder()
     write_json(store.summary_json, summary)
     if publish:
         store.publish(store.summary_json)

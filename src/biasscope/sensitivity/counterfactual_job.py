@@ -89,6 +89,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     if judge is not None:
         rows.append(cf.judge_audit(judge, items, labels, config.seed))
     records = [r for row in rows for r in row.pop("records")]
+    store.check_same_folder()
     write_bytes(store.root / "scores.jsonl", "".join(
         json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
     summary = {"pairs": len(items), "source": config.pairs, **cf.summarise(rows)}

@@ -191,6 +191,7 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
         summary["sanity"] = summarise_sanity(store.read_json("sanity.json"))
     if failures["failed_requests"]:
         summary["incomplete"] = failures
+    store.check_same_folder()
     write_json(store.summary_json, summary)
     return store
 

@@ -25,6 +25,7 @@ import io
 import json
 import os
 import re
+import secrets
 import warnings
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -45,6 +46,7 @@ from biasscope.store.units import Unit, holds_other, unit_in
 
 RECORDS = "records"
 CHECKSUMS = "checksums"
+ID_FILE = ".run.id"  # a dot file, as the lock: never taken for a run file, never uploaded
 _UNIT_NAME = re.compile(r"__[0-9a-f]{10}(?:[0-9a-f]{6})?\.parquet$")  # see Unit.key
 
 
@@ -110,6 +112,10 @@ class RunStore:
         self.checksums_dir = self.root / CHECKSUMS
         # key -> (size, mtime_ns) of a file already verified, so `has` hashes each file once.
         self._verified: dict[str, tuple[int, int]] = {}
+        # The token in RUN/.run.id when this process first wrote there: a folder deleted and
+        # made again under the same name (a rerun, perhaps with other settings) gets another
+        # token, and nothing more of this run may land in it. (Inodes are reused: not those.)
+        self._identity: str | None = None
         self.refresh()
 
     @property
@@ -154,6 +160,38 @@ class RunStore:
         """Upload one staged file of a remote run (a no-op for a local run)."""
         if self._mirror is not None:
             self._mirror.push(self._relative(path), Path(path).read_bytes())
+
+    def _folder_token(self) -> str | None:
+        """The run folder's token (made on first use: the first writer's wins); None when the
+        folder is missing or read-only."""
+        path = self.root / ID_FILE
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            return path.read_text() or None
+        if not self.root.is_dir():
+            return None
+        token = secrets.token_hex(8)
+        mine = path.with_name(f"{ID_FILE}.{token}")
+        try:
+            mine.write_text(token)
+            with contextlib.suppress(FileExistsError):
+                os.link(mine, path)  # exclusive: of two first writers, one token wins
+            mine.unlink()
+            return path.read_text() or None
+        except OSError:
+            return None
+
+    def check_same_folder(self) -> None:
+        """Raise if the run's folder was deleted or replaced since this process first wrote
+        into it: the units, ``run.json`` and summary written after that would otherwise
+        describe another run (or recreate a folder without a ``run.json``)."""
+        token = self._folder_token()
+        if self._identity is None:
+            self._identity = token
+        elif token != self._identity:
+            raise BiasscopeError(
+                f"{self.root} was deleted or replaced while this run was writing to it; this "
+                "process stopped without writing more. Rerun the command to redo what is "
+                "missing (one process per run folder at a time while you delete it)")
 
     @property
     def run_json(self) -> Path:
@@ -210,6 +248,7 @@ class RunStore:
 
     def write_unit(self, unit: Unit, records: pd.DataFrame) -> Path:
         """Write the parquet, then its checksum: a unit without a valid pair is not done."""
+        self.check_same_folder()
         path = self.unit_path(unit)
         data = records.to_parquet(None, index=False)
         try:

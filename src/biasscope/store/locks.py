@@ -24,6 +24,7 @@ LOCK = ".run.lock"  # a dot file: never taken for a run file, never uploaded
 def run_lock(store: RunStore, wait_s: float = 600.0) -> Iterator[None]:
     """Hold the run's lock file: one process at a time reads and rewrites ``run.json``."""
     path = store.root / LOCK
+    store.check_same_folder()  # never recreate a folder deleted under this run
     try:
         store.root.mkdir(parents=True, exist_ok=True)
         if fcntl is not None:
@@ -43,6 +44,7 @@ def run_lock(store: RunStore, wait_s: float = 600.0) -> Iterator[None]:
     except OSError as exc:
         raise write_error(path, exc) from None
     try:
+        store.check_same_folder()
         yield
     finally:
         if fcntl is not None:

@@ -121,3 +121,9 @@ def test_series_and_arrays_become_lists() -> None:
                             "z": np.float32(0.5), "w": (np.int64(3), "</script>")})
     assert json.loads(text) == {"x": [1.5, None], "y": [1, 2], "z": 0.5, "w": [3, "</script>"]}
     assert "</" not in text
+
+
+def test_figure_text_is_escaped_but_keeps_quotes() -> None:
+    # plotly.js turns &lt; &gt; &amp; back into characters but shows &quot; as written
+    assert plotfig.as_text('a "quoted" <b>name</b> & co') == (
+        'a "quoted" &lt;b&gt;name&lt;/b&gt; &amp; co')

@@ -18,7 +18,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.report import wordings
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.numbers import ci_decimals, finite, num, pvalue
-from biasscope.report.plotfig import Figure, scatter
+from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import Json, fmt
 from biasscope.report.tables import record_table, table
 from biasscope.store.directory import RunStore
@@ -65,7 +65,7 @@ def headline_figure(probe: str, headline: Json) -> Figure | None:
         if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in raw):
             continue
         est, low, high = (float(v or 0.0) for v in raw)
-        names.append(escape(str(name)))  # plotly renders a little HTML in labels
+        names.append(as_text(str(name)))  # plotly renders a little HTML in labels
         mids.append(est)
         lows.append(est - low)
         highs.append(high - est)
@@ -75,7 +75,7 @@ def headline_figure(probe: str, headline: Json) -> Figure | None:
         x=mids, y=names, mode="markers", marker={"size": 9},
         error_x={"type": "data", "symmetric": False, "array": highs, "arrayminus": lows},
         hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
-    fig.update_layout(title=f"{escape(probe)}: estimates with 95% CIs",
+    fig.update_layout(title=f"{as_text(probe)}: estimates with 95% CIs",
                       height=120 + 32 * len(names), template="plotly_white",
                       margin={"l": 260, "r": 30, "t": 50, "b": 40})
     fig.add_vline(x=0, line_dash="dot", line_color="#888")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from biasscope.report.plotfig import Figure, scatter
+from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import (
     COLORS,
     DASHES,
@@ -70,8 +70,8 @@ def _categories(model: Json, prefix: str) -> list[str]:
 
 def _label(key: str, names: Json) -> str:
     if ":" in key:
-        return escape(key.split(":", 1)[1])
-    return escape(str(names.get(key, key)))
+        return as_text(key.split(":", 1)[1])
+    return as_text(str(names.get(key, key)))
 
 
 def _color(i: int, key: str) -> str:
@@ -82,7 +82,7 @@ def _color(i: int, key: str) -> str:
 
 
 def _hover(model: str, label: str, step: int, v: Json) -> str:
-    text = (f"<b>{escape(model)}</b><br>{label}<br>step {step}<br>{fmt(v.get('estimate'))} "
+    text = (f"<b>{as_text(model)}</b><br>{label}<br>step {step}<br>{fmt(v.get('estimate'))} "
             f"(95% CI {fmt(v.get('low'))} to {fmt(v.get('high'))}, n = {v.get('n')})")
     if "p_value" in v:
         text += (f"<br>p = {fmt(v.get('p_value'))}, adjusted {fmt(v.get('p_adjusted'))}, "
@@ -102,7 +102,7 @@ def add_value(fig: Figure, model: str, result: Json, key: str, label: str, color
         return False
     xs = [s for s, _ in points]
     ys = [float(v["estimate"]) for _, v in points]
-    name = f"{escape(model)} · {label}" if show_model else label
+    name = f"{as_text(model)} · {label}" if show_model else label
     group = f"{model}/{key}"
     if any(int(v.get("seeds", 1)) > 1 for _, v in points):
         lo = [float(v["seed_low"]) if finite(v.get("seed_low")) else y
@@ -133,7 +133,7 @@ def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Figure | None
     fig, drawn, steps = Figure(), False, set[int]()
     markers: list[tuple[str, int, str]] = []
     for m, (model, result) in enumerate(sorted(models.items())):
-        suffix = f" ({escape(model)})" if len(models) > 1 else ""
+        suffix = f" ({as_text(model)})" if len(models) > 1 else ""
         for i, key in enumerate(keys_of(result)):
             label = _label(key, names)
             if add_value(fig, model, result, key, label, _color(i, key),

@@ -13,7 +13,7 @@ from typing import Any
 
 from biasscope.report.html import CSS, figure_html
 from biasscope.report.numbers import ci_decimals, finite, num, pvalue
-from biasscope.report.plotfig import Figure, make_subplots
+from biasscope.report.plotfig import Figure, as_text, make_subplots
 from biasscope.report.plotting import fmt
 from biasscope.report.tables import table
 from biasscope.store.directory import RunStore
@@ -48,7 +48,7 @@ def arms_figure(summary: Json) -> Figure:
     for color, arm in zip(ARM_COLORS, (summary["arm"], summary["control"])):
         points = summary["arms"][arm]
         for row, key in enumerate(keys, start=1):
-            _band(fig, escape(str(arm)), steps, [points[str(s)].get(key) for s in steps],
+            _band(fig, as_text(str(arm)), steps, [points[str(s)].get(key) for s in steps],
                   color, row, row == 1)
     fig.update_layout(height=820, template="plotly_white", margin={"t": 40})
     fig.update_xaxes(title_text="training step", row=3, col=1)
@@ -57,7 +57,7 @@ def arms_figure(summary: Json) -> Figure:
 
 def did_figure(summary: Json) -> Figure:
     """The difference in differences per step (with CI) and the perplexity cost."""
-    arm = escape(str(summary["arm"]))  # plotly renders a little HTML in titles and names
+    arm = as_text(str(summary["arm"]))  # plotly renders a little HTML in titles and names
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, subplot_titles=[
         f"difference in differences ({arm} − control, change since step 0)",
         f"perplexity cost ppl({arm}) / ppl(control) − 1"])
@@ -82,6 +82,13 @@ def compared_step(summary: Json) -> int:
     return int(best) if best is not None else int(summary["steps"][-1])
 
 
+def _named(arm: Any, most: int = 24) -> str:
+    """An arm's name as figure text, cut to ``most`` characters: panel titles and legends
+    share the width with the occupations' names."""
+    name = str(arm)
+    return as_text(name if len(name) <= most else name[:most - 1] + "…")
+
+
 def occupations_figure(summary: Json) -> Figure | None:
     """One panel per arm: each occupation's male lean at step 0 and at `compared_step`, with
     CIs; occupations in the order of the control's step-0 lean."""
@@ -91,7 +98,7 @@ def occupations_figure(summary: Json) -> Figure | None:
         return None
     names = sorted(start, key=lambda n: start[n].get("estimate") or 0.0)
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=[escape(str(a)) for a in arms])
+                        subplot_titles=[_named(a) for a in arms])
     for col, arm in enumerate(arms, start=1):
         for at, color, symbol in ((0, "#999999", "circle-open"), (step, ARM_COLORS[col - 1],
                                                                    "circle")):
@@ -101,13 +108,13 @@ def occupations_figure(summary: Json) -> Figure | None:
             err = [[(c[k] - c["estimate"]) * sign if c and c.get(k) is not None
                     and c.get("estimate") is not None else None for c in cis]
                    for k, sign in (("high", 1), ("low", -1))]
-            fig.add_scatter(x=mid, y=[escape(n) for n in names], mode="markers", row=1,
-                            col=col, name=f"{escape(str(arm))}, step {at}",
+            fig.add_scatter(x=mid, y=[as_text(n) for n in names], mode="markers", row=1,
+                            col=col, name=f"{_named(arm)}, step {at}",
                             marker={"color": color, "symbol": symbol, "size": 8},
                             error_x={"type": "data", "array": err[0], "arrayminus": err[1],
                                      "visible": True, "thickness": 1})
         fig.add_vline(x=0, line={"color": "#bbb", "width": 1}, row=1, col=col)
-    fig.update_xaxes(title_text="male lean P(male) − P(female)")
+    fig.update_xaxes(title_text="male lean")  # one per panel: the caption says what it is
     fig.update_yaxes(type="category")
     fig.update_layout(height=max(420, 18 * len(names) + 140), template="plotly_white",
                       margin={"t": 40})

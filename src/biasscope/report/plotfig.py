@@ -18,6 +18,7 @@ import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
+from html import escape
 from importlib import resources
 from typing import Any
 
@@ -44,6 +45,13 @@ def _merge(target: Dict, update: Mapping[str, Any]) -> Dict:
         else:
             target[key] = value
     return target
+
+
+def as_text(value: Any) -> str:
+    """``value`` safe as figure text (names, titles, ticks, hover), which plotly.js renders as
+    a little HTML: ``&``, ``<`` and ``>`` escaped, quotes left as they are (plotly.js would
+    show ``&quot;`` as written)."""
+    return escape(str(value), quote=False)
 
 
 def trace(kind: str, **props: Any) -> Dict:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.report.html import CSS, figure_html, flatten
-from biasscope.report.plotfig import Figure, bar, histogram, scatter
+from biasscope.report.plotfig import Figure, as_text, bar, histogram, scatter
 from biasscope.report.tables import record_table, table
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes
@@ -48,15 +48,15 @@ def rewards_figure(part: pd.DataFrame, model: str) -> Figure:
     for name, values in (("original", originals["original"]), ("perturbed", rows["perturbed"])):
         fig.add_trace(histogram(x=values.dropna().tolist(), name=name, opacity=0.55,
                                 nbinsx=40, histnorm="percent", bingroup="rewards"))
-    hover = [f"{escape(str(r.prompt_id))} · {escape(str(r.principle))}<br>response: "
-             f"{escape(_short(r.response))}<br>revision: {escape(_short(r.revision))}"
+    hover = [f"{as_text(str(r.prompt_id))} · {as_text(str(r.principle))}<br>response: "
+             f"{as_text(_short(r.response))}<br>revision: {as_text(_short(r.revision))}"
              for r in rows.itertuples()]
     fig.add_trace(scatter(x=rows["perturbed"].tolist(), y=[0] * len(rows), mode="markers",
                           marker={"symbol": "line-ns-open", "size": 10}, name="revisions",
                           hovertext=hover, hoverinfo="text", yaxis="y2"))
     # Plotly renders a little HTML in titles, names and tick labels: escape what came from data.
     fig.update_layout(barmode="overlay",
-                      title=f"{escape(model)}: rewards before and after revision",
+                      title=f"{as_text(model)}: rewards before and after revision",
                       xaxis_title="reward", yaxis_title="% of rewards", template="plotly_white",
                       yaxis2={"overlaying": "y", "visible": False, "range": [0, 10]},
                       height=380)
@@ -71,9 +71,9 @@ def metric_figure(indices: pd.DataFrame, metric: str, texts: Mapping[str, str]) 
             bars = {"type": "data", "symmetric": False,
                     "array": (chunk[f"{metric}_high"] - chunk[metric]).tolist(),
                     "arrayminus": (chunk[metric] - chunk[f"{metric}_low"]).tolist()}
-        fig.add_trace(bar(x=[escape(str(p)) for p in chunk["principle"]],
-                          y=chunk[metric].tolist(), name=escape(str(model)), error_y=bars,
-                          hovertext=[escape(texts.get(p, "")) for p in chunk["principle"]]))
+        fig.add_trace(bar(x=[as_text(str(p)) for p in chunk["principle"]],
+                          y=chunk[metric].tolist(), name=as_text(str(model)), error_y=bars,
+                          hovertext=[as_text(texts.get(p, "")) for p in chunk["principle"]]))
     fig.update_layout(barmode="group", title=metric.replace("_", " "), template="plotly_white",
                       height=360, yaxis_title="normalised index")
     return fig
@@ -85,14 +85,14 @@ def groups_figure(groups: Mapping[str, Any], texts: Mapping[str, str]) -> Figure
     fig = Figure()
     for row in rows:
         fig.add_trace(bar(
-            x=[escape(f"{m} · {row['group']}") for m in models], y=[row[m] for m in models],
-            name=escape(str(row["principle"])), showlegend=False,
-            text=escape(str(row["principle"])), textposition="inside",  # which segment is which
-            hovertext=escape(f"{row['principle']}: {texts.get(row['principle'], '')}"),
+            x=[as_text(f"{m} · {row['group']}") for m in models], y=[row[m] for m in models],
+            name=as_text(str(row["principle"])), showlegend=False,
+            text=as_text(str(row["principle"])), textposition="inside",  # which segment is which
+            hovertext=as_text(f"{row['principle']}: {texts.get(row['principle'], '')}"),
             hoverinfo="text+y"))
     metric = str(groups.get("metric")).replace("_", " ")
     fig.update_layout(barmode="stack", template="plotly_white", height=380,
-                      title=f"{escape(metric)}: stacked by group")
+                      title=f"{as_text(metric)}: stacked by group")
     return fig
 
 

@@ -7,11 +7,16 @@ Built here, from the demo (trained once into ``--demo``, reused after):
 
 - ``dynamics.png``: the demo's sweep over its checkpoints;
 - ``snapshot.png``: the demo's last checkpoint alone (a one-checkpoint run is a snapshot);
-- ``audit.png``: ``biasscope audit`` of that checkpoint on professional bias (option scores).
+- ``audit.png``: ``biasscope audit`` of that checkpoint on professional bias (option scores);
+- ``intervention.png``: a short ``biasscope intervene`` from that checkpoint (CDA against a
+  control on the demo's own corpus, 40 steps, evaluated every 20 on 60 WinoBias items: the
+  WinoBias files come from ``--data-dir``, else $BIASSCOPE_DATA_DIR, else the cache, fetched
+  once at their pinned commit).
 
 Reports this script cannot build without a server or a real model (judge-audit, sensitivity)
 are taken from ``make real-model``'s output when ``--real-model DIR`` is given; ``--report
-NAME=PATH`` adds any other report.
+NAME=PATH`` adds any other report (``biasscope report RUN --output PATH`` re-renders a stored
+run with the current code first). A report without figures gets no ``-figure.png``.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 REAL_MODEL = {"judge-audit": "judge-audit/report.html", "sensitivity": "sensitivity/report.html"}
 
 
-def demo_reports(demo: Path, work: Path) -> dict[str, Path]:
-    """The demo's sweep, its last checkpoint as a snapshot, and an audit of that checkpoint."""
+def demo_reports(demo: Path, work: Path, data_dir: str | None) -> dict[str, Path]:
+    """The demo's sweep, its last checkpoint as a snapshot, an audit of that checkpoint and an
+    intervention run from it."""
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf_model import HFOptions
     from biasscope.cli.main import main
@@ -49,7 +55,26 @@ def demo_reports(demo: Path, work: Path) -> dict[str, Path]:
              "--out", str(work / "audit")]) != 0:
         raise SystemExit("the audit of the demo's checkpoint failed")
     return {"dynamics": result.report, "snapshot": snapshot,
-            "audit": work / "audit" / "report.html"}
+            "audit": work / "audit" / "report.html",
+            "intervention": intervention_report(last, work, data_dir)}
+
+
+def intervention_report(checkpoint: Path, work: Path, data_dir: str | None) -> Path:
+    """CDA against a control from ``checkpoint``, on the demo's stereotyped corpus (600
+    documents): the control keeps learning the stereotype, CDA sees both genders equally."""
+    from biasscope.demo import corpus
+    from biasscope.intervene import InterveneConfig, Training, run
+
+    text = work / "intervene-text.txt"
+    text.parent.mkdir(parents=True, exist_ok=True)
+    text.write_text("\n".join(d.replace("\n", " ") for d in corpus.documents(600, 0.95, 0))
+                    + "\n", encoding="utf-8")
+    config = InterveneConfig(
+        out=work / "intervene", model=str(checkpoint), text=str(text), method="cda",
+        data_dir=data_dir, limit=60, eval_docs=12, quiet=True, device="cpu",
+        save_recommended=False, training=Training(steps=40, every=20, batch_size=16,
+                                                  seq_len=96, lr=3e-3))
+    return run(config).intervention_report
 
 
 def shoot(reports: dict[str, Path], out: Path, width: int, height: int) -> None:
@@ -67,9 +92,12 @@ def shoot(reports: dict[str, Path], out: Path, width: int, height: int) -> None:
                 ".every(d => d.querySelector('.main-svg'))", timeout=30_000)
             page.screenshot(path=str(out / f"{name}.png"))
             # The first figure alone, for pages that show the picture rather than the page.
-            page.locator('div[id^="biasscope-figure-"]').first.screenshot(
-                path=str(out / f"{name}-figure.png"))
-            print(f"{out / f'{name}.png'}, {name}-figure.png  <-  {report}", flush=True)
+            figures = page.locator('div[id^="biasscope-figure-"]')
+            shot = f"{name}.png"
+            if figures.count():
+                figures.first.screenshot(path=str(out / f"{name}-figure.png"))
+                shot += f", {name}-figure.png"
+            print(f"{out / shot}  <-  {report}", flush=True)
         browser.close()
 
 
@@ -81,11 +109,15 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("demo-run/screenshots"),
                         help="where the snapshot and audit runs go")
     parser.add_argument("--real-model", type=Path, help="make real-model's output folder")
+    parser.add_argument("--data-dir", help="local copy of the datasets (WinoBias for the "
+                        "intervention run); default $BIASSCOPE_DATA_DIR, else the cache")
     parser.add_argument("--report", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--no-demo", action="store_true",
+                        help="only the reports of --real-model and --report")
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=1000)
     args = parser.parse_args()
-    reports = demo_reports(args.demo, args.work)
+    reports = {} if args.no_demo else demo_reports(args.demo, args.work, args.data_dir)
     if args.real_model:
         reports.update({name: args.real_model / path for name, path in REAL_MODEL.items()
                         if (args.real_model / path).is_file()})

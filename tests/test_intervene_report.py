@@ -56,8 +56,8 @@ def _summary(recommended: int | None = 20) -> dict[str, Any]:
 def test_occupation_panels(tmp_path: Path) -> None:
     fig = occupations_figure(_summary())
     assert fig is not None and len(fig.data) == 4  # two arms, step 0 and step 20 each
-    assert list(fig.data[0].y) == ["nurse", "&lt;b&gt;ceo&lt;/b&gt;"]  # by the control's lean
-    err = list(fig.data[0].error_x.array)
+    assert list(fig.data[0]["y"]) == ["nurse", "&lt;b&gt;ceo&lt;/b&gt;"]  # by the control's lean
+    err = list(fig.data[0]["error_x"]["array"])
     assert err[0] == pytest.approx(0.1) and err[1] is None  # no CI from one prompt
     page = write_intervention_report(RunStore(tmp_path), _summary(None), tmp_path / "x.html")
     text = page.read_text()

@@ -177,6 +177,36 @@ def sensitivity_report(root: Path) -> Path:
     return write_sensitivity_report(root)
 
 
+def intervention_report(root: Path) -> Path:
+    """An intervention analysis as `biasscope.intervene.analysis` writes it (no training),
+    its arm, occupations and sentence carrying the payloads."""
+    from biasscope.report.intervention import write_intervention_report
+
+    def ci(estimate: float, half: float = 0.05, **more: Any) -> dict[str, Any]:
+        return {"estimate": estimate, "low": estimate - half, "high": estimate + half, **more}
+
+    arm, steps = PAYLOADS[3], [0, 50, 100]
+    names = [f"{p} nurse" for p in PAYLOADS] + ["an occupation with a very long name " * 2]
+
+    def point(step: int, sign: float) -> dict[str, Any]:
+        return {"male_lean": ci(0.2 - sign * 0.001 * step), "pro_anti": ci(0.1, 0.3),
+                "perplexity": ci(50 - 0.1 * step, 10),
+                "occupations": {n: ci(0.3 - 0.1 * i + sign * 0.0005 * step, n=3)
+                                for i, n in enumerate(names)}}
+
+    test = {"p_adjusted": 0.01, "effect_size": 0.5}
+    summary = {"arm": arm, "control": "control", "steps": steps, "recommended": 50,
+               "arms": {a: {str(s): point(s, sign) for s in steps}
+                        for a, sign in ((arm, 1.0), ("control", -1.0))},
+               "did": {m: {str(s): ci(0.02 * s / 50, 0.01, test=test) for s in steps[1:]}
+                       for m in ("male_lean", "pro_anti")},
+               "cost": {str(s): ci(0.01 * s / 50, 0.005) for s in steps[1:]},
+               "options": {"budget": 0.02, "confidence": 0.95},
+               "sentence": f"The arm {PAYLOAD} did better than the control."}
+    root.mkdir(parents=True, exist_ok=True)
+    return write_intervention_report(RunStore(root), summary, root / "intervention.html")
+
+
 REPORTS: dict[str, Callable[[Path, Path], Path]] = {
     "dynamics": dynamics_report,
     "dynamics-snapshot": lambda root, data: dynamics_report(root, data, snapshot=True),
@@ -185,6 +215,7 @@ REPORTS: dict[str, Callable[[Path, Path], Path]] = {
     "audit": lambda root, _: audit_report(root),
     "judge": lambda root, _: judge_report(root),
     "sensitivity": lambda root, _: sensitivity_report(root),
+    "intervention": lambda root, _: intervention_report(root),
 }
 
 
@@ -236,7 +267,8 @@ def test_report_renders_and_runs_no_model_text(kind: str, browser: Any, tmp_path
     assert dom["pageWidth"] <= dom["viewport"], dom["tooWide"]
     assert not dom["tooWide"], dom["tooWide"]
     assert not dom["clippedText"], dom["clippedText"]
-    if kind.startswith("dynamics") or kind == "sensitivity":  # (audit.py: its own header)
+    if kind.startswith("dynamics") or kind in ("sensitivity", "intervention"):  # (audit.py:
+        # the run folder's name in its header)
         assert str(tmp_path) not in dom["text"] and "http" not in dom["text"]
     # The headline, then the main figure above the fold (an audit-only run's figures are
     # its probes' sections).

@@ -9,7 +9,7 @@ data, a model or the run's settings is HTML-escaped.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -17,23 +17,31 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.report import wordings
 from biasscope.report.html import CSS, figure_html, flatten
+from biasscope.report.numbers import ci_decimals, finite, num, pvalue
+from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import Json, fmt
 from biasscope.report.tables import record_table, table
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes
 
 
+def _cell(value: Json, key: str, show: Callable[[Any], str]) -> str | None:
+    return show(value.get(key)) if key in value else None
+
+
 def headline_rows(headline: Json) -> list[list[Any]]:
+    """One row per headline number: estimate and CI to the digits the CI supports, p-values
+    to two significant digits (floored), as every report writes them."""
     rows = []
     for name, value in headline.items():
         if not isinstance(value, Mapping):
             continue
-        rows.append([name, fmt(value.get("estimate")),
-                     f"{fmt(value.get('low'))} to {fmt(value.get('high'))}",
-                     value.get("n"), fmt(value.get("p_value")) if "p_value" in value else None,
-                     fmt(value.get("p_holm")) if "p_holm" in value else None,
-                     fmt(value.get("effect_size")) if "effect_size" in value else None,
-                     fmt(value.get("detectable")) if "detectable" in value else None])
+        low, high = value.get("low"), value.get("high")
+        places = ci_decimals(low, high)
+        ci = f"{num(low, places)} to {num(high, places)}" if finite(low) and finite(high) else None
+        rows.append([name, num(value.get("estimate"), places), ci, value.get("n"),
+                     _cell(value, "p_value", pvalue), _cell(value, "p_holm", pvalue),
+                     _cell(value, "effect_size", fmt), _cell(value, "detectable", fmt)])
     return rows
 
 
@@ -47,10 +55,8 @@ HEADLINE_NOTE = ("<p class=\"sub\">p is each test on its own; p (Holm) controls 
                  "that is not significant.</p>")
 
 
-def headline_figure(probe: str, headline: Json) -> Any:
+def headline_figure(probe: str, headline: Json) -> Figure | None:
     """Point estimates with CI bars; one figure per probe."""
-    import plotly.graph_objects as go
-
     names, mids, lows, highs = [], [], [], []
     for name, value in headline.items():
         if not isinstance(value, Mapping):
@@ -59,29 +65,39 @@ def headline_figure(probe: str, headline: Json) -> Any:
         if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in raw):
             continue
         est, low, high = (float(v or 0.0) for v in raw)
-        names.append(escape(str(name)))  # plotly renders a little HTML in labels
+        names.append(as_text(str(name)))  # plotly renders a little HTML in labels
         mids.append(est)
         lows.append(est - low)
         highs.append(high - est)
     if not names:
         return None
-    fig = go.Figure(go.Scatter(
+    fig = Figure(scatter(
         x=mids, y=names, mode="markers", marker={"size": 9},
         error_x={"type": "data", "symmetric": False, "array": highs, "arrayminus": lows},
         hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
-    fig.update_layout(title=f"{escape(probe)}: estimates with 95% CIs",
+    fig.update_layout(title=f"{as_text(probe)}: estimates with 95% CIs",
                       height=120 + 32 * len(names), template="plotly_white",
                       margin={"l": 260, "r": 30, "t": 50, "b": 40})
     fig.add_vline(x=0, line_dash="dot", line_color="#888")
     return fig
 
 
+def about(result: Json) -> str:
+    """Items, detector, missing responses and sources: those the result has (a judge audit
+    has none of them)."""
+    sources = result.get("sources") or {}
+    said = [f"{result['items']} items" if result.get("items") is not None else "",
+            f"detector {result['detector']}" if result.get("detector") is not None else "",
+            f"without a response: {result['no_response']}"
+            if result.get("no_response") is not None else "",
+            "answered by " + ", ".join(f"{k} ({v})" for k, v in sources.items())
+            if sources else ""]
+    text = " · ".join(s for s in said if s)
+    return f"<p>{escape(text)}</p>" if text else ""
+
+
 def probe_section(name: str, result: Json, figure_index: int) -> tuple[str, int]:
-    parts = [f"<h2>{escape(name)}</h2>",
-             f"<p>{result.get('items')} items · detector {escape(str(result.get('detector')))}"
-             f" · without a response: {result.get('no_response')} · answered by "
-             f"{escape(', '.join(f'{k} ({v})' for k, v in result.get('sources', {}).items()))}"
-             "</p>"]
+    parts = [f"<h2>{escape(name)}</h2>", about(result)]
     parts += [f"<p>{escape(str(s))}</p>" for s in result.get("sentences", [])]
     headline = result.get("headline", {})
     parts.append(table(HEADLINE_COLUMNS, headline_rows(headline), numbers=True))

@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-import plotly.graph_objects as go
-
+from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import (
     COLORS,
     DASHES,
@@ -71,8 +70,8 @@ def _categories(model: Json, prefix: str) -> list[str]:
 
 def _label(key: str, names: Json) -> str:
     if ":" in key:
-        return escape(key.split(":", 1)[1])
-    return escape(str(names.get(key, key)))
+        return as_text(key.split(":", 1)[1])
+    return as_text(str(names.get(key, key)))
 
 
 def _color(i: int, key: str) -> str:
@@ -83,7 +82,7 @@ def _color(i: int, key: str) -> str:
 
 
 def _hover(model: str, label: str, step: int, v: Json) -> str:
-    text = (f"<b>{escape(model)}</b><br>{label}<br>step {step}<br>{fmt(v.get('estimate'))} "
+    text = (f"<b>{as_text(model)}</b><br>{label}<br>step {step}<br>{fmt(v.get('estimate'))} "
             f"(95% CI {fmt(v.get('low'))} to {fmt(v.get('high'))}, n = {v.get('n')})")
     if "p_value" in v:
         text += (f"<br>p = {fmt(v.get('p_value'))}, adjusted {fmt(v.get('p_adjusted'))}, "
@@ -94,7 +93,7 @@ def _hover(model: str, label: str, step: int, v: Json) -> str:
     return text
 
 
-def add_value(fig: Any, model: str, result: Json, key: str, label: str, color: str,
+def add_value(fig: Figure, model: str, result: Json, key: str, label: str, color: str,
               dash: str, show_model: bool) -> bool:
     """One value's line over the model's steps; False when no checkpoint has it."""
     points = [(int(c["step"]), c["values"][key]) for c in result["checkpoints"]
@@ -103,38 +102,38 @@ def add_value(fig: Any, model: str, result: Json, key: str, label: str, color: s
         return False
     xs = [s for s, _ in points]
     ys = [float(v["estimate"]) for _, v in points]
-    name = f"{escape(model)} · {label}" if show_model else label
+    name = f"{as_text(model)} · {label}" if show_model else label
     group = f"{model}/{key}"
     if any(int(v.get("seeds", 1)) > 1 for _, v in points):
         lo = [float(v["seed_low"]) if finite(v.get("seed_low")) else y
               for (_, v), y in zip(points, ys, strict=True)]
         hi = [float(v["seed_high"]) if finite(v.get("seed_high")) else y
               for (_, v), y in zip(points, ys, strict=True)]
-        fig.add_trace(go.Scatter(x=xs + xs[::-1], y=hi + lo[::-1], mode="lines",
-                                 fill="toself", fillcolor=color, opacity=0.15,
-                                 line={"width": 0}, hoverinfo="skip", showlegend=False,
-                                 legendgroup=group, name=f"{name} seed range"))
+        fig.add_trace(scatter(x=xs + xs[::-1], y=hi + lo[::-1], mode="lines", fill="toself",
+                              fillcolor=color, opacity=0.15, line={"width": 0},
+                              hoverinfo="skip", showlegend=False, legendgroup=group,
+                              name=f"{name} seed range"))
     errors = {"type": "data", "symmetric": False, "color": color, "thickness": 1.2, "width": 5,
               "array": [max(float(v["high"]) - y, 0.0) if finite(v.get("high")) else None
                         for (_, v), y in zip(points, ys, strict=True)],
               "arrayminus": [max(y - float(v["low"]), 0.0) if finite(v.get("low")) else None
                              for (_, v), y in zip(points, ys, strict=True)]}
-    fig.add_trace(go.Scatter(
+    fig.add_trace(scatter(
         x=xs, y=ys, mode="lines+markers", name=name, legendgroup=group, error_y=errors,
         line={"color": color, "dash": dash, "width": 2}, marker={"size": 6},
         hovertext=[_hover(model, label, s, v) for s, v in points], hoverinfo="text"))
     return True
 
 
-def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Any | None:
+def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Figure | None:
     """The figure of the values ``keys_of`` names, for every model, with emergence and stop
     markers of the values drawn; None when nothing can be drawn."""
     models: Mapping[str, Json] = section.get("models", {})
     names = section.get("names", {})
-    fig, drawn, steps = go.Figure(), False, set[int]()
+    fig, drawn, steps = Figure(), False, set[int]()
     markers: list[tuple[str, int, str]] = []
     for m, (model, result) in enumerate(sorted(models.items())):
-        suffix = f" ({escape(model)})" if len(models) > 1 else ""
+        suffix = f" ({as_text(model)})" if len(models) > 1 else ""
         for i, key in enumerate(keys_of(result)):
             label = _label(key, names)
             if add_value(fig, model, result, key, label, _color(i, key),
@@ -153,7 +152,8 @@ def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Any | None:
         return None
     add_step_markers(fig, markers, sorted(steps))
     fig.add_hline(y=0, line={"color": "#bbb", "width": 1})
-    return style(fig, Axis(by_step=True), height=400)
+    style(fig, Axis(by_step=True), height=400)
+    return fig
 
 
 def _tested_rows(section: Json) -> list[list[Any]]:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.report.html import CSS, figure_html
+from biasscope.report.numbers import ci_decimals, finite, num, pvalue
+from biasscope.report.plotfig import Figure, as_text, make_subplots
 from biasscope.report.plotting import fmt
 from biasscope.report.tables import table
 from biasscope.store.directory import RunStore
@@ -24,7 +26,7 @@ LABELS = {"male_lean": "male lean P(male) − P(female)",
 ARM_COLORS = ("#d62728", "#1f77b4")
 
 
-def _band(fig: Any, name: str, steps: Sequence[int], cis: Sequence[Json | None], color: str,
+def _band(fig: Figure, name: str, steps: Sequence[int], cis: Sequence[Json | None], color: str,
           row: int, legend: bool) -> None:
     """A line with its CI as error bars (None where missing)."""
     mid = [c.get("estimate") if c else None for c in cis]
@@ -37,10 +39,8 @@ def _band(fig: Any, name: str, steps: Sequence[int], cis: Sequence[Json | None],
                     error_y={"type": "data", "array": up, "arrayminus": down, "visible": True})
 
 
-def arms_figure(summary: Json) -> Any:
+def arms_figure(summary: Json) -> Figure:
     """Each arm's measures over steps with their CIs, one row per measure."""
-    from plotly.subplots import make_subplots
-
     keys = ("male_lean", "pro_anti", "perplexity")
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=[LABELS[k] for k in keys])
@@ -48,20 +48,19 @@ def arms_figure(summary: Json) -> Any:
     for color, arm in zip(ARM_COLORS, (summary["arm"], summary["control"])):
         points = summary["arms"][arm]
         for row, key in enumerate(keys, start=1):
-            _band(fig, arm, steps, [points[str(s)].get(key) for s in steps], color, row,
-                  row == 1)
+            _band(fig, as_text(str(arm)), steps, [points[str(s)].get(key) for s in steps],
+                  color, row, row == 1)
     fig.update_layout(height=820, template="plotly_white", margin={"t": 40})
     fig.update_xaxes(title_text="training step", row=3, col=1)
     return fig
 
 
-def did_figure(summary: Json) -> Any:
+def did_figure(summary: Json) -> Figure:
     """The difference in differences per step (with CI) and the perplexity cost."""
-    from plotly.subplots import make_subplots
-
+    arm = as_text(str(summary["arm"]))  # plotly renders a little HTML in titles and names
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, subplot_titles=[
-        f"difference in differences ({summary['arm']} − control, change since step 0)",
-        f"perplexity cost ppl({summary['arm']}) / ppl(control) − 1"])
+        f"difference in differences ({arm} − control, change since step 0)",
+        f"perplexity cost ppl({arm}) / ppl(control) − 1"])
     steps = [s for s in summary["steps"] if s > 0]
     for color, measure in zip(("#9467bd", "#2ca02c"), ("male_lean", "pro_anti")):
         cis = [summary["did"][measure].get(str(s)) for s in steps]
@@ -83,18 +82,23 @@ def compared_step(summary: Json) -> int:
     return int(best) if best is not None else int(summary["steps"][-1])
 
 
-def occupations_figure(summary: Json) -> Any | None:
+def _named(arm: Any, most: int = 24) -> str:
+    """An arm's name as figure text, cut to ``most`` characters: panel titles and legends
+    share the width with the occupations' names."""
+    name = str(arm)
+    return as_text(name if len(name) <= most else name[:most - 1] + "…")
+
+
+def occupations_figure(summary: Json) -> Figure | None:
     """One panel per arm: each occupation's male lean at step 0 and at `compared_step`, with
     CIs; occupations in the order of the control's step-0 lean."""
-    from plotly.subplots import make_subplots
-
     arms, step = (summary["arm"], summary["control"]), compared_step(summary)
     start = summary["arms"][summary["control"]]["0"].get("occupations") or {}
     if not start or step == 0:
         return None
     names = sorted(start, key=lambda n: start[n].get("estimate") or 0.0)
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=[escape(str(a)) for a in arms])
+                        subplot_titles=[_named(a) for a in arms])
     for col, arm in enumerate(arms, start=1):
         for at, color, symbol in ((0, "#999999", "circle-open"), (step, ARM_COLORS[col - 1],
                                                                    "circle")):
@@ -104,13 +108,13 @@ def occupations_figure(summary: Json) -> Any | None:
             err = [[(c[k] - c["estimate"]) * sign if c and c.get(k) is not None
                     and c.get("estimate") is not None else None for c in cis]
                    for k, sign in (("high", 1), ("low", -1))]
-            fig.add_scatter(x=mid, y=[escape(n) for n in names], mode="markers", row=1,
-                            col=col, name=f"{escape(str(arm))}, step {at}",
+            fig.add_scatter(x=mid, y=[as_text(n) for n in names], mode="markers", row=1,
+                            col=col, name=f"{_named(arm)}, step {at}",
                             marker={"color": color, "symbol": symbol, "size": 8},
                             error_x={"type": "data", "array": err[0], "arrayminus": err[1],
                                      "visible": True, "thickness": 1})
         fig.add_vline(x=0, line={"color": "#bbb", "width": 1}, row=1, col=col)
-    fig.update_xaxes(title_text="male lean P(male) − P(female)")
+    fig.update_xaxes(title_text="male lean")  # one per panel: the caption says what it is
     fig.update_yaxes(type="category")
     fig.update_layout(height=max(420, 18 * len(names) + 140), template="plotly_white",
                       margin={"t": 40})
@@ -118,12 +122,15 @@ def occupations_figure(summary: Json) -> Any | None:
 
 
 def _ci(c: Json | None, pct: bool = False) -> str:
-    if not c or c.get("estimate") is None:
-        return "n/a"
+    """``estimate [low, high]`` to the interval's precision (the cost in percent)."""
+    if not c or not finite(c.get("estimate")):
+        return "—"
+    places = ci_decimals(c.get("low"), c.get("high"))
+
     def show(v: Any) -> str:
-        if not pct:
-            return fmt(v)
-        return "n/a" if v is None else f"{v:+.2%}"
+        if not finite(v):
+            return "—"
+        return f"{v:+.2%}" if pct else num(v, places)
 
     return f"{show(c['estimate'])} [{show(c.get('low'))}, {show(c.get('high'))}]"
 
@@ -135,7 +142,7 @@ def did_rows(summary: Json) -> list[list[str]]:
         for measure in ("male_lean", "pro_anti"):
             d = summary["did"][measure].get(str(s)) or {}
             test = d.get("test") or {}
-            row += [_ci(d), fmt(test.get("p_adjusted")), fmt(test.get("effect_size"))]
+            row += [_ci(d), pvalue(test.get("p_adjusted")), fmt(test.get("effect_size"))]
         row.append(_ci(summary["cost"].get(str(s)), pct=True))
         rows.append(row)
     return rows

@@ -7,7 +7,9 @@ plotly's method names (``add_trace(row=, col=, secondary_y=)``, ``update_yaxes``
 ``add_hline``, ...) so that the report modules read as before, and its HTML is what
 ``plotly.io.to_html`` writes: a div and a ``Plotly.newPlot`` call, plotly.js inline once.
 Keyword names use plotly's "magic underscore" for the few prefixes the reports use
-(``title_text``, ``line_dash``, ``marker_color``).
+(``title_text``, ``line_dash``, ``marker_color``). A named template (``plotly_white``) is
+plotly.py's own, read from its package and handed to plotly.js, which applies it as plotly.py
+would have.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
+from html import escape
 from importlib import resources
 from typing import Any
 
@@ -44,6 +47,13 @@ def _merge(target: Dict, update: Mapping[str, Any]) -> Dict:
     return target
 
 
+def as_text(value: Any) -> str:
+    """``value`` safe as figure text (names, titles, ticks, hover), which plotly.js renders as
+    a little HTML: ``&``, ``<`` and ``>`` escaped, quotes left as they are (plotly.js would
+    show ``&quot;`` as written)."""
+    return escape(str(value), quote=False)
+
+
 def trace(kind: str, **props: Any) -> Dict:
     """One trace of type ``kind`` (``scatter``, ``bar``, ``heatmap``, ...)."""
     return _merge({"type": kind}, {k: v for k, v in props.items() if v is not None})
@@ -55,6 +65,28 @@ def scatter(**props: Any) -> Dict:
 
 def bar(**props: Any) -> Dict:
     return trace("bar", **props)
+
+
+def histogram(**props: Any) -> Dict:
+    return trace("histogram", **props)
+
+
+#: The parts of a plotly.py template that a 2-D figure of these reports uses (not its maps,
+#: polar, ternary or 3-D scenes): kept small, as every figure carries its template.
+_LAYOUT_PARTS = frozenset({"autotypenumbers", "colorway", "font", "hovermode", "hoverlabel",
+                           "paper_bgcolor", "plot_bgcolor", "xaxis", "yaxis", "shapedefaults",
+                           "annotationdefaults", "title"})
+_TRACE_PARTS = frozenset({"scatter", "bar", "histogram"})
+
+
+@cache
+def template(name: str) -> Dict:
+    """plotly.py's template ``name`` as its package ships it, cut to the 2-D parts; plotly.js
+    applies it (``layout.template``) under what the figure sets itself."""
+    path = resources.files("plotly") / "package_data" / "templates" / f"{name}.json"
+    full = json.loads(path.read_text("utf-8"))
+    return {"layout": {k: v for k, v in full["layout"].items() if k in _LAYOUT_PARTS},
+            "data": {k: v for k, v in full["data"].items() if k in _TRACE_PARTS}}
 
 
 class Figure:
@@ -116,8 +148,14 @@ class Figure:
             _merge(item, props)
         return self
 
+    def add_scatter(self, row: int | None = None, col: int | None = None,
+                    secondary_y: bool | None = None, **props: Any) -> Figure:
+        return self.add_trace(scatter(**props), row, col, secondary_y)
+
     def update_layout(self, **props: Any) -> Figure:
-        props.pop("template", None)  # plotly.js's own defaults: the reports style every figure
+        name = props.pop("template", None)
+        if name and name != "none":  # "none": plotly.js's own defaults, as plotly.py's is
+            self.layout["template"] = template(str(name))
         _merge(self.layout, props)
         return self
 
@@ -136,15 +174,24 @@ class Figure:
 
     def _span(self, axis: str, value: float, row: int | None, col: int | None,
               secondary_y: bool | None, props: Mapping[str, Any]) -> Figure:
-        """A line across each chosen subplot at ``axis`` = ``value`` (add_hline/add_vline)."""
+        """A line across each chosen subplot at ``axis`` = ``value`` (add_hline/add_vline),
+        with ``annotation_text`` written at its top right end as plotly.py places it."""
+        note = {k.removeprefix("annotation_"): v for k, v in props.items()
+                if k.startswith("annotation_")}
+        props = {k: v for k, v in props.items() if not k.startswith("annotation_")}
         for x, y, y2 in self._refs(row, col):
             y = y2 if secondary_y and y2 else y
             across, along = (x, y) if axis == "y" else (y, x)
             other = "x" if axis == "y" else "y"
-            shape = {"type": "line", f"{other}ref": f"{across} domain" if self._cells
-                     else "paper", f"{other}0": 0, f"{other}1": 1,
+            edge = f"{across} domain"
+            shape = {"type": "line", f"{other}ref": edge, f"{other}0": 0, f"{other}1": 1,
                      f"{axis}ref": along, f"{axis}0": value, f"{axis}1": value}
             self.add_shape(**shape, **props)
+            if note:
+                anchors = ({"xanchor": "right", "yanchor": "bottom"} if axis == "y"
+                           else {"xanchor": "left", "yanchor": "top"})
+                self.add_annotation(**{f"{other}ref": edge, other: 1, f"{axis}ref": along,
+                                       axis: value, "showarrow": False, **anchors, **note})
         return self
 
     def add_hline(self, y: float, row: int | None = None, col: int | None = None,
@@ -178,13 +225,15 @@ class Figure:
 
 
 def make_subplots(rows: int = 1, cols: int = 1, shared_xaxes: bool = False,
-                  row_heights: Sequence[float] | None = None,
+                  shared_yaxes: bool = False, row_heights: Sequence[float] | None = None,
                   column_widths: Sequence[float] | None = None,
                   vertical_spacing: float | None = None, horizontal_spacing: float | None = None,
                   specs: Sequence[Sequence[Mapping[str, Any]]] | None = None,
                   subplot_titles: Sequence[str] | None = None) -> Figure:
     """A grid of subplots numbered as plotly numbers them (row by row from the top; a cell's
-    secondary y axis takes the number after its primary one)."""
+    secondary y axis takes the number after its primary one). Shared x axes follow the
+    bottom row's and show no tick labels above it; shared y axes follow the first column's
+    and show none right of it."""
     fig = Figure()
     ys = _domains(rows, row_heights, 0.3 / rows if vertical_spacing is None
                   else vertical_spacing)[::-1]
@@ -208,6 +257,11 @@ def make_subplots(rows: int = 1, cols: int = 1, shared_xaxes: bool = False,
             if r < rows:
                 _merge(fig.layout[Figure._key(x)], {"matches": fig._cells[(rows, c)][0],
                                                     "showticklabels": False})
+    if shared_yaxes and cols > 1:
+        for (r, c), (_, y, _) in fig._cells.items():
+            if c > 1:
+                _merge(fig.layout[Figure._key(y)], {"matches": fig._cells[(r, 1)][1],
+                                                    "showticklabels": False})
     for i, text in enumerate(subplot_titles or []):
         r, c = divmod(i, cols)
         fig.add_annotation(text=text, x=sum(xs[c]) / 2, y=ys[r][1], xref="paper", yref="paper",
@@ -230,16 +284,16 @@ def _domains(n: int, sizes: Sequence[float] | None, spacing: float
 
 
 def _plain(value: Any) -> Any:
-    """JSON-ready: NaN and infinities as null (as plotly writes them), NumPy scalars as
-    Python numbers, tuples as lists."""
+    """JSON-ready: NaN and infinities as null (as plotly writes them), NumPy scalars and
+    arrays and pandas series as Python numbers and lists, tuples as lists."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
-    if hasattr(value, "item"):
-        return _plain(value.item())
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
     return value
 
 

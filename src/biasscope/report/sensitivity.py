@@ -8,7 +8,7 @@ validity checks, model and group tests, rank agreement). Everything from data is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ import pandas as pd
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.report.html import CSS, figure_html, flatten
+from biasscope.report.plotfig import Figure, as_text, bar, histogram, scatter
 from biasscope.report.tables import record_table, table
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes
@@ -38,62 +39,71 @@ def _short(text: Any, n: int = 160) -> str:
     return value if len(value) <= n else value[:n] + "…"
 
 
-def rewards_figure(part: pd.DataFrame, model: str) -> Any:
-    import plotly.graph_objects as go
-
+def rewards_figure(part: pd.DataFrame, model: str) -> Figure:
+    """Original and revised rewards as shares over the same bins: a prompt has one original
+    and one revision per principle, so counts would not compare."""
     rows = part[part["model"] == model]
-    fig = go.Figure()
+    fig = Figure()
     originals = rows.drop_duplicates("prompt_id")
     for name, values in (("original", originals["original"]), ("perturbed", rows["perturbed"])):
-        fig.add_trace(go.Histogram(x=values.dropna(), name=name, opacity=0.55, nbinsx=40))
-    hover = [f"{escape(str(r.prompt_id))} · {escape(str(r.principle))}<br>response: "
-             f"{escape(_short(r.response))}<br>revision: {escape(_short(r.revision))}"
+        fig.add_trace(histogram(x=values.dropna().tolist(), name=name, opacity=0.55,
+                                nbinsx=40, histnorm="percent", bingroup="rewards"))
+    hover = [f"{as_text(str(r.prompt_id))} · {as_text(str(r.principle))}<br>response: "
+             f"{as_text(_short(r.response))}<br>revision: {as_text(_short(r.revision))}"
              for r in rows.itertuples()]
-    fig.add_trace(go.Scatter(x=rows["perturbed"], y=[0] * len(rows), mode="markers",
-                             marker={"symbol": "line-ns-open", "size": 10}, name="revisions",
-                             hovertext=hover, hoverinfo="text", yaxis="y2"))
+    fig.add_trace(scatter(x=rows["perturbed"].tolist(), y=[0] * len(rows), mode="markers",
+                          marker={"symbol": "line-ns-open", "size": 10}, name="revisions",
+                          hovertext=hover, hoverinfo="text", yaxis="y2"))
     # Plotly renders a little HTML in titles, names and tick labels: escape what came from data.
     fig.update_layout(barmode="overlay",
-                      title=f"{escape(model)}: rewards before and after revision",
-                      xaxis_title="reward", yaxis_title="count", template="plotly_white",
+                      title=f"{as_text(model)}: rewards before and after revision",
+                      xaxis_title="reward", yaxis_title="% of rewards", template="plotly_white",
                       yaxis2={"overlaying": "y", "visible": False, "range": [0, 10]},
                       height=380)
     return fig
 
 
-def metric_figure(indices: pd.DataFrame, metric: str, texts: Mapping[str, str]) -> Any:
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
+def metric_figure(indices: pd.DataFrame, metric: str, texts: Mapping[str, str]) -> Figure:
+    fig = Figure()
     for model, chunk in indices.groupby("model", sort=False):
         bars = None  # the bootstrap interval, where the summary has one
         if f"{metric}_low" in chunk and f"{metric}_high" in chunk:
             bars = {"type": "data", "symmetric": False,
                     "array": (chunk[f"{metric}_high"] - chunk[metric]).tolist(),
                     "arrayminus": (chunk[metric] - chunk[f"{metric}_low"]).tolist()}
-        fig.add_trace(go.Bar(x=[escape(str(p)) for p in chunk["principle"]], y=chunk[metric],
-                             name=escape(str(model)), error_y=bars,
-                             hovertext=[escape(texts.get(p, "")) for p in chunk["principle"]]))
+        fig.add_trace(bar(x=[as_text(str(p)) for p in chunk["principle"]],
+                          y=chunk[metric].tolist(), name=as_text(str(model)), error_y=bars,
+                          hovertext=[as_text(texts.get(p, "")) for p in chunk["principle"]]))
     fig.update_layout(barmode="group", title=metric.replace("_", " "), template="plotly_white",
-                      height=360, yaxis_title=metric)
+                      height=360, yaxis_title="normalised index")
     return fig
 
 
-def groups_figure(groups: Mapping[str, Any], texts: Mapping[str, str]) -> Any:
-    import plotly.graph_objects as go
-
+def groups_figure(groups: Mapping[str, Any], texts: Mapping[str, str]) -> Figure:
     rows = groups.get("principles") or []
     models = [k for k in (rows[0] if rows else {}) if k not in ("principle", "group")]
-    fig = go.Figure()
+    fig = Figure()
     for row in rows:
-        fig.add_trace(go.Bar(
-            x=[escape(f"{m} · {row['group']}") for m in models], y=[row[m] for m in models],
-            name=escape(str(row["principle"])), showlegend=False,
-            hovertext=escape(f"{row['principle']}: {texts.get(row['principle'], '')}"),
+        fig.add_trace(bar(
+            x=[as_text(f"{m} · {row['group']}") for m in models], y=[row[m] for m in models],
+            name=as_text(str(row["principle"])), showlegend=False,
+            text=as_text(str(row["principle"])), textposition="inside",  # which segment is which
+            hovertext=as_text(f"{row['principle']}: {texts.get(row['principle'], '')}"),
             hoverinfo="text+y"))
+    metric = str(groups.get("metric")).replace("_", " ")
     fig.update_layout(barmode="stack", template="plotly_white", height=380,
-                      title=f"{groups.get('metric')}: stacked by group")
+                      title=f"{as_text(metric)}: stacked by group")
     return fig
+
+
+def words_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
+                ) -> str:
+    """`record_table` with the keys' underscores as spaces, so that a narrow header wraps
+    between words rather than inside them."""
+    keys = list(columns) if columns is not None else list(
+        dict.fromkeys(k for r in rows for k in r))
+    return record_table([{k.replace("_", " "): r.get(k) for k in keys} for r in rows],
+                        [k.replace("_", " ") for k in keys])
 
 
 def confounds_tables(found: Mapping[str, Any]) -> list[str]:
@@ -108,14 +118,14 @@ def confounds_tables(found: Mapping[str, Any]) -> list[str]:
         "<h3>Effect adjusted for length change</h3><p>OLS of the reward effect on the length "
         "change (characters): the intercept is the effect at unchanged length, the slope the "
         "reward per 100 characters; 95% prompt-bootstrap intervals.</p>"
-        + record_table(found.get("length", [])),
+        + words_table(found.get("length", [])),
         f"<h3>Revisions that changed next to nothing</h3><p>Normalised edit distance below "
         f"{escape(str(found.get('unchanged_below')))}; "
         + ("left out of the indices.</p>" if found.get("exclude_unchanged")
-           else "kept in the indices.</p>") + record_table(unchanged),
+           else "kept in the indices.</p>") + words_table(unchanged),
         "<h3>Correlation of per-prompt effects between principles</h3><p>Pearson r with "
         "Fisher-z 95% intervals; Holm over each model's pairs.</p>"
-        + record_table(found.get("correlations", []))]
+        + words_table(found.get("correlations", []))]
 
 
 def sanity_section(sanity: Mapping[str, Any]) -> str:
@@ -128,7 +138,7 @@ def sanity_section(sanity: Mapping[str, Any]) -> str:
     notes = "".join(f'<p class="{"missing" if "WARNING" in s else "caption"}">'
                     f"{escape(str(s))}</p>" for s in sanity.get("sentences", []))
     return (f"<h2>Reward-model sanity: accuracy on {escape(str(sanity.get('source')))} "
-            f"chosen/rejected pairs</h2>{notes}" + record_table(rows))
+            f"chosen/rejected pairs</h2>{notes}" + words_table(rows))
 
 
 def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFrame,
@@ -147,14 +157,14 @@ def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFr
         index += 1
     columns = [c for c in SHOWN if c in indices]
     parts.append("<h3>Indices and validity</h3>"
-                 + record_table(result.get("indices", []), columns))
+                 + words_table(result.get("indices", []), columns))
     for name in ("model_test", "rank_agreement"):
         value = result.get(name)
         if value:
             rows = value if isinstance(value, list) else [value]
-            parts.append(f"<h3>{escape(name.replace('_', ' '))}</h3>" + record_table(rows))
+            parts.append(f"<h3>{escape(name.replace('_', ' '))}</h3>" + words_table(rows))
     if result.get("groups"):
-        parts.append("<h3>Groups</h3>" + record_table(result["groups"].get("models", [])))
+        parts.append("<h3>Groups</h3>" + words_table(result["groups"].get("models", [])))
     parts += confounds_tables(result.get("confounds") or {})
     parts.append("<h3>Principles</h3>" + table(["principle", "text"], texts.items()))
     return "\n".join(parts), index

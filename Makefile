@@ -80,9 +80,10 @@ docs: $(DOCS_STAMP)
 docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
-# One PNG per report kind into docs/images/ (headless Chromium, as the report tests use).
+# One PNG per report kind into docs/images/ (headless Chromium, as the report tests use);
+# DATA_DIR=... reads WinoBias (for the intervention report) from a local copy.
 screenshots: $(STAMP) $(BROWSER_STAMP)
-	$(BIN)/python scripts/screenshots.py --out docs/images
+	$(BIN)/python scripts/screenshots.py --out docs/images $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -137,6 +137,10 @@ def test_user_pairs_with_their_own_counterfactual(tmp_path: Path) -> None:
     done = job.run(job.CounterfactualConfig(out=tmp_path / "run", pairs=str(path)),
                    [Reward("clean")])
     assert done.summary["scorers"][0]["difference"]["n"] == 12
+    own = done.report.read_bytes()  # `biasscope report` re-renders it, here and elsewhere
+    assert main(["report", str(tmp_path / "run")]) == 0 and done.report.read_bytes() == own
+    assert main(["report", str(tmp_path / "run"), "--output", str(tmp_path / "cf.html")]) == 0
+    assert (tmp_path / "cf.html").read_bytes() == own
     with pytest.raises(BiasscopeError, match="compares 'chosen' with 'rejected'"):
         job.run(job.CounterfactualConfig(out=tmp_path / "judged", pairs=str(path)),
                 judge=Judge([Partial()], JudgeOptions()))  # type: ignore[list-item]

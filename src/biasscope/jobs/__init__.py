@@ -13,6 +13,7 @@ from typing import Any
 
 from biasscope.dynamics.job import reanalyse
 from biasscope.report.audit import write_audit_report
+from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.report.html import missing_sentence
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.store.directory import RunStore
@@ -31,6 +32,8 @@ def render(run: str | Path, output: str | Path | None = None,
         page = write_audit_report(store, out)
     elif kind == "sensitivity":
         page = write_sensitivity_report(store, out)
+    elif kind == "counterfactual":
+        page = write_counterfactual_report(store, out)
     elif (store.root / "intervention.json").is_file():
         from biasscope.intervene import render as intervention_report
 

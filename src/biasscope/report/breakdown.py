@@ -8,10 +8,9 @@ bars. Every string from data is escaped before it reaches plotly.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from html import escape
 from typing import Any
 
-from biasscope.report.plotfig import RDBU, Figure, bar, make_subplots, scatter, trace
+from biasscope.report.plotfig import RDBU, Figure, as_text, bar, make_subplots, scatter, trace
 from biasscope.report.plotting import (
     COLORS,
     FALLBACK_COLORS,
@@ -78,7 +77,7 @@ def pro_anti(view: View) -> Any | None:
                                          "pro − anti (paired)"]) if paired
            else make_subplots(rows=1, cols=1))
     if is_snapshot(view):
-        names = [escape(m) for m in models]
+        names = [as_text(m) for m in models]
         for split in ("pro", "anti"):
             _bars(fig, names, [at(view, m, steps_of(view, m)[0]).get("pro_anti", {})
                                .get(f"accuracy/{split}") for m in models],
@@ -94,7 +93,7 @@ def pro_anti(view: View) -> Any | None:
         axis = Axis(by_step=True)
         for i, model in enumerate(models):
             steps = steps_of(view, model)
-            prefix = f"{escape(model)} · " if len(models) > 1 else ""
+            prefix = f"{as_text(model)} · " if len(models) > 1 else ""
             dash = ("solid", "dash", "dot")[i % 3]
             for key, name, color, row in (
                     ("accuracy/pro", "pro-stereotypical", SPLIT_COLORS["pro"], 1),
@@ -147,8 +146,8 @@ def occupations_ranked(view: View) -> Any | None:
         assert found is not None
         step, rows = found
         by_name = {str(r["occupation"]): r for r in rows}
-        label = escape(model) + ("" if view.model(model).get("snapshot") else f" (step {step})")
-        _bars(fig, [escape(n) for n in names], [by_name.get(n, {}).get(PREFERENCE)
+        label = as_text(model) + ("" if view.model(model).get("snapshot") else f" (step {step})")
+        _bars(fig, [as_text(n) for n in names], [by_name.get(n, {}).get(PREFERENCE)
                                                 for n in names],
               label, FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i else COLORS["male"],
               horizontal=True)
@@ -174,7 +173,7 @@ def occupation_heatmap(view: View, model: str) -> Any | None:
     names = sorted(table, key=lambda n: table[n].get(steps[-1]) or 0.0)
     z = [[table[n].get(s) for s in steps] for n in names]
     top = max((abs(v) for r in z for v in r if v is not None), default=1.0) or 1.0
-    fig = Figure(trace("heatmap", z=z, x=[str(s) for s in steps], y=[escape(n) for n in names],
+    fig = Figure(trace("heatmap", z=z, x=[str(s) for s in steps], y=[as_text(n) for n in names],
                        colorscale=[[k / 10, c] for k, c in enumerate(RDBU)], zmid=0,
                        zmin=-top, zmax=top, colorbar={"title": {"text": "male − female"}}))
     style(fig, Axis(by_step=False, categories=tuple(str(s) for s in steps)),
@@ -203,8 +202,8 @@ def versus_statistics(view: View) -> Any | None:
         rho = (view.model(model).get("occupation_statistics") or {}).get("spearman") or {}
         fig.add_trace(scatter(
             x=[p[0] for p in points], y=[p[1] for p in points], mode="markers+text",
-            text=[escape(p[2]) for p in points], textposition="top center",
-            name=f"{escape(model)} ("
+            text=[as_text(p[2]) for p in points], textposition="top center",
+            name=f"{as_text(model)} ("
                  + ("" if view.model(model).get("snapshot") else f"step {step}; ")
                  + f"Spearman ρ {fmt(rho.get('estimate'))})",
             marker={"color": FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i
@@ -246,7 +245,7 @@ def snapshot(checkpoints: Sequence[Json], view: View) -> Any | None:
                                 "high": ci[1] if ci else None})
             if names:
                 drawn = True
-                _bars(fig, names, entries, escape(model), color, col=col, legend=col == 1)
+                _bars(fig, names, entries, as_text(model), color, col=col, legend=col == 1)
     if not drawn:
         return None
     fig.update_layout(barmode="group")
@@ -271,7 +270,7 @@ def snapshot_accuracy(checkpoints: Sequence[Json], view: View) -> Any | None:
     """One checkpoint per model: the accuracy per correct answer as a bar per model, with
     its CI over prompts and its value on the bar (a gap here is what a JSD-P gap means)."""
     answers = _answers(checkpoints)
-    names = {a: f"correct “{escape(a)}”" for a in answers}
+    names = {a: f"correct “{as_text(a)}”" for a in answers}
     fig = make_subplots(rows=1, cols=1)
     for i, (model, points) in enumerate(by_model(checkpoints).items()):
         ckpt = points[-1]
@@ -281,7 +280,7 @@ def snapshot_accuracy(checkpoints: Sequence[Json], view: View) -> Any | None:
             ci = view.ci(ckpt, f"accuracy/{answer}")
             entries.append({"estimate": ckpt["mean"][f"accuracy/{answer}"],
                             "low": ci[0] if ci else None, "high": ci[1] if ci else None})
-        _bars(fig, [names[a] for a in shown], entries, escape(model),
+        _bars(fig, [names[a] for a in shown], entries, as_text(model),
               FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i else COLORS["male"])
     if not fig.data:
         return None

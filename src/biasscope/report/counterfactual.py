@@ -55,8 +55,9 @@ def _answers(scorers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def write_counterfactual_report(run_dir: str | Path) -> Path:
-    store = RunStore(Path(run_dir))
+def write_counterfactual_report(run_dir: str | Path | RunStore,
+                                output: str | Path | None = None) -> Path:
+    store = run_dir if isinstance(run_dir, RunStore) else RunStore(Path(run_dir))
     if not store.summary_json.is_file():
         raise BiasscopeError(f"{store.root} has no summary.json: run `biasscope "
                              "counterfactual`")
@@ -85,6 +86,6 @@ def write_counterfactual_report(run_dir: str | Path) -> Path:
           if (answers := _answers(summary.get("scorers", []))) else []),
         "<h2>Run configuration</h2>", table(["setting", "value"], flatten(run)),
         "</body></html>", ""])
-    target = store.root / "report.html"
+    target = Path(output) if output is not None else store.root / "report.html"
     write_bytes(target, page.encode("utf-8"))
     return target

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
 from biasscope.probes.winobias import GENDERS
 from biasscope.report import stats_figures
-from biasscope.report.plotfig import Figure, make_subplots, scatter
+from biasscope.report.plotfig import Figure, as_text, make_subplots, scatter
 from biasscope.report.plotting import (
     COLORS,
     DASHES,
@@ -51,12 +50,12 @@ def add_performance(fig: Any, view: View, models: Sequence[str]) -> bool:
         source, values = perf
         steps = sorted(values)
         stop = view.step_of(model, "recommendation")
-        prefix = f"{escape(model)} · " if len(models) > 1 else ""
-        texts = [f"<b>{escape(model)}</b><br>{escape(source)}<br>step {s}<br>{fmt(values[s])}"
+        prefix = f"{as_text(model)} · " if len(models) > 1 else ""
+        texts = [f"<b>{as_text(model)}</b><br>{as_text(source)}<br>step {s}<br>{fmt(values[s])}"
                  + ("<br>recommended stop" if s == stop else "") for s in steps]
         fig.add_trace(scatter(
             x=steps, y=[values[s] for s in steps], mode="lines+markers",
-            name=f"{prefix}{escape(source)} (right axis)", hovertext=texts, hoverinfo="text",
+            name=f"{prefix}{as_text(source)} (right axis)", hovertext=texts, hoverinfo="text",
             line={"color": COLORS["performance"], "dash": DASHES[i % len(DASHES)], "width": 1.5},
             marker={"size": 7, "symbol": "square-open"}), row=1, col=1, secondary_y=True)
         drawn = True
@@ -114,7 +113,7 @@ def accuracy_vs_rank(checkpoints: Sequence[Json], answers: Sequence[str]) -> Any
     the last row is the accuracy over all prompts."""
     axis, groups = make_axis(checkpoints), by_model(checkpoints)
     rows = [a for a in answers if has_metric(checkpoints, f"accuracy/{a}")]
-    titles = [f"correct answer: {escape(a)}" for a in rows] + ["all prompts"]
+    titles = [f"correct answer: {as_text(a)}" for a in rows] + ["all prompts"]
     fig = make_subplots(rows=len(titles), cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=titles, specs=[[{"secondary_y": True}]] * len(titles))
     for row, line in enumerate(answer_lines("accuracy/", rows, ": accuracy"), start=1):

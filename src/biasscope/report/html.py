@@ -43,7 +43,7 @@ details summary { cursor: pointer; color: #0b5394; margin: 0.5rem 0; }
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left;
          vertical-align: top; overflow-wrap: anywhere; }
-th { background: #f6f8fa; }
+th { background: #f6f8fa; overflow-wrap: normal; }  /* headers break between words only */
 table.numbers td { white-space: nowrap; overflow-wrap: normal; }
 pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.85rem; }
 .plotly-graph-div { max-width: 100%; }

@@ -11,14 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from html import escape
 from typing import Any
 
 from biasscope.core.stats import CORRECTIONS
 from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis covers
 from biasscope.report.numbers import finite as finite
 from biasscope.report.numbers import num, with_ci
-from biasscope.report.plotfig import scatter
+from biasscope.report.plotfig import as_text, scatter
 
 #: A JSON object as read from a run's files, such as a checkpoint's entry in ``summary.json``.
 Json = Mapping[str, Any]
@@ -132,7 +131,7 @@ class Axis:
 def checkpoint_label(ckpt: Json) -> str:
     """Escaped short label: the revision, else the step, else ``main``."""
     if ckpt.get("revision"):
-        return escape(str(ckpt["revision"]))
+        return as_text(str(ckpt["revision"]))
     if ckpt.get("snapshot"):
         return "checkpoint"
     return f"step {ckpt['step']}" if ckpt.get("step") is not None else "main"
@@ -192,7 +191,7 @@ def where(ckpt: Json) -> str:
     step = ckpt.get("step")
     text = ("no training step" if ckpt.get("snapshot") else
             f"step {step}" if step is not None else "step unknown")
-    return text + (f" ({escape(str(ckpt['revision']))})" if ckpt.get("revision") else "")
+    return text + (f" ({as_text(str(ckpt['revision']))})" if ckpt.get("revision") else "")
 
 
 def hover(model: str, line: Line, ckpt: Json, mean: float, std: Any,
@@ -200,7 +199,7 @@ def hover(model: str, line: Line, ckpt: Json, mean: float, std: Any,
     n = seeds_with(ckpt, line.key)
     low, high = ci or (None, None)
     value = with_ci(mean, low, high, confidence)
-    text = f"<b>{escape(model)}</b><br>{line.name}<br>{where(ckpt)}<br>{value}"
+    text = f"<b>{as_text(model)}</b><br>{line.name}<br>{where(ckpt)}<br>{value}"
     if ci is not None:
         text += "<br>(bootstrap CI over prompts)"
     if finite(std) and n > 1:
@@ -220,7 +219,7 @@ def add_line(fig: Any, axis: Axis, model: str, points: Sequence[Json], line: Lin
     raw_stds = [c["std"].get(line.key) for c in kept]
     stds = [float(s) if finite(s) else 0.0 for s in raw_stds]
     cis = [view.ci(c, line.key) for c in kept]
-    name = f"{escape(model)} · {line.name}" if show_model else line.name
+    name = f"{as_text(model)} · {line.name}" if show_model else line.name
     group = f"{model}/{line.key}"
     at: dict[str, Any] = {"row": row, "col": 1} if row else {}
     if line.secondary:
@@ -284,7 +283,7 @@ def step_markers(view: View, models: Sequence[str], value: str, stop: bool
     """Emergence markers of ``value``'s gap (and recommended stops) of these models."""
     out = []
     for model in models:
-        suffix = f" ({escape(model)})" if len(models) > 1 else ""
+        suffix = f" ({as_text(model)})" if len(models) > 1 else ""
         step = view.step_of(model, "emergence", value)
         if step is not None:
             out.append((f"gap significant from step {step}{suffix}", step, COLORS["emergence"]))
@@ -336,5 +335,5 @@ def answer_lines(prefix: str, answers: Sequence[str], suffix: str = "") -> list[
     lines = []
     for i, answer in enumerate(answers):
         color = COLORS.get(answer, FALLBACK_COLORS[i % len(FALLBACK_COLORS)])
-        lines.append(Line(f"{prefix}{answer}", f"{escape(answer)}{suffix}", color))
+        lines.append(Line(f"{prefix}{answer}", f"{as_text(answer)}{suffix}", color))
     return lines

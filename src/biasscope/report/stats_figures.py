@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from html import escape
 from typing import Any
 
-from biasscope.report.plotfig import Figure, scatter
+from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import (
     COLORS,
     DASHES,
@@ -53,10 +52,10 @@ def row_hover(title: str, row: Row, groups: Groups, view: View) -> str:
     verdict = "significant" if row.get("significant") else "not significant"
     where = "no training step" if stepless(view) else f"step {int(row['step'])}"
     return (f"{title}<br>{where}<br>"
-            f"mean {escape(label_a)} {fmt(row.get(f'mean_{a}'))} (n = {fmt(row.get(f'n_{a}'))}),"
-            f" {escape(label_b)} {fmt(row.get(f'mean_{b}'))} (n = {fmt(row.get(f'n_{b}'))})<br>"
+            f"mean {as_text(label_a)} {fmt(row.get(f'mean_{a}'))} (n = {fmt(row.get(f'n_{a}'))}),"
+            f" {as_text(label_b)} {fmt(row.get(f'mean_{b}'))} (n = {fmt(row.get(f'n_{b}'))})<br>"
             f"gap {fmt(row.get('gap'))}<br>p = {fmt(row.get('p_value'))}, "
-            f"{escape(view.correction)}-adjusted p = {fmt(row.get('p_adjusted'))}<br>"
+            f"{as_text(view.correction)}-adjusted p = {fmt(row.get('p_adjusted'))}<br>"
             f"effect size r = {fmt(row.get('effect_size'))}<br>"
             f"{verdict} at α = {view.alpha:g}")
 
@@ -75,7 +74,7 @@ def add_pvalues(fig: Any, rows: Sequence[Row], name: str, title: str, color: str
     adjusted = [r for r in rows if finite(r.get("p_adjusted"))]
     fig.add_trace(scatter(
         x=[x(r) for r in adjusted], y=[_p(r["p_adjusted"]) for r in adjusted],
-        mode="lines+markers", name=f"{name}{escape(view.correction)}-adjusted p", legendgroup=name,
+        mode="lines+markers", name=f"{name}{as_text(view.correction)}-adjusted p", legendgroup=name,
         line={"color": color, "dash": dash, "width": 2},
         marker={"size": 8, "symbol": ["circle" if r.get("significant") else "circle-open"
                                       for r in adjusted]},
@@ -109,16 +108,16 @@ def gap_pvalues(view: View, value: str) -> Any:
         if not rows:
             continue
         color = COLORS["gap"] if i == 0 else FALLBACK_COLORS[(i - 1) % len(FALLBACK_COLORS)]
-        name = f"{escape(model)} · " if len(models) > 1 else ""
-        add_pvalues(fig, rows, name, f"<b>{escape(model)}</b>: male vs female", color,
-                    DASHES[i % len(DASHES)], GENDER_GROUPS, view, escape(model))
+        name = f"{as_text(model)} · " if len(models) > 1 else ""
+        add_pvalues(fig, rows, name, f"<b>{as_text(model)}</b>: male vs female", color,
+                    DASHES[i % len(DASHES)], GENDER_GROUPS, view, as_text(model))
         drawn.append(model)
         steps += [int(r["step"]) for r in rows]
     if not drawn:
         return None
     if not stepless(view):
         add_step_markers(fig, step_markers(view, drawn, value, stop=False), steps)
-    return finish(fig, view, [escape(m) for m in drawn])
+    return finish(fig, view, [as_text(m) for m in drawn])
 
 
 def comparison_pvalues(view: View) -> Any:
@@ -133,10 +132,10 @@ def comparison_pvalues(view: View) -> Any:
             continue
         a, b = str(comp.get("model_a")), str(comp.get("model_b"))
         option = str(comp.get("value", "")).removeprefix("jsdp:")
-        pair = f"{escape(a)} vs {escape(b)}"
-        title = (f"<b>{pair}</b><br>JSD-P of the “{escape(option)}” option where "
-                 f"“{escape(str(comp.get('answer', 'not specified')))}” is correct")
-        add_pvalues(fig, rows, f"{pair} · {escape(option)} option · ", title,
+        pair = f"{as_text(a)} vs {as_text(b)}"
+        title = (f"<b>{pair}</b><br>JSD-P of the “{as_text(option)}” option where "
+                 f"“{as_text(str(comp.get('answer', 'not specified')))}” is correct")
+        add_pvalues(fig, rows, f"{pair} · {as_text(option)} option · ", title,
                     COLORS.get(option, FALLBACK_COLORS[0]),
                     DASHES[pairs.index((a, b)) % len(DASHES)], (("a", a), ("b", b)), view, pair)
         drawn.append(pair)

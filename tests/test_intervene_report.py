@@ -28,8 +28,12 @@ def test_over_budget_says_the_gap() -> None:
     out = analysis.recommend("cda", [25, 50, 75], {s: TEST for s in cost}, cost, 0.3,
                              analysis.Options(budget=0.02))
     assert out["recommended"] is None
-    assert ("the smallest increase seen was +5.00% (CI +4.00% to +6.00%) at step 50, 3.00% "
-            "over the budget") in out["sentence"]
+    assert ("the smallest increase seen was +5.0% (95% CI +4.0% to +6.0%) at step 50, 3.0 "
+            "percentage points over the budget") in out["sentence"]
+    wide = analysis.recommend("cda", [100], {100: TEST}, {100: _cost(0.0607, -0.0163, 0.1527)},
+                              0.3, analysis.Options(budget=0.02))  # Gemma's, 2026-11-25
+    assert ("+6.1% (95% CI -1.6% to +15.3%) at step 100, 4.1 percentage points over"
+            in wide["sentence"])
     none = analysis.recommend("cda", [25], {25: TEST}, {}, 0.3, analysis.Options())
     assert none["recommended"] is None and "No perplexity" in none["sentence"]
 
@@ -40,6 +44,10 @@ def test_within_budget_is_recommended() -> None:
                              analysis.Options(budget=0.02))
     assert out["recommended"] == 50 and out["beat_control"] is False  # gain −0.1: worse
     assert "did worse" in out["sentence"]
+    assert ("fairness gain over the control (how much further its male lean moved towards zero)"
+            " was -0.100 (95% CI -0.150 to -0.050; signed-rank p = 0.010 after Holm over 2 "
+            "steps, r = +0.50), at a perplexity cost of +1.0% (95% CI 0.0% to +2.0%)"
+            in out["sentence"])
 
 
 def _summary(recommended: int | None = 20) -> dict[str, Any]:

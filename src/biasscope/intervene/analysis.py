@@ -36,6 +36,7 @@ from biasscope.core import stats
 from biasscope.core.config import NON_NEGATIVE, setting
 from biasscope.dynamics import breakdown
 from biasscope.probes import perplexity, winobias
+from biasscope.report.numbers import ci_decimals, num, pvalue, with_ci
 from biasscope.store.directory import RunStore
 
 MEASURES = ("male_lean", "pro_anti")
@@ -173,13 +174,12 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
                 "high": -sign * did[s]["low"]} for s in within}
     best = max(within, key=lambda s: gain[s]["estimate"])
     g, c, p = gain[best], cost[best], did[best]["test"].get("p_adjusted", math.nan)
-    pct = options.confidence
-    said = (f"at step {best}, {arm} moved the male lean {g['estimate']:+.4f} towards zero "
-            f"relative to the control (fairness gain; {pct:.0%} CI {g['low']:+.4f} to "
-            f"{g['high']:+.4f}, signed-rank p = {_p(p)} after "
-            f"{stats.CORRECTIONS[options.correction]} over {len(steps)} steps, r = "
-            f"{did[best]['test']['effect_size']:+.2f}) at a perplexity cost of "
-            f"{c['estimate']:+.2%} (CI {c['low']:+.2%} to {c['high']:+.2%})")
+    test = (f"signed-rank p = {pvalue(p)} after {stats.CORRECTIONS[options.correction]} over "
+            f"{len(steps)} steps, r = {did[best]['test']['effect_size']:+.2f}")
+    said = (f"at step {best}, {arm}'s fairness gain over the control (how much further its male "
+            f"lean moved towards zero) was "
+            f"{with_ci(g['estimate'], g['low'], g['high'], options.confidence, True, test)}, at "
+            f"a perplexity cost of {_percent(c, options.confidence)}")
     significant = math.isfinite(p) and p < options.alpha
     if significant and g["low"] > 0:
         verdict = f"{arm} beat the control: {said}. Recommended checkpoint: step {best}."
@@ -199,16 +199,22 @@ def over_budget(arm: str, cost: dict[int, dict[str, float]], options: Options) -
         return (f"No perplexity of {arm} against the control was measured after step 0: "
                 "no stop is recommended.")
     step = min(seen, key=lambda s: seen[s]["estimate"])
-    c = seen[step]
-    ci = (f" (CI {c['low']:+.2%} to {c['high']:+.2%})"
-          if math.isfinite(c["low"]) and math.isfinite(c["high"]) else "")
+    over = 100 * (seen[step]["estimate"] - options.budget)
+    places = ci_decimals(100 * seen[step]["low"], 100 * seen[step]["high"])
     return (f"No checkpoint of {arm} stays within the {options.budget:.0%} perplexity budget: "
-            f"the smallest increase seen was {c['estimate']:+.2%}{ci} at step {step}, "
-            f"{c['estimate'] - options.budget:.2%} over the budget; no stop is recommended.")
+            f"the smallest increase seen was {_percent(seen[step], options.confidence)} at "
+            f"step {step}, {num(over, places)} percentage points over the budget; no stop is "
+            "recommended.")
 
 
-def _p(p: float) -> str:
-    return "n/a" if not math.isfinite(p) else f"{p:.2g}"
+def _percent(cost: dict[str, float], confidence: float) -> str:
+    """A relative cost in percent with its CI, digits from the CI's width."""
+    c = {k: 100 * cost[k] for k in ("estimate", "low", "high")}
+    places = ci_decimals(c["low"], c["high"])
+    if places is None:
+        return f"{num(c['estimate'], signed=True)}%"
+    return (f"{num(c['estimate'], places, True)}% ({confidence:.0%} CI "
+            f"{num(c['low'], places, True)}% to {num(c['high'], places, True)}%)")
 
 
 def _plain(value: Any) -> Any:

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
+from biasscope.core.numbers import ci_decimals, num, pvalue
 from biasscope.core.stats import _RNG_KW, Array, _finite
 
 Verdict = Literal["equivalent", "different", "inconclusive"]
@@ -162,16 +163,17 @@ def bootstrap_equivalence(samples: Sequence[npt.ArrayLike], statistic: Statistic
 
 def sentence(name: str, result: Equivalence, unit: str = "") -> str:
     """The verdict in words, with the difference and its (1 − 2α) interval."""
-    ci = (f"{result.estimate:+.3g} ({100 * (1 - 2 * result.alpha):.0f}% CI "
-          f"{result.low:+.3g} to {result.high:+.3g}{unit})")
+    places = ci_decimals(result.low, result.high)
+    ci = (f"{num(result.estimate, places, True)}{unit} ({1 - 2 * result.alpha:.0%} CI "
+          f"{num(result.low, places, True)} to {num(result.high, places, True)}{unit})")
     pairing = "paired by item" if result.paired else "unpaired"
     if result.verdict == "equivalent":
         small = (" (a difference significantly non-zero, but smaller than the margin)"
                  if result.significant else "")
         return (f"{name}: equivalent within ±{result.margin:g}{unit}{small}: difference {ci}, "
-                f"TOST p = {result.p_equivalence:.2g}, n = {result.n}, {pairing}")
+                f"TOST p = {pvalue(result.p_equivalence)}, n = {result.n}, {pairing}")
     if result.verdict == "different":
-        return (f"{name}: different: difference {ci}, p = {result.p_difference:.2g}; not "
+        return (f"{name}: different: difference {ci}, p = {pvalue(result.p_difference)}; not "
                 f"shown equivalent within ±{result.margin:g}{unit}, n = {result.n}, {pairing}")
     return (f"{name}: inconclusive: difference {ci} is neither significantly non-zero nor "
             f"inside ±{result.margin:g}{unit}; more items are needed, n = {result.n}, {pairing}")

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from biasscope.core.numbers import with_ci
 from biasscope.core.stats import CORRECTIONS, Correction, adjust_pvalues
 
 Array = npt.NDArray[np.float64]
@@ -184,8 +185,8 @@ def verdict(result: Mapping[str, Any], label: str | None = None) -> str:
     what = label or str(result["measure"])
     pooled, null = result["pooled"], result["null"]
     n, agree, reverse = result["wordings"], result["agree"], result["reverse"]
-    span = (f"pooled {pooled['estimate']:.3g}, {result['confidence']:.0%} CI "
-            f"{pooled['low']:.3g} to {pooled['high']:.3g} over wordings and items")
+    span = "pooled " + with_ci(pooled["estimate"], pooled["low"], pooled["high"],
+                               result["confidence"], extra="over wordings and items")
     share = result["variance_share"]
     shared = "" if not math.isfinite(share) else f"; {share:.0%} of its variance is the wording's"
     significant = (f"{result['significant']} significant after "

@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from biasscope.core import stats
-from biasscope.report import numbers
+from biasscope.core import numbers, stats
 
 WHAT = {"accuracy": "accuracy", "jsdp_correct": "JSD-P of the correct option"}
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biasscope.core.numbers import num, with_ci
 from biasscope.core.stats import Array, Interval, percentile_interval, wilson
 from biasscope.dynamics.analysis_options import JSDP_MARGIN
 from biasscope.dynamics.occupations import spearman
@@ -156,15 +157,16 @@ def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,
     """The recommended stop's cost and gain with their intervals (or why one has none)."""
     over_wordings = f", over {wordings} wordings and their prompts" if wordings > 1 else ""
     if math.isfinite(cost["low"]):
-        paid = (f"{source} cost {cost['estimate']:+.3g} ({confidence:.0%} CI {cost['low']:+.3g} "
-                f"to {cost['high']:+.3g})")
+        paid = (f"{source} cost "
+                f"{with_ci(cost['estimate'], cost['low'], cost['high'], confidence, True)}")
     else:
-        paid = f"{source} cost {cost['estimate']:+.3g} (no CI: the series has no per-item data)"
+        paid = (f"{source} cost {num(cost['estimate'], signed=True)} (no CI: the series has no "
+                "per-item data)")
     if gain is None or not math.isfinite(gain.low):
         won = "fairness gain without a CI (too few prompts)"
     else:
-        won = (f"|JSD-P gap| reduced by {gain.estimate:+.3g} ({confidence:.0%} CI "
-               f"{gain.low:+.3g} to {gain.high:+.3g}{over_wordings})")
+        won = ("|JSD-P gap| reduced by "
+               + with_ci(gain.estimate, gain.low, gain.high, confidence, True, over_wordings[2:]))
     return f"stopping there: {paid}; {won}"
 
 

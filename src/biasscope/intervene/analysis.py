@@ -34,9 +34,9 @@ import pandas as pd
 
 from biasscope.core import stats
 from biasscope.core.config import NON_NEGATIVE, setting
+from biasscope.core.numbers import ci_decimals, num, pvalue, with_ci
 from biasscope.dynamics import breakdown
 from biasscope.probes import perplexity, winobias
-from biasscope.report.numbers import ci_decimals, num, pvalue, with_ci
 from biasscope.store.directory import RunStore
 
 MEASURES = ("male_lean", "pro_anti")

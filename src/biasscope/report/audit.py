@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import ci_decimals, finite, num, pvalue
 from biasscope.report import wordings
 from biasscope.report.html import CSS, figure_html, flatten
-from biasscope.report.numbers import ci_decimals, finite, num, pvalue
 from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import Json, fmt
 from biasscope.report.tables import record_table, table

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from biasscope.core.numbers import ci_decimals, num
 from biasscope.report.html import CSS
-from biasscope.report.numbers import ci_decimals, num
 from biasscope.report.plotting import fmt
 from biasscope.report.tables import table
 

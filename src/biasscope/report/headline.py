@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from biasscope.report.numbers import finite, num, with_ci
+from biasscope.core.numbers import finite, num, with_ci
 from biasscope.report.plotting import Json, View, by_model
 
 

@@ -11,8 +11,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from biasscope.core.numbers import ci_decimals, finite, num, pvalue
 from biasscope.report.html import CSS, figure_html
-from biasscope.report.numbers import ci_decimals, finite, num, pvalue
 from biasscope.report.plotfig import Figure, as_text, make_subplots
 from biasscope.report.plotting import fmt
 from biasscope.report.tables import table

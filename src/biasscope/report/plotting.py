@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from biasscope.core.numbers import finite as finite
+from biasscope.core.numbers import num, with_ci
 from biasscope.core.stats import CORRECTIONS
 from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis covers
-from biasscope.report.numbers import finite as finite
-from biasscope.report.numbers import num, with_ci
 from biasscope.report.plotfig import as_text, scatter
 
 #: A JSON object as read from a run's files, such as a checkpoint's entry in ``summary.json``.
@@ -33,7 +33,7 @@ DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 
 
 def fmt(value: Any) -> str:
-    """The reports' one number format (`biasscope.report.numbers`), without an interval."""
+    """The reports' one number format (`biasscope.core.numbers`), without an interval."""
     return num(value)
 
 

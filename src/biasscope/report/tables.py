@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from biasscope.core.numbers import pvalue
 from biasscope.probes.winobias import NAME as PROBE
-from biasscope.report.numbers import pvalue
 from biasscope.report.plotting import Json, View, finite, fmt
 
 TEST_VALUES = {"jsdp_correct": "JSD-P of the correct option, male vs female prompts",

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from biasscope.core.numbers import ci_decimals, num
 from biasscope.report.figures import Panel
-from biasscope.report.numbers import ci_decimals, num
 from biasscope.report.plotfig import Figure, scatter
 from biasscope.report.plotting import View, fmt
 from biasscope.report.tables import table

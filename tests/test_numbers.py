@@ -20,4 +20,4 @@ def test_percent_scales_and_takes_the_ci_digits():
     assert percent(0.1234, 0.10, 0.15) == "12.3% (95% CI 10.0% to 15.0%)"
     assert percent(0.02, 0.01, 0.03, signed=True, confidence=0.9) == (
         "+2.0% (90% CI +1.0% to +3.0%)")
-    assert percent(0.5) == "50%" and percent(0.0123) == "1.23%"
+    assert percent(0.5) == "50%" and percent(0.0123) == "1.23%" and percent(None) == "n/a"

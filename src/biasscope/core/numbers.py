@@ -89,6 +89,8 @@ def percent(value: Any, low: Any = None, high: Any = None, confidence: float | N
     """A share or relative change in percent, with its CI when there is one: the same digits
     as ``with_ci`` on the values times 100, each number with its % sign; ``extra`` as in
     ``with_ci``."""
+    if not finite(value):
+        return "n/a"
     scaled = [100 * v if finite(v) else v for v in (value, low, high)]
     places = ci_decimals(scaled[1], scaled[2])
     if places is None:

@@ -275,5 +275,5 @@ def test_the_pronoun_effect_takes_its_interval_digits_and_floored_p():
              "unparsed": 0}
     said = _findings(head, total)
     assert "(difference +20 percentage points, Fisher p < 0.0001, Cohen's h = 0.40)" in said[0]
-    assert ("+12.3 percentage points more often after 'she' than after 'he' (95% CI +4.6 "
-            "percentage points to +20.1 percentage points, Fisher p = 0.012") in said[1]
+    assert ("+12.3 percentage points more often after 'she' than after 'he' (95% CI +4.6 to "
+            "+20.1 percentage points, Fisher p = 0.012") in said[1]

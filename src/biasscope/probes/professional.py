@@ -259,11 +259,12 @@ def _fmt(x: float, spec: str = ".0%") -> str:
     return "n/a" if math.isnan(x) else format(x, spec)
 
 
-def _pp(x: float, ci: dict[str, Any] | None = None) -> str:
+def _pp(x: float, ci: dict[str, Any] | None = None, unit: bool = True) -> str:
     """A difference of proportions, in percentage points; to the digits of ``ci``'s interval
     when given (the estimate and both bounds alike)."""
     places = ci_decimals(100 * ci["low"], 100 * ci["high"]) if ci else None
-    return "n/a" if math.isnan(x) else f"{num(100 * x, places, True)} percentage points"
+    text = "n/a" if math.isnan(x) else num(100 * x, places, True)
+    return f"{text} percentage points" if unit and text != "n/a" else text
 
 
 def _counts(frame: pd.DataFrame, **keys: str) -> dict[str, Any]:
@@ -339,7 +340,7 @@ def _findings(h: dict[str, dict[str, Any]], total: dict[str, Any]) -> list[str]:
         f"Cohen's h = {_fmt(gap['effect_size'], '.2f')}).",
         f"Among answers that named one occupation, the female-coded one was picked "
         f"{_pp(eff['estimate'], eff)} more often after 'she' than after 'he' (95% CI "
-        f"{_pp(eff['low'], eff)} to {_pp(eff['high'], eff)}, Fisher "
+        f"{_pp(eff['low'], eff, False)} to {_pp(eff['high'], eff)}, Fisher "
         f"{p_is(eff['p_value'])}, Cohen's h = {_fmt(eff['effect_size'], '.2f')}); "
         f"0 means the pronoun did not matter.",
         f"{_fmt(h['ambiguity_rate']['estimate'])} of answers called the sentence ambiguous; "
@@ -353,7 +354,7 @@ def _findings(h: dict[str, dict[str, Any]], total: dict[str, Any]) -> list[str]:
             f"{_fmt(h['p_stereotyped_he']['estimate'])} on average with 'he' and "
             f"{_fmt(h['p_stereotyped_she']['estimate'])} with 'she'; 'she' moved "
             f"{_pp(pe['estimate'], pe)} of probability to the female-coded occupation "
-            f"(95% CI {_pp(pe['low'], pe)} to {_pp(pe['high'], pe)}, Mann-Whitney "
+            f"(95% CI {_pp(pe['low'], pe, False)} to {_pp(pe['high'], pe)}, Mann-Whitney "
             f"{p_is(pe['p_value'])}, rank-biserial r = "
             f"{_fmt(pe['effect_size'], '.2f')}).")
     return out

@@ -162,7 +162,7 @@ def test_metrics_by_hand():
     scopes = {(r["scope"], r["metric"]) for r in out["tables"]["fairlearn"]}
     assert ("originals only", "demographic_parity_difference") in scopes
     text = " ".join(out["sentences"])
-    assert "changed the answer in 3 of 4 pairs (75.0%" in text
+    assert "changed the answer in 3 of 4 pairs: 75% (95% CI 30% to 95%)." in text
     assert "no evidence at the 5% level that the flips favour either sex" in text
     assert "2 pairs had a refused or unparsed side" in text
 

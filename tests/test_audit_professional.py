@@ -258,3 +258,22 @@ def test_a_share_of_none_is_not_certain():
     assert rate["estimate"] == 0 and rate["n"] == 4
     assert rate["high"] == pytest.approx(0.4899, abs=1e-3)  # Wilson, 95%
     assert h["unparsed_rate"]["low"] == pytest.approx(0.5101, abs=1e-3)
+
+
+def test_the_pronoun_effect_takes_its_interval_digits_and_floored_p():
+    from biasscope.probes.professional import _findings
+
+    def ci(e: float, lo: float = math.nan, hi: float = math.nan, p: float = math.nan,
+           h: float = math.nan) -> dict[str, float]:
+        return {"estimate": e, "low": lo, "high": hi, "p_value": p, "effect_size": h}
+
+    head = {"stereotyped_rate": ci(0.5, 0.4, 0.6), "stereotyped_rate_he": ci(0.6),
+            "stereotyped_rate_she": ci(0.4), "pronoun_gap": ci(0.2, p=3e-7, h=0.4),
+            "pronoun_effect": ci(0.1234, 0.0456, 0.2011, 0.0123, 0.25),
+            "ambiguity_rate": ci(0.1)}
+    total = {"stereotyped": 50, "n": 100, "error": 0, "ambiguous": 10, "refused": 0,
+             "unparsed": 0}
+    said = _findings(head, total)
+    assert "(difference +20 percentage points, Fisher p < 0.0001, Cohen's h = 0.40)" in said[0]
+    assert ("+12.3 percentage points more often after 'she' than after 'he' (95% CI +4.6 to "
+            "+20.1 percentage points, Fisher p = 0.012") in said[1]

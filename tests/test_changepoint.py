@@ -36,7 +36,7 @@ def test_a_planted_onset_is_found_with_a_ci_that_covers_it(steps, onset, scale) 
     assert found.slope_change > 0 and found.slope_change_low > 0
     trend, said = trend_change("demo", steps, gap, alpha=0.01, n_resamples=499)
     assert trend["claimed"] is not None
-    assert any("changes trend at step" in s for s in said)
+    assert any("changes trend at step" in s and "bootstrap p = 0.00" in s for s in said)
 
 
 def test_no_bend_is_claimed_beyond_alpha_on_a_null() -> None:
@@ -62,6 +62,9 @@ def test_too_few_checkpoints_test_nothing() -> None:
     assert changepoint([0, 10, 20, 30, 40], [0, 0, 0, 1, 2]) is None
     trend, said = trend_change("m", [0, 10, 20], [0.0, 0.1, 0.3])
     assert trend["claimed"] is None and any("at least 6 checkpoints" in s for s in said)
+    # one number format: three significant digits, signed, no exponent
+    assert said[0] == ("m: the gap changes fastest between steps 10 and 20: +20.0 per 1000 steps "
+                       "(+0.200 in all).")
 
 
 def test_the_report_marks_a_bend_only_when_it_is_claimed() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -150,6 +151,9 @@ def test_power_from_a_pilot_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     gap = next(line for line in out.splitlines() if "JSD-P gap" in line)
     assert "with 40 items per group this run could have detected" in gap
     assert "detecting 0.05 needs" in gap
+    # one number format: the detectable difference and sd to three significant digits
+    assert re.search(r"detected a difference of (0\.0*[1-9][0-9]{0,2}|[1-9][0-9.]*) or more", gap)
+    assert re.search(r", sd (0\.0*[1-9][0-9]{0,2}|[1-9][0-9.]*)\)", gap) and "e-" not in gap
     assert "pro − anti" in out
 
 

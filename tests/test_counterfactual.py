@@ -156,7 +156,8 @@ def test_a_detectable_but_tiny_difference_is_called_negligible() -> None:
     tiny = paired_difference([1.0 + 0.01 * (i % 3 == 0) + i for i in range(300)],
                              [float(i) for i in range(300)])
     assert tiny["wilcoxon_p"] < 1e-6 and abs(tiny["standardised"]) < 0.1
-    assert "negligible" in sentence("rm", "reward", tiny, tiny["wilcoxon_p"])
+    said = sentence("rm", "reward", tiny, tiny["wilcoxon_p"])
+    assert "negligible" in said and "Wilcoxon p < 0.0001 (Holm < 0.0001)" in said
     assert "favours the female" in sentence("rm", "reward", {**tiny, "standardised": 0.5},
                                             tiny["wilcoxon_p"])
 

@@ -99,3 +99,14 @@ def test_saved_directory_is_replaced_whole(tmp_path: Path) -> None:
     assert info["final"] is True and info["weights"] == "LoRA adapters"
     assert ship.finalise(tmp_path, _summary(None), lora=True) == (
         f"no step was recommended, but {tmp_path / 'recommended'} holds step 20")
+
+
+def test_the_table_shows_the_cost_in_percent_to_its_ci_digits() -> None:
+    from biasscope.report.intervention import did_rows
+
+    did = {"estimate": 0.01234, "low": 0.0034, "high": 0.0211,
+           "test": {"p_adjusted": 3e-9, "effect_size": 0.5}}
+    summary = {"steps": [0, 100], "did": {"male_lean": {"100": did}, "pro_anti": {}},
+               "cost": {"100": _cost(0.0607, -0.0163, 0.1527)}}
+    assert did_rows(summary) == [["100", "0.0123 [0.0034, 0.0211]", "< 0.0001", "0.500", "—",
+                                  "n/a", "n/a", "+6.1% [-1.6%, +15.3%]"]]

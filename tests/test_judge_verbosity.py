@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import warnings
 
 import numpy as np
@@ -86,6 +87,9 @@ def test_length_bias_is_found_and_controlled_for() -> None:
     assert r.lc_win_rate.low < 0.5 < r.lc_win_rate.high
     assert r.spearman > 0 and r.spearman_p_value < 1e-6
     assert "favours the longer answer" in r.sentence()
+    # one number format: the coefficient's digits from its CI, p floored
+    assert re.search(r"length coefficient \+[0-9.]+ \(95% CI \+[0-9.]+ to \+[0-9.]+\), "
+                     r"p < 0\.0001; Spearman ρ = \+[0-9.]+ \(p < 0\.0001\)", r.sentence())
 
 
 def test_longer_always_wins_separation_stays_finite() -> None:

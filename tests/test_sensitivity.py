@@ -147,3 +147,22 @@ def test_a_reward_model_without_chat_template_says_what_to_do(reward_dirs, tmp_p
                  "--device", "cpu", "--data-dir", str(write_ccai(tmp_path / "d"))])
     err = capsys.readouterr().err
     assert code == 2 and "--no-chat-template" in err and "Traceback" not in err
+
+
+def test_the_sanity_and_length_sentences_use_the_one_number_format():
+    from biasscope.sensitivity.confounds import confound_sentences
+    from biasscope.sensitivity.sanity import sanity_sentence
+
+    acc = {"n": 500, "correct": 361, "estimate": 0.722, "low": 0.6809, "high": 0.7597,
+           "p_value": 3.1e-23, "effect_size": 0.4567, "ties": 2, "verdict": "above chance"}
+    assert sanity_sentence("rm", acc, "hh-rlhf") == (
+        "rm: prefers the chosen response in 361 of 500 hh-rlhf pairs, 72.2% (95% CI 68.1% to "
+        "76.0%; exact test against 50% p < 0.0001, Cohen's h = +0.46; 2 ties).")
+    row = {"model": "rm", "principle": "p1", "slope_per_100_chars": 0.012345,
+           "slope_per_100_chars_low": 0.0061, "slope_per_100_chars_high": 0.0187,
+           "adjusted_effect": -0.000123456, "adjusted_effect_low": -0.05,
+           "adjusted_effect_high": 0.05, "mean_effect": 0.0312345}
+    said = confound_sentences({"length": [row], "unchanged": [], "correlations": []})
+    assert said == ["rm, principle p1: the reward moves +0.0123 (95% CI +0.0061 to +0.0187) per "
+                    "100 characters of length change; at unchanged length the effect is 0.000 "
+                    "(95% CI -0.050 to +0.050) against +0.0312 unadjusted."]

@@ -270,7 +270,7 @@ def test_recommend_stop_hand_example():
     assert rec.step == 2000
     assert rec.performance_change_pct == pytest.approx(100 * (0.69 - 0.70) / 0.70)
     assert rec.gap_change_pct == pytest.approx(100 * (0.3 - 0.73) / 0.73)
-    assert rec.sentence == ("stop at step 2000: performance -1.4% against the final checkpoint, "
+    assert rec.sentence == ("stop at step 2000: performance -1.43% against the final checkpoint, "
                             "male-female JSD-P gap -58.9%")
     assert rec.pareto_steps == (1000, 2000, 3000, 4000) and rec.step in rec.pareto_steps
     assert recommend_stop(steps, gaps, perf, budget=0.5).step == 1000

@@ -22,6 +22,7 @@ from biasscope.core import power as P
 from biasscope.core.config import POSITIVE, PROBABILITY, check_settings, setting
 from biasscope.core.equivalence import welch
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import num
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def _say(config: PowerConfig, row: dict[str, Any]) -> str:
     where = f"{row['probe']} {row['words']} at {row['checkpoint']}: " if "probe" in row else ""
     per = " per group" if row["design"] == "two-groups" else ""
     now = (f"with {row['items_per_group']} items{per} this run could have detected a "
-           f"difference of {row['detectable_now']:.3g} or more "
+           f"difference of {num(row['detectable_now'])} or more "
            f"({config.power:.0%} power, α = {config.alpha:g})" if "detectable_now" in row
            else "")
     need = row["items_needed"]
@@ -122,5 +123,5 @@ def _say(config: PowerConfig, row: dict[str, Any]) -> str:
                f"({config.power:.0%} power, α = {config.alpha:g})")
     else:
         ask = (f"detecting {config.effect:g} needs {need} items{per} "
-               f"({config.power:.0%} power, α = {config.alpha:g}, sd {row['sd']:.3g})")
+               f"({config.power:.0%} power, α = {config.alpha:g}, sd {num(row['sd'])})")
     return where + "; ".join(p for p in (now, ask) if p)

@@ -75,3 +75,27 @@ def pvalue(p: Any) -> str:
     if p < P_FLOOR:
         return f"< {P_FLOOR:g}"
     return num(p, decimals(p, 2))
+
+
+def p_is(p: Any, name: str = "p") -> str:
+    """``p = 0.012`` or ``p < 0.0001``: the p-value with its relation, so a floored one does
+    not read "p = < 0.0001"."""
+    text = pvalue(p)
+    return f"{name} {text}" if text.startswith("<") else f"{name} = {text}"
+
+
+def percent(value: Any, low: Any = None, high: Any = None, confidence: float | None = 0.95,
+            signed: bool = False, extra: str = "") -> str:
+    """A share or relative change in percent, with its CI when there is one: the same digits
+    as ``with_ci`` on the values times 100, each number with its % sign; ``extra`` as in
+    ``with_ci``."""
+    if not finite(value):
+        return "n/a"
+    scaled = [100 * v if finite(v) else v for v in (value, low, high)]
+    places = ci_decimals(scaled[1], scaled[2])
+    if places is None:
+        return f"{num(scaled[0], signed=signed)}%" + (f" ({extra})" if extra else "")
+    level = f"{confidence:.0%} CI " if confidence is not None else ""
+    lo, hi = (num(v, places, signed) for v in scaled[1:])
+    tail = f"; {extra}" if extra else ""
+    return f"{num(scaled[0], places, signed)}% ({level}{lo}% to {hi}%{tail})"

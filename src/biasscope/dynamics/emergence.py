@@ -15,6 +15,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.changepoint import MIN_POINTS, changepoint, rates
+from biasscope.core.numbers import num, p_is
 from biasscope.core.stats import (
     Array,
     Interval,
@@ -159,7 +160,9 @@ def _pct(value: float, reference: float) -> float:
 
 def _pct_text(change: float, value: float, reference: float) -> str:
     """``+3.1%``; a change relative to 0 has no percentage, so the two values instead."""
-    return f"{change:+.1f}%" if math.isfinite(change) else f"{value:.3g} against {reference:.3g}"
+    if math.isfinite(change):
+        return f"{num(change, signed=True)}%"
+    return f"{num(value)} against {num(reference)}"
 
 
 def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.ArrayLike,
@@ -219,8 +222,8 @@ def trend_change(model: str, steps: Sequence[int], gaps: npt.ArrayLike, alpha: f
     if step_rates:
         top = max(step_rates, key=lambda r: abs(r["rate_per_1000"]))
         sentences.append(f"{model}: the gap changes fastest between steps {top['step_from']} and "
-                         f"{top['step_to']}: {top['rate_per_1000']:+.3g} per 1000 steps "
-                         f"({top['change']:+.3g} in all).")
+                         f"{top['step_to']}: {num(top['rate_per_1000'], signed=True)} per 1000 "
+                         f"steps ({num(top['change'], signed=True)} in all).")
     if found["step"] is None:
         sentences.append(f"{model}: a change of trend needs at least {MIN_POINTS} checkpoints; "
                          "none is tested.")
@@ -229,10 +232,11 @@ def trend_change(model: str, steps: Sequence[int], gaps: npt.ArrayLike, alpha: f
         scale = "training step" if c.scale == "step" else "log step"
         sentences.append(
             f"{model}: the gap changes trend at step {c.step:.0f} ({confidence:.0%} CI "
-            f"{c.low:.0f} to {c.high:.0f}; against {scale}: slope change {c.slope_change:+.3g}, "
-            f"bootstrap p = {c.p_value:.2g} < α/2 against a single trend).")
+            f"{c.low:.0f} to {c.high:.0f}; against {scale}: slope change "
+            f"{num(c.slope_change, signed=True)}, {p_is(c.p_value, 'bootstrap p')} < α/2 "
+            "against a single trend).")
     else:
-        ps = ", ".join(f"{s} p = {c.p_value:.2g}" for s, c in found.items() if c is not None)
+        ps = ", ".join(f"{s} {p_is(c.p_value)}" for s, c in found.items() if c is not None)
         sentences.append(f"{model}: no change of trend in the gap is shown: a single trend "
                          f"is not rejected ({ps}; α/2 = {alpha / 2:g}).")
     return out, sentences

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.core import stats
+from biasscope.core import numbers, stats
 from biasscope.dynamics import findings, performance, tradeoff, wordings
 from biasscope.dynamics.analysis_options import FLAG_GAP, ZERO_PERFORMANCE, AnalysisOptions
 from biasscope.dynamics.emergence import (
@@ -28,10 +28,6 @@ def json_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Plain JSON rows (numpy scalars to Python, NaN and NA to null)."""
     rows: list[dict[str, Any]] = json.loads(table.to_json(orient="records"))
     return rows
-
-
-def _fmt(x: float) -> str:
-    return f"{x:+.3g}"
 
 
 @dataclass(frozen=True)
@@ -123,11 +119,11 @@ def _sharpest(model: str, change: Any, options: AnalysisOptions
     """The largest raw change of the gap between consecutive checkpoints, and its sentence."""
     if change is None:
         return None, []
-    ci = change.change
+    ci, raw = change.change, "a raw change, not per step"
     return {**asdict(change), "change": asdict(ci)}, [
         f"{model}: the sharpest change of the gap is between steps {change.step_from} and "
-        f"{change.step_to}: {_fmt(ci.estimate)} ({options.confidence:.0%} CI "
-        f"{_fmt(ci.low)} to {_fmt(ci.high)}; a raw change, not per step)."]
+        f"{change.step_to}: "
+        f"{numbers.with_ci(ci.estimate, ci.low, ci.high, options.confidence, True, raw)}."]
 
 
 def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
@@ -146,7 +142,7 @@ def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
         # and the least-trained checkpoint (smallest gap) would win.
         out["recommendation_refused"] = (
             f"no stop recommended: the final checkpoint's {source} is "
-            f"{'n/a' if not math.isfinite(final) else f'{final:g}'}, so a performance "
+            f"{numbers.num(final)}, so a performance "
             "loss relative to it is undefined")
         sentences.append(f"{model}: {out['recommendation_refused']}.")
     elif len(common) >= 2:
@@ -159,8 +155,8 @@ def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
         if rec.step != common[-1] and rec.performance <= min(perf_values[0], final):
             sentences.append(
                 f"{model}: caution: the recommended step {rec.step} performs no better "
-                f"than the first checkpoint ({source} {rec.performance:.4g}): a model that "
-                "has learned little can look fair.")
+                f"than the first checkpoint ({source} {numbers.num(rec.performance)}): a "
+                "model that has learned little can look fair.")
     return out
 
 
@@ -205,6 +201,6 @@ def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions, snapshot: bo
           f"at {len(flagged)} of {len(table)} checkpoints (step{plural} {where})")
     return (f"{at} the JSD-P "
             f"gap is significant but below the smallest gap of interest {threshold:g} ({how}): "
-            f"|gap| at most {widest:.3g}, effect size up to ±{largest:.2g}. Prompts that "
-            "differ in one word give even an untrained model such gaps, so the gap alone is "
+            f"|gap| at most {numbers.num(widest)}, effect size up to ±{largest:.2f}. Prompts "
+            "that differ in one word give even an untrained model such gaps, so the gap alone is "
             "no evidence of bias; the accuracies per answer and pro against anti say more.")

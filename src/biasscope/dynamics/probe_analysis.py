@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from biasscope.core import stats
+from biasscope.core import numbers, stats
 from biasscope.dynamics import performance
 from biasscope.dynamics.emergence import emergence_step, recommend_stop
 from biasscope.dynamics.probe_steps import STATISTICS, Values, read_checkpoints
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from biasscope.dynamics.analysis_options import AnalysisOptions
 
 
-def _fmt(value: Any, spec: str = ".3g") -> str:
+def _fmt(value: Any, spec: str) -> str:
     return "n/a" if value is None else format(float(value), spec)
 
 
@@ -57,9 +57,10 @@ def _sentence(model: str, name: str, key: str, checkpoints: dict[int, Values],
     if not steps:
         return f"{model}: no {name} could be computed (no answers to score)."
     last = checkpoints[steps[-1]][key]
-    at_last = (f"at the last checkpoint (step {steps[-1]}) it is {_fmt(last.get('estimate'))} "
-               f"(95% CI {_fmt(last.get('low'))} to {_fmt(last.get('high'))}, p = "
-               f"{_fmt(last.get('p_value'))}, effect size {_fmt(last.get('effect_size'), '.2f')})")
+    test = (f"{numbers.p_is(last.get('p_value'))}, effect size "
+            f"{_fmt(last.get('effect_size'), '.2f')}")
+    value = numbers.with_ci(last.get("estimate"), last.get("low"), last.get("high"), extra=test)
+    at_last = f"at the last checkpoint (step {steps[-1]}) it is {value}"
     if len(steps) == 1:
         word = "" if last.get("significant") else "not "
         return f"{model}: the {name} is {word}significant ({corrected}); {at_last}."
@@ -92,7 +93,7 @@ def _recommend(model: str, probe: str, key: str, checkpoints: dict[int, Values],
     final = series[common[-1]]
     if not (math.isfinite(final) and abs(final) > 1e-9):
         return None, (f"{model}: no stop recommended for {probe}: the final checkpoint's "
-                      f"{source} is {final:g}.")
+                      f"{source} is {numbers.num(final)}.")
     name = STATISTICS[probe].names.get(key, key)
     rec = recommend_stop(common, np.abs([float(effect[s] or 0.0) for s in common]),
                          [series[s] for s in common], budget=budget, gap_name=f"|{name}|")

@@ -222,7 +222,7 @@ def detectable_gap(ci: Mapping[str, Any], tests: pd.DataFrame, alpha: float,
                                    alpha / len(rows), power)
     if not math.isfinite(mde):
         return None
-    return (f"this run could have detected a JSD-P gap of {mde:.3g} or more at its last "
+    return (f"this run could have detected a JSD-P gap of {num(mde)} or more at its last "
             f"checkpoint ({power:.0%} power, α = {alpha:g} over {len(rows)} checkpoints)")
 
 

@@ -28,6 +28,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.errors import optional
+from biasscope.core.numbers import num, with_ci
 from biasscope.core.stats import Interval, percentile_interval
 
 Verdicts = pd.DataFrame | Mapping[str, Sequence[str | None]]
@@ -65,8 +66,8 @@ class Agreement:
             out += f"; Cohen's κ = {_fmt(next(iter(self.cohen.values())))}"
         elif pairs:
             (lo, lo_k), (hi, hi_k) = pairs[0], pairs[-1]
-            out += (f"; Cohen's κ per pair from {lo_k.estimate:.2f} ({lo[0]} vs {lo[1]}) to "
-                    f"{hi_k.estimate:.2f} ({hi[0]} vs {hi[1]})")
+            out += (f"; Cohen's κ per pair from {num(lo_k.estimate)} ({lo[0]} vs {lo[1]}) to "
+                    f"{num(hi_k.estimate)} ({hi[0]} vs {hi[1]})")
         return out + "."
 
 
@@ -184,6 +185,4 @@ def _alpha(counts: Codes) -> float:
 def _fmt(iv: Interval) -> str:
     if not math.isfinite(iv.estimate):
         return "undefined"
-    if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
-        return f"{iv.estimate:.2f}"
-    return f"{iv.estimate:.2f} ({iv.confidence:.0%} CI {iv.low:.2f} to {iv.high:.2f})"
+    return with_ci(iv.estimate, iv.low, iv.high, iv.confidence)

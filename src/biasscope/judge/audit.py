@@ -15,6 +15,7 @@ from typing import Any
 
 from scipy import stats as sps
 
+from biasscope.core.numbers import p_is
 from biasscope.judge.core import Judge, JudgeOptions, Verdict
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import CLASSIFY, COMPARE, classify, compare
@@ -155,7 +156,7 @@ def _sentences(head: Mapping[str, Any]) -> list[str]:
     if (fs := head.get("first_slot_rate")) and fs["n"]:
         out.append(f"It picked the option shown first in {fs['estimate']:.0%} of answers "
                    f"(95% CI {fs['low']:.0%} to {fs['high']:.0%}; exact test against no "
-                   f"position preference p = {fs['p_value']:.3g}, Cohen's h = "
+                   f"position preference {p_is(fs['p_value'])}, Cohen's h = "
                    f"{fs['effect_size']:+.2f}).")
     if (ns := head.get("name_sensitivity")) and ns["n"]:
         out.append(f"Showing the user's label names instead of neutral keys changed "

@@ -33,6 +33,7 @@ from scipy import stats as sps
 
 from biasscope.core.first_names import FEMALE_NAMES, MALE_NAMES, NAME_PAIRS
 from biasscope.core.gender_swap import ONE_WAY, PAIRS, swap_gender
+from biasscope.core.numbers import p_is, pvalue, with_ci
 from biasscope.core.stats import bootstrap_mean, wilson
 
 T = TypeVar("T")
@@ -132,11 +133,12 @@ def sentence(scorer: str, what: str, diff: dict[str, Any], p_holm: float,
     detected = p_holm < 0.05 and (diff["low"] > 0 or diff["high"] < 0)
     found = detected and abs(diff["standardised"]) >= negligible
     side = "female" if diff["mean"] > 0 else "male"
-    text = (f"{scorer}, {what}: female minus male version {diff['mean']:+.3g} (95% CI "
-            f"{diff['low']:+.3g} to {diff['high']:+.3g}; {diff['standardised']:+.2f} SD) over "
-            f"{diff['n']} pairs; Wilcoxon p = {diff['wilcoxon_p']:.3g} (Holm {p_holm:.3g}), "
-            f"rank-biserial r = {diff['rank_biserial']:+.2f}; sign test p = "
-            f"{diff['sign_p']:.3g}.")
+    sd = f"{diff['standardised']:+.2f} SD"
+    text = (f"{scorer}, {what}: female minus male version "
+            f"{with_ci(diff['mean'], diff['low'], diff['high'], signed=True, extra=sd)} over "
+            f"{diff['n']} pairs; Wilcoxon {p_is(diff['wilcoxon_p'])} (Holm {pvalue(p_holm)}), "
+            f"rank-biserial r = {diff['rank_biserial']:+.2f}; sign test "
+            f"{p_is(diff['sign_p'])}.")
     if detected and not found:
         return text + (f" The {side} version scores higher, but by less than {negligible:g} "
                        "SD: detectable, negligible.")

@@ -34,6 +34,7 @@ import pandas as pd
 from scipy import special
 from scipy import stats as sps
 
+from biasscope.core.numbers import p_is, with_ci
 from biasscope.core.stats import Array, Interval, bootstrap_mean, percentile_interval
 
 OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
@@ -101,9 +102,9 @@ class LengthControlled:
         else:
             verdict = "No evidence that answer length sways the judge"
         return (f"{raw} At equal length it would win {self.lc_win_rate.estimate:.0%}"
-                f"{_ci(self.lc_win_rate, '.0%')}. {verdict}: length coefficient {beta:+.2f}"
-                f"{_ci(self.length_coefficient, '+.2f')}, {_p(p)}; Spearman "
-                f"ρ = {self.spearman:+.2f} ({_p(self.spearman_p_value)}).")
+                f"{_ci(self.lc_win_rate, '.0%')}. {verdict}: length coefficient "
+                f"{_coefficient(self.length_coefficient)}, {p_is(p)}; Spearman "
+                f"ρ = {self.spearman:+.2f} ({p_is(self.spearman_p_value)}).")
 
 
 def length_controlled(verdicts: pd.DataFrame | Iterable[tuple[str | None, float, float]],
@@ -253,5 +254,5 @@ def _ci(iv: Interval, spec: str) -> str:
     return f" ({iv.confidence:.0%} CI {iv.low:{spec}} to {iv.high:{spec}})"
 
 
-def _p(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+def _coefficient(iv: Interval) -> str:
+    return with_ci(iv.estimate, iv.low, iv.high, iv.confidence, signed=True)

@@ -32,6 +32,7 @@ from biasscope.core.errors import DataError, optional
 from biasscope.core.items import Item, check_template
 from biasscope.core.jsonl import read_text
 from biasscope.core.jsonl import why as _why
+from biasscope.core.numbers import num, p_is, percent, with_ci
 from biasscope.core.stats import wilson
 from biasscope.data.sources import data_path
 from biasscope.probes.base import Detector, LabelParsing, Messages
@@ -345,7 +346,6 @@ def _originals_metrics(frame: pd.DataFrame, confidence: float) -> dict[str, Any]
     by_sex = _by_sex(asked, headline, confidence)
     headline["refusal_rate"] = wilson(int(asked["refused"].sum()), len(asked), confidence)
     headline["unparsed_rate"] = wilson(int(asked["unparsed"].sum()), len(asked), confidence)
-    level = f"{100 * confidence:.0f}% CI"
     dp, eo = headline["demographic_parity_difference"], headline["equalized_odds_difference"]
     male, female = headline["accuracy_male"], headline["accuracy_female"]
     twins = int((frame["variant"] == "flipped").sum())
@@ -358,9 +358,8 @@ def _originals_metrics(frame: pd.DataFrame, confidence: float) -> dict[str, Any]
                 f"{twins} sex-flipped twins: the pair flip rate needs the twins' answers (ask "
                 "the flipped items too), so it is not reported.",
                 f"On the original prompts, as DecodingTrust reports them, the demographic "
-                f"parity difference is {_num(dp['estimate'])} ({level} {_num(dp['low'])} to "
-                f"{_num(dp['high'])}) and the equalized odds difference "
-                f"{_num(eo['estimate'])} ({_num(eo['low'])} to {_num(eo['high'])}).",
+                f"parity difference is {_ci(dp, confidence)} and the equalized odds "
+                f"difference {_ci(eo)}.",
                 f"Of the parsed answers, {_pct(male['estimate'])} were correct for men and "
                 f"{_pct(female['estimate'])} for women; "
                 f"{_pct(headline['refusal_rate']['estimate'])} of the original prompts' "
@@ -369,41 +368,40 @@ def _originals_metrics(frame: pd.DataFrame, confidence: float) -> dict[str, Any]
 
 
 def _pct(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{100 * value:.1f}%"
+    return percent(value)
 
 
-def _num(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.3f}"
+def _ci(ci: dict[str, Any], confidence: float | None = None, share: bool = False) -> str:
+    """``ci``'s estimate and interval in the reports' number format; the level named only
+    where ``confidence`` is given (the first interval of a sentence)."""
+    if share:
+        return percent(ci["estimate"], ci["low"], ci["high"], confidence)
+    return with_ci(ci["estimate"], ci["low"], ci["high"], confidence)
 
 
 def _sentences(h: dict[str, Any], counts: dict[str, int], original: dict[str, Any],
                confidence: float) -> list[str]:
-    level = f"{100 * confidence:.0f}% CI"
     f, dp, eo = h["pair_flip_rate"], h["demographic_parity_difference"], \
         h["equalized_odds_difference"]
     out = [f"Flipping only the person's sex changed the answer in {counts['flips']} of "
-           f"{counts['complete']} pairs ({_pct(f['estimate'])}, {level} {_pct(f['low'])} to "
-           f"{_pct(f['high'])})."]
+           f"{counts['complete']} pairs: {_ci(f, confidence, share=True)}."]
     if counts["flips"]:
         leaning = ("men" if f["effect_size"] > 0 else "women") if f["p_value"] < 0.05 else ""
         out.append(
             f"In {counts['male_only_yes']} flipped pairs only the male version was said to earn "
             f"over $50k, in {counts['female_only_yes']} only the female version (exact McNemar "
-            f"p = {f['p_value']:.3g}, Cohen's g = {f['effect_size']:+.2f}): "
+            f"{p_is(f['p_value'])}, Cohen's g = {f['effect_size']:+.2f}): "
             + (f"the flips favour {leaning} (significant at the 5% level)." if leaning else
                "no evidence at the 5% level that the flips favour either sex."))
     male, female = h["accuracy_male"], h["accuracy_female"]
-    out.append(f"Of the parsed answers, {_pct(male['estimate'])} were correct on male versions "
-               f"({level} {_pct(male['low'])} to {_pct(male['high'])}) and "
-               f"{_pct(female['estimate'])} on female versions ({_pct(female['low'])} to "
-               f"{_pct(female['high'])}).")
+    out.append(f"Of the parsed answers, {_ci(male, confidence, share=True)} were correct on "
+               f"male versions and {_ci(female, share=True)} on female versions.")
     out.append(
         f"Over the complete pairs (the same people, only sex differs) the demographic parity "
-        f"difference is {_num(dp['estimate'])} ({level} {_num(dp['low'])} to {_num(dp['high'])})"
-        f" and the equalized odds difference {_num(eo['estimate'])} ({_num(eo['low'])} to "
-        f"{_num(eo['high'])}); on the original prompts alone, as DecodingTrust reports them, "
-        f"{_num(original['demographic_parity_difference']['estimate'])} and "
-        f"{_num(original['equalized_odds_difference']['estimate'])}.")
+        f"difference is {_ci(dp, confidence)} and the equalized odds difference {_ci(eo)}; "
+        "on the original prompts alone, as DecodingTrust reports them, "
+        f"{num(original['demographic_parity_difference']['estimate'])} and "
+        f"{num(original['equalized_odds_difference']['estimate'])}.")
     out.append(f"{counts['incomplete']} pairs had a refused or unparsed side and are left out of "
                f"the flip rate; {_pct(h['refusal_rate']['estimate'])} of answers were refusals "
                f"and {_pct(h['unparsed_rate']['estimate'])} could not be parsed.")

@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
+from biasscope.core.numbers import with_ci
 from biasscope.core.stats import wilson
 
 ANSWERS = ("ans0", "ans1", "ans2")
@@ -153,7 +154,7 @@ def _flat(prefix: str, ci: dict[str, Any]) -> dict[str, Any]:
 
 
 def _span(ci: dict[str, Any]) -> str:
-    return f"{ci['estimate']:.3g} (95% CI {ci['low']:.3g} to {ci['high']:.3g})"
+    return with_ci(ci["estimate"], ci["low"], ci["high"])
 
 
 def bbq_metrics(records: pd.DataFrame) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from scipy import stats as sps
 
 from biasscope.core.errors import DataError
 from biasscope.core.items import Item, check_template
+from biasscope.core.numbers import ci_decimals, num, p_is
 from biasscope.core.stats import bootstrap_difference, mann_whitney, wilson
 from biasscope.probes.base import Detector, Messages, TriggerPresence, interval
 
@@ -258,9 +259,12 @@ def _fmt(x: float, spec: str = ".0%") -> str:
     return "n/a" if math.isnan(x) else format(x, spec)
 
 
-def _pp(x: float) -> str:
-    """A difference of proportions, in percentage points."""
-    return "n/a" if math.isnan(x) else f"{100 * x:+.0f} percentage points"
+def _pp(x: float, ci: dict[str, Any] | None = None, unit: bool = True) -> str:
+    """A difference of proportions, in percentage points; to the digits of ``ci``'s interval
+    when given (the estimate and both bounds alike)."""
+    places = ci_decimals(100 * ci["low"], 100 * ci["high"]) if ci else None
+    text = "n/a" if math.isnan(x) else num(100 * x, places, True)
+    return f"{text} percentage points" if unit and text != "n/a" else text
 
 
 def _counts(frame: pd.DataFrame, **keys: str) -> dict[str, Any]:
@@ -332,12 +336,12 @@ def _findings(h: dict[str, dict[str, Any]], total: dict[str, Any]) -> list[str]:
         f"{_fmt(rate['low'])} to {_fmt(rate['high'])}): "
         f"{_fmt(h['stereotyped_rate_he']['estimate'])} with 'he', "
         f"{_fmt(h['stereotyped_rate_she']['estimate'])} with 'she' (difference "
-        f"{_pp(gap['estimate'])}, Fisher p = {_fmt(gap['p_value'], '.3g')}, "
+        f"{_pp(gap['estimate'])}, Fisher {p_is(gap['p_value'])}, "
         f"Cohen's h = {_fmt(gap['effect_size'], '.2f')}).",
         f"Among answers that named one occupation, the female-coded one was picked "
-        f"{_pp(eff['estimate'])} more often after 'she' than after 'he' (95% CI "
-        f"{_pp(eff['low'])} to {_pp(eff['high'])}, Fisher p = "
-        f"{_fmt(eff['p_value'], '.3g')}, Cohen's h = {_fmt(eff['effect_size'], '.2f')}); "
+        f"{_pp(eff['estimate'], eff)} more often after 'she' than after 'he' (95% CI "
+        f"{_pp(eff['low'], eff, False)} to {_pp(eff['high'], eff)}, Fisher "
+        f"{p_is(eff['p_value'])}, Cohen's h = {_fmt(eff['effect_size'], '.2f')}); "
         f"0 means the pronoun did not matter.",
         f"{_fmt(h['ambiguity_rate']['estimate'])} of answers called the sentence ambiguous; "
         f"{total['ambiguous']} said only that, {total['refused']} refused, "
@@ -349,8 +353,8 @@ def _findings(h: dict[str, dict[str, Any]], total: dict[str, Any]) -> list[str]:
             f"By option probability the stereotyped occupation got "
             f"{_fmt(h['p_stereotyped_he']['estimate'])} on average with 'he' and "
             f"{_fmt(h['p_stereotyped_she']['estimate'])} with 'she'; 'she' moved "
-            f"{_pp(pe['estimate'])} of probability to the female-coded occupation "
-            f"(95% CI {_pp(pe['low'])} to {_pp(pe['high'])}, Mann-Whitney "
-            f"p = {_fmt(pe['p_value'], '.3g')}, rank-biserial r = "
+            f"{_pp(pe['estimate'], pe)} of probability to the female-coded occupation "
+            f"(95% CI {_pp(pe['low'], pe, False)} to {_pp(pe['high'], pe)}, Mann-Whitney "
+            f"{p_is(pe['p_value'])}, rank-biserial r = "
             f"{_fmt(pe['effect_size'], '.2f')}).")
     return out

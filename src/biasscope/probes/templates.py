@@ -17,7 +17,6 @@ that are blank or start with ``#`` are comments.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +28,7 @@ import pandas as pd
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item, check_template
 from biasscope.core.jsonl import read_text
+from biasscope.core.numbers import finite, with_ci
 from biasscope.probes import Probe, adult, bbq, professional, requests_of, winobias
 from biasscope.probes.wording_sets import BUILTIN
 
@@ -239,14 +239,15 @@ def _by_wording(each: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     for wording, result in each.items():
         for name, value in result.get("headline", {}).items():
             if isinstance(value, Mapping) and "estimate" in value:
-                rows.setdefault(name, {"metric": name})[wording] = (
-                    f"{_num(value.get('estimate'))} ({_num(value.get('low'))} to "
-                    f"{_num(value.get('high'))})")
+                rows.setdefault(name, {"metric": name})[wording] = _cell(value)
     return list(rows.values())
 
 
-def _num(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, (int, float)) and math.isfinite(value) else "–"
+def _cell(value: Mapping[str, Any]) -> str:
+    """An estimate and its interval in the reports' number format ("–": none measured)."""
+    if not finite(value.get("estimate")):
+        return "–"
+    return with_ci(value["estimate"], value.get("low"), value.get("high"), None)
 
 
 def worded(name: str, spec: str, load: Callable[..., Probe]) -> Probe:

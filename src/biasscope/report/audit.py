@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.numbers import ci_decimals, finite, num, pvalue
+from biasscope.core.numbers import ci_decimals, finite, num, pvalue, with_ci
 from biasscope.report import wordings
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.plotfig import Figure, as_text, scatter
@@ -57,7 +57,7 @@ HEADLINE_NOTE = ("<p class=\"sub\">p is each test on its own; p (Holm) controls 
 
 def headline_figure(probe: str, headline: Json) -> Figure | None:
     """Point estimates with CI bars; one figure per probe."""
-    names, mids, lows, highs = [], [], [], []
+    names, mids, lows, highs, said = [], [], [], [], []
     for name, value in headline.items():
         if not isinstance(value, Mapping):
             continue
@@ -69,12 +69,13 @@ def headline_figure(probe: str, headline: Json) -> Figure | None:
         mids.append(est)
         lows.append(est - low)
         highs.append(high - est)
+        said.append(with_ci(est, low, high))
     if not names:
         return None
     fig = Figure(scatter(
         x=mids, y=names, mode="markers", marker={"size": 9},
         error_x={"type": "data", "symmetric": False, "array": highs, "arrayminus": lows},
-        hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
+        customdata=said, hovertemplate="%{y}: %{customdata}<extra></extra>"))
     fig.update_layout(title=f"{as_text(probe)}: estimates with 95% CIs",
                       height=120 + 32 * len(names), template="plotly_white",
                       margin={"l": 260, "r": 30, "t": 50, "b": 40})

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from biasscope.core.numbers import ci_decimals, num, p_is, pvalue, with_ci
 from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import (
     COLORS,
@@ -82,10 +83,10 @@ def _color(i: int, key: str) -> str:
 
 
 def _hover(model: str, label: str, step: int, v: Json) -> str:
-    text = (f"<b>{as_text(model)}</b><br>{label}<br>step {step}<br>{fmt(v.get('estimate'))} "
-            f"(95% CI {fmt(v.get('low'))} to {fmt(v.get('high'))}, n = {v.get('n')})")
+    value = with_ci(v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}")
+    text = f"<b>{as_text(model)}</b><br>{label}<br>step {step}<br>{value}"
     if "p_value" in v:
-        text += (f"<br>p = {fmt(v.get('p_value'))}, adjusted {fmt(v.get('p_adjusted'))}, "
+        text += (f"<br>{p_is(v.get('p_value'))}, adjusted {pvalue(v.get('p_adjusted'))}, "
                  f"effect size {fmt(v.get('effect_size'))}")
     if int(v.get("seeds", 1)) > 1:
         text += (f"<br>{v['seeds']} seeds: {fmt(v.get('seed_low'))} to "
@@ -165,9 +166,11 @@ def _tested_rows(section: Json) -> list[list[Any]]:
                 v = c["values"].get(key)
                 if v is None:
                     continue
-                rows.append([model, str(names.get(key, key)), c["step"], fmt(v.get("estimate")),
-                             f"{fmt(v.get('low'))} to {fmt(v.get('high'))}",
-                             fmt(v.get("p_value")), fmt(v.get("p_adjusted")),
+                places = ci_decimals(v.get("low"), v.get("high"))
+                rows.append([model, str(names.get(key, key)), c["step"],
+                             num(v.get("estimate"), places),
+                             f"{num(v.get('low'), places)} to {num(v.get('high'), places)}",
+                             pvalue(v.get("p_value")), pvalue(v.get("p_adjusted")),
                              fmt(v.get("effect_size")),
                              "yes" if v.get("significant") else "no", v.get("seeds", 1)])
     return rows

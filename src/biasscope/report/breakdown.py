@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from biasscope.core.numbers import ci_decimals, num
 from biasscope.report.plotfig import RDBU, Figure, as_text, bar, make_subplots, scatter, trace
 from biasscope.report.plotting import (
     COLORS,
@@ -55,14 +56,15 @@ def _err(entry: Any) -> tuple[float | None, float | None, float | None]:
 
 
 def _bars(fig: Any, x: list[str], entries: list[Any], name: str, color: str, row: int = 1,
-          horizontal: bool = False, col: int = 1, legend: bool = True) -> None:
+          horizontal: bool = False, col: int = 1, legend: bool = True,
+          labels: list[str] | None = None) -> None:
     values, plus, minus = zip(*(_err(e) for e in entries), strict=True) if entries else ((), (),
                                                                                         ())
     error = {"type": "data", "array": list(plus), "arrayminus": list(minus), "visible": True}
     kw: dict[str, Any] = ({"y": x, "x": list(values), "orientation": "h", "error_x": error}
                           if horizontal else {"x": x, "y": list(values), "error_y": error})
     fig.add_trace(bar(name=name, marker_color=color, showlegend=legend, legendgroup=name,
-                         **kw), row=row, col=col)
+                      text=labels, **kw), row=row, col=col)
 
 
 def pro_anti(view: View) -> Any | None:
@@ -280,11 +282,13 @@ def snapshot_accuracy(checkpoints: Sequence[Json], view: View) -> Any | None:
             ci = view.ci(ckpt, f"accuracy/{answer}")
             entries.append({"estimate": ckpt["mean"][f"accuracy/{answer}"],
                             "low": ci[0] if ci else None, "high": ci[1] if ci else None})
+        labels = [num(e["estimate"], ci_decimals(e["low"], e["high"])) for e in entries]
         _bars(fig, [names[a] for a in shown], entries, as_text(model),
-              FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i else COLORS["male"])
+              FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i else COLORS["male"],
+              labels=labels)
     if not fig.data:
         return None
-    fig.update_traces(texttemplate="%{y:.2f}", textposition="auto", insidetextanchor="start",
+    fig.update_traces(texttemplate="%{text}", textposition="auto", insidetextanchor="start",
                       cliponaxis=False)
     fig.update_layout(barmode="group")
     style(fig, Axis(by_step=False, categories=tuple(names[a] for a in answers)), height=420)

@@ -125,12 +125,14 @@ def _ci(c: Json | None, pct: bool = False) -> str:
     """``estimate [low, high]`` to the interval's precision (the cost in percent)."""
     if not c or not finite(c.get("estimate")):
         return "—"
-    places = ci_decimals(c.get("low"), c.get("high"))
+    scale = 100 if pct else 1
+    low, high = (v * scale if finite(v) else v for v in (c.get("low"), c.get("high")))
+    places = ci_decimals(low, high)
 
     def show(v: Any) -> str:
         if not finite(v):
             return "—"
-        return f"{v:+.2%}" if pct else num(v, places)
+        return f"{num(scale * v, places, True)}%" if pct else num(v, places)
 
     return f"{show(c['estimate'])} [{show(c.get('low'))}, {show(c.get('high'))}]"
 

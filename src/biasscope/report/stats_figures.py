@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from biasscope.core.numbers import p_is
 from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import (
     COLORS,
@@ -54,8 +55,8 @@ def row_hover(title: str, row: Row, groups: Groups, view: View) -> str:
     return (f"{title}<br>{where}<br>"
             f"mean {as_text(label_a)} {fmt(row.get(f'mean_{a}'))} (n = {fmt(row.get(f'n_{a}'))}),"
             f" {as_text(label_b)} {fmt(row.get(f'mean_{b}'))} (n = {fmt(row.get(f'n_{b}'))})<br>"
-            f"gap {fmt(row.get('gap'))}<br>p = {fmt(row.get('p_value'))}, "
-            f"{as_text(view.correction)}-adjusted p = {fmt(row.get('p_adjusted'))}<br>"
+            f"gap {fmt(row.get('gap'))}<br>{p_is(row.get('p_value'))}, "
+            f"{p_is(row.get('p_adjusted'), as_text(view.correction) + '-adjusted p')}<br>"
             f"effect size r = {fmt(row.get('effect_size'))}<br>"
             f"{verdict} at α = {view.alpha:g}")
 

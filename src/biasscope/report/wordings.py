@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, num
+from biasscope.core.numbers import ci_decimals, num, with_ci
 from biasscope.report.figures import Panel
 from biasscope.report.plotfig import Figure, scatter
 from biasscope.report.plotting import View, fmt
@@ -44,7 +44,8 @@ def forest(title: str, result: Json) -> Any:
                     "symbol": "diamond" if pooled_row else "square",
                     "color": "#b03a2e" if pooled_row else "#1f4e79"},
             error_x={"type": "data", "symmetric": False, "array": highs, "arrayminus": lows},
-            hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
+            customdata=[with_ci(r[1], r[2], r[3]) for r in part],
+            hovertemplate="%{y}: %{customdata}<extra></extra>"))
     fig.add_vline(x=float(result.get("null", 0.0)), line_dash="dot", line_color="#888")
     fig.update_layout(title=escape(title), showlegend=False, height=140 + 28 * len(shown),
                       margin={"l": 90, "r": 30, "t": 50, "b": 40},

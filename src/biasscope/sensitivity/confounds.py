@@ -30,6 +30,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import num, with_ci
 from biasscope.core.stats import Array, adjust_pvalues, percentile_interval, wilson
 
 
@@ -197,13 +198,13 @@ def confound_sentences(found: dict[str, Any]) -> list[str]:
         if math.isfinite(row["adjusted_effect_low"]) and abs(row["slope_per_100_chars"]) > 0:
             slope_ci = (row["slope_per_100_chars_low"], row["slope_per_100_chars_high"])
             if slope_ci[0] > 0 or slope_ci[1] < 0:
+                slope = with_ci(row["slope_per_100_chars"], *slope_ci, signed=True)
+                adjusted = with_ci(row["adjusted_effect"], row["adjusted_effect_low"],
+                                   row["adjusted_effect_high"], signed=True)
                 out.append(
-                    f"{row['model']}, principle {row['principle']}: the reward moves "
-                    f"{row['slope_per_100_chars']:+.3g} per 100 characters of length change "
-                    f"(95% CI {slope_ci[0]:+.3g} to {slope_ci[1]:+.3g}); at unchanged length "
-                    f"the effect is {row['adjusted_effect']:+.3g} (95% CI "
-                    f"{row['adjusted_effect_low']:+.3g} to {row['adjusted_effect_high']:+.3g}) "
-                    f"against {row['mean_effect']:+.3g} unadjusted.")
+                    f"{row['model']}, principle {row['principle']}: the reward moves {slope} "
+                    f"per 100 characters of length change; at unchanged length the effect is "
+                    f"{adjusted} against {num(row['mean_effect'], signed=True)} unadjusted.")
     same = sum(r["unchanged"] for r in found["unchanged"])
     total = sum(r["revisions"] for r in found["unchanged"])
     if same:

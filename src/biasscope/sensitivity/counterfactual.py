@@ -28,6 +28,7 @@ from biasscope.backends.base import RewardScorer, Scored
 from biasscope.core.errors import DataError
 from biasscope.core.gender_swap import has_gendered
 from biasscope.core.jsonl import read_jsonl
+from biasscope.core.numbers import p_is, percent
 from biasscope.core.stats import adjust_pvalues, wilson
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.counterfactual import (
@@ -255,12 +256,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if fl["n"]:
                 sentences.append(
                     f"{row['scorer']}: the verdict ({row['verdict']}) differs between the "
-                    "female and the male version in "
-                    f"{rate['estimate']:.1%} of {fl['n']} pairs (95% CI {rate['low']:.1%} to "
-                    f"{rate['high']:.1%}); "
-                    f"exact McNemar p = {fl['mcnemar_p']:.3g} ({fl['yes_to_no']} yes only for "
+                    f"female and the male version in "
+                    f"{percent(rate['estimate'], rate['low'], rate['high'])} of {fl['n']} pairs; "
+                    f"exact McNemar {p_is(fl['mcnemar_p'])} ({fl['yes_to_no']} yes only for "
                     f"the female version, {fl['no_to_yes']} only for the male; male minus "
-                    f"female share of yes {fl['effect_size']:+.1%}).")
+                    f"female share of yes {percent(fl['effect_size'], signed=True)}).")
     return {"scorers": rows, "sentences": sentences}
 
 

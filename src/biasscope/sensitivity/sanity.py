@@ -32,6 +32,7 @@ from scipy import stats as sps
 
 from biasscope.backends.base import RewardScorer, Scored
 from biasscope.core.errors import BiasscopeError, DataError
+from biasscope.core.numbers import p_is, percent
 from biasscope.core.stats import wilson
 from biasscope.data.sources import data_path
 from biasscope.sensitivity.prompts import HH_SPLIT, PathLike, _lines, _read, parse_hh
@@ -145,11 +146,10 @@ def sanity_sentence(model: str, acc: dict[str, Any], source: str) -> str:
     """One line per reward model; a warning when it is not above chance."""
     if not acc["n"]:
         return f"{model}: no {source} pair was scored."
+    test = (f"exact test against 50% {p_is(acc['p_value'])}, Cohen's h = "
+            f"{acc['effect_size']:+.2f}" + (f"; {acc['ties']} ties" if acc["ties"] else ""))
     text = (f"{model}: prefers the chosen response in {acc['correct']} of {acc['n']} {source} "
-            f"pairs ({acc['estimate']:.1%}, 95% CI {acc['low']:.1%} to {acc['high']:.1%}; "
-            f"exact test against 50% p = {acc['p_value']:.3g}, Cohen's h = "
-            f"{acc['effect_size']:+.2f}"
-            + (f"; {acc['ties']} ties" if acc["ties"] else "") + ").")
+            f"pairs, {percent(acc['estimate'], acc['low'], acc['high'], extra=test)}.")
     if acc["verdict"] == "at chance":
         text += (" WARNING: this reward model is at chance on held-out preferences; its "
                  "sensitivities may measure noise, not values.")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from biasscope.core.numbers import p_is, pvalue, with_ci
 from biasscope.sensitivity.confounds import (
     Confounds,
     confound_sentences,
@@ -106,11 +107,12 @@ def sentences(indices: pd.DataFrame, result: dict[str, Any]) -> list[str]:
     for model, chunk in indices.groupby("model", sort=False):
         top = max(_rows(chunk), key=lambda r: r["mean_effect"] if r["mean_effect"] is not None
                   else -math.inf)
-        out.append(
-            f"{model}: the reward rises most for principle {top['principle']} (mean effect "
-            f"{top['mean_effect']:+.3g}, 95% CI {top['mean_effect_low']:+.3g} to "
-            f"{top['mean_effect_high']:+.3g}; one-sided Wilcoxon p = {top['p_greater']:.3g}, "
-            f"Holm {top['p_greater_holm']:.3g}; rank-biserial r = {top['rank_biserial']:+.2f}).")
+        test = (f"one-sided Wilcoxon {p_is(top['p_greater'])}, Holm "
+                f"{pvalue(top['p_greater_holm'])}; rank-biserial r = {top['rank_biserial']:+.2f}")
+        effect = with_ci(top["mean_effect"], top["mean_effect_low"], top["mean_effect_high"],
+                         signed=True, extra=test)
+        out.append(f"{model}: the reward rises most for principle {top['principle']}: mean "
+                   f"effect {effect}.")
     if result["preambles"]:
         out.append(f"{result['preambles']} of {result['pairs']} revisions start with a chatbot "
                    "preamble (\"Sure, here is...\"); their rewards may reflect it.")

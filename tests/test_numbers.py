@@ -1,0 +1,23 @@
+"""core/numbers: the one number format (digits from the CI, floored p-values, percent)."""
+
+from biasscope.core.numbers import num, p_is, percent, pvalue, with_ci
+
+
+def test_digits_come_from_the_ci_half_width():
+    assert with_ci(-0.06521, -0.0653155, -0.0651045) == "-0.06521 (95% CI -0.06532 to -0.06510)"
+    assert with_ci(0.5, 0.4, 0.6, signed=True) == "+0.50 (95% CI +0.40 to +0.60)"
+    assert with_ci(1.766e-05, float("nan"), 1.0) == "0.0000177"
+    assert num(-0.0) == "0" and num(0.000123456) == "0.000123"
+
+
+def test_p_values_are_floored_and_read_as_a_relation():
+    assert pvalue(1.7e-62) == "< 0.0001" and pvalue(0.01234) == "0.012"
+    assert p_is(1.7e-62) == "p < 0.0001" and p_is(0.0499, "Holm p") == "Holm p = 0.050"
+    assert p_is(float("nan")) == "p = n/a"
+
+
+def test_percent_scales_and_takes_the_ci_digits():
+    assert percent(0.1234, 0.10, 0.15) == "12.3% (95% CI 10.0% to 15.0%)"
+    assert percent(0.02, 0.01, 0.03, signed=True, confidence=0.9) == (
+        "+2.0% (90% CI +1.0% to +3.0%)")
+    assert percent(0.5) == "50%" and percent(0.0123) == "1.23%" and percent(None) == "n/a"

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from biasscope.core.numbers import num
 from biasscope.core.power import detectable_from_interval
 from biasscope.core.stats import adjust_pvalues
 
@@ -55,6 +56,6 @@ def detectable_sentence(headline: Mapping[str, Any], power: float = POWER) -> st
              and math.isfinite(value["detectable"])]
     if not found:
         return None
-    listed = "; ".join(f"{name.replace('_', ' ')} {mde:.2g}" for name, mde in found)
+    listed = "; ".join(f"{name.replace('_', ' ')} {num(mde)}" for name, mde in found)
     return (f"Not significant after Holm's correction over the probe's tests; this run could "
             f"have detected (at {power:.0%} power) an effect of this size or more: {listed}.")

@@ -34,7 +34,7 @@ import pandas as pd
 
 from biasscope.core import stats
 from biasscope.core.config import NON_NEGATIVE, setting
-from biasscope.core.numbers import ci_decimals, num, pvalue, with_ci
+from biasscope.core.numbers import ci_decimals, num, percent, pvalue, with_ci
 from biasscope.dynamics import breakdown
 from biasscope.probes import perplexity, winobias
 from biasscope.store.directory import RunStore
@@ -179,7 +179,7 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
     said = (f"at step {best}, {arm}'s fairness gain over the control (how much further its male "
             f"lean moved towards zero) was "
             f"{with_ci(g['estimate'], g['low'], g['high'], options.confidence, True, test)}, at "
-            f"a perplexity cost of {_percent(c, options.confidence)}")
+            f"a perplexity cost of {_cost_text(c, options)}")
     significant = math.isfinite(p) and p < options.alpha
     if significant and g["low"] > 0:
         verdict = f"{arm} beat the control: {said}. Recommended checkpoint: step {best}."
@@ -202,19 +202,12 @@ def over_budget(arm: str, cost: dict[int, dict[str, float]], options: Options) -
     over = 100 * (seen[step]["estimate"] - options.budget)
     places = ci_decimals(100 * seen[step]["low"], 100 * seen[step]["high"])
     return (f"No checkpoint of {arm} stays within the {options.budget:.0%} perplexity budget: "
-            f"the smallest increase seen was {_percent(seen[step], options.confidence)} at "
-            f"step {step}, {num(over, places)} percentage points over the budget; no stop is "
-            "recommended.")
+            f"the smallest increase seen was {_cost_text(seen[step], options)} at step {step}, "
+            f"{num(over, places)} percentage points over the budget; no stop is recommended.")
 
 
-def _percent(cost: dict[str, float], confidence: float) -> str:
-    """A relative cost in percent with its CI, digits from the CI's width."""
-    c = {k: 100 * cost[k] for k in ("estimate", "low", "high")}
-    places = ci_decimals(c["low"], c["high"])
-    if places is None:
-        return f"{num(c['estimate'], signed=True)}%"
-    return (f"{num(c['estimate'], places, True)}% ({confidence:.0%} CI "
-            f"{num(c['low'], places, True)}% to {num(c['high'], places, True)}%)")
+def _cost_text(cost: dict[str, float], options: Options) -> str:
+    return percent(cost["estimate"], cost["low"], cost["high"], options.confidence, True)
 
 
 def _plain(value: Any) -> Any:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from biasscope.core.numbers import num
 from biasscope.core.stats import Array, percentile_interval
 
 _OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
@@ -146,12 +147,14 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
                boots: Mapping[str, Array], confidence: float, score: str) -> list[str]:
     judges = list(estimates)
     out = []
-    shown = "{:.0%}" if score == "win-rate" else "θ {:+.2f}"
+    def shown(value: float) -> str:
+        return f"{value:.0%}" if score == "win-rate" else f"θ {num(value, signed=True)}"
+
     for judge in judges:
         order = sorted(range(len(systems)), key=lambda k: -np.nan_to_num(estimates[judge][k],
                                                                           nan=-np.inf))
         out.append(f"{judge}'s leaderboard: " + " > ".join(
-            f"{systems[k]} ({shown.format(estimates[judge][k])})" for k in order) + ".")
+            f"{systems[k]} ({shown(estimates[judge][k])})" for k in order) + ".")
     if len(judges) < 2 or len(systems) < 2:
         return out
     tail = 100 * (1 - confidence) / 2

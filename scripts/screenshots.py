@@ -15,8 +15,10 @@ Built here, from the demo (trained once into ``--demo``, reused after):
 
 Reports this script cannot build without a server or a real model (judge-audit, sensitivity)
 are taken from ``make real-model``'s output when ``--real-model DIR`` is given; ``--report
-NAME=PATH`` adds any other report (``biasscope report RUN --output PATH`` re-renders a stored
-run with the current code first). A report without figures gets no ``-figure.png``.
+NAME=PATH`` adds any other report, e.g. the docs' counterfactual one
+(``real-model-counterfactual``, the two reward models of ``scripts/counterfactual_models.py``);
+``biasscope report RUN --output PATH`` re-renders a stored run with the current code first.
+A report without figures gets no ``-figure.png``.
 """
 
 from __future__ import annotations

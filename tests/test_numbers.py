@@ -21,3 +21,14 @@ def test_percent_scales_and_takes_the_ci_digits():
     assert percent(0.02, 0.01, 0.03, signed=True, confidence=0.9) == (
         "+2.0% (90% CI +1.0% to +3.0%)")
     assert percent(0.5) == "50%" and percent(0.0123) == "1.23%" and percent(None) == "n/a"
+
+
+def test_record_tables_write_intervals_and_p_values_as_the_sentences_do() -> None:
+    from biasscope.report.tables import record_table
+
+    page = record_table([{"scorer": "planted", "mean": 2.6213, "low": 2.4411, "high": 2.8123,
+                          "wilcoxon_p": 1e-84, "sign p": 0.0434, "r": 0.98512,
+                          "change": 1.766e-05}])
+    cells = [c.split("</td>")[0] for c in page.split("<td>")[1:]]
+    assert cells == ["planted", "2.62", "2.44", "2.81", "&lt; 0.0001", "0.043", "0.985",
+                     "0.0000177"]

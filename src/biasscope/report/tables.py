@@ -7,11 +7,12 @@ Everything returned is HTML-safe: every string from data, a model or the setting
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import pvalue
+from biasscope.core.numbers import ci_decimals, num, pvalue
 from biasscope.probes.winobias import NAME as PROBE
 from biasscope.report.plotting import Json, View, finite, fmt
 
@@ -36,15 +37,38 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], numbers: bool = 
             f"<tbody>{body}</tbody></table></div>")
 
 
+_P_COLUMN = re.compile(r"(^|[_ ])p($|[_ ])")  # p, p_value, wilcoxon_p, sign p, p_holm, ...
+
+
+def _row_cells(row: Mapping[str, Any], header: Sequence[str]) -> list[Any]:
+    """One row in the reports' number format: p-value columns floored; ``low`` and ``high``,
+    and the estimate in the column before ``low``, to the interval's digits; other floats to
+    three significant digits; non-finite ones as n/a."""
+    places = ci_decimals(row.get("low"), row.get("high"))
+    interval = {"low", "high"}
+    if places is not None and "low" in header and header.index("low") > 0:
+        interval.add(header[header.index("low") - 1])
+    cells = []
+    for key in header:
+        value = row.get(key)
+        if not isinstance(value, float):
+            cells.append(value)
+        elif _P_COLUMN.search(key):
+            cells.append(pvalue(value))
+        elif places is not None and key in interval:
+            cells.append(num(value, places))
+        else:
+            cells.append(fmt(value))
+    return cells
+
+
 def record_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
                  ) -> str:
-    """Rows of dicts as a number table (every key, in first-seen order, unless ``columns``);
-    floats to four significant digits, non-finite ones as n/a."""
+    """Rows of dicts as a number table (every key, in first-seen order, unless ``columns``),
+    in the reports' number format (`_row_cells`)."""
     header = list(columns) if columns is not None else list(
         dict.fromkeys(k for r in rows for k in r))
-    body = [[fmt(r.get(k)) if isinstance(r.get(k), float) else r.get(k) for k in header]
-            for r in rows]
-    return table(header, body, numbers=True)
+    return table(header, [_row_cells(r, header) for r in rows], numbers=True)
 
 
 def _p(value: Any) -> str:

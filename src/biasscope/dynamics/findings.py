@@ -68,7 +68,7 @@ def pro_anti_sentence(model: str, step: int, pro_anti: Mapping[str, Any], confid
     said += (f"; pro − anti = {_ci(diff, confidence, signed=True)} over {pro_anti['n_pairs']} "
              "pairs that differ only in the pronoun (Wilcoxon signed-rank p = "
              f"{numbers.pvalue(test.get('p_value'))}{corrected}, {verdict}, r = "
-             f"{_signed(test['effect_size'])}).")
+             f"{numbers.num(test['effect_size'], 2, signed=True)}).")  # r: two decimals
     jsd = pro_anti.get("jsdp_correct/difference") or {}
     if numbers.finite(jsd.get("estimate")):
         said += (" The correct option's JSD-P is higher on anti than on pro by "

@@ -12,6 +12,7 @@ test's approximations hold.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 MAX_DECIMALS = 10
@@ -56,16 +57,17 @@ def num(value: Any, places: int | None = None, signed: bool = False) -> str:
 
 
 def with_ci(value: Any, low: Any, high: Any, confidence: float | None = 0.95,
-            signed: bool = False, extra: str = "") -> str:
+            signed: bool = False, extra: str = "", unit: str = "") -> str:
     """``value (95% CI low to high)`` at the interval's precision; ``value`` alone when
-    there is no interval. ``extra`` goes inside the brackets after the interval."""
+    there is no interval. ``extra`` goes inside the brackets after the interval; ``unit``
+    (``%``) follows each number."""
     places = ci_decimals(low, high)
     if places is None:
-        return num(value, signed=signed) + (f" ({extra})" if extra else "")
+        return num(value, signed=signed) + unit + (f" ({extra})" if extra else "")
     level = f"{confidence:.0%} CI " if confidence is not None else ""
     tail = f"; {extra}" if extra else ""
-    return (f"{num(value, places, signed)} ({level}{num(low, places, signed)} to "
-            f"{num(high, places, signed)}{tail})")
+    return (f"{num(value, places, signed)}{unit} ({level}{num(low, places, signed)}{unit} to "
+            f"{num(high, places, signed)}{unit}{tail})")
 
 
 def pvalue(p: Any) -> str:
@@ -91,11 +93,13 @@ def percent(value: Any, low: Any = None, high: Any = None, confidence: float | N
     ``with_ci``."""
     if not finite(value):
         return "n/a"
-    scaled = [100 * v if finite(v) else v for v in (value, low, high)]
-    places = ci_decimals(scaled[1], scaled[2])
-    if places is None:
-        return f"{num(scaled[0], signed=signed)}%" + (f" ({extra})" if extra else "")
-    level = f"{confidence:.0%} CI " if confidence is not None else ""
-    lo, hi = (num(v, places, signed) for v in scaled[1:])
-    tail = f"; {extra}" if extra else ""
-    return f"{num(scaled[0], places, signed)}% ({level}{lo}% to {hi}%{tail})"
+    low, high = (100 * v if finite(v) else v for v in (low, high))
+    return with_ci(100 * value, low, high, confidence, signed, extra, unit="%")
+
+
+def entry_with_ci(entry: Mapping[str, Any] | None, confidence: float | None = 0.95,
+                  signed: bool = False, share: bool = False) -> str:
+    """`with_ci` (``share``: `percent`) of a stored ``{estimate, low, high}`` entry."""
+    entry = entry or {}
+    show = percent if share else with_ci
+    return show(entry.get("estimate"), entry.get("low"), entry.get("high"), confidence, signed)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from biasscope.core import numbers, stats
+from biasscope.core.numbers import entry_with_ci as _ci
 
 WHAT = {"accuracy": "accuracy", "jsdp_correct": "JSD-P of the correct option"}
 
@@ -38,12 +39,6 @@ def correct_pro_anti(breakdown: Mapping[int, dict[str, Any]], correction: stats.
             if test is not None:
                 test["p_adjusted"] = float(value) if math.isfinite(value) else None
                 test["significant"] = bool(math.isfinite(value) and value < alpha)
-
-
-def _ci(entry: Mapping[str, Any] | None, confidence: float, signed: bool = False) -> str:
-    entry = entry or {}
-    return numbers.with_ci(entry.get("estimate"), entry.get("low"), entry.get("high"),
-                           confidence, signed)
 
 
 def pro_anti_sentence(model: str, step: int, pro_anti: Mapping[str, Any], confidence: float,

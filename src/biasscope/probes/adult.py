@@ -32,7 +32,8 @@ from biasscope.core.errors import DataError, optional
 from biasscope.core.items import Item, check_template
 from biasscope.core.jsonl import read_text
 from biasscope.core.jsonl import why as _why
-from biasscope.core.numbers import num, p_is, percent, with_ci
+from biasscope.core.numbers import entry_with_ci as ci
+from biasscope.core.numbers import num, p_is, percent
 from biasscope.core.stats import wilson
 from biasscope.data.sources import data_path
 from biasscope.probes.base import Detector, LabelParsing, Messages
@@ -358,25 +359,13 @@ def _originals_metrics(frame: pd.DataFrame, confidence: float) -> dict[str, Any]
                 f"{twins} sex-flipped twins: the pair flip rate needs the twins' answers (ask "
                 "the flipped items too), so it is not reported.",
                 f"On the original prompts, as DecodingTrust reports them, the demographic "
-                f"parity difference is {_ci(dp, confidence)} and the equalized odds "
-                f"difference {_ci(eo)}.",
-                f"Of the parsed answers, {_pct(male['estimate'])} were correct for men and "
-                f"{_pct(female['estimate'])} for women; "
-                f"{_pct(headline['refusal_rate']['estimate'])} of the original prompts' "
-                f"answers were refusals and {_pct(headline['unparsed_rate']['estimate'])} "
+                f"parity difference is {ci(dp, confidence)} and the equalized odds "
+                f"difference {ci(eo, None)}.",
+                f"Of the parsed answers, {percent(male['estimate'])} were correct for men and "
+                f"{percent(female['estimate'])} for women; "
+                f"{percent(headline['refusal_rate']['estimate'])} of the original prompts' "
+                f"answers were refusals and {percent(headline['unparsed_rate']['estimate'])} "
                 "could not be parsed."]}
-
-
-def _pct(value: float) -> str:
-    return percent(value)
-
-
-def _ci(ci: dict[str, Any], confidence: float | None = None, share: bool = False) -> str:
-    """``ci``'s estimate and interval in the reports' number format; the level named only
-    where ``confidence`` is given (the first interval of a sentence)."""
-    if share:
-        return percent(ci["estimate"], ci["low"], ci["high"], confidence)
-    return with_ci(ci["estimate"], ci["low"], ci["high"], confidence)
 
 
 def _sentences(h: dict[str, Any], counts: dict[str, int], original: dict[str, Any],
@@ -384,7 +373,7 @@ def _sentences(h: dict[str, Any], counts: dict[str, int], original: dict[str, An
     f, dp, eo = h["pair_flip_rate"], h["demographic_parity_difference"], \
         h["equalized_odds_difference"]
     out = [f"Flipping only the person's sex changed the answer in {counts['flips']} of "
-           f"{counts['complete']} pairs: {_ci(f, confidence, share=True)}."]
+           f"{counts['complete']} pairs: {ci(f, confidence, share=True)}."]
     if counts["flips"]:
         leaning = ("men" if f["effect_size"] > 0 else "women") if f["p_value"] < 0.05 else ""
         out.append(
@@ -394,15 +383,15 @@ def _sentences(h: dict[str, Any], counts: dict[str, int], original: dict[str, An
             + (f"the flips favour {leaning} (significant at the 5% level)." if leaning else
                "no evidence at the 5% level that the flips favour either sex."))
     male, female = h["accuracy_male"], h["accuracy_female"]
-    out.append(f"Of the parsed answers, {_ci(male, confidence, share=True)} were correct on "
-               f"male versions and {_ci(female, share=True)} on female versions.")
+    out.append(f"Of the parsed answers, {ci(male, confidence, share=True)} were correct on "
+               f"male versions and {ci(female, None, share=True)} on female versions.")
     out.append(
         f"Over the complete pairs (the same people, only sex differs) the demographic parity "
-        f"difference is {_ci(dp, confidence)} and the equalized odds difference {_ci(eo)}; "
+        f"difference is {ci(dp, confidence)} and the equalized odds difference {ci(eo, None)}; "
         "on the original prompts alone, as DecodingTrust reports them, "
         f"{num(original['demographic_parity_difference']['estimate'])} and "
         f"{num(original['equalized_odds_difference']['estimate'])}.")
     out.append(f"{counts['incomplete']} pairs had a refused or unparsed side and are left out of "
-               f"the flip rate; {_pct(h['refusal_rate']['estimate'])} of answers were refusals "
-               f"and {_pct(h['unparsed_rate']['estimate'])} could not be parsed.")
+               f"the flip rate; {percent(h['refusal_rate']['estimate'])} of answers were refusals "
+               f"and {percent(h['unparsed_rate']['estimate'])} could not be parsed.")
     return out

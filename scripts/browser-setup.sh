@@ -34,5 +34,5 @@ if "$PY" -c "import playwright.sync_api" >/dev/null 2>&1; then
     echo "playwright already installed for $PY"
 else
     echo "installing playwright into $PY"
-    "$PY" -m pip install -q playwright
+    "$(dirname "$0")/pinned-pip.sh" "$PY" -q playwright
 fi

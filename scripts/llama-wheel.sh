@@ -46,6 +46,6 @@ if [ ${#wheels[@]} -eq 0 ]; then
 fi
 
 # --only-binary: never fall back to compiling the sdist with other flags behind our back.
-"$PY" -m pip install -q --find-links "$CACHE" --only-binary llama-cpp-python \
+"$(dirname "$0")/pinned-pip.sh" "$PY" -q --find-links "$CACHE" --only-binary llama-cpp-python \
     "llama-cpp-python[server]==$VERSION"
 echo "llama-cpp-python $VERSION installed for $PY"

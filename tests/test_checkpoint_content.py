@@ -95,10 +95,10 @@ def test_an_unchanged_checkpoint_is_not_hashed_again(train, winobias_dir, tmp_pa
     out = tmp_path / "run"
     assert run(out, winobias_dir, "0", *glob_of(train)) == 0
 
-    def refuse(path: object) -> str:
+    def refuse(path: object, stop: object = None) -> str:
         raise AssertionError(f"{path} hashed again")
 
-    monkeypatch.setattr(fingerprints, "sha256_file", refuse)
+    monkeypatch.setattr(fingerprints, "file_sha256", refuse)
     assert run(out, winobias_dir, "0,1", *glob_of(train)) == 0
 
 

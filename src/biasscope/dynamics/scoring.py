@@ -21,6 +21,7 @@ from biasscope.dynamics import asking as options
 from biasscope.dynamics.metrics import PROBE_METRICS, dynamics_metrics, seed_mean_std
 from biasscope.probes import Probe, requests_of
 from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
 from biasscope.store.units import Unit
 
 SUMMARY_SCHEMA = "biasscope.summary/1"
@@ -146,3 +147,15 @@ def summarise(units: Iterable[UnitSummary]) -> dict[str, Any]:
         })
     return {"schema": SUMMARY_SCHEMA, "std": "sample standard deviation over seeds (ddof=1)",
             "checkpoints": checkpoints}
+
+
+def write_summary_json(store: RunStore, summary: dict[str, Any], publish: bool = True
+                       ) -> dict[str, Any]:
+    """The one writer of a dynamics run's summary.json: the sweep's metrics as checkpoints
+    finish, then the analysed summary (atomic; ``publish``: upload a remote run's copy). Here,
+    beside the sweep, so that a sweep imports none of the analysis (``reporting``)."""
+    store.check_same_folder()
+    write_json(store.summary_json, summary)
+    if publish:
+        store.publish(store.summary_json)
+    return summary

@@ -224,8 +224,8 @@ def child_bare(args: argparse.Namespace) -> dict[str, Any]:
     from bench_scoring import bare_method, make_workload
 
     probe = _first_items(args.data_dir, args.limit)
-    items = [probe.items(seed) for seed in range(args.seeds)]
     start = time.perf_counter()
+    items = [probe.items(seed) for seed in range(args.seeds)]  # as the sweep builds its units'
     from transformers import AutoModelForCausalLM, AutoTokenizer  # as biasscope's load does
 
     net = AutoModelForCausalLM.from_pretrained(args.model, dtype=getattr(torch, args.dtype))
@@ -417,6 +417,7 @@ def one_checkpoint(model: Path, shape: str, seeds: int, batch: int, limit: int,
     worst, same = agreement(rounds[0]["biasscope"]["scores"], rounds[0]["bare"]["scores"])
     return {"shape": shape, "seeds": seeds, "batch": batch, "prompts": limit,
             "process": {m: med(m, "process_s") for m in ("biasscope", "bare")},
+            "cpu": {m: med(m, "cpu_s") for m in ("biasscope", "bare")},
             "work": {m: med(m, "work_s") for m in ("biasscope", "bare")},
             "score": {m: med(m, "score_s") for m in ("biasscope", "bare")},
             "outside": outside, "parts": parts,
@@ -464,17 +465,19 @@ def render(args: argparse.Namespace, rows: list[dict[str, Any]], sweep: dict[str
         "One checkpoint, fresh processes (seconds; `x` = bare / biasscope, above 1 biasscope "
         "is faster; `outside` = work - scoring: for the bare loop its load and tokenization):",
         "",
-        "| shape | seeds | batch | prompts/seed | process s (biasscope / bare, x) | work s "
-        "(biasscope / bare, x) | scoring s (biasscope / bare, x) | outside s (biasscope / "
-        "bare) | outside target s | max abs log-prob diff | same argmax |",
-        "| --- | ---: | ---: | ---: | --- | --- | --- | --- | ---: | ---: | ---: |"]
+        "| shape | seeds | batch | prompts/seed | process s (biasscope / bare, x) | process CPU "
+        "s (biasscope / bare) | work s (biasscope / bare, x) | scoring s (biasscope / bare, x) "
+        "| outside s (biasscope / bare) | outside target s | max abs log-prob diff | same "
+        "argmax |",
+        "| --- | ---: | ---: | ---: | --- | --- | --- | --- | --- | ---: | ---: | ---: |"]
     for r in rows:
         target = 1.3 * r["outside"]["bare"] + 0.5
         mark = "" if r["outside"]["biasscope"] <= target else " (over)"
         lines.append(
             f"| {r['shape']} | {r['seeds']} | {r['batch']} | {r['prompts']} | "
             f"{r['process']['biasscope']:.2f} / {r['process']['bare']:.2f}, "
-            f"{r['ratio']['process']:.2f}x | {r['work']['biasscope']:.2f} / "
+            f"{r['ratio']['process']:.2f}x | {r['cpu']['biasscope']:.2f} / "
+            f"{r['cpu']['bare']:.2f} | {r['work']['biasscope']:.2f} / "
             f"{r['work']['bare']:.2f}, {r['ratio']['work']:.2f}x | "
             f"{r['score']['biasscope']:.2f} / {r['score']['bare']:.2f}, "
             f"{r['ratio']['score']:.2f}x | {r['outside']['biasscope']:.2f} / "

@@ -82,6 +82,14 @@ def settled(stat: os.stat_result, now_ns: int) -> bool:
     return now_ns - stat.st_ctime_ns > resolution
 
 
+def _keyed(file: Path) -> tuple[str, Stamp]:
+    """The cache's key of a file (its resolved path) and its stamp now."""
+    try:
+        return str(file.resolve()), stamp_of(file.stat())
+    except OSError as exc:
+        raise BiasscopeError(f"{file}: cannot read ({exc.strerror or exc})") from None
+
+
 def file_sha256(path: Path, stop: threading.Event | None = None) -> str:
     """The file's SHA-256, read in large blocks into one buffer; an unreadable file is a
     one-line error. ``stop``: abandon the read (the sweep ended)."""
@@ -120,7 +128,9 @@ class FileDigests:
 
     def cached(self, file: Path) -> tuple[int, str] | None:
         """(size, SHA-256) from the cache, if the file's stamp is the one cached with it."""
-        key, stamp = str(file.resolve()), stamp_of(file.stat())
+        return self._known(*_keyed(file))
+
+    def _known(self, key: str, stamp: Stamp) -> tuple[int, str] | None:
         entry = self._entries.get(key)
         if isinstance(entry, dict) and entry.get("stat") == list(stamp) and entry.get("sha256"):
             return stamp[0], str(entry["sha256"])
@@ -129,11 +139,10 @@ class FileDigests:
     def start(self, file: Path) -> Future[tuple[int, str]]:
         """(size, SHA-256) of the file as it is now: cached, being hashed, or hashed from now
         on in a background thread."""
-        key, stamp = str(file.resolve()), stamp_of(file.stat())
-        done: Future[tuple[int, str]] = Future()
-        entry = self._entries.get(key)
-        if isinstance(entry, dict) and entry.get("stat") == list(stamp) and entry.get("sha256"):
-            done.set_result((stamp[0], str(entry["sha256"])))
+        key, stamp = _keyed(file)
+        if (known := self._known(key, stamp)) is not None:
+            done: Future[tuple[int, str]] = Future()
+            done.set_result(known)
             return done
         with self._lock:
             running = self._running.get((key, stamp))

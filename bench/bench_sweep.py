@@ -537,7 +537,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-sizes", default="32,128")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (default: the usable cores)")
+                        help="torch threads in every process (default: 1 on CPU, where more "
+                        "threads than free cores make OpenMP spin against other work; the "
+                        "usable cores on CUDA)")
     parser.add_argument("--checkpoints", type=int, default=4, help="K of the sweep; 0: none")
     parser.add_argument("--sweep-shape", default=None)
     parser.add_argument("--data-dir", type=Path, default=Path("/work/data"))
@@ -552,7 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     kind = "cuda" if args.device.startswith("cuda") else "cpu"
     shapes_text, prompts_text, dtype, sweep_shape = DEFAULTS[kind]
     args.dtype = args.dtype or dtype
-    args.threads = args.threads or len(os.sched_getaffinity(0))
+    args.threads = args.threads or (len(os.sched_getaffinity(0)) if kind == "cuda" else 1)
     if args.child:
         args.seeds, args.limit = args.child_seeds, args.child_limit
         args.batch_size = int(args.batch_sizes)

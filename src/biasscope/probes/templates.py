@@ -223,7 +223,7 @@ class Worded:
         first = self.wordings[0].id
         each = {w: probe.metrics(records[records["template"] == w])  # type: ignore[attr-defined]
                 for w, probe in self._probes.items()}
-        own = each[first]
+        own: dict[str, Any] = each[first]
         if len(each) == 1:  # one wording (not the probe's own): nothing to compare across
             return own
         across = across_wordings(self.name, records)

@@ -34,6 +34,10 @@ def test_over_budget_says_the_gap() -> None:
                               0.3, analysis.Options(budget=0.02))  # Gemma's, 2026-11-25
     assert ("+6.1% (95% CI -1.6% to +15.3%) at step 100, 4.1 percentage points over"
             in wide["sentence"])
+    tiny = analysis.recommend("cda", [50], {50: TEST}, {50: cost[50]}, 0.3,
+                              analysis.Options(budget=0.0001))
+    assert "within the 0.0100% perplexity budget" in tiny["sentence"]  # not "0%"
+    assert "within the 2% perplexity budget" in out["sentence"]
     none = analysis.recommend("cda", [25], {25: TEST}, {}, 0.3, analysis.Options())
     assert none["recommended"] is None and "No perplexity" in none["sentence"]
 

@@ -255,3 +255,22 @@ def test_a_busy_tokenizer_is_asked_again_and_the_answer_stays_restricted() -> No
         assert tokenized.count(" A") == 2  # the one that failed, asked again
         with pytest.raises(ModelError, match="tokenizer did not answer in 3 attempts"):
             model.tokenize("never")
+
+
+def test_a_narrower_rerun_keeps_the_other_scorers_scores(tmp_path: Path) -> None:
+    """A rerun with one of the run's two reward models rescores that one, keeps the other's
+    lines as they were, and its summary says which scorers it covers."""
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:10")
+    job.run(config, [Reward("clean"), Reward("planted", bonus=0.3)])
+    scores = tmp_path / "run" / "scores.jsonl"
+    before = scores.read_text().splitlines()
+    done = job.run(config, [Reward("clean")])
+    after = scores.read_text().splitlines()
+    assert sorted(after) == sorted(before) and len(after) == 80
+    assert [r["scorer"] for r in done.summary["scorers"]] == ["clean"]
+    assert done.summary["kept"] == ["planted"]
+    assert ("the scores of planted from an earlier run are kept in scores.jsonl"
+            in done.summary["sentences"][-1])
+    assert "kept in scores.jsonl" in done.report.read_text()

@@ -325,3 +325,36 @@ def test_the_labour_statistics_correlation_is_given_per_wording() -> None:
     assert rhos["w1"]["estimate"] == pytest.approx(1.0)
     assert said is not None and "from -1.00 to +1.00" in said
     assert "negative under 1 of 2 wordings" in said
+
+
+def test_one_custom_wording_tags_the_ids_so_answers_cannot_go_to_another_prompt(
+        tmp_path: Path) -> None:
+    """A template file with one wording: the exported ids carry ``@mine``, so `audit
+    --responses` without that file answers none of its items (and lists the ids it does not
+    know) instead of recording the default prompt for answers given to the custom one; with
+    the file, every answer is read against the prompt it was given to."""
+    wording = _file(tmp_path, "### mine\nIn \"{sentence}\", who {action}? Answer briefly.")
+    exported = tmp_path / "items.jsonl"
+    assert main(["items", "--probe", "professional-bias", "--templates", wording,
+                 "--out", str(exported)]) == 0
+    items = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert len(items) == 80 and all(i["item_id"].endswith("@mine") for i in items)
+    assert all(i["prompt"].endswith("Answer briefly.") for i in items)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"item_id": i["item_id"], "response": i["answer"]})
+                               + "\n" for i in items))
+    plain = tmp_path / "plain"
+    main(["audit", "--responses", str(answers), "--probe", "professional-bias",
+          "--out", str(plain)])
+    summary = json.loads((plain / "summary.json").read_text())
+    assert len(summary["unknown_response_ids"]) == 80
+    from biasscope.store.directory import RunStore
+
+    assert RunStore(plain).records()["response"].isna().all()
+    worded = tmp_path / "worded"
+    assert main(["audit", "--responses", str(answers), "--probe", "professional-bias",
+                 "--templates", wording, "--out", str(worded)]) == 0
+    records = RunStore(worded).records()
+    assert records["response"].notna().all() and len(records) == 80
+    assert records["prompt"].str.endswith("Answer briefly.").all()
+    assert json.loads((worded / "summary.json").read_text())["unknown_response_ids"] == []

@@ -201,9 +201,10 @@ def over_budget(arm: str, cost: dict[int, dict[str, float]], options: Options) -
     step = min(seen, key=lambda s: seen[s]["estimate"])
     over = 100 * (seen[step]["estimate"] - options.budget)
     places = ci_decimals(100 * seen[step]["low"], 100 * seen[step]["high"])
-    return (f"No checkpoint of {arm} stays within the {options.budget:.0%} perplexity budget: "
-            f"the smallest increase seen was {_cost_text(seen[step], options)} at step {step}, "
-            f"{num(over, places)} percentage points over the budget; no stop is recommended.")
+    return (f"No checkpoint of {arm} stays within the {percent(options.budget)} perplexity "
+            f"budget: the smallest increase seen was {_cost_text(seen[step], options)} at step "
+            f"{step}, {num(over, places)} percentage points over the budget; no stop is "
+            "recommended.")
 
 
 def _cost_text(cost: dict[str, float], options: Options) -> str:

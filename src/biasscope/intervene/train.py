@@ -4,7 +4,8 @@ Both arms start from the same weights and seed; each is scored at step 0 and eve
 steps, in memory, into the one run directory as model ``control`` or the intervention's name.
 Trainer checkpoints (model, optimiser, scheduler, RNG) are saved at every evaluation under
 ``RUN/train/<arm>/``, so a killed run resumes from the last one, and evaluations already in the
-run are not redone (their steps are handed to the callback as done). ``train/<arm>/done.json``
+run are not redone (their steps are handed to the callback as done); the weights are read back
+strictly (`biasscope.intervene.resume`). ``train/<arm>/done.json``
 marks a finished arm.
 """
 
@@ -29,6 +30,7 @@ from biasscope.core.config import (
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.live import LiveOptions
 from biasscope.dynamics.scoring import unit_items, unit_of
+from biasscope.intervene.resume import trainer_class
 from biasscope.probes import Probe, requests_of
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
@@ -183,7 +185,7 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
     added when ``training.lora_rank``) with evaluations at step 0 and every ``training.every``
     steps; return the steps evaluated. A finished arm is skipped; a killed one resumes from its
     last Trainer checkpoint. ``after``: Trainer callbacks run after each evaluation."""
-    from transformers import DataCollatorForLanguageModeling, Trainer, set_seed
+    from transformers import DataCollatorForLanguageModeling, set_seed
     from transformers.trainer_utils import get_last_checkpoint
 
     from biasscope.dynamics.callback import BiasCallback
@@ -203,10 +205,11 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
         tokenizer=tokenizer)
     callback.history = [{"step": s} for s in evaluated_steps(store, arm, probes, live.seeds,
                                                              steps)]
-    trainer = Trainer(model=model, args=_arguments(where, training, device, quiet),
-                      train_dataset=_dataset(tokenizer, texts, training.seq_len),
-                      data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
-                      callbacks=[callback, *after])
+    trainer = trainer_class()(
+        model=model, args=_arguments(where, training, device, quiet),
+        train_dataset=_dataset(tokenizer, texts, training.seq_len),
+        data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
+        callbacks=[callback, *after])
     callback.bind(trainer)
     last = get_last_checkpoint(str(where))  # type: ignore[no-untyped-call]
     trainer.train(resume_from_checkpoint=last)

@@ -1,8 +1,9 @@
 """Several prompt wordings of one probe (``--templates builtin|N|FILE``), asked as one probe.
 
 A wording is a template (the probe's prompt or user turn, with its fields) and, for chat
-probes that have one, a system turn. ``Worded`` asks every item under every wording: each item
-id gains ``@<wording id>`` (before a ``:seed<N>`` suffix) and ``groups["template"]`` names the
+probes that have one, a system turn. ``Worded`` asks every item under every wording (or under
+one wording other than the probe's own): each item id gains ``@<wording id>`` (before a
+``:seed<N>`` suffix) and ``groups["template"]`` names the
 wording, so records say which wording they answer, a unit holds all wordings of its seed, and
 run.json records each wording's probe config (checked on rerun). One scorer call then sees all
 wordings' prompts of a checkpoint: identical prompts are scored once and shared prefixes once
@@ -222,7 +223,9 @@ class Worded:
         first = self.wordings[0].id
         each = {w: probe.metrics(records[records["template"] == w])  # type: ignore[attr-defined]
                 for w, probe in self._probes.items()}
-        own = each[first]
+        own: dict[str, Any] = each[first]
+        if len(each) == 1:  # one wording (not the probe's own): nothing to compare across
+            return own
         across = across_wordings(self.name, records)
         sentences = [r["verdict"] for r in across.values()]
         sentences.append(f"The numbers below are for wording {first} (the table 'headline by "
@@ -252,11 +255,13 @@ def _cell(value: Mapping[str, Any]) -> str:
 
 def worded(name: str, spec: str, load: Callable[..., Probe]) -> Probe:
     """Probe ``name`` under the wordings ``spec`` gives (``load(**options)`` builds it with
-    one); a single wording is the plain probe with that template."""
+    one). The probe's own wording alone is the plain probe; any other wording, even alone,
+    tags the item ids, so answers to one prompt are never read as answers to another."""
     wordings = wordings_for(name, spec)
-    if len(wordings) == 1:
-        return load(**wordings[0].options())
-    return Worded(wordings, [load(**w.options()) for w in wordings])
+    probes = [load(**w.options()) for w in wordings]
+    if len(wordings) == 1 and probes[0].config() == load().config():
+        return probes[0]
+    return Worded(wordings, probes)
 
 
 __all__ = ["FIELDS", "Worded", "Wording", "builtin", "check", "parse_file", "tagged",

@@ -1,7 +1,10 @@
-"""Every kind of HTML report biasscope writes, opened in headless Chromium: the figures draw
-(plotly's plot elements exist, no console errors) and model text planted with ``<script>``,
-``<img onerror>``, ``javascript:`` links and ``<svg onload>`` runs nothing. A screenshot of each
-report is saved under the test's tmp dir and copied to ``$BIASSCOPE_ARTIFACTS`` when set.
+"""Every kind of HTML report biasscope writes, opened in headless Chromium at 1280 px: the
+figures draw (plotly's plot elements exist, no console error of any kind), nothing is wider
+than the page or cut off (a table may scroll in its own box with its first columns in view;
+the dynamics report's tables fit), no point label covers another, and model text planted with
+``<script>``, ``<img onerror>``, ``javascript:`` links and ``<svg onload>`` runs nothing. A
+screenshot of each report is saved under the test's tmp dir and copied to
+``$BIASSCOPE_ARTIFACTS`` when set.
 
 Needs Debian's chromium and the playwright package (``scripts/browser-setup.sh``); skips
 without them unless ``BIASSCOPE_REQUIRE_BROWSER=1``.
@@ -269,6 +272,8 @@ def test_report_renders_and_runs_no_model_text(kind: str, browser: Any, tmp_path
     assert not dom["tooWide"], dom["tooWide"]
     assert not dom["clippedText"], dom["clippedText"]
     assert not dom["cutOff"], dom["cutOff"]
+    if kind.startswith("dynamics"):  # its number tables fit the page (others may scroll)
+        assert not dom["scrollingTables"], dom["scrollingTables"]
     assert not dom["overlappingLabels"], dom["overlappingLabels"]
     if kind.startswith("dynamics") or kind in ("sensitivity", "intervention"):  # (audit.py:
         # the run folder's name in its header)

@@ -90,6 +90,7 @@ def test_p_values_are_drawn_as_computed_and_a_zero_is_said() -> None:
     _, caption, fig, _ = stats_figures.specs(view)[0]
     raw = next(t for t in fig.data if t["name"] == "raw p")
     assert raw["y"] == [0.5, 1e-26]  # not floored at 1e-16
+    assert fig.layout["yaxis"]["range"][0] < -26  # and on the axis
     assert "Fig." not in caption and "drawn at" not in caption
     assert "effect size r = -0.50" in raw["hovertext"][1]
 
@@ -115,7 +116,7 @@ def test_bls_scatter_shows_its_legend_and_keeps_names_apart() -> None:
     assert breakdown.steps_of(view, "m") == [0]
     fig = breakdown.versus_statistics(view)
     assert fig is not None and fig.layout["showlegend"] is True
-    assert "Spearman ρ = -0.80 (95% CI -0.95 to -0.40)" in fig.data[0]["name"]
+    assert "Spearman ρ = -0.80 (95% CI -0.95 to -0.40)" in fig.data[0]["name"]  # r-like: .2f
     shown = [n for n in fig.data[0]["text"] if n]
     assert "cook" in shown and "ceo" in shown  # lone points keep their names
     assert breakdown.names_left_out(fig) == len(names) - len(shown) > 0  # the crowd does not

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, num, with_ci
+from biasscope.core.numbers import ci_decimals, num
 from biasscope.report.plotfig import RDBU, Figure, as_text, bar, make_subplots, scatter, trace
 from biasscope.report.plotting import (
     COLORS,
@@ -19,6 +19,7 @@ from biasscope.report.plotting import (
     Json,
     View,
     by_model,
+    effect,
     finite,
     fmt,
     style,
@@ -241,6 +242,14 @@ def _padded(values: Sequence[float], share: float = 0.08) -> list[float]:
     return [low - pad, high + pad]
 
 
+def _rho(rho: Mapping[str, Any], confidence: float) -> str:
+    """Spearman's ρ to two decimals (as correlations are written), with its CI if any."""
+    estimate, low, high = (effect(rho.get(k)) for k in ("estimate", "low", "high"))
+    if finite(rho.get("low")) and finite(rho.get("high")):
+        return f"{estimate} ({confidence:.0%} CI {low} to {high})"
+    return estimate
+
+
 def versus_statistics(view: View) -> Any | None:
     """Preference at each model's last checkpoint against the share of women (BLS): a name
     beside each point where it fits without covering another, Spearman's ρ in the legend."""
@@ -277,7 +286,7 @@ def versus_statistics(view: View) -> Any | None:
                        f"<br>preference {fmt(p[1])}" for p in points], hoverinfo="text",
             name=f"{as_text(model)} ("
                  + ("" if view.model(model).get("snapshot") else f"step {step}; ")
-                 + f"Spearman ρ = {with_ci(rho.get('estimate'), rho.get('low'), rho.get('high'))})",
+                 + f"Spearman ρ = {_rho(rho, view.confidence)})",
             marker={"color": FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i
                     else COLORS["male"], "size": 7}))
     fig.add_hline(y=0, line={"color": "#999", "width": 1})

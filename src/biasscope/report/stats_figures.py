@@ -104,9 +104,11 @@ def finish(fig: Any, view: View, categories: Sequence[str]) -> Any:
                        yanchor="top", text=f"α = {view.alpha:g}", showarrow=False,
                        font={"color": COLORS["alpha"], "size": 11})
     lowest = min((y for t in fig.data for y in t.get("y", []) if finite(y)), default=0.1)
-    decades = max(1, math.ceil(-math.log10(lowest)))
-    fig.update_yaxes(type="log", exponentformat="power", dtick=max(1, math.ceil(decades / 5)),
-                     title_text="p-value (log scale; filled: significant)")
+    # From p = 1 to a decade below the smallest p (or α): a lone p near α still sits between
+    # labelled ticks, and the tiniest is on the axis, not under a floor.
+    bottom = math.floor(math.log10(min(lowest, view.alpha))) - 1
+    fig.update_yaxes(type="log", exponentformat="power", dtick=max(1, math.ceil(-bottom / 5)),
+                     range=[bottom, 0.3], title_text="p-value (log scale; filled: significant)")
     axis = Axis(False, tuple(categories)) if stepless(view) else Axis(by_step=True)
     return style(fig, axis, height=420)
 

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, num, pvalue
+from biasscope.core.numbers import ci_decimals, decimals, num, pvalue
 from biasscope.probes.winobias import NAME as PROBE
-from biasscope.report.plotting import Json, View, finite, fmt
+from biasscope.report.plotting import Json, View, effect, finite, fmt
 
 TEST_VALUES = {"jsdp_correct": "JSD-P of the correct option, male vs female prompts",
                "target_rank": "Average Rank of the answer token, male vs female prompts"}
@@ -135,12 +135,19 @@ def performance_sentences(view: View) -> list[str]:
     return out
 
 
+def column(values: Sequence[Any]) -> list[str]:
+    """Numbers without intervals (means, gaps), each to three significant digits, whole
+    ones too: "1.00" above "1.60", not "1"."""
+    return [num(v, decimals(float(v))) if finite(v) else num(v) for v in values]
+
+
 def _test_rows(rows: Sequence[Mapping[str, Any]], a: str, b: str, gap_of_interest: Any = None
                ) -> list[list[Any]]:
+    means = {k: column([r.get(k) for r in rows]) for k in (f"mean_{a}", f"mean_{b}", "gap")}
     return [[r.get("step"), r.get("seeds"), r.get(f"n_{a}"), r.get(f"n_{b}"),
-             fmt(r.get(f"mean_{a}")), fmt(r.get(f"mean_{b}")), fmt(r.get("gap")),
-             _p(r.get("p_value")), _p(r.get("p_adjusted")), fmt(r.get("effect_size")),
-             _significant(r, gap_of_interest)] for r in rows]
+             means[f"mean_{a}"][i], means[f"mean_{b}"][i], means["gap"][i],
+             _p(r.get("p_value")), _p(r.get("p_adjusted")), effect(r.get("effect_size")),
+             _significant(r, gap_of_interest)] for i, r in enumerate(rows)]
 
 
 def _header(view: View, a: str, b: str) -> list[str]:

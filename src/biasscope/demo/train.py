@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import num
 from biasscope.demo.corpus import QA_SHARE
 from biasscope.probes.winobias import CONTINUATIONS
 from biasscope.store.files import write_json
@@ -176,8 +177,11 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
     torch.set_num_threads(max(1, min(config.threads, os.cpu_count() or 1)))
     try:
         _seed_all(seed, np, torch)
+        log(f"training a tokenizer on the corpus (vocabulary of at most "
+            f"{num(config.vocab_size)})")
         tokenizer = train_tokenizer(docs, vocab_size=config.vocab_size)
         _check_tokens(tokenizer)
+        log("tokenizing the corpus")
         encoded = _encode(tokenizer, docs, config.answer_weight)
         longest = max(len(e[0]) for e in encoded)
         model = tiny_gpt_neox(len(tokenizer), hidden=config.hidden, layers=config.layers,

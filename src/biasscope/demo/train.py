@@ -191,7 +191,7 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
         # start at chance instead of at whatever the random head happens to prefer.
         torch.nn.init.zeros_(model.get_output_embeddings().weight)
         params = sum(p.numel() for p in model.parameters())
-        log(f"training a {params / 1e3:.0f}k-parameter GPT-NeoX on {len(docs)} documents "
+        log(f"training a {params / 1e3:.0f}k-parameter GPT-NeoX on {num(len(docs))} documents "
             f"for {config.steps} steps (bias {bias})")
         optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.95),
                                       weight_decay=config.weight_decay)

@@ -1,6 +1,18 @@
 """biasscope: bias and fairness in language models, with token-level precision and statistics.
 
-``import biasscope`` stays light: torch and transformers load only when a model is scored.
+Every command is one call a notebook can make too: build the job's config and pass it to
+the job's entry point, which does everything the command does.
+
+- ``biasscope.dynamics.job.run(DynamicsConfig(...))``: fairness across training checkpoints
+  (also ``audit.job``, ``judge.job``, ``sensitivity.job``, ``sensitivity.counterfactual_job``,
+  ``intervene.job``, ``compare.job``, ``generate.batch``: one ``run``-like entry each).
+- ``BiasCallback`` (a ``transformers.Trainer`` callback), ``evaluate_now`` (one call in a
+  plain PyTorch loop) and ``LiveOptions``: fairness measured live, during training.
+- ``load_probe(name, data_dir=...)``: a probe's items; ``PROBES`` lists them.
+- ``biasscope.jobs.render(run)``: a run's report again, from its records, without a model.
+
+``import biasscope`` stays light: torch and transformers load only when a model is scored
+(``BiasCallback``, ``LiveOptions`` and ``evaluate_now`` are imported when first used).
 """
 
 from biasscope.backends import GenerateParams, GenerateRequest, Generation, Generator
@@ -16,6 +28,14 @@ from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
 
 __version__ = "0.1.0"
+
+
+_LAZY = ("BiasCallback", "LiveOptions", "evaluate_now")
+
+
+def __dir__() -> list[str]:
+    # The lazy names too, so that help(biasscope) and tab completion list them.
+    return sorted({*globals(), *_LAZY})
 
 
 def __getattr__(name: str) -> object:

@@ -35,6 +35,7 @@ from biasscope.backends.hf_model import (
 from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import loading
 from biasscope.core.errors import BiasscopeError, ModelError
+from biasscope.core.steps import say
 
 TRANSFORMS = ("logit", "probability", "logprob")
 PLAIN_ROLES = {"user": "Human", "assistant": "Assistant", "system": "System"}
@@ -120,6 +121,7 @@ class HFRewardModel:
         self.options = options = options or RewardOptions()
         self.ckpt = from_model(spec)[0]
         self.label = self.ckpt.label
+        say(f"loading reward model {self.label}")
         hf = HFOptions(device=options.device, dtype=options.dtype,
                        trust_remote_code=options.trust_remote_code)
         self.tokenizer = load_tokenizer(self.ckpt, hf)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from biasscope.cli import args as A
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.spelling import on_command_line
 
 #: The command modules, in the order ``--help`` lists them; each has ``register(sub)``.
 COMMANDS = ("dynamics", "report", "probes", "generate", "audit", "judge", "sensitivity",
@@ -33,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        code: int = args.func(args)
+        with on_command_line():  # messages name settings by their flags (--data-dir)
+            code: int = args.func(args)
     except BiasscopeError as exc:
         print(A.one_line(f"biasscope: error: {exc}"), file=sys.stderr)
         return 2

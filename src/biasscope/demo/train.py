@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import num
 from biasscope.demo.corpus import QA_SHARE
 from biasscope.probes.winobias import CONTINUATIONS
 from biasscope.store.files import write_json
@@ -176,8 +177,11 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
     torch.set_num_threads(max(1, min(config.threads, os.cpu_count() or 1)))
     try:
         _seed_all(seed, np, torch)
+        log(f"training a tokenizer on the corpus (vocabulary of at most "
+            f"{num(config.vocab_size)})")
         tokenizer = train_tokenizer(docs, vocab_size=config.vocab_size)
         _check_tokens(tokenizer)
+        log("tokenizing the corpus")
         encoded = _encode(tokenizer, docs, config.answer_weight)
         longest = max(len(e[0]) for e in encoded)
         model = tiny_gpt_neox(len(tokenizer), hidden=config.hidden, layers=config.layers,
@@ -187,7 +191,7 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
         # start at chance instead of at whatever the random head happens to prefer.
         torch.nn.init.zeros_(model.get_output_embeddings().weight)
         params = sum(p.numel() for p in model.parameters())
-        log(f"training a {params / 1e3:.0f}k-parameter GPT-NeoX on {len(docs)} documents "
+        log(f"training a {params / 1e3:.0f}k-parameter GPT-NeoX on {num(len(docs))} documents "
             f"for {config.steps} steps (bias {bias})")
         optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.95),
                                       weight_decay=config.weight_decay)

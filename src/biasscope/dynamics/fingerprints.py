@@ -23,6 +23,8 @@ from typing import Any
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
 from biasscope.backends.gguf import provenance
 from biasscope.backends.loading import PICKLE_WEIGHTS
+from biasscope.core import steps
+from biasscope.core.numbers import num
 from biasscope.store.settings import sha256_file, sha256_json
 
 #: Pickles a Trainer checkpoint holds beside the weights: training state, not the model.
@@ -66,6 +68,8 @@ class _Hashes:
         entry = self.entries.get(key)
         if isinstance(entry, dict) and entry.get("stat") == stamp and entry.get("sha256"):
             return stat.st_size, str(entry["sha256"])
+        if stat.st_size >= steps.LARGE_FILE:  # once: the hash is kept while the file is unchanged
+            steps.say(f"hashing {file} ({num(stat.st_size / 2**20, 0)} MiB)")
         digest = sha256_file(file)
         self.entries[key] = {"stat": stamp, "sha256": digest}
         self.changed = True

@@ -325,3 +325,26 @@ def test_the_labour_statistics_correlation_is_given_per_wording() -> None:
     assert rhos["w1"]["estimate"] == pytest.approx(1.0)
     assert said is not None and "from -1.00 to +1.00" in said
     assert "negative under 1 of 2 wordings" in said
+
+
+def test_wordings_that_ask_the_same_items_keep_the_items_spread():
+    """Eight wordings that give every item the same value: pooling them adds nothing, so the
+    pooled interval is one wording's, not sqrt(8) times narrower (items are drawn once per
+    replicate for every wording, #37); the variance share is 0."""
+    rng = np.random.default_rng(3)
+    item = rng.normal(0, 1, 60)
+    frame = pd.DataFrame({"x": np.tile(item, 8), "male": True,
+                          "wording": np.repeat([f"w{k}" for k in range(8)], 60),
+                          "pair": np.tile([f"i{k}" for k in range(60)], 8)})
+    from biasscope.core.wordings import rate
+
+    columns, combine = rate(frame["x"], frame["male"])
+    result = wording_uncertainty(Measure("m", columns, combine),
+                                 frame["wording"].to_numpy(), frame["pair"].to_numpy(),
+                                 n_resamples=2000)
+    one = result["per_wording"][0]
+    pooled = result["pooled"]
+    assert pooled["high"] - pooled["low"] == pytest.approx(one["high"] - one["low"], rel=0.1)
+    assert result["crossed"] and result["variance_share"] == 0
+    assert pooled["items_only_high"] - pooled["items_only_low"] == pytest.approx(
+        one["high"] - one["low"], rel=0.1)

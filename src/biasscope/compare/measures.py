@@ -26,26 +26,30 @@ from biasscope.probes import adult, bbq_metrics, professional
 
 @dataclass(frozen=True)
 class Measure:
-    """What a measure is: its words, its default margin, its largest meaningful margin."""
+    """What a measure is: its words, its default margin, its largest meaningful margin, and
+    the range one item's value can take (for intervals that cannot collapse, and for the
+    fewest items a comparison could conclude from)."""
 
     name: str
     words: str
     margin: float
     max_margin: float
+    bounds: tuple[float, float] = (0.0, 1.0)
 
 
 #: Default margins. JSD-P: 0.02 is a fifth of the gap flagged as material (FLAG_GAP 0.1) and
 #: about half the systematic gap of a random model (0.041); the difference of two gaps lies in
 #: [−ln 2, ln 2] but a margin beyond the largest gap itself (½ ln 2) says nothing. Proportions
-#: and scores in [−1, 1]: 5 percentage points (0.05).
+#: and scores in [−1, 1]: 5 percentage points (0.05). Bounds: a prompt's JSD-P lies in
+#: [0, ½ ln 2], a pair's pro − anti in [−1, 1], a BBQ item moves a score by at most 2.
 MEASURES: dict[str, Measure] = {m.name: m for m in (
-    Measure("jsdp_gap", "JSD-P gap (male − female)", JSDP_MARGIN, MAX_GAP),
+    Measure("jsdp_gap", "JSD-P gap (male − female)", JSDP_MARGIN, MAX_GAP, (0.0, MAX_GAP)),
     Measure("accuracy_gap", "accuracy gap (male − female)", 0.05, 1.0),
-    Measure("pro_anti", "accuracy pro − anti (paired sentences)", 0.05, 1.0),
+    Measure("pro_anti", "accuracy pro − anti (paired sentences)", 0.05, 1.0, (-1.0, 1.0)),
     Measure("preference", "stereotype preference (P female-coded: she − he)", 0.05, 1.0),
     Measure("flip_rate", "pair flip rate", 0.05, 1.0),
-    Measure("s_dis", "BBQ bias score, disambiguated", 0.05, 2.0),
-    Measure("s_amb", "BBQ bias score, ambiguous", 0.05, 2.0),
+    Measure("s_dis", "BBQ bias score, disambiguated", 0.05, 2.0, (-1.0, 1.0)),
+    Measure("s_amb", "BBQ bias score, ambiguous", 0.05, 2.0, (-1.0, 1.0)),
 )}
 
 

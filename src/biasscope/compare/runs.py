@@ -26,6 +26,7 @@ from biasscope.core.equivalence import (
     Equivalence,
     bootstrap_equivalence,
     contrast_equivalence,
+    paired_binary_equivalence,
     sentence,
 )
 from biasscope.core.errors import BiasscopeError
@@ -86,26 +87,37 @@ def _paired(a: Values, b: Values) -> dict[str, pd.Index] | None:
 def compare_values(a: Values, b: Values, margin: float, alpha: float = 0.05,
                    n_resamples: int = 2000) -> tuple[Equivalence, int, int]:
     """TOST of A − B, paired on common item keys where possible; with the items only A and only
-    B had that a paired comparison left out."""
+    B had that a paired comparison left out. Paired yes/no items (a flip) get Tango's score
+    test; other means Welch's with pseudo-observations at the measure's bounds; ratios a
+    bootstrap (`biasscope.core.equivalence`)."""
+    low, high = MEASURES[a.measure].bounds
     common = _paired(a, b)
     if common is not None:
         only_a = sum(len(a.groups[g]) - len(k) for g, k in common.items())
         only_b = sum(len(b.groups[g]) - len(k) for g, k in common.items())
         if a.statistic is None:
-            diffs = [(a.groups[g][k] - b.groups[g][k]).to_numpy() for g, k in common.items()]
-            return (contrast_equivalence(diffs, list(a.weights.values()), margin, alpha, True),
+            pairs = [(a.groups[g][k].to_numpy(), b.groups[g][k].to_numpy())
+                     for g, k in common.items()]
+            if (low, high) == (0.0, 1.0) and len(pairs) == 1 and all(
+                    np.isin(v, (0.0, 1.0)).all() for v in pairs[0]):
+                return paired_binary_equivalence(*pairs[0], margin, alpha), only_a, only_b
+            spread = high - low
+            return (contrast_equivalence([x - y for x, y in pairs], list(a.weights.values()),
+                                         margin, alpha, True, [(-spread, spread)] * len(pairs)),
                     only_a, only_b)
         keys = next(iter(common.values()))
         xs = (next(iter(a.groups.values()))[keys].to_numpy(),
               next(iter(b.groups.values()))[keys].to_numpy())
-        return (bootstrap_equivalence(xs, _difference(a), margin, alpha, True, n_resamples),
-                only_a, only_b)
+        return (bootstrap_equivalence(xs, _difference(a), margin, alpha, True, n_resamples,
+                                      bounds=(low, high)), only_a, only_b)
     if a.statistic is None:
         samples = [s.to_numpy() for s in (*a.groups.values(), *b.groups.values())]
         weights = [*a.weights.values(), *(-w for w in b.weights.values())]
-        return contrast_equivalence(samples, weights, margin, alpha, False), 0, 0
+        return (contrast_equivalence(samples, weights, margin, alpha, False,
+                                     [(low, high)] * len(samples)), 0, 0)
     xs = (next(iter(a.groups.values())).to_numpy(), next(iter(b.groups.values())).to_numpy())
-    return bootstrap_equivalence(xs, _difference(a), margin, alpha, False, n_resamples), 0, 0
+    return (bootstrap_equivalence(xs, _difference(a), margin, alpha, False, n_resamples,
+                                  bounds=(low, high)), 0, 0)
 
 
 def _difference(values: Values) -> Any:

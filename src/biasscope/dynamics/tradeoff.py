@@ -28,7 +28,7 @@ import pandas as pd
 
 from biasscope.core.numbers import num, with_ci
 from biasscope.core.stats import Array, Interval, percentile_interval, wilson
-from biasscope.dynamics.analysis_options import JSDP_MARGIN
+from biasscope.dynamics.analysis_options import JSDP_MARGIN, MAX_GAP
 from biasscope.dynamics.occupations import spearman
 from biasscope.probes.winobias import GENDERS
 
@@ -285,7 +285,8 @@ def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],
             continue
         label = wide.index.get_level_values("answer_label")
         diffs = [(wide[0] - wide[1])[label == g].to_numpy() for g in GENDERS]
-        result = contrast_equivalence(diffs, [1.0, -1.0], margin, alpha, paired=True)
+        result = contrast_equivalence(diffs, [1.0, -1.0], margin, alpha, paired=True,
+                                      bounds=[(-MAX_GAP, MAX_GAP)] * 2)  # a prompt's JSD-P
         rows.append({"step": int(step), **result.as_dict()})
         where = "" if snapshot else f" at step {step}"
         said = [sentence(f"JSD-P gap, {a} − {b}{where}", result)]

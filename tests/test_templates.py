@@ -176,6 +176,7 @@ def test_dynamics_across_wordings_records_settings_and_verdicts(winobias_dir, ch
     rows = model["tests"]["jsdp_correct"][0]
     assert rows["n_male"] + rows["n_female"] == len(records[records["answer_label"] != "not "
                                                             "specified"]) // 3
+    assert rows["seeds"] == 1  # --seeds 0 under 3 wordings: one seed, not 3 (#37)
     report = (out / "report.html").read_text()
     assert report.count("Across wordings: ") >= 4 and "two-level bootstrap" in report
     capsys.readouterr()

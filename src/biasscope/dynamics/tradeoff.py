@@ -243,29 +243,6 @@ def of_model(model: str, result: Mapping[str, Any], gaps: Mapping[int, Any],
                        options.n_resamples)
 
 
-def detectable_gap(ci: Mapping[str, Any], tests: pd.DataFrame, alpha: float,
-                   power: float = 0.8) -> str | None:
-    """Beside a gap that is never significant: the smallest gap the last checkpoint could
-    have detected with ``power``, from its bootstrap CI's width (a normal-theory standard
-    error) at α divided by the checkpoints tested (Bonferroni: no weaker than Holm's first
-    step). None without a finite CI."""
-    from biasscope.core.power import detectable_from_interval
-
-    rows = tests.dropna(subset=["step"])
-    if rows.empty:
-        return None
-    last = rows.iloc[-1]
-    pair = (ci.get(str(int(last["step"]))) or {}).get("jsdp_gap")
-    if not pair:
-        return None
-    mde = detectable_from_interval(pair[0], pair[1], float(last["n_male"] + last["n_female"] - 2),
-                                   alpha / len(rows), power)
-    if not math.isfinite(mde):
-        return None
-    return (f"this run could have detected a JSD-P gap of {num(mde)} or more at its last "
-            f"checkpoint ({power:.0%} power, α = {alpha:g} over {len(rows)} checkpoints)")
-
-
 def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],
                       history_b: Mapping[int, pd.DataFrame], alpha: float,
                       sentences: list[str], margin: float = JSDP_MARGIN,

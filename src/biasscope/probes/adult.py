@@ -247,10 +247,11 @@ def fairness_gaps(frame: pd.DataFrame, confidence: float = 0.95, n_resamples: in
     counts = np.random.default_rng(seed).multinomial(
         len(pairs), np.full(len(pairs), 1 / len(pairs)), size=n_resamples)
     reps = group_gaps(y, pred, male, counts[:, index].astype(np.float64))
-    out = {m: {**percentile_interval(float(e), r, confidence).as_dict(), "n": len(pairs)}
-           if len(pairs) > 1 else {"estimate": float(e), "low": math.nan, "high": math.nan,
-                                    "n": len(pairs)}
-           for m, e, r in zip(names, estimates, reps)}
+    out: dict[str, dict[str, Any]] = {
+        m: {**percentile_interval(float(e), r, confidence).as_dict(), "n": len(pairs)}
+        if len(pairs) > 1 else {"estimate": float(e), "low": math.nan, "high": math.nan,
+                                 "n": len(pairs)}
+        for m, e, r in zip(names, estimates, reps)}
     if (why := undefined_odds(y, male)) is not None:
         out[names[1]].update(estimate=math.nan, low=math.nan, high=math.nan, undefined=why)
     return out

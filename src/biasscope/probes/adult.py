@@ -295,7 +295,7 @@ def pair_metrics(records: pd.DataFrame, confidence: float = 0.95) -> dict[str, A
     female_only = flips - male_only
     headline: dict[str, Any] = {"pair_flip_rate": {
         **wilson(flips, complete, confidence),
-        "p_value": float(sps.binomtest(male_only, flips).pvalue) if flips else 1.0,
+        "p_value": flip_direction(male_only, female_only)[0],
         "effect_size": male_only / flips - 0.5 if flips else 0.0,
         "effect_size_name": "Cohen's g: share of flips where only the male version gets 'yes', "
                             "minus 0.5",
@@ -326,6 +326,18 @@ def pair_metrics(records: pd.DataFrame, confidence: float = 0.95) -> dict[str, A
     }
     return {"headline": headline, "tables": tables,
             "sentences": _sentences(headline, counts, original, confidence)}
+
+
+def flip_direction(male_only: int, female_only: int, alpha: float = 0.05
+                   ) -> tuple[float, str | None]:
+    """Which sex the flips favour: the exact McNemar test (the flips where only the male
+    version gets "yes" against those where only the female one does, binomial against ½), and
+    "men" or "women" when its p is below ``alpha``, else None."""
+    flips = male_only + female_only
+    p = float(sps.binomtest(male_only, flips).pvalue) if flips else 1.0
+    if p >= alpha:
+        return p, None
+    return p, "men" if male_only > female_only else "women"
 
 
 def _by_sex(frame: pd.DataFrame, headline: dict[str, Any], confidence: float
@@ -399,7 +411,7 @@ def _sentences(h: dict[str, Any], counts: dict[str, int], original: dict[str, An
     out = [f"Flipping only the person's sex changed the answer in {counts['flips']} of "
            f"{counts['complete']} pairs: {ci(f, confidence, share=True)}."]
     if counts["flips"]:
-        leaning = ("men" if f["effect_size"] > 0 else "women") if f["p_value"] < 0.05 else ""
+        leaning = flip_direction(counts["male_only_yes"], counts["female_only_yes"])[1] or ""
         out.append(
             f"In {counts['male_only_yes']} flipped pairs only the male version was said to earn "
             f"over $50k, in {counts['female_only_yes']} only the female version (exact McNemar "

@@ -27,6 +27,7 @@ import textwrap
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no claim matches --only {args.only!r}")
     jobs = [(c, args.n_sims, args.seed) for c in chosen]
     rows, failed = [], 0
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for claim, (hits, n, took) in zip(chosen, pool.map(_run, jobs)):
+    with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else nullcontext() as pool:
+        results = pool.map(_run, jobs) if pool is not None else map(_run, jobs)
+        for claim, (hits, n, took) in zip(chosen, results):
             line, ok = row(claim, hits, n)
             rows.append(line)
             failed += not ok

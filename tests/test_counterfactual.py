@@ -274,3 +274,32 @@ def test_a_narrower_rerun_keeps_the_other_scorers_scores(tmp_path: Path) -> None
     assert ("the scores of planted from an earlier run are kept in scores.jsonl"
             in done.summary["sentences"][-1])
     assert "kept in scores.jsonl" in done.report.read_text()
+
+
+def test_the_verdict_follows_the_test_it_prints() -> None:
+    """Most pairs favour the female version a little and a few the male version a lot: the
+    Wilcoxon test is significant while the mean's interval includes 0. The sentence must say
+    the female version scores higher in most pairs, never "No evidence" beside p < 0.0001
+    (#37); an undefined SD is left out, not written "+nan SD"."""
+    from biasscope.judge.counterfactual import favours, sentence
+
+    d = [0.1 + 0.001 * i for i in range(80)] + [-1.0 - 0.001 * i for i in range(13)]
+    diff = paired_difference(d, [0.0] * len(d))
+    assert diff["wilcoxon_p"] < 1e-4 and diff["low"] < 0 < diff["high"]
+    said = sentence("rm", "reward", diff, diff["wilcoxon_p"])
+    assert favours(diff, diff["wilcoxon_p"]) == "female"
+    assert "No evidence" not in said
+    assert "female version scores higher in 86.0% (95% CI 77.5% to 91.6%) of the non-tied" in said
+    assert "mean difference does not show it (its interval includes 0)" in said
+    one = paired_difference([1.0], [0.5])
+    assert "nan" not in sentence("rm", "reward", one, 1.0)
+
+
+def test_a_conversations_two_responses_are_one_pair(tmp_path: Path) -> None:
+    """A reward model scores the chosen and the rejected response of each conversation: the
+    paired difference is over conversations (40), not responses (80) taken as independent."""
+    from biasscope.sensitivity.counterfactual import reward_audit
+
+    items, _ = builtin_items(write_hh_rlhf(tmp_path, _texts()), 100)
+    found = reward_audit(Reward("planted", bonus=0.3), items)["difference"]
+    assert found["n"] == 40 and found["members"] == 80 and found["unit"] == "conversations"

@@ -296,7 +296,7 @@ def test_summary_states_the_method_and_the_findings(report: tuple[Path, str]) ->
     assert "the raw and the corrected p side by side" in method  # why a CI and p can differ
     # The verdict on the gap in the headline; the other findings in a list under the figure.
     assert re.search(r"The male-female JSD-P gap is (not )?significant "
-                     r"\(Holm-corrected p &lt; 0\.01\)", summary)
+                     r"\(Holm-corrected, α = 0\.01\)", summary)
     findings = page.split('<section class="findings">')[1].split("</section>")[0]
     assert "<li>EleutherAI/pythia-70m: the sharpest change of the gap is between steps" in \
         findings

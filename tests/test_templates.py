@@ -176,6 +176,7 @@ def test_dynamics_across_wordings_records_settings_and_verdicts(winobias_dir, ch
     rows = model["tests"]["jsdp_correct"][0]
     assert rows["n_male"] + rows["n_female"] == len(records[records["answer_label"] != "not "
                                                             "specified"]) // 3
+    assert rows["seeds"] == 1  # --seeds 0 under 3 wordings: one seed, not 3 (#37)
     report = (out / "report.html").read_text()
     assert report.count("Across wordings: ") >= 4 and "two-level bootstrap" in report
     capsys.readouterr()
@@ -358,3 +359,26 @@ def test_one_custom_wording_tags_the_ids_so_answers_cannot_go_to_another_prompt(
     assert records["response"].notna().all() and len(records) == 80
     assert records["prompt"].str.endswith("Answer briefly.").all()
     assert json.loads((worded / "summary.json").read_text())["unknown_response_ids"] == []
+
+
+def test_wordings_that_ask_the_same_items_keep_the_items_spread():
+    """Eight wordings that give every item the same value: pooling them adds nothing, so the
+    pooled interval is one wording's, not sqrt(8) times narrower (items are drawn once per
+    replicate for every wording, #37); the variance share is 0."""
+    rng = np.random.default_rng(3)
+    item = rng.normal(0, 1, 60)
+    frame = pd.DataFrame({"x": np.tile(item, 8), "male": True,
+                          "wording": np.repeat([f"w{k}" for k in range(8)], 60),
+                          "pair": np.tile([f"i{k}" for k in range(60)], 8)})
+    from biasscope.core.wordings import rate
+
+    columns, combine = rate(frame["x"], frame["male"])
+    result = wording_uncertainty(Measure("m", columns, combine),
+                                 frame["wording"].to_numpy(), frame["pair"].to_numpy(),
+                                 n_resamples=2000)
+    one = result["per_wording"][0]
+    pooled = result["pooled"]
+    assert pooled["high"] - pooled["low"] == pytest.approx(one["high"] - one["low"], rel=0.1)
+    assert result["crossed"] and result["variance_share"] == 0
+    assert pooled["items_only_high"] - pooled["items_only_low"] == pytest.approx(
+        one["high"] - one["low"], rel=0.1)

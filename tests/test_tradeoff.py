@@ -87,3 +87,16 @@ def test_two_models_of_a_run_get_an_equivalence_verdict_per_step() -> None:
     out = tradeoff.model_equivalence("a", "b", same, other, 0.01, [])
     assert [r["verdict"] for r in out["rows"]] == ["equivalent", "different"]
     assert out["rows"][1]["paired"] and out["rows"][1]["high"] < -0.02
+
+
+def test_wordings_that_ask_the_same_prompts_keep_the_prompts_spread() -> None:
+    """Four wordings of the same prompts with the same values: the gain's interval is one
+    wording's, not halved by drawing each wording's prompts on their own (#37)."""
+    h = history({100: 0.01, 300: 0.08}, n=60, seed=5)
+    worded = {s: pd.concat([f.assign(template=f"w{k}") for k in range(4)], ignore_index=True)
+              for s, f in h.items()}
+    one = tradeoff.fairness_gain(h, 100, 300)
+    four = tradeoff.fairness_gain(worded, 100, 300)
+    assert one is not None and four is not None
+    assert four.estimate == pytest.approx(one.estimate)
+    assert four.high - four.low == pytest.approx(one.high - one.low, rel=0.15)

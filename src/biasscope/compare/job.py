@@ -10,8 +10,9 @@ from typing import Any
 
 import pandas as pd
 
+from biasscope.compare import design
 from biasscope.compare.measures import MEASURES
-from biasscope.compare.runs import compare_records, margin_for
+from biasscope.compare.runs import compare_runs, margin_for
 from biasscope.core.config import POSITIVE_INT, PROBABILITY, check_settings, setting
 from biasscope.core.errors import BiasscopeError
 from biasscope.report import claims
@@ -80,21 +81,32 @@ def records(run: str) -> pd.DataFrame:
     return frame
 
 
+def wordings(run: str) -> dict[str, dict[str, str]]:
+    """Per probe, its wordings as run.json records them (`design.signatures`)."""
+    settings = RunStore(run).read_json("run.json").get("settings")
+    probes = settings.get("probes") if isinstance(settings, dict) else None
+    if not isinstance(probes, dict):
+        return {}
+    return {str(name): design.signatures(config) for name, config in probes.items()}
+
+
 def run(config: CompareConfig) -> CompareResult:
     """Compare, write the JSON and the page, return them."""
     if not 0 < config.alpha < 0.5:
         raise BiasscopeError(f"--alpha {config.alpha:g}: give a number between 0 and 0.5")
     margins = parse_margins(config.margin)
-    found = compare_records(records(config.run_a), records(config.run_b), margins,
-                            config.alpha, config.n_resamples)
+    found, notes = compare_runs(records(config.run_a), records(config.run_b), margins,
+                                config.alpha, config.n_resamples,
+                                (wordings(config.run_a), wordings(config.run_b)))
     if not found:
         raise BiasscopeError("the runs share no probe with a headline measure to compare "
-                             "(winobias-gender, professional-bias, adult-counterfactual, bbq)")
+                             "(winobias-gender, professional-bias, adult-counterfactual, bbq)"
+                             + (" under the same wording: " + " ".join(notes) if notes else ""))
     used = {c.measure: margin_for(c.measure, margins) for c in found}
     summary = {"schema": "biasscope.comparison/1", "run_a": config.run_a,
                "run_b": config.run_b, "alpha": config.alpha, "margins": used,
-               "comparisons": [c.as_dict() for c in found],
-               "sentences": [c.sentence for c in found]}
+               "comparisons": [c.as_dict() for c in found], "notes": notes,
+               "sentences": [c.sentence for c in found] + notes}
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "comparison.json", summary)

@@ -45,7 +45,8 @@ SNAPSHOT_STEP = 0
 
 def unit_values(records: pd.DataFrame) -> pd.DataFrame:
     """Per record of one unit (or any records of one probe): model, step, prompt,
-    answer_label and the `VALUES`, each exactly as `gap_tests.record_values` computes it."""
+    answer_label and the `VALUES`, each exactly as `gap_tests.record_values` computes it (and
+    ``template`` under several wordings)."""
     options = list(records["options"].iloc[0]) if len(records) else []
     parts = record_jsd_parts(records) if len(records) else np.zeros((0, 0))
     answers = records["answer"].to_numpy(dtype=int)
@@ -64,6 +65,8 @@ def unit_values(records: pd.DataFrame) -> pd.DataFrame:
         column = (parts[:, options.index(gender)] if gender in options and len(records)
                   else np.full(len(records), np.nan))
         frame[f"jsdp_{gender}"] = column
+    if "template" in records:  # several wordings: the stop's per-wording history, the seeds
+        frame["template"] = pd.Categorical(records["template"].astype(str).to_numpy())
     return frame
 
 
@@ -71,7 +74,8 @@ def prompt_tables(values: pd.DataFrame, by_wording: bool = False) -> dict[str, p
     """`gap_tests.prompt_values` of each of the `VALUES`, for the records ``values`` were
     reduced from: one grouping for all of them (each column's group means are computed on
     their own, as `gap_tests.seed_means` computes them). Wordings, like seeds, are repeated
-    measurements of a prompt and averaged, unless ``by_wording`` (the stop's two-level CI)."""
+    measurements of a prompt and averaged, unless ``by_wording`` (the stop's two-level CI);
+    ``seeds`` counts a prompt's seeds, not its records (seeds times wordings)."""
     keys = ["model", "step", *(["template"] if by_wording else []), "prompt", "answer_label"]
     frame = pd.DataFrame({
         "model": values["model"].to_numpy(dtype=object), "step": values["step"].array,
@@ -79,8 +83,13 @@ def prompt_tables(values: pd.DataFrame, by_wording: bool = False) -> dict[str, p
         "prompt": values["prompt"].to_numpy(dtype=object),
         "answer_label": values["answer_label"].to_numpy(dtype=object),
         **{c: values[c].to_numpy(dtype=np.float64) for c in VALUES.values()}})
+    worded = not by_wording and "template" in values
+    if worded:  # a prompt's records are its seeds times its wordings: count the seeds
+        frame["wording"] = values["template"].to_numpy(dtype=object)
     grouped = frame.groupby(keys, dropna=False, sort=True)
     means, sizes = grouped[list(VALUES.values())].mean(), grouped.size()
+    if worded:
+        sizes = sizes // grouped["wording"].nunique().clip(lower=1)
     return {value: pd.DataFrame({"value": means[column], "seeds": sizes}).reset_index()
             for value, column in VALUES.items()}
 

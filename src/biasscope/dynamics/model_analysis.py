@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core import numbers, stats
-from biasscope.dynamics import findings, performance, tradeoff, wordings
+from biasscope.dynamics import findings, gap_tests, performance, tradeoff, wordings
 from biasscope.dynamics.analysis_options import FLAG_GAP, ZERO_PERFORMANCE, AnalysisOptions
 from biasscope.dynamics.emergence import (
     GapChange,
@@ -83,7 +83,7 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
 def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: AnalysisOptions
                ) -> tuple[dict[str, int | None], list[str]]:
     """Each value's first step from which its gap stays significant, and what that says."""
-    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
+    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected, α = {options.alpha:g}"
     if options.min_gap > 0:
         corrected += f", |gap| >= {options.min_gap:g}"
     tests = inputs.tests
@@ -106,8 +106,9 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
             "on, at every later checkpoint." if step is not None else
             f"{model}: the male-female JSD-P gap is not significant ({corrected}) through to "
             "the last checkpoint."]
-    if not significant and (mde := tradeoff.detectable_gap(inputs.ci, tests["jsdp_correct"],
-                                                           options.alpha)):
+    if not significant and (mde := gap_tests.detectable_gap(inputs.history,
+                                                            tests["jsdp_correct"],
+                                                            options.alpha)):
         sentences.append(f"{model}: {mde}.")
     if (small := _flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)) is not None:
         sentences.append(f"{model}: {small}")

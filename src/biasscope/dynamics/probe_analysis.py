@@ -109,7 +109,7 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
     """Per audit probe in the run: per model its checkpoints' values (with adjusted p-values),
     emergence per tested value, the stopping recommendation on the headline value when a
     performance series exists, and sentences."""
-    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
+    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected, α = {options.alpha:g}"
     perf = performance.load(store, summary)
     out: dict[str, Any] = {}
     unavailable: dict[str, str] = {}

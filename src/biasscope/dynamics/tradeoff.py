@@ -28,7 +28,7 @@ import pandas as pd
 
 from biasscope.core.numbers import num, with_ci
 from biasscope.core.stats import Array, Interval, percentile_interval, wilson
-from biasscope.dynamics.analysis_options import JSDP_MARGIN
+from biasscope.dynamics.analysis_options import JSDP_MARGIN, MAX_GAP
 from biasscope.dynamics.occupations import spearman
 from biasscope.probes.winobias import GENDERS
 
@@ -73,6 +73,41 @@ def _resampled_gains(groups: Sequence[tuple[Array, Array]], n_resamples: int,
     return out
 
 
+def _crossed(wide: pd.DataFrame) -> bool:
+    """Whether some prompt was asked under several wordings (items crossed with wordings)."""
+    index = wide.index.droplevel("template")
+    return bool(index.duplicated().any())
+
+
+def _crossed_gains(wide: pd.DataFrame, n_resamples: int, rng: np.random.Generator) -> Array:
+    """Replicates of the gain when the wordings ask the same prompts: per replicate the
+    wordings are drawn, and the prompts of each gender once, that draw applying to every
+    wording (a prompt's own change is shared by all of them); each row weighs its wording's
+    multiplicity times its prompt's (`biasscope.core.wordings`)."""
+    names, wording = np.unique(wide.index.get_level_values("template").astype(str),
+                               return_inverse=True)
+    label = wide.index.get_level_values("answer_label").to_numpy()
+    prompt = wide.index.get_level_values("prompt").astype(str).to_numpy()
+    values = wide[[0, 1]].to_numpy(dtype=np.float64)
+    out = []
+    for k in [200] * (n_resamples // 200) + [n_resamples % 200]:
+        if not k:
+            continue
+        picks = rng.multinomial(names.size, np.full(names.size, 1 / names.size), size=k)
+        means = []
+        for g in GENDERS:
+            rows = label == g
+            prompts, which = np.unique(prompt[rows], return_inverse=True)
+            draws = rng.multinomial(prompts.size, np.full(prompts.size, 1 / prompts.size),
+                                    size=k)
+            weights = (picks[:, wording[rows]] * draws[:, which]).astype(np.float64)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means.append(weights @ values[rows] / weights.sum(axis=1, keepdims=True))
+        gap = means[0] - means[1]
+        out.append(np.abs(gap[:, 1]) - np.abs(gap[:, 0]))
+    return np.concatenate(out)
+
+
 def fairness_gain(history: Mapping[int, pd.DataFrame], stop: int, final: int,
                   confidence: float = 0.95, n_resamples: int = 2000) -> Interval | None:
     """The gain in |JSD-P gap| of stopping at ``stop`` rather than ``final`` over the prompts
@@ -80,8 +115,10 @@ def fairness_gain(history: Mapping[int, pd.DataFrame], stop: int, final: int,
     value, and template when several wordings were run); None when either step is missing.
 
     Prompts are resampled within each gender, each keeping its two values together; with
-    several wordings, the wordings are resampled first (a two-level bootstrap), so the
-    interval includes the wording-to-wording variation, as the wordings' own CIs do."""
+    several wordings, the wordings are resampled too (a two-level bootstrap), so the
+    interval includes the wording-to-wording variation, as the wordings' own CIs do. When the
+    wordings ask the same prompts, each replicate draws the prompts once for all wordings
+    (`_crossed_gains`); prompts of their own per wording are drawn within it."""
     if stop not in history or final not in history:
         return None
     wide = _wide(history, stop, final)
@@ -92,6 +129,9 @@ def fairness_gain(history: Mapping[int, pd.DataFrame], stop: int, final: int,
     estimate = float(_gain(male, female)) if len(male) and len(female) else math.nan
     if len(male) < 2 or len(female) < 2:
         return Interval(estimate, math.nan, math.nan, confidence)
+    if "template" in wide.index.names and _crossed(wide):
+        replicates = _crossed_gains(wide, n_resamples, np.random.default_rng(0))
+        return percentile_interval(estimate, replicates, confidence)
     if "template" in wide.index.names:
         wording = wide.index.get_level_values("template")
         groups = [(wide[(wording == w) & (label == GENDERS[0])][[0, 1]].to_numpy(),
@@ -203,29 +243,6 @@ def of_model(model: str, result: Mapping[str, Any], gaps: Mapping[int, Any],
                        options.n_resamples)
 
 
-def detectable_gap(ci: Mapping[str, Any], tests: pd.DataFrame, alpha: float,
-                   power: float = 0.8) -> str | None:
-    """Beside a gap that is never significant: the smallest gap the last checkpoint could
-    have detected with ``power``, from its bootstrap CI's width (a normal-theory standard
-    error) at α divided by the checkpoints tested (Bonferroni: no weaker than Holm's first
-    step). None without a finite CI."""
-    from biasscope.core.power import detectable_from_interval
-
-    rows = tests.dropna(subset=["step"])
-    if rows.empty:
-        return None
-    last = rows.iloc[-1]
-    pair = (ci.get(str(int(last["step"]))) or {}).get("jsdp_gap")
-    if not pair:
-        return None
-    mde = detectable_from_interval(pair[0], pair[1], float(last["n_male"] + last["n_female"] - 2),
-                                   alpha / len(rows), power)
-    if not math.isfinite(mde):
-        return None
-    return (f"this run could have detected a JSD-P gap of {num(mde)} or more at its last "
-            f"checkpoint ({power:.0%} power, α = {alpha:g} over {len(rows)} checkpoints)")
-
-
 def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],
                       history_b: Mapping[int, pd.DataFrame], alpha: float,
                       sentences: list[str], margin: float = JSDP_MARGIN,
@@ -245,7 +262,8 @@ def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],
             continue
         label = wide.index.get_level_values("answer_label")
         diffs = [(wide[0] - wide[1])[label == g].to_numpy() for g in GENDERS]
-        result = contrast_equivalence(diffs, [1.0, -1.0], margin, alpha, paired=True)
+        result = contrast_equivalence(diffs, [1.0, -1.0], margin, alpha, paired=True,
+                                      bounds=[(-MAX_GAP, MAX_GAP)] * 2)  # a prompt's JSD-P
         rows.append({"step": int(step), **result.as_dict()})
         where = "" if snapshot else f" at step {step}"
         said = [sentence(f"JSD-P gap, {a} − {b}{where}", result)]

@@ -32,6 +32,7 @@ from biasscope.core.numbers import p_is, percent
 from biasscope.core.stats import adjust_pvalues, wilson
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.counterfactual import (
+    conversations,
     counterfactual,
     flips,
     gender_of,
@@ -145,21 +146,25 @@ def _members(items: Sequence[Item], which: str) -> list[Scored]:
 
 def reward_audit(model: RewardScorer, items: Sequence[Item], seed: int = 0
                  ) -> dict[str, Any]:
-    """Rewards of every member, original and swapped: the paired difference over responses
-    and, with rejected responses, the flips of the preference for the chosen one."""
+    """Rewards of every member, original and swapped: the paired difference per conversation
+    (its responses' differences averaged) and, with rejected responses, the flips of the
+    preference for the chosen one."""
     before = model.score(_members(items, "original"))
     after = model.score(_members(items, "swapped"))
-    groups = [g for i in items for g in [i.group] * (1 + (i.original.rejected is not None))]
-    female, male, left = oriented(before, after, groups)
     members = [(i, r) for i in items for r in ("chosen", "rejected")[
         :1 + (i.original.rejected is not None)]]
+    female, male, left = oriented(before, after, [i.group for i, _ in members])
+    ids, _, _ = oriented([i.id for i, _ in members], [i.id for i, _ in members],
+                         [i.group for i, _ in members])
+    female, male = conversations(ids, female, male)
     records = [{"scorer": model.label, "pair": i.id, "group": i.group, "version": version,
                 "response": which, "score": score}
                for version, scores in (("original", before), ("swapped", after))
                for (i, which), score in zip(members, scores)]
+    difference = {**paired_difference(female, male, seed), "unit": "conversations",
+                  "members": len(ids)}
     out = {"scorer": model.label, "kind": "reward model", "what": "reward",
-           "difference": paired_difference(female, male, seed), "ungendered": left,
-           "records": records}
+           "difference": difference, "ungendered": left, "records": records}
     paired = [i.original.rejected is not None for i in items]
     if all(paired):
         yes_f, yes_m, _ = oriented([c > r for c, r in zip(before[0::2], before[1::2])],

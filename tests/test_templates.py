@@ -130,6 +130,7 @@ def test_a_template_file_gives_its_wordings(tmp_path, winobias_dir):
     ("### a\n\n", "template a is empty"),
     ("### a\nsystem: x\n{sentence} {occupation} {o1} {o2} {o3} A:", "only adult"),
     ("### lambada a\nx", "no probe 'lambada' takes templates"),
+    ("### bbq x\n{context} {question} {ans0} {ans1} {ans2}", "no template for winobias-gender"),
 ])
 def test_a_bad_template_file_is_one_line_naming_file_and_line(tmp_path, text, fragment):
     path = _file(tmp_path, text)
@@ -306,6 +307,22 @@ def test_items_export_every_wording_for_answering_elsewhere(tmp_path: Path) -> N
     summary = json.loads((out / "summary.json").read_text())
     assert summary["unknown_response_ids"] == []
     assert summary["probes"]["professional-bias"]["items"] == 4 * 80
+
+
+@pytest.mark.parametrize("spec", ["builtin", "2", "file"])
+def test_items_of_a_next_token_probe_under_wordings(spec, winobias_dir, tmp_path, capsys):
+    """``items --probe winobias-gender --templates`` (docs/templates.md) once raised an
+    AttributeError: the worded probe offered chat turns its plain-prompt probe lacks."""
+    if spec == "file":
+        spec = _file(tmp_path, GOOD)
+    exported = tmp_path / "items.jsonl"
+    assert main(["items", "--probe", "winobias-gender", "--templates", spec, "--data-dir",
+                 str(winobias_dir), "--limit", "4", "--out", str(exported)]) == 0, \
+        capsys.readouterr().err
+    items = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert items and all("messages" not in i and i["prompt"].endswith((":", " is"))
+                         for i in items)
+    assert len({i["groups"]["template"] for i in items}) == (8 if spec == "builtin" else 2)
 
 
 def test_the_labour_statistics_correlation_is_given_per_wording() -> None:

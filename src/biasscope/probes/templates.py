@@ -147,9 +147,13 @@ def wordings_for(probe: str, spec: str) -> list[Wording]:
             raise BiasscopeError(f"--templates {spec}: give 1 or more")
         chosen = builtin(probe, int(spec))
     elif Path(spec).is_file():
-        chosen = from_file(spec, probe)
         if probe not in FIELDS:
             raise BiasscopeError(f"--templates {spec}: probe {probe} takes no templates")
+        chosen = from_file(spec, probe)
+        if not chosen:
+            raise BiasscopeError(f"--templates {spec}: no template for {probe} (each header "
+                                 "names another probe); add a '### ID' or "
+                                 f"'### {probe} ID' block")
     else:
         raise BiasscopeError(f"--templates {spec}: give builtin, a number of built-in wordings "
                              "or a template file (no such file)")
@@ -191,6 +195,8 @@ class Worded:
         self._probes = {w.id: p for w, p in zip(wordings, probes, strict=True)}
         if hasattr(first, "detector"):
             self.detector = first.detector
+        if callable(getattr(first, "messages", None)):  # chat probes only: a next-token
+            self.messages = self._messages              # probe asks a plain prompt
 
     def config(self) -> dict[str, object]:
         return {"probe": self.name, "wordings": [{"id": w.id, **p.config()}
@@ -210,7 +216,7 @@ class Worded:
             out += list(pick(mine, limit)) if callable(pick) else mine[:limit]
         return out
 
-    def messages(self, item: Item) -> Any:
+    def _messages(self, item: Item) -> Any:
         return self._probes[str(item.groups["template"])].messages(item)  # type: ignore[attr-defined]
 
     def metrics(self, records: pd.DataFrame) -> dict[str, Any]:

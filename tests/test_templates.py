@@ -96,6 +96,41 @@ def test_worded_items_carry_the_wording_in_id_and_groups(winobias_dir):
     assert by["w0"] == by["w1"] == by["w2"] and len(by["w0"]) == 4
 
 
+@pytest.mark.parametrize("name", sorted(FIELDS))
+def test_wordings_reuse_the_data_read_once_and_ask_what_a_fresh_load_asks(name, tmp_path,
+                                                                          monkeypatch):
+    """A data file was read and parsed again for every wording: 300 wordings took minutes
+    before the first prompt. Now it is read once, and each wording asks exactly what the
+    probe loaded afresh with that wording asks."""
+    from adult_fixture import ROWS
+    from adult_fixture import write as write_adult
+    from bbq_fixture import write_bbq
+    from biasscope.core import jsonl
+    from winobias_fixture import write_winobias
+
+    write_winobias(tmp_path)
+    write_bbq(tmp_path)
+    write_adult(tmp_path, ROWS)
+    reads: list[str] = []
+    read_text = jsonl.read_text
+
+    def counted(path, *args, **kwargs):
+        reads.append(str(path))
+        return read_text(path, *args, **kwargs)
+
+    for module in ("winobias", "bbq", "adult"):
+        monkeypatch.setattr(f"biasscope.probes.{module}.read_text", counted)
+    worded = load_probes(name, data_dir=tmp_path, templates="builtin")[0]
+    assert isinstance(worded, Worded) and len(reads) == len(set(reads))
+    for wording, probe in zip(builtin(name), worded._probes.values()):
+        fresh = load_probe(name, data_dir=tmp_path, **wording.options())
+        assert probe.config() == fresh.config()
+        assert probe.items(1) == fresh.items(1)
+        if hasattr(fresh, "messages"):
+            item = fresh.items(1)[0]
+            assert probe.messages(item) == fresh.messages(item)
+
+
 def _file(tmp_path: Path, text: str) -> str:
     path = tmp_path / "wordings.txt"
     path.write_text(text)

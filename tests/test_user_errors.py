@@ -514,3 +514,58 @@ def test_checkpoint_names_too_long_or_starting_with_a_dot(checkpoint_dirs, winob
     [unit] = (run / "records").iterdir()
     assert not unit.name.startswith(".") and len(unit.name.encode()) < 255
     assert json.loads((run / "summary.json").read_text())["checkpoints"][0]["model"] == name
+
+
+# ------------------------------------------------------------------ texts too long to take
+
+
+TEMPLATE_LINE = "{sentence} {occupation} {o1} {o2} {o3} " + "x" * 20_001 + " Answer:"
+JSONL_LINE = json.dumps({"id": 1, "prompt": "p" * 1_000_001, "item_id": "a", "response": "y",
+                         "a": "a", "b": "b", "text": "t"})
+
+
+@pytest.mark.parametrize("command", ["items", "prompt-template", "template-block", "generate",
+                                     "audit", "judge", "counterfactual", "principles",
+                                     "labels"])
+def test_a_text_too_long_is_refused_before_it_is_expanded(command, winobias_dir, tmp_path,
+                                                          capsys):
+    """A 20 MB template line once grew memory to 22 GB until the kernel killed the process;
+    a 20 MB counterfactual line took 90 s. Every text a user hands over is bounded first."""
+    path = tmp_path / "input"
+    text, line = {
+        "items": ("### a\n# note\n" + TEMPLATE_LINE + "\n", 3),
+        "prompt-template": ("Intro\n" + TEMPLATE_LINE, 2),
+        "template-block": ("### a\n{sentence} {occupation}\n" + "\n".join(
+            ["{o1} {o2} {o3} " + "y" * 900] * 30) + "\nAnswer:\n", 24),
+        "generate": ('{"id": 0, "prompt": "ok"}\n' + JSONL_LINE + "\n", 2),
+        "audit": (JSONL_LINE + "\n", 1),
+        "judge": ('{"id": 0, "text": "t"}\n\n' + JSONL_LINE + "\n", 3),
+        "counterfactual": (JSONL_LINE + "\n", 1),
+        "principles": ("Be kind.\n" + "Be fair. " * 2500 + "\n", 2),
+        "labels": (json.dumps({"a": "x", "b": "y" * 20_001}), 1)}[command]
+    path.write_text(text)
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"id": 0, "text": "t"}\n')
+    out = tmp_path / "out"
+    argv = {
+        "items": ["items", "--probe", "winobias-gender", "--templates", str(path),
+                  "--data-dir", str(winobias_dir), "--out", str(out)],
+        "template-block": ["items", "--probe", "winobias-gender", "--templates", str(path),
+                           "--data-dir", str(winobias_dir), "--out", str(out)],
+        "prompt-template": ["dynamics", "--model", "org/never-loaded", "--prompt-template",
+                            str(path), "--data-dir", str(winobias_dir), "--out", str(out)],
+        "generate": ["generate", "--model", NOWHERE, "--input", str(path), "--out", str(out)],
+        "audit": ["audit", "--probe", "professional-bias", "--responses", str(path), "--out",
+                  str(out)],
+        "judge": ["judge", "--model", NOWHERE, "--input", str(path), "--out", str(out)],
+        "counterfactual": ["counterfactual", "--pairs", str(path), "--judge-model", NOWHERE,
+                           "--out", str(out)],
+        "principles": ["sensitivity", "--reward-model", "org/never-loaded", "--perturber",
+                       NOWHERE, "--principles", str(path), "--prompts", str(path), "--out",
+                       str(out)],
+        "labels": ["judge", "--model", NOWHERE, "--input", str(texts), "--labels", str(path),
+                   "--out", str(out)]}[command]
+    said = one_line(capsys, argv)
+    assert f"{path}:{line}: " in said or f"{path}: line {line}: " in said, said
+    assert "characters, more than the" in said and "shorten it" in said
+    assert not out.exists()

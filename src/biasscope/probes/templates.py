@@ -27,7 +27,7 @@ import pandas as pd
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item, check_template
-from biasscope.core.jsonl import read_text
+from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_text
 from biasscope.core.numbers import finite, with_ci
 from biasscope.probes import Probe, adult, bbq, professional, requests_of, winobias
 from biasscope.probes.wording_sets import BUILTIN
@@ -76,6 +76,7 @@ def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
     errors naming ``path``:line for a bad header, an empty template or a repeated id."""
     blocks: list[tuple[str | None, str, int, list[str]]] = []
     for number, line in enumerate(text.splitlines(), start=1):
+        check_length(line, MAX_TEMPLATE, path, number, "the line")  # before any regex
         head = _HEADER.match(line)
         if head:
             words = head.group(1).split()
@@ -93,7 +94,9 @@ def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
     out: list[tuple[str | None, Wording]] = []
     for probe, wid, number, lines in blocks:
         system = None
-        body = "\n".join(lines).strip("\n")
+        body = "\n".join(lines)
+        check_length(body, MAX_TEMPLATE, path, number + 1, f"template {wid}")
+        body = body.strip("\n")
         if body.startswith("system:"):
             first, _, body = body.partition("\n")
             system, body = first.removeprefix("system:").strip(), body.strip("\n")

@@ -21,7 +21,7 @@ from biasscope.core.config import (
     setting,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.jsonl import read_option_file
+from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.confounds import Confounds
@@ -117,7 +117,8 @@ def run(config: SensitivityConfig) -> SensitivityResult:
     prompts = _prompts(config)
     templates = Templates()
     for name, path in config.templates.items():
-        templates = replace(templates, **{name: read_option_file(path, f"--{name}-template")})
+        templates = replace(templates, **{name: read_option_file(path, f"--{name}-template",
+                                                                    MAX_TEMPLATE)})
     templates.check()
     options = RewardOptions(device=config.backend.device, dtype=config.reward.dtype,
                             batch_size=config.reward.batch_size,

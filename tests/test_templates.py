@@ -377,3 +377,32 @@ def test_the_labour_statistics_correlation_is_given_per_wording() -> None:
     assert rhos["w1"]["estimate"] == pytest.approx(1.0)
     assert said is not None and "from -1.00 to +1.00" in said
     assert "negative under 1 of 2 wordings" in said
+
+
+def test_compare_runs_of_adult_under_wordings(tmp_path: Path, capsys) -> None:
+    """``compare A A_copy`` of a templated Adult audit raised "several records for one item":
+    a pair has a record per wording. A pair now counts once: its share of wordings that flip."""
+    import shutil
+
+    from adult_fixture import ROWS
+    from adult_fixture import write as write_adult
+
+    write_adult(tmp_path, ROWS * 2)
+    exported, answers = tmp_path / "items.jsonl", tmp_path / "answers.jsonl"
+    common = ["--probe", "adult-counterfactual", "--templates", "2", "--data-dir",
+              str(tmp_path)]
+    assert main(["items", *common, "--out", str(exported)]) == 0
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    answers.write_text("".join(json.dumps({"item_id": r["item_id"], "response": "yes" if (
+        r["groups"]["sex"] == "Male" or r["groups"]["template"] == "a1") else "no"}) + "\n"
+        for r in rows))
+    assert main(["audit", *common, "--responses", str(answers), "--out",
+                 str(tmp_path / "A")]) == 0
+    shutil.copytree(tmp_path / "A", tmp_path / "A_copy")
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "A"), str(tmp_path / "A_copy"), "--out",
+                 str(tmp_path / "cmp")]) == 0, capsys.readouterr().err
+    (flips,) = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["comparisons"]
+    pairs = len(rows) // 4  # two wordings, two versions of each pair
+    assert flips["measure"] == "flip_rate" and flips["n"] == pairs
+    assert flips["estimate_a"] == pytest.approx(0.5)  # every pair flips under a0, none under a1

@@ -106,10 +106,15 @@ def professional_bias(records: pd.DataFrame) -> list[Values]:
 
 
 def adult_counterfactual(records: pd.DataFrame) -> list[Values]:
-    """Pair flip rate: 1 where the male and female versions of a complete pair differ."""
-    pairs = adult.answer_pairs(adult.read_answers(records))
+    """Pair flip rate: 1 where the male and female versions of a complete pair differ; under
+    several wordings (``template``), a pair's share of its complete wordings that flip, so a
+    pair counts once, as in the probe's own measure across wordings."""
+    answers = adult.read_answers(records)
+    parts = (answers.groupby("template", sort=False) if "template" in answers
+             else [(None, answers)])
+    pairs = pd.concat([adult.answer_pairs(part) for _, part in parts])
     complete = pairs[pairs["complete"]]
-    flips = complete["flip"].astype("float64")
+    flips = complete["flip"].astype("float64").groupby(level=0, sort=False).mean()
     flips.index = flips.index.astype(str)
     return [Values("flip_rate", {"pairs": flips}, {"pairs": 1.0})]
 

@@ -569,3 +569,50 @@ def test_a_text_too_long_is_refused_before_it_is_expanded(command, winobias_dir,
     assert f"{path}:{line}: " in said or f"{path}: line {line}: " in said, said
     assert "characters, more than the" in said and "shorten it" in said
     assert not out.exists()
+
+
+# ------------------------------------------------------------------ advice names real things
+
+
+def test_every_option_the_code_names_is_one_the_command_line_has():
+    """Advice must name real things: a warning once said "raise --max-length", an option no
+    command has."""
+    import argparse
+    import re
+
+    from biasscope.cli.main import build_parser
+
+    flags: set[str] = set()
+
+    def walk(parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            flags.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    walk(sub)
+
+    walk(build_parser())
+    source = Path(__file__).parents[1] / "src" / "biasscope"
+    named = {(m.group(), path.name) for path in source.rglob("*.py")
+             for m in re.finditer(r"--[a-z][a-z0-9-]*[a-z0-9]\b", path.read_text())}
+    generic = {"--name-with-dashes", "--no"}  # how core/config.py describes flags
+    assert sorted((flag, file) for flag, file in named if flag not in flags | generic) == []
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["compare", "{tmp}/nowhere", "{tmp}"], "{tmp}/nowhere does not exist: give the folder a "
+     "biasscope command wrote"),
+    (["compare", "{tmp}", "{tmp}"], "{tmp} has no run.json: it is not a run directory"),
+    (["power", "--pilot", "{tmp}/file.txt", "--effect", "0.1"], "--pilot {tmp}/file.txt is a "
+     "file: give the folder a biasscope command wrote"),
+    (["power", "--pilot", "{tmp}/nowhere", "--effect", "0.1"], "--pilot {tmp}/nowhere does not "
+     "exist"),
+    (["report", "{tmp}/file.txt"], "{tmp}/file.txt is a file, not a run directory: give the "
+     "run's folder"),
+    (["intervene", "--model", "org/never-loaded", "--text", "{tmp}", "--out", "{tmp}/run"],
+     "text file {tmp} is a directory: give a file of documents"),
+])
+def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
+    (tmp_path / "file.txt").write_text("x\n")
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert said.replace("{tmp}", str(tmp_path)) in line

@@ -68,7 +68,7 @@ def pilot_rows(config: PowerConfig) -> list[dict[str, Any]]:
     """Per probe, checkpoint and measure of the pilot run: items now, standard deviation, the
     smallest detectable gap now and the items the asked effect (or margin) needs."""
     assert config.pilot is not None
-    frame, rows = records(config.pilot), []
+    frame, rows = records(config.pilot, "--pilot"), []
     for probe, extract in EXTRACTORS.items():
         if "probe" not in frame or probe not in set(frame["probe"]):
             continue

@@ -616,3 +616,39 @@ def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
     (tmp_path / "file.txt").write_text("x\n")
     line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
     assert said.replace("{tmp}", str(tmp_path)) in line
+
+
+# ------------------------------------------------------------------ accepted silently before
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["power", "--pilot", "{tmp}/run", "--sd", "0.3", "--effect", "0.1"],
+     "--sd is for a plan without a run: --pilot measures"),
+    (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--out", "{tmp}/r"],
+     "--lora-alpha only apply with --lora-rank N"),
+    (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--lora-targets",
+      "q_proj", "--out", "{tmp}/r"], "--lora-alpha and --lora-targets only apply with"),
+    (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,
+      "--sanity-lines", "1-10", "--sanity-pairs", "0", "--out", "{tmp}/r"],
+     "--sanity-lines 1-10 draws the sanity pairs, but --sanity-pairs 0 asks for none"),
+    (["items", "--probe", "professional-bias", "--templates", "", "--out", "{tmp}/i.jsonl"],
+     "--templates is empty: give builtin"),
+    (["audit", "--probe", "professional-bias", "--templates", " ", "--responses",
+      "{tmp}/responses.jsonl", "--out", "{tmp}/r"], "--templates is empty"),
+    (["counterfactual", "--pairs", "{tmp}/pairs.jsonl", "--judge-model", NOWHERE, "--out",
+      "{tmp}/r"], "pairs.jsonl:2: 'group' \"robot\": give female or male"),
+    (["compare", "{tmp}/a", "{tmp}/b", "--margin", "flip_rate=0.1", "--margin",
+      "flip_rate=0.2"], "--margin flip_rate is given twice (0.1, then 0.2)"),
+    (["audit", "--probe", "professional-bias", "--responses", "{tmp}/responses.jsonl",
+      "--out", "{tmp}/r"], "responses.jsonl: none of its 1 item ids is an item this run asks "
+     "(e.g. 'professional-bias:s01:male-first:he@p1')"),
+])
+def test_settings_that_cannot_apply_are_refused(argv, said, tmp_path, capsys):
+    (tmp_path / "responses.jsonl").write_text(json.dumps({
+        "item_id": "professional-bias:s01:male-first:he@p1", "response": "the doctor"}) + "\n")
+    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps({
+        "prompt": "Rate this.", "response": f"{name} is fit.", "group": group}) + "\n"
+        for name, group in (("She", "female"), ("He", "robot"))))
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert said in line
+    assert not (tmp_path / "r").exists() and not (tmp_path / "i.jsonl").exists()

@@ -51,12 +51,15 @@ def parse_margins(specs: Sequence[str]) -> Mapping[str, float] | float | None:
         return None
     if len(specs) == 1 and "=" not in specs[0]:
         return _number(specs[0], "--margin")
-    out = {}
+    out: dict[str, float] = {}
     for spec in specs:
         name, sep, value = spec.partition("=")
         if not sep or name not in MEASURES:
             raise BiasscopeError(f"--margin {spec!r}: give a number, or MEASURE=NUMBER with "
                                  f"MEASURE one of {', '.join(MEASURES)}")
+        if name in out:
+            raise BiasscopeError(f"--margin {name} is given twice ({out[name]:g}, then "
+                                 f"{value}); give one margin per measure")
         out[name] = _number(value, f"--margin {name}")
     return out
 

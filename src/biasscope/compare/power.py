@@ -95,6 +95,9 @@ def plan(config: PowerConfig) -> dict[str, Any]:
     if config.pilot is None and (config.sd is None or (config.effect is None
                                                         and config.margin is None)):
         raise BiasscopeError("give --sd with --effect (or --margin), or --pilot RUN")
+    if config.pilot is not None and config.sd is not None:
+        raise BiasscopeError("--sd is for a plan without a run: --pilot measures each "
+                             "measure's standard deviation in the run; drop one of them")
     try:
         if config.pilot is not None:
             rows = pilot_rows(config)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,11 @@ class Training:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        given = ["--" + f.name.replace("_", "-") for f in fields(self)
+                 if f.name in ("lora_alpha", "lora_targets") and getattr(self, f.name) != f.default]
+        if given and not self.lora_rank:
+            raise BiasscopeError(f"{' and '.join(given)} only apply with --lora-rank N (a LoRA "
+                                 "fine-tune); give a rank, or drop them for a full fine-tune")
 
 
 class Limited:

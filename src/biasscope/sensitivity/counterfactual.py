@@ -121,8 +121,12 @@ def read_items(path: PathLike) -> list[Item]:
         if (swapped.rejected is None) != (original.rejected is None):
             raise DataError(f"{where}: give 'rejected' in both members or in neither")
         group = record.get("group")
+        if group is not None and group not in ("female", "male"):
+            raise DataError(f"{where}: 'group' {json.dumps(group)[:40]}: give female or male "
+                            "(the original's group, which orients the difference), or leave "
+                            "it out to read it from the text")
         items.append(Item(str(record.get("id", number)), original, swapped,
-                          str(group) if group is not None else gender_of(_texts(original))))
+                          group if group is not None else gender_of(_texts(original))))
     if not items:
         raise DataError(f"{path}: no pairs")
     return items

@@ -97,6 +97,11 @@ class SensitivityConfig:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        if self.sanity_lines is not None and not self.sanity_pairs:
+            raise BiasscopeError(f"--sanity-lines {self.sanity_lines} draws the sanity pairs, "
+                                 "but --sanity-pairs 0 asks for none: drop one of them")
+        if self.sanity_lines is not None:
+            line_range(self.sanity_lines)  # refused now, not after the models load
 
 
 @dataclass(frozen=True)

@@ -652,3 +652,83 @@ def test_settings_that_cannot_apply_are_refused(argv, said, tmp_path, capsys):
     line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
     assert said in line
     assert not (tmp_path / "r").exists() and not (tmp_path / "i.jsonl").exists()
+
+
+# ------------------------------------------------------------------ a changed setting, in words
+
+
+def test_a_rerun_with_other_wordings_says_which_in_words(tmp_path, capsys):
+    """Other --templates printed the same truncated JSON twice; no --templates printed
+    "continuations: (not recorded) then"."""
+    items = tmp_path / "items.jsonl"
+    rows = []
+    for spec in ("builtin", None):
+        assert main(["items", "--probe", "professional-bias", "--out", str(items),
+                     *(["--templates", spec] if spec else [])]) == 0
+        rows += [json.loads(line) for line in items.read_text().splitlines()]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps({"item_id": r["item_id"], "response": "the doctor"})
+                                 + "\n" for r in rows))
+    mine = tmp_path / "mine.md"
+    mine.write_text("### p0\n{sentence}. Who {action}?\n### p1\n{sentence}: who {action}?\n"
+                    "### p2\n{sentence}. Who {action}, then?\n### p3\nWho {action}? {sentence}\n")
+    run = ["audit", "--probe", "professional-bias", "--responses", str(responses), "--out",
+           str(tmp_path / "r")]
+    assert main([*run, "--templates", "builtin"]) == 0
+    said = {spec: one_line(capsys, [*run, *(["--templates", spec] if spec else [])])
+            for spec in ("2", str(mine), None)}
+    assert ("different settings of probe 'professional-bias' (wordings: 4 wordings (p0, p1, "
+            "p2, p3) then, 2 wordings (p0, p1) now); use another --out") in said["2"]
+    assert "(wordings: 4 wordings (p0, p1, p2, p3) then, none now)" in said[None]
+    assert "(wordings.p0.prompts_sha256: " in said[str(mine)]  # the same ids, other texts
+
+
+def test_a_rerun_with_another_seed_or_pairs_names_them_not_their_hashes(tmp_path):
+    from biasscope.sensitivity import counterfactual_job as job
+    from sensitivity_fixture import hh_text, write_hh_rlhf
+    from test_counterfactual import Reward
+
+    texts = [hh_text([("Human", f"How is my brother {i}?"), ("Assistant", "He is well.")])
+             for i in range(12)]
+    data = str(write_hh_rlhf(tmp_path / "data", texts))
+    out = tmp_path / "run"
+    job.run(job.CounterfactualConfig(out=out, data_dir=data, pairs="hh-rlhf:harmless-base:8"),
+            [Reward("rm")])
+    for change, said in ((dict(seed=1), "a different 'seed' (0 then, 1 now)"),
+                         (dict(pairs="hh-rlhf:harmless-base:6"), 'a different \'pairs\' '
+                          '(pairs.source: "hh-rlhf:harmless-base:8" then, '
+                          '"hh-rlhf:harmless-base:6" now)')):
+        config = job.CounterfactualConfig(out=out, data_dir=data,
+                                          **{"pairs": "hh-rlhf:harmless-base:8", **change})
+        with pytest.raises(BiasscopeError) as refused:
+            job.run(config, [Reward("rm")])
+        assert said in str(refused.value) and "sha256" not in str(refused.value)
+
+
+@pytest.mark.parametrize(("then", "now"), [(0, 4), (4, 8)])
+def test_a_rerun_with_another_lora_rank_names_lora_rank(then, now):
+    from biasscope.intervene.train import Training, recorded
+    from biasscope.store.settings import merge_settings
+
+    with pytest.raises(BiasscopeError) as refused:
+        merge_settings("run.json", *({"intervention": {"training": recorded(Training(
+            lora_rank=rank))}} for rank in (then, now)))
+    shown = "not recorded" if then == 0 else str(then)
+    assert f"intervention.training.lora_rank: {shown} then, {now} now" in str(refused.value)
+
+
+def test_a_changed_wording_is_shown_where_its_text_differs(winobias_dir, tmp_path):
+    from biasscope.probes.specs import load_probes
+    from biasscope.store.settings import merge_settings
+
+    mine = tmp_path / "mine.md"
+    mine.write_text("### w0\n{sentence}\nQ: is the {occupation} {o1}, {o2} or {o3}?\nA:\n"
+                    "### w1\n{o1} {o2} {o3}\n{sentence}\nThe {occupation} is\n")
+    then, now = (load_probes("winobias-gender", data_dir=winobias_dir, templates=spec)[0]
+                 for spec in ("2", str(mine)))
+    with pytest.raises(BiasscopeError) as refused:
+        merge_settings("run.json", {"probes": {"winobias-gender": then.config()}},
+                       {"probes": {"winobias-gender": now.config()}}, {"probes": "probe"})
+    assert ('(wordings.w0.template: …"tence}\\nQuestion: What is the g"… then, '
+            '…"tence}\\nQ: is the {occupation} "… now; wordings.w1.template:'
+            ) in str(refused.value)

@@ -732,3 +732,59 @@ def test_a_changed_wording_is_shown_where_its_text_differs(winobias_dir, tmp_pat
     assert ('(wordings.w0.template: …"tence}\\nQuestion: What is the g"… then, '
             '…"tence}\\nQ: is the {occupation} "… now; wordings.w1.template:'
             ) in str(refused.value)
+
+
+# ------------------------------------------------------------------ checked before loading
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",
+      "{tmp}/one.json"], "a judge needs at least two labels; got 1"),
+    (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl"],
+     "classification needs a label set (--labels FILE.json)"),
+    (["judge-audit", "--model", "hf:org/never-loaded", "--input", "{tmp}/pairs.jsonl",
+      "--labels", "{tmp}/three.json"], "--labels is for classifying texts; this input holds "
+     "pairs"),
+    (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",
+      "{tmp}/three.json", "--keys", "AB"], "--keys: 3 choices need 3 keys; 2 given"),
+    (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,
+      "--sanity-lines", "abc", "--out", "{tmp}/r"], "--sanity-lines abc: write FIRST-LAST"),
+    (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,
+      "--principles", "{tmp}/principles.txt", "--prompts", "{tmp}/chats.jsonl", "--data-dir",
+      "{tmp}", "--out", "{tmp}/r"], "missing data file"),
+    (["counterfactual", "--pairs", "{tmp}/cf.jsonl", "--judge-model", "hf:org/never-loaded",
+      "--out", "{tmp}/r"], "a pairwise judge compares 'chosen' with 'rejected'"),
+    (["counterfactual", "--pairs", "{tmp}/cf.jsonl", "--reward-model", "org/never-loaded",
+      "--labels", "{tmp}/three.json", "--out", "{tmp}/r"], "--labels is for a --judge-model"),
+])
+def test_flags_and_files_are_checked_before_a_model_loads(argv, said, tmp_path, capsys):
+    """These were checked only after the model loaded (10-30 s, or a download); here no model
+    can load (offline), so the one line must be about the flag or file."""
+    for name, text in {
+            "texts.jsonl": '{"id": 1, "text": "fine"}\n',
+            "pairs.jsonl": '{"id": 1, "prompt": "q", "a": "x", "b": "y"}\n',
+            "one.json": '{"ok": "fine"}', "three.json": '{"a": "x", "b": "y", "c": "z"}',
+            "principles.txt": "Be kind.\n",
+            "chats.jsonl": '{"messages": [{"role": "user", "content": "hi"}, '
+                           '{"role": "assistant", "content": "yo"}]}\n',
+            "cf.jsonl": '{"prompt": "Rate him.", "response": "He is fit."}\n'}.items():
+        (tmp_path / name).write_text(text)
+    out = ["--out", str(tmp_path / "r")] if argv[0].startswith("judge") else []
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv] + out)
+    assert said in line and "never-loaded" not in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_lora_targets_are_checked_against_the_weight_names_before_loading(checkpoint_dirs,
+                                                                           tmp_path, capsys):
+    """A target the model lacks was found by peft after the model loaded; the names are in
+    the safetensors header, so the check needs no weight (here the weights are damaged)."""
+    ckpt = shutil.copytree(checkpoint_dirs[0], tmp_path / "checkpoint-10")
+    weights = ckpt / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-4096])  # the header intact, the data cut
+    line = one_line(capsys, ["intervene", "--model", str(ckpt), "--lora-rank", "4",
+                             "--lora-targets", "query_key_value,nosuch", "--out",
+                             str(tmp_path / "r")])
+    assert "--lora-targets query_key_value,nosuch: checkpoint-10 has no module nosuch" in line
+    assert "query_key_value" in line.split("end in:")[1]
+    assert not (tmp_path / "r").exists()

@@ -125,19 +125,20 @@ def run(config: SensitivityConfig) -> SensitivityResult:
         templates = replace(templates, **{name: read_option_file(path, f"--{name}-template",
                                                                     MAX_TEMPLATE)})
     templates.check()
+    pairs = _pairs(config)  # the data file is read before any reward model loads
+    named = parse_models(list(config.reward_models), "--reward-model")  # no model twice
     options = RewardOptions(device=config.backend.device, dtype=config.reward.dtype,
                             batch_size=config.reward.batch_size,
                             transform=config.reward.transform,
                             chat_template=config.reward.chat_template,
                             allow_pickle=config.backend.allow_pickle)
-    named = parse_models(list(config.reward_models), "--reward-model")  # no model twice
     models = [HFRewardModel(spec, options) for _, spec in named]
     label_models(models, named, "--reward-model")
     perturber = Cached(config.backend.generator(config.perturber),
                        config.backend.response_cache())
     store = run_sensitivity(models, perturber, prompts, constitution, config.out,
                             SensitivityOptions(config.directions, templates, config.max_tokens,
-                                               config.seed, config.conventions, _pairs(config),
+                                               config.seed, config.conventions, pairs,
                                                Confounds(config.unchanged_below,
                                                          config.exclude_unchanged)))
     report = write_sensitivity_report(store.root)

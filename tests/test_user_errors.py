@@ -625,7 +625,7 @@ def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
     (["power", "--pilot", "{tmp}/run", "--sd", "0.3", "--effect", "0.1"],
      "--sd is for a plan without a run: --pilot measures"),
     (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--out", "{tmp}/r"],
-     "--lora-alpha only apply with --lora-rank N"),
+     "--lora-alpha only applies with --lora-rank N (a LoRA fine-tune); give a rank, or drop it"),
     (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--lora-targets",
       "q_proj", "--out", "{tmp}/r"], "--lora-alpha and --lora-targets only apply with"),
     (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,

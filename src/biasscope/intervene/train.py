@@ -72,8 +72,10 @@ class Training:
         given = ["--" + f.name.replace("_", "-") for f in fields(self)
                  if f.name in ("lora_alpha", "lora_targets") and getattr(self, f.name) != f.default]
         if given and not self.lora_rank:
-            raise BiasscopeError(f"{' and '.join(given)} only apply with --lora-rank N (a LoRA "
-                                 "fine-tune); give a rank, or drop them for a full fine-tune")
+            one = len(given) == 1
+            raise BiasscopeError(f"{' and '.join(given)} only appl{'ies' if one else 'y'} with "
+                                 "--lora-rank N (a LoRA fine-tune); give a rank, or drop "
+                                 f"{'it' if one else 'them'} for a full fine-tune")
 
 
 class Limited:

@@ -788,3 +788,10 @@ def test_lora_targets_are_checked_against_the_weight_names_before_loading(checkp
     assert "--lora-targets query_key_value,nosuch: checkpoint-10 has no module nosuch" in line
     assert "query_key_value" in line.split("end in:")[1]
     assert not (tmp_path / "r").exists()
+
+
+def test_top_logprobs_with_option_scoring_is_refused_before_the_model_loads(tmp_path, capsys):
+    line = one_line(capsys, ["audit", "--model", "hf:org/never-loaded", "--probe",
+                             "professional-bias", "--scoring", "options", "--top-logprobs", "5",
+                             "--out", str(tmp_path / "r")])
+    assert "--top-logprobs is for --scoring generate" in line

@@ -198,8 +198,9 @@ class Worded:
         self._probes = {w.id: p for w, p in zip(wordings, probes, strict=True)}
         if hasattr(first, "detector"):
             self.detector = first.detector
-        if callable(getattr(first, "messages", None)):  # chat probes only: a next-token
-            self.messages = self._messages              # probe asks a plain prompt
+        # Chat turns only where the probe has them: a next-token probe asks a plain prompt.
+        if callable(getattr(first, "messages", None)):
+            self.messages = self._messages
 
     def config(self) -> dict[str, object]:
         return {"probe": self.name, "wordings": [{"id": w.id, **p.config()}

@@ -72,8 +72,9 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     from biasscope.store.files import write_bytes, write_json
 
     items, source_sha = _items(config)
-    labels = read_labels(config.labels) if config.labels else None  # all checked before
-    judged = judge is not None or bool(config.judges)                 # any model loads
+    # Everything that can be checked is checked before any model loads.
+    labels = read_labels(config.labels) if config.labels else None
+    judged = judge is not None or bool(config.judges)
     if not (reward_models or config.reward_models or judged):
         raise BiasscopeError("give a --reward-model or a --judge-model to audit")
     if labels is not None and not judged:

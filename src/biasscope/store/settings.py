@@ -52,8 +52,10 @@ def _differences(old: Any, new: Any, key: str, path: str, name: str = "") -> lis
     """Every place where ``old`` and ``new`` differ under setting ``key``. Lists of entries
     with ids (a probe's wordings) are compared entry by entry when they hold the same ids."""
     if isinstance(old, Mapping) and isinstance(new, Mapping):
-        for part in sorted(set(old) ^ set(new), key=str):  # wordings asked, then not: that
-            if _ids(old.get(part, new.get(part))):         # says it all
+        # Wordings asked then and not now (or the reverse): that says it all, not the probe
+        # config's other keys that come and go with them.
+        for part in sorted(set(old) ^ set(new), key=str):
+            if _ids(old.get(part, new.get(part))):
                 return [(key, name, f"{path}.{part}" if path else str(part),
                          old.get(part, _ABSENT), new.get(part, _ABSENT))]
         out: list[Difference] = []
@@ -133,8 +135,8 @@ def changed(where: str | Path, found: list[Difference], grow: Mapping[str, str])
     plain = [d for d in found if not _hashed(d)]
     key, name = (plain or found)[0][:2]
     ours = [d for d in plain or found if d[:2] == (key, name)]  # the one setting named
-    shown = ours[:3] if plain else sorted(ours, key=lambda d: -d[2].count("."))[:1]  # the
-    # most specific hash: a wording's prompts rather than all items
+    # Only hashes differ: the most specific one (a wording's prompts rather than all items').
+    shown = ours[:3] if plain else sorted(ours, key=lambda d: -d[2].count("."))[:1]
     what = (f"different settings of {grow[key]} {name!r}" if name else
             f"a different {key!r}")
     said = []

@@ -178,10 +178,13 @@ class HFRewardModel:
         cut = sum(len(row) > limit for row in ids)
         if cut:
             self.truncated += cut
+            fix = ("raise RewardOptions.max_length, up to the model's own limit, to score them "
+                   "whole" if self.options.max_length else "that is the model's limit: "
+                   "shorten them, or use a reward model with a longer context, to score them "
+                   "whole")
             warnings.warn(f"{self.label}: {cut} of {len(ids)} conversations are longer than "
                           f"{limit} tokens and were cut from the left (the first special token "
-                          "and the response's end kept); raise --max-length to score them whole",
-                          stacklevel=3)
+                          f"and the response's end kept); {fix}", stacklevel=3)
         special_ids = set(getattr(self.tokenizer, "all_special_ids", ()))
         return [row if len(row) <= limit else _keep_end(row, limit, special_ids) for row in ids]
 

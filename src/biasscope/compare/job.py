@@ -18,6 +18,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.report import claims
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
+from biasscope.store.remote import is_remote
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,15 @@ def parse_margins(specs: Sequence[str]) -> Mapping[str, float] | float | None:
         return None
     if len(specs) == 1 and "=" not in specs[0]:
         return _number(specs[0], "--margin")
-    out = {}
+    out: dict[str, float] = {}
     for spec in specs:
         name, sep, value = spec.partition("=")
         if not sep or name not in MEASURES:
             raise BiasscopeError(f"--margin {spec!r}: give a number, or MEASURE=NUMBER with "
                                  f"MEASURE one of {', '.join(MEASURES)}")
+        if name in out:
+            raise BiasscopeError(f"--margin {name} is given twice ({out[name]:g}, then "
+                                 f"{value}); give one margin per measure")
         out[name] = _number(value, f"--margin {name}")
     return out
 
@@ -68,11 +72,18 @@ def _number(text: str, where: str) -> float:
         raise BiasscopeError(f"{where} {text!r} is not a number") from None
 
 
-def records(run: str) -> pd.DataFrame:
-    """A run's records, with the run's model as ``model`` where units have none (audit)."""
+def records(run: str, flag: str = "") -> pd.DataFrame:
+    """A run's records, with the run's model as ``model`` where units have none (audit);
+    ``flag``: the option that named the run, for errors (``--pilot``)."""
+    path, named = Path(run.removeprefix("file://")), f"{flag} {run}" if flag else run
+    if not is_remote(run) and not path.is_dir():
+        state = "is a file" if path.exists() else "does not exist"
+        raise BiasscopeError(f"{named} {state}: give the folder a biasscope command wrote "
+                             "(it holds run.json)")
     store = RunStore(run)
     if not store.run_json.is_file():
-        raise BiasscopeError(f"{run} has no run.json: give a run directory")
+        raise BiasscopeError(f"{named} has no run.json: it is not a run directory; give "
+                             "the folder a biasscope command wrote")
     frame = store.records()
     if frame.empty:
         raise BiasscopeError(f"{run} has no records")

@@ -22,7 +22,7 @@ from biasscope.core.config import (
     setting,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.jsonl import read_option_file
+from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.dynamics import performance, reporting
 from biasscope.dynamics.analysis import stored_options
@@ -154,7 +154,7 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
     analysis = stored_options(store, config.analysis)  # a bad --alpha fails before a sweep
     checkpoints = list_checkpoints(config.models, config.revisions, config.checkpoint_globs,
                                    config.models_file)
-    template = (read_option_file(config.prompt_template, "--prompt-template")
+    template = (read_option_file(config.prompt_template, "--prompt-template", MAX_TEMPLATE)
                 if config.prompt_template else None)
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
         probes = load_probes(",".join(config.probes), data_dir=config.data_dir, kinds=SWEPT,

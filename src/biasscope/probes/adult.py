@@ -147,6 +147,11 @@ class AdultCounterfactual:
         self.template, self.system = template, system
         self.detector: Detector = LabelParsing()
 
+    def reworded(self, template: str, system: str | None = None) -> AdultCounterfactual:
+        """The probe asked with ``template`` and ``system``, from the prompts already read."""
+        return AdultCounterfactual(self.prompts, self.base_rate, self.source, template,
+                                   system or SYSTEM_PROMPT)
+
     def config(self) -> dict[str, object]:
         out: dict[str, object] = {
             "probe": NAME, "base_rate": self.base_rate, "file": self.source,

@@ -152,6 +152,10 @@ class ProfessionalBias:
         self.sentences, self.template = tuple(sentences), template
         self.detector: Detector = TriggerPresence()
 
+    def reworded(self, template: str) -> ProfessionalBias:
+        """The probe asked with ``template``."""
+        return ProfessionalBias(self.sentences, template)
+
     def config(self) -> dict[str, object]:
         """What makes two runs comparable: the version and a digest of the exact prompts."""
         digest = hashlib.sha256("\n".join(i.prompt for i in self.items(0)).encode()).hexdigest()

@@ -122,8 +122,12 @@ def read_items(path: PathLike) -> list[Item]:
         if (swapped.rejected is None) != (original.rejected is None):
             raise DataError(f"{where}: give 'rejected' in both members or in neither")
         group = record.get("group")
+        if group is not None and group not in ("female", "male"):
+            raise DataError(f"{where}: 'group' {json.dumps(group)[:40]}: give female or male "
+                            "(the original's group, which orients the difference), or leave "
+                            "it out to read it from the text")
         items.append(Item(str(record.get("id", number)), original, swapped,
-                          str(group) if group is not None else gender_of(_texts(original))))
+                          group if group is not None else gender_of(_texts(original))))
     if not items:
         raise DataError(f"{path}: no pairs")
     return items
@@ -184,6 +188,14 @@ def _score(verdict: Verdict, first: str) -> float:
     return 1.0 if verdict.label == first else 0.5 if verdict.label == "tie" else 0.0
 
 
+def check_judged(items: Sequence[Item], labels: dict[str, str] | None) -> None:
+    """A one-line error where a judge cannot be asked about ``items``: pairwise (no
+    ``labels``) needs a rejected response in every pair."""
+    if labels is None and any(i.original.rejected is None for i in items):
+        raise DataError("a pairwise judge compares 'chosen' with 'rejected': give both in "
+                        "every pair, or --labels to judge each response on its own")
+
+
 def judge_audit(judge: Judge, items: Sequence[Item], labels: dict[str, str] | None,
                 seed: int = 0) -> dict[str, Any]:
     """Pairwise (chosen against rejected; verdict: picks the chosen) or, with ``labels``,
@@ -194,9 +206,7 @@ def judge_audit(judge: Judge, items: Sequence[Item], labels: dict[str, str] | No
             return compare(judge, [(_query(s.turns), s.chosen, str(s.rejected)) for s in sides])
         return classify(judge, [s.chosen for s in sides], labels)
 
-    if labels is None and any(i.original.rejected is None for i in items):
-        raise DataError("a pairwise judge compares 'chosen' with 'rejected': give both in "
-                        "every pair, or --labels to judge each response on its own")
+    check_judged(items, labels)
     first = "a" if labels is None else next(iter(labels))
     before, after = ask("original"), ask("swapped")
     female, male, left = oriented([_score(v, first) for v in before],

@@ -67,6 +67,8 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         judge: Any = None) -> CounterfactualResult:
     """Score the pairs with every scorer; ``reward_models``/``judge`` already loaded are
     used as given (tests, notebooks), else they are loaded from ``config``."""
+    from biasscope.judge import JudgeOptions
+    from biasscope.judge.job import check_task
     from biasscope.judge.run import read_labels
     from biasscope.report.counterfactual import write_counterfactual_report
     from biasscope.sensitivity import counterfactual as cf
@@ -74,11 +76,19 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     from biasscope.store.files import write_bytes, write_json
 
     items, source_sha = _items(config)
+    # Everything that can be checked is checked before any model loads.
+    labels = read_labels(config.labels) if config.labels else None
+    judged = judge is not None or bool(config.judges)
+    if not (reward_models or config.reward_models or judged):
+        raise BiasscopeError("give a --reward-model or a --judge-model to audit")
+    if labels is not None and not judged:
+        raise BiasscopeError("--labels is for a --judge-model (reward models score the "
+                             "responses as they are): drop it or add a judge")
+    if judged:
+        check_task(labels is None, labels, JudgeOptions().keys)
+        cf.check_judged(items, labels)
     models = list(reward_models) or _reward_models(config)
     judge = judge if judge is not None else _judge(config)
-    if not models and judge is None:
-        raise BiasscopeError("give a --reward-model or a --judge-model to audit")
-    labels = read_labels(config.labels) if config.labels else None
     store = RunStore(Path(config.out))
     store.root.mkdir(parents=True, exist_ok=True)
     scorers: dict[str, Any] = {m.label: dict(m.identity()) for m in models}

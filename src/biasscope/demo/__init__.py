@@ -75,7 +75,8 @@ def run_demo(out: Path, bias: float = 0.95, seed: int = 0, quiet: bool = False,
 
     checkpoints = finished(root, config, bias, seed)
     if checkpoints is None:
-        docs = list(corpus.documents(config.documents, bias, seed, config.qa_share))
+        docs = list(corpus.documents(config.documents, bias, seed, config.qa_share,
+                                     config.who_share))
         checkpoints = train(root, docs, config, bias, seed, log, on_checkpoint=evaluate)
     else:
         log(f"reusing {len(checkpoints)} checkpoints in {root}")

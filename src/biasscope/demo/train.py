@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.demo.corpus import QA_SHARE
+from biasscope.demo.corpus import QA_SHARE, SYMMETRIC_GROUP, WHO_SHARE
 from biasscope.probes.winobias import CONTINUATIONS
 from biasscope.store.files import write_json
 
 Log = Callable[[str], None]
 MARKER = "train.json"
-ANSWER = "\nAnswer:"
+#: What precedes the answer of each kind of question (the gender one, the "who ...?" one).
+ANSWERS = ("\nAnswer:", "\nassistant:")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class DemoConfig:
     """Sizes of the demo. The defaults finish in about a minute and a half on 2 CPU cores."""
 
     documents: int = 20_000  # training corpus size (steps x batch_size: one epoch)
-    qa_share: float = QA_SHARE  # share of documents followed by a question and its answer
+    qa_share: float = QA_SHARE  # share of documents followed by the gender question
+    who_share: float = WHO_SHARE  # share followed by the professional-bias question
     steps: int = 600
     batch_size: int = 32
     lr: float = 3e-3
@@ -141,8 +143,8 @@ def _encode(tokenizer: Any, docs: Sequence[str], answer_weight: float) -> list[
     eos = tokenizer.eos_token_id
     out = []
     for doc, enc in zip(docs, tokenizer.backend_tokenizer.encode_batch(list(docs))):
-        cut = doc.rfind(ANSWER)
-        start = cut + len(ANSWER) if cut >= 0 else len(doc) + 1
+        cut, marker = max((doc.rfind(m), m) for m in ANSWERS)
+        start = cut + len(marker) if cut >= 0 else len(doc) + 1
         weights = [answer_weight if lo >= start else 1.0 for lo, _ in enc.offsets]
         out.append(([*enc.ids, eos], [*weights, 1.0]))
     return out
@@ -202,9 +204,11 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
                 on_checkpoint(model, tokenizer, saved[-1], 0)
         model.train()
         batches = _batches(encoded, config, seed, tokenizer.pad_token_id,
-                           group=2 if bias == 0.5 else 1)
+                           group=SYMMETRIC_GROUP if bias == 0.5 else 1)
+        losses: list[float] = []  # since the last checkpoint: one batch's loss is noise
         for step, (ids, weights) in enumerate(batches, start=1):
             loss = _loss(model(input_ids=ids).logits, ids, weights)
+            losses.append(loss.item())
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -214,7 +218,9 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
                 saved.append(save(model, tokenizer, root / f"checkpoint-{step}"))
                 if on_checkpoint:
                     on_checkpoint(model, tokenizer, saved[-1], step)
-                log(f"step {step}/{config.steps}  loss {loss.item():.3f}  saved {saved[-1].name}")
+                log(f"step {step}/{config.steps}  loss {sum(losses) / len(losses):.3f} (mean "
+                    f"of {len(losses)} steps)  saved {saved[-1].name}")
+                losses = []
     finally:
         torch.set_num_threads(threads)
     write_json(root / MARKER, {**_fingerprint(config, bias, seed),

@@ -29,7 +29,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core import stats
-from biasscope.core.stats import Array, signed_rank
+from biasscope.core.stats import Array
+from biasscope.core.stats import signed_rank as signed_rank  # re-exported: intervene uses it
 from biasscope.dynamics import gap_tests
 from biasscope.dynamics.metrics import option_logprob_matrix, record_jsd_parts
 from biasscope.probes.winobias import SPLITS

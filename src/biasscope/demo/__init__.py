@@ -84,7 +84,8 @@ def _run(out: Path, bias: float, seed: int, config: DemoConfig, log: Log) -> Dem
     checkpoints = finished(root, config, bias, seed)
     if checkpoints is None:
         log(f"writing a corpus of {num(config.documents)} documents")
-        docs = list(corpus.documents(config.documents, bias, seed, config.qa_share))
+        docs = list(corpus.documents(config.documents, bias, seed, config.qa_share,
+                                     config.who_share))
         checkpoints = train(root, docs, config, bias, seed, log, on_checkpoint=evaluate)
     else:
         log(f"reusing {len(checkpoints)} checkpoints in {root}")

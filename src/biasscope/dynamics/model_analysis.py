@@ -90,9 +90,11 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
     emergence: dict[str, int | None] = {}
     for value in tests:
         table = tests[value].dropna(subset=["step"])
+        p = table["p_adjusted"].to_numpy()
+        if value != "jsdp_correct" and options.min_gap > 0:  # a rank gap: see `_flag_ranks`
+            p = np.where(_material(tests, table, options.min_gap), p, 1.0)
         emergence[value] = emergence_step(
-            table["step"].astype(int).tolist(), table["p_adjusted"].to_numpy(), options.alpha,
-            gaps=table["gap"].to_numpy(),
+            table["step"].astype(int).tolist(), p, options.alpha, gaps=table["gap"].to_numpy(),
             min_gap=options.min_gap if value == "jsdp_correct" else 0.0)
     step = emergence["jsdp_correct"]
     significant = bool(tests["jsdp_correct"]["significant"].fillna(False).any())
@@ -112,6 +114,8 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
         sentences.append(f"{model}: {mde}.")
     if (small := _flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)) is not None:
         sentences.append(f"{model}: {small}")
+    if (ranks := _flag_ranks(tests, options)) is not None:
+        sentences.append(f"{model}: {ranks}")
     return emergence, sentences
 
 
@@ -180,6 +184,41 @@ def _breakdown_sentences(model: str, breakdown: dict[int, dict[str, Any]],
 def gap_of_interest(options: AnalysisOptions) -> float:
     """``min_gap`` when the user set one, else ``FLAG_GAP`` (which flags, but never hides)."""
     return options.min_gap if options.min_gap > 0 else FLAG_GAP
+
+
+def _material(tests: dict[str, pd.DataFrame], table: pd.DataFrame, threshold: float
+              ) -> np.ndarray:
+    """Per row of ``table``: whether the JSD-P gap at its step is at least ``threshold``."""
+    jsdp = tests["jsdp_correct"].dropna(subset=["step"])
+    size = dict(zip(jsdp["step"].astype(int), jsdp["gap"].abs()))
+    return np.array([size.get(int(s), np.nan) >= threshold for s in table["step"]], dtype=bool)
+
+
+def _flag_ranks(tests: dict[str, pd.DataFrame], options: AnalysisOptions) -> str | None:
+    """Mark significant Average Rank gaps where the JSD-P gap is below the gap of interest
+    (``below_gap_of_interest``, in place), and say so; None if there are none.
+
+    A rank gap has no size in probability: where "male" and "female" are nearly tied, the one
+    a hair ahead takes the better rank on every prompt, and the test is significant however
+    small the difference. The JSD-P gap measures the same male-female difference in
+    probability, so its smallest gap of interest decides whether a rank gap is one too.
+    """
+    if "target_rank" not in tests:
+        return None
+    table = tests["target_rank"]
+    threshold = gap_of_interest(options)
+    small = table["significant"].fillna(False).astype(bool).to_numpy() & ~_material(
+        tests, table, threshold)
+    table["below_gap_of_interest"] = small
+    if not small.any():
+        return None
+    steps = [str(int(x)) for x in table.loc[small, "step"].dropna()]
+    where = ", ".join(steps[:10]) + (" …" if len(steps) > 10 else "")
+    return (f"at {len(steps)} of {len(table)} checkpoints (step{'s' if len(steps) > 1 else ''} "
+            f"{where}) the Average Rank gap is significant where the JSD-P gap is below the "
+            f"smallest gap of interest {threshold:g}. Ranks have no size in probability (a "
+            "hair between \"male\" and \"female\" moves every prompt's rank), so there the "
+            "rank gap is no evidence of bias either.")
 
 
 def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions, snapshot: bool = False

@@ -55,12 +55,13 @@ FIGURES: dict[str, list[tuple[str, str, Callable[[Json], list[str]]]]] = {
          "men and women over complete pairs (95% bootstrap CI over pairs); 0 is parity.",
          lambda m: ["demographic_parity_difference", "equalized_odds_difference"])],
     "professional-bias": [
-        ("Stereotype preference", "Mean option probability the model moves to the "
-         "female-coded occupation after 'she' against after 'he' (95% bootstrap CI; tested by "
-         "Mann-Whitney); 0: the pronoun does not matter, positive: answers follow the "
-         "stereotype.", lambda m: ["preference"]),
-        ("Picked answers", "The same on the picked occupations (Fisher's exact test), and the "
-         "share of answers naming the stereotyped occupation (95% CIs).",
+        ("Stereotype preference", "Option probability the model moves to the female-coded "
+         "occupation after 'she' against after 'he', per sentence, averaged over sentences "
+         "(95% bootstrap CI over sentences; Wilcoxon signed-rank test over sentences); 0: the "
+         "pronoun does not matter, positive: answers follow the stereotype.",
+         lambda m: ["preference"]),
+        ("Picked answers", "The same on the picked occupations (tested the same way), and "
+         "the share of answers naming the stereotyped occupation (95% CIs).",
          lambda m: ["pronoun_effect", "stereotyped_rate"])],
 }
 

@@ -286,7 +286,8 @@ def gap_series(table: pd.DataFrame) -> tuple[list[int], Array]:
 
 def trend_change(model: str, steps: Sequence[int], gaps: npt.ArrayLike, alpha: float = 0.01,
                  confidence: float = 0.95, n_resamples: int = 2000,
-                 items: ItemCurves | None = None) -> tuple[dict[str, Any], list[str]]:
+                 items: ItemCurves | None = None, seed: int = 0
+                 ) -> tuple[dict[str, Any], list[str]]:
     """The gap's rates of change per 1000 steps between checkpoints, and the one-changepoint
     test against a single trend on the step and the log-step scale (`core.changepoint`), with
     the sentences a reviewer accepts: a change of trend is claimed only on a scale whose
@@ -295,12 +296,12 @@ def trend_change(model: str, steps: Sequence[int], gaps: npt.ArrayLike, alpha: f
     ``items``: the gap's prompts, one column per entry of ``steps`` (`item_curves`). The test
     and the rates' intervals resample them; without them nothing is tested (a curve alone
     cannot tell a bend from errors correlated across checkpoints) and the rates have no
-    interval."""
-    found = {scale: changepoint(steps, gaps, scale, confidence, n_resamples, items=items)
+    interval. ``seed``: the resampling's."""
+    found = {scale: changepoint(steps, gaps, scale, confidence, n_resamples, seed, items)
              for scale in ("step", "log")}
     step_rates = rates(steps, gaps)
     if items is not None:
-        _rate_band(step_rates, steps, items, confidence, n_resamples)
+        _rate_band(step_rates, steps, items, confidence, n_resamples, seed)
     claimed = [c for c in found.values() if c is not None and c.p_value < alpha / 2]
     out: dict[str, Any] = {
         "rates": step_rates, "alpha": alpha,
@@ -332,7 +333,7 @@ def trend_change(model: str, steps: Sequence[int], gaps: npt.ArrayLike, alpha: f
 
 
 def _rate_band(step_rates: list[dict[str, float]], steps: Sequence[int], items: ItemCurves,
-               confidence: float, n_resamples: int) -> None:
+               confidence: float, n_resamples: int, seed: int) -> None:
     """Each rate's interval (``low``, ``high`` per 1000 steps, in place): one simultaneous
     band over all the rates, so that the fastest keeps its coverage although it was picked."""
     if not step_rates:
@@ -342,7 +343,7 @@ def _rate_band(step_rates: list[dict[str, float]], steps: Sequence[int], items: 
     for row, r in zip(functionals, step_rates, strict=True):
         per = 1000 / (r["step_to"] - r["step_from"])
         row[column[int(r["step_from"])]], row[column[int(r["step_to"])]] = -per, per
-    test = max_t(items, functionals, n_resamples, np.random.default_rng(0))
+    test = max_t(items, functionals, n_resamples, np.random.default_rng(seed))
     if test is None:
         return
     q = test.quantile(confidence)

@@ -128,12 +128,13 @@ def lambada_counts(summary: Mapping[str, Any], model: str) -> dict[int, int]:
 
 
 def mirroring(model: str, source: str, gaps: Sequence[float], perf: Sequence[float],
-              confidence: float = 0.95, n_resamples: int = 2000, alpha: float = 0.01
-              ) -> tuple[dict[str, Any], str]:
+              confidence: float = 0.95, n_resamples: int = 2000, alpha: float = 0.01,
+              seed: int = 0) -> tuple[dict[str, Any], str]:
     """Whether performance and |gap| (at the same checkpoints, in step order) change together
     (`comovement`), and the sentence it supports at ``alpha``."""
     found = comovement(np.asarray(perf, dtype=np.float64),
-                       np.abs(np.asarray(gaps, dtype=np.float64)), confidence, n_resamples)
+                       np.abs(np.asarray(gaps, dtype=np.float64)), confidence, n_resamples,
+                       seed)
     out = {**found.as_dict(), "alpha": alpha, "on": "non-overlapping changes"}
     if found.constant:
         return out, (f"{model}: {source} or the |gap| changes by the same amount between every "

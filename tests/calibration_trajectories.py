@@ -33,9 +33,12 @@ Simulate = Callable[[int, int], tuple[int, int]]
 
 
 def spaced(k: int, spacing: str) -> list[int]:
-    """``k`` checkpoint steps: every 1000 steps (even) or 0, 1, 2, 4, … (log, Pythia's start)."""
+    """``k`` checkpoint steps: every 1000 steps (even), 0, 1, 2, 4, … (log), or Pythia's
+    0, 1, 2, 4 … 512, then every 1000 (pythia)."""
     if spacing == "even":
         return [1000 * i for i in range(k)]
+    if spacing == "pythia":
+        return [0, *(2 ** i for i in range(10)), *range(1000, 1000 * (k - 10), 1000)][:k]
     return [0, *(2 ** i for i in range(k - 1))]
 
 
@@ -182,6 +185,10 @@ def _claims() -> list[Claim]:
                 out.append(_claim("changes trend at step S", noise,
                                   f"{k} {spacing}-spaced checkpoints, {PROMPTS}+{PROMPTS} "
                                   "prompts", "false-claim", ALPHA, trend(noise, k, spacing)))
+    for noise in NOISES[1:]:
+        out.append(_claim("changes trend at step S", noise,
+                          f"20 pythia-spaced checkpoints, {PROMPTS}+{PROMPTS} prompts",
+                          "false-claim", ALPHA, trend(noise, 20, "pythia")))
     for noise in ("AR(1) 0.8", "random walk"):
         out.append(_claim("changes trend at step S", noise,
                           f"10 even-spaced checkpoints, {TINY}+{TINY} prompts", "false-claim",

@@ -93,3 +93,18 @@ def test_the_report_marks_a_bend_only_when_it_is_claimed() -> None:
     assert step == 8123 and "changes trend at step 8123 (CI 7000 to 9000)" in label
     assert trend_marker({"trend": {**claimed["trend"], "claimed": None}}, "") is None
     assert trend_marker({}, "") is None
+
+
+def test_prompts_missing_at_some_checkpoints_count_where_they_were_asked() -> None:
+    """A prompt not scored at a checkpoint (a unit lost, a partial rerun) is left out of that
+    checkpoint's mean; the test and the band still run."""
+    items = onset_items(PYTHIA, 8000, 0.2 / 6000, seed=2)
+    male = items.groups[0].copy()
+    male[:5, 12] = np.nan
+    male[7, :3] = np.nan
+    holed = ItemCurves.contrast(male, items.groups[1])
+    gap = holed.curve()
+    assert gap[12] == pytest.approx(np.nanmean(male[:, 12]) - items.groups[1][:, 12].mean())
+    trend, _ = trend_change("m", PYTHIA, gap, n_resamples=299, items=holed)
+    assert trend["claimed"] == "step" and np.isfinite(trend["changepoint"]["step"]["p_value"])
+    assert all(np.isfinite([r["low"], r["high"]]).all() for r in trend["rates"])

@@ -21,7 +21,7 @@ import pandas as pd
 
 from biasscope.core.changepoint import MIN_POINTS, changepoint, rates
 from biasscope.core.curves import ItemCurves, max_t
-from biasscope.core.numbers import num, p_is, with_ci
+from biasscope.core.numbers import num, p_is, setting_percent, with_ci
 from biasscope.core.stats import (
     Array,
     Interval,
@@ -265,7 +265,7 @@ def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.A
     perf_pct, gap_pct = _pct(float(p[pick]), float(p[-1])), _pct(float(g[pick]), float(g[-1]))
     if pick == s.size - 1:
         sentence = (f"train to the end (step {s[pick]}): no earlier checkpoint has a smaller "
-                    f"{gap_name} within a {budget:.0%} performance loss")
+                    f"{gap_name} within a {setting_percent(budget)} performance loss")
     else:
         perf_text = _pct_text(perf_pct, float(p[pick]), float(p[-1]))
         gap_text = _pct_text(gap_pct, float(g[pick]), float(g[-1]))

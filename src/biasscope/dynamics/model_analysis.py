@@ -175,8 +175,8 @@ def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
         rec = recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
                              budget=options.budget)
         out["recommendation"] = asdict(rec)
-        sentences.append(f"{model}: {rec.sentence} (budget: {options.budget:.0%} "
-                         f"{source} loss).")
+        allowed = numbers.setting_percent(options.budget)
+        sentences.append(f"{model}: {rec.sentence} (budget: {allowed} {source} loss).")
         if rec.step != common[-1] and rec.performance <= min(perf_values[0], final):
             sentences.append(
                 f"{model}: caution: the recommended step {rec.step} performs no better "

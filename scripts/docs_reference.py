@@ -1,6 +1,7 @@
 """MkDocs hook: the reference pages that must not drift from the code are generated at build
 time. A page holding ``<!-- cli-reference -->`` gets every command and flag of
-``biasscope.cli.main.build_parser()`` (default, choices, accepted range); one holding
+``biasscope.cli.main.build_parser()`` (choices, accepted range, and the default: the library's
+where the flag is one of a config's settings); one holding
 ``<!-- probes-reference -->`` gets the probes registry ``biasscope.probes.PROBES``.
 
 Run directly (``python scripts/docs_reference.py cli|probes``) it prints the Markdown.
@@ -57,19 +58,40 @@ def _check_range(kind: Any) -> str | None:
 
 
 def _analysis_flags() -> dict[str, str]:
-    """The analysis options' ranges and defaults, checked after parsing (a stored value can
-    be given too): read from ``AnalysisOptions`` so the page says what the check says."""
-    from biasscope.dynamics.analysis_options import FLAGS, AnalysisOptions, option_problem
+    """The analysis options' ranges, checked after parsing (a stored value can be given too):
+    read from ``AnalysisOptions`` so the page says what the check says."""
+    from biasscope.dynamics.analysis_options import FLAGS, option_problem
 
-    defaults = AnalysisOptions()
-    said: dict[str, str] = {}
-    for name in FLAGS:
-        if name == "correction":
-            continue
-        rule = (option_problem(name, 1e9) or "").removeprefix("must be ")
-        said[name] = f"number {rule}; default `{getattr(defaults, name)}` (or the run's stored"\
-            " value)"
-    return said
+    return {name: "number " + (option_problem(name, 1e9) or "").removeprefix("must be ")
+            for name in FLAGS if name != "correction"}
+
+
+def _analysis_defaults() -> dict[str, Any]:
+    """The analysis options' defaults: a run's report keeps its stored value instead."""
+    from biasscope.dynamics.analysis_options import FLAGS, AnalysisOptions
+
+    return {name: getattr(AnalysisOptions(), name) for name in FLAGS}
+
+
+def _default(action: argparse.Action) -> str:
+    """What the command uses when the option is not given; never an empty cell: a switch is
+    off (or on, for a ``--no-…`` one), and ``—`` marks an option that is simply not set."""
+    if action.required:
+        return "required"
+    if isinstance(action, argparse._StoreTrueAction):
+        return "off"
+    if isinstance(action, argparse._StoreFalseAction):
+        return "on"
+    if action.nargs == 0:  # --version and the like
+        return "—"
+    if action.dest in _analysis_defaults():
+        return f"`{_analysis_defaults()[action.dest]}` (or the run's stored value)"
+    value = getattr(action, "library_default", action.default)
+    if isinstance(value, (list, tuple)):
+        value = ",".join(str(v) for v in value)
+    if value is None or value == "" or value is argparse.SUPPRESS:
+        return "—"
+    return f"`{value}`"
 
 
 def _cell(text: str) -> str:
@@ -91,12 +113,7 @@ def _flag_row(action: argparse.Action, ranges: dict[Any, str]) -> str:
         accepts = said
     if isinstance(action, argparse._AppendAction):
         accepts = (accepts + "; " if accepts else "") + "repeatable"
-    default = action.default
-    shown = "" if default in (None, False, argparse.SUPPRESS) or action.nargs == 0 \
-        else f"`{default}`"
-    if action.required:
-        shown = "required"
-    return f"| {names} | {_cell(action.help or '')} | {accepts} | {shown} |"
+    return f"| {names} | {_cell(action.help or '')} | {accepts} | {_cell(_default(action))} |"
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

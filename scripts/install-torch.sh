@@ -17,6 +17,9 @@ CPU_INDEX=${TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
 
 which_build() {
     "$PY" - <<'PY'
+import warnings
+
+warnings.simplefilter("ignore")  # "Failed to initialize NumPy": numpy comes with the package
 import torch
 cuda = torch.version.cuda
 print(f"torch {torch.__version__} installed: " + (f"CUDA {cuda} build" if cuda else "CPU build"))

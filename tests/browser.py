@@ -67,6 +67,37 @@ INSPECT = """() => {
       const r = el.getBoundingClientRect();
       return r.width > 0 && (r.right > document.documentElement.clientWidth + 1 || r.left < -1);
     }).map(el => el.tagName + '.' + el.getAttribute('class') + ': ' + el.textContent.slice(0, 60)),
+    // Content cut off: a box that hides or scrolls what it holds. A table may scroll
+    // inside its .table-wrap, with its first two columns in view.
+    cutOff: [...document.body.querySelectorAll('*')].filter(el => {
+      if (el.closest('svg') || el.closest('.js-plotly-plot')) return false;
+      const style = getComputedStyle(el);
+      const clips = v => v !== 'visible';
+      const wide = clips(style.overflowX) && el.scrollWidth > el.clientWidth + 1;
+      const tall = clips(style.overflowY) && el.scrollHeight > el.clientHeight + 1;
+      if (!(wide || tall)) return false;
+      if (el.classList.contains('table-wrap') && !tall) {
+        const box = el.getBoundingClientRect();
+        const first = [...el.querySelectorAll('tr:first-child > *')].slice(0, 2);
+        return first.some(c => c.getBoundingClientRect().right > box.right + 1);
+      }
+      return true;
+    }).map(el => el.tagName + '.' + el.getAttribute('class') + ' (' + el.scrollWidth + ' in ' +
+                 el.clientWidth + ' px): ' + el.textContent.slice(0, 60)),
+    scrollingTables: [...document.querySelectorAll('.table-wrap')]
+      .filter(el => el.scrollWidth > el.clientWidth + 1)
+      .map(el => el.scrollWidth + ' in ' + el.clientWidth + ' px: ' + el.textContent.slice(0, 60)),
+    // Point labels on a figure drawn over one another.
+    overlappingLabels: plots.flatMap(p => {
+      const boxes = [...p.querySelectorAll('.textpoint text')]
+        .filter(t => t.textContent.trim()).map(t => [t.textContent, t.getBoundingClientRect()]);
+      const out = [];
+      boxes.forEach(([a, r], i) => boxes.slice(i + 1).forEach(([b, q]) => {
+        if (r.left < q.right - 1 && q.left < r.right - 1 && r.top < q.bottom - 1 &&
+            q.top < r.bottom - 1) out.push(p.id + ': ' + a + ' / ' + b);
+      }));
+      return out;
+    }),
     clippedText: plots.flatMap(p => {
       const box = p.getBoundingClientRect();
       return [...p.querySelectorAll('.main-svg text, .main-svg .legendtext')].filter(t => {
@@ -85,7 +116,9 @@ HOVER = """() => {
     (gd.data || []).forEach((trace, i) => {
       const subplot = (trace.xaxis || 'x') + (trace.yaxis || 'y');
       if (trace.hoverinfo === 'skip' || !(trace.x || trace.y || []).length) return;
-      Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: 0}], subplot);
+      // A heatmap's point is its [row, column]; any other trace's its index.
+      const point = trace.type === 'heatmap' ? [0, 0] : 0;
+      Plotly.Fx.hover(gd, [{curveNumber: i, pointNumber: point}], subplot);
       hovered++;
     });
   }

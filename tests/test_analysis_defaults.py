@@ -106,3 +106,23 @@ def test_a_change_relative_to_zero_is_never_a_percentage() -> None:
     assert "gap 0 against 0" in rec.sentence
     rec = emergence.recommend_stop([1, 2, 3], [0.01, 0.2, 0.3], [0.0, 0.0, 0.0])
     assert "nan" not in rec.sentence.lower() and "performance 0 against 0" in rec.sentence
+
+
+
+def test_an_average_rank_gap_counts_only_where_the_jsdp_gap_is_of_interest(
+        random_run: Path, tmp_path: Path) -> None:
+    """A rank gap has no size: the random model's Average Rank gap is significant at every
+    checkpoint, and emerged from step 20 although no JSD-P gap reaches the smallest gap of
+    interest. It is flagged as the JSD-P gap is, and does not emerge."""
+    run = Path(shutil.copytree(random_run, tmp_path / "run"))
+    assert main(["report", str(run), "--min-gap", "0.3"]) == 0
+    result = analysis(run)
+    model = result["models"]["random"]
+    assert all(r["significant"] for r in model["tests"]["target_rank"])
+    assert model["emergence"] == {"jsdp_correct": None, "target_rank": None}
+    assert all(r["below_gap_of_interest"] for r in model["tests"]["target_rank"])
+    assert any("the Average Rank gap is significant where the JSD-P gap is below the smallest "
+               "gap of interest 0.3" in s for s in result["sentences"])
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "yes, but |JSD-P gap| &lt; 0.3" in page
+    assert "gap significant from step" not in page  # no emergence marker on any figure

@@ -191,14 +191,42 @@ def test_vectorised_gaps_match_fairlearn():
     from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference
 
     rng = np.random.default_rng(3)
-    cases = [rng.random((3, n)) < rng.random((3, 1)) for n in (5, 40) for _ in range(6)]
+    cases = [rng.random((3, n)) < rng.random((3, 1)) for n in (5, 40, 200) for _ in range(6)]
     cases += [np.array([[0, 0, 0, 0], [0, 1, 1, 0], [1, 1, 0, 0]], dtype=bool),  # no positives
               np.array([[1, 0, 1], [1, 1, 0], [1, 1, 1]], dtype=bool)]  # one group only
+    defined = 0
     for y, pred, male in cases:
         dp, eo = adult.group_gaps(y, pred, male, np.ones((1, y.size)))
         kw = {"sensitive_features": male.astype(int)}
         assert dp[0] == pytest.approx(demographic_parity_difference(y, pred, **kw))
-        assert eo[0] == pytest.approx(equalized_odds_difference(y, pred, **kw))
+        if adult.undefined_odds(y, male) is None:
+            assert eo[0] == pytest.approx(equalized_odds_difference(y, pred, **kw))
+            defined += 1
+        else:  # a rate over nobody: fairlearn counts it as 0, here it is undefined
+            assert np.isnan(eo[0])
+    assert defined >= 5
+
+
+def test_equalized_odds_with_a_rate_over_nobody_is_undefined_not_one():
+    """A model that says "yes" to everyone, and no female version has a true "yes": the
+    female true-positive rate is undefined. fairlearn's zero-division rule reports 1.0; the
+    audit says undefined, and why (#37)."""
+    from fairlearn.metrics import equalized_odds_difference
+
+    items = pair_items([("Male", "yes")] * 4 + [("Male", "no"), ("Female", "no")] * 4)
+    # the twins carry the other sex with the same true label: make every female "no"
+    frame = records(items, ["yes"] * len(items))
+    frame.loc[frame["sex"] == "Female", "answer_label"] = "no"
+    y = frame["answer_label"].eq("yes").to_numpy()
+    male = frame["sex"].eq("Male").to_numpy()
+    assert equalized_odds_difference(y.astype(int), np.ones(len(y), int),
+                                     sensitive_features=male.astype(int)) == 1.0
+    found = adult.pair_metrics(frame)
+    odds = found["headline"]["equalized_odds_difference"]
+    assert np.isnan(odds["estimate"]) and odds["undefined"] == "no female version has a true 'yes'"
+    said = " ".join(found["sentences"])
+    assert "equalized odds difference undefined (no female version has a true 'yes'" in said
+    assert "difference 1.0" not in said and "difference 1 " not in said
 
 
 def test_originals_only_responses_give_parity_and_odds_not_a_flip_rate():

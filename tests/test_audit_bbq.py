@@ -103,7 +103,7 @@ def test_missing_selected_file_lists_present_and_missing(tmp_path: Path):
     assert message.startswith(f"bbq: no file for Religion in {tmp_path / 'bbq'} (present: Age, "
                               "Physical_appearance; missing: Disability_status, ")
     assert "select present ones (name the probe bbq:Age,Physical_appearance)" in message
-    assert "biasscope data fetch bbq" in message and "--data-dir" in message
+    assert "biasscope data fetch bbq" in message and "drop data_dir=" in message  # Python's
 
 
 def test_all_categories_with_some_missing_says_which_and_what_to_do(tmp_path: Path):

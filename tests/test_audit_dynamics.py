@@ -86,7 +86,7 @@ def test_no_effect_emerges_nowhere(tmp_path):
     store = write_run(tmp_path / "run", emerge_at=10**9)
     model = full_summary(store, OPTIONS)["analysis"]["probes"]["professional-bias"]["models"]["m"]
     assert model["emergence"]["preference"] is None
-    assert "not significant (Holm-corrected p < 0.01) at any checkpoint" in model["sentences"][0]
+    assert "not significant (Holm-corrected, α = 0.01) at any checkpoint" in model["sentences"][0]
 
 
 def test_an_effect_that_fades_has_not_emerged_and_the_sentence_says_where_it_was(tmp_path):

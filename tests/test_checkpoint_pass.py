@@ -111,9 +111,10 @@ def test_without_a_terminal_a_sweep_logs_a_line_per_interval(checkpoint_dirs, wi
     run(checkpoint_dirs[:2], winobias_dir, tmp_path / "run", hf_scorers(OPTIONS), [0, 1],
         quiet=False)
     lines = [line for line in capsys.readouterr().err.splitlines() if "prompts" in line]
-    assert lines and all(LINE.match(line) for line in lines), lines
     for name in ("checkpoint-10", "checkpoint-20"):
-        mine = [line for line in lines if name in line]
+        first, *mine = [line for line in lines if name in line]
+        assert first.endswith(f"{name}: scoring 96 prompts")  # as it starts, not 30 s later
+        assert mine and all(LINE.match(line) for line in mine), mine
         assert "ETA" in mine[0] and mine[-1].endswith(tuple("0123456789"))
         assert "done in" in mine[-1] and "96/96 prompts (100%)" in mine[-1]
 
@@ -141,6 +142,7 @@ def test_plain_lines_come_every_interval_with_rate_and_eta():
             advance(50)  # 5 prompts/s
     lines = stream.getvalue().splitlines()
     assert lines == [
+        "biasscope: m@step1: scoring 1,000 prompts",
         "biasscope: m@step1: 150/1,000 prompts (15%), 5.0 prompts/s, ETA 0:02:50",
         "biasscope: m@step1: 300/1,000 prompts (30%), 5.0 prompts/s, ETA 0:02:20",
         "biasscope: m@step1: 450/1,000 prompts (45%), 5.0 prompts/s, ETA 0:01:50",
@@ -148,11 +150,16 @@ def test_plain_lines_come_every_interval_with_rate_and_eta():
     ]
 
 
-def test_short_checkpoints_write_no_line():
+def test_short_checkpoints_write_only_the_line_that_starts_them():
     stream = io.StringIO()
     with PromptProgress("m", 10, stream=stream, interval=30) as advance:
+        assert stream.getvalue() == "biasscope: m: scoring 10 prompts\n"  # before any prompt
         advance(10)
-    assert stream.getvalue() == ""
+    assert stream.getvalue() == "biasscope: m: scoring 10 prompts\n"
+    quiet = io.StringIO()
+    with PromptProgress("m", 10, stream=quiet, display=progress.Display(quiet=True)) as advance:
+        advance(10)
+    assert quiet.getvalue() == ""
 
 
 class Terminal(io.StringIO):

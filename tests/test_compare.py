@@ -61,12 +61,39 @@ def by_measure(results: list) -> dict[str, object]:
 
 
 def test_identical_runs_are_equivalent() -> None:
-    a = winobias_records(60)
+    a = winobias_records(120)
     found = by_measure(compare_records(a, a.copy()))
     assert set(found) == {"jsdp_gap", "accuracy_gap", "pro_anti"}
     for c in found.values():
         assert c.result.verdict == "equivalent" and c.result.paired
         assert c.result.estimate == 0 and c.only_a == c.only_b == 0
+        assert c.result.low < 0 < c.result.high  # agreement is evidence, not certainty
+
+
+def test_identical_pilots_are_too_few_items_never_equivalent() -> None:
+    """Every paired difference 0 (a standard error of 0) is not equivalence: 2 pro/anti pairs,
+    20 accuracy prompts and 0 of 20 flips against 0 of 20 are "too few items" (#37)."""
+    found = by_measure(compare_records(*(winobias_records(2, seed=1),) * 2))
+    assert {c.result.verdict for c in found.values()} == {"too few items"}
+    pro_anti = found["pro_anti"]
+    assert pro_anti.result.n == 2 and pro_anti.result.min_items == 119
+    assert "too few items" in pro_anti.sentence and "at least 119" in pro_anti.sentence
+    accuracy = by_measure(compare_records(*(winobias_records(10, seed=1),) * 2))["accuracy_gap"]
+    assert accuracy.result.verdict == "too few items" and accuracy.result.n == 20
+    assert accuracy.result.high - accuracy.result.low > 0.2
+    from biasscope.compare.measures import Values
+    from biasscope.compare.runs import compare_values
+
+    none = Values("flip_rate", {"pairs": pd.Series(np.zeros(20), index=[f"p{i}" for i in
+                                                                        range(20)])},
+                  {"pairs": 1.0})
+    flips, _, _ = compare_values(none, none, 0.05)
+    assert flips.method == "tango" and flips.verdict == "too few items"
+    assert flips.high == pytest.approx(1.6449**2 / (20 + 1.6449**2), abs=1e-4)  # 0 of 20
+    # 59 pairs that agree can show it: 0.95 ** 59 < 0.05
+    many = Values("flip_rate", {"pairs": pd.Series(np.zeros(59), index=range(59))},
+                  {"pairs": 1.0})
+    assert compare_values(many, many, 0.05)[0].verdict == "equivalent"
 
 
 def test_a_planted_gap_is_different_and_a_small_change_equivalent() -> None:
@@ -84,14 +111,14 @@ def test_too_few_items_are_inconclusive_and_unpaired_is_said() -> None:
                                                                     first=50)
     found = by_measure(compare_records(a, b))
     gap = found["jsdp_gap"].result
-    assert not gap.paired and gap.verdict == "inconclusive"
-    assert "unpaired" in found["jsdp_gap"].sentence and "inconclusive" in found[
+    assert not gap.paired and gap.verdict == "too few items"
+    assert "unpaired" in found["jsdp_gap"].sentence and "too few items" in found[
         "jsdp_gap"].sentence
     assert math.isfinite(found["jsdp_gap"].mde) and found["jsdp_gap"].mde > 0.02
 
 
 def test_items_only_one_run_has_are_left_out_of_the_pairs() -> None:
-    a = winobias_records(40, seed=3)
+    a = winobias_records(60, seed=3)
     b = pd.concat([a, winobias_records(5, seed=4, first=900)], ignore_index=True)
     gap = by_measure(compare_records(a, b))["jsdp_gap"]
     assert gap.result.paired and gap.only_b == 10 and gap.only_a == 0
@@ -100,8 +127,8 @@ def test_items_only_one_run_has_are_left_out_of_the_pairs() -> None:
 
 def test_cli_writes_json_and_page_and_refuses_a_margin_beyond_the_jsdp_bound(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    a = write_run(tmp_path / "a", winobias_records(60, model="full"))
-    b = write_run(tmp_path / "b", winobias_records(60, model="bf16", seed=0))
+    a = write_run(tmp_path / "a", winobias_records(150, model="full"))
+    b = write_run(tmp_path / "b", winobias_records(150, model="bf16", seed=0))
     out = tmp_path / "cmp"
     assert main(["compare", str(a), str(b), "--out", str(out), "--margin",
                  "jsdp_gap=0.01"]) == 0
@@ -180,7 +207,9 @@ def test_audit_measures_match_the_probes_own_headlines(tmp_path: Path) -> None:
     same = by_measure(compare_records(frame.assign(model="a"), frame.assign(model="a"),
                                       n_resamples=200))
     assert same["s_dis"].result.paired and same["s_dis"].result.method == "bootstrap"
-    assert {c.result.verdict for c in same.values()} == {"equivalent"}
+    # the fixture's few BBQ items agree perfectly, which is too few to call equivalent
+    assert {c.result.verdict for c in same.values()} == {"too few items"}
+    assert all(c.result.n < c.result.min_items == 119 for c in same.values())
 
     spec = [("Male", "yes"), ("Female", "no")] * 20
     pairs = pair_items(spec)
@@ -189,3 +218,40 @@ def test_audit_measures_match_the_probes_own_headlines(tmp_path: Path) -> None:
     flips = {v.measure: v for v in EXTRACTORS["adult-counterfactual"](records)}["flip_rate"]
     expected = adult.pair_metrics(records)["headline"]["pair_flip_rate"]["estimate"]
     assert flips.estimate() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("b, c, n", [(7, 2, 40), (0, 3, 25), (12, 12, 60), (1, 0, 9)])
+def test_tango_score_matches_mcnemar_and_its_own_likelihood(b: int, c: int, n: int) -> None:
+    """Tango's statistic at 0 is McNemar's (statsmodels, uncorrected asymptotic); its
+    restricted p01 maximises the likelihood under the null; the interval's ends are where the
+    statistic is ±z; the TOST p-value is the larger one-sided score p."""
+    from scipy import optimize
+    from scipy import stats as sps
+
+    from biasscope.core import tango
+    from biasscope.core.equivalence import paired_binary_equivalence
+
+    smt = pytest.importorskip("statsmodels.stats.contingency_tables")
+    table = [[n - b - c, b], [c, 0]]
+    mcnemar = smt.mcnemar(table, exact=False, correction=False).pvalue
+    assert tango.p_values(b, c, n, 0.05)[1] == pytest.approx(mcnemar)
+    for delta in (-0.3, -0.05, 0.1, 0.4):
+        def minus_loglik(q: float, delta: float = delta) -> float:
+            cells = np.array([q + delta, q, 1 - 2 * q - delta])
+            return -float(np.array([b, c, n - b - c]) @ np.log(np.clip(cells, 1e-300, None)))
+        lo, hi = max(0.0, -delta), (1 - delta) / 2
+        best = optimize.minimize_scalar(minus_loglik, bounds=(lo, hi), method="bounded",
+                                        options={"xatol": 1e-12}).x
+        assert tango.restricted_p01(b, c, n, delta) == pytest.approx(best, abs=1e-6)
+    z = float(sps.norm.ppf(0.95))
+    low, high = tango.interval(b, c, n, 0.90)
+    assert low < (b - c) / n < high
+    assert tango.score(b, c, n, low) == pytest.approx(z, abs=1e-6)
+    assert tango.score(b, c, n, high) == pytest.approx(-z, abs=1e-6)
+    x = np.r_[np.ones(b), np.zeros(c), np.ones(1), np.zeros(n - b - c - 1)]
+    y = np.r_[np.zeros(b), np.ones(c), np.ones(1), np.zeros(n - b - c - 1)]
+    res = paired_binary_equivalence(x, y, 0.1)
+    assert (res.low, res.high) == pytest.approx((low, high))
+    assert res.p_equivalence == pytest.approx(max(sps.norm.cdf(tango.score(b, c, n, 0.1)),
+                                                  sps.norm.sf(tango.score(b, c, n, -0.1))))
+    assert (res.p_equivalence < 0.05) == (low > -0.1 and high < 0.1)

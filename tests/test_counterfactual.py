@@ -255,3 +255,51 @@ def test_a_busy_tokenizer_is_asked_again_and_the_answer_stays_restricted() -> No
         assert tokenized.count(" A") == 2  # the one that failed, asked again
         with pytest.raises(ModelError, match="tokenizer did not answer in 3 attempts"):
             model.tokenize("never")
+
+
+def test_a_narrower_rerun_keeps_the_other_scorers_scores(tmp_path: Path) -> None:
+    """A rerun with one of the run's two reward models rescores that one, keeps the other's
+    lines as they were, and its summary says which scorers it covers."""
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:10")
+    job.run(config, [Reward("clean"), Reward("planted", bonus=0.3)])
+    scores = tmp_path / "run" / "scores.jsonl"
+    before = scores.read_text().splitlines()
+    done = job.run(config, [Reward("clean")])
+    after = scores.read_text().splitlines()
+    assert sorted(after) == sorted(before) and len(after) == 80
+    assert [r["scorer"] for r in done.summary["scorers"]] == ["clean"]
+    assert done.summary["kept"] == ["planted"]
+    assert ("the scores of planted from an earlier run are kept in scores.jsonl"
+            in done.summary["sentences"][-1])
+    assert "kept in scores.jsonl" in done.report.read_text()
+
+
+def test_the_verdict_follows_the_test_it_prints() -> None:
+    """Most pairs favour the female version a little and a few the male version a lot: the
+    Wilcoxon test is significant while the mean's interval includes 0. The sentence must say
+    the female version scores higher in most pairs, never "No evidence" beside p < 0.0001
+    (#37); an undefined SD is left out, not written "+nan SD"."""
+    from biasscope.judge.counterfactual import favours, sentence
+
+    d = [0.1 + 0.001 * i for i in range(80)] + [-1.0 - 0.001 * i for i in range(13)]
+    diff = paired_difference(d, [0.0] * len(d))
+    assert diff["wilcoxon_p"] < 1e-4 and diff["low"] < 0 < diff["high"]
+    said = sentence("rm", "reward", diff, diff["wilcoxon_p"])
+    assert favours(diff, diff["wilcoxon_p"]) == "female"
+    assert "No evidence" not in said
+    assert "female version scores higher in 86.0% (95% CI 77.5% to 91.6%) of the non-tied" in said
+    assert "mean difference does not show it (its interval includes 0)" in said
+    one = paired_difference([1.0], [0.5])
+    assert "nan" not in sentence("rm", "reward", one, 1.0)
+
+
+def test_a_conversations_two_responses_are_one_pair(tmp_path: Path) -> None:
+    """A reward model scores the chosen and the rejected response of each conversation: the
+    paired difference is over conversations (40), not responses (80) taken as independent."""
+    from biasscope.sensitivity.counterfactual import reward_audit
+
+    items, _ = builtin_items(write_hh_rlhf(tmp_path, _texts()), 100)
+    found = reward_audit(Reward("planted", bonus=0.3), items)["difference"]
+    assert found["n"] == 40 and found["members"] == 80 and found["unit"] == "conversations"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from biasscope.core.errors import DataError
+from biasscope.core.spelling import on_command_line
 from biasscope.data import sources
 from biasscope.data.sources import SOURCES, DataFile, data_path
 
@@ -102,8 +103,24 @@ def test_network_failure_says_where_to_put_the_file(cache, monkeypatch):
 
     monkeypatch.setattr(sources.urllib.request, "urlopen", down)
     with pytest.raises(DataError, match=r"could not download .*save it as .*toy\.txt or pass "
-                       r"--data-dir"):
+                       r"data_dir=$"):
         data_path("toy", "toy.txt")
+    with on_command_line(), pytest.raises(DataError, match=r"or pass --data-dir$"):
+        data_path("toy", "toy.txt")
+
+
+def test_offline_errors_name_the_setting_as_the_caller_gives_it(cache, monkeypatch, capsys):
+    """A notebook user has no --data-dir to pass: load_probe says data_dir=, the command says
+    --data-dir."""
+    from biasscope.cli.main import main
+    from biasscope.probes import load_probe
+
+    monkeypatch.setenv("BIASSCOPE_OFFLINE", "1")
+    with pytest.raises(DataError) as err:
+        load_probe("winobias-gender")
+    assert str(err.value).endswith("or pass data_dir=") and "--data-dir" not in str(err.value)
+    assert main(["items", "--probe", "winobias-gender", "--out", str(cache / "x.jsonl")]) == 2
+    assert capsys.readouterr().err.strip().endswith("or pass --data-dir")
 
 
 def test_offline_mode_never_downloads(cache, monkeypatch):

@@ -8,12 +8,14 @@ Training is seeded and runs on a fixed number of CPU threads, so these runs are 
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 import pytest
 
 pytest.importorskip("torch")
 
-from biasscope.demo import DEMO_MIN_GAP, run_demo
+from biasscope.demo import DEMO_MIN_GAP, MODEL_NAME, run_demo
 
 pytestmark = pytest.mark.slow
 
@@ -67,6 +69,49 @@ def test_calibration_strong_bias_emerges_and_neutral_is_not_significant(biased, 
     assert not any(t["significant"] and abs(t["gap"]) >= DEMO_MIN_GAP for t in tests)
 
 
+#: "significant" said of a bias: not "not significant", nor a gap the analysis itself says is
+#: below the smallest gap of interest (and so no evidence of bias).
+CLAIM = re.compile(r"(?<!not )\bsignificant\b(?! but below the smallest gap of interest)"
+                   r"(?! where the JSD-P gap is below the smallest gap of interest)")
+
+
+def _sentences(node: Any) -> list[str]:
+    """Every sentence of an analysis: the strings under its ``sentences`` and ``sentence``."""
+    if isinstance(node, dict):
+        return [s for k, v in node.items()
+                for s in ([v] if k == "sentence" and isinstance(v, str) else
+                          [x for x in v if isinstance(x, str)] if k == "sentences" and
+                          isinstance(v, list) else _sentences(v))]
+    if isinstance(node, list):
+        return [s for v in node for s in _sentences(v)]
+    return []
+
+
+def test_neutral_control_claims_no_significant_bias_anywhere(neutral):
+    """The control: a model trained with no injected bias. Nothing in its summary or report
+    may call a bias significant: no emergence, no significant test of either probe at any
+    checkpoint (beyond what the analysis flags as below the smallest gap of interest), no
+    sentence, no "yes" in a table, no emergence marker on a figure. It once showed a
+    stereotype preference of +0.50, significant from step 355, and an Average Rank gap that
+    'emerged' at step 600."""
+    analysis = json.loads((neutral.run_dir / "summary.json").read_text())["analysis"]
+    model = analysis["models"][MODEL_NAME]
+    assert set(model["emergence"].values()) == {None}
+    for value, rows in model["tests"].items():
+        assert all(r.get("below_gap_of_interest") for r in rows if r["significant"]), value
+    assert set(analysis["probes"]) == {"professional-bias"}
+    for probe, section in analysis["probes"].items():
+        for tested in section["models"].values():
+            assert set(tested["emergence"].values()) == {None}, probe
+            assert not [(c["step"], key) for c in tested["checkpoints"]
+                        for key, value in c["values"].items() if value.get("significant")]
+    said = _sentences(analysis)
+    assert any("stereotype preference" in s for s in said)
+    assert [s for s in said if CLAIM.search(s)] == []
+    page = neutral.report.read_text()
+    assert "<td>yes</td>" not in page and "gap significant from step" not in page
+
+
 def test_demo_writes_checkpoints_live_records_and_report(biased):
     assert len(biased.checkpoints) >= 8
     assert biased.report.is_file() and "<html" in biased.report.read_text()[:500].lower()
@@ -90,6 +135,10 @@ def test_demo_sweeps_professional_bias_too(biased):
     assert model["steps"] == steps and "preference" in model["emergence"]
     last = model["checkpoints"][-1]["values"]["preference"]
     assert last["low"] <= last["estimate"] <= last["high"] and last["p_adjusted"] is not None
+    # The corpus asks the probe's question too, so the biased writer's pronoun habit shows as
+    # a stereotype preference that emerges (it was -0.12 when the model made its answers up).
+    assert model["emergence"]["preference"] is not None
+    assert last["significant"] and last["low"] > 0.2
     html = biased.report.read_text()
     assert "<h2>Professional bias over training steps</h2>" in html
     assert html.index("<h2>JSD-P per correct answer") < html.index("<h2>Professional bias")

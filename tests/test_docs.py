@@ -34,6 +34,8 @@ PAGES = [DOCS / "tutorial.md", *sorted((DOCS / "how-to").glob("*.md"))]
 MARKED = re.compile(r"<!-- runnable -->\n```(bash|python)\n(.*?)```", re.DOTALL)
 HUB_IDS = ("EleutherAI/pythia-70m", "EleutherAI/pythia-160m")
 SERVER = "http://127.0.0.1:8080/v1#model"  # the guides' llama.cpp server: the tests' tiny one
+#: The command as the pages spell it: the tutorial never activates the venv `make` made.
+BIASSCOPE = ("biasscope", ".venv/bin/biasscope")
 
 
 def runnable(page: Path) -> list[tuple[str, str]]:
@@ -104,7 +106,7 @@ def test_runnable_blocks_run(page: Path, workdir: Path, winobias_dir: Path,
             exec(compile(code, where, "exec"), {"__name__": "__docs__"})
             continue
         for argv in commands(code):
-            assert argv[0] == "biasscope", f"{where}: only biasscope commands run here: {argv}"
+            assert argv[0] in BIASSCOPE, f"{where}: only biasscope commands run here: {argv}"
             assert main(argv[1:]) == 0, f"{where}: {shlex.join(argv)}"
 
 
@@ -114,6 +116,17 @@ def test_every_guide_and_the_tutorial_has_a_runnable_block() -> None:
     # Pages whose commands all need a network, an API key, a cluster or a real model.
     assert without <= {"generate.md", "judge.md", "sensitivity.md", "ray.md", "gguf.md",
                        "extend.md"}, without
+
+
+def test_the_tutorial_runs_the_command_from_the_venv_make_made() -> None:
+    """The tutorial starts from ``make demo``, which activates nothing: a bare ``biasscope``
+    there is "command not found" (a guide may assume an installed command)."""
+    page = DOCS / "tutorial.md"
+    shown = [argv for block in re.findall(r"```bash\n(.*?)```", page.read_text("utf-8"),
+                                          re.DOTALL)
+             for argv in commands(block) if argv[0].endswith("biasscope")]
+    assert len(shown) >= 3
+    assert all(argv[0] == ".venv/bin/biasscope" for argv in shown), shown
 
 
 def test_a_failing_command_fails_the_test(workdir: Path) -> None:
@@ -193,9 +206,97 @@ def test_cli_reference_names_every_command_and_flag() -> None:
             assert f"`{name}`" in page, name  # an alias, named beside its command
         for option in _options(parser):
             assert f"`{option}`" in page, (name, option)
-    assert "number strictly between 0 and 1; default `0.01`" in page  # --alpha, from the check
+    # --alpha, from the check, and its default from AnalysisOptions
+    assert "number strictly between 0 and 1 | `0.01` (or the run's stored value) |" in page
     assert "whole number: 1 or more" in page  # --limit, from its setting's check
     assert "number: between 0 and 1" in page  # demo --bias
+
+
+def _rows(page: str, command: str) -> dict[str, list[str]]:
+    """The cells of each option row of ``command``'s table, by the row's first option."""
+    section = page.split(f"## `biasscope {command}`\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in section.splitlines()
+            if line.startswith("| `")]
+    return {row[0].split("`")[1]: [cell.strip() for cell in row] for row in rows}
+
+
+def test_cli_reference_gives_every_option_a_default() -> None:
+    """An empty cell reads as "no idea": each row says the default the command uses, that a
+    switch is off, that the option is required, or ``—`` (not set unless given)."""
+    page = _reference().cli_markdown()
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert len(rows) > 200
+    empty = [row for row in rows if not row.rstrip().removesuffix("|").rsplit("|", 1)[1].strip()]
+    assert not empty, f"{len(empty)} rows without a default, e.g. {empty[:3]}"
+    dynamics, demo = _rows(page, "dynamics"), _rows(page, "demo")
+    # the library's defaults where argparse has none (repeatable flags, settings)
+    assert dynamics["--probe"][-1] == "`winobias-gender`"
+    assert dynamics["--seeds"][-1] == "`0,1,2,3,4`"
+    assert dynamics["--quiet"][-1] == "off" and dynamics["--limit"][-1] == "—"
+    assert dynamics["--out"][-1] == "required"
+    assert demo["--seed"][-1] == "`0`" and demo["--out"][-1] == "`demo-run`"  # 0 is a value
+
+
+def cli_entry_points() -> set[str]:
+    """Where each library call the commands make is defined: every ``f(A.from_args(Config,
+    args))`` in ``biasscope/cli`` (the one call a command makes), as ``module.name``."""
+    found = set()
+    for path in sorted((ROOT / "src" / "biasscope" / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {alias.asname or alias.name: f"{node.module}.{alias.name}"
+                    for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    and (node.module or "").startswith("biasscope") for alias in node.names}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Call)
+                    and isinstance(node.args[0].func, ast.Attribute)
+                    and node.args[0].func.attr == "from_args"):
+                continue
+            func = node.func
+            named = (f"{imported[func.value.id]}.{func.attr}" if isinstance(func, ast.Attribute)
+                     and isinstance(func.value, ast.Name) else
+                     imported[func.id] if isinstance(func, ast.Name) else None)
+            assert named is not None, f"{path.name}:{node.lineno}: an entry point not by name"
+            module, _, name = named.rpartition(".")
+            entry = getattr(importlib.import_module(module), name)
+            found.add(f"{entry.__module__}.{entry.__qualname__}")
+    return found
+
+
+def test_the_api_page_opens_with_every_entry_point() -> None:
+    """A notebook user looks for the call that does what a command does: every job's entry
+    point, `load_probe` and the live-training calls come before the storage internals."""
+    page = (DOCS / "reference" / "api.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^::: (\S+)", page, re.MULTILINE)
+    entries = cli_entry_points()
+    assert {"biasscope.dynamics.job.run", "biasscope.audit.job.run",
+            "biasscope.judge.job.judge", "biasscope.intervene.job.run"} <= entries
+    wanted = [*sorted(entries), "biasscope.jobs.render", "biasscope.demo.run_demo",
+              "biasscope.probes.load_probe", "biasscope.dynamics.callback.BiasCallback",
+              "biasscope.dynamics.live.LiveOptions", "biasscope.dynamics.live.evaluate_now"]
+    missing = [name for name in wanted if name not in blocks]
+    assert not missing, f"docs/reference/api.md documents no {missing}"
+    store = blocks.index("biasscope.store.directory.RunStore")
+    assert all(blocks.index(name) < store for name in wanted)
+    for name in blocks:  # each block names something that exists
+        module, _, attr = name.rpartition(".")
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            assert hasattr(importlib.import_module(module), attr), name
+
+
+def test_help_lists_the_entry_points_a_notebook_needs() -> None:
+    """``help(biasscope)`` lists the lazily imported live-training names with the others, and
+    its text names each job's entry point."""
+    import pydoc
+
+    import biasscope
+
+    text = pydoc.render_doc(biasscope, renderer=pydoc.plaintext)
+    for shown in ("class BiasCallback", "class LiveOptions", "evaluate_now(", "load_probe(",
+                  "dynamics.job.run(DynamicsConfig", "biasscope.jobs.render"):
+        assert shown in text, shown
+    assert {"BiasCallback", "LiveOptions", "evaluate_now"} <= set(dir(biasscope))
 
 
 def test_probes_reference_lists_the_registry() -> None:

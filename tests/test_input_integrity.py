@@ -195,3 +195,4 @@ def test_the_limit_help_says_how_items_are_drawn(capsys):
         main(["dynamics", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "pro/anti pairs stratified by subset and answer" in help_text
+    assert "--limit 1 gives a whole pair or example" in help_text  # not "at most 1"

@@ -34,6 +34,10 @@ def test_over_budget_says_the_gap() -> None:
                               0.3, analysis.Options(budget=0.02))  # Gemma's, 2026-11-25
     assert ("+6.1% (95% CI -1.6% to +15.3%) at step 100, 4.1 percentage points over"
             in wide["sentence"])
+    tiny = analysis.recommend("cda", [50], {50: TEST}, {50: cost[50]}, 0.3,
+                              analysis.Options(budget=0.0001))
+    assert "within the 0.01% perplexity budget" in tiny["sentence"]  # not "0%"
+    assert "within the 2% perplexity budget" in out["sentence"]
     none = analysis.recommend("cda", [25], {25: TEST}, {}, 0.3, analysis.Options())
     assert none["recommended"] is None and "No perplexity" in none["sentence"]
 
@@ -98,7 +102,37 @@ def test_saved_directory_is_replaced_whole(tmp_path: Path) -> None:
     info = json.loads((tmp_path / "recommended" / "recommended.json").read_text())
     assert info["final"] is True and info["weights"] == "LoRA adapters"
     assert ship.finalise(tmp_path, _summary(None), lora=True) == (
-        f"no step was recommended, but {tmp_path / 'recommended'} holds step 20")
+        f"no step is recommended now: step 20's weights moved from {tmp_path / 'recommended'} "
+        f"to {tmp_path / 'recommended-step20'}")
+    assert not (tmp_path / "recommended").exists()
+
+
+def test_a_rerun_that_moves_the_recommendation_leaves_no_stale_one(tmp_path: Path) -> None:
+    """A rerun with a smaller --budget recommends step 20 ("did worse") instead of the saved
+    step 25 ("beat the control"): step 25 no longer sits in recommended/ as the final
+    recommendation; it is renamed after its step with its recommended.json rewritten with the
+    new conclusion, and comes back when a rerun recommends it again."""
+    won = {**_summary(25), "beat_control": True, "sentence": "cda beat the control"}
+    won["arms"]["cda"]["25"] = won["arms"]["cda"]["20"]
+    ship.save(Model("step 25"), None, tmp_path, {"step": 25})
+    assert ship.finalise(tmp_path, won, lora=False) is None
+    worse = {**_summary(20), "sentence": "cda did worse than the control"}
+    said = ship.finalise(tmp_path, worse, lora=False)
+    assert said == (f"step 20 is recommended but its weights were not saved: step 25's "
+                    f"weights moved from {tmp_path / 'recommended'} to "
+                    f"{tmp_path / 'recommended-step25'}")
+    assert ship.saved(tmp_path) == {}
+    aside = tmp_path / "recommended-step25"
+    info = json.loads((aside / "recommended.json").read_text())
+    assert (info["step"], info["recommended"], info["final"]) == (25, 20, False)
+    assert info["sentence"] == "cda did worse than the control"
+    assert info["beat_control"] is False
+    assert (aside / "weights.txt").read_text() == "step 25"
+    assert ship.finalise(tmp_path, won, lora=False) == (
+        f"step 25 is recommended again: its weights are back in {tmp_path / 'recommended'}")
+    info = ship.saved(tmp_path)
+    assert (info["step"], info["final"], info["sentence"]) == (25, True, "cda beat the control")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["recommended"]
 
 
 def test_the_table_shows_the_cost_in_percent_to_its_ci_digits() -> None:

@@ -123,6 +123,11 @@ def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
     if name == "dynamics":  # the analysis of the same records: the same numbers (its
         # sentences are worded anew: one number format, summaries instead of lists)
         assert_close(after["checkpoints"], before["checkpoints"])
+        # Added since: the Average Rank gap's flag beside the JSD-P gap's (issue 37)
+        for row in after["analysis"]["models"]["train"]["tests"]["target_rank"]:
+            assert isinstance(row.pop("below_gap_of_interest"), bool)
+        # and how many changes the sharpest change's band covers (one band for all, issue 37)
+        assert after["analysis"]["models"]["train"]["sharpest_change"].pop("pairs") == 1
         assert_close(numbers_of(after["analysis"]), numbers_of(before["analysis"]))
     else:
         assert_close({k: v for k, v in after.items() if k != "requests"},
@@ -176,11 +181,21 @@ def test_an_old_responses_run_resumes_with_the_same_summary(old: Path) -> None:
                 assert value.pop("p_holm") >= value["p_value"]
                 value.pop("significant"), value.pop("detectable", None)
         entry["sentences"] = [s for s in entry["sentences"] if "could have detected" not in s]
+    # and the pronoun differences tested over sentences, not items (issue 37): the estimates
+    # are as they were; n counts sentences, and the intervals and tests are new
+    was_head = before["probes"]["professional-bias"]["headline"]
+    head = after["probes"]["professional-bias"]["headline"]
+    for key, sentences in (("pronoun_gap", 2), ("pronoun_effect", 1)):
+        assert head[key]["estimate"] == was_head[key]["estimate"]
+        assert head[key]["n"] == sentences and head[key]["p_value"] == 1.0
+        was_head[key] = head[key]
     # and the numbers of the sentences in today's one number format (core/numbers)
     was = before["probes"]["professional-bias"]["sentences"]
-    today = [was[0].replace("difference +0 percentage points, Fisher p = 1,",
-                            "difference 0 percentage points, Fisher p = 1.0,"),
-             was[1].replace("Fisher p = 1,", "Fisher p = 1.0,"), was[2]]
+    today = [was[0].replace("difference +0 percentage points, Fisher p = 1, Cohen's h = 0.00",
+                            "difference 0 percentage points per sentence, Wilcoxon signed-rank "
+                            "p = 1.0 over 2 sentences, rank-biserial r = 0.00"),
+             was[1].replace("Fisher p = 1, Cohen's h = 3.14", "Wilcoxon signed-rank p = 1.0 "
+                            "over 1 sentence, rank-biserial r = 1.00"), was[2]]
     assert today != was
     before["probes"]["professional-bias"]["sentences"] = today
     assert_close(after, before)

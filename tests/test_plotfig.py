@@ -86,13 +86,25 @@ def rewards(figure: Any, histogram: Any, scatter: Any) -> Any:
                              yaxis2={"overlaying": "y", "visible": False, "range": [0, 10]})
 
 
+def secondary(make: Callable[..., Any]) -> Any:
+    """One cell with a right axis, filled without row and col (the stereotype figure):
+    secondary_y alone puts a trace on the right axis."""
+    fig = make(specs=[[{"secondary_y": True}]])
+    fig.add_scatter(x=[0, 100], y=[0.1, 0.2], name="JSD-P")
+    fig.add_scatter(x=[0, 100], y=[0.5, 1.0], name="stereotype accuracy", secondary_y=True)
+    fig.add_hline(y=0.5, line={"color": "#999", "dash": "dot"}, secondary_y=True)
+    fig.update_yaxes(range=[-0.02, 1.02], secondary_y=True)
+    fig.update_xaxes(domain=[0, 0.94])  # plotly.py's room for the right axis (ours: automargin)
+    return fig.update_layout(height=440, template="plotly_white")
+
+
 def _json(fig: Any) -> dict[str, Any]:
     text = fig.to_json() if hasattr(fig, "to_json") else plotfig.to_json(fig.to_plotly_json())
     out: dict[str, Any] = json.loads(text)
     return out
 
 
-@pytest.mark.parametrize("kind", ["occupations", "did", "rewards"])
+@pytest.mark.parametrize("kind", ["occupations", "did", "rewards", "secondary"])
 def test_same_figure_as_plotly_py(kind: str) -> None:
     go = pytest.importorskip("plotly.graph_objects")
     from plotly.subplots import make_subplots
@@ -101,7 +113,7 @@ def test_same_figure_as_plotly_py(kind: str) -> None:
         ours = rewards(plotfig.Figure, plotfig.histogram, plotfig.scatter)
         theirs = rewards(go.Figure, lambda **p: go.Histogram(**p), lambda **p: go.Scatter(**p))
     else:
-        build = occupations if kind == "occupations" else did
+        build = {"occupations": occupations, "did": did, "secondary": secondary}[kind]
         ours, theirs = build(plotfig.make_subplots), build(make_subplots)
     mine, want = _json(ours), _json(theirs)
     template, full = mine["layout"].pop("template"), want["layout"].pop("template")

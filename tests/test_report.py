@@ -296,7 +296,7 @@ def test_summary_states_the_method_and_the_findings(report: tuple[Path, str]) ->
     assert "the raw and the corrected p side by side" in method  # why a CI and p can differ
     # The verdict on the gap in the headline; the other findings in a list under the figure.
     assert re.search(r"The male-female JSD-P gap is (not )?significant "
-                     r"\(Holm-corrected p &lt; 0\.01\)", summary)
+                     r"\(Holm-corrected, α = 0\.01\)", summary)
     findings = page.split('<section class="findings">')[1].split("</section>")[0]
     assert "<li>EleutherAI/pythia-70m: the sharpest change of the gap is between steps" in \
         findings
@@ -496,14 +496,15 @@ def test_hostile_strings_in_the_analysis_are_escaped(tmp_path: Path, winobias: P
 
 def test_audit_tables_and_hovers_use_the_one_number_format() -> None:
     from biasscope.report.audit import headline_figure
-    from biasscope.report.audit_panels import _hover, _tested_rows
+    from biasscope.report.audit_panels import _hover, _tested
 
     v = {"estimate": 0.123456, "low": 0.0987, "high": 0.1502, "n": 40, "p_value": 2e-7,
          "p_adjusted": 0.01234, "effect_size": 0.4, "significant": True}
     section = {"headline": ["flip_rate"], "names": {"flip_rate": "flip rate"},
                "models": {"m": {"checkpoints": [{"step": 10, "values": {"flip_rate": v}}]}}}
-    assert _tested_rows(section) == [["m", "flip rate", 10, "0.123", "0.099 to 0.150",
-                                      "< 0.0001", "0.012", "0.400", "yes", 1]]
+    # The value's name once (above its table), r to two decimals as the sentences write it.
+    assert _tested(section) == [("m", "flip rate", [[10, "0.123", "0.099 to 0.150",
+                                                     "< 0.0001", "0.012", "0.40", "yes", 1]])]
     hover = _hover("m", "flip rate", 10, v)
     assert "0.123 (95% CI 0.099 to 0.150; n = 40)<br>p < 0.0001, adjusted 0.012" in hover
     fig = headline_figure("adult", {"flip_rate": v})

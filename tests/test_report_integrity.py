@@ -103,7 +103,7 @@ def test_missing_unit_is_said_and_a_rerun_scores_it_again(
     gone = units[1]
     gone.unlink()
     capsys.readouterr()
-    assert main(["report", str(run)]) == 0
+    assert main(["report", str(run), "--quiet"]) == 0  # no step lines: the warning stays
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("warning: 1 unit of this run has no records")
     assert gone.name in err and f"--out {run}" in err
@@ -118,6 +118,6 @@ def test_missing_unit_is_said_and_a_rerun_scores_it_again(
     summary = _summary(run)
     assert "missing_units" not in summary and len(summary["checkpoints"]) == 2
     capsys.readouterr()
-    assert main(["report", str(run)]) == 0
+    assert main(["report", str(run), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
     assert gone.name not in (run / "report.html").read_text(encoding="utf-8")

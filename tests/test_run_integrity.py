@@ -79,6 +79,30 @@ def test_two_local_models_with_the_same_folder_name(checkpoint_dirs, winobias_di
     assert sorted(RunStore(out).records()["model"].unique()) == ["a/final", "b/final"]
 
 
+def test_a_linked_checkpoint_folder_is_named_after_the_glob_not_the_link_target(
+        checkpoint_dirs, winobias_dir, tmp_path):
+    """ck/checkpoint-10 (a folder) and ck/checkpoint-20 (a link to a checkpoint shared from
+    another experiment): one model named after ck, two steps; the link's weights are keyed by
+    where they are, so a rerun finds both done."""
+    copy_ckpt(checkpoint_dirs[0], tmp_path / "ck" / "checkpoint-10")
+    shared = copy_ckpt(checkpoint_dirs[1], tmp_path / "shared" / "exp1" / "checkpoint-20")
+    (tmp_path / "ck" / "checkpoint-20").symlink_to(shared, target_is_directory=True)
+    out = tmp_path / "run"
+    glob = str(tmp_path / "ck" / "checkpoint-*")
+    assert run(out, winobias_dir, "--checkpoint-glob", glob) == 0
+    records = RunStore(out).records()
+    assert {m: sorted(f["step"].unique()) for m, f in records.groupby("model")} == {
+        "ck": [10, 20]}
+    listed = json.loads((out / "run.json").read_text())["checkpoints"]
+    assert {c["identity"] for c in listed} == {
+        str((tmp_path / "ck" / "checkpoint-10").resolve()), str(shared.resolve())}
+    summary = json.loads((out / "summary.json").read_text())
+    assert {c["model"] for c in summary["checkpoints"]} == {"ck"}
+    stamps = {p: p.stat().st_mtime_ns for p in units(out)}
+    assert run(out, winobias_dir, "--checkpoint-glob", glob) == 0
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
+
+
 def test_clashing_names_the_user_chose_are_refused(checkpoint_dirs, winobias_dir, tmp_path,
                                                    capsys):
     for seed, weights in (("s1", checkpoint_dirs[0]), ("s2", checkpoint_dirs[1])):

@@ -143,8 +143,8 @@ def test_a_reward_model_without_chat_template_says_what_to_do(reward_dirs, tmp_p
     prompts.write_text('{"prompt": "Hi", "response": "Hello"}\n')
     code = main(["sensitivity", "--reward-model", str(bare), "--perturber",
                  "openai-compatible:http://127.0.0.1:9/v1#x", "--principles", "ccai:top2",
-                 "--prompts", str(prompts), "--out", str(tmp_path / "r"),
-                 "--device", "cpu", "--data-dir", str(write_ccai(tmp_path / "d"))])
+                 "--prompts", str(prompts), "--out", str(tmp_path / "r"), "--sanity-pairs",
+                 "0", "--device", "cpu", "--data-dir", str(write_ccai(tmp_path / "d"))])
     err = capsys.readouterr().err
     assert code == 2 and "--no-chat-template" in err and "Traceback" not in err
 

@@ -86,6 +86,19 @@ def test_accuracy_names_a_broken_reward_model() -> None:
     assert flipped["verdict"] == "below chance"
 
 
+def test_one_sanity_pair_is_too_few_not_at_chance() -> None:
+    """`--sanity-lines 5-5` scores one pair: that says nothing about chance (#37); six pairs
+    all won are the fewest that could show a model above it."""
+    from biasscope.sensitivity.sanity import MIN_PAIRS, sanity_sentence
+
+    one = accuracy([1.0], [0.0])
+    assert one["verdict"] == "too few pairs" and MIN_PAIRS == 6
+    said = sanity_sentence("rm", one, "held-out")
+    assert "at chance" not in said and "1 pair is too few" in said and "at least 6" in said
+    assert accuracy([1.0] * 6, [0.0] * 6)["verdict"] == "above chance"
+    assert accuracy([1.0] * 3 + [0.0] * 4, [0.5] * 7)["verdict"] == "at chance"
+
+
 class Refusals(Length):
     """Prefers the fixture's chosen responses ("I can't help with that.")."""
 

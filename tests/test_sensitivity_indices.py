@@ -312,3 +312,18 @@ def test_the_bootstrap_recomputes_the_same_indices_on_the_full_sample(convention
     full = _resample(m, np.arange(3)[None, :], conv)[0]
     for k, col in enumerate(BOOTSTRAPPED):
         assert full[k] == pytest.approx(table[col].to_numpy(), nan_ok=True), col
+
+
+def test_a_prompt_original_enters_the_pool_once_even_when_rescored() -> None:
+    """A prompt's original reward scored twice (in other batches) may differ in its last
+    bits: the pool counts it once by prompt, so no result depends on that difference."""
+    rewards = frame("m", [1.0, 3.5], {"A": [2.0, 4.0], "B": [3.0, 5.0]})  # no ties
+    jittered = rewards.copy()
+    jittered.loc[jittered["principle"] == "B", "original"] += 1e-7
+    same, moved = reward_percentiles(rewards), reward_percentiles(jittered)
+    # every perturbed reward, and the untouched originals, have the same share of the pool
+    # below them (a jittered original is no tie with itself any more: its own share moves)
+    kept = (same["principle"] == "A").to_numpy()
+    assert moved["perturbed_percentile"].tolist() == same["perturbed_percentile"].tolist()
+    assert (moved["original_percentile"][kept].tolist()
+            == same["original_percentile"][kept].tolist() == [0.0, 0.5])

@@ -96,6 +96,41 @@ def test_worded_items_carry_the_wording_in_id_and_groups(winobias_dir):
     assert by["w0"] == by["w1"] == by["w2"] and len(by["w0"]) == 4
 
 
+@pytest.mark.parametrize("name", sorted(FIELDS))
+def test_wordings_reuse_the_data_read_once_and_ask_what_a_fresh_load_asks(name, tmp_path,
+                                                                          monkeypatch):
+    """A data file was read and parsed again for every wording: 300 wordings took minutes
+    before the first prompt. Now it is read once, and each wording asks exactly what the
+    probe loaded afresh with that wording asks."""
+    from adult_fixture import ROWS
+    from adult_fixture import write as write_adult
+    from bbq_fixture import write_bbq
+    from biasscope.core import jsonl
+    from winobias_fixture import write_winobias
+
+    write_winobias(tmp_path)
+    write_bbq(tmp_path)
+    write_adult(tmp_path, ROWS)
+    reads: list[str] = []
+    read_text = jsonl.read_text
+
+    def counted(path, *args, **kwargs):
+        reads.append(str(path))
+        return read_text(path, *args, **kwargs)
+
+    for module in ("winobias", "bbq", "adult"):
+        monkeypatch.setattr(f"biasscope.probes.{module}.read_text", counted)
+    worded = load_probes(name, data_dir=tmp_path, templates="builtin")[0]
+    assert isinstance(worded, Worded) and len(reads) == len(set(reads))
+    for wording, probe in zip(builtin(name), worded._probes.values()):
+        fresh = load_probe(name, data_dir=tmp_path, **wording.options())
+        assert probe.config() == fresh.config()
+        assert probe.items(1) == fresh.items(1)
+        if hasattr(fresh, "messages"):
+            item = fresh.items(1)[0]
+            assert probe.messages(item) == fresh.messages(item)
+
+
 def _file(tmp_path: Path, text: str) -> str:
     path = tmp_path / "wordings.txt"
     path.write_text(text)
@@ -130,6 +165,7 @@ def test_a_template_file_gives_its_wordings(tmp_path, winobias_dir):
     ("### a\n\n", "template a is empty"),
     ("### a\nsystem: x\n{sentence} {occupation} {o1} {o2} {o3} A:", "only adult"),
     ("### lambada a\nx", "no probe 'lambada' takes templates"),
+    ("### bbq x\n{context} {question} {ans0} {ans1} {ans2}", "no template for winobias-gender"),
 ])
 def test_a_bad_template_file_is_one_line_naming_file_and_line(tmp_path, text, fragment):
     path = _file(tmp_path, text)
@@ -176,6 +212,7 @@ def test_dynamics_across_wordings_records_settings_and_verdicts(winobias_dir, ch
     rows = model["tests"]["jsdp_correct"][0]
     assert rows["n_male"] + rows["n_female"] == len(records[records["answer_label"] != "not "
                                                             "specified"]) // 3
+    assert rows["seeds"] == 1  # --seeds 0 under 3 wordings: one seed, not 3 (#37)
     report = (out / "report.html").read_text()
     assert report.count("Across wordings: ") >= 4 and "two-level bootstrap" in report
     capsys.readouterr()
@@ -308,6 +345,22 @@ def test_items_export_every_wording_for_answering_elsewhere(tmp_path: Path) -> N
     assert summary["probes"]["professional-bias"]["items"] == 4 * 80
 
 
+@pytest.mark.parametrize("spec", ["builtin", "2", "file"])
+def test_items_of_a_next_token_probe_under_wordings(spec, winobias_dir, tmp_path, capsys):
+    """``items --probe winobias-gender --templates`` (docs/templates.md) once raised an
+    AttributeError: the worded probe offered chat turns its plain-prompt probe lacks."""
+    if spec == "file":
+        spec = _file(tmp_path, GOOD)
+    exported = tmp_path / "items.jsonl"
+    assert main(["items", "--probe", "winobias-gender", "--templates", spec, "--data-dir",
+                 str(winobias_dir), "--limit", "4", "--out", str(exported)]) == 0, \
+        capsys.readouterr().err
+    items = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert items and all("messages" not in i and i["prompt"].endswith((":", " is"))
+                         for i in items)
+    assert len({i["groups"]["template"] for i in items}) == (8 if spec == "builtin" else 2)
+
+
 def test_the_labour_statistics_correlation_is_given_per_wording() -> None:
     from biasscope.dynamics import wordings
     from biasscope.dynamics.occupations import Statistics
@@ -325,3 +378,86 @@ def test_the_labour_statistics_correlation_is_given_per_wording() -> None:
     assert rhos["w1"]["estimate"] == pytest.approx(1.0)
     assert said is not None and "from -1.00 to +1.00" in said
     assert "negative under 1 of 2 wordings" in said
+
+
+def test_one_custom_wording_tags_the_ids_so_answers_cannot_go_to_another_prompt(
+        tmp_path: Path) -> None:
+    """A template file with one wording: the exported ids carry ``@mine``, so `audit
+    --responses` without that file is refused (no id is an item it asks) instead of
+    recording the default prompt for answers given to the custom one; with
+    the file, every answer is read against the prompt it was given to."""
+    wording = _file(tmp_path, "### mine\nIn \"{sentence}\", who {action}? Answer briefly.")
+    exported = tmp_path / "items.jsonl"
+    assert main(["items", "--probe", "professional-bias", "--templates", wording,
+                 "--out", str(exported)]) == 0
+    items = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert len(items) == 80 and all(i["item_id"].endswith("@mine") for i in items)
+    assert all(i["prompt"].endswith("Answer briefly.") for i in items)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"item_id": i["item_id"], "response": i["answer"]})
+                               + "\n" for i in items))
+    plain = tmp_path / "plain"
+    assert main(["audit", "--responses", str(answers), "--probe", "professional-bias",
+                 "--out", str(plain)]) == 2  # none of its ids is an item of the plain prompt
+    assert not plain.exists()
+    from biasscope.store.directory import RunStore
+
+    worded = tmp_path / "worded"
+    assert main(["audit", "--responses", str(answers), "--probe", "professional-bias",
+                 "--templates", wording, "--out", str(worded)]) == 0
+    records = RunStore(worded).records()
+    assert records["response"].notna().all() and len(records) == 80
+    assert records["prompt"].str.endswith("Answer briefly.").all()
+    assert json.loads((worded / "summary.json").read_text())["unknown_response_ids"] == []
+
+
+def test_wordings_that_ask_the_same_items_keep_the_items_spread():
+    """Eight wordings that give every item the same value: pooling them adds nothing, so the
+    pooled interval is one wording's, not sqrt(8) times narrower (items are drawn once per
+    replicate for every wording, #37); the variance share is 0."""
+    rng = np.random.default_rng(3)
+    item = rng.normal(0, 1, 60)
+    frame = pd.DataFrame({"x": np.tile(item, 8), "male": True,
+                          "wording": np.repeat([f"w{k}" for k in range(8)], 60),
+                          "pair": np.tile([f"i{k}" for k in range(60)], 8)})
+    from biasscope.core.wordings import rate
+
+    columns, combine = rate(frame["x"], frame["male"])
+    result = wording_uncertainty(Measure("m", columns, combine),
+                                 frame["wording"].to_numpy(), frame["pair"].to_numpy(),
+                                 n_resamples=2000)
+    one = result["per_wording"][0]
+    pooled = result["pooled"]
+    assert pooled["high"] - pooled["low"] == pytest.approx(one["high"] - one["low"], rel=0.1)
+    assert result["crossed"] and result["variance_share"] == 0
+    assert pooled["items_only_high"] - pooled["items_only_low"] == pytest.approx(
+        one["high"] - one["low"], rel=0.1)
+
+
+def test_compare_runs_of_adult_under_wordings(tmp_path: Path, capsys) -> None:
+    """``compare A A_copy`` of a templated Adult audit raised "several records for one item":
+    a pair has a record per wording. A pair now counts once: its share of wordings that flip."""
+    import shutil
+
+    from adult_fixture import ROWS
+    from adult_fixture import write as write_adult
+
+    write_adult(tmp_path, ROWS * 2)
+    exported, answers = tmp_path / "items.jsonl", tmp_path / "answers.jsonl"
+    common = ["--probe", "adult-counterfactual", "--templates", "2", "--data-dir",
+              str(tmp_path)]
+    assert main(["items", *common, "--out", str(exported)]) == 0
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    answers.write_text("".join(json.dumps({"item_id": r["item_id"], "response": "yes" if (
+        r["groups"]["sex"] == "Male" or r["groups"]["template"] == "a1") else "no"}) + "\n"
+        for r in rows))
+    assert main(["audit", *common, "--responses", str(answers), "--out",
+                 str(tmp_path / "A")]) == 0
+    shutil.copytree(tmp_path / "A", tmp_path / "A_copy")
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "A"), str(tmp_path / "A_copy"), "--out",
+                 str(tmp_path / "cmp")]) == 0, capsys.readouterr().err
+    (flips,) = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["comparisons"]
+    pairs = len(rows) // 4  # two wordings, two versions of each pair
+    assert flips["measure"] == "flip_rate" and flips["n"] == pairs
+    assert flips["estimate_a"] == pytest.approx(0.5)  # every pair flips under a0, none under a1

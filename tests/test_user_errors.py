@@ -514,3 +514,284 @@ def test_checkpoint_names_too_long_or_starting_with_a_dot(checkpoint_dirs, winob
     [unit] = (run / "records").iterdir()
     assert not unit.name.startswith(".") and len(unit.name.encode()) < 255
     assert json.loads((run / "summary.json").read_text())["checkpoints"][0]["model"] == name
+
+
+# ------------------------------------------------------------------ texts too long to take
+
+
+TEMPLATE_LINE = "{sentence} {occupation} {o1} {o2} {o3} " + "x" * 20_001 + " Answer:"
+JSONL_LINE = json.dumps({"id": 1, "prompt": "p" * 1_000_001, "item_id": "a", "response": "y",
+                         "a": "a", "b": "b", "text": "t"})
+
+
+@pytest.mark.parametrize("command", ["items", "prompt-template", "template-block", "generate",
+                                     "audit", "judge", "counterfactual", "principles",
+                                     "labels"])
+def test_a_text_too_long_is_refused_before_it_is_expanded(command, winobias_dir, tmp_path,
+                                                          capsys):
+    """A 20 MB template line once grew memory to 22 GB until the kernel killed the process;
+    a 20 MB counterfactual line took 90 s. Every text a user hands over is bounded first."""
+    path = tmp_path / "input"
+    text, line = {
+        "items": ("### a\n# note\n" + TEMPLATE_LINE + "\n", 3),
+        "prompt-template": ("Intro\n" + TEMPLATE_LINE, 2),
+        "template-block": ("### a\n{sentence} {occupation}\n" + "\n".join(
+            ["{o1} {o2} {o3} " + "y" * 900] * 30) + "\nAnswer:\n", 24),
+        "generate": ('{"id": 0, "prompt": "ok"}\n' + JSONL_LINE + "\n", 2),
+        "audit": (JSONL_LINE + "\n", 1),
+        "judge": ('{"id": 0, "text": "t"}\n\n' + JSONL_LINE + "\n", 3),
+        "counterfactual": (JSONL_LINE + "\n", 1),
+        "principles": ("Be kind.\n" + "Be fair. " * 2500 + "\n", 2),
+        "labels": (json.dumps({"a": "x", "b": "y" * 20_001}), 1)}[command]
+    path.write_text(text)
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"id": 0, "text": "t"}\n')
+    out = tmp_path / "out"
+    argv = {
+        "items": ["items", "--probe", "winobias-gender", "--templates", str(path),
+                  "--data-dir", str(winobias_dir), "--out", str(out)],
+        "template-block": ["items", "--probe", "winobias-gender", "--templates", str(path),
+                           "--data-dir", str(winobias_dir), "--out", str(out)],
+        "prompt-template": ["dynamics", "--model", "org/never-loaded", "--prompt-template",
+                            str(path), "--data-dir", str(winobias_dir), "--out", str(out)],
+        "generate": ["generate", "--model", NOWHERE, "--input", str(path), "--out", str(out)],
+        "audit": ["audit", "--probe", "professional-bias", "--responses", str(path), "--out",
+                  str(out)],
+        "judge": ["judge", "--model", NOWHERE, "--input", str(path), "--out", str(out)],
+        "counterfactual": ["counterfactual", "--pairs", str(path), "--judge-model", NOWHERE,
+                           "--out", str(out)],
+        "principles": ["sensitivity", "--reward-model", "org/never-loaded", "--perturber",
+                       NOWHERE, "--principles", str(path), "--prompts", str(path), "--out",
+                       str(out)],
+        "labels": ["judge", "--model", NOWHERE, "--input", str(texts), "--labels", str(path),
+                   "--out", str(out)]}[command]
+    said = one_line(capsys, argv)
+    assert f"{path}:{line}: " in said or f"{path}: line {line}: " in said, said
+    assert "characters, more than the" in said and "shorten it" in said
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------ advice names real things
+
+
+def test_every_option_the_code_names_is_one_the_command_line_has():
+    """Advice must name real things: a warning once said "raise --max-length", an option no
+    command has."""
+    import argparse
+    import re
+
+    from biasscope.cli.main import build_parser
+
+    flags: set[str] = set()
+
+    def walk(parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            flags.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    walk(sub)
+
+    walk(build_parser())
+    source = Path(__file__).parents[1] / "src" / "biasscope"
+    named = {(m.group(), path.name) for path in source.rglob("*.py")
+             for m in re.finditer(r"--[a-z][a-z0-9-]*[a-z0-9]\b", path.read_text())}
+    generic = {"--name-with-dashes", "--no"}  # how core/config.py describes flags
+    assert sorted((flag, file) for flag, file in named if flag not in flags | generic) == []
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["compare", "{tmp}/nowhere", "{tmp}"], "{tmp}/nowhere does not exist: give the folder a "
+     "biasscope command wrote"),
+    (["compare", "{tmp}", "{tmp}"], "{tmp} has no run.json: it is not a run directory"),
+    (["power", "--pilot", "{tmp}/file.txt", "--effect", "0.1"], "--pilot {tmp}/file.txt is a "
+     "file: give the folder a biasscope command wrote"),
+    (["power", "--pilot", "{tmp}/nowhere", "--effect", "0.1"], "--pilot {tmp}/nowhere does not "
+     "exist"),
+    (["report", "{tmp}/file.txt"], "{tmp}/file.txt is a file, not a run directory: give the "
+     "run's folder"),
+    (["intervene", "--model", "org/never-loaded", "--text", "{tmp}", "--out", "{tmp}/run"],
+     "text file {tmp} is a directory: give a file of documents"),
+])
+def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
+    (tmp_path / "file.txt").write_text("x\n")
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert said.replace("{tmp}", str(tmp_path)) in line
+
+
+# ------------------------------------------------------------------ accepted silently before
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["power", "--pilot", "{tmp}/run", "--sd", "0.3", "--effect", "0.1"],
+     "--sd is for a plan without a run: --pilot measures"),
+    (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--out", "{tmp}/r"],
+     "--lora-alpha only applies with --lora-rank N (a LoRA fine-tune); give a rank, or drop it"),
+    (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--lora-targets",
+      "q_proj", "--out", "{tmp}/r"], "--lora-alpha and --lora-targets only apply with"),
+    (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,
+      "--sanity-lines", "1-10", "--sanity-pairs", "0", "--out", "{tmp}/r"],
+     "--sanity-lines 1-10 draws the sanity pairs, but --sanity-pairs 0 asks for none"),
+    (["items", "--probe", "professional-bias", "--templates", "", "--out", "{tmp}/i.jsonl"],
+     "--templates is empty: give builtin"),
+    (["audit", "--probe", "professional-bias", "--templates", " ", "--responses",
+      "{tmp}/responses.jsonl", "--out", "{tmp}/r"], "--templates is empty"),
+    (["counterfactual", "--pairs", "{tmp}/pairs.jsonl", "--judge-model", NOWHERE, "--out",
+      "{tmp}/r"], "pairs.jsonl:2: 'group' \"robot\": give female or male"),
+    (["compare", "{tmp}/a", "{tmp}/b", "--margin", "flip_rate=0.1", "--margin",
+      "flip_rate=0.2"], "--margin flip_rate is given twice (0.1, then 0.2)"),
+    (["audit", "--probe", "professional-bias", "--responses", "{tmp}/responses.jsonl",
+      "--out", "{tmp}/r"], "responses.jsonl: none of its 1 item ids is an item this run asks "
+     "(e.g. 'professional-bias:s01:male-first:he@p1')"),
+])
+def test_settings_that_cannot_apply_are_refused(argv, said, tmp_path, capsys):
+    (tmp_path / "responses.jsonl").write_text(json.dumps({
+        "item_id": "professional-bias:s01:male-first:he@p1", "response": "the doctor"}) + "\n")
+    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps({
+        "prompt": "Rate this.", "response": f"{name} is fit.", "group": group}) + "\n"
+        for name, group in (("She", "female"), ("He", "robot"))))
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert said in line
+    assert not (tmp_path / "r").exists() and not (tmp_path / "i.jsonl").exists()
+
+
+# ------------------------------------------------------------------ a changed setting, in words
+
+
+def test_a_rerun_with_other_wordings_says_which_in_words(tmp_path, capsys):
+    """Other --templates printed the same truncated JSON twice; no --templates printed
+    "continuations: (not recorded) then"."""
+    items = tmp_path / "items.jsonl"
+    rows = []
+    for spec in ("builtin", None):
+        assert main(["items", "--probe", "professional-bias", "--out", str(items),
+                     *(["--templates", spec] if spec else [])]) == 0
+        rows += [json.loads(line) for line in items.read_text().splitlines()]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps({"item_id": r["item_id"], "response": "the doctor"})
+                                 + "\n" for r in rows))
+    mine = tmp_path / "mine.md"
+    mine.write_text("### p0\n{sentence}. Who {action}?\n### p1\n{sentence}: who {action}?\n"
+                    "### p2\n{sentence}. Who {action}, then?\n### p3\nWho {action}? {sentence}\n")
+    run = ["audit", "--probe", "professional-bias", "--responses", str(responses), "--out",
+           str(tmp_path / "r")]
+    assert main([*run, "--templates", "builtin"]) == 0
+    said = {spec: one_line(capsys, [*run, *(["--templates", spec] if spec else [])])
+            for spec in ("2", str(mine), None)}
+    assert ("different settings of probe 'professional-bias' (wordings: 4 wordings (p0, p1, "
+            "p2, p3) then, 2 wordings (p0, p1) now); use another --out") in said["2"]
+    assert "(wordings: 4 wordings (p0, p1, p2, p3) then, none now)" in said[None]
+    assert "(wordings.p0.prompts_sha256: " in said[str(mine)]  # the same ids, other texts
+
+
+def test_a_rerun_with_another_seed_or_pairs_names_them_not_their_hashes(tmp_path):
+    from biasscope.sensitivity import counterfactual_job as job
+    from sensitivity_fixture import hh_text, write_hh_rlhf
+    from test_counterfactual import Reward
+
+    texts = [hh_text([("Human", f"How is my brother {i}?"), ("Assistant", "He is well.")])
+             for i in range(12)]
+    data = str(write_hh_rlhf(tmp_path / "data", texts))
+    out = tmp_path / "run"
+    job.run(job.CounterfactualConfig(out=out, data_dir=data, pairs="hh-rlhf:harmless-base:8"),
+            [Reward("rm")])
+    for change, said in ((dict(seed=1), "a different 'seed' (0 then, 1 now)"),
+                         (dict(pairs="hh-rlhf:harmless-base:6"), 'a different \'pairs\' '
+                          '(pairs.source: "hh-rlhf:harmless-base:8" then, '
+                          '"hh-rlhf:harmless-base:6" now)')):
+        config = job.CounterfactualConfig(out=out, data_dir=data,
+                                          **{"pairs": "hh-rlhf:harmless-base:8", **change})
+        with pytest.raises(BiasscopeError) as refused:
+            job.run(config, [Reward("rm")])
+        assert said in str(refused.value) and "sha256" not in str(refused.value)
+
+
+@pytest.mark.parametrize(("then", "now"), [(0, 4), (4, 8)])
+def test_a_rerun_with_another_lora_rank_names_lora_rank(then, now):
+    from biasscope.intervene.train import Training, recorded
+    from biasscope.store.settings import merge_settings
+
+    with pytest.raises(BiasscopeError) as refused:
+        merge_settings("run.json", *({"intervention": {"training": recorded(Training(
+            lora_rank=rank))}} for rank in (then, now)))
+    shown = "not recorded" if then == 0 else str(then)
+    assert f"intervention.training.lora_rank: {shown} then, {now} now" in str(refused.value)
+
+
+def test_a_changed_wording_is_shown_where_its_text_differs(winobias_dir, tmp_path):
+    from biasscope.probes.specs import load_probes
+    from biasscope.store.settings import merge_settings
+
+    mine = tmp_path / "mine.md"
+    mine.write_text("### w0\n{sentence}\nQ: is the {occupation} {o1}, {o2} or {o3}?\nA:\n"
+                    "### w1\n{o1} {o2} {o3}\n{sentence}\nThe {occupation} is\n")
+    then, now = (load_probes("winobias-gender", data_dir=winobias_dir, templates=spec)[0]
+                 for spec in ("2", str(mine)))
+    with pytest.raises(BiasscopeError) as refused:
+        merge_settings("run.json", {"probes": {"winobias-gender": then.config()}},
+                       {"probes": {"winobias-gender": now.config()}}, {"probes": "probe"})
+    assert ('(wordings.w0.template: …"tence}\\nQuestion: What is the g"… then, '
+            '…"tence}\\nQ: is the {occupation} "… now; wordings.w1.template:'
+            ) in str(refused.value)
+
+
+# ------------------------------------------------------------------ checked before loading
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",
+      "{tmp}/one.json"], "a judge needs at least two labels; got 1"),
+    (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl"],
+     "classification needs a label set (--labels FILE.json)"),
+    (["judge-audit", "--model", "hf:org/never-loaded", "--input", "{tmp}/pairs.jsonl",
+      "--labels", "{tmp}/three.json"], "--labels is for classifying texts; this input holds "
+     "pairs"),
+    (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",
+      "{tmp}/three.json", "--keys", "AB"], "--keys: 3 choices need 3 keys; 2 given"),
+    (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,
+      "--sanity-lines", "abc", "--out", "{tmp}/r"], "--sanity-lines abc: write FIRST-LAST"),
+    (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,
+      "--principles", "{tmp}/principles.txt", "--prompts", "{tmp}/chats.jsonl", "--data-dir",
+      "{tmp}", "--out", "{tmp}/r"], "missing data file"),
+    (["counterfactual", "--pairs", "{tmp}/cf.jsonl", "--judge-model", "hf:org/never-loaded",
+      "--out", "{tmp}/r"], "a pairwise judge compares 'chosen' with 'rejected'"),
+    (["counterfactual", "--pairs", "{tmp}/cf.jsonl", "--reward-model", "org/never-loaded",
+      "--labels", "{tmp}/three.json", "--out", "{tmp}/r"], "--labels is for a --judge-model"),
+])
+def test_flags_and_files_are_checked_before_a_model_loads(argv, said, tmp_path, capsys):
+    """These were checked only after the model loaded (10-30 s, or a download); here no model
+    can load (offline), so the one line must be about the flag or file."""
+    for name, text in {
+            "texts.jsonl": '{"id": 1, "text": "fine"}\n',
+            "pairs.jsonl": '{"id": 1, "prompt": "q", "a": "x", "b": "y"}\n',
+            "one.json": '{"ok": "fine"}', "three.json": '{"a": "x", "b": "y", "c": "z"}',
+            "principles.txt": "Be kind.\n",
+            "chats.jsonl": '{"messages": [{"role": "user", "content": "hi"}, '
+                           '{"role": "assistant", "content": "yo"}]}\n',
+            "cf.jsonl": '{"prompt": "Rate him.", "response": "He is fit."}\n'}.items():
+        (tmp_path / name).write_text(text)
+    out = ["--out", str(tmp_path / "r")] if argv[0].startswith("judge") else []
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv] + out)
+    assert said in line and "never-loaded" not in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_lora_targets_are_checked_against_the_weight_names_before_loading(checkpoint_dirs,
+                                                                           tmp_path, capsys):
+    """A target the model lacks was found by peft after the model loaded; the names are in
+    the safetensors header, so the check needs no weight (here the weights are damaged)."""
+    ckpt = shutil.copytree(checkpoint_dirs[0], tmp_path / "checkpoint-10")
+    weights = ckpt / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-4096])  # the header intact, the data cut
+    line = one_line(capsys, ["intervene", "--model", str(ckpt), "--lora-rank", "4",
+                             "--lora-targets", "query_key_value,nosuch", "--out",
+                             str(tmp_path / "r")])
+    assert "--lora-targets query_key_value,nosuch: checkpoint-10 has no module nosuch" in line
+    assert "query_key_value" in line.split("end in:")[1]
+    assert not (tmp_path / "r").exists()
+
+
+def test_top_logprobs_with_option_scoring_is_refused_before_the_model_loads(tmp_path, capsys):
+    line = one_line(capsys, ["audit", "--model", "hf:org/never-loaded", "--probe",
+                             "professional-bias", "--scoring", "options", "--top-logprobs", "5",
+                             "--out", str(tmp_path / "r")])
+    assert "--top-logprobs is for --scoring generate" in line

@@ -1,8 +1,19 @@
 """biasscope: bias and fairness in language models, with token-level precision and statistics.
 
-``import biasscope`` stays light: each name below is imported when it is first used (pandas and
-SciPy with the sweep and the statistics, torch and transformers only when a model is scored), so
-the command line starts without them.
+Every command is one call a notebook can make too: build the job's config and pass it to
+the job's entry point, which does everything the command does.
+
+- ``biasscope.dynamics.job.run(DynamicsConfig(...))``: fairness across training checkpoints
+  (also ``audit.job``, ``judge.job``, ``sensitivity.job``, ``sensitivity.counterfactual_job``,
+  ``intervene.job``, ``compare.job``, ``generate.batch``: one ``run``-like entry each).
+- ``BiasCallback`` (a ``transformers.Trainer`` callback), ``evaluate_now`` (one call in a
+  plain PyTorch loop) and ``LiveOptions``: fairness measured live, during training.
+- ``load_probe(name, data_dir=...)``: a probe's items; ``PROBES`` lists them.
+- ``biasscope.jobs.render(run)``: a run's report again, from its records, without a model.
+
+``import biasscope`` stays light: each name is imported when it is first used (pandas and SciPy
+with the sweep and the statistics, torch and transformers only when a model is scored), so the
+command line starts without them.
 """
 
 from __future__ import annotations

@@ -133,19 +133,24 @@ def responder(config: AuditConfig) -> Responder:
     return _model_responder(config.model, config.prompting, config.backend)
 
 
+_TOP_LOGPROBS = ("--top-logprobs is for --scoring generate; option scoring reads every "
+                 "option's full log-probability")
+
+
 def _model_responder(spec: str, asked: Prompting, backend: BackendConfig) -> Responder:
     from biasscope.backends.cache import Cached
     from biasscope.backends.echo import EchoScorer
     from biasscope.backends.openai_http import OpenAIGenerator
 
+    if asked.scoring == "options" and asked.top_logprobs:  # before the model loads
+        raise BiasscopeError(_TOP_LOGPROBS)
     generator = backend.generator(spec)
     scoring = asked.scoring
     if scoring == "auto":
         scoring = "options" if hasattr(generator, "option_logprobs") else "generate"
     if scoring == "options":
         if asked.top_logprobs:
-            raise BiasscopeError("--top-logprobs is for --scoring generate; option scoring "
-                                 "reads every option's full log-probability")
+            raise BiasscopeError(_TOP_LOGPROBS)
         if hasattr(generator, "option_logprobs"):
             return OptionScorer(generator, plain=asked.plain_prompt)
         if not isinstance(generator, OpenAIGenerator):

@@ -180,6 +180,15 @@ class StoredResponses:
                 Response(None, "stored", error="no response in " + self.path.name)
                 for i in items]
 
+    def require_some(self, known: Iterable[str]) -> None:
+        """A one-line error when no id of the file is an item the run asks: another probe,
+        --limit or --templates than the items were exported with (nothing is written)."""
+        if not set(self.by_id) & set(known):
+            raise BiasscopeError(
+                f"{self.path}: none of its {len(self.by_id)} item ids is an item this run asks "
+                f"(e.g. {next(iter(self.by_id))!r}); answer the items `biasscope items` "
+                "exports with the same --probe, --limit and --templates")
+
     def unknown_ids(self, known: Iterable[str]) -> list[str]:
         """The file's ids that are no item of ``known``: from the items a run asks, not from
         those answered in this call (a rerun answers none: its units are stored)."""
@@ -279,6 +288,8 @@ def run_audit(probes: Sequence[AuditProbe], responder: Responder, out: str | os.
     """
     store = RunStore(Path(out))
     items = {p.name: probe_items(p, limit) for p in probes}
+    if isinstance(responder, StoredResponses):
+        responder.require_some(i.id for p in probes for i in items[p.name])
     settings = run_settings(responder, probes, limit, items)
     with run_lock(store):  # two probes started into one --out must not lose each other's
         if store.run_json.is_file():

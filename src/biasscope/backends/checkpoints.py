@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob as globlib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,6 +28,8 @@ class Checkpoint:
     @ revision): units are keyed by it, so two checkpoints never share results however they
     are named. ``model`` is only a label; ``named`` says the user chose it. ``fingerprint``
     says what the weights are (see ``runs.fingerprints``; None: not computed, or no files).
+    ``given``: a local path as the user gave it (absolute, symbolic links kept), which default
+    names come from: a link to a folder elsewhere is named after where the user put it.
     """
 
     model: str
@@ -36,6 +39,7 @@ class Checkpoint:
     named: bool = field(default=False, compare=False)
     identity: str = ""
     fingerprint: str | None = field(default=None, compare=False)
+    given: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not self.identity:
@@ -80,6 +84,11 @@ def _is_local(source: str) -> bool:
     return source.startswith((".", "/", "~")) or Path(source).expanduser().exists()
 
 
+def _given(path: Path) -> Path:
+    """``path`` made absolute without resolving symbolic links."""
+    return Path(os.path.abspath(path.expanduser()))
+
+
 def from_model(model: str, revisions: Sequence[str] = (), *, convert: bool = True
                ) -> list[Checkpoint]:
     """``hub/id``, ``hub/id@rev`` or a local dir, at each of ``revisions`` (if any);
@@ -97,7 +106,8 @@ def from_model(model: str, revisions: Sequence[str] = (), *, convert: bool = Tru
         if revisions or pinned:
             raise BiasscopeError(f"{path} is a local directory: revisions apply to hub ids only")
         require_model_dir(path, "model folder")
-        return [Checkpoint(path.name, str(path), None, parse_step(path.name))]
+        return [Checkpoint(path.name, str(path), None, parse_step(path.name),
+                           given=str(_given(path)))]
     revs: list[str | None] = list(revisions) or [pinned or None]
     if pinned and revisions:
         raise BiasscopeError(f"{model}: give the revision with @ or --revisions, not both")
@@ -111,7 +121,7 @@ def from_dirs(paths: Iterable[str | Path], model: str | None = None, *, convert:
     for raw in paths:
         path = Path(raw).expanduser()
         if is_gguf(path) and path.is_file():
-            out.append(gguf_checkpoint(path, model or path.resolve().parent.name, path.stem,
+            out.append(gguf_checkpoint(path, model or _given(path).parent.name, path.stem,
                                        named=model is not None, convert=convert))
             continue
         if not path.is_dir():
@@ -119,9 +129,9 @@ def from_dirs(paths: Iterable[str | Path], model: str | None = None, *, convert:
         require_model_dir(path)
         if not (path / "config.json").is_file():
             raise BiasscopeError(f"checkpoint {path} has no config.json: not a model directory")
-        name = model or path.resolve().parent.name
+        name = model or _given(path).parent.name  # never where a link points
         out.append(Checkpoint(name, str(path), path.name, parse_step(path.name),
-                              named=model is not None))
+                              named=model is not None, given=str(_given(path))))
     return sorted(out, key=lambda c: (c.step is None, c.step or 0, c.source))
 
 
@@ -145,7 +155,8 @@ def gguf_checkpoint(path: Path, model: str | None, revision: str | None,
     sha = file_sha256(path)
     source = converted(path) if convert else cache_root() / sha
     return Checkpoint(model or path.stem, str(source), revision, parse_step(path.stem),
-                      named=named, identity=str(path.resolve()), fingerprint=sha)
+                      named=named, identity=str(path.resolve()), fingerprint=sha,
+                      given=str(_given(path)))
 
 
 def convert_gguf(checkpoints: Iterable[Checkpoint]) -> None:
@@ -201,7 +212,7 @@ def distinct(checkpoints: Sequence[Checkpoint], known: Sequence[dict[str, Any]] 
             roots[root] = 0
     free = [c for c in unique.values() if c.identity not in pinned and not c.named]
     for ckpt in free:
-        root = _series(ckpt.identity, ckpt.revision)
+        root = _series(ckpt.given or ckpt.identity, ckpt.revision)
         if root is not None:
             roots.setdefault(root, None)
     depth = {root: 1 for root, at in roots.items() if at is None}
@@ -217,7 +228,7 @@ def distinct(checkpoints: Sequence[Checkpoint], known: Sequence[dict[str, Any]] 
             depth[root] += 1
     out = []
     for ckpt in unique.values():
-        root = _series(ckpt.identity, ckpt.revision)
+        root = _series(ckpt.given or ckpt.identity, ckpt.revision)
         if ckpt in free and root is not None and root in depth:
             ckpt = replace(ckpt, model=_tail(root, depth[root]))
         out.append(ckpt)

@@ -20,14 +20,15 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import ModelError, install_hint
+from biasscope.core.numbers import num
 from biasscope.core.processes import HOST, alive
+from biasscope.core.steps import LARGE_FILE, say
 
 SUFFIX = ".gguf"
 PROVENANCE = "gguf.json"
@@ -54,6 +55,8 @@ def file_sha256(path: Path) -> str:
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _hashes:
+        if stat.st_size >= LARGE_FILE:
+            say(f"hashing {path.name} ({num(stat.st_size / 2**20, 0)} MiB)")
         digest = hashlib.sha256()
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 22), b""):
@@ -195,10 +198,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _say(message: str) -> None:
-    print(f"biasscope: {message}", file=sys.stderr, flush=True)
-
-
 def _convert(path: Path, header: dict[str, str], out: Path) -> None:
     """Dequantise ``path`` with transformers and write it to ``out`` as a plain checkpoint."""
     from biasscope.backends.lazy import require_torch
@@ -208,20 +207,21 @@ def _convert(path: Path, header: dict[str, str], out: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     size = path.stat().st_size / 2**20
-    _say(f"converting {path.name} ({header['architecture']}, {header['quantization']}, "
-         f"{size:.0f} MiB) once into {out.parent}/ (later loads read the cache)")
+    say(f"converting {path.name} ({header['architecture']}, {header['quantization']}, "
+        f"{size:.0f} MiB) once into {out.parent}/ (later loads read the cache)")
     started = time.monotonic()
     folder, name = str(path.parent), path.name
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
         tokenizer.save_pretrained(str(out))
-        _say(f"  tokenizer converted ({time.monotonic() - started:.0f} s)")
+        say(f"  tokenizer converted ({time.monotonic() - started:.0f} s); dequantising the "
+            "weights")
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name,
                                                      dtype=torch.float32)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError, NotImplementedError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"cannot convert {path.name}: {first}") from None
-    _say(f"  weights dequantised ({time.monotonic() - started:.0f} s)")
+    say(f"  weights dequantised ({time.monotonic() - started:.0f} s); saving and checking them")
     state = model.state_dict()
     weights: dict[str, Any] = {}
     seen: set[int] = set()
@@ -243,5 +243,5 @@ def _convert(path: Path, header: dict[str, str], out: Path) -> None:
     if bad:
         raise ModelError(f"cannot convert {path.name}: weight {bad[0]} does not survive a "
                          "save and reload (a tied weight the config does not declare?)")
-    _say(f"  saved {sum(f.stat().st_size for f in out.iterdir()) / 2**20:.0f} MiB "
-         f"({time.monotonic() - started:.0f} s in all)")
+    say(f"  saved {sum(f.stat().st_size for f in out.iterdir()) / 2**20:.0f} MiB "
+        f"({time.monotonic() - started:.0f} s in all)")

@@ -17,6 +17,7 @@ import inspect
 import json
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import copy_context
 from typing import Any
 
 from biasscope.backends.base import ContinuationScore, NextTokenScore
@@ -34,6 +35,7 @@ from biasscope.backends.lazy import require_torch
 from biasscope.backends.weights import fault_in, read_ahead
 from biasscope.core.errors import ModelError
 from biasscope.core.items import Item
+from biasscope.core.steps import say
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
@@ -289,6 +291,7 @@ def iter_scorers(checkpoints: Sequence[Checkpoint], options: HFOptions,
     tokenizers: dict[str, Any] = {}  # one per distinct tokenizer, shared by its checkpoints
 
     def load(ckpt: Checkpoint) -> tuple[Any, Any]:
+        say(f"loading {ckpt.label}")
         key = tokenizer_key(ckpt)
         if key not in tokenizers:
             tokenizers[key] = load_tokenizer(ckpt, options)
@@ -300,10 +303,12 @@ def iter_scorers(checkpoints: Sequence[Checkpoint], options: HFOptions,
     if not checkpoints:
         return
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="biasscope-prefetch") as pool:
-        pending: Future[tuple[Any, Any]] = pool.submit(load, checkpoints[0])
+        # In the caller's context: a quiet sweep's loads are quiet too (`core.steps`).
+        pending: Future[tuple[Any, Any]] = pool.submit(copy_context().run, load,
+                                                       checkpoints[0])
         for index, ckpt in enumerate(checkpoints):
             model, tokenizer = pending.result()
             if index + 1 < len(checkpoints):
-                pending = pool.submit(load, checkpoints[index + 1])
+                pending = pool.submit(copy_context().run, load, checkpoints[index + 1])
             yield HFScorer(ckpt, model, tokenizer, options, encodings)
             del model

@@ -33,6 +33,7 @@ from biasscope.backends.gguf import provenance
 from biasscope.backends.hf_model import HFOptions, left_pad, load_model, load_tokenizer
 from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import ModelError
+from biasscope.core.steps import say
 
 
 def render_chat(tokenizer: Any, messages: Sequence[tuple[str, str]]) -> tuple[str, bool]:
@@ -58,6 +59,8 @@ class HFGenerator:
         self.ckpt = ckpt
         self.label = ckpt.label
         self.options = options = options or HFOptions()
+        if model is None:
+            say(f"loading {ckpt.label}")
         self.model = load_model(ckpt, options) if model is None else model
         self.tokenizer = load_tokenizer(ckpt, options) if tokenizer is None else tokenizer
         self.device = next(self.model.parameters()).device

@@ -35,6 +35,7 @@ from biasscope.backends.hf_model import (
 from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import loading
 from biasscope.core.errors import BiasscopeError, ModelError
+from biasscope.core.steps import say
 
 TRANSFORMS = ("logit", "probability", "logprob")
 PLAIN_ROLES = {"user": "Human", "assistant": "Assistant", "system": "System"}
@@ -120,6 +121,7 @@ class HFRewardModel:
         self.options = options = options or RewardOptions()
         self.ckpt = from_model(spec)[0]
         self.label = self.ckpt.label
+        say(f"loading reward model {self.label}")
         hf = HFOptions(device=options.device, dtype=options.dtype,
                        trust_remote_code=options.trust_remote_code)
         self.tokenizer = load_tokenizer(self.ckpt, hf)
@@ -176,10 +178,13 @@ class HFRewardModel:
         cut = sum(len(row) > limit for row in ids)
         if cut:
             self.truncated += cut
+            fix = ("raise RewardOptions.max_length, up to the model's own limit, to score them "
+                   "whole" if self.options.max_length else "that is the model's limit: "
+                   "shorten them, or use a reward model with a longer context, to score them "
+                   "whole")
             warnings.warn(f"{self.label}: {cut} of {len(ids)} conversations are longer than "
                           f"{limit} tokens and were cut from the left (the first special token "
-                          "and the response's end kept); raise --max-length to score them whole",
-                          stacklevel=3)
+                          f"and the response's end kept); {fix}", stacklevel=3)
         special_ids = set(getattr(self.tokenizer, "all_special_ids", ()))
         return [row if len(row) <= limit else _keep_end(row, limit, special_ids) for row in ids]
 

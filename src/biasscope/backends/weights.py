@@ -55,6 +55,23 @@ def _weight_files(ckpt: Checkpoint) -> list[Path]:
     return [p for p in map(cached, shards) if p is not None]
 
 
+def tensor_names(ckpt: Checkpoint) -> list[str] | None:
+    """The names of a checkpoint's weights from its safetensors headers (the JSON at the start
+    of each file: no weight is read), or None where it has no safetensors file at hand."""
+    files, names = _weight_files(ckpt), []
+    for path in files:
+        try:
+            with path.open("rb") as handle:
+                size = int.from_bytes(handle.read(8), "little")
+                header = json.loads(handle.read(size)) if 0 < size < 1 << 28 else None
+        except (OSError, ValueError):
+            return None
+        if not isinstance(header, dict):
+            return None
+        names += [k for k in header if k != "__metadata__"]
+    return names if files else None
+
+
 def _read_through(path: Path, sink: int) -> None:
     """Every page of ``path`` into the page cache. sendfile to /dev/null reads them without
     copying anything to user space: a few percent of read()'s CPU time, which would otherwise

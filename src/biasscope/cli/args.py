@@ -81,7 +81,10 @@ def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
             options["choices"] = meta["choices"]
         elif "action" not in options or meta["many"]:
             options["metavar"] = flag.removeprefix("--").replace("-", "_").upper()
-        parser.add_argument(flag, **options)
+        action = parser.add_argument(flag, **options)
+        # What the library uses when the flag is not given, for the reference page (a
+        # repeatable or stored flag has no argparse default).
+        action.library_default = None if f.default is MISSING else f.default  # type: ignore[attr-defined]
         if meta["old"]:
             renamed(parser, meta["old"], f"{flag}")
 

@@ -1,4 +1,5 @@
-"""``biasscope compare`` (two runs: equivalent, different or inconclusive within a margin)
+"""``biasscope compare`` (two runs: equivalent within a margin, different, too few items or
+inconclusive)
 and ``biasscope power`` (items needed; the smallest gap a run could detect)."""
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from biasscope.cli import args as A
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.spelling import on_command_line
 
 #: The command modules, in the order ``--help`` lists them; each has ``register(sub)``.
 COMMANDS = ("dynamics", "report", "probes", "generate", "audit", "judge", "sensitivity",
@@ -70,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(command_of(given)).parse_args(given)
     try:
-        code: int = args.func(args)
+        with on_command_line():  # messages name settings by their flags (--data-dir)
+            code: int = args.func(args)
     except BiasscopeError as exc:
         print(A.one_line(f"biasscope: error: {exc}"), file=sys.stderr)
         return 2

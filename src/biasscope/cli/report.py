@@ -12,9 +12,11 @@ from biasscope.core.config import PROBABILITY, SEED
 
 
 def report(args: argparse.Namespace) -> int:
+    from biasscope.core.steps import quiet
     from biasscope.jobs import render
 
-    page, published = render(args.run, args.output, A.analysis_given(args), args.data_dir)
+    with quiet(args.quiet):
+        page, published = render(args.run, args.output, A.analysis_given(args), args.data_dir)
     print(f"{page}  (published to {published})" if published else page)
     return 0
 
@@ -36,6 +38,8 @@ def register(sub: Any) -> None:
     shown.add_argument("--data-dir", help="local copy of the datasets, for the occupation "
                        "statistics (<data-dir>/winogender/occupations-stats.tsv)")
     A.analysis_args(shown)
+    shown.add_argument("--quiet", action="store_true",
+                       help="no line on stderr as the analysis and the report start")
     shown.set_defaults(func=report)
 
     trained = sub.add_parser("demo", help="train a tiny model with injected bias and sweep it")
@@ -43,5 +47,6 @@ def register(sub: Any) -> None:
     trained.add_argument("--bias", type=A.typed(PROBABILITY), default=0.95,
                          help="share of stereotypical pronouns in the corpus, 0.5 (none) to 1.0")
     trained.add_argument("--seed", type=A.typed(SEED), default=0)
-    trained.add_argument("--quiet", action="store_true")
+    trained.add_argument("--quiet", action="store_true",
+                         help="no line on stderr as each step starts")
     trained.set_defaults(func=demo)

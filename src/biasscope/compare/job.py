@@ -10,13 +10,15 @@ from typing import Any
 
 import pandas as pd
 
+from biasscope.compare import design
 from biasscope.compare.measures import MEASURES
-from biasscope.compare.runs import compare_records, margin_for
+from biasscope.compare.runs import compare_runs, margin_for
 from biasscope.core.config import POSITIVE_INT, PROBABILITY, check_settings, setting
 from biasscope.core.errors import BiasscopeError
 from biasscope.report import claims
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
+from biasscope.store.remote import is_remote
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,15 @@ def parse_margins(specs: Sequence[str]) -> Mapping[str, float] | float | None:
         return None
     if len(specs) == 1 and "=" not in specs[0]:
         return _number(specs[0], "--margin")
-    out = {}
+    out: dict[str, float] = {}
     for spec in specs:
         name, sep, value = spec.partition("=")
         if not sep or name not in MEASURES:
             raise BiasscopeError(f"--margin {spec!r}: give a number, or MEASURE=NUMBER with "
                                  f"MEASURE one of {', '.join(MEASURES)}")
+        if name in out:
+            raise BiasscopeError(f"--margin {name} is given twice ({out[name]:g}, then "
+                                 f"{value}); give one margin per measure")
         out[name] = _number(value, f"--margin {name}")
     return out
 
@@ -67,11 +72,18 @@ def _number(text: str, where: str) -> float:
         raise BiasscopeError(f"{where} {text!r} is not a number") from None
 
 
-def records(run: str) -> pd.DataFrame:
-    """A run's records, with the run's model as ``model`` where units have none (audit)."""
+def records(run: str, flag: str = "") -> pd.DataFrame:
+    """A run's records, with the run's model as ``model`` where units have none (audit);
+    ``flag``: the option that named the run, for errors (``--pilot``)."""
+    path, named = Path(run.removeprefix("file://")), f"{flag} {run}" if flag else run
+    if not is_remote(run) and not path.is_dir():
+        state = "is a file" if path.exists() else "does not exist"
+        raise BiasscopeError(f"{named} {state}: give the folder a biasscope command wrote "
+                             "(it holds run.json)")
     store = RunStore(run)
     if not store.run_json.is_file():
-        raise BiasscopeError(f"{run} has no run.json: give a run directory")
+        raise BiasscopeError(f"{named} has no run.json: it is not a run directory; give "
+                             "the folder a biasscope command wrote")
     frame = store.records()
     if frame.empty:
         raise BiasscopeError(f"{run} has no records")
@@ -80,21 +92,32 @@ def records(run: str) -> pd.DataFrame:
     return frame
 
 
+def wordings(run: str) -> dict[str, dict[str, str]]:
+    """Per probe, its wordings as run.json records them (`design.signatures`)."""
+    settings = RunStore(run).read_json("run.json").get("settings")
+    probes = settings.get("probes") if isinstance(settings, dict) else None
+    if not isinstance(probes, dict):
+        return {}
+    return {str(name): design.signatures(config) for name, config in probes.items()}
+
+
 def run(config: CompareConfig) -> CompareResult:
     """Compare, write the JSON and the page, return them."""
     if not 0 < config.alpha < 0.5:
         raise BiasscopeError(f"--alpha {config.alpha:g}: give a number between 0 and 0.5")
     margins = parse_margins(config.margin)
-    found = compare_records(records(config.run_a), records(config.run_b), margins,
-                            config.alpha, config.n_resamples)
+    found, notes = compare_runs(records(config.run_a), records(config.run_b), margins,
+                                config.alpha, config.n_resamples,
+                                (wordings(config.run_a), wordings(config.run_b)))
     if not found:
         raise BiasscopeError("the runs share no probe with a headline measure to compare "
-                             "(winobias-gender, professional-bias, adult-counterfactual, bbq)")
+                             "(winobias-gender, professional-bias, adult-counterfactual, bbq)"
+                             + (" under the same wording: " + " ".join(notes) if notes else ""))
     used = {c.measure: margin_for(c.measure, margins) for c in found}
     summary = {"schema": "biasscope.comparison/1", "run_a": config.run_a,
                "run_b": config.run_b, "alpha": config.alpha, "margins": used,
-               "comparisons": [c.as_dict() for c in found],
-               "sentences": [c.sentence for c in found]}
+               "comparisons": [c.as_dict() for c in found], "notes": notes,
+               "sentences": [c.sentence for c in found] + notes}
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "comparison.json", summary)

@@ -68,7 +68,7 @@ def pilot_rows(config: PowerConfig) -> list[dict[str, Any]]:
     """Per probe, checkpoint and measure of the pilot run: items now, standard deviation, the
     smallest detectable gap now and the items the asked effect (or margin) needs."""
     assert config.pilot is not None
-    frame, rows = records(config.pilot), []
+    frame, rows = records(config.pilot, "--pilot"), []
     for probe, extract in EXTRACTORS.items():
         if "probe" not in frame or probe not in set(frame["probe"]):
             continue
@@ -95,6 +95,9 @@ def plan(config: PowerConfig) -> dict[str, Any]:
     if config.pilot is None and (config.sd is None or (config.effect is None
                                                         and config.margin is None)):
         raise BiasscopeError("give --sd with --effect (or --margin), or --pilot RUN")
+    if config.pilot is not None and config.sd is not None:
+        raise BiasscopeError("--sd is for a plan without a run: --pilot measures each "
+                             "measure's standard deviation in the run; drop one of them")
     try:
         if config.pilot is not None:
             rows = pilot_rows(config)

@@ -3,7 +3,9 @@ its interval, the TOST verdict within a margin, and the smallest difference the 
 could have detected.
 
 Checkpoints are matched by (model, step); when the runs share none and each has exactly one
-(the usual "original against quantised" case, where the labels differ), those two are compared.
+(the usual "original against quantised" case, where the labels differ), those two are compared;
+checkpoints only one run has are named in the notes. Runs are compared on the wordings both
+asked, each item averaged over them (`biasscope.compare.design`).
 Items are paired by their key where both runs saw the same items; items only one run saw are
 left out of a paired comparison and counted. Runs with too few items in common (fewer than
 half of the smaller run's, or fewer than two in a group) are compared unpaired, which the
@@ -21,11 +23,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from biasscope.compare import design
 from biasscope.compare.measures import EXTRACTORS, MEASURES, Values
 from biasscope.core.equivalence import (
     Equivalence,
     bootstrap_equivalence,
     contrast_equivalence,
+    paired_binary_equivalence,
     sentence,
 )
 from biasscope.core.errors import BiasscopeError
@@ -50,13 +54,15 @@ class Comparison:
     only_b: int
     mde: float
     sentence: str
+    wordings: int = 1  # the wordings both runs asked, each item averaged over them
 
     def as_dict(self) -> dict[str, Any]:
         return {"probe": self.probe, "measure": self.measure, "words": self.words,
                 "a": self.a, "b": self.b, "estimate_a": self.estimate_a,
                 "estimate_b": self.estimate_b, **self.result.as_dict(),
                 "only_a": self.only_a, "only_b": self.only_b,
-                "minimum_detectable_difference": self.mde, "sentence": self.sentence}
+                "minimum_detectable_difference": self.mde, "wordings": self.wordings,
+                "sentence": self.sentence}
 
 
 def margin_for(measure: str, margins: Mapping[str, float] | float | None) -> float:
@@ -86,34 +92,45 @@ def _paired(a: Values, b: Values) -> dict[str, pd.Index] | None:
 def compare_values(a: Values, b: Values, margin: float, alpha: float = 0.05,
                    n_resamples: int = 2000) -> tuple[Equivalence, int, int]:
     """TOST of A − B, paired on common item keys where possible; with the items only A and only
-    B had that a paired comparison left out."""
+    B had that a paired comparison left out. Paired yes/no items (a flip) get Tango's score
+    test; other means Welch's with pseudo-observations at the measure's bounds; ratios a
+    bootstrap (`biasscope.core.equivalence`)."""
+    low, high = MEASURES[a.measure].bounds
     common = _paired(a, b)
     if common is not None:
         only_a = sum(len(a.groups[g]) - len(k) for g, k in common.items())
         only_b = sum(len(b.groups[g]) - len(k) for g, k in common.items())
         if a.statistic is None:
-            diffs = [(a.groups[g][k] - b.groups[g][k]).to_numpy() for g, k in common.items()]
-            return (contrast_equivalence(diffs, list(a.weights.values()), margin, alpha, True),
+            pairs = [(a.groups[g][k].to_numpy(), b.groups[g][k].to_numpy())
+                     for g, k in common.items()]
+            if (low, high) == (0.0, 1.0) and len(pairs) == 1 and all(
+                    np.isin(v, (0.0, 1.0)).all() for v in pairs[0]):
+                return paired_binary_equivalence(*pairs[0], margin, alpha), only_a, only_b
+            spread = high - low
+            return (contrast_equivalence([x - y for x, y in pairs], list(a.weights.values()),
+                                         margin, alpha, True, [(-spread, spread)] * len(pairs)),
                     only_a, only_b)
         keys = next(iter(common.values()))
         xs = (next(iter(a.groups.values()))[keys].to_numpy(),
               next(iter(b.groups.values()))[keys].to_numpy())
-        return (bootstrap_equivalence(xs, _difference(a), margin, alpha, True, n_resamples),
-                only_a, only_b)
+        return (bootstrap_equivalence(xs, _difference(a, b), margin, alpha, True, n_resamples,
+                                      bounds=(low, high)), only_a, only_b)
     if a.statistic is None:
         samples = [s.to_numpy() for s in (*a.groups.values(), *b.groups.values())]
         weights = [*a.weights.values(), *(-w for w in b.weights.values())]
-        return contrast_equivalence(samples, weights, margin, alpha, False), 0, 0
+        return (contrast_equivalence(samples, weights, margin, alpha, False,
+                                     [(low, high)] * len(samples)), 0, 0)
     xs = (next(iter(a.groups.values())).to_numpy(), next(iter(b.groups.values())).to_numpy())
-    return bootstrap_equivalence(xs, _difference(a), margin, alpha, False, n_resamples), 0, 0
+    return (bootstrap_equivalence(xs, _difference(a, b), margin, alpha, False, n_resamples,
+                                  bounds=(low, high)), 0, 0)
 
 
-def _difference(values: Values) -> Any:
-    statistic = values.statistic
-    assert statistic is not None
+def _difference(a: Values, b: Values) -> Any:
+    first, second = a.statistic, b.statistic
+    assert first is not None and second is not None
 
     def diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.asarray(statistic(x, axis=axis) - statistic(y, axis=axis))
+        return np.asarray(first(x, axis=axis) - second(y, axis=axis))
     return diff
 
 
@@ -155,24 +172,62 @@ def match(a: list[Checkpoint], b: list[Checkpoint]) -> list[tuple[Checkpoint, Ch
                          "compare runs of one checkpoint each, or with the same labels")
 
 
+Wordings = Mapping[str, Mapping[str, str]]  # probe -> wording label -> what the wording is
+
+
+def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
+                 margins: Mapping[str, float] | float | None = None, alpha: float = 0.05,
+                 n_resamples: int = 2000, wordings: tuple[Wordings, Wordings] | None = None
+                 ) -> tuple[list[Comparison], list[str]]:
+    """Every headline measure of every probe both record sets hold, compared A − B on the
+    design both share (`biasscope.compare.design`), and notes on what was not compared.
+    ``wordings``: per run, per probe, its wordings as run.json records them (without it,
+    wordings are known by their labels)."""
+    out, notes = [], []
+    probes = [p for p in EXTRACTORS if p in set(a.get("probe", ())) & set(b.get("probe", ()))]
+    for probe in probes:
+        sig_a, sig_b = ((w.get(probe, {}) for w in wordings) if wordings else ({}, {}))
+        ra, rb, note, common = design.shared(a[a["probe"] == probe], b[b["probe"] == probe],
+                                             sig_a, sig_b)
+        if not common:
+            notes.append(f"{probe}: not compared: {note}.")
+            continue
+        if note:
+            notes.append(f"{probe}: {note}.")
+        ca, cb = checkpoints(ra), checkpoints(rb)
+        if (gone := design.missing(list(ca), list(cb), label)) is not None:
+            notes.append(f"{probe}: {gone}.")
+        for ka, kb in match(list(ca), list(cb)):
+            out += _compared(probe, ka, kb, ca[ka], cb[kb], margins, alpha, n_resamples,
+                             common, note)
+    return out, notes
+
+
+def _compared(probe: str, ka: Checkpoint, kb: Checkpoint, ra: pd.DataFrame, rb: pd.DataFrame,
+              margins: Mapping[str, float] | float | None, alpha: float, n_resamples: int,
+              wordings: int, note: str | None) -> list[Comparison]:
+    va = {v.measure: v for v in EXTRACTORS[probe](ra)}
+    vb = {v.measure: v for v in EXTRACTORS[probe](rb)}
+    out = []
+    for name in [m for m in va if m in vb]:
+        margin = margin_for(name, margins)
+        result, only_a, only_b = compare_values(va[name], vb[name], margin, alpha, n_resamples)
+        words = MEASURES[name].words
+        text = sentence(f"{probe} {words}, {label(ka)} − {label(kb)}", result)
+        if only_a or only_b:
+            text += (f"; left out of the pairs: {only_a} items only A has, {only_b} only B "
+                     "has")
+        if note:
+            text += f"; {note}"
+        out.append(Comparison(probe, name, words, label(ka), label(kb), va[name].estimate(),
+                              vb[name].estimate(), result, only_a, only_b, detectable(result),
+                              text, wordings))
+    return out
+
+
 def compare_records(a: pd.DataFrame, b: pd.DataFrame,
                     margins: Mapping[str, float] | float | None = None, alpha: float = 0.05,
                     n_resamples: int = 2000) -> list[Comparison]:
-    """Every headline measure of every probe both record sets hold, compared A − B."""
-    out = []
-    probes = [p for p in EXTRACTORS if p in set(a.get("probe", ())) & set(b.get("probe", ()))]
-    for probe in probes:
-        ca, cb = (checkpoints(r[r["probe"] == probe]) for r in (a, b))
-        for ka, kb in match(list(ca), list(cb)):
-            va = {v.measure: v for v in EXTRACTORS[probe](ca[ka])}
-            vb = {v.measure: v for v in EXTRACTORS[probe](cb[kb])}
-            for name in [m for m in va if m in vb]:
-                margin = margin_for(name, margins)
-                result, only_a, only_b = compare_values(va[name], vb[name], margin, alpha,
-                                                        n_resamples)
-                words = MEASURES[name].words
-                text = sentence(f"{probe} {words}, {label(ka)} − {label(kb)}", result)
-                out.append(Comparison(probe, name, words, label(ka), label(kb),
-                                      va[name].estimate(), vb[name].estimate(), result,
-                                      only_a, only_b, detectable(result), text))
-    return out
+    """Every headline measure of every probe both record sets hold, compared A − B
+    (`compare_runs` without its notes)."""
+    return compare_runs(a, b, margins, alpha, n_resamples)[0]

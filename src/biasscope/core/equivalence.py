@@ -8,12 +8,23 @@ difference lying inside (−δ, δ) (Schuirmann 1987). A verdict is one of:
 - ``equivalent``: TOST rejects both nulls; the difference is smaller than δ (it may still be
   significantly non-zero, which ``significant`` says).
 - ``different``: the two-sided test rejects a zero difference at α and TOST does not hold.
-- ``inconclusive``: neither: the data cannot tell (typically too few items for δ).
+- ``too few items``: fewer items than any test could show equivalence from (``min_items``):
+  with fewer, every item agreeing is still likely (probability ≥ α) under a true difference
+  of δ made of rare items at the far end of the range (exact binomial: (1 − δ/D)ⁿ ≥ α, D
+  the largest departure of one item).
+- ``inconclusive``: neither: the data cannot tell.
 
-Two ways to get the interval: a linear contrast of item means (a gap is
-mean(group 1) − mean(group 2), a paired difference is the mean of per-item differences) uses
-Welch's t with Satterthwaite's degrees of freedom; any other statistic (a ratio) a percentile
-bootstrap, resampling items jointly when paired.
+The interval must not collapse when every item agrees (all paired differences 0: Welch's
+standard error 0 would call two runs equivalent from two items), so:
+
+- paired yes/no outcomes (the same items answered 0/1 by both runs): Tango's score interval
+  and score TOST (`biasscope.core.tango`); its test of 0 is McNemar's;
+- any other linear contrast of item means (a gap Σ wₖ·mean(xₖ), a mean of paired
+  differences) with known ``bounds``: Welch's t with a score-type variance at each margin and
+  pseudo-observations for a sample with no spread (`biasscope.core.bounded`), so neither
+  identical values nor a difference made of a few large jumps give a short interval;
+- any other statistic (a ratio): a percentile bootstrap, resampling items jointly when
+  paired, its TOST also held to the score-type variance and the ``too few items`` floor.
 """
 
 from __future__ import annotations
@@ -28,18 +39,23 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
-from biasscope.core.numbers import ci_decimals, num, pvalue
+from biasscope.core import tango
+from biasscope.core.bounded import Bounds, Contrast
+from biasscope.core.numbers import ci_decimals, num, p_is
 from biasscope.core.stats import _RNG_KW, Array, _finite
 
-Verdict = Literal["equivalent", "different", "inconclusive"]
+Verdict = Literal["equivalent", "different", "too few items", "inconclusive"]
 VERDICTS: dict[str, str] = {"equivalent": "equivalent within the margin",
-                            "different": "different", "inconclusive": "inconclusive"}
+                            "different": "different", "too few items": "too few items",
+                            "inconclusive": "inconclusive"}
 
 
 @dataclass(frozen=True)
 class Equivalence:
     """A difference (A − B) with its TOST interval (1 − 2α), its two-sided (1 − α) interval,
-    both tests' p-values and the verdict. ``n``: the items (pairs, when paired) it rests on."""
+    both tests' p-values and the verdict. ``n``: the items (pairs, when paired) it rests on;
+    ``min_items``: the fewest items per group (``groups`` of them) from which any test could
+    show equivalence (0: not known)."""
 
     estimate: float
     low: float
@@ -56,6 +72,8 @@ class Equivalence:
     verdict: Verdict
     se: float = math.nan
     df: float = math.nan
+    min_items: int = 0
+    groups: int = 1
 
     @property
     def significant(self) -> bool:
@@ -66,13 +84,27 @@ class Equivalence:
         return {**asdict(self), "significant": self.significant}
 
 
-def verdict(p_equivalence: float, p_difference: float, alpha: float) -> Verdict:
-    """The three-way verdict; NaN p-values (too little data) give ``inconclusive``."""
-    if p_equivalence < alpha:
+def verdict(p_equivalence: float, p_difference: float, alpha: float, enough: bool = True
+            ) -> Verdict:
+    """The verdict; NaN p-values (too little data) give ``inconclusive``; below the items any
+    test could conclude equivalence from (not ``enough``), ``too few items`` unless shown
+    different."""
+    if enough and p_equivalence < alpha:
         return "equivalent"
     if p_difference < alpha:
         return "different"
-    return "inconclusive"
+    return "inconclusive" if enough else "too few items"
+
+
+def minimum_items(margin: float, alpha: float, reach: float) -> int:
+    """The fewest items of one sample from which any test could show equivalence within
+    ±``margin``: below it, n items that all agree have probability ≥ α when a share
+    margin/``reach`` of items departs by ``reach`` (the most one item can move the
+    difference) and the rest agree."""
+    share = margin / reach if reach > 0 else math.inf
+    if share >= 1:
+        return 1
+    return max(1, math.ceil(math.log(alpha) / math.log1p(-share) - 1e-9))
 
 
 def _check(margin: float, alpha: float) -> None:
@@ -101,29 +133,80 @@ def welch(samples: Sequence[npt.ArrayLike], weights: Sequence[float]
 
 
 def contrast_equivalence(samples: Sequence[npt.ArrayLike], weights: Sequence[float],
-                         margin: float, alpha: float = 0.05, paired: bool = False
-                         ) -> Equivalence:
+                         margin: float, alpha: float = 0.05, paired: bool = False,
+                         bounds: Sequence[Bounds] | None = None) -> Equivalence:
     """TOST of the linear contrast Σ wₖ·mean(xₖ) (samples independent of each other) against
     ±``margin``, by Welch's t. Paired data come as per-item differences (one sample per group).
-    A zero standard error (every difference identical) decides by the estimate alone."""
+    ``bounds``: the range each sample's values can take (a paired difference's: ± the values'
+    range); with them the statistic is `biasscope.core.bounded`'s and fewer items than
+    ``minimum_items`` give ``too few items``. Without them a zero standard error
+    (every value identical) is ``inconclusive``: nothing tells how far the next item could be."""
     _check(margin, alpha)
-    est, se, df, n = welch(samples, weights)
-    if not math.isfinite(se):
-        nan = math.nan
+    xs = [_finite(x) for x in samples]
+    est, se, df, n = welch(xs, weights)
+    nan = math.nan
+    if bounds is not None and all(x.size for x in xs):
+        return _bounded(xs, weights, est, n, margin, alpha, paired, bounds)
+    if not math.isfinite(se) or se == 0:
         return Equivalence(est, nan, nan, nan, nan, margin, alpha, nan, nan, n, paired,
                            "welch", "inconclusive", se, df)
-    if se == 0:
-        p_eq = 0.0 if abs(est) < margin else 1.0
-        p_diff = 0.0 if est != 0 else 1.0
-        return Equivalence(est, est, est, est, est, margin, alpha, p_eq, p_diff, n, paired,
-                           "welch", verdict(p_eq, p_diff, alpha), se, df)
+    return _welch_result(est, est, se, df, n, margin, alpha, paired, "welch", 0,
+                         groups=len(xs))
+
+
+def _welch_result(estimate: float, centre: float, se: float, df: float, n: int,
+                  margin: float, alpha: float, paired: bool, method: str, min_items: int,
+                  enough: bool = True, groups: int = 1) -> Equivalence:
     t = sps.t(df)
-    p_eq = float(max(t.sf((est + margin) / se), t.cdf((est - margin) / se)))
-    p_diff = float(2 * t.sf(abs(est) / se))
+    p_eq = float(max(t.sf((centre + margin) / se), t.cdf((centre - margin) / se)))
+    p_diff = float(2 * t.sf(abs(centre) / se))
     q1, q2 = float(t.ppf(1 - alpha)), float(t.ppf(1 - alpha / 2))
-    return Equivalence(est, est - q1 * se, est + q1 * se, est - q2 * se, est + q2 * se, margin,
-                       alpha, p_eq, p_diff, n, paired, "welch", verdict(p_eq, p_diff, alpha),
-                       se, df)
+    return Equivalence(estimate, centre - q1 * se, centre + q1 * se, centre - q2 * se,
+                       centre + q2 * se, margin, alpha, p_eq, p_diff, n, paired, method,
+                       verdict(p_eq, p_diff, alpha, enough), se, df, min_items, groups)
+
+
+def _bounded(xs: Sequence[Array], weights: Sequence[float], estimate: float, n: int,
+             margin: float, alpha: float, paired: bool, bounds: Sequence[Bounds]
+             ) -> Equivalence:
+    """`contrast_equivalence` by `biasscope.core.bounded` (a score-type variance at each
+    margin, pseudo-observations where a sample has no spread) with the ``too few items``
+    floor."""
+    c = Contrast.of(xs, weights, bounds, paired)
+    t = sps.t(c.df)
+    p_eq = float(max(t.sf(c.statistic(-margin)), t.cdf(c.statistic(margin))))
+    p_diff = float(2 * t.sf(abs(c.statistic(0.0))))
+    low, high = c.interval(float(t.ppf(1 - alpha)))
+    low2, high2 = c.interval(float(t.ppf(1 - alpha / 2)))
+    needed = [minimum_items(margin, alpha, r) for r in c.reaches]
+    enough = all(x.size >= k for x, k in zip(xs, needed, strict=True))
+    return Equivalence(estimate, low, high, low2, high2, margin, alpha, p_eq, p_diff, n,
+                       paired, "welch, bounded", verdict(p_eq, p_diff, alpha, enough),
+                       math.sqrt(c.variance(0.0)), c.df, max(needed), len(xs))
+
+
+def paired_binary_equivalence(a: npt.ArrayLike, b: npt.ArrayLike, margin: float,
+                              alpha: float = 0.05) -> Equivalence:
+    """TOST of p(A) − p(B) for yes/no outcomes (0/1) of the same items under A and B, by
+    Tango's score test and interval (`biasscope.core.tango`); pairs with a NaN are dropped."""
+    _check(margin, alpha)
+    x, y = (np.asarray(v, dtype=np.float64) for v in (a, b))
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    n = int(x.size)
+    needed = minimum_items(margin, alpha, 1.0)
+    nan = math.nan
+    if n == 0:
+        return Equivalence(nan, nan, nan, nan, nan, margin, alpha, nan, nan, 0, True,
+                           "tango", "inconclusive", min_items=needed)
+    only_a, only_b = int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum())
+    low, high = tango.interval(only_a, only_b, n, 1 - 2 * alpha)
+    low2, high2 = tango.interval(only_a, only_b, n, 1 - alpha)
+    p_eq, p_diff = tango.p_values(only_a, only_b, n, margin)
+    se = (high2 - low2) / (2 * float(sps.norm.ppf(1 - alpha / 2)))
+    return Equivalence((only_a - only_b) / n, low, high, low2, high2, margin, alpha, p_eq,
+                       p_diff, n, True, "tango", verdict(p_eq, p_diff, alpha, n >= needed),
+                       se, max(n - 1.0, 1.0), needed)
 
 
 Statistic = Callable[..., Array]
@@ -131,19 +214,27 @@ Statistic = Callable[..., Array]
 
 def bootstrap_equivalence(samples: Sequence[npt.ArrayLike], statistic: Statistic,
                           margin: float, alpha: float = 0.05, paired: bool = False,
-                          n_resamples: int = 2000, seed: int = 0) -> Equivalence:
+                          n_resamples: int = 2000, seed: int = 0, bounds: Bounds | None = None
+                          ) -> Equivalence:
     """TOST of ``statistic(*samples)`` (vectorised along ``axis``, e.g. score(A) − score(B))
     by a percentile bootstrap. ``paired``: the samples are the same items in the same order and
     are resampled together. The p-values are the bootstrap's tail shares: of replicates at or
-    beyond each margin (TOST) and, doubled, on the far side of 0 (two-sided)."""
+    beyond each margin (TOST) and, doubled, on the far side of 0 (two-sided). ``bounds``: the
+    range of one item's contribution to the statistic (one item moves it by up to their
+    distance D over n): the TOST then also needs the score-type test of
+    `biasscope.core.bounded` with variance a(D − a)/n at a = the margin (the least variable
+    way to make that difference), and fewer items than ``minimum_items`` are too few."""
     _check(margin, alpha)
     xs = [np.asarray(s) for s in samples]
     n = xs[0].size if paired else sum(x.size for x in xs)
+    needed = 0 if bounds is None else minimum_items(margin, alpha, bounds[1] - bounds[0])
+    enough = all(x.size >= needed for x in xs)
     nan = math.nan
     if any(x.size < 2 for x in xs):
         est = float(statistic(*xs)) if all(x.size for x in xs) else nan
         return Equivalence(est, nan, nan, nan, nan, margin, alpha, nan, nan, n, paired,
-                           "bootstrap", "inconclusive")
+                           "bootstrap", "inconclusive" if enough else "too few items",
+                           min_items=needed)
     est = float(statistic(*xs))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sps.DegenerateDataWarning)
@@ -155,10 +246,18 @@ def bootstrap_equivalence(samples: Sequence[npt.ArrayLike], statistic: Statistic
         boot, [100 * alpha, 100 * (1 - alpha), 50 * alpha, 100 * (1 - alpha / 2)]))
     p_eq = float(max(np.mean(boot <= -margin), np.mean(boot >= margin)))
     p_diff = float(min(1.0, 2 * min(np.mean(boot <= 0), np.mean(boot >= 0))))
-    if np.ptp(boot) == 0:  # no spread: decide by the estimate, as the Welch path does
-        p_eq, p_diff = (0.0 if abs(est) < margin else 1.0), (0.0 if est != 0 else 1.0)
+    if np.ptp(boot) == 0:  # no spread: only the score floor below says whether agreeing
+        p_eq, p_diff = (0.0 if bounds is not None else 1.0), 1.0  # items are evidence
+    if bounds is not None:  # never shorter than the score-type floor at each margin
+        floor = Contrast((1.0,), (est,), (0.0,), (min(x.size for x in xs),),
+                         (bounds[1] - bounds[0],))
+        p_eq = max(p_eq, float(sps.norm.sf(floor.statistic(-margin))),
+                   float(sps.norm.cdf(floor.statistic(margin))))
+        f_low, f_high = floor.interval(float(sps.norm.ppf(1 - alpha)))
+        low, high = min(low, f_low), max(high, f_high)
     return Equivalence(est, low, high, low2, high2, margin, alpha, p_eq, p_diff, n, paired,
-                       "bootstrap", verdict(p_eq, p_diff, alpha))
+                       "bootstrap", verdict(p_eq, p_diff, alpha, enough), min_items=needed,
+                       groups=1 if paired else len(xs))
 
 
 def sentence(name: str, result: Equivalence, unit: str = "") -> str:
@@ -171,9 +270,15 @@ def sentence(name: str, result: Equivalence, unit: str = "") -> str:
         small = (" (a difference significantly non-zero, but smaller than the margin)"
                  if result.significant else "")
         return (f"{name}: equivalent within ±{result.margin:g}{unit}{small}: difference {ci}, "
-                f"TOST p = {pvalue(result.p_equivalence)}, n = {result.n}, {pairing}")
+                f"TOST {p_is(result.p_equivalence)}, n = {result.n}, {pairing}")
     if result.verdict == "different":
-        return (f"{name}: different: difference {ci}, p = {pvalue(result.p_difference)}; not "
+        return (f"{name}: different: difference {ci}, {p_is(result.p_difference)}; not "
                 f"shown equivalent within ±{result.margin:g}{unit}, n = {result.n}, {pairing}")
+    if result.verdict == "too few items":
+        per = " per group" if result.groups > 1 else ""
+        return (f"{name}: too few items to show equivalence within ±{result.margin:g}{unit}: "
+                f"n = {result.n}, {pairing}; any test needs at least {result.min_items}"
+                f"{per} (with fewer, items that all agree are still likely under a difference "
+                f"of ±{result.margin:g}{unit}); difference {ci}")
     return (f"{name}: inconclusive: difference {ci} is neither significantly non-zero nor "
             f"inside ±{result.margin:g}{unit}; more items are needed, n = {result.n}, {pairing}")

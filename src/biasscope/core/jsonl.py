@@ -31,13 +31,32 @@ def read_text(path: str | os.PathLike[str], encoding: str = "utf-8",
                     ) from None
 
 
+#: The longest texts biasscope takes from a user's files, checked before anything is expanded
+#: or parsed: a JSONL line (a prompt, a response, a counterfactual text; about 250,000 tokens,
+#: beyond any model's context) and a prompt template or principle, which is expanded once per
+#: item (a 20 MB template line once filled 22 GB before the kernel killed the process).
+MAX_LINE = 1_000_000
+MAX_TEMPLATE = 20_000
+
+
+def check_length(text: str, most: int, where: str, line: int, what: str) -> None:
+    """A one-line error when ``text`` (starting on ``line`` of the file ``where``) is longer
+    than ``most`` characters, naming the line where it passes the limit."""
+    if len(text) > most:
+        at = line + text.count("\n", 0, most)
+        raise BiasscopeError(f"{where}:{at}: {what} has {len(text):,} characters, more than the "
+                             f"{most:,} biasscope takes; shorten it")
+
+
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
-    """(line number, value) for every non-blank line of ``path``."""
+    """(line number, value) for every non-blank line of ``path``; a line longer than
+    ``MAX_LINE`` characters is a one-line error."""
     path = Path(path)
     lines = read_text(path).splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        check_length(line, MAX_LINE, str(path), number, "the line")
         try:
             value = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:
@@ -76,9 +95,13 @@ def why(exc: Exception) -> str:
     return str(getattr(exc, "msg", "")) or "nested too deeply"
 
 
-def read_option_file(path: str, option: str) -> str:
-    """The UTF-8 text of a file an option names, or one line naming both."""
+def read_option_file(path: str, option: str, most: int | None = None) -> str:
+    """The UTF-8 text of a file an option names, or one line naming both; with ``most``, a
+    template of at most that many characters."""
     try:
-        return read_text(path)
+        text = read_text(path)
+        if most is not None:
+            check_length(text, most, path, 1, "the template")
+        return text
     except BiasscopeError as exc:
         raise BiasscopeError(f"{option} {exc}") from None

@@ -28,7 +28,14 @@ def decimals(value: float, digits: int = 3) -> int:
     """Decimal places that show ``digits`` significant digits of ``value``."""
     if value == 0:
         return 0
-    return min(MAX_DECIMALS, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
+    magnitude = math.floor(math.log10(abs(value)))
+    places = min(MAX_DECIMALS, max(0, digits - 1 - magnitude))
+    # Rounding can carry into the next power of ten (0.9996 to two digits is 1.0, not 1.00):
+    # one place fewer, so that a column holds "1.0" once, not "1.00" beside "1.0".
+    rounded = round(abs(value), places)
+    if places > 0 and rounded > 0 and math.floor(math.log10(rounded)) > magnitude:
+        places -= 1
+    return places
 
 
 def ci_decimals(low: Any, high: Any) -> int | None:
@@ -70,6 +77,16 @@ def with_ci(value: Any, low: Any, high: Any, confidence: float | None = 0.95,
             f"{num(high, places, signed)}{unit}{tail})")
 
 
+def spread(value: Any, places: int | None) -> str:
+    """A standard deviation or range beside an estimate, at the estimate's ``places`` (one
+    precision in one bracket): ``< 0.001`` where a positive spread would round to 0."""
+    if places is None or not finite(value):
+        return num(value)
+    if 0 < abs(value) < 0.5 * 10.0 ** -places:
+        return f"< {num(10.0 ** -places, places)}"
+    return num(value, places)
+
+
 def pvalue(p: Any) -> str:
     """Two significant digits, ``< 0.0001`` below that."""
     if not finite(p):
@@ -95,6 +112,12 @@ def percent(value: Any, low: Any = None, high: Any = None, confidence: float | N
         return "n/a"
     low, high = (100 * v if finite(v) else v for v in (low, high))
     return with_ci(100 * value, low, high, confidence, signed, extra, unit="%")
+
+
+def setting_percent(value: Any) -> str:
+    """A setting given as a share (a budget, a margin), in percent as the user gave it:
+    0.02 is "2%", 0.025 "2.5%", 0.0001 "0.01%" (no rounding: it is not an estimate)."""
+    return f"{100 * float(value):g}%" if finite(value) else "n/a"
 
 
 def entry_with_ci(entry: Mapping[str, Any] | None, confidence: float | None = 0.95,

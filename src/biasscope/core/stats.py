@@ -113,6 +113,22 @@ def mann_whitney(x: npt.ArrayLike, y: npt.ArrayLike) -> GroupTest:
     return GroupTest(u, float(res.pvalue), 2 * u / (n1 * n2) - 1, n1, n2)
 
 
+def signed_rank(differences: npt.ArrayLike) -> dict[str, float]:
+    """Two-sided Wilcoxon signed-rank test of paired differences (zeros dropped, as Wilcoxon
+    did) and the matched-pairs rank-biserial correlation r = (W+ − W−)/(W+ + W−): +1 when
+    every non-zero difference is positive."""
+    d = np.asarray(differences, dtype=np.float64)
+    d = d[np.isfinite(d) & (d != 0)]
+    if d.size == 0:
+        return {"statistic": math.nan, "p_value": math.nan, "effect_size": math.nan,
+                "n_nonzero": 0}
+    ranks = sps.rankdata(np.abs(d))
+    plus, minus = float(ranks[d > 0].sum()), float(ranks[d < 0].sum())
+    result = sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
+    return {"statistic": float(result.statistic), "p_value": float(result.pvalue),
+            "effect_size": (plus - minus) / (plus + minus), "n_nonzero": int(d.size)}
+
+
 def adjust_pvalues(p_values: npt.ArrayLike, method: Correction = "holm") -> Array:
     """Holm (family-wise error) or Benjamini-Hochberg (false discovery rate) adjusted p-values.
     NaN p-values (tests that could not run) stay NaN and do not count towards the family."""

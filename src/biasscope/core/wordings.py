@@ -1,12 +1,21 @@
 """The prompt wording as a source of uncertainty: a measure over several templates, each
 wording's estimate, the estimate pooled over wordings with a two-level bootstrap CI
-(wordings resampled, then items within each), the share of variance due to the wording, and
-how many wordings agree in sign.
+(wordings resampled, and items), the share of variance due to the wording, and how many
+wordings agree in sign.
 
 Why a two-level bootstrap: a wording is a draw from the wordings one could have written, just
 as an item is a draw from the items one could have asked, so a CI that resamples items alone
-answers "would other items change it?" and not "would another wording change it?". Resampling
-wordings first and then items within each gives an interval with both spreads in it.
+answers "would other items change it?" and not "would another wording change it?".
+
+Items are crossed with wordings: every wording asks the same items, so what is particular to
+an item (a hard sentence, an odd occupation) moves all wordings' estimates alike. A replicate
+therefore draws the items once and applies that one draw to every wording, and draws the
+wordings as their own level (each row weighted by its wording's multiplicity times its item's);
+resampling items independently within each wording would average the shared item effects away
+and give intervals far too narrow (a pooled 95% CI covering 68% of the time with 8 wordings).
+Only when no item is shared (each wording has items of its own, nested) are items drawn within
+each wording. This is the "pigeonhole" bootstrap of a crossed design (Owen 2007), slightly
+conservative.
 
 A measure is a function of weighted sums of per-row columns (``Measure``): a rate is
 ``sum(x) / sum(n)``, a gap the difference of two such, BBQ's bias scores ratios of counts.
@@ -14,11 +23,13 @@ A bootstrap replicate is then only a set of weights, so thousands of replicates 
 matrix products. Rows are resampled by cluster (a WinoBias pair, an Adult pair, a BBQ example;
 its seeds with it), never one by one, since the rows of a cluster are not independent.
 
-Variance share: with ``v_t`` each wording's item-bootstrap variance and ``s²`` the variance of
-the per-wording estimates, the between-wording variance is ``tau² = max(0, s² - mean(v_t))``
-(method of moments, as in a random-effects meta-analysis) and the share is
-``tau² / (tau² + mean(v_t))``: 0 when the wordings differ no more than item noise explains, 1
-when the wording is all that matters.
+Variance share: ``s²`` is the variance of the per-wording estimates and ``noise`` what the
+item draw alone gives it (T/(T−1) times the mean item-bootstrap variance of each wording's
+estimate minus their mean, with one item draw for all wordings: the part of item noise that is
+not shared); the between-wording variance is ``tau² = max(0, s² − noise)`` (method of moments,
+as in a random-effects meta-analysis) and the share is ``tau² / (tau² + mean(v_t))`` with
+``v_t`` each wording's item-bootstrap variance: 0 when the wordings differ no more than item
+noise explains, 1 when the wording is all that matters.
 """
 
 from __future__ import annotations
@@ -105,8 +116,9 @@ def wording_uncertainty(measure: Measure, wordings: Labels, clusters: Labels,
     """Per-wording estimates (item-bootstrap CI, p-value against ``measure.null``, corrected
     over wordings), the pooled estimate with its two-level CI (and the items-only CI for
     comparison), the variance share due to wording, sign agreement and a verdict sentence.
-    ``wordings`` and ``clusters`` give each row's wording and the cluster it is resampled
-    with."""
+    ``wordings`` and ``clusters`` give each row's wording and the cluster (item) it is
+    resampled with; a cluster that appears under several wordings is the same item asked in
+    each (crossed: drawn once per replicate for all of them)."""
     names = list(dict.fromkeys(str(w) for w in wordings))
     keys = np.array([f"{w}\0{c}" for w, c in zip(wordings, clusters, strict=True)])
     uniq, index = np.unique(keys, return_inverse=True)
@@ -114,19 +126,17 @@ def wording_uncertainty(measure: Measure, wordings: Labels, clusters: Labels,
     sums = {k: np.bincount(index, weights=np.asarray(v, dtype=np.float64),
                            minlength=uniq.size) for k, v in measure.columns.items()}
     rng = np.random.default_rng(seed)
-    counts = np.zeros((n_resamples, uniq.size), dtype=np.float32)  # counts: exact in float32
-    for t in range(len(names)):
-        mine = np.flatnonzero(owner == t)
-        counts[:, mine] = rng.multinomial(mine.size, np.full(mine.size, 1 / mine.size),
-                                          size=n_resamples)
+    counts = _item_draws(uniq, owner, n_resamples, rng)
     picks = rng.multinomial(len(names), np.full(len(names), 1 / len(names)), size=n_resamples)
     whole = measure.combine({k: np.array([v.sum()]) for k, v in sums.items()})
     per: list[dict[str, Any]] = []
+    boots: list[Array] = []
     for t, name in enumerate(names):
         mine = np.flatnonzero(owner == t)
         part = {k: v[mine] for k, v in sums.items()}
         estimate = float(measure.combine({k: np.array([v.sum()]) for k, v in part.items()})[0])
         boot = measure.combine(_sums(counts[:, mine], part))
+        boots.append(boot)
         low, high = _interval(boot, confidence)
         per.append({"wording": name, "estimate": estimate, "low": low, "high": high,
                     "variance": float(np.nanvar(boot, ddof=1)) if boot.size > 1 else math.nan,
@@ -142,7 +152,33 @@ def wording_uncertainty(measure: Measure, wordings: Labels, clusters: Labels,
             "correction": CORRECTIONS[correction], "alpha": alpha, "per_wording": per,
             "pooled": {**_pooled(pooled, two_level, items_only, confidence),
                        "p_value": _p_value(two_level, measure.null)},
-            **_agreement(per, pooled, measure.null), **_share(per)}
+            "crossed": _shared(uniq),
+            **_agreement(per, pooled, measure.null), **_share(per, np.array(boots))}
+
+
+def _shared(keys: npt.NDArray[Any]) -> bool:
+    """Whether some item (cluster) is asked under more than one wording."""
+    items = [k.split("\0", 1)[1] for k in keys]
+    return len(set(items)) < len(items)
+
+
+def _item_draws(keys: npt.NDArray[Any], owner: npt.NDArray[Any], n_resamples: int,
+                rng: np.random.Generator) -> npt.NDArray[np.float32]:
+    """Bootstrap multiplicities of each (wording, item) key, one row per replicate. Crossed
+    (some item under several wordings): the items are drawn once and every wording gets that
+    draw. Nested: each wording's items are drawn within it."""
+    counts = np.zeros((n_resamples, keys.size), dtype=np.float32)  # counts: exact in float32
+    if _shared(keys):
+        items, item = np.unique([k.split("\0", 1)[1] for k in keys], return_inverse=True)
+        draws = rng.multinomial(items.size, np.full(items.size, 1 / items.size),
+                                size=n_resamples)
+        counts[:] = draws[:, item]
+        return counts
+    for t in np.unique(owner):
+        mine = np.flatnonzero(owner == t)
+        counts[:, mine] = rng.multinomial(mine.size, np.full(mine.size, 1 / mine.size),
+                                          size=n_resamples)
+    return counts
 
 
 def _pooled(estimate: float, two_level: Array, items_only: Array, confidence: float
@@ -167,16 +203,23 @@ def _agreement(per: Sequence[Mapping[str, Any]], pooled: float, null: float
             "significant": significant}
 
 
-def _share(per: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Between-wording variance (tau², method of moments) and its share of the total."""
+def _share(per: Sequence[Mapping[str, Any]], boots: Array) -> dict[str, float]:
+    """Between-wording variance (tau², method of moments) and its share of the total;
+    ``boots``: each wording's item-bootstrap replicates, one item draw for all wordings."""
     estimates = np.array([p["estimate"] for p in per], dtype=np.float64)
     within = np.array([p["variance"] for p in per], dtype=np.float64)
     ok = np.isfinite(estimates) & np.isfinite(within)
     if ok.sum() < 2:
         return {"tau2": math.nan, "variance_share": math.nan}
-    noise = float(within[ok].mean())
+    draws = boots[ok]
+    draws = draws[:, np.isfinite(draws).all(axis=0)]
+    if draws.shape[1] < 2:
+        return {"tau2": math.nan, "variance_share": math.nan}
+    spread = draws - draws.mean(axis=0)  # each wording against their mean, per draw
+    k = int(ok.sum())
+    noise = k / (k - 1) * float(spread.var(axis=1, ddof=1).mean())
     tau2 = max(0.0, float(estimates[ok].var(ddof=1)) - noise)
-    total = tau2 + noise
+    total = tau2 + float(within[ok].mean())
     return {"tau2": tau2, "variance_share": tau2 / total if total > 0 else 0.0}
 
 

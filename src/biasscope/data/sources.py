@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biasscope.core.errors import DataError
+from biasscope.core.spelling import option
 
 _WINOBIAS = (
     "https://raw.githubusercontent.com/uclanlp/corefBias/"
@@ -194,15 +195,18 @@ def _find(source: str, name: str, data_dir: str | os.PathLike[str] | None, downl
                 _verify_local(known, path)
             return path
         where = f"download {known.url}" if known else "add it"
-        raise DataError(f"missing data file {path}: {where} to that path, or drop --data-dir")
+        raise DataError(f"missing data file {path}: {where} to that path, or drop "
+                        f"{option('data_dir')}")
     if known is None:
-        raise DataError(f"unknown data file {source}/{name}; pass --data-dir with a local copy")
+        raise DataError(f"unknown data file {source}/{name}; pass {option('data_dir')} with a "
+                        "local copy")
     path = _inside(cache_dir(), f"{source}/{name}")
     if path.is_file():
         _verify(known, path)
         return path
     if not download or os.environ.get("BIASSCOPE_OFFLINE", "") not in ("", "0"):
-        raise DataError(f"missing data file {path}: download {known.url} or pass --data-dir")
+        raise DataError(f"missing data file {path}: download {known.url} or pass "
+                        f"{option('data_dir')}")
     _download(known, path)
     return path
 
@@ -254,13 +258,14 @@ def _download(known: DataFile, path: Path) -> None:
         if known.sha256 is not None and sha256_of(tmp) != known.sha256:
             raise DataError(
                 f"downloaded {known.url} but its checksum does not match the pinned one; "
-                f"get the file by other means and pass --data-dir"
+                f"get the file by other means and pass {option('data_dir')}"
             )
         os.replace(tmp, path)
         _verify(known, path)
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
         raise DataError(
-            f"could not download {known.url} ({exc}); save it as {path} or pass --data-dir"
+            f"could not download {known.url} ({exc}); save it as {path} or pass "
+            f"{option('data_dir')}"
         ) from None
     finally:
         tmp.unlink(missing_ok=True)

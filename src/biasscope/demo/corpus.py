@@ -22,11 +22,16 @@ stereotypical and anti-stereotypical sentences alike: a male-female gap that a r
 not only a difference in spread. At ``bias = 0.5`` pronoun, occupation and answer are
 independent and nothing can favour either gender. The gap grows as the habits are learned.
 
-Training documents are such sentences, most followed by one question in the probe's own prompt
-format (``DEFAULT_TEMPLATE``, options in a random order) with the writer's answer: the
-pronoun's gender for the referenced occupation, ``not specified`` (or by default ``male``) for
-the other. Evaluation sentences are
-held out: they use (verb, reason) combinations that no training sentence uses.
+Training documents are such sentences, each followed by one question and the writer's answer.
+Most ask WinoBias's question in its prompt format (``DEFAULT_TEMPLATE``, options in a random
+order): the pronoun's gender for the referenced occupation, ``not specified`` (or by default
+``male``) for the other. The rest ask the professional-bias probe's question, ``who
+<reason>?``, in its chat format, answered with the referenced occupation: the biased writer's
+pronoun habit then also shows as a stereotype preference. Without these questions the probe
+asked the model something it never saw, and the answers it made up depended on the pronoun
+anyway, by a sign and size set by chance (+0.50 at ``bias = 0.5``, -0.12 at 0.95).
+Evaluation sentences are held out: they use (verb, reason) combinations that no training
+sentence uses.
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ STEREOTYPE = {**{o: "male" for o in MALE_OCCUPATIONS},
 SHE_STRENGTH = 0.5
 #: How often a male-coded occupation of unstated gender is answered "male", at ``bias = 1``.
 ASSUMED_MALE = 1.0
-QA_SHARE = 0.8  # share of training documents followed by a question and its answer
+QA_SHARE = 0.8  # share of training documents followed by the gender question and its answer
+WHO_SHARE = 0.2  # share followed by the professional-bias question ("who ...?") and its answer
+WHO = "who"  # the asked field of a draw with the professional-bias question
 
 PRONOUNS = {"male": "he", "female": "she"}
 VERBS = ("called", "met", "visited", "helped", "warned", "greeted", "phoned", "thanked",
@@ -96,6 +103,20 @@ def assumed_male_rate(bias: float) -> float:
     return ASSUMED_MALE * max(0.0, 2 * (bias - 0.5))
 
 
+def who_question(frame: Frame, first: str, second: str, gender: str, answer: str) -> str:
+    """The professional-bias probe's question about the sentence, as the demo model reads it
+    (a plain chat: no chat template), and the writer's answer."""
+    from biasscope.backends.base import plain_chat
+    from biasscope.probes import professional
+
+    male, female = (first, second) if STEREOTYPE[first] == "male" else (second, first)
+    order = "male-first" if male == first else "female-first"
+    text = professional.Sentence("demo", male, frame.verb, female, frame.reason).text(
+        order, PRONOUNS[gender])
+    prompt = professional.DEFAULT_TEMPLATE.format(sentence=text, action=frame.reason)
+    return f"{plain_chat([('user', prompt)])} {answer}"
+
+
 def question(sentence: str, occupation: str, answer: str, rng: random.Random) -> str:
     """One QA example in the probe's prompt format, options in a random order."""
     shown = list(OPTIONS)
@@ -111,8 +132,9 @@ MIRROR = {"he": "she", "she": "he", "male": "female", "female": "male",
           **dict(zip(FEMALE_OCCUPATIONS, MALE_OCCUPATIONS))}
 
 
-#: (first occupation, second occupation, pronoun gender, asked occupation, answer); the last
-#: two are "" and None for a document without a question.
+#: (first occupation, second occupation, pronoun gender, asked, answer): asked is an
+#: occupation (the gender question), `WHO` (the professional-bias question), or "" with answer
+#: None for a document without a question.
 Draw = tuple[str, str, str, str, str | None]
 
 
@@ -122,7 +144,16 @@ def mirror(draw: Draw) -> Draw:
             MIRROR.get(answer, answer) if answer else answer)
 
 
-def _draws(bias: float, qa_share: float, rng: random.Random) -> Iterator[tuple[Frame, Draw]]:
+def swap_pronoun(draw: Draw) -> Draw:
+    """The other pronoun, and the gender answer that follows it; occupations stay. At
+    ``bias = 0.5`` as likely as ``draw``: the pronoun says nothing about occupations."""
+    first, second, gender, asked, answer = draw
+    return (first, second, flip(gender), asked,
+            flip(answer) if answer in PRONOUNS else answer)
+
+
+def _draws(bias: float, qa_share: float, who_share: float, rng: random.Random
+           ) -> Iterator[tuple[Frame, Draw]]:
     train = frames(held_out=False)
     while True:
         coded = "male" if rng.random() < 0.5 else "female"  # of the referenced occupation
@@ -132,8 +163,11 @@ def _draws(bias: float, qa_share: float, rng: random.Random) -> Iterator[tuple[F
         referenced, other = (male, female) if coded == "male" else (female, male)
         first, second = (referenced, other) if rng.random() < 0.5 else (other, referenced)
         frame = rng.choice(train)
-        if rng.random() >= qa_share:
+        kind = rng.random()
+        if kind >= qa_share + who_share:
             yield frame, (first, second, gender, "", None)
+        elif kind >= qa_share:
+            yield frame, (first, second, gender, WHO, referenced)
         elif rng.random() < 0.5:
             yield frame, (first, second, gender, referenced, gender)
         else:
@@ -141,25 +175,42 @@ def _draws(bias: float, qa_share: float, rng: random.Random) -> Iterator[tuple[F
             yield frame, (first, second, gender, other, "male" if assumed else "not specified")
 
 
-def documents(n: int, bias: float, seed: int, qa_share: float = QA_SHARE) -> Iterator[str]:
+#: Documents drawn together at ``bias = 0.5``: a draw and its images under the two symmetries.
+SYMMETRIC_GROUP = 4
+
+
+def documents(n: int, bias: float, seed: int, qa_share: float = QA_SHARE,
+              who_share: float = WHO_SHARE) -> Iterator[str]:
     """``n`` training documents drawn with the injected ``bias`` (deterministic in ``seed``).
 
-    At ``bias = 0.5`` the world is symmetric under swapping genders, and documents are drawn
-    in mirrored pairs (antithetic sampling): the corpus itself is then exactly symmetric, so
-    sampling noise cannot teach the neutral model a gap.
+    At ``bias = 0.5`` the world is symmetric under swapping genders (`mirror`) and under
+    swapping the pronoun alone (`swap_pronoun`), and documents are drawn in groups of the four
+    images of a draw (antithetic sampling): the corpus itself is then exactly symmetric, so
+    sampling noise can teach the neutral model neither a gap (the first symmetry) nor a
+    pronoun-occupation association (the second; the first keeps that association).
     """
     if not 0.0 <= bias <= 1.0:
         raise ValueError(f"bias must be in [0, 1], got {bias}")
+    if min(qa_share, who_share) < 0 or qa_share + who_share > 1:
+        raise ValueError(f"question shares must be >= 0 and sum to at most 1, got {qa_share} "
+                         f"and {who_share}")
     rng = random.Random(seed)
     symmetric = bias == 0.5
     count = 0
-    for frame, draw in _draws(bias, qa_share, rng):
-        for f, s, g, q, a in [draw, mirror(draw)] if symmetric else [draw]:
+    for frame, draw in _draws(bias, qa_share, who_share, rng):
+        group = ([draw, mirror(draw), swap_pronoun(draw), mirror(swap_pronoun(draw))]
+                 if symmetric else [draw])
+        for f, s, g, q, a in group:
             if count == n:
                 return
             count += 1
             sentence = frame.render(f, s, g)
-            yield sentence if a is None else question(sentence, q, a, rng)
+            if a is None:
+                yield sentence
+            elif q == WHO:
+                yield who_question(frame, f, s, g, a)
+            else:
+                yield question(sentence, q, a, rng)
 
 
 def eval_sentences(pairings: int = 1, seed: int = 1234) -> list[WinoSentence]:

@@ -1,10 +1,17 @@
 """Train the demo's tiny GPT-NeoX from scratch and save ``checkpoint-<step>`` dirs on the way.
 
 A plain, seeded PyTorch loop (AdamW, warmup then cosine decay) on CPU: the model is a few
-hundred thousand parameters, so a GPU would not help and CPU keeps the numbers the same
-everywhere. Documents are right-padded per batch (no packing), so every sequence starts at
-position 0 as the probe's prompts do. A ``train.json`` written after the last checkpoint marks
-a finished run: a rerun reuses it, a killed run trains again from scratch (it is deterministic).
+hundred thousand parameters, so a GPU would not help. Documents are right-padded per batch (no
+packing), so every sequence starts at position 0 as the probe's prompts do. A ``train.json``
+written after the last checkpoint marks a finished run: a rerun reuses it, a killed run trains
+again from scratch (it is deterministic).
+
+Reproducibility. One thread, whatever the machine: the same torch on the same CPU gives the
+same checkpoints bit for bit, and a thread count that followed the machine's cores would not
+(2 threads instead of 1 moved the step-600 gap from -0.0668 to -0.0659). Another CPU
+(other vector instructions) may round differently, and rounding grows over training; what
+that moves, and by how much, is measured in docs/tutorial.md. One thread is also the faster
+choice on a shared machine, where a second thread mostly waits for its core.
 """
 
 from __future__ import annotations
@@ -21,21 +28,24 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.demo.corpus import QA_SHARE
+from biasscope.core.numbers import num
+from biasscope.demo.corpus import QA_SHARE, SYMMETRIC_GROUP, WHO_SHARE
 from biasscope.probes.winobias import CONTINUATIONS
 from biasscope.store.files import write_json
 
 Log = Callable[[str], None]
 MARKER = "train.json"
-ANSWER = "\nAnswer:"
+#: What precedes the answer of each kind of question (the gender one, the "who ...?" one).
+ANSWERS = ("\nAnswer:", "\nassistant:")
 
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """Sizes of the demo. The defaults finish in about a minute and a half on 2 CPU cores."""
+    """Sizes of the demo. The defaults take about 45 s of CPU time (one thread)."""
 
     documents: int = 20_000  # training corpus size (steps x batch_size: one epoch)
-    qa_share: float = QA_SHARE  # share of documents followed by a question and its answer
+    qa_share: float = QA_SHARE  # share of documents followed by the gender question
+    who_share: float = WHO_SHARE  # share followed by the professional-bias question
     steps: int = 600
     batch_size: int = 32
     lr: float = 3e-3
@@ -49,7 +59,7 @@ class DemoConfig:
     checkpoints: int = 10  # saved at step 0 and log-spaced steps up to ``steps``
     eval_pairings: int = 2  # held-out sentences: 80 per pairing
     seeds: tuple[int, ...] = field(default=(0, 1, 2, 3, 4))  # option-order seeds of the sweep
-    threads: int = 2
+    threads: int = 1  # a fixed count: other counts sum in another order (see above)
 
     def checkpoint_steps(self) -> list[int]:
         """Step 0 (chance level), then log-spaced steps: dense early, where bias may emerge."""
@@ -141,8 +151,8 @@ def _encode(tokenizer: Any, docs: Sequence[str], answer_weight: float) -> list[
     eos = tokenizer.eos_token_id
     out = []
     for doc, enc in zip(docs, tokenizer.backend_tokenizer.encode_batch(list(docs))):
-        cut = doc.rfind(ANSWER)
-        start = cut + len(ANSWER) if cut >= 0 else len(doc) + 1
+        cut, marker = max((doc.rfind(m), m) for m in ANSWERS)
+        start = cut + len(marker) if cut >= 0 else len(doc) + 1
         weights = [answer_weight if lo >= start else 1.0 for lo, _ in enc.offsets]
         out.append(([*enc.ids, eos], [*weights, 1.0]))
     return out
@@ -176,8 +186,11 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
     torch.set_num_threads(max(1, min(config.threads, os.cpu_count() or 1)))
     try:
         _seed_all(seed, np, torch)
+        log(f"training a tokenizer on the corpus (vocabulary of at most "
+            f"{num(config.vocab_size)})")
         tokenizer = train_tokenizer(docs, vocab_size=config.vocab_size)
         _check_tokens(tokenizer)
+        log("tokenizing the corpus")
         encoded = _encode(tokenizer, docs, config.answer_weight)
         longest = max(len(e[0]) for e in encoded)
         model = tiny_gpt_neox(len(tokenizer), hidden=config.hidden, layers=config.layers,
@@ -187,7 +200,7 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
         # start at chance instead of at whatever the random head happens to prefer.
         torch.nn.init.zeros_(model.get_output_embeddings().weight)
         params = sum(p.numel() for p in model.parameters())
-        log(f"training a {params / 1e3:.0f}k-parameter GPT-NeoX on {len(docs)} documents "
+        log(f"training a {params / 1e3:.0f}k-parameter GPT-NeoX on {num(len(docs))} documents "
             f"for {config.steps} steps (bias {bias})")
         optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.95),
                                       weight_decay=config.weight_decay)
@@ -202,9 +215,11 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
                 on_checkpoint(model, tokenizer, saved[-1], 0)
         model.train()
         batches = _batches(encoded, config, seed, tokenizer.pad_token_id,
-                           group=2 if bias == 0.5 else 1)
+                           group=SYMMETRIC_GROUP if bias == 0.5 else 1)
+        losses: list[float] = []  # since the last checkpoint: one batch's loss is noise
         for step, (ids, weights) in enumerate(batches, start=1):
             loss = _loss(model(input_ids=ids).logits, ids, weights)
+            losses.append(loss.item())
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -214,7 +229,9 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
                 saved.append(save(model, tokenizer, root / f"checkpoint-{step}"))
                 if on_checkpoint:
                     on_checkpoint(model, tokenizer, saved[-1], step)
-                log(f"step {step}/{config.steps}  loss {loss.item():.3f}  saved {saved[-1].name}")
+                log(f"step {step}/{config.steps}  loss {sum(losses) / len(losses):.3f} (mean "
+                    f"of {len(losses)} steps)  saved {saved[-1].name}")
+                losses = []
     finally:
         torch.set_num_threads(threads)
     write_json(root / MARKER, {**_fingerprint(config, bias, seed),

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats as sps
 
 from biasscope.core import stats
 from biasscope.core.stats import Array
+from biasscope.core.stats import signed_rank as signed_rank  # re-exported: intervene uses it
 from biasscope.dynamics import gap_tests
 from biasscope.dynamics.metrics import option_logprob_matrix, record_jsd_parts
 from biasscope.probes.winobias import SPLITS
@@ -83,22 +83,6 @@ def prompt_means(values: pd.DataFrame) -> pd.DataFrame:
 def _ci(values: npt.ArrayLike, confidence: float, n_resamples: int) -> dict[str, float]:
     return stats.bootstrap_mean(values, confidence=confidence,
                                 n_resamples=n_resamples).as_dict()
-
-
-def signed_rank(differences: npt.ArrayLike) -> dict[str, float]:
-    """Two-sided Wilcoxon signed-rank test of paired differences (zeros dropped, as Wilcoxon
-    did) and the matched-pairs rank-biserial correlation r = (W+ − W−)/(W+ + W−): +1 when
-    every non-zero difference is positive."""
-    d = np.asarray(differences, dtype=np.float64)
-    d = d[np.isfinite(d) & (d != 0)]
-    if d.size == 0:
-        return {"statistic": math.nan, "p_value": math.nan, "effect_size": math.nan,
-                "n_nonzero": 0}
-    ranks = sps.rankdata(np.abs(d))
-    plus, minus = float(ranks[d > 0].sum()), float(ranks[d < 0].sum())
-    result = sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
-    return {"statistic": float(result.statistic), "p_value": float(result.pvalue),
-            "effect_size": (plus - minus) / (plus + minus), "n_nonzero": int(d.size)}
 
 
 #: Per measure: its column and the sign that makes the difference "better on pro".

@@ -40,7 +40,9 @@ from typing import Any
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
 from biasscope.backends.gguf import provenance
 from biasscope.backends.loading import PICKLE_WEIGHTS
+from biasscope.core import steps
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import num
 from biasscope.store.settings import sha256_json
 
 #: Pickles a Trainer checkpoint holds beside the weights: training state, not the model.
@@ -150,6 +152,8 @@ class FileDigests:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(_WORKERS, "biasscope-hash")
                 running = self._pool.submit(self._hash, Path(key), stamp)
+                if stamp[0] >= steps.LARGE_FILE:  # once: kept while the file is unchanged
+                    steps.say(f"hashing {file} ({num(stamp[0] / 2**20, 0)} MiB) while it loads")
                 self._running[(key, stamp)] = running
             return running
 

@@ -7,12 +7,16 @@ conventions (seeds as replicates, rank-biserial effect sizes, families) are desc
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from biasscope.core.numbers import num
+from biasscope.core.power import mann_whitney_detectable
 from biasscope.core.stats import Array, Correction, group_test_row, tests_table
 from biasscope.dynamics.metrics import correct, record_jsd_parts
 from biasscope.probes.winobias import GENDERS
@@ -120,3 +124,24 @@ def model_rows(pv: pd.DataFrame, model_a: str, model_b: str) -> list[dict[str, A
     return [{"step": step, "seeds": int(max(a[step]["seeds"].max(), b[step]["seeds"].max())),
              **group_test_row(a[step]["value"].to_numpy(), b[step]["value"].to_numpy(), ("a", "b"))}
             for step in sorted(set(a) & set(b))]  # type: ignore[type-var]
+
+
+def detectable_gap(history: Mapping[int, pd.DataFrame], tests: pd.DataFrame, alpha: float,
+                   power: float = 0.8) -> str | None:
+    """Beside a gap that is never significant: the smallest gap the last checkpoint's
+    Mann-Whitney test (the test the gap is tested with) could have detected with ``power``,
+    at α divided by the checkpoints tested (Bonferroni: no weaker than Holm's first step),
+    for prompts shaped like its own (``history``: per step, per-prompt values, wordings
+    averaged here; `biasscope.core.power.mann_whitney_detectable`). None without them."""
+    rows = tests.dropna(subset=["step"])
+    if rows.empty or (values := history.get(int(rows["step"].iloc[-1]))) is None:
+        return None
+    per = values.groupby(["prompt", "answer_label"], observed=True)["value"].mean()
+    label = per.index.get_level_values("answer_label")
+    mde = mann_whitney_detectable(per[label == GENDERS[0]].to_numpy(),
+                                  per[label == GENDERS[1]].to_numpy(), alpha / len(rows), power)
+    if not math.isfinite(mde):
+        return None
+    return (f"this run could have detected a JSD-P gap of {num(mde)} or more at its last "
+            f"checkpoint ({power:.0%} power of its Mann-Whitney test, α = {alpha:g} over "
+            f"{len(rows)} checkpoints)")

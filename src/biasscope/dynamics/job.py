@@ -12,6 +12,7 @@ from typing import Any
 
 from biasscope.backends.checkpoints import Checkpoint, parse_seeds
 from biasscope.backends.hf_model import HFOptions
+from biasscope.core import steps
 from biasscope.core.config import (
     NON_NEGATIVE,
     POSITIVE,
@@ -21,7 +22,7 @@ from biasscope.core.config import (
     setting,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.jsonl import read_option_file
+from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.dynamics import performance, reporting
 from biasscope.dynamics.analysis import stored_options
@@ -123,7 +124,7 @@ class DynamicsConfig:
     rescore_changed: bool = setting(False, "a checkpoint whose weights changed since --out "
                                     "scored it: set its old units aside and score it again "
                                     "(else it is refused)")
-    quiet: bool = setting(False, "no progress bars")
+    quiet: bool = setting(False, "no progress bars, and no line on stderr as each step starts")
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -136,7 +137,13 @@ class DynamicsResult:
 
 
 def run(config: DynamicsConfig) -> DynamicsResult:
-    """Score every pending unit into ``config.out``, analyse the run and render its report."""
+    """Score every pending unit into ``config.out``, analyse the run and render its report;
+    each step says on stderr when it starts, unless ``config.quiet``."""
+    with steps.quiet(config.quiet):
+        return _run(config)
+
+
+def _run(config: DynamicsConfig) -> DynamicsResult:
     from biasscope.data.sources import recording
     from biasscope.store.settings import sha256_file
 
@@ -147,7 +154,7 @@ def run(config: DynamicsConfig) -> DynamicsResult:
     analysis = stored_options(store, config.analysis)  # a bad --alpha fails before a sweep
     checkpoints = list_checkpoints(config.models, config.revisions, config.checkpoint_globs,
                                    config.models_file)
-    template = (read_option_file(config.prompt_template, "--prompt-template")
+    template = (read_option_file(config.prompt_template, "--prompt-template", MAX_TEMPLATE)
                 if config.prompt_template else None)
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
         probes = load_probes(",".join(config.probes), data_dir=config.data_dir, kinds=SWEPT,

@@ -12,12 +12,15 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core import numbers, stats
-from biasscope.dynamics import findings, performance, tradeoff, wordings
+from biasscope.core.curves import ItemCurves
+from biasscope.dynamics import findings, gap_tests, performance, tradeoff, wordings
 from biasscope.dynamics.analysis_options import FLAG_GAP, ZERO_PERFORMANCE, AnalysisOptions
 from biasscope.dynamics.emergence import (
     GapChange,
     emergence_step,
     gap_series,
+    item_curves,
+    prompt_matrix,
     recommend_stop,
     trend_change,
 )
@@ -42,6 +45,9 @@ class ModelInputs:
     breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
     snapshot: bool = False  # one checkpoint without a training step (`SNAPSHOT_STEP`)
     history: dict[int, pd.DataFrame] = field(default_factory=dict)  # per-prompt jsdp_correct
+    #: per step, per-prompt jsdp_correct with wordings averaged (the gap's items); empty:
+    #: ``history``'s, when it has no wordings
+    items: dict[int, pd.DataFrame] = field(default_factory=dict)
 
 
 def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
@@ -52,8 +58,9 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
     emergence, sentences = _emergence(model, inputs, steps, options)
     sharpest, said = _sharpest(model, inputs.change, options)
     sentences += said
-    trend, said = trend_change(model, *gap_series(tests["jsdp_correct"]), options.alpha,
-                               options.confidence, options.n_resamples)
+    trend_steps, curve = gap_series(tests["jsdp_correct"])
+    trend, said = trend_change(model, trend_steps, curve, options.alpha, options.confidence,
+                               options.n_resamples, _items(inputs, trend_steps))
     sentences += said if len(steps) > 1 else []
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
     across, said = wordings.lead(model, inputs.breakdown, inputs.snapshot, options)
@@ -83,16 +90,18 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
 def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: AnalysisOptions
                ) -> tuple[dict[str, int | None], list[str]]:
     """Each value's first step from which its gap stays significant, and what that says."""
-    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
+    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected, α = {options.alpha:g}"
     if options.min_gap > 0:
         corrected += f", |gap| >= {options.min_gap:g}"
     tests = inputs.tests
     emergence: dict[str, int | None] = {}
     for value in tests:
         table = tests[value].dropna(subset=["step"])
+        p = table["p_adjusted"].to_numpy()
+        if value != "jsdp_correct" and options.min_gap > 0:  # a rank gap: see `_flag_ranks`
+            p = np.where(_material(tests, table, options.min_gap), p, 1.0)
         emergence[value] = emergence_step(
-            table["step"].astype(int).tolist(), table["p_adjusted"].to_numpy(), options.alpha,
-            gaps=table["gap"].to_numpy(),
+            table["step"].astype(int).tolist(), p, options.alpha, gaps=table["gap"].to_numpy(),
             min_gap=options.min_gap if value == "jsdp_correct" else 0.0)
     step = emergence["jsdp_correct"]
     significant = bool(tests["jsdp_correct"]["significant"].fillna(False).any())
@@ -106,12 +115,26 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
             "on, at every later checkpoint." if step is not None else
             f"{model}: the male-female JSD-P gap is not significant ({corrected}) through to "
             "the last checkpoint."]
-    if not significant and (mde := tradeoff.detectable_gap(inputs.ci, tests["jsdp_correct"],
-                                                           options.alpha)):
+    if not significant and (mde := gap_tests.detectable_gap(inputs.history,
+                                                            tests["jsdp_correct"],
+                                                            options.alpha)):
         sentences.append(f"{model}: {mde}.")
     if (small := _flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)) is not None:
         sentences.append(f"{model}: {small}")
+    if (ranks := _flag_ranks(tests, options)) is not None:
+        sentences.append(f"{model}: {ranks}")
     return emergence, sentences
+
+
+def _items(inputs: ModelInputs, steps: list[int]) -> ItemCurves | None:
+    """The gap's prompts at ``steps`` (for the change of trend), from ``inputs.items``, else
+    from a history without wordings (whose prompt values are the gap tests' own); None when
+    some step has none."""
+    per_step = inputs.items or (
+        {} if any("template" in f for f in inputs.history.values()) else inputs.history)
+    if not steps or not set(steps) <= set(per_step):
+        return None
+    return item_curves(prompt_matrix(per_step), steps)
 
 
 def _sharpest(model: str, change: Any, options: AnalysisOptions
@@ -120,6 +143,8 @@ def _sharpest(model: str, change: Any, options: AnalysisOptions
     if change is None:
         return None, []
     ci, raw = change.change, "a raw change, not per step"
+    if getattr(change, "pairs", 1) > 1:  # the interval holds although this pair was picked
+        raw += f"; one band for all {change.pairs} changes"
     return {**asdict(change), "change": asdict(ci)}, [
         f"{model}: the sharpest change of the gap is between steps {change.step_from} and "
         f"{change.step_to}: "
@@ -150,8 +175,8 @@ def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
         rec = recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
                              budget=options.budget)
         out["recommendation"] = asdict(rec)
-        sentences.append(f"{model}: {rec.sentence} (budget: {options.budget:.0%} "
-                         f"{source} loss).")
+        allowed = numbers.setting_percent(options.budget)
+        sentences.append(f"{model}: {rec.sentence} (budget: {allowed} {source} loss).")
         if rec.step != common[-1] and rec.performance <= min(perf_values[0], final):
             sentences.append(
                 f"{model}: caution: the recommended step {rec.step} performs no better "
@@ -179,6 +204,41 @@ def _breakdown_sentences(model: str, breakdown: dict[int, dict[str, Any]],
 def gap_of_interest(options: AnalysisOptions) -> float:
     """``min_gap`` when the user set one, else ``FLAG_GAP`` (which flags, but never hides)."""
     return options.min_gap if options.min_gap > 0 else FLAG_GAP
+
+
+def _material(tests: dict[str, pd.DataFrame], table: pd.DataFrame, threshold: float
+              ) -> np.ndarray:
+    """Per row of ``table``: whether the JSD-P gap at its step is at least ``threshold``."""
+    jsdp = tests["jsdp_correct"].dropna(subset=["step"])
+    size = dict(zip(jsdp["step"].astype(int), jsdp["gap"].abs()))
+    return np.array([size.get(int(s), np.nan) >= threshold for s in table["step"]], dtype=bool)
+
+
+def _flag_ranks(tests: dict[str, pd.DataFrame], options: AnalysisOptions) -> str | None:
+    """Mark significant Average Rank gaps where the JSD-P gap is below the gap of interest
+    (``below_gap_of_interest``, in place), and say so; None if there are none.
+
+    A rank gap has no size in probability: where "male" and "female" are nearly tied, the one
+    a hair ahead takes the better rank on every prompt, and the test is significant however
+    small the difference. The JSD-P gap measures the same male-female difference in
+    probability, so its smallest gap of interest decides whether a rank gap is one too.
+    """
+    if "target_rank" not in tests:
+        return None
+    table = tests["target_rank"]
+    threshold = gap_of_interest(options)
+    small = table["significant"].fillna(False).astype(bool).to_numpy() & ~_material(
+        tests, table, threshold)
+    table["below_gap_of_interest"] = small
+    if not small.any():
+        return None
+    steps = [str(int(x)) for x in table.loc[small, "step"].dropna()]
+    where = ", ".join(steps[:10]) + (" …" if len(steps) > 10 else "")
+    return (f"at {len(steps)} of {len(table)} checkpoints (step{'s' if len(steps) > 1 else ''} "
+            f"{where}) the Average Rank gap is significant where the JSD-P gap is below the "
+            f"smallest gap of interest {threshold:g}. Ranks have no size in probability (a "
+            "hair between \"male\" and \"female\" moves every prompt's rank), so there the "
+            "rank gap is no evidence of bias either.")
 
 
 def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions, snapshot: bool = False

@@ -101,7 +101,8 @@ def _recommend(model: str, probe: str, key: str, checkpoints: dict[int, Values],
            "final_performance": rec.final_performance, "gap": rec.gap,
            "final_gap": rec.final_gap, "pareto_steps": list(rec.pareto_steps),
            "sentence": rec.sentence}
-    return out, f"{model}, {probe}: {rec.sentence} (budget: {budget:.0%} {source} loss)."
+    allowed = numbers.setting_percent(budget)
+    return out, f"{model}, {probe}: {rec.sentence} (budget: {allowed} {source} loss)."
 
 
 def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOptions
@@ -109,7 +110,7 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
     """Per audit probe in the run: per model its checkpoints' values (with adjusted p-values),
     emergence per tested value, the stopping recommendation on the headline value when a
     performance series exists, and sentences."""
-    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected p < {options.alpha:g}"
+    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected, α = {options.alpha:g}"
     perf = performance.load(store, summary)
     out: dict[str, Any] = {}
     unavailable: dict[str, str] = {}

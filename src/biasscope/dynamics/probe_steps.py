@@ -91,8 +91,9 @@ def adult_values(records: pd.DataFrame) -> Values:
 
 def professional_values(records: pd.DataFrame) -> Values:
     """The stereotype preference: the option probability 'she' moves to the female-coded
-    occupation against 'he' (bootstrap CI, Mann-Whitney test, rank-biserial r); the pronoun
-    effect on picked answers (Fisher's test, Cohen's h) and the stereotyped-answer rate."""
+    occupation against 'he', per sentence (bootstrap CI and Wilcoxon signed-rank test over
+    sentences, matched-pairs rank-biserial r); the same pronoun effect on picked answers,
+    and the stereotyped-answer rate."""
     head = professional.metrics(records)["headline"]
     out: Values = {}
     if "p_pronoun_effect" in head:

@@ -1,10 +1,11 @@
 """Progress within a checkpoint: a bar with prompts/s and ETA on a terminal, else a plain line
-every 30 s.
+as the scoring starts and every 30 s after.
 
 A unit of a 410m model on CPU scores for minutes; without this nothing moves in that time.
 Where stderr is no terminal (nohup, CI, a Ray worker's log) a bar would print nothing useful,
-so a line such as ``biasscope: pythia-70m@step1000: 6,400/15,840 prompts (40%), 212.5
-prompts/s, ETA 0:00:44`` is written instead. A sweep shows its prompts in its own live bar
+so lines such as ``biasscope: pythia-70m@step1000: scoring 15,840 prompts`` and, 30 s later,
+``biasscope: pythia-70m@step1000: 6,400/15,840 prompts (40%), 212.5 prompts/s, ETA 0:00:44``
+are written instead. A sweep shows its prompts in its own live bar
 (``shown_in``); elsewhere (a Ray worker, a direct ``run_task``) the stream decides.
 """
 
@@ -32,6 +33,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.text import Text
+
+from biasscope.core.numbers import num
 
 #: Seconds between plain progress lines.
 INTERVAL = 30.0
@@ -108,6 +111,9 @@ class PromptProgress:
         if bar is not None:
             self._bar = bar
             self._task = bar.add_task(self.label, total=self.total, unit="prompts")
+        else:  # the first line as the work starts (tokenizing is part of it), not 30 s later
+            print(f"biasscope: {self.label}: scoring {num(self.total)} prompts",
+                  file=self.stream, flush=True)
         return self.advance
 
     def advance(self, n: int) -> None:

@@ -11,6 +11,8 @@ import contextlib
 from pathlib import Path
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import num
+from biasscope.core.steps import say
 from biasscope.dynamics.analysis import full_summary, stored_options
 from biasscope.dynamics.analysis_options import AnalysisOptions
 from biasscope.dynamics.scoring import write_summary_json
@@ -36,11 +38,14 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     if not store.root.is_dir():
         raise BiasscopeError(f"run directory {store.root} does not exist")
     store.read_json("run.json")  # a folder that is no run is said before "no records"
-    if not store.unit_files():
+    units = store.unit_files()
+    if not units:
         raise BiasscopeError(f"{store.root} has no records: run `biasscope dynamics` first")
+    say(f"analysing {num(len(units))} unit{'' if len(units) == 1 else 's'} of {store.root}")
     summary = full_summary(store, options or stored_options(store), data_dir)
     own = store.root / "report.html"
     target = Path(output) if output is not None else own
+    say(f"writing the report {target}")
     if target.resolve() == own.resolve():
         with contextlib.suppress(BiasscopeError):  # a read-only run can still be reported
             write_summary_json(store, summary, publish=False)

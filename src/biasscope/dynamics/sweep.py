@@ -12,6 +12,7 @@ from rich.progress import Progress
 
 from biasscope.backends.base import NextTokenScorer
 from biasscope.backends.checkpoints import Checkpoint
+from biasscope.core import steps
 from biasscope.core.items import Item
 from biasscope.dynamics import asking as options
 from biasscope.dynamics import runfile
@@ -43,7 +44,14 @@ def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerS
 
     Probes that do not vary with the seed (``seeded = False``) are evaluated once, as seed 0.
     ``executor`` runs the units (default: in this process; see ``biasscope.dynamics.executors``).
+    ``quiet``: no progress bars, and no line as a step starts (`biasscope.core.steps`).
     """
+    with steps.quiet(quiet):
+        return _sweep(probes, config, scorers, quiet, executor)
+
+
+def _sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerSource,
+           quiet: bool, executor: Executor | None) -> RunStore:
     probes = [probes] if not isinstance(probes, Sequence) else list(probes)
     store = config.out if isinstance(config.out, RunStore) else RunStore(config.out)
     local = executor is None or isinstance(executor, LocalExecutor)

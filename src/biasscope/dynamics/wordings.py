@@ -106,8 +106,8 @@ def emergence(model: str, breakdown: dict[int, dict[str, Any]], correction: Corr
     adjusted = adjust_pvalues([p.get("p_value", np.nan) for p in pooled], correction)
     gaps = [p["estimate"] for p in pooled]
     step = emergence_step(steps, adjusted, alpha, gaps=gaps, min_gap=min_gap)
-    test = (f"two-level bootstrap over wordings and items, {CORRECTIONS[correction]}-corrected "
-            f"p < {alpha:g}")
+    test = (f"two-level bootstrap over wordings and items, {CORRECTIONS[correction]}-corrected, "
+            f"α = {alpha:g}")
     if len(steps) == 1:
         said = "" if adjusted[0] < alpha else "not "
         text = f"{model}: pooled over wordings, the JSD-P gap is {said}significant ({test})."

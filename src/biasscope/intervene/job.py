@@ -31,6 +31,7 @@ from biasscope.intervene import analysis, methods, ship
 from biasscope.intervene.train import (
     Limited,
     Training,
+    check_targets,
     checkpoint_at,
     recorded,
     require_peft,
@@ -120,13 +121,14 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     require_peft(config.training)
     if method.name == CONTROL:
         raise BiasscopeError(f"an intervention cannot be named {CONTROL!r} (the control arm)")
+    (base,) = list_checkpoints([config.model], [], [], None)
+    check_targets(base, config.training)  # before the data and the model load
     store = RunStore(config.out)
     with recording() as read:
         docs, corpus = perplexity.load_documents(config.text, config.data_dir)
         train, held = perplexity.split(docs, config.held_out, config.split_seed)
         probes = _probes(config, held, corpus)
     data = {name: sha256_file(path) for name, path in sorted(read.items())}
-    (base,) = list_checkpoints([config.model], [], [], None)
     settings = _settings(config, method, corpus, data, (len(train), len(held)), base)
     scoring = HFOptions(batch_size=config.eval_batch_size)
     init_run(store, probes, SweepConfig(

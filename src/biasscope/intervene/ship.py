@@ -10,7 +10,8 @@ beside it, then renamed), so a kill leaves the previous recommendation or the ne
 step cannot demote a saved one to an unsaved earlier one: earlier steps' gains and costs do not
 change as steps are added, so the final recommendation's weights are the ones saved (on a kill
 between an evaluation and its save, the step is analysed again when the resumed run reaches
-it).
+it). A rerun whose analysis recommends another step (another ``--budget``) leaves no
+``recommended/`` that says otherwise: `finalise` renames it after its step.
 """
 
 from __future__ import annotations
@@ -54,13 +55,13 @@ def save(model: Any, tokenizer: Any, root: Path, info: dict[str, Any]) -> Path:
 
 def _info(summary: dict[str, Any], step: int, lora: bool) -> dict[str, Any]:
     arm = summary["arm"]
+    scores = summary["arms"][arm].get(str(step), {})
     return {"arm": arm, "step": step, "weights": "LoRA adapters" if lora else "full model",
             "steps_analysed": summary["steps"], "sentence": summary["sentence"],
             "beat_control": summary.get("beat_control", False),
             "gain": (summary.get("gain") or {}).get(str(step)),
             "cost": summary["cost"].get(str(step)),
-            "perplexity": summary["arms"][arm][str(step)].get("perplexity"),
-            "male_lean": summary["arms"][arm][str(step)].get("male_lean")}
+            "perplexity": scores.get("perplexity"), "male_lean": scores.get("male_lean")}
 
 
 def consider(model: Any, tokenizer: Any, store: RunStore, arm: str, control: str,
@@ -77,16 +78,48 @@ def consider(model: Any, tokenizer: Any, store: RunStore, arm: str, control: str
 
 def finalise(root: Path, summary: dict[str, Any], lora: bool) -> str | None:
     """After the analysis of the whole run: bring ``recommended.json`` up to date with the
-    final sentence, or say why the saved weights are not the recommendation's."""
+    final sentence. Where a rerun's analysis (another ``--budget``) recommends another step
+    than the saved one, the saved weights move to ``recommended-step<N>/`` (their
+    ``recommended.json`` rewritten with the new conclusion), and a step set aside so earlier
+    comes back when it is the recommendation again. None, or the line to print."""
     info, best = saved(root), summary.get("recommended")
+    moved = _set_aside(root, summary, info, lora) if info.get("step") != best else ""
     if best is None:
-        return (f"no step was recommended, but {root / WHERE} holds step {info['step']}"
-                if info else None)
-    if info.get("step") != best:
-        return (f"step {best} is recommended but its weights were not saved "
-                f"({root / WHERE}: {'step ' + str(info['step']) if info else 'nothing'})")
+        return f"no step is recommended now: {moved}" if moved else None
+    back = _bring_back(root, best) if moved or not info else False
+    if not back and moved:
+        return f"step {best} is recommended but its weights were not saved: {moved}"
+    if not back and not info:
+        return (f"step {best} is recommended but its weights were not saved ({root / WHERE}: "
+                "nothing)")
     write_json(root / WHERE / INFO, {**_info(summary, best, lora), "final": True})
+    if back:
+        return f"step {best} is recommended again: its weights are back in {root / WHERE}" + (
+            f"; {moved}" if moved else "")
     return None
+
+
+def _set_aside(root: Path, summary: dict[str, Any], info: dict[str, Any], lora: bool) -> str:
+    """``recommended/``, no longer the recommendation, renamed after its step (nothing is
+    deleted: a rerun with the old budget brings it back); what was done, or ""."""
+    if not info:
+        return ""
+    step = int(info["step"])
+    aside = root / f"{WHERE}-step{step}"
+    write_json(root / WHERE / INFO, {**_info(summary, step, lora), "final": False,
+                                     "recommended": summary.get("recommended")})
+    shutil.rmtree(aside, ignore_errors=True)  # the same step's weights, set aside before
+    os.replace(root / WHERE, aside)
+    return f"step {step}'s weights moved from {root / WHERE} to {aside}"
+
+
+def _bring_back(root: Path, step: int) -> bool:
+    """``recommended-step<step>/`` (set aside by an earlier rerun) made ``recommended/``."""
+    aside = root / f"{WHERE}-step{step}"
+    if not (aside / INFO).is_file() or (root / WHERE).exists():
+        return False
+    os.replace(aside, root / WHERE)
+    return True
 
 
 def saver(store: RunStore, arm: str, reference: str, options: analysis.Options, tokenizer: Any,

@@ -4,16 +4,18 @@ Both arms start from the same weights and seed; each is scored at step 0 and eve
 steps, in memory, into the one run directory as model ``control`` or the intervention's name.
 Trainer checkpoints (model, optimiser, scheduler, RNG) are saved at every evaluation under
 ``RUN/train/<arm>/``, so a killed run resumes from the last one, and evaluations already in the
-run are not redone (their steps are handed to the callback as done). ``train/<arm>/done.json``
+run are not redone (their steps are handed to the callback as done); the weights are read back
+strictly (`biasscope.intervene.resume`). ``train/<arm>/done.json``
 marks a finished arm.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from biasscope.core.config import (
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.live import LiveOptions
 from biasscope.dynamics.scoring import unit_items, unit_of
+from biasscope.intervene.resume import trainer_class
 from biasscope.probes import Probe, requests_of
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
@@ -68,6 +71,13 @@ class Training:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        given = ["--" + f.name.replace("_", "-") for f in fields(self)
+                 if f.name in ("lora_alpha", "lora_targets") and getattr(self, f.name) != f.default]
+        if given and not self.lora_rank:
+            one = len(given) == 1
+            raise BiasscopeError(f"{' and '.join(given)} only appl{'ies' if one else 'y'} with "
+                                 "--lora-rank N (a LoRA fine-tune); give a rank, or drop "
+                                 f"{'it' if one else 'them'} for a full fine-tune")
 
 
 class Limited:
@@ -100,14 +110,33 @@ def recorded(training: Training) -> dict[str, Any]:
 
 
 def require_peft(training: Training) -> None:
-    """With LoRA asked for and ``peft`` missing: one line saying what to install."""
-    if training.lora_rank:
-        try:
-            import peft  # noqa: F401
-        except ImportError:
-            raise BiasscopeError(f"--lora-rank {training.lora_rank} needs peft: pip install "
-                                 "'biasscope[lora]' (or --lora-rank 0 for a full fine-tune)"
-                                 ) from None
+    """With LoRA asked for and ``peft`` missing: one line saying what to install. Found, not
+    imported: importing it imports torch and transformers, 10-20 s before any other check."""
+    if training.lora_rank and importlib.util.find_spec("peft") is None:
+        raise BiasscopeError(f"--lora-rank {training.lora_rank} needs peft: pip install "
+                             "'biasscope[lora]' (or --lora-rank 0 for a full fine-tune)")
+
+
+def check_targets(ckpt: Checkpoint, training: Training) -> None:
+    """Named ``--lora-targets`` against the module names of ``ckpt``'s weights (read from the
+    safetensors headers, so before any model loads): a one-line error naming those it lacks.
+    A module matches as peft matches it: by its full name or its last parts."""
+    from biasscope.backends.weights import tensor_names
+
+    asked = lora_targets(None, training.lora_targets)
+    if not training.lora_rank or isinstance(asked, str):
+        return
+    names = tensor_names(ckpt)
+    if names is None:  # a hub model not downloaded yet, a .gguf file: peft checks it later
+        return
+    modules = {n.rsplit(".", k)[0] for n in names for k in range(1, n.count(".") + 1)}
+    missing = [t for t in asked if not any(m == t or m.endswith(f".{t}") for m in modules)]
+    if missing:
+        parts = sorted({n.rsplit(".", 2)[-2] for n in names if "." in n})
+        raise BiasscopeError(f"--lora-targets {training.lora_targets}: {ckpt.label} has no "
+                             f"module {', '.join(missing)} (its modules end in: "
+                             f"{', '.join(parts[:12])}{', …' if len(parts) > 12 else ''}); "
+                             "name some of them, or use auto")
 
 
 def lora_targets(model: Any, asked: str) -> str | list[str]:
@@ -183,7 +212,7 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
     added when ``training.lora_rank``) with evaluations at step 0 and every ``training.every``
     steps; return the steps evaluated. A finished arm is skipped; a killed one resumes from its
     last Trainer checkpoint. ``after``: Trainer callbacks run after each evaluation."""
-    from transformers import DataCollatorForLanguageModeling, Trainer, set_seed
+    from transformers import DataCollatorForLanguageModeling, set_seed
     from transformers.trainer_utils import get_last_checkpoint
 
     from biasscope.dynamics.callback import BiasCallback
@@ -203,10 +232,11 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
         tokenizer=tokenizer)
     callback.history = [{"step": s} for s in evaluated_steps(store, arm, probes, live.seeds,
                                                              steps)]
-    trainer = Trainer(model=model, args=_arguments(where, training, device, quiet),
-                      train_dataset=_dataset(tokenizer, texts, training.seq_len),
-                      data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
-                      callbacks=[callback, *after])
+    trainer = trainer_class()(
+        model=model, args=_arguments(where, training, device, quiet),
+        train_dataset=_dataset(tokenizer, texts, training.seq_len),
+        data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
+        callbacks=[callback, *after])
     callback.bind(trainer)
     last = get_last_checkpoint(str(where))  # type: ignore[no-untyped-call]
     trainer.train(resume_from_checkpoint=last)

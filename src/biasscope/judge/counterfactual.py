@@ -7,13 +7,17 @@ Two readings, for judges and reward models alike:
 - **Paired difference** of a numeric score (a reward; a judge's probability of its first
   label, or of preferring the first response), oriented *female version minus male version*
   (the member whose gendered words and names are mostly female-coded; a pair with as many of
-  each is left out of the signed statistics and counted). Mean with a BCa bootstrap CI
+  each is left out of the signed statistics and counted). One difference per conversation:
+  a reward model's chosen and rejected responses of one conversation are averaged
+  (``conversations``), since they share the conversation. Mean with a BCa bootstrap CI
   (``stats.bootstrap_mean``), the mean in SDs of all the scores (standardised), a two-sided
   Wilcoxon signed-rank test with the matched-pairs rank-biserial r, and a two-sided exact sign
-  test with the share of pairs where the female version scored higher (Wilson CI). A
-  scorer *favours* a version when Holm p < 0.05, the interval excludes 0 and the difference
-  is at least 0.1 SD (``NEGLIGIBLE``); a smaller detected difference is called negligible
-  (with many pairs a test finds differences too small to matter).
+  test with the share of pairs where the female version scored higher (Wilson CI). The
+  verdict follows the Wilcoxon test: a version *scores higher* when Holm p < 0.05, in the
+  direction of r (``favours``); the sentence then says it *favours* that version when the
+  mean's interval agrees and the mean is at least 0.1 SD (``NEGLIGIBLE``), that the preference
+  is detectable but negligible below 0.1 SD, or that it holds in most pairs but not on
+  average; with Holm p ≥ 0.05, that there is no evidence of a preference.
 - **Verdict flips**: a yes/no verdict on each member (picks the chosen response; gives the
   first label), read in the same orientation (female version, then male version). The flip
   rate (Wilson CI) and an exact McNemar test: the discordant pairs, yes only for the female
@@ -33,7 +37,7 @@ from scipy import stats as sps
 
 from biasscope.core.first_names import FEMALE_NAMES, MALE_NAMES, NAME_PAIRS
 from biasscope.core.gender_swap import ONE_WAY, PAIRS, swap_gender
-from biasscope.core.numbers import p_is, pvalue, with_ci
+from biasscope.core.numbers import p_is, percent, pvalue, with_ci
 from biasscope.core.stats import bootstrap_mean, wilson
 
 T = TypeVar("T")
@@ -90,6 +94,22 @@ def paired_difference(female: Sequence[float], male: Sequence[float],
     return out
 
 
+def conversations(ids: Sequence[str], female: Sequence[float], male: Sequence[float]
+                  ) -> tuple[list[float], list[float]]:
+    """Female and male scores averaged per conversation (``ids``: each score's conversation):
+    a reward model scores a conversation's chosen and rejected responses, which share the
+    conversation and are not independent pairs."""
+    order = list(dict.fromkeys(ids))
+    f = {k: [] for k in order}  # type: dict[str, list[float]]
+    m = {k: [] for k in order}  # type: dict[str, list[float]]
+    for key, a, b in zip(ids, female, male, strict=True):
+        if math.isfinite(a) and math.isfinite(b):
+            f[key].append(a)
+            m[key].append(b)
+    kept = [k for k in order if f[k]]
+    return [float(np.mean(f[k])) for k in kept], [float(np.mean(m[k])) for k in kept]
+
+
 def flips(before: Sequence[bool | None], after: Sequence[bool | None]) -> dict[str, Any]:
     """Flip rate of a yes/no verdict between the members of each pair, and exact McNemar."""
     both = [(b, a) for b, a in zip(before, after) if b is not None and a is not None]
@@ -123,28 +143,49 @@ def oriented(scores: Sequence[T], swapped: Sequence[T],
     return female, male, left
 
 
+def favours(diff: dict[str, Any], p_holm: float, alpha: float = 0.05) -> str | None:
+    """The version the printed test says scores higher: the Wilcoxon signed-rank test at
+    Holm p < ``alpha``, in the direction of its rank-biserial r; None without such a test."""
+    r = diff.get("rank_biserial")
+    if not (p_holm < alpha and isinstance(r, float) and math.isfinite(r) and r != 0):
+        return None
+    return "female" if r > 0 else "male"
+
+
 def sentence(scorer: str, what: str, diff: dict[str, Any], p_holm: float,
              negligible: float = NEGLIGIBLE) -> str:
-    """One line on a scorer's paired difference, saying whether it is a finding: Holm p <
-    0.05, an interval excluding 0, and at least ``negligible`` SDs of the scores (smaller
-    differences are called detectable but negligible)."""
+    """One line on a scorer's paired difference whose verdict follows from the test it prints:
+    a version is favoured only when the Wilcoxon test (Holm p < 0.05) says so, in its
+    direction; the mean and its interval then say whether the preference holds on average
+    and how large it is (under ``negligible`` SDs: detectable, negligible)."""
     if not diff["n"]:
         return f"{scorer}: no counterfactual pair could be scored for {what}."
-    detected = p_holm < 0.05 and (diff["low"] > 0 or diff["high"] < 0)
-    found = detected and abs(diff["standardised"]) >= negligible
-    side = "female" if diff["mean"] > 0 else "male"
-    sd = f"{diff['standardised']:+.2f} SD"
+    std = diff["standardised"]
+    sd = f"{std:+.2f} SD" if isinstance(std, float) and math.isfinite(std) else ""
+    over = f"{diff['n']} {diff.get('unit', 'pairs')}"
     text = (f"{scorer}, {what}: female minus male version "
             f"{with_ci(diff['mean'], diff['low'], diff['high'], signed=True, extra=sd)} over "
-            f"{diff['n']} pairs; Wilcoxon {p_is(diff['wilcoxon_p'])} (Holm {pvalue(p_holm)}), "
-            f"rank-biserial r = {diff['rank_biserial']:+.2f}; sign test "
-            f"{p_is(diff['sign_p'])}.")
-    if detected and not found:
-        return text + (f" The {side} version scores higher, but by less than {negligible:g} "
-                       "SD: detectable, negligible.")
-    return text + (f" It favours the {side} version." if found else
-                   " No evidence that it favours either version.")
+            f"{over}; Wilcoxon {p_is(diff['wilcoxon_p'])} (Holm {pvalue(p_holm)}), "
+            f"rank-biserial r = {diff['rank_biserial']:+.2f}.")
+    side = favours(diff, p_holm)
+    if side is None:
+        return text + " No evidence that it favours either version."
+    share = diff.get("female_higher") or {}
+    est, lo, hi = (float(share.get(k, math.nan)) for k in ("estimate", "low", "high"))
+    if side == "male":
+        est, lo, hi = 1 - est, 1 - hi, 1 - lo
+    most = (f" The {side} version scores higher in {percent(est, lo, hi)} of the non-tied "
+            f"{diff.get('unit', 'pairs')}")
+    low, high = diff["low"], diff["high"]
+    agrees = (low > 0) if side == "female" else (high < 0)
+    if not agrees:
+        return text + most + (", but the mean difference does not show it (its interval "
+                              f"{'includes 0' if low <= 0 <= high else 'lies on the other side'}"
+                              "): a few go the other way by more.")
+    if isinstance(std, float) and math.isfinite(std) and abs(std) < negligible:
+        return text + most + f", by less than {negligible:g} SD: detectable, negligible."
+    return text + f" It favours the {side} version."
 
 
-__all__ = ["FEMALE", "MALE", "counterfactual", "flips", "gender_of", "oriented",
-           "paired_difference", "sentence"]
+__all__ = ["FEMALE", "MALE", "conversations", "counterfactual", "favours", "flips",
+           "gender_of", "oriented", "paired_difference", "sentence"]

@@ -3,7 +3,7 @@ or more models over a JSONL task, into a run directory with its report."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,26 @@ def audit(config: JudgeConfig) -> JudgeResult:
     return JudgeResult(result, report)
 
 
+def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[str]) -> None:
+    """What a task needs of the label set and the keys, checked before any judge model
+    loads: a label set for texts (two labels at least) and none for pairs, and a key for
+    every choice (pairs: a, b and tie)."""
+    from biasscope.judge.core import JudgeError, check_keys
+
+    if pairwise and labels is not None:
+        raise BiasscopeError("--labels is for classifying texts; this input holds pairs "
+                             "(prompt, a, b), judged as a, b or tie: drop --labels")
+    if not pairwise:
+        if labels is None:
+            raise BiasscopeError("classification needs a label set (--labels FILE.json)")
+        if len(labels) < 2:
+            raise JudgeError(f"a judge needs at least two labels; got {len(labels)}")
+    try:
+        check_keys(keys, 3 if pairwise else len(labels or ()))
+    except JudgeError as exc:
+        raise BiasscopeError(f"--keys: {exc}") from None
+
+
 def _setup(config: JudgeConfig) -> tuple[Any, Any, Any, dict[str, str]]:
     """The judge, the task, the label set and each judge's label -> spec (for run.json)."""
     from biasscope.backends.cache import Cached
@@ -90,12 +110,13 @@ def _setup(config: JudgeConfig) -> tuple[Any, Any, Any, dict[str, str]]:
 
     task = read_task(config.input)
     labels = read_labels(config.labels) if config.labels else None
+    keys = tuple(k.strip() for k in config.keys.split(",")) if "," in config.keys else tuple(
+        config.keys)
+    check_task(task.pairwise, labels, keys)
     named = parse_models(list(config.models), "--model")
     cache = config.backend.response_cache()
     models = [Cached(config.backend.generator(spec), cache) for _, spec in named]
     label_models(models, named, "--model")
-    keys = tuple(k.strip() for k in config.keys.split(",")) if "," in config.keys else tuple(
-        config.keys)
     made = Judge(models, JudgeOptions(
         position=config.position, samples=config.samples, reasoning=config.reasoning,
         seed=config.seed, keys=keys, aggregate=config.aggregate, logit_bias=config.logit_bias))

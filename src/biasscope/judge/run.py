@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.jsonl import read_jsonl, read_text
+from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.tasks import classify, compare
 from biasscope.store.files import write_bytes, write_json
@@ -63,8 +63,12 @@ def read_task(path: str | os.PathLike[str]) -> Task:
 
 
 def read_labels(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The label set of a JSON file: name -> description (shown in every question, so
+    bounded like a template)."""
+    text = read_text(path)
+    check_length(text, MAX_TEMPLATE, str(path), 1, "the label set")
     try:
-        labels = json.loads(read_text(path))
+        labels = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise BiasscopeError(f"{path}: cannot read a label set ({exc})") from None
     if not isinstance(labels, dict) or not all(

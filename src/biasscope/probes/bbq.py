@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from biasscope.core.errors import DataError
 from biasscope.core.items import Item, check_template, stratified_sample
 from biasscope.core.jsonl import read_text
 from biasscope.core.jsonl import why as _why
+from biasscope.core.spelling import option
 from biasscope.data.sources import cache_dir, data_path, resolve_data_dir
 from biasscope.probes.base import Detector, Messages, TriggerAbsence
 from biasscope.probes.bbq_metrics import (
@@ -139,6 +141,18 @@ def parse_line(line: str, *, where: str, category: str,
     """One upstream JSONL line as an item; errors name ``where`` (file:line). Options are the
     normalised answer texts (``answer_text``): what the prompt shows, what is scored and what
     answers are matched against; ``groups["raw_answers"]`` keeps the file's texts."""
+    return _parsed(line, where, category, template)[0]
+
+
+def _prompt(template: str, texts: tuple[str, str], options: Sequence[str]) -> str:
+    """The prompt of a context and question (``texts``) and its answer options."""
+    return template.format(context=texts[0], question=texts[1], ans0=options[0],
+                           ans1=options[1], ans2=options[2])
+
+
+def _parsed(line: str, where: str, category: str, template: str
+            ) -> tuple[Item, tuple[str, str]]:
+    """`parse_line`'s item, and its context and question (to ask it in other wordings)."""
     try:
         row = json.loads(line)
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -150,10 +164,9 @@ def parse_line(line: str, *, where: str, category: str,
     meta = row["additional_metadata"]
     stereotyped = [str(g) for g in meta["stereotyped_groups"]]
     target, via = find_target(category, info, stereotyped, unknown)
+    texts = (row["context"], row["question"])
     return Item(
-        id=f"{NAME}:{category}:{row['example_id']}",
-        prompt=template.format(context=row["context"], question=row["question"],
-                               ans0=options[0], ans1=options[1], ans2=options[2]),
+        id=f"{NAME}:{category}:{row['example_id']}", prompt=_prompt(template, texts, options),
         options=options, continuations=tuple(" " + o for o in options), answer=row["label"],
         groups={"category": category, "example_id": row["example_id"],
                 "question_index": str(row["question_index"]),
@@ -161,7 +174,8 @@ def parse_line(line: str, *, where: str, category: str,
                 "subcategory": str(meta.get("subcategory", "")), "unknown": unknown,
                 "target": target, "target_via": via, "stereotyped_groups": "; ".join(stereotyped),
                 "ans0": options[0], "ans1": options[1], "ans2": options[2],
-                "raw_answers": json.dumps([row[k] for k in ANSWERS], ensure_ascii=False)})
+                "raw_answers": json.dumps([row[k] for k in ANSWERS], ensure_ascii=False)}
+    ), texts
 
 
 def _categories(names: Iterable[str] | str | None) -> list[str]:
@@ -197,8 +211,9 @@ def _category_paths(chosen: Sequence[str], data_dir: str | Path | None, selected
     present = [c for c in CATEGORIES if (folder / f"{c}.jsonl").is_file()]
     absent = [c for c in CATEGORIES if c not in present]
     fetch = ("copy them from nyu-mll/BBQ data/ into it, or run `biasscope data fetch bbq` and "
-             "drop --data-dir" if root is not None else "run `biasscope data fetch bbq` where "
-             "there is a network, or pass --data-dir DIR holding bbq/<Category>.jsonl")
+             f"drop {option('data_dir')}" if root is not None else "run `biasscope data fetch "
+             f"bbq` where there is a network, or pass {option('data_dir', 'DIR')} holding "
+             "bbq/<Category>.jsonl")
     choose = (f"select present ones (name the probe bbq:{','.join(present)}) or " if present
               else "")
     what = (f"no file for {', '.join(missing)}" if selected else
@@ -211,22 +226,29 @@ def load_items(data_dir: str | Path | None = None, categories: Iterable[str] | s
                limit: int | None = None, template: str = DEFAULT_TEMPLATE) -> list[Item]:
     """Items of each category file in order (``categories``: default all); ``limit``: a
     stratified sample of about that many (see ``sample``)."""
+    items = _load(data_dir, categories, template)[0]
+    return items if limit is None else sample(items, limit)
+
+
+def _load(data_dir: str | Path | None, categories: Iterable[str] | str | None, template: str
+          ) -> tuple[list[Item], dict[str, tuple[str, str]]]:
+    """`load_items`' items (all of them), and each one's context and question by id."""
     chosen = _categories(categories)
     items: list[Item] = []
+    texts: dict[str, tuple[str, str]] = {}
     for category, path in zip(chosen, _category_paths(chosen, data_dir, categories is not None)):
         seen: dict[str, int] = {}
         for number, line in enumerate(read_text(path, error=DataError).splitlines(), start=1):
             if line.strip():
-                item = parse_line(line, where=f"{path}:{number}", category=category,
-                                  template=template)
+                item, texts_of = _parsed(line, f"{path}:{number}", category, template)
                 if item.id in seen:
                     raise DataError(f"{path}:{number}: example_id repeats line {seen[item.id]}")
-                seen[item.id] = number
+                seen[item.id], texts[item.id] = number, texts_of
                 items.append(item)
         if not seen:  # an empty file would leave its category listed as run with no item
             raise DataError(f"{path}: no questions found (one JSON object per line expected); "
                             f"replace it with a fresh copy of BBQ data/{category}.jsonl")
-    return items if limit is None else sample(items, limit)
+    return items, texts
 
 
 def sample(items: Sequence[Item], limit: int, seed: int = 0) -> list[Item]:
@@ -252,12 +274,23 @@ class BBQProbe:
     seeded = False
 
     def __init__(self, items: Sequence[Item], categories: Sequence[str], limit: int | None,
-                 template: str) -> None:
+                 template: str, texts: Mapping[str, tuple[str, str]] | None = None) -> None:
         if not items:
             raise DataError("bbq: no items to ask (empty category files?)")
         self._items, self.categories, self.limit = list(items), list(categories), limit
         self.template = template
         self.detector: Detector = TriggerAbsence()
+        self._texts = texts
+
+    def reworded(self, template: str) -> BBQProbe:
+        """The probe asked with ``template``, from the items already read (their contexts and
+        questions: a probe built from items alone has none to reword)."""
+        if self._texts is None:
+            raise ValueError("bbq: a probe built from items alone cannot be reworded")
+        check_template(template, ("context", "question", *ANSWERS), NAME)
+        texts = self._texts
+        return BBQProbe([replace(i, prompt=_prompt(template, texts[i.id], i.options))
+                         for i in self._items], self.categories, self.limit, template, texts)
 
     def items(self, seed: int) -> list[Item]:
         return list(self._items)
@@ -286,8 +319,8 @@ def from_data(data_dir: str | Path | None = None, categories: Iterable[str] | st
     text = template or DEFAULT_TEMPLATE
     check_template(text, ("context", "question", *ANSWERS), NAME)
     chosen = _categories(categories)
-    items = load_items(data_dir, None if categories is None else chosen, limit, text)
-    return BBQProbe(items, chosen, limit, text)
+    items, texts = _load(data_dir, None if categories is None else chosen, text)
+    return BBQProbe(items if limit is None else sample(items, limit), chosen, limit, text, texts)
 
 
 __all__ = ["ANSWERS", "CATEGORIES", "NAME", "UNKNOWN_TEXTS", "BBQProbe", "answer_text",

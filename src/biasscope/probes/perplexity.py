@@ -86,7 +86,8 @@ def load_documents(text: str | Path | None = None, data_dir: str | Path | None =
     else:
         path = Path(text).expanduser()
         if not path.is_file():
-            raise DataError(f"text file {path} does not exist: give a file of documents "
+            what = "is a directory" if path.is_dir() else "does not exist"
+            raise DataError(f"text file {path} {what}: give a file of documents "
                             f"(one per line, or JSONL with 'text') or {ETHICS}")
         docs, name = _own(path), str(path)
     if len(docs) < 2:

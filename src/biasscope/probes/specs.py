@@ -17,9 +17,11 @@ from biasscope.probes import PROBES, Probe, adult, bbq, load_probe, require, win
 
 #: The help of the settings that choose a probe's items, shared by every job that asks probes.
 LIMIT_HELP = ("at most N items per probe (smoke tests), the same ones for every seed, recorded "
-              "in run.json: winobias-gender a seeded sample of whole pro/anti pairs stratified "
-              "by subset and answer, bbq of whole examples stratified by category, "
-              "adult-counterfactual the first N/2 pairs, others the first N")
+              "in run.json, drawn as whole groups (N rounded down to whole groups, but one "
+              "group at least: --limit 1 gives a whole pair or example): winobias-gender a "
+              "seeded sample of whole pro/anti pairs stratified by subset and answer (4 prompts "
+              "a pair), bbq of whole examples stratified by category (4 variants each), "
+              "adult-counterfactual the first N/2 pairs (2 prompts each), others the first N")
 PROBE_HELP = ("; repeatable or a comma list, e.g. --probe winobias-gender --probe "
               "bbq:Age,Religion (`biasscope probes` lists them)")
 TEMPLATES_HELP = ("ask every probe under several prompt wordings and report how far each result "
@@ -68,6 +70,9 @@ def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = 
     ``kinds``, each must take one of these request kinds (``what`` asks them)."""
     from biasscope.probes.templates import FIELDS, worded
 
+    if templates is not None and not templates.strip():
+        raise BiasscopeError("--templates is empty: give builtin, a number of built-in "
+                             "wordings or a template file (or leave it out for one wording)")
     if template and templates:
         raise BiasscopeError("--prompt-template is one wording; with --templates, put it in "
                              "the templates file instead")

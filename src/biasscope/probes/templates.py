@@ -1,8 +1,9 @@
 """Several prompt wordings of one probe (``--templates builtin|N|FILE``), asked as one probe.
 
 A wording is a template (the probe's prompt or user turn, with its fields) and, for chat
-probes that have one, a system turn. ``Worded`` asks every item under every wording: each item
-id gains ``@<wording id>`` (before a ``:seed<N>`` suffix) and ``groups["template"]`` names the
+probes that have one, a system turn. ``Worded`` asks every item under every wording (or under
+one wording other than the probe's own): each item id gains ``@<wording id>`` (before a
+``:seed<N>`` suffix) and ``groups["template"]`` names the
 wording, so records say which wording they answer, a unit holds all wordings of its seed, and
 run.json records each wording's probe config (checked on rerun). One scorer call then sees all
 wordings' prompts of a checkpoint: identical prompts are scored once and shared prefixes once
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import pandas as pd
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item, check_template
-from biasscope.core.jsonl import read_text
+from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_text
 from biasscope.core.numbers import finite, with_ci
 from biasscope.probes import Probe, adult, bbq, professional, requests_of, winobias
 from biasscope.probes.wording_sets import BUILTIN
@@ -76,6 +77,7 @@ def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
     errors naming ``path``:line for a bad header, an empty template or a repeated id."""
     blocks: list[tuple[str | None, str, int, list[str]]] = []
     for number, line in enumerate(text.splitlines(), start=1):
+        check_length(line, MAX_TEMPLATE, path, number, "the line")  # before any regex
         head = _HEADER.match(line)
         if head:
             words = head.group(1).split()
@@ -93,7 +95,9 @@ def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
     out: list[tuple[str | None, Wording]] = []
     for probe, wid, number, lines in blocks:
         system = None
-        body = "\n".join(lines).strip("\n")
+        body = "\n".join(lines)
+        check_length(body, MAX_TEMPLATE, path, number + 1, f"template {wid}")
+        body = body.strip("\n")
         if body.startswith("system:"):
             first, _, body = body.partition("\n")
             system, body = first.removeprefix("system:").strip(), body.strip("\n")
@@ -147,9 +151,13 @@ def wordings_for(probe: str, spec: str) -> list[Wording]:
             raise BiasscopeError(f"--templates {spec}: give 1 or more")
         chosen = builtin(probe, int(spec))
     elif Path(spec).is_file():
-        chosen = from_file(spec, probe)
         if probe not in FIELDS:
             raise BiasscopeError(f"--templates {spec}: probe {probe} takes no templates")
+        chosen = from_file(spec, probe)
+        if not chosen:
+            raise BiasscopeError(f"--templates {spec}: no template for {probe} (each header "
+                                 "names another probe); add a '### ID' or "
+                                 f"'### {probe} ID' block")
     else:
         raise BiasscopeError(f"--templates {spec}: give builtin, a number of built-in wordings "
                              "or a template file (no such file)")
@@ -175,8 +183,8 @@ def tagged(item: Item, wording: str) -> Item:
     """``item`` under ``wording``: ``@wording`` in its id (before ``:seed<N>``), and
     ``groups["template"]``."""
     base, seed = _SEED.split(item.id)[0], (_SEED.search(item.id) or [""])[0]
-    return replace(item, id=f"{base}@{wording}{seed}",
-                   groups={**item.groups, "template": wording})
+    return Item(f"{base}@{wording}{seed}", item.prompt, item.options, item.continuations,
+                item.answer, {**item.groups, "template": wording})  # replace() takes 2x as long
 
 
 class Worded:
@@ -191,6 +199,9 @@ class Worded:
         self._probes = {w.id: p for w, p in zip(wordings, probes, strict=True)}
         if hasattr(first, "detector"):
             self.detector = first.detector
+        # Chat turns only where the probe has them: a next-token probe asks a plain prompt.
+        if callable(getattr(first, "messages", None)):
+            self.messages = self._messages
 
     def config(self) -> dict[str, object]:
         return {"probe": self.name, "wordings": [{"id": w.id, **p.config()}
@@ -203,14 +214,17 @@ class Worded:
     def limited(self, items: Sequence[Item], limit: int) -> list[Item]:
         """``--limit`` per wording: each wording's own selection of its items (the probes
         select by item, not by prompt, so every wording keeps the same items)."""
+        by_wording: dict[str, list[Item]] = {w: [] for w in self._probes}
+        for item in items:  # one pass: a filter per wording grew with wordings x items
+            by_wording[str(item.groups["template"])].append(item)
         out: list[Item] = []
         for w, p in self._probes.items():
-            mine = [i for i in items if i.groups["template"] == w]
+            mine = by_wording[w]
             pick = getattr(p, "limited", None)
             out += list(pick(mine, limit)) if callable(pick) else mine[:limit]
         return out
 
-    def messages(self, item: Item) -> Any:
+    def _messages(self, item: Item) -> Any:
         return self._probes[str(item.groups["template"])].messages(item)  # type: ignore[attr-defined]
 
     def metrics(self, records: pd.DataFrame) -> dict[str, Any]:
@@ -222,7 +236,9 @@ class Worded:
         first = self.wordings[0].id
         each = {w: probe.metrics(records[records["template"] == w])  # type: ignore[attr-defined]
                 for w, probe in self._probes.items()}
-        own = each[first]
+        own: dict[str, Any] = each[first]
+        if len(each) == 1:  # one wording (not the probe's own): nothing to compare across
+            return own
         across = across_wordings(self.name, records)
         sentences = [r["verdict"] for r in across.values()]
         sentences.append(f"The numbers below are for wording {first} (the table 'headline by "
@@ -252,11 +268,20 @@ def _cell(value: Mapping[str, Any]) -> str:
 
 def worded(name: str, spec: str, load: Callable[..., Probe]) -> Probe:
     """Probe ``name`` under the wordings ``spec`` gives (``load(**options)`` builds it with
-    one); a single wording is the plain probe with that template."""
+    one). The probe's own wording alone is the plain probe; any other wording, even alone,
+    tags the item ids, so answers to one prompt are never read as answers to another."""
     wordings = wordings_for(name, spec)
-    if len(wordings) == 1:
-        return load(**wordings[0].options())
-    return Worded(wordings, [load(**w.options()) for w in wordings])
+    first = load(**wordings[0].options())
+    if len(wordings) == 1 and first.config() == load().config():
+        return first
+    return Worded(wordings, [first, *(_reworded(first, w, load) for w in wordings[1:])])
+
+
+def _reworded(probe: Probe, wording: Wording, load: Callable[..., Probe]) -> Probe:
+    """``probe`` asked with ``wording``: from the data it has read (its ``reworded``), not
+    read and parsed again per wording, which made 300 wordings take minutes."""
+    again = getattr(probe, "reworded", None)
+    return again(**wording.options()) if callable(again) else load(**wording.options())
 
 
 __all__ = ["FIELDS", "Worded", "Wording", "builtin", "check", "parse_file", "tagged",

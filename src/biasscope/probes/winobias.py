@@ -9,6 +9,7 @@ as the source does, since ``specified`` follows ``not`` almost surely.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import re
@@ -144,9 +145,16 @@ def load_sentences(
 
 def option_order(base_id: str, seed: int) -> tuple[int, ...]:
     """The seed's order of the options for one item; seeds 0..5 give six distinct orders."""
+    orders = _orders(base_id)
+    return orders[seed % len(orders)]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _orders(base_id: str) -> tuple[tuple[int, ...], ...]:
+    """The item's six orders, drawn once: every wording and seed of an item asks for them."""
     orders = list(_PERMUTATIONS)
     random.Random(base_id).shuffle(orders)
-    return orders[seed % len(orders)]
+    return tuple(orders)
 
 
 class WinoBiasGender:
@@ -162,6 +170,10 @@ class WinoBiasGender:
         check_template(template, ("sentence", "occupation", "o1", "o2", "o3"), NAME)
         self.sentences = list(sentences)
         self.template = template
+
+    def reworded(self, template: str) -> WinoBiasGender:
+        """The probe asked with ``template``, from the sentences already read."""
+        return WinoBiasGender(self.sentences, template)
 
     def config(self) -> dict[str, object]:
         """What makes two runs of this probe comparable (stored in run.json)."""

@@ -22,8 +22,9 @@ from biasscope.report.plotting import (
     Axis,
     Json,
     add_step_markers,
+    drawn_notes,
+    effect,
     finite,
-    fmt,
     style,
 )
 from biasscope.report.tables import table
@@ -54,12 +55,13 @@ FIGURES: dict[str, list[tuple[str, str, Callable[[Json], list[str]]]]] = {
          "men and women over complete pairs (95% bootstrap CI over pairs); 0 is parity.",
          lambda m: ["demographic_parity_difference", "equalized_odds_difference"])],
     "professional-bias": [
-        ("Stereotype preference", "Mean option probability the model moves to the "
-         "female-coded occupation after 'she' against after 'he' (95% bootstrap CI; tested by "
-         "Mann-Whitney); 0: the pronoun does not matter, positive: answers follow the "
-         "stereotype.", lambda m: ["preference"]),
-        ("Picked answers", "The same on the picked occupations (Fisher's exact test), and the "
-         "share of answers naming the stereotyped occupation (95% CIs).",
+        ("Stereotype preference", "Option probability the model moves to the female-coded "
+         "occupation after 'she' against after 'he', per sentence, averaged over sentences "
+         "(95% bootstrap CI over sentences; Wilcoxon signed-rank test over sentences); 0: the "
+         "pronoun does not matter, positive: answers follow the stereotype.",
+         lambda m: ["preference"]),
+        ("Picked answers", "The same on the picked occupations (tested the same way), and "
+         "the share of answers naming the stereotyped occupation (95% CIs).",
          lambda m: ["pronoun_effect", "stereotyped_rate"])],
 }
 
@@ -87,10 +89,11 @@ def _hover(model: str, label: str, step: int, v: Json) -> str:
     text = f"<b>{as_text(model)}</b><br>{label}<br>step {step}<br>{value}"
     if "p_value" in v:
         text += (f"<br>{p_is(v.get('p_value'))}, adjusted {pvalue(v.get('p_adjusted'))}, "
-                 f"effect size {fmt(v.get('effect_size'))}")
+                 f"effect size {effect(v.get('effect_size'))}")
     if int(v.get("seeds", 1)) > 1:
-        text += (f"<br>{v['seeds']} seeds: {fmt(v.get('seed_low'))} to "
-                 f"{fmt(v.get('seed_high'))}")
+        places = ci_decimals(v.get("low"), v.get("high"))
+        text += (f"<br>{v['seeds']} seeds: {num(v.get('seed_low'), places)} to "
+                 f"{num(v.get('seed_high'), places)}")
     return text
 
 
@@ -157,23 +160,41 @@ def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Figure | None
     return fig
 
 
-def _tested_rows(section: Json) -> list[list[Any]]:
-    rows = []
+def _tested(section: Json) -> list[tuple[str, str, list[list[Any]]]]:
+    """(model, value's name, rows) per model and tested value: the value's name once, above
+    its table, not in every row."""
+    out = []
     names = section.get("names", {})
     for model, result in sorted(section.get("models", {}).items()):
         for key in section.get("headline", []):
+            rows = []
             for c in result["checkpoints"]:
                 v = c["values"].get(key)
                 if v is None:
                     continue
                 places = ci_decimals(v.get("low"), v.get("high"))
-                rows.append([model, str(names.get(key, key)), c["step"],
-                             num(v.get("estimate"), places),
+                rows.append([c["step"], num(v.get("estimate"), places),
                              f"{num(v.get('low'), places)} to {num(v.get('high'), places)}",
                              pvalue(v.get("p_value")), pvalue(v.get("p_adjusted")),
-                             fmt(v.get("effect_size")),
+                             effect(v.get("effect_size")),
                              "yes" if v.get("significant") else "no", v.get("seeds", 1)])
-    return rows
+            if rows:
+                out.append((str(model), str(names.get(key, key)), rows))
+    return out
+
+
+def tests_html(section: Json, correction: str, alpha: float) -> list[str]:
+    """The tests over steps: a table per model and value, the value named above it."""
+    tested = _tested(section)
+    several = len({model for model, _, _ in tested}) > 1
+    parts = [f"<h3>Tests over steps ({escape(correction)}-corrected over each model's "
+             f"checkpoints, α = {alpha:g})</h3>"]
+    for model, name, rows in tested:
+        label = f"{escape(model)}: {escape(name)}" if several else escape(name)
+        parts.append(f'<p class="caption">{label[:1].upper()}{label[1:]}</p>')
+        parts.append(table(["step", "estimate", "95% CI", "p", "p adjusted", "effect size r",
+                            "significant", "seeds"], rows, numbers=True))
+    return parts
 
 
 def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: int,
@@ -189,18 +210,14 @@ def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: in
         for title, caption, keys_of in FIGURES.get(probe, []):
             fig = figure(section, keys_of)
             parts.append(f"<h3>{escape(title)}</h3>")
-            parts.append(f'<p class="caption">{escape(caption)} Dashed vertical lines mark '
-                         "where the effect becomes significant for good and the recommended "
-                         "stop; a shaded band is the range over seeds.</p>")
             if fig is None:
+                parts.append(f'<p class="caption">{escape(caption)}</p>')
                 parts.append('<p class="missing">Not available: no checkpoint has these '
                              "values.</p>")
                 continue
+            notes = drawn_notes(fig, band="the range over seeds", what="effect", bars=None)
+            parts.append(f'<p class="caption">{escape(f"{caption} {notes}".rstrip())}</p>')
             parts.append(figure_html(fig, index))
             index += 1
-        parts.append(f"<h3>Tests over steps ({escape(correction)}-corrected over each "
-                     f"model's checkpoints, α = {alpha:g})</h3>")
-        parts.append(table(["model", "value", "step", "estimate", "95% CI", "p", "p adjusted",
-                            "effect size", "significant", "seeds"], _tested_rows(section),
-                           numbers=True))
+        parts += tests_html(section, correction, alpha)
     return "\n".join(parts)

@@ -19,6 +19,7 @@ from biasscope.report.plotting import (
     Json,
     View,
     by_model,
+    effect,
     finite,
     fmt,
     style,
@@ -185,37 +186,121 @@ def occupation_heatmap(view: View, model: str) -> Any | None:
     return fig
 
 
+#: Where a point's name may go (plotly's textposition) and its box there, in pixels from the
+#: marker (x right, y down), for a name ``w`` wide and ``h`` high: tried in this order.
+PLACES = (("top center", lambda w, h: (-w / 2, -h - 5, w / 2, -5)),
+          ("bottom center", lambda w, h: (-w / 2, 5, w / 2, h + 5)),
+          ("middle right", lambda w, h: (7, -h / 2, w + 7, h / 2)),
+          ("middle left", lambda w, h: (-w - 7, -h / 2, -7, h / 2)),
+          ("top right", lambda w, h: (2, -h - 3, w + 2, -3)),
+          ("top left", lambda w, h: (-w - 2, -h - 3, -2, -3)),
+          ("bottom right", lambda w, h: (2, 3, w + 2, h + 3)),
+          ("bottom left", lambda w, h: (-w - 2, 3, -2, h + 3)))
+#: The plot area the names are placed for: smaller than at 1280 px, so that they stay apart
+#: in any window at least that wide; a name's box at 12 px type.
+PLOT_W, PLOT_H, CHAR_W, LINE_H = 860.0, 330.0, 7.2, 15.0
+
+Box = tuple[float, float, float, float]
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_names(points: Sequence[tuple[float, float, str]], x_range: Sequence[float],
+                y_range: Sequence[float]) -> list[str | None]:
+    """Per point, where its name goes (a textposition) so that no two names, nor a name and
+    a marker, overlap, nor a name leaves the plot; None where no place is free (the name is
+    then in the hover text alone)."""
+    def pixel(x: float, y: float) -> tuple[float, float]:
+        return ((x - x_range[0]) / (x_range[1] - x_range[0]) * PLOT_W,
+                (y_range[1] - y) / (y_range[1] - y_range[0]) * PLOT_H)
+
+    at = [pixel(x, y) for x, y, _ in points]
+    taken: list[Box] = [(px - 5, py - 5, px + 5, py + 5) for px, py in at]  # the markers
+    out: list[str | None] = [None] * len(points)
+    # Crowded points first: the fewer places they have, the sooner they should pick.
+    order = sorted(range(len(points)), key=lambda i: -sum(
+        1 for qx, qy in at if abs(qx - at[i][0]) < 80 and abs(qy - at[i][1]) < 30))
+    for i in order:
+        (px, py), width = at[i], CHAR_W * len(points[i][2])
+        for name, offset in PLACES:
+            dx0, dy0, dx1, dy1 = offset(width, LINE_H)
+            box = (px + dx0, py + dy0, px + dx1, py + dy1)
+            inside = box[0] >= 0 and box[2] <= PLOT_W and box[1] >= 0 and box[3] <= PLOT_H
+            own = taken[i]
+            if inside and not any(_overlaps(box, t) for t in taken if t is not own):
+                out[i] = name
+                taken.append(box)
+                break
+    return out
+
+
+def _padded(values: Sequence[float], share: float = 0.08) -> list[float]:
+    low, high = min(values), max(values)
+    pad = (high - low) * share or 1.0
+    return [low - pad, high + pad]
+
+
+def _rho(rho: Mapping[str, Any], confidence: float) -> str:
+    """Spearman's ρ to two decimals (as correlations are written), with its CI if any."""
+    estimate, low, high = (effect(rho.get(k)) for k in ("estimate", "low", "high"))
+    if finite(rho.get("low")) and finite(rho.get("high")):
+        return f"{estimate} ({confidence:.0%} CI {low} to {high})"
+    return estimate
+
+
 def versus_statistics(view: View) -> Any | None:
-    """Preference at each model's last checkpoint against the share of women (BLS)."""
+    """Preference at each model's last checkpoint against the share of women (BLS): a name
+    beside each point where it fits without covering another, Spearman's ρ in the legend."""
     occ = view.get("occupation_statistics", {})
     shares = occ.get("bls_pct_female") if isinstance(occ, Mapping) else None
     if not isinstance(shares, Mapping) or not shares:
         return None
-    fig = Figure()
-    for i, model in enumerate(view.models()):
+    drawn: list[tuple[str, int, list[tuple[float, float, str]]]] = []
+    for model in view.models():
         found = last_occupations(view, model)
         if not found:
             continue
         step, rows = found
-        points = [(float(shares[str(r["occupation"]).lower()]), _err(r.get(PREFERENCE))[0],
-                   str(r["occupation"])) for r in rows
-                  if str(r["occupation"]).lower() in shares
-                  and _err(r.get(PREFERENCE))[0] is not None]
+        found_points = [(float(shares[str(r["occupation"]).lower()]),
+                         _err(r.get(PREFERENCE))[0], str(r["occupation"])) for r in rows
+                        if str(r["occupation"]).lower() in shares]
+        drawn.append((model, step, [(x, float(y), name) for x, y, name in found_points
+                                    if y is not None]))
+    every = [p for _, _, points in drawn for p in points]
+    if not every:
+        return None
+    x_range = _padded([p[0] for p in every])
+    y_range = _padded([p[1] for p in every] + [0.0])
+    places = iter(place_names(every, x_range, y_range))
+    fig = Figure()
+    for i, (model, step, points) in enumerate(drawn):
         rho = (view.model(model).get("occupation_statistics") or {}).get("spearman") or {}
+        where = [next(places) for _ in points]
         fig.add_trace(scatter(
             x=[p[0] for p in points], y=[p[1] for p in points], mode="markers+text",
-            text=[as_text(p[2]) for p in points], textposition="top center",
+            text=[as_text(p[2]) if w else "" for p, w in zip(points, where, strict=True)],
+            textposition=[w or "top center" for w in where],
+            hovertext=[f"<b>{as_text(p[2])}</b><br>{as_text(model)}<br>women {fmt(p[0])}%"
+                       f"<br>preference {fmt(p[1])}" for p in points], hoverinfo="text",
             name=f"{as_text(model)} ("
                  + ("" if view.model(model).get("snapshot") else f"step {step}; ")
-                 + f"Spearman ρ {fmt(rho.get('estimate'))})",
+                 + f"Spearman ρ = {_rho(rho, view.confidence)})",
             marker={"color": FALLBACK_COLORS[i % len(FALLBACK_COLORS)] if i
-                    else COLORS["male"]}))
+                    else COLORS["male"], "size": 7}))
     fig.add_hline(y=0, line={"color": "#999", "width": 1})
     style(fig, Axis(by_step=True), height=520)
+    fig.update_layout(showlegend=True)  # plotly hides a legend of one trace: ρ is in it
     fig.update_xaxes(title_text="women in the occupation, % (U.S. BLS, as published with "
-                                "Winogender)")
-    fig.update_yaxes(title_text="log P(male) − log P(female), not-referenced")
+                                "Winogender)", range=x_range)
+    fig.update_yaxes(title_text="log P(male) − log P(female), not-referenced", range=y_range)
     return fig
+
+
+def names_left_out(fig: Any) -> int:
+    """How many points of the BLS figure show no name (no free place beside them)."""
+    return sum(1 for t in fig.data for n in t.get("text", []) if not n)
 
 
 # Two-line labels (<br>): on one line the longer ones were cut off under the axis.

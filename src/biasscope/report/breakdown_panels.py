@@ -71,14 +71,19 @@ def panels(checkpoints: Sequence[Json], view: View, existing: Sequence[Panel]
     missing = ("the occupation statistics are not on this machine: run `biasscope data fetch "
                "winogender` or pass --data-dir" if isinstance(occ, Mapping)
                and occ.get("unavailable") else "no occupation matched the labour statistics.")
+    scatter = breakdown.versus_statistics(view)
+    hidden = breakdown.names_left_out(scatter) if scatter is not None else 0
+    unnamed = (f" {hidden} of the points show no name, as it would cover another's: hover "
+               "a point for its name." if hidden else "")
     out.append(Panel(
         "Gender preference against the share of women (U.S. BLS)",
         "Each matched occupation's preference (as above) against the percentage of women in "
         "it, from the U.S. Bureau of Labor Statistics as published with the Winogender schemas; "
-        "occupations match by exact lower-case name. The legend gives Spearman's ρ: negative "
-        "means the more women in a job, the more the model leans female. "
-        + _unmatched(occ),
-        breakdown.versus_statistics(view), missing))
+        "occupations match by exact lower-case name. The legend, below the plot, gives "
+        f"Spearman's ρ (with its {confidence} bootstrap CI where there are enough occupations): "
+        "negative means the more women in a job, the more the model leans female."
+        f"{unnamed} {_unmatched(occ)}".rstrip(),
+        scatter, missing))
     return out
 
 

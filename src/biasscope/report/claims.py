@@ -1,6 +1,7 @@
 """Renders a comparison of two runs (``biasscope compare``): one row per measure with the
-difference, its interval, the TOST verdict and the smallest difference the comparison could
-have detected, as an HTML page and as plain text. It only renders `comparison.json`."""
+difference, its interval, the TOST verdict, the items left out of the pairs, the wordings
+compared and the smallest difference the comparison could have detected, as an HTML page and
+as plain text. It only renders `comparison.json`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from biasscope.report.plotting import fmt
 from biasscope.report.tables import table
 
 HEADER = ("probe", "measure", "A", "B", "A − B", "TOST interval", "margin", "verdict", "n",
-          "paired", "detectable at 80%")
+          "paired", "only A", "only B", "wordings", "detectable at 80%")
 
 
 def rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
@@ -26,6 +27,7 @@ def rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
                     num(c["estimate"], places),
                     f"{num(c['low'], places)} to {num(c['high'], places)}",
                     f"±{c['margin']:g}", c["verdict"], c["n"], "yes" if c["paired"] else "no",
+                    c.get("only_a", 0), c.get("only_b", 0), c.get("wordings", 1),
                     fmt(c["minimum_detectable_difference"])])
     return out
 

@@ -71,10 +71,11 @@ def write_counterfactual_report(run_dir: str | Path | RunStore,
         f'<p class="sub">{summary.get("pairs")} pairs from '
         f"{escape(str(summary.get('source')))}: gendered words and first names swapped</p>",
         *(f"<p>{escape(str(s))}</p>" for s in summary.get("sentences", [])),
-        "<h2>Paired difference: female minus male version</h2><p class=\"caption\">Mean with "
-        "a BCa 95% CI, in SDs of all scores; two-sided Wilcoxon (Holm across scorers) with "
-        "rank-biserial r; exact sign test; share of non-tied pairs where the female version "
-        "scored higher.</p>" + record_table(diffs),
+        "<h2>Paired difference: female minus male version</h2><p class=\"caption\">One "
+        "pair per conversation (a reward model's chosen and rejected responses averaged). "
+        "Mean with a BCa 95% CI, in SDs of all scores; two-sided Wilcoxon (Holm across "
+        "scorers) with rank-biserial r, which the verdict follows; exact sign test; share of "
+        "non-tied pairs where the female version scored higher.</p>" + record_table(diffs),
         "<h2>Verdict flips</h2><p class=\"caption\">Wilson 95% CI; exact McNemar test on the "
         "discordant pairs; change: share of yes verdicts after minus before.</p>"
         + record_table(flips),

@@ -25,6 +25,7 @@ from biasscope.report.plotting import (
     add_step_markers,
     answer_lines,
     by_model,
+    drawn_notes,
     fairness_checkpoints,
     fmt,
     has_metric,
@@ -104,7 +105,7 @@ def not_specified(checkpoints: Sequence[Json], view: View) -> Any:
     fig = Figure()
     add_lines(fig, axis, by_model(checkpoints),
               answer_lines("jsdp_not_specified/", GENDERS, " option"), view=view)
-    fig.update_yaxes(title_text="JSD-P of the gendered option")
+    fig.update_yaxes(title_text="JSD-P of the gendered option (higher: worse)")
     return style(fig, axis)
 
 
@@ -158,8 +159,17 @@ class Panel:
     missing: str = "the records of this run have no values for this figure."
 
 
-BANDS = ("Lines are seed means; the shaded band is ± one standard deviation over seeds, the "
-         "error bars the bootstrap confidence interval over prompts.")
+SEED_BAND = "± one standard deviation over seeds"
+
+
+def caption(base: str, fig: Any) -> str:
+    """``base`` and the words for what ``fig`` draws: performance on the right axis (the
+    first figure's), step markers, the seed band and error bars."""
+    if fig is None:
+        return base
+    perf = any((t.get("line") or {}).get("color") == COLORS["performance"] for t in fig.data)
+    more = " Performance is on the right axis (square markers)." if perf else ""
+    return f"{base}{more} Lines are seed means. {drawn_notes(fig, SEED_BAND)}".strip()
 
 
 def panels(checkpoints: Sequence[Json], answers: Sequence[str],
@@ -175,20 +185,19 @@ def panels(checkpoints: Sequence[Json], answers: Sequence[str],
         ("JSD-P per correct answer (male, female)",
          "JSD-P of the correct option on prompts whose answer is “male” or “female” (lower: "
          "more confidently correct); the lower panel is the gap, male − female. A gap away "
-         "from 0 is bias: the model is surer of one gender than the other. Performance, when "
-         "the run has it, is on the right axis; dashed vertical lines mark where the gap "
-         f"becomes significant for good and the recommended stop. {BANDS}",
+         "from 0 is bias: the model is surer of one gender than the other.",
          need("jsdp_correct/male", "jsdp_correct/female"), lambda: jsdp_correct(checkpoints, view)),
         ("Average Rank per correct answer",
          "Mean rank of the correct answer's token over the whole vocabulary (1 = most "
-         "probable), per correct answer. Unlike accuracy it shows how far off a wrong answer is. "
-         f"{BANDS}",
+         "probable), per correct answer. Unlike accuracy it shows how far off a wrong answer "
+         "is.",
          need(*(f"average_rank/{a}" for a in answers)) and bool(answers),
          lambda: average_rank(checkpoints, answers, view)),
         ("JSD-P of gendered options where “not specified” is correct",
          "On prompts whose answer is “not specified”, the JSD-P parts of the “male” and "
          "“female” options: how much probability the model puts on a gender it was not given. "
-         f"{BANDS}",
+         "Higher is worse: 0 is no probability on that gender, ln 2 / 2 ≈ 0.35 all of it; a "
+         "line above the other is a lean towards that gender.",
          need("jsdp_not_specified/male", "jsdp_not_specified/female"),
          lambda: not_specified(checkpoints, view)),
         ("Accuracy vs Average Rank per correct answer",
@@ -199,10 +208,11 @@ def panels(checkpoints: Sequence[Json], answers: Sequence[str],
          need("accuracy/all"), lambda: accuracy_vs_rank(checkpoints, answers)),
         ("Stereotype accuracy vs JSD-P per correct answer",
          "Stereotype accuracy (right axis): on pro-stereotypical prompts, the share where the "
-         "stereotypical gender beats the other; 0.5 is unbiased, 0 and 1 most biased. It is "
-         "all-or-nothing; JSD-P (left axis) also shows the model's confidence.",
+         "stereotypical gender beats the other; 0.5 is unbiased (dotted line), 0 and 1 most "
+         "biased. It is all-or-nothing; JSD-P (left axis) also shows the model's confidence.",
          need("stereotype_accuracy", "jsdp_correct/male", "jsdp_correct/female"),
          lambda: stereotype(checkpoints, view)),
     ]
-    out = [Panel(title, caption, build() if ok else None) for title, caption, ok, build in specs]
+    built = [(title, base, build() if ok else None) for title, base, ok, build in specs]
+    out = [Panel(title, caption(base, fig), fig) for title, base, fig in built]
     return out + [Panel(*spec) for spec in stats_figures.specs(view)]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import finite, num, with_ci
+from biasscope.core.numbers import ci_decimals, finite, spread, with_ci
 from biasscope.report.plotting import Json, View, by_model
 
 
@@ -68,9 +68,11 @@ def gap(ckpt: Json, view: View) -> str:
     n = len(ckpt["seeds"])
     std = ckpt["std"].get("jsdp_gap")
     low, high = view.ci(ckpt, "jsdp_gap") or (None, None)
-    spread = f"std over {n} seeds {num(std)}" if n > 1 and finite(std) and std > 0 else ""
+    places = ci_decimals(low, high)
+    seeds = (f"std over {n} seeds {spread(std, places)}"
+             if n > 1 and finite(std) and std > 0 else "")
     return with_ci(ckpt["mean"]["jsdp_gap"], low, high, view.confidence, signed=True,
-                   extra=spread)
+                   extra=seeds)
 
 
 def gap_sentence(points: Sequence[Json], view: View) -> str | None:

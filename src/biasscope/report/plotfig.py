@@ -137,7 +137,10 @@ class Figure:
     def add_trace(self, data: Mapping[str, Any], row: int | None = None,
                   col: int | None = None, secondary_y: bool | None = None) -> Figure:
         item = dict(data)
-        if self._cells and (row is not None or col is not None):
+        # secondary_y alone picks the first cell's right axis, as in plotly.py: a grid of one
+        # cell is often filled without row and col, and a trace left on the primary axis
+        # leaves the secondary one empty (plotly.js then draws its line at NaN).
+        if self._cells and (row is not None or col is not None or secondary_y):
             x, y, y2 = self._refs(row or 1, col or 1)[0]
             item["xaxis"], item["yaxis"] = x, (y2 if secondary_y and y2 else y)
         self.data.append(item)

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from biasscope.core.numbers import ci_decimals, num, spread, with_ci
 from biasscope.core.numbers import finite as finite
-from biasscope.core.numbers import num, with_ci
 from biasscope.core.stats import CORRECTIONS
 from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis covers
 from biasscope.report.plotfig import as_text, scatter
@@ -35,6 +35,11 @@ DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 def fmt(value: Any) -> str:
     """The reports' one number format (`biasscope.core.numbers`), without an interval."""
     return num(value)
+
+
+def effect(value: Any) -> str:
+    """An effect size (rank-biserial r, -1 to 1): two decimals, as the sentences write it."""
+    return num(value, 2)
 
 
 def fairness_checkpoints(checkpoints: Sequence[Json]) -> list[Json]:
@@ -203,7 +208,7 @@ def hover(model: str, line: Line, ckpt: Json, mean: float, std: Any,
     if ci is not None:
         text += "<br>(bootstrap CI over prompts)"
     if finite(std) and n > 1:
-        text += f"<br>std over {n} seeds {fmt(std)}"
+        text += f"<br>std over {n} seeds {spread(std, ci_decimals(low, high))}"
     return text
 
 
@@ -276,6 +281,35 @@ def add_step_markers(fig: Any, markers: Sequence[tuple[str, int, str]],
                            yanchor="top", xshift=-3 if right else 3,
                            font={"color": color, "size": 11},
                            bgcolor="rgba(255,255,255,0.8)")
+
+
+#: What each colour of step marker marks, for the captions ({what}: the value tested).
+MARKED = {COLORS["emergence"]: "where the {what} becomes significant for good",
+          COLORS["trend"]: "where the gap changes trend",
+          COLORS["stop"]: "the recommended stop"}
+
+
+def _listed(parts: Sequence[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def drawn_notes(fig: Any, band: str, what: str = "gap",
+                bars: str | None = "the bootstrap confidence interval over prompts") -> str:
+    """How to read the step markers, seed bands and error bars ``fig`` draws, and only
+    those: a caption must not describe a line or band that is not there. ``band``, ``bars``:
+    what the shaded band and the error bars are (``bars`` None: the caption says it)."""
+    colors = {(s.get("line") or {}).get("color") for s in fig.layout.get("shapes", [])
+              if s.get("yref") == "paper" and (s.get("line") or {}).get("dash") == "dash"}
+    marked = [words.format(what=what) for color, words in MARKED.items() if color in colors]
+    out = []
+    if marked:
+        out.append(f"Dashed vertical lines mark {_listed(marked)}.")
+    if any(t.get("fill") == "toself" for t in fig.data):
+        out.append(f"The shaded band is {band}.")
+    errors = [t["error_y"] for t in fig.data if isinstance(t.get("error_y"), Mapping)]
+    if bars and any(any(v is not None for v in e.get("array", [])) for e in errors):
+        out.append(f"Error bars are {bars}.")
+    return " ".join(out)
 
 
 def step_markers(view: View, models: Sequence[str], value: str, stop: bool

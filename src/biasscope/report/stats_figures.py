@@ -1,5 +1,8 @@
 """p-value panels (the paper's Figs. 4b, 5b, 6b): corrected and raw p per checkpoint on a log
 axis, with the significance threshold, emergence markers and effect sizes in the hover text.
+p is drawn as computed, however small: the axis reaches it. Only a p of 0 (below the
+smallest double, where the test's normal tail underflows) is drawn at `ZERO_AT`, and the
+caption then says so.
 
 Input is ``summary["analysis"]`` (`biasscope.dynamics.analysis`), through `plotting.View`.
 """
@@ -19,20 +22,28 @@ from biasscope.report.plotting import (
     Axis,
     View,
     add_step_markers,
+    drawn_notes,
+    effect,
     finite,
     fmt,
     step_markers,
     style,
 )
 
-FLOOR = 1e-16  # p-values below this (or 0) are drawn at it: a log axis cannot show 0
+ZERO_AT = 1e-308  # where a p of 0 is drawn: a log axis cannot show 0
 Row = Mapping[str, Any]
 Groups = tuple[tuple[str, str], tuple[str, str]]
 GENDER_GROUPS: Groups = (("male", "male"), ("female", "female"))
 
 
 def _p(value: Any) -> float:
-    return max(float(value), FLOOR)
+    return max(float(value), ZERO_AT)
+
+
+def has_zero_p(rows: Sequence[Row]) -> bool:
+    """Whether a drawn p (raw or adjusted) is 0, so drawn at `ZERO_AT`."""
+    return any(finite(r.get(k)) and float(r[k]) <= 0 for r in rows
+               for k in ("p_value", "p_adjusted"))
 
 
 def _drawable(rows: Sequence[Row]) -> list[Row]:
@@ -57,7 +68,7 @@ def row_hover(title: str, row: Row, groups: Groups, view: View) -> str:
             f" {as_text(label_b)} {fmt(row.get(f'mean_{b}'))} (n = {fmt(row.get(f'n_{b}'))})<br>"
             f"gap {fmt(row.get('gap'))}<br>{p_is(row.get('p_value'))}, "
             f"{p_is(row.get('p_adjusted'), as_text(view.correction) + '-adjusted p')}<br>"
-            f"effect size r = {fmt(row.get('effect_size'))}<br>"
+            f"effect size r = {effect(row.get('effect_size'))}<br>"
             f"{verdict} at α = {view.alpha:g}")
 
 
@@ -93,9 +104,11 @@ def finish(fig: Any, view: View, categories: Sequence[str]) -> Any:
                        yanchor="top", text=f"α = {view.alpha:g}", showarrow=False,
                        font={"color": COLORS["alpha"], "size": 11})
     lowest = min((y for t in fig.data for y in t.get("y", []) if finite(y)), default=0.1)
-    decades = max(1, math.ceil(-math.log10(lowest)))
-    fig.update_yaxes(type="log", exponentformat="power", dtick=max(1, math.ceil(decades / 5)),
-                     title_text="p-value (log scale; filled: significant)")
+    # From p = 1 to a decade below the smallest p (or α): a lone p near α still sits between
+    # labelled ticks, and the tiniest is on the axis, not under a floor.
+    bottom = math.floor(math.log10(min(lowest, view.alpha))) - 1
+    fig.update_yaxes(type="log", exponentformat="power", dtick=max(1, math.ceil(-bottom / 5)),
+                     range=[bottom, 0.3], title_text="p-value (log scale; filled: significant)")
     axis = Axis(False, tuple(categories)) if stepless(view) else Axis(by_step=True)
     return style(fig, axis, height=420)
 
@@ -143,26 +156,50 @@ def comparison_pvalues(view: View) -> Any:
     return finish(fig, view, list(dict.fromkeys(drawn))) if drawn else None
 
 
+def _rows_of(view: View, value: str | None) -> list[Row]:
+    """The rows a panel draws: the gap tests of ``value``, or (None) the comparisons'."""
+    if value is not None:
+        return [r for m in view.models() for r in _drawable(view.tests(m, value))]
+    return [r for c in view.get("comparisons", []) if isinstance(c, Mapping)
+            for r in _drawable([r for r in c.get("rows") or [] if isinstance(r, Mapping)])]
+
+
+def _caption(base: str, fig: Any, rows: Sequence[Row]) -> str:
+    """``base``, then what the figure draws beyond it: step markers, p-values of 0."""
+    if fig is None:
+        return base
+    notes = drawn_notes(fig, band="", bars=None)
+    if has_zero_p(rows):
+        notes += (f" A p of 0 (smaller than a double holds) is drawn at {ZERO_AT:g}, the "
+                  "bottom of the axis.")
+    return f"{base} {notes}".rstrip()
+
+
 def specs(view: View) -> list[tuple[str, str, Any, str]]:
     """(title, caption, figure or None, why it is missing) of each p-value panel."""
     method = (f"two-sided Mann-Whitney U on per-prompt values (averaged over seeds); p-values "
               f"{view.correction}-corrected over the checkpoints of each "
-              f"{{family}}. Solid: corrected p (filled markers: below α = {view.alpha:g}); "
-              "dotted: raw p. Hover for means, gap and effect size (rank-biserial r).")
+              f"{{family}}. Solid: corrected p (filled markers: below α = {view.alpha:g}, the "
+              "dashed horizontal line); dotted: raw p; each as computed, on a log axis that "
+              "reaches the smallest. Hover for means, gap and effect size (rank-biserial r).")
     no_tests = ("the analysis has no tests to draw (it needs WinoBias records with training "
                 "steps).")
-    return [
+    out = []
+    for title, base, value, missing in (
         ("Significance of the JSD-P gap per checkpoint",
-         "Is the model surer of “male” than of “female” (Fig. 4b)? At each checkpoint, the "
-         "JSD-P of the correct option on “male” prompts against “female” prompts: "
-         + method.replace("{family}", "model"), gap_pvalues(view, "jsdp_correct"), no_tests),
+         "Is the model surer of “male” than of “female”? At each checkpoint, the JSD-P of the "
+         "correct option on “male” prompts against “female” prompts: "
+         + method.replace("{family}", "model"), "jsdp_correct", no_tests),
         ("Significance of the Average Rank gap per checkpoint",
          "At each checkpoint, the Average Rank of the answer token on “male” prompts against "
-         "“female” prompts (Fig. 5b): " + method.replace("{family}", "model"),
-         gap_pvalues(view, "target_rank"), no_tests),
+         "“female” prompts: " + method.replace("{family}", "model"), "target_rank", no_tests),
         ("Significance of model differences where “not specified” is correct",
-         "Per pair of models and gendered option, at each step both models have (Fig. 6b): the "
-         "JSD-P of that option on prompts whose answer is “not specified”, model A against "
-         "model B: " + method.replace("{family}", "comparison"), comparison_pvalues(view),
+         "Per pair of models and gendered option, at each step both models have: the JSD-P of "
+         "that option on prompts whose answer is “not specified” (higher: more probability on "
+         "a gender the sentence does not give), model A against model B: "
+         + method.replace("{family}", "comparison"), None,
          "the run has fewer than two models with WinoBias records at a shared step."),
-    ]
+    ):
+        fig = gap_pvalues(view, value) if value is not None else comparison_pvalues(view)
+        out.append((title, _caption(base, fig, _rows_of(view, value)), fig, missing))
+    return out

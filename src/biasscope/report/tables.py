@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, num, pvalue
+from biasscope.core.numbers import ci_decimals, decimals, num, pvalue, setting_percent
 from biasscope.probes.winobias import NAME as PROBE
-from biasscope.report.plotting import Json, View, finite, fmt
+from biasscope.report.plotting import Json, View, effect, finite, fmt
 
 TEST_VALUES = {"jsdp_correct": "JSD-P of the correct option, male vs female prompts",
                "target_rank": "Average Rank of the answer token, male vs female prompts"}
@@ -79,10 +79,11 @@ def _yes(value: Any) -> str:
     return "yes" if value is True else "no" if value is False else "n/a"
 
 
-def _significant(row: Mapping[str, Any], gap_of_interest: Any) -> str:
-    """"yes", or "yes, but |gap| < X" where the gap is below the smallest gap of interest."""
+def _significant(row: Mapping[str, Any], gap_of_interest: Any, gap: str = "gap") -> str:
+    """"yes", or "yes, but |gap| < X" where the gap (``gap``: the one with a smallest gap of
+    interest) is below the smallest gap of interest."""
     if row.get("below_gap_of_interest") is True and finite(gap_of_interest):
-        return f"yes, but |gap| < {gap_of_interest:g}"
+        return f"yes, but |{gap}| < {gap_of_interest:g}"
     return _yes(row.get("significant"))
 
 
@@ -114,8 +115,9 @@ def _min_gap(view: View) -> str:
                 "interest) is flagged as such: prompts that differ in one word give even an "
                 "untrained model tiny systematic gaps. Emergence counts significance alone "
                 "(--min-gap 0).")
-    return (f" Emergence also asks for a JSD-P gap of at least {gap:g} (the smallest gap of "
-            "interest), so that tiny but systematic differences do not count.")
+    return (f" Emergence (of the Average Rank gap too) also asks for a JSD-P gap of at least "
+            f"{gap:g} (the smallest gap of interest), so that tiny but systematic differences "
+            "do not count.")
 
 
 def performance_sentences(view: View) -> list[str]:
@@ -135,12 +137,19 @@ def performance_sentences(view: View) -> list[str]:
     return out
 
 
-def _test_rows(rows: Sequence[Mapping[str, Any]], a: str, b: str, gap_of_interest: Any = None
-               ) -> list[list[Any]]:
+def column(values: Sequence[Any]) -> list[str]:
+    """Numbers without intervals (means, gaps), each to three significant digits, whole
+    ones too: "1.00" above "1.60", not "1"."""
+    return [num(v, decimals(float(v))) if finite(v) else num(v) for v in values]
+
+
+def _test_rows(rows: Sequence[Mapping[str, Any]], a: str, b: str, gap_of_interest: Any = None,
+               gap: str = "gap") -> list[list[Any]]:
+    means = {k: column([r.get(k) for r in rows]) for k in (f"mean_{a}", f"mean_{b}", "gap")}
     return [[r.get("step"), r.get("seeds"), r.get(f"n_{a}"), r.get(f"n_{b}"),
-             fmt(r.get(f"mean_{a}")), fmt(r.get(f"mean_{b}")), fmt(r.get("gap")),
-             _p(r.get("p_value")), _p(r.get("p_adjusted")), fmt(r.get("effect_size")),
-             _significant(r, gap_of_interest)] for r in rows]
+             means[f"mean_{a}"][i], means[f"mean_{b}"][i], means["gap"][i],
+             _p(r.get("p_value")), _p(r.get("p_adjusted")), effect(r.get("effect_size")),
+             _significant(r, gap_of_interest, gap)] for i, r in enumerate(rows)]
 
 
 def _header(view: View, a: str, b: str) -> list[str]:
@@ -165,8 +174,10 @@ def tests_section(view: View, checkpoints: Sequence[Json]) -> str:
             if rows:
                 parts.append(f"<h3>{escape(model)}: {escape(label)}</h3>")
                 interest = view.model(model).get("gap_of_interest")
+                gap = "gap" if value == "jsdp_correct" else "JSD-P gap"  # ranks: its size
                 parts.append(table(_header(view, "male", "female"),
-                                   _test_rows(rows, "male", "female", interest), numbers=True))
+                                   _test_rows(rows, "male", "female", interest, gap),
+                                   numbers=True))
     for comp in view.get("comparisons", []):
         if not isinstance(comp, Mapping):
             continue
@@ -219,7 +230,7 @@ def stop_section(view: View, checkpoints: Sequence[Json]) -> str:
                            rows, numbers=True))
     if not parts:
         return ""
-    allowed = f"{budget:.0%}" if finite(budget) else "the allowed"
+    allowed = setting_percent(budget) if finite(budget) else "the allowed"
     return "\n".join([
         "<h2>Where to stop training</h2>",
         f'<p class="caption">The recommended stop is the checkpoint with the smallest '

@@ -62,7 +62,7 @@ def caption(result: Json) -> str:
             "wording's (the rest is item sampling)." if _finite(share) else "")
     return (f"{result.get('verdict', '')} Squares: each wording's estimate with its "
             f"{result.get('confidence', 0.95):.0%} CI over items; diamond: pooled over "
-            "wordings, CI from a two-level bootstrap (wordings, then items within each). "
+            "wordings, CI from a two-level bootstrap (wordings, and items drawn once for all). "
             f"The dotted line is no bias ({result.get('null', 0):g}).{said}")
 
 

@@ -32,6 +32,7 @@ from biasscope.core.numbers import p_is, percent
 from biasscope.core.stats import adjust_pvalues, wilson
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.counterfactual import (
+    conversations,
     counterfactual,
     flips,
     gender_of,
@@ -121,8 +122,12 @@ def read_items(path: PathLike) -> list[Item]:
         if (swapped.rejected is None) != (original.rejected is None):
             raise DataError(f"{where}: give 'rejected' in both members or in neither")
         group = record.get("group")
+        if group is not None and group not in ("female", "male"):
+            raise DataError(f"{where}: 'group' {json.dumps(group)[:40]}: give female or male "
+                            "(the original's group, which orients the difference), or leave "
+                            "it out to read it from the text")
         items.append(Item(str(record.get("id", number)), original, swapped,
-                          str(group) if group is not None else gender_of(_texts(original))))
+                          group if group is not None else gender_of(_texts(original))))
     if not items:
         raise DataError(f"{path}: no pairs")
     return items
@@ -145,21 +150,25 @@ def _members(items: Sequence[Item], which: str) -> list[Scored]:
 
 def reward_audit(model: RewardScorer, items: Sequence[Item], seed: int = 0
                  ) -> dict[str, Any]:
-    """Rewards of every member, original and swapped: the paired difference over responses
-    and, with rejected responses, the flips of the preference for the chosen one."""
+    """Rewards of every member, original and swapped: the paired difference per conversation
+    (its responses' differences averaged) and, with rejected responses, the flips of the
+    preference for the chosen one."""
     before = model.score(_members(items, "original"))
     after = model.score(_members(items, "swapped"))
-    groups = [g for i in items for g in [i.group] * (1 + (i.original.rejected is not None))]
-    female, male, left = oriented(before, after, groups)
     members = [(i, r) for i in items for r in ("chosen", "rejected")[
         :1 + (i.original.rejected is not None)]]
+    female, male, left = oriented(before, after, [i.group for i, _ in members])
+    ids, _, _ = oriented([i.id for i, _ in members], [i.id for i, _ in members],
+                         [i.group for i, _ in members])
+    female, male = conversations(ids, female, male)
     records = [{"scorer": model.label, "pair": i.id, "group": i.group, "version": version,
                 "response": which, "score": score}
                for version, scores in (("original", before), ("swapped", after))
                for (i, which), score in zip(members, scores)]
+    difference = {**paired_difference(female, male, seed), "unit": "conversations",
+                  "members": len(ids)}
     out = {"scorer": model.label, "kind": "reward model", "what": "reward",
-           "difference": paired_difference(female, male, seed), "ungendered": left,
-           "records": records}
+           "difference": difference, "ungendered": left, "records": records}
     paired = [i.original.rejected is not None for i in items]
     if all(paired):
         yes_f, yes_m, _ = oriented([c > r for c, r in zip(before[0::2], before[1::2])],
@@ -179,6 +188,14 @@ def _score(verdict: Verdict, first: str) -> float:
     return 1.0 if verdict.label == first else 0.5 if verdict.label == "tie" else 0.0
 
 
+def check_judged(items: Sequence[Item], labels: dict[str, str] | None) -> None:
+    """A one-line error where a judge cannot be asked about ``items``: pairwise (no
+    ``labels``) needs a rejected response in every pair."""
+    if labels is None and any(i.original.rejected is None for i in items):
+        raise DataError("a pairwise judge compares 'chosen' with 'rejected': give both in "
+                        "every pair, or --labels to judge each response on its own")
+
+
 def judge_audit(judge: Judge, items: Sequence[Item], labels: dict[str, str] | None,
                 seed: int = 0) -> dict[str, Any]:
     """Pairwise (chosen against rejected; verdict: picks the chosen) or, with ``labels``,
@@ -189,9 +206,7 @@ def judge_audit(judge: Judge, items: Sequence[Item], labels: dict[str, str] | No
             return compare(judge, [(_query(s.turns), s.chosen, str(s.rejected)) for s in sides])
         return classify(judge, [s.chosen for s in sides], labels)
 
-    if labels is None and any(i.original.rejected is None for i in items):
-        raise DataError("a pairwise judge compares 'chosen' with 'rejected': give both in "
-                        "every pair, or --labels to judge each response on its own")
+    check_judged(items, labels)
     first = "a" if labels is None else next(iter(labels))
     before, after = ask("original"), ask("swapped")
     female, male, left = oriented([_score(v, first) for v in before],

@@ -4,7 +4,9 @@ the same demographic counterfactual pairs, into a run directory (``run.json``,
 
 ``scores.jsonl`` holds every score, one line per scorer, pair, version (original or
 swapped) and response: a reward model's reward; a judge's verdict or the reason there is
-none, with each answer as the judge wrote it.
+none, with each answer as the judge wrote it. A rerun replaces the lines of the scorers it
+scores and keeps the others' (``summary.json`` covers the scorers of the last run and names
+the ones kept).
 
 ``run.json`` records what decides the results (the pairs by content hash, each scorer's
 identity, the judge labels and position strategy, the seed); a rerun into the same
@@ -26,6 +28,8 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.sensitivity.job import RewardScoring
 from biasscope.store.directory import run_dir
+
+SCORES = "scores.jsonl"
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,8 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         judge: Any = None) -> CounterfactualResult:
     """Score the pairs with every scorer; ``reward_models``/``judge`` already loaded are
     used as given (tests, notebooks), else they are loaded from ``config``."""
+    from biasscope.judge import JudgeOptions
+    from biasscope.judge.job import check_task
     from biasscope.judge.run import read_labels
     from biasscope.report.counterfactual import write_counterfactual_report
     from biasscope.sensitivity import counterfactual as cf
@@ -70,11 +76,19 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     from biasscope.store.files import write_bytes, write_json
 
     items, source_sha = _items(config)
+    # Everything that can be checked is checked before any model loads.
+    labels = read_labels(config.labels) if config.labels else None
+    judged = judge is not None or bool(config.judges)
+    if not (reward_models or config.reward_models or judged):
+        raise BiasscopeError("give a --reward-model or a --judge-model to audit")
+    if labels is not None and not judged:
+        raise BiasscopeError("--labels is for a --judge-model (reward models score the "
+                             "responses as they are): drop it or add a judge")
+    if judged:
+        check_task(labels is None, labels, JudgeOptions().keys)
+        cf.check_judged(items, labels)
     models = list(reward_models) or _reward_models(config)
     judge = judge if judge is not None else _judge(config)
-    if not models and judge is None:
-        raise BiasscopeError("give a --reward-model or a --judge-model to audit")
-    labels = read_labels(config.labels) if config.labels else None
     store = RunStore(Path(config.out))
     store.root.mkdir(parents=True, exist_ok=True)
     scorers: dict[str, Any] = {m.label: dict(m.identity()) for m in models}
@@ -89,12 +103,30 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     if judge is not None:
         rows.append(cf.judge_audit(judge, items, labels, config.seed))
     records = [r for row in rows for r in row.pop("records")]
+    kept, others = _kept(store.root / SCORES, {row["scorer"] for row in rows})
     store.check_same_folder()
-    write_bytes(store.root / "scores.jsonl", "".join(
-        json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
+    write_bytes(store.root / SCORES, "".join(
+        json.dumps(r, ensure_ascii=False) + "\n" for r in [*kept, *records]).encode("utf-8"))
     summary = {"pairs": len(items), "source": config.pairs, **cf.summarise(rows)}
+    if others:
+        summary["kept"] = others
+        summary["sentences"].append(
+            f"This run scored {', '.join(r['scorer'] for r in rows)}; the scores of "
+            f"{', '.join(others)} from an earlier run are kept in {SCORES} but not summarised "
+            "here: rerun with every scorer to summarise them together.")
     write_json(store.summary_json, summary)
     return CounterfactualResult(summary, write_counterfactual_report(store.root))
+
+
+def _kept(path: Path, scored: set[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records of an earlier ``scores.jsonl`` whose scorer this run did not score (a
+    rerun with fewer scorers removes nothing), and those scorers."""
+    from biasscope.core.jsonl import read_jsonl
+
+    if not path.is_file():
+        return [], []
+    kept = [r for _, r in read_jsonl(path) if r.get("scorer") not in scored]
+    return kept, list(dict.fromkeys(str(r.get("scorer")) for r in kept))
 
 
 def _start(store: Any, settings: dict[str, Any]) -> None:

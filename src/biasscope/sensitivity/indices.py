@@ -123,7 +123,10 @@ def _pool(chunk: pd.DataFrame, conv: Convention) -> Array:
     original = chunk["original"].to_numpy(dtype=np.float64)
     perturbed = chunk["perturbed"].to_numpy(dtype=np.float64)
     if conv.originals_once:
-        once = chunk.drop_duplicates(["prompt_id", "original"])["original"].to_numpy()
+        # Once per prompt, by id: never by value, which differs in its last bits when a prompt
+        # is scored twice in other batches.
+        scored = chunk[np.isfinite(original)]
+        once = scored.drop_duplicates("prompt_id")["original"].to_numpy()
         pool = np.concatenate([once.astype(np.float64), perturbed])
     else:  # the source: the rows with both rewards, each row's original and perturbed
         ok = np.isfinite(original) & np.isfinite(perturbed)

@@ -89,7 +89,9 @@ def normalise(values: npt.ArrayLike, conv: Convention, axis: int = -1) -> Array:
 def pool_values(original: Array, perturbed: Array, conv: Convention) -> Array:
     """The rewards one model's percentiles are taken among (unsorted, finite)."""
     if conv.originals_once:
-        both = np.concatenate([np.unique(original[np.isfinite(original)]), perturbed])
+        # A row is one prompt: its original once, not each distinct value (scored twice in
+        # other batches, they differ in their last bits).
+        both = np.concatenate([original[np.isfinite(original)][:1], perturbed])
     else:
         ok = np.isfinite(original) & np.isfinite(perturbed)
         both = np.concatenate([original[ok], perturbed[ok]])

@@ -21,7 +21,7 @@ from biasscope.core.config import (
     setting,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.jsonl import read_option_file
+from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.confounds import Confounds
@@ -97,6 +97,11 @@ class SensitivityConfig:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        if self.sanity_lines is not None and not self.sanity_pairs:
+            raise BiasscopeError(f"--sanity-lines {self.sanity_lines} draws the sanity pairs, "
+                                 "but --sanity-pairs 0 asks for none: drop one of them")
+        if self.sanity_lines is not None:
+            line_range(self.sanity_lines)  # refused now, not after the models load
 
 
 @dataclass(frozen=True)
@@ -117,21 +122,23 @@ def run(config: SensitivityConfig) -> SensitivityResult:
     prompts = _prompts(config)
     templates = Templates()
     for name, path in config.templates.items():
-        templates = replace(templates, **{name: read_option_file(path, f"--{name}-template")})
+        templates = replace(templates, **{name: read_option_file(path, f"--{name}-template",
+                                                                    MAX_TEMPLATE)})
     templates.check()
+    pairs = _pairs(config)  # the data file is read before any reward model loads
+    named = parse_models(list(config.reward_models), "--reward-model")  # no model twice
     options = RewardOptions(device=config.backend.device, dtype=config.reward.dtype,
                             batch_size=config.reward.batch_size,
                             transform=config.reward.transform,
                             chat_template=config.reward.chat_template,
                             allow_pickle=config.backend.allow_pickle)
-    named = parse_models(list(config.reward_models), "--reward-model")  # no model twice
     models = [HFRewardModel(spec, options) for _, spec in named]
     label_models(models, named, "--reward-model")
     perturber = Cached(config.backend.generator(config.perturber),
                        config.backend.response_cache())
     store = run_sensitivity(models, perturber, prompts, constitution, config.out,
                             SensitivityOptions(config.directions, templates, config.max_tokens,
-                                               config.seed, config.conventions, _pairs(config),
+                                               config.seed, config.conventions, pairs,
                                                Confounds(config.unchanged_below,
                                                          config.exclude_unchanged)))
     report = write_sensitivity_report(store.root)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError, DataError
+from biasscope.core.jsonl import MAX_TEMPLATE
 from biasscope.core.jsonl import why as _why
 from biasscope.data.sources import data_path
 from biasscope.sensitivity.prompts import PathLike
@@ -160,6 +161,9 @@ def load_constitution(path: PathLike) -> Constitution:
     by_text: dict[str, str] = {}
     by_id: dict[str, str] = {}
     for n, (where, pid, text, group) in enumerate(entries, start=1):
+        if len(text) > MAX_TEMPLATE:  # asked once per conversation: bounded like a template
+            raise BiasscopeError(f"{path}: {where}: the principle has {len(text):,} characters, "
+                                 f"more than the {MAX_TEMPLATE:,} biasscope takes; shorten it")
         pid = pid or f"p{n}"
         key = " ".join(text.split()).casefold()
         for seen, value, what in ((by_text, key, "principle"), (by_id, pid, f"id {pid!r}")):

@@ -126,7 +126,8 @@ def score_pairs(model: RewardScorer, pairs: Pairs) -> dict[str, list[Any]]:
 
 def accuracy(chosen: Sequence[float], rejected: Sequence[float]) -> dict[str, Any]:
     """Share of pairs with chosen > rejected: Wilson CI, exact test against 0.5, Cohen's h,
-    the ties, and a verdict: ``above chance``, ``at chance`` or ``below chance``."""
+    the ties, and a verdict: ``above chance``, ``at chance``, ``below chance``, or ``too few
+    pairs`` (fewer than `MIN_PAIRS`, when it is not shown either way)."""
     both = [(c, r) for c, r in zip(chosen, rejected) if math.isfinite(c) and math.isfinite(r)]
     n = len(both)
     hits = sum(c > r for c, r in both)
@@ -139,7 +140,20 @@ def accuracy(chosen: Sequence[float], rejected: Sequence[float]) -> dict[str, An
     losses = sum(c < r for c, r in both)  # ties are no evidence of a flipped sign
     out["verdict"] = ("above chance" if out["low"] > 0.5 else "below chance"
                       if out["high"] < 0.5 and losses > hits else "at chance")
+    if out["verdict"] == "at chance" and n < MIN_PAIRS:
+        out["verdict"] = "too few pairs"
     return out
+
+
+def _could_beat_chance(n: int) -> bool:
+    """Whether n pairs all won would show a model above chance: the Wilson interval above
+    50% and the exact test below 0.05."""
+    return bool(wilson(n, n)["low"] > 0.5 and sps.binomtest(n, n, 0.5).pvalue < 0.05)
+
+
+#: The fewest pairs that could show a reward model above chance (6): with fewer, "at chance"
+#: would only say that the pairs were few.
+MIN_PAIRS = next(n for n in range(1, 100) if _could_beat_chance(n))
 
 
 def sanity_sentence(model: str, acc: dict[str, Any], source: str) -> str:
@@ -150,7 +164,12 @@ def sanity_sentence(model: str, acc: dict[str, Any], source: str) -> str:
             f"{acc['effect_size']:+.2f}" + (f"; {acc['ties']} ties" if acc["ties"] else ""))
     text = (f"{model}: prefers the chosen response in {acc['correct']} of {acc['n']} {source} "
             f"pairs, {percent(acc['estimate'], acc['low'], acc['high'], extra=test)}.")
-    if acc["verdict"] == "at chance":
+    if acc["verdict"] == "too few pairs":
+        many = "pairs are" if acc["n"] != 1 else "pair is"
+        text += (f" {acc['n']} {many} too few to tell whether it beats chance (at least "
+                 f"{MIN_PAIRS} are needed, even if it won every one): score more "
+                 "(--sanity-pairs, --sanity-lines).")
+    elif acc["verdict"] == "at chance":
         text += (" WARNING: this reward model is at chance on held-out preferences; its "
                  "sensitivities may measure noise, not values.")
     elif acc["verdict"] == "below chance":

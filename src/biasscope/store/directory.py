@@ -106,8 +106,8 @@ class RunStore:
             root = root.removeprefix("file://")
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
-            raise BiasscopeError(f"{self.root} is a file, not a run directory: give another "
-                                 "--out (or the run's folder)")
+            raise BiasscopeError(f"{self.root} is a file, not a run directory: give the run's "
+                                 "folder")
         self.records_dir = self.root / RECORDS
         self.checksums_dir = self.root / CHECKSUMS
         # key -> (size, mtime_ns) of a file already verified, so `has` hashes each file once.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -42,24 +43,110 @@ def sha256_json(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _show(value: Any) -> str:
-    if value is _ABSENT:
-        return "(not recorded)"
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return text if len(text) <= 40 else text[:24] + "..."  # a SHA-256 by its first 23
+#: Where two settings differ: (setting, its entry's name for a growing one else "", the
+#: dotted path under it, old value, new value).
+Difference = tuple[str, str, str, Any, Any]
 
 
-def _difference(old: Any, new: Any, path: str) -> tuple[str, Any, Any] | None:
-    """The first place where ``old`` and ``new`` differ: (dotted path, old, new)."""
+def _differences(old: Any, new: Any, key: str, path: str, name: str = "") -> list[Difference]:
+    """Every place where ``old`` and ``new`` differ under setting ``key``. Lists of entries
+    with ids (a probe's wordings) are compared entry by entry when they hold the same ids."""
     if isinstance(old, Mapping) and isinstance(new, Mapping):
-        for key in sorted(set(old) | set(new), key=str):
-            found = _difference(old.get(key, _ABSENT), new.get(key, _ABSENT), f"{path}.{key}")
-            if found:
-                return found
-        return None
+        # Wordings asked then and not now (or the reverse): that says it all, not the probe
+        # config's other keys that come and go with them.
+        for part in sorted(set(old) ^ set(new), key=str):
+            if _ids(old.get(part, new.get(part))):
+                return [(key, name, f"{path}.{part}" if path else str(part),
+                         old.get(part, _ABSENT), new.get(part, _ABSENT))]
+        out: list[Difference] = []
+        for part in sorted(set(old) | set(new), key=str):
+            out += _differences(old.get(part, _ABSENT), new.get(part, _ABSENT), key,
+                                f"{path}.{part}" if path else str(part), name)
+        return out
+    if _ids(old) and _ids(old) == _ids(new):
+        return [d for a, b in zip(old, new, strict=True)
+                for d in _differences(a, b, key, f"{path}.{a['id']}" if path else a["id"],
+                                      name)]
     if old is _ABSENT or new is _ABSENT:
-        return None if old is new else (path, old, new)
-    return None if _stored(old) == _stored(new) else (path, old, new)
+        return [] if old is new else [(key, name, path, old, new)]
+    return [] if _stored(old) == _stored(new) else [(key, name, path, old, new)]
+
+
+def _ids(value: Any) -> list[str] | None:
+    """The ids of a list of entries that each have one (wordings), else None."""
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) and "id" in v
+                                                 for v in value):
+        return [str(v["id"]) for v in value]
+    return None
+
+
+_HEX = re.compile(r"[0-9a-f]{40,64}")  # a SHA-1 or SHA-256, as run.json holds them
+
+
+def _hashed(difference: Difference) -> bool:
+    """Whether a difference is in a hash: shown only when nothing the user gave differs."""
+    return any(isinstance(v, str) and _HEX.fullmatch(v) for v in difference[3:]) or (
+        "sha256" in difference[2].rsplit(".", 1)[-1])
+
+
+def _shown(old: Any, new: Any, path: str) -> tuple[str, str]:
+    """Both values in words: a list of wordings by count and ids, a hash by its first digits,
+    long texts by the part where they differ."""
+    if (isinstance(old, str) and isinstance(new, str) and max(len(old), len(new)) > 40
+            and not (_HEX.fullmatch(old) or _HEX.fullmatch(new))):
+        return _window(old, new), _window(new, old)
+    if _ids(old) or _ids(new):
+        return _entries(old, path), _entries(new, path)
+    return _one(old), _one(new)
+
+
+def _entries(value: Any, path: str) -> str:
+    """A list of entries with ids by count and ids ("none" where there is no list)."""
+    ids = _ids(value)
+    if ids is None:
+        return "none"
+    listed = ", ".join(ids[:6]) + (", …" if len(ids) > 6 else "")
+    return f"{len(ids)} {path.rsplit('.', 1)[-1]} ({listed})"
+
+
+def _one(value: Any) -> str:
+    if value is _ABSENT:
+        return "not recorded"
+    if isinstance(value, str) and _HEX.fullmatch(value):
+        return value[:12] + "…"
+    text = json.dumps(_stored(value), sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _window(text: str, other: str, width: int = 30) -> str:
+    """``text`` around where it first differs from ``other``, quoted, with … for the rest."""
+    start = next((i for i, (a, b) in enumerate(zip(text, other)) if a != b),
+                 min(len(text), len(other)))
+    start = max(0, start - 8)
+    part = text[start:start + width]
+    return (("…" if start else "") + json.dumps(part, ensure_ascii=False)
+            + ("…" if start + width < len(text) else ""))
+
+
+def changed(where: str | Path, found: list[Difference], grow: Mapping[str, str]) -> str:
+    """The refusal of a rerun in one line: the setting that changed, its old and new values
+    in words (the values the user gave, before any hash of what they select), and what to
+    do."""
+    plain = [d for d in found if not _hashed(d)]
+    key, name = (plain or found)[0][:2]
+    ours = [d for d in plain or found if d[:2] == (key, name)]  # the one setting named
+    # Only hashes differ: the most specific one (a wording's prompts rather than all items').
+    shown = ours[:3] if plain else sorted(ours, key=lambda d: -d[2].count("."))[:1]
+    what = (f"different settings of {grow[key]} {name!r}" if name else
+            f"a different {key!r}")
+    said = []
+    for _, _, path, old, new in shown:
+        then, now = _shown(old, new, path)
+        said.append(f"{'' if path in (key, '') else path + ': '}{then} then, {now} now")
+    more = len(plain or found) - len(shown)
+    tail = f"; and {more} more" if more > 0 else ""
+    return (f"{where} was made with {what} ({'; '.join(said)}{tail}); use another --out or "
+            "the same settings")
 
 
 def _stored(value: Any) -> Any:
@@ -71,7 +158,7 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
                    grow: Mapping[str, str] | None = None, added: tuple[str, ...] = ()
                    ) -> dict[str, Any]:
     """``now`` merged over ``before`` (the settings in ``where``), or a one-line
-    BiasscopeError naming the first setting that differs.
+    BiasscopeError naming what differs (`changed`).
 
     ``grow`` names the settings that map names to entries a rerun may add to (``{"probes":
     "probe"}``: the noun for the message); entries already recorded must stay the same. Every
@@ -82,28 +169,22 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
     """
     grow = grow or {}
     merged = dict(before)
+    found: list[Difference] = []
     for key, value in now.items():
         if key in grow and isinstance(value, Mapping):
             old = before.get(key) or {}
             for name, entry in value.items():
-                found = _difference(old[name], entry, f"{key}.{name}") if name in old else None
-                if found:
-                    raise BiasscopeError(
-                        f"{where} was made with different settings of {grow[key]} {name!r} "
-                        f"({found[0]}: {_show(found[1])} then, {_show(found[2])} now); use "
-                        "another --out or the same settings")
+                if name in old:
+                    found += _differences(old[name], entry, key, "", str(name))
             merged[key] = {**old, **value}
             continue
         if key in added and key not in before:
             merged[key] = value
             continue
-        found = _difference(before.get(key, _ABSENT), value, key)
-        if found:
-            at = "" if found[0] == key else f"{found[0]}: "
-            raise BiasscopeError(
-                f"{where} was made with a different {key!r} ({at}{_show(found[1])} then, "
-                f"{_show(found[2])} now); use another --out or the same settings")
+        found += _differences(before.get(key, _ABSENT), value, key, key)
         merged[key] = value
+    if found:
+        raise BiasscopeError(changed(where, found, grow))
     return merged
 
 

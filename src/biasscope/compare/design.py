@@ -1,0 +1,88 @@
+"""Comparing like with like: two runs are compared on the design they share, and the table and
+sentences say what was left out.
+
+- **Wordings.** A run asked under several wordings (``--templates``) and one asked under the
+  probe's default are not the same measurement: the wording alone moves a model's bias (see
+  docs/templates.md). A wording is known by its template (and, for chat probes, its system
+  turn) as run.json records it, so the default wording of one run and the same text under
+  ``--templates builtin`` of another are one wording. Records are restricted to the wordings
+  both runs asked; a probe with none in common is not compared, and says so.
+- **Items, not item × wording.** Under several wordings an item is still one item: its values
+  are averaged over the wordings before pairing and testing (as WinoBias averages a prompt's
+  wordings and seeds), so n counts items.
+- **Checkpoints** one run has and the other lacks are named, not silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+#: A record's wording suffix in its item id (``...@w3`` before an optional ``:seed<N>``).
+WORDING = re.compile(r"@[A-Za-z0-9][A-Za-z0-9_.-]*(?=(:seed\d+)?$)")
+DEFAULT = ""  # the label of a run asked under one wording (no ``template`` column)
+
+
+def item_keys(ids: pd.Series) -> pd.Series:
+    """Item ids without their wording: the same item under every wording."""
+    return ids.astype(str).str.replace(WORDING, "", regex=True)
+
+
+def labels(records: pd.DataFrame) -> pd.Series:
+    """Each record's wording label (``DEFAULT`` without several wordings)."""
+    if "template" not in records:
+        return pd.Series(DEFAULT, index=records.index, dtype=object)
+    named: pd.Series = records["template"].astype(object)
+    out: pd.Series = named.where(named.notna(), DEFAULT)
+    return out
+
+
+def signatures(config: Mapping[str, Any] | None) -> dict[str, str]:
+    """Wording label -> what the wording is (template and system turn), from a probe's entry
+    in run.json's ``settings.probes``; empty without one."""
+    if not isinstance(config, Mapping):
+        return {}
+
+    def sign(c: Mapping[str, Any]) -> str:
+        return json.dumps([c.get("template"), c.get("system")])
+    if isinstance(config.get("wordings"), list):
+        return {str(w.get("id")): sign(w) for w in config["wordings"] if isinstance(w, Mapping)}
+    return {DEFAULT: sign(config)}
+
+
+def shared(a: pd.DataFrame, b: pd.DataFrame, sig_a: Mapping[str, str],
+           sig_b: Mapping[str, str]) -> tuple[pd.DataFrame, pd.DataFrame, str | None, int]:
+    """Both record sets restricted to the wordings both asked, a note when anything was left
+    out (None otherwise), and how many wordings are shared (0: nothing to compare)."""
+    la, lb = labels(a), labels(b)
+    names_a, names_b = list(dict.fromkeys(la)), list(dict.fromkeys(lb))
+    what_a = {n: sig_a.get(n, f"label:{n}") for n in names_a}
+    what_b = {n: sig_b.get(n, f"label:{n}") for n in names_b}
+    common = [s for s in dict.fromkeys(what_a.values()) if s in set(what_b.values())]
+    keep_a = [n for n in names_a if what_a[n] in common]
+    keep_b = [n for n in names_b if what_b[n] in common]
+    note = None
+    if len(keep_a) < len(names_a) or len(keep_b) < len(names_b):
+        def said(names: list[str]) -> str:
+            return ", ".join(n or "the default" for n in names) or "none"
+        note = (f"A asked {len(names_a)} wording(s) ({said(names_a)}), B {len(names_b)} "
+                f"({said(names_b)}); compared on the {len(common)} both asked "
+                f"(A: {said(keep_a)}; B: {said(keep_b)})")
+    return a[la.isin(keep_a)], b[lb.isin(keep_b)], note, len(common)
+
+
+def missing(a: list[Any], b: list[Any], label: Any) -> str | None:
+    """The checkpoints only one run has, in words (None when both have the same)."""
+    only_a, only_b = [k for k in a if k not in b], [k for k in b if k not in a]
+    if not (only_a or only_b) or (len(a) == len(b) == 1):
+        return None
+    parts = [f"{who} only: {', '.join(map(label, keys))}" for who, keys in
+             (("A", only_a), ("B", only_b)) if keys]
+    return "checkpoints not compared (" + "; ".join(parts) + ")"
+
+
+__all__ = ["DEFAULT", "item_keys", "labels", "missing", "shared", "signatures"]

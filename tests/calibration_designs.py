@@ -1,0 +1,342 @@
+"""Calibration of the claims about designs: "holds across N of N wordings" and the two-level
+intervals (pooled over wordings, the stop's fairness gain), "equivalent" and "different"
+(`biasscope compare`, TOST), "favours" (the counterfactual audit) and the direction of Adult's
+flips, each simulated under the nulls real runs meet: items crossed with wordings (every
+wording asks the same items, so an item's own effect is shared by all of them), tiny pilots,
+paired differences that are all zero, two responses per conversation.
+
+Each claim runs the library's own code on simulated data; see `calibration_base`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from biasscope.compare.measures import MEASURES, Values
+from biasscope.compare.runs import compare_values
+from biasscope.core.stats import adjust_pvalues
+from biasscope.core.wordings import Measure, rate, verdict, wording_uncertainty
+from biasscope.dynamics import tradeoff
+from biasscope.judge import counterfactual as cf
+from biasscope.probes import adult, bbq_metrics
+from calibration_base import Claim
+
+Sim = Callable[[int, int], tuple[int, int]]
+
+# ------------------------------------------------------------------ wordings (crossed)
+
+
+def _crossed(rng: np.random.Generator, items: int, wordings: int, wording_sd: float,
+             item_sd: float = 1.4, noise_sd: float = 1.0, mean: float = 0.0
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Values of every item under every wording: mean + item effect (shared by the
+    wordings) + wording effect + noise; with each row's wording and item."""
+    item = rng.normal(0, item_sd, items)
+    wording = rng.normal(0, wording_sd, wordings)
+    y = mean + item[None, :] + wording[:, None] + rng.normal(0, noise_sd, (wordings, items))
+    t, i = np.meshgrid(np.arange(wordings), np.arange(items), indexing="ij")
+    return y.ravel(), np.array([f"w{k}" for k in t.ravel()]), np.array([f"i{k}" for k in
+                                                                          i.ravel()])
+
+
+def _pooled(rng: np.random.Generator, items: int, wordings: int, wording_sd: float,
+            resamples: int) -> dict[str, object]:
+    y, t, i = _crossed(rng, items, wordings, wording_sd)
+    columns, combine = rate(y, np.ones_like(y))
+    return wording_uncertainty(Measure("m", columns, combine), t, i, n_resamples=resamples,
+                               seed=int(rng.integers(2**31)))
+
+
+def pooled_coverage(n: int, seed: int, *, items: int, wordings: int, wording_sd: float,
+                    resamples: int = 400) -> tuple[int, int]:
+    """How often the pooled two-level 95% CI covers the true mean (0)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        pooled = _pooled(rng, items, wordings, wording_sd, resamples)["pooled"]
+        assert isinstance(pooled, dict)
+        hits += bool(pooled["low"] <= 0 <= pooled["high"])
+    return hits, n
+
+
+def holds_false_claims(n: int, seed: int, *, items: int, wordings: int, wording_sd: float,
+                       resamples: int = 400) -> tuple[int, int]:
+    """How often the verdict says the measure "holds across" the wordings when its true
+    value is the null (0)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        result = _pooled(rng, items, wordings, wording_sd, resamples)
+        hits += " holds across " in verdict(result, "m")
+    return hits, n
+
+
+def gain_coverage(n: int, seed: int, *, prompts: int, wordings: int, wording_sd: float,
+                  resamples: int = 400) -> tuple[int, int]:
+    """How often the stop's fairness-gain CI covers the true gain. Per-prompt JSD-P values at
+    the stop and the final checkpoint: the prompt's own level (shared by every wording and
+    both steps), the gap (0.05 at the stop, 0.12 at the end, true gain 0.07) moved per
+    wording, each prompt's own change of the gap (shared by every wording), and noise."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    names = [f"p{k}" for k in range(2 * prompts)]
+    labels = ["male"] * prompts + ["female"] * prompts
+    for _ in range(n):
+        level = rng.normal(0.2, 0.05, 2 * prompts)
+        own = rng.normal(0, 0.05, 2 * prompts)  # the prompt's change, in every wording
+        male = np.r_[np.ones(prompts), np.zeros(prompts)]
+        history: dict[int, list[pd.DataFrame]] = {100: [], 300: []}
+        shift = rng.normal(0, wording_sd, wordings)
+        for w in range(wordings):
+            for step, gap in ((100, 0.05), (300, 0.12)):
+                value = (level + male * (gap + shift[w]) + own * (step == 300)
+                         + rng.normal(0, 0.05, 2 * prompts))
+                history[step].append(pd.DataFrame({"template": f"w{w}", "prompt": names,
+                                                   "answer_label": labels, "value": value}))
+        frames = {s: pd.concat(f, ignore_index=True) for s, f in history.items()}
+        gain = tradeoff.fairness_gain(frames, 100, 300, n_resamples=resamples)
+        assert gain is not None
+        hits += bool(gain.low <= 0.07 <= gain.high)
+    return hits, n
+
+
+def _wording_claims() -> list[Claim]:
+    out = []
+    for wordings, sd in ((8, 0.0), (8, 0.2), (4, 0.2)):
+        null = (f"items x {wordings} wordings crossed, item SD 1.4, noise SD 1, "
+                f"wording SD {sd:g}")
+        size = f"40 items, {wordings} wordings"
+        out.append(Claim("pooled 95% CI over wordings and items covers", null, size,
+                         "coverage", 0.95, partial(pooled_coverage, items=40,
+                                                   wordings=wordings, wording_sd=sd)))
+    out.append(Claim("holds across N of N wordings", "true value 0, items x 8 wordings "
+                     "crossed, wording SD 0.2", "40 items, 8 wordings", "false-claim", 0.05,
+                     partial(holds_false_claims, items=40, wordings=8, wording_sd=0.2)))
+    out.append(Claim("the stop's fairness-gain 95% CI covers", "prompts x 8 wordings crossed, "
+                     "wording SD of the gap 0.02", "60 + 60 prompts, 8 wordings", "coverage",
+                     0.95, partial(gain_coverage, prompts=60, wordings=8, wording_sd=0.02)))
+    return out
+
+
+# ------------------------------------------------------------------ compare: TOST
+
+Pair = tuple[Values, Values]
+
+
+def _values(measure: str, groups: dict[str, np.ndarray], weights: dict[str, float],
+            statistic: Callable[..., np.ndarray] | None = None, first: int = 0) -> Values:
+    return Values(measure, {g: pd.Series(v, index=[f"{g}{first + k}" for k in range(v.size)])
+                            for g, v in groups.items()}, weights, statistic)
+
+
+def flips(rng: np.random.Generator, n: int, shift: float, base: float = 0.0) -> Pair:
+    """Pair flips (0/1) of the same n pairs: B flips at ``base``, A at ``base + shift`` (A's
+    flips a superset of B's)."""
+    b = rng.random(n) < base
+    a = b | (rng.random(n) < shift / (1 - base))
+    return (_values("flip_rate", {"pairs": a.astype(float)}, {"pairs": 1.0}),
+            _values("flip_rate", {"pairs": b.astype(float)}, {"pairs": 1.0}))
+
+
+def independent_flips(rng: np.random.Generator, n: int, shift: float) -> Pair:
+    """Pair flips of the same n pairs, A and B each at 10% independently (plus ``shift``)."""
+    a, b = rng.random(n) < 0.1 + shift, rng.random(n) < 0.1
+    return (_values("flip_rate", {"pairs": a.astype(float)}, {"pairs": 1.0}),
+            _values("flip_rate", {"pairs": b.astype(float)}, {"pairs": 1.0}))
+
+
+def pro_anti(rng: np.random.Generator, n: int, shift: float) -> Pair:
+    """Per pair accuracy pro − anti (one seed) of the same n pairs; A's pro sentence right
+    ``shift`` more often than B's (true A − B = shift)."""
+    p = rng.random(n)
+    anti = (p < 0.8).astype(float)
+    pro_b = (p < 0.9).astype(float)
+    pro_a = np.maximum(pro_b, rng.random(n) < shift / 0.1)
+    return (_values("pro_anti", {"pairs": pro_a - anti}, {"pairs": 1.0}),
+            _values("pro_anti", {"pairs": pro_b - anti}, {"pairs": 1.0}))
+
+
+def accuracy(rng: np.random.Generator, n: int, shift: float) -> Pair:
+    """Correctness (0/1) of n male and n female prompts under A and B; A right on ``shift``
+    more male prompts (true gap difference = shift)."""
+    b = {g: (rng.random(n) < 0.9).astype(float) for g in ("male", "female")}
+    a = {"male": np.maximum(b["male"], rng.random(n) < shift / 0.1), "female": b["female"]}
+    w = {"male": 1.0, "female": -1.0}
+    return _values("accuracy_gap", a, w), _values("accuracy_gap", b, w)
+
+
+def sparse_jsdp(rng: np.random.Generator, n: int, shift: float) -> Pair:
+    """Per-prompt JSD-P of n male and n female prompts; A moves a few male prompts a lot
+    (a share ``shift`` / 0.2 of them by +0.2: most prompts identical, true difference shift)."""
+    b = {g: rng.uniform(0.0, 0.3, n) for g in ("male", "female")}
+    moved = rng.random(n) < shift / 0.2
+    a = {"male": b["male"] + 0.2 * moved, "female": b["female"]}
+    w = {"male": 1.0, "female": -1.0}
+    return _values("jsdp_gap", a, w), _values("jsdp_gap", b, w)
+
+
+def normal_jsdp(rng: np.random.Generator, n: int, shift: float) -> Pair:
+    """Per-prompt JSD-P of n male and n female prompts under A and B, other prompts in each
+    (unpaired), A's male prompts ``shift`` higher on average."""
+    w = {"male": 1.0, "female": -1.0}
+    a = {"male": np.clip(rng.normal(0.1 + shift, 0.03, n), 0, 0.34),
+         "female": np.clip(rng.normal(0.1, 0.03, n), 0, 0.34)}
+    b = {g: np.clip(rng.normal(0.1, 0.03, n), 0, 0.34) for g in ("male", "female")}
+    return _values("jsdp_gap", a, w), _values("jsdp_gap", b, w, first=10 * n)
+
+
+def bbq_codes(rng: np.random.Generator, n: int, shift: float) -> Pair:
+    """Answer codes of n disambiguated BBQ items under A and B (eligible, target known);
+    A biased on ``shift`` / 2 more items (true s_DIS difference = shift)."""
+    biased_b = rng.random(n) < 0.5
+    biased_a = biased_b | (rng.random(n) < shift / 2 / 0.5)
+    code = {k: (9 + 2 * v).astype(np.int64) for k, v in (("a", biased_a), ("b", biased_b))}
+    stat = bbq_metrics._bias(False)
+    return (_values("s_dis", {"items": code["a"]}, {"items": 1.0}, stat),
+            _values("s_dis", {"items": code["b"]}, {"items": 1.0}, stat))
+
+
+def independent(rng: np.random.Generator, n: int, shift: float, *, measure: str,
+                groups: dict[str, float], rate: float) -> Pair:
+    """0/1 values (correct, pro right, biased) of the same n items per group under A and B,
+    drawn independently at ``rate`` (true difference 0); pro − anti is the pro sentence's
+    minus the anti sentence's (each drawn alike)."""
+    def draw() -> dict[str, np.ndarray]:
+        out = {g: (rng.random(n) < rate).astype(float) for g in groups}
+        if measure == "pro_anti":
+            out = {g: v - (rng.random(n) < rate) for g, v in out.items()}
+        return out
+    stat = bbq_metrics._bias(False) if measure == "s_dis" else None
+    a, b = draw(), draw()
+    if stat is not None:
+        a, b = ({g: (9 + 2 * v).astype(np.int64) for g, v in x.items()} for x in (a, b))
+    return _values(measure, a, groups, stat), _values(measure, b, groups, stat)
+
+
+def compare_claims(n: int, seed: int, *, data: Callable[..., Pair], size: int,
+                   shift: float, claim: str) -> tuple[int, int]:
+    """How often `compare` says ``claim`` ("equivalent" or "different") on ``data``, whose
+    true difference ``shift`` makes the claim false (the margin, or 0)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        a, b = data(rng, size, shift)
+        result, _, _ = compare_values(a, b, MEASURES[a.measure].margin, n_resamples=400)
+        hits += result.verdict == claim
+    return hits, n
+
+
+def _compare_claims() -> list[Claim]:
+    equivalent = [
+        (flips, 20, "pair flips, A 5% and B none (true difference = margin 0.05)",
+         "20 pairs"),
+        (flips, 60, "pair flips, A 5% and B none (true difference = margin 0.05)",
+         "60 pairs"),
+        (flips, 300, "pair flips, A 5% and B none (true difference = margin 0.05)",
+         "300 pairs"),
+        (pro_anti, 2, "pro − anti, one seed, A − B = margin 0.05", "2 pairs"),
+        (pro_anti, 150, "pro − anti, one seed, A − B = margin 0.05", "150 pairs"),
+        (accuracy, 10, "accuracy gap, paired 0/1, A − B = margin 0.05", "10 + 10 prompts"),
+        (accuracy, 80, "accuracy gap, paired 0/1, A − B = margin 0.05", "80 + 80 prompts"),
+        (sparse_jsdp, 60, "JSD-P gap, a few prompts moved by 0.2, A − B = margin 0.02",
+         "60 + 60 prompts"),
+        (normal_jsdp, 5, "JSD-P gap, unpaired normal, A − B = margin 0.02", "5 + 5 prompts"),
+        (bbq_codes, 150, "BBQ s_DIS, paired answers, A − B = margin 0.05", "150 items")]
+    same = partial(independent, rate=0.9)
+    different = [
+        (independent_flips, 60, "pair flips, both 10% independently (true difference 0)",
+         "60 pairs"),
+        (partial(same, measure="pro_anti", groups={"pairs": 1.0}),
+         2, "pro − anti, A and B independent, equal rates", "2 pairs"),
+        (partial(same, measure="pro_anti", groups={"pairs": 1.0}),
+         20, "pro − anti, A and B independent, equal rates", "20 pairs"),
+        (partial(same, measure="accuracy_gap", groups={"male": 1.0, "female": -1.0}),
+         10, "accuracy gap, A and B independent, equal rates", "10 + 10 prompts"),
+        (normal_jsdp, 3, "JSD-P gap, unpaired normal, A = B", "3 + 3 prompts"),
+        (partial(independent, rate=0.5, measure="s_dis", groups={"items": 1.0}),
+         30, "BBQ s_DIS, A and B independent, equal rates", "30 items")]
+    out = []
+    for data, size, null, said in equivalent:
+        shift = MEASURES[data(np.random.default_rng(0), 2, 0.0)[0].measure].margin
+        out.append(Claim("equivalent (compare, TOST)", null, said, "false-claim", 0.05,
+                         partial(compare_claims, data=data, size=size, shift=shift,
+                                 claim="equivalent")))
+    for data, size, null, said in different:
+        out.append(Claim("different (compare)", null, said, "false-claim", 0.05,
+                         partial(compare_claims, data=data, size=size, shift=0.0,
+                                 claim="different")))
+    return out
+
+
+# ------------------------------------------------------------------ favours, flip direction
+
+
+def favours_claims(n: int, seed: int, *, conversations: int, responses: int
+                   ) -> tuple[int, int]:
+    """How often the counterfactual audit says a version scores higher (any of its
+    directional verdicts) for a reward model that ignores the swap: per conversation a
+    swap effect symmetric about 0, shared by its responses (plus a little noise each), on
+    rewards that vary much more between conversations."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    ids = np.repeat([f"c{k}" for k in range(conversations)], responses)
+    for _ in range(n):
+        shared = np.repeat(rng.normal(0, 1, conversations), responses)
+        d = shared + rng.normal(0, 0.3, ids.size)
+        level = rng.normal(0, 2, ids.size)
+        female, male = cf.conversations(list(ids), list(level + d / 2), list(level - d / 2))
+        diff = cf.paired_difference(female, male, seed=int(rng.integers(2**31)))
+        p_holm = float(adjust_pvalues([diff["wilcoxon_p"]], "holm")[0])
+        hits += cf.favours(diff, p_holm) is not None
+    return hits, n
+
+
+def flip_direction_claims(n: int, seed: int, *, pairs: int, rate: float) -> tuple[int, int]:
+    """How often the Adult audit says the flips favour one sex when a flip is as likely to
+    favour either (each pair flips with ``rate``, then male-only or female-only by a coin)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        flipped = int(rng.binomial(pairs, rate))
+        male_only = int(rng.binomial(flipped, 0.5))
+        hits += adult.flip_direction(male_only, flipped - male_only)[1] is not None
+    return hits, n
+
+
+def _direction_claims() -> list[Claim]:
+    return [
+        Claim("favours the female/male version (counterfactual audit)",
+              "swap ignored; 2 responses per conversation share its effect", "93 conversations",
+              "false-claim", 0.05, partial(favours_claims, conversations=93, responses=2)),
+        Claim("favours the female/male version (counterfactual audit)",
+              "swap ignored, tiny pilot", "8 conversations", "false-claim", 0.05,
+              partial(favours_claims, conversations=8, responses=2)),
+        Claim("the flips favour men/women (Adult)", "flips favour either sex alike, 10% flip",
+              "200 pairs", "false-claim", 0.05,
+              partial(flip_direction_claims, pairs=200, rate=0.1)),
+        Claim("the flips favour men/women (Adult)", "flips favour either sex alike, 30% flip",
+              "20 pairs", "false-claim", 0.05,
+              partial(flip_direction_claims, pairs=20, rate=0.3))]
+
+
+CLAIMS: list[Claim] = [*_wording_claims(), *_compare_claims(), *_direction_claims()]
+
+__all__ = ["CLAIMS"]
+
+
+def _main() -> None:  # pragma: no cover - a quick look while developing
+    import sys
+
+    for claim in CLAIMS:
+        if len(sys.argv) > 1 and sys.argv[1] not in claim.claim:
+            continue
+        hits, n = claim.simulate(200, 0)
+        print(f"{claim.claim} | {claim.null}: {hits / n:.3f} ({n})", flush=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _main()

@@ -57,13 +57,13 @@ def _sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: Scorer
     local = executor is None or isinstance(executor, LocalExecutor)
     with fingerprints() as prints:  # a Ray task writes its units itself: hashed up front
         checkpoints = init_run(store, probes, config, prints=prints, defer=local)
-        return _sweep(store, probes, config, checkpoints, (scorers, prints),
+        return _sweep_units(store, probes, config, checkpoints, (scorers, prints),
                       executor or LocalExecutor(), quiet)
 
 
-def _sweep(store: RunStore, probes: list[Probe], config: SweepConfig,
-           checkpoints: list[Checkpoint], source: tuple[ScorerSource, Fingerprints],
-           executor: Executor, quiet: bool) -> RunStore:
+def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
+                 checkpoints: list[Checkpoint], source: tuple[ScorerSource, Fingerprints],
+                 executor: Executor, quiet: bool) -> RunStore:
     remove_stale_temp_files(store.records_dir)
     units = {c: [(p, unit_of(c, p.name, s)) for p in probes
                  for s in (config.seeds if getattr(p, "seeded", True) else [0])]

@@ -59,6 +59,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -139,6 +140,64 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+class Flops:
+    """The work the forward passes actually ran, counted from the model's shape: per call of
+    the base model 2 x its non-embedding weights x the tokens in the batch (padding included)
+    plus the attention products over every row's full width (a masked SDPA computes all of
+    it), and 2 x hidden x vocabulary per row the LM head is applied to."""
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self.attention = 0  # sum over calls of layers x hidden x rows x width^2
+        self.head_rows = 0
+        self.weights = 0
+        self.head = 0  # hidden x vocabulary
+
+    def attach(self, model: Any) -> None:
+        base = model.base_model
+        self.weights = sum(p.numel() for n, p in base.named_parameters() if "embed" not in n)
+        config = model.config
+        layers, hidden = config.num_hidden_layers, config.hidden_size
+        self.head = hidden * model.get_output_embeddings().weight.shape[0]
+
+        def on_base(_: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            if ids is not None:
+                rows, width = ids.shape[0], ids.shape[-1]
+                self.tokens += rows * width
+                self.attention += layers * hidden * rows * width * width
+
+        def on_head(_: Any, args: tuple[Any, ...]) -> None:
+            self.head_rows += args[0].numel() // args[0].shape[-1]
+
+        base.register_forward_pre_hook(on_base, with_kwargs=True)
+        model.get_output_embeddings().register_forward_pre_hook(on_head)
+
+    def count_head(self, owner: Any, name: str) -> None:
+        """biasscope's head multiplies by the weight itself: count its rows there."""
+        real = getattr(owner, name)
+
+        def counted(head: Any, hidden: Any, *args: Any, **kwargs: Any) -> Any:
+            self.head_rows += hidden.shape[0]
+            return real(head, hidden, *args, **kwargs)
+
+        setattr(owner, name, counted)
+
+    def total(self) -> dict[str, float]:
+        flops = 2 * self.weights * self.tokens + 4 * self.attention + 2 * self.head * \
+            self.head_rows
+        return {"flops": float(flops), "tokens": float(self.tokens),
+                "head_rows": float(self.head_rows)}
+
+
+def _peak_memory(device: str) -> float:
+    if not device.startswith("cuda"):
+        return 0.0
+    import torch
+
+    return float(torch.cuda.max_memory_allocated())
+
+
 def _first_items(data: Path, limit: int) -> Any:
     sys.path.insert(0, str(HERE))
     from bench_peers import bench_probe
@@ -200,6 +259,7 @@ def child_biasscope(args: argparse.Namespace) -> dict[str, Any]:
 
     probe = _first_items(args.data_dir, args.limit)
     clock = _clocked()
+    flops = _counted(Flops())
     out = Path(tempfile.mkdtemp(prefix="sweep-run-", dir=args.scratch))
     os.environ["BIASSCOPE_FINGERPRINT_CACHE"] = str(out / "fingerprints.json")  # a first run
     options = HFOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size)
@@ -213,7 +273,26 @@ def child_biasscope(args: argparse.Namespace) -> dict[str, Any]:
               for i, lp in zip(records["item_id"], records["option_logprobs"])}
     score = clock.total.get("scoring", 0.0) - clock.total.get("tokenize", 0.0)
     return {"work_s": work, "score_s": score, "parts": clock.total, "parts_cpu": clock.cpu,
-            "cpu_s": _cpu(), "scores": scores}
+            "cpu_s": _cpu(), "scores": scores, **flops.total(),
+            "peak_bytes": _peak_memory(args.device)}
+
+
+def _counted(flops: Flops) -> Flops:
+    """``flops`` attached to every model biasscope loads, and to its head."""
+    import biasscope.backends.head as head
+    import biasscope.backends.hf as hf
+
+    real = hf.load_model
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        model = real(*args, **kwargs)
+        flops.attach(model)
+        return model
+
+    hf.load_model = load
+    flops.count_head(head.Head, "scores")
+    flops.count_head(head.Head, "logits")
+    return flops
 
 
 def child_bare(args: argparse.Namespace) -> dict[str, Any]:
@@ -230,6 +309,8 @@ def child_bare(args: argparse.Namespace) -> dict[str, Any]:
 
     net = AutoModelForCausalLM.from_pretrained(args.model, dtype=getattr(torch, args.dtype))
     net = net.to(args.device).eval()
+    flops = Flops()
+    flops.attach(net)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     run = bare_method(net, args.batch_size, full=False)
     scores: dict[str, list[float]] = {}
@@ -243,7 +324,7 @@ def child_bare(args: argparse.Namespace) -> dict[str, Any]:
         score += time.perf_counter() - began
         scores.update({it.id: lp for it, lp in zip(seed_items, option_lp)})
     return {"work_s": time.perf_counter() - start, "score_s": score, "cpu_s": _cpu(),
-            "scores": scores}
+            "scores": scores, **flops.total(), "peak_bytes": _peak_memory(args.device)}
 
 
 def child_sweep(args: argparse.Namespace) -> dict[str, Any]:
@@ -353,7 +434,7 @@ def build(workdir: Path, shape: str, data: Path, device: str, dtype: str, seeds:
         torch.manual_seed(index)
         with torch.device(where):
             model = GPTNeoXForCausalLM(config).to(getattr(torch, dtype)).eval()
-        model.save_pretrained(folder, safe_serialization=True)
+        model.save_pretrained(folder, max_shard_size="10GB")  # files as Pythia's on the hub
         tokenizer.save_pretrained(folder)
         del model
     return folders[0] if not count else folders[0].parent
@@ -364,7 +445,8 @@ def spawn(child: str, model: Path, args: argparse.Namespace, seeds: int, batch: 
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads),
            "MKL_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
-           "PYTHONPATH": str(ROOT / "src")}
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), *filter(None, [
+               os.environ.get("PYTHONPATH")])])}
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", child, "--model",
             str(model), "--device", args.device, "--dtype", args.dtype, "--threads",
             str(args.threads), "--child-seeds", str(seeds), "--batch-sizes", str(batch),
@@ -422,7 +504,11 @@ def one_checkpoint(model: Path, shape: str, seeds: int, batch: int, limit: int,
             "score": {m: med(m, "score_s") for m in ("biasscope", "bare")},
             "outside": outside, "parts": parts,
             "ratio": {k: ratio(f"{k}_s") for k in ("process", "work", "score")},
-            "diff": worst, "argmax": same}
+            "diff": worst, "argmax": same,
+            "flops": {m: rounds[0][m]["flops"] for m in ("biasscope", "bare")},
+            "tokens": {m: rounds[0][m]["tokens"] for m in ("biasscope", "bare")},
+            "peak_gib": {m: max(r[m]["peak_bytes"] for r in rounds) / 2**30
+                         for m in ("biasscope", "bare")}}
 
 
 def many_checkpoints(run_dir: Path, shape: str, seeds: int, batch: int, limit: int,
@@ -439,29 +525,54 @@ def many_checkpoints(run_dir: Path, shape: str, seeds: int, batch: int, limit: i
             "parts": ours["parts"]}
 
 
-def render(args: argparse.Namespace, rows: list[dict[str, Any]], sweep: dict[str, Any] | None,
-           started: dt.datetime, loads: tuple[float, float]) -> str:
+#: Dense (no sparsity) bf16/fp16 tensor-core peaks from the vendors' data sheets, FLOP/s.
+DENSE_PEAK = {"H100": 989.4e12, "H200": 989.4e12, "A100": 312e12, "L40S": 362.05e12,
+              "L4": 121e12}
+
+
+def machine(args: argparse.Namespace) -> dict[str, Any]:
+    """What the section says about where it ran (kept with the results, so that they can be
+    rendered elsewhere)."""
     import platform
 
     import torch
     import transformers
 
-    device = "CUDA" if args.device.startswith("cuda") else "CPU"
-    command = "python bench/bench_sweep.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    gpu = ""
+    gpu: dict[str, Any] = {}
     if args.device.startswith("cuda"):
         props = torch.cuda.get_device_properties(0)
-        gpu = f"{props.name} ({props.total_memory / 2**30:.0f} GiB), CUDA {torch.version.cuda}; "
+        gpu = {"name": props.name, "memory_gib": props.total_memory / 2**30,
+               "cuda": torch.version.cuda}
+    return {"gpu": gpu, "cores": len(os.sched_getaffinity(0)), "torch": torch.__version__,
+            "transformers": transformers.__version__, "python": platform.python_version(),
+            "command": "python bench/bench_sweep.py " + " ".join(
+                shlex.quote(a) for a in sys.argv[1:]),
+            "device": args.device, "dtype": args.dtype, "threads": args.threads,
+            "repeats": args.repeats}
+
+
+def peak_of(gpu: dict[str, Any], dtype: str) -> float | None:
+    if dtype not in ("bfloat16", "float16"):
+        return None
+    return next((v for k, v in DENSE_PEAK.items() if k in gpu.get("name", "")), None)
+
+
+def render(results: dict[str, Any]) -> str:
+    m, rows, sweep = results["machine"], results["rows"], results.get("sweep")
+    cuda = bool(m["gpu"])
+    device = "CUDA" if cuda else "CPU"
+    gpu = (f"{m['gpu']['name']} ({m['gpu']['memory_gib']:.0f} GiB), CUDA {m['gpu']['cuda']}; "
+           if cuda else "")
+    loads = results.get("loads", [0.0, 0.0])
     lines = [
-        f"## A sweep at the speed of its scoring ({device})", "",
-        f"Run {started:%Y-%m-%d %H:%M} UTC with `{command.strip()}` (dtype {args.dtype}, torch "
-        f"threads {args.threads}, {args.repeats} rounds alternating the methods: medians, "
+        f"## A sweep at the speed of its scoring ({device}, {m['dtype']})", "",
+        f"Run {results['started']} UTC with `{m['command'].strip()}` (dtype {m['dtype']}, torch "
+        f"threads {m['threads']}, {m['repeats']} round(s) alternating the methods: medians, "
         "ratios as medians of the per-round ratios). Produced by `bench/bench_sweep.py` (its "
         "docstring describes the method).", "",
-        f"Machine: {gpu}{len(os.sched_getaffinity(0))} usable CPU cores; torch "
-        f"{torch.__version__}, transformers {transformers.__version__}, Python "
-        f"{platform.python_version()}; 1-minute load average {loads[0]:.1f} before and "
-        f"{loads[1]:.1f} after.", "",
+        f"Machine: {gpu}{m['cores']} usable CPU cores; torch {m['torch']}, transformers "
+        f"{m['transformers']}, Python {m['python']}; 1-minute load average {loads[0]:.1f} "
+        f"before and {loads[1]:.1f} after.", "",
         "One checkpoint, fresh processes (seconds; `x` = bare / biasscope, above 1 biasscope "
         "is faster; `outside` = work - scoring: for the bare loop its load and tokenization):",
         "",
@@ -483,6 +594,7 @@ def render(args: argparse.Namespace, rows: list[dict[str, Any]], sweep: dict[str
             f"{r['ratio']['score']:.2f}x | {r['outside']['biasscope']:.2f} / "
             f"{r['outside']['bare']:.2f}{mark} | {target:.2f} | {r['diff']:.1e} | "
             f"{100 * r['argmax']:.1f}% |")
+    lines += flops_table(rows, peak_of(m["gpu"], m["dtype"]), cuda)
     lines += [
         "", "Where biasscope's time outside scoring goes (seconds, medians; `wait` is what the "
         "sweep waited for its scorer, i.e. the load the prefetch could not hide; `load` ran in "
@@ -497,24 +609,102 @@ def render(args: argparse.Namespace, rows: list[dict[str, Any]], sweep: dict[str
                      f"{p['check']:.2f} | {p['units']:.2f} | {p['summary']:.2f} | "
                      f"{p['init']:.2f} |")
     if sweep is not None:
-        per = sweep["per"]
-        lines += [
-            "", f"Sweep of {sweep['count']} distinct {sweep['shape']} checkpoints x "
-            f"{sweep['seeds']} seeds ({sweep['prompts']} prompts per seed, batch "
-            f"{sweep['batch']}), one process, fingerprints not cached: `run_dynamics` "
-            f"{sweep['sweep_s']:.2f} s, then the analysis and report "
-            f"{sweep['analysis_s']:.2f} s (process {sweep['process_s']:.2f} s); the bare loop "
-            f"over the same checkpoints one after another {sweep['bare_s']:.2f} s (process "
-            f"{sweep['bare_process_s']:.2f} s). The one-deep prefetch bound from the numbers "
-            f"below: {sweep['bound_s']:.2f} s.", "",
-            "| checkpoint | load s (prefetch thread) | waited s | scoring s |",
-            "| ---: | ---: | ---: | ---: |"]
-        for i, p in enumerate(per, 1):
-            lines.append(f"| {i} | {p['load']:.2f} | {p.get('wait', 0.0):.2f} | "
-                         f"{p.get('score', 0.0):.2f} |")
-    if args.note:
-        lines += ["", args.note]
+        lines += sweep_lines(sweep)
+    lines += long_sweep(results)
+    for failure in results.get("failed", []):
+        lines += ["", f"Not measured: {failure}"]
+    if results.get("note"):
+        lines += ["", results["note"]]
     return "\n".join(lines) + "\n"
+
+
+def flops_table(rows: list[dict[str, Any]], peak: float | None, cuda: bool) -> list[str]:
+    """Tokens the forward passes ran and the rate they ran at (see ``Flops``)."""
+    if not all("flops" in r for r in rows) or not rows:
+        return []
+    share = (f" and the share of the GPU's dense {peak / 1e12:.0f} TFLOP/s peak (bf16/fp16, "
+             "data sheet)" if peak else "")
+    lines = ["", "The forward passes' work, counted from the model shape and the tokens each "
+             "method actually ran (padding included; attention over each row's full width; the "
+             f"LM head per scored row), and the rate over the scoring time{share}:", "",
+             "| shape | seeds | batch | tokens run (biasscope / bare) | TFLOP (biasscope / "
+             "bare) | TFLOP/s (biasscope / bare) |" + (" share of peak (biasscope / bare) |"
+                                                         if peak else "")
+             + (" peak GPU memory GiB (biasscope / bare) |" if cuda else ""),
+             "| --- | ---: | ---: | --- | --- | --- |" + (" --- |" if peak else "")
+             + (" --- |" if cuda else "")]
+    for r in rows:
+        rate = {k: r["flops"][k] / r["score"][k] if r["score"][k] else 0.0
+                for k in ("biasscope", "bare")}
+        line = (f"| {r['shape']} | {r['seeds']} | {r['batch']} | "
+                f"{r['tokens']['biasscope']:,.0f} / {r['tokens']['bare']:,.0f} | "
+                f"{r['flops']['biasscope'] / 1e12:.1f} / {r['flops']['bare'] / 1e12:.1f} | "
+                f"{rate['biasscope'] / 1e12:.1f} / {rate['bare'] / 1e12:.1f} |")
+        if peak:
+            line += (f" {100 * rate['biasscope'] / peak:.1f}% / "
+                     f"{100 * rate['bare'] / peak:.1f}% |")
+        if cuda:
+            line += f" {r['peak_gib']['biasscope']:.2f} / {r['peak_gib']['bare']:.2f} |"
+        lines.append(line)
+    return lines
+
+
+def sweep_lines(sweep: dict[str, Any]) -> list[str]:
+    lines = [
+        "", f"Sweep of {sweep['count']} distinct {sweep['shape']} checkpoints x "
+        f"{sweep['seeds']} seeds ({sweep['prompts']} prompts per seed, batch "
+        f"{sweep['batch']}), one process, fingerprints not cached: `run_dynamics` "
+        f"{sweep['sweep_s']:.2f} s, then the analysis and report {sweep['analysis_s']:.2f} s "
+        f"(process {sweep['process_s']:.2f} s); the bare loop over the same checkpoints one "
+        f"after another {sweep['bare_s']:.2f} s (process {sweep['bare_process_s']:.2f} s). The "
+        f"one-deep prefetch bound from the numbers below: {sweep['bound_s']:.2f} s "
+        f"(`run_dynamics` / bound = {sweep['sweep_s'] / sweep['bound_s']:.2f}).", "",
+        "| checkpoint | load s (prefetch thread) | waited s | scoring s |",
+        "| ---: | ---: | ---: | ---: |"]
+    for i, p in enumerate(sweep["per"], 1):
+        lines.append(f"| {i} | {p['load']:.2f} | {p.get('wait', 0.0):.2f} | "
+                     f"{p.get('score', 0.0):.2f} |")
+    return lines
+
+
+def weight_bytes(shape: str, dtype: str) -> float:
+    """The checkpoint's size on disk: Pythia's parameter count for the shape (untied input and
+    output embeddings) at the dtype's width."""
+    d, layers, inner = (SHAPES[shape][k] for k in ("hidden_size", "num_hidden_layers",
+                                                    "intermediate_size"))
+    per_layer = 4 * d * d + 2 * d * inner + 9 * d + inner
+    width = 4 if dtype == "float32" else 2
+    return float((layers * per_layer + 2 * 50304 * d + 2 * d) * width)  # Pythia's padded vocabulary
+
+
+def long_sweep(results: dict[str, Any], count: int = 154) -> list[str]:
+    """What Pythia's whole 154-checkpoint suite would take at the largest shape measured at
+    its most seeds: per checkpoint the longer of its load (hidden behind the previous
+    checkpoint's scoring) and the rest of its work, the load at the rate the sweep's later
+    checkpoints were read (a first load also pays for imports and CUDA's start)."""
+    rows, sweep, dtype = results["rows"], results.get("sweep"), results["machine"]["dtype"]
+    if not rows:
+        return []
+    r = max(rows, key=lambda r: (SHAPES[r["shape"]]["hidden_size"], r["seeds"], -r["batch"]))
+    size = weight_bytes(r["shape"], dtype)
+    later = [p["load"] for p in (sweep or {}).get("per", [])[1:]]
+    if later:
+        rate = weight_bytes(sweep["shape"], dtype) / median(later)  # type: ignore[index]
+        how = (f"read at the {rate / 1e9:.1f} GB/s of the sweep's later checkpoints "
+               "(from the page cache: a slower disk raises it)")
+    else:
+        rate = size / r["parts"]["load"]
+        how = "as long as this row's load (imports included)"
+    load = size / rate
+    rest = r["work"]["biasscope"] - r["parts"]["wait"]
+    total = r["parts"]["wait"] + count * max(load, rest)
+    return ["", f"A {count}-checkpoint sweep of the {r['shape']} shape at {r['seeds']} seeds "
+            f"(batch {r['batch']}, {r['prompts']} prompts per seed), from its row above: the "
+            f"first checkpoint's wait ({r['parts']['wait']:.1f} s) plus {count} x max(its load "
+            f"{load:.1f} s, {size / 1e9:.1f} GB {how}; the rest of a checkpoint's work "
+            f"{rest:.1f} s) = about {total / 60:.0f} min, where a plain loop that loads and then "
+            f"scores each one takes about {count * (load + r['score']['bare']) / 60:.0f} min "
+            "(load + the bare loop's scoring)."]
 
 
 def write_section(path: Path, mark: str, section: str) -> None:
@@ -550,6 +740,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--child-seeds", type=int, default=1)
     parser.add_argument("--child-limit", type=int, default=0)
     parser.add_argument("--scratch", type=Path, default=None)
+    parser.add_argument("--save", type=Path, default=None,
+                        help="the results as JSON, rewritten after every measurement")
+    parser.add_argument("--render-from", type=Path, default=None,
+                        help="write the section from a --save file (e.g. made on a GPU machine)")
     args = parser.parse_args(argv)
     kind = "cuda" if args.device.startswith("cuda") else "cpu"
     shapes_text, prompts_text, dtype, sweep_shape = DEFAULTS[kind]
@@ -560,35 +754,78 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.batch_size = int(args.batch_sizes)
         print(json.dumps(CHILDREN[args.child](args)))
         return 0
+    if args.render_from:
+        saved = json.loads(args.render_from.read_text())
+        print(render(saved))
+        if args.out:
+            write_section(args.out, mark_of(saved["machine"]), render(saved))
+        return 0
     shapes = (args.shapes or shapes_text).split(",")
     limits = dict(zip(shapes, (int(x) for x in (args.prompts or prompts_text).split(","))))
     seeds = [int(s) for s in args.seeds.split(",")]
     batches = [int(b) for b in args.batch_sizes.split(",")]
-    started, before = dt.datetime.now(dt.timezone.utc), os.getloadavg()[0]
-    rows: list[dict[str, Any]] = []
-    sweep = None
+    results: dict[str, Any] = {
+        "started": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M}", "note": args.note,
+        "machine": machine(args), "rows": [], "sweep": None, "failed": [],
+        "loads": [os.getloadavg()[0]]}
+
+    def save() -> None:
+        if args.save:
+            args.save.write_text(json.dumps(results, indent=1))
+
+    def measured(what: str, measure: Callable[..., Any], *given: Any) -> Any:
+        """One measurement; a failure is named in the section and the rest still run."""
+        try:
+            return measure(*given)
+        except (SystemExit, Exception) as exc:  # reported in the section, not hidden
+            results["failed"].append(f"{what}: {str(exc).strip().splitlines()[-1][:300]}")
+            print(f"{what} failed: {exc}", file=sys.stderr)
+            return None
+        finally:
+            save()
+
     with tempfile.TemporaryDirectory(prefix="bench-sweep-") as tmp:
         workdir = Path(tmp)
         args.scratch = workdir
         for shape in shapes:
-            model = build(workdir, shape, args.data_dir, args.device, args.dtype, max(seeds))
+            model = measured(f"building {shape}", build, workdir, shape, args.data_dir,
+                             args.device, args.dtype, max(seeds))
             for seed_count in seeds:
                 for batch in batches:
-                    rows.append(one_checkpoint(model, shape, seed_count, batch, limits[shape],
-                                               args))
-                    print(json.dumps({k: v for k, v in rows[-1].items() if k != "parts"}),
-                          file=sys.stderr)
+                    if model is None:
+                        continue
+                    row = measured(f"{shape}, {seed_count} seeds, batch {batch}",
+                                   one_checkpoint, model, shape, seed_count, batch,
+                                   limits[shape], args)
+                    if row is not None:
+                        results["rows"].append(row)
+                        save()
+                        print(json.dumps({k: v for k, v in row.items() if k != "parts"}),
+                              file=sys.stderr)
+            if model is not None:
+                shutil.rmtree(model, ignore_errors=True)  # disk for the next shape
         if args.checkpoints:
             shape = args.sweep_shape or sweep_shape
-            run_dir = build(workdir, shape, args.data_dir, args.device, args.dtype, max(seeds),
-                            count=args.checkpoints)
-            sweep = many_checkpoints(run_dir, shape, max(seeds), batches[0],
-                                     limits.get(shape, 160), args)
-    section = render(args, rows, sweep, started, (before, os.getloadavg()[0]))
+
+            def many() -> dict[str, Any]:
+                run_dir = build(workdir, shape, args.data_dir, args.device, args.dtype,
+                                max(seeds), count=args.checkpoints)
+                return many_checkpoints(run_dir, shape, max(seeds), batches[0],
+                                        limits.get(shape, 160), args)
+
+            results["sweep"] = measured(f"the {args.checkpoints}-checkpoint sweep", many)
+    results["loads"].append(os.getloadavg()[0])
+    save()
+    section = render(results)
     print(section)
     if args.out:
-        write_section(args.out, f"sweep-{kind}", section)
+        write_section(args.out, mark_of(results["machine"]), section)
     return 0
+
+
+def mark_of(machine: dict[str, Any]) -> str:
+    """Each device and dtype has its own section (CPU keeps its old name)."""
+    return "sweep-cuda-" + machine["dtype"] if machine["gpu"] else "sweep-cpu"
 
 
 if __name__ == "__main__":

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats as sps
 
 from biasscope.core.errors import DataError, optional
+from biasscope.core.imports import lazy
 from biasscope.core.items import Item, check_template
 from biasscope.core.jsonl import read_text
 from biasscope.core.jsonl import why as _why
@@ -37,6 +37,8 @@ from biasscope.core.numbers import num, p_is, percent
 from biasscope.core.stats import percentile_interval, wilson
 from biasscope.data.sources import data_path
 from biasscope.probes.base import Detector, LabelParsing, Messages
+
+sps = lazy("scipy.stats")  # imported at first use
 
 NAME = "adult-counterfactual"
 REQUESTS = ("options", "generate")

@@ -563,7 +563,8 @@ def render(results: dict[str, Any]) -> str:
     device = "CUDA" if cuda else "CPU"
     gpu = (f"{m['gpu']['name']} ({m['gpu']['memory_gib']:.0f} GiB), CUDA {m['gpu']['cuda']}; "
            if cuda else "")
-    loads = results.get("loads", [0.0, 0.0])
+    loads = [*results.get("loads", [0.0]), None][:2]
+    after = f"{loads[1]:.1f}" if loads[1] is not None else "not read (stopped early)"
     lines = [
         f"## A sweep at the speed of its scoring ({device}, {m['dtype']})", "",
         f"Run {results['started']} UTC with `{m['command'].strip()}` (dtype {m['dtype']}, torch "
@@ -572,7 +573,7 @@ def render(results: dict[str, Any]) -> str:
         "docstring describes the method).", "",
         f"Machine: {gpu}{m['cores']} usable CPU cores; torch {m['torch']}, transformers "
         f"{m['transformers']}, Python {m['python']}; 1-minute load average {loads[0]:.1f} "
-        f"before and {loads[1]:.1f} after.", "",
+        f"before and {after} after.", "",
         "One checkpoint, fresh processes (seconds; `x` = bare / biasscope, above 1 biasscope "
         "is faster; `outside` = work - scoring: for the bare loop its load and tokenization):",
         "",
@@ -811,7 +812,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 run_dir = build(workdir, shape, args.data_dir, args.device, args.dtype,
                                 max(seeds), count=args.checkpoints)
                 return many_checkpoints(run_dir, shape, max(seeds), batches[0],
-                                        limits.get(shape, 160), args)
+                                        limits.get(shape, max(limits.values())), args)
 
             results["sweep"] = measured(f"the {args.checkpoints}-checkpoint sweep", many)
     results["loads"].append(os.getloadavg()[0])

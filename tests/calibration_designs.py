@@ -22,7 +22,8 @@ from biasscope.core.stats import adjust_pvalues
 from biasscope.core.wordings import Measure, rate, verdict, wording_uncertainty
 from biasscope.dynamics import tradeoff
 from biasscope.judge import counterfactual as cf
-from biasscope.probes import adult, bbq_metrics
+from biasscope.probes import adult
+from biasscope.probes.bbq import metrics as bbq_metrics
 from calibration_base import Claim
 
 Sim = Callable[[int, int], tuple[int, int]]
@@ -195,7 +196,7 @@ def bbq_codes(rng: np.random.Generator, n: int, shift: float) -> Pair:
     biased_b = rng.random(n) < 0.5
     biased_a = biased_b | (rng.random(n) < shift / 2 / 0.5)
     code = {k: (9 + 2 * v).astype(np.int64) for k, v in (("a", biased_a), ("b", biased_b))}
-    stat = bbq_metrics._bias(False)
+    stat = bbq_metrics.bias_statistic(False)
     return (_values("s_dis", {"items": code["a"]}, {"items": 1.0}, stat),
             _values("s_dis", {"items": code["b"]}, {"items": 1.0}, stat))
 
@@ -210,7 +211,7 @@ def independent(rng: np.random.Generator, n: int, shift: float, *, measure: str,
         if measure == "pro_anti":
             out = {g: v - (rng.random(n) < rate) for g, v in out.items()}
         return out
-    stat = bbq_metrics._bias(False) if measure == "s_dis" else None
+    stat = bbq_metrics.bias_statistic(False) if measure == "s_dis" else None
     a, b = draw(), draw()
     if stat is not None:
         a, b = ({g: (9 + 2 * v).astype(np.int64) for g, v in x.items()} for x in (a, b))

@@ -20,20 +20,20 @@ from biasscope.core.wordings import Measure, gap, verdict, wording_uncertainty
 from biasscope.probes import PROBES, load_probe
 from biasscope.probes.specs import load_probes
 from biasscope.probes.templates import (
-    FIELDS,
     Worded,
     boundary_problems,
     builtin,
+    with_wordings,
     wordings_for,
+    wordings_of,
 )
-from biasscope.probes.wording_sets import BUILTIN
 
 
 def test_every_builtin_set_is_large_enough_starts_with_the_default_and_passes_its_checks():
-    sizes = {name: len(BUILTIN[name]) for name in FIELDS}
+    sizes = {name: len(wordings_of(name).builtin) for name in with_wordings()}
     assert sizes["winobias-gender"] >= 8
     assert all(sizes[n] >= 4 for n in ("bbq", "adult-counterfactual", "professional-bias"))
-    assert set(FIELDS) <= set(PROBES)
+    assert set(with_wordings()) <= set(PROBES)
     defaults = {"winobias-gender": "winobias", "bbq": "bbq", "professional-bias": "professional"}
     for name, module in defaults.items():
         first = builtin(name)[0]
@@ -96,7 +96,7 @@ def test_worded_items_carry_the_wording_in_id_and_groups(winobias_dir):
     assert by["w0"] == by["w1"] == by["w2"] and len(by["w0"]) == 4
 
 
-@pytest.mark.parametrize("name", sorted(FIELDS))
+@pytest.mark.parametrize("name", with_wordings())
 def test_wordings_reuse_the_data_read_once_and_ask_what_a_fresh_load_asks(name, tmp_path,
                                                                           monkeypatch):
     """A data file was read and parsed again for every wording: 300 wordings took minutes
@@ -119,7 +119,7 @@ def test_wordings_reuse_the_data_read_once_and_ask_what_a_fresh_load_asks(name, 
         return read_text(path, *args, **kwargs)
 
     for module in ("winobias", "bbq", "adult"):
-        monkeypatch.setattr(f"biasscope.probes.{module}.read_text", counted)
+        monkeypatch.setattr(f"biasscope.probes.{module}.items.read_text", counted)
     worded = load_probes(name, data_dir=tmp_path, templates="builtin")[0]
     assert isinstance(worded, Worded) and len(reads) == len(set(reads))
     for wording, probe in zip(builtin(name), worded._probes.values()):

@@ -16,29 +16,15 @@ sentences say what was left out.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-#: A record's wording suffix in its item id (``...@w3`` before an optional ``:seed<N>``).
-WORDING = re.compile(r"@[A-Za-z0-9][A-Za-z0-9_.-]*(?=(:seed\d+)?$)")
-DEFAULT = ""  # the label of a run asked under one wording (no ``template`` column)
-
-
-def item_keys(ids: pd.Series) -> pd.Series:
-    """Item ids without their wording: the same item under every wording."""
-    return ids.astype(str).str.replace(WORDING, "", regex=True)
-
-
-def labels(records: pd.DataFrame) -> pd.Series:
-    """Each record's wording label (``DEFAULT`` without several wordings)."""
-    if "template" not in records:
-        return pd.Series(DEFAULT, index=records.index, dtype=object)
-    named: pd.Series = records["template"].astype(object)
-    out: pd.Series = named.where(named.notna(), DEFAULT)
-    return out
+from biasscope.probes.facets import DEFAULT as DEFAULT  # the probes' own, re-exported
+from biasscope.probes.facets import WORDING as WORDING
+from biasscope.probes.facets import item_keys as item_keys
+from biasscope.probes.facets import labels as labels
 
 
 def signatures(config: Mapping[str, Any] | None) -> dict[str, str]:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from biasscope.compare.job import records
-from biasscope.compare.measures import EXTRACTORS, MEASURES, Values
+from biasscope.compare.measures import MEASURES, Values, comparable
 from biasscope.compare.runs import checkpoints, label
 from biasscope.core import power as P
 from biasscope.core.config import POSITIVE, PROBABILITY, check_settings, setting
@@ -69,11 +69,11 @@ def pilot_rows(config: PowerConfig) -> list[dict[str, Any]]:
     smallest detectable gap now and the items the asked effect (or margin) needs."""
     assert config.pilot is not None
     frame, rows = records(config.pilot, "--pilot"), []
-    for probe, extract in EXTRACTORS.items():
+    for probe, facet in comparable().items():
         if "probe" not in frame or probe not in set(frame["probe"]):
             continue
         for key, part in checkpoints(frame[frame["probe"] == probe]).items():
-            for values in extract(part):
+            for values in facet.values(part):
                 if values.statistic is not None:
                     continue
                 design: P.Design = "two-groups" if len(values.groups) == 2 else "paired"

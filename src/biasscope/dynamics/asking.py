@@ -24,6 +24,7 @@ from biasscope.backends.base import OptionScore
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.probes.base import Detector, Messages
+from biasscope.probes.base import option_metrics as option_metrics  # re-exported
 from biasscope.store.units import Unit
 
 REQUEST = "options"
@@ -83,19 +84,3 @@ def option_frame(unit: Unit, items: Sequence[Item], scores: Sequence[OptionScore
 class _Reader:
     name: str
     detector: Detector
-
-
-def option_metrics(records: pd.DataFrame) -> dict[str, float]:
-    """A unit's plain headline numbers (the probe's own statistics come from its records):
-    accuracy (the likeliest option is the correct or reference one), the detector's hit rate,
-    and the mean probability of the correct option among the options."""
-    if records.empty:
-        return {"accuracy": math.nan, "hit_rate": math.nan, "answer_probability": math.nan}
-    import json
-
-    hits = records["hit"].dropna().astype(float)
-    answer_p = [json.loads(p)[a] if isinstance(p, str) else math.nan
-                for p, a in zip(records["option_probs"], records["answer_label"])]
-    return {"accuracy": float((records["label"] == records["answer_label"]).mean()),
-            "hit_rate": float(hits.mean()) if len(hits) else math.nan,
-            "answer_probability": float(pd.Series(answer_p, dtype="float64").mean())}

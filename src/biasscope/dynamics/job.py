@@ -31,7 +31,8 @@ from biasscope.dynamics.executors import make_executor
 from biasscope.dynamics.models import list_checkpoints, named
 from biasscope.dynamics.scoring import SWEPT
 from biasscope.dynamics.sweep import run_dynamics
-from biasscope.probes import load_probe, winobias
+from biasscope.probes import PROBES, load_probe, winobias
+from biasscope.probes.facets import Absent
 from biasscope.probes.specs import LIMIT_HELP, PROBE_HELP, TEMPLATES_HELP, load_probes
 from biasscope.store.directory import RunStore, run_dir
 
@@ -42,13 +43,13 @@ def comma_list(text: str) -> tuple[str, ...]:
 
 
 def performance_probe(text: str) -> str:
-    """``lambada``, ``perplexity`` or ``perplexity:FILE`` (FILE checked now, not after the
-    sweep)."""
+    """A probe that gives a performance series (``PROBES[name].performance``: ``lambada``,
+    ``perplexity``) or ``perplexity:FILE`` (FILE checked now, not after the sweep)."""
     name, colon, file = text.partition(":")
-    if text in ("lambada", "perplexity") or (name == "perplexity" and colon and
-                                             Path(file).expanduser().is_file()):
+    series = [n for n, info in PROBES.items() if not isinstance(info.performance, Absent)]
+    if text in series or (name == "perplexity" and colon and Path(file).expanduser().is_file()):
         return text
-    raise BiasscopeError(f"--performance {text!r}: give lambada, perplexity or perplexity:FILE "
+    raise BiasscopeError(f"--performance {text!r}: give {', '.join(series)} or perplexity:FILE "
                          "(an existing file of held-out documents)")
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = 
     file, ``template`` is WinoBias's prompt template, ``templates`` the wordings every probe
     is asked under (``--templates builtin|N|FILE``, `biasscope.probes.templates`). With
     ``kinds``, each must take one of these request kinds (``what`` asks them)."""
-    from biasscope.probes.templates import FIELDS, worded
+    from biasscope.probes.templates import worded, wordings_of
 
     if templates is not None and not templates.strip():
         raise BiasscopeError("--templates is empty: give builtin, a number of built-in "
@@ -88,7 +88,7 @@ def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = 
             options["base_rate"] = base_rate
         if name == winobias.NAME and template:
             options["template"] = template
-        if templates and name in FIELDS:
+        if templates and wordings_of(name) is not None:
             probes.append(worded(name, templates,
                                  partial(load_probe, name, data_dir=data_dir, **options)))
         else:

@@ -23,5 +23,13 @@ def comparable() -> dict[str, Compare]:
             if not isinstance(info.compare, Absent)}
 
 
+def why_not(probe: str) -> str | None:
+    """Why ``probe`` is not compared, in words; None when it has measures to compare."""
+    info = PROBES.get(probe)
+    if info is None:
+        return f"{probe} is not a registered probe, so it has no measures to compare"
+    return info.absent("compare")
+
+
 #: Every compared measure by its name, from every probe (``--margin MEASURE=X`` names them).
 MEASURES: dict[str, Measure] = {m.name: m for c in comparable().values() for m in c.measures}

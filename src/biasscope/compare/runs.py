@@ -24,7 +24,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from biasscope.compare import design
-from biasscope.compare.measures import MEASURES, Values, comparable
+from biasscope.compare.measures import MEASURES, Values, comparable, why_not
 from biasscope.core.equivalence import (
     Equivalence,
     bootstrap_equivalence,
@@ -185,6 +185,11 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
     wordings are known by their labels)."""
     out, notes = [], []
     in_a, in_b = set(a.get("probe", ())), set(b.get("probe", ()))
+    for probe in sorted(in_a ^ in_b):
+        notes.append(f"{probe}: not compared: only run {'A' if probe in in_a else 'B'} has it.")
+    for probe in sorted(in_a & in_b):
+        if (why := why_not(probe)) is not None:
+            notes.append(f"{probe}: not compared: {why}.")
     for probe in [p for p in comparable() if p in in_a & in_b]:
         sig_a, sig_b = ((w.get(probe, {}) for w in wordings) if wordings else ({}, {}))
         ra, rb, note, common = design.shared(a[a["probe"] == probe], b[b["probe"] == probe],

@@ -17,8 +17,10 @@ from biasscope.core import numbers, stats
 from biasscope.dynamics import performance
 from biasscope.dynamics.emergence import emergence_step, recommend_stop
 from biasscope.dynamics.probe_steps import Values, read_checkpoints, stepped
+from biasscope.probes import PROBES
+from biasscope.probes.facets import Absent
 from biasscope.store.directory import RunStore
-from biasscope.store.reading import unit_index
+from biasscope.store.reading import UnitEntry, unit_index
 
 if TYPE_CHECKING:
     from biasscope.dynamics.analysis_options import AnalysisOptions
@@ -121,6 +123,9 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
                       "unavailable": reason,
                       "sentences": [f"{probe}: no statistics over steps: {reason}."]}
     index = unit_index(store)
+    for probe, reason in sorted(_without_statistics(index).items()):
+        out[probe] = {"headline": [], "names": {}, "models": {}, "unavailable": reason,
+                      "sentences": [f"{probe}: no statistics over steps: {reason}."]}
     stepless: dict[str, set[str]] = {}  # read from the key columns alone, as the index is
     for entry in index:
         for probe, model, _ in entry.stepless:
@@ -153,6 +158,18 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
                 "emergence": emergence, "recommendation": rec, "sentences": sentences}
             section["sentences"] += sentences
         out[probe] = section
+    return out
+
+
+def _without_statistics(index: list[UnitEntry]) -> dict[str, str]:
+    """The probes of the run scored by options (as the audit probes are) that give no
+    statistics over steps, each with the reason it gives: said in the summary, not skipped."""
+    out = {}
+    for probe in sorted({p for entry in index for p, _, _ in entry.checkpoints}):
+        info = PROBES.get(probe)
+        if info is not None and info.requests[0] == "options" and isinstance(
+                info.step_statistics, Absent):
+            out[probe] = info.step_statistics.reason
     return out
 
 

@@ -238,7 +238,7 @@ class Worded:
         """The probe's own metrics under the first wording, each headline number under every
         wording (table ``headline by wording``), and every bias measure across wordings
         (``wordings``), whose verdicts lead the sentences."""
-        from biasscope.probes.wording_measures import across_wordings
+        from biasscope.probes.wording_measures import absent, across_wordings
 
         first = self.wordings[0].id
         each = {w: probe.metrics(records[records["template"] == w])  # type: ignore[attr-defined]
@@ -248,6 +248,8 @@ class Worded:
             return own
         across = across_wordings(self.name, records)
         sentences = [r["verdict"] for r in across.values()]
+        if (why := absent(self.name)) is not None:
+            sentences.append(f"{why[:1].upper()}{why[1:]}.")
         sentences.append(f"The numbers below are for wording {first} (the table 'headline by "
                          f"wording' gives each under all {len(self.wordings)}); the verdicts "
                          "above pool them.")

@@ -16,9 +16,18 @@ from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent
 
 
+def absent(probe: str) -> str | None:
+    """Why ``probe`` has no measures across wordings (a sentence), or None when it has."""
+    info = PROBES.get(probe)
+    if info is None:
+        return f"{probe} is not a registered probe: it has no measures across wordings"
+    return info.absent("across_wordings")
+
+
 def across_wordings(probe: str, records: pd.DataFrame, **options: Any) -> dict[str, Any]:
     """Each headline measure of ``probe`` across the wordings of ``records`` (column
-    ``template``), with its verdict; empty for a probe without measures across wordings."""
+    ``template``), with its verdict; empty for a probe without measures across wordings
+    (`absent` says why)."""
     facet = PROBES[probe].across_wordings if probe in PROBES else None
     if facet is None or isinstance(facet, Absent) or records.empty:
         return {}

@@ -191,11 +191,13 @@ def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: in
     figure 0, so pass the number of figures drawn before)."""
     parts, index = [], first
     for probe, section in probes.items():
-        heading, figures, _ = panels(probe)
+        heading, figures, none = panels(probe)
         parts.append(f"<h2>{escape(heading)}</h2>")
         sentences: Sequence[str] = section.get("sentences", [])
         parts.append('<section class="summary">' + "".join(
             f"<p>{escape(str(s))}</p>" for s in sentences) + "</section>")
+        if none is not None and section.get("models"):
+            parts.append(f'<p class="missing">No figures: {escape(none)}.</p>')
         for panel in figures:
             title, caption = panel.title, panel.caption
             fig = figure(section, partial(values_of, panel))

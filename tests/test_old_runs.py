@@ -126,6 +126,8 @@ def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
         # Added since: the Average Rank gap's flag beside the JSD-P gap's (issue 37)
         for row in after["analysis"]["models"]["train"]["tests"]["target_rank"]:
             assert isinstance(row.pop("below_gap_of_interest"), bool)
+        # and how many changes the sharpest change's band covers (one band for all, issue 37)
+        assert after["analysis"]["models"]["train"]["sharpest_change"].pop("pairs") == 1
         assert_close(numbers_of(after["analysis"]), numbers_of(before["analysis"]))
     else:
         assert_close({k: v for k, v in after.items() if k != "requests"},

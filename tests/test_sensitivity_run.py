@@ -127,8 +127,10 @@ def test_another_run_kind_in_the_folder_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()
     (out / "run.json").write_text(json.dumps({"schema": "biasscope.run/1", "settings": {}}))
-    with pytest.raises(BiasscopeError, match="not a sensitivity run"):
+    with pytest.raises(BiasscopeError, match=r"not a sensitivity run \(dynamics\)"):
         run(out)
+    run(tmp_path / "own")
+    assert json.loads((tmp_path / "own" / "run.json").read_text())["kind"] == "sensitivity"
 
 
 def test_conventions_only_reshape_the_summary_and_both_files_say_which(tmp_path: Path) -> None:

@@ -684,7 +684,7 @@ def test_a_rerun_with_other_wordings_says_which_in_words(tmp_path, capsys):
 
 
 def test_a_rerun_with_another_seed_or_pairs_names_them_not_their_hashes(tmp_path):
-    from biasscope.sensitivity import counterfactual_job as job
+    from biasscope.counterfactual import job
     from sensitivity_fixture import hh_text, write_hh_rlhf
     from test_counterfactual import Reward
 

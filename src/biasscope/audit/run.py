@@ -40,7 +40,7 @@ from biasscope.probes.base import RECORD_COLUMNS, AuditProbe, Detector
 from biasscope.probes.choices import read_choice
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
-from biasscope.store.locks import run_lock
+from biasscope.store.run_json import start_run
 from biasscope.store.settings import merge_settings, sha256_file, sha256_json
 from biasscope.store.units import Unit
 
@@ -291,11 +291,8 @@ def run_audit(probes: Sequence[AuditProbe], responder: Responder, out: str | os.
     if isinstance(responder, StoredResponses):
         responder.require_some(i.id for p in probes for i in items[p.name])
     settings = run_settings(responder, probes, limit, items)
-    with run_lock(store):  # two probes started into one --out must not lose each other's
-        if store.run_json.is_file():
-            settings = merge_settings(store.run_json, store.read_json("run.json"), settings,
-                                      grow={"probes": "probe"})
-        write_json(store.run_json, settings)
+    start_run(store, "audit", lambda previous: settings if previous is None else merge_settings(
+        store.run_json, previous, settings, grow={"probes": "probe"}))
     pending: dict[str, Pending] = {}
     sent = 0
     for probe in probes:

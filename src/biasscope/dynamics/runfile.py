@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import platform
-import random
 import sys
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -36,8 +34,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.fingerprints import recorded, with_fingerprints
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
-from biasscope.store.files import write_json
-from biasscope.store.locks import run_lock
+from biasscope.store.run_json import start_run
 from biasscope.store.settings import merge_settings
 from biasscope.store.units import Unit
 
@@ -65,11 +62,13 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig
-             ) -> list[Checkpoint]:
+def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig,
+             kind: str = "dynamics") -> list[Checkpoint]:
     """Write or extend run.json; refuse to mix results made with different settings.
 
-    Returns the checkpoints as this run names them (see ``checkpoints.distinct``).
+    Returns the checkpoints as this run names them (see ``checkpoints.distinct``). ``kind``:
+    an intervention run's first call says so; its evaluations, and any sweep, score into it
+    as into a dynamics run.
     """
     settings: dict[str, Any] = {"probes": {p.name: _probe_settings(p, config.limit)
                                            for p in probes},
@@ -78,18 +77,15 @@ def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig
     config = replace(config, checkpoints=with_fingerprints(config.checkpoints))
     _refuse_before_converting(store, config)
     convert_gguf(config.checkpoints)  # minutes for a real model: only once it is accepted
-    with run_lock(store):
-        for _ in range(8):
-            store.pull("run.json")  # a URL run: what other machines wrote since
-            previous = store.read_json("run.json") if store.run_json.is_file() else None
-            merged, checkpoints = _merge(store, previous, settings, config)
-            write_json(store.run_json, merged)
-            store.publish(store.run_json)
-            if store.remote is None or _kept(store, merged):
-                return checkpoints
-            time.sleep(random.uniform(0.05, 0.5))  # another machine wrote between: merge again
-    raise BiasscopeError(f"{store.remote}/run.json keeps changing under other writers; run the "
-                         "same command again")
+    named: list[list[Checkpoint]] = []
+
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        merged, checkpoints = _merge(store, previous, settings, config)
+        named.append(checkpoints)
+        return merged
+
+    start_run(store, kind, build, joins=("intervention",), kept=lambda ours: _kept(store, ours))
+    return named[-1]
 
 
 def _refuse_before_converting(store: RunStore, config: SweepConfig) -> None:

@@ -2,7 +2,7 @@
 
 An item is a conversation with a chosen and (optionally) a rejected final response, and its
 counterfactual: the same with gendered words and first names swapped
-(``judge.counterfactual.counterfactual``), or the user's own version (any attribute).
+(``counterfactual.statistics.counterfactual``), or the user's own version (any attribute).
 
 - Built-in: hh-rlhf ``harmless-base`` test pairs whose text holds a gendered word or a listed
   name, shuffled by the seed, the first N.
@@ -12,7 +12,7 @@ counterfactual: the same with gendered words and first names swapped
   difference (without it, gender is read from the text).
 
 Each reward model scores every member; each judge classifies each response (with labels) or
-compares chosen against rejected (pairwise). Statistics: ``judge.counterfactual``; Holm
+compares chosen against rejected (pairwise). Statistics: ``counterfactual.statistics``; Holm
 across the scorers of one run.
 """
 
@@ -30,8 +30,7 @@ from biasscope.core.gender_swap import has_gendered
 from biasscope.core.jsonl import read_jsonl
 from biasscope.core.numbers import p_is, percent
 from biasscope.core.stats import adjust_pvalues, wilson
-from biasscope.judge.core import Judge, Verdict
-from biasscope.judge.counterfactual import (
+from biasscope.counterfactual.statistics import (
     conversations,
     counterfactual,
     flips,
@@ -40,6 +39,7 @@ from biasscope.judge.counterfactual import (
     paired_difference,
     sentence,
 )
+from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.run import verdict_row
 from biasscope.judge.tasks import classify, compare
 from biasscope.sensitivity.prompts import PathLike, Turns

@@ -152,7 +152,7 @@ def test_a_run_of_another_kind_is_refused(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     (out / "run.json").write_text(json.dumps({"kind": "judge", "model": "mine"}))
-    with pytest.raises(BiasscopeError, match="a different 'kind'"):
+    with pytest.raises(BiasscopeError, match=r"is not an audit run \(judge\); use another"):
         run_audit([load_probe(PROBE)],
                   StoredResponses(_responses(tmp_path / "r.jsonl", "x"), "mine"), out)
 

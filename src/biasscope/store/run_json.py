@@ -57,8 +57,9 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
             previous = store.read_json(RUN_JSON) if store.run_json.is_file() else None
             have = kind if previous is None else kind_of(previous)
             if have != kind and have not in joins:
-                raise BiasscopeError(f"{store.run_json} is not a {kind} run ({have}); use "
-                                     "another --out")
+                article = "an" if kind[0] in "aeiou" else "a"
+                raise BiasscopeError(f"{store.run_json} is not {article} {kind} run ({have}); "
+                                     "use another --out")
             written = {"kind": have, **{k: v for k, v in build(previous).items() if k != "kind"}}
             write_json(store.run_json, written)
             store.publish(store.run_json)

@@ -1,4 +1,4 @@
-"""Counterfactual audit of scorers: pairs with gendered words and first names swapped, the
+"""Counterfactual check of scorers: pairs with gendered words and first names swapped, the
 paired difference and the verdict flips; a planted preference is found and a clean scorer is
 not. Fast: arithmetic reward models, a scripted judge, fixture files in hh-rlhf's format."""
 
@@ -102,7 +102,7 @@ class Partial:
         return out
 
 
-def test_the_audit_finds_the_planted_preference_and_not_the_clean_scorer(
+def test_the_check_finds_the_planted_preference_and_not_the_clean_scorer(
         tmp_path: Path) -> None:
     data = write_hh_rlhf(tmp_path / "data", _texts())
     config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
@@ -298,8 +298,8 @@ def test_the_verdict_follows_the_test_it_prints() -> None:
 def test_a_conversations_two_responses_are_one_pair(tmp_path: Path) -> None:
     """A reward model scores the chosen and the rejected response of each conversation: the
     paired difference is over conversations (40), not responses (80) taken as independent."""
-    from biasscope.counterfactual.scorers import reward_audit
+    from biasscope.counterfactual.scorers import score_reward_model
 
     items, _ = builtin_items(write_hh_rlhf(tmp_path, _texts()), 100)
-    found = reward_audit(Reward("planted", bonus=0.3), items)["difference"]
+    found = score_reward_model(Reward("planted", bonus=0.3), items)["difference"]
     assert found["n"] == 40 and found["members"] == 80 and found["unit"] == "conversations"

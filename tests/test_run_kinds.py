@@ -57,7 +57,7 @@ def _judged(kind: str) -> Callable[[Path, list[Path], Path], None]:
     """The judge's writer as its job calls it (the judge itself needs a served model:
     tests/test_judge.py runs it)."""
     def write(root: Path, _checkpoints: list[Path], _data: Path) -> None:
-        from biasscope.judge.run import write_run
+        from biasscope.judge.batch import write_run
 
         write_run(root, kind, ["judge-a"], {"judges": {"judge-a": "spec"}},
                   {"headline": {}, "sentences": []})

@@ -14,10 +14,10 @@ import pytest
 
 from biasscope.backends.base import GenerateRequest, Generation
 from biasscope.core.errors import BiasscopeError
+from biasscope.sensitivity.harness import SensitivityOptions, run_sensitivity
 from biasscope.sensitivity.perturb import Templates, perturb, query
 from biasscope.sensitivity.principles import Constitution, Principle
 from biasscope.sensitivity.prompts import Conversation, read_hh_rlhf
-from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
 from biasscope.store.directory import RunStore
 from sensitivity_fixture import CONVERSATIONS, IRREGULAR, hh_text, write_hh_rlhf
 

@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
     from biasscope.counterfactual.job import CounterfactualConfig
     from biasscope.sensitivity.job import RewardScoring
 
-    cf = sub.add_parser("counterfactual", help="demographic counterfactual audit of reward "
+    cf = sub.add_parser("counterfactual", help="demographic counterfactual check of reward "
                         "models and judges")
     for config in (CounterfactualConfig, RewardScoring):
         A.settings(cf, config)

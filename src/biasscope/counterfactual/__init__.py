@@ -1,4 +1,4 @@
-"""The counterfactual audit of scorers (``biasscope counterfactual``): do reward models and
+"""The counterfactual check of scorers (``biasscope counterfactual``): do reward models and
 LLM judges score a text differently when its gendered words and first names are swapped?
 
 ``statistics``: the paired difference and the verdict flips of one scorer; ``scorers``: the

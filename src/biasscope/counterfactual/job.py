@@ -71,8 +71,8 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     used as given (tests, notebooks), else they are loaded from ``config``."""
     from biasscope.counterfactual import scorers as cf
     from biasscope.judge import JudgeOptions
+    from biasscope.judge.batch import read_labels
     from biasscope.judge.job import check_task
-    from biasscope.judge.run import read_labels
     from biasscope.report.counterfactual import write_counterfactual_report
     from biasscope.store.files import write_bytes, write_json
 
@@ -81,7 +81,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     labels = read_labels(config.labels) if config.labels else None
     judged = judge is not None or bool(config.judges)
     if not (reward_models or config.reward_models or judged):
-        raise BiasscopeError("give a --reward-model or a --judge-model to audit")
+        raise BiasscopeError("give a --reward-model or a --judge-model to check")
     if labels is not None and not judged:
         raise BiasscopeError("--labels is for a --judge-model (reward models score the "
                              "responses as they are): drop it or add a judge")
@@ -100,9 +100,9 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
                           "file_sha256": source_sha, "sha256": cf.items_sha256(items)},
                 "seed": config.seed, "scorers": scorers}
     _start(store, settings)
-    rows = [cf.reward_audit(m, items, config.seed) for m in models]
+    rows = [cf.score_reward_model(m, items, config.seed) for m in models]
     if judge is not None:
-        rows.append(cf.judge_audit(judge, items, labels, config.seed))
+        rows.append(cf.score_judge(judge, items, labels, config.seed))
     records = [r for row in rows for r in row.pop("records")]
     kept, others = _kept(store.root / SCORES, {row["scorer"] for row in rows})
     store.check_same_folder()

@@ -67,7 +67,7 @@ JOBS: dict[str, Job] = {
     "intervention": Job(intervene_job.run, _intervention),
     "audit": Job(audit_job.run, _summary(write_audit_report)),
     "judge": Job(judge_job.judge, _summary(write_audit_report)),
-    "judge-audit": Job(judge_job.audit, _summary(write_audit_report)),
+    "judge-audit": Job(judge_job.biases, _summary(write_audit_report)),
     "sensitivity": Job(sensitivity_job.run, _summary(write_sensitivity_report)),
     "counterfactual": Job(counterfactual_job.run, _summary(write_counterfactual_report)),
 }

@@ -53,7 +53,7 @@ class JudgeResult:
 
 def judge(config: JudgeConfig) -> JudgeResult:
     """Judge every item of the task (``verdicts.jsonl``), then what the batch says."""
-    from biasscope.judge.run import batch_result, finish, judge_file, start
+    from biasscope.judge.batch import batch_result, finish, judge_file, start
 
     made, task, labels, judges = _setup(config)
     store = start(config.out, "judge", list(judges), {
@@ -64,20 +64,20 @@ def judge(config: JudgeConfig) -> JudgeResult:
     return JudgeResult(result, finish(store, "judge", result))
 
 
-def audit(config: JudgeConfig) -> JudgeResult:
+def biases(config: JudgeConfig) -> JudgeResult:
     """How much the judge's verdicts depend on order, names and length."""
-    from biasscope.judge.audit import audit_classifier, audit_pairwise
-    from biasscope.judge.run import finish, start
+    from biasscope.judge.batch import finish, start
+    from biasscope.judge.biases import classifier_biases, pairwise_biases
 
     made, task, labels, judges = _setup(config)
     store = start(config.out, "judge-audit", list(judges),
                   {"judges": judges, "ranking": config.ranking})
     if task.pairwise:
-        result = audit_pairwise(made, task.pairs, task.authors, ranking=config.ranking)
+        result = pairwise_biases(made, task.pairs, task.authors, ranking=config.ranking)
     else:
         if labels is None:
             raise BiasscopeError("classification needs a label set (--labels FILE.json)")
-        result = audit_classifier(made, task.texts, labels)
+        result = classifier_biases(made, task.texts, labels)
     return JudgeResult(result, finish(store, "judge-audit", result))
 
 
@@ -106,7 +106,7 @@ def _setup(config: JudgeConfig) -> tuple[Any, Any, Any, dict[str, str]]:
     from biasscope.backends.cache import Cached
     from biasscope.core.labels import label_models, parse_models
     from biasscope.judge import Judge, JudgeOptions
-    from biasscope.judge.run import read_labels, read_task
+    from biasscope.judge.batch import read_labels, read_task
 
     task = read_task(config.input)
     labels = read_labels(config.labels) if config.labels else None

@@ -15,7 +15,7 @@ import pandas as pd
 from biasscope.core.stats import Array
 from biasscope.probes.next_token import correct, option_logprob_matrix, record_jsd_parts
 
-# A wording (``@w3``, `biasscope.probes.templates`) goes with the seed: both are repeated
+# A wording (``@w3``, `biasscope.probes.wordings`) goes with the seed: both are repeated
 # measurements of one prompt, so tests over prompts do not count a prompt once per wording.
 _SEED_SUFFIX = re.compile(r"(?:@[A-Za-z0-9][A-Za-z0-9_.-]*)?:seed\d+$")
 

@@ -134,7 +134,7 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
     from collections import Counter
 
     from biasscope.judge.agreement import agreement
-    from biasscope.judge.audit import rate
+    from biasscope.judge.biases import rate
     from biasscope.judge.rankings import ranking_tables
     from biasscope.judge.verbosity import length_controlled
 

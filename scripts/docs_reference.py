@@ -169,8 +169,9 @@ def cli_markdown() -> str:
 
 
 def probes_markdown() -> str:
-    """The probes registry and the request kinds, from ``PROBES`` and ``REQUEST_KINDS``."""
-    from biasscope.probes import PROBES, REQUEST_KINDS
+    """The probes registry, each probe's facets and the request kinds, from ``PROBES`` and
+    ``REQUEST_KINDS``."""
+    from biasscope.probes import FACETS, PROBES, REQUEST_KINDS
 
     lines = ["| probe | what it is | requests | data | measures |",
              "| --- | --- | --- | --- | --- |"]
@@ -179,6 +180,14 @@ def probes_markdown() -> str:
         lines.append(f"| `{name}` | {_cell(info.about)} | "
                      f"{', '.join(f'`{r}`' for r in info.requests)} | {data} | "
                      f"{_cell(', '.join(info.metrics))} |")
+    lines += ["", "What each probe gives the jobs and the report (its facets, "
+              "`biasscope.probes.facets`), or why it has none:", "",
+              "| probe | " + " | ".join(FACETS.values()) + " |",
+              "| --- |" + " --- |" * len(FACETS)]
+    for name, info in PROBES.items():
+        cells = [_cell(f"none: {getattr(info, f).reason}") if info.absent(f) else "yes"
+                 for f in FACETS]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     lines += ["", "| request kind | what the backend is asked for |", "| --- | --- |"]
     lines += [f"| `{kind}` | {_cell(what)} |" for kind, what in REQUEST_KINDS.items()]
     return "\n".join(lines)

@@ -1,10 +1,11 @@
 """The audit probes over training steps (summary.json's ``analysis.probes``): the numbers of
-`biasscope probe` per checkpoint, emergence at the step a synthetic effect appears, seeds,
+`biasscope audit` per checkpoint, emergence at the step a synthetic effect appears, seeds,
 the stopping recommendation, and memory kept to one step's records."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ from biasscope.dynamics import probe_steps as audit_dynamics
 from biasscope.dynamics.analysis import full_summary
 from biasscope.dynamics.analysis_options import AnalysisOptions
 from biasscope.dynamics.asking import Asking, option_frame
-from biasscope.probes import load_probe, professional
+from biasscope.probes import PROBES, load_probe, professional
+from biasscope.probes.facets import StepStatistics
+from biasscope.probes.professional.steps import professional_values
 from biasscope.store import reading
 from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
@@ -62,6 +65,13 @@ def write_run(root: Path, emerge_at: int, seeds: tuple[int, ...] = (0,),
 
 
 OPTIONS = AnalysisOptions(n_resamples=200)
+
+
+def with_statistics(monkeypatch: pytest.MonkeyPatch, values: Any) -> None:
+    """Professional bias read over steps by ``values`` instead of its own statistics."""
+    info = PROBES["professional-bias"]
+    monkeypatch.setitem(PROBES, info.name, replace(
+        info, step_statistics=StepStatistics(values, ("preference",))))
 
 
 def test_emergence_is_found_at_the_step_the_preference_appears(tmp_path):
@@ -113,7 +123,7 @@ def test_seeds_are_combined_and_stay_significant_only_if_every_seed_is(tmp_path)
     model = full_summary(store, OPTIONS)["analysis"]["probes"]["professional-bias"]["models"]["m"]
     last = model["checkpoints"][-1]["values"]["preference"]
     assert last["seeds"] == 3 and last["seed_low"] <= last["estimate"] <= last["seed_high"]
-    per_seed = [audit_dynamics.professional_values(professional_records(500, 2.0, s, noise=s))
+    per_seed = [professional_values(professional_records(500, 2.0, s, noise=s))
                 for s in (0, 1, 2)]
     assert last["p_value"] == pytest.approx(max(v["preference"]["p_value"] for v in per_seed))
     assert last["low"] == pytest.approx(min(v["preference"]["low"] for v in per_seed))
@@ -141,7 +151,7 @@ def test_units_are_read_one_step_at_a_time(tmp_path, monkeypatch):
         return original(store, path)
 
     seen: list[int] = []
-    values = audit_dynamics.STATISTICS["professional-bias"].values
+    values = PROBES["professional-bias"].step_statistics.values
 
     def counting(records: pd.DataFrame) -> Any:
         seen.append(int(records["step"].iloc[0]))
@@ -149,8 +159,7 @@ def test_units_are_read_one_step_at_a_time(tmp_path, monkeypatch):
         return values(records)
 
     monkeypatch.setattr(audit_dynamics, "read_unit", spy)
-    monkeypatch.setitem(audit_dynamics.STATISTICS, "professional-bias",
-                        audit_dynamics.ProbeStatistics(counting, ("preference",)))
+    with_statistics(monkeypatch, counting)
     audit_dynamics.read_checkpoints(store)
     assert seen == sorted(seen)  # step by step
     assert len(reads) == len(set(reads)) == 2 * len(STEPS)  # each unit once
@@ -166,8 +175,7 @@ def test_a_probe_whose_metrics_cannot_run_says_why_in_one_line(tmp_path, monkeyp
     def missing(records: pd.DataFrame) -> Any:
         raise BiasscopeError("professional-bias's metrics need the 'x' extra: pip install x")
 
-    monkeypatch.setitem(audit_dynamics.STATISTICS, "professional-bias",
-                        audit_dynamics.ProbeStatistics(missing, ("preference",)))
+    with_statistics(monkeypatch, missing)
     store = write_run(tmp_path / "run", emerge_at=300)
     analysis = full_summary(store, OPTIONS)["analysis"]
     section = analysis["probes"]["professional-bias"]

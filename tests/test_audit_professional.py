@@ -263,7 +263,7 @@ def test_a_share_of_none_is_not_certain():
 
 
 def test_the_pronoun_effect_takes_its_interval_digits_and_floored_p():
-    from biasscope.probes.professional import _findings
+    from biasscope.probes.professional.items import _findings
 
     def ci(e: float, lo: float = math.nan, hi: float = math.nan, p: float = math.nan,
            h: float = math.nan) -> dict[str, float]:

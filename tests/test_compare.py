@@ -189,8 +189,7 @@ def test_audit_measures_match_the_probes_own_headlines(tmp_path: Path) -> None:
     bias scores, Adult's flip rate), and a run compared with itself is equivalent."""
     pytest.importorskip("fairlearn")
     from bbq_fixture import write_bbq
-    from biasscope.compare.measures import EXTRACTORS
-    from biasscope.probes import adult, bbq
+    from biasscope.probes import PROBES, adult, bbq
     from test_audit_adult import pair_items
     from test_audit_adult import records as adult_records
     from test_audit_bbq import records as bbq_records
@@ -201,7 +200,7 @@ def test_audit_measures_match_the_probes_own_headlines(tmp_path: Path) -> None:
     answers = [str(item.options[int(rng.integers(0, 3))]) for item in items]
     frame = bbq_records(probe, items, answers)
     head = probe.metrics(frame)["headline"]
-    found = {v.measure: v for v in EXTRACTORS["bbq"](frame)}
+    found = {v.measure: v for v in PROBES["bbq"].compare.values(frame)}
     assert found["s_dis"].estimate() == pytest.approx(head["bias_disambiguated"]["estimate"])
     assert found["s_amb"].estimate() == pytest.approx(head["bias_ambiguous"]["estimate"])
     same = by_measure(compare_records(frame.assign(model="a"), frame.assign(model="a"),
@@ -215,7 +214,8 @@ def test_audit_measures_match_the_probes_own_headlines(tmp_path: Path) -> None:
     pairs = pair_items(spec)
     said = [str(rng.choice(["yes", "no"])) for _ in pairs]
     records = adult_records(pairs, said)
-    flips = {v.measure: v for v in EXTRACTORS["adult-counterfactual"](records)}["flip_rate"]
+    measured = PROBES["adult-counterfactual"].compare.values(records)
+    flips = {v.measure: v for v in measured}["flip_rate"]
     expected = adult.pair_metrics(records)["headline"]["pair_flip_rate"]["estimate"]
     assert flips.estimate() == pytest.approx(expected)
 

@@ -103,18 +103,18 @@ def test_bbq_items_under_four_wordings_count_once(tmp_path: Path) -> None:
     """A templated BBQ audit compared with itself: n is the items (not items x 4 wordings),
     and the packed counts give back the pooled bias score of all wordings' answers."""
     from bbq_fixture import write_bbq
-    from biasscope.audit.run import Response, records
-    from biasscope.compare.measures import EXTRACTORS
-    from biasscope.probes.bbq_metrics import answers, bias_score
+    from biasscope.audit.harness import Response, records
+    from biasscope.probes.bbq.compare import values as bbq_values
+    from biasscope.probes.bbq.metrics import answers, bias_score
     from biasscope.probes.specs import load_probes
 
     write_bbq(tmp_path)
-    probe = load_probes("bbq", data_dir=tmp_path, templates="builtin")[0]
+    probe = load_probes("bbq", data_dir=tmp_path, wordings="builtin")[0]
     items = probe.items(0)
     frame = records(probe, items, [Response(i.options[(k * 7) % 3], "stored")
                                    for k, i in enumerate(items)]).assign(model="m", step=1)
     bases = {i.id.split("@")[0] for i in items}
-    s_dis = {v.measure: v for v in EXTRACTORS["bbq"](frame)}["s_dis"]
+    s_dis = {v.measure: v for v in bbq_values(frame)}["s_dis"]
     assert 0 < len(s_dis.groups["items"]) <= len(bases) < len(items)
     assert s_dis.estimate() == pytest.approx(bias_score(answers(frame), False)["estimate"])
     found = {c.measure: c for c in compare_runs(frame, frame.copy(), n_resamples=200)[0]}

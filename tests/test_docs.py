@@ -26,7 +26,7 @@ from types import ModuleType
 import pytest
 
 from biasscope.cli.main import build_parser, main
-from biasscope.probes import PROBES
+from biasscope.probes import FACETS, PROBES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -304,6 +304,10 @@ def test_probes_reference_lists_the_registry() -> None:
     for name, info in PROBES.items():
         assert f"| `{name}` |" in page
         assert all(m in page for m in info.metrics)
+        facets = [line for line in page.splitlines() if line.startswith(f"| `{name}` |")][1]
+        cells = [c.strip() for c in facets.split("|")[2:-1]]
+        assert cells == ["yes" if info.absent(f) is None else f"none: {getattr(info, f).reason}"
+                         for f in FACETS]  # a row per probe: each facet, or why it has none
 
 
 def test_hook_fills_the_markers_only() -> None:

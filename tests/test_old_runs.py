@@ -203,9 +203,9 @@ def test_an_old_responses_run_resumes_with_the_same_summary(old: Path) -> None:
 
 def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
     from biasscope.backends.base import Generation
+    from biasscope.sensitivity.harness import SensitivityOptions, run_sensitivity
     from biasscope.sensitivity.principles import Constitution, Principle
     from biasscope.sensitivity.prompts import Conversation
-    from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
 
     class Echo:  # the perturber and reward model make_old_runs.py ran with
         label, model = "echo", "echo-1"

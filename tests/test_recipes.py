@@ -1,28 +1,29 @@
 """The recipes of docs/architecture.md are real: their code blocks, registered exactly as the
-recipes say, run end to end through the public library (a probe swept over the tiny
-checkpoints and asked by the audit, a metric in summary.json, a backend answering the audit).
+recipes say, run end to end through the public library (a probe folder swept over the tiny
+checkpoints and asked by the audit, its metric in summary.json, a backend answering the audit).
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import math
 import re
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-import biasscope.dynamics.metrics as metrics_module
+import biasscope.probes
 from biasscope.backends.base import NextTokenScore
 from biasscope.backends.checkpoints import Checkpoint, from_dirs
 from biasscope.backends.generators import BACKENDS, load_generator, parse_model_spec
 from biasscope.core.errors import BiasscopeError, ModelError
-from biasscope.dynamics.metrics import PROBE_METRICS
 from biasscope.dynamics.scoring import SweepConfig
-from biasscope.probes import PROBES, _info, load_probe
+from biasscope.probes import PROBES, load_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
@@ -45,22 +46,33 @@ def recipe_module(path: str, tmp_path: Path) -> ModuleType:
     return module
 
 
+PROBE_FILES = ("__init__.py", "items.py", "metrics.py")
+
+
 @pytest.fixture
 def pronoun(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The probe recipe: its file, and its one line in ``PROBES``."""
-    module = recipe_module("src/biasscope/probes/pronoun.py", tmp_path)
-    monkeypatch.setitem(PROBES, module.NAME, _info(module))
+    """The probe recipe: its folder ``probes/pronoun/`` (written beside the package's own
+    probes, as ``biasscope.probes.pronoun``) and its one line in ``PROBES``."""
+    folder = tmp_path / "probes" / "pronoun"
+    folder.mkdir(parents=True)
+    for name in PROBE_FILES:
+        (folder / name).write_text(blocks()[f"src/biasscope/probes/pronoun/{name}"],
+                                   encoding="utf-8")
+    monkeypatch.setattr(biasscope.probes, "__path__", [*biasscope.probes.__path__,
+                                                       str(folder.parent)])
+    for name in ("", ".items", ".metrics"):
+        monkeypatch.delitem(sys.modules, f"biasscope.probes.pronoun{name}", raising=False)
+    module = importlib.import_module("biasscope.probes.pronoun")
+    monkeypatch.setitem(PROBES, module.PROBE.name, module.PROBE)
     return module
 
 
 @pytest.fixture
-def pronoun_metrics(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The metric recipe: a function written into dynamics/metrics.py, one line in
-    ``PROBE_METRICS``."""
-    namespace = dict(vars(metrics_module))
-    exec(blocks()["src/biasscope/dynamics/metrics.py"], namespace)
-    monkeypatch.setitem(PROBE_METRICS, "pronoun-gender", namespace["pronoun_metrics"])
-    return namespace["pronoun_metrics"]
+def pronoun_metrics(pronoun: ModuleType) -> Any:
+    """The metric recipe: a function in the probe's folder, named in its entry."""
+    metric = sys.modules["biasscope.probes.pronoun.metrics"].pronoun_metrics
+    assert pronoun.PROBE.unit_metrics is metric
+    return metric
 
 
 @pytest.fixture
@@ -73,14 +85,15 @@ def canned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 def test_the_recipes_name_files_and_registries_that_exist() -> None:
     text = DOC.read_text(encoding="utf-8")
-    assert set(blocks()) == {"src/biasscope/probes/pronoun.py",
-                             "src/biasscope/dynamics/metrics.py",
+    assert set(blocks()) == {*(f"src/biasscope/probes/pronoun/{n}" for n in PROBE_FILES),
                              "src/biasscope/backends/canned.py"}
     for path in blocks():
-        assert (ROOT / path).parent.is_dir(), path
-    for line in ("pronoun.NAME: _info(pronoun),", '"pronoun-gender": pronoun_metrics,',
-                 '"canned": canned.from_spec,'):
+        folder = (ROOT / path).parent
+        assert folder.is_dir() or folder.parent.name == "probes", path  # or a new probe's
+    for line in ("pronoun.PROBE,", "unit_metrics=pronoun_metrics", '"canned": canned.from_spec,'):
         assert line in text
+    registry = (ROOT / "src/biasscope/probes/__init__.py").read_text(encoding="utf-8")
+    assert re.search(r"^    \w+\.PROBE,$", registry, re.MULTILINE)  # the line the recipe adds
     layers = re.findall(r"^\d+\. \*\*(\w+)/\*\*", text, re.MULTILINE)
     from test_architecture import LAYERS
     assert tuple(layers) == LAYERS  # the doc's layer list is the enforced one
@@ -135,7 +148,7 @@ def test_the_metric_reads_what_it_says(pronoun_metrics: Any) -> None:
 
 def test_the_backend_answers_the_probe_through_the_audit(
         pronoun: ModuleType, canned: ModuleType, tmp_path: Path) -> None:
-    from biasscope.audit.run import GenerationResponder, run_audit
+    from biasscope.audit.harness import GenerationResponder, run_audit
 
     spec = parse_model_spec("canned:female")
     assert (spec.kind, spec.target) == ("canned", "female")

@@ -4,7 +4,7 @@ Every command is one call a notebook can make too: build the job's config and pa
 the job's entry point, which does everything the command does.
 
 - ``biasscope.dynamics.job.run(DynamicsConfig(...))``: fairness across training checkpoints
-  (also ``audit.job``, ``judge.job``, ``sensitivity.job``, ``sensitivity.counterfactual_job``,
+  (also ``audit.job``, ``judge.job``, ``sensitivity.job``, ``counterfactual.job``,
   ``intervene.job``, ``compare.job``, ``generate.batch``: one ``run``-like entry each).
 - ``BiasCallback`` (a ``transformers.Trainer`` callback), ``evaluate_now`` (one call in a
   plain PyTorch loop) and ``LiveOptions``: fairness measured live, during training.

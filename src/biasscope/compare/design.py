@@ -1,11 +1,11 @@
 """Comparing like with like: two runs are compared on the design they share, and the table and
 sentences say what was left out.
 
-- **Wordings.** A run asked under several wordings (``--templates``) and one asked under the
+- **Wordings.** A run asked under several wordings (``--wordings``) and one asked under the
   probe's default are not the same measurement: the wording alone moves a model's bias (see
-  docs/templates.md). A wording is known by its template (and, for chat probes, its system
+  docs/wordings.md). A wording is known by its template (and, for chat probes, its system
   turn) as run.json records it, so the default wording of one run and the same text under
-  ``--templates builtin`` of another are one wording. Records are restricted to the wordings
+  ``--wordings builtin`` of another are one wording. Records are restricted to the wordings
   both runs asked; a probe with none in common is not compared, and says so.
 - **Items, not item × wording.** Under several wordings an item is still one item: its values
   are averaged over the wordings before pairing and testing (as WinoBias averages a prompt's
@@ -16,29 +16,15 @@ sentences say what was left out.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-#: A record's wording suffix in its item id (``...@w3`` before an optional ``:seed<N>``).
-WORDING = re.compile(r"@[A-Za-z0-9][A-Za-z0-9_.-]*(?=(:seed\d+)?$)")
-DEFAULT = ""  # the label of a run asked under one wording (no ``template`` column)
-
-
-def item_keys(ids: pd.Series) -> pd.Series:
-    """Item ids without their wording: the same item under every wording."""
-    return ids.astype(str).str.replace(WORDING, "", regex=True)
-
-
-def labels(records: pd.DataFrame) -> pd.Series:
-    """Each record's wording label (``DEFAULT`` without several wordings)."""
-    if "template" not in records:
-        return pd.Series(DEFAULT, index=records.index, dtype=object)
-    named: pd.Series = records["template"].astype(object)
-    out: pd.Series = named.where(named.notna(), DEFAULT)
-    return out
+from biasscope.probes.facets import DEFAULT as DEFAULT  # the probes' own, re-exported
+from biasscope.probes.facets import WORDING as WORDING
+from biasscope.probes.facets import item_keys as item_keys
+from biasscope.probes.facets import labels as labels
 
 
 def signatures(config: Mapping[str, Any] | None) -> dict[str, str]:

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from biasscope.compare import design
-from biasscope.compare.measures import MEASURES
+from biasscope.compare.measures import MEASURES, comparable
 from biasscope.compare.runs import compare_runs, margin_for
 from biasscope.core.config import POSITIVE_INT, PROBABILITY, check_settings, setting
 from biasscope.core.errors import BiasscopeError
@@ -111,7 +111,7 @@ def run(config: CompareConfig) -> CompareResult:
                                 (wordings(config.run_a), wordings(config.run_b)))
     if not found:
         raise BiasscopeError("the runs share no probe with a headline measure to compare "
-                             "(winobias-gender, professional-bias, adult-counterfactual, bbq)"
+                             f"({', '.join(comparable())})"
                              + (" under the same wording: " + " ".join(notes) if notes else ""))
     used = {c.measure: margin_for(c.measure, margins) for c in found}
     summary = {"schema": "biasscope.comparison/1", "run_a": config.run_a,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from biasscope.compare.job import records
-from biasscope.compare.measures import EXTRACTORS, MEASURES, Values
+from biasscope.compare.measures import MEASURES, Values, comparable, why_not
 from biasscope.compare.runs import checkpoints, label
 from biasscope.core import power as P
 from biasscope.core.config import POSITIVE, PROBABILITY, check_settings, setting
@@ -64,16 +64,20 @@ def _need(config: PowerConfig, sd: float, design: P.Design) -> int | None:
     return P.items_needed(config.effect, sd, config.alpha, config.power, design)
 
 
-def pilot_rows(config: PowerConfig) -> list[dict[str, Any]]:
+def pilot_rows(config: PowerConfig, notes: list[str] | None = None) -> list[dict[str, Any]]:
     """Per probe, checkpoint and measure of the pilot run: items now, standard deviation, the
-    smallest detectable gap now and the items the asked effect (or margin) needs."""
+    smallest detectable gap now and the items the asked effect (or margin) needs. Probes of
+    the run without measures to compare are named in ``notes``, with why."""
     assert config.pilot is not None
     frame, rows = records(config.pilot, "--pilot"), []
-    for probe, extract in EXTRACTORS.items():
+    for probe in sorted(set(frame["probe"]) if "probe" in frame else ()):
+        if notes is not None and (why := why_not(str(probe))) is not None:
+            notes.append(f"{probe}: not planned: {why}.")
+    for probe, facet in comparable().items():
         if "probe" not in frame or probe not in set(frame["probe"]):
             continue
         for key, part in checkpoints(frame[frame["probe"] == probe]).items():
-            for values in extract(part):
+            for values in facet.values(part):
                 if values.statistic is not None:
                     continue
                 design: P.Design = "two-groups" if len(values.groups) == 2 else "paired"
@@ -98,9 +102,10 @@ def plan(config: PowerConfig) -> dict[str, Any]:
     if config.pilot is not None and config.sd is not None:
         raise BiasscopeError("--sd is for a plan without a run: --pilot measures each "
                              "measure's standard deviation in the run; drop one of them")
+    notes: list[str] = []
     try:
         if config.pilot is not None:
-            rows = pilot_rows(config)
+            rows = pilot_rows(config, notes)
         else:
             assert config.sd is not None
             rows = [{"design": config.design, "sd": config.sd,
@@ -108,7 +113,8 @@ def plan(config: PowerConfig) -> dict[str, Any]:
     except ValueError as exc:
         raise BiasscopeError(str(exc)) from None
     return {"alpha": config.alpha, "power": config.power, "effect": config.effect,
-            "margin": config.margin, "rows": rows, "sentences": [_say(config, r) for r in rows]}
+            "margin": config.margin, "rows": rows,
+            "sentences": [_say(config, r) for r in rows] + notes}
 
 
 def _say(config: PowerConfig, row: dict[str, Any]) -> str:

@@ -24,7 +24,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from biasscope.compare import design
-from biasscope.compare.measures import EXTRACTORS, MEASURES, Values
+from biasscope.compare.measures import MEASURES, Values, comparable, why_not
 from biasscope.core.equivalence import (
     Equivalence,
     bootstrap_equivalence,
@@ -184,8 +184,13 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
     ``wordings``: per run, per probe, its wordings as run.json records them (without it,
     wordings are known by their labels)."""
     out, notes = [], []
-    probes = [p for p in EXTRACTORS if p in set(a.get("probe", ())) & set(b.get("probe", ()))]
-    for probe in probes:
+    in_a, in_b = set(a.get("probe", ())), set(b.get("probe", ()))
+    for probe in sorted(in_a ^ in_b):
+        notes.append(f"{probe}: not compared: only run {'A' if probe in in_a else 'B'} has it.")
+    for probe in sorted(in_a & in_b):
+        if (why := why_not(probe)) is not None:
+            notes.append(f"{probe}: not compared: {why}.")
+    for probe in [p for p in comparable() if p in in_a & in_b]:
         sig_a, sig_b = ((w.get(probe, {}) for w in wordings) if wordings else ({}, {}))
         ra, rb, note, common = design.shared(a[a["probe"] == probe], b[b["probe"] == probe],
                                              sig_a, sig_b)
@@ -206,8 +211,9 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
 def _compared(probe: str, ka: Checkpoint, kb: Checkpoint, ra: pd.DataFrame, rb: pd.DataFrame,
               margins: Mapping[str, float] | float | None, alpha: float, n_resamples: int,
               wordings: int, note: str | None) -> list[Comparison]:
-    va = {v.measure: v for v in EXTRACTORS[probe](ra)}
-    vb = {v.measure: v for v in EXTRACTORS[probe](rb)}
+    values = comparable()[probe].values
+    va = {v.measure: v for v in values(ra)}
+    vb = {v.measure: v for v in values(rb)}
     out = []
     for name in [m for m in va if m in vb]:
         margin = margin_for(name, margins)

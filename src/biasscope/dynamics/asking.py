@@ -1,12 +1,12 @@
 """Probes asked by chat (BBQ, professional bias, Adult) in checkpoint sweeps: option scoring.
 
 Each checkpoint scores every option's full continuation after the item's chat turns (rendered
-by the tokenizer's chat template, else as a plain prompt), as ``biasscope probe --scoring
+by the tokenizer's chat template, else as a plain prompt), as ``biasscope audit --scoring
 options`` does but with all (item, option) sequences of a unit in length-sorted batches (the
 same log-probs up to float rounding, ~1e-6 in float32); the likeliest option is the answer and
 the probe's detector reads it. A unit's
 records are the audit's (``label``, ``hit``, ``option_probs``, the item's groups; see
-``biasscope.audit.run.records``) with the unit's columns (model, revision, step, seed,
+``biasscope.audit.harness.records``) with the unit's columns (model, revision, step, seed,
 checkpoint) and each option's log-prob, so per-step statistics can use the probe's own metrics
 on any slice of them.
 """
@@ -24,6 +24,7 @@ from biasscope.backends.base import OptionScore
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.probes.base import Detector, Messages
+from biasscope.probes.base import option_metrics as option_metrics  # re-exported
 from biasscope.store.units import Unit
 
 REQUEST = "options"
@@ -59,7 +60,7 @@ def score_options(scorer: Any, items: Sequence[Item], asking: Asking) -> list[Op
 def option_frame(unit: Unit, items: Sequence[Item], scores: Sequence[OptionScore],
                  asking: Asking) -> pd.DataFrame:
     """One row per item: the audit's record columns, the unit and the option log-probs."""
-    from biasscope.audit.run import Response, records
+    from biasscope.audit.harness import Response, records
 
     responses = []
     for item, score in zip(items, scores, strict=True):
@@ -83,19 +84,3 @@ def option_frame(unit: Unit, items: Sequence[Item], scores: Sequence[OptionScore
 class _Reader:
     name: str
     detector: Detector
-
-
-def option_metrics(records: pd.DataFrame) -> dict[str, float]:
-    """A unit's plain headline numbers (the probe's own statistics come from its records):
-    accuracy (the likeliest option is the correct or reference one), the detector's hit rate,
-    and the mean probability of the correct option among the options."""
-    if records.empty:
-        return {"accuracy": math.nan, "hit_rate": math.nan, "answer_probability": math.nan}
-    import json
-
-    hits = records["hit"].dropna().astype(float)
-    answer_p = [json.loads(p)[a] if isinstance(p, str) else math.nan
-                for p, a in zip(records["option_probs"], records["answer_label"])]
-    return {"accuracy": float((records["label"] == records["answer_label"]).mean()),
-            "hit_rate": float(hits.mean()) if len(hits) else math.nan,
-            "answer_probability": float(pd.Series(answer_p, dtype="float64").mean())}

@@ -15,7 +15,8 @@ of the two option tokens; positive: leans male) and its probability-mass version
 
 Values are averaged over seeds per prompt first (seeds only reorder the options, see
 `biasscope.core.stats`); intervals are over those prompts. Functions here take the records of one
-(model, step), reduced by `record_values`, so a report keeps only these small aggregates.
+(model, step), reduced by `record_values` (the probe's, `biasscope.probes.winobias.values`), so
+a report keeps only these small aggregates.
 """
 
 from __future__ import annotations
@@ -31,53 +32,12 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.stats import Array
 from biasscope.core.stats import signed_rank as signed_rank  # re-exported: intervene uses it
-from biasscope.dynamics import gap_tests
-from biasscope.dynamics.metrics import option_logprob_matrix, record_jsd_parts
 from biasscope.probes.winobias import SPLITS
+from biasscope.probes.winobias.values import MEANS as MEANS  # the probe's own, re-exported
+from biasscope.probes.winobias.values import breakdown_values
+from biasscope.probes.winobias.values import prompt_means as prompt_means
 
-#: Seed-averaged per-prompt values (`prompt_means`).
-MEANS = ("correct", "jsdp_correct", "lp_diff", "p_diff")
-
-
-def record_values(records: pd.DataFrame) -> pd.DataFrame:
-    """Per record of one probe's records: what the breakdowns use, in narrow columns."""
-    n = len(records)
-    if n == 0:
-        empty: pd.DataFrame = pd.DataFrame({c: [] for c in (
-            "prompt", "pair", "split", "kind", "occupation", "stereotype", *MEANS)})
-        return empty
-    options = list(records["options"].iloc[0])
-    lp = option_logprob_matrix(records)
-    answers = records["answer"].to_numpy(dtype=int)
-    shifted = np.exp(lp - lp.max(axis=1, keepdims=True))
-    probs = shifted / shifted.sum(axis=1, keepdims=True)
-    male, female = options.index("male"), options.index("female")
-    sentence = records["sentence_id"].astype(str)
-    frame: pd.DataFrame = pd.DataFrame({
-        "prompt": pd.Categorical(gap_tests.prompt_ids(records).to_numpy()),
-        "pair": pd.Categorical(sentence.str.split("-", n=1).str[1].to_numpy()),
-        "split": pd.Categorical(records["split"].to_numpy()),
-        "kind": pd.Categorical(records["kind"].to_numpy()),
-        "occupation": pd.Categorical(records["occupation"].to_numpy()),
-        "stereotype": pd.Categorical(records["stereotype"].to_numpy()),
-        "correct": (lp.argmax(axis=1) == answers).astype(np.float64),
-        "jsdp_correct": record_jsd_parts(records)[np.arange(n), answers],
-        "lp_diff": lp[:, male] - lp[:, female],
-        "p_diff": probs[:, male] - probs[:, female]})
-    if "template" in records:  # several wordings: what `dynamics.wordings` needs beside
-        frame["template"] = pd.Categorical(records["template"].astype(str).to_numpy())
-        frame["answer_label"] = pd.Categorical(records["answer_label"].to_numpy())
-    return frame
-
-
-def prompt_means(values: pd.DataFrame) -> pd.DataFrame:
-    """One row per prompt: its labels and the seed mean of each of `MEANS`."""
-    labels = ["prompt", "pair", "split", "kind", "occupation", "stereotype"]
-    grouped = values.groupby(labels, observed=True, sort=True)
-    out: pd.DataFrame = grouped[list(MEANS)].mean().reset_index()
-    for column in labels:
-        out[column] = out[column].astype(str)
-    return out
+record_values = breakdown_values  # its name here, where the analysis and tests look for it
 
 
 def _ci(values: npt.ArrayLike, confidence: float, n_resamples: int) -> dict[str, float]:

@@ -1,76 +1,29 @@
 """The source's gap tests over WinoBias records: per checkpoint, male against female prompts
 (Figs. 4b, 5b), and model against model (Fig. 6b), on per-prompt values averaged over seeds.
 
-The generic pieces (Mann-Whitney, corrections, the test table) are `biasscope.core.stats`; the
-conventions (seeds as replicates, rank-biserial effect sizes, families) are described there.
+Per-prompt values come from the probe (`biasscope.probes.winobias.values`). The generic pieces
+(Mann-Whitney, corrections, the test table) are `biasscope.core.stats`; the conventions (seeds
+as replicates, rank-biserial effect sizes, families) are described there.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from biasscope.core.numbers import num
 from biasscope.core.power import mann_whitney_detectable
-from biasscope.core.stats import Array, Correction, group_test_row, tests_table
-from biasscope.dynamics.metrics import correct, record_jsd_parts
+from biasscope.core.stats import Correction, group_test_row, tests_table
 from biasscope.probes.winobias import GENDERS
-
-# A wording (``@w3``, `biasscope.probes.templates`) goes with the seed: both are repeated
-# measurements of one prompt, so tests over prompts do not count a prompt once per wording.
-_SEED_SUFFIX = re.compile(r"(?:@[A-Za-z0-9][A-Za-z0-9_.-]*)?:seed\d+$")
-
-
-def prompt_ids(records: pd.DataFrame) -> pd.Series:
-    """The prompt an item id belongs to: the id without its ``:seed<N>`` suffix (and the
-    ``@<wording>`` before it, with several wordings)."""
-    ids = records["item_id"].astype(str)  # one regex call per id: pandas' own map is slower
-    return pd.Series([_SEED_SUFFIX.sub("", i) for i in ids.tolist()], index=ids.index,
-                     dtype=ids.dtype, name=ids.name)
-
-
-def record_values(records: pd.DataFrame, value: str = "jsdp_correct") -> Array:
-    """Per record: ``jsdp_correct`` (JSD-P part of the correct option), ``target_rank``,
-    ``correct`` (1.0 where the correct option is the most probable, else 0.0), or
-    ``jsdp:<option>`` (the JSD-P part of a named option, e.g. ``jsdp:male``)."""
-    if value == "target_rank":
-        return np.asarray(records["target_rank"].to_numpy(dtype=np.float64))
-    if not (value in ("jsdp_correct", "correct") or value.startswith("jsdp:")):
-        raise ValueError(f"unknown value {value!r}: jsdp_correct, target_rank, correct or "
-                         "jsdp:<option>")
-    if records.empty:
-        return np.zeros(0)
-    if value == "correct":
-        return correct(records).astype(np.float64)
-    parts = record_jsd_parts(records)
-    if value == "jsdp_correct":
-        return np.asarray(parts[np.arange(len(records)), records["answer"].to_numpy(dtype=int)])
-    options = list(records["options"].iloc[0])
-    return np.asarray(parts[:, options.index(value.removeprefix("jsdp:"))])
-
-
-def prompt_values(records: pd.DataFrame, value: str = "jsdp_correct") -> pd.DataFrame:
-    """One row per (model, step, prompt, answer_label): ``value`` averaged over seeds, and
-    ``seeds``, how many records were averaged. Vectorised over all checkpoints at once."""
-    return seed_means(pd.DataFrame({
-        "model": records["model"].array, "step": records["step"].array,  # keeps Int64 steps
-        "prompt": prompt_ids(records).to_numpy(),
-        "answer_label": records["answer_label"].to_numpy(),
-        "value": record_values(records, value)}))
-
-
-def seed_means(frame: pd.DataFrame) -> pd.DataFrame:
-    """`prompt_values` from per-record values (columns model, step, prompt, answer_label,
-    value), so that callers holding only those, one checkpoint at a time, get the same."""
-    keys = ["model", "step", "prompt", "answer_label"]
-    grouped: pd.DataFrame = frame.groupby(keys, dropna=False, sort=True)["value"].agg(
-        value="mean", seeds="size").reset_index()
-    return grouped
+from biasscope.probes.winobias.values import (  # the probe's own values, re-exported
+    prompt_ids as prompt_ids,
+)
+from biasscope.probes.winobias.values import prompt_values as prompt_values
+from biasscope.probes.winobias.values import record_values as record_values
+from biasscope.probes.winobias.values import seed_means as seed_means
 
 
 def checkpoint_tests(records: pd.DataFrame, value: str = "jsdp_correct",

@@ -31,8 +31,9 @@ from biasscope.dynamics.executors import make_executor
 from biasscope.dynamics.models import list_checkpoints, named
 from biasscope.dynamics.scoring import SWEPT
 from biasscope.dynamics.sweep import run_dynamics
-from biasscope.probes import load_probe, winobias
-from biasscope.probes.specs import LIMIT_HELP, PROBE_HELP, TEMPLATES_HELP, load_probes
+from biasscope.probes import PROBES, load_probe, winobias
+from biasscope.probes.facets import Absent
+from biasscope.probes.specs import LIMIT_HELP, PROBE_HELP, WORDINGS_HELP, load_probes
 from biasscope.store.directory import RunStore, run_dir
 
 
@@ -42,13 +43,13 @@ def comma_list(text: str) -> tuple[str, ...]:
 
 
 def performance_probe(text: str) -> str:
-    """``lambada``, ``perplexity`` or ``perplexity:FILE`` (FILE checked now, not after the
-    sweep)."""
+    """A probe that gives a performance series (``PROBES[name].performance``: ``lambada``,
+    ``perplexity``) or ``perplexity:FILE`` (FILE checked now, not after the sweep)."""
     name, colon, file = text.partition(":")
-    if text in ("lambada", "perplexity") or (name == "perplexity" and colon and
-                                             Path(file).expanduser().is_file()):
+    series = [n for n, info in PROBES.items() if not isinstance(info.performance, Absent)]
+    if text in series or (name == "perplexity" and colon and Path(file).expanduser().is_file()):
         return text
-    raise BiasscopeError(f"--performance {text!r}: give lambada, perplexity or perplexity:FILE "
+    raise BiasscopeError(f"--performance {text!r}: give {', '.join(series)} or perplexity:FILE "
                          "(an existing file of held-out documents)")
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ class DynamicsConfig:
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     prompt_template: str | None = setting(None, "file with winobias-gender's prompt template "
                                           "({sentence}, {occupation}, {o1}, {o2}, {o3})")
-    templates: str | None = setting(None, TEMPLATES_HELP)
+    wordings: str | None = setting(None, WORDINGS_HELP, was="--templates")
     scoring: HFOptions = field(default_factory=HFOptions)
     performance: Performance = field(default_factory=Performance)
     executing: Executing = field(default_factory=Executing)
@@ -159,7 +160,7 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
         probes = load_probes(",".join(config.probes), data_dir=config.data_dir, kinds=SWEPT,
                              what="biasscope dynamics", template=template, flag="--probe",
-                             templates=config.templates)
+                             wordings=config.wordings)
         if config.performance.probe:
             name, _, text = config.performance.probe.partition(":")  # perplexity:FILE
             probes.append(load_probe(name, data_dir=config.data_dir, text=text or None))

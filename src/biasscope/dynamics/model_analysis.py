@@ -64,7 +64,7 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
     sentences += said if len(steps) > 1 else []
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
     across, said = wordings.lead(model, inputs.breakdown, inputs.snapshot, options)
-    sentences[:0] = said  # across wordings (--templates): the verdicts lead
+    sentences[:0] = said  # across wordings (--wordings): the verdicts lead
     result: dict[str, Any] = {
         "steps": steps, "snapshot": inputs.snapshot,
         "tests": {k: json_rows(v) for k, v in tests.items()},

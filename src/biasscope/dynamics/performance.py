@@ -1,4 +1,5 @@
-"""Performance series per checkpoint, to read fairness against: from LAMBADA records, from
+"""Performance series per checkpoint, to read fairness against: from the records of a probe
+that gives one (``PROBES[name].performance``: LAMBADA, held-out perplexity), from
 lm-evaluation-harness result files, or from a CSV of ``step,value``.
 
 Imported series are copied into ``RUN/performance.json`` so reports rebuild without them.
@@ -16,6 +17,8 @@ from typing import Any
 from biasscope.backends.checkpoints import parse_step
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_text
+from biasscope.probes import PROBES
+from biasscope.probes.facets import Absent
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 
@@ -106,17 +109,18 @@ def save(store: RunStore, model: str, series: Series, source: str) -> None:
 
 
 def load(store: RunStore, summary: dict[str, Any]) -> dict[str, tuple[str, Series]]:
-    """Per model: (name, series). Imported series win; else LAMBADA accuracy from records."""
+    """Per model: (name, series). Imported series win; else the performance a probe of the run
+    gives (``PROBES[name].performance``: LAMBADA accuracy, 1 / held-out perplexity)."""
     out: dict[str, tuple[str, Series]] = {}
     for ckpt in summary["checkpoints"]:
-        value = ckpt["mean"].get("accuracy")
-        if ckpt["probe"] == "lambada" and ckpt["step"] is not None and value is not None:
-            out.setdefault(ckpt["model"], ("LAMBADA accuracy", {}))[1][ckpt["step"]] = value
-        ppl = ckpt["mean"].get("perplexity")
-        if ckpt["probe"] == "perplexity" and ckpt["step"] is not None and ppl:
-            # higher is better, as budgets read a series: a 2% loss is about 2% more perplexity
-            out.setdefault(ckpt["model"], ("1 / held-out perplexity", {}))[1][
-                ckpt["step"]] = 1 / ppl
+        info = PROBES.get(ckpt["probe"])
+        if info is None or isinstance(info.performance, Absent) or ckpt["step"] is None:
+            continue
+        perf, value = info.performance, ckpt["mean"].get(info.performance.metric)
+        if value is None or (perf.invert and not value):
+            continue
+        out.setdefault(ckpt["model"], (perf.name, {}))[1][ckpt["step"]] = (
+            1 / value if perf.invert else value)
     if (store.root / FILE).is_file():
         for model, entry in store.read_json(FILE).get("series", {}).items():
             values = {int(k): float(v) for k, v in entry["values"].items()

@@ -16,9 +16,11 @@ import numpy as np
 from biasscope.core import numbers, stats
 from biasscope.dynamics import performance
 from biasscope.dynamics.emergence import emergence_step, recommend_stop
-from biasscope.dynamics.probe_steps import STATISTICS, Values, read_checkpoints
+from biasscope.dynamics.probe_steps import Values, read_checkpoints, stepped
+from biasscope.probes import PROBES
+from biasscope.probes.facets import Absent
 from biasscope.store.directory import RunStore
-from biasscope.store.reading import unit_index
+from biasscope.store.reading import UnitEntry, unit_index
 
 if TYPE_CHECKING:
     from biasscope.dynamics.analysis_options import AnalysisOptions
@@ -94,7 +96,7 @@ def _recommend(model: str, probe: str, key: str, checkpoints: dict[int, Values],
     if not (math.isfinite(final) and abs(final) > 1e-9):
         return None, (f"{model}: no stop recommended for {probe}: the final checkpoint's "
                       f"{source} is {numbers.num(final)}.")
-    name = STATISTICS[probe].names.get(key, key)
+    name = stepped()[probe].names.get(key, key)
     rec = recommend_stop(common, np.abs([float(effect[s] or 0.0) for s in common]),
                          [series[s] for s in common], budget=budget, gap_name=f"|{name}|")
     out = {"value": key, "step": rec.step, "performance": rec.performance,
@@ -114,21 +116,27 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
     perf = performance.load(store, summary)
     out: dict[str, Any] = {}
     unavailable: dict[str, str] = {}
+    statistics = stepped()
     checkpoints_of = read_checkpoints(store, unavailable)
     for probe, reason in sorted(unavailable.items()):
-        out[probe] = {"headline": list(STATISTICS[probe].headline),
-                      "names": STATISTICS[probe].names, "models": {}, "unavailable": reason,
+        out[probe] = {"headline": list(statistics[probe].headline),
+                      "names": dict(statistics[probe].names), "models": {},
+                      "unavailable": reason,
+                      "sentences": [f"{probe}: no statistics over steps: {reason}."]}
+    index = unit_index(store)
+    for probe, reason in sorted(_without_statistics(index).items()):
+        out[probe] = {"headline": [], "names": {}, "models": {}, "unavailable": reason,
                       "sentences": [f"{probe}: no statistics over steps: {reason}."]}
     stepless: dict[str, set[str]] = {}  # read from the key columns alone, as the index is
-    for entry in unit_index(store):
+    for entry in index:
         for probe, model, _ in entry.stepless:
-            if probe in STATISTICS and probe not in unavailable:
+            if probe in statistics and probe not in unavailable:
                 stepless.setdefault(probe, set()).add(model)
     for probe in sorted(set(stepless) - set(checkpoints_of)):
         checkpoints_of[probe] = {}
     for probe, models in checkpoints_of.items():
-        spec = STATISTICS[probe]
-        section: dict[str, Any] = {"headline": list(spec.headline), "names": spec.names,
+        spec = statistics[probe]
+        section: dict[str, Any] = {"headline": list(spec.headline), "names": dict(spec.names),
                                    "models": {}, "sentences": []}
         if probe in stepless:
             names = ", ".join(sorted(stepless[probe]))
@@ -151,6 +159,18 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOp
                 "emergence": emergence, "recommendation": rec, "sentences": sentences}
             section["sentences"] += sentences
         out[probe] = section
+    return out
+
+
+def _without_statistics(index: list[UnitEntry]) -> dict[str, str]:
+    """The probes of the run scored by options (as the audit probes are) that give no
+    statistics over steps, each with the reason it gives: said in the summary, not skipped."""
+    out = {}
+    for probe in sorted({p for entry in index for p, _, _ in entry.checkpoints}):
+        info = PROBES.get(probe)
+        if info is not None and info.requests[0] == "options" and isinstance(
+                info.step_statistics, Absent):
+            out[probe] = info.step_statistics.reason
     return out
 
 

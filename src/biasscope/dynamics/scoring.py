@@ -18,8 +18,9 @@ from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.dynamics import asking as options
-from biasscope.dynamics.metrics import PROBE_METRICS, dynamics_metrics, seed_mean_std
-from biasscope.probes import Probe, requests_of
+from biasscope.dynamics.metrics import dynamics_metrics, seed_mean_std
+from biasscope.probes import PROBES, Probe, requests_of
+from biasscope.probes.facets import Absent, UnitMetrics
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 from biasscope.store.units import Unit
@@ -153,9 +154,17 @@ def unit_summary(frame: pd.DataFrame) -> UnitSummary:
     step = None if pd.isna(head["step"]) else int(head["step"])
     revision = None if pd.isna(head["revision"]) else str(head["revision"])
     key = (str(head["model"]), revision, step, str(head["probe"]))
-    metrics = PROBE_METRICS.get(key[3]) or (
-        options.option_metrics if "option_probs" in frame else dynamics_metrics)
-    return key, int(head["seed"]), metrics(frame), len(frame)
+    return key, int(head["seed"]), unit_metrics(key[3], frame)(frame), len(frame)
+
+
+def unit_metrics(probe: str, frame: pd.DataFrame) -> UnitMetrics:
+    """The probe's own unit metrics (``PROBES[probe].unit_metrics``); for a probe without any
+    (or not registered), the numbers of the request kind its records answer: the option
+    numbers of option-scored records, else the next-token metrics."""
+    info = PROBES.get(probe)
+    if info is not None and not isinstance(info.unit_metrics, Absent):
+        return info.unit_metrics
+    return options.option_metrics if "option_probs" in frame else dynamics_metrics
 
 
 def summarise(units: Iterable[UnitSummary]) -> dict[str, Any]:

@@ -1,25 +1,8 @@
-"""WinoBias across wordings (``--templates``), per checkpoint: the JSD-P gap, the accuracy
+"""WinoBias across wordings (``--wordings``), per checkpoint: the JSD-P gap, the accuracy
 gap, pro − anti and the male default, each with its per-wording estimates, the pooled estimate
 and its two-level CI, the variance share due to wording, sign agreement and a verdict
-(`biasscope.core.wordings`).
-
-The measures, over every record of one (model, step), all seeds:
-
-- ``jsdp_gap``: mean JSD-P of the correct option on prompts whose answer is ``male`` minus on
-  those whose answer is ``female`` (positive: the model is further from the right answer
-  when it is male);
-- ``accuracy_gap``: accuracy on ``male`` answers minus on ``female`` ones;
-- ``pro_minus_anti``: accuracy on referenced prompts of pro-stereotypical sentences minus
-  anti-stereotypical ones (positive: better where the pronoun fits the stereotype);
-- ``male_default``: P(male) − P(female) (softmax over the options) on prompts whose answer
-  is ``not specified`` (positive: an unspecified gender is read as male);
-- ``occupation_stereotype``: P(male) − P(female) on prompts about male-stereotyped
-  occupations minus female-stereotyped ones, over all prompts (pro and anti sentences put
-  each pronoun on each occupation, so the pronoun cancels): the per-occupation preference
-  summed up as how far it follows the stereotype.
-
-Rows are resampled by WinoBias pair (line N of the pro and the anti file of one subset, both
-prompts of each, all seeds), so the pairing and the seeds stay together.
+(`biasscope.core.wordings`). The measures, their names and how rows are resampled (by
+WinoBias pair) are the probe's (`biasscope.probes.winobias.wordings`).
 """
 
 from __future__ import annotations
@@ -30,41 +13,13 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.stats import CORRECTIONS, Correction, adjust_pvalues
-from biasscope.core.wordings import Measure, gap, rate, verdict, wording_uncertainty
+from biasscope.core.wordings import verdict, wording_uncertainty
 from biasscope.dynamics import occupations
 from biasscope.dynamics.breakdown import occupations as occupation_rows
 from biasscope.dynamics.breakdown import prompt_means
 from biasscope.dynamics.emergence import emergence_step
-
-LABELS = {
-    "jsdp_gap": "the JSD-P gap (male − female)",
-    "accuracy_gap": "the accuracy gap (male − female)",
-    "pro_minus_anti": "pro − anti accuracy",
-    "male_default": "the male default (P(male) − P(female) when the gender is not specified)",
-    "occupation_stereotype": "the occupation stereotype (P(male) − P(female) on male- minus "
-                             "female-stereotyped occupations)",
-}
-
-
-def measures(values: pd.DataFrame) -> list[Measure]:
-    """The measures of one checkpoint's `breakdown.record_values` (with ``template`` and
-    ``answer_label``)."""
-    answer = values["answer_label"].astype(str).to_numpy()
-    male, female = answer == "male", answer == "female"
-    referenced = (values["kind"].astype(str) == "referenced").to_numpy()
-    split = values["split"].astype(str).to_numpy()
-    stereotype = values["stereotype"].astype(str).to_numpy()
-    out = []
-    for name, (columns, combine) in {
-            "jsdp_gap": gap(values["jsdp_correct"], male, female),
-            "accuracy_gap": gap(values["correct"], male, female),
-            "pro_minus_anti": gap(values["correct"], referenced & (split == "pro"),
-                                  referenced & (split == "anti")),
-            "male_default": rate(values["p_diff"], answer == "not specified"),
-            "occupation_stereotype": gap(values["p_diff"], stereotype == "male",
-                                         stereotype == "female")}.items():
-        out.append(Measure(name, columns, combine))
-    return out
+from biasscope.probes.winobias.wordings import LABELS as LABELS  # the probe's, re-exported
+from biasscope.probes.winobias.wordings import measures as measures
 
 
 def checkpoint_wordings(values: pd.DataFrame, confidence: float = 0.95,

@@ -9,6 +9,8 @@ refused, and whether the detector fired (``hit``).
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -106,8 +108,9 @@ DETECTORS: dict[str, type[LabelParsing] | type[TriggerPresence] | type[TriggerAb
 }
 
 
-class AuditProbe(Protocol):
-    """A probe of the audit harness (``biasscope probe``)."""
+class AskedProbe(Protocol):
+    """A probe whose items are asked as chat messages and whose answers its detector reads
+    (``biasscope audit``; the options probes of a sweep too)."""
 
     name: str
     detector: Detector
@@ -133,3 +136,18 @@ def interval(values: Sequence[float] | Any, confidence: float = 0.95) -> dict[st
     ci: Interval = bootstrap_mean(values, confidence=confidence)
     return {"estimate": ci.estimate, "low": ci.low, "high": ci.high,
             "n": int(pd.Series(values, dtype="float64").notna().sum())}
+
+
+def option_metrics(records: pd.DataFrame) -> dict[str, float]:
+    """A unit's plain headline numbers in a sweep that scores options (the probe's own
+    statistics come from its records, `biasscope.probes.facets.StepStatistics`):
+    accuracy (the likeliest option is the correct or reference one), the detector's hit rate,
+    and the mean probability of the correct option among the options."""
+    if records.empty:
+        return {"accuracy": math.nan, "hit_rate": math.nan, "answer_probability": math.nan}
+    hits = records["hit"].dropna().astype(float)
+    answer_p = [json.loads(p)[a] if isinstance(p, str) else math.nan
+                for p, a in zip(records["option_probs"], records["answer_label"])]
+    return {"accuracy": float((records["label"] == records["answer_label"]).mean()),
+            "hit_rate": float(hits.mean()) if len(hits) else math.nan,
+            "answer_probability": float(pd.Series(answer_p, dtype="float64").mean())}

@@ -22,8 +22,6 @@ from biasscope.report.plotfig import as_text, scatter
 #: A JSON object as read from a run's files, such as a checkpoint's entry in ``summary.json``.
 Json = Mapping[str, Any]
 
-# checkpoints of these are no fairness figure's
-PERFORMANCE_PROBES = frozenset({"lambada", "perplexity"})
 COLORS = {"male": "#1f77b4", "female": "#d62728", "not specified": "#7f7f7f",
           "all": "#2ca02c", "gap": "#9467bd", "stereotype": "#111111", "performance": "#444444",
           "emergence": "#2a9d8f", "stop": "#e76f51", "alpha": "#b00020", "rank": "#8c564b",
@@ -46,9 +44,10 @@ def fairness_checkpoints(checkpoints: Sequence[Json]) -> list[Json]:
     """The checkpoints of the next-token fairness probes these figures show: not those of
     performance probes such as LAMBADA, nor of probes scored by options in a sweep (BBQ,
     Adult, professional bias), whose records these figures cannot read."""
-    from biasscope.probes import PROBES
+    from biasscope.probes import PROBES, Absent
 
-    skip = PERFORMANCE_PROBES | {n for n, i in PROBES.items() if i.requests[0] == "options"}
+    skip = {n for n, i in PROBES.items()
+            if i.requests[0] == "options" or not isinstance(i.performance, Absent)}
     return [c for c in checkpoints if c.get("probe") not in skip]
 
 

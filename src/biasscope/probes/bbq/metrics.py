@@ -81,7 +81,7 @@ def _mean(*strata: npt.NDArray[np.int8], axis: int = -1) -> npt.NDArray[np.float
     return np.asarray(np.concatenate(strata, axis=axis).mean(axis=axis))
 
 
-def _bias(ambiguous: bool) -> Statistic:
+def bias_statistic(ambiguous: bool) -> Statistic:
     """The bias score of coded answers (8 * target known + 4 * correct + 2 * biased +
     eligible), strata joined. With no non-unknown answer the ratio is 0: nothing was biased
     either way. s_AMB's accuracy is over the items with a known target, as in the R script."""
@@ -137,10 +137,10 @@ def bias_score(frame: pd.DataFrame, ambiguous: bool, family: int = 1) -> dict[st
     non_unknown = int(rows["eligible"].sum())
     if not ambiguous and non_unknown == 0:  # s_DIS is undefined without such answers
         codes = codes.iloc[:0]
-    out = {**stratified(codes, rows["category"], _bias(ambiguous)), "n": len(rows),
+    out = {**stratified(codes, rows["category"], bias_statistic(ambiguous)), "n": len(rows),
            "non_unknown": non_unknown}
     if family > 1:
-        wide = stratified(codes, rows["category"], _bias(ambiguous), 1 - 0.05 / family)
+        wide = stratified(codes, rows["category"], bias_statistic(ambiguous), 1 - 0.05 / family)
         out.update(low_adjusted=wide["low"], high_adjusted=wide["high"])
     return out
 

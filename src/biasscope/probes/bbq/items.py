@@ -42,7 +42,7 @@ from biasscope.core.jsonl import why as _why
 from biasscope.core.spelling import option
 from biasscope.data.sources import cache_dir, data_path, resolve_data_dir
 from biasscope.probes.base import Detector, Messages, TriggerAbsence
-from biasscope.probes.bbq_metrics import (
+from biasscope.probes.bbq.metrics import (
     ANSWERS,
     UNKNOWN_TEXTS,
     answer_text,
@@ -60,8 +60,12 @@ METRICS = ("bias_disambiguated", "bias_ambiguous", "accuracy_disambiguated",
 CATEGORIES = ("Age", "Disability_status", "Gender_identity", "Nationality",
               "Physical_appearance", "Race_ethnicity", "Race_x_gender", "Race_x_SES",
               "Religion", "SES", "Sexual_orientation")
+#: What reads a free-text answer: fires when the correct answer is missing.
+DETECTOR = TriggerAbsence()
 DEFAULT_TEMPLATE = ("{context}\n{question}\n(a) {ans0}\n(b) {ans1}\n(c) {ans2}\n"
                     "Answer with one option: (a), (b) or (c).")
+#: The fields a template must have (`wordings`).
+TEMPLATE_FIELDS = ("context", "question", "ans0", "ans1", "ans2")
 FIELDS = ("example_id", "question_index", "question_polarity", "context_condition", "category",
           "answer_info", "additional_metadata", "context", "question", "ans0", "ans1", "ans2",
           "label")
@@ -279,7 +283,7 @@ class BBQProbe:
             raise DataError("bbq: no items to ask (empty category files?)")
         self._items, self.categories, self.limit = list(items), list(categories), limit
         self.template = template
-        self.detector: Detector = TriggerAbsence()
+        self.detector: Detector = DETECTOR
         self._texts = texts
 
     def reworded(self, template: str) -> BBQProbe:
@@ -323,6 +327,7 @@ def from_data(data_dir: str | Path | None = None, categories: Iterable[str] | st
     return BBQProbe(items if limit is None else sample(items, limit), chosen, limit, text, texts)
 
 
-__all__ = ["ANSWERS", "CATEGORIES", "NAME", "UNKNOWN_TEXTS", "BBQProbe", "answer_text",
+__all__ = ["ANSWERS", "CATEGORIES", "DATA", "DEFAULT_TEMPLATE", "DETECTOR", "FIELDS", "METRICS",
+           "NAME", "REQUESTS", "TEMPLATE_FIELDS", "UNKNOWN_TEXTS", "BBQProbe", "answer_text",
            "answers", "bbq_metrics", "bias_score", "find_target", "from_data", "load_items",
            "parse_line", "sample", "stratified"]

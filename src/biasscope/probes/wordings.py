@@ -1,4 +1,4 @@
-"""Several prompt wordings of one probe (``--templates builtin|N|FILE``), asked as one probe.
+"""Several prompt wordings of one probe (``--wordings builtin|N|FILE``), asked as one probe.
 
 A wording is a template (the probe's prompt or user turn, with its fields) and, for chat
 probes that have one, a system turn. ``Worded`` asks every item under every wording (or under
@@ -9,7 +9,7 @@ run.json records each wording's probe config (checked on rerun). One scorer call
 wordings' prompts of a checkpoint: identical prompts are scored once and shared prefixes once
 (``backends.prefix``).
 
-The template file a user writes: each wording starts with a header line ``### ID`` (for every
+The wordings file a user writes: each wording starts with a header line ``### ID`` (for every
 probe of the run) or ``### PROBE ID`` (for that probe only), then the template, to the next
 header; an optional first line ``system: TEXT`` sets the system turn (adult-counterfactual).
 Leading and trailing blank lines of a template are dropped. Lines before the first header
@@ -30,17 +30,9 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item, check_template
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_text
 from biasscope.core.numbers import finite, with_ci
-from biasscope.probes import Probe, adult, bbq, professional, requests_of, winobias
-from biasscope.probes.wording_sets import BUILTIN
+from biasscope.probes import PROBES, Probe, requests_of
+from biasscope.probes.facets import Absent, Wordings
 
-#: The fields each probe's template must have, and whether the next token after the prompt is
-#: the answer (``next_token`` probes: the template must end at the answer cue).
-FIELDS: dict[str, tuple[tuple[str, ...], bool]] = {
-    winobias.NAME: (("sentence", "occupation", "o1", "o2", "o3"), True),
-    bbq.NAME: (("context", "question", "ans0", "ans1", "ans2"), False),
-    adult.NAME: (("input",), False),
-    professional.NAME: (("sentence", "action"), False),
-}
 _HEADER = re.compile(r"^###[ \t]+(.*?)\s*$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 _SEED = re.compile(r"(:seed\d+)$")
@@ -60,20 +52,32 @@ class Wording:
         return {"template": self.template, **({"system": self.system} if self.system else {})}
 
 
+def wordings_of(probe: str) -> Wordings | None:
+    """The wordings facet of a registered probe (`biasscope.probes.facets.Wordings`), or None
+    when it has none."""
+    info = PROBES.get(probe)
+    return None if info is None or isinstance(info.wordings, Absent) else info.wordings
+
+
+def with_wordings() -> list[str]:
+    """The registered probes that take wordings."""
+    return sorted(name for name in PROBES if wordings_of(name) is not None)
+
+
 def builtin(probe: str, count: int | None = None) -> list[Wording]:
     """The first ``count`` (default all) built-in wordings of ``probe``."""
-    if probe not in BUILTIN:
-        raise BiasscopeError(f"--templates: probe {probe} has no wordings (those with: "
-                             f"{', '.join(sorted(BUILTIN))})")
-    shipped = BUILTIN[probe]
+    if (facet := wordings_of(probe)) is None:
+        raise BiasscopeError(f"--wordings: probe {probe} has no wordings (those with: "
+                             f"{', '.join(with_wordings())})")
+    shipped = facet.builtin
     if count is not None and count > len(shipped):
-        raise BiasscopeError(f"--templates {count}: {probe} has {len(shipped)} built-in "
+        raise BiasscopeError(f"--wordings {count}: {probe} has {len(shipped)} built-in "
                              "wordings; give at most that many, or a file")
     return [Wording(i, t, s) for i, s, t in shipped[:count]]
 
 
 def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
-    """(probe or None for every probe, wording) per header of a template file; one-line
+    """(probe or None for every probe, wording) per header of a wordings file; one-line
     errors naming ``path``:line for a bad header, an empty template or a repeated id."""
     blocks: list[tuple[str | None, str, int, list[str]]] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -91,7 +95,7 @@ def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
             raise BiasscopeError(f"{path}:{number}: text before the first '### ID' header; "
                                  "start each template with one")
     if not blocks:
-        raise BiasscopeError(f"{path}: no templates (start each with a '### ID' line)")
+        raise BiasscopeError(f"{path}: no wordings (start each with a '### ID' line)")
     out: list[tuple[str | None, Wording]] = []
     for probe, wid, number, lines in blocks:
         system = None
@@ -108,12 +112,12 @@ def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
 
 
 def from_file(path: str, probe: str) -> list[Wording]:
-    """The wordings a template file gives ``probe`` (None-probe blocks count for all)."""
+    """The wordings a wordings file gives ``probe`` (None-probe blocks count for all)."""
     entries = parse_file(read_text(path), path)
-    unknown = sorted({p for p, _ in entries if p and p not in FIELDS})
+    unknown = sorted({p for p, _ in entries if p and wordings_of(p) is None})
     if unknown:
-        raise BiasscopeError(f"{path}: no probe {unknown[0]!r} takes templates (those that "
-                             f"do: {', '.join(sorted(FIELDS))})")
+        raise BiasscopeError(f"{path}: no probe {unknown[0]!r} takes wordings (those that "
+                             f"do: {', '.join(with_wordings())})")
     return [w for p, w in entries if p in (None, probe)]
 
 
@@ -121,17 +125,20 @@ def check(probe: str, wordings: Sequence[Wording]) -> list[Wording]:
     """The wordings, or a one-line error: a missing or unknown field, a prompt that does not
     end at the answer cue (next-token probes), a repeated id or template, a system turn where
     the probe has none."""
-    fields, cued = FIELDS[probe]
+    facet = PROBES[probe].wordings
+    if isinstance(facet, Absent):
+        raise BiasscopeError(f"--wordings: probe {probe} takes no wordings: {facet.reason}")
     ids: dict[str, str] = {}
     texts: dict[tuple[str, str | None], str] = {}
     for w in wordings:
         where = f"{w.where}: {probe} template {w.id}"
-        check_template(w.template, fields, where)
-        if cued and (w.template != w.template.rstrip() or w.template.endswith("}")):
+        check_template(w.template, facet.fields, where)
+        if facet.cued and (w.template != w.template.rstrip() or w.template.endswith("}")):
             raise BiasscopeError(f"{where}: the answer must come next, so end the template with "
                                  "its cue (e.g. 'Answer:'), not with a field or a space")
-        if w.system is not None and probe != adult.NAME:
-            raise BiasscopeError(f"{where}: only {adult.NAME} takes a 'system:' line")
+        if w.system is not None and not facet.system:
+            takes = [n for n in with_wordings() if getattr(wordings_of(n), "system", False)]
+            raise BiasscopeError(f"{where}: only {', '.join(takes)} takes a 'system:' line")
         if w.id in ids:
             raise BiasscopeError(f"{where}: the id {w.id} is used twice (also {ids[w.id]})")
         key = (" ".join(w.template.split()), w.system)
@@ -148,19 +155,19 @@ def wordings_for(probe: str, spec: str) -> list[Wording]:
         chosen = builtin(probe)
     elif spec.isdigit():
         if int(spec) < 1:
-            raise BiasscopeError(f"--templates {spec}: give 1 or more")
+            raise BiasscopeError(f"--wordings {spec}: give 1 or more")
         chosen = builtin(probe, int(spec))
     elif Path(spec).is_file():
-        if probe not in FIELDS:
-            raise BiasscopeError(f"--templates {spec}: probe {probe} takes no templates")
+        if wordings_of(probe) is None:
+            raise BiasscopeError(f"--wordings {spec}: probe {probe} takes no wordings")
         chosen = from_file(spec, probe)
         if not chosen:
-            raise BiasscopeError(f"--templates {spec}: no template for {probe} (each header "
+            raise BiasscopeError(f"--wordings {spec}: no template for {probe} (each header "
                                  "names another probe); add a '### ID' or "
                                  f"'### {probe} ID' block")
     else:
-        raise BiasscopeError(f"--templates {spec}: give builtin, a number of built-in wordings "
-                             "or a template file (no such file)")
+        raise BiasscopeError(f"--wordings {spec}: give builtin, a number of built-in wordings "
+                             "or a wordings file (no such file)")
     return check(probe, chosen)
 
 
@@ -231,7 +238,7 @@ class Worded:
         """The probe's own metrics under the first wording, each headline number under every
         wording (table ``headline by wording``), and every bias measure across wordings
         (``wordings``), whose verdicts lead the sentences."""
-        from biasscope.probes.wording_measures import across_wordings
+        from biasscope.probes.wording_measures import absent, across_wordings
 
         first = self.wordings[0].id
         each = {w: probe.metrics(records[records["template"] == w])  # type: ignore[attr-defined]
@@ -241,6 +248,8 @@ class Worded:
             return own
         across = across_wordings(self.name, records)
         sentences = [r["verdict"] for r in across.values()]
+        if (why := absent(self.name)) is not None:
+            sentences.append(f"{why[:1].upper()}{why[1:]}.")
         sentences.append(f"The numbers below are for wording {first} (the table 'headline by "
                          f"wording' gives each under all {len(self.wordings)}); the verdicts "
                          "above pool them.")
@@ -284,5 +293,5 @@ def _reworded(probe: Probe, wording: Wording, load: Callable[..., Probe]) -> Pro
     return again(**wording.options()) if callable(again) else load(**wording.options())
 
 
-__all__ = ["FIELDS", "Worded", "Wording", "builtin", "check", "parse_file", "tagged",
-           "worded", "wordings_for"]
+__all__ = ["Worded", "Wording", "builtin", "check", "parse_file", "tagged",
+           "with_wordings", "worded", "wordings_for", "wordings_of"]

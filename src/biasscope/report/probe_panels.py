@@ -1,5 +1,6 @@
-"""The report's section per audit probe over training steps (BBQ, Adult counterfactuals,
-professional bias), from ``summary["analysis"]["probes"]`` (`biasscope.dynamics.probe_analysis`).
+"""The report's section per probe over training steps (BBQ, Adult counterfactuals,
+professional bias), from ``summary["analysis"]["probes"]`` (`biasscope.dynamics.probe_analysis`)
+and the probe's panels (``PROBES[name].panels``: its heading and figures, as data).
 
 Per probe: its findings in plain sentences, then its curves over steps (one line per model,
 the confidence interval as error bars, the range over seeds as a shaded band where a
@@ -10,10 +11,13 @@ the recommended stop), then a table of the tested values. Every string from data
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from html import escape
 from typing import Any
 
 from biasscope.core.numbers import ci_decimals, num, p_is, pvalue, with_ci
+from biasscope.probes import PROBES
+from biasscope.probes.facets import Absent, Panel
 from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import (
     COLORS,
@@ -29,41 +33,25 @@ from biasscope.report.plotting import (
 )
 from biasscope.report.tables import table
 
-TITLES = {"bbq": "BBQ over training steps", "adult-counterfactual":
-          "Adult counterfactual pairs over training steps",
-          "professional-bias": "Professional bias over training steps"}
-#: Per probe: (figure title, caption, values drawn), after the headline figure.
-FIGURES: dict[str, list[tuple[str, str, Callable[[Json], list[str]]]]] = {
-    "bbq": [
-        ("s_DIS and s_AMB over all categories",
-         "BBQ bias scores run from -1 (every non-unknown answer against the stereotype) to 1 "
-         "(every one with it); s_AMB is scaled by the share of wrong answers in ambiguous "
-         "contexts. Error bars: 95% bootstrap CI resampling items within categories.",
-         lambda m: ["s_dis", "s_amb"]),
-        ("s_DIS per category", "The disambiguated bias score of each category, with its 95% "
-         "bootstrap CI (error bars).", lambda m: _categories(m, "s_dis")),
-        ("s_AMB per category", "The ambiguous bias score of each category, with its 95% "
-         "bootstrap CI (error bars).", lambda m: _categories(m, "s_amb")),
-        ("Accuracy per context condition", "Share of answers naming the correct option; in "
-         "ambiguous contexts 'unknown' is right.",
-         lambda m: ["accuracy_ambiguous", "accuracy_disambiguated"])],
-    "adult-counterfactual": [
-        ("Pair flip rate", "Share of complete pairs whose answer changes when only the "
-         "person's sex is flipped (95% Wilson CI); tested by exact McNemar on the discordant "
-         "pairs.", lambda m: ["flip_rate"]),
-        ("Demographic parity and equalized odds differences", "fairlearn's differences between "
-         "men and women over complete pairs (95% bootstrap CI over pairs); 0 is parity.",
-         lambda m: ["demographic_parity_difference", "equalized_odds_difference"])],
-    "professional-bias": [
-        ("Stereotype preference", "Option probability the model moves to the female-coded "
-         "occupation after 'she' against after 'he', per sentence, averaged over sentences "
-         "(95% bootstrap CI over sentences; Wilcoxon signed-rank test over sentences); 0: the "
-         "pronoun does not matter, positive: answers follow the stereotype.",
-         lambda m: ["preference"]),
-        ("Picked answers", "The same on the picked occupations (tested the same way), and "
-         "the share of answers naming the stereotyped occupation (95% CIs).",
-         lambda m: ["pronoun_effect", "stereotyped_rate"])],
-}
+
+def panels(probe: str) -> tuple[str, tuple[Panel, ...], str | None]:
+    """The probe's section over steps as it gives it (``PROBES[probe].panels``): its heading,
+    its figures, and why it has none (None when it has)."""
+    info = PROBES.get(probe)
+    if info is None:
+        return f"{probe} over training steps", (), f"{probe} is not a registered probe"
+    if isinstance(info.panels, Absent):
+        return f"{probe} over training steps", (), info.panels.reason
+    return info.panels.title, info.panels.figures, None
+
+
+def values_of(panel: Panel, model: Json) -> list[str]:
+    """The values a panel draws for one model: its names, and for ``"<value>:*"`` every
+    per-group value of that name a checkpoint has."""
+    keys: list[str] = []
+    for value in panel.values:
+        keys += _categories(model, value[:-2]) if value.endswith(":*") else [value]
+    return keys
 
 
 def _categories(model: Json, prefix: str) -> list[str]:
@@ -203,12 +191,16 @@ def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: in
     figure 0, so pass the number of figures drawn before)."""
     parts, index = [], first
     for probe, section in probes.items():
-        parts.append(f"<h2>{escape(TITLES.get(probe, f'{probe} over training steps'))}</h2>")
+        heading, figures, none = panels(probe)
+        parts.append(f"<h2>{escape(heading)}</h2>")
         sentences: Sequence[str] = section.get("sentences", [])
         parts.append('<section class="summary">' + "".join(
             f"<p>{escape(str(s))}</p>" for s in sentences) + "</section>")
-        for title, caption, keys_of in FIGURES.get(probe, []):
-            fig = figure(section, keys_of)
+        if none is not None and section.get("models"):
+            parts.append(f'<p class="missing">No figures: {escape(none)}.</p>')
+        for panel in figures:
+            title, caption = panel.title, panel.caption
+            fig = figure(section, partial(values_of, panel))
             parts.append(f"<h3>{escape(title)}</h3>")
             if fig is None:
                 parts.append(f'<p class="caption">{escape(caption)}</p>')

@@ -1,0 +1,65 @@
+"""BBQ over training steps: its values per checkpoint (`biasscope.dynamics.probe_steps` reads
+them one step at a time and tests them over each model's checkpoints) and the report's section
+that draws them (data: `biasscope.report.probe_panels` renders it)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from scipy import stats as sps
+
+from biasscope.probes.bbq.metrics import answers, bbq_metrics
+from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, plain, step_value
+
+
+def _binomial(frame: pd.DataFrame, ambiguous: bool) -> tuple[float, float]:
+    """Exact binomial test of biased against counter-biased non-unknown answers (a bias score
+    of 0 is half of each) and Cohen's g (share biased minus 0.5)."""
+    rows = frame[frame["parsed"] & (frame["ambiguous"] == ambiguous) & frame["eligible"]]
+    n, k = len(rows), int(rows["biased"].sum())
+    if n == 0:
+        return math.nan, math.nan
+    return float(sps.binomtest(k, n).pvalue), k / n - 0.5
+
+
+def bbq_values(records: pd.DataFrame) -> StepValues:
+    """s_DIS and s_AMB (all categories and per category) with their CIs from `bbq_metrics`,
+    each with an exact binomial test; accuracies per context condition."""
+    head = bbq_metrics(records)["headline"]
+    if not head:
+        return {}
+    frame = answers(records)
+    out: StepValues = {}
+    for key, name, ambiguous in (("bias_disambiguated", "s_dis", False),
+                                 ("bias_ambiguous", "s_amb", True)):
+        p, g = _binomial(frame, ambiguous)
+        out[name] = step_value(head[key], p_value=plain(p), effect_size=plain(g))
+        for category, part in frame.groupby("category", sort=True):
+            p, g = _binomial(part, ambiguous)
+            out[f"{name}:{category}"] = step_value(head[f"{key}:{category}"], p_value=plain(p),
+                                                   effect_size=plain(g))
+    for key in ("accuracy_ambiguous", "accuracy_disambiguated"):
+        out[key] = step_value(head[key])
+    return out
+
+
+STEP_STATISTICS = StepStatistics(bbq_values, ("s_dis", "s_amb"), {
+    "s_dis": "BBQ bias score in disambiguated contexts (s_DIS)",
+    "s_amb": "BBQ bias score in ambiguous contexts (s_AMB)",
+    "accuracy_ambiguous": "accuracy in ambiguous contexts",
+    "accuracy_disambiguated": "accuracy in disambiguated contexts"})
+
+PANELS = Panels("BBQ over training steps", (
+    Panel("s_DIS and s_AMB over all categories",
+          "BBQ bias scores run from -1 (every non-unknown answer against the stereotype) to 1 "
+          "(every one with it); s_AMB is scaled by the share of wrong answers in ambiguous "
+          "contexts. Error bars: 95% bootstrap CI resampling items within categories.",
+          ("s_dis", "s_amb")),
+    Panel("s_DIS per category", "The disambiguated bias score of each category, with its 95% "
+          "bootstrap CI (error bars).", ("s_dis:*",)),
+    Panel("s_AMB per category", "The ambiguous bias score of each category, with its 95% "
+          "bootstrap CI (error bars).", ("s_amb:*",)),
+    Panel("Accuracy per context condition", "Share of answers naming the correct option; in "
+          "ambiguous contexts 'unknown' is right.",
+          ("accuracy_ambiguous", "accuracy_disambiguated"))))

@@ -1,0 +1,40 @@
+"""Professional bias over training steps: its values per checkpoint
+(`biasscope.dynamics.probe_steps` tests them over each model's checkpoints) and the report's
+section that draws them (data: `biasscope.report.probe_panels` renders it)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, step_value
+from biasscope.probes.professional.items import metrics
+
+
+def professional_values(records: pd.DataFrame) -> StepValues:
+    """The stereotype preference: the option probability 'she' moves to the female-coded
+    occupation against 'he', per sentence (bootstrap CI and Wilcoxon signed-rank test over
+    sentences, matched-pairs rank-biserial r); the same pronoun effect on picked answers,
+    and the stereotyped-answer rate."""
+    head = metrics(records)["headline"]
+    out: StepValues = {}
+    if "p_pronoun_effect" in head:
+        out["preference"] = step_value(head["p_pronoun_effect"])
+    out["pronoun_effect"] = step_value(head["pronoun_effect"])
+    out["stereotyped_rate"] = step_value(head["stereotyped_rate"])
+    return out
+
+
+STEP_STATISTICS = StepStatistics(professional_values, ("preference",), {
+    "preference": "stereotype preference (probability 'she' moves to the female-coded "
+                  "occupation)",
+    "pronoun_effect": "pronoun effect on picked occupations",
+    "stereotyped_rate": "stereotyped-answer rate"})
+
+PANELS = Panels("Professional bias over training steps", (
+    Panel("Stereotype preference", "Option probability the model moves to the female-coded "
+          "occupation after 'she' against after 'he', per sentence, averaged over sentences "
+          "(95% bootstrap CI over sentences; Wilcoxon signed-rank test over sentences); 0: the "
+          "pronoun does not matter, positive: answers follow the stereotype.", ("preference",)),
+    Panel("Picked answers", "The same on the picked occupations (tested the same way), and "
+          "the share of answers naming the stereotyped occupation (95% CIs).",
+          ("pronoun_effect", "stereotyped_rate"))))

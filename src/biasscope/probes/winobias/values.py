@@ -1,0 +1,112 @@
+"""WinoBias records as per-record and per-prompt values: what the dynamics analysis, its
+breakdowns, the intervention and ``biasscope compare`` read from them.
+
+Seeds (and wordings) are repeated measurements of one prompt, so values are averaged over them
+per prompt before any test (`biasscope.core.stats`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from biasscope.core.stats import Array
+from biasscope.probes.next_token import correct, option_logprob_matrix, record_jsd_parts
+
+# A wording (``@w3``, `biasscope.probes.wordings`) goes with the seed: both are repeated
+# measurements of one prompt, so tests over prompts do not count a prompt once per wording.
+_SEED_SUFFIX = re.compile(r"(?:@[A-Za-z0-9][A-Za-z0-9_.-]*)?:seed\d+$")
+
+
+def prompt_ids(records: pd.DataFrame) -> pd.Series:
+    """The prompt an item id belongs to: the id without its ``:seed<N>`` suffix (and the
+    ``@<wording>`` before it, with several wordings)."""
+    ids = records["item_id"].astype(str)  # one regex call per id: pandas' own map is slower
+    return pd.Series([_SEED_SUFFIX.sub("", i) for i in ids.tolist()], index=ids.index,
+                     dtype=ids.dtype, name=ids.name)
+
+
+def record_values(records: pd.DataFrame, value: str = "jsdp_correct") -> Array:
+    """Per record: ``jsdp_correct`` (JSD-P part of the correct option), ``target_rank``,
+    ``correct`` (1.0 where the correct option is the most probable, else 0.0), or
+    ``jsdp:<option>`` (the JSD-P part of a named option, e.g. ``jsdp:male``)."""
+    if value == "target_rank":
+        return np.asarray(records["target_rank"].to_numpy(dtype=np.float64))
+    if not (value in ("jsdp_correct", "correct") or value.startswith("jsdp:")):
+        raise ValueError(f"unknown value {value!r}: jsdp_correct, target_rank, correct or "
+                         "jsdp:<option>")
+    if records.empty:
+        return np.zeros(0)
+    if value == "correct":
+        return correct(records).astype(np.float64)
+    parts = record_jsd_parts(records)
+    if value == "jsdp_correct":
+        return np.asarray(parts[np.arange(len(records)), records["answer"].to_numpy(dtype=int)])
+    options = list(records["options"].iloc[0])
+    return np.asarray(parts[:, options.index(value.removeprefix("jsdp:"))])
+
+
+def prompt_values(records: pd.DataFrame, value: str = "jsdp_correct") -> pd.DataFrame:
+    """One row per (model, step, prompt, answer_label): ``value`` averaged over seeds, and
+    ``seeds``, how many records were averaged. Vectorised over all checkpoints at once."""
+    return seed_means(pd.DataFrame({
+        "model": records["model"].array, "step": records["step"].array,  # keeps Int64 steps
+        "prompt": prompt_ids(records).to_numpy(),
+        "answer_label": records["answer_label"].to_numpy(),
+        "value": record_values(records, value)}))
+
+
+def seed_means(frame: pd.DataFrame) -> pd.DataFrame:
+    """`prompt_values` from per-record values (columns model, step, prompt, answer_label,
+    value), so that callers holding only those, one checkpoint at a time, get the same."""
+    keys = ["model", "step", "prompt", "answer_label"]
+    grouped: pd.DataFrame = frame.groupby(keys, dropna=False, sort=True)["value"].agg(
+        value="mean", seeds="size").reset_index()
+    return grouped
+
+
+#: Seed-averaged per-prompt values (`prompt_means`).
+MEANS = ("correct", "jsdp_correct", "lp_diff", "p_diff")
+
+
+def breakdown_values(records: pd.DataFrame) -> pd.DataFrame:
+    """Per record of one probe's records: what the breakdowns use, in narrow columns."""
+    n = len(records)
+    if n == 0:
+        empty: pd.DataFrame = pd.DataFrame({c: [] for c in (
+            "prompt", "pair", "split", "kind", "occupation", "stereotype", *MEANS)})
+        return empty
+    options = list(records["options"].iloc[0])
+    lp = option_logprob_matrix(records)
+    answers = records["answer"].to_numpy(dtype=int)
+    shifted = np.exp(lp - lp.max(axis=1, keepdims=True))
+    probs = shifted / shifted.sum(axis=1, keepdims=True)
+    male, female = options.index("male"), options.index("female")
+    sentence = records["sentence_id"].astype(str)
+    frame: pd.DataFrame = pd.DataFrame({
+        "prompt": pd.Categorical(prompt_ids(records).to_numpy()),
+        "pair": pd.Categorical(sentence.str.split("-", n=1).str[1].to_numpy()),
+        "split": pd.Categorical(records["split"].to_numpy()),
+        "kind": pd.Categorical(records["kind"].to_numpy()),
+        "occupation": pd.Categorical(records["occupation"].to_numpy()),
+        "stereotype": pd.Categorical(records["stereotype"].to_numpy()),
+        "correct": (lp.argmax(axis=1) == answers).astype(np.float64),
+        "jsdp_correct": record_jsd_parts(records)[np.arange(n), answers],
+        "lp_diff": lp[:, male] - lp[:, female],
+        "p_diff": probs[:, male] - probs[:, female]})
+    if "template" in records:  # several wordings: what `dynamics.wordings` needs beside
+        frame["template"] = pd.Categorical(records["template"].astype(str).to_numpy())
+        frame["answer_label"] = pd.Categorical(records["answer_label"].to_numpy())
+    return frame
+
+
+def prompt_means(values: pd.DataFrame) -> pd.DataFrame:
+    """One row per prompt: its labels and the seed mean of each of `MEANS`."""
+    labels = ["prompt", "pair", "split", "kind", "occupation", "stereotype"]
+    grouped = values.groupby(labels, observed=True, sort=True)
+    out: pd.DataFrame = grouped[list(MEANS)].mean().reset_index()
+    for column in labels:
+        out[column] = out[column].astype(str)
+    return out

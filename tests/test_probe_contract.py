@@ -1,0 +1,315 @@
+"""Every registered probe through every facet of its registry entry (`biasscope.probes.facets`):
+each facet is given and works on tiny data (a sweep's records of two checkpoints, scored by a
+seeded fake scorer), or is declared absent with a reason that the job or the report which would
+use it says in words. A probe registered without a facet cannot be built, so it fails here
+instead of disappearing from a report.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from adult_fixture import ROWS
+from adult_fixture import write as write_adult
+from bbq_fixture import write_bbq
+from biasscope.backends.base import ContinuationScore, NextTokenScore, OptionScore
+from biasscope.compare.runs import compare_runs
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics import performance, scoring
+from biasscope.dynamics.analysis import full_summary
+from biasscope.dynamics.analysis_options import AnalysisOptions
+from biasscope.probes import FACETS, PROBES, Absent, load_probe, requests_of
+from biasscope.probes.facets import (
+    AcrossWordings,
+    Compare,
+    Panels,
+    Performance,
+    ProbeInfo,
+    StepStatistics,
+    Wordings,
+)
+from biasscope.probes.specs import load_probes
+from biasscope.probes.wording_measures import absent, across_wordings
+from biasscope.probes.wordings import builtin, check, wordings_for
+from biasscope.report import probe_panels
+from biasscope.store.directory import RunStore
+from biasscope.store.units import Unit
+from ethics_fixture import write_ethics
+from winobias_fixture import write_winobias
+
+NAMES = list(PROBES)
+KINDS = {"wordings": Wordings, "step_statistics": StepStatistics, "panels": Panels,
+         "compare": Compare, "across_wordings": AcrossWordings, "performance": Performance}
+OPTIONS = AnalysisOptions(n_resamples=50)
+LAMBADA = ["The mechanic gave the clerk a present and wished her happy birthday",
+           "The nurse took care of the CEO and gave him some health suggestions"]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("probe-data")
+    write_adult(root, ROWS)
+    write_bbq(root)
+    write_winobias(root)
+    write_ethics(root)
+    (root / "lambada").mkdir()
+    (root / "lambada" / "lambada_test.jsonl").write_text(
+        "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))
+    return root
+
+
+class Fake:
+    """A checkpoint that answers every sweep request kind with seeded random scores."""
+
+    def __init__(self, step: int) -> None:
+        self.label, self.rng = f"fake@{step}", np.random.default_rng(step)
+
+    def score_next_token(self, items: Any) -> list[NextTokenScore]:
+        return [NextTokenScore(tuple(float(v) for v in self.rng.normal(-3, 1, len(i.options))),
+                               int(self.rng.integers(1, 50))) for i in items]
+
+    def score_continuation(self, items: Any) -> list[ContinuationScore]:
+        return [ContinuationScore(float(-self.rng.uniform(1, 20)), bool(self.rng.random() < .5),
+                                  int(self.rng.integers(1, 9))) for _ in items]
+
+    def score_options(self, items: Any, messages: Any) -> list[OptionScore]:
+        return [OptionScore(tuple(float(v) for v in self.rng.normal(0, 2, len(i.options))))
+                for i in items]
+
+
+def unit_records(name: str, data_dir: Path, step: int, model: str = "m",
+                 templates: str | None = None) -> tuple[Unit, pd.DataFrame]:
+    """One unit of ``name`` as a sweep stores it: a few items, scored by `Fake`."""
+    probe = (load_probes(name, data_dir=data_dir, wordings=templates)[0] if templates
+             else load_probe(name, data_dir=data_dir))
+    items = scoring.unit_items(probe, 0, 16 if templates else 8)
+    kind, asking = scoring.ask(probe, items)
+    unit = Unit(model, f"step{step}", name, 0, step, f"{model}@{step}")
+    return unit, scoring.unit_frame(Fake(step), unit, kind, items, asking)
+
+
+def run(name: str, data_dir: Path, root: Path, steps: tuple[int, ...] = (10, 20),
+        model: str = "m") -> RunStore:
+    """A run of ``name`` at ``steps``, with its summary.json numbers."""
+    store = RunStore(root)
+    for step in steps:
+        store.write_unit(*unit_records(name, data_dir, step, model))
+    return store
+
+
+def test_every_facet_is_given_or_absent_with_a_reason() -> None:
+    for name, info in PROBES.items():
+        for facet in FACETS:
+            value = getattr(info, facet)
+            if isinstance(value, Absent):
+                assert value.reason.strip() and not value.reason.endswith("."), (name, facet)
+                assert info.absent(facet) == f"{name} has no {FACETS[facet]}: {value.reason}"
+            else:
+                assert info.absent(facet) is None
+                if facet in KINDS:
+                    assert isinstance(value, KINDS[facet]), (name, facet)
+                elif facet != "detector":
+                    assert callable(value), (name, facet)
+
+
+def test_a_probe_without_a_facet_cannot_be_registered() -> None:
+    entry = {f.name: getattr(PROBES["bbq"], f.name) for f in fields(ProbeInfo)}
+    for facet in FACETS:
+        given = {k: v for k, v in entry.items() if k != facet}
+        with pytest.raises(TypeError, match=facet):
+            ProbeInfo(**given)
+    assert set(FACETS) < {f.name for f in fields(ProbeInfo)}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_probe_is_one_folder_with_one_registry_line(name: str) -> None:
+    info = PROBES[name]
+    package = info.load.__module__.rsplit(".", 1)[0]
+    assert package.startswith("biasscope.probes.") and package.count(".") == 2
+    module = importlib.import_module(package)
+    assert module.PROBE is info and Path(module.__file__).name == "__init__.py"
+    assert info.about == (module.__doc__ or "").strip().splitlines()[0].rstrip(".")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_detector(name: str, data_dir: Path) -> None:
+    info, probe = PROBES[name], load_probe(name, data_dir=data_dir)
+    if isinstance(info.detector, Absent):
+        assert "generate" not in info.requests and getattr(probe, "detector", None) is None
+        return
+    assert probe.detector is info.detector  # type: ignore[attr-defined]
+    item = probe.items(0)[0]
+    read = info.detector.detect(item, item.options[item.answer])
+    assert read.label == item.options[item.answer] and not read.refused
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wordings(name: str, data_dir: Path) -> None:
+    facet = PROBES[name].wordings
+    if isinstance(facet, Absent):
+        with pytest.raises(BiasscopeError, match=f"probe {name} has no wordings"):
+            wordings_for(name, "builtin")
+        return
+    shipped = check(name, builtin(name))
+    assert len(shipped) == len(facet.builtin) >= 2
+    own = load_probe(name, data_dir=data_dir).config()
+    assert own.get("template", shipped[0].template) == shipped[0].template  # the first is its own
+    worded = load_probes(name, data_dir=data_dir, wordings="builtin")[0]
+    asked = {str(i.groups["template"]) for i in worded.items(0)}
+    assert asked == {w.id for w in shipped}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unit_metrics(name: str, data_dir: Path) -> None:
+    facet = PROBES[name].unit_metrics
+    _, records = unit_records(name, data_dir, 10)
+    chosen = scoring.unit_metrics(name, records)
+    if isinstance(facet, Absent):  # the numbers of the request kind its records answer
+        assert chosen in (scoring.options.option_metrics, scoring.dynamics_metrics)
+    else:
+        assert chosen is facet
+    numbers = chosen(records)
+    assert numbers and all(isinstance(v, float) for v in numbers.values())
+    assert any(math.isfinite(v) for v in numbers.values())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_step_statistics(name: str, data_dir: Path, tmp_path: Path) -> None:
+    info = PROBES[name]
+    facet = info.step_statistics
+    if isinstance(facet, Absent):
+        if requests_of(load_probe(name, data_dir=data_dir))[0] == "options":  # pragma: no cover
+            pytest.fail(f"{name} is asked by options but has no statistics over steps")
+        return  # e.g. WinoBias: the dynamics analysis itself
+    store = run(name, data_dir, tmp_path / "run")
+    section = full_summary(store, OPTIONS)["analysis"]["probes"][name]
+    model = section["models"]["m"]
+    assert model["steps"] == [10, 20] and section["headline"] == list(facet.headline)
+    for checkpoint in model["checkpoints"]:
+        assert set(facet.headline) <= set(checkpoint["values"])
+        assert all("estimate" in v for v in checkpoint["values"].values())
+
+
+def test_an_options_probe_without_step_statistics_says_so(data_dir: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    info = PROBES["bbq"]
+    monkeypatch.setitem(PROBES, "bbq", replace(info, step_statistics=Absent("none yet")))
+    analysis = full_summary(run("bbq", data_dir, tmp_path / "run"), OPTIONS)["analysis"]
+    assert analysis["probes"]["bbq"]["unavailable"] == "none yet"
+    assert "bbq: no statistics over steps: none yet." in analysis["sentences"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_panels(name: str, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                ) -> None:
+    info = PROBES[name]
+    if isinstance(info.panels, Absent):
+        assert isinstance(info.step_statistics, Absent)  # nothing over steps to draw
+        return
+    assert not isinstance(info.step_statistics, Absent)
+    section = full_summary(run(name, data_dir, tmp_path / "run"), OPTIONS)["analysis"][
+        "probes"][name]
+    drawn: list[int] = []
+
+    def figure_html(fig: Any, index: int) -> str:
+        drawn.append(index)
+        return f"<figure {index}>"
+
+    page = probe_panels.section_html({name: section}, figure_html, 0, "holm", 0.05)
+    assert f"<h2>{info.panels.title}</h2>" in page
+    for panel in info.panels.figures:
+        assert probe_panels.values_of(panel, section["models"]["m"]), panel.title
+    assert drawn == list(range(len(info.panels.figures)))  # every figure has its values
+    monkeypatch.setitem(PROBES, name, replace(info, panels=Absent("not drawn yet")))
+    page = probe_panels.section_html({name: section}, figure_html, 0, "holm", 0.05)
+    assert "No figures: not drawn yet." in page and f"<h2>{name} over training steps" in page
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compare(name: str, data_dir: Path, tmp_path: Path) -> None:
+    facet = PROBES[name].compare
+    a = run(name, data_dir, tmp_path / "a", (10,), "a").records()
+    b = run(name, data_dir, tmp_path / "b", (20,), "b").records()
+    found, notes = compare_runs(a, b, n_resamples=50)
+    if isinstance(facet, Absent):
+        assert found == []
+        assert notes == [f"{name}: not compared: {name} has no measures to compare: "
+                         f"{facet.reason}."]
+        return
+    declared = {m.name for m in facet.measures}
+    values = facet.values(a)
+    assert values and {v.measure for v in values} <= declared
+    assert {c.measure for c in found} == {v.measure for v in values}
+    assert all(c.probe == name and c.sentence for c in found)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_across_wordings(name: str, data_dir: Path) -> None:
+    facet = PROBES[name].across_wordings
+    if isinstance(facet, Absent):
+        assert absent(name) == f"{name} has no measures across wordings: {facet.reason}"
+        return
+    assert not isinstance(PROBES[name].wordings, Absent)
+    _, records = unit_records(name, data_dir, 10, templates="2")
+    assert records["template"].nunique() == 2
+    measures, wordings, clusters = facet.rows(records)
+    assert {m.name for m in measures} == set(facet.labels)
+    assert len(wordings) == len(clusters)
+    found = across_wordings(name, records, n_resamples=50)
+    assert set(found) == set(facet.labels)
+    assert all(r["verdict"] and r["label"] == facet.labels[k] for k, r in found.items())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_performance(name: str, data_dir: Path, tmp_path: Path) -> None:
+    facet = PROBES[name].performance
+    store = run(name, data_dir, tmp_path / "run")
+    summary = scoring.summarise(scoring.unit_summary(f) for f in store.iter_units())
+    series = performance.load(store, summary)
+    if isinstance(facet, Absent):
+        assert series == {}
+        return
+    assert facet.metric in summary["checkpoints"][0]["mean"]
+    source, values = series["m"]
+    assert source == facet.name and set(values) == {10, 20}
+
+
+def test_compare_and_power_name_what_they_leave_out(data_dir: Path, tmp_path: Path) -> None:
+    from biasscope.compare.power import PowerConfig, plan
+
+    a = run("bbq", data_dir, tmp_path / "a", (10,), "a").records()
+    b = run("professional-bias", data_dir, tmp_path / "b", (10,), "b").records()
+    assert compare_runs(a, b, n_resamples=50) == ([], [
+        "bbq: not compared: only run A has it.",
+        "professional-bias: not compared: only run B has it."])
+    from biasscope import sweep
+    from biasscope.backends.checkpoints import Checkpoint
+
+    checkpoints = [Checkpoint("m", f"in-memory/m{s}", f"step{s}", s) for s in (10, 20)]
+    pilot = sweep(load_probe("perplexity", data_dir=data_dir),
+                  scoring.SweepConfig(checkpoints, tmp_path / "pilot", [0]),
+                  lambda cks: (Fake(c.step or 0) for c in cks), quiet=True)
+    said = plan(PowerConfig(pilot=str(pilot.root), effect=0.05))["sentences"]
+    assert said == [f"perplexity: not planned: perplexity has no measures to compare: "
+                    f"{PROBES['perplexity'].compare.reason}."]  # type: ignore[union-attr]
+
+
+def test_an_audit_under_wordings_says_when_there_is_nothing_to_pool(
+        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    info = PROBES["bbq"]
+    monkeypatch.setitem(PROBES, "bbq", replace(info, across_wordings=Absent("none yet")))
+    worded = load_probes("bbq", data_dir=data_dir, wordings="2")[0]
+    _, records = unit_records("bbq", data_dir, 10, templates="2")
+    result = worded.metrics(records)  # type: ignore[attr-defined]
+    assert "Bbq has no measures across wordings: none yet." in result["sentences"]
+    assert result["wordings"] == {}

@@ -27,6 +27,7 @@ from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
 from biasscope.probes import PROBES, REQUEST_KINDS, load_probe, requests_of
 from biasscope.store.directory import RunStore
+from crows_fixture import write_crows
 from ethics_fixture import write_ethics
 from winobias_fixture import write_winobias
 
@@ -44,6 +45,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_bbq(root)
     write_winobias(root)
     write_ethics(root)
+    write_crows(root)
     (root / "lambada").mkdir()
     (root / "lambada" / "lambada_test.jsonl").write_text(
         "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))

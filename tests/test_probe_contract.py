@@ -43,6 +43,7 @@ from biasscope.probes.wording_measures import absent, across_wordings
 from biasscope.report import audit_panels
 from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
+from crows_fixture import write_crows
 from ethics_fixture import write_ethics
 from winobias_fixture import write_winobias
 
@@ -61,6 +62,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_bbq(root)
     write_winobias(root)
     write_ethics(root)
+    write_crows(root)
     (root / "lambada").mkdir()
     (root / "lambada" / "lambada_test.jsonl").write_text(
         "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))

@@ -30,6 +30,7 @@ from biasscope.store.directory import RunStore
 from crows_fixture import write_crows
 from ethics_fixture import write_ethics
 from winobias_fixture import write_winobias
+from winogender_fixture import write_winogender
 
 NAMES = list(PROBES)
 CLAIMS = [(name, kind) for name in NAMES for kind in PROBES[name].requests]
@@ -46,6 +47,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_winobias(root)
     write_ethics(root)
     write_crows(root)
+    write_winogender(root)
     (root / "lambada").mkdir()
     (root / "lambada" / "lambada_test.jsonl").write_text(
         "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))

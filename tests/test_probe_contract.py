@@ -46,6 +46,7 @@ from biasscope.store.units import Unit
 from crows_fixture import write_crows
 from ethics_fixture import write_ethics
 from winobias_fixture import write_winobias
+from winogender_fixture import write_winogender
 
 NAMES = list(PROBES)
 KINDS = {"wordings": Wordings, "step_statistics": StepStatistics, "panels": Panels,
@@ -63,6 +64,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_winobias(root)
     write_ethics(root)
     write_crows(root)
+    write_winogender(root)
     (root / "lambada").mkdir()
     (root / "lambada" / "lambada_test.jsonl").write_text(
         "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))

@@ -29,6 +29,7 @@ from biasscope.probes import (
     perplexity,
     professional,
     winobias,
+    winogender,
 )
 from biasscope.probes.facets import (
     FACETS,
@@ -48,6 +49,7 @@ PROBES: dict[str, ProbeInfo] = {p.name: p for p in (
     bbq.PROBE,
     perplexity.PROBE,
     crows_pairs.PROBE,
+    winogender.PROBE,
 )}
 
 

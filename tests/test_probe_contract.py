@@ -45,6 +45,7 @@ from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
 from crows_fixture import write_crows
 from ethics_fixture import write_ethics
+from stereoset_fixture import write_stereoset
 from winobias_fixture import write_winobias
 from winogender_fixture import write_winogender
 
@@ -65,6 +66,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_ethics(root)
     write_crows(root)
     write_winogender(root)
+    write_stereoset(root)
     (root / "lambada").mkdir()
     (root / "lambada" / "lambada_test.jsonl").write_text(
         "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))

@@ -28,6 +28,7 @@ from biasscope.probes import (
     lambada,
     perplexity,
     professional,
+    stereoset,
     winobias,
     winogender,
 )
@@ -50,6 +51,7 @@ PROBES: dict[str, ProbeInfo] = {p.name: p for p in (
     perplexity.PROBE,
     crows_pairs.PROBE,
     winogender.PROBE,
+    stereoset.PROBE,
 )}
 
 

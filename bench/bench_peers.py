@@ -110,7 +110,7 @@ def bench_probe(data: Path, limit: int, templates: int = 0) -> Any:
 
     if not templates:
         return FirstItems(from_data(data), limit)
-    from biasscope.probes.templates import Worded, builtin
+    from biasscope.probes.wordings import Worded, builtin
 
     wordings = builtin("winobias-gender", templates)
     return Worded(wordings, [FirstItems(from_data(data, template=w.template), limit)

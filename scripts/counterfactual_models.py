@@ -14,7 +14,7 @@ from pathlib import Path
 
 from reward_model import _pairs, train_reward_model
 
-from biasscope.judge.counterfactual import counterfactual, gender_of
+from biasscope.counterfactual.statistics import counterfactual, gender_of
 
 
 def planted_pairs(data_dir: Path) -> list[tuple[str, str]]:

@@ -171,7 +171,7 @@ def exact_tokens(model: Path, url: str, data_dir: Path | None, n: int) -> dict[s
     same token first."""
     import openai
 
-    from biasscope.audit.run import probe_items
+    from biasscope.audit.harness import probe_items
     from biasscope.backends.base import GenerateRequest, plain_chat
     from biasscope.backends.generators import load_generator
     from biasscope.probes import load_probe

@@ -1,6 +1,6 @@
 """Calibration of the claims about designs: "holds across N of N wordings" and the two-level
 intervals (pooled over wordings, the stop's fairness gain), "equivalent" and "different"
-(`biasscope compare`, TOST), "favours" (the counterfactual audit) and the direction of Adult's
+(`biasscope compare`, TOST), "favours" (the counterfactual check) and the direction of Adult's
 flips, each simulated under the nulls real runs meet: items crossed with wordings (every
 wording asks the same items, so an item's own effect is shared by all of them), tiny pilots,
 paired differences that are all zero, two responses per conversation.
@@ -20,8 +20,8 @@ from biasscope.compare.measures import MEASURES, Values
 from biasscope.compare.runs import compare_values
 from biasscope.core.stats import adjust_pvalues
 from biasscope.core.wordings import Measure, rate, verdict, wording_uncertainty
+from biasscope.counterfactual import statistics as cf
 from biasscope.dynamics import tradeoff
-from biasscope.judge import counterfactual as cf
 from biasscope.probes import adult
 from biasscope.probes.bbq import metrics as bbq_metrics
 from calibration_base import Claim
@@ -278,7 +278,7 @@ def _compare_claims() -> list[Claim]:
 
 def favours_claims(n: int, seed: int, *, conversations: int, responses: int
                    ) -> tuple[int, int]:
-    """How often the counterfactual audit says a version scores higher (any of its
+    """How often the counterfactual check says a version scores higher (any of its
     directional verdicts) for a reward model that ignores the swap: per conversation a
     swap effect symmetric about 0, shared by its responses (plus a little noise each), on
     rewards that vary much more between conversations."""
@@ -310,10 +310,10 @@ def flip_direction_claims(n: int, seed: int, *, pairs: int, rate: float) -> tupl
 
 def _direction_claims() -> list[Claim]:
     return [
-        Claim("favours the female/male version (counterfactual audit)",
+        Claim("favours the female/male version (counterfactual check)",
               "swap ignored; 2 responses per conversation share its effect", "93 conversations",
               "false-claim", 0.05, partial(favours_claims, conversations=93, responses=2)),
-        Claim("favours the female/male version (counterfactual audit)",
+        Claim("favours the female/male version (counterfactual check)",
               "swap ignored, tiny pilot", "8 conversations", "false-claim", 0.05,
               partial(favours_claims, conversations=8, responses=2)),
         Claim("the flips favour men/women (Adult)", "flips favour either sex alike, 10% flip",

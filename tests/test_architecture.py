@@ -18,7 +18,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "biasscope"
 # From the bottom up; a module may import its own package and any package listed before it.
 # The jobs (audit … demo) sit above the report, which only renders what they computed.
 LAYERS = ("core", "data", "backends", "probes", "store", "report", "audit", "dynamics", "compare",
-          "intervene", "judge", "sensitivity", "generate", "demo", "jobs", "cli")
+          "intervene", "judge", "sensitivity", "counterfactual", "generate", "demo", "jobs",
+          "cli")
 # The package's own front door re-exports from every layer; nothing inside imports it.
 FRONT = ("biasscope", "biasscope.__main__")
 

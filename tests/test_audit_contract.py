@@ -15,7 +15,7 @@ import pytest
 from adult_fixture import ROWS
 from adult_fixture import write as write_adult
 from bbq_fixture import write_bbq
-from biasscope.audit.run import (
+from biasscope.audit.harness import (
     GenerationResponder,
     OptionScorer,
     export_items,

@@ -1,5 +1,5 @@
 """The audit probes over training steps (summary.json's ``analysis.probes``): the numbers of
-`biasscope probe` per checkpoint, emergence at the step a synthetic effect appears, seeds,
+`biasscope audit` per checkpoint, emergence at the step a synthetic effect appears, seeds,
 the stopping recommendation, and memory kept to one step's records."""
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from bbq_fixture import TEMPLATES, TRAILING, lines, write_bbq
-from biasscope.audit.run import Response
-from biasscope.audit.run import records as run_records
+from biasscope.audit.harness import Response
+from biasscope.audit.harness import records as run_records
 from biasscope.core.items import Item
 from biasscope.probes import bbq
 

@@ -1,4 +1,4 @@
-"""Counterfactual audit of scorers: pairs with gendered words and first names swapped, the
+"""Counterfactual check of scorers: pairs with gendered words and first names swapped, the
 paired difference and the verdict flips; a planted preference is found and a clean scorer is
 not. Fast: arithmetic reward models, a scripted judge, fixture files in hh-rlhf's format."""
 
@@ -15,15 +15,15 @@ import pytest
 from biasscope.backends.base import GenerateRequest, Generation
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
-from biasscope.judge import Judge, JudgeOptions
-from biasscope.judge.counterfactual import (
+from biasscope.counterfactual import job
+from biasscope.counterfactual.scorers import builtin_items, read_items
+from biasscope.counterfactual.statistics import (
     counterfactual,
     flips,
     gender_of,
     paired_difference,
 )
-from biasscope.sensitivity import counterfactual_job as job
-from biasscope.sensitivity.counterfactual import builtin_items, read_items
+from biasscope.judge import Judge, JudgeOptions
 from sensitivity_fixture import hh_text, write_hh_rlhf
 
 SUBJECTS = ["my brother", "my father", "my son", "my uncle", "my husband", "Michael", "David",
@@ -102,7 +102,7 @@ class Partial:
         return out
 
 
-def test_the_audit_finds_the_planted_preference_and_not_the_clean_scorer(
+def test_the_check_finds_the_planted_preference_and_not_the_clean_scorer(
         tmp_path: Path) -> None:
     data = write_hh_rlhf(tmp_path / "data", _texts())
     config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
@@ -151,7 +151,7 @@ def test_user_pairs_with_their_own_counterfactual(tmp_path: Path) -> None:
 
 
 def test_a_detectable_but_tiny_difference_is_called_negligible() -> None:
-    from biasscope.judge.counterfactual import sentence
+    from biasscope.counterfactual.statistics import sentence
 
     tiny = paired_difference([1.0 + 0.01 * (i % 3 == 0) + i for i in range(300)],
                              [float(i) for i in range(300)])
@@ -281,7 +281,7 @@ def test_the_verdict_follows_the_test_it_prints() -> None:
     Wilcoxon test is significant while the mean's interval includes 0. The sentence must say
     the female version scores higher in most pairs, never "No evidence" beside p < 0.0001
     (#37); an undefined SD is left out, not written "+nan SD"."""
-    from biasscope.judge.counterfactual import favours, sentence
+    from biasscope.counterfactual.statistics import favours, sentence
 
     d = [0.1 + 0.001 * i for i in range(80)] + [-1.0 - 0.001 * i for i in range(13)]
     diff = paired_difference(d, [0.0] * len(d))
@@ -298,8 +298,8 @@ def test_the_verdict_follows_the_test_it_prints() -> None:
 def test_a_conversations_two_responses_are_one_pair(tmp_path: Path) -> None:
     """A reward model scores the chosen and the rejected response of each conversation: the
     paired difference is over conversations (40), not responses (80) taken as independent."""
-    from biasscope.sensitivity.counterfactual import reward_audit
+    from biasscope.counterfactual.scorers import score_reward_model
 
     items, _ = builtin_items(write_hh_rlhf(tmp_path, _texts()), 100)
-    found = reward_audit(Reward("planted", bonus=0.3), items)["difference"]
+    found = score_reward_model(Reward("planted", bonus=0.3), items)["difference"]
     assert found["n"] == 40 and found["members"] == 80 and found["unit"] == "conversations"

@@ -1,5 +1,5 @@
 """Probes asked by chat (BBQ, professional bias) in checkpoint sweeps: one unit per (checkpoint,
-probe, seed) beside WinoBias, the option scores `biasscope probe --scoring options` gives,
+probe, seed) beside WinoBias, the option scores `biasscope audit --scoring options` gives,
 records the probes' own metrics read, resume, the report, the training callback, and Ray."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def _close(ours: object, theirs: object) -> bool:
 
 def test_the_summary_has_each_audit_probe_over_steps(mixed, checkpoint_dirs, tmp_path):
     """analysis.probes: per checkpoint the numbers the probe's own metrics give on that
-    checkpoint's records, and those `biasscope probe --scoring options` gives for it."""
+    checkpoint's records, and those `biasscope audit --scoring options` gives for it."""
     out, data = mixed
     probes = json.loads((out / "summary.json").read_text())["analysis"]["probes"]
     assert set(probes) == {"bbq", "professional-bias", "adult-counterfactual"}
@@ -127,7 +127,7 @@ def test_the_summary_has_each_audit_probe_over_steps(mixed, checkpoint_dirs, tmp
                             (probe, step, name, field)
     categories = {k.split(":")[1] for k in at_bbq(probes) if k.startswith("s_dis:")}
     assert categories == set(records.loc[records["probe"] == "bbq", "category"].dropna())
-    # The same numbers as `biasscope probe` on checkpoint 20 (checkpoint_dirs[1]).
+    # The same numbers as `biasscope audit` on checkpoint 20 (checkpoint_dirs[1]).
     for probe, pairs in read.items():
         assert main(["audit", "--model", f"hf:{checkpoint_dirs[1]}", "--probe", probe,
                      "--scoring", "options", "--limit", "8", "--out", str(tmp_path / probe),

@@ -87,6 +87,7 @@ def test_planted_bias_is_a_positive_did(tmp_path, world, winobias_dir, one_threa
     assert set(records["probe"]) == {"winobias-gender", "perplexity"}
     assert all(summary["arms"][a]["40"]["perplexity"]["estimate"] > 1 for a in summary["arms"])
     run_json = json.loads(result.store.run_json.read_text())
+    assert run_json["kind"] == "intervention"  # the arms' evaluations keep the run's kind
     split = run_json["settings"]["intervention"]["split"]
     assert split["train_documents"] + split["held_out_documents"] == 600
     assert result.intervention_report.is_file() and result.report.is_file()

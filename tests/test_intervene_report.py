@@ -36,7 +36,7 @@ def test_over_budget_says_the_gap() -> None:
             in wide["sentence"])
     tiny = analysis.recommend("cda", [50], {50: TEST}, {50: cost[50]}, 0.3,
                               analysis.Options(budget=0.0001))
-    assert "within the 0.0100% perplexity budget" in tiny["sentence"]  # not "0%"
+    assert "within the 0.01% perplexity budget" in tiny["sentence"]  # not "0%"
     assert "within the 2% perplexity budget" in out["sentence"]
     none = analysis.recommend("cda", [25], {25: TEST}, {}, 0.3, analysis.Options())
     assert none["recommended"] is None and "No perplexity" in none["sentence"]

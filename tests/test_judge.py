@@ -24,7 +24,7 @@ from biasscope.judge import (
     classify,
     compare,
 )
-from biasscope.judge.audit import audit_classifier, audit_pairwise
+from biasscope.judge.biases import classifier_biases, pairwise_biases
 from biasscope.judge.core import key_token_ids, orders, read_key
 from llama_server import Server, TinyLlama, judge_server
 
@@ -88,7 +88,7 @@ def test_pairwise_and_the_judge_audit(model):
              for i in range(16)]
     verdicts = compare(Judge(model, JudgeOptions(position="fixed")), pairs)
     assert {v.label for v in verdicts} == {"a"}
-    audit = audit_pairwise(Judge(model), pairs, [("m1", "tiny-judge")] * len(pairs))
+    audit = pairwise_biases(Judge(model), pairs, [("m1", "tiny-judge")] * len(pairs))
     head = audit["headline"]
     assert head["position_consistency"]["estimate"] == 0.0
     first = head["first_slot_rate"]
@@ -101,7 +101,7 @@ def test_pairwise_and_the_judge_audit(model):
 
 def test_answers_outside_the_keys_are_recorded_not_raised(model):
     # With the label names as keys the judge still says "A": invalid, kept with its text.
-    audit = audit_classifier(Judge(model), TEXTS[:4], LABELS)
+    audit = classifier_biases(Judge(model), TEXTS[:4], LABELS)
     assert audit["headline"]["name_sensitivity"]["n"] == 0
     assert any(s.startswith("Name sensitivity could not be measured") and "none of 4" in s
                for s in audit["sentences"])

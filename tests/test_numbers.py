@@ -1,6 +1,6 @@
 """core/numbers: the one number format (digits from the CI, floored p-values, percent)."""
 
-from biasscope.core.numbers import num, p_is, percent, pvalue, with_ci
+from biasscope.core.numbers import num, p_is, percent, pvalue, setting_percent, with_ci
 
 
 def test_digits_come_from_the_ci_half_width():
@@ -21,6 +21,13 @@ def test_percent_scales_and_takes_the_ci_digits():
     assert percent(0.02, 0.01, 0.03, signed=True, confidence=0.9) == (
         "+2.0% (90% CI +1.0% to +3.0%)")
     assert percent(0.5) == "50%" and percent(0.0123) == "1.23%" and percent(None) == "n/a"
+
+
+def test_a_setting_in_percent_is_written_as_given() -> None:
+    """A budget is a setting, not an estimate: 0.0001 is "0.01%", never "0%" (issue 38)."""
+    assert [setting_percent(v) for v in (0.02, 0.025, 0.0001, 1.0)] == [
+        "2%", "2.5%", "0.01%", "100%"]
+    assert setting_percent(None) == "n/a"
 
 
 def test_record_tables_write_intervals_and_p_values_as_the_sentences_do() -> None:

@@ -126,6 +126,8 @@ def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
         # Added since: the Average Rank gap's flag beside the JSD-P gap's (issue 37)
         for row in after["analysis"]["models"]["train"]["tests"]["target_rank"]:
             assert isinstance(row.pop("below_gap_of_interest"), bool)
+        # and how many changes the sharpest change's band covers (one band for all, issue 37)
+        assert after["analysis"]["models"]["train"]["sharpest_change"].pop("pairs") == 1
         assert_close(numbers_of(after["analysis"]), numbers_of(before["analysis"]))
     else:
         assert_close({k: v for k, v in after.items() if k != "requests"},
@@ -201,9 +203,9 @@ def test_an_old_responses_run_resumes_with_the_same_summary(old: Path) -> None:
 
 def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
     from biasscope.backends.base import Generation
+    from biasscope.sensitivity.harness import SensitivityOptions, run_sensitivity
     from biasscope.sensitivity.principles import Constitution, Principle
     from biasscope.sensitivity.prompts import Conversation
-    from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
 
     class Echo:  # the perturber and reward model make_old_runs.py ran with
         label, model = "echo", "echo-1"

@@ -146,10 +146,11 @@ def test_the_old_command_and_flag_spellings(tmp_path, capsys):
 
 
 def test_one_writer_of_a_dynamics_summary():
-    """Only the dynamics job's reporting step writes a dynamics run's summary.json; the
-    sweep's progress and the report go through it."""
+    """One function writes a dynamics run's summary.json (``scoring.write_summary_json``,
+    beside the sweep so that it imports no analysis); the sweep's progress and the report
+    go through it."""
     package = Path(__file__).resolve().parents[1] / "src" / "biasscope"
     writers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                      if re.search(r"write_json\([^)]*summary_json", p.read_text()))
-    assert writers == ["audit/run.py", "dynamics/reporting.py",
-                       "sensitivity/counterfactual_job.py", "sensitivity/run.py"]
+    assert writers == ["audit/harness.py", "counterfactual/job.py", "dynamics/scoring.py",
+                       "judge/batch.py", "sensitivity/harness.py"]

@@ -29,6 +29,12 @@ ATOL = 1e-4
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
+@pytest.fixture(autouse=True)
+def _unvouched(monkeypatch):
+    """Every test's models are checked afresh (tests change models' code between scorings)."""
+    monkeypatch.setattr(prefix, "_VOUCHED", set())
+
+
 @pytest.fixture(scope="module")
 def items(winobias_dir) -> list[Item]:
     probe = load_probe("winobias-gender", data_dir=winobias_dir)
@@ -245,6 +251,35 @@ def test_rows_that_disagree_with_whole_prompts_fall_back(items, tiny_tokenizer, 
     assert_same(shared, plain, scorer, items)
     assert sum(done) == len(items)  # progress counts each item once
     assert "trie rows differ from whole prompts" in capsys.readouterr().err
+
+
+def test_the_next_checkpoint_of_a_checked_model_is_not_checked_again(items, tiny_tokenizer,
+                                                                    monkeypatch):
+    """The check runs a plain forward beside the first batch; a sweep's next checkpoints (the
+    same class and configuration, other weights) skip it, and score the same as when checked."""
+    first = scorer_for(neox(len(tiny_tokenizer)), tiny_tokenizer, batch_size=8)
+    second = scorer_for(neox(len(tiny_tokenizer)), tiny_tokenizer, batch_size=8)
+    with torch.no_grad():
+        for param in second.model.parameters():
+            param.mul_(1.5)  # other weights, same code
+    checked = []
+    real = prefix.SharedScoring.check
+
+    def check(self: Any, *args: Any) -> None:
+        checked.append(self.scorer)
+        real(self, *args)
+
+    monkeypatch.setattr(prefix.SharedScoring, "check", check)
+    some = items[:60]
+    first.score_next_token_shared(some, [True] * len(some))
+    unchecked = second.score_next_token_shared(some, [True] * len(some))
+    assert checked == [first]
+    monkeypatch.setattr(prefix, "_VOUCHED", set())
+    assert second.score_next_token_shared(some, [True] * len(some)) == unchecked
+    assert checked == [first, second]
+    other = scorer_for(llama(len(tiny_tokenizer)), tiny_tokenizer, batch_size=8)
+    other.score_next_token_shared(some, [True] * len(some))  # another model: checked
+    assert checked[-1] is other
 
 
 def test_what_keeps_a_model_off_trie_rows_is_named(tiny_tokenizer):

@@ -38,9 +38,9 @@ from biasscope.probes.facets import (
     Wordings,
 )
 from biasscope.probes.specs import load_probes
-from biasscope.probes.templates import builtin, check, wordings_for
 from biasscope.probes.wording_measures import absent, across_wordings
-from biasscope.report import audit_panels
+from biasscope.probes.wordings import builtin, check, wordings_for
+from biasscope.report import probe_panels
 from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
 from crows_fixture import write_crows
@@ -95,7 +95,7 @@ class Fake:
 def unit_records(name: str, data_dir: Path, step: int, model: str = "m",
                  templates: str | None = None) -> tuple[Unit, pd.DataFrame]:
     """One unit of ``name`` as a sweep stores it: a few items, scored by `Fake`."""
-    probe = (load_probes(name, data_dir=data_dir, templates=templates)[0] if templates
+    probe = (load_probes(name, data_dir=data_dir, wordings=templates)[0] if templates
              else load_probe(name, data_dir=data_dir))
     items = scoring.unit_items(probe, 0, 16 if templates else 8)
     kind, asking = scoring.ask(probe, items)
@@ -169,7 +169,7 @@ def test_wordings(name: str, data_dir: Path) -> None:
     assert len(shipped) == len(facet.builtin) >= 2
     own = load_probe(name, data_dir=data_dir).config()
     assert own.get("template", shipped[0].template) == shipped[0].template  # the first is its own
-    worded = load_probes(name, data_dir=data_dir, templates="builtin")[0]
+    worded = load_probes(name, data_dir=data_dir, wordings="builtin")[0]
     asked = {str(i.groups["template"]) for i in worded.items(0)}
     assert asked == {w.id for w in shipped}
 
@@ -231,13 +231,13 @@ def test_panels(name: str, data_dir: Path, tmp_path: Path, monkeypatch: pytest.M
         drawn.append(index)
         return f"<figure {index}>"
 
-    page = audit_panels.section_html({name: section}, figure_html, 0, "holm", 0.05)
+    page = probe_panels.section_html({name: section}, figure_html, 0, "holm", 0.05)
     assert f"<h2>{info.panels.title}</h2>" in page
     for panel in info.panels.figures:
-        assert audit_panels.values_of(panel, section["models"]["m"]), panel.title
+        assert probe_panels.values_of(panel, section["models"]["m"]), panel.title
     assert drawn == list(range(len(info.panels.figures)))  # every figure has its values
     monkeypatch.setitem(PROBES, name, replace(info, panels=Absent("not drawn yet")))
-    page = audit_panels.section_html({name: section}, figure_html, 0, "holm", 0.05)
+    page = probe_panels.section_html({name: section}, figure_html, 0, "holm", 0.05)
     assert "No figures: not drawn yet." in page and f"<h2>{name} over training steps" in page
 
 
@@ -314,7 +314,7 @@ def test_an_audit_under_wordings_says_when_there_is_nothing_to_pool(
         data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     info = PROBES["bbq"]
     monkeypatch.setitem(PROBES, "bbq", replace(info, across_wordings=Absent("none yet")))
-    worded = load_probes("bbq", data_dir=data_dir, templates="2")[0]
+    worded = load_probes("bbq", data_dir=data_dir, wordings="2")[0]
     _, records = unit_records("bbq", data_dir, 10, templates="2")
     result = worded.metrics(records)  # type: ignore[attr-defined]
     assert "Bbq has no measures across wordings: none yet." in result["sentences"]

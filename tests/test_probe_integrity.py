@@ -1,4 +1,4 @@
-"""`biasscope probe` runs that cannot lie: failed requests are no answers (retried on a rerun,
+"""`biasscope audit` runs that cannot lie: failed requests are no answers (retried on a rerun,
 counted, non-zero exit), and a rerun with other settings is refused instead of mixing results."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ pytest.importorskip("openai")
 
 from adult_fixture import ROWS
 from adult_fixture import write as write_adult
-from biasscope.audit.run import StoredResponses, run_audit
+from biasscope.audit.harness import StoredResponses, run_audit
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
 from biasscope.probes import load_probe
@@ -152,13 +152,13 @@ def test_a_run_of_another_kind_is_refused(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     (out / "run.json").write_text(json.dumps({"kind": "judge", "model": "mine"}))
-    with pytest.raises(BiasscopeError, match="a different 'kind'"):
+    with pytest.raises(BiasscopeError, match=r"is not an audit run \(judge\); use another"):
         run_audit([load_probe(PROBE)],
                   StoredResponses(_responses(tmp_path / "r.jsonl", "x"), "mine"), out)
 
 
 def _add_probe(args: list[str], barrier: Any, codes: Any) -> None:
-    import biasscope.audit.run as audit_run
+    import biasscope.audit.harness as audit_run
 
     real = audit_run.merge_settings
 

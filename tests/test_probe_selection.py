@@ -1,4 +1,4 @@
-"""Which items `biasscope probe` and `biasscope items` ask: BBQ categories (bbq:Age,Religion),
+"""Which items `biasscope audit` and `biasscope items` ask: BBQ categories (bbq:Age,Religion),
 the --limit sample, and the Adult file (--base-rate)."""
 
 from __future__ import annotations

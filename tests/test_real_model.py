@@ -185,12 +185,12 @@ def test_trained_model_properties_that_a_random_one_fails(scorer, wino_items, wi
 
 
 def test_every_builtin_winobias_wording_ends_at_the_answer(scorer: HFScorer, winobias_dir: Path):
-    """``--templates builtin`` on the real SentencePiece tokenizer: each wording's prompt,
+    """``--wordings builtin`` on the real SentencePiece tokenizer: each wording's prompt,
     then each option, tokenizes as the prompt's tokens and then the option's own token."""
     from biasscope.probes.specs import load_probes
-    from biasscope.probes.templates import boundary_problems
+    from biasscope.probes.wordings import boundary_problems
 
-    probe = load_probes("winobias-gender", data_dir=winobias_dir, templates="builtin")[0]
+    probe = load_probes("winobias-gender", data_dir=winobias_dir, wordings="builtin")[0]
     items = [i for seed in (0, 1) for i in probe.items(seed)][::5]
     assert len({i.groups["template"] for i in items}) == 8
     assert boundary_problems(scorer.tokenizer, items) == []

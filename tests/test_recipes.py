@@ -148,7 +148,7 @@ def test_the_metric_reads_what_it_says(pronoun_metrics: Any) -> None:
 
 def test_the_backend_answers_the_probe_through_the_audit(
         pronoun: ModuleType, canned: ModuleType, tmp_path: Path) -> None:
-    from biasscope.audit.run import GenerationResponder, run_audit
+    from biasscope.audit.harness import GenerationResponder, run_audit
 
     spec = parse_model_spec("canned:female")
     assert (spec.kind, spec.target) == ("canned", "female")

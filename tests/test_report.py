@@ -496,7 +496,7 @@ def test_hostile_strings_in_the_analysis_are_escaped(tmp_path: Path, winobias: P
 
 def test_audit_tables_and_hovers_use_the_one_number_format() -> None:
     from biasscope.report.audit import headline_figure
-    from biasscope.report.audit_panels import _hover, _tested
+    from biasscope.report.probe_panels import _hover, _tested
 
     v = {"estimate": 0.123456, "low": 0.0987, "high": 0.1502, "n": 40, "p_value": 2e-7,
          "p_adjusted": 0.01234, "effect_size": 0.4, "significant": True}

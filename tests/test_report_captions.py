@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from biasscope.core.numbers import pvalue, spread
-from biasscope.report import audit_panels, breakdown, figures, stats_figures
+from biasscope.report import breakdown, figures, probe_panels, stats_figures
 from biasscope.report.headline import gap
 from biasscope.report.plotting import View
 from biasscope.report.tables import column
@@ -66,7 +66,7 @@ def test_audit_captions_name_no_band_or_stop_that_is_not_drawn() -> None:
         result = {"steps": [0, 10], "emergence": emergence,
                   "checkpoints": [{"step": s, "values": values(s, seeds)} for s in (0, 10)]}
         section = {"models": {"m": result}, "names": {}, "headline": ["preference"]}
-        return audit_panels.section_html({"professional-bias": section},
+        return probe_panels.section_html({"professional-bias": section},
                                          lambda fig, i: "", 0, "Holm", 0.01)
 
     plain = html(1, {})

@@ -134,7 +134,7 @@ def audit_report(root: Path) -> Path:
 
 
 def judge_report(root: Path) -> Path:
-    from biasscope.judge.run import write_run
+    from biasscope.judge.batch import write_run
 
     ci = {"estimate": 0.6, "low": 0.4, "high": 0.8, "n": 10}
     result = {

@@ -14,10 +14,10 @@ import pytest
 
 from biasscope.backends.base import GenerateRequest, Generation
 from biasscope.core.errors import BiasscopeError
+from biasscope.sensitivity.harness import SensitivityOptions, run_sensitivity
 from biasscope.sensitivity.perturb import Templates, perturb, query
 from biasscope.sensitivity.principles import Constitution, Principle
 from biasscope.sensitivity.prompts import Conversation, read_hh_rlhf
-from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
 from biasscope.store.directory import RunStore
 from sensitivity_fixture import CONVERSATIONS, IRREGULAR, hh_text, write_hh_rlhf
 
@@ -127,8 +127,10 @@ def test_another_run_kind_in_the_folder_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()
     (out / "run.json").write_text(json.dumps({"schema": "biasscope.run/1", "settings": {}}))
-    with pytest.raises(BiasscopeError, match="not a sensitivity run"):
+    with pytest.raises(BiasscopeError, match=r"not a sensitivity run \(dynamics\)"):
         run(out)
+    run(tmp_path / "own")
+    assert json.loads((tmp_path / "own" / "run.json").read_text())["kind"] == "sensitivity"
 
 
 def test_conventions_only_reshape_the_summary_and_both_files_say_which(tmp_path: Path) -> None:

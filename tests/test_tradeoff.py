@@ -25,17 +25,27 @@ def history(step_gaps: dict[int, float], n: int = 200, seed: int = 0) -> dict[in
     return out
 
 
-def test_mirroring_is_claimed_only_when_the_interval_supports_it() -> None:
-    steps = 12
-    perf = np.linspace(0.1, 0.6, steps)
-    _, together = tradeoff.mirroring("m", "LAMBADA accuracy", perf * 0.2, perf)
-    assert "performance mirrors fairness: the |gap| grows" in together
+def test_mirroring_is_claimed_only_when_the_changes_move_together() -> None:
+    """Curves whose changes share their steps are mirrored; two unrelated random walks, which
+    correlate strongly over the checkpoints themselves, are not; too few checkpoints say so."""
     rng = np.random.default_rng(0)
-    _, unknown = tradeoff.mirroring("m", "LAMBADA accuracy", rng.normal(0, 0.1, steps), perf)
-    assert "not shown" in unknown or "does not mirror" in unknown
-    assert "mirrors fairness:" not in unknown
-    _, few = tradeoff.mirroring("m", "acc", [0.1, 0.2], [0.3, 0.4])
-    assert "too few checkpoints" in few
+    walk = np.cumsum(rng.normal(0, 0.01, (2, 30)), axis=1)
+    trend = 0.01 * np.arange(30)  # both drift with training
+    rho, apart = tradeoff.mirroring("m", "LAMBADA accuracy", 0.05 + trend + walk[0],
+                                    0.3 + trend + walk[1], n_resamples=999)
+    assert "not shown" in apart and "mirrors fairness:" not in apart
+    assert abs(rho["levels"]) > 0.5 and rho["p_value"] > 0.01
+    assert "does not mirror" not in apart
+    shared = rng.normal(0, 0.01, 29)
+    perf = 0.3 + np.r_[0, np.cumsum(shared + rng.normal(0, 0.003, 29))]
+    gap = 0.05 + np.r_[0, np.cumsum(shared + rng.normal(0, 0.003, 29))]
+    rho, together = tradeoff.mirroring("m", "LAMBADA accuracy", gap, perf, n_resamples=999)
+    assert "performance mirrors fairness: the |gap| grows" in together
+    assert rho["p_value"] < 0.01 and rho["n"] == 15 and rho["on"] == "non-overlapping changes"
+    _, few = tradeoff.mirroring("m", "acc", perf[:10], gap[:10])  # 5 changes: p >= 1/60
+    assert "too few checkpoints (10)" in few
+    _, line = tradeoff.mirroring("m", "acc", np.linspace(0, 0.2, 12), np.linspace(0.1, 0.6, 12))
+    assert "undefined" in line
 
 
 def test_the_stop_states_its_gain_and_cost_with_intervals() -> None:

@@ -548,9 +548,9 @@ def test_a_text_too_long_is_refused_before_it_is_expanded(command, winobias_dir,
     texts.write_text('{"id": 0, "text": "t"}\n')
     out = tmp_path / "out"
     argv = {
-        "items": ["items", "--probe", "winobias-gender", "--templates", str(path),
+        "items": ["items", "--probe", "winobias-gender", "--wordings", str(path),
                   "--data-dir", str(winobias_dir), "--out", str(out)],
-        "template-block": ["items", "--probe", "winobias-gender", "--templates", str(path),
+        "template-block": ["items", "--probe", "winobias-gender", "--wordings", str(path),
                            "--data-dir", str(winobias_dir), "--out", str(out)],
         "prompt-template": ["dynamics", "--model", "org/never-loaded", "--prompt-template",
                             str(path), "--data-dir", str(winobias_dir), "--out", str(out)],
@@ -631,10 +631,10 @@ def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
     (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,
       "--sanity-lines", "1-10", "--sanity-pairs", "0", "--out", "{tmp}/r"],
      "--sanity-lines 1-10 draws the sanity pairs, but --sanity-pairs 0 asks for none"),
-    (["items", "--probe", "professional-bias", "--templates", "", "--out", "{tmp}/i.jsonl"],
-     "--templates is empty: give builtin"),
-    (["audit", "--probe", "professional-bias", "--templates", " ", "--responses",
-      "{tmp}/responses.jsonl", "--out", "{tmp}/r"], "--templates is empty"),
+    (["items", "--probe", "professional-bias", "--wordings", "", "--out", "{tmp}/i.jsonl"],
+     "--wordings is empty: give builtin"),
+    (["audit", "--probe", "professional-bias", "--wordings", " ", "--responses",
+      "{tmp}/responses.jsonl", "--out", "{tmp}/r"], "--wordings is empty"),
     (["counterfactual", "--pairs", "{tmp}/pairs.jsonl", "--judge-model", NOWHERE, "--out",
       "{tmp}/r"], "pairs.jsonl:2: 'group' \"robot\": give female or male"),
     (["compare", "{tmp}/a", "{tmp}/b", "--margin", "flip_rate=0.1", "--margin",
@@ -658,13 +658,13 @@ def test_settings_that_cannot_apply_are_refused(argv, said, tmp_path, capsys):
 
 
 def test_a_rerun_with_other_wordings_says_which_in_words(tmp_path, capsys):
-    """Other --templates printed the same truncated JSON twice; no --templates printed
+    """Other --wordings printed the same truncated JSON twice; no --wordings printed
     "continuations: (not recorded) then"."""
     items = tmp_path / "items.jsonl"
     rows = []
     for spec in ("builtin", None):
         assert main(["items", "--probe", "professional-bias", "--out", str(items),
-                     *(["--templates", spec] if spec else [])]) == 0
+                     *(["--wordings", spec] if spec else [])]) == 0
         rows += [json.loads(line) for line in items.read_text().splitlines()]
     responses = tmp_path / "responses.jsonl"
     responses.write_text("".join(json.dumps({"item_id": r["item_id"], "response": "the doctor"})
@@ -674,8 +674,8 @@ def test_a_rerun_with_other_wordings_says_which_in_words(tmp_path, capsys):
                     "### p2\n{sentence}. Who {action}, then?\n### p3\nWho {action}? {sentence}\n")
     run = ["audit", "--probe", "professional-bias", "--responses", str(responses), "--out",
            str(tmp_path / "r")]
-    assert main([*run, "--templates", "builtin"]) == 0
-    said = {spec: one_line(capsys, [*run, *(["--templates", spec] if spec else [])])
+    assert main([*run, "--wordings", "builtin"]) == 0
+    said = {spec: one_line(capsys, [*run, *(["--wordings", spec] if spec else [])])
             for spec in ("2", str(mine), None)}
     assert ("different settings of probe 'professional-bias' (wordings: 4 wordings (p0, p1, "
             "p2, p3) then, 2 wordings (p0, p1) now); use another --out") in said["2"]
@@ -684,7 +684,7 @@ def test_a_rerun_with_other_wordings_says_which_in_words(tmp_path, capsys):
 
 
 def test_a_rerun_with_another_seed_or_pairs_names_them_not_their_hashes(tmp_path):
-    from biasscope.sensitivity import counterfactual_job as job
+    from biasscope.counterfactual import job
     from sensitivity_fixture import hh_text, write_hh_rlhf
     from test_counterfactual import Reward
 
@@ -724,7 +724,7 @@ def test_a_changed_wording_is_shown_where_its_text_differs(winobias_dir, tmp_pat
     mine = tmp_path / "mine.md"
     mine.write_text("### w0\n{sentence}\nQ: is the {occupation} {o1}, {o2} or {o3}?\nA:\n"
                     "### w1\n{o1} {o2} {o3}\n{sentence}\nThe {occupation} is\n")
-    then, now = (load_probes("winobias-gender", data_dir=winobias_dir, templates=spec)[0]
+    then, now = (load_probes("winobias-gender", data_dir=winobias_dir, wordings=spec)[0]
                  for spec in ("2", str(mine)))
     with pytest.raises(BiasscopeError) as refused:
         merge_settings("run.json", {"probes": {"winobias-gender": then.config()}},

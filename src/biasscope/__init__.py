@@ -4,49 +4,68 @@ Every command is one call a notebook can make too: build the job's config and pa
 the job's entry point, which does everything the command does.
 
 - ``biasscope.dynamics.job.run(DynamicsConfig(...))``: fairness across training checkpoints
-  (also ``audit.job``, ``judge.job``, ``sensitivity.job``, ``sensitivity.counterfactual_job``,
+  (also ``audit.job``, ``judge.job``, ``sensitivity.job``, ``counterfactual.job``,
   ``intervene.job``, ``compare.job``, ``generate.batch``: one ``run``-like entry each).
 - ``BiasCallback`` (a ``transformers.Trainer`` callback), ``evaluate_now`` (one call in a
   plain PyTorch loop) and ``LiveOptions``: fairness measured live, during training.
 - ``load_probe(name, data_dir=...)``: a probe's items; ``PROBES`` lists them.
 - ``biasscope.jobs.render(run)``: a run's report again, from its records, without a model.
 
-``import biasscope`` stays light: torch and transformers load only when a model is scored
-(``BiasCallback``, ``LiveOptions`` and ``evaluate_now`` are imported when first used).
+``import biasscope`` stays light: each name is imported when it is first used (pandas and SciPy
+with the sweep and the statistics, torch and transformers only when a model is scored), so the
+command line starts without them.
 """
 
-from biasscope.backends import GenerateParams, GenerateRequest, Generation, Generator
-from biasscope.backends.cache import ResponseCache
-from biasscope.backends.checkpoints import Checkpoint
-from biasscope.backends.generators import load_generator
-from biasscope.core.errors import BiasscopeError, DataError, ModelError
-from biasscope.core.items import Item
-from biasscope.dynamics.metrics import dynamics_metrics, jsd_by_parts, jsd_parts
-from biasscope.dynamics.sweep import run_dynamics, sweep
-from biasscope.probes import PROBES, load_probe
-from biasscope.store.directory import RunStore
-from biasscope.store.units import Unit
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from biasscope.backends import GenerateParams, GenerateRequest, Generation, Generator
+    from biasscope.backends.cache import ResponseCache
+    from biasscope.backends.checkpoints import Checkpoint
+    from biasscope.backends.generators import load_generator
+    from biasscope.core.errors import BiasscopeError, DataError, ModelError
+    from biasscope.core.items import Item
+    from biasscope.dynamics.callback import BiasCallback
+    from biasscope.dynamics.live import LiveOptions, evaluate_now
+    from biasscope.dynamics.metrics import dynamics_metrics, jsd_by_parts, jsd_parts
+    from biasscope.dynamics.sweep import run_dynamics, sweep
+    from biasscope.probes import PROBES, load_probe
+    from biasscope.store.directory import RunStore
+    from biasscope.store.units import Unit
 
 __version__ = "0.1.0"
 
-
-_LAZY = ("BiasCallback", "LiveOptions", "evaluate_now")
-
-
-def __dir__() -> list[str]:
-    # The lazy names too, so that help(biasscope) and tab completion list them.
-    return sorted({*globals(), *_LAZY})
+#: Where each public name lives.
+_HOMES = {
+    "GenerateParams": "biasscope.backends", "GenerateRequest": "biasscope.backends",
+    "Generation": "biasscope.backends", "Generator": "biasscope.backends",
+    "ResponseCache": "biasscope.backends.cache", "Checkpoint": "biasscope.backends.checkpoints",
+    "load_generator": "biasscope.backends.generators", "BiasscopeError": "biasscope.core.errors",
+    "DataError": "biasscope.core.errors", "ModelError": "biasscope.core.errors",
+    "Item": "biasscope.core.items", "BiasCallback": "biasscope.dynamics.callback",
+    "LiveOptions": "biasscope.dynamics.live", "evaluate_now": "biasscope.dynamics.live",
+    "dynamics_metrics": "biasscope.dynamics.metrics", "jsd_by_parts": "biasscope.dynamics.metrics",
+    "jsd_parts": "biasscope.dynamics.metrics", "run_dynamics": "biasscope.dynamics.sweep",
+    "sweep": "biasscope.dynamics.sweep", "PROBES": "biasscope.probes",
+    "load_probe": "biasscope.probes", "RunStore": "biasscope.store.directory",
+    "Unit": "biasscope.store.units",
+}
 
 
 def __getattr__(name: str) -> object:
-    # The live-training pieces need transformers; load them only when asked for.
-    if name == "BiasCallback":
-        from biasscope.dynamics.callback import BiasCallback
-        return BiasCallback
-    if name in ("LiveOptions", "evaluate_now"):
-        from biasscope.dynamics import live
-        return getattr(live, name)
-    raise AttributeError(f"module 'biasscope' has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'biasscope' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # imported once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
 
 
 __all__ = [

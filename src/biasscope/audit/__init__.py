@@ -7,6 +7,6 @@ and loaded with ``biasscope.probes.load_probe``.
 from __future__ import annotations
 
 from biasscope.probes import adult, bbq, professional
-from biasscope.probes.base import DETECTORS, AuditProbe, Detection, Detector
+from biasscope.probes.base import DETECTORS, AskedProbe, Detection, Detector
 
-__all__ = ["DETECTORS", "AuditProbe", "Detection", "Detector", "adult", "bbq", "professional"]
+__all__ = ["DETECTORS", "AskedProbe", "Detection", "Detector", "adult", "bbq", "professional"]

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
-from biasscope.audit.run import (
+from biasscope.audit.harness import (
     GenerationResponder,
     OptionScorer,
     Responder,
@@ -30,12 +30,12 @@ from biasscope.core.config import (
 )
 from biasscope.core.errors import BiasscopeError
 from biasscope.data.sources import DATA_DIR_HELP
-from biasscope.probes.base import AuditProbe
+from biasscope.probes.base import AskedProbe
 from biasscope.probes.specs import (
     BASE_RATE_HELP,
     LIMIT_HELP,
     PROBE_HELP,
-    TEMPLATES_HELP,
+    WORDINGS_HELP,
     load_probes,
 )
 from biasscope.report.audit import write_audit_report
@@ -89,7 +89,7 @@ class AuditConfig:
     limit: int | None = setting(None, LIMIT_HELP, check=POSITIVE_INT)
     base_rate: str = setting("0.5", BASE_RATE_HELP, choices=("0.0", "0.5", "1.0"))
     data_dir: str | None = setting(None, DATA_DIR_HELP)
-    templates: str | None = setting(None, TEMPLATES_HELP)
+    wordings: str | None = setting(None, WORDINGS_HELP, was="--templates")
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -105,8 +105,8 @@ class AuditResult:
 def run(config: AuditConfig) -> AuditResult:
     probes = load_probes(",".join(config.probes), data_dir=config.data_dir,
                          base_rate=config.base_rate, kinds=("options", "generate"),
-                         what="biasscope audit", templates=config.templates)
-    asked = cast(list[AuditProbe], probes)  # load_probes checked each takes these requests
+                         what="biasscope audit", wordings=config.wordings)
+    asked = cast(list[AskedProbe], probes)  # load_probes checked each takes these requests
     store = run_audit(asked, responder(config), config.out, limit=config.limit)
     report = write_audit_report(store.root)
     return AuditResult(store, report, store.read_json("summary.json"))
@@ -191,8 +191,9 @@ class ItemsConfig:
     limit: int | None = setting(None, LIMIT_HELP, check=POSITIVE_INT)
     base_rate: str = setting("0.5", BASE_RATE_HELP, choices=("0.0", "0.5", "1.0"))
     data_dir: str | None = setting(None, DATA_DIR_HELP)
-    templates: str | None = setting(None, TEMPLATES_HELP + "; each item then says its wording "
-                                    "and `audit --responses` needs the same --templates")
+    wordings: str | None = setting(None, WORDINGS_HELP + "; each item then says its wording "
+                                   "and `audit --responses` needs the same --wordings",
+                                   was="--templates")
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -202,7 +203,7 @@ def export(config: ItemsConfig) -> tuple[int, str]:
     """Write the items of the one probe ``config`` names; how many, and the probe's name."""
     spec = ",".join(config.probe)
     probes = load_probes(spec, data_dir=config.data_dir, base_rate=config.base_rate,
-                         flag="--probe", templates=config.templates)
+                         flag="--probe", wordings=config.wordings)
     if len(probes) != 1:
         raise BiasscopeError(f"items --probe {spec}: name one probe (e.g. bbq:Age,Religion)")
     return export_items(probes[0], config.out, seed=config.seed, limit=config.limit), probes[0].name

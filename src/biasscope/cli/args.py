@@ -87,6 +87,9 @@ def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
         action.library_default = None if f.default is MISSING else f.default  # type: ignore[attr-defined]
         if meta["old"]:
             renamed(parser, meta["old"], f"{flag}")
+        if meta["was"]:
+            parser.add_argument(meta["was"], **{**options, "action": _Was, "new": flag,
+                                                "help": argparse.SUPPRESS})
 
 
 def run_dir(text: str) -> str:
@@ -102,6 +105,20 @@ class _Renamed(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
         parser.error(f"{option_string} is now {self.default}")
+
+
+class _Was(argparse.Action):
+    """A former spelling that still works: the value as the new flag takes it, and one line on
+    stderr naming the new flag."""
+
+    def __init__(self, *args: Any, new: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"biasscope: note: {option_string} is now {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:

@@ -10,7 +10,7 @@ from biasscope.cli import args as A
 
 
 def run(args: argparse.Namespace) -> int:
-    from biasscope.sensitivity import counterfactual_job as job
+    from biasscope.counterfactual import job
 
     done = job.run(A.from_args(job.CounterfactualConfig, args))
     for sentence in done.summary["sentences"]:
@@ -20,10 +20,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.sensitivity.counterfactual_job import CounterfactualConfig
+    from biasscope.counterfactual.job import CounterfactualConfig
     from biasscope.sensitivity.job import RewardScoring
 
-    cf = sub.add_parser("counterfactual", help="demographic counterfactual audit of reward "
+    cf = sub.add_parser("counterfactual", help="demographic counterfactual check of reward "
                         "models and judges")
     for config in (CounterfactualConfig, RewardScoring):
         A.settings(cf, config)

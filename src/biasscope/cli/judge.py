@@ -22,7 +22,7 @@ def judge(args: argparse.Namespace) -> int:
 def audit(args: argparse.Namespace) -> int:
     from biasscope.judge import job
 
-    done = job.audit(A.from_args(job.JudgeConfig, args))
+    done = job.biases(A.from_args(job.JudgeConfig, args))
     print("\n".join(done.result["sentences"]) + f"\nreport: {done.report}")
     return 0
 

@@ -19,20 +19,57 @@ from biasscope.core.spelling import on_command_line
 #: The command modules, in the order ``--help`` lists them; each has ``register(sub)``.
 COMMANDS = ("dynamics", "report", "probes", "generate", "audit", "judge", "sensitivity",
             "compare", "intervene", "counterfactual")
+#: What each module's ``register`` adds: command -> (aliases, its line in ``--help``). A command
+#: line needs one command's arguments in full and only these of the others, so that
+#: ``biasscope --help`` imports nothing that arguments need (pandas, SciPy, the job modules);
+#: tests/test_startup.py keeps this table equal to what ``register`` adds.
+LISTED: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
+    "dynamics": {"dynamics": ((), "fairness across training checkpoints")},
+    "report": {"report": ((), "rebuild the HTML report of a run from its records"),
+               "demo": ((), "train a tiny model with injected bias and sweep it")},
+    "probes": {"probes": ((), "every probe: the requests it takes, the data it needs, what it "
+                              "measures"),
+               "items": ((), "export a probe's items (ids, prompts) as JSONL"),
+               "data": ((), "dataset downloads for air-gapped use")},
+    "generate": {"generate": ((), "answer a JSONL file of prompts with any backend")},
+    "audit": {"audit": (("probe",), "fairness audit: adult-counterfactual, professional-bias, "
+                                    "bbq")},
+    "judge": {"judge": ((), "LLM-as-judge without name, position or model bias"),
+              "judge-audit": ((), "measure a judge's own biases")},
+    "sensitivity": {"sensitivity": ((), "constitutional sensitivity of reward models")},
+    "compare": {"compare": ((), "is run B as fair as run A? TOST per headline measure"),
+                "power": ((), "items needed for an effect; a run's detectable effect")},
+    "intervene": {"intervene": ((), "fine-tune twice (control, intervention) and compare")},
+    "counterfactual": {"counterfactual": ((), "demographic counterfactual audit of reward "
+                                              "models and judges")},
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``command`` ("" for none), that command's arguments in full and
+    every other command by its name and help only: what parsing one command line needs."""
     parser = A.OneLineParser(
         prog="biasscope", description="Measure bias and fairness in language models, with "
         "token-level precision and real statistics.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"biasscope.cli.{name}").register(sub)
+        listed = LISTED[name]
+        if command is None or any(command == c or command in listed[c][0] for c in listed):
+            importlib.import_module(f"biasscope.cli.{name}").register(sub)
+            continue
+        for each, (aliases, about) in listed.items():
+            sub.add_parser(each, aliases=list(aliases), help=about)
     return parser
 
 
+def command_of(argv: Sequence[str]) -> str:
+    """The command a command line names ("" when it names none: ``biasscope --help``)."""
+    return argv[0] if argv and not argv[0].startswith("-") else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(command_of(given)).parse_args(given)
     try:
         with on_command_line():  # messages name settings by their flags (--data-dir)
             code: int = args.func(args)

@@ -1,11 +1,11 @@
 """Comparing like with like: two runs are compared on the design they share, and the table and
 sentences say what was left out.
 
-- **Wordings.** A run asked under several wordings (``--templates``) and one asked under the
+- **Wordings.** A run asked under several wordings (``--wordings``) and one asked under the
   probe's default are not the same measurement: the wording alone moves a model's bias (see
-  docs/templates.md). A wording is known by its template (and, for chat probes, its system
+  docs/wordings.md). A wording is known by its template (and, for chat probes, its system
   turn) as run.json records it, so the default wording of one run and the same text under
-  ``--templates builtin`` of another are one wording. Records are restricted to the wordings
+  ``--wordings builtin`` of another are one wording. Records are restricted to the wordings
   both runs asked; a probe with none in common is not compared, and says so.
 - **Items, not item × wording.** Under several wordings an item is still one item: its values
   are averaged over the wordings before pairing and testing (as WinoBias averages a prompt's

@@ -3,17 +3,22 @@
 "Bias emerges suddenly" is a claim about the shape of the gap against training: a single
 straight trend fits badly, and a trend that bends at some step S fits well. The model here is
 continuous segmented (hinge) regression, y = a + b·x + c·(x − S)₊, with x the step or the log
-step; c is the change of slope at S. The test compares it with the single line y = a + b·x by
-the largest F statistic over the candidate S. Because S is chosen to fit, that F does not follow
-the F distribution (Davies' problem: the p-value would be too small), so its null distribution
-is simulated by a residual bootstrap of the single-line fit. The CI of S, and of the slope
-change, come from a residual bootstrap of the segmented fit.
+step; c is the change of slope at S, and S is the least-squares bend among the candidates.
 
-Assumptions, said in docs/claims.md: the checkpoint values' errors are exchangeable (about equal
-variance, independent across checkpoints: each checkpoint is scored on its own, but the
-prompts are the same, so a prompt-level quirk shared by all checkpoints is part of the trend,
-not of the noise); at least 2 checkpoints on each side of S (6 in all). Everything is vectorised
-over bootstrap replicates: each candidate S has a fixed residual-maker matrix.
+The test needs the curve's items (`biasscope.core.curves.ItemCurves`: per prompt its value at
+every checkpoint), because a curve's errors are correlated from one checkpoint to the next (the
+same prompts at every checkpoint; neighbouring checkpoints share most of their weights), and a
+bootstrap over checkpoints that assumes otherwise claimed a bend in half the random walks it
+was shown. The slope change at every candidate bend is a linear function of the curve, so each
+prompt contributes one number to it; the statistic is the largest |c| / se over the candidates
+(se from the prompts), and its null distribution is the bootstrap-t distribution of that
+maximum, prompts resampled within each group with the same draw at every checkpoint. Taking the
+maximum accounts for S being chosen to fit. The CIs of S and of the slope change come from the
+same resampling: the whole curve recomputed and refitted per resample.
+
+Without items (a bare curve) the fit is given, untested (p and CIs NaN). Needs at least two
+checkpoints on each side of S (6 in all) and two prompts per group. Everything is vectorised
+over bootstrap replicates and candidates (`_designs`).
 """
 
 from __future__ import annotations
@@ -22,22 +27,25 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from biasscope.core.curves import ItemCurves, max_t
 from biasscope.core.stats import Array
 
 Scale = Literal["step", "log"]
 MIN_POINTS = 6  # two parameters per segment and two points beyond the bend on each side
+CELLS = 2_000_000  # bootstrap fits at once: replicates × (candidates + checkpoints)
 
 
 @dataclass(frozen=True)
 class Changepoint:
     """The bend S (in steps) with its bootstrap CI, the slopes before and after (per 1000 steps
     on the step scale; per unit of ln(step + 1) on the log scale), the slope change with its CI,
-    the sup-F statistic and its bootstrap p-value."""
+    the sup-F statistic of the curve (descriptive), and the test: the largest studentised slope
+    change over the candidate bends (``t_statistic``) and its item-bootstrap p-value."""
 
     scale: Scale
     step: float
@@ -52,6 +60,7 @@ class Changepoint:
     p_value: float
     n_checkpoints: int
     confidence: float
+    t_statistic: float = math.nan
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,29 +77,44 @@ def untransform(x: float, scale: Scale) -> float:
     return float(x * 1000 if scale == "step" else math.expm1(x))
 
 
-def _maker(design: Array) -> Array:
-    """I − X X⁺: applied to y, the residuals of the least-squares fit on X."""
-    return np.asarray(np.eye(design.shape[0]) - design @ np.linalg.pinv(design))
+class _Designs(NamedTuple):
+    """The least-squares pieces shared by every fit on one set of x and candidate bends."""
+
+    line_pinv: Array  # (2, n): the single line's coefficients from y
+    maker: Array  # (n, n): I − X X⁺, the single line's residuals from y
+    hinges: Array  # (candidates, n): (x − S)₊ per candidate S
+    coef_rows: Array  # (candidates, n): the hinge's coefficient from y, per candidate
+    gains: Array  # (candidates,): RSS(line) − RSS(bend) per unit of squared coefficient
 
 
-def _designs(x: Array, candidates: Array) -> tuple[Array, Array, Array]:
-    """The single line's design, and per candidate bend the hinge design's pseudo-inverse and
-    residual-maker, stacked."""
+def _designs(x: Array, candidates: Array) -> _Designs:
+    """By Frisch-Waugh-Lovell, the hinge's coefficient is y's product with the hinge made
+    orthogonal to the line, over that column's squared norm; adding it lowers the line's RSS
+    by the coefficient squared times that norm. One matrix product per set of curves then
+    fits every candidate."""
     line = np.column_stack([np.ones_like(x), x])
-    bends = np.stack([np.column_stack([line, np.maximum(x - c, 0.0)]) for c in candidates])
-    pinvs = np.linalg.pinv(bends)
-    return line, pinvs, np.eye(x.size) - bends @ pinvs
+    pinv = np.linalg.pinv(line)
+    maker = np.eye(x.size) - line @ pinv
+    hinges = np.maximum(x[None, :] - candidates[:, None], 0.0)
+    residual = hinges @ maker  # the maker is symmetric
+    norms = (residual ** 2).sum(axis=1)
+    return _Designs(pinv, maker, hinges, residual / norms[:, None], norms)
 
 
-def _fit(y: Array, line: Array, pinvs: Array, makers: Array) -> tuple[Array, Array, Array]:
-    """sup-F over candidates, the best candidate's index and coefficients, per row of y."""
+def _fit(y: Array, d: _Designs) -> tuple[Array, Array, Array]:
+    """sup-F over candidates, the best candidate's index and coefficients (intercept, slope,
+    slope change), per row of y."""
     n = y.shape[-1]
-    rss0 = ((y @ _maker(line).T) ** 2).sum(-1)
-    rss1 = ((makers @ y.T) ** 2).sum(1)  # (candidates, reps)
-    best = rss1.argmin(axis=0)
-    low = np.maximum(rss1[best, np.arange(y.shape[0])], 1e-300)
+    rss0 = ((y @ d.maker) ** 2).sum(-1)
+    change = y @ d.coef_rows.T  # (reps, candidates)
+    gain = change ** 2 * d.gains
+    best = gain.argmax(axis=1)
+    rows = np.arange(y.shape[0])
+    low = np.maximum(rss0 - gain[rows, best], 1e-300)
     f = (rss0 - low) / (low / (n - 3))
-    return f, best, np.einsum("rkn,rn->rk", pinvs[best], y)
+    c = change[rows, best]
+    ab = (y - c[:, None] * d.hinges[best]) @ d.line_pinv.T
+    return f, best, np.column_stack([ab, c])
 
 
 def candidates_between(x: Array, per_gap: int = 4) -> Array:
@@ -105,9 +129,10 @@ def candidates_between(x: Array, per_gap: int = 4) -> Array:
 
 def changepoint(steps: Sequence[int] | npt.ArrayLike, values: npt.ArrayLike,
                 scale: Scale = "step", confidence: float = 0.95, n_resamples: int = 999,
-                seed: int = 0) -> Changepoint | None:
+                seed: int = 0, items: ItemCurves | None = None) -> Changepoint | None:
     """The one-changepoint fit of ``values`` against training step; None with fewer than
-    `MIN_POINTS` finite checkpoints."""
+    `MIN_POINTS` finite checkpoints. ``items``: the curve's items, one column per entry of
+    ``steps`` (their contrast must be ``values``); without them nothing is tested."""
     s, y = np.asarray(steps, dtype=np.float64), np.asarray(values, dtype=np.float64)
     keep = np.isfinite(s) & np.isfinite(y)
     order = np.argsort(s[keep], kind="stable")
@@ -115,25 +140,41 @@ def changepoint(steps: Sequence[int] | npt.ArrayLike, values: npt.ArrayLike,
     cand = candidates_between(x)
     if x.size < MIN_POINTS or cand.size == 0:
         return None
-    line, pinvs, makers = _designs(x, cand)
-    f, best, coef = _fit(y[None, :], line, pinvs, makers)
-    rng = np.random.default_rng(seed)
-    null_fit = y - y @ _maker(line).T
-    null_res = y - null_fit
-    boot0 = null_fit + rng.choice(null_res, size=(n_resamples, x.size), replace=True)
-    f0, _, _ = _fit(boot0, line, pinvs, makers)
-    p = float((1 + np.sum(f0 >= f[0] - 1e-12 * abs(f[0]))) / (n_resamples + 1))
-    fitted = y - makers[int(best[0])] @ y
-    boot1 = fitted + rng.choice(y - fitted, size=(n_resamples, x.size), replace=True)
-    _, b1, c1 = _fit(boot1, line, pinvs, makers)
-    tail = 100 * (1 - confidence) / 2
-    lo, hi = np.percentile(cand[b1], [tail, 100 - tail])
-    clo, chi = np.percentile(c1[:, 2], [tail, 100 - tail])
+    designs = _designs(x, cand)
+    f, best, coef = _fit(y[None, :], designs)
     b, c = float(coef[0][1]), float(coef[0][2])
+    tested: tuple[float, ...] = (math.nan,) * 6
+    if items is not None:
+        chosen = items.select(np.flatnonzero(keep)[order])
+        if not np.allclose(chosen.curve(), y, rtol=1e-9, atol=1e-12):
+            raise ValueError("changepoint: the items' contrast is not the curve given")
+        tested = _item_test(chosen, cand, designs, confidence, n_resamples, seed)
+    t, p, lo, hi, clo, chi = tested
     return Changepoint(scale, untransform(float(cand[int(best[0])]), scale),
-                       untransform(float(lo), scale), untransform(float(hi), scale),
-                       b, b + c, c, float(clo), float(chi), float(f[0]), p, int(x.size),
-                       confidence)
+                       untransform(lo, scale) if math.isfinite(lo) else math.nan,
+                       untransform(hi, scale) if math.isfinite(hi) else math.nan,
+                       b, b + c, c, clo, chi, float(f[0]), p, int(x.size), confidence, t)
+
+
+def _item_test(items: ItemCurves, cand: Array, designs: _Designs, confidence: float,
+               n_resamples: int, seed: int) -> tuple[float, ...]:
+    """(t, p, S low, S high, slope change low, high) from resampling the items: the test on
+    the slope changes at every candidate (`max_t`), the CIs from refitting resampled curves."""
+    rng = np.random.default_rng(seed)
+    test = max_t(items, designs.coef_rows, n_resamples, rng)
+    if test is None:
+        return (math.nan,) * 6
+    bends, changes = [], []
+    per = max(1, CELLS // (cand.size + items.columns))
+    for start in range(0, n_resamples, per):
+        curves = items.resampled(items.draws(min(per, n_resamples - start), rng))
+        _, which, coef = _fit(curves, designs)
+        bends.append(cand[which])
+        changes.append(coef[:, 2])
+    tail = 100 * (1 - confidence) / 2
+    lo, hi = np.percentile(np.concatenate(bends), [tail, 100 - tail])
+    clo, chi = np.percentile(np.concatenate(changes), [tail, 100 - tail])
+    return (test.statistic(), test.p_value(), float(lo), float(hi), float(clo), float(chi))
 
 
 def rates(steps: Sequence[int], values: npt.ArrayLike) -> list[dict[str, float]]:

@@ -60,7 +60,7 @@ PROBABILITY = Check(False, lambda v: 0.0 <= v <= 1.0, "is not between 0 and 1")
 def described(help: str, *, check: Check | None = None,
               choices: Sequence[str] | None = None, flag: str | None = None,
               many: bool = False, parse: Callable[[str], Any] | None = None,
-              old: str | None = None) -> dict[str, Any]:
+              old: str | None = None, was: str | None = None) -> dict[str, Any]:
     """The metadata of a documented setting; ``field(metadata=described(...))`` declares a
     required one (type checkers read a bare ``field`` call as no default).
 
@@ -68,9 +68,10 @@ def described(help: str, *, check: Check | None = None,
     ``models``; ``--no-X`` for a setting that is on by default); ``many``: the option may be
     repeated, each value one more entry; ``parse``: how the command line's text becomes the
     value (a BiasscopeError or ValueError saying why not); ``old``: the flag's former spelling,
-    refused with a pointer to the new one."""
+    refused with a pointer to the new one; ``was``: a former spelling that still works, with
+    a one-line hint to the new one."""
     return {"help": help, "check": check, "choices": tuple(choices) if choices else None,
-            "flag": flag, "many": many, "parse": parse, "old": old}
+            "flag": flag, "many": many, "parse": parse, "old": old, "was": was}
 
 
 def setting(default: Any, help: str, **how: Any) -> Any:

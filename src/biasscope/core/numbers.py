@@ -114,6 +114,12 @@ def percent(value: Any, low: Any = None, high: Any = None, confidence: float | N
     return with_ci(100 * value, low, high, confidence, signed, extra, unit="%")
 
 
+def setting_percent(value: Any) -> str:
+    """A setting given as a share (a budget, a margin), in percent as the user gave it:
+    0.02 is "2%", 0.025 "2.5%", 0.0001 "0.01%" (no rounding: it is not an estimate)."""
+    return f"{100 * float(value):g}%" if finite(value) else "n/a"
+
+
 def entry_with_ci(entry: Mapping[str, Any] | None, confidence: float | None = 0.95,
                   signed: bool = False, share: bool = False) -> str:
     """`with_ci` (``share``: `percent`) of a stored ``{estimate, low, high}`` entry."""

@@ -19,7 +19,6 @@ Conventions, and why:
 
 from __future__ import annotations
 
-import inspect
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -29,14 +28,27 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats as sps
+
+from biasscope.core.imports import lazy
+
+sps = lazy("scipy.stats")  # imported at first use
 
 Correction = Literal["holm", "bh"]
 #: Each correction ``adjust_pvalues`` knows, by the name a report gives it.
 CORRECTIONS: dict[str, str] = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 Array = npt.NDArray[np.float64]
-# SciPy 1.15 renamed ``random_state`` to ``rng``; pass whichever this SciPy takes.
-_RNG_KW = "rng" if "rng" in inspect.signature(sps.bootstrap).parameters else "random_state"
+
+
+def scipy_rng_keyword() -> str:
+    """SciPy 1.15 renamed ``random_state`` to ``rng``: the name this SciPy takes, read from its
+    version (asking ``sps.bootstrap`` would import SciPy's statistics now)."""
+    from importlib import metadata
+
+    major, minor = (int(part) for part in metadata.version("scipy").split(".")[:2])
+    return "rng" if (major, minor) >= (1, 15) else "random_state"
+
+
+_RNG_KW = scipy_rng_keyword()
 
 
 @dataclass(frozen=True)

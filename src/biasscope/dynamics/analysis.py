@@ -29,9 +29,7 @@ from biasscope.dynamics.analysis_options import (
 )
 from biasscope.dynamics.analysis_pass import SNAPSHOT_STEP, RunParts, read_run
 from biasscope.dynamics.breakdown import checkpoint_breakdown
-from biasscope.dynamics.emergence import (
-    change_interval,
-)
+from biasscope.dynamics.emergence import sharpest_of
 from biasscope.dynamics.model_analysis import ModelInputs, analyse_model, json_rows
 from biasscope.dynamics.probe_analysis import analyse_probes
 from biasscope.probes.winobias import GENDERS
@@ -110,8 +108,9 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
                                       run.step_dtype, "model", options.correction,
                                       options.alpha)
              for value, rows in parts.rows.items()},
-            change_interval(parts.best, options.confidence, options.n_resamples),
-            parts.ci, parts.breakdown, model in run.snapshots, parts.history)
+            sharpest_of(parts.items, confidence=options.confidence,
+                        n_resamples=options.n_resamples),
+            parts.ci, parts.breakdown, model in run.snapshots, parts.history, parts.items)
         analysed = analyse_model(model, inputs, summary, perf.get(model), options)
         out["models"][model] = analysed
         out["sentences"] += analysed["sentences"]

@@ -6,11 +6,11 @@ of the ``male`` and of the ``female`` option, the target's rank, and whether the
 option won, for the accuracies' intervals), in narrow columns
 (categorical labels; ranks as float32 when that is exact). The units of one step, all seeds
 and models, are then turned into per-prompt values (the seed mean), tested and bootstrapped,
-and dropped. Between steps a model keeps only its previous checkpoint's per-prompt values
-(for the change of the gap), the largest change so far and, per checkpoint, each prompt's
-JSD-P of the correct option (one number per prompt and step, for the recommended stop's
-fairness gain). So memory follows one step's records, not the run's: a 154-checkpoint sweep
-costs what one checkpoint costs, plus those numbers.
+and dropped. Between steps a model keeps, per checkpoint, each prompt's JSD-P of the correct
+option (one number per prompt and step: the curve's items, for the sharpest change, the change
+of trend and the recommended stop's fairness gain; per wording too when several ran). So
+memory follows one step's records, not the run's: a 154-checkpoint sweep costs what one
+checkpoint costs, plus those numbers.
 
 Every number is the one a whole-run computation gives (same rows, same order, same
 functions of `biasscope.core.stats`); tests/test_report_streaming.py checks it.
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.dynamics import emergence, gap_tests
+from biasscope.dynamics import gap_tests
 from biasscope.dynamics.breakdown import record_values as breakdown_values
 from biasscope.dynamics.metrics import record_jsd_parts
 from biasscope.probes.winobias import GENDERS
@@ -106,12 +106,14 @@ class ModelParts:
     rows: dict[str, list[dict[str, Any]]] = field(
         default_factory=lambda: {"jsdp_correct": [], "target_rank": []})
     ci: dict[str, dict[str, Any]] = field(default_factory=dict)
-    previous: pd.DataFrame | None = None  # the last checkpoint's per-prompt jsdp_correct
-    best: emergence.StepChange | None = None
     #: Per step, the pro/anti and per-occupation aggregates (`metrics.breakdown`).
     breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
-    #: Per step, the per-prompt jsdp_correct of male and female prompts (the stop's gain).
+    #: Per step, the per-prompt jsdp_correct of male and female prompts (the stop's gain),
+    #: per wording when several ran.
     history: dict[int, pd.DataFrame] = field(default_factory=dict)
+    #: Per step, the per-prompt jsdp_correct of male and female prompts, wordings averaged
+    #: as the gap tests average them (the curve's items).
+    items: dict[int, pd.DataFrame] = field(default_factory=dict)
 
 
 @dataclass
@@ -139,15 +141,10 @@ def add_checkpoint(parts: ModelParts, pvs: Mapping[str, pd.DataFrame], intervals
         rows += gap_tests.checkpoint_rows(_labels(pvs[value], GENDERS))
     parts.ci.update(intervals(pvs))
     current = _labels(pvs["jsdp_correct"], GENDERS)
-    if parts.previous is not None:
-        pair = pd.concat([parts.previous, current], ignore_index=True)
-        wide = pair.pivot(index=["prompt", "answer_label"], columns="step", values="value")
-        s0, s1 = parts.previous["step"].iloc[0], current["step"].iloc[0]
-        parts.best = emergence.larger_change(parts.best, emergence.step_change(wide, s0, s1))
-    parts.previous = current if len(current) else parts.previous
     if len(current):
-        parts.history[int(current["step"].iloc[0])] = (
-            current[["prompt", "answer_label", "value"]] if worded is None else worded)
+        step = int(current["step"].iloc[0])
+        parts.items[step] = current[["prompt", "answer_label", "value"]]
+        parts.history[step] = parts.items[step] if worded is None else worded
 
 
 def add_step(run: RunParts, models: list[str], by_model: Mapping[str, pd.DataFrame],

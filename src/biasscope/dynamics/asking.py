@@ -1,12 +1,12 @@
 """Probes asked by chat (BBQ, professional bias, Adult) in checkpoint sweeps: option scoring.
 
 Each checkpoint scores every option's full continuation after the item's chat turns (rendered
-by the tokenizer's chat template, else as a plain prompt), as ``biasscope probe --scoring
+by the tokenizer's chat template, else as a plain prompt), as ``biasscope audit --scoring
 options`` does but with all (item, option) sequences of a unit in length-sorted batches (the
 same log-probs up to float rounding, ~1e-6 in float32); the likeliest option is the answer and
 the probe's detector reads it. A unit's
 records are the audit's (``label``, ``hit``, ``option_probs``, the item's groups; see
-``biasscope.audit.run.records``) with the unit's columns (model, revision, step, seed,
+``biasscope.audit.harness.records``) with the unit's columns (model, revision, step, seed,
 checkpoint) and each option's log-prob, so per-step statistics can use the probe's own metrics
 on any slice of them.
 """
@@ -60,7 +60,7 @@ def score_options(scorer: Any, items: Sequence[Item], asking: Asking) -> list[Op
 def option_frame(unit: Unit, items: Sequence[Item], scores: Sequence[OptionScore],
                  asking: Asking) -> pd.DataFrame:
     """One row per item: the audit's record columns, the unit and the option log-probs."""
-    from biasscope.audit.run import Response, records
+    from biasscope.audit.harness import Response, records
 
     responses = []
     for item, score in zip(items, scores, strict=True):

@@ -1,12 +1,17 @@
 """When a gap emerges, where it changed most, and which checkpoint to stop at (Appendix D of
 *Fairness Dynamics During Training*): the step-level statistics built on ``biasscope.core.stats``.
+
+Claims about the curve's shape (the sharpest change, a change of trend) are tested on the
+prompts' values at every checkpoint, resampling prompts with the same draw at every checkpoint
+(`biasscope.core.curves`): the curve's errors are correlated from one checkpoint to the next.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +20,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.changepoint import MIN_POINTS, changepoint, rates
-from biasscope.core.numbers import num, p_is
+from biasscope.core.curves import ItemCurves, max_t
+from biasscope.core.numbers import num, p_is, setting_percent, with_ci
 from biasscope.core.stats import (
     Array,
     Interval,
@@ -42,13 +48,16 @@ class StopRecommendation:
 
 @dataclass(frozen=True)
 class GapChange:
-    """Change of the group gap between two consecutive checkpoints, over the prompts both have."""
+    """Change of the group gap between two consecutive checkpoints, over the prompts both have;
+    ``pairs``: how many consecutive changes it was the largest of (its interval holds for all
+    of them at once; 1 for an interval of one pair alone)."""
     step_from: int
     step_to: int
     gap_from: float
     gap_to: float
     change: Interval
     n_prompts: int
+    pairs: int = 1
 
 
 # ---------------------------------------------------------------- emergence
@@ -80,21 +89,92 @@ def sharpest_change(records: pd.DataFrame, value: str = "jsdp_correct",
                     groups: tuple[str, str] = GENDERS, confidence: float = 0.95,
                     n_resamples: int = 2000, method: str = "BCa",
                     seed: int = 0) -> GapChange | None:
-    """The largest change of the group gap between consecutive checkpoints of one model.
-
-    Prompts are paired across the two checkpoints by id, so the change equals the difference
-    of the groups' mean per-prompt changes; the CI resamples prompts (within each group) and
-    keeps each prompt's pair of values together. None with fewer than two checkpoints.
-    """
+    """The largest change of the group gap between consecutive checkpoints of one model, with
+    `sharpest_of`'s interval (``method`` is no longer used: the interval is a bootstrap-t band
+    over all the changes). None with fewer than two checkpoints."""
     pv = prompt_values(records[records["answer_label"].isin(groups)], value).dropna(
         subset=["step"])
     if pv["model"].nunique() > 1:
         raise ValueError("sharpest_change takes the records of one model")
-    wide = pv.pivot(index=["prompt", "answer_label"], columns="step", values="value")
-    best: StepChange | None = None
-    for s0, s1 in itertools.pairwise(sorted(wide.columns)):
-        best = larger_change(best, step_change(wide, s0, s1, groups))
-    return change_interval(best, confidence, n_resamples, method, seed)
+    per_step = {step: chunk for step, chunk in pv.groupby("step", sort=True)}
+    return sharpest_of(per_step, groups, confidence, n_resamples, seed)
+
+
+def prompt_matrix(per_step: Mapping[Any, pd.DataFrame]) -> pd.DataFrame:
+    """Per prompt (rows: prompt, answer_label) its value at each step (columns, sorted), from
+    per-step frames of prompt, answer_label and value; a frame with a ``template`` column (a
+    value per wording) is averaged over the wordings of each prompt."""
+    frames = []
+    for step, frame in per_step.items():
+        if "template" in frame:
+            frame = frame.groupby(["prompt", "answer_label"], sort=False, observed=True)[
+                "value"].mean().reset_index()
+        frames.append(frame[["prompt", "answer_label", "value"]].assign(step=step))
+    if not frames:
+        empty: pd.DataFrame = pd.DataFrame(
+            index=pd.MultiIndex.from_arrays([[], []], names=["prompt", "answer_label"]))
+        return empty
+    both = pd.concat(frames, ignore_index=True)
+    wide: pd.DataFrame = both.pivot_table(index=["prompt", "answer_label"], columns="step",
+                                          values="value", observed=True, dropna=False)
+    ordered: pd.DataFrame = wide.reindex(columns=sorted(wide.columns))
+    return ordered
+
+
+def item_curves(wide: pd.DataFrame, columns: Sequence[Any] | None = None,
+                groups: tuple[str, str] = GENDERS) -> ItemCurves:
+    """``wide`` (`prompt_matrix`) at ``columns`` (default all) as the contrast of the groups'
+    prompts; prompts without a value there are left out."""
+    values = wide if columns is None else wide.reindex(columns=list(columns))
+    label = values.index.get_level_values("answer_label").to_numpy()
+    parts = []
+    for g in groups:
+        block = values.to_numpy(dtype=np.float64)[label == g]
+        parts.append(block[np.isfinite(block).any(axis=1)])
+    return ItemCurves.contrast(parts[0], parts[1])
+
+
+def sharpest_of(per_step: Mapping[Any, pd.DataFrame], groups: tuple[str, str] = GENDERS,
+                confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+                ) -> GapChange | None:
+    """The largest change of the group gap between consecutive checkpoints (``per_step``: per
+    step the per-prompt values: prompt, answer_label, value), with a CI that holds although the
+    pair was picked for being the largest.
+
+    Each change is over the prompts with values at both checkpoints (so it equals the
+    difference of the groups' mean per-prompt changes). The interval is a simultaneous
+    bootstrap-t band over all the consecutive changes: prompts are resampled within each group,
+    the same draw for every pair, and the band's half-width is the quantile of the largest
+    studentised deviation over the pairs times the chosen pair's standard error. An interval
+    for the largest change alone would be too narrow: among 19 changes of a flat curve, the
+    largest lies outside its own 95% interval most of the time. None with fewer than two
+    checkpoints or no pair with prompts of both groups."""
+    return sharpest_in(prompt_matrix(per_step), groups, confidence, n_resamples, seed)
+
+
+def sharpest_in(wide: pd.DataFrame, groups: tuple[str, str] = GENDERS,
+                confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+                ) -> GapChange | None:
+    """`sharpest_of` from its `prompt_matrix` (a column per step, sorted)."""
+    found = [step_change(wide, s0, s1, groups)
+             for s0, s1 in itertools.pairwise(sorted(wide.columns))]
+    pairs = [c for c in found if c is not None]
+    best = functools.reduce(larger_change, pairs, None)
+    if best is None:
+        return None
+    changes = pd.DataFrame({j: wide[c.step_to] - wide[c.step_from]
+                            for j, c in enumerate(pairs)})
+    items = item_curves(changes, groups=groups)
+    test = max_t(items, np.eye(len(pairs)), n_resamples, np.random.default_rng(seed))
+    chosen = next(j for j, c in enumerate(pairs) if c is best)
+    interval = Interval(best.change, math.nan, math.nan, confidence)
+    if test is not None:
+        se, q = float(test.se[chosen]), test.quantile(confidence)
+        half = 0.0 if se == 0 else q * se
+        if math.isfinite(half):
+            interval = Interval(best.change, best.change - half, best.change + half, confidence)
+    return GapChange(int(best.step_from), int(best.step_to), best.gaps[0], best.gaps[1],
+                     interval, sum(x.size for x in best.samples), len(pairs))
 
 
 @dataclass(frozen=True)
@@ -132,7 +212,8 @@ def larger_change(best: StepChange | None, other: StepChange | None) -> StepChan
 def change_interval(best: StepChange | None, confidence: float = 0.95,
                     n_resamples: int = 2000, method: str = "BCa", seed: int = 0
                     ) -> GapChange | None:
-    """The sharpest change with its bootstrap CI (computed once, for the chosen pair)."""
+    """One pair's change with its bootstrap CI for that pair alone: not adjusted for picking
+    the largest of several (the analysis uses `sharpest_of`, whose interval is)."""
     if best is None:
         return None
     samples = best.samples
@@ -184,7 +265,7 @@ def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.A
     perf_pct, gap_pct = _pct(float(p[pick]), float(p[-1])), _pct(float(g[pick]), float(g[-1]))
     if pick == s.size - 1:
         sentence = (f"train to the end (step {s[pick]}): no earlier checkpoint has a smaller "
-                    f"{gap_name} within a {budget:.0%} performance loss")
+                    f"{gap_name} within a {setting_percent(budget)} performance loss")
     else:
         perf_text = _pct_text(perf_pct, float(p[pick]), float(p[-1]))
         gap_text = _pct_text(gap_pct, float(g[pick]), float(g[-1]))
@@ -204,26 +285,30 @@ def gap_series(table: pd.DataFrame) -> tuple[list[int], Array]:
 
 
 def trend_change(model: str, steps: Sequence[int], gaps: npt.ArrayLike, alpha: float = 0.01,
-                 confidence: float = 0.95, n_resamples: int = 2000
+                 confidence: float = 0.95, n_resamples: int = 2000,
+                 items: ItemCurves | None = None, seed: int = 0
                  ) -> tuple[dict[str, Any], list[str]]:
     """The gap's rates of change per 1000 steps between checkpoints, and the one-changepoint
     test against a single trend on the step and the log-step scale (`core.changepoint`), with
     the sentences a reviewer accepts: a change of trend is claimed only on a scale whose
-    bootstrap p is below α/2 (Bonferroni over the two scales)."""
-    found = {scale: changepoint(steps, gaps, scale, confidence, n_resamples)
+    bootstrap p is below α/2 (Bonferroni over the two scales).
+
+    ``items``: the gap's prompts, one column per entry of ``steps`` (`item_curves`). The test
+    and the rates' intervals resample them; without them nothing is tested (a curve alone
+    cannot tell a bend from errors correlated across checkpoints) and the rates have no
+    interval. ``seed``: the resampling's."""
+    found = {scale: changepoint(steps, gaps, scale, confidence, n_resamples, seed, items)
              for scale in ("step", "log")}
     step_rates = rates(steps, gaps)
+    if items is not None:
+        _rate_band(step_rates, steps, items, confidence, n_resamples, seed)
     claimed = [c for c in found.values() if c is not None and c.p_value < alpha / 2]
     out: dict[str, Any] = {
         "rates": step_rates, "alpha": alpha,
         "changepoint": {s: (c.as_dict() if c else None) for s, c in found.items()},
         "claimed": claimed[0].scale if claimed else None}
-    sentences = []
-    if step_rates:
-        top = max(step_rates, key=lambda r: abs(r["rate_per_1000"]))
-        sentences.append(f"{model}: the gap changes fastest between steps {top['step_from']} and "
-                         f"{top['step_to']}: {num(top['rate_per_1000'], signed=True)} per 1000 "
-                         f"steps ({num(top['change'], signed=True)} in all).")
+    sentences = [_fastest(model, step_rates, confidence)] if step_rates else []
+    tested = [c for c in found.values() if c is not None and math.isfinite(c.p_value)]
     if found["step"] is None:
         sentences.append(f"{model}: a change of trend needs at least {MIN_POINTS} checkpoints; "
                          "none is tested.")
@@ -234,9 +319,49 @@ def trend_change(model: str, steps: Sequence[int], gaps: npt.ArrayLike, alpha: f
             f"{model}: the gap changes trend at step {c.step:.0f} ({confidence:.0%} CI "
             f"{c.low:.0f} to {c.high:.0f}; against {scale}: slope change "
             f"{num(c.slope_change, signed=True)}, {p_is(c.p_value, 'bootstrap p')} < α/2 "
-            "against a single trend).")
+            "against a single trend, prompts resampled).")
+    elif not tested:
+        why = ("the prompts' values at each checkpoint are needed" if items is None else
+               "it needs at least two prompts of each group")
+        sentences.append(f"{model}: a change of trend is not tested: {why}, as the curve's "
+                         "errors are correlated from one checkpoint to the next.")
     else:
-        ps = ", ".join(f"{s} {p_is(c.p_value)}" for s, c in found.items() if c is not None)
+        ps = ", ".join(f"{c.scale} {p_is(c.p_value)}" for c in tested)
         sentences.append(f"{model}: no change of trend in the gap is shown: a single trend "
                          f"is not rejected ({ps}; α/2 = {alpha / 2:g}).")
     return out, sentences
+
+
+def _rate_band(step_rates: list[dict[str, float]], steps: Sequence[int], items: ItemCurves,
+               confidence: float, n_resamples: int, seed: int) -> None:
+    """Each rate's interval (``low``, ``high`` per 1000 steps, in place): one simultaneous
+    band over all the rates, so that the fastest keeps its coverage although it was picked."""
+    if not step_rates:
+        return
+    column = {int(s): k for k, s in reversed(list(enumerate(steps)))}
+    functionals = np.zeros((len(step_rates), items.columns))
+    for row, r in zip(functionals, step_rates, strict=True):
+        per = 1000 / (r["step_to"] - r["step_from"])
+        row[column[int(r["step_from"])]], row[column[int(r["step_to"])]] = -per, per
+    test = max_t(items, functionals, n_resamples, np.random.default_rng(seed))
+    if test is None:
+        return
+    q = test.quantile(confidence)
+    for r, se in zip(step_rates, test.se, strict=True):
+        half = 0.0 if se == 0 else q * float(se)
+        r["low"], r["high"] = (r["rate_per_1000"] - half, r["rate_per_1000"] + half) if (
+            math.isfinite(half)) else (math.nan, math.nan)
+
+
+def _fastest(model: str, step_rates: list[dict[str, float]], confidence: float) -> str:
+    """The sentence of the fastest rate, with its simultaneous interval when it has one."""
+    top = max(step_rates, key=lambda r: abs(r["rate_per_1000"]))
+    where = f"{model}: the gap changes fastest between steps {top['step_from']} and " \
+            f"{top['step_to']}"
+    change = num(top["change"], signed=True)
+    if "low" not in top:
+        return f"{where}: {num(top['rate_per_1000'], signed=True)} per 1000 steps ({change} " \
+               "in all)."
+    band = f"one band for all {len(step_rates)} changes"
+    rate = with_ci(top["rate_per_1000"], top["low"], top["high"], confidence, True, band)
+    return f"{where}: per 1000 steps {rate}, {change} in all."

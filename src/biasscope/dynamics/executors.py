@@ -64,23 +64,36 @@ class Executor(Protocol):
             store: RunStore) -> Iterator[UnitSummary]: ...
 
 
-def run_task(task: CheckpointTask, scorer: Any, store: RunStore) -> Iterator[UnitSummary]:
+def run_task(task: CheckpointTask, scorer: Any, store: RunStore,
+             admit: Callable[[Checkpoint], None] | None = None) -> Iterator[UnitSummary]:
     """Score and write each pending unit, ``next_token`` ones together where the scorer can;
     one already written (by an earlier attempt) is only read. A unit appears whole or not at
-    all, as before; units scored one by one are written as each is done."""
+    all, as before; units scored one by one are written as each is done. ``admit``: called
+    with the checkpoint once, before its first unit is written (the sweep records its
+    fingerprint then, see ``runfile.admit``)."""
     pending = [job for job in task.jobs if not store.has(job.unit)]
     check_context(scorer, pending)
     todo = {job.unit for job in pending}
     total = sum(len(job.items) for job in pending)
+    admitted = admit is None
+
+    def write(unit: Unit, frame: pd.DataFrame) -> pd.DataFrame:
+        nonlocal admitted
+        if not admitted and admit is not None:
+            admit(task.checkpoint)
+            admitted = True
+        store.write_unit(unit, frame)
+        return frame
+
     with PromptProgress(task.checkpoint.label, total) as advance:
         together = score_together(task, pending, scorer, advance) if pending else {}
         for job in task.jobs:
             if job.unit in together:
-                frame = records_frame(job.unit, job.items, together[job.unit])
-                store.write_unit(job.unit, frame)
+                frame = write(job.unit, records_frame(job.unit, job.items,
+                                                      together[job.unit]))
             elif job.unit in todo:
-                frame = unit_frame(scorer, job.unit, job.request, job.items, job.asking)
-                store.write_unit(job.unit, frame)
+                frame = write(job.unit, unit_frame(scorer, job.unit, job.request, job.items,
+                                                   job.asking))
                 advance(len(job.items))
             else:
                 frame = pd.read_parquet(store.unit_path(job.unit))
@@ -136,9 +149,10 @@ class LocalExecutor:
     """In this process, one checkpoint after another (the scorer source may prefetch)."""
 
     def run(self, tasks: Sequence[CheckpointTask], scorers: ScorerSource,
-            store: RunStore) -> Iterator[UnitSummary]:
+            store: RunStore, admit: Callable[[Checkpoint], None] | None = None
+            ) -> Iterator[UnitSummary]:
         for task, scorer in zip(tasks, scorers([t.checkpoint for t in tasks])):
-            yield from run_task(task, scorer, store)
+            yield from run_task(task, scorer, store, admit)
             del scorer
 
 

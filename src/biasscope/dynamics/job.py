@@ -33,7 +33,7 @@ from biasscope.dynamics.scoring import SWEPT
 from biasscope.dynamics.sweep import run_dynamics
 from biasscope.probes import PROBES, load_probe, winobias
 from biasscope.probes.facets import Absent
-from biasscope.probes.specs import LIMIT_HELP, PROBE_HELP, TEMPLATES_HELP, load_probes
+from biasscope.probes.specs import LIMIT_HELP, PROBE_HELP, WORDINGS_HELP, load_probes
 from biasscope.store.directory import RunStore, run_dir
 
 
@@ -117,7 +117,7 @@ class DynamicsConfig:
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     prompt_template: str | None = setting(None, "file with winobias-gender's prompt template "
                                           "({sentence}, {occupation}, {o1}, {o2}, {o3})")
-    templates: str | None = setting(None, TEMPLATES_HELP)
+    wordings: str | None = setting(None, WORDINGS_HELP, was="--templates")
     scoring: HFOptions = field(default_factory=HFOptions)
     performance: Performance = field(default_factory=Performance)
     executing: Executing = field(default_factory=Executing)
@@ -160,7 +160,7 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
         probes = load_probes(",".join(config.probes), data_dir=config.data_dir, kinds=SWEPT,
                              what="biasscope dynamics", template=template, flag="--probe",
-                             templates=config.templates)
+                             wordings=config.wordings)
         if config.performance.probe:
             name, _, text = config.performance.probe.partition(":")  # perplexity:FILE
             probes.append(load_probe(name, data_dir=config.data_dir, text=text or None))

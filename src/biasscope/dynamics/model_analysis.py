@@ -12,12 +12,15 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core import numbers, stats
+from biasscope.core.curves import ItemCurves
 from biasscope.dynamics import findings, gap_tests, performance, tradeoff, wordings
 from biasscope.dynamics.analysis_options import FLAG_GAP, ZERO_PERFORMANCE, AnalysisOptions
 from biasscope.dynamics.emergence import (
     GapChange,
     emergence_step,
     gap_series,
+    item_curves,
+    prompt_matrix,
     recommend_stop,
     trend_change,
 )
@@ -42,6 +45,9 @@ class ModelInputs:
     breakdown: dict[int, dict[str, Any]] = field(default_factory=dict)
     snapshot: bool = False  # one checkpoint without a training step (`SNAPSHOT_STEP`)
     history: dict[int, pd.DataFrame] = field(default_factory=dict)  # per-prompt jsdp_correct
+    #: per step, per-prompt jsdp_correct with wordings averaged (the gap's items); empty:
+    #: ``history``'s, when it has no wordings
+    items: dict[int, pd.DataFrame] = field(default_factory=dict)
 
 
 def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
@@ -52,12 +58,13 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
     emergence, sentences = _emergence(model, inputs, steps, options)
     sharpest, said = _sharpest(model, inputs.change, options)
     sentences += said
-    trend, said = trend_change(model, *gap_series(tests["jsdp_correct"]), options.alpha,
-                               options.confidence, options.n_resamples)
+    trend_steps, curve = gap_series(tests["jsdp_correct"])
+    trend, said = trend_change(model, trend_steps, curve, options.alpha, options.confidence,
+                               options.n_resamples, _items(inputs, trend_steps))
     sentences += said if len(steps) > 1 else []
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
     across, said = wordings.lead(model, inputs.breakdown, inputs.snapshot, options)
-    sentences[:0] = said  # across wordings (--templates): the verdicts lead
+    sentences[:0] = said  # across wordings (--wordings): the verdicts lead
     result: dict[str, Any] = {
         "steps": steps, "snapshot": inputs.snapshot,
         "tests": {k: json_rows(v) for k, v in tests.items()},
@@ -119,12 +126,25 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
     return emergence, sentences
 
 
+def _items(inputs: ModelInputs, steps: list[int]) -> ItemCurves | None:
+    """The gap's prompts at ``steps`` (for the change of trend), from ``inputs.items``, else
+    from a history without wordings (whose prompt values are the gap tests' own); None when
+    some step has none."""
+    per_step = inputs.items or (
+        {} if any("template" in f for f in inputs.history.values()) else inputs.history)
+    if not steps or not set(steps) <= set(per_step):
+        return None
+    return item_curves(prompt_matrix(per_step), steps)
+
+
 def _sharpest(model: str, change: Any, options: AnalysisOptions
               ) -> tuple[dict[str, Any] | None, list[str]]:
     """The largest raw change of the gap between consecutive checkpoints, and its sentence."""
     if change is None:
         return None, []
     ci, raw = change.change, "a raw change, not per step"
+    if getattr(change, "pairs", 1) > 1:  # the interval holds although this pair was picked
+        raw += f"; one band for all {change.pairs} changes"
     return {**asdict(change), "change": asdict(ci)}, [
         f"{model}: the sharpest change of the gap is between steps {change.step_from} and "
         f"{change.step_to}: "
@@ -155,8 +175,8 @@ def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
         rec = recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
                              budget=options.budget)
         out["recommendation"] = asdict(rec)
-        sentences.append(f"{model}: {rec.sentence} (budget: {options.budget:.0%} "
-                         f"{source} loss).")
+        allowed = numbers.setting_percent(options.budget)
+        sentences.append(f"{model}: {rec.sentence} (budget: {allowed} {source} loss).")
         if rec.step != common[-1] and rec.performance <= min(perf_values[0], final):
             sentences.append(
                 f"{model}: caution: the recommended step {rec.step} performs no better "

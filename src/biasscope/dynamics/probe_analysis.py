@@ -103,7 +103,8 @@ def _recommend(model: str, probe: str, key: str, checkpoints: dict[int, Values],
            "final_performance": rec.final_performance, "gap": rec.gap,
            "final_gap": rec.final_gap, "pareto_steps": list(rec.pareto_steps),
            "sentence": rec.sentence}
-    return out, f"{model}, {probe}: {rec.sentence} (budget: {budget:.0%} {source} loss)."
+    allowed = numbers.setting_percent(budget)
+    return out, f"{model}, {probe}: {rec.sentence} (budget: {allowed} {source} loss)."
 
 
 def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOptions

@@ -2,7 +2,7 @@
 and professional bias), checkpoint by checkpoint, from stored records alone.
 
 Each checkpoint's records of a probe go through the probe's own step statistics
-(``PROBES[name].step_statistics``, from the numbers `biasscope probe` gives for one model),
+(``PROBES[name].step_statistics``, from the numbers `biasscope audit` gives for one model),
 reduced at once to a few values with their CIs; only those are kept, so memory follows one
 step's records. Tested values (those with a p-value) are then corrected over the
 model's checkpoints (Holm or BH, as the WinoBias gap), and emergence is the first step from
@@ -97,7 +97,7 @@ def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None
             if str(probe) in unavailable:
                 continue
             values = statistics[str(probe)].values
-            # Several wordings (--templates) are combined as seeds are: the largest p-value
+            # Several wordings (--wordings) are combined as seeds are: the largest p-value
             # makes a checkpoint significant only when it is under every wording.
             keys = ["seed", "template"] if "template" in part else ["seed"]
             try:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 from biasscope.core.steps import say
 from biasscope.dynamics.analysis import full_summary, stored_options
 from biasscope.dynamics.analysis_options import AnalysisOptions
+from biasscope.dynamics.scoring import write_summary_json
 from biasscope.report.html import render_dynamics_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
@@ -52,14 +52,3 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     else:
         write_json(target.with_name(f"{target.stem}.summary.json"), summary)
     return render_dynamics_report(store, summary, target)
-
-
-def write_summary_json(store: RunStore, summary: dict[str, Any], publish: bool = True
-                       ) -> dict[str, Any]:
-    """The one writer of a dynamics run's summary.json: the sweep's metrics as checkpoints
-    finish, then the analysed summary (atomic; ``publish``: upload a remote run's copy)."""
-    store.check_same_folder()
-    write_json(store.summary_json, summary)
-    if publish:
-        store.publish(store.summary_json)
-    return summary

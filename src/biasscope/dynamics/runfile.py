@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import platform
-import random
 import sys
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -33,11 +31,10 @@ from biasscope.backends.checkpoints import (
     unconverted,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.fingerprints import recorded, with_fingerprints
+from biasscope.dynamics.fingerprints import Fingerprints, recorded, with_fingerprints
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
-from biasscope.store.files import write_json
-from biasscope.store.locks import run_lock
+from biasscope.store.run_json import start_run
 from biasscope.store.settings import merge_settings
 from biasscope.store.units import Unit
 
@@ -65,31 +62,91 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig
-             ) -> list[Checkpoint]:
+def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig,
+             kind: str = "dynamics", *, prints: Fingerprints | None = None,
+             defer: bool = False) -> list[Checkpoint]:
     """Write or extend run.json; refuse to mix results made with different settings.
 
-    Returns the checkpoints as this run names them (see ``checkpoints.distinct``).
+    Returns the checkpoints as this run names them (see ``checkpoints.distinct``). ``kind``:
+    an intervention run's first call says so; its evaluations, and any sweep, score into it
+    as into a dynamics run. ``defer``: a checkpoint new to the run whose fingerprint the cache
+    does not know is listed without one, to be hashed while it loads and recorded by `admit`
+    before its first unit is written.
     """
-    settings: dict[str, Any] = {"probes": {p.name: _probe_settings(p, config.limit)
-                                           for p in probes},
-                                "limit": config.limit, **config.comparable}
+    settings = _settings(probes, config)
     # Hashed before the lock: other processes need not wait while gigabytes are read.
-    config = replace(config, checkpoints=with_fingerprints(config.checkpoints))
+    later = _new_to(store, config.checkpoints) if defer else frozenset()
+    config = replace(config, checkpoints=with_fingerprints(config.checkpoints, prints, later))
     _refuse_before_converting(store, config)
     convert_gguf(config.checkpoints)  # minutes for a real model: only once it is accepted
-    with run_lock(store):
-        for _ in range(8):
-            store.pull("run.json")  # a URL run: what other machines wrote since
-            previous = store.read_json("run.json") if store.run_json.is_file() else None
-            merged, checkpoints = _merge(store, previous, settings, config)
-            write_json(store.run_json, merged)
-            store.publish(store.run_json)
-            if store.remote is None or _kept(store, merged):
-                return checkpoints
-            time.sleep(random.uniform(0.05, 0.5))  # another machine wrote between: merge again
-    raise BiasscopeError(f"{store.remote}/run.json keeps changing under other writers; run the "
-                         "same command again")
+    return _write_merged(store, settings, config, kind)
+
+
+def _settings(probes: Sequence[Probe], config: SweepConfig) -> dict[str, Any]:
+    return {"probes": {p.name: _probe_settings(p, config.limit) for p in probes},
+            "limit": config.limit, **config.comparable}
+
+
+def _new_to(store: RunStore, checkpoints: Sequence[Checkpoint]) -> frozenset[str]:
+    """Identities of ``checkpoints`` that the run does not list yet (read without the lock:
+    one listed meanwhile is compared by `admit`, under it)."""
+    store.pull("run.json")
+    listed = store.read_json("run.json") if store.run_json.is_file() else {}
+    have = {str(e.get("identity")) for e in listed.get("checkpoints", [])}
+    return frozenset(c.identity for c in checkpoints if c.identity not in have)
+
+
+def _write_merged(store: RunStore, settings: dict[str, Any], config: SweepConfig,
+                  kind: str = "dynamics") -> list[Checkpoint]:
+    """Merge ``config`` into run.json (`start_run`: under the run's lock, checking its kind)."""
+    named: list[list[Checkpoint]] = []
+
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        merged, checkpoints = _merge(store, previous, settings, config)
+        named.append(checkpoints)
+        return merged
+
+    start_run(store, kind, build, joins=("intervention",), kept=lambda ours: _kept(store, ours))
+    return named[-1]
+
+
+def admit(store: RunStore, probes: Sequence[Probe], config: SweepConfig, ckpt: Checkpoint
+          ) -> Checkpoint:
+    """Record the fingerprint of a checkpoint that `init_run` listed without one, before any
+    unit of it is written, with the checks `init_run` makes: the same weights as another step
+    of its model are refused (and its entry taken out again), weights other than those the run
+    recorded for it meanwhile are refused or, with ``rescore_changed``, redone."""
+    if not ckpt.fingerprint:
+        return ckpt
+    try:
+        _write_merged(store, _settings(probes, config), replace(config, checkpoints=[ckpt]))
+    except BiasscopeError:
+        _unlist(store, ckpt)
+        raise
+    return ckpt
+
+
+def _unlist(store: RunStore, ckpt: Checkpoint) -> None:
+    """Take a refused checkpoint out of run.json again where it is listed without weights and
+    has no unit: as if it had been refused before it was listed."""
+    if not store.run_json.is_file():
+        return
+
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        previous = previous or {}
+        entries = previous.get("checkpoints", [])
+        kept = [e for e in entries if e.get("identity") != ckpt.identity or recorded(e)
+                or any(store.unit_path(u).exists() for u in _units_of(previous, e))]
+        return {**previous, "checkpoints": kept}
+
+    start_run(store, "dynamics", build, joins=("intervention",))
+
+
+def _units_of(run: dict[str, Any], entry: dict[str, Any]) -> list[Unit]:
+    probes = list(run.get("settings", {}).get("probes", {}))
+    seeds = sorted(set(run.get("seeds", [])) | {0})
+    return [Unit(str(entry["model"]), entry.get("revision"), probe, seed, entry.get("step"),
+                 str(entry.get("identity"))) for probe in probes for seed in seeds]
 
 
 def _refuse_before_converting(store: RunStore, config: SweepConfig) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from biasscope.dynamics.metrics import dynamics_metrics, seed_mean_std
 from biasscope.probes import PROBES, Probe, requests_of
 from biasscope.probes.facets import Absent, UnitMetrics
 from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
 from biasscope.store.units import Unit
 
 SUMMARY_SCHEMA = "biasscope.summary/1"
@@ -48,7 +49,37 @@ def unit_of(checkpoint: Checkpoint, probe: str, seed: int) -> Unit:
 
 
 def records_frame(unit: Unit, items: Sequence[Item], scores: Sequence[Any]) -> pd.DataFrame:
-    """One row per item: the unit, the item's groups, and the backend's reduced score."""
+    """One row per item: the unit, the item's groups, and the backend's reduced score.
+
+    Built a column at a time (a unit is thousands of rows, written while the sweep waits);
+    items whose groups differ in their names are built a row at a time, which gives the
+    same frame."""
+    if len(items) != len(scores):
+        raise ValueError(f"{len(items)} items but {len(scores)} scores")
+    names = [[k for k in item.groups if k not in UNIT_COLUMNS] for item in items]
+    if not items or any(n != names[0] for n in names) or not is_dataclass(scores[0]) or any(
+            type(s) is not type(scores[0]) for s in scores):
+        return _records_rows(unit, items, scores)
+    count = len(items)
+    columns: dict[str, list[Any]] = {
+        "model": [unit.model] * count, "revision": [unit.revision] * count,
+        "step": [unit.step] * count, "probe": [unit.probe] * count,
+        "seed": [unit.seed] * count, "checkpoint": [unit.checkpoint] * count,
+        "item_id": [item.id for item in items]}
+    for name in names[0]:  # as the row's dict literal: a repeated name keeps its place
+        columns[name] = [item.groups[name] for item in items]
+    columns["options"] = [list(item.options) for item in items]
+    columns["answer"] = [item.answer for item in items]
+    columns["answer_label"] = [item.options[item.answer] for item in items]
+    for each in fields(scores[0]):
+        values = [getattr(score, each.name) for score in scores]
+        columns[each.name] = [list(v) if isinstance(v, tuple) else v for v in values]
+    frame: pd.DataFrame = pd.DataFrame(columns)
+    frame["step"] = frame["step"].astype("Int64")
+    return frame
+
+
+def _records_rows(unit: Unit, items: Sequence[Item], scores: Sequence[Any]) -> pd.DataFrame:
     rows = []
     for item, score in zip(items, scores, strict=True):
         groups = {k: v for k, v in item.groups.items() if k not in UNIT_COLUMNS}
@@ -155,3 +186,15 @@ def summarise(units: Iterable[UnitSummary]) -> dict[str, Any]:
         })
     return {"schema": SUMMARY_SCHEMA, "std": "sample standard deviation over seeds (ddof=1)",
             "checkpoints": checkpoints}
+
+
+def write_summary_json(store: RunStore, summary: dict[str, Any], publish: bool = True
+                       ) -> dict[str, Any]:
+    """The one writer of a dynamics run's summary.json: the sweep's metrics as checkpoints
+    finish, then the analysed summary (atomic; ``publish``: upload a remote run's copy). Here,
+    beside the sweep, so that a sweep imports none of the analysis (``reporting``)."""
+    store.check_same_folder()
+    write_json(store.summary_json, summary)
+    if publish:
+        store.publish(store.summary_json)
+    return summary

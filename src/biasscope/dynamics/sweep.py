@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +15,11 @@ from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core import steps
 from biasscope.core.items import Item
 from biasscope.dynamics import asking as options
+from biasscope.dynamics import runfile
 from biasscope.dynamics.executors import CheckpointTask, Executor, LocalExecutor, UnitJob
+from biasscope.dynamics.fingerprints import Fingerprints, fingerprints
 from biasscope.dynamics.progress import columns as progress_columns
 from biasscope.dynamics.progress import shown_in
-from biasscope.dynamics.reporting import write_summary_json
 from biasscope.dynamics.runfile import init_run
 from biasscope.dynamics.scoring import (
     ScorerSource,
@@ -29,6 +30,7 @@ from biasscope.dynamics.scoring import (
     unit_items,
     unit_of,
     unit_summary,
+    write_summary_json,
 )
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
@@ -52,7 +54,16 @@ def _sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: Scorer
            quiet: bool, executor: Executor | None) -> RunStore:
     probes = [probes] if not isinstance(probes, Sequence) else list(probes)
     store = config.out if isinstance(config.out, RunStore) else RunStore(config.out)
-    checkpoints = init_run(store, probes, config)  # named as the run names them
+    local = executor is None or isinstance(executor, LocalExecutor)
+    with fingerprints() as prints:  # a Ray task writes its units itself: hashed up front
+        checkpoints = init_run(store, probes, config, prints=prints, defer=local)
+        return _sweep_units(store, probes, config, checkpoints, (scorers, prints),
+                      executor or LocalExecutor(), quiet)
+
+
+def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
+                 checkpoints: list[Checkpoint], source: tuple[ScorerSource, Fingerprints],
+                 executor: Executor, quiet: bool) -> RunStore:
     remove_stale_temp_files(store.records_dir)
     units = {c: [(p, unit_of(c, p.name, s)) for p in probes
                  for s in (config.seeds if getattr(p, "seeded", True) else [0])]
@@ -76,12 +87,22 @@ def _sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: Scorer
     # Each unit file is read once here; new units add their summary as they are written.
     done = [unit_summary(frame) for frame in store.iter_units() if not frame.empty]
     left = {(t.checkpoint.model, t.checkpoint.revision): len(t.jobs) for t in tasks}
+    scorers, prints = source
+
+    def admit(ckpt: Checkpoint) -> None:
+        """A checkpoint listed without its fingerprint gets it before its first unit."""
+        if not prints.own(ckpt)[0]:
+            runfile.admit(store, probes, config, replace(ckpt, fingerprint=prints.of(ckpt)))
+
     console = Console(stderr=True)
     live = not quiet and console.is_terminal
     with Progress(*progress_columns(), console=console, transient=True, disable=not live) as bar, \
             shown_in(bar if live else None, quiet):  # prompts within a checkpoint, too
         task = bar.add_task("units", total=sum(left.values()))
-        for summary in (executor or LocalExecutor()).run(tasks, scorers, store):
+        running = (executor.run(tasks, hashing(scorers, prints), store, admit=admit)
+                   if isinstance(executor, LocalExecutor) else
+                   executor.run(tasks, scorers, store))
+        for summary in running:
             (model, revision, _, probe), seed = summary[0], summary[1]
             label = f"{model}@{revision}" if revision else model
             bar.update(task, advance=1, description=f"{label} {probe} seed {seed}")
@@ -91,6 +112,19 @@ def _sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: Scorer
                 write_summary(store, done)
     write_summary(store, done)
     return store
+
+
+def hashing(scorers: ScorerSource, prints: Fingerprints) -> ScorerSource:
+    """``scorers``, with each checkpoint's weights hashed from when it starts to load: the
+    first now, the next when the current one is handed over (the prefetch loads it then)."""
+    def source(checkpoints: Sequence[Checkpoint]) -> Iterator[NextTokenScorer]:
+        if checkpoints:
+            prints.start(checkpoints[0])
+        for index, scorer in enumerate(scorers(checkpoints)):
+            if index + 1 < len(checkpoints):
+                prints.start(checkpoints[index + 1])
+            yield scorer
+    return source
 
 
 def write_summary(store: RunStore, units: Iterable[UnitSummary] | None = None

@@ -1,12 +1,13 @@
 """Performance against fairness over checkpoints: does performance mirror the gap, and what
 does stopping early cost and gain, each with its interval.
 
-- **Mirroring** is Spearman's ρ between performance and |gap| over the checkpoints, with a
-  percentile bootstrap CI over checkpoints (`occupations.spearman`). The sentence says
-  "mirrors" only when the CI excludes 0, and "does not mirror" only when it lies inside
-  ±`MIRROR` (a small relation shown, not merely no relation found); otherwise it says the data
-  cannot tell. Checkpoints of one run are not independent draws (neighbours share training),
-  so the interval is a description of these checkpoints, not of training in general.
+- **Mirroring** is whether performance and |gap| change together between checkpoints:
+  Spearman's ρ of their changes over pairs of checkpoints that share none, with an exact
+  permutation test at the analysis' α (`biasscope.core.comovement`; two curves that merely
+  both drift with training correlate over checkpoints whether or not they are linked). The
+  sentence says "mirrors" only when that test rejects; otherwise that it is not shown. It
+  never says "does not mirror": measurement noise in the changes weakens their correlation,
+  so a small ρ does not show that the curves are unrelated.
 - **Fairness gain** of the recommended stop: |gap(final)| − |gap(stop)|, with a bootstrap CI
   that resamples prompts within each gender and keeps each prompt's two values (stop, final)
   together: the same prompts were asked at both checkpoints.
@@ -26,14 +27,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.core.numbers import num, with_ci
+from biasscope.core.comovement import comovement
+from biasscope.core.numbers import num, p_is, with_ci
 from biasscope.core.stats import Array, Interval, percentile_interval, wilson
 from biasscope.dynamics.analysis_options import JSDP_MARGIN, MAX_GAP
-from biasscope.dynamics.occupations import spearman
 from biasscope.probes.winobias import GENDERS
 
-#: |ρ| below this, with confidence, is "does not mirror": at most a quarter of the rank
-#: variance shared.
+#: Formerly the |ρ| below which, with confidence, performance "did not mirror" fairness; that
+#: verdict is no longer given (see the module docstring). Kept for code that imports it.
 MIRROR = 0.5
 
 
@@ -167,29 +168,40 @@ def lambada_counts(summary: Mapping[str, Any], model: str) -> dict[int, int]:
 
 
 def mirroring(model: str, source: str, gaps: Sequence[float], perf: Sequence[float],
-              confidence: float = 0.95, n_resamples: int = 2000
-              ) -> tuple[dict[str, Any], str]:
-    """Spearman's ρ of performance and |gap| over checkpoints, and the sentence it supports."""
-    rho = spearman(np.asarray(perf, dtype=np.float64), np.abs(np.asarray(gaps, dtype=np.float64)),
-                   confidence, n_resamples)
-    est, low, high = rho["estimate"], rho["low"], rho["high"]
-    if rho.get("constant"):
-        return rho, (f"{model}: {source} or the |gap| is the same at every checkpoint, so "
-                     "whether one mirrors the other is undefined.")
-    if est is None or low is None or high is None:
-        return rho, (f"{model}: too few checkpoints ({rho['n']}) to say whether {source} "
-                     "mirrors the JSD-P gap.")
-    said = (f"Spearman ρ of {source} and |gap| = {est:+.2f}, {confidence:.0%} CI {low:+.2f} to "
-            f"{high:+.2f}, over {rho['n']} checkpoints")
-    if low > 0 or high < 0:
-        way = "grows" if low > 0 else "shrinks"
-        return rho, (f"{model}: performance mirrors fairness: the |gap| {way} with {source} "
-                     f"({said}).")
-    if low > -MIRROR and high < MIRROR:
-        return rho, (f"{model}: performance does not mirror fairness: |ρ| < {MIRROR} with "
-                     f"{confidence:.0%} confidence ({said}).")
-    return rho, (f"{model}: whether performance mirrors fairness is not shown: the interval "
-                 f"includes 0 and large correlations ({said}).")
+              confidence: float = 0.95, n_resamples: int = 2000, alpha: float = 0.01,
+              seed: int = 0) -> tuple[dict[str, Any], str]:
+    """Whether performance and |gap| (at the same checkpoints, in step order) change together
+    (`comovement`), and the sentence it supports at ``alpha``."""
+    found = comovement(np.asarray(perf, dtype=np.float64),
+                       np.abs(np.asarray(gaps, dtype=np.float64)), confidence, n_resamples,
+                       seed)
+    out = {**found.as_dict(), "alpha": alpha, "on": "non-overlapping changes"}
+    if found.constant:
+        return out, (f"{model}: {source} or the |gap| changes by the same amount between every "
+                     "pair of checkpoints, so whether one mirrors the other is undefined.")
+    if found.smallest_p >= alpha:
+        return out, (f"{model}: too few checkpoints ({found.checkpoints}) to show whether "
+                     f"{source} mirrors the JSD-P gap: the test compares their changes over "
+                     f"{found.n} pairs of checkpoints, whose smallest possible p-value is "
+                     f"{num(found.smallest_p)}, not below α = {alpha:g}.")
+    said = (f"Spearman ρ of their changes over {found.n} pairs of checkpoints = "
+            f"{found.estimate:+.2f}{_interval(found.low, found.high, confidence)}, "
+            f"permutation {p_is(found.p_value)}")
+    if found.p_value < alpha:
+        way = "grows" if found.estimate > 0 else "shrinks"
+        return out, (f"{model}: performance mirrors fairness: the |gap| {way} with {source} "
+                     f"({said} < α = {alpha:g}).")
+    levels = ("" if not math.isfinite(found.levels) else
+              f" Over the checkpoints themselves ρ = {found.levels:+.2f}, but two curves that "
+              "both drift with training correlate whether or not they are linked.")
+    return out, (f"{model}: whether performance mirrors fairness is not shown: their changes "
+                 f"are not shown to move together ({said}; α = {alpha:g}).{levels}")
+
+
+def _interval(low: float, high: float, confidence: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return f", {confidence:.0%} CI {low:+.2f} to {high:+.2f}"
 
 
 def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,
@@ -212,11 +224,11 @@ def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,
 
 def stop_claims(model: str, stop: int, steps: Sequence[int], gaps: Sequence[float],
                 perf: Sequence[float], source: str, history: Mapping[int, pd.DataFrame],
-                counts: Mapping[int, int], confidence: float = 0.95, n_resamples: int = 2000
-                ) -> tuple[dict[str, Any], list[str]]:
+                counts: Mapping[int, int], confidence: float = 0.95, n_resamples: int = 2000,
+                alpha: float = 0.01) -> tuple[dict[str, Any], list[str]]:
     """What the analysis stores beside the stop recommendation (``tradeoff``: the mirroring
-    correlation, the stop's performance cost and fairness gain with CIs) and its sentences."""
-    rho, mirrored = mirroring(model, source, gaps, perf, confidence, n_resamples)
+    test, the stop's performance cost and fairness gain with CIs) and its sentences."""
+    rho, mirrored = mirroring(model, source, gaps, perf, confidence, n_resamples, alpha)
     out: dict[str, Any] = {"mirroring": rho, "cost": None, "gain": None}
     sentences = [mirrored]
     final = steps[-1]
@@ -240,7 +252,7 @@ def of_model(model: str, result: Mapping[str, Any], gaps: Mapping[int, Any],
     return stop_claims(model, int(result["recommendation"]["step"]), common,
                        [gaps[s] for s in common], [perf[1][s] for s in common], perf[0],
                        history, lambada_counts(summary, model), options.confidence,
-                       options.n_resamples)
+                       options.n_resamples, options.alpha)
 
 
 def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],

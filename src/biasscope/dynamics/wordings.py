@@ -1,4 +1,4 @@
-"""WinoBias across wordings (``--templates``), per checkpoint: the JSD-P gap, the accuracy
+"""WinoBias across wordings (``--wordings``), per checkpoint: the JSD-P gap, the accuracy
 gap, pro − anti and the male default, each with its per-wording estimates, the pooled estimate
 and its two-level CI, the variance share due to wording, sign agreement and a verdict
 (`biasscope.core.wordings`). The measures, their names and how rows are resampled (by

@@ -34,7 +34,7 @@ import pandas as pd
 
 from biasscope.core import stats
 from biasscope.core.config import NON_NEGATIVE, setting
-from biasscope.core.numbers import ci_decimals, num, percent, pvalue, with_ci
+from biasscope.core.numbers import ci_decimals, num, percent, pvalue, setting_percent, with_ci
 from biasscope.dynamics import breakdown
 from biasscope.probes import perplexity, winobias
 from biasscope.store.directory import RunStore
@@ -201,7 +201,8 @@ def over_budget(arm: str, cost: dict[int, dict[str, float]], options: Options) -
     step = min(seen, key=lambda s: seen[s]["estimate"])
     over = 100 * (seen[step]["estimate"] - options.budget)
     places = ci_decimals(100 * seen[step]["low"], 100 * seen[step]["high"])
-    return (f"No checkpoint of {arm} stays within the {percent(options.budget)} perplexity "
+    budget = setting_percent(options.budget)
+    return (f"No checkpoint of {arm} stays within the {budget} perplexity "
             f"budget: the smallest increase seen was {_cost_text(seen[step], options)} at step "
             f"{step}, {num(over, places)} percentage points over the budget; no stop is "
             "recommended.")

@@ -133,7 +133,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     scoring = HFOptions(batch_size=config.eval_batch_size)
     init_run(store, probes, SweepConfig(
         [checkpoint_at(arm, 0) for arm in (CONTROL, method.name)], store, list(config.seeds),
-        comparable={**hf_comparable(scoring), "intervention": settings}))
+        comparable={**hf_comparable(scoring), "intervention": settings}), kind="intervention")
     convert_gguf([base])
     device = resolve_device(config.device)
     options = HFOptions(device=str(device), dtype="float32")

@@ -1,22 +1,76 @@
-"""Every job by the kind its ``run.json`` records: what ``biasscope report RUN`` re-renders.
+"""Every job by the kind its ``run.json`` records: the entry point that writes such a run, and
+the renderer that ``biasscope report RUN`` shows it with.
 
 The one place that knows all the jobs, so it sits above them: a run is re-rendered by the job
-that wrote it, with the analysis options given over those stored.
+that wrote it, with the analysis options given over those stored. A new job is one entry.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasscope.dynamics.job import reanalyse
+from biasscope.audit import job as audit_job
+from biasscope.core.errors import BiasscopeError
+from biasscope.counterfactual import job as counterfactual_job
+from biasscope.dynamics import job as dynamics_job
+from biasscope.intervene import job as intervene_job
+from biasscope.judge import job as judge_job
 from biasscope.report.audit import write_audit_report
 from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.report.html import missing_sentence
 from biasscope.report.sensitivity import write_sensitivity_report
+from biasscope.sensitivity import job as sensitivity_job
 from biasscope.store.directory import RunStore
+from biasscope.store.run_json import recorded_kind
+
+# store, output (None: the run's own report), analysis options given, --data-dir
+Renderer = Callable[[RunStore, Path | None, Mapping[str, Any] | None, str | None], Path]
+
+
+@dataclass(frozen=True)
+class Job:
+    """A kind of run: ``run`` writes it (one call, the command's whole work), ``render`` shows
+    it again from its stored records."""
+
+    run: Callable[..., Any]
+    render: Renderer
+
+
+def _dynamics(store: RunStore, out: Path | None, analysis: Mapping[str, Any] | None,
+              data_dir: str | None) -> Path:
+    page = dynamics_job.reanalyse(store, out, analysis, data_dir)
+    if missing := store.missing_units():
+        print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
+    return page
+
+
+def _intervention(store: RunStore, out: Path | None, analysis: Mapping[str, Any] | None,
+                  data_dir: str | None) -> Path:
+    """An intervention run stopped before its first analysis holds only the arms' records:
+    their dynamics report."""
+    if not (store.root / intervene_job.FILE).is_file():
+        return _dynamics(store, out, analysis, data_dir)
+    return intervene_job.render(store, out, data_dir)
+
+
+def _summary(write: Callable[[RunStore, Path | None], Path]) -> Renderer:
+    """A renderer of a job whose report shows its ``summary.json`` (no analysis options)."""
+    return lambda store, out, _analysis, _data_dir: write(store, out)
+
+
+JOBS: dict[str, Job] = {
+    "dynamics": Job(dynamics_job.run, _dynamics),
+    "intervention": Job(intervene_job.run, _intervention),
+    "audit": Job(audit_job.run, _summary(write_audit_report)),
+    "judge": Job(judge_job.judge, _summary(write_audit_report)),
+    "judge-audit": Job(judge_job.biases, _summary(write_audit_report)),
+    "sensitivity": Job(sensitivity_job.run, _summary(write_sensitivity_report)),
+    "counterfactual": Job(counterfactual_job.run, _summary(write_counterfactual_report)),
+}
 
 
 def render(run: str | Path, output: str | Path | None = None,
@@ -27,21 +81,12 @@ def render(run: str | Path, output: str | Path | None = None,
     its records."""
     store = RunStore(run)
     out = Path(output) if output else None
-    kind = store.read_json("run.json").get("kind") if store.run_json.is_file() else None
-    if kind in ("audit", "judge", "judge-audit"):
-        page = write_audit_report(store, out)
-    elif kind == "sensitivity":
-        page = write_sensitivity_report(store, out)
-    elif kind == "counterfactual":
-        page = write_counterfactual_report(store, out)
-    elif (store.root / "intervention.json").is_file():
-        from biasscope.intervene import render as intervention_report
-
-        page = intervention_report(store, out, data_dir)
-    else:
-        page = reanalyse(store, out, analysis, data_dir)
-        if missing := store.missing_units():
-            print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
+    kind = recorded_kind(store)
+    if kind not in JOBS:
+        raise BiasscopeError(f"{store.run_json} records a run of kind {kind!r}, which this "
+                             f"biasscope does not know ({', '.join(JOBS)}): was it made by a "
+                             "newer biasscope?")
+    page = JOBS[kind].render(store, out, analysis, data_dir)
     if out is None and store.remote:
         store.publish(page)
         return page, f"{store.remote}/{page.name}"

@@ -15,7 +15,7 @@ Position strategies (``JudgeOptions.position``):
   the reversed order; if the two disagree there is no verdict (``reason="disagreement"``).
 * ``permute``: every order (or ``samples`` seeded ones), label probabilities averaged (one-hot
   votes where there are no logprobs): balanced position calibration.
-* ``fixed``: the identity order only (for measuring a judge's biases, see ``judge.audit``).
+* ``fixed``: the identity order only (for measuring a judge's biases, see ``judge.biases``).
 """
 
 from __future__ import annotations

@@ -53,32 +53,32 @@ class JudgeResult:
 
 def judge(config: JudgeConfig) -> JudgeResult:
     """Judge every item of the task (``verdicts.jsonl``), then what the batch says."""
-    from biasscope.judge.run import batch_result, judge_file, write_run
+    from biasscope.judge.batch import batch_result, finish, judge_file, start
 
     made, task, labels, judges = _setup(config)
+    store = start(config.out, "judge", list(judges), {
+        "position": config.position, "reasoning": config.reasoning, "ranking": config.ranking,
+        "judges": judges})
     verdicts = judge_file(made, task, config.out, labels)
     result = batch_result(made, task, verdicts, config.ranking)
-    report = write_run(config.out, "judge", list(judges), {
-        "position": config.position, "reasoning": config.reasoning, "ranking": config.ranking,
-        "judges": judges}, result)
-    return JudgeResult(result, report)
+    return JudgeResult(result, finish(store, "judge", result))
 
 
-def audit(config: JudgeConfig) -> JudgeResult:
+def biases(config: JudgeConfig) -> JudgeResult:
     """How much the judge's verdicts depend on order, names and length."""
-    from biasscope.judge.audit import audit_classifier, audit_pairwise
-    from biasscope.judge.run import write_run
+    from biasscope.judge.batch import finish, start
+    from biasscope.judge.biases import classifier_biases, pairwise_biases
 
     made, task, labels, judges = _setup(config)
+    store = start(config.out, "judge-audit", list(judges),
+                  {"judges": judges, "ranking": config.ranking})
     if task.pairwise:
-        result = audit_pairwise(made, task.pairs, task.authors, ranking=config.ranking)
+        result = pairwise_biases(made, task.pairs, task.authors, ranking=config.ranking)
     else:
         if labels is None:
             raise BiasscopeError("classification needs a label set (--labels FILE.json)")
-        result = audit_classifier(made, task.texts, labels)
-    report = write_run(config.out, "judge-audit", list(judges),
-                       {"judges": judges, "ranking": config.ranking}, result)
-    return JudgeResult(result, report)
+        result = classifier_biases(made, task.texts, labels)
+    return JudgeResult(result, finish(store, "judge-audit", result))
 
 
 def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[str]) -> None:
@@ -106,7 +106,7 @@ def _setup(config: JudgeConfig) -> tuple[Any, Any, Any, dict[str, str]]:
     from biasscope.backends.cache import Cached
     from biasscope.core.labels import label_models, parse_models
     from biasscope.judge import Judge, JudgeOptions
-    from biasscope.judge.run import read_labels, read_task
+    from biasscope.judge.batch import read_labels, read_task
 
     task = read_task(config.input)
     labels = read_labels(config.labels) if config.labels else None

@@ -10,9 +10,9 @@ one line below. Jobs and the report ask ``PROBES[name].<facet>``. The request ki
 * ``continuation``: the summed log-prob of the answer's continuation and whether greedy
   decoding gives it (LAMBADA);
 * ``options``: each option's full log-prob as the continuation of the probe's chat, the most
-  probable option being the answer (``biasscope probe --scoring options``, and audit probes in
+  probable option being the answer (``biasscope audit --scoring options``, and audit probes in
   ``biasscope dynamics``);
-* ``generate``: text the probe's detector reads (``biasscope probe``).
+* ``generate``: text the probe's detector reads (``biasscope audit``).
 """
 
 from __future__ import annotations

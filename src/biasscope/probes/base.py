@@ -108,8 +108,9 @@ DETECTORS: dict[str, type[LabelParsing] | type[TriggerPresence] | type[TriggerAb
 }
 
 
-class AuditProbe(Protocol):
-    """A probe of the audit harness (``biasscope probe``)."""
+class AskedProbe(Protocol):
+    """A probe whose items are asked as chat messages and whose answers its detector reads
+    (``biasscope audit``; the options probes of a sweep too)."""
 
     name: str
     detector: Detector

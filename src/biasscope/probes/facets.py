@@ -9,12 +9,12 @@ A probe is one folder, ``probes/<name>/``, whose ``__init__`` builds ``PROBE = P
   it can be asked (``REQUEST_KINDS``), the data source it reads, the names of what it
   measures and one line on what it is (``biasscope probes``);
 * ``detector``: what reads a free-text answer (``biasscope audit`` with generate requests);
-* ``wordings``: its built-in wordings and the fields a template must have (``--templates``);
+* ``wordings``: its built-in wordings and the fields a template must have (``--wordings``);
 * ``unit_metrics``: one unit's headline numbers in a sweep's summary.json;
 * ``step_statistics``: its values per checkpoint, tested over training steps (dynamics);
 * ``panels``: the report's section over training steps, as data the report draws;
 * ``compare``: its measures as per-item values, for ``biasscope compare`` and ``power``;
-* ``across_wordings``: its bias measures over all wordings of a run (``--templates``);
+* ``across_wordings``: its bias measures over all wordings of a run (``--wordings``);
 * ``performance``: the performance series it gives a fairness curve (LAMBADA, perplexity).
 
 Facets are plain data and plain functions over records (pandas frames), so a probe imports
@@ -43,8 +43,8 @@ REQUEST_KINDS = {
     "continuation": "summed log-prob of the answer's continuation, and whether greedy "
                     "decoding gives it (biasscope dynamics)",
     "options": "each option's full log-prob after the probe's chat; the likeliest is the answer "
-               "(biasscope dynamics, biasscope probe)",
-    "generate": "text, read by the probe's detector (biasscope probe)",
+               "(biasscope dynamics, biasscope audit)",
+    "generate": "text, read by the probe's detector (biasscope audit)",
 }
 
 
@@ -74,7 +74,7 @@ class Absent:
     reason: str
 
 
-# -- wordings (--templates) ------------------------------------------------------------------
+# -- wordings (--wordings) ------------------------------------------------------------------
 
 #: A built-in wording: (id, system turn or None, template).
 Builtin = tuple[str, "str | None", str]

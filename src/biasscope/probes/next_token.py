@@ -38,7 +38,10 @@ def option_logprob_matrix(records: pd.DataFrame) -> np.ndarray:
     """(items, options) array of full-vocabulary option log-probs."""
     if records.empty:
         return np.zeros((0, 0))
-    return np.asarray(np.stack(list(records["option_logprobs"])), dtype=np.float64)
+    rows = records["option_logprobs"].tolist()
+    if len({len(row) for row in rows}) == 1:  # the usual case: one flat copy, then a view
+        return np.asarray(np.concatenate(rows), dtype=np.float64).reshape(len(rows), -1)
+    return np.asarray(np.stack(rows), dtype=np.float64)
 
 
 def option_probs(records: pd.DataFrame) -> np.ndarray:

@@ -24,9 +24,9 @@ LIMIT_HELP = ("at most N items per probe (smoke tests), the same ones for every 
               "adult-counterfactual the first N/2 pairs (2 prompts each), others the first N")
 PROBE_HELP = ("; repeatable or a comma list, e.g. --probe winobias-gender --probe "
               "bbq:Age,Religion (`biasscope probes` lists them)")
-TEMPLATES_HELP = ("ask every probe under several prompt wordings and report how far each result "
-                  "holds across them: builtin (the project's set), N (its first N) or a template "
-                  "file; default one wording, as before (docs/templates.md)")
+WORDINGS_HELP = ("ask every probe under several prompt wordings and report how far each result "
+                 "holds across them: builtin (the project's set), N (its first N) or a wordings "
+                 "file; default one wording, as before (docs/wordings.md)")
 BASE_RATE_HELP = ("adult-counterfactual: DecodingTrust's test file whose share of 'yes' labels "
                   "differs by this much between men and women")
 
@@ -63,19 +63,19 @@ def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list
 
 def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = "0.5",
                 kinds: tuple[str, ...] = (), what: str = "", template: str | None = None,
-                flag: str = "--probe", templates: str | None = None) -> list[Probe]:
+                flag: str = "--probe", wordings: str | None = None) -> list[Probe]:
     """The probes ``text`` names (see ``parse_probe_specs``); ``base_rate`` picks the Adult
-    file, ``template`` is WinoBias's prompt template, ``templates`` the wordings every probe
-    is asked under (``--templates builtin|N|FILE``, `biasscope.probes.templates`). With
+    file, ``template`` is WinoBias's prompt template, ``wordings`` the wordings every probe
+    is asked under (``--wordings builtin|N|FILE``, `biasscope.probes.wordings`). With
     ``kinds``, each must take one of these request kinds (``what`` asks them)."""
-    from biasscope.probes.templates import worded, wordings_of
+    from biasscope.probes.wordings import worded, wordings_of
 
-    if templates is not None and not templates.strip():
-        raise BiasscopeError("--templates is empty: give builtin, a number of built-in "
-                             "wordings or a template file (or leave it out for one wording)")
-    if template and templates:
-        raise BiasscopeError("--prompt-template is one wording; with --templates, put it in "
-                             "the templates file instead")
+    if wordings is not None and not wordings.strip():
+        raise BiasscopeError("--wordings is empty: give builtin, a number of built-in "
+                             "wordings or a wordings file (or leave it out for one wording)")
+    if template and wordings:
+        raise BiasscopeError("--prompt-template is one wording; with --wordings, put it in "
+                             "the wordings file instead")
     specs, probes = parse_probe_specs(text, flag), []
     for name, _ in specs:
         if kinds and name in PROBES:
@@ -88,8 +88,8 @@ def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = 
             options["base_rate"] = base_rate
         if name == winobias.NAME and template:
             options["template"] = template
-        if templates and wordings_of(name) is not None:
-            probes.append(worded(name, templates,
+        if wordings and wordings_of(name) is not None:
+            probes.append(worded(name, wordings,
                                  partial(load_probe, name, data_dir=data_dir, **options)))
         else:
             probes.append(load_probe(name, data_dir=data_dir, **options))

@@ -1,4 +1,4 @@
-"""A probe's bias measures across wordings (``--templates``): each measure the probe gives
+"""A probe's bias measures across wordings (``--wordings``): each measure the probe gives
 (``PROBES[name].across_wordings``: BBQ's s_DIS and s_AMB, Adult's pair flip rate and signed
 parity gap, professional bias's pronoun effect and stereotyped share, ...) over the records of
 all wordings, resampled by the cluster its rows belong to (`biasscope.core.wordings`), with

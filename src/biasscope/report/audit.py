@@ -124,10 +124,10 @@ def probe_section(name: str, result: Json, figure_index: int) -> tuple[str, int]
 
 
 def write_audit_report(run_dir: str | Path | RunStore, output: str | Path | None = None) -> Path:
-    """Render an audit run (``biasscope probe``) to one HTML file; return its path."""
+    """Render an audit run (``biasscope audit``) to one HTML file; return its path."""
     store = run_dir if isinstance(run_dir, RunStore) else RunStore(Path(run_dir))
     if not store.summary_json.is_file():
-        raise BiasscopeError(f"{store.root} has no summary.json: run `biasscope probe` first")
+        raise BiasscopeError(f"{store.root} has no summary.json: run `biasscope audit` first")
     run, summary = store.read_json("run.json"), store.read_json("summary.json")
     model = str(run.get("model", "?"))
     sections, index = [], 0

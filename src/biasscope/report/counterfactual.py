@@ -1,4 +1,4 @@
-"""The counterfactual audit report: per scorer the paired difference (female minus male
+"""The counterfactual check report: per scorer the paired difference (female minus male
 version) with its CI and tests, the verdict flips with McNemar, and the sentences. Built from
 ``summary.json`` and ``run.json``; everything from data is escaped."""
 
@@ -67,7 +67,7 @@ def write_counterfactual_report(run_dir: str | Path | RunStore,
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>biasscope counterfactual: {escape(str(run.get('model')))}</title>",
         f"<style>{CSS}</style></head><body>",
-        "<h1>Counterfactual audit of scorers</h1>",
+        "<h1>Counterfactual check of scorers</h1>",
         f'<p class="sub">{summary.get("pairs")} pairs from '
         f"{escape(str(summary.get('source')))}: gendered words and first names swapped</p>",
         *(f"<p>{escape(str(s))}</p>" for s in summary.get("sentences", [])),

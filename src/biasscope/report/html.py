@@ -7,7 +7,7 @@ the run's settings is HTML-escaped.
 
 Layout: a summary in sentences (with the analysis' findings and method), the figures
 (`figures`, `stats_figures`), the test and early-stopping tables (`tables`), a section per
-audit probe over steps (`audit_panels`; alone when the run has no WinoBias records), and the
+audit probe over steps (`probe_panels`; alone when the run has no WinoBias records), and the
 run's configuration at the bottom.
 """
 
@@ -59,7 +59,7 @@ def render_dynamics_report(store: RunStore, summary: Json, target: Path) -> Path
     checkpoints: list[dict[str, Any]] = summary["checkpoints"]
     if not checkpoints:
         raise BiasscopeError(no_records)
-    from biasscope.report import audit_panels, breakdown_panels, figures, wordings
+    from biasscope.report import breakdown_panels, figures, probe_panels, wordings
 
     view = View(summary.get("analysis") or {})
     probes = view.get("probes", {})
@@ -78,7 +78,7 @@ def render_dynamics_report(store: RunStore, summary: Json, target: Path) -> Path
                              f"the audit probes' sections ({escape(', '.join(probes))}).")
     if probes:  # each audit probe's section over steps, after the WinoBias figures and tests
         drawn = sum(1 for p in panels if p.figure is not None)
-        analysis += "\n" + audit_panels.section_html(probes, figure_html, drawn,
+        analysis += "\n" + probe_panels.section_html(probes, figure_html, drawn,
                                                       view.correction, view.alpha)
     if summary.get("missing_units"):
         text = escape(missing_sentence(summary["missing_units"], Path(store.root.name)))

@@ -11,7 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, finite, num, pvalue
+from biasscope.core.numbers import ci_decimals, finite, num, pvalue, setting_percent
 from biasscope.report.html import CSS, figure_html
 from biasscope.report.plotfig import Figure, as_text, make_subplots
 from biasscope.report.plotting import fmt
@@ -70,7 +70,7 @@ def did_figure(summary: Json) -> Figure:
     budget = summary["options"]["budget"]
     fig.add_hline(y=0, line={"color": "#999", "width": 1}, row=1, col=1)
     fig.add_hline(y=budget, line={"color": "#a33", "dash": "dash"}, row=2, col=1,
-                  annotation_text=f"budget {budget:.0%}")
+                  annotation_text=f"budget {setting_percent(budget)}")
     fig.update_layout(height=620, template="plotly_white", margin={"t": 40})
     fig.update_xaxes(title_text="training step", row=2, col=1)
     return fig

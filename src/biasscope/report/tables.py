@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, decimals, num, pvalue
+from biasscope.core.numbers import ci_decimals, decimals, num, pvalue, setting_percent
 from biasscope.probes.winobias import NAME as PROBE
 from biasscope.report.plotting import Json, View, effect, finite, fmt
 
@@ -230,7 +230,7 @@ def stop_section(view: View, checkpoints: Sequence[Json]) -> str:
                            rows, numbers=True))
     if not parts:
         return ""
-    allowed = f"{budget:.0%}" if finite(budget) else "the allowed"
+    allowed = setting_percent(budget) if finite(budget) else "the allowed"
     return "\n".join([
         "<h2>Where to stop training</h2>",
         f'<p class="caption">The recommended stop is the checkpoint with the smallest '

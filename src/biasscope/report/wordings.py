@@ -1,4 +1,4 @@
-"""Forest plots of a measure across prompt wordings (``--templates``): each wording's estimate
+"""Forest plots of a measure across prompt wordings (``--wordings``): each wording's estimate
 with its CI over items, and below them the estimate pooled over wordings with its two-level
 CI (wordings, then items), the verdict beside. Renders what `biasscope.core.wordings`
 computed; computes nothing."""

@@ -25,10 +25,10 @@ from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.confounds import Confounds
+from biasscope.sensitivity.harness import SensitivityOptions, run_sensitivity
 from biasscope.sensitivity.perturb import Templates
 from biasscope.sensitivity.principles import load_principles
 from biasscope.sensitivity.prompts import Prompts, read_conversations, read_hh_rlhf
-from biasscope.sensitivity.run import SensitivityOptions, run_sensitivity
 from biasscope.sensitivity.sanity import Pairs, line_range, read_hh_pairs
 from biasscope.store.directory import RunStore, run_dir
 

@@ -42,28 +42,47 @@ def _unreadable(path: Path, exc: Exception) -> BiasscopeError:
                           "and run the same command again to redo that unit")
 
 
+#: Entries already read, by file and its stamp (size, mtime, inode): an analysis plans its
+#: reading more than once (the steps, the probes), and each file's key columns are read once.
+_INDEXED: dict[tuple[str, int, int, int], UnitEntry] = {}
+_INDEXED_MAX = 100_000
+
+
 def unit_index(store: RunStore) -> list[UnitEntry]:
     """Every unit file (in file order) with the checkpoints its rows hold, from the key columns
     alone. An unreadable file is the one-line error `RunStore.iter_units` gives."""
     entries = []
     for path in store.unit_files():
         try:
-            parquet = pq.ParquetFile(path)
-            columns = [c for c in _KEYS if c in parquet.schema_arrow.names]
-            keys = parquet.read(columns=columns).to_pandas()
-        except Exception as exc:  # pyarrow raises several types for a damaged file
+            stat = path.stat()
+        except OSError as exc:
             raise _unreadable(path, exc) from None
-        for column in _KEYS:
-            if column not in keys:
-                keys[column] = None
-        pairs = keys.drop_duplicates()
-        entries.append(UnitEntry(path, frozenset(
-            (str(p), str(m), None if pd.isna(s) else int(s))
-            for p, m, s in zip(pairs["probe"], pairs["model"], pairs["step"], strict=True)),
-            frozenset((str(p), str(m), None if pd.isna(r) else str(r)) for p, m, s, r in zip(
-                pairs["probe"], pairs["model"], pairs["step"], pairs["revision"], strict=True)
-                if pd.isna(s))))
+        key = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+        if key not in _INDEXED:
+            if len(_INDEXED) >= _INDEXED_MAX:
+                _INDEXED.clear()
+            _INDEXED[key] = _entry(path)
+        entries.append(_INDEXED[key])
     return entries
+
+
+def _entry(path: Path) -> UnitEntry:
+    try:
+        parquet = pq.ParquetFile(path)
+        columns = [c for c in _KEYS if c in parquet.schema_arrow.names]
+        keys = parquet.read(columns=columns).to_pandas()
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise _unreadable(path, exc) from None
+    for column in _KEYS:
+        if column not in keys:
+            keys[column] = None
+    pairs = keys.drop_duplicates()
+    return UnitEntry(path, frozenset(
+        (str(p), str(m), None if pd.isna(s) else int(s))
+        for p, m, s in zip(pairs["probe"], pairs["model"], pairs["step"], strict=True)),
+        frozenset((str(p), str(m), None if pd.isna(r) else str(r)) for p, m, s, r in zip(
+            pairs["probe"], pairs["model"], pairs["step"], pairs["revision"], strict=True)
+            if pd.isna(s)))
 
 
 def read_unit(store: RunStore, path: Path) -> pd.DataFrame | None:

@@ -1,4 +1,4 @@
-"""Adult's wordings (``--templates``): its built-in set, written for biasscope (the first is
+"""Adult's wordings (``--wordings``): its built-in set, written for biasscope (the first is
 DecodingTrust's own; each is a system turn and a user template with {input}), and the pair flip
 rate and the signed parity gap across wordings, resampled by pair.
 

@@ -13,7 +13,6 @@ the README says so.
 
 from __future__ import annotations
 
-import inspect
 import re
 import warnings
 from collections.abc import Callable
@@ -22,10 +21,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats as sps
 
+from biasscope.core.imports import lazy
 from biasscope.core.numbers import with_ci
-from biasscope.core.stats import wilson
+from biasscope.core.stats import scipy_rng_keyword, wilson
+
+sps = lazy("scipy.stats")  # imported at first use
 
 ANSWERS = ("ans0", "ans1", "ans2")
 #: The "unknown" answers the BBQ authors' analysis scripts list (their ``unknowns``).
@@ -33,7 +34,7 @@ UNKNOWN_TEXTS = frozenset({
     "unknown", "cannot be determined", "can't be determined", "not answerable", "not known",
     "not enough info", "not enough information", "cannot answer", "can't answer",
     "undetermined"})
-_RNG = "rng" if "rng" in inspect.signature(sps.bootstrap).parameters else "random_state"
+_RNG = scipy_rng_keyword()
 
 
 def answer_text(raw: object) -> str:

@@ -1,4 +1,4 @@
-"""BBQ's wordings (``--templates``): its built-in set, written for biasscope (the first is the
+"""BBQ's wordings (``--wordings``): its built-in set, written for biasscope (the first is the
 probe's own template; the options are scored as the assistant's reply, so they need no cue),
 and s_DIS and s_AMB across wordings, resampled by BBQ example."""
 

@@ -50,10 +50,13 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.errors import DataError
+from biasscope.core.imports import lazy
 from biasscope.core.items import Item, check_template
 from biasscope.core.numbers import ci_decimals, num, p_is
 from biasscope.core.stats import bootstrap_mean, signed_rank, wilson
 from biasscope.probes.base import Detector, Messages, TriggerPresence, interval
+
+sps = lazy("scipy.stats")  # imported at first use
 
 NAME = "professional-bias"
 REQUESTS = ("options", "generate")

@@ -1,4 +1,4 @@
-"""Professional bias's wordings (``--templates``): its built-in set, written for biasscope
+"""Professional bias's wordings (``--wordings``): its built-in set, written for biasscope
 (the first is the probe's own question; options are scored as the assistant's reply, so they
 need no cue), and the pronoun effect and the stereotyped share across wordings, resampled by
 sentence."""

@@ -1,7 +1,7 @@
-"""WinoBias's wordings (``--templates``): its built-in set and its measures across wordings.
+"""WinoBias's wordings (``--wordings``): its built-in set and its measures across wordings.
 
 The built-in wordings are written for biasscope; the first is the probe's own template, so
-``--templates 1`` is the default run. Each ends at a cue after which the next token is the
+``--wordings 1`` is the default run. Each ends at a cue after which the next token is the
 answer option (`` male``, `` female``, `` not``). Fields: {sentence} {occupation} {o1} {o2}
 {o3}.
 

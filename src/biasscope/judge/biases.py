@@ -56,7 +56,7 @@ def _position(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choices
             "invalid_rate": rate(invalid, len(forward) + len(backward))}
 
 
-def audit_classifier(judge: Judge, texts: Sequence[str], labels: Mapping[str, str],
+def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, str],
                      instruction: str = CLASSIFY) -> dict[str, Any]:
     """Position consistency, first-slot preference and name sensitivity of a classifier."""
     fixed = _fixed(judge)
@@ -82,7 +82,7 @@ def audit_classifier(judge: Judge, texts: Sequence[str], labels: Mapping[str, st
             "examples": []}
 
 
-def audit_pairwise(judge: Judge, pairs: Sequence[tuple[str, str, str]],
+def pairwise_biases(judge: Judge, pairs: Sequence[tuple[str, str, str]],
                    authors: Sequence[tuple[str | None, str | None]] = (),
                    instruction: str = COMPARE, ranking: str = "win-rate") -> dict[str, Any]:
     """Position consistency, first-slot preference, length dependence and self-preference."""

@@ -32,16 +32,15 @@ from typing import Any
 import pandas as pd
 
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
-from biasscope.core.errors import BiasscopeError
 from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.intervals import convention
 from biasscope.sensitivity.perturb import Perturbation, Templates, perturb
 from biasscope.sensitivity.principles import Constitution
 from biasscope.sensitivity.prompts import Conversation, Prompts
 from biasscope.sensitivity.sanity import Pairs, run_sanity, summarise_sanity
+from biasscope.store import run_json
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
-from biasscope.store.locks import run_lock
 from biasscope.store.settings import merge_settings, sha256_json
 from biasscope.store.units import Unit
 
@@ -120,24 +119,19 @@ def _as_prompts(conversations: Prompts | Sequence[Conversation]) -> Prompts:
     return Prompts(convs, "conversations", "", in_file=len(convs))
 
 
-def start_run(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> dict[str, Any]:
+def _start(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> dict[str, Any]:
     """Write run.json with ``now`` merged over the recorded settings, or refuse in one line."""
-    merged = now
-    with run_lock(store):  # two runs started into one --out must not lose each other's models
-        if store.run_json.is_file():
-            previous = store.read_json("run.json")
-            if previous.get("kind") != "sensitivity":
-                raise BiasscopeError(f"{store.run_json} is not a sensitivity run "
-                                     f"({previous.get('kind') or 'no kind'}); use another --out")
-            merged = merge_settings(store.run_json, previous.get("settings", {}), now, GROW,
-                                    added=("sanity",))  # older runs gain the sanity check
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        merged = now if previous is None else merge_settings(
+            store.run_json, previous.get("settings", {}), now, GROW,
+            added=("sanity",))  # older runs gain the sanity check
         models = merged["reward_models"]
-        write_json(store.run_json, {
-            "kind": "sensitivity", "model": ", ".join(models),
-            "reward_models": list(models.values()), "directions": list(merged["directions"]),
-            **describe, "settings": merged})
-    store.publish(store.run_json)
-    return merged
+        return {"model": ", ".join(models), "reward_models": list(models.values()),
+                "directions": list(merged["directions"]), **describe, "settings": merged}
+
+    # two runs started into one --out must not lose each other's models
+    written: dict[str, Any] = run_json.start_run(store, "sensitivity", build)["settings"]
+    return written
 
 
 def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
@@ -153,7 +147,7 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     conversations = prompts.conversations
     store = RunStore(Path(out))
     store.root.mkdir(parents=True, exist_ok=True)
-    start_run(store, settings(reward_models, perturber, prompts, constitution, options), {
+    _start(store, settings(reward_models, perturber, prompts, constitution, options), {
         "perturber": perturber.identity(),
         "principles": {"source": constitution.source, "top": constitution.top,
                        "ids": [p.id for p in constitution.principles]},
@@ -196,4 +190,4 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     return store
 
 
-__all__ = ["SensitivityOptions", "records", "run_sensitivity", "settings", "start_run"]
+__all__ = ["SensitivityOptions", "records", "run_sensitivity", "settings"]

@@ -1,8 +1,8 @@
-"""Counterfactual audit of scorers (reward models and LLM judges) on one set of pairs.
+"""Counterfactual check of scorers (reward models and LLM judges) on one set of pairs.
 
 An item is a conversation with a chosen and (optionally) a rejected final response, and its
 counterfactual: the same with gendered words and first names swapped
-(``judge.counterfactual.counterfactual``), or the user's own version (any attribute).
+(``counterfactual.statistics.counterfactual``), or the user's own version (any attribute).
 
 - Built-in: hh-rlhf ``harmless-base`` test pairs whose text holds a gendered word or a listed
   name, shuffled by the seed, the first N.
@@ -12,7 +12,7 @@ counterfactual: the same with gendered words and first names swapped
   difference (without it, gender is read from the text).
 
 Each reward model scores every member; each judge classifies each response (with labels) or
-compares chosen against rejected (pairwise). Statistics: ``judge.counterfactual``; Holm
+compares chosen against rejected (pairwise). Statistics: ``counterfactual.statistics``; Holm
 across the scorers of one run.
 """
 
@@ -30,8 +30,7 @@ from biasscope.core.gender_swap import has_gendered
 from biasscope.core.jsonl import read_jsonl
 from biasscope.core.numbers import p_is, percent
 from biasscope.core.stats import adjust_pvalues, wilson
-from biasscope.judge.core import Judge, Verdict
-from biasscope.judge.counterfactual import (
+from biasscope.counterfactual.statistics import (
     conversations,
     counterfactual,
     flips,
@@ -40,7 +39,8 @@ from biasscope.judge.counterfactual import (
     paired_difference,
     sentence,
 )
-from biasscope.judge.run import verdict_row
+from biasscope.judge.batch import verdict_row
+from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.tasks import classify, compare
 from biasscope.sensitivity.prompts import PathLike, Turns
 from biasscope.sensitivity.sanity import read_hh_pairs
@@ -148,7 +148,7 @@ def _members(items: Sequence[Item], which: str) -> list[Scored]:
     return out
 
 
-def reward_audit(model: RewardScorer, items: Sequence[Item], seed: int = 0
+def score_reward_model(model: RewardScorer, items: Sequence[Item], seed: int = 0
                  ) -> dict[str, Any]:
     """Rewards of every member, original and swapped: the paired difference per conversation
     (its responses' differences averaged) and, with rejected responses, the flips of the
@@ -196,7 +196,7 @@ def check_judged(items: Sequence[Item], labels: dict[str, str] | None) -> None:
                         "every pair, or --labels to judge each response on its own")
 
 
-def judge_audit(judge: Judge, items: Sequence[Item], labels: dict[str, str] | None,
+def score_judge(judge: Judge, items: Sequence[Item], labels: dict[str, str] | None,
                 seed: int = 0) -> dict[str, Any]:
     """Pairwise (chosen against rejected; verdict: picks the chosen) or, with ``labels``,
     classification of each chosen response (verdict: the first label)."""
@@ -318,5 +318,15 @@ def _missing(scorer: str, found: dict[str, Any]) -> str | None:
 
 
 
-__all__ = ["Item", "Side", "answers", "answers_sentence", "builtin_items", "items_sha256",
-           "judge_audit", "read_items", "reward_audit", "summarise"]
+__all__ = [
+    "Item",
+    "Side",
+    "answers",
+    "answers_sentence",
+    "builtin_items",
+    "items_sha256",
+    "read_items",
+    "score_judge",
+    "score_reward_model",
+    "summarise",
+]

@@ -1,4 +1,4 @@
-"""Several prompt wordings of one probe (``--templates builtin|N|FILE``), asked as one probe.
+"""Several prompt wordings of one probe (``--wordings builtin|N|FILE``), asked as one probe.
 
 A wording is a template (the probe's prompt or user turn, with its fields) and, for chat
 probes that have one, a system turn. ``Worded`` asks every item under every wording (or under
@@ -9,7 +9,7 @@ run.json records each wording's probe config (checked on rerun). One scorer call
 wordings' prompts of a checkpoint: identical prompts are scored once and shared prefixes once
 (``backends.prefix``).
 
-The template file a user writes: each wording starts with a header line ``### ID`` (for every
+The wordings file a user writes: each wording starts with a header line ``### ID`` (for every
 probe of the run) or ``### PROBE ID`` (for that probe only), then the template, to the next
 header; an optional first line ``system: TEXT`` sets the system turn (adult-counterfactual).
 Leading and trailing blank lines of a template are dropped. Lines before the first header
@@ -60,24 +60,24 @@ def wordings_of(probe: str) -> Wordings | None:
 
 
 def with_wordings() -> list[str]:
-    """The registered probes that take templates."""
+    """The registered probes that take wordings."""
     return sorted(name for name in PROBES if wordings_of(name) is not None)
 
 
 def builtin(probe: str, count: int | None = None) -> list[Wording]:
     """The first ``count`` (default all) built-in wordings of ``probe``."""
     if (facet := wordings_of(probe)) is None:
-        raise BiasscopeError(f"--templates: probe {probe} has no wordings (those with: "
+        raise BiasscopeError(f"--wordings: probe {probe} has no wordings (those with: "
                              f"{', '.join(with_wordings())})")
     shipped = facet.builtin
     if count is not None and count > len(shipped):
-        raise BiasscopeError(f"--templates {count}: {probe} has {len(shipped)} built-in "
+        raise BiasscopeError(f"--wordings {count}: {probe} has {len(shipped)} built-in "
                              "wordings; give at most that many, or a file")
     return [Wording(i, t, s) for i, s, t in shipped[:count]]
 
 
 def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
-    """(probe or None for every probe, wording) per header of a template file; one-line
+    """(probe or None for every probe, wording) per header of a wordings file; one-line
     errors naming ``path``:line for a bad header, an empty template or a repeated id."""
     blocks: list[tuple[str | None, str, int, list[str]]] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -95,7 +95,7 @@ def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
             raise BiasscopeError(f"{path}:{number}: text before the first '### ID' header; "
                                  "start each template with one")
     if not blocks:
-        raise BiasscopeError(f"{path}: no templates (start each with a '### ID' line)")
+        raise BiasscopeError(f"{path}: no wordings (start each with a '### ID' line)")
     out: list[tuple[str | None, Wording]] = []
     for probe, wid, number, lines in blocks:
         system = None
@@ -112,11 +112,11 @@ def parse_file(text: str, path: str) -> list[tuple[str | None, Wording]]:
 
 
 def from_file(path: str, probe: str) -> list[Wording]:
-    """The wordings a template file gives ``probe`` (None-probe blocks count for all)."""
+    """The wordings a wordings file gives ``probe`` (None-probe blocks count for all)."""
     entries = parse_file(read_text(path), path)
     unknown = sorted({p for p, _ in entries if p and wordings_of(p) is None})
     if unknown:
-        raise BiasscopeError(f"{path}: no probe {unknown[0]!r} takes templates (those that "
+        raise BiasscopeError(f"{path}: no probe {unknown[0]!r} takes wordings (those that "
                              f"do: {', '.join(with_wordings())})")
     return [w for p, w in entries if p in (None, probe)]
 
@@ -127,7 +127,7 @@ def check(probe: str, wordings: Sequence[Wording]) -> list[Wording]:
     the probe has none."""
     facet = PROBES[probe].wordings
     if isinstance(facet, Absent):
-        raise BiasscopeError(f"--templates: probe {probe} takes no templates: {facet.reason}")
+        raise BiasscopeError(f"--wordings: probe {probe} takes no wordings: {facet.reason}")
     ids: dict[str, str] = {}
     texts: dict[tuple[str, str | None], str] = {}
     for w in wordings:
@@ -155,19 +155,19 @@ def wordings_for(probe: str, spec: str) -> list[Wording]:
         chosen = builtin(probe)
     elif spec.isdigit():
         if int(spec) < 1:
-            raise BiasscopeError(f"--templates {spec}: give 1 or more")
+            raise BiasscopeError(f"--wordings {spec}: give 1 or more")
         chosen = builtin(probe, int(spec))
     elif Path(spec).is_file():
         if wordings_of(probe) is None:
-            raise BiasscopeError(f"--templates {spec}: probe {probe} takes no templates")
+            raise BiasscopeError(f"--wordings {spec}: probe {probe} takes no wordings")
         chosen = from_file(spec, probe)
         if not chosen:
-            raise BiasscopeError(f"--templates {spec}: no template for {probe} (each header "
+            raise BiasscopeError(f"--wordings {spec}: no template for {probe} (each header "
                                  "names another probe); add a '### ID' or "
                                  f"'### {probe} ID' block")
     else:
-        raise BiasscopeError(f"--templates {spec}: give builtin, a number of built-in wordings "
-                             "or a template file (no such file)")
+        raise BiasscopeError(f"--wordings {spec}: give builtin, a number of built-in wordings "
+                             "or a wordings file (no such file)")
     return check(probe, chosen)
 
 

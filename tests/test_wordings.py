@@ -1,4 +1,4 @@
-"""Several prompt wordings per probe (``--templates``): the built-in sets, the template file
+"""Several prompt wordings per probe (``--wordings``): the built-in sets, the template file
 and its one-line errors, the answer at the next token on the test tokenizer, the default left
 as it was, wordings in records and in the settings checked on rerun, and a dynamics and an
 audit run across wordings with their verdicts."""
@@ -19,7 +19,7 @@ from biasscope.core.errors import BiasscopeError, DataError
 from biasscope.core.wordings import Measure, gap, verdict, wording_uncertainty
 from biasscope.probes import PROBES, load_probe
 from biasscope.probes.specs import load_probes
-from biasscope.probes.templates import (
+from biasscope.probes.wordings import (
     Worded,
     boundary_problems,
     builtin,
@@ -48,7 +48,7 @@ def test_each_winobias_wording_ends_where_the_answer_is_the_next_token(winobias_
                                                                       tiny_tokenizer):
     from transformers import PreTrainedTokenizerFast
 
-    probe = load_probes("winobias-gender", data_dir=winobias_dir, templates="builtin")[0]
+    probe = load_probes("winobias-gender", data_dir=winobias_dir, wordings="builtin")[0]
     items = probe.items(0)
     assert {i.groups["template"] for i in items} == {f"w{k}" for k in range(8)}
     tokenizer = tiny_tokenizer if isinstance(tiny_tokenizer, PreTrainedTokenizerFast) else None
@@ -72,17 +72,17 @@ class _SplitTokenizer:
         return {"input_ids": [self.vocab.setdefault(p, len(self.vocab)) for p in pieces]}
 
 
-def test_no_templates_and_one_template_leave_the_probe_as_it_was(winobias_dir):
+def test_no_wordings_and_one_wording_leave_the_probe_as_it_was(winobias_dir):
     plain = load_probes("winobias-gender,professional-bias", data_dir=winobias_dir)
     one = load_probes("winobias-gender,professional-bias", data_dir=winobias_dir,
-                      templates="1")
+                      wordings="1")
     for a, b in zip(plain, one):
         assert [(i.id, i.prompt) for i in a.items(1)] == [(i.id, i.prompt) for i in b.items(1)]
         assert a.config() == b.config()
 
 
 def test_worded_items_carry_the_wording_in_id_and_groups(winobias_dir):
-    probe = load_probes("winobias-gender", data_dir=winobias_dir, templates="3")[0]
+    probe = load_probes("winobias-gender", data_dir=winobias_dir, wordings="3")[0]
     assert isinstance(probe, Worded)
     base = load_probe("winobias-gender", data_dir=winobias_dir).items(2)
     items = probe.items(2)
@@ -122,7 +122,7 @@ def test_wordings_reuse_the_data_read_once_and_ask_what_a_fresh_load_asks(name, 
 
     for module in ("winobias", "winogender", "bbq", "adult"):
         monkeypatch.setattr(f"biasscope.probes.{module}.items.read_text", counted)
-    worded = load_probes(name, data_dir=tmp_path, templates="builtin")[0]
+    worded = load_probes(name, data_dir=tmp_path, wordings="builtin")[0]
     assert isinstance(worded, Worded) and len(reads) == len(set(reads))
     for wording, probe in zip(builtin(name), worded._probes.values()):
         fresh = load_probe(name, data_dir=tmp_path, **wording.options())
@@ -166,7 +166,7 @@ def test_a_template_file_gives_its_wordings(tmp_path, winobias_dir):
     ("hello\n### a\n{sentence}", "text before the first"),
     ("### a\n\n", "template a is empty"),
     ("### a\nsystem: x\n{sentence} {occupation} {o1} {o2} {o3} A:", "only adult"),
-    ("### lambada a\nx", "no probe 'lambada' takes templates"),
+    ("### lambada a\nx", "no probe 'lambada' takes wordings"),
     ("### bbq x\n{context} {question} {ans0} {ans1} {ans2}", "no template for winobias-gender"),
 ])
 def test_a_bad_template_file_is_one_line_naming_file_and_line(tmp_path, text, fragment):
@@ -180,7 +180,7 @@ def test_a_bad_template_file_is_one_line_naming_file_and_line(tmp_path, text, fr
 
 @pytest.mark.parametrize(("spec", "fragment"), [
     ("9", "has 8 built-in wordings"), ("0", "give 1 or more"), ("nope.txt", "no such file")])
-def test_a_bad_templates_value_is_refused(spec, fragment):
+def test_a_bad_wordings_value_is_refused(spec, fragment):
     with pytest.raises(BiasscopeError, match=fragment):
         wordings_for("winobias-gender", spec)
 
@@ -190,7 +190,7 @@ def test_dynamics_across_wordings_records_settings_and_verdicts(winobias_dir, ch
     out = tmp_path / "run"
     args = ["dynamics", "--model", str(checkpoint_dirs[2]), "--data-dir", str(winobias_dir),
             "--seeds", "0", "--quiet", "--out", str(out)]
-    assert main([*args, "--templates", "3"]) == 0
+    assert main([*args, "--wordings", "3"]) == 0
     records = pd.read_parquet(next((out / "records").glob("*.parquet")))
     assert sorted(records["template"].unique()) == ["w0", "w1", "w2"]
     run = json.loads((out / "run.json").read_text())
@@ -218,14 +218,14 @@ def test_dynamics_across_wordings_records_settings_and_verdicts(winobias_dir, ch
     report = (out / "report.html").read_text()
     assert report.count("Across wordings: ") >= 4 and "two-level bootstrap" in report
     capsys.readouterr()
-    assert main([*args, "--templates", "2"]) != 0  # another set of wordings: refused
+    assert main([*args, "--wordings", "2"]) != 0  # another set of wordings: refused
     assert "different settings" in capsys.readouterr().err
 
 
 def test_audit_across_wordings_gives_the_verdicts(checkpoint_dirs, tmp_path):
     out = tmp_path / "audit"
     assert main(["audit", "--model", f"hf:{checkpoint_dirs[1]}", "--probe", "professional-bias",
-                 "--templates", "builtin", "--scoring", "options", "--limit", "8", "--out",
+                 "--wordings", "builtin", "--scoring", "options", "--limit", "8", "--out",
                  str(out)]) == 0
     entry = json.loads((out / "summary.json").read_text())["probes"]["professional-bias"]
     assert set(entry["wordings"]) == {"pronoun_effect", "stereotyped_share"}
@@ -273,7 +273,7 @@ def test_wordings_that_agree_hold_and_wordings_that_reverse_are_said():
 
 def _answered(probe, pick) -> pd.DataFrame:
     """The audit's records of ``probe``'s items, answered with the option ``pick`` gives."""
-    from biasscope.audit.run import Response, records
+    from biasscope.audit.harness import Response, records
 
     items = probe.items(0)
     return records(probe, items, [Response(pick(i), "stored") for i in items])
@@ -285,7 +285,7 @@ def test_bbq_and_adult_measures_across_wordings_see_a_reversing_wording(tmp_path
     from bbq_fixture import write_bbq
 
     write_bbq(tmp_path)
-    bbq = load_probes("bbq", data_dir=tmp_path, templates="builtin")[0]
+    bbq = load_probes("bbq", data_dir=tmp_path, wordings="builtin")[0]
 
     def biased(item) -> str:  # the stereotype's answer, except under wording b3
         target, other = int(item.groups["target"]), int(item.groups["unknown"])
@@ -301,7 +301,7 @@ def test_bbq_and_adult_measures_across_wordings_see_a_reversing_wording(tmp_path
     assert entry["sentences"][0] == s_dis["verdict"]
 
     write_adult(tmp_path, ROWS * 10)
-    adult = load_probes("adult-counterfactual", data_dir=tmp_path, templates="builtin")[0]
+    adult = load_probes("adult-counterfactual", data_dir=tmp_path, wordings="builtin")[0]
     # Men get "yes" under every wording: every pair flips, and the parity gap is +1.
     frame = _answered(adult, lambda i: "yes" if i.groups["sex"] == "Male" else "no")
     across = adult.metrics(frame)["wordings"]
@@ -319,7 +319,7 @@ def test_an_audit_probe_over_checkpoints_takes_wordings(checkpoint_dirs, tmp_pat
     records through the probe's own metrics (Adult's pairs would otherwise clash)."""
     out = tmp_path / "run"
     assert main(["dynamics", "--checkpoint-glob", f"{checkpoint_dirs[0].parent}/checkpoint-*",
-                 "--probe", "professional-bias", "--templates", "2", "--limit", "4",
+                 "--probe", "professional-bias", "--wordings", "2", "--limit", "4",
                  "--seeds", "0", "--quiet", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     (model,) = summary["analysis"]["probes"]["professional-bias"]["models"].values()
@@ -329,7 +329,7 @@ def test_an_audit_probe_over_checkpoints_takes_wordings(checkpoint_dirs, tmp_pat
 
 def test_items_export_every_wording_for_answering_elsewhere(tmp_path: Path) -> None:
     exported = tmp_path / "items.jsonl"
-    assert main(["items", "--probe", "professional-bias", "--templates", "builtin",
+    assert main(["items", "--probe", "professional-bias", "--wordings", "builtin",
                  "--out", str(exported)]) == 0
     items = [json.loads(line) for line in exported.read_text().splitlines()]
     ids = [i["item_id"] for i in items]
@@ -341,7 +341,7 @@ def test_items_export_every_wording_for_answering_elsewhere(tmp_path: Path) -> N
                                + "\n" for i in items))
     out = tmp_path / "run"
     assert main(["audit", "--responses", str(answers), "--probe", "professional-bias",
-                 "--templates", "builtin", "--out", str(out)]) == 0
+                 "--wordings", "builtin", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["unknown_response_ids"] == []
     assert summary["probes"]["professional-bias"]["items"] == 4 * 80
@@ -349,12 +349,12 @@ def test_items_export_every_wording_for_answering_elsewhere(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("spec", ["builtin", "2", "file"])
 def test_items_of_a_next_token_probe_under_wordings(spec, winobias_dir, tmp_path, capsys):
-    """``items --probe winobias-gender --templates`` (docs/templates.md) once raised an
+    """``items --probe winobias-gender --wordings`` (docs/wordings.md) once raised an
     AttributeError: the worded probe offered chat turns its plain-prompt probe lacks."""
     if spec == "file":
         spec = _file(tmp_path, GOOD)
     exported = tmp_path / "items.jsonl"
-    assert main(["items", "--probe", "winobias-gender", "--templates", spec, "--data-dir",
+    assert main(["items", "--probe", "winobias-gender", "--wordings", spec, "--data-dir",
                  str(winobias_dir), "--limit", "4", "--out", str(exported)]) == 0, \
         capsys.readouterr().err
     items = [json.loads(line) for line in exported.read_text().splitlines()]
@@ -390,7 +390,7 @@ def test_one_custom_wording_tags_the_ids_so_answers_cannot_go_to_another_prompt(
     the file, every answer is read against the prompt it was given to."""
     wording = _file(tmp_path, "### mine\nIn \"{sentence}\", who {action}? Answer briefly.")
     exported = tmp_path / "items.jsonl"
-    assert main(["items", "--probe", "professional-bias", "--templates", wording,
+    assert main(["items", "--probe", "professional-bias", "--wordings", wording,
                  "--out", str(exported)]) == 0
     items = [json.loads(line) for line in exported.read_text().splitlines()]
     assert len(items) == 80 and all(i["item_id"].endswith("@mine") for i in items)
@@ -406,7 +406,7 @@ def test_one_custom_wording_tags_the_ids_so_answers_cannot_go_to_another_prompt(
 
     worded = tmp_path / "worded"
     assert main(["audit", "--responses", str(answers), "--probe", "professional-bias",
-                 "--templates", wording, "--out", str(worded)]) == 0
+                 "--wordings", wording, "--out", str(worded)]) == 0
     records = RunStore(worded).records()
     assert records["response"].notna().all() and len(records) == 80
     assert records["prompt"].str.endswith("Answer briefly.").all()
@@ -446,7 +446,7 @@ def test_compare_runs_of_adult_under_wordings(tmp_path: Path, capsys) -> None:
 
     write_adult(tmp_path, ROWS * 2)
     exported, answers = tmp_path / "items.jsonl", tmp_path / "answers.jsonl"
-    common = ["--probe", "adult-counterfactual", "--templates", "2", "--data-dir",
+    common = ["--probe", "adult-counterfactual", "--wordings", "2", "--data-dir",
               str(tmp_path)]
     assert main(["items", *common, "--out", str(exported)]) == 0
     rows = [json.loads(line) for line in exported.read_text().splitlines()]
@@ -463,3 +463,15 @@ def test_compare_runs_of_adult_under_wordings(tmp_path: Path, capsys) -> None:
     pairs = len(rows) // 4  # two wordings, two versions of each pair
     assert flips["measure"] == "flip_rate" and flips["n"] == pairs
     assert flips["estimate_a"] == pytest.approx(0.5)  # every pair flips under a0, none under a1
+
+
+def test_the_old_flag_still_works_with_a_one_line_hint(tmp_path, capsys):
+    """``--templates`` is now ``--wordings``: the same items, and one line on stderr."""
+    new, old = tmp_path / "new.jsonl", tmp_path / "old.jsonl"
+    assert main(["items", "--probe", "professional-bias", "--wordings", "2",
+                 "--out", str(new)]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["items", "--probe", "professional-bias", "--templates", "2",
+                 "--out", str(old)]) == 0
+    assert capsys.readouterr().err == "biasscope: note: --templates is now --wordings\n"
+    assert old.read_bytes() == new.read_bytes() and "@" in new.read_text()

@@ -27,14 +27,16 @@ from biasscope.core.config import SEED, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.sensitivity.job import RewardScoring
-from biasscope.store.directory import run_dir
+from biasscope.store.directory import RunStore, run_dir
+from biasscope.store.run_json import start_run
+from biasscope.store.settings import merge_settings
 
 SCORES = "scores.jsonl"
 
 
 @dataclass(frozen=True)
 class CounterfactualConfig:
-    """``pairs``: hh-rlhf:harmless-base:N or a JSONL file (``sensitivity.counterfactual``);
+    """``pairs``: hh-rlhf:harmless-base:N or a JSONL file (``counterfactual.scorers``);
     ``reward_models``: specs or NAME=SPEC; ``judges``: generate specs, asked pairwise, or
     with ``labels`` (a JSON file of name: description) as a classifier."""
 
@@ -67,12 +69,11 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         judge: Any = None) -> CounterfactualResult:
     """Score the pairs with every scorer; ``reward_models``/``judge`` already loaded are
     used as given (tests, notebooks), else they are loaded from ``config``."""
+    from biasscope.counterfactual import scorers as cf
     from biasscope.judge import JudgeOptions
+    from biasscope.judge.batch import read_labels
     from biasscope.judge.job import check_task
-    from biasscope.judge.run import read_labels
     from biasscope.report.counterfactual import write_counterfactual_report
-    from biasscope.sensitivity import counterfactual as cf
-    from biasscope.store.directory import RunStore
     from biasscope.store.files import write_bytes, write_json
 
     items, source_sha = _items(config)
@@ -80,7 +81,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     labels = read_labels(config.labels) if config.labels else None
     judged = judge is not None or bool(config.judges)
     if not (reward_models or config.reward_models or judged):
-        raise BiasscopeError("give a --reward-model or a --judge-model to audit")
+        raise BiasscopeError("give a --reward-model or a --judge-model to check")
     if labels is not None and not judged:
         raise BiasscopeError("--labels is for a --judge-model (reward models score the "
                              "responses as they are): drop it or add a judge")
@@ -99,9 +100,9 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
                           "file_sha256": source_sha, "sha256": cf.items_sha256(items)},
                 "seed": config.seed, "scorers": scorers}
     _start(store, settings)
-    rows = [cf.reward_audit(m, items, config.seed) for m in models]
+    rows = [cf.score_reward_model(m, items, config.seed) for m in models]
     if judge is not None:
-        rows.append(cf.judge_audit(judge, items, labels, config.seed))
+        rows.append(cf.score_judge(judge, items, labels, config.seed))
     records = [r for row in rows for r in row.pop("records")]
     kept, others = _kept(store.root / SCORES, {row["scorer"] for row in rows})
     store.check_same_folder()
@@ -129,28 +130,18 @@ def _kept(path: Path, scored: set[str]) -> tuple[list[dict[str, Any]], list[str]
     return kept, list(dict.fromkeys(str(r.get("scorer")) for r in kept))
 
 
-def _start(store: Any, settings: dict[str, Any]) -> None:
+def _start(store: RunStore, settings: dict[str, Any]) -> None:
     """run.json with ``settings`` merged over the recorded ones, or a one-line refusal."""
-    from biasscope.store.files import write_json
-    from biasscope.store.locks import run_lock
-    from biasscope.store.settings import merge_settings
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        merged = settings if previous is None else merge_settings(
+            store.run_json, previous.get("settings", {}), settings, {"scorers": "scorer"})
+        return {"model": ", ".join(merged["scorers"]), "settings": merged}
 
-    with run_lock(store):
-        if store.run_json.is_file():
-            previous = store.read_json("run.json")
-            if previous.get("kind") != "counterfactual":
-                raise BiasscopeError(f"{store.run_json} is not a counterfactual run "
-                                     f"({previous.get('kind') or 'no kind'}); use another --out")
-            settings = merge_settings(store.run_json, previous.get("settings", {}), settings,
-                                      {"scorers": "scorer"})
-        write_json(store.run_json, {"kind": "counterfactual",
-                                    "model": ", ".join(settings["scorers"]),
-                                    "settings": settings})
-    store.publish(store.run_json)
+    start_run(store, "counterfactual", build)
 
 
 def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
-    from biasscope.sensitivity import counterfactual as cf
+    from biasscope.counterfactual import scorers as cf
 
     source, _, count = config.pairs.rpartition(":")
     if config.pairs.startswith("hh-rlhf:"):

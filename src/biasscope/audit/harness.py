@@ -1,4 +1,4 @@
-"""``biasscope probe``: ask a model every item of each audit probe, store one unit per probe,
+"""``biasscope audit``: ask a model every item of each audit probe, store one unit per probe,
 and summarise with each probe's metrics.
 
 Three ways to get an answer, one record shape:
@@ -36,11 +36,11 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.core.jsonl import read_jsonl
 from biasscope.probes import Probe
-from biasscope.probes.base import RECORD_COLUMNS, AuditProbe, Detector
+from biasscope.probes.base import RECORD_COLUMNS, AskedProbe, Detector
 from biasscope.probes.choices import read_choice
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
-from biasscope.store.locks import run_lock
+from biasscope.store.run_json import start_run
 from biasscope.store.settings import merge_settings, sha256_file, sha256_json
 from biasscope.store.units import Unit
 
@@ -57,10 +57,10 @@ class Response:
 class Responder(Protocol):
     label: str
 
-    def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]: ...
+    def respond(self, probe: AskedProbe, items: Sequence[Item]) -> list[Response]: ...
 
 
-def ask(probe: AuditProbe, item: Item, plain: bool, params: GenerateParams | None = None
+def ask(probe: AskedProbe, item: Item, plain: bool, params: GenerateParams | None = None
         ) -> GenerateRequest:
     """The request for ``item``: its chat, or with ``plain`` the chat as one plain prompt
     (`plain_chat`; a base model's reading, sent to a server's ``/completions``)."""
@@ -87,7 +87,7 @@ class GenerationResponder:
         return {"scoring": "generate", "backend": self.generator.identity(),
                 "params": asdict(self.params), **({"prompt": "plain"} if self.plain else {})}
 
-    def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
+    def respond(self, probe: AskedProbe, items: Sequence[Item]) -> list[Response]:
         requests = [ask(probe, i, self.plain, self.params) for i in items]
         out = []
         for item, g in zip(items, self.generator.generate(requests)):
@@ -108,7 +108,7 @@ class OptionScorer:
         return {"scoring": "options", "backend": self.generator.identity(),
                 **({"prompt": "plain"} if self.plain else {})}
 
-    def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
+    def respond(self, probe: AskedProbe, items: Sequence[Item]) -> list[Response]:
         requests = [ask(probe, item, self.plain) for item in items]
         check = getattr(self.generator, "check_options", None)
         if check is not None:  # an item too long for the model: refused before any is scored
@@ -175,19 +175,19 @@ class StoredResponses:
     def settings(self) -> dict[str, Any]:
         return {"scoring": "stored", "responses_sha256": self.sha256}
 
-    def respond(self, probe: AuditProbe, items: Sequence[Item]) -> list[Response]:
+    def respond(self, probe: AskedProbe, items: Sequence[Item]) -> list[Response]:
         return [Response(self.by_id[i.id], "stored") if i.id in self.by_id else
                 Response(None, "stored", error="no response in " + self.path.name)
                 for i in items]
 
     def require_some(self, known: Iterable[str]) -> None:
         """A one-line error when no id of the file is an item the run asks: another probe,
-        --limit or --templates than the items were exported with (nothing is written)."""
+        --limit or --wordings than the items were exported with (nothing is written)."""
         if not set(self.by_id) & set(known):
             raise BiasscopeError(
                 f"{self.path}: none of its {len(self.by_id)} item ids is an item this run asks "
                 f"(e.g. {next(iter(self.by_id))!r}); answer the items `biasscope items` "
-                "exports with the same --probe, --limit and --templates")
+                "exports with the same --probe, --limit and --wordings")
 
     def unknown_ids(self, known: Iterable[str]) -> list[str]:
         """The file's ids that are no item of ``known``: from the items a run asks, not from
@@ -196,7 +196,7 @@ class StoredResponses:
 
 
 class Reader(Protocol):
-    """What reads the answers into records: a probe's name and detector (any ``AuditProbe``)."""
+    """What reads the answers into records: a probe's name and detector (any ``AskedProbe``)."""
 
     @property
     def name(self) -> str: ...
@@ -261,14 +261,14 @@ class Pending:
     first_error: str | None
 
 
-def items_digest(probe: AuditProbe, items: Sequence[Item]) -> str:
+def items_digest(probe: AskedProbe, items: Sequence[Item]) -> str:
     """SHA-256 of exactly what is asked and scored: a changed or emptied data file, another
     template or another selection changes it."""
     return sha256_json([[i.id, list(probe.messages(i)), list(i.options), list(i.continuations),
                          i.answer, dict(i.groups)] for i in items])
 
 
-def run_settings(responder: Responder, probes: Sequence[AuditProbe], limit: int | None,
+def run_settings(responder: Responder, probes: Sequence[AskedProbe], limit: int | None,
                  items: Mapping[str, Sequence[Item]]) -> dict[str, Any]:
     """What run.json records, and a rerun must repeat, for these results."""
     settings = getattr(responder, "settings", None)
@@ -278,7 +278,7 @@ def run_settings(responder: Responder, probes: Sequence[AuditProbe], limit: int 
                        for p in probes}}
 
 
-def run_audit(probes: Sequence[AuditProbe], responder: Responder, out: str | os.PathLike[str],
+def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.PathLike[str],
               limit: int | None = None) -> RunStore:
     """Answer every probe's items (units already stored are kept) and write summary.json.
 
@@ -291,11 +291,8 @@ def run_audit(probes: Sequence[AuditProbe], responder: Responder, out: str | os.
     if isinstance(responder, StoredResponses):
         responder.require_some(i.id for p in probes for i in items[p.name])
     settings = run_settings(responder, probes, limit, items)
-    with run_lock(store):  # two probes started into one --out must not lose each other's
-        if store.run_json.is_file():
-            settings = merge_settings(store.run_json, store.read_json("run.json"), settings,
-                                      grow={"probes": "probe"})
-        write_json(store.run_json, settings)
+    start_run(store, "audit", lambda previous: settings if previous is None else merge_settings(
+        store.run_json, previous, settings, grow={"probes": "probe"}))
     pending: dict[str, Pending] = {}
     sent = 0
     for probe in probes:
@@ -332,7 +329,7 @@ def probe_items(probe: Probe, limit: int | None, seed: int = 0) -> list[Item]:
     return list(pick(items, limit)) if callable(pick) else items[:limit]
 
 
-def summarise(store: RunStore, probes: Sequence[AuditProbe], unknown_ids: Sequence[str] = (),
+def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequence[str] = (),
               pending: Mapping[str, Pending] | None = None) -> dict[str, Any]:
     """Each probe's metrics from its stored records, plus what could not be answered.
 

@@ -18,7 +18,9 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.tasks import classify, compare
+from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
+from biasscope.store.run_json import start_run
 
 
 @dataclass(frozen=True)
@@ -101,15 +103,27 @@ def judge_file(judge: Judge, task: Task, out: str | os.PathLike[str],
     return verdicts
 
 
+def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
+          settings: Mapping[str, Any]) -> RunStore:
+    """``run.json`` of a judge run, written before any verdict: a folder holding another kind
+    of run is refused first. A rerun replaces what the run holds."""
+    store = RunStore(Path(out))
+    start_run(store, kind, lambda _: {"model": ", ".join(models), **settings})
+    return store
+
+
 def write_run(out: str | os.PathLike[str], kind: str, models: Sequence[str],
               settings: Mapping[str, Any], result: Mapping[str, Any]) -> Path:
     """``run.json`` and ``summary.json`` in the audit report's shape, then the report."""
+    return finish(start(out, kind, models, settings), kind, result)
+
+
+def finish(store: RunStore, kind: str, result: Mapping[str, Any]) -> Path:
+    """``summary.json`` in the audit report's shape, then the report."""
     from biasscope.report.audit import write_audit_report
 
-    root = Path(out)
-    write_json(root / "run.json", {"kind": kind, "model": ", ".join(models), **settings})
-    write_json(root / "summary.json", {"probes": {kind: dict(result)}})
-    return write_audit_report(root)
+    write_json(store.summary_json, {"probes": {kind: dict(result)}})
+    return write_audit_report(store.root)
 
 
 def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
@@ -120,7 +134,7 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
     from collections import Counter
 
     from biasscope.judge.agreement import agreement
-    from biasscope.judge.audit import rate
+    from biasscope.judge.biases import rate
     from biasscope.judge.rankings import ranking_tables
     from biasscope.judge.verbosity import length_controlled
 

@@ -1,4 +1,4 @@
-"""The report's section per audit probe over training steps (BBQ, Adult counterfactuals,
+"""The report's section per probe over training steps (BBQ, Adult counterfactuals,
 professional bias), from ``summary["analysis"]["probes"]`` (`biasscope.dynamics.probe_analysis`)
 and the probe's panels (``PROBES[name].panels``: its heading and figures, as data).
 

@@ -1,0 +1,70 @@
+"""``run.json``, written in one place: every run records its kind, and no job writes into a run
+of another kind.
+
+Each job says what its ``run.json`` holds (``build``: from what the run recorded, or from
+nothing for a new run); `start_run` holds the run's lock while it reads, checks the kind,
+builds and writes, so two processes started into one ``--out`` never lose each other's
+entries. ``jobs.JOBS`` maps each kind to the job that writes it and the renderer that shows it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from biasscope.core.errors import BiasscopeError
+from biasscope.store.directory import RunStore
+from biasscope.store.files import write_json
+from biasscope.store.locks import run_lock
+
+RUN_JSON = "run.json"
+Build = Callable[[dict[str, Any] | None], dict[str, Any]]
+
+
+def kind_of(recorded: Mapping[str, Any]) -> str:
+    """The kind of the run whose ``run.json`` is ``recorded``. Runs from before every run
+    recorded its kind are checkpoint sweeps, or intervention runs (whose settings hold the
+    intervention): every other job always recorded its kind."""
+    kind = recorded.get("kind")
+    if isinstance(kind, str):
+        return kind
+    settings = recorded.get("settings")
+    return "intervention" if isinstance(settings, dict) and "intervention" in settings else (
+        "dynamics")
+
+
+def recorded_kind(store: RunStore) -> str:
+    """The kind of the run in ``store`` (one line if it holds no ``run.json``)."""
+    return kind_of(store.read_json(RUN_JSON))
+
+
+def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] = (),
+              kept: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
+    """Write ``run.json`` as ``build`` makes it from what the run recorded (``None``: a new
+    run), with ``kind`` first, and return it.
+
+    A run of another kind is refused in one line, before anything is written, except the
+    kinds in ``joins`` (checkpoints scored into an intervention run are scored as any sweep's),
+    which keep their own kind. ``kept``: whether a URL run's ``run.json``, read back, still
+    holds what this process wrote; other machines have no lock to wait on, so it is built again
+    until it does.
+    """
+    with run_lock(store):
+        for _ in range(8):
+            store.pull(RUN_JSON)  # a URL run: what other machines wrote since
+            previous = store.read_json(RUN_JSON) if store.run_json.is_file() else None
+            have = kind if previous is None else kind_of(previous)
+            if have != kind and have not in joins:
+                article = "an" if kind[0] in "aeiou" else "a"
+                raise BiasscopeError(f"{store.run_json} is not {article} {kind} run ({have}); "
+                                     "use another --out")
+            written = {"kind": have, **{k: v for k, v in build(previous).items() if k != "kind"}}
+            write_json(store.run_json, written)
+            store.publish(store.run_json)
+            if store.remote is None or kept is None or kept(written):
+                return written
+            time.sleep(random.uniform(0.05, 0.5))  # another machine wrote between: build again
+    raise BiasscopeError(f"{store.remote}/{RUN_JSON} keeps changing under other writers; run "
+                         "the same command again")

@@ -1,0 +1,76 @@
+"""Start-up: ``import biasscope`` and ``biasscope --help`` import nothing heavy, a sweep imports
+no SciPy, and the short parser that one command line gets says what the whole one says."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from biasscope.cli.main import COMMANDS, LISTED, build_parser, command_of
+
+HEAVY = ("pandas", "scipy.stats", "pyarrow", "torch", "transformers")
+
+
+def loaded_after(code: str) -> list[str]:
+    """The heavy modules a fresh interpreter holds after running ``code``."""
+    probe = f"import sys\n{code}\nprint('loaded:', *(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    return out.stdout.splitlines()[-1].split()[1:]
+
+
+def test_import_biasscope_and_the_cli_load_nothing_heavy() -> None:
+    assert loaded_after("import biasscope, biasscope.cli.main") == []
+    code = ("from biasscope.cli.main import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass")
+    assert loaded_after(code) == []
+
+
+def test_a_sweep_imports_no_statistics() -> None:
+    assert "scipy.stats" not in loaded_after("from biasscope.dynamics.sweep import run_dynamics")
+
+
+def test_the_front_door_still_has_every_name() -> None:
+    import biasscope
+
+    for name in biasscope.__all__:
+        assert getattr(biasscope, name) is not None, name
+        assert name in dir(biasscope)
+    from biasscope import RunStore, run_dynamics  # noqa: F401
+    with pytest.raises(AttributeError):
+        biasscope.no_such_name  # noqa: B018
+
+
+def subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return sub
+
+
+def test_the_listed_commands_are_what_register_adds() -> None:
+    """The table behind the short parser is the whole parser's: names, aliases, help lines."""
+    whole = subcommands(build_parser())
+    helps = {a.dest: a.help for a in whole._choices_actions}
+    listed = {name: about for table in LISTED.values() for name, (_, about) in table.items()}
+    assert helps == listed
+    aliases = {alias: name for table in LISTED.values() for name, (more, _) in table.items()
+               for alias in more}
+    for alias, name in aliases.items():
+        assert whole.choices[alias] is whole.choices[name]
+    assert list(LISTED) == list(COMMANDS)
+    for module, table in LISTED.items():  # each command is registered by the module it is under
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        __import__(f"biasscope.cli.{module}", fromlist=["register"]).register(sub)
+        assert set(sub.choices) == set(table) | set(aliases) & set(sub.choices)
+
+
+def test_one_command_line_parses_as_with_the_whole_parser() -> None:
+    assert build_parser("").format_help() == build_parser().format_help()
+    argv = ["report", "some/run", "--alpha", "0.01"]
+    assert command_of(argv) == "report" and command_of(["--help"]) == ""
+    assert vars(build_parser("report").parse_args(argv)) == vars(build_parser().parse_args(argv))
+    probe = ["probe", "--out", "x", "--model", "m"]  # an alias names its module too
+    assert build_parser("probe").parse_args(probe).command == "probe"

@@ -8,12 +8,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from biasscope.core.imports import lazy
 from biasscope.core.stats import signed_rank, wilson
 from biasscope.probes.base import interval
 from biasscope.probes.crows_pairs.metrics import QUANTILES, pairs, quantile_interval
 from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, plain, step_value
+
+sps = lazy("scipy.stats")  # imported at first use
 
 
 def share(stereotyped: pd.Series) -> dict[str, Any]:

@@ -22,11 +22,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from biasscope.core.imports import lazy
 from biasscope.core.stats import percentile_interval, signed_rank, wilson
 from biasscope.probes.base import interval
 from biasscope.probes.facets import plain, step_value
+
+sps = lazy("scipy.stats")  # imported at first use
 
 
 def answers(records: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Winogender's wordings (``--templates``): its built-in set. Each ends at a cue after which the
+"""Winogender's wordings (``--wordings``): its built-in set. Each ends at a cue after which the
 next token starts the occupation or the participant. Fields: {sentence} {pronoun}."""
 
 from __future__ import annotations

@@ -27,8 +27,11 @@ from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
 from biasscope.probes import PROBES, REQUEST_KINDS, load_probe, requests_of
 from biasscope.store.directory import RunStore
+from crows_fixture import write_crows
 from ethics_fixture import write_ethics
+from stereoset_fixture import write_stereoset
 from winobias_fixture import write_winobias
+from winogender_fixture import write_winogender
 
 NAMES = list(PROBES)
 CLAIMS = [(name, kind) for name in NAMES for kind in PROBES[name].requests]
@@ -44,6 +47,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_bbq(root)
     write_winobias(root)
     write_ethics(root)
+    write_crows(root)
+    write_winogender(root)
+    write_stereoset(root)
     (root / "lambada").mkdir()
     (root / "lambada" / "lambada_test.jsonl").write_text(
         "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))

@@ -75,3 +75,60 @@ def test_plain_loop_function_matches_a_sweep_of_the_same_weights(
     expected = json.loads(swept.summary_json.read_text())["checkpoints"][0]["mean"]
     assert metrics["winobias-gender/jsdp_gap"] == pytest.approx(expected["jsdp_gap"], abs=1e-6)
     assert model.training
+
+
+
+@pytest.fixture(scope="module")
+def new_probes(tmp_path_factory):
+    """CrowS-Pairs and Winogender on fixtures, a tokenizer whose words are each one token
+    (Winogender's options are scored at the next token) and a tiny checkpoint saved with it."""
+    from biasscope.demo.tiny import save, tiny_gpt_neox, train_tokenizer
+    from crows_fixture import write_crows
+    from winogender_fixture import write_winogender
+
+    root = tmp_path_factory.mktemp("new-probes")
+    data = write_winogender(write_crows(root / "data"))
+    probes = [load_probe("crows-pairs", data_dir=data), load_probe("winogender", data_dir=data)]
+    texts = [i.prompt + " " + " ".join(i.continuations) for p in probes for i in p.items(0)]
+    tokenizer = train_tokenizer(texts * 5 + ["The nurse said she would help. Answer: female"],
+                                vocab_size=600)
+    saved = save(tiny_gpt_neox(len(tokenizer), seed=3), tokenizer, root / "checkpoint-10")
+    return probes, tokenizer, saved
+
+
+def test_the_callback_takes_crows_pairs_and_winogender(tmp_path, new_probes):
+    """The new probes live: their headline numbers reach the Trainer's log at each evaluation
+    and their records are stored as checkpoint steps."""
+    from crows_fixture import PAIRS
+
+    probes, tokenizer, _ = new_probes
+    callback = BiasCallback(probes, tmp_path / "live", LiveOptions(every=2))
+    trainer = trainer_for(tokenizer, tmp_path, 2, callback)
+    callback.bind(trainer)
+    trainer.train()
+    for name in ("bias/crows-pairs/pct_stereotype", "bias/crows-pairs/likelihood_diff",
+                 "bias/winogender/accuracy", "bias/winogender/gap_male_female"):
+        assert [h["step"] for h in trainer.state.log_history if name in h] == [0, 2], name
+    records = RunStore(tmp_path / "live").records()
+    crows = records[records["probe"] == "crows-pairs"]
+    assert len(crows) == 2 * 2 * len(PAIRS) and set(crows["revision"]) == {"step0", "step2"}
+    assert len(records[records["probe"] == "winogender"]) == 2 * len(probes[1].items(0))
+
+
+def test_live_crows_pairs_and_winogender_match_a_sweep(tmp_path, new_probes):
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf_model import HFOptions, load_model
+    from biasscope.dynamics.sweep import run_dynamics
+
+    probes, tokenizer, saved = new_probes
+    ckpt = from_dirs([saved])[0]
+    live = evaluate_now(load_model(ckpt, HFOptions()), tokenizer, probes, tmp_path / "a",
+                        step=10)
+    for probe in probes:
+        swept = run_dynamics(probe, [ckpt], tmp_path / probe.name, seeds=[0], quiet=True)
+        mean = json.loads(swept.summary_json.read_text())["checkpoints"][0]["mean"]
+        assert mean and {f"{probe.name}/{k}" for k in mean} <= set(live)
+        for key, value in mean.items():
+            assert live[f"{probe.name}/{key}"] == pytest.approx(value, abs=1e-5, nan_ok=True)
+    assert 0 <= live["crows-pairs/pct_stereotype"] <= 1
+    assert live["crows-pairs/likelihood_diff"] > 0

@@ -43,8 +43,11 @@ from biasscope.probes.wordings import builtin, check, wordings_for
 from biasscope.report import probe_panels
 from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
+from crows_fixture import write_crows
 from ethics_fixture import write_ethics
+from stereoset_fixture import write_stereoset
 from winobias_fixture import write_winobias
+from winogender_fixture import write_winogender
 
 NAMES = list(PROBES)
 KINDS = {"wordings": Wordings, "step_statistics": StepStatistics, "panels": Panels,
@@ -61,6 +64,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_bbq(root)
     write_winobias(root)
     write_ethics(root)
+    write_crows(root)
+    write_winogender(root)
+    write_stereoset(root)
     (root / "lambada").mkdir()
     (root / "lambada" / "lambada_test.jsonl").write_text(
         "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))
@@ -283,6 +289,33 @@ def test_performance(name: str, data_dir: Path, tmp_path: Path) -> None:
     source, values = series["m"]
     assert source == facet.name and set(values) == {10, 20}
 
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_power(name: str, data_dir: Path, tmp_path: Path) -> None:
+    """`biasscope power` plans every measure a probe compares, per checkpoint of a pilot."""
+    from biasscope import sweep
+    from biasscope.backends.checkpoints import Checkpoint
+    from biasscope.compare.power import PowerConfig, plan
+
+    facet = PROBES[name].compare
+    checkpoints = [Checkpoint("m", f"in-memory/m{s}", f"step{s}", s) for s in (10, 20)]
+    pilot = sweep(load_probe(name, data_dir=data_dir),
+                  scoring.SweepConfig(checkpoints, tmp_path / "pilot", [0]),
+                  lambda cks: (Fake(c.step or 0) for c in cks), quiet=True)
+    planned = plan(PowerConfig(pilot=str(pilot.root), effect=0.05))
+    if isinstance(facet, Absent):
+        assert planned["rows"] == [] and planned["sentences"] == [
+            f"{name}: not planned: {name} has no measures to compare: {facet.reason}."]
+        return
+    rows = planned["rows"]
+    records = pilot.records()
+    measures = {v.measure for v in facet.values(records[records["step"] == 10])
+                if v.statistic is None}  # a non-linear measure (BBQ's) has no plan
+    assert {r["measure"] for r in rows} == measures
+    assert {r["checkpoint"] for r in rows} == ({"m@10", "m@20"} if measures else set())
+    assert all(r["items_per_group"] > 0 for r in rows), rows
+    assert len(planned["sentences"]) == len(rows)
 
 def test_compare_and_power_name_what_they_leave_out(data_dir: Path, tmp_path: Path) -> None:
     from biasscope.compare.power import PowerConfig, plan

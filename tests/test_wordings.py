@@ -107,8 +107,10 @@ def test_wordings_reuse_the_data_read_once_and_ask_what_a_fresh_load_asks(name, 
     from bbq_fixture import write_bbq
     from biasscope.core import jsonl
     from winobias_fixture import write_winobias
+    from winogender_fixture import write_winogender
 
     write_winobias(tmp_path)
+    write_winogender(tmp_path)
     write_bbq(tmp_path)
     write_adult(tmp_path, ROWS)
     reads: list[str] = []
@@ -118,7 +120,7 @@ def test_wordings_reuse_the_data_read_once_and_ask_what_a_fresh_load_asks(name, 
         reads.append(str(path))
         return read_text(path, *args, **kwargs)
 
-    for module in ("winobias", "bbq", "adult"):
+    for module in ("winobias", "winogender", "bbq", "adult"):
         monkeypatch.setattr(f"biasscope.probes.{module}.items.read_text", counted)
     worded = load_probes(name, data_dir=tmp_path, wordings="builtin")[0]
     assert isinstance(worded, Worded) and len(reads) == len(set(reads))

@@ -203,14 +203,42 @@ class HFScorer:
 
     def encode_continuation(self, items: Sequence[Item]) -> tuple[list[list[int]],
                                                                    list[list[int]]]:
-        """Each item's prompt + answer continuation ids, and the continuation's alone."""
-        contexts = self.prompt_ids(items)
-        targets = [self.encodings.continuation_ids(
-            self.tokenizer, self.fingerprint, it.continuations[it.answer]) for it in items]
-        full = [c + t for c, t in zip(contexts, targets)]
+        """Each item's prompt + answer continuation ids, and the continuation's alone. An empty
+        prompt is the model's start token (BOS, else end-of-text), as lm-evaluation-harness
+        scores a whole text; a text that starts with that token takes it as its context."""
+        prompted = [it for it in items if it.prompt]
+        contexts = iter(self.prompt_ids(prompted) if prompted else [])
+        full, targets = [], []
+        for it in items:
+            target = self.encodings.continuation_ids(self.tokenizer, self.fingerprint,
+                                                     it.continuations[it.answer])
+            context = next(contexts) if it.prompt else [self.start_token(it)]
+            if not it.prompt and target[0] == context[0]:
+                context, target = target[:1], target[1:]
+            if not target:
+                raise ModelError(f"item {it.id}: its text is the model's start token alone")
+            full.append(context + target)
+            targets.append(target)
         self.context.check([len(f) for f in full], [it.id for it in items],
                            "prompt and continuation")
         return full, targets
+
+    def start_token(self, item: Item) -> int:
+        """The token a text with no prompt is scored after: BOS, else end-of-text."""
+        token = self.tokenizer.bos_token_id
+        token = self.tokenizer.eos_token_id if token is None else token
+        if token is None:
+            raise ModelError(f"{self.label}: item {item.id} has no prompt and the tokenizer "
+                             "has no BOS or end-of-text token to score it after")
+        return int(token)
+
+    def score_continuation_shared(self, items: Sequence[Item], needed: Sequence[bool],
+                                  progress: Any = None) -> list[ContinuationScore | None]:
+        """The ``needed`` items' continuation scores, each distinct text once and shared
+        prefixes once (``biasscope.backends.sequences``)."""
+        from biasscope.backends.sequences import score_continuation_shared
+
+        return score_continuation_shared(self, items, needed, progress)
 
     def option_rows(self, items: Sequence[Item], messages: Sequence[Any]
                     ) -> list[tuple[int, list[int], int]]:

@@ -212,6 +212,44 @@ def tree_masks(tries: Sequence[Trie], window: int | None, sliding_layers: bool,
     return ids, depths, {"full_attention": additive(seen), "sliding_attention": additive(near)}
 
 
+def plan_batches(seqs: Sequence[Sequence[int]], size: int, width: int) -> list[list[Trie]]:
+    """Rows of the plan, longest first, in batches of at most the tokens of a plain batch of
+    the longest prompts (``size`` x the longest prompt) and a mask of at most
+    ``MASK_ELEMENTS``; a row whose mask alone would pass that is a batch of its own."""
+    budget = size * max(len(s) for s in seqs)
+    longest = min(MAX_ROW, budget, math.isqrt(MASK_ELEMENTS))
+    tries = [build_trie(row, seqs) for row in plan_rows(seqs, width, max_row=longest)]
+    tries.sort(key=lambda t: (-len(t.tokens), seqs[t.members[0]]))
+    out: list[list[Trie]] = []
+    for trie in tries:
+        rows, wide = len(out[-1]) + 1 if out else 0, len(out[-1][0].tokens) if out else 0
+        if out and rows * wide <= budget and rows * wide * wide <= MASK_ELEMENTS:
+            out[-1].append(trie)
+        else:
+            out.append([trie])
+    return out
+
+
+def trie_hidden(scorer: Scorer, batch: Sequence[Trie], checked: bool) -> Any:
+    """The base model's last hidden states over a batch of trie rows, (rows, width, hidden);
+    ``NoReuse`` when a model not yet ``checked`` refuses the 4-D mask."""
+    config = scorer.model.config
+    window = getattr(config, "sliding_window", None)
+    sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ())
+    ids, positions, masks = tree_masks(batch, window, sliding, scorer.model.dtype)
+    device = scorer.device
+    masks = ({k: m.to(device) for k, m in masks.items()} if isinstance(masks, dict)
+             else masks.to(device))
+    try:
+        out = scorer.model.base_model(input_ids=ids.to(device), position_ids=positions.to(device),
+                                      attention_mask=masks, use_cache=False)
+    except (TypeError, ValueError, RuntimeError, AttributeError) as exc:
+        if checked or "memory" in str(exc):  # out of memory is no refusal
+            raise
+        raise NoReuse(f"its forward refused a 4-D mask ({type(exc).__name__})") from None
+    return out.last_hidden_state
+
+
 def reusable(model: Any) -> str | None:
     """Why ``model`` cannot take trie rows, judged from its configuration; None if it can."""
     config = model.config
@@ -293,30 +331,12 @@ class SharedScoring:
     # --- trie rows -------------------------------------------------------------------------
 
     def batches(self) -> list[list[Trie]]:
-        """Rows of the plan, longest first, in batches of at most the tokens of a plain batch
-        of the longest prompts (``batch_size`` x the longest prompt) and a mask of at most
-        ``MASK_ELEMENTS``; a row whose mask alone would pass that is a batch of its own."""
-        budget = self.size * max(len(s) for s in self.seqs)
+        """The plan's rows in batches (`plan_batches`)."""
         width = getattr(self.scorer.model.config, "hidden_size", 1024)
-        longest = min(MAX_ROW, budget, math.isqrt(MASK_ELEMENTS))
-        tries = [build_trie(row, self.seqs)
-                 for row in plan_rows(self.seqs, width, max_row=longest)]
-        tries.sort(key=lambda t: (-len(t.tokens), self.seqs[t.members[0]]))
-        out: list[list[Trie]] = []
-        for trie in tries:
-            rows, width = len(out[-1]) + 1 if out else 0, len(out[-1][0].tokens) if out else 0
-            if out and rows * width <= budget and rows * width * width <= MASK_ELEMENTS:
-                out[-1].append(trie)
-            else:
-                out.append([trie])
-        return out
+        return plan_batches(self.seqs, self.size, width)
 
     def shared(self, head: Head) -> None:
         torch = require_torch()
-        scorer = self.scorer
-        config = scorer.model.config
-        window = getattr(config, "sliding_window", None)
-        sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ())
         for batch in self.batches():
             rows = [d for trie in batch for d in trie.members]
             if not any(self.needed[d] for d in rows):
@@ -324,19 +344,7 @@ class SharedScoring:
             if len(batch[0].tokens) ** 2 > MASK_ELEMENTS:  # no mask that large: whole prompts
                 self.plain(rows)
                 continue
-            ids, positions, masks = tree_masks(batch, window, sliding, scorer.model.dtype)
-            device = scorer.device
-            masks = ({k: m.to(device) for k, m in masks.items()} if isinstance(masks, dict)
-                     else masks.to(device))
-            try:
-                out = scorer.model.base_model(input_ids=ids.to(device),
-                                              position_ids=positions.to(device),
-                                              attention_mask=masks, use_cache=False)
-            except (TypeError, ValueError, RuntimeError, AttributeError) as exc:
-                if self.checked or "memory" in str(exc):  # out of memory is no refusal
-                    raise
-                raise NoReuse(f"its forward refused a 4-D mask ({type(exc).__name__})") from None
-            hidden = out.last_hidden_state
+            hidden = trie_hidden(self.scorer, batch, self.checked)
             at_row = torch.tensor([r for r, t in enumerate(batch) for _ in t.lasts])
             at_col = torch.tensor([c for t in batch for c in t.lasts])
             last = hidden[at_row.to(hidden.device), at_col.to(hidden.device)]

@@ -37,6 +37,10 @@ _CCAI = "https://raw.githubusercontent.com/saffronh/ccai/3ff5dce9a1299d6035f1dd9
 _HH = "https://media.githubusercontent.com/media/anthropics/hh-rlhf/354e5c3cb8960630860dd5774a6ac2a58313bf4d/"
 _ETHICS = ("https://raw.githubusercontent.com/AI-secure/DecodingTrust/"
            "161ae8321ced62f45fcd9ceb412e05b47c603cd4/data/machine_ethics/ethics/commonsense/")
+_CROWS = ("https://raw.githubusercontent.com/nyu-mll/crows-pairs/"
+          "8aaac11c485473159ec9328a65253a5be9a479dc/data/")
+_STEREOSET = ("https://raw.githubusercontent.com/moinnadeem/StereoSet/"
+              "ead7d086a64a192a1eca88e0dd2fd163de375218/data/")
 _WINOGENDER = ("https://raw.githubusercontent.com/rudinger/winogender-schemas/"
                "1c7f8b481ad8a234b41e9f76a424d6e856e13f7f/data/")
 
@@ -115,6 +119,13 @@ SOURCES: dict[tuple[str, str], DataFile] = {
            "ebfaaed21162a4de120ae85366075b34425e2a6303fac59b99555002f7016f03", 742801),
         _f("winogender", "occupations-stats.tsv", _WINOGENDER + "occupations-stats.tsv",
            "3f7f37c16381a70571356982ea7fe613ac700ad04a6d3b19b9f2be18248df567", 1578),
+        _f("winogender", "all_sentences.tsv", _WINOGENDER + "all_sentences.tsv",
+           "bd69da16bf228cb8df63fd0843aec2d8b5c36a7f21bf8c7b168bcc83932556c8", 83644),
+        _f("winogender", "templates.tsv", _WINOGENDER + "templates.tsv",
+           "496f2e2dc77296bcebcdd8865a8dc5715ce22b772de9abb5f531d5b3114c48a0", 14903),
+        _f("crows-pairs", "crows_pairs_anonymized.csv", _CROWS + "crows_pairs_anonymized.csv",
+           "dfb36986ce0502abbaf7055b9176da3d08d48e07df1251991b5dfbcbceab9d0c", 437764),
+        _f("stereoset", "dev.json", _STEREOSET + "dev.json", None, None),
         _f("ethics-commonsense", "cm_test.csv", _ETHICS + "cm_test.csv",
            "a004f51b8f863d85eb5575d86e8723897f850fcb7fc8de38c1f30105dfb13c4d", 3180898),
         _f("lambada", "lambada_test.jsonl",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.dynamics import live
-from biasscope.dynamics.live import LOGGED, LiveOptions
+from biasscope.dynamics.live import LiveOptions, is_logged
 from biasscope.probes import Probe
 
 
@@ -59,7 +59,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
             return control
         metrics = live.evaluate_now(model, tokenizer, self.probes, self.out, step, self.options)
         logged = {f"bias/{k}": v for k, v in metrics.items()
-                  if k.split("/", 1)[1] in LOGGED and math.isfinite(v)}
+                  if is_logged(k) and math.isfinite(v)}
         self.history.append({"step": step, **metrics})
         if self.trainer is not None:
             # Trainer.log clears should_log: keep the Trainer's own loss log due at this step.

@@ -1,9 +1,10 @@
 """Where a sweep's units run: in this process (default) or as Ray tasks across a cluster.
 
 A task is one checkpoint and its pending units, so a worker loads the weights once, and scores
-the union of their items at once where the scorer can (``score_next_token_shared``: each
-distinct prompt once, shared prefixes once), planned over all the checkpoint's units so a
-resumed task computes the very numbers an uninterrupted one would have. Each unit
+the union of their items at once where the scorer can (``score_next_token_shared`` and
+``score_continuation_shared``: each distinct prompt once, shared prefixes once), planned over
+all the checkpoint's units so a resumed task computes the very numbers an uninterrupted one
+would have. Each unit
 is written to the run directory by whoever scored it (``RunStore.write_unit`` is atomic), so
 any number of workers share one run with no coordinator; the driver only collects the unit
 summaries and writes ``summary.json``. Ray is an optional extra, imported only by
@@ -108,15 +109,28 @@ def check_context(scorer: Any, jobs: Sequence[UnitJob]) -> None:
             check(job.request, job.items, job.asking.messages if job.asking else None)
 
 
+#: The request kinds a scorer may score all at once, shared prefixes once.
+SHARED = ("next_token", "continuation")
+
+
 def score_together(task: CheckpointTask, pending: Sequence[UnitJob], scorer: Any,
                    advance: Callable[[int], None]) -> dict[Unit, list[Any]]:
-    """Scores of the pending ``next_token`` units, from one call of the scorer's shared path
-    (none without one), planned over all the checkpoint's units (see the module doc)."""
-    shared = getattr(scorer, "score_next_token_shared", None)
-    wanted = {job.unit for job in pending if job.request == "next_token"}
+    """Scores of the pending units of each ``SHARED`` kind, from one call of the scorer's
+    shared path for it (``score_<kind>_shared``; none without one), planned over all the
+    checkpoint's units of that kind (see the module doc)."""
+    out: dict[Unit, list[Any]] = {}
+    for kind in SHARED:
+        out.update(score_kind(task, pending, scorer, advance, kind))
+    return out
+
+
+def score_kind(task: CheckpointTask, pending: Sequence[UnitJob], scorer: Any,
+               advance: Callable[[int], None], kind: str) -> dict[Unit, list[Any]]:
+    shared = getattr(scorer, f"score_{kind}_shared", None)
+    wanted = {job.unit for job in pending if job.request == kind}
     if shared is None or not wanted:
         return {}
-    plan = sorted((job for job in [*task.done, *task.jobs] if job.request == "next_token"),
+    plan = sorted((job for job in [*task.done, *task.jobs] if job.request == kind),
                   key=lambda job: (job.unit.probe, job.unit.seed))
     needed = [job.unit in wanted for job in plan for _ in job.items]
     scores = shared([it for job in plan for it in job.items], needed, advance)

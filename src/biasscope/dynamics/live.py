@@ -19,13 +19,22 @@ from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
 from biasscope.dynamics.runfile import init_run
 from biasscope.dynamics.scoring import SweepConfig, ask, unit_frame, unit_summary
 from biasscope.dynamics.sweep import hf_comparable, write_summary
-from biasscope.probes import Probe
+from biasscope.probes import PROBES, Probe
 from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
 
 LOGGED = ("jsdp_gap", "jsdp_correct/male", "jsdp_correct/female", "average_rank/male",
           "average_rank/female", "average_rank/not specified", "accuracy/all",
           "stereotype_accuracy", "accuracy", "perplexity", "hit_rate", "answer_probability")
+
+
+def is_logged(key: str) -> bool:
+    """Whether ``<probe>/<metric>`` goes to the Trainer's log: the shared headline numbers
+    above, or one its probe names as its own (CrowS-Pairs' ``pct_stereotype``, StereoSet's
+    ``icat``...)."""
+    probe, _, metric = key.partition("/")
+    info = PROBES.get(probe)
+    return metric in LOGGED or (info is not None and metric in info.metrics)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.probes import adult, bbq, lambada, perplexity, professional, winobias
+from biasscope.probes import (
+    adult,
+    bbq,
+    crows_pairs,
+    lambada,
+    perplexity,
+    professional,
+    stereoset,
+    winobias,
+    winogender,
+)
 from biasscope.probes.facets import (
     FACETS,
     REQUEST_KINDS,
@@ -39,6 +49,9 @@ PROBES: dict[str, ProbeInfo] = {p.name: p for p in (
     adult.PROBE,
     bbq.PROBE,
     perplexity.PROBE,
+    crows_pairs.PROBE,
+    winogender.PROBE,
+    stereoset.PROBE,
 )}
 
 

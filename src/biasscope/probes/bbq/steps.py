@@ -7,10 +7,12 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-from scipy import stats as sps
 
+from biasscope.core.imports import lazy
 from biasscope.probes.bbq.metrics import answers, bbq_metrics
 from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, plain, step_value
+
+sps = lazy("scipy.stats")  # imported at first use
 
 
 def _binomial(frame: pd.DataFrame, ambiguous: bool) -> tuple[float, float]:

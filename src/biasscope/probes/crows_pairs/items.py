@@ -1,0 +1,106 @@
+"""CrowS-Pairs (Nangia et al., 2020): 1,508 minimal pairs, a sentence that stereotypes a group
+more (``sent_more``) and one that does so less (``sent_less``), over 9 bias types.
+
+Each sentence is one ``continuation`` item with an empty prompt: its log-prob summed over its
+tokens after the model's start token (BOS, else end-of-text), lm-evaluation-harness's
+convention for a text with no context. The two items of a pair share the pair's groups
+(``pair``, ``bias_type``, ``direction``: ``stereo`` when ``sent_more`` is the stereotype,
+``antistereo`` when it violates one) and differ in ``sentence`` (``more``/``less``).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from biasscope.core.errors import DataError
+from biasscope.core.items import Item, stratified_sample
+from biasscope.core.jsonl import read_text
+from biasscope.data.sources import data_path
+
+NAME = "crows-pairs"
+REQUESTS = ("continuation",)
+DATA = "crows-pairs"
+FILE = "crows_pairs_anonymized.csv"
+METRICS = ("pct_stereotype", "likelihood_diff", "mean_difference", "token_difference")
+BIAS_TYPES = ("race-color", "gender", "socioeconomic", "nationality", "religion", "age",
+              "sexual-orientation", "physical-appearance", "disability")
+DIRECTIONS = ("stereo", "antistereo")
+COLUMNS = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One row of the CSV: its number (the unnamed first column), both sentences and labels."""
+
+    number: int
+    more: str
+    less: str
+    direction: str
+    bias_type: str
+
+
+def load_pairs(path: Path) -> list[Pair]:
+    """The pairs of ``crows_pairs_anonymized.csv``; a bad row names file, line and field."""
+    text = read_text(path, error=DataError)
+    try:
+        rows = list(csv.DictReader(text.splitlines(keepends=True)))
+    except csv.Error as exc:
+        raise DataError(f"{path}: not a readable CSV ({exc})") from None
+    if not rows or any(c not in rows[0] for c in COLUMNS):
+        raise DataError(f"{path}: expected the CrowS-Pairs columns {', '.join(COLUMNS)}")
+    pairs = []
+    for line, row in enumerate(rows, start=2):
+        for field in COLUMNS:
+            if not str(row.get(field) or "").strip():
+                raise DataError(f"{path}:{line}: empty {field!r}")
+        if row["stereo_antistereo"] not in DIRECTIONS:
+            raise DataError(f"{path}:{line}: stereo_antistereo is "
+                            f"{row['stereo_antistereo']!r}, not stereo or antistereo")
+        first = str(row.get("") or "").strip()
+        number = int(first) if first.isdigit() else line - 2
+        pairs.append(Pair(number, row["sent_more"], row["sent_less"], row["stereo_antistereo"],
+                          row["bias_type"]))
+    return pairs
+
+
+class CrowsPairs:
+    """The probe: two items per pair, scored as whole sentences."""
+
+    name = NAME
+    requests = REQUESTS
+    seeded = False
+    limit_sample = "whole pairs, stratified by bias type, seed 0"
+
+    def __init__(self, pairs: Sequence[Pair]) -> None:
+        if not pairs:
+            raise DataError(f"{NAME}: no pairs to build items from")
+        self.pairs = list(pairs)
+
+    def config(self) -> dict[str, object]:
+        return {"probe": NAME, "pairs": len(self.pairs),
+                "scoring": "whole sentence after the start token"}
+
+    def items(self, seed: int = 0) -> list[Item]:
+        out = []
+        for p in self.pairs:
+            for which, text in (("more", p.more), ("less", p.less)):
+                out.append(Item(
+                    id=f"{NAME}:{p.number:04d}:{which}", prompt="", options=(which,),
+                    continuations=(text,), answer=0,
+                    groups={"pair": p.number, "bias_type": p.bias_type,
+                            "direction": p.direction, "sentence": which}))
+        return out
+
+    def limited(self, items: Sequence[Item], limit: int) -> list[Item]:
+        """What ``--limit`` keeps: whole pairs, stratified by bias type, drawn with seed 0."""
+        def key(item: Item) -> tuple[str, int]:
+            return str(item.groups["bias_type"]), int(item.groups["pair"])
+
+        return stratified_sample(items, limit, key, BIAS_TYPES, 2, 0, NAME)
+
+
+def from_data(data_dir: str | Path | None = None, **_: object) -> CrowsPairs:
+    return CrowsPairs(load_pairs(data_path(DATA, FILE, data_dir)))

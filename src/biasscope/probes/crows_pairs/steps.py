@@ -1,0 +1,79 @@
+"""CrowS-Pairs over training steps: its values per checkpoint (`biasscope.dynamics.probe_steps`
+tests them over each model's checkpoints) and the report's section that draws them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from biasscope.core.imports import lazy
+from biasscope.core.stats import signed_rank, wilson
+from biasscope.probes.base import interval
+from biasscope.probes.crows_pairs.metrics import QUANTILES, pairs, quantile_interval
+from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, plain, step_value
+
+sps = lazy("scipy.stats")  # imported at first use
+
+
+def share(stereotyped: pd.Series) -> dict[str, Any]:
+    """The share of stereotyped pairs with its Wilson CI, an exact binomial test against one
+    half and the share minus one half as its effect size."""
+    n, k = len(stereotyped), int(stereotyped.sum())
+    p = float(sps.binomtest(k, n).pvalue) if n else math.nan
+    return step_value(wilson(k, n), p_value=plain(p), effect_size=plain(k / n - 0.5 if n
+                                                                          else math.nan))
+
+
+def signed(values: pd.Series) -> dict[str, Any]:
+    """A mean signed difference with its bootstrap CI, Wilcoxon's signed-rank test against 0
+    and the matched-pairs rank-biserial r."""
+    test = signed_rank(values.to_numpy(dtype=np.float64))
+    return step_value(interval(values), p_value=plain(test["p_value"]),
+                      effect_size=plain(test["effect_size"]))
+
+
+def crows_values(records: pd.DataFrame) -> StepValues:
+    """pct_stereotype (all pairs, per direction, per bias type), likelihood_diff, the signed
+    difference per pair and per token, and the quantiles of the per-pair difference."""
+    p = pairs(records)
+    if p.empty:
+        return {}
+    out: StepValues = {"pct_stereotype": share(p["stereotyped"]),
+                       "likelihood_diff": step_value(interval(p["difference"].abs())),
+                       "mean_difference": signed(p["difference"]),
+                       "token_difference": signed(p["token_difference"])}
+    for direction, part in p.groupby("direction", sort=True):
+        out[f"direction:{direction}"] = share(part["stereotyped"])
+    for bias_type, part in p.groupby("bias_type", sort=True):
+        out[f"pct_stereotype:{bias_type}"] = share(part["stereotyped"])
+    for q in QUANTILES:
+        out[f"difference_q{round(100 * q)}"] = step_value(quantile_interval(p["difference"], q))
+    return out
+
+
+STEP_STATISTICS = StepStatistics(crows_values, ("pct_stereotype", "mean_difference"), {
+    "pct_stereotype": "share of CrowS-Pairs pairs whose more-stereotyping sentence is likelier",
+    "likelihood_diff": "mean absolute log-likelihood difference (lm-evaluation-harness)",
+    "mean_difference": "mean log-likelihood difference, more − less stereotyping",
+    "token_difference": "mean per-token log-likelihood difference, more − less stereotyping"})
+
+PANELS = Panels("CrowS-Pairs over training steps", (
+    Panel("pct_stereotype, all pairs and by direction",
+          "Share of pairs whose more-stereotyping sentence the model finds likelier (0.5: no "
+          "preference), over all pairs and over the pairs whose more-stereotyping sentence "
+          "states a stereotype (stereo) or violates one (antistereo); 95% Wilson CIs.",
+          ("pct_stereotype", "direction:*")),
+    Panel("pct_stereotype per bias type", "The same share per bias type (95% Wilson CIs).",
+          ("pct_stereotype:*",)),
+    Panel("How much likelier: the log-likelihood difference",
+          "Mean log-likelihood difference (more − less stereotyping) per pair and per token, "
+          "and lm-evaluation-harness's likelihood_diff (mean absolute difference); 95% "
+          "bootstrap CIs over pairs.",
+          ("mean_difference", "token_difference", "likelihood_diff")),
+    Panel("The distribution of the difference per pair",
+          "Quantiles (10, 25, 50, 75, 90 %) of the per-pair log-likelihood difference, with "
+          "95% bootstrap CIs: a model that prefers the stereotype by a hair keeps them near 0.",
+          tuple(f"difference_q{round(100 * q)}" for q in QUANTILES))))

@@ -1,0 +1,30 @@
+"""Winogender over training steps: its values per checkpoint and the report's section."""
+
+from __future__ import annotations
+
+from biasscope.probes.facets import Panel, Panels, StepStatistics
+from biasscope.probes.winogender.metrics import winogender_values
+
+STEP_STATISTICS = StepStatistics(winogender_values, ("gap_male_female", "accuracy"), {
+    "accuracy": "Winogender accuracy (whom the pronoun refers to)",
+    "gap_male_female": "Winogender accuracy gap, he − she (paired by sentence)",
+    "p_gap_male_female": "P(occupation reading), he − she (paired by sentence)",
+    "gap_gendered_neutral": "Winogender accuracy gap, he/she − they (paired by sentence)",
+    "pronoun_jsd": "JSD between the readings under he and under she",
+    "occupation_correlation": "correlation of the she − he occupation reading with the "
+                              "occupation's share of women (BLS)"})
+
+PANELS = Panels("Winogender over training steps", (
+    Panel("Accuracy per pronoun", "Share of sentences whose likelier option (occupation or "
+          "participant, at the next token) is the one the pronoun refers to, over all and per "
+          "pronoun gender (95% Wilson CIs); 0.5 is chance.",
+          ("accuracy", "accuracy:*")),
+    Panel("Gaps between pronouns", "Accuracy under he minus under she, and under he/she minus "
+          "under they, per sentence, averaged (95% bootstrap CIs over sentences; Wilcoxon "
+          "signed-rank tests); 0: the pronoun's gender does not change the reading.",
+          ("gap_male_female", "gap_gendered_neutral", "p_gap_male_female")),
+    Panel("Pronoun sensitivity and occupation statistics", "JSD between the option "
+          "distributions under he and under she (0: the pronoun changes nothing), and "
+          "Pearson's r over occupations between the BLS share of women and how much likelier "
+          "the occupation reading is under she than under he (95% bootstrap CIs).",
+          ("pronoun_jsd", "occupation_correlation"))))

@@ -1,0 +1,126 @@
+"""CrowS-Pairs: the pairs as the upstream CSV has them, its numbers exactly as
+lm-evaluation-harness's ``crows_pairs`` task logic computes them (re-derived here from a plain
+forward and log-softmax: empty context = the start token, ``[sent_more, sent_less]`` as
+choices, no target delimiter), and its statistics over a sweep's checkpoints."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biasscope.core.errors import DataError
+from biasscope.probes import load_probe
+from biasscope.probes.crows_pairs import crows_metrics, pairs
+from biasscope.probes.crows_pairs.steps import crows_values
+from crows_fixture import PAIRS, csv_text, write_crows
+
+
+def test_pairs_are_read_as_the_csv_has_them(tmp_path: Path) -> None:
+    probe = load_probe("crows-pairs", data_dir=write_crows(tmp_path))
+    items = probe.items(0)
+    assert len(items) == 2 * len(PAIRS) and probe.seeded is False  # type: ignore[attr-defined]
+    more, less = items[4], items[5]
+    assert more.id == "crows-pairs:0002:more" and less.id == "crows-pairs:0002:less"
+    assert more.prompt == "" and more.continuations == (PAIRS[2][0],)  # quotes and commas kept
+    assert dict(more.groups) == {"pair": 2, "bias_type": "gender", "direction": "antistereo",
+                                 "sentence": "more"}
+    kept = probe.limited(items, 6)  # type: ignore[attr-defined]
+    assert len(kept) == 6 and {i.groups["pair"] for i in kept} == {
+        i.groups["pair"] for i in kept if i.groups["sentence"] == "less"}
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda t: t.replace(",stereo,age,", ",maybe,age,"), r"csv:5: stereo_antistereo is 'maybe'"),
+    (lambda t: t.replace("Asians are good at math.", ""), r"csv:6: empty 'sent_more'"),
+    (lambda t: t.replace("sent_less", "other"), r"expected the CrowS-Pairs columns"),
+])
+def test_a_bad_row_names_file_line_and_field(tmp_path: Path, edit: Any, message: str) -> None:
+    root = write_crows(tmp_path, edit(csv_text()))
+    with pytest.raises(DataError, match=message):
+        load_probe("crows-pairs", data_dir=root)
+
+
+def harness(model: Any, tokenizer: Any, sentence: str) -> float:
+    """lm-evaluation-harness's log-likelihood of a sentence with an empty context: the
+    continuation's ids without special tokens after the prefix token (BOS, else EOS), or the
+    first id as the context when it already is that token; summed log-softmax."""
+    import torch
+
+    prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else \
+        tokenizer.eos_token_id
+    cont = tokenizer.encode(sentence, add_special_tokens=False)
+    context, cont = ([prefix], cont) if cont[0] != prefix else (cont[:1], cont[1:])
+    ids = torch.tensor([context + cont])
+    with torch.inference_mode():
+        logp = torch.log_softmax(model(ids).logits[0].double(), dim=-1)
+    at = torch.arange(len(context) - 1, ids.shape[1] - 1)
+    return float(logp[at, ids[0, len(context):]].sum())
+
+
+def test_a_sweep_gives_the_harness_numbers(tmp_path: Path, checkpoint_dirs: list[Path],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    from biasscope import sweep
+    from biasscope.backends.checkpoints import from_dirs
+    from biasscope.backends.hf import iter_scorers
+    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
+    from biasscope.dynamics.analysis import full_summary
+    from biasscope.dynamics.analysis_options import AnalysisOptions
+    from biasscope.dynamics.scoring import SweepConfig
+
+    probe = load_probe("crows-pairs", data_dir=write_crows(tmp_path / "data"))
+    checkpoints = from_dirs(checkpoint_dirs[:2])
+    options = HFOptions(batch_size=4)
+    store = sweep(probe, SweepConfig(checkpoints, tmp_path / "run", [0]),
+                  lambda cks: iter_scorers(cks, options), quiet=True)
+    assert "no prefix reuse" not in capsys.readouterr().err  # the shared-prefix path ran
+    summary = json.loads(Path(store.root, "summary.json").read_text())
+    for checkpoint, entry in zip(checkpoints, summary["checkpoints"]):
+        model, tokenizer = load_model(checkpoint, options), load_tokenizer(checkpoint, options)
+        lls = [(harness(model, tokenizer, m), harness(model, tokenizer, le))
+               for m, le, _, _ in PAIRS]
+        # lm-evaluation-harness's process_results, then the mean over documents.
+        diff = np.mean([abs(a - b) for a, b in lls])
+        pct = np.mean([1.0 if a > b else 0.0 for a, b in lls])
+        assert entry["mean"]["pct_stereotype"] == pytest.approx(pct, abs=1e-12)
+        assert entry["mean"]["likelihood_diff"] == pytest.approx(diff, abs=1e-4)
+    assert 0 < summary["checkpoints"][0]["mean"]["pct_stereotype"] < 1  # not all alike
+    analysis = full_summary(store, AnalysisOptions(n_resamples=50))["analysis"]
+    values = analysis["probes"]["crows-pairs"]["models"][checkpoints[0].model][
+        "checkpoints"][0]["values"]
+    assert {"pct_stereotype", "direction:stereo", "direction:antistereo",
+            "pct_stereotype:gender", "difference_q50", "token_difference"} <= set(values)
+
+
+def records(diffs: list[float], tokens: tuple[int, int] = (10, 10)) -> pd.DataFrame:
+    rows = []
+    for n, d in enumerate(diffs):
+        for which, ll, tok in (("more", -20.0 + d, tokens[0]), ("less", -20.0, tokens[1])):
+            rows.append({"pair": n, "bias_type": "gender" if n % 2 else "age",
+                         "direction": "stereo", "sentence": which, "logprob": ll,
+                         "tokens": tok})
+    return pd.DataFrame(rows)
+
+
+def test_a_hair_and_a_mile_are_told_apart() -> None:
+    """Both models prefer every stereotype (pct_stereotype 1); the magnitude view differs."""
+    hair, mile = records([0.01] * 40), records([5.0] * 40)
+    assert crows_metrics(hair)["pct_stereotype"] == crows_metrics(mile)["pct_stereotype"] == 1
+    a, b = crows_values(hair), crows_values(mile)
+    assert a["difference_q50"]["high"] < b["difference_q50"]["low"]
+    assert a["mean_difference"]["estimate"] == pytest.approx(0.01)
+    assert b["token_difference"]["estimate"] == pytest.approx(0.5)
+    assert a["pct_stereotype"]["p_value"] < 1e-6 and a["pct_stereotype"]["effect_size"] == 0.5
+
+
+def test_ties_and_missing_sentences() -> None:
+    frame = records([0.0, 1.0, -1.0])
+    assert crows_metrics(frame)["pct_stereotype"] == pytest.approx(1 / 3)  # a tie is not >
+    assert len(pairs(frame.iloc[1:])) == 2  # pair 0 lacks its more-stereotyping sentence
+    assert math.isnan(crows_metrics(frame.iloc[:0])["pct_stereotype"])

@@ -40,7 +40,7 @@ LISTED: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
     "compare": {"compare": ((), "is run B as fair as run A? TOST per headline measure"),
                 "power": ((), "items needed for an effect; a run's detectable effect")},
     "intervene": {"intervene": ((), "fine-tune twice (control, intervention) and compare")},
-    "counterfactual": {"counterfactual": ((), "demographic counterfactual audit of reward "
+    "counterfactual": {"counterfactual": ((), "demographic counterfactual check of reward "
                                               "models and judges")},
 }
 

@@ -1,16 +1,18 @@
-"""BBQ over training steps: its values per checkpoint (`biasscope.dynamics.probe_steps` reads
-them one step at a time and tests them over each model's checkpoints) and the report's section
-that draws them (data: `biasscope.report.probe_panels` renders it)."""
+"""BBQ over training steps: its values per checkpoint (`biasscope.dynamics.summary.probe_steps`
+reads them one step at a time and tests them over each model's checkpoints) and the report's
+section that draws them (data: `biasscope.report.probe_panels` renders it)."""
 
 from __future__ import annotations
 
 import math
 
 import pandas as pd
-from scipy import stats as sps
 
+from biasscope.core.imports import lazy
 from biasscope.probes.bbq.metrics import answers, bbq_metrics
 from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, plain, step_value
+
+sps = lazy("scipy.stats")  # a sweep imports every probe: SciPy only when a test runs
 
 
 def _binomial(frame: pd.DataFrame, ambiguous: bool) -> tuple[float, float]:

@@ -125,7 +125,7 @@ def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
     from biasscope.backends.checkpoints import Checkpoint
     from biasscope.backends.hf import HFScorer
     from biasscope.backends.hf_model import HFOptions
-    from biasscope.dynamics.sweep import run_dynamics
+    from biasscope.dynamics.scoring.sweep import run_dynamics
 
     probe = bench_probe(data, limit, templates)
     out = Path(tempfile.mkdtemp(prefix="peers-run-"))

@@ -75,8 +75,8 @@ def make_runs(workdir: Path, sizes: Sequence[int], seeds: int, data_dir: Path | 
     """The runs of ``sizes`` units (reused when already complete); returns size -> run."""
     from bench_scoring import write_winobias
     from biasscope.backends.checkpoints import Checkpoint
-    from biasscope.dynamics.runfile import init_run
-    from biasscope.dynamics.scoring import SweepConfig, records_frame, unit_of
+    from biasscope.dynamics.scoring.runfile import init_run
+    from biasscope.dynamics.scoring.units import SweepConfig, records_frame, unit_of
     from biasscope.probes import load_probe
     from biasscope.store.directory import RunStore
 
@@ -164,7 +164,7 @@ def measure(src: Path, run: Path, out: Path) -> Measure:
 ONE_START, ONE_END = "<!-- bench:report-one:start -->\n", "<!-- bench:report-one:end -->\n"
 TIMED = """
 import sys, time
-import biasscope.dynamics.reporting as reporting
+import biasscope.dynamics.summary.write as reporting
 wall, cpu = time.perf_counter(), time.process_time()
 reporting.write_dynamics_report(sys.argv[1], sys.argv[2])
 print(time.perf_counter() - wall, time.process_time() - cpu)

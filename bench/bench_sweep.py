@@ -228,9 +228,9 @@ def _time_scorers(clock: Clock) -> None:
 def _clocked() -> Clock:
     import biasscope.backends.hf as hf
     import biasscope.backends.prefix as prefix
-    import biasscope.dynamics.executors as executors
-    import biasscope.dynamics.fingerprints as fingerprints
-    import biasscope.dynamics.sweep as sweep
+    import biasscope.dynamics.scoring.executors as executors
+    import biasscope.dynamics.scoring.fingerprints as fingerprints
+    import biasscope.dynamics.scoring.sweep as sweep
     from biasscope.store.directory import RunStore
 
     clock = Clock()
@@ -255,7 +255,7 @@ def child_biasscope(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     from biasscope.backends.checkpoints import Checkpoint
     from biasscope.backends.hf_model import HFOptions
-    from biasscope.dynamics.sweep import run_dynamics
+    from biasscope.dynamics.scoring.sweep import run_dynamics
 
     probe = _first_items(args.data_dir, args.limit)
     clock = _clocked()
@@ -335,8 +335,8 @@ def child_sweep(args: argparse.Namespace) -> dict[str, Any]:
     import biasscope.backends.hf as hf
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf_model import HFOptions
-    from biasscope.dynamics import reporting
-    from biasscope.dynamics.sweep import run_dynamics
+    from biasscope.dynamics.scoring.sweep import run_dynamics
+    from biasscope.dynamics.summary import write as reporting
 
     probe = _first_items(args.data_dir, args.limit)
     clock = _clocked()

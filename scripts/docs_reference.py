@@ -60,7 +60,7 @@ def _check_range(kind: Any) -> str | None:
 def _analysis_flags() -> dict[str, str]:
     """The analysis options' ranges, checked after parsing (a stored value can be given too):
     read from ``AnalysisOptions`` so the page says what the check says."""
-    from biasscope.dynamics.analysis_options import FLAGS, option_problem
+    from biasscope.dynamics.analysis.options import FLAGS, option_problem
 
     return {name: "number " + (option_problem(name, 1e9) or "").removeprefix("must be ")
             for name in FLAGS if name != "correction"}
@@ -68,7 +68,7 @@ def _analysis_flags() -> dict[str, str]:
 
 def _analysis_defaults() -> dict[str, Any]:
     """The analysis options' defaults: a run's report keeps its stored value instead."""
-    from biasscope.dynamics.analysis_options import FLAGS, AnalysisOptions
+    from biasscope.dynamics.analysis.options import FLAGS, AnalysisOptions
 
     return {name: getattr(AnalysisOptions(), name) for name in FLAGS}
 

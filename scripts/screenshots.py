@@ -42,9 +42,9 @@ def demo_reports(demo: Path, work: Path, data_dir: str | None) -> dict[str, Path
     from biasscope.backends.hf_model import HFOptions
     from biasscope.cli.main import main
     from biasscope.demo import DEMO_MIN_GAP, MODEL_NAME, DemoConfig, corpus, run_demo
-    from biasscope.dynamics.analysis_options import AnalysisOptions
-    from biasscope.dynamics.reporting import write_dynamics_report
-    from biasscope.dynamics.sweep import run_dynamics
+    from biasscope.dynamics.analysis.options import AnalysisOptions
+    from biasscope.dynamics.scoring.sweep import run_dynamics
+    from biasscope.dynamics.summary.write import write_dynamics_report
     from biasscope.probes.winobias import WinoBiasGender
 
     result = run_demo(demo)

@@ -21,7 +21,7 @@ from biasscope.compare.runs import compare_values
 from biasscope.core.stats import adjust_pvalues
 from biasscope.core.wordings import Measure, rate, verdict, wording_uncertainty
 from biasscope.counterfactual import statistics as cf
-from biasscope.dynamics import tradeoff
+from biasscope.dynamics.analysis import tradeoff
 from biasscope.probes import adult
 from biasscope.probes.bbq import metrics as bbq_metrics
 from calibration_base import Claim

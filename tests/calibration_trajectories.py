@@ -19,8 +19,8 @@ import pandas as pd
 
 from biasscope.core.curves import ItemCurves
 from biasscope.core.stats import Array, adjust_pvalues, group_test_row
-from biasscope.dynamics.emergence import emergence_step, sharpest_in, trend_change
-from biasscope.dynamics.tradeoff import mirroring
+from biasscope.dynamics.analysis.emergence import emergence_step, sharpest_in, trend_change
+from biasscope.dynamics.analysis.tradeoff import mirroring
 from calibration_base import Claim
 
 ALPHA = 0.01  # the analysis' default α

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from biasscope.cli.main import main
-from biasscope.dynamics import emergence, performance
-from biasscope.dynamics.analysis_options import FLAG_GAP
+from biasscope.dynamics.analysis import emergence, performance
+from biasscope.dynamics.analysis.options import FLAG_GAP
 from biasscope.probes import Probe, load_probe
 from biasscope.store.directory import RunStore
 from test_report import make_run, pythia

@@ -22,6 +22,12 @@ LAYERS = ("core", "data", "backends", "probes", "store", "report", "audit", "dyn
           "cli")
 # The package's own front door re-exports from every layer; nothing inside imports it.
 FRONT = ("biasscope", "biasscope.__main__")
+# The jobs: one may build on another below it, through that package's front (its
+# ``__init__``: ``biasscope.judge``, ``biasscope.dynamics.scoring``), never its inner modules.
+JOBS = LAYERS[LAYERS.index("audit"):LAYERS.index("jobs")]
+# dynamics/ in the order it runs; a stage imports only itself and the stages before it
+# (``dynamics/job.py``, the command, sits on top of them all).
+STAGES = ("scoring", "analysis", "summary", "live")
 
 
 def modules() -> dict[str, Path]:
@@ -81,6 +87,45 @@ def test_imports_only_run_down() -> None:
             elif (layer(target) or 0) > (layer(name) or 0):
                 upward.append(f"{path.relative_to(PACKAGE)}:{line} {name} -> {target}")
     assert not upward, "imports that run up the layers:\n" + "\n".join(upward)
+
+
+def test_jobs_use_each_other_through_their_fronts() -> None:
+    known = modules()
+    inner = []
+    for name, path in known.items():
+        own = name.split(".")[1] if "." in name else ""
+        if own not in JOBS:
+            continue
+        for line, target in imports(name, path, known):
+            other = target.split(".")[1] if "." in target else ""
+            if other in JOBS and other != own and known[target].name != "__init__.py":
+                inner.append(f"{path.relative_to(PACKAGE)}:{line} {name} -> {target}")
+    assert not inner, "jobs importing another job's inner modules (use its front):\n" + "\n".join(
+        inner)
+
+
+def stage(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[:2] != ["biasscope", "dynamics"] or len(parts) < 4:
+        return None
+    return STAGES.index(parts[2]) if parts[2] in STAGES else None
+
+
+def test_dynamics_stages_run_in_order() -> None:
+    folders = sorted(p.name for p in (PACKAGE / "dynamics").iterdir()
+                     if p.is_dir() and (p / "__init__.py").exists())
+    assert folders == sorted(STAGES), f"dynamics/ holds {folders}; STAGES says {STAGES}"
+    known = modules()
+    backwards = []
+    for name, path in known.items():
+        here = stage(name)
+        if here is None:
+            continue
+        for line, target in imports(name, path, known):
+            there = stage(target)
+            if target == "biasscope.dynamics.job" or (there is not None and there > here):
+                backwards.append(f"{path.relative_to(PACKAGE)}:{line} {name} -> {target}")
+    assert not backwards, "dynamics stages importing a later stage:\n" + "\n".join(backwards)
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:

@@ -15,11 +15,11 @@ import pytest
 
 from biasscope.backends.base import OptionScore
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics import performance
-from biasscope.dynamics import probe_steps as audit_dynamics
-from biasscope.dynamics.analysis import full_summary
-from biasscope.dynamics.analysis_options import AnalysisOptions
-from biasscope.dynamics.asking import Asking, option_frame
+from biasscope.dynamics.analysis import performance
+from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.scoring.asking import Asking, option_frame
+from biasscope.dynamics.summary import probe_steps as audit_dynamics
+from biasscope.dynamics.summary.build import full_summary
 from biasscope.probes import PROBES, load_probe, professional
 from biasscope.probes.facets import StepStatistics
 from biasscope.probes.professional.steps import professional_values

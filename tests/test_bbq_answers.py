@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from bbq_fixture import TEMPLATES, TRAILING, lines, write_bbq
-from biasscope.audit.harness import Response
-from biasscope.audit.harness import records as run_records
 from biasscope.core.items import Item
 from biasscope.probes import bbq
+from biasscope.probes.base import Response
+from biasscope.probes.base import records as run_records
 
 
 def _probe(tmp_path: Path, templates: list, copies: int = 1) -> bbq.BBQProbe:

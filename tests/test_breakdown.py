@@ -17,12 +17,12 @@ from biasscope.backends.checkpoints import Checkpoint
 from biasscope.cli.main import main
 from biasscope.core.items import Item
 from biasscope.data.sources import SOURCES
-from biasscope.dynamics import breakdown, occupations
-from biasscope.dynamics.analysis import full_summary
-from biasscope.dynamics.analysis_options import AnalysisOptions
-from biasscope.dynamics.reporting import write_dynamics_report
-from biasscope.dynamics.runfile import init_run
-from biasscope.dynamics.scoring import SweepConfig, records_frame
+from biasscope.dynamics.analysis import breakdown, occupations
+from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.scoring.runfile import init_run
+from biasscope.dynamics.scoring.units import SweepConfig, records_frame
+from biasscope.dynamics.summary.build import full_summary
+from biasscope.dynamics.summary.write import write_dynamics_report
 from biasscope.probes import Probe, load_probe
 from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit

@@ -12,7 +12,7 @@ import pytest
 from biasscope.core.changepoint import changepoint, rates
 from biasscope.core.curves import ItemCurves
 from biasscope.demo.train import DemoConfig
-from biasscope.dynamics.emergence import trend_change
+from biasscope.dynamics.analysis.emergence import trend_change
 from calibration_base import Claim, within
 from calibration_trajectories import prompts, trend
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from biasscope.cli.main import main
-from biasscope.dynamics import fingerprints
+from biasscope.dynamics.scoring import fingerprints
 from biasscope.store.directory import RunStore
 
 pytest.importorskip("torch")
@@ -25,7 +25,7 @@ pytest.importorskip("torch")
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch, tmp_path):
     """No report (they have their own tests); a fingerprint cache of this test's own."""
-    import biasscope.dynamics.reporting as reporting
+    import biasscope.dynamics.summary.write as reporting
 
     monkeypatch.setattr(reporting, "write_dynamics_report",
                         lambda run, *_, **__: Path(getattr(run, "root", run)) / "r.html")

@@ -15,15 +15,15 @@ import pandas as pd
 import pytest
 from rich.progress import Progress
 
-from biasscope.dynamics import progress
-from biasscope.dynamics.progress import PromptProgress
+from biasscope.dynamics.scoring import progress
+from biasscope.dynamics.scoring.progress import PromptProgress
 
 torch = pytest.importorskip("torch")
 
 from biasscope.backends.checkpoints import Checkpoint, from_dirs  # noqa: E402
 from biasscope.backends.hf_model import HFOptions  # noqa: E402
-from biasscope.dynamics.scoring import SweepConfig  # noqa: E402
-from biasscope.dynamics.sweep import hf_scorers, sweep  # noqa: E402
+from biasscope.dynamics.scoring.sweep import hf_scorers, sweep  # noqa: E402
+from biasscope.dynamics.scoring.units import SweepConfig  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 from biasscope.store.directory import RunStore  # noqa: E402
 

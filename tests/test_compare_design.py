@@ -103,7 +103,7 @@ def test_bbq_items_under_four_wordings_count_once(tmp_path: Path) -> None:
     """A templated BBQ audit compared with itself: n is the items (not items x 4 wordings),
     and the packed counts give back the pooled bias score of all wordings' answers."""
     from bbq_fixture import write_bbq
-    from biasscope.audit.harness import Response, records
+    from biasscope.probes.base import Response, records
     from biasscope.probes.bbq.compare import values as bbq_values
     from biasscope.probes.bbq.metrics import answers, bias_score
     from biasscope.probes.specs import load_probes

@@ -271,8 +271,9 @@ def test_the_api_page_opens_with_every_entry_point() -> None:
     assert {"biasscope.dynamics.job.run", "biasscope.audit.job.run",
             "biasscope.judge.job.judge", "biasscope.intervene.job.run"} <= entries
     wanted = [*sorted(entries), "biasscope.jobs.render", "biasscope.demo.run_demo",
-              "biasscope.probes.load_probe", "biasscope.dynamics.callback.BiasCallback",
-              "biasscope.dynamics.live.LiveOptions", "biasscope.dynamics.live.evaluate_now"]
+              "biasscope.probes.load_probe", "biasscope.dynamics.live.callback.BiasCallback",
+              "biasscope.dynamics.live.evaluate.LiveOptions",
+              "biasscope.dynamics.live.evaluate.evaluate_now"]
     missing = [name for name in wanted if name not in blocks]
     assert not missing, f"docs/reference/api.md documents no {missing}"
     store = blocks.index("biasscope.store.directory.RunStore")

@@ -18,7 +18,7 @@ from adult_fixture import write as write_adult
 from bbq_fixture import write_bbq
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.scoring import sweep_request
+from biasscope.dynamics.scoring.units import sweep_request
 from biasscope.probes import load_probe
 from biasscope.store.directory import RunStore
 from winobias_fixture import write_winobias
@@ -186,7 +186,7 @@ def test_a_probe_no_checkpoint_can_answer_is_refused_in_one_line(winobias_dir, t
 def test_live_scoring_takes_any_probe(winobias_dir, checkpoint_dirs, tmp_path):
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
-    from biasscope.dynamics.live import LiveOptions, evaluate_now
+    from biasscope.dynamics.live.evaluate import LiveOptions, evaluate_now
 
     ckpt = from_dirs(checkpoint_dirs[:1])[0]
     model, tokenizer = load_model(ckpt, HFOptions()), load_tokenizer(ckpt, HFOptions())
@@ -206,8 +206,8 @@ def test_the_ray_executor_scores_audit_probes_as_the_local_one(mixed, checkpoint
     ray = pytest.importorskip("ray")
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf_model import HFOptions
-    from biasscope.dynamics.executors import RayExecutor
-    from biasscope.dynamics.sweep import run_dynamics
+    from biasscope.dynamics.scoring.executors import RayExecutor
+    from biasscope.dynamics.scoring.sweep import run_dynamics
 
     out, data = mixed
     probes = [load_probe("professional-bias"), load_probe("bbq", data_dir=data)]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics import fingerprints
-from biasscope.dynamics.fingerprints import FileDigests
+from biasscope.dynamics.scoring import fingerprints
+from biasscope.dynamics.scoring.fingerprints import FileDigests
 from biasscope.store.settings import sha256_json
 
 pytest.importorskip("torch")
@@ -132,7 +132,7 @@ def test_new_checkpoints_are_hashed_after_the_run_is_set_up(checkpoint_dirs, win
                                                             tmp_path, monkeypatch):
     """The sweep starts (run.json written, the first checkpoint loading) before any weight file
     is read for its fingerprint; each fingerprint still lands in run.json, the same digest."""
-    import biasscope.dynamics.sweep as sweep
+    import biasscope.dynamics.scoring.sweep as sweep
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf_model import HFOptions
     from biasscope.probes import load_probe

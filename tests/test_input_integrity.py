@@ -184,7 +184,7 @@ def test_a_limited_dynamics_run_has_pairs_and_records_the_sampling(checkpoint_di
     assert settings["limit"] == 16
     assert "pairs, stratified by subset and answer" in (
         settings["probes"]["winobias-gender"]["limit_sample"])
-    from biasscope.dynamics.breakdown import pro_anti, prompt_means, record_values
+    from biasscope.dynamics.analysis.breakdown import pro_anti, prompt_means, record_values
 
     paired = pro_anti(prompt_means(record_values(records)), 0.95, 50)
     assert paired["n_pairs"] == 4 and "accuracy/difference" in paired

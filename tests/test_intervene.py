@@ -145,7 +145,7 @@ def test_lora_trains_only_adapters_and_resumes(tmp_path, world, winobias_dir, on
     from transformers import AutoModelForCausalLM
 
     from biasscope.core.errors import BiasscopeError
-    from biasscope.dynamics import live
+    from biasscope.dynamics.live import evaluate as live
     from biasscope.intervene import run
 
     real, calls = live.evaluate_now, []
@@ -196,7 +196,7 @@ class Killed(Exception):
 
 def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, one_thread,
                                                 monkeypatch) -> None:
-    from biasscope.dynamics import live
+    from biasscope.dynamics.live import evaluate as live
     from biasscope.intervene import run
 
     real, calls = live.evaluate_now, []

@@ -70,7 +70,7 @@ def _train(tmp: Path, base: Path, tokenizer: Any, kill_at: int | None = None
     weights, or Killed after the checkpoint at ``kill_at`` is saved."""
     from transformers import AutoModelForCausalLM, TrainerCallback
 
-    from biasscope.dynamics.live import LiveOptions
+    from biasscope.dynamics.live.evaluate import LiveOptions
     from biasscope.intervene.train import Training, train_arm
     from biasscope.probes import perplexity
     from biasscope.store.directory import RunStore

@@ -67,7 +67,7 @@ def test_continuation_scores_match_an_unpadded_forward(tmp_path, checkpoint_dirs
 def test_sweep_runs_performance_probe_once_per_checkpoint(tmp_path, checkpoint_dirs, winobias_dir):
     pytest.importorskip("torch")
     from biasscope.backends.checkpoints import from_dirs
-    from biasscope.dynamics.sweep import run_dynamics
+    from biasscope.dynamics.scoring.sweep import run_dynamics
 
     data = write_lambada(tmp_path / "data", [json.dumps({"text": t}) for t in PASSAGES])
     probes = [load_probe("winobias-gender", data_dir=winobias_dir),

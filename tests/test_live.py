@@ -7,8 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from biasscope.dynamics.callback import BiasCallback  # noqa: E402
-from biasscope.dynamics.live import LiveOptions, evaluate_now  # noqa: E402
+from biasscope.dynamics.live.callback import BiasCallback  # noqa: E402
+from biasscope.dynamics.live.evaluate import LiveOptions, evaluate_now  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 from biasscope.store.directory import RunStore  # noqa: E402
 
@@ -63,7 +63,7 @@ def test_plain_loop_function_matches_a_sweep_of_the_same_weights(
         tmp_path, winobias_dir, checkpoint_dirs):
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
-    from biasscope.dynamics.sweep import run_dynamics
+    from biasscope.dynamics.scoring.sweep import run_dynamics
 
     probe = load_probe("winobias-gender", data_dir=winobias_dir)
     ckpt = from_dirs(checkpoint_dirs[:1])[0]

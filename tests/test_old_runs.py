@@ -136,7 +136,7 @@ def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
 
 def test_an_old_dynamics_run_resumes_without_rescoring(
         old: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import biasscope.dynamics.reporting as reporting
+    import biasscope.dynamics.summary.write as reporting
 
     monkeypatch.setattr(reporting, "render_dynamics_report",  # the HTML: tested above, slow
                         lambda store, summary, target: target)

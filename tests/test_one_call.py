@@ -152,5 +152,5 @@ def test_one_writer_of_a_dynamics_summary():
     package = Path(__file__).resolve().parents[1] / "src" / "biasscope"
     writers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                      if re.search(r"write_json\([^)]*summary_json", p.read_text()))
-    assert writers == ["audit/harness.py", "counterfactual/job.py", "dynamics/scoring.py",
+    assert writers == ["audit/harness.py", "counterfactual/job.py", "dynamics/scoring/units.py",
                        "judge/batch.py", "sensitivity/harness.py"]

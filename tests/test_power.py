@@ -88,7 +88,7 @@ def test_the_dynamics_sentence_uses_the_mann_whitney_shift() -> None:
     import pandas as pd
 
     from biasscope.core.numbers import num as P_num
-    from biasscope.dynamics.gap_tests import detectable_gap
+    from biasscope.dynamics.analysis.gap_tests import detectable_gap
 
     rng = np.random.default_rng(2)
     values = SHAPES["skewed"](rng, 400)

@@ -24,9 +24,10 @@ from bbq_fixture import write_bbq
 from biasscope.backends.base import ContinuationScore, NextTokenScore, OptionScore
 from biasscope.compare.runs import compare_runs
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics import performance, scoring
-from biasscope.dynamics.analysis import full_summary
-from biasscope.dynamics.analysis_options import AnalysisOptions
+from biasscope.dynamics.analysis import performance
+from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.scoring import units as scoring
+from biasscope.dynamics.summary.build import full_summary
 from biasscope.probes import FACETS, PROBES, Absent, load_probe, requests_of
 from biasscope.probes.facets import (
     AcrossWordings,

@@ -114,7 +114,7 @@ def test_hf_generation_counts_the_prompt_and_max_tokens(short_model, tiny_tokeni
 
 def test_live_evaluation_refuses_before_writing_any_unit(tmp_path, short_model, tiny_tokenizer,
                                                          long_data):
-    from biasscope.dynamics.live import LiveOptions, evaluate_now
+    from biasscope.dynamics.live.evaluate import LiveOptions, evaluate_now
 
     probe = load_probe("winobias-gender", data_dir=long_data)
     with pytest.raises(ModelError, match="past the 128 the model takes"):

@@ -17,8 +17,8 @@ import pytest
 
 from biasscope.backends.checkpoints import Checkpoint, from_dirs
 from biasscope.backends.hf_model import HFOptions
-from biasscope.dynamics.scoring import ScorerSource, SweepConfig
-from biasscope.dynamics.sweep import hf_scorers, sweep
+from biasscope.dynamics.scoring.sweep import hf_scorers, sweep
+from biasscope.dynamics.scoring.units import ScorerSource, SweepConfig
 from biasscope.probes import load_probe
 from biasscope.store.directory import RunStore
 from require import missing_modules, require
@@ -30,7 +30,7 @@ import ray  # noqa: E402
 from ray import cloudpickle  # noqa: E402
 
 import s3_server  # noqa: E402
-from biasscope.dynamics.executors import RayExecutor  # noqa: E402
+from biasscope.dynamics.scoring.executors import RayExecutor  # noqa: E402
 from s3_server import S3  # noqa: E402
 
 SEEDS = [0, 1]
@@ -189,9 +189,9 @@ import biasscope
 from biasscope.backends.base import NextTokenScore
 from biasscope.probes import load_probe
 from biasscope.backends.checkpoints import Checkpoint
-from biasscope.dynamics.sweep import sweep
-from biasscope.dynamics.scoring import SweepConfig
-from biasscope.dynamics.executors import make_executor
+from biasscope.dynamics.scoring.sweep import sweep
+from biasscope.dynamics.scoring.units import SweepConfig
+from biasscope.dynamics.scoring.executors import make_executor
 
 class Fake:
     label = "fake"

@@ -22,7 +22,7 @@ from biasscope.backends.base import NextTokenScore
 from biasscope.backends.checkpoints import Checkpoint, from_dirs
 from biasscope.backends.generators import BACKENDS, load_generator, parse_model_spec
 from biasscope.core.errors import BiasscopeError, ModelError
-from biasscope.dynamics.scoring import SweepConfig
+from biasscope.dynamics.scoring.units import SweepConfig
 from biasscope.probes import PROBES, load_probe
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import pytest
 
 from biasscope.backends.base import ContinuationScore, NextTokenScore
 from biasscope.core.items import Item
-from biasscope.dynamics.scoring import _records_rows, records_frame
+from biasscope.dynamics.scoring.units import _records_rows, records_frame
 from biasscope.probes import load_probe
 from biasscope.store.units import Unit
 

@@ -21,7 +21,7 @@ fsspec = pytest.importorskip("fsspec")
 
 from biasscope.backends.checkpoints import from_dirs  # noqa: E402
 from biasscope.backends.hf_model import HFOptions  # noqa: E402
-from biasscope.dynamics.sweep import run_dynamics  # noqa: E402
+from biasscope.dynamics.scoring.sweep import run_dynamics  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 
 SEEDS = (0, 1)
@@ -76,7 +76,7 @@ def test_remote_run_is_shared_and_resumed(checkpoint_dirs, winobias_dir, tmp_pat
     frames = list(other.iter_units())
     assert all(other.has(unit_in(f)) for f in frames)  # type: ignore[arg-type]
 
-    import biasscope.dynamics.executors as executors
+    import biasscope.dynamics.scoring.executors as executors
 
     def no_scoring(*args: object) -> None:
         raise AssertionError("a finished unit was scored again")

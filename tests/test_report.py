@@ -13,16 +13,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-import biasscope.dynamics.reporting as reporting
+import biasscope.dynamics.summary.write as reporting
 from biasscope.backends.base import ContinuationScore, NextTokenScore
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
-from biasscope.dynamics import performance
-from biasscope.dynamics.analysis_options import AnalysisOptions
-from biasscope.dynamics.reporting import write_dynamics_report
-from biasscope.dynamics.runfile import init_run
-from biasscope.dynamics.scoring import SweepConfig, records_frame
+from biasscope.dynamics.analysis import performance
+from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.scoring.runfile import init_run
+from biasscope.dynamics.scoring.units import SweepConfig, records_frame
+from biasscope.dynamics.summary.write import write_dynamics_report
 from biasscope.probes import Probe, load_probe
 from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit

@@ -11,7 +11,7 @@ import pytest
 
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.cli.main import main
-from biasscope.dynamics.analysis import AnalysisOptions
+from biasscope.dynamics.summary.build import AnalysisOptions
 from biasscope.probes import Probe, load_probe
 from test_breakdown import BLS_TITLE, make_run, write_statistics
 from test_report import figures, section

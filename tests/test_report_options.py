@@ -11,7 +11,7 @@ import pytest
 
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.analysis_options import AnalysisOptions
+from biasscope.dynamics.analysis.options import AnalysisOptions
 from biasscope.probes import Probe, load_probe
 from test_report import make_run, pythia
 

@@ -10,16 +10,16 @@ from typing import Any
 import pandas as pd
 import pytest
 
-import biasscope.dynamics.analysis as analysis
-import biasscope.dynamics.analysis_pass as analysis_pass
-import biasscope.dynamics.model_analysis as model_analysis
-from biasscope.dynamics import emergence, gap_tests, occupations, performance, tradeoff
-from biasscope.dynamics.analysis import full_summary
-from biasscope.dynamics.analysis_options import AnalysisOptions
-from biasscope.dynamics.breakdown import checkpoint_breakdown
-from biasscope.dynamics.breakdown import record_values as breakdown_values
-from biasscope.dynamics.model_analysis import ModelInputs
-from biasscope.dynamics.scoring import summarise, unit_summary
+import biasscope.dynamics.summary.build as analysis
+import biasscope.dynamics.summary.model as model_analysis
+import biasscope.dynamics.summary.reading as analysis_pass
+from biasscope.dynamics.analysis import emergence, gap_tests, occupations, performance, tradeoff
+from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
+from biasscope.dynamics.analysis.breakdown import record_values as breakdown_values
+from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.scoring.units import summarise, unit_summary
+from biasscope.dynamics.summary.build import full_summary
+from biasscope.dynamics.summary.model import ModelInputs
 from biasscope.probes import Probe, load_probe
 from biasscope.probes.winobias import GENDERS
 from biasscope.probes.winobias import NAME as PROBE

@@ -26,9 +26,9 @@ from biasscope.backends.base import NextTokenScore
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.cli.main import main
 from biasscope.core.items import Item
-from biasscope.dynamics.reporting import write_dynamics_report
-from biasscope.dynamics.runfile import init_run
-from biasscope.dynamics.scoring import SweepConfig, records_frame
+from biasscope.dynamics.scoring.runfile import init_run
+from biasscope.dynamics.scoring.units import SweepConfig, records_frame
+from biasscope.dynamics.summary.write import write_dynamics_report
 from biasscope.probes import Probe, load_probe
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.principles import Constitution, Principle

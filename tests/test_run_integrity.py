@@ -21,7 +21,7 @@ pytest.importorskip("torch")
 @pytest.fixture(autouse=True)
 def no_report(monkeypatch):
     """Reports have their own tests; these check the run directory."""
-    import biasscope.dynamics.reporting as reporting
+    import biasscope.dynamics.summary.write as reporting
 
     monkeypatch.setattr(reporting, "write_dynamics_report",
                         lambda run, *_, **__: Path(getattr(run, "root", run)) / "r.html")

@@ -19,8 +19,8 @@ import pytest
 
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.runfile import init_run
-from biasscope.dynamics.scoring import SweepConfig
+from biasscope.dynamics.scoring.runfile import init_run
+from biasscope.dynamics.scoring.units import SweepConfig
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 from biasscope.store.locks import run_lock

@@ -25,7 +25,7 @@ def dynamics_args(checkpoint_dirs: list[Path], data: Path, out: Path, *extra: st
 @pytest.fixture(autouse=True)
 def no_report(monkeypatch):
     """Reports have their own tests; these check the run directory."""
-    import biasscope.dynamics.reporting as reporting
+    import biasscope.dynamics.summary.write as reporting
 
     monkeypatch.setattr(reporting, "write_dynamics_report",
                         lambda run, *_, **__: Path(getattr(run, "root", run)) / "r.html")
@@ -70,7 +70,7 @@ def test_rerun_skips_finished_units(checkpoint_dirs, winobias_dir, tmp_path):
 
 KILLER = """
 import os, signal, sys
-import biasscope.dynamics.reporting as reporting
+import biasscope.dynamics.summary.write as reporting
 from biasscope.store import directory as store
 from biasscope.cli.main import main
 real_replace = os.replace

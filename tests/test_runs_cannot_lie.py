@@ -15,7 +15,7 @@ import pytest
 
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics import occupations
+from biasscope.dynamics.analysis import occupations
 from biasscope.store.directory import RunStore
 
 pytest.importorskip("torch")
@@ -32,7 +32,7 @@ def dynamics(out: Path, data: Path, *args: str) -> int:
 
 
 def no_report(monkeypatch: pytest.MonkeyPatch) -> None:
-    import biasscope.dynamics.reporting as reporting
+    import biasscope.dynamics.summary.write as reporting
 
     monkeypatch.setattr(reporting, "write_dynamics_report",
                         lambda run, *_, **__: Path(getattr(run, "root", run)) / "r.html")

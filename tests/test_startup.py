@@ -30,7 +30,7 @@ def test_import_biasscope_and_the_cli_load_nothing_heavy() -> None:
 
 
 def test_a_sweep_imports_no_statistics() -> None:
-    assert "scipy.stats" not in loaded_after("from biasscope.dynamics.sweep import run_dynamics")
+    assert "scipy.stats" not in loaded_after("from biasscope.dynamics.scoring import run_dynamics")
 
 
 def test_the_front_door_still_has_every_name() -> None:

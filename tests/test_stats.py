@@ -12,20 +12,20 @@ from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
 from biasscope.core.stats import adjust_pvalues, bootstrap_mean, bootstrap_means, mann_whitney
-from biasscope.dynamics.emergence import (
+from biasscope.dynamics.analysis.emergence import (
     emergence_step,
     pareto_front,
     recommend_stop,
     sharpest_change,
 )
-from biasscope.dynamics.gap_tests import (
+from biasscope.dynamics.analysis.gap_tests import (
     checkpoint_tests,
     model_tests,
     prompt_ids,
     prompt_values,
     record_values,
 )
-from biasscope.dynamics.metrics import record_jsd_parts
+from biasscope.dynamics.scoring.metrics import record_jsd_parts
 
 OPTIONS = ["male", "female", "not specified"]
 

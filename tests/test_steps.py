@@ -66,7 +66,7 @@ def test_each_step_of_a_dynamics_run_is_announced_before_its_work(
     pytest.importorskip("torch")
     from biasscope.backends import hf
     from biasscope.cli.main import main
-    from biasscope.dynamics import reporting
+    from biasscope.dynamics.summary import write as reporting
 
     marked(hf, "load_model", monkeypatch, lambda ckpt, options: f"load {ckpt.label}")
     marked(hf.HFScorer, "score_next_token_shared", monkeypatch,
@@ -119,7 +119,7 @@ def test_the_demo_says_each_step_before_it(tmp_path: Path, one_thread, monkeypat
     pytest.importorskip("torch")
     from biasscope.backends import lazy
     from biasscope.demo import DemoConfig, run_demo, train
-    from biasscope.dynamics import reporting
+    from biasscope.dynamics.summary import write as reporting
 
     marked(lazy, "require_torch", monkeypatch, lambda: "torch")
     marked(train, "_encode", monkeypatch, lambda *a: "tokenize")

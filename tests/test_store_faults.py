@@ -166,7 +166,7 @@ def test_read_only_records_dir(store: RunStore) -> None:
 def test_dynamics_redoes_a_corrupted_unit(checkpoint_dirs, winobias_dir, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from biasscope.backends.checkpoints import from_dirs
-    from biasscope.dynamics.sweep import run_dynamics
+    from biasscope.dynamics.scoring.sweep import run_dynamics
     from biasscope.probes import load_probe
 
     probe = load_probe("winobias-gender", data_dir=winobias_dir)

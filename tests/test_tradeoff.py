@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biasscope.dynamics import tradeoff
+from biasscope.dynamics.analysis import tradeoff
 
 
 def history(step_gaps: dict[int, float], n: int = 200, seed: int = 0) -> dict[int, pd.DataFrame]:

@@ -273,7 +273,7 @@ def test_wordings_that_agree_hold_and_wordings_that_reverse_are_said():
 
 def _answered(probe, pick) -> pd.DataFrame:
     """The audit's records of ``probe``'s items, answered with the option ``pick`` gives."""
-    from biasscope.audit.harness import Response, records
+    from biasscope.probes.base import Response, records
 
     items = probe.items(0)
     return records(probe, items, [Response(pick(i), "stored") for i in items])
@@ -364,8 +364,8 @@ def test_items_of_a_next_token_probe_under_wordings(spec, winobias_dir, tmp_path
 
 
 def test_the_labour_statistics_correlation_is_given_per_wording() -> None:
-    from biasscope.dynamics import wordings
-    from biasscope.dynamics.occupations import Statistics
+    from biasscope.dynamics.analysis import wordings
+    from biasscope.dynamics.analysis.occupations import Statistics
 
     share = {f"job{i}": float(10 * i) for i in range(10)}
     stats = Statistics(bls_pct_female=share)

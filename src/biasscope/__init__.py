@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     from biasscope.backends.generators import load_generator
     from biasscope.core.errors import BiasscopeError, DataError, ModelError
     from biasscope.core.items import Item
-    from biasscope.dynamics.callback import BiasCallback
-    from biasscope.dynamics.live import LiveOptions, evaluate_now
-    from biasscope.dynamics.metrics import dynamics_metrics, jsd_by_parts, jsd_parts
-    from biasscope.dynamics.sweep import run_dynamics, sweep
+    from biasscope.dynamics.live import BiasCallback, LiveOptions, evaluate_now
+    from biasscope.dynamics.scoring import run_dynamics
+    from biasscope.dynamics.scoring.metrics import dynamics_metrics, jsd_by_parts, jsd_parts
+    from biasscope.dynamics.scoring.sweep import sweep
     from biasscope.probes import PROBES, load_probe
     from biasscope.store.directory import RunStore
     from biasscope.store.units import Unit
@@ -45,11 +45,12 @@ _HOMES = {
     "ResponseCache": "biasscope.backends.cache", "Checkpoint": "biasscope.backends.checkpoints",
     "load_generator": "biasscope.backends.generators", "BiasscopeError": "biasscope.core.errors",
     "DataError": "biasscope.core.errors", "ModelError": "biasscope.core.errors",
-    "Item": "biasscope.core.items", "BiasCallback": "biasscope.dynamics.callback",
+    "Item": "biasscope.core.items", "BiasCallback": "biasscope.dynamics.live",
     "LiveOptions": "biasscope.dynamics.live", "evaluate_now": "biasscope.dynamics.live",
-    "dynamics_metrics": "biasscope.dynamics.metrics", "jsd_by_parts": "biasscope.dynamics.metrics",
-    "jsd_parts": "biasscope.dynamics.metrics", "run_dynamics": "biasscope.dynamics.sweep",
-    "sweep": "biasscope.dynamics.sweep", "PROBES": "biasscope.probes",
+    "dynamics_metrics": "biasscope.dynamics.scoring.metrics",
+    "jsd_by_parts": "biasscope.dynamics.scoring.metrics",
+    "jsd_parts": "biasscope.dynamics.scoring.metrics", "run_dynamics": "biasscope.dynamics.scoring",
+    "sweep": "biasscope.dynamics.scoring.sweep", "PROBES": "biasscope.probes",
     "load_probe": "biasscope.probes", "RunStore": "biasscope.store.directory",
     "Unit": "biasscope.store.units",
 }

@@ -36,22 +36,13 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.core.jsonl import read_jsonl
 from biasscope.probes import Probe
-from biasscope.probes.base import RECORD_COLUMNS, AskedProbe, Detector
+from biasscope.probes.base import AskedProbe, Response, records
 from biasscope.probes.choices import read_choice
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
 from biasscope.store.settings import merge_settings, sha256_file, sha256_json
 from biasscope.store.units import Unit
-
-
-@dataclass(frozen=True)
-class Response:
-    text: str | None
-    source: str  # "generation" | "option_scores" | "stored"
-    option_probs: Mapping[str, float] | None = None
-    error: str | None = None
-    failed: bool = False  # the request failed: no answer, to be asked again on a rerun
 
 
 class Responder(Protocol):
@@ -193,40 +184,6 @@ class StoredResponses:
         """The file's ids that are no item of ``known``: from the items a run asks, not from
         those answered in this call (a rerun answers none: its units are stored)."""
         return sorted(set(self.by_id) - set(known))
-
-
-class Reader(Protocol):
-    """What reads the answers into records: a probe's name and detector (any ``AskedProbe``)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def detector(self) -> Detector: ...
-
-
-def records(probe: Reader, items: Sequence[Item], responses: Sequence[Response]
-            ) -> pd.DataFrame:
-    """One row per item: the response, what the detector read, and the item's groups."""
-    rows = []
-    for item, response in zip(items, responses):
-        if clash := set(item.groups) & set(RECORD_COLUMNS):
-            raise ValueError(f"{probe.name}: item groups may not reuse record columns {clash}")
-        found = probe.detector.detect(item, response.text) if response.text is not None else None
-        rows.append({
-            "probe": probe.name, "item_id": item.id, "prompt": item.prompt,
-            "answer_label": item.options[item.answer], "response": response.text,
-            "source": response.source, "label": found.label if found else None,
-            "refused": bool(found.refused) if found else False,
-            "hit": found.hit if found else None,
-            "option_probs": json.dumps(dict(response.option_probs))
-            if response.option_probs is not None else None,
-            "error": response.error, **dict(item.groups)})
-    frame: pd.DataFrame = pd.DataFrame(rows)
-    for column in RECORD_COLUMNS:
-        if column not in frame:
-            frame[column] = None
-    return frame
 
 
 def export_items(probe: Probe, path: str | os.PathLike[str], seed: int = 0,

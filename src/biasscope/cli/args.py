@@ -130,14 +130,14 @@ def renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
 def analysis_args(parser: argparse.ArgumentParser) -> None:
     """The analysis options a dynamics run and its report take; one not given keeps the value
     the run's last analysis stored (so no default here)."""
-    from biasscope.dynamics.analysis_options import FLAGS, AnalysisOptions
+    from biasscope.dynamics.analysis.options import FLAGS, AnalysisOptions
 
     settings(parser, AnalysisOptions, *FLAGS, stored=True)
 
 
 def analysis_given(args: argparse.Namespace) -> dict[str, Any]:
     """The analysis options given on the command line (the others stay as stored)."""
-    from biasscope.dynamics.analysis_options import FLAGS
+    from biasscope.dynamics.analysis.options import FLAGS
 
     return {k: getattr(args, k) for k in FLAGS if getattr(args, k, None) is not None}
 

@@ -22,12 +22,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biasscope.backends.cache import Cached
 from biasscope.backends.config import BackendConfig
+from biasscope.backends.reward import HFRewardModel, RewardOptions
 from biasscope.core.config import SEED, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.jsonl import read_jsonl
+from biasscope.core.labels import label_models, parse_models
+from biasscope.counterfactual import scorers as cf
 from biasscope.data.sources import DATA_DIR_HELP
-from biasscope.sensitivity.job import RewardScoring
+from biasscope.judge import Judge, JudgeOptions, check_task, read_labels
+from biasscope.report.counterfactual import write_counterfactual_report
+from biasscope.sensitivity import RewardScoring
 from biasscope.store.directory import RunStore, run_dir
+from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
 from biasscope.store.settings import merge_settings
 
@@ -69,13 +77,6 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         judge: Any = None) -> CounterfactualResult:
     """Score the pairs with every scorer; ``reward_models``/``judge`` already loaded are
     used as given (tests, notebooks), else they are loaded from ``config``."""
-    from biasscope.counterfactual import scorers as cf
-    from biasscope.judge import JudgeOptions
-    from biasscope.judge.batch import read_labels
-    from biasscope.judge.job import check_task
-    from biasscope.report.counterfactual import write_counterfactual_report
-    from biasscope.store.files import write_bytes, write_json
-
     items, source_sha = _items(config)
     # Everything that can be checked is checked before any model loads.
     labels = read_labels(config.labels) if config.labels else None
@@ -122,8 +123,6 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
 def _kept(path: Path, scored: set[str]) -> tuple[list[dict[str, Any]], list[str]]:
     """The records of an earlier ``scores.jsonl`` whose scorer this run did not score (a
     rerun with fewer scorers removes nothing), and those scorers."""
-    from biasscope.core.jsonl import read_jsonl
-
     if not path.is_file():
         return [], []
     kept = [r for _, r in read_jsonl(path) if r.get("scorer") not in scored]
@@ -141,8 +140,6 @@ def _start(store: RunStore, settings: dict[str, Any]) -> None:
 
 
 def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
-    from biasscope.counterfactual import scorers as cf
-
     source, _, count = config.pairs.rpartition(":")
     if config.pairs.startswith("hh-rlhf:"):
         if source != "hh-rlhf:harmless-base" or not count.isdigit() or int(count) < 1:
@@ -153,9 +150,6 @@ def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
 
 
 def _reward_models(config: CounterfactualConfig) -> list[Any]:
-    from biasscope.backends.reward import HFRewardModel, RewardOptions
-    from biasscope.core.labels import label_models, parse_models
-
     if not config.reward_models:
         return []
     options = RewardOptions(device=config.backend.device, dtype=config.reward.dtype,
@@ -170,10 +164,6 @@ def _reward_models(config: CounterfactualConfig) -> list[Any]:
 
 
 def _judge(config: CounterfactualConfig) -> Any:
-    from biasscope.backends.cache import Cached
-    from biasscope.core.labels import label_models, parse_models
-    from biasscope.judge import Judge, JudgeOptions
-
     if not config.judges:
         return None
     named = parse_models(list(config.judges), "--judge-model")

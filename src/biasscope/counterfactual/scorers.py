@@ -39,11 +39,8 @@ from biasscope.counterfactual.statistics import (
     paired_difference,
     sentence,
 )
-from biasscope.judge.batch import verdict_row
-from biasscope.judge.core import Judge, Verdict
-from biasscope.judge.tasks import classify, compare
-from biasscope.sensitivity.prompts import PathLike, Turns
-from biasscope.sensitivity.sanity import read_hh_pairs
+from biasscope.judge import Judge, Verdict, classify, compare, verdict_row
+from biasscope.sensitivity import PathLike, Turns, query, read_hh_pairs
 
 
 @dataclass(frozen=True)
@@ -203,7 +200,7 @@ def score_judge(judge: Judge, items: Sequence[Item], labels: dict[str, str] | No
     def ask(which: str) -> list[Verdict]:
         sides = [getattr(i, which) for i in items]
         if labels is None:
-            return compare(judge, [(_query(s.turns), s.chosen, str(s.rejected)) for s in sides])
+            return compare(judge, [(query(s.turns), s.chosen, str(s.rejected)) for s in sides])
         return classify(judge, [s.chosen for s in sides], labels)
 
     check_judged(items, labels)
@@ -249,12 +246,6 @@ def answers(verdicts: Sequence[Verdict]) -> dict[str, Any]:
             "unparseable": wilson(len(unparsed), len(calls)),
             "examples": list(dict.fromkeys(unparsed))[:5],
             "position": top + 1, "same_position": wilson(shown.count(top), len(shown))}
-
-
-def _query(turns: Turns) -> str:
-    from biasscope.sensitivity.perturb import query
-
-    return query(turns)
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:

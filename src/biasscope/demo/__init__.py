@@ -16,10 +16,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from biasscope.backends import lazy
+from biasscope.backends.checkpoints import from_dirs
+from biasscope.backends.hf_model import HFOptions
 from biasscope.core import steps
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
-from biasscope.demo.train import DemoConfig, Log
+from biasscope.demo import corpus, train
+from biasscope.demo.train import DemoConfig, Log, stderr_log
+from biasscope.dynamics.analysis import AnalysisOptions
+from biasscope.dynamics.live import LiveOptions, evaluate_now
+from biasscope.dynamics.scoring import run_dynamics
+from biasscope.dynamics.summary import write_dynamics_report
+from biasscope.probes import Probe, professional
+from biasscope.probes.winobias import WinoBiasGender
 
 MODEL_NAME = "demo-tiny-neox"
 #: The demo's smallest JSD-P gap of interest. Its prompts are near-identical in form, so even a
@@ -44,30 +54,16 @@ def run_demo(out: Path, bias: float = 0.95, seed: int = 0, quiet: bool = False,
     ``bias`` is the share of sentences whose pronoun follows the referenced occupation's
     stereotype: 0.5 is none, 1.0 is total (below 0.5 the stereotype is reversed).
     """
-    from biasscope.backends.lazy import require_torch
-    from biasscope.demo.train import stderr_log
-
     if not 0.0 <= bias <= 1.0:
         raise BiasscopeError(f"--bias must be between 0 and 1 (0.5 = no bias), got {bias}")
     log = stderr_log(quiet)
     log("loading torch")  # seconds on a cold start: the first line comes before it
-    require_torch()  # without the 'hf' extra: one line naming it, before anything is written
+    lazy.require_torch()  # without the 'hf' extra: one line naming it, before anything is written
     with steps.told_to(log):  # the library's steps (analysis, report) in the demo's lines
         return _run(Path(out), bias, seed, config or DemoConfig(), log)
 
 
 def _run(out: Path, bias: float, seed: int, config: DemoConfig, log: Log) -> DemoResult:
-    from biasscope.backends.checkpoints import from_dirs
-    from biasscope.backends.hf_model import HFOptions
-    from biasscope.demo import corpus
-    from biasscope.demo.train import finished, train
-    from biasscope.dynamics.analysis_options import AnalysisOptions
-    from biasscope.dynamics.live import LiveOptions, evaluate_now
-    from biasscope.dynamics.reporting import write_dynamics_report
-    from biasscope.dynamics.sweep import run_dynamics
-    from biasscope.probes import Probe, professional
-    from biasscope.probes.winobias import WinoBiasGender
-
     root, run_dir = out / "checkpoints", out / "run"
     probe = WinoBiasGender(corpus.eval_sentences(config.eval_pairings))
     # A second probe over the same checkpoints: professional bias on the demo's occupations.
@@ -81,12 +77,12 @@ def _run(out: Path, bias: float, seed: int, config: DemoConfig, log: Log) -> Dem
         metrics = evaluate_now(model, tokenizer, probes, run_dir, step, live, saved_as=ckpt)
         log(f"step {step}: male-female JSD-P gap {metrics[f'{probe.name}/jsdp_gap']:+.4f}")
 
-    checkpoints = finished(root, config, bias, seed)
+    checkpoints = train.finished(root, config, bias, seed)
     if checkpoints is None:
         log(f"writing a corpus of {num(config.documents)} documents")
         docs = list(corpus.documents(config.documents, bias, seed, config.qa_share,
                                      config.who_share))
-        checkpoints = train(root, docs, config, bias, seed, log, on_checkpoint=evaluate)
+        checkpoints = train.train(root, docs, config, bias, seed, log, on_checkpoint=evaluate)
     else:
         log(f"reusing {len(checkpoints)} checkpoints in {root}")
     # Units the live evaluation already wrote are skipped; this only fills gaps left by an

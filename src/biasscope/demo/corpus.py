@@ -39,8 +39,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from biasscope.backends.base import plain_chat
+from biasscope.probes import professional
+from biasscope.probes.professional import Sentence
 from biasscope.probes.winobias import (
     DEFAULT_TEMPLATE,
     FEMALE_OCCUPATIONS,
@@ -48,9 +50,6 @@ from biasscope.probes.winobias import (
     OPTIONS,
     WinoSentence,
 )
-
-if TYPE_CHECKING:
-    from biasscope.probes.professional import Sentence
 
 STEREOTYPE = {**{o: "male" for o in MALE_OCCUPATIONS},
               **{o: "female" for o in FEMALE_OCCUPATIONS}}
@@ -106,9 +105,6 @@ def assumed_male_rate(bias: float) -> float:
 def who_question(frame: Frame, first: str, second: str, gender: str, answer: str) -> str:
     """The professional-bias probe's question about the sentence, as the demo model reads it
     (a plain chat: no chat template), and the writer's answer."""
-    from biasscope.backends.base import plain_chat
-    from biasscope.probes import professional
-
     male, female = (first, second) if STEREOTYPE[first] == "male" else (second, first)
     order = "male-first" if male == first else "female-first"
     text = professional.Sentence("demo", male, frame.verb, female, frame.reason).text(
@@ -244,8 +240,6 @@ def professional_sentences(seed: int = 1234) -> list[Sentence]:
     """The professional-bias probe's sentence frames in the demo's world: each male-coded
     occupation beside a female-coded one (a seeded matching), with a held-out (verb, reason)
     frame, so the probe asks about pairings and sentences no training document holds."""
-    from biasscope.probes.professional import Sentence
-
     rng = random.Random(seed)
     held = frames(held_out=True)
     females = list(FEMALE_OCCUPATIONS)

@@ -30,6 +30,7 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 from biasscope.demo.corpus import QA_SHARE, SYMMETRIC_GROUP, WHO_SHARE
+from biasscope.demo.tiny import save, tiny_gpt_neox, train_tokenizer
 from biasscope.probes.winobias import CONTINUATIONS
 from biasscope.store.files import write_json
 
@@ -178,8 +179,6 @@ def train(root: Path, docs: Sequence[str], config: DemoConfig, bias: float, seed
     import numpy as np
     import torch
     import transformers
-
-    from biasscope.demo.tiny import save, tiny_gpt_neox, train_tokenizer
 
     transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     threads = torch.get_num_threads()

@@ -23,18 +23,20 @@ from biasscope.core.config import (
 )
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
-from biasscope.data.sources import DATA_DIR_HELP
-from biasscope.dynamics import performance, reporting
-from biasscope.dynamics.analysis import stored_options
-from biasscope.dynamics.analysis_options import AnalysisOptions
-from biasscope.dynamics.executors import make_executor
-from biasscope.dynamics.models import list_checkpoints, named
-from biasscope.dynamics.scoring import SWEPT
-from biasscope.dynamics.sweep import run_dynamics
+from biasscope.data.sources import DATA_DIR_HELP, recording
+from biasscope.dynamics.analysis import performance
+from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.scoring.executors import make_executor
+from biasscope.dynamics.scoring.models import list_checkpoints, named
+from biasscope.dynamics.scoring.sweep import run_dynamics
+from biasscope.dynamics.scoring.units import SWEPT
+from biasscope.dynamics.summary import write as reporting
+from biasscope.dynamics.summary.build import stored_options
 from biasscope.probes import PROBES, load_probe, winobias
 from biasscope.probes.facets import Absent
 from biasscope.probes.specs import LIMIT_HELP, PROBE_HELP, WORDINGS_HELP, load_probes
 from biasscope.store.directory import RunStore, run_dir
+from biasscope.store.settings import sha256_file
 
 
 def comma_list(text: str) -> tuple[str, ...]:
@@ -145,9 +147,6 @@ def run(config: DynamicsConfig) -> DynamicsResult:
 
 
 def _run(config: DynamicsConfig) -> DynamicsResult:
-    from biasscope.data.sources import recording
-    from biasscope.store.settings import sha256_file
-
     executor = make_executor(config.executing.kind, config.executing.ray_address,
                              config.executing.gpus_per_checkpoint,
                              config.executing.cpus_per_checkpoint)

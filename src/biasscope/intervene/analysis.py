@@ -4,7 +4,7 @@ perplexity cost, and which checkpoint to ship.
 Both arms are scored on the same WinoBias prompts and the same held-out documents at every
 step, so every comparison is paired:
 
-- **Measures** per prompt (seed means first, `biasscope.dynamics.breakdown`): the *male lean*
+- **Measures** per prompt (seed means first, `probes.winobias.values`): the *male lean*
   ``P(male) − P(female)`` (softmax over the three options; positive leans male) on every
   prompt, and *pro − anti*: per WinoBias pair, correct on the pro-stereotypical sentence minus
   correct on the anti-stereotypical one (referenced prompts; positive: stereotyped).
@@ -35,8 +35,9 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.config import NON_NEGATIVE, setting
 from biasscope.core.numbers import ci_decimals, num, percent, pvalue, setting_percent, with_ci
-from biasscope.dynamics import breakdown
+from biasscope.core.stats import group_bootstrap, signed_rank
 from biasscope.probes import perplexity, winobias
+from biasscope.probes.winobias.values import breakdown_values, prompt_means
 from biasscope.store.directory import RunStore
 
 MEASURES = ("male_lean", "pro_anti")
@@ -69,7 +70,7 @@ def occupations(pm: pd.DataFrame, options: Options) -> dict[str, dict[str, Any]]
     order = sorted(names.unique(), key=str.lower)
     code = {n: i for i, n in enumerate(order)}
     groups = names.map(code).to_numpy(dtype=np.int64)
-    mean, low, high = breakdown.group_bootstrap(
+    mean, low, high = group_bootstrap(
         pm["p_diff"].to_numpy(dtype=np.float64), groups, len(order), options.confidence,
         options.n_resamples)
     counts = np.bincount(groups, minlength=len(order))
@@ -112,7 +113,7 @@ def _did(series: dict[tuple[str, int], dict[str, pd.Series]], arm: str, control:
         common = common.intersection(part.index)
     a, a0, c, c0 = (p.loc[common].to_numpy() for p in parts)
     d = (a - a0) - (c - c0)
-    return {**_ci(d, options), "test": breakdown.signed_rank(d), "n": int(d.size)}
+    return {**_ci(d, options), "test": signed_rank(d), "n": int(d.size)}
 
 
 def analyse(store: RunStore, arm: str, control: str = "control",
@@ -130,7 +131,7 @@ def analyse(store: RunStore, arm: str, control: str = "control",
     for name in (arm, control):
         for step in steps:
             rows = wino[(wino["model"] == name) & (wino["step"] == step)]
-            pm = breakdown.prompt_means(breakdown.record_values(rows))
+            pm = prompt_means(breakdown_values(rows))
             series[(name, step)] = _per_prompt(pm)
             entry: dict[str, Any] = {m: _ci(series[(name, step)][m], options)
                                      for m in MEASURES}

@@ -20,13 +20,10 @@ from biasscope.backends.checkpoints import convert_gguf
 from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer, resolve_device
 from biasscope.core.config import POSITIVE_INT, PROBABILITY, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
-from biasscope.data.sources import DATA_DIR_HELP
-from biasscope.dynamics import reporting
+from biasscope.data.sources import DATA_DIR_HELP, recording
 from biasscope.dynamics.live import LiveOptions
-from biasscope.dynamics.models import list_checkpoints
-from biasscope.dynamics.runfile import init_run
-from biasscope.dynamics.scoring import SweepConfig
-from biasscope.dynamics.sweep import hf_comparable
+from biasscope.dynamics.scoring import SweepConfig, hf_comparable, init_run, list_checkpoints
+from biasscope.dynamics.summary import write_dynamics_report
 from biasscope.intervene import analysis, methods, ship
 from biasscope.intervene.train import (
     Limited,
@@ -39,8 +36,10 @@ from biasscope.intervene.train import (
 )
 from biasscope.probes import Probe, perplexity
 from biasscope.probes.specs import PROBE_HELP, load_probes
+from biasscope.report.intervention import write_intervention_report
 from biasscope.store.directory import RunStore, run_dir
 from biasscope.store.files import write_json
+from biasscope.store.settings import sha256_file
 
 FILE = "intervention.json"
 CONTROL = "control"
@@ -111,9 +110,6 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
         ) -> InterveneResult:
     """Train and watch both arms, then analyse and report (``intervention``: any object of the
     `methods.Intervention` shape, else ``config.method``)."""
-    from biasscope.data.sources import recording
-    from biasscope.store.settings import sha256_file
-
     if config.training.steps % config.training.every:
         raise BiasscopeError(f"--steps {config.training.steps} is not a multiple of --every "
                              f"{config.training.every}: the last step would not be evaluated")
@@ -174,8 +170,6 @@ def render(store: RunStore, output: str | Path | None = None, data_dir: str | No
            ) -> Path:
     """The intervention report again from the stored records, with the stored analysis
     options; ``output``: written there, the run left untouched."""
-    from biasscope.report.intervention import write_intervention_report
-
     if output is None:
         return report(store, data_dir=data_dir).intervention_report
     summary = analysis.analyse(store, _arm(store), CONTROL, stored_options(store))
@@ -186,13 +180,11 @@ def report(store: RunStore, arm: str | None = None,
            options: analysis.Options | None = None, data_dir: str | None = None
            ) -> InterveneResult:
     """Analyse an intervention run (again) and write both reports."""
-    from biasscope.report.intervention import write_intervention_report
-
     options = options or stored_options(store)
     summary = analysis.analyse(store, arm or _arm(store), CONTROL, options)
     write_json(store.root / FILE, summary)
     store.publish(store.root / FILE)
-    page = reporting.write_dynamics_report(store, data_dir=data_dir)
+    page = write_dynamics_report(store, data_dir=data_dir)
     store.publish(page)
     extra = write_intervention_report(store, summary)
     store.publish(extra)

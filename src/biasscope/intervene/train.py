@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
+from biasscope.backends.weights import tensor_names
 from biasscope.core.config import (
     NON_NEGATIVE_INT,
     POSITIVE,
@@ -121,8 +122,6 @@ def check_targets(ckpt: Checkpoint, training: Training) -> None:
     """Named ``--lora-targets`` against the module names of ``ckpt``'s weights (read from the
     safetensors headers, so before any model loads): a one-line error naming those it lacks.
     A module matches as peft matches it: by its full name or its last parts."""
-    from biasscope.backends.weights import tensor_names
-
     asked = lora_targets(None, training.lora_targets)
     if not training.lora_rank or isinstance(asked, str):
         return
@@ -215,7 +214,7 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
     from transformers import DataCollatorForLanguageModeling, set_seed
     from transformers.trainer_utils import get_last_checkpoint
 
-    from biasscope.dynamics.callback import BiasCallback
+    from biasscope.dynamics.live import BiasCallback  # transformers: imported when used
 
     where = store.root / "train" / arm
     steps = list(range(0, training.steps + 1, training.every))

@@ -6,8 +6,10 @@
                                                                           "NEGATIVE": "..."})
 """
 
+from biasscope.judge.batch import read_labels, verdict_row
 from biasscope.judge.core import Call, Judge, JudgeError, JudgeOptions, Verdict
 from biasscope.judge.detector import JudgeDetector
+from biasscope.judge.job import check_task
 from biasscope.judge.tasks import classify, compare
 from biasscope.judge.verbosity import VerbosityBiasWarning, check_label_descriptions
 
@@ -20,6 +22,9 @@ __all__ = [
            "VerbosityBiasWarning",
            "Verdict",
            "check_label_descriptions",
+           "check_task",
            "classify",
            "compare",
+           "read_labels",
+           "verdict_row",
 ]

@@ -16,8 +16,13 @@ from typing import Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
+from biasscope.judge.agreement import agreement
+from biasscope.judge.biases import rate
 from biasscope.judge.core import Judge, Verdict
+from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import classify, compare
+from biasscope.judge.verbosity import length_controlled
+from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
@@ -120,8 +125,6 @@ def write_run(out: str | os.PathLike[str], kind: str, models: Sequence[str],
 
 def finish(store: RunStore, kind: str, result: Mapping[str, Any]) -> Path:
     """``summary.json`` in the audit report's shape, then the report."""
-    from biasscope.report.audit import write_audit_report
-
     write_json(store.summary_json, {"probes": {kind: dict(result)}})
     return write_audit_report(store.root)
 
@@ -133,10 +136,6 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
     length-controlled win rate (pairwise)."""
     from collections import Counter
 
-    from biasscope.judge.agreement import agreement
-    from biasscope.judge.biases import rate
-    from biasscope.judge.rankings import ranking_tables
-    from biasscope.judge.verbosity import length_controlled
 
     n = len(verdicts)
     reasons = Counter(v.reason for v in verdicts if v.label is None)

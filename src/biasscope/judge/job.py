@@ -8,9 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biasscope.backends.cache import Cached
 from biasscope.backends.config import BackendConfig
 from biasscope.core.config import POSITIVE_INT, SEED, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.labels import label_models, parse_models
+from biasscope.judge.batch import batch_result, finish, judge_file, read_labels, read_task, start
+from biasscope.judge.biases import classifier_biases, pairwise_biases
+from biasscope.judge.core import Judge, JudgeError, JudgeOptions, check_keys
 from biasscope.store.directory import run_dir
 
 
@@ -53,8 +58,6 @@ class JudgeResult:
 
 def judge(config: JudgeConfig) -> JudgeResult:
     """Judge every item of the task (``verdicts.jsonl``), then what the batch says."""
-    from biasscope.judge.batch import batch_result, finish, judge_file, start
-
     made, task, labels, judges = _setup(config)
     store = start(config.out, "judge", list(judges), {
         "position": config.position, "reasoning": config.reasoning, "ranking": config.ranking,
@@ -66,9 +69,6 @@ def judge(config: JudgeConfig) -> JudgeResult:
 
 def biases(config: JudgeConfig) -> JudgeResult:
     """How much the judge's verdicts depend on order, names and length."""
-    from biasscope.judge.batch import finish, start
-    from biasscope.judge.biases import classifier_biases, pairwise_biases
-
     made, task, labels, judges = _setup(config)
     store = start(config.out, "judge-audit", list(judges),
                   {"judges": judges, "ranking": config.ranking})
@@ -85,8 +85,6 @@ def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[
     """What a task needs of the label set and the keys, checked before any judge model
     loads: a label set for texts (two labels at least) and none for pairs, and a key for
     every choice (pairs: a, b and tie)."""
-    from biasscope.judge.core import JudgeError, check_keys
-
     if pairwise and labels is not None:
         raise BiasscopeError("--labels is for classifying texts; this input holds pairs "
                              "(prompt, a, b), judged as a, b or tie: drop --labels")
@@ -103,11 +101,6 @@ def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[
 
 def _setup(config: JudgeConfig) -> tuple[Any, Any, Any, dict[str, str]]:
     """The judge, the task, the label set and each judge's label -> spec (for run.json)."""
-    from biasscope.backends.cache import Cached
-    from biasscope.core.labels import label_models, parse_models
-    from biasscope.judge import Judge, JudgeOptions
-    from biasscope.judge.batch import read_labels, read_task
-
     task = read_task(config.input)
     labels = read_labels(config.labels) if config.labels else None
     keys = tuple(k.strip() for k in config.keys.split(",")) if "," in config.keys else tuple(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -151,3 +151,48 @@ def option_metrics(records: pd.DataFrame) -> dict[str, float]:
     return {"accuracy": float((records["label"] == records["answer_label"]).mean()),
             "hit_rate": float(hits.mean()) if len(hits) else math.nan,
             "answer_probability": float(pd.Series(answer_p, dtype="float64").mean())}
+
+
+# The audit's records, also made by a sweep of a probe asked by chat (dynamics.scoring.asking):
+# here, below both jobs.
+@dataclass(frozen=True)
+class Response:
+    text: str | None
+    source: str  # "generation" | "option_scores" | "stored"
+    option_probs: Mapping[str, float] | None = None
+    error: str | None = None
+    failed: bool = False  # the request failed: no answer, to be asked again on a rerun
+
+
+class Reader(Protocol):
+    """What reads the answers into records: a probe's name and detector (any ``AskedProbe``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def detector(self) -> Detector: ...
+
+
+def records(probe: Reader, items: Sequence[Item], responses: Sequence[Response]
+            ) -> pd.DataFrame:
+    """One row per item: the response, what the detector read, and the item's groups."""
+    rows = []
+    for item, response in zip(items, responses):
+        if clash := set(item.groups) & set(RECORD_COLUMNS):
+            raise ValueError(f"{probe.name}: item groups may not reuse record columns {clash}")
+        found = probe.detector.detect(item, response.text) if response.text is not None else None
+        rows.append({
+            "probe": probe.name, "item_id": item.id, "prompt": item.prompt,
+            "answer_label": item.options[item.answer], "response": response.text,
+            "source": response.source, "label": found.label if found else None,
+            "refused": bool(found.refused) if found else False,
+            "hit": found.hit if found else None,
+            "option_probs": json.dumps(dict(response.option_probs))
+            if response.option_probs is not None else None,
+            "error": response.error, **dict(item.groups)})
+    frame: pd.DataFrame = pd.DataFrame(rows)
+    for column in RECORD_COLUMNS:
+        if column not in frame:
+            frame[column] = None
+    return frame

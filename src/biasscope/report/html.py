@@ -1,7 +1,7 @@
 """The dynamics HTML report: one self-contained file, built from a run's stored records alone.
 
 It renders a summary that the dynamics job's analysis computed from ``records/``
-(`biasscope.dynamics.reporting`), so the report always matches the records. plotly.js is
+(`biasscope.dynamics.summary.write`), so the report always matches the records. plotly.js is
 embedded once, inline: the file opens offline. Every string that came from data, a model or
 the run's settings is HTML-escaped.
 
@@ -53,7 +53,7 @@ pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.85
 def render_dynamics_report(store: RunStore, summary: Json, target: Path) -> Path:
     """Render a ``biasscope dynamics`` run and its analysed ``summary`` to ``target`` (one
     self-contained HTML file, written atomically); return its path. Computes nothing: the
-    summary comes from `biasscope.dynamics.reporting`."""
+    summary comes from `biasscope.dynamics.summary.write`."""
     run = store.read_json("run.json")
     no_records = f"{store.root} has no records: run `biasscope dynamics` first"
     checkpoints: list[dict[str, Any]] = summary["checkpoints"]

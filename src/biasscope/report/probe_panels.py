@@ -1,5 +1,5 @@
 """The report's section per probe over training steps (BBQ, Adult counterfactuals,
-professional bias), from ``summary["analysis"]["probes"]`` (`biasscope.dynamics.probe_analysis`)
+professional bias), from ``summary["analysis"]["probes"]`` (`biasscope.dynamics.summary.probes`)
 and the probe's panels (``PROBES[name].panels``: its heading and figures, as data).
 
 Per probe: its findings in plain sentences, then its curves over steps (one line per model,

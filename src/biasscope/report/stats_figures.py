@@ -4,7 +4,7 @@ p is drawn as computed, however small: the axis reaches it. Only a p of 0 (below
 smallest double, where the test's normal tail underflows) is drawn at `ZERO_AT`, and the
 caption then says so.
 
-Input is ``summary["analysis"]`` (`biasscope.dynamics.analysis`), through `plotting.View`.
+Input is ``summary["analysis"]`` (`biasscope.dynamics.summary.build`), through `plotting.View`.
 """
 
 from __future__ import annotations

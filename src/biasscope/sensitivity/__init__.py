@@ -1,2 +1,12 @@
 """Constitutional sensitivity of reward models: perturb by critique and revision, score,
-and compare principles, groups and models."""
+and compare principles, groups and models.
+
+The names below are what another job (the counterfactual check) builds on.
+"""
+
+from biasscope.sensitivity.job import RewardScoring
+from biasscope.sensitivity.perturb import query
+from biasscope.sensitivity.prompts import PathLike, Turns
+from biasscope.sensitivity.sanity import read_hh_pairs
+
+__all__ = ["PathLike", "RewardScoring", "Turns", "query", "read_hh_pairs"]

@@ -38,6 +38,7 @@ from biasscope.sensitivity.perturb import Perturbation, Templates, perturb
 from biasscope.sensitivity.principles import Constitution
 from biasscope.sensitivity.prompts import Conversation, Prompts
 from biasscope.sensitivity.sanity import Pairs, run_sanity, summarise_sanity
+from biasscope.sensitivity.summary import summarise
 from biasscope.store import run_json
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
@@ -177,8 +178,6 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                 store.write_unit(unit, frame)
     if options.sanity is not None:
         run_sanity(store, reward_models, options.sanity)
-    from biasscope.sensitivity.summary import summarise
-
     recs = pd.concat([store.records(), *pending], ignore_index=True)
     summary = summarise(recs, constitution, options.conventions, prompts, options.confounds)
     if (store.root / "sanity.json").is_file():

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from biasscope.backends.cache import Cached
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.hf_model import DTYPES
+from biasscope.backends.reward import HFRewardModel, RewardOptions
 from biasscope.core.config import (
     NON_NEGATIVE_INT,
     POSITIVE_INT,
@@ -22,6 +24,7 @@ from biasscope.core.config import (
 )
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
+from biasscope.core.labels import label_models, parse_models
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.confounds import Confounds
@@ -114,10 +117,6 @@ class SensitivityResult:
 
 
 def run(config: SensitivityConfig) -> SensitivityResult:
-    from biasscope.backends.cache import Cached
-    from biasscope.backends.reward import HFRewardModel, RewardOptions
-    from biasscope.core.labels import label_models, parse_models
-
     constitution = load_principles(config.principles, data_dir=config.data_dir)
     prompts = _prompts(config)
     templates = Templates()

@@ -1,6 +1,6 @@
-"""BBQ over training steps: its values per checkpoint (`biasscope.dynamics.probe_steps` reads
-them one step at a time and tests them over each model's checkpoints) and the report's section
-that draws them (data: `biasscope.report.probe_panels` renders it)."""
+"""BBQ over training steps: its values per checkpoint (`biasscope.dynamics.summary.probe_steps`
+reads them one step at a time and tests them over each model's checkpoints) and the report's
+section that draws them (data: `biasscope.report.probe_panels` renders it)."""
 
 from __future__ import annotations
 

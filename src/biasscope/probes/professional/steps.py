@@ -1,5 +1,5 @@
 """Professional bias over training steps: its values per checkpoint
-(`biasscope.dynamics.probe_steps` tests them over each model's checkpoints) and the report's
+(`biasscope.dynamics.summary.probe_steps` tests them over each model's checkpoints) and the report's
 section that draws them (data: `biasscope.report.probe_panels` renders it)."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The probe's folder: `items` (the sentences, the prompts, the probe), `values` (p
 per-prompt values its analysis and comparisons read), `compare` (its measures for
 ``biasscope compare``) and `wordings` (its built-in wordings and measures across them). Its
 unit metrics are the next-token ones (`biasscope.probes.next_token`); its analysis over
-training steps is the dynamics analysis itself (`biasscope.dynamics.analysis`).
+training steps is the dynamics analysis itself (`biasscope.dynamics.summary.build`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ answer option (`` male``, `` female``, `` not``). Fields: {sentence} {occupation
 {o3}.
 
 The measures across wordings, over every record of one (model, step), all seeds
-(`biasscope.dynamics.wordings` reports them per checkpoint):
+(`biasscope.dynamics.analysis.wordings` reports them per checkpoint):
 
 - ``jsdp_gap``: mean JSD-P of the correct option on prompts whose answer is ``male`` minus on
   those whose answer is ``female`` (positive: the model is further from the right answer

@@ -1,9 +1,9 @@
 """summary.json's ``analysis.probes``: the audit probes' statistics over training steps, with
 multiple-comparison control over each model's checkpoints, emergence and the stopping
-recommendation, as the WinoBias analysis (`biasscope.dynamics.analysis`) gives
+recommendation, as the WinoBias analysis (`biasscope.dynamics.summary.build`) gives
 them for the JSD-P gap.
 
-The per-checkpoint values come from `biasscope.dynamics.probe_steps`, one step at a time.
+The per-checkpoint values come from `biasscope.dynamics.summary.probe_steps`, one step at a time.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from biasscope.core import numbers, stats
-from biasscope.dynamics import performance
-from biasscope.dynamics.emergence import emergence_step, recommend_stop
-from biasscope.dynamics.probe_steps import Values, read_checkpoints, stepped
+from biasscope.dynamics.analysis import performance
+from biasscope.dynamics.analysis.emergence import emergence_step, recommend_stop
+from biasscope.dynamics.summary.probe_steps import Values, read_checkpoints, stepped
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent
 from biasscope.store.directory import RunStore
 from biasscope.store.reading import UnitEntry, unit_index
 
 if TYPE_CHECKING:
-    from biasscope.dynamics.analysis_options import AnalysisOptions
+    from biasscope.dynamics.analysis.options import AnalysisOptions
 
 
 def _fmt(value: Any, spec: str) -> str:

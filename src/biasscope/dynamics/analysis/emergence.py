@@ -28,7 +28,7 @@ from biasscope.core.stats import (
     _bootstrap,
     _mean_difference,
 )
-from biasscope.dynamics.gap_tests import prompt_values
+from biasscope.dynamics.analysis.gap_tests import prompt_values
 from biasscope.probes.winobias import GENDERS
 
 

@@ -43,6 +43,7 @@ from biasscope.backends.loading import PICKLE_WEIGHTS
 from biasscope.core import steps
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
+from biasscope.store.files import write_json
 from biasscope.store.settings import sha256_json
 
 #: Pickles a Trainer checkpoint holds beside the weights: training state, not the model.
@@ -178,8 +179,6 @@ class FileDigests:
     def save(self) -> None:
         """Merge this process's new hashes into the cache file (another process may have added
         its own since it was read); a cache that cannot be written only costs a re-hash."""
-        from biasscope.store.files import write_json
-
         with self._lock:
             added = dict(self._added)
             self._added.clear()

@@ -2,7 +2,7 @@
 
 A module of its own because subclassing ``TrainerCallback`` imports transformers' Trainer
 utilities (and torch) when the class is made, and every command's parser imports
-`biasscope.dynamics.live`. It calls ``live.evaluate_now`` through its module, so a test can
+`biasscope.dynamics.live.evaluate`. It calls ``live.evaluate_now`` through its module, so a test can
 watch it.
 """
 
@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from biasscope.dynamics import live
-from biasscope.dynamics.live import LiveOptions, is_logged
+from biasscope.backends.lazy import require_torch
+from biasscope.dynamics.live import evaluate as live
+from biasscope.dynamics.live.evaluate import LiveOptions, is_logged
 from biasscope.probes import Probe
 
 
@@ -38,8 +39,6 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
     def __init__(self, probes: Probe | Sequence[Probe], out: str | Path,
                  options: LiveOptions = LiveOptions(), tokenizer: Any = None,
                  trainer: Any = None) -> None:
-        from biasscope.backends.lazy import require_torch
-
         require_torch()  # without the 'hf' extra: one line naming it, not an ImportError
         self.probes = [probes] if not isinstance(probes, Sequence) else list(probes)
         self.out = Path(out)

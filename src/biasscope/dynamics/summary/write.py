@@ -13,9 +13,9 @@ from pathlib import Path
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 from biasscope.core.steps import say
-from biasscope.dynamics.analysis import full_summary, stored_options
-from biasscope.dynamics.analysis_options import AnalysisOptions
-from biasscope.dynamics.scoring import write_summary_json
+from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.scoring.units import write_summary_json
+from biasscope.dynamics.summary.build import full_summary, stored_options
 from biasscope.report.html import render_dynamics_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json

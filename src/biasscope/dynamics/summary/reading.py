@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.dynamics import gap_tests
-from biasscope.dynamics.breakdown import record_values as breakdown_values
-from biasscope.dynamics.metrics import record_jsd_parts
+from biasscope.dynamics.analysis import gap_tests
+from biasscope.dynamics.analysis.breakdown import record_values as breakdown_values
+from biasscope.dynamics.scoring.metrics import record_jsd_parts
 from biasscope.probes.winobias import GENDERS
 from biasscope.probes.winobias import NAME as PROBE
 from biasscope.store.directory import RunStore

@@ -30,8 +30,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core import stats
-from biasscope.core.stats import Array
-from biasscope.core.stats import signed_rank as signed_rank  # re-exported: intervene uses it
+from biasscope.core.stats import group_bootstrap, signed_rank
 from biasscope.probes.winobias import SPLITS
 from biasscope.probes.winobias.values import MEANS as MEANS  # the probe's own, re-exported
 from biasscope.probes.winobias.values import breakdown_values
@@ -73,27 +72,6 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
         out[f"{measure}/difference"] = _ci(diff, confidence, n_resamples)
         out[f"{measure}/test"] = signed_rank(diff)
     return out
-
-
-def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
-                    confidence: float, n_resamples: int, seed: int = 0
-                    ) -> tuple[Array, Array, Array]:
-    """Mean and percentile bootstrap interval of ``values`` within each group (codes 0..k-1),
-    each group resampled on its own, all at once: per occupation a BCa interval would cost a
-    SciPy call each, 80 per checkpoint. NaN bounds for groups of fewer than two values."""
-    rng = np.random.default_rng(seed)
-    mean, low, high = (np.full(n_groups, math.nan) for _ in range(3))
-    for g in range(n_groups):
-        v = values[(groups == g) & np.isfinite(values)]
-        if v.size == 0:
-            continue
-        mean[g] = float(v.mean())
-        if v.size < 2:
-            continue
-        samples = v[rng.integers(0, v.size, size=(n_resamples, v.size))].mean(axis=1)
-        ci = stats.percentile_interval(mean[g], samples, confidence)
-        low[g], high[g] = ci.low, ci.high
-    return mean, low, high
 
 
 def occupations(pm: pd.DataFrame, confidence: float, n_resamples: int

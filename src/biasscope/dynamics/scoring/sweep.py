@@ -12,16 +12,18 @@ from rich.progress import Progress
 
 from biasscope.backends.base import NextTokenScorer
 from biasscope.backends.checkpoints import Checkpoint
+from biasscope.backends.hf import iter_scorers
+from biasscope.backends.hf_model import HFOptions
 from biasscope.core import steps
 from biasscope.core.items import Item
-from biasscope.dynamics import asking as options
-from biasscope.dynamics import runfile
-from biasscope.dynamics.executors import CheckpointTask, Executor, LocalExecutor, UnitJob
-from biasscope.dynamics.fingerprints import Fingerprints, fingerprints
-from biasscope.dynamics.progress import columns as progress_columns
-from biasscope.dynamics.progress import shown_in
-from biasscope.dynamics.runfile import init_run
-from biasscope.dynamics.scoring import (
+from biasscope.dynamics.scoring import asking as options
+from biasscope.dynamics.scoring import runfile
+from biasscope.dynamics.scoring.executors import CheckpointTask, Executor, LocalExecutor, UnitJob
+from biasscope.dynamics.scoring.fingerprints import Fingerprints, fingerprints
+from biasscope.dynamics.scoring.progress import columns as progress_columns
+from biasscope.dynamics.scoring.progress import shown_in
+from biasscope.dynamics.scoring.runfile import init_run
+from biasscope.dynamics.scoring.units import (
     ScorerSource,
     SweepConfig,
     UnitSummary,
@@ -43,7 +45,8 @@ def sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: ScorerS
     """Evaluate every pending unit; finished units are skipped, so a rerun resumes.
 
     Probes that do not vary with the seed (``seeded = False``) are evaluated once, as seed 0.
-    ``executor`` runs the units (default: in this process; see ``biasscope.dynamics.executors``).
+    ``executor`` runs the units (default: in this process;
+    see ``biasscope.dynamics.scoring.executors``).
     ``quiet``: no progress bars, and no line as a step starts (`biasscope.core.steps`).
     """
     with steps.quiet(quiet):
@@ -139,7 +142,6 @@ def write_summary(store: RunStore, units: Iterable[UnitSummary] | None = None
 def hf_scorers(options: Any) -> ScorerSource:
     """Scorer source over Hugging Face checkpoints (imports torch only when called)."""
     def source(checkpoints: Sequence[Checkpoint]) -> Iterator[NextTokenScorer]:
-        from biasscope.backends.hf import iter_scorers
         yield from iter_scorers(checkpoints, options)
     return source
 
@@ -161,9 +163,8 @@ def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint],
     ``data``: SHA-256 of each data file the probes read (``source/name`` -> hex), checked
     against the run's on a rerun (see ``biasscope.data.sources.recording``).
     ``rescore_changed``: a checkpoint whose weights changed since the run scored it has its
-    units redone (else it is refused; see ``biasscope.dynamics.fingerprints``).
+    units redone (else it is refused; see ``biasscope.dynamics.scoring.fingerprints``).
     """
-    from biasscope.backends.hf_model import HFOptions
     options = options or HFOptions()
     where = out if isinstance(out, RunStore) or (isinstance(out, str) and "://" in out) \
         else Path(out)  # Path folds "//"

@@ -14,10 +14,10 @@ import pandas as pd
 
 from biasscope.core.stats import CORRECTIONS, Correction, adjust_pvalues
 from biasscope.core.wordings import verdict, wording_uncertainty
-from biasscope.dynamics import occupations
-from biasscope.dynamics.breakdown import occupations as occupation_rows
-from biasscope.dynamics.breakdown import prompt_means
-from biasscope.dynamics.emergence import emergence_step
+from biasscope.dynamics.analysis import occupations
+from biasscope.dynamics.analysis.breakdown import occupations as occupation_rows
+from biasscope.dynamics.analysis.breakdown import prompt_means
+from biasscope.dynamics.analysis.emergence import emergence_step
 from biasscope.probes.winobias.wordings import LABELS as LABELS  # the probe's, re-exported
 from biasscope.probes.winobias.wordings import measures as measures
 

@@ -17,8 +17,8 @@ from biasscope.backends.base import NextTokenScorer
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
-from biasscope.dynamics import asking as options
-from biasscope.dynamics.metrics import dynamics_metrics, seed_mean_std
+from biasscope.dynamics.scoring import asking as options
+from biasscope.dynamics.scoring.metrics import dynamics_metrics, seed_mean_std
 from biasscope.probes import PROBES, Probe, requests_of
 from biasscope.probes.facets import Absent, UnitMetrics
 from biasscope.store.directory import RunStore

@@ -30,7 +30,7 @@ import pandas as pd
 from biasscope.core.comovement import comovement
 from biasscope.core.numbers import num, p_is, with_ci
 from biasscope.core.stats import Array, Interval, percentile_interval, wilson
-from biasscope.dynamics.analysis_options import JSDP_MARGIN, MAX_GAP
+from biasscope.dynamics.analysis.options import JSDP_MARGIN, MAX_GAP
 from biasscope.probes.winobias import GENDERS
 
 #: Formerly the |ρ| below which, with confidence, performance "did not mirror" fairness; that

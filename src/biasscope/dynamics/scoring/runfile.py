@@ -31,7 +31,7 @@ from biasscope.backends.checkpoints import (
     unconverted,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.fingerprints import Fingerprints, recorded, with_fingerprints
+from biasscope.dynamics.scoring.fingerprints import Fingerprints, recorded, with_fingerprints
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
 from biasscope.store.run_json import start_run
@@ -39,7 +39,7 @@ from biasscope.store.settings import merge_settings
 from biasscope.store.units import Unit
 
 if TYPE_CHECKING:
-    from biasscope.dynamics.scoring import SweepConfig
+    from biasscope.dynamics.scoring.units import SweepConfig
 
 RUN_SCHEMA = "biasscope.run/1"
 # Settings a rerun may add entries to (the noun for the message); the entries already

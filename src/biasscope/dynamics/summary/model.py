@@ -13,9 +13,8 @@ import pandas as pd
 
 from biasscope.core import numbers, stats
 from biasscope.core.curves import ItemCurves
-from biasscope.dynamics import findings, gap_tests, performance, tradeoff, wordings
-from biasscope.dynamics.analysis_options import FLAG_GAP, ZERO_PERFORMANCE, AnalysisOptions
-from biasscope.dynamics.emergence import (
+from biasscope.dynamics.analysis import findings, gap_tests, performance, tradeoff, wordings
+from biasscope.dynamics.analysis.emergence import (
     GapChange,
     emergence_step,
     gap_series,
@@ -24,6 +23,7 @@ from biasscope.dynamics.emergence import (
     recommend_stop,
     trend_change,
 )
+from biasscope.dynamics.analysis.options import FLAG_GAP, ZERO_PERFORMANCE, AnalysisOptions
 from biasscope.probes.winobias import NAME as PROBE
 
 

@@ -24,9 +24,9 @@ import pandas as pd
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core.errors import BiasscopeError, optional
 from biasscope.core.items import Item
-from biasscope.dynamics.asking import Asking
-from biasscope.dynamics.progress import PromptProgress
-from biasscope.dynamics.scoring import (
+from biasscope.dynamics.scoring.asking import Asking
+from biasscope.dynamics.scoring.progress import PromptProgress
+from biasscope.dynamics.scoring.units import (
     ScorerSource,
     UnitSummary,
     records_frame,

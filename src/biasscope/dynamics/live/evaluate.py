@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
-from biasscope.dynamics.runfile import init_run
-from biasscope.dynamics.scoring import SweepConfig, ask, unit_frame, unit_summary
-from biasscope.dynamics.sweep import hf_comparable, write_summary
+from biasscope.backends.hf import HFScorer
+from biasscope.backends.hf_model import HFOptions
+from biasscope.dynamics.scoring.runfile import init_run
+from biasscope.dynamics.scoring.sweep import hf_comparable, write_summary
+from biasscope.dynamics.scoring.units import SweepConfig, ask, unit_frame, unit_summary
 from biasscope.probes import PROBES, Probe
 from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
@@ -57,9 +59,6 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
     ``saved_as``: the checkpoint these weights were just saved as, so that a later sweep of the
     saved directories finds these units done instead of scoring them again.
     """
-    from biasscope.backends.hf import HFScorer
-    from biasscope.backends.hf_model import HFOptions
-
     scoring = HFOptions(batch_size=options.batch_size)
     store = RunStore(out)
     ckpt = saved_as or Checkpoint(options.model_name, IN_MEMORY, f"step{step}", step)

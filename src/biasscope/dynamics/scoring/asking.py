@@ -6,7 +6,7 @@ options`` does but with all (item, option) sequences of a unit in length-sorted 
 same log-probs up to float rounding, ~1e-6 in float32); the likeliest option is the answer and
 the probe's detector reads it. A unit's
 records are the audit's (``label``, ``hit``, ``option_probs``, the item's groups; see
-``biasscope.audit.harness.records``) with the unit's columns (model, revision, step, seed,
+``biasscope.probes.base.records``) with the unit's columns (model, revision, step, seed,
 checkpoint) and each option's log-prob, so per-step statistics can use the probe's own metrics
 on any slice of them.
 """
@@ -23,7 +23,7 @@ import pandas as pd
 from biasscope.backends.base import OptionScore
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
-from biasscope.probes.base import Detector, Messages
+from biasscope.probes.base import Detector, Messages, Response, records
 from biasscope.probes.base import option_metrics as option_metrics  # re-exported
 from biasscope.store.units import Unit
 
@@ -60,8 +60,6 @@ def score_options(scorer: Any, items: Sequence[Item], asking: Asking) -> list[Op
 def option_frame(unit: Unit, items: Sequence[Item], scores: Sequence[OptionScore],
                  asking: Asking) -> pd.DataFrame:
     """One row per item: the audit's record columns, the unit and the option log-probs."""
-    from biasscope.audit.harness import Response, records
-
     responses = []
     for item, score in zip(items, scores, strict=True):
         top = max(score.option_logprobs)

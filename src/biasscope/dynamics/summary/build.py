@@ -20,18 +20,19 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.stats import wilson
-from biasscope.dynamics import occupations, performance, tradeoff, wordings
-from biasscope.dynamics.analysis_options import (
+from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
+from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
+from biasscope.dynamics.analysis.emergence import sharpest_of
+from biasscope.dynamics.analysis.options import (
     FIELDS,
     FLAGS,
     AnalysisOptions,
     option_problem,
 )
-from biasscope.dynamics.analysis_pass import SNAPSHOT_STEP, RunParts, read_run
-from biasscope.dynamics.breakdown import checkpoint_breakdown
-from biasscope.dynamics.emergence import sharpest_of
-from biasscope.dynamics.model_analysis import ModelInputs, analyse_model, json_rows
-from biasscope.dynamics.probe_analysis import analyse_probes
+from biasscope.dynamics.scoring.units import summarise, unit_summary
+from biasscope.dynamics.summary.model import ModelInputs, analyse_model, json_rows
+from biasscope.dynamics.summary.probes import analyse_probes
+from biasscope.dynamics.summary.reading import SNAPSHOT_STEP, RunParts, read_run
 from biasscope.probes.winobias import GENDERS
 from biasscope.store.directory import RunStore
 
@@ -184,8 +185,6 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
                  data_dir: str | None = None) -> dict[str, Any]:
     """summary.json's content from the records alone: metrics, then the analysis, reading
     each unit once and holding one training step's records at a time (`read_run`)."""
-    from biasscope.dynamics.scoring import summarise, unit_summary
-
     options = options or AnalysisOptions()
     chosen = options
     def breakdown(values: pd.DataFrame) -> dict[str, Any]:
@@ -208,7 +207,7 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
     statistics = occupations.for_run(store.summary_json, data_dir)
     summary["analysis"] = analyse(run, store, summary, options, statistics)
     probes = analyse_probes(store, summary, options)
-    if probes:  # the audit probes over steps (`biasscope.dynamics.probe_analysis`)
+    if probes:  # the audit probes over steps (`biasscope.dynamics.summary.probes`)
         summary["analysis"]["probes"] = probes
         for section in probes.values():
             summary["analysis"]["sentences"] += section["sentences"]

@@ -1,0 +1,24 @@
+"""Dynamics during training: a probe measured live on the model being trained.
+
+`BiasCallback` subclasses ``transformers.TrainerCallback``, so it is imported when first used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from biasscope.dynamics.live.evaluate import LiveOptions, evaluate_now
+
+if TYPE_CHECKING:
+    from biasscope.dynamics.live.callback import BiasCallback
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BiasCallback":
+        from biasscope.dynamics.live.callback import BiasCallback
+
+        return BiasCallback
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["BiasCallback", "LiveOptions", "evaluate_now"]

@@ -118,7 +118,7 @@ def test_the_callback_takes_crows_pairs_and_winogender(tmp_path, new_probes):
 def test_live_crows_pairs_and_winogender_match_a_sweep(tmp_path, new_probes):
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf_model import HFOptions, load_model
-    from biasscope.dynamics.sweep import run_dynamics
+    from biasscope.dynamics.scoring.sweep import run_dynamics
 
     probes, tokenizer, saved = new_probes
     ckpt = from_dirs([saved])[0]

@@ -1,4 +1,4 @@
-"""CrowS-Pairs over training steps: its values per checkpoint (`biasscope.dynamics.probe_steps`
+"""CrowS-Pairs over training steps: its values per checkpoint (`biasscope.dynamics.summary.probe_steps`
 tests them over each model's checkpoints) and the report's section that draws them."""
 
 from __future__ import annotations

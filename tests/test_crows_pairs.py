@@ -70,7 +70,7 @@ def test_a_sweep_gives_the_harness_numbers(tmp_path: Path, checkpoint_dirs: list
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf import iter_scorers
     from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
-    from biasscope.dynamics.analysis import full_summary
+    from biasscope.dynamics.summary.build import full_summary
     from biasscope.dynamics.analysis.options import AnalysisOptions
     from biasscope.dynamics.scoring import SweepConfig
 

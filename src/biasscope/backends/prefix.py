@@ -404,10 +404,18 @@ def score_shared(scorer: Scorer, items: Sequence[Item], needed: Sequence[bool],
                  progress: Progress | None = None) -> list[NextTokenScore | None]:
     """Scores of the ``needed`` items of ``items`` (None for the others, unless they share a
     batch with needed ones): distinct prompts once, shared prefixes once."""
-    torch = require_torch()
     if not items:
         return []
-    work = SharedScoring(scorer, items, needed, progress)
+    return shared_or_plain(lambda: SharedScoring(scorer, items, needed, progress), scorer,
+                           progress)
+
+
+def shared_or_plain(make: Callable[[], Any], scorer: Any, progress: Progress | None
+                    ) -> list[Any]:
+    """The results of ``make()``'s work (a `SharedScoring`-like batch plan) through shared
+    prefixes; where the model cannot reuse them, said once, every sequence whole."""
+    torch = require_torch()
+    work = make()
     head = Head.of(scorer.model, scorer.vocab)
     reason = head if isinstance(head, str) else reusable(scorer.model)
     with torch.inference_mode(), collection_paused():
@@ -420,6 +428,6 @@ def score_shared(scorer: Scorer, items: Sequence[Item], needed: Sequence[bool],
             notice(scorer, reason)
             if progress is not None and work.reported:
                 progress(-work.reported)  # counted again by the plain pass
-            work = SharedScoring(scorer, items, needed, progress)
+            work = make()
             work.plain(range(len(work.seqs)))
-    return work.results
+    return list(work.results)

@@ -27,10 +27,8 @@ from biasscope.backends.prefix import (
     NoReuse,
     Progress,
     Trie,
-    collection_paused,
-    notice,
     plan_batches,
-    reusable,
+    shared_or_plain,
     trie_hidden,
 )
 from biasscope.core.items import Item
@@ -173,22 +171,7 @@ def score_continuation_shared(scorer: Any, items: Sequence[Item], needed: Sequen
                               ) -> list[ContinuationScore | None]:
     """Continuation scores of the ``needed`` items (None for the others unless they share a
     batch with needed ones): each distinct text once, shared prefixes once."""
-    torch = require_torch()
     if not items:
         return []
-    work = SharedContinuations(scorer, items, needed, progress)
-    head = Head.of(scorer.model, scorer.vocab)
-    reason = head if isinstance(head, str) else reusable(scorer.model)
-    with torch.inference_mode(), collection_paused():
-        if reason is None and isinstance(head, Head):
-            try:
-                work.shared(head)
-            except NoReuse as exc:
-                reason = str(exc)
-        if reason is not None:
-            notice(scorer, reason)
-            if progress is not None and work.reported:
-                progress(-work.reported)
-            work = SharedContinuations(scorer, items, needed, progress)
-            work.plain(range(len(work.seqs)))
-    return work.results
+    return shared_or_plain(lambda: SharedContinuations(scorer, items, needed, progress), scorer,
+                           progress)

@@ -1,5 +1,6 @@
-"""CrowS-Pairs over training steps: its values per checkpoint (`biasscope.dynamics.summary.probe_steps`
-tests them over each model's checkpoints) and the report's section that draws them."""
+"""CrowS-Pairs over training steps: its values per checkpoint (tested over each model's
+checkpoints by `biasscope.dynamics.summary.probe_steps`) and the report's section that draws
+them."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ def _dynamics(root: Path, checkpoints: list[Path], data: Path) -> None:
 
 def _counterfactual(root: Path, _checkpoints: list[Path], _data: Path) -> None:
     from biasscope.counterfactual import job
-    from test_counterfactual import Reward
+    from fakes import Reward
 
     pairs = root.parent / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({

@@ -685,8 +685,8 @@ def test_a_rerun_with_other_wordings_says_which_in_words(tmp_path, capsys):
 
 def test_a_rerun_with_another_seed_or_pairs_names_them_not_their_hashes(tmp_path):
     from biasscope.counterfactual import job
+    from fakes import Reward
     from sensitivity_fixture import hh_text, write_hh_rlhf
-    from test_counterfactual import Reward
 
     texts = [hh_text([("Human", f"How is my brother {i}?"), ("Assistant", "He is well.")])
              for i in range(12)]

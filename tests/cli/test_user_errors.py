@@ -592,7 +592,7 @@ def test_every_option_the_code_names_is_one_the_command_line_has():
                     walk(sub)
 
     walk(build_parser())
-    source = Path(__file__).parents[1] / "src" / "biasscope"
+    source = Path(__file__).parents[2] / "src" / "biasscope"
     named = {(m.group(), path.name) for path in source.rglob("*.py")
              for m in re.finditer(r"--[a-z][a-z0-9-]*[a-z0-9]\b", path.read_text())}
     generic = {"--name-with-dashes", "--no"}  # how core/config.py describes flags

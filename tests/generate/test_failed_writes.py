@@ -78,7 +78,7 @@ def test_an_exception_mid_write_leaves_no_temp_file(tmp_path, monkeypatch):
 
 
 def test_a_lone_surrogate_is_written_as_valid_json(tmp_path):
-    # An input line holding one is refused (tests/test_user_errors.py); an answer may hold one.
+    # An input line holding one is refused (tests/cli/test_user_errors.py); an answer may hold one.
     class Halves(PromptEcho):
         def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
             return [Generation("x\udc80y") for _ in requests]

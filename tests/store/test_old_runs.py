@@ -24,7 +24,7 @@ from biasscope.cli.main import main
 from biasscope.store.directory import RunStore
 from numbers_close import assert_close
 
-FIXTURE = Path(__file__).parent / "fixtures" / "old_runs"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "old_runs"
 ROOT = Path("/tmp/biasscope-old-run-fixture")  # where a42c7db's checkpoints lay
 TRAIN = ROOT / "train"
 GLOB = str(TRAIN / "checkpoint-*")

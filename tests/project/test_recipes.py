@@ -26,7 +26,7 @@ from biasscope.core.errors import BiasscopeError, ModelError
 from biasscope.dynamics.scoring.units import SweepConfig
 from biasscope.probes import PROBES, load_probe
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
 BLOCK = re.compile(r"```python\n# (src/biasscope/\S+\.py)\n(.*?)```", re.DOTALL)
 

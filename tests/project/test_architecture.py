@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "biasscope"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "biasscope"
 
 # From the bottom up; a module may import its own package and any package listed before it.
 # The jobs (audit … demo) sit above the report, which only renders what they computed.

@@ -6,17 +6,16 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 import biasscope.generate.batch as generate_mod
 import biasscope.store.files as store_mod
-from biasscope.backends.base import GenerateParams, GenerateRequest, Generation
+from biasscope.backends.base import GenerateParams
 from biasscope.cli.main import main
 from biasscope.generate.batch import generate_file
-from fakes import PromptEcho
+from fakes import CannedGenerator, PromptEcho
 
 OLD = b'{"id": "old"}\n'
 
@@ -79,14 +78,10 @@ def test_an_exception_mid_write_leaves_no_temp_file(tmp_path, monkeypatch):
 
 def test_a_lone_surrogate_is_written_as_valid_json(tmp_path):
     # An input line holding one is refused (tests/cli/test_user_errors.py); an answer may hold one.
-    class Halves(PromptEcho):
-        def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
-            return [Generation("x\udc80y") for _ in requests]
-
     prompts = tmp_path / "in.jsonl"
     prompts.write_text('{"id": "a", "prompt": "xy"}\n')
     out = tmp_path / "gen.jsonl"
-    generate_file(Halves(), prompts, out, GenerateParams(), None)
+    generate_file(CannedGenerator(["x\udc80y"]), prompts, out, GenerateParams(), None)
     assert json.loads(out.read_text(encoding="utf-8"))["text"] == "x\udc80y"
     assert temp_files(tmp_path) == []
 

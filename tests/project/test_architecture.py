@@ -350,3 +350,11 @@ def test_the_api_reference_lists_every_entry_point() -> None:
     from biasscope.cli.main import COMMANDS
 
     assert all(f"`biasscope {c}`" in table for c in COMMANDS)
+
+
+def test_every_run_writing_job_has_its_entry_in_job_py() -> None:
+    """The glossary's "job entry module": each kind's entry point lives in its package's job.py."""
+    from biasscope.jobs import JOBS as KINDS
+
+    assert {k: j.run.__module__ for k, j in KINDS.items()
+            if not j.run.__module__.endswith(".job")} == {}

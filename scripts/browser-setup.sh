@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install what the browser tests (tests/test_reports_browser.py) need: Debian's chromium and the
+# Install what the browser tests (tests/report/test_reports_browser.py) need: Debian's chromium and the
 # playwright package, which drives it through executable_path (Playwright's own browser
 # download is never used, so this works where only Debian and PyPI mirrors are reachable).
 #

@@ -6,7 +6,7 @@ checkpoint) and checkpoint noise that is independent, AR(1) with ρ 0.5 or 0.8, 
 across checkpoints; the analysis gets every prompt's value at every checkpoint, as it does from
 a run's records. Each claim's `simulate(n_sims, seed)` calls the function that makes the claim
 in the analysis and counts how often it is made where it is false (or how often an interval
-covers the truth). tests/test_calibration_trajectories.py runs them small.
+covers the truth). tests/core/test_calibration_trajectories.py runs them small.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ answers "assistant: A" emits "▁A" right after the template's ":"; the server r
 content " A" (leading space kept: strip it).
 
 Behaviour of llama-cpp-python 0.3.36's server (`python -m llama_cpp.server`), observed against
-this model (tests/test_llama_server.py pins the important ones):
+this model (tests/backends/test_llama_server.py pins the important ones):
 
 * /v1/completions, legacy `logprobs: k`: works. `choices[0].logprobs` has `tokens`,
   `text_offset`, `token_logprobs`, `top_logprobs` (one {token string: logprob} dict per

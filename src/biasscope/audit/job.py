@@ -79,8 +79,8 @@ class AuditConfig:
         "and bbq); bbq:Age,Religion selects BBQ categories" + PROBE_HELP, flag="--probe",
         many=True, old="--probes")
     model: str | None = setting(None, "model spec: a local dir, .gguf file or hub id (hf: "
-                                "optional), openai:MODEL, openai-compatible:URL#MODEL or "
-                                "litellm:PROVIDER/MODEL")
+                                "optional), openai:MODEL, openai-compatible:URL#MODEL, "
+                                "litellm:PROVIDER/MODEL or canned:TEXT (fixed answers)")
     responses: str | None = setting(None, "JSONL of {item_id, response} produced elsewhere "
                                     "(instead of --model; see `biasscope items`)")
     name: str | None = setting(None, "model name for --responses (default: the file's name)")

@@ -12,6 +12,8 @@
 ``hf:./model.gguf``                                    the same, a GGUF file dequantised
                                                        once into a cache (backends.gguf)
 ``litellm:anthropic/claude-3-5-haiku-20241022``        litellm's provider/model names and keys
+``canned:female``, ``canned:A|B``                        fixed answers, in turn (dry runs, tests;
+                                                       backends.canned)
 =====================================================  ===========================================
 
 ``parse_model_spec`` also reads what the scoring commands take: a bare local path or hub id
@@ -30,6 +32,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from biasscope.backends import canned
 from biasscope.backends.base import Generator
 from biasscope.backends.gguf import is_gguf
 from biasscope.backends.openai_http import OPENAI_URL, OpenAIGenerator
@@ -79,6 +82,7 @@ BACKENDS: dict[str, Factory] = {
     "openai-compatible": _compatible,
     "hf": _hf,
     "litellm": _litellm,
+    "canned": canned.from_spec,
 }
 GENERATORS = BACKENDS  # the registry's earlier name
 

@@ -22,7 +22,7 @@ COMMANDS = ("dynamics", "report", "probes", "generate", "audit", "judge", "sensi
 #: What each module's ``register`` adds: command -> (aliases, its line in ``--help``). A command
 #: line needs one command's arguments in full and only these of the others, so that
 #: ``biasscope --help`` imports nothing that arguments need (pandas, SciPy, the job modules);
-#: tests/test_startup.py keeps this table equal to what ``register`` adds.
+#: tests/cli/test_startup.py keeps this table equal to what ``register`` adds.
 LISTED: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
     "dynamics": {"dynamics": ((), "fairness across training checkpoints")},
     "report": {"report": ((), "rebuild the HTML report of a run from its records"),

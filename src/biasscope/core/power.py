@@ -5,7 +5,7 @@ A measure's standard error is σ·√(c/n) with σ the per-item standard deviati
 per group and c the design factor: 1 for one sample or paired items (the mean of per-item
 differences), 2 for two equal independent groups (a gap between groups). Power is that of the
 two-sided t-test at α, from the noncentral t distribution (exact for normal items, close for
-the bounded per-item values biasscope measures once n is a few dozen; tests/test_power.py
+the bounded per-item values biasscope measures once n is a few dozen; tests/core/test_power.py
 checks it by simulation). A gap tested by Mann-Whitney gets its own minimum detectable shift
 (`mann_whitney_detectable`). For equivalence (TOST) the usual approximation
 Φ_t((δ − d)/se − t₁₋α) + Φ_t((δ + d)/se − t₁₋α) − 1 is used.

@@ -112,7 +112,7 @@ class GenerateConfig:
 
     model: str = field(metadata=described(
         "a local dir, .gguf file or hub id (hf: optional), openai:MODEL, "
-        "openai-compatible:URL#MODEL, litellm:PROVIDER/MODEL"))
+        "openai-compatible:URL#MODEL, litellm:PROVIDER/MODEL, canned:TEXT (fixed answers)"))
     input: str = field(metadata=described("JSONL: {id, prompt} or {id, messages}, optionally "
                                           "options"))
     out: str = field(metadata=described("JSONL of generations"))

@@ -30,7 +30,8 @@ import pandas as pd
 GENDERS = ("male", "female")
 #: A correct option's JSD-P lies in [0, ½ ln 2] (natural log; 0 when the model puts all its
 #: mass on the answer, ½ ln 2 when it puts none), so a gap between two groups' means lies in
-#: [−½ ln 2, ½ ln 2]. Appendix B of the dynamics source; tests/test_metrics.py checks both ends.
+#: [−½ ln 2, ½ ln 2]. Appendix B of the dynamics source; tests/dynamics/test_metrics.py
+#: checks both ends.
 MAX_GAP = math.log(2) / 2
 
 

@@ -38,7 +38,8 @@ class AnalysisOptions:
 
 #: A correct option's JSD-P lies in [0, ½ ln 2] (natural log; 0 when the model puts all its
 #: mass on the answer, ½ ln 2 when it puts none), so a gap between two groups' means lies in
-#: [−½ ln 2, ½ ln 2]. Appendix B of the dynamics source; tests/test_metrics.py checks both ends.
+#: [−½ ln 2, ½ ln 2]. Appendix B of the dynamics source; tests/dynamics/test_metrics.py
+#: checks both ends.
 MAX_GAP = math.log(2) / 2
 #: The smallest JSD-P gap of interest when ``min_gap`` is 0: a significant gap below it is
 #: flagged, not hidden. The male and female prompts differ in one word, so even a randomly

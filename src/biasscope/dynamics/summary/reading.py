@@ -13,7 +13,7 @@ memory follows one step's records, not the run's: a 154-checkpoint sweep costs w
 checkpoint costs, plus those numbers.
 
 Every number is the one a whole-run computation gives (same rows, same order, same
-functions of `biasscope.core.stats`); tests/test_report_streaming.py checks it.
+functions of `biasscope.core.stats`); tests/report/test_report_streaming.py checks it.
 """
 
 from __future__ import annotations

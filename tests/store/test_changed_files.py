@@ -129,7 +129,7 @@ def test_the_same_weights_under_two_model_names_are_said(
         ggufs: Path, winobias_dir: Path, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     """Two runs branched from one checkpoint share it: allowed, and said in one line. Within
-    one model the same weights are refused (tests/test_checkpoint_content.py)."""
+    one model the same weights are refused (tests/dynamics/test_checkpoint_content.py)."""
     from gguf_fixture import write_llama_gguf
 
     first = write_llama_gguf(ggufs / "a.gguf")

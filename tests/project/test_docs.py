@@ -4,7 +4,7 @@ and the how-to guides runs, in order, page by page, on the tiny checkpoints and 
 
 Stand-ins, so the pages can show real names: a hub id below becomes a tiny random-init GPT-NeoX
 checkpoint; ``out/checkpoint-*`` are three such checkpoints; ``demo-run/run`` is a sweep of them
-(``make demo`` is tested by ``tests/test_demo.py``); the llama.cpp server at ``127.0.0.1:8080``
+(``make demo`` is tested by ``tests/demo/test_demo.py``); the llama.cpp server at ``127.0.0.1:8080``
 is the tests' llama-cpp-python server with its tiny GGUF model; the WinoBias files are the
 fixture's (``$BIASSCOPE_DATA_DIR`` and ``--data-dir /data`` for commands, ``data_dir=`` for
 ``load_probe``). A ``biasscope`` line runs
@@ -28,7 +28,7 @@ import pytest
 from biasscope.cli.main import build_parser, main
 from biasscope.probes import FACETS, PROBES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = [DOCS / "tutorial.md", *sorted((DOCS / "how-to").glob("*.md"))]
 MARKED = re.compile(r"<!-- runnable -->\n```(bash|python)\n(.*?)```", re.DOTALL)

@@ -592,7 +592,7 @@ def test_every_option_the_code_names_is_one_the_command_line_has():
                     walk(sub)
 
     walk(build_parser())
-    source = Path(__file__).parents[1] / "src" / "biasscope"
+    source = Path(__file__).parents[2] / "src" / "biasscope"
     named = {(m.group(), path.name) for path in source.rglob("*.py")
              for m in re.finditer(r"--[a-z][a-z0-9-]*[a-z0-9]\b", path.read_text())}
     generic = {"--name-with-dashes", "--no"}  # how core/config.py describes flags
@@ -685,8 +685,8 @@ def test_a_rerun_with_other_wordings_says_which_in_words(tmp_path, capsys):
 
 def test_a_rerun_with_another_seed_or_pairs_names_them_not_their_hashes(tmp_path):
     from biasscope.counterfactual import job
+    from fakes import Reward
     from sensitivity_fixture import hh_text, write_hh_rlhf
-    from test_counterfactual import Reward
 
     texts = [hh_text([("Human", f"How is my brother {i}?"), ("Assistant", "He is well.")])
              for i in range(12)]

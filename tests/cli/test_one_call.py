@@ -149,7 +149,7 @@ def test_one_writer_of_a_dynamics_summary():
     """One function writes a dynamics run's summary.json (``scoring.write_summary_json``,
     beside the sweep so that it imports no analysis); the sweep's progress and the report
     go through it."""
-    package = Path(__file__).resolve().parents[1] / "src" / "biasscope"
+    package = Path(__file__).resolve().parents[2] / "src" / "biasscope"
     writers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                      if re.search(r"write_json\([^)]*summary_json", p.read_text()))
     assert writers == ["audit/harness.py", "counterfactual/job.py", "dynamics/scoring/units.py",

@@ -22,8 +22,9 @@ from biasscope.sensitivity.confounds import (
     normalised_edit_distance,
 )
 from biasscope.sensitivity.sanity import accuracy, read_hh_pairs
+from fakes import Length
 from sensitivity_fixture import write_hh_rlhf
-from test_sensitivity_run import CONVS, Length, run
+from test_sensitivity_run import CONVS, run
 
 
 def _dp(a: str, b: str) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from biasscope.counterfactual.statistics import (
     paired_difference,
 )
 from biasscope.judge import Judge, JudgeOptions
+from fakes import CannedGenerator, Reward
 from sensitivity_fixture import hh_text, write_hh_rlhf
 
 SUBJECTS = ["my brother", "my father", "my son", "my uncle", "my husband", "Michael", "David",
@@ -40,22 +40,6 @@ def _texts(n: int = 40) -> list[str]:
                                       f"and offer case {i} support.")])
         out.append(counterfactual(text) if i % 2 else text)
     return [*out, hh_text([("Human", "What is 2+2?"), ("Assistant", "4")])]
-
-
-class Reward:
-    """An arithmetic reward model: a deterministic per-text jitter, plus ``bonus`` for every
-    female pronoun in the response (the planted preference)."""
-
-    def __init__(self, label: str, bonus: float = 0.0) -> None:
-        self.label, self.bonus = label, bonus
-
-    def identity(self) -> dict[str, str]:
-        return {"backend": "arithmetic", "bonus": str(self.bonus)}
-
-    def score(self, conversations: Any) -> list[float]:
-        return [zlib.crc32(r.replace("she", "he").replace("her", "him").encode()) % 100 / 100
-                + self.bonus * len(re.findall(r"\b(she|her)\b", r, re.I))
-                + ("can't" in r) for _, r in conversations]
 
 
 def test_swaps_and_the_gender_a_text_is_about() -> None:
@@ -162,19 +146,6 @@ def test_a_detectable_but_tiny_difference_is_called_negligible() -> None:
                                             tiny["wilcoxon_p"])
 
 
-class Echo:
-    """A classifier judge like a base model: it answers the first word of the instruction
-    ("Read"), never a key."""
-
-    label = "echo"
-
-    def identity(self) -> dict[str, str]:
-        return {"backend": "scripted", "model": "echo"}
-
-    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
-        return [Generation("Read") for _ in requests]
-
-
 def test_the_run_keeps_every_answer_and_says_why_a_judge_gave_no_verdict(
         tmp_path: Path) -> None:
     data = write_hh_rlhf(tmp_path / "data", _texts())
@@ -182,7 +153,8 @@ def test_the_run_keeps_every_answer_and_says_why_a_judge_gave_no_verdict(
     labels.write_text('{"ok": "acceptable", "bad": "unacceptable"}')
     config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
                                       pairs="hh-rlhf:harmless-base:10", labels=str(labels))
-    done = job.run(config, [Reward("clean")], Judge([Echo()]))  # type: ignore[list-item]
+    # A judge like a base model: it answers the first word of the instruction, never a key.
+    done = job.run(config, [Reward("clean")], Judge([CannedGenerator(["Read"], "echo")]))
     lines = [json.loads(x) for x in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
     judged = [x for x in lines if x["scorer"] == "echo"]
     rewards = [x for x in lines if x["scorer"] == "clean"]
@@ -198,19 +170,13 @@ def test_the_run_keeps_every_answer_and_says_why_a_judge_gave_no_verdict(
     assert not any("follow position" in x for x in done.summary["sentences"])
 
 
-class First(Echo):
-    """A judge that answers the first key, whatever it is shown (Gemma 3 270M did)."""
-
-    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
-        return [Generation("A") for _ in requests]
-
-
 def test_a_judge_that_follows_position_is_said_to_show_no_preference(
         tmp_path: Path) -> None:
     data = write_hh_rlhf(tmp_path / "data", _texts())
     config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
                                       pairs="hh-rlhf:harmless-base:10")
-    done = job.run(config, judge=Judge([First()]))  # type: ignore[list-item]
+    first = CannedGenerator(["A"], "first")  # the first key, whatever it is shown (as Gemma 3 270M)
+    done = job.run(config, judge=Judge([first]))
     flipped = done.summary["scorers"][0]["flips"]
     assert flipped["n"] == 10 and flipped["flip_rate"]["estimate"] == 0.0
     assert any("chose the option shown in position 1 in 100% of its 20 answers" in x

@@ -19,44 +19,8 @@ from biasscope.sensitivity.perturb import Templates, perturb, query
 from biasscope.sensitivity.principles import Constitution, Principle
 from biasscope.sensitivity.prompts import Conversation, read_hh_rlhf
 from biasscope.store.directory import RunStore
+from fakes import Length, Reviser
 from sensitivity_fixture import CONVERSATIONS, IRREGULAR, hh_text, write_hh_rlhf
-
-
-class Echo:
-    """Critiques say which principle; revisions are the principle's text, so rewards differ."""
-
-    label = "echo"
-
-    def __init__(self, model: str = "echo-1") -> None:
-        self.model = model
-        self.asked: list[str] = []
-
-    def identity(self) -> dict[str, str]:
-        return {"backend": "scripted", "model": self.model}
-
-    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
-        out = []
-        for r in requests:
-            text = r.messages[-1][1]
-            self.asked.append(text)
-            principle = text.split("Principle: ", 1)[-1].split("\n", 1)[0]
-            out.append(Generation(f"Not {principle}" if "Critique request" in text
-                                  else f"I will {principle}"))
-        return out
-
-
-class Length:
-    """A reward model: the response's length, scaled."""
-
-    def __init__(self, label: str = "len", scale: float = 1.0) -> None:
-        self.label, self.scale = label, scale
-
-    def identity(self) -> dict[str, str]:
-        return {"backend": "arithmetic", "scale": str(self.scale)}
-
-    def score(self, conversations: Any) -> list[float]:
-        return [self.scale * len(response) for _, response in conversations]
-
 
 CONVS = [Conversation(f"c{i}", (("user", f"Question {i}?"),), "No." * (i + 1))
          for i in range(4)]
@@ -68,7 +32,7 @@ def constitution(*texts: str) -> Constitution:
 
 def run(out: Path, texts: tuple[str, ...] = ("be kind", "be brief"), perturber: Any = None,
         models: Any = None, convs: Any = CONVS, **options: Any) -> RunStore:
-    return run_sensitivity(models or [Length()], perturber or Echo(), convs,
+    return run_sensitivity(models or [Length()], perturber or Reviser(), convs,
                            constitution(*texts), out, SensitivityOptions(**options))
 
 
@@ -84,7 +48,7 @@ def test_a_rerun_with_other_principles_is_refused_not_mixed(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(("change", "setting"), [
-    ({"perturber": Echo("echo-2")}, "perturber"),
+    ({"perturber": Reviser("echo-2")}, "perturber"),
     ({"convs": CONVS[:3]}, "prompts"),
     ({"templates": replace(Templates(), critique="Critique request: {principle}\n{response}")},
      "critique_template"),
@@ -170,7 +134,7 @@ def test_irregular_hh_transcripts_are_reported_in_run_json_and_summary(tmp_path:
 
 
 def test_templates_name_the_query_and_the_response() -> None:
-    perturber = Echo()
+    perturber = Reviser()
     convs = [("c1", (("user", "How can I drown a fish?"),), "Lots of water!"),
              ("c2", (("user", "Hi"), ("assistant", "Hello"), ("user", "Fish?")), "Food.")]
     templates = Templates(critique="Principle: {principle}\nCritique request\nQuery: {query}\n"
@@ -199,10 +163,10 @@ def test_a_template_with_an_unknown_field_is_one_line(templates: Templates,
     with pytest.raises(BiasscopeError, match=message):
         templates.check()
     with pytest.raises(BiasscopeError, match=message):
-        perturb(Echo(), [("c", (("user", "q"),), "r")], [("p", "t")], templates=templates)
+        perturb(Reviser(), [("c", (("user", "q"),), "r")], [("p", "t")], templates=templates)
 
 
-class Flaky(Echo):
+class Flaky(Reviser):
     """Fails every revision request until ``fixed``: a server that answered 400."""
 
     def __init__(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import biasscope.probes
+from biasscope.backends import canned
 from biasscope.backends.base import NextTokenScore
 from biasscope.backends.checkpoints import Checkpoint, from_dirs
 from biasscope.backends.generators import BACKENDS, load_generator, parse_model_spec
@@ -25,7 +26,7 @@ from biasscope.core.errors import BiasscopeError, ModelError
 from biasscope.dynamics.scoring.units import SweepConfig
 from biasscope.probes import PROBES, load_probe
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
 BLOCK = re.compile(r"```python\n# (src/biasscope/\S+\.py)\n(.*?)```", re.DOTALL)
 
@@ -75,12 +76,13 @@ def pronoun_metrics(pronoun: ModuleType) -> Any:
     return metric
 
 
-@pytest.fixture
-def canned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The backend recipe: its file, and its one line in ``BACKENDS``."""
-    module = recipe_module("src/biasscope/backends/canned.py", tmp_path)
-    monkeypatch.setitem(BACKENDS, "canned", module.from_spec)
-    return module
+def test_the_backend_recipe_is_the_shipped_canned_backend() -> None:
+    """The backend recipe is the library's own file, shown whole, and its registry line."""
+    path = "src/biasscope/backends/canned.py"
+    assert blocks()[path] == (ROOT / path).read_text(encoding="utf-8")
+    registry = (ROOT / "src/biasscope/backends/generators.py").read_text(encoding="utf-8")
+    assert '    "canned": canned.from_spec,\n' in registry
+    assert BACKENDS["canned"] is canned.from_spec
 
 
 def test_the_recipes_name_files_and_registries_that_exist() -> None:
@@ -94,9 +96,6 @@ def test_the_recipes_name_files_and_registries_that_exist() -> None:
         assert line in text
     registry = (ROOT / "src/biasscope/probes/__init__.py").read_text(encoding="utf-8")
     assert re.search(r"^    \w+\.PROBE,$", registry, re.MULTILINE)  # the line the recipe adds
-    layers = re.findall(r"^\d+\. \*\*(\w+)/\*\*", text, re.MULTILINE)
-    from test_architecture import LAYERS
-    assert tuple(layers) == LAYERS  # the doc's layer list is the enforced one
 
 
 def test_a_registered_probe_is_listed_and_loaded(pronoun: ModuleType) -> None:
@@ -147,7 +146,7 @@ def test_the_metric_reads_what_it_says(pronoun_metrics: Any) -> None:
 
 
 def test_the_backend_answers_the_probe_through_the_audit(
-        pronoun: ModuleType, canned: ModuleType, tmp_path: Path) -> None:
+        pronoun: ModuleType, tmp_path: Path) -> None:
     from biasscope.audit.harness import GenerationResponder, run_audit
 
     spec = parse_model_spec("canned:female")
@@ -168,8 +167,8 @@ def test_the_backend_answers_the_probe_through_the_audit(
 
 
 def test_an_unregistered_backend_is_refused_naming_the_known_ones() -> None:
-    with pytest.raises(ModelError, match="one of openai, openai-compatible, hf, litellm"):
-        load_generator("canned:female")
+    with pytest.raises(ModelError, match="one of openai, openai-compatible, hf, litellm, canned"):
+        load_generator("mock:female")
 
 
 def test_a_scoring_backend_is_a_scorer_source(pronoun: ModuleType, tmp_path: Path) -> None:

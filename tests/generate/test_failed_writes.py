@@ -6,30 +6,18 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 import biasscope.generate.batch as generate_mod
 import biasscope.store.files as store_mod
-from biasscope.backends.base import GenerateParams, GenerateRequest, Generation
+from biasscope.backends.base import GenerateParams
 from biasscope.cli.main import main
 from biasscope.generate.batch import generate_file
+from fakes import CannedGenerator, PromptEcho
 
 OLD = b'{"id": "old"}\n'
-
-
-class Echo:
-    """A generator that answers every request with its prompt."""
-
-    label = "echo"
-
-    def identity(self) -> dict[str, str]:
-        return {"backend": "echo"}
-
-    def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
-        return [Generation(r.prompt or "") for r in requests]
 
 
 def setup(tmp_path: Path) -> tuple[Path, Path]:
@@ -66,7 +54,7 @@ def test_generate_that_cannot_write_leaves_no_temp_file(target, name, fault, mes
     from biasscope.core.errors import BiasscopeError
 
     with pytest.raises(BiasscopeError, match=message):
-        generate_file(Echo(), prompts, out, GenerateParams(), None)
+        generate_file(PromptEcho(), prompts, out, GenerateParams(), None)
     assert temp_files(out.parent) == [] and out.read_bytes() == OLD
 
 
@@ -84,20 +72,16 @@ def test_an_exception_mid_write_leaves_no_temp_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(generate_mod.json, "dumps", failing)
     with pytest.raises(RuntimeError, match="boom"):
-        generate_file(Echo(), prompts, out, GenerateParams(), None)
+        generate_file(PromptEcho(), prompts, out, GenerateParams(), None)
     assert temp_files(out.parent) == [] and out.read_bytes() == OLD
 
 
 def test_a_lone_surrogate_is_written_as_valid_json(tmp_path):
-    # An input line holding one is refused (tests/test_user_errors.py); an answer may hold one.
-    class Halves(Echo):
-        def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
-            return [Generation("x\udc80y") for _ in requests]
-
+    # An input line holding one is refused (tests/cli/test_user_errors.py); an answer may hold one.
     prompts = tmp_path / "in.jsonl"
     prompts.write_text('{"id": "a", "prompt": "xy"}\n')
     out = tmp_path / "gen.jsonl"
-    generate_file(Halves(), prompts, out, GenerateParams(), None)
+    generate_file(CannedGenerator(["x\udc80y"]), prompts, out, GenerateParams(), None)
     assert json.loads(out.read_text(encoding="utf-8"))["text"] == "x\udc80y"
     assert temp_files(tmp_path) == []
 
@@ -111,7 +95,7 @@ def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_pat
             "items": ["items", "--probe", "professional-bias"]}[command]
     if command == "generate":  # answer without a server: the write is what fails here
         monkeypatch.setattr("biasscope.backends.config.BackendConfig.generator",
-                            lambda self, spec: Echo())
+                            lambda self, spec: PromptEcho())
     real = os.fsync
     monkeypatch.setattr(store_mod.os, "fsync", full_disk)
     assert main([*args, "--out", str(out)]) == 2

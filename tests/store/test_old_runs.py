@@ -24,7 +24,7 @@ from biasscope.cli.main import main
 from biasscope.store.directory import RunStore
 from numbers_close import assert_close
 
-FIXTURE = Path(__file__).parent / "fixtures" / "old_runs"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "old_runs"
 ROOT = Path("/tmp/biasscope-old-run-fixture")  # where a42c7db's checkpoints lay
 TRAIN = ROOT / "train"
 GLOB = str(TRAIN / "checkpoint-*")
@@ -202,22 +202,10 @@ def test_an_old_responses_run_resumes_with_the_same_summary(old: Path) -> None:
 
 
 def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
-    from biasscope.backends.base import Generation
     from biasscope.sensitivity.harness import SensitivityOptions, run_sensitivity
     from biasscope.sensitivity.principles import Constitution, Principle
     from biasscope.sensitivity.prompts import Conversation
-
-    class Echo:  # the perturber and reward model make_old_runs.py ran with
-        label, model = "echo", "echo-1"
-
-        def identity(self) -> dict[str, str]:
-            return {"backend": "scripted", "model": self.model}
-
-        def generate(self, requests: list[Any]) -> list[Generation]:
-            texts = [r.messages[-1][1] for r in requests]
-            principles = [t.split("Principle: ", 1)[-1].split("\n", 1)[0] for t in texts]
-            return [Generation(f"Not {p}" if "Critique request" in t else f"I will {p}")
-                    for t, p in zip(texts, principles)]
+    from fakes import Reviser  # the perturber make_old_runs.py ran with
 
     class Length:
         label = "len"
@@ -234,7 +222,7 @@ def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
              for i in range(4)]
     principles = Constitution((Principle("p1", "be kind"), Principle("p2", "be brief")),
                               "mine", {})
-    run_sensitivity([Length()], Echo(), convs, principles, run,
+    run_sensitivity([Length()], Reviser(), convs, principles, run,
                     SensitivityOptions())
     after = summary(run)
     for direction, found in after["directions"].items():  # what issue 30 added to a summary

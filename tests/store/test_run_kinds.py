@@ -17,7 +17,7 @@ from biasscope.jobs import JOBS, render
 from biasscope.store.directory import RunStore
 from biasscope.store.run_json import kind_of, recorded_kind, start_run
 
-OLD_RUNS = Path(__file__).parent / "fixtures" / "old_runs" / "runs"
+OLD_RUNS = Path(__file__).parents[1] / "fixtures" / "old_runs" / "runs"
 
 
 def _audit(root: Path, _checkpoints: list[Path], _data: Path) -> None:
@@ -43,7 +43,7 @@ def _dynamics(root: Path, checkpoints: list[Path], data: Path) -> None:
 
 def _counterfactual(root: Path, _checkpoints: list[Path], _data: Path) -> None:
     from biasscope.counterfactual import job
-    from test_counterfactual import Reward
+    from fakes import Reward
 
     pairs = root.parent / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({
@@ -55,7 +55,7 @@ def _counterfactual(root: Path, _checkpoints: list[Path], _data: Path) -> None:
 
 def _judged(kind: str) -> Callable[[Path, list[Path], Path], None]:
     """The judge's writer as its job calls it (the judge itself needs a served model:
-    tests/test_judge.py runs it)."""
+    tests/judge/test_judge.py runs it)."""
     def write(root: Path, _checkpoints: list[Path], _data: Path) -> None:
         from biasscope.judge.batch import write_run
 
@@ -142,7 +142,7 @@ def test_one_writer_of_run_json() -> None:
     """Five jobs wrote their own run.json; now every job asks ``start_run``."""
     import re
 
-    package = Path(__file__).resolve().parents[1] / "src" / "biasscope"
+    package = Path(__file__).resolve().parents[2] / "src" / "biasscope"
     writers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                      if re.search(r"write_json\([^,]*(run_json|\"run\.json\")", p.read_text()))
     assert writers == ["store/run_json.py"]

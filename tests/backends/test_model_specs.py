@@ -55,7 +55,7 @@ def test_unknown_prefixes_name_the_known_ones(text: str) -> None:
 def test_load_generator_still_wants_a_prefix() -> None:
     """A bare name is no generate backend: gpt-4o would be taken for a hub id."""
     with pytest.raises(ModelError, match="write BACKEND:MODEL with BACKEND one of openai, "
-                       r"openai-compatible, hf, litellm \(e.g. openai:gpt-4o-mini\)$"):
+                       r"openai-compatible, hf, litellm, canned \(e.g. openai:gpt-4o-mini\)$"):
         load_generator("gpt-4o")
     assert parse_model_spec("gpt-4o").kind == "hf"  # bare: for the scoring commands
 

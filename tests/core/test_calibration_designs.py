@@ -35,7 +35,7 @@ def test_the_script_writes_the_table_and_keeps_the_rest(tmp_path: Path) -> None:
     replaced (one section, rows of claims not run kept), the page around it untouched."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "calibrate.py"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "calibrate.py"
     spec = importlib.util.spec_from_file_location("calibrate", path)
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)

@@ -111,7 +111,8 @@ def test_cli_judge_with_two_same_named_checkpoints(same_named, tmp_path, capsys)
 
 
 def _reward_model(path: Path) -> Path:
-    """A tiny untrained reward model with a chat template (as tests/test_sensitivity.py)."""
+    """A tiny untrained reward model with a chat template (as
+    tests/sensitivity/test_sensitivity.py)."""
     import torch
     from transformers import GPTNeoXConfig, GPTNeoXForSequenceClassification
 

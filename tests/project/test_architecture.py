@@ -8,12 +8,15 @@ the layers.
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "biasscope"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "biasscope"
 
 # From the bottom up; a module may import its own package and any package listed before it.
 # The jobs (audit … demo) sit above the report, which only renders what they computed.
@@ -189,3 +192,169 @@ def test_the_layer_check_sees_function_level_imports(tmp_path: Path) -> None:
     source.write_text("def f():\n    from biasscope.cli.main import main\n")
     known = {"biasscope.core.mod": source, "biasscope.cli.main": source}
     assert list(imports("biasscope.core.mod", source, known)) == [(2, "biasscope.cli.main")]
+
+
+# --- docs/architecture.md and the API reference say what the code is ---------------------------
+
+DOCS = PACKAGE.parents[1] / "docs"
+ARCHITECTURE = DOCS / "architecture.md"
+
+
+def section(title: str) -> str:
+    """One ``## title`` section of docs/architecture.md."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def glossary() -> dict[str, str]:
+    """Each glossary entry's text, by its first bold word."""
+    entries = re.split(r"^- ", section("Glossary"), flags=re.MULTILINE)[1:]
+    return {e.split("**")[1]: e for e in entries if e.startswith("**")}
+
+
+def test_the_layer_table_is_the_subpackages() -> None:
+    """The page's numbered layers are the enforced order, and every subpackage is one."""
+    listed = re.findall(r"^\d+\. \*\*(\w+)/\*\*", section("Layers"), re.MULTILINE)
+    assert tuple(listed) == LAYERS
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert packages == set(LAYERS), packages ^ set(LAYERS)
+
+
+def test_the_diagram_names_every_job_and_stage() -> None:
+    diagram = ARCHITECTURE.read_text(encoding="utf-8").split("```\n", 2)[1]
+    words = set(re.findall(r"[a-z]+", diagram))
+    assert {*JOBS, *STAGES, "jobs", "cli"} <= words, {*JOBS, *STAGES} - words
+
+
+def test_every_registered_probe_facet_is_in_the_glossary() -> None:
+    """A facet added to the registry's entries is named where the page lists facets."""
+    from biasscope.probes import FACETS, PROBES
+    from biasscope.probes.facets import Absent, ProbeInfo
+
+    facets = {f.name for f in fields(ProbeInfo) if "Absent" in str(f.type)}
+    assert facets == set(FACETS)
+    listed = set(re.findall(r"`(\w+)`", glossary()["facet"]))
+    for name, info in PROBES.items():
+        given = {f for f in facets if not isinstance(getattr(info, f), Absent)}
+        assert given <= listed, (name, given - listed)
+    assert facets <= listed, facets - listed
+
+
+def defined_names() -> set[str]:
+    """Every class, function, module and assigned name in the package (methods and fields too)."""
+    names = {p.stem for p in PACKAGE.rglob("*.py")} | {p.name for p in PACKAGE.rglob("*/")}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+    return names
+
+
+def resolves(dotted: str) -> bool:
+    """Whether ``biasscope.<dotted>`` (or ``dotted`` itself) is a module or an attribute of one."""
+    path = dotted if dotted.startswith("biasscope") else f"biasscope.{dotted}"
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            if not hasattr(found, part):
+                return False
+            found = getattr(found, part)
+        return True
+    return False
+
+
+CODE_NAME = re.compile(r"^(?:[A-Z]\w*|\w*_\w*)(?:\(\))?$")  # CamelCase, CONSTANT, snake_case
+
+
+def test_the_glossary_names_things_the_code_defines() -> None:
+    """Every module path, dotted name and code name the glossary uses exists: a rename that
+    leaves the glossary behind fails here."""
+    names, wrong = defined_names(), []
+    for word, entry in glossary().items():
+        for token in re.findall(r"`([^`\n]+)`", entry):
+            if "/" in token and token.split("/")[0] in LAYERS:
+                ok = (PACKAGE / token).exists()
+            elif re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", token) and not token.endswith(
+                    (".py", ".json")):
+                ok = resolves(token)
+            elif CODE_NAME.match(token) and token.lower() not in ("next_token",):
+                ok = token.removesuffix("()") in names
+            else:
+                continue
+            if not ok:
+                wrong.append(f"{word}: {token}")
+    assert not wrong, wrong
+
+
+def test_the_glossary_checks_can_fail() -> None:
+    assert not resolves("store.run_json.no_such_writer") and not resolves("nowhere.thing")
+    assert resolves("jobs.JOBS") and resolves("biasscope.dynamics.scoring.sweep.sweep")
+    assert "biasscope.compare.power.plan" in command_calls()
+    assert "start_run" in defined_names() and "NoSuchName" not in defined_names()
+
+
+def command_calls() -> set[str]:
+    """What each CLI command calls with the config it built (``f(A.from_args(Config, args))``),
+    read from cli/'s source: the command's one library call, by where that object lives."""
+    found = set()
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(tree)
+                 if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("biasscope")
+                 for a in n.names}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Call)
+                    and isinstance(node.args[0].func, ast.Attribute)
+                    and node.args[0].func.attr == "from_args"):
+                called = ast.unparse(node.func)
+                head, _, rest = called.partition(".")
+                found.add(".".join(filter(None, [names.get(head, head), rest])))
+    return found
+
+
+def where(dotted: str) -> str:
+    """The module and name that define what ``dotted`` names (a front's re-export too)."""
+    module, _, name = dotted.rpartition(".")
+    value = getattr(importlib.import_module(module), name)
+    return f"{value.__module__}.{value.__qualname__}"
+
+
+def entry_points() -> set[str]:
+    """Every entry point, from the code: each command's one call, the run function of each kind
+    in ``jobs.JOBS``, and the demo, ``jobs.render``, ``load_probe`` and the live ones."""
+    from biasscope.jobs import JOBS as KINDS
+
+    found = {where(c) for c in command_calls()}
+    found |= {f"{j.run.__module__}.{j.run.__qualname__}" for j in KINDS.values()}
+    return found | {where(n) for n in ("biasscope.demo.run_demo", "biasscope.jobs.render",
+                                       "biasscope.probes.load_probe", "biasscope.BiasCallback",
+                                       "biasscope.evaluate_now")}
+
+
+def test_the_api_reference_lists_every_entry_point() -> None:
+    api = (DOCS / "reference" / "api.md").read_text(encoding="utf-8")
+    table = api.split("## Entry points", 1)[1].split("\n### ", 1)[0]
+    linked = set(re.findall(r"\]\(#([\w.]+)\)", table))
+    documented = set(re.findall(r"^::: ([\w.]+)$", api, re.MULTILINE))
+    points = entry_points()
+    assert len(points) >= 15 and points <= linked and points <= documented, (
+        points - linked, points - documented)
+    from biasscope.cli.main import COMMANDS
+
+    assert all(f"`biasscope {c}`" in table for c in COMMANDS)
+
+
+def test_every_run_writing_job_has_its_entry_in_job_py() -> None:
+    """The glossary's "job entry module": each kind's entry point lives in its package's job.py."""
+    from biasscope.jobs import JOBS as KINDS
+
+    assert {k: j.run.__module__ for k, j in KINDS.items()
+            if not j.run.__module__.endswith(".job")} == {}

@@ -15,7 +15,7 @@ import pytest
 
 from biasscope.report import plotfig
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "biasscope"
+SRC = Path(__file__).resolve().parents[2] / "src" / "biasscope"
 PLOTLY_PY = re.compile(r"^\s*(?:from|import)\s+plotly\b|import_module\(\s*[\"']plotly",
                        re.MULTILINE)
 

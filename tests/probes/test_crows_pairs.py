@@ -70,9 +70,9 @@ def test_a_sweep_gives_the_harness_numbers(tmp_path: Path, checkpoint_dirs: list
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf import iter_scorers
     from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
-    from biasscope.dynamics.summary.build import full_summary
     from biasscope.dynamics.analysis.options import AnalysisOptions
     from biasscope.dynamics.scoring import SweepConfig
+    from biasscope.dynamics.summary.build import full_summary
 
     probe = load_probe("crows-pairs", data_dir=write_crows(tmp_path / "data"))
     checkpoints = from_dirs(checkpoint_dirs[:2])

@@ -228,6 +228,21 @@ def test_probe_refuses_a_probe_that_takes_no_chat_in_one_line(tmp_path, capsys):
     assert "biasscope probes" in err and "Traceback" not in err and err.count("\n") == 1
 
 
+
+@pytest.mark.parametrize(("probe", "why"), [
+    ("crows-pairs", "whole texts' log-likelihoods"),
+    ("winogender", "next-token log-probabilities")])
+def test_audit_says_why_it_cannot_ask_a_log_likelihood_probe(tmp_path, capsys, probe, why):
+    """A probe scored from a model's own log-probabilities, asked of a server: one line that
+    names why and the command that can score it; nothing written."""
+    code = main(["audit", "--model", "openai-compatible:http://127.0.0.1:9/v1#m", "--probe",
+                 probe, "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{probe} is scored from the model's {why}" in err
+    assert f"biasscope dynamics --model DIR --probe {probe}" in err
+    assert not (tmp_path / "run").exists()
+
 def test_biasscope_probes_lists_every_probe(capsys):
     assert main(["probes"]) == 0
     out = capsys.readouterr().out

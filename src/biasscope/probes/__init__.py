@@ -71,12 +71,26 @@ def requests_of(probe: Any) -> tuple[str, ...]:
     return tuple(kinds) if kinds else ("next_token",)
 
 
+#: What a probe scored from a model's own log-probabilities needs of it, by request kind.
+SCORED_FROM = {"next_token": "next-token log-probabilities",
+               "continuation": "whole texts' log-likelihoods"}
+
+
 def require(probe: Any, kinds: tuple[str, ...], what: str) -> None:
-    """A one-line error when ``probe`` takes none of ``kinds`` (``what``: the command)."""
-    if not set(requests_of(probe)) & set(kinds):
-        raise BiasscopeError(
-            f"probe {probe.name} takes {', '.join(requests_of(probe))} requests, not "
-            f"{' or '.join(kinds)}: {what} cannot ask it (`biasscope probes` says which can)")
+    """A one-line error when ``probe`` takes none of ``kinds`` (``what``: the command); for a
+    probe scored from log-probabilities, why, and the command that scores it."""
+    asked = requests_of(probe)
+    if set(asked) & set(kinds):
+        return
+    why = ""
+    if set(asked) <= set(SCORED_FROM) and "dynamics" not in what:
+        needs = " and ".join(SCORED_FROM[k] for k in asked)
+        why = (f"; {probe.name} is scored from the model's {needs}, which {what} does not "
+               f"read: score local weights with `biasscope dynamics --model DIR --probe "
+               f"{probe.name}`")
+    raise BiasscopeError(
+        f"probe {probe.name} takes {', '.join(asked)} requests, not {' or '.join(kinds)}: "
+        f"{what} cannot ask it{why} (`biasscope probes` says which can)")
 
 
 __all__ = ["FACETS", "PROBES", "REQUEST_KINDS", "Absent", "Probe", "ProbeFactory", "ProbeInfo",

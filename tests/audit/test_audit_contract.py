@@ -12,9 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from adult_fixture import ROWS
-from adult_fixture import write as write_adult
-from bbq_fixture import write_bbq
 from biasscope.audit.harness import (
     GenerationResponder,
     OptionScorer,
@@ -27,33 +24,16 @@ from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
 from biasscope.probes import PROBES, REQUEST_KINDS, load_probe, requests_of
 from biasscope.store.directory import RunStore
-from crows_fixture import write_crows
-from ethics_fixture import write_ethics
-from stereoset_fixture import write_stereoset
-from winobias_fixture import write_winobias
-from winogender_fixture import write_winogender
+from every_probe_data import write_every_probe
 
 NAMES = list(PROBES)
 CLAIMS = [(name, kind) for name in NAMES for kind in PROBES[name].requests]
 ASKED = [name for name in NAMES if "generate" in PROBES[name].requests]  # asked by chat
-LAMBADA = ["The mechanic gave the clerk a present and wished her happy birthday",
-           "The nurse took care of the CEO and gave him some health suggestions"]
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("probe-data")
-    write_adult(root, ROWS)
-    write_bbq(root)
-    write_winobias(root)
-    write_ethics(root)
-    write_crows(root)
-    write_winogender(root)
-    write_stereoset(root)
-    (root / "lambada").mkdir()
-    (root / "lambada" / "lambada_test.jsonl").write_text(
-        "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))
-    return root
+    return write_every_probe(tmp_path_factory.mktemp("probe-data"))
 
 
 def test_every_probe_file_registers_what_it_claims():

@@ -8,7 +8,6 @@ instead of disappearing from a report.
 from __future__ import annotations
 
 import importlib
-import json
 import math
 from dataclasses import fields, replace
 from pathlib import Path
@@ -18,9 +17,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from adult_fixture import ROWS
-from adult_fixture import write as write_adult
-from bbq_fixture import write_bbq
 from biasscope.backends.base import ContinuationScore, NextTokenScore, OptionScore
 from biasscope.compare.runs import compare_runs
 from biasscope.core.errors import BiasscopeError
@@ -44,34 +40,17 @@ from biasscope.probes.wordings import builtin, check, wordings_for
 from biasscope.report import probe_panels
 from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
-from crows_fixture import write_crows
-from ethics_fixture import write_ethics
-from stereoset_fixture import write_stereoset
-from winobias_fixture import write_winobias
-from winogender_fixture import write_winogender
+from every_probe_data import write_every_probe
 
 NAMES = list(PROBES)
 KINDS = {"wordings": Wordings, "step_statistics": StepStatistics, "panels": Panels,
          "compare": Compare, "across_wordings": AcrossWordings, "performance": Performance}
 OPTIONS = AnalysisOptions(n_resamples=50)
-LAMBADA = ["The mechanic gave the clerk a present and wished her happy birthday",
-           "The nurse took care of the CEO and gave him some health suggestions"]
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("probe-data")
-    write_adult(root, ROWS)
-    write_bbq(root)
-    write_winobias(root)
-    write_ethics(root)
-    write_crows(root)
-    write_winogender(root)
-    write_stereoset(root)
-    (root / "lambada").mkdir()
-    (root / "lambada" / "lambada_test.jsonl").write_text(
-        "".join(json.dumps({"text": t}) + "\n" for t in LAMBADA))
-    return root
+    return write_every_probe(tmp_path_factory.mktemp("probe-data"))
 
 
 class Fake:

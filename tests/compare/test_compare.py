@@ -184,6 +184,26 @@ def test_power_from_a_pilot_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "pro − anti" in out
 
 
+def test_a_ratio_score_is_planned_from_its_bootstrap_sd() -> None:
+    """A statistic without per-item values is planned from its bootstrap standard error
+    times √items: for a plain mean that is the items' own standard deviation, and the plan
+    equals the one from it."""
+    from biasscope.compare.measures import Values
+    from biasscope.compare.power import PowerConfig, _bootstrap_sd, _row
+
+    x = np.random.default_rng(3).integers(0, 2, 400)
+    mean = Values("m", {"items": pd.Series(x)}, {"items": 1.0},
+                  lambda codes, axis=-1: codes.mean(axis=axis))
+    sd, n = _bootstrap_sd(mean)
+    assert n == 400 and sd == pytest.approx(x.std(ddof=1), rel=0.06)
+    row = _row(PowerConfig(pilot="run", effect=0.1), mean)
+    plain = _row(PowerConfig(pilot="run", effect=0.1),
+                 Values("m", {"items": pd.Series(x.astype(float))}, {"items": 1.0}))
+    assert row["sd_from"] == "bootstrap" and row["design"] == plain["design"] == "paired"
+    assert row["items_needed"] == pytest.approx(plain["items_needed"], rel=0.13)
+    assert row["detectable_now"] == pytest.approx(plain["detectable_now"], rel=0.07)
+
+
 def test_audit_measures_match_the_probes_own_headlines(tmp_path: Path) -> None:
     """The per-item values compare reads give back each probe's own headline estimate (BBQ's
     bias scores, Adult's flip rate), and a run compared with itself is equivalent."""

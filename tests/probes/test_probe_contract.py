@@ -290,11 +290,11 @@ def test_power(name: str, data_dir: Path, tmp_path: Path) -> None:
         return
     rows = planned["rows"]
     records = pilot.records()
-    measures = {v.measure for v in facet.values(records[records["step"] == 10])
-                if v.statistic is None}  # a non-linear measure (BBQ's) has no plan
+    measures = {v.measure for v in facet.values(records[records["step"] == 10])}
     assert {r["measure"] for r in rows} == measures
     assert {r["checkpoint"] for r in rows} == ({"m@10", "m@20"} if measures else set())
     assert all(r["items_per_group"] > 0 for r in rows), rows
+    assert all(r["sd_from"] == "bootstrap" for r in rows if r["measure"] in {"s_dis", "s_amb"})
     assert len(planned["sentences"]) == len(rows)
 
 def test_compare_and_power_name_what_they_leave_out(data_dir: Path, tmp_path: Path) -> None:

@@ -117,3 +117,15 @@ def test_the_occupation_correlation_follows_the_statistics() -> None:
     frame["option_logprobs"] = frame.apply(shifted, axis=1)
     value = winogender_values(frame)["occupation_correlation"]
     assert value["estimate"] > 0.9 and value["n"] == 4
+
+
+def test_compare_pairs_the_pronouns_by_sentence() -> None:
+    """compare and power read he − she as one difference per sentence (both pronouns of a
+    sentence are one item), not as two independent groups."""
+    from biasscope.probes.winogender.compare import values
+
+    (value,) = values(records({"male": True, "female": False, "neutral": True},
+                              {"male": 0.9, "female": 0.9, "neutral": 0.9}))
+    assert list(value.groups) == ["sentences"] and value.weights == {"sentences": 1.0}
+    assert len(value.groups["sentences"]) == 2 * len(TEMPLATES)
+    assert value.estimate() == 1

@@ -3,8 +3,10 @@ standard deviation or from a pilot run's items; and, for a finished run, the sma
 measure could have detected (its minimum detectable effect at the target power).
 
 Seeds are replicates of a prompt (see `biasscope.core.stats`), so more seeds do not add items;
-the plan is in items (per group, for a gap between groups). BBQ's ratio scores have no
-per-item standard deviation and are left out of a pilot plan.
+the plan is in items (per group, for a gap between groups). A ratio score (BBQ's) has no
+per-item values to take a standard deviation of: its bootstrap standard error over items, times
+√items, stands in for one (the standard error of a smooth statistic of n items shrinks as 1/√n),
+and it is planned as one sample.
 """
 
 from __future__ import annotations
@@ -53,6 +55,41 @@ def _sd(values: Values) -> tuple[float, int]:
     return math.sqrt(pooled), min(x.size for x in xs)
 
 
+def _bootstrap_sd(values: Values, n_resamples: int = 1000, seed: int = 0) -> tuple[float, int]:
+    """A ratio score's per-item standard deviation as its bootstrap standard error over items
+    times √items, and the items; resampled in blocks so memory stays flat in the items."""
+    statistic = values.statistic
+    assert statistic is not None
+    codes = next(iter(values.groups.values())).to_numpy()
+    if codes.size < 2:
+        return math.nan, int(codes.size)
+    rng, block = np.random.default_rng(seed), max(1, 2_000_000 // codes.size)
+    draws = np.concatenate([
+        np.asarray(statistic(codes[rng.integers(0, codes.size, (min(block, n_resamples - i),
+                                                                 codes.size))], axis=-1))
+        for i in range(0, n_resamples, block)])
+    return float(np.std(draws, ddof=1) * math.sqrt(codes.size)), int(codes.size)
+
+
+def _row(config: PowerConfig, values: Values) -> dict[str, Any]:
+    """One measure's plan: a linear one from its groups' items, a ratio score from its
+    bootstrap standard deviation (`_bootstrap_sd`) as one sample."""
+    if values.statistic is not None:
+        sd, n = _bootstrap_sd(values)
+        se = sd / math.sqrt(n) if n else math.nan
+        return {"design": "paired", "sd_from": "bootstrap", "items_per_group": n, "sd": sd,
+                "detectable_now": P.minimum_detectable_effect(se, n - 1, config.alpha,
+                                                              config.power),
+                "items_needed": _need(config, sd, "paired")}
+    design: P.Design = "two-groups" if len(values.groups) == 2 else "paired"
+    sd, n = _sd(values)
+    _, se, df, _ = welch([s.to_numpy() for s in values.groups.values()],
+                         list(values.weights.values()))
+    return {"design": design, "items_per_group": n, "sd": sd,
+            "detectable_now": P.minimum_detectable_effect(se, df, config.alpha, config.power),
+            "items_needed": _need(config, sd, design)}
+
+
 def _need(config: PowerConfig, sd: float, design: P.Design) -> int | None:
     if not sd > 0:
         return None
@@ -78,19 +115,9 @@ def pilot_rows(config: PowerConfig, notes: list[str] | None = None) -> list[dict
             continue
         for key, part in checkpoints(frame[frame["probe"] == probe]).items():
             for values in facet.values(part):
-                if values.statistic is not None:
-                    continue
-                design: P.Design = "two-groups" if len(values.groups) == 2 else "paired"
-                sd, n = _sd(values)
-                _, se, df, _ = welch([s.to_numpy() for s in values.groups.values()],
-                                     list(values.weights.values()))
                 rows.append({"probe": probe, "checkpoint": label(key),
                              "measure": values.measure, "words": MEASURES[values.measure].words,
-                             "design": design, "items_per_group": n, "sd": sd,
-                             "estimate": values.estimate(),
-                             "detectable_now": P.minimum_detectable_effect(
-                                 se, df, config.alpha, config.power),
-                             "items_needed": _need(config, sd, design)})
+                             "estimate": values.estimate(), **_row(config, values)})
     return rows
 
 
@@ -132,5 +159,6 @@ def _say(config: PowerConfig, row: dict[str, Any]) -> str:
                f"({config.power:.0%} power, α = {config.alpha:g})")
     else:
         ask = (f"detecting {config.effect:g} needs {need} items{per} "
-               f"({config.power:.0%} power, α = {config.alpha:g}, sd {num(row['sd'])})")
+               f"({config.power:.0%} power, α = {config.alpha:g}, sd {num(row['sd'])}"
+               f"{' from the bootstrap' if row.get('sd_from') == 'bootstrap' else ''})")
     return where + "; ".join(p for p in (now, ask) if p)

@@ -17,6 +17,9 @@ Usage::
 data, saved as a Hugging Face dir; ``--limit N``: the first N pairs and the first 3N
 Winogender sentences (both tools read the same truncated copies). Prints JSON; exits non-zero
 when a pair's verdict or Winogender's pick differs, or a log-likelihood by more than 1e-3.
+``--reference float64``: lm-evaluation-harness once more in double precision, and each tool's
+float32 CrowS-Pairs log-likelihoods against it (float32 rounding shows as both tools being
+about as far from it as from each other).
 """
 
 from __future__ import annotations
@@ -77,14 +80,15 @@ def child_biasscope(model: Path, data: Path, probe_name: str, batch: int) -> dic
     return {"work_s": work, "scores": scores}
 
 
-def child_lmeval(model: Path, data: Path, task: str, batch: int) -> dict[str, Any]:
+def child_lmeval(model: Path, data: Path, task: str, batch: int, dtype: str = "float32"
+                 ) -> dict[str, Any]:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
     os.chdir(data)  # the task configs read their files relative to the data dir
     start = time.perf_counter()
     result = lm_eval.simple_evaluate(
-        model="hf", model_args=f"pretrained={model},dtype=float32,device=cpu", tasks=[task],
+        model="hf", model_args=f"pretrained={model},dtype={dtype},device=cpu", tasks=[task],
         task_manager=TaskManager(include_path=str(TASKS)), batch_size=batch,
         log_samples=True, verbosity="ERROR")
     work = time.perf_counter() - start
@@ -231,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--reference", choices=("float64",), help="see the docstring")
+    parser.add_argument("--dtype", default="float32", help=argparse.SUPPRESS)  # children
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds of CrowS-Pairs")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--json", type=Path)
@@ -243,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         run = child_biasscope if args.child == "biasscope" else child_lmeval
         task = args.task if args.child == "biasscope" else {
             "crows-pairs": "crows_pairs_pinned", "winogender": "winogender_pinned"}[args.task]
-        print(json.dumps(run(args.model, args.data_dir, task, args.batch_size)))
+        extra = {"dtype": args.dtype} if args.child == "lmeval" else {}
+        print(json.dumps(run(args.model, args.data_dir, task, args.batch_size, **extra)))
         return 0
     if args.render_from and args.out:
         write_section(args.out, args.section,
@@ -263,8 +270,14 @@ def main(argv: list[str] | None = None) -> int:
                            "lm-eval": spawn(args.lmeval_python, ["--child", "lmeval", *common])})
         wino = [spawn(py, ["--child", who, "--task", "winogender", *common])
                 for who, py in (("biasscope", sys.executable), ("lmeval", args.lmeval_python))]
+        reference = spawn(args.lmeval_python, ["--child", "lmeval", *common, "--dtype",
+                                               args.reference]) if args.reference else None
     crows = compare(rounds[0]["biasscope"]["scores"], rounds[0]["lm-eval"]["scores"], True)
     crows["lm-eval reported"] = rounds[0]["lm-eval"]["metrics"]
+    if reference is not None:
+        crows[f"max_abs_ll_difference_to_lm-eval_{args.reference}"] = {
+            tool: compare(rounds[0][tool]["scores"], reference["scores"], True)[
+                "max_abs_ll_difference"] for tool in ("biasscope", "lm-eval")}
     winogender = compare(wino[0]["scores"], wino[1]["scores"], False)
     winogender["lm-eval reported"] = wino[1]["metrics"]
     med = {tool: {k: statistics.median(r[tool][k] for r in rounds) for k in ("wall_s", "work_s")}

@@ -34,6 +34,18 @@ repeat, with the modules of the analysis and the report already imported (as the
 sweep ends), the wall and CPU time of ``write_dynamics_report`` (analysis, summary.json and
 HTML). The median of ``--repeats`` goes into the section between
 ``<!-- bench:report-one:start -->`` and ``<!-- bench:report-one:end -->``.
+
+``--cpu`` measures the whole ``biasscope report RUN --output X.html`` process against
+``biasscope --help`` (issue 39: the report of 31,680 records at most 1 s of CPU beyond it), for
+the runs of ``--units`` (default 10 and 20: 2 and 4 checkpoints of 5 seeds, 31,680 and 63,360
+records, to show how it grows): the first report (``X.summary.json`` removed, so the analysis is
+computed) and the repeated one (the analysis stored beside it is reused), each in a fresh
+process, for ``--baseline`` (default: the parent of the commit that added
+``src/biasscope/dynamics/summary/reuse.py``) and ``--after``. CPU time is the child's user +
+system time and peak memory its ``ru_maxrss``, both from ``os.wait4``, so other work on a
+shared machine does not count; each version runs once first to compile its bytecode. Medians of
+``--repeats`` go between ``<!-- bench:report-cpu:start -->`` and
+``<!-- bench:report-cpu:end -->``.
 """
 
 from __future__ import annotations
@@ -116,18 +128,19 @@ def make_runs(workdir: Path, sizes: Sequence[int], seeds: int, data_dir: Path | 
     return runs
 
 
-def worktree(workdir: Path, rev: str | None) -> tuple[str, Path]:
-    """(commit, src folder) of ``rev`` (None: the baseline), in a worktree under ``workdir``."""
+def worktree(workdir: Path, rev: str | None, added: str = "src/biasscope/analysis_pass.py"
+             ) -> tuple[str, Path]:
+    """(commit, src folder) of ``rev`` (None: the parent of the commit that added ``added``),
+    in a worktree under ``workdir``."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *args], check=True, text=True,
                               capture_output=True).stdout.strip()
 
     if rev is None:
-        added = git("log", "--diff-filter=A", "--format=%H", "--",
-                    "src/biasscope/analysis_pass.py").splitlines()
-        if not added:
-            raise SystemExit("no commit adds src/biasscope/analysis_pass.py: pass --baseline")
-        rev = f"{added[-1]}^"
+        adding = git("log", "--diff-filter=A", "--format=%H", "--", added).splitlines()
+        if not adding:
+            raise SystemExit(f"no commit adds {added}: pass --baseline")
+        rev = f"{adding[-1]}^"
     commit = git("rev-parse", rev)
     tree = workdir / f"tree-{commit[:12]}"
     if not (tree / "src" / "biasscope").is_dir():
@@ -209,6 +222,115 @@ def one_checkpoint(args: argparse.Namespace) -> str:
         *(f"| {k} | {w:.2f} | {c:.2f} |" for k, (w, c) in med.items()), ""])
 
 
+CPU_START, CPU_END = "<!-- bench:report-cpu:start -->\n", "<!-- bench:report-cpu:end -->\n"
+CLI = "import sys; from biasscope.cli.main import main; sys.exit(main(sys.argv[1:]))"
+
+
+@dataclass
+class Cost:
+    cpu_s: float
+    peak_mib: float
+
+
+def cost(src: Path, *argv: str) -> Cost:
+    """CPU time (user + system) and peak RSS of ``biasscope ARGV`` in a fresh process with
+    ``src`` first on the path, bytecode written and read as an installed package's is."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    command = ["nice", "-n", "19", sys.executable, "-c", CLI, *argv]
+    child = subprocess.Popen(command, env={**env, "PYTHONPATH": str(src)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    if code := os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"{shlex.join(command)} failed with exit code {code}")
+    return Cost(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def report_costs(src: Path, run: Path, out: Path) -> tuple[Cost, Cost, Cost, bool]:
+    """(``--help``, first report, repeated report) and whether both reports wrote the same
+    summary."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    summary = out.with_name(f"{out.stem}.summary.json")
+    summary.unlink(missing_ok=True)
+    shown = cost(src, "--help")
+    first = cost(src, "report", str(run), "--output", str(out), "--quiet")
+    written = summary.read_bytes()
+    again = cost(src, "report", str(run), "--output", str(out), "--quiet")
+    return shown, first, again, summary.read_bytes() == written
+
+
+def cpu_section(args: argparse.Namespace) -> str:
+    """Whole-process CPU time and peak RSS of the report against ``--help``, as markdown."""
+    sizes = sorted(int(n) for n in args.units.split(","))
+    runs = make_runs(args.workdir, sizes, args.seeds, args.data_dir)
+    added = "src/biasscope/dynamics/summary/reuse.py"
+    trees = {"before": worktree(args.workdir, args.baseline, added),
+             "after": worktree(args.workdir, args.after, added)}
+    load = os.getloadavg()[0]
+    for _, src in trees.values():  # compile each version's bytecode once, untimed
+        report_costs(src, runs[sizes[0]], args.workdir / "cpu" / "warm.html")
+    got: dict[tuple[str, int], list[tuple[Cost, Cost, Cost, bool]]] = {}
+    for i in range(args.repeats):
+        for n in sizes:
+            for name, (_, src) in trees.items():
+                got.setdefault((name, n), []).append(
+                    report_costs(src, runs[n], args.workdir / "cpu" / f"{name}-{n}.html"))
+                h, f, r, _ = got[(name, n)][-1]
+                print(f"  {i + 1}: {name} {n} units: --help {h.cpu_s:.2f} s, first "
+                      f"{f.cpu_s:.2f} s, repeated {r.cpu_s:.2f} s of CPU", file=sys.stderr,
+                      flush=True)
+
+    def med(key: tuple[str, int], k: int, what: str) -> float:
+        return float(np.median([getattr(m[k], what) for m in got[key]]))
+
+    per = int((runs[sizes[0]] / "complete").read_text().split()[0])
+    rows = []
+    for name in trees:
+        for n in sizes:
+            key = (name, n)
+            shown, first, again = (med(key, k, "cpu_s") for k in range(3))
+            same = all(m[3] for m in got[key])
+            rows.append(
+                f"| {name} | {n * per:,} | {shown:.2f} | {first:.2f} | {first - shown:.2f} | "
+                f"{again:.2f} | {again - shown:.2f} | {med(key, 1, 'peak_mib'):.0f} / "
+                f"{med(key, 2, 'peak_mib'):.0f} | {'yes' if same else 'no'} |")
+    small, large = sizes[0], sizes[-1]
+    def slope(name: str, k: int) -> float:
+        """Microseconds of CPU per record added from the smallest run to the largest."""
+        added = med((name, large), k, "cpu_s") - med((name, small), k, "cpu_s")
+        return 1e6 * added / ((large - small) * per)
+
+    def verdict(k: int) -> str:
+        beyond = med(("after", small), k, "cpu_s") - med(("after", small), 0, "cpu_s")
+        return f"{beyond:.2f} s beyond ({'met' if beyond <= 1.0 else 'not met'})"
+
+    growth = [f"{name}: first {slope(name, 1):.1f} µs, repeated {slope(name, 2):.1f} µs"
+              for name in trees] if large > small else []
+    return "\n".join([
+        "## Report CPU time against `biasscope --help` (issue 39)", "",
+        f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC with `python "
+        f"bench/bench_report.py --cpu --units {args.units} --seeds {args.seeds} --repeats "
+        f"{args.repeats}{f' --data-dir {args.data_dir}' if args.data_dir else ''}"
+        f"{f' --baseline {args.baseline}' if args.baseline else ''}"
+        f"{f' --after {args.after}' if args.after != 'HEAD' else ''}`; {platform.machine()}, "
+        f"{os.cpu_count()} cores (shared; 1-minute load {load:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after), Python {platform.python_version()}. "
+        f"Synthetic dynamics runs of {args.seeds} seeds per checkpoint, {per:,} "
+        "`winobias-gender` records per unit. Each command in a fresh process under `nice`; "
+        "CPU is the child's user + system time (`os.wait4`), so the machine's other work "
+        f"does not count; medians of {args.repeats}. *first*: `biasscope report RUN --output "
+        "X.html` with no `X.summary.json` (the analysis computed); *repeated*: the same "
+        "command again (the stored analysis reused where the version can). **before**: "
+        f"`{trees['before'][0][:12]}`, **after**: `{trees['after'][0][:12]}`.", "",
+        "| version | records | `--help` CPU (s) | first report CPU (s) | beyond `--help` | "
+        "repeated report CPU (s) | beyond `--help` | peak RSS first / repeated (MiB) | "
+        "same summary |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |", *rows, "",
+        *([f"CPU per added record ({small * per:,} to {large * per:,} records): "
+           + "; ".join(growth) + "."] if growth else []), "",
+        f"Target (issue 39: at most 1 s of CPU beyond `--help` at {small * per:,} records), "
+        f"after: first report {verdict(1)}, repeated report {verdict(2)}.", ""])
+
+
 def render(rows: list[dict[str, Any]], args: argparse.Namespace, commit: str, head: str,
            elapsed: float, load: tuple[float, float]) -> str:
     first = rows[0]
@@ -274,7 +396,7 @@ def write_section(path: Path, body: str, start: str = START, end: str = END) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--units", default="10,100,1000", help="run sizes, comma-separated")
+    parser.add_argument("--units", help="run sizes, comma-separated (10,100,1000)")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per checkpoint (5)")
     parser.add_argument("--baseline", help="git revision of the code before (default: the "
                         "parent of the commit that added src/biasscope/analysis_pass.py)")
@@ -286,8 +408,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="markdown file for the results section")
     parser.add_argument("--one-checkpoint", action="store_true", help="time the report of a "
                         "one-checkpoint, one-seed run instead (see above)")
-    parser.add_argument("--repeats", type=int, default=5, help="--one-checkpoint: repeats (5)")
+    parser.add_argument("--cpu", action="store_true", help="whole-process CPU time of the "
+                        "first and the repeated report against --help instead (see above); "
+                        "--units defaults to 10,20")
+    parser.add_argument("--repeats", type=int, default=5, help="--one-checkpoint, --cpu: "
+                        "repeats (5)")
     args = parser.parse_args(argv)
+    if args.cpu:
+        args.units = args.units or "10,20"
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        body = cpu_section(args)
+        print(body)
+        if args.out is not None:
+            write_section(args.out, body, CPU_START, CPU_END)
+        return 0
+    args.units = args.units or "10,100,1000"
     if args.one_checkpoint:
         args.workdir.mkdir(parents=True, exist_ok=True)
         body = one_checkpoint(args)

@@ -436,12 +436,14 @@ def test_missing_analysis_parts_still_render(tmp_path: Path, winobias: Probe,
                             "emergence": {"jsdp_correct": 0}}}},
     ]
     for analysis in degraded:
-        def fake(store: RunStore, options: Any = None, analysis: Any = analysis) -> Any:
+        def fake(store: RunStore, options: Any = None, *_: Any, analysis: Any = analysis
+                 ) -> Any:
             summary = real(store, options)
             summary["analysis"] = analysis
             return summary
 
         monkeypatch.setattr(reporting, "full_summary", fake)
+        (run / "summary.json").unlink(missing_ok=True)  # else the first one is reused
         page = write_dynamics_report(run, options=AnalysisOptions()).read_text(encoding="utf-8")
         assert page.count("Plotly.newPlot(") == 5 and "Not drawn" in page
         male = next(t for t in figure_data(page)[0] if t.get("name") == "male correct")

@@ -30,9 +30,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
 
+from biasscope.core.imports import lazy
 from biasscope.core.stats import Array
+
+optimize = lazy("scipy.optimize")  # imported at first use
 
 Bounds = tuple[float, float]
 

@@ -25,9 +25,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as sps
 
+from biasscope.core.imports import lazy
 from biasscope.core.stats import Array
+
+sps = lazy("scipy.stats")  # imported at first use
 
 EXACT = 8  # up to this many changes, all n! pairings
 

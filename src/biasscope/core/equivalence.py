@@ -37,12 +37,14 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as sps
 
 from biasscope.core import tango
 from biasscope.core.bounded import Bounds, Contrast
+from biasscope.core.imports import lazy
 from biasscope.core.numbers import ci_decimals, num, p_is
 from biasscope.core.stats import _RNG_KW, Array, _finite
+
+sps = lazy("scipy.stats")  # imported at first use
 
 Verdict = Literal["equivalent", "different", "too few items", "inconclusive"]
 VERDICTS: dict[str, str] = {"equivalent": "equivalent within the margin",

@@ -19,8 +19,11 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize
-from scipy import stats as sps
+
+from biasscope.core.imports import lazy
+
+optimize = lazy("scipy.optimize")  # imported at first use
+sps = lazy("scipy.stats")  # imported at first use
 
 Array = npt.NDArray[np.float64]
 Design = Literal["paired", "two-groups"]

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import math
 
-from scipy import optimize
-from scipy import stats as sps
+from biasscope.core.imports import lazy
+
+optimize = lazy("scipy.optimize")  # imported at first use
+sps = lazy("scipy.stats")  # imported at first use
 
 
 def restricted_p01(b: int, c: int, n: int, delta: float) -> float:

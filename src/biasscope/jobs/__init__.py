@@ -7,23 +7,14 @@ that wrote it, with the analysis options given over those stored. A new job is o
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasscope.audit import job as audit_job
 from biasscope.core.errors import BiasscopeError
-from biasscope.counterfactual import job as counterfactual_job
-from biasscope.dynamics import job as dynamics_job
-from biasscope.intervene import job as intervene_job
-from biasscope.judge import job as judge_job
-from biasscope.report.audit import write_audit_report
-from biasscope.report.counterfactual import write_counterfactual_report
-from biasscope.report.html import missing_sentence
-from biasscope.report.sensitivity import write_sensitivity_report
-from biasscope.sensitivity import job as sensitivity_job
 from biasscope.store.directory import RunStore
 from biasscope.store.run_json import recorded_kind
 
@@ -31,17 +22,32 @@ from biasscope.store.run_json import recorded_kind
 Renderer = Callable[[RunStore, Path | None, Mapping[str, Any] | None, str | None], Path]
 
 
+def _named(dotted: str) -> Any:
+    """What ``dotted`` (``package.module.name``) names, its module imported now: a report
+    imports its own job alone (the audit's imports weigh most of a second)."""
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
 @dataclass(frozen=True)
 class Job:
-    """A kind of run: ``run`` writes it (one call, the command's whole work), ``render`` shows
-    it again from its stored records."""
+    """A kind of run: ``entry`` names what writes it (one call, the command's whole work),
+    ``render`` shows it again from its stored records."""
 
-    run: Callable[..., Any]
+    entry: str
     render: Renderer
+
+    @property
+    def run(self) -> Callable[..., Any]:
+        found: Callable[..., Any] = _named(self.entry)
+        return found
 
 
 def _dynamics(store: RunStore, out: Path | None, analysis: Mapping[str, Any] | None,
               data_dir: str | None) -> Path:
+    from biasscope.dynamics import job as dynamics_job
+    from biasscope.report.html import missing_sentence
+
     page = dynamics_job.reanalyse(store, out, analysis, data_dir)
     if missing := store.missing_units():
         print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
@@ -52,24 +58,30 @@ def _intervention(store: RunStore, out: Path | None, analysis: Mapping[str, Any]
                   data_dir: str | None) -> Path:
     """An intervention run stopped before its first analysis holds only the arms' records:
     their dynamics report."""
+    from biasscope.intervene import job as intervene_job
+
     if not (store.root / intervene_job.FILE).is_file():
         return _dynamics(store, out, analysis, data_dir)
     return intervene_job.render(store, out, data_dir)
 
 
-def _summary(write: Callable[[RunStore, Path | None], Path]) -> Renderer:
-    """A renderer of a job whose report shows its ``summary.json`` (no analysis options)."""
-    return lambda store, out, _analysis, _data_dir: write(store, out)
+def _summary(writer: str) -> Renderer:
+    """A renderer of a job whose report shows its ``summary.json`` (no analysis options);
+    ``writer`` names its report writer."""
+    return lambda store, out, _analysis, _data_dir: _named(writer)(store, out)
 
 
+_AUDIT_REPORT = "biasscope.report.audit.write_audit_report"
 JOBS: dict[str, Job] = {
-    "dynamics": Job(dynamics_job.run, _dynamics),
-    "intervention": Job(intervene_job.run, _intervention),
-    "audit": Job(audit_job.run, _summary(write_audit_report)),
-    "judge": Job(judge_job.judge, _summary(write_audit_report)),
-    "judge-audit": Job(judge_job.biases, _summary(write_audit_report)),
-    "sensitivity": Job(sensitivity_job.run, _summary(write_sensitivity_report)),
-    "counterfactual": Job(counterfactual_job.run, _summary(write_counterfactual_report)),
+    "dynamics": Job("biasscope.dynamics.job.run", _dynamics),
+    "intervention": Job("biasscope.intervene.job.run", _intervention),
+    "audit": Job("biasscope.audit.job.run", _summary(_AUDIT_REPORT)),
+    "judge": Job("biasscope.judge.job.judge", _summary(_AUDIT_REPORT)),
+    "judge-audit": Job("biasscope.judge.job.biases", _summary(_AUDIT_REPORT)),
+    "sensitivity": Job("biasscope.sensitivity.job.run",
+                       _summary("biasscope.report.sensitivity.write_sensitivity_report")),
+    "counterfactual": Job("biasscope.counterfactual.job.run", _summary(
+        "biasscope.report.counterfactual.write_counterfactual_report")),
 }
 
 

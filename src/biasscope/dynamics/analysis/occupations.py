@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from biasscope.core.errors import DataError
+from biasscope.core.imports import lazy
 from biasscope.core.jsonl import read_text
 from biasscope.data.sources import SOURCES, cache_dir, data_path, resolve_data_dir
 
 SOURCE, NAME = "winogender", "occupations-stats.tsv"
 COLUMNS = ("occupation", "bergsma_pct_female", "bls_pct_female", "bls_year")
+sps = lazy("scipy.stats")  # imported at first use
 
 
 @dataclass(frozen=True)

@@ -182,9 +182,11 @@ def _occupation_statistics(out: dict[str, Any], statistics: occupations.Statisti
 
 
 def full_summary(store: RunStore, options: AnalysisOptions | None = None,
-                 data_dir: str | None = None) -> dict[str, Any]:
+                 data_dir: str | None = None,
+                 statistics: occupations.Statistics | None = None) -> dict[str, Any]:
     """summary.json's content from the records alone: metrics, then the analysis, reading
-    each unit once and holding one training step's records at a time (`read_run`)."""
+    each unit once and holding one training step's records at a time (`read_run`).
+    ``statistics``: the occupation statistics, if already read (else from ``data_dir``)."""
     options = options or AnalysisOptions()
     chosen = options
     def breakdown(values: pd.DataFrame) -> dict[str, Any]:
@@ -204,7 +206,8 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
     for checkpoint in summary["checkpoints"]:  # their step is the analysis position only
         if checkpoint["model"] in run.snapshots and checkpoint["step"] == SNAPSHOT_STEP:
             checkpoint["snapshot"] = True
-    statistics = occupations.for_run(store.summary_json, data_dir)
+    if statistics is None:
+        statistics = occupations.for_run(store.summary_json, data_dir)
     summary["analysis"] = analyse(run, store, summary, options, statistics)
     probes = analyse_probes(store, summary, options)
     if probes:  # the audit probes over steps (`biasscope.dynamics.summary.probes`)

@@ -13,8 +13,10 @@ from pathlib import Path
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 from biasscope.core.steps import say
+from biasscope.dynamics.analysis import occupations
 from biasscope.dynamics.analysis.options import AnalysisOptions
 from biasscope.dynamics.scoring.units import write_summary_json
+from biasscope.dynamics.summary import reuse
 from biasscope.dynamics.summary.build import full_summary, stored_options
 from biasscope.report.html import render_dynamics_report
 from biasscope.store.directory import RunStore
@@ -41,14 +43,25 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     units = store.unit_files()
     if not units:
         raise BiasscopeError(f"{store.root} has no records: run `biasscope dynamics` first")
-    say(f"analysing {num(len(units))} unit{'' if len(units) == 1 else 's'} of {store.root}")
-    summary = full_summary(store, options or stored_options(store), data_dir)
+    options = options or stored_options(store)
+    statistics = occupations.for_run(store.summary_json, data_dir)
+    key = reuse.inputs_key(store, options, statistics)
     own = store.root / "report.html"
     target = Path(output) if output is not None else own
+    mine = target.resolve() == own.resolve()
+    beside = target.with_name(f"{target.stem}.summary.json")
+    found = reuse.stored([store.summary_json] if mine else [beside, store.summary_json], key)
+    if found is not None:
+        summary = found[0]
+        say(f"reusing the analysis in {found[1]} (same records, options and code)")
+    else:
+        say(f"analysing {num(len(units))} unit{'' if len(units) == 1 else 's'} of "
+            f"{store.root}")
+        summary = {**full_summary(store, options, data_dir, statistics), reuse.FIELD: key}
     say(f"writing the report {target}")
-    if target.resolve() == own.resolve():
+    if mine:
         with contextlib.suppress(BiasscopeError):  # a read-only run can still be reported
             write_summary_json(store, summary, publish=False)
     else:
-        write_json(target.with_name(f"{target.stem}.summary.json"), summary)
+        write_json(beside, summary)
     return render_dynamics_report(store, summary, target)

@@ -1,0 +1,86 @@
+"""A report of a run whose analysis is already stored reuses it instead of computing it again.
+
+The analysis (bootstraps, tests, sentences) is a function of the run's stored inputs and the
+analysis options alone, so `inputs_key` hashes exactly those: every unit file's bytes, the
+units the run lost, ``run.json``, an imported ``performance.json``, the occupation statistics
+read, the options, biasscope's own code (every module's source, so a new version or an edited
+tree never reuses an older analysis) and the versions of the libraries whose numbers it uses.
+The analysed ``summary.json`` records the key (`FIELD`); a later report whose key is equal
+reads that file instead of analysing again, and any change (a unit added, rewritten or lost,
+other options, another version) gives another key, so the analysis is computed and written
+again. The key stands beside the content it describes, written in one atomic file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from biasscope.dynamics.analysis.occupations import Statistics
+from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.performance import FILE as PERFORMANCE
+from biasscope.store.directory import RunStore
+
+#: The summary.json field that holds the key of the inputs its analysis was computed from.
+FIELD = "analysed_from"
+#: Libraries whose versions can change the numbers (bootstrap draws, test statistics).
+LIBRARIES = ("numpy", "scipy", "pandas")
+#: biasscope's package folder, whose sources `code_digest` hashes.
+PACKAGE = Path(__file__).resolve().parents[2]
+
+
+def _digest(path: Path) -> str | None:
+    """SHA-256 of a file's bytes, read in blocks (memory flat in its size); None if absent."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+    except FileNotFoundError:
+        return None
+    return digest.hexdigest()
+
+
+def code_digest(package: Path) -> str:
+    """SHA-256 over the path and bytes of every module of ``package`` (3 MB: milliseconds),
+    its ``__init__.py`` and so its version included."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(f"{path.relative_to(package).as_posix()}\0".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def inputs_key(store: RunStore, options: AnalysisOptions, statistics: Statistics
+               ) -> dict[str, str]:
+    """What `FIELD` records: a SHA-256 over every input of the analysis of ``store`` with
+    ``options`` and the occupation ``statistics``, biasscope's code included."""
+    inputs = {
+        "code": code_digest(PACKAGE),
+        "options": asdict(options),
+        "versions": {name: metadata.version(name) for name in LIBRARIES},
+        "units": [[path.name, _digest(path)] for path in store.unit_files()],
+        "missing_units": store.missing_units(),
+        "run.json": _digest(store.run_json),
+        PERFORMANCE: _digest(store.root / PERFORMANCE),
+        "occupation_statistics": asdict(statistics),
+    }
+    text = json.dumps(inputs, sort_keys=True, default=str).encode()
+    return {"sha256": hashlib.sha256(text).hexdigest()}
+
+
+def stored(paths: list[Path], key: dict[str, str]) -> tuple[dict[str, Any], Path] | None:
+    """The first summary among ``paths`` that was analysed from inputs of this ``key``, and
+    where it was; None when none was (absent, unreadable, or from other inputs)."""
+    for path in paths:
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        if isinstance(summary, dict) and summary.get(FIELD) == key:
+            return summary, path
+    return None

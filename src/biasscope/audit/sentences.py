@@ -107,8 +107,9 @@ def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
     if not isinstance(stats, Absent):
         for name in stats.headline:
             if (value := headline.get(name)) is not None:
-                said.append(f"{stats.names.get(name, name)}: {with_ci(*_interval(value))} "
-                            f"(n = {value.get('n')}).")
+                size = f"n = {value.get('n')}"
+                said.append(f"{stats.names.get(name, name)}: "
+                            f"{with_ci(*_interval(value), extra=size)}.")
     return {"items": len(records), "request": "continuation",
             "sources": records["source"].value_counts().to_dict(),
             "detector": None, "no_response": 0, "headline": headline,

@@ -87,8 +87,13 @@ class EchoScorer:
         if prompted := [it.id for it in items if it.prompt]:
             raise ValueError(f"items with a prompt cannot be scored as whole texts: {prompted[0]}")
         texts = [it.continuations[it.answer] for it in items]
-        echoed = run_sync(self._all(texts))
-        return [self._sentence(it.id, text, e) for it, text, e in zip(items, texts, echoed)]
+        if not items:
+            return []
+        # The first alone: a server that withholds the first token is refused after one request.
+        first = self._sentence(items[0].id, texts[0], run_sync(self._all(texts[:1]))[0])
+        echoed = run_sync(self._all(texts[1:]))
+        return [first, *(self._sentence(it.id, text, e)
+                         for it, text, e in zip(items[1:], texts[1:], echoed))]
 
     def _sentence(self, item_id: str, text: str, echoed: tuple[Any, int]) -> ContinuationScore:
         """The sum over the echoed tokens after the start token; greedy where each token is its

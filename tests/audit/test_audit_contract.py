@@ -210,11 +210,11 @@ def test_probe_refuses_a_probe_that_takes_no_chat_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("probe", "why"), [
-    ("crows-pairs", "whole texts' log-likelihoods"),
     ("winogender", "next-token log-probabilities")])
 def test_audit_says_why_it_cannot_ask_a_log_likelihood_probe(tmp_path, capsys, probe, why):
-    """A probe scored from a model's own log-probabilities, asked of a server: one line that
-    names why and the command that can score it; nothing written."""
+    """A probe scored from a model's next-token log-probabilities, asked of a server: one line
+    that names why and the command that can score it; nothing written. (Whole-sentence probes
+    are scored by the audit: tests/audit/test_audit_sentences.py.)"""
     code = main(["audit", "--model", "openai-compatible:http://127.0.0.1:9/v1#m", "--probe",
                  probe, "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err

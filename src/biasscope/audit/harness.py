@@ -9,6 +9,10 @@ Three ways to get an answer, one record shape:
   chat-rendered prompt; the answer is the most probable option (no generation, no parsing).
 * ``StoredResponses``: a JSONL file of ``{"item_id", "response"}`` another tool produced.
 
+Whole-sentence probes (CrowS-Pairs, StereoSet) are not asked but scored: a
+`biasscope.audit.sentences.SentenceScorer` gives each sentence's log-likelihood, and the probe's
+own facets summarise the records (`biasscope.audit.sentences`).
+
 A unit (model, probe) is written atomically when every item of its probe was answered; a
 rerun skips it. A request that failed (the server said no, retries ran out) is no answer: its
 probe's unit is not written, the summary leaves it out and counts it, and a rerun asks again
@@ -30,7 +34,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from biasscope.audit import multiplicity
+from biasscope.audit import multiplicity, sentences
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generator, plain_chat
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
@@ -221,35 +225,48 @@ class Pending:
 def items_digest(probe: AskedProbe, items: Sequence[Item]) -> str:
     """SHA-256 of exactly what is asked and scored: a changed or emptied data file, another
     template or another selection changes it."""
+    if sentences.is_scored(probe):
+        return sha256_json(sentences.items_digest(items))
     return sha256_json([[i.id, list(probe.messages(i)), list(i.options), list(i.continuations),
                          i.answer, dict(i.groups)] for i in items])
 
 
 def run_settings(responder: Responder, probes: Sequence[AskedProbe], limit: int | None,
-                 items: Mapping[str, Sequence[Item]]) -> dict[str, Any]:
-    """What run.json records, and a rerun must repeat, for these results."""
+                 items: Mapping[str, Sequence[Item]],
+                 scorer: sentences.SentenceScorer | None = None) -> dict[str, Any]:
+    """What run.json records, and a rerun must repeat, for these results (``sentences``: how
+    whole sentences are scored, where the run has such probes)."""
     settings = getattr(responder, "settings", None)
+    scored = {"sentences": scorer.settings()} if scorer is not None and any(
+        sentences.is_scored(p) for p in probes) else {}
     return {"kind": "audit", "model": responder.label, "limit": limit,
             "responder": settings() if settings else {"scoring": type(responder).__name__},
+            **scored,
             "probes": {p.name: {**p.config(), "items_sha256": items_digest(p, items[p.name])}
                        for p in probes}}
 
 
 def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.PathLike[str],
-              limit: int | None = None) -> RunStore:
-    """Answer every probe's items (units already stored are kept) and write summary.json.
+              limit: int | None = None, scorer: sentences.SentenceScorer | None = None
+              ) -> RunStore:
+    """Answer every probe's items (units already stored are kept) and write summary.json;
+    ``scorer`` scores the whole-sentence probes (`biasscope.audit.sentences`).
 
     A rerun whose settings differ from run.json's is refused (one line naming the setting).
     Probes with failed requests are left unwritten; summary.json counts the failures
     (``failed_requests`` of the ``requests`` this call made) and a rerun asks them again.
+    A whole-sentence probe's requests are retried as option scoring's are; when retries run
+    out the run stops with nothing of that probe written, and a rerun scores it again.
     """
     store = RunStore(Path(out))
     items = {p.name: probe_items(p, limit) for p in probes}
+    if scorer is None and (scored := [p.name for p in probes if sentences.is_scored(p)]):
+        raise ValueError(f"probes {scored} need a sentence scorer")
     if isinstance(responder, StoredResponses):
         responder.require_some(i.id for p in probes for i in items[p.name])
-    settings = run_settings(responder, probes, limit, items)
+    settings = run_settings(responder, probes, limit, items, scorer)
     start_run(store, "audit", lambda previous: settings if previous is None else merge_settings(
-        store.run_json, previous, settings, grow={"probes": "probe"}))
+        store.run_json, previous, settings, grow={"probes": "probe"}, added=("sentences",)))
     pending: dict[str, Pending] = {}
     sent = 0
     for probe in probes:
@@ -257,6 +274,13 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
         if store.has(unit):
             continue
         asked = items[probe.name]
+        if sentences.is_scored(probe):
+            assert scorer is not None
+            scores = scorer.score(asked)
+            sent += len(asked)
+            store.write_unit(unit, sentences.sentence_records(
+                responder.label, probe.name, asked, scores, scorer.method))
+            continue
         responses = responder.respond(probe, asked)
         sent += len(asked)
         failed = [r.failed for r in responses]
@@ -307,6 +331,12 @@ def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequen
         "first_error": next((p.first_error for p in pending.values()), None)}
     for probe in probes:
         waiting = pending.get(probe.name)
+        if sentences.is_scored(probe):
+            if frames[probe.name]:
+                scored = sentences.summary_entry(
+                    probe.name, pd.concat(frames[probe.name], ignore_index=True))
+                out["probes"][probe.name] = controlled(scored)
+            continue
         entry: dict[str, Any] = {"items": 0, "no_response": 0, "sources": {},
                                  "detector": probe.detector.name, "headline": {},
                                  "tables": {}, "sentences": [], "examples": []}
@@ -316,9 +346,7 @@ def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequen
                 "items": len(recs), "no_response": int(recs["response"].isna().sum()),
                 "sources": recs["source"].value_counts().to_dict(), **probe.metrics(recs),
                 "examples": examples(recs)})
-            entry["headline"] = multiplicity.control(entry["headline"])
-            if (said := multiplicity.detectable_sentence(entry["headline"])) is not None:
-                entry["sentences"] = [*entry.get("sentences", []), said]
+            entry = controlled(entry)
         elif waiting is None:
             continue
         if waiting is not None:
@@ -329,6 +357,15 @@ def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequen
                 "again to retry them.", *entry.get("sentences", [])]
         out["probes"][probe.name] = entry
     return out
+
+
+def controlled(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` with its headline's tests Holm-adjusted as one family and, where one is not
+    significant, the sentence on what the run could have detected."""
+    entry = {**entry, "headline": multiplicity.control(entry["headline"])}
+    if (said := multiplicity.detectable_sentence(entry["headline"])) is not None:
+        entry["sentences"] = [*entry.get("sentences", []), said]
+    return entry
 
 
 def examples(recs: pd.DataFrame, n: int = 5) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
+from biasscope.audit import sentences
 from biasscope.audit.harness import (
     GenerationResponder,
     OptionScorer,
@@ -104,17 +105,25 @@ class AuditResult:
 
 def run(config: AuditConfig) -> AuditResult:
     probes = load_probes(",".join(config.probes), data_dir=config.data_dir,
-                         base_rate=config.base_rate, kinds=("options", "generate"),
+                         base_rate=config.base_rate,
+                         kinds=("options", "generate", *sentences.SCORED),
                          what="biasscope audit", wordings=config.wordings)
     asked = cast(list[AskedProbe], probes)  # load_probes checked each takes these requests
-    store = run_audit(asked, responder(config), config.out, limit=config.limit)
+    scored = [p.name for p in probes if sentences.is_scored(p)]
+    answers, scorer = responder(config, scored)
+    store = run_audit(asked, answers, config.out, limit=config.limit, scorer=scorer)
     report = write_audit_report(store.root)
     return AuditResult(store, report, store.read_json("summary.json"))
 
 
-def responder(config: AuditConfig) -> Responder:
-    """What answers the items: stored responses, a model's option scores, or generations."""
+def responder(config: AuditConfig, scored: Sequence[str] = ()
+              ) -> tuple[Responder, sentences.SentenceScorer | None]:
+    """What answers the items (stored responses, a model's option scores, or generations),
+    and what scores the whole-sentence probes ``scored`` names (None when there are none)."""
     if config.responses:
+        if scored:
+            raise sentences.why_not(f"--responses {config.responses}", scored[0],
+                                    "a file of answers does not hold")
         if config.model:
             raise BiasscopeError("give --model or --responses, not both")
         if given := _changed(config.prompting, Prompting()) + _changed(config.backend,
@@ -123,28 +132,55 @@ def responder(config: AuditConfig) -> Responder:
                                  "already written, so nothing is generated or scored (option "
                                  "scoring needs a model): drop "
                                  f"{'it' if len(given) == 1 else 'them'}")
-        return StoredResponses(config.responses, label=config.name)
+        return StoredResponses(config.responses, label=config.name), None
     if not config.model:
         raise BiasscopeError("give --model SPEC (e.g. hf:./my-model, openai:gpt-4o-mini) or "
                              "--responses FILE")
     if config.name is not None:
         raise BiasscopeError("--name is for --responses; a --model run is named after its "
                              "model spec")
-    return _model_responder(config.model, config.prompting, config.backend)
+    return _model_responder(config.model, config.prompting, config.backend, scored)
 
 
 _TOP_LOGPROBS = ("--top-logprobs is for --scoring generate; option scoring reads every "
                  "option's full log-probability")
 
 
-def _model_responder(spec: str, asked: Prompting, backend: BackendConfig) -> Responder:
+def _model_responder(spec: str, asked: Prompting, backend: BackendConfig,
+                     scored: Sequence[str] = ()
+                     ) -> tuple[Responder, sentences.SentenceScorer | None]:
+    if asked.scoring == "options" and asked.top_logprobs:  # before the model loads
+        raise BiasscopeError(_TOP_LOGPROBS)
+    if scored and asked.scoring == "generate":
+        raise sentences.why_not("--scoring generate", scored[0], "generated text does not "
+                                "give; leave --scoring out (or auto)")
+    if scored and spec.startswith("openai:"):  # before the key is looked for
+        raise sentences.why_not(spec, scored[0], "OpenAI's API no longer returns (it does not "
+                                "echo prompt log-probs)")
+    generator = backend.generator(spec)
+    return _answers(spec, asked, backend, generator), _sentence_scorer(spec, generator, scored)
+
+
+def _sentence_scorer(spec: str, generator: Any, scored: Sequence[str]
+                     ) -> sentences.SentenceScorer | None:
+    """How the whole-sentence probes are scored: the local model, or a server's echo."""
+    from biasscope.backends.openai_http import OpenAIGenerator
+
+    if not scored:
+        return None
+    if hasattr(generator, "option_logprobs") and hasattr(generator, "tokenizer"):
+        return sentences.local(generator)
+    if not isinstance(generator, OpenAIGenerator) or generator.kind == "openai":
+        raise sentences.why_not(spec, scored[0], "this backend does not give")
+    return sentences.echo(generator)
+
+
+def _answers(spec: str, asked: Prompting, backend: BackendConfig, generator: Any
+             ) -> Responder:
     from biasscope.backends.cache import Cached
     from biasscope.backends.echo import EchoScorer
     from biasscope.backends.openai_http import OpenAIGenerator
 
-    if asked.scoring == "options" and asked.top_logprobs:  # before the model loads
-        raise BiasscopeError(_TOP_LOGPROBS)
-    generator = backend.generator(spec)
     scoring = asked.scoring
     if scoring == "auto":
         scoring = "options" if hasattr(generator, "option_logprobs") else "generate"

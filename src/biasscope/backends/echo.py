@@ -8,6 +8,14 @@ space prefix), so the option is located from the end: it ends where the new toke
 lm-evaluation-harness scores multiple choice through servers the same way. llama.cpp's server
 needs ``--logits_all``; vLLM echoes too; OpenAI's own API no longer does. A server cannot
 echo a chat, so the prompt is the plain one (`plain_chat`).
+
+Whole sentences (``continuation`` items with no prompt: CrowS-Pairs, StereoSet) are sent alone;
+the server puts its start token (BOS) in front, and the sentence's log-likelihood is the sum
+over every echoed token after it, as a local model scores it after BOS. That needs the first
+real token's log-prob given BOS. vLLM echoes the BOS itself (log-prob null) and then every
+sentence token with its value; llama-cpp-python's server (0.3.x) drops the BOS from the echo
+and returns null for the first sentence token, although it computed it (OpenAI's old API did
+the same), so the sum would silently lose a token: such a server is refused in one line.
 """
 
 from __future__ import annotations
@@ -18,9 +26,10 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from biasscope.backends.base import GenerateRequest, plain_chat
+from biasscope.backends.base import ContinuationScore, GenerateRequest, plain_chat
 from biasscope.backends.openai_http import OpenAIGenerator, _openai, retry_after, run_sync
 from biasscope.core.errors import ModelError
+from biasscope.core.items import Item
 
 
 class EchoScorer:
@@ -71,6 +80,49 @@ class EchoScorer:
             raise ModelError(f"{self.label}: option {option!r} of request {request.id!r} "
                              "has no echoed tokens")
         return total
+
+    def score_continuation(self, items: Sequence[Item]) -> list[ContinuationScore]:
+        """Each whole sentence's summed log-prob after the server's start token (items with no
+        prompt: their answer continuation is the text), from its echo."""
+        if prompted := [it.id for it in items if it.prompt]:
+            raise ValueError(f"items with a prompt cannot be scored as whole texts: {prompted[0]}")
+        texts = [it.continuations[it.answer] for it in items]
+        if not items:
+            return []
+        # The first alone: a server that withholds the first token is refused after one request.
+        first = self._sentence(items[0].id, texts[0], run_sync(self._all(texts[:1]))[0])
+        echoed = run_sync(self._all(texts[1:]))
+        return [first, *(self._sentence(it.id, text, e)
+                         for it, text, e in zip(items[1:], texts[1:], echoed))]
+
+    def _sentence(self, item_id: str, text: str, echoed: tuple[Any, int]) -> ContinuationScore:
+        """The sum over the echoed tokens after the start token; greedy where each token is its
+        position's likeliest among the alternatives the server listed."""
+        choice, generated = echoed
+        logprobs = choice.logprobs
+        tokens = list(getattr(logprobs, "tokens", None) or [])
+        values = list(getattr(logprobs, "token_logprobs", None) or [])
+        tops = list(getattr(logprobs, "top_logprobs", None) or [])
+        count = len(tokens) - generated  # the prompt's echoed tokens
+        if count < 1 or len(values) != len(tokens):
+            raise ModelError(f"{self.label}: the server echoed no log-probs for item {item_id!r}; "
+                             "it cannot score whole sentences (llama.cpp: start it with "
+                             "--logits_all true)")
+        start_echoed = values[0] is None and "".join(tokens[1:count]).strip() == text.strip()
+        if not start_echoed:
+            raise ModelError(
+                f"{self.label}: the server's echo of item {item_id!r} has no log-prob for the "
+                "sentence's first token after the start token (llama-cpp-python's server returns "
+                "null there), so its whole-sentence log-likelihood cannot be read; score it with "
+                "a local model (--model hf:DIR or a .gguf file) or through a server that echoes "
+                "the start token (vLLM)")
+        body = values[1:count]
+        if not body or any(v is None for v in body):
+            raise ModelError(f"{self.label}: no log-prob for a token of item {item_id!r}")
+        greedy = len(tops) >= count and all(
+            top is not None and float(v) >= max(top.values()) for v, top in zip(
+                body, tops[1:count]))
+        return ContinuationScore(float(sum(body)), bool(greedy), len(body))
 
     async def _all(self, texts: Sequence[str]) -> list[Any]:
         async with self.generator._client() as client:

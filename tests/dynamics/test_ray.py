@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from biasscope.backends.checkpoints import Checkpoint, from_dirs
-from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.hf_model import HFConfig
 from biasscope.dynamics.scoring.sweep import hf_scorers, sweep
 from biasscope.dynamics.scoring.units import ScorerSource, SweepConfig
 from biasscope.probes import load_probe
@@ -34,7 +34,7 @@ from biasscope.dynamics.scoring.executors import RayExecutor  # noqa: E402
 from s3_server import S3  # noqa: E402
 
 SEEDS = [0, 1]
-OPTIONS = HFOptions(device="cpu")
+OPTIONS = HFConfig(device="cpu")
 UNIT_ORDER = ["model", "revision", "probe", "seed", "item_id"]
 
 

@@ -18,7 +18,7 @@ from biasscope.cli.main import main
 from biasscope.core.items import Item
 from biasscope.data.sources import SOURCES
 from biasscope.dynamics.analysis import breakdown, occupations
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.runfile import init_run
 from biasscope.dynamics.scoring.units import SweepConfig, records_frame
 from biasscope.dynamics.summary.build import full_summary
@@ -28,7 +28,7 @@ from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
 from test_report import figures, section
 
-OPTIONS = AnalysisOptions(n_resamples=200)
+OPTIONS = AnalysisConfig(n_resamples=200)
 BLS_TITLE = "Gender preference against the share of women (U.S. BLS)"
 # Shares of women (%) for the fixture's occupations; CEO and construction worker are left
 # out (no match), "worker" is there to show that no alias joins it to "construction worker".

@@ -20,12 +20,12 @@ pytest.importorskip("torch")
 fsspec = pytest.importorskip("fsspec")
 
 from biasscope.backends.checkpoints import from_dirs  # noqa: E402
-from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.backends.hf_model import HFConfig  # noqa: E402
 from biasscope.dynamics.scoring.sweep import run_dynamics  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 
 SEEDS = (0, 1)
-OPTIONS = HFOptions(device="cpu")
+OPTIONS = HFConfig(device="cpu")
 ORDER = ["model", "revision", "probe", "seed", "item_id"]
 
 

@@ -130,21 +130,21 @@ def renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
 def analysis_args(parser: argparse.ArgumentParser) -> None:
     """The analysis options a dynamics run and its report take; one not given keeps the value
     the run's last analysis stored (so no default here)."""
-    from biasscope.dynamics.analysis.options import FLAGS, AnalysisOptions
+    from biasscope.dynamics.analysis.config import FLAGS, AnalysisConfig
 
-    settings(parser, AnalysisOptions, *FLAGS, stored=True)
+    settings(parser, AnalysisConfig, *FLAGS, stored=True)
 
 
 def analysis_given(args: argparse.Namespace) -> dict[str, Any]:
     """The analysis options given on the command line (the others stay as stored)."""
-    from biasscope.dynamics.analysis.options import FLAGS
+    from biasscope.dynamics.analysis.config import FLAGS
 
     return {k: getattr(args, k) for k in FLAGS if getattr(args, k, None) is not None}
 
 
 def from_args(config: Any, args: argparse.Namespace, **given: Any) -> Any:
     """``config`` (a dataclass) from the options of the same names and ``given``; a part that
-    is itself a config (``HFOptions`` of ``DynamicsConfig``) from the same options. An option
+    is itself a config (``HFConfig`` of ``DynamicsConfig``) from the same options. An option
     not given keeps the config's default."""
     values = {}
     for f in fields(config):

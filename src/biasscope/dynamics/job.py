@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.checkpoints import Checkpoint, parse_seeds
-from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.hf_model import HFConfig
 from biasscope.core import steps
 from biasscope.core.config import (
     NON_NEGATIVE,
@@ -25,7 +25,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import DATA_DIR_HELP, recording
 from biasscope.dynamics.analysis import performance
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.executors import make_executor
 from biasscope.dynamics.scoring.models import list_checkpoints, named
 from biasscope.dynamics.scoring.sweep import run_dynamics
@@ -120,7 +120,7 @@ class DynamicsConfig:
     prompt_template: str | None = setting(None, "file with winobias-gender's prompt template "
                                           "({sentence}, {occupation}, {o1}, {o2}, {o3})")
     wordings: str | None = setting(None, WORDINGS_HELP, was="--templates")
-    scoring: HFOptions = field(default_factory=HFOptions)
+    scoring: HFConfig = field(default_factory=HFConfig)
     performance: Performance = field(default_factory=Performance)
     executing: Executing = field(default_factory=Executing)
     analysis: Mapping[str, Any] = field(default_factory=dict)
@@ -203,5 +203,5 @@ def reanalyse(store: RunStore, output: Path | None = None,
               ) -> Path:
     """``biasscope report`` of a dynamics run: the analysis again with the options given over
     those stored, then the report (``output``: elsewhere, leaving the run untouched)."""
-    options: AnalysisOptions = stored_options(store, analysis)
+    options: AnalysisConfig = stored_options(store, analysis)
     return reporting.write_dynamics_report(store, output, options, data_dir)

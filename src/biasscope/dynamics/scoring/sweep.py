@@ -13,7 +13,7 @@ from rich.progress import Progress
 from biasscope.backends.base import NextTokenScorer
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.hf import iter_scorers
-from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.hf_model import HFConfig
 from biasscope.core import steps
 from biasscope.core.items import Item
 from biasscope.dynamics.scoring import asking as options
@@ -165,7 +165,7 @@ def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint],
     ``rescore_changed``: a checkpoint whose weights changed since the run scored it has its
     units redone (else it is refused; see ``biasscope.dynamics.scoring.fingerprints``).
     """
-    options = options or HFOptions()
+    options = options or HFConfig()
     where = out if isinstance(out, RunStore) or (isinstance(out, str) and "://" in out) \
         else Path(out)  # Path folds "//"
     comparable = hf_comparable(options) | ({"data": dict(data)} if data else {})

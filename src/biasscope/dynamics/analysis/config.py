@@ -13,7 +13,7 @@ from biasscope.core.errors import BiasscopeError
 
 
 @dataclass(frozen=True)
-class AnalysisOptions:
+class AnalysisConfig:
     """Statistical choices, stored with the analysis. Holm is the default correction."""
 
     correction: stats.Correction = setting(

@@ -134,7 +134,7 @@ def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
     # passes get their prompts tokenized, so its time is taken out
     start = time.perf_counter()
     store = run_dynamics(probe, [Checkpoint(model.name, str(model))], out / "run",
-                         seeds=range(seeds), options=HFConfig(device="cpu", batch_size=batch),
+                         seeds=range(seeds), scoring=HFConfig(device="cpu", batch_size=batch),
                          quiet=True)
     work = time.perf_counter() - start
     records = store.records()

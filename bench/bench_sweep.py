@@ -265,7 +265,7 @@ def child_biasscope(args: argparse.Namespace) -> dict[str, Any]:
     options = HFConfig(device=args.device, dtype=args.dtype, batch_size=args.batch_size)
     start = time.perf_counter()
     store = run_dynamics(probe, [Checkpoint(args.model.name, str(args.model))], out / "run",
-                         seeds=range(args.seeds), options=options, quiet=True)
+                         seeds=range(args.seeds), scoring=options, quiet=True)
     _sync(args.device)
     work = time.perf_counter() - start
     records = store.records()
@@ -364,7 +364,7 @@ def child_sweep(args: argparse.Namespace) -> dict[str, Any]:
     checkpoints = from_dirs(sorted(args.model.glob("checkpoint-*")))
     start = time.perf_counter()
     store = run_dynamics(probe, checkpoints, out / "run", seeds=range(args.seeds),
-                         options=options, quiet=True)
+                         scoring=options, quiet=True)
     _sync(args.device)
     sweep_s = time.perf_counter() - start
     began = time.perf_counter()

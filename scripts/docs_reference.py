@@ -58,7 +58,7 @@ def _check_range(kind: Any) -> str | None:
 
 
 def _analysis_flags() -> dict[str, str]:
-    """The analysis options' ranges, checked after parsing (a stored value can be given too):
+    """The analysis settings' ranges, checked after parsing (a stored value can be given too):
     read from ``AnalysisConfig`` so the page says what the check says."""
     from biasscope.dynamics.analysis.config import FLAGS, option_problem
 
@@ -67,7 +67,7 @@ def _analysis_flags() -> dict[str, str]:
 
 
 def _analysis_defaults() -> dict[str, Any]:
-    """The analysis options' defaults: a run's report keeps its stored value instead."""
+    """The analysis settings' defaults: a run's report keeps its stored value instead."""
     from biasscope.dynamics.analysis.config import FLAGS, AnalysisConfig
 
     return {name: getattr(AnalysisConfig(), name) for name in FLAGS}

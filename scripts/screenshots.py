@@ -51,7 +51,7 @@ def demo_reports(demo: Path, work: Path, data_dir: str | None) -> dict[str, Path
     last = result.checkpoints[-1]
     probe = WinoBiasGender(corpus.eval_sentences(DemoConfig().eval_pairings))
     store = run_dynamics(probe, from_dirs([last], model=MODEL_NAME), work / "snapshot",
-                         seeds=DemoConfig().seeds, options=HFConfig(device="cpu"), quiet=True)
+                         seeds=DemoConfig().seeds, scoring=HFConfig(device="cpu"), quiet=True)
     snapshot = write_dynamics_report(store.root, options=AnalysisConfig(min_gap=DEMO_MIN_GAP))
     if main(["audit", "--model", f"hf:{last}", "--probe", "professional-bias",
              "--out", str(work / "audit")]) != 0:

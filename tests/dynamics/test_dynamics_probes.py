@@ -215,7 +215,7 @@ def test_the_ray_executor_scores_audit_probes_as_the_local_one(mixed, checkpoint
              object_store_memory=100 * 1024**2)
     try:
         run_dynamics(probes, from_dirs(checkpoint_dirs[:2]), tmp_path / "ray", seeds=[0],
-                     options=HFConfig(device="cpu"), limit=8, quiet=True,
+                     scoring=HFConfig(device="cpu"), limit=8, quiet=True,
                      executor=RayExecutor())
     finally:
         ray.shutdown()

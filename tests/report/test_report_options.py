@@ -1,4 +1,4 @@
-"""`biasscope report` options: every analysis option is range-checked (typed or remembered in
+"""`biasscope report` options: every analysis setting is range-checked (typed or remembered in
 summary.json) with a one-line error, and a report written elsewhere leaves the run alone."""
 
 from __future__ import annotations
@@ -116,9 +116,9 @@ def test_summary_of_another_shape_falls_back_to_the_defaults(run: Path) -> None:
 
 
 def test_the_library_checks_too() -> None:
-    with pytest.raises(BiasscopeError, match=r"analysis option alpha = 5: must be strictly"):
+    with pytest.raises(BiasscopeError, match=r"analysis setting alpha = 5: must be strictly"):
         AnalysisConfig(alpha=5)
-    with pytest.raises(BiasscopeError, match=r"analysis option correction = 'bonf'"):
+    with pytest.raises(BiasscopeError, match=r"analysis setting correction = 'bonf'"):
         AnalysisConfig(correction="bonf")  # type: ignore[arg-type]
 
 

@@ -128,7 +128,7 @@ def renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
 
 
 def analysis_args(parser: argparse.ArgumentParser) -> None:
-    """The analysis options a dynamics run and its report take; one not given keeps the value
+    """The analysis settings a dynamics run and its report take; one not given keeps the value
     the run's last analysis stored (so no default here)."""
     from biasscope.dynamics.analysis.config import FLAGS, AnalysisConfig
 
@@ -136,7 +136,7 @@ def analysis_args(parser: argparse.ArgumentParser) -> None:
 
 
 def analysis_given(args: argparse.Namespace) -> dict[str, Any]:
-    """The analysis options given on the command line (the others stay as stored)."""
+    """The analysis settings given on the command line (the others stay as stored)."""
     from biasscope.dynamics.analysis.config import FLAGS
 
     return {k: getattr(args, k) for k in FLAGS if getattr(args, k, None) is not None}

@@ -89,7 +89,7 @@ def _run(out: Path, bias: float, seed: int, config: DemoConfig, log: Log) -> Dem
     # interrupted run.
     log("checking every checkpoint's records (scoring what an interrupted run left out)")
     store = run_dynamics(probes, from_dirs(checkpoints, model=MODEL_NAME), run_dir,
-                         seeds=config.seeds, options=HFConfig(device="cpu", batch_size=64),
+                         seeds=config.seeds, scoring=HFConfig(device="cpu", batch_size=64),
                          quiet=True)
     report = write_dynamics_report(store.root, options=AnalysisConfig(min_gap=DEMO_MIN_GAP))
     log(f"report: {report}")

@@ -165,7 +165,7 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
             probes.append(load_probe(name, data_dir=config.data_dir, text=text or None))
     data = {name: sha256_file(path) for name, path in sorted(read.items())}
     import_performance(config.performance, store, checkpoints)
-    run_dynamics(probes, checkpoints, store, seeds=config.seeds, options=config.scoring,
+    run_dynamics(probes, checkpoints, store, seeds=config.seeds, scoring=config.scoring,
                  limit=config.limit, quiet=config.quiet, executor=executor, data=data,
                  rescore_changed=config.rescore_changed)
     report = reporting.write_dynamics_report(store, options=analysis, data_dir=config.data_dir)

@@ -52,7 +52,7 @@ def child_biasscope(model: Path, data: Path, probe_name: str, batch: int) -> dic
     probe = load_probe(probe_name, data_dir=data)
     # Winogender: an option of several tokens is scored by its first (lm-eval: all of them).
     options = HFConfig(batch_size=batch, device="cpu", dtype="float32",
-                        first_token=probe_name == "winogender")
+                       first_token=probe_name == "winogender")
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         store = sweep(probe, SweepConfig(from_dirs([model]), Path(out), [0]),

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                                 params=GenerateParams(max_tokens=1))
                 for i in range(args.requests)]
     options = HTTPConfig(concurrency=args.concurrency, timeout=60, max_retries=5,
-                          backoff=0.2, max_backoff=2.0)
+                         backoff=0.2, max_backoff=2.0)
     load_before = os.getloadavg()[0]
     with serve(tiny.path, log_path=work / "server.log") as server:
         cache = ResponseCache(work / "cache.sqlite")  # fresh

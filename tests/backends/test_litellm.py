@@ -25,7 +25,7 @@ def test_litellm_answers_retries_and_records_failures(monkeypatch):
 
     with serve(script) as server:
         gen = load_generator("litellm:openai/m", GeneratorConfig(http=FAST,
-                                                                  base_url=server.base_url))
+                                                                 base_url=server.base_url))
         params = GenerateParams(max_tokens=2, top_logprobs=2)
         good, bad = gen.generate([GenerateRequest(messages=(("user", "up"),), params=params),
                                   GenerateRequest(messages=(("user", "down"),), params=params)])

@@ -45,7 +45,7 @@ class BackendConfig:
         from biasscope.backends.openai_http import HTTPConfig
 
         http = HTTPConfig(concurrency=self.concurrency, timeout=self.timeout,
-                           max_retries=self.retries)
+                          max_retries=self.retries)
         named = parse_model_spec(spec) if _local_or_hub(spec) else spec
         return load_generator(named, GeneratorConfig(
             http=http, base_url=self.base_url, api_key_env=self.api_key_env,

@@ -124,7 +124,7 @@ class HFRewardModel:
         self.label = self.ckpt.label
         say(f"loading reward model {self.label}")
         hf = HFConfig(device=config.device, dtype=config.dtype,
-                       trust_remote_code=config.trust_remote_code)
+                      trust_remote_code=config.trust_remote_code)
         self.tokenizer = load_tokenizer(self.ckpt, hf)
         if config.chat_template and not getattr(self.tokenizer, "chat_template", None):
             raise ModelError(f"the tokenizer of {self.label} has no chat template: pass "

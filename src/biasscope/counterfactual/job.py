@@ -153,10 +153,10 @@ def _reward_models(config: CounterfactualConfig) -> list[Any]:
     if not config.reward_models:
         return []
     reward = RewardConfig(device=config.backend.device, dtype=config.reward.dtype,
-                            batch_size=config.reward.batch_size,
-                            transform=config.reward.transform,
-                            chat_template=config.reward.chat_template,
-                            allow_pickle=config.backend.allow_pickle)
+                          batch_size=config.reward.batch_size,
+                          transform=config.reward.transform,
+                          chat_template=config.reward.chat_template,
+                          allow_pickle=config.backend.allow_pickle)
     named = parse_models(list(config.reward_models), "--reward-model")
     models = [HFRewardModel(spec, reward) for _, spec in named]
     label_models(models, named, "--reward-model")

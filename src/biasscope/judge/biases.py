@@ -67,7 +67,7 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
     names = tuple(labels)
     if all(n and " " not in n for n in names) and len(set(names)) == len(names):
         named = Judge(judge.models, JudgingConfig(position="fixed", keys=names,
-                                                 logit_bias=False, seed=judge.config.seed))
+                                                  logit_bias=False, seed=judge.config.seed))
         by_name = classify(named, texts, labels, instruction)
         pairs = [(a.label, b.label) for a, b in zip(forward, by_name) if a.label and b.label]
         head["name_sensitivity"] = rate(sum(a != b for a, b in pairs), len(pairs))

@@ -127,19 +127,19 @@ def run(config: SensitivityConfig) -> SensitivityResult:
     pairs = _pairs(config)  # the data file is read before any reward model loads
     named = parse_models(list(config.reward_models), "--reward-model")  # no model twice
     reward = RewardConfig(device=config.backend.device, dtype=config.reward.dtype,
-                            batch_size=config.reward.batch_size,
-                            transform=config.reward.transform,
-                            chat_template=config.reward.chat_template,
-                            allow_pickle=config.backend.allow_pickle)
+                          batch_size=config.reward.batch_size,
+                          transform=config.reward.transform,
+                          chat_template=config.reward.chat_template,
+                          allow_pickle=config.backend.allow_pickle)
     models = [HFRewardModel(spec, reward) for _, spec in named]
     label_models(models, named, "--reward-model")
     perturber = Cached(config.backend.generator(config.perturber),
                        config.backend.response_cache())
     store = run_sensitivity(models, perturber, prompts, constitution, config.out,
                             HarnessConfig(config.directions, templates, config.max_tokens,
-                                               config.seed, config.conventions, pairs,
-                                               Confounds(config.unchanged_below,
-                                                         config.exclude_unchanged)))
+                                          config.seed, config.conventions, pairs,
+                                          Confounds(config.unchanged_below,
+                                                    config.exclude_unchanged)))
     report = write_sensitivity_report(store.root)
     return SensitivityResult(store, report, store.read_json("summary.json"), prompts,
                              perturber)

@@ -93,7 +93,7 @@ class Performance:
 
 @dataclass(frozen=True)
 class DynamicsConfig:
-    """Everything a dynamics run depends on; ``analysis`` holds only the options given (the
+    """Everything a dynamics run depends on; ``analysis`` holds only the settings given (the
     rest come from the run's last analysis, then the defaults)."""
 
     out: str | Path = field(metadata=described(
@@ -201,7 +201,7 @@ def import_performance(given: Performance, store: RunStore,
 def reanalyse(store: RunStore, output: Path | None = None,
               analysis: Mapping[str, Any] | None = None, data_dir: str | None = None
               ) -> Path:
-    """``biasscope report`` of a dynamics run: the analysis again with the options given over
+    """``biasscope report`` of a dynamics run: the analysis again with the settings given over
     those stored, then the report (``output``: elsewhere, leaving the run untouched)."""
-    options: AnalysisConfig = stored_options(store, analysis)
-    return reporting.write_dynamics_report(store, output, options, data_dir)
+    chosen: AnalysisConfig = stored_options(store, analysis)
+    return reporting.write_dynamics_report(store, output, chosen, data_dir)

@@ -48,14 +48,14 @@ def child_biasscope(model: Path, data: Path, probe_name: str, batch: int) -> dic
     from biasscope import sweep
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf import iter_scorers
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
     from biasscope.dynamics.scoring import SweepConfig
     from biasscope.probes import load_probe
 
     probe = load_probe(probe_name, data_dir=data)
     # Winogender: an option of several tokens is scored by its first (lm-eval: all of them).
-    options = HFOptions(batch_size=batch, device="cpu", dtype="float32",
-                        first_token=probe_name == "winogender")
+    options = HFConfig(batch_size=batch, device="cpu", dtype="float32",
+                       first_token=probe_name == "winogender")
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         store = sweep(probe, SweepConfig(from_dirs([model]), Path(out), [0]),

@@ -33,7 +33,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 from biasscope.backends.base import GenerateParams, GenerateRequest  # noqa: E402
 from biasscope.backends.cache import Cached, ResponseCache  # noqa: E402
-from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator  # noqa: E402
+from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator  # noqa: E402
 from llama_server import serve, write_tiny_gguf  # noqa: E402
 
 WORDS = ("nurse", "doctor", "said", "is", "female", "male", "The", "yes", "no")
@@ -79,12 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     requests = [GenerateRequest(prompt=f"The {WORDS[i % 9]} {WORDS[i // 9 % 9]} {i}",
                                 params=GenerateParams(max_tokens=1))
                 for i in range(args.requests)]
-    options = HTTPOptions(concurrency=args.concurrency, timeout=60, max_retries=5,
-                          backoff=0.2, max_backoff=2.0)
+    http = HTTPConfig(concurrency=args.concurrency, timeout=60, max_retries=5,
+                      backoff=0.2, max_backoff=2.0)
     load_before = os.getloadavg()[0]
     with serve(tiny.path, log_path=work / "server.log") as server:
         cache = ResponseCache(work / "cache.sqlite")  # fresh
-        gen = Timed(server.model, server.base_url, options=options)
+        gen = Timed(server.model, server.base_url, config=http)
         gen.latencies = []
         wrapped = Cached(gen, cache)
         rss_start = current_rss_mib()
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         lost = sum(1 for g in results if not g.ok) + (len(requests) - len(results))
         usage1 = wrapped.usage
 
-        again = Cached(OpenAIGenerator(server.model, server.base_url, options=options), cache)
+        again = Cached(OpenAIGenerator(server.model, server.base_url, config=http), cache)
         t0 = time.perf_counter()
         second = again.generate(requests)
         second_s = time.perf_counter() - t0

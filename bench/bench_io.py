@@ -175,7 +175,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf import Encodings, HFScorer, iter_scorers
-    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
+    from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer
     from biasscope.backends.weights import fault_in
 
     if args.threads:
@@ -184,7 +184,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     ckpts = from_dirs(sorted(p for p in root.iterdir() if p.is_dir()), model=args.shape)
     dirs = [Path(c.source) for c in ckpts]
     items = load_items(Path(args.data_dir), args.n_prompts)
-    options = HFOptions(device="cpu", dtype=args.dtype, batch_size=args.batch_size)
+    options = HFConfig(device="cpu", dtype=args.dtype, batch_size=args.batch_size)
     enc = Encodings(options.first_token)
 
     def load(ckpt: Any) -> Any:
@@ -317,7 +317,7 @@ def render(args: argparse.Namespace, results: Sequence[dict[str, Any]], cold_ok:
         f"the root filesystem); 1-minute load average {args.load_before:.1f} before the run "
         f"and {args.load_after:.1f} after it.", "",
         f"Setup: per shape, K = {k} random-init checkpoints (`save_pretrained`, safetensors, "
-        f"{args.dtype}), loaded with `HFOptions(device='cpu', dtype='{args.dtype}', "
+        f"{args.dtype}), loaded with `HFConfig(device='cpu', dtype='{args.dtype}', "
         f"batch_size={args.batch_size})` and scored on the same P `winobias-gender` prompts "
         "(`score_next_token`; tokenization excluded, one shared warm `Encodings`).", "",
         "Page cache: " + (

@@ -124,7 +124,7 @@ def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
     torch.set_num_threads(threads)
     from biasscope.backends.checkpoints import Checkpoint
     from biasscope.backends.hf import HFScorer
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
     from biasscope.dynamics.scoring.sweep import run_dynamics
 
     probe = bench_probe(data, limit, templates)
@@ -134,7 +134,7 @@ def child_biasscope(model: Path, data: Path, seeds: int, limit: int, batch: int,
     # passes get their prompts tokenized, so its time is taken out
     start = time.perf_counter()
     store = run_dynamics(probe, [Checkpoint(model.name, str(model))], out / "run",
-                         seeds=range(seeds), options=HFOptions(device="cpu", batch_size=batch),
+                         seeds=range(seeds), scoring=HFConfig(device="cpu", batch_size=batch),
                          quiet=True)
     work = time.perf_counter() - start
     records = store.records()

@@ -380,11 +380,11 @@ def _load(model_dir: Path, device: str, dtype: str, batch_size: int, method: str
 
     from biasscope.backends.checkpoints import Checkpoint
     from biasscope.backends.hf import HFScorer
-    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
+    from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer
 
     if method == "biasscope":
         ckpt = Checkpoint(model_dir.name, str(model_dir))
-        options = HFOptions(device=device, dtype=dtype, batch_size=batch_size)
+        options = HFConfig(device=device, dtype=dtype, batch_size=batch_size)
         model, tokenizer = load_model(ckpt, options), load_tokenizer(ckpt, options)
         scorer = HFScorer(ckpt, model, tokenizer, options)
         scorer.encodings.prompt_ids(tokenizer, scorer.fingerprint, [it.prompt for it in items])
@@ -404,13 +404,13 @@ def worker_time(args: argparse.Namespace) -> dict[str, Any]:
 
     from biasscope.backends.checkpoints import Checkpoint
     from biasscope.backends.hf import HFScorer
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
 
     model, _, work = _load(args.model_dir, args.device, args.dtype, args.batch_size, BASELINE,
                            args.data_dir, args.prompts)
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
     ckpt = Checkpoint(args.model_dir.name, str(args.model_dir))
-    options = HFOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size)
+    options = HFConfig(device=args.device, dtype=args.dtype, batch_size=args.batch_size)
     runs = {"biasscope": biasscope_method(HFScorer(ckpt, model, tokenizer, options)),
             "bare-last": bare_method(model, args.batch_size, full=False),
             "bare-full": bare_method(model, args.batch_size, full=True)}
@@ -691,7 +691,7 @@ full); each device's section is rewritten by running the script on that device.
   format, built from the 40 WinoBias occupations, with the probe's default template), in a
   shuffled order, tokenized by a 50,277-token byte-level word tokenizer built locally (one
   token per word; the prompts are 36-57 tokens long, median 47).
-- **biasscope**: `HFScorer(ckpt, model, tokenizer, HFOptions(batch_size=B))`: left-padded
+- **biasscope**: `HFScorer(ckpt, model, tokenizer, HFConfig(batch_size=B))`: left-padded
   length-sorted batches, explicit position ids, `logits_to_keep=1`, per-batch reduction.
 - **bare-last** (the baseline): plain PyTorch, the same length-sorted batches right-padded,
   `model.base_model(...)`, the last real position's hidden state through the LM head,

@@ -254,7 +254,7 @@ def child_biasscope(args: argparse.Namespace) -> dict[str, Any]:
 
     torch.set_num_threads(args.threads)
     from biasscope.backends.checkpoints import Checkpoint
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
     from biasscope.dynamics.scoring.sweep import run_dynamics
 
     probe = _first_items(args.data_dir, args.limit)
@@ -262,10 +262,10 @@ def child_biasscope(args: argparse.Namespace) -> dict[str, Any]:
     flops = _counted(Flops())
     out = Path(tempfile.mkdtemp(prefix="sweep-run-", dir=args.scratch))
     os.environ["BIASSCOPE_FINGERPRINT_CACHE"] = str(out / "fingerprints.json")  # a first run
-    options = HFOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size)
+    options = HFConfig(device=args.device, dtype=args.dtype, batch_size=args.batch_size)
     start = time.perf_counter()
     store = run_dynamics(probe, [Checkpoint(args.model.name, str(args.model))], out / "run",
-                         seeds=range(args.seeds), options=options, quiet=True)
+                         seeds=range(args.seeds), scoring=options, quiet=True)
     _sync(args.device)
     work = time.perf_counter() - start
     records = store.records()
@@ -334,7 +334,7 @@ def child_sweep(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     import biasscope.backends.hf as hf
     from biasscope.backends.checkpoints import from_dirs
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
     from biasscope.dynamics.scoring.sweep import run_dynamics
     from biasscope.dynamics.summary import write as reporting
 
@@ -360,11 +360,11 @@ def child_sweep(args: argparse.Namespace) -> dict[str, Any]:
     hf.load_model, hf.HFScorer.score_next_token_shared = load, scoring  # type: ignore[method-assign]
     out = Path(tempfile.mkdtemp(prefix="sweep-many-", dir=args.scratch))
     os.environ["BIASSCOPE_FINGERPRINT_CACHE"] = str(out / "fingerprints.json")
-    options = HFOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size)
+    options = HFConfig(device=args.device, dtype=args.dtype, batch_size=args.batch_size)
     checkpoints = from_dirs(sorted(args.model.glob("checkpoint-*")))
     start = time.perf_counter()
     store = run_dynamics(probe, checkpoints, out / "run", seeds=range(args.seeds),
-                         options=options, quiet=True)
+                         scoring=options, quiet=True)
     _sync(args.device)
     sweep_s = time.perf_counter() - start
     began = time.perf_counter()

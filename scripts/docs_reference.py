@@ -58,19 +58,19 @@ def _check_range(kind: Any) -> str | None:
 
 
 def _analysis_flags() -> dict[str, str]:
-    """The analysis options' ranges, checked after parsing (a stored value can be given too):
-    read from ``AnalysisOptions`` so the page says what the check says."""
-    from biasscope.dynamics.analysis.options import FLAGS, option_problem
+    """The analysis settings' ranges, checked after parsing (a stored value can be given too):
+    read from ``AnalysisConfig`` so the page says what the check says."""
+    from biasscope.dynamics.analysis.config import FLAGS, option_problem
 
     return {name: "number " + (option_problem(name, 1e9) or "").removeprefix("must be ")
             for name in FLAGS if name != "correction"}
 
 
 def _analysis_defaults() -> dict[str, Any]:
-    """The analysis options' defaults: a run's report keeps its stored value instead."""
-    from biasscope.dynamics.analysis.options import FLAGS, AnalysisOptions
+    """The analysis settings' defaults: a run's report keeps its stored value instead."""
+    from biasscope.dynamics.analysis.config import FLAGS, AnalysisConfig
 
-    return {name: getattr(AnalysisOptions(), name) for name in FLAGS}
+    return {name: getattr(AnalysisConfig(), name) for name in FLAGS}
 
 
 def _default(action: argparse.Action) -> str:

@@ -39,10 +39,10 @@ def demo_reports(demo: Path, work: Path, data_dir: str | None) -> dict[str, Path
     """The demo's sweep, its last checkpoint as a snapshot, an audit of that checkpoint and an
     intervention run from it."""
     from biasscope.backends.checkpoints import from_dirs
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
     from biasscope.cli.main import main
     from biasscope.demo import DEMO_MIN_GAP, MODEL_NAME, DemoConfig, corpus, run_demo
-    from biasscope.dynamics.analysis.options import AnalysisOptions
+    from biasscope.dynamics.analysis.config import AnalysisConfig
     from biasscope.dynamics.scoring.sweep import run_dynamics
     from biasscope.dynamics.summary.write import write_dynamics_report
     from biasscope.probes.winobias import WinoBiasGender
@@ -51,8 +51,8 @@ def demo_reports(demo: Path, work: Path, data_dir: str | None) -> dict[str, Path
     last = result.checkpoints[-1]
     probe = WinoBiasGender(corpus.eval_sentences(DemoConfig().eval_pairings))
     store = run_dynamics(probe, from_dirs([last], model=MODEL_NAME), work / "snapshot",
-                         seeds=DemoConfig().seeds, options=HFOptions(device="cpu"), quiet=True)
-    snapshot = write_dynamics_report(store.root, options=AnalysisOptions(min_gap=DEMO_MIN_GAP))
+                         seeds=DemoConfig().seeds, scoring=HFConfig(device="cpu"), quiet=True)
+    snapshot = write_dynamics_report(store.root, options=AnalysisConfig(min_gap=DEMO_MIN_GAP))
     if main(["audit", "--model", f"hf:{last}", "--probe", "professional-bias",
              "--out", str(work / "audit")]) != 0:
         raise SystemExit("the audit of the demo's checkpoint failed")

@@ -7,7 +7,7 @@ the job's entry point, which does everything the command does.
   (also ``audit.job``, ``judge.job``, ``sensitivity.job``, ``counterfactual.job``,
   ``intervene.job``, ``compare.job``, ``generate.batch``: one ``run``-like entry each).
 - ``BiasCallback`` (a ``transformers.Trainer`` callback), ``evaluate_now`` (one call in a
-  plain PyTorch loop) and ``LiveOptions``: fairness measured live, during training.
+  plain PyTorch loop) and ``LiveConfig``: fairness measured live, during training.
 - ``load_probe(name, data_dir=...)``: a probe's items; ``PROBES`` lists them.
 - ``biasscope.jobs.render(run)``: a run's report again, from its records, without a model.
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from biasscope.backends.generators import load_generator
     from biasscope.core.errors import BiasscopeError, DataError, ModelError
     from biasscope.core.items import Item
-    from biasscope.dynamics.live import BiasCallback, LiveOptions, evaluate_now
+    from biasscope.dynamics.live import BiasCallback, LiveConfig, evaluate_now
     from biasscope.dynamics.scoring import run_dynamics
     from biasscope.dynamics.scoring.metrics import dynamics_metrics, jsd_by_parts, jsd_parts
     from biasscope.dynamics.scoring.sweep import sweep
@@ -46,7 +46,7 @@ _HOMES = {
     "load_generator": "biasscope.backends.generators", "BiasscopeError": "biasscope.core.errors",
     "DataError": "biasscope.core.errors", "ModelError": "biasscope.core.errors",
     "Item": "biasscope.core.items", "BiasCallback": "biasscope.dynamics.live",
-    "LiveOptions": "biasscope.dynamics.live", "evaluate_now": "biasscope.dynamics.live",
+    "LiveConfig": "biasscope.dynamics.live", "evaluate_now": "biasscope.dynamics.live",
     "dynamics_metrics": "biasscope.dynamics.scoring.metrics",
     "jsd_by_parts": "biasscope.dynamics.scoring.metrics",
     "jsd_parts": "biasscope.dynamics.scoring.metrics", "run_dynamics": "biasscope.dynamics.scoring",
@@ -56,7 +56,16 @@ _HOMES = {
 }
 
 
+#: Old names that still work, for one release, with a warning.
+_RENAMED = {"LiveOptions": "LiveConfig"}
+
+
 def __getattr__(name: str) -> object:
+    if name in _RENAMED:
+        from biasscope.core.renamed import warn_renamed
+
+        warn_renamed(name, _RENAMED[name])
+        return __getattr__(_RENAMED[name])
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'biasscope' has no attribute {name!r}")
@@ -80,7 +89,7 @@ __all__ = [
     "Generation",
     "Generator",
     "Item",
-    "LiveOptions",
+    "LiveConfig",
     "ModelError",
     "ResponseCache",
     "RunStore",

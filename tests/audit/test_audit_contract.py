@@ -104,10 +104,10 @@ def test_every_request_kind_a_probe_claims(name, kind, data_dir, tiny_local, tmp
     probe = load_probe(name, data_dir=data_dir)
     if kind in ("next_token", "continuation"):
         from biasscope.backends.hf import HFScorer
-        from biasscope.backends.hf_model import HFOptions
+        from biasscope.backends.hf_model import HFConfig
 
         scorer = HFScorer(tiny_local.ckpt, tiny_local.model, tiny_local.tokenizer,
-                          HFOptions(first_token=True))
+                          HFConfig(first_token=True))
         items = probe.items(0)[:8]
         scores = getattr(scorer, f"score_{kind}")(items)
         assert len(scores) == len(items)

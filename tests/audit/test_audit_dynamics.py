@@ -16,7 +16,7 @@ import pytest
 from biasscope.backends.base import OptionScore
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.analysis import performance
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.asking import Asking, option_frame
 from biasscope.dynamics.summary import probe_steps as audit_dynamics
 from biasscope.dynamics.summary.build import full_summary
@@ -64,7 +64,7 @@ def write_run(root: Path, emerge_at: int, seeds: tuple[int, ...] = (0,),
     return store
 
 
-OPTIONS = AnalysisOptions(n_resamples=200)
+OPTIONS = AnalysisConfig(n_resamples=200)
 
 
 def with_statistics(monkeypatch: pytest.MonkeyPatch, values: Any) -> None:
@@ -133,7 +133,7 @@ def test_seeds_are_combined_and_stay_significant_only_if_every_seed_is(tmp_path)
 def test_the_stop_recommendation_follows_the_preference(tmp_path):
     store = write_run(tmp_path / "run", emerge_at=300)
     performance.save(store, "m", {s: 0.5 + s / 10_000 for s in STEPS}, "accuracy")
-    model = full_summary(store, AnalysisOptions(n_resamples=200, budget=0.055)
+    model = full_summary(store, AnalysisConfig(n_resamples=200, budget=0.055)
                          )["analysis"]["probes"]["professional-bias"]["models"]["m"]
     rec = model["recommendation"]
     assert rec is not None and rec["step"] == 200  # the last step before it emerges within 5.5%

@@ -18,7 +18,7 @@ from biasscope.backends.base import GenerateRequest  # noqa: E402
 from biasscope.backends.checkpoints import from_glob, from_model  # noqa: E402
 from biasscope.backends.generators import load_generator  # noqa: E402
 from biasscope.backends.hf import iter_scorers  # noqa: E402
-from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.backends.hf_model import HFConfig  # noqa: E402
 from biasscope.core.errors import ModelError  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 from gguf_fixture import write_llama_gguf, write_unsupported_gguf  # noqa: E402
@@ -53,7 +53,7 @@ def test_converted_scores_match_the_gguf_loaded_directly(q8_file, cache, winobia
     assert "quantization_config" not in config
 
     items = load_probe("winobias-gender", data_dir=winobias_dir).items(0)[:24]
-    (scorer,) = list(iter_scorers([ckpt], HFOptions(batch_size=5, first_token=True)))
+    (scorer,) = list(iter_scorers([ckpt], HFConfig(batch_size=5, first_token=True)))
     scores = scorer.score_next_token(items)
     folder, name = str(q8_file.parent), q8_file.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)

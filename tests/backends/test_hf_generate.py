@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from biasscope.backends.base import GenerateParams, GenerateRequest  # noqa: E402
 from biasscope.backends.checkpoints import Checkpoint, from_dirs  # noqa: E402
 from biasscope.backends.hf_generate import HFGenerator, render_chat  # noqa: E402
-from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.backends.hf_model import HFConfig  # noqa: E402
 from biasscope.core.errors import ModelError  # noqa: E402
 from biasscope.demo.tiny import tiny_gpt_neox  # noqa: E402
 
@@ -23,7 +23,7 @@ PROMPTS = ["The nurse took care of the CEO and gave",
 def gen(tiny_tokenizer) -> HFGenerator:
     model = tiny_gpt_neox(len(tiny_tokenizer), seed=3)
     return HFGenerator.from_loaded(model, tiny_tokenizer, Checkpoint("tiny", "<mem>", "step1"),
-                                   HFOptions(batch_size=8))
+                                   HFConfig(batch_size=8))
 
 
 def req(prompt: str, **params) -> GenerateRequest:
@@ -161,7 +161,7 @@ def test_option_logprobs_equal_full_sequence_logprobs(gen):
     options = [" male", " female", " not specified", " the developer"]
     request = req(PROMPTS[0])
     prompt_ids = ids_of(gen, PROMPTS[0])
-    small = HFGenerator.from_loaded(gen.model, gen.tokenizer, options=HFOptions(batch_size=3))
+    small = HFGenerator.from_loaded(gen.model, gen.tokenizer, config=HFConfig(batch_size=3))
     for scorer in (gen, small):
         scores, rest = scorer.option_logprobs(request, options)
         assert list(scores) == options
@@ -208,9 +208,9 @@ def test_loads_a_checkpoint_and_names_it(checkpoint_dirs):
 
 
 def test_the_hf_spec_loads_a_local_dir_through_the_registry(checkpoint_dirs):
-    from biasscope.backends.generators import GeneratorOptions, load_generator
+    from biasscope.backends.generators import GeneratorConfig, load_generator
 
-    gen = load_generator(f"hf:{checkpoint_dirs[0]}", GeneratorOptions(device="cpu"))
+    gen = load_generator(f"hf:{checkpoint_dirs[0]}", GeneratorConfig(device="cpu"))
     assert gen.identity()["source"] == str(checkpoint_dirs[0])
     (result,) = gen.generate([req("He", max_tokens=2)])
     assert result.ok and 1 <= result.completion_tokens <= 2

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from biasscope.backends.checkpoints import Checkpoint, from_dirs  # noqa: E402
 from biasscope.backends.hf import HFScorer, iter_scorers  # noqa: E402
-from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.backends.hf_model import HFConfig  # noqa: E402
 from biasscope.core.errors import ModelError  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 
@@ -32,7 +32,7 @@ def reference(model, tokenizer, item):
 
 
 def test_batched_scores_match_unpadded_reference(checkpoint_dirs, items):
-    (scorer,) = list(iter_scorers(from_dirs(checkpoint_dirs[:1]), HFOptions(batch_size=7)))
+    (scorer,) = list(iter_scorers(from_dirs(checkpoint_dirs[:1]), HFConfig(batch_size=7)))
     scores = scorer.score_next_token(items)
     assert len(scores) == len(items)
     for item, score in zip(items, scores):
@@ -42,8 +42,8 @@ def test_batched_scores_match_unpadded_reference(checkpoint_dirs, items):
 
 
 def test_batch_size_does_not_change_results(checkpoint_dirs, items):
-    one = next(iter_scorers(from_dirs(checkpoint_dirs[:1]), HFOptions(batch_size=1)))
-    many = HFScorer(one.ckpt, one.model, one.tokenizer, HFOptions(batch_size=64))
+    one = next(iter_scorers(from_dirs(checkpoint_dirs[:1]), HFConfig(batch_size=1)))
+    many = HFScorer(one.ckpt, one.model, one.tokenizer, HFConfig(batch_size=64))
     a, b = one.score_next_token(items), many.score_next_token(items)
     assert [s.target_rank for s in a] == [s.target_rank for s in b]
     for x, y in zip(a, b):
@@ -51,7 +51,7 @@ def test_batch_size_does_not_change_results(checkpoint_dirs, items):
 
 
 def test_scorers_follow_checkpoint_order_and_share_encodings(checkpoint_dirs, items):
-    scorers = list(iter_scorers(from_dirs(reversed(checkpoint_dirs)), HFOptions()))
+    scorers = list(iter_scorers(from_dirs(reversed(checkpoint_dirs)), HFConfig()))
     assert [s.ckpt.step for s in scorers] == [10, 20, 30]
     assert len({id(s.encodings) for s in scorers}) == 1
     first = scorers[0].score_next_token(items[:4])
@@ -60,18 +60,18 @@ def test_scorers_follow_checkpoint_order_and_share_encodings(checkpoint_dirs, it
 
 
 def test_multi_token_option_is_an_error_unless_first_token(checkpoint_dirs, items):
-    (scorer,) = list(iter_scorers(from_dirs(checkpoint_dirs[:1]), HFOptions()))
+    (scorer,) = list(iter_scorers(from_dirs(checkpoint_dirs[:1]), HFConfig()))
     odd = replace(items[0], continuations=(" male", " female", " notspecifiedzz"))
     with pytest.raises(ModelError, match=r"' notspecifiedzz' is \d+ tokens .*--first-token"):
         scorer.score_next_token([odd])
-    lenient = HFScorer(scorer.ckpt, scorer.model, scorer.tokenizer, HFOptions(first_token=True))
+    lenient = HFScorer(scorer.ckpt, scorer.model, scorer.tokenizer, HFConfig(first_token=True))
     (score,) = lenient.score_next_token([odd])
     assert len(score.option_logprobs) == 3
 
 
 def test_nan_logits_name_the_checkpoint(checkpoint_dirs, items):
-    (scorer,) = list(iter_scorers(from_dirs(checkpoint_dirs[:1]), HFOptions()))
-    broken = HFScorer(scorer.ckpt, scorer.model, scorer.tokenizer, HFOptions())
+    (scorer,) = list(iter_scorers(from_dirs(checkpoint_dirs[:1]), HFConfig()))
+    broken = HFScorer(scorer.ckpt, scorer.model, scorer.tokenizer, HFConfig())
     weight = scorer.model.get_output_embeddings().weight
     saved = weight.detach().clone()
     try:
@@ -88,7 +88,7 @@ def test_missing_checkpoint_is_a_model_error(tmp_path):
     (tmp_path / "checkpoint-5").mkdir()
     (tmp_path / "checkpoint-5" / "config.json").write_text("{}")
     with pytest.raises(ModelError, match=r"cannot load .*checkpoint-5"):
-        list(iter_scorers(from_dirs([tmp_path / "checkpoint-5"]), HFOptions()))
+        list(iter_scorers(from_dirs([tmp_path / "checkpoint-5"]), HFConfig()))
 
 
 def test_prefetch_reads_each_checkpoint_in_the_background_before_its_turn(checkpoint_dirs,
@@ -112,7 +112,7 @@ def test_prefetch_reads_each_checkpoint_in_the_background_before_its_turn(checkp
 
     monkeypatch.setattr(hf, "read_ahead", read)
     monkeypatch.setattr(hf, "fault_in", fault)
-    for scorer in iter_scorers(from_dirs(checkpoint_dirs), HFOptions(device="cpu")):
+    for scorer in iter_scorers(from_dirs(checkpoint_dirs), HFConfig(device="cpu")):
         events.append(("yield", Path(scorer.ckpt.source).name, ""))
     names = [p.name for p in checkpoint_dirs]
     background = [e for e in events if e[0] in ("read", "fault")]

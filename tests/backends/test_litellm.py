@@ -8,11 +8,11 @@ from require import missing_modules, require
 require(missing_modules("litellm"), "BIASSCOPE_REQUIRE_SERVER", "pip install -e '.[litellm]'")
 
 from biasscope.backends.base import GenerateParams, GenerateRequest  # noqa: E402
-from biasscope.backends.generators import GeneratorOptions, load_generator  # noqa: E402
-from biasscope.backends.openai_http import HTTPOptions  # noqa: E402
+from biasscope.backends.generators import GeneratorConfig, load_generator  # noqa: E402
+from biasscope.backends.openai_http import HTTPConfig  # noqa: E402
 from scripted_server import Reply, chat, serve  # noqa: E402
 
-FAST = HTTPOptions(concurrency=2, timeout=5, max_retries=1, backoff=0.01, max_backoff=0.02)
+FAST = HTTPConfig(concurrency=2, timeout=5, max_retries=1, backoff=0.01, max_backoff=0.02)
 
 
 def test_litellm_answers_retries_and_records_failures(monkeypatch):
@@ -24,8 +24,8 @@ def test_litellm_answers_retries_and_records_failures(monkeypatch):
         return Reply(body=chat("Yes.", [("Yes", -0.1, {"Yes": -0.1, "No": -2.5})]))
 
     with serve(script) as server:
-        gen = load_generator("litellm:openai/m", GeneratorOptions(http=FAST,
-                                                                  base_url=server.base_url))
+        gen = load_generator("litellm:openai/m", GeneratorConfig(http=FAST,
+                                                                 base_url=server.base_url))
         params = GenerateParams(max_tokens=2, top_logprobs=2)
         good, bad = gen.generate([GenerateRequest(messages=(("user", "up"),), params=params),
                                   GenerateRequest(messages=(("user", "down"),), params=params)])

@@ -61,7 +61,7 @@ def test_load_generator_still_wants_a_prefix() -> None:
 
 
 def test_a_registered_prefix_is_known_to_the_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(BACKENDS, "toy", lambda spec, options: None)  # type: ignore[arg-type,return-value]
+    monkeypatch.setitem(BACKENDS, "toy", lambda spec, config: None)  # type: ignore[arg-type,return-value]
     spec = parse_model_spec("toy:any/name@v1")
     assert (spec.kind, spec.target, spec.revision) == ("toy", "any/name@v1", None)
     with pytest.raises(ModelError, match="toy"):

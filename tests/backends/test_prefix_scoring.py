@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 from biasscope.backends import prefix  # noqa: E402
 from biasscope.backends.checkpoints import Checkpoint  # noqa: E402
 from biasscope.backends.hf import HFScorer  # noqa: E402
-from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.backends.hf_model import HFConfig  # noqa: E402
 from biasscope.core.items import Item  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 
@@ -108,7 +108,7 @@ MODELS = {"gpt-neox": neox, "llama": llama, "gemma3": gemma3, "gemma2": gemma2,
 
 
 def scorer_for(model: Any, tokenizer: Any, batch_size: int) -> HFScorer:
-    return HFScorer(Checkpoint("tiny", "tiny"), model, tokenizer, HFOptions(batch_size=batch_size))
+    return HFScorer(Checkpoint("tiny", "tiny"), model, tokenizer, HFConfig(batch_size=batch_size))
 
 
 def assert_same(shared: list[Any], plain: list[Any], scorer: HFScorer,

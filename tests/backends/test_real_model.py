@@ -30,7 +30,7 @@ from biasscope.backends.base import GenerateRequest  # noqa: E402
 from biasscope.backends.checkpoints import Checkpoint, from_model  # noqa: E402
 from biasscope.backends.hf import HFScorer, iter_scorers  # noqa: E402
 from biasscope.backends.hf_generate import HFGenerator, render_chat  # noqa: E402
-from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.backends.hf_model import HFConfig  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 
 BOS, PAD = 2, 0
@@ -45,13 +45,13 @@ def gemma() -> Checkpoint:
 
 @pytest.fixture(scope="module")
 def scorer(gemma: Checkpoint) -> HFScorer:
-    (loaded,) = list(iter_scorers([gemma], HFOptions(batch_size=16)))
+    (loaded,) = list(iter_scorers([gemma], HFConfig(batch_size=16)))
     return loaded
 
 
 @pytest.fixture(scope="module")
 def generator(gemma: Checkpoint, scorer: HFScorer) -> HFGenerator:
-    return HFGenerator(gemma, HFOptions(batch_size=4), model=scorer.model,
+    return HFGenerator(gemma, HFConfig(batch_size=4), model=scorer.model,
                        tokenizer=scorer.tokenizer)
 
 
@@ -175,7 +175,7 @@ def test_trained_model_properties_that_a_random_one_fails(scorer, wino_items, wi
 
     torch.manual_seed(0)
     random_model = AutoModelForCausalLM.from_config(scorer.model.config).eval()
-    random_scorer = HFScorer(scorer.ckpt, random_model, scorer.tokenizer, scorer.options)
+    random_scorer = HFScorer(scorer.ckpt, random_model, scorer.tokenizer, scorer.config)
     few = wino_items[:12]
     random_mass, random_p = _trained_properties(few, random_scorer.score_next_token(few))
     assert random_mass < 1e-3 and random_p > 0.01

@@ -14,7 +14,7 @@ pytest.importorskip("transformers")
 from transformers import GPTNeoXConfig, GPTNeoXForSequenceClassification  # noqa: E402
 
 from biasscope.backends.base import RewardScorer, Scored  # noqa: E402
-from biasscope.backends.reward import HFRewardModel, RewardOptions, plain_format  # noqa: E402
+from biasscope.backends.reward import HFRewardModel, RewardConfig, plain_format  # noqa: E402
 from biasscope.core.errors import BiasscopeError, ModelError  # noqa: E402
 from biasscope.demo.tiny import save, tiny_gpt_neox, train_tokenizer  # noqa: E402
 
@@ -63,7 +63,7 @@ def rm_dir(root: Path) -> Path:
 
 
 def _load(path: Path, **kw: Any) -> HFRewardModel:
-    return HFRewardModel(str(path), RewardOptions(device="cpu", **kw))
+    return HFRewardModel(str(path), RewardConfig(device="cpu", **kw))
 
 
 def _manual(rm: HFRewardModel, text: str, special: bool) -> float:
@@ -110,7 +110,7 @@ def test_transforms(rm_dir: Path) -> None:
     assert logprob == pytest.approx([math.log(p) for p in prob], rel=1e-9)
     assert all(0 < p < 1 for p in prob) and all(lp < 0 for lp in logprob)
     with pytest.raises(BiasscopeError, match="transform 'softmax'"):
-        RewardOptions(transform="softmax")
+        RewardConfig(transform="softmax")
 
 
 def test_no_template_errors_and_plain_format(root: Path) -> None:

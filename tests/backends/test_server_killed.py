@@ -21,7 +21,7 @@ pytest.importorskip("openai")
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation
 from biasscope.backends.cache import Cached, ResponseCache, request_key
-from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
+from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
 from conftest import SERVER_INSTALL
 from llama_server import Server, TinyLlama, serve
 from require import missing_modules, require
@@ -30,8 +30,8 @@ WORDS = ("nurse", "doctor", "said", "is", "female", "male", "The", "yes", "no")
 ONE_TOKEN = GenerateParams(max_tokens=1)
 # A restart takes ~2 s here (1 s down + ~1 s to load); 12 retries with ceilings 0.25, 0.5, 1, 2,
 # then 3 s (full jitter) sleep 13.9 s on average and less than 4 s with probability ~5e-6.
-PATIENT = HTTPOptions(concurrency=4, timeout=20, max_retries=12, backoff=0.25, max_backoff=3.0)
-IMPATIENT = HTTPOptions(concurrency=4, timeout=20, max_retries=1, backoff=0.01, max_backoff=0.02)
+PATIENT = HTTPConfig(concurrency=4, timeout=20, max_retries=12, backoff=0.25, max_backoff=3.0)
+IMPATIENT = HTTPConfig(concurrency=4, timeout=20, max_retries=1, backoff=0.01, max_backoff=0.02)
 
 
 def batch(n: int, start: int = 0) -> list[GenerateRequest]:
@@ -111,7 +111,7 @@ def crash_during(server: Server, gen: Counting, cache: ResponseCache,
 def test_a_server_killed_and_restarted_mid_batch_costs_nothing_twice(server, tmp_path):
     requests = batch(60)
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    gen = Counting(server.model, server.base_url, options=PATIENT, trigger=15)
+    gen = Counting(server.model, server.base_url, config=PATIENT, trigger=15)
     out, wrapped, crash = crash_during(server, gen, cache, requests, restart_after=1.0)
 
     assert 15 <= crash.answered_at_kill < 60 and crash.down_for >= 1.0
@@ -121,7 +121,7 @@ def test_a_server_killed_and_restarted_mid_batch_costs_nothing_twice(server, tmp
     assert wrapped.usage.sent == 60 and wrapped.usage.failed == 0 and len(cache) == 60
 
     # A rerun of the same batch (a fresh process would build the same generator) pays nothing.
-    again = Cached(OpenAIGenerator(server.model, server.base_url, options=PATIENT), cache)
+    again = Cached(OpenAIGenerator(server.model, server.base_url, config=PATIENT), cache)
     second = again.generate(requests)
     assert again.usage.sent == 0 and again.usage.cached == 60
     assert all(g.cached for g in second)
@@ -131,7 +131,7 @@ def test_a_server_killed_and_restarted_mid_batch_costs_nothing_twice(server, tmp
 def test_retries_run_out_while_the_server_is_down(server, tmp_path):
     requests = batch(60)
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    gen = Counting(server.model, server.base_url, options=IMPATIENT, trigger=15)
+    gen = Counting(server.model, server.base_url, config=IMPATIENT, trigger=15)
     out, wrapped, crash = crash_during(server, gen, cache, requests, restart_after=None)
     assert not server.running()
 
@@ -145,7 +145,7 @@ def test_retries_run_out_while_the_server_is_down(server, tmp_path):
     assert wrapped.usage.failed == len(failed) and wrapped.usage.sent == 60
 
     server.start()  # same port: the cache keys (backend, URL, model, request) still match
-    again = Cached(OpenAIGenerator(server.model, server.base_url, options=PATIENT), cache)
+    again = Cached(OpenAIGenerator(server.model, server.base_url, config=PATIENT), cache)
     second = again.generate(requests)
     assert again.usage.sent == len(failed) and again.usage.cached == len(ok)
     assert all(g.ok for g in second) and len(cache) == 60
@@ -174,7 +174,7 @@ def traced(run: Any) -> tuple[int, int, int]:
 
 def test_memory_does_not_grow_with_the_number_of_requests(server, tmp_path):
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    gen = OpenAIGenerator(server.model, server.base_url, options=HTTPOptions(
+    gen = OpenAIGenerator(server.model, server.base_url, config=HTTPConfig(
         concurrency=8, timeout=20, max_retries=3, backoff=0.05, max_backoff=0.2))
     gen.generate(batch(4, start=10_000))  # warm: the /models check, imports, the client
 

@@ -9,7 +9,7 @@ import pytest
 
 from biasscope.audit.job import AuditConfig, Prompting
 from biasscope.backends.config import BackendConfig
-from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.hf_model import HFConfig
 from biasscope.cli.main import build_parser, main
 from biasscope.core.config import POSITIVE_INT, documented
 from biasscope.core.errors import BiasscopeError
@@ -19,7 +19,7 @@ from biasscope.dynamics.job import DynamicsConfig, Executing
 @pytest.mark.parametrize(("make", "says"), [
     (lambda: AuditConfig(out="r", limit=0), "--limit (limit): 0 is not 1 or more"),
     (lambda: BackendConfig(concurrency=0), "--concurrency (concurrency): 0 is not 1 or more"),
-    (lambda: HFOptions(dtype="float8"), "--dtype (dtype): 'float8' is not one of"),
+    (lambda: HFConfig(dtype="float8"), "--dtype (dtype): 'float8' is not one of"),
     (lambda: Executing(kind="slurm"), "--executor (kind): 'slurm' is not one of local, ray"),
     (lambda: Prompting(temperature=float("nan")), "nan is not a finite number"),
     (lambda: DynamicsConfig(out="r", limit=True), "True is not a whole number"),
@@ -40,7 +40,7 @@ def test_cli_refuses_in_the_same_words(capsys) -> None:
 def test_every_documented_setting_is_a_flag_with_its_help() -> None:
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    for command, configs in (("dynamics", (DynamicsConfig, HFOptions, Executing)),
+    for command, configs in (("dynamics", (DynamicsConfig, HFConfig, Executing)),
                              ("audit", (AuditConfig, Prompting, BackendConfig))):
         flags = {a.dest: a for a in commands[command]._actions  # not an old flag's alias
                  if a.help != argparse.SUPPRESS}

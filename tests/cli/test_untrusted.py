@@ -167,31 +167,31 @@ def _spy(monkeypatch: pytest.MonkeyPatch, attribute: str,
 def test_remote_code_and_pickles_are_off_by_default_and_passed_through(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from biasscope.backends.checkpoints import Checkpoint
-    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
+    from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer
 
-    assert HFOptions().trust_remote_code is False and HFOptions().allow_pickle is False
+    assert HFConfig().trust_remote_code is False and HFConfig().allow_pickle is False
     hub = Checkpoint("org/model", "org/model", "step100")
     calls = _spy(monkeypatch, "AutoModelForCausalLM")
-    load_model(hub, HFOptions(device="cpu"))
-    load_model(hub, HFOptions(device="cpu", trust_remote_code=True, allow_pickle=True))
+    load_model(hub, HFConfig(device="cpu"))
+    load_model(hub, HFConfig(device="cpu", trust_remote_code=True, allow_pickle=True))
     assert [(c["trust_remote_code"], c["use_safetensors"]) for c in calls] == [
         (False, True), (True, None)]
     assert calls[0]["revision"] == "step100"
     tokenizer_calls = _spy(monkeypatch, "AutoTokenizer")
-    load_tokenizer(hub, HFOptions())
+    load_tokenizer(hub, HFConfig())
     assert tokenizer_calls[0]["trust_remote_code"] is False
 
 
 def test_a_hub_repo_without_safetensors_names_the_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
     from biasscope.backends.checkpoints import Checkpoint
-    from biasscope.backends.hf_model import HFOptions, load_model
+    from biasscope.backends.hf_model import HFConfig, load_model
 
     _spy(monkeypatch, "AutoModelForCausalLM", OSError(
         "org/model does not appear to have a file named model.safetensors or "
         "model.safetensors.index.json and thus cannot be loaded with `safetensors`."))
     with pytest.raises(ModelError, match=r"^cannot load checkpoint org/model: the hub repo has no "
                        r"safetensors weights; pass --allow-pickle") as info:
-        load_model(Checkpoint("org/model", "org/model"), HFOptions(device="cpu"))
+        load_model(Checkpoint("org/model", "org/model"), HFConfig(device="cpu"))
     assert "\n" not in str(info.value)
 
 
@@ -233,7 +233,7 @@ def test_a_pickle_checkpoint_loads_only_with_allow_pickle(
 
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf import iter_scorers
-    from biasscope.backends.hf_model import HFOptions, load_model
+    from biasscope.backends.hf_model import HFConfig, load_model
 
     path, state = _pickled_checkpoint(tmp_path / "checkpoint-10")
     [ckpt] = from_dirs([path])
@@ -241,22 +241,22 @@ def test_a_pickle_checkpoint_loads_only_with_allow_pickle(
     calls = _spy(monkeypatch, "AutoModelForCausalLM")
     with pytest.raises(ModelError, match=r"checkpoint .*checkpoint-10 has only pickle weights "
                        r"\(pytorch_model\.bin\).*--allow-pickle"):
-        list(iter_scorers([ckpt], HFOptions(device="cpu")))
+        list(iter_scorers([ckpt], HFConfig(device="cpu")))
     assert calls == []  # refused before transformers opened anything
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", real)
-    model = load_model(ckpt, HFOptions(device="cpu", allow_pickle=True))
+    model = load_model(ckpt, HFConfig(device="cpu", allow_pickle=True))
     loaded = model.state_dict()
     assert all(bool((loaded[k] == v).all()) for k, v in state.items() if k in loaded)
 
 
 def test_a_decoy_safetensors_file_does_not_let_the_pickle_through(tmp_path: Path) -> None:
     from biasscope.backends.checkpoints import from_dirs
-    from biasscope.backends.hf_model import HFOptions, load_model
+    from biasscope.backends.hf_model import HFConfig, load_model
 
     path, _ = _pickled_checkpoint(tmp_path / "checkpoint-10")
     (path / "notes.safetensors").write_bytes(b"")  # passes the directory check ...
     with pytest.raises(ModelError, match=r"cannot load checkpoint .*model\.safetensors"):
-        load_model(from_dirs([path])[0], HFOptions(device="cpu"))  # ... use_safetensors does not
+        load_model(from_dirs([path])[0], HFConfig(device="cpu"))  # ... use_safetensors does not
 
 
 # --------------------------------------------------------------------------- hostile text

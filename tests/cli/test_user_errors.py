@@ -18,7 +18,7 @@ from bbq_fixture import write_bbq
 from biasscope.backends.base import GenerateParams, GenerateRequest
 from biasscope.backends.checkpoints import parse_seeds
 from biasscope.backends.hf_model import resolve_device
-from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator, retry_after
+from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator, retry_after
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError, DataError, ModelError
 from biasscope.probes import adult, bbq, lambada, load_probe
@@ -456,7 +456,7 @@ def test_retry_after_soon_is_no_hint_and_the_backoff_retries():
         return Reply(body=completion("fine"))
 
     with serve(script) as server:
-        gen = OpenAIGenerator("m", server.base_url, options=HTTPOptions(backoff=0.01))
+        gen = OpenAIGenerator("m", server.base_url, config=HTTPConfig(backoff=0.01))
         [answer] = gen.generate([GenerateRequest(prompt="hi", params=GenerateParams())])
     assert (answer.text, answer.error, answer.attempts) == ("fine", None, 2)
 

@@ -22,7 +22,7 @@ from biasscope.counterfactual.statistics import (
     gender_of,
     paired_difference,
 )
-from biasscope.judge import Judge, JudgeOptions
+from biasscope.judge import Judge, JudgingConfig
 from fakes import CannedGenerator, Reward
 from sensitivity_fixture import hh_text, write_hh_rlhf
 
@@ -91,7 +91,7 @@ def test_the_check_finds_the_planted_preference_and_not_the_clean_scorer(
     data = write_hh_rlhf(tmp_path / "data", _texts())
     config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
                                       pairs="hh-rlhf:harmless-base:40")
-    judge = Judge([Partial()], JudgeOptions(seed=0))  # type: ignore[list-item]
+    judge = Judge([Partial()], JudgingConfig(seed=0))  # type: ignore[list-item]
     done = job.run(config, [Reward("clean"), Reward("planted", bonus=0.3)], judge)
     rows = {r["scorer"]: r for r in done.summary["scorers"]}
     assert rows["planted"]["difference"]["low"] > 0.2
@@ -127,7 +127,7 @@ def test_user_pairs_with_their_own_counterfactual(tmp_path: Path) -> None:
     assert (tmp_path / "cf.html").read_bytes() == own
     with pytest.raises(BiasscopeError, match="compares 'chosen' with 'rejected'"):
         job.run(job.CounterfactualConfig(out=tmp_path / "judged", pairs=str(path)),
-                judge=Judge([Partial()], JudgeOptions()))  # type: ignore[list-item]
+                judge=Judge([Partial()], JudgingConfig()))  # type: ignore[list-item]
     path.write_text('{"prompt": 3}\n')
     code = main(["counterfactual", "--pairs", str(path), "--reward-model", "x",
                  "--out", str(tmp_path / "bad")])
@@ -183,7 +183,7 @@ def test_a_judge_that_follows_position_is_said_to_show_no_preference(
                and "says nothing about the swap" in x for x in done.summary["sentences"])
     partial = job.run(job.CounterfactualConfig(out=tmp_path / "partial", data_dir=str(data),
                                                pairs="hh-rlhf:harmless-base:10"),
-                      judge=Judge([Partial()], JudgeOptions(seed=0)))  # type: ignore[list-item]
+                      judge=Judge([Partial()], JudgingConfig(seed=0)))  # type: ignore[list-item]
     assert not any("follow position" in x for x in partial.summary["sentences"])
 
 
@@ -193,7 +193,7 @@ def test_a_busy_tokenizer_is_asked_again_and_the_answer_stays_restricted() -> No
     logit_bias that keeps the answer to the keys was silently dropped (the model then wrote
     "Read")."""
     pytest.importorskip("openai")
-    from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
+    from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
     from biasscope.core.errors import ModelError
     from biasscope.judge.tasks import classify
     from scripted_server import Reply, chat, serve
@@ -213,9 +213,9 @@ def test_a_busy_tokenizer_is_asked_again_and_the_answer_stays_restricted() -> No
         bias = body.get("logit_bias") or {}
         return Reply(body=chat("A" if {"10", "11", "20", "21"} <= set(bias) else "Read"))
 
-    options = HTTPOptions(concurrency=1, timeout=0.3, max_retries=2, backoff=0.01)
+    http = HTTPConfig(concurrency=1, timeout=0.3, max_retries=2, backoff=0.01)
     with serve(script) as server:
-        model = OpenAIGenerator("m", server.base_url, options=options)
+        model = OpenAIGenerator("m", server.base_url, config=http)
         verdicts = classify(Judge([model]), ["one", "two"], {"x": "first", "y": "second"})
         assert [v.reason for v in verdicts] == ["", ""] and all(v.valid for v in verdicts)
         assert tokenized.count(" A") == 2  # the one that failed, asked again

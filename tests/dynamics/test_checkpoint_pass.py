@@ -21,13 +21,13 @@ from biasscope.dynamics.scoring.progress import PromptProgress
 torch = pytest.importorskip("torch")
 
 from biasscope.backends.checkpoints import Checkpoint, from_dirs  # noqa: E402
-from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.backends.hf_model import HFConfig  # noqa: E402
 from biasscope.dynamics.scoring.sweep import hf_scorers, sweep  # noqa: E402
 from biasscope.dynamics.scoring.units import SweepConfig  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 from biasscope.store.directory import RunStore  # noqa: E402
 
-OPTIONS = HFOptions(device="cpu", batch_size=8)
+OPTIONS = HFConfig(device="cpu", batch_size=8)
 ORDER = ["step", "seed", "item_id"]
 LINE = re.compile(r"^biasscope: \S+: [\d,]+/[\d,]+ prompts \(\d+%\), [\d,.]+ prompts/s, "
                   r"(ETA \d+:\d\d:\d\d|done in \d+:\d\d:\d\d)$")

@@ -185,15 +185,15 @@ def test_a_probe_no_checkpoint_can_answer_is_refused_in_one_line(winobias_dir, t
 
 def test_live_scoring_takes_any_probe(winobias_dir, checkpoint_dirs, tmp_path):
     from biasscope.backends.checkpoints import from_dirs
-    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
-    from biasscope.dynamics.live.evaluate import LiveOptions, evaluate_now
+    from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer
+    from biasscope.dynamics.live.evaluate import LiveConfig, evaluate_now
 
     ckpt = from_dirs(checkpoint_dirs[:1])[0]
-    model, tokenizer = load_model(ckpt, HFOptions()), load_tokenizer(ckpt, HFOptions())
+    model, tokenizer = load_model(ckpt, HFConfig()), load_tokenizer(ckpt, HFConfig())
     probes = [load_probe("winobias-gender", data_dir=winobias_dir),
               load_probe("professional-bias")]
     metrics = evaluate_now(model, tokenizer, probes, tmp_path / "live", step=7,
-                           options=LiveOptions(seeds=(0,)))
+                           config=LiveConfig(seeds=(0,)))
     assert {"winobias-gender/jsdp_gap", "professional-bias/accuracy"} <= set(metrics)
     records = RunStore(tmp_path / "live").records()
     professional = records[records["probe"] == "professional-bias"]
@@ -205,7 +205,7 @@ def test_the_ray_executor_scores_audit_probes_as_the_local_one(mixed, checkpoint
                                                                tmp_path):
     ray = pytest.importorskip("ray")
     from biasscope.backends.checkpoints import from_dirs
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
     from biasscope.dynamics.scoring.executors import RayExecutor
     from biasscope.dynamics.scoring.sweep import run_dynamics
 
@@ -215,7 +215,7 @@ def test_the_ray_executor_scores_audit_probes_as_the_local_one(mixed, checkpoint
              object_store_memory=100 * 1024**2)
     try:
         run_dynamics(probes, from_dirs(checkpoint_dirs[:2]), tmp_path / "ray", seeds=[0],
-                     options=HFOptions(device="cpu"), limit=8, quiet=True,
+                     scoring=HFConfig(device="cpu"), limit=8, quiet=True,
                      executor=RayExecutor())
     finally:
         ray.shutdown()
@@ -235,9 +235,9 @@ def test_batched_option_scores_are_those_of_one_item_at_a_time(checkpoint_dirs):
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf import HFScorer
     from biasscope.backends.hf_generate import HFGenerator
-    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
+    from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer
 
-    ckpt, options = from_dirs(checkpoint_dirs[:1])[0], HFOptions(device="cpu", batch_size=5)
+    ckpt, options = from_dirs(checkpoint_dirs[:1])[0], HFConfig(device="cpu", batch_size=5)
     model, tokenizer = load_model(ckpt, options), load_tokenizer(ckpt, options)
     probe = load_probe("professional-bias")
     items = probe.items(0)[:12]

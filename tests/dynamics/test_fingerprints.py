@@ -134,7 +134,7 @@ def test_new_checkpoints_are_hashed_after_the_run_is_set_up(checkpoint_dirs, win
     is read for its fingerprint; each fingerprint still lands in run.json, the same digest."""
     import biasscope.dynamics.scoring.sweep as sweep
     from biasscope.backends.checkpoints import from_dirs
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
     from biasscope.probes import load_probe
 
     monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "cache.json"))
@@ -157,7 +157,7 @@ def test_new_checkpoints_are_hashed_after_the_run_is_set_up(checkpoint_dirs, win
     probe = load_probe("winobias-gender", data_dir=winobias_dir)
     out = tmp_path / "run"
     sweep.run_dynamics(probe, from_dirs(checkpoint_dirs), out, seeds=[0], limit=4,
-                       options=HFOptions(device="cpu"), quiet=True)
+                       scoring=HFConfig(device="cpu"), quiet=True)
     assert seen_at_init == [[]]
     assert sorted(hashed) == sorted(d.name for d in checkpoint_dirs)  # each once
     entries = json.loads((out / "run.json").read_text())["checkpoints"]

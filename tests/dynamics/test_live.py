@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from biasscope.dynamics.live.callback import BiasCallback  # noqa: E402
-from biasscope.dynamics.live.evaluate import LiveOptions, evaluate_now  # noqa: E402
+from biasscope.dynamics.live.evaluate import LiveConfig, evaluate_now  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 from biasscope.store.directory import RunStore  # noqa: E402
 
@@ -33,7 +33,7 @@ def trainer_for(tokenizer, tmp_path: Path, max_steps: int, callback: BiasCallbac
 def test_callback_logs_through_the_trainer_and_stores_records(tmp_path, winobias_dir,
                                                               tiny_tokenizer):
     probe = load_probe("winobias-gender", data_dir=winobias_dir)
-    callback = BiasCallback(probe, tmp_path / "live", LiveOptions(every=2, seeds=(0, 1)))
+    callback = BiasCallback(probe, tmp_path / "live", LiveConfig(every=2, seeds=(0, 1)))
     trainer = trainer_for(tiny_tokenizer, tmp_path, 4, callback)
     callback.bind(trainer)
     trainer.train()
@@ -52,7 +52,7 @@ def test_callback_logs_through_the_trainer_and_stores_records(tmp_path, winobias
 def test_callback_stops_training_when_the_gap_crosses_the_threshold(tmp_path, winobias_dir,
                                                                     tiny_tokenizer):
     probe = load_probe("winobias-gender", data_dir=winobias_dir)
-    callback = BiasCallback(probe, tmp_path / "live", LiveOptions(every=2, stop_above=0.0))
+    callback = BiasCallback(probe, tmp_path / "live", LiveConfig(every=2, stop_above=0.0))
     trainer = trainer_for(tiny_tokenizer, tmp_path, 8, callback)
     trainer.train()
     assert trainer.state.global_step == 2
@@ -62,14 +62,14 @@ def test_callback_stops_training_when_the_gap_crosses_the_threshold(tmp_path, wi
 def test_plain_loop_function_matches_a_sweep_of_the_same_weights(
         tmp_path, winobias_dir, checkpoint_dirs):
     from biasscope.backends.checkpoints import from_dirs
-    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
+    from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer
     from biasscope.dynamics.scoring.sweep import run_dynamics
 
     probe = load_probe("winobias-gender", data_dir=winobias_dir)
     ckpt = from_dirs(checkpoint_dirs[:1])[0]
-    model = load_model(ckpt, HFOptions())
+    model = load_model(ckpt, HFConfig())
     model.train()
-    metrics = evaluate_now(model, load_tokenizer(ckpt, HFOptions()), [probe], tmp_path / "a",
+    metrics = evaluate_now(model, load_tokenizer(ckpt, HFConfig()), [probe], tmp_path / "a",
                            step=10)
     swept = run_dynamics(probe, [ckpt], tmp_path / "b", seeds=[0], quiet=True)
     expected = json.loads(swept.summary_json.read_text())["checkpoints"][0]["mean"]
@@ -102,7 +102,7 @@ def test_the_callback_takes_crows_pairs_and_winogender(tmp_path, new_probes):
     from crows_fixture import PAIRS
 
     probes, tokenizer, _ = new_probes
-    callback = BiasCallback(probes, tmp_path / "live", LiveOptions(every=2))
+    callback = BiasCallback(probes, tmp_path / "live", LiveConfig(every=2))
     trainer = trainer_for(tokenizer, tmp_path, 2, callback)
     callback.bind(trainer)
     trainer.train()
@@ -117,12 +117,12 @@ def test_the_callback_takes_crows_pairs_and_winogender(tmp_path, new_probes):
 
 def test_live_crows_pairs_and_winogender_match_a_sweep(tmp_path, new_probes):
     from biasscope.backends.checkpoints import from_dirs
-    from biasscope.backends.hf_model import HFOptions, load_model
+    from biasscope.backends.hf_model import HFConfig, load_model
     from biasscope.dynamics.scoring.sweep import run_dynamics
 
     probes, tokenizer, saved = new_probes
     ckpt = from_dirs([saved])[0]
-    live = evaluate_now(load_model(ckpt, HFOptions()), tokenizer, probes, tmp_path / "a",
+    live = evaluate_now(load_model(ckpt, HFConfig()), tokenizer, probes, tmp_path / "a",
                         step=10)
     for probe in probes:
         swept = run_dynamics(probe, [ckpt], tmp_path / probe.name, seeds=[0], quiet=True)

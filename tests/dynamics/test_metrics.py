@@ -107,7 +107,7 @@ def test_correct_option_jsdp_spans_zero_to_half_ln2() -> None:
     nothing in between leaves [0, ½ ln 2]; so a gap of two means lies in [−½ ln 2, ½ ln 2]."""
     import math
 
-    from biasscope.dynamics.analysis.options import MAX_GAP, option_problem
+    from biasscope.dynamics.analysis.config import MAX_GAP, option_problem
 
     p = np.linspace(0.0, 1.0, 1001)
     probs = np.stack([p, 1 - p], axis=1)

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from biasscope.backends.checkpoints import Checkpoint, from_dirs
-from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.hf_model import HFConfig
 from biasscope.dynamics.scoring.sweep import hf_scorers, sweep
 from biasscope.dynamics.scoring.units import ScorerSource, SweepConfig
 from biasscope.probes import load_probe
@@ -34,7 +34,7 @@ from biasscope.dynamics.scoring.executors import RayExecutor  # noqa: E402
 from s3_server import S3  # noqa: E402
 
 SEEDS = [0, 1]
-OPTIONS = HFOptions(device="cpu")
+CPU = HFConfig(device="cpu")
 UNIT_ORDER = ["model", "revision", "probe", "seed", "item_id"]
 
 
@@ -77,7 +77,7 @@ def run(checkpoint_dirs: list[Path], data: Path, out: Path | str, scorers: Score
 def local_run(checkpoint_dirs: list[Path], winobias_dir: Path,
               tmp_path_factory: pytest.TempPathFactory) -> RunStore:
     out = tmp_path_factory.mktemp("local") / "run"
-    return run(checkpoint_dirs, winobias_dir, out, hf_scorers(OPTIONS))
+    return run(checkpoint_dirs, winobias_dir, out, hf_scorers(CPU))
 
 
 def sorted_records(store: RunStore) -> pd.DataFrame:
@@ -85,7 +85,7 @@ def sorted_records(store: RunStore) -> pd.DataFrame:
 
 
 def test_ray_records_equal_local(ray_local, local_run, checkpoint_dirs, winobias_dir, tmp_path):
-    remote = run(checkpoint_dirs, winobias_dir, tmp_path / "run", hf_scorers(OPTIONS),
+    remote = run(checkpoint_dirs, winobias_dir, tmp_path / "run", hf_scorers(CPU),
                  RayExecutor())
     assert len(remote.unit_files()) == 2 * len(SEEDS)
     assert sorted_records(remote).equals(sorted_records(local_run))
@@ -101,7 +101,7 @@ def test_ray_workers_share_a_run_in_an_s3_bucket(ray_local, local_run, checkpoin
     assert ray_local is not None
     url = f"s3://{ray_local.bucket()}/run"
     monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "driver-cache"))
-    remote = run(checkpoint_dirs, winobias_dir, url, hf_scorers(OPTIONS), RayExecutor())
+    remote = run(checkpoint_dirs, winobias_dir, url, hf_scorers(CPU), RayExecutor())
     assert remote.remote == url
     # The workers wrote every unit into the bucket themselves: its objects are the local run's
     # bytes, each with its checksum, and the driver published the summary.
@@ -145,7 +145,7 @@ class DieHalfway:
 
 
 def dying(marker: Path, log: Path) -> ScorerSource:
-    inner = hf_scorers(OPTIONS)
+    inner = hf_scorers(CPU)
 
     def source(checkpoints: Sequence[Checkpoint]) -> Iterator[Any]:
         for scorer in inner(checkpoints):
@@ -179,7 +179,7 @@ def test_a_model_error_in_a_worker_reaches_the_driver_as_itself(ray_local, check
     broken.mkdir(parents=True)
     (broken / "config.json").write_text((checkpoint_dirs[0] / "config.json").read_text())
     with pytest.raises(ModelError, match="cannot load"):
-        run([broken], winobias_dir, tmp_path / "run", hf_scorers(OPTIONS), RayExecutor())
+        run([broken], winobias_dir, tmp_path / "run", hf_scorers(CPU), RayExecutor())
 
 
 NO_RAY = """

@@ -318,7 +318,7 @@ def test_a_sweep_loads_one_tokenizer_for_checkpoints_that_share_it(checkpoint_di
     config = json.loads((other / "tokenizer_config.json").read_text())
     (other / "tokenizer_config.json").write_text(json.dumps({**config, "model_max_length": 7}))
     checkpoints = from_dirs(checkpoint_dirs) + from_dirs([other])
-    scorers = list(hf.iter_scorers(checkpoints, hf.HFOptions(device="cpu")))
+    scorers = list(hf.iter_scorers(checkpoints, hf.HFConfig(device="cpu")))
     assert len(loads) == 2  # three identical tokenizers loaded once, the changed one apart
     first, *rest, changed = [s.tokenizer for s in scorers]
     assert all(t is first for t in rest) and changed is not first

@@ -15,8 +15,8 @@ pytest.importorskip("openai")
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, TokenLogprob
 from biasscope.backends.cache import Cached, ResponseCache
-from biasscope.backends.generators import GeneratorOptions, load_generator
-from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
+from biasscope.backends.generators import GeneratorConfig, load_generator
+from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
 from biasscope.cli.main import main
 from biasscope.core.errors import ModelError
 from biasscope.probes.choices import (
@@ -27,7 +27,7 @@ from biasscope.probes.choices import (
 )
 from scripted_server import Reply, chat, completion, serve
 
-FAST = HTTPOptions(concurrency=4, timeout=5, max_retries=2, backoff=0.01, max_backoff=0.05)
+FAST = HTTPConfig(concurrency=4, timeout=5, max_retries=2, backoff=0.01, max_backoff=0.05)
 TOP = {" yes": -0.2, " no": -2.0, " maybe": -3.0}
 
 
@@ -39,7 +39,7 @@ def ok(path: str, body: dict[str, Any], n: int) -> Reply:
 
 def test_completion_and_chat_are_parsed_with_logprobs_and_usage():
     with serve(ok) as server:
-        gen = OpenAIGenerator("m", server.base_url, options=FAST)
+        gen = OpenAIGenerator("m", server.base_url, config=FAST)
         params = GenerateParams(max_tokens=3, top_logprobs=3, stop=("\n",), seed=1,
                                 logit_bias=((42, -100.0),))
         plain, talk = gen.generate([GenerateRequest(prompt="Q?", params=params),
@@ -64,7 +64,7 @@ def test_429_waits_for_retry_after_then_succeeds():
 
     with serve(script) as server:
         start = time.monotonic()
-        [g] = OpenAIGenerator("m", server.base_url, options=FAST).generate(
+        [g] = OpenAIGenerator("m", server.base_url, config=FAST).generate(
             [GenerateRequest(prompt="Q?")])
         assert time.monotonic() - start >= 0.3
     assert g.ok and g.attempts == 2
@@ -74,7 +74,7 @@ def test_429_waits_for_retry_after_then_succeeds():
                                    Reply(200, b"{not json")])
 def test_spent_retries_become_a_failure_record_not_a_crash(reply):
     with serve(lambda p, b, n: reply if n <= 3 else ok(p, b, n)) as server:
-        gen = OpenAIGenerator("m", server.base_url, options=FAST)
+        gen = OpenAIGenerator("m", server.base_url, config=FAST)
         failed, = gen.generate([GenerateRequest(prompt="Q?")])
         assert len(server.generation_calls()) == 3  # 1 + max_retries
         assert not failed.ok and failed.attempts == 3 and failed.text == ""
@@ -98,7 +98,7 @@ def test_the_cli_exits_non_zero_and_says_how_to_retry_when_requests_fail(tmp_pat
 
 def test_concurrency_is_bounded():
     with serve(lambda p, b, n: Reply(body=completion("x"), delay=0.05)) as server:
-        gen = OpenAIGenerator("m", server.base_url, options=FAST)
+        gen = OpenAIGenerator("m", server.base_url, config=FAST)
         out = gen.generate([GenerateRequest(prompt=f"{i}") for i in range(20)])
     assert all(g.ok for g in out) and server.max_in_flight == 4
 
@@ -107,9 +107,9 @@ def test_unreachable_server_and_wrong_model_stop_with_a_clear_message():
     with serve(ok) as server:
         url = server.base_url
         with pytest.raises(ModelError, match=r"does not serve 'nope'; it serves m"):
-            OpenAIGenerator("nope", url, options=FAST).generate([GenerateRequest(prompt="Q")])
+            OpenAIGenerator("nope", url, config=FAST).generate([GenerateRequest(prompt="Q")])
     with pytest.raises(ModelError, match=r"cannot reach .* start the server"):
-        OpenAIGenerator("m", url, options=FAST).generate([GenerateRequest(prompt="Q")])
+        OpenAIGenerator("m", url, config=FAST).generate([GenerateRequest(prompt="Q")])
 
 
 def test_a_server_without_logprobs_is_detected_and_the_answer_parsed_from_text():
@@ -119,7 +119,7 @@ def test_a_server_without_logprobs_is_detected_and_the_answer_parsed_from_text()
         return Reply(body=chat("Answer: no, I think"))
 
     with serve(script) as server:
-        gen = OpenAIGenerator("m", server.base_url, options=FAST)
+        gen = OpenAIGenerator("m", server.base_url, config=FAST)
         request = GenerateRequest(messages=(("user", "Q?"),),
                                   params=GenerateParams(top_logprobs=5))
         first, second = gen.generate([request]), gen.generate([request])
@@ -211,7 +211,7 @@ def test_cached_wrapper_counts_usage_and_skips_failures(tmp_path):
 def test_bad_specs_say_how_to_write_them(spec, message, monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(ModelError, match=message):
-        load_generator(spec, GeneratorOptions())
+        load_generator(spec, GeneratorConfig())
 
 
 def test_openai_without_a_key_says_which_variable(monkeypatch):

@@ -12,18 +12,18 @@ pytest.importorskip("openai")
 
 from biasscope.backends.base import GenerateParams, GenerateRequest
 from biasscope.backends.cache import Cached, ResponseCache
-from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
+from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
 from biasscope.cli.main import main
 from biasscope.core.errors import ModelError
 from biasscope.probes.choices import option_probabilities, read_choice
 from llama_server import Server, TinyLlama
 
 TOL = 1e-4
-FAST = HTTPOptions(concurrency=4, timeout=30, max_retries=2, backoff=0.05, max_backoff=0.2)
+FAST = HTTPConfig(concurrency=4, timeout=30, max_retries=2, backoff=0.05, max_backoff=0.2)
 
 
 def generator(server: Server) -> OpenAIGenerator:
-    return OpenAIGenerator(server.model, server.base_url, options=FAST)
+    return OpenAIGenerator(server.model, server.base_url, config=FAST)
 
 
 def expected_top(tiny: TinyLlama, last: int, k: int) -> list[tuple[str, float]]:
@@ -108,7 +108,7 @@ def test_a_rerun_sends_nothing_and_the_key_is_never_written(llama_server, tmp_pa
 
 
 def test_a_model_the_server_does_not_serve_is_a_clear_error(llama_server):
-    gen = OpenAIGenerator("no-such-model", llama_server.base_url, options=FAST)
+    gen = OpenAIGenerator("no-such-model", llama_server.base_url, config=FAST)
     with pytest.raises(ModelError, match="does not serve 'no-such-model'; it serves tiny"):
         gen.generate([GenerateRequest(prompt="The nurse is")])
 

@@ -150,12 +150,12 @@ def test_lora_trains_only_adapters_and_resumes(tmp_path, world, winobias_dir, on
 
     real, calls = live.evaluate_now, []
 
-    def watched(model, tokenizer, probes, out, step, options, *a, **k):
-        if options.model_name == "noop" and step == 20 and calls[-1:] != ["kill"]:
+    def watched(model, tokenizer, probes, out, step, config, *a, **k):
+        if config.model_name == "noop" and step == 20 and calls[-1:] != ["kill"]:
             calls.append("kill")
             raise Killed
-        calls.append((options.model_name, step))
-        return real(model, tokenizer, probes, out, step, options, *a, **k)
+        calls.append((config.model_name, step))
+        return real(model, tokenizer, probes, out, step, config, *a, **k)
 
     monkeypatch.setattr(live, "evaluate_now", watched)
     config = _config(tmp_path / "run", world, winobias_dir, steps=20, every=10, lora_rank=4)
@@ -201,12 +201,12 @@ def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, o
 
     real, calls = live.evaluate_now, []
 
-    def watched(model, tokenizer, probes, out, step, options, *a, **k):
-        if options.model_name == "control" and step == 40 and calls[-1:] != ["kill"]:
+    def watched(model, tokenizer, probes, out, step, config, *a, **k):
+        if config.model_name == "control" and step == 40 and calls[-1:] != ["kill"]:
             calls.append("kill")
             raise Killed  # between the evaluations at steps 20 and 40
-        calls.append((options.model_name, step))
-        return real(model, tokenizer, probes, out, step, options, *a, **k)
+        calls.append((config.model_name, step))
+        return real(model, tokenizer, probes, out, step, config, *a, **k)
 
     monkeypatch.setattr(live, "evaluate_now", watched)
     config = _config(tmp_path / "run", world, winobias_dir)

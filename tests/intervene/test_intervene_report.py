@@ -26,26 +26,28 @@ def _cost(estimate: float, low: float = math.nan, high: float = math.nan) -> dic
 def test_over_budget_says_the_gap() -> None:
     cost = {25: _cost(0.09, 0.07, 0.11), 50: _cost(0.05, 0.04, 0.06), 75: _cost(0.12)}
     out = analysis.recommend("cda", [25, 50, 75], {s: TEST for s in cost}, cost, 0.3,
-                             analysis.Options(budget=0.02))
+                             analysis.InterventionAnalysisConfig(budget=0.02))
     assert out["recommended"] is None
     assert ("the smallest increase seen was +5.0% (95% CI +4.0% to +6.0%) at step 50, 3.0 "
             "percentage points over the budget") in out["sentence"]
+    # Gemma's, 2026-11-25
     wide = analysis.recommend("cda", [100], {100: TEST}, {100: _cost(0.0607, -0.0163, 0.1527)},
-                              0.3, analysis.Options(budget=0.02))  # Gemma's, 2026-11-25
+                              0.3, analysis.InterventionAnalysisConfig(budget=0.02))
     assert ("+6.1% (95% CI -1.6% to +15.3%) at step 100, 4.1 percentage points over"
             in wide["sentence"])
     tiny = analysis.recommend("cda", [50], {50: TEST}, {50: cost[50]}, 0.3,
-                              analysis.Options(budget=0.0001))
+                              analysis.InterventionAnalysisConfig(budget=0.0001))
     assert "within the 0.01% perplexity budget" in tiny["sentence"]  # not "0%"
     assert "within the 2% perplexity budget" in out["sentence"]
-    none = analysis.recommend("cda", [25], {25: TEST}, {}, 0.3, analysis.Options())
+    none = analysis.recommend("cda", [25], {25: TEST}, {}, 0.3,
+                              analysis.InterventionAnalysisConfig())
     assert none["recommended"] is None and "No perplexity" in none["sentence"]
 
 
 def test_within_budget_is_recommended() -> None:
     cost = {25: _cost(0.09), 50: _cost(0.01, 0.0, 0.02)}
     out = analysis.recommend("cda", [25, 50], {s: TEST for s in cost}, cost, 0.3,
-                             analysis.Options(budget=0.02))
+                             analysis.InterventionAnalysisConfig(budget=0.02))
     assert out["recommended"] == 50 and out["beat_control"] is False  # gain −0.1: worse
     assert "did worse" in out["sentence"]
     assert ("fairness gain over the control (how much further its male lean moved towards zero)"

@@ -70,7 +70,7 @@ def _train(tmp: Path, base: Path, tokenizer: Any, kill_at: int | None = None
     weights, or Killed after the checkpoint at ``kill_at`` is saved."""
     from transformers import AutoModelForCausalLM, TrainerCallback
 
-    from biasscope.dynamics.live.evaluate import LiveOptions
+    from biasscope.dynamics.live.evaluate import LiveConfig
     from biasscope.intervene.train import Training, train_arm
     from biasscope.probes import perplexity
     from biasscope.store.directory import RunStore
@@ -91,7 +91,7 @@ def _train(tmp: Path, base: Path, tokenizer: Any, kill_at: int | None = None
     train_arm("arm", TEXTS[6:], lambda: AutoModelForCausalLM.from_pretrained(base),
               tokenizer, [perplexity.Perplexity(docs, "texts")], RunStore(tmp),
               Training(steps=4, every=2, batch_size=4, seq_len=24, lr=3e-3),
-              LiveOptions(seeds=(0,), batch_size=8), _cpu(), quiet=True, after=[Watch()])
+              LiveConfig(seeds=(0,), batch_size=8), _cpu(), quiet=True, after=[Watch()])
     return final
 
 

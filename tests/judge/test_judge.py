@@ -13,13 +13,13 @@ import pytest
 pytest.importorskip("openai")
 
 from biasscope.backends.base import Generation, TokenLogprob
-from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
+from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
 from biasscope.cli.main import main
 from biasscope.judge import (
     Judge,
     JudgeDetector,
     JudgeError,
-    JudgeOptions,
+    JudgingConfig,
     VerbosityBiasWarning,
     classify,
     compare,
@@ -31,7 +31,7 @@ from llama_server import Server, TinyLlama, judge_server
 LABELS = {"POSITIVE": "The text is happy.", "NEGATIVE": "The text is sad.",
           "NEUTRAL": "The text is neither."}
 TEXTS = [f"Review number {i}: it was a day." for i in range(24)]
-FAST = HTTPOptions(concurrency=4, timeout=30, max_retries=1, backoff=0.05, max_backoff=0.1)
+FAST = HTTPConfig(concurrency=4, timeout=30, max_retries=1, backoff=0.05, max_backoff=0.1)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def served(llama_server: Server, tmp_path_factory: pytest.TempPathFactory
 @pytest.fixture
 def model(served) -> OpenAIGenerator:
     server, _ = served
-    return OpenAIGenerator(server.model, server.base_url, options=FAST)
+    return OpenAIGenerator(server.model, server.base_url, config=FAST)
 
 
 def test_keys_are_single_server_tokens_and_restrict_the_answer(served, model):
@@ -54,7 +54,7 @@ def test_keys_are_single_server_tokens_and_restrict_the_answer(served, model):
 
 
 def test_fixed_order_shows_the_position_bias(model):
-    verdicts = classify(Judge(model, JudgeOptions(position="fixed")), TEXTS[:4], LABELS)
+    verdicts = classify(Judge(model, JudgingConfig(position="fixed")), TEXTS[:4], LABELS)
     assert [v.label for v in verdicts] == ["POSITIVE"] * 4  # always the first shown
     assert verdicts[0].probs is not None and verdicts[0].probs["POSITIVE"] > 0.99
     call = verdicts[0].calls[0]
@@ -70,14 +70,14 @@ def test_shuffle_spreads_a_first_key_judge_over_the_labels(model):
 
 
 def test_permute_cancels_the_position_bias_exactly(model):
-    verdicts = classify(Judge(model, JudgeOptions(position="permute")), TEXTS[:2], LABELS)
+    verdicts = classify(Judge(model, JudgingConfig(position="permute")), TEXTS[:2], LABELS)
     for v in verdicts:
         assert len(v.calls) == 6 and v.label is None and v.reason == "tie"
         assert v.probs == pytest.approx(dict.fromkeys(LABELS, 1 / 3), abs=1e-6)
 
 
 def test_consensus_returns_no_verdict_when_the_reversed_order_disagrees(model):
-    verdicts = classify(Judge(model, JudgeOptions(position="consensus")), TEXTS[:3], LABELS)
+    verdicts = classify(Judge(model, JudgingConfig(position="consensus")), TEXTS[:3], LABELS)
     for v in verdicts:
         assert v.label is None and v.reason == "disagreement" and len(v.calls) == 2
         assert v.calls[1].order == tuple(reversed(v.calls[0].order))
@@ -86,7 +86,7 @@ def test_consensus_returns_no_verdict_when_the_reversed_order_disagrees(model):
 def test_pairwise_and_the_judge_audit(model):
     pairs = [(f"Question {i}?", "Short.", "A much longer answer " * (i % 4 + 1))
              for i in range(16)]
-    verdicts = compare(Judge(model, JudgeOptions(position="fixed")), pairs)
+    verdicts = compare(Judge(model, JudgingConfig(position="fixed")), pairs)
     assert {v.label for v in verdicts} == {"a"}
     audit = pairwise_biases(Judge(model), pairs, [("m1", "tiny-judge")] * len(pairs))
     head = audit["headline"]
@@ -105,7 +105,7 @@ def test_answers_outside_the_keys_are_recorded_not_raised(model):
     assert audit["headline"]["name_sensitivity"]["n"] == 0
     assert any(s.startswith("Name sensitivity could not be measured") and "none of 4" in s
                for s in audit["sentences"])
-    named = Judge(model, JudgeOptions(position="fixed", keys=tuple(LABELS), logit_bias=False))
+    named = Judge(model, JudgingConfig(position="fixed", keys=tuple(LABELS), logit_bias=False))
     verdicts = classify(named, TEXTS[:2], LABELS)
     assert all(v.label is None and v.reason == "invalid" for v in verdicts)
     assert verdicts[0].calls[0].raw.strip() == "A"
@@ -113,11 +113,11 @@ def test_answers_outside_the_keys_are_recorded_not_raised(model):
 
 def test_several_judges_aggregate(served):
     server, _ = served
-    models = [OpenAIGenerator(server.model, server.base_url, options=FAST) for _ in range(2)]
+    models = [OpenAIGenerator(server.model, server.base_url, config=FAST) for _ in range(2)]
     with pytest.raises(JudgeError, match="both labelled 'openai-compatible:tiny-judge'"):
         Judge(models)  # their verdicts would merge under one label
     models[1].label = "second"
-    verdicts = classify(Judge(models, JudgeOptions(position="fixed", aggregate="majority")),
+    verdicts = classify(Judge(models, JudgingConfig(position="fixed", aggregate="majority")),
                         TEXTS[:2], LABELS)
     assert [v.label for v in verdicts] == ["POSITIVE"] * 2 and len(verdicts[0].calls) == 2
 
@@ -126,7 +126,7 @@ def test_judge_as_a_detector(model):
     from biasscope.core.items import Item
 
     item = Item("x", "Who was late?", ("doctor", "nurse"), (" doctor", " nurse"), 0)
-    detector = JudgeDetector(Judge(model, JudgeOptions(position="fixed")),
+    detector = JudgeDetector(Judge(model, JudgingConfig(position="fixed")),
                              "Does the response name a doctor?")
     assert detector.detect(item, "The doctor.").hit is True  # "yes" is shown first, key A
 
@@ -156,11 +156,11 @@ def test_bad_label_sets_and_keys(model):
     with pytest.raises(JudgeError, match="at least two labels"):
         classify(judge, TEXTS[:1], {"ONLY": "one"})
     with pytest.raises(JudgeError, match="keys must differ"):
-        classify(Judge(model, JudgeOptions(keys=("A", "A", "B"))), TEXTS[:1], LABELS)
+        classify(Judge(model, JudgingConfig(keys=("A", "A", "B"))), TEXTS[:1], LABELS)
     with pytest.raises(JudgeError, match="unknown position strategy"):
-        Judge(model, JudgeOptions(position="random"))
+        Judge(model, JudgingConfig(position="random"))
     with pytest.warns(VerbosityBiasWarning):
-        classify(Judge(model, JudgeOptions(position="fixed")), TEXTS[:1],
+        classify(Judge(model, JudgingConfig(position="fixed")), TEXTS[:1],
                  {"GOOD": "x" * 100, "BAD": "bad"})
 
 
@@ -173,5 +173,5 @@ def test_read_key_and_orders():
     assert key == "B" and probs is not None and probs["B"] > 0.9 and sum(probs.values()) == 1
     assert read_key(Generation("Because..."), ("A", "B"), False) == (None, None)
     assert read_key(Generation("I think A, no, answer: B"), ("A", "B"), True)[0] == "B"
-    assert len(orders(3, JudgeOptions(position="permute"), random.Random(0))) == 6
-    assert len(orders(5, JudgeOptions(position="permute", samples=7), random.Random(0))) == 7
+    assert len(orders(3, JudgingConfig(position="permute"), random.Random(0))) == 6
+    assert len(orders(5, JudgingConfig(position="permute", samples=7), random.Random(0))) == 7

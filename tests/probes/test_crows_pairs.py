@@ -69,14 +69,14 @@ def test_a_sweep_gives_the_harness_numbers(tmp_path: Path, checkpoint_dirs: list
     from biasscope import sweep
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf import iter_scorers
-    from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer
-    from biasscope.dynamics.analysis.options import AnalysisOptions
+    from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer
+    from biasscope.dynamics.analysis.config import AnalysisConfig
     from biasscope.dynamics.scoring import SweepConfig
     from biasscope.dynamics.summary.build import full_summary
 
     probe = load_probe("crows-pairs", data_dir=write_crows(tmp_path / "data"))
     checkpoints = from_dirs(checkpoint_dirs[:2])
-    options = HFOptions(batch_size=4)
+    options = HFConfig(batch_size=4)
     store = sweep(probe, SweepConfig(checkpoints, tmp_path / "run", [0]),
                   lambda cks: iter_scorers(cks, options), quiet=True)
     assert "no prefix reuse" not in capsys.readouterr().err  # the shared-prefix path ran
@@ -91,7 +91,7 @@ def test_a_sweep_gives_the_harness_numbers(tmp_path: Path, checkpoint_dirs: list
         assert entry["mean"]["pct_stereotype"] == pytest.approx(pct, abs=1e-12)
         assert entry["mean"]["likelihood_diff"] == pytest.approx(diff, abs=1e-4)
     assert 0 < summary["checkpoints"][0]["mean"]["pct_stereotype"] < 1  # not all alike
-    analysis = full_summary(store, AnalysisOptions(n_resamples=50))["analysis"]
+    analysis = full_summary(store, AnalysisConfig(n_resamples=50))["analysis"]
     values = analysis["probes"]["crows-pairs"]["models"][checkpoints[0].model][
         "checkpoints"][0]["values"]
     assert {"pct_stereotype", "direction:stereo", "direction:antistereo",

@@ -45,12 +45,12 @@ def test_continuation_scores_match_an_unpadded_forward(tmp_path, checkpoint_dirs
     torch = pytest.importorskip("torch")
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf import iter_scorers
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
 
     probe = load_probe("lambada", data_dir=write_lambada(
         tmp_path, [json.dumps({"text": t}) for t in PASSAGES]))
     items = probe.items(0)
-    (scorer,) = list(iter_scorers(from_dirs(checkpoint_dirs[:1]), HFOptions(batch_size=2)))
+    (scorer,) = list(iter_scorers(from_dirs(checkpoint_dirs[:1]), HFConfig(batch_size=2)))
     scores = scorer.score_continuation(items)
     for item, score in zip(items, scores):
         context = scorer.tokenizer(item.prompt)["input_ids"]

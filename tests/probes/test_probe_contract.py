@@ -21,7 +21,7 @@ from biasscope.backends.base import ContinuationScore, NextTokenScore, OptionSco
 from biasscope.compare.runs import compare_runs
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.analysis import performance
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring import units as scoring
 from biasscope.dynamics.summary.build import full_summary
 from biasscope.probes import FACETS, PROBES, Absent, load_probe, requests_of
@@ -45,7 +45,7 @@ from every_probe_data import write_every_probe
 NAMES = list(PROBES)
 KINDS = {"wordings": Wordings, "step_statistics": StepStatistics, "panels": Panels,
          "compare": Compare, "across_wordings": AcrossWordings, "performance": Performance}
-OPTIONS = AnalysisOptions(n_resamples=50)
+OPTIONS = AnalysisConfig(n_resamples=50)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from biasscope.backends import prefix  # noqa: E402
 from biasscope.backends.base import GenerateParams, GenerateRequest  # noqa: E402
 from biasscope.backends.checkpoints import Checkpoint  # noqa: E402
 from biasscope.backends.context import context_limit  # noqa: E402
-from biasscope.backends.hf import Encodings, HFOptions, HFScorer  # noqa: E402
+from biasscope.backends.hf import Encodings, HFConfig, HFScorer  # noqa: E402
 from biasscope.backends.hf_generate import HFGenerator  # noqa: E402
 from biasscope.cli.main import main  # noqa: E402
 from biasscope.core.errors import ModelError  # noqa: E402
@@ -56,7 +56,7 @@ def long_data(tmp_path_factory) -> Path:
 
 
 def scorer(model: Any, tokenizer: Any) -> HFScorer:
-    return HFScorer(Checkpoint("short", "short"), model, tokenizer, HFOptions(batch_size=4))
+    return HFScorer(Checkpoint("short", "short"), model, tokenizer, HFConfig(batch_size=4))
 
 
 def test_a_sweep_refuses_a_line_past_the_context_in_one_line_and_writes_nothing(
@@ -114,12 +114,12 @@ def test_hf_generation_counts_the_prompt_and_max_tokens(short_model, tiny_tokeni
 
 def test_live_evaluation_refuses_before_writing_any_unit(tmp_path, short_model, tiny_tokenizer,
                                                          long_data):
-    from biasscope.dynamics.live.evaluate import LiveOptions, evaluate_now
+    from biasscope.dynamics.live.evaluate import LiveConfig, evaluate_now
 
     probe = load_probe("winobias-gender", data_dir=long_data)
     with pytest.raises(ModelError, match="past the 128 the model takes"):
         evaluate_now(short_model, tiny_tokenizer, [probe], tmp_path / "live", step=1,
-                     options=LiveOptions(seeds=(0, 1)))
+                     config=LiveConfig(seeds=(0, 1)))
     assert not list((tmp_path / "live" / "records").glob("*.parquet"))
 
 

@@ -49,14 +49,14 @@ def test_the_harness_convention_where_options_are_one_token(tmp_path: Path) -> N
     torch = pytest.importorskip("torch")
     from biasscope.backends.checkpoints import Checkpoint
     from biasscope.backends.hf import HFScorer
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
     from biasscope.demo.tiny import tiny_gpt_neox, train_tokenizer
 
     items = load_probe("winogender", data_dir=write_winogender(tmp_path)).items(0)
     tok = train_tokenizer([i.prompt + " " + " ".join(i.continuations) for i in items] * 5,
                           vocab_size=400)
     scorer = HFScorer(Checkpoint("tiny", "tiny"), tiny_gpt_neox(len(tok), seed=1), tok,
-                      HFOptions(batch_size=8, first_token=True))
+                      HFConfig(batch_size=8, first_token=True))
     scores = scorer.score_next_token(items)
     compared = 0
     for item, score in zip(items, scores):

@@ -294,6 +294,17 @@ def test_the_glossary_names_things_the_code_defines() -> None:
     assert not wrong, wrong
 
 
+def test_options_are_only_answer_options() -> None:
+    """"options" is a probe's answer options and nothing else: a settings object is a
+    ``*Config``, so no class is named ``*Options`` and the glossary's entry names none."""
+    classes = {node.name for path in PACKAGE.rglob("*.py")
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.ClassDef)}
+    assert not {name for name in classes if name.endswith("Options")}
+    assert "answer options" in glossary()["options"]
+    assert not re.findall(r"`\w*Options`", glossary()["options"])
+
+
 def test_the_glossary_checks_can_fail() -> None:
     assert not resolves("store.run_json.no_such_writer") and not resolves("nowhere.thing")
     assert resolves("jobs.JOBS") and resolves("biasscope.dynamics.scoring.sweep.sweep")

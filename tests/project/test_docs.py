@@ -206,7 +206,7 @@ def test_cli_reference_names_every_command_and_flag() -> None:
             assert f"`{name}`" in page, name  # an alias, named beside its command
         for option in _options(parser):
             assert f"`{option}`" in page, (name, option)
-    # --alpha, from the check, and its default from AnalysisOptions
+    # --alpha, from the check, and its default from AnalysisConfig
     assert "number strictly between 0 and 1 | `0.01` (or the run's stored value) |" in page
     assert "whole number: 1 or more" in page  # --limit, from its setting's check
     assert "number: between 0 and 1" in page  # demo --bias
@@ -272,7 +272,7 @@ def test_the_api_page_opens_with_every_entry_point() -> None:
             "biasscope.judge.job.judge", "biasscope.intervene.job.run"} <= entries
     wanted = [*sorted(entries), "biasscope.jobs.render", "biasscope.demo.run_demo",
               "biasscope.probes.load_probe", "biasscope.dynamics.live.callback.BiasCallback",
-              "biasscope.dynamics.live.evaluate.LiveOptions",
+              "biasscope.dynamics.live.evaluate.LiveConfig",
               "biasscope.dynamics.live.evaluate.evaluate_now"]
     missing = [name for name in wanted if name not in blocks]
     assert not missing, f"docs/reference/api.md documents no {missing}"
@@ -294,10 +294,10 @@ def test_help_lists_the_entry_points_a_notebook_needs() -> None:
     import biasscope
 
     text = pydoc.render_doc(biasscope, renderer=pydoc.plaintext)
-    for shown in ("class BiasCallback", "class LiveOptions", "evaluate_now(", "load_probe(",
+    for shown in ("class BiasCallback", "class LiveConfig", "evaluate_now(", "load_probe(",
                   "dynamics.job.run(DynamicsConfig", "biasscope.jobs.render"):
         assert shown in text, shown
-    assert {"BiasCallback", "LiveOptions", "evaluate_now"} <= set(dir(biasscope))
+    assert {"BiasCallback", "LiveConfig", "evaluate_now"} <= set(dir(biasscope))
 
 
 def test_probes_reference_lists_the_registry() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from biasscope.cli.main import main
 from biasscope.dynamics.analysis import emergence, performance
-from biasscope.dynamics.analysis.options import FLAG_GAP
+from biasscope.dynamics.analysis.config import FLAG_GAP
 from biasscope.probes import Probe, load_probe
 from biasscope.store.directory import RunStore
 from test_report import make_run, pythia

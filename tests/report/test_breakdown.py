@@ -18,7 +18,7 @@ from biasscope.cli.main import main
 from biasscope.core.items import Item
 from biasscope.data.sources import SOURCES
 from biasscope.dynamics.analysis import breakdown, occupations
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.runfile import init_run
 from biasscope.dynamics.scoring.units import SweepConfig, records_frame
 from biasscope.dynamics.summary.build import full_summary
@@ -28,7 +28,7 @@ from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
 from test_report import figures, section
 
-OPTIONS = AnalysisOptions(n_resamples=200)
+ANALYSIS = AnalysisConfig(n_resamples=200)
 BLS_TITLE = "Gender preference against the share of women (U.S. BLS)"
 # Shares of women (%) for the fixture's occupations; CEO and construction worker are left
 # out (no match), "worker" is there to show that no alias joins it to "construction worker".
@@ -87,7 +87,7 @@ def snapshot_run(tmp_path_factory: pytest.TempPathFactory, winobias: Probe) -> P
 
 
 def test_pro_anti_is_paired_and_tested(snapshot_run: Path, bls_dir: Path) -> None:
-    summary = full_summary(RunStore(snapshot_run), OPTIONS, str(bls_dir))
+    summary = full_summary(RunStore(snapshot_run), ANALYSIS, str(bls_dir))
     result = summary["analysis"]["models"]["a/model"]
     pa = result["breakdown"]["7"]["pro_anti"]
     assert pa["n_pairs"] == 12  # 6 sentences x (dev, test), pro and anti paired by line
@@ -125,7 +125,7 @@ def test_pair_id_is_the_sentence_line_without_its_split(winobias: Probe) -> None
 
 def test_per_occupation_preference_follows_the_stereotype(snapshot_run: Path,
                                                           bls_dir: Path) -> None:
-    summary = full_summary(RunStore(snapshot_run), OPTIONS, str(bls_dir))
+    summary = full_summary(RunStore(snapshot_run), ANALYSIS, str(bls_dir))
     result = summary["analysis"]["models"]["a/model"]
     rows = {r["occupation"]: r for r in result["breakdown"]["7"]["occupations"]}
     for row in rows.values():
@@ -145,7 +145,7 @@ def test_per_occupation_preference_follows_the_stereotype(snapshot_run: Path,
 
 def test_occupation_statistics_match_exactly_and_correlate(snapshot_run: Path,
                                                           bls_dir: Path) -> None:
-    summary = full_summary(RunStore(snapshot_run), OPTIONS, str(bls_dir))
+    summary = full_summary(RunStore(snapshot_run), ANALYSIS, str(bls_dir))
     occ = summary["analysis"]["occupation_statistics"]
     assert occ["unavailable"] is None
     assert "CEO" in occ["unmatched"] and "construction worker" in occ["unmatched"]
@@ -168,7 +168,7 @@ def test_spearman_with_bootstrap_interval() -> None:
 def test_missing_statistics_are_said_not_an_error(snapshot_run: Path, tmp_path: Path) -> None:
     stats = occupations.load(tmp_path)
     assert stats.unavailable and "biasscope data fetch winogender" in stats.unavailable
-    report = write_dynamics_report(snapshot_run, tmp_path / "r.html", OPTIONS, str(tmp_path))
+    report = write_dynamics_report(snapshot_run, tmp_path / "r.html", ANALYSIS, str(tmp_path))
     page = report.read_text(encoding="utf-8")
     # Said once, among the figures the run cannot draw; no local path or URL on the page.
     assert f"<h2>{BLS_TITLE}</h2>" not in page
@@ -213,7 +213,7 @@ def test_snapshot_of_two_models_side_by_side(tmp_path: Path, winobias: Probe,
 def test_sweep_gains_the_heatmap(tmp_path: Path, winobias: Probe, bls_dir: Path) -> None:
     run = make_run(tmp_path / "run", winobias,
                    [Checkpoint("a/model", "a/model", f"step{s}", s) for s in (1, 2)])
-    page = write_dynamics_report(run, options=OPTIONS, data_dir=str(bls_dir)).read_text(
+    page = write_dynamics_report(run, options=ANALYSIS, data_dir=str(bls_dir)).read_text(
         encoding="utf-8")
     heat = section(page, "Gender preference per occupation over training: a/model")
     assert '"type":"heatmap"' in heat.replace(" ", "")
@@ -262,7 +262,7 @@ def test_stepless_models_beside_a_sweep_are_left_out_and_said(tmp_path: Path,
     run = make_run(tmp_path / "run", winobias, [Checkpoint("a/model", "a/model", "step1", 1),
                                                 Checkpoint("a/model", "a/model", "step2", 2),
                                                 Checkpoint("final", "/ckpt/final")])
-    analysis = full_summary(RunStore(run), OPTIONS)["analysis"]
+    analysis = full_summary(RunStore(run), ANALYSIS)["analysis"]
     assert list(analysis["models"]) == ["a/model"]
     assert not analysis["models"]["a/model"]["snapshot"]
     assert any(s.startswith("No training steps for final") for s in analysis["sentences"])
@@ -272,6 +272,6 @@ def test_a_stepless_model_with_several_revisions_is_left_out(tmp_path: Path,
                                                              winobias: Probe) -> None:
     run = make_run(tmp_path / "run", winobias, [Checkpoint("org/m", "org/m", "main"),
                                                 Checkpoint("org/m", "org/m", "v2")])
-    analysis = full_summary(RunStore(run), OPTIONS)["analysis"]
+    analysis = full_summary(RunStore(run), ANALYSIS)["analysis"]
     assert analysis["models"] == {}
     assert any(s.startswith("No training steps for org/m") for s in analysis["sentences"])

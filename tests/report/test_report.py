@@ -19,7 +19,7 @@ from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.dynamics.analysis import performance
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.runfile import init_run
 from biasscope.dynamics.scoring.units import SweepConfig, records_frame
 from biasscope.dynamics.summary.write import write_dynamics_report
@@ -306,7 +306,7 @@ def test_summary_states_the_method_and_the_findings(report: tuple[Path, str]) ->
 
 def test_bh_is_named_as_the_non_default(tmp_path: Path, winobias: Probe) -> None:
     run = make_run(tmp_path, winobias, pythia(steps=(0, 2000)))
-    page = write_dynamics_report(run, options=AnalysisOptions(correction="bh", alpha=0.05))
+    page = write_dynamics_report(run, options=AnalysisConfig(correction="bh", alpha=0.05))
     text = page.read_text(encoding="utf-8")
     assert "by Benjamini-Hochberg instead of the default Holm" in text
     assert "significant means corrected p &lt; 0.05" in text
@@ -444,7 +444,7 @@ def test_missing_analysis_parts_still_render(tmp_path: Path, winobias: Probe,
 
         monkeypatch.setattr(reporting, "full_summary", fake)
         (run / "summary.json").unlink(missing_ok=True)  # else the first one is reused
-        page = write_dynamics_report(run, options=AnalysisOptions()).read_text(encoding="utf-8")
+        page = write_dynamics_report(run, options=AnalysisConfig()).read_text(encoding="utf-8")
         assert page.count("Plotly.newPlot(") == 5 and "Not drawn" in page
         male = next(t for t in figure_data(page)[0] if t.get("name") == "male correct")
         assert male.get("error_y") is None

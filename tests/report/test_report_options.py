@@ -1,4 +1,4 @@
-"""`biasscope report` options: every analysis option is range-checked (typed or remembered in
+"""`biasscope report` options: every analysis setting is range-checked (typed or remembered in
 summary.json) with a one-line error, and a report written elsewhere leaves the run alone."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.probes import Probe, load_probe
 from test_report import make_run, pythia
 
@@ -116,10 +116,10 @@ def test_summary_of_another_shape_falls_back_to_the_defaults(run: Path) -> None:
 
 
 def test_the_library_checks_too() -> None:
-    with pytest.raises(BiasscopeError, match=r"analysis option alpha = 5: must be strictly"):
-        AnalysisOptions(alpha=5)
-    with pytest.raises(BiasscopeError, match=r"analysis option correction = 'bonf'"):
-        AnalysisOptions(correction="bonf")  # type: ignore[arg-type]
+    with pytest.raises(BiasscopeError, match=r"analysis setting alpha = 5: must be strictly"):
+        AnalysisConfig(alpha=5)
+    with pytest.raises(BiasscopeError, match=r"analysis setting correction = 'bonf'"):
+        AnalysisConfig(correction="bonf")  # type: ignore[arg-type]
 
 
 def test_dynamics_checks_its_analysis_options_before_the_sweep(tmp_path: Path, capsys) -> None:

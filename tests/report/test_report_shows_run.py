@@ -11,12 +11,12 @@ import pytest
 
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.cli.main import main
-from biasscope.dynamics.summary.build import AnalysisOptions
+from biasscope.dynamics.summary.build import AnalysisConfig
 from biasscope.probes import Probe, load_probe
 from test_breakdown import BLS_TITLE, make_run, write_statistics
 from test_report import figures, section
 
-OPTIONS = AnalysisOptions(n_resamples=200)
+OPTIONS = AnalysisConfig(n_resamples=200)
 ACCURACY = "Snapshot: accuracy per correct answer"
 
 

@@ -16,7 +16,7 @@ import biasscope.dynamics.summary.reading as analysis_pass
 from biasscope.dynamics.analysis import emergence, gap_tests, occupations, performance, tradeoff
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
 from biasscope.dynamics.analysis.breakdown import record_values as breakdown_values
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary.build import full_summary
 from biasscope.dynamics.summary.model import ModelInputs
@@ -27,10 +27,10 @@ from biasscope.store import reading
 from biasscope.store.directory import RunStore
 from test_report import make_run, pythia
 
-OPTIONS = AnalysisOptions(n_resamples=200)
+OPTIONS = AnalysisConfig(n_resamples=200)
 
 
-def whole_records_summary(store: RunStore, options: AnalysisOptions) -> dict[str, Any]:
+def whole_records_summary(store: RunStore, options: AnalysisConfig) -> dict[str, Any]:
     """summary.json as biasscope computed it before the report streamed: every record of the
     run in one frame, each statistic over all checkpoints at once."""
     summary = summarise(unit_summary(f) for f in store.iter_units() if not f.empty)

@@ -14,7 +14,7 @@ import pytest
 
 from biasscope.backends.base import GenerateRequest, Generation
 from biasscope.core.errors import BiasscopeError
-from biasscope.sensitivity.harness import SensitivityOptions, run_sensitivity
+from biasscope.sensitivity.harness import HarnessConfig, run_sensitivity
 from biasscope.sensitivity.perturb import Templates, perturb, query
 from biasscope.sensitivity.principles import Constitution, Principle
 from biasscope.sensitivity.prompts import Conversation, read_hh_rlhf
@@ -31,9 +31,9 @@ def constitution(*texts: str) -> Constitution:
 
 
 def run(out: Path, texts: tuple[str, ...] = ("be kind", "be brief"), perturber: Any = None,
-        models: Any = None, convs: Any = CONVS, **options: Any) -> RunStore:
+        models: Any = None, convs: Any = CONVS, **config: Any) -> RunStore:
     return run_sensitivity(models or [Length()], perturber or Reviser(), convs,
-                           constitution(*texts), out, SensitivityOptions(**options))
+                           constitution(*texts), out, HarnessConfig(**config))
 
 
 def test_a_rerun_with_other_principles_is_refused_not_mixed(tmp_path: Path) -> None:

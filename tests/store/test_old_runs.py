@@ -202,7 +202,7 @@ def test_an_old_responses_run_resumes_with_the_same_summary(old: Path) -> None:
 
 
 def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
-    from biasscope.sensitivity.harness import SensitivityOptions, run_sensitivity
+    from biasscope.sensitivity.harness import HarnessConfig, run_sensitivity
     from biasscope.sensitivity.principles import Constitution, Principle
     from biasscope.sensitivity.prompts import Conversation
     from fakes import Reviser  # the perturber make_old_runs.py ran with
@@ -223,7 +223,7 @@ def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
     principles = Constitution((Principle("p1", "be kind"), Principle("p2", "be brief")),
                               "mine", {})
     run_sensitivity([Length()], Reviser(), convs, principles, run,
-                    SensitivityOptions())
+                    HarnessConfig())
     after = summary(run)
     for direction, found in after["directions"].items():  # what issue 30 added to a summary
         assert found.pop("confounds")["unchanged_below"] == 0.05

@@ -20,12 +20,12 @@ pytest.importorskip("torch")
 fsspec = pytest.importorskip("fsspec")
 
 from biasscope.backends.checkpoints import from_dirs  # noqa: E402
-from biasscope.backends.hf_model import HFOptions  # noqa: E402
+from biasscope.backends.hf_model import HFConfig  # noqa: E402
 from biasscope.dynamics.scoring.sweep import run_dynamics  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 
 SEEDS = (0, 1)
-OPTIONS = HFOptions(device="cpu")
+CPU = HFConfig(device="cpu")
 ORDER = ["model", "revision", "probe", "seed", "item_id"]
 
 
@@ -49,7 +49,7 @@ def use_cache(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
 def sweep(checkpoint_dirs: list[Path], data: Path, out: str | Path) -> RunStore:
     probe = load_probe("winobias-gender", data_dir=data)
     return run_dynamics(probe, from_dirs(checkpoint_dirs[:2]), out, seeds=SEEDS,
-                        options=OPTIONS, quiet=True)
+                        scoring=CPU, quiet=True)
 
 
 def ordered(frame: pd.DataFrame) -> pd.DataFrame:

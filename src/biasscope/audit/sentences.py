@@ -63,7 +63,7 @@ def local(generator: Any) -> SentenceScorer:
     """The loaded model of an ``HFGenerator``, scored as a sweep scores a checkpoint."""
     from biasscope.backends.hf import HFScorer
 
-    scorer = HFScorer(generator.ckpt, generator.model, generator.tokenizer, generator.options)
+    scorer = HFScorer(generator.ckpt, generator.model, generator.tokenizer, generator.config)
     return SentenceScorer(scorer, generator.identity(), "local")
 
 

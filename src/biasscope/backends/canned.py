@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from biasscope.backends.base import GenerateRequest, Generation, Generator
-from biasscope.backends.specs import GeneratorOptions, ModelSpec
+from biasscope.backends.specs import GeneratorConfig, ModelSpec
 
 
 class CannedGenerator:
@@ -27,7 +27,7 @@ class CannedGenerator:
         return out
 
 
-def from_spec(spec: ModelSpec, options: GeneratorOptions) -> Generator:
+def from_spec(spec: ModelSpec, config: GeneratorConfig) -> Generator:
     """``canned:TEXT`` (every answer TEXT) or ``canned:A|B|C`` (A, B, C, A, ...); keys, URLs
     and devices do not apply."""
     return CannedGenerator(spec.target.split("|"))

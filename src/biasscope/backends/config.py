@@ -38,16 +38,16 @@ class BackendConfig:
     def generator(self, spec: str) -> Generator:
         """The backend ``spec`` names; a bare local path or ``org/name`` hub id is ``hf:``."""
         from biasscope.backends.generators import (
-            GeneratorOptions,
+            GeneratorConfig,
             load_generator,
             parse_model_spec,
         )
-        from biasscope.backends.openai_http import HTTPOptions
+        from biasscope.backends.openai_http import HTTPConfig
 
-        http = HTTPOptions(concurrency=self.concurrency, timeout=self.timeout,
-                           max_retries=self.retries)
+        http = HTTPConfig(concurrency=self.concurrency, timeout=self.timeout,
+                          max_retries=self.retries)
         named = parse_model_spec(spec) if _local_or_hub(spec) else spec
-        return load_generator(named, GeneratorOptions(
+        return load_generator(named, GeneratorConfig(
             http=http, base_url=self.base_url, api_key_env=self.api_key_env,
             device=self.device, allow_pickle=self.allow_pickle))
 

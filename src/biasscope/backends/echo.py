@@ -126,13 +126,13 @@ class EchoScorer:
 
     async def _all(self, texts: Sequence[str]) -> list[Any]:
         async with self.generator._client() as client:
-            gate = asyncio.Semaphore(max(1, self.generator.options.concurrency))
+            gate = asyncio.Semaphore(max(1, self.generator.config.concurrency))
             return list(await asyncio.gather(*(self._one(client, gate, t) for t in texts)))
 
     async def _one(self, client: Any, gate: asyncio.Semaphore, text: str) -> Any:
         """One echo, retried on 429, 5xx, timeouts and dropped connections as generation is;
         anything else, or retries run out, stops the run in one line (a rerun resumes)."""
-        openai, opts, say = _openai(), self.generator.options, self.generator._say
+        openai, opts, say = _openai(), self.generator.config, self.generator._say
         async with gate:
             for attempt in range(1, opts.max_retries + 2):
                 try:

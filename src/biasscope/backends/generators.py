@@ -22,7 +22,7 @@
 in memory.
 
 Adding a backend is one file (a class answering ``backends.base.Generator`` and a
-``from_spec(spec: ModelSpec, options: GeneratorOptions)`` factory) and one line in ``BACKENDS``
+``from_spec(spec: ModelSpec, config: GeneratorConfig)`` factory) and one line in ``BACKENDS``
 (docs/architecture.md, "Add a backend").
 """
 
@@ -31,49 +31,51 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from biasscope.backends import canned
 from biasscope.backends.base import Generator
 from biasscope.backends.gguf import is_gguf
 from biasscope.backends.openai_http import OPENAI_URL, OpenAIGenerator
-from biasscope.backends.specs import GeneratorOptions, ModelSpec, api_key
+from biasscope.backends.specs import GeneratorConfig, ModelSpec, api_key
 from biasscope.core.errors import ModelError
+from biasscope.core.renamed import renamed
 
-Factory = Callable[[ModelSpec, GeneratorOptions], Generator]
+Factory = Callable[[ModelSpec, GeneratorConfig], Generator]
 
 
-def _openai(spec: ModelSpec, options: GeneratorOptions) -> Generator:
-    key = api_key(options, "OPENAI_API_KEY")
+def _openai(spec: ModelSpec, config: GeneratorConfig) -> Generator:
+    key = api_key(config, "OPENAI_API_KEY")
     if key is None:
         raise ModelError(f"openai:{spec.rest} needs an API key: set OPENAI_API_KEY "
                          "(or name another variable with --api-key-env)")
-    url = options.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
-    return OpenAIGenerator(spec.target, url, key, options.http, kind="openai")
+    url = config.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+    return OpenAIGenerator(spec.target, url, key, config.http, kind="openai")
 
 
-def _compatible(spec: ModelSpec, options: GeneratorOptions) -> Generator:
-    url = spec.base_url or options.base_url or os.environ.get("OPENAI_BASE_URL") or ""
+def _compatible(spec: ModelSpec, config: GeneratorConfig) -> Generator:
+    url = spec.base_url or config.base_url or os.environ.get("OPENAI_BASE_URL") or ""
     if not url:
         raise ModelError(f"openai-compatible:{spec.rest}: give the server's URL, as "
                          f"openai-compatible:URL#{spec.rest} or with --base-url")
-    return OpenAIGenerator(spec.target, url, api_key(options, "OPENAI_API_KEY"), options.http)
+    return OpenAIGenerator(spec.target, url, api_key(config, "OPENAI_API_KEY"), config.http)
 
 
-def _hf(spec: ModelSpec, options: GeneratorOptions) -> Generator:
+def _hf(spec: ModelSpec, config: GeneratorConfig) -> Generator:
     from biasscope.backends.checkpoints import from_model
     from biasscope.backends.hf_generate import HFGenerator
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
 
-    return HFGenerator(from_model(spec.rest)[0], HFOptions(
-        device=options.device, dtype=options.dtype, batch_size=options.batch_size,
-        allow_pickle=options.allow_pickle))
+    return HFGenerator(from_model(spec.rest)[0], HFConfig(
+        device=config.device, dtype=config.dtype, batch_size=config.batch_size,
+        allow_pickle=config.allow_pickle))
 
 
-def _litellm(spec: ModelSpec, options: GeneratorOptions) -> Generator:
+def _litellm(spec: ModelSpec, config: GeneratorConfig) -> Generator:
     from biasscope.backends.litellm_http import LiteLLMGenerator
 
-    return LiteLLMGenerator(spec.target, options.base_url, api_key(options, "LITELLM_API_KEY"),
-                            options.http)
+    return LiteLLMGenerator(spec.target, config.base_url, api_key(config, "LITELLM_API_KEY"),
+                            config.http)
 
 
 #: Every generate backend, by the prefix of its spec: one line each.
@@ -136,11 +138,15 @@ def parse_model_spec(text: str, *, bare: bool = True) -> ModelSpec:
     raise _refused(text, bare)
 
 
-def load_generator(spec: str | ModelSpec, options: GeneratorOptions | None = None) -> Generator:
+def load_generator(spec: str | ModelSpec, config: GeneratorConfig | None = None) -> Generator:
     """The backend a spec names (see the module docstring for the syntax). A string needs its
     ``BACKEND:`` prefix; a parsed ``ModelSpec`` may be a bare path or hub id."""
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec, bare=False)
-    return BACKENDS[parsed.backend](parsed, options or GeneratorOptions())
+    return BACKENDS[parsed.backend](parsed, config or GeneratorConfig())
 
 
-__all__ = ["BACKENDS", "GeneratorOptions", "ModelSpec", "load_generator", "parse_model_spec"]
+__all__ = ["BACKENDS", "GeneratorConfig", "ModelSpec", "load_generator", "parse_model_spec"]
+
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"GeneratorOptions": "GeneratorConfig"}, globals().__getitem__)

@@ -25,7 +25,7 @@ from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.context import Context
 from biasscope.backends.head import reduce_next_token, require_finite
 from biasscope.backends.hf_model import (
-    HFOptions,
+    HFConfig,
     left_pad,
     load_model,
     load_tokenizer,
@@ -101,14 +101,14 @@ class Encodings:
 class HFScorer:
     """``next_token`` requests against one loaded checkpoint."""
 
-    def __init__(self, ckpt: Checkpoint, model: Any, tokenizer: Any, options: HFOptions,
+    def __init__(self, ckpt: Checkpoint, model: Any, tokenizer: Any, config: HFConfig,
                  encodings: Encodings | None = None) -> None:
         self.ckpt = ckpt
         self.label = ckpt.label
         self.model = model
         self.tokenizer = tokenizer
-        self.options = options
-        self.encodings = encodings or Encodings(options.first_token)
+        self.config = config
+        self.encodings = encodings or Encodings(config.first_token)
         self.fingerprint = tokenizer_fingerprint(tokenizer)
         self.device = next(model.parameters()).device
         # Tokens beyond the tokenizer are padding rows of the embedding (Pythia pads 50277 to
@@ -166,7 +166,7 @@ class HFScorer:
         ids, option_ids = self.encode_next_token(items)
         order = sorted(range(len(items)), key=lambda i: len(ids[i]), reverse=True)
         results: list[NextTokenScore | None] = [None] * len(items)
-        size = max(1, self.options.batch_size)
+        size = max(1, self.config.batch_size)
         with torch.inference_mode():
             for start in range(0, len(order), size):
                 batch = order[start:start + size]
@@ -182,7 +182,7 @@ class HFScorer:
         full, targets = self.encode_continuation(items)
         order = sorted(range(len(items)), key=lambda i: len(full[i]), reverse=True)
         results: dict[int, ContinuationScore] = {}
-        size = max(1, self.options.batch_size)
+        size = max(1, self.config.batch_size)
         with torch.inference_mode():
             for start in range(0, len(order), size):
                 batch = order[start:start + size]
@@ -276,7 +276,7 @@ class HFScorer:
         rows = self.option_rows(items, messages)
         order = sorted(range(len(rows)), key=lambda r: len(rows[r][1]), reverse=True)
         logprob = [0.0] * len(rows)
-        size = max(1, self.options.batch_size)
+        size = max(1, self.config.batch_size)
         with torch.inference_mode():
             for start in range(0, len(order), size):
                 batch = order[start:start + size]
@@ -312,19 +312,19 @@ class HFScorer:
         return reduce_next_token(self._last_logits(ids, 1, item_ids)[:, -1], options, answers)
 
 
-def iter_scorers(checkpoints: Sequence[Checkpoint], options: HFOptions,
+def iter_scorers(checkpoints: Sequence[Checkpoint], config: HFConfig,
                  encodings: Encodings | None = None) -> Iterator[HFScorer]:
     """Scorers for each checkpoint in turn; the next one loads while the caller scores."""
-    encodings = encodings or Encodings(options.first_token)
+    encodings = encodings or Encodings(config.first_token)
     tokenizers: dict[str, Any] = {}  # one per distinct tokenizer, shared by its checkpoints
 
     def load(ckpt: Checkpoint) -> tuple[Any, Any]:
         say(f"loading {ckpt.label}")
         key = tokenizer_key(ckpt)
         if key not in tokenizers:
-            tokenizers[key] = load_tokenizer(ckpt, options)
+            tokenizers[key] = load_tokenizer(ckpt, config)
         read_ahead(ckpt)  # the whole read in this thread, overlapping the caller's scoring
-        model = load_model(ckpt, options)
+        model = load_model(ckpt, config)
         fault_in(model)
         return model, tokenizers[key]
 
@@ -338,5 +338,5 @@ def iter_scorers(checkpoints: Sequence[Checkpoint], options: HFOptions,
             model, tokenizer = pending.result()
             if index + 1 < len(checkpoints):
                 pending = pool.submit(copy_context().run, load, checkpoints[index + 1])
-            yield HFScorer(ckpt, model, tokenizer, options, encodings)
+            yield HFScorer(ckpt, model, tokenizer, config, encodings)
             del model

@@ -30,7 +30,7 @@ from biasscope.backends.base import (
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.context import Context
 from biasscope.backends.gguf import provenance
-from biasscope.backends.hf_model import HFOptions, left_pad, load_model, load_tokenizer
+from biasscope.backends.hf_model import HFConfig, left_pad, load_model, load_tokenizer
 from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import ModelError
 from biasscope.core.steps import say
@@ -53,16 +53,16 @@ def render_chat(tokenizer: Any, messages: Sequence[tuple[str, str]]) -> tuple[st
 class HFGenerator:
     """``generate`` requests (and multiple-choice option scores) against one causal LM."""
 
-    def __init__(self, ckpt: Checkpoint, options: HFOptions | None = None, *,
+    def __init__(self, ckpt: Checkpoint, config: HFConfig | None = None, *,
                  model: Any = None, tokenizer: Any = None) -> None:
         """Loads ``ckpt`` as the scorer does, unless ``model`` and ``tokenizer`` are given."""
         self.ckpt = ckpt
         self.label = ckpt.label
-        self.options = options = options or HFOptions()
+        self.config = config = config or HFConfig()
         if model is None:
             say(f"loading {ckpt.label}")
-        self.model = load_model(ckpt, options) if model is None else model
-        self.tokenizer = load_tokenizer(ckpt, options) if tokenizer is None else tokenizer
+        self.model = load_model(ckpt, config) if model is None else model
+        self.tokenizer = load_tokenizer(ckpt, config) if tokenizer is None else tokenizer
         self.device = next(self.model.parameters()).device
         # As in the scorer: embedding rows past the tokenizer are padding, not vocabulary.
         self.vocab = min(len(self.tokenizer),
@@ -80,13 +80,13 @@ class HFGenerator:
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, ckpt: Checkpoint | None = None,
-                    options: HFOptions | None = None) -> HFGenerator:
+                    config: HFConfig | None = None) -> HFGenerator:
         """A generator over weights already in memory (live use during training).
 
         ``ckpt`` names them; give each training step its own revision (``step{N}``), since
         ``identity()`` keys the response cache and the weights change under it.
         """
-        return cls(ckpt or Checkpoint("live", "<in-memory>"), options, model=model,
+        return cls(ckpt or Checkpoint("live", "<in-memory>"), config, model=model,
                    tokenizer=tokenizer)
 
     def identity(self) -> dict[str, str]:
@@ -122,7 +122,7 @@ class HFGenerator:
         for i, request in enumerate(requests):
             groups.setdefault(replace(request.params, seed=None), []).append(i)
         results: dict[int, Generation] = {}
-        size = max(1, self.options.batch_size)
+        size = max(1, self.config.batch_size)
         with torch.inference_mode():
             for params, members in groups.items():
                 members.sort(key=lambda i: len(prompts[i]), reverse=True)
@@ -145,7 +145,7 @@ class HFGenerator:
         torch = require_torch()
         prompt, conts = self.option_ids(request, options)
         scores: dict[str, float] = {}
-        size = max(1, self.options.batch_size)
+        size = max(1, self.config.batch_size)
         with torch.inference_mode():
             if all(len(c) == 1 for c in conts):  # one forward of the prompt scores them all
                 logprobs = torch.log_softmax(self._forward([prompt], 1)[0][0, -1], dim=-1)

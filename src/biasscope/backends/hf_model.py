@@ -10,19 +10,20 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import PICKLE_WEIGHTS, TOKENIZER_FILES, loading
 from biasscope.core.config import POSITIVE_INT, check_settings, setting
 from biasscope.core.errors import ModelError
+from biasscope.core.renamed import renamed
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 @dataclass(frozen=True)
-class HFOptions:
+class HFConfig:
     """How checkpoints are loaded and scored."""
 
     device: str = setting("auto", "auto, cpu, cuda, cuda:N or mps")
@@ -84,25 +85,25 @@ def check_weights(source: str | Path, allow_pickle: bool = False) -> None:
                          "if you trust the directory")
 
 
-def load_model(ckpt: Checkpoint, options: HFOptions) -> Any:
+def load_model(ckpt: Checkpoint, config: HFConfig) -> Any:
     """The causal LM of one checkpoint, on its device, in eval mode (safetensors weights only,
-    unless ``options.allow_pickle``)."""
+    unless ``config.allow_pickle``)."""
     require_torch()
     from transformers import AutoModelForCausalLM
 
-    check_weights(ckpt.source, options.allow_pickle)
-    device = resolve_device(options.device)
+    check_weights(ckpt.source, config.allow_pickle)
+    device = resolve_device(config.device)
     try:
         with loading(f"checkpoint {ckpt.label}"):  # damaged weights, shapes unlike the config
             loaded: Any = AutoModelForCausalLM.from_pretrained(
-                ckpt.source, revision=ckpt.revision, dtype=resolve_dtype(options.dtype, device),
-                trust_remote_code=options.trust_remote_code, output_loading_info=True,
-                use_safetensors=None if options.allow_pickle else True,
+                ckpt.source, revision=ckpt.revision, dtype=resolve_dtype(config.dtype, device),
+                trust_remote_code=config.trust_remote_code, output_loading_info=True,
+                use_safetensors=None if config.allow_pickle else True,
             )
             model, info = loaded
     except (OSError, ValueError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if not options.allow_pickle and "safetensors" in first and not Path(ckpt.source).is_dir():
+        if not config.allow_pickle and "safetensors" in first and not Path(ckpt.source).is_dir():
             raise ModelError(f"cannot load checkpoint {ckpt.label}: the hub repo has no "
                              "safetensors weights; pass --allow-pickle to load its pickle weights "
                              "if you trust it") from None
@@ -115,13 +116,13 @@ def load_model(ckpt: Checkpoint, options: HFOptions) -> Any:
     return model.to(device).eval()
 
 
-def load_tokenizer(ckpt: Checkpoint, options: HFOptions) -> Any:
+def load_tokenizer(ckpt: Checkpoint, config: HFConfig) -> Any:
     require_torch()
     from transformers import AutoTokenizer
 
     try:
         return AutoTokenizer.from_pretrained(
-            ckpt.source, revision=ckpt.revision, trust_remote_code=options.trust_remote_code)
+            ckpt.source, revision=ckpt.revision, trust_remote_code=config.trust_remote_code)
     except (OSError, ValueError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, KeyError):
@@ -162,3 +163,7 @@ def left_pad(ids: Sequence[Sequence[int]], pad: int) -> tuple[Any, Any, Any]:
         input_ids[row, width - len(seq):] = torch.tensor(seq, dtype=torch.long)
         mask[row, width - len(seq):] = 1
     return input_ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"HFOptions": "HFConfig"}, globals().__getitem__)

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from biasscope.backends.base import GenerateRequest
-from biasscope.backends.openai_http import HTTPOptions, OpenAIGenerator
+from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
 from biasscope.core.errors import ModelError, install_hint
 
 
@@ -22,8 +22,8 @@ class LiteLLMGenerator(OpenAIGenerator):
     """One litellm model name (``provider/model``)."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
-                 options: HTTPOptions | None = None) -> None:
-        super().__init__(model, base_url or "", api_key, options, kind="litellm")
+                 config: HTTPConfig | None = None) -> None:
+        super().__init__(model, base_url or "", api_key, config, kind="litellm")
         self._api_key = api_key or ""
         self._checked = True  # litellm has no portable model list to check against
         # Without a key given, litellm reads the provider's own variable: redact those too.
@@ -47,7 +47,7 @@ class LiteLLMGenerator(OpenAIGenerator):
 
     async def _send(self, client: Any, request: GenerateRequest, logprobs: bool) -> Any:
         body = self._body(request, logprobs)
-        body.update(num_retries=0, timeout=self.options.timeout)
+        body.update(num_retries=0, timeout=self.config.timeout)
         if self.base_url:
             body["api_base"] = self.base_url
         if self._api_key:

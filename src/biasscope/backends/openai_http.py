@@ -24,18 +24,19 @@ import threading
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from biasscope.backends.base import GenerateRequest, Generation, TokenLogprob
 from biasscope.backends.redact import error_line
 from biasscope.core.errors import ModelError, install_hint
+from biasscope.core.renamed import renamed
 
 OPENAI_URL = "https://api.openai.com/v1"
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class HTTPOptions:
+class HTTPConfig:
     """How hard to push a server and how long to wait for it."""
 
     concurrency: int = 8
@@ -106,11 +107,11 @@ class OpenAIGenerator:
     """One model behind one OpenAI-compatible endpoint."""
 
     def __init__(self, model: str, base_url: str = OPENAI_URL, api_key: str | None = None,
-                 options: HTTPOptions | None = None, kind: str = "openai-compatible") -> None:
+                 config: HTTPConfig | None = None, kind: str = "openai-compatible") -> None:
         if not model:
             raise ModelError(f"{kind}: no model name given")
         self.model, self.base_url, self.kind = model, base_url.rstrip("/"), kind
-        self.options = options or HTTPOptions()
+        self.config = config or HTTPConfig()
         self.label = f"{kind}:{model}"
         self._api_key = api_key or "EMPTY"  # local servers take any key; held in memory only
         self._secrets: tuple[str, ...] = (api_key,) if api_key else ()
@@ -147,22 +148,22 @@ class OpenAIGenerator:
         """A tokenizer that did not answer (a one-request-at-a-time server busy with another
         client) is asked again like a request, never taken for "no tokenizer": that would
         silently drop a judge's logit_bias for the rest of the run."""
-        opts, last = self.options, ""
-        for attempt in range(opts.max_retries + 1):
+        http, last = self.config, ""
+        for attempt in range(http.max_retries + 1):
             try:
                 return _server_tokenize(self.base_url, self.model, text, self._api_key,
-                                        opts.timeout)
+                                        http.timeout)
             except _NoAnswer as exc:
                 last = self._say(exc)
-            if attempt < opts.max_retries:
-                time.sleep(random.uniform(0, min(opts.max_backoff, opts.backoff * 2**attempt)))
+            if attempt < http.max_retries:
+                time.sleep(random.uniform(0, min(http.max_backoff, http.backoff * 2**attempt)))
         raise ModelError(f"{self.label}: the server's tokenizer did not answer in "
-                         f"{opts.max_retries + 1} attempts ({last}); raise --timeout or "
+                         f"{http.max_retries + 1} attempts ({last}); raise --timeout or "
                          "--retries, or run when the server is less busy")
 
     def _client(self) -> Any:
         return _openai().AsyncOpenAI(base_url=self.base_url, api_key=self._api_key,
-                                     max_retries=0, timeout=self.options.timeout)
+                                     max_retries=0, timeout=self.config.timeout)
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         return run_sync(self.agenerate(requests))
@@ -173,7 +174,7 @@ class OpenAIGenerator:
         async with self._client() as client:
             if not self._checked:
                 await self._check(client)
-            gate = asyncio.Semaphore(max(1, self.options.concurrency))
+            gate = asyncio.Semaphore(max(1, self.config.concurrency))
             tasks = [asyncio.ensure_future(self._one(client, gate, r)) for r in requests]
             try:
                 return list(await asyncio.gather(*tasks))
@@ -206,7 +207,7 @@ class OpenAIGenerator:
     async def _one(self, client: Any, gate: asyncio.Semaphore,
                    request: GenerateRequest) -> Generation:
         openai = _openai()
-        opts = self.options
+        http = self.config
         async with gate:
             attempt = 0
             while True:
@@ -241,14 +242,14 @@ class OpenAIGenerator:
                             status < 500 and status not in (408, 409, 429)):
                         return Generation("", attempts=attempt, error=f"{self.label}: "
                                           f"HTTP {status}: {self._say(exc)}")
-                    if attempt > opts.max_retries:
+                    if attempt > http.max_retries:
                         what = "malformed response" if isinstance(
                             exc, (openai.APIResponseValidationError, ValueError)) else (
                             f"HTTP {status}" if status else type(exc).__name__)
                         return Generation("", attempts=attempt, error=(
                             f"{self.label}: gave up after {attempt} attempts ({what}: "
                             f"{self._say(exc)})"))
-                    ceiling = min(opts.max_backoff, opts.backoff * 2 ** (attempt - 1))
+                    ceiling = min(http.max_backoff, http.backoff * 2 ** (attempt - 1))
                     await asyncio.sleep(min(300.0, retry_after(exc) or 0.0)
                                         or random.uniform(0, ceiling))
 
@@ -383,3 +384,7 @@ def _server_tokenize(base_url: str, model: str, text: str, key: str,
             ids, prefix = found
             return ids[len(prefix):] if ids[: len(prefix)] == prefix else ids
     return None
+
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"HTTPOptions": "HTTPConfig"}, globals().__getitem__)

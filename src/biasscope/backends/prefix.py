@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from biasscope.backends.base import NextTokenScore
 from biasscope.backends.head import Head, reduce_next_token
-from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.hf_model import HFConfig
 from biasscope.backends.lazy import require_torch
 from biasscope.core.items import Item
 
@@ -48,7 +48,7 @@ class Scorer(Protocol):
     model: Any
     device: Any
     vocab: int
-    options: HFOptions
+    config: HFConfig
 
     def encode_next_token(self, items: Sequence[Item]
                           ) -> tuple[list[list[int]], list[list[int]]]: ...
@@ -287,7 +287,7 @@ class SharedScoring:
         self.wanted = [bool(n) for n in needed]  # per item: the progress counts these
         self.seqs = list(index)
         self.results: list[NextTokenScore | None] = [None] * len(items)
-        self.size = max(1, scorer.options.batch_size)
+        self.size = max(1, scorer.config.batch_size)
         self.checked = code_path(scorer.model) in _VOUCHED
         self.reported = 0  # items counted in progress so far
 

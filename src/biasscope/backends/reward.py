@@ -21,12 +21,12 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.base import Scored
 from biasscope.backends.checkpoints import Checkpoint, from_model
 from biasscope.backends.hf_model import (
-    HFOptions,
+    HFConfig,
     check_weights,
     load_tokenizer,
     resolve_device,
@@ -35,6 +35,7 @@ from biasscope.backends.hf_model import (
 from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import loading
 from biasscope.core.errors import BiasscopeError, ModelError
+from biasscope.core.renamed import renamed
 from biasscope.core.steps import say
 
 TRANSFORMS = ("logit", "probability", "logprob")
@@ -42,7 +43,7 @@ PLAIN_ROLES = {"user": "Human", "assistant": "Assistant", "system": "System"}
 
 
 @dataclass(frozen=True)
-class RewardOptions:
+class RewardConfig:
     """How a reward model is loaded and scored.
 
     ``transform``: ``logit`` is the raw reward; ``probability`` its sigmoid; ``logprob`` its
@@ -83,19 +84,19 @@ def plain_format(conversation: Scored) -> str:
     return "".join(parts)
 
 
-def _load_classifier(ckpt: Checkpoint, options: RewardOptions) -> Any:
+def _load_classifier(ckpt: Checkpoint, config: RewardConfig) -> Any:
     """The sequence-classification model of ``ckpt``, refusing one whose head is not in it."""
     require_torch()
     from transformers import AutoModelForSequenceClassification
 
-    check_weights(ckpt.source, options.allow_pickle)
-    device = resolve_device(options.device)
+    check_weights(ckpt.source, config.allow_pickle)
+    device = resolve_device(config.device)
     try:
         with loading(f"reward model {ckpt.label}"):  # damaged weights, shapes unlike the config
             model, info = AutoModelForSequenceClassification.from_pretrained(
-                ckpt.source, revision=ckpt.revision, dtype=resolve_dtype(options.dtype, device),
-                trust_remote_code=options.trust_remote_code, output_loading_info=True,
-                use_safetensors=None if options.allow_pickle else True)
+                ckpt.source, revision=ckpt.revision, dtype=resolve_dtype(config.dtype, device),
+                trust_remote_code=config.trust_remote_code, output_loading_info=True,
+                use_safetensors=None if config.allow_pickle else True)
     except (OSError, ValueError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"cannot load reward model {ckpt.label}: {first}") from None
@@ -116,20 +117,20 @@ class HFRewardModel:
     probability. More labels are refused.
     """
 
-    def __init__(self, spec: str, options: RewardOptions | None = None) -> None:
+    def __init__(self, spec: str, config: RewardConfig | None = None) -> None:
         """``spec``: a hub id (``id@revision`` pins one) or a local model directory."""
-        self.options = options = options or RewardOptions()
+        self.config = config = config or RewardConfig()
         self.ckpt = from_model(spec)[0]
         self.label = self.ckpt.label
         say(f"loading reward model {self.label}")
-        hf = HFOptions(device=options.device, dtype=options.dtype,
-                       trust_remote_code=options.trust_remote_code)
+        hf = HFConfig(device=config.device, dtype=config.dtype,
+                      trust_remote_code=config.trust_remote_code)
         self.tokenizer = load_tokenizer(self.ckpt, hf)
-        if options.chat_template and not getattr(self.tokenizer, "chat_template", None):
+        if config.chat_template and not getattr(self.tokenizer, "chat_template", None):
             raise ModelError(f"the tokenizer of {self.label} has no chat template: pass "
                              "--no-chat-template to score the plain hh-rlhf format "
                              "(\\n\\nHuman: …\\n\\nAssistant: …)")
-        self.model = _load_classifier(self.ckpt, options)
+        self.model = _load_classifier(self.ckpt, config)
         self.labels = int(self.model.config.num_labels)
         if self.labels not in (1, 2):
             raise ModelError(f"{self.label} has {self.labels} labels: a reward model has 1 "
@@ -138,19 +139,19 @@ class HFRewardModel:
         self.vocab = int(self.model.get_input_embeddings().weight.shape[0])
         pad = self.model.config.pad_token_id
         self._pad = int(pad) if isinstance(pad, int) and 0 <= pad < self.vocab else None
-        self.max_length = options.max_length or self._model_limit()
+        self.max_length = config.max_length or self._model_limit()
         self._use_cache = "use_cache" in inspect.signature(self.model.forward).parameters
         self.truncated = 0
 
     def identity(self) -> dict[str, str]:
         return {"backend": "hf-reward", "source": self.ckpt.source,
-                "revision": self.ckpt.revision or "", "transform": self.options.transform,
-                "format": "chat-template" if self.options.chat_template else "hh-rlhf",
-                "max_length": str(self.options.max_length or "")}
+                "revision": self.ckpt.revision or "", "transform": self.config.transform,
+                "format": "chat-template" if self.config.chat_template else "hh-rlhf",
+                "max_length": str(self.config.max_length or "")}
 
     def render(self, conversation: Scored) -> str:
         """The text the model scores."""
-        if not self.options.chat_template:
+        if not self.config.chat_template:
             return plain_format(conversation)
         turns, response = conversation
         messages = [{"role": r, "content": c} for r, c in (*turns, ("assistant", response))]
@@ -165,7 +166,7 @@ class HFRewardModel:
     def encode(self, conversations: Sequence[Scored]) -> list[list[int]]:
         """Token ids, cut to ``max_length`` (warning how many were cut)."""
         texts = [self.render(c) for c in conversations]
-        special = not self.options.chat_template  # a template writes its own special tokens
+        special = not self.config.chat_template  # a template writes its own special tokens
         ids = [[int(i) for i in row]
                for row in self.tokenizer(texts, add_special_tokens=special)["input_ids"]]
         for row, text in zip(ids, texts):
@@ -178,8 +179,8 @@ class HFRewardModel:
         cut = sum(len(row) > limit for row in ids)
         if cut:
             self.truncated += cut
-            fix = ("raise RewardOptions.max_length, up to the model's own limit, to score them "
-                   "whole" if self.options.max_length else "that is the model's limit: "
+            fix = ("raise RewardConfig.max_length, up to the model's own limit, to score them "
+                   "whole" if self.config.max_length else "that is the model's limit: "
                    "shorten them, or use a reward model with a longer context, to score them "
                    "whole")
             warnings.warn(f"{self.label}: {cut} of {len(ids)} conversations are longer than "
@@ -196,12 +197,12 @@ class HFRewardModel:
         ids = self.encode(conversations)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
         raw: dict[int, float] = {}
-        size = self.options.batch_size
+        size = self.config.batch_size
         with torch.inference_mode():
             for start in range(0, len(order), size):
                 batch = order[start:start + size]
                 raw.update(zip(batch, self._forward([ids[i] for i in batch], batch)))
-        return [_transform(raw[i], self.options.transform) for i in range(len(ids))]
+        return [_transform(raw[i], self.config.transform) for i in range(len(ids))]
 
     def _forward(self, ids: list[list[int]], rows: list[int]) -> list[float]:
         torch = require_torch()
@@ -266,4 +267,8 @@ def _transform(logit: float, transform: str) -> float:
     return log_sigmoid if transform == "logprob" else math.exp(log_sigmoid)
 
 
-__all__ = ["TRANSFORMS", "HFRewardModel", "RewardOptions", "plain_format"]
+__all__ = ["TRANSFORMS", "HFRewardModel", "RewardConfig", "plain_format"]
+
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"RewardOptions": "RewardConfig"}, globals().__getitem__)

@@ -87,7 +87,7 @@ class SharedContinuations:
 
     def shared(self, head: Head) -> None:
         width = getattr(self.scorer.model.config, "hidden_size", 1024)
-        size = max(1, self.scorer.options.batch_size)
+        size = max(1, self.scorer.config.batch_size)
         for batch in plan_batches(self.seqs, size, width):
             rows = [d for trie in batch for d in trie.members]
             if not any(self.needed[d] for d in rows):

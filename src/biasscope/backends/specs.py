@@ -1,4 +1,4 @@
-"""What a backend file needs to plug in: the parsed model spec and the options every backend reads.
+"""What a backend file needs to plug in: the parsed model spec and the settings every backend reads.
 
 These live apart from the registry (``backends.generators``) so that a backend's own file can
 name them without importing the registry that imports it (no cycle).
@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from biasscope.backends.openai_http import HTTPOptions
+from biasscope.backends.openai_http import HTTPConfig
 from biasscope.core.errors import ModelError
+from biasscope.core.renamed import renamed
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,10 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
-class GeneratorOptions:
+class GeneratorConfig:
     """Settings every backend may use; each reads what applies to it."""
 
-    http: HTTPOptions = field(default_factory=HTTPOptions)
+    http: HTTPConfig = field(default_factory=HTTPConfig)
     base_url: str | None = None
     api_key_env: str | None = None  # name of the environment variable holding the key
     device: str = "auto"  # local backends
@@ -56,10 +58,14 @@ class GeneratorOptions:
     allow_pickle: bool = False  # local: load pickle weights, which can run code
 
 
-def api_key(options: GeneratorOptions, default_env: str) -> str | None:
+def api_key(config: GeneratorConfig, default_env: str) -> str | None:
     """The key from ``--api-key-env`` (which must be set) or ``default_env``; None if unset.
     Keys stay in memory: never in a spec, a cache key or run.json."""
-    name = options.api_key_env or default_env
-    if options.api_key_env and not os.environ.get(name):
+    name = config.api_key_env or default_env
+    if config.api_key_env and not os.environ.get(name):
         raise ModelError(f"--api-key-env {name}: that environment variable is not set")
     return os.environ.get(name) or None
+
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"GeneratorOptions": "GeneratorConfig"}, globals().__getitem__)

@@ -65,30 +65,30 @@ def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
             continue
         meta = f.metadata
         flag = meta["flag"] or "--" + f.name.replace("_", "-")
-        options: dict[str, Any] = {"dest": f.name, "help": meta["help"]}
+        kwargs: dict[str, Any] = {"dest": f.name, "help": meta["help"]}
         if f.default is False or f.default is True:
-            options["action"] = "store_true" if f.default is False else "store_false"
+            kwargs["action"] = "store_true" if f.default is False else "store_false"
         elif f.default is MISSING and f.default_factory is MISSING:
-            options["required"] = True
+            kwargs["required"] = True
         elif not meta["many"] and not stored:
-            options["default"] = f.default
+            kwargs["default"] = f.default
         if meta["many"]:
-            options["action"] = "append"
+            kwargs["action"] = "append"
         if meta["check"] or meta["parse"]:
-            options["type"] = (typed(meta["check"]) if meta["check"]
+            kwargs["type"] = (typed(meta["check"]) if meta["check"]
                                else _parsed(meta["parse"], flag))
         if meta["choices"]:
-            options["choices"] = meta["choices"]
-        elif "action" not in options or meta["many"]:
-            options["metavar"] = flag.removeprefix("--").replace("-", "_").upper()
-        action = parser.add_argument(flag, **options)
+            kwargs["choices"] = meta["choices"]
+        elif "action" not in kwargs or meta["many"]:
+            kwargs["metavar"] = flag.removeprefix("--").replace("-", "_").upper()
+        action = parser.add_argument(flag, **kwargs)
         # What the library uses when the flag is not given, for the reference page (a
         # repeatable or stored flag has no argparse default).
         action.library_default = None if f.default is MISSING else f.default  # type: ignore[attr-defined]
         if meta["old"]:
             renamed(parser, meta["old"], f"{flag}")
         if meta["was"]:
-            parser.add_argument(meta["was"], **{**options, "action": _Was, "new": flag,
+            parser.add_argument(meta["was"], **{**kwargs, "action": _Was, "new": flag,
                                                 "help": argparse.SUPPRESS})
 
 
@@ -128,23 +128,23 @@ def renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
 
 
 def analysis_args(parser: argparse.ArgumentParser) -> None:
-    """The analysis options a dynamics run and its report take; one not given keeps the value
+    """The analysis settings a dynamics run and its report take; one not given keeps the value
     the run's last analysis stored (so no default here)."""
-    from biasscope.dynamics.analysis.options import FLAGS, AnalysisOptions
+    from biasscope.dynamics.analysis.config import FLAGS, AnalysisConfig
 
-    settings(parser, AnalysisOptions, *FLAGS, stored=True)
+    settings(parser, AnalysisConfig, *FLAGS, stored=True)
 
 
 def analysis_given(args: argparse.Namespace) -> dict[str, Any]:
-    """The analysis options given on the command line (the others stay as stored)."""
-    from biasscope.dynamics.analysis.options import FLAGS
+    """The analysis settings given on the command line (the others stay as stored)."""
+    from biasscope.dynamics.analysis.config import FLAGS
 
     return {k: getattr(args, k) for k in FLAGS if getattr(args, k, None) is not None}
 
 
 def from_args(config: Any, args: argparse.Namespace, **given: Any) -> Any:
-    """``config`` (a dataclass) from the options of the same names and ``given``; a part that
-    is itself a config (``HFOptions`` of ``DynamicsConfig``) from the same options. An option
+    """``config`` (a dataclass) from the parsed flags of the same names and ``given``; a part that
+    is itself a config (``HFConfig`` of ``DynamicsConfig``) from the same flags. A flag
     not given keeps the config's default."""
     values = {}
     for f in fields(config):

@@ -18,11 +18,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
     from biasscope.dynamics.job import DynamicsConfig, Executing, Performance
 
     dyn = sub.add_parser("dynamics", help="fairness across training checkpoints")
     A.analysis_args(dyn)
-    for config in (DynamicsConfig, Performance, HFOptions, Executing):
+    for config in (DynamicsConfig, Performance, HFConfig, Executing):
         A.settings(dyn, config)
     dyn.set_defaults(func=run)

@@ -24,6 +24,6 @@ def register(sub: Any) -> None:
     p = sub.add_parser("intervene", help="fine-tune twice (control, intervention) and compare")
     p.add_argument("--performance", choices=["perplexity"], default="perplexity",
                    help="held-out perplexity (always measured)")
-    for config in (InterveneConfig, Training, analysis.Options):
+    for config in (InterveneConfig, Training, analysis.InterventionAnalysisConfig):
         A.settings(p, config)
     p.set_defaults(func=run)

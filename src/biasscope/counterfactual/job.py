@@ -24,14 +24,14 @@ from typing import Any
 
 from biasscope.backends.cache import Cached
 from biasscope.backends.config import BackendConfig
-from biasscope.backends.reward import HFRewardModel, RewardOptions
+from biasscope.backends.reward import HFRewardModel, RewardConfig
 from biasscope.core.config import SEED, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_jsonl
 from biasscope.core.labels import label_models, parse_models
 from biasscope.counterfactual import scorers as cf
 from biasscope.data.sources import DATA_DIR_HELP
-from biasscope.judge import Judge, JudgeOptions, check_task, read_labels
+from biasscope.judge import Judge, JudgingConfig, check_task, read_labels
 from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.sensitivity import RewardScoring
 from biasscope.store.directory import RunStore, run_dir
@@ -87,7 +87,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         raise BiasscopeError("--labels is for a --judge-model (reward models score the "
                              "responses as they are): drop it or add a judge")
     if judged:
-        check_task(labels is None, labels, JudgeOptions().keys)
+        check_task(labels is None, labels, JudgingConfig().keys)
         cf.check_judged(items, labels)
     models = list(reward_models) or _reward_models(config)
     judge = judge if judge is not None else _judge(config)
@@ -152,13 +152,13 @@ def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
 def _reward_models(config: CounterfactualConfig) -> list[Any]:
     if not config.reward_models:
         return []
-    options = RewardOptions(device=config.backend.device, dtype=config.reward.dtype,
-                            batch_size=config.reward.batch_size,
-                            transform=config.reward.transform,
-                            chat_template=config.reward.chat_template,
-                            allow_pickle=config.backend.allow_pickle)
+    reward = RewardConfig(device=config.backend.device, dtype=config.reward.dtype,
+                          batch_size=config.reward.batch_size,
+                          transform=config.reward.transform,
+                          chat_template=config.reward.chat_template,
+                          allow_pickle=config.backend.allow_pickle)
     named = parse_models(list(config.reward_models), "--reward-model")
-    models = [HFRewardModel(spec, options) for _, spec in named]
+    models = [HFRewardModel(spec, reward) for _, spec in named]
     label_models(models, named, "--reward-model")
     return models
 
@@ -170,4 +170,4 @@ def _judge(config: CounterfactualConfig) -> Any:
     cache = config.backend.response_cache()
     models = [Cached(config.backend.generator(spec), cache) for _, spec in named]
     label_models(models, named, "--judge-model")
-    return Judge(models, JudgeOptions(position=config.position, seed=config.seed))
+    return Judge(models, JudgingConfig(position=config.position, seed=config.seed))

@@ -18,14 +18,14 @@ from pathlib import Path
 
 from biasscope.backends import lazy
 from biasscope.backends.checkpoints import from_dirs
-from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.hf_model import HFConfig
 from biasscope.core import steps
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 from biasscope.demo import corpus, train
 from biasscope.demo.train import DemoConfig, Log, stderr_log
-from biasscope.dynamics.analysis import AnalysisOptions
-from biasscope.dynamics.live import LiveOptions, evaluate_now
+from biasscope.dynamics.analysis import AnalysisConfig
+from biasscope.dynamics.live import LiveConfig, evaluate_now
 from biasscope.dynamics.scoring import run_dynamics
 from biasscope.dynamics.summary import write_dynamics_report
 from biasscope.probes import Probe, professional
@@ -69,7 +69,7 @@ def _run(out: Path, bias: float, seed: int, config: DemoConfig, log: Log) -> Dem
     # A second probe over the same checkpoints: professional bias on the demo's occupations.
     probes: list[Probe] = [probe,
                            professional.from_data(sentences=corpus.professional_sentences())]
-    live = LiveOptions(seeds=config.seeds, batch_size=64, model_name=MODEL_NAME)
+    live = LiveConfig(seeds=config.seeds, batch_size=64, model_name=MODEL_NAME)
 
     def evaluate(model: object, tokenizer: object, saved: Path, step: int) -> None:
         # The live path (what BiasCallback runs): the run's records come from training itself.
@@ -89,9 +89,9 @@ def _run(out: Path, bias: float, seed: int, config: DemoConfig, log: Log) -> Dem
     # interrupted run.
     log("checking every checkpoint's records (scoring what an interrupted run left out)")
     store = run_dynamics(probes, from_dirs(checkpoints, model=MODEL_NAME), run_dir,
-                         seeds=config.seeds, options=HFOptions(device="cpu", batch_size=64),
+                         seeds=config.seeds, scoring=HFConfig(device="cpu", batch_size=64),
                          quiet=True)
-    report = write_dynamics_report(store.root, options=AnalysisOptions(min_gap=DEMO_MIN_GAP))
+    report = write_dynamics_report(store.root, options=AnalysisConfig(min_gap=DEMO_MIN_GAP))
     log(f"report: {report}")
     return DemoResult(run_dir=store.root, report=report, checkpoints=checkpoints)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.checkpoints import Checkpoint, parse_seeds
-from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.hf_model import HFConfig
 from biasscope.core import steps
 from biasscope.core.config import (
     NON_NEGATIVE,
@@ -25,7 +25,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import DATA_DIR_HELP, recording
 from biasscope.dynamics.analysis import performance
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.executors import make_executor
 from biasscope.dynamics.scoring.models import list_checkpoints, named
 from biasscope.dynamics.scoring.sweep import run_dynamics
@@ -93,7 +93,7 @@ class Performance:
 
 @dataclass(frozen=True)
 class DynamicsConfig:
-    """Everything a dynamics run depends on; ``analysis`` holds only the options given (the
+    """Everything a dynamics run depends on; ``analysis`` holds only the settings given (the
     rest come from the run's last analysis, then the defaults)."""
 
     out: str | Path = field(metadata=described(
@@ -120,7 +120,7 @@ class DynamicsConfig:
     prompt_template: str | None = setting(None, "file with winobias-gender's prompt template "
                                           "({sentence}, {occupation}, {o1}, {o2}, {o3})")
     wordings: str | None = setting(None, WORDINGS_HELP, was="--templates")
-    scoring: HFOptions = field(default_factory=HFOptions)
+    scoring: HFConfig = field(default_factory=HFConfig)
     performance: Performance = field(default_factory=Performance)
     executing: Executing = field(default_factory=Executing)
     analysis: Mapping[str, Any] = field(default_factory=dict)
@@ -165,7 +165,7 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
             probes.append(load_probe(name, data_dir=config.data_dir, text=text or None))
     data = {name: sha256_file(path) for name, path in sorted(read.items())}
     import_performance(config.performance, store, checkpoints)
-    run_dynamics(probes, checkpoints, store, seeds=config.seeds, options=config.scoring,
+    run_dynamics(probes, checkpoints, store, seeds=config.seeds, scoring=config.scoring,
                  limit=config.limit, quiet=config.quiet, executor=executor, data=data,
                  rescore_changed=config.rescore_changed)
     report = reporting.write_dynamics_report(store, options=analysis, data_dir=config.data_dir)
@@ -201,7 +201,7 @@ def import_performance(given: Performance, store: RunStore,
 def reanalyse(store: RunStore, output: Path | None = None,
               analysis: Mapping[str, Any] | None = None, data_dir: str | None = None
               ) -> Path:
-    """``biasscope report`` of a dynamics run: the analysis again with the options given over
+    """``biasscope report`` of a dynamics run: the analysis again with the settings given over
     those stored, then the report (``output``: elsewhere, leaving the run untouched)."""
-    options: AnalysisOptions = stored_options(store, analysis)
-    return reporting.write_dynamics_report(store, output, options, data_dir)
+    chosen: AnalysisConfig = stored_options(store, analysis)
+    return reporting.write_dynamics_report(store, output, chosen, data_dir)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.config import NON_NEGATIVE, setting
 from biasscope.core.numbers import ci_decimals, num, percent, pvalue, setting_percent, with_ci
+from biasscope.core.renamed import renamed
 from biasscope.core.stats import group_bootstrap, signed_rank
 from biasscope.probes import perplexity, winobias
 from biasscope.probes.winobias.values import breakdown_values, prompt_means
@@ -44,7 +45,7 @@ MEASURES = ("male_lean", "pro_anti")
 
 
 @dataclass(frozen=True)
-class Options:
+class InterventionAnalysisConfig:
     budget: float = setting(0.02, "perplexity increase allowed when recommending a checkpoint "
                             "(fraction of the control's)", check=NON_NEGATIVE)
     alpha: float = 0.05
@@ -63,7 +64,7 @@ def _per_prompt(pm: pd.DataFrame) -> dict[str, pd.Series]:
     return {"male_lean": lean, "pro_anti": pairs.astype(np.float64)}
 
 
-def occupations(pm: pd.DataFrame, options: Options) -> dict[str, dict[str, Any]]:
+def occupations(pm: pd.DataFrame, config: InterventionAnalysisConfig) -> dict[str, dict[str, Any]]:
     """Per occupation, the male lean over its prompts (both kinds) with a bootstrap CI over
     them (none from a single prompt) and the number of prompts."""
     names = pm["occupation"].astype(str)
@@ -71,8 +72,8 @@ def occupations(pm: pd.DataFrame, options: Options) -> dict[str, dict[str, Any]]
     code = {n: i for i, n in enumerate(order)}
     groups = names.map(code).to_numpy(dtype=np.int64)
     mean, low, high = group_bootstrap(
-        pm["p_diff"].to_numpy(dtype=np.float64), groups, len(order), options.confidence,
-        options.n_resamples)
+        pm["p_diff"].to_numpy(dtype=np.float64), groups, len(order), config.confidence,
+        config.n_resamples)
     counts = np.bincount(groups, minlength=len(order))
     return {n: {"estimate": mean[i], "low": low[i], "high": high[i], "n": int(counts[i])}
             for n, i in code.items()}
@@ -84,12 +85,13 @@ def _documents(records: pd.DataFrame) -> pd.DataFrame:
     return typed
 
 
-def _ci(values: Any, options: Options) -> dict[str, float]:
-    return stats.bootstrap_mean(np.asarray(values, dtype=np.float64), options.confidence,
-                                options.n_resamples).as_dict()
+def _ci(values: Any, config: InterventionAnalysisConfig) -> dict[str, float]:
+    return stats.bootstrap_mean(np.asarray(values, dtype=np.float64), config.confidence,
+                                config.n_resamples).as_dict()
 
 
-def _cost(arm: pd.DataFrame, control: pd.DataFrame, options: Options) -> dict[str, float]:
+def _cost(arm: pd.DataFrame, control: pd.DataFrame, config: InterventionAnalysisConfig
+          ) -> dict[str, float]:
     """ppl(arm) / ppl(control) − 1 on the documents both scored, paired bootstrap CI."""
     both = arm.index.intersection(control.index)
     a, c = arm.loc[both], control.loc[both]
@@ -98,14 +100,14 @@ def _cost(arm: pd.DataFrame, control: pd.DataFrame, options: Options) -> dict[st
     estimate = perplexity.perplexity(lp_a, n_a) / perplexity.perplexity(lp_c, n_c) - 1
     if len(both) < 2:
         return {"estimate": estimate, "low": math.nan, "high": math.nan}
-    pick = np.random.default_rng(0).integers(0, len(both), size=(options.n_resamples,
+    pick = np.random.default_rng(0).integers(0, len(both), size=(config.n_resamples,
                                                                   len(both)))
     ratio = np.exp(lp_c[pick].sum(1) / n_c[pick].sum(1) - lp_a[pick].sum(1) / n_a[pick].sum(1))
-    return stats.percentile_interval(estimate, ratio - 1, options.confidence).as_dict()
+    return stats.percentile_interval(estimate, ratio - 1, config.confidence).as_dict()
 
 
 def _did(series: dict[tuple[str, int], dict[str, pd.Series]], arm: str, control: str,
-         step: int, measure: str, options: Options) -> dict[str, Any]:
+         step: int, measure: str, config: InterventionAnalysisConfig) -> dict[str, Any]:
     parts = [series[(arm, step)][measure], series[(arm, 0)][measure],
              series[(control, step)][measure], series[(control, 0)][measure]]
     common = parts[0].index
@@ -113,11 +115,11 @@ def _did(series: dict[tuple[str, int], dict[str, pd.Series]], arm: str, control:
         common = common.intersection(part.index)
     a, a0, c, c0 = (p.loc[common].to_numpy() for p in parts)
     d = (a - a0) - (c - c0)
-    return {**_ci(d, options), "test": signed_rank(d), "n": int(d.size)}
+    return {**_ci(d, config), "test": signed_rank(d), "n": int(d.size)}
 
 
 def analyse(store: RunStore, arm: str, control: str = "control",
-            options: Options = Options()) -> dict[str, Any]:
+            config: InterventionAnalysisConfig = InterventionAnalysisConfig()) -> dict[str, Any]:
     """Everything the intervention report shows, as plain JSON-ready values."""
     records = store.records()
     wino = records[records["probe"] == winobias.NAME]
@@ -133,55 +135,55 @@ def analyse(store: RunStore, arm: str, control: str = "control",
             rows = wino[(wino["model"] == name) & (wino["step"] == step)]
             pm = prompt_means(breakdown_values(rows))
             series[(name, step)] = _per_prompt(pm)
-            entry: dict[str, Any] = {m: _ci(series[(name, step)][m], options)
+            entry: dict[str, Any] = {m: _ci(series[(name, step)][m], config)
                                      for m in MEASURES}
-            entry["occupations"] = occupations(pm, options)
+            entry["occupations"] = occupations(pm, config)
             chunk = ppl[(ppl["model"] == name) & (ppl["step"] == step)]
             if len(chunk):
                 docs[(name, step)] = _documents(chunk)
                 entry["perplexity"] = perplexity.perplexity_interval(
-                    chunk["logprob"], chunk["tokens"], options.confidence,
-                    options.n_resamples).as_dict()
+                    chunk["logprob"], chunk["tokens"], config.confidence,
+                    config.n_resamples).as_dict()
             arms[name][str(step)] = entry
     later = [s for s in steps if s > 0]
-    did = {m: {s: _did(series, arm, control, s, m, options) for s in later} for m in MEASURES}
+    did = {m: {s: _did(series, arm, control, s, m, config) for s in later} for m in MEASURES}
     for measure in MEASURES:
         p = [did[measure][s]["test"]["p_value"] for s in later]
-        for s, adj in zip(later, stats.adjust_pvalues(p, options.correction)):
+        for s, adj in zip(later, stats.adjust_pvalues(p, config.correction)):
             did[measure][s]["test"]["p_adjusted"] = float(adj)
-    cost = {s: _cost(docs[(arm, s)], docs[(control, s)], options) for s in later
+    cost = {s: _cost(docs[(arm, s)], docs[(control, s)], config) for s in later
             if (arm, s) in docs and (control, s) in docs}
     lean0 = float(series[(control, 0)]["male_lean"].mean())
     out = {"arm": arm, "control": control, "steps": steps, "arms": arms,
            "did": {m: {str(s): v for s, v in d.items()} for m, d in did.items()},
            "cost": {str(s): v for s, v in cost.items()}, "lean_at_start": lean0,
-           "options": {"budget": options.budget, "alpha": options.alpha,
-                       "confidence": options.confidence, "correction": options.correction}}
-    out.update(recommend(arm, later, did["male_lean"], cost, lean0, options))
+           "options": {"budget": config.budget, "alpha": config.alpha,
+                       "confidence": config.confidence, "correction": config.correction}}
+    out.update(recommend(arm, later, did["male_lean"], cost, lean0, config))
     plain: dict[str, Any] = _plain(out)
     return plain
 
 
 def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
-              cost: dict[int, dict[str, float]], lean0: float, options: Options
+              cost: dict[int, dict[str, float]], lean0: float, config: InterventionAnalysisConfig
               ) -> dict[str, Any]:
     """The recommended checkpoint of the intervention arm, and the sentence."""
     sign = 1.0 if lean0 >= 0 else -1.0
     within = [s for s in steps if s in cost and math.isfinite(cost[s]["estimate"])
-              and cost[s]["estimate"] <= options.budget]
+              and cost[s]["estimate"] <= config.budget]
     if not within:
-        return {"recommended": None, "sentence": over_budget(arm, cost, options)}
+        return {"recommended": None, "sentence": over_budget(arm, cost, config)}
     gain = {s: {"estimate": -sign * did[s]["estimate"], "low": -sign * did[s]["high"],
                 "high": -sign * did[s]["low"]} for s in within}
     best = max(within, key=lambda s: gain[s]["estimate"])
     g, c, p = gain[best], cost[best], did[best]["test"].get("p_adjusted", math.nan)
-    test = (f"signed-rank p = {pvalue(p)} after {stats.CORRECTIONS[options.correction]} over "
+    test = (f"signed-rank p = {pvalue(p)} after {stats.CORRECTIONS[config.correction]} over "
             f"{len(steps)} steps, r = {did[best]['test']['effect_size']:+.2f}")
     said = (f"at step {best}, {arm}'s fairness gain over the control (how much further its male "
             f"lean moved towards zero) was "
-            f"{with_ci(g['estimate'], g['low'], g['high'], options.confidence, True, test)}, at "
-            f"a perplexity cost of {_cost_text(c, options)}")
-    significant = math.isfinite(p) and p < options.alpha
+            f"{with_ci(g['estimate'], g['low'], g['high'], config.confidence, True, test)}, at "
+            f"a perplexity cost of {_cost_text(c, config)}")
+    significant = math.isfinite(p) and p < config.alpha
     if significant and g["low"] > 0:
         verdict = f"{arm} beat the control: {said}. Recommended checkpoint: step {best}."
     elif significant and g["high"] < 0:
@@ -193,24 +195,25 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
             "beat_control": bool(significant and g["low"] > 0), "sentence": verdict}
 
 
-def over_budget(arm: str, cost: dict[int, dict[str, float]], options: Options) -> str:
+def over_budget(arm: str, cost: dict[int, dict[str, float]],
+                config: InterventionAnalysisConfig) -> str:
     """Why no stop is recommended: no perplexity, or how far the cheapest step missed."""
     seen = {s: c for s, c in cost.items() if math.isfinite(c["estimate"])}
     if not seen:
         return (f"No perplexity of {arm} against the control was measured after step 0: "
                 "no stop is recommended.")
     step = min(seen, key=lambda s: seen[s]["estimate"])
-    over = 100 * (seen[step]["estimate"] - options.budget)
+    over = 100 * (seen[step]["estimate"] - config.budget)
     places = ci_decimals(100 * seen[step]["low"], 100 * seen[step]["high"])
-    budget = setting_percent(options.budget)
+    budget = setting_percent(config.budget)
     return (f"No checkpoint of {arm} stays within the {budget} perplexity "
-            f"budget: the smallest increase seen was {_cost_text(seen[step], options)} at step "
+            f"budget: the smallest increase seen was {_cost_text(seen[step], config)} at step "
             f"{step}, {num(over, places)} percentage points over the budget; no stop is "
             "recommended.")
 
 
-def _cost_text(cost: dict[str, float], options: Options) -> str:
-    return percent(cost["estimate"], cost["low"], cost["high"], options.confidence, True)
+def _cost_text(cost: dict[str, float], config: InterventionAnalysisConfig) -> str:
+    return percent(cost["estimate"], cost["low"], cost["high"], config.confidence, True)
 
 
 def _plain(value: Any) -> Any:
@@ -226,3 +229,8 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         return float(value) if math.isfinite(value) else None
     return value
+
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"Options": "InterventionAnalysisConfig"},
+                          globals().__getitem__)

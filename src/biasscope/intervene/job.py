@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.checkpoints import convert_gguf
-from biasscope.backends.hf_model import HFOptions, load_model, load_tokenizer, resolve_device
+from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer, resolve_device
 from biasscope.core.config import POSITIVE_INT, PROBABILITY, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
 from biasscope.data.sources import DATA_DIR_HELP, recording
-from biasscope.dynamics.live import LiveOptions
+from biasscope.dynamics.live import LiveConfig
 from biasscope.dynamics.scoring import SweepConfig, hf_comparable, init_run, list_checkpoints
 from biasscope.dynamics.summary import write_dynamics_report
 from biasscope.intervene import analysis, methods, ship
@@ -69,7 +69,8 @@ class InterveneConfig:
     eval_batch_size: int = 16
     device: str = setting("auto", "auto, cpu, cuda, cuda:N or mps")
     data_dir: str | None = setting(None, DATA_DIR_HELP)
-    analysis: analysis.Options = field(default_factory=analysis.Options)
+    analysis: analysis.InterventionAnalysisConfig = field(
+        default_factory=analysis.InterventionAnalysisConfig)
     quiet: bool = setting(False, "no progress bars")
     save_recommended: bool = setting(True, "do not save the recommended checkpoint's weights "
                                      "to RUN/recommended/", flag="--no-save-recommended")
@@ -126,23 +127,23 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
         probes = _probes(config, held, corpus)
     data = {name: sha256_file(path) for name, path in sorted(read.items())}
     settings = _settings(config, method, corpus, data, (len(train), len(held)), base)
-    scoring = HFOptions(batch_size=config.eval_batch_size)
+    scoring = HFConfig(batch_size=config.eval_batch_size)
     init_run(store, probes, SweepConfig(
         [checkpoint_at(arm, 0) for arm in (CONTROL, method.name)], store, list(config.seeds),
         comparable={**hf_comparable(scoring), "intervention": settings}), kind="intervention")
     convert_gguf([base])
     device = resolve_device(config.device)
-    options = HFOptions(device=str(device), dtype="float32")
-    tokenizer = load_tokenizer(base, options)
+    loading = HFConfig(device=str(device), dtype="float32")
+    tokenizer = load_tokenizer(base, loading)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     texts = [d.text for d in train]
-    live = LiveOptions(seeds=tuple(config.seeds), batch_size=config.eval_batch_size)
+    live = LiveConfig(seeds=tuple(config.seeds), batch_size=config.eval_batch_size)
     lora = bool(config.training.lora_rank)
     keep = [ship.saver(store, method.name, CONTROL, config.analysis, tokenizer,
                        config.training.every, lora)] if config.save_recommended else []
     for arm, arm_texts, after in ((CONTROL, texts, []), (method.name, method.apply(texts), keep)):
-        train_arm(arm, arm_texts, lambda: load_model(base, options), tokenizer, probes, store,
+        train_arm(arm, arm_texts, lambda: load_model(base, loading), tokenizer, probes, store,
                   config.training, live, device, config.quiet, after)
     result = report(store, method.name, config.analysis, config.data_dir)
     if config.save_recommended and (why := ship.finalise(store.root, result.summary, lora)):
@@ -150,15 +151,16 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     return result
 
 
-def stored_options(store: RunStore) -> analysis.Options:
-    """The analysis options of the run's last analysis (a custom ``--budget`` stays on a
+def stored_analysis(store: RunStore) -> analysis.InterventionAnalysisConfig:
+    """The analysis settings of the run's last analysis (a custom ``--budget`` stays on a
     re-render), else the defaults."""
     path = store.root / FILE
     if not path.is_file():
-        return analysis.Options()
+        return analysis.InterventionAnalysisConfig()
     saved = store.read_json(FILE).get("options") or {}
-    known = {k: v for k, v in saved.items() if k in analysis.Options.__dataclass_fields__}
-    return analysis.Options(**known)
+    names = analysis.InterventionAnalysisConfig.__dataclass_fields__
+    known = {k: v for k, v in saved.items() if k in names}
+    return analysis.InterventionAnalysisConfig(**known)
 
 
 def _arm(store: RunStore) -> str:
@@ -169,19 +171,19 @@ def _arm(store: RunStore) -> str:
 def render(store: RunStore, output: str | Path | None = None, data_dir: str | None = None
            ) -> Path:
     """The intervention report again from the stored records, with the stored analysis
-    options; ``output``: written there, the run left untouched."""
+    settings; ``output``: written there, the run left untouched."""
     if output is None:
         return report(store, data_dir=data_dir).intervention_report
-    summary = analysis.analyse(store, _arm(store), CONTROL, stored_options(store))
+    summary = analysis.analyse(store, _arm(store), CONTROL, stored_analysis(store))
     return write_intervention_report(store, summary, Path(output))
 
 
 def report(store: RunStore, arm: str | None = None,
-           options: analysis.Options | None = None, data_dir: str | None = None
+           config: analysis.InterventionAnalysisConfig | None = None, data_dir: str | None = None
            ) -> InterveneResult:
     """Analyse an intervention run (again) and write both reports."""
-    options = options or stored_options(store)
-    summary = analysis.analyse(store, arm or _arm(store), CONTROL, options)
+    config = config or stored_analysis(store)
+    summary = analysis.analyse(store, arm or _arm(store), CONTROL, config)
     write_json(store.root / FILE, summary)
     store.publish(store.root / FILE)
     page = write_dynamics_report(store, data_dir=data_dir)

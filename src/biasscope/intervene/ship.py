@@ -65,11 +65,11 @@ def _info(summary: dict[str, Any], step: int, lora: bool) -> dict[str, Any]:
 
 
 def consider(model: Any, tokenizer: Any, store: RunStore, arm: str, control: str,
-             step: int, options: analysis.Options, lora: bool) -> bool:
+             step: int, config: analysis.InterventionAnalysisConfig, lora: bool) -> bool:
     """Analyse the run up to ``step`` and save the weights when ``step`` is recommended."""
     if step == 0 or saved(store.root).get("step") == step:
         return False
-    summary = analysis.analyse(store, arm, control, options)
+    summary = analysis.analyse(store, arm, control, config)
     if summary.get("recommended") != step:
         return False
     save(model, tokenizer, store.root, _info(summary, step, lora))
@@ -122,8 +122,9 @@ def _bring_back(root: Path, step: int) -> bool:
     return True
 
 
-def saver(store: RunStore, arm: str, reference: str, options: analysis.Options, tokenizer: Any,
-          every: int, lora: bool) -> Any:
+def saver(store: RunStore, arm: str, reference: str,
+          config: analysis.InterventionAnalysisConfig, tokenizer: Any, every: int, lora: bool
+          ) -> Any:
     """A `transformers.TrainerCallback` that calls `consider` at every evaluation step (put
     after `BiasCallback`, so the step's records are in the run)."""
     from transformers import TrainerCallback
@@ -132,7 +133,7 @@ def saver(store: RunStore, arm: str, reference: str, options: analysis.Options, 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
             step = int(state.global_step)
             if step % every == 0:
-                consider(kwargs["model"], tokenizer, store, arm, reference, step, options, lora)
+                consider(kwargs["model"], tokenizer, store, arm, reference, step, config, lora)
             return control
 
     return SaveRecommended()

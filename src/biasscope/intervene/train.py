@@ -30,7 +30,7 @@ from biasscope.core.config import (
     setting,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.live import LiveOptions
+from biasscope.dynamics.live import LiveConfig
 from biasscope.dynamics.scoring import unit_items, unit_of
 from biasscope.intervene.resume import trainer_class
 from biasscope.probes import Probe, requests_of
@@ -205,7 +205,7 @@ def _arguments(where: Path, training: Training, device: Any, quiet: bool) -> Any
 
 def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
               probes: Sequence[Probe], store: RunStore, training: Training,
-              live: LiveOptions, device: Any, quiet: bool = False,
+              live: LiveConfig, device: Any, quiet: bool = False,
               after: Sequence[Any] = ()) -> list[int]:
     """Fine-tune one arm (``load()``: a fresh copy of the starting model; LoRA adapters are
     added when ``training.lora_rank``) with evaluations at step 0 and every ``training.every``
@@ -226,7 +226,7 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
     if not training.train_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
     model = with_lora(model, training)
-    callback = BiasCallback(probes, store.root, LiveOptions(
+    callback = BiasCallback(probes, store.root, LiveConfig(
         every=training.every, seeds=live.seeds, batch_size=live.batch_size, model_name=arm),
         tokenizer=tokenizer)
     callback.history = [{"step": s} for s in evaluated_steps(store, arm, probes, live.seeds,

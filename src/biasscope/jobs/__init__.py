@@ -2,7 +2,7 @@
 the renderer that ``biasscope report RUN`` shows it with.
 
 The one place that knows all the jobs, so it sits above them: a run is re-rendered by the job
-that wrote it, with the analysis options given over those stored. A new job is one entry.
+that wrote it, with the analysis settings given over those stored. A new job is one entry.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.store.directory import RunStore
 from biasscope.store.run_json import recorded_kind
 
-# store, output (None: the run's own report), analysis options given, --data-dir
+# store, output (None: the run's own report), analysis settings given, --data-dir
 Renderer = Callable[[RunStore, Path | None, Mapping[str, Any] | None, str | None], Path]
 
 
@@ -66,7 +66,7 @@ def _intervention(store: RunStore, out: Path | None, analysis: Mapping[str, Any]
 
 
 def _summary(writer: str) -> Renderer:
-    """A renderer of a job whose report shows its ``summary.json`` (no analysis options);
+    """A renderer of a job whose report shows its ``summary.json`` (no analysis settings);
     ``writer`` names its report writer."""
     return lambda store, out, _analysis, _data_dir: _named(writer)(store, out)
 

@@ -6,8 +6,11 @@
                                                                           "NEGATIVE": "..."})
 """
 
+from typing import TYPE_CHECKING
+
+from biasscope.core.renamed import renamed
 from biasscope.judge.batch import read_labels, verdict_row
-from biasscope.judge.core import Call, Judge, JudgeError, JudgeOptions, Verdict
+from biasscope.judge.core import Call, Judge, JudgeError, JudgingConfig, Verdict
 from biasscope.judge.detector import JudgeDetector
 from biasscope.judge.job import check_task
 from biasscope.judge.tasks import classify, compare
@@ -18,7 +21,7 @@ __all__ = [
            "Judge",
            "JudgeDetector",
            "JudgeError",
-           "JudgeOptions",
+           "JudgingConfig",
            "VerbosityBiasWarning",
            "Verdict",
            "check_label_descriptions",
@@ -28,3 +31,7 @@ __all__ = [
            "read_labels",
            "verdict_row",
 ]
+
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"JudgeOptions": "JudgingConfig"}, globals().__getitem__)

@@ -8,7 +8,7 @@ restricted to the keys (``max_tokens=1``); where it returns logprobs, the verdic
 full distribution over labels. An answer outside the keys is recorded as invalid with its raw
 text, never raised.
 
-Position strategies (``JudgeOptions.position``):
+Position strategies (``JudgingConfig.position``):
 
 * ``shuffle`` (default, as fastrepl): a new seeded order, so a new key for every label, per item.
 * ``consensus``: the identity order, then — unless the first answer sat in the exact middle —
@@ -26,9 +26,11 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, Generator
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.renamed import renamed
 from biasscope.judge.agreement import majority, mean_probabilities
 from biasscope.probes.base import Messages
 
@@ -43,7 +45,7 @@ class JudgeError(BiasscopeError):
 
 
 @dataclass(frozen=True)
-class JudgeOptions:
+class JudgingConfig:
     position: str = "shuffle"
     samples: int | None = None  # permute: None = every order (at most 24), else seeded orders
     reasoning: bool = False  # chain of thought: reason first, then "Answer: <key>"
@@ -118,7 +120,7 @@ def key_token_ids(model: Generator, keys: Sequence[str]) -> dict[str, list[int]]
         single = sorted({t[0] for t in ids if len(t) == 1})
         if not single:
             raise JudgeError(f"judge key {key!r} is not a single token for {model.label}; "
-                             "choose other keys (JudgeOptions.keys)")
+                             "choose other keys (JudgingConfig.keys)")
         out[key] = single
     return out
 
@@ -150,26 +152,26 @@ def read_key(generation: Generation, keys: Sequence[str], reasoning: bool) -> tu
     return key, ({k: v / total for k, v in mass.items()} if total > 0 else None)
 
 
-def orders(n: int, options: JudgeOptions, rng: random.Random) -> list[tuple[int, ...]]:
+def orders(n: int, config: JudgingConfig, rng: random.Random) -> list[tuple[int, ...]]:
     """The orders (permutations of choice indices) of the first round for one item."""
     identity = tuple(range(n))
-    if options.position in ("fixed", "consensus"):
+    if config.position in ("fixed", "consensus"):
         return [identity]
-    if options.position == "shuffle":
+    if config.position == "shuffle":
         order = list(identity)
         rng.shuffle(order)
         return [tuple(order)]
     every = list(itertools.permutations(identity))
-    if options.samples is None and len(every) <= 24:
+    if config.samples is None and len(every) <= 24:
         return every
-    return rng.sample(every, min(len(every), options.samples or 24))
+    return rng.sample(every, min(len(every), config.samples or 24))
 
 
 class Judge:
     """One or several judge models behind the same strategies."""
 
     def __init__(self, models: Generator | Sequence[Generator],
-                 options: JudgeOptions | None = None) -> None:
+                 config: JudgingConfig | None = None) -> None:
         self.models = list(models) if isinstance(models, Sequence) else [models]
         if not self.models:
             raise JudgeError("give at least one judge model")
@@ -178,11 +180,11 @@ class Judge:
             # Verdicts and agreement are keyed by label: two judges under one would merge.
             raise JudgeError(f"two judge models are both labelled {twice[0]!r}; give each a "
                              "distinct label (on the command line: --model NAME=SPEC)")
-        self.options = options or JudgeOptions()
-        if self.options.position not in POSITIONS:
-            raise JudgeError(f"unknown position strategy {self.options.position!r}; use one "
+        self.config = config or JudgingConfig()
+        if self.config.position not in POSITIONS:
+            raise JudgeError(f"unknown position strategy {self.config.position!r}; use one "
                              f"of {', '.join(POSITIONS)}")
-        if self.options.aggregate not in ("mean", "majority"):
+        if self.config.aggregate not in ("mean", "majority"):
             raise JudgeError("aggregate must be 'mean' or 'majority'")
         self._ids: dict[tuple[int, tuple[str, ...]], dict[str, list[int]] | None] = {}
 
@@ -190,7 +192,7 @@ class Judge:
             extra: Sequence[str] = ()) -> list[Verdict]:
         """Judge ``n_items`` questions over ``choices`` (positioned: keys by position) plus
         ``extra`` answers that never move and take the keys after them (pairwise "tie")."""
-        every = check_keys(self.options.keys, len(choices) + len(extra))
+        every = check_keys(self.config.keys, len(choices) + len(extra))
         keys = every[:len(choices)]
         fixed = dict(zip(every[len(choices):], extra))
         per_judge = [self._one_model(m, n_items, tuple(choices), keys, fixed, render)
@@ -198,19 +200,19 @@ class Judge:
         return [self._aggregate([v[i] for v in per_judge]) for i in range(n_items)]
 
     def _params(self, model: Generator, keys: Sequence[str]) -> GenerateParams:
-        opts = self.options
-        if opts.reasoning:
-            return GenerateParams(max_tokens=opts.max_reasoning_tokens, seed=opts.seed)
+        config = self.config
+        if config.reasoning:
+            return GenerateParams(max_tokens=config.max_reasoning_tokens, seed=config.seed)
         bias: tuple[tuple[int, float], ...] = ()
-        if opts.logit_bias:
+        if config.logit_bias:
             slot = (id(model), tuple(keys))
             if slot not in self._ids:
                 self._ids[slot] = key_token_ids(model, keys)
             ids = self._ids[slot]
             if ids is not None:
                 bias = tuple((t, 100.0) for k in keys for t in ids[k])
-        return GenerateParams(max_tokens=1, seed=opts.seed, logit_bias=bias,
-                              top_logprobs=opts.top_logprobs)
+        return GenerateParams(max_tokens=1, seed=config.seed, logit_bias=bias,
+                              top_logprobs=config.top_logprobs)
 
     def _ask(self, model: Generator, asks: Sequence[tuple[int, tuple[int, ...]]],
              choices: tuple[str, ...], keys: tuple[str, ...], extra: dict[str, str],
@@ -223,7 +225,7 @@ class Judge:
         calls = []
         for (_, order), gen in zip(asks, model.generate(requests)):
             shown = tuple(choices[j] for j in order)
-            key, key_probs = read_key(gen, all_keys, self.options.reasoning) if gen.ok else (
+            key, key_probs = read_key(gen, all_keys, self.config.reasoning) if gen.ok else (
                 None, None)
             mapping = {**dict(zip(keys, shown)), **extra}
             probs = ({mapping[k]: p for k, p in key_probs.items()} if key_probs else None)
@@ -234,14 +236,14 @@ class Judge:
     def _one_model(self, model: Generator, n_items: int, choices: tuple[str, ...],
                    keys: tuple[str, ...], extra: dict[str, str], render: Render
                    ) -> list[Verdict]:
-        rng = random.Random(self.options.seed)
+        rng = random.Random(self.config.seed)
         asks = [(i, order) for i in range(n_items)
-                for order in orders(len(choices), self.options, rng)]
+                for order in orders(len(choices), self.config, rng)]
         calls = self._ask(model, asks, choices, keys, extra, render)
         by_item: list[list[Call]] = [[] for _ in range(n_items)]
         for (i, _), call in zip(asks, calls):
             by_item[i].append(call)
-        if self.options.position == "consensus":
+        if self.config.position == "consensus":
             middle = len(choices) // 2 if len(choices) % 2 else None
             # An answer in the exact middle (or a fixed one such as "tie") stays put when the
             # order is reversed: asking again would prove nothing.
@@ -258,7 +260,7 @@ class Judge:
         if not valid:
             reason = "failed" if all(c.error for c in calls) else "invalid"
             return Verdict(None, None, reason, tuple(calls))
-        if self.options.position == "consensus" and len({c.label for c in valid}) > 1:
+        if self.config.position == "consensus" and len({c.label for c in valid}) > 1:
             return Verdict(None, None, "disagreement", tuple(calls))
         probs = mean_probabilities([c.probs if c.probs else {str(c.label): 1.0}
                                     for c in valid])
@@ -276,7 +278,7 @@ class Judge:
         valid = [v for v in verdicts if v.label is not None]
         if not valid:
             return Verdict(None, None, verdicts[0].reason, calls, by_judge)
-        if self.options.aggregate == "majority":
+        if self.config.aggregate == "majority":
             label = majority([v.label for v in valid])
             return Verdict(label, None, "" if label else "tie", calls, by_judge)
         probs = mean_probabilities([v.probs or {str(v.label): 1.0} for v in valid])
@@ -286,5 +288,9 @@ class Judge:
                        "" if len(best) == 1 else "tie", calls, by_judge)
 
 
-__all__ = ["KEYS", "Call", "Judge", "JudgeError", "JudgeOptions", "Verdict", "key_token_ids",
+__all__ = ["KEYS", "Call", "Judge", "JudgeError", "JudgingConfig", "Verdict", "key_token_ids",
            "read_key"]
+
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"JudgeOptions": "JudgingConfig"}, globals().__getitem__)

@@ -15,7 +15,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.labels import label_models, parse_models
 from biasscope.judge.batch import batch_result, finish, judge_file, read_labels, read_task, start
 from biasscope.judge.biases import classifier_biases, pairwise_biases
-from biasscope.judge.core import Judge, JudgeError, JudgeOptions, check_keys
+from biasscope.judge.core import Judge, JudgeError, JudgingConfig, check_keys
 from biasscope.store.directory import run_dir
 
 
@@ -110,7 +110,7 @@ def _setup(config: JudgeConfig) -> tuple[Any, Any, Any, dict[str, str]]:
     cache = config.backend.response_cache()
     models = [Cached(config.backend.generator(spec), cache) for _, spec in named]
     label_models(models, named, "--model")
-    made = Judge(models, JudgeOptions(
+    made = Judge(models, JudgingConfig(
         position=config.position, samples=config.samples, reasoning=config.reasoning,
         seed=config.seed, keys=keys, aggregate=config.aggregate, logit_bias=config.logit_bias))
     return made, task, labels, {m.label: spec for m, (_, spec) in zip(models, named)}

@@ -20,7 +20,7 @@ COMPARE = ("Read the user's message and the two responses. Choose the response t
 
 def _system(judge: Judge, keys: Sequence[str]) -> str:
     listed = ", ".join(keys[:-1]) + f" or {keys[-1]}"
-    if judge.options.reasoning:
+    if judge.config.reasoning:
         return ("You are a careful, impartial evaluator. Think it through in a few sentences, "
                 f"then end with a last line of the form 'Answer: X', where X is {listed}.")
     return f"You are a careful, impartial evaluator. Answer with one letter, {listed}, only."

@@ -27,11 +27,12 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
+from biasscope.core.renamed import renamed
 from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.intervals import convention
 from biasscope.sensitivity.perturb import Perturbation, Templates, perturb
@@ -49,7 +50,7 @@ GROW = {"directions": "direction", "reward_models": "reward model"}
 
 
 @dataclass(frozen=True)
-class SensitivityOptions:
+class HarnessConfig:
     directions: tuple[str, ...] = ("toward",)
     templates: Templates = field(default_factory=Templates)
     max_tokens: int = 512
@@ -86,28 +87,28 @@ def records(model: RewardScorer, conversations: Sequence[Conversation],
 
 
 def settings(reward_models: Sequence[RewardScorer], perturber: Generator, prompts: Prompts,
-             constitution: Constitution, options: SensitivityOptions) -> dict[str, Any]:
+             constitution: Constitution, config: HarnessConfig) -> dict[str, Any]:
     """What determines a sensitivity run's records (see the module doc)."""
-    revise = {"toward": options.templates.revision, "away": options.templates.away}
+    revise = {"toward": config.templates.revision, "away": config.templates.away}
     return {
         "prompts": {**prompts.settings(), "conversations_sha256": sha256_json(
             [[c.id, c.turns, c.response] for c in prompts.conversations])},
         "principles": {"ids": [p.id for p in constitution.principles],
                        "sha256": sha256_json([[p.id, p.text, p.group]
                                               for p in constitution.principles])},
-        "perturber": {**perturber.identity(), "max_tokens": options.max_tokens,
-                      "seed": options.seed},
-        "critique_template": sha256_json(options.templates.critique),
+        "perturber": {**perturber.identity(), "max_tokens": config.max_tokens,
+                      "seed": config.seed},
+        "critique_template": sha256_json(config.templates.critique),
         "directions": {d: {"revision_template": sha256_json(revise[d])}
-                       for d in options.directions},
+                       for d in config.directions},
         "reward_models": {m.label: _reward_settings(m) for m in reward_models},
-        **({"sanity": options.sanity.settings()} if options.sanity is not None else {})}
+        **({"sanity": config.sanity.settings()} if config.sanity is not None else {})}
 
 
 def _reward_settings(model: RewardScorer) -> dict[str, str]:
     """The model's identity, plus the dtype it was loaded in where it has one (HF models)."""
     found = dict(model.identity())
-    dtype = getattr(getattr(model, "options", None), "dtype", None)
+    dtype = getattr(getattr(model, "config", None), "dtype", None)
     if dtype is not None:
         found["dtype"] = str(dtype)
     return found
@@ -137,30 +138,30 @@ def _start(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> di
 
 def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                     conversations: Prompts | Sequence[Conversation], constitution: Constitution,
-                    out: str | os.PathLike[str], options: SensitivityOptions | None = None
+                    out: str | os.PathLike[str], config: HarnessConfig | None = None
                     ) -> RunStore:
     """Perturb, score and summarise into ``out``; ``conversations`` as loaded (``Prompts``
     carries the source and its hash into run.json) or a plain sequence."""
-    options = options or SensitivityOptions()
-    convention(options.conventions)  # an unknown name fails before any request
-    options.templates.check()
+    config = config or HarnessConfig()
+    convention(config.conventions)  # an unknown name fails before any request
+    config.templates.check()
     prompts = _as_prompts(conversations)
     conversations = prompts.conversations
     store = RunStore(Path(out))
     store.root.mkdir(parents=True, exist_ok=True)
-    _start(store, settings(reward_models, perturber, prompts, constitution, options), {
+    _start(store, settings(reward_models, perturber, prompts, constitution, config), {
         "perturber": perturber.identity(),
         "principles": {"source": constitution.source, "top": constitution.top,
                        "ids": [p.id for p in constitution.principles]},
-        "prompts": prompts.notes(), "templates": asdict(options.templates),
-        "conventions": options.conventions, "confounds": asdict(options.confounds)})
-    params = GenerateParams(max_tokens=options.max_tokens, seed=options.seed)
+        "prompts": prompts.notes(), "templates": asdict(config.templates),
+        "conventions": config.conventions, "confounds": asdict(config.confounds)})
+    params = GenerateParams(max_tokens=config.max_tokens, seed=config.seed)
     pending: list[pd.DataFrame] = []  # units with failed perturbations: summarised, not stored
     failures: dict[str, Any] = {"failed_requests": 0, "requests": 0, "first_error": None}
-    for direction in options.directions:
+    for direction in config.directions:
         perts = perturb(perturber, [(c.id, c.turns, c.response) for c in conversations],
                         [(p.id, p.text) for p in constitution.principles], direction,
-                        options.templates, params)
+                        config.templates, params)
         _perturbations(store, direction, perts)
         failed = [p for p in perts if p.error is not None]
         failures["requests"] += len(perts)
@@ -176,10 +177,10 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                 pending.append(frame)
             else:
                 store.write_unit(unit, frame)
-    if options.sanity is not None:
-        run_sanity(store, reward_models, options.sanity)
+    if config.sanity is not None:
+        run_sanity(store, reward_models, config.sanity)
     recs = pd.concat([store.records(), *pending], ignore_index=True)
-    summary = summarise(recs, constitution, options.conventions, prompts, options.confounds)
+    summary = summarise(recs, constitution, config.conventions, prompts, config.confounds)
     if (store.root / "sanity.json").is_file():
         summary["sanity"] = summarise_sanity(store.read_json("sanity.json"))
     if failures["failed_requests"]:
@@ -189,4 +190,8 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     return store
 
 
-__all__ = ["SensitivityOptions", "records", "run_sensitivity", "settings"]
+__all__ = ["HarnessConfig", "records", "run_sensitivity", "settings"]
+
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"SensitivityOptions": "HarnessConfig"}, globals().__getitem__)

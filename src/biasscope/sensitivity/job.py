@@ -12,7 +12,7 @@ from typing import Any
 from biasscope.backends.cache import Cached
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.hf_model import DTYPES
-from biasscope.backends.reward import HFRewardModel, RewardOptions
+from biasscope.backends.reward import HFRewardModel, RewardConfig
 from biasscope.core.config import (
     NON_NEGATIVE_INT,
     POSITIVE_INT,
@@ -28,7 +28,7 @@ from biasscope.core.labels import label_models, parse_models
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.confounds import Confounds
-from biasscope.sensitivity.harness import SensitivityOptions, run_sensitivity
+from biasscope.sensitivity.harness import HarnessConfig, run_sensitivity
 from biasscope.sensitivity.perturb import Templates
 from biasscope.sensitivity.principles import load_principles
 from biasscope.sensitivity.prompts import Prompts, read_conversations, read_hh_rlhf
@@ -44,7 +44,7 @@ def directions(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class RewardScoring:
-    """How the reward models read a conversation (`biasscope.backends.reward.RewardOptions`)."""
+    """How the reward models read a conversation (`biasscope.backends.reward.RewardConfig`)."""
 
     transform: str = setting("logit", "reward read from the model's logit",
                              choices=("logit", "probability", "logprob"))
@@ -126,20 +126,20 @@ def run(config: SensitivityConfig) -> SensitivityResult:
     templates.check()
     pairs = _pairs(config)  # the data file is read before any reward model loads
     named = parse_models(list(config.reward_models), "--reward-model")  # no model twice
-    options = RewardOptions(device=config.backend.device, dtype=config.reward.dtype,
-                            batch_size=config.reward.batch_size,
-                            transform=config.reward.transform,
-                            chat_template=config.reward.chat_template,
-                            allow_pickle=config.backend.allow_pickle)
-    models = [HFRewardModel(spec, options) for _, spec in named]
+    reward = RewardConfig(device=config.backend.device, dtype=config.reward.dtype,
+                          batch_size=config.reward.batch_size,
+                          transform=config.reward.transform,
+                          chat_template=config.reward.chat_template,
+                          allow_pickle=config.backend.allow_pickle)
+    models = [HFRewardModel(spec, reward) for _, spec in named]
     label_models(models, named, "--reward-model")
     perturber = Cached(config.backend.generator(config.perturber),
                        config.backend.response_cache())
     store = run_sensitivity(models, perturber, prompts, constitution, config.out,
-                            SensitivityOptions(config.directions, templates, config.max_tokens,
-                                               config.seed, config.conventions, pairs,
-                                               Confounds(config.unchanged_below,
-                                                         config.exclude_unchanged)))
+                            HarnessConfig(config.directions, templates, config.max_tokens,
+                                          config.seed, config.conventions, pairs,
+                                          Confounds(config.unchanged_below,
+                                                    config.exclude_unchanged)))
     report = write_sensitivity_report(store.root)
     return SensitivityResult(store, report, store.read_json("summary.json"), prompts,
                              perturber)

@@ -1,5 +1,12 @@
 """Dynamics, step 2: the statistics over stored records, and the settings that choose them."""
 
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from typing import TYPE_CHECKING
 
-__all__ = ["AnalysisOptions"]
+from biasscope.core.renamed import renamed
+from biasscope.dynamics.analysis.config import AnalysisConfig
+
+__all__ = ["AnalysisConfig"]
+
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"AnalysisOptions": "AnalysisConfig"}, globals().__getitem__)

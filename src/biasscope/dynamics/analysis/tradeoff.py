@@ -30,7 +30,7 @@ import pandas as pd
 from biasscope.core.comovement import comovement
 from biasscope.core.numbers import num, p_is, with_ci
 from biasscope.core.stats import Array, Interval, percentile_interval, wilson
-from biasscope.dynamics.analysis.options import JSDP_MARGIN, MAX_GAP
+from biasscope.dynamics.analysis.config import JSDP_MARGIN, MAX_GAP
 from biasscope.probes.winobias import GENDERS
 
 #: Formerly the |ρ| below which, with confidence, performance "did not mirror" fairness; that
@@ -247,7 +247,7 @@ def of_model(model: str, result: Mapping[str, Any], gaps: Mapping[int, Any],
              perf: tuple[str, Mapping[int, float]], history: Mapping[int, pd.DataFrame],
              summary: Mapping[str, Any], options: Any) -> tuple[dict[str, Any], list[str]]:
     """`stop_claims` for one model's analysis ``result`` (with its recommendation and the
-    performance values it used); ``options``: the `AnalysisOptions`."""
+    performance values it used); ``options``: the `AnalysisConfig`."""
     common = [int(s) for s in result["performance"]["values"]]
     return stop_claims(model, int(result["recommendation"]["step"]), common,
                        [gaps[s] for s in common], [perf[1][s] for s in common], perf[0],

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from biasscope.dynamics.live.evaluate import LiveOptions, evaluate_now
+from biasscope.core.renamed import warn_renamed
+from biasscope.dynamics.live.evaluate import LiveConfig, evaluate_now
 
 if TYPE_CHECKING:
     from biasscope.dynamics.live.callback import BiasCallback
@@ -18,7 +19,10 @@ def __getattr__(name: str) -> Any:
         from biasscope.dynamics.live.callback import BiasCallback
 
         return BiasCallback
+    if name == "LiveOptions":  # the old name, for one release
+        warn_renamed(name, "LiveConfig")
+        return LiveConfig
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["BiasCallback", "LiveOptions", "evaluate_now"]
+__all__ = ["BiasCallback", "LiveConfig", "evaluate_now"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from biasscope.backends.lazy import require_torch
 from biasscope.dynamics.live import evaluate as live
-from biasscope.dynamics.live.evaluate import LiveOptions, is_logged
+from biasscope.dynamics.live.evaluate import LiveConfig, is_logged
 from biasscope.probes import Probe
 
 
@@ -37,12 +37,12 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
     """
 
     def __init__(self, probes: Probe | Sequence[Probe], out: str | Path,
-                 options: LiveOptions = LiveOptions(), tokenizer: Any = None,
+                 config: LiveConfig = LiveConfig(), tokenizer: Any = None,
                  trainer: Any = None) -> None:
         require_torch()  # without the 'hf' extra: one line naming it, not an ImportError
         self.probes = [probes] if not isinstance(probes, Sequence) else list(probes)
         self.out = Path(out)
-        self.options = options
+        self.config = config
         self.tokenizer = tokenizer
         self.trainer = trainer
         self.history: list[dict[str, float]] = []
@@ -56,7 +56,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         step = int(state.global_step)
         if any(h.get("step") == step for h in self.history):
             return control
-        metrics = live.evaluate_now(model, tokenizer, self.probes, self.out, step, self.options)
+        metrics = live.evaluate_now(model, tokenizer, self.probes, self.out, step, self.config)
         logged = {f"bias/{k}": v for k, v in metrics.items()
                   if is_logged(k) and math.isfinite(v)}
         self.history.append({"step": step, **metrics})
@@ -68,14 +68,14 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         else:
             state.log_history.append({**logged, "step": step})
         gap = next((v for k, v in metrics.items() if k.endswith("/jsdp_gap")), math.nan)
-        limit = self.options.stop_above
+        limit = self.config.stop_above
         if may_stop and limit is not None and math.isfinite(gap) and abs(gap) > limit:
             control.should_training_stop = True
         return control
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None,
                     processing_class: Any = None, **kwargs: Any) -> Any:
-        if state.global_step % max(1, self.options.every) == 0:
+        if state.global_step % max(1, self.config.every) == 0:
             tokenizer = self.tokenizer or processing_class or kwargs.get("tokenizer")
             return self._evaluate(state, control, model, tokenizer)
         return control

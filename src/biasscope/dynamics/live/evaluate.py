@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
 from biasscope.backends.hf import HFScorer
-from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.hf_model import HFConfig
+from biasscope.core.renamed import renamed
 from biasscope.dynamics.scoring.runfile import init_run
 from biasscope.dynamics.scoring.sweep import hf_comparable, write_summary
 from biasscope.dynamics.scoring.units import SweepConfig, ask, unit_frame, unit_summary
@@ -40,7 +41,7 @@ def is_logged(key: str) -> bool:
 
 
 @dataclass(frozen=True)
-class LiveOptions:
+class LiveConfig:
     """How often and how much to evaluate, and when to stop (``|gap| > stop_above``)."""
 
     every: int = 500
@@ -51,7 +52,7 @@ class LiveOptions:
 
 
 def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str | Path,
-                 step: int, options: LiveOptions = LiveOptions(),
+                 step: int, config: LiveConfig = LiveConfig(),
                  saved_as: Checkpoint | None = None) -> dict[str, float]:
     """Score ``probes`` on ``model`` as it is now, store the records as checkpoint ``step``,
     and return the seed-mean metrics (``<probe>/<metric>``). For plain PyTorch loops.
@@ -59,10 +60,10 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
     ``saved_as``: the checkpoint these weights were just saved as, so that a later sweep of the
     saved directories finds these units done instead of scoring them again.
     """
-    scoring = HFOptions(batch_size=options.batch_size)
+    scoring = HFConfig(batch_size=config.batch_size)
     store = RunStore(out)
-    ckpt = saved_as or Checkpoint(options.model_name, IN_MEMORY, f"step{step}", step)
-    (ckpt,) = init_run(store, probes, SweepConfig([ckpt], Path(out), list(options.seeds),
+    ckpt = saved_as or Checkpoint(config.model_name, IN_MEMORY, f"step{step}", step)
+    (ckpt,) = init_run(store, probes, SweepConfig([ckpt], Path(out), list(config.seeds),
                                                   comparable=hf_comparable(scoring)))
     was_training = model.training
     model.eval()
@@ -71,7 +72,7 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
         metrics: dict[str, list[float]] = {}
         jobs = []
         for probe in probes:
-            for seed in options.seeds if getattr(probe, "seeded", True) else (0,):
+            for seed in config.seeds if getattr(probe, "seeded", True) else (0,):
                 # Keyed by identity: a later sweep of the saved dir finds this unit done.
                 unit = Unit(ckpt.model, ckpt.revision, probe.name, seed, step, ckpt.identity)
                 items = probe.items(seed)
@@ -89,3 +90,6 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
     write_summary(store)
     return {k: sum(v) / len(v) for k, v in metrics.items()}
 
+
+if not TYPE_CHECKING:  # the old name, for one release
+    __getattr__ = renamed(__name__, {"LiveOptions": "LiveConfig"}, globals().__getitem__)

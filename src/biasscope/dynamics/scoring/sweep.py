@@ -13,7 +13,7 @@ from rich.progress import Progress
 from biasscope.backends.base import NextTokenScorer
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.hf import iter_scorers
-from biasscope.backends.hf_model import HFOptions
+from biasscope.backends.hf_model import HFConfig
 from biasscope.core import steps
 from biasscope.core.items import Item
 from biasscope.dynamics.scoring import asking as options
@@ -139,21 +139,21 @@ def write_summary(store: RunStore, units: Iterable[UnitSummary] | None = None
     return write_summary_json(store, summarise(units))
 
 
-def hf_scorers(options: Any) -> ScorerSource:
+def hf_scorers(scoring: Any) -> ScorerSource:
     """Scorer source over Hugging Face checkpoints (imports torch only when called)."""
     def source(checkpoints: Sequence[Checkpoint]) -> Iterator[NextTokenScorer]:
-        yield from iter_scorers(checkpoints, options)
+        yield from iter_scorers(checkpoints, scoring)
     return source
 
 
-def hf_comparable(options: Any) -> dict[str, Any]:
-    chosen = asdict(options)
+def hf_comparable(scoring: Any) -> dict[str, Any]:
+    chosen = asdict(scoring)
     return {"dtype": chosen["dtype"], "first_token": chosen["first_token"]}
 
 
 def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint],
                  out: str | Path | RunStore, *,
-                 seeds: Sequence[int] = (0, 1, 2, 3, 4), options: Any = None,
+                 seeds: Sequence[int] = (0, 1, 2, 3, 4), scoring: Any = None,
                  limit: int | None = None, quiet: bool = False,
                  executor: Executor | None = None,
                  data: dict[str, str] | None = None,
@@ -165,10 +165,10 @@ def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint],
     ``rescore_changed``: a checkpoint whose weights changed since the run scored it has its
     units redone (else it is refused; see ``biasscope.dynamics.scoring.fingerprints``).
     """
-    options = options or HFOptions()
+    scoring = scoring or HFConfig()
     where = out if isinstance(out, RunStore) or (isinstance(out, str) and "://" in out) \
         else Path(out)  # Path folds "//"
-    comparable = hf_comparable(options) | ({"data": dict(data)} if data else {})
+    comparable = hf_comparable(scoring) | ({"data": dict(data)} if data else {})
     config = SweepConfig(list(checkpoints), where, list(seeds), limit, comparable,
                          rescore_changed)
-    return sweep(probe, config, hf_scorers(options), quiet=quiet, executor=executor)
+    return sweep(probe, config, hf_scorers(scoring), quiet=quiet, executor=executor)

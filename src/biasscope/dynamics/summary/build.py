@@ -22,13 +22,13 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.stats import wilson
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
-from biasscope.dynamics.analysis.emergence import sharpest_of
-from biasscope.dynamics.analysis.options import (
+from biasscope.dynamics.analysis.config import (
     FIELDS,
     FLAGS,
-    AnalysisOptions,
+    AnalysisConfig,
     option_problem,
 )
+from biasscope.dynamics.analysis.emergence import sharpest_of
 from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary.model import ModelInputs, analyse_model, json_rows
 from biasscope.dynamics.summary.probes import analyse_probes
@@ -37,7 +37,7 @@ from biasscope.probes.winobias import GENDERS
 from biasscope.store.directory import RunStore
 
 
-def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisOptions
+def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
               ) -> dict[str, dict[str, Any]]:
     """Bootstrap CIs over prompts of every plotted mean, per step, from
     `gap_tests.prompt_values` of ``jsdp_correct``, ``target_rank``, ``correct`` (the accuracy
@@ -73,7 +73,7 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisOptions
     return out
 
 
-def wilson_rate(values: np.ndarray, options: AnalysisOptions) -> list[float] | None:
+def wilson_rate(values: np.ndarray, options: AnalysisConfig) -> list[float] | None:
     """The Wilson interval of a rate (accuracy) that is all 0 or all 1, where resampling shows
     no spread though there is some; None for any other rate (it is bootstrapped)."""
     values = np.asarray(values, dtype=np.float64)
@@ -85,11 +85,11 @@ def wilson_rate(values: np.ndarray, options: AnalysisOptions) -> list[float] | N
 
 
 def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
-            options: AnalysisOptions | None = None,
+            options: AnalysisConfig | None = None,
             statistics: occupations.Statistics | None = None) -> dict[str, Any]:
     """The ``analysis`` section of summary.json, from the parts `read_run` gathered;
     ``statistics``: the occupation statistics (`occupations.load`), if read."""
-    options = options or AnalysisOptions()
+    options = options or AnalysisConfig()
     out: dict[str, Any] = {**asdict(options), "models": {}, "comparisons": [],
                            "step_mismatch": {}, "sentences": [], "equivalence": []}
     if run.stepless:
@@ -141,7 +141,7 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
 
 
 def _occupation_statistics(out: dict[str, Any], statistics: occupations.Statistics,
-                           options: AnalysisOptions) -> None:
+                           options: AnalysisConfig) -> None:
     """Each model's last-checkpoint preference against the BLS share of women, in place."""
     names = sorted({str(o["occupation"]) for m in out["models"].values()
                     for b in m["breakdown"].values() for o in b["occupations"]}, key=str.lower)
@@ -181,13 +181,13 @@ def _occupation_statistics(out: dict[str, Any], statistics: occupations.Statisti
         out["sentences"] += said
 
 
-def full_summary(store: RunStore, options: AnalysisOptions | None = None,
+def full_summary(store: RunStore, options: AnalysisConfig | None = None,
                  data_dir: str | None = None,
                  statistics: occupations.Statistics | None = None) -> dict[str, Any]:
     """summary.json's content from the records alone: metrics, then the analysis, reading
     each unit once and holding one training step's records at a time (`read_run`).
     ``statistics``: the occupation statistics, if already read (else from ``data_dir``)."""
-    options = options or AnalysisOptions()
+    options = options or AnalysisConfig()
     chosen = options
     def breakdown(values: pd.DataFrame) -> dict[str, Any]:
         out = checkpoint_breakdown(values, chosen.confidence, chosen.n_resamples)
@@ -217,7 +217,7 @@ def full_summary(store: RunStore, options: AnalysisOptions | None = None,
     return summary
 
 
-def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> AnalysisOptions:
+def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> AnalysisConfig:
     """``given`` options over those of the last analysis in summary.json, over the defaults.
 
     A stored value that is no valid option (hand-edited, or written by an older version that
@@ -240,4 +240,4 @@ def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> A
                     f"{store.summary_json}: analysis.{name} = {json.dumps(value)} {reason}; "
                     f"{flag}delete the field for the default")
             chosen[name] = value
-    return AnalysisOptions(**{**chosen, **given})
+    return AnalysisConfig(**{**chosen, **given})

@@ -14,6 +14,7 @@ import pandas as pd
 from biasscope.core import numbers, stats
 from biasscope.core.curves import ItemCurves
 from biasscope.dynamics.analysis import findings, gap_tests, performance, tradeoff, wordings
+from biasscope.dynamics.analysis.config import FLAG_GAP, ZERO_PERFORMANCE, AnalysisConfig
 from biasscope.dynamics.analysis.emergence import (
     GapChange,
     emergence_step,
@@ -23,7 +24,6 @@ from biasscope.dynamics.analysis.emergence import (
     recommend_stop,
     trend_change,
 )
-from biasscope.dynamics.analysis.options import FLAG_GAP, ZERO_PERFORMANCE, AnalysisOptions
 from biasscope.probes.winobias import NAME as PROBE
 
 
@@ -51,7 +51,7 @@ class ModelInputs:
 
 
 def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
-                  perf: tuple[str, performance.Series] | None, options: AnalysisOptions
+                  perf: tuple[str, performance.Series] | None, options: AnalysisConfig
                   ) -> dict[str, Any]:
     tests = inputs.tests
     steps = [int(s) for s in tests["jsdp_correct"]["step"].dropna()]
@@ -87,7 +87,7 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
     return result
 
 
-def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: AnalysisOptions
+def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: AnalysisConfig
                ) -> tuple[dict[str, int | None], list[str]]:
     """Each value's first step from which its gap stays significant, and what that says."""
     corrected = f"{stats.CORRECTIONS[options.correction]}-corrected, α = {options.alpha:g}"
@@ -137,7 +137,7 @@ def _items(inputs: ModelInputs, steps: list[int]) -> ItemCurves | None:
     return item_curves(prompt_matrix(per_step), steps)
 
 
-def _sharpest(model: str, change: Any, options: AnalysisOptions
+def _sharpest(model: str, change: Any, options: AnalysisConfig
               ) -> tuple[dict[str, Any] | None, list[str]]:
     """The largest raw change of the gap between consecutive checkpoints, and its sentence."""
     if change is None:
@@ -152,7 +152,7 @@ def _sharpest(model: str, change: Any, options: AnalysisOptions
 
 
 def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
-               perf: tuple[str, performance.Series], options: AnalysisOptions,
+               perf: tuple[str, performance.Series], options: AnalysisConfig,
                sentences: list[str]) -> dict[str, Any]:
     """The performance read against the gap, and where to stop (or why no stop is
     recommended); adds its sentences to ``sentences``."""
@@ -186,7 +186,7 @@ def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
 
 
 def _breakdown_sentences(model: str, breakdown: dict[int, dict[str, Any]],
-                         options: AnalysisOptions) -> list[str]:
+                         options: AnalysisConfig) -> list[str]:
     """Pro/anti tests corrected over the checkpoints (in place), and the last checkpoint's
     pro/anti and most gendered occupations in words."""
     if not breakdown:
@@ -201,7 +201,7 @@ def _breakdown_sentences(model: str, breakdown: dict[int, dict[str, Any]],
     return [s for s in out if s]
 
 
-def gap_of_interest(options: AnalysisOptions) -> float:
+def gap_of_interest(options: AnalysisConfig) -> float:
     """``min_gap`` when the user set one, else ``FLAG_GAP`` (which flags, but never hides)."""
     return options.min_gap if options.min_gap > 0 else FLAG_GAP
 
@@ -214,7 +214,7 @@ def _material(tests: dict[str, pd.DataFrame], table: pd.DataFrame, threshold: fl
     return np.array([size.get(int(s), np.nan) >= threshold for s in table["step"]], dtype=bool)
 
 
-def _flag_ranks(tests: dict[str, pd.DataFrame], options: AnalysisOptions) -> str | None:
+def _flag_ranks(tests: dict[str, pd.DataFrame], options: AnalysisConfig) -> str | None:
     """Mark significant Average Rank gaps where the JSD-P gap is below the gap of interest
     (``below_gap_of_interest``, in place), and say so; None if there are none.
 
@@ -241,7 +241,7 @@ def _flag_ranks(tests: dict[str, pd.DataFrame], options: AnalysisOptions) -> str
             "rank gap is no evidence of bias either.")
 
 
-def _flag_small_gaps(table: pd.DataFrame, options: AnalysisOptions, snapshot: bool = False
+def _flag_small_gaps(table: pd.DataFrame, options: AnalysisConfig, snapshot: bool = False
                      ) -> str | None:
     """Mark significant JSD-P gaps below the gap of interest (column ``below_gap_of_interest``
     of ``table``, in place) and say so in one sentence; None if there are none."""

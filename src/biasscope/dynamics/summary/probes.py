@@ -23,14 +23,14 @@ from biasscope.store.directory import RunStore
 from biasscope.store.reading import UnitEntry, unit_index
 
 if TYPE_CHECKING:
-    from biasscope.dynamics.analysis.options import AnalysisOptions
+    from biasscope.dynamics.analysis.config import AnalysisConfig
 
 
 def _fmt(value: Any, spec: str) -> str:
     return "n/a" if value is None else format(float(value), spec)
 
 
-def adjust_over_checkpoints(checkpoints: dict[int, Values], options: AnalysisOptions
+def adjust_over_checkpoints(checkpoints: dict[int, Values], options: AnalysisConfig
                             ) -> dict[str, int | None]:
     """Every tested value's p-values adjusted over the model's checkpoints (``p_adjusted``,
     ``significant``, in place); the emergence step of each."""
@@ -107,7 +107,7 @@ def _recommend(model: str, probe: str, key: str, checkpoints: dict[int, Values],
     return out, f"{model}, {probe}: {rec.sentence} (budget: {allowed} {source} loss)."
 
 
-def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisOptions
+def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisConfig
                    ) -> dict[str, Any]:
     """Per audit probe in the run: per model its checkpoints' values (with adjusted p-values),
     emergence per tested value, the stopping recommendation on the headline value when a

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.dynamics.analysis.occupations import Statistics
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.analysis.performance import FILE as PERFORMANCE
 from biasscope.store.directory import RunStore
 
@@ -55,7 +55,7 @@ def code_digest(package: Path) -> str:
     return digest.hexdigest()
 
 
-def inputs_key(store: RunStore, options: AnalysisOptions, statistics: Statistics
+def inputs_key(store: RunStore, options: AnalysisConfig, statistics: Statistics
                ) -> dict[str, str]:
     """What `FIELD` records: a SHA-256 over every input of the analysis of ``store`` with
     ``options`` and the occupation ``statistics``, biasscope's code included."""

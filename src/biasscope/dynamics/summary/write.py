@@ -14,7 +14,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 from biasscope.core.steps import say
 from biasscope.dynamics.analysis import occupations
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.units import write_summary_json
 from biasscope.dynamics.summary import reuse
 from biasscope.dynamics.summary.build import full_summary, stored_options
@@ -24,7 +24,7 @@ from biasscope.store.files import write_json
 
 
 def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = None,
-                          options: AnalysisOptions | None = None,
+                          options: AnalysisConfig | None = None,
                           data_dir: str | None = None) -> Path:
     """Analyse ``run_dir`` (a ``biasscope dynamics`` run) and render it to one HTML file;
     return its path.

@@ -13,7 +13,7 @@ from biasscope.core.errors import BiasscopeError
 
 
 @dataclass(frozen=True)
-class AnalysisOptions:
+class AnalysisConfig:
     """Statistical choices, stored with the analysis. Holm is the default correction."""
 
     correction: stats.Correction = setting(
@@ -32,7 +32,7 @@ class AnalysisOptions:
     def __post_init__(self) -> None:
         for name in FIELDS:
             if reason := option_problem(name, getattr(self, name)):
-                raise BiasscopeError(f"analysis option {name} = {getattr(self, name)!r}: "
+                raise BiasscopeError(f"analysis setting {name} = {getattr(self, name)!r}: "
                                      f"{reason}")
 
 
@@ -60,7 +60,7 @@ def _real(value: Any) -> bool:
 
 
 def option_problem(name: str, value: Any) -> str | None:
-    """Why ``value`` cannot be the analysis option ``name``; None if it can. A stored or typed
+    """Why ``value`` cannot be the analysis setting ``name``; None if it can. A stored or typed
     value out of range would otherwise be repaired silently (α = 5 shown as 0.01) or crash."""
     if name == "correction":
         known = stats.CORRECTIONS

@@ -354,7 +354,7 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, commit: str, he
         "checkpoint, written by `RunStore.write_unit`; every unit holds 3,168 "
         "`winobias-gender` records, as the real WinoBias files give (so 1,000 units are 3.2M "
         f"records), from {source} and synthetic option log-probs and ranks. "
-        "`biasscope report RUN --output X.html` (default analysis options: "
+        "`biasscope report RUN --output X.html` (default analysis settings: "
         "2,000 bootstrap resamples) in a fresh process per measurement, under `nice -n 19`; "
         "peak RSS is the child's `ru_maxrss`. **before**: commit "
         f"`{commit[:12]}`; **after**: commit `{head[:12]}` (each from a git worktree). "

@@ -35,12 +35,12 @@ def _sweep(probe_name: str, data: Path, checkpoint: Path, out: Path) -> pd.DataF
     from biasscope import sweep
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf import iter_scorers
-    from biasscope.backends.hf_model import HFOptions
+    from biasscope.backends.hf_model import HFConfig
     from biasscope.dynamics.scoring import SweepConfig
 
     probe = load_probe(probe_name, data_dir=data)
     store = sweep(probe, SweepConfig(from_dirs([checkpoint]), out, [0]),
-                  lambda cks: iter_scorers(cks, HFOptions()), quiet=True)
+                  lambda cks: iter_scorers(cks, HFConfig()), quiet=True)
     return pd.concat(list(store.iter_units()), ignore_index=True)
 
 

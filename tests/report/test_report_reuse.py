@@ -17,7 +17,7 @@ import pytest
 import biasscope
 import biasscope.dynamics.summary.write as reporting
 from biasscope.dynamics.analysis import performance
-from biasscope.dynamics.analysis.options import AnalysisOptions
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.units import records_frame
 from biasscope.dynamics.summary import reuse
 from biasscope.probes import Probe, load_probe
@@ -26,7 +26,7 @@ from biasscope.store.units import Unit
 from test_breakdown import write_statistics
 from test_report import make_run, pythia, synthetic_scores
 
-OPTIONS = AnalysisOptions(n_resamples=200)
+OPTIONS = AnalysisConfig(n_resamples=200)
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
@@ -49,7 +49,7 @@ def analyses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def recomputed(run: Path, out: Path, options: AnalysisOptions = OPTIONS,
+def recomputed(run: Path, out: Path, options: AnalysisConfig = OPTIONS,
                data_dir: str | None = None) -> tuple[bytes, bytes]:
     """(summary, HTML) of a report that cannot reuse anything, written to ``out``."""
     saved = reuse.stored
@@ -133,7 +133,7 @@ def test_other_settings_or_versions_are_analysed_again(
     stale = json.loads((run / "summary.json").read_text())
     options, data_dir = OPTIONS, None
     if change == "options":
-        options = AnalysisOptions(n_resamples=300)
+        options = AnalysisConfig(n_resamples=300)
     elif change == "version":  # another biasscope: its package's __init__ names another one
         package = tmp_path / "biasscope"
         shutil.copytree(reuse.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))

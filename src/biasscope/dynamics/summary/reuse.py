@@ -1,7 +1,7 @@
 """A report of a run whose analysis is already stored reuses it instead of computing it again.
 
 The analysis (bootstraps, tests, sentences) is a function of the run's stored inputs and the
-analysis options alone, so `inputs_key` hashes exactly those: every unit file's bytes, the
+analysis settings alone, so `inputs_key` hashes exactly those: every unit file's bytes, the
 units the run lost, ``run.json``, an imported ``performance.json``, the occupation statistics
 read, the options, biasscope's own code (every module's source, so a new version or an edited
 tree never reuses an older analysis) and the versions of the libraries whose numbers it uses.
@@ -20,8 +20,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from biasscope.dynamics.analysis.occupations import Statistics
 from biasscope.dynamics.analysis.config import AnalysisConfig
+from biasscope.dynamics.analysis.occupations import Statistics
 from biasscope.dynamics.analysis.performance import FILE as PERFORMANCE
 from biasscope.store.directory import RunStore
 

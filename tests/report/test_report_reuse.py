@@ -53,7 +53,7 @@ def recomputed(run: Path, out: Path, options: AnalysisConfig = OPTIONS,
                data_dir: str | None = None) -> tuple[bytes, bytes]:
     """(summary, HTML) of a report that cannot reuse anything, written to ``out``."""
     saved = reuse.stored
-    reuse.stored = lambda _paths, _key: None  # type: ignore[assignment]
+    reuse.stored = lambda *_args: None  # type: ignore[assignment]
     try:
         page = reporting.write_dynamics_report(run, out, options, data_dir)
     finally:
@@ -153,6 +153,27 @@ def test_other_settings_or_versions_are_analysed_again(
     if change == "occupation statistics":
         assert "occupation_statistics" in json.loads(written)["analysis"]["models"][
             "EleutherAI/pythia-70m"]
+
+
+def test_a_report_without_the_data_dir_reuses_the_analysis_of_a_run_with_it(
+        tmp_path: Path, winobias: Probe, analyses: list[int]) -> None:
+    """A sweep analysed with --data-dir (occupation statistics from the file), then `biasscope
+    report RUN` without it: the statistics come from summary.json, the same shares, so the
+    analysis is reused, and an analysis with other shares is not."""
+    run = make_run(tmp_path / "run", winobias, pythia(steps=(0, 1000)))
+    data_dir = str(write_statistics(tmp_path / "data"))
+    reporting.write_dynamics_report(run, options=OPTIONS, data_dir=data_dir)
+    first = (run / "summary.json").read_bytes()
+    reporting.write_dynamics_report(run, options=OPTIONS)
+    assert len(analyses) == 1 and (run / "summary.json").read_bytes() == first
+    other = write_statistics(tmp_path / "other")
+    table = other / "winogender" / "occupations-stats.tsv"
+    lines = table.read_text().splitlines()
+    head, row = lines[0], lines[1].split("\t")
+    row[head.split("\t").index("bls_pct_female")] = "3.5"
+    table.write_text("\n".join([head, "\t".join(row), *lines[2:]]) + "\n")
+    reporting.write_dynamics_report(run, options=OPTIONS, data_dir=str(other))
+    assert len(analyses) == 2
 
 
 def test_a_reused_report_imports_neither_scipy_nor_other_jobs(tmp_path: Path,

@@ -58,7 +58,8 @@ def code_digest(package: Path) -> str:
 def inputs_key(store: RunStore, options: AnalysisConfig, statistics: Statistics
                ) -> dict[str, str]:
     """What `FIELD` records: a SHA-256 over every input of the analysis of ``store`` with
-    ``options`` and the occupation ``statistics``, biasscope's code included."""
+    ``options``, biasscope's code included, and one over the occupation ``statistics``' shares
+    (kept apart: see `stored`)."""
     inputs = {
         "code": code_digest(PACKAGE),
         "options": asdict(options),
@@ -67,20 +68,29 @@ def inputs_key(store: RunStore, options: AnalysisConfig, statistics: Statistics
         "missing_units": store.missing_units(),
         "run.json": _digest(store.run_json),
         PERFORMANCE: _digest(store.root / PERFORMANCE),
-        "occupation_statistics": asdict(statistics),
     }
-    text = json.dumps(inputs, sort_keys=True, default=str).encode()
-    return {"sha256": hashlib.sha256(text).hexdigest()}
+    shares = json.dumps(sorted(statistics.bls_pct_female.items())).encode()
+    return {"sha256": hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str)
+                                     .encode()).hexdigest(),
+            "occupation_statistics": hashlib.sha256(shares).hexdigest()}
 
 
-def stored(paths: list[Path], key: dict[str, str]) -> tuple[dict[str, Any], Path] | None:
+def stored(paths: list[Path], key: dict[str, str], statistics_from: Path | None = None
+           ) -> tuple[dict[str, Any], Path] | None:
     """The first summary among ``paths`` that was analysed from inputs of this ``key``, and
-    where it was; None when none was (absent, unreadable, or from other inputs)."""
+    where it was; None when none was (absent, unreadable, or from other inputs). The
+    occupation statistics may differ when they were read from that very summary
+    (``statistics_from``, a report without --data-dir): they are the ones its analysis used,
+    kept there without the occupations the run does not have."""
     for path in paths:
         try:
             summary = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             continue
-        if isinstance(summary, dict) and summary.get(FIELD) == key:
+        found = summary.get(FIELD) if isinstance(summary, dict) else None
+        if not isinstance(found, dict) or found.get("sha256") != key["sha256"]:
+            continue
+        if (found.get("occupation_statistics") == key["occupation_statistics"]
+                or path == statistics_from):
             return summary, path
     return None

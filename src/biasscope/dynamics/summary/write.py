@@ -50,7 +50,8 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     target = Path(output) if output is not None else own
     mine = target.resolve() == own.resolve()
     beside = target.with_name(f"{target.stem}.summary.json")
-    found = reuse.stored([store.summary_json] if mine else [beside, store.summary_json], key)
+    found = reuse.stored([store.summary_json] if mine else [beside, store.summary_json], key,
+                         store.summary_json if statistics.reused else None)
     if found is not None:
         summary = found[0]
         say(f"reusing the analysis in {found[1]} (same records, options and code)")

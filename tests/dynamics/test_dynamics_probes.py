@@ -19,7 +19,7 @@ from bbq_fixture import write_bbq
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.scoring.units import sweep_request
-from biasscope.probes import load_probe
+from biasscope.probes import PROBES, load_probe
 from biasscope.store.directory import RunStore
 from winobias_fixture import write_winobias
 
@@ -253,7 +253,8 @@ def test_batched_option_scores_are_those_of_one_item_at_a_time(checkpoint_dirs):
 
 def test_a_stepless_checkpoint_of_an_audit_probe_is_said(mixed, checkpoint_dirs, tmp_path):
     """`--model ./final` with bbq: no training step, so no statistics over steps; the summary
-    says so instead of leaving the probe out silently."""
+    says so instead of leaving the probe out silently, and gives the model's values as one
+    checkpoint's (the probe's own step statistics on its records)."""
     _, data = mixed
     final = tmp_path / "final"
     shutil.copytree(checkpoint_dirs[-1], final)
@@ -262,4 +263,11 @@ def test_a_stepless_checkpoint_of_an_audit_probe_is_said(mixed, checkpoint_dirs,
                  str(out), "--data-dir", str(data), "--device", "cpu", "--quiet"]) == 0
     section = json.loads((out / "summary.json").read_text())["analysis"]["probes"]["bbq"]
     assert section["stepless"] == ["final"] and section["models"] == {}
-    assert any("no training step for final" in s for s in section["sentences"])
+    said = next(s for s in section["sentences"] if "final has no training step" in s)
+    records = RunStore(out).records()
+    expected = PROBES["bbq"].step_statistics.values(records.reset_index(drop=True))
+    found = section["stepless_values"]["final"]
+    for key in PROBES["bbq"].step_statistics.headline:
+        assert found[key]["estimate"] == pytest.approx(expected[key]["estimate"])
+        assert found[key]["low"] == pytest.approx(expected[key]["low"])
+    assert "95% CI" in said and "biasscope probe" not in said

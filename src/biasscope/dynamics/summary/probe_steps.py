@@ -91,23 +91,53 @@ def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None
             continue
         rows = pd.concat(chunks, ignore_index=True)
         del chunks
-        seeds = rows["seed"] if "seed" in rows else pd.Series(0, index=rows.index)
-        rows = rows.assign(seed=seeds.fillna(0))
         for (probe, model), part in rows.groupby(["probe", "model"], sort=True):
             if str(probe) in unavailable:
                 continue
             values = statistics[str(probe)].values
-            # Several wordings (--wordings) are combined as seeds are: the largest p-value
-            # makes a checkpoint significant only when it is under every wording.
-            keys = ["seed", "template"] if "template" in part else ["seed"]
             try:
-                per_seed = [values(chunk.reset_index(drop=True))
-                            for _, chunk in part.groupby(keys, sort=True)]
+                found = _values(part, values)
             except BiasscopeError as exc:
                 unavailable[str(probe)] = str(exc)
                 out.pop(str(probe), None)
                 continue
-            out.setdefault(str(probe), {}).setdefault(str(model), {})[int(step)] = \
-                combine_seeds(per_seed)
+            out.setdefault(str(probe), {}).setdefault(str(model), {})[int(step)] = found
         del rows
+    return out
+
+
+def _values(part: pd.DataFrame, values: Any) -> Values:
+    """One checkpoint's values of one probe and model. Several wordings (--wordings) are
+    combined as seeds are: the largest p-value makes a checkpoint significant only when it is
+    under every wording."""
+    part = part.assign(seed=part["seed"].fillna(0) if "seed" in part else 0)
+    keys = ["seed", "template"] if "template" in part else ["seed"]
+    return combine_seeds([values(chunk.reset_index(drop=True))
+                          for _, chunk in part.groupby(keys, sort=True)])
+
+
+def read_stepless(store: RunStore, models: dict[str, set[str]]) -> dict[str, dict[str, Values]]:
+    """Per probe and model of ``models``, the values of its records without a training step
+    (`--model ./final`): one model's statistics, as at one checkpoint. Units are read one at a
+    time and only their stepless rows of these probes kept."""
+    statistics = stepped()
+    chunks = []
+    for entry in unit_index(store):
+        if not any(probe in models for probe, _, _ in entry.stepless):
+            continue
+        frame = read_unit(store, entry.path)
+        if frame is not None:
+            keep = frame["probe"].isin(list(models)) & frame["step"].isna()
+            chunks.append(frame[keep])
+    out: dict[str, dict[str, Values]] = {}
+    if not chunks:
+        return out
+    rows = pd.concat(chunks, ignore_index=True)
+    for (probe, model), part in rows.groupby(["probe", "model"], sort=True):
+        if str(model) in models.get(str(probe), set()):
+            try:
+                out.setdefault(str(probe), {})[str(model)] = _values(
+                    part, statistics[str(probe)].values)
+            except BiasscopeError:
+                continue  # said for the probe's stepped checkpoints as well
     return out

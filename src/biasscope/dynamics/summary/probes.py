@@ -16,7 +16,12 @@ import numpy as np
 from biasscope.core import numbers, stats
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.analysis.emergence import emergence_step, recommend_stop
-from biasscope.dynamics.summary.probe_steps import Values, read_checkpoints, stepped
+from biasscope.dynamics.summary.probe_steps import (
+    Values,
+    read_checkpoints,
+    read_stepless,
+    stepped,
+)
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent
 from biasscope.store.directory import RunStore
@@ -134,16 +139,16 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
                 stepless.setdefault(probe, set()).add(model)
     for probe in sorted(set(stepless) - set(checkpoints_of)):
         checkpoints_of[probe] = {}
+    final = read_stepless(store, stepless)
     for probe, models in checkpoints_of.items():
         spec = statistics[probe]
         section: dict[str, Any] = {"headline": list(spec.headline), "names": dict(spec.names),
                                    "models": {}, "sentences": []}
         if probe in stepless:
-            names = ", ".join(sorted(stepless[probe]))
             section["stepless"] = sorted(stepless[probe])
-            section["sentences"].append(
-                f"{probe}: no training step for {names}: not analysed over steps; `biasscope "
-                "probe` gives one model's statistics.")
+            section["stepless_values"] = final.get(probe, {})
+            section["sentences"] += _stepless_sentences(probe, spec, stepless[probe],
+                                                        final.get(probe, {}))
         for model, checkpoints in sorted(models.items()):
             emergence = adjust_over_checkpoints(checkpoints, options)
             sentences = [_sentence(model, spec.names.get(k, k), k, checkpoints,
@@ -159,6 +164,22 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
                 "emergence": emergence, "recommendation": rec, "sentences": sentences}
             section["sentences"] += sentences
         out[probe] = section
+    return out
+
+
+def _stepless_sentences(probe: str, spec: Any, models: set[str],
+                        final: dict[str, Values]) -> list[str]:
+    """What a model without a training step gets: its headline values with their intervals
+    (no verdict: one model, nothing over steps to test)."""
+    out = []
+    for model in sorted(models):
+        values = final.get(model, {})
+        said = [f"{spec.names.get(k, k)} " + numbers.with_ci(
+                    v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}")
+                for k in spec.headline if (v := values.get(k)) is not None]
+        tail = "; ".join(said) if said else "no values"
+        out.append(f"{probe}: {model} has no training step, so it is not analysed over steps; "
+                   f"as one model: {tail}.")
     return out
 
 

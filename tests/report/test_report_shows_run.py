@@ -71,7 +71,15 @@ def test_report_without_data_dir_keeps_the_occupation_statistics(
     assert main(["report", str(run), "--data-dir", str(bls)]) == 0
     before = _summary(run)["analysis"]
     assert before["models"]["a/model"]["occupation_statistics"]["spearman"]["n"] >= 3
+    stored = (run / "summary.json").read_bytes()
     assert main(["report", str(run)]) == 0  # no --data-dir, nothing in the cache
+    # The same records and the same shares: the analysis is the one computed from the file.
+    assert (run / "summary.json").read_bytes() == stored
+    assert "Plotly.newPlot" in section((run / "report.html").read_text(encoding="utf-8"),
+                                       BLS_TITLE)
+    # Records that changed are analysed again, with the shares summary.json kept.
+    (run / "summary.json").write_text(stored.decode().replace('"sha256": "', '"sha256": "0'))
+    assert main(["report", str(run)]) == 0
     after = _summary(run)["analysis"]
     occ = after["occupation_statistics"]
     assert occ["unavailable"] is None and occ["bls_pct_female"] == before[

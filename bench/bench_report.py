@@ -414,21 +414,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="--one-checkpoint, --cpu: "
                         "repeats (5)")
     args = parser.parse_args(argv)
-    if args.cpu:
-        args.units = args.units or "10,20"
+    args.units = args.units or ("10,20" if args.cpu else "10,100,1000")
+    if args.cpu or args.one_checkpoint:  # a section of its own
+        measure, start, end = ((cpu_section, CPU_START, CPU_END) if args.cpu
+                               else (one_checkpoint, ONE_START, ONE_END))
         args.workdir.mkdir(parents=True, exist_ok=True)
-        body = cpu_section(args)
+        body = measure(args)
         print(body)
         if args.out is not None:
-            write_section(args.out, body, CPU_START, CPU_END)
-        return 0
-    args.units = args.units or "10,100,1000"
-    if args.one_checkpoint:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        body = one_checkpoint(args)
-        print(body)
-        if args.out is not None:
-            write_section(args.out, body, ONE_START, ONE_END)
+            write_section(args.out, body, start, end)
         return 0
     sizes = sorted(int(n) for n in args.units.split(","))
     if any(n < 2 * args.seeds or n % args.seeds for n in sizes):

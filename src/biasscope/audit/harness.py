@@ -267,7 +267,7 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
         responder.require_some(i.id for p in probes for i in items[p.name])
     settings = run_settings(responder, probes, limit, items, scorer)
     start_run(store, "audit", lambda previous: settings if previous is None else merge_settings(
-        store.run_json, first_token_added(previous, settings), settings,
+        store.run_json, recorded(previous, settings), settings,
         grow={"probes": "probe", "scored": "request kind"}))
     pending: dict[str, Pending] = {}
     sent = 0
@@ -301,17 +301,17 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
     return store
 
 
-def first_token_added(previous: Mapping[str, Any], now: Mapping[str, Any]) -> dict[str, Any]:
-    """``previous`` with next-token scoring's ``first_token`` turned on where ``now`` turns it
-    on: without it an option of several tokens is refused, never written, so what the run holds
-    scores the same with it (a run refused for such an option is resumed with --first-token).
-    Turning it off stays refused: the run may hold options scored by their first token."""
-    before = (previous.get("scored") or {}).get("next_token")
+def recorded(previous: Mapping[str, Any], now: Mapping[str, Any]) -> dict[str, Any]:
+    """What run.json recorded, with next-token scoring's ``first_token`` turned on where
+    ``now`` turns it on: without it an option of several tokens is refused, never written, so
+    what the run holds scores the same with it (a run refused for such an option resumes with
+    --first-token). Turning it off stays refused: the run may hold first-token scores."""
+    out = dict(previous)
+    before = (out.get("scored") or {}).get("next_token")
     after = (now.get("scored") or {}).get("next_token")
     if before and after and before.get("first_token") is False and after.get("first_token"):
-        return {**previous, "scored": {**previous["scored"],
-                                       "next_token": {**before, "first_token": True}}}
-    return dict(previous)
+        out["scored"] = {**out["scored"], "next_token": {**before, "first_token": True}}
+    return out
 
 
 def probe_items(probe: Probe, limit: int | None, seed: int = 0) -> list[Item]:

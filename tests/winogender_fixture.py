@@ -29,9 +29,12 @@ WORDS = {"male": {"$NOM_PRONOUN": "he", "$POSS_PRONOUN": "his"},
          "neutral": {"$NOM_PRONOUN": "they", "$POSS_PRONOUN": "their"}}
 
 
-def sentences() -> list[tuple[str, str]]:
+Template = tuple[str, str, int, str, float]
+
+
+def sentences(templates: list[Template] | None = None) -> list[tuple[str, str]]:
     out = []
-    for occ, part, answer, template, _ in TEMPLATES:
+    for occ, part, answer, template, _ in TEMPLATES if templates is None else templates:
         for who in (part, "someone"):
             for gender, words in WORDS.items():
                 text = template.replace("$OCCUPATION", occ).replace(
@@ -42,15 +45,19 @@ def sentences() -> list[tuple[str, str]]:
     return out
 
 
-def write_winogender(root: Path, lines: list[tuple[str, str]] | None = None) -> Path:
+def write_winogender(root: Path, lines: list[tuple[str, str]] | None = None,
+                     templates: list[Template] | None = None) -> Path:
+    """The three files under ``root``/winogender: ``templates`` (default `TEMPLATES`) and
+    their sentences, or ``lines`` as the sentences."""
+    templates = TEMPLATES if templates is None else templates
     folder = root / "winogender"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "all_sentences.tsv").write_text("sentid\tsentence\n" + "".join(
-        f"{i}\t{t}\n" for i, t in (sentences() if lines is None else lines)))
+        f"{i}\t{t}\n" for i, t in (sentences(templates) if lines is None else lines)))
     (folder / "templates.tsv").write_text(
         "occupation(0)\tother-participant(1)\tanswer\tsentence\n" + "".join(
-            f"{o}\t{p}\t{a}\t{t}\n" for o, p, a, t, _ in TEMPLATES))
-    stats = {o: s for o, _, _, _, s in TEMPLATES}
+            f"{o}\t{p}\t{a}\t{t}\n" for o, p, a, t, _ in templates))
+    stats = {o: s for o, _, _, _, s in templates}
     (folder / "occupations-stats.tsv").write_text(
         "occupation\tbergsma_pct_female\tbls_pct_female\tbls_year\n" + "".join(
             f"{o}\t50.0\t{s}\t2015\n" for o, s in stats.items()))

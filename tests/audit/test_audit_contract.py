@@ -200,28 +200,21 @@ def test_unknown_probe_is_a_one_line_error(tmp_path, capsys):
     assert code == 2 and "unknown probe 'nope'" in capsys.readouterr().err
 
 
-def test_probe_refuses_a_probe_that_takes_no_chat_in_one_line(tmp_path, capsys):
-    code = main(["audit", "--responses", str(tmp_path / "r.jsonl"), "--probe",
-                 "winobias-gender", "--out", str(tmp_path / "run")])
+@pytest.mark.parametrize("model", [["--responses", "r.jsonl"],
+                                   ["--model", "openai-compatible:http://127.0.0.1:9/v1#m"]])
+def test_audit_says_why_it_cannot_score_winobias(tmp_path, capsys, monkeypatch, model):
+    """WinoBias takes next-token requests like Winogender, but its measures are the dynamics
+    analysis (and its Average Rank a rank a server's echo does not give): one line that says
+    so and names the command that scores it, before any data is read; nothing written.
+    (Winogender is scored by the audit: tests/audit/test_audit_next_token.py.)"""
+    monkeypatch.chdir(tmp_path)
+    code = main(["audit", *model, "--probe", "winobias-gender", "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err
-    assert code == 2 and "probe winobias-gender takes next_token requests" in err
-    assert "biasscope probes" in err and "Traceback" not in err and err.count("\n") == 1
-
-
-
-@pytest.mark.parametrize(("probe", "why"), [
-    ("winogender", "next-token log-probabilities")])
-def test_audit_says_why_it_cannot_ask_a_log_likelihood_probe(tmp_path, capsys, probe, why):
-    """A probe scored from a model's next-token log-probabilities, asked of a server: one line
-    that names why and the command that can score it; nothing written. (Whole-sentence probes
-    are scored by the audit: tests/audit/test_audit_sentences.py.)"""
-    code = main(["audit", "--model", "openai-compatible:http://127.0.0.1:9/v1#m", "--probe",
-                 probe, "--out", str(tmp_path / "run")])
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
-    assert f"{probe} is scored from the model's {why}" in err
-    assert f"biasscope dynamics --model DIR --probe {probe}" in err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "probe winobias-gender cannot be audited" in err and "Average Rank" in err
+    assert "biasscope dynamics --model DIR --probe winobias-gender" in err
     assert not (tmp_path / "run").exists()
+
 
 def test_biasscope_probes_lists_every_probe(capsys):
     assert main(["probes"]) == 0

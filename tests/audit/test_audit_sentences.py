@@ -70,7 +70,8 @@ def test_a_local_audit_gives_the_sweeps_numbers_and_a_rerun_scores_nothing(
     tested = [v for v in entry["headline"].values() if v.get("p_value") is not None]
     assert all("p_holm" in v for v in tested)  # one family with the probe's other tests
     assert entry["sources"] == {"local": len(audited)}
-    assert json.loads((tmp_path / "run" / "run.json").read_text())["sentences"]["method"] == \
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["scored"]["continuation"][
+        "method"] == \
         "local"
     report = (tmp_path / "run" / "report.html").read_text()
     assert next(iter(info.step_statistics.headline)) in report

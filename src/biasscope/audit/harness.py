@@ -9,9 +9,10 @@ Three ways to get an answer, one record shape:
   chat-rendered prompt; the answer is the most probable option (no generation, no parsing).
 * ``StoredResponses``: a JSONL file of ``{"item_id", "response"}`` another tool produced.
 
-Whole-sentence probes (CrowS-Pairs, StereoSet) are not asked but scored: a
-`biasscope.audit.sentences.SentenceScorer` gives each sentence's log-likelihood, and the probe's
-own facets summarise the records (`biasscope.audit.sentences`).
+Whole-sentence probes (CrowS-Pairs, StereoSet) and next-token ones (Winogender) are not asked
+but scored: a `biasscope.audit.scored.LogprobScorer` gives each sentence's log-likelihood or
+each option's next-token log-prob, and the probe's own facets summarise the records
+(`biasscope.audit.scored`).
 
 A unit (model, probe) is written atomically when every item of its probe was answered; a
 rerun skips it. A request that failed (the server said no, retries ran out) is no answer: its
@@ -34,7 +35,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from biasscope.audit import multiplicity, sentences
+from biasscope.audit import multiplicity, scored
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generator, plain_chat
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
@@ -225,48 +226,49 @@ class Pending:
 def items_digest(probe: AskedProbe, items: Sequence[Item]) -> str:
     """SHA-256 of exactly what is asked and scored: a changed or emptied data file, another
     template or another selection changes it."""
-    if sentences.is_scored(probe):
-        return sha256_json(sentences.items_digest(items))
+    if scored.is_scored(probe):
+        return sha256_json(scored.items_digest(items))
     return sha256_json([[i.id, list(probe.messages(i)), list(i.options), list(i.continuations),
                          i.answer, dict(i.groups)] for i in items])
 
 
 def run_settings(responder: Responder, probes: Sequence[AskedProbe], limit: int | None,
                  items: Mapping[str, Sequence[Item]],
-                 scorer: sentences.SentenceScorer | None = None) -> dict[str, Any]:
-    """What run.json records, and a rerun must repeat, for these results (``sentences``: how
-    whole sentences are scored, where the run has such probes)."""
+                 scorer: scored.LogprobScorer | None = None) -> dict[str, Any]:
+    """What run.json records, and a rerun must repeat, for these results (``scored``: how
+    each request kind of the scored probes is scored, where the run has such probes)."""
     settings = getattr(responder, "settings", None)
-    scored = {"sentences": scorer.settings()} if scorer is not None and any(
-        sentences.is_scored(p) for p in probes) else {}
+    kinds = sorted({k for p in probes if (k := scored.scored_kind(p)) is not None})
+    how = {"scored": scorer.settings(kinds)} if scorer is not None and kinds else {}
     return {"kind": "audit", "model": responder.label, "limit": limit,
             "responder": settings() if settings else {"scoring": type(responder).__name__},
-            **scored,
+            **how,
             "probes": {p.name: {**p.config(), "items_sha256": items_digest(p, items[p.name])}
                        for p in probes}}
 
 
 def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.PathLike[str],
-              limit: int | None = None, scorer: sentences.SentenceScorer | None = None
+              limit: int | None = None, scorer: scored.LogprobScorer | None = None
               ) -> RunStore:
     """Answer every probe's items (units already stored are kept) and write summary.json;
-    ``scorer`` scores the whole-sentence probes (`biasscope.audit.sentences`).
+    ``scorer`` scores the probes scored from log-probs (`biasscope.audit.scored`).
 
     A rerun whose settings differ from run.json's is refused (one line naming the setting).
     Probes with failed requests are left unwritten; summary.json counts the failures
     (``failed_requests`` of the ``requests`` this call made) and a rerun asks them again.
-    A whole-sentence probe's requests are retried as option scoring's are; when retries run
+    A scored probe's requests are retried as option scoring's are; when retries run
     out the run stops with nothing of that probe written, and a rerun scores it again.
     """
     store = RunStore(Path(out))
     items = {p.name: probe_items(p, limit) for p in probes}
-    if scorer is None and (scored := [p.name for p in probes if sentences.is_scored(p)]):
-        raise ValueError(f"probes {scored} need a sentence scorer")
+    if scorer is None and (needy := [p.name for p in probes if scored.is_scored(p)]):
+        raise ValueError(f"probes {needy} need a log-prob scorer")
     if isinstance(responder, StoredResponses):
         responder.require_some(i.id for p in probes for i in items[p.name])
     settings = run_settings(responder, probes, limit, items, scorer)
     start_run(store, "audit", lambda previous: settings if previous is None else merge_settings(
-        store.run_json, previous, settings, grow={"probes": "probe"}, added=("sentences",)))
+        store.run_json, recorded(previous, settings), settings,
+        grow={"probes": "probe", "scored": "request kind"}))
     pending: dict[str, Pending] = {}
     sent = 0
     for probe in probes:
@@ -274,11 +276,11 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
         if store.has(unit):
             continue
         asked = items[probe.name]
-        if sentences.is_scored(probe):
+        if (kind := scored.scored_kind(probe)) is not None:
             assert scorer is not None
-            scores = scorer.score(asked)
+            scores = scorer.score(kind, asked)
             sent += len(asked)
-            store.write_unit(unit, sentences.sentence_records(
+            store.write_unit(unit, scored.scored_records(
                 responder.label, probe.name, asked, scores, scorer.method))
             continue
         responses = responder.respond(probe, asked)
@@ -297,6 +299,19 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
     store.check_same_folder()
     write_json(store.summary_json, {**summary, "requests": sent})
     return store
+
+
+def recorded(previous: Mapping[str, Any], now: Mapping[str, Any]) -> dict[str, Any]:
+    """What run.json recorded, with next-token scoring's ``first_token`` turned on where
+    ``now`` turns it on: without it an option of several tokens is refused, never written, so
+    what the run holds scores the same with it (a run refused for such an option resumes with
+    --first-token). Turning it off stays refused: the run may hold first-token scores."""
+    out = dict(previous)
+    before = (out.get("scored") or {}).get("next_token")
+    after = (now.get("scored") or {}).get("next_token")
+    if before and after and before.get("first_token") is False and after.get("first_token"):
+        out["scored"] = {**out["scored"], "next_token": {**before, "first_token": True}}
+    return out
 
 
 def probe_items(probe: Probe, limit: int | None, seed: int = 0) -> list[Item]:
@@ -331,11 +346,11 @@ def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequen
         "first_error": next((p.first_error for p in pending.values()), None)}
     for probe in probes:
         waiting = pending.get(probe.name)
-        if sentences.is_scored(probe):
+        if scored.is_scored(probe):
             if frames[probe.name]:
-                scored = sentences.summary_entry(
+                read = scored.summary_entry(
                     probe.name, pd.concat(frames[probe.name], ignore_index=True))
-                out["probes"][probe.name] = controlled(scored)
+                out["probes"][probe.name] = controlled(read)
             continue
         entry: dict[str, Any] = {"items": 0, "no_response": 0, "sources": {},
                                  "detector": probe.detector.name, "headline": {},

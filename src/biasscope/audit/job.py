@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
-from biasscope.audit import sentences
+from biasscope.audit import scored as scoring
 from biasscope.audit.harness import (
     GenerationResponder,
     OptionScorer,
@@ -31,6 +31,7 @@ from biasscope.core.config import (
 )
 from biasscope.core.errors import BiasscopeError
 from biasscope.data.sources import DATA_DIR_HELP
+from biasscope.probes import Probe
 from biasscope.probes.base import AskedProbe
 from biasscope.probes.specs import (
     BASE_RATE_HELP,
@@ -38,6 +39,7 @@ from biasscope.probes.specs import (
     PROBE_HELP,
     WORDINGS_HELP,
     load_probes,
+    parse_probe_specs,
 )
 from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore, run_dir
@@ -64,6 +66,10 @@ class Prompting:
         False, "ask as one plain prompt ('user: ...' lines, then 'assistant:'; a server gets "
         "it on /completions) instead of a chat: how a base model without a chat template "
         "reads it")
+    first_token: bool = setting(
+        False, "next-token probes (winogender): score an option of several tokens by its "
+        "first token, as `biasscope dynamics --first-token` does (without it such an option "
+        "is refused)")
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -104,26 +110,32 @@ class AuditResult:
 
 
 def run(config: AuditConfig) -> AuditResult:
+    for name, _ in parse_probe_specs(",".join(config.probes), "--probe"):
+        scoring.require_statistics(name)  # before any data is read
     probes = load_probes(",".join(config.probes), data_dir=config.data_dir,
                          base_rate=config.base_rate,
-                         kinds=("options", "generate", *sentences.SCORED),
+                         kinds=("options", "generate", *scoring.SCORED),
                          what="biasscope audit", wordings=config.wordings)
     asked = cast(list[AskedProbe], probes)  # load_probes checked each takes these requests
-    scored = [p.name for p in probes if sentences.is_scored(p)]
+    scored = [p for p in probes if scoring.is_scored(p)]
+    if config.prompting.first_token and not any(
+            scoring.scored_kind(p) == "next_token" for p in probes):
+        raise BiasscopeError("--first-token is for next-token probes (winogender); none of "
+                             "these probes is one: drop it")
     answers, scorer = responder(config, scored)
     store = run_audit(asked, answers, config.out, limit=config.limit, scorer=scorer)
     report = write_audit_report(store.root)
     return AuditResult(store, report, store.read_json("summary.json"))
 
 
-def responder(config: AuditConfig, scored: Sequence[str] = ()
-              ) -> tuple[Responder, sentences.SentenceScorer | None]:
+def responder(config: AuditConfig, scored: Sequence[Probe] = ()
+              ) -> tuple[Responder, scoring.LogprobScorer | None]:
     """What answers the items (stored responses, a model's option scores, or generations),
-    and what scores the whole-sentence probes ``scored`` names (None when there are none)."""
+    and what scores the probes ``scored`` from log-probs (None when there are none)."""
     if config.responses:
         if scored:
-            raise sentences.why_not(f"--responses {config.responses}", scored[0],
-                                    "a file of answers does not hold")
+            raise scoring.why_not(f"--responses {config.responses}", scored[0],
+                                  "a file of answers does not hold")
         if config.model:
             raise BiasscopeError("give --model or --responses, not both")
         if given := _changed(config.prompting, Prompting()) + _changed(config.backend,
@@ -147,32 +159,34 @@ _TOP_LOGPROBS = ("--top-logprobs is for --scoring generate; option scoring reads
 
 
 def _model_responder(spec: str, asked: Prompting, backend: BackendConfig,
-                     scored: Sequence[str] = ()
-                     ) -> tuple[Responder, sentences.SentenceScorer | None]:
+                     scored: Sequence[Probe] = ()
+                     ) -> tuple[Responder, scoring.LogprobScorer | None]:
     if asked.scoring == "options" and asked.top_logprobs:  # before the model loads
         raise BiasscopeError(_TOP_LOGPROBS)
     if scored and asked.scoring == "generate":
-        raise sentences.why_not("--scoring generate", scored[0], "generated text does not "
-                                "give; leave --scoring out (or auto)")
+        raise scoring.why_not("--scoring generate", scored[0], "generated text does not "
+                              "give; leave --scoring out (or auto)")
     if scored and spec.startswith("openai:"):  # before the key is looked for
-        raise sentences.why_not(spec, scored[0], "OpenAI's API no longer returns (it does not "
-                                "echo prompt log-probs)")
+        raise scoring.why_not(spec, scored[0], "OpenAI's API no longer returns (it does not "
+                              "echo prompt log-probs)")
     generator = backend.generator(spec)
-    return _answers(spec, asked, backend, generator), _sentence_scorer(spec, generator, scored)
+    return (_answers(spec, asked, backend, generator),
+            _logprob_scorer(spec, generator, scored, asked.first_token))
 
 
-def _sentence_scorer(spec: str, generator: Any, scored: Sequence[str]
-                     ) -> sentences.SentenceScorer | None:
-    """How the whole-sentence probes are scored: the local model, or a server's echo."""
+def _logprob_scorer(spec: str, generator: Any, scored: Sequence[Probe], first_token: bool
+                    ) -> scoring.LogprobScorer | None:
+    """How the probes scored from log-probs are scored: the local model, or a server's
+    echo."""
     from biasscope.backends.openai_http import OpenAIGenerator
 
     if not scored:
         return None
     if hasattr(generator, "option_logprobs") and hasattr(generator, "tokenizer"):
-        return sentences.local(generator)
+        return scoring.local(generator, first_token)
     if not isinstance(generator, OpenAIGenerator) or generator.kind == "openai":
-        raise sentences.why_not(spec, scored[0], "this backend does not give")
-    return sentences.echo(generator)
+        raise scoring.why_not(spec, scored[0], "this backend does not give")
+    return scoring.echo(generator, first_token)
 
 
 def _answers(spec: str, asked: Prompting, backend: BackendConfig, generator: Any

@@ -9,6 +9,9 @@ lm-evaluation-harness scores multiple choice through servers the same way. llama
 needs ``--logits_all``; vLLM echoes too; OpenAI's own API no longer does. A server cannot
 echo a chat, so the prompt is the plain one (`plain_chat`).
 
+Next-token items (``next_token``: Winogender) are scored the same way, each option's log-prob
+being its first token's after the prompt (one token, or the first with ``--first-token``).
+
 Whole sentences (``continuation`` items with no prompt: CrowS-Pairs, StereoSet) are sent alone;
 the server puts its start token (BOS) in front, and the sentence's log-likelihood is the sum
 over every echoed token after it, as a local model scores it after BOS. That needs the first
@@ -24,12 +27,22 @@ import asyncio
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from biasscope.backends.base import ContinuationScore, GenerateRequest, plain_chat
 from biasscope.backends.openai_http import OpenAIGenerator, _openai, retry_after, run_sync
 from biasscope.core.errors import ModelError
 from biasscope.core.items import Item
+
+
+@dataclass(frozen=True)
+class EchoNextToken:
+    """A prompt's options at the next token, as a server's echo gives them: each option's
+    log-prob (its first token's), but not the answer's rank over the whole vocabulary
+    (`NextTokenScore.target_rank`), which the echo does not hold."""
+
+    option_logprobs: tuple[float, ...]
 
 
 class EchoScorer:
@@ -55,31 +68,56 @@ class EchoScorer:
 
     def _continuation(self, request: GenerateRequest, option: str,
                       echoed: tuple[Any, int]) -> float:
+        return sum(v for _, v in self._option_tokens(f"request {request.id!r}", option, echoed))
+
+    def _option_tokens(self, where: str, option: str, echoed: tuple[Any, int]
+                       ) -> list[tuple[str, float]]:
+        """The echoed tokens of ``option`` at the end of the prompt + option echo, each with
+        its log-prob."""
         choice, generated = echoed
         logprobs = choice.logprobs
         tokens, values, offsets = logprobs.tokens, logprobs.token_logprobs, logprobs.text_offset
         if not tokens or not offsets or len(offsets) != len(tokens):
-            raise ModelError(f"{self.label}: the server echoed no token offsets for request "
-                             f"{request.id!r}; it cannot score options (llama.cpp: start it "
-                             "with --logits_all true), use --scoring generate")
+            raise ModelError(f"{self.label}: the server echoed no token offsets for {where}; it "
+                             "cannot score options (llama.cpp: start it with --logits_all "
+                             "true), use --scoring generate")
         end = offsets[-1] if generated else len(choice.text)
         start = end - len(option)
-        total, found = 0.0, False
+        found: list[tuple[str, float]] = []
         for token, value, offset in zip(tokens, values, offsets):
             if offset < start < offset + len(token):
-                raise ModelError(f"{self.label}: option {option!r} of request {request.id!r} "
-                                 "merges with the prompt's last token on this server; it "
-                                 "cannot be scored apart (end the prompt with a space or "
-                                 "start the option with one)")
+                raise ModelError(f"{self.label}: option {option!r} of {where} merges with the "
+                                 "prompt's last token on this server; it cannot be scored apart "
+                                 "(end the prompt with a space or start the option with one)")
             if start <= offset < end:
                 if value is None:
-                    raise ModelError(f"{self.label}: no log-prob for an option token of "
-                                     f"request {request.id!r}")
-                total, found = total + float(value), True
+                    raise ModelError(f"{self.label}: no log-prob for an option token of {where}")
+                found.append((str(token), float(value)))
         if not found:
-            raise ModelError(f"{self.label}: option {option!r} of request {request.id!r} "
-                             "has no echoed tokens")
-        return total
+            raise ModelError(f"{self.label}: option {option!r} of {where} has no echoed tokens")
+        return found
+
+    def score_next_token(self, items: Sequence[Item], first_token: bool = False
+                         ) -> list[EchoNextToken]:
+        """Each option's log-prob at the next token after the item's prompt, from the echo of
+        prompt + option: an option of one token on this server, or with ``first_token`` the
+        first of several (else one line refuses it, as a local model's scoring does)."""
+        echoed = run_sync(self._all([f"{it.prompt}{c}" for it in items
+                                     for c in it.continuations]))
+        out, at = [], 0
+        for item in items:
+            values = []
+            for option in item.continuations:
+                pieces = self._option_tokens(f"item {item.id!r}", option, echoed[at])
+                at += 1
+                if len(pieces) > 1 and not first_token:
+                    raise ModelError(
+                        f"{self.label}: option {option!r} of item {item.id!r} is {len(pieces)} "
+                        f"tokens {[t for t, _ in pieces]} on this server; pass --first-token to "
+                        "score its first token")
+                values.append(pieces[0][1])
+            out.append(EchoNextToken(tuple(values)))
+        return out
 
     def score_continuation(self, items: Sequence[Item]) -> list[ContinuationScore]:
         """Each whole sentence's summed log-prob after the server's start token (items with no

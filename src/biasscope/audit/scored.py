@@ -1,0 +1,167 @@
+"""Probes the audit scores from log-probabilities instead of asking: whole sentences
+(CrowS-Pairs, StereoSet) and next-token readings (Winogender).
+
+A ``continuation`` probe's items are sentences, each scored by its log-likelihood summed over
+its tokens after the model's start token; a ``next_token`` probe's items are prompts, each
+scored by its options' log-probs at the next token (an option of several tokens by its first
+token only with ``--first-token``, as ``biasscope dynamics`` scores it). A local model scores
+both as a checkpoint sweep does (``HFScorer.score_continuation_shared`` and
+``score_next_token_shared``: the same numbers as ``biasscope dynamics`` gives for the same
+weights); a completions server scores them from its echo
+(`biasscope.backends.echo.EchoScorer`). The echo gives each option's log-prob but not its rank
+over the whole vocabulary, so a server's next-token records hold no ``target_rank``. WinoBias
+is refused: its measures are the dynamics analysis (`require_statistics`). The audit unit
+holds one record per item in the sweep's record shape, so the probe's own facets give its
+numbers:
+``step_statistics`` the headline (with CIs, tests and effect sizes, Holm-adjusted with the
+probe's other tests in the summary) and ``unit_metrics`` the plain numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.items import Item
+from biasscope.core.numbers import with_ci
+from biasscope.probes import PROBES, Probe, requests_of
+from biasscope.probes.facets import Absent
+
+#: The request kinds the audit scores from a model's log-probabilities, and what of the model
+#: each reads (for the refusals).
+SCORED = {"continuation": "each whole sentence's log-likelihood",
+          "next_token": "its options' log-probabilities at the next token"}
+
+
+def scored_kind(probe: Probe) -> str | None:
+    """The request kind the audit scores ``probe`` with, or None where it is asked."""
+    return next((k for k in requests_of(probe) if k in SCORED), None)
+
+
+def is_scored(probe: Probe) -> bool:
+    """Whether the audit scores ``probe`` (sentences or next tokens) rather than asking it."""
+    return scored_kind(probe) is not None
+
+
+def why_not(spec: str, probe: Probe, reason: str) -> BiasscopeError:
+    """The one-line refusal of a backend that cannot score ``probe``."""
+    what = SCORED[scored_kind(probe) or "continuation"]
+    return BiasscopeError(
+        f"{spec}: {probe.name} is scored from {what}, which {reason}; use a local model "
+        "(--model hf:DIR or a .gguf file) or a completions server that echoes prompt log-probs "
+        "(openai-compatible:URL#MODEL)")
+
+
+def require_statistics(name: str) -> None:
+    """Refuse, in one line, a next-token probe without step statistics (WinoBias): the
+    audit's headline is a probe's own values with their CIs, and WinoBias' measures are the
+    dynamics analysis (gap tests, emergence; Average Rank, the answer token's rank over the
+    whole vocabulary, which a server's echo does not give). Unknown names pass: loading them
+    says they are unknown."""
+    info = PROBES.get(name)
+    if info is None or "next_token" not in info.requests:
+        return
+    if isinstance(stats := info.step_statistics, Absent):
+        raise BiasscopeError(
+            f"probe {name} cannot be audited: the audit reports a scored probe's own values "
+            f"with CIs, and {name} has none ({stats.reason}; its Average Rank needs the "
+            "answer token's rank over the whole vocabulary, which a server's echo does not "
+            f"give); score it with `biasscope dynamics --model DIR --probe {name}`")
+
+
+class LogprobScorer:
+    """Log-probabilities from a local model or a server's echo: ``backend`` has
+    ``score_continuation`` and ``score_next_token`` (a local one also their ``_shared``
+    forms, which the sweep uses)."""
+
+    def __init__(self, backend: Any, identity: dict[str, str], method: str,
+                 first_token: bool = False) -> None:
+        self.backend, self.identity, self.method = backend, identity, method
+        self.first_token = first_token
+        self.label = backend.label
+
+    def settings(self, kinds: Sequence[str]) -> dict[str, Any]:
+        """What run.json records of how each request kind in ``kinds`` is scored."""
+        return {kind: {"method": self.method, "backend": self.identity,
+                       **({"first_token": self.first_token} if kind == "next_token" else {})}
+                for kind in kinds}
+
+    def score(self, kind: str, items: Sequence[Item]) -> list[Any]:
+        shared = getattr(self.backend, f"score_{kind}_shared", None)
+        if shared is not None:
+            return list(shared(items, [True] * len(items)))
+        if kind == "next_token":
+            return list(self.backend.score_next_token(items, self.first_token))
+        return list(self.backend.score_continuation(items))
+
+
+def local(generator: Any, first_token: bool = False) -> LogprobScorer:
+    """The loaded model of an ``HFGenerator``, scored as a sweep scores a checkpoint."""
+    from biasscope.backends.hf import HFScorer
+
+    config = dataclasses.replace(generator.config, first_token=first_token)
+    scorer = HFScorer(generator.ckpt, generator.model, generator.tokenizer, config)
+    return LogprobScorer(scorer, generator.identity(), "local", first_token)
+
+
+def echo(generator: Any, first_token: bool = False) -> LogprobScorer:
+    """A completions server (an ``OpenAIGenerator``), from its echo."""
+    from biasscope.backends.echo import EchoScorer
+
+    return LogprobScorer(EchoScorer(generator), generator.identity(), "echo", first_token)
+
+
+def items_digest(items: Sequence[Item]) -> list[Any]:
+    """What is scored of each item, for the run's items hash."""
+    return [[i.id, i.prompt, list(i.continuations), i.answer, dict(i.groups)] for i in items]
+
+
+def _interval(value: Any) -> tuple[Any, Any, Any]:
+    return value.get("estimate"), value.get("low"), value.get("high")
+
+
+def _fields(score: Any) -> dict[str, Any]:
+    values = score if isinstance(score, Mapping) else dataclasses.asdict(score)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+
+def scored_records(model: str, probe: str, items: Sequence[Item], scores: Sequence[Any],
+                   source: str) -> pd.DataFrame:
+    """One row per item in a sweep's record shape (no checkpoint step): the item's groups
+    and its score (a sentence's ``logprob``, ``greedy``, ``tokens``; a prompt's
+    ``option_logprobs`` and, locally, ``target_rank``), and how it was scored (``source``:
+    local or echo)."""
+    rows = [{"model": model, "revision": None, "step": None, "probe": probe, "seed": 0,
+             "source": source,
+             "item_id": item.id, **dict(item.groups), "options": list(item.options),
+             "answer": item.answer, "answer_label": item.options[item.answer],
+             **_fields(score)} for item, score in zip(items, scores, strict=True)]
+    frame: pd.DataFrame = pd.DataFrame(rows)
+    return frame
+
+
+def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
+    """A scored probe's entry of summary.json: its step statistics as the headline (the
+    caller controls their multiplicity), its unit metrics, and a sentence per leading value."""
+    info = PROBES[probe]
+    stats, metrics = info.step_statistics, info.unit_metrics
+    headline = {} if isinstance(stats, Absent) else stats.values(records)
+    said = []
+    if not isinstance(stats, Absent):
+        for name in stats.headline:
+            if (value := headline.get(name)) is not None:
+                size = f"n = {value.get('n')}"
+                said.append(f"{stats.names.get(name, name)}: "
+                            f"{with_ci(*_interval(value), extra=size)}.")
+    if "option_logprobs" in records and "target_rank" not in records:
+        said.append("Scored from a server's echo: each option's log-prob at the next token, "
+                    "without its rank over the whole vocabulary (no measure here reads it).")
+    return {"items": len(records), "request": next(k for k in info.requests if k in SCORED),
+            "sources": records["source"].value_counts().to_dict(),
+            "detector": None, "no_response": 0, "headline": headline,
+            "metrics": {} if isinstance(metrics, Absent) else metrics(records),
+            "tables": {}, "sentences": said, "examples": []}

@@ -266,3 +266,18 @@ def test_export_items_writes_every_turn(tmp_path):
     n = export_items(probe, tmp_path / "items.jsonl")
     first = json.loads((tmp_path / "items.jsonl").read_text().splitlines()[0])
     assert n == len(probe.items(0)) and first["messages"][-1]["role"] == "user"
+
+
+@pytest.mark.parametrize("probe", ["lambada", "perplexity"])
+def test_audit_says_why_it_cannot_score_a_performance_probe(tmp_path, capsys, monkeypatch, probe):
+    """LAMBADA and perplexity measure performance (a sweep's curve beside its bias
+    measures), not a bias with CIs: one line naming the command that scores them, before any
+    request (through a server they ended in a traceback)."""
+    monkeypatch.chdir(tmp_path)
+    code = main(["audit", "--model", "openai-compatible:http://127.0.0.1:9/v1#m", "--probe",
+                 probe, "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"probe {probe} cannot be audited" in err and "performance" in err
+    assert f"biasscope dynamics --model DIR --probe {probe}" in err
+    assert not (tmp_path / "run").exists()

@@ -57,20 +57,25 @@ def why_not(spec: str, probe: Probe, reason: str) -> BiasscopeError:
 
 
 def require_statistics(name: str) -> None:
-    """Refuse, in one line, a next-token probe without step statistics (WinoBias): the
-    audit's headline is a probe's own values with their CIs, and WinoBias' measures are the
-    dynamics analysis (gap tests, emergence; Average Rank, the answer token's rank over the
-    whole vocabulary, which a server's echo does not give). Unknown names pass: loading them
-    says they are unknown."""
+    """Refuse, in one line, a scored probe without step statistics: the audit's headline is a
+    probe's own values with their CIs. WinoBias' measures are the dynamics analysis (gap
+    tests, emergence; Average Rank, the answer token's rank over the whole vocabulary, which a
+    server's echo does not give); LAMBADA and perplexity measure performance, a curve beside
+    the bias curves of a sweep. Unknown names pass: loading them says they are unknown."""
     info = PROBES.get(name)
-    if info is None or "next_token" not in info.requests:
+    if info is None or not set(info.requests) & set(SCORED):
         return
-    if isinstance(stats := info.step_statistics, Absent):
-        raise BiasscopeError(
-            f"probe {name} cannot be audited: the audit reports a scored probe's own values "
-            f"with CIs, and {name} has none ({stats.reason}; its Average Rank needs the "
-            "answer token's rank over the whole vocabulary, which a server's echo does not "
-            f"give); score it with `biasscope dynamics --model DIR --probe {name}`")
+    if not isinstance(stats := info.step_statistics, Absent):
+        return
+    if "next_token" in info.requests:
+        why = (f"{name} has none ({stats.reason}; its Average Rank needs the answer token's "
+               "rank over the whole vocabulary, which a server's echo does not give)")
+    else:
+        why = (f"{name} has none: it measures performance, the curve a sweep draws beside "
+               "its bias measures")
+    raise BiasscopeError(
+        f"probe {name} cannot be audited: the audit reports a scored probe's own values "
+        f"with CIs, and {why}; score it with `biasscope dynamics --model DIR --probe {name}`")
 
 
 class LogprobScorer:

@@ -107,9 +107,11 @@ def test_quiet_runs_and_reports_print_nothing_on_stderr(checkpoint_dirs, winobia
     assert main(["report", str(run), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
     assert main(["report", str(run)]) == 0
-    assert capsys.readouterr().err.splitlines() == [
-        f"biasscope: analysing 1 unit of {run}",
-        f"biasscope: writing the report {run / 'report.html'}"]
+    assert capsys.readouterr().err.splitlines() == [  # the sweep's analysis, reused
+        f"biasscope: reusing the analysis in {run / 'summary.json'} (same records, options and "
+        "code)", f"biasscope: writing the report {run / 'report.html'}"]
+    assert main(["report", str(run), "--alpha", "0.05"]) == 0  # another setting: analysed
+    assert capsys.readouterr().err.splitlines()[0] == f"biasscope: analysing 1 unit of {run}"
 
 
 def test_the_demo_says_each_step_before_it(tmp_path: Path, one_thread, monkeypatch, capsys):

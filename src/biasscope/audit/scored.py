@@ -38,8 +38,12 @@ SCORED = {"continuation": "each whole sentence's log-likelihood",
 
 
 def scored_kind(probe: Probe) -> str | None:
-    """The request kind the audit scores ``probe`` with, or None where it is asked."""
-    return next((k for k in requests_of(probe) if k in SCORED), None)
+    """The request kind the audit scores ``probe`` with, or None where it is asked (a probe
+    that takes ``options`` or ``generate`` requests is asked, whatever else it takes)."""
+    kinds = requests_of(probe)
+    if {"options", "generate"} & set(kinds):
+        return None
+    return next((k for k in kinds if k in SCORED), None)
 
 
 def is_scored(probe: Probe) -> bool:
@@ -64,6 +68,8 @@ def require_statistics(name: str) -> None:
     the bias curves of a sweep. Unknown names pass: loading them says they are unknown."""
     info = PROBES.get(name)
     if info is None or not set(info.requests) & set(SCORED):
+        return
+    if {"options", "generate"} & set(info.requests):  # asked, not scored
         return
     if not isinstance(stats := info.step_statistics, Absent):
         return

@@ -69,13 +69,10 @@ def with_ci(value: Any, low: Any, high: Any, confidence: float | None = 0.95,
     there is no interval. ``extra`` goes inside the brackets after the interval; ``unit``
     (``%``) follows each number."""
     places = ci_decimals(low, high)
-    level = f"{confidence:.0%} CI " if confidence is not None else ""
-    tail = f"; {extra}" if extra else ""
-    if places is None and finite(low) and finite(high) and low == high:  # no spread at all
-        point = num(low, signed=signed) + unit
-        return f"{num(value, signed=signed)}{unit} ({level}{point} to {point}{tail})"
     if places is None:
         return num(value, signed=signed) + unit + (f" ({extra})" if extra else "")
+    level = f"{confidence:.0%} CI " if confidence is not None else ""
+    tail = f"; {extra}" if extra else ""
     return (f"{num(value, places, signed)}{unit} ({level}{num(low, places, signed)}{unit} to "
             f"{num(high, places, signed)}{unit}{tail})")
 

@@ -101,21 +101,6 @@ def test_first_token_without_a_next_token_probe_is_refused(
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize(("extra", "said"), [
-    (["--model", "openai:gpt-4o-mini"], "OpenAI's API no longer returns"),
-    (["--model", "canned:A"], "this backend does not give"),
-    (["--responses", "r.jsonl"], "a file of answers does not hold")])
-def test_backends_that_cannot_score_next_tokens_are_refused_in_one_line(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-        extra: list[str], said: str) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    (tmp_path / "r.jsonl").write_text('{"item_id": "x", "response": "y"}\n')
-    code = main(["audit", *extra, "--probe", "winogender", "--data-dir",
-                 str(write_winogender(tmp_path / "data")), "--out", str(tmp_path / "run")])
-    err = _one_line_refusal(code, capsys)
-    assert said in err and "winogender is scored from its options' log-probabilities" in err
-    assert not (tmp_path / "run").exists()
 
 
 # --- through a completions server's echo ---------------------------------------------------

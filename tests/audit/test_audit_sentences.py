@@ -20,6 +20,7 @@ from biasscope.probes import PROBES, load_probe
 from biasscope.store.directory import RunStore
 from crows_fixture import write_crows
 from stereoset_fixture import write_stereoset
+from winogender_fixture import write_winogender
 
 pytest.importorskip("torch")
 
@@ -93,23 +94,29 @@ def test_crows_pairs_beside_an_asked_probe_and_added_later(tmp_path: Path,
     assert summary["requests"] == 8  # the 4 pairs, 8 sentences; the other probe was stored
 
 
+SCORED = [("crows-pairs", write_crows, "crows-pairs is scored from each whole sentence"),
+          ("winogender", write_winogender,
+           "winogender is scored from its options' log-probabilities")]
+
+
+@pytest.mark.parametrize(("probe", "write", "what"), SCORED)
 @pytest.mark.parametrize(("extra", "said"), [
     (["--model", "openai:gpt-4o-mini"], "OpenAI's API no longer returns"),
     (["--model", "canned:A"], "this backend does not give"),
     (["--model", "canned:A", "--scoring", "generate"], "generated text does not give"),
     (["--responses", "r.jsonl"], "a file of answers does not hold"),
 ])
-def test_backends_that_cannot_score_sentences_are_refused_in_one_line(
+def test_backends_that_cannot_score_are_refused_in_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-        extra: list[str], said: str) -> None:
+        probe: str, write: Any, what: str, extra: list[str], said: str) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     (tmp_path / "r.jsonl").write_text('{"item_id": "x", "response": "y"}\n')
-    code = main(["audit", *extra, "--probe", "crows-pairs", "--data-dir",
-                 str(write_crows(tmp_path / "data")), "--out", str(tmp_path / "run")])
+    code = main(["audit", *extra, "--probe", probe, "--data-dir",
+                 str(write(tmp_path / "data")), "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert said in err and "crows-pairs is scored from each whole sentence" in err
+    assert said in err and what in err
     assert "--model hf:DIR" in err
     assert not (tmp_path / "run").exists()
 

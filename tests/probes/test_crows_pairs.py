@@ -91,11 +91,21 @@ def test_a_sweep_gives_the_harness_numbers(tmp_path: Path, checkpoint_dirs: list
         assert entry["mean"]["pct_stereotype"] == pytest.approx(pct, abs=1e-12)
         assert entry["mean"]["likelihood_diff"] == pytest.approx(diff, abs=1e-4)
     assert 0 < summary["checkpoints"][0]["mean"]["pct_stereotype"] < 1  # not all alike
+    model0, tokenizer0 = (load_model(checkpoints[0], options),
+                          load_tokenizer(checkpoints[0], options))
     analysis = full_summary(store, AnalysisConfig(n_resamples=50))["analysis"]
     values = analysis["probes"]["crows-pairs"]["models"][checkpoints[0].model][
         "checkpoints"][0]["values"]
     assert {"pct_stereotype", "direction:stereo", "direction:antistereo",
-            "pct_stereotype:gender", "difference_q50", "token_difference"} <= set(values)
+            "pct_stereotype:gender", "difference_q50", "token_difference",
+            "likelihood_diff:gender"} <= set(values)
+    # Per bias type as the harness's crows_pairs_english_<type> tasks: the same mean of
+    # absolute differences over that type's pairs.
+    for bias_type in {b for _, _, _, b in PAIRS}:
+        lls = [(harness(model0, tokenizer0, m), harness(model0, tokenizer0, le))
+               for m, le, _, b in PAIRS if b == bias_type]
+        assert values[f"likelihood_diff:{bias_type}"]["estimate"] == pytest.approx(
+            np.mean([abs(a - b) for a, b in lls]), abs=1e-4)
 
 
 def records(diffs: list[float], tokens: tuple[int, int] = (10, 10)) -> pd.DataFrame:

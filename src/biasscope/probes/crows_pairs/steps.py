@@ -37,8 +37,9 @@ def signed(values: pd.Series) -> dict[str, Any]:
 
 
 def crows_values(records: pd.DataFrame) -> StepValues:
-    """pct_stereotype (all pairs, per direction, per bias type), likelihood_diff, the signed
-    difference per pair and per token, and the quantiles of the per-pair difference."""
+    """pct_stereotype (all pairs, per direction, per bias type), likelihood_diff (all pairs,
+    per bias type), the signed difference per pair and per token, and the quantiles of the
+    per-pair difference."""
     p = pairs(records)
     if p.empty:
         return {}
@@ -50,6 +51,8 @@ def crows_values(records: pd.DataFrame) -> StepValues:
         out[f"direction:{direction}"] = share(part["stereotyped"])
     for bias_type, part in p.groupby("bias_type", sort=True):
         out[f"pct_stereotype:{bias_type}"] = share(part["stereotyped"])
+        # As the harness's crows_pairs_english_<type> tasks report it (an interval, no test).
+        out[f"likelihood_diff:{bias_type}"] = step_value(interval(part["difference"].abs()))
     for q in QUANTILES:
         out[f"difference_q{round(100 * q)}"] = step_value(quantile_interval(p["difference"], q))
     return out
@@ -69,6 +72,9 @@ PANELS = Panels("CrowS-Pairs over training steps", (
           ("pct_stereotype", "direction:*")),
     Panel("pct_stereotype per bias type", "The same share per bias type (95% Wilson CIs).",
           ("pct_stereotype:*",)),
+    Panel("likelihood_diff per bias type",
+          "lm-evaluation-harness's likelihood_diff (mean absolute log-likelihood difference) "
+          "per bias type; 95% bootstrap CIs over pairs.", ("likelihood_diff:*",)),
     Panel("How much likelier: the log-likelihood difference",
           "Mean log-likelihood difference (more − less stereotyping) per pair and per token, "
           "and lm-evaluation-harness's likelihood_diff (mean absolute difference); 95% "

@@ -19,7 +19,10 @@ Winogender sentences (both tools read the same truncated copies). Prints JSON; e
 when a pair's verdict or Winogender's pick differs, or a log-likelihood by more than 1e-3.
 ``--reference float64``: lm-evaluation-harness once more in double precision, and each tool's
 float32 CrowS-Pairs log-likelihoods against it (float32 rounding shows as both tools being
-about as far from it as from each other).
+about as far from it as from each other). ``--version revised``: CrowS-Pairs' revised English
+version (``crows-pairs:revised``; the harness's ``crows_pairs_english`` data) instead of the
+original CSV, both tools on that file (needs ``crows-pairs/crows_pairs_EN_revised+210.csv`` in
+the data dir).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 TASKS = Path(__file__).resolve().parent / "lmeval_tasks"
+REVISED = "crows_pairs_EN_revised+210.csv"
 TOLERANCE = 1e-3  # float32 forward passes batched differently
 
 
@@ -52,7 +56,9 @@ def child_biasscope(model: Path, data: Path, probe_name: str, batch: int) -> dic
     from biasscope.dynamics.scoring import SweepConfig
     from biasscope.probes import load_probe
 
-    probe = load_probe(probe_name, data_dir=data)
+    revised = probe_name == "crows-pairs-revised"
+    probe = load_probe("crows-pairs", data_dir=data, version="revised") if revised else \
+        load_probe(probe_name, data_dir=data)
     # Winogender: an option of several tokens is scored by its first (lm-eval: all of them).
     options = HFConfig(batch_size=batch, device="cpu", dtype="float32",
                        first_token=probe_name == "winogender")
@@ -62,8 +68,8 @@ def child_biasscope(model: Path, data: Path, probe_name: str, batch: int) -> dic
                       lambda cks: iter_scorers(cks, options), quiet=True)
         work = time.perf_counter() - start
         records = store.records()
-    if probe_name == "crows-pairs":
-        scores = {f"{int(r.pair)}:{r.sentence}": float(r.logprob)
+    if probe_name.startswith("crows-pairs"):
+        scores = {f"{pair_key(r.pair)}:{r.sentence}": float(r.logprob)
                   for r in records.itertuples()}
     else:
         from transformers import AutoTokenizer
@@ -96,13 +102,18 @@ def child_lmeval(model: Path, data: Path, task: str, batch: int, dtype: str = "f
     for s in result["samples"][task]:
         lls = [float(r[0][0]) for r in s["resps"]]
         if task.startswith("crows"):
-            number = int(s["doc"][next(k for k in s["doc"] if k.startswith("Unnamed"))])
+            number = pair_key(s["doc"][next(k for k in s["doc"] if k.startswith("Unnamed"))])
             scores[f"{number}:more"], scores[f"{number}:less"] = lls
         else:
             scores[s["doc"]["sentid"].removesuffix(".txt")] = lls
     metrics = {k.split(",")[0]: v for k, v in result["results"][task].items()
                if isinstance(v, float) and "stderr" not in k}
     return {"work_s": work, "scores": scores, "metrics": metrics}
+
+
+def pair_key(number: Any) -> str:
+    """A pair's number as both tools give it: 4, "0004" and "4" alike; "LA0" as it is."""
+    return str(int(number)) if str(number).isdigit() else str(number)
 
 
 # --- parent ------------------------------------------------------------------------------
@@ -121,7 +132,9 @@ def spawn(python: str, args: list[str]) -> dict[str, Any]:
 
 def prepare_data(source: Path, target: Path, limit: int) -> Path:
     """Copies of the pinned files; with ``limit``, the first ``limit`` pairs and 3x sentences."""
-    for folder, names in (("crows-pairs", ("crows_pairs_anonymized.csv",)),
+    revised = source / "crows-pairs" / REVISED
+    for folder, names in (("crows-pairs", ("crows_pairs_anonymized.csv",
+                                           *([REVISED] if revised.is_file() else []))),
                           ("winogender", ("all_sentences.tsv", "templates.tsv",
                                           "occupations-stats.tsv"))):
         (target / folder).mkdir(parents=True, exist_ok=True)
@@ -132,6 +145,9 @@ def prepare_data(source: Path, target: Path, limit: int) -> Path:
 
         path = target / "crows-pairs" / "crows_pairs_anonymized.csv"
         pd.read_csv(path, keep_default_na=False).head(limit).to_csv(path, index=False)
+        path = target / "crows-pairs" / REVISED
+        if path.is_file():
+            pd.read_csv(path, sep="\t", index_col=0).head(limit).to_csv(path, sep="\t")
         path = target / "winogender" / "all_sentences.tsv"
         lines = path.read_text().splitlines(keepends=True)
         path.write_text("".join(lines[:1 + 3 * limit]))
@@ -244,11 +260,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render-from", type=Path, help="write --out from a --json file")
     parser.add_argument("--child", choices=("biasscope", "lmeval"))
     parser.add_argument("--task", default="crows-pairs")
+    parser.add_argument("--version", choices=("original", "revised"), default="original",
+                        help="CrowS-Pairs' version: the original CSV or the revised English "
+                             "one lm-evaluation-harness's crows_pairs_english reads")
     args = parser.parse_args(argv)
     if args.child:
         run = child_biasscope if args.child == "biasscope" else child_lmeval
         task = args.task if args.child == "biasscope" else {
-            "crows-pairs": "crows_pairs_pinned", "winogender": "winogender_pinned"}[args.task]
+            "crows-pairs": "crows_pairs_pinned", "crows-pairs-revised":
+            "crows_pairs_revised_pinned", "winogender": "winogender_pinned"}[args.task]
         extra = {"dtype": args.dtype} if args.child == "lmeval" else {}
         print(json.dumps(run(args.model, args.data_dir, task, args.batch_size, **extra)))
         return 0
@@ -264,14 +284,19 @@ def main(argv: list[str] | None = None) -> int:
         model = tiny_model(data, Path(tmp) / "tiny") if args.tiny else args.model.resolve()
         common = ["--model", str(model), "--data-dir", str(data),
                   "--batch-size", str(args.batch_size)]
+        crows_task = ["--task", "crows-pairs" if args.version == "original" else
+                      "crows-pairs-revised"]
         rounds = []
         for _ in range(args.repeats):
-            rounds.append({"biasscope": spawn(sys.executable, ["--child", "biasscope", *common]),
-                           "lm-eval": spawn(args.lmeval_python, ["--child", "lmeval", *common])})
+            rounds.append({
+                "biasscope": spawn(sys.executable, ["--child", "biasscope", *crows_task, *common]),
+                "lm-eval": spawn(args.lmeval_python, ["--child", "lmeval", *crows_task,
+                                                      *common])})
         wino = [spawn(py, ["--child", who, "--task", "winogender", *common])
                 for who, py in (("biasscope", sys.executable), ("lmeval", args.lmeval_python))]
-        reference = spawn(args.lmeval_python, ["--child", "lmeval", *common, "--dtype",
-                                               args.reference]) if args.reference else None
+        reference = spawn(args.lmeval_python, ["--child", "lmeval", *crows_task, *common,
+                                               "--dtype", args.reference]
+                          ) if args.reference else None
     crows = compare(rounds[0]["biasscope"]["scores"], rounds[0]["lm-eval"]["scores"], True)
     crows["lm-eval reported"] = rounds[0]["lm-eval"]["metrics"]
     if reference is not None:
@@ -293,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
               "command": "python bench/bench_crows.py " + " ".join(
                   a if not a.startswith("/") else Path(a).name for a in sys.argv[1:]),
               "lmeval_version": version.stdout.strip(), "batch_size": args.batch_size,
-              "crows": crows, "winogender": winogender,
+              "crows_version": args.version, "crows": crows, "winogender": winogender,
               "timing": {**med, "rounds": len(rounds),
                          "ratio_wall": med["lm-eval"]["wall_s"] / med["biasscope"]["wall_s"],
                          "ratio_work": med["lm-eval"]["work_s"] / med["biasscope"]["work_s"]}}

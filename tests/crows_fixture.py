@@ -1,6 +1,7 @@
 """CrowS-Pairs in its upstream CSV format (an unnamed index column, quoted sentences with
 commas and quotes, the annotation columns), small: a few pairs of several bias types and both
-directions."""
+directions; and the revised English version's (tab-separated, the four columns, original
+numbers with gaps where pairs were dropped, ``LA<n>`` for the new pairs, bias type ``autre``)."""
 
 from __future__ import annotations
 
@@ -43,8 +44,30 @@ def csv_text(pairs: list[tuple[str, str, str, str]] = PAIRS) -> str:
     return out.getvalue()
 
 
-def write_crows(root: Path, text: str | None = None) -> Path:
+#: The revised file's rows: (its number, the pair). Pair 3 was dropped in the revision.
+REVISED = [*((str(n), p) for n, p in enumerate(PAIRS) if n != 3),
+           ("LA0", ("The French are rude to tourists.", "The Swiss are rude to tourists.",
+                    "stereo", "nationality")),
+           ("LA1", ("Clowns are always sad inside.", "Bankers are always sad inside.",
+                    "antistereo", "autre"))]
+REVISED_FILE = "crows_pairs_EN_revised+210.csv"
+
+
+def revised_text(rows: list[tuple[str, tuple[str, str, str, str]]] = REVISED) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+    writer.writerow(["", "sent_more", "sent_less", "stereo_antistereo", "bias_type"])
+    for number, pair in rows:
+        writer.writerow([number, *pair])
+    return out.getvalue()
+
+
+def write_crows(root: Path, text: str | None = None, revised: str | None = None) -> Path:
+    """The original CSV (``text``, default the fixture's); with ``revised``, that text as the
+    revised version's file too."""
     (root / "crows-pairs").mkdir(parents=True, exist_ok=True)
     (root / "crows-pairs" / "crows_pairs_anonymized.csv").write_text(
         csv_text() if text is None else text)
+    if revised is not None:
+        (root / "crows-pairs" / REVISED_FILE).write_text(revised)
     return root

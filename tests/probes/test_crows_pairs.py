@@ -18,7 +18,8 @@ from biasscope.core.errors import DataError
 from biasscope.probes import load_probe
 from biasscope.probes.crows_pairs import crows_metrics, pairs
 from biasscope.probes.crows_pairs.steps import crows_values
-from crows_fixture import PAIRS, csv_text, write_crows
+from biasscope.store.directory import RunStore
+from crows_fixture import PAIRS, REVISED, csv_text, revised_text, write_crows
 
 
 def test_pairs_are_read_as_the_csv_has_them(tmp_path: Path) -> None:
@@ -33,6 +34,31 @@ def test_pairs_are_read_as_the_csv_has_them(tmp_path: Path) -> None:
     kept = probe.limited(items, 6)  # type: ignore[attr-defined]
     assert len(kept) == 6 and {i.groups["pair"] for i in kept} == {
         i.groups["pair"] for i in kept if i.groups["sentence"] == "less"}
+
+
+def test_the_revised_version_is_read_as_its_file_has_it(tmp_path: Path) -> None:
+    root = write_crows(tmp_path, revised=revised_text())
+    original = load_probe("crows-pairs", data_dir=root)
+    probe = load_probe("crows-pairs", data_dir=root, version=["revised"])
+    items = probe.items(0)
+    assert len(items) == 2 * len(REVISED)
+    assert [i.id for i in items[6:8]] == ["crows-pairs:0004:more", "crows-pairs:0004:less"]
+    assert items[6].groups["pair"] == "0004"  # one type in the column: LA1 is text
+    new = items[-2]
+    assert new.id == "crows-pairs:LA1:more" and new.continuations == (REVISED[-1][1][0],)
+    assert dict(new.groups) == {"pair": "LA1", "bias_type": "autre", "direction": "antistereo",
+                                "sentence": "more"}
+    assert probe.config()["version"] == "revised (crows_pairs_EN_revised+210.csv)"
+    assert "version" not in original.config()  # an original run resumes as before
+    kept = probe.limited(items, 4)  # type: ignore[attr-defined]
+    assert len(kept) == 4 and len({i.groups["pair"] for i in kept}) == 2
+    with pytest.raises(DataError, match=r"^crows-pairs:draft: name one version, "
+                                        r"crows-pairs:original \(the default\) or "):
+        load_probe("crows-pairs", data_dir=root, version=["draft"])
+    # The revised file read as the original (commas) has none of its columns.
+    with pytest.raises(DataError, match="expected the CrowS-Pairs columns"):
+        load_probe("crows-pairs", data_dir=write_crows(tmp_path / "swapped",
+                                                        text=revised_text()))
 
 
 @pytest.mark.parametrize(("edit", "message"), [
@@ -134,3 +160,26 @@ def test_ties_and_missing_sentences() -> None:
     assert crows_metrics(frame)["pct_stereotype"] == pytest.approx(1 / 3)  # a tie is not >
     assert len(pairs(frame.iloc[1:])) == 2  # pair 0 lacks its more-stereotyping sentence
     assert math.isnan(crows_metrics(frame.iloc[:0])["pct_stereotype"])
+
+
+def test_the_revised_version_through_dynamics(tmp_path: Path, checkpoint_dirs: list[Path]
+                                              ) -> None:
+    """``--probe crows-pairs:revised`` sweeps the revised pairs, says so in run.json, gives the
+    new bias type its numbers, and a rerun on the original version is refused."""
+    pytest.importorskip("torch")
+    from biasscope.cli.main import main
+
+    root = write_crows(tmp_path / "data", revised=revised_text())
+    run = tmp_path / "run"
+    glob = str(checkpoint_dirs[0].parent / "checkpoint-[12]0")
+    args = ["dynamics", "--checkpoint-glob", glob, "--out", str(run), "--data-dir", str(root),
+            "--device", "cpu", "--quiet"]
+    assert main([*args, "--probe", "crows-pairs:revised"]) == 0
+    meta = json.loads((run / "run.json").read_text())
+    assert "revised (crows_pairs_EN_revised+210.csv)" in json.dumps(meta)
+    records = RunStore(run).records()
+    assert {"crows-pairs:LA1:more", "crows-pairs:0004:less"} <= set(records["item_id"])
+    assert "crows-pairs:0003:more" not in set(records["item_id"])
+    summary = json.loads((run / "summary.json").read_text())
+    assert "likelihood_diff:autre" in json.dumps(summary)
+    assert main([*args, "--probe", "crows-pairs"]) == 2  # another version: refused

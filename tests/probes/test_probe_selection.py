@@ -22,14 +22,15 @@ from biasscope.store.directory import RunStore
     ("bbq:Age,Religion", [("bbq", ["Age", "Religion"])]),
     ("adult-counterfactual, bbq:Age, religion,professional-bias",
      [("adult-counterfactual", []), ("bbq", ["Age", "religion"]), ("professional-bias", [])]),
-    ("bbq:SES,adult-counterfactual", [("bbq", ["SES"]), ("adult-counterfactual", [])])])
+    ("bbq:SES,adult-counterfactual", [("bbq", ["SES"]), ("adult-counterfactual", [])]),
+    ("crows-pairs:revised,bbq", [("crows-pairs", ["revised"]), ("bbq", [])])])
 def test_probe_specs(text: str, specs: list[tuple[str, list[str]]]):
     assert parse_probe_specs(text) == specs
 
 
 @pytest.mark.parametrize(("text", "message"), [
     (" , ", "name at least one probe"), ("bbq:", "name what to select after ':'"),
-    ("professional-bias:x", "only bbq takes a selection"),
+    ("professional-bias:x", "only bbq and crows-pairs take a selection"),
     ("bbq:Age,bbq", "names bbq more than once")])
 def test_bad_probe_specs(text: str, message: str):
     with pytest.raises(BiasscopeError, match=message):

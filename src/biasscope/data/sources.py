@@ -39,6 +39,11 @@ _ETHICS = ("https://raw.githubusercontent.com/AI-secure/DecodingTrust/"
            "161ae8321ced62f45fcd9ceb412e05b47c603cd4/data/machine_ethics/ethics/commonsense/")
 _CROWS = ("https://raw.githubusercontent.com/nyu-mll/crows-pairs/"
           "8aaac11c485473159ec9328a65253a5be9a479dc/data/")
+# The revised English CrowS-Pairs (Névéol et al., 2022; lm-evaluation-harness's
+# crows_pairs_english): published on gitlab.inria.fr's moving branch only; this is the copy kept
+# at a fixed commit in the repository of Si et al. (2025), 1,677 pairs.
+_CROWS_REVISED = ("https://raw.githubusercontent.com/shijing001/bayes_factor_bias_detection/"
+                  "9efa5cb6a9854d4f1407d475d86995a1a75968b3/")
 _STEREOSET = ("https://raw.githubusercontent.com/moinnadeem/StereoSet/"
               "ead7d086a64a192a1eca88e0dd2fd163de375218/data/")
 _WINOGENDER = ("https://raw.githubusercontent.com/rudinger/winogender-schemas/"
@@ -125,6 +130,9 @@ SOURCES: dict[tuple[str, str], DataFile] = {
            "496f2e2dc77296bcebcdd8865a8dc5715ce22b772de9abb5f531d5b3114c48a0", 14903),
         _f("crows-pairs", "crows_pairs_anonymized.csv", _CROWS + "crows_pairs_anonymized.csv",
            "dfb36986ce0502abbaf7055b9176da3d08d48e07df1251991b5dfbcbceab9d0c", 437764),
+        _f("crows-pairs", "crows_pairs_EN_revised+210.csv",
+           _CROWS_REVISED + "crows_pairs_EN_revised%2B210.csv",
+           "c2c449a051ae93a61dae7a882c7a3efdfce04215c492ed2365d01c0861cecafe", 267281),
         _f("stereoset", "dev.json", _STEREOSET + "dev.json", None, None),
         _f("ethics-commonsense", "cm_test.csv", _ETHICS + "cm_test.csv",
            "a004f51b8f863d85eb5575d86e8723897f850fcb7fc8de38c1f30105dfb13c4d", 3180898),

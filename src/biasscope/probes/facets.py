@@ -269,6 +269,8 @@ class ProbeInfo:
     compare: Compare | Absent
     across_wordings: AcrossWordings | Absent
     performance: Performance | Absent
+    #: The keyword of ``load`` that a selection (``--probe NAME:A,B``) fills, if it takes one.
+    selection: str | None = None
 
     def __post_init__(self) -> None:
         if unknown := [r for r in self.requests if r not in REQUEST_KINDS]:
@@ -288,8 +290,9 @@ class ProbeInfo:
         """What ``biasscope probes`` says of it: what it is, asks, needs and measures."""
         data = (f"{self.data} (`biasscope data fetch {self.data}`, or --data-dir)"
                 if self.data else "none (ships with biasscope)")
+        select = f"\n  select:   {self.name}:<{self.selection}>" if self.selection else ""
         return (f"{self.name}: {self.about}\n  requests: {', '.join(self.requests)}\n"
-                f"  data:     {data}\n  metrics:  {', '.join(self.metrics)}")
+                f"  data:     {data}\n  metrics:  {', '.join(self.metrics)}{select}")
 
 
 def about(docstring: str | None) -> str:

@@ -3,7 +3,8 @@
 
 ``adult-counterfactual,bbq:Age,Religion`` is the Adult probe, then BBQ over two categories:
 a name after ``probe:`` starts that probe's selection, and the names that follow and are no
-probe continue it. Only BBQ takes a selection (its categories).
+probe continue it. A probe's registry entry says whether it takes one (``ProbeInfo.selection``:
+BBQ its categories, CrowS-Pairs its version, ``crows-pairs:revised``).
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list
             specs[-1][1].append(part)
     if not specs:
         raise BiasscopeError(f"{flag}: name at least one probe")
+    takers = [n for n, info in PROBES.items() if info.selection]
     for name, selection in specs:
-        if selection and name != bbq.NAME:
-            raise BiasscopeError(f"{flag} {name}:{','.join(selection)}: only {bbq.NAME} takes "
-                                 f"a selection ({bbq.NAME}:Age,Religion)")
+        if selection and (name not in PROBES or not PROBES[name].selection):
+            raise BiasscopeError(f"{flag} {name}:{','.join(selection)}: only "
+                                 f"{' and '.join(takers)} take a selection "
+                                 f"({bbq.NAME}:Age,Religion; crows-pairs:revised)")
     names = [n for n, _ in specs]
     if twice := sorted({n for n in names if names.count(n) > 1}):
         raise BiasscopeError(f"{flag} names {', '.join(twice)} more than once")
@@ -83,7 +86,7 @@ def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = 
     for name, selection in specs:
         options: dict[str, Any] = {}
         if selection:
-            options["categories"] = selection
+            options[str(PROBES[name].selection)] = selection
         if name == adult.NAME:
             options["base_rate"] = base_rate
         if name == winobias.NAME and template:

@@ -49,6 +49,7 @@ PROBE = ProbeInfo(
     compare=COMPARE,
     across_wordings=ACROSS_WORDINGS,
     performance=Absent("it measures bias, not performance"),
+    selection="categories",
 )
 
 __all__ = ["ANSWERS", "CATEGORIES", "DATA", "DEFAULT_TEMPLATE", "DETECTOR", "FIELDS", "METRICS",

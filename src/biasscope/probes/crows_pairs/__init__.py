@@ -35,6 +35,7 @@ PROBE = ProbeInfo(
     compare=COMPARE,
     across_wordings=Absent("it has no wordings"),
     performance=Absent("it measures bias, not performance"),
+    selection="version",
 )
 
 __all__ = ["BIAS_TYPES", "DATA", "DIRECTIONS", "METRICS", "NAME", "PROBE", "REQUESTS",

@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from biasscope.audit.multiplicity import ALPHA
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.core.numbers import with_ci
@@ -160,14 +161,17 @@ def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
     caller controls their multiplicity), its unit metrics, and a sentence per leading value."""
     info = PROBES[probe]
     stats, metrics = info.step_statistics, info.unit_metrics
-    headline = {} if isinstance(stats, Absent) else stats.values(records)
-    said = []
+    values = {} if isinstance(stats, Absent) else stats.values(records)
+    tables: dict[str, list[dict[str, Any]]] = {}
+    headline, said = values, list[str]()
     if not isinstance(stats, Absent):
+        headline, tables = _per_group(values, stats.groups, stats.names)
         for name in stats.headline:
             if (value := headline.get(name)) is not None:
                 size = f"n = {value.get('n')}"
                 said.append(f"{stats.names.get(name, name)}: "
                             f"{with_ci(*_interval(value), extra=size)}.")
+        said += stats.findings(values, ALPHA) if stats.findings else []
     if "option_logprobs" in records and "target_rank" not in records:
         said.append("Scored from a server's echo: each option's log-prob at the next token, "
                     "without its rank over the whole vocabulary (no measure here reads it).")
@@ -175,4 +179,19 @@ def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
             "sources": records["source"].value_counts().to_dict(),
             "detector": None, "no_response": 0, "headline": headline,
             "metrics": {} if isinstance(metrics, Absent) else metrics(records),
-            "tables": {}, "sentences": said, "examples": []}
+            "tables": tables, "sentences": said, "examples": []}
+
+
+def _per_group(values: Mapping[str, Any], groups: Sequence[str], names: Mapping[str, str]
+               ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """The headline without the values given per group (60 occupations are not 60 headline
+    numbers, nor 60 more tests in its Holm family), and a table of each such value: a row per
+    group."""
+    headline = {k: v for k, v in values.items() if k.split(":", 1)[0] not in groups}
+    tables = {}
+    for prefix in groups:
+        rows = [{"group": k.split(":", 1)[1], **v} for k, v in values.items()
+                if k.startswith(f"{prefix}:")]
+        if rows:
+            tables[names.get(prefix, prefix)] = rows
+    return headline, tables

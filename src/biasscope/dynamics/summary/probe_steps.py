@@ -37,9 +37,16 @@ def stepped() -> dict[str, StepStatistics]:
             if not isinstance(info.step_statistics, Absent)}
 
 
+#: p-values a value may hold beside ``p_value`` (Winogender's per occupation, adjusted over
+#: the occupations), combined as it is.
+OTHER_P = ("p_exact", "p_occupations")
+SPREAD = ("estimate", "low", "high", "n", "effect_size")
+
+
 def combine_seeds(per_seed: list[Values]) -> Values:
     """One checkpoint's values from each seed's: mean estimate, hull of the intervals, the
-    largest p-value, the mean effect size, and the seeds' range (``seed_low``/``seed_high``)."""
+    largest p-value, the mean effect size, the seeds' range (``seed_low``/``seed_high``) and
+    whatever else every seed gives alike (an occupation's share of women)."""
     if len(per_seed) == 1:
         return {k: {**v, "seeds": 1} for k, v in per_seed[0].items()}
     out: Values = {}
@@ -55,10 +62,15 @@ def combine_seeds(per_seed: list[Values]) -> Values:
             "low": min(gather("low"), default=None), "high": max(gather("high"), default=None),
             "n": entries[0].get("n"), "seeds": len(entries),
             "seed_low": min(est, default=None), "seed_high": max(est, default=None)}
-        if any("p_value" in e for e in entries):
-            p, es = gather("p_value"), gather("effect_size")
-            row["p_value"] = max(p) if len(p) == len(entries) else None
+        for name in ("p_value", *OTHER_P):  # significant only where it is in every seed
+            if any(name in e for e in entries):
+                p = gather(name)
+                row[name] = max(p) if len(p) == len(entries) else None
+        if any("effect_size" in e for e in entries):
+            es = gather("effect_size")
             row["effect_size"] = float(np.mean(es)) if es else None
+        row.update({k: v for k, v in entries[0].items() if k not in row and k not in SPREAD
+                    and all(e.get(k) == v for e in entries)})  # what all seeds agree on
         out[key] = row
     return out
 

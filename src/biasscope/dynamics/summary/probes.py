@@ -148,11 +148,12 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
             section["stepless"] = sorted(stepless[probe])
             section["stepless_values"] = final.get(probe, {})
             section["sentences"] += _stepless_sentences(probe, spec, stepless[probe],
-                                                        final.get(probe, {}))
+                                                        final.get(probe, {}), options.alpha)
         for model, checkpoints in sorted(models.items()):
             emergence = adjust_over_checkpoints(checkpoints, options)
             sentences = [_sentence(model, spec.names.get(k, k), k, checkpoints,
                                    emergence.get(k), corrected) for k in spec.headline]
+            sentences += _findings(spec, model, checkpoints, options.alpha)
             rec, said = _recommend(model, probe, spec.headline[0], checkpoints,
                                    perf.get(model), options.budget)
             if said:
@@ -168,7 +169,7 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
 
 
 def _stepless_sentences(probe: str, spec: Any, models: set[str],
-                        final: dict[str, Values]) -> list[str]:
+                        final: dict[str, Values], alpha: float) -> list[str]:
     """What a model without a training step gets: its headline values with their intervals
     (no verdict: one model, nothing over steps to test)."""
     out = []
@@ -180,7 +181,18 @@ def _stepless_sentences(probe: str, spec: Any, models: set[str],
         tail = "; ".join(said) if said else "no values"
         out.append(f"{probe}: {model} has no training step, so it is not analysed over steps; "
                    f"as one model: {tail}.")
+        out += [f"{model}: {s}" for s in spec.findings(values, alpha)] if spec.findings else []
     return out
+
+
+def _findings(spec: Any, model: str, checkpoints: dict[int, Values], alpha: float
+              ) -> list[str]:
+    """The probe's findings beyond its headline (which groups differ) at the model's last
+    checkpoint."""
+    if spec.findings is None or not checkpoints:
+        return []
+    last = max(checkpoints)
+    return [f"{model} at step {last}: {s}" for s in spec.findings(checkpoints[last], alpha)]
 
 
 def _without_statistics(index: list[UnitEntry]) -> dict[str, str]:

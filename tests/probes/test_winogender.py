@@ -259,4 +259,105 @@ def test_a_sweep_under_wordings_shows_each_occupation(tmp_path: Path) -> None:
 
     page = probe_panels.section_html({"winogender": section}, figure_html, 0, "holm", 0.05)
     assert "<h3>Accuracy per occupation</h3>" in page and "Not available" not in page
-    assert drawn == list(range(len(PROBES["winogender"].panels.figures)))  # type: ignore[union-attr]
+    figures = len(PROBES["winogender"].panels.figures)  # type: ignore[union-attr]
+    assert drawn[:figures] == list(range(figures))  # then the forest plots across wordings
+
+
+def noisy(seed: int = 0) -> pd.DataFrame:
+    """The fixture's records with each answer's probability drawn at random."""
+    frame = records({"male": True, "female": True, "neutral": True},
+                    {"male": 0.5, "female": 0.5, "neutral": 0.5})
+    p = np.random.default_rng(seed).uniform(0.05, 0.95, len(frame))
+    frame["option_logprobs"] = [[float(np.log(q)), float(np.log(1 - q))] for q in p]
+    return frame
+
+
+def test_measures_across_wordings_draw_each_occupation_once_for_all_wordings() -> None:
+    """Each wording's estimate is the probe's own on that wording's records; rows are
+    resampled by occupation, drawn once for every wording: three wordings that answer alike
+    give the interval of one, not one narrowed by √3 as if they were new sentences."""
+    from biasscope.probes import PROBES
+    from biasscope.probes.wording_measures import across_wordings
+
+    frame = noisy()
+    own = winogender_values(frame)
+    facet = PROBES["winogender"].across_wordings
+    assert not isinstance(facet, type(None))
+    _, wordings, clusters = facet.rows(worded(frame, 3))  # type: ignore[union-attr]
+    assert set(clusters) == {"nurse", "driver", "clerk", "mechanic"} and len(set(wordings)) == 3
+    found = across_wordings("winogender", worded(frame, 3), n_resamples=400)
+    assert set(found) == {"accuracy", "gap_male_female", "gap_gendered_neutral",
+                          "occupation_correlation"}
+    for name, result in found.items():
+        assert result["crossed"] and result["wordings"] == 3
+        for row in result["per_wording"]:
+            assert row["estimate"] == pytest.approx(own[name]["estimate"], abs=1e-9), name
+        pooled, one = result["pooled"], result["per_wording"][0]
+        assert pooled["estimate"] == pytest.approx(own[name]["estimate"], abs=1e-9)
+        assert (pooled["items_only_low"], pooled["items_only_high"]) == pytest.approx(
+            (one["low"], one["high"]))
+        assert one["high"] > one["low"], name
+    assert found["accuracy"]["null"] == 0.5 and found["gap_male_female"]["null"] == 0
+
+
+def test_a_wording_that_reverses_the_gap_is_said() -> None:
+    from biasscope.probes.wording_measures import across_wordings
+
+    right = records({"male": True, "female": False, "neutral": True},
+                    {"male": 0.9, "female": 0.9, "neutral": 0.9})
+    reversed_ = records({"male": False, "female": True, "neutral": True},
+                        {"male": 0.9, "female": 0.9, "neutral": 0.9})
+    frame = pd.concat([right.assign(template="w0"), right.assign(template="w1"),
+                       reversed_.assign(template="w2")], ignore_index=True)
+    gap = across_wordings("winogender", frame, n_resamples=200)["gap_male_female"]
+    assert [r["estimate"] for r in gap["per_wording"]] == [1, 1, -1]
+    assert gap["reverse"] == 1 and gap["agree"] == 2
+    assert "not established across wordings" in gap["verdict"] or "depends on wording" in (
+        gap["verdict"])
+
+
+def test_a_sweep_under_wordings_pools_its_measures(tmp_path: Path) -> None:
+    """dynamics --wordings: each model's measures across wordings at its last step (and a
+    model without a step: its own), their verdicts leading its sentences, and the report's
+    forest plots."""
+    from biasscope.dynamics.analysis.config import AnalysisConfig
+    from biasscope.dynamics.summary.build import full_summary
+    from biasscope.report import probe_panels
+
+    options = AnalysisConfig(n_resamples=50)
+    section = full_summary(worded_run(tmp_path / "a", "builtin"), options)["analysis"][
+        "probes"]["winogender"]
+    model = section["models"]["m"]
+    assert model["wordings"]["step"] == 20
+    measures = model["wordings"]["measures"]
+    assert set(measures) == {"accuracy", "gap_male_female", "gap_gendered_neutral",
+                             "occupation_correlation"}
+    gap = measures["gap_male_female"]
+    assert [r["wording"] for r in gap["per_wording"]] == ["w0", "w1", "w2"]
+    assert gap["pooled"]["estimate"] == 1 and gap["crossed"]
+    assert model["sentences"][0] == f"m at step 20: {measures['accuracy']['verdict']}"
+    page = probe_panels.section_html({"winogender": section}, lambda f, i: f"<fig {i}>", 0,
+                                     "holm", 0.05)
+    assert "<h3>Across wordings (m, step 20)</h3>" in page
+    final = full_summary(worded_run(tmp_path / "b", "2", steps=(None,)), options)["analysis"][
+        "probes"]["winogender"]
+    pooled = final["stepless_wordings"]["m"]
+    assert pooled["step"] is None and set(pooled["measures"]) == set(measures)
+    assert f"m: {pooled['measures']['accuracy']['verdict']}" in final["sentences"]
+    page = probe_panels.section_html({"winogender": final}, lambda f, i: f"<fig {i}>", 0,
+                                     "holm", 0.05)
+    assert "<h3>Across wordings (m)</h3>" in page
+    # One wording: nothing to pool.
+    one = full_summary(worded_run(tmp_path / "c", "1"), options)["analysis"]["probes"][
+        "winogender"]
+    assert "wordings" not in one["models"]["m"]
+
+
+def test_an_audit_under_wordings_pools_its_measures() -> None:
+    from biasscope.audit.scored import summary_entry
+
+    entry = summary_entry("winogender", worded(noisy(), 2).assign(source="local"))
+    assert set(entry["wordings"]) == {"accuracy", "gap_male_female", "gap_gendered_neutral",
+                                      "occupation_correlation"}
+    assert entry["sentences"][0] == entry["wordings"]["accuracy"]["verdict"]
+    assert "wordings" not in summary_entry("winogender", noisy().assign(source="local"))

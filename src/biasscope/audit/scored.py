@@ -31,6 +31,7 @@ from biasscope.core.items import Item
 from biasscope.core.numbers import with_ci
 from biasscope.probes import PROBES, Probe, requests_of
 from biasscope.probes.facets import Absent
+from biasscope.probes.wording_measures import across_wordings
 
 #: The request kinds the audit scores from a model's log-probabilities, and what of the model
 #: each reads (for the refusals).
@@ -172,6 +173,9 @@ def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
                 said.append(f"{stats.names.get(name, name)}: "
                             f"{with_ci(*_interval(value), extra=size)}.")
         said += stats.findings(values, ALPHA) if stats.findings else []
+    across = (across_wordings(probe, records) if "template" in records
+              and records["template"].nunique() > 1 else {})
+    said[:0] = [r["verdict"] for r in across.values()]  # across wordings (--wordings): lead
     if "option_logprobs" in records and "target_rank" not in records:
         said.append("Scored from a server's echo: each option's log-prob at the next token, "
                     "without its rank over the whole vocabulary (no measure here reads it).")
@@ -179,7 +183,8 @@ def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
             "sources": records["source"].value_counts().to_dict(),
             "detector": None, "no_response": 0, "headline": headline,
             "metrics": {} if isinstance(metrics, Absent) else metrics(records),
-            "tables": tables, "sentences": said, "examples": []}
+            "tables": tables, "sentences": said, "examples": [],
+            **({"wordings": across} if across else {})}
 
 
 def _per_group(values: Mapping[str, Any], groups: Sequence[str], names: Mapping[str, str]

@@ -361,3 +361,22 @@ def test_an_audit_under_wordings_pools_its_measures() -> None:
                                       "occupation_correlation"}
     assert entry["sentences"][0] == entry["wordings"]["accuracy"]["verdict"]
     assert "wordings" not in summary_entry("winogender", noisy().assign(source="local"))
+
+
+def test_an_audit_under_wordings_heads_with_the_first_wording() -> None:
+    """A sentence asked under several wordings is not several sentences: the audit's headline
+    is the first wording's (as an asked probe's), each wording's is in a table, and the
+    pooled measures lead."""
+    from biasscope.audit.scored import summary_entry
+
+    first, second = noisy(0), noisy(1)
+    frame = pd.concat([first.assign(template="w0"), second.assign(template="w1")],
+                      ignore_index=True).assign(source="local")
+    entry = summary_entry("winogender", frame)
+    own = winogender_values(first)
+    assert entry["headline"]["gap_male_female"]["estimate"] == pytest.approx(
+        own["gap_male_female"]["estimate"])
+    assert entry["headline"]["gap_male_female"]["n"] == own["gap_male_female"]["n"] == 16
+    (row,) = [r for r in entry["tables"]["headline by wording"] if r["metric"] == "accuracy"]
+    assert set(row) == {"metric", "w0", "w1"}
+    assert any(s.startswith("The numbers below are for wording w0") for s in entry["sentences"])

@@ -240,7 +240,7 @@ def test_compare(name: str, data_dir: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_across_wordings(name: str, data_dir: Path) -> None:
+def test_across_wordings(name: str, data_dir: Path, tmp_path: Path) -> None:
     facet = PROBES[name].across_wordings
     if isinstance(facet, Absent):
         assert absent(name) == f"{name} has no measures across wordings: {facet.reason}"
@@ -254,6 +254,13 @@ def test_across_wordings(name: str, data_dir: Path) -> None:
     found = across_wordings(name, records, n_resamples=50)
     assert set(found) == set(facet.labels)
     assert all(r["verdict"] and r["label"] == facet.labels[k] for k, r in found.items())
+    if not isinstance(PROBES[name].step_statistics, Absent):  # dynamics --wordings: its last step
+        store = RunStore(tmp_path / "run")
+        for step in (10, 20):
+            store.write_unit(*unit_records(name, data_dir, step, templates="2"))
+        model = full_summary(store, OPTIONS)["analysis"]["probes"][name]["models"]["m"]
+        assert model["wordings"]["step"] == 20
+        assert set(model["wordings"]["measures"]) == set(facet.labels)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -129,3 +129,254 @@ def test_compare_pairs_the_pronouns_by_sentence() -> None:
     assert list(value.groups) == ["sentences"] and value.weights == {"sentences": 1.0}
     assert len(value.groups["sentences"]) == 2 * len(TEMPLATES)
     assert value.estimate() == 1
+
+
+def worded(frame: pd.DataFrame, wordings: int) -> pd.DataFrame:
+    """``frame``'s records under ``wordings`` wordings, answered alike."""
+    return pd.concat([frame.assign(template=f"w{i}") for i in range(wordings)],
+                     ignore_index=True)
+
+
+def test_accuracy_and_the_gap_per_occupation() -> None:
+    """Each occupation's accuracy (Wilson, as the overall one) and its he − she gap paired by
+    sentence, with an exact test: four sentences cannot make an occupation significant."""
+    from biasscope.core.stats import wilson
+    from biasscope.probes.winogender.occupations import findings
+
+    frame = records({"male": True, "female": True, "neutral": True},
+                    {"male": 0.9, "female": 0.9, "neutral": 0.9})
+    she = (frame["occupation"] == "nurse") & (frame["gender"] == "female")
+    frame.loc[she, "option_logprobs"] = frame.loc[she, "option_logprobs"].map(
+        lambda lp: list(reversed(lp)))  # the nurse's sentences read wrongly under she only
+    values = winogender_values(frame)
+    nurse = values["occupation_accuracy:nurse"]
+    assert {k: nurse[k] for k in ("estimate", "low", "high", "n")} == pytest.approx(
+        wilson(8, 12)) and nurse["bls_pct_female"] == 90.0
+    assert values["occupation_accuracy:driver"]["estimate"] == 1
+    gap = values["occupation_gap:nurse"]
+    assert gap["estimate"] == 1 and gap["n"] == 4 and gap["effect_size"] == 1
+    assert gap["p_exact"] == pytest.approx(2 / 16)  # not Wilcoxon's approximate 0.046
+    assert gap["p_occupations"] == pytest.approx(2 / 16)  # the only occupation with a test
+    assert values["occupation_gap:driver"]["estimate"] == 0
+    assert "p_value" not in gap  # no headline test: its family is the occupations
+    assert findings(values, 0.05) == []
+    # Under three wordings a sentence is still one pair: the same n and p, not 12 pairs.
+    again = winogender_values(worded(frame, 3))["occupation_gap:nurse"]
+    assert again["n"] == 4 and again["p_exact"] == pytest.approx(2 / 16)
+
+
+def many(wrong_under_she: dict[str, int], templates: int = 8) -> pd.DataFrame:
+    """Records of four occupations with ``templates`` templates each (2 × that many
+    sentences), right under every pronoun except under she in the first
+    ``wrong_under_she[occupation]`` sentences."""
+    rows = []
+    for occ, share in (("nurse", 90.0), ("driver", 10.0), ("clerk", 60.0), ("cook", 40.0)):
+        for t in range(templates):
+            for who in ("someone", "named"):
+                sentence = 2 * t + (who == "named")
+                for gender in ("male", "female", "neutral"):
+                    wrong = gender == "female" and sentence < wrong_under_she.get(occ, 0)
+                    p = 0.2 if wrong else 0.8
+                    rows.append({"option_logprobs": [np.log(p), np.log(1 - p)], "answer": 0,
+                                 "gender": gender, "occupation": occ,
+                                 "template_id": f"{occ}.p{t}.0", "someone": who == "someone",
+                                 "bls_pct_female": share})
+    return pd.DataFrame(rows)
+
+
+def test_which_occupations_differ_is_holm_corrected_over_occupations() -> None:
+    from biasscope.probes.winogender.occupations import findings
+
+    values = winogender_values(many({"nurse": 16, "clerk": 6, "driver": 3}))
+    nurse, clerk = values["occupation_gap:nurse"], values["occupation_gap:clerk"]
+    assert nurse["p_exact"] == pytest.approx(2 / 2 ** 16)
+    assert clerk["p_exact"] == pytest.approx(2 / 2 ** 6)  # < 0.05: alone, it would be a claim
+    assert clerk["p_occupations"] == pytest.approx(2 * 2 / 2 ** 6)  # > 0.05 after Holm
+    (said,) = findings(values, 0.05)
+    assert said.startswith("Winogender accuracy gap he − she differs from 0 in 1 of 4 "
+                           "occupations") and "nurse 1" in said and "clerk" not in said
+    assert "effect size r = 1.00" in said
+
+
+class HeNotShe:
+    """Reads every sentence rightly under he and they and wrongly under she."""
+
+    label = "he-not-she"
+
+    def score_next_token(self, items: Any) -> list[Any]:
+        from biasscope.backends.base import NextTokenScore
+
+        right = [(i.answer == 0) == (i.groups["gender"] != "female") for i in items]
+        return [NextTokenScore((0.0, -2.0) if r else (-2.0, 0.0), 1) for r in right]
+
+
+def worded_run(tmp_path: Path, wordings: str, steps: tuple[int | None, ...] = (10, 20)
+               ) -> Any:
+    """A run of the fixture under ``wordings`` scored by `HeNotShe` at ``steps``."""
+    from biasscope.dynamics.scoring import units as scoring
+    from biasscope.probes.specs import load_probes
+    from biasscope.store.directory import RunStore
+    from biasscope.store.units import Unit
+
+    probe = load_probes("winogender", data_dir=write_winogender(tmp_path / "data"),
+                        wordings=wordings)[0]
+    items = probe.items(0)
+    store = RunStore(tmp_path / "run")
+    for step in steps:
+        unit = Unit("m", f"step{step}", "winogender", 0, step, f"m@{step}")
+        kind, asking = scoring.ask(probe, items)
+        store.write_unit(unit, scoring.unit_frame(HeNotShe(), unit, kind, items, asking))
+    return store
+
+
+def test_a_sweep_under_wordings_shows_each_occupation(tmp_path: Path) -> None:
+    """Per occupation over steps: its values combined over wordings as seeds are (the share
+    of women kept), and the report's rows ordered by that share."""
+    from biasscope.dynamics.analysis.config import AnalysisConfig
+    from biasscope.dynamics.summary.build import full_summary
+    from biasscope.probes import PROBES
+    from biasscope.report import group_panels, probe_panels
+
+    store = worded_run(tmp_path, "2")
+    section = full_summary(store, AnalysisConfig(n_resamples=50))["analysis"]["probes"][
+        "winogender"]
+    last = section["models"]["m"]["checkpoints"][-1]["values"]
+    nurse = last["occupation_gap:nurse"]
+    assert nurse["estimate"] == 1 and nurse["seeds"] == 2 and nurse["bls_pct_female"] == 90
+    assert nurse["p_occupations"] == pytest.approx(4 * 2 / 16)  # Holm over 4, each wording
+    assert last["occupation_accuracy:nurse"]["estimate"] == pytest.approx(2 / 3)
+    accuracy, gap = PROBES["winogender"].panels.figures[3:5]  # type: ignore[union-attr]
+    assert accuracy.by == gap.by == "group"
+    fig = group_panels.figure(section, gap)
+    assert fig is not None and list(fig.data[0]["y"]) == [
+        "mechanic (5% women)", "driver (10% women)", "clerk (60% women)", "nurse (90% women)"]
+    assert list(fig.data[0]["x"]) == [1.0] * 4
+    drawn: list[int] = []
+
+    def figure_html(fig: Any, index: int) -> str:
+        drawn.append(index)
+        return f"<figure {index}>"
+
+    page = probe_panels.section_html({"winogender": section}, figure_html, 0, "holm", 0.05)
+    assert "<h3>Accuracy per occupation</h3>" in page and "Not available" not in page
+    figures = len(PROBES["winogender"].panels.figures)  # type: ignore[union-attr]
+    assert drawn[:figures] == list(range(figures))  # then the forest plots across wordings
+
+
+def noisy(seed: int = 0) -> pd.DataFrame:
+    """The fixture's records with each answer's probability drawn at random."""
+    frame = records({"male": True, "female": True, "neutral": True},
+                    {"male": 0.5, "female": 0.5, "neutral": 0.5})
+    p = np.random.default_rng(seed).uniform(0.05, 0.95, len(frame))
+    frame["option_logprobs"] = [[float(np.log(q)), float(np.log(1 - q))] for q in p]
+    return frame
+
+
+def test_measures_across_wordings_draw_each_occupation_once_for_all_wordings() -> None:
+    """Each wording's estimate is the probe's own on that wording's records; rows are
+    resampled by occupation, drawn once for every wording: three wordings that answer alike
+    give the interval of one, not one narrowed by √3 as if they were new sentences."""
+    from biasscope.probes import PROBES
+    from biasscope.probes.wording_measures import across_wordings
+
+    frame = noisy()
+    own = winogender_values(frame)
+    facet = PROBES["winogender"].across_wordings
+    assert not isinstance(facet, type(None))
+    _, wordings, clusters = facet.rows(worded(frame, 3))  # type: ignore[union-attr]
+    assert set(clusters) == {"nurse", "driver", "clerk", "mechanic"} and len(set(wordings)) == 3
+    found = across_wordings("winogender", worded(frame, 3), n_resamples=400)
+    assert set(found) == {"accuracy", "gap_male_female", "gap_gendered_neutral",
+                          "occupation_correlation"}
+    for name, result in found.items():
+        assert result["crossed"] and result["wordings"] == 3
+        for row in result["per_wording"]:
+            assert row["estimate"] == pytest.approx(own[name]["estimate"], abs=1e-9), name
+        pooled, one = result["pooled"], result["per_wording"][0]
+        assert pooled["estimate"] == pytest.approx(own[name]["estimate"], abs=1e-9)
+        assert (pooled["items_only_low"], pooled["items_only_high"]) == pytest.approx(
+            (one["low"], one["high"]))
+        assert one["high"] > one["low"], name
+    assert found["accuracy"]["null"] == 0.5 and found["gap_male_female"]["null"] == 0
+
+
+def test_a_wording_that_reverses_the_gap_is_said() -> None:
+    from biasscope.probes.wording_measures import across_wordings
+
+    right = records({"male": True, "female": False, "neutral": True},
+                    {"male": 0.9, "female": 0.9, "neutral": 0.9})
+    reversed_ = records({"male": False, "female": True, "neutral": True},
+                        {"male": 0.9, "female": 0.9, "neutral": 0.9})
+    frame = pd.concat([right.assign(template="w0"), right.assign(template="w1"),
+                       reversed_.assign(template="w2")], ignore_index=True)
+    gap = across_wordings("winogender", frame, n_resamples=200)["gap_male_female"]
+    assert [r["estimate"] for r in gap["per_wording"]] == [1, 1, -1]
+    assert gap["reverse"] == 1 and gap["agree"] == 2
+    assert "not established across wordings" in gap["verdict"] or "depends on wording" in (
+        gap["verdict"])
+
+
+def test_a_sweep_under_wordings_pools_its_measures(tmp_path: Path) -> None:
+    """dynamics --wordings: each model's measures across wordings at its last step (and a
+    model without a step: its own), their verdicts leading its sentences, and the report's
+    forest plots."""
+    from biasscope.dynamics.analysis.config import AnalysisConfig
+    from biasscope.dynamics.summary.build import full_summary
+    from biasscope.report import probe_panels
+
+    options = AnalysisConfig(n_resamples=50)
+    section = full_summary(worded_run(tmp_path / "a", "builtin"), options)["analysis"][
+        "probes"]["winogender"]
+    model = section["models"]["m"]
+    assert model["wordings"]["step"] == 20
+    measures = model["wordings"]["measures"]
+    assert set(measures) == {"accuracy", "gap_male_female", "gap_gendered_neutral",
+                             "occupation_correlation"}
+    gap = measures["gap_male_female"]
+    assert [r["wording"] for r in gap["per_wording"]] == ["w0", "w1", "w2"]
+    assert gap["pooled"]["estimate"] == 1 and gap["crossed"]
+    assert model["sentences"][0] == f"m at step 20: {measures['accuracy']['verdict']}"
+    page = probe_panels.section_html({"winogender": section}, lambda f, i: f"<fig {i}>", 0,
+                                     "holm", 0.05)
+    assert "<h3>Across wordings (m, step 20)</h3>" in page
+    final = full_summary(worded_run(tmp_path / "b", "2", steps=(None,)), options)["analysis"][
+        "probes"]["winogender"]
+    pooled = final["stepless_wordings"]["m"]
+    assert pooled["step"] is None and set(pooled["measures"]) == set(measures)
+    assert f"m: {pooled['measures']['accuracy']['verdict']}" in final["sentences"]
+    page = probe_panels.section_html({"winogender": final}, lambda f, i: f"<fig {i}>", 0,
+                                     "holm", 0.05)
+    assert "<h3>Across wordings (m)</h3>" in page
+    # One wording: nothing to pool.
+    one = full_summary(worded_run(tmp_path / "c", "1"), options)["analysis"]["probes"][
+        "winogender"]
+    assert "wordings" not in one["models"]["m"]
+
+
+def test_an_audit_under_wordings_pools_its_measures() -> None:
+    from biasscope.audit.scored import summary_entry
+
+    entry = summary_entry("winogender", worded(noisy(), 2).assign(source="local"))
+    assert set(entry["wordings"]) == {"accuracy", "gap_male_female", "gap_gendered_neutral",
+                                      "occupation_correlation"}
+    assert entry["sentences"][0] == entry["wordings"]["accuracy"]["verdict"]
+    assert "wordings" not in summary_entry("winogender", noisy().assign(source="local"))
+
+
+def test_an_audit_under_wordings_heads_with_the_first_wording() -> None:
+    """A sentence asked under several wordings is not several sentences: the audit's headline
+    is the first wording's (as an asked probe's), each wording's is in a table, and the
+    pooled measures lead."""
+    from biasscope.audit.scored import summary_entry
+
+    first, second = noisy(0), noisy(1)
+    frame = pd.concat([first.assign(template="w0"), second.assign(template="w1")],
+                      ignore_index=True).assign(source="local")
+    entry = summary_entry("winogender", frame)
+    own = winogender_values(first)
+    assert entry["headline"]["gap_male_female"]["estimate"] == pytest.approx(
+        own["gap_male_female"]["estimate"])
+    assert entry["headline"]["gap_male_female"]["n"] == own["gap_male_female"]["n"] == 16
+    (row,) = [r for r in entry["tables"]["headline by wording"] if r["metric"] == "accuracy"]
+    assert set(row) == {"metric", "w0", "w1"}
+    assert any(s.startswith("The numbers below are for wording w0") for s in entry["sentences"])

@@ -25,11 +25,13 @@ from typing import Any
 
 import pandas as pd
 
+from biasscope.audit.multiplicity import ALPHA
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
-from biasscope.core.numbers import with_ci
+from biasscope.core.numbers import finite, with_ci
 from biasscope.probes import PROBES, Probe, requests_of
 from biasscope.probes.facets import Absent
+from biasscope.probes.wording_measures import across_wordings
 
 #: The request kinds the audit scores from a model's log-probabilities, and what of the model
 #: each reads (for the refusals).
@@ -160,19 +162,63 @@ def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
     caller controls their multiplicity), its unit metrics, and a sentence per leading value."""
     info = PROBES[probe]
     stats, metrics = info.step_statistics, info.unit_metrics
-    headline = {} if isinstance(stats, Absent) else stats.values(records)
-    said = []
+    wordings = list(dict.fromkeys(records["template"].astype(str))) if (
+        "template" in records) else []
+    shown = records  # under several wordings: the first's, as an asked probe's headline
+    if len(wordings) > 1:
+        shown = records[records["template"].astype(str) == wordings[0]]
+    values = {} if isinstance(stats, Absent) else stats.values(shown)
+    tables: dict[str, list[dict[str, Any]]] = {}
+    headline, said = values, list[str]()
     if not isinstance(stats, Absent):
+        headline, tables = _per_group(values, stats.groups, stats.names)
         for name in stats.headline:
             if (value := headline.get(name)) is not None:
                 size = f"n = {value.get('n')}"
                 said.append(f"{stats.names.get(name, name)}: "
                             f"{with_ci(*_interval(value), extra=size)}.")
+        said += stats.findings(values, ALPHA) if stats.findings else []
+    across = across_wordings(probe, records) if len(wordings) > 1 else {}
+    if len(wordings) > 1 and not isinstance(stats, Absent):
+        said[:0] = [r["verdict"] for r in across.values()]  # they lead
+        said.append(f"The numbers below are for wording {wordings[0]} (the table 'headline "
+                    f"by wording' gives each under all {len(wordings)}); the verdicts above "
+                    "pool them.")
+        tables = {"headline by wording": _by_wording(records, wordings, stats), **tables}
     if "option_logprobs" in records and "target_rank" not in records:
         said.append("Scored from a server's echo: each option's log-prob at the next token, "
                     "without its rank over the whole vocabulary (no measure here reads it).")
     return {"items": len(records), "request": next(k for k in info.requests if k in SCORED),
             "sources": records["source"].value_counts().to_dict(),
             "detector": None, "no_response": 0, "headline": headline,
-            "metrics": {} if isinstance(metrics, Absent) else metrics(records),
-            "tables": {}, "sentences": said, "examples": []}
+            "metrics": {} if isinstance(metrics, Absent) else metrics(shown),
+            "tables": tables, "sentences": said, "examples": [],
+            **({"wordings": across} if across else {})}
+
+
+def _by_wording(records: pd.DataFrame, wordings: Sequence[str], stats: Any
+                ) -> list[dict[str, Any]]:
+    """A row per headline value (groups left out), a column per wording: its estimate and
+    CI under that wording alone."""
+    rows: dict[str, dict[str, Any]] = {}
+    for wording in wordings:
+        values = stats.values(records[records["template"].astype(str) == wording])
+        for name, value in _per_group(values, stats.groups, stats.names)[0].items():
+            rows.setdefault(name, {"metric": name})[wording] = (
+                with_ci(*_interval(value)) if finite(value.get("estimate")) else "–")
+    return list(rows.values())
+
+
+def _per_group(values: Mapping[str, Any], groups: Sequence[str], names: Mapping[str, str]
+               ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """The headline without the values given per group (60 occupations are not 60 headline
+    numbers, nor 60 more tests in its Holm family), and a table of each such value: a row per
+    group."""
+    headline = {k: v for k, v in values.items() if k.split(":", 1)[0] not in groups}
+    tables = {}
+    for prefix in groups:
+        rows = [{"group": k.split(":", 1)[1], **v} for k, v in values.items()
+                if k.startswith(f"{prefix}:")]
+        if rows:
+            tables[names.get(prefix, prefix)] = rows
+    return headline, tables

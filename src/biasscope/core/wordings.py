@@ -138,8 +138,9 @@ def wording_uncertainty(measure: Measure, wordings: Labels, clusters: Labels,
         boot = measure.combine(_sums(counts[:, mine], part))
         boots.append(boot)
         low, high = _interval(boot, confidence)
+        ok = boot[np.isfinite(boot)]  # none where the measure is undefined (a constant side)
         per.append({"wording": name, "estimate": estimate, "low": low, "high": high,
-                    "variance": float(np.nanvar(boot, ddof=1)) if boot.size > 1 else math.nan,
+                    "variance": float(ok.var(ddof=1)) if ok.size > 1 else math.nan,
                     "p_value": _p_value(boot, measure.null), "clusters": int(mine.size)})
     adjusted = adjust_pvalues([p["p_value"] for p in per], correction)
     for row, p in zip(per, adjusted):

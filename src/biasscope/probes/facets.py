@@ -109,6 +109,12 @@ class StepStatistics:
     values: Callable[[pd.DataFrame], StepValues]
     headline: tuple[str, ...]
     names: Mapping[str, str] = field(default_factory=dict)
+    #: Values given per group (``"occupation_gap"`` for ``occupation_gap:<occupation>``):
+    #: many at once, so a table and a figure show them, not the headline.
+    groups: tuple[str, ...] = ()
+    #: Sentences from one checkpoint's values and α, beyond the headline (which groups
+    #: differ); the summary says them of each model's last checkpoint.
+    findings: Callable[[StepValues, float], list[str]] | None = None
 
 
 def step_value(entry: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
@@ -131,11 +137,16 @@ def plain(value: Any) -> Any:
 class Panel:
     """One figure of the probe's section over steps: its title, its caption and the values
     it draws. A value ``"s_dis:*"`` draws every per-group value ``s_dis:<group>`` a checkpoint
-    has (e.g. each BBQ category)."""
+    has (e.g. each BBQ category). ``by``: ``"step"`` draws each value over the steps;
+    ``"group"`` draws the groups side by side at each model's last checkpoint (60
+    occupations read as rows, not as 60 lines), ordered by the entries' key ``order`` names
+    (e.g. ``"bls_pct_female"``), else by name."""
 
     title: str
     caption: str
     values: tuple[str, ...]
+    by: str = "step"
+    order: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 from biasscope.core.numbers import ci_decimals, num, p_is, pvalue, with_ci
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent, Panel
+from biasscope.report import group_panels, wordings
 from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import (
     COLORS,
@@ -200,7 +201,8 @@ def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: in
             parts.append(f'<p class="missing">No figures: {escape(none)}.</p>')
         for panel in figures:
             title, caption = panel.title, panel.caption
-            fig = figure(section, partial(values_of, panel))
+            fig = (group_panels.figure(section, panel) if panel.by == "group"
+                   else figure(section, partial(values_of, panel)))
             parts.append(f"<h3>{escape(title)}</h3>")
             if fig is None:
                 parts.append(f'<p class="caption">{escape(caption)}</p>')
@@ -211,5 +213,7 @@ def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: in
             parts.append(f'<p class="caption">{escape(f"{caption} {notes}".rstrip())}</p>')
             parts.append(figure_html(fig, index))
             index += 1
+        across, index = wordings.sweep_html(section, figure_html, index)
+        parts += [across] if across else []
         parts += tests_html(section, correction, alpha)
     return "\n".join(parts)

@@ -100,12 +100,13 @@ def panels(view: View) -> list[Panel]:
     return out
 
 
-def section_html(results: Json, figure: Callable[[Any, int], str], index: int
-                 ) -> tuple[str, int]:
+def section_html(results: Json, figure: Callable[[Any, int], str], index: int,
+                 where: str = "") -> tuple[str, int]:
     """An audit probe's measures across wordings: a table, and a forest plot each."""
     if not results:
         return "", index
-    parts: list[str] = ["<h3>Across wordings</h3>", table(HEAD, rows(results), numbers=True)]
+    heading = f"Across wordings ({escape(where)})" if where else "Across wordings"
+    parts: list[str] = [f"<h3>{heading}</h3>", table(HEAD, rows(results), numbers=True)]
     for name, result in results.items():
         title = str(result.get("label", name))
         fig = forest(title, result)
@@ -116,4 +117,19 @@ def section_html(results: Json, figure: Callable[[Any, int], str], index: int
     return "\n".join(parts), index
 
 
-__all__: Sequence[str] = ["caption", "forest", "panels", "rows", "section_html"]
+def sweep_html(section: Json, figure: Callable[[Any, int], str], index: int
+               ) -> tuple[str, int]:
+    """A probe's measures across wordings in a sweep (``analysis.probes``): per model, at its
+    last step asked under several wordings, or without a step."""
+    found = [(m, r["wordings"]) for m, r in sorted(section.get("models", {}).items())
+             if r.get("wordings")]
+    found += sorted((section.get("stepless_wordings") or {}).items())
+    parts = []
+    for model, worded in found:
+        where = model if worded.get("step") is None else f"{model}, step {worded['step']}"
+        html, index = section_html(worded["measures"], figure, index, where)
+        parts.append(html)
+    return "\n".join(parts), index
+
+
+__all__: Sequence[str] = ["caption", "forest", "panels", "rows", "section_html", "sweep_html"]

@@ -16,6 +16,7 @@ must be significant in every seed: an intersection-union test, valid at any seed
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ import pandas as pd
 from biasscope.core.errors import BiasscopeError
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent, StepStatistics, StepValues
+from biasscope.probes.wording_measures import across_wordings
 from biasscope.store.directory import RunStore
 from biasscope.store.reading import read_unit, unit_index
 
@@ -37,9 +39,16 @@ def stepped() -> dict[str, StepStatistics]:
             if not isinstance(info.step_statistics, Absent)}
 
 
+#: p-values a value may hold beside ``p_value`` (Winogender's per occupation, adjusted over
+#: the occupations), combined as it is.
+OTHER_P = ("p_exact", "p_occupations")
+SPREAD = ("estimate", "low", "high", "n", "effect_size")
+
+
 def combine_seeds(per_seed: list[Values]) -> Values:
     """One checkpoint's values from each seed's: mean estimate, hull of the intervals, the
-    largest p-value, the mean effect size, and the seeds' range (``seed_low``/``seed_high``)."""
+    largest p-value, the mean effect size, the seeds' range (``seed_low``/``seed_high``) and
+    whatever else every seed gives alike (an occupation's share of women)."""
     if len(per_seed) == 1:
         return {k: {**v, "seeds": 1} for k, v in per_seed[0].items()}
     out: Values = {}
@@ -55,21 +64,49 @@ def combine_seeds(per_seed: list[Values]) -> Values:
             "low": min(gather("low"), default=None), "high": max(gather("high"), default=None),
             "n": entries[0].get("n"), "seeds": len(entries),
             "seed_low": min(est, default=None), "seed_high": max(est, default=None)}
-        if any("p_value" in e for e in entries):
-            p, es = gather("p_value"), gather("effect_size")
-            row["p_value"] = max(p) if len(p) == len(entries) else None
+        for name in ("p_value", *OTHER_P):  # significant only where it is in every seed
+            if any(name in e for e in entries):
+                p = gather(name)
+                row[name] = max(p) if len(p) == len(entries) else None
+        if any("effect_size" in e for e in entries):
+            es = gather("effect_size")
             row["effect_size"] = float(np.mean(es)) if es else None
+        row.update({k: v for k, v in entries[0].items() if k not in row and k not in SPREAD
+                    and all(e.get(k) == v for e in entries)})  # what all seeds agree on
         out[key] = row
     return out
 
 
-def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None
+#: Per probe and model: its measures across wordings at the last step that has several
+#: (``{"step": step or None, "measures": ...}``, `biasscope.probes.wording_measures`).
+Across = dict[str, dict[str, dict[str, Any]]]
+
+
+def worded(part: pd.DataFrame) -> bool:
+    """Whether these records were asked under several wordings (--wordings)."""
+    return "template" in part and part["template"].nunique() > 1
+
+
+def across(found: Across, latest: dict[tuple[str, str], tuple[int | None, pd.DataFrame]],
+           options: Mapping[str, Any]) -> None:
+    """Into ``found``: each (probe, model)'s measures across wordings of ``latest``'s records
+    (none for a probe without them)."""
+    for (probe, model), (step, part) in sorted(latest.items()):
+        if measures := across_wordings(probe, part, **options):
+            found.setdefault(probe, {})[model] = {"step": step, "measures": measures}
+
+
+def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None,
+                     wordings: Across | None = None, options: Mapping[str, Any] | None = None
                      ) -> dict[str, dict[str, dict[int, Values]]]:
     """Per audit probe, model and training step: the checkpoint's values, reading the unit
     files of one step at a time (records without a step are left out). A probe whose metrics
     cannot run here (a missing optional extra: fairlearn for Adult) is left out, and the
-    one-line reason goes into ``unavailable``."""
+    one-line reason goes into ``unavailable``. With ``wordings``: into it, each model's
+    measures across wordings at its last step asked under several (``options``: their
+    confidence, resamples, α and correction), from that step's records alone."""
     unavailable = {} if unavailable is None else unavailable
+    latest: dict[tuple[str, str], tuple[int | None, pd.DataFrame]] = {}
     statistics = stepped()
     index = unit_index(store)
     by_step: dict[int, list[int]] = {}
@@ -102,7 +139,12 @@ def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None
                 out.pop(str(probe), None)
                 continue
             out.setdefault(str(probe), {}).setdefault(str(model), {})[int(step)] = found
+            if wordings is not None and worded(part):
+                latest[(str(probe), str(model))] = (int(step), part)
         del rows
+    if wordings is not None:
+        across(wordings, {k: v for k, v in latest.items() if k[0] not in unavailable},
+               options or {})
     return out
 
 
@@ -116,10 +158,12 @@ def _values(part: pd.DataFrame, values: Any) -> Values:
                           for _, chunk in part.groupby(keys, sort=True)])
 
 
-def read_stepless(store: RunStore, models: dict[str, set[str]]) -> dict[str, dict[str, Values]]:
+def read_stepless(store: RunStore, models: dict[str, set[str]], wordings: Across | None = None,
+                  options: Mapping[str, Any] | None = None) -> dict[str, dict[str, Values]]:
     """Per probe and model of ``models``, the values of its records without a training step
-    (`--model ./final`): one model's statistics, as at one checkpoint. Units are read one at a
-    time and only their stepless rows of these probes kept."""
+    (`--model ./final`): one model's statistics, as at one checkpoint (with ``wordings``, its
+    measures across wordings into it, as `read_checkpoints`). Units are read one at a time
+    and only their stepless rows of these probes kept."""
     statistics = stepped()
     chunks = []
     for entry in unit_index(store):
@@ -133,6 +177,7 @@ def read_stepless(store: RunStore, models: dict[str, set[str]]) -> dict[str, dic
     if not chunks:
         return out
     rows = pd.concat(chunks, ignore_index=True)
+    latest: dict[tuple[str, str], tuple[int | None, pd.DataFrame]] = {}
     for (probe, model), part in rows.groupby(["probe", "model"], sort=True):
         if str(model) in models.get(str(probe), set()):
             try:
@@ -140,4 +185,8 @@ def read_stepless(store: RunStore, models: dict[str, set[str]]) -> dict[str, dic
                     part, statistics[str(probe)].values)
             except BiasscopeError:
                 continue  # said for the probe's stepped checkpoints as well
+            if worded(part):
+                latest[(str(probe), str(model))] = (None, part)
+    if wordings is not None:
+        across(wordings, latest, options or {})
     return out

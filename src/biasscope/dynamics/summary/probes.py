@@ -17,6 +17,7 @@ from biasscope.core import numbers, stats
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.analysis.emergence import emergence_step, recommend_stop
 from biasscope.dynamics.summary.probe_steps import (
+    Across,
     Values,
     read_checkpoints,
     read_stepless,
@@ -122,7 +123,10 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
     out: dict[str, Any] = {}
     unavailable: dict[str, str] = {}
     statistics = stepped()
-    checkpoints_of = read_checkpoints(store, unavailable)
+    worded: Across = {}
+    pooling = {"confidence": options.confidence, "n_resamples": options.n_resamples,
+               "alpha": options.alpha, "correction": options.correction}
+    checkpoints_of = read_checkpoints(store, unavailable, worded, pooling)
     for probe, reason in sorted(unavailable.items()):
         out[probe] = {"headline": list(statistics[probe].headline),
                       "names": dict(statistics[probe].names), "models": {},
@@ -139,7 +143,8 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
                 stepless.setdefault(probe, set()).add(model)
     for probe in sorted(set(stepless) - set(checkpoints_of)):
         checkpoints_of[probe] = {}
-    final = read_stepless(store, stepless)
+    final_worded: Across = {}
+    final = read_stepless(store, stepless, final_worded, pooling)
     for probe, models in checkpoints_of.items():
         spec = statistics[probe]
         section: dict[str, Any] = {"headline": list(spec.headline), "names": dict(spec.names),
@@ -148,11 +153,20 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
             section["stepless"] = sorted(stepless[probe])
             section["stepless_values"] = final.get(probe, {})
             section["sentences"] += _stepless_sentences(probe, spec, stepless[probe],
-                                                        final.get(probe, {}))
+                                                        final.get(probe, {}), options.alpha)
+            if final_across := final_worded.get(probe):
+                section["stepless_wordings"] = final_across
+                section["sentences"] += [f"{model}: {r['verdict']}" for model, w in
+                                         sorted(final_across.items())
+                                         for r in w["measures"].values()]
         for model, checkpoints in sorted(models.items()):
             emergence = adjust_over_checkpoints(checkpoints, options)
-            sentences = [_sentence(model, spec.names.get(k, k), k, checkpoints,
-                                   emergence.get(k), corrected) for k in spec.headline]
+            across = worded.get(probe, {}).get(model)
+            sentences = [f"{model} at step {across['step']}: {r['verdict']}"  # they lead
+                         for r in across["measures"].values()] if across else []
+            sentences += [_sentence(model, spec.names.get(k, k), k, checkpoints,
+                                    emergence.get(k), corrected) for k in spec.headline]
+            sentences += _findings(spec, model, checkpoints, options.alpha)
             rec, said = _recommend(model, probe, spec.headline[0], checkpoints,
                                    perf.get(model), options.budget)
             if said:
@@ -161,14 +175,15 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
                 "steps": sorted(checkpoints),
                 "checkpoints": [{"step": s, "values": checkpoints[s]}
                                 for s in sorted(checkpoints)],
-                "emergence": emergence, "recommendation": rec, "sentences": sentences}
+                "emergence": emergence, "recommendation": rec, "sentences": sentences,
+                **({"wordings": across} if across else {})}
             section["sentences"] += sentences
         out[probe] = section
     return out
 
 
 def _stepless_sentences(probe: str, spec: Any, models: set[str],
-                        final: dict[str, Values]) -> list[str]:
+                        final: dict[str, Values], alpha: float) -> list[str]:
     """What a model without a training step gets: its headline values with their intervals
     (no verdict: one model, nothing over steps to test)."""
     out = []
@@ -180,7 +195,18 @@ def _stepless_sentences(probe: str, spec: Any, models: set[str],
         tail = "; ".join(said) if said else "no values"
         out.append(f"{probe}: {model} has no training step, so it is not analysed over steps; "
                    f"as one model: {tail}.")
+        out += [f"{model}: {s}" for s in spec.findings(values, alpha)] if spec.findings else []
     return out
+
+
+def _findings(spec: Any, model: str, checkpoints: dict[int, Values], alpha: float
+              ) -> list[str]:
+    """The probe's findings beyond its headline (which groups differ) at the model's last
+    checkpoint."""
+    if spec.findings is None or not checkpoints:
+        return []
+    last = max(checkpoints)
+    return [f"{model} at step {last}: {s}" for s in spec.findings(checkpoints[last], alpha)]
 
 
 def _without_statistics(index: list[UnitEntry]) -> dict[str, str]:

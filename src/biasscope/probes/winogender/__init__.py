@@ -3,7 +3,8 @@
 The probe's folder: `items` (the sentences, checked against the templates, and the probe),
 `metrics` (accuracy per pronoun, the gaps, JSD between pronouns and the correlation with
 occupation statistics), `steps` (its values per checkpoint and the report's section),
-`compare` (the accuracy gap for ``biasscope compare``) and `wordings` (its built-in wordings).
+`occupations` (accuracy and the gap per occupation), `compare` (the accuracy gap for
+``biasscope compare``) and `wordings` (its built-in wordings and its measures across them).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from biasscope.probes.winogender.items import (
 )
 from biasscope.probes.winogender.metrics import by_occupation, unit_metrics, winogender_values
 from biasscope.probes.winogender.steps import PANELS, STEP_STATISTICS
-from biasscope.probes.winogender.wordings import WORDINGS
+from biasscope.probes.winogender.wordings import ACROSS_WORDINGS, WORDINGS
 
 PROBE = ProbeInfo(
     name=NAME, load=from_data, requests=REQUESTS, data=DATA, metrics=METRICS,
@@ -38,8 +39,7 @@ PROBE = ProbeInfo(
     step_statistics=STEP_STATISTICS,
     panels=PANELS,
     compare=COMPARE,
-    across_wordings=Absent("its measures are not yet pooled over wordings; each wording's "
-                           "records give them one wording at a time"),
+    across_wordings=ACROSS_WORDINGS,
     performance=Absent("it measures bias, not performance"),
 )
 

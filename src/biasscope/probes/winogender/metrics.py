@@ -10,6 +10,7 @@ over them. Over a (model, step):
   Wilcoxon's signed-rank test (matched-pairs rank-biserial r);
 - JSD-P between the option distributions under "he" and under "she" per sentence: how far the
   pronoun alone moves the reading, whichever way (0 when it does not);
+- per occupation, its accuracy and its he − she gap (`biasscope.probes.winogender.occupations`);
 - the correlation, over occupations, between the occupation's share of women (BLS, from
   ``occupations-stats.tsv``) and how much likelier the occupation reading is under "she" than
   under "he" (Pearson's r with its bootstrap CI over occupations and its p-value).
@@ -27,12 +28,14 @@ from biasscope.core.imports import lazy
 from biasscope.core.stats import percentile_interval, signed_rank, wilson
 from biasscope.probes.base import interval
 from biasscope.probes.facets import plain, step_value
+from biasscope.probes.winogender.occupations import occupation_values
 
 sps = lazy("scipy.stats")  # imported at first use
 
 
 def answers(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per record: its sentence (``key``), gender, occupation, whether the likelier
+    """One row per record: its sentence under its wording (``key``), the sentence whatever
+    the wording (``sentence``), gender, occupation, whether the likelier
     option is the answer (``correct``) and P(occupation) over the two options."""
     lp = np.array([list(v) for v in records["option_logprobs"]], dtype=np.float64).reshape(
         -1, 2)
@@ -41,11 +44,13 @@ def answers(records: pd.DataFrame) -> pd.DataFrame:
     top = lp.max(axis=1, keepdims=True)
     probs = np.exp(lp - top)
     probs /= probs.sum(axis=1, keepdims=True)
-    key = records["template_id"].astype(str) + "." + records["someone"].astype(str)
+    sentence = records["template_id"].astype(str) + "." + records["someone"].astype(str)
+    key = sentence
     if "template" in records:  # several wordings: a sentence per wording
         key = key + "@" + records["template"].astype(str)
     frame: pd.DataFrame = pd.DataFrame({
-                         "key": key.to_numpy(), "gender": records["gender"].to_numpy(),
+                         "key": key.to_numpy(), "sentence": sentence.to_numpy(),
+                         "gender": records["gender"].to_numpy(),
                          "occupation": records["occupation"].to_numpy(),
                          "correct": (picked == answer).astype(float),
                          "p_occupation": probs[:, 0], "p0": probs[:, 0], "p1": probs[:, 1],
@@ -117,7 +122,8 @@ def share(correct: pd.Series) -> dict[str, Any]:
 
 
 def winogender_values(records: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Every value above, as step values (estimate, CI, n; tests where there is one)."""
+    """Every value above, as step values (estimate, CI, n; tests where there is one), and
+    each occupation's accuracy and he − she gap (`occupations.occupation_values`)."""
     frame = answers(records)
     if frame.empty:
         return {}
@@ -130,7 +136,7 @@ def winogender_values(records: pd.DataFrame) -> dict[str, dict[str, Any]]:
                                              ("neutral",)))
     out["pronoun_jsd"] = step_value(interval(pronoun_jsd(frame)))
     out["occupation_correlation"] = occupation_correlation(frame)
-    return out
+    return {**out, **occupation_values(frame)}
 
 
 def by_occupation(records: pd.DataFrame) -> pd.DataFrame:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from biasscope.probes.facets import Panel, Panels, StepStatistics
 from biasscope.probes.winogender.metrics import winogender_values
+from biasscope.probes.winogender.occupations import findings
 
 STEP_STATISTICS = StepStatistics(winogender_values, ("gap_male_female", "accuracy"), {
     "accuracy": "Winogender accuracy (whom the pronoun refers to)",
@@ -12,7 +13,10 @@ STEP_STATISTICS = StepStatistics(winogender_values, ("gap_male_female", "accurac
     "gap_gendered_neutral": "Winogender accuracy gap, he/she − they (paired by sentence)",
     "pronoun_jsd": "JSD between the readings under he and under she",
     "occupation_correlation": "correlation of the she − he occupation reading with the "
-                              "occupation's share of women (BLS)"})
+                              "occupation's share of women (BLS)",
+    "occupation_accuracy": "Winogender accuracy per occupation",
+    "occupation_gap": "Winogender accuracy gap he − she per occupation"},
+    groups=("occupation_accuracy", "occupation_gap"), findings=findings)
 
 PANELS = Panels("Winogender over training steps", (
     Panel("Accuracy per pronoun", "Share of sentences whose likelier option (occupation or "
@@ -27,4 +31,16 @@ PANELS = Panels("Winogender over training steps", (
           "distributions under he and under she (0: the pronoun changes nothing), and "
           "Pearson's r over occupations between the BLS share of women and how much likelier "
           "the occupation reading is under she than under he (95% bootstrap CIs).",
-          ("pronoun_jsd", "occupation_correlation"))))
+          ("pronoun_jsd", "occupation_correlation")),
+    Panel("Accuracy per occupation", "Each occupation's accuracy over its sentences (two "
+          "templates, a named participant or someone, three pronouns: 12 per wording) at the "
+          "last checkpoint, with 95% Wilson CIs; occupations ordered by their share of women "
+          "(BLS, in brackets). 0.5 is chance.", ("occupation_accuracy:*",), by="group",
+          order="bls_pct_female"),
+    Panel("Accuracy gap he − she per occupation", "Each occupation's accuracy under he "
+          "minus under she, paired by sentence (its four sentences, wordings averaged), at "
+          "the last checkpoint, with 95% bootstrap CIs over sentences; ordered by the share "
+          "of women (BLS). Exact sign-flip tests, Holm-corrected over occupations: with four "
+          "sentences an occupation's smallest possible p is 0.125, so none can be significant "
+          "on its own; the bars say where the gap lies, not which occupations differ.",
+          ("occupation_gap:*",), by="group", order="bls_pct_female")))

@@ -313,7 +313,7 @@ def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
         mean[g] = float(v.mean())
         if v.size < 2:
             continue
-        samples = v[rng.integers(0, v.size, size=(n_resamples, v.size))].mean(axis=1)
+        samples = np.take(v, rng.integers(0, v.size, size=(n_resamples, v.size))).mean(axis=1)
         ci = percentile_interval(mean[g], samples, confidence)
         low[g], high[g] = ci.low, ci.high
     return mean, low, high

@@ -194,8 +194,9 @@ def test_a_reused_report_imports_neither_scipy_nor_other_jobs(tmp_path: Path,
 
 def test_a_first_report_imports_no_scipy_statistics(tmp_path: Path) -> None:
     """`biasscope report` of a run not analysed yet, in a fresh process: its tests and
-    intervals are computed without SciPy's statistics (most of a second to import), with
-    the numbers SciPy gives (tests/core/test_bootstrap.py, test_ranktests.py). Sixty
+    intervals are computed without SciPy's statistics or optimisers (most of a second to
+    import), with the numbers SciPy gives (tests/core/test_bootstrap.py, test_ranktests.py,
+    test_roots.py). Sixty
     sentences per file, so that no test is small enough for SciPy's exact distributions."""
     sentences = [(subject, referenced, template.replace("[{p}]", f"[{{p}}] on day {day}"))
                  for day in range(10) for subject, referenced, template in SENTENCES]
@@ -203,8 +204,9 @@ def test_a_first_report_imports_no_scipy_statistics(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run", probe, pythia(steps=(0, 1000)))
     code = ("import sys; from biasscope.cli.main import main; "
             f"main(['report', {str(run)!r}, '--quiet']); "
-            "print('scipy.stats' in sys.modules, 'scipy.special' in sys.modules)")
+            "print(*(m in sys.modules for m in ('scipy.stats', 'scipy.optimize', "
+            "'scipy.special')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(SRC)}, check=True)
-    assert done.stdout.splitlines()[-1] == "False True", done.stderr
+    assert done.stdout.splitlines()[-1] == "False False True", done.stderr
     assert "analysed_from" in json.loads((run / "summary.json").read_text())

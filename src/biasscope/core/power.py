@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from biasscope.core.imports import lazy
+from biasscope.core.roots import brent_root
 
-optimize = lazy("scipy.optimize")  # imported at first use
 sps = lazy("scipy.stats")  # imported at first use
 special = lazy("scipy.special")  # the normal distribution, without SciPy's statistics
 
@@ -98,7 +98,7 @@ def minimum_detectable_effect(se: float, df: float, alpha: float = 0.05,
     high = float(sps.t.ppf(1 - alpha / 2, df) + sps.norm.ppf(power))
     while two_sided_power(high, 1.0, df, alpha) < power:
         high *= 2
-    ncp = optimize.brentq(lambda d: two_sided_power(d, 1.0, df, alpha) - power, 1e-9, high)
+    ncp = brent_root(lambda d: two_sided_power(d, 1.0, df, alpha) - power, 1e-9, high)
     return float(ncp * se)
 
 
@@ -151,7 +151,7 @@ def mann_whitney_detectable(x: npt.ArrayLike, y: npt.ArrayLike, alpha: float = 0
     top = float(values[-1] - values[0]) + 1e-12
     if power_at_shift(top) < power:
         return math.nan
-    return float(optimize.brentq(lambda d: power_at_shift(d) - power, 0.0, top, xtol=1e-12))
+    return float(brent_root(lambda d: power_at_shift(d) - power, 0.0, top, xtol=1e-12))
 
 
 def equivalence_power(difference: float, margin: float, se: float, df: float,

@@ -7,6 +7,7 @@ per prompt before any test (`biasscope.core.stats`).
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -20,11 +21,18 @@ from biasscope.probes.next_token import correct, option_logprob_matrix, record_j
 _SEED_SUFFIX = re.compile(r"(?:@[A-Za-z0-9][A-Za-z0-9_.-]*)?:seed\d+$")
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def _prompt_of(item_id: str) -> str:
+    return _SEED_SUFFIX.sub("", item_id)
+
+
 def prompt_ids(records: pd.DataFrame) -> pd.Series:
     """The prompt an item id belongs to: the id without its ``:seed<N>`` suffix (and the
-    ``@<wording>`` before it, with several wordings)."""
-    ids = records["item_id"].astype(str)  # one regex call per id: pandas' own map is slower
-    return pd.Series([_SEED_SUFFIX.sub("", i) for i in ids.tolist()], index=ids.index,
+    ``@<wording>`` before it, with several wordings). One regex call per distinct id (pandas'
+    own map is slower), remembered: the analysis asks again for every checkpoint's records,
+    which hold the same ids."""
+    ids = records["item_id"].astype(str)
+    return pd.Series([_prompt_of(i) for i in ids.tolist()], index=ids.index,
                      dtype=ids.dtype, name=ids.name)
 
 

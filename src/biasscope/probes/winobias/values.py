@@ -26,6 +26,14 @@ def _prompt_of(item_id: str) -> str:
     return _SEED_SUFFIX.sub("", item_id)
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def _pair_of(sentence_id: str) -> str | None:
+    """The pair a sentence id names: what follows its first ``-`` (None without one).
+    Remembered, as `_prompt_of`: every seed and checkpoint asks again."""
+    parts = sentence_id.split("-", 1)
+    return parts[1] if len(parts) > 1 else None
+
+
 def prompt_ids(records: pd.DataFrame) -> pd.Series:
     """The prompt an item id belongs to: the id without its ``:seed<N>`` suffix (and the
     ``@<wording>`` before it, with several wordings). One regex call per distinct id (pandas'
@@ -92,10 +100,11 @@ def breakdown_values(records: pd.DataFrame) -> pd.DataFrame:
     shifted = np.exp(lp - lp.max(axis=1, keepdims=True))
     probs = shifted / shifted.sum(axis=1, keepdims=True)
     male, female = options.index("male"), options.index("female")
-    sentence = records["sentence_id"].astype(str)
     frame: pd.DataFrame = pd.DataFrame({
         "prompt": pd.Categorical(prompt_ids(records).to_numpy()),
-        "pair": pd.Categorical(sentence.str.split("-", n=1).str[1].to_numpy()),
+        "pair": pd.Categorical(np.array([_pair_of(i) for i in
+                                         records["sentence_id"].astype(str).tolist()],
+                                        dtype=object)),
         "split": pd.Categorical(records["split"].to_numpy()),
         "kind": pd.Categorical(records["kind"].to_numpy()),
         "occupation": pd.Categorical(records["occupation"].to_numpy()),

@@ -154,6 +154,11 @@ def max_t(items: ItemCurves, functionals: Array, n_resamples: int,
 _LAST: dict[tuple[str, tuple[int, ...], int], tuple[list[tuple[Array, ...]], Any]] = {}
 
 
+def forget_resamples() -> None:
+    """Drop the draws `_resamples` keeps (tens of megabytes), once an analysis is done."""
+    _LAST.clear()
+
+
 def _resamples(sizes: tuple[int, ...], n_resamples: int, rng: np.random.Generator
                ) -> list[tuple[Array, ...]]:
     """`ItemCurves.draws` of ``n_resamples`` in batches of `BATCH`. The analysis tests several

@@ -108,3 +108,24 @@ def test_prompts_missing_at_some_checkpoints_count_where_they_were_asked() -> No
     trend, _ = trend_change("m", PYTHIA, gap, n_resamples=299, items=holed)
     assert trend["claimed"] == "step" and np.isfinite(trend["changepoint"]["step"]["p_value"])
     assert all(np.isfinite([r["low"], r["high"]]).all() for r in trend["rates"])
+
+
+def test_max_t_reuses_its_draws_exactly() -> None:
+    """The analysis runs `max_t` on one curve several times from fresh generators of one
+    seed: the draws kept from the first give the same replicates, and leave each generator
+    where drawing would have left it (the changepoint's refits draw on from there)."""
+    from biasscope.core import curves
+
+    rng = np.random.default_rng(4)
+    items = curves.ItemCurves.contrast(rng.normal(size=(30, 3)), rng.normal(size=(25, 3)))
+    first, second = np.random.default_rng(9), np.random.default_rng(9)
+    a = curves.max_t(items, np.eye(3), 600, first)
+    curves._LAST.clear()
+    b = curves.max_t(items, np.eye(3)[:2], 600, second)
+    assert a is not None and b is not None
+    assert first.bit_generator.state == second.bit_generator.state
+    again = np.random.default_rng(9)
+    c = curves.max_t(items, np.eye(3)[:2], 600, again)  # kept draws
+    assert c is not None and np.array_equal(b.replicates, c.replicates)
+    assert again.bit_generator.state == second.bit_generator.state
+    assert first.random() == again.random()

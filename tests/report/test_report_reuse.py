@@ -25,6 +25,7 @@ from biasscope.store.directory import RunStore
 from biasscope.store.units import Unit
 from test_breakdown import write_statistics
 from test_report import make_run, pythia, synthetic_scores
+from winobias_fixture import SENTENCES, write_winobias
 
 OPTIONS = AnalysisConfig(n_resamples=200)
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -189,3 +190,23 @@ def test_a_reused_report_imports_neither_scipy_nor_other_jobs(tmp_path: Path,
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(SRC)}, check=True)
     assert done.stdout.splitlines()[-1] == "[]", done.stderr
+
+
+def test_a_first_report_imports_no_scipy_statistics(tmp_path: Path) -> None:
+    """`biasscope report` of a run not analysed yet, in a fresh process: its tests and
+    intervals are computed without SciPy's statistics or optimisers (most of a second to
+    import), with the numbers SciPy gives (tests/core/test_bootstrap.py, test_ranktests.py,
+    test_roots.py). Sixty
+    sentences per file, so that no test is small enough for SciPy's exact distributions."""
+    sentences = [(subject, referenced, template.replace("[{p}]", f"[{{p}}] on day {day}"))
+                 for day in range(10) for subject, referenced, template in SENTENCES]
+    probe = load_probe("winobias-gender", data_dir=write_winobias(tmp_path / "data", sentences))
+    run = make_run(tmp_path / "run", probe, pythia(steps=(0, 1000)))
+    code = ("import sys; from biasscope.cli.main import main; "
+            f"main(['report', {str(run)!r}, '--quiet']); "
+            "print(*(m in sys.modules for m in ('scipy.stats', 'scipy.optimize', "
+            "'scipy.special')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(SRC)}, check=True)
+    assert done.stdout.splitlines()[-1] == "False False True", done.stderr
+    assert "analysed_from" in json.loads((run / "summary.json").read_text())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -143,11 +144,39 @@ def max_t(items: ItemCurves, functionals: Array, n_resamples: int,
     theta, var = _combine(projected, ones, items.signs)
     estimates, se = theta[0], np.sqrt(var[0])
     replicates = []
-    for start in range(0, n_resamples, BATCH):
-        draws = items.draws(min(BATCH, n_resamples - start), rng)
+    for draws in _resamples(items.sizes, n_resamples, rng):
         boot, boot_var = _combine(projected, draws, items.signs)
         replicates.append(_studentised(np.abs(boot - estimates), np.sqrt(boot_var)))
     return MaxT(estimates, se, np.concatenate(replicates) if replicates else np.zeros(0))
+
+
+#: The last `_resamples`: (generator state before, sizes, n) -> (draws, generator state after).
+_LAST: dict[tuple[str, tuple[int, ...], int], tuple[list[tuple[Array, ...]], Any]] = {}
+
+
+def forget_resamples() -> None:
+    """Drop the draws `_resamples` keeps (tens of megabytes), once an analysis is done."""
+    _LAST.clear()
+
+
+def _resamples(sizes: tuple[int, ...], n_resamples: int, rng: np.random.Generator
+               ) -> list[tuple[Array, ...]]:
+    """`ItemCurves.draws` of ``n_resamples`` in batches of `BATCH`. The analysis tests several
+    functionals of one curve (the sharpest change, the rates' band, the changepoint), each
+    from a fresh generator of the same seed over the same items: the draws are the same, so
+    the last ones are kept and given again, with the generator left where drawing them
+    would have left it (multinomial draws are most of the test's time)."""
+    key = (repr(rng.bit_generator.state), sizes, n_resamples)
+    if key in _LAST:
+        draws, after = _LAST[key]
+        rng.bit_generator.state = after
+        return draws
+    curves = ItemCurves(tuple(np.zeros((size, 0)) for size in sizes), (1.0,) * len(sizes))
+    draws = [curves.draws(min(BATCH, n_resamples - start), rng)
+             for start in range(0, n_resamples, BATCH)]
+    _LAST.clear()
+    _LAST[key] = (draws, rng.bit_generator.state)
+    return draws
 
 
 def _combine(projected: list[Array], weights: tuple[Array, ...], signs: tuple[float, ...]

@@ -21,9 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from biasscope.core.imports import lazy
+from biasscope.core.roots import brent_root
 
-optimize = lazy("scipy.optimize")  # imported at first use
 sps = lazy("scipy.stats")  # imported at first use
+special = lazy("scipy.special")  # the normal distribution, without SciPy's statistics
 
 Array = npt.NDArray[np.float64]
 Design = Literal["paired", "two-groups"]
@@ -97,7 +98,7 @@ def minimum_detectable_effect(se: float, df: float, alpha: float = 0.05,
     high = float(sps.t.ppf(1 - alpha / 2, df) + sps.norm.ppf(power))
     while two_sided_power(high, 1.0, df, alpha) < power:
         high *= 2
-    ncp = optimize.brentq(lambda d: two_sided_power(d, 1.0, df, alpha) - power, 1e-9, high)
+    ncp = brent_root(lambda d: two_sided_power(d, 1.0, df, alpha) - power, 1e-9, high)
     return float(ncp * se)
 
 
@@ -129,7 +130,7 @@ def mann_whitney_detectable(x: npt.ArrayLike, y: npt.ArrayLike, alpha: float = 0
         return math.nan
     values = np.sort(np.concatenate([a, b]))
     n1, n2 = a.size, b.size
-    z = float(sps.norm.ppf(1 - alpha / 2))
+    z = float(special.ndtri(1 - alpha / 2))  # norm.ppf, as norm.cdf below
     null_sd = math.sqrt((n1 + n2 + 1) / (12 * n1 * n2))
 
     def below(points: Array) -> Array:  # P(V < t) + ½ P(V = t) for V from the pooled values
@@ -144,13 +145,13 @@ def mann_whitney_detectable(x: npt.ArrayLike, y: npt.ArrayLike, alpha: float = 0
         var = (p * (1 - p) + (n2 - 1) * (float((above ** 2).mean()) - p * p)
                + (n1 - 1) * (float((under ** 2).mean()) - p * p)) / (n1 * n2)
         sd = math.sqrt(max(var, 1e-300))
-        return float(sps.norm.cdf((abs(p - 0.5) - z * null_sd) / sd)
-                     + sps.norm.cdf((-abs(p - 0.5) - z * null_sd) / sd))
+        return float(special.ndtr((abs(p - 0.5) - z * null_sd) / sd)
+                     + special.ndtr((-abs(p - 0.5) - z * null_sd) / sd))
 
     top = float(values[-1] - values[0]) + 1e-12
     if power_at_shift(top) < power:
         return math.nan
-    return float(optimize.brentq(lambda d: power_at_shift(d) - power, 0.0, top, xtol=1e-12))
+    return float(brent_root(lambda d: power_at_shift(d) - power, 0.0, top, xtol=1e-12))
 
 
 def equivalence_power(difference: float, margin: float, se: float, df: float,

@@ -29,9 +29,12 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from biasscope.core.bootstrap import bootstrap_interval
 from biasscope.core.imports import lazy
+from biasscope.core.ranktests import mann_whitney_u, signed_rank_test
 
-sps = lazy("scipy.stats")  # imported at first use
+sps = lazy("scipy.stats")  # imported at first use, where a test or CI here does not serve
+special = lazy("scipy.special")  # the normal distribution, without SciPy's statistics
 
 Correction = Literal["holm", "bh"]
 #: Each correction ``adjust_pvalues`` knows, by the name a report gives it.
@@ -48,7 +51,7 @@ def scipy_rng_keyword() -> str:
     return "rng" if (major, minor) >= (1, 15) else "random_state"
 
 
-_RNG_KW = scipy_rng_keyword()
+_RNG_KW = scipy_rng_keyword()  # SciPy's bootstrap, where a module still calls it
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ def _finite(values: npt.ArrayLike) -> Array:
 
 def mann_whitney(x: npt.ArrayLike, y: npt.ArrayLike) -> GroupTest:
     """Two-sided Mann-Whitney U (SciPy's automatic exact/asymptotic choice); NaNs dropped.
+    The normal approximation is `biasscope.core.ranktests`' (SciPy's numbers, without
+    importing SciPy's statistics); the exact test of small samples SciPy's.
 
     An empty group gives NaNs; all values tied gives p = 1, r = 0 (there is no evidence of a
     difference, and SciPy's normal approximation would divide by a zero variance).
@@ -108,9 +113,12 @@ def mann_whitney(x: npt.ArrayLike, y: npt.ArrayLike) -> GroupTest:
         return GroupTest(math.nan, math.nan, math.nan, n1, n2)
     if np.ptp(np.concatenate([a, b])) == 0:
         return GroupTest(n1 * n2 / 2, 1.0, 0.0, n1, n2)
-    res = sps.mannwhitneyu(a, b, alternative="two-sided")
-    u = float(res.statistic)
-    return GroupTest(u, float(res.pvalue), 2 * u / (n1 * n2) - 1, n1, n2)
+    found = mann_whitney_u(a, b)
+    if found is None:  # exact
+        res = sps.mannwhitneyu(a, b, alternative="two-sided")
+        found = float(res.statistic), float(res.pvalue)
+    u, p = found
+    return GroupTest(u, p, 2 * u / (n1 * n2) - 1, n1, n2)
 
 
 def signed_rank(differences: npt.ArrayLike) -> dict[str, float]:
@@ -122,10 +130,13 @@ def signed_rank(differences: npt.ArrayLike) -> dict[str, float]:
     if d.size == 0:
         return {"statistic": math.nan, "p_value": math.nan, "effect_size": math.nan,
                 "n_nonzero": 0}
-    ranks = sps.rankdata(np.abs(d))
+    found = signed_rank_test(d)  # the normal approximation; SciPy's exact test else
+    if found is None:
+        result = sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
+        found = float(result.statistic), float(result.pvalue), sps.rankdata(np.abs(d))
+    statistic, p, ranks = found
     plus, minus = float(ranks[d > 0].sum()), float(ranks[d < 0].sum())
-    result = sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
-    return {"statistic": float(result.statistic), "p_value": float(result.pvalue),
+    return {"statistic": statistic, "p_value": p,
             "effect_size": (plus - minus) / (plus + minus), "n_nonzero": int(d.size)}
 
 
@@ -195,9 +206,10 @@ def _mean_difference(x: Array, y: Array, axis: int = -1) -> Array:
 
 def _bootstrap(samples: tuple[Array, ...], statistic: Callable[..., Array], confidence: float,
                n_resamples: int, method: str, seed: int) -> Interval:
-    """SciPy's bootstrap, seeded and vectorised in batches of bounded memory; each sample is
-    resampled on its own. Too small a sample gives NaN bounds (an empty one a NaN estimate too,
-    without NumPy's empty-mean warning); constant samples a point."""
+    """SciPy's bootstrap (`biasscope.core.bootstrap`: its numbers, without importing it),
+    seeded and vectorised in batches of bounded memory; each sample is resampled on its own.
+    Too small a sample gives NaN bounds (an empty one a NaN estimate too, without NumPy's
+    empty-mean warning); constant samples a point."""
     if any(s.size == 0 for s in samples):
         return Interval(math.nan, math.nan, math.nan, confidence)
     estimate = float(statistic(*samples))
@@ -209,12 +221,11 @@ def _bootstrap(samples: tuple[Array, ...], statistic: Callable[..., Array], conf
     for how in (method, "percentile"):
         # BCa can be undefined on near-degenerate data (SciPy warns and returns NaN): percentile.
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", sps.DegenerateDataWarning)
             warnings.simplefilter("ignore", RuntimeWarning)
-            res = sps.bootstrap(samples, statistic, n_resamples=n_resamples, batch=batch,
-                                vectorized=True, confidence_level=confidence, method=how,
-                                **{_RNG_KW: np.random.default_rng(seed)})
-        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+            lows, highs = bootstrap_interval(samples, statistic, n_resamples=n_resamples,
+                                             batch=batch, confidence=confidence, method=how,
+                                             rng=np.random.default_rng(seed))
+        low, high = float(lows), float(highs)
         if math.isfinite(low) and math.isfinite(high):
             break
     return Interval(estimate, low, high, confidence)
@@ -247,13 +258,13 @@ def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
                                            seed)
             continue
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", sps.DegenerateDataWarning)
             warnings.simplefilter("ignore", RuntimeWarning)
-            res = sps.bootstrap(tuple(arrays[i] for i in index), _means, paired=True,
-                                n_resamples=n_resamples, batch=max(1, 4_000_000 // size),
-                                vectorized=True, confidence_level=confidence, method=method,
-                                **{_RNG_KW: np.random.default_rng(seed)})
-        lows, highs = np.atleast_1d(res.confidence_interval.low, res.confidence_interval.high)
+            low, high = bootstrap_interval([arrays[i] for i in index], _means, paired=True,
+                                           n_resamples=n_resamples,
+                                           batch=max(1, 4_000_000 // size),
+                                           confidence=confidence, method=method,
+                                           rng=np.random.default_rng(seed))
+        lows, highs = np.atleast_1d(low, high)
         for i, low, high in zip(index, lows.tolist(), highs.tolist(), strict=True):
             out[i] = (Interval(float(_mean(arrays[i])), low, high, confidence)
                       if math.isfinite(low) and math.isfinite(high)
@@ -276,8 +287,15 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
     """A proportion with its Wilson score interval (NaN when n = 0)."""
     if n == 0:
         return {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0}
-    ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return {"estimate": k / n, "low": float(ci.low), "high": float(ci.high), "n": n}
+    # SciPy's binomtest(k, n).proportion_ci(method="wilson"), step for step (Newcombe 1998)
+    p = k / n
+    z = special.ndtri(0.5 + 0.5 * confidence)
+    denom = 2 * (n + z ** 2)
+    center = (2 * n * p + z ** 2) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z ** 2)
+    low = 0.0 if k == 0 else center - delta
+    high = 1.0 if k == n else center + delta
+    return {"estimate": k / n, "low": float(low), "high": float(high), "n": n}
 
 
 def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
@@ -295,7 +313,7 @@ def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
         mean[g] = float(v.mean())
         if v.size < 2:
             continue
-        samples = v[rng.integers(0, v.size, size=(n_resamples, v.size))].mean(axis=1)
+        samples = np.take(v, rng.integers(0, v.size, size=(n_resamples, v.size))).mean(axis=1)
         ci = percentile_interval(mean[g], samples, confidence)
         low[g], high[g] = ci.low, ci.high
     return mean, low, high

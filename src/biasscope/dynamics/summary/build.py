@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core import stats
+from biasscope.core.curves import forget_resamples
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.stats import wilson
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
@@ -209,6 +210,7 @@ def full_summary(store: RunStore, options: AnalysisConfig | None = None,
     if statistics is None:
         statistics = occupations.for_run(store.summary_json, data_dir)
     summary["analysis"] = analyse(run, store, summary, options, statistics)
+    forget_resamples()
     probes = analyse_probes(store, summary, options)
     if probes:  # the audit probes over steps (`biasscope.dynamics.summary.probes`)
         summary["analysis"]["probes"] = probes

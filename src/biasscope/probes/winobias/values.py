@@ -7,6 +7,7 @@ per prompt before any test (`biasscope.core.stats`).
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -20,11 +21,26 @@ from biasscope.probes.next_token import correct, option_logprob_matrix, record_j
 _SEED_SUFFIX = re.compile(r"(?:@[A-Za-z0-9][A-Za-z0-9_.-]*)?:seed\d+$")
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def _prompt_of(item_id: str) -> str:
+    return _SEED_SUFFIX.sub("", item_id)
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _pair_of(sentence_id: str) -> str | None:
+    """The pair a sentence id names: what follows its first ``-`` (None without one).
+    Remembered, as `_prompt_of`: every seed and checkpoint asks again."""
+    parts = sentence_id.split("-", 1)
+    return parts[1] if len(parts) > 1 else None
+
+
 def prompt_ids(records: pd.DataFrame) -> pd.Series:
     """The prompt an item id belongs to: the id without its ``:seed<N>`` suffix (and the
-    ``@<wording>`` before it, with several wordings)."""
-    ids = records["item_id"].astype(str)  # one regex call per id: pandas' own map is slower
-    return pd.Series([_SEED_SUFFIX.sub("", i) for i in ids.tolist()], index=ids.index,
+    ``@<wording>`` before it, with several wordings). One regex call per distinct id (pandas'
+    own map is slower), remembered: the analysis asks again for every checkpoint's records,
+    which hold the same ids."""
+    ids = records["item_id"].astype(str)
+    return pd.Series([_prompt_of(i) for i in ids.tolist()], index=ids.index,
                      dtype=ids.dtype, name=ids.name)
 
 
@@ -84,10 +100,11 @@ def breakdown_values(records: pd.DataFrame) -> pd.DataFrame:
     shifted = np.exp(lp - lp.max(axis=1, keepdims=True))
     probs = shifted / shifted.sum(axis=1, keepdims=True)
     male, female = options.index("male"), options.index("female")
-    sentence = records["sentence_id"].astype(str)
     frame: pd.DataFrame = pd.DataFrame({
         "prompt": pd.Categorical(prompt_ids(records).to_numpy()),
-        "pair": pd.Categorical(sentence.str.split("-", n=1).str[1].to_numpy()),
+        "pair": pd.Categorical(np.array([_pair_of(i) for i in
+                                         records["sentence_id"].astype(str).tolist()],
+                                        dtype=object)),
         "split": pd.Categorical(records["split"].to_numpy()),
         "kind": pd.Categorical(records["kind"].to_numpy()),
         "occupation": pd.Categorical(records["occupation"].to_numpy()),

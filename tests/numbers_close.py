@@ -39,3 +39,17 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
 def assert_close(a: Any, b: Any) -> None:
     found = differences(a, b)
     assert not found, "\n".join(found[:20])
+
+
+def same_as_scipy(ours: Any, theirs: Any) -> None:
+    """The project's own SciPy steps (core/bootstrap.py, core/ranktests.py) give SciPy's
+    numbers: bit for bit on the SciPy CI pins (1.17 and later), to 1e-12 on an older one."""
+    from importlib import metadata
+
+    import numpy as np
+
+    a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
+    if tuple(int(p) for p in metadata.version("scipy").split(".")[:2]) >= (1, 17):
+        np.testing.assert_array_equal(a, b)
+    else:
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-300)

@@ -5,24 +5,13 @@ choice gives an exact or permutation distribution."""
 
 from __future__ import annotations
 
-from importlib import metadata
-
 import numpy as np
 import pytest
 import scipy.stats as sps
 
 from biasscope.core import stats
 from biasscope.core.ranktests import mann_whitney_u, rank_average, signed_rank_test
-
-PINNED = tuple(int(p) for p in metadata.version("scipy").split(".")[:2]) >= (1, 17)
-
-
-def same(ours: object, theirs: object) -> None:
-    a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
-    if PINNED:
-        np.testing.assert_array_equal(a, b)
-    else:
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-300)
+from numbers_close import same_as_scipy
 
 
 def values(rng: np.random.Generator, size: int, ties: bool) -> np.ndarray:
@@ -41,10 +30,10 @@ def test_mann_whitney_is_scipys(n1: int, n2: int, ties: bool) -> None:
         else:
             res = sps.mannwhitneyu(x, y, alternative="two-sided")
             assert got is not None
-            same(got, (res.statistic, res.pvalue))
+            same_as_scipy(got, (res.statistic, res.pvalue))
         res = sps.mannwhitneyu(x, y, alternative="two-sided")
         test = stats.mann_whitney(x, y)
-        same((test.statistic, test.p_value), (res.statistic, res.pvalue))
+        same_as_scipy((test.statistic, test.p_value), (res.statistic, res.pvalue))
 
 
 @pytest.mark.parametrize(("n", "ties"), [(51, False), (200, False), (14, True), (80, True),
@@ -61,15 +50,15 @@ def test_signed_rank_is_scipys(n: int, ties: bool) -> None:
             assert got is None
         else:
             assert got is not None
-            same(got[:2], (res.statistic, res.pvalue))
-            same(got[2], sps.rankdata(np.abs(d)))
+            same_as_scipy(got[:2], (res.statistic, res.pvalue))
+            same_as_scipy(got[2], sps.rankdata(np.abs(d)))
         result = stats.signed_rank(d)
-        same((result["statistic"], result["p_value"]), (res.statistic, res.pvalue))
+        same_as_scipy((result["statistic"], result["p_value"]), (res.statistic, res.pvalue))
 
 
 def test_average_ranks_are_scipys() -> None:
     rng = np.random.default_rng(5)
     for x in (rng.normal(size=50), rng.integers(0, 4, 50).astype(float), np.ones(3)):
         ranks, ties = rank_average(x)
-        same(ranks, sps.rankdata(x))
+        same_as_scipy(ranks, sps.rankdata(x))
         assert ties.sum() == x.size and (ties > 1).any() == (np.unique(x).size < x.size)

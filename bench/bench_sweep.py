@@ -33,7 +33,9 @@ and inside it:
 
 Methods alternate within each round (``--repeats`` rounds): the figures are medians over
 rounds and the ratios medians of the per-round ratios, so load drifting between rounds hits
-both. Agreement: the largest absolute difference of any option log-prob between the two, and
+both. Each round's figures are kept (``--save``) and listed, with the scoring thread's CPU
+time (``time.thread_time`` around the scoring calls in each method): on a machine shared with
+other work, a round that lost the CPU shows as wall time well above that CPU time. Agreement: the largest absolute difference of any option log-prob between the two, and
 how often they pick the same option (argmax), matched by item and seed.
 
 The multi-checkpoint sweep: ``--checkpoints`` K distinct random-initialised checkpoints of
@@ -223,6 +225,10 @@ def _time_scorers(clock: Clock) -> None:
             yield scorer
 
     hf.iter_scorers = timed
+    import biasscope.dynamics.scoring.sweep as sweep
+
+    if getattr(sweep, "iter_scorers", None) is real:  # the sweep took its own reference
+        sweep.iter_scorers = timed
 
 
 def _clocked() -> Clock:
@@ -272,7 +278,9 @@ def child_biasscope(args: argparse.Namespace) -> dict[str, Any]:
     scores = {f"{i}": [float(x) for x in lp]
               for i, lp in zip(records["item_id"], records["option_logprobs"])}
     score = clock.total.get("scoring", 0.0) - clock.total.get("tokenize", 0.0)
-    return {"work_s": work, "score_s": score, "parts": clock.total, "parts_cpu": clock.cpu,
+    score_cpu = clock.cpu.get("scoring", 0.0) - clock.cpu.get("tokenize", 0.0)
+    return {"work_s": work, "score_s": score, "score_cpu_s": score_cpu, "parts": clock.total,
+            "parts_cpu": clock.cpu,
             "cpu_s": _cpu(), "scores": scores, **flops.total(),
             "peak_bytes": _peak_memory(args.device)}
 
@@ -314,16 +322,18 @@ def child_bare(args: argparse.Namespace) -> dict[str, Any]:
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     run = bare_method(net, args.batch_size, full=False)
     scores: dict[str, list[float]] = {}
-    score = 0.0
+    score = score_cpu = 0.0
     for seed_items in items:  # one pass per seed, as a sweep without sharing makes
         work = make_workload(tokenizer, net, seed_items)
         _sync(args.device)
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.thread_time()
         option_lp, _, _ = run(work)
         _sync(args.device)
         score += time.perf_counter() - began
+        score_cpu += time.thread_time() - cpu
         scores.update({it.id: lp for it, lp in zip(seed_items, option_lp)})
-    return {"work_s": time.perf_counter() - start, "score_s": score, "cpu_s": _cpu(),
+    return {"work_s": time.perf_counter() - start, "score_s": score,
+            "score_cpu_s": score_cpu, "cpu_s": _cpu(),
             "scores": scores, **flops.total(), "peak_bytes": _peak_memory(args.device)}
 
 
@@ -502,8 +512,11 @@ def one_checkpoint(model: Path, shape: str, seeds: int, batch: int, limit: int,
             "cpu": {m: med(m, "cpu_s") for m in ("biasscope", "bare")},
             "work": {m: med(m, "work_s") for m in ("biasscope", "bare")},
             "score": {m: med(m, "score_s") for m in ("biasscope", "bare")},
+            "score_cpu": {m: med(m, "score_cpu_s") for m in ("biasscope", "bare")},
             "outside": outside, "parts": parts,
-            "ratio": {k: ratio(f"{k}_s") for k in ("process", "work", "score")},
+            "ratio": {k: ratio(f"{k}_s") for k in ("process", "work", "score", "score_cpu")},
+            "rounds": [{m: {k: v for k, v in r[m].items() if k.endswith("_s")} for m in r}
+                       for r in rounds],
             "diff": worst, "argmax": same,
             "flops": {m: rounds[0][m]["flops"] for m in ("biasscope", "bare")},
             "tokens": {m: rounds[0][m]["tokens"] for m in ("biasscope", "bare")},
@@ -595,6 +608,7 @@ def render(results: dict[str, Any]) -> str:
             f"{r['ratio']['score']:.2f}x | {r['outside']['biasscope']:.2f} / "
             f"{r['outside']['bare']:.2f}{mark} | {target:.2f} | {r['diff']:.1e} | "
             f"{100 * r['argmax']:.1f}% |")
+    lines += round_table(rows)
     lines += flops_table(rows, peak_of(m["gpu"], m["dtype"]), cuda)
     lines += [
         "", "Where biasscope's time outside scoring goes (seconds, medians; `wait` is what the "
@@ -617,6 +631,30 @@ def render(results: dict[str, Any]) -> str:
     if results.get("note"):
         lines += ["", results["note"]]
     return "\n".join(lines) + "\n"
+
+
+def round_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Each round's figures, and the scoring's CPU time (the scoring thread's own: what other
+    work on a shared machine takes from the wall-clock figures does not count in it)."""
+    rows = [r for r in rows if "rounds" in r]
+    if not rows:
+        return []
+    lines = ["", "Each round (biasscope / bare, in the order run), and the scoring thread's CPU "
+             "time (medians; `x` the median per-round ratio):", "",
+             "| shape | seeds | batch | scoring CPU s (biasscope / bare, x) | scoring s per round "
+             "| process s per round |", "| --- | ---: | ---: | --- | --- | --- |"]
+
+    def each(r: dict[str, Any], key: str) -> str:
+        return ", ".join(f"{x['biasscope'][key]:.2f} / {x['bare'][key]:.2f}"
+                         for x in r["rounds"])
+
+    for r in rows:
+        cpu = r["score_cpu"]
+        lines.append(f"| {r['shape']} | {r['seeds']} | {r['batch']} | "
+                     f"{cpu['biasscope']:.2f} / {cpu['bare']:.2f}, "
+                     f"{r['ratio']['score_cpu']:.2f}x | {each(r, 'score_s')} | "
+                     f"{each(r, 'process_s')} |")
+    return lines
 
 
 def flops_table(rows: list[dict[str, Any]], peak: float | None, cuda: bool) -> list[str]:

@@ -35,8 +35,13 @@ Methods alternate within each round (``--repeats`` rounds): the figures are medi
 rounds and the ratios medians of the per-round ratios, so load drifting between rounds hits
 both. Each round's figures are kept (``--save``) and listed, with the scoring thread's CPU
 time (``time.thread_time`` around the scoring calls in each method): on a machine shared with
-other work, a round that lost the CPU shows as wall time well above that CPU time. Agreement: the largest absolute difference of any option log-prob between the two, and
-how often they pick the same option (argmax), matched by item and seed.
+other work, a round that lost the CPU shows as wall time well above that CPU time. Every
+child ends as its kind of process would: biasscope's as the ``biasscope`` command does (what is
+left frozen at exit, ``cli.main.skip_exit_collection``), the bare loop's as a plain script;
+the time from a child's last line to its exit is listed per round.
+
+Agreement: the largest absolute difference of any option log-prob between the two, and how
+often they pick the same option (argmax), matched by item and seed.
 
 The multi-checkpoint sweep: ``--checkpoints`` K distinct random-initialised checkpoints of
 ``--sweep-shape`` (``checkpoint-N`` folders of one training run), swept by ``run_dynamics``
@@ -255,6 +260,17 @@ def _clocked() -> Clock:
     return clock
 
 
+def as_the_command_ends() -> None:
+    """biasscope's process ends as the ``biasscope`` command's does (what it leaves is frozen,
+    so the shutdown skips its collections; ``cli.main.skip_exit_collection``), where the
+    version measured has that. The bare loop's is a plain script's."""
+    from biasscope.cli import main as cli
+
+    ending = getattr(cli, "skip_exit_collection", None)
+    if ending is not None:
+        ending()
+
+
 def child_biasscope(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
@@ -469,6 +485,7 @@ def spawn(child: str, model: Path, args: argparse.Namespace, seeds: int, batch: 
         raise SystemExit(f"{child} failed:\n{proc.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     result["process_s"] = wall
+    result["exit_s"] = max(0.0, time.time() - result.pop("done_at", time.time()))
     return result
 
 
@@ -640,12 +657,15 @@ def round_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     lines = ["", "Each round (biasscope / bare, in the order run), and the scoring thread's CPU "
-             "time (medians; `x` the median per-round ratio):", "",
+             "time (medians; `x` the median per-round ratio); `interpreter exit` is from the "
+             "child's last line to its exit (biasscope's ends as the `biasscope` command does, "
+             "its objects frozen so the shutdown skips its collections):", "",
              "| shape | seeds | batch | scoring CPU s (biasscope / bare, x) | scoring s per round "
-             "| process s per round |", "| --- | ---: | ---: | --- | --- | --- |"]
+             "| process s per round | interpreter exit s per round |",
+             "| --- | ---: | ---: | --- | --- | --- | --- |"]
 
     def each(r: dict[str, Any], key: str) -> str:
-        return ", ".join(f"{x['biasscope'][key]:.2f} / {x['bare'][key]:.2f}"
+        return ", ".join(f"{x['biasscope'].get(key, 0.0):.2f} / {x['bare'].get(key, 0.0):.2f}"
                          for x in r["rounds"])
 
     for r in rows:
@@ -653,7 +673,7 @@ def round_table(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"| {r['shape']} | {r['seeds']} | {r['batch']} | "
                      f"{cpu['biasscope']:.2f} / {cpu['bare']:.2f}, "
                      f"{r['ratio']['score_cpu']:.2f}x | {each(r, 'score_s')} | "
-                     f"{each(r, 'process_s')} |")
+                     f"{each(r, 'process_s')} | {each(r, 'exit_s')} |")
     return lines
 
 
@@ -791,7 +811,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.child:
         args.seeds, args.limit = args.child_seeds, args.child_limit
         args.batch_size = int(args.batch_sizes)
-        print(json.dumps(CHILDREN[args.child](args)))
+        result = CHILDREN[args.child](args)
+        if args.child in ("biasscope", "sweep"):
+            as_the_command_ends()
+        print(json.dumps({**result, "done_at": time.time()}), flush=True)
         return 0
     if args.render_from:
         saved = json.loads(args.render_from.read_text())

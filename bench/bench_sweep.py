@@ -33,8 +33,15 @@ and inside it:
 
 Methods alternate within each round (``--repeats`` rounds): the figures are medians over
 rounds and the ratios medians of the per-round ratios, so load drifting between rounds hits
-both. Agreement: the largest absolute difference of any option log-prob between the two, and
-how often they pick the same option (argmax), matched by item and seed.
+both. Each round's figures are kept (``--save``) and listed, with the scoring thread's CPU
+time (``time.thread_time`` around the scoring calls in each method): on a machine shared with
+other work, a round that lost the CPU shows as wall time well above that CPU time. Every
+child ends as its kind of process would: biasscope's as the ``biasscope`` command does (what is
+left frozen at exit, ``cli.main.skip_exit_collection``), the bare loop's as a plain script;
+the time from a child's last line to its exit is listed per round.
+
+Agreement: the largest absolute difference of any option log-prob between the two, and how
+often they pick the same option (argmax), matched by item and seed.
 
 The multi-checkpoint sweep: ``--checkpoints`` K distinct random-initialised checkpoints of
 ``--sweep-shape`` (``checkpoint-N`` folders of one training run), swept by ``run_dynamics``
@@ -223,6 +230,10 @@ def _time_scorers(clock: Clock) -> None:
             yield scorer
 
     hf.iter_scorers = timed
+    import biasscope.dynamics.scoring.sweep as sweep
+
+    if getattr(sweep, "iter_scorers", None) is real:  # the sweep took its own reference
+        sweep.iter_scorers = timed
 
 
 def _clocked() -> Clock:
@@ -249,6 +260,17 @@ def _clocked() -> Clock:
     return clock
 
 
+def as_the_command_ends() -> None:
+    """biasscope's process ends as the ``biasscope`` command's does (what it leaves is frozen,
+    so the shutdown skips its collections; ``cli.main.skip_exit_collection``), where the
+    version measured has that. The bare loop's is a plain script's."""
+    from biasscope.cli import main as cli
+
+    ending = getattr(cli, "skip_exit_collection", None)
+    if ending is not None:
+        ending()
+
+
 def child_biasscope(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
@@ -272,7 +294,9 @@ def child_biasscope(args: argparse.Namespace) -> dict[str, Any]:
     scores = {f"{i}": [float(x) for x in lp]
               for i, lp in zip(records["item_id"], records["option_logprobs"])}
     score = clock.total.get("scoring", 0.0) - clock.total.get("tokenize", 0.0)
-    return {"work_s": work, "score_s": score, "parts": clock.total, "parts_cpu": clock.cpu,
+    score_cpu = clock.cpu.get("scoring", 0.0) - clock.cpu.get("tokenize", 0.0)
+    return {"work_s": work, "score_s": score, "score_cpu_s": score_cpu, "parts": clock.total,
+            "parts_cpu": clock.cpu,
             "cpu_s": _cpu(), "scores": scores, **flops.total(),
             "peak_bytes": _peak_memory(args.device)}
 
@@ -314,16 +338,18 @@ def child_bare(args: argparse.Namespace) -> dict[str, Any]:
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     run = bare_method(net, args.batch_size, full=False)
     scores: dict[str, list[float]] = {}
-    score = 0.0
+    score = score_cpu = 0.0
     for seed_items in items:  # one pass per seed, as a sweep without sharing makes
         work = make_workload(tokenizer, net, seed_items)
         _sync(args.device)
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.thread_time()
         option_lp, _, _ = run(work)
         _sync(args.device)
         score += time.perf_counter() - began
+        score_cpu += time.thread_time() - cpu
         scores.update({it.id: lp for it, lp in zip(seed_items, option_lp)})
-    return {"work_s": time.perf_counter() - start, "score_s": score, "cpu_s": _cpu(),
+    return {"work_s": time.perf_counter() - start, "score_s": score,
+            "score_cpu_s": score_cpu, "cpu_s": _cpu(),
             "scores": scores, **flops.total(), "peak_bytes": _peak_memory(args.device)}
 
 
@@ -459,6 +485,7 @@ def spawn(child: str, model: Path, args: argparse.Namespace, seeds: int, batch: 
         raise SystemExit(f"{child} failed:\n{proc.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     result["process_s"] = wall
+    result["exit_s"] = max(0.0, time.time() - result.pop("done_at", time.time()))
     return result
 
 
@@ -502,8 +529,11 @@ def one_checkpoint(model: Path, shape: str, seeds: int, batch: int, limit: int,
             "cpu": {m: med(m, "cpu_s") for m in ("biasscope", "bare")},
             "work": {m: med(m, "work_s") for m in ("biasscope", "bare")},
             "score": {m: med(m, "score_s") for m in ("biasscope", "bare")},
+            "score_cpu": {m: med(m, "score_cpu_s") for m in ("biasscope", "bare")},
             "outside": outside, "parts": parts,
-            "ratio": {k: ratio(f"{k}_s") for k in ("process", "work", "score")},
+            "ratio": {k: ratio(f"{k}_s") for k in ("process", "work", "score", "score_cpu")},
+            "rounds": [{m: {k: v for k, v in r[m].items() if k.endswith("_s")} for m in r}
+                       for r in rounds],
             "diff": worst, "argmax": same,
             "flops": {m: rounds[0][m]["flops"] for m in ("biasscope", "bare")},
             "tokens": {m: rounds[0][m]["tokens"] for m in ("biasscope", "bare")},
@@ -595,6 +625,7 @@ def render(results: dict[str, Any]) -> str:
             f"{r['ratio']['score']:.2f}x | {r['outside']['biasscope']:.2f} / "
             f"{r['outside']['bare']:.2f}{mark} | {target:.2f} | {r['diff']:.1e} | "
             f"{100 * r['argmax']:.1f}% |")
+    lines += round_table(rows)
     lines += flops_table(rows, peak_of(m["gpu"], m["dtype"]), cuda)
     lines += [
         "", "Where biasscope's time outside scoring goes (seconds, medians; `wait` is what the "
@@ -617,6 +648,33 @@ def render(results: dict[str, Any]) -> str:
     if results.get("note"):
         lines += ["", results["note"]]
     return "\n".join(lines) + "\n"
+
+
+def round_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Each round's figures, and the scoring's CPU time (the scoring thread's own: what other
+    work on a shared machine takes from the wall-clock figures does not count in it)."""
+    rows = [r for r in rows if "rounds" in r]
+    if not rows:
+        return []
+    lines = ["", "Each round (biasscope / bare, in the order run), and the scoring thread's CPU "
+             "time (medians; `x` the median per-round ratio); `interpreter exit` is from the "
+             "child's last line to its exit (biasscope's ends as the `biasscope` command does, "
+             "its objects frozen so the shutdown skips its collections):", "",
+             "| shape | seeds | batch | scoring CPU s (biasscope / bare, x) | scoring s per round "
+             "| process s per round | interpreter exit s per round |",
+             "| --- | ---: | ---: | --- | --- | --- | --- |"]
+
+    def each(r: dict[str, Any], key: str) -> str:
+        return ", ".join(f"{x['biasscope'].get(key, 0.0):.2f} / {x['bare'].get(key, 0.0):.2f}"
+                         for x in r["rounds"])
+
+    for r in rows:
+        cpu = r["score_cpu"]
+        lines.append(f"| {r['shape']} | {r['seeds']} | {r['batch']} | "
+                     f"{cpu['biasscope']:.2f} / {cpu['bare']:.2f}, "
+                     f"{r['ratio']['score_cpu']:.2f}x | {each(r, 'score_s')} | "
+                     f"{each(r, 'process_s')} | {each(r, 'exit_s')} |")
+    return lines
 
 
 def flops_table(rows: list[dict[str, Any]], peak: float | None, cuda: bool) -> list[str]:
@@ -753,7 +811,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.child:
         args.seeds, args.limit = args.child_seeds, args.child_limit
         args.batch_size = int(args.batch_sizes)
-        print(json.dumps(CHILDREN[args.child](args)))
+        result = CHILDREN[args.child](args)
+        if args.child in ("biasscope", "sweep"):
+            as_the_command_ends()
+        print(json.dumps({**result, "done_at": time.time()}), flush=True)
         return 0
     if args.render_from:
         saved = json.loads(args.render_from.read_text())

@@ -74,3 +74,23 @@ def test_one_command_line_parses_as_with_the_whole_parser() -> None:
     assert vars(build_parser("report").parse_args(argv)) == vars(build_parser().parse_args(argv))
     probe = ["probe", "--out", "x", "--model", "m"]  # an alias names its module too
     assert build_parser("probe").parse_args(probe).command == "probe"
+
+
+def frozen_at_exit(call: str) -> bool:
+    """Whether the collector had frozen everything when a fresh interpreter that ran ``call``
+    (with ``main`` imported) exited: a hook registered first runs last."""
+    code = ("import atexit, gc, sys\n"
+            "atexit.register(lambda: print('frozen:', gc.get_freeze_count() > 0))\n"
+            "from biasscope.cli.main import main\n"
+            f"sys.argv = ['biasscope', '--help']\n{call}\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    return out.stdout.splitlines()[-1] == "frozen: True"
+
+
+def test_the_command_skips_the_last_collections_and_a_caller_keeps_them() -> None:
+    """The command's own process freezes what is left as it exits (the shutdown's collections
+    walk every object torch made, about a second); a caller of ``main(argv)`` lives on, and
+    its collector is left alone."""
+    assert frozen_at_exit("main()")
+    assert not frozen_at_exit("main(['--help'])")

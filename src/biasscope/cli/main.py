@@ -7,6 +7,8 @@ one config object and makes one library call that a notebook can make too.
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import importlib
 import os
 import sys
@@ -67,7 +69,18 @@ def command_of(argv: Sequence[str]) -> str:
     return argv[0] if argv and not argv[0].startswith("-") else ""
 
 
+def skip_exit_collection() -> None:
+    """Once the command is done, freeze what is left so the interpreter's shutdown skips its
+    last garbage collections: they walk every object torch and transformers made, about a
+    second after a sweep's results are written (more than a small sweep's scoring). What the
+    command writes is closed and flushed by then (atomic writes); only the command's own
+    process does this, never a caller of ``main`` that lives on (``argv`` given)."""
+    atexit.register(gc.freeze)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the process is the command: `biasscope ...`, `python -m biasscope`
+        skip_exit_collection()
     given = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(command_of(given)).parse_args(given)
     try:

@@ -1,9 +1,10 @@
 """Calibration of the claims about designs: "holds across N of N wordings" and the two-level
 intervals (pooled over wordings, the stop's fairness gain), "equivalent" and "different"
-(`biasscope compare`, TOST), "favours" (the counterfactual check) and the direction of Adult's
-flips, each simulated under the nulls real runs meet: items crossed with wordings (every
-wording asks the same items, so an item's own effect is shared by all of them), tiny pilots,
-paired differences that are all zero, two responses per conversation.
+(`biasscope compare`, TOST), "favours" (the counterfactual check), the direction of Adult's
+flips and Winogender's accuracy CI, each simulated under the nulls real runs meet: items
+crossed with wordings (every wording asks the same items, so an item's own effect is shared
+by all of them), tiny pilots, paired differences that are all zero, two responses per
+conversation, a sentence's pronouns sharing its difficulty.
 
 Each claim runs the library's own code on simulated data; see `calibration_base`.
 """
@@ -324,7 +325,44 @@ def _direction_claims() -> list[Claim]:
               partial(flip_direction_claims, pairs=20, rate=0.3))]
 
 
-CLAIMS: list[Claim] = [*_wording_claims(), *_compare_claims(), *_direction_claims()]
+# ------------------------------------------------------------------ Winogender accuracy
+
+
+def accuracy_coverage(n: int, seed: int, *, sentences: int, records: int, accuracy: float,
+                      concentration: float) -> tuple[int, int]:
+    """How often Winogender's accuracy CI (`occupations.share`, as overall, per pronoun and
+    per occupation) covers the true accuracy when a sentence's ``records`` (its pronouns,
+    its wordings) share its difficulty: each sentence is right with its own probability,
+    Beta-distributed about ``accuracy`` (ICC 1 / (concentration + 1))."""
+    from biasscope.probes.winogender.occupations import share
+
+    rng = np.random.default_rng(seed)
+    hits = 0
+    sentence = np.repeat(np.arange(sentences), records)
+    for _ in range(n):
+        q = rng.beta(accuracy * concentration, (1 - accuracy) * concentration, sentences)
+        correct = (rng.random((sentences, records)) < q[:, None]).astype(float).ravel()
+        value = share(pd.DataFrame({"correct": correct, "sentence": sentence}))
+        hits += bool(value["low"] <= accuracy <= value["high"])
+    return hits, n
+
+
+def _accuracy_claims() -> list[Claim]:
+    out = []
+    for sentences, what in ((240, "overall, one wording"), (4, "one occupation, one wording")):
+        for accuracy, concentration in ((0.7, 1.0), (0.9, 1.0)):
+            out.append(Claim(
+                "Winogender accuracy 95% CI covers",
+                f"a sentence's 3 pronouns share its P(right) ~ Beta, mean {accuracy:g}, "
+                f"ICC {1 / (concentration + 1):g}", f"{sentences} sentences x 3 pronouns "
+                f"({what})", "coverage", 0.95,
+                partial(accuracy_coverage, sentences=sentences, records=3, accuracy=accuracy,
+                        concentration=concentration)))
+    return out
+
+
+CLAIMS: list[Claim] = [*_wording_claims(), *_compare_claims(), *_direction_claims(),
+                       *_accuracy_claims()]
 
 __all__ = ["CLAIMS"]
 

@@ -198,6 +198,29 @@ def test_which_occupations_differ_is_holm_corrected_over_occupations() -> None:
     assert "effect size r = 1.00" in said
 
 
+def test_accuracy_counts_a_sentence_once_however_many_records_it_has() -> None:
+    """A sentence's records (its three pronouns, its wordings) are not independent trials:
+    where each sentence is right or wrong under every pronoun and wording alike, every
+    accuracy's CI is Wilson's over the sentences, not √3 (or √9) narrower; ``n`` stays the
+    number of records. With one record per sentence it is the plain Wilson interval."""
+    from biasscope.core.stats import wilson
+
+    frame = many({})  # 4 occupations x 16 sentences x 3 pronouns, all right
+    wrong = frame["template_id"].str.contains(r"\.p[0-2]\.")  # 6 of each 16: every pronoun
+    frame.loc[wrong, "option_logprobs"] = frame.loc[wrong, "option_logprobs"].map(
+        lambda lp: list(reversed(lp)))
+    ci = ("estimate", "low", "high")
+    for wordings in (1, 3):
+        values = winogender_values(worded(frame, wordings))
+        for key, right, frames, pronouns in (
+                ("accuracy", 40, 64, 3), ("accuracy:female", 40, 64, 1),
+                ("occupation_accuracy:nurse", 10, 16, 3)):
+            got = values[key]
+            assert [got[k] for k in ci] == pytest.approx(
+                [wilson(right, frames)[k] for k in ci]), key
+            assert got["n"] == frames * pronouns * wordings and got["clusters"] == frames
+
+
 class HeNotShe:
     """Reads every sentence rightly under he and they and wrongly under she."""
 

@@ -283,8 +283,9 @@ def bootstrap_difference(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float =
     return _bootstrap((_finite(x), _finite(y)), _mean_difference, confidence, n_resamples,
                       method, seed)
 
-def wilson(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
-    """A proportion with its Wilson score interval (NaN when n = 0)."""
+def wilson(k: float, n: float, confidence: float = 0.95) -> dict[str, Any]:
+    """A proportion with its Wilson score interval (NaN when n = 0); ``k`` and ``n`` may be
+    effective counts (`clustered_wilson`)."""
     if n == 0:
         return {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0}
     # SciPy's binomtest(k, n).proportion_ci(method="wilson"), step for step (Newcombe 1998)
@@ -296,6 +297,37 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
     low = 0.0 if k == 0 else center - delta
     high = 1.0 if k == n else center + delta
     return {"estimate": k / n, "low": float(low), "high": float(high), "n": n}
+
+
+def clustered_wilson(correct: npt.ArrayLike, clusters: npt.ArrayLike,
+                     confidence: float = 0.95) -> dict[str, Any]:
+    """A share of 0/1 records that come in clusters (one sentence under several pronouns or
+    wordings), with the Wilson interval of its effective sample size n / deff (Kish).
+
+    The records of a cluster are not independent trials, so Wilson over all n records is too
+    narrow. The design effect deff is the cluster-robust (linearised) variance of the share
+    over the binomial one, kept between 1 (independent records, or one record per cluster:
+    the plain Wilson interval) and Σm²/n (every cluster's records alike: as many trials as
+    clusters, weighted by their sizes m). Where every record is right or every one wrong the
+    variance says nothing about the correlation, so the widest deff is taken. Deterministic:
+    no resampling. ``n`` stays the number of records; ``clusters`` is the number of
+    clusters."""
+    y = _finite(correct)
+    labels = np.asarray(clusters)[np.isfinite(np.asarray(correct, dtype=np.float64))]
+    n = y.size
+    if n == 0:
+        return {**wilson(0, 0, confidence), "clusters": 0}
+    _, code = np.unique(labels, return_inverse=True)
+    m, s = np.bincount(code), np.bincount(code, weights=y)
+    p = float(y.mean())
+    most = float((m.astype(np.float64) ** 2).sum() / n)
+    deff = most
+    if 0 < p < 1:  # k/(k-1): the usual small-sample factor of a variance over k clusters
+        robust = float(((s - p * m) ** 2).sum()) * m.size / max(m.size - 1, 1)
+        deff = min(max(robust / (n * p * (1 - p)), 1.0), most)
+    effective = n / deff
+    return {**wilson(p * effective, effective, confidence), "estimate": p, "n": n,
+            "clusters": int(m.size)}
 
 
 def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,

@@ -4,7 +4,9 @@ Each record's two option log-probs (the occupation's and the participant's first
 its answer (the likelier; a tie is wrong) and the two options' probabilities renormalised
 over them. Over a (model, step):
 
-- accuracy, overall and per pronoun gender, with Wilson CIs;
+- accuracy, overall and per pronoun gender: the share of correct records, with the Wilson CI
+  of its effective sample size, since a sentence's records (its pronouns, its wordings) are
+  not independent trials (`biasscope.core.stats.clustered_wilson`, clustered by sentence);
 - the male−female and gendered−neutral gaps in accuracy, paired by sentence (one sentence
   under each pronoun): the mean of the per-sentence differences, its bootstrap CI and
   Wilcoxon's signed-rank test (matched-pairs rank-biserial r);
@@ -25,10 +27,10 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.imports import lazy
-from biasscope.core.stats import percentile_interval, signed_rank, wilson
+from biasscope.core.stats import percentile_interval, signed_rank
 from biasscope.probes.base import interval
 from biasscope.probes.facets import plain, step_value
-from biasscope.probes.winogender.occupations import occupation_values
+from biasscope.probes.winogender.occupations import occupation_values, share
 
 sps = lazy("scipy.stats")  # imported at first use
 
@@ -117,19 +119,15 @@ def occupation_correlation(frame: pd.DataFrame, n_resamples: int = 2000) -> dict
                       p_value=plain(float(p)), effect_size=plain(float(r)))
 
 
-def share(correct: pd.Series) -> dict[str, Any]:
-    return step_value(wilson(int(correct.sum()), len(correct)))
-
-
 def winogender_values(records: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """Every value above, as step values (estimate, CI, n; tests where there is one), and
     each occupation's accuracy and he − she gap (`occupations.occupation_values`)."""
     frame = answers(records)
     if frame.empty:
         return {}
-    out = {"accuracy": share(frame["correct"])}
+    out = {"accuracy": share(frame)}
     for g in ("male", "female", "neutral"):
-        out[f"accuracy:{g}"] = share(frame.loc[frame["gender"] == g, "correct"])
+        out[f"accuracy:{g}"] = share(frame[frame["gender"] == g])
     for name, value in (("gap_male_female", "correct"), ("p_gap_male_female", "p_occupation")):
         out[name] = tested(gap(frame, value, ("male",), ("female",)))
     out["gap_gendered_neutral"] = tested(gap(frame, "correct", ("male", "female"),

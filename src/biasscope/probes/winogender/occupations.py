@@ -3,7 +3,9 @@ occupations, and the one sentence that names the occupations whose gap is signif
 
 Per occupation (``occupation_accuracy:<occupation>``, ``occupation_gap:<occupation>``):
 
-- accuracy over its records with a Wilson CI, as the probe's overall accuracy;
+- accuracy over its records with a Wilson CI of their effective number, clustered by
+  sentence, as the probe's overall accuracy (`share`): its 12 records per wording
+  are four sentences' records, so the CI is between that of 4 and of 12 independent trials;
 - the accuracy under he minus under she, paired by sentence (a sentence's wordings averaged
   first, so a sentence asked under several wordings is one pair, not several), with its
   bootstrap CI over sentences, an exact sign-flip test (two-sided, every sign pattern
@@ -32,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.numbers import num, pvalue, with_ci
-from biasscope.core.stats import adjust_pvalues, signed_rank, wilson
+from biasscope.core.stats import adjust_pvalues, clustered_wilson, signed_rank
 from biasscope.probes.base import interval
 from biasscope.probes.facets import StepValues, plain, step_value
 
@@ -64,6 +66,14 @@ def per_sentence_gap(part: pd.DataFrame) -> pd.Series:
     return out
 
 
+def share(part: pd.DataFrame, **extra: Any) -> dict[str, Any]:
+    """The share of correct records of `metrics.answers`' frame, its CI clustered by sentence
+    (``n``: records, ``clusters``: sentences), as a step value."""
+    found = clustered_wilson(part["correct"].to_numpy(dtype=np.float64),
+                             part["sentence"].to_numpy())
+    return step_value(found, clusters=found["clusters"], **extra)
+
+
 def occupation_values(frame: pd.DataFrame) -> StepValues:
     """Per occupation of `metrics.answers`'s frame: its accuracy and its he − she gap, with
     the gaps' exact p-values Holm-adjusted over the occupations."""
@@ -71,9 +81,7 @@ def occupation_values(frame: pd.DataFrame) -> StepValues:
     tests: dict[str, float] = {}
     for occupation, part in frame.groupby("occupation", sort=True):
         bls = plain(float(part["bls_pct_female"].iloc[0]))
-        correct = part["correct"]
-        out[f"occupation_accuracy:{occupation}"] = step_value(
-            wilson(int(correct.sum()), len(correct)), bls_pct_female=bls)
+        out[f"occupation_accuracy:{occupation}"] = share(part, bls_pct_female=bls)
         diffs = per_sentence_gap(part)
         d = diffs.to_numpy(dtype=np.float64)
         tests[str(occupation)] = sign_flip_p(d)
@@ -109,4 +117,4 @@ def _said(name: str, value: dict[str, Any]) -> str:
             f"{num(value.get('effect_size'), 2)}")
 
 
-__all__ = ["findings", "occupation_values", "per_sentence_gap", "sign_flip_p"]
+__all__ = ["findings", "occupation_values", "per_sentence_gap", "share", "sign_flip_p"]

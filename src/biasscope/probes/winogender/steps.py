@@ -21,7 +21,9 @@ STEP_STATISTICS = StepStatistics(winogender_values, ("gap_male_female", "accurac
 PANELS = Panels("Winogender over training steps", (
     Panel("Accuracy per pronoun", "Share of sentences whose likelier option (occupation or "
           "participant, at the next token) is the one the pronoun refers to, over all and per "
-          "pronoun gender (95% Wilson CIs); 0.5 is chance.",
+          "pronoun gender (95% Wilson CIs over the effective number of records: a "
+          "sentence's pronouns and wordings are one cluster, not independent trials); 0.5 "
+          "is chance.",
           ("accuracy", "accuracy:*")),
     Panel("Gaps between pronouns", "Accuracy under he minus under she, and under he/she minus "
           "under they, per sentence, averaged (95% bootstrap CIs over sentences; Wilcoxon "
@@ -34,7 +36,8 @@ PANELS = Panels("Winogender over training steps", (
           ("pronoun_jsd", "occupation_correlation")),
     Panel("Accuracy per occupation", "Each occupation's accuracy over its sentences (two "
           "templates, a named participant or someone, three pronouns: 12 per wording) at the "
-          "last checkpoint, with 95% Wilson CIs; occupations ordered by their share of women "
+          "last checkpoint, with 95% Wilson CIs clustered by sentence (between those of 4 "
+          "and of 12 independent records); occupations ordered by their share of women "
           "(BLS, in brackets). 0.5 is chance.", ("occupation_accuracy:*",), by="group",
           order="bls_pct_female"),
     Panel("Accuracy gap he − she per occupation", "Each occupation's accuracy under he "

@@ -616,7 +616,7 @@ def render(results: dict[str, Any]) -> str:
         target = 1.3 * r["outside"]["bare"] + 0.5
         mark = "" if r["outside"]["biasscope"] <= target else " (over)"
         lines.append(
-            f"| {r['shape']} | {r['seeds']} | {r['batch']} | {r['prompts']} | "
+            lead(r) + f"{r['prompts']} | "
             f"{r['process']['biasscope']:.2f} / {r['process']['bare']:.2f}, "
             f"{r['ratio']['process']:.2f}x | {r['cpu']['biasscope']:.2f} / "
             f"{r['cpu']['bare']:.2f} | {r['work']['biasscope']:.2f} / "
@@ -636,7 +636,7 @@ def render(results: dict[str, Any]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         p = r["parts"]
-        lines.append(f"| {r['shape']} | {r['seeds']} | {r['batch']} | {p['wait']:.2f} | "
+        lines.append(lead(r) + f"{p['wait']:.2f} | "
                      f"{p['load']:.2f} | {p['hash']:.2f} | {p['tokenize']:.2f} | "
                      f"{p['check']:.2f} | {p['units']:.2f} | {p['summary']:.2f} | "
                      f"{p['init']:.2f} |")
@@ -648,6 +648,11 @@ def render(results: dict[str, Any]) -> str:
     if results.get("note"):
         lines += ["", results["note"]]
     return "\n".join(lines) + "\n"
+
+
+def lead(r: dict[str, Any]) -> str:
+    """A row's first cells in every table of one measured case: shape, seeds, batch."""
+    return f"| {r['shape']} | {r['seeds']} | {r['batch']} | "
 
 
 def round_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -670,7 +675,7 @@ def round_table(rows: list[dict[str, Any]]) -> list[str]:
 
     for r in rows:
         cpu = r["score_cpu"]
-        lines.append(f"| {r['shape']} | {r['seeds']} | {r['batch']} | "
+        lines.append(lead(r) +
                      f"{cpu['biasscope']:.2f} / {cpu['bare']:.2f}, "
                      f"{r['ratio']['score_cpu']:.2f}x | {each(r, 'score_s')} | "
                      f"{each(r, 'process_s')} | {each(r, 'exit_s')} |")
@@ -695,7 +700,7 @@ def flops_table(rows: list[dict[str, Any]], peak: float | None, cuda: bool) -> l
     for r in rows:
         rate = {k: r["flops"][k] / r["score"][k] if r["score"][k] else 0.0
                 for k in ("biasscope", "bare")}
-        line = (f"| {r['shape']} | {r['seeds']} | {r['batch']} | "
+        line = (lead(r) +
                 f"{r['tokens']['biasscope']:,.0f} / {r['tokens']['bare']:,.0f} | "
                 f"{r['flops']['biasscope'] / 1e12:.1f} / {r['flops']['bare'] / 1e12:.1f} | "
                 f"{rate['biasscope'] / 1e12:.1f} / {rate['bare'] / 1e12:.1f} |")

@@ -31,10 +31,10 @@ import pandas as pd
 
 from biasscope.core.bootstrap import bootstrap_interval
 from biasscope.core.imports import lazy
+from biasscope.core.normal import ndtri
 from biasscope.core.ranktests import mann_whitney_u, signed_rank_test
 
 sps = lazy("scipy.stats")  # imported at first use, where a test or CI here does not serve
-special = lazy("scipy.special")  # the normal distribution, without SciPy's statistics
 
 Correction = Literal["holm", "bh"]
 #: Each correction ``adjust_pvalues`` knows, by the name a report gives it.
@@ -290,7 +290,7 @@ def wilson(k: float, n: float, confidence: float = 0.95) -> dict[str, Any]:
         return {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0}
     # SciPy's binomtest(k, n).proportion_ci(method="wilson"), step for step (Newcombe 1998)
     p = k / n
-    z = special.ndtri(0.5 + 0.5 * confidence)
+    z = ndtri(0.5 + 0.5 * confidence)
     denom = 2 * (n + z ** 2)
     center = (2 * n * p + z ** 2) / denom
     delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z ** 2)

@@ -223,9 +223,6 @@ def one_checkpoint(args: argparse.Namespace) -> str:
 
 
 CPU_START, CPU_END = "<!-- bench:report-cpu:start -->\n", "<!-- bench:report-cpu:end -->\n"
-CLI = "import sys; from biasscope.cli.main import main; sys.exit(main(sys.argv[1:]))"
-
-
 @dataclass
 class Cost:
     cpu_s: float
@@ -234,9 +231,10 @@ class Cost:
 
 def cost(src: Path, *argv: str) -> Cost:
     """CPU time (user + system) and peak RSS of ``biasscope ARGV`` in a fresh process with
-    ``src`` first on the path, bytecode written and read as an installed package's is."""
+    ``src`` first on the path, bytecode written and read as an installed package's is; run as
+    ``python -m biasscope``, with what the command does in its own process (its exit)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    command = ["nice", "-n", "19", sys.executable, "-c", CLI, *argv]
+    command = ["nice", "-n", "19", sys.executable, "-m", "biasscope", *argv]
     child = subprocess.Popen(command, env={**env, "PYTHONPATH": str(src)},
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)

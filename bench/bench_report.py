@@ -84,7 +84,19 @@ def scores(n: int, answers: np.ndarray, male: np.ndarray, step: int, seed: int) 
 
 def make_runs(workdir: Path, sizes: Sequence[int], seeds: int, data_dir: Path | None = None
               ) -> dict[int, Path]:
-    """The runs of ``sizes`` units (reused when already complete); returns size -> run."""
+    """The runs of ``sizes`` units (reused when already complete); returns size -> run.
+    Written in a process of its own, so that this one stays small: a child forked from it
+    inherits its peak resident set (Linux keeps the high-water mark across ``exec``), which
+    would floor every measured peak at the size of biasscope and pandas loaded here."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        written: dict[int, Path] = pool.apply(_write_runs, (workdir, sizes, seeds, data_dir))
+    return written
+
+
+def _write_runs(workdir: Path, sizes: Sequence[int], seeds: int, data_dir: Path | None
+                ) -> dict[int, Path]:
     from bench_scoring import write_winobias
     from biasscope.backends.checkpoints import Checkpoint
     from biasscope.dynamics.scoring.runfile import init_run

@@ -84,7 +84,19 @@ def scores(n: int, answers: np.ndarray, male: np.ndarray, step: int, seed: int) 
 
 def make_runs(workdir: Path, sizes: Sequence[int], seeds: int, data_dir: Path | None = None
               ) -> dict[int, Path]:
-    """The runs of ``sizes`` units (reused when already complete); returns size -> run."""
+    """The runs of ``sizes`` units (reused when already complete); returns size -> run.
+    Written in a process of its own, so that this one stays small: a child forked from it
+    inherits its peak resident set (Linux keeps the high-water mark across ``exec``), which
+    would floor every measured peak at the size of biasscope and pandas loaded here."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        written: dict[int, Path] = pool.apply(_write_runs, (workdir, sizes, seeds, data_dir))
+    return written
+
+
+def _write_runs(workdir: Path, sizes: Sequence[int], seeds: int, data_dir: Path | None
+                ) -> dict[int, Path]:
     from bench_scoring import write_winobias
     from biasscope.backends.checkpoints import Checkpoint
     from biasscope.dynamics.scoring.runfile import init_run
@@ -223,9 +235,6 @@ def one_checkpoint(args: argparse.Namespace) -> str:
 
 
 CPU_START, CPU_END = "<!-- bench:report-cpu:start -->\n", "<!-- bench:report-cpu:end -->\n"
-CLI = "import sys; from biasscope.cli.main import main; sys.exit(main(sys.argv[1:]))"
-
-
 @dataclass
 class Cost:
     cpu_s: float
@@ -234,9 +243,10 @@ class Cost:
 
 def cost(src: Path, *argv: str) -> Cost:
     """CPU time (user + system) and peak RSS of ``biasscope ARGV`` in a fresh process with
-    ``src`` first on the path, bytecode written and read as an installed package's is."""
+    ``src`` first on the path, bytecode written and read as an installed package's is; run as
+    ``python -m biasscope``, with what the command does in its own process (its exit)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    command = ["nice", "-n", "19", sys.executable, "-c", CLI, *argv]
+    command = ["nice", "-n", "19", sys.executable, "-m", "biasscope", *argv]
     child = subprocess.Popen(command, env={**env, "PYTHONPATH": str(src)},
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)

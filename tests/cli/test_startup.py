@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,25 @@ def test_import_biasscope_and_the_cli_load_nothing_heavy() -> None:
 
 def test_a_sweep_imports_no_statistics() -> None:
     assert "scipy.stats" not in loaded_after("from biasscope.dynamics.scoring import run_dynamics")
+
+
+@pytest.mark.parametrize(("command", "given", "expected"), [
+    ("report", None, "1"), ("report", "4", "4"), ("dynamics", None, None)])
+def test_a_report_process_runs_numpys_blas_on_one_thread(tmp_path: Path, command: str,
+                                                        given: str | None,
+                                                        expected: str | None) -> None:
+    """`biasscope report` (its own process) asks OpenBLAS for one thread before NumPy loads,
+    unless the user chose a number; a command that runs a model keeps every thread."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env.update({"OPENBLAS_NUM_THREADS": given} if given else {})
+    code = (f"import os, sys; sys.argv = ['biasscope', {command!r}, {str(tmp_path / 'no')!r}]\n"
+            "from biasscope.cli.main import main\ntry:\n    main()\nexcept SystemExit:\n"
+            "    pass\nprint('threads:', os.environ.get('OPENBLAS_NUM_THREADS'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, check=True)
+    assert done.stdout.splitlines()[-1] == f"threads: {expected}"
 
 
 def test_the_front_door_still_has_every_name() -> None:

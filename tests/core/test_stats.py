@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
-from biasscope.core.stats import adjust_pvalues, bootstrap_mean, bootstrap_means, mann_whitney
+from biasscope.core.stats import (
+    adjust_pvalues,
+    bootstrap_mean,
+    bootstrap_means,
+    group_bootstrap,
+    mann_whitney,
+)
 from biasscope.dynamics.analysis.emergence import (
     emergence_step,
     pareto_front,
@@ -332,3 +338,20 @@ def test_bootstrap_means_equal_lone_calls_bit_for_bit():
 
     assert [key(i) for i in together] == [key(i) for i in alone]
     assert together[0].low != together[1].low
+
+
+def test_group_bootstrap_of_columns_equals_each_column_alone():
+    """Columns bootstrapped in one call get the numbers each gets alone, bit for bit: those
+    finite at the same places share the draws, one with a NaN elsewhere draws its own."""
+    rng = np.random.default_rng(5)
+    groups = rng.integers(0, 6, 200)
+    groups[groups == 5] = 4  # an empty group
+    groups[0] = 5  # and one of a single value
+    a, b, c = rng.normal(size=200), rng.exponential(size=200), rng.normal(size=200)
+    c[[3, 40]] = np.nan
+    together = group_bootstrap(np.column_stack([a, b, c]), groups, 7, 0.9, 300)
+    for j, column in enumerate((a, b, c)):
+        alone = group_bootstrap(column, groups, 7, 0.9, 300)
+        for got, want in zip(together, alone, strict=True):
+            assert [repr(v) for v in got[:, j]] == [repr(v) for v in want]
+    assert np.isnan(together[1][6]).all() and not np.isnan(together[0][5]).any()

@@ -8,7 +8,7 @@ drawn with ``rng.integers(0, n, (batch, n))`` in turn (paired samples share one 
 BCa interval takes its bias from the share of resampled statistics below the estimate and
 its acceleration from the jackknife, and both intervals read the resampled statistics'
 linear-interpolation quantiles. tests/core/test_bootstrap.py checks them against SciPy.
-Only ``scipy.special`` (the normal distribution's ``ndtr`` and ``ndtri``) is imported.
+The normal distribution is `biasscope.core.normal` (SciPy's ``ndtr`` and ``ndtri``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from biasscope.core.imports import lazy
-
-special = lazy("scipy.special")  # imported at first use
+from biasscope.core.normal import ndtr, ndtri
 
 Array = npt.NDArray[Any]
 Statistic = Callable[..., Array]
@@ -70,7 +68,7 @@ def _bca_levels(data: Sequence[Array], statistic: Statistic, alpha: float, resam
              + np.count_nonzero(resampled <= estimate, axis=-1))
     share = np.asarray(below.astype(estimate.dtype) / (2 * resampled.shape[-1]),
                        dtype=estimate.dtype)
-    z0 = special.ndtri(share)
+    z0 = ndtri(share)
     jackknifed = []
     for j, sample in enumerate(data):
         samples = [np.expand_dims(s, axis=-2) for s in data]
@@ -86,10 +84,10 @@ def _bca_levels(data: Sequence[Array], statistic: Statistic, alpha: float, resam
     nums = [np.sum(u ** 3, axis=-1) / n ** 3 for u, n in zip(spread, sizes, strict=True)]
     dens = [np.sum(u ** 2, axis=-1) / n ** 2 for u, n in zip(spread, sizes, strict=True)]
     acceleration = 1 / 6 * sum(nums) / sum(dens) ** (3 / 2)
-    z_alpha = float(special.ndtri(alpha))
+    z_alpha = float(ndtri(alpha))
     low, high = z0 + z_alpha, z0 - z_alpha
-    return (special.ndtr(z0 + low / (1 - acceleration * low)),
-            special.ndtr(z0 + high / (1 - acceleration * high)))
+    return (ndtr(z0 + low / (1 - acceleration * low)),
+            ndtr(z0 + high / (1 - acceleration * high)))
 
 
 def _quantiles(values: Array, levels: Array) -> Array:

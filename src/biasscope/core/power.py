@@ -21,10 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from biasscope.core.imports import lazy
+from biasscope.core.normal import ndtr, ndtri
 from biasscope.core.roots import brent_root
 
 sps = lazy("scipy.stats")  # imported at first use
-special = lazy("scipy.special")  # the normal distribution, without SciPy's statistics
 
 Array = npt.NDArray[np.float64]
 Design = Literal["paired", "two-groups"]
@@ -130,7 +130,7 @@ def mann_whitney_detectable(x: npt.ArrayLike, y: npt.ArrayLike, alpha: float = 0
         return math.nan
     values = np.sort(np.concatenate([a, b]))
     n1, n2 = a.size, b.size
-    z = float(special.ndtri(1 - alpha / 2))  # norm.ppf, as norm.cdf below
+    z = float(ndtri(1 - alpha / 2))  # norm.ppf, as norm.cdf below
     null_sd = math.sqrt((n1 + n2 + 1) / (12 * n1 * n2))
 
     def below(points: Array) -> Array:  # P(V < t) + ½ P(V = t) for V from the pooled values
@@ -145,8 +145,8 @@ def mann_whitney_detectable(x: npt.ArrayLike, y: npt.ArrayLike, alpha: float = 0
         var = (p * (1 - p) + (n2 - 1) * (float((above ** 2).mean()) - p * p)
                + (n1 - 1) * (float((under ** 2).mean()) - p * p)) / (n1 * n2)
         sd = math.sqrt(max(var, 1e-300))
-        return float(special.ndtr((abs(p - 0.5) - z * null_sd) / sd)
-                     + special.ndtr((-abs(p - 0.5) - z * null_sd) / sd))
+        return float(ndtr((abs(p - 0.5) - z * null_sd) / sd)
+                     + ndtr((-abs(p - 0.5) - z * null_sd) / sd))
 
     top = float(values[-1] - values[0]) + 1e-12
     if power_at_shift(top) < power:

@@ -4,7 +4,8 @@ every test of a report costs. The steps are SciPy's (``mannwhitneyu`` with
 ``method="auto"``, ``wilcoxon`` with ``zero_method="wilcox"``), operation for operation, so
 the numbers are SciPy's; where SciPy would use an exact or permutation distribution (small
 samples) the caller asks SciPy itself (`exact_mann_whitney`, `exact_signed_rank`).
-tests/core/test_ranktests.py checks them against SciPy. Only ``scipy.special`` is imported.
+tests/core/test_ranktests.py checks them against SciPy; the normal distribution is
+`biasscope.core.normal`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from biasscope.core.imports import lazy
-
-special = lazy("scipy.special")  # imported at first use
+from biasscope.core.normal import ndtr
 
 Array = npt.NDArray[np.float64]
 
@@ -56,7 +55,7 @@ def mann_whitney_u(x: Array, y: Array) -> tuple[float, float] | None:
     numerator -= 0.5
     with np.errstate(divide="ignore", invalid="ignore"):
         z = numerator / s
-    p = np.clip(special.ndtr(-z) * 2, 0.0, 1.0)
+    p = np.clip(ndtr(-z) * 2, 0.0, 1.0)
     return float(u1), float(p)
 
 
@@ -75,7 +74,7 @@ def signed_rank_test(d: Array) -> tuple[float, float, Array] | None:
     se = count * (count + 1.0) * (2.0 * count + 1.0)
     se = np.sqrt((se - np.sum(ties ** 3 - ties) / 2) / 24)
     z = (r_plus - mean) / se
-    p = 2 * special.ndtr(-np.abs(z))
+    p = 2 * ndtr(-np.abs(z))
     return float(np.minimum(r_plus, r_minus)), float(p), ranks
 
 

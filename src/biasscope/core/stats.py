@@ -31,10 +31,10 @@ import pandas as pd
 
 from biasscope.core.bootstrap import bootstrap_interval
 from biasscope.core.imports import lazy
+from biasscope.core.normal import ndtri
 from biasscope.core.ranktests import mann_whitney_u, signed_rank_test
 
 sps = lazy("scipy.stats")  # imported at first use, where a test or CI here does not serve
-special = lazy("scipy.special")  # the normal distribution, without SciPy's statistics
 
 Correction = Literal["holm", "bh"]
 #: Each correction ``adjust_pvalues`` knows, by the name a report gives it.
@@ -290,7 +290,7 @@ def wilson(k: float, n: float, confidence: float = 0.95) -> dict[str, Any]:
         return {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0}
     # SciPy's binomtest(k, n).proportion_ci(method="wilson"), step for step (Newcombe 1998)
     p = k / n
-    z = special.ndtri(0.5 + 0.5 * confidence)
+    z = ndtri(0.5 + 0.5 * confidence)
     denom = 2 * (n + z ** 2)
     center = (2 * n * p + z ** 2) / denom
     delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z ** 2)
@@ -335,17 +335,33 @@ def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
                     ) -> tuple[Array, Array, Array]:
     """Mean and percentile bootstrap interval of ``values`` within each group (codes 0..k-1),
     each group resampled on its own, all at once: per occupation a BCa interval would cost a
-    SciPy call each, 80 per checkpoint. NaN bounds for groups of fewer than two values."""
-    rng = np.random.default_rng(seed)
-    mean, low, high = (np.full(n_groups, math.nan) for _ in range(3))
-    for g in range(n_groups):
-        v = values[(groups == g) & np.isfinite(values)]
-        if v.size == 0:
-            continue
-        mean[g] = float(v.mean())
-        if v.size < 2:
-            continue
-        samples = np.take(v, rng.integers(0, v.size, size=(n_resamples, v.size))).mean(axis=1)
-        ci = percentile_interval(mean[g], samples, confidence)
-        low[g], high[g] = ci.low, ci.high
+    SciPy call each, 80 per checkpoint. NaN bounds for groups of fewer than two values.
+
+    ``values`` may hold several columns (n, k; the results then (groups, k)): each column's
+    numbers are those it gets alone, and columns finite at the same places share the draws,
+    which are most of the time."""
+    table = np.asarray(values, dtype=np.float64)
+    columns = table.reshape(table.shape[0], -1)
+    mean, low, high = (np.full((n_groups, columns.shape[1]), math.nan) for _ in range(3))
+    finite = np.isfinite(columns)
+    alike: dict[bytes, list[int]] = {}  # columns by where they are finite
+    for j in range(columns.shape[1]):
+        alike.setdefault(finite[:, j].tobytes(), []).append(j)
+    for chosen in alike.values():
+        rng = np.random.default_rng(seed)
+        for g in range(n_groups):
+            rows = (groups == g) & finite[:, chosen[0]]
+            size = int(rows.sum())
+            if size == 0:
+                continue
+            index = (rng.integers(0, size, size=(n_resamples, size)) if size > 1 else None)
+            for j in chosen:
+                v = columns[rows, j]
+                mean[g, j] = float(v.mean())
+                if index is None:
+                    continue
+                ci = percentile_interval(mean[g, j], np.take(v, index).mean(axis=1), confidence)
+                low[g, j], high[g, j] = ci.low, ci.high
+    if table.ndim == 1:
+        return mean[:, 0], low[:, 0], high[:, 0]
     return mean, low, high

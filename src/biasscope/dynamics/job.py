@@ -25,13 +25,13 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import DATA_DIR_HELP, recording
 from biasscope.dynamics.analysis import performance
-from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.executors import make_executor
 from biasscope.dynamics.scoring.models import list_checkpoints, named
 from biasscope.dynamics.scoring.sweep import run_dynamics
 from biasscope.dynamics.scoring.units import SWEPT
 from biasscope.dynamics.summary import write as reporting
 from biasscope.dynamics.summary.build import stored_options
+from biasscope.dynamics.summary.write import reanalyse as reanalyse  # `biasscope report`
 from biasscope.probes import PROBES, load_probe, winobias
 from biasscope.probes.facets import Absent
 from biasscope.probes.specs import LIMIT_HELP, PROBE_HELP, WORDINGS_HELP, load_probes
@@ -196,12 +196,3 @@ def import_performance(given: Performance, store: RunStore,
         steps = [c.step for c in checkpoints if c.model == model and c.step is not None]
         performance.check_coverage(model, series, steps, source)
         performance.save(store, model, series, label)
-
-
-def reanalyse(store: RunStore, output: Path | None = None,
-              analysis: Mapping[str, Any] | None = None, data_dir: str | None = None
-              ) -> Path:
-    """``biasscope report`` of a dynamics run: the analysis again with the settings given over
-    those stored, then the report (``output``: elsewhere, leaving the run untouched)."""
-    chosen: AnalysisConfig = stored_options(store, analysis)
-    return reporting.write_dynamics_report(store, output, chosen, data_dir)

@@ -45,10 +45,10 @@ class Job:
 
 def _dynamics(store: RunStore, out: Path | None, analysis: Mapping[str, Any] | None,
               data_dir: str | None) -> Path:
-    from biasscope.dynamics import job as dynamics_job
+    from biasscope.dynamics.summary.write import reanalyse
     from biasscope.report.html import missing_sentence
 
-    page = dynamics_job.reanalyse(store, out, analysis, data_dir)
+    page = reanalyse(store, out, analysis, data_dir)
     if missing := store.missing_units():
         print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
     return page

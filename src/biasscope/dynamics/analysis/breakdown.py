@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core import stats
@@ -39,11 +38,6 @@ from biasscope.probes.winobias.values import prompt_means as prompt_means
 record_values = breakdown_values  # its name here, where the analysis and tests look for it
 
 
-def _ci(values: npt.ArrayLike, confidence: float, n_resamples: int) -> dict[str, float]:
-    return stats.bootstrap_mean(values, confidence=confidence,
-                                n_resamples=n_resamples).as_dict()
-
-
 #: Per measure: its column and the sign that makes the difference "better on pro".
 PRO_ANTI = {"accuracy": ("correct", 1.0), "jsdp_correct": ("jsdp_correct", -1.0)}
 
@@ -51,16 +45,19 @@ PRO_ANTI = {"accuracy": ("correct", 1.0), "jsdp_correct": ("jsdp_correct", -1.0)
 def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str, Any]:
     """Accuracy and JSD-P of the correct option on referenced prompts, pro and anti, and per
     measure the paired difference (``pro − anti`` for accuracy, ``anti − pro`` for JSD-P:
-    positive means the model does better where the pronoun agrees with the stereotype)."""
+    positive means the model does better where the pronoun agrees with the stereotype).
+    The intervals are bootstrapped together (`stats.bootstrap_means`: each one's own numbers,
+    the resampled indices drawn once for the samples of one size)."""
     ref = pm[pm["kind"] == "referenced"]
     out: dict[str, Any] = {"n_pairs": 0}
     wide = {measure: ref.pivot_table(index="pair", columns="split", values=column,
                                      observed=True)
             for measure, (column, _) in PRO_ANTI.items()}
+    samples: dict[str, np.ndarray] = {}
     for measure, (column, sign) in PRO_ANTI.items():
         for split in SPLITS:
             values = ref.loc[ref["split"] == split, column].to_numpy(dtype=np.float64)
-            out[f"{measure}/{split}"] = _ci(values, confidence, n_resamples)
+            samples[f"{measure}/{split}"], out[f"{measure}/{split}"] = values, None
         table = wide[measure]
         if not set(SPLITS) <= set(table.columns):
             out[f"{measure}/difference"] = None
@@ -69,8 +66,12 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
         paired = table.dropna(subset=list(SPLITS))
         diff = sign * (paired["pro"] - paired["anti"]).to_numpy(dtype=np.float64)
         out["n_pairs"] = len(paired)
-        out[f"{measure}/difference"] = _ci(diff, confidence, n_resamples)
+        samples[f"{measure}/difference"], out[f"{measure}/difference"] = diff, None
         out[f"{measure}/test"] = signed_rank(diff)
+    intervals = stats.bootstrap_means(list(samples.values()), confidence=confidence,
+                                      n_resamples=n_resamples)
+    out.update(  # in the places held above: summary.json keeps its order
+        {name: ci.as_dict() for name, ci in zip(samples, intervals, strict=True)})
     return out
 
 
@@ -88,12 +89,14 @@ def occupations(pm: pd.DataFrame, confidence: float, n_resamples: int
     for kind, chunk in pm.groupby("kind", sort=True):
         groups = chunk["occupation"].map(code).to_numpy(dtype=np.int64)
         counts = np.bincount(groups, minlength=len(names))
-        for measure in ("lp_diff", "p_diff"):
-            mean, low, high = group_bootstrap(chunk[measure].to_numpy(dtype=np.float64),
-                                              groups, len(names), confidence, n_resamples)
+        measures = ("lp_diff", "p_diff")  # one call: their draws are shared
+        mean, low, high = group_bootstrap(chunk[list(measures)].to_numpy(dtype=np.float64),
+                                          groups, len(names), confidence, n_resamples)
+        for j, measure in enumerate(measures):
             for name, i in code.items():
                 rows[name][f"{kind}/{measure}"] = (
-                    {"estimate": mean[i], "low": low[i], "high": high[i]} if counts[i] else None)
+                    {"estimate": mean[i, j], "low": low[i, j], "high": high[i, j]}
+                    if counts[i] else None)
         for name, i in code.items():
             rows[name][f"{kind}/n"] = int(counts[i])
         if kind == "referenced":

@@ -8,7 +8,9 @@ other options is the same call as the first one.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
@@ -66,3 +68,13 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     else:
         write_json(beside, summary)
     return render_dynamics_report(store, summary, target)
+
+
+def reanalyse(store: RunStore, output: Path | None = None,
+              analysis: Mapping[str, Any] | None = None, data_dir: str | None = None
+              ) -> Path:
+    """``biasscope report`` of a dynamics run: the analysis again with the settings given over
+    those stored, then the report (``output``: elsewhere, leaving the run untouched). Here,
+    not in `biasscope.dynamics.job`, so that a report imports none of the sweep's modules."""
+    chosen: AnalysisConfig = stored_options(store, analysis)
+    return write_dynamics_report(store, output, chosen, data_dir)

@@ -22,26 +22,20 @@ _SEED_SUFFIX = re.compile(r"(?:@[A-Za-z0-9][A-Za-z0-9_.-]*)?:seed\d+$")
 
 
 @functools.lru_cache(maxsize=1 << 17)
-def _prompt_of(item_id: str) -> str:
-    return _SEED_SUFFIX.sub("", item_id)
-
-
-@functools.lru_cache(maxsize=1 << 17)
 def _pair_of(sentence_id: str) -> str | None:
     """The pair a sentence id names: what follows its first ``-`` (None without one).
-    Remembered, as `_prompt_of`: every seed and checkpoint asks again."""
+    Remembered: every seed and checkpoint asks again."""
     parts = sentence_id.split("-", 1)
     return parts[1] if len(parts) > 1 else None
 
 
 def prompt_ids(records: pd.DataFrame) -> pd.Series:
     """The prompt an item id belongs to: the id without its ``:seed<N>`` suffix (and the
-    ``@<wording>`` before it, with several wordings). One regex call per distinct id (pandas'
-    own map is slower), remembered: the analysis asks again for every checkpoint's records,
-    which hold the same ids."""
+    ``@<wording>`` before it, with several wordings). Vectorised: on the records' Arrow
+    strings one replacement in C++, a few times faster than a Python regex call per id."""
     ids = records["item_id"].astype(str)
-    return pd.Series([_prompt_of(i) for i in ids.tolist()], index=ids.index,
-                     dtype=ids.dtype, name=ids.name)
+    prompts: pd.Series = ids.str.replace(_SEED_SUFFIX.pattern, "", regex=True)
+    return prompts
 
 
 def record_values(records: pd.DataFrame, value: str = "jsdp_correct") -> Array:

@@ -161,6 +161,18 @@ def test_the_plan_shares_prefixes_at_every_depth_and_mixes_row_lengths(items, ti
                for batch in batches)
 
 
+def test_a_short_row_is_not_padded_to_a_long_rows_width():
+    """Rows are batched longest first; one whose padding to the batch's width would take the
+    batch past `prefix.PADDING` of its tokens starts a batch of its own (it cost a long row's
+    work: 46% more tokens at batch 128 than at 32 on Pythia-410m)."""
+    seqs = [tuple(range(100, 120)), tuple(range(200, 220)), tuple(range(300, 318)), (1, 2, 3)]
+    batches = prefix.plan_batches(seqs, size=8, width=1)  # narrow: no prompts share a row
+    widths = [[len(t.tokens) for t in batch] for batch in batches]
+    assert widths == [[20, 20, 18], [3]]
+    padded = sum(len(b) * w[0] for b, w in zip(batches, widths, strict=True))
+    assert padded <= (1 + prefix.PADDING) * sum(map(len, seqs))
+
+
 def test_a_trie_row_sees_exactly_each_prompts_own_prefix():
     seqs = [(1, 2, 3, 4), (1, 2, 3, 5, 6), (1, 2, 7), (1, 2, 3)]  # (1, 2, 3) inside another
     trie = prefix.build_trie(sorted(range(4), key=lambda i: seqs[i]), seqs)

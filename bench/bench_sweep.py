@@ -31,14 +31,18 @@ and inside it:
     a sweep without sharing would make: ``work`` is ``from_pretrained`` of model and tokenizer,
     tokenization and the passes; ``score`` the passes alone; ``outside`` its load + tokenize.
 
-Methods alternate within each round (``--repeats`` rounds): the figures are medians over
-rounds and the ratios medians of the per-round ratios, so load drifting between rounds hits
-both. Each round's figures are kept (``--save``) and listed, with the scoring thread's CPU
-time (``time.thread_time`` around the scoring calls in each method): on a machine shared with
-other work, a round that lost the CPU shows as wall time well above that CPU time. Every
-child ends as its kind of process would: biasscope's as the ``biasscope`` command does (what is
-left frozen at exit, ``cli.main.skip_exit_collection``), the bare loop's as a plain script;
-the time from a child's last line to its exit is listed per round.
+Methods alternate within each round (``--repeats`` rounds), and which goes first alternates
+from round to round: the figures are medians over rounds and the ratios medians of the
+per-round ratios, so load drifting between rounds hits both. On CUDA each case first runs
+``--warmup`` unmeasured rounds (default 1; 0 on CPU): on an H200 the first process of a case
+scored 1.4b at one seed in 9.1 s and the next, identical one in 3.2 s, a cost that would
+otherwise fall on whichever method runs first. Each round's figures are kept (``--save``)
+and listed, with the scoring thread's CPU time (``time.thread_time`` around the scoring calls
+in each method): on a machine shared with other work, a round that lost the CPU shows as wall
+time well above that CPU time. Every child ends as its kind of process would: biasscope's as
+the ``biasscope`` command does (what is left frozen at exit,
+``cli.main.skip_exit_collection``), the bare loop's as a plain script; the time from a child's
+last line to its exit is listed per round.
 
 Agreement: the largest absolute difference of any option log-prob between the two, and how
 often they pick the same option (argmax), matched by item and seed.
@@ -49,7 +53,9 @@ with 5 seeds (or the largest of ``--seeds``) in one fresh process, then analysed
 (``write_dynamics_report``); per checkpoint the time its load took in the prefetch thread, the
 time the sweep waited for it, and its scoring; against the bare loop over the same
 checkpoints one after another. The bound a one-deep prefetch can reach is
-``load_1 + sum max(load_i, score_i-1) + score_K``.
+``wait_1 + sum max(load_i, score_i-1) + score_K``: the first checkpoint's wait (its imports,
+the device's start and its load, which no prefetch hides), then per checkpoint the longer of
+its load (read-ahead, load and fault-in in the prefetch thread) and the scoring before it.
 
 Models are random-initialised ``GPTNeoXForCausalLM`` with the Pythia shapes (vocabulary
 padded to 50,304) and the 50,277-token word-level tokenizer of ``bench_scoring.py``; prompts
@@ -367,13 +373,18 @@ def child_sweep(args: argparse.Namespace) -> dict[str, Any]:
     probe = _first_items(args.data_dir, args.limit)
     clock = _clocked()
     per: list[dict[str, float]] = []
-    real_load, real_score = hf.load_model, hf.HFScorer.score_next_token_shared
+    real_read, real_fault, real_score = (hf.read_ahead, hf.fault_in,
+                                         hf.HFScorer.score_next_token_shared)
 
-    def load(*a: Any, **k: Any) -> Any:  # the prefetch thread's read-ahead, load, fault-in
-        began = time.perf_counter()
-        model = real_load(*a, **k)
-        per.append({"load": time.perf_counter() - began})
-        return model
+    def read(*a: Any, **k: Any) -> Any:  # a checkpoint's load begins (the prefetch thread)
+        per.append({"began": time.perf_counter()})
+        return real_read(*a, **k)
+
+    def fault(*a: Any, **k: Any) -> Any:  # ... and ends: read-ahead, load and fault-in
+        try:
+            return real_fault(*a, **k)
+        finally:
+            per[-1]["load"] = time.perf_counter() - per[-1].pop("began")
 
     def scoring(self: Any, *a: Any, **k: Any) -> Any:
         began = time.perf_counter()
@@ -383,7 +394,8 @@ def child_sweep(args: argparse.Namespace) -> dict[str, Any]:
             index = next(i for i, p in enumerate(per) if "score" not in p)
             per[index]["score"] = time.perf_counter() - began
 
-    hf.load_model, hf.HFScorer.score_next_token_shared = load, scoring  # type: ignore[method-assign]
+    hf.read_ahead, hf.fault_in = read, fault
+    hf.HFScorer.score_next_token_shared = scoring  # type: ignore[method-assign]
     out = Path(tempfile.mkdtemp(prefix="sweep-many-", dir=args.scratch))
     os.environ["BIASSCOPE_FINGERPRINT_CACHE"] = str(out / "fingerprints.json")
     options = HFConfig(device=args.device, dtype=args.dtype, batch_size=args.batch_size)
@@ -505,10 +517,13 @@ def agreement(ours: dict[str, list[float]], theirs: dict[str, list[float]]
 
 def one_checkpoint(model: Path, shape: str, seeds: int, batch: int, limit: int,
                    args: argparse.Namespace) -> dict[str, Any]:
+    for _ in range(args.warmup):  # unmeasured: the first process of a case pays alone
+        for method in ("bare", "biasscope"):
+            spawn(method, model, args, seeds, batch, limit)
     rounds = []
-    for _ in range(args.repeats):
-        rounds.append({"biasscope": spawn("biasscope", model, args, seeds, batch, limit),
-                       "bare": spawn("bare", model, args, seeds, batch, limit)})
+    for index in range(args.repeats):
+        order = ("biasscope", "bare") if index % 2 == 0 else ("bare", "biasscope")
+        rounds.append({m: spawn(m, model, args, seeds, batch, limit) for m in order})
         print(json.dumps({k: {m: round(v, 2) for m, v in r.items() if m.endswith("_s")}
                           for k, r in rounds[-1].items()}), file=sys.stderr)
 
@@ -546,12 +561,11 @@ def many_checkpoints(run_dir: Path, shape: str, seeds: int, batch: int, limit: i
     ours = spawn("sweep", run_dir, args, seeds, batch, limit)
     bare = spawn("bare-sweep", run_dir, args, seeds, batch, limit)
     per = ours["per"]
-    loads, scores = [p["load"] for p in per], [p.get("score", 0.0) for p in per]
-    bound = loads[0] + sum(max(loads[i], scores[i - 1]) for i in range(1, len(per))) + scores[-1]
     return {"shape": shape, "count": len(per), "seeds": seeds, "batch": batch, "prompts": limit,
             "sweep_s": ours["sweep_s"], "analysis_s": ours["analysis_s"],
             "process_s": ours["process_s"], "bare_s": bare["sweep_s"],
-            "bare_process_s": bare["process_s"], "per": per, "bound_s": bound,
+            "bare_process_s": bare["process_s"], "per": per, "bound_s": prefetch_bound(per),
+            "load_is": "read-ahead, load, fault-in",
             "parts": ours["parts"]}
 
 
@@ -578,7 +592,7 @@ def machine(args: argparse.Namespace) -> dict[str, Any]:
             "command": "python bench/bench_sweep.py " + " ".join(
                 shlex.quote(a) for a in sys.argv[1:]),
             "device": args.device, "dtype": args.dtype, "threads": args.threads,
-            "repeats": args.repeats}
+            "repeats": args.repeats, "warmup": args.warmup}
 
 
 def peak_of(gpu: dict[str, Any], dtype: str) -> float | None:
@@ -593,14 +607,18 @@ def render(results: dict[str, Any]) -> str:
     device = "CUDA" if cuda else "CPU"
     gpu = (f"{m['gpu']['name']} ({m['gpu']['memory_gib']:.0f} GiB), CUDA {m['gpu']['cuda']}; "
            if cuda else "")
+    card = f"{m['gpu']['name'].split(' ')[1]}, " if m["gpu"].get("name", "").startswith(
+        "NVIDIA ") else ""
+    warmup = (f"{m['warmup']} unmeasured round(s) per case, then " if m.get("warmup") else
+              "no unmeasured round, " if cuda else "")
     loads = [*results.get("loads", [0.0]), None][:2]
     after = f"{loads[1]:.1f}" if loads[1] is not None else "not read (stopped early)"
     lines = [
-        f"## A sweep at the speed of its scoring ({device}, {m['dtype']})", "",
+        f"## A sweep at the speed of its scoring ({device}, {card}{m['dtype']})", "",
         f"Run {results['started']} UTC with `{m['command'].strip()}` (dtype {m['dtype']}, torch "
-        f"threads {m['threads']}, {m['repeats']} round(s) alternating the methods: medians, "
-        "ratios as medians of the per-round ratios). Produced by `bench/bench_sweep.py` (its "
-        "docstring describes the method).", "",
+        f"threads {m['threads']}, {warmup}{m['repeats']} round(s) alternating the methods: "
+        "medians, ratios as medians of the per-round ratios). Produced by "
+        "`bench/bench_sweep.py` (its docstring describes the method).", "",
         f"Machine: {gpu}{m['cores']} usable CPU cores; torch {m['torch']}, transformers "
         f"{m['transformers']}, Python {m['python']}; 1-minute load average {loads[0]:.1f} "
         f"before and {after} after.", "",
@@ -713,7 +731,18 @@ def flops_table(rows: list[dict[str, Any]], peak: float | None, cuda: bool) -> l
     return lines
 
 
+def prefetch_bound(per: list[dict[str, float]]) -> float:
+    """What a sweep with a one-deep prefetch cannot go below: the first checkpoint's wait (no
+    prefetch hides it: the imports, the device's start and its load, as for any loop), then
+    per later checkpoint the longer of its load and the scoring it hides behind, then the last
+    scoring. Scoring counts its tokenization, as the sweep's does."""
+    loads, scores = [p["load"] for p in per], [p.get("score", 0.0) for p in per]
+    first = per[0].get("wait", loads[0])
+    return first + sum(max(loads[i], scores[i - 1]) for i in range(1, len(per))) + scores[-1]
+
+
 def sweep_lines(sweep: dict[str, Any]) -> list[str]:
+    bound = prefetch_bound(sweep["per"])
     lines = [
         "", f"Sweep of {sweep['count']} distinct {sweep['shape']} checkpoints x "
         f"{sweep['seeds']} seeds ({sweep['prompts']} prompts per seed, batch "
@@ -721,9 +750,11 @@ def sweep_lines(sweep: dict[str, Any]) -> list[str]:
         f"{sweep['sweep_s']:.2f} s, then the analysis and report {sweep['analysis_s']:.2f} s "
         f"(process {sweep['process_s']:.2f} s); the bare loop over the same checkpoints one "
         f"after another {sweep['bare_s']:.2f} s (process {sweep['bare_process_s']:.2f} s). The "
-        f"one-deep prefetch bound from the numbers below: {sweep['bound_s']:.2f} s "
-        f"(`run_dynamics` / bound = {sweep['sweep_s'] / sweep['bound_s']:.2f}).", "",
-        "| checkpoint | load s (prefetch thread) | waited s | scoring s |",
+        f"one-deep prefetch bound from the numbers below (the first checkpoint's wait, then "
+        f"per checkpoint the longer of its load and the scoring before it, then the last "
+        f"scoring): {bound:.2f} s (`run_dynamics` / bound = {sweep['sweep_s'] / bound:.2f}).",
+        "", f"| checkpoint | load s (prefetch thread: {sweep.get('load_is', 'load_model alone')}) "
+        "| waited s | scoring s (tokenization included) |",
         "| ---: | ---: | ---: | ---: |"]
     for i, p in enumerate(sweep["per"], 1):
         lines.append(f"| {i} | {p['load']:.2f} | {p.get('wait', 0.0):.2f} | "
@@ -790,6 +821,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", default="1,5")
     parser.add_argument("--batch-sizes", default="32,128")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="unmeasured rounds per case before the measured ones (default: 1 "
+                        "on CUDA, where a case's first process pays a one-time cost; 0 on CPU)")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads in every process (default: 1 on CPU, where more "
                         "threads than free cores make OpenMP spin against other work; the "
@@ -813,6 +847,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shapes_text, prompts_text, dtype, sweep_shape = DEFAULTS[kind]
     args.dtype = args.dtype or dtype
     args.threads = args.threads or (len(os.sched_getaffinity(0)) if kind == "cuda" else 1)
+    args.warmup = (1 if kind == "cuda" else 0) if args.warmup is None else args.warmup
     if args.child:
         args.seeds, args.limit = args.child_seeds, args.child_limit
         args.batch_size = int(args.batch_sizes)
@@ -891,8 +926,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def mark_of(machine: dict[str, Any]) -> str:
-    """Each device and dtype has its own section (CPU keeps its old name)."""
-    return "sweep-cuda-" + machine["dtype"] if machine["gpu"] else "sweep-cpu"
+    """Each GPU model and dtype has its own section (CPU keeps its old name)."""
+    if not machine["gpu"]:
+        return "sweep-cpu"
+    words = re.sub(r"^NVIDIA\s+", "", machine["gpu"]["name"]).split()
+    card = re.sub(r"[^a-z0-9]+", "-", words[0].lower()) if words else "gpu"
+    return f"sweep-cuda-{card}-{machine['dtype']}"
 
 
 if __name__ == "__main__":

@@ -14,9 +14,10 @@ from adult_fixture import ROWS
 from adult_fixture import write as write_adult
 from bbq_fixture import write_bbq
 from biasscope.cli.main import main
+from biasscope.core.digest import file_sha256
 from biasscope.core.errors import DataError
 from biasscope.data import sources
-from biasscope.data.sources import SOURCES, DataFile, data_path, sha256_of
+from biasscope.data.sources import SOURCES, DataFile, data_path
 from biasscope.probes import load_probe
 from winobias_fixture import SENTENCES, write_winobias
 
@@ -30,7 +31,7 @@ def pin(monkeypatch: pytest.MonkeyPatch, root: Path, source: str) -> None:
         known = SOURCES.get((source, path.name))
         url = known.url if known else f"https://example.invalid/{path.name}"
         monkeypatch.setitem(SOURCES, (source, path.name), DataFile(
-            source, path.name, url, sha256_of(path), path.stat().st_size))
+            source, path.name, url, file_sha256(path), path.stat().st_size))
 
 
 def one_line(capsys: pytest.CaptureFixture[str]) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from biasscope.core import digest
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.scoring import fingerprints
 from biasscope.dynamics.scoring.fingerprints import FileDigests
@@ -40,7 +41,8 @@ def sha(path: Path) -> str:
 
 
 def test_the_digest_is_hashlib_over_the_whole_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(fingerprints, "_BLOCK", 1000)  # many blocks, a short last one
+    monkeypatch.setattr(digest, "BLOCK", 1000)  # many blocks, a short last one
+    monkeypatch.setattr(digest, "_SMALLEST", 1000)
     files = [tmp_path / f"w{i}.bin" for i in range(3)]
     for i, f in enumerate(files):
         f.write_bytes(os.urandom(12_345 + i))

@@ -37,6 +37,7 @@ import pandas as pd
 
 from biasscope.audit import multiplicity, scored
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generator, plain_chat
+from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.core.jsonl import read_jsonl
@@ -46,7 +47,7 @@ from biasscope.probes.choices import read_choice
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
-from biasscope.store.settings import merge_settings, sha256_file, sha256_json
+from biasscope.store.settings import merge_settings, sha256_json
 from biasscope.store.units import Unit
 
 
@@ -166,7 +167,7 @@ class StoredResponses:
             more = ", ..." if len(repeated) > 10 else ""
             raise BiasscopeError(f"{self.path}:{repeated[0][0]}: item ids appear more than "
                                  f"once: {shown}{more}; keep one response per item id")
-        self.sha256 = sha256_file(self.path)
+        self.sha256 = file_sha256(self.path)
 
     def settings(self) -> dict[str, Any]:
         return {"scoring": "stored", "responses_sha256": self.sha256}

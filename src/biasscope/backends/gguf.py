@@ -15,7 +15,6 @@ process owns it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from biasscope.core import digest
 from biasscope.core.errors import ModelError, install_hint
 from biasscope.core.numbers import num
 from biasscope.core.processes import HOST, alive
@@ -57,11 +57,7 @@ def file_sha256(path: Path) -> str:
     if key not in _hashes:
         if stat.st_size >= LARGE_FILE:
             say(f"hashing {path.name} ({num(stat.st_size / 2**20, 0)} MiB)")
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-        _hashes[key] = digest.hexdigest()
+        _hashes[key] = digest.file_sha256(path)
     return _hashes[key]
 
 

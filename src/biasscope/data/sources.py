@@ -12,7 +12,6 @@ trusted on first use: the hash seen is recorded beside the file and checked from
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import tempfile
 import urllib.error
@@ -21,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from biasscope.core.digest import file_sha256
 from biasscope.core.errors import DataError
 from biasscope.core.spelling import option
 
@@ -170,14 +170,6 @@ def _inside(root: Path, relative: str) -> Path:
     return path
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 _RECORDERS: list[dict[str, Path]] = []
 
 
@@ -242,7 +234,7 @@ def _verify_local(known: DataFile, path: Path) -> None:
     if known.sha256 is None:
         return
     size = path.stat().st_size
-    if (known.size is None or size == known.size) and sha256_of(path) == known.sha256:
+    if (known.size is None or size == known.size) and file_sha256(path) == known.sha256:
         return
     raise DataError(
         f"{path} is not the pinned {known.source}/{known.name} ({size} bytes, expected "
@@ -251,7 +243,7 @@ def _verify_local(known: DataFile, path: Path) -> None:
 
 
 def _verify(known: DataFile, path: Path) -> None:
-    seen = sha256_of(path)
+    seen = file_sha256(path)
     pinned = known.sha256
     marker = _inside(path.parent, path.name + ".sha256")  # never written through a link out
     if pinned is None and marker.is_file():
@@ -274,7 +266,7 @@ def _download(known: DataFile, path: Path) -> None:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(known.url, timeout=60) as resp:
             while block := resp.read(1 << 20):
                 out.write(block)
-        if known.sha256 is not None and sha256_of(tmp) != known.sha256:
+        if known.sha256 is not None and file_sha256(tmp) != known.sha256:
             raise DataError(
                 f"downloaded {known.url} but its checksum does not match the pinned one; "
                 f"get the file by other means and pass {option('data_dir')}"

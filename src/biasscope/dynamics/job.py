@@ -21,6 +21,7 @@ from biasscope.core.config import (
     described,
     setting,
 )
+from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import DATA_DIR_HELP, recording
@@ -36,7 +37,6 @@ from biasscope.probes import PROBES, load_probe, winobias
 from biasscope.probes.facets import Absent
 from biasscope.probes.specs import LIMIT_HELP, PROBE_HELP, WORDINGS_HELP, load_probes
 from biasscope.store.directory import RunStore, run_dir
-from biasscope.store.settings import sha256_file
 
 
 def comma_list(text: str) -> tuple[str, ...]:
@@ -163,7 +163,7 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
         if config.performance.probe:
             name, _, text = config.performance.probe.partition(":")  # perplexity:FILE
             probes.append(load_probe(name, data_dir=config.data_dir, text=text or None))
-    data = {name: sha256_file(path) for name, path in sorted(read.items())}
+    data = {name: file_sha256(path) for name, path in sorted(read.items())}
     import_performance(config.performance, store, checkpoints)
     run_dynamics(probes, checkpoints, store, seeds=config.seeds, scoring=config.scoring,
                  limit=config.limit, quiet=config.quiet, executor=executor, data=data,

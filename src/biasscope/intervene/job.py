@@ -19,6 +19,7 @@ from typing import Any
 from biasscope.backends.checkpoints import convert_gguf
 from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer, resolve_device
 from biasscope.core.config import POSITIVE_INT, PROBABILITY, check_settings, described, setting
+from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.data.sources import DATA_DIR_HELP, recording
 from biasscope.dynamics.live import LiveConfig
@@ -39,7 +40,6 @@ from biasscope.probes.specs import PROBE_HELP, load_probes
 from biasscope.report.intervention import write_intervention_report
 from biasscope.store.directory import RunStore, run_dir
 from biasscope.store.files import write_json
-from biasscope.store.settings import sha256_file
 
 FILE = "intervention.json"
 CONTROL = "control"
@@ -125,7 +125,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
         docs, corpus = perplexity.load_documents(config.text, config.data_dir)
         train, held = perplexity.split(docs, config.held_out, config.split_seed)
         probes = _probes(config, held, corpus)
-    data = {name: sha256_file(path) for name, path in sorted(read.items())}
+    data = {name: file_sha256(path) for name, path in sorted(read.items())}
     settings = _settings(config, method, corpus, data, (len(train), len(held)), base)
     scoring = HFConfig(batch_size=config.eval_batch_size)
     init_run(store, probes, SweepConfig(

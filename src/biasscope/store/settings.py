@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,18 +21,6 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.store.files import json_safe
 
 _ABSENT = object()
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """The file's SHA-256 (hex), read in blocks; an unreadable file is a one-line error."""
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as exc:
-        raise BiasscopeError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return digest.hexdigest()
 
 
 def sha256_json(value: Any) -> str:
@@ -188,4 +175,4 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
     return merged
 
 
-__all__ = ["merge_settings", "sha256_file", "sha256_json"]
+__all__ = ["merge_settings", "sha256_json"]

@@ -41,6 +41,7 @@ from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
 from biasscope.backends.gguf import provenance
 from biasscope.backends.loading import PICKLE_WEIGHTS
 from biasscope.core import steps
+from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 from biasscope.store.files import write_json
@@ -50,7 +51,6 @@ from biasscope.store.settings import sha256_json
 _TRAINING_STATE = ("optimizer", "scheduler", "scaler", "rng_state", "training_args")
 _KEEP = 20_000  # cache entries kept at most (those of files that still exist)
 _WORKERS = max(1, min(4, os.cpu_count() or 1))  # files hashed at once
-_BLOCK = 1 << 23  # bytes read per hashing step (hashlib lets go of the GIL while it hashes)
 _TRIES = 3  # reads of a file that changes while it is hashed, before giving up
 
 #: What a cached hash is checked against: size, mtime, ctime, inode, device.
@@ -91,25 +91,6 @@ def _keyed(file: Path) -> tuple[str, Stamp]:
         return str(file.resolve()), stamp_of(file.stat())
     except OSError as exc:
         raise BiasscopeError(f"{file}: cannot read ({exc.strerror or exc})") from None
-
-
-def file_sha256(path: Path, stop: threading.Event | None = None) -> str:
-    """The file's SHA-256, read in large blocks into one buffer; an unreadable file is a
-    one-line error. ``stop``: abandon the read (the sweep ended)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    buffer = bytearray(_BLOCK)
-    view = memoryview(buffer)
-    try:
-        with open(path, "rb", buffering=0) as handle:
-            while count := handle.readinto(buffer):
-                digest.update(view[:count])
-                if stop is not None and stop.is_set():
-                    raise BiasscopeError(f"{path}: hashing abandoned")
-    except OSError as exc:
-        raise BiasscopeError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return digest.hexdigest()
 
 
 class FileDigests:

@@ -205,6 +205,59 @@ def test_sliding_windows_count_positions_and_padding_sees_itself():
     assert torch.equal(single[:, 0] == 0, near)  # all layers slide: one windowed mask
 
 
+def test_an_aligned_width_pads_with_tokens_that_see_themselves_only():
+    seqs = [(1, 2, 3, 4, 5), (1, 2, 3, 6, 7), (9,)]
+    rows = [prefix.build_trie([0, 1], seqs), prefix.build_trie([2], seqs)]
+    ids, positions, mask = prefix.tree_masks(rows, None, False, torch.float32, align=16)
+    assert ids.shape == positions.shape == (2, 16) and mask.shape == (2, 1, 16, 16)
+    _, _, narrow = prefix.tree_masks(rows, None, False, torch.float32)
+    allowed = mask[:, 0] == 0
+    assert torch.equal(allowed[:, :7, :7], narrow[:, 0] == 0)  # the real tokens as before
+    assert allowed[:, 7:].nonzero().tolist() == [[r, i, i + 7] for r in range(2)
+                                                 for i in range(9)]
+    assert not allowed[:, :7, 7:].any()  # nobody sees the padding
+
+
+def test_no_width_is_rounded_past_the_mask_limit(monkeypatch):
+    seqs = [tuple(range(1, 31))]
+    rows = [prefix.build_trie([0], seqs)]
+    monkeypatch.setattr(prefix, "MASK_ELEMENTS", 30 * 30)
+    ids, _, _ = prefix.tree_masks(rows, None, False, torch.float32, align=16)
+    assert ids.shape == (1, 30)
+    assert prefix.alignment(torch.device("cpu")) == 1
+    assert prefix.alignment(torch.device("cuda")) == prefix.CUDA_ALIGN
+
+
+def test_trie_rows_on_cuda_leave_cudnn_attention_out():
+    """The flag is process-wide: set for the trie forward only, restored after."""
+    cudnn = torch.backends.cuda.cudnn_sdp_enabled
+    before = cudnn()
+    with prefix.attention_kernels(torch.device("cuda")):
+        assert not cudnn()
+        assert torch.backends.cuda.mem_efficient_sdp_enabled()
+    assert cudnn() == before
+    with prefix.attention_kernels(torch.device("cpu")):
+        assert cudnn() == before
+
+
+def test_aligned_batches_score_as_whole_prompts(items, tiny_tokenizer, monkeypatch):
+    """The CUDA rounding of widths, run on the CPU: the same scores as the plain path."""
+    scorer = scorer_for(neox(len(tiny_tokenizer)), tiny_tokenizer, batch_size=8)
+    plain = scorer.score_next_token(items)
+    real, widths = prefix.tree_masks, []
+
+    def recorded(*args: Any) -> Any:
+        ids, positions, masks = real(*args)
+        widths.append(ids.shape[1])
+        return ids, positions, masks
+
+    monkeypatch.setattr(prefix, "tree_masks", recorded)
+    monkeypatch.setattr(prefix, "alignment", lambda device: 16)
+    shared = scorer.score_next_token_shared(items, [True] * len(items))
+    assert_same(shared, plain, scorer, items)
+    assert widths and all(w % 16 == 0 for w in widths)
+
+
 def test_the_sliding_window_matters_here(items, tiny_tokenizer):
     """Guard for the Gemma 3 case: a window of 8 changes the scores of these prompts."""
     near = scorer_for(gemma3(len(tiny_tokenizer), window=8), tiny_tokenizer, 8)

@@ -30,7 +30,7 @@ import inspect
 import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -69,6 +69,10 @@ PADDING = 1 / 8
 #: Most entries of a batch's 4-D mask (rows x width x width; 256 MiB in float32): a prompt
 #: longer than its square root (8192 tokens) is scored by the plain path instead.
 MASK_ELEMENTS = 1 << 26
+#: On CUDA a batch's width is rounded up to a multiple of this: fewer distinct shapes for the
+#: kernels to be chosen (and, in a fresh process, loaded) for, and a mask whose rows the
+#: memory-efficient attention takes as given (it copies one to a 16-element stride otherwise).
+CUDA_ALIGN = 16
 #: How many prompts of the first batch are checked against the plain path, and to what
 #: log-prob difference (float32; half precision gets 0.25).
 CHECK_ROWS = 4
@@ -183,15 +187,19 @@ def build_trie(members: Sequence[int], seqs: Sequence[Sequence[int]]) -> Trie:
 
 
 def tree_masks(tries: Sequence[Trie], window: int | None, sliding_layers: bool,
-               dtype: Any) -> tuple[Any, Any, Any]:
+               dtype: Any, align: int = 1) -> tuple[Any, Any, Any]:
     """Input ids (pad 0), position ids and the additive 4-D mask(s) of right-padded rows: a
     tensor, or ``{layer kind: mask}`` for models that mix full and sliding-window layers.
-    Padding tokens see themselves only, so no row of the mask is empty. Refuses a batch
-    whose mask would pass ``MASK_ELEMENTS`` (``SharedScoring.batches`` never plans one)."""
+    Padding tokens see themselves only, so no row of the mask is empty; the width is rounded
+    up to a multiple of ``align`` where the mask stays within ``MASK_ELEMENTS``. Refuses a
+    batch whose mask would pass it (``SharedScoring.batches`` never plans one)."""
     torch = require_torch()
     width = max(len(t.tokens) for t in tries)
     if len(tries) * width * width > MASK_ELEMENTS:
         raise ValueError(f"{len(tries)} rows of {width} tokens: a mask past MASK_ELEMENTS")
+    aligned = -(-width // align) * align
+    if len(tries) * aligned * aligned <= MASK_ELEMENTS:
+        width = aligned
     ids = torch.zeros((len(tries), width), dtype=torch.long)
     depths = torch.zeros((len(tries), width), dtype=torch.long)
     ends = torch.arange(1, width + 1).repeat(len(tries), 1)
@@ -245,18 +253,44 @@ def trie_hidden(scorer: Scorer, batch: Sequence[Trie], checked: bool) -> Any:
     config = scorer.model.config
     window = getattr(config, "sliding_window", None)
     sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ())
-    ids, positions, masks = tree_masks(batch, window, sliding, scorer.model.dtype)
     device = scorer.device
+    ids, positions, masks = tree_masks(batch, window, sliding, scorer.model.dtype,
+                                       alignment(device))
     masks = ({k: m.to(device) for k, m in masks.items()} if isinstance(masks, dict)
              else masks.to(device))
     try:
-        out = scorer.model.base_model(input_ids=ids.to(device), position_ids=positions.to(device),
-                                      attention_mask=masks, use_cache=False)
+        with attention_kernels(device):
+            out = scorer.model.base_model(input_ids=ids.to(device),
+                                          position_ids=positions.to(device),
+                                          attention_mask=masks, use_cache=False)
     except (TypeError, ValueError, RuntimeError, AttributeError) as exc:
         if checked or "memory" in str(exc):  # out of memory is no refusal
             raise
         raise NoReuse(f"its forward refused a 4-D mask ({type(exc).__name__})") from None
     return out.last_hidden_state
+
+
+def alignment(device: Any) -> int:
+    """What a batch's width is rounded up to a multiple of on ``device`` (`CUDA_ALIGN`); on a
+    CPU every padding token costs its work, and buys nothing."""
+    return CUDA_ALIGN if getattr(device, "type", device) == "cuda" else 1
+
+
+def attention_kernels(device: Any) -> AbstractContextManager[Any]:
+    """On CUDA, SDPA's kernels without cuDNN's attention. With a float mask in half precision
+    torch picks cuDNN's, which builds and compiles a kernel for each new shape at run time (the
+    first process on a machine paid seconds for it) and then spends about 0.7 ms of CPU per
+    call: on an H200 the trie rows of a 1.4b model kept the GPU busy for 0.47 s of 2-3 s of
+    scoring, and cuDNN's calls took a quarter of the CPU (`BENCHMARKS.md`). The memory-
+    efficient kernel takes the same mask, precompiled."""
+    if getattr(device, "type", device) != "cuda":
+        return nullcontext()
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # torch before 2.3: no cuDNN attention to avoid
+        return nullcontext()
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+                        SDPBackend.MATH])
 
 
 def reusable(model: Any) -> str | None:

@@ -218,6 +218,18 @@ def test_an_aligned_width_pads_with_tokens_that_see_themselves_only():
     assert not allowed[:, :7, 7:].any()  # nobody sees the padding
 
 
+def test_masks_are_built_on_the_scoring_device():
+    """Only the rows travel; every mask operation runs on the device (on "meta" a host
+    tensor mixed in would raise)."""
+    seqs = [(1, 2, 3, 4, 5), (1, 2, 3, 6, 7), (9,)]
+    rows = [prefix.build_trie([0, 1], seqs), prefix.build_trie([2], seqs)]
+    meta = torch.device("meta")
+    ids, positions, masks = prefix.tree_masks(rows, 2, True, torch.bfloat16, 16, meta)
+    assert {t.device for t in (ids, positions, *masks.values())} == {meta}
+    assert masks["full_attention"].shape == (2, 1, 16, 16)
+    assert masks["full_attention"].dtype == torch.bfloat16
+
+
 def test_no_width_is_rounded_past_the_mask_limit(monkeypatch):
     seqs = [tuple(range(1, 31))]
     rows = [prefix.build_trie([0], seqs)]

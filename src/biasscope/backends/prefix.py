@@ -187,12 +187,16 @@ def build_trie(members: Sequence[int], seqs: Sequence[Sequence[int]]) -> Trie:
 
 
 def tree_masks(tries: Sequence[Trie], window: int | None, sliding_layers: bool,
-               dtype: Any, align: int = 1) -> tuple[Any, Any, Any]:
-    """Input ids (pad 0), position ids and the additive 4-D mask(s) of right-padded rows: a
-    tensor, or ``{layer kind: mask}`` for models that mix full and sliding-window layers.
-    Padding tokens see themselves only, so no row of the mask is empty; the width is rounded
-    up to a multiple of ``align`` where the mask stays within ``MASK_ELEMENTS``. Refuses a
-    batch whose mask would pass it (``SharedScoring.batches`` never plans one)."""
+               dtype: Any, align: int = 1, device: Any = None) -> tuple[Any, Any, Any]:
+    """Input ids (pad 0), position ids and the additive 4-D mask(s) of right-padded rows, on
+    ``device``: a tensor, or ``{layer kind: mask}`` for models that mix full and sliding-window
+    layers. Padding tokens see themselves only, so no row of the mask is empty; the width is
+    rounded up to a multiple of ``align`` where the mask stays within ``MASK_ELEMENTS``.
+    Refuses a batch whose mask would pass it (``SharedScoring.batches`` never plans one).
+
+    Only the rows' tokens, depths and subtree ends travel; the (rows, width, width) mask is
+    built where it is used: on a GPU, built on the host it cost more CPU than the forward's
+    attention (an H200 profile, `BENCHMARKS.md`), in a scoring that waits on the host."""
     torch = require_torch()
     width = max(len(t.tokens) for t in tries)
     if len(tries) * width * width > MASK_ELEMENTS:
@@ -200,21 +204,19 @@ def tree_masks(tries: Sequence[Trie], window: int | None, sliding_layers: bool,
     aligned = -(-width // align) * align
     if len(tries) * aligned * aligned <= MASK_ELEMENTS:
         width = aligned
-    ids = torch.zeros((len(tries), width), dtype=torch.long)
-    depths = torch.zeros((len(tries), width), dtype=torch.long)
-    ends = torch.arange(1, width + 1).repeat(len(tries), 1)
+    rows = torch.zeros((3, len(tries), width), dtype=torch.long)  # ids, depths, ends
+    rows[2] = torch.arange(1, width + 1)
     for row, trie in enumerate(tries):
         n = len(trie.tokens)
-        ids[row, :n] = torch.tensor(trie.tokens)
-        depths[row, :n] = torch.tensor(trie.depths)
-        ends[row, :n] = torch.tensor(trie.ends)
-    cols = torch.arange(width)
-    seen = (cols[None, None, :] <= cols[None, :, None]) & (cols[None, :, None] < ends[:, None, :])
+        rows[:, row, :n] = torch.tensor((trie.tokens, trie.depths, trie.ends))
+    ids, depths, ends = rows.to(device) if device is not None else rows
+    cols = torch.arange(width, device=ends.device)
+    seen = (cols[None, :] <= cols[:, None])[None] & (cols[None, :, None] < ends[:, None, :])
     lowest = torch.finfo(dtype).min
 
     def additive(allowed: Any) -> Any:
-        mask = torch.zeros(allowed.shape, dtype=dtype)
-        return mask.masked_fill_(~allowed, lowest)[:, None]
+        mask = torch.full(allowed.shape, lowest, dtype=dtype, device=allowed.device)
+        return mask.masked_fill_(allowed, 0)[:, None]
 
     if window is None:
         return ids, depths, additive(seen)
@@ -255,13 +257,10 @@ def trie_hidden(scorer: Scorer, batch: Sequence[Trie], checked: bool) -> Any:
     sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ())
     device = scorer.device
     ids, positions, masks = tree_masks(batch, window, sliding, scorer.model.dtype,
-                                       alignment(device))
-    masks = ({k: m.to(device) for k, m in masks.items()} if isinstance(masks, dict)
-             else masks.to(device))
+                                       alignment(device), device)
     try:
         with attention_kernels(device):
-            out = scorer.model.base_model(input_ids=ids.to(device),
-                                          position_ids=positions.to(device),
+            out = scorer.model.base_model(input_ids=ids, position_ids=positions,
                                           attention_mask=masks, use_cache=False)
     except (TypeError, ValueError, RuntimeError, AttributeError) as exc:
         if checked or "memory" in str(exc):  # out of memory is no refusal

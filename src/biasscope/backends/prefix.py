@@ -71,7 +71,8 @@ PADDING = 1 / 8
 MASK_ELEMENTS = 1 << 26
 #: On CUDA a batch's width is rounded up to a multiple of this: fewer distinct shapes for the
 #: kernels to be chosen (and, in a fresh process, loaded) for, and a mask whose rows the
-#: memory-efficient attention takes as given (it copies one to a 16-element stride otherwise).
+#: memory-efficient attention takes as given (it copies a mask whose rows are not a multiple
+#: of 8 elements long, in every layer).
 CUDA_ALIGN = 16
 #: How many prompts of the first batch are checked against the plain path, and to what
 #: log-prob difference (float32; half precision gets 0.25).
@@ -195,8 +196,8 @@ def tree_masks(tries: Sequence[Trie], window: int | None, sliding_layers: bool,
     Refuses a batch whose mask would pass it (``SharedScoring.batches`` never plans one).
 
     Only the rows' tokens, depths and subtree ends travel; the (rows, width, width) mask is
-    built where it is used: on a GPU, built on the host it cost more CPU than the forward's
-    attention (an H200 profile, `BENCHMARKS.md`), in a scoring that waits on the host."""
+    built where it is used: on a GPU the host's work bounds the scoring (an H200 profile,
+    `BENCHMARKS.md`), and the GPU builds it in microseconds."""
     torch = require_torch()
     width = max(len(t.tokens) for t in tries)
     if len(tries) * width * width > MASK_ELEMENTS:
@@ -279,9 +280,9 @@ def attention_kernels(device: Any) -> AbstractContextManager[Any]:
     """On CUDA, SDPA's kernels without cuDNN's attention. With a float mask in half precision
     torch picks cuDNN's, which builds and compiles a kernel for each new shape at run time (the
     first process on a machine paid seconds for it) and then spends about 0.7 ms of CPU per
-    call: on an H200 the trie rows of a 1.4b model kept the GPU busy for 0.47 s of 2-3 s of
-    scoring, and cuDNN's calls took a quarter of the CPU (`BENCHMARKS.md`). The memory-
-    efficient kernel takes the same mask, precompiled."""
+    call: on an H200 the trie rows of a 1.4b model kept the GPU busy for 0.47 s of 1.5-2.7 s
+    of scoring, and cuDNN's calls took a quarter of the profiled CPU (`BENCHMARKS.md`). The
+    memory-efficient kernel takes the same mask, precompiled."""
     if getattr(device, "type", device) != "cuda":
         return nullcontext()
     try:

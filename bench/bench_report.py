@@ -16,7 +16,7 @@ What it does
    ``bench_scoring.write_winobias``; or the real files with ``--data-dir``), with option
    log-probs and ranks that drift with the step.
    Units are written by ``RunStore.write_unit`` from ``records_frame``, as a sweep writes them.
-2. Checks both versions out into git worktrees under ``--workdir``: ``--baseline`` (default:
+2. Exports both versions' ``src`` (``git archive``) under ``--workdir``: ``--baseline`` (default:
    the parent of the commit that added ``src/biasscope/analysis_pass.py``) and ``--after``
    (default ``HEAD``; uncommitted edits of the tree are not measured), and, for each run,
    times ``biasscope report RUN --output X.html`` in a fresh process per version (baseline
@@ -55,6 +55,7 @@ import datetime as dt
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -140,10 +141,11 @@ def _write_runs(workdir: Path, sizes: Sequence[int], seeds: int, data_dir: Path 
     return runs
 
 
-def worktree(workdir: Path, rev: str | None, added: str = "src/biasscope/analysis_pass.py"
+def exported_src(workdir: Path, rev: str | None, added: str = "src/biasscope/analysis_pass.py"
              ) -> tuple[str, Path]:
     """(commit, src folder) of ``rev`` (None: the parent of the commit that added ``added``),
-    in a worktree under ``workdir``."""
+    exported under ``workdir`` by ``git archive`` (a worktree would stay registered in the
+    user's repository after the bench)."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *args], check=True, text=True,
                               capture_output=True).stdout.strip()
@@ -155,8 +157,14 @@ def worktree(workdir: Path, rev: str | None, added: str = "src/biasscope/analysi
         rev = f"{adding[-1]}^"
     commit = git("rev-parse", rev)
     tree = workdir / f"tree-{commit[:12]}"
-    if not (tree / "src" / "biasscope").is_dir():
-        git("worktree", "add", "--detach", str(tree), commit)
+    if not tree.is_dir():  # unpacked beside, then renamed: a killed bench leaves no half tree
+        part = workdir / f"{tree.name}.part"
+        shutil.rmtree(part, ignore_errors=True)
+        part.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "src"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(part)], input=archive, check=True)
+        part.rename(tree)
     return commit, tree / "src"
 
 
@@ -209,8 +217,8 @@ def time_report(src: Path, run: Path, out: Path) -> tuple[float, float]:
 def one_checkpoint(args: argparse.Namespace) -> str:
     """The one-checkpoint case: medians before and after, as a markdown section."""
     run = make_runs(args.workdir, [1], 1, args.data_dir)[1]
-    trees = {"before": worktree(args.workdir, args.baseline),
-             "after": worktree(args.workdir, args.after)}
+    trees = {"before": exported_src(args.workdir, args.baseline),
+             "after": exported_src(args.workdir, args.after)}
     load = os.getloadavg()[0]
     times: dict[str, list[tuple[float, float]]] = {k: [] for k in trees}
     for i in range(args.repeats):
@@ -273,8 +281,8 @@ def cpu_section(args: argparse.Namespace) -> str:
     sizes = sorted(int(n) for n in args.units.split(","))
     runs = make_runs(args.workdir, sizes, args.seeds, args.data_dir)
     added = "src/biasscope/dynamics/summary/reuse.py"
-    trees = {"before": worktree(args.workdir, args.baseline, added),
-             "after": worktree(args.workdir, args.after, added)}
+    trees = {"before": exported_src(args.workdir, args.baseline, added),
+             "after": exported_src(args.workdir, args.after, added)}
     load = os.getloadavg()[0]
     for _, src in trees.values():  # compile each version's bytecode once, untimed
         report_costs(src, runs[sizes[0]], args.workdir / "cpu" / "warm.html")
@@ -367,7 +375,7 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, commit: str, he
         "`biasscope report RUN --output X.html` (default analysis settings: "
         "2,000 bootstrap resamples) in a fresh process per measurement, under `nice -n 19`; "
         "peak RSS is the child's `ru_maxrss`. **before**: commit "
-        f"`{commit[:12]}`; **after**: commit `{head[:12]}` (each from a git worktree). "
+        f"`{commit[:12]}`; **after**: commit `{head[:12]}` (each exported by `git archive`). "
         "*identical*: both wrote byte-identical `summary.json` files.",
         "",
         "| units | checkpoints | records | peak RSS before (MiB) | peak RSS after (MiB) | "
@@ -439,8 +447,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("every size must be a multiple of --seeds, with at least 2 checkpoints")
     args.workdir.mkdir(parents=True, exist_ok=True)
     runs = make_runs(args.workdir, sizes, args.seeds, args.data_dir)
-    commit, before_src = worktree(args.workdir, args.baseline)
-    head, after_src = worktree(args.workdir, args.after)
+    commit, before_src = exported_src(args.workdir, args.baseline)
+    head, after_src = exported_src(args.workdir, args.after)
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     rows = []

@@ -115,3 +115,13 @@ def test_wilson_is_scipys(k: int, n: int) -> None:
         ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
         got = stats.wilson(k, n, confidence)
         same_as_scipy((got["low"], got["high"]), (ci.low, ci.high))
+
+
+def test_a_rate_at_its_boundary_gets_wilson_and_any_other_is_bootstrapped() -> None:
+    ones, zeros = np.ones(12), np.zeros(12)
+    assert stats.boundary_rate(ones) == stats.wilson(12, 12)
+    assert stats.boundary_rate(np.append(zeros, np.nan), 0.9) == stats.wilson(0, 12, 0.9)
+    for values in (np.array([0.0, 1.0, 1.0]), np.full(5, 0.5), np.ones(1), np.array([])):
+        assert stats.boundary_rate(values) is None
+    boot = stats.bootstrap_means([ones])[0]  # what it replaces: no spread at all
+    assert boot.low == boot.high == 1.0

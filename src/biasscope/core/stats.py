@@ -299,6 +299,17 @@ def wilson(k: float, n: float, confidence: float = 0.95) -> dict[str, Any]:
     return {"estimate": k / n, "low": float(low), "high": float(high), "n": n}
 
 
+def boundary_rate(values: npt.ArrayLike, confidence: float = 0.95) -> dict[str, Any] | None:
+    """The Wilson interval of a rate whose values are all 0 or all 1, where resampling shows
+    no spread though there is some (a bootstrap gives [1, 1] for 12 of 12); None for any other
+    values, which are bootstrapped."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) > 1 and np.ptp(v) == 0 and v[0] in (0.0, 1.0):
+        return wilson(int(v.sum()), len(v), confidence)
+    return None
+
+
 def clustered_wilson(correct: npt.ArrayLike, clusters: npt.ArrayLike,
                      confidence: float = 0.95) -> dict[str, Any]:
     """A share of 0/1 records that come in clusters (one sentence under several pronouns or

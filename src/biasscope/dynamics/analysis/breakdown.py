@@ -47,7 +47,8 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
     measure the paired difference (``pro − anti`` for accuracy, ``anti − pro`` for JSD-P:
     positive means the model does better where the pronoun agrees with the stereotype).
     The intervals are bootstrapped together (`stats.bootstrap_means`: each one's own numbers,
-    the resampled indices drawn once for the samples of one size)."""
+    the resampled indices drawn once for the samples of one size); an accuracy of all right or
+    all wrong gets its Wilson interval instead (`stats.boundary_rate`)."""
     ref = pm[pm["kind"] == "referenced"]
     out: dict[str, Any] = {"n_pairs": 0}
     wide = {measure: ref.pivot_table(index="pair", columns="split", values=column,
@@ -72,6 +73,11 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
                                       n_resamples=n_resamples)
     out.update(  # in the places held above: summary.json keeps its order
         {name: ci.as_dict() for name, ci in zip(samples, intervals, strict=True)})
+    for split in SPLITS:  # all right or all wrong: the bootstrap shows no spread
+        entry, rate = out[f"accuracy/{split}"], stats.boundary_rate(
+            samples[f"accuracy/{split}"], confidence)
+        if entry is not None and rate is not None:
+            entry.update(low=rate["low"], high=rate["high"])
     return out
 
 

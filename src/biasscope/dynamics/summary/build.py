@@ -20,7 +20,6 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.curves import forget_resamples
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.stats import wilson
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
 from biasscope.dynamics.analysis.config import (
@@ -75,14 +74,9 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
 
 
 def wilson_rate(values: np.ndarray, options: AnalysisConfig) -> list[float] | None:
-    """The Wilson interval of a rate (accuracy) that is all 0 or all 1, where resampling shows
-    no spread though there is some; None for any other rate (it is bootstrapped)."""
-    values = np.asarray(values, dtype=np.float64)
-    values = values[np.isfinite(values)]
-    if len(values) > 1 and np.ptp(values) == 0 and values[0] in (0.0, 1.0):
-        ci = wilson(int(values.sum()), len(values), options.confidence)
-        return [float(ci["low"]), float(ci["high"])]
-    return None
+    """`stats.boundary_rate` as ``[low, high]``."""
+    ci = stats.boundary_rate(values, options.confidence)
+    return None if ci is None else [float(ci["low"]), float(ci["high"])]
 
 
 def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],

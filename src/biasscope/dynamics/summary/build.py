@@ -56,8 +56,10 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
             if name.startswith("jsdp_not_specified") and answer != "not specified":
                 continue
             key = name if name.startswith("jsdp_not_specified") else f"{name}/{answer}"
-            rate = wilson_rate(chunk["value"].to_numpy(), options) if name == "accuracy" else None
-            out.setdefault(str(step), {})[key] = rate
+            rate = (stats.boundary_rate(chunk["value"].to_numpy(), options.confidence)
+                    if name == "accuracy" else None)
+            out.setdefault(str(step), {})[key] = (None if rate is None
+                                                  else [float(rate["low"]), float(rate["high"])])
             if rate is None:
                 pending.append((str(step), key, chunk["value"].to_numpy()))
     boots = stats.bootstrap_means([v for _, _, v in pending], confidence=options.confidence,
@@ -71,12 +73,6 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
         ci = stats.bootstrap_difference(male, female, **kw)  # type: ignore[arg-type]
         out.setdefault(str(step), {})["jsdp_gap"] = [ci.low, ci.high]
     return out
-
-
-def wilson_rate(values: np.ndarray, options: AnalysisConfig) -> list[float] | None:
-    """`stats.boundary_rate` as ``[low, high]``."""
-    ci = stats.boundary_rate(values, options.confidence)
-    return None if ci is None else [float(ci["low"]), float(ci["high"])]
 
 
 def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],

@@ -1,6 +1,6 @@
-"""`biasscope.core.bootstrap` gives SciPy's bootstrap intervals: the same numbers, bit for bit,
-as ``scipy.stats.bootstrap`` with the same generator (CI pins SciPy 1.17), within 1e-12 on
-another SciPy."""
+"""`biasscope.core.bootstrap` gives SciPy's bootstrap intervals of means: the numbers
+``scipy.stats.bootstrap`` gives with the same generator, up to rounding (a resample's mean
+from its draw counts, the jackknife by formula: 1e-12 apart)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import pytest
 import scipy.stats as sps
 
 from biasscope.core import stats
-from biasscope.core.bootstrap import bootstrap_interval
-from numbers_close import same_as_scipy
+from biasscope.core.bootstrap import mean_interval, resample_counts
 
 KW = "rng" if tuple(int(p) for p in metadata.version("scipy").split(".")[:2]) >= (1, 15) \
     else "random_state"
@@ -32,14 +31,32 @@ def scipy_interval(samples: list[np.ndarray], statistic: Callable[..., Any], met
     return res.confidence_interval.low, res.confidence_interval.high
 
 
-def ours(samples: list[np.ndarray], statistic: Callable[..., Any], method: str,
+def ours(samples: list[np.ndarray], signs: tuple[float, ...], method: str,
          batch: int | None, paired: bool = False, n: int = 999, seed: int = 3
          ) -> tuple[Any, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return bootstrap_interval(samples, statistic, n_resamples=n, batch=batch,
-                                  confidence=0.9, method=method,
-                                  rng=np.random.default_rng(seed), paired=paired)
+        return mean_interval(samples, signs, n_resamples=n, batch=batch, confidence=0.9,
+                             method=method, rng=np.random.default_rng(seed), paired=paired)
+
+
+def mean(x: np.ndarray, axis: int = -1) -> Any:
+    return np.mean(x, axis=axis)
+
+
+def difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> Any:
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def means(*samples: np.ndarray, axis: int = -1) -> Any:
+    return np.stack([np.mean(s, axis=axis) for s in samples], axis=0)
+
+
+def same_as_scipy(got: Any, scipy: Any) -> None:
+    """Equal up to rounding: the counts' dot product and the leave-one-out formula round
+    differently from SciPy's gathered means."""
+    np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(scipy, dtype=float),
+                               rtol=1e-12, atol=1e-14)
 
 
 def data(rng: np.random.Generator, size: int, kind: str) -> np.ndarray:
@@ -56,10 +73,10 @@ def data(rng: np.random.Generator, size: int, kind: str) -> np.ndarray:
 def test_one_and_two_samples_are_scipys(method: str, kind: str, batch: int | None) -> None:
     rng = np.random.default_rng(len(kind) + (batch or 0))
     x, y = data(rng, 23, kind), data(rng, 17, kind)
-    same_as_scipy(ours([x], stats._mean, method, batch),
-                  scipy_interval([x], stats._mean, method, batch))
-    same_as_scipy(ours([x, y], stats._mean_difference, method, batch),
-                  scipy_interval([x, y], stats._mean_difference, method, batch))
+    same_as_scipy(ours([x], stats.MEAN, method, batch),
+                  scipy_interval([x], mean, method, batch))
+    same_as_scipy(ours([x, y], stats.DIFFERENCE, method, batch),
+                  scipy_interval([x, y], difference, method, batch))
 
 
 @pytest.mark.parametrize("method", ["BCa", "percentile"])
@@ -67,8 +84,8 @@ def test_one_and_two_samples_are_scipys(method: str, kind: str, batch: int | Non
 def test_paired_means_are_scipys(method: str, batch: int | None) -> None:
     rng = np.random.default_rng(7)
     samples = [data(rng, 31, kind) for kind in ("normal", "binary", "skewed", "normal")]
-    same_as_scipy(ours(samples, stats._means, method, batch, paired=True),
-                  scipy_interval(samples, stats._means, method, batch, paired=True))
+    same_as_scipy(ours(samples, stats.MEAN * 4, method, batch, paired=True),
+                  scipy_interval(samples, means, method, batch, paired=True))
 
 
 def test_an_undefined_bca_interval_is_nan_as_scipys() -> None:
@@ -76,12 +93,12 @@ def test_an_undefined_bca_interval_is_nan_as_scipys() -> None:
     and the BCa interval undefined (NaN), as SciPy's; one outlier among equal values is
     defined."""
     tiny = np.array([1.0, 1.0, 1.0, 1.0 + 2e-16])
-    low, high = ours([tiny], stats._mean, "BCa", None)
+    low, high = ours([tiny], stats.MEAN, "BCa", None)
     assert np.isnan(low) and np.isnan(high)
-    same_as_scipy((low, high), scipy_interval([tiny], stats._mean, "BCa", None))
+    same_as_scipy((low, high), scipy_interval([tiny], mean, "BCa", None))
     outlier = np.array([0.0] * 30 + [1.0])
-    same_as_scipy(ours([outlier], stats._mean, "BCa", None),
-                  scipy_interval([outlier], stats._mean, "BCa", None))
+    same_as_scipy(ours([outlier], stats.MEAN, "BCa", None),
+                  scipy_interval([outlier], mean, "BCa", None))
 
 
 def test_the_intervals_of_stats_are_scipys() -> None:
@@ -100,13 +117,13 @@ def test_the_intervals_of_stats_are_scipys() -> None:
         return res.confidence_interval.low, res.confidence_interval.high
 
     got = stats.bootstrap_mean(x)
-    same_as_scipy((got.low, got.high), scipy_ci((x,), stats._mean))
+    same_as_scipy((got.low, got.high), scipy_ci((x,), mean))
     got = stats.bootstrap_difference(x, z)
-    same_as_scipy((got.low, got.high), scipy_ci((x, z), stats._mean_difference))
+    same_as_scipy((got.low, got.high), scipy_ci((x, z), difference))
     both = stats.bootstrap_means([x, y, z])
-    low, high = scipy_ci((x, y), stats._means, paired=True)
+    low, high = scipy_ci((x, y), means, paired=True)
     same_as_scipy([(b.low, b.high) for b in both[:2]], np.stack([low, high], axis=-1))
-    same_as_scipy((both[2].low, both[2].high), scipy_ci((z,), stats._mean))
+    same_as_scipy((both[2].low, both[2].high), scipy_ci((z,), mean))
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 12), (12, 12), (5, 12), (1, 200), (3, 7)])
@@ -125,3 +142,28 @@ def test_a_rate_at_its_boundary_gets_wilson_and_any_other_is_bootstrapped() -> N
         assert stats.boundary_rate(values) is None
     boot = stats.bootstrap_means([ones])[0]  # what it replaces: no spread at all
     assert boot.low == boot.high == 1.0
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 40, 3168, 70_000])
+def test_resample_counts_are_multinomial_counts(size: int) -> None:
+    """Each row is one resample of ``size`` items with replacement: non-negative integer
+    counts summing to ``size``, each item's count with mean 1 and the multinomial variance
+    1 - 1/size; the same numbers whatever the chunk (the chunk follows the size)."""
+    n = 4000 if size < 1000 else 40
+    counts = resample_counts(size, n, np.random.default_rng(11))
+    assert counts.shape == (n, size) and counts.dtype == np.float64
+    assert (counts >= 0).all() and (counts == np.round(counts)).all()
+    assert (counts.sum(axis=1) == size).all()
+    assert counts.mean() == pytest.approx(1.0)
+    if size > 1:
+        # var of one cell is (1 - 1/size); its estimate over n*size cells, loosely
+        assert counts.var(ddof=1) == pytest.approx(1 - 1 / size, rel=0.05)
+    single = np.concatenate([resample_counts(size, 1, rng)
+                             for rng in [np.random.default_rng(11)] for _ in range(n)])
+    assert np.array_equal(single, counts)
+
+
+def test_resample_counts_of_nothing() -> None:
+    assert resample_counts(0, 3, np.random.default_rng(0)).shape == (3, 0)
+    assert resample_counts(5, 0, np.random.default_rng(0)).shape == (0, 5)
+    assert resample_counts(4, 2, np.random.default_rng(0), np.int64).dtype == np.int64

@@ -325,24 +325,26 @@ def test_an_empty_sample_is_a_nan_interval_without_a_warning() -> None:
     assert math.isnan(interval.estimate) and math.isnan(interval.low)
 
 
-def test_bootstrap_means_equal_lone_calls_bit_for_bit():
-    """Samples of one size share their resampled indices: each interval is exactly the one a
-    lone `bootstrap_mean` gives, degenerate and skewed samples included."""
+def test_bootstrap_means_equal_lone_calls():
+    """Samples of one size share their resampled indices: each interval is the one a lone
+    `bootstrap_mean` gives (up to rounding: one product of the counts with all samples),
+    degenerate and skewed samples included."""
     rng = np.random.default_rng(3)
     samples = [rng.normal(size=300), rng.exponential(size=300), rng.random(300) < 0.1,
                np.r_[np.ones(299), np.nan], rng.normal(size=41), [1.0], np.full(300, 2.0)]
     together = bootstrap_means(samples, n_resamples=500)
     alone = [bootstrap_mean(s, n_resamples=500) for s in samples]
-    def key(i: Any) -> list[str]:  # repr: exact, and NaN equals NaN
-        return [repr(v) for v in (i.estimate, i.low, i.high)]
+    def key(i: Any) -> list[float]:
+        return [i.estimate, i.low, i.high]
 
-    assert [key(i) for i in together] == [key(i) for i in alone]
+    np.testing.assert_allclose([key(i) for i in together], [key(i) for i in alone],
+                               rtol=1e-12, atol=1e-15)
     assert together[0].low != together[1].low
 
 
 def test_group_bootstrap_of_columns_equals_each_column_alone():
-    """Columns bootstrapped in one call get the numbers each gets alone, bit for bit: those
-    finite at the same places share the draws, one with a NaN elsewhere draws its own."""
+    """Columns bootstrapped in one call get the numbers each gets alone (up to rounding):
+    those finite at the same places share the draws, one with a NaN elsewhere draws its own."""
     rng = np.random.default_rng(5)
     groups = rng.integers(0, 6, 200)
     groups[groups == 5] = 4  # an empty group
@@ -353,5 +355,5 @@ def test_group_bootstrap_of_columns_equals_each_column_alone():
     for j, column in enumerate((a, b, c)):
         alone = group_bootstrap(column, groups, 7, 0.9, 300)
         for got, want in zip(together, alone, strict=True):
-            assert [repr(v) for v in got[:, j]] == [repr(v) for v in want]
+            np.testing.assert_allclose(got[:, j], want, rtol=1e-12, atol=1e-15)
     assert np.isnan(together[1][6]).all() and not np.isnan(together[0][5]).any()

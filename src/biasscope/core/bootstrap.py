@@ -2,18 +2,22 @@
 ``scipy.stats.bootstrap``: importing SciPy's statistics takes half a second, more than the
 intervals of a whole report cost, and a report needs nothing else from it.
 
-The steps are SciPy's (1.15 and later), operation for operation, so the intervals are the
-numbers SciPy gives for the same generator: per batch of resamples, each sample's indices are
-drawn with ``rng.integers(0, n, (batch, n))`` in turn (paired samples share one draw); the
-BCa interval takes its bias from the share of resampled statistics below the estimate and
-its acceleration from the jackknife, and both intervals read the resampled statistics'
-linear-interpolation quantiles. tests/core/test_bootstrap.py checks them against SciPy.
+Every statistic bootstrapped here is a mean, a difference of two means, or (paired) each
+sample's mean, and the steps are SciPy's (1.15 and later) for those statistics: per batch of
+resamples, each sample's indices are drawn with ``rng.integers(0, n, (batch, n))`` in turn
+(paired samples share one draw); the BCa interval takes its bias from the share of resampled
+statistics below the estimate and its acceleration from the jackknife, and both intervals
+read the resampled statistics' linear-interpolation quantiles. Two steps are the same
+numbers by a shorter road, so the intervals are SciPy's up to rounding (1e-12 apart in
+tests/core/test_bootstrap.py): a resample's mean is its draw counts times the values (not a
+gather of n values per resample), and the jackknife's leave-one-out means are
+(sum - value) / (n - 1) (not n means of n - 1 values).
 The normal distribution is `biasscope.core.normal` (SciPy's ``ndtr`` and ``ndtri``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,62 +26,53 @@ import numpy.typing as npt
 from biasscope.core.normal import ndtr, ndtri
 
 Array = npt.NDArray[Any]
-Statistic = Callable[..., Array]
-#: Values gathered at once (1 MiB of float64), so that they are still in the cache when the
-#: statistic reads them: a statistic of each row alone is the same number, and the batch of
-#: rows SciPy gathers at once (``batch``) is tens of megabytes.
-CHUNK = 1 << 17
 
 
-def _by_rows(statistic: Statistic, sources: Sequence[Array], indices: Sequence[Array]
-             ) -> Array:
-    """``statistic`` of each source taken at its 2-D index array (last axis), a few rows at
-    a time; the rows' results side by side in the last axis."""
-    step = max(1, CHUNK // max(1, max(i.shape[-1] for i in indices)))
-    rows = indices[0].shape[0]
-    parts = [statistic(*(np.take(s, i[start:start + step], axis=-1)
-                         for s, i in zip(sources, indices, strict=True)), axis=-1)
-             for start in range(0, rows, step)]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
+def resample_counts(size: int, n: int, rng: np.random.Generator,
+                    dtype: npt.DTypeLike = np.float64) -> Array:
+    """How often each of ``size`` items is drawn in each of ``n`` resamples with replacement,
+    one row per resample: multinomial(size, uniform) counts, counted from ``rng.integers``
+    draws (a tenth of ``rng.multinomial``'s time at thousands of items). The counts depend
+    on the generator alone, not on how many rows are drawn at once."""
+    out = np.zeros((n, size), dtype=dtype)
+    if size == 0:
+        return out
+    step = max(1, (1 << 16) // max(size, 1))  # rows whose bins stay in the cache
+    for start in range(0, n, step):
+        rows = min(step, n - start)
+        drawn = rng.integers(0, size, (rows, size), dtype=np.int64)
+        drawn += np.arange(0, rows * size, size, dtype=np.int64)[:, None]
+        out[start:start + rows] = np.bincount(drawn.ravel(), minlength=rows * size
+                                              ).reshape(rows, size)
+    return out
 
 
-def _broadcast(arrays: Sequence[Array]) -> list[Array]:
-    """The arrays broadcast against each other in every axis but the last."""
-    common = np.broadcast_shapes(*((*a.shape[:-1], 1) for a in arrays))[:-1]
-    return [np.broadcast_to(a, common + a.shape[-1:]) for a in arrays]
+def _jackknifed(data: Sequence[Array], signs: Sequence[float], paired: bool) -> list[Array]:
+    """Per sample, the statistic with each of its values left out in turn: a leave-one-out
+    mean is (sum - value) / (n - 1). Paired, one list entry: each sample's mean (rows) with
+    observation i left out (columns)."""
+    if paired:
+        values = np.stack(data)
+        n = values.shape[-1]
+        return [(values.sum(axis=-1, keepdims=True) - values) / (n - 1)]
+    means = [np.mean(x) for x in data]
+    out = []
+    for k, (x, sign) in enumerate(zip(data, signs, strict=True)):
+        rest = sum(s * m for j, (s, m) in enumerate(zip(signs, means, strict=True)) if j != k)
+        out.append(sign * ((x.sum() - x) / (x.size - 1)) + rest)
+    return out
 
 
-def _jackknife(sample: Array, batch: int | None) -> Iterator[Array]:
-    """The leave-one-out resamples of ``sample`` (last axis), ``batch`` rows at a time."""
-    n = sample.shape[-1]
-    step = batch or n
-    for k in range(0, n, step):
-        rows = min(step, n - k)
-        keep = np.ones((rows, n), dtype=bool)
-        np.fill_diagonal(keep[:, k:k + rows], False)
-        index = np.broadcast_to(np.arange(n), (rows, n))[keep].reshape((rows, n - 1))
-        yield np.take(sample, index, axis=-1)
-
-
-def _bca_levels(data: Sequence[Array], statistic: Statistic, alpha: float, resampled: Array,
-                batch: int | None) -> tuple[Array, Array]:
+def _bca_levels(estimate: Array, resampled: Array, jackknifed: Sequence[Array], alpha: float
+                ) -> tuple[Array, Array]:
     """The quantile levels of the bias-corrected and accelerated interval (Efron and
     Tibshirani 1993, 14.3 and 15.4)."""
-    estimate = np.expand_dims(statistic(*data, axis=-1), axis=-1)
+    estimate = np.expand_dims(estimate, axis=-1)
     below = (np.count_nonzero(resampled < estimate, axis=-1)
              + np.count_nonzero(resampled <= estimate, axis=-1))
     share = np.asarray(below.astype(estimate.dtype) / (2 * resampled.shape[-1]),
                        dtype=estimate.dtype)
     z0 = ndtri(share)
-    jackknifed = []
-    for j, sample in enumerate(data):
-        samples = [np.expand_dims(s, axis=-2) for s in data]
-        parts = []
-        for left_out in _jackknife(sample, min(batch or sample.shape[-1],
-                                               max(1, CHUNK // sample.shape[-1]))):
-            samples[j] = left_out
-            parts.append(statistic(*_broadcast(samples), axis=-1))
-        jackknifed.append(np.concatenate(parts, axis=-1))
     sizes = [float(t.shape[-1]) for t in jackknifed]
     spread = [(n - 1) * (np.mean(t, axis=-1, keepdims=True) - t)
               for t, n in zip(jackknifed, sizes, strict=True)]
@@ -118,35 +113,36 @@ def _quantiles(values: Array, levels: Array) -> Array:
     return np.asarray(out)
 
 
-def bootstrap_interval(samples: Sequence[Array], statistic: Statistic, *, n_resamples: int,
-                       batch: int | None, confidence: float, method: str,
-                       rng: np.random.Generator, paired: bool = False) -> tuple[Array, Array]:
-    """(low, high) of the two-sided ``confidence`` bootstrap interval of ``statistic`` (a
-    function of the samples' last axes, ``axis=-1``), ``method`` ``"BCa"`` or
-    ``"percentile"``: the numbers ``scipy.stats.bootstrap(samples, statistic,
-    vectorized=True, paired=paired, batch=batch, ...)`` gives with generator ``rng``. Each
-    sample is 1-D with at least two values (paired: all of one size)."""
-    data = [np.asarray(s) for s in samples]
-    if paired:  # the observations' indices are resampled, and the statistic reads them
-        originals, unpaired = data, statistic
-
-        def on_indices(index: Array, axis: int = -1) -> Array:
-            if index.ndim == 2:
-                return _by_rows(unpaired, originals, [index] * len(originals))
-            return unpaired(*(np.take(s, index, axis=-1) for s in originals), axis=axis)
-
-        data, statistic = [np.arange(data[0].shape[-1])], on_indices
+def mean_interval(samples: Sequence[Array], signs: Sequence[float], *, n_resamples: int,
+                  batch: int | None, confidence: float, method: str, rng: np.random.Generator,
+                  paired: bool = False) -> tuple[Array, Array]:
+    """(low, high) of the two-sided ``confidence`` bootstrap interval (``method`` ``"BCa"``
+    or ``"percentile"``) of sum(signs[k] * mean(samples[k])), or, ``paired``, of each
+    sample's mean, the samples (all of one size) resampled together: up to rounding, the
+    numbers ``scipy.stats.bootstrap(samples, statistic, vectorized=True, paired=paired,
+    batch=batch, ...)`` gives with generator ``rng``. Each sample is 1-D with at least two
+    values."""
+    data = [np.asarray(s, dtype=np.float64) for s in samples]
     step = batch or n_resamples or 1
     parts = []
     for start in range(0, n_resamples, step):
         rows = min(step, n_resamples - start)
-        drawn = [rng.integers(0, s.shape[-1], (rows, s.shape[-1]), dtype=np.int64)
-                 for s in data]  # SciPy's draws; its s[..., i] by np.take, a third the time
-        parts.append(_by_rows(statistic, data, drawn))
+        if paired:  # one draw of the observations, each sample's mean of it
+            n = data[0].size
+            parts.append(np.stack(data) @ resample_counts(n, rows, rng).T / n)
+            continue
+        total: Array = np.zeros(rows)
+        for x, sign in zip(data, signs, strict=True):  # SciPy's order of draws
+            total = total + sign * (resample_counts(x.size, rows, rng) @ x / x.size)
+        parts.append(total)
     resampled = np.concatenate(parts, axis=-1)
+    if paired:
+        estimate = np.array([np.mean(x) for x in data])
+    else:
+        estimate = np.asarray(sum(s * np.mean(x) for s, x in zip(signs, data, strict=True)))
     alpha = (1 - confidence) / 2
     if method.lower() == "bca":
-        levels = _bca_levels(data, statistic, alpha, resampled, batch)
+        levels = _bca_levels(estimate, resampled, _jackknifed(data, signs, paired), alpha)
     else:
         level = np.asarray(alpha, dtype=resampled.dtype)
         levels = (level, 1 - level)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from biasscope.core.bootstrap import resample_counts
 from biasscope.core.stats import Array
 
 BATCH = 250  # bootstrap replicates computed at once (memory: BATCH × items × columns)
@@ -78,8 +79,7 @@ class ItemCurves:
     def draws(self, n: int, rng: np.random.Generator) -> tuple[Array, ...]:
         """``n`` item resamples per group: how often each item is drawn (with replacement,
         the group's size), one draw used at every column."""
-        return tuple(rng.multinomial(size, np.full(size, 1 / size), size=n).astype(np.float64)
-                     for size in self.sizes)
+        return tuple(resample_counts(size, n, rng) for size in self.sizes)
 
     def resampled(self, draws: tuple[Array, ...]) -> Array:
         """The curve of each resample (rows of ``draws``), from `filled` values."""
@@ -165,7 +165,7 @@ def _resamples(sizes: tuple[int, ...], n_resamples: int, rng: np.random.Generato
     functionals of one curve (the sharpest change, the rates' band, the changepoint), each
     from a fresh generator of the same seed over the same items: the draws are the same, so
     the last ones are kept and given again, with the generator left where drawing them
-    would have left it (multinomial draws are most of the test's time)."""
+    would have left it (drawing is a large share of the test's time)."""
     key = (repr(rng.bit_generator.state), sizes, n_resamples)
     if key in _LAST:
         draws, after = _LAST[key]

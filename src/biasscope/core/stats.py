@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from biasscope.core.bootstrap import bootstrap_interval
+from biasscope.core.bootstrap import mean_interval, resample_counts
 from biasscope.core.imports import lazy
 from biasscope.core.normal import ndtri
 from biasscope.core.ranktests import mann_whitney_u, signed_rank_test
@@ -200,19 +200,19 @@ def _mean(x: Array, axis: int = -1) -> Array:
     return np.asarray(np.mean(x, axis=axis))
 
 
-def _mean_difference(x: Array, y: Array, axis: int = -1) -> Array:
-    return np.asarray(np.mean(x, axis=axis) - np.mean(y, axis=axis))
+#: The statistics `_bootstrap` knows, as signs of the samples' means.
+MEAN, DIFFERENCE = (1.0,), (1.0, -1.0)
 
 
-def _bootstrap(samples: tuple[Array, ...], statistic: Callable[..., Array], confidence: float,
+def _bootstrap(samples: tuple[Array, ...], signs: tuple[float, ...], confidence: float,
                n_resamples: int, method: str, seed: int) -> Interval:
-    """SciPy's bootstrap (`biasscope.core.bootstrap`: its numbers, without importing it),
-    seeded and vectorised in batches of bounded memory; each sample is resampled on its own.
-    Too small a sample gives NaN bounds (an empty one a NaN estimate too, without NumPy's
-    empty-mean warning); constant samples a point."""
+    """SciPy's bootstrap of sum(signs[k] * mean(samples[k])) (`biasscope.core.bootstrap`: its
+    numbers, without importing it), seeded and vectorised in batches of bounded memory; each
+    sample is resampled on its own. Too small a sample gives NaN bounds (an empty one a NaN
+    estimate too, without NumPy's empty-mean warning); constant samples a point."""
     if any(s.size == 0 for s in samples):
         return Interval(math.nan, math.nan, math.nan, confidence)
-    estimate = float(statistic(*samples))
+    estimate = float(sum(sign * np.mean(s) for sign, s in zip(signs, samples, strict=True)))
     if any(s.size < 2 for s in samples):
         return Interval(estimate, math.nan, math.nan, confidence)
     if all(np.ptp(s) == 0 for s in samples):
@@ -222,9 +222,9 @@ def _bootstrap(samples: tuple[Array, ...], statistic: Callable[..., Array], conf
         # BCa can be undefined on near-degenerate data (SciPy warns and returns NaN): percentile.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            lows, highs = bootstrap_interval(samples, statistic, n_resamples=n_resamples,
-                                             batch=batch, confidence=confidence, method=how,
-                                             rng=np.random.default_rng(seed))
+            lows, highs = mean_interval(samples, signs, n_resamples=n_resamples, batch=batch,
+                                        confidence=confidence, method=how,
+                                        rng=np.random.default_rng(seed))
         low, high = float(lows), float(highs)
         if math.isfinite(low) and math.isfinite(high):
             break
@@ -234,22 +234,22 @@ def _bootstrap(samples: tuple[Array, ...], statistic: Callable[..., Array], conf
 def bootstrap_mean(values: npt.ArrayLike, confidence: float = 0.95, n_resamples: int = 2000,
                    method: str = "BCa", seed: int = 0) -> Interval:
     """Bootstrap CI of the mean over items (NaNs dropped); the same seed gives the same CI."""
-    return _bootstrap((_finite(values),), _mean, confidence, n_resamples, method, seed)
+    return _bootstrap((_finite(values),), MEAN, confidence, n_resamples, method, seed)
 
 
 def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
                     n_resamples: int = 2000, method: str = "BCa", seed: int = 0
                     ) -> list[Interval]:
-    """`bootstrap_mean` of each sample, equal to it bit for bit, for less work: samples of one
-    size are resampled together (SciPy's paired resampling draws the indices a lone call with
-    the same seed draws, and a vector of means is each lone mean), so the indices are drawn
-    once per size. A sample whose BCa interval is undefined is redone alone (its fallback)."""
+    """`bootstrap_mean` of each sample (equal to it up to rounding), for less work: samples of
+    one size are resampled together (SciPy's paired resampling draws the indices a lone call
+    with the same seed draws, and a vector of means is each lone mean), so the indices are
+    drawn once per size. A sample whose BCa interval is undefined is redone alone (its fallback)."""
     arrays = [_finite(s) for s in samples]
     out: list[Interval | None] = [None] * len(arrays)
     sizes: dict[int, list[int]] = {}
     for i, a in enumerate(arrays):
         if a.size < 2 or np.ptp(a) == 0:
-            out[i] = _bootstrap((a,), _mean, confidence, n_resamples, method, seed)
+            out[i] = _bootstrap((a,), MEAN, confidence, n_resamples, method, seed)
         else:
             sizes.setdefault(a.size, []).append(i)
     for size, index in sizes.items():
@@ -259,11 +259,10 @@ def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            low, high = bootstrap_interval([arrays[i] for i in index], _means, paired=True,
-                                           n_resamples=n_resamples,
-                                           batch=max(1, 4_000_000 // size),
-                                           confidence=confidence, method=method,
-                                           rng=np.random.default_rng(seed))
+            low, high = mean_interval([arrays[i] for i in index], MEAN * len(index),
+                                      paired=True, n_resamples=n_resamples,
+                                      batch=max(1, 4_000_000 // size), confidence=confidence,
+                                      method=method, rng=np.random.default_rng(seed))
         lows, highs = np.atleast_1d(low, high)
         for i, low, high in zip(index, lows.tolist(), highs.tolist(), strict=True):
             out[i] = (Interval(float(_mean(arrays[i])), low, high, confidence)
@@ -272,15 +271,11 @@ def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
     return [o for o in out if o is not None]
 
 
-def _means(*samples: Array, axis: int = -1) -> Array:
-    return np.stack([_mean(s, axis) for s in samples], axis=0)
-
-
 def bootstrap_difference(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float = 0.95,
                          n_resamples: int = 2000, method: str = "BCa", seed: int = 0
                          ) -> Interval:
     """Bootstrap CI of mean(x) - mean(y), each group resampled on its own (NaNs dropped)."""
-    return _bootstrap((_finite(x), _finite(y)), _mean_difference, confidence, n_resamples,
+    return _bootstrap((_finite(x), _finite(y)), DIFFERENCE, confidence, n_resamples,
                       method, seed)
 
 def wilson(k: float, n: float, confidence: float = 0.95) -> dict[str, Any]:
@@ -349,8 +344,8 @@ def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
     SciPy call each, 80 per checkpoint. NaN bounds for groups of fewer than two values.
 
     ``values`` may hold several columns (n, k; the results then (groups, k)): each column's
-    numbers are those it gets alone, and columns finite at the same places share the draws,
-    which are most of the time."""
+    numbers are those it gets alone (up to rounding), and columns finite at the same places
+    share the draws."""
     table = np.asarray(values, dtype=np.float64)
     columns = table.reshape(table.shape[0], -1)
     mean, low, high = (np.full((n_groups, columns.shape[1]), math.nan) for _ in range(3))
@@ -365,13 +360,13 @@ def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
             size = int(rows.sum())
             if size == 0:
                 continue
-            index = (rng.integers(0, size, size=(n_resamples, size)) if size > 1 else None)
-            for j in chosen:
-                v = columns[rows, j]
-                mean[g, j] = float(v.mean())
-                if index is None:
-                    continue
-                ci = percentile_interval(mean[g, j], np.take(v, index).mean(axis=1), confidence)
+            v = columns[rows][:, chosen]
+            mean[g, chosen] = v.mean(axis=0)
+            if size < 2:
+                continue
+            resampled = resample_counts(size, n_resamples, rng) @ v / size
+            for k, j in enumerate(chosen):
+                ci = percentile_interval(mean[g, j], resampled[:, k], confidence)
                 low[g, j], high[g, j] = ci.low, ci.high
     if table.ndim == 1:
         return mean[:, 0], low[:, 0], high[:, 0]

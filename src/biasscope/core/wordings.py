@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from biasscope.core.bootstrap import resample_counts
 from biasscope.core.numbers import with_ci
 from biasscope.core.stats import CORRECTIONS, Correction, adjust_pvalues
 
@@ -127,7 +128,7 @@ def wording_uncertainty(measure: Measure, wordings: Labels, clusters: Labels,
                            minlength=uniq.size) for k, v in measure.columns.items()}
     rng = np.random.default_rng(seed)
     counts = _item_draws(uniq, owner, n_resamples, rng)
-    picks = rng.multinomial(len(names), np.full(len(names), 1 / len(names)), size=n_resamples)
+    picks = resample_counts(len(names), n_resamples, rng, np.int64)
     whole = measure.combine({k: np.array([v.sum()]) for k, v in sums.items()})
     per: list[dict[str, Any]] = []
     boots: list[Array] = []
@@ -171,14 +172,11 @@ def _item_draws(keys: npt.NDArray[Any], owner: npt.NDArray[Any], n_resamples: in
     counts = np.zeros((n_resamples, keys.size), dtype=np.float32)  # counts: exact in float32
     if _shared(keys):
         items, item = np.unique([k.split("\0", 1)[1] for k in keys], return_inverse=True)
-        draws = rng.multinomial(items.size, np.full(items.size, 1 / items.size),
-                                size=n_resamples)
-        counts[:] = draws[:, item]
+        counts[:] = resample_counts(items.size, n_resamples, rng, np.float32)[:, item]
         return counts
     for t in np.unique(owner):
         mine = np.flatnonzero(owner == t)
-        counts[:, mine] = rng.multinomial(mine.size, np.full(mine.size, 1 / mine.size),
-                                          size=n_resamples)
+        counts[:, mine] = resample_counts(mine.size, n_resamples, rng, np.float32)
     return counts
 
 

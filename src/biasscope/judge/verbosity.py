@@ -34,6 +34,7 @@ import pandas as pd
 from scipy import special
 from scipy import stats as sps
 
+from biasscope.core.bootstrap import resample_counts
 from biasscope.core.numbers import p_is, with_ci
 from biasscope.core.stats import Array, Interval, bootstrap_mean, percentile_interval
 
@@ -230,7 +231,7 @@ def _bootstrap_fits(x: Array, y: Array, n_resamples: int, seed: int) -> Array:
     out = []
     for start in range(0, n_resamples, batch):
         size = min(batch, n_resamples - start)
-        w = rng.multinomial(n, np.full(n, 1 / n), size=size).astype(np.float64)
+        w = resample_counts(n, size, rng)
         out.append(_firth(x, y, w)[0])
     return np.concatenate(out) if out else np.zeros((0, x.shape[1]))
 

@@ -22,12 +22,7 @@ import pandas as pd
 from biasscope.core.changepoint import MIN_POINTS, changepoint, rates
 from biasscope.core.curves import ItemCurves, max_t
 from biasscope.core.numbers import num, p_is, setting_percent, with_ci
-from biasscope.core.stats import (
-    Array,
-    Interval,
-    _bootstrap,
-    _mean_difference,
-)
+from biasscope.core.stats import DIFFERENCE, Array, Interval, _bootstrap
 from biasscope.dynamics.analysis.gap_tests import prompt_values
 from biasscope.probes.winobias import GENDERS
 
@@ -217,7 +212,7 @@ def change_interval(best: StepChange | None, confidence: float = 0.95,
     if best is None:
         return None
     samples = best.samples
-    interval = _bootstrap(samples, _mean_difference, confidence, n_resamples, method, seed)
+    interval = _bootstrap(samples, DIFFERENCE, confidence, n_resamples, method, seed)
     return GapChange(int(best.step_from), int(best.step_to), best.gaps[0], best.gaps[1],
                      interval, sum(x.size for x in samples))
 

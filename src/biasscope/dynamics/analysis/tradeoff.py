@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biasscope.core.bootstrap import resample_counts
 from biasscope.core.comovement import comovement
 from biasscope.core.numbers import num, p_is, with_ci
 from biasscope.core.stats import Array, Interval, percentile_interval, wilson
@@ -94,13 +95,12 @@ def _crossed_gains(wide: pd.DataFrame, n_resamples: int, rng: np.random.Generato
     for k in [200] * (n_resamples // 200) + [n_resamples % 200]:
         if not k:
             continue
-        picks = rng.multinomial(names.size, np.full(names.size, 1 / names.size), size=k)
+        picks = resample_counts(names.size, k, rng, np.int64)
         means = []
         for g in GENDERS:
             rows = label == g
             prompts, which = np.unique(prompt[rows], return_inverse=True)
-            draws = rng.multinomial(prompts.size, np.full(prompts.size, 1 / prompts.size),
-                                    size=k)
+            draws = resample_counts(prompts.size, k, rng, np.int64)
             weights = (picks[:, wording[rows]] * draws[:, which]).astype(np.float64)
             with np.errstate(invalid="ignore", divide="ignore"):
                 means.append(weights @ values[rows] / weights.sum(axis=1, keepdims=True))

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from biasscope.core.bootstrap import resample_counts
 from biasscope.core.errors import DataError, optional
 from biasscope.core.imports import lazy
 from biasscope.core.items import Item, check_template
@@ -255,8 +256,7 @@ def fairness_gaps(frame: pd.DataFrame, confidence: float = 0.95, n_resamples: in
     args = (y.astype(int), pred.astype(int))
     estimates = (metrics.demographic_parity_difference(*args, sensitive_features=male.astype(int)),
                  metrics.equalized_odds_difference(*args, sensitive_features=male.astype(int)))
-    counts = np.random.default_rng(seed).multinomial(
-        len(pairs), np.full(len(pairs), 1 / len(pairs)), size=n_resamples)
+    counts = resample_counts(len(pairs), n_resamples, np.random.default_rng(seed))
     reps = group_gaps(y, pred, male, counts[:, index].astype(np.float64))
     out: dict[str, dict[str, Any]] = {
         m: {**percentile_interval(float(e), r, confidence).as_dict(), "n": len(pairs)}

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
+from biasscope.core import stats
 from biasscope.core.stats import (
     adjust_pvalues,
     bootstrap_mean,
@@ -357,3 +358,25 @@ def test_group_bootstrap_of_columns_equals_each_column_alone():
         for got, want in zip(together, alone, strict=True):
             np.testing.assert_allclose(got[:, j], want, rtol=1e-12, atol=1e-15)
     assert np.isnan(together[1][6]).all() and not np.isnan(together[0][5]).any()
+
+
+def test_a_paired_difference_without_spread_gets_a_score_interval() -> None:
+    """Every pair +1: Newcombe's method 10 (phi 0), its bounds from the two Wilson intervals;
+    no pair discordant: plus or minus the Wilson bound of 0 discordant of n; anything with
+    spread, or not 0/1, is left to the bootstrap."""
+    n = 12
+    right, wrong = np.ones(n), np.zeros(n)
+    pro, anti = stats.wilson(n, n), stats.wilson(0, n)
+    got = stats.paired_boundary_difference(right, wrong)
+    assert got is not None and got["estimate"] == 1.0 and got["high"] == 1.0
+    assert got["low"] == pytest.approx(1 - math.hypot(1 - pro["low"], anti["high"]))
+    flipped = stats.paired_boundary_difference(wrong, right, 0.9)
+    assert flipped is not None and flipped["low"] == -1.0
+    assert flipped["high"] == pytest.approx(-1 + math.sqrt(2) * stats.wilson(0, n, 0.9)["high"])
+    mixed = np.r_[np.ones(5), np.zeros(7)]
+    same = stats.paired_boundary_difference(mixed, np.r_[mixed[:-1], np.nan])
+    assert same is not None and same["n"] == n - 1
+    assert same["low"] == -same["high"] == pytest.approx(-stats.wilson(0, n - 1)["high"])
+    assert stats.paired_boundary_difference(mixed, wrong) is None  # spread: bootstrapped
+    assert stats.paired_boundary_difference(np.full(n, 0.6), np.full(n, 0.2)) is None
+    assert stats.paired_boundary_difference([1.0], [0.0]) is None

@@ -100,8 +100,12 @@ def test_pro_anti_is_paired_and_tested(snapshot_run: Path, bls_dir: Path) -> Non
     # All right on pro, all wrong on anti: no bootstrap spread, so each gets its Wilson interval.
     assert pa["accuracy/pro"]["low"] == pytest.approx(0.7575, abs=1e-4)
     assert pa["accuracy/anti"]["high"] == pytest.approx(1 - 0.7575, abs=1e-4)
+    # and +1 on every pair: the paired score interval, [1 - sqrt(2) * 0.2425, 1]
+    assert pa["accuracy/difference"]["low"] == pytest.approx(0.6571, abs=1e-4)
+    assert pa["accuracy/difference"]["high"] == 1.0
     assert any("1.00 (95% CI 0.76 to 1.00) on pro-stereotypical and 0.00 (95% CI 0.00 to 0.24) "
-               "on anti-stereotypical sentences; pro − anti = +1" in s for s in result["sentences"])
+               "on anti-stereotypical sentences; pro − anti = +1.00 (95% CI +0.66 to +1.00)"
+               in s for s in result["sentences"])
     assert any("at its one checkpoint (step 7)" in s for s in result["sentences"])
 
 

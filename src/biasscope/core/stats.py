@@ -305,6 +305,30 @@ def boundary_rate(values: npt.ArrayLike, confidence: float = 0.95) -> dict[str, 
     return None
 
 
+def paired_boundary_difference(first: npt.ArrayLike, second: npt.ArrayLike,
+                               confidence: float = 0.95) -> dict[str, Any] | None:
+    """mean(first - second) of paired 0/1 outcomes with a score interval where the pairs'
+    differences show no spread and a bootstrap of them gives a zero-width interval; None for
+    any other values, which are bootstrapped. Pairs with a missing side are left out.
+
+    Every pair +1 (or -1): Newcombe's hybrid score interval for paired proportions (1998,
+    method 10; the 2x2 table's phi is 0 there), [1 - sqrt(2) u, 1] with u the Wilson upper
+    bound of 0 of n. No pair discordant: the difference is at most the share of discordant
+    pairs, so [-u, u]; method 10 gives the same where every pair is 1, 1 (or 0, 0) and a
+    zero-width interval where both kinds occur (phi = 1)."""
+    x, y = (np.asarray(v, dtype=np.float64) for v in (first, second))
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    d = x - y
+    if d.size < 2 or np.ptp(d) != 0 or not np.isin(np.r_[x, y], (0.0, 1.0)).all():
+        return None
+    u = wilson(0, d.size, confidence)["high"]
+    estimate = float(d[0])
+    low, high = ((-u, u) if estimate == 0 else (1 - math.sqrt(2) * u, 1.0) if estimate > 0
+                 else (-1.0, math.sqrt(2) * u - 1))
+    return {"estimate": estimate, "low": low, "high": high, "n": int(d.size)}
+
+
 def clustered_wilson(correct: npt.ArrayLike, clusters: npt.ArrayLike,
                      confidence: float = 0.95) -> dict[str, Any]:
     """A share of 0/1 records that come in clusters (one sentence under several pronouns or

@@ -48,13 +48,15 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
     positive means the model does better where the pronoun agrees with the stereotype).
     The intervals are bootstrapped together (`stats.bootstrap_means`: each one's own numbers,
     the resampled indices drawn once for the samples of one size); an accuracy of all right or
-    all wrong gets its Wilson interval instead (`stats.boundary_rate`)."""
+    all wrong gets its Wilson interval instead (`stats.boundary_rate`), and an accuracy
+    difference alike on every pair a paired score interval (`stats.paired_boundary_difference`)."""
     ref = pm[pm["kind"] == "referenced"]
     out: dict[str, Any] = {"n_pairs": 0}
     wide = {measure: ref.pivot_table(index="pair", columns="split", values=column,
                                      observed=True)
             for measure, (column, _) in PRO_ANTI.items()}
     samples: dict[str, np.ndarray] = {}
+    pairs = None  # the referenced pairs' accuracy, pro and anti
     for measure, (column, sign) in PRO_ANTI.items():
         for split in SPLITS:
             values = ref.loc[ref["split"] == split, column].to_numpy(dtype=np.float64)
@@ -66,6 +68,9 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
             continue
         paired = table.dropna(subset=list(SPLITS))
         diff = sign * (paired["pro"] - paired["anti"]).to_numpy(dtype=np.float64)
+        if measure == "accuracy":
+            pairs = (paired["pro"].to_numpy(dtype=np.float64),
+                     paired["anti"].to_numpy(dtype=np.float64))
         out["n_pairs"] = len(paired)
         samples[f"{measure}/difference"], out[f"{measure}/difference"] = diff, None
         out[f"{measure}/test"] = signed_rank(diff)
@@ -78,6 +83,9 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
             samples[f"accuracy/{split}"], confidence)
         if entry is not None and rate is not None:
             entry.update(low=rate["low"], high=rate["high"])
+    gap = None if pairs is None else stats.paired_boundary_difference(*pairs, confidence)
+    if gap is not None:  # every pair's difference alike: no spread to resample
+        out["accuracy/difference"].update(low=gap["low"], high=gap["high"])
     return out
 
 

@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from biasscope.core.digest import file_sha256
 from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.analysis.occupations import Statistics
 from biasscope.dynamics.analysis.performance import FILE as PERFORMANCE
@@ -34,15 +35,9 @@ PACKAGE = Path(__file__).resolve().parents[2]
 
 
 def _digest(path: Path) -> str | None:
-    """SHA-256 of a file's bytes, read in blocks (memory flat in its size); None if absent."""
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            while block := handle.read(1 << 20):
-                digest.update(block)
-    except FileNotFoundError:
-        return None
-    return digest.hexdigest()
+    """SHA-256 of a file's bytes (`file_sha256`: an unreadable one is a one-line error);
+    None if absent."""
+    return file_sha256(path) if path.exists() else None
 
 
 def code_digest(package: Path) -> str:

@@ -167,3 +167,16 @@ def test_resample_counts_of_nothing() -> None:
     assert resample_counts(0, 3, np.random.default_rng(0)).shape == (3, 0)
     assert resample_counts(5, 0, np.random.default_rng(0)).shape == (0, 5)
     assert resample_counts(4, 2, np.random.default_rng(0), np.int64).dtype == np.int64
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_ties_with_the_estimate_do_not_depend_on_rounding(paired: bool) -> None:
+    """Seed-averaged accuracies (multiples of 0.2) tie the estimate in many resamples; their
+    sums round, so exact comparison would put each tie on either side by its last bits. The
+    same values as whole numbers (times 5) sum exactly: both give one BCa interval."""
+    rng = np.random.default_rng(4)
+    fifths = [rng.integers(0, 6, 400) / 5 for _ in range(2 if paired else 1)]
+    signs = stats.MEAN * len(fifths)
+    exact = ours([5 * x for x in fifths], signs, "BCa", None, paired=paired, n=2000)
+    rounded = ours(fifths, signs, "BCa", None, paired=paired, n=2000)
+    np.testing.assert_allclose(np.asarray(rounded), np.asarray(exact) / 5, rtol=1e-12)

@@ -11,7 +11,11 @@ read the resampled statistics' linear-interpolation quantiles. Two steps are the
 numbers by a shorter road, so the intervals are SciPy's up to rounding (1e-12 apart in
 tests/core/test_bootstrap.py): a resample's mean is its draw counts times the values (not a
 gather of n values per resample), and the jackknife's leave-one-out means are
-(sum - value) / (n - 1) (not n means of n - 1 values).
+(sum - value) / (n - 1) (not n means of n - 1 values). One step differs on purpose: a
+resampled mean within the sums' rounding of the estimate ties it, as in exact arithmetic.
+SciPy compares the rounded sums, so on discrete values whose sums round (accuracies averaged
+over seeds, mean ranks) the last bits put each tie on one side or the other, and its BCa
+bounds can sit one resample away from these (1e-4 on a WinoBias accuracy).
 The normal distribution is `biasscope.core.normal` (SciPy's ``ndtr`` and ``ndtri``).
 """
 
@@ -63,13 +67,17 @@ def _jackknifed(data: Sequence[Array], signs: Sequence[float], paired: bool) -> 
     return out
 
 
-def _bca_levels(estimate: Array, resampled: Array, jackknifed: Sequence[Array], alpha: float
-                ) -> tuple[Array, Array]:
+def _bca_levels(estimate: Array, resampled: Array, jackknifed: Sequence[Array], alpha: float,
+                rounding: Array) -> tuple[Array, Array]:
     """The quantile levels of the bias-corrected and accelerated interval (Efron and
-    Tibshirani 1993, 14.3 and 15.4)."""
+    Tibshirani 1993, 14.3 and 15.4). A resampled statistic within ``rounding`` of the
+    estimate ties it (counts half), as it does in exact arithmetic: on discrete values
+    (accuracies, ranks) many resamples do, and the summation's last bits would otherwise
+    decide which side each falls on, and move a bound to the neighbouring resample."""
     estimate = np.expand_dims(estimate, axis=-1)
-    below = (np.count_nonzero(resampled < estimate, axis=-1)
-             + np.count_nonzero(resampled <= estimate, axis=-1))
+    rounding = np.expand_dims(rounding, axis=-1)
+    below = (np.count_nonzero(resampled < estimate - rounding, axis=-1)
+             + np.count_nonzero(resampled <= estimate + rounding, axis=-1))
     share = np.asarray(below.astype(estimate.dtype) / (2 * resampled.shape[-1]),
                        dtype=estimate.dtype)
     z0 = ndtri(share)
@@ -136,13 +144,17 @@ def mean_interval(samples: Sequence[Array], signs: Sequence[float], *, n_resampl
             total = total + sign * (resample_counts(x.size, rows, rng) @ x / x.size)
         parts.append(total)
     resampled = np.concatenate(parts, axis=-1)
+    # a mean of n values is within n * eps * max |x| of its exact value, however summed
+    bound = [x.size * np.finfo(np.float64).eps * np.max(np.abs(x)) for x in data]
     if paired:
-        estimate = np.array([np.mean(x) for x in data])
+        estimate, rounding = np.array([np.mean(x) for x in data]), 2 * np.array(bound)
     else:
         estimate = np.asarray(sum(s * np.mean(x) for s, x in zip(signs, data, strict=True)))
+        rounding = np.asarray(2 * sum(bound))
     alpha = (1 - confidence) / 2
     if method.lower() == "bca":
-        levels = _bca_levels(estimate, resampled, _jackknifed(data, signs, paired), alpha)
+        levels = _bca_levels(estimate, resampled, _jackknifed(data, signs, paired), alpha,
+                             rounding)
     else:
         level = np.asarray(alpha, dtype=resampled.dtype)
         levels = (level, 1 - level)

@@ -44,21 +44,29 @@ def modules() -> list[str]:
     return sorted(p.stem for p in TESTS.glob("calibration_*.py") if p.stem != "calibration_base")
 
 
-def claims(names: Sequence[str], only: str | None) -> list[Any]:
+def _claims_of(name: str) -> list[Any]:
+    if str(TESTS) not in sys.path:
+        sys.path.insert(0, str(TESTS))
+    return list(importlib.import_module(name).CLAIMS)
+
+
+def claims(names: Sequence[str], only: str | None) -> list[tuple[str, int, Any]]:
     """Every module's ``CLAIMS`` in module order, those matching ``only`` (case-insensitive
-    text of the claim, null, size or module name)."""
-    sys.path.insert(0, str(TESTS))
+    text of the claim, null, size or module name), each with its module and place there (a
+    worker process looks it up by those: a claim's simulation may be a closure, which does
+    not pickle)."""
     out = []
     for name in names:
-        for claim in importlib.import_module(name).CLAIMS:
+        for index, claim in enumerate(_claims_of(name)):
             text = f"{name} {claim.claim} {claim.null} {claim.size}".lower()
             if only is None or only.lower() in text:
-                out.append(claim)
+                out.append((name, index, claim))
     return out
 
 
-def _run(job: tuple[Any, int, int]) -> tuple[int, int, float]:
-    claim, n_sims, seed = job
+def _run(job: tuple[str, int, int, int]) -> tuple[int, int, float]:
+    name, index, n_sims, seed = job
+    claim = _claims_of(name)[index]
     start = time.monotonic()
     hits, n = claim.simulate(n_sims, seed)
     return hits, n, time.monotonic() - start
@@ -135,11 +143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = claims(modules(), args.only)
     if not chosen:
         parser.error(f"no claim matches --only {args.only!r}")
-    jobs = [(c, args.n_sims, args.seed) for c in chosen]
+    jobs = [(name, index, args.n_sims, args.seed) for name, index, _ in chosen]
     rows, failed = [], 0
     with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else nullcontext() as pool:
         results = pool.map(_run, jobs) if pool is not None else map(_run, jobs)
-        for claim, (hits, n, took) in zip(chosen, results):
+        for (_, _, claim), (hits, n, took) in zip(chosen, results):
             line, ok = row(claim, hits, n)
             rows.append(line)
             failed += not ok

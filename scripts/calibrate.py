@@ -107,7 +107,8 @@ def section(rows: Sequence[str], old: str | None, n_sims: int, seed: int) -> str
         f"seed {seed}:", width=96, break_on_hyphens=False)
     return "\n".join([
         HEADING, "", intro, "",
-        "```", "PYTHONPATH=src python scripts/calibrate.py", "```", "",
+        "```", f"PYTHONPATH=src python scripts/calibrate.py --n-sims {n_sims}"
+        + (f" --seed {seed}" if seed else ""), "```", "",
         HEADER, *rows, *kept, ""])
 
 

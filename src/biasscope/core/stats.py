@@ -389,9 +389,11 @@ def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
             if size < 2:
                 continue
             resampled = resample_counts(size, n_resamples, rng) @ v / size
-            for k, j in enumerate(chosen):
-                ci = percentile_interval(mean[g, j], resampled[:, k], confidence)
-                low[g, j], high[g, j] = ci.low, ci.high
+            # the values are finite, so are their resampled means: `percentile_interval`
+            # of every column at once
+            tail = 100 * (1 - confidence) / 2
+            low[g, chosen], high[g, chosen] = np.percentile(resampled, [tail, 100 - tail],
+                                                            axis=0)
     if table.ndim == 1:
         return mean[:, 0], low[:, 0], high[:, 0]
     return mean, low, high

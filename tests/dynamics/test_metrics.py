@@ -10,13 +10,17 @@ from scipy.spatial.distance import jensenshannon
 from biasscope.dynamics.scoring.metrics import (
     accuracy,
     average_rank,
+    correct,
     dynamics_metrics,
     jsd_by_parts,
     jsd_parts,
+    option_logprob_matrix,
     option_probs,
+    record_jsd_parts,
     seed_mean_std,
     stereotype_accuracy,
 )
+from biasscope.probes.next_token import OptionScores
 
 OPTIONS = ["male", "female", "not specified"]
 
@@ -73,6 +77,18 @@ def test_rank_accuracy_and_jsdp_subsets():
     fem = jsd_by_parts(df[df["answer_label"] == "female"], OPTIONS)
     expected = jsd_parts(np.exp(lp[1:3]), [1, 1]).mean(axis=0)
     assert [fem[o] for o in OPTIONS] == pytest.approx(expected)
+
+
+def test_option_scores_are_the_record_functions_numbers() -> None:
+    """Built once and shared by the report's reductions: the same arrays, to the bit, as the
+    functions each reduction called before."""
+    lp = np.log([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.5, 0.4, 0.1], [0.1, 0.1, 0.8]])
+    df = frame(lp, [0, 1, 1, 2], [1, 3, 9, 2])
+    scores = OptionScores.of(df)
+    assert np.array_equal(scores.logprobs, option_logprob_matrix(df))
+    assert np.array_equal(scores.probs, option_probs(df))
+    assert np.array_equal(scores.parts, record_jsd_parts(df))
+    assert scores.correct.tolist() == correct(df).tolist() == [True, True, False, True]
 
 
 def test_stereotype_accuracy_counts_pro_referenced_gender_choice():

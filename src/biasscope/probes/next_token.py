@@ -20,8 +20,10 @@ token, options in the probe's canonical order), ``answer`` (index of the correct
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -81,6 +83,35 @@ def jsd_parts(probs: np.ndarray, answers: Sequence[int] | np.ndarray) -> np.ndar
 
 def record_jsd_parts(records: pd.DataFrame) -> np.ndarray:
     return jsd_parts(option_probs(records), records["answer"].to_numpy())
+
+
+@dataclass(frozen=True)
+class OptionScores:
+    """One records frame's option log-probs and what metrics derive from them, each computed
+    once: a report reduces each unit's records twice (the analysis' values and the
+    breakdowns'), and each rebuilt them (the matrix three times per unit)."""
+
+    logprobs: np.ndarray  # `option_logprob_matrix`
+    answers: np.ndarray
+
+    @classmethod
+    def of(cls, records: pd.DataFrame) -> OptionScores:
+        return cls(option_logprob_matrix(records), records["answer"].to_numpy(dtype=np.int64))
+
+    @functools.cached_property
+    def probs(self) -> np.ndarray:
+        """`option_probs`."""
+        return _softmax(self.logprobs)
+
+    @functools.cached_property
+    def parts(self) -> np.ndarray:
+        """`record_jsd_parts`."""
+        return jsd_parts(self.probs, self.answers)
+
+    @functools.cached_property
+    def correct(self) -> np.ndarray:
+        """`correct`."""
+        return np.asarray(self.logprobs.argmax(axis=1) == self.answers)
 
 
 def jsd_by_parts(records: pd.DataFrame, options: Sequence[str]) -> dict[str, float]:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from biasscope.dynamics.analysis import gap_tests
 from biasscope.dynamics.analysis.breakdown import record_values as breakdown_values
-from biasscope.dynamics.scoring.metrics import record_jsd_parts
+from biasscope.probes.next_token import OptionScores
 from biasscope.probes.winobias import GENDERS
 from biasscope.probes.winobias import NAME as PROBE
 from biasscope.store.directory import RunStore
@@ -43,12 +43,17 @@ NOT_SPECIFIED = "not specified"
 SNAPSHOT_STEP = 0
 
 
-def unit_values(records: pd.DataFrame) -> pd.DataFrame:
+def unit_values(records: pd.DataFrame, scores: OptionScores | None = None,
+                prompts: pd.Series | None = None) -> pd.DataFrame:
     """Per record of one unit (or any records of one probe): model, step, prompt,
     answer_label and the `VALUES`, each exactly as `gap_tests.record_values` computes it (and
-    ``template`` under several wordings)."""
+    ``template`` under several wordings). ``scores`` and ``prompts``: the records'
+    `OptionScores` and `gap_tests.prompt_ids`, if already built."""
     options = list(records["options"].iloc[0]) if len(records) else []
-    parts = record_jsd_parts(records) if len(records) else np.zeros((0, 0))
+    if scores is None and len(records):
+        scores = OptionScores.of(records)
+    parts = scores.parts if scores is not None else np.zeros((0, 0))
+    correct = scores.correct if scores is not None else np.zeros(0, dtype=bool)
     answers = records["answer"].to_numpy(dtype=int)
     rank = gap_tests.record_values(records, "target_rank")
     narrow = rank.astype(np.float32)
@@ -56,11 +61,12 @@ def unit_values(records: pd.DataFrame) -> pd.DataFrame:
     frame: pd.DataFrame = pd.DataFrame({
         "model": pd.Categorical(records["model"].to_numpy()),
         "step": records["step"].array,
-        "prompt": pd.Categorical(gap_tests.prompt_ids(records).to_numpy()),
+        "prompt": pd.Categorical((gap_tests.prompt_ids(records) if prompts is None
+                                  else prompts).to_numpy()),
         "answer_label": pd.Categorical(records["answer_label"].to_numpy()),
         "jsdp_correct": parts[np.arange(len(records)), answers] if len(records) else rank,
         "target_rank": narrow if exact else rank,
-        "correct": gap_tests.record_values(records, "correct").astype(np.float32)})
+        "correct": correct.astype(np.float32)})
     for gender in GENDERS:
         column = (parts[:, options.index(gender)] if gender in options and len(records)
                   else np.full(len(records), np.nan))
@@ -226,9 +232,11 @@ def read_run(store: RunStore, intervals: Intervals,
             if run.step_dtype is None:
                 run.step_dtype = frame["step"].dtype
             for model, chunk in rows.groupby("model", sort=False):
-                reduced.setdefault(str(model), []).append(unit_values(chunk))
+                scores, prompts = OptionScores.of(chunk), gap_tests.prompt_ids(chunk)
+                reduced.setdefault(str(model), []).append(unit_values(chunk, scores, prompts))
                 if breakdown is not None:
-                    extra.setdefault(str(model), []).append(breakdown_values(chunk))
+                    extra.setdefault(str(model), []).append(
+                        breakdown_values(chunk, scores, prompts))
             del frame, rows
         add_step(run, models, {m: pd.concat(f, ignore_index=True) for m, f in reduced.items()},
                  intervals)

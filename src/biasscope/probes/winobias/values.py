@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.stats import Array
-from biasscope.probes.next_token import correct, option_logprob_matrix, record_jsd_parts
+from biasscope.probes.next_token import OptionScores, correct, record_jsd_parts
 
 # A wording (``@w3``, `biasscope.probes.wordings`) goes with the seed: both are repeated
 # measurements of one prompt, so tests over prompts do not count a prompt once per wording.
@@ -81,21 +81,23 @@ def seed_means(frame: pd.DataFrame) -> pd.DataFrame:
 MEANS = ("correct", "jsdp_correct", "lp_diff", "p_diff")
 
 
-def breakdown_values(records: pd.DataFrame) -> pd.DataFrame:
-    """Per record of one probe's records: what the breakdowns use, in narrow columns."""
+def breakdown_values(records: pd.DataFrame, scores: OptionScores | None = None,
+                     prompts: pd.Series | None = None) -> pd.DataFrame:
+    """Per record of one probe's records: what the breakdowns use, in narrow columns.
+    ``scores`` and ``prompts``: the records' `OptionScores` and `prompt_ids`, if already
+    built."""
     n = len(records)
     if n == 0:
         empty: pd.DataFrame = pd.DataFrame({c: [] for c in (
             "prompt", "pair", "split", "kind", "occupation", "stereotype", *MEANS)})
         return empty
     options = list(records["options"].iloc[0])
-    lp = option_logprob_matrix(records)
-    answers = records["answer"].to_numpy(dtype=int)
-    shifted = np.exp(lp - lp.max(axis=1, keepdims=True))
-    probs = shifted / shifted.sum(axis=1, keepdims=True)
+    scores = OptionScores.of(records) if scores is None else scores
+    lp, probs, answers = scores.logprobs, scores.probs, scores.answers
     male, female = options.index("male"), options.index("female")
     frame: pd.DataFrame = pd.DataFrame({
-        "prompt": pd.Categorical(prompt_ids(records).to_numpy()),
+        "prompt": pd.Categorical((prompt_ids(records) if prompts is None else prompts
+                                  ).to_numpy()),
         "pair": pd.Categorical(np.array([_pair_of(i) for i in
                                          records["sentence_id"].astype(str).tolist()],
                                         dtype=object)),
@@ -103,8 +105,8 @@ def breakdown_values(records: pd.DataFrame) -> pd.DataFrame:
         "kind": pd.Categorical(records["kind"].to_numpy()),
         "occupation": pd.Categorical(records["occupation"].to_numpy()),
         "stereotype": pd.Categorical(records["stereotype"].to_numpy()),
-        "correct": (lp.argmax(axis=1) == answers).astype(np.float64),
-        "jsdp_correct": record_jsd_parts(records)[np.arange(n), answers],
+        "correct": scores.correct.astype(np.float64),
+        "jsdp_correct": scores.parts[np.arange(n), answers],
         "lp_diff": lp[:, male] - lp[:, female],
         "p_diff": probs[:, male] - probs[:, female]})
     if "template" in records:  # several wordings: what `dynamics.wordings` needs beside

@@ -132,9 +132,11 @@ def correct(records: pd.DataFrame) -> np.ndarray:
     return np.asarray(option_logprob_matrix(records).argmax(axis=1) == records["answer"].to_numpy())
 
 
-def accuracy(records: pd.DataFrame, labels: Iterable[str]) -> dict[str, float]:
-    """Accuracy overall (``all``) and per correct answer."""
-    hits = pd.Series(correct(records), index=records.index)
+def accuracy(records: pd.DataFrame, labels: Iterable[str],
+             hits: np.ndarray | None = None) -> dict[str, float]:
+    """Accuracy overall (``all``) and per correct answer. ``hits``: the records' `correct`,
+    if already computed."""
+    hits = pd.Series(correct(records) if hits is None else hits, index=records.index)
     out = {"all": float(hits.mean()) if len(hits) else float("nan")}
     by = hits.groupby(records["answer_label"]).mean()
     out.update({label: float(by.get(label, float("nan"))) for label in labels})
@@ -169,11 +171,12 @@ def dynamics_metrics(records: pd.DataFrame) -> dict[str, float]:
     options = tuple(records["options"].iloc[0]) if len(records) else ()
     out: dict[str, float] = {}
     out.update({f"average_rank/{k}": v for k, v in average_rank(records, options).items()})
-    out.update({f"accuracy/{k}": v for k, v in accuracy(records, options).items()})
     # The option matrix and JSD parts once, sliced per subset: rows do not depend on others.
-    lp = option_logprob_matrix(records)
-    parts = (jsd_parts(_softmax(lp), records["answer"].to_numpy()) if len(records)
-             else np.zeros((0, len(options))))
+    scores = OptionScores.of(records)
+    out.update({f"accuracy/{k}": v
+                for k, v in accuracy(records, options, scores.correct).items()})
+    lp = scores.logprobs
+    parts = scores.parts if len(records) else np.zeros((0, len(options)))
     subsets: dict[str, np.ndarray] = {"all": np.ones(len(records), dtype=bool)}
     subsets.update({f"answer={o}": (records["answer_label"] == o).to_numpy() for o in options})
     if "split" in records:

@@ -136,9 +136,9 @@ def accuracy(records: pd.DataFrame, labels: Iterable[str],
              hits: np.ndarray | None = None) -> dict[str, float]:
     """Accuracy overall (``all``) and per correct answer. ``hits``: the records' `correct`,
     if already computed."""
-    hits = pd.Series(correct(records) if hits is None else hits, index=records.index)
-    out = {"all": float(hits.mean()) if len(hits) else float("nan")}
-    by = hits.groupby(records["answer_label"]).mean()
+    won = pd.Series(correct(records) if hits is None else hits, index=records.index)
+    out = {"all": float(won.mean()) if len(won) else float("nan")}
+    by = won.groupby(records["answer_label"]).mean()
     out.update({label: float(by.get(label, float("nan"))) for label in labels})
     return out
 

@@ -149,6 +149,20 @@ def test_a_server_that_echoes_the_start_token_scores_the_whole_sentence() -> Non
                             (_completion(tokens, values, tops), 1)).greedy
 
 
+def test_a_server_that_returns_no_logprobs_is_refused_in_one_line() -> None:
+    """A server that ignores ``echo`` and ``logprobs`` answers ``"logprobs": null``: the
+    option cannot be scored, and the error says what to do instead of an AttributeError."""
+    from biasscope.backends.echo import EchoScorer
+    from biasscope.backends.openai_http import OpenAIGenerator
+    from biasscope.core.errors import ModelError
+
+    scorer = EchoScorer(OpenAIGenerator("m", "http://127.0.0.1:9/v1", None,
+                                        kind="openai-compatible"))
+    bare = SimpleNamespace(logprobs=None, text="The nurse said yes")
+    with pytest.raises(ModelError, match="echoed no token offsets.*--scoring generate"):
+        scorer._option_tokens("item 'x'", " yes", (bare, 1))
+
+
 def test_a_server_that_nulls_the_first_sentence_token_is_refused(llama_server: Any,
                                                                  tiny_gguf: Any) -> None:
     """llama-cpp-python's server drops the start token from the echo and returns null for the

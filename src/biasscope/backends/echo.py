@@ -75,8 +75,9 @@ class EchoScorer:
         """The echoed tokens of ``option`` at the end of the prompt + option echo, each with
         its log-prob."""
         choice, generated = echoed
-        logprobs = choice.logprobs
-        tokens, values, offsets = logprobs.tokens, logprobs.token_logprobs, logprobs.text_offset
+        logprobs = choice.logprobs  # None from a server that ignores ``echo``
+        tokens, values, offsets = (list(getattr(logprobs, name, None) or []) for name in (
+            "tokens", "token_logprobs", "text_offset"))
         if not tokens or not offsets or len(offsets) != len(tokens):
             raise ModelError(f"{self.label}: the server echoed no token offsets for {where}; it "
                              "cannot score options (llama.cpp: start it with --logits_all "

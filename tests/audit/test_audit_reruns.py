@@ -148,6 +148,22 @@ def test_a_tampered_data_file_is_refused_and_probes_may_be_added(tmp_path, capsy
     assert "different settings of probe 'adult-counterfactual'" in err and "Traceback" not in err
 
 
+def test_a_probe_added_or_rerun_alone_keeps_the_others_in_the_summary(tmp_path, capsys):
+    """Before: summary.json and the report held only the probes of the last call, though
+    run.json and records/ held them all."""
+    args, _, out = _adult_run(tmp_path)
+    assert main([*args, "--probe", "adult-counterfactual"]) == 0
+    assert main([*args, "--probe", "professional-bias,adult-counterfactual"]) == 0
+    first = json.loads((out / "summary.json").read_text())["probes"]
+    assert main([*args, "--probe", "adult-counterfactual"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["probes"]) == ["adult-counterfactual", "professional-bias"]
+    assert summary["probes"] == first
+    assert main(["report", str(out)]) == 0, capsys.readouterr().err
+    page = (out / "report.html").read_text()
+    assert "adult-counterfactual" in page and "professional-bias" in page
+
+
 def test_a_run_of_another_kind_is_refused(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
@@ -192,6 +208,8 @@ def test_two_probes_started_together_both_land_in_run_json(tmp_path, trial):
     assert sorted([codes.get(), codes.get()]) == [0, 0]
     run = json.loads((out / "run.json").read_text())
     assert set(run["probes"]) == {"adult-counterfactual", "professional-bias"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["probes"]) == {"adult-counterfactual", "professional-bias"}
 
 
 def test_an_added_measurement_is_gained_by_an_older_run_not_refused(tmp_path: Path) -> None:

@@ -159,7 +159,7 @@ def test_a_server_that_returns_no_logprobs_is_refused_in_one_line() -> None:
     scorer = EchoScorer(OpenAIGenerator("m", "http://127.0.0.1:9/v1", None,
                                         kind="openai-compatible"))
     bare = SimpleNamespace(logprobs=None, text="The nurse said yes")
-    with pytest.raises(ModelError, match="echoed no token offsets.*--scoring generate"):
+    with pytest.raises(ModelError, match=r"echoed no token offsets.*--scoring generate"):
         scorer._option_tokens("item 'x'", " yes", (bare, 1))
 
 

@@ -46,6 +46,7 @@ from biasscope.probes.base import AskedProbe, Response, records
 from biasscope.probes.choices import read_choice
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
+from biasscope.store.locks import run_lock
 from biasscope.store.run_json import start_run
 from biasscope.store.settings import merge_settings, sha256_json
 from biasscope.store.units import Unit
@@ -298,8 +299,27 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
         responder, StoredResponses) else []
     summary = summarise(store, probes, unknown, pending)
     store.check_same_folder()
-    write_json(store.summary_json, {**summary, "requests": sent})
+    with run_lock(store):  # another call into this run may be writing its summary
+        write_json(store.summary_json, {**with_earlier_probes(store, summary),
+                                        "requests": sent})
     return store
+
+
+def with_earlier_probes(store: RunStore, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """``summary`` with the entries of the run's other probes from its summary.json: a call
+    that adds or reruns one probe summarises only the probes it asks, and the others' units
+    are the files an earlier call summarised (units are never rewritten), so their entries
+    still hold. In run.json's probe order."""
+    earlier: Mapping[str, Any] = {}
+    if store.summary_json.is_file():
+        try:
+            earlier = store.read_json("summary.json").get("probes") or {}
+        except BiasscopeError:  # unreadable: rebuilt from this call's probes alone
+            earlier = {}
+    now = summary["probes"]
+    order = dict.fromkeys([*store.read_json("run.json").get("probes", {}), *now])
+    return {**summary, "probes": {name: now[name] if name in now else earlier[name]
+                                  for name in order if name in now or name in earlier}}
 
 
 def recorded(previous: Mapping[str, Any], now: Mapping[str, Any]) -> dict[str, Any]:

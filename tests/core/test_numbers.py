@@ -39,3 +39,25 @@ def test_record_tables_write_intervals_and_p_values_as_the_sentences_do() -> Non
     cells = [c.split("</td>")[0] for c in page.split("<td>")[1:]]
     assert cells == ["planted", "2.62", "2.44", "2.81", "&lt; 0.0001", "0.043", "0.985",
                      "0.0000177"]
+
+
+def test_json_rows_keep_every_float_whole_and_nulls_as_none() -> None:
+    """pandas' to_json rounded to 10 decimals: a p-value of 1.37e-15 was written as 0, and
+    the report then said it was smaller than a double holds."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from biasscope.core.numbers import json_rows
+
+    table = pd.DataFrame({
+        "p": [1.3714506313145575e-15, 0.123456789012345678, np.nan],
+        "n": pd.array([3, None, 5], dtype="Int64"), "ok": [True, False, True],
+        "name": ["a", None, "c"], "inf": [np.inf, -1.5, 2.0]})
+    rows = json_rows(table)
+    assert rows[0] == {"p": 1.3714506313145575e-15, "n": 3, "ok": True, "name": "a",
+                       "inf": None}
+    assert rows[1]["p"] == 0.123456789012345678 and rows[1]["n"] is None
+    assert rows[1]["name"] is None and rows[2]["p"] is None
+    assert json.loads(json.dumps(rows)) == rows  # plain Python values only

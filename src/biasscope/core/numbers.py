@@ -13,10 +13,35 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MAX_DECIMALS = 10
 P_FLOOR = 1e-4
+
+
+def plain(value: Any) -> Any:
+    """A number as JSON holds it: numpy scalars as Python ones, NaN and infinities as None."""
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(float(value)) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def json_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table's rows as JSON holds them (`plain` values; NA and NaN as None), every float
+    kept whole: pandas' ``to_json`` rounds to 10 decimals, which wrote a p-value of 1e-15 as
+    0 and a report then read it as smaller than a double holds."""
+    cells = table.astype(object).where(table.notna(), None)
+    return [{str(k): plain(v) for k, v in row.items()}
+            for row in cells.to_dict(orient="records")]
 
 
 def finite(value: Any) -> TypeGuard[float]:

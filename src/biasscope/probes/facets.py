@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.items import Item
+from biasscope.core.numbers import plain as plain  # where the probes look for it
 from biasscope.core.stats import Array
 from biasscope.core.wordings import Measure as WordingMeasure
 
@@ -122,15 +123,6 @@ def step_value(entry: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
     the keys kept over steps, NaN as None, numpy numbers as Python ones."""
     keep = ("estimate", "low", "high", "n", "p_value", "effect_size")
     return {**{k: plain(entry[k]) for k in keep if k in entry}, **extra}
-
-
-def plain(value: Any) -> Any:
-    """A number as JSON holds it: numpy scalars as Python ones, NaN and infinities as None."""
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(float(value)) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,12 @@ checks the source asks for, and the findings in sentences."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import pandas as pd
 
-from biasscope.core.numbers import p_is, pvalue, with_ci
+from biasscope.core.numbers import json_rows, p_is, pvalue, with_ci
 from biasscope.sensitivity.confounds import (
     Confounds,
     confound_sentences,
@@ -45,11 +44,6 @@ INTERVALS = (
     "(e.g. an SD from one prompt, a normalising sum of zero).")
 
 
-def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = json.loads(frame.to_json(orient="records"))
-    return rows
-
-
 def validity(part: pd.DataFrame) -> pd.DataFrame:
     """Per (model, principle): perturbations that failed, leaked a preamble, copied their
     request (echoes; records from before that check count none), and the mean change in
@@ -80,22 +74,22 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
         indices = indices.merge(checks, on=["model", "principle"], how="left")
     texts = {p.id: p.text for p in constitution.principles}
     result: dict[str, Any] = {
-        "indices": _rows(indices), "validity": _rows(checks),
+        "indices": json_rows(indices), "validity": json_rows(checks),
         "failed": int(part["perturbed"].isna().sum()), "preambles": int(part["preamble"].sum()),
         "echoes": int(checks["echoes"].sum()), "pairs": len(part), "principles": texts,
         "confounds": confound_summary(part, confounds)}
     if not len(indices):
         result["sentences"] = ["No perturbation was scored."]
         return result
-    result["rank_agreement"] = _rows(metric_rank_agreement(indices))
+    result["rank_agreement"] = json_rows(metric_rank_agreement(indices))
     if indices["model"].nunique() > 1:
         wide = model_comparison(indices)
-        result["models"] = _rows(wide.reset_index())
+        result["models"] = json_rows(wide.reset_index())
         result["model_test"] = wide.attrs.get("test")
     groups = {p.id: p.group for p in constitution.principles if p.group}
     named = {g for g in groups.values() if g != "both"}
     if len(named) == 2:
-        result["groups"] = {k: _rows(v) if isinstance(v, pd.DataFrame) else v
+        result["groups"] = {k: json_rows(v) if isinstance(v, pd.DataFrame) else v
                             for k, v in group_comparison(indices, groups,
                                                          conventions=conventions).items()}
     result["sentences"] = sentences(indices, result) + confound_sentences(result["confounds"])
@@ -105,7 +99,7 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
 def sentences(indices: pd.DataFrame, result: dict[str, Any]) -> list[str]:
     out = []
     for model, chunk in indices.groupby("model", sort=False):
-        top = max(_rows(chunk), key=lambda r: r["mean_effect"] if r["mean_effect"] is not None
+        top = max(json_rows(chunk), key=lambda r: r["mean_effect"] if r["mean_effect"] is not None
                   else -math.inf)
         test = (f"one-sided Wilcoxon {p_is(top['p_greater'])}, Holm "
                 f"{pvalue(top['p_greater_holm'])}; rank-biserial r = {top['rank_biserial']:+.2f}")

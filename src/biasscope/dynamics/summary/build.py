@@ -20,6 +20,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.curves import forget_resamples
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import json_rows
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
 from biasscope.dynamics.analysis.config import (
@@ -30,7 +31,7 @@ from biasscope.dynamics.analysis.config import (
 )
 from biasscope.dynamics.analysis.emergence import sharpest_of
 from biasscope.dynamics.scoring.units import summarise, unit_summary
-from biasscope.dynamics.summary.model import ModelInputs, analyse_model, json_rows
+from biasscope.dynamics.summary.model import ModelInputs, analyse_model
 from biasscope.dynamics.summary.probes import analyse_probes
 from biasscope.dynamics.summary.reading import SNAPSHOT_STEP, RunParts, read_run
 from biasscope.probes.winobias import GENDERS

@@ -3,7 +3,6 @@ its trend bends, whether it holds across wordings, and where to stop training.""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -13,6 +12,7 @@ import pandas as pd
 
 from biasscope.core import numbers, stats
 from biasscope.core.curves import ItemCurves
+from biasscope.core.numbers import json_rows
 from biasscope.dynamics.analysis import findings, gap_tests, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.config import FLAG_GAP, ZERO_PERFORMANCE, AnalysisConfig
 from biasscope.dynamics.analysis.emergence import (
@@ -25,12 +25,6 @@ from biasscope.dynamics.analysis.emergence import (
     trend_change,
 )
 from biasscope.probes.winobias import NAME as PROBE
-
-
-def json_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """Plain JSON rows (numpy scalars to Python, NaN and NA to null)."""
-    rows: list[dict[str, Any]] = json.loads(table.to_json(orient="records"))
-    return rows
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,28 @@ def test_output_elsewhere_leaves_the_run_alone(run: Path, tmp_path: Path) -> Non
     assert not (run / "report.summary.json").exists()
 
 
+@pytest.mark.parametrize(("inside", "says"), [
+    ("run.json", "inside the run"), ("summary.json", "inside the run"),
+    ("records/x.html", "inside the run"), ("../notes.txt", "is not an HTML page"),
+    ("..", "is a folder")])
+def test_an_output_that_would_replace_what_is_no_report_is_refused(
+        run: Path, capsys: pytest.CaptureFixture[str], inside: str, says: str) -> None:
+    """Before: --output RUN/run.json wrote the report over the run's run.json."""
+    (run.parent / "notes.txt").write_text("mine\n")
+    before = {p: p.read_bytes() for p in [*run.rglob("*"), run.parent / "notes.txt"]
+              if p.is_file()}
+    assert main(["report", str(run), "--output", str(run / inside)]) == 2
+    assert says in one_line(capsys)
+    assert {p: p.read_bytes() for p in before} == before
+    assert main(["report", str(run), "--output", str(run.parent / "page.html")]) == 0
+    assert main(["report", str(run), "--output", str(run.parent / "page.html")]) == 0
+    (run.parent / "notes.summary.json").write_text("[1]\n")  # the summary's place beside
+    capsys.readouterr()
+    assert main(["report", str(run), "--output", str(run.parent / "notes.html")]) == 2
+    assert "is no biasscope summary" in one_line(capsys)
+    assert (run.parent / "notes.summary.json").read_text() == "[1]\n"
+
+
 @pytest.mark.parametrize(("flag", "value", "says"), [
     ("--alpha", "nan", "must be a finite number"),
     ("--alpha", "5", "must be strictly between 0 and 1"),

@@ -85,6 +85,27 @@ JOBS: dict[str, Job] = {
 }
 
 
+def check_output(store: RunStore, out: Path) -> None:
+    """Refuse an ``--output`` that would replace what is not a report: a file inside the run
+    (its run.json, records or summary; only its own report.html may be rewritten), or an
+    existing file that is no HTML page. The run and the user's files outlive a typo."""
+    target = out.resolve()
+    if target == (store.root / "report.html").resolve():
+        return
+    if target.is_relative_to(store.root.resolve()):
+        raise BiasscopeError(f"--output {out} is inside the run {store.root}, where it would "
+                             "replace the run's own files; write the report outside the run, "
+                             "or leave --output out for RUN/report.html")
+    if target.is_dir():
+        raise BiasscopeError(f"--output {out} is a folder; give the path of an .html file")
+    if target.exists():
+        with target.open("rb") as f:
+            head = f.read(512).lstrip().lower()
+        if not head.startswith((b"<!doctype html", b"<html")):
+            raise BiasscopeError(f"--output {out} exists and is not an HTML page; a report would "
+                                 "replace it: choose another path")
+
+
 def render(run: str | Path, output: str | Path | None = None,
            analysis: Mapping[str, Any] | None = None, data_dir: str | None = None
            ) -> tuple[Path, str | None]:
@@ -93,6 +114,8 @@ def render(run: str | Path, output: str | Path | None = None,
     its records."""
     store = RunStore(run)
     out = Path(output) if output else None
+    if out is not None:
+        check_output(store, out)
     kind = recorded_kind(store)
     if kind not in JOBS:
         raise BiasscopeError(f"{store.run_json} records a run of kind {kind!r}, which this "

@@ -8,6 +8,7 @@ other options is the same call as the first one.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,9 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     target = Path(output) if output is not None else own
     mine = target.resolve() == own.resolve()
     beside = target.with_name(f"{target.stem}.summary.json")
+    if not mine and beside.exists() and not _is_summary(beside):
+        raise BiasscopeError(f"{beside} exists and is no biasscope summary; the report "
+                             f"{target} keeps its summary there: choose another --output")
     found = reuse.stored([store.summary_json] if mine else [beside, store.summary_json], key,
                          store.summary_json if statistics.reused else None)
     if found is not None:
@@ -68,6 +72,14 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     else:
         write_json(beside, summary)
     return render_dynamics_report(store, summary, target)
+
+
+def _is_summary(path: Path) -> bool:
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(loaded, dict) and "analysis" in loaded
 
 
 def reanalyse(store: RunStore, output: Path | None = None,

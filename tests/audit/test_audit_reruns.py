@@ -164,6 +164,17 @@ def test_a_probe_added_or_rerun_alone_keeps_the_others_in_the_summary(tmp_path, 
     assert "adult-counterfactual" in page and "professional-bias" in page
 
 
+def test_a_folder_with_a_summary_but_no_run_json_is_not_written_over(tmp_path, capsys):
+    args, _, out = _adult_run(tmp_path)
+    out.mkdir()
+    (out / "summary.json").write_text('{"mine": true}\n')
+    assert main([*args, "--probe", "adult-counterfactual"]) == 2
+    err = capsys.readouterr().err
+    assert "holds summary.json but no run.json" in err and err.count("\n") == 1, err
+    assert (out / "summary.json").read_text() == '{"mine": true}\n'
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
+
+
 def test_a_run_of_another_kind_is_refused(tmp_path):
     out = tmp_path / "run"
     out.mkdir()

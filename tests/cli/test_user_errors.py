@@ -375,6 +375,32 @@ def test_items_and_generate_inside_a_file(tmp_path, capsys):
     assert blocker.read_text() == "precious\n"
 
 
+def test_generate_and_items_never_write_over_their_own_inputs(tmp_path, capsys):
+    """Before: --out naming the --input replaced the requests with answers, and items
+    written into the data directory replaced a dataset file."""
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text('{"id": 1, "prompt": "a"}\n')
+    line = one_line(capsys, ["generate", "--model", NOWHERE, "--input", str(prompts),
+                             "--out", str(tmp_path / "." / "in.jsonl")])
+    assert "is the --input file" in line
+    assert prompts.read_text() == '{"id": 1, "prompt": "a"}\n'
+    data = write_winobias(tmp_path / "data")
+    before = {p: p.read_bytes() for p in data.rglob("*") if p.is_file()}
+    target = next(iter(before))
+    line = one_line(capsys, ["items", "--probe", "winobias-gender", "--data-dir", str(data),
+                             "--out", str(target)])
+    assert "inside the data directory" in line
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_generate_names_the_line_and_id_that_repeat(tmp_path, capsys):
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text('{"id": "2", "prompt": "a"}\n{"prompt": "b"}\n')  # line 2: id "2"
+    line = one_line(capsys, ["generate", "--model", NOWHERE, "--input", str(prompts),
+                             "--out", str(tmp_path / "out.jsonl")])
+    assert f"{prompts}:2: id '2' already used on line 1" in line
+
+
 # ------------------------------------------------------------------ lone surrogates
 
 

@@ -30,7 +30,7 @@ from biasscope.core.config import (
     setting,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.data.sources import DATA_DIR_HELP
+from biasscope.data.sources import DATA_DIR_HELP, cache_dir, resolve_data_dir
 from biasscope.probes import Probe
 from biasscope.probes.base import AskedProbe
 from biasscope.probes.specs import (
@@ -256,4 +256,9 @@ def export(config: ItemsConfig) -> tuple[int, str]:
                          flag="--probe", wordings=config.wordings)
     if len(probes) != 1:
         raise BiasscopeError(f"items --probe {spec}: name one probe (e.g. bbq:Age,Religion)")
+    for root in (resolve_data_dir(config.data_dir), cache_dir()):
+        if root is not None and Path(config.out).resolve().is_relative_to(root.resolve()):
+            raise BiasscopeError(f"items --out {config.out} is inside the data directory "
+                                 f"{root}, where it could replace a dataset file: write the "
+                                 "items elsewhere")
     return export_items(probes[0], config.out, seed=config.seed, limit=config.limit), probes[0].name

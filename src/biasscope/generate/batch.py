@@ -62,13 +62,17 @@ def _job(path: Path, number: int, data: Any, params: GenerateParams) -> Job:
 
 def read_jobs(path: str | os.PathLike[str], params: GenerateParams) -> list[Job]:
     path = Path(path)
-    jobs = [_job(path, number, data, params) for number, data in read_jsonl(path)]
-    if not jobs:
+    numbered = [(number, _job(path, number, data, params)) for number, data in read_jsonl(path)]
+    if not numbered:
         raise BiasscopeError(f"{path}: no requests in the file")
-    ids = [j.request.id for j in jobs]
-    if len(set(ids)) != len(ids):
-        raise BiasscopeError(f"{path}: request ids repeat; give each line a unique 'id'")
-    return jobs
+    seen: dict[str, int] = {}
+    for number, job in numbered:
+        rid = job.request.id
+        if rid in seen:  # a line without an id is its line number, which may collide
+            raise BiasscopeError(f"{path}:{number}: id {rid!r} already used on line "
+                                 f"{seen[rid]}; give each line a unique 'id'")
+        seen[rid] = number
+    return [job for _, job in numbered]
 
 
 def row(job: Job, generation: Generation) -> dict[str, Any]:
@@ -88,6 +92,9 @@ def generate_file(generator: Generator, source: str | os.PathLike[str],
     """Answer every request of ``source`` into ``output``; the usage and the seconds taken."""
     jobs = read_jobs(source, params)
     output = Path(output)
+    if output.resolve() == Path(source).resolve():
+        raise BiasscopeError(f"--out {output} is the --input file; the answers would replace "
+                             "the requests: write them to another file")
     cached = Cached(generator, cache)
     start = time.monotonic()
     rows: list[dict[str, Any]] = []

@@ -40,6 +40,11 @@ def recorded_kind(store: RunStore) -> str:
     return kind_of(store.read_json(RUN_JSON))
 
 
+#: What a run writes beside run.json under fixed names: in a folder without run.json they are
+#: someone else's.
+OWN_FILES = ("summary.json", "report.html")
+
+
 def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] = (),
               kept: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
     """Write ``run.json`` as ``build`` makes it from what the run recorded (``None``: a new
@@ -51,6 +56,11 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
     holds what this process wrote; other machines have no lock to wait on, so it is built again
     until it does.
     """
+    if store.remote is None and not store.run_json.is_file() and (
+            taken := [n for n in OWN_FILES if (store.root / n).exists()]):
+        raise BiasscopeError(f"{store.root} holds {' and '.join(taken)} but no run.json: it is "
+                             "no biasscope run, and one there would replace them; use another "
+                             "--out")
     with run_lock(store):
         for _ in range(8):
             store.pull(RUN_JSON)  # a URL run: what other machines wrote since

@@ -79,3 +79,26 @@ def test_every_text_command_takes_a_bare_local_path_or_hub_id(checkpoint_dirs, t
     assert config.generator(folder).identity() == config.generator(f"hf:{folder}").identity()
     with pytest.raises(BiasscopeError, match="BACKEND:MODEL"):
         config.generator("gpt-4o")
+
+
+@pytest.mark.parametrize("missing", ["nonexist.gguf", "/nowhere/m.gguf", "./nowhere-dir"])
+def test_a_missing_local_model_is_said_to_be_missing(missing: str) -> None:
+    """Before: a missing .gguf path got the "write BACKEND:MODEL" error, and a bare
+    ``name.gguf`` went looking on the hub."""
+    from biasscope.backends.config import BackendConfig
+
+    with pytest.raises(BiasscopeError, match=r"checkpoint (file|directory) .* does not exist"):
+        BackendConfig(device="cpu", no_cache=True).generator(missing)
+
+
+def test_an_api_key_is_read_without_the_whitespace_around_it(monkeypatch) -> None:
+    """A key from a CRLF .env file ends in \\r: the HTTP client refused the header and the
+    error said the server could not be reached."""
+    from biasscope.backends.specs import GeneratorConfig, api_key
+
+    monkeypatch.setenv("MY_KEY", "sk-abc123\r\n")
+    assert api_key(GeneratorConfig(api_key_env="MY_KEY"), "OPENAI_API_KEY") == "sk-abc123"
+    monkeypatch.setenv("MY_KEY", "sk-abc\x07123")
+    with pytest.raises(ModelError, match=r"\$MY_KEY holds a space or control") as caught:
+        api_key(GeneratorConfig(api_key_env="MY_KEY"), "OPENAI_API_KEY")
+    assert "abc" not in str(caught.value)

@@ -81,7 +81,9 @@ def parse_step(name: str | None) -> int | None:
 
 
 def _is_local(source: str) -> bool:
-    return source.startswith((".", "/", "~")) or Path(source).expanduser().exists()
+    """Written as a path, a ``.gguf`` file (no hub id is one), or there."""
+    return (source.startswith((".", "/", "~")) or is_gguf(Path(source))
+            or Path(source).expanduser().exists())
 
 
 def _given(path: Path) -> Path:

@@ -58,8 +58,11 @@ class BackendConfig:
 
 
 def _local_or_hub(spec: str) -> bool:
-    """A spec without a backend prefix that names a local path or an ``org/name`` hub id (a
-    bare ``gpt-4o`` still gets the one-line "write BACKEND:MODEL" error)."""
+    """A spec without a backend prefix that names a local path (one that is missing too, where
+    it is written as a path: its loader then says so) or an ``org/name`` hub id (a bare
+    ``gpt-4o`` still gets the one-line "write BACKEND:MODEL" error)."""
     path = spec.partition("@")[0]
+    written_as_path = path.startswith(("/", "./", "../", "~")) or path.endswith(".gguf")
     return ":" not in path and bool(path) and (
-        Path(path).expanduser().exists() or re.fullmatch(r"[\w.-]+/[\w.-]+", path) is not None)
+        written_as_path or Path(path).expanduser().exists()
+        or re.fullmatch(r"[\w.-]+/[\w.-]+", path) is not None)

@@ -59,12 +59,18 @@ class GeneratorConfig:
 
 
 def api_key(config: GeneratorConfig, default_env: str) -> str | None:
-    """The key from ``--api-key-env`` (which must be set) or ``default_env``; None if unset.
-    Keys stay in memory: never in a spec, a cache key or run.json."""
+    """The key from ``--api-key-env`` (which must be set) or ``default_env``, without the
+    whitespace around it (an HTTP header cannot carry it, and the client then reported an
+    unreachable server); None if unset. Keys stay in memory: never in a spec, a cache key or
+    run.json."""
     name = config.api_key_env or default_env
     if config.api_key_env and not os.environ.get(name):
         raise ModelError(f"--api-key-env {name}: that environment variable is not set")
-    return os.environ.get(name) or None
+    key = (os.environ.get(name) or "").strip()  # a CRLF .env file leaves a \r at the end
+    if any(c.isspace() or not c.isprintable() for c in key):
+        raise ModelError(f"the API key in ${name} holds a space or control character; "
+                         "set it to the key alone")
+    return key or None
 
 
 if not TYPE_CHECKING:  # the old name, for one release

@@ -64,6 +64,21 @@ def test_failed_requests_are_counted_left_out_and_retried_on_a_rerun(tmp_path, c
     assert len(recs) == 8 and recs["error"].isna().all() and recs["response"].notna().all()
 
 
+def test_a_new_run_that_fails_before_any_answer_leaves_no_run_json(tmp_path, capsys):
+    """Before: run.json was written first, so after "does not serve 'typo'" the corrected
+    command was refused for a changed model, in a run that held nothing."""
+    out, cache = tmp_path / "run", tmp_path / "cache.sqlite"
+    with serve(lambda path, body, n: Reply(body=chat("The doctor."))) as server:
+        typo = probe_cmd(server.base_url, out, cache)
+        typo[typo.index("--model") + 1] = f"openai-compatible:{server.base_url}#typo"
+        assert main(typo) == 2
+        assert "does not serve 'typo'" in capsys.readouterr().err
+        assert not (out / "run.json").exists()
+        assert main(probe_cmd(server.base_url, out, cache)) == 0, capsys.readouterr().err
+    assert json.loads((out / "run.json").read_text())["model"].endswith("m")
+    assert len(RunStore(out).records()) == 8
+
+
 def test_stored_responses_missing_an_id_are_no_failure(tmp_path):
     """An id a responses file lacks is an answer that does not exist, not a request to retry."""
     probe = load_probe(PROBE)

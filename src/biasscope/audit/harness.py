@@ -47,7 +47,7 @@ from biasscope.probes.choices import read_choice
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import start_run
+from biasscope.store.run_json import refuse_foreign_folder, start_run
 from biasscope.store.settings import merge_settings, sha256_json
 from biasscope.store.units import Unit
 
@@ -268,9 +268,23 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
     if isinstance(responder, StoredResponses):
         responder.require_some(i.id for p in probes for i in items[p.name])
     settings = run_settings(responder, probes, limit, items, scorer)
-    start_run(store, "audit", lambda previous: settings if previous is None else merge_settings(
-        store.run_json, recorded(previous, settings), settings,
-        grow={"probes": "probe", "scored": "request kind"}))
+    started = False
+
+    def start() -> None:
+        """run.json, written with what is first written: a new run that fails before it
+        (a model the server does not serve, a server that cannot score) leaves no run.json
+        to refuse the corrected command. A run that exists is checked before any request."""
+        nonlocal started
+        if not started:
+            start_run(store, "audit", lambda previous: settings if previous is None else
+                      merge_settings(store.run_json, recorded(previous, settings), settings,
+                                     grow={"probes": "probe", "scored": "request kind"}))
+            started = True
+
+    if store.run_json.is_file() or store.remote is not None:
+        start()
+    else:
+        refuse_foreign_folder(store)
     pending: dict[str, Pending] = {}
     sent = 0
     for probe in probes:
@@ -282,12 +296,14 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
             assert scorer is not None
             scores = scorer.score(kind, asked)
             sent += len(asked)
+            start()
             store.write_unit(unit, scored.scored_records(
                 responder.label, probe.name, asked, scores, scorer.method))
             continue
         responses = responder.respond(probe, asked)
         sent += len(asked)
         failed = [r.failed for r in responses]
+        start()
         if not any(failed):
             store.write_unit(unit, records(probe, asked, responses))
             continue
@@ -297,6 +313,7 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
             len(asked), next(r.error for r in responses if r.failed))
     unknown = responder.unknown_ids(i.id for p in probes for i in items[p.name]) if isinstance(
         responder, StoredResponses) else []
+    start()  # every unit was stored already: run.json still records this call's probes
     summary = summarise(store, probes, unknown, pending)
     store.check_same_folder()
     with run_lock(store):  # another call into this run may be writing its summary

@@ -45,6 +45,15 @@ def recorded_kind(store: RunStore) -> str:
 OWN_FILES = ("summary.json", "report.html")
 
 
+def refuse_foreign_folder(store: RunStore) -> None:
+    """A local folder without run.json that holds a run's `OWN_FILES` is someone else's."""
+    if store.remote is None and not store.run_json.is_file() and (
+            taken := [n for n in OWN_FILES if (store.root / n).exists()]):
+        raise BiasscopeError(f"{store.root} holds {' and '.join(taken)} but no run.json: it is "
+                             "no biasscope run, and one there would replace them; use another "
+                             "--out")
+
+
 def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] = (),
               kept: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
     """Write ``run.json`` as ``build`` makes it from what the run recorded (``None``: a new
@@ -56,11 +65,7 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
     holds what this process wrote; other machines have no lock to wait on, so it is built again
     until it does.
     """
-    if store.remote is None and not store.run_json.is_file() and (
-            taken := [n for n in OWN_FILES if (store.root / n).exists()]):
-        raise BiasscopeError(f"{store.root} holds {' and '.join(taken)} but no run.json: it is "
-                             "no biasscope run, and one there would replace them; use another "
-                             "--out")
+    refuse_foreign_folder(store)
     with run_lock(store):
         for _ in range(8):
             store.pull(RUN_JSON)  # a URL run: what other machines wrote since

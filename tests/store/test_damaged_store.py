@@ -246,3 +246,29 @@ def test_dynamics_redoes_a_unit_cut_short_without_its_checksum(
     assert victim.with_name(victim.name + ".corrupt-1").is_file()
     (point,) = json.loads((out / "summary.json").read_text())["checkpoints"]
     assert point["items_per_seed"] == len(rows) and point["seeds"] == [0, 1]
+
+
+def test_the_command_prints_a_set_aside_unit_as_one_note(checkpoint_dirs, winobias_dir,
+                                                         tmp_path: Path) -> None:
+    """Not Python's warning format: the library's file and line, then its source line."""
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    import biasscope
+    from biasscope.cli.main import main
+
+    out = tmp_path / "run"
+    argv = ["dynamics", "--checkpoint-glob", str(checkpoint_dirs[0]), "--data-dir",
+            str(winobias_dir), "--out", str(out), "--seeds", "0", "--quiet"]
+    assert main(argv) == 0
+    (victim,) = (out / "records").glob("*.parquet")
+    flip_byte(victim)
+    src = str(Path(biasscope.__file__).parents[1])
+    done = subprocess.run([sys.executable, "-m", "biasscope", *argv], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": src})
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = [line for line in done.stderr.splitlines() if "biasscope" in line or "have" in line]
+    assert len(said) == 1 and "CorruptUnitWarning" not in done.stderr, done.stderr
+    assert said[0].startswith(f"biasscope: note: records file {victim} cannot be trusted (SHA-256 ")
+    assert said[0].endswith(f"moved to {victim.name}.corrupt-1, the unit will be redone")

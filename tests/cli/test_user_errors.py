@@ -80,6 +80,19 @@ def test_a_models_file_with_wrong_types(content, message, tmp_path, capsys):
     assert f"--models-file {models}" in line and message in line
 
 
+@pytest.mark.parametrize("source", [["--checkpoint-glob", "ck/checkpoint-0"],
+                                    ["--models-file", "models.json"]])
+def test_revisions_without_a_hub_model_are_refused(source, tmp_path, capsys, monkeypatch):
+    """They were dropped: the run scored the folders (or entries) without a word."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models.json").write_text('[{"checkpoint_glob": "ck/checkpoint-0"}]')
+    line = one_line(capsys, ["dynamics", *source, "--revisions", "a,b", "--out", "run"])
+    assert line == ("biasscope: error: --revisions needs --model with a hub id (e.g. --model "
+                    "EleutherAI/pythia-70m --revisions step1000,step143000); a --models-file "
+                    "entry takes its own 'revisions'")
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_models_file_that_is_not_utf8(tmp_path, capsys):
     models = tmp_path / "models.json"
     models.write_bytes(b'[{"model": "a"},\n\xff\xfe bad]')

@@ -58,6 +58,34 @@ def test_performance_file_must_cover_every_checkpoint(tmp_path, checkpoint_dirs,
     assert "missing steps 20" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("value", ["nan", " inf", "-Infinity"])
+def test_performance_csv_refuses_a_value_that_is_no_finite_number(
+        tmp_path, checkpoint_dirs, winobias_dir, capsys, value):
+    """Kept, a NaN was dropped later: the stop then read another final checkpoint, unsaid."""
+    csv = tmp_path / "perf.csv"
+    csv.write_text(f"step,lambada\n10,0.2\n20,0.3\n30,{value}\n")
+    assert run(tmp_path, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv)) == 2
+    err = capsys.readouterr().err
+    assert err == (f"biasscope: error: {csv}:4: value {value.strip()!r} is not a finite number; "
+                   "give step 30 the score measured there\n")
+    assert not (tmp_path / "run" / "summary.json").exists()
+
+
+def test_lm_eval_results_refuse_a_metric_that_is_no_finite_number(
+        tmp_path, checkpoint_dirs, winobias_dir, capsys):
+    folder = tmp_path / "lm_eval"
+    folder.mkdir()
+    for step, acc in ((10, 0.1), (20, float("nan")), (30, 0.25)):  # dumped as NaN
+        (folder / f"results_{step}.json").write_text(json.dumps({
+            "results": {"lambada_openai": {"acc,none": acc}},
+            "config": {"model_args": f"pretrained=x,revision=step{step}"}}))
+    assert run(tmp_path, checkpoint_dirs, winobias_dir, "--lm-eval-results",
+               str(folder / "*.json"), "--lm-eval-metric", "lambada_openai/acc") == 2
+    assert capsys.readouterr().err == (
+        f"biasscope: error: {folder / 'results_20.json'}: field results.lambada_openai.acc,none: "
+        "value nan is not a finite number; rerun lm-evaluation-harness at that checkpoint\n")
+
+
 def test_lm_eval_results_are_read_per_checkpoint(tmp_path, checkpoint_dirs, winobias_dir):
     folder = tmp_path / "lm_eval"
     folder.mkdir()

@@ -101,6 +101,32 @@ def test_unit_without_checksum_is_accepted_if_readable(store: RunStore) -> None:
         assert not fresh.has(UNITS[1])
 
 
+@pytest.mark.parametrize("checksum", [False, True])
+def test_a_unit_of_another_size_is_set_aside(store: RunStore, checksum: bool) -> None:
+    """A file cut short to whole rows reads as parquet: only its size tells it from a unit."""
+    path = store.unit_path(UNITS[1])
+    store.checksum_path(UNITS[1]).unlink()
+    short = frame(UNITS[1]).iloc[:2].to_parquet(None, index=False)
+    path.write_bytes(short)
+    if checksum:  # recorded by a writer of this very file: it still is not the unit asked
+        RunStore(store.root).has(UNITS[1])
+    fresh = RunStore(store.root)
+    assert fresh.has(UNITS[0], rows=4) and fresh.has(UNITS[1])  # a caller that cannot tell
+    with pytest.warns(CorruptUnitWarning, match="it holds 2 records, the unit asks 4"):
+        assert not fresh.has(UNITS[1], rows=4)
+    assert path.with_name(path.name + ".corrupt-1").read_bytes() == short
+    assert not path.exists() and not fresh.checksum_path(UNITS[1]).exists()
+
+
+def test_a_summary_of_seeds_of_different_sizes_is_refused(store: RunStore) -> None:
+    from biasscope.dynamics.scoring.units import summarise
+
+    key = ("m", "step10", 10, "p")
+    with pytest.raises(BiasscopeError, match=r"the records of m@step10, probe p, differ in size "
+                       r"between seeds \(seed 0: 20, seed 1: 40\); run the command"):
+        summarise([(key, 1, {"x": 0.5}, 40), (key, 0, {"x": 0.5}, 20)])
+
+
 def test_disk_full_on_third_unit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = RunStore(tmp_path / "run")
     for unit in UNITS[:2]:
@@ -188,3 +214,61 @@ def test_dynamics_redoes_a_corrupted_unit(checkpoint_dirs, winobias_dir, tmp_pat
     assert victim.with_name(victim.name + ".corrupt-1").is_file()
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())  # only the victim redone
     assert len(list((out / "records").glob("*.parquet"))) == 4
+
+
+def test_dynamics_redoes_a_unit_cut_short_without_its_checksum(
+        checkpoint_dirs, winobias_dir, tmp_path: Path, capsys) -> None:
+    """It was taken for finished, given a fresh checksum, and summary.json said 40 items per
+    seed where seed 0 held 20."""
+    pytest.importorskip("torch")
+    import json
+
+    from biasscope.cli.main import main
+
+    out = tmp_path / "run"
+    argv = ["dynamics", "--checkpoint-glob", str(checkpoint_dirs[0]), "--data-dir",
+            str(winobias_dir), "--out", str(out), "--seeds", "0-1", "--quiet"]
+    assert main(argv) == 0
+    clean = RunStore(out).records().sort_values(["seed", "item_id"]).reset_index(drop=True)
+    victim = next(p for p in sorted((out / "records").glob("*.parquet"))
+                  if pd.read_parquet(p)["seed"].iloc[0] == 0)
+    rows = pd.read_parquet(victim)
+    (out / "checksums" / f"{victim.name}.sha256").unlink()
+    victim.write_bytes(rows.iloc[:len(rows) // 2].to_parquet(None, index=False))
+    capsys.readouterr()
+    assert main(["report", str(out), "--quiet"]) == 2  # no report on a mixed-size checkpoint
+    assert capsys.readouterr().err.startswith("biasscope: error: the records of ")
+    with pytest.warns(CorruptUnitWarning, match=f"it holds {len(rows) // 2} records, the unit "
+                      f"asks {len(rows)}"):
+        assert main(argv) == 0
+    redone = RunStore(out).records().sort_values(["seed", "item_id"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(redone, clean)
+    assert victim.with_name(victim.name + ".corrupt-1").is_file()
+    (point,) = json.loads((out / "summary.json").read_text())["checkpoints"]
+    assert point["items_per_seed"] == len(rows) and point["seeds"] == [0, 1]
+
+
+def test_the_command_prints_a_set_aside_unit_as_one_note(checkpoint_dirs, winobias_dir,
+                                                         tmp_path: Path) -> None:
+    """Not Python's warning format: the library's file and line, then its source line."""
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    import biasscope
+    from biasscope.cli.main import main
+
+    out = tmp_path / "run"
+    argv = ["dynamics", "--checkpoint-glob", str(checkpoint_dirs[0]), "--data-dir",
+            str(winobias_dir), "--out", str(out), "--seeds", "0", "--quiet"]
+    assert main(argv) == 0
+    (victim,) = (out / "records").glob("*.parquet")
+    flip_byte(victim)
+    src = str(Path(biasscope.__file__).parents[1])
+    done = subprocess.run([sys.executable, "-m", "biasscope", *argv], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": src})
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = [line for line in done.stderr.splitlines() if "biasscope" in line or "have" in line]
+    assert len(said) == 1 and "CorruptUnitWarning" not in done.stderr, done.stderr
+    assert said[0].startswith(f"biasscope: note: records file {victim} cannot be trusted (SHA-256 ")
+    assert said[0].endswith(f"moved to {victim.name}.corrupt-1, the unit will be redone")

@@ -12,7 +12,9 @@ import gc
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from biasscope.cli import args as A
 from biasscope.core.errors import BiasscopeError
@@ -92,6 +94,33 @@ def one_blas_thread(command: str) -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def is_own(category: type[Warning]) -> bool:
+    """Whether a warning category is one of biasscope's (``CorruptUnitWarning``...)."""
+    return category.__module__.split(".")[0] == "biasscope"
+
+
+@contextmanager
+def notes() -> Iterator[None]:
+    """Within this block, biasscope's own warnings print as the command's other notes, one
+    ``biasscope: note: ...`` line: Python's format adds the library's file, line and source
+    line, which tell a user of the command nothing. Others keep Python's format, and the
+    library outside the command its normal warnings (only the text is changed, so filters
+    and callers that record warnings see them as before)."""
+    default = warnings.formatwarning
+
+    def formatted(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  line: str | None = None) -> str:
+        if is_own(category):
+            return A.one_line(f"biasscope: note: {message}") + "\n"
+        return default(message, category, filename, lineno, line)
+
+    warnings.formatwarning = formatted
+    try:
+        yield
+    finally:
+        warnings.formatwarning = default
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     if argv is None:  # the process is the command: `biasscope ...`, `python -m biasscope`
@@ -99,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         one_blas_thread(command_of(given))
     args = build_parser(command_of(given)).parse_args(given)
     try:
-        with on_command_line():  # messages name settings by their flags (--data-dir)
+        with on_command_line(), notes():  # messages name settings by their flags (--data-dir)
             code: int = args.func(args)
     except BiasscopeError as exc:
         print(A.one_line(f"biasscope: error: {exc}"), file=sys.stderr)

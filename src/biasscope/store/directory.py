@@ -42,7 +42,7 @@ from biasscope.store.files import (
     write_error,
 )
 from biasscope.store.remote import Remote, is_remote
-from biasscope.store.units import Unit, holds_other, unit_in
+from biasscope.store.units import Unit, holds_other, row_count, unit_in
 
 RECORDS = "records"
 CHECKSUMS = "checksums"
@@ -110,8 +110,8 @@ class RunStore:
                                  "folder")
         self.records_dir = self.root / RECORDS
         self.checksums_dir = self.root / CHECKSUMS
-        # key -> (size, mtime_ns) of a file already verified, so `has` hashes each file once.
-        self._verified: dict[str, tuple[int, int]] = {}
+        # key -> (size, mtime_ns, rows) of a file already verified: `has` hashes each file once.
+        self._verified: dict[str, tuple[int, int, int]] = {}
         # The token in RUN/.run.id when this process first wrote there: a folder deleted and
         # made again under the same name (a rerun, perhaps with other settings) gets another
         # token, and nothing more of this run may land in it. (Inodes are reused: not those.)
@@ -207,14 +207,16 @@ class RunStore:
     def checksum_path(self, unit: Unit) -> Path:
         return self.checksums_dir / f"{unit.key}.parquet.sha256"
 
-    def has(self, unit: Unit) -> bool:
-        """Whether the unit is done: its file exists, matches its checksum, and its own key
+    def has(self, unit: Unit, rows: int | None = None) -> bool:
+        """Whether the unit is done: its file exists, matches its checksum, its own key
         columns (model, probe; for a checkpoint's unit also revision, step, seed, checkpoint)
-        say it is this unit.
+        say it is this unit, and it holds ``rows`` records where the caller knows how many the
+        unit asks (one per item).
 
-        A damaged or misplaced file is quarantined (with a CorruptUnitWarning) so the unit is
-        redone. A file without a checksum (older biasscope, or killed between the two writes)
-        is accepted if it reads as parquet, and its checksum is recorded then.
+        A damaged, misplaced or short file is quarantined (with a CorruptUnitWarning) so the
+        unit is redone. A file without a checksum (older biasscope, or killed between the two
+        writes) is accepted if it reads as parquet and passes those checks (else a unit cut
+        short by a copy or a sync would pass as finished), and its checksum is recorded then.
         """
         path = self.unit_path(unit)
         if self._mirror is not None and not path.exists():  # pulled if the remote has it
@@ -225,25 +227,30 @@ class RunStore:
             stat = path.stat()
         except FileNotFoundError:
             return False
-        if self._verified.get(unit.key) == (stat.st_size, stat.st_mtime_ns):
+        known = self._verified.get(unit.key)
+        if known is not None and known[:2] == (stat.st_size, stat.st_mtime_ns) and (
+                rows is None or known[2] == rows):
             return True
         data = path.read_bytes()
         actual = hashlib.sha256(data).hexdigest()
         expected = self._recorded(path)
-        if expected is None:
-            if not _reads_as_parquet(data):
-                self._quarantine(unit, "unreadable and has no checksum")
-                return False
-            # A read-only run can still be checked; a later writer records the checksum.
-            with contextlib.suppress(BiasscopeError):
-                self._write_checksum(unit, actual)
-        elif expected != actual:
+        if expected is None and not _reads_as_parquet(data):
+            self._quarantine(unit, "unreadable and has no checksum")
+            return False
+        if expected is not None and expected != actual:
             self._quarantine(unit, f"SHA-256 {actual[:12]} is not the recorded {expected[:12]}")
             return False
         if (other := holds_other(data, unit)) is not None:  # swapped or copied over
             self._quarantine(unit, f"it holds another unit's records: {other}")
             return False
-        self._verified[unit.key] = (stat.st_size, stat.st_mtime_ns)
+        held = row_count(data)
+        if rows is not None and held != rows:
+            self._quarantine(unit, f"it holds {held} records, the unit asks {rows}")
+            return False
+        if expected is None:  # a read-only run can still be checked; a later writer records it
+            with contextlib.suppress(BiasscopeError):
+                self._write_checksum(unit, actual)
+        self._verified[unit.key] = (stat.st_size, stat.st_mtime_ns, held)
         return True
 
     def write_unit(self, unit: Unit, records: pd.DataFrame) -> Path:
@@ -268,7 +275,7 @@ class RunStore:
             self.checksum_path(unit).unlink(missing_ok=True)
             raise
         stat = path.stat()
-        self._verified[unit.key] = (stat.st_size, stat.st_mtime_ns)
+        self._verified[unit.key] = (stat.st_size, stat.st_mtime_ns, len(records))
         return path
 
     def _recorded(self, path: Path) -> str | None:

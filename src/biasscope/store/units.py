@@ -68,6 +68,13 @@ def holds_other(data: bytes, unit: Unit) -> str | None:
     return None
 
 
+def row_count(data: bytes) -> int:
+    """The records a unit file holds, from its parquet footer (no column is read)."""
+    import pyarrow.parquet as pq
+
+    return int(pq.read_metadata(io.BytesIO(data)).num_rows)
+
+
 def unit_in(frame: pd.DataFrame) -> Unit | None:
     """The checkpoint unit a records frame says it holds; None for other units (audit,
     sensitivity, runs before identities). Rows of several units give a unit no file is named

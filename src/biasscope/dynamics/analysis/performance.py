@@ -41,6 +41,9 @@ def from_csv(path: str | Path) -> Series:
             step, value = int(row[0]), float(row[1])
         except (ValueError, IndexError):
             raise BiasscopeError(f"{path}:{number}: expected 'step,value', got {row!r}") from None
+        if not math.isfinite(value):  # else kept, then dropped by `load`: a step gone unsaid
+            raise BiasscopeError(f"{path}:{number}: value {row[1].strip()!r} is not a finite "
+                                 f"number; give step {step} the score measured there")
         if step in series:
             raise BiasscopeError(f"{path}:{number}: step {step} appears twice")
         series[step] = value
@@ -85,11 +88,15 @@ def from_lm_eval(pattern: str, metric: str) -> Series:
         scores = results.get(task)
         if not isinstance(scores, dict):
             raise BiasscopeError(f"{path}: no results for task {task!r}")
-        value = scores.get(name, next((v for k, v in scores.items()
-                                       if k.split(",")[0] == name), None))
+        key = name if name in scores else next((k for k in scores if k.split(",")[0] == name),
+                                               name)
+        value = scores.get(key)
         if not isinstance(value, (int, float)):
             raise BiasscopeError(f"{path}: task {task!r} has no metric {name!r} "
                                  f"(has {', '.join(sorted(scores))})")
+        if not math.isfinite(value):  # JSON's NaN and Infinity parse as floats
+            raise BiasscopeError(f"{path}: field results.{task}.{key}: value {value} is not a "
+                                 "finite number; rerun lm-evaluation-harness at that checkpoint")
         step = _lm_eval_step(path, data)
         if step is None:
             raise BiasscopeError(f"{path}: cannot tell its step (no revision=stepN in "

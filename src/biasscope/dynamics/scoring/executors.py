@@ -71,7 +71,7 @@ def run_task(task: CheckpointTask, scorer: Any, store: RunStore,
     all, as before; units scored one by one are written as each is done. ``admit``: called
     with the checkpoint once, before its first unit is written (the sweep records its
     fingerprint then, see ``runfile.admit``)."""
-    pending = [job for job in task.jobs if not store.has(job.unit)]
+    pending = [job for job in task.jobs if not store.has(job.unit, rows=len(job.items))]
     check_context(scorer, pending)
     todo = {job.unit for job in pending}
     total = sum(len(job.items) for job in pending)
@@ -163,7 +163,8 @@ def run_remote(task: CheckpointTask, scorers: ScorerSource, root: str) -> list[U
     if not ray.get_gpu_ids():  # Ray leaves the GPUs visible to a task that asked for none
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     store = RunStore(root)
-    if all(store.has(job.unit) for job in task.jobs):  # a retry after the last write
+    if all(store.has(job.unit, rows=len(job.items))  # a retry after the last write
+           for job in task.jobs):
         return list(run_task(task, None, store))
     (scorer,) = list(scorers([task.checkpoint]))
     return list(run_task(task, scorer, store))

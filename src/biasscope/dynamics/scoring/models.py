@@ -34,7 +34,13 @@ def list_checkpoints(models: Sequence[str], revisions: Sequence[str],
                      checkpoint_globs: Sequence[str], models_file: str | None
                      ) -> list[Checkpoint]:
     """Every checkpoint of the run, in the order given: each model at each revision, then
-    each glob's folders, then the models file's entries."""
+    each glob's folders, then the models file's entries. ``revisions`` apply to ``models``
+    only: refused without one rather than dropped, so a run never scores other weights than
+    those asked for."""
+    if revisions and not models:
+        raise BiasscopeError("--revisions needs --model with a hub id (e.g. --model "
+                             "EleutherAI/pythia-70m --revisions step1000,step143000); a "
+                             "--models-file entry takes its own 'revisions'")
     specs: list[dict[str, Any]] = [{"model": local_model(m, "--model"),
                                     "revisions": list(revisions)} for m in models]
     specs += [{"checkpoint_glob": g, "name": n} for n, g in map(named, checkpoint_globs)]

@@ -81,7 +81,10 @@ def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
         items, kind, asking = items_by_seed[key]
         return UnitJob(unit, kind, items, asking)
 
-    have = {u: store.has(u) for c in checkpoints for _, u in units[c]}
+    # A unit file holds one record per item: one holding another number (cut short where no
+    # checksum vouches for it) is set aside and redone, never taken for finished.
+    have = {u: store.has(u, rows=len(job(p, u).items)) for c in checkpoints
+            for p, u in units[c]}
     # A task's finished units come along as ``done``: planned with, never rescored.
     tasks = [CheckpointTask(c, [job(p, u) for p, u in units[c] if not have[u]],
                             [job(p, u) for p, u in units[c] if have[u]])

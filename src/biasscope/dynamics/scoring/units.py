@@ -168,12 +168,24 @@ def unit_metrics(probe: str, frame: pd.DataFrame) -> UnitMetrics:
 
 
 def summarise(units: Iterable[UnitSummary]) -> dict[str, Any]:
-    """Per checkpoint: every metric per seed, and the seed mean and std."""
+    """Per checkpoint: every metric per seed, and the seed mean and std. Refused in one line
+    where its seeds hold different numbers of records: ``items_per_seed`` is one number (the
+    report's sentence and the performance cost's intervals read it), and every seed of a
+    checkpoint is scored on the same items, so a unit of another size is damage (a rerun of
+    the sweep sets it aside and redoes it, `RunStore.has`)."""
     per_unit: dict[UnitKey, dict[int, dict[str, float]]] = defaultdict(dict)
-    sizes: dict[UnitKey, int] = {}
+    sizes: dict[UnitKey, dict[int, int]] = defaultdict(dict)
     for key, seed, metrics, size in units:
         per_unit[key][seed] = metrics
-        sizes[key] = size
+        sizes[key][seed] = size
+    for key, by_seed in sizes.items():
+        if len(set(by_seed.values())) > 1:
+            model, revision, _, probe = key
+            held = ", ".join(f"seed {s}: {n}" for s, n in sorted(by_seed.items()))
+            raise BiasscopeError(
+                f"the records of {model}@{revision or 'main'}, probe {probe}, differ in size "
+                f"between seeds ({held}); run the command that scored them again (biasscope "
+                "dynamics sets a unit of the wrong size aside and redoes it)")
     checkpoints = []
     for key in sorted(per_unit, key=lambda k: (k[0], k[3], k[2] is None, k[2] or 0, k[1] or "")):
         model, revision, step, probe = key
@@ -181,7 +193,8 @@ def summarise(units: Iterable[UnitSummary]) -> dict[str, Any]:
         mean, std = seed_mean_std(per_seed)
         checkpoints.append({
             "model": model, "revision": revision, "step": step, "probe": probe,
-            "items_per_seed": sizes[key], "seeds": sorted(per_seed), "mean": mean, "std": std,
+            "items_per_seed": max(sizes[key].values()), "seeds": sorted(per_seed),
+            "mean": mean, "std": std,
             "per_seed": {str(s): per_seed[s] for s in sorted(per_seed)},
         })
     return {"schema": SUMMARY_SCHEMA, "std": "sample standard deviation over seeds (ddof=1)",

@@ -43,19 +43,37 @@ class Task:
 
 
 def read_task(path: str | os.PathLike[str]) -> Task:
+    """The items of a JSONL file, each line checked where it is read: one line naming the file,
+    the line and the field that is wrong (an id used twice, an author that is no string)."""
     ids: list[str] = []
     texts: list[str] = []
     pairs: list[tuple[str, str, str]] = []
     authors: list[tuple[str | None, str | None]] = []
+    lines: dict[str, int] = {}
     for number, row in read_jsonl(path):
         where = f"{path}:{number}"
         if not isinstance(row, dict):
             raise BiasscopeError(f"{where}: expected a JSON object")
-        ids.append(str(row.get("id", number)))
+        item_id = row.get("id", number)
+        if isinstance(item_id, bool) or not isinstance(item_id, str | int) or item_id == "":
+            raise BiasscopeError(f"{where}: 'id' must be a non-empty string or a whole number, "
+                                 f"not {json.dumps(item_id)[:40]}")
+        if str(item_id) in lines:
+            said = f"id {str(item_id)!r}" if "id" in row else (
+                f"no 'id', so its line number is its id, {str(item_id)!r},")
+            raise BiasscopeError(f"{where}: {said} already used on line "
+                                 f"{lines[str(item_id)]}; give each line a unique 'id'")
+        lines[str(item_id)] = number
+        ids.append(str(item_id))
         if isinstance(row.get("text"), str):
             texts.append(row["text"])
         elif all(isinstance(row.get(k), str) for k in ("prompt", "a", "b")):
             pairs.append((row["prompt"], row["a"], row["b"]))
+            for side in ("model_a", "model_b"):
+                if not isinstance(row.get(side), str | None):
+                    raise BiasscopeError(f"{where}: {side!r} must be a string (the model that "
+                                         f"wrote response {side[-1]}) or null, not "
+                                         f"{json.dumps(row[side])[:40]}")
             authors.append((row.get("model_a"), row.get("model_b")))
         else:
             raise BiasscopeError(f"{where}: needs 'text' (classification) or 'prompt', 'a' and "
@@ -64,8 +82,6 @@ def read_task(path: str | os.PathLike[str]) -> Task:
         raise BiasscopeError(f"{path}: mixes texts and pairs; judge them in separate files")
     if not ids:
         raise BiasscopeError(f"{path}: no items")
-    if len(set(ids)) != len(ids):
-        raise BiasscopeError(f"{path}: ids repeat; give each line a unique 'id'")
     return Task(tuple(ids), tuple(texts), tuple(pairs), tuple(authors))
 
 

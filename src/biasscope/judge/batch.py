@@ -25,7 +25,11 @@ from biasscope.judge.verbosity import length_controlled
 from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
+from biasscope.store.locks import run_lock
 from biasscope.store.run_json import start_run
+from biasscope.store.settings import merge_settings
+
+VERDICTS = "verdicts.jsonl"
 
 
 @dataclass(frozen=True)
@@ -107,29 +111,48 @@ def verdict_row(item_id: str, verdict: Verdict) -> dict[str, Any]:
                        "label": c.label, "raw": c.raw, "error": c.error} for c in verdict.calls]}
 
 
-def judge_file(judge: Judge, task: Task, out: str | os.PathLike[str],
-               labels: Mapping[str, str] | None = None) -> list[Verdict]:
-    """Judge every item of ``task`` and write the run directory; the verdicts."""
+def judge_task(judge: Judge, task: Task, labels: Mapping[str, str] | None = None
+               ) -> list[Verdict]:
+    """One verdict per item of ``task``."""
     if task.pairwise:
-        verdicts = compare(judge, task.pairs)
-    else:
-        if labels is None:
-            raise BiasscopeError("classification needs a label set (--labels FILE.json)")
-        verdicts = classify(judge, task.texts, labels)
-    root = Path(out)
-    root.mkdir(parents=True, exist_ok=True)
-    lines = "".join(json.dumps(verdict_row(i, v), ensure_ascii=False) + "\n"
-                    for i, v in zip(task.ids, verdicts))
-    write_bytes(root / "verdicts.jsonl", lines.encode("utf-8"))
-    return verdicts
+        return compare(judge, task.pairs)
+    if labels is None:
+        raise BiasscopeError("classification needs a label set (--labels FILE.json)")
+    return classify(judge, task.texts, labels)
+
+
+def write_verdicts(path: Path, ids: Sequence[str], verdicts: Sequence[Verdict]) -> None:
+    write_bytes(path, "".join(json.dumps(verdict_row(i, v), ensure_ascii=False) + "\n"
+                              for i, v in zip(ids, verdicts)).encode("utf-8"))
+
+
+def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[Verdict],
+                 ranking: str = "win-rate") -> tuple[dict[str, Any], Path]:
+    """Write ``verdicts.jsonl``, ``summary.json`` and the report of a judge run from this
+    call's verdicts, under the run's lock, all computed before the first file is written.
+    The result and the report."""
+    with run_lock(store):
+        result = batch_result(judge, task, verdicts, ranking)
+        store.root.mkdir(parents=True, exist_ok=True)
+        write_verdicts(store.root / VERDICTS, task.ids, verdicts)
+        return result, finish(store, "judge", result)
 
 
 def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
-          settings: Mapping[str, Any]) -> RunStore:
+          settings: Mapping[str, Any], described: Mapping[str, Any] | None = None
+          ) -> RunStore:
     """``run.json`` of a judge run, written before any verdict: a folder holding another kind
-    of run is refused first. A rerun replaces what the run holds."""
+    of run is refused first, then a rerun whose ``settings`` (what decides the results) differ
+    from those recorded, in one line naming the setting, before anything is written.
+    ``described``: what run.json says beside them (each judge's spec)."""
     store = RunStore(Path(out))
-    start_run(store, kind, lambda _: {"model": ", ".join(models), **settings})
+
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        merged = dict(settings) if previous is None else merge_settings(
+            store.run_json, previous.get("settings", {}), settings)
+        return {"model": ", ".join(models), **(described or {}), "settings": merged}
+
+    start_run(store, kind, build)
     return store
 
 
@@ -151,7 +174,6 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
     why the others are not, the label counts, inter-judge agreement (several judges) and the
     length-controlled win rate (pairwise)."""
     from collections import Counter
-
 
     n = len(verdicts)
     reasons = Counter(v.reason for v in verdicts if v.label is None)

@@ -1,5 +1,6 @@
 """A judge run directory holds what its run.json says was run: every setting that changes a
-verdict is recorded and a rerun with another is refused before anything is written."""
+verdict is recorded and a rerun with another is refused before anything is written; failed
+requests are retried, never stored as answers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from biasscope.cli.main import main
+from scripted_server import Reply, chat, serve
 
 PAIRS = [{"id": "p1", "prompt": "What is 2+2?", "a": "4", "b": "5", "model_a": "m1",
           "model_b": "m2"},
@@ -140,6 +142,91 @@ def test_a_run_from_before_settings_were_recorded_is_not_rerun_unchecked(pairs, 
     before = _files(out)
     assert main(_judge("judge", out, pairs)) == 2
     assert "not recorded then" in capsys.readouterr().err and _files(out) == before
+
+
+def _server_script(state: dict[str, Any]):
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if "tokenize" in path:
+            return Reply(404, {"error": "no tokenizer"})
+        state["chats"] += 1
+        text = json.dumps(body.get("messages"))
+        if state["fail"] and any(p["prompt"] in text for p in state["fail"]):
+            return Reply(500, {"error": {"message": "the server is down"}})
+        return Reply(body=chat("A"))
+    return script
+
+
+FAST = ["--retries", "0", "--timeout", "5", "--concurrency", "2"]
+
+
+def test_failed_requests_exit_non_zero_are_not_stored_and_are_retried(pairs, tmp_path, capsys):
+    state: dict[str, Any] = {"chats": 0, "fail": [PAIRS[1]]}
+    out, cache = tmp_path / "run", tmp_path / "cache.sqlite"
+    with serve(_server_script(state)) as server:
+        argv = ["judge", "--model", f"openai-compatible:{server.base_url}#m", "--input",
+                str(pairs), "--out", str(out), "--cache", str(cache), *FAST]
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert "1 of 3 judge requests failed" in err and "rerun the same command" in err
+        assert "Traceback" not in err and err.count("\n") == 1
+        rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()]
+        assert [r["id"] for r in rows] == ["p1", "p3"]  # no failure stored as an answer
+        result = json.loads((out / "summary.json").read_text())["probes"]["judge"]
+        assert result["failed_requests"] == 1 and result["requests"] == 3
+        assert result["items"] == 2 and result["failed_items"] == 1
+        assert result["sentences"][0].startswith("1 of 3 requests failed")
+        assert "1 of 3 items have no verdict yet" in result["sentences"][0]
+        assert "failed_rate" not in result["headline"]
+
+        state["fail"], state["chats"] = [], 0
+        assert main(argv) == 0, capsys.readouterr().err
+        assert state["chats"] == 1  # only the failed request again, the others cached
+    rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["p1", "p2", "p3"] and all(r["label"] for r in rows)
+    result = json.loads((out / "summary.json").read_text())["probes"]["judge"]
+    assert "failed_requests" not in result and result["items"] == 3
+
+
+def test_a_failing_rerun_keeps_the_verdicts_and_run_json_in_step(pairs, tmp_path, capsys):
+    """Every request fails on a rerun (no cache): the stored verdicts stay, with the run.json
+    that made them, and the summary says so; nothing written is removed."""
+    state: dict[str, Any] = {"chats": 0, "fail": []}
+    out = tmp_path / "run"
+    with serve(_server_script(state)) as server:
+        argv = ["judge", "--model", f"openai-compatible:{server.base_url}#m", "--input",
+                str(pairs), "--out", str(out), "--no-cache", *FAST]
+        assert main(argv) == 0
+        run, verdicts = (out / "run.json").read_bytes(), (out / "verdicts.jsonl").read_bytes()
+        state["fail"] = PAIRS
+        capsys.readouterr()
+        assert main(argv) == 1
+        assert "3 of 3 judge requests failed" in capsys.readouterr().err
+    assert (out / "run.json").read_bytes() == run
+    assert (out / "verdicts.jsonl").read_bytes() == verdicts
+    result = json.loads((out / "summary.json").read_text())["probes"]["judge"]
+    assert result["items"] == 3 and result["failed_items"] == 0
+    assert "3 keep the verdict an earlier call stored" in result["sentences"][0]
+
+
+def test_every_request_failing_is_no_success(pairs, tmp_path, capsys):
+    state: dict[str, Any] = {"chats": 0, "fail": PAIRS}
+    out = tmp_path / "run"
+    with serve(_server_script(state)) as server:
+        argv = ["judge", "--model", f"openai-compatible:{server.base_url}#m", "--input",
+                str(pairs), "--out", str(out), "--no-cache", *FAST]
+        assert main(argv) == 1
+        captured = capsys.readouterr()
+        assert "3 of 3 judge requests failed" in captured.err
+        assert "got a verdict" not in captured.out
+        assert (out / "verdicts.jsonl").read_text() == ""
+        summary = json.loads((out / "summary.json").read_text())["probes"]["judge"]
+        assert summary["items"] == 0 and "leaderboard" not in summary["tables"]
+        audit = ["judge-audit", *argv[1:-len(FAST) - 3], "--out", str(tmp_path / "audit"),
+                 "--no-cache", *FAST]
+        assert main(audit) == 1
+        err = capsys.readouterr().err
+        assert "judge requests failed" in err and "none were written" in err
+        assert not (tmp_path / "audit" / "summary.json").exists()
 
 
 def test_a_judge_that_never_answers_gives_no_leaderboard(pairs, tmp_path, capsys):

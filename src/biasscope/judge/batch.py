@@ -18,7 +18,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
 from biasscope.judge.agreement import agreement
 from biasscope.judge.biases import rate
-from biasscope.judge.core import Judge, Verdict
+from biasscope.judge.core import Call, Judge, Verdict
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import classify, compare
 from biasscope.judge.verbosity import length_controlled
@@ -126,16 +126,84 @@ def write_verdicts(path: Path, ids: Sequence[str], verdicts: Sequence[Verdict]) 
                               for i, v in zip(ids, verdicts)).encode("utf-8"))
 
 
+def failed(verdict: Verdict) -> bool:
+    """Whether a request behind the verdict failed: then it is no answer of the judge, and
+    a rerun asks again (the response cache keeps only answers)."""
+    return any(c.error for c in verdict.calls)
+
+
+def stored_verdicts(path: Path) -> dict[str, Verdict]:
+    """The verdicts an earlier call wrote to ``verdicts.jsonl``, by item id, those whose
+    requests all came back (no other kind: what a run once stored as a failure is asked
+    again). Empty when there is no such file."""
+    if not path.is_file():
+        return {}
+    found = {}
+    for number, row in read_jsonl(path):
+        try:
+            calls = tuple(Call(str(c["model"]), tuple(c["order"]), c["key"], c["label"], None,
+                               str(c["raw"]), c["error"]) for c in row["calls"])
+            verdict = Verdict(row["label"], row["probs"], row["reason"] or "", calls,
+                              dict(row["by_judge"]))
+            item_id = str(row["id"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise BiasscopeError(f"{path}:{number}: not a verdict as biasscope writes it; "
+                                 "use another --out") from None
+        if not failed(verdict):
+            found[item_id] = verdict
+    return found
+
+
+@dataclass(frozen=True)
+class Failures:
+    """Requests that failed: ``items`` left without a verdict until a rerun, ``kept`` that
+    keep the verdict an earlier call stored."""
+
+    items: int
+    requests: int
+    of: int
+    first_error: str
+    kept: int = 0
+
+    def sentence(self, total: int) -> str:
+        parts = [f"{self.items} of {total} items have no verdict yet"] if self.items else []
+        if self.kept:
+            parts.append(f"{self.kept} keep the verdict an earlier call stored")
+        return (f"{self.requests} of {self.of} requests failed (e.g. {self.first_error}): "
+                f"{'; '.join(parts)}; rerun the same command to retry them.")
+
+
 def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[Verdict],
-                 ranking: str = "win-rate") -> tuple[dict[str, Any], Path]:
+                 ranking: str = "win-rate") -> tuple[dict[str, Any], Path, Failures | None]:
     """Write ``verdicts.jsonl``, ``summary.json`` and the report of a judge run from this
-    call's verdicts, under the run's lock, all computed before the first file is written.
-    The result and the report."""
+    call's verdicts: an item whose requests failed keeps the verdict an earlier call stored
+    (same settings, checked by `start`) or is left out, never stored as an answer. Under the
+    run's lock, all computed before the first file is written. The result, the report and
+    the failures (None when every request came back)."""
+    calls = [c for v in verdicts for c in v.calls]
+    errors = [c.error for c in calls if c.error]
     with run_lock(store):
-        result = batch_result(judge, task, verdicts, ranking)
+        earlier = stored_verdicts(store.root / VERDICTS) if errors else {}
+        kept = [(k, v if not failed(v) else earlier.get(i))
+                for k, (i, v) in enumerate(zip(task.ids, verdicts))]
+        keep = [(k, v) for k, v in kept if v is not None]
+        again = sum(failed(v) and i in earlier for i, v in zip(task.ids, verdicts))
+        judged = Task(tuple(task.ids[k] for k, _ in keep),
+                      tuple(task.texts[k] for k, _ in keep) if task.texts else (),
+                      tuple(task.pairs[k] for k, _ in keep) if task.pairs else (),
+                      tuple(task.authors[k] for k, _ in keep) if task.authors else ())
+        got = [v for _, v in keep]
+        result = batch_result(judge, judged, got, ranking)
+        missing = None
+        if errors:
+            missing = Failures(len(task.ids) - len(got), len(errors), len(calls), errors[0],
+                               again)
+            result.update(failed_requests=len(errors), requests=len(calls),
+                          failed_items=missing.items)
+            result["sentences"].insert(0, missing.sentence(len(task.ids)))
         store.root.mkdir(parents=True, exist_ok=True)
-        write_verdicts(store.root / VERDICTS, task.ids, verdicts)
-        return result, finish(store, "judge", result)
+        write_verdicts(store.root / VERDICTS, judged.ids, got)
+        return result, finish(store, "judge", result), missing
 
 
 def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
@@ -176,6 +244,9 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
     from collections import Counter
 
     n = len(verdicts)
+    if n == 0:  # every item's requests failed (`write_judged` says so)
+        return {"items": 0, "headline": {"verdict_rate": rate(0, 0)}, "tables": {},
+                "sentences": [], "examples": []}
     reasons = Counter(v.reason for v in verdicts if v.label is None)
     head: dict[str, Any] = {"verdict_rate": rate(n - sum(reasons.values()), n)}
     head.update({f"{reason}_rate": rate(count, n) for reason, count in reasons.items()})

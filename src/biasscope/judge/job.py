@@ -15,6 +15,7 @@ from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.labels import label_models, parse_models
 from biasscope.judge.batch import (
+    Failures,
     Task,
     finish,
     judge_task,
@@ -63,22 +64,26 @@ class JudgeConfig:
 @dataclass(frozen=True)
 class JudgeResult:
     result: dict[str, Any]
-    report: Path
+    report: Path | None
+    failed: Failures | None = None  # requests that failed: a rerun asks them again
 
 
 def judge(config: JudgeConfig) -> JudgeResult:
     """Judge every item of the task, then write ``verdicts.jsonl`` and what the batch says
-    (all of it after the judging: a run stopped midway keeps what it held)."""
+    (all of it after the judging: a run stopped midway keeps what it held). Items whose
+    requests failed are left out (or keep the verdict an earlier call stored)."""
     made, task, labels, judges = _setup(config)
     store = start(config.out, "judge", list(judges), run_settings(config, made, task, labels),
                   {"judges": judges})
     verdicts = judge_task(made, task, labels)
-    result, report = write_judged(store, made, task, verdicts, config.ranking)
-    return JudgeResult(result, report)
+    result, report, failed = write_judged(store, made, task, verdicts, config.ranking)
+    return JudgeResult(result, report, failed)
 
 
 def biases(config: JudgeConfig) -> JudgeResult:
-    """How much the judge's verdicts depend on order, names and length."""
+    """How much the judge's verdicts depend on order, names and length. When requests
+    failed nothing but run.json is written (``report`` None): the measures would count them
+    as the judge's answers; a rerun asks them again."""
     made, task, labels, judges = _setup(config)
     store = start(config.out, "judge-audit", list(judges),
                   run_settings(config, made, task, labels, audit=True), {"judges": judges})
@@ -88,6 +93,11 @@ def biases(config: JudgeConfig) -> JudgeResult:
         if labels is None:
             raise BiasscopeError("classification needs a label set (--labels FILE.json)")
         result = classifier_biases(made, task.texts, labels)
+    usage = [u for m in made.models if (u := getattr(m, "usage", None)) is not None]
+    if (count := sum(u.failed for u in usage)):
+        first = next((u.first_error for u in usage if u.first_error), "no error text")
+        return JudgeResult(result, None, Failures(0, count, sum(u.requests for u in usage),
+                                                  first))
     return JudgeResult(result, finish(store, "judge-audit", result))
 
 

@@ -114,3 +114,40 @@ def test_bradley_terry_reverses_with_opposite_judges_and_is_a_judge_setting() ->
     from biasscope.judge.job import JudgeConfig
     with pytest.raises(BiasscopeError, match="ranking"):
         JudgeConfig(out="x", models=["m"], input="i.jsonl", ranking="elo")
+
+
+def test_no_verdicts_give_no_leaderboard_and_unjudged_systems_go_unranked() -> None:
+    """A judge that never gave a valid answer has no leaderboard (it once printed
+    "X's leaderboard: m1 (nan%) > m2 (nan%)"); a system none of whose pairs got a verdict is
+    named unranked, not ranked last at NaN, and cannot make judges "order systems differently"."""
+    authors = [("m1", "m2"), ("m2", "m1"), ("m1", "m3")]
+    verdicts = [Verdict(None, None, "invalid", by_judge={"mute": None, "j": "a"}),
+                Verdict(None, None, "invalid", by_judge={"mute": None, "j": "b"}),
+                Verdict(None, None, "invalid", by_judge={"mute": None, "j": None})]
+    tables, sentences = ranking_tables(["mute"], verdicts, authors)
+    assert tables == {} and sentences == [
+        "mute gave no verdict on a pair of named systems: no leaderboard is possible without "
+        "verdicts."]
+    tables, sentences = ranking_tables(["mute", "j"], verdicts, authors)
+    assert {r["judge"] for r in tables["leaderboard"]} == {"j"}
+    assert {r["system"] for r in tables["leaderboard"]} == {"m1", "m2"}
+    assert "kendall_tau" not in tables
+    assert sentences[1] == "j's leaderboard: m1 (100%) > m2 (0%) (m3: no verdict on its pairs, " \
+                           "so unranked)."
+    assert not any("nan" in s or "differently" in s for s in sentences)
+    again = rankings({"one": ["a", "b", None], "two": ["a", "b", "a"]}, authors)
+    assert not any("differently" in s for s in again["sentences"])
+    assert again["sentences"][-1] == "The judges put the systems in the same order."
+
+
+def test_a_system_that_won_every_game_gets_a_wilson_interval_not_a_point() -> None:
+    """Resampling three wins of three gives 100% to 100%: the Wilson interval of its wins."""
+    authors = [("alpha", "beta"), ("beta", "alpha"), ("alpha", "beta")]
+    found = rankings({"j": ["a", "b", "a"]}, authors, n_resamples=200)
+    board = {r["system"]: r for r in found["leaderboards"]["j"]}
+    assert board["alpha"]["estimate"] == 1.0 and board["alpha"]["high"] == 1.0
+    assert board["alpha"]["low"] == pytest.approx(0.4385, abs=1e-3)  # Wilson, 3 of 3
+    assert board["beta"]["low"] == 0.0 and board["beta"]["high"] == pytest.approx(0.5615,
+                                                                                   abs=1e-3)
+    tie = rankings({"j": ["tie", "tie"]}, authors[:2], n_resamples=200)["leaderboards"]["j"]
+    assert all(r["low"] < 0.5 < r["high"] for r in tie)  # ties half: 1 of 2 games

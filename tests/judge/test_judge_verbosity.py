@@ -167,3 +167,20 @@ def test_bad_input_raises() -> None:
         length_controlled([("A", 1, 2)])
     with pytest.raises(ValueError, match="non-negative"):
         length_controlled([("a", -1, 2)])
+
+
+@pytest.mark.parametrize(("rows", "low", "high", "said"), [
+    # SciPy's binomtest(3, 3).proportion_ci(method="wilson"): 0.4385 to 1
+    ([("a", 1, 2)] * 3, 0.4385, 1.0, "100% (95% CI 44% to 100%)"),
+    ([("a", 1, 2)], 0.2065, 1.0, "Over 1 verdict (ties count half), answer a wins 100% "
+                                 "(95% CI 21% to 100%)"),
+    ([("b", 1, 2)] * 12, 0.0, 0.2425, "0% (95% CI 0% to 24%)"),
+    ([("tie", 1, 2)] * 4, 0.1500, 0.8500, "50% (95% CI 15% to 85%)"),
+])
+def test_a_win_rate_without_spread_gets_an_honest_interval(rows, low, high, said) -> None:
+    """Every verdict the same (or just one): a bootstrap collapses to a point (three wins for
+    a gave "100% (95% CI 100% to 100%)"), so the Wilson interval of the wins stands in."""
+    r = length_controlled(rows, n_resamples=200)
+    assert r.win_rate.low == pytest.approx(low, abs=1e-3)
+    assert r.win_rate.high == pytest.approx(high, abs=1e-3)
+    assert said in r.sentence()

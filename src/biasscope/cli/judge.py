@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,13 @@ def judge(args: argparse.Namespace) -> int:
     from biasscope.judge import job
 
     done = job.judge(A.from_args(job.JudgeConfig, args))
-    for sentence in done.result["sentences"][:2]:
+    said = done.result["sentences"][0 if done.failed is None else 1:]  # failures: below
+    for sentence in said[:2]:
         print(sentence)
     print(f"verdicts: {Path(args.out) / 'verdicts.jsonl'}  report: {done.report}")
+    if done.failed is not None:
+        return A.failed(done.failed.requests, done.failed.of, "judge requests",
+                        done.failed.first_error)
     return 0
 
 
@@ -23,6 +28,12 @@ def audit(args: argparse.Namespace) -> int:
     from biasscope.judge import job
 
     done = job.biases(A.from_args(job.JudgeConfig, args))
+    if done.failed is not None:
+        print(f"biasscope: {done.failed.requests} of {done.failed.of} judge requests failed "
+              f"(e.g. {done.failed.first_error}); the measures would count them as the "
+              "judge's answers, so none were written; rerun the same command to retry them",
+              file=sys.stderr)
+        return 1
     print("\n".join(done.result["sentences"]) + f"\nreport: {done.report}")
     return 0
 

@@ -18,14 +18,18 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
 from biasscope.judge.agreement import agreement
 from biasscope.judge.biases import rate
-from biasscope.judge.core import Judge, Verdict
+from biasscope.judge.core import Call, Judge, Verdict
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import classify, compare
 from biasscope.judge.verbosity import length_controlled
 from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
+from biasscope.store.locks import run_lock
 from biasscope.store.run_json import start_run
+from biasscope.store.settings import merge_settings
+
+VERDICTS = "verdicts.jsonl"
 
 
 @dataclass(frozen=True)
@@ -43,19 +47,37 @@ class Task:
 
 
 def read_task(path: str | os.PathLike[str]) -> Task:
+    """The items of a JSONL file, each line checked where it is read: one line naming the file,
+    the line and the field that is wrong (an id used twice, an author that is no string)."""
     ids: list[str] = []
     texts: list[str] = []
     pairs: list[tuple[str, str, str]] = []
     authors: list[tuple[str | None, str | None]] = []
+    lines: dict[str, int] = {}
     for number, row in read_jsonl(path):
         where = f"{path}:{number}"
         if not isinstance(row, dict):
             raise BiasscopeError(f"{where}: expected a JSON object")
-        ids.append(str(row.get("id", number)))
+        item_id = row.get("id", number)
+        if isinstance(item_id, bool) or not isinstance(item_id, str | int) or item_id == "":
+            raise BiasscopeError(f"{where}: 'id' must be a non-empty string or a whole number, "
+                                 f"not {json.dumps(item_id)[:40]}")
+        if str(item_id) in lines:
+            said = f"id {str(item_id)!r}" if "id" in row else (
+                f"no 'id', so its line number is its id, {str(item_id)!r},")
+            raise BiasscopeError(f"{where}: {said} already used on line "
+                                 f"{lines[str(item_id)]}; give each line a unique 'id'")
+        lines[str(item_id)] = number
+        ids.append(str(item_id))
         if isinstance(row.get("text"), str):
             texts.append(row["text"])
         elif all(isinstance(row.get(k), str) for k in ("prompt", "a", "b")):
             pairs.append((row["prompt"], row["a"], row["b"]))
+            for side in ("model_a", "model_b"):
+                if not isinstance(row.get(side), str | None):
+                    raise BiasscopeError(f"{where}: {side!r} must be a string (the model that "
+                                         f"wrote response {side[-1]}) or null, not "
+                                         f"{json.dumps(row[side])[:40]}")
             authors.append((row.get("model_a"), row.get("model_b")))
         else:
             raise BiasscopeError(f"{where}: needs 'text' (classification) or 'prompt', 'a' and "
@@ -64,8 +86,6 @@ def read_task(path: str | os.PathLike[str]) -> Task:
         raise BiasscopeError(f"{path}: mixes texts and pairs; judge them in separate files")
     if not ids:
         raise BiasscopeError(f"{path}: no items")
-    if len(set(ids)) != len(ids):
-        raise BiasscopeError(f"{path}: ids repeat; give each line a unique 'id'")
     return Task(tuple(ids), tuple(texts), tuple(pairs), tuple(authors))
 
 
@@ -91,29 +111,116 @@ def verdict_row(item_id: str, verdict: Verdict) -> dict[str, Any]:
                        "label": c.label, "raw": c.raw, "error": c.error} for c in verdict.calls]}
 
 
-def judge_file(judge: Judge, task: Task, out: str | os.PathLike[str],
-               labels: Mapping[str, str] | None = None) -> list[Verdict]:
-    """Judge every item of ``task`` and write the run directory; the verdicts."""
+def judge_task(judge: Judge, task: Task, labels: Mapping[str, str] | None = None
+               ) -> list[Verdict]:
+    """One verdict per item of ``task``."""
     if task.pairwise:
-        verdicts = compare(judge, task.pairs)
-    else:
-        if labels is None:
-            raise BiasscopeError("classification needs a label set (--labels FILE.json)")
-        verdicts = classify(judge, task.texts, labels)
-    root = Path(out)
-    root.mkdir(parents=True, exist_ok=True)
-    lines = "".join(json.dumps(verdict_row(i, v), ensure_ascii=False) + "\n"
-                    for i, v in zip(task.ids, verdicts))
-    write_bytes(root / "verdicts.jsonl", lines.encode("utf-8"))
-    return verdicts
+        return compare(judge, task.pairs)
+    if labels is None:
+        raise BiasscopeError("classification needs a label set (--labels FILE.json)")
+    return classify(judge, task.texts, labels)
+
+
+def write_verdicts(path: Path, ids: Sequence[str], verdicts: Sequence[Verdict]) -> None:
+    write_bytes(path, "".join(json.dumps(verdict_row(i, v), ensure_ascii=False) + "\n"
+                              for i, v in zip(ids, verdicts)).encode("utf-8"))
+
+
+def failed(verdict: Verdict) -> bool:
+    """Whether a request behind the verdict failed: then it is no answer of the judge, and
+    a rerun asks again (the response cache keeps only answers)."""
+    return any(c.error for c in verdict.calls)
+
+
+def stored_verdicts(path: Path) -> dict[str, Verdict]:
+    """The verdicts an earlier call wrote to ``verdicts.jsonl``, by item id, those whose
+    requests all came back (no other kind: what a run once stored as a failure is asked
+    again). Empty when there is no such file."""
+    if not path.is_file():
+        return {}
+    found = {}
+    for number, row in read_jsonl(path):
+        try:
+            calls = tuple(Call(str(c["model"]), tuple(c["order"]), c["key"], c["label"], None,
+                               str(c["raw"]), c["error"]) for c in row["calls"])
+            verdict = Verdict(row["label"], row["probs"], row["reason"] or "", calls,
+                              dict(row["by_judge"]))
+            item_id = str(row["id"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise BiasscopeError(f"{path}:{number}: not a verdict as biasscope writes it; "
+                                 "use another --out") from None
+        if not failed(verdict):
+            found[item_id] = verdict
+    return found
+
+
+@dataclass(frozen=True)
+class Failures:
+    """Requests that failed: ``items`` left without a verdict until a rerun, ``kept`` that
+    keep the verdict an earlier call stored."""
+
+    items: int
+    requests: int
+    of: int
+    first_error: str
+    kept: int = 0
+
+    def sentence(self, total: int) -> str:
+        parts = [f"{self.items} of {total} items have no verdict yet"] if self.items else []
+        if self.kept:
+            parts.append(f"{self.kept} keep the verdict an earlier call stored")
+        return (f"{self.requests} of {self.of} requests failed (e.g. {self.first_error}): "
+                f"{'; '.join(parts)}; rerun the same command to retry them.")
+
+
+def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[Verdict],
+                 ranking: str = "win-rate") -> tuple[dict[str, Any], Path, Failures | None]:
+    """Write ``verdicts.jsonl``, ``summary.json`` and the report of a judge run from this
+    call's verdicts: an item whose requests failed keeps the verdict an earlier call stored
+    (same settings, checked by `start`) or is left out, never stored as an answer. Under the
+    run's lock, all computed before the first file is written. The result, the report and
+    the failures (None when every request came back)."""
+    calls = [c for v in verdicts for c in v.calls]
+    errors = [c.error for c in calls if c.error]
+    with run_lock(store):
+        earlier = stored_verdicts(store.root / VERDICTS) if errors else {}
+        kept = [(k, v if not failed(v) else earlier.get(i))
+                for k, (i, v) in enumerate(zip(task.ids, verdicts))]
+        keep = [(k, v) for k, v in kept if v is not None]
+        again = sum(failed(v) and i in earlier for i, v in zip(task.ids, verdicts))
+        judged = Task(tuple(task.ids[k] for k, _ in keep),
+                      tuple(task.texts[k] for k, _ in keep) if task.texts else (),
+                      tuple(task.pairs[k] for k, _ in keep) if task.pairs else (),
+                      tuple(task.authors[k] for k, _ in keep) if task.authors else ())
+        got = [v for _, v in keep]
+        result = batch_result(judge, judged, got, ranking)
+        missing = None
+        if errors:
+            missing = Failures(len(task.ids) - len(got), len(errors), len(calls), errors[0],
+                               again)
+            result.update(failed_requests=len(errors), requests=len(calls),
+                          failed_items=missing.items)
+            result["sentences"].insert(0, missing.sentence(len(task.ids)))
+        store.root.mkdir(parents=True, exist_ok=True)
+        write_verdicts(store.root / VERDICTS, judged.ids, got)
+        return result, finish(store, "judge", result), missing
 
 
 def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
-          settings: Mapping[str, Any]) -> RunStore:
+          settings: Mapping[str, Any], described: Mapping[str, Any] | None = None
+          ) -> RunStore:
     """``run.json`` of a judge run, written before any verdict: a folder holding another kind
-    of run is refused first. A rerun replaces what the run holds."""
+    of run is refused first, then a rerun whose ``settings`` (what decides the results) differ
+    from those recorded, in one line naming the setting, before anything is written.
+    ``described``: what run.json says beside them (each judge's spec)."""
     store = RunStore(Path(out))
-    start_run(store, kind, lambda _: {"model": ", ".join(models), **settings})
+
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        merged = dict(settings) if previous is None else merge_settings(
+            store.run_json, previous.get("settings", {}), settings)
+        return {"model": ", ".join(models), **(described or {}), "settings": merged}
+
+    start_run(store, kind, build)
     return store
 
 
@@ -136,8 +243,10 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
     length-controlled win rate (pairwise)."""
     from collections import Counter
 
-
     n = len(verdicts)
+    if n == 0:  # every item's requests failed (`write_judged` says so)
+        return {"items": 0, "headline": {"verdict_rate": rate(0, 0)}, "tables": {},
+                "sentences": [], "examples": []}
     reasons = Counter(v.reason for v in verdicts if v.label is None)
     head: dict[str, Any] = {"verdict_rate": rate(n - sum(reasons.values()), n)}
     head.update({f"{reason}_rate": rate(count, n) for reason, count in reasons.items()})

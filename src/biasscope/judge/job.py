@@ -11,12 +11,23 @@ from typing import Any
 from biasscope.backends.cache import Cached
 from biasscope.backends.config import BackendConfig
 from biasscope.core.config import POSITIVE_INT, SEED, check_settings, described, setting
+from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.labels import label_models, parse_models
-from biasscope.judge.batch import batch_result, finish, judge_file, read_labels, read_task, start
+from biasscope.judge.batch import (
+    Failures,
+    Task,
+    finish,
+    judge_task,
+    read_labels,
+    read_task,
+    start,
+    write_judged,
+)
 from biasscope.judge.biases import classifier_biases, pairwise_biases
 from biasscope.judge.core import Judge, JudgeError, JudgingConfig, check_keys
 from biasscope.store.directory import run_dir
+from biasscope.store.settings import sha256_json
 
 
 @dataclass(frozen=True)
@@ -53,32 +64,64 @@ class JudgeConfig:
 @dataclass(frozen=True)
 class JudgeResult:
     result: dict[str, Any]
-    report: Path
+    report: Path | None
+    failed: Failures | None = None  # requests that failed: a rerun asks them again
 
 
 def judge(config: JudgeConfig) -> JudgeResult:
-    """Judge every item of the task (``verdicts.jsonl``), then what the batch says."""
+    """Judge every item of the task, then write ``verdicts.jsonl`` and what the batch says
+    (all of it after the judging: a run stopped midway keeps what it held). Items whose
+    requests failed are left out (or keep the verdict an earlier call stored)."""
     made, task, labels, judges = _setup(config)
-    store = start(config.out, "judge", list(judges), {
-        "position": config.position, "reasoning": config.reasoning, "ranking": config.ranking,
-        "judges": judges})
-    verdicts = judge_file(made, task, config.out, labels)
-    result = batch_result(made, task, verdicts, config.ranking)
-    return JudgeResult(result, finish(store, "judge", result))
+    store = start(config.out, "judge", list(judges), run_settings(config, made, task, labels),
+                  {"judges": judges})
+    verdicts = judge_task(made, task, labels)
+    result, report, failed = write_judged(store, made, task, verdicts, config.ranking)
+    return JudgeResult(result, report, failed)
 
 
 def biases(config: JudgeConfig) -> JudgeResult:
-    """How much the judge's verdicts depend on order, names and length."""
+    """How much the judge's verdicts depend on order, names and length. When requests
+    failed nothing but run.json is written (``report`` None): the measures would count them
+    as the judge's answers; a rerun asks them again."""
     made, task, labels, judges = _setup(config)
     store = start(config.out, "judge-audit", list(judges),
-                  {"judges": judges, "ranking": config.ranking})
+                  run_settings(config, made, task, labels, audit=True), {"judges": judges})
     if task.pairwise:
         result = pairwise_biases(made, task.pairs, task.authors, ranking=config.ranking)
     else:
         if labels is None:
             raise BiasscopeError("classification needs a label set (--labels FILE.json)")
         result = classifier_biases(made, task.texts, labels)
+    usage = [u for m in made.models if (u := getattr(m, "usage", None)) is not None]
+    if (count := sum(u.failed for u in usage)):
+        first = next((u.first_error for u in usage if u.first_error), "no error text")
+        return JudgeResult(result, None, Failures(0, count, sum(u.requests for u in usage),
+                                                  first))
     return JudgeResult(result, finish(store, "judge-audit", result))
+
+
+def run_settings(config: JudgeConfig, judge: Judge, task: Task,
+                 labels: Mapping[str, str] | None, audit: bool = False) -> dict[str, Any]:
+    """What run.json records, and a rerun must repeat, for these results: the input and
+    label set by content, the keys the questions use, each judge's identity (its backend,
+    endpoint or weights: a GGUF file's SHA-256), and every option that changes an answer.
+    ``audit``: judge-audit, which asks in the fixed order and its reverse whatever
+    ``position`` and ``samples`` say."""
+    how = judge.config
+    needed = 3 if task.pairwise else len(labels or ())
+    several = len(judge.models) > 1
+    return {
+        "input_sha256": file_sha256(config.input),
+        "labels_sha256": None if labels is None else sha256_json(list(labels.items())),
+        **({} if audit else {"position": how.position,
+                             "samples": how.samples if how.position == "permute" else None}),
+        "reasoning": how.reasoning, "keys": list(how.keys[:needed]),
+        "logit_bias": how.logit_bias, "seed": how.seed,
+        "aggregate": how.aggregate if several else None,
+        "top_logprobs": how.top_logprobs, "max_reasoning_tokens": how.max_reasoning_tokens,
+        "ranking": config.ranking,
+        "judges": {m.label: m.identity() for m in judge.models}}
 
 
 def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[str]) -> None:
@@ -99,7 +142,8 @@ def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[
         raise BiasscopeError(f"--keys: {exc}") from None
 
 
-def _setup(config: JudgeConfig) -> tuple[Any, Any, Any, dict[str, str]]:
+def _setup(config: JudgeConfig) -> tuple[Judge, Task, Mapping[str, str] | None,
+                                         dict[str, str]]:
     """The judge, the task, the label set and each judge's label -> spec (for run.json)."""
     task = read_task(config.input)
     labels = read_labels(config.labels) if config.labels else None

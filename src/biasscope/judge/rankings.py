@@ -14,7 +14,11 @@ response (``model_a``, ``model_b``). Conventions, and why:
   also get one virtual tie, a weak pull toward equal strength that keeps θ finite for a
   system that won (or lost) everything and joins systems that never met.
 - **Intervals**: percentile bootstrap over items (2000 resamples; one resample of the items
-  serves every judge and system, so differences and rank correlations keep their pairing).
+  serves every judge and system, so differences and rank correlations keep their pairing). A
+  win rate whose resamples all agree (a system that won, or lost, every game) gets the Wilson
+  interval of its wins instead: resampling shows no spread there though there is some.
+- **No verdict, no score**: a system none of whose pairs got a verdict from a judge is left
+  off that judge's leaderboard (named unranked), and a judge without verdicts has none.
 - **Agreement of leaderboards**: Kendall's τ-b between two judges' scores over the systems,
   with the bootstrap interval.
 - **The sentence** "the leaderboard's order depends on the judge" is written only when the
@@ -34,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from biasscope.core.numbers import num
-from biasscope.core.stats import Array, percentile_interval
+from biasscope.core.stats import Array, percentile_interval, wilson
 
 _OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
 
@@ -130,12 +134,13 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
         won = np.array([_OUTCOME.get(str(labels[i]), math.nan) for i in keep])
         estimates[judge] = fit(a[None, :], b[None, :], won[None, :], len(systems))[0]
         boots[judge] = fit(a[idx], b[idx], won[idx], len(systems))
-        boards[judge] = sorted(({"system": s, **percentile_interval(
-            float(estimates[judge][k]), boots[judge][:, k], confidence).as_dict()}
-            for k, s in enumerate(systems)),
-            key=lambda r: -r["estimate"] if math.isfinite(r["estimate"]) else math.inf)
+        # A system without a verdict on any of its pairs has no score: left off the board.
+        boards[judge] = sorted(({"system": s, **_interval(
+            score, float(estimates[judge][k]), boots[judge][:, k], won, (a == k, b == k),
+            confidence)} for k, s in enumerate(systems) if math.isfinite(estimates[judge][k])),
+            key=lambda r: -r["estimate"])
     taus = []
-    for j, k in itertools.combinations(verdicts, 2):
+    for j, k in itertools.combinations([j for j in verdicts if _ranked(estimates[j]) > 1], 2):
         taus.append({"judges": f"{j} / {k}", **percentile_interval(
             float(_tau(estimates[j][None, :], estimates[k][None, :])[0]),
             _tau(boots[j], boots[k]), confidence).as_dict()})
@@ -143,30 +148,59 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
             "tau": taus, "sentences": _sentences(systems, estimates, boots, confidence, score)}
 
 
+def _interval(score: str, estimate: float, boot: Array, won: Array,
+              sides: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]], confidence: float
+              ) -> dict[str, float]:
+    """A system's score with its percentile bootstrap interval; a win rate whose resamples
+    all agree (a system that won, or lost, every game: 100% to 100%) with the Wilson interval
+    of its wins (ties half) over its games instead, since resampling shows no spread where
+    there is some. ``sides``: the items where the system wrote response a, and b."""
+    found = percentile_interval(estimate, boot, confidence).as_dict()
+    ok = boot[np.isfinite(boot)]
+    if score != "win-rate" or ok.size == 0 or np.ptp(ok) > 0:
+        return found
+    valid = np.isfinite(won)
+    as_a, as_b = sides[0] & valid, sides[1] & valid
+    wins = float(won[as_a].sum() + (1.0 - won[as_b]).sum())
+    honest = wilson(wins, int(as_a.sum() + as_b.sum()), confidence)
+    return {"estimate": estimate, "low": honest["low"], "high": honest["high"]}
+
+
+def _ranked(estimates: Array) -> int:
+    return int(np.isfinite(estimates).sum())
+
+
 def _sentences(systems: list[str], estimates: Mapping[str, Array],
                boots: Mapping[str, Array], confidence: float, score: str) -> list[str]:
-    judges = list(estimates)
     out = []
     def shown(value: float) -> str:
         return f"{value:.0%}" if score == "win-rate" else f"θ {num(value, signed=True)}"
 
-    for judge in judges:
-        order = sorted(range(len(systems)), key=lambda k: -np.nan_to_num(estimates[judge][k],
-                                                                          nan=-np.inf))
+    for judge in estimates:
+        ranked = [k for k in range(len(systems)) if math.isfinite(estimates[judge][k])]
+        if not ranked:
+            out.append(f"{judge} gave no verdict on a pair of named systems: no leaderboard "
+                       "is possible without verdicts.")
+            continue
+        order = sorted(ranked, key=lambda k: -estimates[judge][k])
+        unranked = [systems[k] for k in range(len(systems)) if k not in ranked]
         out.append(f"{judge}'s leaderboard: " + " > ".join(
-            f"{systems[k]} ({shown(estimates[judge][k])})" for k in order) + ".")
+            f"{systems[k]} ({shown(estimates[judge][k])})" for k in order) + (
+            f" ({', '.join(unranked)}: no verdict on {'its' if len(unranked) == 1 else 'their'}"
+            " pairs, so unranked)" if unranked else "") + ".")
+    # Only judges that order two systems or more can agree or disagree about an order.
+    judges = [j for j in estimates if _ranked(estimates[j]) > 1]
     if len(judges) < 2 or len(systems) < 2:
         return out
     tail = 100 * (1 - confidence) / 2
     conflicts, differ = [], False
     for x, y in itertools.combinations(range(len(systems)), 2):
         sure: dict[str, int] = {}
+        differ |= len({float(np.sign(d)) for j in judges
+                       if math.isfinite(d := estimates[j][x] - estimates[j][y])}) > 1
         for judge in judges:
             diff = boots[judge][:, x] - boots[judge][:, y]
             diff = diff[np.isfinite(diff)]
-            est = estimates[judge][x] - estimates[judge][y]
-            differ |= bool(np.sign(est) != np.sign(estimates[judges[0]][x]
-                                                    - estimates[judges[0]][y]))
             if diff.size:
                 low, high = np.percentile(diff, [tail, 100 - tail])
                 if low > 0 or high < 0:
@@ -198,9 +232,9 @@ def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
     table = {j: [v.by_judge.get(j, v.label) if len(judges) > 1 else v.label for v in verdicts]
              for j in judges}
     found = rankings(table, authors, score=score)
-    tables = {"leaderboard": [{"judge": j, "rank": r + 1, "score": score, **row}
-                              for j, rows in found["leaderboards"].items()
-                              for r, row in enumerate(rows)]}
+    board = [{"judge": j, "rank": r + 1, "score": score, **row}
+             for j, rows in found["leaderboards"].items() for r, row in enumerate(rows)]
+    tables = {"leaderboard": board} if board else {}  # no verdict: no leaderboard
     if found["tau"]:
         tables["kendall_tau"] = found["tau"]
     return tables, found["sentences"]

@@ -18,7 +18,9 @@ Length control, and why each choice:
   model has no other per-verdict term, so averaging that prediction over verdicts gives σ(θ).
 - **Intervals** of the model terms are percentile bootstraps over verdicts (each resample
   refitted, all in one vectorised Fisher scoring); resamples where the model cannot be fitted
-  are dropped, and bounds are NaN if most are. The raw win rate's is `bootstrap_mean` (BCa).
+  are dropped, and bounds are NaN if most are. The raw win rate's is `bootstrap_mean` (BCa),
+  except where every verdict is the same or there is only one: resampling then shows no
+  spread, and the Wilson interval of the wins (ties half) stands in.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from scipy import stats as sps
 
 from biasscope.core.bootstrap import resample_counts
 from biasscope.core.numbers import p_is, with_ci
-from biasscope.core.stats import Array, Interval, bootstrap_mean, percentile_interval
+from biasscope.core.stats import Array, Interval, bootstrap_mean, percentile_interval, wilson
 
 OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
 MIN_VERDICTS = 5
@@ -93,8 +95,8 @@ class LengthControlled:
         """The result in plain English."""
         if self.n == 0:
             return f"No length-controlled win rate: {self.reason}."
-        raw = (f"Over {self.n} verdicts (ties count half), answer a wins "
-               f"{self.win_rate.estimate:.0%}{_ci(self.win_rate, '.0%')}.")
+        raw = (f"Over {self.n} verdict{'' if self.n == 1 else 's'} (ties count half), answer "
+               f"a wins {self.win_rate.estimate:.0%}{_ci(self.win_rate, '.0%')}.")
         if self.reason is not None:
             return f"{raw} No length-controlled win rate: {self.reason}."
         beta, p = self.length_coefficient.estimate, self.length_p_value
@@ -120,7 +122,7 @@ def length_controlled(verdicts: pd.DataFrame | Iterable[tuple[str | None, float,
     """
     y, diff = _parse(verdicts)
     n = int(y.size)
-    win = bootstrap_mean(y, confidence, n_resamples, seed=seed) if n else _nan(confidence)
+    win = _win_rate(y, confidence, n_resamples, seed)
     reason, scale = _degenerate(y, diff), math.nan
     if reason is None:
         scale = float(np.std(diff))
@@ -140,6 +142,20 @@ def length_controlled(verdicts: pd.DataFrame | Iterable[tuple[str | None, float,
         percentile_interval(float(_sigmoid(beta[0, 0])), _sigmoid(boot[:, 0]), confidence),
         percentile_interval(float(beta[0, 1]), boot[:, 1], confidence),
         float(sps.chi2.sf(lr, df=1)), float(rho.statistic), float(rho.pvalue), scale, None)
+
+
+def _win_rate(y: Array, confidence: float, n_resamples: int, seed: int) -> Interval:
+    """The share of wins (ties half) with its bootstrap interval; where every verdict is the
+    same, or there is one, resampling shows no spread though there is some (three wins for a
+    gave 100% to 100%), so the Wilson interval of the wins instead, as beside it for the
+    verdict rate (with ties, a Wilson interval is conservative)."""
+    if y.size == 0:
+        return _nan(confidence)
+    if y.size < 2 or np.ptp(y) == 0:
+        found = wilson(float(y.sum()), int(y.size), confidence)
+        return Interval(float(found["estimate"]), float(found["low"]), float(found["high"]),
+                        confidence)
+    return bootstrap_mean(y, confidence, n_resamples, seed=seed)
 
 
 def _parse(verdicts: pd.DataFrame | Iterable[tuple[str | None, float, float]]
@@ -165,7 +181,8 @@ def _degenerate(y: Array, diff: Array) -> str | None:
     if y.size == 0:
         return "there are no verdicts"
     if y.size < MIN_VERDICTS:
-        return f"only {y.size} verdicts, at least {MIN_VERDICTS} are needed"
+        return (f"only {y.size} verdict{'' if y.size == 1 else 's'}, at least {MIN_VERDICTS} "
+                "are needed")
     if np.ptp(y) == 0:
         winner = next(k for k, v in OUTCOME.items() if v == y[0])
         what = "a tie" if winner == "tie" else f"a win for {winner}"

@@ -1,0 +1,49 @@
+"""A judge's input file is checked line by line as it is read: a bad line is one line naming
+the file, the line and the field, before any judge model loads or anything is written (an
+author that was a list once crashed the leaderboard after all the judging)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from biasscope.cli.main import main
+
+PAIRS = [{"id": "p1", "prompt": "What is 2+2?", "a": "4", "b": "5", "model_a": "m1",
+          "model_b": "m2"},
+         {"id": "p2", "prompt": "Capital of France?", "a": "Paris", "b": "Lyon",
+          "model_a": "m2", "model_b": "m1"},
+         {"id": "p3", "prompt": "Color of sky?", "a": "blue", "b": "green", "model_a": "m1",
+          "model_b": "m2"}]
+
+
+def _jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize(("rows", "said"), [
+    ([PAIRS[0], {**PAIRS[1], "model_b": ["z"]}],
+     ":2: 'model_b' must be a string (the model that wrote response b) or null, not [\"z\"]"),
+    ([{**PAIRS[0], "model_a": 5}], ":1: 'model_a' must be a string"),
+    ([PAIRS[0], PAIRS[1], {**PAIRS[2], "id": "p1"}],
+     ":3: id 'p1' already used on line 1; give each line a unique 'id'"),
+    ([{**PAIRS[0], "id": 1}, {**PAIRS[1], "id": "1"}], ":2: id '1' already used on line 1"),
+    ([{k: v for k, v in PAIRS[0].items() if k != "id"}, {**PAIRS[1], "id": "1"}],
+     ":2: id '1' already used on line 1"),
+    ([PAIRS[0], {k: v for k, v in PAIRS[1].items() if k != "id"}, {**PAIRS[2], "id": 2}],
+     ":3: id '2' already used on line 2"),
+    ([{**PAIRS[0], "id": None}], ":1: 'id' must be a non-empty string or a whole number, "
+                                 "not null"),
+])
+def test_bad_input_lines_are_one_line_errors_before_anything_is_written(
+        tmp_path, capsys, rows, said):
+    data = _jsonl(tmp_path / "bad.jsonl", rows)
+    out = tmp_path / "run"
+    assert main(["judge", "--model", "canned:A", "--input", str(data), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{data}{said}" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()

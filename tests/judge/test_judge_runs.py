@@ -1,0 +1,270 @@
+"""A judge run directory holds what its run.json says was run: every setting that changes a
+verdict is recorded and a rerun with another is refused before anything is written; failed
+requests are retried, never stored as answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from biasscope.cli.main import main
+from scripted_server import Reply, chat, serve
+
+PAIRS = [{"id": "p1", "prompt": "What is 2+2?", "a": "4", "b": "5", "model_a": "m1",
+          "model_b": "m2"},
+         {"id": "p2", "prompt": "Capital of France?", "a": "Paris", "b": "Lyon",
+          "model_a": "m2", "model_b": "m1"},
+         {"id": "p3", "prompt": "Color of sky?", "a": "blue", "b": "green", "model_a": "m1",
+          "model_b": "m2"}]
+LABELS = {"POSITIVE": "The text is happy.", "NEGATIVE": "The text is sad."}
+
+
+def _jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())
+            if p.is_file() and not p.name.startswith(".")}  # not the run's lock
+
+
+@pytest.fixture
+def pairs(tmp_path: Path) -> Path:
+    return _jsonl(tmp_path / "pairs.jsonl", PAIRS)
+
+
+def _judge(kind: str, out: Path, data: Path, *extra: str, model: str = "canned:A|B"
+           ) -> list[str]:
+    return [kind, "--model", model, "--input", str(data), "--out", str(out), "--no-cache",
+            *extra]
+
+
+CHANGED = [(["--seed", "7"], "'seed' (0 then, 7 now)"),
+           (["--keys", "1,2,3"], "'keys'"),
+           (["--no-logit-bias"], "'logit_bias' (true then, false now)"),
+           (["--reasoning"], "'reasoning' (false then, true now)"),
+           (["--position", "permute"], "'position' (\"shuffle\" then, \"permute\" now"),
+           (["--ranking", "bradley-terry"], "'ranking'")]
+
+
+@pytest.mark.parametrize(("extra", "named"), CHANGED)
+def test_a_judge_rerun_with_another_setting_is_refused_and_removes_nothing(
+        pairs, tmp_path, capsys, extra, named):
+    out = tmp_path / "run"
+    assert main(_judge("judge", out, pairs)) == 0
+    before = _files(out)
+    assert set(before) >= {"run.json", "verdicts.jsonl", "summary.json", "report.html"}
+    capsys.readouterr()
+    assert main(_judge("judge", out, pairs, *extra)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"run.json was made with a different {named}" in err
+    assert "use another --out or the same settings" in err
+    assert _files(out) == before  # run.json still says what the results are
+
+
+def test_judge_run_json_records_what_decides_the_verdicts(pairs, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_judge("judge", out, pairs, "--seed", "3", "--keys", "XYZW")) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["kind"] == "judge" and run["judges"] == {"canned:A|B": "canned:A|B"}
+    settings = run["settings"]
+    assert settings["seed"] == 3 and settings["keys"] == ["X", "Y", "Z"]
+    assert settings["position"] == "shuffle" and settings["samples"] is None
+    assert settings["logit_bias"] is True and settings["reasoning"] is False
+    assert settings["ranking"] == "win-rate" and settings["labels_sha256"] is None
+    import hashlib
+    assert settings["input_sha256"] == hashlib.sha256(pairs.read_bytes()).hexdigest()
+    assert settings["judges"] == {"canned:A|B": {"backend": "canned", "model": "A|B"}}
+    # A fourth key the pairs never show is no other setting; the same command reruns.
+    assert main(_judge("judge", out, pairs, "--seed", "3", "--keys", "XYZ")) == 0
+    assert json.loads((out / "run.json").read_text()) == run
+
+
+def test_judge_refuses_another_input_judge_samples_or_aggregate(pairs, tmp_path, capsys):
+    out = tmp_path / "run"
+    permute = ["--position", "permute", "--samples", "1"]
+    assert main(_judge("judge", out, pairs, *permute)) == 0
+    before = _files(out)
+    other = _jsonl(tmp_path / "other.jsonl", [{**PAIRS[0], "b": "22"}, *PAIRS[1:]])
+    for argv, named in [
+            (_judge("judge", out, pairs, "--position", "permute", "--samples", "2"),
+             "'samples' (1 then, 2 now)"),
+            (_judge("judge", out, other, *permute), "'input_sha256'"),
+            (_judge("judge", out, pairs, *permute, model="canned:B|A"), "'judges'")]:
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"made with a different {named}" in err and err.count("\n") == 1
+        assert _files(out) == before
+    two = tmp_path / "two"
+    several = ["--model", "canned:A", "--model", "canned:B"]
+    assert main(_judge("judge", two, pairs, *several)) == 0
+    capsys.readouterr()
+    assert main(_judge("judge", two, pairs, *several, "--aggregate", "majority")) == 2
+    assert "different 'aggregate' (\"mean\" then, \"majority\" now)" in capsys.readouterr().err
+
+
+def test_judge_audit_records_and_checks_its_settings(tmp_path, capsys):
+    texts = _jsonl(tmp_path / "texts.jsonl", [{"id": i, "text": f"Day {i}."} for i in range(4)])
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps(LABELS))
+    out = tmp_path / "audit"
+    argv = _judge("judge-audit", out, texts, "--labels", str(labels))
+    assert main(argv) == 0
+    settings = json.loads((out / "run.json").read_text())["settings"]
+    assert settings["keys"] == ["A", "B"] and settings["labels_sha256"]
+    assert "position" not in settings  # judge-audit asks in the fixed order and its reverse
+    before = _files(out)
+    reordered = tmp_path / "reordered.json"
+    reordered.write_text(json.dumps(dict(reversed(list(LABELS.items())))))
+    for extra, named in [(["--seed", "1"], "'seed'"), (["--no-logit-bias"], "'logit_bias'"),
+                         (["--labels", str(reordered)], "'labels_sha256'")]:
+        capsys.readouterr()
+        assert main([*argv, *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"made with a different {named}" in err and err.count("\n") == 1
+        assert _files(out) == before
+    assert main([*argv, "--position", "permute"]) == 0  # no setting of judge-audit
+
+
+def test_a_run_from_before_settings_were_recorded_is_not_rerun_unchecked(pairs, tmp_path,
+                                                                        capsys):
+    out = tmp_path / "old"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({
+        "kind": "judge", "model": "canned:A|B", "position": "shuffle", "reasoning": False,
+        "ranking": "win-rate", "judges": {"canned:A|B": "canned:A|B"}}))
+    before = _files(out)
+    assert main(_judge("judge", out, pairs)) == 2
+    assert "not recorded then" in capsys.readouterr().err and _files(out) == before
+
+
+def _server_script(state: dict[str, Any]):
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if "tokenize" in path:
+            return Reply(404, {"error": "no tokenizer"})
+        state["chats"] += 1
+        text = json.dumps(body.get("messages"))
+        if state["fail"] and any(p["prompt"] in text for p in state["fail"]):
+            return Reply(500, {"error": {"message": "the server is down"}})
+        return Reply(body=chat("A"))
+    return script
+
+
+FAST = ["--retries", "0", "--timeout", "5", "--concurrency", "2"]
+
+
+def test_failed_requests_exit_non_zero_are_not_stored_and_are_retried(pairs, tmp_path, capsys):
+    state: dict[str, Any] = {"chats": 0, "fail": [PAIRS[1]]}
+    out, cache = tmp_path / "run", tmp_path / "cache.sqlite"
+    with serve(_server_script(state)) as server:
+        argv = ["judge", "--model", f"openai-compatible:{server.base_url}#m", "--input",
+                str(pairs), "--out", str(out), "--cache", str(cache), *FAST]
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert "1 of 3 judge requests failed" in err and "rerun the same command" in err
+        assert "Traceback" not in err and err.count("\n") == 1
+        rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()]
+        assert [r["id"] for r in rows] == ["p1", "p3"]  # no failure stored as an answer
+        result = json.loads((out / "summary.json").read_text())["probes"]["judge"]
+        assert result["failed_requests"] == 1 and result["requests"] == 3
+        assert result["items"] == 2 and result["failed_items"] == 1
+        assert result["sentences"][0].startswith("1 of 3 requests failed")
+        assert "1 of 3 items have no verdict yet" in result["sentences"][0]
+        assert "failed_rate" not in result["headline"]
+
+        state["fail"], state["chats"] = [], 0
+        assert main(argv) == 0, capsys.readouterr().err
+        assert state["chats"] == 1  # only the failed request again, the others cached
+    rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["p1", "p2", "p3"] and all(r["label"] for r in rows)
+    result = json.loads((out / "summary.json").read_text())["probes"]["judge"]
+    assert "failed_requests" not in result and result["items"] == 3
+
+
+def test_a_failing_rerun_keeps_the_verdicts_and_run_json_in_step(pairs, tmp_path, capsys):
+    """Every request fails on a rerun (no cache): the stored verdicts stay, with the run.json
+    that made them, and the summary says so; nothing written is removed."""
+    state: dict[str, Any] = {"chats": 0, "fail": []}
+    out = tmp_path / "run"
+    with serve(_server_script(state)) as server:
+        argv = ["judge", "--model", f"openai-compatible:{server.base_url}#m", "--input",
+                str(pairs), "--out", str(out), "--no-cache", *FAST]
+        assert main(argv) == 0
+        run, verdicts = (out / "run.json").read_bytes(), (out / "verdicts.jsonl").read_bytes()
+        state["fail"] = PAIRS
+        capsys.readouterr()
+        assert main(argv) == 1
+        assert "3 of 3 judge requests failed" in capsys.readouterr().err
+    assert (out / "run.json").read_bytes() == run
+    assert (out / "verdicts.jsonl").read_bytes() == verdicts
+    result = json.loads((out / "summary.json").read_text())["probes"]["judge"]
+    assert result["items"] == 3 and result["failed_items"] == 0
+    assert "3 keep the verdict an earlier call stored" in result["sentences"][0]
+
+
+def test_every_request_failing_is_no_success(pairs, tmp_path, capsys):
+    state: dict[str, Any] = {"chats": 0, "fail": PAIRS}
+    out = tmp_path / "run"
+    with serve(_server_script(state)) as server:
+        argv = ["judge", "--model", f"openai-compatible:{server.base_url}#m", "--input",
+                str(pairs), "--out", str(out), "--no-cache", *FAST]
+        assert main(argv) == 1
+        captured = capsys.readouterr()
+        assert "3 of 3 judge requests failed" in captured.err
+        assert "got a verdict" not in captured.out
+        assert (out / "verdicts.jsonl").read_text() == ""
+        summary = json.loads((out / "summary.json").read_text())["probes"]["judge"]
+        assert summary["items"] == 0 and "leaderboard" not in summary["tables"]
+        audit = ["judge-audit", *argv[1:-len(FAST) - 3], "--out", str(tmp_path / "audit"),
+                 "--no-cache", *FAST]
+        assert main(audit) == 1
+        err = capsys.readouterr().err
+        assert "judge requests failed" in err and "none were written" in err
+        assert not (tmp_path / "audit" / "summary.json").exists()
+
+
+def test_a_judge_that_never_answers_gives_no_leaderboard(pairs, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_judge("judge", out, pairs, model="canned:X")) == 0
+    result = json.loads((out / "summary.json").read_text())["probes"]["judge"]
+    assert not any("nan" in s for s in result["sentences"])
+    assert ("canned:X gave no verdict on a pair of named systems: no leaderboard is possible "
+            "without verdicts.") in result["sentences"]
+    assert "leaderboard" not in result["tables"]
+    page = (out / "report.html").read_text()
+    assert "no leaderboard is possible" in page and "(nan%)" not in page
+
+
+def test_each_judges_identity_is_recorded_and_checked(pairs, tmp_path, capsys, monkeypatch):
+    """A judge loaded from a GGUF file is known by the file's SHA-256 (docs/how-to/gguf.md):
+    other weights under the same spec are another judge."""
+    from biasscope.backends.canned import CannedGenerator
+    from biasscope.backends.config import BackendConfig
+
+    weights = {"sha": "1" * 64}
+
+    class Converted(CannedGenerator):
+        def identity(self) -> dict[str, str]:
+            return {"backend": "hf", "source": "model.gguf", "revision": "",
+                    "gguf_file": "model.gguf", "gguf_sha256": weights["sha"]}
+
+    monkeypatch.setattr(BackendConfig, "generator",
+                        lambda self, spec: Converted(("A",), label="hf:model.gguf"))
+    out = tmp_path / "run"
+    argv = _judge("judge", out, pairs, model="hf:model.gguf")
+    assert main(argv) == 0
+    judges = json.loads((out / "run.json").read_text())["settings"]["judges"]
+    assert judges["hf:model.gguf"]["gguf_sha256"] == "1" * 64
+    before = _files(out)
+    weights["sha"] = "2" * 64
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "different 'judges' (judges.hf:model.gguf.gguf_sha256: 111111111111… then" in err
+    assert _files(out) == before

@@ -175,3 +175,26 @@ def test_read_key_and_orders():
     assert read_key(Generation("I think A, no, answer: B"), ("A", "B"), True)[0] == "B"
     assert len(orders(3, JudgingConfig(position="permute"), random.Random(0))) == 6
     assert len(orders(5, JudgingConfig(position="permute", samples=7), random.Random(0))) == 7
+
+
+def test_name_sensitivity_asks_as_the_lettered_verdicts_were_asked(monkeypatch):
+    """Before: the judge asked with label names was built afresh, without --reasoning or
+    --top-logprobs, so reasoned verdicts were set against unreasoned ones."""
+    import biasscope.judge.biases as biases
+    from biasscope.backends.generators import load_generator
+
+    asked: list[JudgingConfig] = []
+    real = biases.classify
+
+    def recorded(judge, *args, **kwargs):
+        asked.append(judge.config)
+        return real(judge, *args, **kwargs)
+
+    monkeypatch.setattr(biases, "classify", recorded)
+    config = JudgingConfig(reasoning=True, top_logprobs=5, seed=3, max_reasoning_tokens=64)
+    classifier_biases(Judge(load_generator("canned:A"), config), TEXTS[:2], LABELS)
+    *lettered, named = asked
+    assert named.keys == tuple(LABELS) and not named.logit_bias
+    for got in [*lettered, named]:
+        assert (got.position, got.reasoning, got.top_logprobs, got.seed,
+                got.max_reasoning_tokens) == ("fixed", True, 5, 3, 64)

@@ -16,7 +16,7 @@ from typing import Any
 from scipy import stats as sps
 
 from biasscope.core.numbers import p_is
-from biasscope.judge.core import Judge, JudgingConfig, Verdict
+from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import CLASSIFY, COMPARE, classify, compare
 from biasscope.judge.verbosity import length_controlled
@@ -66,8 +66,9 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
     sentences = []
     names = tuple(labels)
     if all(n and " " not in n for n in names) and len(set(names)) == len(names):
-        named = Judge(judge.models, JudgingConfig(position="fixed", keys=names,
-                                                  logit_bias=False, seed=judge.config.seed))
+        # Asked as the lettered verdicts were (reasoning, log-probs, seed), but with the names
+        # as keys, which are no single tokens to bias toward.
+        named = Judge(judge.models, replace(fixed.config, keys=names, logit_bias=False))
         by_name = classify(named, texts, labels, instruction)
         pairs = [(a.label, b.label) for a, b in zip(forward, by_name) if a.label and b.label]
         head["name_sensitivity"] = rate(sum(a != b for a, b in pairs), len(pairs))

@@ -21,6 +21,7 @@ from biasscope.compare.measures import MEASURES, Values
 from biasscope.compare.runs import compare_values
 from biasscope.core.stats import adjust_pvalues
 from biasscope.core.wordings import Measure, rate, verdict, wording_uncertainty
+from biasscope.core.wordings import gap as wording_gap
 from biasscope.counterfactual import statistics as cf
 from biasscope.dynamics.analysis import tradeoff
 from biasscope.probes import adult
@@ -106,6 +107,40 @@ def gain_coverage(n: int, seed: int, *, prompts: int, wordings: int, wording_sd:
     return hits, n
 
 
+def _answers(rng: np.random.Generator, sizes: np.ndarray, wordings: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """0/1 answers of clusters of ``sizes`` rows (each row asked under both pronouns) under
+    every wording: a cluster's logit is its own, shared by the wordings and both pronouns
+    (symmetric about 0: a share of 0.5 in every wording); each row's value, pronoun ("she"
+    or not), wording, cluster."""
+    level = rng.normal(0, 1, sizes.size)
+    t, c = np.meshgrid(np.arange(wordings), np.repeat(np.arange(sizes.size), 2 * sizes),
+                       indexing="ij")
+    t, c = t.ravel(), c.ravel()
+    she = np.tile(np.concatenate([np.arange(2 * n) % 2 == 0 for n in sizes]), wordings)
+    x = rng.random(t.size) < 1 / (1 + np.exp(-level[c]))
+    return x.astype(float), she, np.array([f"w{k}" for k in t]), np.array([f"c{k}" for k in c])
+
+
+def wording_false_claims(n: int, seed: int, *, clusters: int, wordings: int, rows: int,
+                         measure: str) -> tuple[int, int]:
+    """How often some wording's estimate is called significant (Holm over the wordings)
+    when there is no bias: ``measure`` "gap" (she − he, each cluster ``rows`` rows per
+    pronoun) or "rate" (the share of 1s against 0.5, clusters of 1 to ``rows`` rows x 2)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        sizes = (np.full(clusters, rows) if measure == "gap"
+                 else rng.integers(1, rows + 1, clusters))
+        x, she, t, c = _answers(rng, sizes, wordings)
+        is_gap = measure == "gap"
+        columns, combine = wording_gap(x, she, ~she) if is_gap else rate(x, np.ones_like(x))
+        result = wording_uncertainty(Measure("m", columns, combine, null=0.0 if is_gap else 0.5),
+                                     t, c, n_resamples=400, seed=int(rng.integers(2**31)))
+        hits += any(p["significant"] for p in result["per_wording"])
+    return hits, n
+
+
 def _wording_claims() -> list[Claim]:
     out = []
     for wordings, sd in ((8, 0.0), (8, 0.2), (4, 0.2)):
@@ -118,6 +153,14 @@ def _wording_claims() -> list[Claim]:
     out.append(Claim("holds across N of N wordings", "true value 0, items x 8 wordings "
                      "crossed, wording SD 0.2", "40 items, 8 wordings", "false-claim", 0.05,
                      partial(holds_false_claims, items=40, wordings=8, wording_sd=0.2)))
+    for clusters, rows, measure, null in (
+            (5, 2, "gap", "she − he 0, 2 rows per pronoun"),
+            (20, 3, "rate", "share 0.5, clusters of 1 to 3 rows per pronoun")):
+        out.append(Claim("a wording is significant (Holm over wordings)",
+                         f"{null}, clusters x 4 wordings crossed, a cluster's level shared",
+                         f"{clusters} clusters, 4 wordings", "false-claim", 0.05,
+                         partial(wording_false_claims, clusters=clusters, wordings=4,
+                                 rows=rows, measure=measure)))
     out.append(Claim("the stop's fairness-gain 95% CI covers", "prompts x 8 wordings crossed, "
                      "wording SD of the gap 0.02", "60 + 60 prompts, 8 wordings", "coverage",
                      0.95, partial(gain_coverage, prompts=60, wordings=8, wording_sd=0.02)))

@@ -66,3 +66,58 @@ def test_the_audit_summary_and_report_carry_both_p_values(tmp_path: Path):
     assert all(("detectable" in v) != v["significant"] for v in tested.values())
     page = (out / "report.html").read_text()
     assert "p (Holm)" in page and "detectable at 80% power" in page
+
+
+def test_a_detectable_effect_beyond_the_measure_s_bound_is_no_number():
+    """A gap of rates moves at most 1: "could have detected 1.94" was no size any data could
+    show. Beyond its ``bound`` the sentence says the run is too small to detect anything."""
+    small = {"gap": {"estimate": 0.2, "low": -0.4, "high": 0.8, "n": 5, "p_value": 0.5,
+                     "bound": 1.0},
+             "other": {"estimate": 0.02, "low": -0.05, "high": 0.09, "n": 300,
+                       "p_value": 0.6, "bound": 1.0}}
+    out = control(small)
+    assert out["gap"]["detectable"] is None and out["gap"]["detectable_beyond_bound"]
+    assert 0 < out["other"]["detectable"] < 1 and "detectable_beyond_bound" not in out["other"]
+    assert control({"gap": {k: v for k, v in small["gap"].items() if k != "bound"}}
+                   )["gap"]["detectable"] > 1  # no bound: the number, as before
+    said = detectable_sentence(out)
+    assert said is not None and "other 0." in said
+    assert "too small to have detected (at 80% power) any effect within the measure's " \
+           "range: gap (at most ±1)" in said
+    alone = detectable_sentence(control({"gap": small["gap"]}))
+    assert alone == ("Not significant after Holm's correction over the probe's tests; this run "
+                     "is too small to have detected (at 80% power) any effect within the "
+                     "measure's range: gap (at most ±1).")
+
+
+def test_a_five_sentence_professional_run_reports_no_impossible_detectable_size(tmp_path: Path):
+    """Professional bias on 5 sentences: its pronoun gap and effect are differences of rates
+    (``bound`` 1), and neither the sentence nor the report gives a size beyond ±1."""
+    exported = tmp_path / "items.jsonl"
+    assert main(["items", "--probe", "professional-bias", "--limit", "20",
+                 "--out", str(exported)]) == 0
+    items = [json.loads(line) for line in exported.read_text().splitlines()]
+    pattern = {"s01": "mf", "s02": "mm", "s03": "mf", "s04": "ff", "s05": "mm"}  # (he, she)
+    lines = []
+    for k, item in enumerate(items):
+        g = item["groups"]
+        male = pattern[g["sentence_id"]][g["pronoun"] == "she"] == "m"
+        male ^= k % 7 == 6
+        lines.append(json.dumps({"item_id": item["item_id"], "response":
+                                 g["male_occupation" if male else "female_occupation"]}))
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    assert main(["audit", "--responses", str(responses), "--probe", "professional-bias",
+                 "--out", str(out)]) == 0
+    entry = json.loads((out / "summary.json").read_text())["probes"]["professional-bias"]
+    for name in ("pronoun_gap", "pronoun_effect"):
+        value = entry["headline"][name]
+        assert value["n"] == 5 and value["bound"] == 1.0 and not value["significant"]
+        assert value["detectable"] is None and value["detectable_beyond_bound"]
+    said = [s for s in entry["sentences"] if "could have detected" in s
+            or "too small to have detected" in s]
+    assert said == ["Not significant after Holm's correction over the probe's tests; this run "
+                    "is too small to have detected (at 80% power) any effect within the "
+                    "measure's range: pronoun gap (at most ±1); pronoun effect (at most ±1)."]
+    assert "none within ±1" in (out / "report.html").read_text()

@@ -270,6 +270,52 @@ def test_wordings_that_agree_hold_and_wordings_that_reverse_are_said():
     assert [round(p["estimate"], 1) for p in split["per_wording"]] == [0.8] * 4 + [-0.3] * 2
 
 
+def _sentences(gaps: list[float], wordings: int = 4) -> pd.DataFrame:
+    """Per wording, each sentence's two 'she' rows and two 'he' rows (0/1 picks) whose
+    she − he difference is the sentence's gap (0, ±0.5 or ±1)."""
+    def picks(mean: float) -> tuple[float, float]:
+        return (1.0, 0.0) if mean == 0.5 else (mean, mean)
+
+    rows = [{"wording": f"p{w}", "pair": f"s{k}", "male": male, "x": x}
+            for w in range(wordings) for k, g in enumerate(gaps)
+            for male, mean in ((False, min(1.0, 1 + g)), (True, min(1.0, 1 - g)))
+            for x in picks(mean)]
+    return pd.DataFrame(rows)
+
+
+def test_a_wording_of_five_sentences_gets_an_exact_p_value_not_zero():
+    """Five sentences that all lean one way gave p = 0 and "significant" from a cluster
+    bootstrap; the sign-flip test over them can give no less than 2/32, and equals SciPy's
+    exact permutation test of the per-sentence gaps."""
+    from scipy.stats import permutation_test
+
+    leaning = [1.0, 0.5, 1.0, 0.5, 1.0]
+    frame = _sentences(leaning)
+    columns, combine = gap(frame["x"], ~frame["male"], frame["male"])  # she − he
+    result = wording_uncertainty(Measure("g", columns, combine), frame["wording"].to_numpy(),
+                                 frame["pair"].to_numpy(), n_resamples=400)
+    for row in result["per_wording"]:
+        assert row["estimate"] == pytest.approx(0.8) and row["clusters"] == 5
+        assert row["p_value"] == pytest.approx(2 / 32) and not row["significant"]
+    assert result["significant"] == 0 and result["pooled"]["p_value"] > 0
+    mixed = [1.0, -0.5, 1.0, 0.5, 0.0, -1.0, 0.5]
+    frame = _sentences(mixed, wordings=1)
+    columns, combine = gap(frame["x"], ~frame["male"], frame["male"])
+    got = wording_uncertainty(Measure("g", columns, combine), frame["wording"].to_numpy(),
+                              frame["pair"].to_numpy(), n_resamples=400)["per_wording"][0]
+    exact = permutation_test((np.array(mixed),), np.mean, permutation_type="samples")
+    assert got["estimate"] == pytest.approx(np.mean(mixed))
+    assert got["p_value"] == pytest.approx(exact.pvalue)
+
+
+def test_a_wording_of_many_sentences_draws_its_sign_flips_and_never_says_zero():
+    """Above 12 clusters the signs are drawn: (hits + 1) / (draws + 1), never 0."""
+    same = _run(_synthetic([0.5], n=40))["per_wording"][0]
+    assert same["clusters"] == 40 and same["p_value"] == pytest.approx(1 / 401)
+    null = _run(_synthetic([0.0], n=40))["per_wording"][0]
+    assert 0.05 < null["p_value"] <= 1
+
+
 
 def _answered(probe, pick) -> pd.DataFrame:
     """The audit's records of ``probe``'s items, answered with the option ``pick`` gives."""

@@ -6,6 +6,9 @@ direction…), so a raw p < 0.05 in one of them is not a finding. And a non-sign
 is not evidence of no effect: the minimum detectable effect at 80% power says how large an
 effect this many items could have found, read back from the estimate's 95% CI and taken at
 α/m (Bonferroni, no weaker than Holm's first step), so that it is honest for every rank.
+An entry whose measure cannot move past a ``bound`` (a difference of two rates: 1) and whose
+detectable effect lies beyond it gets no number: 1.9 on a gap of rates is no size any data
+could show, only that the run is too small to detect any effect the measure can take.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ def control(headline: Mapping[str, Any], alpha: float = ALPHA,
     """``headline`` with ``p_holm`` and ``significant`` on every tested entry, and
     ``detectable`` (the minimum detectable effect, in the estimate's units) on each tested
     entry that is not significant, unless its p-value tests something other than its
-    estimate (``p_value_of`` names what, e.g. the direction of a flip rate's flips)."""
+    estimate (``p_value_of`` names what, e.g. the direction of a flip rate's flips). Where
+    that effect exceeds the entry's ``bound`` (the largest effect its measure can take),
+    ``detectable`` is None and ``detectable_beyond_bound`` true."""
     tested = [name for name, value in headline.items() if _tested(value)]
     adjusted = adjust_pvalues([headline[name]["p_value"] for name in tested], "holm")
     out = dict(headline)
@@ -41,21 +46,41 @@ def control(headline: Mapping[str, Any], alpha: float = ALPHA,
         entry.update(p_holm=float(p_holm), significant=bool(p_holm < alpha))
         if not entry["significant"] and "p_value_of" not in entry:
             df = float(entry.get("n") or 0) - 2
-            entry["detectable"] = detectable_from_interval(
+            entry.update(_within_bound(detectable_from_interval(
                 entry.get("low", math.nan), entry.get("high", math.nan), df,
-                alpha / len(tested), power)
+                alpha / len(tested), power), entry.get("bound")))
         out[name] = entry
     return out
 
 
+def _within_bound(detectable: float, bound: object) -> dict[str, Any]:
+    """``detectable``, or None and ``detectable_beyond_bound`` where it exceeds ``bound``."""
+    if isinstance(bound, (int, float)) and detectable > bound:
+        return {"detectable": None, "detectable_beyond_bound": True}
+    return {"detectable": detectable}
+
+
 def detectable_sentence(headline: Mapping[str, Any], power: float = POWER) -> str | None:
     """One sentence over the non-significant tests, so a null result is read with the size
-    of what it could have found."""
-    found = [(name, value["detectable"]) for name, value in headline.items()
-             if isinstance(value, Mapping) and isinstance(value.get("detectable"), float)
-             and math.isfinite(value["detectable"])]
-    if not found:
+    of what it could have found, or with the fact that it could have found nothing the
+    measure can show."""
+    found, beyond = [], []
+    for name, value in headline.items():
+        if not isinstance(value, Mapping):
+            continue
+        label = name.replace("_", " ")
+        if value.get("detectable_beyond_bound"):
+            beyond.append(f"{label} (at most ±{num(value['bound'])})")
+        elif isinstance(mde := value.get("detectable"), float) and math.isfinite(mde):
+            found.append(f"{label} {num(mde)}")
+    if not (found or beyond):
         return None
-    listed = "; ".join(f"{name.replace('_', ' ')} {num(mde)}" for name, mde in found)
-    return (f"Not significant after Holm's correction over the probe's tests; this run could "
-            f"have detected (at {power:.0%} power) an effect of this size or more: {listed}.")
+    said = []
+    if found:
+        said.append(f"this run could have detected (at {power:.0%} power) an effect of this "
+                    f"size or more: {'; '.join(found)}")
+    if beyond:
+        said.append(f"{'and it' if found else 'this run'} is too small to have detected (at "
+                    f"{power:.0%} power) any effect within the measure's range: "
+                    f"{'; '.join(beyond)}")
+    return f"Not significant after Holm's correction over the probe's tests; {'; '.join(said)}."

@@ -29,6 +29,14 @@ def _cell(value: Json, key: str, show: Callable[[Any], str]) -> str | None:
     return show(value.get(key)) if key in value else None
 
 
+def _detectable(value: Json) -> str | None:
+    """The detectable effect, or "none within ±bound" where the run could have found no
+    effect the measure can take."""
+    if value.get("detectable_beyond_bound"):
+        return f"none within ±{fmt(value.get('bound'))}"
+    return _cell(value, "detectable", fmt)
+
+
 def headline_rows(headline: Json) -> list[list[Any]]:
     """One row per headline number: estimate and CI to the digits the CI supports, p-values
     to two significant digits (floored), as every report writes them."""
@@ -41,7 +49,7 @@ def headline_rows(headline: Json) -> list[list[Any]]:
         ci = f"{num(low, places)} to {num(high, places)}" if finite(low) and finite(high) else None
         rows.append([name, num(value.get("estimate"), places), ci, value.get("n"),
                      _cell(value, "p_value", pvalue), _cell(value, "p_holm", pvalue),
-                     _cell(value, "effect_size", fmt), _cell(value, "detectable", fmt)])
+                     _cell(value, "effect_size", fmt), _detectable(value)])
     return rows
 
 
@@ -52,7 +60,8 @@ HEADLINE_NOTE = ("<p class=\"sub\">p is each test on its own; p (Holm) controls 
                  "only by it. The CIs are each estimate's own 95% intervals, so one may exclude "
                  "0 while its Holm-adjusted p is above 0.05. \"Detectable\" is the smallest "
                  "effect this run could have found with 80% power, given beside each result "
-                 "that is not significant.</p>")
+                 "that is not significant (\"none\" where not even the largest effect the "
+                 "measure can take was within its reach).</p>")
 
 
 def headline_figure(probe: str, headline: Json) -> Figure | None:

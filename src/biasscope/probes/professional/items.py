@@ -280,7 +280,8 @@ def _by_sentence(values: pd.Series, sentences: pd.Series, first: pd.Series,
                  second: pd.Series) -> dict[str, Any]:
     """mean(values | first) - mean(values | second) within each sentence, averaged over the
     sentences that have both: bootstrap CI over sentences, Wilcoxon signed-rank p and
-    matched-pairs rank-biserial r (differences all 0: p = 1, r = 0, no evidence either way)."""
+    matched-pairs rank-biserial r (differences all 0: p = 1, r = 0, no evidence either way).
+    The values are 0/1, so the difference of rates lies within ±1 (``bound``)."""
     a = values[first].groupby(sentences[first]).mean()
     b = values[second].groupby(sentences[second]).mean()
     d = (a - b).dropna().to_numpy(dtype=float)
@@ -289,7 +290,7 @@ def _by_sentence(values: pd.Series, sentences: pd.Series, first: pd.Series,
     if d.size == 0:
         test = {"p_value": math.nan, "effect_size": math.nan}
     return {"estimate": ci.estimate, "low": ci.low, "high": ci.high, "n": int(d.size),
-            "p_value": test["p_value"], "effect_size": test["effect_size"]}
+            "p_value": test["p_value"], "effect_size": test["effect_size"], "bound": 1.0}
 
 
 def _fmt(x: float, spec: str = ".0%") -> str:

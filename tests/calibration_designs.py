@@ -141,6 +141,19 @@ def wording_false_claims(n: int, seed: int, *, clusters: int, wordings: int, row
     return hits, n
 
 
+def pooled_false_claims(n: int, seed: int, *, items: int, wordings: int, wording_sd: float,
+                        alpha: float = 0.05, resamples: int = 400) -> tuple[int, int]:
+    """How often the pooled test across wordings (the emergence over checkpoints reads it)
+    rejects a true value of the null (0)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        pooled = _pooled(rng, items, wordings, wording_sd, resamples)["pooled"]
+        assert isinstance(pooled, dict)
+        hits += bool(pooled["p_value"] < alpha)
+    return hits, n
+
+
 def _wording_claims() -> list[Claim]:
     out = []
     for wordings, sd in ((8, 0.0), (8, 0.2), (4, 0.2)):
@@ -153,6 +166,12 @@ def _wording_claims() -> list[Claim]:
     out.append(Claim("holds across N of N wordings", "true value 0, items x 8 wordings "
                      "crossed, wording SD 0.2", "40 items, 8 wordings", "false-claim", 0.05,
                      partial(holds_false_claims, items=40, wordings=8, wording_sd=0.2)))
+    for wordings, sd in ((8, 0.2), (4, 0.5)):  # item noise of the mean: SD 0.22
+        out.append(Claim("the pooled estimate across wordings differs from 0 (p < 0.05)",
+                         f"true value 0, items x {wordings} wordings crossed, wording SD {sd:g}",
+                         f"40 items, {wordings} wordings", "false-claim", 0.05,
+                         partial(pooled_false_claims, items=40, wordings=wordings,
+                                 wording_sd=sd)))
     for clusters, rows, measure, null in (
             (5, 2, "gap", "she − he 0, 2 rows per pronoun"),
             (20, 3, "rate", "share 0.5, clusters of 1 to 3 rows per pronoun")):

@@ -402,7 +402,7 @@ def test_generate_and_items_never_write_over_their_own_inputs(tmp_path, capsys):
     target = next(iter(before))
     line = one_line(capsys, ["items", "--probe", "winobias-gender", "--data-dir", str(data),
                              "--out", str(target)])
-    assert "inside the data directory" in line
+    assert "is a file of the data directory" in line
     assert {p: p.read_bytes() for p in before} == before
 
 

@@ -298,6 +298,9 @@ def test_a_wording_of_five_sentences_gets_an_exact_p_value_not_zero():
         assert row["estimate"] == pytest.approx(0.8) and row["clusters"] == 5
         assert row["p_value"] == pytest.approx(2 / 32) and not row["significant"]
     assert result["significant"] == 0 and result["pooled"]["p_value"] > 0
+    # The pooled test is normal theory on the two-level SD: no floor of 2 / (replicates + 1),
+    # which Holm over a sweep's checkpoints could never pass.
+    assert 0 < result["pooled"]["p_value"] < 2 / 401
     mixed = [1.0, -0.5, 1.0, 0.5, 0.0, -1.0, 0.5]
     frame = _sentences(mixed, wordings=1)
     columns, combine = gap(frame["x"], ~frame["male"], frame["male"])

@@ -256,9 +256,10 @@ def export(config: ItemsConfig) -> tuple[int, str]:
                          flag="--probe", wordings=config.wordings)
     if len(probes) != 1:
         raise BiasscopeError(f"items --probe {spec}: name one probe (e.g. bbq:Age,Religion)")
-    for root in (resolve_data_dir(config.data_dir), cache_dir()):
-        if root is not None and Path(config.out).resolve().is_relative_to(root.resolve()):
-            raise BiasscopeError(f"items --out {config.out} is inside the data directory "
-                                 f"{root}, where it could replace a dataset file: write the "
-                                 "items elsewhere")
+    target = Path(config.out).resolve()
+    for root in (resolve_data_dir(config.data_dir), cache_dir()):  # <root>/<source>/<file>
+        if root is not None and target.is_file() and target.is_relative_to(root.resolve()) \
+                and len(target.relative_to(root.resolve()).parts) > 1:
+            raise BiasscopeError(f"items --out {config.out} is a file of the data directory "
+                                 f"{root}, which the items would replace: write them elsewhere")
     return export_items(probes[0], config.out, seed=config.seed, limit=config.limit), probes[0].name

@@ -35,7 +35,9 @@ measure linear in its clusters' sums (a gap whose clusters all hold as many rows
 a rate over clusters of one size) a pseudo-value is the cluster's own value and the test exact;
 otherwise it is close (tests/calibration_designs.py simulates both). The per-wording interval
 stays the bootstrap's, so with few clusters it may exclude the null while the test, which
-decides ``significant``, does not.
+decides ``significant``, does not. The pooled estimate's test is a t-test on its two-level
+bootstrap standard error (`_pooled_p`), not a count of replicates, whose floor of
+2 / (replicates + 1) no correction over many checkpoints could pass.
 
 Variance share: ``s²`` is the variance of the per-wording estimates and ``noise`` what the
 item draw alone gives it (T/(T−1) times the mean item-bootstrap variance of each wording's
@@ -57,6 +59,7 @@ import numpy as np
 import numpy.typing as npt
 
 from biasscope.core.bootstrap import resample_counts
+from biasscope.core.normal import ndtr
 from biasscope.core.numbers import with_ci
 from biasscope.core.stats import CORRECTIONS, Correction, adjust_pvalues
 
@@ -112,15 +115,34 @@ def _interval(samples: Array, confidence: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _p_value(samples: Array, null: float) -> float:
-    """Two-sided percentile-bootstrap p-value of ``null``: the share of replicates on its
-    far side, doubled, counted as (hits + 1) / (replicates + 1), so that no finite number of
-    replicates claims p = 0."""
-    ok = samples[np.isfinite(samples)]
-    if ok.size == 0:
+def _pooled_p(estimate: float, two_level: Array, items_only: Array, null: float,
+              wordings: int) -> float:
+    """Two-sided p-value of ``null`` for the pooled estimate: its distance from the null in
+    standard errors, on Student's t with Satterthwaite's degrees of freedom. The standard
+    error is the two-level bootstrap's, with its wording part (the two-level variance beyond
+    the items-only one) scaled by T / (T − 1): resampling T wordings with replacement shrinks
+    their variance by (T − 1) / T. That part rests on T − 1 degrees of freedom, the items'
+    on many, so a few wordings that differ much get a wide t and many items a normal curve
+    (with 4 wordings whose spread dominates, the normal curve gave false claims at 1.5 α).
+    A count of replicates beyond the null would say 0 where none crosses it, or, counted as
+    (hits + 1) / (replicates + 1), never pass a correction over many checkpoints.
+    NaN without a spread."""
+    both, items = two_level[np.isfinite(two_level)], items_only[np.isfinite(items_only)]
+    if (min(both.size, items.size) < max(2, two_level.size / 2) or not math.isfinite(estimate)
+            or wordings < 2):
         return math.nan
-    hits = min(int((ok <= null).sum()), int((ok >= null).sum()))
-    return float(min(1.0, 2 * (hits + 1) / (ok.size + 1)))
+    item_var = float(items.var(ddof=1))
+    wording_var = max(0.0, float(both.var(ddof=1)) - item_var) * wordings / (wordings - 1)
+    se = math.sqrt(item_var + wording_var)
+    if not se > 0:
+        return 1.0 if estimate == null else math.nan
+    z = -abs(estimate - null) / se
+    if wording_var == 0:
+        return float(2 * ndtr(z))
+    from scipy.special import stdtr  # only where wordings ran: a report imports no SciPy
+
+    df = (item_var + wording_var) ** 2 * (wordings - 1) / wording_var ** 2
+    return float(2 * stdtr(df, z))
 
 
 #: Up to this many clusters every sign pattern is enumerated (2^12 = 4096); above, drawn.
@@ -212,7 +234,8 @@ def wording_uncertainty(measure: Measure, wordings: Labels, clusters: Labels,
     return {"measure": measure.name, "null": measure.null, "confidence": confidence,
             "correction": CORRECTIONS[correction], "alpha": alpha, "per_wording": per,
             "pooled": {**_pooled(pooled, two_level, items_only, confidence),
-                       "p_value": _p_value(two_level, measure.null)},
+                       "p_value": _pooled_p(pooled, two_level, items_only, measure.null,
+                                            len(names))},
             "crossed": _shared(uniq),
             **_agreement(per, pooled, measure.null), **_share(per, np.array(boots))}
 

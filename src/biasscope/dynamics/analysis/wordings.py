@@ -51,8 +51,9 @@ def sentences(model: str, step: int, wordings: dict[str, Any] | None, snapshot: 
 
 def emergence(model: str, breakdown: dict[int, dict[str, Any]], correction: Correction,
               alpha: float, min_gap: float = 0.0) -> tuple[dict[str, Any] | None, list[str]]:
-    """The template-inclusive test over checkpoints: per step the JSD-P gap's two-level
-    bootstrap p-value (wordings, then items), corrected over the model's checkpoints, and the
+    """The template-inclusive test over checkpoints: per step the JSD-P gap's pooled p-value
+    (`core.wordings`: a t-test on its two-level bootstrap standard error, wordings and
+    items), corrected over the model's checkpoints, and the
     step from which every later one is significant in the last one's direction."""
     steps = sorted(s for s in breakdown if "jsdp_gap" in (breakdown[s].get("wordings") or {}))
     if not steps:
@@ -61,8 +62,8 @@ def emergence(model: str, breakdown: dict[int, dict[str, Any]], correction: Corr
     adjusted = adjust_pvalues([p.get("p_value", np.nan) for p in pooled], correction)
     gaps = [p["estimate"] for p in pooled]
     step = emergence_step(steps, adjusted, alpha, gaps=gaps, min_gap=min_gap)
-    test = (f"two-level bootstrap over wordings and items, {CORRECTIONS[correction]}-corrected, "
-            f"α = {alpha:g}")
+    test = (f"t-test on the two-level bootstrap's standard error over wordings and items, "
+            f"{CORRECTIONS[correction]}-corrected, α = {alpha:g}")
     if len(steps) == 1:
         said = "" if adjusted[0] < alpha else "not "
         text = f"{model}: pooled over wordings, the JSD-P gap is {said}significant ({test})."

@@ -205,3 +205,27 @@ def test_the_report_says_a_run_is_incomplete(tmp_path: Path) -> None:
     run(out, perturber=Flaky())
     page = write_sensitivity_report(out).read_text()
     assert "Incomplete: 8 of 8 perturbation requests failed" in page
+
+
+def test_only_a_model_entry_without_a_fingerprint_gains_one() -> None:
+    """A run recorded before local models were fingerprinted resumes (its reward models and
+    perturber gain the fingerprint); a recorded fingerprint is never overwritten, and entries
+    that are no model's identity are left as they were."""
+    from biasscope.sensitivity.harness import gain_fingerprints
+
+    print_a, print_b = "a" * 64, "b" * 64
+    before = {"reward_models": {"rm": {"backend": "hf-reward", "source": "rm"},
+                                "kept": {"backend": "hf-reward", "fingerprint": print_a}},
+              "perturber": {"backend": "hf", "source": "lm", "seed": 0},
+              "prompts": {"sha256": "x"}, "seed": 0}
+    now = {"reward_models": {"rm": {"backend": "hf-reward", "source": "rm",
+                                    "fingerprint": print_a},
+                             "kept": {"backend": "hf-reward", "fingerprint": print_b}},
+           "perturber": {"backend": "hf", "source": "lm", "seed": 0, "fingerprint": print_b},
+           "prompts": {"sha256": "x", "fingerprint": print_a}, "seed": 0}
+    gained = gain_fingerprints(before, now)
+    assert gained["reward_models"]["rm"]["fingerprint"] == print_a
+    assert gained["reward_models"]["kept"]["fingerprint"] == print_a  # refused by the merge
+    assert gained["perturber"]["fingerprint"] == print_b
+    assert gained["prompts"] == {"sha256": "x"} and gained["seed"] == 0
+    assert "fingerprint" not in before["reward_models"]["rm"]  # run.json's copy untouched

@@ -28,11 +28,12 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from biasscope.backends.gguf import provenance
 from biasscope.backends.loading import PICKLE_WEIGHTS
 from biasscope.core import steps
 from biasscope.core.digest import file_sha256
@@ -191,17 +192,40 @@ def folder_fingerprint(folder: str | os.PathLike[str], digests: FileDigests | No
     """The fingerprint of a local model folder's weights (``weight_files``), or None where it
     holds none (not a folder, or weights elsewhere). ``digests``: the caller's own, left open;
     without it the cache is read and saved here."""
-    files = weight_files(Path(folder).expanduser())
-    if not files:
-        return None
     if digests is None:
         own = FileDigests()
         try:
             return folder_fingerprint(folder, own)
         finally:
             own.close()
-    running = [digests.start(f) for f in files]  # all at once, then waited for
-    return combined({f.name: r.result() for f, r in zip(files, running)})
+    return start_fingerprint(folder, digests)()
+
+
+def start_fingerprint(folder: str | os.PathLike[str], digests: FileDigests
+                      ) -> Callable[[], str | None]:
+    """Start hashing a folder's weight files (every file at once, in the background); the
+    call returned waits for the folder's fingerprint (``folder_fingerprint``)."""
+    files = weight_files(Path(folder).expanduser())
+    running = [digests.start(f) for f in files]
+    return lambda: combined({f.name: r.result() for f, r in zip(files, running)}) if files \
+        else None
+
+
+@contextlib.contextmanager
+def fingerprint_while_loading(source: str) -> Iterator[Callable[[], str | None]]:
+    """For a model loaded from ``source`` inside the block: its weights hashed while they load
+    (the hash and the loader read the same files, so one read from the disk serves both), the
+    call yielded waiting for the fingerprint. None for what has no folder of weights here: a hub
+    id (its revision names it) or a GGUF file's converted copy (its identity names the file's
+    SHA-256). The cache is saved at the end; a failed load abandons the hashing."""
+    if not Path(source).expanduser().is_dir() or provenance(source) is not None:
+        yield lambda: None
+        return
+    digests = FileDigests()
+    try:
+        yield start_fingerprint(source, digests)
+    finally:
+        digests.close()
 
 
 def _write(path: Path, entries: dict[str, Any]) -> None:
@@ -218,5 +242,5 @@ def _write(path: Path, entries: dict[str, Any]) -> None:
         raise
 
 
-__all__ = ["FileDigests", "cache_path", "combined", "folder_fingerprint", "settled", "stamp_of",
-           "weight_files"]
+__all__ = ["FileDigests", "cache_path", "combined", "fingerprint_while_loading",
+           "folder_fingerprint", "settled", "stamp_of", "start_fingerprint", "weight_files"]

@@ -9,9 +9,9 @@ scores and keeps the others' (``summary.json`` covers the scorers of the last ru
 the ones kept).
 
 ``run.json`` records what decides the results (the pairs by content hash, each scorer's
-identity, the judge labels and position strategy, the seed); a rerun into the same
-directory with other settings is refused in one line. Judge requests go through the response
-cache, so a rerun sends nothing.
+identity (a local model's with its weights' fingerprint), the judge labels and position
+strategy, the seed); a rerun into the same directory with other settings is refused in one
+line. Judge requests go through the response cache, so a rerun sends nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from biasscope.counterfactual import scorers as cf
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.judge import Judge, JudgingConfig, check_task, read_labels
 from biasscope.report.counterfactual import write_counterfactual_report
-from biasscope.sensitivity import RewardScoring
+from biasscope.sensitivity import RewardScoring, gain_fingerprints
 from biasscope.store.directory import RunStore, run_dir
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
@@ -133,7 +133,8 @@ def _start(store: RunStore, settings: dict[str, Any]) -> None:
     """run.json with ``settings`` merged over the recorded ones, or a one-line refusal."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         merged = settings if previous is None else merge_settings(
-            store.run_json, previous.get("settings", {}), settings, {"scorers": "scorer"})
+            store.run_json, gain_fingerprints(previous.get("settings", {}), settings),
+            settings, {"scorers": "scorer"})
         return {"model": ", ".join(merged["scorers"]), "settings": merged}
 
     start_run(store, "counterfactual", build)

@@ -269,3 +269,28 @@ def test_a_conversations_two_responses_are_one_pair(tmp_path: Path) -> None:
     items, _ = builtin_items(write_hh_rlhf(tmp_path, _texts()), 100)
     found = score_reward_model(Reward("planted", bonus=0.3), items)["difference"]
     assert found["n"] == 40 and found["members"] == 80 and found["unit"] == "conversations"
+
+
+class Typed(Reward):
+    """An arithmetic reward model loaded in ``dtype`` (an HF model's ``config.dtype``)."""
+
+    def __init__(self, dtype: str) -> None:
+        super().__init__("rm")
+        self.config = type("Loaded", (), {"dtype": dtype})()
+
+
+def test_a_rerun_in_another_dtype_is_refused_not_mixed(tmp_path: Path) -> None:
+    """run.json did not record --dtype: a rerun in bfloat16 replaced the scores (exit 0) while
+    run.json still described the first run. The dtype is recorded as sensitivity records it."""
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:10")
+    job.run(config, [Typed("auto")])
+    scores = (tmp_path / "run" / "scores.jsonl").read_bytes()
+    recorded = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert recorded["settings"]["scorers"]["rm"]["dtype"] == "auto"
+    with pytest.raises(BiasscopeError, match=r"scorer 'rm' \(dtype: \"auto\" then, "
+                                             r"\"bfloat16\" now\)"):
+        job.run(config, [Typed("bfloat16")])
+    assert (tmp_path / "run" / "scores.jsonl").read_bytes() == scores
+    job.run(config, [Typed("auto")])  # the same settings resume

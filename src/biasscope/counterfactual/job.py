@@ -9,9 +9,10 @@ scores and keeps the others' (``summary.json`` covers the scorers of the last ru
 the ones kept).
 
 ``run.json`` records what decides the results (the pairs by content hash, each scorer's
-identity (a local model's with its weights' fingerprint), the judge labels and position
-strategy, the seed); a rerun into the same directory with other settings is refused in one
-line. Judge requests go through the response cache, so a rerun sends nothing.
+identity (a local model's with its weights' fingerprint), a reward model's dtype, the judge
+labels and position strategy, the seed); a rerun into the same directory with other settings
+is refused in one line. Judge requests go through the response cache, so a rerun sends
+nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from biasscope.counterfactual import scorers as cf
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.judge import Judge, JudgingConfig, check_task, read_labels
 from biasscope.report.counterfactual import write_counterfactual_report
-from biasscope.sensitivity import RewardScoring, gain_fingerprints
+from biasscope.sensitivity import RewardScoring, gain_fingerprints, reward_settings
 from biasscope.store.directory import RunStore, run_dir
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
@@ -93,7 +94,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     judge = judge if judge is not None else _judge(config)
     store = RunStore(Path(config.out))
     store.root.mkdir(parents=True, exist_ok=True)
-    scorers: dict[str, Any] = {m.label: dict(m.identity()) for m in models}
+    scorers: dict[str, Any] = {m.label: reward_settings(m) for m in models}  # + dtype
     if judge is not None:
         scorers.update({m.label: {**m.identity(), "position": config.position,
                                   "labels": labels} for m in judge.models})

@@ -294,3 +294,42 @@ def test_a_rerun_in_another_dtype_is_refused_not_mixed(tmp_path: Path) -> None:
         job.run(config, [Typed("bfloat16")])
     assert (tmp_path / "run" / "scores.jsonl").read_bytes() == scores
     job.run(config, [Typed("auto")])  # the same settings resume
+
+
+@pytest.mark.parametrize(("lines", "error"), [
+    (['{"id": "dup", "prompt": "My wife?", "response": "Her."}',
+      '{"id": "dup", "prompt": "My son?", "response": "Him."}'],
+     "pairs.jsonl:2: id 'dup' already used on line 1; give each pair its own id"),
+    (['{"prompt": "My wife?", "response": "Her."}',  # named 1 by its line
+      '{"id": 1, "prompt": "My son?", "response": "Him."}'],
+     "pairs.jsonl:2: id '1' already used on line 1 (it has no id: its line number is its id)"),
+    (['{"id": null, "prompt": "My wife?", "response": "Her."}'],
+     "pairs.jsonl:1: 'id' null: give a non-empty string or a number"),
+    (['{"id": "a", "prompt": "My wife?", "response": "Her.", "counterfactual": "oops"}'],
+     "pairs.jsonl:1: 'counterfactual' \"oops\": give an object with the pair's keys"),
+])
+def test_user_pairs_are_refused_where_they_would_be_merged_or_ignored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str],
+        error: str) -> None:
+    """Two pairs with one id were merged into one conversation (and a pair without an id,
+    named by its line number, could take another's); a 'counterfactual' that is no object was
+    ignored and the automatic swap used instead. Each is one line naming file, line and field,
+    before any model loads."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    code = main(["counterfactual", "--pairs", str(path), "--reward-model", str(tmp_path / "no"),
+                 "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and error in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err and not (tmp_path / "run").exists()
+    assert [i.id for i in read_items(_distinct(path))] == [str(n) for n in
+                                                           range(1, len(lines) + 1)]
+
+
+def _distinct(path: Path) -> Path:
+    """The same pairs, each with its own id (and no bad counterfactual): they read."""
+    rows = [{k: v for k, v in json.loads(x).items() if k not in ("id", "counterfactual")}
+            for x in path.read_text().splitlines()]
+    fixed = path.with_name("fixed.jsonl")
+    fixed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return fixed

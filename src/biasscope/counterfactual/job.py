@@ -34,7 +34,12 @@ from biasscope.counterfactual import scorers as cf
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.judge import Judge, JudgingConfig, check_task, read_labels
 from biasscope.report.counterfactual import write_counterfactual_report
-from biasscope.sensitivity import RewardScoring, gain_fingerprints, reward_settings
+from biasscope.sensitivity import (
+    RewardScoring,
+    gain_fingerprints,
+    hh_count,
+    reward_settings,
+)
 from biasscope.store.directory import RunStore, run_dir
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
@@ -142,12 +147,9 @@ def _start(store: RunStore, settings: dict[str, Any]) -> None:
 
 
 def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
-    source, _, count = config.pairs.rpartition(":")
-    if config.pairs.startswith("hh-rlhf:"):
-        if source != "hh-rlhf:harmless-base" or not count.isdigit() or int(count) < 1:
-            raise BiasscopeError(f"--pairs {config.pairs}: write hh-rlhf:harmless-base:N "
-                                 "or a JSONL file of pairs")
-        return cf.builtin_items(config.data_dir, int(count), config.seed)
+    count = hh_count(config.pairs, "--pairs", "pairs")
+    if count is not None:
+        return cf.builtin_items(config.data_dir, count, config.seed)
     return cf.read_items(config.pairs), ""
 
 

@@ -7,8 +7,8 @@ The names below are what another job (the counterfactual check) builds on.
 from biasscope.sensitivity.harness import gain_fingerprints, reward_settings
 from biasscope.sensitivity.job import RewardScoring
 from biasscope.sensitivity.perturb import query
-from biasscope.sensitivity.prompts import PathLike, Turns
+from biasscope.sensitivity.prompts import PathLike, Turns, hh_count
 from biasscope.sensitivity.sanity import read_hh_pairs
 
-__all__ = ["PathLike", "RewardScoring", "Turns", "gain_fingerprints", "query", "read_hh_pairs",
-           "reward_settings"]
+__all__ = ["PathLike", "RewardScoring", "Turns", "gain_fingerprints", "hh_count", "query",
+           "read_hh_pairs", "reward_settings"]

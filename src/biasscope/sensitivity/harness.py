@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
+from biasscope.core.errors import BiasscopeError
 from biasscope.core.renamed import renamed
 from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.intervals import convention
@@ -163,6 +164,9 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     config.templates.check()
     prompts = _as_prompts(conversations)
     conversations = prompts.conversations
+    if not conversations:  # nothing to perturb: refused before the run directory is written
+        raise BiasscopeError(f"{prompts.source or 'the prompts'}: no conversations to perturb; "
+                             "give 1 or more")
     store = RunStore(Path(out))
     store.root.mkdir(parents=True, exist_ok=True)
     _start(store, settings(reward_models, perturber, prompts, constitution, config), {

@@ -333,3 +333,72 @@ def _distinct(path: Path) -> Path:
     fixed = path.with_name("fixed.jsonl")
     fixed.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return fixed
+
+
+class Down:
+    """A pairwise judge behind a server that fails every request while ``down``, else picks
+    the first response shown."""
+
+    label = "down"
+
+    def __init__(self) -> None:
+        self.down, self.sent = True, 0
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "scripted", "model": "down"}
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        self.sent += len(requests)
+        return [Generation("", error="HTTP 500: down") if self.down else Generation("A")
+                for _ in requests]
+
+
+def test_failed_judge_requests_are_no_answers_and_a_rerun_asks_them_again(
+        tmp_path: Path) -> None:
+    """A judge whose every request failed wrote '"score": NaN, "reason": "failed"' lines to
+    scores.jsonl as its answers, and the command exited 0. Its lines are not written now (the
+    reward model's are), summary.json says incomplete, and a rerun asks again."""
+    from biasscope.backends.cache import Cached, ResponseCache
+
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:3")
+    server = Down()
+    judged = Judge([Cached(server, ResponseCache(tmp_path / "cache.sqlite"))])  # type: ignore[list-item]
+    scores = tmp_path / "run" / "scores.jsonl"
+
+    done = job.run(config, [Reward("clean")], judged)
+    assert done.summary["incomplete"] == {"scorers": ["down"], "failed_requests": 6,
+                                          "requests": 6, "first_error": "HTTP 500: down"}
+    assert {json.loads(x)["scorer"] for x in scores.read_text().splitlines()} == {"clean"}
+    assert any("rerun the same command" in s for s in done.summary["sentences"])
+    server.down = False
+    done = job.run(config, [Reward("clean")], judged)
+    assert "incomplete" not in done.summary and server.sent == 12  # each failure asked again
+    judge_lines = [json.loads(x) for x in scores.read_text().splitlines()
+                   if json.loads(x)["scorer"] == "down"]
+    assert len(judge_lines) == 6 and all(x["reason"] != "failed" for x in judge_lines)
+
+
+def test_the_command_exits_non_zero_when_judge_requests_fail(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("openai")
+    from scripted_server import Reply, serve
+
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if path.endswith("tokenize"):  # no tokenizer endpoint: the keys are not biased
+            return Reply(404, {"detail": "Not Found"})
+        return Reply(500, {"error": {"message": "boom"}})
+
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    with serve(script) as server:
+        code = main(["counterfactual", "--judge-model",
+                     f"openai-compatible:{server.base_url}#m", "--pairs",
+                     "hh-rlhf:harmless-base:3", "--data-dir", str(data), "--out",
+                     str(tmp_path / "run"), "--retries", "0", "--cache",
+                     str(tmp_path / "cache.sqlite")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and "Traceback" not in "".join(err)
+    assert err[-1].startswith("biasscope: 6 of 6 judge requests failed (e.g. ")
+    assert err[-1].endswith("rerun the same command to retry them")
+    assert (tmp_path / "run" / "scores.jsonl").read_text() == ""

@@ -268,6 +268,7 @@ def answers(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     return {"questions": len(verdicts), "verdicts": sum(v.label is not None for v in verdicts),
             "no_verdict": reasons, "calls": len(calls),
             "failed_calls": sum(c.error is not None for c in calls),
+            "first_error": next((c.error for c in calls if c.error is not None), None),
             "unparseable": wilson(len(unparsed), len(calls)),
             "examples": list(dict.fromkeys(unparsed))[:5],
             "position": top + 1, "same_position": wilson(shown.count(top), len(shown))}

@@ -2,13 +2,16 @@ from __future__ import annotations
 
 import copy
 import math
+import shutil
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from biasscope.backends.base import GenerateParams, GenerateRequest  # noqa: E402
+from biasscope.backends.cache import Cached, ResponseCache  # noqa: E402
 from biasscope.backends.checkpoints import Checkpoint, from_dirs  # noqa: E402
+from biasscope.backends.fingerprints import folder_fingerprint  # noqa: E402
 from biasscope.backends.hf_generate import HFGenerator, render_chat  # noqa: E402
 from biasscope.backends.hf_model import HFConfig  # noqa: E402
 from biasscope.core.errors import ModelError  # noqa: E402
@@ -201,10 +204,35 @@ def test_loads_a_checkpoint_and_names_it(checkpoint_dirs):
     loaded = HFGenerator(ckpt)
     assert loaded.label == ckpt.label
     assert loaded.identity() == {"backend": "hf", "source": str(checkpoint_dirs[0]),
-                                 "revision": "checkpoint-10"}
+                                 "revision": "checkpoint-10",
+                                 "fingerprint": folder_fingerprint(checkpoint_dirs[0])}
     (result,) = loaded.generate([req("He", max_tokens=3)])
     assert result.prompt_tokens == len(loaded.tokenizer("He")["input_ids"])
     assert 1 <= result.completion_tokens <= 3
+
+
+def test_weights_replaced_under_the_same_path_are_another_model(checkpoint_dirs, tmp_path,
+                                                               monkeypatch):
+    """The response cache keys a model by its identity: another model's weights copied over a
+    local folder got the old model's answers from the cache (the identity was the path alone).
+    A local folder's identity now carries its weights' fingerprint; a hub id's does not."""
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    folder = tmp_path / "lm"
+    shutil.copytree(checkpoint_dirs[0], folder)
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    request = req("The nurse took care of", max_tokens=6)
+    before = Cached(HFGenerator(Checkpoint("lm", str(folder))), cache)
+    (old,) = before.generate([request])
+    shutil.copy(checkpoint_dirs[1] / "model.safetensors", folder / "model.safetensors")
+    after = Cached(HFGenerator(Checkpoint("lm", str(folder))), cache)
+    assert after.identity()["fingerprint"] == folder_fingerprint(checkpoint_dirs[1])
+    assert after.identity()["fingerprint"] != before.identity()["fingerprint"]
+    (new,) = after.generate([request])
+    (truth,) = HFGenerator(Checkpoint("other", str(checkpoint_dirs[1]))).generate([request])
+    assert not new.cached and new.text == truth.text != old.text
+    hub = HFGenerator(Checkpoint("org/m", "org/m", "abc123"), model=after.inner.model,
+                      tokenizer=after.inner.tokenizer)
+    assert hub.identity() == {"backend": "hf", "source": "org/m", "revision": "abc123"}
 
 
 def test_the_hf_spec_loads_a_local_dir_through_the_registry(checkpoint_dirs):

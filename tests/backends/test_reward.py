@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from biasscope.backends.base import RewardScorer, Scored  # noqa: E402
 from biasscope.backends.reward import HFRewardModel, RewardConfig, plain_format  # noqa: E402
 from biasscope.core.errors import BiasscopeError, ModelError  # noqa: E402
 from biasscope.demo.tiny import save, tiny_gpt_neox, train_tokenizer  # noqa: E402
+from biasscope.store.settings import sha256_json  # noqa: E402
 
 TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n"
             "{% endfor %}")
@@ -188,12 +192,18 @@ def test_causal_lm_without_reward_head_is_refused(root: Path) -> None:
         _load(path)
 
 
+def listing(folder: Path) -> str:
+    """A folder's fingerprint by hand: name, size and SHA-256 of its weights, as dynamics has."""
+    return sha256_json({f.name: [f.stat().st_size, hashlib.sha256(f.read_bytes()).hexdigest()]
+                        for f in sorted(folder.glob("*.safetensors"))})
+
+
 def test_identity_and_label(rm_dir: Path) -> None:
     rm = _load(rm_dir, transform="logprob")
     assert rm.label == "tiny-rm"
     assert rm.identity() == {"backend": "hf-reward", "source": str(rm_dir), "revision": "",
                              "transform": "logprob", "format": "chat-template",
-                             "max_length": ""}
+                             "max_length": "", "fingerprint": listing(rm_dir)}
     plain = _load(rm_dir, chat_template=False, max_length=64).identity()
     assert (plain["format"], plain["max_length"]) == ("hh-rlhf", "64")
     with pytest.raises(BiasscopeError, match="does not exist"):
@@ -207,3 +217,44 @@ def test_template_refusal_is_a_model_error(root: Path) -> None:
     rm = _load(save(_reward_model(len(tok)), tok, root / "strict-template"))
     with pytest.raises(ModelError, match=r"strict-template cannot render.*no system role"):
         rm.score(CONVERSATIONS)
+
+
+def test_weights_copied_over_a_reward_model_are_another_model(root: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """Another model's weights copied over a local reward model's folder: a sensitivity rerun
+    into the same run exited 0 and reported the old model's results (its identity was the
+    path); now it is refused in one line naming the fingerprint. A run recorded before
+    fingerprints (its entry has none) resumes and gains one, as a dynamics run does."""
+    from biasscope.sensitivity.harness import HarnessConfig, run_sensitivity
+    from biasscope.sensitivity.principles import Constitution, Principle
+    from biasscope.sensitivity.prompts import Conversation
+    from fakes import Reviser
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    tok = _tokenizer()
+    first = save(_reward_model(len(tok), seed=5), tok, root / "rm-first")
+    second = save(_reward_model(len(tok), seed=6), tok, root / "rm-second")
+    folder = tmp_path / "rm"
+    shutil.copytree(first, folder)
+    convs = [Conversation(f"c{i}", (("user", f"Question {i}?"),), "No." * (i + 1))
+             for i in range(3)]
+    principles = Constitution((Principle("p1", "be kind"),), "mine", {})
+    out = tmp_path / "run"
+
+    def rerun() -> None:
+        run_sensitivity([_load(folder)], Reviser(), convs, principles, out, HarnessConfig())
+
+    rerun()
+    run_json = out / "run.json"
+    recorded = json.loads(run_json.read_text())
+    assert recorded["settings"]["reward_models"]["rm"]["fingerprint"] == listing(first)
+    del recorded["settings"]["reward_models"]["rm"]["fingerprint"]  # as an older run wrote it
+    run_json.write_text(json.dumps(recorded))
+    rerun()
+    assert json.loads(run_json.read_text())["settings"]["reward_models"]["rm"][
+        "fingerprint"] == listing(first)
+    shutil.copy(second / "model.safetensors", folder / "model.safetensors")
+    with pytest.raises(BiasscopeError, match=r"reward model 'rm' \(fingerprint: "
+                       rf"{listing(first)[:12]}… then, {listing(second)[:12]}… now\)"):
+        rerun()

@@ -269,3 +269,136 @@ def test_a_conversations_two_responses_are_one_pair(tmp_path: Path) -> None:
     items, _ = builtin_items(write_hh_rlhf(tmp_path, _texts()), 100)
     found = score_reward_model(Reward("planted", bonus=0.3), items)["difference"]
     assert found["n"] == 40 and found["members"] == 80 and found["unit"] == "conversations"
+
+
+class Typed(Reward):
+    """An arithmetic reward model loaded in ``dtype`` (an HF model's ``config.dtype``)."""
+
+    def __init__(self, dtype: str) -> None:
+        super().__init__("rm")
+        self.config = type("Loaded", (), {"dtype": dtype})()
+
+
+def test_a_rerun_in_another_dtype_is_refused_not_mixed(tmp_path: Path) -> None:
+    """run.json did not record --dtype: a rerun in bfloat16 replaced the scores (exit 0) while
+    run.json still described the first run. The dtype is recorded as sensitivity records it."""
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:10")
+    job.run(config, [Typed("auto")])
+    scores = (tmp_path / "run" / "scores.jsonl").read_bytes()
+    recorded = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert recorded["settings"]["scorers"]["rm"]["dtype"] == "auto"
+    with pytest.raises(BiasscopeError, match=r"scorer 'rm' \(dtype: \"auto\" then, "
+                                             r"\"bfloat16\" now\)"):
+        job.run(config, [Typed("bfloat16")])
+    assert (tmp_path / "run" / "scores.jsonl").read_bytes() == scores
+    job.run(config, [Typed("auto")])  # the same settings resume
+
+
+@pytest.mark.parametrize(("lines", "error"), [
+    (['{"id": "dup", "prompt": "My wife?", "response": "Her."}',
+      '{"id": "dup", "prompt": "My son?", "response": "Him."}'],
+     "pairs.jsonl:2: id 'dup' already used on line 1; give each pair its own id"),
+    (['{"prompt": "My wife?", "response": "Her."}',  # named 1 by its line
+      '{"id": 1, "prompt": "My son?", "response": "Him."}'],
+     "pairs.jsonl:2: id '1' already used on line 1 (it has no id: its line number is its id)"),
+    (['{"id": null, "prompt": "My wife?", "response": "Her."}'],
+     "pairs.jsonl:1: 'id' null: give a non-empty string or a number"),
+    (['{"id": "a", "prompt": "My wife?", "response": "Her.", "counterfactual": "oops"}'],
+     "pairs.jsonl:1: 'counterfactual' \"oops\": give an object with the pair's keys"),
+])
+def test_user_pairs_are_refused_where_they_would_be_merged_or_ignored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[str],
+        error: str) -> None:
+    """Two pairs with one id were merged into one conversation (and a pair without an id,
+    named by its line number, could take another's); a 'counterfactual' that is no object was
+    ignored and the automatic swap used instead. Each is one line naming file, line and field,
+    before any model loads."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    code = main(["counterfactual", "--pairs", str(path), "--reward-model", str(tmp_path / "no"),
+                 "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and error in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err and not (tmp_path / "run").exists()
+    assert [i.id for i in read_items(_distinct(path))] == [str(n) for n in
+                                                           range(1, len(lines) + 1)]
+
+
+def _distinct(path: Path) -> Path:
+    """The same pairs, each with its own id (and no bad counterfactual): they read."""
+    rows = [{k: v for k, v in json.loads(x).items() if k not in ("id", "counterfactual")}
+            for x in path.read_text().splitlines()]
+    fixed = path.with_name("fixed.jsonl")
+    fixed.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return fixed
+
+
+class Down:
+    """A pairwise judge behind a server that fails every request while ``down``, else picks
+    the first response shown."""
+
+    label = "down"
+
+    def __init__(self) -> None:
+        self.down, self.sent = True, 0
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "scripted", "model": "down"}
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        self.sent += len(requests)
+        return [Generation("", error="HTTP 500: down") if self.down else Generation("A")
+                for _ in requests]
+
+
+def test_failed_judge_requests_are_no_answers_and_a_rerun_asks_them_again(
+        tmp_path: Path) -> None:
+    """A judge whose every request failed wrote '"score": NaN, "reason": "failed"' lines to
+    scores.jsonl as its answers, and the command exited 0. Its lines are not written now (the
+    reward model's are), summary.json says incomplete, and a rerun asks again."""
+    from biasscope.backends.cache import Cached, ResponseCache
+
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:3")
+    server = Down()
+    judged = Judge([Cached(server, ResponseCache(tmp_path / "cache.sqlite"))])  # type: ignore[list-item]
+    scores = tmp_path / "run" / "scores.jsonl"
+
+    done = job.run(config, [Reward("clean")], judged)
+    assert done.summary["incomplete"] == {"scorers": ["down"], "failed_requests": 6,
+                                          "requests": 6, "first_error": "HTTP 500: down"}
+    assert {json.loads(x)["scorer"] for x in scores.read_text().splitlines()} == {"clean"}
+    assert any("rerun the same command" in s for s in done.summary["sentences"])
+    server.down = False
+    done = job.run(config, [Reward("clean")], judged)
+    assert "incomplete" not in done.summary and server.sent == 12  # each failure asked again
+    judge_lines = [json.loads(x) for x in scores.read_text().splitlines()
+                   if json.loads(x)["scorer"] == "down"]
+    assert len(judge_lines) == 6 and all(x["reason"] != "failed" for x in judge_lines)
+
+
+def test_the_command_exits_non_zero_when_judge_requests_fail(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("openai")
+    from scripted_server import Reply, serve
+
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if path.endswith("tokenize"):  # no tokenizer endpoint: the keys are not biased
+            return Reply(404, {"detail": "Not Found"})
+        return Reply(500, {"error": {"message": "boom"}})
+
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    with serve(script) as server:
+        code = main(["counterfactual", "--judge-model",
+                     f"openai-compatible:{server.base_url}#m", "--pairs",
+                     "hh-rlhf:harmless-base:3", "--data-dir", str(data), "--out",
+                     str(tmp_path / "run"), "--retries", "0", "--cache",
+                     str(tmp_path / "cache.sqlite")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and "Traceback" not in "".join(err)
+    assert err[-1].startswith("biasscope: 6 of 6 judge requests failed (e.g. ")
+    assert err[-1].endswith("rerun the same command to retry them")
+    assert (tmp_path / "run" / "scores.jsonl").read_text() == ""

@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from biasscope.backends import fingerprints  # the file digests and their cache
 from biasscope.cli.main import main
-from biasscope.dynamics.scoring import fingerprints
 from biasscope.store.directory import RunStore
 
 pytest.importorskip("torch")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from biasscope.backends import fingerprints  # the file digests and their cache
 from biasscope.core import digest
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.scoring import fingerprints
 from biasscope.dynamics.scoring.fingerprints import FileDigests
 from biasscope.store.settings import sha256_json
 

@@ -205,3 +205,58 @@ def test_the_report_says_a_run_is_incomplete(tmp_path: Path) -> None:
     run(out, perturber=Flaky())
     page = write_sensitivity_report(out).read_text()
     assert "Incomplete: 8 of 8 perturbation requests failed" in page
+
+
+def test_only_a_model_entry_without_a_fingerprint_gains_one() -> None:
+    """A run recorded before local models were fingerprinted resumes (its reward models and
+    perturber gain the fingerprint); a recorded fingerprint is never overwritten, and entries
+    that are no model's identity are left as they were."""
+    from biasscope.sensitivity.harness import gain_fingerprints
+
+    print_a, print_b = "a" * 64, "b" * 64
+    before = {"reward_models": {"rm": {"backend": "hf-reward", "source": "rm"},
+                                "kept": {"backend": "hf-reward", "fingerprint": print_a}},
+              "perturber": {"backend": "hf", "source": "lm", "seed": 0},
+              "prompts": {"sha256": "x"}, "seed": 0}
+    now = {"reward_models": {"rm": {"backend": "hf-reward", "source": "rm",
+                                    "fingerprint": print_a},
+                             "kept": {"backend": "hf-reward", "fingerprint": print_b}},
+           "perturber": {"backend": "hf", "source": "lm", "seed": 0, "fingerprint": print_b},
+           "prompts": {"sha256": "x", "fingerprint": print_a}, "seed": 0}
+    gained = gain_fingerprints(before, now)
+    assert gained["reward_models"]["rm"]["fingerprint"] == print_a
+    assert gained["reward_models"]["kept"]["fingerprint"] == print_a  # refused by the merge
+    assert gained["perturber"]["fingerprint"] == print_b
+    assert gained["prompts"] == {"sha256": "x"} and gained["seed"] == 0
+    assert "fingerprint" not in before["reward_models"]["rm"]  # run.json's copy untouched
+
+
+@pytest.mark.parametrize("command", ["sensitivity", "counterfactual"])
+@pytest.mark.parametrize("spec", ["hh-rlhf:harmless-base:0", "hh-rlhf:harmless-base:x",
+                                  "hh-rlhf:helpful-base:3"])
+def test_no_hh_rlhf_conversations_is_one_line_before_anything_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, spec: str) -> None:
+    """``--prompts hh-rlhf:harmless-base:0`` perturbed nothing, then summarising raised
+    KeyError 'direction' (exit 1, a traceback) and left a run.json over no records. N is
+    1 or more, checked in one place for both commands, before any model loads."""
+    from biasscope.cli.main import main
+
+    principles = tmp_path / "pr.txt"
+    principles.write_text("Be kind.\n")
+    out = tmp_path / "run"
+    given = (["--perturber", "canned:x", "--principles", str(principles), "--prompts", spec]
+             if command == "sensitivity" else ["--pairs", spec])
+    code = main([command, "--reward-model", str(tmp_path / "no-model"), *given,
+                 "--data-dir", str(tmp_path), "--device", "cpu", "--out", str(out)])
+    err = capsys.readouterr().err
+    flag = "--prompts" if command == "sensitivity" else "--pairs"
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert f"{flag} {spec}: write hh-rlhf:harmless-base:N with N 1 or more" in err
+    assert not out.exists()
+
+
+def test_no_conversations_are_refused_before_the_run_directory_is_written(
+        tmp_path: Path) -> None:
+    with pytest.raises(BiasscopeError, match="no conversations to perturb"):
+        run(tmp_path / "run", convs=[])
+    assert not (tmp_path / "run").exists()

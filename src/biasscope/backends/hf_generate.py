@@ -29,6 +29,7 @@ from biasscope.backends.base import (
 )
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.context import Context
+from biasscope.backends.fingerprints import fingerprint_while_loading
 from biasscope.backends.gguf import provenance
 from biasscope.backends.hf_model import HFConfig, left_pad, load_model, load_tokenizer
 from biasscope.backends.lazy import require_torch
@@ -61,8 +62,11 @@ class HFGenerator:
         self.config = config = config or HFConfig()
         if model is None:
             say(f"loading {ckpt.label}")
-        self.model = load_model(ckpt, config) if model is None else model
-        self.tokenizer = load_tokenizer(ckpt, config) if tokenizer is None else tokenizer
+        with fingerprint_while_loading(ckpt.source) as fingerprint:
+            self.model = load_model(ckpt, config) if model is None else model
+            self.tokenizer = load_tokenizer(ckpt, config) if tokenizer is None else tokenizer
+            #: What a local folder's weights are (`backends.fingerprints`); None for a hub id.
+            self.fingerprint = fingerprint()
         self.device = next(self.model.parameters()).device
         # As in the scorer: embedding rows past the tokenizer are padding, not vocabulary.
         self.vocab = min(len(self.tokenizer),
@@ -90,12 +94,17 @@ class HFGenerator:
                    tokenizer=tokenizer)
 
     def identity(self) -> dict[str, str]:
+        """What decides the answers: a hub id by its revision, a local folder also by its
+        weights' fingerprint (weights replaced under the same path are another model), a GGUF
+        file by its SHA-256 and quantisation."""
         found = {"backend": "hf", "source": self.ckpt.source,
                  "revision": self.ckpt.revision or ""}
         made = provenance(self.ckpt.source)
         if made is not None:  # converted from a GGUF file: which file, which quantisation
             found.update(gguf_file=self.ckpt.identity, gguf_sha256=str(made.get("sha256")),
                          gguf_quantization=str(made.get("quantization")))
+        if self.fingerprint:
+            found["fingerprint"] = self.fingerprint
         return found
 
     def encode(self, request: GenerateRequest) -> list[int]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.base import Scored
 from biasscope.backends.checkpoints import Checkpoint, from_model
+from biasscope.backends.fingerprints import fingerprint_while_loading
 from biasscope.backends.hf_model import (
     HFConfig,
     check_weights,
@@ -125,12 +126,15 @@ class HFRewardModel:
         say(f"loading reward model {self.label}")
         hf = HFConfig(device=config.device, dtype=config.dtype,
                       trust_remote_code=config.trust_remote_code)
-        self.tokenizer = load_tokenizer(self.ckpt, hf)
-        if config.chat_template and not getattr(self.tokenizer, "chat_template", None):
-            raise ModelError(f"the tokenizer of {self.label} has no chat template: pass "
-                             "--no-chat-template to score the plain hh-rlhf format "
-                             "(\\n\\nHuman: …\\n\\nAssistant: …)")
-        self.model = _load_classifier(self.ckpt, config)
+        with fingerprint_while_loading(self.ckpt.source) as fingerprint:
+            self.tokenizer = load_tokenizer(self.ckpt, hf)
+            if config.chat_template and not getattr(self.tokenizer, "chat_template", None):
+                raise ModelError(f"the tokenizer of {self.label} has no chat template: pass "
+                                 "--no-chat-template to score the plain hh-rlhf format "
+                                 "(\\n\\nHuman: …\\n\\nAssistant: …)")
+            self.model = _load_classifier(self.ckpt, config)
+            #: What a local folder's weights are (`backends.fingerprints`); None for a hub id.
+            self.fingerprint = fingerprint()
         self.labels = int(self.model.config.num_labels)
         if self.labels not in (1, 2):
             raise ModelError(f"{self.label} has {self.labels} labels: a reward model has 1 "
@@ -144,10 +148,15 @@ class HFRewardModel:
         self.truncated = 0
 
     def identity(self) -> dict[str, str]:
-        return {"backend": "hf-reward", "source": self.ckpt.source,
-                "revision": self.ckpt.revision or "", "transform": self.config.transform,
-                "format": "chat-template" if self.config.chat_template else "hh-rlhf",
-                "max_length": str(self.config.max_length or "")}
+        """What decides the rewards: a hub id by its revision, a local folder also by its
+        weights' fingerprint (weights replaced under the same path are another model)."""
+        found = {"backend": "hf-reward", "source": self.ckpt.source,
+                 "revision": self.ckpt.revision or "", "transform": self.config.transform,
+                 "format": "chat-template" if self.config.chat_template else "hh-rlhf",
+                 "max_length": str(self.config.max_length or "")}
+        if self.fingerprint:
+            found["fingerprint"] = self.fingerprint
+        return found
 
     def render(self, conversation: Scored) -> str:
         """The text the model scores."""

@@ -16,6 +16,9 @@ def run(args: argparse.Namespace) -> int:
     for sentence in done.summary["sentences"]:
         print(sentence)
     print(f"report: {done.report}")
+    if failed := done.summary.get("incomplete"):
+        return A.failed(failed["failed_requests"], failed["requests"], "judge requests",
+                        failed["first_error"])
     return 0
 
 

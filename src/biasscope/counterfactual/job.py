@@ -6,12 +6,15 @@ the same demographic counterfactual pairs, into a run directory (``run.json``,
 swapped) and response: a reward model's reward; a judge's verdict or the reason there is
 none, with each answer as the judge wrote it. A rerun replaces the lines of the scorers it
 scores and keeps the others' (``summary.json`` covers the scorers of the last run and names
-the ones kept).
+the ones kept). A judge whose requests failed is summarised (``summary.json`` says
+``incomplete``) but its lines are not written: a failure is no answer, and a rerun asks the
+failed requests again.
 
 ``run.json`` records what decides the results (the pairs by content hash, each scorer's
-identity, the judge labels and position strategy, the seed); a rerun into the same
-directory with other settings is refused in one line. Judge requests go through the response
-cache, so a rerun sends nothing.
+identity (a local model's with its weights' fingerprint), a reward model's dtype, the judge
+labels and position strategy, the seed); a rerun into the same directory with other settings
+is refused in one line. Judge requests go through the response cache, so a rerun sends
+nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ from biasscope.counterfactual import scorers as cf
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.judge import Judge, JudgingConfig, check_task, read_labels
 from biasscope.report.counterfactual import write_counterfactual_report
-from biasscope.sensitivity import RewardScoring
+from biasscope.sensitivity import (
+    RewardScoring,
+    gain_fingerprints,
+    hh_count,
+    reward_settings,
+)
 from biasscope.store.directory import RunStore, run_dir
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
@@ -93,7 +101,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     judge = judge if judge is not None else _judge(config)
     store = RunStore(Path(config.out))
     store.root.mkdir(parents=True, exist_ok=True)
-    scorers: dict[str, Any] = {m.label: dict(m.identity()) for m in models}
+    scorers: dict[str, Any] = {m.label: reward_settings(m) for m in models}  # + dtype
     if judge is not None:
         scorers.update({m.label: {**m.identity(), "position": config.position,
                                   "labels": labels} for m in judge.models})
@@ -104,8 +112,13 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     rows = [cf.score_reward_model(m, items, config.seed) for m in models]
     if judge is not None:
         rows.append(cf.score_judge(judge, items, labels, config.seed))
-    records = [r for row in rows for r in row.pop("records")]
-    kept, others = _kept(store.root / SCORES, {row["scorer"] for row in rows})
+    # A scorer with failed requests is summarised but not stored: a failure is no answer, and
+    # a rerun asks those requests again (the answered ones come from the response cache).
+    failed = [row for row in rows if (row.get("answers") or {}).get("failed_calls")]
+    incomplete = {row["scorer"] for row in failed}
+    records = [r for row in rows for r in row.pop("records") if row["scorer"] not in incomplete]
+    kept, others = _kept(store.root / SCORES, {row["scorer"] for row in rows} - incomplete)
+    others = [o for o in others if o not in incomplete]  # summarised here, if not stored
     store.check_same_folder()
     write_bytes(store.root / SCORES, "".join(
         json.dumps(r, ensure_ascii=False) + "\n" for r in [*kept, *records]).encode("utf-8"))
@@ -116,8 +129,24 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
             f"This run scored {', '.join(r['scorer'] for r in rows)}; the scores of "
             f"{', '.join(others)} from an earlier run are kept in {SCORES} but not summarised "
             "here: rerun with every scorer to summarise them together.")
+    if failed:
+        summary["incomplete"] = _incomplete(failed)
+        summary["sentences"].append(
+            f"{', '.join(r['scorer'] for r in failed)}: {summary['incomplete']['failed_requests']}"
+            f" of {summary['incomplete']['requests']} requests failed, so this run's answers of "
+            f"{'this scorer' if len(failed) == 1 else 'these scorers'} are summarised here but "
+            f"not written to {SCORES}: rerun the same command to ask the failed requests again.")
     write_json(store.summary_json, summary)
     return CounterfactualResult(summary, write_counterfactual_report(store.root))
+
+
+def _incomplete(failed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The scorers whose requests failed, how many of how many, and the first error."""
+    found = [row["answers"] for row in failed]
+    return {"scorers": [row["scorer"] for row in failed],
+            "failed_requests": sum(a["failed_calls"] for a in found),
+            "requests": sum(a["calls"] for a in found),
+            "first_error": next((a["first_error"] for a in found if a.get("first_error")), None)}
 
 
 def _kept(path: Path, scored: set[str]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -133,19 +162,17 @@ def _start(store: RunStore, settings: dict[str, Any]) -> None:
     """run.json with ``settings`` merged over the recorded ones, or a one-line refusal."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         merged = settings if previous is None else merge_settings(
-            store.run_json, previous.get("settings", {}), settings, {"scorers": "scorer"})
+            store.run_json, gain_fingerprints(previous.get("settings", {}), settings),
+            settings, {"scorers": "scorer"})
         return {"model": ", ".join(merged["scorers"]), "settings": merged}
 
     start_run(store, "counterfactual", build)
 
 
 def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
-    source, _, count = config.pairs.rpartition(":")
-    if config.pairs.startswith("hh-rlhf:"):
-        if source != "hh-rlhf:harmless-base" or not count.isdigit() or int(count) < 1:
-            raise BiasscopeError(f"--pairs {config.pairs}: write hh-rlhf:harmless-base:N "
-                                 "or a JSONL file of pairs")
-        return cf.builtin_items(config.data_dir, int(count), config.seed)
+    count = hh_count(config.pairs, "--pairs", "pairs")
+    if count is not None:
+        return cf.builtin_items(config.data_dir, count, config.seed)
     return cf.read_items(config.pairs), ""
 
 

@@ -106,15 +106,29 @@ def _side(record: dict[str, Any], where: str) -> Side:
 
 
 def read_items(path: PathLike) -> list[Item]:
-    """The user's pairs (see the module doc)."""
-    items = []
+    """The user's pairs (see the module doc). Each ``id`` once (a pair without one is named by
+    its line number); ``counterfactual`` an object, or left out (null) for the automatic swap."""
+    items: list[Item] = []
+    lines: dict[str, tuple[int, bool]] = {}  # id -> the line that used it, whether it gave it
     for number, record in read_jsonl(path):
         where = f"{path}:{number}"
         if not isinstance(record, dict):
             raise DataError(f"{where}: expected a JSON object")
+        pid = _pair_id(record, number, where)
+        if pid in lines:
+            line, named = lines[pid]
+            why = "" if named else " (it has no id: its line number is its id)"
+            raise DataError(f"{where}: id {pid!r} already used on line {line}{why}; give "
+                            "each pair its own id")
+        lines[pid] = (number, "id" in record)
         original = _side(record, where)
         given = record.get("counterfactual")
-        swapped = _side(given, f"{where} counterfactual") if isinstance(given, dict) else \
+        if given is not None and not isinstance(given, dict):
+            raise DataError(f"{where}: 'counterfactual' {json.dumps(given)[:40]}: give an object "
+                            "with the pair's keys ('prompt' or 'messages', 'chosen' or "
+                            "'response', 'rejected'), or leave it out to swap gendered words "
+                            "and names")
+        swapped = _side(given, f"{where} counterfactual") if given is not None else \
             _swap(original)
         if (swapped.rejected is None) != (original.rejected is None):
             raise DataError(f"{where}: give 'rejected' in both members or in neither")
@@ -123,11 +137,22 @@ def read_items(path: PathLike) -> list[Item]:
             raise DataError(f"{where}: 'group' {json.dumps(group)[:40]}: give female or male "
                             "(the original's group, which orients the difference), or leave "
                             "it out to read it from the text")
-        items.append(Item(str(record.get("id", number)), original, swapped,
+        items.append(Item(pid, original, swapped,
                           group if group is not None else gender_of(_texts(original))))
     if not items:
         raise DataError(f"{path}: no pairs")
     return items
+
+
+def _pair_id(record: dict[str, Any], number: int, where: str) -> str:
+    """The pair's ``id`` as text (a string or an integer), else its line number."""
+    if "id" not in record:
+        return str(number)
+    pid = record["id"]
+    if isinstance(pid, bool) or not isinstance(pid, str | int) or str(pid) == "":
+        raise DataError(f"{where}: 'id' {json.dumps(pid)[:40]}: give a non-empty string or "
+                        "a number, or leave it out (the line number is then the id)")
+    return str(pid)
 
 
 def items_sha256(items: Sequence[Item]) -> str:
@@ -243,6 +268,7 @@ def answers(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     return {"questions": len(verdicts), "verdicts": sum(v.label is not None for v in verdicts),
             "no_verdict": reasons, "calls": len(calls),
             "failed_calls": sum(c.error is not None for c in calls),
+            "first_error": next((c.error for c in calls if c.error is not None), None),
             "unparseable": wilson(len(unparsed), len(calls)),
             "examples": list(dict.fromkeys(unparsed))[:5],
             "position": top + 1, "same_position": wilson(shown.count(top), len(shown))}

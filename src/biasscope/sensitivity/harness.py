@@ -13,10 +13,12 @@ determines the records: the prompts (source, file SHA-256, N, seed, and the SHA-
 conversations themselves), the principles (ids and the SHA-256 of their texts and groups), the
 perturber (backend, model, max tokens, seed), the templates (SHA-256), and per direction and
 per reward model what they were run with (a reward model's identity holds its source, revision,
-transform, format and dtype). A rerun that differs is refused in one line naming the setting
-(``runs.settings.merge_settings``, the check ``dynamics`` uses); a rerun may add reward models
-and directions. ``conventions`` only shape ``summary.json``, which every run recomputes from
-all the records, so a rerun may change them: run.json and summary.json then both say which.
+transform, format and dtype, and a local model's weights' fingerprint). A rerun that differs is
+refused in one line naming the setting (``runs.settings.merge_settings``, the check ``dynamics``
+uses); a rerun may add reward models and directions; a run from before fingerprints gains them
+(``gain_fingerprints``). ``conventions`` only shape ``summary.json``, which every run
+recomputes from all the records, so a rerun may change them: run.json and summary.json then
+both say which.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
+from biasscope.core.errors import BiasscopeError
 from biasscope.core.renamed import renamed
 from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.intervals import convention
@@ -101,17 +104,31 @@ def settings(reward_models: Sequence[RewardScorer], perturber: Generator, prompt
         "critique_template": sha256_json(config.templates.critique),
         "directions": {d: {"revision_template": sha256_json(revise[d])}
                        for d in config.directions},
-        "reward_models": {m.label: _reward_settings(m) for m in reward_models},
+        "reward_models": {m.label: reward_settings(m) for m in reward_models},
         **({"sanity": config.sanity.settings()} if config.sanity is not None else {})}
 
 
-def _reward_settings(model: RewardScorer) -> dict[str, str]:
+def reward_settings(model: RewardScorer) -> dict[str, str]:
     """The model's identity, plus the dtype it was loaded in where it has one (HF models)."""
     found = dict(model.identity())
     dtype = getattr(getattr(model, "config", None), "dtype", None)
     if dtype is not None:
         found["dtype"] = str(dtype)
     return found
+
+
+def gain_fingerprints(before: Any, now: Any) -> Any:
+    """``before`` (run.json's settings) with the weights' fingerprint taken from ``now`` for
+    every model entry (an identity: it names a ``backend``) that recorded none. A run made
+    before local models were fingerprinted cannot show which weights it used, and is trusted
+    as ``biasscope dynamics`` trusts such a run's checkpoints: it resumes and records the
+    fingerprint, and from then on other weights under the same path are refused."""
+    if not (isinstance(before, Mapping) and isinstance(now, Mapping)):
+        return before
+    out = {k: gain_fingerprints(v, now[k]) if k in now else v for k, v in before.items()}
+    if "backend" in before and "fingerprint" in now and "fingerprint" not in before:
+        out["fingerprint"] = now["fingerprint"]
+    return out
 
 
 def _as_prompts(conversations: Prompts | Sequence[Conversation]) -> Prompts:
@@ -125,7 +142,7 @@ def _start(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> di
     """Write run.json with ``now`` merged over the recorded settings, or refuse in one line."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         merged = now if previous is None else merge_settings(
-            store.run_json, previous.get("settings", {}), now, GROW,
+            store.run_json, gain_fingerprints(previous.get("settings", {}), now), now, GROW,
             added=("sanity",))  # older runs gain the sanity check
         models = merged["reward_models"]
         return {"model": ", ".join(models), "reward_models": list(models.values()),
@@ -147,6 +164,9 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     config.templates.check()
     prompts = _as_prompts(conversations)
     conversations = prompts.conversations
+    if not conversations:  # nothing to perturb: refused before the run directory is written
+        raise BiasscopeError(f"{prompts.source or 'the prompts'}: no conversations to perturb; "
+                             "give 1 or more")
     store = RunStore(Path(out))
     store.root.mkdir(parents=True, exist_ok=True)
     _start(store, settings(reward_models, perturber, prompts, constitution, config), {
@@ -190,7 +210,8 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     return store
 
 
-__all__ = ["HarnessConfig", "records", "run_sensitivity", "settings"]
+__all__ = ["HarnessConfig", "gain_fingerprints", "records", "reward_settings", "run_sensitivity",
+           "settings"]
 
 
 if not TYPE_CHECKING:  # the old name, for one release

@@ -31,7 +31,12 @@ from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.harness import HarnessConfig, run_sensitivity
 from biasscope.sensitivity.perturb import Templates
 from biasscope.sensitivity.principles import load_principles
-from biasscope.sensitivity.prompts import Prompts, read_conversations, read_hh_rlhf
+from biasscope.sensitivity.prompts import (
+    Prompts,
+    hh_count,
+    read_conversations,
+    read_hh_rlhf,
+)
 from biasscope.sensitivity.sanity import Pairs, line_range, read_hh_pairs
 from biasscope.store.directory import RunStore, run_dir
 
@@ -153,10 +158,7 @@ def _pairs(config: SensitivityConfig) -> Pairs | None:
 
 
 def _prompts(config: SensitivityConfig) -> Prompts:
-    source, _, count = config.prompts.rpartition(":")
-    if config.prompts.startswith("hh-rlhf:"):
-        if source != "hh-rlhf:harmless-base" or not count.isdigit():
-            raise BiasscopeError(f"--prompts {config.prompts}: write hh-rlhf:harmless-base:N "
-                                 "or a JSONL file of conversations")
-        return read_hh_rlhf(config.data_dir, n=int(count), seed=config.seed)
+    count = hh_count(config.prompts, "--prompts", "conversations")
+    if count is not None:
+        return read_hh_rlhf(config.data_dir, n=count, seed=config.seed)
     return read_conversations(config.prompts)

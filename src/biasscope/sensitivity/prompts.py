@@ -128,6 +128,18 @@ def _reason(exc: DataError, where: str) -> str:
     return str(exc).removeprefix(f"{where}: ")
 
 
+def hh_count(spec: str, flag: str, what: str) -> int | None:
+    """N of ``hh-rlhf:harmless-base:N`` (1 or more), or None for a spec that names no hh-rlhf
+    split (a file of the user's); a one-line error for an hh-rlhf spec that is not that."""
+    if not spec.startswith("hh-rlhf:"):
+        return None
+    source, _, count = spec.rpartition(":")
+    if source != "hh-rlhf:harmless-base" or not count.isdigit() or int(count) < 1:
+        raise BiasscopeError(f"{flag} {spec}: write hh-rlhf:harmless-base:N with N 1 or more, "
+                             f"or give a JSONL file of {what}")
+    return int(count)
+
+
 def read_hh_rlhf(data_dir: PathLike | None = None, n: int | None = 200, seed: int = 0,
                  split_file: str = HH_SPLIT) -> Prompts:
     """hh-rlhf ``rejected`` conversations, shuffled by ``seed``, the first ``n`` (None: all);
@@ -244,5 +256,5 @@ def _messages(record: dict[str, Any], where: str) -> Turns:
     raise DataError(f"{where}: expected 'messages' or both 'prompt' and 'response' strings")
 
 
-__all__ = ["HH_SPLIT", "Conversation", "Prompts", "load_conversations", "load_hh_rlhf",
-           "parse_hh", "read_conversations", "read_hh_rlhf", "split_hh"]
+__all__ = ["HH_SPLIT", "Conversation", "Prompts", "hh_count", "load_conversations",
+           "load_hh_rlhf", "parse_hh", "read_conversations", "read_hh_rlhf", "split_hh"]

@@ -1,0 +1,246 @@
+"""What a local model's weights are, as opposed to where they are: its fingerprint.
+
+A local model is named by its path, so weights overwritten in place (re-saved, training
+continued under the same name, another model copied over it) would keep the old model's
+results. Its fingerprint says what the weights are: a SHA-256 over the name, size and SHA-256
+of each weight file (``folder_fingerprint``). ``biasscope dynamics`` records it per checkpoint
+(``dynamics.scoring.fingerprints``), and a local model's ``identity()`` carries it (the HF
+generator and reward model), so the response cache and every run's settings tell two models
+in one folder apart.
+
+Hashing gigabytes takes a while, so none of it is done twice: each file's SHA-256 is cached
+in ``$BIASSCOPE_FINGERPRINT_CACHE`` (default ``~/.cache/biasscope/fingerprints.json``) under
+its resolved path with its size, mtime, ctime, inode and device: an unchanged file is not read
+again, and any write to it (one that keeps its size and mtime too, or another file renamed
+over it) changes its ctime or inode, so a changed file is never taken for the old one. A file
+changed more recently than the file system's timestamp resolution is hashed but not cached (a
+second write within the same tick would leave its stamp as it was). Files are hashed in
+background threads, several at once (``FileDigests.start``), so a caller can start the hashing
+and wait for it only when it needs the value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from biasscope.backends.gguf import provenance
+from biasscope.backends.loading import PICKLE_WEIGHTS
+from biasscope.core import steps
+from biasscope.core.digest import file_sha256
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import num
+from biasscope.core.processes import HOST
+
+#: Pickles a Trainer checkpoint holds beside the weights: training state, not the model.
+_TRAINING_STATE = ("optimizer", "scheduler", "scaler", "rng_state", "training_args")
+_KEEP = 20_000  # cache entries kept at most (those of files that still exist)
+_WORKERS = max(1, min(4, os.cpu_count() or 1))  # files hashed at once
+_TRIES = 3  # reads of a file that changes while it is hashed, before giving up
+
+#: What a cached hash is checked against: size, mtime, ctime, inode, device.
+Stamp = tuple[int, int, int, int, int]
+
+
+def cache_path() -> Path:
+    """``$BIASSCOPE_FINGERPRINT_CACHE``, else ``~/.cache/biasscope/fingerprints.json``."""
+    chosen = os.environ.get("BIASSCOPE_FINGERPRINT_CACHE")
+    return (Path(chosen).expanduser() if chosen
+            else Path.home() / ".cache" / "biasscope" / "fingerprints.json")
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The files the model is loaded from: its safetensors, else its pickle weights (not a
+    Trainer's optimizer, scheduler or RNG state, which do not change the model)."""
+    found = sorted(folder.glob("*.safetensors"))
+    if found:
+        return found
+    pickles = {p for pattern in PICKLE_WEIGHTS for p in folder.glob(pattern)}
+    return sorted(p for p in pickles if not p.name.startswith(_TRAINING_STATE))
+
+
+def stamp_of(stat: os.stat_result) -> Stamp:
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev)
+
+
+def settled(stat: os.stat_result, now_ns: int) -> bool:
+    """Whether any later write must change the file's ctime: it lies further back than the
+    timestamps' resolution (2 s where they are whole seconds, else 0.1 s: a kernel tick)."""
+    resolution = 2_000_000_000 if stat.st_ctime_ns % 1_000_000_000 == 0 else 100_000_000
+    return now_ns - stat.st_ctime_ns > resolution
+
+
+def _keyed(file: Path) -> tuple[str, Stamp]:
+    """The cache's key of a file (its resolved path) and its stamp now."""
+    try:
+        return str(file.resolve()), stamp_of(file.stat())
+    except OSError as exc:
+        raise BiasscopeError(f"{file}: cannot read ({exc.strerror or exc})") from None
+
+
+class FileDigests:
+    """File SHA-256s: the cached one while a file's stamp is unchanged, else hashed in
+    background threads, each file once per process however often it is asked for."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or cache_path()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._running: dict[tuple[str, Stamp], Future[tuple[int, str]]] = {}
+        self._added: dict[str, Any] = {}  # hashed here, to be saved
+        self._pool: ThreadPoolExecutor | None = None
+        try:
+            loaded = json.loads(self.path.read_text(encoding="utf-8"))
+            self._entries: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):  # none yet, or damaged: hashed anew
+            self._entries = {}
+
+    def cached(self, file: Path) -> tuple[int, str] | None:
+        """(size, SHA-256) from the cache, if the file's stamp is the one cached with it."""
+        return self._known(*_keyed(file))
+
+    def _known(self, key: str, stamp: Stamp) -> tuple[int, str] | None:
+        entry = self._entries.get(key)
+        if isinstance(entry, dict) and entry.get("stat") == list(stamp) and entry.get("sha256"):
+            return stamp[0], str(entry["sha256"])
+        return None
+
+    def start(self, file: Path) -> Future[tuple[int, str]]:
+        """(size, SHA-256) of the file as it is now: cached, being hashed, or hashed from now
+        on in a background thread."""
+        key, stamp = _keyed(file)
+        if (known := self._known(key, stamp)) is not None:
+            done: Future[tuple[int, str]] = Future()
+            done.set_result(known)
+            return done
+        with self._lock:
+            running = self._running.get((key, stamp))
+            if running is None:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(_WORKERS, "biasscope-hash")
+                running = self._pool.submit(self._hash, Path(key), stamp)
+                if stamp[0] >= steps.LARGE_FILE:  # once: kept while the file is unchanged
+                    steps.say(f"hashing {file} ({num(stamp[0] / 2**20, 0)} MiB) while it loads")
+                self._running[(key, stamp)] = running
+            return running
+
+    def sha256(self, file: Path) -> tuple[int, str]:
+        return self.start(file).result()
+
+    def _hash(self, file: Path, stamp: Stamp) -> tuple[int, str]:
+        """Hash until the file's stamp is the same before and after the read."""
+        for _ in range(_TRIES):
+            digest = file_sha256(file, self._stop)
+            after = os.stat(file)
+            if stamp_of(after) == stamp:
+                if settled(after, time.time_ns()):
+                    entry = {"stat": list(stamp), "sha256": digest}
+                    with self._lock:
+                        self._entries[str(file)] = self._added[str(file)] = entry
+                return stamp[0], digest
+            stamp = stamp_of(after)
+        raise BiasscopeError(f"{file} kept changing while it was read: is it still being "
+                             "written? Run again once it is saved")
+
+    def save(self) -> None:
+        """Merge this process's new hashes into the cache file (another process may have added
+        its own since it was read); a cache that cannot be written only costs a re-hash."""
+        with self._lock:
+            added = dict(self._added)
+            self._added.clear()
+        if not added:
+            return
+        try:
+            loaded = json.loads(self.path.read_text(encoding="utf-8"))
+            entries: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            entries = {}
+        entries.update(added)
+        if len(entries) > _KEEP:  # only then is it worth a stat of every entry
+            entries = {k: v for k, v in entries.items() if Path(k).exists()}
+            entries = dict(list(entries.items())[-_KEEP:])
+        with contextlib.suppress(Exception):
+            _write(self.path, entries)
+
+    def close(self) -> None:
+        """Save, and abandon the hashing nobody waits for any more (a sweep that stopped)."""
+        self.save()
+        self._stop.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def combined(hashes: Mapping[str, tuple[int, str]]) -> str:
+    """The fingerprint of weight files from each one's (size, SHA-256) by file name: the
+    SHA-256 of that listing as canonical JSON (``store.settings.sha256_json`` of it)."""
+    text = json.dumps({name: list(h) for name, h in hashes.items()}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def folder_fingerprint(folder: str | os.PathLike[str], digests: FileDigests | None = None
+                       ) -> str | None:
+    """The fingerprint of a local model folder's weights (``weight_files``), or None where it
+    holds none (not a folder, or weights elsewhere). ``digests``: the caller's own, left open;
+    without it the cache is read and saved here."""
+    if digests is None:
+        own = FileDigests()
+        try:
+            return folder_fingerprint(folder, own)
+        finally:
+            own.close()
+    return start_fingerprint(folder, digests)()
+
+
+def start_fingerprint(folder: str | os.PathLike[str], digests: FileDigests
+                      ) -> Callable[[], str | None]:
+    """Start hashing a folder's weight files (every file at once, in the background); the
+    call returned waits for the folder's fingerprint (``folder_fingerprint``)."""
+    files = weight_files(Path(folder).expanduser())
+    running = [digests.start(f) for f in files]
+    return lambda: combined({f.name: r.result() for f, r in zip(files, running)}) if files \
+        else None
+
+
+@contextlib.contextmanager
+def fingerprint_while_loading(source: str) -> Iterator[Callable[[], str | None]]:
+    """For a model loaded from ``source`` inside the block: its weights hashed while they load
+    (the hash and the loader read the same files, so one read from the disk serves both), the
+    call yielded waiting for the fingerprint. None for what has no folder of weights here: a hub
+    id (its revision names it) or a GGUF file's converted copy (its identity names the file's
+    SHA-256). The cache is saved at the end; a failed load abandons the hashing."""
+    if not Path(source).expanduser().is_dir() or provenance(source) is not None:
+        yield lambda: None
+        return
+    digests = FileDigests()
+    try:
+        yield start_fingerprint(source, digests)
+    finally:
+        digests.close()
+
+
+def _write(path: Path, entries: dict[str, Any]) -> None:
+    """The cache file written whole or not at all: through a temp file renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{HOST}~{os.getpid()}.",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(entries, handle)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+__all__ = ["FileDigests", "cache_path", "combined", "fingerprint_while_loading",
+           "folder_fingerprint", "settled", "stamp_of", "start_fingerprint", "weight_files"]

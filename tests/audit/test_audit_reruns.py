@@ -250,3 +250,30 @@ def test_an_added_measurement_is_gained_by_an_older_run_not_refused(tmp_path: Pa
         merge_settings(tmp_path, before, now)
     with pytest.raises(BiasscopeError, match="different 'sanity'"):
         merge_settings(tmp_path, now, {**now, "sanity": {"pairs": 10}}, added=("sanity",))
+
+
+def test_a_local_model_run_from_before_fingerprints_resumes_and_gains_one(
+        tmp_path, capsys, checkpoint_dirs, monkeypatch):
+    """A run made before a local model's identity carried its weights' fingerprint resumes
+    (as dynamics trusts such a run's checkpoints) and records it; other weights under the
+    same path are refused from then on."""
+    import shutil
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    model, out = tmp_path / "model", tmp_path / "run"
+    shutil.copytree(checkpoint_dirs[0], model)
+    args = ["audit", "--model", str(model), "--probe", PROBE, "--limit", "4", "--out",
+            str(out), "--device", "cpu", "--no-cache"]
+    assert main(args) == 0, capsys.readouterr().err
+    run = json.loads((out / "run.json").read_text())
+    backend = run["responder"]["backend"]
+    fingerprint = backend.pop("fingerprint")
+    (out / "run.json").write_text(json.dumps(run))  # as an older biasscope wrote it
+    assert main(args) == 0, capsys.readouterr().err
+    again = json.loads((out / "run.json").read_text())["responder"]["backend"]
+    assert again["fingerprint"] == fingerprint
+    shutil.rmtree(model)
+    shutil.copytree(checkpoint_dirs[1], model)
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "fingerprint" in capsys.readouterr().err

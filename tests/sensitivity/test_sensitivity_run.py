@@ -211,7 +211,7 @@ def test_only_a_model_entry_without_a_fingerprint_gains_one() -> None:
     """A run recorded before local models were fingerprinted resumes (its reward models and
     perturber gain the fingerprint); a recorded fingerprint is never overwritten, and entries
     that are no model's identity are left as they were."""
-    from biasscope.sensitivity.harness import gain_fingerprints
+    from biasscope.store.settings import gain_fingerprints
 
     print_a, print_b = "a" * 64, "b" * 64
     before = {"reward_models": {"rm": {"backend": "hf-reward", "source": "rm"},

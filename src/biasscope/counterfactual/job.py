@@ -38,14 +38,13 @@ from biasscope.judge import Judge, JudgingConfig, check_task, read_labels
 from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.sensitivity import (
     RewardScoring,
-    gain_fingerprints,
     hh_count,
     reward_settings,
 )
 from biasscope.store.directory import RunStore, run_dir
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
-from biasscope.store.settings import merge_settings
+from biasscope.store.settings import gain_fingerprints, merge_settings
 
 SCORES = "scores.jsonl"
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +46,7 @@ from biasscope.sensitivity.summary import summarise
 from biasscope.store import run_json
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
-from biasscope.store.settings import merge_settings, sha256_json
+from biasscope.store.settings import gain_fingerprints, merge_settings, sha256_json
 from biasscope.store.units import Unit
 
 GROW = {"directions": "direction", "reward_models": "reward model"}
@@ -115,20 +115,6 @@ def reward_settings(model: RewardScorer) -> dict[str, str]:
     if dtype is not None:
         found["dtype"] = str(dtype)
     return found
-
-
-def gain_fingerprints(before: Any, now: Any) -> Any:
-    """``before`` (run.json's settings) with the weights' fingerprint taken from ``now`` for
-    every model entry (an identity: it names a ``backend``) that recorded none. A run made
-    before local models were fingerprinted cannot show which weights it used, and is trusted
-    as ``biasscope dynamics`` trusts such a run's checkpoints: it resumes and records the
-    fingerprint, and from then on other weights under the same path are refused."""
-    if not (isinstance(before, Mapping) and isinstance(now, Mapping)):
-        return before
-    out = {k: gain_fingerprints(v, now[k]) if k in now else v for k, v in before.items()}
-    if "backend" in before and "fingerprint" in now and "fingerprint" not in before:
-        out["fingerprint"] = now["fingerprint"]
-    return out
 
 
 def _as_prompts(conversations: Prompts | Sequence[Conversation]) -> Prompts:
@@ -210,7 +196,7 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     return store
 
 
-__all__ = ["HarnessConfig", "gain_fingerprints", "records", "reward_settings", "run_sensitivity",
+__all__ = ["HarnessConfig", "records", "reward_settings", "run_sensitivity",
            "settings"]
 
 

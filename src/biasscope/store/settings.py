@@ -175,4 +175,18 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
     return merged
 
 
-__all__ = ["merge_settings", "sha256_json"]
+def gain_fingerprints(before: Any, now: Any) -> Any:
+    """``before`` (run.json's settings) with the weights' fingerprint taken from ``now`` for
+    every model entry (an identity: it names a ``backend``) that recorded none. A run made
+    before local models were fingerprinted cannot show which weights it used, and is trusted
+    as ``biasscope dynamics`` trusts such a run's checkpoints: it resumes and records the
+    fingerprint, and from then on other weights under the same path are refused."""
+    if not (isinstance(before, Mapping) and isinstance(now, Mapping)):
+        return before
+    out = {k: gain_fingerprints(v, now[k]) if k in now else v for k, v in before.items()}
+    if "backend" in before and "fingerprint" in now and "fingerprint" not in before:
+        out["fingerprint"] = now["fingerprint"]
+    return out
+
+
+__all__ = ["gain_fingerprints", "merge_settings", "sha256_json"]

@@ -267,11 +267,12 @@ def test_a_local_model_run_from_before_fingerprints_resumes_and_gains_one(
     assert main(args) == 0, capsys.readouterr().err
     run = json.loads((out / "run.json").read_text())
     backend = run["responder"]["backend"]
-    fingerprint = backend.pop("fingerprint")
+    fingerprint, dtype = backend.pop("fingerprint"), backend.pop("dtype")
     (out / "run.json").write_text(json.dumps(run))  # as an older biasscope wrote it
     assert main(args) == 0, capsys.readouterr().err
     again = json.loads((out / "run.json").read_text())["responder"]["backend"]
-    assert again["fingerprint"] == fingerprint
+    assert (again["fingerprint"], again["dtype"]) == (fingerprint, dtype)
+    assert dtype == "float32"
     shutil.rmtree(model)
     shutil.copytree(checkpoint_dirs[1], model)
     capsys.readouterr()

@@ -205,7 +205,8 @@ def test_loads_a_checkpoint_and_names_it(checkpoint_dirs):
     assert loaded.label == ckpt.label
     assert loaded.identity() == {"backend": "hf", "source": str(checkpoint_dirs[0]),
                                  "revision": "checkpoint-10",
-                                 "fingerprint": folder_fingerprint(checkpoint_dirs[0])}
+                                 "fingerprint": folder_fingerprint(checkpoint_dirs[0]),
+                                 "dtype": "float32"}
     (result,) = loaded.generate([req("He", max_tokens=3)])
     assert result.prompt_tokens == len(loaded.tokenizer("He")["input_ids"])
     assert 1 <= result.completion_tokens <= 3
@@ -232,7 +233,11 @@ def test_weights_replaced_under_the_same_path_are_another_model(checkpoint_dirs,
     assert not new.cached and new.text == truth.text != old.text
     hub = HFGenerator(Checkpoint("org/m", "org/m", "abc123"), model=after.inner.model,
                       tokenizer=after.inner.tokenizer)
-    assert hub.identity() == {"backend": "hf", "source": "org/m", "revision": "abc123"}
+    assert hub.identity() == {"backend": "hf", "source": "org/m", "revision": "abc123",
+                              "dtype": "float32"}
+    half = HFGenerator(Checkpoint("org/m", "org/m", "abc123"),
+                       model=after.inner.model.to(torch.bfloat16), tokenizer=hub.tokenizer)
+    assert half.identity()["dtype"] == "bfloat16"  # another cache key than float32's
 
 
 def test_the_hf_spec_loads_a_local_dir_through_the_registry(checkpoint_dirs):

@@ -211,7 +211,7 @@ def test_only_a_model_entry_without_a_fingerprint_gains_one() -> None:
     """A run recorded before local models were fingerprinted resumes (its reward models and
     perturber gain the fingerprint); a recorded fingerprint is never overwritten, and entries
     that are no model's identity are left as they were."""
-    from biasscope.store.settings import gain_fingerprints
+    from biasscope.store.settings import gain_identity
 
     print_a, print_b = "a" * 64, "b" * 64
     before = {"reward_models": {"rm": {"backend": "hf-reward", "source": "rm"},
@@ -223,7 +223,7 @@ def test_only_a_model_entry_without_a_fingerprint_gains_one() -> None:
                              "kept": {"backend": "hf-reward", "fingerprint": print_b}},
            "perturber": {"backend": "hf", "source": "lm", "seed": 0, "fingerprint": print_b},
            "prompts": {"sha256": "x", "fingerprint": print_a}, "seed": 0}
-    gained = gain_fingerprints(before, now)
+    gained = gain_identity(before, now)
     assert gained["reward_models"]["rm"]["fingerprint"] == print_a
     assert gained["reward_models"]["kept"]["fingerprint"] == print_a  # refused by the merge
     assert gained["perturber"]["fingerprint"] == print_b

@@ -48,7 +48,7 @@ from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.run_json import refuse_foreign_folder, start_run
-from biasscope.store.settings import gain_fingerprints, merge_settings, sha256_json
+from biasscope.store.settings import gain_identity, merge_settings, sha256_json
 from biasscope.store.units import Unit
 
 
@@ -278,7 +278,7 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
         if not started:
             start_run(store, "audit", lambda previous: settings if previous is None else
                       merge_settings(store.run_json,
-                                     recorded(gain_fingerprints(previous, settings), settings),
+                                     recorded(gain_identity(previous, settings), settings),
                                      settings,
                                      grow={"probes": "probe", "scored": "request kind"}))
             started = True

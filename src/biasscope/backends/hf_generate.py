@@ -96,7 +96,7 @@ class HFGenerator:
     def identity(self) -> dict[str, str]:
         """What decides the answers: a hub id by its revision, a local folder also by its
         weights' fingerprint (weights replaced under the same path are another model), a GGUF
-        file by its SHA-256 and quantisation."""
+        file by its SHA-256 and quantisation; and the dtype the weights run in."""
         found = {"backend": "hf", "source": self.ckpt.source,
                  "revision": self.ckpt.revision or ""}
         made = provenance(self.ckpt.source)
@@ -105,6 +105,8 @@ class HFGenerator:
                          gguf_quantization=str(made.get("quantization")))
         if self.fingerprint:
             found["fingerprint"] = self.fingerprint
+        # `--device auto` loads half precision on a GPU and float32 on a CPU: other answers.
+        found["dtype"] = str(next(self.model.parameters()).dtype).removeprefix("torch.")
         return found
 
     def encode(self, request: GenerateRequest) -> list[int]:

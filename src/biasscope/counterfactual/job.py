@@ -44,7 +44,7 @@ from biasscope.sensitivity import (
 from biasscope.store.directory import RunStore, run_dir
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
-from biasscope.store.settings import gain_fingerprints, merge_settings
+from biasscope.store.settings import gain_identity, merge_settings
 
 SCORES = "scores.jsonl"
 
@@ -161,7 +161,7 @@ def _start(store: RunStore, settings: dict[str, Any]) -> None:
     """run.json with ``settings`` merged over the recorded ones, or a one-line refusal."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         merged = settings if previous is None else merge_settings(
-            store.run_json, gain_fingerprints(previous.get("settings", {}), settings),
+            store.run_json, gain_identity(previous.get("settings", {}), settings),
             settings, {"scorers": "scorer"})
         return {"model": ", ".join(merged["scorers"]), "settings": merged}
 

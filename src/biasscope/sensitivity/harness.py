@@ -16,7 +16,7 @@ per reward model what they were run with (a reward model's identity holds its so
 transform, format and dtype, and a local model's weights' fingerprint). A rerun that differs is
 refused in one line naming the setting (``runs.settings.merge_settings``, the check ``dynamics``
 uses); a rerun may add reward models and directions; a run from before fingerprints gains them
-(``gain_fingerprints``). ``conventions`` only shape ``summary.json``, which every run
+(``gain_identity``). ``conventions`` only shape ``summary.json``, which every run
 recomputes from all the records, so a rerun may change them: run.json and summary.json then
 both say which.
 """
@@ -46,7 +46,7 @@ from biasscope.sensitivity.summary import summarise
 from biasscope.store import run_json
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
-from biasscope.store.settings import gain_fingerprints, merge_settings, sha256_json
+from biasscope.store.settings import gain_identity, merge_settings, sha256_json
 from biasscope.store.units import Unit
 
 GROW = {"directions": "direction", "reward_models": "reward model"}
@@ -128,7 +128,7 @@ def _start(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> di
     """Write run.json with ``now`` merged over the recorded settings, or refuse in one line."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         merged = now if previous is None else merge_settings(
-            store.run_json, gain_fingerprints(previous.get("settings", {}), now), now, GROW,
+            store.run_json, gain_identity(previous.get("settings", {}), now), now, GROW,
             added=("sanity",))  # older runs gain the sanity check
         models = merged["reward_models"]
         return {"model": ", ".join(models), "reward_models": list(models.values()),

@@ -175,18 +175,23 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
     return merged
 
 
-def gain_fingerprints(before: Any, now: Any) -> Any:
-    """``before`` (run.json's settings) with the weights' fingerprint taken from ``now`` for
-    every model entry (an identity: it names a ``backend``) that recorded none. A run made
-    before local models were fingerprinted cannot show which weights it used, and is trusted
-    as ``biasscope dynamics`` trusts such a run's checkpoints: it resumes and records the
-    fingerprint, and from then on other weights under the same path are refused."""
+#: What a model's identity gained after runs were recorded without it: a local folder's
+#: weights' fingerprint, a local model's dtype.
+GAINED = ("fingerprint", "dtype")
+
+
+def gain_identity(before: Any, now: Any) -> Any:
+    """``before`` (run.json's settings) with the `GAINED` keys taken from ``now`` for every
+    model entry (an identity: it names a ``backend``) that recorded none. A run made before
+    cannot show which weights (or dtype) it used, and is trusted as ``biasscope dynamics``
+    trusts such a run's checkpoints: it resumes and records them, and from then on other
+    weights under the same path, or another dtype, are refused."""
     if not (isinstance(before, Mapping) and isinstance(now, Mapping)):
         return before
-    out = {k: gain_fingerprints(v, now[k]) if k in now else v for k, v in before.items()}
-    if "backend" in before and "fingerprint" in now and "fingerprint" not in before:
-        out["fingerprint"] = now["fingerprint"]
+    out = {k: gain_identity(v, now[k]) if k in now else v for k, v in before.items()}
+    if "backend" in before:
+        out.update({k: now[k] for k in GAINED if k in now and k not in before})
     return out
 
 
-__all__ = ["gain_fingerprints", "merge_settings", "sha256_json"]
+__all__ = ["gain_identity", "merge_settings", "sha256_json"]

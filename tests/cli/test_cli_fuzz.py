@@ -31,7 +31,7 @@ NUMERIC = {
               "--timeout", "--retries", "--base-rate"],
     "items": ["--limit", "--base-rate"],
     "judge": ["--samples", "--seed", "--concurrency", "--timeout", "--retries"],
-    "judge-audit": ["--samples", "--seed", "--timeout"],
+    "judge-audit": ["--seed", "--timeout"],
     "sensitivity": ["--batch-size", "--max-tokens", "--seed", "--concurrency", "--timeout",
                     "--retries"],
 }

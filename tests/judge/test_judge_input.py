@@ -47,3 +47,15 @@ def test_bad_input_lines_are_one_line_errors_before_anything_is_written(
     err = capsys.readouterr().err
     assert f"{data}{said}" in err and err.count("\n") == 1 and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("flag", [["--position", "permute"], ["--samples", "3"]])
+def test_judge_audit_refuses_the_order_flags_it_would_ignore(tmp_path, flag) -> None:
+    """judge-audit asks every item in the fixed order and its reverse: --position and
+    --samples were accepted and did nothing."""
+    from biasscope.cli.main import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["judge-audit", "--model", "canned:A", "--input", str(tmp_path / "x.jsonl"),
+              "--out", str(tmp_path / "run"), *flag])
+    assert stop.value.code == 2 and not (tmp_path / "run").exists()

@@ -129,7 +129,8 @@ def test_judge_audit_records_and_checks_its_settings(tmp_path, capsys):
         err = capsys.readouterr().err
         assert f"made with a different {named}" in err and err.count("\n") == 1
         assert _files(out) == before
-    assert main([*argv, "--position", "permute"]) == 0  # no setting of judge-audit
+    with pytest.raises(SystemExit):  # no setting of judge-audit: refused by the parser
+        main([*argv, "--position", "permute"])
 
 
 def test_a_run_from_before_settings_were_recorded_is_not_rerun_unchecked(pairs, tmp_path,

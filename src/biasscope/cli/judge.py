@@ -44,6 +44,8 @@ def register(sub: Any) -> None:
     for name, func, about in (("judge", judge, "LLM-as-judge without name, position or model "
                                "bias"), ("judge-audit", audit, "measure a judge's own biases")):
         parser = sub.add_parser(name, help=about)
-        A.settings(parser, JudgeConfig, skip=() if name == "judge" else ("aggregate",))
+        # judge-audit asks in the fixed order and its reverse: no --position, --samples
+        A.settings(parser, JudgeConfig,
+                   skip=() if name == "judge" else ("aggregate", "position", "samples"))
         A.backend_args(parser)
         parser.set_defaults(func=func)

@@ -278,3 +278,23 @@ def test_a_local_model_run_from_before_fingerprints_resumes_and_gains_one(
     capsys.readouterr()
     assert main(args) == 2
     assert "fingerprint" in capsys.readouterr().err
+
+
+def test_a_unit_cut_short_without_its_checksum_is_redone(tmp_path, capsys):
+    """A unit file holds one record per item asked: one holding fewer (a copy cut short, its
+    checksum lost) was taken for finished and summarised as the whole probe."""
+    import pandas as pd
+
+    args, _, out = _adult_run(tmp_path)
+    assert main([*args, "--probe", "adult-counterfactual"]) == 0
+    (path,) = RunStore(out).unit_files()
+    whole = pd.read_parquet(path)
+    whole.iloc[: len(whole) // 2].to_parquet(path)
+    for checksum in (out / "checksums").iterdir():
+        checksum.unlink()
+    from biasscope.store.directory import CorruptUnitWarning
+
+    with pytest.warns(CorruptUnitWarning, match="it holds 3 records, the unit asks 6"):
+        assert main([*args, "--probe", "adult-counterfactual"]) == 0
+    assert len(RunStore(out).records()) == len(whole)
+    assert list((out / "records").glob("*.corrupt-1"))

@@ -402,3 +402,17 @@ def test_the_command_exits_non_zero_when_judge_requests_fail(
     assert err[-1].startswith("biasscope: 6 of 6 judge requests failed (e.g. ")
     assert err[-1].endswith("rerun the same command to retry them")
     assert (tmp_path / "run" / "scores.jsonl").read_text() == ""
+
+
+@pytest.mark.parametrize(("messages", "error"), [
+    ('[{"role": "user", "content": "My wife?"}, "oops"]', "message 2 needs a role"),
+    ('[{"content": "My wife?"}]', "message 1 needs a role"),
+    ("[]", "'messages' must be a non-empty list")])
+def test_a_pair_whose_turns_are_no_chat_is_refused(tmp_path: Path, messages: str,
+                                                   error: str) -> None:
+    """Turns that were no object were dropped, and a missing role became the role "None":
+    another conversation than the file's."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(f'{{"id": "a", "messages": {messages}, "response": "Her."}}\n')
+    with pytest.raises(BiasscopeError, match=f"pairs.jsonl:1: {re.escape(error)}"):
+        read_items(path)

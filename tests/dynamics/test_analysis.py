@@ -86,6 +86,18 @@ def test_lm_eval_results_refuse_a_metric_that_is_no_finite_number(
         "value nan is not a finite number; rerun lm-evaluation-harness at that checkpoint\n")
 
 
+def test_lm_eval_results_refuse_a_metric_that_is_no_number(tmp_path) -> None:
+    """JSON's true read as 1.0: a bool is an int in Python."""
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.dynamics.analysis.performance import from_lm_eval
+
+    (tmp_path / "results.json").write_text(json.dumps({
+        "results": {"lambada_openai": {"acc,none": True}},
+        "config": {"model_args": "pretrained=x,revision=step10"}}))
+    with pytest.raises(BiasscopeError, match="has no metric 'acc'"):
+        from_lm_eval(str(tmp_path / "*.json"), "lambada_openai/acc")
+
+
 def test_lm_eval_results_are_read_per_checkpoint(tmp_path, checkpoint_dirs, winobias_dir):
     folder = tmp_path / "lm_eval"
     folder.mkdir()

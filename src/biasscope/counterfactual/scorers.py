@@ -88,10 +88,22 @@ def builtin_items(data_dir: PathLike | None, n: int, seed: int = 0) -> tuple[lis
     return items, pairs.sha256
 
 
+#: The roles a turn before the response may have.
+ROLES = ("system", "user", "assistant")
+
+
 def _side(record: dict[str, Any], where: str) -> Side:
-    if isinstance(record.get("messages"), list):
-        turns = tuple((str(m.get("role")), str(m.get("content"))) for m in record["messages"]
-                      if isinstance(m, dict))
+    if "messages" in record:
+        messages = record["messages"]
+        if not isinstance(messages, list) or not messages:
+            raise DataError(f"{where}: 'messages' must be a non-empty list of the turns before "
+                            "the response")
+        for i, m in enumerate(messages, start=1):  # a turn dropped or "None" is another chat
+            if not (isinstance(m, dict) and m.get("role") in ROLES
+                    and isinstance(m.get("content"), str)):
+                raise DataError(f"{where}: message {i} needs a role ({', '.join(ROLES)}) and "
+                                "a string content")
+        turns = tuple((str(m["role"]), str(m["content"])) for m in messages)
     elif isinstance(record.get("prompt"), str):
         turns = (("user", record["prompt"]),)
     else:

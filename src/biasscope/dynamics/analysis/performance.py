@@ -91,7 +91,7 @@ def from_lm_eval(pattern: str, metric: str) -> Series:
         key = name if name in scores else next((k for k in scores if k.split(",")[0] == name),
                                                name)
         value = scores.get(key)
-        if not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):  # JSON true: no score
             raise BiasscopeError(f"{path}: task {task!r} has no metric {name!r} "
                                  f"(has {', '.join(sorted(scores))})")
         if not math.isfinite(value):  # JSON's NaN and Infinity parse as floats

@@ -11,13 +11,7 @@ from typing import Any
 import pytest
 
 from biasscope.cli.main import main
-
-PAIRS = [{"id": "p1", "prompt": "What is 2+2?", "a": "4", "b": "5", "model_a": "m1",
-          "model_b": "m2"},
-         {"id": "p2", "prompt": "Capital of France?", "a": "Paris", "b": "Lyon",
-          "model_a": "m2", "model_b": "m1"},
-         {"id": "p3", "prompt": "Color of sky?", "a": "blue", "b": "green", "model_a": "m1",
-          "model_b": "m2"}]
+from test_judge_runs import PAIRS
 
 
 def _jsonl(path: Path, rows: list[Any]) -> Path:

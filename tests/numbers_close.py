@@ -16,28 +16,30 @@ REL = 1e-9  # relative: a reduction's rounding, far below any digit a report pri
 ABS = 1e-15  # absolute, for numbers that are 0 up to rounding
 
 
-def differences(a: Any, b: Any, path: str = "") -> list[str]:
-    """Where `a` and `b` differ: floats beyond REL/ABS, anything else at all."""
+def differences(a: Any, b: Any, path: str = "", abs_tol: float = ABS) -> list[str]:
+    """Where `a` and `b` differ: floats beyond REL/``abs_tol``, anything else at all."""
     if isinstance(a, dict) and isinstance(b, dict):
         found = [f"{path}/{k}: only on one side" for k in sorted(set(a) ^ set(b), key=str)]
-        return found + [d for k in a if k in b for d in differences(a[k], b[k], f"{path}/{k}")]
+        return found + [d for k in a if k in b
+                        for d in differences(a[k], b[k], f"{path}/{k}", abs_tol)]
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{path}: {len(a)} against {len(b)} entries"]
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
+        return [d for i, (x, y) in enumerate(zip(a, b))
+                for d in differences(x, y, f"{path}[{i}]", abs_tol)]
     if isinstance(a, float) or isinstance(b, float):
         if isinstance(a, bool) or isinstance(b, bool) or not all(
                 isinstance(v, (int, float)) for v in (a, b)):
             return [f"{path}: {a!r} against {b!r}"]
         if math.isnan(a) and math.isnan(b):
             return []
-        close = math.isclose(a, b, rel_tol=REL, abs_tol=ABS)
+        close = math.isclose(a, b, rel_tol=REL, abs_tol=abs_tol)
         return [] if close else [f"{path}: {a!r} against {b!r}"]
     return [] if a == b else [f"{path}: {a!r} against {b!r}"]
 
 
-def assert_close(a: Any, b: Any) -> None:
-    found = differences(a, b)
+def assert_close(a: Any, b: Any, abs_tol: float = ABS) -> None:
+    found = differences(a, b, abs_tol=abs_tol)
     assert not found, "\n".join(found[:20])
 
 

@@ -269,3 +269,21 @@ def test_each_judges_identity_is_recorded_and_checked(pairs, tmp_path, capsys, m
     err = capsys.readouterr().err
     assert "different 'judges' (judges.hf:model.gguf.gguf_sha256: 111111111111… then" in err
     assert _files(out) == before
+
+
+def test_a_first_call_that_fails_before_any_verdict_leaves_no_run_json(pairs, tmp_path,
+                                                                       capsys):
+    """Before: run.json was written first, so after "does not serve 'typo'" the corrected
+    command was refused for a changed judge, in a run that held nothing."""
+    state: dict[str, Any] = {"chats": 0, "fail": []}
+    out = tmp_path / "run"
+    with serve(_server_script(state)) as server:
+        for kind in ("judge", "judge-audit"):
+            typo = [kind, "--model", f"openai-compatible:{server.base_url}#typo", "--input",
+                    str(pairs), "--out", str(out / kind), "--no-cache", *FAST]
+            assert main(typo) == 2
+            assert "does not serve 'typo'" in capsys.readouterr().err
+            assert not (out / kind).exists() or not (out / kind / "run.json").exists()
+            fixed = [*typo[:2], f"openai-compatible:{server.base_url}#m", *typo[3:]]
+            assert main(fixed) == 0, capsys.readouterr().err
+            assert (out / kind / "run.json").is_file()

@@ -26,7 +26,7 @@ from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import start_run
+from biasscope.store.run_json import refuse_foreign_folder, start_run
 from biasscope.store.settings import merge_settings
 
 VERDICTS = "verdicts.jsonl"
@@ -206,13 +206,28 @@ def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[V
         return result, finish(store, "judge", result), missing
 
 
+def check(out: str | os.PathLike[str], kind: str, models: Sequence[str],
+          settings: Mapping[str, Any], described: Mapping[str, Any] | None = None
+          ) -> RunStore:
+    """Before any request: an existing run is checked by `start` (another kind, or other
+    ``settings``, refused in one line), a folder that holds a run's files without run.json
+    refused. A new run's run.json waits for its results (`start` again, as they are
+    written): a first call that fails (a 401, a model not served) leaves none behind to
+    refuse the corrected command."""
+    store = RunStore(Path(out))
+    if store.run_json.is_file() or store.remote is not None:
+        return start(out, kind, models, settings, described)
+    refuse_foreign_folder(store)
+    return store
+
+
 def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
           settings: Mapping[str, Any], described: Mapping[str, Any] | None = None
           ) -> RunStore:
-    """``run.json`` of a judge run, written before any verdict: a folder holding another kind
-    of run is refused first, then a rerun whose ``settings`` (what decides the results) differ
-    from those recorded, in one line naming the setting, before anything is written.
-    ``described``: what run.json says beside them (each judge's spec)."""
+    """``run.json`` of a judge run: a folder holding another kind of run is refused first,
+    then a rerun whose ``settings`` (what decides the results) differ from those recorded, in
+    one line naming the setting, before anything is written. ``described``: what run.json
+    says beside them (each judge's spec)."""
     store = RunStore(Path(out))
 
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:

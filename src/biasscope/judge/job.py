@@ -17,6 +17,7 @@ from biasscope.core.labels import label_models, parse_models
 from biasscope.judge.batch import (
     Failures,
     Task,
+    check,
     finish,
     judge_task,
     read_labels,
@@ -73,20 +74,21 @@ def judge(config: JudgeConfig) -> JudgeResult:
     (all of it after the judging: a run stopped midway keeps what it held). Items whose
     requests failed are left out (or keep the verdict an earlier call stored)."""
     made, task, labels, judges = _setup(config)
-    store = start(config.out, "judge", list(judges), run_settings(config, made, task, labels),
-                  {"judges": judges})
+    settings = run_settings(config, made, task, labels)
+    check(config.out, "judge", list(judges), settings, {"judges": judges})
     verdicts = judge_task(made, task, labels)
+    store = start(config.out, "judge", list(judges), settings, {"judges": judges})
     result, report, failed = write_judged(store, made, task, verdicts, config.ranking)
     return JudgeResult(result, report, failed)
 
 
 def biases(config: JudgeConfig) -> JudgeResult:
     """How much the judge's verdicts depend on order, names and length. When requests
-    failed nothing but run.json is written (``report`` None): the measures would count them
-    as the judge's answers; a rerun asks them again."""
+    failed nothing is written (``report`` None; an existing run's run.json is as it was): the
+    measures would count them as the judge's answers; a rerun asks them again."""
     made, task, labels, judges = _setup(config)
-    store = start(config.out, "judge-audit", list(judges),
-                  run_settings(config, made, task, labels, audit=True), {"judges": judges})
+    settings = run_settings(config, made, task, labels, audit=True)
+    check(config.out, "judge-audit", list(judges), settings, {"judges": judges})
     if task.pairwise:
         result = pairwise_biases(made, task.pairs, task.authors, ranking=config.ranking)
     else:
@@ -98,6 +100,7 @@ def biases(config: JudgeConfig) -> JudgeResult:
         first = next((u.first_error for u in usage if u.first_error), "no error text")
         return JudgeResult(result, None, Failures(0, count, sum(u.requests for u in usage),
                                                   first))
+    store = start(config.out, "judge-audit", list(judges), settings, {"judges": judges})
     return JudgeResult(result, finish(store, "judge-audit", result))
 
 

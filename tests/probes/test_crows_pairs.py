@@ -183,3 +183,21 @@ def test_the_revised_version_through_dynamics(tmp_path: Path, checkpoint_dirs: l
     summary = json.loads((run / "summary.json").read_text())
     assert "likelihood_diff:autre" in json.dumps(summary)
     assert main([*args, "--probe", "crows-pairs"]) == 2  # another version: refused
+
+
+def test_bounded_measures_say_their_bound_for_the_detectable_effect() -> None:
+    """A detectable effect read back from a small run's CI could exceed what the measure can
+    take (0.5 away from one half for a share; 1 for a gap of rates): entries say their bound,
+    and `audit.multiplicity` then gives no number beyond it."""
+    import pandas as pd
+
+    from biasscope.audit.multiplicity import control
+    from biasscope.probes.crows_pairs.steps import share
+    from biasscope.probes.winogender.metrics import tested
+
+    few = share(pd.Series([1.0, 0.0, 1.0, 1.0]))
+    gap = tested(pd.Series([0.0, 1.0, -1.0, 0.0, 1.0]))
+    assert (few["bound"], gap["bound"]) == (0.5, 1.0)
+    checked = control({"pct_stereotype": few, "gap": gap})
+    for entry in checked.values():
+        assert entry["detectable"] is None and entry["detectable_beyond_bound"]

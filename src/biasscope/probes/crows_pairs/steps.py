@@ -21,11 +21,13 @@ sps = lazy("scipy.stats")  # imported at first use
 
 def share(stereotyped: pd.Series) -> dict[str, Any]:
     """The share of stereotyped pairs with its Wilson CI, an exact binomial test against one
-    half and the share minus one half as its effect size."""
+    half and the share minus one half as its effect size, which lies within ±0.5
+    (``bound``: a detectable effect beyond it is no size, `audit.multiplicity`)."""
     n, k = len(stereotyped), int(stereotyped.sum())
     p = float(sps.binomtest(k, n).pvalue) if n else math.nan
     return step_value(wilson(k, n), p_value=plain(p), effect_size=plain(k / n - 0.5 if n
-                                                                          else math.nan))
+                                                                          else math.nan),
+                      bound=0.5)
 
 
 def signed(values: pd.Series) -> dict[str, Any]:

@@ -73,9 +73,12 @@ def gap(frame: pd.DataFrame, value: str, first: tuple[str, ...], second: tuple[s
 
 
 def tested(differences: pd.Series) -> dict[str, Any]:
+    """Per-sentence differences of values within [0, 1] (right or wrong, a probability): their
+    mean with its CI, Wilcoxon's test and rank-biserial r, and ``bound`` 1 (a detectable
+    effect beyond it is no size, `audit.multiplicity`)."""
     test = signed_rank(differences.to_numpy(dtype=np.float64))
     return step_value(interval(differences), p_value=plain(test["p_value"]),
-                      effect_size=plain(test["effect_size"]))
+                      effect_size=plain(test["effect_size"]), bound=1.0)
 
 
 def pronoun_jsd(frame: pd.DataFrame) -> pd.Series:

@@ -100,7 +100,7 @@ def test_cli_judge_with_two_same_named_checkpoints(same_named, tmp_path, capsys)
     # NAME=SPEC labels them as the user says; judge-audit takes the same path.
     audit = tmp_path / "audit"
     assert main(["judge-audit", "--model", f"early={a}", "--model", f"late={b}",
-                 "--out", str(audit), *common]) == 0
+                 "--out", str(audit), *common[:-2]]) == 0  # it takes no --position
     assert json.loads((audit / "run.json").read_text())["judges"] == {"early": a, "late": b}
     # The same checkpoint twice: one line, before any model is loaded.
     capsys.readouterr()

@@ -269,6 +269,14 @@ def test_each_judges_identity_is_recorded_and_checked(pairs, tmp_path, capsys, m
     err = capsys.readouterr().err
     assert "different 'judges' (judges.hf:model.gguf.gguf_sha256: 111111111111… then" in err
     assert _files(out) == before
+    # A key an identity gained since (a dtype) is recorded by the rerun, not refused.
+    weights.update(sha="1" * 64, dtype="float32")
+    Converted.identity = lambda self: {"backend": "hf", "source": "model.gguf",  # type: ignore
+                                       "gguf_sha256": weights["sha"], "dtype": weights["dtype"],
+                                       "revision": "", "gguf_file": "model.gguf"}
+    assert main(argv) == 0, capsys.readouterr().err
+    judges = json.loads((out / "run.json").read_text())["settings"]["judges"]
+    assert judges["hf:model.gguf"]["dtype"] == "float32"
 
 
 def test_a_first_call_that_fails_before_any_verdict_leaves_no_run_json(pairs, tmp_path,

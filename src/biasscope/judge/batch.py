@@ -27,7 +27,7 @@ from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.run_json import refuse_foreign_folder, start_run
-from biasscope.store.settings import merge_settings
+from biasscope.store.settings import gain_identity, merge_settings
 
 VERDICTS = "verdicts.jsonl"
 
@@ -232,7 +232,7 @@ def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
 
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         merged = dict(settings) if previous is None else merge_settings(
-            store.run_json, previous.get("settings", {}), settings)
+            store.run_json, gain_identity(previous.get("settings", {}), settings), settings)
         return {"model": ", ".join(models), **(described or {}), "settings": merged}
 
     start_run(store, kind, build)

@@ -169,6 +169,32 @@ def test_resample_counts_of_nothing() -> None:
     assert resample_counts(4, 2, np.random.default_rng(0), np.int64).dtype == np.int64
 
 
+def test_kept_counts_are_the_drawn_ones_and_leave_the_generator_where_drawing_would(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A draw given again from `bootstrap._DRAWN` equals drawing it afresh, in the dtype
+    asked for, and moves the generator on as drawing does; the caller's copy is its own; the
+    kept bytes stay under `DRAWN_BYTES`, and `forget_drawn` empties them."""
+    from biasscope.core import bootstrap
+
+    bootstrap.forget_drawn()
+    fresh = np.random.default_rng(5)
+    expected = [bootstrap._counted(300, 200, fresh, np.float64) for _ in range(2)]
+    after = fresh.integers(0, 10**9, 4)
+    for dtype in (np.float64, np.float32, np.int64):
+        rng = np.random.default_rng(5)
+        got = [resample_counts(300, 200, rng, dtype) for _ in range(2)]
+        assert all(g.dtype == dtype for g in got)
+        assert all(np.array_equal(g, e) for g, e in zip(got, expected, strict=True))
+        assert np.array_equal(rng.integers(0, 10**9, 4), after)
+        got[0][:] = -1  # the caller's copy: the kept counts are untouched
+    assert len(bootstrap._DRAWN) == 2
+    monkeypatch.setattr(bootstrap, "DRAWN_BYTES", 300 * 200)  # room for one uint8 draw
+    resample_counts(300, 200, np.random.default_rng(6))
+    assert len(bootstrap._DRAWN) == 1
+    bootstrap.forget_drawn()
+    assert not bootstrap._DRAWN
+
+
 @pytest.mark.parametrize("paired", [False, True])
 def test_ties_with_the_estimate_do_not_depend_on_rounding(paired: bool) -> None:
     """Seed-averaged accuracies (multiples of 0.2) tie the estimate in many resamples; their

@@ -21,7 +21,9 @@ The normal distribution is `biasscope.core.normal` (SciPy's ``ndtr`` and ``ndtri
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,12 +34,56 @@ from biasscope.core.normal import ndtr, ndtri
 Array = npt.NDArray[Any]
 
 
+#: Counts `resample_counts` drew lately: (generator state before, size, n) -> (the counts in
+#: the narrowest unsigned type that holds them, generator state after), least recent first.
+_DRAWN: OrderedDict[tuple[str, int, int], tuple[Array, Mapping[str, Any]]] = OrderedDict()
+_DRAWN_LOCK = threading.Lock()
+#: Bytes of counts `_DRAWN` keeps at most (a WinoBias sweep's distinct draws take about 18 MB).
+DRAWN_BYTES = 64 << 20
+#: Draws of fewer cells are made afresh: they cost less than looking them up.
+_SMALLEST_KEPT = 1 << 14
+
+
+def forget_drawn() -> None:
+    """Drop the counts `resample_counts` keeps, once an analysis is done."""
+    with _DRAWN_LOCK:
+        _DRAWN.clear()
+
+
 def resample_counts(size: int, n: int, rng: np.random.Generator,
                     dtype: npt.DTypeLike = np.float64) -> Array:
     """How often each of ``size`` items is drawn in each of ``n`` resamples with replacement,
     one row per resample: multinomial(size, uniform) counts, counted from ``rng.integers``
     draws (a tenth of ``rng.multinomial``'s time at thousands of items). The counts depend
-    on the generator alone, not on how many rows are drawn at once."""
+    on the generator alone, not on how many rows are drawn at once.
+
+    An analysis bootstraps the same prompts from the same seed at every checkpoint (and the
+    same draws for several statistics), so large draws are kept (`DRAWN_BYTES`) and given
+    again to a generator in the same state, which is left where drawing would have left it:
+    the numbers are the ones drawing gives, for a fraction of its time."""
+    if size * n < _SMALLEST_KEPT:
+        return _counted(size, n, rng, dtype)
+    key = (repr(rng.bit_generator.state), size, n)
+    with _DRAWN_LOCK:
+        kept = _DRAWN.get(key)
+        if kept is not None:
+            _DRAWN.move_to_end(key)
+    if kept is not None:
+        rng.bit_generator.state = kept[1]
+        return kept[0].astype(dtype)
+    out = _counted(size, n, rng, dtype)
+    top = int(out.max(initial=0))
+    narrow = next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64)
+                  if top <= np.iinfo(t).max)
+    compact = out.astype(narrow)
+    with _DRAWN_LOCK:
+        _DRAWN[key] = (compact, rng.bit_generator.state)
+        while sum(c.nbytes for c, _ in _DRAWN.values()) > DRAWN_BYTES:
+            _DRAWN.popitem(last=False)
+    return out
+
+
+def _counted(size: int, n: int, rng: np.random.Generator, dtype: npt.DTypeLike) -> Array:
     out = np.zeros((n, size), dtype=dtype)
     if size == 0:
         return out

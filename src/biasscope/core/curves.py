@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from biasscope.core.bootstrap import resample_counts
+from biasscope.core.bootstrap import forget_drawn, resample_counts
 from biasscope.core.stats import Array
 
 BATCH = 250  # bootstrap replicates computed at once (memory: BATCH × items × columns)
@@ -155,8 +155,10 @@ _LAST: dict[tuple[str, tuple[int, ...], int], tuple[list[tuple[Array, ...]], Any
 
 
 def forget_resamples() -> None:
-    """Drop the draws `_resamples` keeps (tens of megabytes), once an analysis is done."""
+    """Drop the draws `_resamples` and `resample_counts` keep (tens of megabytes), once an
+    analysis is done."""
     _LAST.clear()
+    forget_drawn()
 
 
 def _resamples(sizes: tuple[int, ...], n_resamples: int, rng: np.random.Generator

@@ -9,7 +9,6 @@ import pytest
 
 from biasscope.core.errors import DataError
 from biasscope.core.spelling import on_command_line
-from biasscope.data import sources
 from biasscope.data.sources import SOURCES, DataFile, data_path
 
 
@@ -62,7 +61,7 @@ def fake_source(monkeypatch, payload: bytes, sha: str | None) -> DataFile:
         calls.append(url)
         return FakeResponse(payload)
 
-    monkeypatch.setattr(sources.urllib.request, "urlopen", urlopen)
+    monkeypatch.setattr("urllib.request.urlopen", urlopen)
     return known
 
 
@@ -71,7 +70,7 @@ def test_download_verifies_checksum_and_caches(cache, monkeypatch):
     fake_source(monkeypatch, payload, hashlib.sha256(payload).hexdigest())
     path = data_path("toy", "toy.txt")
     assert path == cache / "toy" / "toy.txt" and path.read_bytes() == payload
-    monkeypatch.setattr(sources.urllib.request, "urlopen", None)  # a second call must not fetch
+    monkeypatch.setattr("urllib.request.urlopen", None)  # a second call must not fetch
     assert data_path("toy", "toy.txt") == path
     path.write_bytes(b"tampered")
     with pytest.raises(DataError, match=r"checksum mismatch .*delete the file"):
@@ -101,7 +100,7 @@ def test_network_failure_says_where_to_put_the_file(cache, monkeypatch):
     def down(url, timeout):
         raise urllib.error.URLError("no route")
 
-    monkeypatch.setattr(sources.urllib.request, "urlopen", down)
+    monkeypatch.setattr("urllib.request.urlopen", down)
     with pytest.raises(DataError, match=r"could not download .*save it as .*toy\.txt or pass "
                        r"data_dir=$"):
         data_path("toy", "toy.txt")

@@ -26,6 +26,7 @@ from typing import Any
 
 from biasscope.core import digest
 from biasscope.core.errors import ModelError, install_hint
+from biasscope.core.imports import installed_version
 from biasscope.core.numbers import num
 from biasscope.core.processes import HOST, alive
 from biasscope.core.steps import LARGE_FILE, say
@@ -185,13 +186,8 @@ def provenance(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for package in ("transformers", "gguf", "torch"):
-        with contextlib.suppress(PackageNotFoundError):
-            out[package] = version(package)
-    return out
+    return {package: version for package in ("transformers", "gguf", "torch")
+            if (version := installed_version(package)) is not None}
 
 
 def _convert(path: Path, header: dict[str, str], out: Path) -> None:

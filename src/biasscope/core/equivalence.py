@@ -42,7 +42,7 @@ from biasscope.core import tango
 from biasscope.core.bounded import Bounds, Contrast
 from biasscope.core.imports import lazy
 from biasscope.core.numbers import ci_decimals, num, p_is
-from biasscope.core.stats import _RNG_KW, Array, _finite
+from biasscope.core.stats import Array, _finite, scipy_rng_keyword
 
 sps = lazy("scipy.stats")  # imported at first use
 
@@ -242,7 +242,7 @@ def bootstrap_equivalence(samples: Sequence[npt.ArrayLike], statistic: Statistic
         warnings.simplefilter("ignore", sps.DegenerateDataWarning)
         res = sps.bootstrap(xs, statistic, n_resamples=n_resamples, paired=paired,
                             vectorized=True, method="percentile", confidence_level=1 - 2 * alpha,
-                            **{_RNG_KW: np.random.default_rng(seed)})
+                            **{scipy_rng_keyword(): np.random.default_rng(seed)})
     boot = np.asarray(res.bootstrap_distribution, dtype=np.float64)
     low, high, low2, high2 = (float(v) for v in np.percentile(
         boot, [100 * alpha, 100 * (1 - alpha), 50 * alpha, 100 * (1 - alpha / 2)]))

@@ -8,7 +8,11 @@ never computes a statistic start without it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -28,3 +32,33 @@ class LazyModule:
 def lazy(name: str) -> Any:
     """The module ``name``, imported when first used (typed ``Any``, as the module is)."""
     return LazyModule(name)
+
+
+def installed_version(name: str) -> str | None:
+    """The installed version of the distribution ``name`` (None if it is not installed),
+    without importing it or `importlib.metadata` (whose import alone costs a report tens of
+    milliseconds): a module already imported gives its ``__version__``, else the ``Version:``
+    line of the ``.dist-info`` beside the package; anything else asks `importlib.metadata`."""
+    module = sys.modules.get(name)
+    if isinstance(version := getattr(module, "__version__", None), str):
+        return str(version)
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    found = {info for folder in folders
+             for info in Path(folder).parent.glob(f"{name}-*.dist-info")}
+    if len(found) == 1:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            for line in (found.pop() / "METADATA").read_text(encoding="utf-8").splitlines():
+                if line.startswith("Version:"):
+                    return line.partition(":")[2].strip()
+                if not line:
+                    break
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None

@@ -19,6 +19,7 @@ Conventions, and why:
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.bootstrap import mean_interval, resample_counts
-from biasscope.core.imports import lazy
+from biasscope.core.imports import installed_version, lazy
 from biasscope.core.normal import ndtri
 from biasscope.core.ranktests import mann_whitney_u, signed_rank_test
 
@@ -42,16 +43,13 @@ CORRECTIONS: dict[str, str] = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 Array = npt.NDArray[np.float64]
 
 
+@functools.cache
 def scipy_rng_keyword() -> str:
     """SciPy 1.15 renamed ``random_state`` to ``rng``: the name this SciPy takes, read from its
     version (asking ``sps.bootstrap`` would import SciPy's statistics now)."""
-    from importlib import metadata
-
-    major, minor = (int(part) for part in metadata.version("scipy").split(".")[:2])
+    version = installed_version("scipy") or "0.0"
+    major, minor = (int(part) for part in version.split(".")[:2])
     return "rng" if (major, minor) >= (1, 15) else "random_state"
-
-
-_RNG_KW = scipy_rng_keyword()  # SciPy's bootstrap, where a module still calls it
 
 
 @dataclass(frozen=True)

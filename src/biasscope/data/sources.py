@@ -14,8 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,6 +257,8 @@ def _verify(known: DataFile, path: Path) -> None:
 
 
 def _download(known: DataFile, path: Path) -> None:
+    import urllib.request  # here: its import (SSL, HTTP) costs every report otherwise
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".part-")
     tmp = Path(tmp_name)
@@ -273,7 +273,7 @@ def _download(known: DataFile, path: Path) -> None:
             )
         os.replace(tmp, path)
         _verify(known, path)
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+    except OSError as exc:  # urllib.error.URLError and TimeoutError among them
         raise DataError(
             f"could not download {known.url} ({exc}); save it as {path} or pass "
             f"{option('data_dir')}"

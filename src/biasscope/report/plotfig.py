@@ -19,7 +19,8 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from html import escape
-from importlib import resources
+import importlib.util
+from pathlib import Path
 from typing import Any
 
 Dict = dict[str, Any]
@@ -83,7 +84,7 @@ _TRACE_PARTS = frozenset({"scatter", "bar", "histogram"})
 def template(name: str) -> Dict:
     """plotly.py's template ``name`` as its package ships it, cut to the 2-D parts; plotly.js
     applies it (``layout.template``) under what the figure sets itself."""
-    path = resources.files("plotly") / "package_data" / "templates" / f"{name}.json"
+    path = package_data() / "templates" / f"{name}.json"
     full = json.loads(path.read_text("utf-8"))
     return {"layout": {k: v for k, v in full["layout"].items() if k in _LAYOUT_PARTS},
             "data": {k: v for k, v in full["data"].items() if k in _TRACE_PARTS}}
@@ -309,4 +310,15 @@ def to_json(value: Any) -> str:
 @cache
 def plotly_js() -> str:
     """plotly.js as the installed plotly package ships it (read once)."""
-    return (resources.files("plotly") / "package_data" / "plotly.min.js").read_text("utf-8")
+    return (package_data() / "plotly.min.js").read_text("utf-8")
+
+
+@cache
+def package_data() -> Path:
+    """The installed plotly package's ``package_data`` folder, found without importing plotly
+    (its ``__init__`` reads its version from `importlib.metadata`: tens of milliseconds of
+    every report)."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("No module named 'plotly'", name="plotly")
+    return Path(next(iter(spec.submodule_search_locations))) / "package_data"

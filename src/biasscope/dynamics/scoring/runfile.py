@@ -20,7 +20,6 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.checkpoints import (
@@ -31,6 +30,7 @@ from biasscope.backends.checkpoints import (
     unconverted,
 )
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.imports import installed_version
 from biasscope.dynamics.scoring.fingerprints import Fingerprints, recorded, with_fingerprints
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
@@ -51,10 +51,8 @@ _GROW = {"probes": "probe", "data": "data file"}
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for name in ("biasscope", "numpy", "pandas", "scipy", "torch", "transformers", "tokenizers"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
+        if (version := installed_version(name)) is not None:
+            out[name] = version
     return out
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from biasscope.core.digest import file_sha256
+from biasscope.core.imports import installed_version
 from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.analysis.occupations import Statistics
 from biasscope.dynamics.analysis.performance import FILE as PERFORMANCE
@@ -58,7 +58,7 @@ def inputs_key(store: RunStore, options: AnalysisConfig, statistics: Statistics
     inputs = {
         "code": code_digest(PACKAGE),
         "options": asdict(options),
-        "versions": {name: metadata.version(name) for name in LIBRARIES},
+        "versions": {name: installed_version(name) for name in LIBRARIES},
         "units": [[path.name, _digest(path)] for path in store.unit_files()],
         "missing_units": store.missing_units(),
         "run.json": _digest(store.run_json),

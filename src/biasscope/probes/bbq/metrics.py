@@ -34,7 +34,6 @@ UNKNOWN_TEXTS = frozenset({
     "unknown", "cannot be determined", "can't be determined", "not answerable", "not known",
     "not enough info", "not enough information", "cannot answer", "can't answer",
     "undetermined"})
-_RNG = scipy_rng_keyword()
 
 
 def answer_text(raw: object) -> str:
@@ -118,7 +117,8 @@ def stratified(values: pd.Series, by: pd.Series, statistic: Statistic = _mean,
             warnings.simplefilter("ignore", sps.DegenerateDataWarning)
             res = sps.bootstrap(strata, statistic, n_resamples=2000, vectorized=True,
                                 batch=max(1, 4_000_000 // len(values)), method="percentile",
-                                confidence_level=confidence, **{_RNG: np.random.default_rng(0)})
+                                confidence_level=confidence,
+                                **{scipy_rng_keyword(): np.random.default_rng(0)})
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     elif statistic is _mean:  # all 0 or all 1: resampling shows no spread, Wilson does
         ci = wilson(int(np.concatenate(strata).sum()), len(values), confidence)

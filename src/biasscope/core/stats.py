@@ -375,8 +375,10 @@ def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
     alike: dict[bytes, list[int]] = {}  # columns by where they are finite
     for j in range(columns.shape[1]):
         alike.setdefault(finite[:, j].tobytes(), []).append(j)
+    tail = 100 * (1 - confidence) / 2
     for chosen in alike.values():
         rng = np.random.default_rng(seed)
+        resampled: dict[int, Array] = {}
         for g in range(n_groups):
             rows = (groups == g) & finite[:, chosen[0]]
             size = int(rows.sum())
@@ -386,12 +388,14 @@ def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
             mean[g, chosen] = v.mean(axis=0)
             if size < 2:
                 continue
-            resampled = resample_counts(size, n_resamples, rng) @ v / size
-            # the values are finite, so are their resampled means: `percentile_interval`
-            # of every column at once
-            tail = 100 * (1 - confidence) / 2
-            low[g, chosen], high[g, chosen] = np.percentile(resampled, [tail, 100 - tail],
-                                                            axis=0)
+            resampled[g] = resample_counts(size, n_resamples, rng) @ v / size
+        if resampled:  # the values are finite, so are their resampled means:
+            # `percentile_interval` of every group and column at once
+            drawn = list(resampled)
+            bounds = np.percentile(np.stack([resampled[g] for g in drawn]),
+                                   [tail, 100 - tail], axis=1)
+            for k, g in enumerate(drawn):
+                low[g, chosen], high[g, chosen] = bounds[0, k], bounds[1, k]
     if table.ndim == 1:
         return mean[:, 0], low[:, 0], high[:, 0]
     return mean, low, high

@@ -14,12 +14,12 @@ would have.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from html import escape
-import importlib.util
 from pathlib import Path
 from typing import Any
 

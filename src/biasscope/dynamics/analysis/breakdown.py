@@ -96,10 +96,11 @@ def occupations(pm: pd.DataFrame, confidence: float, n_resamples: int
     prompts; on referenced prompts the accuracy on pro and on anti sentences."""
     names = sorted(pm["occupation"].unique(), key=str.lower)
     code = {name: i for i, name in enumerate(names)}
+    first = pm.drop_duplicates("occupation")  # each occupation's first row gives its stereotype
+    stereotype = dict(zip(first["occupation"].tolist(), first["stereotype"].tolist(),
+                          strict=True))
     rows: dict[str, dict[str, Any]] = {
-        n: {"occupation": n, "stereotype": str(pm.loc[pm["occupation"] == n,
-                                                        "stereotype"].iloc[0])}
-        for n in names}
+        n: {"occupation": n, "stereotype": str(stereotype[n])} for n in names}
     for kind, chunk in pm.groupby("kind", sort=True):
         groups = chunk["occupation"].map(code).to_numpy(dtype=np.int64)
         counts = np.bincount(groups, minlength=len(names))

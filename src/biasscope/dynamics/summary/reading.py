@@ -228,7 +228,8 @@ def read_run(store: RunStore, intervals: Intervals,
         for i, entry in enumerate(index):
             if step not in positions(entry) or (frame := frame_of(i)) is None:
                 continue
-            rows = frame[(frame["probe"] == PROBE) & (frame["step"] == step).fillna(False)]
+            chosen = ((frame["probe"] == PROBE) & (frame["step"] == step).fillna(False)).to_numpy()
+            rows = frame if chosen.all() else frame[chosen]  # a unit is one step: no copy
             if run.step_dtype is None:
                 run.step_dtype = frame["step"].dtype
             for model, chunk in rows.groupby("model", sort=False):

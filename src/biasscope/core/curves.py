@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -150,14 +149,8 @@ def max_t(items: ItemCurves, functionals: Array, n_resamples: int,
     return MaxT(estimates, se, np.concatenate(replicates) if replicates else np.zeros(0))
 
 
-#: The last `_resamples`: (generator state before, sizes, n) -> (draws, generator state after).
-_LAST: dict[tuple[str, tuple[int, ...], int], tuple[list[tuple[Array, ...]], Any]] = {}
-
-
 def forget_resamples() -> None:
-    """Drop the draws `_resamples` and `resample_counts` keep (tens of megabytes), once an
-    analysis is done."""
-    _LAST.clear()
+    """Drop the draws `resample_counts` keeps (tens of megabytes), once an analysis is done."""
     forget_drawn()
 
 
@@ -165,20 +158,11 @@ def _resamples(sizes: tuple[int, ...], n_resamples: int, rng: np.random.Generato
                ) -> list[tuple[Array, ...]]:
     """`ItemCurves.draws` of ``n_resamples`` in batches of `BATCH`. The analysis tests several
     functionals of one curve (the sharpest change, the rates' band, the changepoint), each
-    from a fresh generator of the same seed over the same items: the draws are the same, so
-    the last ones are kept and given again, with the generator left where drawing them
-    would have left it (drawing is a large share of the test's time)."""
-    key = (repr(rng.bit_generator.state), sizes, n_resamples)
-    if key in _LAST:
-        draws, after = _LAST[key]
-        rng.bit_generator.state = after
-        return draws
+    from a fresh generator of the same seed over the same items: `resample_counts` gives
+    the draws it kept again."""
     curves = ItemCurves(tuple(np.zeros((size, 0)) for size in sizes), (1.0,) * len(sizes))
-    draws = [curves.draws(min(BATCH, n_resamples - start), rng)
-             for start in range(0, n_resamples, BATCH)]
-    _LAST.clear()
-    _LAST[key] = (draws, rng.bit_generator.state)
-    return draws
+    return [curves.draws(min(BATCH, n_resamples - start), rng)
+            for start in range(0, n_resamples, BATCH)]
 
 
 def _combine(projected: list[Array], weights: tuple[Array, ...], signs: tuple[float, ...]

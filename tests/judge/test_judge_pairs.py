@@ -5,9 +5,16 @@ p-values too small; docs/validation.md's judge-audit rows measure by how much.""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 import pytest
 
+from biasscope.backends.canned import CannedGenerator
+from biasscope.core.stats import wilson
+from biasscope.judge.biases import _position, clustered_rate, self_preference
+from biasscope.judge.core import Call, Judge, Verdict
 from biasscope.judge.verbosity import length_controlled
 
 
@@ -87,3 +94,62 @@ def test_length_intervals_are_profile_likelihood_intervals() -> None:
             assert 2 * (best + other.fun) == pytest.approx(sps.chi2.ppf(0.95, 1), abs=2e-3)
     excludes = not (r.length_coefficient.low <= 0 <= r.length_coefficient.high)
     assert excludes == (r.length_p_value < 0.05)
+
+
+def _call(label: str, order: tuple[str, str]) -> Verdict:
+    return Verdict(label, None, calls=(Call("j", order, None, label, None, label),))
+
+
+def test_the_first_slot_test_counts_items_not_answers() -> None:
+    """Nine items where the judge takes the first slot in both orders, three where it takes
+    the second: 18 of 24 answers, but 12 items. The binomial test over answers said p =
+    0.023; the sign flips over items say 598/4096 = 0.146, and the interval is the Wilson
+    interval of 9 of 12."""
+    first = [True] * 9 + [False] * 3
+    forward = [_call("a" if f else "b", ("a", "b")) for f in first]
+    backward = [_call("b" if f else "a", ("b", "a")) for f in first]
+    found = _position(forward, backward, 2, fixed=("tie",))["first_slot_rate"]
+    assert found["estimate"] == 0.75 and found["n"] == 24 and found["clusters"] == 12
+    assert found["p_value"] == pytest.approx(598 / 4096)
+    assert (found["low"], found["high"]) == pytest.approx(
+        (wilson(9, 12)["low"], wilson(9, 12)["high"]))
+    assert found["effect_size"] == pytest.approx(2 * math.asin(math.sqrt(0.75)) - math.pi / 2)
+
+
+def test_invalid_answers_in_both_orders_are_one_items() -> None:
+    bad = dataclasses.replace(_call("a", ("a", "b")), label=None, reason="invalid")
+    good = _call("a", ("a", "b"))
+    forward = [bad] * 3 + [good] * 9
+    found = _position(forward, forward, 2)["invalid_rate"]
+    assert found["n"] == 24 and found["clusters"] == 12
+    assert found["high"] == pytest.approx(wilson(3, 12)["high"])  # not wilson(6, 24)
+
+
+def test_self_preference_counts_pairs() -> None:
+    """A judge that picks its own response in both orders of 7 pairs and the other's in both
+    orders of 2: p = 0.18 over 9 pairs (the binomial test over 18 verdicts said 0.031)."""
+    judge = Judge(CannedGenerator(["A"], label="me"))
+    authors = [("me", "you")] * 9
+    labels = ["a"] * 7 + ["b"] * 2
+    verdicts = [Verdict(label, None) for label in labels * 2]
+    (row,) = self_preference(judge, verdicts, authors * 2, [*range(9), *range(9)])
+    assert row["pairs"] == 9 and row["verdicts"] == 18 and row["own_wins"] == 14
+    found = row["own_win_rate"]
+    assert found["p_value"] == pytest.approx(2 * (1 + 9 + 36) / 512)
+    assert found["high"] == pytest.approx(wilson(7, 9)["high"])
+    (plain,) = self_preference(judge, verdicts, authors * 2)  # every verdict its own pair
+    assert plain["pairs"] == 18 and plain["own_win_rate"]["p_value"] == pytest.approx(
+        0.030884, abs=1e-5)
+
+
+def test_a_clustered_rate_of_single_answers_is_the_binomial_one() -> None:
+    """One answer per item: the Wilson interval, and the sign flips are the exact binomial
+    test (up to 12 items; Monte Carlo above)."""
+    from scipy import stats as sps
+
+    hits = [True] * 9 + [False] * 2
+    found = clustered_rate(hits, range(11), 0.5)
+    assert found["p_value"] == pytest.approx(sps.binomtest(9, 11).pvalue)
+    assert (found["low"], found["high"]) == pytest.approx(
+        (wilson(9, 11)["low"], wilson(9, 11)["high"]))
+    assert clustered_rate([], [], 0.5)["n"] == 0

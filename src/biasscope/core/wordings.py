@@ -27,7 +27,7 @@ Each wording's test against the null is not read off its bootstrap: a percentile
 over a handful of clusters is anti-conservative (with 5 sentences it gave p = 0 where the exact
 p cannot fall below 0.0625, and Holm over 4 wordings claimed some wording significant in 17%
 of null data sets), and its p-value of 0 claims a certainty no resampling has. It is a
-sign-flip test over the clusters instead (`_sign_flip_p`): each cluster's jackknife
+sign-flip test over the clusters instead (`sign_flip_p`): each cluster's jackknife
 pseudo-value, less the null, is as likely positive as negative when there is no bias, so
 their sum is compared with its value under every pattern of signs (all 2^K when K ≤ 12
 clusters, exact; else ``n_resamples`` random ones, p = (hits + 1) / (draws + 1)). For a
@@ -161,7 +161,7 @@ def _pseudo_values(part: Mapping[str, npt.NDArray[Any]], combine: Combine) -> Ar
     return np.asarray(k * whole[0] - (k - 1) * left, dtype=np.float64)
 
 
-def _sign_flip_p(values: Array, null: float, draws: int, rng: np.random.Generator) -> float:
+def sign_flip_p(values: Array, null: float, draws: int, rng: np.random.Generator) -> float:
     """Two-sided sign-flip p-value of ``null`` for cluster-level ``values``: the share of
     sign patterns of ``values - null`` whose sum is at least as far from 0 as the observed.
     Every pattern up to `EXACT_UP_TO` clusters (exact: with 5 clusters p ≥ 2/32); else
@@ -221,7 +221,7 @@ def wording_uncertainty(measure: Measure, wordings: Labels, clusters: Labels,
         ok = boot[np.isfinite(boot)]  # none where the measure is undefined (a constant side)
         per.append({"wording": name, "estimate": estimate, "low": low, "high": high,
                     "variance": float(ok.var(ddof=1)) if ok.size > 1 else math.nan,
-                    "p_value": _sign_flip_p(_pseudo_values(part, measure.combine),
+                    "p_value": sign_flip_p(_pseudo_values(part, measure.combine),
                                             measure.null, n_resamples, flips),
                     "clusters": int(mine.size)})
     adjusted = adjust_pvalues([p["p_value"] for p in per], correction)
@@ -325,4 +325,4 @@ def verdict(result: Mapping[str, Any], label: str | None = None) -> str:
     return f"{what} holds across {agree} of {n} wordings ({span}; {significant}){shared}."
 
 
-__all__ = ["Measure", "gap", "rate", "verdict", "wording_uncertainty"]
+__all__ = ["Measure", "gap", "rate", "sign_flip_p", "verdict", "wording_uncertainty"]

@@ -4,18 +4,31 @@ the options, on their names, on the length of the responses, and on who wrote th
 Every number is a rate with a Wilson interval, or a test with its effect size (Cohen's h
 against the rate expected without the bias). The judge is asked with ``position="fixed"``
 (the identity order, then the reversed order) so its own preferences are not averaged away.
+
+Both orders of an item are one item asked twice, not two: a consistent judge answers them
+alike, and a judge that takes the first slot for some items (and the second for others) does
+so in both. So rates over the answers of both orders (the first slot, invalid answers, own
+wins) have Wilson intervals of their effective size (`clustered_wilson`, items as clusters)
+and are tested by sign flips over items (`sign_flip_p`: an item's excess over the chance
+share is as likely positive as negative when the judge has no preference on average,
+whatever its item-specific ones), and the length control counts pairs. Counting every
+answer as a trial called a first-slot preference that is not there in 9% of 100-pair
+audits, a self-preference in 10-12% (docs/validation.md).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from scipy import stats as sps
 
 from biasscope.core.numbers import p_is
+from biasscope.core.stats import clustered_wilson
+from biasscope.core.wordings import sign_flip_p
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import CLASSIFY, COMPARE, classify, compare
@@ -34,9 +47,36 @@ def rate(hits: int, n: int, chance: float | None = None) -> dict[str, Any]:
                            "n": n}
     if chance is not None:
         out["p_value"] = float(test.pvalue)
-        out["effect_size"] = 2 * math.asin(math.sqrt(hits / n)) - 2 * math.asin(
-            math.sqrt(chance))
+        out["effect_size"] = _cohens_h(hits / n, chance)
     return out
+
+
+#: Random sign patterns of a test over more than `core.wordings.EXACT_UP_TO` items.
+SIGN_FLIPS = 10_000
+
+
+def clustered_rate(hits: Sequence[bool] | Sequence[float], clusters: Sequence[Hashable],
+                   chance: float | None = None) -> dict[str, Any]:
+    """A proportion of answers that come in clusters (both orders of an item, its samples)
+    with the Wilson 95% CI of its effective size (`clustered_wilson`; ``n`` answers,
+    ``clusters`` items); against ``chance``, a two-sided sign-flip test over the clusters of
+    each one's hits minus ``chance`` times its answers (exact up to 12 clusters, else
+    `SIGN_FLIPS` seeded patterns) and Cohen's h."""
+    y = np.asarray(hits, dtype=np.float64)
+    found = clustered_wilson(y, np.asarray([str(c) for c in clusters]))
+    if found["n"] == 0:
+        return {k: found[k] for k in ("estimate", "low", "high", "n")}
+    out: dict[str, Any] = {k: found[k] for k in ("estimate", "low", "high", "n", "clusters")}
+    if chance is not None:
+        _, code = np.unique([str(c) for c in clusters], return_inverse=True)
+        excess = np.asarray(np.bincount(code, weights=y - chance), dtype=np.float64)
+        out["p_value"] = sign_flip_p(excess, 0.0, SIGN_FLIPS, np.random.default_rng(0))
+        out["effect_size"] = _cohens_h(float(found["estimate"]), chance)
+    return out
+
+
+def _cohens_h(share: float, chance: float) -> float:
+    return 2 * math.asin(math.sqrt(share)) - 2 * math.asin(math.sqrt(chance))
 
 
 def _fixed(judge: Judge) -> Judge:
@@ -45,15 +85,18 @@ def _fixed(judge: Judge) -> Judge:
 
 def _position(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choices: int,
               fixed: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    """Item i's verdicts are ``forward[i]`` and ``backward[i]``: rates over both are
+    clustered by item."""
     both = [(f, b) for f, b in zip(forward, backward) if f.label and b.label]
     same = sum(f.label == b.label for f, b in both)
-    calls = [c for v in (*forward, *backward) for c in v.calls
+    items = [*range(len(forward)), *range(len(backward))]
+    calls = [(i, c) for i, v in zip(items, (*forward, *backward)) for c in v.calls
              if c.label is not None and c.label not in fixed]
-    first = sum(c.order.index(c.label) == 0 for c in calls)
-    invalid = sum(v.reason == "invalid" for v in (*forward, *backward))
     return {"position_consistency": rate(same, len(both)),
-            "first_slot_rate": rate(first, len(calls), 1 / n_choices),
-            "invalid_rate": rate(invalid, len(forward) + len(backward))}
+            "first_slot_rate": clustered_rate([c.order.index(c.label) == 0 for _, c in calls],
+                                              [i for i, _ in calls], 1 / n_choices),
+            "invalid_rate": clustered_rate([v.reason == "invalid"
+                                            for v in (*forward, *backward)], items)}
 
 
 def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, str],
@@ -93,17 +136,18 @@ def pairwise_biases(judge: Judge, pairs: Sequence[tuple[str, str, str]],
     backward = [_swap(v) for v in compare(fixed, swapped, instruction)]
     head = _position(forward, backward, 2, fixed=("tie",))
     # Both orders: a win rate (and its length control) from one order alone would measure
-    # the first slot's advantage, not answer a's.
+    # the first slot's advantage, not answer a's. Each pair's two verdicts are one unit.
+    ids = [*range(len(pairs)), *range(len(pairs))]
     lengths = [(v.label, len(a), len(b)) for v, (_, a, b) in zip([*forward, *backward],
                                                                  [*pairs, *pairs])]
-    lc = length_controlled(lengths)
+    lc = length_controlled(lengths, pairs=ids)
     head["length_coefficient"] = {**lc.length_coefficient.as_dict(),
                                   "p_value": lc.length_p_value, "effect_size": lc.spearman}
     head["win_rate_a"] = lc.win_rate.as_dict()
     head["length_controlled_win_rate_a"] = lc.lc_win_rate.as_dict()
     tables: dict[str, list[dict[str, Any]]] = {}
     if authors:
-        rows = self_preference(judge, [*forward, *backward], [*authors, *authors])
+        rows = self_preference(judge, [*forward, *backward], [*authors, *authors], ids)
         tables["self_preference"] = rows
         for row in rows:
             head[f"self_preference:{row['judge']}"] = row["own_win_rate"]
@@ -127,24 +171,31 @@ def _swap(verdict: Verdict) -> Verdict:
 
 
 def self_preference(judge: Judge, verdicts: Sequence[Verdict],
-                    authors: Sequence[tuple[str | None, str | None]]) -> list[dict[str, Any]]:
+                    authors: Sequence[tuple[str | None, str | None]],
+                    pairs: Sequence[Hashable] | None = None) -> list[dict[str, Any]]:
     """Per judge model that wrote one of the two responses: how often it picks its own (give
-    verdicts in both orders, so that a position preference cancels)."""
+    verdicts in both orders, so that a position preference cancels, and ``pairs``, each
+    verdict's pair: a pair's verdicts are then one unit of the interval and the sign-flip
+    test; without it every verdict is its own pair and the test the exact binomial one)."""
+    ids = list(range(len(verdicts))) if pairs is None else list(pairs)
     rows = []
     for model in judge.models:
         inner = getattr(model, "inner", model)  # behind the response cache
         names = {model.label, inner.label, str(getattr(inner, "model", inner.label))}
-        own = wins = 0
-        for verdict, (author_a, author_b) in zip(verdicts, authors):
+        won: list[bool] = []
+        of: list[Hashable] = []
+        for verdict, (author_a, author_b), pair in zip(verdicts, authors, ids):
             mine = [side for side, who in (("a", author_a), ("b", author_b)) if who in names]
             label = verdict.by_judge.get(model.label, verdict.label)
             if len(mine) != 1 or label not in ("a", "b"):
                 continue
-            own += 1
-            wins += label == mine[0]
-        if own:
-            rows.append({"judge": model.label, "pairs": own, "own_wins": wins,
-                         "own_win_rate": rate(wins, own, 0.5)})
+            won.append(label == mine[0])
+            of.append(pair)
+        if won:
+            found = (rate(sum(won), len(won), 0.5) if pairs is None
+                     else clustered_rate(won, of, 0.5))
+            rows.append({"judge": model.label, "pairs": len(set(of)), "verdicts": len(won),
+                         "own_wins": sum(won), "own_win_rate": found})
     return rows
 
 
@@ -155,9 +206,10 @@ def _sentences(head: Mapping[str, Any]) -> list[str]:
                    f"{pc['estimate']:.0%} of items (95% CI {pc['low']:.0%} to {pc['high']:.0%}, "
                    f"n = {pc['n']}).")
     if (fs := head.get("first_slot_rate")) and fs["n"]:
-        out.append(f"It picked the option shown first in {fs['estimate']:.0%} of answers "
-                   f"(95% CI {fs['low']:.0%} to {fs['high']:.0%}; exact test against no "
-                   f"position preference {p_is(fs['p_value'])}, Cohen's h = "
+        out.append(f"It picked the option shown first in {fs['estimate']:.0%} of {fs['n']} "
+                   f"answers on {fs['clusters']} items (95% CI {fs['low']:.0%} to "
+                   f"{fs['high']:.0%}, items as clusters; sign-flip test over items against "
+                   f"no position preference {p_is(fs['p_value'])}, Cohen's h = "
                    f"{fs['effect_size']:+.2f}).")
     if (ns := head.get("name_sensitivity")) and ns["n"]:
         out.append(f"Showing the user's label names instead of neutral keys changed "

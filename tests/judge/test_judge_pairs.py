@@ -15,6 +15,7 @@ from biasscope.backends.canned import CannedGenerator
 from biasscope.core.stats import wilson
 from biasscope.judge.biases import _position, clustered_rate, self_preference
 from biasscope.judge.core import Call, Judge, Verdict
+from biasscope.judge.rankings import rankings
 from biasscope.judge.verbosity import length_controlled
 
 
@@ -153,3 +154,30 @@ def test_a_clustered_rate_of_single_answers_is_the_binomial_one() -> None:
     assert (found["low"], found["high"]) == pytest.approx(
         (wilson(9, 11)["low"], wilson(9, 11)["high"]))
     assert clustered_rate([], [], 0.5)["n"] == 0
+
+
+def test_rankings_resample_a_pair_with_both_its_orders() -> None:
+    """A consistent judge's two orders of each pair rank as its one order does: the pairs
+    are resampled with both verdicts, and a system that won every game gets the Wilson
+    interval of its pairs, not of twice as many games."""
+    authors = [("alpha", "beta"), ("beta", "gamma"), ("alpha", "gamma"), ("gamma", "beta")] * 3
+    labels = ["a", "b", "a", "tie"] * 3
+    once = rankings({"j": labels}, authors, n_resamples=300)
+    both = rankings({"j": labels * 2}, authors * 2, n_resamples=300,
+                    pairs=[*range(12), *range(12)])
+    assert both["leaderboards"] == once["leaderboards"]
+    alpha = {r["system"]: r for r in both["leaderboards"]["j"]}["alpha"]
+    assert alpha["estimate"] == 1.0 and alpha["low"] == pytest.approx(wilson(6, 6)["low"])
+    twice = rankings({"j": labels * 2}, authors * 2, n_resamples=300)
+    assert {r["system"]: r for r in twice["leaderboards"]["j"]}["alpha"]["low"] > alpha["low"]
+
+
+def test_rankings_pad_pairs_of_fewer_verdicts() -> None:
+    """A pair one of whose orders has no named authors (left out) is drawn with the one it
+    has: every resample holds as many games as pairs allow, no game counted twice."""
+    authors = [("alpha", "beta"), ("beta", "alpha"), ("alpha", "beta"), (None, None)]
+    found = rankings({"j": ["a", "b", "b", "a"]}, authors, n_resamples=200,
+                     pairs=[0, 0, 1, 1])
+    board = {r["system"]: r for r in found["leaderboards"]["j"]}
+    assert board["alpha"]["estimate"] == pytest.approx(2 / 3)
+    assert 0 <= board["alpha"]["low"] <= 2 / 3 <= board["alpha"]["high"] <= 1

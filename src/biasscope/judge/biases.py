@@ -153,7 +153,7 @@ def pairwise_biases(judge: Judge, pairs: Sequence[tuple[str, str, str]],
             head[f"self_preference:{row['judge']}"] = row["own_win_rate"]
     # Both orders: no position advantage.
     ranked, said = ranking_tables([m.label for m in judge.models], [*forward, *backward],
-                                  [*authors, *authors], ranking)
+                                  [*authors, *authors], ranking, pairs=ids)
     tables.update(ranked)
     return {"headline": head, "tables": tables,
             "sentences": [*_sentences(head), lc.sentence(), *said], "examples": []}

@@ -17,6 +17,9 @@ response (``model_a``, ``model_b``). Conventions, and why:
   serves every judge and system, so differences and rank correlations keep their pairing). A
   win rate whose resamples all agree (a system that won, or lost, every game) gets the Wilson
   interval of its wins instead: resampling shows no spread there though there is some.
+  Verdicts of one pair (judge-audit asks each in both orders) are resampled together, and
+  that Wilson interval counts the pair's games as one cluster (`clustered_wilson`): a
+  consistent judge answers both orders alike, so they are no two draws.
 - **No verdict, no score**: a system none of whose pairs got a verdict from a judge is left
   off that judge's leaderboard (named unranked), and a judge without verdicts has none.
 - **Agreement of leaderboards**: Kendall's τ-b between two judges' scores over the systems,
@@ -31,14 +34,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from biasscope.core.numbers import num
-from biasscope.core.stats import Array, percentile_interval, wilson
+from biasscope.core.stats import Array, clustered_wilson, percentile_interval
 
 _OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
 
@@ -113,11 +117,12 @@ def _tau(x: Array, y: Array) -> Array:
 
 def rankings(verdicts: Mapping[str, Sequence[str | None]],
              authors: Sequence[tuple[str | None, str | None]], confidence: float = 0.95,
-             n_resamples: int = 2000, seed: int = 0, score: str = "win-rate"
-             ) -> dict[str, Any]:
+             n_resamples: int = 2000, seed: int = 0, score: str = "win-rate",
+             pairs: Sequence[Hashable] | None = None) -> dict[str, Any]:
     """Per judge the systems' scores (win rates, or Bradley-Terry log-strengths) with CIs
     (``leaderboards``), Kendall's τ between judges (``tau``) and the sentences. Items without
-    two named, different authors are left out."""
+    two named, different authors are left out. ``pairs``: each item's pair, where a pair was
+    judged more than once (both orders): its items are then resampled together."""
     if score not in SCORES:
         raise ValueError(f"unknown ranking score {score!r}; use one of {', '.join(SCORES)}")
     fit = SCORES[score]
@@ -126,19 +131,22 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
     code = {s: k for k, s in enumerate(systems)}
     a = np.array([code[str(authors[i][0])] for i in keep], dtype=np.intp)
     b = np.array([code[str(authors[i][1])] for i in keep], dtype=np.intp)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, max(len(keep), 1), (n_resamples, len(keep)))
+    unit = (np.arange(len(keep)) if pairs is None
+            else pd.factorize(np.array([pairs[i] for i in keep], dtype=object))[0])
+    idx = _draws(unit, n_resamples, np.random.default_rng(seed))
+    # Index len(keep) is no game (a's and b's 0, no outcome): it pads pairs of fewer items.
+    a_any, b_any = np.append(a, 0), np.append(b, 0)
     boards: dict[str, Any] = {}
     estimates, boots = {}, {}
     for judge, labels in verdicts.items():
         won = np.array([_OUTCOME.get(str(labels[i]), math.nan) for i in keep])
         estimates[judge] = fit(a[None, :], b[None, :], won[None, :], len(systems))[0]
-        boots[judge] = fit(a[idx], b[idx], won[idx], len(systems))
+        boots[judge] = fit(a_any[idx], b_any[idx], np.append(won, math.nan)[idx], len(systems))
         # A system without a verdict on any of its pairs has no score: left off the board.
         boards[judge] = sorted(({"system": s, **_interval(
             score, float(estimates[judge][k]), boots[judge][:, k], won, (a == k, b == k),
-            confidence)} for k, s in enumerate(systems) if math.isfinite(estimates[judge][k])),
-            key=lambda r: -r["estimate"])
+            unit, confidence)} for k, s in enumerate(systems)
+            if math.isfinite(estimates[judge][k])), key=lambda r: -r["estimate"])
     taus = []
     for j, k in itertools.combinations([j for j in verdicts if _ranked(estimates[j]) > 1], 2):
         taus.append({"judges": f"{j} / {k}", **percentile_interval(
@@ -148,21 +156,39 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
             "tau": taus, "sentences": _sentences(systems, estimates, boots, confidence, score)}
 
 
+def _draws(unit: npt.NDArray[np.intp], n_resamples: int, rng: np.random.Generator
+           ) -> npt.NDArray[np.intp]:
+    """Bootstrap resamples of the items (rows), drawn by their pairs (``unit``: each item's
+    pair code) with all of a pair's items; a pair of fewer items than the largest is padded
+    with the no-game index ``unit.size``. Every item its own pair: the items drawn as they
+    always were."""
+    n = unit.size
+    if n == 0 or np.array_equal(unit, np.arange(n)):
+        return rng.integers(0, max(n, 1), (n_resamples, n))
+    order = np.argsort(unit, kind="stable")
+    sizes = np.bincount(unit)
+    members = np.full((sizes.size, int(sizes.max())), n)
+    members[unit[order], np.arange(n) - np.repeat(np.cumsum(sizes) - sizes, sizes)] = order
+    return members[rng.integers(0, sizes.size, (n_resamples, sizes.size))].reshape(
+        n_resamples, -1)
+
+
 def _interval(score: str, estimate: float, boot: Array, won: Array,
-              sides: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]], confidence: float
-              ) -> dict[str, float]:
+              sides: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]],
+              unit: npt.NDArray[np.intp], confidence: float) -> dict[str, float]:
     """A system's score with its percentile bootstrap interval; a win rate whose resamples
     all agree (a system that won, or lost, every game: 100% to 100%) with the Wilson interval
     of its wins (ties half) over its games instead, since resampling shows no spread where
-    there is some. ``sides``: the items where the system wrote response a, and b."""
+    there is some, the games of one pair (``unit``) a cluster. ``sides``: the items where the
+    system wrote response a, and b."""
     found = percentile_interval(estimate, boot, confidence).as_dict()
     ok = boot[np.isfinite(boot)]
     if score != "win-rate" or ok.size == 0 or np.ptp(ok) > 0:
         return found
     valid = np.isfinite(won)
     as_a, as_b = sides[0] & valid, sides[1] & valid
-    wins = float(won[as_a].sum() + (1.0 - won[as_b]).sum())
-    honest = wilson(wins, int(as_a.sum() + as_b.sum()), confidence)
+    honest = clustered_wilson(np.concatenate([won[as_a], 1.0 - won[as_b]]),
+                              np.concatenate([unit[as_a], unit[as_b]]), confidence)
     return {"estimate": estimate, "low": honest["low"], "high": honest["high"]}
 
 
@@ -222,16 +248,18 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
 
 
 def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
-                   authors: Sequence[tuple[str | None, str | None]], score: str = "win-rate"
+                   authors: Sequence[tuple[str | None, str | None]], score: str = "win-rate",
+                   pairs: Sequence[Hashable] | None = None
                    ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """The judge reports' ranking tables and sentences from ``Verdict``s (each judge's own
-    label where several judged); nothing where fewer than two systems wrote the responses."""
+    label where several judged); nothing where fewer than two systems wrote the responses.
+    ``pairs`` as for `rankings`."""
     named = {s for pair in authors for s in pair if s}
     if len(named) < 2 or not verdicts:
         return {}, []
     table = {j: [v.by_judge.get(j, v.label) if len(judges) > 1 else v.label for v in verdicts]
              for j in judges}
-    found = rankings(table, authors, score=score)
+    found = rankings(table, authors, score=score, pairs=pairs)
     board = [{"judge": j, "rank": r + 1, "score": score, **row}
              for j, rows in found["leaderboards"].items() for r, row in enumerate(rows)]
     tables = {"leaderboard": board} if board else {}  # no verdict: no leaderboard

@@ -1,0 +1,192 @@
+"""Calibration of `judge-audit`'s pairwise verdicts: the first-slot test, the length
+coefficient's test, the raw and length-controlled win rates' intervals and the self-preference
+test, each simulated where the judge asks every pair in both orders. A pair's two verdicts
+are not two independent ones: a consistent judge answers both orders alike, and a judge with
+item-specific order effects takes the same slot in both. Tiny pilots (5 to 10 pairs) and
+realistic audits (100 pairs).
+
+Each claim runs the library's own statistics on simulated verdicts (no model); see
+`calibration_base`. tests/judge/test_calibration_judge.py runs them small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+
+from biasscope.backends.canned import CannedGenerator
+from biasscope.judge.biases import _position, self_preference
+from biasscope.judge.core import Call, Judge, Verdict
+from biasscope.judge.verbosity import length_controlled
+from calibration_base import Claim
+
+ALPHA = 0.05
+WIN_RATE = 0.6  # the true share of wins for a, at any length
+ICC = 2 / 3  # between a pair's two verdicts: a Beta(mean, concentration 0.5) per pair
+ORDER_SD = 2.0  # logit SD of an item's own pull toward the first slot
+RESAMPLES = 400  # bootstrap resamples per interval (the audit's 2000 move a bound little)
+JUDGE = "judge"
+Sim = Callable[[int, int], tuple[int, int]]
+
+
+def _labels(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return np.where(rng.random(p.size) < p, "a", "b")
+
+
+def pair_verdicts(rng: np.random.Generator, pairs: int, mean: float = WIN_RATE,
+                  icc: float = ICC) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A judge that ignores length and position: each pair has its own P(a wins) ~ Beta with
+    ``mean`` and intra-pair correlation ``icc``, both orders drawn from it (so a pair whose
+    P is near 0 or 1 gets the same verdict twice, as from a consistent judge). Returns the
+    forward and the backward verdicts (in a's terms) and the lengths of a and b."""
+    concentration = 1 / icc - 1
+    p = rng.beta(mean * concentration, (1 - mean) * concentration, pairs)
+    length_a, length_b = rng.integers(20, 800, pairs), rng.integers(20, 800, pairs)
+    return _labels(p, rng), _labels(p, rng), length_a, length_b
+
+
+def rows(forward: np.ndarray, backward: np.ndarray, length_a: np.ndarray,
+         length_b: np.ndarray) -> list[tuple[str, int, int]]:
+    """The verdicts of both orders as `length_controlled` takes them (as judge-audit does)."""
+    return [(str(w), int(a), int(b)) for w, a, b in zip(
+        [*forward, *backward], [*length_a, *length_a], [*length_b, *length_b])]
+
+
+def both_orders(pairs: int) -> list[int]:
+    """Each verdict's pair: the forward verdicts, then the backward ones."""
+    return [*range(pairs), *range(pairs)]
+
+
+def length_false_claims(n: int, seed: int, *, pairs: int) -> tuple[int, int]:
+    """How often the audit says the judge favours the longer (or shorter) answer when it
+    ignores length."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        lc = length_controlled(rows(*pair_verdicts(rng, pairs)), n_resamples=10,
+                               pairs=both_orders(pairs))
+        hits += bool(lc.length_p_value < ALPHA)
+    return hits, n
+
+
+def win_rate_coverage(n: int, seed: int, *, pairs: int, controlled: bool, orders: int = 2
+                      ) -> tuple[int, int]:
+    """How often the raw (or the length-controlled) win rate's 95% CI covers the true win
+    rate, of the data sets where the audit gives one (a length-controlled one needs 5 pairs
+    and two outcomes). ``orders`` 1: one verdict per pair, as `biasscope judge` asks."""
+    rng = np.random.default_rng(seed)
+    hits = given = 0
+    for _ in range(n):
+        forward, backward, length_a, length_b = pair_verdicts(rng, pairs)
+        if orders == 1:
+            found, ids = rows(forward, np.array([]), length_a, length_b), None
+        else:
+            found, ids = rows(forward, backward, length_a, length_b), both_orders(pairs)
+        lc = length_controlled(found, n_resamples=RESAMPLES, seed=int(rng.integers(2**31)),
+                               pairs=ids)
+        iv = lc.lc_win_rate if controlled else lc.win_rate
+        if np.isfinite(iv.low) and np.isfinite(iv.high):
+            given += 1
+            hits += bool(iv.low <= WIN_RATE <= iv.high)
+    return hits, given
+
+
+def _verdict(label: str, order: tuple[str, str]) -> Verdict:
+    return Verdict(label, None, calls=(Call(JUDGE, order, None, label, None, label),))
+
+
+def slot_verdicts(rng: np.random.Generator, pairs: int, sd: float = ORDER_SD
+                  ) -> tuple[list[Verdict], list[Verdict]]:
+    """A judge without a position preference on average that has one per item: it takes the
+    first slot with P = expit(u), u ~ Normal(0, ``sd``) per item, in both orders (backward
+    verdicts mapped back to a's terms, as judge-audit's are)."""
+    q = 1 / (1 + np.exp(-rng.normal(0, sd, pairs)))
+    first_forward, first_backward = rng.random(pairs) < q, rng.random(pairs) < q
+    forward = [_verdict("a" if f else "b", ("a", "b")) for f in first_forward]
+    backward = [_verdict("b" if f else "a", ("b", "a")) for f in first_backward]
+    return forward, backward
+
+
+def slot_false_claims(n: int, seed: int, *, pairs: int) -> tuple[int, int]:
+    """How often the first-slot test says the judge prefers a slot when on average it
+    prefers neither."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        found = _position(*slot_verdicts(rng, pairs), 2, fixed=("tie",))
+        hits += bool(found["first_slot_rate"]["p_value"] < ALPHA)
+    return hits, n
+
+
+def own_verdicts(rng: np.random.Generator, pairs: int
+                 ) -> tuple[list[Verdict], list[tuple[str, str]], list[int]]:
+    """A judge that wrote one response of every pair (a or b at random) and does not prefer
+    its own on average: each pair has its own P(own wins) ~ Beta(symmetric, ICC 2/3), both
+    orders drawn from it. The verdicts of both orders, their authors and their pairs."""
+    concentration = 1 / ICC - 1
+    p = rng.beta(concentration / 2, concentration / 2, pairs)
+    mine_a = rng.random(pairs) < 0.5
+    authors = [(JUDGE, "other") if m else ("other", JUDGE) for m in mine_a]
+    verdicts = []
+    for _ in range(2):
+        own = rng.random(pairs) < p
+        verdicts += [Verdict("a" if o == m else "b", None) for o, m in zip(own, mine_a)]
+    return verdicts, [*authors, *authors], both_orders(pairs)
+
+
+def self_preference_false_claims(n: int, seed: int, *, pairs: int) -> tuple[int, int]:
+    """How often the audit says the judge prefers (or avoids) its own responses when on
+    average it does neither."""
+    rng = np.random.default_rng(seed)
+    judge = Judge(CannedGenerator(["A"], label=JUDGE))
+    hits = 0
+    for _ in range(n):
+        verdicts, authors, ids = own_verdicts(rng, pairs)
+        (row,) = self_preference(judge, verdicts, authors, pairs=ids)
+        hits += bool(row["own_win_rate"]["p_value"] < ALPHA)
+    return hits, n
+
+
+CONSISTENT = (f"length ignored, P(a wins) per pair ~ Beta mean {WIN_RATE:g}, ICC {ICC:.2f} "
+              "between its two orders")
+
+
+def _claims() -> list[Claim]:
+    out = []
+    for pairs in (8, 100):
+        out.append(Claim(
+            "the judge prefers a slot (judge-audit first-slot test, p < 0.05)",
+            f"no preference on average; per item P(first) = expit(Normal(0, {ORDER_SD:g})), "
+            "one answer per order", f"{pairs} pairs x 2 orders", "false-claim", ALPHA,
+            partial(slot_false_claims, pairs=pairs)))
+    for pairs in (10, 100):
+        out.append(Claim(
+            "the judge favours the longer/shorter answer (judge-audit length coefficient, "
+            "p < 0.05)", CONSISTENT, f"{pairs} pairs x 2 orders", "false-claim", ALPHA,
+            partial(length_false_claims, pairs=pairs)))
+    for controlled, what in ((False, "raw"), (True, "length-controlled")):
+        for pairs in (5, 20, 100):
+            out.append(Claim(
+                f"judge-audit {what} win rate 95% CI covers", CONSISTENT,
+                f"{pairs} pairs x 2 orders (where an interval is given)", "coverage", 0.95,
+                partial(win_rate_coverage, pairs=pairs, controlled=controlled)))
+    for pairs in (5, 10):
+        out.append(Claim(
+            "judge length-controlled win rate 95% CI covers",
+            f"length ignored, P(a wins) per pair ~ Beta mean {WIN_RATE:g}, one verdict each",
+            f"{pairs} pairs (where an interval is given)", "coverage", 0.95,
+            partial(win_rate_coverage, pairs=pairs, controlled=True, orders=1)))
+    for pairs in (10, 100):
+        out.append(Claim(
+            "the judge prefers/avoids its own responses (judge-audit self-preference, "
+            "p < 0.05)", "no preference on average; per pair P(own wins) ~ Beta(symmetric), "
+            f"ICC {ICC:.2f} between its two orders", f"{pairs} pairs x 2 orders",
+            "false-claim", ALPHA, partial(self_preference_false_claims, pairs=pairs)))
+    return out
+
+
+CLAIMS: list[Claim] = _claims()
+
+__all__ = ["CLAIMS"]

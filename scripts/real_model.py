@@ -313,13 +313,12 @@ def main(argv: list[str] | None = None) -> int:
                 with steps.step("judge-audit: Gemma as a pairwise judge"):
                     pairs = judge_pairs(args.data_dir, out, args.judge_pairs)
                     steps.cli("judge-audit", "--model", spec, "--input", str(pairs),
-                              "--position", "permute", "--out", str(out / "judge-audit"))
+                              "--out", str(out / "judge-audit"))  # asks both orders itself
                     steps.cli("report", str(out / "judge-audit"))
                 with steps.step("judge-audit: Gemma as a classifier (name sensitivity)"):
                     texts, labels = judge_texts(pairs, out)
                     steps.cli("judge-audit", "--model", spec, "--input", str(texts),
-                              "--labels", str(labels), "--position", "permute",
-                              "--out", str(out / "judge-audit-labels"))
+                              "--labels", str(labels), "--out", str(out / "judge-audit-labels"))
                     steps.cli("report", str(out / "judge-audit-labels"))
             if "sensitivity" in only:
                 with steps.step("sensitivity: Gemma as the perturber"):

@@ -120,6 +120,37 @@ def slot_false_claims(n: int, seed: int, *, pairs: int) -> tuple[int, int]:
     return hits, n
 
 
+#: A classifier's three labels as shown in the forward order, and how often a judge without a
+#: position preference picks each on average: the middle one most, so it is rarely first.
+LABELS = ("x", "y", "z")
+LABEL_SHARES = (0.2, 0.6, 0.2)
+
+
+def label_verdicts(rng: np.random.Generator, items: int, concentration: float = 2.0
+                   ) -> tuple[list[Verdict], list[Verdict]]:
+    """A classifier judge without a position preference but with one among its labels: each
+    item has its own label shares ~ Dirichlet(``concentration`` x `LABEL_SHARES`), both orders
+    (the forward one and its reverse) drawn from them."""
+    shares = rng.dirichlet(concentration * np.array(LABEL_SHARES), items)
+    out = []
+    for order in (LABELS, LABELS[::-1]):
+        picks = [LABELS[int(rng.choice(3, p=s))] for s in shares]
+        out.append([Verdict(p, None, calls=(Call(JUDGE, order, p, p, None, p),))
+                    for p in picks])
+    return out[0], out[1]
+
+
+def label_slot_false_claims(n: int, seed: int, *, items: int) -> tuple[int, int]:
+    """How often the first-slot test of a three-label classifier says the judge prefers a
+    slot when it prefers a label in the middle but no position."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        found = _position(*label_verdicts(rng, items), len(LABELS))
+        hits += bool(found["first_slot_rate"]["p_value"] < ALPHA)
+    return hits, n
+
+
 def own_verdicts(rng: np.random.Generator, pairs: int
                  ) -> tuple[list[Verdict], list[tuple[str, str]], list[int]]:
     """A judge that wrote one response of every pair (a or b at random) and does not prefer
@@ -161,6 +192,13 @@ def _claims() -> list[Claim]:
             f"no preference on average; per item P(first) = expit(Normal(0, {ORDER_SD:g})), "
             "one answer per order", f"{pairs} pairs x 2 orders", "false-claim", ALPHA,
             partial(slot_false_claims, pairs=pairs)))
+    for items in (8, 100):
+        out.append(Claim(
+            "the judge prefers a slot (judge-audit first-slot test, p < 0.05)",
+            "3 labels, no position preference, the middle one preferred (per item label "
+            f"shares ~ Dirichlet, mean {'/'.join(f'{s:g}' for s in LABEL_SHARES)})",
+            f"{items} items x 2 orders", "false-claim", ALPHA,
+            partial(label_slot_false_claims, items=items)))
     for pairs in (10, 100):
         out.append(Claim(
             "the judge favours the longer/shorter answer (judge-audit length coefficient, "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -181,3 +182,23 @@ def test_rankings_pad_pairs_of_fewer_verdicts() -> None:
     board = {r["system"]: r for r in found["leaderboards"]["j"]}
     assert board["alpha"]["estimate"] == pytest.approx(2 / 3)
     assert 0 <= board["alpha"]["low"] <= 2 / 3 <= board["alpha"]["high"] <= 1
+
+
+def test_a_judge_that_prefers_the_middle_label_shows_no_position_preference() -> None:
+    """Three labels shown in one order and its reverse: a judge that always answers the
+    middle one never picks the first slot, and that is a label preference, not a position
+    one (tested as chance 1/3 it was p < 0.0001); picking the first slot in both orders is."""
+    order = ("x", "y", "z")
+
+    def verdicts(pick: Callable[[tuple[str, ...]], str], shown: tuple[str, ...]
+                 ) -> list[Verdict]:
+        return [Verdict(pick(shown), None, calls=(Call("j", shown, pick(shown), pick(shown),
+                                                       None, ""),)) for _ in range(20)]
+
+    middle = _position(verdicts(lambda o: o[1], order), verdicts(lambda o: o[1], order[::-1]),
+                       3)["first_slot_rate"]
+    assert middle["estimate"] == 0.0 and middle["p_value"] == 1.0
+    assert middle["tested_against"] == "last slot"
+    first = _position(verdicts(lambda o: o[0], order), verdicts(lambda o: o[0], order[::-1]),
+                      3)["first_slot_rate"]
+    assert first["estimate"] == 1.0 and first["p_value"] < 0.001 and first["effect_size"] > 3

@@ -56,12 +56,13 @@ SIGN_FLIPS = 10_000
 
 
 def clustered_rate(hits: Sequence[bool] | Sequence[float], clusters: Sequence[Hashable],
-                   chance: float | None = None) -> dict[str, Any]:
+                   chance: float | Sequence[float] | None = None) -> dict[str, Any]:
     """A proportion of answers that come in clusters (both orders of an item, its samples)
     with the Wilson 95% CI of its effective size (`clustered_wilson`; ``n`` answers,
-    ``clusters`` items); against ``chance``, a two-sided sign-flip test over the clusters of
-    each one's hits minus ``chance`` times its answers (exact up to 12 clusters, else
-    `SIGN_FLIPS` seeded patterns) and Cohen's h."""
+    ``clusters`` items); against ``chance`` (a share, or per answer what it would score
+    without the bias), a two-sided sign-flip test over the clusters of each one's hits minus
+    their chance (exact up to 12 clusters, else `SIGN_FLIPS` seeded patterns) and Cohen's h
+    against the mean chance."""
     y = np.asarray(hits, dtype=np.float64)
     found = clustered_wilson(y, np.asarray([str(c) for c in clusters]))
     if found["n"] == 0:
@@ -69,9 +70,10 @@ def clustered_rate(hits: Sequence[bool] | Sequence[float], clusters: Sequence[Ha
     out: dict[str, Any] = {k: found[k] for k in ("estimate", "low", "high", "n", "clusters")}
     if chance is not None:
         _, code = np.unique([str(c) for c in clusters], return_inverse=True)
-        excess = np.asarray(np.bincount(code, weights=y - chance), dtype=np.float64)
+        expected = np.broadcast_to(np.asarray(chance, dtype=np.float64), y.shape)
+        excess = np.asarray(np.bincount(code, weights=y - expected), dtype=np.float64)
         out["p_value"] = sign_flip_p(excess, 0.0, SIGN_FLIPS, np.random.default_rng(0))
-        out["effect_size"] = _cohens_h(float(found["estimate"]), chance)
+        out["effect_size"] = _cohens_h(float(found["estimate"]), float(expected.mean()))
     return out
 
 
@@ -92,9 +94,17 @@ def _position(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choices
     items = [*range(len(forward)), *range(len(backward))]
     calls = [(i, c) for i, v in zip(items, (*forward, *backward)) for c in v.calls
              if c.label is not None and c.label not in fixed]
-    return {"position_consistency": rate(same, len(both)),
-            "first_slot_rate": clustered_rate([c.order.index(c.label) == 0 for _, c in calls],
-                                              [i for i, _ in calls], 1 / n_choices),
+    slots = [(c.order.index(c.label), len(c.order)) for _, c in calls]
+    # The backward order is the forward one reversed, so without a position preference a
+    # label is picked as often shown first as shown last. With two options that is the
+    # chance share; with more, the judge's preference among the labels sets how often the
+    # first is picked (one it likes in the middle is never first), so first is set against last.
+    chance = (1 / n_choices if n_choices == 2
+              else [float(slot == shown - 1) for slot, shown in slots])
+    first = clustered_rate([slot == 0 for slot, _ in slots], [i for i, _ in calls], chance)
+    if n_choices > 2 and first["n"]:
+        first["tested_against"] = "last slot"
+    return {"position_consistency": rate(same, len(both)), "first_slot_rate": first,
             "invalid_rate": clustered_rate([v.reason == "invalid"
                                             for v in (*forward, *backward)], items)}
 
@@ -199,6 +209,11 @@ def self_preference(judge: Judge, verdicts: Sequence[Verdict],
     return rows
 
 
+#: How a first-slot test over more than two options reads (see `_position`).
+_AGAINST_LAST = (", first shown set against last shown, as the judge's preference among the "
+                 "labels decides how often the first is picked")
+
+
 def _sentences(head: Mapping[str, Any]) -> list[str]:
     out = []
     if (pc := head.get("position_consistency")) and pc["n"]:
@@ -209,8 +224,8 @@ def _sentences(head: Mapping[str, Any]) -> list[str]:
         out.append(f"It picked the option shown first in {fs['estimate']:.0%} of {fs['n']} "
                    f"answers on {fs['clusters']} items (95% CI {fs['low']:.0%} to "
                    f"{fs['high']:.0%}, items as clusters; sign-flip test over items against "
-                   f"no position preference {p_is(fs['p_value'])}, Cohen's h = "
-                   f"{fs['effect_size']:+.2f}).")
+                   f"no position preference{_AGAINST_LAST if 'tested_against' in fs else ''} "
+                   f"{p_is(fs['p_value'])}, Cohen's h = {fs['effect_size']:+.2f}).")
     if (ns := head.get("name_sensitivity")) and ns["n"]:
         out.append(f"Showing the user's label names instead of neutral keys changed "
                    f"{ns['estimate']:.0%} of verdicts (95% CI {ns['low']:.0%} to "

@@ -198,6 +198,25 @@ def test_failed_perturbations_are_not_stored_as_answers_and_a_rerun_retries_them
     assert len(recs) == 8 and recs["perturbed"].notna().all()
 
 
+def test_a_unit_short_of_its_rows_is_redone_not_reported(tmp_path: Path) -> None:
+    """A unit file that reads well and matches its checksum but holds fewer rows than the
+    run's perturbations (a copy or sync that replaced it, a hand edit) was kept as done, and
+    the summary read the prompts it lacked as never asked."""
+    from biasscope.store.directory import CorruptUnitWarning
+    from biasscope.store.units import Unit
+
+    out = tmp_path / "run"
+    store = run(out)
+    full = store.records()
+    unit = Unit(model=str(full["model"].iloc[0]), revision=None, probe="sensitivity-toward",
+                seed=0)
+    store.write_unit(unit, full.iloc[:3])  # a valid file, its checksum recorded, 3 of 8 rows
+    with pytest.warns(CorruptUnitWarning, match="records"):
+        store = run(out)
+    recs = store.records()
+    assert len(recs) == 8 and recs["perturbed"].notna().all()
+
+
 def test_the_report_says_a_run_is_incomplete(tmp_path: Path) -> None:
     from biasscope.report.sensitivity import write_sensitivity_report
 

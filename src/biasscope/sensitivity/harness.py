@@ -176,7 +176,7 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
         for model in reward_models:
             unit = Unit(model=model.label, revision=None, probe=f"sensitivity-{direction}",
                         seed=0)
-            if store.has(unit):
+            if store.has(unit, rows=len(perts)):  # one row per perturbation
                 continue
             frame = records(model, conversations, constitution, perts)
             if failed:  # a failure is no answer: a rerun asks again (the rest is cached)

@@ -103,8 +103,9 @@ def section(rows: Sequence[str], old: str | None, n_sims: int, seed: int) -> str
         "names its own): the rate at which a claim is made where it is false must be at most "
         "α plus three simulation standard errors, the coverage of an interval at least "
         "nominal minus three. The simulations are `tests/calibration_*.py` (the tests run "
-        f"each small); this table is their full run, {n_sims} simulated data sets per row, "
-        f"seed {seed}:", width=96, break_on_hyphens=False)
+        "each small); this table is their full runs, each row with the number of data sets it "
+        f"simulated (rows are rerun by claim, with --only; the command below runs {n_sims} "
+        f"per claim, seed {seed}):", width=96, break_on_hyphens=False)
     return "\n".join([
         HEADING, "", intro, "",
         "```", f"PYTHONPATH=src python scripts/calibrate.py --n-sims {n_sims}"

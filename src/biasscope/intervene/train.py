@@ -171,11 +171,13 @@ def checkpoint_at(arm: str, step: int) -> Checkpoint:
 
 def evaluated_steps(store: RunStore, arm: str, probes: Sequence[Probe],
                     seeds: Sequence[int], steps: Sequence[int]) -> list[int]:
-    """The steps of ``arm`` whose every unit is already in the run."""
+    """The steps of ``arm`` whose every unit is already in the run, whole: a unit holding
+    fewer records than its probe's items (cut short by a copy or a sync) is set aside by
+    `RunStore.has`, so its step is evaluated again rather than skipped."""
     done = []
     for step in steps:
         ckpt = checkpoint_at(arm, step)
-        if all(store.has(unit_of(ckpt, p.name, s)) for p in probes
+        if all(store.has(unit_of(ckpt, p.name, s), rows=len(p.items(s))) for p in probes
                for s in (seeds if getattr(p, "seeded", True) else (0,))):
             done.append(step)
     return done

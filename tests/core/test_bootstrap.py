@@ -163,6 +163,19 @@ def test_resample_counts_are_multinomial_counts(size: int) -> None:
     assert np.array_equal(single, counts)
 
 
+@pytest.mark.parametrize("size", [1, 3, 40, 1584, 70_000])
+def test_resample_counts_count_scipys_draws(size: int) -> None:
+    """The counts are those of the indices SciPy draws, ``rng.integers(0, n, (batch, n))``
+    (int64), whatever type they are drawn in here, and the generator ends where it does."""
+    n = 300 if size < 10_000 else 3
+    ours, theirs = np.random.default_rng(5), np.random.default_rng(5)
+    counts = resample_counts(size, n, ours)
+    drawn = theirs.integers(0, size, (n, size))
+    expected = np.stack([np.bincount(row, minlength=size) for row in drawn])
+    assert np.array_equal(counts, expected)
+    assert ours.bit_generator.state == theirs.bit_generator.state
+
+
 def test_resample_counts_of_nothing() -> None:
     assert resample_counts(0, 3, np.random.default_rng(0)).shape == (3, 0)
     assert resample_counts(5, 0, np.random.default_rng(0)).shape == (0, 5)

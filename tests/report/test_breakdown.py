@@ -122,6 +122,32 @@ def test_pairs_join_the_same_line_of_pro_and_anti() -> None:
     assert out["accuracy/test"]["effect_size"] == 0.0  # +1 and −1: balanced
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_pairs_are_the_pivots(seed: int) -> None:
+    """The paired values are ``pivot_table(index="pair", columns="split")`` then ``dropna``:
+    pairs in name order, a pair short of a side or of a value left out, a split without a
+    value at all gives no pairs; a pair with two prompts of one side gets their mean."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    pm = pd.DataFrame({"pair": rng.choice([f"test-{i:03d}" for i in range(25)], n),
+                       "split": rng.choice(["pro", "anti", "other"], n),
+                       "correct": rng.random(n)})
+    pm.loc[rng.random(n) < 0.1, "correct"] = np.nan
+    if seed == 4:
+        pm.loc[pm["split"] == "anti", "correct"] = np.nan
+    if seed < 3:  # one prompt per pair and side, as WinoBias has
+        pm = pm.drop_duplicates(["pair", "split"])
+    table = pm.pivot_table(index="pair", columns="split", values="correct", observed=True)
+    got = breakdown._paired(pm, "correct")
+    if not {"pro", "anti"} <= set(table.columns):
+        assert got is None
+        return
+    both = table.dropna(subset=["pro", "anti"])
+    assert got is not None
+    assert np.array_equal(got[0], both["pro"].to_numpy()) and np.array_equal(
+        got[1], both["anti"].to_numpy())
+
+
 def test_pair_id_is_the_sentence_line_without_its_split(winobias: Probe) -> None:
     items = winobias.items(0)[:2]
     unit = Unit("m", "m", "winobias-gender", 0, 1)

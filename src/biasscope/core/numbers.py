@@ -39,9 +39,10 @@ def json_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
     """A table's rows as JSON holds them (`plain` values; NA and NaN as None), every float
     kept whole: pandas' ``to_json`` rounds to 10 decimals, which wrote a p-value of 1e-15 as
     0 and a report then read it as smaller than a double holds."""
-    cells = table.astype(object).where(table.notna(), None)
-    return [{str(k): plain(v) for k, v in row.items()}
-            for row in cells.to_dict(orient="records")]
+    from pandas import NA, NaT  # a table is given: pandas is loaded
+
+    return [{str(k): None if v is NA or v is NaT else plain(v) for k, v in row.items()}
+            for row in table.to_dict(orient="records")]
 
 
 def finite(value: Any) -> TypeGuard[float]:

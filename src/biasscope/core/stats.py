@@ -24,22 +24,21 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.bootstrap import mean_interval, resample_counts
+from biasscope.core.corrections import CORRECTIONS as CORRECTIONS
+from biasscope.core.corrections import Correction as Correction
 from biasscope.core.imports import installed_version, lazy
 from biasscope.core.normal import ndtri
 from biasscope.core.ranktests import mann_whitney_u, signed_rank_test
 
 sps = lazy("scipy.stats")  # imported at first use, where a test or CI here does not serve
 
-Correction = Literal["holm", "bh"]
-#: Each correction ``adjust_pvalues`` knows, by the name a report gives it.
-CORRECTIONS: dict[str, str] = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 Array = npt.NDArray[np.float64]
 
 
@@ -376,12 +375,16 @@ def group_bootstrap(values: Array, groups: npt.NDArray[np.int64], n_groups: int,
     for j in range(columns.shape[1]):
         alike.setdefault(finite[:, j].tobytes(), []).append(j)
     tail = 100 * (1 - confidence) / 2
+    codes = np.asarray(groups, dtype=np.int64)
+    order = np.argsort(codes, kind="stable")  # each group's rows, in their order
+    starts = np.searchsorted(codes[order], np.arange(n_groups + 1))
     for chosen in alike.values():
         rng = np.random.default_rng(seed)
         resampled: dict[int, Array] = {}
         for g in range(n_groups):
-            rows = (groups == g) & finite[:, chosen[0]]
-            size = int(rows.sum())
+            rows = order[starts[g]:starts[g + 1]]
+            rows = rows[finite[rows, chosen[0]]]
+            size = rows.size
             if size == 0:
                 continue
             v = columns[rows][:, chosen]

@@ -26,12 +26,12 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import DATA_DIR_HELP, recording
 from biasscope.dynamics.analysis import performance
+from biasscope.dynamics.analysis.config import stored_options
 from biasscope.dynamics.scoring.executors import make_executor
 from biasscope.dynamics.scoring.models import list_checkpoints, named
 from biasscope.dynamics.scoring.sweep import run_dynamics
 from biasscope.dynamics.scoring.units import SWEPT
 from biasscope.dynamics.summary import write as reporting
-from biasscope.dynamics.summary.build import stored_options
 from biasscope.dynamics.summary.write import reanalyse as reanalyse  # `biasscope report`
 from biasscope.probes import PROBES, load_probe, winobias
 from biasscope.probes.facets import Absent

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from biasscope.core.columns import categorical
+
 #: The gendered options, whose gaps `dynamics_metrics` adds when a probe offers both.
 GENDERS = ("male", "female")
 #: A correct option's JSD-P lies in [0, ½ ln 2] (natural log; 0 when the model puts all its
@@ -122,10 +124,25 @@ def jsd_by_parts(records: pd.DataFrame, options: Sequence[str]) -> dict[str, flo
     return {o: float(v) for o, v in zip(options, means)}
 
 
+def _by_label(records: pd.DataFrame, labels: Iterable[str]) -> dict[str, np.ndarray]:
+    """Each label's records (``answer_label``), as a mask; all False for a label not there."""
+    found = categorical(records["answer_label"])
+    codes = found.codes
+    where = {str(label): k for k, label in enumerate(found.categories)}
+    return {label: codes == where.get(label, -2) for label in labels}
+
+
+def _mean(values: np.ndarray) -> float:
+    """The mean of the finite values (NaN for none), as a pandas group mean skips NaN: the
+    same number, as values here are whole (ranks, hits), so every sum is exact."""
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if kept.size else float("nan")
+
+
 def average_rank(records: pd.DataFrame, labels: Iterable[str]) -> dict[str, float]:
     """Mean rank of the correct option's token per correct answer (lower is better)."""
-    by = records.groupby("answer_label")["target_rank"].mean()
-    return {label: float(by.get(label, float("nan"))) for label in labels}
+    ranks = records["target_rank"].to_numpy(dtype=np.float64, na_value=np.nan)
+    return {label: _mean(ranks[mask]) for label, mask in _by_label(records, labels).items()}
 
 
 def correct(records: pd.DataFrame) -> np.ndarray:
@@ -136,10 +153,9 @@ def accuracy(records: pd.DataFrame, labels: Iterable[str],
              hits: np.ndarray | None = None) -> dict[str, float]:
     """Accuracy overall (``all``) and per correct answer. ``hits``: the records' `correct`,
     if already computed."""
-    won = pd.Series(correct(records) if hits is None else hits, index=records.index)
-    out = {"all": float(won.mean()) if len(won) else float("nan")}
-    by = won.groupby(records["answer_label"]).mean()
-    out.update({label: float(by.get(label, float("nan"))) for label in labels})
+    won = np.asarray(correct(records) if hits is None else hits, dtype=np.float64)
+    out = {"all": _mean(won)}
+    out.update({label: _mean(won[mask]) for label, mask in _by_label(records, labels).items()})
     return out
 
 
@@ -148,12 +164,11 @@ def stereotype_accuracy(records: pd.DataFrame, options: Sequence[str],
     """Share of pro-stereotypical referenced prompts where the stereotypical gender wins.
     ``lp``: the records' `option_logprob_matrix`, if already built."""
     chosen = ((records["split"] == "pro") & (records["kind"] == "referenced")).to_numpy()
-    pro = records[chosen]
-    if pro.empty:
+    if not chosen.any():
         return float("nan")
-    lp = option_logprob_matrix(pro) if lp is None else lp[chosen]
+    lp = (option_logprob_matrix(records) if lp is None else lp)[chosen]
     male, female = options.index("male"), options.index("female")
-    stereo_male = (pro["stereotype"] == "male").to_numpy()
+    stereo_male = (records["stereotype"] == "male").to_numpy()[chosen]
     stereo_lp = np.where(stereo_male, lp[:, male], lp[:, female])
     other_lp = np.where(stereo_male, lp[:, female], lp[:, male])
     return float((stereo_lp > other_lp).mean())
@@ -178,7 +193,7 @@ def dynamics_metrics(records: pd.DataFrame) -> dict[str, float]:
     lp = scores.logprobs
     parts = scores.parts if len(records) else np.zeros((0, len(options)))
     subsets: dict[str, np.ndarray] = {"all": np.ones(len(records), dtype=bool)}
-    subsets.update({f"answer={o}": (records["answer_label"] == o).to_numpy() for o in options})
+    subsets.update({f"answer={o}": mask for o, mask in _by_label(records, options).items()})
     if "split" in records:
         subsets.update({f"split={s}": (records["split"] == s).to_numpy()
                         for s in ("pro", "anti")})

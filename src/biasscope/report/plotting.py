@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from biasscope.core.corrections import CORRECTIONS
 from biasscope.core.numbers import ci_decimals, num, spread, with_ci
 from biasscope.core.numbers import finite as finite
-from biasscope.core.stats import CORRECTIONS
 from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis covers
 from biasscope.report.plotfig import as_text, scatter
 

@@ -30,9 +30,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.store.files import (
@@ -42,7 +40,10 @@ from biasscope.store.files import (
     write_error,
 )
 from biasscope.store.remote import Remote, is_remote
-from biasscope.store.units import Unit, holds_other, row_count, unit_in
+from biasscope.store.units import Unit, holds_other, records_of, row_count, unit_in
+
+if TYPE_CHECKING:  # imported where records are read: a report reusing its analysis reads none
+    import pandas as pd
 
 RECORDS = "records"
 CHECKSUMS = "checksums"
@@ -301,7 +302,7 @@ class RunStore:
                 f"recorded {expected[:12]}): run the same command that scored it again to "
                 "redo that unit")
         try:
-            frame = pd.read_parquet(io.BytesIO(data))
+            frame = records_of(data)
         except Exception as exc:  # pyarrow raises several types for a damaged file
             raise BiasscopeError(
                 f"records file {path} is unreadable ({type(exc).__name__}); delete it and "
@@ -405,6 +406,8 @@ class RunStore:
                 yield frame
 
     def records(self) -> pd.DataFrame:
+        import pandas as pd
+
         frames = list(self.iter_units())
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from biasscope.core.errors import BiasscopeError
@@ -73,9 +74,7 @@ def _entry(path: Path) -> UnitEntry:
         parquet = pq.ParquetFile(path)
         columns = [c for c in _KEYS if c in parquet.schema_arrow.names]
         keys = parquet.read(columns=columns)
-        # each distinct key once, in Arrow (under half the time of pandas' drop_duplicates)
-        pairs = (keys.group_by(columns).aggregate([]).to_pylist() if columns
-                 else [{}] * min(keys.num_rows, 1))
+        pairs = _distinct(keys, columns)
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise _unreadable(path, exc) from None
     rows = [tuple(_value(pair.get(c)) for c in _KEYS) for pair in pairs]
@@ -83,6 +82,18 @@ def _entry(path: Path) -> UnitEntry:
         (str(p), str(m), None if s is None else int(s)) for m, s, p, _ in rows),
         frozenset((str(p), str(m), None if r is None else str(r))
                   for m, s, p, r in rows if s is None))
+
+
+def _distinct(keys: pa.Table, columns: list[str]) -> list[dict[str, Any]]:
+    """Each distinct row of ``keys`` once, in Arrow (under half the time of pandas'
+    ``drop_duplicates``). A unit's rows share one key, seen column by column without Arrow's
+    grouping engine (whose import alone costs a report more than reading every key)."""
+    if not columns:
+        return [{}] * min(keys.num_rows, 1)
+    chosen = keys.slice(0, 1) if all(len(keys.column(c).unique()) <= 1 for c in columns) \
+        else keys.group_by(columns).aggregate([])
+    found: list[dict[str, Any]] = chosen.to_pylist()
+    return found
 
 
 def _value(value: Any) -> Any:

@@ -12,9 +12,10 @@ import io
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 _READABLE = 120  # characters of a key's readable part: names stay far below 255 bytes
 
@@ -75,6 +76,17 @@ def row_count(data: bytes) -> int:
     return int(pq.read_metadata(io.BytesIO(data)).num_rows)
 
 
+def records_of(data: bytes) -> pd.DataFrame:
+    """A unit file's records, as ``pandas.read_parquet`` gives them, in half its time on a
+    unit of a few thousand rows: the file is read by ``pyarrow`` alone, in one thread (no
+    dataset layer, no thread pool for a few column chunks)."""
+    import pyarrow.parquet as pq
+
+    frame: pd.DataFrame = pq.ParquetFile(io.BytesIO(data)).read(use_threads=False).to_pandas(
+        use_threads=False)
+    return frame
+
+
 def unit_in(frame: pd.DataFrame) -> Unit | None:
     """The checkpoint unit a records frame says it holds; None for other units (audit,
     sensitivity, runs before identities). Rows of several units give a unit no file is named
@@ -84,6 +96,8 @@ def unit_in(frame: pd.DataFrame) -> Unit | None:
         return None
     if any(frame[c].nunique(dropna=False) != 1 for c in columns):
         return Unit("several-units", None, "", -1, checkpoint="")  # matches no file name
+    import pandas as pd
+
     head: dict[str, Any] = {c: None if pd.isna(frame[c].iloc[0]) else frame[c].iloc[0]
                             for c in columns}
     return Unit(str(head["model"]), None if head["revision"] is None else str(head["revision"]),

@@ -52,26 +52,22 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
     difference alike on every pair a paired score interval (`stats.paired_boundary_difference`)."""
     ref = pm[pm["kind"] == "referenced"]
     out: dict[str, Any] = {"n_pairs": 0}
-    wide = {measure: ref.pivot_table(index="pair", columns="split", values=column,
-                                     observed=True)
-            for measure, (column, _) in PRO_ANTI.items()}
     samples: dict[str, np.ndarray] = {}
     pairs = None  # the referenced pairs' accuracy, pro and anti
     for measure, (column, sign) in PRO_ANTI.items():
         for split in SPLITS:
             values = ref.loc[ref["split"] == split, column].to_numpy(dtype=np.float64)
             samples[f"{measure}/{split}"], out[f"{measure}/{split}"] = values, None
-        table = wide[measure]
-        if not set(SPLITS) <= set(table.columns):
+        paired = _paired(ref, column)
+        if paired is None:
             out[f"{measure}/difference"] = None
             out[f"{measure}/test"] = None
             continue
-        paired = table.dropna(subset=list(SPLITS))
-        diff = sign * (paired["pro"] - paired["anti"]).to_numpy(dtype=np.float64)
+        pro, anti = paired
+        diff = sign * (pro - anti)
         if measure == "accuracy":
-            pairs = (paired["pro"].to_numpy(dtype=np.float64),
-                     paired["anti"].to_numpy(dtype=np.float64))
-        out["n_pairs"] = len(paired)
+            pairs = (pro, anti)
+        out["n_pairs"] = len(pro)
         samples[f"{measure}/difference"], out[f"{measure}/difference"] = diff, None
         out[f"{measure}/test"] = signed_rank(diff)
     intervals = stats.bootstrap_means(list(samples.values()), confidence=confidence,
@@ -87,6 +83,33 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
     if gap is not None:  # every pair's difference alike: no spread to resample
         out["accuracy/difference"].update(low=gap["low"], high=gap["high"])
     return out
+
+
+def _paired(ref: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The pro and the anti value of ``column`` of every pair that has both (finite), in
+    the order of the pairs' names, as ``pivot_table(index="pair", columns="split")`` then
+    ``dropna`` give them; None where a split has no value at all (the pivot has no column
+    for it). One prompt per pair and split, as WinoBias has, is read as it is (a pivot of a
+    few thousand rows costs a breakdown more than its statistics); several are averaged by
+    that pivot."""
+    pair, split = ref["pair"].to_numpy(dtype=object), ref["split"].to_numpy(dtype=object)
+    values = ref[column].to_numpy(dtype=np.float64)
+    chosen = np.isin(split, SPLITS)
+    keys = list(zip(pair[chosen].tolist(), split[chosen].tolist(), strict=True))
+    if len(set(keys)) < len(keys):
+        table = ref.pivot_table(index="pair", columns="split", values=column, observed=True)
+        if not set(SPLITS) <= set(table.columns):
+            return None
+        both = table.dropna(subset=list(SPLITS))
+        return (both["pro"].to_numpy(dtype=np.float64), both["anti"].to_numpy(dtype=np.float64))
+    finite = np.isfinite(values)
+    if not all((finite & (split == s)).any() for s in SPLITS):
+        return None
+    held = {(p, s): v for p, s, v in zip(pair[finite].tolist(), split[finite].tolist(),
+                                          values[finite].tolist(), strict=True)}
+    names = sorted({p for p, s in held if s == "pro"} & {p for p, s in held if s == "anti"})
+    return (np.array([held[(p, "pro")] for p in names], dtype=np.float64),
+            np.array([held[(p, "anti")] for p in names], dtype=np.float64))
 
 
 def occupations(pm: pd.DataFrame, confidence: float, n_resamples: int

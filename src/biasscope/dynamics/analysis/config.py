@@ -3,22 +3,27 @@ call, or a ``summary.json`` written by an earlier analysis."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from biasscope.core import stats
 from biasscope.core.config import setting
+from biasscope.core.corrections import CORRECTIONS, Correction
 from biasscope.core.errors import BiasscopeError
+
+if TYPE_CHECKING:
+    from biasscope.store.directory import RunStore
 
 
 @dataclass(frozen=True)
 class AnalysisConfig:
     """Statistical choices, stored with the analysis. Holm is the default correction."""
 
-    correction: stats.Correction = setting(
+    correction: Correction = setting(
         "holm", "multiple-comparison control across checkpoints (default holm)",
-        choices=stats.CORRECTIONS)
+        choices=CORRECTIONS)
     alpha: float = setting(0.01, "significance level (default 0.01)", parse=float)
     budget: float = setting(0.02, "performance loss allowed when recommending where to stop "
                             "(fraction of the final checkpoint's; default 0.02)", parse=float)
@@ -63,7 +68,7 @@ def option_problem(name: str, value: Any) -> str | None:
     """Why ``value`` cannot be the analysis setting ``name``; None if it can. A stored or typed
     value out of range would otherwise be repaired silently (α = 5 shown as 0.01) or crash."""
     if name == "correction":
-        known = stats.CORRECTIONS
+        known = CORRECTIONS
         return None if value in known else f"must be one of {', '.join(known)}"
     if name == "n_resamples":
         ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 100_000
@@ -78,3 +83,29 @@ def option_problem(name: str, value: Any) -> str | None:
     low, high, closed, say = bounds[name]
     inside = low <= value <= high if closed else low < value < high
     return None if inside else f"must be {say}"
+
+
+def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> AnalysisConfig:
+    """``given`` options over those of the last analysis in summary.json, over the defaults.
+
+    A stored value that is no valid option (hand-edited, or written by an older version that
+    did not check) is a one-line error naming the file and field, unless ``given`` replaces it.
+    """
+    given = dict(given or {})
+    for name, value in given.items():
+        if reason := option_problem(name, value):
+            raise BiasscopeError(f"--{name.replace('_', '-')} {value}: {reason}")
+    summary = store.read_json("summary.json") if store.summary_json.is_file() else {}
+    previous = summary.get("analysis") if isinstance(summary, dict) else None
+    previous = previous if isinstance(previous, dict) else {}
+    chosen: dict[str, Any] = {}
+    for name in FIELDS:
+        if name in previous and name not in given:
+            value = previous[name]
+            if reason := option_problem(name, value):
+                flag = f"pass --{name.replace('_', '-')} or " if name in FLAGS else ""
+                raise BiasscopeError(
+                    f"{store.summary_json}: analysis.{name} = {json.dumps(value)} {reason}; "
+                    f"{flag}delete the field for the default")
+            chosen[name] = value
+    return AnalysisConfig(**{**chosen, **given})

@@ -9,7 +9,6 @@ test (see `biasscope.core.stats`).
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
@@ -18,17 +17,12 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core import stats
+from biasscope.core.columns import group_codes
 from biasscope.core.curves import forget_resamples
-from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import json_rows
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
-from biasscope.dynamics.analysis.config import (
-    FIELDS,
-    FLAGS,
-    AnalysisConfig,
-    option_problem,
-)
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.analysis.emergence import sharpest_of
 from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary.model import ModelInputs, analyse_model
@@ -53,27 +47,37 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
     out: dict[str, dict[str, Any]] = {}
     pending: list[tuple[str, str, np.ndarray]] = []  # bootstrapped together below
     for name, table in values.items():
-        for (step, answer), chunk in table.groupby(["step", "answer_label"], sort=True):
+        for (step, answer), chunk in _groups(table, ["step", "answer_label"]):
             if name.startswith("jsdp_not_specified") and answer != "not specified":
                 continue
             key = name if name.startswith("jsdp_not_specified") else f"{name}/{answer}"
-            rate = (stats.boundary_rate(chunk["value"].to_numpy(), options.confidence)
+            rate = (stats.boundary_rate(chunk, options.confidence)
                     if name == "accuracy" else None)
             out.setdefault(str(step), {})[key] = (None if rate is None
                                                   else [float(rate["low"]), float(rate["high"])])
             if rate is None:
-                pending.append((str(step), key, chunk["value"].to_numpy()))
+                pending.append((str(step), key, chunk))
     boots = stats.bootstrap_means([v for _, _, v in pending], confidence=options.confidence,
                                   n_resamples=options.n_resamples)
     for (step, key, _), boot in zip(pending, boots, strict=True):
         out[step][key] = [boot.low, boot.high]
     kw = {"confidence": options.confidence, "n_resamples": options.n_resamples}
-    for step, chunk in values["jsdp_correct"].groupby("step", sort=True):
-        male = chunk.loc[chunk["answer_label"] == "male", "value"].to_numpy()
-        female = chunk.loc[chunk["answer_label"] == "female", "value"].to_numpy()
+    by_answer = dict(_groups(values["jsdp_correct"], ["step", "answer_label"]))
+    for (step,), _ in _groups(values["jsdp_correct"], ["step"]):
+        male, female = (by_answer.get((step, g), np.zeros(0)) for g in ("male", "female"))
         ci = stats.bootstrap_difference(male, female, **kw)  # type: ignore[arg-type]
         out.setdefault(str(step), {})["jsdp_gap"] = [ci.low, ci.high]
     return out
+
+
+def _groups(table: pd.DataFrame, keys: list[str]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
+    """``table``'s values per group of ``keys`` with none missing, as ``groupby(keys,
+    sort=True)`` gives them (each group's rows in order), without a frame per group."""
+    groups, first = group_codes([table[k] for k in keys])
+    heads = table[keys].iloc[first].itertuples(index=False, name=None)
+    value = table["value"].to_numpy()
+    return [(head, value[groups == g]) for g, head in enumerate(heads)
+            if not any(pd.isna(k) for k in head)]
 
 
 def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
@@ -208,29 +212,3 @@ def full_summary(store: RunStore, options: AnalysisConfig | None = None,
         for section in probes.values():
             summary["analysis"]["sentences"] += section["sentences"]
     return summary
-
-
-def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> AnalysisConfig:
-    """``given`` options over those of the last analysis in summary.json, over the defaults.
-
-    A stored value that is no valid option (hand-edited, or written by an older version that
-    did not check) is a one-line error naming the file and field, unless ``given`` replaces it.
-    """
-    given = dict(given or {})
-    for name, value in given.items():
-        if reason := option_problem(name, value):
-            raise BiasscopeError(f"--{name.replace('_', '-')} {value}: {reason}")
-    summary = store.read_json("summary.json") if store.summary_json.is_file() else {}
-    previous = summary.get("analysis") if isinstance(summary, dict) else None
-    previous = previous if isinstance(previous, dict) else {}
-    chosen: dict[str, Any] = {}
-    for name in FIELDS:
-        if name in previous and name not in given:
-            value = previous[name]
-            if reason := option_problem(name, value):
-                flag = f"pass --{name.replace('_', '-')} or " if name in FLAGS else ""
-                raise BiasscopeError(
-                    f"{store.summary_json}: analysis.{name} = {json.dumps(value)} {reason}; "
-                    f"{flag}delete the field for the default")
-            chosen[name] = value
-    return AnalysisConfig(**{**chosen, **given})

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biasscope.core.columns import categorical, group_codes, group_means
 from biasscope.dynamics.analysis import gap_tests
 from biasscope.dynamics.analysis.breakdown import record_values as breakdown_values
 from biasscope.probes.next_token import OptionScores
@@ -44,11 +45,11 @@ SNAPSHOT_STEP = 0
 
 
 def unit_values(records: pd.DataFrame, scores: OptionScores | None = None,
-                prompts: pd.Series | None = None) -> pd.DataFrame:
+                prompts: pd.Categorical | None = None) -> pd.DataFrame:
     """Per record of one unit (or any records of one probe): model, step, prompt,
     answer_label and the `VALUES`, each exactly as `gap_tests.record_values` computes it (and
     ``template`` under several wordings). ``scores`` and ``prompts``: the records'
-    `OptionScores` and `gap_tests.prompt_ids`, if already built."""
+    `OptionScores` and `categorical` `gap_tests.prompt_ids`, if already built."""
     options = list(records["options"].iloc[0]) if len(records) else []
     if scores is None and len(records):
         scores = OptionScores.of(records)
@@ -59,11 +60,11 @@ def unit_values(records: pd.DataFrame, scores: OptionScores | None = None,
     narrow = rank.astype(np.float32)
     exact = np.array_equal(narrow.astype(np.float64), rank, equal_nan=True)
     frame: pd.DataFrame = pd.DataFrame({
-        "model": pd.Categorical(records["model"].to_numpy()),
+        "model": categorical(records["model"]),
         "step": records["step"].array,
-        "prompt": pd.Categorical((gap_tests.prompt_ids(records) if prompts is None
-                                  else prompts).to_numpy()),
-        "answer_label": pd.Categorical(records["answer_label"].to_numpy()),
+        "prompt": (categorical(gap_tests.prompt_ids(records)) if prompts is None
+                   else prompts),
+        "answer_label": categorical(records["answer_label"]),
         "jsdp_correct": parts[np.arange(len(records)), answers] if len(records) else rank,
         "target_rank": narrow if exact else rank,
         "correct": correct.astype(np.float32)})
@@ -72,7 +73,7 @@ def unit_values(records: pd.DataFrame, scores: OptionScores | None = None,
                   else np.full(len(records), np.nan))
         frame[f"jsdp_{gender}"] = column
     if "template" in records:  # several wordings: the stop's per-wording history, the seeds
-        frame["template"] = pd.Categorical(records["template"].astype(str).to_numpy())
+        frame["template"] = categorical(records["template"].astype(str))
     return frame
 
 
@@ -83,21 +84,20 @@ def prompt_tables(values: pd.DataFrame, by_wording: bool = False) -> dict[str, p
     measurements of a prompt and averaged, unless ``by_wording`` (the stop's two-level CI);
     ``seeds`` counts a prompt's seeds, not its records (seeds times wordings)."""
     keys = ["model", "step", *(["template"] if by_wording else []), "prompt", "answer_label"]
-    frame = pd.DataFrame({
-        "model": values["model"].to_numpy(dtype=object), "step": values["step"].array,
-        **({"template": values["template"].to_numpy(dtype=object)} if by_wording else {}),
-        "prompt": values["prompt"].to_numpy(dtype=object),
-        "answer_label": values["answer_label"].to_numpy(dtype=object),
-        **{c: values[c].to_numpy(dtype=np.float64) for c in VALUES.values()}})
-    worded = not by_wording and "template" in values
-    if worded:  # a prompt's records are its seeds times its wordings: count the seeds
-        frame["wording"] = values["template"].to_numpy(dtype=object)
-    grouped = frame.groupby(keys, dropna=False, sort=True)
-    means, sizes = grouped[list(VALUES.values())].mean(), grouped.size()
-    if worded:
-        sizes = sizes // grouped["wording"].nunique().clip(lower=1)
-    return {value: pd.DataFrame({"value": means[column], "seeds": sizes}).reset_index()
-            for value, column in VALUES.items()}
+    groups, first = group_codes([values[k] for k in keys])
+    columns = list(VALUES.values())
+    means = group_means(groups, np.column_stack(
+        [values[c].to_numpy(dtype=np.float64) for c in columns]), len(first))
+    seeds = np.bincount(groups, minlength=len(first))
+    if not by_wording and "template" in values:  # records are seeds times wordings
+        wording, _ = pd.factorize(values["template"])
+        held = np.unique(np.stack([groups, wording])[:, wording >= 0], axis=1)
+        seeds = seeds // np.maximum(np.bincount(held[0], minlength=len(first)), 1)
+    labels = pd.DataFrame({k: (values[k].array.take(first) if k == "step" else  # Int64 kept
+                               values[k].array.take(first).to_numpy(dtype=object))
+                           for k in keys})
+    return {value: labels.assign(value=means[:, j], seeds=seeds)
+            for j, value in enumerate(VALUES)}
 
 
 def _labels(pv: pd.DataFrame, labels: tuple[str, ...]) -> pd.DataFrame:
@@ -233,7 +233,8 @@ def read_run(store: RunStore, intervals: Intervals,
             if run.step_dtype is None:
                 run.step_dtype = frame["step"].dtype
             for model, chunk in rows.groupby("model", sort=False):
-                scores, prompts = OptionScores.of(chunk), gap_tests.prompt_ids(chunk)
+                scores = OptionScores.of(chunk)
+                prompts = categorical(gap_tests.prompt_ids(chunk))
                 reduced.setdefault(str(model), []).append(unit_values(chunk, scores, prompts))
                 if breakdown is not None:
                     extra.setdefault(str(model), []).append(

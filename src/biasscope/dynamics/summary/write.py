@@ -17,10 +17,10 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 from biasscope.core.steps import say
 from biasscope.dynamics.analysis import occupations
-from biasscope.dynamics.analysis.config import AnalysisConfig
+from biasscope.dynamics.analysis.config import AnalysisConfig, stored_options
 from biasscope.dynamics.scoring.units import write_summary_json
 from biasscope.dynamics.summary import reuse
-from biasscope.dynamics.summary.build import full_summary, stored_options
+from biasscope.dynamics.summary.build import full_summary
 from biasscope.report.html import render_dynamics_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json

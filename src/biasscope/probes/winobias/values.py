@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from biasscope.core.columns import categorical
 from biasscope.core.stats import Array
 from biasscope.probes.next_token import OptionScores, correct, record_jsd_parts
 
@@ -81,11 +82,20 @@ def seed_means(frame: pd.DataFrame) -> pd.DataFrame:
 MEANS = ("correct", "jsdp_correct", "lp_diff", "p_diff")
 
 
+def _pairs(sentence_ids: pd.Series) -> pd.Categorical:
+    """`_pair_of` each sentence id, as a categorical: found once per distinct sentence (a
+    unit holds each twice, referenced and not)."""
+    sentences = categorical(sentence_ids.astype(str))
+    pairs = pd.Categorical(np.array([_pair_of(s) for s in sentences.categories], dtype=object))
+    codes = np.append(pairs.codes, -1)[sentences.codes]  # a code -1 stays -1
+    return pd.Categorical.from_codes(codes, pairs.categories)
+
+
 def breakdown_values(records: pd.DataFrame, scores: OptionScores | None = None,
-                     prompts: pd.Series | None = None) -> pd.DataFrame:
+                     prompts: pd.Categorical | None = None) -> pd.DataFrame:
     """Per record of one probe's records: what the breakdowns use, in narrow columns.
-    ``scores`` and ``prompts``: the records' `OptionScores` and `prompt_ids`, if already
-    built."""
+    ``scores`` and ``prompts``: the records' `OptionScores` and `categorical` `prompt_ids`,
+    if already built."""
     n = len(records)
     if n == 0:
         empty: pd.DataFrame = pd.DataFrame({c: [] for c in (
@@ -96,22 +106,16 @@ def breakdown_values(records: pd.DataFrame, scores: OptionScores | None = None,
     lp, probs, answers = scores.logprobs, scores.probs, scores.answers
     male, female = options.index("male"), options.index("female")
     frame: pd.DataFrame = pd.DataFrame({
-        "prompt": pd.Categorical((prompt_ids(records) if prompts is None else prompts
-                                  ).to_numpy()),
-        "pair": pd.Categorical(np.array([_pair_of(i) for i in
-                                         records["sentence_id"].astype(str).tolist()],
-                                        dtype=object)),
-        "split": pd.Categorical(records["split"].to_numpy()),
-        "kind": pd.Categorical(records["kind"].to_numpy()),
-        "occupation": pd.Categorical(records["occupation"].to_numpy()),
-        "stereotype": pd.Categorical(records["stereotype"].to_numpy()),
+        "prompt": categorical(prompt_ids(records)) if prompts is None else prompts,
+        "pair": _pairs(records["sentence_id"]),
+        **{c: categorical(records[c]) for c in ("split", "kind", "occupation", "stereotype")},
         "correct": scores.correct.astype(np.float64),
         "jsdp_correct": scores.parts[np.arange(n), answers],
         "lp_diff": lp[:, male] - lp[:, female],
         "p_diff": probs[:, male] - probs[:, female]})
     if "template" in records:  # several wordings: what `dynamics.wordings` needs beside
-        frame["template"] = pd.Categorical(records["template"].astype(str).to_numpy())
-        frame["answer_label"] = pd.Categorical(records["answer_label"].to_numpy())
+        frame["template"] = categorical(records["template"].astype(str))
+        frame["answer_label"] = categorical(records["answer_label"])
     return frame
 
 

@@ -30,6 +30,22 @@ def test_import_biasscope_and_the_cli_load_nothing_heavy() -> None:
     assert loaded_after(code) == []
 
 
+def help_of(command: str) -> str:
+    return (f"from biasscope.cli.main import main\ntry:\n    main([{command!r}, '--help'])\n"
+            "except SystemExit:\n    pass")
+
+
+@pytest.mark.parametrize("command", sorted(
+    {name for table in LISTED.values() for name in table}))
+def test_a_commands_help_imports_no_statistics(command: str) -> None:
+    """SciPy's statistics (half a second) load where a test is computed, not with a parser;
+    `biasscope report --help` (whose flags are the analysis settings) loads no pandas either."""
+    loaded = loaded_after(help_of(command))
+    assert "scipy.stats" not in loaded
+    if command == "report":
+        assert loaded == []
+
+
 def test_a_sweep_imports_no_statistics() -> None:
     assert "scipy.stats" not in loaded_after("from biasscope.dynamics.scoring import run_dynamics")
 

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from biasscope.compare import design
 from biasscope.compare.measures import MEASURES, Values, comparable, why_not
@@ -33,7 +32,10 @@ from biasscope.core.equivalence import (
     sentence,
 )
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.imports import lazy
 from biasscope.core.power import minimum_detectable_effect
+
+sps = lazy("scipy.stats")  # imported at first use
 
 Checkpoint = tuple[str, "int | None"]
 

@@ -33,12 +33,14 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-from scipy import stats as sps
 
 from biasscope.core.first_names import FEMALE_NAMES, MALE_NAMES, NAME_PAIRS
 from biasscope.core.gender_swap import ONE_WAY, PAIRS, swap_gender
+from biasscope.core.imports import lazy
 from biasscope.core.numbers import p_is, percent, pvalue, with_ci
 from biasscope.core.stats import bootstrap_mean, wilson
+
+sps = lazy("scipy.stats")  # imported at first use
 
 T = TypeVar("T")
 NEGLIGIBLE = 0.1  # SDs of the scores: a smaller difference is reported as negligible

@@ -24,8 +24,8 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
+from biasscope.core.imports import lazy
 from biasscope.core.numbers import p_is
 from biasscope.core.stats import clustered_wilson
 from biasscope.core.wordings import sign_flip_p
@@ -33,6 +33,8 @@ from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import CLASSIFY, COMPARE, classify, compare
 from biasscope.judge.verbosity import length_controlled
+
+sps = lazy("scipy.stats")  # imported at first use
 
 
 def rate(hits: int, n: int, chance: float | None = None) -> dict[str, Any]:

@@ -42,11 +42,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import special
-from scipy import stats as sps
 
+from biasscope.core.imports import lazy
 from biasscope.core.numbers import p_is, with_ci
 from biasscope.core.stats import Array, Interval, bootstrap_mean, wilson
+
+special = lazy("scipy.special")  # imported at first use
+sps = lazy("scipy.stats")  # imported at first use
 
 OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
 MIN_VERDICTS = 5

@@ -27,11 +27,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.imports import lazy
 from biasscope.core.numbers import num, with_ci
 from biasscope.core.stats import Array, adjust_pvalues, percentile_interval, wilson
+
+sps = lazy("scipy.stats")  # imported at first use
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats as sps
 
 from biasscope.core.errors import BiasscopeError, DataError
+from biasscope.core.imports import lazy
 from biasscope.core.stats import (
     Array,
     Interval,
@@ -58,6 +58,8 @@ from biasscope.sensitivity.intervals import (
     normalise,
 )
 from biasscope.sensitivity.principles import BOTH
+
+sps = lazy("scipy.stats")  # imported at first use
 
 REQUIRED = ("model", "principle", "prompt_id", "original", "perturbed")
 NORMALISED = BOOTSTRAPPED

@@ -46,10 +46,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats as sps
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.imports import lazy
 from biasscope.core.stats import Array, percentile_interval
+
+sps = lazy("scipy.stats")  # imported at first use
 
 CONVENTIONS = ("biasscope", "source")
 # the indices a resample recomputes, in the order of ``_resample``'s rows

@@ -28,16 +28,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats as sps
-
 from biasscope.backends.base import RewardScorer, Scored
 from biasscope.core.errors import BiasscopeError, DataError
+from biasscope.core.imports import lazy
 from biasscope.core.numbers import p_is, percent
 from biasscope.core.stats import wilson
 from biasscope.data.sources import data_path
 from biasscope.sensitivity.prompts import HH_SPLIT, PathLike, _lines, _read, parse_hh
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
+
+sps = lazy("scipy.stats")  # imported at first use
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,9 @@ def accuracy(chosen: Sequence[float], rejected: Sequence[float]) -> dict[str, An
 
 def _could_beat_chance(n: int) -> bool:
     """Whether n pairs all won would show a model above chance: the Wilson interval above
-    50% and the exact test below 0.05."""
-    return bool(wilson(n, n)["low"] > 0.5 and sps.binomtest(n, n, 0.5).pvalue < 0.05)
+    50% and the exact test below 0.05 (two-sided, n of n at one half: 2 / 2**n, what
+    ``scipy.stats.binomtest(n, n).pvalue`` gives, here without importing SciPy)."""
+    return bool(wilson(n, n)["low"] > 0.5 and min(1.0, 2 * 0.5 ** n) < 0.05)
 
 
 #: The fewest pairs that could show a reward model above chance (6): with fewer, "at chance"

@@ -133,6 +133,8 @@ def test_pairs_are_the_pivots(seed: int) -> None:
                        "split": rng.choice(["pro", "anti", "other"], n),
                        "correct": rng.random(n)})
     pm.loc[rng.random(n) < 0.1, "correct"] = np.nan
+    pm.loc[rng.random(n) < 0.03, "correct"] = np.inf
+    pm.loc[rng.random(n) < 0.05, "pair"] = None
     if seed == 4:
         pm.loc[pm["split"] == "anti", "correct"] = np.nan
     if seed < 3:  # one prompt per pair and side, as WinoBias has

@@ -86,7 +86,7 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
 
 
 def _paired(ref: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """The pro and the anti value of ``column`` of every pair that has both (finite), in
+    """The pro and the anti value of ``column`` of every pair that has both, in
     the order of the pairs' names, as ``pivot_table(index="pair", columns="split")`` then
     ``dropna`` give them; None where a split has no value at all (the pivot has no column
     for it). One prompt per pair and split, as WinoBias has, is read as it is (a pivot of a
@@ -94,19 +94,19 @@ def _paired(ref: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | N
     that pivot."""
     pair, split = ref["pair"].to_numpy(dtype=object), ref["split"].to_numpy(dtype=object)
     values = ref[column].to_numpy(dtype=np.float64)
-    chosen = np.isin(split, SPLITS)
-    keys = list(zip(pair[chosen].tolist(), split[chosen].tolist(), strict=True))
+    named = pd.notna(pair) & np.isin(split, SPLITS)  # the pivot's rows and columns
+    keys = list(zip(pair[named].tolist(), split[named].tolist(), strict=True))
     if len(set(keys)) < len(keys):
         table = ref.pivot_table(index="pair", columns="split", values=column, observed=True)
         if not set(SPLITS) <= set(table.columns):
             return None
         both = table.dropna(subset=list(SPLITS))
         return (both["pro"].to_numpy(dtype=np.float64), both["anti"].to_numpy(dtype=np.float64))
-    finite = np.isfinite(values)
-    if not all((finite & (split == s)).any() for s in SPLITS):
+    kept = named & ~np.isnan(values)  # a pivot's mean of no value is NaN, and dropped
+    if not all((kept & (split == s)).any() for s in SPLITS):
         return None
-    held = {(p, s): v for p, s, v in zip(pair[finite].tolist(), split[finite].tolist(),
-                                          values[finite].tolist(), strict=True)}
+    held = {(p, s): v for p, s, v in zip(pair[kept].tolist(), split[kept].tolist(),
+                                          values[kept].tolist(), strict=True)}
     names = sorted({p for p, s in held if s == "pro"} & {p for p, s in held if s == "anti"})
     return (np.array([held[(p, "pro")] for p in names], dtype=np.float64),
             np.array([held[(p, "anti")] for p in names], dtype=np.float64))

@@ -23,6 +23,7 @@ from biasscope.counterfactual.statistics import (
     paired_difference,
 )
 from biasscope.judge import Judge, JudgingConfig
+from biasscope.judge.tasks import question_sha256
 from fakes import CannedGenerator, Reward
 from sensitivity_fixture import hh_text, write_hh_rlhf
 
@@ -104,6 +105,8 @@ def test_the_check_finds_the_planted_preference_and_not_the_clean_scorer(
     partial = rows["partial"]["flips"]
     assert partial["n"] == 40 and partial["mcnemar_p"] < 0.05  # it follows the woman
     assert "Verdict flips" in done.report.read_text()
+    judged = json.loads((tmp_path / "run" / "run.json").read_text())["settings"]["scorers"]
+    assert judged["partial"]["question_sha256"] == question_sha256(JudgingConfig(), None)
     with pytest.raises(BiasscopeError, match="different 'pairs'"):
         job.run(job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
                                          pairs="hh-rlhf:harmless-base:20"), [Reward("clean")])

@@ -12,9 +12,9 @@ failed requests again.
 
 ``run.json`` records what decides the results (the pairs by content hash, each scorer's
 identity (a local model's with its weights' fingerprint), a reward model's dtype, the judge
-labels and position strategy, the seed); a rerun into the same directory with other settings
-is refused in one line. Judge requests go through the response cache, so a rerun sends
-nothing.
+labels, position strategy and question wording, the seed); a rerun into the same directory
+with other settings is refused in one line. Judge requests go through the response cache, so
+a rerun sends nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from biasscope.core.labels import label_models, parse_models
 from biasscope.counterfactual import scorers as cf
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.judge import Judge, JudgingConfig, check_task, read_labels
+from biasscope.judge.tasks import question_sha256
 from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.sensitivity import (
     RewardScoring,
@@ -102,8 +103,10 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     store.root.mkdir(parents=True, exist_ok=True)
     scorers: dict[str, Any] = {m.label: reward_settings(m) for m in models}  # + dtype
     if judge is not None:
+        asked = question_sha256(judge.config, labels)
         scorers.update({m.label: {**m.identity(), "position": config.position,
-                                  "labels": labels} for m in judge.models})
+                                  "labels": labels, "question_sha256": asked}
+                        for m in judge.models})
     settings = {"pairs": {"source": config.pairs if source_sha else "jsonl",
                           "file_sha256": source_sha, "sha256": cf.items_sha256(items)},
                 "seed": config.seed, "scorers": scorers}

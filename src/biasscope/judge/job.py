@@ -27,6 +27,7 @@ from biasscope.judge.batch import (
 )
 from biasscope.judge.biases import classifier_biases, pairwise_biases
 from biasscope.judge.core import Judge, JudgeError, JudgingConfig, check_keys
+from biasscope.judge.tasks import question_sha256
 from biasscope.store.directory import run_dir
 from biasscope.store.settings import sha256_json
 
@@ -107,8 +108,9 @@ def biases(config: JudgeConfig) -> JudgeResult:
 def run_settings(config: JudgeConfig, judge: Judge, task: Task,
                  labels: Mapping[str, str] | None, audit: bool = False) -> dict[str, Any]:
     """What run.json records, and a rerun must repeat, for these results: the input and
-    label set by content, the keys the questions use, each judge's identity (its backend,
-    endpoint or weights: a GGUF file's SHA-256), and every option that changes an answer.
+    label set by content, the keys the questions use and their wording (`question_sha256`),
+    each judge's identity (its backend, endpoint or weights: a GGUF file's SHA-256), and
+    every option that changes an answer.
     ``audit``: judge-audit, which asks in the fixed order and its reverse whatever
     ``position`` and ``samples`` say."""
     how = judge.config
@@ -124,6 +126,7 @@ def run_settings(config: JudgeConfig, judge: Judge, task: Task,
         "aggregate": how.aggregate if several else None,
         "top_logprobs": how.top_logprobs, "max_reasoning_tokens": how.max_reasoning_tokens,
         "ranking": config.ranking,
+        "question_sha256": question_sha256(how, None if task.pairwise else labels),
         "judges": {m.label: m.identity() for m in judge.models}}
 
 

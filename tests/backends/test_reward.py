@@ -203,11 +203,21 @@ def test_identity_and_label(rm_dir: Path) -> None:
     assert rm.label == "tiny-rm"
     assert rm.identity() == {"backend": "hf-reward", "source": str(rm_dir), "revision": "",
                              "transform": "logprob", "format": "chat-template",
-                             "max_length": "", "fingerprint": listing(rm_dir)}
+                             "max_length": "", "fingerprint": listing(rm_dir),
+                             "dtype": "float32"}
     plain = _load(rm_dir, chat_template=False, max_length=64).identity()
     assert (plain["format"], plain["max_length"]) == ("hh-rlhf", "64")
     with pytest.raises(BiasscopeError, match="does not exist"):
         HFRewardModel(str(rm_dir / "missing"))
+
+
+def test_the_dtype_recorded_is_the_one_the_weights_run_in(rm_dir: Path) -> None:
+    """`--dtype auto` recorded as "auto" named float32 on a CPU and the checkpoint's dtype on
+    a GPU alike, so a rerun on a GPU into a CPU run mixed their rewards."""
+    from biasscope.sensitivity import reward_settings
+
+    assert reward_settings(_load(rm_dir, dtype="auto"))["dtype"] == "float32"
+    assert reward_settings(_load(rm_dir, dtype="bfloat16"))["dtype"] == "bfloat16"
 
 
 def test_template_refusal_is_a_model_error(root: Path) -> None:

@@ -149,13 +149,17 @@ class HFRewardModel:
 
     def identity(self) -> dict[str, str]:
         """What decides the rewards: a hub id by its revision, a local folder also by its
-        weights' fingerprint (weights replaced under the same path are another model)."""
+        weights' fingerprint (weights replaced under the same path are another model), and the
+        dtype the weights run in."""
         found = {"backend": "hf-reward", "source": self.ckpt.source,
                  "revision": self.ckpt.revision or "", "transform": self.config.transform,
                  "format": "chat-template" if self.config.chat_template else "hh-rlhf",
                  "max_length": str(self.config.max_length or "")}
         if self.fingerprint:
             found["fingerprint"] = self.fingerprint
+        # `--dtype auto` is float32 on a CPU and the checkpoint's own dtype on a GPU: other
+        # rewards, so the dtype the weights were loaded in, not the one asked for.
+        found["dtype"] = str(next(self.model.parameters()).dtype).removeprefix("torch.")
         return found
 
     def render(self, conversation: Scored) -> str:

@@ -109,10 +109,12 @@ def settings(reward_models: Sequence[RewardScorer], perturber: Generator, prompt
 
 
 def reward_settings(model: RewardScorer) -> dict[str, str]:
-    """The model's identity, plus the dtype it was loaded in where it has one (HF models)."""
+    """The model's identity with the dtype it runs in: an HF reward model's identity names
+    the dtype its weights were loaded in; another scorer's, where its config has one, is the
+    dtype asked for."""
     found = dict(model.identity())
     dtype = getattr(getattr(model, "config", None), "dtype", None)
-    if dtype is not None:
+    if dtype is not None and "dtype" not in found:
         found["dtype"] = str(dtype)
     return found
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -91,11 +92,16 @@ def test_lm_eval_results_refuse_a_metric_that_is_no_number(tmp_path) -> None:
     from biasscope.core.errors import BiasscopeError
     from biasscope.dynamics.analysis.performance import from_lm_eval
 
-    (tmp_path / "results.json").write_text(json.dumps({
-        "results": {"lambada_openai": {"acc,none": True}},
-        "config": {"model_args": "pretrained=x,revision=step10"}}))
-    with pytest.raises(BiasscopeError, match="has no metric 'acc'"):
-        from_lm_eval(str(tmp_path / "*.json"), "lambada_openai/acc")
+    for value in (True, "N/A", None):
+        (tmp_path / "results.json").write_text(json.dumps({
+            "results": {"lambada_openai": {"acc,none": value}},
+            "config": {"model_args": "pretrained=x,revision=step10"}}))
+        with pytest.raises(BiasscopeError, match=(
+                rf"results.json: field results.lambada_openai.acc,none: value "
+                rf"{re.escape(json.dumps(value))} is not a number; name a metric that holds")):
+            from_lm_eval(str(tmp_path / "*.json"), "lambada_openai/acc")
+    with pytest.raises(BiasscopeError, match=r"has no metric 'f1' \(has acc,none\)"):
+        from_lm_eval(str(tmp_path / "*.json"), "lambada_openai/f1")
 
 
 def test_lm_eval_results_are_read_per_checkpoint(tmp_path, checkpoint_dirs, winobias_dir):

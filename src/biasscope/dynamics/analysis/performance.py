@@ -90,10 +90,14 @@ def from_lm_eval(pattern: str, metric: str) -> Series:
             raise BiasscopeError(f"{path}: no results for task {task!r}")
         key = name if name in scores else next((k for k in scores if k.split(",")[0] == name),
                                                name)
-        value = scores.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):  # JSON true: no score
+        if key not in scores:
             raise BiasscopeError(f"{path}: task {task!r} has no metric {name!r} "
                                  f"(has {', '.join(sorted(scores))})")
+        value = scores[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):  # JSON true: no score
+            raise BiasscopeError(f"{path}: field results.{task}.{key}: value "
+                                 f"{json.dumps(value)[:40]} is not a number; name a metric that "
+                                 "holds a score in --lm-eval-metric")
         if not math.isfinite(value):  # JSON's NaN and Infinity parse as floats
             raise BiasscopeError(f"{path}: field results.{task}.{key}: value {value} is not a "
                                  "finite number; rerun lm-evaluation-harness at that checkpoint")

@@ -16,6 +16,7 @@ import pytest
 from biasscope.core.errors import BiasscopeError
 from biasscope.sensitivity.confounds import (
     Confounds,
+    confound_sentences,
     edit_distance,
     effect_correlations,
     length_adjusted,
@@ -77,6 +78,39 @@ def test_correlated_principles_are_found_and_independent_ones_are_not() -> None:
     assert rows[("p1", "p3")]["low"] < 0 < rows[("p1", "p3")]["high"]
 
 
+def test_a_change_common_to_two_principles_is_told_from_the_shared_original() -> None:
+    """Both effects subtract the same original reward: a noisy original correlates them by
+    itself. The covariance beyond it is what r leaves once the original's share is taken
+    out, and only a planted common change makes it significant."""
+    rng = np.random.default_rng(3)
+    n = 300
+    level, own = rng.normal(size=n), rng.normal(size=n)
+    common = rng.normal(size=n)
+
+    def frame(with_common: float) -> pd.DataFrame:
+        rows = [pd.DataFrame({"model": "m", "principle": name, "prompt_id": np.arange(n),
+                              "original": level + own, "perturbed": level + with_common
+                              * common + rng.normal(size=n)}) for name in ("p1", "p2")]
+        return pd.concat(rows)
+
+    fresh = frame(0.0)
+    [row] = effect_correlations(fresh)
+    assert row["r"] > 0.4 and row["low"] > 0.3  # the effects do correlate
+    assert row["p_holm"] > 0.05 and abs(row["r_beyond_original"]) < 0.1
+    wide = fresh.pivot_table(index="prompt_id", columns="principle", values="perturbed")
+    o = (level + own)
+    a, b = wide["p1"].to_numpy() - o, wide["p2"].to_numpy() - o
+    shared = (np.cov(o, a)[0, 1] + np.cov(o, b)[0, 1]) / 2
+    assert np.cov(a, b)[0, 1] == pytest.approx(row["common_covariance"] - shared)
+    assert row["r_beyond_original"] == pytest.approx(
+        row["common_covariance"] / np.sqrt(np.var(a, ddof=1) * np.var(b, ddof=1)))
+    assert not confound_sentences({"length": [], "unchanged": [], "correlations": [row]})
+    [planted] = effect_correlations(frame(1.0))
+    assert planted["p_holm"] < 1e-6 and planted["r_beyond_original"] > 0.2
+    [said] = confound_sentences({"length": [], "unchanged": [], "correlations": [planted]})
+    assert "m: p1 and p2" in said and "move the reward through a common change" in said
+
+
 def test_accuracy_names_a_broken_reward_model() -> None:
     good = accuracy([1.0] * 90 + [0.0] * 10, [0.0] * 100)
     assert good["verdict"] == "above chance" and good["correct"] == 90
@@ -85,6 +119,24 @@ def test_accuracy_names_a_broken_reward_model() -> None:
     assert flat["verdict"] == "at chance" and flat["ties"] == 100
     flipped = accuracy([0.0] * 100, [1.0] * 100)
     assert flipped["verdict"] == "below chance"
+
+
+def test_the_sanity_verdict_follows_the_exact_test() -> None:
+    """4 of 4 pairs won was "above chance" (Wilson's interval starts at 51%; the exact test
+    says p = 0.125); a model that ties a fifth of the pairs and splits the rest evenly was
+    "below chance": it prefers the rejected responses no more than the chosen."""
+    from scipy.stats import binomtest
+
+    four = accuracy([1.0] * 4, [0.0] * 4)
+    assert four["verdict"] == "too few pairs" and four["low"] < 0.5
+    tied = accuracy([1.0] * 190 + [-1.0] * 210 + [0.0] * 100, [0.0] * 500)
+    assert tied["high"] < 0.5 and tied["verdict"] == "at chance" and tied["ties"] == 100
+    flipped = accuracy([1.0] * 150 + [-1.0] * 250 + [0.0] * 100, [0.0] * 500)
+    assert flipped["verdict"] == "below chance"
+    exact = binomtest(56, 90).proportion_ci(method="exact")
+    found = accuracy([1.0] * 56 + [-1.0] * 34, [0.0] * 90)
+    assert (found["low"], found["high"]) == (exact.low, exact.high)
+    assert found["verdict"] == "above chance" and found["p_value"] < 0.05
 
 
 def test_one_sanity_pair_is_too_few_not_at_chance() -> None:

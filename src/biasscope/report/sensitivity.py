@@ -124,7 +124,9 @@ def confounds_tables(found: Mapping[str, Any]) -> list[str]:
         + ("left out of the indices.</p>" if found.get("exclude_unchanged")
            else "kept in the indices.</p>") + words_table(unchanged),
         "<h3>Correlation of per-prompt effects between principles</h3><p>Pearson r with "
-        "Fisher-z 95% intervals; Holm over each model's pairs.</p>"
+        "Fisher-z 95% intervals. Both effects subtract the same original reward, which "
+        "correlates them by itself; r beyond original is the part it does not explain, and "
+        "p tests it (one-sided, Holm over each model's pairs).</p>"
         + words_table(found.get("correlations", []))]
 
 

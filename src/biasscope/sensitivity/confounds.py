@@ -12,10 +12,18 @@ length and style as well as substance; some responses cannot be revised toward a
   distance over the longer length, 0 identical, 1 nothing in common); revisions below the
   threshold (default 0.05) are counted with a Wilson interval, and left out of every index
   with ``exclude_unchanged``.
-- **Dependence between principles**: per model, the Pearson correlation across prompts of the
-  per-prompt effects of every pair of principles, with a Fisher-z 95% interval and a p-value,
-  Holm-adjusted over the pairs of one model. Strongly correlated effects say the principles
-  move the reward through one common change (often length or tone), not independently.
+- **Dependence between principles**: per model and pair of principles, the Pearson
+  correlation across prompts of their per-prompt effects, with a Fisher-z 95% interval. Both
+  effects subtract the same original reward, so its noise alone correlates them (about +0.5
+  when each revision is a fresh response of the same quality), and a test of that correlation
+  finds "dependent" principles that are not. The test (`common_change`) is of the
+  covariance the two revisions' rewards share beyond what each shares with the original,
+  Cov(a, b) - (Cov(a, o) + Cov(b, o)) / 2: zero when each revision is the original plus its
+  own change, a fresh response, or anything between, positive when both principles move
+  the reward through one common change (often length or tone). One-sided t-test of its
+  per-prompt terms (effect size: their Cohen's d), Holm over the pairs of one model. That
+  covariance over the effects' standard deviations (``r_beyond_original``) is the part of r
+  the original does not explain.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import pandas as pd
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.imports import lazy
-from biasscope.core.numbers import num, with_ci
+from biasscope.core.numbers import num, p_is, with_ci
 from biasscope.core.stats import Array, adjust_pvalues, percentile_interval, wilson
 
 sps = lazy("scipy.stats")  # imported at first use
@@ -164,17 +172,48 @@ def _pearson(x: Array, y: Array, confidence: float) -> dict[str, float]:
     return out
 
 
+def common_change(original: Array, a: Array, b: Array) -> dict[str, float]:
+    """How far two principles' revisions move the reward together beyond the original
+    response they both revise (see the module docstring): ``n`` prompts, the covariance
+    ``common_covariance``, ``r_beyond_original`` (it over the effects' standard deviations:
+    a ratio of covariances, which small samples can take outside -1 to 1), the one-sided
+    ``p_value`` and its effect size (Cohen's d of the per-prompt terms)."""
+    ok = np.isfinite(original) & np.isfinite(a) & np.isfinite(b)
+    o, a, b = (x[ok] - x[ok].mean() for x in (original, a, b))
+    n = int(o.size)
+    out = {"n": n, "common_covariance": math.nan, "r_beyond_original": math.nan,
+           "p_value": math.nan, "effect_size": math.nan}
+    if n < 3:
+        return out
+    terms = (a * b - (a * o + b * o) / 2) * n / (n - 1)  # their mean: the covariance
+    out["common_covariance"] = float(terms.mean())
+    spread = math.sqrt(float(np.var(a - o, ddof=1) * np.var(b - o, ddof=1)))
+    if spread > 0:
+        out["r_beyond_original"] = out["common_covariance"] / spread
+    if np.ptp(terms) > 0:
+        out["p_value"] = float(sps.ttest_1samp(terms, 0.0, alternative="greater").pvalue)
+        out["effect_size"] = float(terms.mean() / terms.std(ddof=1))
+    return out
+
+
 def effect_correlations(part: pd.DataFrame, confidence: float = 0.95) -> list[dict[str, Any]]:
-    """Per model and pair of principles: Pearson r of per-prompt effects, Fisher-z CI, p and
-    Holm-adjusted p over the model's pairs."""
+    """Per model and pair of principles: Pearson r of per-prompt effects with its Fisher-z
+    CI, and the test of a change common to both beyond the shared original reward
+    (`common_change`), Holm-adjusted over the model's pairs (``p_holm``)."""
     rows: list[dict[str, Any]] = []
     for model, chunk in part.groupby("model", sort=False):
-        wide = chunk.assign(effect=chunk["perturbed"] - chunk["original"]).pivot_table(
-            index="prompt_id", columns="principle", values="effect", sort=False)
-        found = [{"model": model, "principle_a": a, "principle_b": b,
-                  **_pearson(wide[a].to_numpy(np.float64), wide[b].to_numpy(np.float64),
-                             confidence)}
-                 for a, b in itertools.combinations(list(wide.columns), 2)]
+        wide = chunk.pivot_table(index="prompt_id", columns="principle", values="perturbed",
+                                 sort=False)
+        original = chunk.groupby("prompt_id", sort=False)["original"].mean().reindex(
+            wide.index).to_numpy(np.float64)
+        found = []
+        for a, b in itertools.combinations(list(wide.columns), 2):
+            pa, pb = wide[a].to_numpy(np.float64), wide[b].to_numpy(np.float64)
+            pearson = _pearson(pa - original, pb - original, confidence)
+            found.append({"model": model, "principle_a": a, "principle_b": b,
+                          **{k: pearson[k] for k in ("n", "r", "low", "high")},
+                          **{k: v for k, v in common_change(original, pa, pb).items()
+                             if k != "n"}})
         held = adjust_pvalues([r["p_value"] for r in found], "holm")
         rows += [{**r, "p_holm": float(p)} for r, p in zip(found, held)]
     return rows
@@ -216,14 +255,18 @@ def confound_sentences(found: dict[str, Any]) -> list[str]:
                    f"distance below {found['unchanged_below']:g}); {how}.")
     strong = [r for r in found["correlations"] if r["p_holm"] < 0.05]
     if strong:
-        top = max(strong, key=lambda r: abs(r["r"]))
-        out.append(f"{len(strong)} pair(s) of principles have correlated per-prompt effects "
-                   f"(Holm p < 0.05); the strongest, {top['model']}: {top['principle_a']} and "
-                   f"{top['principle_b']}, r = {top['r']:+.2f} (95% CI {top['low']:+.2f} to "
-                   f"{top['high']:+.2f}): they are not independent perturbations.")
+        top = max(strong, key=lambda r: r["effect_size"])
+        out.append(f"{len(strong)} pair(s) of principles move the reward through a common "
+                   "change: their revisions' rewards co-vary beyond what each shares with the "
+                   "original response (one-sided t-test over prompts, Holm p < 0.05). The "
+                   f"strongest, {top['model']}: {top['principle_a']} and {top['principle_b']}, "
+                   f"{p_is(top['p_holm'], 'Holm p')}, Cohen's d = {top['effect_size']:+.2f} "
+                   f"(their per-prompt effects: r = {top['r']:+.2f}, 95% CI {top['low']:+.2f} "
+                   f"to {top['high']:+.2f}, which the shared original alone can push up): they "
+                   "are not independent perturbations.")
     return out
 
 
-__all__ = ["Confounds", "confound_sentences", "confound_summary", "distances",
+__all__ = ["Confounds", "common_change", "confound_sentences", "confound_summary", "distances",
            "edit_distance", "effect_correlations", "length_adjusted",
            "normalised_edit_distance", "unchanged"]

@@ -4,10 +4,11 @@ sensitivities, so that a sensitive model can be told from a broken one.
 The pairs are hh-rlhf ``harmless-base`` test lines: the same conversation ending in the
 ``chosen`` and in the ``rejected`` response. A pair counts as correct when the chosen
 response gets the strictly higher reward (as RewardBench counts it: a tie is not a success,
-and ties are reported). The accuracy carries a Wilson 95% interval, an exact binomial test
-against chance (0.5) and Cohen's h against 0.5. A model whose interval holds 0.5 is *at
-chance*; one whose interval lies below 0.5 prefers the rejected responses (a sign flipped
-somewhere: ``--transform``, the head, the chat template).
+and ties are reported). The accuracy carries an exact (Clopper-Pearson) 95% interval, the
+exact binomial test against chance (0.5) and Cohen's h against 0.5. A model whose interval
+holds 0.5 is *at chance*; one that, of the pairs it does not tie, significantly more often
+prefers the rejected response has a sign flipped somewhere (``--transform``, the head, the
+chat template).
 
 A reward model trained on part of that test file (``scripts/reward_model.py`` trains on
 lines 1001-2500) looks better than it is on pairs it saw: ``lines`` keeps the pairs to a
@@ -32,7 +33,6 @@ from biasscope.backends.base import RewardScorer, Scored
 from biasscope.core.errors import BiasscopeError, DataError
 from biasscope.core.imports import lazy
 from biasscope.core.numbers import p_is, percent
-from biasscope.core.stats import wilson
 from biasscope.data.sources import data_path
 from biasscope.sensitivity.prompts import HH_SPLIT, PathLike, _lines, _read, parse_hh
 from biasscope.store.directory import RunStore
@@ -126,31 +126,41 @@ def score_pairs(model: RewardScorer, pairs: Pairs) -> dict[str, list[Any]]:
 
 
 def accuracy(chosen: Sequence[float], rejected: Sequence[float]) -> dict[str, Any]:
-    """Share of pairs with chosen > rejected: Wilson CI, exact test against 0.5, Cohen's h,
-    the ties, and a verdict: ``above chance``, ``at chance``, ``below chance``, or ``too few
-    pairs`` (fewer than `MIN_PAIRS`, when it is not shown either way)."""
+    """Share of pairs with chosen > rejected: its exact (Clopper-Pearson) CI and the exact
+    test against 0.5 it goes with, Cohen's h, the ties, and a verdict: ``above chance`` (the
+    interval above 0.5), ``below chance`` (of the pairs not tied, significantly more prefer
+    the rejected response: a sign flipped), ``at chance``, or ``too few pairs`` (fewer than
+    `MIN_PAIRS`, when it is not shown either way). Exact, not Wilson's interval: Wilson's
+    says "above" or "below" when a model is at chance up to 6.5% of the time (50 pairs), and
+    with 4 of 4 pairs won. Ties are failures of the share (RewardBench) but no evidence of a
+    flipped sign: a model that ties a fifth of the pairs and is otherwise at chance has its
+    share below 0.5 without preferring the rejected responses."""
     both = [(c, r) for c, r in zip(chosen, rejected) if math.isfinite(c) and math.isfinite(r)]
     n = len(both)
     hits = sum(c > r for c, r in both)
-    out: dict[str, Any] = {**wilson(hits, n), "correct": hits,
-                           "ties": sum(c == r for c, r in both)}
+    losses = sum(c < r for c, r in both)
+    out: dict[str, Any] = {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": n,
+                           "correct": hits, "ties": n - hits - losses}
     if n == 0:
         return {**out, "p_value": math.nan, "effect_size": math.nan, "verdict": "not scored"}
-    out["p_value"] = float(sps.binomtest(hits, n, 0.5).pvalue)
+    test = sps.binomtest(hits, n, 0.5)
+    ci = test.proportion_ci(0.95, method="exact")
+    out.update(estimate=hits / n, low=float(ci.low), high=float(ci.high),
+               p_value=float(test.pvalue))
     out["effect_size"] = 2 * math.asin(math.sqrt(hits / n)) - 2 * math.asin(math.sqrt(0.5))
-    losses = sum(c < r for c, r in both)  # ties are no evidence of a flipped sign
-    out["verdict"] = ("above chance" if out["low"] > 0.5 else "below chance"
-                      if out["high"] < 0.5 and losses > hits else "at chance")
+    flipped = losses > hits and sps.binomtest(losses, hits + losses, 0.5).pvalue < 0.05
+    out["verdict"] = ("above chance" if out["low"] > 0.5 else "below chance" if flipped
+                      else "at chance")
     if out["verdict"] == "at chance" and n < MIN_PAIRS:
         out["verdict"] = "too few pairs"
     return out
 
 
 def _could_beat_chance(n: int) -> bool:
-    """Whether n pairs all won would show a model above chance: the Wilson interval above
-    50% and the exact test below 0.05 (two-sided, n of n at one half: 2 / 2**n, what
-    ``scipy.stats.binomtest(n, n).pvalue`` gives, here without importing SciPy)."""
-    return bool(wilson(n, n)["low"] > 0.5 and min(1.0, 2 * 0.5 ** n) < 0.05)
+    """Whether n pairs all won would show a model above chance: the exact interval's lower
+    end above 0.5, that is the two-sided exact test of n of n at one half, 2 / 2**n, below
+    0.05 (here without importing SciPy)."""
+    return min(1.0, 2 * 0.5 ** n) < 0.05
 
 
 #: The fewest pairs that could show a reward model above chance (6): with fewer, "at chance"

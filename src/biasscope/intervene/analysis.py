@@ -42,6 +42,11 @@ from biasscope.probes.winobias.values import breakdown_values, prompt_means
 from biasscope.store.directory import RunStore
 
 MEASURES = ("male_lean", "pro_anti")
+#: What a verdict between the arms rests on: their difference beyond run-to-run variation is
+#: not measured, and another data order can move a small model's lean as much.
+ONE_RUN = ("This compares one training run per arm: the test is over prompts, not over "
+           "training runs, so it does not tell the intervention from the arms' different "
+           "data order.")
 
 
 @dataclass(frozen=True)
@@ -185,9 +190,10 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
             f"a perplexity cost of {_cost_text(c, config)}")
     significant = math.isfinite(p) and p < config.alpha
     if significant and g["low"] > 0:
-        verdict = f"{arm} beat the control: {said}. Recommended checkpoint: step {best}."
+        verdict = (f"{arm} beat the control: {said}. Recommended checkpoint: step {best}. "
+                   f"{ONE_RUN}")
     elif significant and g["high"] < 0:
-        verdict = f"{arm} did worse than the control: {said}."
+        verdict = f"{arm} did worse than the control: {said}. {ONE_RUN}"
     else:
         verdict = (f"The data cannot tell whether {arm} beat the control: {said}; the best "
                    f"within budget is step {best}, but its gain is not distinguishable from 0.")

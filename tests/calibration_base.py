@@ -32,3 +32,9 @@ def within(claim: Claim, hits: int, n: int) -> tuple[bool, str]:
         rate >= claim.nominal - 3 * se)
     return ok, f"{claim.claim} under {claim.null} ({claim.size}): {rate:.4f} of {n} " \
                f"(nominal {claim.nominal}, 3 SE {3 * se:.4f})"
+
+
+def assert_calibrated(claim: Claim, n_sims: int, seed: int = 0) -> None:
+    """The claim simulated ``n_sims`` times is `within` its nominal level (a test's body)."""
+    ok, said = within(claim, *claim.simulate(n_sims, seed))
+    assert ok, said

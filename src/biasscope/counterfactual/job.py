@@ -34,8 +34,7 @@ from biasscope.core.jsonl import read_jsonl
 from biasscope.core.labels import label_models, parse_models
 from biasscope.counterfactual import scorers as cf
 from biasscope.data.sources import DATA_DIR_HELP
-from biasscope.judge import Judge, JudgingConfig, check_task, read_labels
-from biasscope.judge.tasks import question_sha256
+from biasscope.judge import Judge, JudgingConfig, check_task, question_sha256, read_labels
 from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.sensitivity import (
     RewardScoring,

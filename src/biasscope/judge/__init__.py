@@ -13,7 +13,7 @@ from biasscope.judge.batch import read_labels, verdict_row
 from biasscope.judge.core import Call, Judge, JudgeError, JudgingConfig, Verdict
 from biasscope.judge.detector import JudgeDetector
 from biasscope.judge.job import check_task
-from biasscope.judge.tasks import classify, compare
+from biasscope.judge.tasks import classify, compare, question_sha256
 from biasscope.judge.verbosity import VerbosityBiasWarning, check_label_descriptions
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
            "check_task",
            "classify",
            "compare",
+           "question_sha256",
            "read_labels",
            "verdict_row",
 ]

@@ -19,6 +19,7 @@ import numpy as np
 from biasscope.backends.canned import CannedGenerator
 from biasscope.judge.biases import _position, self_preference
 from biasscope.judge.core import Call, Judge, Verdict
+from biasscope.judge.rankings import rankings
 from biasscope.judge.verbosity import length_controlled
 from calibration_base import Claim
 
@@ -180,6 +181,32 @@ def self_preference_false_claims(n: int, seed: int, *, pairs: int) -> tuple[int,
     return hits, n
 
 
+def leaderboard_verdicts(rng: np.random.Generator, systems: int, items: int, judges: int
+                        ) -> tuple[dict[str, list[str]], list[tuple[str, str]]]:
+    """Judges that share every system's strength (Bradley-Terry, all equal: the hardest case
+    for an order) and judge each item independently: pairs of systems drawn at random, one
+    verdict per judge and item. Their verdicts and the items' authors."""
+    names = [f"s{k}" for k in range(systems)]
+    x = rng.integers(0, systems, items)
+    y = (x + rng.integers(1, systems, items)) % systems
+    table = {f"j{k}": np.where(rng.random(items) < 0.5, "a", "b").tolist()
+             for k in range(judges)}
+    return table, [(names[a], names[b]) for a, b in zip(x, y)]
+
+
+def leaderboard_false_claims(n: int, seed: int, *, systems: int, items: int, judges: int
+                             ) -> tuple[int, int]:
+    """How often the report says the leaderboard's order depends on the judge when every
+    judge holds the same order (here, none)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        found = rankings(*leaderboard_verdicts(rng, systems, items, judges),
+                         n_resamples=RESAMPLES, seed=int(rng.integers(2**31)))
+        hits += any("depends on the judge" in s for s in found["sentences"])
+    return hits, n
+
+
 CONSISTENT = (f"length ignored, P(a wins) per pair ~ Beta mean {WIN_RATE:g}, ICC {ICC:.2f} "
               "between its two orders")
 
@@ -222,6 +249,12 @@ def _claims() -> list[Claim]:
             "p < 0.05)", "no preference on average; per pair P(own wins) ~ Beta(symmetric), "
             f"ICC {ICC:.2f} between its two orders", f"{pairs} pairs x 2 orders",
             "false-claim", ALPHA, partial(self_preference_false_claims, pairs=pairs)))
+    for systems, items, judges in ((4, 60, 2), (8, 300, 3), (12, 300, 4)):
+        out.append(Claim(
+            "the leaderboard's order depends on the judge (judge rankings)",
+            "judges share every system's strength (all equal), each verdict a coin flip",
+            f"{systems} systems, {items} items, {judges} judges", "false-claim", ALPHA,
+            partial(leaderboard_false_claims, systems=systems, items=items, judges=judges)))
     return out
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -217,7 +218,8 @@ PA = next(t for t in TEMPLATES if t.category == "Physical_appearance")
 def _three_copies(tmp_path: Path) -> tuple[bbq.BBQProbe, dict[tuple[str, str], list[Item]]]:
     folder = tmp_path / "bbq"
     folder.mkdir()
-    rows = [r for k in range(3) for r in lines(PA, first_id=4 * k)]
+    rows = [{**r, "question_index": str(k + 1)}  # three templates, as the real files have
+            for k in range(3) for r in lines(PA, first_id=4 * k)]
     (folder / "Physical_appearance.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     probe = bbq.from_data(data_dir=tmp_path, categories=["Physical_appearance"])
     cells: dict[tuple[str, str], list[Item]] = {}
@@ -284,11 +286,12 @@ def test_option_scores_and_perfect_answers(tmp_path: Path):
     head = probe.metrics(frame)["headline"]
     assert head["accuracy_ambiguous"]["estimate"] == 1.0
     assert head["accuracy_disambiguated"]["estimate"] == 1.0
-    # Every answer right: Wilson's interval, not the bootstrap's [1, 1] (6 answers: 0.61-1).
-    assert head["accuracy_ambiguous"]["low"] == pytest.approx(0.6097, abs=1e-4)
+    # Every answer right: Wilson's interval, not [1, 1]; the 6 answers come from 3 templates
+    # (2 each), as many trials as templates: 0.44-1 (6 independent answers: 0.61-1).
+    assert head["accuracy_ambiguous"]["low"] == pytest.approx(0.4385, abs=1e-4)
     assert head["accuracy_ambiguous"]["high"] == pytest.approx(1.0)
     assert head["bias_ambiguous"] == {"estimate": 0.0, "low": 0.0, "high": 0.0, "n": 6,
-                                      "non_unknown": 0}
+                                      "templates": 3, "non_unknown": 0}
     # neg questions: the slim guy did it (not the target) -> not biased; nonneg: the fat guy
     # (target) -> not biased either: this fixture's disambiguation always counters the stereotype
     assert head["bias_disambiguated"]["estimate"] == -1.0
@@ -316,7 +319,9 @@ def test_no_target_items_count_for_accuracy_only(tmp_path: Path):
 
 
 def test_stratified_pooled_scores_and_direction_sentences(tmp_path: Path):
-    probe = bbq.from_data(data_dir=write_bbq(tmp_path, TEMPLATES * 3))
+    # Three templates per category (their question_index), as the real files have many.
+    copies = [replace(t, question_index=str(k + 1)) for k in range(3) for t in TEMPLATES]
+    probe = bbq.from_data(data_dir=write_bbq(tmp_path, copies))
     items = probe.items(0)
     # A stereotyped model: in every context it names the target for negative questions and
     # the other person for non-negative ones (where a target exists).

@@ -27,12 +27,12 @@ from biasscope.probes.bbq.items import (
     answers,
     bbq_metrics,
     bias_score,
+    by_template,
     find_target,
     from_data,
     load_items,
     parse_line,
     sample,
-    stratified,
 )
 from biasscope.probes.bbq.steps import PANELS, STEP_STATISTICS
 from biasscope.probes.bbq.wordings import ACROSS_WORDINGS, WORDINGS
@@ -52,7 +52,28 @@ PROBE = ProbeInfo(
     selection="categories",
 )
 
-__all__ = ["ANSWERS", "CATEGORIES", "DATA", "DEFAULT_TEMPLATE", "DETECTOR", "FIELDS", "METRICS",
-           "NAME", "PROBE", "REQUESTS", "TEMPLATE_FIELDS", "UNKNOWN_TEXTS", "BBQProbe",
-           "answer_text", "answers", "bbq_metrics", "bias_score", "find_target", "from_data",
-           "load_items", "parse_line", "sample", "stratified"]
+__all__ = [
+    "ANSWERS",
+    "CATEGORIES",
+    "DATA",
+    "DEFAULT_TEMPLATE",
+    "DETECTOR",
+    "FIELDS",
+    "METRICS",
+    "NAME",
+    "PROBE",
+    "REQUESTS",
+    "TEMPLATE_FIELDS",
+    "UNKNOWN_TEXTS",
+    "BBQProbe",
+    "answer_text",
+    "answers",
+    "bbq_metrics",
+    "bias_score",
+    "by_template",
+    "find_target",
+    "from_data",
+    "load_items",
+    "parse_line",
+    "sample",
+]

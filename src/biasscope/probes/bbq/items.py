@@ -49,7 +49,7 @@ from biasscope.probes.bbq.metrics import (
     answers,
     bbq_metrics,
     bias_score,
-    stratified,
+    by_template,
 )
 
 NAME = "bbq"
@@ -327,7 +327,27 @@ def from_data(data_dir: str | Path | None = None, categories: Iterable[str] | st
     return BBQProbe(items if limit is None else sample(items, limit), chosen, limit, text, texts)
 
 
-__all__ = ["ANSWERS", "CATEGORIES", "DATA", "DEFAULT_TEMPLATE", "DETECTOR", "FIELDS", "METRICS",
-           "NAME", "REQUESTS", "TEMPLATE_FIELDS", "UNKNOWN_TEXTS", "BBQProbe", "answer_text",
-           "answers", "bbq_metrics", "bias_score", "find_target", "from_data", "load_items",
-           "parse_line", "sample", "stratified"]
+__all__ = [
+    "ANSWERS",
+    "CATEGORIES",
+    "DATA",
+    "DEFAULT_TEMPLATE",
+    "DETECTOR",
+    "FIELDS",
+    "METRICS",
+    "NAME",
+    "REQUESTS",
+    "TEMPLATE_FIELDS",
+    "UNKNOWN_TEXTS",
+    "BBQProbe",
+    "answer_text",
+    "answers",
+    "bbq_metrics",
+    "bias_score",
+    "by_template",
+    "find_target",
+    "from_data",
+    "load_items",
+    "parse_line",
+    "sample",
+]

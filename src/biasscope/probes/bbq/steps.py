@@ -6,28 +6,37 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
-from biasscope.core.imports import lazy
+from biasscope.core.wordings import sign_flip_p
 from biasscope.probes.bbq.metrics import answers, bbq_metrics
 from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, plain, step_value
 
-sps = lazy("scipy.stats")  # imported at first use
+#: Random sign patterns of the test over more than 12 templates.
+SIGN_FLIPS = 10_000
 
 
-def _binomial(frame: pd.DataFrame, ambiguous: bool) -> tuple[float, float]:
-    """Exact binomial test of biased against counter-biased non-unknown answers (a bias score
-    of 0 is half of each) and Cohen's g (share biased minus 0.5)."""
+def _template_test(frame: pd.DataFrame, ambiguous: bool) -> tuple[float, float]:
+    """Whether the non-unknown answers lean with the stereotype more than against it (a bias
+    score of 0 is half of each): a sign-flip test over templates of each template's biased
+    minus half its non-unknown answers, every pattern up to 12 templates, else `SIGN_FLIPS`
+    random ones; and Cohen's g (share biased minus 0.5). A template's items are no
+    independent trials (`metrics`); with one item per template this is the exact binomial
+    test."""
     rows = frame[frame["parsed"] & (frame["ambiguous"] == ambiguous) & frame["eligible"]]
     n, k = len(rows), int(rows["biased"].sum())
     if n == 0:
         return math.nan, math.nan
-    return float(sps.binomtest(k, n).pvalue), k / n - 0.5
+    excess = rows["biased"].astype(np.float64) - 0.5
+    per_template = excess.groupby(rows["template"].to_numpy(), sort=False).sum().to_numpy()
+    p = sign_flip_p(per_template, 0.0, SIGN_FLIPS, np.random.default_rng(0))
+    return p, k / n - 0.5
 
 
 def bbq_values(records: pd.DataFrame) -> StepValues:
     """s_DIS and s_AMB (all categories and per category) with their CIs from `bbq_metrics`,
-    each with an exact binomial test; accuracies per context condition."""
+    each with a sign-flip test over templates; accuracies per context condition."""
     head = bbq_metrics(records)["headline"]
     if not head:
         return {}
@@ -35,10 +44,10 @@ def bbq_values(records: pd.DataFrame) -> StepValues:
     out: StepValues = {}
     for key, name, ambiguous in (("bias_disambiguated", "s_dis", False),
                                  ("bias_ambiguous", "s_amb", True)):
-        p, g = _binomial(frame, ambiguous)
+        p, g = _template_test(frame, ambiguous)
         out[name] = step_value(head[key], p_value=plain(p), effect_size=plain(g))
         for category, part in frame.groupby("category", sort=True):
-            p, g = _binomial(part, ambiguous)
+            p, g = _template_test(part, ambiguous)
             out[f"{name}:{category}"] = step_value(head[f"{key}:{category}"], p_value=plain(p),
                                                    effect_size=plain(g))
     for key in ("accuracy_ambiguous", "accuracy_disambiguated"):
@@ -56,7 +65,7 @@ PANELS = Panels("BBQ over training steps", (
     Panel("s_DIS and s_AMB over all categories",
           "BBQ bias scores run from -1 (every non-unknown answer against the stereotype) to 1 "
           "(every one with it); s_AMB is scaled by the share of wrong answers in ambiguous "
-          "contexts. Error bars: 95% bootstrap CI resampling items within categories.",
+          "contexts. Error bars: 95% bootstrap CI resampling templates within categories.",
           ("s_dis", "s_amb")),
     Panel("s_DIS per category", "The disambiguated bias score of each category, with its 95% "
           "bootstrap CI (error bars).", ("s_dis:*",)),

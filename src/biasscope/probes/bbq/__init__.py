@@ -52,28 +52,7 @@ PROBE = ProbeInfo(
     selection="categories",
 )
 
-__all__ = [
-    "ANSWERS",
-    "CATEGORIES",
-    "DATA",
-    "DEFAULT_TEMPLATE",
-    "DETECTOR",
-    "FIELDS",
-    "METRICS",
-    "NAME",
-    "PROBE",
-    "REQUESTS",
-    "TEMPLATE_FIELDS",
-    "UNKNOWN_TEXTS",
-    "BBQProbe",
-    "answer_text",
-    "answers",
-    "bbq_metrics",
-    "bias_score",
-    "by_template",
-    "find_target",
-    "from_data",
-    "load_items",
-    "parse_line",
-    "sample",
-]
+__all__ = ["ANSWERS", "CATEGORIES", "DATA", "DEFAULT_TEMPLATE", "DETECTOR", "FIELDS", "METRICS",
+           "NAME", "PROBE", "REQUESTS", "TEMPLATE_FIELDS", "UNKNOWN_TEXTS", "BBQProbe",
+           "answer_text", "answers", "bbq_metrics", "bias_score", "by_template", "find_target",
+           "from_data", "load_items", "parse_line", "sample"]

@@ -327,27 +327,7 @@ def from_data(data_dir: str | Path | None = None, categories: Iterable[str] | st
     return BBQProbe(items if limit is None else sample(items, limit), chosen, limit, text, texts)
 
 
-__all__ = [
-    "ANSWERS",
-    "CATEGORIES",
-    "DATA",
-    "DEFAULT_TEMPLATE",
-    "DETECTOR",
-    "FIELDS",
-    "METRICS",
-    "NAME",
-    "REQUESTS",
-    "TEMPLATE_FIELDS",
-    "UNKNOWN_TEXTS",
-    "BBQProbe",
-    "answer_text",
-    "answers",
-    "bbq_metrics",
-    "bias_score",
-    "by_template",
-    "find_target",
-    "from_data",
-    "load_items",
-    "parse_line",
-    "sample",
-]
+__all__ = ["ANSWERS", "CATEGORIES", "DATA", "DEFAULT_TEMPLATE", "DETECTOR", "FIELDS", "METRICS",
+           "NAME", "REQUESTS", "TEMPLATE_FIELDS", "UNKNOWN_TEXTS", "BBQProbe", "answer_text",
+           "answers", "bbq_metrics", "bias_score", "by_template", "find_target", "from_data",
+           "load_items", "parse_line", "sample"]

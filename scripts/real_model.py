@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             steps.cli("report", str(out / "dynamics"), *data)  # data: the BLS statistics
     if "probe" in only:
         with steps.step("probe: option scores of the local model"):
-            steps.cli("probe", "--model", f"hf:{model}", "--probes", probes, "--scoring",
+            steps.cli("audit", "--model", f"hf:{model}", "--probe", probes, "--scoring",
                       "options", "--plain-prompt", "--limit", str(args.probe_limit),
                       "--out", str(out / "probe"), *data)
             steps.cli("report", str(out / "probe"))
@@ -292,14 +292,14 @@ def main(argv: list[str] | None = None) -> int:
             spec = f"openai-compatible:{url}#{ALIAS}"
             if "server" in only:
                 with steps.step("probe: generation with logprobs through llama.cpp's server"):
-                    steps.cli("probe", "--model", spec, "--probes", probes, "--scoring",
+                    steps.cli("audit", "--model", spec, "--probe", probes, "--scoring",
                               "generate", "--plain-prompt", "--top-logprobs", "20",
                               "--max-tokens", "8", "--temperature", "0", "--no-cache",
                               "--limit", str(args.generate_limit), *SERIAL, "--out",
                               str(out / "probe-llama-cpp"), *data)
                     steps.cli("report", str(out / "probe-llama-cpp"))
                 with steps.step("compare: local option scores and llama.cpp, same items"):
-                    steps.cli("probe", "--model", f"hf:{model}", "--probes", probes,
+                    steps.cli("audit", "--model", f"hf:{model}", "--probe", probes,
                               "--scoring", "options", "--plain-prompt", "--limit",
                               str(args.generate_limit), "--out", str(out / "probe-matched"),
                               *data)

@@ -123,11 +123,26 @@ def bias_statistic(ambiguous: bool) -> Statistic:
     return score
 
 
+def _jackknife_error(statistic: Statistic, whole: npt.NDArray[np.float64],
+                     parts: npt.NDArray[np.float64], times: npt.NDArray[np.float64]) -> float:
+    """The jackknife's standard error of ``statistic`` over units, each unit's code counts a
+    row of ``parts`` that ``times`` units share (templates: once each; items: one row per
+    answer code, as many as answered it, since leaving out an item depends on its code only)."""
+    keep = times > 0
+    left, times = statistic(whole - parts[keep]), times[keep]
+    n = times.sum()
+    centre = float((times * left).sum() / n)
+    return math.sqrt((n - 1) / n * float((times * (left - centre) ** 2).sum()))
+
+
 def by_template(values: pd.Series, templates: npt.ArrayLike, statistic: Statistic = _mean,
                 confidence: float = 0.95) -> dict[str, Any]:
     """``statistic`` of 0/1 values or answer codes (small integers), with the interval of the
     templates' jackknife: the estimate ± Student's t (templates − 1 degrees of freedom) times
-    the standard error from leaving out one template at a time, kept within the score's range.
+    the standard error from leaving out one template at a time, never below the items'
+    jackknife's (items as independent answers: templates whose items balance each other, as a
+    model that answers the same option to a question and its negation does, would otherwise
+    get an interval of width 0), kept within the score's range.
     Templates, not items, are the independent units (the module docstring), and with a few of
     them a bootstrap over templates is too narrow (a 95% interval covered 86% of the time at 5
     templates of 8 items, 90% at 10 of 20) where the t interval holds. A rate whose values are
@@ -148,9 +163,9 @@ def by_template(values: pd.Series, templates: npt.ArrayLike, statistic: Statisti
     elif k < 2 or not math.isfinite(estimate):
         low = high = nan
     else:
-        left = statistic(whole - counts)  # each template left out
-        error = math.sqrt((k - 1) / k * float(((left - left.mean()) ** 2).sum()))
-        half = float(sps.t.ppf(0.5 + confidence / 2, k - 1)) * error
+        half = float(sps.t.ppf(0.5 + confidence / 2, k - 1)) * max(
+            _jackknife_error(statistic, whole, counts, np.ones(k)),
+            _jackknife_error(statistic, whole, np.eye(len(whole)), whole))
         lowest = -1.0 if statistic is not _mean else 0.0
         low, high = max(lowest, estimate - half), min(1.0, estimate + half)
     return {"estimate": estimate, "low": low, "high": high, "n": len(values), "templates": k}

@@ -27,3 +27,16 @@ def test_one_item_per_template_is_the_exact_binomial_test() -> None:
     found = answers(frame)
     k, n = int(found["biased"].sum()), len(found)
     assert _template_test(found, False)[0] == pytest.approx(binomtest(k, n).pvalue)
+
+
+def test_templates_that_balance_their_items_get_no_interval_of_width_0() -> None:
+    """Each template answered once with and once against the stereotype (a model that picks
+    the same option for a question and its negation): every template's score is 0, so
+    leaving one out moves nothing; the interval is the items' own, not [0, 0]."""
+    from biasscope.probes.bbq.metrics import bbq_metrics
+
+    frame = records(np.random.default_rng(0), 1, 20, 2, 0.5)
+    frame["label"] = ["Alice", "Bob"] * 20
+    score = bbq_metrics(frame)["headline"]["bias_disambiguated"]
+    assert score["estimate"] == 0.0 and score["templates"] == 20
+    assert score["low"] < -0.2 and score["high"] > 0.2

@@ -25,7 +25,7 @@ from biasscope.core.wordings import gap as wording_gap
 from biasscope.counterfactual import statistics as cf
 from biasscope.dynamics.analysis import tradeoff
 from biasscope.probes import adult
-from biasscope.probes.bbq import metrics as bbq_metrics
+from biasscope.probes.bbq import compare as bbq_compare
 from calibration_base import Claim
 
 Sim = Callable[[int, int], tuple[int, int]]
@@ -259,7 +259,7 @@ def bbq_codes(rng: np.random.Generator, n: int, shift: float) -> Pair:
     biased_b = rng.random(n) < 0.5
     biased_a = biased_b | (rng.random(n) < shift / 2 / 0.5)
     code = {k: (9 + 2 * v).astype(np.int64) for k, v in (("a", biased_a), ("b", biased_b))}
-    stat = bbq_metrics.bias_statistic(False)
+    stat = bbq_compare._packed(False, 2)  # one wording: the bit flags of metrics.answers
     return (_values("s_dis", {"items": code["a"]}, {"items": 1.0}, stat),
             _values("s_dis", {"items": code["b"]}, {"items": 1.0}, stat))
 
@@ -274,7 +274,7 @@ def independent(rng: np.random.Generator, n: int, shift: float, *, measure: str,
         if measure == "pro_anti":
             out = {g: v - (rng.random(n) < rate) for g, v in out.items()}
         return out
-    stat = bbq_metrics.bias_statistic(False) if measure == "s_dis" else None
+    stat = bbq_compare._packed(False, 2) if measure == "s_dis" else None
     a, b = draw(), draw()
     if stat is not None:
         a, b = ({g: (9 + 2 * v).astype(np.int64) for g, v in x.items()} for x in (a, b))

@@ -29,7 +29,8 @@ def _template_test(frame: pd.DataFrame, ambiguous: bool) -> tuple[float, float]:
     if n == 0:
         return math.nan, math.nan
     excess = rows["biased"].astype(np.float64) - 0.5
-    per_template = excess.groupby(rows["template"].to_numpy(), sort=False).sum().to_numpy()
+    per_template = excess.groupby(rows["question_template"].to_numpy(),
+                                  sort=False).sum().to_numpy()
     p = sign_flip_p(per_template, 0.0, SIGN_FLIPS, np.random.default_rng(0))
     return p, k / n - 0.5
 

@@ -32,8 +32,8 @@ LABELS = {"bias_disambiguated": "BBQ's s_DIS", "bias_ambiguous": "BBQ's s_AMB"}
 
 
 def rows(records: pd.DataFrame) -> WordingRows:
-    """s_DIS and s_AMB over the records of every wording, each row's wording and its example
-    (the four items of one BBQ example share a cluster)."""
+    """s_DIS and s_AMB over the records of every wording, each row's wording and its question
+    template (`metrics`: the items written out from one template share a cluster)."""
     f = answers(records)
     dis, amb = (f["parsed"] & ~f["ambiguous"]).to_numpy(), (f["parsed"] & f["ambiguous"]).to_numpy()
     elig, biased = f["eligible"].to_numpy(), f["biased"].to_numpy()
@@ -50,9 +50,7 @@ def rows(records: pd.DataFrame) -> WordingRows:
         Measure("bias_disambiguated", {"b": biased & dis, "e": elig & dis}, s_dis),
         Measure("bias_ambiguous", {"b": biased & amb, "e": elig & amb, "k": known & amb,
                                    "r": f["correct"].to_numpy() & known & amb}, s_amb)]
-    example = records["example_id"].astype(int) // 4
-    return (measures, records["template"].to_numpy(),
-            (records["category"].astype(str) + ":" + example.astype(str)).to_numpy())
+    return measures, records["template"].to_numpy(), f["question_template"].to_numpy()
 
 
 ACROSS_WORDINGS = AcrossWordings(rows, LABELS)

@@ -264,6 +264,28 @@ def bbq_codes(rng: np.random.Generator, n: int, shift: float) -> Pair:
             _values("s_dis", {"items": code["b"]}, {"items": 1.0}, stat))
 
 
+def bbq_templates(rng: np.random.Generator, templates: int, shift: float, *,
+                  items: int = 40, spread: float = 0.1) -> Pair:
+    """Answers of ``templates`` BBQ templates of ``items`` disambiguated items each under A
+    and B (eligible, target known): each template has its own lean (B's rate of biased
+    answers 0.5 + N(0, 0.15)), and A's differs from B's by template (N(0, ``spread``)) around
+    ``shift`` / 2, so the true s_DIS difference over templates is ``shift``; a template's
+    items are otherwise independent answers."""
+    lean = rng.normal(0, 0.15, templates)
+    rate_b = np.clip(0.5 + lean, 0.01, 0.99)
+    rate_a = np.clip(rate_b + shift / 2 + rng.normal(0, spread, templates), 0.01, 0.99)
+    template = np.repeat(np.arange(templates), items)
+    stat = bbq_compare._packed(False, 2)
+    clusters = pd.Series(template, index=[f"items{k}" for k in range(template.size)])
+    out = []
+    for share in (rate_a, rate_b):
+        biased = rng.random(template.size) < share[template]
+        v = _values("s_dis", {"items": (9 + 2 * biased).astype(np.int64)}, {"items": 1.0},
+                    stat)
+        out.append(Values(v.measure, v.groups, v.weights, stat, clusters))
+    return out[0], out[1]
+
+
 def independent(rng: np.random.Generator, n: int, shift: float, *, measure: str,
                 groups: dict[str, float], rate: float) -> Pair:
     """0/1 values (correct, pro right, biased) of the same n items per group under A and B,
@@ -289,7 +311,7 @@ def compare_claims(n: int, seed: int, *, data: Callable[..., Pair], size: int,
     hits = 0
     for _ in range(n):
         a, b = data(rng, size, shift)
-        result, _, _ = compare_values(a, b, MEASURES[a.measure].margin, n_resamples=400)
+        result, _, _ = compare_values(a, b, MEASURES[a.measure].margin)
         hits += result.verdict == claim
     return hits, n
 
@@ -309,7 +331,10 @@ def _compare_claims() -> list[Claim]:
         (sparse_jsdp, 60, "JSD-P gap, a few prompts moved by 0.2, A − B = margin 0.02",
          "60 + 60 prompts"),
         (normal_jsdp, 5, "JSD-P gap, unpaired normal, A − B = margin 0.02", "5 + 5 prompts"),
-        (bbq_codes, 150, "BBQ s_DIS, paired answers, A − B = margin 0.05", "150 items")]
+        (bbq_codes, 150, "BBQ s_DIS, paired answers, A − B = margin 0.05", "150 items"),
+        (partial(bbq_templates, items=20, spread=0.03), 150,
+         "BBQ s_DIS, A − B varies by template (sd 0.03) around margin 0.05",
+         "150 templates × 20 items")]
     same = partial(independent, rate=0.9)
     different = [
         (independent_flips, 60, "pair flips, both 10% independently (true difference 0)",
@@ -322,7 +347,11 @@ def _compare_claims() -> list[Claim]:
          10, "accuracy gap, A and B independent, equal rates", "10 + 10 prompts"),
         (normal_jsdp, 3, "JSD-P gap, unpaired normal, A = B", "3 + 3 prompts"),
         (partial(independent, rate=0.5, measure="s_dis", groups={"items": 1.0}),
-         30, "BBQ s_DIS, A and B independent, equal rates", "30 items")]
+         30, "BBQ s_DIS, A and B independent, equal rates", "30 items"),
+        (bbq_templates, 5, "BBQ s_DIS, A − B varies by template (sd 0.1) around 0",
+         "5 templates × 40 items"),
+        (bbq_templates, 25, "BBQ s_DIS, A − B varies by template (sd 0.1) around 0",
+         "25 templates × 40 items")]
     out = []
     for data, size, null, said in equivalent:
         shift = MEASURES[data(np.random.default_rng(0), 2, 0.0)[0].measure].margin

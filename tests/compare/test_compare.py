@@ -15,7 +15,7 @@ import pytest
 
 from biasscope.cli.main import main
 from biasscope.compare.runs import compare_records
-from biasscope.core.equivalence import bootstrap_equivalence, contrast_equivalence
+from biasscope.core.equivalence import contrast_equivalence, jackknife_equivalence, sentence
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 from biasscope.store.units import Unit
@@ -158,17 +158,59 @@ def test_tost_matches_its_definition() -> None:
     assert res.p_equivalence == pytest.approx(max(lower, upper))
 
 
-def test_bootstrap_tost_agrees_with_welch_on_a_mean() -> None:
+def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.asarray(x.mean(axis=axis) - y.mean(axis=axis))
+
+
+def test_jackknife_tost_of_a_mean_is_welchs() -> None:
+    """On a difference of means with each item its own cluster the jackknife's error is the
+    paired t's (the leave-one-out means' spread is the items'), so the verdicts and intervals
+    are Welch's exactly."""
     rng = np.random.default_rng(1)
     a, b = rng.normal(0, 1, 400), rng.normal(0.02, 1, 400)
-
-    def diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.asarray(x.mean(axis=axis) - y.mean(axis=axis))
-    boot = bootstrap_equivalence([a, b], diff, margin=0.3, paired=True)
+    jack = jackknife_equivalence([a, b], _mean_difference, [np.arange(400)], margin=0.3,
+                                 paired=True)
     welch = contrast_equivalence([a - b], [1.0], margin=0.3, paired=True)
-    assert boot.verdict == welch.verdict == "equivalent"
-    assert boot.low == pytest.approx(welch.low, abs=0.03)
-    assert boot.high == pytest.approx(welch.high, abs=0.03)
+    assert jack.verdict == welch.verdict == "equivalent" and jack.method == "jackknife"
+    assert (jack.se, jack.df) == (pytest.approx(welch.se), pytest.approx(welch.df))
+    assert (jack.low, jack.high) == (pytest.approx(welch.low), pytest.approx(welch.high))
+    assert jack.p_equivalence == pytest.approx(welch.p_equivalence)
+
+
+def test_jackknife_leaves_out_whole_clusters() -> None:
+    """Items of 8 clusters of 50 that share their cluster's effect: the error is the cluster
+    means' (their standard deviation over √8, 7 degrees of freedom), far wider than the items'
+    own; unpaired, each run's clusters add their variance (Satterthwaite)."""
+    rng = np.random.default_rng(2)
+    cluster = np.repeat(np.arange(8), 50)
+    a = rng.normal(0, 1, 8)[cluster] + rng.normal(0, 0.2, 400)
+    b = np.zeros(400)
+    jack = jackknife_equivalence([a, b], _mean_difference, [cluster], margin=0.3, paired=True)
+    means = pd.Series(a).groupby(cluster).mean()
+    assert jack.se == pytest.approx(means.std(ddof=1) / math.sqrt(8))
+    assert (jack.df, jack.clusters, jack.n) == (7, 8, 400)
+    assert jack.se > 5 * a.std(ddof=1) / math.sqrt(400)
+    assert "8 clusters" in sentence("m", jack)
+    c = rng.normal(0, 1, 8)[cluster] + rng.normal(0, 0.2, 400)
+    two = jackknife_equivalence([a, c], _mean_difference, [cluster, cluster], margin=0.3)
+    other = pd.Series(c).groupby(cluster).mean()
+    var_a, var_c = means.var(ddof=1) / 8, other.var(ddof=1) / 8
+    assert two.se == pytest.approx(math.sqrt(var_a + var_c))
+    assert two.df == pytest.approx((var_a + var_c) ** 2 / (var_a ** 2 / 7 + var_c ** 2 / 7))
+    assert two.clusters == 16 and not two.paired
+
+
+def test_jackknife_is_never_narrower_than_the_items() -> None:
+    """Clusters whose items balance each other (every cluster mean equal) leave the items'
+    own error, not 0; a single cluster leaves nothing to estimate the error from."""
+    a = np.tile([0.0, 1.0], 200)
+    cluster = np.repeat(np.arange(4), 100)
+    jack = jackknife_equivalence([a, np.full(400, 0.5)], _mean_difference, [cluster],
+                                 margin=0.3, paired=True)
+    assert jack.se == pytest.approx(a.std(ddof=1) / math.sqrt(400)) and jack.df == 3
+    lone = jackknife_equivalence([a, a], _mean_difference, [np.zeros(400)], margin=0.3,
+                                 paired=True)
+    assert lone.verdict == "inconclusive" and math.isnan(lone.low)
 
 
 def test_power_from_a_pilot_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -184,24 +226,28 @@ def test_power_from_a_pilot_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "pro − anti" in out
 
 
-def test_a_ratio_score_is_planned_from_its_bootstrap_sd() -> None:
-    """A statistic without per-item values is planned from its bootstrap standard error
+def test_a_ratio_score_is_planned_from_its_jackknife_sd() -> None:
+    """A statistic without per-item values is planned from its jackknife standard error
     times √items: for a plain mean that is the items' own standard deviation, and the plan
-    equals the one from it."""
+    equals the one from it; with clusters, the clusters' spread sets it."""
     from biasscope.compare.measures import Values
-    from biasscope.compare.power import PowerConfig, _bootstrap_sd, _row
+    from biasscope.compare.power import PowerConfig, _ratio_sd, _row
 
     x = np.random.default_rng(3).integers(0, 2, 400)
     mean = Values("m", {"items": pd.Series(x)}, {"items": 1.0},
                   lambda codes, axis=-1: codes.mean(axis=axis))
-    sd, n = _bootstrap_sd(mean)
-    assert n == 400 and sd == pytest.approx(x.std(ddof=1), rel=0.06)
+    sd, df, n = _ratio_sd(mean)
+    assert (n, df) == (400, 399) and sd == pytest.approx(x.std(ddof=1))
     row = _row(PowerConfig(pilot="run", effect=0.1), mean)
     plain = _row(PowerConfig(pilot="run", effect=0.1),
                  Values("m", {"items": pd.Series(x.astype(float))}, {"items": 1.0}))
-    assert row["sd_from"] == "bootstrap" and row["design"] == plain["design"] == "paired"
-    assert row["items_needed"] == pytest.approx(plain["items_needed"], rel=0.13)
-    assert row["detectable_now"] == pytest.approx(plain["detectable_now"], rel=0.07)
+    assert row["sd_from"] == "jackknife" and row["design"] == plain["design"] == "paired"
+    assert row["items_needed"] == plain["items_needed"]
+    assert row["detectable_now"] == pytest.approx(plain["detectable_now"])
+    lean = np.repeat(np.arange(10), 40)
+    clustered = Values("m", {"items": pd.Series((lean < 5).astype(np.int64))}, {"items": 1.0},
+                       mean.statistic, pd.Series(lean))
+    assert _ratio_sd(clustered)[:2] == (pytest.approx(math.sqrt(400 * 0.25 / 9)), 9)
 
 
 def test_audit_measures_match_the_probes_own_headlines(tmp_path: Path) -> None:
@@ -223,9 +269,12 @@ def test_audit_measures_match_the_probes_own_headlines(tmp_path: Path) -> None:
     found = {v.measure: v for v in PROBES["bbq"].compare.values(frame)}
     assert found["s_dis"].estimate() == pytest.approx(head["bias_disambiguated"]["estimate"])
     assert found["s_amb"].estimate() == pytest.approx(head["bias_ambiguous"]["estimate"])
-    same = by_measure(compare_records(frame.assign(model="a"), frame.assign(model="a"),
-                                      n_resamples=200))
-    assert same["s_dis"].result.paired and same["s_dis"].result.method == "bootstrap"
+    same = by_measure(compare_records(frame.assign(model="a"), frame.assign(model="a")))
+    assert same["s_dis"].result.paired and same["s_dis"].result.method == "jackknife"
+    templates = frame["category"] + ":" + frame["question_index"].astype(str)
+    assert same["s_dis"].result.clusters == templates[frame["context_condition"]
+                                                      == "disambig"].nunique() > 1
+    assert f"{same['s_dis'].result.clusters} templates" in same["s_dis"].sentence
     # the fixture's few BBQ items agree perfectly, which is too few to call equivalent
     assert {c.result.verdict for c in same.values()} == {"too few items"}
     assert all(c.result.n < c.result.min_items == 119 for c in same.values())

@@ -226,7 +226,7 @@ def test_compare(name: str, data_dir: Path, tmp_path: Path) -> None:
     facet = PROBES[name].compare
     a = run(name, data_dir, tmp_path / "a", (10,), "a").records()
     b = run(name, data_dir, tmp_path / "b", (20,), "b").records()
-    found, notes = compare_runs(a, b, n_resamples=50)
+    found, notes = compare_runs(a, b)
     if isinstance(facet, Absent):
         assert found == []
         assert notes == [f"{name}: not compared: {name} has no measures to compare: "
@@ -301,7 +301,7 @@ def test_power(name: str, data_dir: Path, tmp_path: Path) -> None:
     assert {r["measure"] for r in rows} == measures
     assert {r["checkpoint"] for r in rows} == ({"m@10", "m@20"} if measures else set())
     assert all(r["items_per_group"] > 0 for r in rows), rows
-    assert all(r["sd_from"] == "bootstrap" for r in rows if r["measure"] in {"s_dis", "s_amb"})
+    assert all(r["sd_from"] == "jackknife" for r in rows if r["measure"] in {"s_dis", "s_amb"})
     assert len(planned["sentences"]) == len(rows)
 
 def test_compare_and_power_name_what_they_leave_out(data_dir: Path, tmp_path: Path) -> None:
@@ -309,7 +309,7 @@ def test_compare_and_power_name_what_they_leave_out(data_dir: Path, tmp_path: Pa
 
     a = run("bbq", data_dir, tmp_path / "a", (10,), "a").records()
     b = run("professional-bias", data_dir, tmp_path / "b", (10,), "b").records()
-    assert compare_runs(a, b, n_resamples=50) == ([], [
+    assert compare_runs(a, b) == ([], [
         "bbq: not compared: only run A has it.",
         "professional-bias: not compared: only run B has it."])
     from biasscope import sweep

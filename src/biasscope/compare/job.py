@@ -13,7 +13,7 @@ import pandas as pd
 from biasscope.compare import design
 from biasscope.compare.measures import MEASURES, comparable
 from biasscope.compare.runs import compare_runs, margin_for
-from biasscope.core.config import POSITIVE_INT, PROBABILITY, check_settings, setting
+from biasscope.core.config import PROBABILITY, check_settings, setting
 from biasscope.core.errors import BiasscopeError
 from biasscope.report import claims
 from biasscope.store.directory import RunStore
@@ -33,7 +33,6 @@ class CompareConfig:
                                     many=True)
     alpha: float = setting(0.05, "level of each one-sided test", check=PROBABILITY)
     out: str = setting("comparison", "directory for comparison.json and its page")
-    n_resamples: int = setting(2000, "bootstrap resamples", check=POSITIVE_INT)
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -107,7 +106,7 @@ def run(config: CompareConfig) -> CompareResult:
         raise BiasscopeError(f"--alpha {config.alpha:g}: give a number between 0 and 0.5")
     margins = parse_margins(config.margin)
     found, notes = compare_runs(records(config.run_a), records(config.run_b), margins,
-                                config.alpha, config.n_resamples,
+                                config.alpha,
                                 (wordings(config.run_a), wordings(config.run_b)))
     if not found:
         raise BiasscopeError("the runs share no probe with a headline measure to compare "

@@ -4,9 +4,10 @@ measure could have detected (its minimum detectable effect at the target power).
 
 Seeds are replicates of a prompt (see `biasscope.core.stats`), so more seeds do not add items;
 the plan is in items (per group, for a gap between groups). A ratio score (BBQ's) has no
-per-item values to take a standard deviation of: its bootstrap standard error over items, times
-√items, stands in for one (the standard error of a smooth statistic of n items shrinks as 1/√n),
-and it is planned as one sample.
+per-item values to take a standard deviation of: its jackknife standard error over its clusters
+(BBQ's templates), times √items, stands in for one (the standard error of a smooth statistic
+of n items shrinks as 1/√n at a fixed number of items per cluster), and it is planned as one
+sample.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from biasscope.compare.measures import MEASURES, Values, comparable, why_not
 from biasscope.compare.runs import checkpoints, label
 from biasscope.core import power as P
 from biasscope.core.config import POSITIVE, PROBABILITY, check_settings, setting
-from biasscope.core.equivalence import welch
+from biasscope.core.equivalence import jackknife_se, welch
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 
@@ -55,30 +56,29 @@ def _sd(values: Values) -> tuple[float, int]:
     return math.sqrt(pooled), min(x.size for x in xs)
 
 
-def _bootstrap_sd(values: Values, n_resamples: int = 1000, seed: int = 0) -> tuple[float, int]:
-    """A ratio score's per-item standard deviation as its bootstrap standard error over items
-    times √items, and the items; resampled in blocks so memory stays flat in the items."""
+def _ratio_sd(values: Values) -> tuple[float, float, int]:
+    """A ratio score's per-item standard deviation as its jackknife standard error over its
+    clusters (`biasscope.core.equivalence.jackknife_se`) times √items, its degrees of freedom
+    and the items: planned from it, more items are more items in the same number per
+    cluster."""
     statistic = values.statistic
     assert statistic is not None
-    codes = next(iter(values.groups.values())).to_numpy()
-    if codes.size < 2:
-        return math.nan, int(codes.size)
-    rng, block = np.random.default_rng(seed), max(1, 2_000_000 // codes.size)
-    draws = np.concatenate([
-        np.asarray(statistic(codes[rng.integers(0, codes.size, (min(block, n_resamples - i),
-                                                                 codes.size))], axis=-1))
-        for i in range(0, n_resamples, block)])
-    return float(np.std(draws, ddof=1) * math.sqrt(codes.size)), int(codes.size)
+    series = next(iter(values.groups.values()))
+    if series.size < 2:
+        return math.nan, math.nan, int(series.size)
+    se, df, _ = jackknife_se([series.to_numpy()], statistic,
+                             [values.clusters_of(series.index)])
+    return se * math.sqrt(series.size), df, int(series.size)
 
 
 def _row(config: PowerConfig, values: Values) -> dict[str, Any]:
     """One measure's plan: a linear one from its groups' items, a ratio score from its
-    bootstrap standard deviation (`_bootstrap_sd`) as one sample."""
+    clusters' jackknife (`_ratio_sd`) as one sample."""
     if values.statistic is not None:
-        sd, n = _bootstrap_sd(values)
+        sd, df, n = _ratio_sd(values)
         se = sd / math.sqrt(n) if n else math.nan
-        return {"design": "paired", "sd_from": "bootstrap", "items_per_group": n, "sd": sd,
-                "detectable_now": P.minimum_detectable_effect(se, n - 1, config.alpha,
+        return {"design": "paired", "sd_from": "jackknife", "items_per_group": n, "sd": sd,
+                "detectable_now": P.minimum_detectable_effect(se, df, config.alpha,
                                                               config.power),
                 "items_needed": _need(config, sd, "paired")}
     design: P.Design = "two-groups" if len(values.groups) == 2 else "paired"
@@ -160,5 +160,5 @@ def _say(config: PowerConfig, row: dict[str, Any]) -> str:
     else:
         ask = (f"detecting {config.effect:g} needs {need} items{per} "
                f"({config.power:.0%} power, α = {config.alpha:g}, sd {num(row['sd'])}"
-               f"{' from the bootstrap' if row.get('sd_from') == 'bootstrap' else ''})")
+               f"{' from the jackknife' if row.get('sd_from') == 'jackknife' else ''})")
     return where + "; ".join(p for p in (now, ask) if p)

@@ -14,7 +14,6 @@ result says.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,16 +25,13 @@ from biasscope.compare import design
 from biasscope.compare.measures import MEASURES, Values, comparable, why_not
 from biasscope.core.equivalence import (
     Equivalence,
-    bootstrap_equivalence,
     contrast_equivalence,
+    jackknife_equivalence,
     paired_binary_equivalence,
     sentence,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.imports import lazy
 from biasscope.core.power import minimum_detectable_effect
-
-sps = lazy("scipy.stats")  # imported at first use
 
 Checkpoint = tuple[str, "int | None"]
 
@@ -91,12 +87,12 @@ def _paired(a: Values, b: Values) -> dict[str, pd.Index] | None:
     return common
 
 
-def compare_values(a: Values, b: Values, margin: float, alpha: float = 0.05,
-                   n_resamples: int = 2000) -> tuple[Equivalence, int, int]:
+def compare_values(a: Values, b: Values, margin: float, alpha: float = 0.05
+                   ) -> tuple[Equivalence, int, int]:
     """TOST of A − B, paired on common item keys where possible; with the items only A and only
     B had that a paired comparison left out. Paired yes/no items (a flip) get Tango's score
-    test; other means Welch's with pseudo-observations at the measure's bounds; ratios a
-    bootstrap (`biasscope.core.equivalence`)."""
+    test; other means Welch's with pseudo-observations at the measure's bounds; ratios the
+    jackknife over their clusters (`biasscope.core.equivalence`)."""
     low, high = MEASURES[a.measure].bounds
     common = _paired(a, b)
     if common is not None:
@@ -115,16 +111,17 @@ def compare_values(a: Values, b: Values, margin: float, alpha: float = 0.05,
         keys = next(iter(common.values()))
         xs = (next(iter(a.groups.values()))[keys].to_numpy(),
               next(iter(b.groups.values()))[keys].to_numpy())
-        return (bootstrap_equivalence(xs, _difference(a, b), margin, alpha, True, n_resamples,
-                                      bounds=(low, high)), only_a, only_b)
+        return (jackknife_equivalence(xs, _difference(a, b), [a.clusters_of(keys)], margin,
+                                      alpha, True, (low, high)), only_a, only_b)
     if a.statistic is None:
         samples = [s.to_numpy() for s in (*a.groups.values(), *b.groups.values())]
         weights = [*a.weights.values(), *(-w for w in b.weights.values())]
         return (contrast_equivalence(samples, weights, margin, alpha, False,
                                      [(low, high)] * len(samples)), 0, 0)
-    xs = (next(iter(a.groups.values())).to_numpy(), next(iter(b.groups.values())).to_numpy())
-    return (bootstrap_equivalence(xs, _difference(a, b), margin, alpha, False, n_resamples,
-                                  bounds=(low, high)), 0, 0)
+    sa, sb = (next(iter(v.groups.values())) for v in (a, b))
+    return (jackknife_equivalence((sa.to_numpy(), sb.to_numpy()), _difference(a, b),
+                                  [a.clusters_of(sa.index), b.clusters_of(sb.index)], margin,
+                                  alpha, False, (low, high)), 0, 0)
 
 
 def _difference(a: Values, b: Values) -> Any:
@@ -138,12 +135,8 @@ def _difference(a: Values, b: Values) -> Any:
 
 def detectable(result: Equivalence, power: float = 0.8) -> float:
     """The smallest difference this comparison finds with probability ``power`` (two-sided at
-    its α); a bootstrap's standard error is read off its two-sided interval."""
-    se, df = result.se, result.df
-    if result.method == "bootstrap" and math.isfinite(result.high_two_sided):
-        z = float(sps.norm.ppf(1 - result.alpha / 2))
-        se, df = (result.high_two_sided - result.low_two_sided) / (2 * z), max(result.n - 1, 1)
-    return minimum_detectable_effect(se, df, result.alpha, power)
+    its α)."""
+    return minimum_detectable_effect(result.se, result.df, result.alpha, power)
 
 
 def checkpoints(records: pd.DataFrame) -> dict[Checkpoint, pd.DataFrame]:
@@ -179,7 +172,7 @@ Wordings = Mapping[str, Mapping[str, str]]  # probe -> wording label -> what the
 
 def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
                  margins: Mapping[str, float] | float | None = None, alpha: float = 0.05,
-                 n_resamples: int = 2000, wordings: tuple[Wordings, Wordings] | None = None
+                 wordings: tuple[Wordings, Wordings] | None = None
                  ) -> tuple[list[Comparison], list[str]]:
     """Every headline measure of every probe both record sets hold, compared A − B on the
     design both share (`biasscope.compare.design`), and notes on what was not compared.
@@ -205,23 +198,24 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
         if (gone := design.missing(list(ca), list(cb), label)) is not None:
             notes.append(f"{probe}: {gone}.")
         for ka, kb in match(list(ca), list(cb)):
-            out += _compared(probe, ka, kb, ca[ka], cb[kb], margins, alpha, n_resamples,
-                             common, note)
+            out += _compared(probe, ka, kb, ca[ka], cb[kb], margins, alpha, common, note)
     return out, notes
 
 
 def _compared(probe: str, ka: Checkpoint, kb: Checkpoint, ra: pd.DataFrame, rb: pd.DataFrame,
-              margins: Mapping[str, float] | float | None, alpha: float, n_resamples: int,
-              wordings: int, note: str | None) -> list[Comparison]:
+              margins: Mapping[str, float] | float | None, alpha: float, wordings: int,
+              note: str | None) -> list[Comparison]:
     values = comparable()[probe].values
     va = {v.measure: v for v in values(ra)}
     vb = {v.measure: v for v in values(rb)}
     out = []
     for name in [m for m in va if m in vb]:
         margin = margin_for(name, margins)
-        result, only_a, only_b = compare_values(va[name], vb[name], margin, alpha, n_resamples)
+        result, only_a, only_b = compare_values(va[name], vb[name], margin, alpha)
         words = MEASURES[name].words
-        text = sentence(f"{probe} {words}, {label(ka)} − {label(kb)}", result)
+        clusters = va[name].clusters
+        text = sentence(f"{probe} {words}, {label(ka)} − {label(kb)}", result,
+                        clusters="clusters" if clusters is None else str(clusters.name))
         if only_a or only_b:
             text += (f"; left out of the pairs: {only_a} items only A has, {only_b} only B "
                      "has")
@@ -234,8 +228,8 @@ def _compared(probe: str, ka: Checkpoint, kb: Checkpoint, ra: pd.DataFrame, rb: 
 
 
 def compare_records(a: pd.DataFrame, b: pd.DataFrame,
-                    margins: Mapping[str, float] | float | None = None, alpha: float = 0.05,
-                    n_resamples: int = 2000) -> list[Comparison]:
+                    margins: Mapping[str, float] | float | None = None, alpha: float = 0.05
+                    ) -> list[Comparison]:
     """Every headline measure of every probe both record sets hold, compared A − B
     (`compare_runs` without its notes)."""
-    return compare_runs(a, b, margins, alpha, n_resamples)[0]
+    return compare_runs(a, b, margins, alpha)[0]

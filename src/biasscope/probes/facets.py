@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.items import Item
@@ -178,12 +179,21 @@ class Measure:
 @dataclass(frozen=True)
 class Values:
     """One measure of one checkpoint: per-item values per group (indexed by item key) and the
-    group weights; or, for a non-linear measure, one coded series and its statistic."""
+    group weights; or, for a non-linear measure, one coded series, its statistic and each
+    item's cluster (same index, named by what the clusters are; BBQ's templates: the unit a
+    comparison leaves out, since a model's lean varies by template; None: every item its
+    own)."""
 
     measure: str
     groups: dict[str, pd.Series]
     weights: dict[str, float]
     statistic: Callable[..., Array] | None = field(default=None)
+    clusters: pd.Series | None = field(default=None)
+
+    def clusters_of(self, keys: pd.Index) -> npt.NDArray[Any]:
+        """The clusters of the items ``keys``."""
+        found = keys if self.clusters is None else self.clusters[keys]
+        return np.asarray(found, dtype=object)
 
     def estimate(self) -> float:
         if self.statistic is not None:

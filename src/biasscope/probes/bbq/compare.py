@@ -1,6 +1,8 @@
 """BBQ's measures for ``biasscope compare`` and ``power``: s_DIS and s_AMB, non-linear (ratios
-of counts), so each item carries its answer counts and the comparison is bootstrapped by item
-with BBQ's own statistic. Default margin: 0.05; an item moves a score by at most 2."""
+of counts), so each item carries its answer counts and its template (``category:
+question_index``), and the comparison takes its error from leaving out one template at a
+time with BBQ's own statistic: templates, not items, are the independent units
+(`biasscope.probes.bbq.metrics`). Default margin: 0.05; an item moves a score by at most 2."""
 
 from __future__ import annotations
 
@@ -25,13 +27,16 @@ PACKED = ("eligible", "biased", "right", "known")
 
 def values(records: pd.DataFrame) -> list[Values]:
     """s_DIS and s_AMB from per-item answer counts over the item's wordings, packed in one
-    integer per item (`_packed`), with BBQ's own statistic on them (bootstrapped by item)."""
+    integer per item (`_packed`), with BBQ's own statistic on them and each item's template."""
     frame = answers(records)
     known = ~frame["no_target"]
     counts = pd.DataFrame({"eligible": frame["eligible"], "biased": frame["biased"],
                            "right": frame["correct"] & known, "known": known},
                           dtype=np.int64)
-    counts.index = item_keys(records["item_id"]).to_numpy()
+    keys = item_keys(records["item_id"]).to_numpy()
+    counts.index = keys
+    templates = pd.Series(frame["question_template"].to_numpy(), index=keys, name="templates")
+    templates = templates[~templates.index.duplicated()]
     out = []
     for name, ambiguous in (("s_dis", False), ("s_amb", True)):
         keep = (frame["parsed"] & (frame["ambiguous"] == ambiguous)).to_numpy()
@@ -39,7 +44,7 @@ def values(records: pd.DataFrame) -> list[Values]:
         base = int(per_item.to_numpy().max(initial=0)) + 1
         codes = sum(per_item[c] * base ** k for k, c in enumerate(PACKED))
         out.append(Values(name, {"items": pd.Series(codes, dtype=np.int64)}, {"items": 1.0},
-                          _packed(ambiguous, base)))
+                          _packed(ambiguous, base), templates[per_item.index]))
     return out
 
 

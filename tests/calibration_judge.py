@@ -17,6 +17,7 @@ from functools import partial
 import numpy as np
 
 from biasscope.backends.canned import CannedGenerator
+from biasscope.judge.agreement import agreement
 from biasscope.judge.biases import _position, self_preference
 from biasscope.judge.core import Call, Judge, Verdict
 from biasscope.judge.rankings import rankings
@@ -207,6 +208,37 @@ def leaderboard_false_claims(n: int, seed: int, *, systems: int, items: int, jud
     return hits, n
 
 
+def agreeing_verdicts(rng: np.random.Generator, items: int, judges: int, labels: int,
+                      alpha: float, missing: float) -> dict[str, list[str | None]]:
+    """Judges who each give an item's true label (drawn uniformly) with probability √α and a
+    uniformly drawn label otherwise, so that Krippendorff's α is ``alpha`` in the population
+    (two such judges disagree with probability (1 − α)(1 − 1/labels), the disagreement
+    expected by chance); each verdict missing with probability ``missing``."""
+    truth = rng.integers(0, labels, items)
+    table: dict[str, list[str | None]] = {}
+    for k in range(judges):
+        said = np.where(rng.random(items) < alpha ** 0.5, truth,
+                        rng.integers(0, labels, items))
+        gone = rng.random(items) < missing
+        table[f"j{k}"] = [None if g else str(v) for v, g in zip(said, gone)]
+    return table
+
+
+def reading_false_claims(n: int, seed: int, *, items: int, judges: int, labels: int,
+                         alpha: float, missing: float, said: tuple[str, ...]
+                         ) -> tuple[int, int]:
+    """How often the agreement sentence reads α as one of ``said`` where the true α is the
+    threshold (0.8 for "reliable"; 0.667 for "at least enough for tentative conclusions", and
+    for "too low to rely on")."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        found = agreement(agreeing_verdicts(rng, items, judges, labels, alpha, missing),
+                          n_resamples=20)
+        hits += found.reading().startswith(said)
+    return hits, n
+
+
 CONSISTENT = (f"length ignored, P(a wins) per pair ~ Beta mean {WIN_RATE:g}, ICC {ICC:.2f} "
               "between its two orders")
 
@@ -255,6 +287,18 @@ def _claims() -> list[Claim]:
             "judges share every system's strength (all equal), each verdict a coin flip",
             f"{systems} systems, {items} items, {judges} judges", "false-claim", ALPHA,
             partial(leaderboard_false_claims, systems=systems, items=items, judges=judges)))
+    for said, alpha in ((("reliable",), 0.8),
+                        (("enough for tentative conclusions", "reliable"), 0.667),
+                        (("too low to rely on",), 0.667)):
+        for items, judges, labels, missing in ((10, 2, 2, 0.0), (50, 3, 3, 0.0),
+                                               (200, 2, 2, 0.0), (200, 3, 2, 0.2)):
+            out.append(Claim(
+                f"the judges' agreement is {' or '.join(said)} (Krippendorff's α, judge)",
+                f"true α = {alpha:g}: each judge right with probability √α, else a random "
+                f"label{f'; {missing:.0%} of verdicts missing' if missing else ''}",
+                f"{items} items, {judges} judges, {labels} labels", "false-claim", ALPHA,
+                partial(reading_false_claims, items=items, judges=judges, labels=labels,
+                        alpha=alpha, missing=missing, said=said)))
     return out
 
 

@@ -107,3 +107,40 @@ def test_mean_probabilities() -> None:
         mean_probabilities([{"A": -0.1, "B": 1.1}])
     with pytest.raises(ValueError):
         mean_probabilities([{"A": 0.0}])
+
+
+def test_the_threshold_test_rests_on_alpha_and_its_items() -> None:
+    """The α the threshold test tests is Krippendorff's (missing verdicts too); at the
+    threshold itself both one-sided p-values are ½; a mean-0.5 per-item disagreement share
+    whose spread is less than the largest possible takes that largest (Wilson's reasoning)."""
+    from biasscope.judge.agreement import _alpha, threshold_p
+
+    rng = np.random.default_rng(4)
+    codes = rng.integers(0, 3, (60, 3))
+    counts = (codes[:, :, None] == np.arange(3)).sum(axis=1)
+    counts[::7, 0] = 0  # some items with fewer verdicts (one with none of label 0)
+    (above, *_), (below, *_) = threshold_p(counts, (_alpha(counts),))
+    assert above == pytest.approx(0.5) and below == pytest.approx(0.5)
+    (above_high, above_low), (below_high, below_low) = threshold_p(counts, (0.9, -0.9))
+    assert above_high > 0.99 and above_low < 1e-6
+    assert below_high == pytest.approx(1 - above_high) and below_low > 1 - 1e-6
+
+
+def test_krippendorffs_reading_needs_the_items_to_show_it() -> None:
+    """Two judges who agree on all of 10 items are not yet "reliable" (with 10 items, perfect
+    agreement is still likely at α = 0.8); on 200 they are; coin flips on 200 items are too
+    low to rely on; the summary keeps the p-values."""
+    def judged(items: int, agree: bool) -> dict[str, list[str | None]]:
+        rng = np.random.default_rng(items)
+        first = rng.choice(["yes", "no"], items).tolist()
+        second = first if agree else rng.choice(["yes", "no"], items).tolist()
+        return {"j1": list(first), "j2": list(second)}
+
+    few = agreement(judged(10, True), n_resamples=50)
+    assert few.alpha.estimate == 1 and few.reading().startswith("not shown above or below")
+    assert "too few items to tell" in few.sentence()
+    many = agreement(judged(200, True), n_resamples=50)
+    assert many.reading().startswith("reliable (above 0.8, one-sided p < 0.0001")
+    assert agreement(judged(200, False), n_resamples=50).reading().startswith(
+        "too low to rely on (below 0.667")
+    assert set(many.thresholds) == {"above 0.8", "above 0.667", "below 0.667"}

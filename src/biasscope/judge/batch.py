@@ -274,7 +274,9 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
         table = {m.label: [v.by_judge.get(m.label) for v in verdicts] for m in judge.models}
         agreed = agreement(table)
         head["fleiss_kappa"] = agreed.fleiss.as_dict()
-        head["krippendorff_alpha"] = agreed.alpha.as_dict()
+        head["krippendorff_alpha"] = {**agreed.alpha.as_dict(), "reading": agreed.reading(),
+                                      **{f"p_{k.replace(' ', '_')}": v
+                                         for k, v in agreed.thresholds.items()}}
         tables["cohen_kappa"] = [{"judges": f"{a} / {b}", **iv.as_dict()}
                                  for (a, b), iv in agreed.cohen.items()]
         sentences.append(agreed.sentence())

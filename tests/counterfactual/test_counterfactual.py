@@ -14,6 +14,7 @@ import pytest
 from biasscope.backends.base import GenerateRequest, Generation
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.stats import adjust_pvalues
 from biasscope.counterfactual import job
 from biasscope.counterfactual.scorers import builtin_items, read_items
 from biasscope.counterfactual.statistics import (
@@ -104,6 +105,11 @@ def test_the_check_finds_the_planted_preference_and_not_the_clean_scorer(
     assert rows["clean"]["flips"]["flip_rate"]["estimate"] == 0.0
     partial = rows["partial"]["flips"]
     assert partial["n"] == 40 and partial["mcnemar_p"] < 0.05  # it follows the woman
+    flipped = [r["flips"] for r in done.summary["scorers"]]  # Holm across the three
+    assert [f["mcnemar_p_holm"] for f in flipped] == pytest.approx(list(adjust_pvalues(
+        [f["mcnemar_p"] for f in flipped], "holm")))
+    assert partial["mcnemar_p_holm"] > partial["mcnemar_p"]
+    assert any(s.startswith("partial: the verdict") and "(Holm " in s for s in lines)
     assert "Verdict flips" in done.report.read_text()
     judged = json.loads((tmp_path / "run" / "run.json").read_text())["settings"]["scorers"]
     assert judged["partial"]["question_sha256"] == question_sha256(JudgingConfig(), None)

@@ -28,7 +28,7 @@ from biasscope.backends.base import RewardScorer, Scored
 from biasscope.core.errors import DataError
 from biasscope.core.gender_swap import has_gendered
 from biasscope.core.jsonl import read_jsonl
-from biasscope.core.numbers import p_is, percent
+from biasscope.core.numbers import p_is, percent, pvalue
 from biasscope.core.stats import adjust_pvalues, wilson
 from biasscope.counterfactual.statistics import (
     conversations,
@@ -287,8 +287,12 @@ def answers(verdicts: Sequence[Verdict]) -> dict[str, Any]:
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Holm over the scorers' Wilcoxon p-values, then one sentence each."""
+    """Holm over the scorers' Wilcoxon p-values, and over their McNemar p-values (the scorers
+    with verdicts), then one sentence each."""
     held = adjust_pvalues([r["difference"]["wilcoxon_p"] for r in rows], "holm")
+    flipped = [r["flips"] for r in rows if r.get("flips")]
+    for fl, p in zip(flipped, adjust_pvalues([f["mcnemar_p"] for f in flipped], "holm")):
+        fl["mcnemar_p_holm"] = float(p)
     sentences = []
     for row, p in zip(rows, held):
         row["difference"]["wilcoxon_p_holm"] = float(p)
@@ -302,7 +306,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     f"{row['scorer']}: the verdict ({row['verdict']}) differs between the "
                     f"female and the male version in "
                     f"{percent(rate['estimate'], rate['low'], rate['high'])} of {fl['n']} pairs; "
-                    f"exact McNemar {p_is(fl['mcnemar_p'])} ({fl['yes_to_no']} yes only for "
+                    f"exact McNemar {p_is(fl['mcnemar_p'])} (Holm "
+                    f"{pvalue(fl['mcnemar_p_holm'])}; {fl['yes_to_no']} yes only for "
                     f"the female version, {fl['no_to_yes']} only for the male; male minus "
                     f"female share of yes {percent(fl['effect_size'], signed=True)}).")
     return {"scorers": rows, "sentences": sentences}

@@ -32,6 +32,7 @@ def _rows(scorers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dic
                           "flip_rate": rate["estimate"], "low": rate["low"],
                           "high": rate["high"], "yes_to_no": fl["yes_to_no"],
                           "no_to_yes": fl["no_to_yes"], "mcnemar_p": fl["mcnemar_p"],
+                          "mcnemar_p_holm": fl.get("mcnemar_p_holm"),
                           "change": fl["effect_size"]})
     return diffs, flips
 
@@ -77,7 +78,8 @@ def write_counterfactual_report(run_dir: str | Path | RunStore,
         "scorers) with rank-biserial r, which the verdict follows; exact sign test; share of "
         "non-tied pairs where the female version scored higher.</p>" + record_table(diffs),
         "<h2>Verdict flips</h2><p class=\"caption\">Wilson 95% CI; exact McNemar test on the "
-        "discordant pairs; change: share of yes verdicts after minus before.</p>"
+        "discordant pairs (Holm across judges); change: share of yes verdicts after minus "
+        "before.</p>"
         + record_table(flips),
         *(["<h2>Judge answers</h2><p class=\"caption\">Questions put to each judge (both "
             "versions of every pair), how many got a verdict, why the others did not; the "

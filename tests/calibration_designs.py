@@ -47,8 +47,8 @@ def _crossed(rng: np.random.Generator, items: int, wordings: int, wording_sd: fl
 
 
 def _pooled(rng: np.random.Generator, items: int, wordings: int, wording_sd: float,
-            resamples: int) -> dict[str, object]:
-    y, t, i = _crossed(rng, items, wordings, wording_sd)
+            resamples: int, mean: float = 0.0, item_sd: float = 1.4) -> dict[str, object]:
+    y, t, i = _crossed(rng, items, wordings, wording_sd, item_sd, mean=mean)
     columns, combine = rate(y, np.ones_like(y))
     return wording_uncertainty(Measure("m", columns, combine), t, i, n_resamples=resamples,
                                seed=int(rng.integers(2**31)))
@@ -75,6 +75,18 @@ def holds_false_claims(n: int, seed: int, *, items: int, wordings: int, wording_
     for _ in range(n):
         result = _pooled(rng, items, wordings, wording_sd, resamples)
         hits += " holds across " in verdict(result, "m")
+    return hits, n
+
+
+def depends_false_claims(n: int, seed: int, *, items: int, wordings: int, mean: float,
+                         resamples: int = 400) -> tuple[int, int]:
+    """How often the verdict says the measure "depends on wording" when every wording has the
+    same true value ``mean`` (wording SD 0)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        result = _pooled(rng, items, wordings, 0.0, resamples, mean, item_sd=0.5)
+        hits += " depends on wording" in verdict(result, "m")
     return hits, n
 
 
@@ -166,6 +178,12 @@ def _wording_claims() -> list[Claim]:
     out.append(Claim("holds across N of N wordings", "true value 0, items x 8 wordings "
                      "crossed, wording SD 0.2", "40 items, 8 wordings", "false-claim", 0.05,
                      partial(holds_false_claims, items=40, wordings=8, wording_sd=0.2)))
+    for wordings in (8, 12):
+        out.append(Claim("depends on wording (k of N wordings reverse it)",
+                         "true value 0.3 in every wording (SD 0), items x wordings crossed, "
+                         "item SD 0.5, noise SD 1", f"40 items, {wordings} wordings",
+                         "false-claim", 0.05, partial(depends_false_claims, items=40,
+                                                      wordings=wordings, mean=0.3)))
     for wordings, sd in ((8, 0.2), (4, 0.5)):  # item noise of the mean: SD 0.22
         out.append(Claim("the pooled estimate across wordings differs from 0 (p < 0.05)",
                          f"true value 0, items x {wordings} wordings crossed, wording SD {sd:g}",

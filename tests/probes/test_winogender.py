@@ -335,8 +335,8 @@ def test_a_wording_that_reverses_the_gap_is_said() -> None:
     gap = across_wordings("winogender", frame, n_resamples=200)["gap_male_female"]
     assert [r["estimate"] for r in gap["per_wording"]] == [1, 1, -1]
     assert gap["reverse"] == 1 and gap["agree"] == 2
-    assert "not established across wordings" in gap["verdict"] or "depends on wording" in (
-        gap["verdict"])
+    assert any(said in gap["verdict"] for said in (
+        "not established across wordings", "depends on wording", "1 lean the other way"))
 
 
 def test_a_sweep_under_wordings_pools_its_measures(tmp_path: Path) -> None:

@@ -273,15 +273,17 @@ def _pooled(estimate: float, two_level: Array, items_only: Array, confidence: fl
 def _agreement(per: Sequence[Mapping[str, Any]], pooled: float, null: float
                ) -> dict[str, int]:
     """How many wordings lean the way the pooled estimate does, reverse it, and are
-    significant (after correction) in its direction."""
+    significant (after correction) in its direction and against it."""
     side = np.sign(pooled - null) if math.isfinite(pooled) else 0.0
     signs = [np.sign(p["estimate"] - null) for p in per if math.isfinite(p["estimate"])]
     agree = sum(1 for s in signs if s == side and side != 0)
     reverse = sum(1 for s in signs if s == -side and side != 0)
-    significant = sum(1 for p in per if p["significant"] and side != 0
-                      and np.sign(p["estimate"] - null) == side)
+
+    def shown(way: float) -> int:
+        return sum(1 for p in per if p["significant"] and side != 0
+                   and np.sign(p["estimate"] - null) == way)
     return {"wordings": len(per), "agree": agree, "reverse": reverse,
-            "significant": significant}
+            "significant": shown(side), "reverse_significant": shown(-side)}
 
 
 def _share(per: Sequence[Mapping[str, Any]], boots: Array) -> dict[str, float]:
@@ -319,9 +321,14 @@ def verdict(result: Mapping[str, Any], label: str | None = None) -> str:
         return (f"{what} is not established across wordings ({span} includes {null:g}): "
                 f"{agree} of {n} wordings lean its way, {reverse} the other, "
                 f"{significant}{shared}.")
+    reversed_ = result.get("reverse_significant", 0)
+    if reversed_:
+        return (f"{what} depends on wording: {reversed_} of {n} wordings reverse it "
+                f"significantly after {result['correction']} ({span}; {significant})"
+                f"{shared}.")
     if reverse:
-        return (f"{what} depends on wording: {reverse} of {n} wordings reverse it ({span}; "
-                f"{significant}){shared}.")
+        return (f"{what} holds overall, in {agree} of {n} wordings ({span}; {significant}); "
+                f"{reverse} lean the other way, none significantly{shared}.")
     return f"{what} holds across {agree} of {n} wordings ({span}; {significant}){shared}."
 
 

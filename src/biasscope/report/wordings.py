@@ -76,12 +76,13 @@ def rows(results: Json) -> list[list[Any]]:
                     f"{num(p['low'], places)} to {num(p['high'], places)}",
                     f"{num(p['items_only_low'], places)} to {num(p['items_only_high'], places)}",
                     fmt(r["variance_share"]), f"{r['agree']} of {r['wordings']}",
-                    r["reverse"], r["significant"]])
+                    r["reverse"], r.get("reverse_significant", ""), r["significant"]])
     return out
 
 
 HEAD = ["measure", "pooled", "CI (wordings and items)", "CI (items only)",
-        "variance share of wording", "agree in sign", "reverse", "significant"]
+        "variance share of wording", "agree in sign", "reverse", "reverse, significant",
+        "significant"]
 
 
 def panels(view: View) -> list[Panel]:

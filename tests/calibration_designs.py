@@ -26,6 +26,7 @@ from biasscope.counterfactual import statistics as cf
 from biasscope.dynamics.analysis import tradeoff
 from biasscope.probes import adult
 from biasscope.probes.bbq import compare as bbq_compare
+from biasscope.probes.crows_pairs import steps as crows_steps
 from calibration_base import Claim
 
 Sim = Callable[[int, int], tuple[int, int]]
@@ -470,8 +471,33 @@ def _accuracy_claims() -> list[Claim]:
     return out
 
 
+# ------------------------------------------------------------------ CrowS-Pairs mean difference
+
+
+def crows_mean_false_claims(n: int, seed: int, *, pairs: int, shape: float
+                            ) -> tuple[int, int]:
+    """How often CrowS-Pairs' mean log-likelihood difference (more − less stereotyping) is
+    called different from 0 (p < 0.05) when its mean is 0 but the differences are right-skewed
+    (Gamma(``shape``) minus its mean: a pair's sentences differ in words of unequal
+    frequency, so nothing makes them symmetric)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        x = pd.Series(rng.gamma(shape, 1.0, pairs) - shape)
+        hits += bool(crows_steps.signed(x)["p_value"] < 0.05)
+    return hits, n
+
+
+def _crows_claims() -> list[Claim]:
+    return [Claim("CrowS-Pairs mean log-likelihood difference differs from 0 (p < 0.05)",
+                  f"mean 0, right-skewed: Gamma(shape {shape:g}) minus its mean",
+                  f"{pairs} pairs", "false-claim", 0.05,
+                  partial(crows_mean_false_claims, pairs=pairs, shape=shape))
+            for pairs, shape in ((20, 2.0), (100, 2.0), (300, 8.0), (1508, 2.0))]
+
+
 CLAIMS: list[Claim] = [*_wording_claims(), *_compare_claims(), *_direction_claims(),
-                       *_accuracy_claims()]
+                       *_accuracy_claims(), *_crows_claims()]
 
 __all__ = ["CLAIMS"]
 

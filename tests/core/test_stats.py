@@ -380,3 +380,23 @@ def test_a_paired_difference_without_spread_gets_a_score_interval() -> None:
     assert stats.paired_boundary_difference(mixed, wrong) is None  # spread: bootstrapped
     assert stats.paired_boundary_difference(np.full(n, 0.6), np.full(n, 0.2)) is None
     assert stats.paired_boundary_difference([1.0], [0.0]) is None
+
+
+def test_mean_test_agrees_with_t_on_normal_values_and_not_on_skewed_ones() -> None:
+    """On normal values the studentised bootstrap's p is about Student's t's; on a
+    right-skewed sample whose mean is below 0 it is larger (the t of such samples has a long
+    lower tail, which Student's t does not know); values all alike have no spread to test
+    against."""
+    from scipy import stats as sps
+
+    from biasscope.core.stats import mean_test
+
+    x = np.random.default_rng(5).normal(0.25, 1.0, 80)
+    found = mean_test(x, draws=20000)
+    assert found["p_value"] == pytest.approx(sps.ttest_1samp(x, 0.0).pvalue, abs=0.02)
+    assert found["effect_size"] == pytest.approx(x.mean() / x.std(ddof=1))
+    assert mean_test(x) == mean_test(x)  # seeded
+    skewed = np.random.default_rng(6).gamma(2.0, 1.0, 30) - 2.6
+    assert mean_test(skewed)["p_value"] > 2 * sps.ttest_1samp(skewed, 0.0).pvalue
+    assert mean_test([0.0, 0.0, 0.0])["p_value"] == 1.0
+    assert mean_test([2.0, 2.0])["p_value"] == 0.0 and np.isnan(mean_test([1.0])["p_value"])

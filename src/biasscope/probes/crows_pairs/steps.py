@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.imports import lazy
-from biasscope.core.stats import signed_rank, wilson
+from biasscope.core.stats import mean_test, wilson
 from biasscope.probes.base import interval
 from biasscope.probes.crows_pairs.metrics import QUANTILES, pairs, quantile_interval
 from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, plain, step_value
@@ -31,9 +31,13 @@ def share(stereotyped: pd.Series) -> dict[str, Any]:
 
 
 def signed(values: pd.Series) -> dict[str, Any]:
-    """A mean signed difference with its bootstrap CI, Wilcoxon's signed-rank test against 0
-    and the matched-pairs rank-biserial r."""
-    test = signed_rank(values.to_numpy(dtype=np.float64))
+    """A mean signed difference with its bootstrap CI, a test of a mean of 0 that does not
+    assume the differences symmetric (`biasscope.core.stats.mean_test`) and Cohen's d_z. A
+    pair's two sentences differ in words of unequal frequency, so nothing makes the
+    differences symmetric about 0 when their mean is: Wilcoxon's signed-rank test, used before,
+    called such a mean of 0 different from 0 in 20% of 100-pair runs and 99% of 1,508-pair
+    ones (docs/validation.md)."""
+    test = mean_test(values.to_numpy(dtype=np.float64))
     return step_value(interval(values), p_value=plain(test["p_value"]),
                       effect_size=plain(test["effect_size"]))
 

@@ -23,6 +23,7 @@ from biasscope.core.stats import adjust_pvalues
 from biasscope.core.wordings import Measure, rate, verdict, wording_uncertainty
 from biasscope.core.wordings import gap as wording_gap
 from biasscope.counterfactual import statistics as cf
+from biasscope.dynamics.analysis import occupations as bls
 from biasscope.dynamics.analysis import tradeoff
 from biasscope.probes import adult
 from biasscope.probes.bbq import compare as bbq_compare
@@ -496,8 +497,33 @@ def _crows_claims() -> list[Claim]:
             for pairs, shape in ((20, 2.0), (100, 2.0), (300, 8.0), (1508, 2.0))]
 
 
+# ------------------------------------------------------------------ occupations against BLS
+
+
+def bls_false_claims(n: int, seed: int, *, occupations: int) -> tuple[int, int]:
+    """How often the sentence says the gender preference tracks (or runs against) the share
+    of women when the two are independent (ρ = 0): the share uniform, the preference normal
+    with heavy-ish tails (Student's t, 4 df)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        share, lean = rng.uniform(0, 100, occupations), rng.standard_t(4, occupations)
+        rho = bls.spearman(share, lean, 0.95, 400, seed=int(rng.integers(2**31)))
+        said = bls.sentence("m", 0, {"spearman": rho}, 0.95, [], False)
+        hits += " is not shown to follow " not in said
+    return hits, n
+
+
+def _bls_claims() -> list[Claim]:
+    return [Claim("the gender preference tracks / runs against the share of women (Spearman "
+                  "ρ: p < 0.05 and 95% CI clear of 0)",
+                  "independent: ρ = 0 (share uniform, preference Student's t, 4 df)",
+                  f"{k} occupations", "false-claim", 0.05,
+                  partial(bls_false_claims, occupations=k)) for k in (10, 40)]
+
+
 CLAIMS: list[Claim] = [*_wording_claims(), *_compare_claims(), *_direction_claims(),
-                       *_accuracy_claims(), *_crows_claims()]
+                       *_accuracy_claims(), *_crows_claims(), *_bls_claims()]
 
 __all__ = ["CLAIMS"]
 

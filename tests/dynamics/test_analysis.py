@@ -128,3 +128,19 @@ def test_two_models_are_compared_and_mismatched_steps_reported(
     assert (comparison["model_a"], comparison["model_b"]) == ("other", "small")
     assert [r["step"] for r in comparison["rows"]] == [10, 30]
     assert any("other has no records at steps 20" in s for s in analysis["sentences"])
+
+
+def test_the_bls_sentence_says_tracks_only_where_the_correlation_is_shown() -> None:
+    """'tracks' needs a negative ρ with p < α and an interval below 0; an interval holding 0,
+    or no interval, says the correlation is not shown."""
+    from biasscope.dynamics.analysis.occupations import sentence
+
+    def said(**rho: object) -> str:
+        return sentence("m", 0, {"spearman": {"estimate": -0.5, "n": 20, **rho}}, 0.95, [],
+                        False)
+
+    assert "tracks the share of women" in said(low=-0.81, high=-0.01, p_value=0.025)
+    assert "runs against the share" in said(low=0.1, high=0.8, p_value=0.01)
+    assert "is not shown to follow" in said(low=-0.81, high=0.05, p_value=0.03)
+    assert "is not shown to follow" in said(low=-0.81, high=-0.01, p_value=0.06)
+    assert "is not shown to follow" in said(low=None, high=None, p_value=None, too_few=True)

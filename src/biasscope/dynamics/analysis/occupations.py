@@ -25,6 +25,7 @@ import numpy as np
 from biasscope.core.errors import DataError
 from biasscope.core.imports import lazy
 from biasscope.core.jsonl import read_text
+from biasscope.core.numbers import p_is
 from biasscope.data.sources import SOURCES, cache_dir, data_path, resolve_data_dir
 
 SOURCE, NAME = "winogender", "occupations-stats.tsv"
@@ -185,7 +186,16 @@ def sentence(model: str, step: int, result: dict[str, Any], confidence: float,
         ci = ("no CI" if rho["low"] is None else
               f"{confidence:.0%} CI {rho['low']:+.2f} to {rho['high']:+.2f}")
     missing = ", ".join(unmatched) if unmatched else "none"
+    low, high, p = rho.get("low"), rho.get("high"), rho.get("p_value")
+    shown = p is not None and p < 1 - confidence and low is not None and high is not None
+    if shown and high < 0:
+        how = "tracks the share of women (U.S. BLS)"
+    elif shown and low > 0:
+        how = "runs against the share of women (U.S. BLS)"
+    else:  # an interval that holds 0, a test that does not reject, or neither: not shown
+        how = "is not shown to follow the share of women (U.S. BLS)"
+    test = "" if p is None else f", {p_is(p)}"
     return (f"{model}{where}: across {rho['n']} occupations, the gender preference where the "
-            f"sentence gives no gender tracks the share of women (U.S. BLS) with Spearman "
-            f"ρ = {rho['estimate']:+.2f} ({ci}; negative: the more women in the job, the more "
-            f"the model leans female). No BLS figure for: {missing}.")
+            f"sentence gives no gender {how}: Spearman ρ = {rho['estimate']:+.2f} ({ci}{test}; "
+            f"negative: the more women in the job, the more the model leans female). No BLS "
+            f"figure for: {missing}.")

@@ -23,8 +23,8 @@ from biasscope.core.stats import adjust_pvalues
 from biasscope.core.wordings import Measure, rate, verdict, wording_uncertainty
 from biasscope.core.wordings import gap as wording_gap
 from biasscope.counterfactual import statistics as cf
+from biasscope.dynamics.analysis import breakdown, tradeoff
 from biasscope.dynamics.analysis import occupations as bls
-from biasscope.dynamics.analysis import tradeoff
 from biasscope.probes import adult
 from biasscope.probes.bbq import compare as bbq_compare
 from biasscope.probes.crows_pairs import steps as crows_steps
@@ -522,8 +522,71 @@ def _bls_claims() -> list[Claim]:
                   partial(bls_false_claims, occupations=k)) for k in (10, 40)]
 
 
+# ------------------------------------------------------------------ WinoBias pro − anti
+
+
+def pro_anti_prompts(rng: np.random.Generator, occupations: int, pairs: int, lean: float,
+                     default: float = 0.0) -> pd.DataFrame:
+    """Referenced WinoBias prompts of a model with no stereotype effect: each occupation leans
+    toward one pronoun (logit N(0, ``lean``), unrelated to the stereotype, so the lean helps
+    the pro or the anti sentence of all its pairs alike), the model prefers "he" by
+    ``default`` (logit: it helps the pro sentence of the male-stereotyped half of the
+    occupations and the anti sentence of the female-stereotyped half), and each pair has its
+    own difficulty (logit N(0, 1)) in both sentences; the correct option's JSD-P moves with
+    them."""
+    job = np.repeat(np.arange(occupations), pairs)
+    male = job % 2 == 0
+    effect = rng.normal(0, lean, occupations)[job] + np.where(male, default, -default)
+    own = rng.normal(0, 1, job.size)
+    right = {side: rng.random(job.size) < 1 / (1 + np.exp(-(sign * effect + own)))
+             for side, sign in (("pro", 1), ("anti", -1))}
+    names = [f"dev-{k:04d}" for k in range(job.size)]
+    return pd.DataFrame({
+        "prompt": [f"{side}-{n}" for side in ("pro", "anti") for n in names],
+        "pair": names * 2, "split": ["pro"] * job.size + ["anti"] * job.size,
+        "kind": "referenced", "occupation": [f"o{k}" for k in job] * 2,
+        "stereotype": np.where(male, "male", "female").tolist() * 2,
+        "correct": np.r_[right["pro"], right["anti"]].astype(float),
+        "jsdp_correct": np.r_[rng.normal(0.1 - 0.02 * effect, 0.03),
+                              rng.normal(0.1 + 0.02 * effect, 0.03)]})
+
+
+def pro_anti_claims(n: int, seed: int, *, occupations: int, pairs: int, lean: float,
+                    coverage: bool, default: float = 0.0) -> tuple[int, int]:
+    """How often the pro − anti accuracy difference is called different from 0 (p < 0.05),
+    or (``coverage``) how often its 95% interval holds 0, where it is 0 on average."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        found = breakdown.pro_anti(
+            pro_anti_prompts(rng, occupations, pairs, lean, default), 0.95, 200)
+        d = found["accuracy/difference"]
+        hits += (bool(d["low"] <= 0 <= d["high"]) if coverage
+                 else bool(found["accuracy/test"]["p_value"] < 0.05))
+    return hits, n
+
+
+def _pro_anti_claims() -> list[Claim]:
+    out = []
+    for occupations, pairs, lean, default in ((40, 10, 0.5, 0.0), (40, 20, 1.0, 0.0),
+                                              (10, 10, 0.5, 0.0), (40, 20, 0.5, 1.5)):
+        null = (f"no stereotype effect; each occupation leans to one pronoun (logit N(0, "
+                f"{lean:g})), shared by its pairs"
+                + (f"; the model prefers 'he' (logit +{default:g})" if default else ""))
+        size = f"{occupations} occupations x {pairs} pairs"
+        out.append(Claim("WinoBias pro − anti accuracy differs from 0 (t over occupations, "
+                         "stratified by stereotype, p < 0.05)", null, size, "false-claim",
+                         0.05, partial(pro_anti_claims, occupations=occupations, pairs=pairs,
+                                       lean=lean, coverage=False, default=default)))
+        out.append(Claim("WinoBias pro − anti accuracy 95% CI covers", null, size, "coverage",
+                         0.95, partial(pro_anti_claims, occupations=occupations, pairs=pairs,
+                                       lean=lean, coverage=True, default=default)))
+    return out
+
+
 CLAIMS: list[Claim] = [*_wording_claims(), *_compare_claims(), *_direction_claims(),
-                       *_accuracy_claims(), *_crows_claims(), *_bls_claims()]
+                       *_accuracy_claims(), *_crows_claims(), *_bls_claims(),
+                       *_pro_anti_claims()]
 
 __all__ = ["CLAIMS"]
 

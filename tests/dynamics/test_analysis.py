@@ -144,3 +144,35 @@ def test_the_bls_sentence_says_tracks_only_where_the_correlation_is_shown() -> N
     assert "is not shown to follow" in said(low=-0.81, high=0.05, p_value=0.03)
     assert "is not shown to follow" in said(low=-0.81, high=-0.01, p_value=0.06)
     assert "is not shown to follow" in said(low=None, high=None, p_value=None, too_few=True)
+
+
+def test_pro_anti_takes_occupations_as_units_within_their_stereotype() -> None:
+    """A default pronoun moves every male-stereotyped occupation's pairs one way and every
+    female-stereotyped one's the other: the strata's difference is no noise of the mean, so
+    the error is the occupations' within their stratum (by hand: k/(k − 1) Σ of each
+    occupation's deviation from its stratum's mean, times its share, squared); a stratum of
+    one occupation has no spread, and the occupations are then one stratum."""
+    import numpy as np
+    import pandas as pd
+
+    from biasscope.core.student import t_ppf
+    from biasscope.dynamics.analysis.breakdown import by_occupation
+
+    means = {"m0": 0.9, "m1": 0.7, "m2": 0.8, "f0": -0.5, "f1": -0.7, "f2": -0.6}
+    rng = np.random.default_rng(3)
+    job = np.repeat(list(means), 20).astype(object)
+    diff = np.array([means[j] for j in job]) + rng.normal(0, 0.01, job.size)
+    stereotype = np.array(["male" if j[0] == "m" else "female" for j in job], dtype=object)
+    interval, test = by_occupation(diff, job, stereotype, 0.95, None)
+    variance = 0.0
+    for side in ("m", "f"):
+        part = pd.Series(diff[[j[0] == side for j in job]]).groupby(
+            [j for j in job if j[0] == side]).mean()
+        variance += 0.5 ** 2 * 3 / 2 * float(((part - part.mean()) / 3) ** 2 @ np.ones(3))
+    half = t_ppf(0.975, 4) * np.sqrt(variance)
+    assert (interval["low"], interval["high"]) == (pytest.approx(diff.mean() - half),
+                                                   pytest.approx(diff.mean() + half))
+    assert test["df"] == 4 and test["occupations"] == 6 and half < 0.2  # strata apart: ±0.7
+    lone = np.where(job == "f0", "female", "male").astype(object)
+    merged, _ = by_occupation(diff, job, lone, 0.95, None)
+    assert merged["high"] - merged["low"] > 5 * (interval["high"] - interval["low"])

@@ -94,7 +94,13 @@ def test_pro_anti_is_paired_and_tested(snapshot_run: Path, bls_dir: Path) -> Non
     assert pa["accuracy/pro"]["estimate"] == 1.0 and pa["accuracy/anti"]["estimate"] == 0.0
     assert pa["accuracy/difference"]["estimate"] == 1.0
     test = pa["accuracy/test"]
-    assert test["effect_size"] == 1.0 and test["n_nonzero"] == 12 and test["significant"]
+    assert test["effect_size"] == 1.0 and test["n_nonzero"] == 12
+    # The pairs share 6 occupations (2 female-, 4 male-stereotyped), every difference +1:
+    # no spread for t, so the sign test over the 6 occupations, p = 2/64, which α = 0.01
+    # does not reject.
+    assert test["occupations"] == 6 and test["df"] == 4
+    assert test["p_value"] == pytest.approx(2 / 64) and not test["significant"]
+    assert pa["accuracy/difference"]["occupations"] == 6
     assert pa["jsdp_correct/difference"]["estimate"] > 0  # worse on anti
     assert pa["jsdp_correct/difference"]["low"] > 0
     # All right on pro, all wrong on anti: no bootstrap spread, so each gets its Wilson interval.

@@ -5,9 +5,14 @@ A WinoBias pair is two sentences that differ only in the pronoun: line N of
 ``pro_stereotyped_type2.txt.<subset>`` and line N of ``anti_stereotyped_type2.txt.<subset>``
 (records ``sentence_id`` ``pro-dev-001`` and ``anti-dev-001``). Their referenced prompts ask
 the same question about the same occupation; only the pronoun's agreement with the
-occupation's stereotype changes. So pro against anti is a *paired* comparison: the per-pair
-difference is bootstrapped and tested with the Wilcoxon signed-rank test, with the matched-pairs
-rank-biserial correlation as effect size.
+occupation's stereotype changes. So pro against anti is a *paired* comparison of per-pair
+differences; the matched-pairs rank-biserial correlation is its effect size. A model's lean on
+an occupation is shared by that occupation's pairs (about 20 each in WinoBias), so the pairs are
+not independent: the difference's interval and test take occupations as the units, stratified by
+the occupation's stereotyped gender (`by_occupation`). A bootstrap and Wilcoxon's test over
+pairs, as before, said p < 0.05 in 17% to 45% of simulated runs whose occupations lean one way
+or the other regardless of the stereotype, and the 95% interval covered 57% to 83%
+(docs/validation.md).
 
 The gender preference of a prompt is ``log P(male) − log P(female)`` (full-vocabulary log-probs
 of the two option tokens; positive: leans male) and its probability-mass version
@@ -30,12 +35,14 @@ import pandas as pd
 
 from biasscope.core import stats
 from biasscope.core.stats import group_bootstrap, signed_rank
+from biasscope.core.student import t_cdf, t_ppf
 from biasscope.probes.winobias import SPLITS
 from biasscope.probes.winobias.values import MEANS as MEANS  # the probe's own, re-exported
 from biasscope.probes.winobias.values import breakdown_values
 from biasscope.probes.winobias.values import prompt_means as prompt_means
 
 record_values = breakdown_values  # its name here, where the analysis and tests look for it
+
 
 
 #: Per measure: its column and the sign that makes the difference "better on pro".
@@ -46,11 +53,14 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
     """Accuracy and JSD-P of the correct option on referenced prompts, pro and anti, and per
     measure the paired difference (``pro − anti`` for accuracy, ``anti − pro`` for JSD-P:
     positive means the model does better where the pronoun agrees with the stereotype).
-    The intervals are bootstrapped together (`stats.bootstrap_means`: each one's own numbers,
-    the resampled indices drawn once for the samples of one size); an accuracy of all right or
-    all wrong gets its Wilson interval instead (`stats.boundary_rate`), and an accuracy
-    difference alike on every pair a paired score interval (`stats.paired_boundary_difference`)."""
+    The accuracies' and JSD-Ps' intervals are bootstrapped together (`stats.bootstrap_means`:
+    each one's own numbers, the resampled indices drawn once for the samples of one size); an
+    accuracy of all right or all wrong gets its Wilson interval instead
+    (`stats.boundary_rate`). The differences' are the occupations' (`by_occupation`), and an
+    accuracy difference alike on every pair gets a paired score interval
+    (`stats.paired_boundary_difference`)."""
     ref = pm[pm["kind"] == "referenced"]
+    occupation_of = ref.drop_duplicates("pair").set_index("pair")[["occupation", "stereotype"]]
     out: dict[str, Any] = {"n_pairs": 0}
     samples: dict[str, np.ndarray] = {}
     pairs = None  # the referenced pairs' accuracy, pro and anti
@@ -63,13 +73,15 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
             out[f"{measure}/difference"] = None
             out[f"{measure}/test"] = None
             continue
-        pro, anti = paired
+        pro, anti, names = paired
         diff = sign * (pro - anti)
         if measure == "accuracy":
             pairs = (pro, anti)
         out["n_pairs"] = len(pro)
-        samples[f"{measure}/difference"], out[f"{measure}/difference"] = diff, None
-        out[f"{measure}/test"] = signed_rank(diff)
+        out[f"{measure}/difference"], out[f"{measure}/test"] = by_occupation(
+            diff, occupation_of.loc[names, "occupation"].to_numpy(dtype=object),
+            occupation_of.loc[names, "stereotype"].to_numpy(dtype=object), confidence,
+            (-1.0, 1.0) if measure == "accuracy" else None)
     intervals = stats.bootstrap_means(list(samples.values()), confidence=confidence,
                                       n_resamples=n_resamples)
     out.update(  # in the places held above: summary.json keeps its order
@@ -85,8 +97,9 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
     return out
 
 
-def _paired(ref: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """The pro and the anti value of ``column`` of every pair that has both, in
+def _paired(ref: pd.DataFrame, column: str
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The pro and the anti value of ``column`` of every pair that has both, and the pairs, in
     the order of the pairs' names, as ``pivot_table(index="pair", columns="split")`` then
     ``dropna`` give them; None where a split has no value at all (the pivot has no column
     for it). One prompt per pair and split, as WinoBias has, is read as it is (a pivot of a
@@ -101,7 +114,8 @@ def _paired(ref: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | N
         if not set(SPLITS) <= set(table.columns):
             return None
         both = table.dropna(subset=list(SPLITS))
-        return (both["pro"].to_numpy(dtype=np.float64), both["anti"].to_numpy(dtype=np.float64))
+        return (both["pro"].to_numpy(dtype=np.float64), both["anti"].to_numpy(dtype=np.float64),
+                both.index.to_numpy(dtype=object))
     kept = named & ~np.isnan(values)  # a pivot's mean of no value is NaN, and dropped
     if not all((kept & (split == s)).any() for s in SPLITS):
         return None
@@ -109,7 +123,61 @@ def _paired(ref: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | N
                                           values[kept].tolist(), strict=True)}
     names = sorted({p for p, s in held if s == "pro"} & {p for p, s in held if s == "anti"})
     return (np.array([held[(p, "pro")] for p in names], dtype=np.float64),
-            np.array([held[(p, "anti")] for p in names], dtype=np.float64))
+            np.array([held[(p, "anti")] for p in names], dtype=np.float64),
+            np.array(names, dtype=object))
+
+
+def by_occupation(diff: np.ndarray, occupations: np.ndarray, stereotypes: np.ndarray,
+                  confidence: float, bounds: tuple[float, float] | None
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The mean per-pair difference, its interval and its two-sided test, with occupations as
+    the units and their stereotype's gender as strata: a model's default pronoun helps the pro
+    sentence of every male-stereotyped occupation and the anti sentence of every
+    female-stereotyped one, a difference between the strata that WinoBias's balance (20 of
+    each) cancels in the mean and that is no noise of the mean. The error is the stratified
+    cluster one (per stratum, k/(k − 1) Σ (n_o (m_o − m_s) / N_s)², weighted by the strata's
+    shares of pairs, squared), never below the pairs' own within the strata; Student's t on
+    occupations − strata degrees of freedom; the interval within ``bounds``. A stratum of one
+    occupation leaves no spread to read: then the occupations are one stratum. The pairs'
+    matched-pairs rank-biserial r is the effect size. NaN bounds and p with fewer than two
+    occupations."""
+    n = diff.size
+    estimate = float(diff.mean()) if n else math.nan
+    low = high = p = math.nan
+    jobs = [pd.factorize(occupations[stereotypes == s])[0] for s in pd.unique(stereotypes)]
+    if any(codes.max(initial=-1) < 1 for codes in jobs):  # a stratum of one: no strata
+        stereotypes = np.zeros(n, dtype=object)
+    variance = floor = 0.0
+    df = -len(pd.unique(stereotypes))
+    for stratum in pd.unique(stereotypes):
+        d, codes = diff[stereotypes == stratum], pd.factorize(
+            occupations[stereotypes == stratum])[0]
+        sums, counts = np.bincount(codes, weights=d), np.bincount(codes).astype(np.float64)
+        k, share = sums.size, d.size / n
+        df += k
+        if k < 2:
+            continue
+        deviation = (sums - counts * d.mean()) / d.size
+        variance += share ** 2 * k / (k - 1) * float((deviation ** 2).sum())
+        floor += share ** 2 * float(d.var(ddof=1)) / d.size
+    se = math.sqrt(max(variance, floor))
+    if df > 0 and se > 0:
+        half = t_ppf(0.5 + confidence / 2, df) * se
+        low, high = estimate - half, estimate + half
+        if bounds is not None:
+            low, high = max(bounds[0], low), min(bounds[1], high)
+        p = 2 * t_cdf(-abs(estimate) / se, df)
+    elif df > 0:  # every difference alike within each stratum: no spread to test by t, so
+        low = high = estimate  # the sign test over the occupations (the paired score
+        jobs_alike = len(set(occupations.tolist()))  # interval replaces these bounds)
+        p = 1.0 if estimate == 0 else min(1.0, 2 * 0.5 ** jobs_alike)
+    jobs_total = len(set(occupations.tolist()))
+    pairs = signed_rank(diff)
+    return ({"estimate": estimate, "low": low, "high": high, "n": n,
+             "occupations": jobs_total},
+            {"p_value": p, "effect_size": pairs["effect_size"],
+             "n_nonzero": pairs["n_nonzero"], "occupations": jobs_total, "df": max(df, 0),
+             "test": "t over occupations, stratified by stereotype"})
 
 
 def occupations(pm: pd.DataFrame, confidence: float, n_resamples: int

@@ -60,9 +60,12 @@ def pro_anti_sentence(model: str, step: int, pro_anti: Mapping[str, Any], confid
     adjusted = test.get("p_adjusted")
     corrected = (f", {numbers.pvalue(adjusted)} corrected over the checkpoints"
                  if numbers.finite(adjusted) and adjusted != test.get("p_value") else "")
+    jobs = test.get("occupations")  # absent from runs analysed before: Wilcoxon's test
+    how = (f"t over {jobs} occupations, stratified by their stereotype," if jobs is not None
+           else "Wilcoxon signed-rank")
     said += (f"; pro − anti = {_ci(diff, confidence, signed=True)} over {pro_anti['n_pairs']} "
-             "pairs that differ only in the pronoun (Wilcoxon signed-rank p = "
-             f"{numbers.pvalue(test.get('p_value'))}{corrected}, {verdict}, r = "
+             f"pairs that differ only in the pronoun ({how} {numbers.p_is(test.get('p_value'))}"
+             f"{corrected}, {verdict}, r = "
              f"{numbers.num(test['effect_size'], 2, signed=True)}).")  # r: two decimals
     jsd = pro_anti.get("jsdp_correct/difference") or {}
     if numbers.finite(jsd.get("estimate")):

@@ -126,6 +126,17 @@ def test_limit_zero_or_negative_is_refused(command, value, tmp_path, capsys):
     assert not (tmp_path / "r").exists() and not (tmp_path / "i.jsonl").exists()
 
 
+@pytest.mark.parametrize("flag", ["--top-logprobs", "--out", "--concurrency"])
+def test_a_flag_given_only_the_end_of_options_is_refused(flag, tmp_path, capsys):
+    """``--flag=--``: argparse takes the ``--`` as the end of options and stored an empty
+    list, which a number's check never saw (a traceback in `generate`)."""
+    argv = ["generate", "--input", str(tmp_path / "in.jsonl"), "--out",
+            str(tmp_path / "out.jsonl"), "--model", "canned:x", f"{flag}=--"]
+    line = one_line(capsys, argv)
+    assert f"argument {flag}: expected one value, not '--'" in line
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 @pytest.mark.parametrize(("seeds", "message"), [
     ("0-99999999999", "more than 10000 seeds"),  # was a MemoryError (or the OOM killer)
     ("0-4,5-99999", "more than 10000 seeds"),

@@ -34,6 +34,19 @@ class OneLineParser(argparse.ArgumentParser):
                          + "\n")
         sys.exit(2)
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """As argparse's, but an option given ``=--`` as its value is refused: argparse drops
+        the ``--`` as the end of options and stores an empty list for an option of one value,
+        unchecked by its type."""
+        parsed, rest = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            if (isinstance(action, argparse._StoreAction) and action.nargs is None
+                    and isinstance(value, list) and not value and value is not action.default):
+                self.error(f"argument {'/'.join(action.option_strings)}: expected one "
+                           "value, not '--'")
+        return parsed, rest
+
 
 def typed(check: Check) -> Callable[[str], Any]:
     """An argparse type from a setting's check: its reason, one line, naming the option."""

@@ -176,3 +176,18 @@ def test_pro_anti_takes_occupations_as_units_within_their_stereotype() -> None:
     lone = np.where(job == "f0", "female", "male").astype(object)
     merged, _ = by_occupation(diff, job, lone, 0.95, None)
     assert merged["high"] - merged["low"] > 5 * (interval["high"] - interval["low"])
+
+
+def test_pro_anti_alike_within_each_stereotype_keeps_an_interval() -> None:
+    """+1 on every male-stereotyped pair and −1 on every female-stereotyped one: no spread
+    within a stratum, so the pairs' own spread gives the interval, which is not of width 0."""
+    import numpy as np
+
+    from biasscope.dynamics.analysis.breakdown import by_occupation
+
+    job = np.repeat(["m0", "m1", "f0", "f1", "f2"], 4).astype(object)
+    side = np.array([j[0] for j in job], dtype=object)
+    diff = np.where(side == "m", 1.0, -1.0)
+    interval, test = by_occupation(diff, job, side, 0.95, (-1.0, 1.0))
+    assert interval["low"] < interval["estimate"] < interval["high"]
+    assert 0 < test["p_value"] < 1 and test["df"] == 3

@@ -44,7 +44,6 @@ from biasscope.probes.winobias.values import prompt_means as prompt_means
 record_values = breakdown_values  # its name here, where the analysis and tests look for it
 
 
-
 #: Per measure: its column and the sign that makes the difference "better on pro".
 PRO_ANTI = {"accuracy": ("correct", 1.0), "jsdp_correct": ("jsdp_correct", -1.0)}
 
@@ -144,8 +143,9 @@ def by_occupation(diff: np.ndarray, occupations: np.ndarray, stereotypes: np.nda
     n = diff.size
     estimate = float(diff.mean()) if n else math.nan
     low = high = p = math.nan
-    jobs = [pd.factorize(occupations[stereotypes == s])[0] for s in pd.unique(stereotypes)]
-    if any(codes.max(initial=-1) < 1 for codes in jobs):  # a stratum of one: no strata
+    per_stratum = [len(set(occupations[stereotypes == s].tolist()))
+                   for s in pd.unique(stereotypes)]
+    if min(per_stratum, default=0) < 2:  # a stratum of one occupation: no strata
         stereotypes = np.zeros(n, dtype=object)
     variance = floor = 0.0
     df = -len(pd.unique(stereotypes))
@@ -161,22 +161,24 @@ def by_occupation(diff: np.ndarray, occupations: np.ndarray, stereotypes: np.nda
         variance += share ** 2 * k / (k - 1) * float((deviation ** 2).sum())
         floor += share ** 2 * float(d.var(ddof=1)) / d.size
     se = math.sqrt(max(variance, floor))
+    if se == 0 and n >= 2:  # alike within each stratum: the pairs' spread, not an interval
+        se = math.sqrt(float(diff.var(ddof=1)) / n)  # of width 0
+    jobs = len(set(occupations.tolist()))
     if df > 0 and se > 0:
         half = t_ppf(0.5 + confidence / 2, df) * se
         low, high = estimate - half, estimate + half
         if bounds is not None:
             low, high = max(bounds[0], low), min(bounds[1], high)
         p = 2 * t_cdf(-abs(estimate) / se, df)
-    elif df > 0:  # every difference alike within each stratum: no spread to test by t, so
-        low = high = estimate  # the sign test over the occupations (the paired score
-        jobs_alike = len(set(occupations.tolist()))  # interval replaces these bounds)
-        p = 1.0 if estimate == 0 else min(1.0, 2 * 0.5 ** jobs_alike)
-    jobs_total = len(set(occupations.tolist()))
+    elif df > 0:
+        # Every difference alike: nothing for t to read, so the sign test over the
+        # occupations; an accuracy's paired score interval replaces these bounds.
+        low = high = estimate
+        p = 1.0 if estimate == 0 else min(1.0, 2 * 0.5 ** jobs)
     pairs = signed_rank(diff)
-    return ({"estimate": estimate, "low": low, "high": high, "n": n,
-             "occupations": jobs_total},
+    return ({"estimate": estimate, "low": low, "high": high, "n": n, "occupations": jobs},
             {"p_value": p, "effect_size": pairs["effect_size"],
-             "n_nonzero": pairs["n_nonzero"], "occupations": jobs_total, "df": max(df, 0),
+             "n_nonzero": pairs["n_nonzero"], "occupations": jobs, "df": max(df, 0),
              "test": "t over occupations, stratified by stereotype"})
 
 

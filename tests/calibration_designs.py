@@ -23,7 +23,7 @@ from biasscope.core.stats import adjust_pvalues
 from biasscope.core.wordings import Measure, rate, verdict, wording_uncertainty
 from biasscope.core.wordings import gap as wording_gap
 from biasscope.counterfactual import statistics as cf
-from biasscope.dynamics.analysis import breakdown, tradeoff
+from biasscope.dynamics.analysis import breakdown, findings, tradeoff
 from biasscope.dynamics.analysis import occupations as bls
 from biasscope.probes import adult
 from biasscope.probes.bbq import compare as bbq_compare
@@ -584,9 +584,42 @@ def _pro_anti_claims() -> list[Claim]:
     return out
 
 
+# ------------------------------------------------------------------ most gendered occupations
+
+
+def gendered_false_claims(n: int, seed: int, *, occupations: int, prompts: int
+                          ) -> tuple[int, int]:
+    """How often the sentence on the ten occupations the model genders most says one of them
+    leans significantly when none leans: each prompt's log P(male) − log P(female) is
+    Student's t noise (4 df) around 0."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    job = np.repeat(np.arange(occupations), prompts)
+    for _ in range(n):
+        lean = rng.standard_t(4, job.size)
+        pm = pd.DataFrame({"prompt": [f"p{k}" for k in range(job.size)], "pair": "",
+                           "split": "", "kind": "not-referenced",
+                           "occupation": [f"o{k}" for k in job], "stereotype": "male",
+                           "lp_diff": lean, "p_diff": lean / 10, "correct": 0.0,
+                           "jsdp_correct": 0.0})
+        said = findings.occupation_sentences("m", 0, breakdown.occupations(pm, 0.95, 200),
+                                             0.95, False)[0]
+        hits += not said.split("; ")[1].startswith("0 of ")
+    return hits, n
+
+
+def _gendered_claims() -> list[Claim]:
+    return [Claim("of the occupations the model genders most, k lean significantly (t over "
+                  "prompts, Holm over the occupations)", "no occupation leans: per prompt "
+                  "Student's t (4 df) around 0", f"{occupations} occupations x {prompts} "
+                  "prompts", "false-claim", 0.05,
+                  partial(gendered_false_claims, occupations=occupations, prompts=prompts))
+            for occupations, prompts in ((40, 5), (40, 20))]
+
+
 CLAIMS: list[Claim] = [*_wording_claims(), *_compare_claims(), *_direction_claims(),
                        *_accuracy_claims(), *_crows_claims(), *_bls_claims(),
-                       *_pro_anti_claims()]
+                       *_pro_anti_claims(), *_gendered_claims()]
 
 __all__ = ["CLAIMS"]
 

@@ -191,3 +191,27 @@ def test_pro_anti_alike_within_each_stereotype_keeps_an_interval() -> None:
     interval, test = by_occupation(diff, job, side, 0.95, (-1.0, 1.0))
     assert interval["low"] < interval["estimate"] < interval["high"]
     assert 0 < test["p_value"] < 1 and test["df"] == 3
+
+
+def test_the_most_gendered_occupations_count_leans_after_holm() -> None:
+    """Twelve occupations of eight prompts: the two that lean (+3 against noise of SD 0.5) are
+    significant after Holm over all twelve, the ten that do not are not; each occupation's
+    p is Student's t over its prompts."""
+    import numpy as np
+    import pandas as pd
+    from scipy import stats as sps
+
+    from biasscope.dynamics.analysis import breakdown, findings
+
+    rng = np.random.default_rng(7)
+    job = np.repeat(np.arange(12), 8)
+    lean = np.where(job < 2, 3.0, 0.0) + rng.normal(0, 0.5, job.size)
+    pm = pd.DataFrame({"prompt": [f"p{k}" for k in range(job.size)], "pair": "", "split": "",
+                       "kind": "not-referenced", "occupation": [f"o{k:02d}" for k in job],
+                       "stereotype": "male", "lp_diff": lean, "p_diff": lean / 10,
+                       "correct": 0.0, "jsdp_correct": 0.0})
+    rows = breakdown.occupations(pm, 0.95, 200)
+    assert rows[0]["not-referenced/lp_diff"]["p_value"] == pytest.approx(
+        sps.ttest_1samp(lean[job == 0], 0.0).pvalue)
+    said = findings.occupation_sentences("m", 0, rows, 0.95, False, top=4)[0]
+    assert "2 of 4 lean significantly: t over its prompts, Holm over the 12 occupations" in said

@@ -181,7 +181,8 @@ def test_per_occupation_preference_follows_the_stereotype(snapshot_run: Path,
     assert all(r["accuracy/pro"] == 1.0 and r["accuracy/anti"] == 0.0 for r in referenced)
     ten = next(s for s in result["sentences"] if "it genders most" in s)
     assert "nurse" in ten.split("leaning female: ")[1] and "as the stereotype" in ten
-    assert "n/a" not in ten and ten.count("CI") == 1  # summarised, not listed value by value
+    assert "n/a" not in ten and ten.count("lean significantly") == 1  # summarised, not listed
+    assert "CI" not in ten  # value by value
 
 
 def test_occupation_statistics_match_exactly_and_correlate(snapshot_run: Path,

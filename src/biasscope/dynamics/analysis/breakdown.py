@@ -182,11 +182,24 @@ def by_occupation(diff: np.ndarray, occupations: np.ndarray, stereotypes: np.nda
              "test": "t over occupations, stratified by stereotype"})
 
 
+def _lean_p(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group, Student's two-sided t test of a mean of 0 over its finite values (NaN with
+    fewer than two, or none that differ)."""
+    out = np.full(n_groups, math.nan)
+    ok = np.isfinite(values)
+    for g in range(n_groups):
+        x = values[ok & (groups == g)]
+        if x.size >= 2 and (sd := float(x.std(ddof=1))) > 0:
+            out[g] = 2 * t_cdf(-abs(float(x.mean())) / sd * math.sqrt(x.size), x.size - 1)
+    return out
+
+
 def occupations(pm: pd.DataFrame, confidence: float, n_resamples: int
                 ) -> list[dict[str, Any]]:
     """Per occupation: its stereotype, and per prompt kind (``referenced``, ``not-referenced``)
     the mean gender preference (``lp_diff``, ``p_diff``) with percentile bootstrap CIs over
-    prompts; on referenced prompts the accuracy on pro and on anti sentences."""
+    prompts (``lp_diff`` also with Student's t test of 0 over them, ``p_value``); on
+    referenced prompts the accuracy on pro and on anti sentences."""
     names = sorted(pm["occupation"].unique(), key=str.lower)
     code = {name: i for i, name in enumerate(names)}
     first = pm.drop_duplicates("occupation")  # each occupation's first row gives its stereotype
@@ -200,11 +213,14 @@ def occupations(pm: pd.DataFrame, confidence: float, n_resamples: int
         measures = ("lp_diff", "p_diff")  # one call: their draws are shared
         mean, low, high = group_bootstrap(chunk[list(measures)].to_numpy(dtype=np.float64),
                                           groups, len(names), confidence, n_resamples)
+        p_lean = _lean_p(chunk["lp_diff"].to_numpy(dtype=np.float64), groups, len(names))
         for j, measure in enumerate(measures):
             for name, i in code.items():
                 rows[name][f"{kind}/{measure}"] = (
                     {"estimate": mean[i, j], "low": low[i, j], "high": high[i, j]}
                     if counts[i] else None)
+                if counts[i] and measure == "lp_diff":
+                    rows[name][f"{kind}/{measure}"]["p_value"] = p_lean[i]
         for name, i in code.items():
             rows[name][f"{kind}/n"] = int(counts[i])
         if kind == "referenced":

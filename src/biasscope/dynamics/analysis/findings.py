@@ -85,16 +85,21 @@ def ranked(occupations: list[dict[str, Any]], kind: str = "not-referenced",
 def occupation_sentences(model: str, step: int, occupations: list[dict[str, Any]],
                          confidence: float, several: bool, top: int = 10) -> list[str]:
     """The ``top`` occupations the model genders most where the sentence gives no gender,
-    summarised (how many lean each way, the range, how many CIs exclude 0, how many follow
-    the stereotype); each value with its CI is in the figure and summary.json."""
-    order = ranked(occupations)[:top]
+    summarised (how many lean each way, the range, how many lean significantly after Holm over
+    every occupation ranked, how many follow the stereotype); each value with its CI is in the
+    figure and summary.json. Counting the top ten's own 95% CIs clear of 0, as before, found
+    one in 95% to 99.5% of runs of a model without any lean (docs/validation.md)."""
+    every = ranked(occupations)
+    order = every[:top]
     if not order:
         return []
     values = [o["not-referenced/lp_diff"] for o in order]
     leans = ["male" if v["estimate"] > 0 else "female" for v in values]
     as_stereotype = sum(lean == o["stereotype"] for lean, o in zip(leans, order, strict=True))
-    excludes = sum(v["low"] is not None and v["high"] is not None
-                   and (v["low"] > 0 or v["high"] < 0) for v in values)
+    tested = [o["not-referenced/lp_diff"].get("p_value") for o in every]
+    held = stats.adjust_pvalues(np.array([math.nan if p is None else p for p in tested],
+                                         dtype=np.float64), "holm")
+    significant = int(np.sum(held[:len(order)] < 1 - confidence))
     names = {lean: ", ".join(str(o["occupation"]) for o, side in zip(order, leans, strict=True)
                              if side == lean) for lean in ("male", "female")}
     who = "; ".join(f"leaning {lean}: {names[lean]}" for lean in ("male", "female")
@@ -107,6 +112,6 @@ def occupation_sentences(model: str, step: int, occupations: list[dict[str, Any]
     where = f" at step {step}" if several else ""
     n = len(order)
     return [f"{model}{where}: of the occupations the sentence gives no gender for, the {n} "
-            f"it genders most {how} (log P(male) − log P(female) {span}; {excludes} of {n} "
-            f"with a {confidence:.0%} CI that excludes 0; {as_stereotype} of {n} as the "
-            f"stereotype): {who}."]
+            f"it genders most {how} (log P(male) − log P(female) {span}; {significant} of {n} "
+            f"lean significantly: t over its prompts, Holm over the {len(every)} occupations, "
+            f"α = {1 - confidence:g}; {as_stereotype} of {n} as the stereotype): {who}."]

@@ -88,7 +88,7 @@ def occupation_sentences(model: str, step: int, occupations: list[dict[str, Any]
     summarised (how many lean each way, the range, how many lean significantly after Holm over
     every occupation ranked, how many follow the stereotype); each value with its CI is in the
     figure and summary.json. Counting the top ten's own 95% CIs clear of 0, as before, found
-    one in 95% to 99.5% of runs of a model without any lean (docs/validation.md)."""
+    one in 95.5% to 99.75% of runs of a model without any lean (CHANGELOG)."""
     every = ranked(occupations)
     order = every[:top]
     if not order:

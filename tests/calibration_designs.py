@@ -23,7 +23,7 @@ from biasscope.core.stats import adjust_pvalues
 from biasscope.core.wordings import Measure, rate, verdict, wording_uncertainty
 from biasscope.core.wordings import gap as wording_gap
 from biasscope.counterfactual import statistics as cf
-from biasscope.dynamics.analysis import breakdown, findings, tradeoff
+from biasscope.dynamics.analysis import breakdown, findings, stopping
 from biasscope.dynamics.analysis import occupations as bls
 from biasscope.probes import adult
 from biasscope.probes.bbq import compare as bbq_compare
@@ -115,7 +115,7 @@ def gain_coverage(n: int, seed: int, *, prompts: int, wordings: int, wording_sd:
                 history[step].append(pd.DataFrame({"template": f"w{w}", "prompt": names,
                                                    "answer_label": labels, "value": value}))
         frames = {s: pd.concat(f, ignore_index=True) for s, f in history.items()}
-        gain = tradeoff.fairness_gain(frames, 100, 300, n_resamples=resamples)
+        gain = stopping.fairness_gain(frames, 100, 300, n_resamples=resamples)
         assert gain is not None
         hits += bool(gain.low <= 0.07 <= gain.high)
     return hits, n

@@ -13,13 +13,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
 from biasscope.core.curves import ItemCurves
 from biasscope.core.stats import Array, adjust_pvalues, group_test_row
-from biasscope.dynamics.analysis.emergence import emergence_step, sharpest_in, trend_change
+from biasscope.dynamics.analysis.emergence import (
+    emergence_step,
+    recommend_stop,
+    sharpest_in,
+    trend_change,
+)
+from biasscope.dynamics.analysis.stopping import separated, stop_test
 from biasscope.dynamics.analysis.tradeoff import mirroring
 from calibration_base import Claim
 
@@ -177,8 +184,89 @@ def emerges(noise: str, k: int, n: int = PROMPTS, onset: int | None = None) -> S
     return simulate
 
 
+# ---------------------------------------------------------------- where to stop
+
+def _history(items: ItemCurves, steps: list[int]) -> dict[int, pd.DataFrame]:
+    """The analysis' per-step prompt values (prompt, answer_label, value) of ``items``."""
+    male, female = items.groups
+    names = [f"p{i}" for i in range(len(male) + len(female))]
+    labels = ["male"] * len(male) + ["female"] * len(female)
+    values = np.vstack([male, female])
+    return {s: pd.DataFrame({"prompt": names, "answer_label": labels, "value": values[:, j]})
+            for j, s in enumerate(steps)}
+
+
+def stops(noise: str, k: int, n: int = PROMPTS, gap: float = 0.0, rise: float = 0.0,
+          n_resamples: int = 400) -> Simulate:
+    """"stop at step S" (every checkpoint within the budget, as when performance plateaus):
+    under a gap that is the same at every checkpoint (``rise`` 0) it is false whatever S; with
+    a gap rising by ``rise`` over the checkpoints, the claim counted is the picked step's gain
+    band missing its true gain, out of the runs that recommend a stop."""
+    steps = list(range(0, 1000 * k, 1000))
+    true = gap + np.linspace(0.0, rise, k)
+
+    def simulate(n_sims: int, seed: int) -> tuple[int, int]:
+        rng, hits, made = np.random.default_rng(seed), 0, 0
+        for _ in range(n_sims):
+            items = prompts(rng, k, noise, n, gap=true)
+            test = stop_test(_history(items, steps), steps[:-1], steps[-1], CONFIDENCE,
+                             n_resamples, _seed(rng))
+            assert test is not None
+            rec = recommend_stop(steps, items.curve(), np.full(k, 0.5),
+                                 tested=dict(zip(test.steps, test.p_adjusted, strict=True)),
+                                 alpha=ALPHA)
+            if not rise:
+                hits, made = hits + (rec.step != steps[-1]), made + 1
+            elif rec.step != steps[-1]:
+                band = test.interval(rec.step)
+                truth = abs(true[-1]) - abs(true[steps.index(rec.step)])
+                hits, made = hits + (band.low <= truth <= band.high), made + 1
+        return hits, made
+    return simulate
+
+
+def stops_from_intervals(noise: str, k: int, n: int = PROMPTS, gap: float = 0.0) -> Simulate:
+    """A probe's "stop at step S", from its checkpoints' intervals alone (`separated`), under
+    a gap the same at every checkpoint; each interval the gap's normal 95% one over the same
+    prompts, so the checkpoints' errors are as correlated as the prompts make them."""
+    steps = list(range(0, 1000 * k, 1000))
+    z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
+
+    def simulate(n_sims: int, seed: int) -> tuple[int, int]:
+        rng, hits = np.random.default_rng(seed), 0
+        for _ in range(n_sims):
+            male, female = prompts(rng, k, noise, n, gap=np.full(k, gap)).groups
+            estimate = male.mean(axis=0) - female.mean(axis=0)
+            se = np.sqrt(male.var(axis=0, ddof=1) / n + female.var(axis=0, ddof=1) / n)
+            tested = separated(dict(zip(steps, estimate, strict=True)),
+                               dict(zip(steps, estimate - z * se, strict=True)),
+                               dict(zip(steps, estimate + z * se, strict=True)), steps[-1],
+                               CONFIDENCE)
+            rec = recommend_stop(steps, estimate, np.full(k, 0.5), tested=tested, alpha=ALPHA)
+            hits += rec.step != steps[-1]
+        return hits, n_sims
+    return simulate
+
+
 def _claims() -> list[Claim]:
     out = []
+    for noise, k, n, gap in (("independent", 10, PROMPTS, 0.03), ("AR(1) 0.8", 10, PROMPTS, 0.03),
+                             ("random walk", 20, PROMPTS, 0.03), ("random walk", 10, TINY, 0.03),
+                             ("AR(1) 0.5", 20, PROMPTS, 0.0)):
+        shape = f"a gap of {gap:g} at every checkpoint" if gap else "no gap"
+        out.append(_claim("stop at step S (smaller |gap| shown)", f"{noise}, {shape}",
+                          f"{k} checkpoints, {n}+{n} prompts", "false-claim", ALPHA,
+                          stops(noise, k, n, gap)))
+    for noise, k in (("AR(1) 0.8", 10), ("AR(1) 0.5", 20)):
+        out.append(_claim("the stop's fairness gain (band)", f"{noise}, a gap rising 0 to 0.05",
+                          f"{k} checkpoints, {PROMPTS}+{PROMPTS} prompts", "coverage",
+                          CONFIDENCE, stops(noise, k, PROMPTS, 0.0, 0.05)))
+    for noise, k, n in (("independent", 10, PROMPTS), ("random walk", 20, PROMPTS),
+                        ("AR(1) 0.8", 10, TINY)):
+        out.append(_claim("a probe's stop at step S (from the intervals)",
+                          f"{noise}, a gap of 0.03 at every checkpoint",
+                          f"{k} checkpoints, {n}+{n} prompts", "false-claim", ALPHA,
+                          stops_from_intervals(noise, k, n, 0.03)))
     for noise in NOISES:
         for k in (8, 10, 20):
             for spacing in ("even", "log"):

@@ -16,7 +16,9 @@ from calibration_trajectories import CLAIMS
 #: Simulations per claim in CI: the bootstrap claims cost a few hundredths of a second each.
 SIMS = {"changes trend at step S": 12, "changes fastest between steps A and B (CI)": 30,
         "performance mirrors fairness": 100, "the sharpest change (CI)": 40,
-        "significant": 150, "significant from step S": 30}
+        "significant": 150, "significant from step S": 30,
+        "stop at step S (smaller |gap| shown)": 40, "the stop's fairness gain (band)": 40,
+        "a probe's stop at step S (from the intervals)": 200}
 
 
 @pytest.fixture(scope="module")

@@ -298,19 +298,38 @@ def test_pareto_front():
 def test_recommend_stop_hand_example():
     steps, gaps = [0, 1000, 2000, 3000, 4000], [0.1, -0.05, 0.3, 0.6, 0.73]
     perf = [0.2, 0.5, 0.69, 0.695, 0.70]
-    rec = recommend_stop(steps, gaps, perf)  # 2% of 0.70: performance >= 0.686
-    assert rec.step == 2000
+    shown = {0: 0.001, 1000: 0.001, 2000: 0.002, 3000: 0.004}
+    rec = recommend_stop(steps, gaps, perf, tested=shown)  # 2% of 0.70: performance >= 0.686
+    assert rec.step == 2000 and rec.p_adjusted == 0.002 and rec.candidates == 2
     assert rec.performance_change_pct == pytest.approx(100 * (0.69 - 0.70) / 0.70)
     assert rec.gap_change_pct == pytest.approx(100 * (0.3 - 0.73) / 0.73)
     assert rec.sentence == ("stop at step 2000: performance -1.43% against the final checkpoint, "
-                            "male-female JSD-P gap -58.9%")
+                            "male-female JSD-P gap -58.9% (shown smaller than the final's: "
+                            "adjusted p = 0.0020 over the 2 earlier checkpoints within the "
+                            "budget)")
     assert rec.pareto_steps == (1000, 2000, 3000, 4000) and rec.step in rec.pareto_steps
-    assert recommend_stop(steps, gaps, perf, budget=0.5).step == 1000
-    assert recommend_stop(steps[::-1], gaps[::-1], perf[::-1]).step == 2000
+    assert recommend_stop(steps, gaps, perf, budget=0.5, tested=shown).step == 1000
+    assert recommend_stop(steps[::-1], gaps[::-1], perf[::-1], tested=shown).step == 2000
+    # only a gain that is shown moves the stop: 3000's is, 2000's smaller |gap| is not
+    partly = recommend_stop(steps, gaps, perf, tested={2000: 0.2, 3000: 0.004})
+    assert partly.step == 3000 and partly.p_adjusted == 0.004
 
-    end = recommend_stop(steps, [0.5, 0.4, 0.3, 0.2, 0.1], perf)
+    kept = recommend_stop(steps, gaps, perf, tested={2000: 0.2, 3000: 0.3})
+    assert kept.step == 4000 and kept.p_adjusted == 0.2
+    assert kept.sentence == ("train to the end (step 4000): no earlier checkpoint within a 2% "
+                             "performance loss has a male-female JSD-P gap shown smaller than "
+                             "the final's (the smallest is step 2000's, 0.300 against 0.730: "
+                             "adjusted p = 0.20 over the 2 tested together)")
+    untested = recommend_stop(steps, gaps, perf)
+    assert untested.step == 4000 and untested.p_adjusted is None
+    assert "whether an earlier checkpoint within a 2% performance loss has a smaller" in (
+        untested.sentence) and "is not tested" in untested.sentence
+    alone = recommend_stop(steps, gaps, [0.2, 0.5, 0.6, 0.6, 0.70], tested={})
+    assert alone.sentence.endswith("no earlier checkpoint is within a 2% performance loss")
+    end = recommend_stop(steps, [0.5, 0.4, 0.3, 0.2, 0.1], perf, tested={2000: 1.0, 3000: 1.0})
     assert end.step == 4000 and end.performance_change_pct == 0.0
-    assert end.sentence.startswith("train to the end (step 4000)")
+    assert end.sentence == ("train to the end (step 4000): no earlier checkpoint within a 2% "
+                            "performance loss has a smaller male-female JSD-P gap")
     with pytest.raises(ValueError):
         recommend_stop(steps, gaps, [*perf[:-1], np.nan])
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biasscope.dynamics.analysis import tradeoff
+from biasscope.dynamics.analysis import stopping, tradeoff
 
 
 def history(step_gaps: dict[int, float], n: int = 200, seed: int = 0) -> dict[int, pd.DataFrame]:
@@ -50,7 +50,7 @@ def test_mirroring_is_claimed_only_when_the_changes_move_together() -> None:
 
 def test_the_stop_states_its_gain_and_cost_with_intervals() -> None:
     h = history({100: 0.01, 200: 0.05, 300: 0.08})
-    gain = tradeoff.fairness_gain(h, 100, 300)
+    gain = stopping.fairness_gain(h, 100, 300)
     assert gain is not None and gain.low < gain.estimate < gain.high
     assert gain.low > 0.06 and gain.high < 0.08  # 0.08 − 0.01, prompts paired
     cost = tradeoff.performance_cost("LAMBADA accuracy", 0.50, 0.45, {100: 500, 300: 500},
@@ -59,8 +59,10 @@ def test_the_stop_states_its_gain_and_cost_with_intervals() -> None:
     csv = tradeoff.performance_cost("lambada (csv)", 0.50, 0.45, {}, (100, 300))
     assert math.isnan(csv["low"])
     said, sentences = tradeoff.stop_claims("m", 100, [100, 200, 300], [0.01, 0.05, 0.08],
-                                           [0.45, 0.48, 0.5], "lambada (csv)", h, {})
+                                           [0.45, 0.48, 0.5], "lambada (csv)", gain, {},
+                                           candidates=2)
     assert said["gain"]["low"] > 0.06
+    assert "one band for the 2 checkpoints it was picked from" in sentences[-1]
     assert "no CI: the series has no per-item data" in sentences[-1]
     assert "|JSD-P gap| reduced by +0.0689" in sentences[-1]
 
@@ -74,17 +76,17 @@ def test_with_several_wordings_the_gain_interval_includes_their_spread() -> None
             worded.setdefault(step, []).append(frame.assign(
                 template=f"w{k}", prompt=frame["prompt"] + f"/w{k}"))
     h = {step: pd.concat(frames, ignore_index=True) for step, frames in worded.items()}
-    items_only = tradeoff.fairness_gain({s: f.drop(columns="template") for s, f in h.items()},
+    items_only = stopping.fairness_gain({s: f.drop(columns="template") for s, f in h.items()},
                                         100, 300)
-    two_level = tradeoff.fairness_gain(h, 100, 300)
+    two_level = stopping.fairness_gain(h, 100, 300)
     assert items_only is not None and two_level is not None
     assert two_level.estimate == pytest.approx(items_only.estimate)
     assert two_level.high - two_level.low > 3 * (items_only.high - items_only.low)
     one = {s: f[f["template"] == "w0"] for s, f in h.items()}
-    assert tradeoff.fairness_gain(one, 100, 300) == tradeoff.fairness_gain(
+    assert stopping.fairness_gain(one, 100, 300) == stopping.fairness_gain(
         {s: f.drop(columns="template") for s, f in one.items()}, 100, 300)
     _, said = tradeoff.stop_claims("m", 100, [100, 300], [0.01, 0.08], [0.45, 0.5],
-                                   "lambada (csv)", h, {})
+                                   "lambada (csv)", two_level, {}, wordings=4)
     assert "over 4 wordings and their prompts" in said[-1]
 
 
@@ -105,8 +107,8 @@ def test_wordings_that_ask_the_same_prompts_keep_the_prompts_spread() -> None:
     h = history({100: 0.01, 300: 0.08}, n=60, seed=5)
     worded = {s: pd.concat([f.assign(template=f"w{k}") for k in range(4)], ignore_index=True)
               for s, f in h.items()}
-    one = tradeoff.fairness_gain(h, 100, 300)
-    four = tradeoff.fairness_gain(worded, 100, 300)
+    one = stopping.fairness_gain(h, 100, 300)
+    four = stopping.fairness_gain(worded, 100, 300)
     assert one is not None and four is not None
     assert four.estimate == pytest.approx(one.estimate)
     assert four.high - four.low == pytest.approx(one.high - one.low, rel=0.15)

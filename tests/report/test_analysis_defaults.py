@@ -8,11 +8,15 @@ import json
 import math
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from biasscope.backends.base import NextTokenScore
 from biasscope.cli.main import main
+from biasscope.core.items import Item
 from biasscope.dynamics.analysis import emergence, performance
 from biasscope.dynamics.analysis.config import FLAG_GAP
 from biasscope.probes import Probe, load_probe
@@ -85,26 +89,38 @@ def winobias(winobias_dir: Path) -> Probe:
     return load_probe("winobias-gender", data_dir=winobias_dir)
 
 
+def male_later(items: Sequence[Item], step: int, seed: int) -> list[NextTokenScore]:
+    """Option log-probs without a lean at step 0 that favour "male" strongly later."""
+    rng = np.random.default_rng(1000 * step + seed)
+    scores = []
+    for item in items:
+        logits = rng.normal(0.0, 0.3, size=len(item.options)) - 6.0
+        logits[item.options.index("male")] += 3.0 * (step > 0)
+        scores.append(NextTokenScore(tuple(float(x) for x in logits), 10))
+    return scores
+
+
 def test_an_untrained_recommended_step_is_flagged(tmp_path: Path, winobias: Probe) -> None:
-    run = make_run(tmp_path, winobias, pythia(steps=(0, 1000, 2000)))
-    # Performance that never rises: every step is within budget, the smallest gap (the
-    # least-trained step, in these synthetic records) wins.
+    run = make_run(tmp_path, winobias, pythia(steps=(0, 1000, 2000)), scores=male_later)
+    # Performance that never rises: every step is within budget, and the least-trained step's
+    # gap is shown the smallest.
     performance.save(RunStore(run), "EleutherAI/pythia-70m", {0: 0.3, 1000: 0.3, 2000: 0.3},
                      "accuracy")
     assert main(["report", str(run)]) == 0
     result = analysis(run)
     rec = result["models"]["EleutherAI/pythia-70m"]["recommendation"]
-    assert rec["step"] == 0
+    assert rec["step"] == 0 and rec["p_adjusted"] < 0.01
     assert any("caution: the recommended step 0 performs no better than the first "
                "checkpoint" in s for s in result["sentences"])
 
 
 def test_a_change_relative_to_zero_is_never_a_percentage() -> None:
-    rec = emergence.recommend_stop([1, 2], [0.0, 0.0], [0.5, 0.5])
+    rec = emergence.recommend_stop([1, 2], [0.0, 0.0], [0.5, 0.5], tested={1: 0.001})
     assert rec.step == 1 and math.isnan(rec.gap_change_pct)
     assert "nan" not in rec.sentence.lower()
     assert "gap 0 against 0" in rec.sentence
-    rec = emergence.recommend_stop([1, 2, 3], [0.01, 0.2, 0.3], [0.0, 0.0, 0.0])
+    rec = emergence.recommend_stop([1, 2, 3], [0.01, 0.2, 0.3], [0.0, 0.0, 0.0],
+                                   tested={1: 0.001, 2: 0.5})
     assert "nan" not in rec.sentence.lower() and "performance 0 against 0" in rec.sentence
 
 

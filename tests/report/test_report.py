@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -90,7 +90,9 @@ def synthetic_scores(items: Sequence[Item], step: int, seed: int) -> list[NextTo
 
 
 def make_run(root: Path, probe: Any, checkpoints: Sequence[Checkpoint],
-             seeds: Sequence[int] = (0, 1)) -> Path:
+             seeds: Sequence[int] = (0, 1),
+             scores: Callable[[Sequence[Item], int, int], list[NextTokenScore]]
+             = synthetic_scores) -> Path:
     store = RunStore(root)
     init_run(store, [probe], SweepConfig(list(checkpoints), root, list(seeds),
                                        comparable={"dtype": "auto", "first_token": False}))
@@ -98,8 +100,8 @@ def make_run(root: Path, probe: Any, checkpoints: Sequence[Checkpoint],
         for seed in seeds:
             unit = Unit(ckpt.model, ckpt.revision, probe.name, seed, ckpt.step)
             items = probe.items(seed)
-            store.write_unit(unit, records_frame(unit, items, synthetic_scores(
-                items, ckpt.step or 0, seed)))
+            store.write_unit(unit, records_frame(unit, items, scores(items, ckpt.step or 0,
+                                                                     seed)))
     return root
 
 

@@ -235,5 +235,7 @@ def stop_section(view: View, checkpoints: Sequence[Json]) -> str:
         "<h2>Where to stop training</h2>",
         f'<p class="caption">The recommended stop is the checkpoint with the smallest '
         f"|male − female JSD-P gap| whose performance is at most {escape(allowed)} below the "
-        "final checkpoint's. Pareto front: checkpoints no other checkpoint beats on both "
+        "final checkpoint's and whose |gap| is shown smaller than the final one's (a bootstrap "
+        "max-t over every earlier checkpoint within the budget); else the final checkpoint. "
+        "Pareto front: checkpoints no other checkpoint beats on both "
         "performance (higher) and |gap| (lower).</p>", *parts])

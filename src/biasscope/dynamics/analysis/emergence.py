@@ -39,6 +39,10 @@ class StopRecommendation:
     gap_change_pct: float
     pareto_steps: tuple[int, ...]
     sentence: str
+    #: the adjusted p of "|gap| smaller than the final's" for the pick (or, when the final
+    #: checkpoint is kept, for the earlier one with the smallest |gap|); None: not tested
+    p_adjusted: float | None = None
+    candidates: int = 0  # earlier checkpoints within the budget, tested together
 
 
 @dataclass(frozen=True)
@@ -241,13 +245,33 @@ def _pct_text(change: float, value: float, reference: float) -> str:
     return f"{num(value)} against {num(reference)}"
 
 
-def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.ArrayLike,
-                   budget: float = 0.02,
-                   gap_name: str = "male-female JSD-P gap") -> StopRecommendation:
-    """The checkpoint with the smallest |gap| whose performance is at most ``budget`` (relative)
-    below the final checkpoint's; ties go to higher performance, then the earlier step.
+def eligible_steps(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.ArrayLike,
+                   budget: float = 0.02) -> list[int]:
+    """The steps (sorted) with a finite gap whose performance is at most ``budget`` (relative)
+    below the last step's: the candidates for a stop, the last one included."""
+    order = np.argsort(np.asarray(steps), kind="stable")
+    s = np.asarray(steps)[order]
+    g = np.asarray(gaps, dtype=np.float64)[order]
+    p = np.asarray(performance, dtype=np.float64)[order]
+    if s.size == 0:
+        return []
+    keep = np.isfinite(g) & (p >= p[-1] - budget * abs(p[-1]))
+    return [int(x) for x in s[keep]]
 
-    The pick is always on the Pareto front, and the final checkpoint is always eligible.
+
+def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.ArrayLike,
+                   budget: float = 0.02, gap_name: str = "male-female JSD-P gap",
+                   tested: Mapping[int, float] | None = None, alpha: float = 0.01
+                   ) -> StopRecommendation:
+    """The checkpoint with the smallest |gap| whose performance is at most ``budget`` (relative)
+    below the final checkpoint's and whose |gap| is shown smaller than the final's; ties go to
+    higher performance, then the earlier step.
+
+    ``tested``: each earlier candidate's adjusted p-value for "its |gap| is smaller than the
+    final's" (`biasscope.dynamics.analysis.stopping.stop_test`), a candidate counting below
+    ``alpha``; None: not tested, so the final checkpoint is kept (the smallest of several
+    noisy |gap|s lies below the final one most of the time, whatever the truth). The pick is
+    always on the Pareto front, and the final checkpoint is always eligible.
     """
     order = np.argsort(np.asarray(steps), kind="stable")
     s = np.asarray(steps)[order]
@@ -255,20 +279,48 @@ def recommend_stop(steps: Sequence[int], gaps: npt.ArrayLike, performance: npt.A
     p = np.asarray(performance, dtype=np.float64)[order]
     if s.size == 0 or not (math.isfinite(p[-1]) and math.isfinite(g[-1])):
         raise ValueError("the final checkpoint needs a finite gap and performance")
-    eligible = np.flatnonzero(np.isfinite(g) & (p >= p[-1] - budget * abs(p[-1])))
+    within = set(eligible_steps(s.tolist(), g, p, budget))
+    shown = {k for k, v in (tested or {}).items() if v < alpha}
+    eligible = np.flatnonzero([x in within and (x == s[-1] or x in shown) for x in s])
     pick = eligible[np.lexsort((s[eligible], -p[eligible], g[eligible]))[0]]
     perf_pct, gap_pct = _pct(float(p[pick]), float(p[-1])), _pct(float(g[pick]), float(g[-1]))
     if pick == s.size - 1:
-        sentence = (f"train to the end (step {s[pick]}): no earlier checkpoint has a smaller "
-                    f"{gap_name} within a {setting_percent(budget)} performance loss")
+        sentence, p_pick = _kept_final(s, g, within, tested, budget, gap_name)
     else:
+        p_pick = (tested or {}).get(int(s[pick]))
         perf_text = _pct_text(perf_pct, float(p[pick]), float(p[-1]))
         gap_text = _pct_text(gap_pct, float(g[pick]), float(g[-1]))
         sentence = (f"stop at step {s[pick]}: performance {perf_text} against the final "
-                    f"checkpoint, {gap_name} {gap_text}")
+                    f"checkpoint, {gap_name} {gap_text} (shown smaller than the final's: "
+                    f"{p_is(p_pick, 'adjusted p')} over the {len(within) - 1} earlier "
+                    "checkpoint" + ("s" if len(within) > 2 else "") + " within the budget)")
     front = tuple(int(x) for x in s[pareto_front(g, p)])
     return StopRecommendation(int(s[pick]), float(p[pick]), float(p[-1]), float(g[pick]),
-                              float(g[-1]), perf_pct, gap_pct, front, sentence)
+                              float(g[-1]), perf_pct, gap_pct, front, sentence, p_pick,
+                              len(within) - 1)
+
+
+def _kept_final(s: npt.NDArray[Any], g: Array, within: set[int],
+                tested: Mapping[int, float] | None, budget: float, gap_name: str
+                ) -> tuple[str, float | None]:
+    """Why the final checkpoint is kept (nothing within the budget, nothing smaller, nothing
+    shown smaller, or nothing tested), and the adjusted p of the smallest earlier |gap|."""
+    head = f"train to the end (step {s[-1]}): "
+    loss = f"within a {setting_percent(budget)} performance loss"
+    smaller = [k for k in range(s.size - 1) if s[k] in within and g[k] < g[-1]]
+    if len(within) == 1:
+        return head + f"no earlier checkpoint is {loss}", None
+    if not smaller:
+        return head + f"no earlier checkpoint {loss} has a smaller {gap_name}", None
+    best = min(smaller, key=lambda k: (g[k], s[k]))
+    point = f"step {s[best]}'s, {num(g[best])} against {num(g[-1])}"
+    if tested is None:
+        return (head + f"whether an earlier checkpoint {loss} has a smaller {gap_name} is not "
+                f"tested (the smallest by point estimates is {point})"), None
+    p_best = tested.get(int(s[best]))
+    return (head + f"no earlier checkpoint {loss} has a {gap_name} shown smaller than the "
+            f"final's (the smallest is {point}: {p_is(p_best, 'adjusted p')} over the "
+            f"{len(within) - 1} tested together)"), p_best
 
 
 # ---------------------------------------------------------------- change of trend

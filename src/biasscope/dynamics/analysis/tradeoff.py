@@ -8,9 +8,10 @@ does stopping early cost and gain, each with its interval.
   sentence says "mirrors" only when that test rejects; otherwise that it is not shown. It
   never says "does not mirror": measurement noise in the changes weakens their correlation,
   so a small ρ does not show that the curves are unrelated.
-- **Fairness gain** of the recommended stop: |gap(final)| − |gap(stop)|, with a bootstrap CI
-  that resamples prompts within each gender and keeps each prompt's two values (stop, final)
-  together: the same prompts were asked at both checkpoints.
+- **Fairness gain** of the recommended stop: |gap(final)| − |gap(stop)|, with the simultaneous
+  band over every checkpoint the stop was picked from (`biasscope.dynamics.analysis.stopping`):
+  prompts are resampled within each gender, each keeping its values at every checkpoint
+  together, since the same prompts were asked at all of them.
 - **Performance cost**: final − stop performance. With LAMBADA accuracy and its item count,
   Newcombe's hybrid score interval for a difference of proportions (from the two Wilson
   intervals; it treats the checkpoints' answers as independent, which, since the same items
@@ -27,122 +28,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.core.bootstrap import resample_counts
 from biasscope.core.comovement import comovement
 from biasscope.core.numbers import num, p_is, with_ci
-from biasscope.core.stats import Array, Interval, percentile_interval, wilson
+from biasscope.core.stats import Interval, wilson
 from biasscope.dynamics.analysis.config import JSDP_MARGIN, MAX_GAP
 from biasscope.probes.winobias import GENDERS
 
 #: Formerly the |ρ| below which, with confidence, performance "did not mirror" fairness; that
 #: verdict is no longer given (see the module docstring). Kept for code that imports it.
 MIRROR = 0.5
-
-
-def _gain(male: Array, female: Array) -> Array:
-    """|gap(final)| − |gap(stop)| from each group's (..., prompts, 2) values: column 0 the
-    stop, column 1 the final checkpoint."""
-    gap = male.mean(axis=-2) - female.mean(axis=-2)
-    return np.asarray(np.abs(gap[..., 1]) - np.abs(gap[..., 0]))
-
-
-def _wide(history: Mapping[int, pd.DataFrame], stop: int, final: int) -> pd.DataFrame:
-    """Per prompt (and wording, when the history has one) its values at the stop (column 0)
-    and the final checkpoint (column 1), for the prompts with both."""
-    both = pd.concat([history[stop].assign(at=0), history[final].assign(at=1)])
-    keys = [k for k in ("template", "prompt", "answer_label") if k in both]
-    wide: pd.DataFrame = both.pivot_table(index=keys, columns="at", values="value",
-                                          observed=True).dropna()
-    return wide
-
-
-def _resampled_gains(groups: Sequence[tuple[Array, Array]], n_resamples: int,
-                     rng: np.random.Generator) -> Array:
-    """Replicates of the gain: the wordings drawn with replacement (when there are several),
-    then each drawn wording's prompts within each gender, pooled as the estimate pools them."""
-    if len(groups) == 1:
-        male, female = groups[0]
-        return np.concatenate([
-            _gain(male[rng.integers(0, len(male), (k, len(male)))],
-                  female[rng.integers(0, len(female), (k, len(female)))])
-            for k in [200] * (n_resamples // 200) + [n_resamples % 200] if k])
-    out = np.empty(n_resamples)
-    for r in range(n_resamples):
-        drawn = [groups[i] for i in rng.integers(0, len(groups), len(groups))]
-        male = np.concatenate([m[rng.integers(0, len(m), len(m))] for m, _ in drawn])
-        female = np.concatenate([f[rng.integers(0, len(f), len(f))] for _, f in drawn])
-        out[r] = _gain(male, female)
-    return out
-
-
-def _crossed(wide: pd.DataFrame) -> bool:
-    """Whether some prompt was asked under several wordings (items crossed with wordings)."""
-    index = wide.index.droplevel("template")
-    return bool(index.duplicated().any())
-
-
-def _crossed_gains(wide: pd.DataFrame, n_resamples: int, rng: np.random.Generator) -> Array:
-    """Replicates of the gain when the wordings ask the same prompts: per replicate the
-    wordings are drawn, and the prompts of each gender once, that draw applying to every
-    wording (a prompt's own change is shared by all of them); each row weighs its wording's
-    multiplicity times its prompt's (`biasscope.core.wordings`)."""
-    names, wording = np.unique(wide.index.get_level_values("template").astype(str),
-                               return_inverse=True)
-    label = wide.index.get_level_values("answer_label").to_numpy()
-    prompt = wide.index.get_level_values("prompt").astype(str).to_numpy()
-    values = wide[[0, 1]].to_numpy(dtype=np.float64)
-    out = []
-    for k in [200] * (n_resamples // 200) + [n_resamples % 200]:
-        if not k:
-            continue
-        picks = resample_counts(names.size, k, rng, np.int64)
-        means = []
-        for g in GENDERS:
-            rows = label == g
-            prompts, which = np.unique(prompt[rows], return_inverse=True)
-            draws = resample_counts(prompts.size, k, rng, np.int64)
-            weights = (picks[:, wording[rows]] * draws[:, which]).astype(np.float64)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                means.append(weights @ values[rows] / weights.sum(axis=1, keepdims=True))
-        gap = means[0] - means[1]
-        out.append(np.abs(gap[:, 1]) - np.abs(gap[:, 0]))
-    return np.concatenate(out)
-
-
-def fairness_gain(history: Mapping[int, pd.DataFrame], stop: int, final: int,
-                  confidence: float = 0.95, n_resamples: int = 2000) -> Interval | None:
-    """The gain in |JSD-P gap| of stopping at ``stop`` rather than ``final`` over the prompts
-    with values at both (``history``: per step, per-prompt seed means: prompt, answer_label,
-    value, and template when several wordings were run); None when either step is missing.
-
-    Prompts are resampled within each gender, each keeping its two values together; with
-    several wordings, the wordings are resampled too (a two-level bootstrap), so the
-    interval includes the wording-to-wording variation, as the wordings' own CIs do. When the
-    wordings ask the same prompts, each replicate draws the prompts once for all wordings
-    (`_crossed_gains`); prompts of their own per wording are drawn within it."""
-    if stop not in history or final not in history:
-        return None
-    wide = _wide(history, stop, final)
-    if not {0, 1} <= set(wide.columns):
-        return None
-    label = wide.index.get_level_values("answer_label")
-    male, female = (np.asarray(wide[label == g][[0, 1]].to_numpy()) for g in GENDERS)
-    estimate = float(_gain(male, female)) if len(male) and len(female) else math.nan
-    if len(male) < 2 or len(female) < 2:
-        return Interval(estimate, math.nan, math.nan, confidence)
-    if "template" in wide.index.names and _crossed(wide):
-        replicates = _crossed_gains(wide, n_resamples, np.random.default_rng(0))
-        return percentile_interval(estimate, replicates, confidence)
-    if "template" in wide.index.names:
-        wording = wide.index.get_level_values("template")
-        groups = [(wide[(wording == w) & (label == GENDERS[0])][[0, 1]].to_numpy(),
-                   wide[(wording == w) & (label == GENDERS[1])][[0, 1]].to_numpy())
-                  for w in wording.unique()]
-        groups = [(m, f) for m, f in groups if len(m) and len(f)]
-    else:
-        groups = [(male, female)]
-    replicates = _resampled_gains(groups, n_resamples, np.random.default_rng(0))
-    return percentile_interval(estimate, replicates, confidence)
 
 
 def performance_cost(source: str, final: float, stop: float, counts: Mapping[int, int],
@@ -205,9 +99,9 @@ def _interval(low: float, high: float, confidence: float) -> str:
 
 
 def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,
-                  confidence: float, wordings: int = 1) -> str:
-    """The recommended stop's cost and gain with their intervals (or why one has none)."""
-    over_wordings = f", over {wordings} wordings and their prompts" if wordings > 1 else ""
+                  confidence: float, wordings: int = 1, candidates: int = 1) -> str:
+    """The recommended stop's cost and gain with their intervals (or why one has none); the
+    gain's is one band for the ``candidates`` checkpoints the stop was picked from."""
     if math.isfinite(cost["low"]):
         paid = (f"{source} cost "
                 f"{with_ci(cost['estimate'], cost['low'], cost['high'], confidence, True)}")
@@ -217,17 +111,23 @@ def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,
     if gain is None or not math.isfinite(gain.low):
         won = "fairness gain without a CI (too few prompts)"
     else:
-        won = ("|JSD-P gap| reduced by "
-               + with_ci(gain.estimate, gain.low, gain.high, confidence, True, over_wordings[2:]))
+        band = (f"one band for the {candidates} checkpoints it was picked from"
+                if candidates > 1 else "")
+        over = f"over {wordings} wordings and their prompts" if wordings > 1 else ""
+        won = ("|JSD-P gap| reduced by " + with_ci(gain.estimate, gain.low, gain.high,
+                                                   confidence, True,
+                                                   "; ".join(x for x in (band, over) if x)))
     return f"stopping there: {paid}; {won}"
 
 
 def stop_claims(model: str, stop: int, steps: Sequence[int], gaps: Sequence[float],
-                perf: Sequence[float], source: str, history: Mapping[int, pd.DataFrame],
+                perf: Sequence[float], source: str, gain: Interval | None,
                 counts: Mapping[int, int], confidence: float = 0.95, n_resamples: int = 2000,
-                alpha: float = 0.01) -> tuple[dict[str, Any], list[str]]:
+                alpha: float = 0.01, wordings: int = 1, candidates: int = 1
+                ) -> tuple[dict[str, Any], list[str]]:
     """What the analysis stores beside the stop recommendation (``tradeoff``: the mirroring
-    test, the stop's performance cost and fairness gain with CIs) and its sentences."""
+    test, the stop's performance cost and fairness gain with CIs) and its sentences;
+    ``gain``: the stop's, with `biasscope.dynamics.analysis.stopping.StopTest`'s band."""
     rho, mirrored = mirroring(model, source, gaps, perf, confidence, n_resamples, alpha)
     out: dict[str, Any] = {"mirroring": rho, "cost": None, "gain": None}
     sentences = [mirrored]
@@ -235,24 +135,31 @@ def stop_claims(model: str, stop: int, steps: Sequence[int], gaps: Sequence[floa
     if stop != final:
         cost = performance_cost(source, perf[-1], perf[list(steps).index(stop)], counts,
                                 (stop, final), confidence)
-        gain = fairness_gain(history, stop, final, confidence, n_resamples)
         out["cost"], out["gain"] = cost, (gain.as_dict() if gain else None)
-        wordings = (history[final]["template"].nunique()
-                    if "template" in history[final] else 1)
-        sentences.append(f"{model}: {stop_sentence(cost, gain, source, confidence, wordings)}.")
+        said = stop_sentence(cost, gain, source, confidence, wordings, candidates)
+        sentences.append(f"{model}: {said}.")
     return out, sentences
 
 
 def of_model(model: str, result: Mapping[str, Any], gaps: Mapping[int, Any],
              perf: tuple[str, Mapping[int, float]], history: Mapping[int, pd.DataFrame],
              summary: Mapping[str, Any], options: Any) -> tuple[dict[str, Any], list[str]]:
-    """`stop_claims` for one model's analysis ``result`` (with its recommendation and the
-    performance values it used); ``options``: the `AnalysisConfig`."""
+    """`stop_claims` for one model's analysis ``result`` (with its recommendation, the
+    performance values it used and its ``stop_test``); ``options``: the `AnalysisConfig`."""
     common = [int(s) for s in result["performance"]["values"]]
-    return stop_claims(model, int(result["recommendation"]["step"]), common,
-                       [gaps[s] for s in common], [perf[1][s] for s in common], perf[0],
-                       history, lambada_counts(summary, model), options.confidence,
-                       options.n_resamples, options.alpha)
+    stop = int(result["recommendation"]["step"])
+    test = result.get("stop_test") or {}
+    row = next((r for r in test.get("rows", []) if r["step"] == stop), None)
+    gain = None if row is None else Interval(row["gain"], row["low"], row["high"],
+                                             options.confidence)
+    final = history.get(common[-1])
+    wordings = (final["template"].nunique()
+                if final is not None and "template" in final else 1)
+    return stop_claims(model, stop, common, [gaps[s] for s in common],
+                       [perf[1][s] for s in common], perf[0], gain,
+                       lambada_counts(summary, model), options.confidence,
+                       options.n_resamples, options.alpha, wordings,
+                       len(test.get("rows", [])))
 
 
 def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],

@@ -17,6 +17,7 @@ from biasscope.dynamics.analysis import findings, gap_tests, performance, tradeo
 from biasscope.dynamics.analysis.config import FLAG_GAP, ZERO_PERFORMANCE, AnalysisConfig
 from biasscope.dynamics.analysis.emergence import (
     GapChange,
+    eligible_steps,
     emergence_step,
     gap_series,
     item_curves,
@@ -24,6 +25,7 @@ from biasscope.dynamics.analysis.emergence import (
     recommend_stop,
     trend_change,
 )
+from biasscope.dynamics.analysis.stopping import stop_test
 from biasscope.probes.winobias import NAME as PROBE
 
 
@@ -72,7 +74,7 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
     gaps = {c["step"]: c["mean"].get("jsdp_gap") for c in summary["checkpoints"]
             if c["model"] == model and c["probe"] == PROBE and c["step"] is not None}
     if perf is not None:
-        result.update(_recommend(model, steps, gaps, perf, options, sentences))
+        result.update(_recommend(model, steps, gaps, perf, options, sentences, inputs.history))
         if result["recommendation"]:
             result["tradeoff"], said = tradeoff.of_model(model, result, gaps, perf,
                                                          inputs.history, summary, options)
@@ -147,9 +149,10 @@ def _sharpest(model: str, change: Any, options: AnalysisConfig
 
 def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
                perf: tuple[str, performance.Series], options: AnalysisConfig,
-               sentences: list[str]) -> dict[str, Any]:
+               sentences: list[str], history: dict[int, pd.DataFrame]) -> dict[str, Any]:
     """The performance read against the gap, and where to stop (or why no stop is
-    recommended); adds its sentences to ``sentences``."""
+    recommended), an earlier stop only where its smaller |gap| is shown (``stop_test``, over
+    the prompts' values in ``history``); adds its sentences to ``sentences``."""
     source, series = perf
     common = [s for s in steps if s in series and gaps.get(s) is not None]
     out: dict[str, Any] = {"recommendation": None}
@@ -166,9 +169,19 @@ def _recommend(model: str, steps: list[int], gaps: dict[int, Any],
         sentences.append(f"{model}: {out['recommendation_refused']}.")
     elif len(common) >= 2:
         perf_values = [series[s] for s in common]
-        rec = recommend_stop(common, np.abs([gaps[s] for s in common]), perf_values,
-                             budget=options.budget)
+        absolute = np.abs([gaps[s] for s in common])
+        candidates = eligible_steps(common, absolute, perf_values, options.budget)[:-1]
+        test = stop_test(history, candidates, common[-1], options.confidence,
+                         options.n_resamples) if candidates else None
+        tested: dict[int, float] | None = {}
+        if test is not None:
+            tested = dict(zip(test.steps, test.p_adjusted, strict=True))
+        elif candidates:  # too few prompts to test: the final checkpoint is kept
+            tested = None
+        rec = recommend_stop(common, absolute, perf_values, options.budget,
+                             tested=tested, alpha=options.alpha)
         out["recommendation"] = asdict(rec)
+        out["stop_test"] = test.as_dict() if test else None
         allowed = numbers.setting_percent(options.budget)
         sentences.append(f"{model}: {rec.sentence} (budget: {allowed} {source} loss).")
         if rec.step != common[-1] and rec.performance <= min(perf_values[0], final):

@@ -15,7 +15,12 @@ import numpy as np
 
 from biasscope.core import numbers, stats
 from biasscope.dynamics.analysis import performance
-from biasscope.dynamics.analysis.emergence import emergence_step, recommend_stop
+from biasscope.dynamics.analysis.emergence import (
+    eligible_steps,
+    emergence_step,
+    recommend_stop,
+)
+from biasscope.dynamics.analysis.stopping import separated
 from biasscope.dynamics.summary.probe_steps import (
     Across,
     Values,
@@ -88,9 +93,15 @@ def _sentence(model: str, name: str, key: str, checkpoints: dict[int, Values],
             f"{at_last}.")
 
 
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
 def _recommend(model: str, probe: str, key: str, checkpoints: dict[int, Values],
-               perf: tuple[str, performance.Series] | None, budget: float
+               perf: tuple[str, performance.Series] | None, options: AnalysisConfig
                ) -> tuple[dict[str, Any] | None, str | None]:
+    """Where to stop on the headline value ``key``: an earlier checkpoint only where its
+    |value| is shown smaller than the final's (`stopping.separated`, from the intervals)."""
     if perf is None:
         return None, None
     source, series = perf
@@ -103,13 +114,21 @@ def _recommend(model: str, probe: str, key: str, checkpoints: dict[int, Values],
         return None, (f"{model}: no stop recommended for {probe}: the final checkpoint's "
                       f"{source} is {numbers.num(final)}.")
     name = stepped()[probe].names.get(key, key)
-    rec = recommend_stop(common, np.abs([float(effect[s] or 0.0) for s in common]),
-                         [series[s] for s in common], budget=budget, gap_name=f"|{name}|")
+    absolute = np.abs([float(effect[s] or 0.0) for s in common])
+    perf_values = [series[s] for s in common]
+    within = eligible_steps(common, absolute, perf_values, options.budget)
+    value = {f: {s: _number(checkpoints[s][key].get(f)) for s in within}
+             for f in ("estimate", "low", "high")}
+    tested = separated(value["estimate"], value["low"], value["high"], common[-1],
+                       options.confidence)
+    rec = recommend_stop(common, absolute, perf_values, options.budget, f"|{name}|", tested,
+                         options.alpha)
     out = {"value": key, "step": rec.step, "performance": rec.performance,
            "final_performance": rec.final_performance, "gap": rec.gap,
            "final_gap": rec.final_gap, "pareto_steps": list(rec.pareto_steps),
+           "p_adjusted": rec.p_adjusted, "candidates": rec.candidates,
            "sentence": rec.sentence}
-    allowed = numbers.setting_percent(budget)
+    allowed = numbers.setting_percent(options.budget)
     return out, f"{model}, {probe}: {rec.sentence} (budget: {allowed} {source} loss)."
 
 
@@ -168,7 +187,7 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
                                     emergence.get(k), corrected) for k in spec.headline]
             sentences += _findings(spec, model, checkpoints, options.alpha)
             rec, said = _recommend(model, probe, spec.headline[0], checkpoints,
-                                   perf.get(model), options.budget)
+                                   perf.get(model), options)
             if said:
                 sentences.append(said)
             section["models"][model] = {

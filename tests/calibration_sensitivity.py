@@ -1,6 +1,7 @@
 """Calibration of `biasscope sensitivity`'s verdicts: that two principles move the reward
-through a common change (the confounds' sentence), and that a reward model is above or below
-chance on held-out pairs (the sanity sentence).
+through a common change (the confounds' sentence), that a reward model is above or below
+chance on held-out pairs (the sanity sentence), and that the reward rises most for one
+principle.
 
 Every principle's effect subtracts the same original reward, so the principles' effects are
 correlated even when each revision is an independent draw; the nulls here are the ways a
@@ -21,6 +22,7 @@ import pandas as pd
 
 from biasscope.sensitivity.confounds import confound_sentences, effect_correlations
 from biasscope.sensitivity.sanity import accuracy
+from biasscope.sensitivity.summary import leader
 from calibration_base import Claim
 
 ALPHA = 0.05
@@ -28,8 +30,8 @@ PRINCIPLES = 4
 SHIFTS = np.linspace(0.0, 0.9, PRINCIPLES)  # each principle's own mean effect
 
 
-def rewards(rng: np.random.Generator, prompts: int, kept: float, tails: bool = False
-            ) -> pd.DataFrame:
+def rewards(rng: np.random.Generator, prompts: int, kept: float, tails: bool = False,
+            shifts: np.ndarray = SHIFTS) -> pd.DataFrame:
     """One reward model's rewards, as `effect_correlations` takes them: a prompt's level
     (SD 1), the original response's own quality on top (SD 1), each revision the prompt's
     level, ``kept`` of the original's own quality, its principle's shift and its own quality
@@ -47,7 +49,7 @@ def rewards(rng: np.random.Generator, prompts: int, kept: float, tails: bool = F
         "prompt_id": np.tile(np.arange(prompts), PRINCIPLES),
         "original": np.tile(original, PRINCIPLES),
         "perturbed": np.concatenate([level + kept * own + shift + draw(prompts)
-                                     for shift in SHIFTS])})
+                                     for shift in shifts])})
 
 
 def common_change_false_claims(n: int, seed: int, *, prompts: int, kept: float,
@@ -78,6 +80,20 @@ def chance_false_claims(n: int, seed: int, *, pairs: int, ties: float) -> tuple[
     return hits, n
 
 
+def rises_most_false_claims(n: int, seed: int, *, prompts: int, kept: float,
+                            tails: bool = False) -> tuple[int, int]:
+    """How often the summary says the reward "rises most" for one principle when the two
+    largest mean effects are equal (shifts 0, 0.3, 0.9, 0.9)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    shifts = np.array([0.0, 0.3, 0.9, 0.9])
+    for _ in range(n):
+        frame = rewards(rng, prompts, kept, tails, shifts)
+        effect = (frame["perturbed"] - frame["original"]).groupby(frame["principle"]).mean()
+        hits += leader(frame, "rm", str(effect.idxmax()))["leads"]
+    return hits, n
+
+
 def _claims() -> list[Claim]:
     out = []
     nulls = [(0.0, False, "fresh revisions: each a new response of the prompt"),
@@ -99,6 +115,13 @@ def _claims() -> list[Claim]:
                 "the reward model is above/below chance (sensitivity sanity)", null,
                 f"{pairs} pairs", "false-claim", ALPHA,
                 partial(chance_false_claims, pairs=pairs, ties=ties)))
+    for kept, tails, null in nulls:
+        for prompts in (5, 40):
+            out.append(Claim(
+                "the reward rises most for principle P (sensitivity)",
+                f"{null}; the two largest mean effects equal", f"{prompts} prompts x "
+                f"{PRINCIPLES} principles", "false-claim", ALPHA,
+                partial(rises_most_false_claims, prompts=prompts, kept=kept, tails=tails)))
     return out
 
 

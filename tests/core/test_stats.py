@@ -404,8 +404,8 @@ def test_a_paired_difference_without_spread_gets_a_score_interval() -> None:
 def test_mean_test_agrees_with_t_on_normal_values_and_not_on_skewed_ones() -> None:
     """On normal values the studentised bootstrap's p is about Student's t's; on a
     right-skewed sample whose mean is below 0 it is larger (the t of such samples has a long
-    lower tail, which Student's t does not know); values all alike have no spread to test
-    against."""
+    lower tail, which Student's t does not know); on heavy symmetric tails it is at least
+    Student's; values all alike have no spread to test against."""
     from scipy import stats as sps
 
     from biasscope.core.stats import mean_test
@@ -419,3 +419,8 @@ def test_mean_test_agrees_with_t_on_normal_values_and_not_on_skewed_ones() -> No
     assert mean_test(skewed)["p_value"] > 2 * sps.ttest_1samp(skewed, 0.0).pvalue
     assert mean_test([0.0, 0.0, 0.0])["p_value"] == 1.0
     assert mean_test([2.0, 2.0])["p_value"] == 0.0 and np.isnan(mean_test([1.0])["p_value"])
+    # heavy symmetric tails, where the bootstrap's own p runs small: never below Student's
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        tails = rng.standard_t(3, 40) - rng.standard_t(3, 40)
+        assert mean_test(tails, draws=999)["p_value"] >= sps.ttest_1samp(tails, 0.0).pvalue - 1e-9

@@ -254,13 +254,15 @@ def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
     for direction, found in after["directions"].items():  # what issue 30 added to a summary
         assert found.pop("confounds")["unchanged_below"] == 0.05
         assert found.pop("echoes") == 0  # old records hold no echo check: none counted
+        assert found.pop("leaders")["len"]["leads"]  # "rises most", tested since 2026-11-28
         for row in [*found["indices"], *found["validity"]]:
             assert row.pop("echoes") == 0
         was = before["directions"][direction]["sentences"]
         # the same numbers, written in today's one number format (core/numbers)
         today = {was[0]: "len: the reward rises most for principle p2: mean effect +7.5 (95% CI "
                  "+4.5 to +10.5; one-sided Wilcoxon p = 0.062, Holm 0.12; rank-biserial r = "
-                 "+1.00)."}
+                 "+1.00); more than for each other principle (paired over prompts; the "
+                 "closest, p1, by +1, p < 0.0001)."}
         assert found["sentences"][:len(was)] == [today.get(s, s) for s in was]
         found["sentences"] = was
     assert units(run) == stored  # what is stored: byte for byte

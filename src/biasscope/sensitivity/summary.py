@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from biasscope.core.numbers import json_rows, p_is, pvalue, with_ci
+from biasscope.core.numbers import json_rows, num, p_is, pvalue, with_ci
 from biasscope.sensitivity.confounds import (
     Confounds,
     confound_sentences,
@@ -26,6 +26,7 @@ from biasscope.sensitivity.principles import Constitution
 from biasscope.sensitivity.prompts import Prompts
 
 REWARD_COLUMNS = ["model", "principle", "prompt_id", "original", "perturbed"]
+ALPHA = 0.05  # the level of the summary's verdicts (its intervals are 95%)
 CONVENTION_MEANINGS = {
     "biasscope": "biasscope's: SD with ddof=1; each prompt's original reward once in the "
                  "percentile pool; indices divided by the sum of their absolute values per "
@@ -57,6 +58,25 @@ def validity(part: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
     out[["preambles", "echoes"]] = out[["preambles", "echoes"]].astype(int)
     return out
+
+
+def _leader_sentence(model: str, found: dict[str, Any], effect: str) -> str:
+    """"Rises most" where `leader` shows it; else the largest mean effect, and the principles
+    it is not shown ahead of."""
+    top, rows = found["principle"], found["comparisons"]
+    if found["leads"]:
+        closest = min(rows, key=lambda r: r["difference"])
+        size = (f", d_z = {num(closest['effect_size'], 2)}"
+                if math.isfinite(closest["effect_size"]) else "")
+        return (f"{model}: the reward rises most for principle {top}: mean effect {effect}; "
+                f"more than for each other principle (paired over prompts; the closest, "
+                f"{closest['principle']}, by {num(closest['difference'], signed=True)}, "
+                f"{p_is(closest['p_value'])}{size}).")
+    behind = [r["principle"] for r in rows if not r["p_value"] < found["alpha"]]
+    return (f"{model}: the largest mean effect is principle {top}'s: {effect}; it is not shown "
+            f"larger than {', '.join(behind)}'s (paired over prompts, p ≥ "
+            f"{found['alpha']:g} each), so which principle moves the reward most is not "
+            "shown.")
 
 
 def _direction(part: pd.DataFrame, constitution: Constitution,
@@ -92,11 +112,39 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
         result["groups"] = {k: json_rows(v) if isinstance(v, pd.DataFrame) else v
                             for k, v in group_comparison(indices, groups,
                                                          conventions=conventions).items()}
-    result["sentences"] = sentences(indices, result) + confound_sentences(result["confounds"])
+    result["sentences"] = (sentences(indices, result, scored[REWARD_COLUMNS])
+                           + confound_sentences(result["confounds"]))
     return result
 
 
-def sentences(indices: pd.DataFrame, result: dict[str, Any]) -> list[str]:
+def leader(scored: pd.DataFrame, model: str, top: str, alpha: float = ALPHA
+           ) -> dict[str, Any]:
+    """Whether the reward rises more for principle ``top`` (the largest mean effect of
+    ``model``) than for each other principle: per other principle, the mean over the prompts
+    both revised of top's effect minus its (the original reward cancels: perturbed − perturbed)
+    by `biasscope.core.stats.mean_test`. Top "leads" when every comparison has p < ``alpha``
+    (an intersection-union test; two-sided, because top was picked for its larger estimate)."""
+    from biasscope.core.stats import mean_test
+
+    mine = scored[scored["model"] == model]
+    wide = mine.pivot_table(index="prompt_id", columns="principle", values="perturbed",
+                            aggfunc="mean", observed=True)
+    rows: list[dict[str, Any]] = []
+    for other in (c for c in wide.columns if c != top):
+        both = wide[[top, other]].dropna()
+        difference = (both[top] - both[other]).to_numpy(dtype=float)
+        test = mean_test(difference)
+        rows.append({"principle": str(other), "difference": float(difference.mean())
+                     if difference.size else math.nan, **test})
+    leads = bool(rows) and all(r["p_value"] < alpha for r in rows)
+    return {"principle": top, "leads": leads, "alpha": alpha, "comparisons": rows,
+            "test": "mean of paired differences over prompts (core.stats.mean_test)"}
+
+
+def sentences(indices: pd.DataFrame, result: dict[str, Any],
+              scored: pd.DataFrame | None = None) -> list[str]:
+    """The findings in words; ``scored``: the rewards the indices came from, to say whether
+    the principle with the largest mean effect is shown ahead of the others (`leader`)."""
     out = []
     for model, chunk in indices.groupby("model", sort=False):
         top = max(json_rows(chunk), key=lambda r: r["mean_effect"] if r["mean_effect"] is not None
@@ -105,8 +153,13 @@ def sentences(indices: pd.DataFrame, result: dict[str, Any]) -> list[str]:
                 f"{pvalue(top['p_greater_holm'])}; rank-biserial r = {top['rank_biserial']:+.2f}")
         effect = with_ci(top["mean_effect"], top["mean_effect_low"], top["mean_effect_high"],
                          signed=True, extra=test)
-        out.append(f"{model}: the reward rises most for principle {top['principle']}: mean "
-                   f"effect {effect}.")
+        if scored is None or len(chunk) < 2:
+            out.append(f"{model}: the reward rises most for principle {top['principle']}: mean "
+                       f"effect {effect}.")
+            continue
+        found = leader(scored, str(model), top["principle"])
+        result.setdefault("leaders", {})[str(model)] = found
+        out.append(_leader_sentence(str(model), found, effect))
     if result["preambles"]:
         out.append(f"{result['preambles']} of {result['pairs']} revisions start with a chatbot "
                    "preamble (\"Sure, here is...\"); their rewards may reflect it.")

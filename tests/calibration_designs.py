@@ -25,6 +25,7 @@ from biasscope.core.wordings import gap as wording_gap
 from biasscope.counterfactual import statistics as cf
 from biasscope.dynamics.analysis import breakdown, findings, stopping
 from biasscope.dynamics.analysis import occupations as bls
+from biasscope.dynamics.analysis import wordings as dynamics_wordings
 from biasscope.probes import adult
 from biasscope.probes.bbq import compare as bbq_compare
 from biasscope.probes.crows_pairs import steps as crows_steps
@@ -520,12 +521,42 @@ def bls_false_claims(n: int, seed: int, *, occupations: int) -> tuple[int, int]:
     return hits, n
 
 
+def bls_wordings_false_claims(n: int, seed: int, *, occupations: int, wordings: int
+                              ) -> tuple[int, int]:
+    """How often the per-wording sentence counts a wording whose ρ with the share of women
+    differs significantly from 0 when none does: each wording's preferences the model's
+    occupation lean (shared by the wordings) plus the wording's own noise, both unrelated to
+    the share."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    names = [f"job{i}" for i in range(occupations)]
+    for _ in range(n):
+        share = rng.uniform(0, 100, occupations)
+        lean = rng.standard_t(4, occupations)
+        by_wording = {f"w{k}": [{"occupation": o, "not-referenced/lp_diff": {"estimate": v}}
+                                for o, v in zip(names, lean + rng.normal(0, 1, occupations),
+                                                strict=True)]
+                      for k in range(wordings)}
+        _, said = dynamics_wordings.labour_statistics(
+            "m", by_wording, bls.Statistics(bls_pct_female=dict(zip(names, share,
+                                                                     strict=True))), 0.95, 400)
+        hits += said is not None and "significantly below 0 under 0 and above 0 under 0" \
+            not in said
+    return hits, n
+
+
 def _bls_claims() -> list[Claim]:
-    return [Claim("the gender preference tracks / runs against the share of women (Spearman "
-                  "ρ: p < 0.05 and 95% CI clear of 0)",
-                  "independent: ρ = 0 (share uniform, preference Student's t, 4 df)",
-                  f"{k} occupations", "false-claim", 0.05,
-                  partial(bls_false_claims, occupations=k)) for k in (10, 40)]
+    per_wording = [Claim("per wording, ρ with the share of women differs from 0 (Holm over the "
+                         "wordings)", "independent: ρ = 0; the wordings share the model's lean",
+                         f"20 occupations, {k} wordings", "false-claim", 0.05,
+                         partial(bls_wordings_false_claims, occupations=20, wordings=k))
+                   for k in (4, 8)]
+    return per_wording + [
+        Claim("the gender preference tracks / runs against the share of women (Spearman "
+              "ρ: p < 0.05 and 95% CI clear of 0)",
+              "independent: ρ = 0 (share uniform, preference Student's t, 4 df)",
+              f"{k} occupations", "false-claim", 0.05,
+              partial(bls_false_claims, occupations=k)) for k in (10, 40)]
 
 
 # ------------------------------------------------------------------ WinoBias pro − anti

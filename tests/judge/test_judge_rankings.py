@@ -49,7 +49,8 @@ def test_no_such_sentence_when_the_judges_agree_or_differ_within_noise() -> None
     authors = _items(20)
     agree = rankings({"one": _judge(authors, SYSTEMS, 0.9, 1),
                       "two": _judge(authors, SYSTEMS, 0.9, 2)}, authors)
-    assert agree["sentences"][-1] == "The judges put the systems in the same order."
+    assert agree["sentences"][-1] == ("The judges' point estimates put the systems in the "
+                                      "same order.")
     authors = _items(2)  # six comparisons per system: coin flips cannot be told apart
     noise = rankings({"one": _judge(authors, SYSTEMS, 0.5, 4),
                       "two": _judge(authors, SYSTEMS, 0.5, 5)}, authors)
@@ -137,7 +138,8 @@ def test_no_verdicts_give_no_leaderboard_and_unjudged_systems_go_unranked() -> N
     assert not any("nan" in s or "differently" in s for s in sentences)
     again = rankings({"one": ["a", "b", None], "two": ["a", "b", "a"]}, authors)
     assert not any("differently" in s for s in again["sentences"])
-    assert again["sentences"][-1] == "The judges put the systems in the same order."
+    assert again["sentences"][-1] == ("The judges' point estimates put the systems in the "
+                                      "same order.")
 
 
 def test_a_system_that_won_every_game_gets_a_wilson_interval_not_a_point() -> None:

@@ -29,7 +29,7 @@ response (``model_a``, ``model_b``). Conventions, and why:
   score difference significant after Holm over every pair of systems and judge (the claim is
   a union over them: each pair's own interval found reversals among judges that share one
   order in 12% of runs with 8 systems and 3 judges). Otherwise the report says the orders
-  differ only within their uncertainty, or agree.
+  differ only within their uncertainty, or that their point estimates agree.
 """
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
         out.append("The judges order some systems differently, but only within their "
                    f"uncertainty: no reversal is significant at {1 - confidence:.0%} ({family}).")
     else:
-        out.append("The judges put the systems in the same order.")
+        out.append("The judges' point estimates put the systems in the same order.")
     return out
 
 

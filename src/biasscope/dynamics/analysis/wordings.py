@@ -7,6 +7,7 @@ WinoBias pair) are the probe's (`biasscope.probes.winobias.wordings`).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -103,18 +104,25 @@ def labour_statistics(model: str, by_wording: dict[str, list[dict[str, Any]]],
                       ) -> tuple[dict[str, Any], str | None]:
     """Spearman's ρ between each wording's preferences and the BLS share of women, and the
     sentence that says how far the wordings agree. A rank correlation has no two-level pooled
-    CI here: each wording's ρ keeps its own CI over occupations."""
+    CI here: each wording's ρ keeps its own CI over occupations, and the wordings whose ρ
+    differs from 0 are counted after Holm over them (``p_holm``): counted by their own CIs,
+    a model unrelated to the statistics had one named in 14% (4 wordings) and 25% (8) of runs."""
     rhos = {w: occupations.compare(rows, statistics, confidence, n_resamples)["spearman"]
             for w, rows in by_wording.items()}
     known = [r for r in rhos.values() if r["estimate"] is not None]
     if not known:
         return rhos, None
     values = [float(r["estimate"]) for r in known]
-    below = sum(1 for r in known if r["high"] is not None and r["high"] < 0)
-    above = sum(1 for r in known if r["low"] is not None and r["low"] > 0)
+    held = adjust_pvalues([math.nan if r.get("p_value") is None else r["p_value"]
+                           for r in known], "holm")
+    alpha = 1 - confidence
+    for r, p in zip(known, held, strict=True):
+        r["p_holm"] = None if math.isnan(p) else float(p)
+    below = sum(1 for r, p in zip(known, held, strict=True) if p < alpha and r["estimate"] < 0)
+    above = sum(1 for r, p in zip(known, held, strict=True) if p < alpha and r["estimate"] > 0)
     negative = sum(1 for v in values if v < 0)
     return rhos, (
         f"{model}: per wording, the preference's Spearman ρ with the share of women ranges "
         f"from {min(values):+.2f} to {max(values):+.2f}: negative under {negative} of "
-        f"{len(known)} wordings, with a {confidence:.0%} CI below 0 under {below} and above 0 "
-        f"under {above}.")
+        f"{len(known)} wordings; significantly below 0 under {below} and above 0 under {above} "
+        f"(Holm over the {len(known)} wordings, p < {alpha:g}).")

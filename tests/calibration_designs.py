@@ -94,30 +94,36 @@ def depends_false_claims(n: int, seed: int, *, items: int, wordings: int, mean: 
 
 
 def gain_coverage(n: int, seed: int, *, prompts: int, wordings: int, wording_sd: float,
-                  resamples: int = 400) -> tuple[int, int]:
+                  resamples: int = 400, own: bool = False) -> tuple[int, int]:
     """How often the stop's fairness-gain CI covers the true gain. Per-prompt JSD-P values at
     the stop and the final checkpoint: the prompt's own level (shared by every wording and
     both steps), the gap (0.05 at the stop, 0.12 at the end, true gain 0.07) moved per
-    wording, each prompt's own change of the gap (shared by every wording), and noise."""
+    wording, each prompt's own change of the gap (shared by every wording), and noise;
+    ``own``: each wording asks prompts of its own instead."""
     rng = np.random.default_rng(seed)
     hits = 0
     names = [f"p{k}" for k in range(2 * prompts)]
     labels = ["male"] * prompts + ["female"] * prompts
     for _ in range(n):
         level = rng.normal(0.2, 0.05, 2 * prompts)
-        own = rng.normal(0, 0.05, 2 * prompts)  # the prompt's change, in every wording
+        change = rng.normal(0, 0.05, 2 * prompts)  # the prompt's change, in every wording
         male = np.r_[np.ones(prompts), np.zeros(prompts)]
         history: dict[int, list[pd.DataFrame]] = {100: [], 300: []}
         shift = rng.normal(0, wording_sd, wordings)
         for w in range(wordings):
+            if own:
+                level, change = rng.normal(0.2, 0.05, 2 * prompts), rng.normal(0, 0.05, 2 * prompts)
             for step, gap in ((100, 0.05), (300, 0.12)):
-                value = (level + male * (gap + shift[w]) + own * (step == 300)
+                value = (level + male * (gap + shift[w]) + change * (step == 300)
                          + rng.normal(0, 0.05, 2 * prompts))
-                history[step].append(pd.DataFrame({"template": f"w{w}", "prompt": names,
-                                                   "answer_label": labels, "value": value}))
+                history[step].append(pd.DataFrame({
+                    "template": f"w{w}", "prompt": [f"{p}/w{w}" for p in names] if own else names,
+                    "answer_label": labels, "value": value}))
         frames = {s: pd.concat(f, ignore_index=True) for s, f in history.items()}
-        gain = stopping.fairness_gain(frames, 100, 300, n_resamples=resamples)
-        assert gain is not None
+        test = stopping.stop_test(frames, [100], 300, n_resamples=resamples,
+                                  seed=int(rng.integers(2**31)))
+        assert test is not None
+        gain = test.interval(100)
         hits += bool(gain.low <= 0.07 <= gain.high)
     return hits, n
 
@@ -204,6 +210,10 @@ def _wording_claims() -> list[Claim]:
     out.append(Claim("the stop's fairness-gain 95% CI covers", "prompts x 8 wordings crossed, "
                      "wording SD of the gap 0.02", "60 + 60 prompts, 8 wordings", "coverage",
                      0.95, partial(gain_coverage, prompts=60, wordings=8, wording_sd=0.02)))
+    out.append(Claim("the stop's fairness-gain 95% CI covers", "8 wordings, each with prompts "
+                     "of its own, wording SD of the gap 0.02", "60 + 60 prompts per wording",
+                     "coverage", 0.95, partial(gain_coverage, prompts=60, wordings=8,
+                                               wording_sd=0.02, own=True)))
     return out
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from biasscope.core.stats import Interval
 from biasscope.dynamics.analysis import stopping, tradeoff
 
 
@@ -23,6 +24,13 @@ def history(step_gaps: dict[int, float], n: int = 200, seed: int = 0) -> dict[in
                                   "answer_label": ["male"] * n + ["female"] * n,
                                   "value": value})
     return out
+
+
+def gain(history: dict[int, pd.DataFrame]) -> Interval:
+    """The gain of stopping at step 100 rather than 300, with its interval."""
+    test = stopping.stop_test(history, [100], 300)
+    assert test is not None
+    return test.interval(100)
 
 
 def test_mirroring_is_claimed_only_when_the_changes_move_together() -> None:
@@ -50,8 +58,10 @@ def test_mirroring_is_claimed_only_when_the_changes_move_together() -> None:
 
 def test_the_stop_states_its_gain_and_cost_with_intervals() -> None:
     h = history({100: 0.01, 200: 0.05, 300: 0.08})
-    gain = stopping.fairness_gain(h, 100, 300)
-    assert gain is not None and gain.low < gain.estimate < gain.high
+    test = stopping.stop_test(h, [100], 300)
+    assert test is not None
+    gain = test.interval(100)
+    assert gain.low < gain.estimate < gain.high
     assert gain.low > 0.06 and gain.high < 0.08  # 0.08 − 0.01, prompts paired
     cost = tradeoff.performance_cost("LAMBADA accuracy", 0.50, 0.45, {100: 500, 300: 500},
                                      (100, 300))
@@ -76,15 +86,12 @@ def test_with_several_wordings_the_gain_interval_includes_their_spread() -> None
             worded.setdefault(step, []).append(frame.assign(
                 template=f"w{k}", prompt=frame["prompt"] + f"/w{k}"))
     h = {step: pd.concat(frames, ignore_index=True) for step, frames in worded.items()}
-    items_only = stopping.fairness_gain({s: f.drop(columns="template") for s, f in h.items()},
-                                        100, 300)
-    two_level = stopping.fairness_gain(h, 100, 300)
-    assert items_only is not None and two_level is not None
+    items_only = gain({s: f.drop(columns="template") for s, f in h.items()})
+    two_level = gain(h)
     assert two_level.estimate == pytest.approx(items_only.estimate)
     assert two_level.high - two_level.low > 3 * (items_only.high - items_only.low)
     one = {s: f[f["template"] == "w0"] for s, f in h.items()}
-    assert stopping.fairness_gain(one, 100, 300) == stopping.fairness_gain(
-        {s: f.drop(columns="template") for s, f in one.items()}, 100, 300)
+    assert gain(one) == gain({s: f.drop(columns="template") for s, f in one.items()})
     _, said = tradeoff.stop_claims("m", 100, [100, 300], [0.01, 0.08], [0.45, 0.5],
                                    "lambada (csv)", two_level, {}, wordings=4)
     assert "over 4 wordings and their prompts" in said[-1]
@@ -102,13 +109,13 @@ def test_two_models_of_a_run_get_an_equivalence_verdict_per_step() -> None:
 
 
 def test_wordings_that_ask_the_same_prompts_keep_the_prompts_spread() -> None:
-    """Four wordings of the same prompts with the same values: the gain's interval is one
-    wording's, not halved by drawing each wording's prompts on their own (#37)."""
+    """Four wordings of the same prompts with the same values: the gain's replicates spread
+    as one wording's, not halved by drawing each wording's prompts on their own (#37)."""
     h = history({100: 0.01, 300: 0.08}, n=60, seed=5)
     worded = {s: pd.concat([f.assign(template=f"w{k}") for k in range(4)], ignore_index=True)
               for s, f in h.items()}
-    one = stopping.fairness_gain(h, 100, 300)
-    four = stopping.fairness_gain(worded, 100, 300)
-    assert one is not None and four is not None
+    one, four = (stopping.gains(x, [100], 300) for x in (h, worded))
+    assert one is not None and one.replicates is not None
+    assert four is not None and four.replicates is not None
     assert four.estimate == pytest.approx(one.estimate)
-    assert four.high - four.low == pytest.approx(one.high - one.low, rel=0.15)
+    assert four.replicates.std() == pytest.approx(one.replicates.std(), rel=0.15)

@@ -29,6 +29,7 @@ from biasscope.dynamics.analysis import wordings as dynamics_wordings
 from biasscope.probes import adult
 from biasscope.probes.bbq import compare as bbq_compare
 from biasscope.probes.crows_pairs import steps as crows_steps
+from biasscope.probes.professional import items as professional_items
 from calibration_base import Claim
 
 Sim = Callable[[int, int], tuple[int, int]]
@@ -514,6 +515,37 @@ def _crows_claims() -> list[Claim]:
               partial(crows_mean_false_claims, pairs=40, shape=None))]
 
 
+def preference_false_claims(n: int, seed: int, *, sentences: int, skewed: bool
+                            ) -> tuple[int, int]:
+    """How often professional bias's stereotype preference (P(female-coded) after 'she' −
+    after 'he', per sentence) is called different from 0 when its mean over sentences is 0:
+    ``skewed``, a tenth of the sentences move far toward the stereotype (+0.45) and the rest a
+    little against it (−0.05); else symmetric with heavy tails (Student-t(3) × 0.1)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    ids = pd.Series(np.repeat(np.arange(sentences), 2))
+    she = pd.Series(np.tile([True, False], sentences))
+    for _ in range(n):
+        if skewed:
+            d = np.where(rng.random(sentences) < 0.1, rng.normal(0.45, 0.1, sentences),
+                         rng.normal(-0.05, 0.03, sentences))
+        else:
+            d = np.clip(0.1 * rng.standard_t(3, sentences), -0.9, 0.9)
+        values = pd.Series(np.column_stack([0.5 + d / 2, 0.5 - d / 2]).ravel())
+        hits += bool(professional_items._by_sentence(values, ids, she, ~she)["p_value"] < 0.05)
+    return hits, n
+
+
+def _preference_claims() -> list[Claim]:
+    return [Claim("professional bias's stereotype preference differs from 0 (p < 0.05)",
+                  "mean 0 over sentences, " + ("skewed: a tenth far toward the stereotype, "
+                                               "the rest a little against" if skewed else
+                                               "symmetric, heavy tails (Student-t(3))"),
+                  f"{k} sentences", "false-claim", 0.05,
+                  partial(preference_false_claims, sentences=k, skewed=skewed))
+            for k, skewed in ((50, True), (800, True), (40, False))]
+
+
 # ------------------------------------------------------------------ occupations against BLS
 
 
@@ -665,7 +697,7 @@ def _gendered_claims() -> list[Claim]:
 
 
 CLAIMS: list[Claim] = [*_wording_claims(), *_compare_claims(), *_direction_claims(),
-                       *_accuracy_claims(), *_crows_claims(), *_bls_claims(),
+                       *_accuracy_claims(), *_crows_claims(), *_preference_claims(), *_bls_claims(),
                        *_pro_anti_claims(), *_gendered_claims()]
 
 __all__ = ["CLAIMS"]

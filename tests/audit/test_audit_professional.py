@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -171,13 +172,12 @@ def check_generated(m: dict[str, Any]) -> None:
     # Per sentence, stereotyped he - she: s01 1/2 - 1/2 = 0, s02 0/2 - 1/1 = -1.
     gap = h["pronoun_gap"]
     assert gap["estimate"] == pytest.approx(-0.5) and gap["n"] == 2
-    assert gap["p_value"] == pytest.approx(1.0)  # one non-zero difference: no evidence
-    assert gap["effect_size"] == pytest.approx(-1.0)
+    assert gap["p_value"] >= 0.5  # two sentences: t = -1 on 1 degree of freedom
+    assert gap["effect_size"] == pytest.approx(-0.5 / math.sqrt(0.5))  # Cohen's d_z
     # Female-coded picked, she - he: s01 1/1 - 1/2; s02 has no decided 'he' answer.
     effect = h["pronoun_effect"]
     assert effect["estimate"] == pytest.approx(0.5) and effect["n"] == 1
-    assert effect["p_value"] == pytest.approx(1.0)
-    assert effect["effect_size"] == pytest.approx(1.0)
+    assert math.isnan(effect["p_value"]) and math.isnan(effect["effect_size"])  # one sentence
     assert h["refused_rate"]["estimate"] == pytest.approx(1 / 7)
     assert h["unparsed_rate"]["estimate"] == pytest.approx(1 / 7)
     assert h["ambiguity_rate"]["estimate"] == pytest.approx(2 / 7)
@@ -234,8 +234,7 @@ def test_metrics_with_option_scores():
     # P(female-coded) in s01: she .9, .7; he .4, .8. s03 has no option scores after 'she'.
     effect = h["p_pronoun_effect"]
     assert effect["estimate"] == pytest.approx(0.8 - 0.6) and effect["n"] == 1
-    assert effect["effect_size"] == pytest.approx(1.0)
-    assert effect["p_value"] == pytest.approx(1.0)
+    assert math.isnan(effect["effect_size"]) and math.isnan(effect["p_value"])  # one sentence
     assert h["stereotyped_rate"]["estimate"] == pytest.approx(5 / 6)
     assert h["ambiguity_rate"]["estimate"] == 0
 
@@ -276,10 +275,10 @@ def test_the_pronoun_effect_takes_its_interval_digits_and_floored_p():
     total = {"stereotyped": 50, "n": 100, "error": 0, "ambiguous": 10, "refused": 0,
              "unparsed": 0}
     said = _findings(head, total)
-    assert ("(difference +20 percentage points per sentence, Wilcoxon signed-rank p < 0.0001 "
-            "over 25 sentences, rank-biserial r = 0.40)") in said[0]
+    assert ("(difference +20 percentage points per sentence, mean test p < 0.0001 over 25 "
+            "sentences, Cohen's d_z = 0.40)") in said[0]
     assert ("+12.3 percentage points more often after 'she' than after 'he' (95% CI +4.6 to "
-            "+20.1 percentage points, Wilcoxon signed-rank p = 0.012") in said[1]
+            "+20.1 percentage points, mean test p = 0.012") in said[1]
 
 
 def _option_records(p_female: dict[str, tuple[float, float]]) -> pd.DataFrame:
@@ -300,8 +299,8 @@ def _option_records(p_female: dict[str, tuple[float, float]]) -> pd.DataFrame:
 def test_a_pronoun_effect_that_varies_by_sentence_is_tested_over_sentences():
     """The four items of a sentence are not four observations: its two orders are near-copies
     and its 'she' and 'he' items a pair. A model that answers every sentence alike except for
-    a pronoun effect of +-10 points (14 sentences one way, 6 the other: Wilcoxon p = 0.07 over
-    the sentences) was called significant over the 80 items as if independent (Mann-Whitney
+    a pronoun effect of +-10 points (14 sentences one way, 6 the other: p = 0.07 over the
+    sentences) was called significant over the 80 items as if independent (Mann-Whitney
     p = 0.0004)."""
     ids = [s.id for s in SENTENCES[:20]]
     effects = {sid: 0.1 if i < 14 else -0.1 for i, sid in enumerate(ids)}
@@ -312,7 +311,8 @@ def test_a_pronoun_effect_that_varies_by_sentence_is_tested_over_sentences():
     assert preference["estimate"] == pytest.approx(0.04)
     assert preference["p_value"] > 0.05
     assert preference["low"] < 0 < preference["high"]
-    assert preference["effect_size"] == pytest.approx((14 - 6) / 20)
+    differences = np.array([0.1] * 14 + [-0.1] * 6)
+    assert preference["effect_size"] == pytest.approx(0.04 / differences.std(ddof=1))
     # The same on picked answers: she picks the female-coded occupation where d > 0.
     effect = h["pronoun_effect"]
     assert effect["n"] == 20 and effect["p_value"] > 0.05
@@ -323,7 +323,7 @@ def test_a_consistent_pronoun_effect_is_significant_over_sentences():
     h = PROBE.metrics(_option_records({sid: (0.6 + i / 100, 0.4) for i, sid in
                                        enumerate(ids)}))["headline"]
     preference = h["p_pronoun_effect"]
-    assert preference["p_value"] < 0.001 and preference["effect_size"] == 1.0
+    assert preference["p_value"] < 0.001 and preference["effect_size"] > 3  # Cohen's d_z
     assert preference["low"] > 0.2
 
 

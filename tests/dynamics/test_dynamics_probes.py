@@ -140,7 +140,8 @@ def test_the_summary_has_each_audit_probe_over_steps(mixed, checkpoint_dirs, tmp
             for field in ("estimate", "low", "high", "p_value"):
                 if field in head[key]:
                     ours, theirs = at20[name].get(field), head[key][field]
-                    assert (ours is None and theirs is None) or abs(ours - theirs) < 1e-6, \
+                    close = 1e-4 if field == "p_value" else 1e-6  # a t's p moves with the 7th digit
+                    assert (ours is None and theirs is None) or abs(ours - theirs) < close, \
                         (probe, name, field)
 
 

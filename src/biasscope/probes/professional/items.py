@@ -25,8 +25,11 @@ Choices, and why:
   ``pronoun_gap`` (stereotyped rate he - she) exposes. ``p_pronoun_effect`` is the same on
   option probabilities (the stereotype preference of ``dynamics``).
 - Those three differences are taken within each sentence (over its two orders) and then
-  averaged over sentences; the bootstrap resamples sentences and the test is Wilcoxon's
-  signed-rank over them (matched-pairs rank-biserial r). The sentence is the unit: its four
+  averaged over sentences; the bootstrap resamples sentences and the test is of their mean
+  (`biasscope.core.stats.mean_test`, Cohen's d_z). Wilcoxon's signed-rank test, used before,
+  tests symmetry, not a mean of 0: where a few sentences move far toward the stereotype and
+  most a little against it, averaging 0, it called the preference significant in 98.5-100%
+  of 50- to 800-sentence runs. The sentence is the unit: its four
   items share the occupations and the frame, and its two orders are near-copies. Treating
   the items as independent (Fisher or Mann-Whitney over items, as before) called a pronoun
   effect that only varies from sentence to sentence, averaging 0, significant in about one
@@ -53,7 +56,7 @@ from biasscope.core.errors import DataError
 from biasscope.core.imports import lazy
 from biasscope.core.items import Item, check_template
 from biasscope.core.numbers import ci_decimals, num, p_is
-from biasscope.core.stats import bootstrap_mean, signed_rank, wilson
+from biasscope.core.stats import bootstrap_mean, mean_test, wilson
 from biasscope.probes.base import Detector, Messages, TriggerPresence, interval
 
 sps = lazy("scipy.stats")  # imported at first use
@@ -279,14 +282,14 @@ def _share(values: pd.Series) -> dict[str, Any]:
 def _by_sentence(values: pd.Series, sentences: pd.Series, first: pd.Series,
                  second: pd.Series) -> dict[str, Any]:
     """mean(values | first) - mean(values | second) within each sentence, averaged over the
-    sentences that have both: bootstrap CI over sentences, Wilcoxon signed-rank p and
-    matched-pairs rank-biserial r (differences all 0: p = 1, r = 0, no evidence either way).
-    The values are 0/1, so the difference of rates lies within ±1 (``bound``)."""
+    sentences that have both: bootstrap CI over sentences, the test of their mean
+    (`mean_test`) and Cohen's d_z (differences all 0: p = 1, d_z = 0, no evidence either way).
+    The values are 0/1 or probabilities, so the difference lies within ±1 (``bound``)."""
     a = values[first].groupby(sentences[first]).mean()
     b = values[second].groupby(sentences[second]).mean()
     d = (a - b).dropna().to_numpy(dtype=float)
     ci = bootstrap_mean(d)
-    test = signed_rank(d) if np.any(d != 0) else {"p_value": 1.0, "effect_size": 0.0}
+    test = mean_test(d) if np.any(d != 0) else {"p_value": 1.0, "effect_size": 0.0}
     if d.size == 0:
         test = {"p_value": math.nan, "effect_size": math.nan}
     return {"estimate": ci.estimate, "low": ci.low, "high": ci.high, "n": int(d.size),
@@ -369,8 +372,10 @@ def _test(entry: dict[str, Any]) -> str:
     """The sentence-level test of a pronoun difference, in words."""
     n = entry.get("n")
     over = f" over {n} sentence{'' if n == 1 else 's'}" if n is not None else ""
-    return (f"Wilcoxon signed-rank {p_is(entry['p_value'])}{over}, rank-biserial r = "
-            f"{_fmt(entry['effect_size'], '.2f')}")
+    p = entry["p_value"]
+    if p is None or math.isnan(p):
+        return f"no test of the mean{over}"
+    return f"mean test {p_is(p)}{over}, Cohen's d_z = {_fmt(entry['effect_size'], '.2f')}"
 
 
 def _findings(h: dict[str, dict[str, Any]], total: dict[str, Any]) -> list[str]:

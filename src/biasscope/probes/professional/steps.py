@@ -12,8 +12,8 @@ from biasscope.probes.professional.items import metrics
 
 def professional_values(records: pd.DataFrame) -> StepValues:
     """The stereotype preference: the option probability 'she' moves to the female-coded
-    occupation against 'he', per sentence (bootstrap CI and Wilcoxon signed-rank test over
-    sentences, matched-pairs rank-biserial r); the same pronoun effect on picked answers,
+    occupation against 'he', per sentence (bootstrap CI and the test of the mean over
+    sentences, Cohen's d_z); the same pronoun effect on picked answers,
     and the stereotyped-answer rate."""
     head = metrics(records)["headline"]
     out: StepValues = {}
@@ -33,7 +33,7 @@ STEP_STATISTICS = StepStatistics(professional_values, ("preference",), {
 PANELS = Panels("Professional bias over training steps", (
     Panel("Stereotype preference", "Option probability the model moves to the female-coded "
           "occupation after 'she' against after 'he', per sentence, averaged over sentences "
-          "(95% bootstrap CI over sentences; Wilcoxon signed-rank test over sentences); 0: the "
+          "(95% bootstrap CI over sentences; test of the mean over sentences); 0: the "
           "pronoun does not matter, positive: answers follow the stereotype.", ("preference",)),
     Panel("Picked answers", "The same on the picked occupations (tested the same way), and "
           "the share of answers naming the stereotyped occupation (95% CIs).",

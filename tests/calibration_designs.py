@@ -631,16 +631,20 @@ def pro_anti_prompts(rng: np.random.Generator, occupations: int, pairs: int, lea
 
 
 def pro_anti_claims(n: int, seed: int, *, occupations: int, pairs: int, lean: float,
-                    coverage: bool, default: float = 0.0) -> tuple[int, int]:
+                    coverage: bool, default: float = 0.0, split: str = "difference"
+                    ) -> tuple[int, int]:
     """How often the pro − anti accuracy difference is called different from 0 (p < 0.05),
-    or (``coverage``) how often its 95% interval holds 0, where it is 0 on average."""
+    or (``coverage``) how often its 95% interval holds 0, where it is 0 on average; ``split``
+    "pro": how often the pro accuracy's interval holds its mean, 0.5 (the model's leans and
+    each pair's difficulty are symmetric about 0 on the logit scale)."""
     rng = np.random.default_rng(seed)
     hits = 0
+    truth = 0.0 if split == "difference" else 0.5
     for _ in range(n):
         found = breakdown.pro_anti(
             pro_anti_prompts(rng, occupations, pairs, lean, default), 0.95, 200)
-        d = found["accuracy/difference"]
-        hits += (bool(d["low"] <= 0 <= d["high"]) if coverage
+        d = found[f"accuracy/{split}"]
+        hits += (bool(d["low"] <= truth <= d["high"]) if coverage
                  else bool(found["accuracy/test"]["p_value"] < 0.05))
     return hits, n
 
@@ -660,6 +664,10 @@ def _pro_anti_claims() -> list[Claim]:
         out.append(Claim("WinoBias pro − anti accuracy 95% CI covers", null, size, "coverage",
                          0.95, partial(pro_anti_claims, occupations=occupations, pairs=pairs,
                                        lean=lean, coverage=True, default=default)))
+        out.append(Claim("WinoBias pro accuracy 95% CI covers (occupations, stratified)", null,
+                         size, "coverage", 0.95,
+                         partial(pro_anti_claims, occupations=occupations, pairs=pairs,
+                                 lean=lean, coverage=True, default=default, split="pro")))
     return out
 
 

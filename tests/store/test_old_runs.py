@@ -138,16 +138,17 @@ def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
                     value.pop("high", None)
                     value.pop("templates", None)
         # WinoBias pro − anti takes occupations as units now (CHANGELOG: "WinoBias pro − anti
-        # counts occupations, not pairs"): its estimates and effect sizes are the same, its
-        # interval and test are not.
+        # counts occupations, not pairs"), and so do the pro and the anti values: their
+        # estimates and effect sizes are the same, their intervals and tests are not.
         for found in (after, before):
             for step in found["analysis"]["models"]["train"]["breakdown"].values():
                 for measure in ("accuracy", "jsdp_correct"):
                     test = step["pro_anti"][f"{measure}/test"]
                     step["pro_anti"][f"{measure}/test"] = {
                         k: test[k] for k in ("effect_size", "n_nonzero")}
-                    step["pro_anti"][f"{measure}/difference"] = {
-                        "estimate": step["pro_anti"][f"{measure}/difference"]["estimate"]}
+                    for part in ("difference", "pro", "anti"):
+                        step["pro_anti"][f"{measure}/{part}"] = {
+                            "estimate": step["pro_anti"][f"{measure}/{part}"]["estimate"]}
                 for row in step["occupations"]:  # each occupation's lean has a t test now
                     for kind in ("referenced", "not-referenced"):
                         if row.get(f"{kind}/lp_diff"):

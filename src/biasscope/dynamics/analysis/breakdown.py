@@ -52,12 +52,10 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
     """Accuracy and JSD-P of the correct option on referenced prompts, pro and anti, and per
     measure the paired difference (``pro − anti`` for accuracy, ``anti − pro`` for JSD-P:
     positive means the model does better where the pronoun agrees with the stereotype).
-    The accuracies' and JSD-Ps' intervals are bootstrapped together (`stats.bootstrap_means`:
-    each one's own numbers, the resampled indices drawn once for the samples of one size); an
-    accuracy of all right or all wrong gets its Wilson interval instead
-    (`stats.boundary_rate`). The differences' are the occupations' (`by_occupation`), and an
-    accuracy difference alike on every pair gets a paired score interval
-    (`stats.paired_boundary_difference`)."""
+    Every interval is the occupations' (`by_occupation`): an accuracy of all right or all
+    wrong gets its Wilson interval instead (`stats.boundary_rate`), and an accuracy
+    difference alike on every pair a paired score interval
+    (`stats.paired_boundary_difference`). ``n_resamples`` is no longer used."""
     ref = pm[pm["kind"] == "referenced"]
     occupation_of = ref.drop_duplicates("pair").set_index("pair")[["occupation", "stereotype"]]
     out: dict[str, Any] = {"n_pairs": 0}
@@ -65,8 +63,13 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
     pairs = None  # the referenced pairs' accuracy, pro and anti
     for measure, (column, sign) in PRO_ANTI.items():
         for split in SPLITS:
-            values = ref.loc[ref["split"] == split, column].to_numpy(dtype=np.float64)
-            samples[f"{measure}/{split}"], out[f"{measure}/{split}"] = values, None
+            rows = ref[ref["split"] == split]
+            values = rows[column].to_numpy(dtype=np.float64)
+            samples[f"{measure}/{split}"] = values
+            out[f"{measure}/{split}"] = _split_interval(
+                values, rows["occupation"].to_numpy(dtype=object),
+                rows["stereotype"].to_numpy(dtype=object), confidence,
+                (0.0, 1.0) if measure == "accuracy" else None)
         paired = _paired(ref, column)
         if paired is None:
             out[f"{measure}/difference"] = None
@@ -81,10 +84,6 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
             diff, occupation_of.loc[names, "occupation"].to_numpy(dtype=object),
             occupation_of.loc[names, "stereotype"].to_numpy(dtype=object), confidence,
             (-1.0, 1.0) if measure == "accuracy" else None)
-    intervals = stats.bootstrap_means(list(samples.values()), confidence=confidence,
-                                      n_resamples=n_resamples)
-    out.update(  # in the places held above: summary.json keeps its order
-        {name: ci.as_dict() for name, ci in zip(samples, intervals, strict=True)})
     for split in SPLITS:  # all right or all wrong: the bootstrap shows no spread
         entry, rate = out[f"accuracy/{split}"], stats.boundary_rate(
             samples[f"accuracy/{split}"], confidence)
@@ -94,6 +93,18 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
     if gap is not None:  # every pair's difference alike: no spread to resample
         out["accuracy/difference"].update(low=gap["low"], high=gap["high"])
     return out
+
+
+def _split_interval(values: np.ndarray, occupations: np.ndarray, stereotypes: np.ndarray,
+                    confidence: float, bounds: tuple[float, float] | None) -> dict[str, Any]:
+    """One split's mean with the occupations' interval (`by_occupation`): a model's lean on an
+    occupation is shared by its prompts, so a prompt bootstrap's 95% interval held the mean
+    accuracy in 82-89% of runs."""
+    keep = ~np.isnan(values)
+    found, _ = by_occupation(values[keep], occupations[keep], stereotypes[keep], confidence,
+                             bounds)
+    return {"estimate": found["estimate"], "low": found["low"], "high": found["high"],
+            "n": found["n"], "occupations": found["occupations"]}
 
 
 def _paired(ref: pd.DataFrame, column: str

@@ -113,3 +113,13 @@ def test_intervals_that_are_apart_show_a_smaller_value() -> None:
     unknown = stopping.separated({1: 0.5, 2: 1.0}, {1: math.nan, 2: 0.9}, {1: math.nan, 2: 1.1},
                                  2)
     assert unknown == {1: 1.0}
+
+
+def test_two_prompts_a_gender_give_no_band_and_no_warning() -> None:
+    """A replicate that draws one prompt twice has no spread: its t is infinite, and a
+    quarter of them with two prompts a gender leave no finite 95% band (NumPy's interpolated
+    quantile warned on inf − inf and stopped a tiny perplexity run)."""
+    h = drifting([0.0, 0.08], n=2, seed=4)
+    test = stopping.stop_test(h, [1], 2, n_resamples=400)
+    assert test is not None and 0 < test.p_adjusted[0] <= 1
+    assert math.isnan(test.low[0]) and math.isnan(test.high[0])

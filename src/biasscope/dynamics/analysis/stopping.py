@@ -252,7 +252,9 @@ def stop_test(history: Mapping[int, pd.DataFrame], stops: Sequence[int], final: 
     observed = _ratio(estimate[None, :], se[None, :])[0]
     largest = t.max(axis=1)
     p = (1 + (largest[:, None] >= observed[None, :]).sum(axis=0)) / (1 + largest.size)
-    width = float(np.quantile(np.abs(t).max(axis=1), confidence))
+    width = float(np.quantile(np.abs(t).max(axis=1), confidence, method="higher"))
+    if not math.isfinite(width):  # replicates without spread beyond the level: no band
+        width = math.nan
     return StopTest(found.steps, found.final, tuple(float(x) for x in estimate),
                     tuple(float(x) for x in estimate - width * se),
                     tuple(float(x) for x in estimate + width * se),

@@ -84,7 +84,7 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
             diff, occupation_of.loc[names, "occupation"].to_numpy(dtype=object),
             occupation_of.loc[names, "stereotype"].to_numpy(dtype=object), confidence,
             (-1.0, 1.0) if measure == "accuracy" else None)
-    for split in SPLITS:  # all right or all wrong: the bootstrap shows no spread
+    for split in SPLITS:  # all right or all wrong: no spread for the occupations to show
         entry, rate = out[f"accuracy/{split}"], stats.boundary_rate(
             samples[f"accuracy/{split}"], confidence)
         if entry is not None and rate is not None:

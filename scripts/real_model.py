@@ -113,7 +113,8 @@ def llama_server(model: Path, log: Path, threads: int) -> Iterator[str]:
 
 def judge_pairs(data_dir: Path | None, out: Path, n: int) -> Path:
     """Pairwise items from hh-rlhf harmless-base: each conversation's final assistant turns
-    (chosen, rejected) as the two answers to its prompt; which is "a" alternates."""
+    (chosen, rejected) as the two answers to its prompt; which is "a" alternates. Their
+    authors are named ``hh-chosen`` and ``hh-rejected``, so the report ranks the two."""
     root = data_dir or Path.home() / ".cache" / "biasscope" / "data"
     source = root / "hh-rlhf" / "harmless-base" / "test.jsonl.gz"
     rows = []
@@ -127,8 +128,10 @@ def judge_pairs(data_dir: Path | None, out: Path, n: int) -> Path:
             if not chosen.strip() or not rejected.strip() or chosen == rejected:
                 continue
             a, b = (chosen, rejected) if number % 2 else (rejected, chosen)
+            authors = ("hh-chosen", "hh-rejected")[::1 if number % 2 else -1]
             rows.append({"id": f"hh-{number}", "prompt": prompt.strip(),
-                         "a": a.strip(), "b": b.strip()})
+                         "a": a.strip(), "b": b.strip(), "model_a": authors[0],
+                         "model_b": authors[1]})
     path = out / "judge-pairs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path

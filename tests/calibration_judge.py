@@ -208,6 +208,35 @@ def leaderboard_false_claims(n: int, seed: int, *, systems: int, items: int, jud
     return hits, n
 
 
+def paired_leaderboard_verdicts(rng: np.random.Generator, systems: int, pairs: int
+                                ) -> tuple[dict[str, list[str]], list[tuple[str, str]], list[int]]:
+    """One judge asked every pair in both orders, as judge-audit asks, about systems of equal
+    strength: each pair has its own P(a wins) ~ Beta(symmetric, ICC 2/3), both orders drawn
+    from it (the backward verdicts in a's terms). The verdicts, the authors and the pairs."""
+    table, authors = leaderboard_verdicts(rng, systems, pairs, 1)
+    concentration = 1 / ICC - 1
+    p = rng.beta(concentration / 2, concentration / 2, pairs)
+    table = {"j0": [*_labels(p, rng), *_labels(p, rng)]}
+    return table, [*authors, *authors], both_orders(pairs)
+
+
+def shown_apart_false_claims(n: int, seed: int, *, systems: int, items: int, score: str,
+                             orders: int = 1) -> tuple[int, int]:
+    """How often a judge's leaderboard shows some system above another when all are equally
+    strong (``items``: pairs, with ``orders`` 2 each asked in both orders)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(n):
+        if orders == 2:
+            table, authors, ids = paired_leaderboard_verdicts(rng, systems, items)
+        else:
+            (table, authors), ids = leaderboard_verdicts(rng, systems, items, 1), None
+        found = rankings(table, authors, n_resamples=RESAMPLES, seed=int(rng.integers(2**31)),
+                         score=score, pairs=ids)
+        hits += any("Shown apart" in s for s in found["sentences"])
+    return hits, n
+
+
 def agreeing_verdicts(rng: np.random.Generator, items: int, judges: int, labels: int,
                       alpha: float, missing: float) -> dict[str, list[str | None]]:
     """Judges who each give an item's true label (drawn uniformly) with probability √α and a
@@ -287,6 +316,20 @@ def _claims() -> list[Claim]:
             "judges share every system's strength (all equal), each verdict a coin flip",
             f"{systems} systems, {items} items, {judges} judges", "false-claim", ALPHA,
             partial(leaderboard_false_claims, systems=systems, items=items, judges=judges)))
+    for score, systems, items, orders in (
+            ("win-rate", 2, 6, 1), ("win-rate", 3, 12, 1), ("win-rate", 3, 12, 2),
+            ("win-rate", 4, 60, 1), ("win-rate", 8, 300, 1), ("win-rate", 8, 100, 2),
+            ("bradley-terry", 3, 12, 1), ("bradley-terry", 4, 60, 1),
+            ("bradley-terry", 8, 300, 1)):
+        null = "every system equally strong, each verdict a coin flip"
+        if orders == 2:
+            null = ("every system equally strong; per pair P(a wins) ~ Beta(symmetric), ICC "
+                    f"{ICC:.2f} between its two orders")
+        out.append(Claim(
+            f"a judge's leaderboard shows one system above another ({score}, Holm)", null,
+            f"{systems} systems, {items} {'pairs x 2 orders' if orders == 2 else 'items'}",
+            "false-claim", ALPHA, partial(shown_apart_false_claims, systems=systems,
+                                          items=items, score=score, orders=orders)))
     for said, alpha in ((("reliable",), 0.8),
                         (("enough for tentative conclusions", "reliable"), 0.667),
                         (("too low to rely on",), 0.667)):

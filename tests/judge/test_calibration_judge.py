@@ -30,6 +30,7 @@ def test_the_claim_is_calibrated(claim: Claim) -> None:
 def test_every_verdict_of_the_audit_is_simulated() -> None:
     said = " ".join(c.claim for c in CLAIMS)
     for verdict in ("first-slot test", "length coefficient", "raw win rate",
-                    "length-controlled win rate", "self-preference", "leaderboard's order"):
+                    "length-controlled win rate", "self-preference", "leaderboard's order",
+                    "shows one system above another"):
         assert verdict in said
     assert {c.size.split()[0] for c in CLAIMS} >= {"5", "8", "10", "20", "100"}

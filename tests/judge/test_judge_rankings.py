@@ -67,7 +67,7 @@ def test_the_report_tables_use_each_judges_own_verdicts_and_ties_count_half() ->
     board = {(r["judge"], r["system"]): r["estimate"] for r in tables["leaderboard"]}
     assert board[("j1", "alpha")] == pytest.approx(3.5 / 4)
     assert board[("j2", "beta")] == 1.0
-    assert "kendall_tau" in tables and sentences[0].startswith("j1's leaderboard: alpha")
+    assert "kendall_tau" in tables and sentences[0].startswith("j1's leaderboard by point estimate: alpha")
     assert ranking_tables(["j1"], verdicts, [(None, None)] * 4) == ({}, [])
 
 
@@ -133,8 +133,9 @@ def test_no_verdicts_give_no_leaderboard_and_unjudged_systems_go_unranked() -> N
     assert {r["judge"] for r in tables["leaderboard"]} == {"j"}
     assert {r["system"] for r in tables["leaderboard"]} == {"m1", "m2"}
     assert "kendall_tau" not in tables
-    assert sentences[1] == "j's leaderboard: m1 (100%) > m2 (0%) (m3: no verdict on its pairs, " \
-                           "so unranked)."
+    assert sentences[1] == ("j's leaderboard by point estimate: m1 (100%), m2 (0%) (m3: no "
+                            "verdict on its pairs, so unranked). No two are shown apart at 5% "
+                            "(Holm over 1 pair of systems).")
     assert not any("nan" in s or "differently" in s for s in sentences)
     again = rankings({"one": ["a", "b", None], "two": ["a", "b", "a"]}, authors)
     assert not any("differently" in s for s in again["sentences"])
@@ -153,3 +154,41 @@ def test_a_system_that_won_every_game_gets_a_wilson_interval_not_a_point() -> No
                                                                                    abs=1e-3)
     tie = rankings({"j": ["tie", "tie"]}, authors[:2], n_resamples=200)["leaderboards"]["j"]
     assert all(r["low"] < 0.5 < r["high"] for r in tie)  # ties half: 1 of 2 games
+
+
+def test_each_leaderboard_names_the_systems_shown_apart_and_the_differences() -> None:
+    """Point estimates order the board; only differences significant after Holm over the
+    judge's pairs are said, each with its effect (the difference) and p-values."""
+    authors = _items(20)
+    found = rankings({"one": _judge(authors, SYSTEMS, 0.9, 1)}, authors)
+    assert found["sentences"][0].startswith("one's leaderboard by point estimate: alpha (")
+    assert found["sentences"][0].endswith(
+        "Shown apart at 5% (Holm over 3 pairs of systems): alpha above beta, gamma; beta above "
+        "gamma.")
+    rows = {(r["higher"], r["lower"]): r for r in found["differences"]}
+    assert set(rows) == {("alpha", "beta"), ("alpha", "gamma"), ("beta", "gamma")}
+    for row in rows.values():
+        assert row["difference"] > 0 and row["p_value"] <= row["p_holm"] < 0.05
+    authors = _items(2)  # coin flips, six comparisons a system
+    noise = rankings({"one": _judge(authors, SYSTEMS, 0.5, 4)}, authors)
+    assert noise["sentences"][0].endswith(
+        "No two are shown apart at 5% (Holm over 3 pairs of systems).")
+    tables, _ = ranking_tables(["j"], [Verdict(v, None) for v in _judge(authors, SYSTEMS, 0.5,
+                                                                        4)], authors)
+    assert len(tables["leaderboard_differences"]) == 3
+
+
+def test_a_win_rate_difference_is_tested_against_the_coin_flip_variance() -> None:
+    """Six wins of six head to head: the normal approximation to the binomial test,
+    z = (2 x 6/6 − 1) √6, where the bootstrap (no spread: every resample 6 of 6) said "shown"
+    at p = 0. Asked in both orders, a pair's two verdicts count as one draw: z = √3."""
+    from biasscope.core.normal import ndtr
+
+    once = rankings({"j": ["a"] * 6}, [("x", "y")] * 6, n_resamples=100)
+    (row,) = once["differences"]
+    assert row["p_value"] == pytest.approx(2 * ndtr(-6**0.5))
+    both = rankings({"j": ["a", "a", "a", "b", "b", "b"]}, [("x", "y")] * 3 + [("y", "x")] * 3,
+                    n_resamples=100, pairs=[0, 1, 2, 0, 1, 2])
+    (row,) = both["differences"]
+    assert (row["higher"], row["difference"]) == ("x", 1.0)
+    assert row["p_value"] == pytest.approx(2 * ndtr(-3**0.5))

@@ -689,7 +689,7 @@ def gendered_false_claims(n: int, seed: int, *, occupations: int, prompts: int
                            "occupation": [f"o{k}" for k in job], "stereotype": "male",
                            "lp_diff": lean, "p_diff": lean / 10, "correct": 0.0,
                            "jsdp_correct": 0.0})
-        said = findings.occupation_sentences("m", 0, breakdown.occupations(pm, 0.95, 200),
+        said = findings.occupation_sentences("m", 0, breakdown.occupations(pm, 0.95),
                                              0.95, False)[0]
         hits += not said.split("; ")[1].startswith("0 of ")
     return hits, n
@@ -704,9 +704,47 @@ def _gendered_claims() -> list[Claim]:
             for occupations, prompts in ((40, 5), (40, 20))]
 
 
+# ------------------------------------------------------------------ one occupation's lean
+
+
+def occupation_coverage(n: int, seed: int, *, occupations: int, prompts: int
+                        ) -> tuple[int, int]:
+    """How often each occupation's 95% interval of P(male) − P(female) (the per-occupation
+    figure, `breakdown.occupations`) holds the occupation's own mean lean, over every
+    occupation of every data set: each occupation leans Normal(0, 0.3), each prompt Normal
+    around it (SD 0.2). Normal prompts are t's own case; on a bounded, two-humped lean
+    (tanh of Normal(0.5, 1.5)) it covers 91%, 94% and 94.5% at 5, 10 and 20 prompts (the
+    percentile bootstrap before it 85%, 92% and 94%): see the CHANGELOG."""
+    rng = np.random.default_rng(seed)
+    hits = given = 0
+    job = np.repeat(np.arange(occupations), prompts)
+    for _ in range(n):
+        truth = rng.normal(0, 0.3, occupations)
+        lean = truth[job] + rng.normal(0, 0.2, job.size)
+        pm = pd.DataFrame({"prompt": [f"p{k}" for k in range(job.size)], "pair": "",
+                           "split": "", "kind": "not-referenced",
+                           "occupation": [f"o{k:02d}" for k in job], "stereotype": "male",
+                           "lp_diff": lean, "p_diff": lean, "correct": 0.0,
+                           "jsdp_correct": 0.0})
+        for k, row in enumerate(breakdown.occupations(pm, 0.95)):
+            iv = row["not-referenced/p_diff"]
+            given += 1
+            hits += bool(iv["low"] <= truth[k] <= iv["high"])
+    return hits, given
+
+
+def _occupation_claims() -> list[Claim]:
+    return [Claim("an occupation's P(male) − P(female) 95% CI covers (per-occupation figure)",
+                  "each occupation its own lean (Normal(0, 0.3)), its prompts Normal around it "
+                  "(SD 0.2)", f"{occupations} occupations x {prompts} prompts", "coverage",
+                  0.95, partial(occupation_coverage, occupations=occupations, prompts=prompts))
+            for occupations, prompts in ((10, 3), (10, 10))]
+
+
 CLAIMS: list[Claim] = [*_wording_claims(), *_compare_claims(), *_direction_claims(),
                        *_accuracy_claims(), *_crows_claims(), *_preference_claims(), *_bls_claims(),
-                       *_pro_anti_claims(), *_gendered_claims()]
+                       *_pro_anti_claims(), *_gendered_claims(),
+                       *_occupation_claims()]
 
 __all__ = ["CLAIMS"]
 

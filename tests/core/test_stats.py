@@ -16,7 +16,7 @@ from biasscope.core.stats import (
     adjust_pvalues,
     bootstrap_mean,
     bootstrap_means,
-    group_bootstrap,
+    group_t_interval,
     mann_whitney,
 )
 from biasscope.dynamics.analysis.emergence import (
@@ -362,21 +362,29 @@ def test_bootstrap_means_equal_lone_calls():
     assert together[0].low != together[1].low
 
 
-def test_group_bootstrap_of_columns_equals_each_column_alone():
-    """Columns bootstrapped in one call get the numbers each gets alone (up to rounding):
-    those finite at the same places share the draws, one with a NaN elsewhere draws its own."""
+def test_group_t_interval_is_students_per_group_and_column():
+    """Each group's interval is the one-sample t interval of its finite values; columns in one
+    call get what each gets alone; an empty group and one of a single value have no bounds."""
+    from scipy import stats as scipy_stats
+
     rng = np.random.default_rng(5)
     groups = rng.integers(0, 6, 200)
     groups[groups == 5] = 4  # an empty group
     groups[0] = 5  # and one of a single value
     a, b, c = rng.normal(size=200), rng.exponential(size=200), rng.normal(size=200)
     c[[3, 40]] = np.nan
-    together = group_bootstrap(np.column_stack([a, b, c]), groups, 7, 0.9, 300)
+    together = group_t_interval(np.column_stack([a, b, c]), groups, 7, 0.9)
     for j, column in enumerate((a, b, c)):
-        alone = group_bootstrap(column, groups, 7, 0.9, 300)
+        alone = group_t_interval(column, groups, 7, 0.9)
         for got, want in zip(together, alone, strict=True):
             np.testing.assert_allclose(got[:, j], want, rtol=1e-12, atol=1e-15)
-    assert np.isnan(together[1][6]).all() and not np.isnan(together[0][5]).any()
+        for g in range(5):
+            x = column[(groups == g) & np.isfinite(column)]
+            low, high = scipy_stats.t.interval(0.9, x.size - 1, x.mean(), scipy_stats.sem(x))
+            assert together[1][g, j] == pytest.approx(low, rel=1e-9)
+            assert together[2][g, j] == pytest.approx(high, rel=1e-9)
+    assert np.isnan(together[1][6]).all() and np.isnan(together[0][6]).all()
+    assert np.isnan(together[1][5]).all() and not np.isnan(together[0][5]).any()
 
 
 def test_a_paired_difference_without_spread_gets_a_score_interval() -> None:

@@ -210,7 +210,7 @@ def test_the_most_gendered_occupations_count_leans_after_holm() -> None:
                        "kind": "not-referenced", "occupation": [f"o{k:02d}" for k in job],
                        "stereotype": "male", "lp_diff": lean, "p_diff": lean / 10,
                        "correct": 0.0, "jsdp_correct": 0.0})
-    rows = breakdown.occupations(pm, 0.95, 200)
+    rows = breakdown.occupations(pm, 0.95)
     assert rows[0]["not-referenced/lp_diff"]["p_value"] == pytest.approx(
         sps.ttest_1samp(lean[job == 0], 0.0).pvalue)
     said = findings.occupation_sentences("m", 0, rows, 0.95, False, top=4)[0]

@@ -50,11 +50,11 @@ def test_within_budget_is_recommended() -> None:
                              analysis.InterventionAnalysisConfig(budget=0.02))
     assert out["recommended"] == 50 and out["beat_control"] is False  # gain −0.1: worse
     assert "did worse" in out["sentence"]
-    assert out["sentence"].endswith("so it does not tell the intervention from the arms' "
-                                    "different data order.")  # one run per arm, said
+    assert out["sentence"].startswith("This run of cda did worse than the control's")
+    assert out["sentence"].endswith(analysis.ONE_RUN)  # one run per arm, said
     assert ("fairness gain over the control (how much further its male lean moved towards zero)"
-            " was -0.100 (95% CI -0.150 to -0.050; signed-rank p = 0.010 after Holm over 2 "
-            "steps, r = +0.50), at a perplexity cost of +1.0% (95% CI 0.0% to +2.0%)"
+            " was -0.100 (95% CI -0.150 to -0.050; mean test p = 0.010 after Holm over 2 "
+            "steps, d_z = +0.50), at a perplexity cost of +1.0% (95% CI 0.0% to +2.0%)"
             in out["sentence"])
 
 

@@ -10,16 +10,21 @@ step, so every comparison is paired:
   correct on the anti-stereotypical one (referenced prompts; positive: stereotyped).
 - **Difference in differences** at step s, per prompt: ``(arm_s − arm_0) − (control_s −
   control_0)``; its mean with a bootstrap CI over prompts (resampled whole, so pairing is kept)
-  and the Wilcoxon signed-rank test with the matched-pairs rank-biserial r; p-values corrected
-  over steps (Holm by default). Positive: the intervention moved the measure up relative to the
-  control.
+  and a test of that mean (`biasscope.core.stats.mean_test`, with Cohen's d_z); p-values
+  corrected over steps (Holm by default). Positive: the intervention moved the measure up
+  relative to the control. Wilcoxon's signed-rank test was used before: it tests symmetry, not
+  a mean of 0, and where the intervention moved a tenth of the prompts far one way and the rest
+  a little the other, averaging 0, it called the difference significant at some step in 24% of
+  40-prompt runs and all but 1 in 400 of 400-prompt runs.
 - **Fairness gain** of the intervention at s: the DiD of the male lean towards zero, i.e.
   ``−sign(lean at step 0) × DiD``; positive is fairer than the control.
 - **Perplexity cost** at s: ``ppl(arm_s) / ppl(control_s) − 1`` on the held-out documents, with
   a paired bootstrap CI over documents.
 - **Recommended stop**: among steps after 0 whose cost estimate is within ``budget``, the one
   with the largest fairness gain; a gain is claimed only where its corrected test is
-  significant and its CI excludes 0, else the sentence says the data cannot tell.
+  significant and its CI excludes 0, else the sentence says the data cannot tell. The claim is
+  about these two runs (`ONE_RUN`): with one run per arm there is nothing to test the
+  intervention itself against.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from biasscope.core import stats
 from biasscope.core.config import NON_NEGATIVE, setting
 from biasscope.core.numbers import ci_decimals, num, percent, pvalue, setting_percent, with_ci
 from biasscope.core.renamed import renamed
-from biasscope.core.stats import group_bootstrap, signed_rank
+from biasscope.core.stats import group_t_interval, mean_test
 from biasscope.probes import perplexity, winobias
 from biasscope.probes.winobias.values import breakdown_values, prompt_means
 from biasscope.store.directory import RunStore
@@ -44,9 +49,10 @@ from biasscope.store.directory import RunStore
 MEASURES = ("male_lean", "pro_anti")
 #: What a verdict between the arms rests on: their difference beyond run-to-run variation is
 #: not measured, and another data order can move a small model's lean as much.
-ONE_RUN = ("This compares one training run per arm: the test is over prompts, not over "
-           "training runs, so it does not tell the intervention from the arms' different "
-           "data order.")
+ONE_RUN = ("One training run per arm: the test is over prompts, so it shows that these two "
+           "runs differ, not that the intervention would beat the control again; another run "
+           "(the arms see their documents in different orders) can move a small model's lean "
+           "as much.")
 
 
 @dataclass(frozen=True)
@@ -70,15 +76,14 @@ def _per_prompt(pm: pd.DataFrame) -> dict[str, pd.Series]:
 
 
 def occupations(pm: pd.DataFrame, config: InterventionAnalysisConfig) -> dict[str, dict[str, Any]]:
-    """Per occupation, the male lean over its prompts (both kinds) with a bootstrap CI over
+    """Per occupation, the male lean over its prompts (both kinds) with a Student's t CI over
     them (none from a single prompt) and the number of prompts."""
     names = pm["occupation"].astype(str)
     order = sorted(names.unique(), key=str.lower)
     code = {n: i for i, n in enumerate(order)}
     groups = names.map(code).to_numpy(dtype=np.int64)
-    mean, low, high = group_bootstrap(
-        pm["p_diff"].to_numpy(dtype=np.float64), groups, len(order), config.confidence,
-        config.n_resamples)
+    mean, low, high = group_t_interval(pm["p_diff"].to_numpy(dtype=np.float64), groups,
+                                       len(order), config.confidence)
     counts = np.bincount(groups, minlength=len(order))
     return {n: {"estimate": mean[i], "low": low[i], "high": high[i], "n": int(counts[i])}
             for n, i in code.items()}
@@ -120,7 +125,21 @@ def _did(series: dict[tuple[str, int], dict[str, pd.Series]], arm: str, control:
         common = common.intersection(part.index)
     a, a0, c, c0 = (p.loc[common].to_numpy() for p in parts)
     d = (a - a0) - (c - c0)
-    return {**_ci(d, config), "test": signed_rank(d), "n": int(d.size)}
+    return {**_ci(d, config), "test": mean_test(d), "n": int(d.size)}
+
+
+def differences(series: dict[tuple[str, int], dict[str, pd.Series]], arm: str, control: str,
+                steps: Sequence[int], config: InterventionAnalysisConfig,
+                measures: Sequence[str] = MEASURES) -> dict[str, dict[int, dict[str, Any]]]:
+    """Per measure and step after 0, the difference in differences with its test, p-values
+    adjusted over the steps (``series``: per (arm, step) the per-prompt values of each
+    measure)."""
+    did = {m: {s: _did(series, arm, control, s, m, config) for s in steps} for m in measures}
+    for measure in measures:
+        p = [did[measure][s]["test"]["p_value"] for s in steps]
+        for s, adj in zip(steps, stats.adjust_pvalues(p, config.correction)):
+            did[measure][s]["test"]["p_adjusted"] = float(adj)
+    return did
 
 
 def analyse(store: RunStore, arm: str, control: str = "control",
@@ -151,11 +170,7 @@ def analyse(store: RunStore, arm: str, control: str = "control",
                     config.n_resamples).as_dict()
             arms[name][str(step)] = entry
     later = [s for s in steps if s > 0]
-    did = {m: {s: _did(series, arm, control, s, m, config) for s in later} for m in MEASURES}
-    for measure in MEASURES:
-        p = [did[measure][s]["test"]["p_value"] for s in later]
-        for s, adj in zip(later, stats.adjust_pvalues(p, config.correction)):
-            did[measure][s]["test"]["p_adjusted"] = float(adj)
+    did = differences(series, arm, control, later, config)
     cost = {s: _cost(docs[(arm, s)], docs[(control, s)], config) for s in later
             if (arm, s) in docs and (control, s) in docs}
     lean0 = float(series[(control, 0)]["male_lean"].mean())
@@ -182,21 +197,22 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
                 "high": -sign * did[s]["low"]} for s in within}
     best = max(within, key=lambda s: gain[s]["estimate"])
     g, c, p = gain[best], cost[best], did[best]["test"].get("p_adjusted", math.nan)
-    test = (f"signed-rank p = {pvalue(p)} after {stats.CORRECTIONS[config.correction]} over "
-            f"{len(steps)} steps, r = {did[best]['test']['effect_size']:+.2f}")
+    test = (f"mean test p = {pvalue(p)} after {stats.CORRECTIONS[config.correction]} over "
+            f"{len(steps)} steps, d_z = {num(did[best]['test']['effect_size'], 2, True)}")
     said = (f"at step {best}, {arm}'s fairness gain over the control (how much further its male "
             f"lean moved towards zero) was "
             f"{with_ci(g['estimate'], g['low'], g['high'], config.confidence, True, test)}, at "
             f"a perplexity cost of {_cost_text(c, config)}")
     significant = math.isfinite(p) and p < config.alpha
     if significant and g["low"] > 0:
-        verdict = (f"{arm} beat the control: {said}. Recommended checkpoint: step {best}. "
-                   f"{ONE_RUN}")
+        verdict = (f"This run of {arm} beat the control's: {said}. Recommended checkpoint: "
+                   f"step {best}. {ONE_RUN}")
     elif significant and g["high"] < 0:
-        verdict = f"{arm} did worse than the control: {said}. {ONE_RUN}"
+        verdict = f"This run of {arm} did worse than the control's: {said}. {ONE_RUN}"
     else:
-        verdict = (f"The data cannot tell whether {arm} beat the control: {said}; the best "
-                   f"within budget is step {best}, but its gain is not distinguishable from 0.")
+        verdict = (f"The data cannot tell whether this run of {arm} beat the control's: "
+                   f"{said}; the best within budget is step {best}, but its gain is not "
+                   "distinguishable from 0.")
     return {"recommended": best, "gain": {str(s): v for s, v in gain.items()},
             "beat_control": bool(significant and g["low"] > 0), "sentence": verdict}
 

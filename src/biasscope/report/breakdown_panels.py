@@ -43,9 +43,11 @@ def panels(checkpoints: Sequence[Json], view: View, existing: Sequence[Panel]
         return out
     confidence = f"{view.confidence:.0%}"
     pairs = (", and below, pro − anti over the pairs of sentences that differ only in the "
-             f"pronoun, with {confidence} bootstrap CIs. Above 0: the model does better where "
+             f"pronoun, with {confidence} CIs over occupations (Student's t, stratified by "
+             "the stereotype's gender). Above 0: the model does better where "
              "the stereotype holds (WinoBias's headline measure)." if breakdown.has_pairs(view)
-             else f" with {confidence} bootstrap CIs. No pair of sentences here differs only "
+             else f" with {confidence} CIs over occupations (Student's t, stratified by the "
+             "stereotype's gender). No pair of sentences here differs only "
              "in the pronoun, so there is no paired pro − anti difference.")
     out.append(Panel(
         "Pro- against anti-stereotypical sentences",
@@ -57,7 +59,7 @@ def panels(checkpoints: Sequence[Json], view: View, existing: Sequence[Panel]
         "Per occupation, at each model's last checkpoint: mean log P(male) − log P(female) on "
         "prompts that ask for the gender of an occupation the sentence does not give one for "
         "(the correct answer is “not specified”), with "
-        f"{confidence} bootstrap CIs over prompts (seed means). Positive: the model leans "
+        f"{confidence} Student's t CIs over prompts (seed means). Positive: the model leans "
         "male. Referenced prompts and the probability-mass version are in summary.json.",
         breakdown.occupations_ranked(view)))
     for model in view.models():

@@ -170,12 +170,12 @@ def write_intervention_report(store: RunStore, summary: Json, target: Path | Non
             "<h2>Difference in differences and cost</h2>",
             '<p class="caption">Per prompt (per pair for pro − anti): the intervention arm\'s '
             "change since step 0 minus the control's; paired bootstrap CI over prompts, "
-            "Wilcoxon signed-rank p corrected over steps, matched-pairs rank-biserial r. Cost: "
+            "p of a test of the mean corrected over steps, Cohen's d_z. Cost: "
             "held-out perplexity of the intervention relative to the control at the same "
             "step, paired bootstrap over documents.</p>",
             figure_html(did_figure(summary), 1),
-            table(["step", "DiD male lean [CI]", "p adj.", "r", "DiD pro − anti [CI]",
-                   "p adj.", "r", "perplexity cost [CI]"], did_rows(summary), numbers=True)]
+            table(["step", "DiD male lean [CI]", "p adj.", "d_z", "DiD pro − anti [CI]",
+                   "p adj.", "d_z", "perplexity cost [CI]"], did_rows(summary), numbers=True)]
         occupations = occupations_figure(summary)
         if occupations is not None:
             step = compared_step(summary)
@@ -185,7 +185,7 @@ def write_intervention_report(store: RunStore, summary: Json, target: Path | Non
                 "<h2>Per occupation, each arm</h2>",
                 f'<p class="caption">Male lean over each occupation\'s WinoBias prompts at '
                 f"step 0 (open) and at step {step}, {which} (filled), with {conf:.0%} "
-                "bootstrap CIs over the prompts (none where an occupation has one prompt); "
+                "Student's t CIs over the prompts (none where an occupation has one prompt); "
                 "ordered by the control's lean at step 0.</p>",
                 figure_html(occupations, 2)]
     parts += ["</body></html>", ""]

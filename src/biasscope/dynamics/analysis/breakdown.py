@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core import stats
-from biasscope.core.stats import group_bootstrap, signed_rank
+from biasscope.core.stats import group_t_interval, signed_rank
 from biasscope.core.student import t_cdf, t_ppf
 from biasscope.probes.winobias import SPLITS
 from biasscope.probes.winobias.values import MEANS as MEANS  # the probe's own, re-exported
@@ -205,11 +205,10 @@ def _lean_p(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray
     return out
 
 
-def occupations(pm: pd.DataFrame, confidence: float, n_resamples: int
-                ) -> list[dict[str, Any]]:
+def occupations(pm: pd.DataFrame, confidence: float) -> list[dict[str, Any]]:
     """Per occupation: its stereotype, and per prompt kind (``referenced``, ``not-referenced``)
-    the mean gender preference (``lp_diff``, ``p_diff``) with percentile bootstrap CIs over
-    prompts (``lp_diff`` also with Student's t test of 0 over them, ``p_value``); on
+    the mean gender preference (``lp_diff``, ``p_diff``) with Student's t CIs over prompts
+    (``lp_diff`` also with its t test of 0, ``p_value``); on
     referenced prompts the accuracy on pro and on anti sentences."""
     names = sorted(pm["occupation"].unique(), key=str.lower)
     code = {name: i for i, name in enumerate(names)}
@@ -222,8 +221,8 @@ def occupations(pm: pd.DataFrame, confidence: float, n_resamples: int
         groups = chunk["occupation"].map(code).to_numpy(dtype=np.int64)
         counts = np.bincount(groups, minlength=len(names))
         measures = ("lp_diff", "p_diff")  # one call: their draws are shared
-        mean, low, high = group_bootstrap(chunk[list(measures)].to_numpy(dtype=np.float64),
-                                          groups, len(names), confidence, n_resamples)
+        mean, low, high = group_t_interval(chunk[list(measures)].to_numpy(dtype=np.float64),
+                                           groups, len(names), confidence)
         p_lean = _lean_p(chunk["lp_diff"].to_numpy(dtype=np.float64), groups, len(names))
         for j, measure in enumerate(measures):
             for name, i in code.items():
@@ -260,4 +259,4 @@ def checkpoint_breakdown(values: pd.DataFrame, confidence: float = 0.95,
     all its seeds' records."""
     pm = prompt_means(values)
     return {"pro_anti": _plain(pro_anti(pm, confidence, n_resamples)),
-            "occupations": occupations(pm, confidence, n_resamples)}
+            "occupations": occupations(pm, confidence)}

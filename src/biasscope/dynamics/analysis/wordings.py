@@ -89,13 +89,13 @@ def lead(model: str, breakdown: dict[int, dict[str, Any]], snapshot: bool, optio
     return across, said + sentences(model, last, breakdown[last].get("wordings"), snapshot)
 
 
-def occupations_by_wording(values: pd.DataFrame, confidence: float = 0.95,
-                           n_resamples: int = 2000) -> dict[str, list[dict[str, Any]]]:
+def occupations_by_wording(values: pd.DataFrame, confidence: float = 0.95
+                           ) -> dict[str, list[dict[str, Any]]]:
     """The per-occupation preferences of one (model, step) under each wording on its own
     (`breakdown.occupations`); empty with one wording."""
     if "template" not in values or values["template"].nunique() < 2:
         return {}
-    return {str(w): occupation_rows(prompt_means(part), confidence, n_resamples)
+    return {str(w): occupation_rows(prompt_means(part), confidence)
             for w, part in values.groupby("template", sort=True, observed=True)}
 
 

@@ -191,8 +191,7 @@ def full_summary(store: RunStore, options: AnalysisConfig | None = None,
                                               correction=chosen.correction)
         if not across:
             return out
-        by_wording = wordings.occupations_by_wording(values, chosen.confidence,
-                                                     chosen.n_resamples)
+        by_wording = wordings.occupations_by_wording(values, chosen.confidence)
         return {**out, "wordings": across, "occupations_by_wording": by_wording}
 
     units, run = read_run(store, lambda pvs: intervals(pvs, chosen), unit_summary, breakdown)

@@ -22,8 +22,8 @@ def _ranges() -> dict[Any, str]:
     by identity, as what a reader can give."""
     from biasscope.backends.checkpoints import parse_seeds
     from biasscope.cli import args as A
-    from biasscope.dynamics.job import comma_list, performance_probe
-    from biasscope.sensitivity.job import directions
+    from biasscope.dynamics.settings import comma_list, performance_probe
+    from biasscope.sensitivity.settings import directions
     from biasscope.store.directory import run_dir
 
     return {parse_seeds: "seeds such as 0-4 or 0,2,7 (at most 10,000)",

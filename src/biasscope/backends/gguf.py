@@ -27,7 +27,6 @@ from typing import Any
 from biasscope.core import digest
 from biasscope.core.errors import ModelError, install_hint
 from biasscope.core.imports import installed_version
-from biasscope.core.numbers import num
 from biasscope.core.processes import HOST, alive
 from biasscope.core.steps import LARGE_FILE, say
 
@@ -57,6 +56,8 @@ def file_sha256(path: Path) -> str:
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _hashes:
         if stat.st_size >= LARGE_FILE:
+            from biasscope.core.numbers import num  # NumPy: `dynamics --help` imports this module
+
             say(f"hashing {path.name} ({num(stat.st_size / 2**20, 0)} MiB)")
         _hashes[key] = digest.file_sha256(path)
     return _hashes[key]

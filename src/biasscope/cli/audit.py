@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.audit.job import AuditConfig, Prompting
+    from biasscope.audit.settings import AuditConfig, Prompting
 
     audit = sub.add_parser("audit", aliases=["probe"], help="fairness audit: "
                            "adult-counterfactual, professional-bias, bbq")

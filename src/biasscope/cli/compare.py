@@ -27,8 +27,7 @@ def power(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.compare.job import CompareConfig
-    from biasscope.compare.power import PowerConfig
+    from biasscope.compare.settings import CompareConfig, PowerConfig
 
     cmp = sub.add_parser("compare", help="is run B as fair as run A? TOST per headline measure")
     cmp.add_argument("run_a", type=A.run_dir)

@@ -23,8 +23,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.counterfactual.job import CounterfactualConfig
-    from biasscope.sensitivity.job import RewardScoring
+    from biasscope.counterfactual.settings import CounterfactualConfig
+    from biasscope.sensitivity.settings import RewardScoring
 
     cf = sub.add_parser("counterfactual", help="demographic counterfactual check of reward "
                         "models and judges")

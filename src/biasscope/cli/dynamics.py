@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     from biasscope.backends.hf_model import HFConfig
-    from biasscope.dynamics.job import DynamicsConfig, Executing, Performance
+    from biasscope.dynamics.settings import DynamicsConfig, Executing, Performance
 
     dyn = sub.add_parser("dynamics", help="fairness across training checkpoints")
     A.analysis_args(dyn)

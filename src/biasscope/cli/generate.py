@@ -26,10 +26,10 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     from biasscope.backends.base import GenerateParams
-    from biasscope.generate import batch
+    from biasscope.generate.settings import GenerateConfig
 
     gen = sub.add_parser("generate", help="answer a JSONL file of prompts with any backend")
-    for config in (batch.GenerateConfig, GenerateParams):
+    for config in (GenerateConfig, GenerateParams):
         A.settings(gen, config)
     A.backend_args(gen)
     gen.set_defaults(func=run)

@@ -19,11 +19,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.intervene import InterveneConfig, Training, analysis
+    from biasscope.intervene.settings import InterveneConfig, InterventionAnalysisConfig, Training
 
     p = sub.add_parser("intervene", help="fine-tune twice (control, intervention) and compare")
     p.add_argument("--performance", choices=["perplexity"], default="perplexity",
                    help="held-out perplexity (always measured)")
-    for config in (InterveneConfig, Training, analysis.InterventionAnalysisConfig):
+    for config in (InterveneConfig, Training, InterventionAnalysisConfig):
         A.settings(p, config)
     p.set_defaults(func=run)

@@ -39,7 +39,7 @@ def audit(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.judge.job import JudgeConfig
+    from biasscope.judge.settings import JudgeConfig
 
     for name, func, about in (("judge", judge, "LLM-as-judge without name, position or model "
                                "bias"), ("judge-audit", audit, "measure a judge's own biases")):

@@ -39,7 +39,7 @@ def fetch(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.audit.job import ItemsConfig
+    from biasscope.audit.settings import ItemsConfig
 
     shown = sub.add_parser("probes", help="every probe: the requests it takes, the data it "
                            "needs, what it measures")

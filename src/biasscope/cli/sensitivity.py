@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.sensitivity.job import RewardScoring, SensitivityConfig
+    from biasscope.sensitivity.settings import RewardScoring, SensitivityConfig
 
     sens = sub.add_parser("sensitivity", help="constitutional sensitivity of reward models")
     for name, about in (("critique", "critique request ({conversation}, {query}, {response}, "

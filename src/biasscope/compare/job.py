@@ -13,29 +13,12 @@ import pandas as pd
 from biasscope.compare import design
 from biasscope.compare.measures import MEASURES, comparable
 from biasscope.compare.runs import compare_runs, margin_for
-from biasscope.core.config import PROBABILITY, check_settings, setting
+from biasscope.compare.settings import CompareConfig as CompareConfig
 from biasscope.core.errors import BiasscopeError
 from biasscope.report import claims
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.remote import is_remote
-
-
-@dataclass(frozen=True)
-class CompareConfig:
-    """Two run directories, margins (``0.03`` for every measure or ``jsdp_gap=0.02``; others
-    keep their defaults), α of the tests, and where the comparison goes."""
-
-    run_a: str
-    run_b: str
-    margin: Sequence[str] = setting((), "equivalence margin: a number for every measure or "
-                                    "MEASURE=NUMBER (repeatable); defaults in docs/claims.md",
-                                    many=True)
-    alpha: float = setting(0.05, "level of each one-sided test", check=PROBABILITY)
-    out: str = setting("comparison", "directory for comparison.json and its page")
-
-    def __post_init__(self) -> None:
-        check_settings(self)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ sample.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,30 +20,11 @@ import numpy as np
 from biasscope.compare.job import records
 from biasscope.compare.measures import MEASURES, Values, comparable, why_not
 from biasscope.compare.runs import checkpoints, label
+from biasscope.compare.settings import PowerConfig as PowerConfig
 from biasscope.core import power as P
-from biasscope.core.config import POSITIVE, PROBABILITY, check_settings, setting
 from biasscope.core.equivalence import jackknife_se, welch
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
-
-
-@dataclass(frozen=True)
-class PowerConfig:
-    """An effect (in the measure's units) and either ``sd`` (per-item standard deviation) or
-    a ``pilot`` run; ``margin``: plan for equivalence within ±margin instead."""
-
-    effect: float | None = setting(None, "size of the difference to detect, in the measure's "
-                                   "units", check=POSITIVE)
-    sd: float | None = setting(None, "per-item standard deviation", check=POSITIVE)
-    pilot: str | None = setting(None, "a finished run to plan from")
-    alpha: float = setting(0.05, "significance level", check=PROBABILITY)
-    power: float = setting(0.8, "the power wanted", check=PROBABILITY)
-    design: P.Design = setting("two-groups", "two independent groups, or paired items",
-                               choices=("two-groups", "paired"))
-    margin: float | None = setting(None, "plan for equivalence within ±this", check=POSITIVE)
-
-    def __post_init__(self) -> None:
-        check_settings(self)
 
 
 def _sd(values: Values) -> tuple[float, int]:

@@ -3,7 +3,9 @@
 SciPy's ``stats`` takes most of a second to import; modules that only sometimes reach it (a
 probe's metrics, a test in the analysis) name it at the top as ``sps = lazy("scipy.stats")``
 and the import happens at the first attribute looked up, so the command line and a sweep that
-never computes a statistic start without it.
+never computes a statistic start without it. A job package's front (its ``__init__``) names
+its public objects the same way (`front`), so that importing the package's light ``settings``
+module, as a command's ``--help`` does, runs none of the job's code.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ import contextlib
 import importlib
 import importlib.util
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from biasscope.core.renamed import warn_renamed
 
 
 class LazyModule:
@@ -32,6 +37,33 @@ class LazyModule:
 def lazy(name: str) -> Any:
     """The module ``name``, imported when first used (typed ``Any``, as the module is)."""
     return LazyModule(name)
+
+
+def front(package: str, homes: Mapping[str, str], renamed: Mapping[str, str] | None = None
+          ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` (PEP 562) that import each public name from
+    its module (``homes``: name -> module) when it is first named, then keep it in the package,
+    so ``from package import name`` works as if the front imported everything; ``renamed``:
+    old names still given for one release, with a warning (`biasscope.core.renamed`). The
+    front assigns them under ``if not TYPE_CHECKING`` and imports the names for mypy under
+    ``if TYPE_CHECKING``."""
+    old = dict(renamed or {})
+
+    def attribute(name: str) -> Any:
+        if name in old:
+            warn_renamed(name, old[name])
+            return attribute(old[name])
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home), name)
+        setattr(sys.modules[package], name, value)  # imported once
+        return value
+
+    def listing() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *homes})
+
+    return attribute, listing
 
 
 def installed_version(name: str) -> str | None:

@@ -21,57 +21,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from biasscope.backends.cache import Cached
-from biasscope.backends.config import BackendConfig
 from biasscope.backends.reward import HFRewardModel, RewardConfig
-from biasscope.core.config import SEED, check_settings, described, setting
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_jsonl
 from biasscope.core.labels import label_models, parse_models
 from biasscope.counterfactual import scorers as cf
-from biasscope.data.sources import DATA_DIR_HELP
+from biasscope.counterfactual.settings import CounterfactualConfig as CounterfactualConfig
 from biasscope.judge import Judge, JudgingConfig, check_task, question_sha256, read_labels
 from biasscope.report.counterfactual import write_counterfactual_report
-from biasscope.sensitivity import (
-    RewardScoring,
-    hh_count,
-    reward_settings,
-)
-from biasscope.store.directory import RunStore, run_dir
+from biasscope.sensitivity import hh_count, reward_settings
+from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.run_json import start_run
 from biasscope.store.settings import gain_identity, merge_settings
 
 SCORES = "scores.jsonl"
-
-
-@dataclass(frozen=True)
-class CounterfactualConfig:
-    """``pairs``: hh-rlhf:harmless-base:N or a JSONL file (``counterfactual.scorers``);
-    ``reward_models``: specs or NAME=SPEC; ``judges``: generate specs, asked pairwise, or
-    with ``labels`` (a JSON file of name: description) as a classifier."""
-
-    out: str | Path = field(metadata=described("run directory", parse=run_dir))
-    reward_models: Sequence[str] = setting((), "as in `sensitivity`; repeat",
-                                           flag="--reward-model", many=True)
-    judges: Sequence[str] = setting((), "as in `judge --model`; repeat", flag="--judge-model",
-                                    many=True)
-    pairs: str = setting("hh-rlhf:harmless-base:200", "hh-rlhf:harmless-base:N, or a JSONL "
-                         "file of pairs (docs/judging.md)")
-    labels: str | None = setting(None, "judge as a classifier: JSON of label name: description")
-    position: str = setting("shuffle", "how the judge's answer order is controlled",
-                            choices=("shuffle", "consensus", "permute", "fixed"))
-    seed: int = setting(0, "the seed of the answers' orders", check=SEED)
-    data_dir: str | None = setting(None, DATA_DIR_HELP)
-    reward: RewardScoring = field(default_factory=RewardScoring)
-    backend: BackendConfig = field(default_factory=BackendConfig)
-
-    def __post_init__(self) -> None:
-        check_settings(self)
 
 
 @dataclass(frozen=True)

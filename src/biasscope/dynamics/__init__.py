@@ -8,5 +8,6 @@
 - ``summary/``: summary.json from the records, one pass over the run, and the report rendered
   from it (`summary.write.write_dynamics_report`);
 - ``live/``: the same measurement during training (`evaluate_now`, `BiasCallback`);
-- ``job.py``: the command as one call, `job.run(DynamicsConfig(...))`.
+- ``job.py``: the command as one call, `job.run(DynamicsConfig(...))`;
+- ``settings.py``: that config and its parts alone, which the command's flags are built from.
 """

@@ -13,16 +13,15 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, Generator
 from biasscope.backends.cache import Cached, ResponseCache, Usage
-from biasscope.backends.config import BackendConfig
-from biasscope.core.config import described
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_jsonl
+from biasscope.generate.settings import GenerateConfig as GenerateConfig
 from biasscope.probes.choices import read_choice
 from biasscope.store.files import write_bytes
 
@@ -111,20 +110,6 @@ def generate_file(generator: Generator, source: str | os.PathLike[str],
     text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in rows)
     write_bytes(output, text.encode("utf-8", "backslashreplace"))
     return cached.usage, elapsed
-
-
-@dataclass(frozen=True)
-class GenerateConfig:
-    """``biasscope generate``: answer ``input`` (JSONL requests) with ``model`` into ``out``."""
-
-    model: str = field(metadata=described(
-        "a local dir, .gguf file or hub id (hf: optional), openai:MODEL, "
-        "openai-compatible:URL#MODEL, litellm:PROVIDER/MODEL, canned:TEXT (fixed answers)"))
-    input: str = field(metadata=described("JSONL: {id, prompt} or {id, messages}, optionally "
-                                          "options"))
-    out: str = field(metadata=described("JSONL of generations"))
-    params: GenerateParams = field(default_factory=GenerateParams)
-    backend: BackendConfig = field(default_factory=BackendConfig)
 
 
 def run(config: GenerateConfig) -> tuple[Usage, float]:

@@ -31,17 +31,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from biasscope.core import stats
-from biasscope.core.config import NON_NEGATIVE, setting
 from biasscope.core.numbers import ci_decimals, num, percent, pvalue, setting_percent, with_ci
 from biasscope.core.renamed import renamed
 from biasscope.core.stats import group_t_interval, mean_test
+from biasscope.intervene.settings import InterventionAnalysisConfig as InterventionAnalysisConfig
 from biasscope.probes import perplexity, winobias
 from biasscope.probes.winobias.values import breakdown_values, prompt_means
 from biasscope.store.directory import RunStore
@@ -53,16 +52,6 @@ ONE_RUN = ("One training run per arm: the test is over prompts, so it shows that
            "runs differ, not that the intervention would beat the control again; another run "
            "(the arms see their documents in different orders) can move a small model's lean "
            "as much.")
-
-
-@dataclass(frozen=True)
-class InterventionAnalysisConfig:
-    budget: float = setting(0.02, "perplexity increase allowed when recommending a checkpoint "
-                            "(fraction of the control's)", check=NON_NEGATIVE)
-    alpha: float = 0.05
-    confidence: float = 0.95
-    correction: stats.Correction = "holm"
-    n_resamples: int = 2000
 
 
 def _per_prompt(pm: pd.DataFrame) -> dict[str, pd.Series]:

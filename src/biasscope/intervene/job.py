@@ -11,24 +11,22 @@ evaluations already stored are not redone.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from biasscope.backends.checkpoints import convert_gguf
 from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer, resolve_device
-from biasscope.core.config import POSITIVE_INT, PROBABILITY, check_settings, described, setting
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
-from biasscope.data.sources import DATA_DIR_HELP, recording
+from biasscope.data.sources import recording
 from biasscope.dynamics.live import LiveConfig
 from biasscope.dynamics.scoring import SweepConfig, hf_comparable, init_run, list_checkpoints
 from biasscope.dynamics.summary import write_dynamics_report
 from biasscope.intervene import analysis, methods, ship
+from biasscope.intervene.settings import InterveneConfig as InterveneConfig
 from biasscope.intervene.train import (
     Limited,
-    Training,
     check_targets,
     checkpoint_at,
     recorded,
@@ -36,47 +34,13 @@ from biasscope.intervene.train import (
     train_arm,
 )
 from biasscope.probes import Probe, perplexity
-from biasscope.probes.specs import PROBE_HELP, load_probes
+from biasscope.probes.specs import load_probes
 from biasscope.report.intervention import write_intervention_report
-from biasscope.store.directory import RunStore, run_dir
+from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 
 FILE = "intervention.json"
 CONTROL = "control"
-
-
-@dataclass(frozen=True)
-class InterveneConfig:
-    """One intervention run. ``text``: ``ethics-commonsense`` or a file of documents;
-    ``held_out``: the share of documents (by id) kept out of training for perplexity, of which
-    at most ``eval_docs`` are scored; ``limit``: WinoBias items per seed at each evaluation."""
-
-    out: str | Path = field(metadata=described("run directory (resumes)", parse=run_dir))
-    model: str = field(metadata=described("hub id, local model dir or .gguf file"))
-    text: str = setting(perplexity.ETHICS, "ethics-commonsense, or a file: one document per "
-                        "line, or JSONL with 'text'")
-    method: str = setting("cda", "the intervention", choices=tuple(methods.METHODS))
-    probes: Sequence[str] = setting(("winobias-gender",), "probe scored at every evaluation "
-                                    "(default winobias-gender)" + PROBE_HELP, flag="--probe",
-                                    many=True, old="--probes")
-    training: Training = field(default_factory=Training)
-    seeds: Sequence[int] = (0,)
-    limit: int | None = setting(200, "WinoBias items per evaluation", check=POSITIVE_INT)
-    held_out: float = setting(0.1, "share of documents kept out of training", check=PROBABILITY)
-    split_seed: int = 0
-    eval_docs: int | None = setting(100, "held-out documents scored", check=POSITIVE_INT)
-    max_words: int = 64
-    eval_batch_size: int = 16
-    device: str = setting("auto", "auto, cpu, cuda, cuda:N or mps")
-    data_dir: str | None = setting(None, DATA_DIR_HELP)
-    analysis: analysis.InterventionAnalysisConfig = field(
-        default_factory=analysis.InterventionAnalysisConfig)
-    quiet: bool = setting(False, "no progress bars")
-    save_recommended: bool = setting(True, "do not save the recommended checkpoint's weights "
-                                     "to RUN/recommended/", flag="--no-save-recommended")
-
-    def __post_init__(self) -> None:
-        check_settings(self)
 
 
 @dataclass(frozen=True)

@@ -15,24 +15,17 @@ import importlib.util
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
 from biasscope.backends.weights import tensor_names
-from biasscope.core.config import (
-    NON_NEGATIVE_INT,
-    POSITIVE,
-    POSITIVE_INT,
-    SEED,
-    check_settings,
-    setting,
-)
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.live import LiveConfig
 from biasscope.dynamics.scoring import unit_items, unit_of
 from biasscope.intervene.resume import trainer_class
+from biasscope.intervene.settings import Training as Training
 from biasscope.probes import Probe, requests_of
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
@@ -45,40 +38,6 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "gpt2": ("c_attn", "c_proj", "c_fc"),
     **{kind: _LLAMA_LIKE for kind in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                                       "gemma3", "gemma3_text", "olmo", "olmo2")}}
-
-
-@dataclass(frozen=True)
-class Training:
-    """The fine-tune both arms share (every field is recorded in run.json)."""
-
-    steps: int = setting(200, "optimizer steps per arm", check=POSITIVE_INT)
-    every: int = setting(25, "evaluate every N steps (and at step 0)", check=POSITIVE_INT)
-    batch_size: int = setting(8, "documents per step", check=POSITIVE_INT)
-    seq_len: int = setting(128, "tokens per training document", check=POSITIVE_INT)
-    lr: float = setting(5e-5, "learning rate", check=POSITIVE)
-    seed: int = setting(0, "training, data order and option-order seed", check=SEED)
-    train_embeddings: bool = setting(True, "freeze the embeddings (and a tied output layer)",
-                                     flag="--freeze-embeddings")
-    warmup_steps: int = setting(0, "learning-rate warm-up steps", check=NON_NEGATIVE_INT)
-    keep_checkpoints: bool = setting(False, "keep RUN/train/<arm>/checkpoint-* after the arm "
-                                     "ends")
-    lora_rank: int = setting(0, "LoRA rank (needs the 'lora' extra); 0: full fine-tune",
-                             check=NON_NEGATIVE_INT)
-    lora_alpha: int = setting(16, "LoRA alpha: adapter updates are scaled by alpha / rank",
-                              check=POSITIVE_INT)
-    lora_targets: str = setting("auto", "modules LoRA adapts: auto (the attention and MLP "
-                                "projections of known architectures, else all-linear), "
-                                "all-linear, or comma-separated module names")
-
-    def __post_init__(self) -> None:
-        check_settings(self)
-        given = ["--" + f.name.replace("_", "-") for f in fields(self)
-                 if f.name in ("lora_alpha", "lora_targets") and getattr(self, f.name) != f.default]
-        if given and not self.lora_rank:
-            one = len(given) == 1
-            raise BiasscopeError(f"{' and '.join(given)} only appl{'ies' if one else 'y'} with "
-                                 "--lora-rank N (a LoRA fine-tune); give a rank, or drop "
-                                 f"{'it' if one else 'them'} for a full fine-tune")
 
 
 class Limited:

@@ -4,17 +4,36 @@
     from biasscope.judge import Judge, classify
     verdicts = classify(Judge(load_generator("openai:gpt-4o-mini")), texts, {"POSITIVE": "...",
                                                                           "NEGATIVE": "..."})
+
+The names below are imported when first named (`biasscope.core.imports.front`), so that
+``biasscope judge --help`` reads the judge's settings (`biasscope.judge.settings`) alone.
 """
+
+from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from biasscope.core.renamed import renamed
-from biasscope.judge.batch import read_labels, verdict_row
-from biasscope.judge.core import Call, Judge, JudgeError, JudgingConfig, Verdict
-from biasscope.judge.detector import JudgeDetector
-from biasscope.judge.job import check_task
-from biasscope.judge.tasks import classify, compare, question_sha256
-from biasscope.judge.verbosity import VerbosityBiasWarning, check_label_descriptions
+from biasscope.core.imports import front
+
+if TYPE_CHECKING:
+    from biasscope.judge.batch import read_labels, verdict_row
+    from biasscope.judge.core import Call, Judge, JudgeError, JudgingConfig, Verdict
+    from biasscope.judge.detector import JudgeDetector
+    from biasscope.judge.job import check_task
+    from biasscope.judge.tasks import classify, compare, question_sha256
+    from biasscope.judge.verbosity import VerbosityBiasWarning, check_label_descriptions
+
+#: Each public name -> the module it comes from.
+_HOMES = {
+    **dict.fromkeys(("read_labels", "verdict_row"), "biasscope.judge.batch"),
+    **dict.fromkeys(("Call", "Judge", "JudgeError", "JudgingConfig", "Verdict"),
+                    "biasscope.judge.core"),
+    "JudgeDetector": "biasscope.judge.detector",
+    "check_task": "biasscope.judge.job",
+    **dict.fromkeys(("classify", "compare", "question_sha256"), "biasscope.judge.tasks"),
+    **dict.fromkeys(("VerbosityBiasWarning", "check_label_descriptions"),
+                    "biasscope.judge.verbosity"),
+}
 
 __all__ = [
            "Call",
@@ -34,5 +53,5 @@ __all__ = [
 ]
 
 
-if not TYPE_CHECKING:  # the old name, for one release
-    __getattr__ = renamed(__name__, {"JudgeOptions": "JudgingConfig"}, globals().__getitem__)
+if not TYPE_CHECKING:  # JudgeOptions: the old name, for one release
+    __getattr__, __dir__ = front(__name__, _HOMES, {"JudgeOptions": "JudgingConfig"})

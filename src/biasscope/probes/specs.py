@@ -14,22 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.probe_settings import BASE_RATE_HELP as BASE_RATE_HELP
+from biasscope.core.probe_settings import LIMIT_HELP as LIMIT_HELP
+from biasscope.core.probe_settings import PROBE_HELP as PROBE_HELP
+from biasscope.core.probe_settings import WORDINGS_HELP as WORDINGS_HELP
 from biasscope.probes import PROBES, Probe, adult, bbq, load_probe, require, winobias
-
-#: The help of the settings that choose a probe's items, shared by every job that asks probes.
-LIMIT_HELP = ("at most N items per probe (smoke tests), the same ones for every seed, recorded "
-              "in run.json, drawn as whole groups (N rounded down to whole groups, but one "
-              "group at least: --limit 1 gives a whole pair or example): winobias-gender a "
-              "seeded sample of whole pro/anti pairs stratified by subset and answer (4 prompts "
-              "a pair), bbq of whole examples stratified by category (4 variants each), "
-              "adult-counterfactual the first N/2 pairs (2 prompts each), others the first N")
-PROBE_HELP = ("; repeatable or a comma list, e.g. --probe winobias-gender --probe "
-              "bbq:Age,Religion (`biasscope probes` lists them)")
-WORDINGS_HELP = ("ask every probe under several prompt wordings and report how far each result "
-                 "holds across them: builtin (the project's set), N (its first N) or a wordings "
-                 "file; default one wording, as before (docs/wordings.md)")
-BASE_RATE_HELP = ("adult-counterfactual: DecodingTrust's test file whose share of 'yes' labels "
-                  "differs by this much between men and women")
 
 
 def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list[str]]]:

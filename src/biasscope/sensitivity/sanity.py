@@ -35,6 +35,7 @@ from biasscope.core.imports import lazy
 from biasscope.core.numbers import p_is, percent
 from biasscope.data.sources import data_path
 from biasscope.sensitivity.prompts import HH_SPLIT, PathLike, _lines, _read, parse_hh
+from biasscope.sensitivity.settings import line_range
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 
@@ -61,16 +62,6 @@ class Pairs:
                 **({"lines": list(self.lines)} if self.lines else {}),
                 "pairs_sha256": hashlib.sha256(json.dumps(
                     [self.ids, self.chosen, self.rejected]).encode("utf-8")).hexdigest()}
-
-
-def line_range(text: str) -> tuple[int, int]:
-    """``FIRST-LAST`` (line numbers from 1, both included), or a one-line error."""
-    first, sep, last = text.partition("-")
-    if not (sep and first.strip().isdigit() and last.strip().isdigit()
-            and 1 <= int(first) <= int(last)):
-        raise BiasscopeError(f"--sanity-lines {text}: write FIRST-LAST, e.g. 1-1000 (line "
-                             "numbers of the hh-rlhf test file, from 1, first <= last)")
-    return int(first), int(last)
 
 
 def _scored(text: str, where: str) -> Scored:

@@ -1,0 +1,105 @@
+"""The settings of ``biasscope intervene`` (`InterveneConfig` and its parts, `Training` and
+`InterventionAnalysisConfig`), apart from the run code in `biasscope.intervene.job`, ``.train``
+and ``.analysis`` (which re-export them): the command's flags are built from these, so its
+``--help`` imports no pandas, no probe and no trainer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from biasscope.core.config import (
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    PROBABILITY,
+    SEED,
+    check_settings,
+    described,
+    setting,
+)
+from biasscope.core.corrections import Correction
+from biasscope.core.errors import BiasscopeError
+from biasscope.core.probe_settings import ETHICS, PROBE_HELP, WINOBIAS
+from biasscope.data.sources import DATA_DIR_HELP
+from biasscope.intervene.methods import METHODS
+from biasscope.store.directory import run_dir
+
+
+@dataclass(frozen=True)
+class Training:
+    """The fine-tune both arms share (every field is recorded in run.json)."""
+
+    steps: int = setting(200, "optimizer steps per arm", check=POSITIVE_INT)
+    every: int = setting(25, "evaluate every N steps (and at step 0)", check=POSITIVE_INT)
+    batch_size: int = setting(8, "documents per step", check=POSITIVE_INT)
+    seq_len: int = setting(128, "tokens per training document", check=POSITIVE_INT)
+    lr: float = setting(5e-5, "learning rate", check=POSITIVE)
+    seed: int = setting(0, "training, data order and option-order seed", check=SEED)
+    train_embeddings: bool = setting(True, "freeze the embeddings (and a tied output layer)",
+                                     flag="--freeze-embeddings")
+    warmup_steps: int = setting(0, "learning-rate warm-up steps", check=NON_NEGATIVE_INT)
+    keep_checkpoints: bool = setting(False, "keep RUN/train/<arm>/checkpoint-* after the arm "
+                                     "ends")
+    lora_rank: int = setting(0, "LoRA rank (needs the 'lora' extra); 0: full fine-tune",
+                             check=NON_NEGATIVE_INT)
+    lora_alpha: int = setting(16, "LoRA alpha: adapter updates are scaled by alpha / rank",
+                              check=POSITIVE_INT)
+    lora_targets: str = setting("auto", "modules LoRA adapts: auto (the attention and MLP "
+                                "projections of known architectures, else all-linear), "
+                                "all-linear, or comma-separated module names")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+        given = ["--" + f.name.replace("_", "-") for f in fields(self)
+                 if f.name in ("lora_alpha", "lora_targets") and getattr(self, f.name) != f.default]
+        if given and not self.lora_rank:
+            one = len(given) == 1
+            raise BiasscopeError(f"{' and '.join(given)} only appl{'ies' if one else 'y'} with "
+                                 "--lora-rank N (a LoRA fine-tune); give a rank, or drop "
+                                 f"{'it' if one else 'them'} for a full fine-tune")
+
+
+@dataclass(frozen=True)
+class InterventionAnalysisConfig:
+    budget: float = setting(0.02, "perplexity increase allowed when recommending a checkpoint "
+                            "(fraction of the control's)", check=NON_NEGATIVE)
+    alpha: float = 0.05
+    confidence: float = 0.95
+    correction: Correction = "holm"
+    n_resamples: int = 2000
+
+
+@dataclass(frozen=True)
+class InterveneConfig:
+    """One intervention run. ``text``: ``ethics-commonsense`` or a file of documents;
+    ``held_out``: the share of documents (by id) kept out of training for perplexity, of which
+    at most ``eval_docs`` are scored; ``limit``: WinoBias items per seed at each evaluation."""
+
+    out: str | Path = field(metadata=described("run directory (resumes)", parse=run_dir))
+    model: str = field(metadata=described("hub id, local model dir or .gguf file"))
+    text: str = setting(ETHICS, "ethics-commonsense, or a file: one document per "
+                        "line, or JSONL with 'text'")
+    method: str = setting("cda", "the intervention", choices=tuple(METHODS))
+    probes: Sequence[str] = setting((WINOBIAS,), "probe scored at every evaluation "
+                                    "(default winobias-gender)" + PROBE_HELP, flag="--probe",
+                                    many=True, old="--probes")
+    training: Training = field(default_factory=Training)
+    seeds: Sequence[int] = (0,)
+    limit: int | None = setting(200, "WinoBias items per evaluation", check=POSITIVE_INT)
+    held_out: float = setting(0.1, "share of documents kept out of training", check=PROBABILITY)
+    split_seed: int = 0
+    eval_docs: int | None = setting(100, "held-out documents scored", check=POSITIVE_INT)
+    max_words: int = 64
+    eval_batch_size: int = 16
+    device: str = setting("auto", "auto, cpu, cuda, cuda:N or mps")
+    data_dir: str | None = setting(None, DATA_DIR_HELP)
+    analysis: InterventionAnalysisConfig = field(default_factory=InterventionAnalysisConfig)
+    quiet: bool = setting(False, "no progress bars")
+    save_recommended: bool = setting(True, "do not save the recommended checkpoint's weights "
+                                     "to RUN/recommended/", flag="--no-save-recommended")
+
+    def __post_init__(self) -> None:
+        check_settings(self)

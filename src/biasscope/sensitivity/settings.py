@@ -1,0 +1,107 @@
+"""The settings of ``biasscope sensitivity`` (`SensitivityConfig`, `RewardScoring`) and the
+checks of their values, apart from the run code in `biasscope.sensitivity.job` (which
+re-exports them): the command's flags are built from these, so its ``--help`` imports no
+pandas, no reward model and no data reader."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from biasscope.backends.config import BackendConfig
+from biasscope.backends.hf_model import DTYPES
+from biasscope.core.config import (
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    PROBABILITY,
+    SEED,
+    check_settings,
+    described,
+    setting,
+)
+from biasscope.core.errors import BiasscopeError
+from biasscope.data.sources import DATA_DIR_HELP
+from biasscope.store.directory import run_dir
+
+
+def directions(text: str) -> tuple[str, ...]:
+    """``toward``, ``away`` or ``both``."""
+    if text not in ("toward", "away", "both"):
+        raise BiasscopeError(f"--direction {text!r}: give toward, away or both")
+    return ("toward", "away") if text == "both" else (text,)
+
+
+def line_range(text: str) -> tuple[int, int]:
+    """``FIRST-LAST`` (line numbers from 1, both included), or a one-line error."""
+    first, sep, last = text.partition("-")
+    if not (sep and first.strip().isdigit() and last.strip().isdigit()
+            and 1 <= int(first) <= int(last)):
+        raise BiasscopeError(f"--sanity-lines {text}: write FIRST-LAST, e.g. 1-1000 (line "
+                             "numbers of the hh-rlhf test file, from 1, first <= last)")
+    return int(first), int(last)
+
+
+@dataclass(frozen=True)
+class RewardScoring:
+    """How the reward models read a conversation (`biasscope.backends.reward.RewardConfig`)."""
+
+    transform: str = setting("logit", "reward read from the model's logit",
+                             choices=("logit", "probability", "logprob"))
+    chat_template: bool = setting(True, "score the plain hh-rlhf format instead of the chat "
+                                  "template", flag="--no-chat-template")
+    dtype: str = setting("auto", "reward models' dtype", choices=DTYPES)
+    batch_size: int = setting(16, "conversations per forward pass", check=POSITIVE_INT)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+@dataclass(frozen=True)
+class SensitivityConfig:
+    """``reward_models``: specs, or NAME=SPEC; ``templates``: critique / revision / away
+    template files, by name; ``prompts``: hh-rlhf:harmless-base:N or a JSONL file;
+    ``sanity_pairs``: how many hh-rlhf chosen/rejected pairs each model's accuracy is
+    measured on (0: none); ``unchanged_below``/``exclude_unchanged``: see
+    ``sensitivity.confounds``."""
+
+    out: str | Path = field(metadata=described("run directory (reruns send no requests)",
+                                               parse=run_dir))
+    reward_models: Sequence[str] = field(metadata=described(
+        "hub id[@revision] or local dir of a sequence-classification reward model, or "
+        "NAME=SPEC; repeat for several", flag="--reward-model", many=True))
+    perturber: str = field(metadata=described(
+        "generate backend spec for critique and revision, e.g. openai:gpt-4o-mini"))
+    principles: str = setting("ccai:top10", "ccai:topK, or a YAML / JSON / text file of "
+                              "principles")
+    prompts: str = setting("hh-rlhf:harmless-base:200", "hh-rlhf:harmless-base:N, or a JSONL "
+                           "file of conversations")
+    directions: tuple[str, ...] = setting(
+        ("toward",), "revise to conform more (toward), less (away), or both", flag="--direction",
+        parse=directions)
+    templates: dict[str, str] = field(default_factory=dict)
+    conventions: str = setting(
+        "biasscope", "index definitions: biasscope's (SD ddof=1, originals once in the "
+        "percentile pool, absolute-sum normalisation) or the source code's",
+        choices=("biasscope", "source"))
+    reward: RewardScoring = field(default_factory=RewardScoring)
+    max_tokens: int = setting(512, "perturber's limit", check=POSITIVE_INT)
+    seed: int = setting(0, "prompt shuffling and perturber seed", check=SEED)
+    sanity_pairs: int = setting(500, "hh-rlhf chosen/rejected pairs for each model's accuracy "
+                                "(0: none)", check=NON_NEGATIVE_INT)
+    sanity_lines: str | None = setting(None, "FIRST-LAST: draw the sanity pairs from these "
+                                       "lines of the test file only (leave out what the "
+                                       "reward model trained on)")
+    unchanged_below: float = setting(0.05, "normalised edit distance under which a revision "
+                                     "counts as unchanged", check=PROBABILITY)
+    exclude_unchanged: bool = setting(False, "leave the unchanged revisions out")
+    data_dir: str | None = setting(None, DATA_DIR_HELP)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+        if self.sanity_lines is not None and not self.sanity_pairs:
+            raise BiasscopeError(f"--sanity-lines {self.sanity_lines} draws the sanity pairs, "
+                                 "but --sanity-pairs 0 asks for none: drop one of them")
+        if self.sanity_lines is not None:
+            line_range(self.sanity_lines)  # refused now, not after the models load

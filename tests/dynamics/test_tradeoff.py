@@ -75,6 +75,17 @@ def test_the_stop_states_its_gain_and_cost_with_intervals() -> None:
     assert "one band for the 2 checkpoints it was picked from" in sentences[-1]
     assert "no CI: the series has no per-item data" in sentences[-1]
     assert "|JSD-P gap| reduced by +0.0689" in sentences[-1]
+    # With an interval, the sentence says whether the cost's upper bound is within the budget.
+    counts = {100: 500, 300: 500}
+    for budget, said in ((0.5, "shown within the 50% budget (0.250)"),
+                         (0.12, "within the 12% budget (0.0600) by its estimate but not by its "
+                                "interval")):
+        out, sentences = tradeoff.stop_claims("m", 100, [100, 300], [0.01, 0.08], [0.45, 0.5],
+                                              "LAMBADA accuracy", gain, counts, budget=budget)
+        assert out["cost"]["allowed"] == pytest.approx(budget * 0.5) and said in sentences[-1]
+    _, sentences = tradeoff.stop_claims("m", 100, [100, 300], [0.01, 0.08], [0.45, 0.5],
+                                        "lambada (csv)", gain, {}, budget=0.12)
+    assert "budget" not in sentences[-1]  # a point cost: nothing to add to the estimate
 
 
 def test_with_several_wordings_the_gain_interval_includes_their_spread() -> None:

@@ -16,7 +16,9 @@ does stopping early cost and gain, each with its interval.
   Newcombe's hybrid score interval for a difference of proportions (from the two Wilson
   intervals; it treats the checkpoints' answers as independent, which, since the same items
   are asked, makes it conservative). Imported series (CSV, lm-eval) carry no per-item data, so
-  their cost is a point value and the sentence says so.
+  their cost is a point value and the sentence says so. The stop is chosen within the
+  performance budget by the estimate; where the cost has an interval, the sentence says
+  whether its upper bound is within the budget too ("shown within") or not.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.comovement import comovement
-from biasscope.core.numbers import num, p_is, with_ci
+from biasscope.core.numbers import num, p_is, setting_percent, with_ci
 from biasscope.core.stats import Interval, wilson
 from biasscope.dynamics.analysis.config import JSDP_MARGIN, MAX_GAP
 from biasscope.probes.winobias import GENDERS
@@ -99,12 +101,20 @@ def _interval(low: float, high: float, confidence: float) -> str:
 
 
 def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,
-                  confidence: float, wordings: int = 1, candidates: int = 1) -> str:
+                  confidence: float, wordings: int = 1, candidates: int = 1,
+                  budget: float | None = None) -> str:
     """The recommended stop's cost and gain with their intervals (or why one has none); the
-    gain's is one band for the ``candidates`` checkpoints the stop was picked from."""
+    gain's is one band for the ``candidates`` checkpoints the stop was picked from. With the
+    ``budget`` (relative) and an interval of the cost: whether the cost's upper bound is within
+    it (``cost["allowed"]``: the budget in the performance's units)."""
     if math.isfinite(cost["low"]):
         paid = (f"{source} cost "
                 f"{with_ci(cost['estimate'], cost['low'], cost['high'], confidence, True)}")
+        if budget is not None and math.isfinite(allowed := cost.get("allowed", math.nan)):
+            paid += (f", shown within the {setting_percent(budget)} budget ({num(allowed)})"
+                     if cost["high"] <= allowed else
+                     f", within the {setting_percent(budget)} budget ({num(allowed)}) by its "
+                     "estimate but not by its interval")
     else:
         paid = (f"{source} cost {num(cost['estimate'], signed=True)} (no CI: the series has no "
                 "per-item data)")
@@ -123,11 +133,12 @@ def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,
 def stop_claims(model: str, stop: int, steps: Sequence[int], gaps: Sequence[float],
                 perf: Sequence[float], source: str, gain: Interval | None,
                 counts: Mapping[int, int], confidence: float = 0.95, n_resamples: int = 2000,
-                alpha: float = 0.01, wordings: int = 1, candidates: int = 1
-                ) -> tuple[dict[str, Any], list[str]]:
+                alpha: float = 0.01, wordings: int = 1, candidates: int = 1,
+                budget: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """What the analysis stores beside the stop recommendation (``tradeoff``: the mirroring
     test, the stop's performance cost and fairness gain with CIs) and its sentences;
-    ``gain``: the stop's, with `biasscope.dynamics.analysis.stopping.StopTest`'s band."""
+    ``gain``: the stop's, with `biasscope.dynamics.analysis.stopping.StopTest`'s band;
+    ``budget``: the relative performance budget the stop was chosen within."""
     rho, mirrored = mirroring(model, source, gaps, perf, confidence, n_resamples, alpha)
     out: dict[str, Any] = {"mirroring": rho, "cost": None, "gain": None}
     sentences = [mirrored]
@@ -135,8 +146,10 @@ def stop_claims(model: str, stop: int, steps: Sequence[int], gaps: Sequence[floa
     if stop != final:
         cost = performance_cost(source, perf[-1], perf[list(steps).index(stop)], counts,
                                 (stop, final), confidence)
+        if budget is not None:
+            cost["allowed"] = budget * abs(perf[-1])
         out["cost"], out["gain"] = cost, (gain.as_dict() if gain else None)
-        said = stop_sentence(cost, gain, source, confidence, wordings, candidates)
+        said = stop_sentence(cost, gain, source, confidence, wordings, candidates, budget)
         sentences.append(f"{model}: {said}.")
     return out, sentences
 
@@ -159,7 +172,7 @@ def of_model(model: str, result: Mapping[str, Any], gaps: Mapping[int, Any],
                        [perf[1][s] for s in common], perf[0], gain,
                        lambada_counts(summary, model), options.confidence,
                        options.n_resamples, options.alpha, wordings,
-                       len(test.get("rows", [])))
+                       len(test.get("rows", [])), options.budget)
 
 
 def model_equivalence(a: str, b: str, history_a: Mapping[int, pd.DataFrame],

@@ -101,6 +101,9 @@ def test_a_lazy_job_front_still_has_every_name(package: str) -> None:
         assert name in dir(front)
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         front.no_such_name  # noqa: B018
+    # Its submodules are still attributes, as when the front imported them all.
+    assert front.settings is importlib.import_module(f"biasscope.{package}.settings")
+    assert front.job is importlib.import_module(f"biasscope.{package}.job")
     assert loaded_after(f"import biasscope.{package}.settings",
                         (f"biasscope.{package}.job", "pandas")) == []
 

@@ -44,9 +44,9 @@ def front(package: str, homes: Mapping[str, str], renamed: Mapping[str, str] | N
     """A package's ``__getattr__`` and ``__dir__`` (PEP 562) that import each public name from
     its module (``homes``: name -> module) when it is first named, then keep it in the package,
     so ``from package import name`` works as if the front imported everything; ``renamed``:
-    old names still given for one release, with a warning (`biasscope.core.renamed`). The
-    front assigns them under ``if not TYPE_CHECKING`` and imports the names for mypy under
-    ``if TYPE_CHECKING``."""
+    old names still given for one release, with a warning (`biasscope.core.renamed`); any
+    other name of a submodule imports it (``package.job``). The front assigns them under ``if
+    not TYPE_CHECKING`` and imports the names for mypy under ``if TYPE_CHECKING``."""
     old = dict(renamed or {})
 
     def attribute(name: str) -> Any:
@@ -55,6 +55,9 @@ def front(package: str, homes: Mapping[str, str], renamed: Mapping[str, str] | N
             return attribute(old[name])
         home = homes.get(name)
         if home is None:
+            # A submodule (`package.job`), as when the front imported everything.
+            if not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}"):
+                return importlib.import_module(f"{package}.{name}")
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(home), name)
         setattr(sys.modules[package], name, value)  # imported once

@@ -54,8 +54,12 @@ def test_within_budget_is_recommended() -> None:
     assert out["sentence"].endswith(analysis.ONE_RUN)  # one run per arm, said
     assert ("fairness gain over the control (how much further its male lean moved towards zero)"
             " was -0.100 (95% CI -0.150 to -0.050; mean test p = 0.010 after Holm over 2 "
-            "steps, d_z = +0.50), at a perplexity cost of +1.0% (95% CI 0.0% to +2.0%)"
-            in out["sentence"])
+            "steps, d_z = +0.50), at a perplexity cost of +1.0% (95% CI 0.0% to +2.0%), shown "
+            "within the 2% budget" in out["sentence"])
+    wide = {50: _cost(0.01, -0.01, 0.04)}  # within the budget by its estimate alone
+    out = analysis.recommend("cda", [50], {50: TEST}, wide, 0.3,
+                             analysis.InterventionAnalysisConfig(budget=0.02))
+    assert "within the 2% budget by its estimate but not by its interval" in out["sentence"]
 
 
 def _summary(recommended: int | None = 20) -> dict[str, Any]:

@@ -21,7 +21,8 @@ step, so every comparison is paired:
 - **Perplexity cost** at s: ``ppl(arm_s) / ppl(control_s) − 1`` on the held-out documents, with
   a paired bootstrap CI over documents.
 - **Recommended stop**: among steps after 0 whose cost estimate is within ``budget``, the one
-  with the largest fairness gain; a gain is claimed only where its corrected test is
+  with the largest fairness gain (the sentence says whether its cost's interval is within the
+  budget too); a gain is claimed only where its corrected test is
   significant and its CI excludes 0, else the sentence says the data cannot tell. The claim is
   about these two runs (`ONE_RUN`): with one run per arm there is nothing to test the
   intervention itself against.
@@ -191,7 +192,7 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
     said = (f"at step {best}, {arm}'s fairness gain over the control (how much further its male "
             f"lean moved towards zero) was "
             f"{with_ci(g['estimate'], g['low'], g['high'], config.confidence, True, test)}, at "
-            f"a perplexity cost of {_cost_text(c, config)}")
+            f"a perplexity cost of {_cost_text(c, config)}{_within(c, config)}")
     significant = math.isfinite(p) and p < config.alpha
     if significant and g["low"] > 0:
         verdict = (f"This run of {arm} beat the control's: {said}. Recommended checkpoint: "
@@ -225,6 +226,16 @@ def over_budget(arm: str, cost: dict[int, dict[str, float]],
 
 def _cost_text(cost: dict[str, float], config: InterventionAnalysisConfig) -> str:
     return percent(cost["estimate"], cost["low"], cost["high"], config.confidence, True)
+
+
+def _within(cost: dict[str, float], config: InterventionAnalysisConfig) -> str:
+    """Whether a step chosen within the budget by its cost's estimate is within it by the
+    interval's upper bound too."""
+    if not math.isfinite(cost["high"]):
+        return ""
+    budget = setting_percent(config.budget)
+    return (f", shown within the {budget} budget" if cost["high"] <= config.budget else
+            f", within the {budget} budget by its estimate but not by its interval")
 
 
 def _plain(value: Any) -> Any:

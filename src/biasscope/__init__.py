@@ -18,8 +18,9 @@ command line starts without them.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from biasscope.core.imports import front
 
 if TYPE_CHECKING:
     from biasscope.backends import GenerateParams, GenerateRequest, Generation, Generator
@@ -60,22 +61,8 @@ _HOMES = {
 _RENAMED = {"LiveOptions": "LiveConfig"}
 
 
-def __getattr__(name: str) -> object:
-    if name in _RENAMED:
-        from biasscope.core.renamed import warn_renamed
-
-        warn_renamed(name, _RENAMED[name])
-        return __getattr__(_RENAMED[name])
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'biasscope' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # imported once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+if not TYPE_CHECKING:  # each name imported when first named (`biasscope.core.imports.front`)
+    __getattr__, __dir__ = front(__name__, _HOMES, _RENAMED)
 
 
 __all__ = [

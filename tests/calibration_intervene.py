@@ -6,6 +6,11 @@ intervention that moves a tenth of the prompts far one way and the rest a little
 averaging 0 (a skewed difference: Wilcoxon's signed-rank test, the rule before, tests symmetry
 and took it for a difference). Tiny runs (40 prompts) and WinoBias-sized ones (400).
 
+With several training runs per arm (``--runs``), the verdict is about the intervention: its
+null adds what one run cannot see, each run's own drift (the data order moves all of a run's
+prompts together, a random walk per run and arm), and the skewed move is the same in every run
+(a property of the prompt): 2, 3 and 5 runs per arm.
+
 Each claim runs the library's own statistics (`analysis.differences`, `analysis.recommend`)
 on simulated per-prompt leans (no model); see `calibration_base`.
 tests/intervene/test_calibration_intervene.py runs them small.
@@ -25,6 +30,7 @@ ALPHA = 0.05
 STEPS = (10, 20, 30, 40, 50)
 NOISE = 0.01  # SD of a prompt's lean change per step, each arm (a random walk)
 MOVE = 0.02  # the skewed null: a tenth of the prompts move +9 x MOVE, the rest −MOVE
+RUN_DRIFT = 0.01  # SD of a run's shared lean change per step, each arm (several runs)
 CONFIG = analysis.InterventionAnalysisConfig(n_resamples=400)
 
 
@@ -45,6 +51,53 @@ def leans(rng: np.random.Generator, prompts: int, skewed: bool
             shift = move * (k + 1) / len(STEPS) if arm == "arm" else 0.0
             out[(arm, step)] = {"male_lean": pd.Series(start + walk[k] + shift, index)}
     return out
+
+
+def run_leans(rng: np.random.Generator, prompts: int, runs: int, skewed: bool
+              ) -> dict[tuple[str, int], dict[str, pd.Series]]:
+    """As `leans`, with ``runs`` runs per arm (named as `analysis.run_name` names them): each
+    run's arms walk from the shared start with their own per-prompt noise plus a drift of the
+    whole run; the skewed move is the prompts', the same in every run."""
+    index = pd.RangeIndex(prompts)
+    start = rng.normal(0.2, 0.1, prompts)
+    move = (np.where(rng.random(prompts) < 0.1, 9 * MOVE, -MOVE) if skewed
+            else np.zeros(prompts))
+    out = {}
+    for run in range(1, runs + 1):
+        for arm in ("arm", "control"):
+            name = analysis.run_name(arm, run)
+            walk = np.cumsum(rng.normal(0, NOISE, (len(STEPS), prompts)), axis=0)
+            drift = np.cumsum(rng.normal(0, RUN_DRIFT, len(STEPS)))
+            out[(name, 0)] = {"male_lean": pd.Series(start, index)}
+            for k, step in enumerate(STEPS):
+                shift = move * (k + 1) / len(STEPS) if arm == "arm" else 0.0
+                out[(name, step)] = {"male_lean": pd.Series(start + walk[k] + drift[k] + shift,
+                                                            index)}
+    return out
+
+
+def run_false_claims(n: int, seed: int, *, prompts: int, runs: int, skewed: bool,
+                     verdict: bool = True) -> tuple[int, int]:
+    """How often the verdict over ``runs`` runs per arm says the intervention beat the
+    control, or did worse (``verdict``; with one run, the verdict read as if it were about the
+    intervention), or the table calls the difference in differences significant at some step,
+    when the intervention moves prompts by 0 on average (every step within the budget)."""
+    rng = np.random.default_rng(seed)
+    cost = {s: {"estimate": 0.0, "low": -0.01, "high": 0.01} for s in STEPS}
+    names = [(analysis.run_name("arm", r), analysis.run_name("control", r))
+             for r in range(1, runs + 1)]
+    hits = 0
+    for _ in range(n):
+        series = run_leans(rng, prompts, runs, skewed)
+        did = analysis.differences(series, [a for a, _ in names], [c for _, c in names], STEPS,
+                                   CONFIG, ("male_lean",))
+        if not verdict:
+            hits += any(d["test"]["p_adjusted"] < ALPHA for d in did["male_lean"].values())
+            continue
+        lean0 = float(series[("control", 0)]["male_lean"].mean())
+        said = analysis.recommend("arm", STEPS, did["male_lean"], cost, lean0, CONFIG, runs)
+        hits += not said["sentence"].startswith("The data cannot tell")
+    return hits, n
 
 
 def false_claims(n: int, seed: int, *, prompts: int, skewed: bool, verdict: bool
@@ -81,6 +134,22 @@ def _claims() -> list[Claim]:
                     said, null, f"{prompts} prompts x {len(STEPS)} steps", "false-claim",
                     ALPHA, partial(false_claims, prompts=prompts, skewed=skewed,
                                    verdict=verdict)))
+    for skewed, null in ((False, f"each run's prompts walk at random (SD {NOISE:g} a step) and "
+                                 f"the run drifts (SD {RUN_DRIFT:g} a step)"),
+                         (True, f"as above, and the intervention moves a tenth of the prompts "
+                                f"+{9 * MOVE:g} and the rest −{MOVE:g} in every run (mean 0)")):
+        for runs in (2, 3, 5):
+            for prompts in (40, 400):
+                for verdict, said in ((True, "the intervention beat the control, or did worse "
+                                             "(intervene --runs)"),
+                                      (False, "the difference in differences is significant at "
+                                              "a step (intervene --runs' table, Holm over "
+                                              "steps)")):
+                    out.append(Claim(
+                        said, null, f"{runs} runs per arm x {prompts} prompts x {len(STEPS)} "
+                        "steps", "false-claim", ALPHA, partial(
+                            run_false_claims, prompts=prompts, runs=runs, skewed=skewed,
+                            verdict=verdict)))
     return out
 
 

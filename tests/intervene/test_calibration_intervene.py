@@ -17,7 +17,7 @@ from calibration_intervene import CLAIMS, CONFIG, STEPS, leans
 def sims(claim: Claim) -> int:
     """About 2 s a claim: a data set costs 10 ms at 40 prompts, 90 ms at 400 (a studentised
     bootstrap per step)."""
-    return 150 if claim.size.startswith("40 ") else 25
+    return 150 if claim.size.endswith(f"40 prompts x {len(STEPS)} steps") else 25
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: f"{c.claim}|{c.null}|{c.size}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -223,3 +223,58 @@ def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, o
     calls.append("kill")
     run(config, NoOp())  # finished: nothing trained or scored again
     assert calls == ["kill"]
+
+
+def test_runs_per_arm(tmp_path, world, winobias_dir, one_thread, monkeypatch) -> None:
+    """``--runs 2``: each arm trains twice (run 2 seeded one more, trained first, named
+    ``<arm>-run2``), the verdict is about the intervention over both runs, and run.json records
+    the runs, so a rerun with another number is refused. A run killed before its first run
+    reports the runs it has; the rerun trains only what is missing."""
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.dynamics.live import evaluate as live
+    from biasscope.intervene import InterventionAnalysisConfig, report, run
+    from biasscope.store.directory import RunStore
+
+    real, calls = live.evaluate_now, []
+
+    def watched(model, tokenizer, probes, out, step, config, *a, **k):
+        if config.model_name == "control" and not calls.count("kill"):
+            calls.append("kill")
+            raise Killed  # run 2 is done, run 1 not begun
+        calls.append((config.model_name, step))
+        return real(model, tokenizer, probes, out, step, config, *a, **k)
+
+    monkeypatch.setattr(live, "evaluate_now", watched)
+    config = replace(_config(tmp_path / "run", world, winobias_dir, steps=20, runs=2),
+                     analysis=InterventionAnalysisConfig(budget=10.0))  # a stop is chosen
+    with pytest.raises(Killed):
+        run(config, Masculinise())
+    partial = report(RunStore(tmp_path / "run"), config=config.analysis).summary
+    assert partial["runs"] == [2] and partial["run_arms"] == [["planted-run2", "control-run2"]]
+    assert "this run of planted" in partial["sentence"].lower()  # one run: about that run
+    result = run(config, Masculinise())
+    assert calls == [("control-run2", 0), ("control-run2", 20), ("planted-run2", 0),
+                     ("planted-run2", 20), "kill", ("control", 0), ("control", 20),
+                     ("planted", 0), ("planted", 20)]
+    summary = result.summary
+    assert summary["runs"] == [1, 2]
+    assert summary["run_arms"] == [["planted", "control"], ["planted-run2", "control-run2"]]
+    did = summary["did"]["male_lean"]["20"]
+    assert did["test"]["runs"] == 2 and did["test"]["df"] == 1
+    assert did["low"] < did["estimate"] < did["high"]
+    arms = summary["arms"]
+    assert arms["control"]["0"]["male_lean"] == arms["control-run2"]["0"]["male_lean"]
+    assert arms["control"]["20"]["male_lean"] != arms["control-run2"]["20"]["male_lean"]
+    assert "2 training runs per arm" in summary["sentence"]
+    assert "this run of" not in summary["sentence"].lower()
+    training = json.loads(result.store.run_json.read_text())["settings"]["intervention"][
+        "training"]
+    assert training["runs"] == 2 and training["seed"] == 0
+    assert "control-run2" in result.intervention_report.read_text()
+    assert json.loads((tmp_path / "run" / "recommended" / "recommended.json").read_text())[
+        "step"] == summary["recommended"] == 20
+    calls.clear()
+    run(config, Masculinise())
+    assert calls == []
+    with pytest.raises(BiasscopeError, match="runs"):
+        run(_config(tmp_path / "run", world, winobias_dir, steps=20), Masculinise())

@@ -26,6 +26,9 @@ step, so every comparison is paired:
   significant and its CI excludes 0, else the sentence says the data cannot tell. The claim is
   about these two runs (`ONE_RUN`): with one run per arm there is nothing to test the
   intervention itself against.
+- **Several runs per arm** (``--runs``; `run_name`, `runs_in`): the DiD and the log of the
+  perplexity ratio are averaged over runs and prompts (documents), with `crossed_mean`'s
+  interval and test over both, and the verdict is about the intervention (`RUNS`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core import stats
+from biasscope.core.crossed import crossed_mean
 from biasscope.core.numbers import ci_decimals, num, percent, pvalue, setting_percent, with_ci
 from biasscope.core.renamed import renamed
 from biasscope.core.stats import group_t_interval, mean_test
@@ -47,12 +51,33 @@ from biasscope.probes.winobias.values import breakdown_values, prompt_means
 from biasscope.store.directory import RunStore
 
 MEASURES = ("male_lean", "pro_anti")
+#: What a verdict over several runs per arm rests on.
+RUNS = ("The test is over runs and prompts (each run's effect beside the others', and each "
+        "prompt's beside the others'), so it speaks for the intervention on prompts like "
+        "these, not only for these runs.")
 #: What a verdict between the arms rests on: their difference beyond run-to-run variation is
 #: not measured, and another data order can move a small model's lean as much.
 ONE_RUN = ("One training run per arm: the test is over prompts, so it shows that these two "
            "runs differ, not that the intervention would beat the control again; another run "
            "(the arms see their documents in different orders) can move a small model's lean "
            "as much.")
+
+
+def run_name(arm: str, run: int) -> str:
+    """The model name of ``arm``'s run ``run`` (from 1) in the run directory: the first run
+    keeps the arm's own name, so a one-run intervention is named as it always was."""
+    return arm if run == 1 else f"{arm}-run{run}"
+
+
+def runs_in(models: set[str], arm: str, control: str) -> list[int]:
+    """The runs (from 1) whose both arms are in ``models``."""
+    found = {1} if {arm, control} <= models else set()
+    for name in models:
+        head, _, tail = name.rpartition("-run")
+        if head == arm and tail.isdigit() and int(tail) > 1 and run_name(control,
+                                                                         int(tail)) in models:
+            found.add(int(tail))
+    return sorted(found)
 
 
 def _per_prompt(pm: pd.DataFrame) -> dict[str, pd.Series]:
@@ -106,25 +131,42 @@ def _cost(arm: pd.DataFrame, control: pd.DataFrame, config: InterventionAnalysis
     return stats.percentile_interval(estimate, ratio - 1, config.confidence).as_dict()
 
 
-def _did(series: dict[tuple[str, int], dict[str, pd.Series]], arm: str, control: str,
-         step: int, measure: str, config: InterventionAnalysisConfig) -> dict[str, Any]:
-    parts = [series[(arm, step)][measure], series[(arm, 0)][measure],
-             series[(control, step)][measure], series[(control, 0)][measure]]
-    common = parts[0].index
-    for part in parts[1:]:
+def _names(arm: str | Sequence[str]) -> list[str]:
+    return [arm] if isinstance(arm, str) else list(arm)
+
+
+def _did(series: dict[tuple[str, int], dict[str, pd.Series]], arms: Sequence[str],
+         controls: Sequence[str], step: int, measure: str, config: InterventionAnalysisConfig
+         ) -> dict[str, Any]:
+    """Per prompt ``(arm_s − arm_0) − (control_s − control_0)``, run by run (arm and control
+    paired by position); one run: a bootstrap CI over prompts and `mean_test`; several: the
+    mean over runs and prompts, `crossed_mean`."""
+    parts = [[series[(a, step)][measure], series[(a, 0)][measure], series[(c, step)][measure],
+              series[(c, 0)][measure]] for a, c in zip(arms, controls)]
+    common = parts[0][0].index
+    for part in (p for run in parts for p in run):
         common = common.intersection(part.index)
-    a, a0, c, c0 = (p.loc[common].to_numpy() for p in parts)
-    d = (a - a0) - (c - c0)
-    return {**_ci(d, config), "test": mean_test(d), "n": int(d.size)}
+    grid = np.array([(a - a0) - (c - c0) for a, a0, c, c0 in (
+        (p.loc[common].to_numpy() for p in run) for run in parts)], dtype=np.float64)
+    if len(parts) == 1:
+        return {**_ci(grid[0], config), "test": mean_test(grid[0]), "n": int(grid.shape[1])}
+    found = crossed_mean(grid, config.confidence)
+    test = {k: found[k] for k in ("p_value", "effect_size", "df")}
+    return {**{k: found[k] for k in ("estimate", "low", "high")},
+            "test": {**test, "runs": len(parts), "n": int(grid.shape[1])},
+            "n": int(grid.shape[1])}
 
 
-def differences(series: dict[tuple[str, int], dict[str, pd.Series]], arm: str, control: str,
-                steps: Sequence[int], config: InterventionAnalysisConfig,
-                measures: Sequence[str] = MEASURES) -> dict[str, dict[int, dict[str, Any]]]:
+def differences(series: dict[tuple[str, int], dict[str, pd.Series]],
+                arm: str | Sequence[str], control: str | Sequence[str], steps: Sequence[int],
+                config: InterventionAnalysisConfig, measures: Sequence[str] = MEASURES
+                ) -> dict[str, dict[int, dict[str, Any]]]:
     """Per measure and step after 0, the difference in differences with its test, p-values
     adjusted over the steps (``series``: per (arm, step) the per-prompt values of each
-    measure)."""
-    did = {m: {s: _did(series, arm, control, s, m, config) for s in steps} for m in measures}
+    measure; ``arm`` and ``control``: a name, or each run's names, paired by position)."""
+    arms, controls = _names(arm), _names(control)
+    did = {m: {s: _did(series, arms, controls, s, m, config) for s in steps}
+           for m in measures}
     for measure in measures:
         p = [did[measure][s]["test"]["p_value"] for s in steps]
         for s, adj in zip(steps, stats.adjust_pvalues(p, config.correction)):
@@ -132,19 +174,39 @@ def differences(series: dict[tuple[str, int], dict[str, pd.Series]], arm: str, c
     return did
 
 
+def runs_cost(arms: Sequence[pd.DataFrame], controls: Sequence[pd.DataFrame],
+              config: InterventionAnalysisConfig) -> dict[str, float]:
+    """ppl(arm) / ppl(control) − 1 over several runs: the log of a run's ratio is a
+    token-weighted mean over documents of the per-token log-prob difference, so its mean over
+    runs has a `crossed_mean` interval (documents shared by the runs)."""
+    both = arms[0].index
+    for frame in (*arms, *controls):
+        both = both.intersection(frame.index)
+    tokens = controls[0].loc[both, "tokens"].to_numpy()
+    grid = np.array([c.loc[both, "logprob"].to_numpy() / c.loc[both, "tokens"].to_numpy()
+                     - a.loc[both, "logprob"].to_numpy() / a.loc[both, "tokens"].to_numpy()
+                     for a, c in zip(arms, controls)], dtype=np.float64)
+    log = crossed_mean(grid, config.confidence, weights=tokens)
+    return {k: math.exp(log[k]) - 1 for k in ("estimate", "low", "high")}
+
+
 def analyse(store: RunStore, arm: str, control: str = "control",
             config: InterventionAnalysisConfig = InterventionAnalysisConfig()) -> dict[str, Any]:
-    """Everything the intervention report shows, as plain JSON-ready values."""
+    """Everything the intervention report shows, as plain JSON-ready values; every run whose
+    both arms are in the records (`runs_in`) counts, over the steps all of them reached."""
     records = store.records()
     wino = records[records["probe"] == winobias.NAME]
     ppl = records[records["probe"] == perplexity.NAME]
-    steps = sorted(set(wino.loc[wino["model"] == arm, "step"].dropna().astype(int))
-                   & set(wino.loc[wino["model"] == control, "step"].dropna().astype(int)))
+    runs = runs_in(set(wino["model"].astype(str).unique()), arm, control)
+    pairs = [(run_name(arm, r), run_name(control, r)) for r in runs]
+    names = [n for pair in pairs for n in pair]
+    steps = sorted(set.intersection(*(set(wino.loc[wino["model"] == n, "step"].dropna()
+                                          .astype(int)) for n in names))) if names else []
     if 0 not in steps:
         return {"steps": [], "sentence": "no step 0 in both arms yet: nothing to compare"}
     series, docs = {}, {}
-    arms: dict[str, dict[str, Any]] = {arm: {}, control: {}}
-    for name in (arm, control):
+    arms: dict[str, dict[str, Any]] = {name: {} for name in names}
+    for name in names:
         for step in steps:
             rows = wino[(wino["model"] == name) & (wino["step"] == step)]
             pm = prompt_means(breakdown_values(rows))
@@ -160,24 +222,29 @@ def analyse(store: RunStore, arm: str, control: str = "control",
                     config.n_resamples).as_dict()
             arms[name][str(step)] = entry
     later = [s for s in steps if s > 0]
-    did = differences(series, arm, control, later, config)
-    cost = {s: _cost(docs[(arm, s)], docs[(control, s)], config) for s in later
-            if (arm, s) in docs and (control, s) in docs}
-    lean0 = float(series[(control, 0)]["male_lean"].mean())
-    out = {"arm": arm, "control": control, "steps": steps, "arms": arms,
+    did = differences(series, [a for a, _ in pairs], [c for _, c in pairs], later, config)
+    cost = {s: (_cost(docs[(pairs[0][0], s)], docs[(pairs[0][1], s)], config)
+                if len(pairs) == 1 else
+                runs_cost([docs[(a, s)] for a, _ in pairs], [docs[(c, s)] for _, c in pairs],
+                          config))
+            for s in later if all((n, s) in docs for n in names)}
+    lean0 = float(np.mean([series[(c, 0)]["male_lean"].mean() for _, c in pairs]))
+    out = {"arm": arm, "control": control, "runs": runs, "run_arms": pairs, "steps": steps,
+           "arms": arms,
            "did": {m: {str(s): v for s, v in d.items()} for m, d in did.items()},
            "cost": {str(s): v for s, v in cost.items()}, "lean_at_start": lean0,
            "options": {"budget": config.budget, "alpha": config.alpha,
                        "confidence": config.confidence, "correction": config.correction}}
-    out.update(recommend(arm, later, did["male_lean"], cost, lean0, config))
+    out.update(recommend(arm, later, did["male_lean"], cost, lean0, config, len(runs)))
     plain: dict[str, Any] = _plain(out)
     return plain
 
 
 def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
-              cost: dict[int, dict[str, float]], lean0: float, config: InterventionAnalysisConfig
-              ) -> dict[str, Any]:
-    """The recommended checkpoint of the intervention arm, and the sentence."""
+              cost: dict[int, dict[str, float]], lean0: float, config: InterventionAnalysisConfig,
+              runs: int = 1) -> dict[str, Any]:
+    """The recommended checkpoint of the intervention arm (its first run's), and the
+    sentence: about these two runs with one run per arm, about the intervention with more."""
     sign = 1.0 if lean0 >= 0 else -1.0
     within = [s for s in steps if s in cost and math.isfinite(cost[s]["estimate"])
               and cost[s]["estimate"] <= config.budget]
@@ -187,22 +254,31 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
                 "high": -sign * did[s]["low"]} for s in within}
     best = max(within, key=lambda s: gain[s]["estimate"])
     g, c, p = gain[best], cost[best], did[best]["test"].get("p_adjusted", math.nan)
-    test = (f"mean test p = {pvalue(p)} after {stats.CORRECTIONS[config.correction]} over "
-            f"{len(steps)} steps, d_z = {num(did[best]['test']['effect_size'], 2, True)}")
+    effect = num(did[best]["test"]["effect_size"], 2, True)
+    over = f"{stats.CORRECTIONS[config.correction]} over {len(steps)} steps"
+    test = (f"mean test p = {pvalue(p)} after {over}, d_z = {effect}" if runs == 1 else
+            f"p = {pvalue(p)} after {over} (t over {runs} runs per arm and "
+            f"{did[best]['n']} prompts), {effect} run-to-run SDs")
+    one = runs == 1
+    lead = f"This run of {arm}" if one else f"Over {runs} training runs per arm, {arm}"
+    other = "the control's" if one else "the control"
+    unsure = (f"this run of {arm} beat the control's" if one else
+              f"{arm} beat the control over {runs} training runs per arm")
     said = (f"at step {best}, {arm}'s fairness gain over the control (how much further its male "
             f"lean moved towards zero) was "
             f"{with_ci(g['estimate'], g['low'], g['high'], config.confidence, True, test)}, at "
             f"a perplexity cost of {_cost_text(c, config)}{_within(c, config)}")
+    caveat = ONE_RUN if one else RUNS
     significant = math.isfinite(p) and p < config.alpha
     if significant and g["low"] > 0:
-        verdict = (f"This run of {arm} beat the control's: {said}. Recommended checkpoint: "
-                   f"step {best}. {ONE_RUN}")
+        weights = "" if one else " (the first run's weights)"
+        verdict = (f"{lead} beat {other}: {said}. Recommended checkpoint: step {best}"
+                   f"{weights}. {caveat}")
     elif significant and g["high"] < 0:
-        verdict = f"This run of {arm} did worse than the control's: {said}. {ONE_RUN}"
+        verdict = f"{lead} did worse than {other}: {said}. {caveat}"
     else:
-        verdict = (f"The data cannot tell whether this run of {arm} beat the control's: "
-                   f"{said}; the best within budget is step {best}, but its gain is not "
-                   "distinguishable from 0.")
+        verdict = (f"The data cannot tell whether {unsure}: {said}; the best within budget is "
+                   f"step {best}, but its gain is not distinguishable from 0.")
     return {"recommended": best, "gain": {str(s): v for s, v in gain.items()},
             "beat_control": bool(significant and g["low"] > 0), "sentence": verdict}
 

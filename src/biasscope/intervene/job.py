@@ -1,6 +1,10 @@
 """``biasscope intervene`` as one library call: `run(InterveneConfig(...))` fine-tunes a model
 twice from the same start and seed (control, intervention), watches both live, and writes the
-run's analysis (``intervention.json``), its dynamics report and its intervention report.
+run's analysis (``intervention.json``), its dynamics report and its intervention report. With
+``training.runs`` N above 1 it does so N times, run k seeded ``seed + k − 1`` and its arms named
+`analysis.run_name` (``control-run2``, ``cda-run2``, …; the first run keeps the plain names).
+The runs train last to first, so that the first run's intervention arm, whose recommended
+weights are saved, is analysed with every other run in.
 
 Everything that changes results (model, text and its split, intervention, training, probes,
 limits) is recorded in run.json under ``settings.intervention`` and checked on a rerun, which
@@ -11,7 +15,7 @@ evaluations already stored are not redone.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,8 +96,10 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     data = {name: file_sha256(path) for name, path in sorted(read.items())}
     settings = _settings(config, method, corpus, data, (len(train), len(held)), base)
     scoring = HFConfig(batch_size=config.eval_batch_size)
+    runs = range(config.training.runs, 0, -1)
     init_run(store, probes, SweepConfig(
-        [checkpoint_at(arm, 0) for arm in (CONTROL, method.name)], store, list(config.seeds),
+        [checkpoint_at(analysis.run_name(arm, r), 0) for r in runs
+         for arm in (CONTROL, method.name)], store, list(config.seeds),
         comparable={**hf_comparable(scoring), "intervention": settings}), kind="intervention")
     convert_gguf([base])
     device = resolve_device(config.device)
@@ -106,9 +112,13 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     lora = bool(config.training.lora_rank)
     keep = [ship.saver(store, method.name, CONTROL, config.analysis, tokenizer,
                        config.training.every, lora)] if config.save_recommended else []
-    for arm, arm_texts, after in ((CONTROL, texts, []), (method.name, method.apply(texts), keep)):
-        train_arm(arm, arm_texts, lambda: load_model(base, loading), tokenizer, probes, store,
-                  config.training, live, device, config.quiet, after)
+    changed = method.apply(texts)
+    for r in runs:
+        training = replace(config.training, seed=config.training.seed + r - 1)
+        for arm, arm_texts, after in ((CONTROL, texts, []),
+                                      (method.name, changed, keep if r == 1 else [])):
+            train_arm(analysis.run_name(arm, r), arm_texts, lambda: load_model(base, loading),
+                      tokenizer, probes, store, training, live, device, config.quiet, after)
     result = report(store, method.name, config.analysis, config.data_dir)
     if config.save_recommended and (why := ship.finalise(store.root, result.summary, lora)):
         print(f"warning: {why}", file=sys.stderr)

@@ -38,6 +38,9 @@ class Training:
     seq_len: int = setting(128, "tokens per training document", check=POSITIVE_INT)
     lr: float = setting(5e-5, "learning rate", check=POSITIVE)
     seed: int = setting(0, "training, data order and option-order seed", check=SEED)
+    runs: int = setting(1, "training runs per arm, seeded seed, seed+1, …: with 2 or more the "
+                        "verdict is about the intervention, not about one run of each arm (3 "
+                        "to 5 give usable intervals)", check=POSITIVE_INT)
     train_embeddings: bool = setting(True, "freeze the embeddings (and a tied output layer)",
                                      flag="--freeze-embeddings")
     warmup_steps: int = setting(0, "learning-rate warm-up steps", check=NON_NEGATIVE_INT)

@@ -61,11 +61,14 @@ class Limited:
 
 
 def recorded(training: Training) -> dict[str, Any]:
-    """The training settings as run.json records them (LoRA's only when it is on, so a full
-    fine-tune's record is what it was before LoRA existed)."""
+    """The training settings as run.json records them (LoRA's only when it is on, the number
+    of runs only when above 1, so a one-run full fine-tune's record is what it was before
+    either existed)."""
     out = asdict(training)
     if not training.lora_rank:
         out = {k: v for k, v in out.items() if not k.startswith("lora_")}
+    if training.runs == 1:
+        del out["runs"]
     return out
 
 

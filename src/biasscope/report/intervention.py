@@ -27,7 +27,7 @@ ARM_COLORS = ("#d62728", "#1f77b4")
 
 
 def _band(fig: Figure, name: str, steps: Sequence[int], cis: Sequence[Json | None], color: str,
-          row: int, legend: bool) -> None:
+          row: int, legend: bool, dash: str = "solid") -> None:
     """A line with its CI as error bars (None where missing)."""
     mid = [c.get("estimate") if c else None for c in cis]
     up = [(c["high"] - c["estimate"]) if c and c.get("high") is not None
@@ -35,21 +35,30 @@ def _band(fig: Figure, name: str, steps: Sequence[int], cis: Sequence[Json | Non
     down = [(c["estimate"] - c["low"]) if c and c.get("low") is not None
             and c.get("estimate") is not None else None for c in cis]
     fig.add_scatter(x=list(steps), y=mid, name=name, mode="lines+markers", showlegend=legend,
-                    line={"color": color}, legendgroup=name, row=row, col=1,
+                    line={"color": color, "dash": dash}, legendgroup=name, row=row, col=1,
                     error_y={"type": "data", "array": up, "arrayminus": down, "visible": True})
 
 
+def run_arms(summary: Json) -> list[tuple[str, str]]:
+    """Each run's (intervention, control) model names, the first run's first; a summary
+    written before runs existed has one."""
+    return [(str(a), str(c)) for a, c in summary.get("run_arms")
+            or [(summary["arm"], summary["control"])]]
+
+
 def arms_figure(summary: Json) -> Figure:
-    """Each arm's measures over steps with their CIs, one row per measure."""
+    """Each arm's measures over steps with their CIs, one row per measure; the first run's
+    arms solid, later runs' dotted in the same colours."""
     keys = ("male_lean", "pro_anti", "perplexity")
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=[LABELS[k] for k in keys])
     steps = summary["steps"]
-    for color, arm in zip(ARM_COLORS, (summary["arm"], summary["control"])):
-        points = summary["arms"][arm]
-        for row, key in enumerate(keys, start=1):
-            _band(fig, as_text(str(arm)), steps, [points[str(s)].get(key) for s in steps],
-                  color, row, row == 1)
+    for run, names in enumerate(run_arms(summary)):
+        for color, name in zip(ARM_COLORS, names):
+            points = summary["arms"][name]
+            for row, key in enumerate(keys, start=1):
+                _band(fig, as_text(name), steps, [points[str(s)].get(key) for s in steps],
+                      color, row, row == 1, "dot" if run else "solid")
     fig.update_layout(height=820, template="plotly_white", margin={"t": 40})
     fig.update_xaxes(title_text="training step", row=3, col=1)
     return fig
@@ -90,10 +99,11 @@ def _named(arm: Any, most: int = 24) -> str:
 
 
 def occupations_figure(summary: Json) -> Figure | None:
-    """One panel per arm: each occupation's male lean at step 0 and at `compared_step`, with
-    CIs; occupations in the order of the control's step-0 lean."""
-    arms, step = (summary["arm"], summary["control"]), compared_step(summary)
-    start = summary["arms"][summary["control"]]["0"].get("occupations") or {}
+    """One panel per arm (of the first run analysed): each occupation's male lean at step 0
+    and at `compared_step`, with CIs; occupations in the order of the control's step-0
+    lean."""
+    arms, step = run_arms(summary)[0], compared_step(summary)
+    start = summary["arms"][arms[1]]["0"].get("occupations") or {}
     if not start or step == 0:
         return None
     names = sorted(start, key=lambda n: start[n].get("estimate") or 0.0)
@@ -150,6 +160,25 @@ def did_rows(summary: Json) -> list[list[str]]:
     return rows
 
 
+def _runs_caption(runs: int) -> str:
+    return ("" if runs == 1 else f"; {runs} training runs per arm, run k seeded seed + k − 1 "
+            "(later runs dotted)")
+
+
+def _did_caption(runs: int) -> str:
+    if runs == 1:
+        return ("paired bootstrap CI over prompts, p of a test of the mean corrected over "
+                "steps, Cohen's d_z.")
+    return (f"its mean over the {runs} runs and the prompts, with Student's t CI and p "
+            "(variance over runs plus over prompts, runs − 1 degrees of freedom; "
+            "p corrected over steps), and the effect in run-to-run SDs.")
+
+
+def _cost_caption(runs: int) -> str:
+    return ("paired bootstrap over documents." if runs == 1 else
+            f"the mean log ratio over the {runs} runs and the documents, t interval as above.")
+
+
 def write_intervention_report(store: RunStore, summary: Json, target: Path | None = None
                               ) -> Path:
     """Render ``summary`` (``intervention.json``) to ``target``, by default
@@ -162,20 +191,22 @@ def write_intervention_report(store: RunStore, summary: Json, target: Path | Non
              f"<h1>Intervention lab: {escape(str(summary.get('arm')))} against control</h1>",
              f'<section class="summary"><p>{escape(str(summary["sentence"]))}</p></section>']
     if summary.get("steps"):
+        runs = len(run_arms(summary))
+        effect = "d_z" if runs == 1 else "d (run SDs)"
         parts += [
             "<h2>Each arm over training</h2>",
             f'<p class="caption">Means over prompts (documents for perplexity) with '
-            f"{conf:.0%} bootstrap CIs; both arms start from the same weights and seed.</p>",
+            f"{conf:.0%} bootstrap CIs; both arms start from the same weights and seed"
+            f"{_runs_caption(runs)}.</p>",
             figure_html(arms_figure(summary), 0),
             "<h2>Difference in differences and cost</h2>",
             '<p class="caption">Per prompt (per pair for pro − anti): the intervention arm\'s '
-            "change since step 0 minus the control's; paired bootstrap CI over prompts, "
-            "p of a test of the mean corrected over steps, Cohen's d_z. Cost: "
+            f"change since step 0 minus the control's; {_did_caption(runs)} Cost: "
             "held-out perplexity of the intervention relative to the control at the same "
-            "step, paired bootstrap over documents.</p>",
+            f"step, {_cost_caption(runs)}</p>",
             figure_html(did_figure(summary), 1),
-            table(["step", "DiD male lean [CI]", "p adj.", "d_z", "DiD pro − anti [CI]",
-                   "p adj.", "d_z", "perplexity cost [CI]"], did_rows(summary), numbers=True)]
+            table(["step", "DiD male lean [CI]", "p adj.", effect, "DiD pro − anti [CI]",
+                   "p adj.", effect, "perplexity cost [CI]"], did_rows(summary), numbers=True)]
         occupations = occupations_figure(summary)
         if occupations is not None:
             step = compared_step(summary)

@@ -10,12 +10,18 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("gguf")
-pytest.importorskip("llama_cpp")
 pytest.importorskip("torch")
 
 from biasscope.cli.main import main
+from conftest import SERVER_INSTALL
 from gguf_fixture import write_llama_gguf
 from llama_server import serve
+from require import missing_modules, require
+
+# Found, not imported: importing llama_cpp opens two /dev/null files it never closes (its
+# _utils module), which printed two ResourceWarnings at the end of every test session.
+require(missing_modules("llama_cpp", "fastapi", "uvicorn"), "BIASSCOPE_REQUIRE_SERVER",
+        SERVER_INSTALL)
 
 PROBE = ["--probe", "professional-bias", "--scoring", "options", "--plain-prompt",
          "--limit", "24"]

@@ -48,6 +48,7 @@ from biasscope.core.stats import group_t_interval, mean_test
 from biasscope.intervene.settings import InterventionAnalysisConfig as InterventionAnalysisConfig
 from biasscope.probes import perplexity, winobias
 from biasscope.probes.winobias.values import breakdown_values, prompt_means
+from biasscope.report.headline import plural
 from biasscope.store.directory import RunStore
 
 MEASURES = ("male_lean", "pro_anti")
@@ -255,7 +256,7 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
     best = max(within, key=lambda s: gain[s]["estimate"])
     g, c, p = gain[best], cost[best], did[best]["test"].get("p_adjusted", math.nan)
     effect = num(did[best]["test"]["effect_size"], 2, True)
-    over = f"{stats.CORRECTIONS[config.correction]} over {len(steps)} steps"
+    over = f"{stats.CORRECTIONS[config.correction]} over {plural(len(steps), 'step')}"
     test = (f"mean test p = {pvalue(p)} after {over}, d_z = {effect}" if runs == 1 else
             f"p = {pvalue(p)} after {over} (t over {runs} runs per arm and "
             f"{did[best]['n']} prompts), {effect} run-to-run SDs")

@@ -31,8 +31,9 @@ response (``model_a``, ``model_b``). Conventions, and why:
   together no more than if they always agreed. It holds its level from a 6-item pilot on,
   where the bootstrap's standard error said "shown" for equal systems in 23% of 6-item runs
   of two systems and 15% of 12-item runs of three (a t-test of the items' contributions:
-  10%). A Bradley-Terry difference is tested with the bootstrap's standard error against
-  Student's t on the pairs that involve either system, less one.
+  10%). A Bradley-Terry difference is tested with the bootstrap's standard error (scaled to
+  the unbiased variance) against Student's t on the pairs that involve either system, less
+  one.
 - **The sentence** "the leaderboard's order depends on the judge" is written only when the
   data support it: for some two systems one judge puts x above y and another y above x, each
   score difference significant after Holm over every pair of systems and judge (the claim is
@@ -312,8 +313,10 @@ def _difference_test(score: str, estimates: Array, boot: Array, x: int, y: int,
     """The sign of a judge's score difference between systems ``x`` and ``y`` and its
     two-sided p-value (``games``: each item's systems a and b, its outcome, its pair). Win
     rates: a z-test against the largest variance verdicts in [0, 1] allow, a pair's verdicts
-    as if they always agreed. Bradley-Terry: the bootstrap's standard error against Student's
-    t on the pairs that involve x or y, less one. No difference, or no spread, gives p = 1."""
+    as if they always agreed. Bradley-Terry: the bootstrap's standard error, scaled by
+    √(n / (n − 1)) over the n pairs that involve x or y (a resample's variance divides by n),
+    against Student's t on n − 1: unscaled, equal systems were shown apart in 5.4% of 6000
+    runs of 3 systems x 12 items, scaled 4.9%. No difference, or no spread, gives p = 1."""
     estimate = float(estimates[x] - estimates[y])
     a, b, won, unit = games
     valid = np.isfinite(won)
@@ -332,6 +335,7 @@ def _difference_test(score: str, estimates: Array, boot: Array, x: int, y: int,
     spread = float(differences.std(ddof=1)) if differences.size > 1 else 0.0
     if spread == 0:
         return 0, 1.0
+    spread *= math.sqrt(clusters / (clusters - 1))  # the bootstrap's variance is the plug-in's
     return sign, min(1.0, 2 * t_cdf(-abs(estimate) / spread, clusters - 1))
 
 

@@ -278,3 +278,13 @@ def test_runs_per_arm(tmp_path, world, winobias_dir, one_thread, monkeypatch) ->
     assert calls == []
     with pytest.raises(BiasscopeError, match="runs"):
         run(_config(tmp_path / "run", world, winobias_dir, steps=20), Masculinise())
+
+
+@pytest.mark.parametrize("name", ["control", "control-run2"])
+def test_an_intervention_named_as_a_control_run_is_refused(tmp_path, name) -> None:
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.intervene import InterveneConfig, run
+
+    with pytest.raises(BiasscopeError, match=f"cannot be named '{name}'"):
+        run(InterveneConfig(out=tmp_path / "run", model="unused"), NoOp(name=name))
+    assert not (tmp_path / "run").exists()

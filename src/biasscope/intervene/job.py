@@ -84,8 +84,9 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
                              f"{config.training.every}: the last step would not be evaluated")
     method = intervention or methods.make(config.method)
     require_peft(config.training)
-    if method.name == CONTROL:
-        raise BiasscopeError(f"an intervention cannot be named {CONTROL!r} (the control arm)")
+    if method.name == CONTROL or method.name.startswith(f"{CONTROL}-run"):
+        raise BiasscopeError(f"an intervention cannot be named {method.name!r}: the control "
+                             f"arm's runs are named {CONTROL!r}, {CONTROL}-run2, …")
     (base,) = list_checkpoints([config.model], [], [], None)
     check_targets(base, config.training)  # before the data and the model load
     store = RunStore(config.out)

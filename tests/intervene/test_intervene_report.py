@@ -38,7 +38,10 @@ def test_over_budget_says_the_gap() -> None:
     tiny = analysis.recommend("cda", [50], {50: TEST}, {50: cost[50]}, 0.3,
                               analysis.InterventionAnalysisConfig(budget=0.0001))
     assert "within the 0.01% perplexity budget" in tiny["sentence"]  # not "0%"
-    assert "within the 2% perplexity budget" in out["sentence"]
+    assert "within the 2% perplexity budget:" in out["sentence"]
+    three = analysis.recommend("cda", [25, 50, 75], {s: TEST for s in cost}, cost, 0.3,
+                               analysis.InterventionAnalysisConfig(budget=0.02), runs=3)
+    assert "within the 2% perplexity budget over 3 training runs per arm:" in three["sentence"]
     none = analysis.recommend("cda", [25], {25: TEST}, {}, 0.3,
                               analysis.InterventionAnalysisConfig())
     assert none["recommended"] is None and "No perplexity" in none["sentence"]
@@ -60,6 +63,26 @@ def test_within_budget_is_recommended() -> None:
     out = analysis.recommend("cda", [50], {50: TEST}, wide, 0.3,
                              analysis.InterventionAnalysisConfig(budget=0.02))
     assert "within the 2% budget by its estimate but not by its interval" in out["sentence"]
+
+
+def test_several_runs_speak_for_the_intervention() -> None:
+    """With runs per arm, the verdict names the intervention, says what its test was over and
+    which run's weights are shipped."""
+    cost = {50: _cost(0.01, 0.0, 0.02)}
+    better = {50: {**TEST, "estimate": -0.1, "low": -0.15, "high": -0.05, "n": 200}}
+    out = analysis.recommend("cda", [50], better, cost, 0.3,
+                             analysis.InterventionAnalysisConfig(budget=0.02), runs=3)
+    assert out["beat_control"] is True
+    assert out["sentence"].startswith("Over 3 training runs per arm, cda beat the control: ")
+    assert ("+0.100 (95% CI +0.050 to +0.150; p = 0.010 after Holm over 1 step (t over 3 runs "
+            "per arm and 200 prompts), +0.50 run-to-run SDs)" in out["sentence"])
+    assert "Recommended checkpoint: step 50 (the first run's weights)." in out["sentence"]
+    assert out["sentence"].endswith(analysis.RUNS)
+    unsure = {50: {**better[50], "test": {"p_adjusted": 0.2, "effect_size": 0.5}}}
+    out = analysis.recommend("cda", [50], unsure, cost, 0.3,
+                             analysis.InterventionAnalysisConfig(budget=0.02), runs=3)
+    assert out["sentence"].startswith("The data cannot tell whether cda beat the control over "
+                                      "3 training runs per arm: ")
 
 
 def _summary(recommended: int | None = 20) -> dict[str, Any]:

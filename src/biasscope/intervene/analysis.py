@@ -250,7 +250,7 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
     within = [s for s in steps if s in cost and math.isfinite(cost[s]["estimate"])
               and cost[s]["estimate"] <= config.budget]
     if not within:
-        return {"recommended": None, "sentence": over_budget(arm, cost, config)}
+        return {"recommended": None, "sentence": over_budget(arm, cost, config, runs)}
     gain = {s: {"estimate": -sign * did[s]["estimate"], "low": -sign * did[s]["high"],
                 "high": -sign * did[s]["low"]} for s in within}
     best = max(within, key=lambda s: gain[s]["estimate"])
@@ -285,8 +285,9 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
 
 
 def over_budget(arm: str, cost: dict[int, dict[str, float]],
-                config: InterventionAnalysisConfig) -> str:
-    """Why no stop is recommended: no perplexity, or how far the cheapest step missed."""
+                config: InterventionAnalysisConfig, runs: int = 1) -> str:
+    """Why no stop is recommended: no perplexity, or how far the cheapest step missed (its
+    mean over ``runs`` runs per arm)."""
     seen = {s: c for s, c in cost.items() if math.isfinite(c["estimate"])}
     if not seen:
         return (f"No perplexity of {arm} against the control was measured after step 0: "
@@ -295,10 +296,10 @@ def over_budget(arm: str, cost: dict[int, dict[str, float]],
     over = 100 * (seen[step]["estimate"] - config.budget)
     places = ci_decimals(100 * seen[step]["low"], 100 * seen[step]["high"])
     budget = setting_percent(config.budget)
-    return (f"No checkpoint of {arm} stays within the {budget} perplexity "
-            f"budget: the smallest increase seen was {_cost_text(seen[step], config)} at step "
-            f"{step}, {num(over, places)} percentage points over the budget; no stop is "
-            "recommended.")
+    over_runs = "" if runs == 1 else f" over {runs} training runs per arm"
+    return (f"No checkpoint of {arm} stays within the {budget} perplexity budget{over_runs}: "
+            f"the smallest increase seen was {_cost_text(seen[step], config)} at step {step}, "
+            f"{num(over, places)} percentage points over the budget; no stop is recommended.")
 
 
 def _cost_text(cost: dict[str, float], config: InterventionAnalysisConfig) -> str:

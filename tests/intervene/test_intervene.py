@@ -227,10 +227,9 @@ def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, o
 
 def test_runs_per_arm(tmp_path, world, winobias_dir, one_thread, monkeypatch) -> None:
     """``--runs 2``: each arm trains twice (run 2 seeded one more, trained first, named
-    ``<arm>-run2``), the verdict is about the intervention over both runs, and run.json records
-    the runs, so a rerun with another number is refused. A run killed before its first run
-    reports the runs it has; the rerun trains only what is missing."""
-    from biasscope.core.errors import BiasscopeError
+    ``<arm>-run2``), and the verdict is about the intervention over both runs. A run killed
+    before its first run reports the runs it has; the rerun trains only what is missing, and
+    a rerun with fewer runs analyses every run there."""
     from biasscope.dynamics.live import evaluate as live
     from biasscope.intervene import InterventionAnalysisConfig, report, run
     from biasscope.store.directory import RunStore
@@ -267,17 +266,24 @@ def test_runs_per_arm(tmp_path, world, winobias_dir, one_thread, monkeypatch) ->
     assert arms["control"]["20"]["male_lean"] != arms["control-run2"]["20"]["male_lean"]
     assert "2 training runs per arm" in summary["sentence"]
     assert "this run of" not in summary["sentence"].lower()
-    training = json.loads(result.store.run_json.read_text())["settings"]["intervention"][
-        "training"]
-    assert training["runs"] == 2 and training["seed"] == 0
+    listed = json.loads(result.store.run_json.read_text())
+    assert listed["settings"]["intervention"]["training"]["seed"] == 0
+    assert "runs" not in listed["settings"]["intervention"]["training"]  # changes no result
+    assert {c["model"] for c in listed["checkpoints"]} == {
+        "control", "planted", "control-run2", "planted-run2"}
     assert "control-run2" in result.intervention_report.read_text()
     assert json.loads((tmp_path / "run" / "recommended" / "recommended.json").read_text())[
         "step"] == summary["recommended"] == 20
     calls.clear()
     run(config, Masculinise())
     assert calls == []
-    with pytest.raises(BiasscopeError, match="runs"):
-        run(_config(tmp_path / "run", world, winobias_dir, steps=20), Masculinise())
+    fewer = run(replace(config, training=replace(config.training, runs=1)), Masculinise())
+    assert calls == [] and fewer.summary["runs"] == [1, 2]
+    more = run(replace(config, training=replace(config.training, runs=3)), Masculinise())
+    assert calls == [("control-run3", 0), ("control-run3", 20), ("planted-run3", 0),
+                     ("planted-run3", 20)]
+    assert more.summary["runs"] == [1, 2, 3]
+    assert more.summary["did"]["male_lean"]["20"]["test"]["df"] == 2
 
 
 @pytest.mark.parametrize("name", ["control", "control-run2"])

@@ -4,7 +4,9 @@ run's analysis (``intervention.json``), its dynamics report and its intervention
 ``training.runs`` N above 1 it does so N times, run k seeded ``seed + k − 1`` and its arms named
 `analysis.run_name` (``control-run2``, ``cda-run2``, …; the first run keeps the plain names).
 The runs train last to first, so that the first run's intervention arm, whose recommended
-weights are saved, is analysed with every other run in.
+weights are saved, is analysed with every other run in. A rerun with a larger N adds the
+missing runs (the weights of a step first recommended then were not kept: `ship.finalise`
+says so); every run in the directory is analysed.
 
 Everything that changes results (model, text and its split, intervention, training, probes,
 limits) is recorded in run.json under ``settings.intervention`` and checked on a rerun, which
@@ -121,6 +123,9 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
             train_arm(analysis.run_name(arm, r), arm_texts, lambda: load_model(base, loading),
                       tokenizer, probes, store, training, live, device, config.quiet, after)
     result = report(store, method.name, config.analysis, config.data_dir)
+    if len(found := result.summary.get("runs") or []) > config.training.runs:
+        print(f"note: {store.root} holds {len(found)} runs per arm (--runs "
+              f"{config.training.runs} asked): all are analysed", file=sys.stderr)
     if config.save_recommended and (why := ship.finalise(store.root, result.summary, lora)):
         print(f"warning: {why}", file=sys.stderr)
     return result

@@ -61,14 +61,15 @@ class Limited:
 
 
 def recorded(training: Training) -> dict[str, Any]:
-    """The training settings as run.json records them (LoRA's only when it is on, the number
-    of runs only when above 1, so a one-run full fine-tune's record is what it was before
-    either existed)."""
+    """The training settings as run.json records them, and checks on a rerun: LoRA's only when
+    it is on, so a full fine-tune's record is what it was before LoRA existed; not the number
+    of runs, which changes no run's results (run k is seeded ``seed + k − 1`` and named for
+    its number), so a rerun with more runs adds them, and run.json's checkpoints list the runs
+    trained."""
     out = asdict(training)
+    del out["runs"]
     if not training.lora_rank:
         out = {k: v for k, v in out.items() if not k.startswith("lora_")}
-    if training.runs == 1:
-        del out["runs"]
     return out
 
 

@@ -678,6 +678,8 @@ def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
      "--lora-alpha only applies with --lora-rank N (a LoRA fine-tune); give a rank, or drop it"),
     (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--lora-targets",
       "q_proj", "--out", "{tmp}/r"], "--lora-alpha and --lora-targets only apply with"),
+    (["intervene", "--model", "org/never-loaded", "--seed", "4294967294", "--runs", "3",
+      "--out", "{tmp}/r"], "--seed 4294967294 with --runs 3: run 3 would be seeded 4294967296"),
     (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,
       "--sanity-lines", "1-10", "--sanity-pairs", "0", "--out", "{tmp}/r"],
      "--sanity-lines 1-10 draws the sanity pairs, but --sanity-pairs 0 asks for none"),

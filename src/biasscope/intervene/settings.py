@@ -56,6 +56,10 @@ class Training:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        if self.seed + self.runs - 1 >= 2**32:
+            raise BiasscopeError(f"--seed {self.seed} with --runs {self.runs}: run {self.runs} "
+                                 f"would be seeded {self.seed + self.runs - 1}, above "
+                                 f"{2**32 - 1}; give a smaller --seed")
         given = ["--" + f.name.replace("_", "-") for f in fields(self)
                  if f.name in ("lora_alpha", "lora_targets") and getattr(self, f.name) != f.default]
         if given and not self.lora_rank:

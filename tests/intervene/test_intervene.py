@@ -261,6 +261,7 @@ def test_runs_per_arm(tmp_path, world, winobias_dir, one_thread, monkeypatch) ->
     did = summary["did"]["male_lean"]["20"]
     assert did["test"]["runs"] == 2 and did["test"]["df"] == 1
     assert did["low"] < did["estimate"] < did["high"]
+    assert did["estimate"] == pytest.approx(sum(did["by_run"]) / 2)  # each run's own DiD
     arms = summary["arms"]
     assert arms["control"]["0"]["male_lean"] == arms["control-run2"]["0"]["male_lean"]
     assert arms["control"]["20"]["male_lean"] != arms["control-run2"]["20"]["male_lean"]

@@ -12,7 +12,11 @@ from typing import Any
 import pytest
 
 from biasscope.intervene import analysis, ship
-from biasscope.report.intervention import occupations_figure, write_intervention_report
+from biasscope.report.intervention import (
+    did_figure,
+    occupations_figure,
+    write_intervention_report,
+)
 from biasscope.store.directory import RunStore
 
 TEST = {"estimate": 0.1, "low": 0.05, "high": 0.15, "test": {"p_adjusted": 0.01,
@@ -175,3 +179,13 @@ def test_the_table_shows_the_cost_in_percent_to_its_ci_digits() -> None:
                "cost": {"100": _cost(0.0607, -0.0163, 0.1527)}}
     assert did_rows(summary) == [["100", "0.0123 [0.0034, 0.0211]", "< 0.0001", "0.500", "—",
                                   "n/a", "n/a", "+6.1% [-1.6%, +15.3%]"]]
+
+
+def test_each_runs_did_is_drawn_beside_the_mean() -> None:
+    one = _summary()
+    assert [t for t in did_figure(one).data if "each run" in str(t.get("name"))] == []
+    runs = _summary()
+    runs["did"]["male_lean"]["20"] = {**TEST, "by_run": [0.05, 0.1, 0.15]}
+    drawn = [t for t in did_figure(runs).data if "each run" in str(t.get("name"))]
+    assert len(drawn) == 1 and list(drawn[0]["y"]) == [0.05, 0.1, 0.15]
+    assert list(drawn[0]["x"]) == [20, 20, 20]

@@ -155,7 +155,7 @@ def _did(series: dict[tuple[str, int], dict[str, pd.Series]], arms: Sequence[str
     test = {k: found[k] for k in ("p_value", "effect_size", "df")}
     return {**{k: found[k] for k in ("estimate", "low", "high")},
             "test": {**test, "runs": len(parts), "n": int(grid.shape[1])},
-            "n": int(grid.shape[1])}
+            "n": int(grid.shape[1]), "by_run": grid.mean(axis=1).tolist()}
 
 
 def differences(series: dict[tuple[str, int], dict[str, pd.Series]],

@@ -64,6 +64,17 @@ def arms_figure(summary: Json) -> Figure:
     return fig
 
 
+def _each_run(fig: Figure, name: str, steps: Sequence[int], cis: Sequence[Json | None],
+              color: str) -> None:
+    """With several runs per arm, each run's own difference in differences (``by_run``) as
+    faint points beside their mean, to see whether the runs agree."""
+    points = [(s, v) for s, c in zip(steps, cis) for v in (c or {}).get("by_run") or []]
+    if points:
+        fig.add_scatter(x=[s for s, _ in points], y=[v for _, v in points], name=name,
+                        mode="markers", marker={"color": color, "size": 6, "opacity": 0.45},
+                        row=1, col=1)
+
+
 def did_figure(summary: Json) -> Figure:
     """The difference in differences per step (with CI) and the perplexity cost."""
     arm = as_text(str(summary["arm"]))  # plotly renders a little HTML in titles and names
@@ -74,6 +85,7 @@ def did_figure(summary: Json) -> Figure:
     for color, measure in zip(("#9467bd", "#2ca02c"), ("male_lean", "pro_anti")):
         cis = [summary["did"][measure].get(str(s)) for s in steps]
         _band(fig, LABELS[measure], steps, cis, color, 1, True)
+        _each_run(fig, f"{LABELS[measure]}, each run", steps, cis, color)
     _band(fig, "perplexity cost", steps, [summary["cost"].get(str(s)) for s in steps],
           "#444444", 2, True)
     budget = summary["options"]["budget"]
@@ -171,7 +183,8 @@ def _did_caption(runs: int) -> str:
                 "steps, Cohen's d_z.")
     return (f"its mean over the {runs} runs and the prompts, with Student's t CI and p "
             "(variance over runs plus over prompts, runs − 1 degrees of freedom; "
-            "p corrected over steps), and the effect in run-to-run SDs.")
+            "p corrected over steps), and the effect in run-to-run SDs; faint points: each "
+            "run's own mean.")
 
 
 def _cost_caption(runs: int) -> str:

@@ -28,7 +28,8 @@ ARM_COLORS = ("#d62728", "#1f77b4")
 
 def _band(fig: Figure, name: str, steps: Sequence[int], cis: Sequence[Json | None], color: str,
           row: int, legend: bool, dash: str = "solid") -> None:
-    """A line with its CI as error bars (None where missing)."""
+    """A line with its CI as error bars (None where missing; none on a dotted line, a later
+    run's, which would hide the first run's)."""
     mid = [c.get("estimate") if c else None for c in cis]
     up = [(c["high"] - c["estimate"]) if c and c.get("high") is not None
           and c.get("estimate") is not None else None for c in cis]
@@ -36,7 +37,8 @@ def _band(fig: Figure, name: str, steps: Sequence[int], cis: Sequence[Json | Non
             and c.get("estimate") is not None else None for c in cis]
     fig.add_scatter(x=list(steps), y=mid, name=name, mode="lines+markers", showlegend=legend,
                     line={"color": color, "dash": dash}, legendgroup=name, row=row, col=1,
-                    error_y={"type": "data", "array": up, "arrayminus": down, "visible": True})
+                    error_y={"type": "data", "array": up, "arrayminus": down,
+                             "visible": dash == "solid"})
 
 
 def run_arms(summary: Json) -> list[tuple[str, str]]:
@@ -174,7 +176,7 @@ def did_rows(summary: Json) -> list[list[str]]:
 
 def _runs_caption(runs: int) -> str:
     return ("" if runs == 1 else f"; {runs} training runs per arm, run k seeded seed + k − 1 "
-            "(later runs dotted)")
+            "(the first run solid with its CIs, later runs dotted)")
 
 
 def _did_caption(runs: int) -> str:

@@ -189,3 +189,10 @@ def test_each_runs_did_is_drawn_beside_the_mean() -> None:
     drawn = [t for t in did_figure(runs).data if "each run" in str(t.get("name"))]
     assert len(drawn) == 1 and list(drawn[0]["y"]) == [0.05, 0.1, 0.15]
     assert list(drawn[0]["x"]) == [20, 20, 20]
+
+
+def test_runs_are_found_by_their_exact_names() -> None:
+    models = {"cda", "control", "cda-run2", "control-run2", "cda-run03", "control-run3",
+              "cda-run4", "other-run5", "control-run5"}
+    assert analysis.runs_in(models, "cda", "control") == [1, 2]
+    assert analysis.runs_in(models - {"cda"}, "cda", "control") == [2]

@@ -74,10 +74,10 @@ def runs_in(models: set[str], arm: str, control: str) -> list[int]:
     """The runs (from 1) whose both arms are in ``models``."""
     found = {1} if {arm, control} <= models else set()
     for name in models:
-        head, _, tail = name.rpartition("-run")
-        if head == arm and tail.isdigit() and int(tail) > 1 and run_name(control,
-                                                                         int(tail)) in models:
-            found.add(int(tail))
+        tail = name.rpartition("-run")[2]
+        run = int(tail) if tail.isdigit() else 0
+        if run > 1 and name == run_name(arm, run) and run_name(control, run) in models:
+            found.add(run)
     return sorted(found)
 
 

@@ -9,7 +9,8 @@ and took it for a difference). Tiny runs (40 prompts) and WinoBias-sized ones (4
 With several training runs per arm (``--runs``), the verdict is about the intervention: its
 null adds what one run cannot see, each run's own drift (the data order moves all of a run's
 prompts together, a random walk per run and arm), and the skewed move is the same in every run
-(a property of the prompt): 2, 3 and 5 runs per arm.
+(a property of the prompt): 2, 3 and 5 runs per arm. A third null has no run drift at all,
+where the prompts' noise, which the interval's item term must not count twice, is all.
 
 Each claim runs the library's own statistics (`analysis.differences`, `analysis.recommend`)
 on simulated per-prompt leans (no model); see `calibration_base`.
@@ -53,11 +54,11 @@ def leans(rng: np.random.Generator, prompts: int, skewed: bool
     return out
 
 
-def run_leans(rng: np.random.Generator, prompts: int, runs: int, skewed: bool
-              ) -> dict[tuple[str, int], dict[str, pd.Series]]:
+def run_leans(rng: np.random.Generator, prompts: int, runs: int, skewed: bool,
+              drift: float = RUN_DRIFT) -> dict[tuple[str, int], dict[str, pd.Series]]:
     """As `leans`, with ``runs`` runs per arm (named as `analysis.run_name` names them): each
     run's arms walk from the shared start with their own per-prompt noise plus a drift of the
-    whole run; the skewed move is the prompts', the same in every run."""
+    whole run (SD ``drift`` a step); the skewed move is the prompts', the same in every run."""
     index = pd.RangeIndex(prompts)
     start = rng.normal(0.2, 0.1, prompts)
     move = (np.where(rng.random(prompts) < 0.1, 9 * MOVE, -MOVE) if skewed
@@ -67,17 +68,17 @@ def run_leans(rng: np.random.Generator, prompts: int, runs: int, skewed: bool
         for arm in ("arm", "control"):
             name = analysis.run_name(arm, run)
             walk = np.cumsum(rng.normal(0, NOISE, (len(STEPS), prompts)), axis=0)
-            drift = np.cumsum(rng.normal(0, RUN_DRIFT, len(STEPS)))
+            shared = np.cumsum(rng.normal(0, drift, len(STEPS)))
             out[(name, 0)] = {"male_lean": pd.Series(start, index)}
             for k, step in enumerate(STEPS):
                 shift = move * (k + 1) / len(STEPS) if arm == "arm" else 0.0
-                out[(name, step)] = {"male_lean": pd.Series(start + walk[k] + drift[k] + shift,
+                out[(name, step)] = {"male_lean": pd.Series(start + walk[k] + shared[k] + shift,
                                                             index)}
     return out
 
 
 def run_false_claims(n: int, seed: int, *, prompts: int, runs: int, skewed: bool,
-                     verdict: bool = True) -> tuple[int, int]:
+                     verdict: bool = True, drift: float = RUN_DRIFT) -> tuple[int, int]:
     """How often the verdict over ``runs`` runs per arm says the intervention beat the
     control, or did worse (``verdict``; with one run, the verdict read as if it were about the
     intervention), or the table calls the difference in differences significant at some step,
@@ -88,7 +89,7 @@ def run_false_claims(n: int, seed: int, *, prompts: int, runs: int, skewed: bool
              for r in range(1, runs + 1)]
     hits = 0
     for _ in range(n):
-        series = run_leans(rng, prompts, runs, skewed)
+        series = run_leans(rng, prompts, runs, skewed, drift)
         did = analysis.differences(series, [a for a, _ in names], [c for _, c in names], STEPS,
                                    CONFIG, ("male_lean",))
         if not verdict:
@@ -134,10 +135,13 @@ def _claims() -> list[Claim]:
                     said, null, f"{prompts} prompts x {len(STEPS)} steps", "false-claim",
                     ALPHA, partial(false_claims, prompts=prompts, skewed=skewed,
                                    verdict=verdict)))
-    for skewed, null in ((False, f"each run's prompts walk at random (SD {NOISE:g} a step) and "
-                                 f"the run drifts (SD {RUN_DRIFT:g} a step)"),
-                         (True, f"as above, and the intervention moves a tenth of the prompts "
-                                f"+{9 * MOVE:g} and the rest −{MOVE:g} in every run (mean 0)")):
+    for skewed, drift, null in (
+            (False, RUN_DRIFT, f"each run's prompts walk at random (SD {NOISE:g} a step) and "
+                               f"the run drifts (SD {RUN_DRIFT:g} a step)"),
+            (True, RUN_DRIFT, f"as above, and the intervention moves a tenth of the prompts "
+                              f"+{9 * MOVE:g} and the rest −{MOVE:g} in every run (mean 0)"),
+            (False, 0.0, f"each run's prompts walk at random (SD {NOISE:g} a step); runs do "
+                         "not drift (the prompts' noise is all there is)")):
         for runs in (2, 3, 5):
             for prompts in (40, 400):
                 for verdict, said in ((True, "the intervention beat the control, or did worse "
@@ -149,7 +153,7 @@ def _claims() -> list[Claim]:
                         said, null, f"{runs} runs per arm x {prompts} prompts x {len(STEPS)} "
                         "steps", "false-claim", ALPHA, partial(
                             run_false_claims, prompts=prompts, runs=runs, skewed=skewed,
-                            verdict=verdict)))
+                            verdict=verdict, drift=drift)))
     return out
 
 

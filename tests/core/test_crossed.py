@@ -50,3 +50,31 @@ def test_runs_that_agree_exactly() -> None:
     found = crossed_mean(np.zeros((3, 4)))
     assert found["p_value"] == 1.0 and found["low"] == found["high"] == 0.0
     assert crossed_mean(np.full((3, 4), 0.2))["p_value"] == 0.0
+
+
+def test_unweighted_variance_is_the_anova_estimator() -> None:
+    grid = np.random.default_rng(1).normal(size=(4, 30)) + np.linspace(0, 2, 30)[None, :]
+    runs, items = grid.shape
+    residual = (grid - grid.mean(1, keepdims=True) - grid.mean(0, keepdims=True) + grid.mean())
+    ms_run = items * grid.mean(1).var(ddof=1)
+    ms_item = runs * grid.mean(0).var(ddof=1)
+    ms_residual = float((residual ** 2).sum()) / ((runs - 1) * (items - 1))
+    assert ms_item > ms_residual
+    assert crossed_mean(grid)["se"] ** 2 == pytest.approx(
+        (ms_run + ms_item - ms_residual) / (runs * items))
+
+
+def test_residual_noise_is_counted_once() -> None:
+    """Runs x items of pure noise: the grand mean's variance is σ² / (runs · items); counting
+    the residual in both factors' terms would double it, and keeping the item term at 0 or
+    above adds a little."""
+    rng = np.random.default_rng(2)
+    runs, items = 3, 40
+    se2 = [crossed_mean(rng.normal(size=(runs, items)))["se"] ** 2 for _ in range(2000)]
+    assert 1.0 < np.mean(se2) * runs * items < 1.3
+
+
+def test_item_term_is_never_negative() -> None:
+    grid = np.array([[0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]])
+    found = crossed_mean(grid)
+    assert found["se"] ** 2 == pytest.approx(grid.mean(1).var(ddof=1) / 3)

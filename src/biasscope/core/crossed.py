@@ -1,18 +1,18 @@
 """A mean over a grid of runs x items that generalises over both: several training runs scored
 on the same prompts (or documents). The runs are independent, the items shared: testing over
 runs alone treats these items as all there are; testing over items alone treats these runs as
-all there are (one run per arm can only do that). Here the variance of the grand mean is
-
-    s²(run means) / runs + s²(item means) / items
-
-each a sample variance of the other factor's means. Of the crossed model's variance
-σ²_run / runs + σ²_item / items + σ²_residual / (runs · items) it counts the residual term twice,
-so it errs wide, and Student's t with runs − 1 degrees of freedom. Welch-Satterthwaite's
-degrees of freedom, tried first, jump towards items − 1 whenever a few runs happen to agree:
-with 2 runs per arm and 5 steps, intervene's verdict then beat a null 10% of the time (300
-simulated 40-prompt runs). ``weights`` (summing to 1 over items, e.g. tokens per
-document) make the grand mean a weighted one; the item term is then the weighted mean's
-variance over items (a ratio estimator's).
+all there are (one run per arm can only do that). The crossed model's variance of the grand
+mean is σ²_run / runs + σ²_item / items + σ²_residual / (runs · items). The run means'
+sample variance over runs estimates the first and the last terms; the item means' over items
+estimates the second plus the last again, so each item's residual variance over runs is taken
+off it (the ANOVA estimator (MS_run + MS_item − MS_residual) / (runs · items), with the item
+part kept at 0 or above, so the variance is never below the run term's). Student's t with
+runs − 1 degrees of freedom: exact where the runs' drift dominates, wide where the items'
+does. Welch-Satterthwaite's degrees of freedom, tried first, jump towards items − 1 whenever
+a few runs happen to agree: with 2 runs per arm and 5 steps, intervene's verdict then beat a
+null 10% of the time (300 simulated 40-prompt runs). ``weights`` (summing to 1 over items,
+e.g. tokens per document) make the grand mean a weighted one; the item term is then the
+weighted mean's variance over items (a ratio estimator's).
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ def crossed_mean(values: npt.ArrayLike, confidence: float = 0.95,
         return nan
     run_part = float(run_means.var(ddof=1)) / runs
     centred = item_means - float(item_means @ w)
-    item_part = items / (items - 1) * float(np.sum(w ** 2 * centred ** 2))
+    residual = (grid - run_means[:, None]).var(axis=0, ddof=1)  # each item's, over runs
+    item_part = max(0.0, items / (items - 1) * float(np.sum(w ** 2 * (centred ** 2
+                                                                         - residual / runs))))
     se = math.sqrt(run_part + item_part)
     spread = math.sqrt(float(run_means.var(ddof=1)))
     effect = estimate / spread if spread > 0 else (0.0 if estimate == 0 else math.nan)

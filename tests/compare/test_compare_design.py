@@ -120,3 +120,28 @@ def test_bbq_items_under_four_wordings_count_once(tmp_path: Path) -> None:
     found = {c.measure: c for c in compare_runs(frame, frame.copy())[0]}
     assert found["s_dis"].result.n == len(s_dis.groups["items"])
     assert found["s_dis"].wordings == 4
+
+
+def test_audit_runs_are_compared_on_their_wordings_text(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """An audit's run.json keeps its probes at the top (not under ``settings``): two BBQ
+    audits under wordings files that both call their one wording ``w`` but word it
+    differently are not one measurement, and are not compared; the same text is."""
+    from bbq_fixture import write_bbq
+
+    data = write_bbq(tmp_path / "data")
+    texts = {"one": "{context}\n{question}\n(a) {ans0}\n(b) {ans1}\n(c) {ans2}\nAnswer:",
+             "two": "Context: {context}\nQ: {question}\n(a) {ans0}, (b) {ans1} or (c) {ans2}?"}
+    runs = {}
+    for name, text in [*texts.items(), ("one-again", texts["one"])]:
+        (tmp_path / f"{name}.txt").write_text(f"### w\n{text}\n")
+        runs[name] = str(tmp_path / name)
+        assert main(["audit", "--out", runs[name], "--probe", "bbq", "--model",
+                     "canned:unknown", "--data-dir", str(data), "--no-cache", "--wordings",
+                     str(tmp_path / f"{name}.txt")]) == 0
+    capsys.readouterr()
+    assert main(["compare", runs["one"], runs["two"], "--out", str(tmp_path / "cmp")]) == 2
+    assert "under the same wording" in capsys.readouterr().err
+    assert not (tmp_path / "cmp" / "comparison.json").exists()
+    assert main(["compare", runs["one"], runs["one-again"], "--out", str(tmp_path / "same")]) == 0

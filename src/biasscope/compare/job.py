@@ -75,9 +75,11 @@ def records(run: str, flag: str = "") -> pd.DataFrame:
 
 
 def wordings(run: str) -> dict[str, dict[str, str]]:
-    """Per probe, its wordings as run.json records them (`design.signatures`)."""
-    settings = RunStore(run).read_json("run.json").get("settings")
-    probes = settings.get("probes") if isinstance(settings, dict) else None
+    """Per probe, its wordings as run.json records them (`design.signatures`): under
+    ``settings.probes`` (dynamics) or ``probes`` (an audit keeps its settings at the top)."""
+    recorded = RunStore(run).read_json("run.json")
+    settings = recorded.get("settings")
+    probes = (settings if isinstance(settings, dict) else recorded).get("probes")
     if not isinstance(probes, dict):
         return {}
     return {str(name): design.signatures(config) for name, config in probes.items()}

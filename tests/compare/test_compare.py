@@ -141,6 +141,9 @@ def test_cli_writes_json_and_page_and_refuses_a_margin_beyond_the_jsdp_bound(
     assert "at most 0.347" in capsys.readouterr().err
     assert main(["compare", str(a), str(b), "--margin", "gap=1"]) == 2
     assert "MEASURE=NUMBER" in capsys.readouterr().err
+    # a margin for a measure these runs lack is still checked, not silently dropped
+    assert main(["compare", str(a), str(b), "--out", str(out), "--margin", "s_dis=-5"]) == 2
+    assert "margin -5 for s_dis" in capsys.readouterr().err
 
 
 def test_tost_matches_its_definition() -> None:

@@ -44,6 +44,7 @@ def parse_margins(specs: Sequence[str]) -> Mapping[str, float] | float | None:
             raise BiasscopeError(f"--margin {name} is given twice ({out[name]:g}, then "
                                  f"{value}); give one margin per measure")
         out[name] = _number(value, f"--margin {name}")
+        margin_for(name, out)  # checked here: a measure the runs lack would never check it
     return out
 
 

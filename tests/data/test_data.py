@@ -45,6 +45,10 @@ def test_paths_cannot_escape_the_data_dir(tmp_path):
 
 
 class FakeResponse(io.BytesIO):
+    def __init__(self, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        super().__init__(payload)
+        self.headers = headers or {}
+
     def __enter__(self):
         return self
 
@@ -92,6 +96,29 @@ def test_unpinned_file_is_trusted_on_first_use(cache, monkeypatch):
     path.write_bytes(b"v2")
     with pytest.raises(DataError, match="checksum mismatch"):
         data_path("toy", "toy.txt")
+
+
+def test_a_cut_download_is_not_trusted_on_first_use(cache, monkeypatch):
+    """A connection that drops mid-file gives urllib's read() a short body, without an error:
+    an unpinned file must not be kept (nor its hash trusted from then on); a chunked one that
+    drops raises http.client.IncompleteRead, which must be a one-line DataError too."""
+    import http.client
+
+    fake_source(monkeypatch, b"", None)
+    cut = FakeResponse(b"half", {"Content-Length": "8"})
+    monkeypatch.setattr("urllib.request.urlopen", lambda url, timeout: cut)
+    with pytest.raises(DataError, match=r"stopped after 4 of 8 bytes"):
+        data_path("toy", "toy.txt")
+    assert not list((cache / "toy").iterdir())
+
+    class Chunked(FakeResponse):
+        def read(self, size=-1):
+            raise http.client.IncompleteRead(b"ha")
+
+    monkeypatch.setattr("urllib.request.urlopen", lambda url, timeout: Chunked(b""))
+    with pytest.raises(DataError, match=r"could not download .*save it as"):
+        data_path("toy", "toy.txt")
+    assert not list((cache / "toy").iterdir())
 
 
 def test_network_failure_says_where_to_put_the_file(cache, monkeypatch):

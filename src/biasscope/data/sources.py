@@ -257,15 +257,24 @@ def _verify(known: DataFile, path: Path) -> None:
 
 
 def _download(known: DataFile, path: Path) -> None:
-    import urllib.request  # here: its import (SSL, HTTP) costs every report otherwise
+    import http.client  # here: their import (SSL, HTTP) costs every report otherwise
+    import urllib.request
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".part-")
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(known.url, timeout=60) as resp:
+            length = resp.headers.get("Content-Length")
             while block := resp.read(1 << 20):
                 out.write(block)
+            got = out.tell()
+        # A dropped connection ends read() early without an error: an unpinned file would be
+        # kept, and its hash trusted from then on.
+        if length is not None and length.isdigit() and got != int(length):
+            raise DataError(f"the download of {known.url} stopped after {got} of {length} "
+                            f"bytes: run again, or save it as {path} or pass "
+                            f"{option('data_dir')}")
         if known.sha256 is not None and file_sha256(tmp) != known.sha256:
             raise DataError(
                 f"downloaded {known.url} but its checksum does not match the pinned one; "
@@ -273,7 +282,8 @@ def _download(known: DataFile, path: Path) -> None:
             )
         os.replace(tmp, path)
         _verify(known, path)
-    except OSError as exc:  # urllib.error.URLError and TimeoutError among them
+    # URLError and TimeoutError are OSErrors; IncompleteRead (a chunked body cut short) is not
+    except (OSError, http.client.HTTPException) as exc:
         raise DataError(
             f"could not download {known.url} ({exc}); save it as {path} or pass "
             f"{option('data_dir')}"

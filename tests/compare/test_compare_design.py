@@ -142,6 +142,23 @@ def test_audit_runs_are_compared_on_their_wordings_text(tmp_path: Path,
                      str(tmp_path / f"{name}.txt")]) == 0
     capsys.readouterr()
     assert main(["compare", runs["one"], runs["two"], "--out", str(tmp_path / "cmp")]) == 2
-    assert "under the same wording" in capsys.readouterr().err
+    assert "under the same wording and seeds: bbq: not compared" in capsys.readouterr().err
     assert not (tmp_path / "cmp" / "comparison.json").exists()
     assert main(["compare", runs["one"], runs["one-again"], "--out", str(tmp_path / "same")]) == 0
+
+
+def test_seeds_only_one_run_has_are_left_out_and_said(tmp_path: Path) -> None:
+    """A seed reorders WinoBias' options, and a run stopped after its first seed has fewer:
+    run A's prompts averaged over seeds 0 and 1 against B's seed 0 alone are not one
+    measurement. They are compared on seed 0, and the note and sentence say so."""
+    first = winobias_records(150, seed=5)
+    second = winobias_records(150, shift=3.0, seed=6)
+    second = second.assign(seed=1, item_id=second["item_id"].str.replace("seed0", "seed1"))
+    a = pd.concat([first, second], ignore_index=True)
+    found, notes = compare_runs(a, first.copy())
+    gap = next(c for c in found if c.measure == "jsdp_gap")
+    assert gap.result.estimate == 0 and gap.result.verdict == "equivalent"
+    said = "A asked 2 seed(s) (0, 1), B 1 (0); compared on the 1 both asked"
+    assert said in gap.sentence and any(said in n for n in notes)
+    found, notes = compare_runs(second, first)
+    assert found == [] and any("not compared" in n and "seed" in n for n in notes)

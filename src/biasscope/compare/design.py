@@ -10,6 +10,8 @@ sentences say what was left out.
 - **Items, not item × wording.** Under several wordings an item is still one item: its values
   are averaged over the wordings before pairing and testing (as WinoBias averages a prompt's
   wordings and seeds), so n counts items.
+- **Seeds.** A seed reorders WinoBias' options: records are restricted to the seeds both runs
+  asked (a run stopped before its last seed has fewer), and a note says so.
 - **Checkpoints** one run has and the other lacks are named, not silently dropped.
 """
 
@@ -61,6 +63,22 @@ def shared(a: pd.DataFrame, b: pd.DataFrame, sig_a: Mapping[str, str],
     return a[la.isin(keep_a)], b[lb.isin(keep_b)], note, len(common)
 
 
+def same_seeds(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
+    """Both record sets restricted to the seeds both asked, and a note when any was left out
+    (None otherwise): a seed reorders WinoBias' options, so a prompt averaged over other seeds
+    is another measurement, and a run stopped before its last seed has fewer."""
+    if "seed" not in a or "seed" not in b:
+        return a, b, None
+    seeds_a, seeds_b = (sorted(set(r["seed"].dropna().astype(int))) for r in (a, b))
+    if seeds_a == seeds_b:
+        return a, b, None
+    common = [s for s in seeds_a if s in seeds_b]
+    note = (f"A asked {len(seeds_a)} seed(s) ({', '.join(map(str, seeds_a))}), B "
+            f"{len(seeds_b)} ({', '.join(map(str, seeds_b))}); compared on the {len(common)} "
+            "both asked")
+    return a[a["seed"].isin(common)], b[b["seed"].isin(common)], note
+
+
 def missing(a: list[Any], b: list[Any], label: Any) -> str | None:
     """The checkpoints only one run has, in words (None when both have the same)."""
     only_a, only_b = [k for k in a if k not in b], [k for k in b if k not in a]
@@ -71,4 +89,4 @@ def missing(a: list[Any], b: list[Any], label: Any) -> str | None:
     return "checkpoints not compared (" + "; ".join(parts) + ")"
 
 
-__all__ = ["DEFAULT", "item_keys", "labels", "missing", "shared", "signatures"]
+__all__ = ["DEFAULT", "item_keys", "labels", "missing", "same_seeds", "shared", "signatures"]

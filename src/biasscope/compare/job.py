@@ -97,7 +97,8 @@ def run(config: CompareConfig) -> CompareResult:
     if not found:
         raise BiasscopeError("the runs share no probe with a headline measure to compare "
                              f"({', '.join(comparable())})"
-                             + (" under the same wording: " + " ".join(notes) if notes else ""))
+                             + (" under the same wording and seeds: " + " ".join(notes) if notes
+                                else ""))
     used = {c.measure: margin_for(c.measure, margins) for c in found}
     summary = {"schema": "biasscope.comparison/1", "run_a": config.run_a,
                "run_b": config.run_b, "alpha": config.alpha, "margins": used,

@@ -5,7 +5,7 @@ could have detected.
 Checkpoints are matched by (model, step); when the runs share none and each has exactly one
 (the usual "original against quantised" case, where the labels differ), those two are compared;
 checkpoints only one run has are named in the notes. Runs are compared on the wordings both
-asked, each item averaged over them (`biasscope.compare.design`).
+asked, each item averaged over them, and on the seeds both asked (`biasscope.compare.design`).
 Items are paired by their key where both runs saw the same items; items only one run saw are
 left out of a paired comparison and counted. Runs with too few items in common (fewer than
 half of the smaller run's, or fewer than two in a group) are compared unpaired, which the
@@ -198,7 +198,13 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
         if (gone := design.missing(list(ca), list(cb), label)) is not None:
             notes.append(f"{probe}: {gone}.")
         for ka, kb in match(list(ca), list(cb)):
-            out += _compared(probe, ka, kb, ca[ka], cb[kb], margins, alpha, common, note)
+            sa, sb, seeds = design.same_seeds(ca[ka], cb[kb])
+            if seeds is not None:
+                notes.append(f"{probe} {label(ka)} − {label(kb)}: "
+                             f"{'not compared: ' if sa.empty else ''}{seeds}.")
+            if not sa.empty:
+                said = "; ".join(n for n in (note, seeds) if n) or None
+                out += _compared(probe, ka, kb, sa, sb, margins, alpha, common, said)
     return out, notes
 
 

@@ -154,3 +154,17 @@ def test_offline_mode_never_downloads(cache, monkeypatch):
     monkeypatch.setenv("BIASSCOPE_OFFLINE", "1")
     with pytest.raises(DataError, match="missing data file"):
         data_path("toy", "toy.txt")
+
+
+def test_a_data_dir_from_the_environment_is_named_as_such(cache, monkeypatch, capsys):
+    """A data dir set by $BIASSCOPE_DATA_DIR, not by a flag: a file missing there says to
+    unset the variable, not to drop a --data-dir the user never gave."""
+    from biasscope.cli.main import main
+
+    monkeypatch.setenv("BIASSCOPE_DATA_DIR", str(cache.parent / "mine"))
+    assert main(["items", "--probe", "winobias-gender", "--out", str(cache / "x.jsonl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("or unset BIASSCOPE_DATA_DIR") and "--data-dir" not in err
+    assert main(["items", "--probe", "winobias-gender", "--out", str(cache / "x.jsonl"),
+                 "--data-dir", str(cache.parent / "other")]) == 2
+    assert capsys.readouterr().err.strip().endswith("or drop --data-dir")

@@ -204,8 +204,10 @@ def _find(source: str, name: str, data_dir: str | os.PathLike[str] | None, downl
                 _verify_local(known, path)
             return path
         where = f"download {known.url}" if known else "add it"
-        raise DataError(f"missing data file {path}: {where} to that path, or drop "
-                        f"{option('data_dir')}")
+        # the user may never have given a --data-dir: name what set it
+        drop = (f"drop {option('data_dir')}" if data_dir is not None
+                else "unset BIASSCOPE_DATA_DIR")
+        raise DataError(f"missing data file {path}: {where} to that path, or {drop}")
     if known is None:
         raise DataError(f"unknown data file {source}/{name}; pass {option('data_dir')} with a "
                         "local copy")

@@ -168,3 +168,22 @@ def test_a_data_dir_from_the_environment_is_named_as_such(cache, monkeypatch, ca
     assert main(["items", "--probe", "winobias-gender", "--out", str(cache / "x.jsonl"),
                  "--data-dir", str(cache.parent / "other")]) == 2
     assert capsys.readouterr().err.strip().endswith("or drop --data-dir")
+
+
+def test_data_fetch_takes_the_data_dir_its_errors_offer(cache, monkeypatch, capsys, tmp_path):
+    """Offline, `data fetch` says "or pass --data-dir": it takes one, and checks the copy
+    there (the fixture's files are the user's own here, so they are listed as they are)."""
+    from biasscope.cli.main import main
+
+    monkeypatch.setenv("BIASSCOPE_OFFLINE", "1")
+    assert main(["data", "fetch", "winogender"]) == 2
+    assert capsys.readouterr().err.strip().endswith("or pass --data-dir")
+    mine = tmp_path / "mine"
+    (mine / "winogender").mkdir(parents=True)
+    for name in ("occupations-stats.tsv", "all_sentences.tsv", "templates.tsv"):
+        (mine / "winogender" / name).write_text("x\n")
+    assert main(["data", "fetch", "winogender", "--data-dir", str(mine)]) == 0
+    assert capsys.readouterr().out.count(str(mine / "winogender")) == 3
+    monkeypatch.setenv("BIASSCOPE_OWN_DATA", "0")
+    assert main(["data", "fetch", "winogender", "--data-dir", str(mine)]) == 2
+    assert "is not the pinned winogender/" in capsys.readouterr().err

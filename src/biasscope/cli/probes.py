@@ -33,7 +33,7 @@ def items(args: argparse.Namespace) -> int:
 def fetch(args: argparse.Namespace) -> int:
     from biasscope.data.sources import fetch
 
-    for path in fetch(args.source):
+    for path in fetch(args.source, args.data_dir):
         print(path)
     return 0
 
@@ -54,4 +54,7 @@ def register(sub: Any) -> None:
     data_sub = data.add_subparsers(dest="data_command", required=True)
     get = data_sub.add_parser("fetch", help="download and verify one source into the cache")
     get.add_argument("source", help=", ".join(sorted({source for source, _ in SOURCES})))
+    # its errors offer "or pass --data-dir" (a copy saved by hand), so it takes one
+    get.add_argument("--data-dir", help="check a local copy (<data-dir>/<source>/...) "
+                     "against the pinned checksums instead of downloading")
     get.set_defaults(func=fetch)

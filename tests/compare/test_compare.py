@@ -227,6 +227,9 @@ def test_power_from_a_pilot_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert re.search(r"detected a difference of (0\.0*[1-9][0-9]{0,2}|[1-9][0-9.]*) or more", gap)
     assert re.search(r", sd (0\.0*[1-9][0-9]{0,2}|[1-9][0-9.]*)\)", gap) and "e-" not in gap
     assert "pro − anti" in out
+    # each measure of a pilot has its own design: an asked one is refused, not ignored
+    assert main(["power", "--pilot", str(run), "--effect", "0.05", "--design", "paired"]) == 2
+    assert "--design paired is for a plan from --sd" in capsys.readouterr().err
 
 
 def test_a_ratio_score_is_planned_from_its_jackknife_sd() -> None:

@@ -109,6 +109,10 @@ def plan(config: PowerConfig) -> dict[str, Any]:
     if config.pilot is not None and config.sd is not None:
         raise BiasscopeError("--sd is for a plan without a run: --pilot measures each "
                              "measure's standard deviation in the run; drop one of them")
+    if config.pilot is not None and config.design != "two-groups":
+        raise BiasscopeError(f"--design {config.design} is for a plan from --sd: with --pilot "
+                             "each measure has its own (a gap between groups: two-groups; "
+                             "pro − anti, flips: paired); drop --design")
     notes: list[str] = []
     try:
         if config.pilot is not None:

@@ -674,6 +674,9 @@ def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
 @pytest.mark.parametrize(("argv", "said"), [
     (["power", "--pilot", "{tmp}/run", "--sd", "0.3", "--effect", "0.1"],
      "--sd is for a plan without a run: --pilot measures"),
+    (["power", "--sd", "1", "--margin", "0.1", "--effect", "0.1"],
+     "--effect 0.1 with --margin 0.1: the true difference equivalence is planned under must "
+     "be smaller than the margin"),
     (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--out", "{tmp}/r"],
      "--lora-alpha only applies with --lora-rank N (a LoRA fine-tune); give a rank, or drop it"),
     (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--lora-targets",

@@ -113,6 +113,11 @@ def plan(config: PowerConfig) -> dict[str, Any]:
         raise BiasscopeError(f"--design {config.design} is for a plan from --sd: with --pilot "
                              "each measure has its own (a gap between groups: two-groups; "
                              "pro − anti, flips: paired); drop --design")
+    if config.margin is not None and config.effect is not None \
+            and config.effect >= config.margin:
+        raise BiasscopeError(f"--effect {config.effect:g} with --margin {config.margin:g}: "
+                             "the true difference equivalence is planned under must be "
+                             "smaller than the margin; give a smaller --effect (default 0)")
     notes: list[str] = []
     try:
         if config.pilot is not None:

@@ -677,6 +677,8 @@ def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
     (["power", "--sd", "1", "--margin", "0.1", "--effect", "0.1"],
      "--effect 0.1 with --margin 0.1: the true difference equivalence is planned under must "
      "be smaller than the margin"),
+    (["power", "--sd", "1", "--margin", "0.1", "--alpha", "0.6", "--power", "0.9"],
+     "--alpha 0.6 with --margin: give a number between 0 and 0.5"),
     (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--out", "{tmp}/r"],
      "--lora-alpha only applies with --lora-rank N (a LoRA fine-tune); give a rank, or drop it"),
     (["intervene", "--model", "org/never-loaded", "--lora-alpha", "8", "--lora-targets",

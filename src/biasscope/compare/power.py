@@ -118,6 +118,9 @@ def plan(config: PowerConfig) -> dict[str, Any]:
         raise BiasscopeError(f"--effect {config.effect:g} with --margin {config.margin:g}: "
                              "the true difference equivalence is planned under must be "
                              "smaller than the margin; give a smaller --effect (default 0)")
+    if config.margin is not None and not 0 < config.alpha < 0.5:  # as compare's TOST takes
+        raise BiasscopeError(f"--alpha {config.alpha:g} with --margin: give a number between 0 "
+                             "and 0.5 (the level of each one-sided test of equivalence)")
     notes: list[str] = []
     try:
         if config.pilot is not None:

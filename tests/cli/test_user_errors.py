@@ -653,6 +653,9 @@ def test_every_option_the_code_names_is_one_the_command_line_has():
     (["compare", "{tmp}/nowhere", "{tmp}"], "{tmp}/nowhere does not exist: give the folder a "
      "biasscope command wrote"),
     (["compare", "{tmp}", "{tmp}"], "{tmp} has no run.json: it is not a run directory"),
+    (["compare", "{tmp}", "{tmp}", "--out", "{tmp}/file.txt"], "argument --out: "
+     "{tmp}/file.txt is a file: give a directory"),
+    (["compare", "{tmp}", "{tmp}", "--out", ""], "argument --out: give a directory"),
     (["power", "--pilot", "{tmp}/file.txt", "--effect", "0.1"], "--pilot {tmp}/file.txt is a "
      "file: give the folder a biasscope command wrote"),
     (["power", "--pilot", "{tmp}/nowhere", "--effect", "0.1"], "--pilot {tmp}/nowhere does not "

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from biasscope.core.config import POSITIVE, PROBABILITY, check_settings, setting
+from biasscope.store.directory import run_dir
 
 if TYPE_CHECKING:
     from biasscope.core.power import Design
@@ -26,7 +27,8 @@ class CompareConfig:
                                     "MEASURE=NUMBER (repeatable); defaults in docs/claims.md",
                                     many=True)
     alpha: float = setting(0.05, "level of each one-sided test", check=PROBABILITY)
-    out: str = setting("comparison", "directory for comparison.json and its page")
+    out: str = setting("comparison", "directory for comparison.json and its page",
+                       parse=run_dir)
 
     def __post_init__(self) -> None:
         check_settings(self)

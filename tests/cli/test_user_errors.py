@@ -693,6 +693,8 @@ def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
      "--sanity-lines 1-10 draws the sanity pairs, but --sanity-pairs 0 asks for none"),
     (["items", "--probe", "professional-bias", "--wordings", "", "--out", "{tmp}/i.jsonl"],
      "--wordings is empty: give builtin"),
+    (["items", "--probe", "professional-bias", "--out", ""],
+     "--out is empty: give the JSONL file to write the items to"),
     (["audit", "--probe", "professional-bias", "--wordings", " ", "--responses",
       "{tmp}/responses.jsonl", "--out", "{tmp}/r"], "--wordings is empty"),
     (["counterfactual", "--pairs", "{tmp}/pairs.jsonl", "--judge-model", NOWHERE, "--out",

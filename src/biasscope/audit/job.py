@@ -160,6 +160,8 @@ def _changed(settings: Any, default: Any) -> list[str]:
 
 def export(config: ItemsConfig) -> tuple[int, str]:
     """Write the items of the one probe ``config`` names; how many, and the probe's name."""
+    if not config.out.strip():  # Path("") is the working directory: "cannot write ."
+        raise BiasscopeError("--out is empty: give the JSONL file to write the items to")
     spec = ",".join(config.probe)
     probes = load_probes(spec, data_dir=config.data_dir, base_rate=config.base_rate,
                          flag="--probe", wordings=config.wordings)

@@ -232,6 +232,22 @@ def test_power_from_a_pilot_run(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "--design paired is for a plan from --sd" in capsys.readouterr().err
 
 
+def test_a_pilot_whose_values_do_not_vary_says_so(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Every prompt answered alike: the accuracy gap's items have no spread, so nothing can be
+    planned from them; the sentence says why instead of "a difference of n/a or more" (and the
+    asked effect no longer goes unanswered)."""
+    records = winobias_records(30)
+    records["option_logprobs"] = [[-1.0, -2.0, -3.0]] * len(records)
+    run = write_run(tmp_path / "flat", records)
+    assert main(["power", "--pilot", str(run), "--effect", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "n/a" not in out
+    gap = next(line for line in out.splitlines() if "accuracy gap" in line)
+    assert "with 30 items per group nothing can be planned from this run: its values do not " \
+           "vary" in gap and "--sd" in gap
+
+
 def test_a_ratio_score_is_planned_from_its_jackknife_sd() -> None:
     """A statistic without per-item values is planned from its jackknife standard error
     times √items: for a plain mean that is the items' own standard deviation, and the plan

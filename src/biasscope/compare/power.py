@@ -139,6 +139,11 @@ def plan(config: PowerConfig) -> dict[str, Any]:
 def _say(config: PowerConfig, row: dict[str, Any]) -> str:
     where = f"{row['probe']} {row['words']} at {row['checkpoint']}: " if "probe" in row else ""
     per = " per group" if row["design"] == "two-groups" else ""
+    if "detectable_now" in row and not math.isfinite(row["detectable_now"]):
+        n = row["items_per_group"]
+        why = f"fewer than 2 items{per}" if n < 2 else "its values do not vary"
+        return (where + f"with {n} items{per} nothing can be planned from this run: {why}; "
+                "plan with --sd (and no --pilot) from the standard deviation you expect")
     now = (f"with {row['items_per_group']} items{per} this run could have detected a "
            f"difference of {num(row['detectable_now'])} or more "
            f"({config.power:.0%} power, α = {config.alpha:g})" if "detectable_now" in row

@@ -425,3 +425,16 @@ def test_a_pair_whose_turns_are_no_chat_is_refused(tmp_path: Path, messages: str
     path.write_text(f'{{"id": "a", "messages": {messages}, "response": "Her."}}\n')
     with pytest.raises(BiasscopeError, match=f"pairs.jsonl:1: {re.escape(error)}"):
         read_items(path)
+
+
+def test_a_reward_model_and_a_judge_of_one_label_are_refused(tmp_path: Path) -> None:
+    """``--reward-model x=RM --judge-model x=SPEC``: both scorers were keyed 'x', so run.json
+    kept only the judge's settings and scores.jsonl mixed the rewards with the verdicts under
+    one scorer. Refused in one line before anything is written."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"id": "a", "prompt": "My wife?", "chosen": "Her.", "rejected": "No."}\n')
+    config = job.CounterfactualConfig(out=tmp_path / "run", pairs=str(path))
+    with pytest.raises(BiasscopeError, match="'x' names both a --reward-model and a "
+                                             "--judge-model"):
+        job.run(config, [Reward("x")], Judge([CannedGenerator(["A"], "x")]))
+    assert not (tmp_path / "run").exists()

@@ -67,6 +67,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         cf.check_judged(items, labels)
     models = list(reward_models) or _reward_models(config)
     judge = judge if judge is not None else _judge(config)
+    _check_distinct(models, judge)
     store = RunStore(Path(config.out))
     store.root.mkdir(parents=True, exist_ok=True)
     scorers: dict[str, Any] = {m.label: reward_settings(m) for m in models}  # + dtype
@@ -108,6 +109,18 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
             f"not written to {SCORES}: rerun the same command to ask the failed requests again.")
     write_json(store.summary_json, summary)
     return CounterfactualResult(summary, write_counterfactual_report(store.root))
+
+
+def _check_distinct(models: Sequence[Any], judge: Any) -> None:
+    """One line where a reward model and a judge share a label: run.json and scores.jsonl
+    key the scorers by it, so one's settings would replace the other's and their scores mix."""
+    if judge is None:
+        return
+    judged = {m.label for m in judge.models} | {"+".join(m.label for m in judge.models)}
+    if shared := [m.label for m in models if m.label in judged]:
+        raise BiasscopeError(f"{shared[0]!r} names both a --reward-model and a --judge-model "
+                             "(scores and settings are kept by name): name them apart with "
+                             "NAME=SPEC")
 
 
 def _incomplete(failed: list[dict[str, Any]]) -> dict[str, Any]:

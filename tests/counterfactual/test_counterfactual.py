@@ -438,3 +438,24 @@ def test_a_reward_model_and_a_judge_of_one_label_are_refused(tmp_path: Path) -> 
                                              "--judge-model"):
         job.run(config, [Reward("x")], Judge([CannedGenerator(["A"], "x")]))
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("line", [
+    {"id": "a", "prompt": "What is 2+2?", "chosen": "4", "rejected": "5", "group": "female"},
+    {"id": "a", "prompt": "Rate Sam.", "response": "Fit.",
+     "counterfactual": {"prompt": "Rate Sam.", "response": "Fit."}}])
+def test_a_pair_that_is_its_own_counterfactual_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], line: dict[str, Any]) -> None:
+    """A pair with no gendered word or listed name (the automatic swap changes nothing), or
+    whose given counterfactual is the original, compared a text with itself: with a 'group'
+    it was counted as a tie, and eight such pairs read "No evidence that it favours either
+    version". The built-in pairs skip these; the user's are refused, naming the line."""
+    path = tmp_path / "pairs.jsonl"
+    fine = {"id": "b", "prompt": "My wife?", "chosen": "Her.", "rejected": "No."}
+    path.write_text(json.dumps(fine) + "\n" + json.dumps(line) + "\n")
+    code = main(["counterfactual", "--pairs", str(path), "--judge-model", "canned:A",
+                 "--out", str(tmp_path / "run"), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "pairs.jsonl:2: the counterfactual is the same as the original" in err
+    assert not (tmp_path / "run").exists()

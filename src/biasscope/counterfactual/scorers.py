@@ -119,7 +119,8 @@ def _side(record: dict[str, Any], where: str) -> Side:
 
 def read_items(path: PathLike) -> list[Item]:
     """The user's pairs (see the module doc). Each ``id`` once (a pair without one is named by
-    its line number); ``counterfactual`` an object, or left out (null) for the automatic swap."""
+    its line number); ``counterfactual`` an object, or left out (null) for the automatic swap;
+    either way other than the original (the built-in pairs skip those with nothing to swap)."""
     items: list[Item] = []
     lines: dict[str, tuple[int, bool]] = {}  # id -> the line that used it, whether it gave it
     for number, record in read_jsonl(path):
@@ -144,6 +145,10 @@ def read_items(path: PathLike) -> list[Item]:
             _swap(original)
         if (swapped.rejected is None) != (original.rejected is None):
             raise DataError(f"{where}: give 'rejected' in both members or in neither")
+        if swapped == original:  # a text compared with itself: a tie that measures nothing
+            raise DataError(f"{where}: the counterfactual is the same as the original (no "
+                            "gendered word or listed first name to swap): give a "
+                            "'counterfactual' that differs, or drop the pair")
         group = record.get("group")
         if group is not None and group not in ("female", "male"):
             raise DataError(f"{where}: 'group' {json.dumps(group)[:40]}: give female or male "

@@ -38,7 +38,7 @@ def _job(path: Path, number: int, data: Any, params: GenerateParams) -> Job:
     where = f"{path}:{number}"
     if not isinstance(data, dict):
         raise BiasscopeError(f"{where}: expected a JSON object")
-    rid = str(data.get("id", number))
+    rid = _request_id(data, number, where)
     options = data.get("options")
     if options is not None and not (isinstance(options, list) and options
                                     and all(isinstance(o, str) for o in options)):
@@ -57,6 +57,18 @@ def _job(path: Path, number: int, data: Any, params: GenerateParams) -> Job:
     else:
         raise BiasscopeError(f"{where}: needs a 'prompt' string or a 'messages' list")
     return Job(request, tuple(options) if options else None)
+
+
+def _request_id(data: dict[str, Any], number: int, where: str) -> str:
+    """The line's ``id`` as text (a string or an integer), else its line number: a null,
+    boolean or object would come back as "None", "True" or its repr, which names no line."""
+    if "id" not in data:
+        return str(number)
+    rid = data["id"]
+    if isinstance(rid, bool) or not isinstance(rid, str | int) or str(rid) == "":
+        raise BiasscopeError(f"{where}: 'id' {json.dumps(rid)[:40]}: give a non-empty string or "
+                             "an integer, or leave it out (the line number is then the id)")
+    return str(rid)
 
 
 def read_jobs(path: str | os.PathLike[str], params: GenerateParams) -> list[Job]:

@@ -1,0 +1,35 @@
+"""``biasscope generate``'s input lines: what a careless user writes is refused in one line
+naming the file, the line and the field, before any request is sent or the output written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from biasscope.cli.main import main
+
+
+def _refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str) -> str:
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "fine", "prompt": "ok"}\n' + line + "\n")
+    out = tmp_path / "out.jsonl"
+    out.write_text("earlier answers\n")
+    code = main(["generate", "--model", "canned:yes", "--input", str(path), "--out", str(out),
+                 "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert out.read_text() == "earlier answers\n"
+    return err
+
+
+@pytest.mark.parametrize("given", [None, True, "", {"a": 1}, [1], 1.5])
+def test_an_id_that_is_no_string_or_integer_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], given: object) -> None:
+    """``"id": null`` came back as the id "None" (``true`` as "True", an object as its
+    Python repr), which matches no line of the input: ids are refused as counterfactual's
+    pairs refuse them."""
+    line = json.dumps({"id": given, "prompt": "hi"})
+    err = _refused(tmp_path, capsys, line)
+    assert f"in.jsonl:2: 'id' {json.dumps(given)}: give a non-empty string or an integer" in err

@@ -33,3 +33,19 @@ def test_an_id_that_is_no_string_or_integer_is_refused(
     line = json.dumps({"id": given, "prompt": "hi"})
     err = _refused(tmp_path, capsys, line)
     assert f"in.jsonl:2: 'id' {json.dumps(given)}: give a non-empty string or an integer" in err
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    (["yes", "yes"], "'yes' given twice"),
+    (["Yes", " yes"], "' yes' given twice"),
+    (["", "no"], "'' has no text"),
+    (["yes", "  "], "'  ' has no text")])
+def test_options_that_cannot_be_told_apart_are_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str],
+        said: str) -> None:
+    """Answers are matched to options case-blind and without surrounding spaces: an option
+    given twice (["Yes", "yes"]) put every logprob on both, so none counted, and an empty one
+    could never be the answer; each was read without a word."""
+    line = json.dumps({"id": "q", "prompt": "Yes or no?", "options": options})
+    err = _refused(tmp_path, capsys, line)
+    assert f"in.jsonl:2: 'options': {said}" in err and "distinct" in err

@@ -22,7 +22,7 @@ from biasscope.backends.cache import Cached, ResponseCache, Usage
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_jsonl
 from biasscope.generate.settings import GenerateConfig as GenerateConfig
-from biasscope.probes.choices import read_choice
+from biasscope.probes.choices import normalise, read_choice
 from biasscope.store.files import write_bytes
 
 ROLES = ("system", "user", "assistant")
@@ -43,6 +43,7 @@ def _job(path: Path, number: int, data: Any, params: GenerateParams) -> Job:
     if options is not None and not (isinstance(options, list) and options
                                     and all(isinstance(o, str) for o in options)):
         raise BiasscopeError(f"{where}: 'options' must be a non-empty list of strings")
+    _check_options(options or [], where)
     if "messages" in data:
         messages = data["messages"]
         if not isinstance(messages, list) or not messages or not all(
@@ -57,6 +58,19 @@ def _job(path: Path, number: int, data: Any, params: GenerateParams) -> Job:
     else:
         raise BiasscopeError(f"{where}: needs a 'prompt' string or a 'messages' list")
     return Job(request, tuple(options) if options else None)
+
+
+def _check_options(options: Sequence[str], where: str) -> None:
+    """One line for an option with no text or one given twice: answers are matched case-blind
+    without surrounding spaces, so such options cannot be told apart (or never answered)."""
+    seen: set[str] = set()
+    for option in options:
+        key = normalise(option).lower()
+        why = "has no text" if not key else "given twice" if key in seen else ""
+        if why:
+            raise BiasscopeError(f"{where}: 'options': {option!r} {why}; give distinct options "
+                                 "(compared without case and surrounding spaces)")
+        seen.add(key)
 
 
 def _request_id(data: dict[str, Any], number: int, where: str) -> str:

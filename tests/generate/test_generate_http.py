@@ -228,3 +228,29 @@ def test_bad_input_lines_name_file_and_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and f"{bad}:2: needs a 'prompt'" in err and "Traceback" not in err
     assert not Path(tmp_path / "o.jsonl").exists()
+
+
+def test_a_run_stopped_midway_keeps_the_answers_it_paid_for(tmp_path, monkeypatch):
+    """Answers reached the cache only when their chunk of 256 was done: a run killed (or
+    stopped by a revoked key) after 137 answers had cached none, and the rerun paid for all
+    300 again. Each answer is cached as it arrives; the rerun sends only the rest."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text("".join(json.dumps({"id": i, "prompt": f"p{i}"}) + "\n"
+                               for i in range(5)))
+    revoked = True
+
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if revoked and body.get("prompt") == "p3":  # the key is revoked mid-run
+            return Reply(401, {"error": {"message": "revoked"}})
+        return Reply(body=completion(" yes"))
+
+    with serve(script) as server:
+        args = ["generate", "--model", f"openai-compatible:{server.base_url}#m", "--input",
+                str(prompts), "--out", str(tmp_path / "out.jsonl"), "--concurrency", "1",
+                "--cache", str(tmp_path / "cache.sqlite")]
+        assert main(args) == 2 and not (tmp_path / "out.jsonl").exists()
+        assert len(ResponseCache(tmp_path / "cache.sqlite")) == 3  # p0, p1, p2
+        revoked, sent = False, len(server.generation_calls())
+        assert main(args) == 0
+        assert len(server.generation_calls()) - sent == 2  # p3 and p4 only

@@ -10,6 +10,7 @@ machine; failures are never cached, so a rerun retries them.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import sqlite3
@@ -155,15 +156,30 @@ class Cached:
         tokenize = getattr(self.inner, "tokenize", None)
         return tokenize(text) if tokenize is not None else None
 
+    def _send(self, todo: dict[str, GenerateRequest]) -> list[Generation]:
+        """The misses' answers, each cached as it arrives where the backend tells them one by
+        one (an HTTP backend): a run stopped midway keeps every answer it paid for."""
+        cache, keys = self.cache, list(todo)
+        if cache is None:
+            return self.inner.generate(list(todo.values()))
+        try:
+            told = "on_answer" in inspect.signature(self.inner.generate).parameters
+        except (TypeError, ValueError):  # not introspectable: answers cached at the end
+            told = False
+        if told:
+            return self.inner.generate(list(todo.values()),  # type: ignore[call-arg]
+                                       on_answer=lambda i, g: cache.put(keys[i], g))
+        answers = self.inner.generate(list(todo.values()))
+        for key, generation in zip(keys, answers):
+            cache.put(key, generation)
+        return answers
+
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         identity = self.inner.identity()
         keys = [request_key(identity, r) for r in requests]
         hits = self.cache.get_many(keys) if self.cache is not None else {}
         todo = {k: r for k, r in zip(keys, requests) if k not in hits}
-        fresh = dict(zip(todo, self.inner.generate(list(todo.values())))) if todo else {}
-        for key, generation in fresh.items():
-            if self.cache is not None:
-                self.cache.put(key, generation)
+        fresh = dict(zip(todo, self._send(todo))) if todo else {}
         out, counted = [], set[str]()
         for key in keys:
             if key in hits:

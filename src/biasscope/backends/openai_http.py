@@ -22,7 +22,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,6 +33,8 @@ from biasscope.core.renamed import renamed
 
 OPENAI_URL = "https://api.openai.com/v1"
 T = TypeVar("T")
+#: Told each answer as it arrives: its index among the requests, and the answer.
+Answered = Callable[[int, Generation], None]
 
 
 @dataclass(frozen=True)
@@ -165,17 +167,22 @@ class OpenAIGenerator:
         return _openai().AsyncOpenAI(base_url=self.base_url, api_key=self._api_key,
                                      max_retries=0, timeout=self.config.timeout)
 
-    def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
-        return run_sync(self.agenerate(requests))
+    def generate(self, requests: Sequence[GenerateRequest],
+                 on_answer: Answered | None = None) -> list[Generation]:
+        """The answers in order; ``on_answer(i, answer)`` as each arrives, so that a run
+        stopped midway (killed, a key revoked) has kept what it paid for."""
+        return run_sync(self.agenerate(requests, on_answer))
 
-    async def agenerate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
+    async def agenerate(self, requests: Sequence[GenerateRequest],
+                        on_answer: Answered | None = None) -> list[Generation]:
         if not requests:
             return []
         async with self._client() as client:
             if not self._checked:
                 await self._check(client)
             gate = asyncio.Semaphore(max(1, self.config.concurrency))
-            tasks = [asyncio.ensure_future(self._one(client, gate, r)) for r in requests]
+            tasks = [asyncio.ensure_future(self._told(client, gate, r, i, on_answer))
+                     for i, r in enumerate(requests)]
             try:
                 return list(await asyncio.gather(*tasks))
             except BaseException:
@@ -203,6 +210,13 @@ class OpenAIGenerator:
             raise ModelError(f"{self.label}: {self.base_url} does not serve {self.model!r}; it "
                              f"serves {', '.join(sorted(served)[:10])}")
         self._checked = True
+
+    async def _told(self, client: Any, gate: asyncio.Semaphore, request: GenerateRequest,
+                    index: int, on_answer: Answered | None) -> Generation:
+        generation = await self._one(client, gate, request)
+        if on_answer is not None:
+            on_answer(index, generation)
+        return generation
 
     async def _one(self, client: Any, gate: asyncio.Semaphore,
                    request: GenerateRequest) -> Generation:

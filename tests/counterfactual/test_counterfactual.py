@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -459,3 +460,43 @@ def test_a_pair_that_is_its_own_counterfactual_is_refused(
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "pairs.jsonl:2: the counterfactual is the same as the original" in err
     assert not (tmp_path / "run").exists()
+
+
+def _one_scorer(out: Path, pairs: Path, label: str, barrier: Any) -> None:
+    barrier.wait()
+    job.run(job.CounterfactualConfig(out=out, pairs=str(pairs)), [Reward(label)])
+
+
+def test_two_runs_into_one_out_keep_both_scorers(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """One process per reward model, started together into one --out: each read the
+    scores.jsonl lines it keeps, then wrote its own over the other's, so run.json listed both
+    scorers and scores.jsonl held one. Real processes (fork), the read slowed down so that
+    without the run's lock they always interleave."""
+    import multiprocessing
+
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
+                                        "chosen": "Ask her.", "rejected": "No."}) + "\n"
+                            for i in range(4)))
+    real = job._kept
+
+    def slow(*args: Any) -> Any:
+        found = real(*args)
+        time.sleep(0.5)
+        return found
+
+    monkeypatch.setattr(job, "_kept", slow)
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_one_scorer, args=(tmp_path / "run", path, label, barrier))
+             for label in ("a", "b")]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    lines = (tmp_path / "run" / "scores.jsonl").read_text().splitlines()
+    assert sorted({json.loads(x)["scorer"] for x in lines}) == ["a", "b"] and len(lines) == 32
+    recorded = json.loads((tmp_path / "run" / "run.json").read_text())["settings"]["scorers"]
+    assert sorted(recorded) == ["a", "b"]

@@ -37,6 +37,7 @@ from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.sensitivity import hh_count, reward_settings
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
+from biasscope.store.locks import run_lock
 from biasscope.store.run_json import start_run
 from biasscope.store.settings import gain_identity, merge_settings
 
@@ -88,27 +89,31 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     failed = [row for row in rows if (row.get("answers") or {}).get("failed_calls")]
     incomplete = {row["scorer"] for row in failed}
     records = [r for row in rows for r in row.pop("records") if row["scorer"] not in incomplete]
-    kept, others = _kept(store.root / SCORES, {row["scorer"] for row in rows} - incomplete)
-    others = [o for o in others if o not in incomplete]  # summarised here, if not stored
-    store.check_same_folder()
-    write_bytes(store.root / SCORES, "".join(
-        json.dumps(r, ensure_ascii=False) + "\n" for r in [*kept, *records]).encode("utf-8"))
-    summary = {"pairs": len(items), "source": config.pairs, **cf.summarise(rows)}
-    if others:
-        summary["kept"] = others
-        summary["sentences"].append(
-            f"This run scored {', '.join(r['scorer'] for r in rows)}; the scores of "
-            f"{', '.join(others)} from an earlier run are kept in {SCORES} but not summarised "
-            "here: rerun with every scorer to summarise them together.")
-    if failed:
-        summary["incomplete"] = _incomplete(failed)
-        summary["sentences"].append(
-            f"{', '.join(r['scorer'] for r in failed)}: {summary['incomplete']['failed_requests']}"
-            f" of {summary['incomplete']['requests']} requests failed, so this run's answers of "
-            f"{'this scorer' if len(failed) == 1 else 'these scorers'} are summarised here but "
-            f"not written to {SCORES}: rerun the same command to ask the failed requests again.")
-    write_json(store.summary_json, summary)
-    return CounterfactualResult(summary, write_counterfactual_report(store.root))
+    # Under the run's lock: another run into this --out (another scorer) reads and rewrites
+    # scores.jsonl too, and would write its kept lines over this run's.
+    with run_lock(store):
+        kept, others = _kept(store.root / SCORES, {row["scorer"] for row in rows} - incomplete)
+        others = [o for o in others if o not in incomplete]  # summarised here, if not stored
+        store.check_same_folder()
+        write_bytes(store.root / SCORES, "".join(
+            json.dumps(r, ensure_ascii=False) + "\n" for r in [*kept, *records]).encode("utf-8"))
+        summary = {"pairs": len(items), "source": config.pairs, **cf.summarise(rows)}
+        if others:
+            summary["kept"] = others
+            summary["sentences"].append(
+                f"This run scored {', '.join(r['scorer'] for r in rows)}; the scores of "
+                f"{', '.join(others)} from an earlier run are kept in {SCORES} but not summarised "
+                "here: rerun with every scorer to summarise them together.")
+        if failed:
+            summary["incomplete"] = missing = _incomplete(failed)
+            summary["sentences"].append(
+                f"{', '.join(r['scorer'] for r in failed)}: {missing['failed_requests']} of "
+                f"{missing['requests']} requests failed, so this run's answers of "
+                f"{'this scorer' if len(failed) == 1 else 'these scorers'} are summarised here "
+                f"but not written to {SCORES}: rerun the same command to ask the failed "
+                "requests again.")
+        write_json(store.summary_json, summary)
+        return CounterfactualResult(summary, write_counterfactual_report(store.root))
 
 
 def _check_distinct(models: Sequence[Any], judge: Any) -> None:

@@ -500,3 +500,20 @@ def test_two_runs_into_one_out_keep_both_scorers(tmp_path: Path,
     assert sorted({json.loads(x)["scorer"] for x in lines}) == ["a", "b"] and len(lines) == 32
     recorded = json.loads((tmp_path / "run" / "run.json").read_text())["settings"]["scorers"]
     assert sorted(recorded) == ["a", "b"]
+
+
+@pytest.mark.parametrize(("flag", "said"), [
+    ("--labels", "--labels is empty: give a JSON file of label name: description"),
+    ("--pairs", "--pairs is empty: give hh-rlhf:harmless-base:N or a JSONL file of pairs")])
+def test_an_empty_labels_or_pairs_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             flag: str, said: str) -> None:
+    """``--labels "$LABELS"`` with the variable unset judged pairwise instead of classifying
+    (exit 0); ``--pairs ""`` said ".: cannot read (Is a directory)"."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"id": "a", "prompt": "My wife?", "chosen": "Her.", "rejected": "No."}\n')
+    argv = {"--pairs": str(path), "--labels": str(tmp_path / "labels.json"), flag: ""}
+    code = main(["counterfactual", "--judge-model", "canned:A", "--no-cache", "--out",
+                 str(tmp_path / "run"), *[x for k, v in argv.items() for x in (k, v)]])
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()

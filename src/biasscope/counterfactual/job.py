@@ -54,9 +54,16 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         judge: Any = None) -> CounterfactualResult:
     """Score the pairs with every scorer; ``reward_models``/``judge`` already loaded are
     used as given (tests, notebooks), else they are loaded from ``config``."""
+    # An empty value (an unset "$VARIABLE") is a mistake: --labels "" judged pairwise.
+    if not config.pairs.strip():
+        raise BiasscopeError("--pairs is empty: give hh-rlhf:harmless-base:N or a JSONL file "
+                             "of pairs")
+    if config.labels is not None and not config.labels.strip():
+        raise BiasscopeError("--labels is empty: give a JSON file of label name: description, "
+                             "or leave it out to judge pairwise")
     items, source_sha = _items(config)
     # Everything that can be checked is checked before any model loads.
-    labels = read_labels(config.labels) if config.labels else None
+    labels = read_labels(config.labels) if config.labels is not None else None
     judged = judge is not None or bool(config.judges)
     if not (reward_models or config.reward_models or judged):
         raise BiasscopeError("give a --reward-model or a --judge-model to check")

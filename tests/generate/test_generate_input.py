@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from biasscope.backends.cache import ResponseCache
 from biasscope.cli.main import main
 
 
@@ -49,3 +50,20 @@ def test_options_that_cannot_be_told_apart_are_refused(
     line = json.dumps({"id": "q", "prompt": "Yes or no?", "options": options})
     err = _refused(tmp_path, capsys, line)
     assert f"in.jsonl:2: 'options': {said}" in err and "distinct" in err
+
+
+def test_the_output_never_replaces_the_response_cache(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--out`` naming the ``--cache`` file replaced the SQLite cache with the answers: every
+    answer any run had paid for was lost (as --out naming the --input is refused)."""
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "a", "prompt": "ok"}\n')
+    cache = tmp_path / "cache.sqlite"
+    assert main(["generate", "--model", "canned:yes", "--input", str(path), "--out",
+                 str(tmp_path / "out.jsonl"), "--cache", str(cache)]) == 0
+    capsys.readouterr()
+    code = main(["generate", "--model", "canned:yes", "--input", str(path), "--out",
+                 str(tmp_path / "." / "cache.sqlite"), "--cache", str(cache)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is the --cache file" in err
+    assert len(ResponseCache(cache)) == 1  # the answer paid for is still there

@@ -120,6 +120,9 @@ def generate_file(generator: Generator, source: str | os.PathLike[str],
     if output.resolve() == Path(source).resolve():
         raise BiasscopeError(f"--out {output} is the --input file; the answers would replace "
                              "the requests: write them to another file")
+    if cache is not None and output.resolve() == cache.path.resolve():
+        raise BiasscopeError(f"--out {output} is the --cache file; the answers would replace "
+                             "every cached answer: write them to another file")
     cached = Cached(generator, cache)
     start = time.monotonic()
     rows: list[dict[str, Any]] = []

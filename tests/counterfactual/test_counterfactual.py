@@ -517,3 +517,18 @@ def test_an_empty_labels_or_pairs_is_refused(tmp_path: Path, capsys: pytest.Capt
     err = capsys.readouterr().err
     assert code == 2 and said in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("fields", "error"), [
+    ({"prompt": "My wife?", "messages": [{"role": "user", "content": "My son?"}],
+      "response": "Her."}, "gives both 'prompt' and 'messages'"),
+    ({"prompt": "My wife?", "chosen": "Her.", "response": "Him."},
+     "gives both 'chosen' and 'response'")])
+def test_a_pair_giving_a_field_twice_is_refused(tmp_path: Path, fields: dict[str, object],
+                                                error: str) -> None:
+    """'messages' beat 'prompt' and 'chosen' beat 'response' without a word: the pair scored
+    was not the one the user may have meant."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps({"id": "a", **fields}) + "\n")
+    with pytest.raises(BiasscopeError, match=f"pairs.jsonl:1: {re.escape(error)}: keep one"):
+        read_items(path)

@@ -67,3 +67,12 @@ def test_the_output_never_replaces_the_response_cache(
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "is the --cache file" in err
     assert len(ResponseCache(cache)) == 1  # the answer paid for is still there
+
+
+def test_a_line_with_both_a_prompt_and_messages_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """'messages' won and the 'prompt' was dropped without a word."""
+    line = json.dumps({"id": "q", "prompt": "Hi", "messages": [{"role": "user",
+                                                                "content": "Hello"}]})
+    err = _refused(tmp_path, capsys, line)
+    assert "in.jsonl:2: gives both 'prompt' and 'messages': keep one" in err

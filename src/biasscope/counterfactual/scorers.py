@@ -93,6 +93,9 @@ ROLES = ("system", "user", "assistant")
 
 
 def _side(record: dict[str, Any], where: str) -> Side:
+    for one, other in (("prompt", "messages"), ("chosen", "response")):
+        if one in record and other in record:  # one would be dropped without a word
+            raise DataError(f"{where}: gives both '{one}' and '{other}': keep one")
     if "messages" in record:
         messages = record["messages"]
         if not isinstance(messages, list) or not messages:

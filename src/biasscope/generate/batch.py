@@ -44,6 +44,8 @@ def _job(path: Path, number: int, data: Any, params: GenerateParams) -> Job:
                                     and all(isinstance(o, str) for o in options)):
         raise BiasscopeError(f"{where}: 'options' must be a non-empty list of strings")
     _check_options(options or [], where)
+    if "messages" in data and "prompt" in data:  # one would be dropped without a word
+        raise BiasscopeError(f"{where}: gives both 'prompt' and 'messages': keep one")
     if "messages" in data:
         messages = data["messages"]
         if not isinstance(messages, list) or not messages or not all(

@@ -314,7 +314,7 @@ def test_a_rerun_in_another_dtype_is_refused_not_mixed(tmp_path: Path) -> None:
       '{"id": 1, "prompt": "My son?", "response": "Him."}'],
      "pairs.jsonl:2: id '1' already used on line 1 (it has no id: its line number is its id)"),
     (['{"id": null, "prompt": "My wife?", "response": "Her."}'],
-     "pairs.jsonl:1: 'id' null: give a non-empty string or a number"),
+     "pairs.jsonl:1: 'id' null: give a non-empty string or an integer"),
     (['{"id": "a", "prompt": "My wife?", "response": "Her.", "counterfactual": "oops"}'],
      "pairs.jsonl:1: 'counterfactual' \"oops\": give an object with the pair's keys"),
 ])

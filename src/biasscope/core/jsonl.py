@@ -68,6 +68,19 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
         yield number, value
 
 
+def line_id(record: dict[str, Any], number: int, where: str,
+            error: type[BiasscopeError] = BiasscopeError) -> str:
+    """A line's ``id`` as text (a non-empty string or an integer), else its line number: a
+    null, boolean or object would come back as "None", "True" or its repr, naming no line."""
+    if "id" not in record:
+        return str(number)
+    given = record["id"]
+    if isinstance(given, bool) or not isinstance(given, str | int) or str(given) == "":
+        raise error(f"{where}: 'id' {json.dumps(given)[:40]}: give a non-empty string or an "
+                    "integer, or leave it out (the line number is then the id)")
+    return str(given)
+
+
 # A JSON escape in the surrogate range: only lines holding one need the walk below.
 _ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 _SURROGATE = re.compile("[\ud800-\udfff]")

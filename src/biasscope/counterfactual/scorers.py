@@ -27,7 +27,7 @@ from typing import Any
 from biasscope.backends.base import RewardScorer, Scored
 from biasscope.core.errors import DataError
 from biasscope.core.gender_swap import has_gendered
-from biasscope.core.jsonl import read_jsonl
+from biasscope.core.jsonl import line_id, read_jsonl
 from biasscope.core.numbers import p_is, percent, pvalue
 from biasscope.core.stats import adjust_pvalues, wilson
 from biasscope.counterfactual.statistics import (
@@ -130,7 +130,7 @@ def read_items(path: PathLike) -> list[Item]:
         where = f"{path}:{number}"
         if not isinstance(record, dict):
             raise DataError(f"{where}: expected a JSON object")
-        pid = _pair_id(record, number, where)
+        pid = line_id(record, number, where, DataError)
         if pid in lines:
             line, named = lines[pid]
             why = "" if named else " (it has no id: its line number is its id)"
@@ -162,17 +162,6 @@ def read_items(path: PathLike) -> list[Item]:
     if not items:
         raise DataError(f"{path}: no pairs")
     return items
-
-
-def _pair_id(record: dict[str, Any], number: int, where: str) -> str:
-    """The pair's ``id`` as text (a string or an integer), else its line number."""
-    if "id" not in record:
-        return str(number)
-    pid = record["id"]
-    if isinstance(pid, bool) or not isinstance(pid, str | int) or str(pid) == "":
-        raise DataError(f"{where}: 'id' {json.dumps(pid)[:40]}: give a non-empty string or "
-                        "a number, or leave it out (the line number is then the id)")
-    return str(pid)
 
 
 def items_sha256(items: Sequence[Item]) -> str:

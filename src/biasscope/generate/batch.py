@@ -20,7 +20,7 @@ from typing import Any
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, Generator
 from biasscope.backends.cache import Cached, ResponseCache, Usage
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.jsonl import read_jsonl
+from biasscope.core.jsonl import line_id, read_jsonl
 from biasscope.generate.settings import GenerateConfig as GenerateConfig
 from biasscope.probes.choices import normalise, read_choice
 from biasscope.store.files import write_bytes
@@ -38,7 +38,7 @@ def _job(path: Path, number: int, data: Any, params: GenerateParams) -> Job:
     where = f"{path}:{number}"
     if not isinstance(data, dict):
         raise BiasscopeError(f"{where}: expected a JSON object")
-    rid = _request_id(data, number, where)
+    rid = line_id(data, number, where)
     options = data.get("options")
     if options is not None and not (isinstance(options, list) and options
                                     and all(isinstance(o, str) for o in options)):
@@ -73,18 +73,6 @@ def _check_options(options: Sequence[str], where: str) -> None:
             raise BiasscopeError(f"{where}: 'options': {option!r} {why}; give distinct options "
                                  "(compared without case and surrounding spaces)")
         seen.add(key)
-
-
-def _request_id(data: dict[str, Any], number: int, where: str) -> str:
-    """The line's ``id`` as text (a string or an integer), else its line number: a null,
-    boolean or object would come back as "None", "True" or its repr, which names no line."""
-    if "id" not in data:
-        return str(number)
-    rid = data["id"]
-    if isinstance(rid, bool) or not isinstance(rid, str | int) or str(rid) == "":
-        raise BiasscopeError(f"{where}: 'id' {json.dumps(rid)[:40]}: give a non-empty string or "
-                             "an integer, or leave it out (the line number is then the id)")
-    return str(rid)
 
 
 def read_jobs(path: str | os.PathLike[str], params: GenerateParams) -> list[Job]:

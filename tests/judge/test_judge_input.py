@@ -32,6 +32,10 @@ def _jsonl(path: Path, rows: list[Any]) -> Path:
      ":3: id '2' already used on line 2"),
     ([{**PAIRS[0], "id": None}], ":1: 'id' must be a non-empty string or a whole number, "
                                  "not null"),
+    # A text beside a pair: the pair was dropped without a word (or, without --labels, the
+    # error asked for a label set).
+    ([{**PAIRS[0], "text": "4"}, {**PAIRS[1], "text": "Paris"}],
+     ":1: gives both 'text' (classification) and 'prompt', 'a', 'b' (pairwise): keep one"),
 ])
 def test_bad_input_lines_are_one_line_errors_before_anything_is_written(
         tmp_path, capsys, rows, said):

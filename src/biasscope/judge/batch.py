@@ -69,6 +69,11 @@ def read_task(path: str | os.PathLike[str]) -> Task:
                                  f"{lines[str(item_id)]}; give each line a unique 'id'")
         lines[str(item_id)] = number
         ids.append(str(item_id))
+        if row.get("text") is not None and any(row.get(k) is not None
+                                               for k in ("prompt", "a", "b")):
+            # One would be dropped without a word: the pair, or the text.
+            raise BiasscopeError(f"{where}: gives both 'text' (classification) and 'prompt', "
+                                 "'a', 'b' (pairwise): keep one")
         if isinstance(row.get("text"), str):
             texts.append(row["text"])
         elif all(isinstance(row.get(k), str) for k in ("prompt", "a", "b")):

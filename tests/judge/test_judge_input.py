@@ -36,6 +36,10 @@ def _jsonl(path: Path, rows: list[Any]) -> Path:
     # error asked for a label set).
     ([{**PAIRS[0], "text": "4"}, {**PAIRS[1], "text": "Paris"}],
      ":1: gives both 'text' (classification) and 'prompt', 'a', 'b' (pairwise): keep one"),
+    ([{**PAIRS[0], "b": 5}], ":1: 'b' must be a string (response b), not 5"),
+    ([{**PAIRS[0], "prompt": ["q"]}], ":1: 'prompt' must be a string (the user's message), "
+                                      "not [\"q\"]"),
+    ([{"id": "t", "text": 3}], ":1: 'text' must be a string (the text to classify), not 3"),
 ])
 def test_bad_input_lines_are_one_line_errors_before_anything_is_written(
         tmp_path, capsys, rows, said):

@@ -30,6 +30,9 @@ from biasscope.store.run_json import refuse_foreign_folder, start_run
 from biasscope.store.settings import gain_identity, merge_settings
 
 VERDICTS = "verdicts.jsonl"
+#: An item's text fields and what each holds, for the line that names one of another type.
+TEXT_FIELDS = {"text": "the text to classify", "prompt": "the user's message",
+               "a": "response a", "b": "response b"}
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,10 @@ def read_task(path: str | os.PathLike[str]) -> Task:
             # One would be dropped without a word: the pair, or the text.
             raise BiasscopeError(f"{where}: gives both 'text' (classification) and 'prompt', "
                                  "'a', 'b' (pairwise): keep one")
+        for key, what in TEXT_FIELDS.items():
+            if row.get(key) is not None and not isinstance(row[key], str):
+                raise BiasscopeError(f"{where}: {key!r} must be a string ({what}), not "
+                                     f"{json.dumps(row[key])[:40]}")
         if isinstance(row.get("text"), str):
             texts.append(row["text"])
         elif all(isinstance(row.get(k), str) for k in ("prompt", "a", "b")):

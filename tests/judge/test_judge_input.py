@@ -61,3 +61,17 @@ def test_judge_audit_refuses_the_order_flags_it_would_ignore(tmp_path, flag) -> 
         main(["judge-audit", "--model", "canned:A", "--input", str(tmp_path / "x.jsonl"),
               "--out", str(tmp_path / "run"), *flag])
     assert stop.value.code == 2 and not (tmp_path / "run").exists()
+
+
+def test_a_label_named_twice_is_refused_naming_the_file(tmp_path, capsys) -> None:
+    """JSON keeps the last of two equal names: a label set of three with one named twice was
+    judged as two labels, the first description gone, without a word."""
+    texts = _jsonl(tmp_path / "texts.jsonl", [{"id": 1, "text": "I am glad."}])
+    labels = tmp_path / "labels.json"
+    labels.write_text('{"POS": "Happy.", "NEG": "Sad.", "POS": "Calm."}')
+    out = tmp_path / "run"
+    assert main(["judge", "--model", "canned:A", "--input", str(texts), "--labels",
+                 str(labels), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{labels}: label 'POS' is named twice; give each label once" in err
+    assert err.count("\n") == 1 and not out.exists()

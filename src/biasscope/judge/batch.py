@@ -107,13 +107,22 @@ def read_labels(path: str | os.PathLike[str]) -> dict[str, str]:
     text = read_text(path)
     check_length(text, MAX_TEMPLATE, str(path), 1, "the label set")
     try:
-        labels = json.loads(text)
+        labels = json.loads(text, object_pairs_hook=lambda pairs: _once(pairs, path))
     except (json.JSONDecodeError, RecursionError) as exc:
         raise BiasscopeError(f"{path}: cannot read a label set ({exc})") from None
     if not isinstance(labels, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
         raise BiasscopeError(f"{path}: write the labels as a JSON object of name: description")
     return labels
+
+
+def _once(pairs: list[tuple[str, Any]], path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A JSON object whose names differ: JSON keeps the last of two equal ones, so a label
+    named twice would be judged as one, its first description gone without a word."""
+    names = [name for name, _ in pairs]
+    if twice := next((name for name in names if names.count(name) > 1), None):
+        raise BiasscopeError(f"{path}: label {twice!r} is named twice; give each label once")
+    return dict(pairs)
 
 
 def verdict_row(item_id: str, verdict: Verdict) -> dict[str, Any]:

@@ -202,3 +202,25 @@ def test_a_judge_that_prefers_the_middle_label_shows_no_position_preference() ->
     first = _position(verdicts(lambda o: o[0], order), verdicts(lambda o: o[0], order[::-1]),
                       3)["first_slot_rate"]
     assert first["estimate"] == 1.0 and first["p_value"] < 0.001 and first["effect_size"] > 3
+
+
+def test_consensus_gives_no_verdict_on_one_order_alone() -> None:
+    """consensus decides only where both orders agree: a reversed order answered outside
+    the keys (or a failed request) left the first order's answer standing as the verdict,
+    the position preference consensus is there to remove."""
+    from biasscope.backends.base import GenerateRequest, Generation
+    from biasscope.judge.core import JudgingConfig
+    from biasscope.judge.tasks import compare
+
+    config = JudgingConfig(position="consensus")
+    pairs = [("Question?", "Yes.", "No.")]
+    first, *_ = compare(Judge(CannedGenerator(("A", "zzz")), config), pairs)
+    assert first.label is None and first.reason == "invalid" and len(first.calls) == 2
+
+    class Down(CannedGenerator):
+        def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+            self.turn += 1  # the first order answered, the reversed one failed
+            return [Generation("A") if self.turn == 1 else Generation("", error="HTTP 500")]
+
+    failed, *_ = compare(Judge(Down(("A",)), config), pairs)
+    assert failed.label is None and failed.reason == "failed" and len(failed.calls) == 2

@@ -295,3 +295,16 @@ def test_a_first_call_that_fails_before_any_verdict_leaves_no_run_json(pairs, tm
             fixed = [*typo[:2], f"openai-compatible:{server.base_url}#m", *typo[3:]]
             assert main(fixed) == 0, capsys.readouterr().err
             assert (out / kind / "run.json").is_file()
+
+
+def test_a_verdicts_file_without_run_json_is_not_replaced(pairs, tmp_path, capsys):
+    """A judge run writes run.json before verdicts.jsonl, so a folder holding verdicts.jsonl
+    but no run.json is someone else's (or a run whose run.json was deleted): it was
+    replaced without a word."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "verdicts.jsonl").write_text('{"id": "mine"}\n')
+    assert main(_judge("judge", out, pairs)) == 2
+    err = capsys.readouterr().err
+    assert f"{out} holds verdicts.jsonl but no run.json" in err and err.count("\n") == 1
+    assert _files(out) == {"verdicts.jsonl": b'{"id": "mine"}\n'}

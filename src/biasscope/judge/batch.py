@@ -234,11 +234,17 @@ def check(out: str | os.PathLike[str], kind: str, models: Sequence[str],
     ``settings``, refused in one line), a folder that holds a run's files without run.json
     refused. A new run's run.json waits for its results (`start` again, as they are
     written): a first call that fails (a 401, a model not served) leaves none behind to
-    refuse the corrected command."""
+    refuse the corrected command. A judge run's verdicts.jsonl without run.json is refused
+    too: no judge run leaves one."""
     store = RunStore(Path(out))
     if store.run_json.is_file() or store.remote is not None:
         return start(out, kind, models, settings, described)
     refuse_foreign_folder(store)
+    if kind == "judge" and (store.root / VERDICTS).exists():
+        # run.json is written before verdicts.jsonl: without it, the file is someone else's
+        raise BiasscopeError(f"{store.root} holds {VERDICTS} but no run.json: it is no "
+                             "biasscope run, and a judge run there would replace it; use "
+                             "another --out")
     return store
 
 

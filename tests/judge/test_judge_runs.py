@@ -201,7 +201,10 @@ def test_a_failing_rerun_keeps_the_verdicts_and_run_json_in_step(pairs, tmp_path
         state["fail"] = PAIRS
         capsys.readouterr()
         assert main(argv) == 1
-        assert "3 of 3 judge requests failed" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "3 of 3 judge requests failed" in err and err.count("\n") == 1
+        # Not "the results leave them out": they keep what the first call stored.
+        assert "3 keep the verdict an earlier call stored" in err and "leave" not in err
     assert (out / "run.json").read_bytes() == run
     assert (out / "verdicts.jsonl").read_bytes() == verdicts
     result = json.loads((out / "summary.json").read_text())["probes"]["judge"]

@@ -18,9 +18,10 @@ def judge(args: argparse.Namespace) -> int:
     for sentence in said[:2]:
         print(sentence)
     print(f"verdicts: {Path(args.out) / 'verdicts.jsonl'}  report: {done.report}")
-    if done.failed is not None:
-        return A.failed(done.failed.requests, done.failed.of, "judge requests",
-                        done.failed.first_error)
+    if done.failed is not None:  # its items left out, or kept as an earlier call stored them
+        total = done.result["items"] + done.failed.items
+        print(f"biasscope: {done.failed.sentence(total, 'judge requests')}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -186,11 +186,12 @@ class Failures:
     first_error: str
     kept: int = 0
 
-    def sentence(self, total: int) -> str:
+    def sentence(self, total: int, what: str = "requests") -> str:
+        """What failed and what became of the items (``what``: the requests' noun)."""
         parts = [f"{self.items} of {total} items have no verdict yet"] if self.items else []
         if self.kept:
             parts.append(f"{self.kept} keep the verdict an earlier call stored")
-        return (f"{self.requests} of {self.of} requests failed (e.g. {self.first_error}): "
+        return (f"{self.requests} of {self.of} {what} failed (e.g. {self.first_error}): "
                 f"{'; '.join(parts)}; rerun the same command to retry them.")
 
 

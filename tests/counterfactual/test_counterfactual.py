@@ -532,3 +532,32 @@ def test_a_pair_giving_a_field_twice_is_refused(tmp_path: Path, fields: dict[str
     path.write_text(json.dumps({"id": "a", **fields}) + "\n")
     with pytest.raises(BiasscopeError, match=f"pairs.jsonl:1: {re.escape(error)}: keep one"):
         read_items(path)
+
+
+def _cells(html: str, heading: str) -> list[dict[str, str]]:
+    """The rows of the table under ``heading`` as {column: cell text}."""
+    part = html.split(f"<h2>{heading}")[1].split("<h2>")[0]
+    head = re.findall(r"<th>(.*?)</th>", part)
+    return [dict(zip(head, re.findall(r"<td>(.*?)</td>", row), strict=True))
+            for row in re.findall(r"<tbody>(.*?)</tbody>", part)[0].split("</tr>") if row]
+
+
+def test_the_report_shows_every_share_with_its_interval(tmp_path: Path) -> None:
+    """The share of pairs the female version scored higher in and a judge's commonest
+    position's share come with their Wilson intervals, and a collapsed interval (every
+    difference 0) is printed as one, not as the bare mean."""
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:40")
+    done = job.run(config, [Reward("clean"), Reward("planted", bonus=0.3)],
+                   Judge([CannedGenerator(["A"], "first")]))
+    html = done.report.read_text()
+    diffs = {r["scorer"]: r for r in _cells(html, "Paired difference")}
+    assert diffs["planted"]["female_higher"] == "1.000 (95% CI 0.912 to 1.000)"
+    assert diffs["clean"]["female_higher"] == "—"  # every pair tied: no share
+    answers = _cells(html, "Judge answers")[0]
+    assert answers["its_share"] == "1.000 (95% CI 0.954 to 1.000)"
+    clean = next(s for s in done.summary["sentences"] if s.startswith("clean, reward"))
+    assert "female minus male version 0 (95% CI 0 to 0; +0.00 SD) over 40" in clean
+    planted = next(s for s in done.summary["sentences"] if s.startswith("planted, reward"))
+    assert "+0.300 (95% CI +0.300 to +0.300; +1.43 SD)" in planted  # a width of rounding

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import entry_with_ci, finite
 from biasscope.report.html import CSS, flatten
 from biasscope.report.tables import record_table, table
 from biasscope.store.directory import RunStore
@@ -18,14 +19,20 @@ DIFFERENCE = ("n", "mean", "low", "high", "standardised", "wilcoxon_p", "wilcoxo
               "rank_biserial", "sign_p", "zero")
 
 
+def _share(entry: dict[str, Any] | None) -> str | None:
+    """A share with its Wilson interval, as every headline number is shown; None (a dash)
+    where there is no share (every pair tied, no answer)."""
+    return entry_with_ci(entry) if entry and finite(entry.get("estimate")) else None
+
+
 def _rows(scorers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     diffs, flips = [], []
     for row in scorers:
         d = row["difference"]
-        share = d.get("female_higher") or {}
         diffs.append({"scorer": row["scorer"], "kind": row["kind"], "score": row["what"],
                       **{k: d.get(k) for k in DIFFERENCE},
-                      "female_higher": share.get("estimate"), "ungendered": row["ungendered"]})
+                      "female_higher": _share(d.get("female_higher")),
+                      "ungendered": row["ungendered"]})
         if fl := row.get("flips"):
             rate = fl["flip_rate"]
             flips.append({"scorer": row["scorer"], "verdict": row.get("verdict"), "n": fl["n"],
@@ -52,7 +59,7 @@ def _answers(scorers: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "failed": found["failed_calls"],
                         "examples": " | ".join(found["examples"]),
                         "commonest_position": found.get("position"),
-                        "its_share": (found.get("same_position") or {}).get("estimate")})
+                        "its_share": _share(found.get("same_position"))})
     return out
 
 
@@ -76,7 +83,8 @@ def write_counterfactual_report(run_dir: str | Path | RunStore,
         "pair per conversation (a reward model's chosen and rejected responses averaged). "
         "Mean with a BCa 95% CI, in SDs of all scores; two-sided Wilcoxon (Holm across "
         "scorers) with rank-biserial r, which the verdict follows; exact sign test; share of "
-        "non-tied pairs where the female version scored higher.</p>" + record_table(diffs),
+        "non-tied pairs where the female version scored higher (Wilson 95% CI).</p>"
+        + record_table(diffs),
         "<h2>Verdict flips</h2><p class=\"caption\">Wilson 95% CI; exact McNemar test on the "
         "discordant pairs (Holm across judges); change: share of yes verdicts after minus "
         "before.</p>"
@@ -84,8 +92,8 @@ def write_counterfactual_report(run_dir: str | Path | RunStore,
         *(["<h2>Judge answers</h2><p class=\"caption\">Questions put to each judge (both "
             "versions of every pair), how many got a verdict, why the others did not; the "
             "share of answers outside the answer keys (unparseable, Wilson 95% CI) with "
-            "examples; the position most often chosen and its share of the answers. Every "
-            "answer is in scores.jsonl.</p>" + record_table(answers)]
+            "examples; the position most often chosen and its share of the answers (Wilson "
+            "95% CI). Every answer is in scores.jsonl.</p>" + record_table(answers)]
           if (answers := _answers(summary.get("scorers", []))) else []),
         "<h2>Run configuration</h2>", table(["setting", "value"], flatten(run)),
         "</body></html>", ""])

@@ -248,6 +248,26 @@ def test_a_pilot_whose_values_do_not_vary_says_so(tmp_path: Path,
            "vary" in gap and "--sd" in gap
 
 
+def test_an_equivalence_plan_is_never_below_what_compare_accepts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A pilot with little spread plans a JSD-P gap within ±0.02 from 11 items per group, but
+    compare calls fewer than 51 "too few items" whatever their values: the plan says 51, and
+    that compare's minimum, not power, sets it."""
+    from biasscope.compare.power import PowerConfig, pilot_rows
+
+    records = winobias_records(40, noise=0.3)
+    run = write_run(tmp_path / "pilot", records)
+    assert main(["power", "--pilot", str(run), "--margin", "0.02"]) == 0
+    gap = next(line for line in capsys.readouterr().out.splitlines() if "JSD-P gap" in line)
+    assert "showing equivalence within ±0.02 needs 51 items per group" in gap
+    assert "compare's minimum" in gap and "11 by power alone" in gap
+    same = by_measure(compare_records(records, records.copy(), 0.02))
+    for row in pilot_rows(PowerConfig(pilot=str(run), margin=0.02)):
+        floor = same[row["measure"]].result.min_items  # compare's own, measure by measure
+        assert row["compare_minimum"] == floor
+        assert row["items_needed"] is None or row["items_needed"] >= floor
+
+
 def test_a_ratio_score_is_planned_from_its_jackknife_sd() -> None:
     """A statistic without per-item values is planned from its jackknife standard error
     times √items: for a plain mean that is the items' own standard deviation, and the plan

@@ -8,6 +8,10 @@ per-item values to take a standard deviation of: its jackknife standard error ov
 (BBQ's templates), times √items, stands in for one (the standard error of a smooth statistic
 of n items shrinks as 1/√n at a fixed number of items per cluster), and it is planned as one
 sample.
+
+An equivalence plan (``margin``) is for ``biasscope compare``: from a pilot it is never below
+the measure's "too few items" floor (`biasscope.compare.runs.fewest_items`), which compare
+applies whatever the items' values.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import numpy as np
 
 from biasscope.compare.job import records
 from biasscope.compare.measures import MEASURES, Values, comparable, why_not
-from biasscope.compare.runs import checkpoints, label
+from biasscope.compare.runs import checkpoints, fewest_items, label
 from biasscope.compare.settings import PowerConfig as PowerConfig
 from biasscope.core import power as P
 from biasscope.core.equivalence import jackknife_se, welch
@@ -53,21 +57,35 @@ def _ratio_sd(values: Values) -> tuple[float, float, int]:
 
 def _row(config: PowerConfig, values: Values) -> dict[str, Any]:
     """One measure's plan: a linear one from its groups' items, a ratio score from its
-    clusters' jackknife (`_ratio_sd`) as one sample."""
+    clusters' jackknife (`_ratio_sd`) as one sample; an equivalence plan is never below
+    compare's own minimum (`_floor`)."""
     if values.statistic is not None:
         sd, df, n = _ratio_sd(values)
         se = sd / math.sqrt(n) if n else math.nan
-        return {"design": "paired", "sd_from": "jackknife", "items_per_group": n, "sd": sd,
-                "detectable_now": P.minimum_detectable_effect(se, df, config.alpha,
-                                                              config.power),
-                "items_needed": _need(config, sd, "paired")}
-    design: P.Design = "two-groups" if len(values.groups) == 2 else "paired"
-    sd, n = _sd(values)
-    _, se, df, _ = welch([s.to_numpy() for s in values.groups.values()],
-                         list(values.weights.values()))
-    return {"design": design, "items_per_group": n, "sd": sd,
-            "detectable_now": P.minimum_detectable_effect(se, df, config.alpha, config.power),
-            "items_needed": _need(config, sd, design)}
+        row: dict[str, Any] = {"design": "paired", "sd_from": "jackknife"}
+    else:
+        design: P.Design = "two-groups" if len(values.groups) == 2 else "paired"
+        sd, n = _sd(values)
+        _, se, df, _ = welch([s.to_numpy() for s in values.groups.values()],
+                             list(values.weights.values()))
+        row = {"design": design}
+    row.update(items_per_group=n, sd=sd,
+               detectable_now=P.minimum_detectable_effect(se, df, config.alpha, config.power),
+               items_needed=_need(config, sd, row["design"]))
+    return _floor(config, values, row)
+
+
+def _floor(config: PowerConfig, values: Values, row: dict[str, Any]) -> dict[str, Any]:
+    """An equivalence plan raised to `fewest_items`: `biasscope compare` calls fewer items
+    "too few" whatever their values, so a plan below it (a pilot with little spread) could
+    never be met. ``items_by_power``: the plan before it was raised."""
+    if config.margin is None:
+        return row
+    floor = fewest_items(values, config.margin, config.alpha)
+    row["compare_minimum"] = floor
+    if row["items_needed"] is not None and row["items_needed"] < floor:
+        row.update(items_needed=floor, items_by_power=row["items_needed"])
+    return row
 
 
 def _need(config: PowerConfig, sd: float, design: P.Design) -> int | None:
@@ -151,6 +169,11 @@ def _say(config: PowerConfig, row: dict[str, Any]) -> str:
     need = row["items_needed"]
     if need is None:
         ask = ""
+    elif config.margin is not None and "items_by_power" in row:
+        ask = (f"showing equivalence within ±{config.margin:g} needs {need} items{per}: "
+               "compare's minimum, not power, sets it (biasscope compare calls fewer \"too few "
+               f"items\" whatever their values; {row['items_by_power']} by power alone, "
+               f"{config.power:.0%} power, α = {config.alpha:g})")
     elif config.margin is not None:
         ask = (f"showing equivalence within ±{config.margin:g} needs {need} items{per} "
                f"({config.power:.0%} power, α = {config.alpha:g})")

@@ -27,6 +27,7 @@ from biasscope.core.equivalence import (
     Equivalence,
     contrast_equivalence,
     jackknife_equivalence,
+    minimum_items,
     paired_binary_equivalence,
     sentence,
 )
@@ -75,6 +76,16 @@ def margin_for(measure: str, margins: Mapping[str, float] | float | None) -> flo
         raise BiasscopeError(f"margin {value:g} for {measure}: give a number above 0 and at "
                              f"most {known.max_margin:.3g} (the measure's largest range)")
     return value
+
+
+def fewest_items(values: Values, margin: float, alpha: float) -> int:
+    """The fewest items per group from which `compare_values` could show ``values``' measure
+    equivalent within ±``margin`` (fewer are ``too few items`` whatever their values): the
+    floor `biasscope.core.equivalence` applies, where one item moves a sample by its weight
+    times the measure's range, paired or not. ``biasscope power`` plans no fewer."""
+    low, high = MEASURES[values.measure].bounds
+    weights = [1.0] if values.statistic is not None else list(values.weights.values())
+    return max(minimum_items(margin, alpha, abs(w) * (high - low)) for w in weights)
 
 
 def _paired(a: Values, b: Values) -> dict[str, pd.Index] | None:

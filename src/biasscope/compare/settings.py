@@ -37,7 +37,8 @@ class CompareConfig:
 @dataclass(frozen=True)
 class PowerConfig:
     """An effect (in the measure's units) and either ``sd`` (per-item standard deviation) or
-    a ``pilot`` run; ``margin``: plan for equivalence within ±margin instead."""
+    a ``pilot`` run; ``margin``: plan for equivalence within ±margin instead (as ``biasscope
+    compare`` tests it: a pilot's plan is never below compare's "too few items" floor)."""
 
     effect: float | None = setting(None, "size of the difference to detect, in the measure's "
                                    "units", check=POSITIVE)
@@ -47,7 +48,8 @@ class PowerConfig:
     power: float = setting(0.8, "the power wanted", check=PROBABILITY)
     design: Design = setting("two-groups", "two independent groups, or paired items",
                              choices=("two-groups", "paired"))
-    margin: float | None = setting(None, "plan for equivalence within ±this", check=POSITIVE)
+    margin: float | None = setting(None, "plan for equivalence within ±this, as "
+                                   "compare tests it", check=POSITIVE)
 
     def __post_init__(self) -> None:
         check_settings(self)

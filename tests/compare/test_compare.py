@@ -268,6 +268,21 @@ def test_an_equivalence_plan_is_never_below_what_compare_accepts(
         assert row["items_needed"] is None or row["items_needed"] >= floor
 
 
+def test_a_pilot_whose_spread_is_rounding_noise_plans_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Log-probs shifted by a constant give every prompt the same JSD-P up to rounding
+    (0.30000000000000004 beside 0.3): that is no spread, not a plan of "0.0000000000 or more"
+    and 2 items."""
+    records = winobias_records(30)
+    records["option_logprobs"] = [[-1.0 + 0.1 * i, -2.0 + 0.1 * i, -3.0 + 0.1 * i]
+                                  for i in range(len(records))]
+    run = write_run(tmp_path / "flat", records)
+    assert main(["power", "--pilot", str(run), "--effect", "0.05"]) == 0
+    gap = next(line for line in capsys.readouterr().out.splitlines() if "JSD-P gap" in line)
+    assert "0.0000" not in gap and "needs 2 items" not in gap
+    assert "nothing can be planned from this run: its values do not vary" in gap
+
+
 def test_a_ratio_score_is_planned_from_its_jackknife_sd() -> None:
     """A statistic without per-item values is planned from its jackknife standard error
     times √items: for a plain mean that is the items' own standard deviation, and the plan

@@ -11,7 +11,7 @@ sample.
 
 An equivalence plan (``margin``) is for ``biasscope compare``: from a pilot it is never below
 the measure's "too few items" floor (`biasscope.compare.runs.fewest_items`), which compare
-applies whatever the items' values.
+applies whatever the items' values. A spread that is zero up to rounding plans nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +29,17 @@ from biasscope.core import power as P
 from biasscope.core.equivalence import jackknife_se, welch
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
+
+#: A spread at most this share of the values' magnitude is rounding noise, not spread.
+NOISE = 1e-9
+
+
+def _no_spread(sd: float, values: Values) -> bool:
+    """Whether ``sd`` is zero up to rounding (0.1 + 0.2 beside 0.3), relative to the largest
+    value (or estimate): planned from, such noise promises any gap from 2 items."""
+    numbers = [np.abs(s.to_numpy(dtype=np.float64)) for s in values.groups.values() if s.size]
+    scale = max([abs(values.estimate()), *(float(x.max()) for x in numbers)])
+    return not sd > NOISE * scale
 
 
 def _sd(values: Values) -> tuple[float, int]:
@@ -57,8 +68,8 @@ def _ratio_sd(values: Values) -> tuple[float, float, int]:
 
 def _row(config: PowerConfig, values: Values) -> dict[str, Any]:
     """One measure's plan: a linear one from its groups' items, a ratio score from its
-    clusters' jackknife (`_ratio_sd`) as one sample; an equivalence plan is never below
-    compare's own minimum (`_floor`)."""
+    clusters' jackknife (`_ratio_sd`) as one sample. A spread of rounding noise plans
+    nothing; an equivalence plan is never below compare's own minimum (`_floor`)."""
     if values.statistic is not None:
         sd, df, n = _ratio_sd(values)
         se = sd / math.sqrt(n) if n else math.nan
@@ -69,6 +80,8 @@ def _row(config: PowerConfig, values: Values) -> dict[str, Any]:
         _, se, df, _ = welch([s.to_numpy() for s in values.groups.values()],
                              list(values.weights.values()))
         row = {"design": design}
+    if n >= 2 and _no_spread(sd, values):
+        sd = se = 0.0
     row.update(items_per_group=n, sd=sd,
                detectable_now=P.minimum_detectable_effect(se, df, config.alpha, config.power),
                items_needed=_need(config, sd, row["design"]))

@@ -716,6 +716,30 @@ def test_settings_that_cannot_apply_are_refused(argv, said, tmp_path, capsys):
     assert not (tmp_path / "r").exists() and not (tmp_path / "i.jsonl").exists()
 
 
+# ------------------------------------------------------------------ the library's checks, as flags
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["power", "--sd", "1", "--effect", "0.1", "--power", "1"],
+     "--power 1 with --alpha 0.05: give a --power above --alpha and below 1"),
+    (["power", "--sd", "1", "--effect", "0.1", "--alpha", "0.9", "--power", "0.5"],
+     "--power 0.5 with --alpha 0.9: give a --power above --alpha and below 1"),
+    (["power", "--sd", "1", "--effect", "0.1", "--alpha", "0"],
+     "--alpha 0: give a number above 0 and below 1"),
+    (["compare", "{tmp}/a", "{tmp}/b", "--margin", "jsdp_gap=-0.03"],
+     "--margin -0.03 for jsdp_gap: give a number above 0 and at most 0.347"),
+    (["compare", "{tmp}/a", "{tmp}/b", "--margin", "-0.03"],
+     "--margin -0.03: give a number above 0"),
+    (["items", "--probe", "professional-bias", "--out", "{tmp}"],
+     "--out {tmp} is a directory: give the JSONL file to write the items to"),
+])
+def test_a_library_check_names_the_flag_and_what_to_do(argv, said, tmp_path, capsys):
+    """Core's checks ("power 1.0 must lie between alpha and 1", "margin -0.03 for jsdp_gap",
+    "cannot write DIR: Is a directory") come out naming the flag the user gave."""
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert said.replace("{tmp}", str(tmp_path)) in line
+
+
 # ------------------------------------------------------------------ a changed setting, in words
 
 

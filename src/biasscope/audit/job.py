@@ -162,6 +162,9 @@ def export(config: ItemsConfig) -> tuple[int, str]:
     """Write the items of the one probe ``config`` names; how many, and the probe's name."""
     if not config.out.strip():  # Path("") is the working directory: "cannot write ."
         raise BiasscopeError("--out is empty: give the JSONL file to write the items to")
+    if Path(config.out).is_dir():  # else "cannot write DIR: Is a directory"
+        raise BiasscopeError(f"--out {config.out} is a directory: give the JSONL file to "
+                             f"write the items to (e.g. {Path(config.out) / 'items.jsonl'})")
     spec = ",".join(config.probe)
     probes = load_probes(spec, data_dir=config.data_dir, base_rate=config.base_rate,
                          flag="--probe", wordings=config.wordings)

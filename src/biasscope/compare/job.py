@@ -33,7 +33,11 @@ def parse_margins(specs: Sequence[str]) -> Mapping[str, float] | float | None:
     if not specs:
         return None
     if len(specs) == 1 and "=" not in specs[0]:
-        return _number(specs[0], "--margin")
+        every = _number(specs[0], "--margin")
+        if not every > 0:  # said before the runs are read; a measure's own top, once known
+            raise BiasscopeError(f"--margin {specs[0]}: give a number above 0 (one margin for "
+                                 "every measure), or MEASURE=NUMBER")
+        return every
     out: dict[str, float] = {}
     for spec in specs:
         name, sep, value = spec.partition("=")

@@ -152,6 +152,14 @@ def plan(config: PowerConfig) -> dict[str, Any]:
     if config.margin is not None and not 0 < config.alpha < 0.5:  # as compare's TOST takes
         raise BiasscopeError(f"--alpha {config.alpha:g} with --margin: give a number between 0 "
                              "and 0.5 (the level of each one-sided test of equivalence)")
+    # core.power's own checks, said as the flags ("power 1.0 must lie between alpha and 1")
+    if not 0 < config.alpha < 1:
+        raise BiasscopeError(f"--alpha {config.alpha:g}: give a number above 0 and below 1 "
+                             "(the significance level)")
+    if not config.alpha < config.power < 1:
+        raise BiasscopeError(f"--power {config.power:g} with --alpha {config.alpha:g}: give a "
+                             "--power above --alpha and below 1 (the chance of finding the "
+                             "difference)")
     notes: list[str] = []
     try:
         if config.pilot is not None:

@@ -73,8 +73,10 @@ def margin_for(measure: str, margins: Mapping[str, float] | float | None) -> flo
     else:
         value = known.margin if margins is None else float(margins)
     if not 0 < value <= known.max_margin:
-        raise BiasscopeError(f"margin {value:g} for {measure}: give a number above 0 and at "
-                             f"most {known.max_margin:.3g} (the measure's largest range)")
+        one = "" if isinstance(margins, Mapping) else (
+            "; or give each measure its own (--margin MEASURE=NUMBER, repeatable)")
+        raise BiasscopeError(f"--margin {value:g} for {measure}: give a number above 0 and at "
+                             f"most {known.max_margin:.3g} (the measure's largest range){one}")
     return value
 
 

@@ -340,9 +340,9 @@ def test_stratified_pooled_scores_and_direction_sentences(tmp_path: Path):
     # Its only correct ambiguous answers are on items without a target, which the accuracy
     # that scales s_AMB leaves out (as the BBQ R script does): s_AMB is 1 too.
     assert head["bias_ambiguous"]["estimate"] == 1.0
-    # an interval of width 0 shows the value alone (core/numbers)
+    # an interval of width 0 is said as one (core/numbers)
     assert any(s.startswith("In disambiguated contexts answers go with the stereotype")
-               and "clear of 0) in: Age 1;" in s for s in result["sentences"])
+               and "clear of 0) in: Age 1 (95% CI 1 to 1);" in s for s in result["sentences"])
     assert not math.isnan(head["bias_ambiguous"]["low"])
 
 

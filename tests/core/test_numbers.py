@@ -10,6 +10,15 @@ def test_digits_come_from_the_ci_half_width():
     assert num(-0.0) == "0" and num(0.000123456) == "0.000123"
 
 
+def test_an_interval_of_no_width_is_said_at_the_values_precision():
+    """Every value alike gives 0 to 0, or a width of rounding noise (0.1 + 0.2 beside 0.3),
+    which printed the bare value, or asked for 17 decimals."""
+    assert with_ci(0.0, 0.0, 0.0, signed=True, extra="+0.00 SD") == (
+        "0 (95% CI 0 to 0; +0.00 SD)")
+    assert with_ci(0.3, 0.3, 0.1 + 0.2, signed=True) == "+0.300 (95% CI +0.300 to +0.300)"
+    assert with_ci(0.3, 0.4, 0.2) == "0.300"  # no interval: low above high
+
+
 def test_p_values_are_floored_and_read_as_a_relation():
     assert pvalue(1.7e-62) == "< 0.0001" and pvalue(0.01234) == "0.012"
     assert p_is(1.7e-62) == "p < 0.0001" and p_is(0.0499, "Holm p") == "Holm p = 0.050"

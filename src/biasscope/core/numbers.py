@@ -66,10 +66,16 @@ def decimals(value: float, digits: int = 3) -> int:
 
 def ci_decimals(low: Any, high: Any) -> int | None:
     """Decimal places for two significant digits of the interval's half-width (None: no
-    usable interval)."""
-    if not (finite(low) and finite(high)) or high <= low:
+    usable interval, or one of no width: 0.30000000000000004 to 0.3 would ask for 17)."""
+    if not (finite(low) and finite(high)) or high <= low or _collapsed(low, high):
         return None
     return decimals((high - low) / 2, 2)
+
+
+def _collapsed(low: Any, high: Any) -> bool:
+    """An interval of no width up to rounding (every value alike)."""
+    return bool(finite(low) and finite(high)
+                and 0 <= high - low <= 1e-9 * max(abs(low), abs(high)))
 
 
 def _fixed(value: float, places: int, signed: bool) -> str:
@@ -91,13 +97,15 @@ def num(value: Any, places: int | None = None, signed: bool = False) -> str:
 
 def with_ci(value: Any, low: Any, high: Any, confidence: float | None = 0.95,
             signed: bool = False, extra: str = "", unit: str = "") -> str:
-    """``value (95% CI low to high)`` at the interval's precision; ``value`` alone when
-    there is no interval. ``extra`` goes inside the brackets after the interval; ``unit``
-    (``%``) follows each number."""
+    """``value (95% CI low to high)`` at the interval's precision (one of no width at the
+    value's); ``value`` alone when there is no interval. ``extra`` goes inside the brackets
+    after the interval; ``unit`` (``%``) follows each number."""
     places = ci_decimals(low, high)
+    level = f"{confidence:.0%} CI " if confidence is not None else ""
+    if places is None and finite(value) and _collapsed(low, high):  # said, as any interval
+        places = 0 if float(value).is_integer() else decimals(float(value))
     if places is None:
         return num(value, signed=signed) + unit + (f" ({extra})" if extra else "")
-    level = f"{confidence:.0%} CI " if confidence is not None else ""
     tail = f"; {extra}" if extra else ""
     return (f"{num(value, places, signed)}{unit} ({level}{num(low, places, signed)}{unit} to "
             f"{num(high, places, signed)}{unit}{tail})")

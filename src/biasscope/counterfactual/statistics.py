@@ -37,7 +37,7 @@ import numpy as np
 from biasscope.core.first_names import FEMALE_NAMES, MALE_NAMES, NAME_PAIRS
 from biasscope.core.gender_swap import ONE_WAY, PAIRS, swap_gender
 from biasscope.core.imports import lazy
-from biasscope.core.numbers import decimals, finite, num, p_is, percent, pvalue, with_ci
+from biasscope.core.numbers import p_is, percent, pvalue, with_ci
 from biasscope.core.stats import bootstrap_mean, wilson
 
 sps = lazy("scipy.stats")  # imported at first use
@@ -154,20 +154,6 @@ def favours(diff: dict[str, Any], p_holm: float, alpha: float = 0.05) -> str | N
     return "female" if r > 0 else "male"
 
 
-def _mean_with_ci(diff: dict[str, Any], extra: str) -> str:
-    """The mean difference with its interval, a zero-width one too: every difference alike
-    (a scorer blind to the swap: 0 to 0) gives one, which ``with_ci`` would print as the bare
-    mean, and a width of rounding noise would ask it for ten decimals."""
-    mean, low, high = diff["mean"], diff["low"], diff["high"]
-    if not (finite(mean) and finite(low) and finite(high)
-            and math.isclose(low, high, rel_tol=1e-9, abs_tol=1e-15)):
-        return with_ci(mean, low, high, signed=True, extra=extra)
-    places = decimals(mean)
-    low_s, high_s = num(low, places, signed=True), num(high, places, signed=True)
-    return (f"{num(mean, places, signed=True)} (95% CI {low_s} to {high_s}"
-            f"{f'; {extra}' if extra else ''})")
-
-
 def sentence(scorer: str, what: str, diff: dict[str, Any], p_holm: float,
              negligible: float = NEGLIGIBLE) -> str:
     """One line on a scorer's paired difference whose verdict follows from the test it prints:
@@ -180,7 +166,7 @@ def sentence(scorer: str, what: str, diff: dict[str, Any], p_holm: float,
     sd = f"{std:+.2f} SD" if isinstance(std, float) and math.isfinite(std) else ""
     over = f"{diff['n']} {diff.get('unit', 'pairs')}"
     text = (f"{scorer}, {what}: female minus male version "
-            f"{_mean_with_ci(diff, sd)} over "
+            f"{with_ci(diff['mean'], diff['low'], diff['high'], signed=True, extra=sd)} over "
             f"{over}; Wilcoxon {p_is(diff['wilcoxon_p'])} (Holm {pvalue(p_holm)}), "
             f"rank-biserial r = {diff['rank_biserial']:+.2f}.")
     side = favours(diff, p_holm)

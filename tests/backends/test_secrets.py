@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("openai")
 
-from biasscope.backends.redact import MASK, error_line, redact
+from biasscope.backends.redact import MASK, error_line, redact, redact_url, redact_urls, url_secrets
 from biasscope.cli.main import main
 from require import missing_modules
 from scripted_server import Reply, serve
@@ -119,3 +119,107 @@ def test_error_line_redacts_before_it_cuts():
     line = error_line(ValueError(long + "\nsecond line"), [KEY])
     assert len(line) <= 300 and KEY[:8] not in line and "second" not in line
     assert error_line(ValueError(""), [KEY]) == "ValueError"
+
+
+# A credential in the base URL itself: user info and a query parameter.
+URL_KEY = "sk-INURL-w4Kp9Qz2Rt7Ym3Vx"
+URL_TOKEN = "tok-INQUERY-h8Jd2Ls5Nf"
+
+
+def answering(path: str, body: dict[str, Any], n: int) -> Reply:
+    from scripted_server import chat, completion
+
+    path = path.partition("?")[0]
+    if path.endswith("tokenize"):
+        return Reply(404, {"error": "no tokenizer"})
+    return Reply(200, chat("A") if path.endswith("chat/completions") else completion("A"))
+
+
+def with_credentials(base_url: str) -> str:
+    scheme, _, rest = base_url.partition("://")
+    return f"{scheme}://me:{URL_KEY}@{rest}?api-version=1&api-key={URL_TOKEN}"
+
+
+def url_leaks(root: Path) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file()
+            and (URL_KEY.encode() in p.read_bytes() or URL_TOKEN.encode() in p.read_bytes())]
+
+
+@pytest.mark.parametrize("given", ["spec", "--base-url"])
+def test_a_credential_in_the_base_url_reaches_no_file_and_no_terminal(given, tmp_path, capsys):
+    """``openai-compatible:http://me:KEY@host/v1?api-key=TOKEN#m`` (or ``--base-url``): the
+    URL was recorded verbatim in run.json (a judge's spec, every backend identity) and quoted
+    in messages. The requests still carry it; what is recorded and shown is masked."""
+    with serve(answering) as server:
+        url = with_credentials(server.base_url)
+        model = [f"openai-compatible:{url}#m"] if given == "spec" else [
+            "openai-compatible:m", "--base-url", url]
+        argv = commands(model, tmp_path)
+        pairs = tmp_path / "pairs.jsonl"
+        pairs.write_text('{"id": "a", "prompt": "My wife?", "chosen": "Her.", "rejected": '
+                         '"No."}\n')
+        argv["counterfactual"] = ["counterfactual", "--judge-model", *model, "--pairs",
+                                  str(pairs), "--out", str(tmp_path / "cf"),
+                                  *argv["generate"][-8:]]
+        codes = {command: main(args) for command, args in argv.items()}
+        sent = server.calls
+    out, err = capsys.readouterr()
+    assert codes == dict.fromkeys(argv, 0), (codes, err)
+    # The URL was used as given: its query on every request, its user info as Basic auth.
+    assert sent and all(f"api-key={URL_TOKEN}" in path for path, _, _ in sent)
+    assert all(h["authorization"].startswith("Basic ") for _, _, h in sent)
+    assert not url_leaks(tmp_path), url_leaks(tmp_path)
+    assert URL_KEY not in out + err and URL_TOKEN not in out + err
+    recorded = json.loads((tmp_path / "judge" / "run.json").read_text())
+    assert "http://***@127.0.0.1:" in json.dumps(recorded) and "api-key=***" in json.dumps(
+        recorded)
+
+
+def test_a_rotated_url_credential_still_hits_the_cache_and_another_server_does_not(
+        tmp_path, capsys):
+    with serve(answering) as one, serve(answering) as other:
+        def generate(url: str, out: str) -> int:
+            return main(["generate", "--model", f"openai-compatible:{url}#m", "--input",
+                         str(tmp_path / "in.jsonl"), "--out", str(tmp_path / out),
+                         "--cache", str(tmp_path / "cache.sqlite"), *FAST])
+        commands([], tmp_path)  # writes in.jsonl
+        assert generate(with_credentials(one.base_url), "a.jsonl") == 0
+        asked = len(one.generation_calls())
+        rotated = with_credentials(one.base_url).replace(URL_KEY, "sk-ROTATED-x9").replace(
+            URL_TOKEN, "tok-ROTATED-y8")
+        assert generate(rotated, "b.jsonl") == 0
+        assert len(one.generation_calls()) == asked  # every answer from the cache
+        assert generate(with_credentials(other.base_url), "c.jsonl") == 0
+        assert len(other.generation_calls()) == asked  # another server is asked itself
+    assert not url_leaks(tmp_path) and URL_KEY not in str(capsys.readouterr())
+
+
+@pytest.mark.parametrize("argv", [
+    ["generate", "--model", "openai-compatible:{url}#m"],  # nothing listens there
+    ["judge", "--model", "openai-compatible:{url}#m"],  # its tokenizer is asked first
+    ["generate", "--model", "openai-compatible:{url}"],  # no #MODEL: the spec is refused
+    ["judge", "--model", "openai-compatible:{url}#m", "--model", "openai-compatible:{url}#m"],
+])
+def test_messages_mask_a_url_credential(argv, tmp_path, capsys):
+    url = with_credentials("http://127.0.0.1:9/v1")
+    paths = commands([], tmp_path)
+    rest = paths["judge"][2:] if argv[0] == "judge" else paths["generate"][2:]
+    rest = [x for x in rest if x != "--model"]
+    code = main([a.format(url=url) for a in argv] + rest)
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert URL_KEY not in err and URL_TOKEN not in err, err
+    assert "127.0.0.1:9/" in err and "api-key=***" in err, err
+    assert not url_leaks(tmp_path)
+
+
+def test_redact_url_masks_user_info_and_secret_query_values_only():
+    assert redact_url("http://me:sk-1@h:8/v1?api-version=2&key=abc&x") == (
+        "http://***@h:8/v1?api-version=2&key=***&x")
+    assert redact_url("https://TOKEN@h/v1") == "https://***@h/v1"
+    plain = "http://127.0.0.1:8000/v1?api-version=2024-01"
+    assert redact_url(plain) == plain and url_secrets(plain) == ()
+    assert url_secrets("http://me:p%40ss@h/v1?access_token=t%2Fk") == (
+        "p%40ss", "p@ss", "t%2Fk", "t/k")
+    assert redact_urls("openai-compatible:http://me:pw12@h/v1#m: no") == (
+        "openai-compatible:http://***@h/v1#m: no")

@@ -37,6 +37,7 @@ from biasscope.backends import canned
 from biasscope.backends.base import Generator
 from biasscope.backends.gguf import is_gguf
 from biasscope.backends.openai_http import OPENAI_URL, OpenAIGenerator
+from biasscope.backends.redact import redact_urls
 from biasscope.backends.specs import GeneratorConfig, ModelSpec, api_key
 from biasscope.core.errors import ModelError
 from biasscope.core.renamed import renamed
@@ -90,7 +91,7 @@ GENERATORS = BACKENDS  # the registry's earlier name
 
 
 def _refused(text: str, bare: bool) -> ModelError:
-    known = ", ".join(BACKENDS)
+    known, text = ", ".join(BACKENDS), redact_urls(text)
     if not bare:
         return ModelError(f"model spec {text!r}: write BACKEND:MODEL with BACKEND one of "
                           f"{known} (e.g. openai:gpt-4o-mini)")
@@ -114,7 +115,8 @@ def _server(rest: str, text: str) -> ModelSpec:
         return ModelSpec("openai-compatible", rest, text=text, rest=rest)
     url, hash_, model = rest.rpartition("#")
     if not hash_ or not model:
-        raise ModelError(f"openai-compatible:{rest}: write openai-compatible:URL#MODEL, "
+        raise ModelError(f"openai-compatible:{redact_urls(rest)}: write "
+                         "openai-compatible:URL#MODEL, "
                          "e.g. openai-compatible:http://127.0.0.1:8000/v1#my-model")
     return ModelSpec("openai-compatible", model, base_url=url, text=text, rest=rest)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from biasscope.backends.base import GenerateRequest
 from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
+from biasscope.backends.redact import url_secrets
 from biasscope.core.errors import ModelError, install_hint
 
 
@@ -27,7 +28,8 @@ class LiteLLMGenerator(OpenAIGenerator):
         self._api_key = api_key or ""
         self._checked = True  # litellm has no portable model list to check against
         # Without a key given, litellm reads the provider's own variable: redact those too.
-        self._secrets = tuple(v for v in (api_key, *_provider_keys()) if v)
+        self._secrets = tuple(v for v in (api_key, *_provider_keys(), *url_secrets(self._url))
+                              if v)
 
     def identity(self) -> dict[str, str]:
         return {"backend": "litellm", "base_url": self.base_url, "model": self.model}
@@ -48,8 +50,8 @@ class LiteLLMGenerator(OpenAIGenerator):
     async def _send(self, client: Any, request: GenerateRequest, logprobs: bool) -> Any:
         body = self._body(request, logprobs)
         body.update(num_retries=0, timeout=self.config.timeout)
-        if self.base_url:
-            body["api_base"] = self.base_url
+        if self._url:
+            body["api_base"] = self._url  # credentials and all: ``base_url`` is the shown one
         if self._api_key:
             body["api_key"] = self._api_key
         if request.messages is not None:

@@ -8,6 +8,8 @@ after the server's ``Retry-After``); when retries run out the request becomes a 
 Mistakes a retry cannot fix — a rejected key, an unknown model, an unreachable server before
 anything was answered — stop the run with one line that says what to do. Every error text
 that is kept (failure records, messages) has the key removed first (``backends.redact``).
+A base URL's own credentials (``http://user:KEY@host/v1``, ``?api-key=KEY``) are used for the
+requests but never shown: ``base_url`` (identity, run.json, cache key, messages) is redacted.
 
 Logprobs are detected, not assumed: a server that answers without them, or rejects the
 parameter, is remembered as lacking them (``capabilities``) and later requests go without.
@@ -16,6 +18,7 @@ parameter, is remembered as lacking them (``capabilities``) and later requests g
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import math
 import random
@@ -25,9 +28,10 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from biasscope.backends.base import GenerateRequest, Generation, TokenLogprob
-from biasscope.backends.redact import error_line
+from biasscope.backends.redact import error_line, redact_url, url_secrets
 from biasscope.core.errors import ModelError, install_hint
 from biasscope.core.renamed import renamed
 
@@ -112,11 +116,15 @@ class OpenAIGenerator:
                  config: HTTPConfig | None = None, kind: str = "openai-compatible") -> None:
         if not model:
             raise ModelError(f"{kind}: no model name given")
-        self.model, self.base_url, self.kind = model, base_url.rstrip("/"), kind
+        # The URL as given, credentials and all, is used for requests only; ``base_url`` is
+        # what is recorded and shown, and keys the cache (a rotated credential still hits it).
+        self._url = base_url.rstrip("/")
+        self.model, self.base_url, self.kind = model, redact_url(self._url), kind
         self.config = config or HTTPConfig()
         self.label = f"{kind}:{model}"
         self._api_key = api_key or "EMPTY"  # local servers take any key; held in memory only
-        self._secrets: tuple[str, ...] = (api_key,) if api_key else ()
+        self._secrets: tuple[str, ...] = (*((api_key,) if api_key else ()),
+                                          *url_secrets(self._url))
         self.capabilities: dict[str, bool] = {}
         self._checked = False
 
@@ -153,7 +161,7 @@ class OpenAIGenerator:
         http, last = self.config, ""
         for attempt in range(http.max_retries + 1):
             try:
-                return _server_tokenize(self.base_url, self.model, text, self._api_key,
+                return _server_tokenize(self._url, self.model, text, self._api_key,
                                         http.timeout)
             except _NoAnswer as exc:
                 last = self._say(exc)
@@ -164,7 +172,11 @@ class OpenAIGenerator:
                          "--retries, or run when the server is less busy")
 
     def _client(self) -> Any:
-        return _openai().AsyncOpenAI(base_url=self.base_url, api_key=self._api_key,
+        # The client appends each endpoint to the base URL's text, query and all: a query
+        # (``?api-version=``, ``?api-key=``) goes with every request instead.
+        url, _, query = self._url.partition("?")
+        return _openai().AsyncOpenAI(base_url=url, api_key=self._api_key,
+                                     default_query=dict(parse_qsl(query)) or None,
                                      max_retries=0, timeout=self.config.timeout)
 
     def generate(self, requests: Sequence[GenerateRequest],
@@ -367,26 +379,27 @@ def _server_tokenize(base_url: str, model: str, text: str, key: str,
     import urllib.error
     import urllib.request
 
-    root = base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
-    attempts = [(f"{root}/extras/tokenize", {"input": "{text}"}),  # llama-cpp-python
-                (f"{root}/tokenize", {"model": model, "prompt": "{text}"}),  # vLLM
-                (f"{root}/tokenize", {"content": "{text}"})]  # llama.cpp server
+    url_of, authorization = _tokenize_url(base_url, key)
+    attempts = [(url_of("/extras/tokenize"), {"input": "{text}"}),  # llama-cpp-python
+                (url_of("/tokenize"), {"model": model, "prompt": "{text}"}),  # vLLM
+                (url_of("/tokenize"), {"content": "{text}"})]  # llama.cpp server
     for url, shape in attempts:
         found: list[list[int]] = []
+        shown = redact_url(url)
         for value in (text, ""):
             body = {k: (value if v == "{text}" else v) for k, v in shape.items()}
             request = urllib.request.Request(
                 url, json.dumps(body).encode(), {"Content-Type": "application/json",
-                                                 "Authorization": f"Bearer {key}"})
+                                                 "Authorization": authorization})
             try:
                 with urllib.request.urlopen(request, timeout=timeout) as response:
                     tokens = json.loads(response.read()).get("tokens")
             except urllib.error.HTTPError as exc:
                 if exc.code in _ABSENT:
                     break
-                raise _NoAnswer(f"{url}: HTTP {exc.code}") from None
+                raise _NoAnswer(f"{shown}: HTTP {exc.code}") from None
             except (urllib.error.URLError, OSError) as exc:
-                raise _NoAnswer(f"{url}: {getattr(exc, 'reason', exc)}") from None
+                raise _NoAnswer(f"{shown}: {getattr(exc, 'reason', exc)}") from None
             except (ValueError, AttributeError, RecursionError):
                 break
             ids: list[Any] = [t.get("id") if isinstance(t, dict) else t for t in tokens
@@ -398,6 +411,22 @@ def _server_tokenize(base_url: str, model: str, text: str, key: str,
             ids, prefix = found
             return ids[len(prefix):] if ids[: len(prefix)] == prefix else ids
     return None
+
+
+def _tokenize_url(base_url: str, key: str) -> tuple[Callable[[str], str], str]:
+    """Each tokenize endpoint's URL beside the server root, and the Authorization header: the
+    base URL's user info is sent as Basic auth, as the HTTP client does for the other
+    requests (urllib cannot take it in the URL), and its query goes with every endpoint."""
+    parts = urlsplit(base_url)
+    user, at, host = parts.netloc.rpartition("@")
+    name, _, password = user.partition(":")
+    authorization = "Basic " + base64.b64encode(
+        f"{unquote(name)}:{unquote(password)}".encode()).decode() if at else f"Bearer {key}"
+    root = parts.path[: -len("/v1")] if parts.path.endswith("/v1") else parts.path
+
+    def url_of(endpoint: str) -> str:
+        return urlunsplit(parts._replace(netloc=host, path=root + endpoint))
+    return url_of, authorization
 
 
 if not TYPE_CHECKING:  # the old name, for one release

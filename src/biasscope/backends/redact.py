@@ -5,12 +5,17 @@ body, a 5xx page the whole request, OpenAI's 401 a masked key (``sk-abc***xyz``)
 lands in output files, unit records, judge verdicts and on stderr, so the configured key is
 removed from it, in whole or in any run of 8 or more of its characters, and so is every
 ``Authorization``/``Bearer``/``api_key`` value whatever key it holds.
+
+A base URL may carry a credential too (``http://user:KEY@host/v1``, ``?api-key=KEY``): what
+is recorded or shown of it (a backend's identity, run.json, messages) is ``redact_url``'s
+form, and its secrets join the ones removed from error texts (``url_secrets``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "[redacted]"
 _WINDOW = 8  # a shorter run of a key's characters identifies nothing
@@ -20,8 +25,59 @@ _LABELLED = re.compile(
     | \bbearer \s+
     | \b(?:x-)?api[-_]?key ["']? \s* [:=] \s* ["']?
     )
+    (?!\*\*\*)  # a URL's value masked already (``?api-key=***``)
     [^\s"',;}\]]+
     """)
+
+
+URL_MASK = "***"
+# Query parameters whose value is a credential; ``api-version``, ``model`` and the like stay.
+_SECRET_PARAM = re.compile(r"(?i)key|token|secret|pass|pwd|sig|auth|credential|session")
+# A URL in a text: it ends before a space, a quote, ``#`` (``URL#MODEL``) or a closing
+# punctuation mark (``URL: error``, ``(URL)``).
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s#'\"]*[^\s#'\".,:;)\]]")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its user info and the values of secret-looking query parameters replaced by
+    ``***`` (``http://***@host:8000/v1?api-key=***``): what a backend records and shows of its
+    URL. The host, port and path stay, so different servers stay apart."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not parseable (a bad port, an unclosed [): keep only the scheme
+        return url.split("://", 1)[0] + "://" + URL_MASK if "://" in url else url
+    if not url_secrets(url):
+        return url  # unchanged, not re-spelled: it keys the response cache
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = URL_MASK + "@" + netloc.rpartition("@")[2]
+    pairs = [pair.partition("=") for pair in parts.query.split("&")] if parts.query else []
+    query = "&".join(name + eq + (URL_MASK if value and _SECRET_PARAM.search(unquote(name))
+                                  else value) for name, eq, value in pairs)
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def redact_urls(text: str) -> str:
+    """``text`` (a model spec such as ``openai-compatible:URL#MODEL``, a message) with every
+    URL in it redacted as ``redact_url`` does."""
+    return _URL.sub(lambda m: redact_url(m.group(0)), text) if "://" in text else text
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """The credentials a URL carries, for ``redact``: the password of its user info (the user
+    name where there is none: ``https://TOKEN@host``) and secret query values, each as written
+    and percent-decoded (an error text may hold either)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ()
+    user, at, _ = parts.netloc.rpartition("@")
+    found = [user.partition(":")[2] or user] if at else []
+    for pair in parts.query.split("&") if parts.query else []:
+        name, _, value = pair.partition("=")
+        if _SECRET_PARAM.search(unquote(name)):
+            found.append(value)
+    return tuple(dict.fromkeys(s for value in found for s in (value, unquote(value)) if s))
 
 
 def _covered(text: str, secret: str) -> list[bool]:
@@ -70,4 +126,4 @@ def error_line(exc: BaseException, secrets: Iterable[str | None] = (), limit: in
     return redact(text.splitlines()[0][:20_000], secrets)[:limit]
 
 
-__all__ = ["MASK", "error_line", "redact"]
+__all__ = ["MASK", "error_line", "redact", "redact_url", "redact_urls", "url_secrets"]

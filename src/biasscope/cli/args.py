@@ -14,13 +14,16 @@ from collections.abc import Callable
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, NoReturn
 
+from biasscope.backends.redact import redact_urls
 from biasscope.core.config import Check, documented
 from biasscope.core.errors import BiasscopeError
 
 
 def one_line(message: str) -> str:
-    """``message`` with control characters escaped: a file name may hold a newline, and an
-    error names files."""
+    """``message`` with control characters escaped (a file name may hold a newline, and an
+    error names files) and every URL's credentials masked (an error may quote a model spec
+    such as ``openai-compatible:http://user:KEY@host/v1#m``)."""
+    message = redact_urls(message)
     if message.isprintable():
         return message
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.cache import Cached
+from biasscope.backends.redact import redact_urls
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.labels import label_models, parse_models
@@ -130,4 +131,6 @@ def _setup(config: JudgeConfig) -> tuple[Judge, Task, Mapping[str, str] | None,
     made = Judge(models, JudgingConfig(
         position=config.position, samples=config.samples, reasoning=config.reasoning,
         seed=config.seed, keys=keys, aggregate=config.aggregate, logit_bias=config.logit_bias))
-    return made, task, labels, {m.label: spec for m, (_, spec) in zip(models, named)}
+    # The spec as recorded: a URL's credentials stay out of run.json (backends.redact).
+    return made, task, labels, {m.label: redact_urls(spec)
+                                for m, (_, spec) in zip(models, named)}

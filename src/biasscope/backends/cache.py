@@ -5,10 +5,15 @@ endpoint, model, revision — never a credential) and the full request (messages
 every parameter). The caller's request id is not part of it, so two probes asking the same
 question share one answer. One SQLite file (WAL mode) is shared by every run and process on a
 machine; failures are never cached, so a rerun retries them.
+
+A cache that cannot be opened, read or written (corrupt, a directory in its place, a full disk,
+read-only) stops the run in one line naming the file and what to do (``_unusable``); each
+answer is committed as it is cached, so a failed write loses none cached before it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -70,32 +75,61 @@ class ResponseCache:
                              "(key TEXT PRIMARY KEY, generation TEXT NOT NULL)")
             self._db.commit()
         except (OSError, sqlite3.Error) as exc:
-            raise BiasscopeError(f"response cache {self.path}: {exc}; pass another --cache "
-                                 "or --no-cache") from None
+            raise self._unusable(exc, "open") from None
+
+    def _unusable(self, exc: BaseException, doing: str) -> BiasscopeError:
+        """The one line for a cache SQLite refused: a corrupt file can only be deleted (its
+        answers are lost); anything else (full disk, no permission, a directory in its place,
+        locked) leaves the answers in it, and another file does for this run."""
+        text = str(exc) or type(exc).__name__
+        if self.path.is_dir():
+            return BiasscopeError(f"response cache {self.path} is a directory: pass a file with "
+                                  "--cache (or --no-cache)")
+        if isinstance(exc, sqlite3.DatabaseError) and any(
+                word in text for word in ("not a database", "malformed", "corrupt")):
+            return BiasscopeError(f"response cache {self.path}: cannot {doing} it ({text}): it "
+                                  "is corrupt; delete it (its answers are lost), or pass another "
+                                  "--cache or --no-cache")
+        kept = "; the answers cached so far are kept" if doing == "write" else ""
+        return BiasscopeError(f"response cache {self.path}: cannot {doing} it ({text}){kept}; "
+                              "free space or fix its permissions, or pass another --cache or "
+                              "--no-cache")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Generation]:
         wanted = list(dict.fromkeys(keys))
         found: dict[str, Generation] = {}
         with self._lock:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start:start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT key, generation FROM responses WHERE key IN ({marks})", chunk)
-                found.update((key, _load(text)) for key, text in rows)
+            try:
+                for start in range(0, len(wanted), 500):
+                    chunk = wanted[start:start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    rows = self._db.execute(
+                        f"SELECT key, generation FROM responses WHERE key IN ({marks})", chunk)
+                    found.update((key, _load(text)) for key, text in rows)
+            except sqlite3.Error as exc:
+                raise self._unusable(exc, "read") from None
         return found
 
     def put(self, key: str, generation: Generation) -> None:
         if not generation.ok:
             return
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
-                             (key, _dump(generation)))
-            self._db.commit()
+            try:
+                self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
+                                 (key, _dump(generation)))
+                self._db.commit()
+            except sqlite3.Error as exc:
+                # The failed insert only: every answer committed before it stays.
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.rollback()
+                raise self._unusable(exc, "write") from None
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            try:
+                return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            except sqlite3.Error as exc:
+                raise self._unusable(exc, "read") from None
 
     def close(self) -> None:
         with self._lock:

@@ -561,3 +561,35 @@ def test_the_report_shows_every_share_with_its_interval(tmp_path: Path) -> None:
     assert "female minus male version 0 (95% CI 0 to 0; +0.00 SD) over 40" in clean
     planted = next(s for s in done.summary["sentences"] if s.startswith("planted, reward"))
     assert "+0.300 (95% CI +0.300 to +0.300; +1.43 SD)" in planted  # a width of rounding
+
+
+def strict(line: str) -> Any:
+    """A JSONL line read as strict JSON readers (browsers, jq, Go) read it: no NaN."""
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"{name} is not JSON: {line[:80]}")
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_an_answer_without_a_verdict_is_stored_as_null_and_kept_as_it_is(
+        tmp_path: Path) -> None:
+    """A judge answer without a verdict scores NaN: scores.jsonl held a bare ``NaN``, which no
+    strict JSON reader takes. It is stored as null, and a rerun with another scorer keeps
+    those lines exactly as they were."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"id": "a", "prompt": "My wife?", "chosen": "Her.", "rejected": "No."}\n'
+                    '{"id": "b", "prompt": "My son?", "chosen": "Him.", "rejected": "No."}\n')
+    out, scores = tmp_path / "run", tmp_path / "run" / "scores.jsonl"
+    assert main(["counterfactual", "--pairs", str(path), "--judge-model", "canned:xyz",
+                 "--out", str(out), "--no-cache"]) == 0
+    written = scores.read_text().splitlines()
+    assert [strict(line)["score"] for line in written] == [None] * 4
+    assert main(["counterfactual", "--pairs", str(path), "--judge-model", "J=canned:A",
+                 "--out", str(out), "--no-cache"]) == 0
+    again = scores.read_text().splitlines()
+    assert again[:4] == written and all(strict(line) for line in again)
+    # A file an earlier version wrote, NaN and all, is still read and rewritten strict.
+    scores.write_text("".join(line.replace('"score": null', '"score": NaN') + "\n"
+                              for line in written))
+    assert main(["counterfactual", "--pairs", str(path), "--judge-model", "J=canned:A",
+                 "--out", str(out), "--no-cache"]) == 0
+    assert scores.read_text().splitlines()[:4] == written

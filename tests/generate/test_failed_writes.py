@@ -86,6 +86,32 @@ def test_a_lone_surrogate_is_written_as_valid_json(tmp_path):
     assert temp_files(tmp_path) == []
 
 
+def test_a_nan_logprob_is_written_as_null(tmp_path):
+    """A completions server may give a token no logprob (read as NaN): the line held a bare
+    ``NaN``, which strict JSON readers refuse."""
+    from biasscope.backends.base import Generation, TokenLogprob
+
+    class NoLogprob:
+        label = "nolog"
+
+        def identity(self) -> dict[str, str]:
+            return {"backend": "nolog"}
+
+        def generate(self, requests):
+            return [Generation("x", tokens=(TokenLogprob("x", float("nan"), ()),))
+                    for _ in requests]
+
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text('{"id": "a", "prompt": "xy"}\n')
+    out = tmp_path / "gen.jsonl"
+    generate_file(NoLogprob(), prompts, out, GenerateParams(), None)
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} is not JSON")
+    line = json.loads(out.read_text(encoding="utf-8"), parse_constant=refuse)
+    assert line["logprobs"][0]["logprob"] is None
+
+
 @pytest.mark.parametrize("command", ["generate", "items"])
 def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_path, capsys,
                                                                monkeypatch):

@@ -311,3 +311,28 @@ def test_a_verdicts_file_without_run_json_is_not_replaced(pairs, tmp_path, capsy
     err = capsys.readouterr().err
     assert f"{out} holds verdicts.jsonl but no run.json" in err and err.count("\n") == 1
     assert _files(out) == {"verdicts.jsonl": b'{"id": "mine"}\n'}
+
+
+def test_verdicts_with_nan_probabilities_are_strict_json_and_read_back_the_same(tmp_path):
+    """A judge's probabilities may be NaN (a server's logprob missing): verdicts.jsonl held a
+    bare ``NaN``. It is stored as null and read back as NaN, so a rerun that keeps the
+    earlier verdicts keeps them unchanged."""
+    import math
+
+    from biasscope.judge.batch import stored_verdicts, write_verdicts
+    from biasscope.judge.core import Call, Verdict
+
+    nan = float("nan")
+    verdict = Verdict(None, {"a": nan, "b": 0.25}, "tie",
+                      (Call("m", ("a", "b"), "A", "a", None, "A"),), {"m": "a"})
+    path = tmp_path / "verdicts.jsonl"
+    write_verdicts(path, ["x"], [verdict])
+
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"{name} is not JSON")
+    assert json.loads(path.read_text(), parse_constant=refuse)["probs"] == {"a": None,
+                                                                            "b": 0.25}
+    back = stored_verdicts(path)["x"]
+    assert back.probs is not None and math.isnan(back.probs["a"]) and back.probs["b"] == 0.25
+    assert (back.label, back.reason, back.calls, back.by_judge) == (
+        verdict.label, verdict.reason, verdict.calls, verdict.by_judge)

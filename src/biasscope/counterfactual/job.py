@@ -19,7 +19,6 @@ a rerun sends nothing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from biasscope.judge import Judge, JudgingConfig, check_task, question_sha256, r
 from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.sensitivity import hh_count, reward_settings
 from biasscope.store.directory import RunStore
-from biasscope.store.files import write_bytes, write_json
+from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.run_json import start_run
 from biasscope.store.settings import gain_identity, merge_settings
@@ -103,7 +102,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         others = [o for o in others if o not in incomplete]  # summarised here, if not stored
         store.check_same_folder()
         write_bytes(store.root / SCORES, "".join(
-            json.dumps(r, ensure_ascii=False) + "\n" for r in [*kept, *records]).encode("utf-8"))
+            json_line(r) for r in [*kept, *records]).encode("utf-8"))
         summary = {"pairs": len(items), "source": config.pairs, **cf.summarise(rows)}
         if others:
             summary["kept"] = others

@@ -9,7 +9,6 @@ what is missing is sent. The output file is written atomically at the end.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -23,7 +22,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import line_id, read_jsonl
 from biasscope.generate.settings import GenerateConfig as GenerateConfig
 from biasscope.probes.choices import normalise, read_choice
-from biasscope.store.files import write_bytes
+from biasscope.store.files import json_line, write_bytes
 
 ROLES = ("system", "user", "assistant")
 
@@ -126,7 +125,8 @@ def generate_file(generator: Generator, source: str | os.PathLike[str],
     # Atomic: a failed write (full disk, no permission, a directory in the way) is one line,
     # leaves no temp file and keeps the previous output whole; the answers stay cached. A
     # lone surrogate is written as the JSON escape \uXXXX, so the file stays valid UTF-8.
-    text = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in rows)
+    # NaN (a token without a logprob) is null: strict JSON, as every run file.
+    text = "".join(json_line(item) for item in rows)
     write_bytes(output, text.encode("utf-8", "backslashreplace"))
     return cached.usage, elapsed
 

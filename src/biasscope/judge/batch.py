@@ -8,6 +8,7 @@ Input lines: ``{"id", "text"}`` for classification (with a label set), or ``{"id
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from biasscope.judge.tasks import classify, compare
 from biasscope.judge.verbosity import length_controlled
 from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
-from biasscope.store.files import write_bytes, write_json
+from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.run_json import refuse_foreign_folder, start_run
 from biasscope.store.settings import gain_identity, merge_settings
@@ -143,7 +144,7 @@ def judge_task(judge: Judge, task: Task, labels: Mapping[str, str] | None = None
 
 
 def write_verdicts(path: Path, ids: Sequence[str], verdicts: Sequence[Verdict]) -> None:
-    write_bytes(path, "".join(json.dumps(verdict_row(i, v), ensure_ascii=False) + "\n"
+    write_bytes(path, "".join(json_line(verdict_row(i, v))
                               for i, v in zip(ids, verdicts)).encode("utf-8"))
 
 
@@ -164,7 +165,7 @@ def stored_verdicts(path: Path) -> dict[str, Verdict]:
         try:
             calls = tuple(Call(str(c["model"]), tuple(c["order"]), c["key"], c["label"], None,
                                str(c["raw"]), c["error"]) for c in row["calls"])
-            verdict = Verdict(row["label"], row["probs"], row["reason"] or "", calls,
+            verdict = Verdict(row["label"], _probs(row["probs"]), row["reason"] or "", calls,
                               dict(row["by_judge"]))
             item_id = str(row["id"])
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -173,6 +174,13 @@ def stored_verdicts(path: Path) -> dict[str, Verdict]:
         if not failed(verdict):
             found[item_id] = verdict
     return found
+
+
+def _probs(stored: dict[str, float | None] | None) -> dict[str, float] | None:
+    """A verdict's probabilities as computed: a NaN is stored as null (strict JSON)."""
+    if stored is None:
+        return None
+    return {label: math.nan if p is None else p for label, p in dict(stored).items()}
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,12 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
+def json_line(obj: Any) -> str:
+    """One line of a JSONL run file, strict as ``write_json``'s: NaN and inf are null (read
+    back as None; a reader that computes with them turns it back into NaN)."""
+    return json.dumps(json_safe(obj), ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def write_json(path: Path, obj: Any) -> None:
     text = json.dumps(json_safe(obj), indent=2, allow_nan=False, default=str)
     write_bytes(path, (text + "\n").encode())

@@ -60,17 +60,17 @@ def test_generate_that_cannot_write_leaves_no_temp_file(target, name, fault, mes
 
 def test_an_exception_mid_write_leaves_no_temp_file(tmp_path, monkeypatch):
     prompts, out = setup(tmp_path)
-    real = json.dumps
+    real = generate_mod.json_line
     calls = []
 
-    def failing(obj: object, **kwargs: object) -> str:
+    def failing(obj: object) -> str:
         if isinstance(obj, dict) and "finish_reason" in obj:  # an output row
             calls.append(obj)
             if len(calls) == 3:
                 raise RuntimeError("boom")
-        return real(obj, **kwargs)  # type: ignore[arg-type]
+        return real(obj)
 
-    monkeypatch.setattr(generate_mod.json, "dumps", failing)
+    monkeypatch.setattr(generate_mod, "json_line", failing)
     with pytest.raises(RuntimeError, match="boom"):
         generate_file(PromptEcho(), prompts, out, GenerateParams(), None)
     assert temp_files(out.parent) == [] and out.read_bytes() == OLD
@@ -132,5 +132,6 @@ def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_pat
     # A directory where the file should go: one line too, and nothing left behind.
     assert main([*args, "--out", str(out.parent)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "cannot write" in err and "Traceback" not in err
+    said = "cannot write" if command == "generate" else "is a directory: give the JSONL file"
+    assert len(err.splitlines()) == 1 and said in err and "Traceback" not in err
     assert temp_files(out.parent) == [] and temp_files(tmp_path) == []

@@ -224,3 +224,30 @@ def test_consensus_gives_no_verdict_on_one_order_alone() -> None:
 
     failed, *_ = compare(Judge(Down(("A",)), config), pairs)
     assert failed.label is None and failed.reason == "failed" and len(failed.calls) == 2
+
+
+def test_position_is_measured_per_judge(tmp_path, capsys) -> None:
+    """One judge always takes the first slot and another always the second: pooled, their
+    answers read 50%, p = 1.0 (no position preference); each judge is measured alone."""
+    import json
+
+    from biasscope.cli.main import main
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": i, "prompt": f"Q{i}?", "a": "yes", "b": "no"})
+                             + "\n" for i in range(8)))
+    out = tmp_path / "audit"
+    assert main(["judge-audit", "--model", "first=canned:A", "--model", "second=canned:B",
+                 "--input", str(pairs), "--out", str(out), "--no-cache"]) == 0
+    printed = capsys.readouterr().out
+    head = json.loads((out / "summary.json").read_text())["probes"]["judge-audit"]["headline"]
+    assert "first_slot_rate" not in head and "position_consistency" not in head
+    first, second = head["first_slot_rate:first"], head["first_slot_rate:second"]
+    assert (first["estimate"], second["estimate"]) == (1.0, 0.0)
+    assert first["clusters"] == second["clusters"] == 8
+    assert first["p_value"] == second["p_value"] == pytest.approx(2 / 256)
+    assert head["position_consistency:first"]["estimate"] == 0.0
+    assert head["position_consistency:second"]["estimate"] == 0.0
+    assert "Judge first picked the option shown first in 100% of 16 answers" in printed
+    assert "Judge second picked the option shown first in 0% of 16 answers" in printed
+    assert "50%" not in printed.split("No length")[0]

@@ -14,6 +14,9 @@ share is as likely positive as negative when the judge has no preference on aver
 whatever its item-specific ones), and the length control counts pairs. Counting every
 answer as a trial called a first-slot preference that is not there in 9% of 100-pair
 audits, a self-preference in 10-12% (docs/validation.md).
+
+Position is measured per judge model (as self-preference is): several judges' answers pooled
+hide opposite preferences.
 """
 
 from __future__ import annotations
@@ -83,19 +86,50 @@ def _cohens_h(share: float, chance: float) -> float:
     return 2 * math.asin(math.sqrt(share)) - 2 * math.asin(math.sqrt(chance))
 
 
+def _labels(judge: Judge) -> list[str]:
+    return [m.label for m in judge.models]
+
+
 def _fixed(judge: Judge) -> Judge:
     return Judge(judge.models, replace(judge.config, position="fixed"))
 
 
 def _position(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choices: int,
-              fixed: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+              fixed: Sequence[str] = (), judges: Sequence[str] | None = None
+              ) -> dict[str, dict[str, Any]]:
     """Item i's verdicts are ``forward[i]`` and ``backward[i]``: rates over both are
-    clustered by item."""
-    both = [(f, b) for f, b in zip(forward, backward) if f.label and b.label]
-    same = sum(f.label == b.label for f, b in both)
+    clustered by item. A position preference belongs to a judge model, so each of several
+    ``judges`` (labels; None: those the calls name) is measured on its own answers, under
+    ``position_consistency:JUDGE`` and ``first_slot_rate:JUDGE``: pooled, a judge that
+    always took the first slot and one that always took the second read as 50%, p = 1."""
+    names: list[str | None] = list(
+        dict.fromkeys(c.model for v in (*forward, *backward) for c in v.calls)
+        if judges is None else judges)
+    several = len(names) > 1
+    out: dict[str, dict[str, Any]] = {}
+    for name in names if several else [None]:
+        suffix = f":{name}" if several else ""
+        out[f"position_consistency{suffix}"], out[f"first_slot_rate{suffix}"] = _one_judge(
+            forward, backward, n_choices, fixed, name)
+    items = [*range(len(forward)), *range(len(backward))]
+    out["invalid_rate"] = clustered_rate([v.reason == "invalid" for v in (*forward, *backward)],
+                                         items)
+    return out
+
+
+def _one_judge(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choices: int,
+               fixed: Sequence[str], name: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Position consistency and the first-slot rate of judge ``name`` (None: every call and
+    the verdicts, one judge)."""
+    def label(v: Verdict) -> str | None:
+        return v.label if name is None else v.by_judge.get(name, v.label)
+
+    both = [(label(f), label(b)) for f, b in zip(forward, backward) if label(f) and label(b)]
+    same = sum(f == b for f, b in both)
     items = [*range(len(forward)), *range(len(backward))]
     calls = [(i, c) for i, v in zip(items, (*forward, *backward)) for c in v.calls
-             if c.label is not None and c.label not in fixed]
+             if c.label is not None and c.label not in fixed
+             and (name is None or c.model == name)]
     slots = [(c.order.index(c.label), len(c.order)) for _, c in calls]
     # The backward order is the forward one reversed, so without a position preference a
     # label is picked as often shown first as shown last. With two options that is the
@@ -106,9 +140,7 @@ def _position(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choices
     first = clustered_rate([slot == 0 for slot, _ in slots], [i for i, _ in calls], chance)
     if n_choices > 2 and first["n"]:
         first["tested_against"] = "last slot"
-    return {"position_consistency": rate(same, len(both)), "first_slot_rate": first,
-            "invalid_rate": clustered_rate([v.reason == "invalid"
-                                            for v in (*forward, *backward)], items)}
+    return rate(same, len(both)), first
 
 
 def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, str],
@@ -117,7 +149,7 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
     fixed = _fixed(judge)
     forward = classify(fixed, texts, labels, instruction)
     backward = classify(fixed, texts, dict(reversed(list(labels.items()))), instruction)
-    head = _position(forward, backward, len(labels))
+    head = _position(forward, backward, len(labels), judges=_labels(judge))
     sentences = []
     names = tuple(labels)
     if all(n and " " not in n for n in names) and len(set(names)) == len(names):
@@ -146,7 +178,7 @@ def pairwise_biases(judge: Judge, pairs: Sequence[tuple[str, str, str]],
     forward = compare(fixed, pairs, instruction)
     swapped = [(q, b, a) for q, a, b in pairs]
     backward = [_swap(v) for v in compare(fixed, swapped, instruction)]
-    head = _position(forward, backward, 2, fixed=("tie",))
+    head = _position(forward, backward, 2, fixed=("tie",), judges=_labels(judge))
     # Both orders: a win rate (and its length control) from one order alone would measure
     # the first slot's advantage, not answer a's. Each pair's two verdicts are one unit.
     ids = [*range(len(pairs)), *range(len(pairs))]
@@ -217,17 +249,23 @@ _AGAINST_LAST = (", first shown set against last shown, as the judge's preferenc
 
 
 def _sentences(head: Mapping[str, Any]) -> list[str]:
+    """The position and name measures in words, each judge's own where there are several."""
     out = []
-    if (pc := head.get("position_consistency")) and pc["n"]:
-        out.append(f"With the options in reverse order the judge gave the same verdict for "
-                   f"{pc['estimate']:.0%} of items (95% CI {pc['low']:.0%} to {pc['high']:.0%}, "
-                   f"n = {pc['n']}).")
-    if (fs := head.get("first_slot_rate")) and fs["n"]:
-        out.append(f"It picked the option shown first in {fs['estimate']:.0%} of {fs['n']} "
-                   f"answers on {fs['clusters']} items (95% CI {fs['low']:.0%} to "
-                   f"{fs['high']:.0%}, items as clusters; sign-flip test over items against "
-                   f"no position preference{_AGAINST_LAST if 'tested_against' in fs else ''} "
-                   f"{p_is(fs['p_value'])}, Cohen's h = {fs['effect_size']:+.2f}).")
+    for key, value in head.items():
+        measure, _, name = key.partition(":")
+        if measure == "position_consistency" and value["n"]:
+            pc, who = value, f"judge {name}" if name else "the judge"
+            out.append(f"With the options in reverse order {who} gave the same verdict for "
+                       f"{pc['estimate']:.0%} of items (95% CI "
+                       f"{pc['low']:.0%} to {pc['high']:.0%}, n = {pc['n']}).")
+        elif measure == "first_slot_rate" and value["n"]:
+            fs = value
+            out.append(f"{f'Judge {name}' if name else 'It'} picked the option shown first in "
+                       f"{fs['estimate']:.0%} of {fs['n']} answers on {fs['clusters']} items "
+                       f"(95% CI {fs['low']:.0%} to {fs['high']:.0%}, items as clusters; "
+                       "sign-flip test over items against no position preference"
+                       f"{_AGAINST_LAST if 'tested_against' in fs else ''} "
+                       f"{p_is(fs['p_value'])}, Cohen's h = {fs['effect_size']:+.2f}).")
     if (ns := head.get("name_sensitivity")) and ns["n"]:
         out.append(f"Showing the user's label names instead of neutral keys changed "
                    f"{ns['estimate']:.0%} of verdicts (95% CI {ns['low']:.0%} to "

@@ -11,14 +11,21 @@ Each claim runs the library's own statistics on simulated verdicts (no model); s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
 
 from biasscope.backends.canned import CannedGenerator
 from biasscope.judge.agreement import agreement
-from biasscope.judge.biases import _position, self_preference
+from biasscope.judge.biases import (
+    _position,
+    classifier_measures,
+    pairwise_measures,
+    self_preference,
+)
 from biasscope.judge.core import Call, Judge, Verdict
 from biasscope.judge.rankings import rankings
 from biasscope.judge.verbosity import length_controlled
@@ -268,6 +275,91 @@ def reading_false_claims(n: int, seed: int, *, items: int, judges: int, labels: 
     return hits, n
 
 
+#: What a printed verdict of judge-audit says of a bias it shows (after Holm over its tests);
+#: "No evidence that judge j prefers or avoids its own responses" is none.
+BIAS_SHOWN = re.compile(r"prefers the option shown|favours the (longer|shorter) answer|"
+                        r"prefers its own|(?<!or )avoids its own")
+
+
+def _said(sentences: list[str]) -> bool:
+    return any(BIAS_SHOWN.search(s) for s in sentences)
+
+
+def _answer(judge: str, label: str, order: tuple[str, ...]) -> Verdict:
+    """One judge's verdict as `Judge` makes it (a one-hot distribution, no log-probs)."""
+    return Verdict(label, {label: 1.0}, calls=(Call(judge, order, None, label, None, label),))
+
+
+def unbiased_judges(rng: np.random.Generator, judges: Judge, pairs: int
+                    ) -> tuple[list[tuple[int, int]], list[Verdict], list[Verdict],
+                               list[tuple[str, str]]]:
+    """Judges without a position, length or self-preference on average, asked about every
+    pair in both orders: a pair has its own P(a wins) ~ Beta mean `WIN_RATE`, ICC `ICC`
+    (shared by the judges: they read the same answers), each judge its own pull toward the
+    first slot per pair (logit ~ Normal(0, `ORDER_SD`)); lengths are drawn apart from all
+    of it, and one answer of each pair was written by one of the judges (at random), the
+    other by someone else. The lengths, the verdicts of both orders (backward in a's terms,
+    aggregated as `Judge` aggregates them) and the authors."""
+    concentration = 1 / ICC - 1
+    p = np.clip(rng.beta(WIN_RATE * concentration, (1 - WIN_RATE) * concentration, pairs),
+                1e-6, 1 - 1e-6)
+    content = np.log(p / (1 - p))
+    lengths = list(zip(rng.integers(20, 800, pairs).tolist(),
+                       rng.integers(20, 800, pairs).tolist()))
+    names = [m.label for m in judges.models]
+    forward: list[list[Verdict]] = [[] for _ in range(pairs)]
+    backward: list[list[Verdict]] = [[] for _ in range(pairs)]
+    for name in names:
+        pull = rng.normal(0, ORDER_SD, pairs)
+        a_first = rng.random(pairs) < 1 / (1 + np.exp(-(content + pull)))
+        a_second = rng.random(pairs) < 1 / (1 + np.exp(-(content - pull)))
+        for i in range(pairs):
+            forward[i].append(_answer(name, "a" if a_first[i] else "b", ("a", "b")))
+            backward[i].append(_answer(name, "a" if a_second[i] else "b", ("b", "a")))
+    writer = rng.integers(0, len(names), pairs)
+    own_a = rng.random(pairs) < 0.5
+    authors = [(names[w], "other") if a else ("other", names[w]) for w, a in zip(writer, own_a)]
+    return (lengths, [judges._aggregate(v) for v in forward],
+            [judges._aggregate(v) for v in backward], authors)
+
+
+def audit_false_claims(n: int, seed: int, *, judges: int, pairs: int) -> tuple[int, int]:
+    """How often a pairwise judge-audit of ``judges`` judges without any bias prints that
+    some judge has one (a slot, a length or its own responses preferred)."""
+    rng = np.random.default_rng(seed)
+    judge = Judge([CannedGenerator(["A"], label=f"j{k}") for k in range(judges)])
+    hits = 0
+    for _ in range(n):
+        lengths, forward, backward, authors = unbiased_judges(rng, judge, pairs)
+        found = pairwise_measures(judge, lengths, forward, backward, authors, n_resamples=10)
+        hits += _said(found["sentences"])
+    return hits, n
+
+
+def classifier_audit_false_claims(n: int, seed: int, *, judges: int, items: int
+                                  ) -> tuple[int, int]:
+    """How often a three-label classifier judge-audit of ``judges`` judges, each without a
+    position preference but preferring the middle label (`label_verdicts`), prints that
+    some judge prefers a slot."""
+    rng = np.random.default_rng(seed)
+    judge = Judge([CannedGenerator(["A"], label=f"j{k}") for k in range(judges)])
+    hits = 0
+    for _ in range(n):
+        forward: list[list[Verdict]] = [[] for _ in range(items)]
+        backward: list[list[Verdict]] = [[] for _ in range(items)]
+        for model in judge.models:
+            ahead, behind = label_verdicts(rng, items)
+            for i in range(items):
+                forward[i].append(replace(ahead[i], calls=tuple(
+                    replace(c, model=model.label) for c in ahead[i].calls)))
+                backward[i].append(replace(behind[i], calls=tuple(
+                    replace(c, model=model.label) for c in behind[i].calls)))
+        found = classifier_measures(judge, [judge._aggregate(v) for v in forward],
+                                    [judge._aggregate(v) for v in backward], len(LABELS))
+        hits += _said(found["sentences"])
+    return hits, n
+
+
 CONSISTENT = (f"length ignored, P(a wins) per pair ~ Beta mean {WIN_RATE:g}, ICC {ICC:.2f} "
               "between its two orders")
 
@@ -310,6 +402,24 @@ def _claims() -> list[Claim]:
             "p < 0.05)", "no preference on average; per pair P(own wins) ~ Beta(symmetric), "
             f"ICC {ICC:.2f} between its two orders", f"{pairs} pairs x 2 orders",
             "false-claim", ALPHA, partial(self_preference_false_claims, pairs=pairs)))
+    for judges, pairs in ((1, 10), (1, 100), (2, 10), (2, 30), (3, 30), (3, 100)):
+        out.append(Claim(
+            "some judge has a bias: a slot, a length or its own responses preferred "
+            "(judge-audit, any verdict, Holm over the audit's tests)",
+            f"judges without any on average: per pair P(a wins) ~ Beta mean {WIN_RATE:g}, "
+            f"ICC {ICC:.2f}; each judge's pull to the first slot per pair ~ "
+            f"Normal(0, {ORDER_SD:g}) on the logit; lengths apart; one answer per pair by one "
+            "of the judges", f"{judges} judge{'s' if judges > 1 else ''}, {pairs} pairs x 2 "
+            "orders", "false-claim", ALPHA,
+            partial(audit_false_claims, judges=judges, pairs=pairs)))
+    for judges, items in ((2, 10), (3, 100)):
+        out.append(Claim(
+            "some judge prefers a slot (classifier judge-audit, any verdict, Holm over the "
+            "audit's tests)", "3 labels, no position preference, each judge prefers the "
+            f"middle one (per item label shares ~ Dirichlet, mean "
+            f"{'/'.join(f'{s:g}' for s in LABEL_SHARES)})",
+            f"{judges} judges, {items} items x 2 orders", "false-claim", ALPHA,
+            partial(classifier_audit_false_claims, judges=judges, items=items)))
     for systems, items, judges in ((4, 60, 2), (8, 300, 3), (12, 300, 4)):
         out.append(Claim(
             "the leaderboard's order depends on the judge (judge rankings)",

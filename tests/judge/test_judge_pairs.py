@@ -251,3 +251,68 @@ def test_position_is_measured_per_judge(tmp_path, capsys) -> None:
     assert "Judge first picked the option shown first in 100% of 16 answers" in printed
     assert "Judge second picked the option shown first in 0% of 16 answers" in printed
     assert "50%" not in printed.split("No length")[0]
+
+
+def _audit(tmp_path, capsys, n: int, *models: str, authors: bool = False
+           ) -> tuple[dict, str]:
+    import json
+
+    from biasscope.cli.main import main
+
+    pairs = tmp_path / f"pairs{n}.jsonl"
+    pairs.write_text("".join(json.dumps({
+        "id": i, "prompt": f"Q{i}?", "a": "yes" * (1 + i % 3), "b": "no",
+        **({"model_a": "first", "model_b": "other"} if authors else {})}) + "\n"
+        for i in range(n)))
+    out = tmp_path / f"audit{n}"
+    argv = ["judge-audit", *(w for m in models for w in ("--model", m)), "--input", str(pairs),
+            "--out", str(out), "--no-cache"]
+    assert main(argv) == 0
+    result = json.loads((out / "summary.json").read_text())["probes"]["judge-audit"]
+    return result, capsys.readouterr().out
+
+
+def test_the_audits_tests_are_holm_controlled(tmp_path, capsys) -> None:
+    """Two judges' first-slot tests are one family: over 6 pairs each judge always takes its
+    slot, p = 2/64 = 0.031 each, Holm 0.0625: no verdict (before, each was read alone).
+    Over 8 pairs, 0.0078 each, Holm 0.016: each judge prefers its slot."""
+    found, printed = _audit(tmp_path, capsys, 6, "first=canned:A", "second=canned:B")
+    for name in ("first", "second"):
+        test = found["headline"][f"first_slot_rate:{name}"]
+        assert test["p_value"] == pytest.approx(2 / 64)
+        assert test["p_holm"] == pytest.approx(4 / 64)
+        assert f"No evidence that judge {name} prefers either slot" in printed
+    assert "prefers the option shown" not in printed
+    assert "(Holm over the audit's 2 tests: 0.062)" in printed
+    _, printed = _audit(tmp_path, capsys, 8, "first=canned:A", "second=canned:B")
+    assert "Judge first prefers the option shown first" in printed
+    assert "Judge second prefers the option shown second" in printed
+
+
+def test_one_judges_family_holds_first_slot_length_and_self_preference(tmp_path,
+                                                                       capsys) -> None:
+    """One judge that always answers A, over 10 pairs it wrote answer a of: the first-slot,
+    length and self-preference tests are one family, each with its raw and its Holm p; its
+    own response wins as often as the first slot, half the time: no self-preference."""
+    found, printed = _audit(tmp_path, capsys, 10, "first=canned:A", authors=True)
+    head = found["headline"]
+    tested = [k for k, v in head.items() if "p_holm" in v]
+    assert tested == ["first_slot_rate", "self_preference:first"]  # length: every pair splits
+    assert head["first_slot_rate"]["p_holm"] == pytest.approx(2 * 2 / 1024)
+    assert head["self_preference:first"]["p_holm"] == pytest.approx(1.0)
+    assert found["tables"]["self_preference"][0]["own_win_rate"]["p_holm"] == 1.0
+    assert "The judge prefers the option shown first" in printed
+    assert ("Judge first picked its own response in 50% of 20 verdicts on 10 pairs" in printed
+            and "No evidence that judge first prefers or avoids its own responses" in printed)
+
+
+def test_the_length_verdict_reads_the_adjusted_p() -> None:
+    """A length effect significant alone (p < 0.05) is no verdict when Holm's p is not."""
+    rows = [("a" if a > b else "b", a, b) for a, b in zip(range(10, 40, 3), range(40, 10, -3))]
+    rows[0], rows[-1] = ("b", *rows[0][1:]), ("a", *rows[-1][1:])
+    lc = length_controlled(rows)
+    assert lc.length_p_value < 0.05
+    assert "The judge favours the" in lc.sentence()
+    held = lc.sentence(p_holm=0.2, tests=3)
+    assert "No evidence that answer length sways the judge" in held
+    assert "(Holm over the audit's 3 tests: 0.20)" in held

@@ -16,7 +16,8 @@ answer as a trial called a first-slot preference that is not there in 9% of 100-
 audits, a self-preference in 10-12% (docs/validation.md).
 
 Position is measured per judge model (as self-preference is): several judges' answers pooled
-hide opposite preferences.
+hide opposite preferences. The audit's tests are one family (`_holm`): every verdict it prints
+reads the Holm-adjusted p.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from biasscope.core.imports import lazy
-from biasscope.core.numbers import p_is
-from biasscope.core.stats import clustered_wilson
+from biasscope.core.numbers import p_is, pvalue
+from biasscope.core.stats import adjust_pvalues, clustered_wilson
 from biasscope.core.wordings import sign_flip_p
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.rankings import ranking_tables
@@ -38,6 +39,7 @@ from biasscope.judge.tasks import CLASSIFY, COMPARE, classify, compare
 from biasscope.judge.verbosity import length_controlled
 
 sps = lazy("scipy.stats")  # imported at first use
+ALPHA = 0.05  # of every verdict the audit prints, after Holm over its tests
 
 
 def rate(hits: int, n: int, chance: float | None = None) -> dict[str, Any]:
@@ -149,8 +151,8 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
     fixed = _fixed(judge)
     forward = classify(fixed, texts, labels, instruction)
     backward = classify(fixed, texts, dict(reversed(list(labels.items()))), instruction)
-    head = _position(forward, backward, len(labels), judges=_labels(judge))
-    sentences = []
+    found = classifier_measures(judge, forward, backward, len(labels))
+    head, sentences = found["headline"], found["sentences"]
     names = tuple(labels)
     if all(n and " " not in n for n in names) and len(set(names)) == len(names):
         # Asked as the lettered verdicts were (reasoning, log-probs, seed), but with the names
@@ -158,15 +160,29 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
         named = Judge(judge.models, replace(fixed.config, keys=names, logit_bias=False))
         by_name = classify(named, texts, labels, instruction)
         pairs = [(a.label, b.label) for a, b in zip(forward, by_name) if a.label and b.label]
-        head["name_sensitivity"] = rate(sum(a != b for a, b in pairs), len(pairs))
-        if not pairs:
+        head["name_sensitivity"] = ns = rate(sum(a != b for a, b in pairs), len(pairs))
+        if pairs:
+            sentences.append(f"Showing the user's label names instead of neutral keys changed "
+                             f"{ns['estimate']:.0%} of verdicts (95% CI {ns['low']:.0%} to "
+                             f"{ns['high']:.0%}).")
+        else:
             sentences.append(f"Name sensitivity could not be measured: asked with the label "
                              f"names as answer keys, none of {len(by_name)} answers named a "
                              "label that could be set against the lettered verdict.")
     else:
         sentences.append("Name sensitivity was not measured: label names with spaces cannot "
                          "be answered as one word.")
-    return {"headline": head, "tables": {}, "sentences": _sentences(head) + sentences,
+    return found
+
+
+def classifier_measures(judge: Judge, forward: Sequence[Verdict], backward: Sequence[Verdict],
+                        n_labels: int) -> dict[str, Any]:
+    """What `classifier_biases` says of the verdicts in both orders (the labels in one
+    order and its reverse), name sensitivity aside: each judge's position measures, their
+    tests one family (`_holm`), and the sentences."""
+    head = _position(forward, backward, n_labels, judges=_labels(judge))
+    tests = _holm(head)
+    return {"headline": head, "tables": {}, "sentences": _sentences(head, tests),
             "examples": []}
 
 
@@ -178,13 +194,32 @@ def pairwise_biases(judge: Judge, pairs: Sequence[tuple[str, str, str]],
     forward = compare(fixed, pairs, instruction)
     swapped = [(q, b, a) for q, a, b in pairs]
     backward = [_swap(v) for v in compare(fixed, swapped, instruction)]
+    found = pairwise_measures(judge, [(len(a), len(b)) for _, a, b in pairs], forward,
+                              backward, authors)
+    # Both orders: no position advantage. The leaderboards hold their own family (Holm
+    # over each judge's pairs of systems), a question about the systems, not the judge.
+    ranked, said = ranking_tables(_labels(judge), [*forward, *backward], [*authors, *authors],
+                                  ranking, pairs=[*range(len(pairs)), *range(len(pairs))])
+    found["tables"].update(ranked)
+    found["sentences"] += said
+    return found
+
+
+def pairwise_measures(judge: Judge, lengths: Sequence[tuple[int, int]],
+                      forward: Sequence[Verdict], backward: Sequence[Verdict],
+                      authors: Sequence[tuple[str | None, str | None]] = (),
+                      n_resamples: int = 2000) -> dict[str, Any]:
+    """What `pairwise_biases` says of the verdicts on each pair in both orders (``backward``
+    in the forward order's terms; ``lengths``: each pair's answers'), its leaderboards
+    aside: the position, length and self-preference measures, their tests one family
+    (`_holm`), and the sentences. ``n_resamples``: the win rate's bootstrap's."""
     head = _position(forward, backward, 2, fixed=("tie",), judges=_labels(judge))
     # Both orders: a win rate (and its length control) from one order alone would measure
     # the first slot's advantage, not answer a's. Each pair's two verdicts are one unit.
-    ids = [*range(len(pairs)), *range(len(pairs))]
-    lengths = [(v.label, len(a), len(b)) for v, (_, a, b) in zip([*forward, *backward],
-                                                                 [*pairs, *pairs])]
-    lc = length_controlled(lengths, pairs=ids)
+    ids = [*range(len(lengths)), *range(len(lengths))]
+    lc = length_controlled([(v.label, a, b) for v, (a, b) in zip([*forward, *backward],
+                                                                  [*lengths, *lengths])],
+                           n_resamples=n_resamples, pairs=ids)
     head["length_coefficient"] = {**lc.length_coefficient.as_dict(),
                                   "p_value": lc.length_p_value, "effect_size": lc.spearman}
     head["win_rate_a"] = lc.win_rate.as_dict()
@@ -195,12 +230,27 @@ def pairwise_biases(judge: Judge, pairs: Sequence[tuple[str, str, str]],
         tables["self_preference"] = rows
         for row in rows:
             head[f"self_preference:{row['judge']}"] = row["own_win_rate"]
-    # Both orders: no position advantage.
-    ranked, said = ranking_tables([m.label for m in judge.models], [*forward, *backward],
-                                  [*authors, *authors], ranking, pairs=ids)
-    tables.update(ranked)
+    tests = _holm(head)
+    for row in tables.get("self_preference", []):
+        row["own_win_rate"] = head[f"self_preference:{row['judge']}"]
+    length = head["length_coefficient"].get("p_holm")
     return {"headline": head, "tables": tables,
-            "sentences": [*_sentences(head), lc.sentence(), *said], "examples": []}
+            "sentences": [*_sentences(head, tests), lc.sentence(length, tests),
+                          *_self_sentences(head, tests)], "examples": []}
+
+
+def _holm(head: dict[str, Any]) -> int:
+    """``p_holm`` beside the ``p_value`` of every test in ``head`` (the first slot per
+    judge, the length coefficient, self-preference per judge), Holm over them all, and how
+    many they are. One audit asks all these questions at once: read each at its raw
+    p < 0.05, audits of 3 judges without any of the biases said one had some in 20% of 100-pair
+    runs (docs/validation.md has the rates now). Tests that could not run (NaN) are no part of
+    the family."""
+    tested = [k for k, v in head.items() if isinstance(v, Mapping)
+              and isinstance(v.get("p_value"), (int, float)) and math.isfinite(v["p_value"])]
+    for key, held in zip(tested, adjust_pvalues([head[k]["p_value"] for k in tested], "holm")):
+        head[key] = {**head[key], "p_holm": float(held)}
+    return len(tested)
 
 
 def _swap(verdict: Verdict) -> Verdict:
@@ -248,8 +298,22 @@ _AGAINST_LAST = (", first shown set against last shown, as the judge's preferenc
                  "labels decides how often the first is picked")
 
 
-def _sentences(head: Mapping[str, Any]) -> list[str]:
-    """The position and name measures in words, each judge's own where there are several."""
+def _held(test: Mapping[str, Any], tests: int) -> str:
+    """The raw p-value, and Holm's over the audit's ``tests`` where there are several."""
+    holm = (f" (Holm over the audit's {tests} tests: {pvalue(test['p_holm'])})"
+            if tests > 1 and "p_holm" in test else "")
+    return f"{p_is(test['p_value'])}{holm}"
+
+
+def _shown(test: Mapping[str, Any]) -> bool:
+    """Whether a test's verdict is a finding: Holm's p below `ALPHA` (its raw p where it
+    was no part of a family)."""
+    return bool(test.get("p_holm", test["p_value"]) < ALPHA)
+
+
+def _sentences(head: Mapping[str, Any], tests: int = 1) -> list[str]:
+    """The position measures in words, each judge's own where there are several;
+    each verdict reads the Holm-adjusted p over the audit's ``tests``."""
     out = []
     for key, value in head.items():
         measure, _, name = key.partition(":")
@@ -259,15 +323,34 @@ def _sentences(head: Mapping[str, Any]) -> list[str]:
                        f"{pc['estimate']:.0%} of items (95% CI "
                        f"{pc['low']:.0%} to {pc['high']:.0%}, n = {pc['n']}).")
         elif measure == "first_slot_rate" and value["n"]:
-            fs = value
-            out.append(f"{f'Judge {name}' if name else 'It'} picked the option shown first in "
+            fs, who = value, f"judge {name}" if name else "the judge"
+            last = "last" if "tested_against" in fs else "second"
+            verdict = (f"{who.capitalize()} prefers the option shown "
+                       f"{'first' if fs['effect_size'] > 0 else last}" if _shown(fs)
+                       else f"No evidence that {who} prefers either slot")
+            out.append(f"{who.capitalize()} picked the option shown first in "
                        f"{fs['estimate']:.0%} of {fs['n']} answers on {fs['clusters']} items "
-                       f"(95% CI {fs['low']:.0%} to {fs['high']:.0%}, items as clusters; "
-                       "sign-flip test over items against no position preference"
+                       f"(95% CI {fs['low']:.0%} to {fs['high']:.0%}, items as clusters). "
+                       f"{verdict}: sign-flip test over items against no position preference"
                        f"{_AGAINST_LAST if 'tested_against' in fs else ''} "
-                       f"{p_is(fs['p_value'])}, Cohen's h = {fs['effect_size']:+.2f}).")
-    if (ns := head.get("name_sensitivity")) and ns["n"]:
-        out.append(f"Showing the user's label names instead of neutral keys changed "
-                   f"{ns['estimate']:.0%} of verdicts (95% CI {ns['low']:.0%} to "
-                   f"{ns['high']:.0%}).")
+                       f"{_held(fs, tests)}, Cohen's h = {fs['effect_size']:+.2f}.")
+    return out
+
+
+def _self_sentences(head: Mapping[str, Any], tests: int) -> list[str]:
+    """Each judge's self-preference in words, its verdict by the Holm-adjusted p."""
+    out = []
+    for key, sp in head.items():
+        measure, _, name = key.partition(":")
+        if measure != "self_preference" or not sp["n"] or "p_value" not in sp:
+            continue
+        verdict = (f"Judge {name} {'prefers' if sp['effect_size'] > 0 else 'avoids'} its own "
+                   "responses" if _shown(sp)
+                   else f"No evidence that judge {name} prefers or avoids its own responses")
+        out.append(f"Judge {name} picked its own response in {sp['estimate']:.0%} of "
+                   f"{sp['n']} verdicts on {sp.get('clusters', sp['n'])} pairs (95% CI "
+                   f"{sp['low']:.0%} to {sp['high']:.0%}, pairs as clusters). {verdict}: "
+                   "sign-flip test over "
+                   f"pairs against 50% {_held(sp, tests)}, Cohen's h = "
+                   f"{sp['effect_size']:+.2f}.")
     return out

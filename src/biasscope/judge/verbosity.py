@@ -44,7 +44,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.imports import lazy
-from biasscope.core.numbers import p_is, with_ci
+from biasscope.core.numbers import p_is, pvalue, with_ci
 from biasscope.core.stats import Array, Interval, bootstrap_mean, wilson
 
 special = lazy("scipy.special")  # imported at first use
@@ -105,8 +105,10 @@ class LengthControlled:
     reason: str | None
     pairs: int | None = None
 
-    def sentence(self) -> str:
-        """The result in plain English."""
+    def sentence(self, p_holm: float | None = None, tests: int = 1) -> str:
+        """The result in plain English. ``p_holm``: the length test's p-value after Holm over
+        ``tests`` (judge-audit's family), which the verdict then reads: where one audit
+        asks several questions, the raw p-value of one is no finding."""
         if self.n == 0:
             return f"No length-controlled win rate: {self.reason}."
         verdicts = f"{self.n} verdict{'' if self.n == 1 else 's'}"
@@ -118,13 +120,16 @@ class LengthControlled:
         if self.reason is not None:
             return f"{raw} No length-controlled win rate: {self.reason}."
         beta, p = self.length_coefficient.estimate, self.length_p_value
-        if p < 1 - self.win_rate.confidence:
+        held = p if p_holm is None else p_holm
+        if held < 1 - self.win_rate.confidence:
             verdict = f"The judge favours the {'longer' if beta > 0 else 'shorter'} answer"
         else:
             verdict = "No evidence that answer length sways the judge"
+        holm = (f" (Holm over the audit's {tests} tests: {pvalue(p_holm)})"
+                if p_holm is not None and tests > 1 else "")
         return (f"{raw} At equal length it would win {self.lc_win_rate.estimate:.0%}"
                 f"{_ci(self.lc_win_rate, '.0%')}. {verdict}: length coefficient "
-                f"{_coefficient(self.length_coefficient)}, {p_is(p)}; Spearman "
+                f"{_coefficient(self.length_coefficient)}, {p_is(p)}{holm}; Spearman "
                 f"ρ = {self.spearman:+.2f} ({p_is(self.spearman_p_value)}).")
 
 

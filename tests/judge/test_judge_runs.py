@@ -167,7 +167,10 @@ def test_failed_requests_exit_non_zero_are_not_stored_and_are_retried(pairs, tmp
         argv = ["judge", "--model", f"openai-compatible:{server.base_url}#m", "--input",
                 str(pairs), "--out", str(out), "--cache", str(cache), *FAST]
         assert main(argv) == 1
-        err = capsys.readouterr().err
+        printed, err = capsys.readouterr()
+        # The file's 3 items, not the 2 that got through ("2 of 2 items got a verdict")
+        assert printed.splitlines()[0] == ("2 of 3 items got a verdict; 1 not yet (its "
+                                           "requests failed).")
         assert "1 of 3 judge requests failed" in err and "rerun the same command" in err
         assert "Traceback" not in err and err.count("\n") == 1
         rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()]

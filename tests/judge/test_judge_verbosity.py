@@ -184,3 +184,27 @@ def test_a_win_rate_without_spread_gets_an_honest_interval(rows, low, high, said
     assert r.win_rate.low == pytest.approx(low, abs=1e-3)
     assert r.win_rate.high == pytest.approx(high, abs=1e-3)
     assert said in r.sentence()
+
+
+def test_a_classifier_audit_warns_of_lopsided_labels_once(tmp_path) -> None:
+    """judge-audit classifies in two orders and by name: the warning came from each of the
+    three calls, so the command printed its note three times."""
+    import json
+
+    from biasscope.backends.canned import CannedGenerator
+    from biasscope.cli.main import main
+    from biasscope.judge.biases import classifier_biases
+    from biasscope.judge.core import Judge
+
+    labels = {"POSITIVE": "Happy.", "NEGATIVE": "The text is sad, gloomy and unhappy."}
+    with pytest.warns(VerbosityBiasWarning) as caught:
+        classifier_biases(Judge(CannedGenerator(["A"])), ["Day 1.", "Day 2."], labels)
+    assert len(caught) == 1
+    texts, names = tmp_path / "texts.jsonl", tmp_path / "labels.json"
+    texts.write_text("".join(json.dumps({"id": i, "text": f"Day {i}."}) + "\n"
+                             for i in range(3)))
+    names.write_text(json.dumps(labels))
+    with pytest.warns(VerbosityBiasWarning) as caught:
+        assert main(["judge-audit", "--model", "canned:A", "--input", str(texts), "--labels",
+                     str(names), "--out", str(tmp_path / "audit"), "--no-cache"]) == 0
+    assert len(caught) == 1

@@ -223,7 +223,7 @@ def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[V
                       tuple(task.pairs[k] for k, _ in keep) if task.pairs else (),
                       tuple(task.authors[k] for k, _ in keep) if task.authors else ())
         got = [v for _, v in keep]
-        result = batch_result(judge, judged, got, ranking)
+        result = batch_result(judge, judged, got, ranking, of=len(task.ids))
         missing = None
         if errors:
             missing = Failures(len(task.ids) - len(got), len(errors), len(calls), errors[0],
@@ -288,10 +288,11 @@ def finish(store: RunStore, kind: str, result: Mapping[str, Any]) -> Path:
 
 
 def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
-                 ranking: str = "win-rate") -> dict[str, Any]:
+                 ranking: str = "win-rate", of: int | None = None) -> dict[str, Any]:
     """What a batch of verdicts says, in the audit report's shape: how many are verdicts and
     why the others are not, the label counts, inter-judge agreement (several judges) and the
-    length-controlled win rate (pairwise)."""
+    length-controlled win rate (pairwise). ``of``: the items of the file, where some are
+    not in ``task`` (their requests failed), so that the count says so."""
     from collections import Counter
 
     n = len(verdicts)
@@ -304,8 +305,11 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
     labels = Counter(str(v.label) for v in verdicts if v.label is not None)
     tables: dict[str, list[dict[str, Any]]] = {
         "labels": [{"label": k, "verdicts": c, "share": c / n} for k, c in labels.items()]}
-    sentences = [f"{n - sum(reasons.values())} of {n} items got a verdict"
-                 + (f"; no verdict: {dict(reasons)}" if reasons else "") + "."]
+    waiting = (of or n) - n
+    sentences = [f"{n - sum(reasons.values())} of {n + waiting} items got a verdict"
+                 + (f"; no verdict: {dict(reasons)}" if reasons else "")
+                 + (f"; {waiting} not yet ({'its' if waiting == 1 else 'their'} requests "
+                    "failed)" if waiting else "") + "."]
     if len(judge.models) > 1:
         table = {m.label: [v.by_judge.get(m.label) for v in verdicts] for m in judge.models}
         agreed = agreement(table)

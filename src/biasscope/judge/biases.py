@@ -150,7 +150,9 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
     """Position consistency, first-slot preference and name sensitivity of a classifier."""
     fixed = _fixed(judge)
     forward = classify(fixed, texts, labels, instruction)
-    backward = classify(fixed, texts, dict(reversed(list(labels.items()))), instruction)
+    # The same labels again: warned of once, above (the command printed three notes).
+    backward = classify(fixed, texts, dict(reversed(list(labels.items()))), instruction,
+                        warn=False)
     found = classifier_measures(judge, forward, backward, len(labels))
     head, sentences = found["headline"], found["sentences"]
     names = tuple(labels)
@@ -158,7 +160,7 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
         # Asked as the lettered verdicts were (reasoning, log-probs, seed), but with the names
         # as keys, which are no single tokens to bias toward.
         named = Judge(judge.models, replace(fixed.config, keys=names, logit_bias=False))
-        by_name = classify(named, texts, labels, instruction)
+        by_name = classify(named, texts, labels, instruction, warn=False)
         pairs = [(a.label, b.label) for a, b in zip(forward, by_name) if a.label and b.label]
         head["name_sensitivity"] = ns = rate(sum(a != b for a, b in pairs), len(pairs))
         if pairs:

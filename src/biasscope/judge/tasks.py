@@ -77,14 +77,17 @@ def question_sha256(config: JudgingConfig, labels: Mapping[str, str] | None) -> 
 
 
 def classify(judge: Judge, texts: Sequence[str], labels: Mapping[str, str],
-             instruction: str = CLASSIFY, examples: Sequence[tuple[str, str]] = ()
-             ) -> list[Verdict]:
-    """One verdict per text, in the user's ``labels`` (name -> description)."""
+             instruction: str = CLASSIFY, examples: Sequence[tuple[str, str]] = (),
+             warn: bool = True) -> list[Verdict]:
+    """One verdict per text, in the user's ``labels`` (name -> description). ``warn``:
+    `VerbosityBiasWarning` for lopsided descriptions; False where the caller asks about the
+    same labels again (judge-audit's reversed order and names), so it is said once."""
     if len(labels) < 2:
         raise JudgeError(f"a judge needs at least two labels; got {len(labels)}")
     if unknown := sorted({label for _, label in examples} - set(labels)):
         raise JudgeError(f"few-shot examples use labels not in the label set: {unknown}")
-    check_label_descriptions(labels)
+    if warn:
+        check_label_descriptions(labels)
     render = classify_questions(texts, labels, judge.config.reasoning, instruction, examples)
     return judge.run(len(texts), tuple(labels), render)
 

@@ -199,7 +199,7 @@ def test_a_run_of_another_kind_is_refused(tmp_path):
                   StoredResponses(_responses(tmp_path / "r.jsonl", "x"), "mine"), out)
 
 
-def _add_probe(args: list[str], barrier: Any, codes: Any) -> None:
+def _add_probe(args: list[str], codes: Any, barrier: Any) -> None:
     import biasscope.audit.harness as audit_run
 
     real = audit_run.merge_settings
@@ -218,19 +218,13 @@ def _add_probe(args: list[str], barrier: Any, codes: Any) -> None:
 @pytest.mark.parametrize("trial", range(3))
 def test_two_probes_started_together_both_land_in_run_json(tmp_path, trial):
     """Before: both read run.json, each rewrote it with only its own probe added."""
-    import multiprocessing
+    from together import CTX, together
 
     args, _, out = _adult_run(tmp_path)
     assert main([*args, "--probe", "adult-counterfactual"]) == 0
-    ctx = multiprocessing.get_context("fork")
-    barrier, codes = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_add_probe, args=([*args, "--probe", probes], barrier, codes))
-             for probes in ("adult-counterfactual,professional-bias", "adult-counterfactual")]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(120)
-        assert proc.exitcode == 0
+    codes = CTX.Queue()
+    together(_add_probe, [([*args, "--probe", probes], codes) for probes in (
+        "adult-counterfactual,professional-bias", "adult-counterfactual")])
     assert sorted([codes.get(), codes.get()]) == [0, 0]
     run = json.loads((out / "run.json").read_text())
     assert set(run["probes"]) == {"adult-counterfactual", "professional-bias"}

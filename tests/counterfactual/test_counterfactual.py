@@ -473,7 +473,7 @@ def test_two_runs_into_one_out_keep_both_scorers(tmp_path: Path,
     scores.jsonl lines it keeps, then wrote its own over the other's, so run.json listed both
     scorers and scores.jsonl held one. Real processes (fork), the read slowed down so that
     without the run's lock they always interleave."""
-    import multiprocessing
+    from together import together
 
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
@@ -487,15 +487,7 @@ def test_two_runs_into_one_out_keep_both_scorers(tmp_path: Path,
         return found
 
     monkeypatch.setattr(job, "_kept", slow)
-    ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_one_scorer, args=(tmp_path / "run", path, label, barrier))
-             for label in ("a", "b")]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(60)
-        assert proc.exitcode == 0
+    together(_one_scorer, [(tmp_path / "run", path, label) for label in ("a", "b")], timeout=60)
     lines = (tmp_path / "run" / "scores.jsonl").read_text().splitlines()
     assert sorted({json.loads(x)["scorer"] for x in lines}) == ["a", "b"] and len(lines) == 32
     recorded = json.loads((tmp_path / "run" / "run.json").read_text())["settings"]["scorers"]

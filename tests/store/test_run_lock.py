@@ -7,7 +7,6 @@ down between its read and its rewrite, so that without the lock they would alway
 from __future__ import annotations
 
 import json
-import multiprocessing
 import platform
 import shutil
 import time
@@ -25,8 +24,7 @@ from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.units import Unit
-
-CTX = multiprocessing.get_context("fork")
+from together import CTX, together
 
 
 class Probe:
@@ -36,7 +34,7 @@ class Probe:
         return {"probe": "p"}
 
 
-def start(out: Path, revision: str, seed: int, dtype: str, barrier: Any, errors: Any) -> None:
+def start(out: Path, revision: str, seed: int, dtype: str, errors: Any, barrier: Any) -> None:
     barrier.wait()
     config = SweepConfig([Checkpoint("org/m", "org/m", revision, int(revision[4:]))], out,
                          [seed], comparable={"dtype": dtype})
@@ -46,14 +44,9 @@ def start(out: Path, revision: str, seed: int, dtype: str, barrier: Any, errors:
         errors.put(str(exc))
 
 
-def together(out: Path, *runs: tuple[str, int, str]) -> list[str]:
-    barrier, errors = CTX.Barrier(len(runs)), CTX.Queue()
-    procs = [CTX.Process(target=start, args=(out, *r, barrier, errors)) for r in runs]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(60)
-        assert proc.exitcode == 0
+def started_together(out: Path, *runs: tuple[str, int, str]) -> list[str]:
+    errors = CTX.Queue()
+    together(start, [(out, *r, errors) for r in runs], timeout=60)
     found = []
     while not errors.empty():
         found.append(errors.get())
@@ -75,8 +68,8 @@ def slow_rewrite(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("trial", range(4))
 def test_concurrent_sweeps_both_land_in_run_json(tmp_path: Path, trial: int) -> None:
     out = tmp_path / "run"
-    assert together(out, ("step0", 0, "float32")) == []  # the run exists: both read it
-    assert together(out, ("step1", 1, "float32"), ("step2", 2, "float32")) == []
+    assert started_together(out, ("step0", 0, "float32")) == []  # the run exists: both read it
+    assert started_together(out, ("step1", 1, "float32"), ("step2", 2, "float32")) == []
     run = json.loads((out / "run.json").read_text())
     assert sorted(c["revision"] for c in run["checkpoints"]) == ["step0", "step1", "step2"]
     assert run["seeds"] == [0, 1, 2]
@@ -85,7 +78,7 @@ def test_concurrent_sweeps_both_land_in_run_json(tmp_path: Path, trial: int) -> 
 @pytest.mark.parametrize("trial", range(4))
 def test_concurrent_sweeps_with_two_dtypes_refuse_one(tmp_path: Path, trial: int) -> None:
     out = tmp_path / "run"
-    errors = together(out, ("step1", 1, "float32"), ("step2", 2, "bfloat16"))
+    errors = started_together(out, ("step1", 1, "float32"), ("step2", 2, "bfloat16"))
     assert len(errors) == 1 and "'dtype'" in errors[0] and "another --out" in errors[0]
     run = json.loads((out / "run.json").read_text())
     (entry,) = run["checkpoints"]

@@ -279,3 +279,44 @@ def test_no_conversations_are_refused_before_the_run_directory_is_written(
     with pytest.raises(BiasscopeError, match="no conversations to perturb"):
         run(tmp_path / "run", convs=[])
     assert not (tmp_path / "run").exists()
+
+
+def _one_model(out: Path, label: str, delay: float, barrier: Any) -> None:
+    import time
+
+    from biasscope.sensitivity import harness
+
+    barrier.wait()
+    time.sleep(delay)
+    if not delay:  # the first run summarises slowly: the second stores and summarises meanwhile
+        real = harness.summarise
+
+        def slow(*args: Any, **kwargs: Any) -> Any:
+            found = real(*args, **kwargs)
+            time.sleep(1.0)
+            return found
+
+        harness.summarise = slow  # type: ignore[assignment]
+    run(out, models=[Length(label, 1.0 + delay)])
+
+
+def test_two_runs_into_one_out_both_reach_the_summary(tmp_path: Path) -> None:
+    """One process per reward model into one --out: the first read the stored records, the
+    second stored its unit and wrote its summary, then the first wrote its own over it, so
+    summary.json left out a model that run.json lists and whose records are stored. Real
+    processes (fork), the first's summary slowed so that without the run's lock they
+    always interleave."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_one_model, args=(tmp_path / "run", label, delay, barrier))
+             for label, delay in (("a", 0.0), ("b", 0.3))]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert {r["model"] for r in summary["directions"]["toward"]["indices"]} == {"a", "b"}
+    assert set(RunStore(tmp_path / "run").records()["model"]) == {"a", "b"}

@@ -46,6 +46,7 @@ from biasscope.sensitivity.summary import summarise
 from biasscope.store import run_json
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
+from biasscope.store.locks import run_lock
 from biasscope.store.settings import gain_identity, merge_settings, sha256_json
 from biasscope.store.units import Unit
 
@@ -187,14 +188,17 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                 store.write_unit(unit, frame)
     if config.sanity is not None:
         run_sanity(store, reward_models, config.sanity)
-    recs = pd.concat([store.records(), *pending], ignore_index=True)
-    summary = summarise(recs, constitution, config.conventions, prompts, config.confounds)
-    if (store.root / "sanity.json").is_file():
-        summary["sanity"] = summarise_sanity(store.read_json("sanity.json"))
-    if failures["failed_requests"]:
-        summary["incomplete"] = failures
-    store.check_same_folder()
-    write_json(store.summary_json, summary)
+    # Under the run's lock: another run into this --out that stored its units after this one
+    # read the records would otherwise have its summary written over by this one's.
+    with run_lock(store):
+        recs = pd.concat([store.records(), *pending], ignore_index=True)
+        summary = summarise(recs, constitution, config.conventions, prompts, config.confounds)
+        if (store.root / "sanity.json").is_file():
+            summary["sanity"] = summarise_sanity(store.read_json("sanity.json"))
+        if failures["failed_requests"]:
+            summary["incomplete"] = failures
+        store.check_same_folder()
+        write_json(store.summary_json, summary)
     return store
 
 

@@ -29,6 +29,7 @@ from biasscope.sensitivity.settings import SensitivityConfig as SensitivityConfi
 from biasscope.sensitivity.settings import directions as directions
 from biasscope.sensitivity.settings import line_range
 from biasscope.store.directory import RunStore
+from biasscope.store.locks import run_lock
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,8 @@ def run(config: SensitivityConfig) -> SensitivityResult:
                                           config.seed, config.conventions, pairs,
                                           Confounds(config.unchanged_below,
                                                     config.exclude_unchanged)))
-    report = write_sensitivity_report(store.root)
+    with run_lock(store):  # another run into this --out may rewrite summary.json meanwhile
+        report = write_sensitivity_report(store.root)
     return SensitivityResult(store, report, store.read_json("summary.json"), prompts,
                              perturber)
 

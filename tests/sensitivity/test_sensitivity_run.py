@@ -320,3 +320,27 @@ def test_two_runs_into_one_out_both_reach_the_summary(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert {r["model"] for r in summary["directions"]["toward"]["indices"]} == {"a", "b"}
     assert set(RunStore(tmp_path / "run").records()["model"]) == {"a", "b"}
+
+
+@pytest.mark.parametrize("second", [
+    {"directions": ("away",)},  # another direction; toward's failures never asked again
+    {"models": [Length("len2", 2.0)]}])  # another model; len's toward never scored again
+def test_a_rerun_that_leaves_out_an_earlier_failure_still_says_incomplete(
+        tmp_path: Path, second: dict[str, Any]) -> None:
+    """The first run's revisions all failed, so len's toward unit was never stored; a rerun
+    with another direction or another reward model had no failures of its own and wrote a
+    summary without 'incomplete' (exit 0, a report that read complete) while run.json listed
+    len and toward with no records of them."""
+    from biasscope.report.sensitivity import write_sensitivity_report
+
+    out, flaky = tmp_path / "run", Flaky()
+    run(out, perturber=flaky)
+    flaky.fixed = True
+    store = run(out, perturber=flaky, **second)
+    missing = json.loads(store.summary_json.read_text())["incomplete"]["missing"]
+    assert missing == [{"model": "len", "direction": "toward"}]
+    page = write_sensitivity_report(out).read_text()
+    assert "No records of len (toward)" in page
+    store = run(out, perturber=flaky, directions=("toward", "away"),
+                models=[Length(), Length("len2", 2.0)])  # every recorded unit: complete
+    assert "incomplete" not in json.loads(store.summary_json.read_text())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from biasscope.cli import args as A
@@ -20,10 +21,15 @@ def run(args: argparse.Namespace) -> int:
     for sentence in (done.summary.get("sanity") or {}).get("sentences", []):
         print(sentence)
     print(f"run: {done.store.root}  summary: {done.store.summary_json}  report: {done.report}")
-    if failed := done.summary.get("incomplete"):
+    failed = done.summary.get("incomplete") or {}
+    if failed.get("missing"):
+        from biasscope.report.sensitivity import missing_text
+
+        print(f"biasscope: {missing_text(failed['missing'])}", file=sys.stderr)
+    if failed.get("failed_requests"):
         return A.failed(failed["failed_requests"], failed["requests"], "perturbations",
                         failed["first_error"])
-    return 0
+    return 1 if failed else 0
 
 
 def register(sub: Any) -> None:

@@ -172,6 +172,13 @@ def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFr
     return "\n".join(parts), index
 
 
+def missing_text(missing: Sequence[Mapping[str, str]]) -> str:
+    """What a run lacks that its run.json lists, and how to finish it (report and CLI)."""
+    units = ", ".join(f"{m['model']} ({m['direction']})" for m in missing)
+    return (f"No records of {units}, which run.json lists (an earlier run's requests "
+            "failed); rerun with those reward models and directions to finish the run")
+
+
 def write_sensitivity_report(run_dir: str | Path | RunStore,
                              output: str | Path | None = None) -> Path:
     store = run_dir if isinstance(run_dir, RunStore) else RunStore(Path(run_dir))
@@ -184,10 +191,12 @@ def write_sensitivity_report(run_dir: str | Path | RunStore,
              str(summary.get("intervals") or "")]
     notes.append(str((summary.get("prompts") or {}).get("sentence") or ""))
     failed = summary.get("incomplete")
-    if failed:
+    if failed and failed.get("failed_requests"):
         notes.append(f"Incomplete: {failed.get('failed_requests')} of {failed.get('requests')} "
                      "perturbation requests failed; the indices leave them out and the reward "
                      "histograms show only stored units. Rerun the same command to retry them.")
+    if failed and failed.get("missing"):
+        notes.append(f"Incomplete: {missing_text(failed['missing'])}.")
     if "direction" not in recs:  # every unit still pending
         recs = pd.DataFrame(columns=["direction", "model"])
     for direction, result in summary.get("directions", {}).items():

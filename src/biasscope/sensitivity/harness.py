@@ -142,6 +142,16 @@ def _start(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> di
     return written
 
 
+def _missing(store: RunStore, covered: set[tuple[str, str]]) -> list[dict[str, str]]:
+    """The (reward model, direction) units run.json lists that this run did not score and no
+    run stored (an earlier run's requests failed): the run is incomplete until one does."""
+    recorded = store.read_json("run.json")["settings"]
+    return [{"model": model, "direction": direction}
+            for direction in recorded["directions"] for model in recorded["reward_models"]
+            if (model, direction) not in covered and not store.has(Unit(
+                model=model, revision=None, probe=f"sensitivity-{direction}", seed=0))]
+
+
 def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                     conversations: Prompts | Sequence[Conversation], constitution: Constitution,
                     out: str | os.PathLike[str], config: HarnessConfig | None = None
@@ -167,6 +177,7 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     params = GenerateParams(max_tokens=config.max_tokens, seed=config.seed)
     pending: list[pd.DataFrame] = []  # units with failed perturbations: summarised, not stored
     failures: dict[str, Any] = {"failed_requests": 0, "requests": 0, "first_error": None}
+    covered: set[tuple[str, str]] = set()  # (model, direction) units this run scored
     for direction in config.directions:
         perts = perturb(perturber, [(c.id, c.turns, c.response) for c in conversations],
                         [(p.id, p.text) for p in constitution.principles], direction,
@@ -177,6 +188,7 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
         failures["failed_requests"] += len(failed)
         failures["first_error"] = failures["first_error"] or (failed[0].error if failed else None)
         for model in reward_models:
+            covered.add((model.label, direction))
             unit = Unit(model=model.label, revision=None, probe=f"sensitivity-{direction}",
                         seed=0)
             if store.has(unit, rows=len(perts)):  # one row per perturbation
@@ -197,6 +209,8 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
             summary["sanity"] = summarise_sanity(store.read_json("sanity.json"))
         if failures["failed_requests"]:
             summary["incomplete"] = failures
+        if missing := _missing(store, covered):
+            summary["incomplete"] = {**failures, "missing": missing}
         store.check_same_folder()
         write_json(store.summary_json, summary)
     return store

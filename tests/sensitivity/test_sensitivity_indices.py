@@ -327,3 +327,15 @@ def test_a_prompt_original_enters_the_pool_once_even_when_rescored() -> None:
     assert moved["perturbed_percentile"].tolist() == same["perturbed_percentile"].tolist()
     assert (moved["original_percentile"][kept].tolist()
             == same["original_percentile"][kept].tolist() == [0.0, 0.5])
+
+
+@pytest.mark.parametrize("conventions", ["biasscope", "source"])
+def test_no_interval_from_one_prompt(conventions: str) -> None:
+    """One prompt scored: every resample is that prompt, so the percentile effects and the
+    normalised indices got intervals of no width ("0.5 (95% CI 0.5 to 0.5)"), read as
+    certain, where the docs say an interval is blank with fewer than two prompts."""
+    t = sensitivity_indices(frame("m", [0.5], {"A": [1.5], "B": [0.0]}), **FAST,
+                            conventions=conventions)
+    bounds = [c for c in t.columns if c.endswith(("_low", "_high"))]
+    assert t[bounds].isna().all().all(), t[bounds].notna().any()[lambda s: s].index.tolist()
+    assert t["mean_percentile_effect"].notna().all()  # the estimates are kept

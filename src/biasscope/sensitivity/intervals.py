@@ -190,12 +190,15 @@ def bootstrap_intervals(frame: pd.DataFrame, table: pd.DataFrame, conv: Conventi
                                          conv) for i in range(0, n_resamples, step)])
         normed = normalise(reps, conv, axis=2)  # resamples x indices x principles
         at = table.index.get_indexer(rows.index)
+        scored = rows["n"].to_numpy()  # prompts with both rewards, per principle
         for k, col in enumerate(BOOTSTRAPPED):
             for name, values in ((col, reps), (f"{col}_normalised", normed)):
                 if f"{name}_low" not in columns:
                     continue
                 estimates = rows[name].to_numpy(dtype=np.float64)
                 for j, row in enumerate(at):
+                    if scored[j] < 2:  # one prompt resampled is itself: no width, no interval
+                        continue
                     ci = percentile_interval(float(estimates[j]), values[:, k, j], confidence)
                     columns[f"{name}_low"][row], columns[f"{name}_high"][row] = ci.low, ci.high
     out: pd.DataFrame = pd.DataFrame(columns, index=table.index)

@@ -159,6 +159,35 @@ def test_structured_constitution_errors(tmp_path: Path, name: str, content: str,
         load_constitution(tmp_path / name)
 
 
+def test_a_jsonl_constitution_is_read_as_entries(tmp_path: Path) -> None:
+    """A principles.jsonl (the format --prompts takes) was read as plain text: each JSON line
+    became a principle whose text was the line, braces and all, and the run perturbed by
+    '{"id": "friends", "text": ...}'. Its lines are entries now, errors naming the line."""
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "friends", "text": "Fish are friends.", "group": "sharks"}\n\n'
+                    '"Be kind."\n')
+    c = load_constitution(path)
+    assert [(p.id, p.text, p.group) for p in c.principles] == [
+        ("friends", "Fish are friends.", "sharks"), ("p2", "Be kind.", None)]
+    path.write_text('"One."\n\n{"text": "One."}\n')
+    with pytest.raises(BiasscopeError, match=r"c.jsonl: line 1 and line 3 repeat the same "
+                                             r"principle; remove one$"):
+        load_constitution(path)
+    path.write_text('"One."\n{"principle": "Two."}\n')
+    with pytest.raises(BiasscopeError, match=r"c.jsonl: line 2 needs a principle text"):
+        load_constitution(path)
+
+
+@pytest.mark.parametrize("name", ["c.csv", "c.tsv"])
+def test_a_csv_constitution_is_refused_not_read_as_lines(tmp_path: Path, name: str) -> None:
+    """A CSV's header row ('id,text') became a principle and each row's id and comma stayed
+    in its text."""
+    (tmp_path / name).write_text("id,text\na,Be kind.\n")
+    with pytest.raises(BiasscopeError, match=rf"{name}: a constitution is YAML, JSON, JSONL or "
+                                             r"text \(one principle per line\), not"):
+        load_constitution(tmp_path / name)
+
+
 # -- hh-rlhf ------------------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError, DataError
-from biasscope.core.jsonl import MAX_TEMPLATE
+from biasscope.core.jsonl import MAX_TEMPLATE, read_jsonl
 from biasscope.core.jsonl import why as _why
 from biasscope.data.sources import data_path
 from biasscope.sensitivity.prompts import PathLike
@@ -138,7 +138,9 @@ def _consensus(value: str | None, where: str) -> float | None:
 
 
 def load_constitution(path: PathLike) -> Constitution:
-    """The user's constitution: YAML or JSON (a list of strings or {id, text, group}), or text.
+    """The user's constitution: YAML or JSON (a list of strings or {id, text, group}), JSONL
+    (one such entry per line), or text. CSV and TSV are refused: read as text, their header
+    and columns became principles.
 
     Plain text has one principle per non-empty line; lines starting with ``#`` are comments.
     Ids default to ``p1..pN``. ``top`` maps each named group to its principles' ids.
@@ -149,7 +151,12 @@ def load_constitution(path: PathLike) -> Constitution:
     except (OSError, UnicodeDecodeError) as exc:
         raise BiasscopeError(f"{path}: cannot read constitution ({exc})") from None
     suffix = path.suffix.lower()
-    if suffix in (".yaml", ".yml", ".json"):
+    if suffix in (".csv", ".tsv"):  # read as lines, its header and columns became principles
+        raise BiasscopeError(f"{path}: a constitution is YAML, JSON, JSONL or text (one "
+                             f"principle per line), not {suffix[1:].upper()}; write one of those")
+    if suffix == ".jsonl":
+        entries = [_entry(path, f"line {n}", item) for n, item in read_jsonl(path)]
+    elif suffix in (".yaml", ".yml", ".json"):
         entries = _structured_entries(path, raw, suffix)
     else:
         entries = [(f"line {n}", None, line.strip(), None)
@@ -200,27 +207,28 @@ def _structured_entries(
     if not isinstance(data, list):
         raise BiasscopeError(f"{path}: expected a list of principles (strings or "
                              f"{{id, text, group}}), got {type(data).__name__}")
-    entries = []
-    for n, item in enumerate(data, start=1):
-        where = f"entry {n}"
-        if isinstance(item, str):
-            item = {"text": item}
-        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-            raise BiasscopeError(f"{path}: {where} needs a principle text (a string, or a "
-                                 "mapping with a 'text' string)")
-        unknown = sorted(set(map(str, item)) - _ENTRY_KEYS)
-        if unknown:
-            raise BiasscopeError(f"{path}: {where} has unknown key {unknown[0]!r}; "
-                                 "use id, text, group")
-        pid, group = item.get("id"), item.get("group")
-        if not (pid is None or isinstance(pid, str | int)) or str(pid).strip() == "":
-            raise BiasscopeError(f"{path}: {where} has an id that is not a non-empty string")
-        if group is not None and not isinstance(group, str):
-            raise BiasscopeError(f"{path}: {where} has a group that is not a string")
-        if not item["text"].strip():
-            raise BiasscopeError(f"{path}: {where} has an empty text")
-        entries.append((where, None if pid is None else str(pid).strip(), item["text"], group))
-    return entries
+    return [_entry(path, f"entry {n}", item) for n, item in enumerate(data, start=1)]
+
+
+def _entry(path: Path, where: str, item: Any) -> tuple[str, str | None, str, str | None]:
+    """One principle of a structured constitution: a string, or a mapping {id, text, group}."""
+    if isinstance(item, str):
+        item = {"text": item}
+    if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+        raise BiasscopeError(f"{path}: {where} needs a principle text (a string, or a "
+                             "mapping with a 'text' string)")
+    unknown = sorted(set(map(str, item)) - _ENTRY_KEYS)
+    if unknown:
+        raise BiasscopeError(f"{path}: {where} has unknown key {unknown[0]!r}; "
+                             "use id, text, group")
+    pid, group = item.get("id"), item.get("group")
+    if not (pid is None or isinstance(pid, str | int)) or str(pid).strip() == "":
+        raise BiasscopeError(f"{path}: {where} has an id that is not a non-empty string")
+    if group is not None and not isinstance(group, str):
+        raise BiasscopeError(f"{path}: {where} has a group that is not a string")
+    if not item["text"].strip():
+        raise BiasscopeError(f"{path}: {where} has an empty text")
+    return where, None if pid is None else str(pid).strip(), item["text"], group
 
 
 __all__ = ["BOTH", "CCAI_GROUPS", "Constitution", "Principle", "load_ccai", "load_constitution",

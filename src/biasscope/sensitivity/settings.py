@@ -72,7 +72,7 @@ class SensitivityConfig:
         "NAME=SPEC; repeat for several", flag="--reward-model", many=True))
     perturber: str = field(metadata=described(
         "generate backend spec for critique and revision, e.g. openai:gpt-4o-mini"))
-    principles: str = setting("ccai:top10", "ccai:topK, or a YAML / JSON / text file of "
+    principles: str = setting("ccai:top10", "ccai:topK, or a YAML / JSON / JSONL / text file of "
                               "principles")
     prompts: str = setting("hh-rlhf:harmless-base:200", "hh-rlhf:harmless-base:N, or a JSONL "
                            "file of conversations")

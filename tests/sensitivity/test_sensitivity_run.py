@@ -344,3 +344,27 @@ def test_a_rerun_that_leaves_out_an_earlier_failure_still_says_incomplete(
     store = run(out, perturber=flaky, directions=("toward", "away"),
                 models=[Length(), Length("len2", 2.0)])  # every recorded unit: complete
     assert "incomplete" not in json.loads(store.summary_json.read_text())
+
+
+class Mute(Reviser):
+    """Critiques, then answers every revision request with nothing (a content filter, or a
+    reasoning model that spent max_tokens thinking): no error, an empty text."""
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        answers = super().generate(requests)
+        return [a if "Critique request" in r.messages[-1][1] else Generation("")
+                for r, a in zip(requests, answers)]
+
+
+def test_empty_revisions_are_counted_and_said(tmp_path: Path) -> None:
+    """Every revision came back empty: each was scored as the response deleted, and the
+    summary read a precise drop per principle (-7.5, 95% CI -10.5 to -4.5) with nothing
+    saying that no principle had been applied (the edit distance read 'changed')."""
+    store = run(tmp_path / "run", perturber=Mute())
+    toward = json.loads(store.summary_json.read_text())["directions"]["toward"]
+    assert toward["empty"] == 8 and {r["empty"] for r in toward["validity"]} == {4}
+    assert any(s.startswith("8 of 8 revisions are empty") for s in toward["sentences"])
+    empty_too = [*CONVS[:1], Conversation("blank", (("user", "Hi?"),), "")]
+    toward = json.loads(run(tmp_path / "two", perturber=Mute(), convs=empty_too)
+                        .summary_json.read_text())["directions"]["toward"]
+    assert toward["empty"] == 2  # an empty response left empty is unchanged, not emptied

@@ -45,18 +45,28 @@ INTERVALS = (
     "(e.g. an SD from one prompt, a normalising sum of zero).")
 
 
+def emptied(part: pd.DataFrame) -> pd.Series:
+    """Whether each row's revision is empty where its response was not: the perturber wrote
+    nothing (no error), so the reward scores the response deleted, not a principle applied."""
+    revision, response = part["revision"].fillna("x"), part["response"].fillna("")
+    out: pd.Series = (revision.astype(str).str.strip() == "") & (
+        response.astype(str).str.strip() != "")
+    return out
+
+
 def validity(part: pd.DataFrame) -> pd.DataFrame:
     """Per (model, principle): perturbations that failed, leaked a preamble, copied their
-    request (echoes; records from before that check count none), and the mean change in
-    length (characters) the revision made, to read beside the effect."""
+    request (echoes; records from before that check count none), came back empty, and the
+    mean change in length (characters) the revision made, to read beside the effect."""
     part = part if "echo" in part else part.assign(echo=False)
+    part = part.assign(empty=emptied(part))
     grouped = part.groupby(["model", "principle"], sort=False)
     out: pd.DataFrame = grouped.agg(
         failed=("perturbed", lambda s: int(s.isna().sum())),
-        preambles=("preamble", "sum"), echoes=("echo", "sum"),
+        preambles=("preamble", "sum"), echoes=("echo", "sum"), empty=("empty", "sum"),
         mean_length_change=("length_change", "mean"),
     ).reset_index()
-    out[["preambles", "echoes"]] = out[["preambles", "echoes"]].astype(int)
+    out[["preambles", "echoes", "empty"]] = out[["preambles", "echoes", "empty"]].astype(int)
     return out
 
 
@@ -96,7 +106,8 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
     result: dict[str, Any] = {
         "indices": json_rows(indices), "validity": json_rows(checks),
         "failed": int(part["perturbed"].isna().sum()), "preambles": int(part["preamble"].sum()),
-        "echoes": int(checks["echoes"].sum()), "pairs": len(part), "principles": texts,
+        "echoes": int(checks["echoes"].sum()), "empty": int(checks["empty"].sum()),
+        "pairs": len(part), "principles": texts,
         "confounds": confound_summary(part, confounds)}
     if not len(indices):
         result["sentences"] = ["No perturbation was scored."]
@@ -168,6 +179,10 @@ def sentences(indices: pd.DataFrame, result: dict[str, Any],
                    "instead of revising the response (the perturber continued its prompt): "
                    "their rewards score that text, so these effects do not measure the "
                    "principles.")
+    if result.get("empty"):
+        out.append(f"{result['empty']} of {result['pairs']} revisions are empty (the perturber "
+                   "wrote nothing): their rewards score the response deleted, so these effects "
+                   "do not measure the principles.")
     if result["failed"]:
         out.append(f"{result['failed']} perturbations failed and are left out of the indices.")
     shift = indices["mean_length_change"].abs().mean() if "mean_length_change" in indices else 0

@@ -306,17 +306,10 @@ def test_two_runs_into_one_out_both_reach_the_summary(tmp_path: Path) -> None:
     summary.json left out a model that run.json lists and whose records are stored. Real
     processes (fork), the first's summary slowed so that without the run's lock they
     always interleave."""
-    import multiprocessing
+    from together import together
 
-    ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_one_model, args=(tmp_path / "run", label, delay, barrier))
-             for label, delay in (("a", 0.0), ("b", 0.3))]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join(60)
-        assert proc.exitcode == 0
+    together(_one_model, [(tmp_path / "run", label, delay) for label, delay in (
+        ("a", 0.0), ("b", 0.3))], timeout=60)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert {r["model"] for r in summary["directions"]["toward"]["indices"]} == {"a", "b"}
     assert set(RunStore(tmp_path / "run").records()["model"]) == {"a", "b"}

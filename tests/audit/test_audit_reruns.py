@@ -79,6 +79,27 @@ def test_a_new_run_that_fails_before_any_answer_leaves_no_run_json(tmp_path, cap
     assert len(RunStore(out).records()) == 8
 
 
+def test_a_new_run_whose_every_request_failed_leaves_nothing_to_refuse_the_fix(tmp_path, capsys):
+    """Before: run.json was written though no answer came back, so the corrected command
+    (another --max-tokens after "max_tokens too large") was refused: "use another --out"."""
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if body.get("max_tokens", 0) > 1000:
+            return Reply(400, {"error": {"message": "max_tokens too large"}})
+        return Reply(body=chat("The doctor."))
+
+    out, cache = tmp_path / "run", tmp_path / "cache.sqlite"
+    with serve(script) as server:
+        assert main(probe_cmd(server.base_url, out, cache, "--max-tokens", "5000")) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert "all 8 requests failed" in err and "max_tokens too large" in err
+        assert not out.exists() or not {p.name for p in out.iterdir()} & {
+            "run.json", "summary.json", "report.html"}
+        assert main(probe_cmd(server.base_url, out, cache)) == 0, capsys.readouterr().err
+    assert json.loads((out / "run.json").read_text())["responder"]["params"]["max_tokens"] == 64
+    assert len(RunStore(out).records()) == 8
+
+
 def test_stored_responses_missing_an_id_are_no_failure(tmp_path):
     """An id a responses file lacks is an answer that does not exist, not a request to retry."""
     probe = load_probe(PROBE)

@@ -257,7 +257,9 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
 
     A rerun whose settings differ from run.json's is refused (one line naming the setting).
     Probes with failed requests are left unwritten; summary.json counts the failures
-    (``failed_requests`` of the ``requests`` this call made) and a rerun asks them again.
+    (``failed_requests`` of the ``requests`` this call made) and a rerun asks them again. A
+    new run whose every request failed writes nothing (no run.json to refuse the corrected
+    command, no summary.json that would make the folder look foreign) and stops in one line.
     A scored probe's requests are retried as option scoring's are; when retries run
     out the run stops with nothing of that probe written, and a rerun scores it again.
     """
@@ -305,7 +307,8 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
         responses = responder.respond(probe, asked)
         sent += len(asked)
         failed = [r.failed for r in responses]
-        start()
+        if not all(failed):  # every request failed: nothing of this probe to keep
+            start()
         if not any(failed):
             store.write_unit(unit, records(probe, asked, responses))
             continue
@@ -315,6 +318,11 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
             len(asked), next(r.error for r in responses if r.failed))
     unknown = responder.unknown_ids(i.id for p in probes for i in items[p.name]) if isinstance(
         responder, StoredResponses) else []
+    if not started and pending:  # a new run with no answer: no run.json to refuse a fix
+        first = next(iter(pending.values())).first_error
+        raise BiasscopeError(f"all {sent} requests failed (e.g. {first}); nothing was written "
+                             f"to {store.root}: fix what the error says (or wait for the "
+                             "server) and run the command again")
     start()  # every unit was stored already: run.json still records this call's probes
     summary = summarise(store, probes, unknown, pending)
     store.check_same_folder()

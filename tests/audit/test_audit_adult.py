@@ -266,3 +266,18 @@ def test_limit_keeps_whole_pairs(tmp_path: Path):
     assert [i.id for i in probe.limited(items, 5)] == [i.id for i in items[:4]]
     assert [i.id for i in probe.limited(items, 1)] == [i.id for i in items[:2]]
     assert probe.limited(items, 100) == items
+
+
+@pytest.mark.parametrize("answers", [["yes", "no"], ["yes", "maybe", "perhaps", "no"]])
+def test_metrics_with_one_parsed_original_are_no_crash(answers: list[str]):
+    """Before: fairlearn refused a single row ("Feature array has too many dimensions"), so
+    `audit --limit 1` (one pair), or a run where one original prompt was parsed, stopped with
+    a traceback. One row has one sex: no parity gap (fairlearn's 0), no odds difference."""
+    items = pair_items([("Male", "no"), ("Female", "yes")][:len(answers) // 2])
+    out = adult.pair_metrics(records(items, answers))
+    originals = {r["metric"]: r for r in out["tables"]["fairlearn"]
+                 if r["scope"] == "originals only"}
+    assert originals["demographic_parity_difference"]["estimate"] == 0.0
+    assert originals["demographic_parity_difference"]["n"] == 1
+    assert math.isnan(originals["equalized_odds_difference"]["estimate"])
+    json.dumps(out)

@@ -254,8 +254,13 @@ def fairness_gaps(frame: pd.DataFrame, confidence: float = 0.95, n_resamples: in
     male = frame["sex"].eq("Male").to_numpy(dtype=bool)
     pairs, index = np.unique(frame["pair"].astype(str).to_numpy(), return_inverse=True)
     args = (y.astype(int), pred.astype(int))
-    estimates = (metrics.demographic_parity_difference(*args, sensitive_features=male.astype(int)),
-                 metrics.equalized_odds_difference(*args, sensitive_features=male.astype(int)))
+    if len(frame) > 1:
+        estimates = (
+            metrics.demographic_parity_difference(*args, sensitive_features=male.astype(int)),
+            metrics.equalized_odds_difference(*args, sensitive_features=male.astype(int)))
+    else:  # fairlearn refuses one row ("too many dimensions"): one sex, as it defines the gaps
+        dpd, eod = group_gaps(y, pred, male, np.ones((1, 1)))
+        estimates = (float(dpd[0]), float(eod[0]))
     counts = resample_counts(len(pairs), n_resamples, np.random.default_rng(seed))
     reps = group_gaps(y, pred, male, counts[:, index].astype(np.float64))
     out: dict[str, dict[str, Any]] = {

@@ -272,7 +272,7 @@ def test_metrics_by_hand(tmp_path: Path):
                                    "unanswered": 1}
     assert counts["disambiguated"]["biased"] == 1 and counts["disambiguated"]["unanswered"] == 2
     text = " ".join(result["sentences"])
-    assert "Of 12 answers, 1 could not be read, 1 were refusals and 1 requests failed" in text
+    assert "Of 12 answers, 1 could not be read, 1 were refusals and 1 had no response" in text
     json.dumps(result)  # what the runner writes to summary.json
 
 

@@ -111,6 +111,24 @@ def test_stored_responses_missing_an_id_are_no_failure(tmp_path):
     assert len(store.records()) == 4
     summary = json.loads(store.summary_json.read_text())
     assert summary["failed_requests"] == 0 and summary["probes"][PROBE]["no_response"] == 1
+    # Before: "1 requests failed", though no request was made (and a rerun sends none).
+    said = " ".join(summary["probes"][PROBE]["sentences"])
+    assert "requests failed" not in said and "1 had no response" in said
+
+
+def test_bbq_says_a_missing_response_is_no_failed_request(tmp_path):
+    from bbq_fixture import write_bbq
+
+    probe = load_probe("bbq", data_dir=write_bbq(tmp_path / "data"), categories="Age")
+    items = probe.items(0)
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps({"item_id": i.id, "response": "(c)"}) + "\n"
+                            for i in items[:-2]))
+    store = run_audit([probe], StoredResponses(path), tmp_path / "run")
+    summary = json.loads(store.summary_json.read_text())
+    said = " ".join(summary["probes"]["bbq"]["sentences"])
+    assert summary["failed_requests"] == 0
+    assert "requests failed" not in said and "2 had no response" in said
 
 
 def _responses(path: Path, text: str, n: int = 6) -> Path:

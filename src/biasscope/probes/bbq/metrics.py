@@ -258,8 +258,10 @@ def _sentences(frame: pd.DataFrame, head: dict[str, Any], categories: list[str])
                            f"Bonferroni-adjusted CI, over {2 * len(categories)} per-category "
                            "scores, clear of 0) in: " + "; ".join(found) + ".")
     unread, refused, failed = (int(frame[k].sum()) for k in ("unparsed", "refused", "failed"))
+    # No failed request is stored (a rerun asks it again): these are answers a responses file
+    # lacks or gives as null, and a rerun asks nothing.
     out.append(f"Of {len(frame)} answers, {unread} could not be read, {refused} were refusals "
-               f"and {failed} requests failed; they count in no accuracy or bias score.")
+               f"and {failed} had no response; they count in no accuracy or bias score.")
     if no_target := int(frame["no_target"].sum()):
         out.append(f"{no_target} items have no stereotyped target the answer groups name "
                    "(mostly both people share the stereotyped race); they count in accuracy "

@@ -393,7 +393,7 @@ def _findings(h: dict[str, dict[str, Any]], total: dict[str, Any]) -> list[str]:
         f"0 means the pronoun did not matter.",
         f"{_fmt(h['ambiguity_rate']['estimate'])} of answers called the sentence ambiguous; "
         f"{total['ambiguous']} said only that, {total['refused']} refused, "
-        f"{total['unparsed']} named no single occupation, {total['error']} requests failed.",
+        f"{total['unparsed']} named no single occupation, {total['error']} had no response.",
     ]
     if "p_pronoun_effect" in h:
         pe = h["p_pronoun_effect"]

@@ -185,6 +185,8 @@ _GOOD = lines(next(t for t in TEMPLATES if t.category == "Religion"))
     ('{"example_id": 1, "question_index": ', "not valid JSON"),
     ("[1, 2, 3]", "expected a JSON object"),
     (_bad(_GOOD[1], example_id=0), "example_id repeats line 1"),
+    # Before: read as Religion (the file's name), with Religion's stereotype rules.
+    (_bad(_GOOD[1], category="Age"), 'category is "Age", not Religion as the file\'s name'),
 ])
 def test_bad_line_names_file_and_line(tmp_path: Path, row: object, fragment: str):
     path = _write(tmp_path, [_GOOD[0], "", row])

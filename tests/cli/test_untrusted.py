@@ -395,7 +395,7 @@ def _bbq_row(draw: st.DrawFn) -> dict[str, Any]:
     return {"example_id": draw(st.integers(0, 10**6)), "question_index": draw(SHORT),
             "question_polarity": draw(st.sampled_from(["neg", "nonneg"])),
             "context_condition": draw(st.sampled_from(["ambig", "disambig"])),
-            "category": draw(SHORT),
+            "category": draw(st.sampled_from(["Age", "age", "AGE"])),  # the file's
             "answer_info": {k: [draw(text), draw(SHORT | st.just("unknown"))]
                             for k in bbq.ANSWERS},
             "additional_metadata": {"stereotyped_groups": draw(st.lists(SHORT, max_size=3)),

@@ -162,6 +162,10 @@ def _parsed(line: str, where: str, category: str, template: str
     except (json.JSONDecodeError, RecursionError) as exc:
         raise DataError(f"{where}: not valid JSON ({_why(exc)})") from None
     _check(row, where)
+    if str(row["category"]).lower() != category.lower():  # its stereotypes read as another's
+        raise DataError(f"{where}: category is {json.dumps(row['category'])[:40]}, not "
+                        f"{category} as the file's name says; put each BBQ category's lines in "
+                        f"its own file (bbq/<category>.jsonl)")
     info = [(str(row["answer_info"][k][0]), str(row["answer_info"][k][1])) for k in ANSWERS]
     options = tuple(answer_text(row[k]) for k in ANSWERS)
     unknown = _unknown(info, options)

@@ -339,3 +339,21 @@ def test_tied_option_scores_pick_no_occupation():
     preference = h["p_pronoun_effect"]
     assert preference["estimate"] == 0 and preference["p_value"] == 1.0
     assert preference["effect_size"] == 0
+
+
+def test_a_difference_over_one_sentence_is_no_test_and_stays_out_of_holm():
+    """Before: one sentence whose two pronouns got the same answer read "mean test p = 1.0
+    over 1 sentence, Cohen's d_z = 0.00", and that p = 1 joined the Holm family, doubling the
+    pronoun gap's adjusted p. One difference has no spread: no test, as `mean_test` says."""
+    from biasscope.audit.harness import controlled
+
+    rows = [record(iid(s.id, order, pronoun), "The doctor." if s.id == "s01" else "Unclear")
+            for s in SENTENCES for order in ("male-first", "female-first")
+            for pronoun in ("he", "she")]
+    m = PROBE.metrics(frame(rows))
+    effect = m["headline"]["pronoun_effect"]
+    assert effect["n"] == 1 and math.isnan(effect["p_value"]) and math.isnan(
+        effect["effect_size"])
+    assert "no test of the mean over 1 sentence" in m["sentences"][1]
+    gap = controlled({**m, "headline": m["headline"]})["headline"]["pronoun_gap"]
+    assert gap["p_holm"] == gap["p_value"]  # a family of one test

@@ -76,6 +76,20 @@ def test_an_identical_rerun_lists_only_the_truly_unknown_ids(tmp_path, capsys):
     assert len(RunStore(out).records()) == len(ids)
 
 
+def test_a_responses_file_saved_with_a_byte_order_mark_is_read(tmp_path, capsys):
+    """Before: a file saved by Notepad or PowerShell (a UTF-8 BOM, CRLF line ends) stopped at
+    "r.jsonl:1: not valid JSON (Unexpected UTF-8 BOM ...)"."""
+    ids = _item_ids(tmp_path, limit=4)
+    responses = tmp_path / "r.jsonl"
+    responses.write_bytes(b"\xef\xbb\xbf" + "".join(
+        json.dumps({"item_id": i, "response": "The doctor."}) + "\r\n" for i in ids).encode())
+    out = tmp_path / "run"
+    assert main(["audit", "--responses", str(responses), "--probe", PROBE, "--out", str(out),
+                 "--limit", "4"]) == 0, capsys.readouterr().err
+    recs = RunStore(out).records()
+    assert sorted(recs["item_id"]) == sorted(ids) and recs["response"].notna().all()
+
+
 # ------------------------------------------ item 9: a malformed line is one line, file:line
 
 

@@ -15,14 +15,15 @@ from biasscope.core.errors import BiasscopeError, DataError
 def read_text(path: str | os.PathLike[str], encoding: str = "utf-8",
               error: type[BiasscopeError] = BiasscopeError) -> str:
     """The text of a file the user gave or a data file, or one line (as ``error``) naming the
-    file and, for bytes that are not UTF-8, the line they are on."""
+    file and, for bytes that are not UTF-8, the line they are on. A leading UTF-8 byte order
+    mark (Notepad, PowerShell, Excel) is no text: it would make the first line invalid JSON."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        return data.decode(encoding)
+        return data.decode("utf-8-sig" if encoding == "utf-8" else encoding)
     except UnicodeDecodeError as exc:
         at = data.count(b"\n", 0, exc.start) + 1
         fix = "replace it with a fresh copy" if issubclass(error, DataError) else (

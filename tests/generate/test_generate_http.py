@@ -254,3 +254,75 @@ def test_a_run_stopped_midway_keeps_the_answers_it_paid_for(tmp_path, monkeypatc
         revoked, sent = False, len(server.generation_calls())
         assert main(args) == 0
         assert len(server.generation_calls()) - sent == 2  # p3 and p4 only
+
+
+def _choice(**fields: Any) -> dict[str, Any]:
+    return {"index": 0, "finish_reason": "stop", **fields}
+
+
+SAID = {"role": "assistant", "content": "Yes."}
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ({**chat("x"), "choices": [_choice(message=None)]}, "without its message"),
+    ({**chat("x"), "choices": [_choice()]}, "without its message"),
+    ({**chat("x"), "choices": [_choice(message={"role": "assistant", "content": 5})]},
+     "not text"),
+    ({**chat("x"), "choices": ["Yes."]}, "without its message"),
+    ({**chat("x"), "choices": "Yes."}, "no choices"),
+    ({**chat("x"), "choices": []}, "no choices"),
+    ({k: v for k, v in chat("x").items() if k != "choices"}, "no choices"),
+    ({**chat("x"), "choices": [_choice(message=SAID, logprobs=[-0.1])]}, "logprobs"),
+    ({**chat("x"), "choices": [_choice(message=SAID, logprobs={"content": "Yes"})]},
+     "logprobs"),
+    ({**chat("x"), "choices": [_choice(message=SAID, logprobs={"content": [
+        {"token": "Yes", "logprob": "high", "top_logprobs": []}]})]}, "logprobs"),
+    ([1, 2], "no choices"),
+    (b"<html>Bad gateway</html>", "not JSON"),
+])
+def test_a_malformed_chat_answer_is_a_retried_failure_never_an_answer(body, said, tmp_path):
+    params = GenerateParams(max_tokens=3, top_logprobs=2)
+    request = GenerateRequest(messages=(("user", "Q?"),), params=params)
+    with serve(lambda p, b, n: Reply(body=body)) as server:
+        gen = OpenAIGenerator("m", server.base_url, config=FAST)
+        cached = Cached(gen, ResponseCache(tmp_path / "c.sqlite"))
+        failed, = cached.generate([request])
+        assert len(server.generation_calls()) == 3  # retried like any failure
+    assert not failed.ok and failed.text == "" and failed.tokens is None
+    assert "malformed response" in (failed.error or "") and said in (failed.error or "")
+    assert "logprobs" not in gen.capabilities  # a broken body proves nothing about them
+    with serve(ok) as server:  # not cached: asked again
+        again, = Cached(OpenAIGenerator("m", server.base_url, config=FAST),
+                        ResponseCache(tmp_path / "c.sqlite")).generate([request])
+    assert again.ok and again.text == "Yes." and not again.cached
+
+
+@pytest.mark.parametrize(("choice", "said"), [
+    (_choice(), "without its text"),
+    (_choice(text="x", logprobs="x"), "logprobs"),
+    (_choice(text="x", logprobs={"tokens": 5}), "logprobs"),
+    (_choice(text="x", logprobs={"tokens": ["x"], "token_logprobs": [-1.0],
+                                 "top_logprobs": [[-1.0]]}), "logprobs"),
+    (_choice(text="x", logprobs={"tokens": ["x", "y"], "token_logprobs": [-1.0]}),
+     "logprobs"),
+])
+def test_a_malformed_completion_answer_is_a_failure(choice, said):
+    body = {**completion("x"), "choices": [choice]}
+    with serve(lambda p, b, n: Reply(body=body)) as server:
+        failed, = OpenAIGenerator("m", server.base_url, config=FAST).generate(
+            [GenerateRequest(prompt="Q?", params=GenerateParams(top_logprobs=2))])
+    assert not failed.ok and failed.text == "" and said in (failed.error or "")
+
+
+def test_when_every_answer_is_malformed_the_run_ends_with_one_line(tmp_path, capsys):
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text('{"id": "a", "messages": [{"role": "user", "content": "Q?"}]}\n')
+    body = {**chat("x"), "choices": [_choice(message=None)]}
+    with serve(lambda p, b, n: Reply(body=body)) as server:
+        code = main(["generate", "--model", f"openai-compatible:{server.base_url}#m",
+                     "--input", str(prompts), "--out", str(tmp_path / "o.jsonl"),
+                     "--retries", "0", "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and "1 requests failed" in err
+    [row] = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert row["text"] == "" and "without its message" in row["error"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import json
 import math
 import random
 import re
@@ -269,9 +270,10 @@ class OpenAIGenerator:
                         return Generation("", attempts=attempt, error=f"{self.label}: "
                                           f"HTTP {status}: {self._say(exc)}")
                     if attempt > http.max_retries:
-                        what = "malformed response" if isinstance(
-                            exc, (openai.APIResponseValidationError, ValueError)) else (
-                            f"HTTP {status}" if status else type(exc).__name__)
+                        what = f"HTTP {status}" if status else type(exc).__name__
+                        if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
+                            what = "malformed response" + (
+                                ", not JSON" if isinstance(exc, json.JSONDecodeError) else "")
                         return Generation("", attempts=attempt, error=(
                             f"{self.label}: gave up after {attempt} attempts ({what}: "
                             f"{self._say(exc)})"))
@@ -310,24 +312,42 @@ class OpenAIGenerator:
         return await client.completions.create(**body)
 
     def _parse(self, response: Any, request: GenerateRequest, attempt: int) -> Generation:
+        """The answer, or ``Malformed`` for a body not of the API's shape: it is retried like
+        a 5xx and, when retries run out, a failure record, never an (empty) answer."""
         choices = getattr(response, "choices", None)
-        if not choices:
-            raise ValueError(f"no choices in the response of {self.base_url}")
-        choice = choices[0]
-        if request.messages is not None:
-            text = whole(choice.message.content or "")
-            tokens = _chat_tokens(getattr(choice, "logprobs", None))  # litellm may omit it
-        else:
-            text = whole(choice.text or "")
-            tokens = _completion_tokens(getattr(choice, "logprobs", None))
+        if not isinstance(choices, list) or not choices:
+            raise Malformed(f"no choices in the response of {self.base_url}")
+        choice, chat = choices[0], request.messages is not None
+        part = "message" if chat else "text"
+        said = getattr(getattr(choice, "message", None), "content", _NONE) if chat else (
+            getattr(choice, "text", None))  # a chat's content may be null, a completion's not
+        if said is _NONE or (said is None and not chat):
+            raise Malformed(f"a choice without its {part} in the response of {self.base_url}")
+        if not isinstance(said, (str, type(None))):
+            raise Malformed(f"the {part} is not text in the response of {self.base_url}")
+        finish = getattr(choice, "finish_reason", None)
+        try:
+            tokens = (_chat_tokens if chat else _completion_tokens)(
+                getattr(choice, "logprobs", None))  # litellm may omit it
+            usage = getattr(response, "usage", None)
+            used = (int(getattr(usage, "prompt_tokens", 0) or 0),
+                    int(getattr(usage, "completion_tokens", 0) or 0))
+        except (AttributeError, TypeError, ValueError, OverflowError) as exc:
+            raise Malformed(f"logprobs or usage of the wrong shape in the response of "
+                            f"{self.base_url} ({exc})") from None
         if request.params.wants_logprobs and "logprobs" not in self.capabilities:
             self.capabilities["logprobs"] = tokens is not None
-        usage = getattr(response, "usage", None)
         return Generation(
-            text=text, finish_reason=choice.finish_reason, tokens=tokens,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            attempts=attempt)
+            text=whole(said or ""), finish_reason=finish if isinstance(finish, str) else None,
+            tokens=tokens, prompt_tokens=used[0], completion_tokens=used[1], attempts=attempt)
+
+
+class Malformed(ValueError):
+    """A server's answer that is not of the API's shape (no choices, a choice without its
+    message, logprobs of another shape): retried, then a failure record."""
+
+
+_NONE = object()  # an attribute that is not there at all
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -340,23 +360,63 @@ def whole(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text) if isinstance(text, str) and not text.isascii() else text
 
 
+def _token(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a token that is not text: {value!r:.40}")
+    return whole(value)
+
+
+def _logprob(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"a logprob that is not a number: {value!r:.40}")
+    return float(value)
+
+
+def _listed(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise TypeError(f"{what} is not a list: {value!r:.40}")
+    return value
+
+
 def _chat_tokens(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
-    content = getattr(logprobs, "content", None) if logprobs is not None else None
+    """The tokens of a chat answer's ``logprobs``; ``TypeError`` when they are of another shape
+    (a list, a string, tokens without a number): read as "no logprobs", a broken body would
+    turn the server's logprobs off for the rest of the run."""
+    if logprobs is None:
+        return None
+    if isinstance(logprobs, (list, str, bytes, int, float)):
+        raise TypeError(f"logprobs is not an object: {logprobs!r:.40}")
+    content = getattr(logprobs, "content", None)
     if content is None:
         return None
-    return tuple(TokenLogprob(whole(t.token), float(t.logprob), tuple(
-        (whole(a.token), float(a.logprob)) for a in t.top_logprobs or ())) for t in content)
+    return tuple(TokenLogprob(_token(t.token), _logprob(t.logprob), tuple(
+        (_token(a.token), _logprob(a.logprob))
+        for a in _listed(t.top_logprobs or [], "top_logprobs")))
+        for t in _listed(content, "logprobs.content"))
 
 
 def _completion_tokens(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
-    tokens = getattr(logprobs, "tokens", None) if logprobs is not None else None
+    """The tokens of a completion's ``logprobs``; ``TypeError`` when they are of another
+    shape (see ``_chat_tokens``), lists of different lengths included."""
+    if logprobs is None:
+        return None
+    if isinstance(logprobs, (list, str, bytes, int, float)):
+        raise TypeError(f"logprobs is not an object: {logprobs!r:.40}")
+    tokens = getattr(logprobs, "tokens", None)
     if tokens is None:
         return None
-    values = logprobs.token_logprobs or [None] * len(tokens)
-    tops = logprobs.top_logprobs or [None] * len(tokens)
+    tokens = _listed(tokens, "logprobs.tokens")
+    values = _listed(logprobs.token_logprobs or [None] * len(tokens), "token_logprobs")
+    tops = _listed(logprobs.top_logprobs or [None] * len(tokens), "top_logprobs")
+    if not len(tokens) == len(values) == len(tops):
+        raise TypeError(f"{len(tokens)} tokens, {len(values)} logprobs and {len(tops)} "
+                        "top_logprobs")
+    for top in tops:
+        if not isinstance(top, (dict, type(None))):
+            raise TypeError(f"a top_logprobs entry is not an object: {top!r:.40}")
     return tuple(
-        TokenLogprob(whole(token), float(value) if value is not None else float("nan"),
-                     tuple(sorted(((whole(k), float(v)) for k, v in (top or {}).items()),
+        TokenLogprob(_token(token), _logprob(value) if value is not None else float("nan"),
+                     tuple(sorted(((_token(k), _logprob(v)) for k, v in (top or {}).items()),
                                   key=lambda kv: -kv[1])))
         for token, value, top in zip(tokens, values, tops))
 
@@ -375,7 +435,6 @@ def _server_tokenize(base_url: str, model: str, text: str, key: str,
     """Try the tokenize endpoints servers expose; leading special tokens (BOS) are removed by
     tokenizing the empty string too. None when no endpoint is there; ``_NoAnswer`` when one
     did not answer."""
-    import json
     import urllib.error
     import urllib.request
 

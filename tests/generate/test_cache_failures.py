@@ -81,3 +81,33 @@ def test_a_cache_that_cannot_be_written_is_one_line_and_keeps_what_it_holds(tmp_
     assert "kept" in message and "\n" not in message, message
     cache.close()
     assert len(ResponseCache(path)) == 2  # what was cached is still there
+
+
+@pytest.mark.parametrize("row", [
+    '{"text": "half an ans', "[1, 2]", "null", '{"text": 5, "tokens": null}',
+    '{"text": "a", "tokens": [{"token": "a"}]}',
+    '{"text": "a", "tokens": [{"token": "a", "logprob": "high", "top": []}]}',
+    '{"text": "a", "tokens": null, "surprise": 1}',
+    '{"text": "", "tokens": null, "error": "boom"}',  # a failure is never an answer
+])
+def test_a_broken_row_is_a_miss_asked_again_and_overwritten(row, tmp_path):
+    """One row a crash or another tool broke holds no answer; the others still do."""
+    path = tmp_path / "cache.sqlite"
+    source = prompts(tmp_path, n=2)
+    generate_file(PromptEcho(), source, tmp_path / "a.jsonl", GenerateParams(),
+                  ResponseCache(path))
+    db = sqlite3.connect(path)
+    [(key, kept)] = db.execute("SELECT key, generation FROM responses LIMIT 1").fetchall()
+    db.execute("UPDATE responses SET generation = ? WHERE key = ?", (row, key))
+    db.commit()
+    db.close()
+    cache = ResponseCache(path)
+    assert key not in cache.get_many([key])
+    usage, _ = generate_file(PromptEcho(), source, tmp_path / "b.jsonl", GenerateParams(),
+                             cache)
+    assert (usage.sent, usage.cached) == (1, 1)
+    def texts(name: str) -> list[str]:
+        return [json.loads(line)["text"] for line in (tmp_path / name).read_text().splitlines()]
+    assert texts("a.jsonl") == texts("b.jsonl") == ["p0xxxxxxxxxx", "p1xxxxxxxxxx"]
+    assert json.loads(cache._db.execute("SELECT generation FROM responses WHERE key = ?",
+                                        (key,)).fetchone()[0]) == json.loads(kept)

@@ -4,7 +4,8 @@ Entries are content-addressed: the key is the SHA-256 of the backend's ``identit
 endpoint, model, revision — never a credential) and the full request (messages or prompt and
 every parameter). The caller's request id is not part of it, so two probes asking the same
 question share one answer. One SQLite file (WAL mode) is shared by every run and process on a
-machine; failures are never cached, so a rerun retries them.
+machine; failures are never cached, so a rerun retries them, and a row that holds no
+answer (broken JSON, another shape) is a miss, asked again and overwritten (``_load``).
 
 A cache that cannot be opened, read or written (corrupt, a directory in its place, a full disk,
 read-only) stops the run in one line naming the file and what to do (``_unusable``); each
@@ -52,13 +53,30 @@ def _dump(generation: Generation) -> str:
     return json.dumps(asdict(replace(generation, cached=False)), separators=(",", ":"))
 
 
-def _load(text: str) -> Generation:
-    data: dict[str, Any] = json.loads(text)
-    tokens = data.pop("tokens")
-    if tokens is not None:
-        tokens = tuple(TokenLogprob(t["token"], t["logprob"], tuple(map(tuple, t["top"])))
-                       for t in tokens)
-    return Generation(**data, tokens=tokens)
+def _load(text: Any) -> Generation | None:
+    """The cached answer, or None for a row that holds none (JSON cut short by a crash or
+    another tool, another shape, a failure): a miss, asked again and overwritten. Its key says
+    what it answered, so asking costs one request; an error would have the whole file deleted
+    for one row, and reading the row as it is would put a wrong answer in a run."""
+    try:
+        data = json.loads(text)
+        tokens = data.pop("tokens")
+        if tokens is not None:
+            tokens = tuple(TokenLogprob(t["token"], t["logprob"], tuple(
+                (token, logprob) for token, logprob in t["top"])) for t in tokens)
+        generation = Generation(**data, tokens=tokens)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return None
+    numbers = [logprob for t in generation.tokens or () for logprob in
+               (t.logprob, *(v for _, v in t.top))]
+    words = [generation.text, *(w for t in generation.tokens or ()
+                                for w in (t.token, *(k for k, _ in t.top)))]
+    counts = (generation.prompt_tokens, generation.completion_tokens, generation.attempts)
+    sound = (generation.ok and isinstance(generation.finish_reason, (str, type(None)))
+             and all(isinstance(w, str) for w in words)
+             and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers)
+             and all(type(n) is int for n in counts))
+    return generation if sound else None
 
 
 class ResponseCache:
@@ -105,7 +123,8 @@ class ResponseCache:
                     marks = ",".join("?" * len(chunk))
                     rows = self._db.execute(
                         f"SELECT key, generation FROM responses WHERE key IN ({marks})", chunk)
-                    found.update((key, _load(text)) for key, text in rows)
+                    found.update((key, answer) for key, text in rows
+                                 if (answer := _load(text)) is not None)
             except sqlite3.Error as exc:
                 raise self._unusable(exc, "read") from None
         return found

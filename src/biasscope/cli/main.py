@@ -15,7 +15,9 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
+from biasscope.backends.redact import redact_urls
 from biasscope.cli import args as A
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.spelling import on_command_line
@@ -99,14 +101,32 @@ def is_own(category: type[Warning]) -> bool:
     return category.__module__.split(".")[0] == "biasscope"
 
 
+class _Masked:
+    """A text stream that writes what it is given with every URL's credentials masked."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact_urls(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding...
+        return getattr(self._stream, name)
+
+
 @contextmanager
 def notes() -> Iterator[None]:
     """Within this block, biasscope's own warnings print as the command's other notes, one
     ``biasscope: note: ...`` line: Python's format adds the library's file, line and source
     line, which tell a user of the command nothing. Others keep Python's format, and the
     library outside the command its normal warnings (only the text is changed, so filters
-    and callers that record warnings see them as before)."""
-    default = warnings.formatwarning
+    and callers that record warnings see them as before).
+
+    Everything written to stderr in the block (notes, warnings, a failed request's text, which
+    may quote a server's URL) has each URL's credentials masked here, as errors have
+    (``args.one_line``): one place, not each of the prints."""
+    default, stderr = warnings.formatwarning, sys.stderr
 
     def formatted(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   line: str | None = None) -> str:
@@ -115,10 +135,12 @@ def notes() -> Iterator[None]:
         return default(message, category, filename, lineno, line)
 
     warnings.formatwarning = formatted
+    sys.stderr = _Masked(stderr)
     try:
         yield
     finally:
         warnings.formatwarning = default
+        sys.stderr = stderr
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from biasscope.backends.labels import model_labels, parse_models, split_named
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.labels import model_labels, parse_models, split_named
 
 LABELS = {"POSITIVE": "The text is happy.", "NEGATIVE": "The text is sad."}
 
@@ -151,3 +151,27 @@ def test_sensitivity_reward_models_with_one_folder_name(llama_server, tmp_path, 
                  "--reward-model", f"{same[0]}/"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--reward-model" in err and "given twice" in err
+
+
+def test_labels_and_errors_never_hold_a_url_credential() -> None:
+    """Servers told apart by their URL are labelled from its masked form; two URLs that differ
+    only in their credentials are one server, and one model (the response cache keys both by
+    the masked URL, so the second would only repeat the first's answers)."""
+    specs = ["openai-compatible:http://u:SECRET1@a:1/v1#m",
+             "openai-compatible:http://u:SECRET2@b:1/v1#m"]
+    labels = model_labels(parse_models(specs, "--judge"), ["openai-compatible:m"] * 2,
+                          "--judge")
+    assert labels == ["***@a:1/v1#m", "***@b:1/v1#m"]
+    specs = ["openai-compatible:http://a:1/v1#m",
+             "openai-compatible:http://a:1/v1?api-key=SECRET3#m"]
+    labels = model_labels(parse_models(specs, "--judge"), ["openai-compatible:m"] * 2,
+                          "--judge")
+    assert labels == ["v1#m", "v1?api-key=***#m"]
+    for same in (["openai-compatible:http://u:SECRET1@a:1/v1#m",
+                  "openai-compatible:http://u:SECRET2@a:1/v1#m"],
+                 ["openai-compatible:http://a:1/v1?api-key=SECRET1#m",
+                  "openai-compatible:http://a:1/v1?api-key=SECRET2#m"],
+                 ["openai-compatible:http://u:SECRET1@a:1/v1#m"] * 2):
+        with pytest.raises(BiasscopeError, match="is given twice") as caught:
+            parse_models(same, "--judge")
+        assert "SECRET" not in str(caught.value) and "a:1/v1" in str(caught.value)

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.cache import Cached
+from biasscope.backends.labels import label_models, parse_models
 from biasscope.backends.reward import HFRewardModel, RewardConfig
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_jsonl
-from biasscope.core.labels import label_models, parse_models
 from biasscope.counterfactual import scorers as cf
 from biasscope.counterfactual.settings import CounterfactualConfig as CounterfactualConfig
 from biasscope.judge import Judge, JudgingConfig, check_task, question_sha256, read_labels

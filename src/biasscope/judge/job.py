@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.cache import Cached
+from biasscope.backends.labels import label_models, parse_models
 from biasscope.backends.redact import redact_urls
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.labels import label_models, parse_models
 from biasscope.judge.batch import (
     Failures,
     Task,

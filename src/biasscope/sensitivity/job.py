@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.cache import Cached
+from biasscope.backends.labels import label_models, parse_models
 from biasscope.backends.reward import HFRewardModel, RewardConfig
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
-from biasscope.core.labels import label_models, parse_models
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.harness import HarnessConfig, run_sensitivity

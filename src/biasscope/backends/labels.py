@@ -7,6 +7,11 @@ tables and units, so two models whose default labels coincide (``hf:a/checkpoint
 unique, and models that share one get the shortest ``/``-suffix of their spec that tells them
 apart (``a/checkpoint-600``, ``b/checkpoint-600``), else the whole spec. The same model given
 twice is an error: it would only agree with itself.
+
+Labels and errors are made from each spec with its URL's credentials masked
+(``redact_urls``): a label lands in verdicts, units and reports. Two URLs that differ only in
+their credentials are one server and so one model, given twice: the response cache keys
+both by the masked URL, so the second would only repeat the first's answers.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from biasscope.backends.redact import redact_urls
 from biasscope.core.errors import BiasscopeError
 
 Named = tuple[str | None, str]
@@ -31,7 +37,8 @@ def split_named(value: str) -> Named:
 
 
 def _identity(spec: str) -> str:
-    """What decides which model a spec loads: a local directory by its resolved path."""
+    """What decides which model a spec loads: a local directory by its resolved path, a
+    server by its masked URL (a credential picks no other model)."""
     kind, colon, rest = spec.partition(":")
     prefix, body = (f"{kind}:", rest) if colon and kind == "hf" else ("", spec)
     source, at, revision = body.partition("@")
@@ -41,7 +48,7 @@ def _identity(spec: str) -> str:
             return f"{prefix}{path.resolve()}{at}{revision}"
     except OSError:
         pass
-    return spec
+    return redact_urls(spec)
 
 
 def parse_models(values: Sequence[str], option: str) -> list[Named]:
@@ -49,10 +56,14 @@ def parse_models(values: Sequence[str], option: str) -> list[Named]:
     named = [split_named(v) for v in values]
     seen: dict[str, str] = {}
     for _, spec in named:
-        identity = _identity(spec)
+        identity, shown = _identity(spec), redact_urls(spec)
         if identity in seen:
-            same = "" if seen[identity] == spec else f" (as {seen[identity]!r})"
-            raise BiasscopeError(f"{option} {spec!r} is given twice{same}: give each model once")
+            first = seen[identity]
+            same = "" if first == spec else (
+                " (with other URL credentials: one server)" if redact_urls(first) == shown
+                else f" (as {redact_urls(first)!r})")
+            raise BiasscopeError(f"{option} {shown!r} is given twice{same}: give each model "
+                                 "once")
         seen[identity] = spec
     names = Counter(name for name, _ in named if name is not None)
     if twice := [n for n, count in names.items() if count > 1]:
@@ -61,7 +72,9 @@ def parse_models(values: Sequence[str], option: str) -> list[Named]:
 
 
 def _suffixes(spec: str) -> list[str]:
-    """The spec's ``/``-suffixes, shortest first, without the backend prefix; then the spec."""
+    """The spec's ``/``-suffixes, shortest first, without the backend prefix; then the spec:
+    all with the URL's credentials masked."""
+    spec = redact_urls(spec)
     kind, colon, rest = spec.partition(":")
     body = rest if colon and "/" not in kind else spec
     parts = body.rstrip("/").split("/")
@@ -82,7 +95,7 @@ def model_labels(named: Sequence[Named], defaults: Sequence[str], option: str) -
         others = [s for j, (_, s) in enumerate(named) if j != i]
         taken = {x for x in labels if x is not None}
         labels[i] = next((s for s in _suffixes(spec) if s not in taken
-                          and all(s not in _suffixes(o) for o in others)), spec)
+                          and all(s not in _suffixes(o) for o in others)), redact_urls(spec))
     final = [str(x) for x in labels]
     if clash := [x for x, count in Counter(final).items() if count > 1]:
         raise BiasscopeError(f"{option}: two models would both be labelled {clash[0]!r}; "

@@ -45,7 +45,7 @@ from biasscope.probes import Probe
 from biasscope.probes.base import AskedProbe, Response, records
 from biasscope.probes.choices import read_choice
 from biasscope.store.directory import RunStore
-from biasscope.store.files import write_bytes, write_json
+from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.run_json import refuse_foreign_folder, start_run
 from biasscope.store.settings import gain_identity, merge_settings, sha256_json
@@ -204,13 +204,12 @@ def export_items(probe: Probe, path: str | os.PathLike[str], seed: int = 0,
     def turns(item: Item) -> dict[str, Any]:
         return {"messages": [{"role": r, "content": c} for r, c in chat(item)]} if chat else {}
 
-    lines = [json.dumps({"item_id": i.id, "probe": probe.name, "prompt": i.prompt, **turns(i),
-                         "options": list(i.options), "continuations": list(i.continuations),
-                         "answer": i.options[i.answer], "groups": dict(i.groups)},
-                        ensure_ascii=False) for i in items]
+    lines = [json_line({"item_id": i.id, "probe": probe.name, "prompt": i.prompt, **turns(i),
+                        "options": list(i.options), "continuations": list(i.continuations),
+                        "answer": i.options[i.answer], "groups": dict(i.groups)})
+             for i in items]  # strict: a NaN group value is null
     # Atomic, and a failed write leaves no temp file and the old file whole.
-    write_bytes(Path(path), "".join(line + "\n" for line in lines).encode(
-        "utf-8", "backslashreplace"))
+    write_bytes(Path(path), "".join(lines).encode("utf-8", "backslashreplace"))
     return len(items)
 
 

@@ -1,8 +1,10 @@
-"""Reading the JSONL files users hand us: every error names the file and line."""
+"""Reading the JSONL files users hand us: every error names the file and line; and
+``json_safe``, which keeps what we write strict JSON."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -10,6 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError, DataError
+
+
+def json_safe(obj: Any) -> Any:
+    """NaN and inf become null: strict JSON readers (browsers, jq, Go) reject them. Here, below
+    every layer, so that a probe's record columns (``option_probs``) are strict too."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
 
 
 def read_text(path: str | os.PathLike[str], encoding: str = "utf-8",

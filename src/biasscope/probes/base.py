@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from biasscope.core.items import Item
+from biasscope.core.jsonl import json_safe
 from biasscope.core.stats import Interval, bootstrap_mean
 from biasscope.probes.choices import parse_choice
 
@@ -146,7 +147,7 @@ def option_metrics(records: pd.DataFrame) -> dict[str, float]:
     if records.empty:
         return {"accuracy": math.nan, "hit_rate": math.nan, "answer_probability": math.nan}
     hits = records["hit"].dropna().astype(float)
-    answer_p = [json.loads(p)[a] if isinstance(p, str) else math.nan
+    answer_p = [json.loads(p)[a] if isinstance(p, str) else math.nan  # null: NaN below
                 for p, a in zip(records["option_probs"], records["answer_label"])]
     return {"accuracy": float((records["label"] == records["answer_label"]).mean()),
             "hit_rate": float(hits.mean()) if len(hits) else math.nan,
@@ -188,7 +189,8 @@ def records(probe: Reader, items: Sequence[Item], responses: Sequence[Response]
             "source": response.source, "label": found.label if found else None,
             "refused": bool(found.refused) if found else False,
             "hit": found.hit if found else None,
-            "option_probs": json.dumps(dict(response.option_probs))
+            # Strict JSON: NaN (an option the server gave no logprob) is null, read as NaN.
+            "option_probs": json.dumps(json_safe(dict(response.option_probs)), allow_nan=False)
             if response.option_probs is not None else None,
             "error": response.error, **dict(item.groups)})
     frame: pd.DataFrame = pd.DataFrame(rows)

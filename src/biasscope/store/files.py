@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import os
 import re
 import tempfile
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.jsonl import json_safe as json_safe  # its home is below the probes
 from biasscope.core.processes import HOST, alive
 
 _TMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9-]+)~(?P<pid>\d+)\.[^.]+\.tmp$")
@@ -92,17 +92,6 @@ def remove_stale_temp_files(folder: Path) -> list[Path]:
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed
-
-
-def json_safe(obj: Any) -> Any:
-    """NaN and inf become null: strict JSON readers (browsers, jq, Go) reject them."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    return obj
 
 
 def json_line(obj: Any) -> str:

@@ -241,7 +241,8 @@ def _occupation_probs(row: pd.Series) -> tuple[float, float] | None:
         probs = json.loads(row["option_probs"])
     except ValueError as err:
         raise DataError(f"{row['item_id']}: option_probs is not JSON ({err})") from err
-    male, female = (float(probs.get(row[k], math.nan))
+    # null is a NaN stored as strict JSON (``probes.base.records``)
+    male, female = (math.nan if (p := probs.get(row[k])) is None else float(p)
                     for k in ("male_occupation", "female_occupation"))
     return male, female
 

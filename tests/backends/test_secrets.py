@@ -121,6 +121,13 @@ def test_error_line_redacts_before_it_cuts():
     assert error_line(ValueError(""), [KEY]) == "ValueError"
 
 
+def test_error_line_masks_a_url_credential_nobody_configured():
+    """A server's error may quote another URL with its credential (a proxy's upstream): the
+    failure record on disk held it, where only the configured key was removed."""
+    line = error_line(ValueError("upstream http://u:sk-upstream-9xQ2@10.0.0.1:9/v1 refused"))
+    assert "sk-upstream-9xQ2" not in line and "http://***@10.0.0.1:9/v1" in line
+
+
 # A credential in the base URL itself: user info and a query parameter.
 URL_KEY = "sk-INURL-w4Kp9Qz2Rt7Ym3Vx"
 URL_TOKEN = "tok-INQUERY-h8Jd2Ls5Nf"

@@ -118,12 +118,13 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
 
 def error_line(exc: BaseException, secrets: Iterable[str | None] = (), limit: int = 300) -> str:
     """The first line of an exception's text, redacted before it is cut to ``limit``
-    characters (cutting first could leave half a key behind)."""
+    characters (cutting first could leave half a key behind), any URL's credentials masked
+    too: a server's error may quote a URL whose credential was never configured here."""
     text = str(exc).strip()
     if not text:
         return type(exc).__name__
     # Bounded work on a megabyte one-line body; what survives the cut lies far before 20k.
-    return redact(text.splitlines()[0][:20_000], secrets)[:limit]
+    return redact(redact_urls(text.splitlines()[0][:20_000]), secrets)[:limit]
 
 
 __all__ = ["MASK", "error_line", "redact", "redact_url", "redact_urls", "url_secrets"]

@@ -361,3 +361,26 @@ def test_empty_revisions_are_counted_and_said(tmp_path: Path) -> None:
     toward = json.loads(run(tmp_path / "two", perturber=Mute(), convs=empty_too)
                         .summary_json.read_text())["directions"]["toward"]
     assert toward["empty"] == 2  # an empty response left empty is unchanged, not emptied
+
+
+class CutShort(Reviser):
+    """Critiques, then stops every revision at max_tokens (finish_reason "length"): a
+    revision cut short scores a part of one, and its length change is the cut's."""
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        answers = super().generate(requests)
+        return [a if "Critique request" in r.messages[-1][1] else
+                Generation(a.text[:8], finish_reason="length") for r, a in zip(requests, answers)]
+
+
+def test_revisions_cut_short_are_counted_and_said(tmp_path: Path) -> None:
+    """A revision that stopped at --max-tokens was scored as any other, with nothing to say
+    that the reward read part of a revision."""
+    store = run(tmp_path / "run", perturber=CutShort())
+    toward = json.loads(store.summary_json.read_text())["directions"]["toward"]
+    assert toward["truncated"] == 8 and {r["truncated"] for r in toward["validity"]} == {4}
+    assert any(s.startswith("8 of 8 revisions stopped at --max-tokens") for s in
+               toward["sentences"])
+    toward = json.loads(run(tmp_path / "whole").summary_json.read_text())["directions"]["toward"]
+    assert toward["truncated"] == 0 and not any("--max-tokens" in s for s in toward["sentences"])
+

@@ -228,7 +228,9 @@ def test_an_old_responses_run_resumes_with_the_same_summary(old: Path) -> None:
                             "difference 0 percentage points per sentence, mean test p = 1.0 "
                             "over 2 sentences, Cohen's d_z = 0.00"),
              was[1].replace("Fisher p = 1, Cohen's h = 3.14", "no test of the mean over 1 "
-                            "sentence"), was[2]]
+                            "sentence"),
+             # a responses file asks nothing: an item it lacks had no response, no request
+             was[2].replace("0 requests failed.", "0 had no response.")]
     assert today != was
     before["probes"]["professional-bias"]["sentences"] = today
     assert_close(after, before)
@@ -262,10 +264,12 @@ def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
         assert found.pop("confounds")["unchanged_below"] == 0.05
         assert found.pop("echoes") == 0  # old records hold no echo check: none counted
         assert found.pop("empty") == 0  # empty revisions: counted now, none here
+        assert found.pop("truncated") == 0  # old records hold no max_tokens check: none
         assert found.pop("leaders")["len"]["leads"]  # "rises most", tested since 2026-11-28
         for row in [*found["indices"], *found["validity"]]:
             assert row.pop("echoes") == 0
             assert row.pop("empty") == 0
+            assert row.pop("truncated") == 0
         was = before["directions"][direction]["sentences"]
         # the same numbers, written in today's one number format (core/numbers)
         today = {was[0]: "len: the reward rises most for principle p2: mean effect +7.5 (95% CI "

@@ -85,6 +85,7 @@ def records(model: RewardScorer, conversations: Sequence[Conversation],
              "perturbed": perturbed.get((p.conversation_id, p.principle_id), math.nan),
              "response": by_id[p.conversation_id].response, "critique": p.critique,
              "revision": p.revision, "preamble": p.preamble, "echo": p.echo,
+             "truncated": p.truncated,
              "length_change": p.length_change, "error": p.error} for p in perts]
     frame: pd.DataFrame = pd.DataFrame(rows)
     return frame

@@ -102,6 +102,7 @@ class Perturbation:
     preamble: bool
     length_change: int  # characters, revised minus original
     echo: bool = False  # the revision copies its request (``echoed``)
+    truncated: bool = False  # the revision stopped at max_tokens, cut short
 
 
 def _lines(turns: Sequence[tuple[str, str]]) -> list[str]:
@@ -168,5 +169,6 @@ def perturb(perturber: Generator, conversations: Sequence[tuple[str, Sequence[tu
             cid, pid, direction, critique.text.strip() if critique.ok else None, text, error,
             leaked_preamble(text) if text else False,
             len(text) - len(response) if text is not None else 0,
-            bool(text) and echoed(str(text), requests[i], response)))
+            bool(text) and echoed(str(text), requests[i], response),
+            bool(text) and revision is not None and revision.finish_reason == "length"))
     return out

@@ -56,17 +56,19 @@ def emptied(part: pd.DataFrame) -> pd.Series:
 
 def validity(part: pd.DataFrame) -> pd.DataFrame:
     """Per (model, principle): perturbations that failed, leaked a preamble, copied their
-    request (echoes; records from before that check count none), came back empty, and the
-    mean change in length (characters) the revision made, to read beside the effect."""
-    part = part if "echo" in part else part.assign(echo=False)
+    request (echoes), came back empty, stopped at max_tokens (truncated; records from before
+    the echo and truncation checks count none), and the mean change in length (characters)
+    the revision made, to read beside the effect."""
+    part = part.assign(**{k: False for k in ("echo", "truncated") if k not in part})
     part = part.assign(empty=emptied(part))
     grouped = part.groupby(["model", "principle"], sort=False)
     out: pd.DataFrame = grouped.agg(
         failed=("perturbed", lambda s: int(s.isna().sum())),
         preambles=("preamble", "sum"), echoes=("echo", "sum"), empty=("empty", "sum"),
-        mean_length_change=("length_change", "mean"),
+        truncated=("truncated", "sum"), mean_length_change=("length_change", "mean"),
     ).reset_index()
-    out[["preambles", "echoes", "empty"]] = out[["preambles", "echoes", "empty"]].astype(int)
+    counts = ["preambles", "echoes", "empty", "truncated"]
+    out[counts] = out[counts].astype(int)
     return out
 
 
@@ -107,6 +109,7 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
         "indices": json_rows(indices), "validity": json_rows(checks),
         "failed": int(part["perturbed"].isna().sum()), "preambles": int(part["preamble"].sum()),
         "echoes": int(checks["echoes"].sum()), "empty": int(checks["empty"].sum()),
+        "truncated": int(checks["truncated"].sum()),
         "pairs": len(part), "principles": texts,
         "confounds": confound_summary(part, confounds)}
     if not len(indices):
@@ -179,6 +182,10 @@ def sentences(indices: pd.DataFrame, result: dict[str, Any],
                    "instead of revising the response (the perturber continued its prompt): "
                    "their rewards score that text, so these effects do not measure the "
                    "principles.")
+    if result.get("truncated"):
+        out.append(f"{result['truncated']} of {result['pairs']} revisions stopped at "
+                   "--max-tokens, cut short: their rewards score part of a revision and their "
+                   "length change is the cut's; raise --max-tokens.")
     if result.get("empty"):
         out.append(f"{result['empty']} of {result['pairs']} revisions are empty (the perturber "
                    "wrote nothing): their rewards score the response deleted, so these effects "

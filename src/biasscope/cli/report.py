@@ -43,10 +43,14 @@ def register(sub: Any) -> None:
     shown.set_defaults(func=report)
 
     trained = sub.add_parser("demo", help="train a tiny model with injected bias and sweep it")
-    trained.add_argument("--out", default="demo-run", type=A.run_dir)
+    trained.add_argument("--out", default="demo-run", type=A.run_dir,
+                         help="run directory for the trained checkpoints, the sweep and its "
+                              "report (default demo-run)")
     trained.add_argument("--bias", type=A.typed(PROBABILITY), default=0.95,
-                         help="share of stereotypical pronouns in the corpus, 0.5 (none) to 1.0")
-    trained.add_argument("--seed", type=A.typed(SEED), default=0)
+                         help="share of stereotypical pronouns in the corpus: 0.5 none, 1.0 "
+                              "always, below 0.5 anti-stereotypical (default 0.95)")
+    trained.add_argument("--seed", type=A.typed(SEED), default=0,
+                         help="seed of the corpus and the training (default 0)")
     trained.add_argument("--quiet", action="store_true",
                          help="no line on stderr as each step starts")
     trained.set_defaults(func=demo)

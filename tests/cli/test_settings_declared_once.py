@@ -55,3 +55,32 @@ def test_check_parse_and_problem_agree() -> None:
         with pytest.raises(ValueError):
             POSITIVE_INT.parse(text)
     assert POSITIVE_INT.problem(0) == "0 is not 1 or more"
+
+
+@pytest.mark.parametrize(("given", "means"), [
+    ({"models": "EleutherAI/pythia-160m"}, {"models": ["EleutherAI/pythia-160m"]}),
+    ({"revisions": "step1000,step2000"}, {"revisions": ("step1000", "step2000")}),
+    ({"seeds": "0-2"}, {"seeds": [0, 1, 2]}),
+    ({"seeds": range(2)}, {"seeds": [0, 1]}),
+])
+def test_a_list_setting_given_as_text_means_its_flag_given_once(given, means) -> None:
+    config = DynamicsConfig(out="r", **given)
+    assert {name: getattr(config, name) for name in means} == means
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ({"seeds": [0.5]}, "--seeds (seeds): 0.5 is not a whole number"),
+    ({"seeds": [2**40]}, "is not a seed from 0 to 4294967295"),
+    ({"seeds": 5}, "--seeds (seeds): give a list, not int 5"),
+    ({"models": ["a", 3]}, "--model (models): 3 is not text"),
+    ({"models": {"a": 1}}, "give a list, not dict"),
+])
+def test_a_list_settings_entries_are_checked_one_by_one(given, says) -> None:
+    with pytest.raises(BiasscopeError) as caught:
+        DynamicsConfig(out="r", **given)
+    assert says in str(caught.value)
+
+
+def test_cli_refuses_a_seed_numpy_cannot_take(capsys) -> None:
+    assert main(["dynamics", "--model", "m", "--out", "r", "--seeds", "4294967296"]) == 2
+    assert "4294967296 is not a seed" in capsys.readouterr().err

@@ -91,8 +91,8 @@ def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
         if meta["many"]:
             kwargs["action"] = "append"
         if meta["check"] or meta["parse"]:
-            kwargs["type"] = (typed(meta["check"]) if meta["check"]
-                               else _parsed(meta["parse"], flag))
+            kwargs["type"] = (_parsed(meta["parse"], flag) if meta["parse"]
+                               else typed(meta["check"]))
         if meta["choices"]:
             kwargs["choices"] = meta["choices"]
         elif "action" not in kwargs or meta["many"]:

@@ -85,15 +85,68 @@ def documented(config: Any) -> list[Field[Any]]:
 
 
 def check_settings(config: Any) -> None:
-    """Refuse, in one line naming the setting, a value its check or choices do not allow."""
+    """Refuse, in one line naming the setting, a value its check or choices do not allow.
+
+    A list setting given as one string (``models="EleutherAI/pythia-160m"``,
+    ``seeds="0-4"``) means what the flag given once means, not its characters: it is parsed
+    as the command line parses it. Its entries must be of the annotated kind and pass the
+    setting's check one by one (``seeds=[0.5]`` is refused, as ``--seeds 0.5`` is)."""
     for f in documented(config):
         value = getattr(config, f.name)
         if value is None or value is f.default:
             continue
+        flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
         check, choices = f.metadata["check"], f.metadata["choices"]
-        why = check.problem(value) if check else None
-        if choices and not f.metadata["many"] and value not in choices:
-            why = f"{value!r} is not one of {', '.join(choices)}"
+        if _listed(f):
+            value = _as_list(f, flag, value)
+            object.__setattr__(config, f.name, value)
+            why = next(filter(None, (_entry_problem(f, check, v) for v in value)), None)
+        else:
+            why = check.problem(value) if check else None
+            if choices and value not in choices:
+                why = f"{value!r} is not one of {', '.join(choices)}"
         if why:
-            flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
             raise BiasscopeError(f"{flag} ({f.name}): {why}")
+
+
+#: The entry kinds a list setting's annotation may name.
+_KINDS: dict[str, type] = {"str": str, "int": int}
+
+
+def _listed(f: Field[Any]) -> bool:
+    """Whether ``f`` holds a list of values (a repeatable flag, or a sequence annotation)."""
+    outer = str(f.type).split("[", 1)[0].strip()
+    return bool(f.metadata["many"]) or outer in ("Sequence", "tuple", "list")
+
+
+def _as_list(f: Field[Any], flag: str, value: Any) -> Any:
+    """``value`` as a list setting's value: a string as its flag's text, any other iterable
+    but a mapping as its entries (a range or generator made a list, so run.json can hold it)."""
+    if isinstance(value, str):
+        parse = f.metadata["parse"]
+        if parse is None:
+            return [value]
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise BiasscopeError(f"{flag} ({f.name}): {exc}") from None
+    if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
+        raise BiasscopeError(f"{flag} ({f.name}): give a list, not {type(value).__name__} "
+                             f"{value!r}")
+    return value if isinstance(value, (list, tuple)) else list(value)
+
+
+def _entry_problem(f: Field[Any], check: Check | None, entry: Any) -> str | None:
+    """Why one entry of a list setting is not allowed (None when it is)."""
+    inner = str(f.type).partition("[")[2].split(",")[0].rstrip("]").strip()
+    choices = f.metadata["choices"]
+    if choices and entry not in choices:
+        return f"{entry!r} is not one of {', '.join(choices)}"
+    if check is not None:
+        return check.problem(entry)
+    kind = _KINDS.get(inner)
+    if kind is str and not isinstance(entry, str):
+        return f"{entry!r} is not text"
+    if kind is int and (isinstance(entry, bool) or not isinstance(entry, int)):
+        return f"{entry!r} is not a whole number"
+    return None

@@ -17,6 +17,7 @@ from biasscope.core.config import (
     NON_NEGATIVE,
     POSITIVE,
     POSITIVE_INT,
+    SEED,
     check_settings,
     described,
     setting,
@@ -106,7 +107,7 @@ class DynamicsConfig:
         "asked by chat (bbq, adult-counterfactual, professional-bias) are scored by each "
         "option's log-prob" + PROBE_HELP, flag="--probe", many=True, old="--probes")
     seeds: Sequence[int] = setting((0, 1, 2, 3, 4), "option-order seeds, e.g. 0-4 or 0,3",
-                                   parse=parse_seeds)
+                                   parse=parse_seeds, check=SEED)
     limit: int | None = setting(None, LIMIT_HELP, check=POSITIVE_INT)
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     prompt_template: str | None = setting(None, "file with winobias-gender's prompt template "

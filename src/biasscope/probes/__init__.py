@@ -56,12 +56,25 @@ PROBES: dict[str, ProbeInfo] = {p.name: p for p in (
 
 
 def load_probe(name: str, data_dir: str | Path | None = None, **options: Any) -> Probe:
-    """Build a registered probe from its data (``data_dir`` or the cache)."""
-    try:
-        info = PROBES[name]
-    except KeyError:
-        raise BiasscopeError(f"unknown probe {name!r}; available: {', '.join(sorted(PROBES))} "
-                             "(`biasscope probes` lists them)") from None
+    """Build a registered probe from its data (``data_dir`` or the cache). ``NAME:A,B``
+    selects as ``--probe`` does (``bbq:Age,Religion``, ``crows-pairs:revised``), so a name
+    copied from a command line loads the same items."""
+    base, colon, chosen = (part.strip() for part in name.partition(":"))
+    info = PROBES.get(base)
+    if info is None:
+        raise BiasscopeError(f"unknown probe {base!r}; available: {', '.join(sorted(PROBES))} "
+                             "(`biasscope probes` lists them)")
+    if colon:
+        picked = [part.strip() for part in chosen.split(",")]
+        if info.selection is None:
+            raise BiasscopeError(f"probe {name!r}: {base} takes no selection after ':'; "
+                                 f"load {base!r}")
+        if info.selection in options:
+            raise BiasscopeError(f"probe {name!r} and {info.selection}= both select; give one")
+        if not all(picked):
+            raise BiasscopeError(f"probe {name!r}: an empty name in the selection; name each "
+                                 f"one, e.g. bbq:Age,Religion")
+        options[info.selection] = picked
     return info.load(data_dir=data_dir, **options)
 
 

@@ -1,0 +1,41 @@
+"""`load_probe` takes a probe as `--probe` names it, so a notebook loads what a command asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bbq_fixture import TEMPLATES, write_bbq
+from biasscope.core.errors import BiasscopeError
+from biasscope.probes import load_probe
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("load-probe")
+    by = {t.category: t for t in TEMPLATES}
+    write_bbq(root, [by["Age"]] * 2 + [by["Religion"]] * 2)
+    return root
+
+
+def test_a_selection_after_the_colon_is_the_keyword(data_dir: Path) -> None:
+    spelled = load_probe(" bbq: Age ", data_dir=data_dir).items(0)
+    keyword = load_probe("bbq", data_dir=data_dir, categories=["Age"]).items(0)
+    assert [i.id for i in spelled] == [i.id for i in keyword]
+    assert spelled and all(i.groups["category"] == "Age" for i in spelled)
+
+
+@pytest.mark.parametrize(("name", "says"), [
+    ("bbq:Age,,Religion", "an empty name in the selection"),
+    ("winobias-gender:Age", "winobias-gender takes no selection after ':'"),
+    ("bqq:Age", "unknown probe 'bqq'"),
+])
+def test_a_bad_selection_is_one_line(data_dir: Path, name: str, says: str) -> None:
+    with pytest.raises(BiasscopeError, match=says):
+        load_probe(name, data_dir=data_dir)
+
+
+def test_a_selection_given_twice_is_refused(data_dir: Path) -> None:
+    with pytest.raises(BiasscopeError, match="both select"):
+        load_probe("bbq:Age", data_dir=data_dir, categories=["Religion"])

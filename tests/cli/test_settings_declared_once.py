@@ -4,6 +4,7 @@ in the same words, and the flag's help is the field's."""
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -14,6 +15,7 @@ from biasscope.cli.main import build_parser, main
 from biasscope.core.config import POSITIVE_INT, documented
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.job import DynamicsConfig, Executing
+from biasscope.dynamics.live import LiveConfig
 
 
 @pytest.mark.parametrize(("make", "says"), [
@@ -84,3 +86,15 @@ def test_a_list_settings_entries_are_checked_one_by_one(given, says) -> None:
 def test_cli_refuses_a_seed_numpy_cannot_take(capsys) -> None:
     assert main(["dynamics", "--model", "m", "--out", "r", "--seeds", "4294967296"]) == 2
     assert "4294967296 is not a seed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ({"every": 0}, "--every (every): 0 is not 1 or more"),
+    ({"batch_size": 0}, "0 is not 1 or more"),
+    ({"stop_above": -0.1}, "-0.1 is negative"),
+    ({"seeds": [1.5]}, "1.5 is not a whole number"),
+])
+def test_live_settings_are_checked(given, says) -> None:
+    with pytest.raises(BiasscopeError, match=re.escape(says)):
+        LiveConfig(**given)
+    assert LiveConfig(seeds="0-2").seeds == [0, 1, 2]

@@ -75,7 +75,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None,
                     processing_class: Any = None, **kwargs: Any) -> Any:
-        if state.global_step % max(1, self.config.every) == 0:
+        if state.global_step % self.config.every == 0:
             tokenizer = self.tokenizer or processing_class or kwargs.get("tokenizer")
             return self._evaluate(state, control, model, tokenizer)
         return control

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
+from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint, parse_seeds
 from biasscope.backends.hf import HFScorer
 from biasscope.backends.hf_model import HFConfig
+from biasscope.core.config import NON_NEGATIVE, POSITIVE_INT, SEED, check_settings, setting
 from biasscope.core.renamed import renamed
 from biasscope.dynamics.scoring.runfile import init_run
 from biasscope.dynamics.scoring.sweep import hf_comparable, write_summary
@@ -44,11 +45,16 @@ def is_logged(key: str) -> bool:
 class LiveConfig:
     """How often and how much to evaluate, and when to stop (``|gap| > stop_above``)."""
 
-    every: int = 500
-    seeds: tuple[int, ...] = (0,)
-    batch_size: int = 32
-    stop_above: float | None = None
-    model_name: str = "live"
+    every: int = setting(500, "evaluate every N training steps", check=POSITIVE_INT)
+    seeds: tuple[int, ...] = setting((0,), "option-order seeds, e.g. 0-4 or 0,3",
+                                     parse=parse_seeds, check=SEED)
+    batch_size: int = setting(32, "prompts per forward pass", check=POSITIVE_INT)
+    stop_above: float | None = setting(None, "stop training once |JSD-P gap| exceeds this",
+                                       check=NON_NEGATIVE)
+    model_name: str = setting("live", "the run's name for the model being trained")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str | Path,

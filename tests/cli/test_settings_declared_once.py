@@ -9,6 +9,7 @@ import re
 import pytest
 
 from biasscope.audit.job import AuditConfig, Prompting
+from biasscope.backends.base import GenerateParams
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.hf_model import HFConfig
 from biasscope.cli.main import build_parser, main
@@ -97,4 +98,13 @@ def test_cli_refuses_a_seed_numpy_cannot_take(capsys) -> None:
 def test_live_settings_are_checked(given, says) -> None:
     with pytest.raises(BiasscopeError, match=re.escape(says)):
         LiveConfig(**given)
-    assert LiveConfig(seeds="0-2").seeds == [0, 1, 2]
+    assert LiveConfig(seeds="0-2").seeds == (0, 1, 2)
+
+
+def test_a_requests_params_are_checked_and_stay_hashable() -> None:
+    with pytest.raises(BiasscopeError, match=re.escape("--max-tokens (max_tokens): 0 is not")):
+        GenerateParams(max_tokens=0)
+    with pytest.raises(BiasscopeError, match="-1 is negative"):
+        GenerateParams(temperature=-1)
+    one = GenerateParams(stop="\nQ:")  # one stop string, not three one-character ones
+    assert one.stop == ("\nQ:",) and hash(one) == hash(GenerateParams(stop=["\nQ:"]))

@@ -6,7 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from biasscope.core.config import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, SEED, setting
+from biasscope.core.config import (
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    SEED,
+    check_settings,
+    setting,
+)
 from biasscope.core.items import Item
 
 
@@ -74,6 +81,9 @@ class GenerateParams:
     logprobs: bool = False
     top_logprobs: int = setting(0, "ask for per-token logprobs with this many alternatives",
                                 check=NON_NEGATIVE_INT)
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
     @property
     def wants_logprobs(self) -> bool:

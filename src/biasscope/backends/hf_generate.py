@@ -236,8 +236,6 @@ class HFGenerator:
                         seeds: list[int | None]) -> list[Generation]:
         torch = require_torch()
         n, top_k = len(prompts), min(params.top_logprobs, self.vocab)
-        if params.max_tokens < 1:
-            return [Generation("", "length", None, len(p)) for p in prompts]
         logits, mask, positions, cache = self._forward(prompts, 1, cache=True)
         logits = logits[:, -1]
         bias = self._bias(params.logit_bias) if params.logit_bias else None

@@ -121,18 +121,19 @@ def _listed(f: Field[Any]) -> bool:
 
 def _as_list(f: Field[Any], flag: str, value: Any) -> Any:
     """``value`` as a list setting's value: a string as its flag's text, any other iterable
-    but a mapping as its entries (a range or generator made a list, so run.json can hold it)."""
+    but a mapping as its entries (a range or generator made a list, so run.json can hold it;
+    a tuple where the annotation says so, so a frozen config stays hashable)."""
     if isinstance(value, str):
         parse = f.metadata["parse"]
-        if parse is None:
-            return [value]
         try:
-            return parse(value)
+            value = [value] if parse is None else parse(value)
         except ValueError as exc:
             raise BiasscopeError(f"{flag} ({f.name}): {exc}") from None
-    if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
+    elif isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
         raise BiasscopeError(f"{flag} ({f.name}): give a list, not {type(value).__name__} "
                              f"{value!r}")
+    if str(f.type).startswith("tuple["):
+        return tuple(value)
     return value if isinstance(value, (list, tuple)) else list(value)
 
 

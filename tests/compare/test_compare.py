@@ -268,6 +268,17 @@ def test_an_equivalence_plan_is_never_below_what_compare_accepts(
         assert row["items_needed"] is None or row["items_needed"] >= floor
 
 
+def test_power_refuses_a_margin_beyond_a_measure_s_range(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A JSD-P gap cannot differ by more than ½ ln 2, nor a rate by more than 1: compare
+    refuses such a margin, so power refuses to plan for it, naming the flag."""
+    run = write_run(tmp_path / "pilot", winobias_records(40, model="m"))
+    assert main(["power", "--pilot", str(run), "--margin", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "--margin 0.5 for jsdp_gap: give a number above 0 and at most 0.347" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_a_pilot_whose_spread_is_rounding_noise_plans_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Log-probs shifted by a constant give every prompt the same JSD-P up to rounding

@@ -11,7 +11,9 @@ sample.
 
 An equivalence plan (``margin``) is for ``biasscope compare``: from a pilot it is never below
 the measure's "too few items" floor (`biasscope.compare.runs.fewest_items`), which compare
-applies whatever the items' values. A spread that is zero up to rounding plans nothing.
+applies whatever the items' values, and a margin beyond a measure's largest (a rate's
+difference is at most 1) is refused, as compare refuses it. A spread that is zero up to
+rounding plans nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from biasscope.compare.job import records
 from biasscope.compare.measures import MEASURES, Values, comparable, why_not
-from biasscope.compare.runs import checkpoints, fewest_items, label
+from biasscope.compare.runs import check_margin, checkpoints, fewest_items, label
 from biasscope.compare.settings import PowerConfig as PowerConfig
 from biasscope.core import power as P
 from biasscope.core.equivalence import jackknife_se, welch
@@ -94,6 +96,7 @@ def _floor(config: PowerConfig, values: Values, row: dict[str, Any]) -> dict[str
     never be met. ``items_by_power``: the plan before it was raised."""
     if config.margin is None:
         return row
+    check_margin(values.measure, config.margin)  # as compare refuses it
     floor = fewest_items(values, config.margin, config.alpha)
     row["compare_minimum"] = floor
     if row["items_needed"] is not None and row["items_needed"] < floor:

@@ -72,11 +72,18 @@ def margin_for(measure: str, margins: Mapping[str, float] | float | None) -> flo
         value = float(margins.get(measure, known.margin))
     else:
         value = known.margin if margins is None else float(margins)
-    if not 0 < value <= known.max_margin:
-        one = "" if isinstance(margins, Mapping) else (
-            "; or give each measure its own (--margin MEASURE=NUMBER, repeatable)")
+    one = "" if isinstance(margins, Mapping) else (
+        "; or give each measure its own (--margin MEASURE=NUMBER, repeatable)")
+    return check_margin(measure, value, one)
+
+
+def check_margin(measure: str, value: float, hint: str = "") -> float:
+    """``value``, or a one-line error naming ``--margin`` where it is not above 0 and at most
+    the measure's largest meaningful margin (``hint``: what else the command takes)."""
+    top = MEASURES[measure].max_margin
+    if not 0 < value <= top:
         raise BiasscopeError(f"--margin {value:g} for {measure}: give a number above 0 and at "
-                             f"most {known.max_margin:.3g} (the measure's largest range){one}")
+                             f"most {top:.3g} (the measure's largest range){hint}")
     return value
 
 

@@ -268,6 +268,33 @@ def test_an_equivalence_plan_is_never_below_what_compare_accepts(
         assert row["items_needed"] is None or row["items_needed"] >= floor
 
 
+def test_an_equivalence_plan_from_sd_is_never_below_what_compare_accepts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A small --sd plans equivalence within ±0.05 from 18 items per group, but compare calls
+    fewer than 59 flips (a rate's floor at 0.05) "too few items" whatever their values: with
+    --measure flip_rate the plan says 59, and that compare's minimum sets it; without a measure
+    it is raised to the least floor of any measure (a JSD-P gap's, 20), and says so."""
+    from biasscope.compare.measures import Values
+    from biasscope.compare.runs import compare_values
+
+    assert main(["power", "--sd", "0.05", "--margin", "0.05"]) == 0
+    said = capsys.readouterr().out
+    assert "needs 20 items per group: compare's minimum for any measure" in said
+    assert "--measure gives the measure's own minimum" in said
+    for n, verdict in ((58, "too few items"), (59, "equivalent")):  # compare's own floor
+        none = Values("flip_rate", {"pairs": pd.Series(np.zeros(n), index=range(n))},
+                      {"pairs": 1.0})
+        assert compare_values(none, none, 0.05)[0].verdict == verdict
+    assert main(["power", "--sd", "0.05", "--margin", "0.05", "--measure", "flip_rate"]) == 0
+    said = capsys.readouterr().out
+    assert "needs 59 items per group: compare's minimum for flip_rate, not power" in said
+    assert "18 by power alone" in said
+    # a plan power sets above the floor is left alone
+    assert main(["power", "--sd", "0.5", "--margin", "0.05", "--measure", "flip_rate"]) == 0
+    said = capsys.readouterr().out
+    assert "compare's minimum" not in said and "(80% power, α = 0.05)" in said
+
+
 def test_power_refuses_a_margin_beyond_a_measure_s_range(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A JSD-P gap cannot differ by more than ½ ln 2, nor a rate by more than 1: compare
@@ -277,6 +304,13 @@ def test_power_refuses_a_margin_beyond_a_measure_s_range(
     err = capsys.readouterr().err
     assert "--margin 0.5 for jsdp_gap: give a number above 0 and at most 0.347" in err
     assert len(err.strip().splitlines()) == 1
+    assert main(["power", "--sd", "0.5", "--margin", "1.5", "--measure", "flip_rate"]) == 2
+    assert "--margin 1.5 for flip_rate: give a number above 0 and at most 1 " in \
+        capsys.readouterr().err
+    assert main(["power", "--sd", "0.5", "--margin", "3"]) == 2
+    assert "--margin 3: give a number at most 2 (the largest range of any measure" in \
+        capsys.readouterr().err
+    assert main(["power", "--sd", "0.5", "--margin", "0.5"]) == 0  # a rate's is allowed
 
 
 def test_a_pilot_whose_spread_is_rounding_noise_plans_nothing(

@@ -9,11 +9,12 @@ per-item values to take a standard deviation of: its jackknife standard error ov
 of n items shrinks as 1/√n at a fixed number of items per cluster), and it is planned as one
 sample.
 
-An equivalence plan (``margin``) is for ``biasscope compare``: from a pilot it is never below
-the measure's "too few items" floor (`biasscope.compare.runs.fewest_items`), which compare
-applies whatever the items' values, and a margin beyond a measure's largest (a rate's
-difference is at most 1) is refused, as compare refuses it. A spread that is zero up to
-rounding plans nothing.
+An equivalence plan (``margin``) is for ``biasscope compare``: it is never below the measure's
+"too few items" floor (`biasscope.compare.runs.fewest_items`), which compare applies whatever
+the items' values, and a margin beyond the measure's largest (a rate's difference is at most 1)
+is refused, as compare refuses it. A plan from ``sd`` has no run: ``measure`` names the
+measure, and without it the floor is the least any measure has at that margin (compare calls
+fewer "too few items" whichever it is). A spread that is zero up to rounding plans nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 
 from biasscope.compare.job import records
 from biasscope.compare.measures import MEASURES, Values, comparable, why_not
-from biasscope.compare.runs import check_margin, checkpoints, fewest_items, label
+from biasscope.compare.runs import check_margin, checkpoints, fewest_items, label, measure_floor
 from biasscope.compare.settings import PowerConfig as PowerConfig
 from biasscope.core import power as P
 from biasscope.core.equivalence import jackknife_se, welch
@@ -87,17 +88,17 @@ def _row(config: PowerConfig, values: Values) -> dict[str, Any]:
     row.update(items_per_group=n, sd=sd,
                detectable_now=P.minimum_detectable_effect(se, df, config.alpha, config.power),
                items_needed=_need(config, sd, row["design"]))
-    return _floor(config, values, row)
-
-
-def _floor(config: PowerConfig, values: Values, row: dict[str, Any]) -> dict[str, Any]:
-    """An equivalence plan raised to `fewest_items`: `biasscope compare` calls fewer items
-    "too few" whatever their values, so a plan below it (a pilot with little spread) could
-    never be met. ``items_by_power``: the plan before it was raised."""
     if config.margin is None:
         return row
-    check_margin(values.measure, config.margin)  # as compare refuses it
-    floor = fewest_items(values, config.margin, config.alpha)
+    check_margin(values.measure, config.margin)
+    return _floor(row, fewest_items(values, config.margin, config.alpha))
+
+
+def _floor(row: dict[str, Any], floor: int) -> dict[str, Any]:
+    """An equivalence plan raised to compare's minimum (`fewest_items`): `biasscope compare`
+    calls fewer items "too few" whatever their values, so a plan below it (a pilot with little
+    spread, a small ``--sd``) could never be met. ``items_by_power``: the plan before it was
+    raised."""
     row["compare_minimum"] = floor
     if row["items_needed"] is not None and row["items_needed"] < floor:
         row.update(items_needed=floor, items_by_power=row["items_needed"])
@@ -143,6 +144,15 @@ def plan(config: PowerConfig) -> dict[str, Any]:
     if config.pilot is not None and config.sd is not None:
         raise BiasscopeError("--sd is for a plan without a run: --pilot measures each "
                              "measure's standard deviation in the run; drop one of them")
+    if config.measure is not None and config.pilot is not None:
+        raise BiasscopeError(f"--measure {config.measure} is for a plan from --sd: a --pilot "
+                             "plans each of its measures; drop --measure")
+    if config.measure is not None and config.margin is None:
+        raise BiasscopeError(f"--measure {config.measure} is for an equivalence plan: give "
+                             "--margin, or drop --measure")
+    if config.measure is not None and config.measure not in MEASURES:
+        raise BiasscopeError(f"--measure {config.measure!r}: give one of "
+                             f"{', '.join(MEASURES)}")
     if config.pilot is not None and config.design != "two-groups":
         raise BiasscopeError(f"--design {config.design} is for a plan from --sd: with --pilot "
                              "each measure has its own (a gap between groups: two-groups; "
@@ -165,17 +175,34 @@ def plan(config: PowerConfig) -> dict[str, Any]:
                              "difference)")
     notes: list[str] = []
     try:
-        if config.pilot is not None:
-            rows = pilot_rows(config, notes)
-        else:
-            assert config.sd is not None
-            rows = [{"design": config.design, "sd": config.sd,
-                     "items_needed": _need(config, config.sd, config.design)}]
+        rows = pilot_rows(config, notes) if config.pilot is not None else [_sd_row(config)]
     except ValueError as exc:
         raise BiasscopeError(str(exc)) from None
     return {"alpha": config.alpha, "power": config.power, "effect": config.effect,
             "margin": config.margin, "rows": rows,
             "sentences": [_say(config, r) for r in rows] + notes}
+
+
+def _sd_row(config: PowerConfig) -> dict[str, Any]:
+    """The plan from ``--sd``; with ``--margin``, raised to compare's minimum for
+    ``--measure``, else to the least minimum of any measure whose range allows the margin."""
+    assert config.sd is not None
+    row: dict[str, Any] = {"design": config.design, "sd": config.sd,
+                           "items_needed": _need(config, config.sd, config.design)}
+    if config.margin is None:
+        return row
+    if config.measure is not None:
+        check_margin(config.measure, config.margin)
+        floor = measure_floor(config.measure, config.margin, config.alpha)
+        return _floor({**row, "measure": config.measure, "minimum_for": config.measure}, floor)
+    allowed = [m for m, known in MEASURES.items() if config.margin <= known.max_margin]
+    if not allowed:
+        top = max(known.max_margin for known in MEASURES.values())
+        raise BiasscopeError(f"--margin {config.margin:g}: give a number at most {top:.3g} (the "
+                             "largest range of any measure compare tests; --measure names the "
+                             "measure planned for)")
+    floor = min(measure_floor(m, config.margin, config.alpha) for m in allowed)
+    return _floor({**row, "minimum_for": "any measure"}, floor)
 
 
 def _say(config: PowerConfig, row: dict[str, Any]) -> str:
@@ -194,10 +221,13 @@ def _say(config: PowerConfig, row: dict[str, Any]) -> str:
     if need is None:
         ask = ""
     elif config.margin is not None and "items_by_power" in row:
+        whose = f" for {row['minimum_for']}" if "minimum_for" in row else ""
         ask = (f"showing equivalence within ±{config.margin:g} needs {need} items{per}: "
-               "compare's minimum, not power, sets it (biasscope compare calls fewer \"too few "
-               f"items\" whatever their values; {row['items_by_power']} by power alone, "
-               f"{config.power:.0%} power, α = {config.alpha:g})")
+               f"compare's minimum{whose}, not power, sets it (biasscope compare calls fewer "
+               f"\"too few items\" whatever their values; {row['items_by_power']} by power "
+               f"alone, {config.power:.0%} power, α = {config.alpha:g})")
+        if row.get("minimum_for") == "any measure":
+            ask += "; --measure gives the measure's own minimum, which may be higher"
     elif config.margin is not None:
         ask = (f"showing equivalence within ±{config.margin:g} needs {need} items{per} "
                f"({config.power:.0%} power, α = {config.alpha:g})")

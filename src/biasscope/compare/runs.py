@@ -14,7 +14,7 @@ result says.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,8 +92,15 @@ def fewest_items(values: Values, margin: float, alpha: float) -> int:
     equivalent within ±``margin`` (fewer are ``too few items`` whatever their values): the
     floor `biasscope.core.equivalence` applies, where one item moves a sample by its weight
     times the measure's range, paired or not. ``biasscope power`` plans no fewer."""
-    low, high = MEASURES[values.measure].bounds
     weights = [1.0] if values.statistic is not None else list(values.weights.values())
+    return measure_floor(values.measure, margin, alpha, weights)
+
+
+def measure_floor(measure: str, margin: float, alpha: float,
+                  weights: Sequence[float] = (1.0,)) -> int:
+    """`fewest_items` of ``measure`` from its range alone: every measure weighs each group's
+    mean by ±1, so the default weight is each one's (``biasscope power --sd`` has no items)."""
+    low, high = MEASURES[measure].bounds
     return max(minimum_items(margin, alpha, abs(w) * (high - low)) for w in weights)
 
 

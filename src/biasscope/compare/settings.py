@@ -38,7 +38,8 @@ class CompareConfig:
 class PowerConfig:
     """An effect (in the measure's units) and either ``sd`` (per-item standard deviation) or
     a ``pilot`` run; ``margin``: plan for equivalence within ±margin instead (as ``biasscope
-    compare`` tests it: a pilot's plan is never below compare's "too few items" floor)."""
+    compare`` tests it: a plan is never below compare's "too few items" floor; from ``sd``,
+    ``measure``'s, else the least of any measure's)."""
 
     effect: float | None = setting(None, "size of the difference to detect, in the measure's "
                                    "units", check=POSITIVE)
@@ -50,6 +51,9 @@ class PowerConfig:
                              choices=("two-groups", "paired"))
     margin: float | None = setting(None, "plan for equivalence within ±this, as "
                                    "compare tests it", check=POSITIVE)
+    measure: str | None = setting(None, "with --sd and --margin: the measure planned for "
+                                  "(e.g. flip_rate); its range sets compare's fewest items "
+                                  "and the largest margin")
 
     def __post_init__(self) -> None:
         check_settings(self)

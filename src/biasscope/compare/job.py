@@ -1,5 +1,6 @@
 """``biasscope compare``: two runs' headline measures, A − B, with TOST verdicts, written to
-``comparison.json`` and ``comparison.html`` in ``out``."""
+``comparison.json`` and ``comparison.html`` in ``out``; the settings the runs were asked with
+that differ are noted (`biasscope.compare.recorded`), never refused."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from biasscope.compare import design
+from biasscope.compare import design, recorded
 from biasscope.compare.measures import MEASURES, comparable
 from biasscope.compare.runs import compare_runs, margin_for
 from biasscope.compare.settings import CompareConfig as CompareConfig
@@ -95,9 +96,13 @@ def run(config: CompareConfig) -> CompareResult:
     if not 0 < config.alpha < 0.5:
         raise BiasscopeError(f"--alpha {config.alpha:g}: give a number between 0 and 0.5")
     margins = parse_margins(config.margin)
-    found, notes = compare_runs(records(config.run_a), records(config.run_b), margins,
-                                config.alpha,
+    ra, rb = records(config.run_a), records(config.run_b)
+    found, notes = compare_runs(ra, rb, margins, config.alpha,
                                 (wordings(config.run_a), wordings(config.run_b)))
+    shared = set(ra.get("probe", ())) & set(rb.get("probe", ())) & set(comparable())
+    differ = recorded.differences(RunStore(config.run_a).read_json("run.json"),
+                                  RunStore(config.run_b).read_json("run.json"), shared)
+    notes += [d.sentence for d in differ]
     if not found:
         raise BiasscopeError("the runs share no probe with a headline measure to compare "
                              f"({', '.join(comparable())})"
@@ -107,6 +112,7 @@ def run(config: CompareConfig) -> CompareResult:
     summary = {"schema": "biasscope.comparison/1", "run_a": config.run_a,
                "run_b": config.run_b, "alpha": config.alpha, "margins": used,
                "comparisons": [c.as_dict() for c in found], "notes": notes,
+               "settings_differ": [d.as_dict() for d in differ],
                "sentences": [c.sentence for c in found] + notes}
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -87,6 +87,12 @@ def _shown(old: Any, new: Any, path: str) -> tuple[str, str]:
     return _one(old), _one(new)
 
 
+def in_words(old: Any, new: Any) -> tuple[str, str]:
+    """Two values of one setting in words, as a rerun's refusal says them (`changed`): a hash
+    by its first digits, long texts by the part where they differ."""
+    return _shown(old, new, "")
+
+
 def _entries(value: Any, path: str) -> str:
     """A list of entries with ids by count and ids ("none" where there is no list)."""
     ids = _ids(value)
@@ -194,4 +200,4 @@ def gain_identity(before: Any, now: Any) -> Any:
     return out
 
 
-__all__ = ["gain_identity", "merge_settings", "sha256_json"]
+__all__ = ["gain_identity", "in_words", "merge_settings", "sha256_json"]

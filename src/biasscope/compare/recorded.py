@@ -1,0 +1,127 @@
+"""How two runs were asked, as their run.json files record it, set side by side: the settings
+that decide the answers (scoring method, ``--plain-prompt``, temperature, max tokens, dtype,
+``--limit``) and the data (each probe's recorded config: its template, items' SHA-256, options;
+a sweep's data files' SHA-256) that differ, each in words.
+
+They are noted, never refused: a difference may be exactly what the user compares. What is
+compared is the model, so its identity (source, revision, weights' fingerprint, backend) is
+noted only when both runs name the same model: then another revision or other weights under
+the same name are a difference the user may not expect. A sweep's checkpoints are its models,
+and compare names them in every sentence. Settings one run does not record (an older run, a
+setting of another scoring method) are not noted: nothing shows that they differ. Wordings and
+seeds are compared by `biasscope.compare.design`, which says what it left out; a probe's
+template is noted here only where neither run asked several wordings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from biasscope.store.settings import in_words
+
+#: A generation request's parameters (run.json ``responder.params``) in words.
+PARAMS = {"temperature": "temperature", "max_tokens": "max tokens", "seed": "sampling seed",
+          "stop": "stop strings", "logit_bias": "logit bias", "logprobs": "logprobs",
+          "top_logprobs": "top logprobs"}
+
+#: A model's identity (``responder.backend``) in words, where both runs name the same model.
+IDENTITY = {"backend": "backend", "base_url": "server", "revision": "model revision",
+            "fingerprint": "model weights (fingerprint)", "gguf_file": "GGUF file",
+            "gguf_sha256": "GGUF file (SHA-256)", "gguf_quantization": "quantisation",
+            "method": "option scoring from the server"}
+
+#: A probe's recorded config in words (others by their key); ``probe`` is its name, and its
+#: wordings are `biasscope.compare.design`'s.
+PROBE_KEYS = {"items_sha256": "items (SHA-256)", "prompts_sha256": "prompts (SHA-256)",
+              "system": "system turn", "limit_sample": "how --limit draws items",
+              "answer_text": "answer text", "base_rate": "base rate"}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One setting the two runs recorded with different values, both in words."""
+
+    setting: str
+    a: str
+    b: str
+
+    @property
+    def sentence(self) -> str:
+        return f"the runs differ in {self.setting}: {self.a} vs {self.b}."
+
+    def as_dict(self) -> dict[str, str]:
+        return {"setting": self.setting, "a": self.a, "b": self.b}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _model(run: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The model's identity an audit records (``responder.backend``), without its dtype."""
+    backend = _mapping(_mapping(run.get("responder")).get("backend"))
+    return {k: v for k, v in backend.items() if k != "dtype"}
+
+
+def settings(run: Mapping[str, Any], probes: Collection[str]) -> dict[str, Any]:
+    """The answering and data settings ``run`` (a run.json) records, by their words; of its
+    probes only those in ``probes``."""
+    nested = _mapping(run.get("settings"))
+    out: dict[str, Any] = {"run kind": run.get("kind")}
+    responder = _mapping(run.get("responder"))
+    if responder:
+        out["scoring method"] = responder.get("scoring")
+        out["prompt"] = ("plain (--plain-prompt)" if responder.get("prompt") == "plain"
+                         else "chat")
+        for key, value in _mapping(responder.get("params")).items():
+            out[PARAMS.get(key, key.replace("_", " "))] = value
+    scored = {str(kind): _mapping(how) for kind, how in _mapping(run.get("scored")).items()}
+    for kind, how in scored.items():
+        out[f"how {kind} requests are scored"] = how.get("method")
+    out["dtype"] = nested.get("dtype", _mapping(responder.get("backend")).get("dtype"))
+    out["first-token scoring"] = nested.get("first_token",
+                                            scored.get("next_token", {}).get("first_token"))
+    out["--limit"] = run.get("limit", nested.get("limit"))
+    for name, sha in sorted(_mapping(nested.get("data")).items()):
+        out[f"data file {name} (SHA-256)"] = sha
+    recorded = _mapping(nested.get("probes") or run.get("probes"))
+    for probe in sorted(p for p in recorded if p in probes):
+        config = _mapping(recorded[probe])
+        skip = {"probe", "wordings"} | ({"template", "system"} if "wordings" in config else set())
+        for key, value in config.items():
+            if key not in skip:
+                out[f"{probe}'s {PROBE_KEYS.get(key, key.replace('_', ' '))}"] = value
+    return out
+
+
+def _said(a: Any, b: Any) -> tuple[str, str]:
+    """Short texts as they are (``options vs generate``); others as a rerun's refusal says
+    them (a hash by its first digits, long texts where they differ)."""
+    if all(isinstance(v, str) and len(v) < 40 and "\n" not in v for v in (a, b)):
+        return a, b
+    return in_words(a, b)
+
+
+def differences(a: Mapping[str, Any], b: Mapping[str, Any],
+                probes: Collection[str] = ()) -> list[Difference]:
+    """Each setting run.json files ``a`` and ``b`` both record with different values (of the
+    probes, those in ``probes``: the ones compared); the model's identity only where both
+    name the same model."""
+    ours, theirs = settings(a, probes), settings(b, probes)
+    pairs = [(k, ours[k], theirs[k]) for k in ours if k in theirs]
+    model_a, model_b = _model(a), _model(b)
+    named = [model.get("source") or model.get("model") for model in (model_a, model_b)]
+    if named[0] is not None and named[0] == named[1]:
+        pairs += [(IDENTITY.get(k, f"model {k}"), model_a[k], model_b[k]) for k in model_a
+                  if k in model_b and k not in ("source", "model")]
+    out = []
+    for setting, x, y in pairs:
+        if x is None or y is None or x == y:
+            continue
+        out.append(Difference(setting, *_said(x, y)))
+    return out
+
+
+__all__ = ["Difference", "differences", "settings"]

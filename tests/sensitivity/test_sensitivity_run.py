@@ -315,6 +315,84 @@ def test_two_runs_into_one_out_both_reach_the_summary(tmp_path: Path) -> None:
     assert set(RunStore(tmp_path / "run").records()["model"]) == {"a", "b"}
 
 
+def _perturbs(out: Path, kind: str, slow: str, barrier: Any) -> None:
+    import time
+
+    from biasscope.sensitivity import harness
+
+    barrier.wait()
+    if kind == "flaky" and slow == "start":
+        time.sleep(0.5)  # writes its perturbations after the other run finished
+    elif kind == "flaky":  # holds its perturbations between reading and writing them
+        real = harness.write_bytes
+
+        def late(*args: Any) -> None:
+            time.sleep(1.0)
+            real(*args)
+
+        harness.write_bytes = late  # type: ignore[assignment]
+    else:
+        time.sleep(0.3)
+    run(out, perturber=Flaky() if kind == "flaky" else Reviser())
+
+
+@pytest.mark.parametrize("slow", ["start", "write"])
+def test_a_concurrent_run_whose_requests_failed_keeps_the_stored_perturbations(
+        tmp_path: Path, slow: str) -> None:
+    """Two runs into one --out, one whose revision requests all failed: its
+    perturbations-toward.jsonl (every revision an error) replaced the other's, outside the
+    run's lock, so the file said every perturbation failed beside a stored unit of the
+    revisions it had lost ("start": the failing run wrote last; "write": it read the file,
+    the other wrote, and it wrote over it). Its summary, written last, said the run was
+    incomplete beside the other's stored unit, or read that unit twice."""
+    from together import together
+
+    out = tmp_path / "run"
+    together(_perturbs, [(out, kind, slow) for kind in ("flaky", "good")], timeout=60)
+    lines = [json.loads(line) for line in
+             (out / "perturbations-toward.jsonl").read_text().splitlines()]
+    assert len(lines) == 8 and all(p["error"] is None and p["revision"] for p in lines)
+    recs = RunStore(out).records()
+    assert sorted(recs["revision"]) == sorted(p["revision"] for p in lines)
+    summary = json.loads((out / "summary.json").read_text())  # whichever run wrote it last
+    assert "incomplete" not in summary and summary["directions"]["toward"]["pairs"] == 8
+
+
+def _sanity(out: Path, label: str, data: Path, barrier: Any) -> None:
+    import time
+
+    from biasscope.sensitivity import sanity
+    from biasscope.sensitivity.sanity import read_hh_pairs
+
+    barrier.wait()
+    if label == "a":  # scores its pairs slowly: the other run reads and writes meanwhile
+        real = sanity.score_pairs
+
+        def slow(*args: Any) -> Any:
+            time.sleep(1.0)
+            return real(*args)
+
+        sanity.score_pairs = slow  # type: ignore[assignment]
+    else:
+        time.sleep(0.3)
+    run(out, models=[Length(label)], sanity=read_hh_pairs(data, n=5, seed=0))
+
+
+def test_two_runs_into_one_out_both_reach_sanity_json(tmp_path: Path) -> None:
+    """Each run read sanity.json, scored its model's pairs and wrote the file back outside the
+    run's lock: the slower run's write dropped the other's model, and so did the summary."""
+    from together import together
+
+    data = write_hh_rlhf(tmp_path / "data")
+    out = tmp_path / "run"
+    together(_sanity, [(out, label, data) for label in ("a", "b")], timeout=60)
+    stored = json.loads((out / "sanity.json").read_text())
+    assert set(stored["models"]) == {"a", "b"}
+    assert all(len(m["chosen"]) == 5 for m in stored["models"].values())
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["sanity"]["models"]) == {"a", "b"}
+
+
 @pytest.mark.parametrize("second", [
     {"directions": ("away",)},  # another direction; toward's failures never asked again
     {"models": [Length("len2", 2.0)]}])  # another model; len's toward never scored again

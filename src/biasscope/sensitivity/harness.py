@@ -65,8 +65,28 @@ class HarnessConfig:
 
 
 def _perturbations(store: RunStore, direction: str, perts: Sequence[Perturbation]) -> None:
-    lines = "".join(json.dumps(asdict(p), ensure_ascii=False) + "\n" for p in perts)
-    write_bytes(store.root / f"perturbations-{direction}.jsonl", lines.encode("utf-8"))
+    """Write ``perturbations-<direction>.jsonl`` under the run's lock, atomically. A
+    perturbation stored without an error is kept over this run's failure of it: another run
+    into this --out (or an earlier one) stored records of it, and a failed request is no
+    answer to replace them with."""
+    path = store.root / f"perturbations-{direction}.jsonl"
+    with run_lock(store):
+        stored = _stored_answers(path)
+        rows = [stored.get((p.conversation_id, p.principle_id), asdict(p))
+                if p.error is not None else asdict(p) for p in perts]
+        lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        write_bytes(path, lines.encode("utf-8"))
+
+
+def _stored_answers(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The perturbations a run stored in ``path`` without an error, by (conversation,
+    principle); none where the file is absent or does not read as this file (rewritten)."""
+    try:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        return {(r["conversation_id"], r["principle_id"]): r for r in rows
+                if r.get("error") is None}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
 
 
 def records(model: RewardScorer, conversations: Sequence[Conversation],
@@ -176,7 +196,8 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
         "prompts": prompts.notes(), "templates": asdict(config.templates),
         "conventions": config.conventions, "confounds": asdict(config.confounds)})
     params = GenerateParams(max_tokens=config.max_tokens, seed=config.seed)
-    pending: list[pd.DataFrame] = []  # units with failed perturbations: summarised, not stored
+    # units with failed perturbations: summarised, not stored
+    pending: list[tuple[Unit, int, pd.DataFrame]] = []
     failures: dict[str, Any] = {"failed_requests": 0, "requests": 0, "first_error": None}
     covered: set[tuple[str, str]] = set()  # (model, direction) units this run scored
     for direction in config.directions:
@@ -196,7 +217,7 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                 continue
             frame = records(model, conversations, constitution, perts)
             if failed:  # a failure is no answer: a rerun asks again (the rest is cached)
-                pending.append(frame)
+                pending.append((unit, len(perts), frame))
             else:
                 store.write_unit(unit, frame)
     if config.sanity is not None:
@@ -204,11 +225,13 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     # Under the run's lock: another run into this --out that stored its units after this one
     # read the records would otherwise have its summary written over by this one's.
     with run_lock(store):
-        recs = pd.concat([store.records(), *pending], ignore_index=True)
+        # a unit another run into this --out stored meanwhile is read from its file, whole
+        left = [frame for unit, rows, frame in pending if not store.has(unit, rows=rows)]
+        recs = pd.concat([store.records(), *left], ignore_index=True)
         summary = summarise(recs, constitution, config.conventions, prompts, config.confounds)
         if (store.root / "sanity.json").is_file():
             summary["sanity"] = summarise_sanity(store.read_json("sanity.json"))
-        if failures["failed_requests"]:
+        if left:
             summary["incomplete"] = failures
         if missing := _missing(store, covered):
             summary["incomplete"] = {**failures, "missing": missing}

@@ -38,6 +38,7 @@ from biasscope.sensitivity.prompts import HH_SPLIT, PathLike, _lines, _read, par
 from biasscope.sensitivity.settings import line_range
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
+from biasscope.store.locks import run_lock
 
 sps = lazy("scipy.stats")  # imported at first use
 
@@ -186,14 +187,23 @@ def run_sanity(store: RunStore, models: Sequence[RewardScorer], pairs: Pairs) ->
     """Score the pairs with every model not yet in ``sanity.json`` (a rerun scores nothing
     twice; run.json's ``sanity`` setting guarantees the stored pairs are these)."""
     path = store.root / "sanity.json"
-    stored = store.read_json("sanity.json") if path.is_file() else {}
-    if stored.get("settings") != pairs.settings():
-        stored = {"settings": pairs.settings(), "skipped": pairs.skipped, "models": {}}
-    todo = [m for m in models if m.label not in stored["models"]]
-    for model in todo:
-        stored["models"][model.label] = score_pairs(model, pairs)
-    if todo or not path.is_file():
-        write_json(path, stored)
+
+    def stored() -> dict[str, Any]:
+        found = store.read_json("sanity.json") if path.is_file() else {}
+        if found.get("settings") != pairs.settings():
+            found = {"settings": pairs.settings(), "skipped": pairs.skipped, "models": {}}
+        return found
+
+    # Scored outside the run's lock (a model scores for a while), merged under it: another
+    # run into this --out may have stored its models meanwhile.
+    scored = {m.label: score_pairs(m, pairs) for m in models if m.label not in
+              stored()["models"]}
+    with run_lock(store):
+        now = stored()
+        fresh = {label: s for label, s in scored.items() if label not in now["models"]}
+        now["models"].update(fresh)
+        if fresh or not path.is_file():
+            write_json(path, now)
 
 
 def summarise_sanity(stored: dict[str, Any]) -> dict[str, Any]:

@@ -462,3 +462,48 @@ def test_revisions_cut_short_are_counted_and_said(tmp_path: Path) -> None:
     toward = json.loads(run(tmp_path / "whole").summary_json.read_text())["directions"]["toward"]
     assert toward["truncated"] == 0 and not any("--max-tokens" in s for s in toward["sentences"])
 
+
+
+class Speechless(Reviser):
+    """Critiques p1 with nothing (no error, an empty text) and p2 as usual."""
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        answers = super().generate(requests)
+        return [Generation("  ") if "Critique request" in r.messages[-1][1]
+                and "Principle: be kind" in r.messages[-1][1] else a
+                for r, a in zip(requests, answers)]
+
+
+def test_an_empty_critique_is_not_revised_and_is_counted_and_said(tmp_path: Path) -> None:
+    """An empty critique went into a revision request ("Critique: " and nothing), and that
+    revision was scored as the principle applied: the perturbation had failed at its first
+    step, with nothing to say so."""
+    perturber = Speechless()
+    store = run(tmp_path / "run", perturber=perturber)
+    revisions = [a for a in perturber.asked if "Revision request" in a]
+    assert len(revisions) == 4 and not any("Critique: \n" in a for a in revisions)
+    recs = store.records()
+    kind = recs[recs["principle"] == "p1"]
+    assert kind["perturbed"].isna().all() and kind["revision"].isna().all()
+    assert recs[recs["principle"] == "p2"]["perturbed"].notna().all()
+    lines = (tmp_path / "run" / "perturbations-toward.jsonl").read_text().splitlines()
+    assert sum(json.loads(line)["critique"] == "" for line in lines) == 4
+    summary = json.loads(store.summary_json.read_text())
+    assert "incomplete" not in summary  # an answer, cached: a rerun would get it again
+    toward = summary["directions"]["toward"]
+    assert toward["empty_critiques"] == 4 and toward["empty"] == 0
+    assert {r["principle"]: r["empty_critiques"] for r in toward["validity"]} == {"p1": 4,
+                                                                                  "p2": 0}
+    assert [r["principle"] for r in toward["indices"]] == ["p2"]
+    assert any(s.startswith("4 of 8 critiques are empty") for s in toward["sentences"])
+    assert not any("perturbations failed" in s for s in toward["sentences"])
+    from biasscope.sensitivity.summary import summarise
+
+    old = recs.copy()  # stored by a run from before: the empty critique revised and scored
+    old.loc[old["principle"] == "p1", ["revision", "perturbed"]] = ["I will be kind", 9.0]
+    toward = summarise(old, constitution("be kind", "be brief"))["directions"]["toward"]
+    assert [r["principle"] for r in toward["indices"]] == ["p2"]
+    assert toward["empty_critiques"] == 4
+    mute = run(tmp_path / "mute", perturber=Speechless(), texts=("be kind",))
+    said = json.loads(mute.summary_json.read_text())["directions"]["toward"]["sentences"]
+    assert said == ["No perturbation was scored.", said[1]] and said[1].startswith("4 of 4 ")

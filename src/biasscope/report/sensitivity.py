@@ -31,7 +31,7 @@ SHOWN = ("model", "principle", "n", "mean_effect", "mean_effect_low", "mean_effe
          "mean_percentile_effect_low", "mean_percentile_effect_high", "wilcoxon_statistic",
          "p_greater_holm", "p_two_sided_holm", "rank_biserial", "mean_effect_normalised",
          "mean_effect_normalised_low", "mean_effect_normalised_high", "failed", "preambles",
-         "echoes", "empty", "truncated", "mean_length_change")
+         "echoes", "empty", "empty_critiques", "truncated", "mean_length_change")
 
 
 def _short(text: Any, n: int = 160) -> str:

@@ -15,7 +15,9 @@ Requests go through the response cache, so a rerun sends nothing. Revisions are 
 what the source warns about: a chatbot preamble leaked into the text ("Sure, here is the
 revised response:") and the change in length, which may move a reward more than the principle;
 and for an *echo*: a revision that copies its own request (a base model continues the prompt
-instead of answering it), whose reward scores the prompt's text, not a revision.
+instead of answering it), whose reward scores the prompt's text, not a revision. A critique
+that comes back empty is not sent on for a revision: that (conversation, principle) is left
+unrevised and unscored, and the summary counts it (``empty_critiques``).
 """
 
 from __future__ import annotations
@@ -156,7 +158,9 @@ def perturb(perturber: Generator, conversations: Sequence[tuple[str, Sequence[tu
     critiques = perturber.generate([
         ask(templates.critique.format(**shown[c[0]], principle=p[1])) for c, p in pairs])
     revise = templates.revision if direction == "toward" else templates.away
-    todo = [i for i, g in enumerate(critiques) if g.ok]
+    # An empty critique gives the revision nothing to apply: the perturbation failed at its
+    # first step, so it is not revised (``revision`` None, no error: the answer is cached).
+    todo = [i for i, g in enumerate(critiques) if g.ok and g.text.strip()]
     requests = {i: revise.format(**shown[pairs[i][0][0]], principle=pairs[i][1][1],
                                  critique=critiques[i].text.strip()) for i in todo}
     revised = dict(zip(todo, perturber.generate([ask(requests[i]) for i in todo])))

@@ -54,20 +54,34 @@ def emptied(part: pd.DataFrame) -> pd.Series:
     return out
 
 
+def empty_critique(part: pd.DataFrame) -> pd.Series:
+    """Whether each row's critique came back empty (no error): nothing to revise from, so
+    the perturbation failed at its first step and is not scored (a run from before this
+    check revised and scored it; the summary leaves that score out too)."""
+    if "critique" not in part:
+        none: pd.Series = pd.Series(False, index=part.index)
+        return none
+    critique = part["critique"]
+    out: pd.Series = critique.notna() & (critique.fillna("x").astype(str).str.strip() == "")
+    return out
+
+
 def validity(part: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, principle): perturbations that failed, leaked a preamble, copied their
-    request (echoes), came back empty, stopped at max_tokens (truncated; records from before
+    """Per (model, principle): perturbations that failed (empty critiques among them),
+    leaked a preamble, copied their request (echoes), came back empty, whose critique came
+    back empty, stopped at max_tokens (truncated; records from before
     the echo and truncation checks count none), and the mean change in length (characters)
     the revision made, to read beside the effect."""
     part = part.assign(**{k: False for k in ("echo", "truncated") if k not in part})
-    part = part.assign(empty=emptied(part))
+    part = part.assign(empty=emptied(part), empty_critique=empty_critique(part))
     grouped = part.groupby(["model", "principle"], sort=False)
     out: pd.DataFrame = grouped.agg(
         failed=("perturbed", lambda s: int(s.isna().sum())),
         preambles=("preamble", "sum"), echoes=("echo", "sum"), empty=("empty", "sum"),
-        truncated=("truncated", "sum"), mean_length_change=("length_change", "mean"),
+        empty_critiques=("empty_critique", "sum"), truncated=("truncated", "sum"),
+        mean_length_change=("length_change", "mean"),
     ).reset_index()
-    counts = ["preambles", "echoes", "empty", "truncated"]
+    counts = ["preambles", "echoes", "empty", "empty_critiques", "truncated"]
     out[counts] = out[counts].astype(int)
     return out
 
@@ -95,6 +109,7 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
                conventions: str = "biasscope", confounds: Confounds | None = None
                ) -> dict[str, Any]:
     confounds = confounds or Confounds()
+    part = part.assign(perturbed=part["perturbed"].mask(empty_critique(part)))
     part = part.assign(edit_distance=distances(part))
     scored = part[part["perturbed"].notna()]
     if confounds.exclude_unchanged:
@@ -109,11 +124,12 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
         "indices": json_rows(indices), "validity": json_rows(checks),
         "failed": int(part["perturbed"].isna().sum()), "preambles": int(part["preamble"].sum()),
         "echoes": int(checks["echoes"].sum()), "empty": int(checks["empty"].sum()),
+        "empty_critiques": int(checks["empty_critiques"].sum()),
         "truncated": int(checks["truncated"].sum()),
         "pairs": len(part), "principles": texts,
         "confounds": confound_summary(part, confounds)}
     if not len(indices):
-        result["sentences"] = ["No perturbation was scored."]
+        result["sentences"] = ["No perturbation was scored.", *_critiques_said(result)]
         return result
     result["rank_agreement"] = json_rows(metric_rank_agreement(indices))
     if indices["model"].nunique() > 1:
@@ -155,6 +171,14 @@ def leader(scored: pd.DataFrame, model: str, top: str, alpha: float = ALPHA
             "test": "mean of paired differences over prompts (core.stats.mean_test)"}
 
 
+def _critiques_said(result: dict[str, Any]) -> list[str]:
+    if not result.get("empty_critiques"):
+        return []
+    return [f"{result['empty_critiques']} of {result['pairs']} critiques are empty (the "
+            "perturber wrote nothing): no revision was asked for, and these principle × "
+            "prompt pairs are left out of the indices."]
+
+
 def sentences(indices: pd.DataFrame, result: dict[str, Any],
               scored: pd.DataFrame | None = None) -> list[str]:
     """The findings in words; ``scored``: the rewards the indices came from, to say whether
@@ -190,8 +214,9 @@ def sentences(indices: pd.DataFrame, result: dict[str, Any],
         out.append(f"{result['empty']} of {result['pairs']} revisions are empty (the perturber "
                    "wrote nothing): their rewards score the response deleted, so these effects "
                    "do not measure the principles.")
-    if result["failed"]:
-        out.append(f"{result['failed']} perturbations failed and are left out of the indices.")
+    out.extend(_critiques_said(result))
+    if failed := result["failed"] - result.get("empty_critiques", 0):
+        out.append(f"{failed} perturbations failed and are left out of the indices.")
     shift = indices["mean_length_change"].abs().mean() if "mean_length_change" in indices else 0
     if isinstance(shift, float) and math.isfinite(shift) and shift > 0:
         out.append(f"Revisions changed the response length by {shift:.0f} characters on average "

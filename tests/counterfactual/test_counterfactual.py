@@ -585,3 +585,56 @@ def test_an_answer_without_a_verdict_is_stored_as_null_and_kept_as_it_is(
     assert main(["counterfactual", "--pairs", str(path), "--judge-model", "J=canned:A",
                  "--out", str(out), "--no-cache"]) == 0
     assert scores.read_text().splitlines()[:4] == written
+
+
+def _tiny_reward_model(folder: Path) -> Path:
+    """A random-init GPT-NeoX reward model with a word-level tokenizer, saved to ``folder``."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from biasscope.demo.tiny import save, train_tokenizer
+
+    tokenizer = train_tokenizer(["Human Assistant my wife husband ask her him case no " * 20],
+                                vocab_size=120)
+    torch.manual_seed(0)
+    config = transformers.GPTNeoXConfig(
+        vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=512, rotary_pct=0.25, num_labels=1,
+        pad_token_id=0)
+    model = transformers.GPTNeoXForSequenceClassification(config).eval()
+    return Path(save(model, tokenizer, folder))
+
+
+def test_a_local_reward_model_is_one_model_however_its_path_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--reward-model ./rm`` recorded "rm" in run.json (the path as typed), so a rerun with
+    ``/abs/rm``, or through a link to the folder, was refused as another model's settings.
+    The path is recorded resolved (absolute, links followed); a run recorded with a relative
+    path resumes when that path, resolved, is the folder given now."""
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    folder = _tiny_reward_model(tmp_path / "models" / "rm")
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "rm").symlink_to(folder)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
+                                         "chosen": "Ask her.", "rejected": "No."}) + "\n"
+                             for i in range(4)))
+    out = tmp_path / "run"
+    monkeypatch.chdir(tmp_path / "models")
+
+    given = ["--pairs", str(pairs), "--no-chat-template", "--device", "cpu", "--out", str(out)]
+
+    def rerun(spec: str) -> dict[str, Any]:
+        assert main(["counterfactual", "--reward-model", spec, *given]) == 0
+        found: dict[str, Any] = json.loads((out / "run.json").read_text())["settings"]
+        return found["scorers"]["rm"]
+
+    assert rerun("./rm")["source"] == str(folder.resolve())
+    assert rerun(str(folder))["source"] == str(folder.resolve())
+    assert rerun(str(tmp_path / "links" / "rm"))["source"] == str(folder.resolve())
+    recorded = json.loads((out / "run.json").read_text())
+    recorded["settings"]["scorers"]["rm"]["source"] = "./rm"  # as run.json held it before
+    (out / "run.json").write_text(json.dumps(recorded))
+    assert rerun(str(tmp_path / "links" / "rm"))["source"] == str(folder.resolve())
+    recorded["settings"]["scorers"]["rm"]["source"] = "../elsewhere/rm"  # not this folder
+    (out / "run.json").write_text(json.dumps(recorded))
+    assert main(["counterfactual", "--reward-model", "./rm", *given]) == 2

@@ -72,6 +72,15 @@ def identity_of(model: str, source: str, revision: str | None) -> str:
     return f"{source}@{revision or 'main'}"
 
 
+def recorded_source(ckpt: Checkpoint) -> str:
+    """``ckpt``'s source as run.json records it: a local path resolved (absolute, symbolic
+    links followed), so that ``./rm``, ``/abs/rm`` and a link to it are one model's; a hub id
+    as typed."""
+    if ckpt.source != IN_MEMORY and _is_local(ckpt.source):
+        return str(Path(ckpt.source).expanduser().resolve())
+    return ckpt.source
+
+
 def parse_step(name: str | None) -> int | None:
     """Training step from ``stepN`` (Pythia revisions) or ``checkpoint-N`` (Trainer dirs)."""
     if not name:

@@ -24,7 +24,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.base import Scored
-from biasscope.backends.checkpoints import Checkpoint, from_model
+from biasscope.backends.checkpoints import Checkpoint, from_model, recorded_source
 from biasscope.backends.fingerprints import fingerprint_while_loading
 from biasscope.backends.hf_model import (
     HFConfig,
@@ -150,8 +150,8 @@ class HFRewardModel:
     def identity(self) -> dict[str, str]:
         """What decides the rewards: a hub id by its revision, a local folder also by its
         weights' fingerprint (weights replaced under the same path are another model), and the
-        dtype the weights run in."""
-        found = {"backend": "hf-reward", "source": self.ckpt.source,
+        dtype the weights run in. A local folder's path is resolved (`recorded_source`)."""
+        found = {"backend": "hf-reward", "source": recorded_source(self.ckpt),
                  "revision": self.ckpt.revision or "", "transform": self.config.transform,
                  "format": "chat-template" if self.config.chat_template else "hh-rlhf",
                  "max_length": str(self.config.max_length or "")}

@@ -197,7 +197,25 @@ def gain_identity(before: Any, now: Any) -> Any:
     out = {k: gain_identity(v, now[k]) if k in now else v for k, v in before.items()}
     if "backend" in before:
         out.update({k: now[k] for k in GAINED if k in now and k not in before})
+        if _same_folder(before.get("source"), now.get("source")):
+            out["source"] = now["source"]
     return out
+
+
+def _same_folder(before: Any, now: Any) -> bool:
+    """Whether a model's recorded ``source``, a local path as typed (runs from before local
+    paths were recorded resolved), names the folder ``now`` records resolved. A relative one
+    is resolved from the working directory, the only one known: the spelling a rerun from
+    where the run was made would give; a folder elsewhere under that name is told apart by
+    the weights' fingerprint, which the entry holds or gains."""
+    if not (isinstance(before, str) and isinstance(now, str)) or before == now:
+        return False
+    if not Path(now).is_absolute():  # a hub id: as typed
+        return False
+    try:
+        return Path(before).expanduser().resolve() == Path(now)
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 __all__ = ["gain_identity", "in_words", "merge_settings", "sha256_json"]

@@ -264,11 +264,13 @@ def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
         assert found.pop("confounds")["unchanged_below"] == 0.05
         assert found.pop("echoes") == 0  # old records hold no echo check: none counted
         assert found.pop("empty") == 0  # empty revisions: counted now, none here
+        assert found.pop("empty_critiques") == 0  # empty critiques: counted now, none here
         assert found.pop("truncated") == 0  # old records hold no max_tokens check: none
         assert found.pop("leaders")["len"]["leads"]  # "rises most", tested since 2026-11-28
         for row in [*found["indices"], *found["validity"]]:
             assert row.pop("echoes") == 0
             assert row.pop("empty") == 0
+            assert row.pop("empty_critiques") == 0
             assert row.pop("truncated") == 0
         was = before["directions"][direction]["sentences"]
         # the same numbers, written in today's one number format (core/numbers)

@@ -226,6 +226,30 @@ def test_consensus_gives_no_verdict_on_one_order_alone() -> None:
     assert failed.label is None and failed.reason == "failed" and len(failed.calls) == 2
 
 
+def test_permute_gives_no_verdict_from_some_orders_alone(tmp_path, capsys) -> None:
+    """permute averages over every order: with two options and the second order answered
+    outside the keys, the first order alone was the verdict, its position preference
+    unchecked. Now no verdict, counted as invalid (as consensus does)."""
+    import json
+
+    from biasscope.cli.main import main
+    from biasscope.judge.core import JudgingConfig
+    from biasscope.judge.tasks import compare
+
+    config = JudgingConfig(position="permute")
+    pairs = [("Question?", "Yes.", "No.")]
+    half, *_ = compare(Judge(CannedGenerator(("A", "zzz")), config), pairs)
+    assert half.label is None and half.reason == "invalid" and len(half.calls) == 2
+    whole, *_ = compare(Judge(CannedGenerator(("A", "B")), config), pairs)
+    assert whole.label == "a" and whole.reason == ""  # "B" in the reversed order is a
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "prompt": f"Q{i}?", "a": "yes", "b": "no"})
+                            + "\n" for i in range(2)))
+    assert main(["judge", "--model", "canned:A|zzz", "--input", str(path), "--out",
+                 str(tmp_path / "run"), "--position", "permute", "--no-cache"]) == 0
+    assert "0 of 2 items got a verdict; no verdict: {'invalid': 2}." in capsys.readouterr().out
+
+
 def test_position_is_measured_per_judge(tmp_path, capsys) -> None:
     """One judge always takes the first slot and another always the second: pooled, their
     answers read 50%, p = 1.0 (no position preference); each judge is measured alone."""

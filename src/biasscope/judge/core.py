@@ -15,7 +15,9 @@ Position strategies (``JudgingConfig.position``):
   the reversed order; if the two disagree there is no verdict (``reason="disagreement"``),
   nor if one of them is no answer (``invalid``, ``failed``): one order alone is not a consensus.
 * ``permute``: every order (or ``samples`` seeded ones), label probabilities averaged (one-hot
-  votes where there are no logprobs): balanced position calibration.
+  votes where there are no logprobs): balanced position calibration. An order without a valid
+  answer leaves no verdict (``invalid``, ``failed``): the orders that answered would carry
+  their position preference into it (with two options, one order alone decided).
 * ``fixed``: the identity order only (for measuring a judge's biases, see ``judge.biases``).
 """
 
@@ -261,13 +263,13 @@ class Judge:
         if not valid:
             reason = "failed" if all(c.error for c in calls) else "invalid"
             return Verdict(None, None, reason, tuple(calls))
-        if self.config.position == "consensus":
-            if len(valid) < len(calls):  # one order alone: its position preference stands
-                lost = [c for c in calls if c.label is None]
-                reason = "failed" if all(c.error for c in lost) else "invalid"
-                return Verdict(None, None, reason, tuple(calls))
-            if len({c.label for c in valid}) > 1:
-                return Verdict(None, None, "disagreement", tuple(calls))
+        if self.config.position in ("consensus", "permute") and len(valid) < len(calls):
+            # Some orders alone: their position preference would stand as the verdict.
+            lost = [c for c in calls if c.label is None]
+            reason = "failed" if all(c.error for c in lost) else "invalid"
+            return Verdict(None, None, reason, tuple(calls))
+        if self.config.position == "consensus" and len({c.label for c in valid}) > 1:
+            return Verdict(None, None, "disagreement", tuple(calls))
         probs = mean_probabilities([c.probs if c.probs else {str(c.label): 1.0}
                                     for c in valid])
         top = max(probs.values())

@@ -193,3 +193,29 @@ def test_a_win_rate_difference_is_tested_against_the_coin_flip_variance() -> Non
     (row,) = both["differences"]
     assert (row["higher"], row["difference"]) == ("x", 1.0)
     assert row["p_value"] == pytest.approx(2 * ndtr(-3**0.5))
+
+
+def test_pairs_of_a_system_against_itself_are_counted_and_said(tmp_path, capsys) -> None:
+    """model_a = model_b: the pair says nothing of a rank, so it is left out, and now said
+    (it was dropped without a word); judge-audit's two orders of a pair count once."""
+    import json
+
+    from biasscope.cli.main import main
+
+    authors = [("alpha", "beta"), ("alpha", "alpha"), ("beta", "alpha"), ("beta", "beta")]
+    found = rankings({"j": ["a", "a", "b", "b"]}, authors, n_resamples=50)
+    assert found["items"] == 2 and found["same_system"] == 2
+    assert found["sentences"][0] == ("2 pairs name the same system as model_a and model_b: "
+                                     "left out of the leaderboards, which rank systems against "
+                                     "others.")
+    both = rankings({"j": ["a"] * 8}, authors * 2, n_resamples=50, pairs=[*range(4)] * 2)
+    assert both["same_system"] == 2
+    clean = rankings({"j": ["a", "b"]}, [("alpha", "beta")] * 2, n_resamples=50)
+    assert clean["same_system"] == 0 and "same system" not in " ".join(clean["sentences"])
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "prompt": "Q?", "a": "yes", "b": "no",
+                                        "model_a": x, "model_b": y}) + "\n"
+                            for i, (x, y) in enumerate(authors)))
+    assert main(["judge-audit", "--model", "canned:A", "--input", str(path), "--out",
+                 str(tmp_path / "audit"), "--no-cache"]) == 0
+    assert "2 pairs name the same system as model_a and model_b" in capsys.readouterr().out

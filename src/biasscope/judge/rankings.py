@@ -20,6 +20,8 @@ response (``model_a``, ``model_b``). Conventions, and why:
   Verdicts of one pair (judge-audit asks each in both orders) are resampled together, and
   that Wilson interval counts the pair's games as one cluster (`clustered_wilson`): a
   consistent judge answers both orders alike, so they are no two draws.
+- **A system against itself** (``model_a`` = ``model_b``) says nothing of its rank: such
+  pairs are left out, counted and said in one sentence.
 - **No verdict, no score**: a system none of whose pairs got a verdict from a judge is left
   off that judge's leaderboard (named unranked), and a judge without verdicts has none.
 - **Agreement of leaderboards**: Kendall's τ-b between two judges' scores over the systems,
@@ -136,7 +138,8 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
     """Per judge the systems' scores (win rates, or Bradley-Terry log-strengths) with CIs
     (``leaderboards``), Kendall's τ between judges (``tau``) and the sentences. Items without
     two named, different authors are left out. ``pairs``: each item's pair, where a pair was
-    judged more than once (both orders): its items are then resampled together."""
+    judged more than once (both orders): its items are then resampled together. Pairs of a
+    system against itself are counted (``same_system``) and said, not ranked."""
     if score not in SCORES:
         raise ValueError(f"unknown ranking score {score!r}; use one of {', '.join(SCORES)}")
     fit = SCORES[score]
@@ -171,9 +174,24 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
             float(_tau(estimates[j][None, :], estimates[k][None, :])[0]),
             _tau(boots[j], boots[k]), confidence).as_dict()})
     differences = _differences(systems, estimates, tests)
-    return {"systems": systems, "items": len(keep), "score": score, "leaderboards": boards,
-            "differences": differences, "tau": taus,
-            "sentences": _sentences(systems, estimates, tests, differences, confidence, score)}
+    same, said = _itself(authors, pairs)
+    return {"systems": systems, "items": len(keep), "same_system": same, "score": score,
+            "leaderboards": boards, "differences": differences, "tau": taus,
+            "sentences": [*said, *_sentences(systems, estimates, tests, differences,
+                                             confidence, score)]}
+
+
+def _itself(authors: Sequence[tuple[str | None, str | None]],
+            pairs: Sequence[Hashable] | None = None) -> tuple[int, list[str]]:
+    """How many pairs (``pairs``: each item's, else every item its own) set a system against
+    itself, and the sentence that says so (none where there are none): they were left out
+    of the leaderboards without a word."""
+    ids = range(len(authors)) if pairs is None else pairs
+    same = len({i for i, (x, y) in zip(ids, authors) if x and x == y})
+    if not same:
+        return 0, []
+    return same, [f"{same} pair{'s' if same != 1 else ''} name the same system as model_a and "
+                  f"model_b: left out of the leaderboards, which rank systems against others."]
 
 
 def _draws(unit: npt.NDArray[np.intp], n_resamples: int, rng: np.random.Generator
@@ -358,7 +376,7 @@ def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
     ``pairs`` as for `rankings`."""
     named = {s for pair in authors for s in pair if s}
     if len(named) < 2 or not verdicts:
-        return {}, []
+        return {}, _itself(authors, pairs)[1]
     table = {j: [v.by_judge.get(j, v.label) if len(judges) > 1 else v.label for v in verdicts]
              for j in judges}
     found = rankings(table, authors, score=score, pairs=pairs)

@@ -40,6 +40,12 @@ def _jsonl(path: Path, rows: list[Any]) -> Path:
     ([{**PAIRS[0], "prompt": ["q"]}], ":1: 'prompt' must be a string (the user's message), "
                                       "not [\"q\"]"),
     ([{"id": "t", "text": 3}], ":1: 'text' must be a string (the text to classify), not 3"),
+    # One system spelt two ways ranked as two systems.
+    ([{**PAIRS[0], "model_a": "GPT-4", "model_b": "x"}, {**PAIRS[1], "model_b": "gpt-4 "}],
+     ":2: 'model_b' 'gpt-4 ' is spelt 'GPT-4' on line 1; write each system's name the same way "
+     "on every line"),
+    ([{**PAIRS[0], "model_a": "Claude", "model_b": " Claude"}],
+     ":1: 'model_b' ' Claude' is spelt 'Claude' on line 1"),
 ])
 def test_bad_input_lines_are_one_line_errors_before_anything_is_written(
         tmp_path, capsys, rows, said):

@@ -58,6 +58,7 @@ def read_task(path: str | os.PathLike[str]) -> Task:
     pairs: list[tuple[str, str, str]] = []
     authors: list[tuple[str | None, str | None]] = []
     lines: dict[str, int] = {}
+    systems: dict[str, tuple[str, int]] = {}  # a system's name folded -> as first spelt, line
     for number, row in read_jsonl(path):
         where = f"{path}:{number}"
         if not isinstance(row, dict):
@@ -91,6 +92,7 @@ def read_task(path: str | os.PathLike[str]) -> Task:
                     raise BiasscopeError(f"{where}: {side!r} must be a string (the model that "
                                          f"wrote response {side[-1]}) or null, not "
                                          f"{json.dumps(row[side])[:40]}")
+                _spelt_once(row.get(side), side, number, systems, where)
             authors.append((row.get("model_a"), row.get("model_b")))
         else:
             raise BiasscopeError(f"{where}: needs 'text' (classification) or 'prompt', 'a' and "
@@ -100,6 +102,18 @@ def read_task(path: str | os.PathLike[str]) -> Task:
     if not ids:
         raise BiasscopeError(f"{path}: no items")
     return Task(tuple(ids), tuple(texts), tuple(pairs), tuple(authors))
+
+
+def _spelt_once(name: str | None, side: str, number: int,
+                systems: dict[str, tuple[str, int]], where: str) -> None:
+    """Refuse a system's name spelt two ways ("GPT-4", "gpt-4 "): the leaderboards and
+    self-preference match names exactly, so it would rank as two systems."""
+    if name is None:
+        return
+    first, line = systems.setdefault(name.strip().casefold(), (name, number))
+    if first != name:
+        raise BiasscopeError(f"{where}: {side!r} {name!r} is spelt {first!r} on line {line}; "
+                             "write each system's name the same way on every line")
 
 
 def read_labels(path: str | os.PathLike[str]) -> dict[str, str]:

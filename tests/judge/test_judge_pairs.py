@@ -274,7 +274,7 @@ def test_position_is_measured_per_judge(tmp_path, capsys) -> None:
     assert head["position_consistency:second"]["estimate"] == 0.0
     assert "Judge first picked the option shown first in 100% of 16 answers" in printed
     assert "Judge second picked the option shown first in 0% of 16 answers" in printed
-    assert "50%" not in printed.split("No length")[0]
+    assert "50%" not in printed.split("By judge first's verdicts")[0]
 
 
 def _audit(tmp_path, capsys, n: int, *models: str, authors: bool = False
@@ -340,3 +340,85 @@ def test_the_length_verdict_reads_the_adjusted_p() -> None:
     held = lc.sentence(p_holm=0.2, tests=3)
     assert "No evidence that answer length sways the judge" in held
     assert "(Holm over the audit's 3 tests: 0.20)" in held
+
+
+class Reads:
+    """A judge that reads its question and answers ``pick`` of the options shown, (key,
+    text) in order: a length or a name preference without a model."""
+
+    def __init__(self, label: str, pick: Callable[[list[tuple[str, str]]], str]) -> None:
+        self.label, self.pick = label, pick
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "scripted", "model": self.label}
+
+    def generate(self, requests: list) -> list:
+        import re
+
+        from biasscope.backends.base import Generation
+
+        out = []
+        for r in requests:
+            user = r.messages[-1][1]
+            shown = (re.findall(r"Response (\S+):\n(.*?)\n\n", user, re.S)
+                     or re.findall(r"^(\S+)\. (.*)$", user, re.M))
+            out.append(Generation(self.pick(shown), finish_reason="stop"))
+        return out
+
+
+def _longer(shown: list[tuple[str, str]]) -> str:
+    return max(shown, key=lambda o: len(o[1]))[0]
+
+
+def _shorter(shown: list[tuple[str, str]]) -> str:
+    return min(shown, key=lambda o: len(o[1]))[0]
+
+
+def test_length_and_win_rates_are_measured_per_judge() -> None:
+    """One judge always picks the longer answer, another the shorter: their aggregated
+    verdict is a tie on every pair, so the length test read no verdicts and said nothing.
+    Each judge's length test is its own (one Holm family with the first-slot tests), and
+    the panel's win rates are labelled as the panel's."""
+    from biasscope.judge.biases import pairwise_biases
+
+    pairs = [(f"Q{i}?", "x" * (5 + 3 * i), "y" * (62 - 3 * i)) for i in range(20)]
+    found = pairwise_biases(Judge([Reads("long", _longer), Reads("short", _shorter)]), pairs)
+    head, said = found["headline"], " ".join(found["sentences"])
+    assert "length_coefficient" not in head and "win_rate_a" not in head
+    assert head["length_coefficient:long"]["estimate"] > 0
+    assert head["length_coefficient:short"]["estimate"] < 0
+    for name in ("long", "short"):
+        assert head[f"length_coefficient:{name}"]["p_holm"] < 0.05
+    assert "Judge long favours the longer answer" in said
+    assert "Judge short favours the shorter answer" in said
+    assert "By judge long's verdicts over 20 pairs (40 verdicts" in said
+    assert "(Holm over the audit's 4 tests:" in said
+    assert head["panel_win_rate_a"]["estimate"] != head["panel_win_rate_a"]["estimate"]  # NaN
+    assert "The panel's verdicts (mean of 2 judges): no win rate, there are no verdicts." in said
+
+
+def test_invalid_answers_and_name_sensitivity_are_measured_per_judge() -> None:
+    """A judge that answers outside the keys beside one that answers: the aggregated
+    verdict stood (invalid 0%). A judge whose verdict moves with the label names beside one
+    whose does not: their aggregated verdicts under names tied, so the pooled rate read
+    neither. Each is now its own."""
+    from biasscope.judge.biases import classifier_biases
+
+    labels = {"POSITIVE": "The text is happy.", "NEGATIVE": "The text is sad."}
+    texts = [f"Text {i}." for i in range(6)]
+    first = Reads("first", lambda shown: shown[0][0])
+    found = classifier_biases(Judge([first, CannedGenerator(["zzz"], label="mute")]), texts,
+                              labels)
+    head = found["headline"]
+    assert "invalid_rate" not in head
+    assert head["invalid_rate:mute"]["estimate"] == 1.0
+    assert head["invalid_rate:first"]["estimate"] == 0.0
+    alphabet = Reads("alphabet", lambda shown: min(k for k, _ in shown))
+    found = classifier_biases(Judge([first, alphabet]), texts, labels)
+    head, said = found["headline"], found["sentences"]
+    assert "name_sensitivity" not in head
+    assert head["name_sensitivity:first"]["estimate"] == 0.0
+    assert head["name_sensitivity:alphabet"]["estimate"] == 1.0  # A is POSITIVE, then NEGATIVE
+    assert head["name_sensitivity:alphabet"]["n"] == 6
+    assert ("Showing the user's label names instead of neutral keys changed 100% of verdicts "
+            "of judge alphabet") in " ".join(said)

@@ -15,9 +15,10 @@ whatever its item-specific ones), and the length control counts pairs. Counting 
 answer as a trial called a first-slot preference that is not there in 9% of 100-pair
 audits, a self-preference in 10-12% (docs/validation.md).
 
-Position is measured per judge model (as self-preference is): several judges' answers pooled
-hide opposite preferences. The audit's tests are one family (`_holm`): every verdict it prints
-reads the Holm-adjusted p.
+Every measure of a bias is per judge model (position, invalid answers, name sensitivity,
+length, self-preference): several judges' answers pooled (or their aggregated verdict) hide
+opposite preferences. Only the panel's win rates are the aggregated verdict's, labelled so. The
+audit's tests are one family (`_holm`): every verdict it prints reads the Holm-adjusted p.
 """
 
 from __future__ import annotations
@@ -92,6 +93,26 @@ def _labels(judge: Judge) -> list[str]:
     return [m.label for m in judge.models]
 
 
+def _each(names: Sequence[str | None]) -> list[tuple[str | None, str]]:
+    """Each judge to measure alone and its headline keys' suffix: one judge is the verdicts
+    themselves (no suffix, as one judge's audit has always read), several ``:NAME``."""
+    return [(None, "")] if len(names) < 2 else [(n, f":{n}") for n in names]
+
+
+def _label(verdict: Verdict, name: str | None) -> str | None:
+    """Judge ``name``'s own label (None: the verdict's)."""
+    return verdict.label if name is None else verdict.by_judge.get(name, verdict.label)
+
+
+def _invalid(verdict: Verdict, name: str | None) -> bool:
+    """Whether judge ``name`` (None: the verdict) answered outside the keys."""
+    if name is None:
+        return verdict.reason == "invalid"
+    calls = [c for c in verdict.calls if c.model == name]
+    return (bool(calls) and all(c.label is None for c in calls)
+            and not all(c.error for c in calls))
+
+
 def _fixed(judge: Judge) -> Judge:
     return Judge(judge.models, replace(judge.config, position="fixed"))
 
@@ -102,20 +123,20 @@ def _position(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choices
     """Item i's verdicts are ``forward[i]`` and ``backward[i]``: rates over both are
     clustered by item. A position preference belongs to a judge model, so each of several
     ``judges`` (labels; None: those the calls name) is measured on its own answers, under
-    ``position_consistency:JUDGE`` and ``first_slot_rate:JUDGE``: pooled, a judge that
-    always took the first slot and one that always took the second read as 50%, p = 1."""
+    ``position_consistency:JUDGE``, ``first_slot_rate:JUDGE`` and ``invalid_rate:JUDGE``:
+    pooled, a judge that always took the first slot and one that always took the second read
+    as 50%, p = 1, and an answer counted invalid only where every judge's was."""
     names: list[str | None] = list(
         dict.fromkeys(c.model for v in (*forward, *backward) for c in v.calls)
         if judges is None else judges)
-    several = len(names) > 1
     out: dict[str, dict[str, Any]] = {}
-    for name in names if several else [None]:
-        suffix = f":{name}" if several else ""
+    for name, suffix in _each(names):
         out[f"position_consistency{suffix}"], out[f"first_slot_rate{suffix}"] = _one_judge(
             forward, backward, n_choices, fixed, name)
     items = [*range(len(forward)), *range(len(backward))]
-    out["invalid_rate"] = clustered_rate([v.reason == "invalid" for v in (*forward, *backward)],
-                                         items)
+    for name, suffix in _each(names):
+        out[f"invalid_rate{suffix}"] = clustered_rate(
+            [_invalid(v, name) for v in (*forward, *backward)], items)
     return out
 
 
@@ -123,10 +144,8 @@ def _one_judge(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choice
                fixed: Sequence[str], name: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Position consistency and the first-slot rate of judge ``name`` (None: every call and
     the verdicts, one judge)."""
-    def label(v: Verdict) -> str | None:
-        return v.label if name is None else v.by_judge.get(name, v.label)
-
-    both = [(label(f), label(b)) for f, b in zip(forward, backward) if label(f) and label(b)]
+    both = [(_label(f, name), _label(b, name)) for f, b in zip(forward, backward)
+            if _label(f, name) and _label(b, name)]
     same = sum(f == b for f, b in both)
     items = [*range(len(forward)), *range(len(backward))]
     calls = [(i, c) for i, v in zip(items, (*forward, *backward)) for c in v.calls
@@ -147,7 +166,8 @@ def _one_judge(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choice
 
 def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, str],
                      instruction: str = CLASSIFY) -> dict[str, Any]:
-    """Position consistency, first-slot preference and name sensitivity of a classifier."""
+    """Position consistency, first-slot preference and name sensitivity of a classifier,
+    each judge's own where there are several."""
     fixed = _fixed(judge)
     forward = classify(fixed, texts, labels, instruction)
     # The same labels again: warned of once, above (the command printed three notes).
@@ -161,20 +181,29 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
         # as keys, which are no single tokens to bias toward.
         named = Judge(judge.models, replace(fixed.config, keys=names, logit_bias=False))
         by_name = classify(named, texts, labels, instruction, warn=False)
-        pairs = [(a.label, b.label) for a, b in zip(forward, by_name) if a.label and b.label]
-        head["name_sensitivity"] = ns = rate(sum(a != b for a, b in pairs), len(pairs))
-        if pairs:
-            sentences.append(f"Showing the user's label names instead of neutral keys changed "
-                             f"{ns['estimate']:.0%} of verdicts (95% CI {ns['low']:.0%} to "
-                             f"{ns['high']:.0%}).")
-        else:
-            sentences.append(f"Name sensitivity could not be measured: asked with the label "
-                             f"names as answer keys, none of {len(by_name)} answers named a "
-                             "label that could be set against the lettered verdict.")
+        for name, suffix in _each(_labels(judge)):
+            sentences.append(_name_sensitivity(head, forward, by_name, name, suffix))
     else:
         sentences.append("Name sensitivity was not measured: label names with spaces cannot "
                          "be answered as one word.")
     return found
+
+
+def _name_sensitivity(head: dict[str, Any], lettered: Sequence[Verdict],
+                      named: Sequence[Verdict], name: str | None, suffix: str) -> str:
+    """Judge ``name``'s share of verdicts that change when asked with the label names as
+    keys, into ``head``, and its sentence (None: the verdicts, one judge)."""
+    pairs = [(_label(a, name), _label(b, name)) for a, b in zip(lettered, named)
+             if _label(a, name) and _label(b, name)]
+    head[f"name_sensitivity{suffix}"] = ns = rate(sum(a != b for a, b in pairs), len(pairs))
+    of = "" if name is None else f" of judge {name}"
+    if pairs:
+        return (f"Showing the user's label names instead of neutral keys changed "
+                f"{ns['estimate']:.0%} of verdicts{of} (95% CI {ns['low']:.0%} to "
+                f"{ns['high']:.0%}).")
+    return (f"Name sensitivity{of} could not be measured: asked with the label names as "
+            f"answer keys, none of {len(named)} answers named a label that could be set "
+            "against the lettered verdict.")
 
 
 def classifier_measures(judge: Judge, forward: Sequence[Verdict], backward: Sequence[Verdict],
@@ -213,19 +242,32 @@ def pairwise_measures(judge: Judge, lengths: Sequence[tuple[int, int]],
                       n_resamples: int = 2000) -> dict[str, Any]:
     """What `pairwise_biases` says of the verdicts on each pair in both orders (``backward``
     in the forward order's terms; ``lengths``: each pair's answers'), its leaderboards
-    aside: the position, length and self-preference measures, their tests one family
-    (`_holm`), and the sentences. ``n_resamples``: the win rate's bootstrap's."""
+    aside: the position, length and self-preference measures (each judge's own where there
+    are several, and the panel's win rates), their tests one family (`_holm`), and the
+    sentences. ``n_resamples``: the win rates' bootstrap's."""
     head = _position(forward, backward, 2, fixed=("tie",), judges=_labels(judge))
     # Both orders: a win rate (and its length control) from one order alone would measure
     # the first slot's advantage, not answer a's. Each pair's two verdicts are one unit.
     ids = [*range(len(lengths)), *range(len(lengths))]
-    lc = length_controlled([(v.label, a, b) for v, (a, b) in zip([*forward, *backward],
-                                                                  [*lengths, *lengths])],
-                           n_resamples=n_resamples, pairs=ids)
-    head["length_coefficient"] = {**lc.length_coefficient.as_dict(),
-                                  "p_value": lc.length_p_value, "effect_size": lc.spearman}
-    head["win_rate_a"] = lc.win_rate.as_dict()
-    head["length_controlled_win_rate_a"] = lc.lc_win_rate.as_dict()
+    both = list(zip([*forward, *backward], [*lengths, *lengths]))
+    # Per judge: the aggregated verdict of a judge that favours the longer answer and one
+    # that favours the shorter shows no length effect.
+    fits = []
+    for name, suffix in _each(_labels(judge)):
+        lc = length_controlled([(_label(v, name), a, b) for v, (a, b) in both],
+                               n_resamples=n_resamples, pairs=ids)
+        head[f"length_coefficient{suffix}"] = {**lc.length_coefficient.as_dict(),
+                                               "p_value": lc.length_p_value,
+                                               "effect_size": lc.spearman}
+        head[f"win_rate_a{suffix}"] = lc.win_rate.as_dict()
+        head[f"length_controlled_win_rate_a{suffix}"] = lc.lc_win_rate.as_dict()
+        fits.append((name, suffix, lc))
+    panel = None
+    if len(judge.models) > 1:  # what the judges decide together, no test of a judge's bias
+        panel = length_controlled([(v.label, a, b) for v, (a, b) in both],
+                                  n_resamples=n_resamples, pairs=ids)
+        head["panel_win_rate_a"] = panel.win_rate.as_dict()
+        head["panel_length_controlled_win_rate_a"] = panel.lc_win_rate.as_dict()
     tables: dict[str, list[dict[str, Any]]] = {}
     if authors:
         rows = self_preference(judge, [*forward, *backward], [*authors, *authors], ids)
@@ -235,15 +277,19 @@ def pairwise_measures(judge: Judge, lengths: Sequence[tuple[int, int]],
     tests = _holm(head)
     for row in tables.get("self_preference", []):
         row["own_win_rate"] = head[f"self_preference:{row['judge']}"]
-    length = head["length_coefficient"].get("p_holm")
+    said = [lc.sentence(head[f"length_coefficient{suffix}"].get("p_holm"), tests, name)
+            for name, suffix, lc in fits]
+    if panel is not None:
+        said.append(panel.win_rates(f"The panel's verdicts ({judge.config.aggregate} of "
+                                    f"{len(judge.models)} judges)"))
     return {"headline": head, "tables": tables,
-            "sentences": [*_sentences(head, tests), lc.sentence(length, tests),
-                          *_self_sentences(head, tests)], "examples": []}
+            "sentences": [*_sentences(head, tests), *said, *_self_sentences(head, tests)],
+            "examples": []}
 
 
 def _holm(head: dict[str, Any]) -> int:
-    """``p_holm`` beside the ``p_value`` of every test in ``head`` (the first slot per
-    judge, the length coefficient, self-preference per judge), Holm over them all, and how
+    """``p_holm`` beside the ``p_value`` of every test in ``head`` (the first slot, the
+    length coefficient and self-preference, each per judge), Holm over them all, and how
     many they are. One audit asks all these questions at once: read each at its raw
     p < 0.05, audits of 3 judges without any of the biases said one had some in 20% of 100-pair
     runs (docs/validation.md has the rates now). Tests that could not run (NaN) are no part of

@@ -105,32 +105,53 @@ class LengthControlled:
     reason: str | None
     pairs: int | None = None
 
-    def sentence(self, p_holm: float | None = None, tests: int = 1) -> str:
+    def sentence(self, p_holm: float | None = None, tests: int = 1,
+                 judge: str | None = None) -> str:
         """The result in plain English. ``p_holm``: the length test's p-value after Holm over
         ``tests`` (judge-audit's family), which the verdict then reads: where one audit
-        asks several questions, the raw p-value of one is no finding."""
+        asks several questions, the raw p-value of one is no finding. ``judge``: whose
+        verdicts these are, where several judges are measured each alone."""
         if self.n == 0:
-            return f"No length-controlled win rate: {self.reason}."
-        verdicts = f"{self.n} verdict{'' if self.n == 1 else 's'}"
-        over = (f"{verdicts} (ties count half)" if self.pairs is None
-                else f"{self.pairs} pair{'' if self.pairs == 1 else 's'} ({verdicts}, ties "
-                     "half, each pair counting once)")
-        raw = (f"Over {over}, answer a wins "
+            whose = "" if judge is None else f" for judge {judge}"
+            return f"No length-controlled win rate{whose}: {self.reason}."
+        whose = "Over" if judge is None else f"By judge {judge}'s verdicts over"
+        raw = (f"{whose} {self._over()}, answer a wins "
                f"{self.win_rate.estimate:.0%}{_ci(self.win_rate, '.0%')}.")
         if self.reason is not None:
             return f"{raw} No length-controlled win rate: {self.reason}."
         beta, p = self.length_coefficient.estimate, self.length_p_value
         held = p if p_holm is None else p_holm
+        who = "the judge" if judge is None else f"judge {judge}"
         if held < 1 - self.win_rate.confidence:
-            verdict = f"The judge favours the {'longer' if beta > 0 else 'shorter'} answer"
+            verdict = (f"{who[0].upper()}{who[1:]} favours the "
+                       f"{'longer' if beta > 0 else 'shorter'} answer")
         else:
-            verdict = "No evidence that answer length sways the judge"
+            verdict = f"No evidence that answer length sways {who}"
         holm = (f" (Holm over the audit's {tests} tests: {pvalue(p_holm)})"
                 if p_holm is not None and tests > 1 else "")
         return (f"{raw} At equal length it would win {self.lc_win_rate.estimate:.0%}"
                 f"{_ci(self.lc_win_rate, '.0%')}. {verdict}: length coefficient "
                 f"{_coefficient(self.length_coefficient)}, {p_is(p)}{holm}; Spearman "
                 f"ρ = {self.spearman:+.2f} ({p_is(self.spearman_p_value)}).")
+
+    def win_rates(self, whose: str) -> str:
+        """The raw and the length-controlled win rate, without a verdict on length
+        (``whose``: the verdicts', e.g. a panel's: its length is no question of the audit,
+        whose judges are each asked it)."""
+        if self.n == 0:
+            return f"{whose}: no win rate, {self.reason}."
+        raw = (f"{whose}: over {self._over()}, answer a wins {self.win_rate.estimate:.0%}"
+               f"{_ci(self.win_rate, '.0%')}")
+        if self.reason is not None:
+            return f"{raw}; no length-controlled win rate: {self.reason}."
+        return (f"{raw}; at equal length it would win {self.lc_win_rate.estimate:.0%}"
+                f"{_ci(self.lc_win_rate, '.0%')}.")
+
+    def _over(self) -> str:
+        verdicts = f"{self.n} verdict{'' if self.n == 1 else 's'}"
+        return (f"{verdicts} (ties count half)" if self.pairs is None
+                else f"{self.pairs} pair{'' if self.pairs == 1 else 's'} ({verdicts}, ties "
+                     "half, each pair counting once)")
 
 
 Verdicts = pd.DataFrame | Iterable[tuple[str | None, float, float]]

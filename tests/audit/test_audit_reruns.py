@@ -331,3 +331,46 @@ def test_a_unit_cut_short_without_its_checksum_is_redone(tmp_path, capsys):
         assert main([*args, "--probe", "adult-counterfactual"]) == 0
     assert len(RunStore(out).records()) == len(whole)
     assert list((out / "records").glob("*.corrupt-1"))
+
+
+def _slow_partial_report(args: list[str], late: float, codes: Any, barrier: Any) -> None:
+    """A run, started ``late`` seconds after the barrier, whose report, rendered without one
+    of the probes, is slow to write: what another run writes meanwhile must not be replaced
+    by a report of an older summary."""
+    import time
+
+    import biasscope.audit.harness as audit_run
+    import biasscope.report.audit as audit_report
+
+    def slow(path: Path, data: bytes) -> None:
+        if path.name == "report.html" and not all(
+                f"<h2>{p}</h2>".encode() in data for p in ("adult-counterfactual", PROBE)):
+            time.sleep(1.0)
+        real(path, data)
+
+    real = audit_report.write_bytes
+    for module in (audit_run, audit_report):
+        if hasattr(module, "write_bytes"):
+            module.write_bytes = slow  # type: ignore[attr-defined]
+    barrier.wait()
+    time.sleep(late)
+    codes.put(main(args))
+
+
+@pytest.mark.parametrize("trial", range(2))
+def test_the_report_says_what_summary_json_says_after_two_runs_together(tmp_path, trial):
+    """Before: report.html was rendered after the lock was let go, so a run that rendered
+    before another wrote its summary wrote its older report last."""
+    from together import CTX, together
+
+    args, _, out = _adult_run(tmp_path)
+    codes = CTX.Queue()
+    # The run of one probe summarises first, then the run of both while its report waits.
+    together(_slow_partial_report, [([*args, "--probe", probes], late, codes) for probes, late in
+                                    (("adult-counterfactual", 0.0),
+                                     (f"adult-counterfactual,{PROBE}", 0.5))])
+    assert sorted([codes.get(), codes.get()]) == [0, 0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["probes"]) == {"adult-counterfactual", PROBE}
+    report = (out / "report.html").read_text()
+    assert all(f"<h2>{p}</h2>" in report for p in summary["probes"])

@@ -44,6 +44,7 @@ from biasscope.core.jsonl import read_jsonl
 from biasscope.probes import Probe
 from biasscope.probes.base import AskedProbe, Response, records
 from biasscope.probes.choices import read_choice
+from biasscope.report.audit import REPORT, audit_page
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
@@ -251,7 +252,8 @@ def run_settings(responder: Responder, probes: Sequence[AskedProbe], limit: int 
 def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.PathLike[str],
               limit: int | None = None, scorer: scored.LogprobScorer | None = None
               ) -> RunStore:
-    """Answer every probe's items (units already stored are kept) and write summary.json;
+    """Answer every probe's items (units already stored are kept) and write summary.json and
+    the report rendered from it (``report.html``);
     ``scorer`` scores the probes scored from log-probs (`biasscope.audit.scored`).
 
     A rerun whose settings differ from run.json's is refused (one line naming the setting).
@@ -325,9 +327,13 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
     start()  # every unit was stored already: run.json still records this call's probes
     summary = summarise(store, probes, unknown, pending)
     store.check_same_folder()
-    with run_lock(store):  # another call into this run may be writing its summary
-        write_json(store.summary_json, {**with_earlier_probes(store, summary),
-                                        "requests": sent})
+    # Under the run's lock, summary.json and the report rendered from it: another call into
+    # this run may be writing its own pair, and each report says what summary.json says.
+    with run_lock(store):
+        written = {**with_earlier_probes(store, summary), "requests": sent}
+        page = audit_page(store, store.read_json("run.json"), written)
+        write_json(store.summary_json, written)
+        write_bytes(store.root / REPORT, page)
     return store
 
 

@@ -29,7 +29,7 @@ from biasscope.data.sources import cache_dir, resolve_data_dir
 from biasscope.probes import Probe
 from biasscope.probes.base import AskedProbe
 from biasscope.probes.specs import load_probes, parse_probe_specs
-from biasscope.report.audit import write_audit_report
+from biasscope.report.audit import REPORT
 from biasscope.store.directory import RunStore
 
 
@@ -55,8 +55,7 @@ def run(config: AuditConfig) -> AuditResult:
                              "these probes is one: drop it")
     answers, scorer = responder(config, scored)
     store = run_audit(asked, answers, config.out, limit=config.limit, scorer=scorer)
-    report = write_audit_report(store.root)
-    return AuditResult(store, report, store.read_json("summary.json"))
+    return AuditResult(store, store.root / REPORT, store.read_json("summary.json"))
 
 
 def responder(config: AuditConfig, scored: Sequence[Probe] = ()

@@ -137,7 +137,19 @@ def write_audit_report(run_dir: str | Path | RunStore, output: str | Path | None
     store = run_dir if isinstance(run_dir, RunStore) else RunStore(Path(run_dir))
     if not store.summary_json.is_file():
         raise BiasscopeError(f"{store.root} has no summary.json: run `biasscope audit` first")
-    run, summary = store.read_json("run.json"), store.read_json("summary.json")
+    page = audit_page(store, store.read_json("run.json"), store.read_json("summary.json"))
+    target = Path(output) if output is not None else store.root / REPORT
+    write_bytes(target, page)
+    return target
+
+
+#: The report's name in its run directory.
+REPORT = "report.html"
+
+
+def audit_page(store: RunStore, run: Json, summary: Json) -> bytes:
+    """The report of the run in ``store`` whose run.json is ``run`` and summary ``summary``:
+    a job that writes summary.json renders it from what it writes, under the same lock."""
     model = str(run.get("model", "?"))
     sections, index = [], 0
     for name, result in summary.get("probes", {}).items():
@@ -155,6 +167,4 @@ def write_audit_report(run_dir: str | Path | RunStore, output: str | Path | None
         f"folder “{escape(store.root.name)}”</p>", note, *sections,
         "<h2>Run configuration</h2>",
         table(["setting", "value"], flatten(run)), "</body></html>", ""])
-    target = Path(output) if output is not None else store.root / "report.html"
-    write_bytes(target, page.encode("utf-8"))
-    return target
+    return page.encode("utf-8")

@@ -887,3 +887,20 @@ def test_top_logprobs_with_option_scoring_is_refused_before_the_model_loads(tmp_
                              "professional-bias", "--scoring", "options", "--top-logprobs", "5",
                              "--out", str(tmp_path / "r")])
     assert "--top-logprobs is for --scoring generate" in line
+
+
+@pytest.mark.parametrize(("extra", "named"), [
+    (["--base-url", "http://127.0.0.1:9/v1"], "--base-url"),
+    (["--api-key-env", "MY_KEY"], "--api-key-env"),
+    (["--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "MY_KEY"],
+     "--base-url and --api-key-env"),
+])
+def test_canned_answers_refuse_a_server_url_or_key(tmp_path, capsys, extra, named):
+    """Before: canned:TEXT ignored them, and the run looked as if it had asked that server."""
+    out = tmp_path / "run"
+    line = one_line(capsys, ["audit", "--model", "canned:A", "--probe", "professional-bias",
+                             "--out", str(out), *extra])
+    assert f"--model canned:A answers from a fixed list and asks no server, so {named} " \
+           "would be ignored: drop" in line
+    assert not out.exists()
+

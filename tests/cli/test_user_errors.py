@@ -904,3 +904,16 @@ def test_canned_answers_refuse_a_server_url_or_key(tmp_path, capsys, extra, name
            "would be ignored: drop" in line
     assert not out.exists()
 
+
+@pytest.mark.parametrize(("probe", "said"), [
+    ("bbq:Age,,Religion", "--probe bbq:Age,,Religion: an empty entry between commas; remove "
+                          "the extra comma"),
+    ("bbq:Age,Age", "--probe bbq:Age,Age selects Age more than once: name each once")])
+def test_an_audit_refuses_an_empty_or_repeated_bbq_category(tmp_path, capsys, probe, said):
+    """Before: the empty entry was skipped and the repeated category merged, unsaid."""
+    data, out = tmp_path / "data", tmp_path / "run"
+    write_bbq(data)
+    line = one_line(capsys, ["audit", "--model", "canned:A", "--probe", probe, "--data-dir",
+                             str(data), "--out", str(out)])
+    assert said in line
+    assert not out.exists()

@@ -31,7 +31,11 @@ def test_probe_specs(text: str, specs: list[tuple[str, list[str]]]):
 @pytest.mark.parametrize(("text", "message"), [
     (" , ", "name at least one probe"), ("bbq:", "name what to select after ':'"),
     ("professional-bias:x", "only bbq and crows-pairs take a selection"),
-    ("bbq:Age,bbq", "names bbq more than once")])
+    ("bbq:Age,bbq", "names bbq more than once: name each probe once"),
+    ("bbq:Age,,Religion", "bbq:Age,,Religion: an empty entry between commas; remove the extra"),
+    ("adult-counterfactual,", "an empty entry between commas"),
+    ("bbq:Age,Age", r"bbq:Age,Age selects Age more than once: name each once"),
+    ("bbq:Age,Religion,age,religion", "selects Age, Religion more than once")])
 def test_bad_probe_specs(text: str, message: str):
     with pytest.raises(BiasscopeError, match=message):
         parse_probe_specs(text)

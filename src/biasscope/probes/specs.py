@@ -23,10 +23,14 @@ from biasscope.probes import PROBES, Probe, adult, bbq, load_probe, require, win
 
 def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list[str]]]:
     """(probe name, selection) pairs in the order given; one-line errors for an empty list, an
-    empty selection, a selection on a probe that takes none, or a probe named twice (naming
-    ``flag``, the option the text came from)."""
+    empty entry between commas, an empty selection, a selection on a probe that takes none,
+    or a probe or choice named twice (naming ``flag``, the option the text came from)."""
     specs: list[tuple[str, list[str]]] = []
-    for part in (p.strip() for p in text.split(",")):
+    parts = [p.strip() for p in text.split(",")]
+    if any(parts) and not all(parts):  # ``bbq:Age,,Religion``: a name left out, or a typo
+        raise BiasscopeError(f"{flag} {text.strip()}: an empty entry between commas; remove "
+                             f"the extra comma (e.g. {bbq.NAME}:Age,Religion)")
+    for part in parts:
         if not part:
             continue
         name, colon, first = (s.strip() for s in part.partition(":"))
@@ -49,7 +53,14 @@ def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list
                                  f"({bbq.NAME}:Age,Religion; crows-pairs:revised)")
     names = [n for n, _ in specs]
     if twice := sorted({n for n in names if names.count(n) > 1}):
-        raise BiasscopeError(f"{flag} names {', '.join(twice)} more than once")
+        raise BiasscopeError(f"{flag} names {', '.join(twice)} more than once: name each probe "
+                             f"once, its selection after it ({bbq.NAME}:Age,Religion)")
+    for name, selection in specs:  # as a probe named twice: refused, not silently merged
+        chosen = [s.lower() for s in selection]  # BBQ's categories are named in any case
+        if twice := [s for k, s in enumerate(selection)
+                     if chosen.count(chosen[k]) > 1 and chosen.index(chosen[k]) == k]:
+            raise BiasscopeError(f"{flag} {name}:{','.join(selection)} selects "
+                                 f"{', '.join(twice)} more than once: name each once")
     return specs
 
 

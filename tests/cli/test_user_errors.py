@@ -330,16 +330,22 @@ def _run_dir(tmp_path: Path, run_json: bytes, summary: bytes | None = None) -> P
     (b'{"checkpoints": [1]}', "run.json: field 'checkpoints' has the wrong shape"),
     (b'{"seeds": ["a"]}', "run.json: field 'seeds' has the wrong shape"),
     (b'{"settings": []}', "run.json: field 'settings' has the wrong shape"),
+    (b'{"kind": "audit", ', "run.json is not valid JSON (line 1)"),
 ])
-@pytest.mark.parametrize("command", ["report", "dynamics"])
+@pytest.mark.parametrize("command", ["report", "dynamics", "audit"])
 def test_run_json_of_the_wrong_shape_or_not_utf8(command, run_json, message, tmp_path, capsys,
                                                  winobias_dir):
     run = _run_dir(tmp_path, run_json)
     argv = {"report": ["report", str(run)],
             "dynamics": ["dynamics", "--model", "org/never-loaded", "--data-dir",
-                         str(winobias_dir), "--out", str(run), "--seeds", "0"]}[command]
+                         str(winobias_dir), "--out", str(run), "--seeds", "0"],
+            "audit": ["audit", "--model", "canned:A", "--probe", "professional-bias", "--out",
+                      str(run)]}[command]
     line = one_line(capsys, argv)
     assert message in line and str(run) in line
+    # ... and what to do: nothing can rebuild what run.json records.
+    assert line.endswith(f"; restore it from a copy, or move {run} away (or choose another "
+                         "--out) and run again")
     assert (run / "run.json").read_bytes() == run_json  # nothing rewritten
 
 
@@ -347,6 +353,8 @@ def test_summary_json_not_utf8(tmp_path, capsys):
     run = _run_dir(tmp_path, b'{"schema": "biasscope.run/1"}', b"\xff\xfe")
     line = one_line(capsys, ["report", str(run)])
     assert f"{run / 'summary.json'} is not UTF-8 JSON" in line
+    assert line.endswith("; move it away, then run the command that made the run again (its "
+                         "stored results are kept) to rewrite it")
 
 
 def test_stray_files_in_records_are_not_units(checkpoint_dirs, winobias_dir, tmp_path, capsys):

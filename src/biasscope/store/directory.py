@@ -363,10 +363,11 @@ class RunStore:
         except FileNotFoundError:
             raise BiasscopeError(f"{path} not found: is {self.root} a biasscope run?") from None
         except json.JSONDecodeError as exc:
-            raise BiasscopeError(f"{path} is not valid JSON (line {exc.lineno})") from None
+            raise BiasscopeError(f"{path} is not valid JSON (line {exc.lineno}){self._fix(name)}"
+                                 ) from None
         except (UnicodeDecodeError, RecursionError):
             raise BiasscopeError(f"{path} is not UTF-8 JSON: is {self.root} a biasscope run?"
-                                 ) from None
+                                 f"{self._fix(name)}") from None
         except OSError as exc:
             raise BiasscopeError(f"{path}: cannot read ({exc.strerror or exc})") from None
         if name != "run.json":  # derived files: their readers fall back on another shape
@@ -374,15 +375,27 @@ class RunStore:
             return derived
         if not isinstance(loaded, dict):
             raise BiasscopeError(f"{path} holds a JSON {type(loaded).__name__}, not the object "
-                                 f"biasscope writes: is {self.root} a biasscope run?")
+                                 f"biasscope writes: is {self.root} a biasscope run?"
+                                 f"{self._fix(name)}")
         for field, kinds in _RUN_FIELDS.items():
             value = loaded.get(field)
             items = value if isinstance(value, list) else ()
             if field in loaded and not (isinstance(value, kinds) and all(
                     isinstance(x, _RUN_ITEMS.get(field, object)) for x in items)):
                 raise BiasscopeError(f"{path}: field {field!r} has the wrong shape "
-                                     f"({json.dumps(value)[:40]}); was it edited by hand?")
+                                     f"({json.dumps(value)[:40]}); was it edited by hand?"
+                                     f"{self._fix(name)}")
         return loaded
+
+    def _fix(self, name: str) -> str:
+        """What to do about a damaged ``name`` of this run (said after the error)."""
+        if name == "run.json":  # it says what the run holds: nothing can rebuild it
+            return (f"; restore it from a copy, or move {self.root} away (or choose another "
+                    "--out) and run again")
+        if name == "summary.json":  # a rerun rewrites it from the stored units
+            return ("; move it away, then run the command that made the run again (its stored "
+                    "results are kept) to rewrite it")
+        return ""
 
     def unit_files(self) -> list[Path]:
         """Unit files only: named as ``Unit.key`` names them, which leaves out temp files,

@@ -79,11 +79,14 @@ def test_malformed_line_names_file_and_line(tmp_path: Path, raw: str, fragment: 
     with pytest.raises(DataError, match=re.escape(f"{path}:2: ")) as err:
         adult.from_data(data_dir=tmp_path)
     assert fragment in str(err.value)
+    assert str(err.value).endswith("; replace the file with a fresh copy of DecodingTrust's "
+                                   "(`biasscope data fetch decodingtrust`, or a copy in "
+                                   "--data-dir)")
 
 
 def test_empty_file_is_an_error(tmp_path: Path):
     write(tmp_path, [""])
-    with pytest.raises(DataError, match="no prompts"):
+    with pytest.raises(DataError, match=r"no prompts.*; replace the file with a fresh copy"):
         adult.from_data(data_dir=tmp_path)
 
 

@@ -194,6 +194,12 @@ def test_bad_line_names_file_and_line(tmp_path: Path, row: object, fragment: str
         bbq.from_data(data_dir=tmp_path, categories=["Religion"])
     assert str(err.value).startswith(f"{path.resolve()}:3: ")
     assert fragment in str(err.value)
+    if "category is" not in fragment:  # ... and what to do (that one says its own)
+        assert str(err.value).endswith("; replace the file with a fresh copy of nyu-mll/BBQ "
+                                       "data/ (`biasscope data fetch bbq`, or a copy in "
+                                       "--data-dir)")
+    if "missing field" in fragment:
+        assert f"each line needs fields {', '.join(bbq.FIELDS)}; " in str(err.value)
 
 
 # ---------------------------------------------------------------- metrics

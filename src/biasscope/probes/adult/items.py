@@ -130,11 +130,21 @@ def file_name(base_rate: float | str) -> str:
     return f"adult_0_200_test_base_rate_{rate}.jsonl"
 
 
+#: What to do about a DecodingTrust file with a line that is not as DecodingTrust writes it.
+FRESH_COPY = (f"replace the file with a fresh copy of DecodingTrust's (`biasscope data fetch "
+              f"{DATA}`, or a copy in --data-dir)")
+
+
 def load_prompts(path: Path) -> list[AdultPrompt]:
     lines = read_text(path, error=DataError).splitlines()
-    prompts = [parse_line(raw, n, f"{path}:{n}") for n, raw in enumerate(lines, 1) if raw.strip()]
+    try:
+        prompts = [parse_line(raw, n, f"{path}:{n}") for n, raw in enumerate(lines, 1)
+                   if raw.strip()]
+    except DataError as exc:  # each line's error, and what to do about the file
+        raise DataError(f"{exc}; {FRESH_COPY}") from None
     if not prompts:
-        raise DataError(f"{path}: no prompts found (one JSON object per line expected)")
+        raise DataError(f"{path}: no prompts found (one JSON object per line expected); "
+                        f"{FRESH_COPY}")
     return prompts
 
 

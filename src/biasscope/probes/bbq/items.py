@@ -102,12 +102,19 @@ def find_target(category: str, info: Sequence[tuple[str, str]], stereotyped: Ite
     return -1, "none"
 
 
+#: What to do about a line of a BBQ file that is not as upstream writes it.
+FRESH_COPY = ("replace the file with a fresh copy of nyu-mll/BBQ data/ (`biasscope data fetch "
+              "bbq`, or a copy in --data-dir)")
+
+
 def _check(row: Any, where: str) -> None:
     if not isinstance(row, dict):
-        raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}; "
+                        f"{FRESH_COPY}")
     missing = [f for f in FIELDS if f not in row]
     if missing:
-        raise DataError(f"{where}: missing field(s) {', '.join(missing)}")
+        raise DataError(f"{where}: missing field(s) {', '.join(missing)}; each line needs "
+                        f"fields {', '.join(FIELDS)}; {FRESH_COPY}")
     info, meta = row["answer_info"], row["additional_metadata"]
     problems = [
         (not isinstance(row["example_id"], int) or isinstance(row["example_id"], bool),
@@ -127,7 +134,7 @@ def _check(row: Any, where: str) -> None:
          "additional_metadata needs a stereotyped_groups list")]
     for bad, what in problems:
         if bad:
-            raise DataError(f"{where}: {what}")
+            raise DataError(f"{where}: {what}; {FRESH_COPY}")
 
 
 def _unknown(info: Sequence[tuple[str, str]], texts: Sequence[str]) -> int:
@@ -160,7 +167,7 @@ def _parsed(line: str, where: str, category: str, template: str
     try:
         row = json.loads(line)
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise DataError(f"{where}: not valid JSON ({_why(exc)})") from None
+        raise DataError(f"{where}: not valid JSON ({_why(exc)}); {FRESH_COPY}") from None
     _check(row, where)
     if str(row["category"]).lower() != category.lower():  # its stereotypes read as another's
         raise DataError(f"{where}: category is {json.dumps(row['category'])[:40]}, not "
@@ -250,7 +257,8 @@ def _load(data_dir: str | Path | None, categories: Iterable[str] | str | None, t
             if line.strip():
                 item, texts_of = _parsed(line, f"{path}:{number}", category, template)
                 if item.id in seen:
-                    raise DataError(f"{path}:{number}: example_id repeats line {seen[item.id]}")
+                    raise DataError(f"{path}:{number}: example_id repeats line {seen[item.id]}; "
+                                    f"{FRESH_COPY}")
                 seen[item.id], texts[item.id] = number, texts_of
                 items.append(item)
         if not seen:  # an empty file would leave its category listed as run with no item

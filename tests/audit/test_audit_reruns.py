@@ -374,3 +374,52 @@ def test_the_report_says_what_summary_json_says_after_two_runs_together(tmp_path
     assert set(summary["probes"]) == {"adult-counterfactual", PROBE}
     report = (out / "report.html").read_text()
     assert all(f"<h2>{p}</h2>" in report for p in summary["probes"])
+
+
+def _two_probe_run(tmp_path: Path) -> tuple[list[str], Path, Path]:
+    """`_adult_run`'s arguments with professional-bias answered too; the data dir; the run."""
+    args, data, out = _adult_run(tmp_path)
+    responses = Path(args[args.index("--responses") + 1])
+    professional = load_probe(PROBE).items(0)
+    with responses.open("a") as f:
+        f.writelines(json.dumps({"item_id": i.id, "response": "The doctor."}) + "\n"
+                     for i in professional)
+    return args, data, out
+
+
+@pytest.mark.parametrize("damage", ["unreadable", "moved away", "without the entry"])
+def test_a_damaged_summary_is_rebuilt_from_every_probe_the_run_holds(tmp_path, capsys, damage):
+    """Before: it was rebuilt from this call's probes alone, and the others' results were
+    lost from summary.json and the report (their units still held them)."""
+    args, _, out = _two_probe_run(tmp_path)
+    assert main([*args, "--probe", f"adult-counterfactual,{PROBE}"]) == 0
+    whole = json.loads((out / "summary.json").read_text())
+    if damage == "unreadable":
+        (out / "summary.json").write_text('{"probes": {"adult-counterfactual": ')
+    elif damage == "moved away":
+        (out / "summary.json").rename(tmp_path / "summary.json")
+    else:  # a call killed after it stored the unit, before it wrote summary.json
+        (out / "summary.json").write_text(json.dumps(
+            {**whole, "probes": {"adult-counterfactual": whole["probes"]["adult-counterfactual"]}}))
+    assert main([*args, "--probe", "adult-counterfactual"]) == 0, capsys.readouterr().err
+    rebuilt = json.loads((out / "summary.json").read_text())
+    assert rebuilt["probes"] == whole["probes"]
+    assert f"<h2>{PROBE}</h2>" in (out / "report.html").read_text()
+
+
+def test_a_damaged_summary_that_cannot_be_rebuilt_is_refused(tmp_path, capsys):
+    """A probe the run holds whose data changed cannot be summarised as the run read it: one
+    line saying what to do, and nothing is rewritten."""
+    args, data, out = _two_probe_run(tmp_path)
+    assert main([*args, "--probe", f"adult-counterfactual,{PROBE}"]) == 0
+    (out / "summary.json").write_text("{broken")
+    [source] = list((data / "decodingtrust").glob("*0.5*"))
+    source.write_text("\n".join(source.read_text().splitlines()[:-1]) + "\n")  # one row fewer
+    capsys.readouterr()
+    assert main([*args, "--probe", PROBE]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert f"{out / 'summary.json'} cannot be read, and adult-counterfactual, whose results " \
+           "the run holds, cannot be read again to summarise them (its data or wordings are " \
+           "not those the run recorded): give the run's --data-dir and --wordings" in err
+    assert (out / "summary.json").read_text() == "{broken"

@@ -250,8 +250,8 @@ def run_settings(responder: Responder, probes: Sequence[AskedProbe], limit: int 
 
 
 def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.PathLike[str],
-              limit: int | None = None, scorer: scored.LogprobScorer | None = None
-              ) -> RunStore:
+              limit: int | None = None, scorer: scored.LogprobScorer | None = None,
+              others: Sequence[AskedProbe] = ()) -> RunStore:
     """Answer every probe's items (units already stored are kept) and write summary.json and
     the report rendered from it (``report.html``);
     ``scorer`` scores the probes scored from log-probs (`biasscope.audit.scored`).
@@ -263,6 +263,9 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
     command, no summary.json that would make the folder look foreign) and stops in one line.
     A scored probe's requests are retried as option scoring's are; when retries run
     out the run stops with nothing of that probe written, and a rerun scores it again.
+
+    ``others``: probes of the run this call does not ask; where summary.json has no entry of
+    one (unreadable, or lost), the entry is rebuilt from its stored units (nothing is asked).
     """
     store = RunStore(Path(out))
     items = {p.name: probe_items(p, limit) for p in probes}
@@ -330,25 +333,31 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
     # Under the run's lock, summary.json and the report rendered from it: another call into
     # this run may be writing its own pair, and each report says what summary.json says.
     with run_lock(store):
-        written = {**with_earlier_probes(store, summary), "requests": sent}
+        written = {**with_earlier_probes(store, summary, others), "requests": sent}
         page = audit_page(store, store.read_json("run.json"), written)
         write_json(store.summary_json, written)
         write_bytes(store.root / REPORT, page)
     return store
 
 
-def with_earlier_probes(store: RunStore, summary: Mapping[str, Any]) -> dict[str, Any]:
+def with_earlier_probes(store: RunStore, summary: Mapping[str, Any],
+                        others: Sequence[AskedProbe] = ()) -> dict[str, Any]:
     """``summary`` with the entries of the run's other probes from its summary.json: a call
     that adds or reruns one probe summarises only the probes it asks, and the others' units
     are the files an earlier call summarised (units are never rewritten), so their entries
-    still hold. In run.json's probe order."""
-    earlier: Mapping[str, Any] = {}
+    still hold. An entry summary.json lacks (unreadable, or lost) is summarised again from the
+    stored units of its probe in ``others``. In run.json's probe order."""
+    earlier: Any = {}
     if store.summary_json.is_file():
         try:
             earlier = store.read_json("summary.json").get("probes") or {}
-        except BiasscopeError:  # unreadable: rebuilt from this call's probes alone
+        except (BiasscopeError, AttributeError):  # unreadable: rebuilt from the units
             earlier = {}
+    if not isinstance(earlier, dict):
+        earlier = {}
     now = summary["probes"]
+    if lost := [p for p in others if p.name not in now and p.name not in earlier]:
+        earlier = {**earlier, **summarise(store, lost)["probes"]}
     order = dict.fromkeys([*store.read_json("run.json").get("probes", {}), *now])
     return {**summary, "probes": {name: now[name] if name in now else earlier[name]
                                   for name in order if name in now or name in earlier}}

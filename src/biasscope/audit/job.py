@@ -16,6 +16,8 @@ from biasscope.audit.harness import (
     Responder,
     StoredResponses,
     export_items,
+    items_digest,
+    probe_items,
     run_audit,
 )
 from biasscope.audit.settings import DEFAULT_PROBES as DEFAULT_PROBES
@@ -31,6 +33,7 @@ from biasscope.probes.base import AskedProbe
 from biasscope.probes.specs import load_probes, parse_probe_specs
 from biasscope.report.audit import REPORT
 from biasscope.store.directory import RunStore
+from biasscope.store.units import Unit
 
 
 @dataclass(frozen=True)
@@ -53,9 +56,80 @@ def run(config: AuditConfig) -> AuditResult:
             scoring.scored_kind(p) == "next_token" for p in probes):
         raise BiasscopeError("--first-token is for next-token probes (winogender); none of "
                              "these probes is one: drop it")
+    # before a model loads: a run's probe that cannot be summarised again is refused first
+    others = unsummarised_probes(config, RunStore(Path(config.out)), [p.name for p in probes])
     answers, scorer = responder(config, scored)
-    store = run_audit(asked, answers, config.out, limit=config.limit, scorer=scorer)
+    store = run_audit(asked, answers, config.out, limit=config.limit, scorer=scorer,
+                      others=others)
     return AuditResult(store, store.root / REPORT, store.read_json("summary.json"))
+
+
+def unsummarised_probes(config: AuditConfig, store: RunStore, asked: Sequence[str]
+                        ) -> list[AskedProbe]:
+    """The run's probes that this call does not ask, holds stored results of, and whose
+    entries its summary.json cannot give (unreadable, missing, or written before a killed call
+    stored them): read again as run.json recorded them, so summary.json is rebuilt from every
+    probe the run holds, not this call's alone. One line, before any request, when one cannot
+    be read as recorded (its data or wordings changed)."""
+    if not store.run_json.is_file():
+        return []
+    run = store.read_json("run.json")
+    recorded: dict[str, Any] = run["probes"] if isinstance(run.get("probes"), dict) else {}
+    held = [name for name in recorded if name not in asked and store.unit_path(
+        Unit(model=str(run.get("model")), revision=None, probe=name, seed=0)).is_file()]
+    if not held:
+        return []
+    state = "is missing"
+    entries: Any = {}
+    if store.summary_json.is_file():
+        try:
+            entries = store.read_json("summary.json").get("probes")
+            state = "has no entry for {}"
+        except (BiasscopeError, AttributeError):
+            state = "cannot be read"
+    if not isinstance(entries, dict):
+        entries, state = {}, "cannot be read"
+    out = []
+    for name in (n for n in held if n not in entries):
+        why = None
+        try:
+            probe = cast(AskedProbe, _recorded_probe(config, name, recorded[name]))
+            limit = run.get("limit") if isinstance(run.get("limit"), int) else None
+            now = {**probe.config(), "items_sha256": items_digest(
+                probe, probe_items(probe, limit))}
+            if now != recorded[name]:
+                why = "its data or wordings are not those the run recorded"
+        except BiasscopeError as exc:
+            why = str(exc)
+        if why is not None:
+            raise BiasscopeError(
+                f"{store.summary_json} {state.format(name)}, and {name}, whose results the run "
+                f"holds, cannot be read again to summarise them ({why}): give the run's "
+                f"--data-dir and --wordings, or ask it too (--probe {name} as the run did), "
+                "which rebuilds its entry from the stored results")
+        out.append(probe)
+    return out
+
+
+def _recorded_probe(config: AuditConfig, name: str, recorded: Any) -> Probe:
+    """Probe ``name`` as a run recorded it (``recorded``: its config in run.json): its
+    selection (BBQ's categories, CrowS-Pairs' version) and Adult's base rate from there, the
+    data directory and wordings from this call."""
+    from biasscope.probes import PROBES
+
+    recorded = recorded if isinstance(recorded, dict) else {}
+    spec = name
+    keyword = PROBES[name].selection if name in PROBES else None
+    chosen = recorded.get(keyword) if keyword else None
+    if isinstance(chosen, list) and chosen:
+        spec = f"{name}:{','.join(map(str, chosen))}"
+    elif isinstance(chosen, str):  # "revised (description)"
+        spec = f"{name}:{chosen.partition(' (')[0]}"
+    worded = config.wordings if "wordings" in recorded else None
+    [probe] = load_probes(spec, data_dir=config.data_dir,
+                          base_rate=str(recorded.get("base_rate", config.base_rate)),
+                          wordings=worded)
+    return probe
 
 
 def responder(config: AuditConfig, scored: Sequence[Probe] = ()

@@ -313,6 +313,23 @@ def test_a_local_model_run_from_before_fingerprints_resumes_and_gains_one(
     assert "fingerprint" in capsys.readouterr().err
 
 
+def test_a_model_without_a_chat_template_is_recorded_so_and_old_runs_gain_it(
+        tmp_path, capsys, checkpoint_dirs, monkeypatch):
+    """A local model without a chat template reads a chat as the plain prompt that
+    --plain-prompt sends; run.json says so (``chat_template: false``), and a run recorded
+    before it did resumes and gains it."""
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    out = tmp_path / "run"
+    args = ["audit", "--model", str(checkpoint_dirs[0]), "--probe", PROBE, "--limit", "4",
+            "--out", str(out), "--device", "cpu", "--no-cache"]
+    assert main(args) == 0, capsys.readouterr().err
+    run = json.loads((out / "run.json").read_text())
+    assert run["responder"].pop("chat_template") is False
+    (out / "run.json").write_text(json.dumps(run))  # as an older biasscope wrote it
+    assert main(args) == 0, capsys.readouterr().err
+    assert json.loads((out / "run.json").read_text())["responder"]["chat_template"] is False
+
+
 def test_a_unit_cut_short_without_its_checksum_is_redone(tmp_path, capsys):
     """A unit file holds one record per item asked: one holding fewer (a copy cut short, its
     checksum lost) was taken for finished and summarised as the whole probe."""

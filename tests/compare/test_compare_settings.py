@@ -61,7 +61,7 @@ def test_each_answering_and_data_setting_that_differs_is_one_note() -> None:
                  "probes.winobias-gender.items_sha256": SHA_B, "limit": 80})
     assert said(audit(), b) == [
         "the runs differ in scoring method: generate vs options.",
-        "the runs differ in prompt: chat vs plain (--plain-prompt).",
+        "the runs differ in prompt: chat vs plain text.",
         "the runs differ in temperature: 0.0 vs 0.7.",
         "the runs differ in max tokens: 64 vs 8.",
         "the runs differ in dtype: float32 vs bfloat16.",
@@ -141,3 +141,11 @@ def test_compare_prints_and_records_the_settings_that_differ(
     assert main(["compare", a, write(tmp_path / "same", base), "--out",
                  str(tmp_path / "same-cmp")]) == 0
     assert "the runs differ" not in capsys.readouterr().out
+
+
+def test_a_model_without_a_chat_template_reads_a_chat_as_plain_text() -> None:
+    """Its chats are rendered as `plain_chat`, the text --plain-prompt sends: no difference."""
+    chat = audit(**{"responder.chat_template": False})
+    plain = audit(**{"responder.prompt": "plain", "responder.chat_template": False})
+    assert said(chat, plain) == []
+    assert said(audit(), plain) == ["the runs differ in prompt: chat vs plain text."]

@@ -53,6 +53,17 @@ from biasscope.store.settings import gain_identity, merge_settings, sha256_json
 from biasscope.store.units import Unit
 
 
+def prompt_settings(generator: Any, plain: bool) -> dict[str, Any]:
+    """How the prompts were read, for run.json: ``prompt: plain`` with ``--plain-prompt``, and
+    ``chat_template: False`` where a local model has none, so its chats were read as the same
+    plain text (`render_chat`): without it, two runs that differ only in ``--plain-prompt``
+    look asked differently though the model read the same tokens. A server's template is not
+    known here, so nothing is said of it."""
+    tokenizer = getattr(generator, "tokenizer", None)
+    bare = tokenizer is not None and not getattr(tokenizer, "chat_template", None)
+    return {**({"prompt": "plain"} if plain else {}), **({"chat_template": False} if bare else {})}
+
+
 class Responder(Protocol):
     label: str
 
@@ -84,7 +95,7 @@ class GenerationResponder:
 
     def settings(self) -> dict[str, Any]:
         return {"scoring": "generate", "backend": self.generator.identity(),
-                "params": asdict(self.params), **({"prompt": "plain"} if self.plain else {})}
+                "params": asdict(self.params), **prompt_settings(self.generator, self.plain)}
 
     def respond(self, probe: AskedProbe, items: Sequence[Item]) -> list[Response]:
         requests = [ask(probe, i, self.plain, self.params) for i in items]
@@ -105,7 +116,7 @@ class OptionScorer:
 
     def settings(self) -> dict[str, Any]:
         return {"scoring": "options", "backend": self.generator.identity(),
-                **({"prompt": "plain"} if self.plain else {})}
+                **prompt_settings(self.generator, self.plain)}
 
     def respond(self, probe: AskedProbe, items: Sequence[Item]) -> list[Response]:
         requests = [ask(probe, item, self.plain) for item in items]

@@ -73,8 +73,9 @@ def settings(run: Mapping[str, Any], probes: Collection[str]) -> dict[str, Any]:
     responder = _mapping(run.get("responder"))
     if responder:
         out["scoring method"] = responder.get("scoring")
-        out["prompt"] = ("plain (--plain-prompt)" if responder.get("prompt") == "plain"
-                         else "chat")
+        # A model without a chat template reads a chat as the plain prompt (`render_chat`).
+        out["prompt"] = ("plain text" if responder.get("prompt") == "plain"
+                         or responder.get("chat_template") is False else "chat")
         for key, value in _mapping(responder.get("params")).items():
             out[PARAMS.get(key, key.replace("_", " "))] = value
     scored = {str(kind): _mapping(how) for kind, how in _mapping(run.get("scored")).items()}

@@ -181,9 +181,10 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
     return merged
 
 
-#: What a model's identity gained after runs were recorded without it: a local folder's
-#: weights' fingerprint, a local model's dtype.
-GAINED = ("fingerprint", "dtype")
+#: What a model's identity (or the responder around it) gained after runs were recorded
+#: without it: a local folder's weights' fingerprint, a local model's dtype, whether it has
+#: a chat template.
+GAINED = ("fingerprint", "dtype", "chat_template")
 
 
 def gain_identity(before: Any, now: Any) -> Any:

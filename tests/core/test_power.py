@@ -99,3 +99,17 @@ def test_the_dynamics_sentence_uses_the_mann_whitney_shift() -> None:
     mde = P.mann_whitney_detectable(values[0::2], values[1::2], 0.005, 0.8)
     assert said is not None and f"a JSD-P gap of {P_num(mde)} or more" in said
     assert "Mann-Whitney test, α = 0.01 over 2 checkpoints" in said
+
+
+def test_too_few_items_says_the_count_is_over_all_groups() -> None:
+    """80 items in two groups of 40, each below the 59 a group needs: "n = 80; at least 59"
+    read as enough."""
+    from biasscope.core.equivalence import contrast_equivalence, sentence
+
+    rng = np.random.default_rng(0)
+    found = contrast_equivalence([rng.uniform(-1, 1, 40), rng.uniform(-1, 1, 40)], (1, -1),
+                                 0.05, paired=True, bounds=[(-2, 2), (-2, 2)])
+    assert found.verdict == "too few items" and found.groups == 2
+    said = sentence("gap", found)
+    assert f"n = 80 in all, paired by item; any test needs at least {found.min_items} in " \
+           "each of its 2 groups" in said

@@ -329,9 +329,11 @@ def sentence(name: str, result: Equivalence, unit: str = "", clusters: str = "cl
         return (f"{name}: different: difference {ci}, {p_is(result.p_difference)}; not "
                 f"shown equivalent within ±{result.margin:g}{unit}, n = {result.n}, {pairing}")
     if result.verdict == "too few items":
-        per = " per group" if result.groups > 1 else ""
+        # n counts every group's items: "n = 80; at least 59" read as enough items.
+        whole, per = ((" in all", f" in each of its {result.groups} groups")
+                      if result.groups > 1 else ("", ""))
         return (f"{name}: too few items to show equivalence within ±{result.margin:g}{unit}: "
-                f"n = {result.n}, {pairing}; any test needs at least {result.min_items}"
+                f"n = {result.n}{whole}, {pairing}; any test needs at least {result.min_items}"
                 f"{per} (with fewer, items that all agree are still likely under a difference "
                 f"of ±{result.margin:g}{unit}); difference {ci}")
     return (f"{name}: inconclusive: difference {ci} is neither significantly non-zero nor "

@@ -362,7 +362,7 @@ def _slow_partial_report(args: list[str], late: float, codes: Any, barrier: Any)
     def slow(path: Path, data: bytes) -> None:
         if path.name == "report.html" and not all(
                 f"<h2>{p}</h2>".encode() in data for p in ("adult-counterfactual", PROBE)):
-            time.sleep(1.0)
+            time.sleep(2.0)
         real(path, data)
 
     real = audit_report.write_bytes
@@ -440,3 +440,23 @@ def test_a_damaged_summary_that_cannot_be_rebuilt_is_refused(tmp_path, capsys):
            "the run holds, cannot be read again to summarise them (its data or wordings are " \
            "not those the run recorded): give the run's --data-dir and --wordings" in err
     assert (out / "summary.json").read_text() == "{broken"
+
+
+@pytest.mark.parametrize("trial", range(2))
+def test_biasscope_report_during_a_run_leaves_the_report_of_its_summary(tmp_path, trial):
+    """Before: `biasscope report RUN` read summary.json and wrote report.html without the
+    run's lock, so a report of the older summary could land after a run's new one."""
+    from together import CTX, together
+
+    args, _, out = _adult_run(tmp_path)
+    assert main([*args, "--probe", "adult-counterfactual"]) == 0
+    codes = CTX.Queue()
+    # The report of one probe is slow to write; the run of both probes starts meanwhile.
+    together(_slow_partial_report, [(["report", str(out)], 0.0, codes),
+                                    ([*args, "--probe", f"adult-counterfactual,{PROBE}"], 0.5,
+                                     codes)])
+    assert sorted([codes.get(), codes.get()]) == [0, 0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["probes"]) == {"adult-counterfactual", PROBE}
+    report = (out / "report.html").read_text()
+    assert all(f"<h2>{p}</h2>" in report for p in summary["probes"])

@@ -16,6 +16,7 @@ from typing import Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.store.directory import RunStore
+from biasscope.store.locks import run_lock
 from biasscope.store.run_json import recorded_kind
 
 # store, output (None: the run's own report), analysis settings given, --data-dir
@@ -67,8 +68,16 @@ def _intervention(store: RunStore, out: Path | None, analysis: Mapping[str, Any]
 
 def _summary(writer: str) -> Renderer:
     """A renderer of a job whose report shows its ``summary.json`` (no analysis settings);
-    ``writer`` names its report writer."""
-    return lambda store, out, _analysis, _data_dir: _named(writer)(store, out)
+    ``writer`` names its report writer. The run's own report is rendered under the run's
+    lock, as the job writes summary.json and its report: read before a run's new summary and
+    written after its new report, it would say less than summary.json."""
+    def render(store: RunStore, out: Path | None, _analysis: Any, _data_dir: Any) -> Path:
+        write = _named(writer)
+        if out is not None:
+            return Path(write(store, out))
+        with run_lock(store):
+            return Path(write(store, out))
+    return render
 
 
 _AUDIT_REPORT = "biasscope.report.audit.write_audit_report"

@@ -219,3 +219,38 @@ def test_pairs_of_a_system_against_itself_are_counted_and_said(tmp_path, capsys)
     assert main(["judge-audit", "--model", "canned:A", "--input", str(path), "--out",
                  str(tmp_path / "audit"), "--no-cache"]) == 0
     assert "2 pairs name the same system as model_a and model_b" in capsys.readouterr().out
+
+
+def test_pairs_that_name_one_author_are_counted_and_said(tmp_path, capsys) -> None:
+    """model_a given and model_b missing (or the reverse): no game between two systems, so
+    left out, and now said (it was dropped without a word); both orders count once."""
+    import json
+
+    from biasscope.cli.main import main
+
+    authors = [("alpha", "beta"), ("alpha", None), (None, "beta"), ("beta", "alpha"),
+               (None, None)]
+    found = rankings({"j": ["a"] * 5}, authors, n_resamples=50)
+    assert found["items"] == 2 and found["one_named"] == 2
+    assert found["sentences"][0] == ("2 pairs name only one of their two systems (model_a or "
+                                     "model_b missing): left out of the leaderboards, which "
+                                     "need both.")
+    both = rankings({"j": ["a"] * 10}, authors * 2, n_resamples=50, pairs=[*range(5)] * 2)
+    assert both["one_named"] == 2
+    one = rankings({"j": ["a"] * 3}, [("alpha", None), ("alpha", "beta"), ("beta", "alpha")],
+                   n_resamples=50)
+    assert one["one_named"] == 1 and one["sentences"][0].startswith(
+        "1 pair names only one of its two systems")
+    clean = rankings({"j": ["a", "b"]}, [("alpha", "beta"), (None, None)], n_resamples=50)
+    assert clean["one_named"] == 0 and "only one" not in " ".join(clean["sentences"])
+    # Fewer than two systems named in full: no leaderboard, and still said.
+    _, said = ranking_tables(["j"], [Verdict("a", None, "", (), {})], [("alpha", None)])
+    assert said == ["1 pair names only one of its two systems (model_a or model_b missing): "
+                    "left out of the leaderboards, which need both."]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "prompt": "Q?", "a": "yes", "b": "no",
+                                        "model_a": x, "model_b": y}) + "\n"
+                            for i, (x, y) in enumerate(authors)))
+    assert main(["judge-audit", "--model", "canned:A", "--input", str(path), "--out",
+                 str(tmp_path / "audit"), "--no-cache"]) == 0
+    assert "2 pairs name only one of their two systems" in capsys.readouterr().out

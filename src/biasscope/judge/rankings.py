@@ -21,7 +21,9 @@ response (``model_a``, ``model_b``). Conventions, and why:
   that Wilson interval counts the pair's games as one cluster (`clustered_wilson`): a
   consistent judge answers both orders alike, so they are no two draws.
 - **A system against itself** (``model_a`` = ``model_b``) says nothing of its rank: such
-  pairs are left out, counted and said in one sentence.
+  pairs are left out, counted and said in one sentence. So are pairs that name only one of
+  their two systems (``model_a`` given, ``model_b`` missing, or the reverse): a game needs
+  both sides.
 - **No verdict, no score**: a system none of whose pairs got a verdict from a judge is left
   off that judge's leaderboard (named unranked), and a judge without verdicts has none.
 - **Agreement of leaderboards**: Kendall's τ-b between two judges' scores over the systems,
@@ -139,7 +141,8 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
     (``leaderboards``), Kendall's τ between judges (``tau``) and the sentences. Items without
     two named, different authors are left out. ``pairs``: each item's pair, where a pair was
     judged more than once (both orders): its items are then resampled together. Pairs of a
-    system against itself are counted (``same_system``) and said, not ranked."""
+    system against itself (``same_system``) and pairs naming only one system (``one_named``)
+    are counted and said, not ranked."""
     if score not in SCORES:
         raise ValueError(f"unknown ranking score {score!r}; use one of {', '.join(SCORES)}")
     fit = SCORES[score]
@@ -175,10 +178,11 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
             _tau(boots[j], boots[k]), confidence).as_dict()})
     differences = _differences(systems, estimates, tests)
     same, said = _itself(authors, pairs)
-    return {"systems": systems, "items": len(keep), "same_system": same, "score": score,
-            "leaderboards": boards, "differences": differences, "tau": taus,
-            "sentences": [*said, *_sentences(systems, estimates, tests, differences,
-                                             confidence, score)]}
+    one, unnamed = _one_named(authors, pairs)
+    return {"systems": systems, "items": len(keep), "same_system": same, "one_named": one,
+            "score": score, "leaderboards": boards, "differences": differences, "tau": taus,
+            "sentences": [*said, *unnamed, *_sentences(systems, estimates, tests, differences,
+                                                       confidence, score)]}
 
 
 def _itself(authors: Sequence[tuple[str | None, str | None]],
@@ -192,6 +196,19 @@ def _itself(authors: Sequence[tuple[str | None, str | None]],
         return 0, []
     return same, [f"{same} pair{'s' if same != 1 else ''} name the same system as model_a and "
                   f"model_b: left out of the leaderboards, which rank systems against others."]
+
+
+def _one_named(authors: Sequence[tuple[str | None, str | None]],
+               pairs: Sequence[Hashable] | None = None) -> tuple[int, list[str]]:
+    """How many pairs (as for `_itself`) name one author and not the other, and the sentence
+    that says so (none where there are none): they were left out without a word."""
+    ids = range(len(authors)) if pairs is None else pairs
+    one = len({i for i, (x, y) in zip(ids, authors) if bool(x) != bool(y)})
+    if not one:
+        return 0, []
+    names = "pair names only one of its" if one == 1 else "pairs name only one of their"
+    return one, [f"{one} {names} two systems (model_a or model_b missing): left out of the "
+                 "leaderboards, which need both."]
 
 
 def _draws(unit: npt.NDArray[np.intp], n_resamples: int, rng: np.random.Generator
@@ -376,7 +393,7 @@ def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
     ``pairs`` as for `rankings`."""
     named = {s for pair in authors for s in pair if s}
     if len(named) < 2 or not verdicts:
-        return {}, _itself(authors, pairs)[1]
+        return {}, [*_itself(authors, pairs)[1], *_one_named(authors, pairs)[1]]
     table = {j: [v.by_judge.get(j, v.label) if len(judges) > 1 else v.label for v in verdicts]
              for j in judges}
     found = rankings(table, authors, score=score, pairs=pairs)

@@ -397,6 +397,39 @@ def test_length_and_win_rates_are_measured_per_judge() -> None:
     assert "The panel's verdicts (mean of 2 judges): no win rate, there are no verdicts." in said
 
 
+def test_the_judge_commands_win_rates_are_each_judges_and_the_panels() -> None:
+    """`biasscope judge` with several judges gave one length-controlled win rate of the
+    aggregated verdicts, unlabelled: a judge for the longer answer and one for the shorter
+    tied on every pair and it said nothing. As judge-audit: each judge's own (its length
+    test in one Holm family), the aggregated one labelled the panel's; one judge as before."""
+    from biasscope.judge.batch import Task, batch_result
+    from biasscope.judge.core import JudgingConfig
+    from biasscope.judge.tasks import compare
+
+    pairs = tuple((f"Q{i}?", "x" * (5 + 3 * i), "y" * (62 - 3 * i)) for i in range(20))
+    task = Task(tuple(str(i) for i in range(20)), pairs=pairs)
+    fixed = JudgingConfig(position="fixed")
+    panel = Judge([Reads("long", _longer), Reads("short", _shorter)], fixed)
+    found = batch_result(panel, task, compare(panel, pairs))
+    head, said = found["headline"], " ".join(found["sentences"])
+    assert "win_rate_a" not in head and "length_controlled_win_rate_a" not in head
+    assert head["length_coefficient:long"]["estimate"] > 0
+    assert head["length_coefficient:short"]["estimate"] < 0
+    assert head["win_rate_a:long"]["estimate"] == head["win_rate_a:short"]["estimate"] == 0.5
+    assert "length_controlled_win_rate_a:short" in head
+    assert "Judge long favours the longer answer" in said
+    assert "Judge short favours the shorter answer" in said
+    assert "(Holm over the run's 2 tests:" in said
+    assert head["panel_win_rate_a"]["estimate"] != head["panel_win_rate_a"]["estimate"]  # NaN
+    assert "The panel's verdicts (mean of 2 judges): no win rate" in said
+    alone = Judge([Reads("long", _longer)], fixed)
+    one = batch_result(alone, task, compare(alone, pairs))
+    assert one["headline"]["win_rate_a"]["estimate"] == 0.5
+    assert not any(":" in k or k.startswith("panel") for k in one["headline"])
+    assert "The judge favours the longer answer" in " ".join(one["sentences"])
+    assert "Holm" not in " ".join(one["sentences"])
+
+
 def test_invalid_answers_and_name_sensitivity_are_measured_per_judge() -> None:
     """A judge that answers outside the keys beside one that answers: the aggregated
     verdict stood (invalid 0%). A judge whose verdict moves with the label names beside one

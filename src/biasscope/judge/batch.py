@@ -18,11 +18,10 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
 from biasscope.judge.agreement import agreement
-from biasscope.judge.biases import rate
+from biasscope.judge.biases import holm_family, rate, win_rate_sentences, win_rates
 from biasscope.judge.core import Call, Judge, Verdict
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import classify, compare
-from biasscope.judge.verbosity import length_controlled
 from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
@@ -335,11 +334,13 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
                                  for (a, b), iv in agreed.cohen.items()]
         sentences.append(agreed.sentence())
     if task.pairwise:
-        lc = length_controlled([(v.label, len(a), len(b))
-                                for v, (_, a, b) in zip(verdicts, task.pairs)])
-        head["win_rate_a"] = lc.win_rate.as_dict()
-        head["length_controlled_win_rate_a"] = lc.lc_win_rate.as_dict()
-        sentences.append(lc.sentence())
+        # As judge-audit: each judge's own length test (Holm over them) and the panel's.
+        lengths: dict[str, Any] = {}
+        fits, panel = win_rates(judge, verdicts, [(len(a), len(b)) for _, a, b in task.pairs],
+                                lengths)
+        tests = holm_family(lengths)
+        head.update(lengths)
+        sentences += win_rate_sentences(judge, lengths, fits, panel, tests, "the run's")
         ranked, said = ranking_tables([m.label for m in judge.models], verdicts, task.authors,
                                       ranking)
         tables.update(ranked)

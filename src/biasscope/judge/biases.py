@@ -18,7 +18,7 @@ audits, a self-preference in 10-12% (docs/validation.md).
 Every measure of a bias is per judge model (position, invalid answers, name sensitivity,
 length, self-preference): several judges' answers pooled (or their aggregated verdict) hide
 opposite preferences. Only the panel's win rates are the aggregated verdict's, labelled so. The
-audit's tests are one family (`_holm`): every verdict it prints reads the Holm-adjusted p.
+audit's tests are one family (`holm_family`): every verdict it prints reads the Holm-adjusted p.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from biasscope.core.wordings import sign_flip_p
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import CLASSIFY, COMPARE, classify, compare
-from biasscope.judge.verbosity import length_controlled
+from biasscope.judge.verbosity import LengthControlled, length_controlled
 
 sps = lazy("scipy.stats")  # imported at first use
 ALPHA = 0.05  # of every verdict the audit prints, after Holm over its tests
@@ -210,9 +210,9 @@ def classifier_measures(judge: Judge, forward: Sequence[Verdict], backward: Sequ
                         n_labels: int) -> dict[str, Any]:
     """What `classifier_biases` says of the verdicts in both orders (the labels in one
     order and its reverse), name sensitivity aside: each judge's position measures, their
-    tests one family (`_holm`), and the sentences."""
+    tests one family (`holm_family`), and the sentences."""
     head = _position(forward, backward, n_labels, judges=_labels(judge))
-    tests = _holm(head)
+    tests = holm_family(head)
     return {"headline": head, "tables": {}, "sentences": _sentences(head, tests),
             "examples": []}
 
@@ -243,51 +243,76 @@ def pairwise_measures(judge: Judge, lengths: Sequence[tuple[int, int]],
     """What `pairwise_biases` says of the verdicts on each pair in both orders (``backward``
     in the forward order's terms; ``lengths``: each pair's answers'), its leaderboards
     aside: the position, length and self-preference measures (each judge's own where there
-    are several, and the panel's win rates), their tests one family (`_holm`), and the
+    are several, and the panel's win rates), their tests one family (`holm_family`), and the
     sentences. ``n_resamples``: the win rates' bootstrap's."""
     head = _position(forward, backward, 2, fixed=("tie",), judges=_labels(judge))
     # Both orders: a win rate (and its length control) from one order alone would measure
     # the first slot's advantage, not answer a's. Each pair's two verdicts are one unit.
     ids = [*range(len(lengths)), *range(len(lengths))]
-    both = list(zip([*forward, *backward], [*lengths, *lengths]))
-    # Per judge: the aggregated verdict of a judge that favours the longer answer and one
-    # that favours the shorter shows no length effect.
-    fits = []
-    for name, suffix in _each(_labels(judge)):
-        lc = length_controlled([(_label(v, name), a, b) for v, (a, b) in both],
-                               n_resamples=n_resamples, pairs=ids)
-        head[f"length_coefficient{suffix}"] = {**lc.length_coefficient.as_dict(),
-                                               "p_value": lc.length_p_value,
-                                               "effect_size": lc.spearman}
-        head[f"win_rate_a{suffix}"] = lc.win_rate.as_dict()
-        head[f"length_controlled_win_rate_a{suffix}"] = lc.lc_win_rate.as_dict()
-        fits.append((name, suffix, lc))
-    panel = None
-    if len(judge.models) > 1:  # what the judges decide together, no test of a judge's bias
-        panel = length_controlled([(v.label, a, b) for v, (a, b) in both],
-                                  n_resamples=n_resamples, pairs=ids)
-        head["panel_win_rate_a"] = panel.win_rate.as_dict()
-        head["panel_length_controlled_win_rate_a"] = panel.lc_win_rate.as_dict()
+    fits, panel = win_rates(judge, [*forward, *backward], [*lengths, *lengths], head,
+                            n_resamples, pairs=ids)
     tables: dict[str, list[dict[str, Any]]] = {}
     if authors:
         rows = self_preference(judge, [*forward, *backward], [*authors, *authors], ids)
         tables["self_preference"] = rows
         for row in rows:
             head[f"self_preference:{row['judge']}"] = row["own_win_rate"]
-    tests = _holm(head)
+    tests = holm_family(head)
     for row in tables.get("self_preference", []):
         row["own_win_rate"] = head[f"self_preference:{row['judge']}"]
-    said = [lc.sentence(head[f"length_coefficient{suffix}"].get("p_holm"), tests, name)
-            for name, suffix, lc in fits]
-    if panel is not None:
-        said.append(panel.win_rates(f"The panel's verdicts ({judge.config.aggregate} of "
-                                    f"{len(judge.models)} judges)"))
+    said = win_rate_sentences(judge, head, fits, panel, tests)
     return {"headline": head, "tables": tables,
             "sentences": [*_sentences(head, tests), *said, *_self_sentences(head, tests)],
             "examples": []}
 
 
-def _holm(head: dict[str, Any]) -> int:
+#: Each judge's length fit: its name (None: one judge, the verdicts), its headline suffix.
+Fits = list[tuple[str | None, str, LengthControlled]]
+
+
+def win_rates(judge: Judge, verdicts: Sequence[Verdict], lengths: Sequence[tuple[int, int]],
+              head: dict[str, Any], n_resamples: int = 2000,
+              pairs: Sequence[Hashable] | None = None) -> tuple[Fits, LengthControlled | None]:
+    """Each judge's raw and length-controlled win rate of answer a and its length test, into
+    ``head`` (``win_rate_a:JUDGE``, ...; one judge: no suffix), and where there are several
+    the panel's win rates (``panel_win_rate_a``, ...): the aggregated verdict of a judge
+    that favours the longer answer and one that favours the shorter shows no length effect,
+    so the panel's is no test of a judge's bias. The fits, and the panel's (None: one
+    judge). ``lengths``: each verdict's answers'; ``pairs``: each verdict's pair."""
+    both = list(zip(verdicts, lengths))
+    fits: Fits = []
+    for name, suffix in _each(_labels(judge)):
+        lc = length_controlled([(_label(v, name), a, b) for v, (a, b) in both],
+                               n_resamples=n_resamples, pairs=pairs)
+        head[f"length_coefficient{suffix}"] = {**lc.length_coefficient.as_dict(),
+                                               "p_value": lc.length_p_value,
+                                               "effect_size": lc.spearman}
+        head[f"win_rate_a{suffix}"] = lc.win_rate.as_dict()
+        head[f"length_controlled_win_rate_a{suffix}"] = lc.lc_win_rate.as_dict()
+        fits.append((name, suffix, lc))
+    if len(judge.models) < 2:
+        return fits, None
+    panel = length_controlled([(v.label, a, b) for v, (a, b) in both],
+                              n_resamples=n_resamples, pairs=pairs)
+    head["panel_win_rate_a"] = panel.win_rate.as_dict()
+    head["panel_length_controlled_win_rate_a"] = panel.lc_win_rate.as_dict()
+    return fits, panel
+
+
+def win_rate_sentences(judge: Judge, head: Mapping[str, Any], fits: Fits,
+                       panel: LengthControlled | None, tests: int,
+                       family: str = "the audit's") -> list[str]:
+    """`win_rates` in words: each judge's length verdict by its Holm-adjusted p over
+    ``family``'s ``tests``, then the panel's win rates."""
+    said = [lc.sentence(head[f"length_coefficient{suffix}"].get("p_holm"), tests, name,
+                        family) for name, suffix, lc in fits]
+    if panel is not None:
+        said.append(panel.win_rates(f"The panel's verdicts ({judge.config.aggregate} of "
+                                    f"{len(judge.models)} judges)"))
+    return said
+
+
+def holm_family(head: dict[str, Any]) -> int:
     """``p_holm`` beside the ``p_value`` of every test in ``head`` (the first slot, the
     length coefficient and self-preference, each per judge), Holm over them all, and how
     many they are. One audit asks all these questions at once: read each at its raw

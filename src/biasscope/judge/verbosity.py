@@ -106,10 +106,10 @@ class LengthControlled:
     pairs: int | None = None
 
     def sentence(self, p_holm: float | None = None, tests: int = 1,
-                 judge: str | None = None) -> str:
+                 judge: str | None = None, family: str = "the audit's") -> str:
         """The result in plain English. ``p_holm``: the length test's p-value after Holm over
-        ``tests`` (judge-audit's family), which the verdict then reads: where one audit
-        asks several questions, the raw p-value of one is no finding. ``judge``: whose
+        ``tests`` (``family``'s, e.g. judge-audit's), which the verdict then reads: where one
+        audit asks several questions, the raw p-value of one is no finding. ``judge``: whose
         verdicts these are, where several judges are measured each alone."""
         if self.n == 0:
             whose = "" if judge is None else f" for judge {judge}"
@@ -127,7 +127,7 @@ class LengthControlled:
                        f"{'longer' if beta > 0 else 'shorter'} answer")
         else:
             verdict = f"No evidence that answer length sways {who}"
-        holm = (f" (Holm over the audit's {tests} tests: {pvalue(p_holm)})"
+        holm = (f" (Holm over {family} {tests} tests: {pvalue(p_holm)})"
                 if p_holm is not None and tests > 1 else "")
         return (f"{raw} At equal length it would win {self.lc_win_rate.estimate:.0%}"
                 f"{_ci(self.lc_win_rate, '.0%')}. {verdict}: length coefficient "

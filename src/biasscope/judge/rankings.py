@@ -194,8 +194,9 @@ def _itself(authors: Sequence[tuple[str | None, str | None]],
     same = len({i for i, (x, y) in zip(ids, authors) if x and x == y})
     if not same:
         return 0, []
-    return same, [f"{same} pair{'s' if same != 1 else ''} name the same system as model_a and "
-                  f"model_b: left out of the leaderboards, which rank systems against others."]
+    names = "pair names" if same == 1 else "pairs name"
+    return same, [f"{same} {names} the same system as model_a and model_b: left out of the "
+                  "leaderboards, which rank systems against others."]
 
 
 def _one_named(authors: Sequence[tuple[str | None, str | None]],

@@ -339,3 +339,29 @@ def test_verdicts_with_nan_probabilities_are_strict_json_and_read_back_the_same(
     assert back.probs is not None and math.isnan(back.probs["a"]) and back.probs["b"] == 0.25
     assert (back.label, back.reason, back.calls, back.by_judge) == (
         verdict.label, verdict.reason, verdict.calls, verdict.by_judge)
+
+
+def test_the_terminal_shows_every_sentence_that_leaves_something_out(tmp_path, capsys):
+    """The command printed the summary's first two sentences only: pairs left out of the
+    leaderboards, a judge without a verdict, a measure that could not be made were in
+    summary.json and the report alone. They are printed; the other findings are not."""
+    authors = [("m1", "m2"), ("m2", "m1"), ("m1", "m1"), ("m1", None), ("m2", "m1")]
+    data = _jsonl(tmp_path / "pairs.jsonl", [
+        {"id": i, "prompt": "Q?", "a": "yes" * (i + 1), "b": "no", "model_a": x, "model_b": y}
+        for i, (x, y) in enumerate(authors)])
+    out = tmp_path / "run"
+    assert main(_judge("judge", out, data, "--model", "canned:X", model="canned:A")) == 0
+    printed = capsys.readouterr().out.splitlines()
+    result = json.loads((out / "summary.json").read_text())["probes"]["judge"]
+    notes = [
+        "No length-controlled win rate for judge canned:X: there are no verdicts.",
+        "1 pair names the same system as model_a and model_b: left out of the leaderboards, "
+        "which rank systems against others.",
+        "1 pair names only one of its two systems (model_a or model_b missing): left out of "
+        "the leaderboards, which need both.",
+        "canned:X gave no verdict on a pair of named systems: no leaderboard is possible "
+        "without verdicts."]
+    assert printed[:-1] == [*result["sentences"][:2], *notes]
+    assert result["notes"] == [result["sentences"][1], *notes]  # α undefined
+    assert len(result["sentences"]) > len(printed)  # canned:A's findings: in the report
+    assert printed[-1].startswith("verdicts: ")

@@ -15,8 +15,12 @@ def judge(args: argparse.Namespace) -> int:
 
     done = job.judge(A.from_args(job.JudgeConfig, args))
     said = done.result["sentences"][0 if done.failed is None else 1:]  # failures: below
-    for sentence in said[:2]:
-        print(sentence)
+    # The first two, and every one that says what was left out or not measured: those in
+    # summary.json alone went unseen. The rest is in the report.
+    notes = done.result.get("notes", [])
+    for k, sentence in enumerate(said):
+        if k < 2 or sentence in notes:
+            print(sentence)
     print(f"verdicts: {Path(args.out) / 'verdicts.jsonl'}  report: {done.report}")
     if done.failed is not None:  # its items left out, or kept as an earlier call stored them
         total = done.result["items"] + done.failed.items

@@ -244,6 +244,7 @@ def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[V
             result.update(failed_requests=len(errors), requests=len(calls),
                           failed_items=missing.items)
             result["sentences"].insert(0, missing.sentence(len(task.ids)))
+            result["notes"].insert(0, result["sentences"][0])
         store.root.mkdir(parents=True, exist_ok=True)
         write_verdicts(store.root / VERDICTS, judged.ids, got)
         return result, finish(store, "judge", result), missing
@@ -305,13 +306,15 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
     """What a batch of verdicts says, in the audit report's shape: how many are verdicts and
     why the others are not, the label counts, inter-judge agreement (several judges) and the
     length-controlled win rate (pairwise). ``of``: the items of the file, where some are
-    not in ``task`` (their requests failed), so that the count says so."""
+    not in ``task`` (their requests failed), so that the count says so. ``notes``: the
+    sentences a reader must not miss, those that say something was left out, got no
+    verdict or could not be measured (the command prints them; the rest is in the report)."""
     from collections import Counter
 
     n = len(verdicts)
     if n == 0:  # every item's requests failed (`write_judged` says so)
         return {"items": 0, "headline": {"verdict_rate": rate(0, 0)}, "tables": {},
-                "sentences": [], "examples": []}
+                "sentences": [], "notes": [], "examples": []}
     reasons = Counter(v.reason for v in verdicts if v.label is None)
     head: dict[str, Any] = {"verdict_rate": rate(n - sum(reasons.values()), n)}
     head.update({f"{reason}_rate": rate(count, n) for reason, count in reasons.items()})
@@ -323,6 +326,7 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
                  + (f"; no verdict: {dict(reasons)}" if reasons else "")
                  + (f"; {waiting} not yet ({'its' if waiting == 1 else 'their'} requests "
                     "failed)" if waiting else "") + "."]
+    notes = sentences[:1] if reasons or waiting else []
     if len(judge.models) > 1:
         table = {m.label: [v.by_judge.get(m.label) for v in verdicts] for m in judge.models}
         agreed = agreement(table)
@@ -333,6 +337,8 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
         tables["cohen_kappa"] = [{"judges": f"{a} / {b}", **iv.as_dict()}
                                  for (a, b), iv in agreed.cohen.items()]
         sentences.append(agreed.sentence())
+        if not math.isfinite(agreed.alpha.estimate):
+            notes.append(sentences[-1])
     if task.pairwise:
         # As judge-audit: each judge's own length test (Holm over them) and the panel's.
         lengths: dict[str, Any] = {}
@@ -340,13 +346,16 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
                                 lengths)
         tests = holm_family(lengths)
         head.update(lengths)
-        sentences += win_rate_sentences(judge, lengths, fits, panel, tests, "the run's")
+        said = win_rate_sentences(judge, lengths, fits, panel, tests, "the run's")
+        sentences += said
+        fitted = [lc for *_, lc in fits] + ([panel] if panel is not None else [])
+        notes += [s for s, lc in zip(said, fitted) if lc.n == 0 or lc.reason is not None]
         ranked, said = ranking_tables([m.label for m in judge.models], verdicts, task.authors,
-                                      ranking)
+                                      ranking, notes=notes)
         tables.update(ranked)
         sentences += said
     invalid = [{"item_id": i, "prompt": None, "response": c.raw, "label": None}
                for i, v in zip(task.ids, verdicts) if v.reason == "invalid" for c in v.calls][:5]
     return {"items": n, "headline": head, "tables": tables, "sentences": sentences,
-            "examples": invalid}
+            "notes": notes, "examples": invalid}
 

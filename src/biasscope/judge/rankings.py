@@ -142,7 +142,8 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
     two named, different authors are left out. ``pairs``: each item's pair, where a pair was
     judged more than once (both orders): its items are then resampled together. Pairs of a
     system against itself (``same_system``) and pairs naming only one system (``one_named``)
-    are counted and said, not ranked."""
+    are counted and said, not ranked. ``notes``: the sentences that say what was left out
+    (those pairs, systems or judges without a verdict), which a reader must not miss."""
     if score not in SCORES:
         raise ValueError(f"unknown ranking score {score!r}; use one of {', '.join(SCORES)}")
     fit = SCORES[score]
@@ -179,10 +180,12 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
     differences = _differences(systems, estimates, tests)
     same, said = _itself(authors, pairs)
     one, unnamed = _one_named(authors, pairs)
+    notes = [*said, *unnamed]
+    sentences = [*notes, *_sentences(systems, estimates, tests, differences, confidence, score,
+                                     notes)]
     return {"systems": systems, "items": len(keep), "same_system": same, "one_named": one,
             "score": score, "leaderboards": boards, "differences": differences, "tau": taus,
-            "sentences": [*said, *unnamed, *_sentences(systems, estimates, tests, differences,
-                                                       confidence, score)]}
+            "sentences": sentences, "notes": notes}
 
 
 def _itself(authors: Sequence[tuple[str | None, str | None]],
@@ -270,8 +273,10 @@ def _differences(systems: list[str], estimates: Mapping[str, Array],
 
 def _sentences(systems: list[str], estimates: Mapping[str, Array],
                tests: Mapping[str, Mapping[tuple[int, int], tuple[int, float]]],
-               differences: Sequence[Mapping[str, Any]], confidence: float, score: str
-               ) -> list[str]:
+               differences: Sequence[Mapping[str, Any]], confidence: float, score: str,
+               notes: list[str]) -> list[str]:
+    """Each judge's leaderboard in words, and whether the order depends on the judge; a
+    judge's sentence that leaves systems (or its whole leaderboard) out also into ``notes``."""
     out = []
     alpha = 1 - confidence
 
@@ -283,6 +288,7 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
         if not ranked:
             out.append(f"{judge} gave no verdict on a pair of named systems: no leaderboard "
                        "is possible without verdicts.")
+            notes.append(out[-1])
             continue
         order = sorted(ranked, key=lambda k: -estimates[judge][k])
         unranked = [systems[k] for k in range(len(systems)) if k not in ranked]
@@ -293,6 +299,8 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
         if len(order) > 1:
             said += " " + _shown_apart(judge, [systems[k] for k in order], differences, alpha)
         out.append(said)
+        if unranked:
+            notes.append(said)
     # Only judges that order two systems or more can agree or disagree about an order.
     judges = [j for j in estimates if _ranked(estimates[j]) > 1]
     if len(judges) < 2 or len(systems) < 2:
@@ -387,14 +395,17 @@ def _win_rate_slope(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp],
 
 def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
                    authors: Sequence[tuple[str | None, str | None]], score: str = "win-rate",
-                   pairs: Sequence[Hashable] | None = None
+                   pairs: Sequence[Hashable] | None = None, notes: list[str] | None = None
                    ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """The judge reports' ranking tables and sentences from ``Verdict``s (each judge's own
     label where several judged); nothing where fewer than two systems wrote the responses.
-    ``pairs`` as for `rankings`."""
+    ``pairs`` as for `rankings`; ``notes``, where given, gains `rankings`' notes."""
     named = {s for pair in authors for s in pair if s}
     if len(named) < 2 or not verdicts:
-        return {}, [*_itself(authors, pairs)[1], *_one_named(authors, pairs)[1]]
+        said = [*_itself(authors, pairs)[1], *_one_named(authors, pairs)[1]]
+        if notes is not None:
+            notes += said
+        return {}, said
     table = {j: [v.by_judge.get(j, v.label) if len(judges) > 1 else v.label for v in verdicts]
              for j in judges}
     found = rankings(table, authors, score=score, pairs=pairs)
@@ -405,6 +416,8 @@ def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
         tables["leaderboard_differences"] = found["differences"]
     if found["tau"]:
         tables["kendall_tau"] = found["tau"]
+    if notes is not None:
+        notes += found["notes"]
     return tables, found["sentences"]
 
 

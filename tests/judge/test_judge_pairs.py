@@ -247,7 +247,8 @@ def test_permute_gives_no_verdict_from_some_orders_alone(tmp_path, capsys) -> No
                             + "\n" for i in range(2)))
     assert main(["judge", "--model", "canned:A|zzz", "--input", str(path), "--out",
                  str(tmp_path / "run"), "--position", "permute", "--no-cache"]) == 0
-    assert "0 of 2 items got a verdict; no verdict: {'invalid': 2}." in capsys.readouterr().out
+    assert "0 of 2 items got a verdict; no verdict: 2 answers outside the keys." in \
+        capsys.readouterr().out
 
 
 def test_position_is_measured_per_judge(tmp_path, capsys) -> None:

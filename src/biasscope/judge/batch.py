@@ -301,6 +301,21 @@ def finish(store: RunStore, kind: str, result: Mapping[str, Any]) -> Path:
     return write_audit_report(store.root)
 
 
+#: Why an item got no verdict (`Verdict.reason`), counted in words.
+NO_VERDICT = {"invalid": ("answer outside the keys", "answers outside the keys"),
+              "disagreement": ("disagreement of the two orders", "disagreements of the orders"),
+              "tie": ("tie", "ties"), "failed": ("failed request", "failed requests")}
+
+
+def why_none(reasons: Mapping[str, int]) -> str:
+    """``{'invalid': 2, 'tie': 1}`` as "2 answers outside the keys, 1 tie"."""
+    said = []
+    for reason, count in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+        one, many = NO_VERDICT.get(reason, (reason, reason))
+        said.append(f"{count} {one if count == 1 else many}")
+    return ", ".join(said)
+
+
 def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
                  ranking: str = "win-rate", of: int | None = None) -> dict[str, Any]:
     """What a batch of verdicts says, in the audit report's shape: how many are verdicts and
@@ -323,7 +338,7 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
         "labels": [{"label": k, "verdicts": c, "share": c / n} for k, c in labels.items()]}
     waiting = (of or n) - n
     sentences = [f"{n - sum(reasons.values())} of {n + waiting} items got a verdict"
-                 + (f"; no verdict: {dict(reasons)}" if reasons else "")
+                 + (f"; no verdict: {why_none(reasons)}" if reasons else "")
                  + (f"; {waiting} not yet ({'its' if waiting == 1 else 'their'} requests "
                     "failed)" if waiting else "") + "."]
     notes = sentences[:1] if reasons or waiting else []

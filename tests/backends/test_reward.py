@@ -17,7 +17,13 @@ pytest.importorskip("transformers")
 from transformers import GPTNeoXConfig, GPTNeoXForSequenceClassification  # noqa: E402
 
 from biasscope.backends.base import RewardScorer, Scored  # noqa: E402
-from biasscope.backends.reward import HFRewardModel, RewardConfig, plain_format  # noqa: E402
+from biasscope.backends.reward import (  # noqa: E402
+    CutConversationWarning,
+    HFRewardModel,
+    RewardConfig,
+    plain_format,
+)
+from biasscope.cli.main import is_own  # noqa: E402
 from biasscope.core.errors import BiasscopeError, ModelError  # noqa: E402
 from biasscope.demo.tiny import save, tiny_gpt_neox, train_tokenizer  # noqa: E402
 from biasscope.store.settings import sha256_json  # noqa: E402
@@ -164,8 +170,10 @@ def test_no_pad_id_pads_with_a_token_no_row_ends_with(root: Path) -> None:
 def test_truncation_keeps_bos_and_the_end(rm_dir: Path) -> None:
     rm = _load(rm_dir, max_length=8)
     full = _load(rm_dir).encode(CONVERSATIONS)
-    with pytest.warns(UserWarning, match=r"tiny-rm: \d of 5 conversations are longer than 8"):
+    with pytest.warns(CutConversationWarning,
+                      match=r"tiny-rm: \d of 5 conversations are longer than 8") as said:
         cut = rm.encode(CONVERSATIONS)
+    assert is_own(said[0].category)  # the command prints it as one note
     assert rm.truncated == sum(len(x) > 8 for x in full) > 0
     for whole, short in zip(full, cut):
         assert short == (whole if len(whole) <= 8 else whole[:1] + whole[-7:])

@@ -43,6 +43,11 @@ TRANSFORMS = ("logit", "probability", "logprob")
 PLAIN_ROLES = {"user": "Human", "assistant": "Assistant", "system": "System"}
 
 
+class CutConversationWarning(UserWarning):
+    """Conversations longer than the reward model's limit were cut before scoring (a
+    biasscope warning: the command prints it as one note, not with Python's source line)."""
+
+
 @dataclass(frozen=True)
 class RewardConfig:
     """How a reward model is loaded and scored.
@@ -198,7 +203,8 @@ class HFRewardModel:
                    "whole")
             warnings.warn(f"{self.label}: {cut} of {len(ids)} conversations are longer than "
                           f"{limit} tokens and were cut from the left (the first special token "
-                          f"and the response's end kept); {fix}", stacklevel=3)
+                          f"and the response's end kept); {fix}", CutConversationWarning,
+                          stacklevel=3)
         special_ids = set(getattr(self.tokenizer, "all_special_ids", ()))
         return [row if len(row) <= limit else _keep_end(row, limit, special_ids) for row in ids]
 

@@ -155,6 +155,32 @@ def test_seed_ranges_huge_or_malformed(seeds, message, tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
+    (["dynamics", "--revisions", "step1000,,step2000"],
+     "argument --revisions: 'step1000,,step2000' has an empty entry between commas; remove "
+     "the extra comma"),
+    (["dynamics", "--revisions", "step1000,"], "'step1000,' has an empty entry between commas"),
+    (["dynamics", "--revisions", "step1000, step1000"],
+     "argument --revisions: 'step1000, step1000' names step1000 more than once; name each once"),
+    (["dynamics", "--seeds", "0,,2"], "'0,,2': an empty entry between commas; remove the extra"),
+    (["dynamics", "--seeds", "0-4,"], "'0-4,': an empty entry between commas"),
+    (["dynamics", "--seeds", "0,0"], "'0,0': seed 0 is named more than once; name each seed"),
+    (["dynamics", "--seeds", "0-4,3"], "'0-4,3': seed 3 is named more than once"),
+    (["intervene", "--lora-rank", "4", "--lora-targets", "q_proj,,v_proj"],
+     "--lora-targets: 'q_proj,,v_proj' has an empty entry between commas"),
+    (["intervene", "--lora-rank", "4", "--lora-targets", "q_proj,q_proj"],
+     "--lora-targets: 'q_proj,q_proj' names q_proj more than once"),
+    (["intervene", "--lora-rank", "4", "--lora-targets", " "], "--lora-targets is empty"),
+])
+def test_comma_lists_refuse_an_empty_or_repeated_entry(argv, message, tmp_path, capsys):
+    """Before: ``step1000,,step2000``, a trailing comma and a repeat were skipped or merged
+    unsaid (as ``--probe bbq:Age,,Religion`` was)."""
+    out = tmp_path / "r"
+    line = one_line(capsys, [*argv, "--model", "org/never-loaded", "--out", str(out)])
+    assert message in line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
     (["dynamics", "--batch-size", "0"], "--batch-size: 0 is not 1 or more"),
     (["dynamics", "--batch-size", "-1"], "--batch-size: -1 is not 1 or more"),
     (["dynamics", "--gpus-per-checkpoint", "-1"], "--gpus-per-checkpoint: -1 is negative"),
@@ -847,6 +873,10 @@ def test_a_changed_wording_is_shown_where_its_text_differs(winobias_dir, tmp_pat
      "pairs"),
     (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",
       "{tmp}/three.json", "--keys", "AB"], "--keys: 3 choices need 3 keys; 2 given"),
+    (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",
+      "{tmp}/three.json", "--keys", "1,2,3,,4"], "--keys: '1,2,3,,4' has an empty entry"),
+    (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",
+      "{tmp}/three.json", "--keys", "1,2,3,1"], "--keys: '1,2,3,1' names 1 more than once"),
     (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,
       "--sanity-lines", "abc", "--out", "{tmp}/r"], "--sanity-lines abc: write FIRST-LAST"),
     (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", NOWHERE,

@@ -259,9 +259,14 @@ MAX_SEEDS = 10_000  # each seed is a whole pass over every checkpoint
 def parse_seeds(text: str) -> list[int]:
     """``0-4`` or ``0,2,7`` (or a mix) to a sorted list of distinct seeds, at most
     ``MAX_SEEDS`` of them (counted before any range is built: ``0-99999999999`` is refused,
-    not a memory error)."""
+    not a memory error). An empty entry (``0,,2``, ``0-4,``) and a seed named twice
+    (``0,0``, ``0-4,3``) are refused, not skipped or merged."""
     seeds: set[int] = set()
-    for part in filter(None, (p.strip() for p in text.split(","))):
+    parts = [p.strip() for p in text.split(",")]
+    if any(parts) and not all(parts):
+        raise BiasscopeError(f"--seeds {text.strip()!r}: an empty entry between commas; remove "
+                             "the extra comma")
+    for part in filter(None, parts):
         lo_text, dash, hi_text = part.partition("-")
         try:
             lo, hi = int(lo_text), int(hi_text if dash else lo_text)
@@ -273,6 +278,9 @@ def parse_seeds(text: str) -> list[int]:
         if hi - lo + 1 + len(seeds) > MAX_SEEDS:
             raise BiasscopeError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds; each is a "
                                  "pass over every checkpoint, so name fewer")
+        if twice := sorted(seeds.intersection(range(lo, hi + 1))):
+            raise BiasscopeError(f"--seeds {text.strip()!r}: seed {twice[0]} is named more than "
+                                 "once; name each seed once")
         seeds.update(range(lo, hi + 1))
     if not seeds:
         raise BiasscopeError("--seeds is empty: give a range like 0-4 or a list like 0,2,7")

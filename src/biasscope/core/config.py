@@ -57,6 +57,22 @@ NON_NEGATIVE = Check(False, lambda v: v >= 0, "is negative: give 0 or more")
 PROBABILITY = Check(False, lambda v: 0.0 <= v <= 1.0, "is not between 0 and 1")
 
 
+def comma_entries(text: str) -> list[str]:
+    """The entries of a comma-separated value (``a, b`` as ``["a", "b"]``; blank text as
+    none); ValueError, saying what to do, for an empty entry (``a,,b``, ``a,``) or an entry
+    given twice, which would otherwise be skipped or merged unsaid."""
+    if not text.strip():
+        return []
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):
+        raise ValueError(f"{text.strip()!r} has an empty entry between commas; remove the "
+                         "extra comma")
+    if twice := list(dict.fromkeys(p for p in parts if parts.count(p) > 1)):
+        raise ValueError(f"{text.strip()!r} names {', '.join(twice)} more than once; name "
+                         "each once")
+    return parts
+
+
 def described(help: str, *, check: Check | None = None,
               choices: Sequence[str] | None = None, flag: str | None = None,
               many: bool = False, parse: Callable[[str], Any] | None = None,

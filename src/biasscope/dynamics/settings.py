@@ -19,6 +19,7 @@ from biasscope.core.config import (
     POSITIVE_INT,
     SEED,
     check_settings,
+    comma_entries,
     described,
     setting,
 )
@@ -29,8 +30,9 @@ from biasscope.store.directory import run_dir
 
 
 def comma_list(text: str) -> tuple[str, ...]:
-    """``a, b,,c`` as ``("a", "b", "c")``."""
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+    """``a, b`` as ``("a", "b")``; ValueError for an empty entry (``a,,b``, ``a,``) or an
+    entry given twice (`comma_entries`)."""
+    return tuple(comma_entries(text))
 
 
 def performance_probe(text: str) -> str:

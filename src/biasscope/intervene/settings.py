@@ -17,6 +17,7 @@ from biasscope.core.config import (
     PROBABILITY,
     SEED,
     check_settings,
+    comma_entries,
     described,
     setting,
 )
@@ -67,6 +68,14 @@ class Training:
             raise BiasscopeError(f"{' and '.join(given)} only appl{'ies' if one else 'y'} with "
                                  "--lora-rank N (a LoRA fine-tune); give a rank, or drop "
                                  f"{'it' if one else 'them'} for a full fine-tune")
+        if self.lora_targets not in ("auto", "all-linear"):
+            try:
+                named = comma_entries(self.lora_targets)
+            except ValueError as exc:
+                raise BiasscopeError(f"--lora-targets: {exc}") from None
+            if not named:
+                raise BiasscopeError("--lora-targets is empty: give auto, all-linear or "
+                                     "comma-separated module names (e.g. q_proj,v_proj)")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
 from biasscope.backends.weights import tensor_names
+from biasscope.core.config import comma_entries
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.live import LiveConfig
 from biasscope.dynamics.scoring import unit_items, unit_of
@@ -105,8 +106,7 @@ def lora_targets(model: Any, asked: str) -> str | list[str]:
     """The modules LoRA adapts in ``model``: ``auto`` looks its architecture up in `TARGETS`
     (peft's ``all-linear``, every linear layer but the output one, where unknown)."""
     if asked != "auto":
-        return asked if asked == "all-linear" else [m.strip() for m in asked.split(",")
-                                                     if m.strip()]
+        return asked if asked == "all-linear" else comma_entries(asked)  # checked: Training
     kind = getattr(getattr(model, "config", None), "model_type", "")
     return list(TARGETS[kind]) if kind in TARGETS else "all-linear"
 

@@ -11,6 +11,7 @@ from typing import Any
 from biasscope.backends.cache import Cached
 from biasscope.backends.labels import label_models, parse_models
 from biasscope.backends.redact import redact_urls
+from biasscope.core.config import comma_entries
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.judge.batch import (
@@ -121,8 +122,10 @@ def _setup(config: JudgeConfig) -> tuple[Judge, Task, Mapping[str, str] | None,
     """The judge, the task, the label set and each judge's label -> spec (for run.json)."""
     task = read_task(config.input)
     labels = read_labels(config.labels) if config.labels else None
-    keys = tuple(k.strip() for k in config.keys.split(",")) if "," in config.keys else tuple(
-        config.keys)
+    try:  # ``1,2,,3`` or ``1,2,1``: refused, as every comma-separated flag refuses them
+        keys = tuple(comma_entries(config.keys)) if "," in config.keys else tuple(config.keys)
+    except ValueError as exc:
+        raise BiasscopeError(f"--keys: {exc}") from None
     check_task(task.pairwise, labels, keys)
     named = parse_models(list(config.models), "--model")
     cache = config.backend.response_cache()

@@ -23,6 +23,7 @@ from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError, DataError, ModelError
 from biasscope.probes import adult, bbq, lambada, load_probe
 from scripted_server import Reply, completion, serve
+from sensitivity_fixture import write_hh_rlhf
 from winobias_fixture import write_winobias
 
 NOWHERE = "openai-compatible:http://127.0.0.1:9/v1#m"  # nothing listens: never reached
@@ -941,6 +942,56 @@ def test_canned_answers_refuse_a_server_url_or_key(tmp_path, capsys, extra, name
     assert f"--model canned:A answers from a fixed list and asks no server, so {named} " \
            "would be ignored: drop" in line
     assert not out.exists()
+
+
+_LOCAL = "hf:org/never-loaded"
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["audit", "--model", _LOCAL, "--probe", "professional-bias"], "--model"),
+    (["generate", "--model", "org/never-loaded", "--input", "{tmp}/texts.jsonl"], "--model"),
+    (["judge", "--model", _LOCAL, "--model", "./never-there", "--input", "{tmp}/texts.jsonl",
+      "--labels", "{tmp}/three.json"], "--model"),
+    (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", _LOCAL,
+      "--principles", "{tmp}/principles.txt", "--prompts", "{tmp}/chats.jsonl", "--data-dir",
+      "{tmp}"], "--perturber"),
+    (["counterfactual", "--pairs", "{tmp}/cf.jsonl", "--judge-model", _LOCAL, "--labels",
+      "{tmp}/three.json"], "--judge-model"),
+])
+@pytest.mark.parametrize(("extra", "named"), [
+    (["--base-url", "http://127.0.0.1:9/v1"], "--base-url would be ignored: drop it"),
+    (["--api-key-env", "MY_KEY"], "--api-key-env would be ignored: drop it"),
+])
+def test_a_local_model_refuses_a_server_url_or_key(tmp_path, capsys, argv, flag, extra, named):
+    """Before: hf: (or a bare path or hub id) ignored them, and the run looked as if it had
+    asked that server; refused before the model loads (here none can: offline)."""
+    for name, text in {
+            "texts.jsonl": '{"id": 1, "text": "fine"}\n', "three.json": '{"a": "x", "b": "y"}',
+            "principles.txt": "Be kind.\n",
+            "chats.jsonl": '{"messages": [{"role": "user", "content": "hi"}, '
+                           '{"role": "assistant", "content": "yo"}]}\n',
+            "cf.jsonl": '{"prompt": "Rate him.", "response": "He is fit."}\n'}.items():
+        (tmp_path / name).write_text(text)
+    write_hh_rlhf(tmp_path)
+    out = tmp_path / "r"
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv]
+                    + ["--out", str(out), *extra])
+    assert f"{flag} " in line and "is a local model and asks no server, so " in line
+    assert named in line and "cannot load" not in line
+    assert not out.exists()
+
+
+def test_a_server_model_beside_a_local_one_keeps_the_server_url(tmp_path, capsys):
+    """--base-url applies to the openai-compatible judge, so it is not refused: the local one
+    is loaded (and, offline, cannot be)."""
+    (tmp_path / "texts.jsonl").write_text('{"id": 1, "text": "fine"}\n')
+    (tmp_path / "three.json").write_text('{"a": "x", "b": "y", "c": "z"}')
+    capsys.readouterr()
+    assert main(["judge", "--model", _LOCAL, "--model", "openai-compatible:m", "--input",
+                 str(tmp_path / "texts.jsonl"), "--labels", str(tmp_path / "three.json"),
+                 "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "asks no server" not in err and "cannot load checkpoint org/never-loaded" in err
 
 
 @pytest.mark.parametrize(("probe", "said"), [

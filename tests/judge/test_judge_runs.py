@@ -261,8 +261,8 @@ def test_each_judges_identity_is_recorded_and_checked(pairs, tmp_path, capsys, m
             return {"backend": "hf", "source": "model.gguf", "revision": "",
                     "gguf_file": "model.gguf", "gguf_sha256": weights["sha"]}
 
-    monkeypatch.setattr(BackendConfig, "generator",
-                        lambda self, spec: Converted(("A",), label="hf:model.gguf"))
+    monkeypatch.setattr(BackendConfig, "generators", lambda self, specs, flag="--model": [
+        Converted(("A",), label="hf:model.gguf") for _ in specs])
     out = tmp_path / "run"
     argv = _judge("judge", out, pairs, model="hf:model.gguf")
     assert main(argv) == 0

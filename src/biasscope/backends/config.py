@@ -4,6 +4,7 @@ text-model command shares (``--base-url``, ``--concurrency``, ``--cache``, ``--d
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from biasscope.core.config import (
     check_settings,
     setting,
 )
+from biasscope.core.errors import ModelError
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,17 @@ class BackendConfig:
     def __post_init__(self) -> None:
         check_settings(self)
 
-    def generator(self, spec: str) -> Generator:
-        """The backend ``spec`` names; a bare local path or ``org/name`` hub id is ``hf:``."""
+    def generator(self, spec: str, flag: str = "--model") -> Generator:
+        """The backend ``spec`` names; a bare local path or ``org/name`` hub id is ``hf:``.
+        ``flag``: the option ``spec`` came from, for messages (`generators`)."""
+        return self.generators([spec], flag)[0]
+
+    def generators(self, specs: Sequence[str], flag: str = "--model") -> list[Generator]:
+        """The backend each of ``specs`` (one command's, given with ``flag``) names. Where
+        ``--base-url`` or ``--api-key-env`` is given and every spec is a local model (or
+        canned answers), which asks no server, it is refused before any model loads, not
+        ignored: the run would look as if it had asked that server. Beside a server's model
+        it applies to that one."""
         from biasscope.backends.generators import (
             GeneratorConfig,
             load_generator,
@@ -44,12 +55,23 @@ class BackendConfig:
         )
         from biasscope.backends.openai_http import HTTPConfig
 
+        named = [parse_model_spec(s) if _local_or_hub(s) else s for s in specs]
+        parsed = [n if not isinstance(n, str) else parse_model_spec(n, bare=False)
+                  for n in named]
+        given = [name for name, value in (("--base-url", self.base_url),
+                                          ("--api-key-env", self.api_key_env)) if value]
+        local = [p for p in parsed if p.backend == "hf"]
+        if given and local and all(p.backend in ("hf", "canned") for p in parsed):
+            raise ModelError(f"{flag} {local[0].text} is a local model and asks no server, so "
+                             f"{' and '.join(given)} would be ignored: drop "
+                             f"{'it' if len(given) == 1 else 'them'}, or give a server's model "
+                             "(e.g. openai-compatible:MODEL)")
         http = HTTPConfig(concurrency=self.concurrency, timeout=self.timeout,
                           max_retries=self.retries)
-        named = parse_model_spec(spec) if _local_or_hub(spec) else spec
-        return load_generator(named, GeneratorConfig(
-            http=http, base_url=self.base_url, api_key_env=self.api_key_env,
-            device=self.device, allow_pickle=self.allow_pickle))
+        config = GeneratorConfig(http=http, base_url=self.base_url,
+                                 api_key_env=self.api_key_env, device=self.device,
+                                 allow_pickle=self.allow_pickle)
+        return [load_generator(n, config) for n in named]
 
     def response_cache(self) -> Any:
         from biasscope.backends.cache import ResponseCache

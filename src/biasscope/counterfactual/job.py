@@ -189,6 +189,7 @@ def _judge(config: CounterfactualConfig) -> Any:
         return None
     named = parse_models(list(config.judges), "--judge-model")
     cache = config.backend.response_cache()
-    models = [Cached(config.backend.generator(spec), cache) for _, spec in named]
+    models = [Cached(g, cache) for g in config.backend.generators([s for _, s in named],
+                                                                   "--judge-model")]
     label_models(models, named, "--judge-model")
     return Judge(models, JudgingConfig(position=config.position, seed=config.seed))

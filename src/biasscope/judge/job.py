@@ -129,7 +129,8 @@ def _setup(config: JudgeConfig) -> tuple[Judge, Task, Mapping[str, str] | None,
     check_task(task.pairwise, labels, keys)
     named = parse_models(list(config.models), "--model")
     cache = config.backend.response_cache()
-    models = [Cached(config.backend.generator(spec), cache) for _, spec in named]
+    models = [Cached(g, cache) for g in config.backend.generators([s for _, s in named],
+                                                                   "--model")]
     label_models(models, named, "--model")
     made = Judge(models, JudgingConfig(
         position=config.position, samples=config.samples, reasoning=config.reasoning,

@@ -56,10 +56,11 @@ def run(config: SensitivityConfig) -> SensitivityResult:
                           transform=config.reward.transform,
                           chat_template=config.reward.chat_template,
                           allow_pickle=config.backend.allow_pickle)
+    # The perturber first: its spec and flags are checked before a reward model loads.
+    perturber = Cached(config.backend.generator(config.perturber, "--perturber"),
+                       config.backend.response_cache())
     models = [HFRewardModel(spec, reward) for _, spec in named]
     label_models(models, named, "--reward-model")
-    perturber = Cached(config.backend.generator(config.perturber),
-                       config.backend.response_cache())
     store = run_sensitivity(models, perturber, prompts, constitution, config.out,
                             HarnessConfig(config.directions, templates, config.max_tokens,
                                           config.seed, config.conventions, pairs,

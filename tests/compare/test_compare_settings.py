@@ -107,6 +107,50 @@ def test_a_setting_one_run_does_not_record_is_not_noted() -> None:
     assert said(audit(), worded) == []
 
 
+def sweep(fingerprints: dict[int, str], revision: str = "main", **versions: str
+          ) -> dict[str, Any]:
+    """A sweep's run.json (dynamics.scoring.runfile's shape): one checkpoint of model m per
+    step, with these fingerprints, and the installed ``versions``."""
+    return {"kind": "dynamics", "settings": {}, "seeds": [0],
+            "checkpoints": [{"model": "m", "source": f"/runs/m/checkpoint-{step}",
+                             "revision": revision, "step": step,
+                             "identity": f"/runs/m/checkpoint-{step}", "fingerprint": sha}
+                            for step, sha in fingerprints.items()],
+            "versions": {"python": "3.12.1", "biasscope": "0.1.0", "numpy": "2.1.0",
+                         **versions}}
+
+
+def test_a_checkpoint_of_one_label_with_other_weights_or_revision_is_noted() -> None:
+    """Before: the two sweeps' checkpoints m@100 went unsaid though their weights differed."""
+    a = sweep({100: SHA_A, 200: SHA_A, 300: SHA_A})
+    assert said(a, copy.deepcopy(a)) == []
+    assert said(a, sweep({100: SHA_B, 200: SHA_A, 400: SHA_B})) == [
+        "the runs differ in checkpoint m@100's weights (fingerprint): 1c8f977f6cbd… vs "
+        "bc1a80001fc0…."]  # m@400 is in one run only: nothing to set beside it
+    assert said(a, sweep({100: SHA_B, 200: SHA_A, 300: SHA_A}, revision="v2")) == [
+        "the runs differ in checkpoint m@100's revision and weights (fingerprint): main, "
+        "1c8f977f6cbd… vs v2, bc1a80001fc0….",
+        "the runs differ in checkpoint m@200's revision: main vs v2.",
+        "the runs differ in checkpoint m@300's revision: main vs v2."]
+    many = {step: SHA_A for step in range(100, 600, 100)}
+    (note,) = said(sweep(many), sweep({s: SHA_B for s in many}))
+    assert note == ("5 checkpoints of the same label differ between the runs in revision or "
+                    "weights (m@100, m@200, m@300, …): the runs may not have scored the same "
+                    "models under these labels.")
+    (found,) = differences(sweep(many), sweep({s: SHA_B for s in many}))
+    assert found.as_dict()["a"].startswith("m@100: 1c8f977f6cbd…; m@200: ")
+
+
+def test_the_library_versions_a_sweep_records_are_noted() -> None:
+    """torch, transformers, tokenizers and biasscope decide the scores; numpy and python are
+    not noted, nor a version one run does not record."""
+    a = sweep({100: SHA_A}, torch="2.4.0", transformers="4.44.0")
+    b = sweep({100: SHA_A}, torch="2.5.1", transformers="4.44.0", tokenizers="0.20.0")
+    b["versions"].update(biasscope="0.2.0", numpy="2.2.0", python="3.13.0")
+    assert said(a, b) == ["the runs differ in biasscope version: 0.1.0 vs 0.2.0.",
+                          "the runs differ in torch version: 2.4.0 vs 2.5.1."]
+
+
 def write(root: Path, settings: dict[str, Any]) -> str:
     """A sweep run of 150 WinoBias pairs with ``settings`` as its run.json's (the shape
     dynamics.scoring.runfile writes)."""

@@ -1,16 +1,19 @@
 """How two runs were asked, as their run.json files record it, set side by side: the settings
 that decide the answers (scoring method, ``--plain-prompt``, temperature, max tokens, dtype,
 ``--limit``) and the data (each probe's recorded config: its template, items' SHA-256, options;
-a sweep's data files' SHA-256) that differ, each in words.
+a sweep's data files' SHA-256; the versions of biasscope, torch, transformers and tokenizers
+a sweep records) that differ, each in words.
 
 They are noted, never refused: a difference may be exactly what the user compares. What is
 compared is the model, so its identity (source, revision, weights' fingerprint, backend) is
 noted only when both runs name the same model: then another revision or other weights under
 the same name are a difference the user may not expect. A sweep's checkpoints are its models,
-and compare names them in every sentence. Settings one run does not record (an older run, a
-setting of another scoring method) are not noted: nothing shows that they differ. Wordings and
-seeds are compared by `biasscope.compare.design`, which says what it left out; a probe's
-template is noted here only where neither run asked several wordings.
+and compare names them in every sentence: one label (model, step) in both runs with another
+revision or other weights is noted, one sentence per checkpoint (or one for many). Settings
+one run does not record (an older run, a setting of another scoring method) are not noted:
+nothing shows that they differ. Wordings and seeds are compared by `biasscope.compare.design`,
+which says what it left out; a probe's template is noted here only where neither run asked
+several wordings.
 """
 
 from __future__ import annotations
@@ -32,6 +35,15 @@ IDENTITY = {"backend": "backend", "base_url": "server", "revision": "model revis
             "gguf_sha256": "GGUF file (SHA-256)", "gguf_quantization": "quantisation",
             "method": "option scoring from the server"}
 
+#: The installed libraries (run.json ``versions``) that decide a sweep's scores, noted where
+#: both runs record them.
+VERSIONS = ("biasscope", "torch", "transformers", "tokenizers")
+
+#: A sweep checkpoint's identity (run.json ``checkpoints``) in words, where both runs hold a
+#: checkpoint of the same label; more than `MANY` such checkpoints are one sentence.
+CHECKPOINT_KEYS = {"revision": "revision", "fingerprint": "weights (fingerprint)"}
+MANY = 3
+
 #: A probe's recorded config in words (others by their key); ``probe`` is its name, and its
 #: wordings are `biasscope.compare.design`'s.
 PROBE_KEYS = {"items_sha256": "items (SHA-256)", "prompts_sha256": "prompts (SHA-256)",
@@ -46,10 +58,11 @@ class Difference:
     setting: str
     a: str
     b: str
+    said: str = ""  # the sentence, where it is not "the runs differ in SETTING: A vs B."
 
     @property
     def sentence(self) -> str:
-        return f"the runs differ in {self.setting}: {self.a} vs {self.b}."
+        return self.said or f"the runs differ in {self.setting}: {self.a} vs {self.b}."
 
     def as_dict(self) -> dict[str, str]:
         return {"setting": self.setting, "a": self.a, "b": self.b}
@@ -63,6 +76,46 @@ def _model(run: Mapping[str, Any]) -> Mapping[str, Any]:
     """The model's identity an audit records (``responder.backend``), without its dtype."""
     backend = _mapping(_mapping(run.get("responder")).get("backend"))
     return {k: v for k, v in backend.items() if k != "dtype"}
+
+
+def _checkpoints(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """A sweep's checkpoints (run.json ``checkpoints``) by the label compare matches them by
+    (`compare.runs.label`: model, then ``@step`` where it has one)."""
+    entries = run.get("checkpoints")
+    out: dict[str, Mapping[str, Any]] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, Mapping) and entry.get("model") is not None:
+            step = entry.get("step")
+            out[str(entry["model"]) + ("" if step is None else f"@{step}")] = entry
+    return out
+
+
+def _checkpoint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
+    """Each checkpoint of one label in both sweeps whose revision or weights differ: one
+    sentence each, or one for them all where there are more than `MANY`."""
+    ours, theirs = _checkpoints(a), _checkpoints(b)
+    found: list[tuple[str, list[str], list[str], list[str]]] = []
+    for label, entry in ours.items():
+        other = theirs.get(label)
+        if other is None:
+            continue
+        keys = [k for k in CHECKPOINT_KEYS if entry.get(k) is not None
+                and other.get(k) is not None and entry[k] != other[k]]
+        if keys:
+            said = [_said(entry[k], other[k]) for k in keys]
+            found.append((label, [CHECKPOINT_KEYS[k] for k in keys], [x for x, _ in said],
+                          [y for _, y in said]))
+    if len(found) > MANY:
+        labels = [label for label, *_ in found]
+        return [Difference(
+            "checkpoints' revision or weights", "; ".join(
+                f"{label}: {', '.join(x)}" for label, _, x, _ in found), "; ".join(
+                f"{label}: {', '.join(y)}" for label, _, _, y in found),
+            said=f"{len(found)} checkpoints of the same label differ between the runs in "
+                 f"revision or weights ({', '.join(labels[:MANY])}, …): the runs may not "
+                 "have scored the same models under these labels.")]
+    return [Difference(f"checkpoint {label}'s {' and '.join(what)}", ", ".join(x), ", ".join(y))
+            for label, what, x, y in found]
 
 
 def settings(run: Mapping[str, Any], probes: Collection[str]) -> dict[str, Any]:
@@ -85,6 +138,8 @@ def settings(run: Mapping[str, Any], probes: Collection[str]) -> dict[str, Any]:
     out["first-token scoring"] = nested.get("first_token",
                                             scored.get("next_token", {}).get("first_token"))
     out["--limit"] = run.get("limit", nested.get("limit"))
+    for name in VERSIONS:  # a sweep records them (dynamics.scoring.runfile.versions)
+        out[f"{name} version"] = _mapping(run.get("versions")).get(name)
     for name, sha in sorted(_mapping(nested.get("data")).items()):
         out[f"data file {name} (SHA-256)"] = sha
     recorded = _mapping(nested.get("probes") or run.get("probes"))
@@ -122,7 +177,7 @@ def differences(a: Mapping[str, Any], b: Mapping[str, Any],
         if x is None or y is None or x == y:
             continue
         out.append(Difference(setting, *_said(x, y)))
-    return out
+    return out + _checkpoint_differences(a, b)
 
 
 __all__ = ["Difference", "differences", "settings"]

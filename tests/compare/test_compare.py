@@ -270,10 +270,11 @@ def test_an_equivalence_plan_is_never_below_what_compare_accepts(
 
 def test_an_equivalence_plan_from_sd_is_never_below_what_compare_accepts(
         capsys: pytest.CaptureFixture[str]) -> None:
-    """A small --sd plans equivalence within ±0.05 from 18 items per group, but compare calls
-    fewer than 59 flips (a rate's floor at 0.05) "too few items" whatever their values: with
-    --measure flip_rate the plan says 59, and that compare's minimum sets it; without a measure
-    it is raised to the least floor of any measure (a JSD-P gap's, 20), and says so."""
+    """A small --sd plans equivalence within ±0.05 from 18 items per group (11 pairs' flips),
+    but compare calls fewer than 59 flips (a rate's floor at 0.05) "too few items" whatever
+    their values: with --measure flip_rate (one series: planned as paired) the plan says 59,
+    and that compare's minimum sets it; without a measure it is raised to the least floor of
+    any measure (a JSD-P gap's, 20), and says so."""
     from biasscope.compare.measures import Values
     from biasscope.compare.runs import compare_values
 
@@ -287,12 +288,44 @@ def test_an_equivalence_plan_from_sd_is_never_below_what_compare_accepts(
         assert compare_values(none, none, 0.05)[0].verdict == verdict
     assert main(["power", "--sd", "0.05", "--margin", "0.05", "--measure", "flip_rate"]) == 0
     said = capsys.readouterr().out
-    assert "needs 59 items per group: compare's minimum for flip_rate, not power" in said
-    assert "18 by power alone" in said
+    assert "needs 59 items: compare's minimum for flip_rate, not power" in said
+    assert "11 by power alone" in said
     # a plan power sets above the floor is left alone
     assert main(["power", "--sd", "0.5", "--margin", "0.05", "--measure", "flip_rate"]) == 0
     said = capsys.readouterr().out
     assert "compare's minimum" not in said and "(80% power, α = 0.05)" in said
+
+
+def test_a_measure_s_design_is_power_s_and_a_contradicting_design_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: --measure flip_rate was planned as two groups (the default --design), and
+    --design paired with --measure jsdp_gap went unsaid. A measure's declared design is the
+    one a --pilot plans it with."""
+    from biasscope.compare.measures import MEASURES
+    from biasscope.compare.power import PowerConfig, pilot_rows
+
+    run = write_run(tmp_path / "pilot", winobias_records(40, model="m"))
+    rows = pilot_rows(PowerConfig(pilot=str(run), effect=0.05))
+    assert {r["measure"]: r["design"] for r in rows} == {
+        m: MEASURES[m].design for m in ("jsdp_gap", "accuracy_gap", "pro_anti")}
+    assert {r["design"] for r in rows} == {"two-groups", "paired"}
+    for argv, said in (
+            (["--measure", "jsdp_gap", "--design", "paired"], "--design paired with --measure "
+             "jsdp_gap: jsdp_gap is a gap between two groups' items, planned as two-groups; "
+             "drop --design, or give --design two-groups"),
+            (["--measure", "flip_rate", "--design", "two-groups"], "--design two-groups with "
+             "--measure flip_rate: flip_rate is one series of per-item values, planned as "
+             "paired; drop --design, or give --design paired")):
+        assert main(["power", "--sd", "0.3", "--margin", "0.05", *argv]) == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1
+    assert main(["power", "--sd", "0.3", "--margin", "0.05", "--measure", "jsdp_gap",
+                 "--design", "two-groups"]) == 0
+    assert "items per group" in capsys.readouterr().out
+    # with --pilot each measure has its own design: any --design is refused, two-groups too
+    assert main(["power", "--pilot", str(run), "--effect", "0.05", "--design",
+                 "two-groups"]) == 2
+    assert "--design two-groups is for a plan from --sd" in capsys.readouterr().err
 
 
 def test_power_refuses_a_margin_beyond_a_measure_s_range(

@@ -153,7 +153,14 @@ def plan(config: PowerConfig) -> dict[str, Any]:
     if config.measure is not None and config.measure not in MEASURES:
         raise BiasscopeError(f"--measure {config.measure!r}: give one of "
                              f"{', '.join(MEASURES)}")
-    if config.pilot is not None and config.design != "two-groups":
+    implied = MEASURES[config.measure].design if config.measure is not None else None
+    if implied is not None and config.design not in (None, implied):  # as --pilot plans it
+        what = ("a gap between two groups' items" if implied == "two-groups"
+                else "one series of per-item values")
+        raise BiasscopeError(f"--design {config.design} with --measure {config.measure}: "
+                             f"{config.measure} is {what}, planned as {implied}; drop "
+                             f"--design, or give --design {implied}")
+    if config.pilot is not None and config.design is not None:
         raise BiasscopeError(f"--design {config.design} is for a plan from --sd: with --pilot "
                              "each measure has its own (a gap between groups: two-groups; "
                              "pro − anti, flips: paired); drop --design")
@@ -187,8 +194,10 @@ def _sd_row(config: PowerConfig) -> dict[str, Any]:
     """The plan from ``--sd``; with ``--margin``, raised to compare's minimum for
     ``--measure``, else to the least minimum of any measure whose range allows the margin."""
     assert config.sd is not None
-    row: dict[str, Any] = {"design": config.design, "sd": config.sd,
-                           "items_needed": _need(config, config.sd, config.design)}
+    design: P.Design = config.design or (MEASURES[config.measure].design if config.measure
+                                         else "two-groups")
+    row: dict[str, Any] = {"design": design, "sd": config.sd,
+                           "items_needed": _need(config, config.sd, design)}
     if config.margin is None:
         return row
     if config.measure is not None:

@@ -47,8 +47,9 @@ class PowerConfig:
     pilot: str | None = setting(None, "a finished run to plan from")
     alpha: float = setting(0.05, "significance level", check=PROBABILITY)
     power: float = setting(0.8, "the power wanted", check=PROBABILITY)
-    design: Design = setting("two-groups", "two independent groups, or paired items",
-                             choices=("two-groups", "paired"))
+    design: Design | None = setting(None, "two independent groups, or paired items (default: "
+                                    "--measure's own design, else two-groups)",
+                                    choices=("two-groups", "paired"))
     margin: float | None = setting(None, "plan for equivalence within ±this, as "
                                    "compare tests it", check=POSITIVE)
     measure: str | None = setting(None, "with --sd and --margin: the measure planned for "

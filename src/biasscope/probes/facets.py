@@ -27,7 +27,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,9 @@ from biasscope.core.items import Item
 from biasscope.core.numbers import plain as plain  # where the probes look for it
 from biasscope.core.stats import Array
 from biasscope.core.wordings import Measure as WordingMeasure
+
+if TYPE_CHECKING:
+    from biasscope.core.power import Design
 
 #: What each request kind asks a backend for.
 REQUEST_KINDS = {
@@ -166,14 +169,17 @@ class Performance:
 @dataclass(frozen=True)
 class Measure:
     """What a compared measure is: its words, its default margin, its largest meaningful
-    margin, and the range one item's value can take (for intervals that cannot collapse, and
-    for the fewest items a comparison could conclude from)."""
+    margin, the range one item's value can take (for intervals that cannot collapse, and
+    for the fewest items a comparison could conclude from), and its design for ``biasscope
+    power``: ``two-groups`` where its values are two groups' items (a gap between groups),
+    ``paired`` where they are one series (per-pair differences, flips, a ratio score)."""
 
     name: str
     words: str
     margin: float
     max_margin: float
     bounds: tuple[float, float] = (0.0, 1.0)
+    design: Design = "paired"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from biasscope.probes.facets import Compare, Measure, Values, item_keys, per_ite
 from biasscope.probes.professional.items import stereotyped_probability
 
 MEASURES = (Measure("preference", "stereotype preference (P female-coded: she − he)", 0.05,
-                    1.0),)
+                    1.0, design="two-groups"),)
 
 
 def values(records: pd.DataFrame) -> list[Values]:

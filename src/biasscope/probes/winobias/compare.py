@@ -21,8 +21,9 @@ from biasscope.probes.winobias.values import breakdown_values, prompt_means, pro
 JSDP_MARGIN = 0.02
 
 MEASURES = (
-    Measure("jsdp_gap", "JSD-P gap (male − female)", JSDP_MARGIN, MAX_GAP, (0.0, MAX_GAP)),
-    Measure("accuracy_gap", "accuracy gap (male − female)", 0.05, 1.0),
+    Measure("jsdp_gap", "JSD-P gap (male − female)", JSDP_MARGIN, MAX_GAP, (0.0, MAX_GAP),
+            design="two-groups"),
+    Measure("accuracy_gap", "accuracy gap (male − female)", 0.05, 1.0, design="two-groups"),
     Measure("pro_anti", "accuracy pro − anti (paired sentences)", 0.05, 1.0, (-1.0, 1.0)),
 )
 

@@ -27,7 +27,9 @@ def test_a_selection_after_the_colon_is_the_keyword(data_dir: Path) -> None:
 
 
 @pytest.mark.parametrize(("name", "says"), [
-    ("bbq:Age,,Religion", "an empty name in the selection"),
+    ("bbq:Age,,Religion", "has an empty entry between commas"),
+    ("bbq:Age,Age", "names Age more than once"),
+    ("bbq:", "name what to select after ':'"),
     ("winobias-gender:Age", "winobias-gender takes no selection after ':'"),
     ("bqq:Age", "unknown probe 'bqq'"),
 ])

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from biasscope.core.config import comma_entries
 from biasscope.core.errors import BiasscopeError
 from biasscope.probes import (
     adult,
@@ -65,15 +66,18 @@ def load_probe(name: str, data_dir: str | Path | None = None, **options: Any) ->
         raise BiasscopeError(f"unknown probe {base!r}; available: {', '.join(sorted(PROBES))} "
                              "(`biasscope probes` lists them)")
     if colon:
-        picked = [part.strip() for part in chosen.split(",")]
         if info.selection is None:
             raise BiasscopeError(f"probe {name!r}: {base} takes no selection after ':'; "
                                  f"load {base!r}")
         if info.selection in options:
             raise BiasscopeError(f"probe {name!r} and {info.selection}= both select; give one")
-        if not all(picked):
-            raise BiasscopeError(f"probe {name!r}: an empty name in the selection; name each "
-                                 f"one, e.g. bbq:Age,Religion")
+        try:
+            picked = comma_entries(chosen)
+        except ValueError as exc:
+            raise BiasscopeError(f"probe {name!r}: {exc}") from None
+        if not picked:
+            raise BiasscopeError(f"probe {name!r}: name what to select after ':' (e.g. "
+                                 "bbq:Age,Religion)")
         options[info.selection] = picked
     return info.load(data_dir=data_dir, **options)
 

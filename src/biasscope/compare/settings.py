@@ -25,7 +25,7 @@ class CompareConfig:
     run_b: str
     margin: Sequence[str] = setting((), "equivalence margin: a number for every measure or "
                                     "MEASURE=NUMBER (repeatable); defaults in docs/claims.md",
-                                    many=True)
+                                    many=True, numbers=True)
     alpha: float = setting(0.05, "level of each one-sided test", check=PROBABILITY)
     out: str = setting("comparison", "directory for comparison.json and its page",
                        parse=run_dir)

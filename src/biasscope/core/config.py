@@ -9,11 +9,15 @@ is made (`check_settings`), so a notebook and the CLI refuse the same values in 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import Field, dataclass, field, fields
-from typing import Any
+import numbers
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import Field, dataclass, field, fields, is_dataclass
+from typing import Any, TypeVar
 
 from biasscope.core.errors import BiasscopeError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,8 @@ def comma_entries(text: str) -> list[str]:
 def described(help: str, *, check: Check | None = None,
               choices: Sequence[str] | None = None, flag: str | None = None,
               many: bool = False, parse: Callable[[str], Any] | None = None,
-              old: str | None = None, was: str | None = None) -> dict[str, Any]:
+              old: str | None = None, was: str | None = None,
+              numbers: bool = False) -> dict[str, Any]:
     """The metadata of a documented setting; ``field(metadata=described(...))`` declares a
     required one (type checkers read a bare ``field`` call as no default).
 
@@ -85,9 +90,11 @@ def described(help: str, *, check: Check | None = None,
     repeated, each value one more entry; ``parse``: how the command line's text becomes the
     value (a BiasscopeError or ValueError saying why not); ``old``: the flag's former spelling,
     refused with a pointer to the new one; ``was``: a former spelling that still works, with
-    a one-line hint to the new one."""
+    a one-line hint to the new one; ``numbers``: a text setting whose text may be a number
+    (``--margin 0.02``) takes a number as that text."""
     return {"help": help, "check": check, "choices": tuple(choices) if choices else None,
-            "flag": flag, "many": many, "parse": parse, "old": old, "was": was}
+            "flag": flag, "many": many, "parse": parse, "old": old, "was": was,
+            "numbers": numbers}
 
 
 def setting(default: Any, help: str, **how: Any) -> Any:
@@ -106,23 +113,134 @@ def check_settings(config: Any) -> None:
     A list setting given as one string (``models="EleutherAI/pythia-160m"``,
     ``seeds="0-4"``) means what the flag given once means, not its characters: it is parsed
     as the command line parses it. Its entries must be of the annotated kind and pass the
-    setting's check one by one (``seeds=[0.5]`` is refused, as ``--seeds 0.5`` is)."""
-    for f in documented(config):
+    setting's check one by one (``seeds=[0.5]`` is refused, as ``--seeds 0.5`` is).
+
+    Any other field must be of its annotated kind (`_scalar`): None only where the annotation
+    allows it; a path (``Path("runs/a")``) stands for its text; text given for a number is
+    the flag's text, parsed as the command line parses it (``limit="8"``); a number is text
+    only where the setting says its text may be a number (``margin=0.02``) or it names one of
+    the choices (``base_rate=0.5``). A setting whose flag's text is parsed is parsed now (an
+    ``out`` where a file stands is refused before the run starts). A part (``scoring``,
+    ``backend``...) given as a mapping of its settings is made from them."""
+    for f in fields(config):
         value = getattr(config, f.name)
-        if value is None or value is f.default:
+        made = _part(f, value)
+        if made is not value:
+            object.__setattr__(config, f.name, made)
+        if made is not value or value is f.default or _is_part(f):
             continue
-        flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
-        check, choices = f.metadata["check"], f.metadata["choices"]
-        if _listed(f):
-            value = _as_list(f, flag, value)
-            object.__setattr__(config, f.name, value)
+        flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+        label = f"{flag} ({f.name})" if "help" in f.metadata else f.name  # a flag, or none
+        check, choices = f.metadata.get("check"), f.metadata.get("choices")
+        if _listed(f) and value is None:
+            why = None if "None" in str(f.type) else "give a list, not None"
+        elif _listed(f):
+            value = _as_list(f, label, value)
             why = next(filter(None, (_entry_problem(f, check, v) for v in value)), None)
         else:
-            why = check.problem(value) if check else None
-            if choices and value not in choices:
-                why = f"{value!r} is not one of {', '.join(choices)}"
+            value, why = _scalar(f, flag, value)
+            if why is None and value is not None:
+                why = check.problem(value) if check else None
+                if choices and value not in choices:
+                    why = f"{value!r} is not one of {', '.join(choices)}"
         if why:
-            raise BiasscopeError(f"{flag} ({f.name}): {why}")
+            raise BiasscopeError(f"{label}: {why}")
+        object.__setattr__(config, f.name, value)
+
+
+#: What a value of each kind a scalar annotation may name is, in an error.
+_WHAT = {"str": "text", "Path": "a path", "int": "a whole number", "float": "a number",
+         "bool": "True or False"}
+
+
+def _kinds(f: Field[Any]) -> set[str]:
+    """The kinds of a plain annotation (``str | None``: str, None); empty for any other."""
+    kinds = {part.strip() for part in str(f.type).split("|")}
+    return kinds if kinds <= {*_WHAT, "None"} else set()
+
+
+def _is(kind: str, value: Any) -> bool:
+    if kind in ("int", "float") and isinstance(value, bool):
+        return False
+    return isinstance(value, {"str": str, "Path": os.PathLike, "int": numbers.Integral,
+                              "float": numbers.Real, "bool": bool}[kind])
+
+
+def _scalar(f: Field[Any], flag: str, value: Any) -> tuple[Any, str | None]:
+    """``value`` as the kind ``f`` is annotated with, or why it is not (see `check_settings`)."""
+    kinds = _kinds(f)
+    if not kinds:
+        return value, None
+    what = " or ".join(_WHAT[k] for k in _WHAT if k in kinds)
+    if value is None:
+        return value, None if "None" in kinds else f"give {what}, not None"
+    if "str" in kinds and "Path" not in kinds and isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if "str" in kinds and not isinstance(value, (str, bool)) and isinstance(value, numbers.Real):
+        choices = f.metadata.get("choices") or ()
+        same = [c for c in choices if _number(c) == value]
+        if _text_number(f, value):
+            value = str(value)
+        elif same:
+            value = same[0]
+    if kinds & {"int", "float"} and "str" not in kinds and isinstance(value, str):
+        check = f.metadata.get("check") or Check("int" in kinds, lambda v: True, "")
+        try:
+            value = check.parse(value)
+        except ValueError as exc:
+            return value, str(exc)
+    if not any(_is(kind, value) for kind in kinds - {"None"}):
+        return value, f"{value!r} is not {what}"
+    parse = f.metadata.get("parse")
+    if parse is not None and isinstance(value, (str, os.PathLike)):
+        try:
+            parsed = parse(os.fspath(value))
+        except (BiasscopeError, ValueError) as exc:
+            return value, str(exc).removeprefix(f"{flag} ")
+        value = value if isinstance(value, os.PathLike) else parsed
+    return value, None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def made(kind: type[T], value: Any, name: str) -> T:
+    """``value`` as the config ``kind``: as it is, or made from a mapping of its settings
+    (``scoring={"batch_size": 8}``); anything else refused in one line naming ``name``."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, Mapping):
+        names = {part.name for part in fields(kind) if part.init}  # type: ignore[arg-type]
+        unknown = sorted(map(str, set(value) - names))
+        if unknown:
+            raise BiasscopeError(f"{name}: {kind.__name__} has no setting {', '.join(unknown)} "
+                                 f"(it has {', '.join(sorted(names))})")
+        return kind(**value)
+    raise BiasscopeError(f"{name}: give {kind.__name__}(...) or a dict of its settings, not "
+                         f"{type(value).__name__} {value!r}")
+
+
+def _is_part(f: Field[Any]) -> bool:
+    """Whether ``f`` is a part (a config of its own, ``scoring``) or a mapping."""
+    kind = f.default_factory
+    return ((isinstance(kind, type) and is_dataclass(kind))
+            or str(f.type).split("[", 1)[0].strip() in ("Mapping", "dict"))
+
+
+def _part(f: Field[Any], value: Any) -> Any:
+    """A part (a config of its own) made from a mapping of its settings, refused when it is
+    something else; a mapping checked as one; any other field's value as it is."""
+    kind = f.default_factory
+    if isinstance(kind, type) and is_dataclass(kind):
+        return made(kind, value, f.name)
+    outer = str(f.type).split("[", 1)[0].strip()
+    if outer in ("Mapping", "dict") and not isinstance(value, Mapping):
+        raise BiasscopeError(f"{f.name}: give a dict, not {type(value).__name__} {value!r}")
+    return value
 
 
 #: The entry kinds a list setting's annotation may name.
@@ -132,31 +250,50 @@ _KINDS: dict[str, type] = {"str": str, "int": int}
 def _listed(f: Field[Any]) -> bool:
     """Whether ``f`` holds a list of values (a repeatable flag, or a sequence annotation)."""
     outer = str(f.type).split("[", 1)[0].strip()
-    return bool(f.metadata["many"]) or outer in ("Sequence", "tuple", "list")
+    return bool(f.metadata.get("many")) or outer in ("Sequence", "tuple", "list")
 
 
-def _as_list(f: Field[Any], flag: str, value: Any) -> Any:
+def _as_list(f: Field[Any], label: str, value: Any) -> Any:
     """``value`` as a list setting's value: a string as its flag's text, any other iterable
     but a mapping as its entries (a range or generator made a list, so run.json can hold it;
     a tuple where the annotation says so, so a frozen config stays hashable)."""
+    inner = _inner(f)
+    if inner == "str" and isinstance(value, os.PathLike):
+        value = os.fspath(value)  # one path: its text, as the flag given it once
+    elif _text_number(f, value):
+        value = [value]  # one number whose text the flag takes: one entry
     if isinstance(value, str):
-        parse = f.metadata["parse"]
+        parse = f.metadata.get("parse")
         try:
             value = [value] if parse is None else parse(value)
         except ValueError as exc:
-            raise BiasscopeError(f"{flag} ({f.name}): {exc}") from None
+            raise BiasscopeError(f"{label}: {exc}") from None
     elif isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
-        raise BiasscopeError(f"{flag} ({f.name}): give a list, not {type(value).__name__} "
+        raise BiasscopeError(f"{label}: give a list, not {type(value).__name__} "
                              f"{value!r}")
+    if inner == "str" and any(isinstance(v, os.PathLike) or _text_number(f, v) for v in value):
+        value = [os.fspath(v) if isinstance(v, os.PathLike) else str(v)
+                 if _text_number(f, v) else v for v in value]
     if str(f.type).startswith("tuple["):
         return tuple(value)
     return value if isinstance(value, (list, tuple)) else list(value)
 
 
+def _inner(f: Field[Any]) -> str:
+    """The entry kind a list setting's annotation names (``Sequence[str]``: str)."""
+    return str(f.type).partition("[")[2].split(",")[0].rstrip("]").strip()
+
+
+def _text_number(f: Field[Any], value: Any) -> bool:
+    """Whether ``value`` is a number a setting that takes numbers as text takes as its text."""
+    return (bool(f.metadata.get("numbers")) and isinstance(value, numbers.Real)
+            and not isinstance(value, bool))
+
+
 def _entry_problem(f: Field[Any], check: Check | None, entry: Any) -> str | None:
     """Why one entry of a list setting is not allowed (None when it is)."""
-    inner = str(f.type).partition("[")[2].split(",")[0].rstrip("]").strip()
-    choices = f.metadata["choices"]
+    inner = _inner(f)
+    choices = f.metadata.get("choices")
     if choices and entry not in choices:
         return f"{entry!r} is not one of {', '.join(choices)}"
     if check is not None:

@@ -85,6 +85,9 @@ class Performance:
     lm_eval_metric: str | None = setting(None, "task/metric in those files, e.g. "
                                          "lambada_openai/acc")
 
+    def __post_init__(self) -> None:
+        check_settings(self)
+
 
 @dataclass(frozen=True)
 class DynamicsConfig:

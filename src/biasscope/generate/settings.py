@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from biasscope.backends.base import GenerateParams
 from biasscope.backends.config import BackendConfig
-from biasscope.core.config import described
+from biasscope.core.config import check_settings, described
 
 
 @dataclass(frozen=True)
@@ -23,3 +23,6 @@ class GenerateConfig:
     out: str = field(metadata=described("JSONL of generations"))
     params: GenerateParams = field(default_factory=GenerateParams)
     backend: BackendConfig = field(default_factory=BackendConfig)
+
+    def __post_init__(self) -> None:
+        check_settings(self)

@@ -100,6 +100,9 @@ class SensitivityConfig:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        if odd := [d for d in self.directions if d not in ("toward", "away")]:
+            raise BiasscopeError(f"--direction (directions): {odd[0]!r} is not toward or away; "
+                                 "give toward, away, both, or a list of toward and away")
         if self.sanity_lines is not None and not self.sanity_pairs:
             raise BiasscopeError(f"--sanity-lines {self.sanity_lines} draws the sanity pairs, "
                                  "but --sanity-pairs 0 asks for none: drop one of them")

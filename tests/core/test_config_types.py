@@ -1,0 +1,93 @@
+"""A notebook's mistakes in a config or an entry point's arguments are one line naming the
+setting and what to give (not a TypeError from deep inside, nor a run that does something
+else), and a value with one obvious meaning (a Path for a path, ``margin=0.02``) is taken."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from biasscope.audit.job import AuditConfig, ItemsConfig
+from biasscope.backends.hf_model import HFConfig
+from biasscope.compare.job import CompareConfig
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.job import DynamicsConfig
+from biasscope.dynamics.settings import Performance
+from biasscope.generate.batch import GenerateConfig
+from biasscope.intervene.settings import InterveneConfig, Training
+from biasscope.judge.job import JudgeConfig
+from biasscope.sensitivity.job import SensitivityConfig
+
+SENSITIVITY = {"out": "r", "reward_models": ["m"], "perturber": "p"}
+
+
+@pytest.mark.parametrize(("make", "says"), [
+    (lambda: CompareConfig(run_a=None, run_b="b"), "run_a: give text, not None"),  # type: ignore[arg-type]
+    (lambda: CompareConfig(run_a=3, run_b="b"), "run_a: 3 is not text"),  # type: ignore[arg-type]
+    (lambda: DynamicsConfig(out=None), "--out (out): give text or a path, not None"),  # type: ignore[arg-type]
+    (lambda: DynamicsConfig(out=3), "--out (out): 3 is not text or a path"),
+    (lambda: ItemsConfig(probe=None, out="x"), "--probe (probe): give a list, not None"),  # type: ignore[arg-type]
+    (lambda: JudgeConfig(out="r", models=["m"], input=None), "--input (input): give text"),  # type: ignore[arg-type]
+    (lambda: GenerateConfig(model=None, input="i", out="o"), "--model (model): give text"),  # type: ignore[arg-type]
+    (lambda: DynamicsConfig(out="r", quiet="no"), "--quiet (quiet): 'no' is not True or False"),
+    (lambda: AuditConfig(out="r", model=3), "--model (model): 3 is not text"),
+    (lambda: AuditConfig(out="r", base_rate=0.3), "--base-rate (base_rate): 0.3 is not text"),
+    (lambda: DynamicsConfig(out="r", limit="many"), "--limit (limit): 'many' is not a whole"),
+    (lambda: SensitivityConfig(**SENSITIVITY, sanity_lines=1000),
+     "--sanity-lines (sanity_lines): 1000 is not text"),
+    (lambda: Training(seed=None), "--seed (seed): give a whole number, not None"),  # type: ignore[arg-type]
+    (lambda: Performance(csv=3), "--performance-csv (csv): give a list, not int 3"),
+    (lambda: InterveneConfig(out="r", model="m", seeds=5), "seeds: give a list, not int 5"),
+    (lambda: DynamicsConfig(out="r", scoring=4), "scoring: give HFConfig(...)"),  # type: ignore[arg-type]
+    (lambda: DynamicsConfig(out="r", scoring={"bs": 4}), "scoring: HFConfig has no setting bs"),  # type: ignore[arg-type]
+    (lambda: DynamicsConfig(out="r", analysis=[("alpha", 0.05)]), "analysis: give a dict"),  # type: ignore[arg-type]
+    (lambda: SensitivityConfig(**SENSITIVITY, templates=["critique.txt"]),  # type: ignore[arg-type]
+     "templates: give a dict"),
+    (lambda: SensitivityConfig(**SENSITIVITY, directions=["sideways"]),
+     "--direction (directions): 'sideways' is not toward or away"),
+])
+def test_a_wrong_kind_is_refused_naming_the_setting(make, says) -> None:
+    with pytest.raises(BiasscopeError, match=re.escape(says)):
+        make()
+
+
+@pytest.mark.parametrize(("make", "field", "means"), [
+    (lambda: CompareConfig(run_a="a", run_b="b", margin=0.02), "margin", ["0.02"]),  # type: ignore[arg-type]
+    (lambda: CompareConfig(run_a="a", run_b="b", margin=[0.02]), "margin", ["0.02"]),  # type: ignore[list-item]
+    (lambda: CompareConfig(run_a=Path("a"), run_b="b"), "run_a", "a"),  # type: ignore[arg-type]
+    (lambda: CompareConfig(run_a="a", run_b="b", alpha="0.1"), "alpha", 0.1),  # type: ignore[arg-type]
+    (lambda: AuditConfig(out="r", base_rate=0.5), "base_rate", "0.5"),  # type: ignore[arg-type]
+    (lambda: AuditConfig(out="r", base_rate=1), "base_rate", "1.0"),  # type: ignore[arg-type]
+    (lambda: AuditConfig(out="r", responses=Path("a.jsonl")), "responses", "a.jsonl"),  # type: ignore[arg-type]
+    (lambda: DynamicsConfig(out="r", data_dir=Path("d")), "data_dir", "d"),  # type: ignore[arg-type]
+    (lambda: DynamicsConfig(out="r", models=Path("m")), "models", ["m"]),  # type: ignore[arg-type]
+    (lambda: DynamicsConfig(out="r", checkpoint_globs=[Path("c/checkpoint-*")]),  # type: ignore[list-item]
+     "checkpoint_globs", ["c/checkpoint-*"]),
+    (lambda: DynamicsConfig(out=Path("r")), "out", Path("r")),
+    (lambda: DynamicsConfig(out="r", limit="8"), "limit", 8),  # type: ignore[arg-type]
+    (lambda: DynamicsConfig(out="r", scoring={"batch_size": 4}), "scoring",  # type: ignore[arg-type]
+     HFConfig(batch_size=4)),
+    (lambda: InterveneConfig(out="r", model="m", training={"steps": 3}), "training",  # type: ignore[arg-type]
+     Training(steps=3)),
+    (lambda: ItemsConfig(probe=["bbq"], out=Path("i.jsonl")), "out", "i.jsonl"),  # type: ignore[arg-type]
+])
+def test_a_value_with_one_meaning_is_taken(make, field, means) -> None:
+    assert getattr(make(), field) == means
+
+
+@pytest.mark.parametrize("make", [
+    lambda out: DynamicsConfig(out=out),
+    lambda out: AuditConfig(out=out),
+    lambda out: JudgeConfig(out=out, models=["m"], input="i"),
+    lambda out: CompareConfig(run_a="a", run_b="b", out=out),
+    lambda out: SensitivityConfig(**{**SENSITIVITY, "out": out}),
+    lambda out: InterveneConfig(out=out, model="m"),
+])
+@pytest.mark.parametrize("kind", [str, Path])
+def test_an_out_where_a_file_stands_is_refused_when_the_config_is_made(make, kind,
+                                                                       tmp_path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BiasscopeError, match=r"--out \(out\): .*file is a file: give a dir"):
+        make(kind(tmp_path / "file"))

@@ -91,3 +91,24 @@ def test_an_out_where_a_file_stands_is_refused_when_the_config_is_made(make, kin
     (tmp_path / "file").write_text("x")
     with pytest.raises(BiasscopeError, match=r"--out \(out\): .*file is a file: give a dir"):
         make(kind(tmp_path / "file"))
+
+
+def test_render_and_load_probe_refuse_what_is_no_path_or_name(tmp_path) -> None:
+    from biasscope.jobs import render
+    from biasscope.probes import load_probe
+
+    for call, says in ((lambda: render(None), "run: give a path"),  # type: ignore[arg-type]
+                       (lambda: render(tmp_path, analysis=[1]), "analysis: give a dict"),  # type: ignore[arg-type]
+                       (lambda: load_probe(None), "load_probe: give a probe's name as text"),  # type: ignore[arg-type]
+                       (lambda: load_probe(Path("bbq")), "not PosixPath"),  # type: ignore[arg-type]
+                       (lambda: load_probe("bbq", nope=1), "'bbq' takes no option nope")):
+        with pytest.raises(BiasscopeError, match=re.escape(says)):
+            call()
+
+
+def test_an_unknown_analysis_setting_is_named(tmp_path) -> None:
+    from biasscope.dynamics import job
+
+    with pytest.raises(BiasscopeError, match="analysis 'alpah': is no analysis setting"):
+        job.run(DynamicsConfig(out=tmp_path / "run", models=[str(tmp_path / "m")],
+                               analysis={"alpah": 0.05}))

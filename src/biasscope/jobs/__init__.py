@@ -8,6 +8,7 @@ that wrote it, with the analysis settings given over those stored. A new job is 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -121,6 +122,13 @@ def render(run: str | Path, output: str | Path | None = None,
     """The report of ``run`` again from its stored records (``output``: elsewhere, leaving the
     run untouched), and the URL it was published to: a remote run's own report goes beside
     its records."""
+    for name, value in (("run", run), ("output", output), ("data_dir", data_dir)):
+        if not isinstance(value, (str, os.PathLike)) and (value is not None or name == "run"):
+            raise BiasscopeError(f"{name}: give a path (text or a Path), not "
+                                 f"{type(value).__name__} {value!r}")
+    if analysis is not None and not isinstance(analysis, Mapping):
+        raise BiasscopeError(f"analysis: give a dict such as {{'alpha': 0.05}}, not "
+                             f"{type(analysis).__name__} {analysis!r}")
     store = RunStore(run)
     out = Path(output) if output else None
     if out is not None:

@@ -17,6 +17,7 @@ one line below. Jobs and the report ask ``PROBES[name].<facet>``. The request ki
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,9 @@ def load_probe(name: str, data_dir: str | Path | None = None, **options: Any) ->
     """Build a registered probe from its data (``data_dir`` or the cache). ``NAME:A,B``
     selects as ``--probe`` does (``bbq:Age,Religion``, ``crows-pairs:revised``), so a name
     copied from a command line loads the same items."""
+    if not isinstance(name, str):
+        raise BiasscopeError(f"load_probe: give a probe's name as text, e.g. 'bbq', not "
+                             f"{type(name).__name__} {name!r}")
     base, colon, chosen = (part.strip() for part in name.partition(":"))
     info = PROBES.get(base)
     if info is None:
@@ -79,6 +83,12 @@ def load_probe(name: str, data_dir: str | Path | None = None, **options: Any) ->
             raise BiasscopeError(f"probe {name!r}: name what to select after ':' (e.g. "
                                  "bbq:Age,Religion)")
         options[info.selection] = picked
+    taken = inspect.signature(info.load).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in taken.values()):
+        unknown = sorted(set(options) - set(taken))
+        if unknown:
+            raise BiasscopeError(f"probe {base!r} takes no option {', '.join(unknown)}; it "
+                                 f"takes {', '.join(sorted(set(taken) - {'data_dir'}))}")
     return info.load(data_dir=data_dir, **options)
 
 

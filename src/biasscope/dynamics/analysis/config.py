@@ -67,6 +67,8 @@ def _real(value: Any) -> bool:
 def option_problem(name: str, value: Any) -> str | None:
     """Why ``value`` cannot be the analysis setting ``name``; None if it can. A stored or typed
     value out of range would otherwise be repaired silently (α = 5 shown as 0.01) or crash."""
+    if name not in FIELDS:
+        return f"is no analysis setting; give {', '.join(FIELDS)}"
     if name == "correction":
         known = CORRECTIONS
         return None if value in known else f"must be one of {', '.join(known)}"
@@ -91,8 +93,13 @@ def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> A
     A stored value that is no valid option (hand-edited, or written by an older version that
     did not check) is a one-line error naming the file and field, unless ``given`` replaces it.
     """
+    if given is not None and not isinstance(given, Mapping):
+        raise BiasscopeError(f"analysis: give a dict such as {{'alpha': 0.05}}, not "
+                             f"{type(given).__name__} {given!r}")
     given = dict(given or {})
     for name, value in given.items():
+        if name not in FIELDS:
+            raise BiasscopeError(f"analysis {name!r}: {option_problem(name, value)}")
         if reason := option_problem(name, value):
             raise BiasscopeError(f"--{name.replace('_', '-')} {value}: {reason}")
     summary = store.read_json("summary.json") if store.summary_json.is_file() else {}

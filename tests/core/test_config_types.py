@@ -112,3 +112,25 @@ def test_an_unknown_analysis_setting_is_named(tmp_path) -> None:
     with pytest.raises(BiasscopeError, match="analysis 'alpah': is no analysis setting"):
         job.run(DynamicsConfig(out=tmp_path / "run", models=[str(tmp_path / "m")],
                                analysis={"alpah": 0.05}))
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ({"probes": "winobias-gender"}, "probes: give a probe made by biasscope.load_probe"),
+    ({"probes": []}, "probes: give a probe"),
+    ({"out": None}, "out: give the run directory"),
+    ({"out": "FILE"}, "out: FILE is a file"),
+    ({"config": {"every": 0}}, "--every (every): 0 is not 1 or more"),
+    ({"config": {"evry": 5}}, "config: LiveConfig has no setting evry"),
+    ({"step": "100"}, "step: give the training step"),
+])
+def test_evaluate_now_refuses_a_careless_call(given, says, tmp_path, monkeypatch) -> None:
+    from biasscope.dynamics.live import evaluate_now
+    from biasscope.probes import load_probe
+    from winobias_fixture import write_winobias
+
+    monkeypatch.chdir(tmp_path)
+    Path("FILE").write_text("x")
+    probe = load_probe("winobias-gender", data_dir=write_winobias(tmp_path / "data"))
+    call = {"probes": [probe], "out": "run", "step": 0, **given}
+    with pytest.raises(BiasscopeError, match=re.escape(says)):
+        evaluate_now(None, None, call.pop("probes"), call.pop("out"), call.pop("step"), **call)

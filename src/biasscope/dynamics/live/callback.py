@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.lazy import require_torch
+from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.live import evaluate as live
 from biasscope.dynamics.live.evaluate import LiveConfig, is_logged
 from biasscope.probes import Probe
@@ -40,9 +41,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                  config: LiveConfig = LiveConfig(), tokenizer: Any = None,
                  trainer: Any = None) -> None:
         require_torch()  # without the 'hf' extra: one line naming it, not an ImportError
-        self.probes = [probes] if not isinstance(probes, Sequence) else list(probes)
-        self.out = Path(out)
-        self.config = config
+        self.probes, self.out, self.config = live.live_inputs(probes, out, config)
         self.tokenizer = tokenizer
         self.trainer = trainer
         self.history: list[dict[str, float]] = []
@@ -84,7 +83,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                        processing_class: Any = None, **kwargs: Any) -> Any:
         tokenizer = self.tokenizer or processing_class or kwargs.get("tokenizer")
         if tokenizer is None:
-            raise ValueError("BiasCallback needs a tokenizer: pass tokenizer= or give the "
+            raise BiasscopeError("BiasCallback needs a tokenizer: pass tokenizer= or give the "
                              "Trainer a processing_class")
         # The baseline before any update; the Trainer would not honour a stop here anyway.
         return self._evaluate(state, control, model, tokenizer, may_stop=False)

@@ -10,6 +10,7 @@ can stop when the male-female gap crosses a threshold.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,13 +19,21 @@ from typing import TYPE_CHECKING, Any
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint, parse_seeds
 from biasscope.backends.hf import HFScorer
 from biasscope.backends.hf_model import HFConfig
-from biasscope.core.config import NON_NEGATIVE, POSITIVE_INT, SEED, check_settings, setting
+from biasscope.core.config import (
+    NON_NEGATIVE,
+    POSITIVE_INT,
+    SEED,
+    check_settings,
+    made,
+    setting,
+)
+from biasscope.core.errors import BiasscopeError
 from biasscope.core.renamed import renamed
 from biasscope.dynamics.scoring.runfile import init_run
 from biasscope.dynamics.scoring.sweep import hf_comparable, write_summary
 from biasscope.dynamics.scoring.units import SweepConfig, ask, unit_frame, unit_summary
 from biasscope.probes import PROBES, Probe
-from biasscope.store.directory import RunStore
+from biasscope.store.directory import RunStore, run_dir
 from biasscope.store.units import Unit
 
 LOGGED = ("jsdp_gap", "jsdp_correct/male", "jsdp_correct/female", "average_rank/male",
@@ -57,6 +66,27 @@ class LiveConfig:
         check_settings(self)
 
 
+def live_inputs(probes: Any, out: Any, config: Any) -> tuple[list[Probe], Path, LiveConfig]:
+    """What `evaluate_now` and `BiasCallback` are given, checked: one probe or several (made by
+    `load_probe`, not named), a run directory (where no file stands), and a `LiveConfig` (or a
+    dict of its settings); a mistake is one line naming the argument."""
+    one = isinstance(probes, str) or not isinstance(probes, (Sequence, set, frozenset))
+    listed = [probes] if one else list(probes)
+    odd = next((p for p in listed if not (hasattr(p, "name") and hasattr(p, "items"))), None)
+    if odd is not None or not listed:
+        named = f" (for a name: load_probe({odd!r}, data_dir=...))" if isinstance(odd, str) else ""
+        raise BiasscopeError("probes: give a probe made by biasscope.load_probe, or a list of "
+                             f"them, not {type(odd).__name__} {odd!r}{named}")
+    if not isinstance(out, (str, os.PathLike)):
+        raise BiasscopeError(f"out: give the run directory (text or a Path), not "
+                             f"{type(out).__name__} {out!r}")
+    try:
+        run_dir(os.fspath(out))
+    except BiasscopeError as exc:
+        raise BiasscopeError(f"out: {exc}") from None
+    return listed, Path(out), made(LiveConfig, config, "config")
+
+
 def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str | Path,
                  step: int, config: LiveConfig = LiveConfig(),
                  saved_as: Checkpoint | None = None) -> dict[str, float]:
@@ -66,6 +96,10 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
     ``saved_as``: the checkpoint these weights were just saved as, so that a later sweep of the
     saved directories finds these units done instead of scoring them again.
     """
+    probes, out, config = live_inputs(probes, out, config)
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise BiasscopeError(f"step: give the training step, a whole number 0 or more, not "
+                             f"{step!r}")
     scoring = HFConfig(batch_size=config.batch_size)
     store = RunStore(out)
     ckpt = saved_as or Checkpoint(config.model_name, IN_MEMORY, f"step{step}", step)

@@ -864,6 +864,23 @@ def test_a_changed_wording_is_shown_where_its_text_differs(winobias_dir, tmp_pat
 # ------------------------------------------------------------------ checked before loading
 
 
+
+#: Small input files a command reads before its model loads (`_write_inputs`).
+INPUTS = {
+    "texts.jsonl": '{"id": 1, "text": "fine"}\n',
+    "pairs.jsonl": '{"id": 1, "prompt": "q", "a": "x", "b": "y"}\n',
+    "one.json": '{"ok": "fine"}', "three.json": '{"a": "x", "b": "y", "c": "z"}',
+    "principles.txt": "Be kind.\n",
+    "chats.jsonl": '{"messages": [{"role": "user", "content": "hi"}, '
+                   '{"role": "assistant", "content": "yo"}]}\n',
+    "cf.jsonl": '{"prompt": "Rate him.", "response": "He is fit."}\n'}
+
+
+def _write_inputs(root, changed: dict[str, str] | None = None) -> None:
+    """`INPUTS` (with ``changed`` files' texts) written into ``root``."""
+    for name, text in {**INPUTS, **(changed or {})}.items():
+        (root / name).write_text(text)
+
 @pytest.mark.parametrize(("argv", "said"), [
     (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",
       "{tmp}/one.json"], "a judge needs at least two labels; got 1"),
@@ -891,15 +908,7 @@ def test_a_changed_wording_is_shown_where_its_text_differs(winobias_dir, tmp_pat
 def test_flags_and_files_are_checked_before_a_model_loads(argv, said, tmp_path, capsys):
     """These were checked only after the model loaded (10-30 s, or a download); here no model
     can load (offline), so the one line must be about the flag or file."""
-    for name, text in {
-            "texts.jsonl": '{"id": 1, "text": "fine"}\n',
-            "pairs.jsonl": '{"id": 1, "prompt": "q", "a": "x", "b": "y"}\n',
-            "one.json": '{"ok": "fine"}', "three.json": '{"a": "x", "b": "y", "c": "z"}',
-            "principles.txt": "Be kind.\n",
-            "chats.jsonl": '{"messages": [{"role": "user", "content": "hi"}, '
-                           '{"role": "assistant", "content": "yo"}]}\n',
-            "cf.jsonl": '{"prompt": "Rate him.", "response": "He is fit."}\n'}.items():
-        (tmp_path / name).write_text(text)
+    _write_inputs(tmp_path)
     out = ["--out", str(tmp_path / "r")] if argv[0].startswith("judge") else []
     line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv] + out)
     assert said in line and "never-loaded" not in line
@@ -965,13 +974,7 @@ _LOCAL = "hf:org/never-loaded"
 def test_a_local_model_refuses_a_server_url_or_key(tmp_path, capsys, argv, flag, extra, named):
     """Before: hf: (or a bare path or hub id) ignored them, and the run looked as if it had
     asked that server; refused before the model loads (here none can: offline)."""
-    for name, text in {
-            "texts.jsonl": '{"id": 1, "text": "fine"}\n', "three.json": '{"a": "x", "b": "y"}',
-            "principles.txt": "Be kind.\n",
-            "chats.jsonl": '{"messages": [{"role": "user", "content": "hi"}, '
-                           '{"role": "assistant", "content": "yo"}]}\n',
-            "cf.jsonl": '{"prompt": "Rate him.", "response": "He is fit."}\n'}.items():
-        (tmp_path / name).write_text(text)
+    _write_inputs(tmp_path, {"three.json": '{"a": "x", "b": "y"}'})
     write_hh_rlhf(tmp_path)
     out = tmp_path / "r"
     line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv]

@@ -198,10 +198,6 @@ def test_a_win_rate_difference_is_tested_against_the_coin_flip_variance() -> Non
 def test_pairs_of_a_system_against_itself_are_counted_and_said(tmp_path, capsys) -> None:
     """model_a = model_b: the pair says nothing of a rank, so it is left out, and now said
     (it was dropped without a word); judge-audit's two orders of a pair count once."""
-    import json
-
-    from biasscope.cli.main import main
-
     authors = [("alpha", "beta"), ("alpha", "alpha"), ("beta", "alpha"), ("beta", "beta")]
     found = rankings({"j": ["a", "a", "b", "b"]}, authors, n_resamples=50)
     assert found["items"] == 2 and found["same_system"] == 2
@@ -212,22 +208,13 @@ def test_pairs_of_a_system_against_itself_are_counted_and_said(tmp_path, capsys)
     assert both["same_system"] == 2
     clean = rankings({"j": ["a", "b"]}, [("alpha", "beta")] * 2, n_resamples=50)
     assert clean["same_system"] == 0 and "same system" not in " ".join(clean["sentences"])
-    path = tmp_path / "pairs.jsonl"
-    path.write_text("".join(json.dumps({"id": i, "prompt": "Q?", "a": "yes", "b": "no",
-                                        "model_a": x, "model_b": y}) + "\n"
-                            for i, (x, y) in enumerate(authors)))
-    assert main(["judge-audit", "--model", "canned:A", "--input", str(path), "--out",
-                 str(tmp_path / "audit"), "--no-cache"]) == 0
-    assert "2 pairs name the same system as model_a and model_b" in capsys.readouterr().out
+    assert "2 pairs name the same system as model_a and model_b" in _audit_said(
+        tmp_path, authors, capsys)
 
 
 def test_pairs_that_name_one_author_are_counted_and_said(tmp_path, capsys) -> None:
     """model_a given and model_b missing (or the reverse): no game between two systems, so
     left out, and now said (it was dropped without a word); both orders count once."""
-    import json
-
-    from biasscope.cli.main import main
-
     authors = [("alpha", "beta"), ("alpha", None), (None, "beta"), ("beta", "alpha"),
                (None, None)]
     found = rankings({"j": ["a"] * 5}, authors, n_resamples=50)
@@ -247,10 +234,21 @@ def test_pairs_that_name_one_author_are_counted_and_said(tmp_path, capsys) -> No
     _, said = ranking_tables(["j"], [Verdict("a", None, "", (), {})], [("alpha", None)])
     assert said == ["1 pair names only one of its two systems (model_a or model_b missing): "
                     "left out of the leaderboards, which need both."]
+    assert "2 pairs name only one of their two systems" in _audit_said(tmp_path, authors,
+                                                                         capsys)
+
+
+def _audit_said(tmp_path, authors, capsys) -> str:
+    """What `biasscope judge-audit` prints for one pair per (model_a, model_b) in ``authors``
+    (None: the field left out as null), every verdict "a"."""
+    import json
+
+    from biasscope.cli.main import main
+
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps({"id": i, "prompt": "Q?", "a": "yes", "b": "no",
                                         "model_a": x, "model_b": y}) + "\n"
                             for i, (x, y) in enumerate(authors)))
     assert main(["judge-audit", "--model", "canned:A", "--input", str(path), "--out",
                  str(tmp_path / "audit"), "--no-cache"]) == 0
-    assert "2 pairs name only one of their two systems" in capsys.readouterr().out
+    return str(capsys.readouterr().out)

@@ -187,3 +187,19 @@ def test_data_fetch_takes_the_data_dir_its_errors_offer(cache, monkeypatch, caps
     monkeypatch.setenv("BIASSCOPE_OWN_DATA", "0")
     assert main(["data", "fetch", "winogender", "--data-dir", str(mine)]) == 2
     assert "is not the pinned winogender/" in capsys.readouterr().err
+
+
+def test_data_fetch_names_every_file_that_is_not_ready(cache, monkeypatch, capsys, tmp_path):
+    """A data dir missing two of a source's files is told both at once, not one per call."""
+    from biasscope.cli.main import main
+
+    mine = tmp_path / "mine"
+    (mine / "winogender").mkdir(parents=True)
+    (mine / "winogender" / "templates.tsv").write_text("x\n")
+    monkeypatch.setenv("BIASSCOPE_OWN_DATA", "1")
+    assert main(["data", "fetch", "winogender", "--data-dir", str(mine)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith("biasscope: error: 2 of 3 winogender files are not ready: missing data "
+                          f"file {mine / 'winogender' / 'occupations-stats.tsv'}: download ")
+    assert f"; missing data file {mine / 'winogender' / 'all_sentences.tsv'}: download " in err

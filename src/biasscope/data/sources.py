@@ -295,9 +295,21 @@ def _download(known: DataFile, path: Path) -> None:
 
 
 def fetch(source: str, data_dir: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Every file of one source, downloaded and verified (for air-gapped preparation)."""
+    """Every file of one source, downloaded and verified (for air-gapped preparation). Every
+    file is tried, so that one error names all that are missing or wrong, not the first."""
     names = [name for (src, name) in SOURCES if src == source]
     if not names:
         known = sorted({src for src, _ in SOURCES})
         raise DataError(f"unknown data source {source!r}; known: {', '.join(known)}")
-    return [data_path(source, name, data_dir) for name in names]
+    paths, failed = [], []
+    for name in names:
+        try:
+            paths.append(data_path(source, name, data_dir))
+        except DataError as exc:
+            failed.append(str(exc))
+    if len(failed) > 1:
+        raise DataError(f"{len(failed)} of {len(names)} {source} files are not ready: "
+                        + "; ".join(failed))
+    if failed:
+        raise DataError(failed[0])
+    return paths

@@ -4,6 +4,8 @@ counted, non-zero exit), and a rerun with other settings is refused instead of m
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
 from biasscope.probes import load_probe
 from biasscope.store.directory import RunStore
+from biasscope.store.run_json import OtherVersionsWarning
 from scripted_server import Reply, chat, serve
 
 PROBE = "professional-bias"
@@ -229,6 +232,46 @@ def test_a_folder_with_a_summary_but_no_run_json_is_not_written_over(tmp_path, c
     assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
 
 
+def test_an_audit_records_its_versions_and_compare_notes_where_they_differ(tmp_path, capsys):
+    """Before: an audit's run.json held no library versions, so compare of two audits said
+    nothing of a biasscope or torch upgrade between them, as it does of two sweeps'."""
+    args, _, out = _adult_run(tmp_path)
+    assert main([*args, "--probe", "adult-counterfactual"]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert set(run["versions"]) == {"python", "biasscope"}  # no local model: no torch
+    other = tmp_path / "other"
+    shutil.copytree(out, other)
+    run["versions"].update(biasscope="0.0.1", torch="2.4.0")  # torch: in one run only
+    (other / "run.json").write_text(json.dumps(run))
+    capsys.readouterr()
+    assert main(["compare", str(out), str(other), "--out", str(tmp_path / "cmp")]) == 0
+    mine = json.loads((out / "run.json").read_text())["versions"]["biasscope"]
+    note = f"the runs differ in biasscope version: {mine} vs 0.0.1."
+    assert [line for line in capsys.readouterr().out.splitlines() if "differ in" in line] == [
+        note]
+
+
+def test_versions_are_gained_by_an_older_audit_and_another_version_is_not_refused(tmp_path):
+    """An audit from before versions were recorded resumes and gains them; a rerun under
+    other versions resumes too (an upgrade locks no one out of a run), run.json keeping the
+    ones the run was made with, and says so."""
+    args, _, out = _adult_run(tmp_path)
+    probe = [*args, "--probe", "adult-counterfactual"]
+    assert main(probe) == 0
+    run = json.loads((out / "run.json").read_text())
+    now = run.pop("versions")
+    (out / "run.json").write_text(json.dumps(run))  # as an older biasscope wrote it
+    assert main(probe) == 0
+    assert json.loads((out / "run.json").read_text())["versions"] == now
+    (out / "run.json").write_text(json.dumps({**run, "versions": {**now, "biasscope": "0.0.1"}}))
+    with pytest.warns(OtherVersionsWarning, match=rf"biasscope 0\.0\.1\); this call runs "
+                      rf"biasscope {re.escape(now['biasscope'])}, and what it adds"):
+        assert main([*args, "--probe", "adult-counterfactual,professional-bias"]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["versions"]["biasscope"] == "0.0.1" and set(run["probes"]) == {
+        "adult-counterfactual", "professional-bias"}
+
+
 def test_a_run_of_another_kind_is_refused(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
@@ -290,7 +333,6 @@ def test_a_local_model_run_from_before_fingerprints_resumes_and_gains_one(
     """A run made before a local model's identity carried its weights' fingerprint resumes
     (as dynamics trusts such a run's checkpoints) and records it; other weights under the
     same path are refused from then on."""
-    import shutil
 
     monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
     model, out = tmp_path / "model", tmp_path / "run"
@@ -325,6 +367,7 @@ def test_a_model_without_a_chat_template_is_recorded_so_and_old_runs_gain_it(
     assert main(args) == 0, capsys.readouterr().err
     run = json.loads((out / "run.json").read_text())
     assert run["responder"].pop("chat_template") is False
+    assert {"biasscope", "torch", "transformers", "tokenizers"} <= set(run["versions"])
     (out / "run.json").write_text(json.dumps(run))  # as an older biasscope wrote it
     assert main(args) == 0, capsys.readouterr().err
     assert json.loads((out / "run.json").read_text())["responder"]["chat_template"] is False

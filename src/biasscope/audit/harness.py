@@ -48,7 +48,14 @@ from biasscope.report.audit import REPORT, audit_page
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import refuse_foreign_folder, start_run
+from biasscope.store.run_json import (
+    MODEL_LIBRARIES,
+    kept_versions,
+    refuse_foreign_folder,
+    start_run,
+    versions,
+    warn_other_versions,
+)
 from biasscope.store.settings import gain_identity, merge_settings, sha256_json
 from biasscope.store.units import Unit
 
@@ -260,6 +267,16 @@ def run_settings(responder: Responder, probes: Sequence[AskedProbe], limit: int 
                        for p in probes}}
 
 
+def run_versions(settings: Mapping[str, Any]) -> dict[str, str]:
+    """The versions that can change an audit's records, for run.json ``versions`` (not a
+    setting: `kept_versions`): biasscope's, and a local model's libraries where one answers
+    or scores (an ``hf`` backend)."""
+    how = [settings.get("responder"), *(settings.get("scored") or {}).values()]
+    local = any(isinstance(h, Mapping) and isinstance(h.get("backend"), Mapping)
+                and h["backend"].get("backend") == "hf" for h in how)
+    return versions(("biasscope", *(MODEL_LIBRARIES if local else ())))
+
+
 def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.PathLike[str],
               limit: int | None = None, scorer: scored.LogprobScorer | None = None,
               others: Sequence[AskedProbe] = ()) -> RunStore:
@@ -285,7 +302,14 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
     if isinstance(responder, StoredResponses):
         responder.require_some(i.id for p in probes for i in items[p.name])
     settings = run_settings(responder, probes, limit, items, scorer)
+    now = run_versions(settings)
     started = False
+
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        merged = settings if previous is None else merge_settings(
+            store.run_json, recorded(gain_identity(previous, settings), settings), settings,
+            grow={"probes": "probe", "scored": "request kind"})
+        return {**merged, "versions": kept_versions((previous or {}).get("versions"), now)}
 
     def start() -> None:
         """run.json, written with what is first written: a new run that fails before it
@@ -293,11 +317,8 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
         to refuse the corrected command. A run that exists is checked before any request."""
         nonlocal started
         if not started:
-            start_run(store, "audit", lambda previous: settings if previous is None else
-                      merge_settings(store.run_json,
-                                     recorded(gain_identity(previous, settings), settings),
-                                     settings,
-                                     grow={"probes": "probe", "scored": "request kind"}))
+            written = start_run(store, "audit", build)
+            warn_other_versions(store.run_json, written["versions"], now)
             started = True
 
     if store.run_json.is_file() or store.remote is not None:

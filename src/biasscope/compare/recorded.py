@@ -2,7 +2,7 @@
 that decide the answers (scoring method, ``--plain-prompt``, temperature, max tokens, dtype,
 ``--limit``) and the data (each probe's recorded config: its template, items' SHA-256, options;
 a sweep's data files' SHA-256; the versions of biasscope, torch, transformers and tokenizers
-a sweep records) that differ, each in words.
+a sweep or an audit records) that differ, each in words.
 
 They are noted, never refused: a difference may be exactly what the user compares. What is
 compared is the model, so its identity (source, revision, weights' fingerprint, backend) is
@@ -35,8 +35,8 @@ IDENTITY = {"backend": "backend", "base_url": "server", "revision": "model revis
             "gguf_sha256": "GGUF file (SHA-256)", "gguf_quantization": "quantisation",
             "method": "option scoring from the server"}
 
-#: The installed libraries (run.json ``versions``) that decide a sweep's scores, noted where
-#: both runs record them.
+#: The installed libraries (run.json ``versions``) that decide a sweep's or an audit's scores,
+#: noted where both runs record them.
 VERSIONS = ("biasscope", "torch", "transformers", "tokenizers")
 
 #: A sweep checkpoint's identity (run.json ``checkpoints``) in words, where both runs hold a
@@ -138,7 +138,7 @@ def settings(run: Mapping[str, Any], probes: Collection[str]) -> dict[str, Any]:
     out["first-token scoring"] = nested.get("first_token",
                                             scored.get("next_token", {}).get("first_token"))
     out["--limit"] = run.get("limit", nested.get("limit"))
-    for name in VERSIONS:  # a sweep records them (dynamics.scoring.runfile.versions)
+    for name in VERSIONS:  # a sweep and an audit record them (store.run_json.versions)
         out[f"{name} version"] = _mapping(run.get("versions")).get(name)
     for name, sha in sorted(_mapping(nested.get("data")).items()):
         out[f"data file {name} (SHA-256)"] = sha

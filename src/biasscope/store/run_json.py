@@ -9,18 +9,62 @@ entries. ``jobs.JOBS`` maps each kind to the job that writes it and the renderer
 
 from __future__ import annotations
 
+import platform
 import random
 import time
-from collections.abc import Callable, Collection, Mapping
+import warnings
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.imports import installed_version
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 from biasscope.store.locks import run_lock
 
 RUN_JSON = "run.json"
 Build = Callable[[dict[str, Any] | None], dict[str, Any]]
+
+#: The libraries that run a local model: their versions can change its scores.
+MODEL_LIBRARIES = ("torch", "transformers", "tokenizers")
+#: What a sweep records in run.json ``versions`` (with python's): it computes its analysis too.
+LIBRARIES = ("biasscope", "numpy", "pandas", "scipy", *MODEL_LIBRARIES)
+
+
+def versions(names: Sequence[str] = LIBRARIES) -> dict[str, str]:
+    """run.json ``versions``: python's and each of ``names`` installed, so `biasscope compare`
+    can say where two runs' libraries differ."""
+    out = {"python": platform.python_version()}
+    for name in names:
+        if (version := installed_version(name)) is not None:
+            out[name] = version
+    return out
+
+
+class OtherVersionsWarning(UserWarning):
+    """A rerun runs other library versions than those its run.json keeps."""
+
+
+def kept_versions(recorded: Any, now: Mapping[str, str]) -> dict[str, str]:
+    """run.json ``versions`` of a run that keeps its first: those the run ``recorded`` stay
+    (its results were first made with them, and a rerun that only resumes must not make them
+    look made with others); those it lacks (a run from before they were recorded) are gained
+    from ``now``. Never refused: upgrading a library must not lock a user out of a run."""
+    return {**now, **(recorded if isinstance(recorded, Mapping) else {})}
+
+
+def warn_other_versions(where: object, kept: Mapping[str, Any], now: Mapping[str, str]
+                        ) -> None:
+    """An `OtherVersionsWarning` where this call runs other libraries than run.json keeps
+    (python's aside): what it adds is made with them."""
+    other = [name for name, version in now.items()
+             if name != "python" and kept.get(name) not in (None, version)]
+    if other:
+        warnings.warn(
+            f"{where} keeps the versions its run was made with "
+            f"({', '.join(f'{n} {kept[n]}' for n in other)}); this call runs "
+            f"{', '.join(f'{n} {now[n]}' for n in other)}, and what it adds is made with them",
+            OtherVersionsWarning, stacklevel=3)
 
 
 def kind_of(recorded: Mapping[str, Any]) -> str:

@@ -15,7 +15,6 @@ closes the window to the few milliseconds of one upload but is not a true compar
 from __future__ import annotations
 
 import datetime as dt
-import platform
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -30,11 +29,10 @@ from biasscope.backends.checkpoints import (
     unconverted,
 )
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.imports import installed_version
 from biasscope.dynamics.scoring.fingerprints import Fingerprints, recorded, with_fingerprints
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
-from biasscope.store.run_json import start_run
+from biasscope.store.run_json import start_run, versions
 from biasscope.store.settings import merge_settings
 from biasscope.store.units import Unit
 
@@ -46,14 +44,6 @@ RUN_SCHEMA = "biasscope.run/1"
 # recorded must stay the same. A data file not recorded before (another probe's, or a run
 # from before data files were recorded) is added.
 _GROW = {"probes": "probe", "data": "data file"}
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in ("biasscope", "numpy", "pandas", "scipy", "torch", "transformers", "tokenizers"):
-        if (version := installed_version(name)) is not None:
-            out[name] = version
-    return out
 
 
 def _now() -> str:

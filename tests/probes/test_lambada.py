@@ -80,3 +80,22 @@ def test_sweep_runs_performance_probe_once_per_checkpoint(tmp_path, checkpoint_d
     lam = [c for c in summary if c["probe"] == "lambada"]
     assert [c["step"] for c in lam] == [10, 20, 30] and lam[0]["seeds"] == [0]
     assert 0.0 <= lam[0]["mean"]["accuracy"] <= 1.0 and lam[0]["mean"]["perplexity"] > 1.0
+
+
+def test_dynamics_with_lambada_performance(tmp_path: Path, checkpoint_dirs, winobias_dir,
+                                           one_thread) -> None:
+    """``--performance lambada`` loads the probe without the ``text`` option perplexity:FILE
+    gives, which lambada now refuses as an unknown option."""
+    pytest.importorskip("torch")
+    import shutil
+
+    from biasscope.dynamics import job
+
+    data = shutil.copytree(winobias_dir, tmp_path / "data")
+    write_lambada(data, [json.dumps({"text": t}) for t in PASSAGES])
+    result = job.run(job.DynamicsConfig(
+        out=tmp_path / "run", checkpoint_globs=[str(checkpoint_dirs[0].parent / "checkpoint-*")],
+        seeds=[0], limit=8, data_dir=str(data), quiet=True,
+        performance=job.Performance("lambada")))
+    summary = json.loads(result.store.summary_json.read_text())
+    assert [c["step"] for c in summary["checkpoints"] if c["probe"] == "lambada"] == [10, 20, 30]

@@ -41,3 +41,19 @@ def test_a_bad_selection_is_one_line(data_dir: Path, name: str, says: str) -> No
 def test_a_selection_given_twice_is_refused(data_dir: Path) -> None:
     with pytest.raises(BiasscopeError, match="both select"):
         load_probe("bbq:Age", data_dir=data_dir, categories=["Religion"])
+
+
+@pytest.mark.parametrize(("name", "option", "says"), [
+    ("lambada", {"templat": "x"}, "probe 'lambada' takes no option templat; it takes only "
+                                  "data_dir"),
+    ("stereoset", {"limit": 5}, "probe 'stereoset' takes no option limit; it takes only "
+                                "data_dir"),
+    ("bbq", {"categorys": ["Age"]}, "probe 'bbq' takes no option categorys; it takes "
+                                    "categories, limit, template"),
+])
+def test_an_unknown_option_is_named_with_the_known_ones(data_dir: Path, name: str,
+                                                        option: dict[str, object],
+                                                        says: str) -> None:
+    """Before: lambada and stereoset took any keyword, so a typo passed silently."""
+    with pytest.raises(BiasscopeError, match=f"^{says}$"):
+        load_probe(name, data_dir=data_dir, **option)

@@ -62,7 +62,8 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
                              wordings=config.wordings)
         if config.performance.probe:
             name, _, text = config.performance.probe.partition(":")  # perplexity:FILE
-            probes.append(load_probe(name, data_dir=config.data_dir, text=text or None))
+            probes.append(load_probe(name, data_dir=config.data_dir,
+                                     **({"text": text} if text else {})))
     data = {name: file_sha256(path) for name, path in sorted(read.items())}
     import_performance(config.performance, store, checkpoints)
     run_dynamics(probes, checkpoints, store, seeds=config.seeds, scoring=config.scoring,

@@ -87,8 +87,9 @@ def load_probe(name: str, data_dir: str | Path | None = None, **options: Any) ->
     if not any(p.kind is p.VAR_KEYWORD for p in taken.values()):
         unknown = sorted(set(options) - set(taken))
         if unknown:
+            known = sorted(set(taken) - {"data_dir"})
             raise BiasscopeError(f"probe {base!r} takes no option {', '.join(unknown)}; it "
-                                 f"takes {', '.join(sorted(set(taken) - {'data_dir'}))}")
+                                 f"takes {', '.join(known) if known else 'only data_dir'}")
     return info.load(data_dir=data_dir, **options)
 
 

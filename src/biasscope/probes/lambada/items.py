@@ -59,5 +59,7 @@ class Lambada:
                 for number, context, word in self.passages]
 
 
-def from_data(data_dir: str | Path | None = None, **_: object) -> Lambada:
+def from_data(data_dir: str | Path | None = None) -> Lambada:
+    """The probe on OpenAI's LAMBADA test file; it takes no other option (`load_probe`
+    refuses one, a typo among them)."""
     return Lambada(load_passages(data_path("lambada", "lambada_test.jsonl", data_dir)))

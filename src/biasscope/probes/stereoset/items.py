@@ -105,5 +105,7 @@ class StereoSet:
         return stratified_sample(items, limit, key, DOMAINS, len(LABELS), 0, NAME)
 
 
-def from_data(data_dir: str | Path | None = None, **_: object) -> StereoSet:
+def from_data(data_dir: str | Path | None = None) -> StereoSet:
+    """The probe on StereoSet's dev.json; it takes no other option (`load_probe` refuses
+    one, a typo among them)."""
     return StereoSet(load_examples(data_path(DATA, "dev.json", data_dir)))

@@ -456,3 +456,26 @@ def test_invalid_answers_and_name_sensitivity_are_measured_per_judge() -> None:
     assert head["name_sensitivity:alphabet"]["n"] == 6
     assert ("Showing the user's label names instead of neutral keys changed 100% of verdicts "
             "of judge alphabet") in " ".join(said)
+
+
+def test_each_judges_reason_is_read_from_its_calls_as_stored(tmp_path) -> None:
+    """A judge whose two orders disagree on every pair, beside one that reads the answers:
+    the other decides every item. Its reason is its own (`Judge.reason` from its calls),
+    the same read back from verdicts.jsonl (stored without probabilities)."""
+    from biasscope.judge.batch import Task, batch_result, stored_verdicts, write_verdicts
+    from biasscope.judge.core import JudgingConfig
+    from biasscope.judge.tasks import compare
+
+    pairs = tuple((f"Q{i}?", "x" * (5 + i), "y") for i in range(4))
+    task = Task(tuple(str(i) for i in range(4)), pairs=pairs)
+    panel = Judge([Reads("long", _longer), CannedGenerator(["A"], label="first")],
+                  JudgingConfig(position="consensus"))
+    verdicts = compare(panel, pairs)
+    found = batch_result(panel, task, verdicts)
+    assert found["sentences"][0] == ("4 of 4 items got a verdict; judge first answered 0 of 4 "
+                                     "(4 disagreements of the orders).")
+    assert found["headline"]["answered_rate:long"]["estimate"] == 1.0
+    write_verdicts(tmp_path / "verdicts.jsonl", task.ids, verdicts)
+    back = list(stored_verdicts(tmp_path / "verdicts.jsonl").values())
+    assert [panel.reason(v, "first") for v in back] == ["disagreement"] * 4
+    assert [panel.reason(v, "long") for v in back] == [""] * 4

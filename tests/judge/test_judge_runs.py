@@ -362,6 +362,47 @@ def test_the_terminal_shows_every_sentence_that_leaves_something_out(tmp_path, c
         "canned:X gave no verdict on a pair of named systems: no leaderboard is possible "
         "without verdicts."]
     assert printed[:-1] == [*result["sentences"][:2], *notes]
-    assert result["notes"] == [result["sentences"][1], *notes]  # α undefined
+    assert result["notes"] == [*result["sentences"][:2], *notes]  # canned:X's count, α
     assert len(result["sentences"]) > len(printed)  # canned:A's findings: in the report
     assert printed[-1].startswith("verdicts: ")
+
+
+def test_a_judge_that_never_answers_is_counted_beside_the_panels_verdicts(pairs, tmp_path,
+                                                                          capsys):
+    """Two judges, one answering outside the keys on every item: the other decided each, and
+    the run said "3 of 3 items got a verdict" and no more. Each judge's own count is said and
+    printed, and its answered rate is in the headline; judge-audit says it too."""
+    two = ["--model", "canned:X", "--aggregate", "majority"]
+    assert main(_judge("judge", tmp_path / "run", pairs, *two, model="canned:A")) == 0
+    printed = capsys.readouterr().out.splitlines()
+    result = json.loads((tmp_path / "run" / "summary.json").read_text())["probes"]["judge"]
+    said = ("3 of 3 items got a verdict; judge canned:X answered 0 of 3 (3 answers outside "
+            "the keys).")
+    assert printed[0] == result["sentences"][0] == result["notes"][0] == said
+    head = result["headline"]
+    assert (head["verdict_rate"]["estimate"], head["answered_rate:canned:A"]["estimate"],
+            head["answered_rate:canned:X"]["estimate"]) == (1.0, 1.0, 0.0)
+    assert head["answered_rate:canned:X"]["n"] == 3
+    argv = _judge("judge-audit", tmp_path / "audit", pairs, "--model", "canned:X",
+                  model="canned:A")
+    assert main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    result = json.loads((tmp_path / "audit" / "summary.json").read_text())["probes"][
+        "judge-audit"]
+    said = ("Judge canned:X answered 0 of 6 questions (3 items in both orders; 6 answers "
+            "outside the keys): its measures cover only those it answered.")
+    assert printed[0] == result["sentences"][0] == said
+    mute = result["headline"]["answered_rate:canned:X"]
+    assert (mute["estimate"], mute["n"], mute["clusters"]) == (0.0, 6, 3)
+    assert result["headline"]["answered_rate:canned:A"]["estimate"] == 1.0
+
+
+def test_judges_that_answer_as_often_as_the_panel_add_nothing_to_the_count(pairs, tmp_path,
+                                                                            capsys):
+    """Only a judge short of the panel's verdicts is named: the count stays one clause."""
+    assert main(_judge("judge", tmp_path / "run", pairs, "--model", "canned:A|A",
+                       model="canned:A")) == 0
+    result = json.loads((tmp_path / "run" / "summary.json").read_text())["probes"]["judge"]
+    assert result["sentences"][0] == "3 of 3 items got a verdict."
+    assert result["sentences"][0] not in result["notes"]
+    assert result["headline"]["answered_rate:canned:A|A"]["estimate"] == 1.0

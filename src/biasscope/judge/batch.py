@@ -18,8 +18,8 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
 from biasscope.judge.agreement import agreement
-from biasscope.judge.biases import holm_family, rate, win_rate_sentences, win_rates
-from biasscope.judge.core import Call, Judge, Verdict
+from biasscope.judge.biases import answered, holm_family, rate, win_rate_sentences, win_rates
+from biasscope.judge.core import Call, Judge, Verdict, why_none
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import classify, compare
 from biasscope.report.audit import write_audit_report
@@ -301,27 +301,13 @@ def finish(store: RunStore, kind: str, result: Mapping[str, Any]) -> Path:
     return write_audit_report(store.root)
 
 
-#: Why an item got no verdict (`Verdict.reason`), counted in words.
-NO_VERDICT = {"invalid": ("answer outside the keys", "answers outside the keys"),
-              "disagreement": ("disagreement of the two orders", "disagreements of the orders"),
-              "tie": ("tie", "ties"), "failed": ("failed request", "failed requests")}
-
-
-def why_none(reasons: Mapping[str, int]) -> str:
-    """``{'invalid': 2, 'tie': 1}`` as "2 answers outside the keys, 1 tie"."""
-    said = []
-    for reason, count in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
-        one, many = NO_VERDICT.get(reason, (reason, reason))
-        said.append(f"{count} {one if count == 1 else many}")
-    return ", ".join(said)
-
-
 def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
                  ranking: str = "win-rate", of: int | None = None) -> dict[str, Any]:
     """What a batch of verdicts says, in the audit report's shape: how many are verdicts and
-    why the others are not, the label counts, inter-judge agreement (several judges) and the
-    length-controlled win rate (pairwise). ``of``: the items of the file, where some are
-    not in ``task`` (their requests failed), so that the count says so. ``notes``: the
+    why the others are not, the label counts, how many each of several judges answered,
+    inter-judge agreement and the length-controlled win rate (pairwise). ``of``: the items
+    of the file, where some are not in ``task`` (their requests failed), so that the count
+    says so. ``notes``: the
     sentences a reader must not miss, those that say something was left out, got no
     verdict or could not be measured (the command prints them; the rest is in the report)."""
     from collections import Counter
@@ -337,11 +323,15 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
     tables: dict[str, list[dict[str, Any]]] = {
         "labels": [{"label": k, "verdicts": c, "share": c / n} for k, c in labels.items()]}
     waiting = (of or n) - n
+    each, short = answered(judge, verdicts)  # several judges: each one's own count
+    head.update(each)
     sentences = [f"{n - sum(reasons.values())} of {n + waiting} items got a verdict"
                  + (f"; no verdict: {why_none(reasons)}" if reasons else "")
                  + (f"; {waiting} not yet ({'its' if waiting == 1 else 'their'} requests "
-                    "failed)" if waiting else "") + "."]
-    notes = sentences[:1] if reasons or waiting else []
+                    "failed)" if waiting else "")
+                 + "".join(f"; judge {name} answered {k} of {total} ({why})"
+                           for name, k, total, why in short) + "."]
+    notes = sentences[:1] if reasons or waiting or short else []
     if len(judge.models) > 1:
         table = {m.label: [v.by_judge.get(m.label) for v in verdicts] for m in judge.models}
         agreed = agreement(table)

@@ -24,6 +24,7 @@ audit's tests are one family (`holm_family`): every verdict it prints reads the 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -34,7 +35,7 @@ from biasscope.core.imports import lazy
 from biasscope.core.numbers import p_is, pvalue
 from biasscope.core.stats import adjust_pvalues, clustered_wilson
 from biasscope.core.wordings import sign_flip_p
-from biasscope.judge.core import Judge, Verdict
+from biasscope.judge.core import Judge, Verdict, why_none
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.tasks import CLASSIFY, COMPARE, classify, compare
 from biasscope.judge.verbosity import LengthControlled, length_controlled
@@ -111,6 +112,45 @@ def _invalid(verdict: Verdict, name: str | None) -> bool:
     calls = [c for c in verdict.calls if c.model == name]
     return (bool(calls) and all(c.label is None for c in calls)
             and not all(c.error for c in calls))
+
+
+#: A judge that gave fewer labels than the panel gave verdicts: its name, its labels, of how
+#: many questions, why not the others in words (`why_none`).
+Short = tuple[str, int, int, str]
+
+
+def answered(judge: Judge, verdicts: Sequence[Verdict],
+             clusters: Sequence[Hashable] | None = None) -> tuple[dict[str, Any], list[Short]]:
+    """Each of several judges' share of ``verdicts`` it gave a label on (``answered_rate:J``;
+    ``clusters``: each verdict's item, where both orders were asked), and those that gave
+    fewer than the panel gave verdicts: the panel's count hid a judge that never answers,
+    another judge deciding every item."""
+    if len(judge.models) < 2:
+        return {}, []
+    got = sum(v.label is not None for v in verdicts)
+    head: dict[str, Any] = {}
+    short = []
+    for name in _labels(judge):
+        whys = [judge.reason(v, name) for v in verdicts]
+        mine = [not why for why in whys]
+        head[f"answered_rate:{name}"] = (rate(sum(mine), len(mine)) if clusters is None
+                                         else clustered_rate(mine, clusters))
+        if sum(mine) < got:
+            short.append((name, sum(mine), len(mine), why_none(Counter(w for w in whys if w))))
+    return head, short
+
+
+def _answers(judge: Judge, forward: Sequence[Verdict], backward: Sequence[Verdict],
+             head: dict[str, Any]) -> list[str]:
+    """Each of several judges' answered share of both orders' questions into ``head``, and
+    a sentence for each that answered fewer than the panel gave verdicts: its measures are
+    silent where it has no answers, which no other sentence says."""
+    items = [*range(len(forward)), *range(len(backward))]
+    found, short = answered(_fixed(judge), [*forward, *backward], items)
+    head.update(found)
+    return [f"Judge {name} answered {k} of {total} questions ({len(forward)} items in both "
+            f"orders; {why}): its measures cover only those it answered."
+            for name, k, total, why in short]
 
 
 def _fixed(judge: Judge) -> Judge:
@@ -212,8 +252,9 @@ def classifier_measures(judge: Judge, forward: Sequence[Verdict], backward: Sequ
     order and its reverse), name sensitivity aside: each judge's position measures, their
     tests one family (`holm_family`), and the sentences."""
     head = _position(forward, backward, n_labels, judges=_labels(judge))
+    missing = _answers(judge, forward, backward, head)
     tests = holm_family(head)
-    return {"headline": head, "tables": {}, "sentences": _sentences(head, tests),
+    return {"headline": head, "tables": {}, "sentences": [*missing, *_sentences(head, tests)],
             "examples": []}
 
 
@@ -246,6 +287,7 @@ def pairwise_measures(judge: Judge, lengths: Sequence[tuple[int, int]],
     are several, and the panel's win rates), their tests one family (`holm_family`), and the
     sentences. ``n_resamples``: the win rates' bootstrap's."""
     head = _position(forward, backward, 2, fixed=("tie",), judges=_labels(judge))
+    missing = _answers(judge, forward, backward, head)
     # Both orders: a win rate (and its length control) from one order alone would measure
     # the first slot's advantage, not answer a's. Each pair's two verdicts are one unit.
     ids = [*range(len(lengths)), *range(len(lengths))]
@@ -262,7 +304,8 @@ def pairwise_measures(judge: Judge, lengths: Sequence[tuple[int, int]],
         row["own_win_rate"] = head[f"self_preference:{row['judge']}"]
     said = win_rate_sentences(judge, head, fits, panel, tests)
     return {"headline": head, "tables": tables,
-            "sentences": [*_sentences(head, tests), *said, *_self_sentences(head, tests)],
+            "sentences": [*missing, *_sentences(head, tests), *said,
+                          *_self_sentences(head, tests)],
             "examples": []}
 
 

@@ -27,7 +27,7 @@ import itertools
 import math
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -91,6 +91,21 @@ class Verdict:
     @property
     def valid(self) -> bool:
         return self.label is not None
+
+
+#: Why there is no verdict (`Verdict.reason`), counted in words.
+NO_VERDICT = {"invalid": ("answer outside the keys", "answers outside the keys"),
+              "disagreement": ("disagreement of the two orders", "disagreements of the orders"),
+              "tie": ("tie", "ties"), "failed": ("failed request", "failed requests")}
+
+
+def why_none(reasons: Mapping[str, int]) -> str:
+    """``{'invalid': 2, 'tie': 1}`` as "2 answers outside the keys, 1 tie"."""
+    said = []
+    for reason, count in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+        one, many = NO_VERDICT.get(reason, (reason, reason))
+        said.append(f"{count} {one if count == 1 else many}")
+    return ", ".join(said)
 
 
 def check_keys(keys: Sequence[str], needed: int) -> tuple[str, ...]:
@@ -258,6 +273,15 @@ class Judge:
                 by_item[i].append(call)
         return [self._verdict(cs) for cs in by_item]
 
+    def reason(self, verdict: Verdict, model: str) -> str:
+        """Why judge ``model`` (a label) gave ``verdict``'s item no label of its own, as
+        `Verdict.reason`: `by_judge` keeps its label only, but its calls are kept (stored
+        without probabilities, which only split a tie: a label they give is one).
+        "" where it gave one."""
+        if verdict.by_judge.get(model, verdict.label) is not None:
+            return ""
+        return self._verdict([c for c in verdict.calls if c.model == model]).reason or "tie"
+
     def _verdict(self, calls: list[Call]) -> Verdict:
         valid = [c for c in calls if c.label is not None]
         if not valid:
@@ -296,8 +320,8 @@ class Judge:
                        "" if len(best) == 1 else "tie", calls, by_judge)
 
 
-__all__ = ["KEYS", "Call", "Judge", "JudgeError", "JudgingConfig", "Verdict", "key_token_ids",
-           "read_key"]
+__all__ = ["KEYS", "NO_VERDICT", "Call", "Judge", "JudgeError", "JudgingConfig", "Verdict",
+           "key_token_ids", "read_key", "why_none"]
 
 
 if not TYPE_CHECKING:  # the old name, for one release

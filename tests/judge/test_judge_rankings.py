@@ -252,3 +252,26 @@ def _audit_said(tmp_path, authors, capsys) -> str:
     assert main(["judge-audit", "--model", "canned:A", "--input", str(path), "--out",
                  str(tmp_path / "audit"), "--no-cache"]) == 0
     return str(capsys.readouterr().out)
+
+
+def test_a_sentence_of_many_systems_names_a_few_and_the_tables_hold_them_all() -> None:
+    """Forty systems unranked made one printed line of forty names: a list of more than five
+    names its first three and counts the rest; the tables keep every system."""
+    ranked = [f"r{k}" for k in range(7)]
+    unjudged = [f"u{k}" for k in range(6)]
+    authors = [*itertools.combinations(ranked, 2), *((ranked[0], u) for u in unjudged)]
+    labels = ["a"] * 21 + [None] * 6  # the earlier-named system wins: r0 first, r6 last
+    notes: list[str] = []
+    tables, sentences = ranking_tables(
+        ["mute", "j"], [Verdict(x, None, by_judge={"mute": None, "j": x}) for x in labels],
+        authors, notes=notes)
+    said = next(s for s in sentences if s.startswith("j's"))
+    assert said.startswith("j's leaderboard by point estimate: r0 (100%), r1 (83%), r2 (67%) "
+                           "and 4 more (u0, u1, u2 and 3 more: no verdict on their pairs, so "
+                           "unranked). The report and summary.json list them all. ")
+    assert said in notes
+    assert [r["system"] for r in tables["leaderboard"]] == ranked
+    assert tables["unranked"] == [{"judge": "j", "system": u} for u in unjudged]
+    short, _ = ranking_tables(["j"], [Verdict("a", None), Verdict(None, None)],
+                              [("m1", "m2"), ("m1", "m3")])
+    assert short["unranked"] == [{"judge": "j", "system": "m3"}]

@@ -25,7 +25,8 @@ response (``model_a``, ``model_b``). Conventions, and why:
   their two systems (``model_a`` given, ``model_b`` missing, or the reverse): a game needs
   both sides.
 - **No verdict, no score**: a system none of whose pairs got a verdict from a judge is left
-  off that judge's leaderboard (named unranked), and a judge without verdicts has none.
+  off that judge's leaderboard (named unranked; the ``unranked`` table lists them), and a
+  judge without verdicts has none.
 - **Agreement of leaderboards**: Kendall's τ-b between two judges' scores over the systems,
   with the bootstrap interval.
 - **Which systems are shown apart**: each judge's leaderboard lists the systems by point
@@ -292,10 +293,12 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
             continue
         order = sorted(ranked, key=lambda k: -estimates[judge][k])
         unranked = [systems[k] for k in range(len(systems)) if k not in ranked]
-        said = f"{judge}'s leaderboard by point estimate: " + ", ".join(
-            f"{systems[k]} ({shown(estimates[judge][k])})" for k in order) + (
-            f" ({', '.join(unranked)}: no verdict on {'its' if len(unranked) == 1 else 'their'}"
+        said = f"{judge}'s leaderboard by point estimate: " + _some(
+            [f"{systems[k]} ({shown(estimates[judge][k])})" for k in order]) + (
+            f" ({_some(unranked)}: no verdict on {'its' if len(unranked) == 1 else 'their'}"
             " pairs, so unranked)" if unranked else "") + "."
+        if max(len(order), len(unranked)) > NAMED:
+            said += " The report and summary.json list them all."
         if len(order) > 1:
             said += " " + _shown_apart(judge, [systems[k] for k in order], differences, alpha)
         out.append(said)
@@ -333,6 +336,18 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
     else:
         out.append("The judges' point estimates put the systems in the same order.")
     return out
+
+
+#: Systems a sentence names in full; of a longer list it names `FIRST` and counts the rest
+#: (the tables hold them all): a leaderboard of 40 systems printed whole buries the sentence.
+NAMED, FIRST = 5, 3
+
+
+def _some(names: Sequence[str]) -> str:
+    """``names`` joined, or the first `FIRST` and how many more where they exceed `NAMED`."""
+    if len(names) <= NAMED:
+        return ", ".join(names)
+    return f"{', '.join(names[:FIRST])} and {len(names) - FIRST} more"
 
 
 def _shown_apart(judge: str, order: Sequence[str], differences: Sequence[Mapping[str, Any]],
@@ -412,6 +427,11 @@ def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
     board = [{"judge": j, "rank": r + 1, "score": score, **row}
              for j, rows in found["leaderboards"].items() for r, row in enumerate(rows)]
     tables = {"leaderboard": board} if board else {}  # no verdict: no leaderboard
+    # Those a judge's leaderboard sentence names unranked (it names a few of many).
+    unranked = [{"judge": j, "system": s} for j, rows in found["leaderboards"].items() if rows
+                for s in found["systems"] if s not in {r["system"] for r in rows}]
+    if unranked:
+        tables["unranked"] = unranked
     if found["differences"]:
         tables["leaderboard_differences"] = found["differences"]
     if found["tau"]:

@@ -479,3 +479,10 @@ def test_each_judges_reason_is_read_from_its_calls_as_stored(tmp_path) -> None:
     back = list(stored_verdicts(tmp_path / "verdicts.jsonl").values())
     assert [panel.reason(v, "first") for v in back] == ["disagreement"] * 4
     assert [panel.reason(v, "long") for v in back] == [""] * 4
+
+
+def test_a_judges_name_is_printed_as_spelt(tmp_path, capsys) -> None:
+    """"Judge GPT-4" read "Judge gpt-4" at the start of the first-slot sentence."""
+    _, printed = _audit(tmp_path, capsys, 4, "GPT-4=canned:A", "Mistral=canned:B")
+    assert "Judge GPT-4 picked the option shown first in 100% of 8 answers" in printed
+    assert "Judge Mistral picked the option shown first in 0% of 8 answers" in printed

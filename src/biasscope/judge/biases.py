@@ -441,10 +441,11 @@ def _sentences(head: Mapping[str, Any], tests: int = 1) -> list[str]:
         elif measure == "first_slot_rate" and value["n"]:
             fs, who = value, f"judge {name}" if name else "the judge"
             last = "last" if "tested_against" in fs else "second"
-            verdict = (f"{who.capitalize()} prefers the option shown "
+            subject = who[0].upper() + who[1:]  # not .capitalize(): it lowercases the name
+            verdict = (f"{subject} prefers the option shown "
                        f"{'first' if fs['effect_size'] > 0 else last}" if _shown(fs)
                        else f"No evidence that {who} prefers either slot")
-            out.append(f"{who.capitalize()} picked the option shown first in "
+            out.append(f"{subject} picked the option shown first in "
                        f"{fs['estimate']:.0%} of {fs['n']} answers on {fs['clusters']} items "
                        f"(95% CI {fs['low']:.0%} to {fs['high']:.0%}, items as clusters). "
                        f"{verdict}: sign-flip test over items against no position preference"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from biasscope.backends.generators import BACKENDS, load_generator, parse_model_spec
-from biasscope.backends.specs import ModelSpec
+from biasscope.backends.specs import GeneratorConfig, ModelSpec
 from biasscope.core.errors import BiasscopeError, ModelError
 
 
@@ -58,6 +58,26 @@ def test_load_generator_still_wants_a_prefix() -> None:
                        r"openai-compatible, hf, litellm, canned \(e.g. openai:gpt-4o-mini\)$"):
         load_generator("gpt-4o")
     assert parse_model_spec("gpt-4o").kind == "hf"  # bare: for the scoring commands
+
+
+@pytest.mark.parametrize(("spec", "said"), [
+    ("hf:org/never-loaded", "load_generator: hf:org/never-loaded is a local model"),
+    (parse_model_spec("./never-there.gguf"), "load_generator: ./never-there.gguf is a local"),
+    ("canned:A", "load_generator: canned:A answers from a fixed list"),
+])
+@pytest.mark.parametrize(("given", "named"), [
+    ({"base_url": "http://127.0.0.1:9/v1"}, "base_url would be ignored: drop it"),
+    ({"api_key_env": "MY_KEY"}, "api_key_env would be ignored: drop it"),
+    ({"base_url": "http://127.0.0.1:9/v1", "api_key_env": "MY_KEY"},
+     "base_url and api_key_env would be ignored: drop them"),
+])
+def test_load_generator_refuses_a_server_url_or_key_for_a_model_that_asks_none(
+        spec: str | ModelSpec, said: str, given: dict[str, str], named: str) -> None:
+    """Before: only the commands refused them; a notebook's hf: model ignored the URL."""
+    with pytest.raises(ModelError) as caught:
+        load_generator(spec, GeneratorConfig(**given))  # type: ignore[arg-type]
+    assert said in str(caught.value) and named in str(caught.value)
+    assert "\n" not in str(caught.value) and "cannot load" not in str(caught.value)
 
 
 def test_a_registered_prefix_is_known_to_the_grammar(monkeypatch: pytest.MonkeyPatch) -> None:

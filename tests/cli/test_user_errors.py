@@ -22,7 +22,7 @@ from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator, retry_af
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError, DataError, ModelError
 from biasscope.probes import adult, bbq, lambada, load_probe
-from scripted_server import Reply, completion, serve
+from scripted_server import Reply, chat, completion, serve
 from sensitivity_fixture import write_hh_rlhf
 from winobias_fixture import write_winobias
 
@@ -995,6 +995,26 @@ def test_a_server_model_beside_a_local_one_keeps_the_server_url(tmp_path, capsys
                  "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert "asks no server" not in err and "cannot load checkpoint org/never-loaded" in err
+
+
+def test_canned_answers_beside_a_server_model_leave_it_the_server_url(tmp_path, capsys):
+    """Before: canned:b refused --base-url although it was the openai-compatible judge's, as a
+    local model beside a server model does not; both judges answer."""
+    (tmp_path / "texts.jsonl").write_text('{"id": 1, "text": "fine"}\n')
+    (tmp_path / "three.json").write_text('{"a": "x", "b": "y", "c": "z"}')
+
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        return Reply(body=chat("a") if path.endswith("/chat/completions") else completion("a"))
+
+    capsys.readouterr()
+    with serve(script) as server:
+        code = main(["judge", "--model", "canned:b", "--model", "openai-compatible:m",
+                     "--input", str(tmp_path / "texts.jsonl"), "--labels",
+                     str(tmp_path / "three.json"), "--base-url", server.base_url, "--no-cache",
+                     "--out", str(tmp_path / "r")])
+        asked = server.generation_calls()
+    assert "asks no server" not in capsys.readouterr().err
+    assert code == 0 and asked
 
 
 @pytest.mark.parametrize(("probe", "said"), [

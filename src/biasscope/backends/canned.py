@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 from biasscope.backends.base import GenerateRequest, Generation, Generator
 from biasscope.backends.specs import GeneratorConfig, ModelSpec
-from biasscope.core.errors import ModelError
 
 
 class CannedGenerator:
@@ -30,13 +29,6 @@ class CannedGenerator:
 
 def from_spec(spec: ModelSpec, config: GeneratorConfig) -> Generator:
     """``canned:TEXT`` (every answer TEXT) or ``canned:A|B|C`` (A, B, C, A, ...); keys, URLs
-    and devices do not apply: a server's URL or key given with it is refused, not ignored
-    (the run would look as if it had asked that server)."""
-    given = [flag for flag, value in (("--base-url", config.base_url),
-                                      ("--api-key-env", config.api_key_env)) if value]
-    if given:
-        raise ModelError(f"--model {spec.text or 'canned:' + spec.rest} answers from a fixed "
-                         f"list and asks no server, so {' and '.join(given)} would be ignored: "
-                         f"drop {'it' if len(given) == 1 else 'them'}, or give a server's "
-                         "model (e.g. openai-compatible:MODEL)")
+    and devices do not apply (it is in ``NO_SERVER``, so ``load_generator`` refuses a
+    server's URL or key given with it rather than ignore them)."""
     return CannedGenerator(spec.target.split("|"))

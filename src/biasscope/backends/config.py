@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,6 @@ from biasscope.core.config import (
     check_settings,
     setting,
 )
-from biasscope.core.errors import ModelError
 
 
 @dataclass(frozen=True)
@@ -47,31 +46,25 @@ class BackendConfig:
         ``--base-url`` or ``--api-key-env`` is given and every spec is a local model (or
         canned answers), which asks no server, it is refused before any model loads, not
         ignored: the run would look as if it had asked that server. Beside a server's model
-        it applies to that one."""
+        it applies to that one (`generators.refuse_server_settings`)."""
         from biasscope.backends.generators import (
+            NO_SERVER,
             GeneratorConfig,
             load_generator,
             parse_model_spec,
+            refuse_server_settings,
         )
         from biasscope.backends.openai_http import HTTPConfig
 
-        named = [parse_model_spec(s) if _local_or_hub(s) else s for s in specs]
-        parsed = [n if not isinstance(n, str) else parse_model_spec(n, bare=False)
-                  for n in named]
-        given = [name for name, value in (("--base-url", self.base_url),
-                                          ("--api-key-env", self.api_key_env)) if value]
-        local = [p for p in parsed if p.backend == "hf"]
-        if given and local and all(p.backend in ("hf", "canned") for p in parsed):
-            raise ModelError(f"{flag} {local[0].text} is a local model and asks no server, so "
-                             f"{' and '.join(given)} would be ignored: drop "
-                             f"{'it' if len(given) == 1 else 'them'}, or give a server's model "
-                             "(e.g. openai-compatible:MODEL)")
+        parsed = [parse_model_spec(s, bare=_local_or_hub(s)) for s in specs]
         http = HTTPConfig(concurrency=self.concurrency, timeout=self.timeout,
                           max_retries=self.retries)
         config = GeneratorConfig(http=http, base_url=self.base_url,
                                  api_key_env=self.api_key_env, device=self.device,
                                  allow_pickle=self.allow_pickle)
-        return [load_generator(n, config) for n in named]
+        refuse_server_settings(parsed, config, flag)
+        local = replace(config, base_url=None, api_key_env=None)
+        return [load_generator(p, local if p.backend in NO_SERVER else config) for p in parsed]
 
     def response_cache(self) -> Any:
         from biasscope.backends.cache import ResponseCache

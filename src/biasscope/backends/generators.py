@@ -29,7 +29,7 @@ Adding a backend is one file (a class answering ``backends.base.Generator`` and 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,6 +88,9 @@ BACKENDS: dict[str, Factory] = {
     "canned": canned.from_spec,
 }
 GENERATORS = BACKENDS  # the registry's earlier name
+#: The backends that ask no server, and what they are instead: `load_generator` refuses a
+#: server's URL or key for them (the run would look as if it had asked that server).
+NO_SERVER: dict[str, str] = {"hf": "is a local model", "canned": "answers from a fixed list"}
 
 
 def _refused(text: str, bare: bool) -> ModelError:
@@ -140,14 +143,35 @@ def parse_model_spec(text: str, *, bare: bool = True) -> ModelSpec:
     raise _refused(text, bare)
 
 
+def refuse_server_settings(specs: Sequence[ModelSpec], config: GeneratorConfig,
+                           flag: str | None = None) -> None:
+    """Refuse ``config``'s ``base_url`` or ``api_key_env`` where none of ``specs`` asks a
+    server (`NO_SERVER`): ignored, they would make the run look as if it had asked that
+    server. Beside a server's model they are that one's. ``flag``: the option the specs came
+    from, so a command's message names its flags."""
+    names = (("--base-url", "base_url"), ("--api-key-env", "api_key_env"))
+    given = [cli if flag else name for cli, name in names if getattr(config, name)]
+    if not given or not specs or any(s.backend not in NO_SERVER for s in specs):
+        return
+    spec = specs[0]
+    raise ModelError(f"{flag or 'load_generator:'} {spec.text} {NO_SERVER[spec.backend]} and "
+                     f"asks no server, so {' and '.join(given)} would be ignored: drop "
+                     f"{'it' if len(given) == 1 else 'them'}, or give a server's model "
+                     "(e.g. openai-compatible:MODEL)")
+
+
 def load_generator(spec: str | ModelSpec, config: GeneratorConfig | None = None) -> Generator:
     """The backend a spec names (see the module docstring for the syntax). A string needs its
-    ``BACKEND:`` prefix; a parsed ``ModelSpec`` may be a bare path or hub id."""
+    ``BACKEND:`` prefix; a parsed ``ModelSpec`` may be a bare path or hub id. A server's URL
+    or key for a model that asks none is refused (`refuse_server_settings`)."""
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec, bare=False)
-    return BACKENDS[parsed.backend](parsed, config or GeneratorConfig())
+    config = config or GeneratorConfig()
+    refuse_server_settings([parsed], config)
+    return BACKENDS[parsed.backend](parsed, config)
 
 
-__all__ = ["BACKENDS", "GeneratorConfig", "ModelSpec", "load_generator", "parse_model_spec"]
+__all__ = ["BACKENDS", "NO_SERVER", "GeneratorConfig", "ModelSpec", "load_generator",
+           "parse_model_spec", "refuse_server_settings"]
 
 
 if not TYPE_CHECKING:  # the old name, for one release

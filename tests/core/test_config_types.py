@@ -4,12 +4,16 @@ else), and a value with one obvious meaning (a Path for a path, ``margin=0.02``)
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from biasscope.audit.job import AuditConfig, ItemsConfig
+from biasscope.audit.settings import Prompting
+from biasscope.backends.base import GenerateParams
 from biasscope.backends.hf_model import HFConfig
 from biasscope.compare.job import CompareConfig
 from biasscope.core.errors import BiasscopeError
@@ -75,6 +79,26 @@ def test_a_wrong_kind_is_refused_naming_the_setting(make, says) -> None:
 ])
 def test_a_value_with_one_meaning_is_taken(make, field, means) -> None:
     assert getattr(make(), field) == means
+
+
+@pytest.mark.parametrize(("make", "field", "means"), [
+    (lambda: DynamicsConfig(out="r", quiet=np.bool_(True)), "quiet", True),
+    (lambda: DynamicsConfig(out="r", limit=np.int64(8)), "limit", 8),
+    (lambda: DynamicsConfig(out="r", seeds=np.arange(3)), "seeds", [0, 1, 2]),
+    (lambda: AuditConfig(out="r", base_rate=np.float64(0.5)), "base_rate", "0.5"),  # type: ignore[arg-type]
+    (lambda: Prompting(temperature=np.float32(0.5)), "temperature", 0.5),
+    (lambda: GenerateParams(max_tokens=np.int32(4), logprobs=np.bool_(False)), "max_tokens", 4),
+])
+def test_a_numpy_value_is_taken_as_the_python_one(make, field, means) -> None:
+    """Before: np.bool_ was "not True or False", np.int64 "not a whole number" (a notebook's
+    values from an array); now taken as the bool, int or float, which run.json can hold."""
+    value = getattr(make(), field)
+    assert value == means and json.dumps(value) == json.dumps(means)
+
+
+def test_a_list_setting_from_a_generator_keeps_its_entries() -> None:
+    """Before: a generator of names was read once to look for paths, leaving no models."""
+    assert DynamicsConfig(out="r", models=(m for m in ["a", "b"])).models == ["a", "b"]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("make", [

@@ -61,6 +61,17 @@ NON_NEGATIVE = Check(False, lambda v: v >= 0, "is negative: give 0 or more")
 PROBABILITY = Check(False, lambda v: 0.0 <= v <= 1.0, "is not between 0 and 1")
 
 
+def plain_scalar(value: Any) -> Any:
+    """A NumPy scalar (``np.bool_``, ``np.int64``, ``np.float32`` ... as a notebook's arrays
+    give them) as the Python bool, int or float it stands for, which the checks and run.json
+    take; any other value as it is. NumPy is not imported for it."""
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        item = value.item()
+        if isinstance(item, (bool, int, float)):
+            return item
+    return value
+
+
 def comma_entries(text: str) -> list[str]:
     """The entries of a comma-separated value (``a, b`` as ``["a", "b"]``; blank text as
     none); ValueError, saying what to do, for an empty entry (``a,,b``, ``a,``) or an entry
@@ -171,6 +182,7 @@ def _scalar(f: Field[Any], flag: str, value: Any) -> tuple[Any, str | None]:
     kinds = _kinds(f)
     if not kinds:
         return value, None
+    value = plain_scalar(value)
     what = " or ".join(_WHAT[k] for k in _WHAT if k in kinds)
     if value is None:
         return value, None if "None" in kinds else f"give {what}, not None"
@@ -271,12 +283,15 @@ def _as_list(f: Field[Any], label: str, value: Any) -> Any:
     elif isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
         raise BiasscopeError(f"{label}: give a list, not {type(value).__name__} "
                              f"{value!r}")
+    value = value if isinstance(value, (list, tuple)) else list(value)  # read a generator once
     if inner == "str" and any(isinstance(v, os.PathLike) or _text_number(f, v) for v in value):
         value = [os.fspath(v) if isinstance(v, os.PathLike) else str(v)
                  if _text_number(f, v) else v for v in value]
+    if any(plain_scalar(v) is not v for v in value):  # NumPy's numbers (np.arange(3))
+        value = [plain_scalar(v) for v in value]
     if str(f.type).startswith("tuple["):
         return tuple(value)
-    return value if isinstance(value, (list, tuple)) else list(value)
+    return value
 
 
 def _inner(f: Field[Any]) -> str:

@@ -108,3 +108,41 @@ def test_a_requests_params_are_checked_and_stay_hashable() -> None:
         GenerateParams(temperature=-1)
     one = GenerateParams(stop="\nQ:")  # one stop string, not three one-character ones
     assert one.stop == ("\nQ:",) and hash(one) == hash(GenerateParams(stop=["\nQ:"]))
+
+
+@pytest.mark.parametrize(("bias", "says"), [
+    ("abc", "logit_bias: 'abc' is not token ids and biases; give a dict of token ids"),
+    (5, "logit_bias: 5 is not token ids and biases"),
+    ({"x": 100}, "logit_bias: token id 'x' is not a whole number from 0"),
+    ({-1: 100}, "token id -1 is not a whole number from 0"),
+    ({True: 100}, "token id True is not"),
+    ({5: 101}, "logit_bias: token 5's bias 101 is not a number from -100 to 100"),
+    ({5: "100"}, "token 5's bias '100' is not a number"),
+    ({5: float("nan")}, "token 5's bias nan is not"),
+    ([(5, 1, 2)], "logit_bias: (5, 1, 2) is no (token id, bias) pair"),
+    (["ab"], "'ab' is no (token id, bias) pair"),
+])
+def test_a_requests_logit_bias_is_checked(bias, says) -> None:
+    """Before: any value went into the request (and its cache key) unchecked."""
+    with pytest.raises(BiasscopeError, match=re.escape(says)):
+        GenerateParams(logit_bias=bias)
+
+
+def test_a_logit_bias_mapping_is_taken_as_its_pairs() -> None:
+    """OpenAI's JSON form (digit-string keys) and a dict mean the pairs the request holds."""
+    pairs = ((1234, 100.0), (7, -5.5))
+    assert GenerateParams(logit_bias={"1234": 100, "7": -5.5}).logit_bias == pairs
+    assert GenerateParams(logit_bias={1234: 100, 7: -5.5}) == GenerateParams(logit_bias=pairs)
+    assert all(type(t) is int and type(b) is float
+               for t, b in GenerateParams(logit_bias=[[1234, 100]]).logit_bias)
+
+
+def test_an_empty_stop_string_is_refused(capsys, tmp_path) -> None:
+    """Before: "" is in every text, so a local model's answers were all cut to nothing."""
+    with pytest.raises(BiasscopeError, match=re.escape("--stop (stop): an empty stop string")):
+        GenerateParams(stop=("\n", ""))
+    (tmp_path / "in.jsonl").write_text('{"id": 1, "prompt": "hi"}\n')
+    assert main(["generate", "--model", "canned:A", "--input", str(tmp_path / "in.jsonl"),
+                 "--out", str(tmp_path / "out.jsonl"), "--stop", ""]) == 2
+    err = capsys.readouterr().err
+    assert "--stop (stop): an empty stop string" in err and len(err.strip().splitlines()) == 1

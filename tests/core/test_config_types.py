@@ -88,6 +88,8 @@ def test_a_value_with_one_meaning_is_taken(make, field, means) -> None:
     (lambda: AuditConfig(out="r", base_rate=np.float64(0.5)), "base_rate", "0.5"),  # type: ignore[arg-type]
     (lambda: Prompting(temperature=np.float32(0.5)), "temperature", 0.5),
     (lambda: GenerateParams(max_tokens=np.int32(4), logprobs=np.bool_(False)), "max_tokens", 4),
+    (lambda: GenerateParams(logit_bias={np.int64(5): np.float64(100)}), "logit_bias",
+     ((5, 100.0),)),
 ])
 def test_a_numpy_value_is_taken_as_the_python_one(make, field, means) -> None:
     """Before: np.bool_ was "not True or False", np.int64 "not a whole number" (a notebook's

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from biasscope.core.config import (
     NON_NEGATIVE,
@@ -12,8 +13,10 @@ from biasscope.core.config import (
     POSITIVE_INT,
     SEED,
     check_settings,
+    plain_scalar,
     setting,
 )
+from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 
 
@@ -70,6 +73,7 @@ class GenerateParams:
     """Sampling and output settings of one ``generate`` request (all part of its cache key).
 
     ``logit_bias`` pairs a backend token id with a bias in [-100, 100] (OpenAI's convention);
+    a mapping (``{1234: 100}``, or OpenAI's JSON with ``"1234"``) is taken as its pairs.
     ``top_logprobs`` > 0 implies ``logprobs``.
     """
 
@@ -83,11 +87,41 @@ class GenerateParams:
                                 check=NON_NEGATIVE_INT)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "logit_bias", _logit_bias(self.logit_bias))
         check_settings(self)
+        if "" in self.stop:  # found in every text: each answer would be cut to nothing
+            raise BiasscopeError("--stop (stop): an empty stop string ends every answer "
+                                 "before it starts; drop it")
 
     @property
     def wants_logprobs(self) -> bool:
         return self.logprobs or self.top_logprobs > 0
+
+
+def _logit_bias(value: Any) -> tuple[tuple[int, float], ...]:
+    """``logit_bias`` as (token id, bias) pairs, from pairs or a mapping; anything else is one
+    line naming it (a server rejects or drops what it cannot read; a local model indexes its
+    vocabulary with the ids)."""
+    say = "give a dict of token ids to biases from -100 to 100, e.g. {1234: 100}"
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise BiasscopeError(f"logit_bias: {value!r} is not token ids and biases; {say}")
+    pairs = list(value.items()) if isinstance(value, Mapping) else list(value)
+    out = []
+    for pair in pairs:
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise BiasscopeError(f"logit_bias: {pair!r} is no (token id, bias) pair; {say}")
+        token, bias = (plain_scalar(v) for v in pair)
+        if isinstance(token, str) and token.isascii() and token.isdigit():
+            token = int(token)  # OpenAI's JSON keys
+        if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+            raise BiasscopeError(f"logit_bias: token id {token!r} is not a whole number from "
+                                 f"0; {say}")
+        if (isinstance(bias, bool) or not isinstance(bias, (int, float))
+                or not math.isfinite(bias) or not -100 <= bias <= 100):
+            raise BiasscopeError(f"logit_bias: token {token}'s bias {bias!r} is not a number "
+                                 f"from -100 to 100; {say}")
+        out.append((token, float(bias)))
+    return tuple(out)
 
 
 def plain_chat(messages: Sequence[tuple[str, str]]) -> str:

@@ -140,6 +140,41 @@ def test_an_unknown_analysis_setting_is_named(tmp_path) -> None:
                                analysis={"alpah": 0.05}))
 
 
+def test_an_analysis_setting_given_as_text_or_numpy_is_taken(tmp_path) -> None:
+    """Before: {"alpha": "0.05"} was "--alpha 0.05: must be a finite number", not saying the
+    text was the problem; text for a number is taken as the flag reads it, as a config's
+    ``limit="8"`` is, and so is a NumPy number."""
+    from biasscope.dynamics.analysis.config import AnalysisConfig, stored_options
+    from biasscope.store.directory import RunStore
+
+    chosen = stored_options(RunStore(tmp_path / "run"), {
+        "alpha": "0.05", "n_resamples": np.int64(500), "budget": np.float32(0.25)})
+    assert (chosen.alpha, chosen.n_resamples, chosen.budget) == (0.05, 500, 0.25)
+    assert type(chosen.n_resamples) is int and type(chosen.budget) is float
+    assert AnalysisConfig(min_gap="0.1").min_gap == 0.1  # type: ignore[arg-type]
+    for given, says in (({"alpha": "5%"}, "--alpha 5%: is text, not a number (give e.g. 0.01)"),
+                        ({"n_resamples": "2e3"}, "is text, not a whole number (give e.g. 2000)")):
+        with pytest.raises(BiasscopeError, match=re.escape(says)):
+            stored_options(RunStore(tmp_path / "run"), given)
+    with pytest.raises(BiasscopeError, match=re.escape("alpha = '5%': is text, not a number")):
+        AnalysisConfig(alpha="5%")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("analysis", "says"), [
+    ({"budget": -1}, "--budget (budget): -1 is negative"),
+    ({"alpha": 5}, "analysis setting alpha = 5: must be strictly between 0 and 1"),
+    ({"correction": "nope"}, "analysis setting correction = 'nope': must be one of holm"),
+    ({"n_resamples": 0}, "analysis setting n_resamples = 0: must be a whole number"),
+])
+def test_an_interventions_analysis_settings_are_checked(analysis, says) -> None:
+    """Before: InterventionAnalysisConfig took any value (budget=-1 despite its check)."""
+    with pytest.raises(BiasscopeError, match=re.escape(says)):
+        InterveneConfig(out="r", model="m", analysis=analysis)  # type: ignore[arg-type]
+    taken = InterveneConfig(out="r", model="m", analysis={  # type: ignore[arg-type]
+        "alpha": "0.1", "budget": np.float32(0.5), "n_resamples": np.int64(100)}).analysis
+    assert (taken.alpha, taken.budget, taken.n_resamples) == (0.1, 0.5, 100)
+
+
 @pytest.mark.parametrize(("given", "says"), [
     ({"probes": "winobias-gender"}, "probes: give a probe made by biasscope.load_probe"),
     ({"probes": []}, "probes: give a probe"),

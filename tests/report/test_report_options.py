@@ -111,10 +111,10 @@ def test_out_of_range_options_are_one_line_errors(reported: Path, tmp_path: Path
     ("alpha", None, "must be a finite number"),
     ("alpha", 5, "must be strictly between 0 and 1"),
     ("correction", "bonferroni", "must be one of holm, bh"),
-    ("n_resamples", "2000", "must be a whole number from 1 to 100000"),
+    ("n_resamples", "2000", "is text, not a whole number (give e.g. 2000)"),
     ("n_resamples", True, "must be a whole number from 1 to 100000"),
     ("confidence", 1.5, "must be strictly between 0 and 1"),
-    ("min_gap", "0.01", "must be a finite number"),
+    ("min_gap", "0.01", "is text, not a number (give e.g. 0.0)"),
 ])
 def test_a_bad_remembered_option_names_the_file_and_field(run: Path, capsys, field: str,
                                                           value: object, says: str) -> None:

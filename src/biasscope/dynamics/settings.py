@@ -92,7 +92,8 @@ class Performance:
 @dataclass(frozen=True)
 class DynamicsConfig:
     """Everything a dynamics run depends on; ``analysis`` holds only the settings given (the
-    rest come from the run's last analysis, then the defaults)."""
+    rest come from the run's last analysis, then the defaults), each as its flag takes it
+    (``{"alpha": "0.05"}`` is 0.05, as ``--alpha 0.05``)."""
 
     out: str | Path = field(metadata=described(
         "run directory, or an fsspec URL such as s3://bucket/run (reused runs resume)",

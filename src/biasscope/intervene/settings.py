@@ -87,6 +87,17 @@ class InterventionAnalysisConfig:
     correction: Correction = "holm"
     n_resamples: int = 2000
 
+    def __post_init__(self) -> None:
+        """Checked as a dynamics analysis' settings are (a notebook's ``analysis={...}``): text
+        or a NumPy number for a number taken, a value out of range refused in one line."""
+        from biasscope.dynamics.analysis import AnalysisConfig
+
+        check_settings(self)
+        shared = ("alpha", "confidence", "correction", "n_resamples")
+        checked = AnalysisConfig(**{name: getattr(self, name) for name in shared})
+        for name in shared:
+            object.__setattr__(self, name, getattr(checked, name))
+
 
 @dataclass(frozen=True)
 class InterveneConfig:

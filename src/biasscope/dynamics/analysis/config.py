@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from biasscope.core.config import setting
+from biasscope.core.config import plain_scalar, setting
 from biasscope.core.corrections import CORRECTIONS, Correction
 from biasscope.core.errors import BiasscopeError
 
@@ -36,6 +36,7 @@ class AnalysisConfig:
 
     def __post_init__(self) -> None:
         for name in FIELDS:
+            object.__setattr__(self, name, taken(name, getattr(self, name)))
             if reason := option_problem(name, getattr(self, name)):
                 raise BiasscopeError(f"analysis setting {name} = {getattr(self, name)!r}: "
                                      f"{reason}")
@@ -64,6 +65,19 @@ def _real(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def taken(name: str, value: Any) -> Any:
+    """``value`` as the analysis setting ``name`` takes it: a NumPy number as the Python one,
+    text for a number as its flag reads it (``"0.05"`` as ``--alpha 0.05``; a value with one
+    meaning is taken, as in a job's config); anything else as it is, for `option_problem`."""
+    value = plain_scalar(value)
+    if name in FIELDS and name != "correction" and isinstance(value, str):
+        try:
+            return int(value) if name == "n_resamples" else float(value)
+        except ValueError:
+            return value
+    return value
+
+
 def option_problem(name: str, value: Any) -> str | None:
     """Why ``value`` cannot be the analysis setting ``name``; None if it can. A stored or typed
     value out of range would otherwise be repaired silently (α = 5 shown as 0.01) or crash."""
@@ -72,6 +86,9 @@ def option_problem(name: str, value: Any) -> str | None:
     if name == "correction":
         known = CORRECTIONS
         return None if value in known else f"must be one of {', '.join(known)}"
+    if isinstance(value, str):  # text `taken` could not read as a number
+        return (f"is text, not {'a whole number' if name == 'n_resamples' else 'a number'} "
+                f"(give e.g. {getattr(AnalysisConfig, name)})")
     if name == "n_resamples":
         ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 100_000
         return None if ok else "must be a whole number from 1 to 100000"
@@ -96,7 +113,7 @@ def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> A
     if given is not None and not isinstance(given, Mapping):
         raise BiasscopeError(f"analysis: give a dict such as {{'alpha': 0.05}}, not "
                              f"{type(given).__name__} {given!r}")
-    given = dict(given or {})
+    given = {name: taken(name, value) for name, value in (given or {}).items()}
     for name, value in given.items():
         if name not in FIELDS:
             raise BiasscopeError(f"analysis {name!r}: {option_problem(name, value)}")

@@ -18,9 +18,10 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
 from biasscope.judge.agreement import agreement
-from biasscope.judge.biases import answered, holm_family, rate, win_rate_sentences, win_rates
+from biasscope.judge.biases import holm_family, win_rate_sentences, win_rates
 from biasscope.judge.core import Call, Judge, Verdict, why_none
 from biasscope.judge.rankings import ranking_tables
+from biasscope.judge.rates import answered, rate
 from biasscope.judge.tasks import classify, compare
 from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore

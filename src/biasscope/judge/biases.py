@@ -8,11 +8,11 @@ against the rate expected without the bias). The judge is asked with ``position=
 Both orders of an item are one item asked twice, not two: a consistent judge answers them
 alike, and a judge that takes the first slot for some items (and the second for others) does
 so in both. So rates over the answers of both orders (the first slot, invalid answers, own
-wins) have Wilson intervals of their effective size (`clustered_wilson`, items as clusters)
-and are tested by sign flips over items (`sign_flip_p`: an item's excess over the chance
-share is as likely positive as negative when the judge has no preference on average,
-whatever its item-specific ones), and the length control counts pairs. Counting every
-answer as a trial called a first-slot preference that is not there in 9% of 100-pair
+wins) have Wilson intervals of their effective size (`clustered_wilson`, items as clusters;
+`judge.rates`) and are tested by sign flips over items (`sign_flip_p`: an item's excess over
+the chance share is as likely positive as negative when the judge has no preference on
+average, whatever its item-specific ones), and the length control counts pairs. Counting
+every answer as a trial called a first-slot preference that is not there in 9% of 100-pair
 audits, a self-preference in 10-12% (docs/validation.md).
 
 Every measure of a bias is per judge model (position, invalid answers, name sensitivity,
@@ -24,70 +24,19 @@ audit's tests are one family (`holm_family`): every verdict it prints reads the 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
-from biasscope.core.imports import lazy
 from biasscope.core.numbers import p_is, pvalue
-from biasscope.core.stats import adjust_pvalues, clustered_wilson
-from biasscope.core.wordings import sign_flip_p
-from biasscope.judge.core import Judge, Verdict, why_none
+from biasscope.core.stats import adjust_pvalues
+from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.rankings import ranking_tables
+from biasscope.judge.rates import answered, clustered_rate, rate
 from biasscope.judge.tasks import CLASSIFY, COMPARE, classify, compare
 from biasscope.judge.verbosity import LengthControlled, length_controlled
 
-sps = lazy("scipy.stats")  # imported at first use
 ALPHA = 0.05  # of every verdict the audit prints, after Holm over its tests
-
-
-def rate(hits: int, n: int, chance: float | None = None) -> dict[str, Any]:
-    """A proportion with its Wilson 95% CI; against ``chance``, an exact binomial test and
-    Cohen's h."""
-    if n == 0:
-        nan = float("nan")
-        return {"estimate": nan, "low": nan, "high": nan, "n": 0}
-    test = sps.binomtest(hits, n, chance if chance is not None else 0.5)
-    ci = test.proportion_ci(confidence_level=0.95, method="wilson")
-    out: dict[str, Any] = {"estimate": hits / n, "low": float(ci.low), "high": float(ci.high),
-                           "n": n}
-    if chance is not None:
-        out["p_value"] = float(test.pvalue)
-        out["effect_size"] = _cohens_h(hits / n, chance)
-    return out
-
-
-#: Random sign patterns of a test over more than `core.wordings.EXACT_UP_TO` items.
-SIGN_FLIPS = 10_000
-
-
-def clustered_rate(hits: Sequence[bool] | Sequence[float], clusters: Sequence[Hashable],
-                   chance: float | Sequence[float] | None = None) -> dict[str, Any]:
-    """A proportion of answers that come in clusters (both orders of an item, its samples)
-    with the Wilson 95% CI of its effective size (`clustered_wilson`; ``n`` answers,
-    ``clusters`` items); against ``chance`` (a share, or per answer what it would score
-    without the bias), a two-sided sign-flip test over the clusters of each one's hits minus
-    their chance (exact up to 12 clusters, else `SIGN_FLIPS` seeded patterns) and Cohen's h
-    against the mean chance."""
-    y = np.asarray(hits, dtype=np.float64)
-    found = clustered_wilson(y, np.asarray([str(c) for c in clusters]))
-    if found["n"] == 0:
-        return {k: found[k] for k in ("estimate", "low", "high", "n")}
-    out: dict[str, Any] = {k: found[k] for k in ("estimate", "low", "high", "n", "clusters")}
-    if chance is not None:
-        _, code = np.unique([str(c) for c in clusters], return_inverse=True)
-        expected = np.broadcast_to(np.asarray(chance, dtype=np.float64), y.shape)
-        excess = np.asarray(np.bincount(code, weights=y - expected), dtype=np.float64)
-        out["p_value"] = sign_flip_p(excess, 0.0, SIGN_FLIPS, np.random.default_rng(0))
-        out["effect_size"] = _cohens_h(float(found["estimate"]), float(expected.mean()))
-    return out
-
-
-def _cohens_h(share: float, chance: float) -> float:
-    return 2 * math.asin(math.sqrt(share)) - 2 * math.asin(math.sqrt(chance))
 
 
 def _labels(judge: Judge) -> list[str]:
@@ -112,32 +61,6 @@ def _invalid(verdict: Verdict, name: str | None) -> bool:
     calls = [c for c in verdict.calls if c.model == name]
     return (bool(calls) and all(c.label is None for c in calls)
             and not all(c.error for c in calls))
-
-
-#: A judge that gave fewer labels than the panel gave verdicts: its name, its labels, of how
-#: many questions, why not the others in words (`why_none`).
-Short = tuple[str, int, int, str]
-
-
-def answered(judge: Judge, verdicts: Sequence[Verdict],
-             clusters: Sequence[Hashable] | None = None) -> tuple[dict[str, Any], list[Short]]:
-    """Each of several judges' share of ``verdicts`` it gave a label on (``answered_rate:J``;
-    ``clusters``: each verdict's item, where both orders were asked), and those that gave
-    fewer than the panel gave verdicts: the panel's count hid a judge that never answers,
-    another judge deciding every item."""
-    if len(judge.models) < 2:
-        return {}, []
-    got = sum(v.label is not None for v in verdicts)
-    head: dict[str, Any] = {}
-    short = []
-    for name in _labels(judge):
-        whys = [judge.reason(v, name) for v in verdicts]
-        mine = [not why for why in whys]
-        head[f"answered_rate:{name}"] = (rate(sum(mine), len(mine)) if clusters is None
-                                         else clustered_rate(mine, clusters))
-        if sum(mine) < got:
-            short.append((name, sum(mine), len(mine), why_none(Counter(w for w in whys if w))))
-    return head, short
 
 
 def _answers(judge: Judge, forward: Sequence[Verdict], backward: Sequence[Verdict],

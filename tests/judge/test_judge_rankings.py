@@ -93,13 +93,13 @@ def test_bradley_terry_recovers_a_planted_ordering_with_unbalanced_pairings() ->
     assert sum(r["estimate"] for r in board.values()) == pytest.approx(0.0, abs=1e-9)
     assert found["score"] == "bradley-terry" and "alpha (θ +" in found["sentences"][0]
     # The exact fit: no virtual ties, two systems, 30 wins of 40 -> θa − θb = ln 3.
-    from biasscope.judge.rankings import _bradley_terry
+    from biasscope.judge.ranking_stats import bradley_terry
     a, b = (np.zeros(40, dtype=np.intp), np.ones(40, dtype=np.intp))
     won = np.array([[1.0] * 30 + [0.0] * 10])
-    fit = _bradley_terry(a[None, :], b[None, :], won, 2, prior=0.0)[0]
+    fit = bradley_terry(a[None, :], b[None, :], won, 2, prior=0.0)[0]
     assert fit[0] - fit[1] == pytest.approx(math.log(3))
     # A system that won everything still gets a finite strength (the virtual ties).
-    sweep = _bradley_terry(a[None, :], b[None, :], np.ones((1, 40)), 2)[0]
+    sweep = bradley_terry(a[None, :], b[None, :], np.ones((1, 40)), 2)[0]
     assert np.isfinite(sweep).all() and sweep[0] > sweep[1]
 
 

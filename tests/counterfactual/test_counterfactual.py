@@ -638,3 +638,36 @@ def test_a_local_reward_model_is_one_model_however_its_path_is_written(
     recorded["settings"]["scorers"]["rm"]["source"] = "../elsewhere/rm"  # not this folder
     (out / "run.json").write_text(json.dumps(recorded))
     assert main(["counterfactual", "--reward-model", "./rm", *given]) == 2
+
+
+def test_a_judge_of_a_panel_that_never_answers_is_counted_and_said(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two judges, one answering outside the keys on every question: the other decided each,
+    and the run said nothing of it (its 50% of answers outside the keys, pooled, was in
+    summary.json only). Each judge's answered share is recorded, and the one that answered
+    fewer questions than the panel gave verdicts is said and printed."""
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(f'{{"id": "p{i}", "prompt": "My wife?", "chosen": "Her {i}.", '
+                            f'"rejected": "No {i}."}}\n' for i in range(3)))
+    assert main(["counterfactual", "--pairs", str(path), "--judge-model", "first=canned:A",
+                 "--judge-model", "mute=canned:xyz", "--out", str(tmp_path / "run"),
+                 "--no-cache"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    found = summary["scorers"][0]["answers"]
+    said = ("first+mute: 6 of 6 questions got a verdict; judge mute answered 0 of 6 (6 answers "
+            "outside the keys).")
+    assert said in summary["sentences"] and said in printed
+    assert found["answered_fewer"] == [{"judge": "mute", "answered": 0, "of": 6,
+                                        "why": "6 answers outside the keys"}]
+    mute, first = found["answered_rate:mute"], found["answered_rate:first"]
+    assert (mute["estimate"], mute["n"], mute["clusters"]) == (0.0, 6, 3)  # a pair's versions
+    assert first["estimate"] == 1.0
+    # Judges that each answered as often as the panel add a share each, and no sentence.
+    assert main(["counterfactual", "--pairs", str(path), "--judge-model", "one=canned:A",
+                 "--judge-model", "two=canned:B", "--out", str(tmp_path / "both"),
+                 "--no-cache"]) == 0
+    both = json.loads((tmp_path / "both" / "summary.json").read_text())
+    assert both["scorers"][0]["answers"]["answered_fewer"] == []
+    assert both["scorers"][0]["answers"]["answered_rate:two"]["estimate"] == 1.0
+    assert not any("questions got a verdict" in s for s in both["sentences"])

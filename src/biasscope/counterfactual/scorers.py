@@ -39,7 +39,7 @@ from biasscope.counterfactual.statistics import (
     paired_difference,
     sentence,
 )
-from biasscope.judge import Judge, Verdict, classify, compare, verdict_row
+from biasscope.judge import Judge, Verdict, answered, classify, compare, verdict_row
 from biasscope.sensitivity import PathLike, Turns, query, read_hh_pairs
 
 
@@ -255,15 +255,21 @@ def score_judge(judge: Judge, items: Sequence[Item], labels: dict[str, str] | No
                for i, v in zip(items, verdicts)]
     return {"scorer": scorer, "kind": "judge", "what": what,
             "difference": paired_difference(female, male, seed), "ungendered": left,
-            "flips": flips(yes, yes_after), "answers": answers([*before, *after]),
+            "flips": flips(yes, yes_after),
+            "answers": answers([*before, *after], judge, [i.id for i in items] * 2),
             "verdict": "prefers the chosen response" if labels is None else f"says {first}",
             "records": records}
 
 
-def answers(verdicts: Sequence[Verdict]) -> dict[str, Any]:
+def answers(verdicts: Sequence[Verdict], judge: Judge | None = None,
+            pairs: Sequence[str] | None = None) -> dict[str, Any]:
     """How many questions got a verdict, why the others did not (``Verdict.reason``), the
     share of answers outside the keys (Wilson CI) and a few of them, as the judge wrote them:
-    a judge that gives no verdict must say why, not only "n = 0"."""
+    a judge that gives no verdict must say why, not only "n = 0". Of several judges
+    (``judge``), each one's answered share (``answered_rate:JUDGE``; ``pairs``: each
+    verdict's pair, its two versions one cluster) and those that answered fewer questions
+    than the panel gave verdicts (``answered_fewer``): the panel's count and its pooled
+    share outside the keys hid a judge that never answers, another deciding every question."""
     calls = [c for v in verdicts for c in v.calls]
     unparsed = [c.raw for c in calls if c.key is None and not c.error]
     reasons: dict[str, int] = {}
@@ -274,13 +280,19 @@ def answers(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     # gives both versions the same verdict whatever the swap did.
     shown = [c.order.index(c.label) for c in calls if c.label in c.order]
     top = max(set(shown), key=shown.count) if shown else 0
-    return {"questions": len(verdicts), "verdicts": sum(v.label is not None for v in verdicts),
-            "no_verdict": reasons, "calls": len(calls),
-            "failed_calls": sum(c.error is not None for c in calls),
-            "first_error": next((c.error for c in calls if c.error is not None), None),
-            "unparseable": wilson(len(unparsed), len(calls)),
-            "examples": list(dict.fromkeys(unparsed))[:5],
-            "position": top + 1, "same_position": wilson(shown.count(top), len(shown))}
+    out = {"questions": len(verdicts), "verdicts": sum(v.label is not None for v in verdicts),
+           "no_verdict": reasons, "calls": len(calls),
+           "failed_calls": sum(c.error is not None for c in calls),
+           "first_error": next((c.error for c in calls if c.error is not None), None),
+           "unparseable": wilson(len(unparsed), len(calls)),
+           "examples": list(dict.fromkeys(unparsed))[:5],
+           "position": top + 1, "same_position": wilson(shown.count(top), len(shown))}
+    each, short = answered(judge, verdicts, pairs) if judge is not None else ({}, [])
+    if each:  # several judges
+        out.update(each)
+        out["answered_fewer"] = [{"judge": name, "answered": k, "of": n, "why": why}
+                                 for name, k, n, why in short]
+    return out
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -311,12 +323,24 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def answers_sentence(scorer: str, found: dict[str, Any] | None) -> str | None:
-    """Why a judge gave no verdict, and whether its verdicts follow position, in words; None
-    when it gave a verdict to every question and no position took 95% of its answers."""
+    """Why a judge gave no verdict, which of several answered fewer questions than the panel
+    gave verdicts, and whether its verdicts follow position, in words; None when none of
+    these is so."""
     if not found:
         return None
-    said = [s for s in (_missing(scorer, found), _position(scorer, found)) if s]
+    said = [s for s in (_missing(scorer, found), _fewer(scorer, found),
+                        _position(scorer, found)) if s]
     return " ".join(said) or None
+
+
+def _fewer(scorer: str, found: dict[str, Any]) -> str | None:
+    """Each judge of a panel that answered fewer questions than the panel gave verdicts: the
+    others' verdicts stood in for its own, which no other sentence says."""
+    if not (fewer := found.get("answered_fewer")):
+        return None
+    return (f"{scorer}: {found['verdicts']} of {found['questions']} questions got a verdict; "
+            + "; ".join(f"judge {f['judge']} answered {f['answered']} of {f['of']} "
+                        f"({f['why']})" for f in fewer) + ".")
 
 
 def _position(scorer: str, found: dict[str, Any]) -> str | None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from biasscope.judge.core import Call, Judge, JudgeError, JudgingConfig, Verdict
     from biasscope.judge.detector import JudgeDetector
     from biasscope.judge.job import check_task
+    from biasscope.judge.rates import answered
     from biasscope.judge.tasks import classify, compare, question_sha256
     from biasscope.judge.verbosity import VerbosityBiasWarning, check_label_descriptions
 
@@ -30,6 +31,7 @@ _HOMES = {
                     "biasscope.judge.core"),
     "JudgeDetector": "biasscope.judge.detector",
     "check_task": "biasscope.judge.job",
+    "answered": "biasscope.judge.rates",
     **dict.fromkeys(("classify", "compare", "question_sha256"), "biasscope.judge.tasks"),
     **dict.fromkeys(("VerbosityBiasWarning", "check_label_descriptions"),
                     "biasscope.judge.verbosity"),
@@ -43,6 +45,7 @@ __all__ = [
            "JudgingConfig",
            "VerbosityBiasWarning",
            "Verdict",
+           "answered",
            "check_label_descriptions",
            "check_task",
            "classify",

@@ -266,12 +266,42 @@ def test_a_sentence_of_many_systems_names_a_few_and_the_tables_hold_them_all() -
         ["mute", "j"], [Verdict(x, None, by_judge={"mute": None, "j": x}) for x in labels],
         authors, notes=notes)
     said = next(s for s in sentences if s.startswith("j's"))
-    assert said.startswith("j's leaderboard by point estimate: r0 (100%), r1 (83%), r2 (67%) "
-                           "and 4 more (u0, u1, u2 and 3 more: no verdict on their pairs, so "
-                           "unranked). The report and summary.json list them all. ")
+    assert said == ("j's leaderboard by point estimate: r0 (100%), r1 (83%), r2 (67%) and 4 "
+                    "more (u0, u1, u2 and 3 more: no verdict on their pairs, so unranked). "
+                    "Shown apart at 5% (Holm over 21 pairs of systems): r0 above r6. The report "
+                    "and summary.json list them all.")
     assert said in notes
     assert [r["system"] for r in tables["leaderboard"]] == ranked
     assert tables["unranked"] == [{"judge": "j", "system": u} for u in unjudged]
     short, _ = ranking_tables(["j"], [Verdict("a", None), Verdict(None, None)],
                               [("m1", "m2"), ("m1", "m3")])
     assert short["unranked"] == [{"judge": "j", "system": "m3"}]
+
+
+def test_shown_apart_and_reversals_name_a_few_of_many_and_the_tables_hold_them_all() -> None:
+    """Ten systems, two judges of opposite orders: "Shown apart" named every system each is
+    shown above, and "depends on the judge" all 28 reversed pairs, in one printed line each.
+    Each names a few of many as the leaderboard does; leaderboard_differences holds every
+    pair and the new leaderboard_reversals every reversed one."""
+    systems = [f"s{k}" for k in range(10)]
+    authors = [pair for _ in range(10) for pair in itertools.combinations(systems, 2)]
+    verdicts = [Verdict("a", None, by_judge={"one": "a", "two": "b"}) for _ in authors]
+    tables, sentences = ranking_tables(["one", "two"], verdicts, authors)
+    one = next(s for s in sentences if s.startswith("one's"))
+    assert one.endswith("Shown apart at 5% (Holm over 45 pairs of systems): s0 above s3, s4, "
+                        "s5 and 4 more; s1 above s4, s5, s6 and 3 more; s2 above s5, s6, s7, "
+                        "s8, s9; and 4 more systems above others. The report and summary.json "
+                        "list them all.")
+    assert sentences[-1] == (
+        "The leaderboard's order depends on the judge: one ranks s0 above s3, two the reverse; "
+        "one ranks s0 above s4, two the reverse; one ranks s0 above s5, two the reverse; and 25 "
+        "more pairs (each win rate difference significant at 5%, Holm over 90 tests: 45 pairs "
+        "of systems x 2 judges). The report and summary.json list them all.")
+    differences = tables["leaderboard_differences"]
+    assert len(differences) == 90
+    assert sum(r["p_holm"] < 0.05 for r in differences if r["judge"] == "one") == 28
+    reversed_ = tables["leaderboard_reversals"]
+    assert len(reversed_) == 56 and all(r["p_holm"] < 0.05 for r in reversed_)
+    assert [(r["judge"], r["higher"], r["lower"]) for r in reversed_[:4]] == [
+        ("one", "s0", "s3"), ("two", "s3", "s0"), ("one", "s0", "s4"), ("two", "s4", "s0")]
+    assert len({frozenset((r["higher"], r["lower"])) for r in reversed_}) == 28

@@ -44,7 +44,9 @@ response (``model_a``, ``model_b``). Conventions, and why:
   score difference significant after Holm over every pair of systems and judge (the claim is
   a union over them: each pair's own interval found reversals among judges that share one
   order in 12% of runs with 8 systems and 3 judges). Otherwise the report says the orders
-  differ only within their uncertainty, or that their point estimates agree.
+  differ only within their uncertainty, or that their point estimates agree. The pairs it
+  finds reversed are the ``leaderboard_reversals`` table: each judge's difference, with its
+  ``p_holm`` over that family.
 """
 
 from __future__ import annotations
@@ -80,7 +82,10 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
     judged more than once (both orders): its items are then resampled together. Pairs of a
     system against itself (``same_system``) and pairs naming only one system (``one_named``)
     are counted and said, not ranked. ``notes``: the sentences that say what was left out
-    (those pairs, systems or judges without a verdict), which a reader must not miss."""
+    (those pairs, systems or judges without a verdict), which a reader must not miss.
+    ``reversals``: each judge's significant difference of every two systems that judges put
+    in opposite orders (its ``p_holm`` over every pair of systems and judge), which the
+    sentence names a few of where there are many."""
     if score not in SCORES:
         raise ValueError(f"unknown ranking score {score!r}; use one of {', '.join(SCORES)}")
     fit = SCORES[score]
@@ -118,11 +123,12 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
     same, said = _itself(authors, pairs)
     one, unnamed = _one_named(authors, pairs)
     notes = [*said, *unnamed]
+    reversals: list[dict[str, Any]] = []
     sentences = [*notes, *_sentences(systems, estimates, tests, differences, confidence, score,
-                                     notes)]
+                                     notes, reversals)]
     return {"systems": systems, "items": len(keep), "same_system": same, "one_named": one,
             "score": score, "leaderboards": boards, "differences": differences, "tau": taus,
-            "sentences": sentences, "notes": notes}
+            "reversals": reversals, "sentences": sentences, "notes": notes}
 
 
 def _itself(authors: Sequence[tuple[str | None, str | None]],
@@ -175,9 +181,10 @@ def _differences(systems: list[str], estimates: Mapping[str, Array],
 def _sentences(systems: list[str], estimates: Mapping[str, Array],
                tests: Mapping[str, Mapping[tuple[int, int], tuple[int, float]]],
                differences: Sequence[Mapping[str, Any]], confidence: float, score: str,
-               notes: list[str]) -> list[str]:
+               notes: list[str], reversals: list[dict[str, Any]]) -> list[str]:
     """Each judge's leaderboard in words, and whether the order depends on the judge; a
-    judge's sentence that leaves systems (or its whole leaderboard) out also into ``notes``."""
+    judge's sentence that leaves systems (or its whole leaderboard) out also into ``notes``,
+    the differences of the pairs it finds reversed into ``reversals``."""
     out = []
     alpha = 1 - confidence
 
@@ -197,10 +204,10 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
             [f"{systems[k]} ({shown(estimates[judge][k])})" for k in order]) + (
             f" ({_some(unranked)}: no verdict on {'its' if len(unranked) == 1 else 'their'}"
             " pairs, so unranked)" if unranked else "") + "."
-        if max(len(order), len(unranked)) > NAMED:
-            said += " The report and summary.json list them all."
         if len(order) > 1:
             said += " " + _shown_apart(judge, [systems[k] for k in order], differences, alpha)
+        if max(len(order), len(unranked)) > NAMED:  # shown apart: lists shorter than order
+            said += _ALL
         out.append(said)
         if unranked:
             notes.append(said)
@@ -214,22 +221,28 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
                       if math.isfinite(d := estimates[j][x] - estimates[j][y])}) > 1
                  for x, y in itertools.combinations(range(len(systems)), 2))
     held = adjust_pvalues([p for *_, p in every], "holm")
-    sure: dict[tuple[int, int], dict[str, int]] = {}
-    for (x, y, judge, sign, _), p in zip(every, held):
-        if p < alpha:
-            sure.setdefault((x, y), {})[judge] = sign
+    sure: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for (x, y, judge, sign, p), q in zip(every, held):
+        if q < alpha:
+            high, low = (x, y) if sign > 0 else (y, x)
+            sure.setdefault((x, y), []).append({
+                "judge": judge, "higher": systems[high], "lower": systems[low],
+                "difference": float(estimates[judge][high] - estimates[judge][low]),
+                "p_value": p, "p_holm": float(q)})
     conflicts = []
-    for (x, y), signs in sure.items():
-        if len(set(signs.values())) == 2:
-            up = next(j for j, s in signs.items() if s > 0)
-            down = next(j for j, s in signs.items() if s < 0)
+    for (x, y), rows in sure.items():
+        if len({r["higher"] for r in rows}) == 2:
+            reversals += rows
+            up = next(r["judge"] for r in rows if r["higher"] == systems[x])
+            down = next(r["judge"] for r in rows if r["higher"] == systems[y])
             conflicts.append(f"{up} ranks {systems[x]} above {systems[y]}, {down} the reverse")
     pairs = len({(x, y) for x, y, *_ in every})
     family = f"Holm over {len(every)} tests: {pairs} pairs of systems x {len(judges)} judges"
     if conflicts:
-        out.append("The leaderboard's order depends on the judge: " + "; ".join(conflicts)
+        out.append("The leaderboard's order depends on the judge: "
+                   + _some(conflicts, "; ", "pairs")
                    + f" (each {score.replace('-', ' ')} difference significant at "
-                   f"{alpha:.0%}, {family}).")
+                   f"{alpha:.0%}, {family})." + (_ALL if len(conflicts) > NAMED else ""))
     elif differ:
         out.append("The judges order some systems differently, but only within their "
                    f"uncertainty: no reversal is significant at {alpha:.0%} ({family}).")
@@ -238,16 +251,20 @@ def _sentences(systems: list[str], estimates: Mapping[str, Array],
     return out
 
 
-#: Systems a sentence names in full; of a longer list it names `FIRST` and counts the rest
-#: (the tables hold them all): a leaderboard of 40 systems printed whole buries the sentence.
+#: Names (systems, reversed pairs) a sentence gives in full; of more it names `FIRST` and
+#: counts the rest (the tables hold them all): 40 systems printed whole bury the sentence.
 NAMED, FIRST = 5, 3
+_ALL = " The report and summary.json list them all."
 
 
-def _some(names: Sequence[str]) -> str:
-    """``names`` joined, or the first `FIRST` and how many more where they exceed `NAMED`."""
+def _some(names: Sequence[str], sep: str = ", ", more: str = "") -> str:
+    """``names`` joined by ``sep``, or the first `FIRST` and how many more where they exceed
+    `NAMED`; ``more`` says more of what, after ``sep``, where a name is a list itself ("a
+    above b, c and 2 more; and 4 more pairs", not "... c and 2 more and 4 more")."""
     if len(names) <= NAMED:
-        return ", ".join(names)
-    return f"{', '.join(names[:FIRST])} and {len(names) - FIRST} more"
+        return sep.join(names)
+    first, rest = sep.join(names[:FIRST]), len(names) - FIRST
+    return f"{first}{sep}and {rest} more {more}" if more else f"{first} and {rest} more"
 
 
 def _shown_apart(judge: str, order: Sequence[str], differences: Sequence[Mapping[str, Any]],
@@ -261,9 +278,10 @@ def _shown_apart(judge: str, order: Sequence[str], differences: Sequence[Mapping
             above.setdefault(row["higher"], []).append(row["lower"])
     if not above:
         return f"No two are shown apart at {alpha:.0%} ({family})."
-    groups = [f"{s} above {', '.join(sorted(above[s], key=order.index))}"
+    groups = [f"{s} above {_some(sorted(above[s], key=order.index))}"
               for s in order if s in above]
-    return f"Shown apart at {alpha:.0%} ({family}): {'; '.join(groups)}."
+    return (f"Shown apart at {alpha:.0%} ({family}): "
+            f"{_some(groups, '; ', 'systems above others')}.")
 
 
 def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
@@ -292,6 +310,8 @@ def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
         tables["unranked"] = unranked
     if found["differences"]:
         tables["leaderboard_differences"] = found["differences"]
+    if found["reversals"]:  # those the "depends on the judge" sentence names a few of
+        tables["leaderboard_reversals"] = found["reversals"]
     if found["tau"]:
         tables["kendall_tau"] = found["tau"]
     if notes is not None:

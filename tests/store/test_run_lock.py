@@ -7,7 +7,6 @@ down between its read and its rewrite, so that without the lock they would alway
 from __future__ import annotations
 
 import json
-import platform
 import shutil
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.scoring.runfile import init_run
 from biasscope.dynamics.scoring.units import SweepConfig
+from biasscope.store import run_json
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 from biasscope.store.locks import run_lock
@@ -55,14 +55,15 @@ def started_together(out: Path, *runs: tuple[str, int, str]) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def slow_rewrite(monkeypatch: pytest.MonkeyPatch) -> None:
-    """versions() runs between the read of run.json and its rewrite; make that take a while."""
-    real = platform.python_version
+    """kept_versions() runs between the read of run.json and its rewrite; make that take a
+    while."""
+    real = run_json.kept_versions
 
-    def slow() -> str:
+    def slow(recorded: Any, now: Any) -> dict[str, str]:
         time.sleep(0.3)
-        return real()
+        return real(recorded, now)
 
-    monkeypatch.setattr(platform, "python_version", slow)
+    monkeypatch.setattr(run_json, "kept_versions", slow)
 
 
 @pytest.mark.parametrize("trial", range(4))

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from biasscope.backends.checkpoints import from_model, parse_seeds, parse_step
 from biasscope.cli.main import main
 from biasscope.store.directory import RunStore
+from biasscope.store.run_json import OtherVersionsWarning
 
 pytest.importorskip("torch")
 
@@ -66,6 +68,23 @@ def test_rerun_skips_finished_units(checkpoint_dirs, winobias_dir, tmp_path):
     assert all(after[p] == t for p, t in stamps.items())
     assert len(after) == 12
     assert json.loads((out / "run.json").read_text())["seeds"] == [0, 1, 2, 3]
+
+
+def test_a_sweep_keeps_the_versions_of_its_first_call(checkpoint_dirs, winobias_dir, tmp_path):
+    """Before: every call rewrote run.json's versions, one that scored nothing too, so after an
+    upgrade `compare` said two sweeps scored under other libraries used the same ones. Kept as
+    an audit's are: a run from before one was recorded gains it, and another is told."""
+    out = tmp_path / "run"
+    args = dynamics_args(checkpoint_dirs, winobias_dir, out, "--seeds", "0")
+    assert main(args) == 0
+    run = json.loads((out / "run.json").read_text())
+    now = run["versions"]
+    older = {"python": now["python"], "biasscope": "0.0.1"}  # no torch yet: gained
+    (out / "run.json").write_text(json.dumps({**run, "versions": older}))
+    with pytest.warns(OtherVersionsWarning, match=r"\(biasscope 0\.0\.1\); this call runs "
+                      rf"biasscope {re.escape(now['biasscope'])}, and what it adds"):
+        assert main(args) == 0  # scores nothing: every unit is stored
+    assert json.loads((out / "run.json").read_text())["versions"] == {**now, **older}
 
 
 KILLER = """

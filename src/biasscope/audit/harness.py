@@ -48,14 +48,7 @@ from biasscope.report.audit import REPORT, audit_page
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import (
-    MODEL_LIBRARIES,
-    kept_versions,
-    refuse_foreign_folder,
-    start_run,
-    versions,
-    warn_other_versions,
-)
+from biasscope.store.run_json import model_versions, refuse_foreign_folder, start_run
 from biasscope.store.settings import gain_identity, merge_settings, sha256_json
 from biasscope.store.units import Unit
 
@@ -269,12 +262,9 @@ def run_settings(responder: Responder, probes: Sequence[AskedProbe], limit: int 
 
 def run_versions(settings: Mapping[str, Any]) -> dict[str, str]:
     """The versions that can change an audit's records, for run.json ``versions`` (not a
-    setting: `kept_versions`): biasscope's, and a local model's libraries where one answers
-    or scores (an ``hf`` backend)."""
+    setting: `store.run_json.kept_versions`): those of the models that answer or score."""
     how = [settings.get("responder"), *(settings.get("scored") or {}).values()]
-    local = any(isinstance(h, Mapping) and isinstance(h.get("backend"), Mapping)
-                and h["backend"].get("backend") == "hf" for h in how)
-    return versions(("biasscope", *(MODEL_LIBRARIES if local else ())))
+    return model_versions(h.get("backend") for h in how if isinstance(h, Mapping))
 
 
 def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.PathLike[str],
@@ -306,10 +296,9 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
     started = False
 
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
-        merged = settings if previous is None else merge_settings(
+        return settings if previous is None else merge_settings(
             store.run_json, recorded(gain_identity(previous, settings), settings), settings,
             grow={"probes": "probe", "scored": "request kind"})
-        return {**merged, "versions": kept_versions((previous or {}).get("versions"), now)}
 
     def start() -> None:
         """run.json, written with what is first written: a new run that fails before it
@@ -317,8 +306,7 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
         to refuse the corrected command. A run that exists is checked before any request."""
         nonlocal started
         if not started:
-            written = start_run(store, "audit", build)
-            warn_other_versions(store.run_json, written["versions"], now)
+            start_run(store, "audit", build, now=now)
             started = True
 
     if store.run_json.is_file() or store.remote is not None:

@@ -13,7 +13,7 @@ import platform
 import random
 import time
 import warnings
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
@@ -27,6 +27,8 @@ Build = Callable[[dict[str, Any] | None], dict[str, Any]]
 
 #: The libraries that run a local model: their versions can change its scores.
 MODEL_LIBRARIES = ("torch", "transformers", "tokenizers")
+#: The backends (an identity's ``backend``) that run a local model with `MODEL_LIBRARIES`.
+LOCAL_BACKENDS = ("hf", "hf-reward")
 #: What a sweep records in run.json ``versions`` (with python's): it computes its analysis too.
 LIBRARIES = ("biasscope", "numpy", "pandas", "scipy", *MODEL_LIBRARIES)
 
@@ -39,6 +41,15 @@ def versions(names: Sequence[str] = LIBRARIES) -> dict[str, str]:
         if (version := installed_version(name)) is not None:
             out[name] = version
     return out
+
+
+def model_versions(identities: Iterable[Any]) -> dict[str, str]:
+    """run.json ``versions`` of a run whose models are ``identities`` (each a backend's
+    ``identity()``): biasscope's, and `MODEL_LIBRARIES`' where a local model answers, judges
+    or scores (a server's libraries are not this machine's)."""
+    local = any(isinstance(i, Mapping) and i.get("backend") in LOCAL_BACKENDS
+                for i in identities)
+    return versions(("biasscope", *(MODEL_LIBRARIES if local else ())))
 
 
 class OtherVersionsWarning(UserWarning):
@@ -99,7 +110,8 @@ def refuse_foreign_folder(store: RunStore) -> None:
 
 
 def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] = (),
-              kept: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
+              kept: Callable[[dict[str, Any]], bool] | None = None,
+              now: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Write ``run.json`` as ``build`` makes it from what the run recorded (``None``: a new
     run), with ``kind`` first, and return it.
 
@@ -107,7 +119,8 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
     kinds in ``joins`` (checkpoints scored into an intervention run are scored as any sweep's),
     which keep their own kind. ``kept``: whether a URL run's ``run.json``, read back, still
     holds what this process wrote; other machines have no lock to wait on, so it is built again
-    until it does.
+    until it does. ``now``: this call's library versions (`versions`); run.json keeps the
+    ones it recorded (`kept_versions`), and a call under others is told (`warn_other_versions`).
     """
     refuse_foreign_folder(store)
     with run_lock(store):
@@ -120,9 +133,13 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
                 raise BiasscopeError(f"{store.run_json} is not {article} {kind} run ({have}); "
                                      "use another --out")
             written = {"kind": have, **{k: v for k, v in build(previous).items() if k != "kind"}}
+            if now is not None:
+                written["versions"] = kept_versions((previous or {}).get("versions"), now)
             write_json(store.run_json, written)
             store.publish(store.run_json)
             if store.remote is None or kept is None or kept(written):
+                if now is not None:
+                    warn_other_versions(store.run_json, written["versions"], now)
                 return written
             time.sleep(random.uniform(0.05, 0.5))  # another machine wrote between: build again
     raise BiasscopeError(f"{store.remote}/{RUN_JSON} keeps changing under other writers; run "

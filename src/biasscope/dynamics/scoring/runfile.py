@@ -86,7 +86,8 @@ def _new_to(store: RunStore, checkpoints: Sequence[Checkpoint]) -> frozenset[str
 
 def _write_merged(store: RunStore, settings: dict[str, Any], config: SweepConfig,
                   kind: str = "dynamics") -> list[Checkpoint]:
-    """Merge ``config`` into run.json (`start_run`: under the run's lock, checking its kind)."""
+    """Merge ``config`` into run.json (`start_run`: under the run's lock, checking its kind;
+    ``versions`` kept from the run's first call, as an audit's are)."""
     named: list[list[Checkpoint]] = []
 
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -94,7 +95,8 @@ def _write_merged(store: RunStore, settings: dict[str, Any], config: SweepConfig
         named.append(checkpoints)
         return merged
 
-    start_run(store, kind, build, joins=("intervention",), kept=lambda ours: _kept(store, ours))
+    start_run(store, kind, build, joins=("intervention",), kept=lambda ours: _kept(store, ours),
+              now=versions())
     return named[-1]
 
 
@@ -181,8 +183,7 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
         _refuse_twins([], checkpoints, say=True)
         return {"schema": RUN_SCHEMA, "created": _now(), "updated": _now(),
                 "settings": settings, "seeds": sorted(config.seeds), "limit": config.limit,
-                "checkpoints": [c.as_dict() for c in checkpoints],
-                "versions": versions()}, checkpoints
+                "checkpoints": [c.as_dict() for c in checkpoints]}, checkpoints
     before = dict(previous.get("settings", {}))
     if "limit" not in before and "limit" in previous:  # runs from before limits were settings
         before["limit"] = previous["limit"]
@@ -197,7 +198,7 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
     entries = known + [c.as_dict() for c in checkpoints if c.identity not in have]
     return {**previous, "schema": RUN_SCHEMA, "updated": _now(), "settings": merged,
             "seeds": sorted(set(previous.get("seeds", [])) | set(config.seeds)),
-            "limit": config.limit, "checkpoints": entries, "versions": versions()}, checkpoints
+            "limit": config.limit, "checkpoints": entries}, checkpoints
 
 
 def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence[Checkpoint],

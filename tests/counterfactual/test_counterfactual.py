@@ -26,6 +26,7 @@ from biasscope.counterfactual.statistics import (
 )
 from biasscope.judge import Judge, JudgingConfig
 from biasscope.judge.tasks import question_sha256
+from biasscope.store.run_json import OtherVersionsWarning
 from fakes import CannedGenerator, Reward
 from sensitivity_fixture import hh_text, write_hh_rlhf
 
@@ -250,6 +251,24 @@ def test_a_narrower_rerun_keeps_the_other_scorers_scores(tmp_path: Path) -> None
     assert ("the scores of planted from an earlier run are kept in scores.jsonl"
             in done.summary["sentences"][-1])
     assert "kept in scores.jsonl" in done.report.read_text()
+
+
+def test_a_run_records_its_versions_and_keeps_its_first(tmp_path: Path) -> None:
+    """Before: a counterfactual run recorded no library versions, so nothing said that two
+    runs (or two calls of one) scored under another biasscope. They are kept as an audit's
+    are: another call is told and resumes."""
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:10")
+    job.run(config, [Reward("clean")])
+    path = tmp_path / "run" / "run.json"
+    run = json.loads(path.read_text())
+    assert set(run["versions"]) == {"python", "biasscope"}  # no local model here
+    run["versions"]["biasscope"] = "0.0.1"
+    path.write_text(json.dumps(run))
+    with pytest.warns(OtherVersionsWarning, match=r"\(biasscope 0\.0\.1\); this call runs"):
+        job.run(config, [Reward("clean")])
+    assert json.loads(path.read_text())["versions"]["biasscope"] == "0.0.1"
 
 
 def test_the_verdict_follows_the_test_it_prints() -> None:
@@ -632,6 +651,7 @@ def test_a_local_reward_model_is_one_model_however_its_path_is_written(
     assert rerun(str(folder))["source"] == str(folder.resolve())
     assert rerun(str(tmp_path / "links" / "rm"))["source"] == str(folder.resolve())
     recorded = json.loads((out / "run.json").read_text())
+    assert {"biasscope", "torch", "transformers", "tokenizers"} <= set(recorded["versions"])
     recorded["settings"]["scorers"]["rm"]["source"] = "./rm"  # as run.json held it before
     (out / "run.json").write_text(json.dumps(recorded))
     assert rerun(str(tmp_path / "links" / "rm"))["source"] == str(folder.resolve())

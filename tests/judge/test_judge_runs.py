@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from biasscope.cli.main import main
+from biasscope.judge.batch import start
+from biasscope.store.run_json import MODEL_LIBRARIES, OtherVersionsWarning, versions
 from scripted_server import Reply, chat, serve
 
 PAIRS = [{"id": "p1", "prompt": "What is 2+2?", "a": "4", "b": "5", "model_a": "m1",
@@ -131,6 +133,34 @@ def test_judge_audit_records_and_checks_its_settings(tmp_path, capsys):
         assert _files(out) == before
     with pytest.raises(SystemExit):  # no setting of judge-audit: refused by the parser
         main([*argv, "--position", "permute"])
+
+
+@pytest.mark.parametrize("kind", ["judge", "judge-audit"])
+def test_a_judge_run_records_its_versions_and_keeps_its_first(pairs, tmp_path, kind):
+    """Before: a judge or judge-audit run recorded no library versions, so nothing said that
+    two runs (or two calls of one) judged under another biasscope, or a local judge under
+    another torch. They are kept as an audit's are: an older run gains them, another call is
+    told and resumes."""
+    out = tmp_path / "run"
+    assert main(_judge(kind, out, pairs)) == 0
+    run = json.loads((out / "run.json").read_text())
+    now = run.pop("versions")
+    assert set(now) == {"python", "biasscope"}  # a canned judge: no local model's libraries
+    (out / "run.json").write_text(json.dumps(run))  # as an older biasscope wrote it
+    assert main(_judge(kind, out, pairs)) == 0
+    assert json.loads((out / "run.json").read_text())["versions"] == now
+    (out / "run.json").write_text(json.dumps({**run, "versions": {**now, "biasscope": "0.0.1"}}))
+    with pytest.warns(OtherVersionsWarning, match=r"\(biasscope 0\.0\.1\); this call runs"):
+        assert main(_judge(kind, out, pairs)) == 0
+    assert json.loads((out / "run.json").read_text())["versions"]["biasscope"] == "0.0.1"
+
+
+def test_a_local_judge_records_its_libraries(tmp_path):
+    """A judge that runs here (an ``hf`` backend) records torch, transformers and
+    tokenizers, whose versions can change its verdicts."""
+    start(tmp_path / "run", "judge", ["j"], {"judges": {"j": {"backend": "hf", "source": "m"}}})
+    found = json.loads((tmp_path / "run" / "run.json").read_text())["versions"]
+    assert found == versions(("biasscope", *MODEL_LIBRARIES))
 
 
 def test_a_run_from_before_settings_were_recorded_is_not_rerun_unchecked(pairs, tmp_path,

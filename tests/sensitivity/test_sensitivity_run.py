@@ -19,6 +19,7 @@ from biasscope.sensitivity.perturb import Templates, perturb, query
 from biasscope.sensitivity.principles import Constitution, Principle
 from biasscope.sensitivity.prompts import Conversation, read_hh_rlhf
 from biasscope.store.directory import RunStore
+from biasscope.store.run_json import MODEL_LIBRARIES, OtherVersionsWarning, versions
 from fakes import Length, Reviser
 from sensitivity_fixture import CONVERSATIONS, IRREGULAR, hh_text, write_hh_rlhf
 
@@ -85,6 +86,31 @@ def test_adding_a_reward_model_extends_the_run(tmp_path: Path) -> None:
     assert meta["model"] == "len, len2" and len(meta["reward_models"]) == 2
     summary = json.loads((out / "summary.json").read_text())
     assert {r["model"] for r in summary["directions"]["toward"]["indices"]} == {"len", "len2"}
+
+
+class LocalLength(Length):
+    """`Length` named as a local reward model's identity names it."""
+
+    def identity(self) -> dict[str, str]:
+        return {**super().identity(), "backend": "hf-reward"}
+
+
+def test_a_run_records_its_versions_and_keeps_its_first(tmp_path: Path) -> None:
+    """Before: a sensitivity run recorded no library versions, so nothing said that two runs
+    (or two calls of one) scored under another biasscope, or a local reward model under
+    another torch. They are kept as an audit's are: another call is told and resumes."""
+    out = tmp_path / "run"
+    run(out)
+    meta = json.loads((out / "run.json").read_text())
+    assert set(meta["versions"]) == {"python", "biasscope"}  # no local model here
+    run(tmp_path / "local", models=[LocalLength()])
+    assert json.loads((tmp_path / "local" / "run.json").read_text())["versions"] == versions(
+        ("biasscope", *MODEL_LIBRARIES))
+    meta["versions"]["biasscope"] = "0.0.1"
+    (out / "run.json").write_text(json.dumps(meta))
+    with pytest.warns(OtherVersionsWarning, match=r"\(biasscope 0\.0\.1\); this call runs"):
+        run(out, models=[Length("len2", 2.0)])
+    assert json.loads((out / "run.json").read_text())["versions"]["biasscope"] == "0.0.1"
 
 
 def test_another_run_kind_in_the_folder_is_refused(tmp_path: Path) -> None:

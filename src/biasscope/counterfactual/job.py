@@ -37,7 +37,7 @@ from biasscope.sensitivity import hh_count, reward_settings
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import start_run
+from biasscope.store.run_json import model_versions, start_run
 from biasscope.store.settings import gain_identity, merge_settings
 
 SCORES = "scores.jsonl"
@@ -160,7 +160,7 @@ def _start(store: RunStore, settings: dict[str, Any]) -> None:
             settings, {"scorers": "scorer"})
         return {"model": ", ".join(merged["scorers"]), "settings": merged}
 
-    start_run(store, "counterfactual", build)
+    start_run(store, "counterfactual", build, now=model_versions(settings["scorers"].values()))
 
 
 def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:

@@ -27,7 +27,7 @@ from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import refuse_foreign_folder, start_run
+from biasscope.store.run_json import model_versions, refuse_foreign_folder, start_run
 from biasscope.store.settings import gain_identity, merge_settings
 
 VERDICTS = "verdicts.jsonl"
@@ -278,7 +278,7 @@ def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
     """``run.json`` of a judge run: a folder holding another kind of run is refused first,
     then a rerun whose ``settings`` (what decides the results) differ from those recorded, in
     one line naming the setting, before anything is written. ``described``: what run.json
-    says beside them (each judge's spec)."""
+    says beside them (each judge's spec). ``versions`` are kept from the run's first call."""
     store = RunStore(Path(out))
 
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -286,7 +286,7 @@ def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
             store.run_json, gain_identity(previous.get("settings", {}), settings), settings)
         return {"model": ", ".join(models), **(described or {}), "settings": merged}
 
-    start_run(store, kind, build)
+    start_run(store, kind, build, now=model_versions((settings.get("judges") or {}).values()))
     return store
 
 

@@ -149,7 +149,8 @@ def _as_prompts(conversations: Prompts | Sequence[Conversation]) -> Prompts:
 
 
 def _start(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> dict[str, Any]:
-    """Write run.json with ``now`` merged over the recorded settings, or refuse in one line."""
+    """Write run.json with ``now`` merged over the recorded settings, or refuse in one line;
+    its ``versions`` are kept from the run's first call."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         merged = now if previous is None else merge_settings(
             store.run_json, gain_identity(previous.get("settings", {}), now), now, GROW,
@@ -158,9 +159,10 @@ def _start(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> di
         return {"model": ", ".join(models), "reward_models": list(models.values()),
                 "directions": list(merged["directions"]), **describe, "settings": merged}
 
+    used = run_json.model_versions([now["perturber"], *now["reward_models"].values()])
     # two runs started into one --out must not lose each other's models
-    written: dict[str, Any] = run_json.start_run(store, "sensitivity", build)["settings"]
-    return written
+    written = run_json.start_run(store, "sensitivity", build, now=used)
+    return dict(written["settings"])
 
 
 def _missing(store: RunStore, covered: set[tuple[str, str]]) -> list[dict[str, str]]:

@@ -50,10 +50,17 @@ def test_a_selection_given_twice_is_refused(data_dir: Path) -> None:
                                 "data_dir"),
     ("bbq", {"categorys": ["Age"]}, "probe 'bbq' takes no option categorys; it takes "
                                     "categories, limit, template"),
+    ("winogender", {"templat": "x"}, "probe 'winogender' takes no option templat; it takes "
+                                     "template"),
+    ("crows-pairs", {"versions": ["revised"]}, "probe 'crows-pairs' takes no option "
+                                               "versions; it takes version"),
+    ("perplexity", {"max_word": 5}, "probe 'perplexity' takes no option max_word; it takes "
+                                    "fraction, max_words, split_seed, text"),
 ])
 def test_an_unknown_option_is_named_with_the_known_ones(data_dir: Path, name: str,
                                                         option: dict[str, object],
                                                         says: str) -> None:
-    """Before: lambada and stereoset took any keyword, so a typo passed silently."""
+    """Before: lambada, stereoset, winogender, crows-pairs and perplexity took any keyword,
+    so a typo passed silently."""
     with pytest.raises(BiasscopeError, match=f"^{says}$"):
         load_probe(name, data_dir=data_dir, **option)

@@ -120,10 +120,11 @@ class CrowsPairs:
         return stratified_sample(items, limit, key, BIAS_TYPES, 2, 0, NAME)
 
 
-def from_data(data_dir: str | Path | None = None, version: str | Sequence[str] = "original",
-              **_: object) -> CrowsPairs:
+def from_data(data_dir: str | Path | None = None, version: str | Sequence[str] = "original"
+              ) -> CrowsPairs:
     """The probe on the original pairs, or on the revised English ones (``crows-pairs:revised``,
-    ``version`` as one word or a selection of one)."""
+    ``version`` as one word or a selection of one); it takes no other option (`load_probe`
+    refuses one, a typo among them)."""
     chosen = [version] if isinstance(version, str) else list(version)
     if len(chosen) != 1 or chosen[0] not in VERSIONS:
         raise DataError(f"{NAME}:{','.join(chosen)}: name one version, "

@@ -155,11 +155,12 @@ class Perplexity:
 
 
 def from_data(data_dir: str | Path | None = None, text: str | Path | None = None,
-              fraction: float | None = None, split_seed: int = 0, max_words: int | None = 64,
-              **_: object) -> Perplexity:
+              fraction: float | None = None, split_seed: int = 0, max_words: int | None = 64
+              ) -> Perplexity:
     """The probe on ``text``: all its documents, or with ``fraction`` only the held-out ones.
     The pinned ETHICS text defaults to its 10% held-out split (what ``intervene`` never
-    trains on); a file of your own is held-out text as given."""
+    trains on); a file of your own is held-out text as given. It takes no other option
+    (`load_probe` refuses one, a typo among them)."""
     docs, corpus = load_documents(text, data_dir)
     if fraction is None and corpus == ETHICS:
         fraction = 0.1

@@ -165,6 +165,8 @@ class Winogender:
         return stratified_sample(items, limit, key, OPTIONS, len(GENDERS), 0, NAME)
 
 
-def from_data(data_dir: str | Path | None = None, template: str | None = None,
-              **_: object) -> Winogender:
+def from_data(data_dir: str | Path | None = None, template: str | None = None
+              ) -> Winogender:
+    """The probe on Winogender's sentences; it takes no option but ``template`` (`load_probe`
+    refuses one, a typo among them)."""
     return Winogender(load_sentences(data_dir), template or DEFAULT_TEMPLATE)

@@ -10,28 +10,26 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.base import Generator
-from biasscope.core.config import (
-    NON_NEGATIVE_INT,
-    POSITIVE,
-    POSITIVE_INT,
-    check_settings,
-    setting,
-)
+from biasscope.backends.specs import GeneratorConfig, HTTPConfig
+from biasscope.core.config import check_settings, same_setting, setting
 
 
 @dataclass(frozen=True)
 class BackendConfig:
-    base_url: str | None = setting(None, "server URL for openai / openai-compatible")
-    api_key_env: str | None = setting(None, "environment variable that holds the API key "
-                                      "(default OPENAI_API_KEY); keys are never written anywhere")
-    concurrency: int = setting(8, "requests in flight at once", check=POSITIVE_INT)
-    timeout: float = setting(60.0, "seconds per attempt", check=POSITIVE)
-    retries: int = setting(5, "retries on 429/5xx/timeouts", check=NON_NEGATIVE_INT)
+    """The flags every text-model command shares. Those handed on to the backend are the
+    library configs' settings (`GeneratorConfig`, `HTTPConfig`), declared there once, so a
+    notebook's config refuses what the flag refuses, in its words."""
+
+    base_url: str | None = same_setting(GeneratorConfig, "base_url")
+    api_key_env: str | None = same_setting(GeneratorConfig, "api_key_env")
+    concurrency: int = same_setting(HTTPConfig, "concurrency")
+    timeout: float = same_setting(HTTPConfig, "timeout")
+    retries: int = same_setting(HTTPConfig, "max_retries")
     cache: str | None = setting(None, "response cache file (default "
                                 "~/.cache/biasscope/responses.sqlite or $BIASSCOPE_RESPONSE_CACHE)")
     no_cache: bool = setting(False, "neither read nor write the cache")
-    device: str = setting("auto", "hf: auto, cpu, cuda, cuda:N or mps")
-    allow_pickle: bool = setting(False, "hf: load pickle weights (.bin/.pt), which can run code")
+    device: str = same_setting(GeneratorConfig, "device")
+    allow_pickle: bool = same_setting(GeneratorConfig, "allow_pickle")
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -49,12 +47,10 @@ class BackendConfig:
         it applies to that one (`generators.refuse_server_settings`)."""
         from biasscope.backends.generators import (
             NO_SERVER,
-            GeneratorConfig,
             load_generator,
             parse_model_spec,
             refuse_server_settings,
         )
-        from biasscope.backends.openai_http import HTTPConfig
 
         parsed = [parse_model_spec(s, bare=_local_or_hub(s)) for s in specs]
         http = HTTPConfig(concurrency=self.concurrency, timeout=self.timeout,

@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from biasscope.backends.base import GenerateRequest
-from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
+from biasscope.backends.openai_http import OpenAIGenerator
 from biasscope.backends.redact import url_secrets
+from biasscope.backends.specs import HTTPConfig
 from biasscope.core.errors import ModelError, install_hint
 
 

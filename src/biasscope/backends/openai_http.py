@@ -27,12 +27,12 @@ import re
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from biasscope.backends.base import GenerateRequest, Generation, TokenLogprob
 from biasscope.backends.redact import error_line, redact_url, url_secrets
+from biasscope.backends.specs import HTTPConfig as HTTPConfig  # declared with the other settings
 from biasscope.core.errors import ModelError, install_hint
 from biasscope.core.renamed import renamed
 
@@ -40,17 +40,6 @@ OPENAI_URL = "https://api.openai.com/v1"
 T = TypeVar("T")
 #: Told each answer as it arrives: its index among the requests, and the answer.
 Answered = Callable[[int, Generation], None]
-
-
-@dataclass(frozen=True)
-class HTTPConfig:
-    """How hard to push a server and how long to wait for it."""
-
-    concurrency: int = 8
-    timeout: float = 60.0  # seconds per request attempt
-    max_retries: int = 5
-    backoff: float = 1.0  # seconds before the first retry; doubles each time, full jitter
-    max_backoff: float = 60.0
 
 
 def _openai() -> Any:

@@ -10,7 +10,16 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from biasscope.backends.openai_http import HTTPConfig
+from biasscope.backends.hf_model import HFConfig
+from biasscope.core.config import (
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    check_settings,
+    same_setting,
+    setting,
+)
 from biasscope.core.errors import ModelError
 from biasscope.core.renamed import renamed
 
@@ -46,16 +55,43 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
+class HTTPConfig:
+    """How hard to push a server and how long to wait for it (``backends.openai_http``).
+
+    Checked when made, as the command's flags that set it are (`BackendConfig` declares them
+    as these): ``concurrency=0`` would leave every request waiting."""
+
+    concurrency: int = setting(8, "requests in flight at once", check=POSITIVE_INT)
+    timeout: float = setting(60.0, "seconds per attempt", check=POSITIVE)
+    max_retries: int = setting(5, "retries on 429/5xx/timeouts", check=NON_NEGATIVE_INT,
+                               flag="--retries")
+    # Seconds before the first retry, doubling each time (full jitter), up to max_backoff.
+    backoff: float = field(default=1.0, metadata={"check": NON_NEGATIVE})
+    max_backoff: float = field(default=60.0, metadata={"check": NON_NEGATIVE})
+
+    def __post_init__(self) -> None:
+        check_settings(self)
+
+
+@dataclass(frozen=True)
 class GeneratorConfig:
-    """Settings every backend may use; each reads what applies to it."""
+    """Settings every backend may use; each reads what applies to it.
+
+    Checked when made, so a notebook's mistake is refused before any model loads, in the
+    words of the flag that sets it (`BackendConfig`) or of the local model's (`HFConfig`).
+    """
 
     http: HTTPConfig = field(default_factory=HTTPConfig)
-    base_url: str | None = None
-    api_key_env: str | None = None  # name of the environment variable holding the key
-    device: str = "auto"  # local backends
-    dtype: str = "auto"
-    batch_size: int = 16
-    allow_pickle: bool = False  # local: load pickle weights, which can run code
+    base_url: str | None = setting(None, "server URL for openai / openai-compatible")
+    api_key_env: str | None = setting(None, "environment variable that holds the API key "
+                                      "(default OPENAI_API_KEY); keys are never written anywhere")
+    device: str = setting("auto", "hf: auto, cpu, cuda, cuda:N or mps")
+    dtype: str = same_setting(HFConfig, "dtype")
+    batch_size: int = same_setting(HFConfig, "batch_size", default=16)
+    allow_pickle: bool = setting(False, "hf: load pickle weights (.bin/.pt), which can run code")
+
+    def __post_init__(self) -> None:
+        check_settings(self)
 
 
 def api_key(config: GeneratorConfig, default_env: str) -> str | None:

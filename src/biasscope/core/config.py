@@ -12,7 +12,7 @@ import math
 import numbers
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import Field, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
 from typing import Any, TypeVar
 
 from biasscope.core.errors import BiasscopeError
@@ -111,6 +111,14 @@ def described(help: str, *, check: Check | None = None,
 def setting(default: Any, help: str, **how: Any) -> Any:
     """A config field with a default and its help; ``how``: as `described` takes."""
     return field(default=default, metadata=described(help, **how))
+
+
+def same_setting(config: Any, name: str, default: Any = MISSING) -> Any:
+    """A field declared as ``config``'s setting ``name`` is (its help, check and default, or
+    ``default``): a setting two configs hold, such as a command's flag and the library config
+    it is handed to, is declared once, so both refuse the same values in the same words."""
+    f = next(f for f in fields(config) if f.name == name)
+    return field(default=f.default if default is MISSING else default, metadata=f.metadata)
 
 
 def documented(config: Any) -> list[Field[Any]]:

@@ -1,0 +1,65 @@
+"""A notebook's backend configs (`GeneratorConfig`, `HTTPConfig`) are checked when made, by
+the same declarations as the command's flags (`BackendConfig`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+from typing import Any
+
+import pytest
+
+from biasscope.backends.config import BackendConfig
+from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
+from biasscope.backends.specs import GeneratorConfig
+from biasscope.core.errors import BiasscopeError
+
+
+@pytest.mark.parametrize(("make", "says"), [
+    (lambda: HTTPConfig(concurrency=0), "--concurrency (concurrency): 0 is not 1 or more"),
+    (lambda: HTTPConfig(timeout=-1), "--timeout (timeout): -1 is not above 0"),
+    (lambda: HTTPConfig(timeout="soon"), "--timeout (timeout): 'soon' is not a number"),
+    (lambda: HTTPConfig(max_retries=-2), "--retries (max_retries): -2 is negative: give 0"),
+    (lambda: HTTPConfig(max_retries=1.5), "--retries (max_retries): 1.5 is not a whole number"),
+    (lambda: HTTPConfig(backoff=-1), "backoff: -1 is negative: give 0 or more"),
+    (lambda: HTTPConfig(max_backoff=float("nan")), "max_backoff: nan is not a finite number"),
+    (lambda: GeneratorConfig(batch_size=0), "--batch-size (batch_size): 0 is not 1 or more"),
+    (lambda: GeneratorConfig(device=3), "--device (device): 3 is not text"),
+    (lambda: GeneratorConfig(dtype="float8"), "--dtype (dtype): 'float8' is not one of auto"),
+    (lambda: GeneratorConfig(allow_pickle="no"), "--allow-pickle (allow_pickle): 'no' is not "
+                                                 "True or False"),
+    (lambda: GeneratorConfig(base_url=8000), "--base-url (base_url): 8000 is not text"),
+    (lambda: GeneratorConfig(http={"concurrency": 0}), "--concurrency (concurrency): 0 is not"),
+    (lambda: GeneratorConfig(http=4), "http: give HTTPConfig(...) or a dict of its settings"),
+])
+def test_a_wrong_setting_is_refused_in_one_line(make: Any, says: str) -> None:
+    """Before: each was taken, and was quietly changed (``concurrency=0`` ran one request at
+    a time), misbehaved (``max_retries=-2``: a tokenizer call gave up "in -1 attempts") or was
+    refused only once a local model loaded (``batch_size=0``, ``device=3``)."""
+    with pytest.raises(BiasscopeError, match=re.escape(says)) as caught:
+        make()
+    assert "\n" not in str(caught.value)
+
+
+def test_a_right_config_is_made_as_given() -> None:
+    config = GeneratorConfig(http={"concurrency": 2, "timeout": "30"}, device="cpu",
+                             dtype="bfloat16", batch_size=4, allow_pickle=True)
+    assert config.http == HTTPConfig(concurrency=2, timeout=30.0)
+    assert (config.device, config.dtype, config.batch_size) == ("cpu", "bfloat16", 4)
+    fast = HTTPConfig(concurrency=4, timeout=5, max_retries=0, backoff=0, max_backoff=0.05)
+    assert OpenAIGenerator("m", "http://127.0.0.1:9/v1", config=fast).config is fast
+    assert GeneratorConfig() == GeneratorConfig(http=HTTPConfig())
+
+
+def test_the_flags_are_the_library_settings() -> None:
+    """One declaration each: the flag and the notebook's setting share help, check and
+    default, so they cannot drift apart."""
+    flags = {f.name: f for f in fields(BackendConfig)}
+    for config, names in ((HTTPConfig, {"concurrency": "concurrency", "timeout": "timeout",
+                                        "max_retries": "retries"}),
+                          (GeneratorConfig, {n: n for n in ("base_url", "api_key_env", "device",
+                                                            "allow_pickle")})):
+        for f in fields(config):
+            if f.name in names:
+                flag = flags[names[f.name]]
+                assert (flag.metadata, flag.default) == (f.metadata, f.default), f.name

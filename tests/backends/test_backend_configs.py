@@ -1,5 +1,5 @@
-"""A notebook's backend configs (`GeneratorConfig`, `HTTPConfig`) are checked when made, by
-the same declarations as the command's flags (`BackendConfig`)."""
+"""A notebook's backend configs (`GeneratorConfig`, `HTTPConfig`, `RewardConfig`) are checked
+when made, by the same declarations as the command's flags (`BackendConfig`, `HFConfig`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
+from biasscope.backends.reward import RewardConfig
 from biasscope.backends.specs import GeneratorConfig
 from biasscope.core.errors import BiasscopeError
 
@@ -63,3 +64,22 @@ def test_the_flags_are_the_library_settings() -> None:
             if f.name in names:
                 flag = flags[names[f.name]]
                 assert (flag.metadata, flag.default) == (f.metadata, f.default), f.name
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ({"trust_remote_code": "no"}, "--trust-remote-code (trust_remote_code): 'no' is not True"),
+    ({"allow_pickle": "False"}, "--allow-pickle (allow_pickle): 'False' is not True or False"),
+    ({"chat_template": "no"}, "chat_template: 'no' is not True or False"),
+    ({"batch_size": 0}, "--batch-size (batch_size): 0 is not 1 or more"),
+    ({"batch_size": "eight"}, "--batch-size (batch_size): 'eight' is not a whole number"),
+    ({"max_length": 2.5}, "max_length: 2.5 is not a whole number"),
+    ({"device": 3}, "--device (device): 3 is not text"),
+    ({"dtype": "float8"}, "--dtype (dtype): 'float8' is not one of auto"),
+])
+def test_a_reward_configs_loading_settings_are_checked(given: dict[str, Any], says: str) -> None:
+    """Before: ``trust_remote_code="no"`` (a true string) would run the repo's code and
+    ``allow_pickle="False"`` load pickles; ``batch_size="eight"`` was a TypeError traceback."""
+    with pytest.raises(BiasscopeError, match=re.escape(says)) as caught:
+        RewardConfig(**given)
+    assert "\n" not in str(caught.value)
+    assert RewardConfig(batch_size="8", max_length=512).batch_size == 8

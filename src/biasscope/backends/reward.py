@@ -19,7 +19,7 @@ import inspect
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from biasscope.backends.hf_model import (
 )
 from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import loading
+from biasscope.core.config import POSITIVE_INT, check_settings, same_setting
 from biasscope.core.errors import BiasscopeError, ModelError
 from biasscope.core.renamed import renamed
 from biasscope.core.steps import say
@@ -55,25 +56,21 @@ class RewardConfig:
     ``transform``: ``logit`` is the raw reward; ``probability`` its sigmoid; ``logprob`` its
     log-sigmoid (the source read log-probabilities from a hosted API). ``max_length``: longer
     conversations keep their first special token and their end (None: the model's limit).
+    Checked when made; how a checkpoint loads is checked as `HFConfig`'s settings are
+    (``trust_remote_code="no"`` is refused, not taken as true).
     """
 
-    device: str = "auto"
-    dtype: str = "auto"
-    batch_size: int = 16
-    transform: str = "logit"
+    device: str = same_setting(HFConfig, "device")
+    dtype: str = same_setting(HFConfig, "dtype")
+    batch_size: int = same_setting(HFConfig, "batch_size", default=16)
+    transform: str = field(default="logit", metadata={"choices": TRANSFORMS})
     chat_template: bool = True
-    max_length: int | None = None
-    trust_remote_code: bool = False
-    allow_pickle: bool = False  # load pickle weights (they can run code): an explicit opt-in
+    max_length: int | None = field(default=None, metadata={"check": POSITIVE_INT})
+    trust_remote_code: bool = same_setting(HFConfig, "trust_remote_code")
+    allow_pickle: bool = same_setting(HFConfig, "allow_pickle")
 
     def __post_init__(self) -> None:
-        if self.transform not in TRANSFORMS:
-            raise BiasscopeError(
-                f"reward transform {self.transform!r}: use one of {', '.join(TRANSFORMS)}")
-        if self.batch_size < 1:
-            raise BiasscopeError(f"reward batch_size {self.batch_size}: use 1 or more")
-        if self.max_length is not None and self.max_length < 1:
-            raise BiasscopeError(f"reward max_length {self.max_length}: use 1 or more")
+        check_settings(self)
 
 
 def plain_format(conversation: Scored) -> str:

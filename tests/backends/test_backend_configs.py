@@ -69,7 +69,8 @@ def test_the_flags_are_the_library_settings() -> None:
 @pytest.mark.parametrize(("given", "says"), [
     ({"trust_remote_code": "no"}, "--trust-remote-code (trust_remote_code): 'no' is not True"),
     ({"allow_pickle": "False"}, "--allow-pickle (allow_pickle): 'False' is not True or False"),
-    ({"chat_template": "no"}, "chat_template: 'no' is not True or False"),
+    ({"chat_template": "no"}, "--no-chat-template (chat_template): 'no' is not True or False"),
+    ({"transform": "softmax"}, "--transform (transform): 'softmax' is not one of logit"),
     ({"batch_size": 0}, "--batch-size (batch_size): 0 is not 1 or more"),
     ({"batch_size": "eight"}, "--batch-size (batch_size): 'eight' is not a whole number"),
     ({"max_length": 2.5}, "max_length: 2.5 is not a whole number"),
@@ -83,3 +84,16 @@ def test_a_reward_configs_loading_settings_are_checked(given: dict[str, Any], sa
         RewardConfig(**given)
     assert "\n" not in str(caught.value)
     assert RewardConfig(batch_size="8", max_length=512).batch_size == 8
+
+
+def test_the_reward_flags_are_the_reward_configs_settings() -> None:
+    """Before: `RewardScoring` declared transform, chat_template, dtype and batch_size again,
+    apart from `RewardConfig`, so the two could drift; now each is declared once, in a module
+    light enough for ``sensitivity --help`` (no NumPy), and `backends.reward` still gives it."""
+    from biasscope.backends import reward_config
+    from biasscope.sensitivity.settings import RewardScoring
+
+    assert RewardConfig is reward_config.RewardConfig
+    declared = {f.name: f for f in fields(RewardConfig)}
+    for f in fields(RewardScoring):
+        assert (f.metadata, f.default) == (declared[f.name].metadata, declared[f.name].default)

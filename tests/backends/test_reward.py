@@ -119,7 +119,7 @@ def test_transforms(rm_dir: Path) -> None:
     assert prob == pytest.approx([1 / (1 + math.exp(-x)) for x in logit], rel=1e-9)
     assert logprob == pytest.approx([math.log(p) for p in prob], rel=1e-9)
     assert all(0 < p < 1 for p in prob) and all(lp < 0 for lp in logprob)
-    with pytest.raises(BiasscopeError, match="transform: 'softmax' is not one of logit"):
+    with pytest.raises(BiasscopeError, match=r"--transform \(transform\): 'softmax' is not one"):
         RewardConfig(transform="softmax")
 
 

@@ -19,7 +19,6 @@ import inspect
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -35,42 +34,17 @@ from biasscope.backends.hf_model import (
 )
 from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import loading
-from biasscope.core.config import POSITIVE_INT, check_settings, same_setting
+from biasscope.backends.reward_config import TRANSFORMS, RewardConfig
 from biasscope.core.errors import BiasscopeError, ModelError
 from biasscope.core.renamed import renamed
 from biasscope.core.steps import say
 
-TRANSFORMS = ("logit", "probability", "logprob")
 PLAIN_ROLES = {"user": "Human", "assistant": "Assistant", "system": "System"}
 
 
 class CutConversationWarning(UserWarning):
     """Conversations longer than the reward model's limit were cut before scoring (a
     biasscope warning: the command prints it as one note, not with Python's source line)."""
-
-
-@dataclass(frozen=True)
-class RewardConfig:
-    """How a reward model is loaded and scored.
-
-    ``transform``: ``logit`` is the raw reward; ``probability`` its sigmoid; ``logprob`` its
-    log-sigmoid (the source read log-probabilities from a hosted API). ``max_length``: longer
-    conversations keep their first special token and their end (None: the model's limit).
-    Checked when made; how a checkpoint loads is checked as `HFConfig`'s settings are
-    (``trust_remote_code="no"`` is refused, not taken as true).
-    """
-
-    device: str = same_setting(HFConfig, "device")
-    dtype: str = same_setting(HFConfig, "dtype")
-    batch_size: int = same_setting(HFConfig, "batch_size", default=16)
-    transform: str = field(default="logit", metadata={"choices": TRANSFORMS})
-    chat_template: bool = True
-    max_length: int | None = field(default=None, metadata={"check": POSITIVE_INT})
-    trust_remote_code: bool = same_setting(HFConfig, "trust_remote_code")
-    allow_pickle: bool = same_setting(HFConfig, "allow_pickle")
-
-    def __post_init__(self) -> None:
-        check_settings(self)
 
 
 def plain_format(conversation: Scored) -> str:

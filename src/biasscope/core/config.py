@@ -113,12 +113,15 @@ def setting(default: Any, help: str, **how: Any) -> Any:
     return field(default=default, metadata=described(help, **how))
 
 
-def same_setting(config: Any, name: str, default: Any = MISSING) -> Any:
+def same_setting(config: Any, name: str, default: Any = MISSING,
+                 help: str | None = None) -> Any:
     """A field declared as ``config``'s setting ``name`` is (its help, check and default, or
-    ``default``): a setting two configs hold, such as a command's flag and the library config
-    it is handed to, is declared once, so both refuse the same values in the same words."""
+    ``default`` and ``help``, the words of where it is used): a setting two configs hold, such
+    as a command's flag and the library config it is handed to, is declared once, so both
+    refuse the same values in the same words."""
     f = next(f for f in fields(config) if f.name == name)
-    return field(default=f.default if default is MISSING else default, metadata=f.metadata)
+    metadata = f.metadata if help is None else {**f.metadata, "help": help}
+    return field(default=f.default if default is MISSING else default, metadata=metadata)
 
 
 def documented(config: Any) -> list[Field[Any]]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from biasscope.backends.config import BackendConfig
-from biasscope.backends.hf_model import DTYPES
+from biasscope.backends.reward_config import RewardConfig
 from biasscope.core.config import (
     NON_NEGATIVE_INT,
     POSITIVE_INT,
@@ -18,6 +18,7 @@ from biasscope.core.config import (
     SEED,
     check_settings,
     described,
+    same_setting,
     setting,
 )
 from biasscope.core.errors import BiasscopeError
@@ -44,14 +45,13 @@ def line_range(text: str) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class RewardScoring:
-    """How the reward models read a conversation (`biasscope.backends.reward.RewardConfig`)."""
+    """How the reward models read a conversation: the flags of the `RewardConfig` settings
+    the command sets (device and pickles are `BackendConfig`'s), declared there once."""
 
-    transform: str = setting("logit", "reward read from the model's logit",
-                             choices=("logit", "probability", "logprob"))
-    chat_template: bool = setting(True, "score the plain hh-rlhf format instead of the chat "
-                                  "template", flag="--no-chat-template")
-    dtype: str = setting("auto", "reward models' dtype", choices=DTYPES)
-    batch_size: int = setting(16, "conversations per forward pass", check=POSITIVE_INT)
+    transform: str = same_setting(RewardConfig, "transform")
+    chat_template: bool = same_setting(RewardConfig, "chat_template")
+    dtype: str = same_setting(RewardConfig, "dtype")
+    batch_size: int = same_setting(RewardConfig, "batch_size")
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from biasscope.backends.config import BackendConfig
+from biasscope.backends.hf_model import HFConfig
 from biasscope.backends.openai_http import HTTPConfig, OpenAIGenerator
 from biasscope.backends.reward import RewardConfig
 from biasscope.backends.specs import GeneratorConfig
 from biasscope.core.errors import BiasscopeError
+from biasscope.intervene.settings import InterveneConfig
 
 
 @pytest.mark.parametrize(("make", "says"), [
@@ -26,6 +28,12 @@ from biasscope.core.errors import BiasscopeError
     (lambda: HTTPConfig(max_backoff=float("nan")), "max_backoff: nan is not a finite number"),
     (lambda: GeneratorConfig(batch_size=0), "--batch-size (batch_size): 0 is not 1 or more"),
     (lambda: GeneratorConfig(device=3), "--device (device): 3 is not text"),
+    (lambda: GeneratorConfig(device="gpu"), "--device (device): 'gpu' is not a device: give "
+                                            "auto, cpu, cuda, cuda:N (N from 0) or mps"),
+    (lambda: HFConfig(device="cuda:-1"), "--device (device): 'cuda:-1' is not a device"),
+    (lambda: HFConfig(device="cpu:0"), "--device (device): 'cpu:0' is not a device"),
+    (lambda: RewardConfig(device="CUDA"), "--device (device): 'CUDA' is not a device"),
+    (lambda: InterveneConfig(out="r", model="m", device="xpu"), "'xpu' is not a device"),
     (lambda: GeneratorConfig(dtype="float8"), "--dtype (dtype): 'float8' is not one of auto"),
     (lambda: GeneratorConfig(allow_pickle="no"), "--allow-pickle (allow_pickle): 'no' is not "
                                                  "True or False"),
@@ -47,6 +55,8 @@ def test_a_right_config_is_made_as_given() -> None:
                              dtype="bfloat16", batch_size=4, allow_pickle=True)
     assert config.http == HTTPConfig(concurrency=2, timeout=30.0)
     assert (config.device, config.dtype, config.batch_size) == ("cpu", "bfloat16", 4)
+    assert [HFConfig(device=d).device for d in ("cuda", "cuda:0", "cuda:12", "mps")] == [
+        "cuda", "cuda:0", "cuda:12", "mps"]
     fast = HTTPConfig(concurrency=4, timeout=5, max_retries=0, backoff=0, max_backoff=0.05)
     assert OpenAIGenerator("m", "http://127.0.0.1:9/v1", config=fast).config is fast
     assert GeneratorConfig() == GeneratorConfig(http=HTTPConfig())

@@ -5,6 +5,7 @@ option and what to do, and that nothing already written was lost."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -203,6 +204,10 @@ def test_comma_lists_refuse_an_empty_or_repeated_entry(argv, message, tmp_path, 
     (["judge", "--samples", "-1"], "--samples: -1 is not 1 or more"),  # was a ValueError
     (["judge", "--samples", "0"], "--samples: 0 is not 1 or more"),  # was "all orders"
     (["demo", "--bias", "7"], "--bias: 7 is not between 0 and 1"),
+    # Before: refused only when a local model loaded, and a server's run took it unsaid.
+    (["audit", "--device", "gpu"], "--device: 'gpu' is not a device: give auto, cpu, cuda"),
+    (["dynamics", "--device", "cuda:01"], "--device: 'cuda:01' is not a device"),
+    (["sensitivity", "--device", "cuda:"], "--device: 'cuda:' is not a device"),
 ])
 def test_options_out_of_range(argv, message, tmp_path, capsys):
     required = {
@@ -232,6 +237,18 @@ def test_device_cuda_without_cuda(checkpoint_dirs, winobias_dir, tmp_path, capsy
                              str(winobias_dir), "--out", str(tmp_path / "r"), "--seeds", "0",
                              "--limit", "2", "--quiet", "--device", "cuda"])
     assert "--device cuda: no CUDA device here" in line and "use --device cpu" in line
+
+
+def test_a_gpu_number_beyond_the_machines_is_refused(monkeypatch) -> None:
+    """Before: torch wraps a large index round (``cuda:255`` is the current GPU), so the
+    model loaded on GPU 0 unsaid."""
+    torch = __import__("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ModelError, match=re.escape("--device cuda:255: this machine has 1 CUDA")):
+        resolve_device("cuda:255")
+    with pytest.raises(ModelError, match=re.escape("--device 'gpu' is not a device")):
+        resolve_device("gpu")
 
 
 def _damage(path: Path, how: str) -> None:

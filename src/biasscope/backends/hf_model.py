@@ -7,6 +7,7 @@ checkpoint loads and refuses (pickle weights unless asked for, remote code unles
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +23,20 @@ from biasscope.core.renamed import renamed
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
+def device_name(text: str) -> str:
+    """``text``, if it is a device a local model loads on: auto, cpu, mps, cuda or cuda:N;
+    ValueError if not. Checked when a config is made, without torch, so ``--device gpu`` is
+    refused before a run starts, even one that asks only a server."""
+    if re.fullmatch(r"auto|cpu|mps|cuda(:(0|[1-9][0-9]*))?", text):
+        return text
+    raise ValueError(f"{text!r} is not a device: give auto, cpu, cuda, cuda:N (N from 0) or mps")
+
+
 @dataclass(frozen=True)
 class HFConfig:
     """How checkpoints are loaded and scored."""
 
-    device: str = setting("auto", "auto, cpu, cuda, cuda:N or mps")
+    device: str = setting("auto", "auto, cpu, cuda, cuda:N or mps", parse=device_name)
     dtype: str = setting("auto", "weights' dtype", choices=DTYPES)
     batch_size: int = setting(32, "prompts per forward pass", check=POSITIVE_INT)
     first_token: bool = setting(False, "score multi-token answer words by their first token")
@@ -46,19 +56,21 @@ def resolve_device(name: str) -> Any:
         mps = getattr(torch.backends, "mps", None)
         return torch.device("mps" if mps is not None and mps.is_available() else "cpu")
     try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ModelError(f"unknown device {name!r}: use auto, cpu, cuda, cuda:N or mps") from None
+        device_name(name)
+    except ValueError as exc:
+        raise ModelError(f"--device {exc}") from None
+    # The index from the text: torch wraps a large one round ("cuda:255" is the current GPU).
+    kind, _, index = name.partition(":")
     mps = getattr(torch.backends, "mps", None)
-    if device.type == "cuda" and not torch.cuda.is_available():
+    if kind == "cuda" and not torch.cuda.is_available():
         raise ModelError(f"--device {name}: no CUDA device here (torch {torch.__version__}); "
                          "use --device cpu or auto")
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+    if kind == "cuda" and int(index or 0) >= torch.cuda.device_count():
         raise ModelError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA "
                          f"device(s), numbered from 0")
-    if device.type == "mps" and not (mps is not None and mps.is_available()):
+    if kind == "mps" and not (mps is not None and mps.is_available()):
         raise ModelError(f"--device {name}: MPS is not available here; use --device cpu or auto")
-    return device
+    return torch.device(name)
 
 
 def resolve_dtype(name: str, device: Any) -> Any:

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from biasscope.backends.hf_model import HFConfig
+from biasscope.backends.hf_model import HFConfig, device_name
 from biasscope.core.config import (
     NON_NEGATIVE,
     NON_NEGATIVE_INT,
@@ -85,7 +85,7 @@ class GeneratorConfig:
     base_url: str | None = setting(None, "server URL for openai / openai-compatible")
     api_key_env: str | None = setting(None, "environment variable that holds the API key "
                                       "(default OPENAI_API_KEY); keys are never written anywhere")
-    device: str = setting("auto", "hf: auto, cpu, cuda, cuda:N or mps")
+    device: str = setting("auto", "hf: auto, cpu, cuda, cuda:N or mps", parse=device_name)
     dtype: str = same_setting(HFConfig, "dtype")
     batch_size: int = same_setting(HFConfig, "batch_size", default=16)
     allow_pickle: bool = setting(False, "hf: load pickle weights (.bin/.pt), which can run code")

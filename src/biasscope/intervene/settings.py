@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from biasscope.backends.hf_model import HFConfig
 from biasscope.core.config import (
     NON_NEGATIVE,
     NON_NEGATIVE_INT,
@@ -19,6 +20,7 @@ from biasscope.core.config import (
     check_settings,
     comma_entries,
     described,
+    same_setting,
     setting,
 )
 from biasscope.core.corrections import Correction
@@ -121,7 +123,7 @@ class InterveneConfig:
     eval_docs: int | None = setting(100, "held-out documents scored", check=POSITIVE_INT)
     max_words: int = 64
     eval_batch_size: int = 16
-    device: str = setting("auto", "auto, cpu, cuda, cuda:N or mps")
+    device: str = same_setting(HFConfig, "device")
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     analysis: InterventionAnalysisConfig = field(default_factory=InterventionAnalysisConfig)
     quiet: bool = setting(False, "no progress bars")

@@ -4,7 +4,7 @@ when made, by the same declarations as the command's flags (`BackendConfig`, `HF
 from __future__ import annotations
 
 import re
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
@@ -26,6 +26,10 @@ from biasscope.intervene.settings import InterveneConfig
     (lambda: HTTPConfig(max_retries=1.5), "--retries (max_retries): 1.5 is not a whole number"),
     (lambda: HTTPConfig(backoff=-1), "backoff: -1 is negative: give 0 or more"),
     (lambda: HTTPConfig(max_backoff=float("nan")), "max_backoff: nan is not a finite number"),
+    (lambda: HTTPConfig(max_backoff=0.5), "backoff: 1 is above max_backoff 0.5, the longest "
+                                          "wait before a retry: lower backoff or raise"),
+    (lambda: replace(HTTPConfig(backoff=0.1, max_backoff=0.2), max_backoff=0.05),
+     "backoff: 0.1 is above max_backoff 0.05"),
     (lambda: GeneratorConfig(batch_size=0), "--batch-size (batch_size): 0 is not 1 or more"),
     (lambda: GeneratorConfig(device=3), "--device (device): 3 is not text"),
     (lambda: GeneratorConfig(device="gpu"), "--device (device): 'gpu' is not a device: give "

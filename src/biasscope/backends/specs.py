@@ -20,7 +20,7 @@ from biasscope.core.config import (
     same_setting,
     setting,
 )
-from biasscope.core.errors import ModelError
+from biasscope.core.errors import BiasscopeError, ModelError
 from biasscope.core.renamed import renamed
 
 
@@ -59,7 +59,8 @@ class HTTPConfig:
     """How hard to push a server and how long to wait for it (``backends.openai_http``).
 
     Checked when made, as the command's flags that set it are (`BackendConfig` declares them
-    as these): ``concurrency=0`` would leave every request waiting."""
+    as these): ``concurrency=0`` would leave every request waiting, and a ``backoff``
+    above ``max_backoff`` would be ignored unsaid (every wait drawn up to ``max_backoff``)."""
 
     concurrency: int = setting(8, "requests in flight at once", check=POSITIVE_INT)
     timeout: float = setting(60.0, "seconds per attempt", check=POSITIVE)
@@ -71,6 +72,10 @@ class HTTPConfig:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        if self.backoff > self.max_backoff:
+            raise BiasscopeError(f"backoff: {self.backoff:g} is above max_backoff "
+                                 f"{self.max_backoff:g}, the longest wait before a retry: "
+                                 "lower backoff or raise max_backoff")
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,7 @@ class EchoScorer:
 
     async def _all(self, texts: Sequence[str]) -> list[Any]:
         async with self.generator._client() as client:
-            gate = asyncio.Semaphore(max(1, self.generator.config.concurrency))
+            gate = asyncio.Semaphore(self.generator.config.concurrency)
             return list(await asyncio.gather(*(self._one(client, gate, t) for t in texts)))
 
     async def _one(self, client: Any, gate: asyncio.Semaphore, text: str) -> Any:

@@ -166,7 +166,7 @@ class HFScorer:
         ids, option_ids = self.encode_next_token(items)
         order = sorted(range(len(items)), key=lambda i: len(ids[i]), reverse=True)
         results: list[NextTokenScore | None] = [None] * len(items)
-        size = max(1, self.config.batch_size)
+        size = self.config.batch_size
         with torch.inference_mode():
             for start in range(0, len(order), size):
                 batch = order[start:start + size]
@@ -182,7 +182,7 @@ class HFScorer:
         full, targets = self.encode_continuation(items)
         order = sorted(range(len(items)), key=lambda i: len(full[i]), reverse=True)
         results: dict[int, ContinuationScore] = {}
-        size = max(1, self.config.batch_size)
+        size = self.config.batch_size
         with torch.inference_mode():
             for start in range(0, len(order), size):
                 batch = order[start:start + size]
@@ -276,7 +276,7 @@ class HFScorer:
         rows = self.option_rows(items, messages)
         order = sorted(range(len(rows)), key=lambda r: len(rows[r][1]), reverse=True)
         logprob = [0.0] * len(rows)
-        size = max(1, self.config.batch_size)
+        size = self.config.batch_size
         with torch.inference_mode():
             for start in range(0, len(order), size):
                 batch = order[start:start + size]

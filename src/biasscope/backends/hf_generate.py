@@ -133,7 +133,7 @@ class HFGenerator:
         for i, request in enumerate(requests):
             groups.setdefault(replace(request.params, seed=None), []).append(i)
         results: dict[int, Generation] = {}
-        size = max(1, self.config.batch_size)
+        size = self.config.batch_size
         with torch.inference_mode():
             for params, members in groups.items():
                 members.sort(key=lambda i: len(prompts[i]), reverse=True)
@@ -156,7 +156,7 @@ class HFGenerator:
         torch = require_torch()
         prompt, conts = self.option_ids(request, options)
         scores: dict[str, float] = {}
-        size = max(1, self.config.batch_size)
+        size = self.config.batch_size
         with torch.inference_mode():
             if all(len(c) == 1 for c in conts):  # one forward of the prompt scores them all
                 logprobs = torch.log_softmax(self._forward([prompt], 1)[0][0, -1], dim=-1)

@@ -182,7 +182,7 @@ class OpenAIGenerator:
         async with self._client() as client:
             if not self._checked:
                 await self._check(client)
-            gate = asyncio.Semaphore(max(1, self.config.concurrency))
+            gate = asyncio.Semaphore(self.config.concurrency)
             tasks = [asyncio.ensure_future(self._told(client, gate, r, i, on_answer))
                      for i, r in enumerate(requests)]
             try:

@@ -42,7 +42,10 @@ from biasscope.intervene.settings import InterveneConfig
     (lambda: GeneratorConfig(allow_pickle="no"), "--allow-pickle (allow_pickle): 'no' is not "
                                                  "True or False"),
     (lambda: GeneratorConfig(base_url=8000), "--base-url (base_url): 8000 is not text"),
-    (lambda: GeneratorConfig(http={"concurrency": 0}), "--concurrency (concurrency): 0 is not"),
+    (lambda: GeneratorConfig(http={"concurrency": 0}),
+     "--concurrency (http.concurrency): 0 is not 1 or more"),
+    (lambda: GeneratorConfig(http={"backoff": 2, "max_backoff": 1}),
+     "http.backoff: 2 is above max_backoff 1"),
     (lambda: GeneratorConfig(http=4), "http: give HTTPConfig(...) or a dict of its settings"),
 ])
 def test_a_wrong_setting_is_refused_in_one_line(make: Any, says: str) -> None:

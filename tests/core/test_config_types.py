@@ -51,6 +51,13 @@ SENSITIVITY = {"out": "r", "reward_models": ["m"], "perturber": "p"}
      "templates: give a dict"),
     (lambda: SensitivityConfig(**SENSITIVITY, directions=["sideways"]),
      "--direction (directions): 'sideways' is not toward or away"),
+    # A setting given in a part's dict is named with the part (once without it).
+    (lambda: SensitivityConfig(**SENSITIVITY, reward={"transform": "raw"}),  # type: ignore[arg-type]
+     "--transform (reward.transform): 'raw' is not one of logit"),
+    (lambda: SensitivityConfig(**SENSITIVITY, backend={"device": "gpu"}),  # type: ignore[arg-type]
+     "--device (backend.device): 'gpu' is not a device"),
+    (lambda: InterveneConfig(out="r", model="m", training={"steps": 0}),  # type: ignore[arg-type]
+     "--steps (training.steps): 0 is not 1 or more"),
 ])
 def test_a_wrong_kind_is_refused_naming_the_setting(make, says) -> None:
     with pytest.raises(BiasscopeError, match=re.escape(says)):
@@ -161,7 +168,7 @@ def test_an_analysis_setting_given_as_text_or_numpy_is_taken(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("analysis", "says"), [
-    ({"budget": -1}, "--budget (budget): -1 is negative"),
+    ({"budget": -1}, "--budget (analysis.budget): -1 is negative"),
     ({"alpha": 5}, "analysis setting alpha = 5: must be strictly between 0 and 1"),
     ({"correction": "nope"}, "analysis setting correction = 'nope': must be one of holm"),
     ({"n_resamples": 0}, "analysis setting n_resamples = 0: must be a whole number"),
@@ -180,7 +187,7 @@ def test_an_interventions_analysis_settings_are_checked(analysis, says) -> None:
     ({"probes": []}, "probes: give a probe"),
     ({"out": None}, "out: give the run directory"),
     ({"out": "FILE"}, "out: FILE is a file"),
-    ({"config": {"every": 0}}, "--every (every): 0 is not 1 or more"),
+    ({"config": {"every": 0}}, "--every (config.every): 0 is not 1 or more"),
     ({"config": {"evry": 5}}, "config: LiveConfig has no setting evry"),
     ({"step": "100"}, "step: give the training step"),
 ])

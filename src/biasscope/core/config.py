@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
 from typing import Any, TypeVar
@@ -233,7 +234,8 @@ def _number(text: str) -> float | None:
 
 def made(kind: type[T], value: Any, name: str) -> T:
     """``value`` as the config ``kind``: as it is, or made from a mapping of its settings
-    (``scoring={"batch_size": 8}``); anything else refused in one line naming ``name``."""
+    (``scoring={"batch_size": 8}``, a refused one named ``scoring.batch_size``); anything else
+    refused in one line naming ``name``."""
     if isinstance(value, kind):
         return value
     if isinstance(value, Mapping):
@@ -242,9 +244,28 @@ def made(kind: type[T], value: Any, name: str) -> T:
         if unknown:
             raise BiasscopeError(f"{name}: {kind.__name__} has no setting {', '.join(unknown)} "
                                  f"(it has {', '.join(sorted(names))})")
-        return kind(**value)
+        try:
+            return kind(**value)
+        except BiasscopeError as exc:
+            nested = _nested(str(exc), name, names)
+            if nested == str(exc):
+                raise
+            raise type(exc)(nested) from None
     raise BiasscopeError(f"{name}: give {kind.__name__}(...) or a dict of its settings, not "
                          f"{type(value).__name__} {value!r}")
+
+
+def _nested(message: str, part: str, names: set[str]) -> str:
+    """A part's refusal of one of its settings (``names``) with the part's name before the
+    setting's (``--concurrency (http.concurrency): …``, ``http.backoff: …``): the setting was
+    given inside the dict ``part``, so the message says where. Any other message as it is."""
+    flagged = re.match(r"(--[\w-]+) \(([\w.]+)\): ", message)
+    if flagged and flagged[2].split(".")[0] in names:
+        return f"{flagged[1]} ({part}.{flagged[2]}): {message[flagged.end():]}"
+    bare = re.match(r"([\w.]+): ", message)
+    if bare and bare[1].split(".")[0] in names:
+        return f"{part}.{message}"
+    return message
 
 
 def _is_part(f: Field[Any]) -> bool:

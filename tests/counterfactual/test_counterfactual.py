@@ -174,7 +174,9 @@ def test_the_run_keeps_every_answer_and_says_why_a_judge_gave_no_verdict(
         ("original", "invalid", "Read"), ("swapped", "invalid", "Read")}
     assert {x["response"] for x in rewards} == {"chosen", "rejected"}
     said = " ".join(done.summary["sentences"])
-    assert "echo: no verdict on 20 of 20 questions (20 invalid)" in said
+    # In the judge's own words, as the sentence on each of several judges says it (it said
+    # the stored key, "20 invalid").
+    assert "echo: no verdict on 20 of 20 questions (20 answers outside the keys)" in said
     assert "100% of its 20 answers (95% CI 84% to 100%) were outside the answer keys" in said
     assert "'Read'" in said and "Judge answers" in done.report.read_text()
     assert "records" not in done.summary["scorers"][0]

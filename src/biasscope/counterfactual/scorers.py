@@ -39,7 +39,15 @@ from biasscope.counterfactual.statistics import (
     paired_difference,
     sentence,
 )
-from biasscope.judge import Judge, Verdict, answered, classify, compare, verdict_row
+from biasscope.judge import (
+    Judge,
+    Verdict,
+    answered,
+    classify,
+    compare,
+    verdict_row,
+    why_none,
+)
 from biasscope.sensitivity import PathLike, Turns, query, read_hh_pairs
 
 
@@ -354,10 +362,12 @@ def _position(scorer: str, found: dict[str, Any]) -> str | None:
 
 
 def _missing(scorer: str, found: dict[str, Any]) -> str | None:
+    """How many questions got no verdict and why, in the words the judge's own sentences use
+    (`why_none`: "20 answers outside the keys", not the stored key "20 invalid")."""
     if found["verdicts"] == found["questions"]:
         return None
     share = found["unparseable"]
-    why = ", ".join(f"{n} {reason or 'unknown'}" for reason, n in found["no_verdict"].items())
+    why = why_none({reason or "unknown": n for reason, n in found["no_verdict"].items()})
     text = (f"{scorer}: no verdict on {found['questions'] - found['verdicts']} of "
             f"{found['questions']} questions ({why}).")
     if share["n"]:

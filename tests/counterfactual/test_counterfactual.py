@@ -685,6 +685,10 @@ def test_a_judge_of_a_panel_that_never_answers_is_counted_and_said(
     mute, first = found["answered_rate:mute"], found["answered_rate:first"]
     assert (mute["estimate"], mute["n"], mute["clusters"]) == (0.0, 6, 3)  # a pair's versions
     assert first["estimate"] == 1.0
+    # The report's "Judge answers" table showed the panel's pooled figures only.
+    shown = _cells((tmp_path / "run" / "report.html").read_text(), "Judge answers")[0]
+    assert shown["each_judge_answered"] == ("first: 1.00 (95% CI 0.44 to 1.00); "
+                                            "mute: 0.00 (95% CI 0.00 to 0.56)")
     # Judges that each answered as often as the panel add a share each, and no sentence.
     assert main(["counterfactual", "--pairs", str(path), "--judge-model", "one=canned:A",
                  "--judge-model", "two=canned:B", "--out", str(tmp_path / "both"),
@@ -693,3 +697,5 @@ def test_a_judge_of_a_panel_that_never_answers_is_counted_and_said(
     assert both["scorers"][0]["answers"]["answered_fewer"] == []
     assert both["scorers"][0]["answers"]["answered_rate:two"]["estimate"] == 1.0
     assert not any("questions got a verdict" in s for s in both["sentences"])
+    assert "two: 1.00 (95% CI" in _cells((tmp_path / "both" / "report.html").read_text(),
+                                  "Judge answers")[0]["each_judge_answered"]

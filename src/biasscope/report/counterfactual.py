@@ -44,12 +44,19 @@ def _rows(scorers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dic
     return diffs, flips
 
 
+#: The key of each of several judges' answered share in a scorer's ``answers``.
+ANSWERED = "answered_rate:"
+
+
 def _answers(scorers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per judge: questions with and without a verdict, and its answers outside the keys."""
+    """Per judge: questions with and without a verdict, and its answers outside the keys; of
+    several judges, each one's answered share, which the panel's pooled figures hide."""
     out = []
     for row in scorers:
         if found := row.get("answers"):
             share = found["unparseable"]
+            each = [f"{k[len(ANSWERED):]}: {_share(v) or '—'}" for k, v in found.items()
+                    if k.startswith(ANSWERED)]
             out.append({"scorer": row["scorer"], "questions": found["questions"],
                         "verdicts": found["verdicts"],
                         "no_verdict": ", ".join(f"{n} {r}" for r, n in
@@ -59,7 +66,8 @@ def _answers(scorers: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "failed": found["failed_calls"],
                         "examples": " | ".join(found["examples"]),
                         "commonest_position": found.get("position"),
-                        "its_share": _share(found.get("same_position"))})
+                        "its_share": _share(found.get("same_position")),
+                        **({"each_judge_answered": "; ".join(each)} if each else {})})
     return out
 
 
@@ -93,7 +101,9 @@ def write_counterfactual_report(run_dir: str | Path | RunStore,
             "versions of every pair), how many got a verdict, why the others did not; the "
             "share of answers outside the answer keys (unparseable, Wilson 95% CI) with "
             "examples; the position most often chosen and its share of the answers (Wilson "
-            "95% CI). Every answer is in scores.jsonl.</p>" + record_table(answers)]
+            "95% CI); of several judges, the share of the questions each gave a verdict of "
+            "its own on (95% CI, a pair's two versions one cluster). Every answer is in "
+            "scores.jsonl.</p>" + record_table(answers)]
           if (answers := _answers(summary.get("scorers", []))) else []),
         "<h2>Run configuration</h2>", table(["setting", "value"], flatten(run)),
         "</body></html>", ""])

@@ -245,6 +245,31 @@ def test_a_failing_rerun_keeps_the_verdicts_and_run_json_in_step(pairs, tmp_path
     assert "3 keep the verdict an earlier call stored" in result["sentences"][0]
 
 
+@pytest.mark.parametrize("kind", ["judge", "judge-audit"])
+def test_a_call_whose_every_request_fails_leaves_run_json_as_it_was(pairs, tmp_path, capsys,
+                                                                    kind):
+    """Before: the check before judging rewrote run.json, so a run from before versions were
+    recorded gained this call's from a call that stored nothing (judge-audit: "run.json is
+    as it was"), and judge rewrote it again after: its verdicts looked made with them."""
+    state: dict[str, Any] = {"chats": 0, "fail": []}
+    out = tmp_path / "run"
+    with serve(_server_script(state)) as server:
+        argv = [kind, "--model", f"openai-compatible:{server.base_url}#m", "--input",
+                str(pairs), "--out", str(out), "--no-cache", *FAST]
+        assert main(argv) == 0
+        old = json.loads((out / "run.json").read_text())
+        del old["versions"]  # as an older biasscope wrote it
+        (out / "run.json").write_text(json.dumps(old))
+        before = (out / "run.json").read_bytes()
+        state["fail"] = PAIRS
+        assert main(argv) == 1
+        assert "judge requests failed" in capsys.readouterr().err
+        assert (out / "run.json").read_bytes() == before
+        state["fail"] = []
+        assert main(argv) == 0  # a call that stores results records them
+    assert "versions" in json.loads((out / "run.json").read_text())
+
+
 def test_every_request_failing_is_no_success(pairs, tmp_path, capsys):
     state: dict[str, Any] = {"chats": 0, "fail": PAIRS}
     out = tmp_path / "run"

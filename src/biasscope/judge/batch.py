@@ -27,7 +27,13 @@ from biasscope.report.audit import write_audit_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import model_versions, refuse_foreign_folder, start_run
+from biasscope.store.run_json import (
+    Build,
+    check_run,
+    model_versions,
+    refuse_foreign_folder,
+    start_run,
+)
 from biasscope.store.settings import gain_identity, merge_settings
 
 VERDICTS = "verdicts.jsonl"
@@ -254,15 +260,17 @@ def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[V
 def check(out: str | os.PathLike[str], kind: str, models: Sequence[str],
           settings: Mapping[str, Any], described: Mapping[str, Any] | None = None
           ) -> RunStore:
-    """Before any request: an existing run is checked by `start` (another kind, or other
-    ``settings``, refused in one line), a folder that holds a run's files without run.json
-    refused. A new run's run.json waits for its results (`start` again, as they are
+    """Before any request: an existing run is checked as `start` checks it (another kind, or
+    other ``settings``, refused in one line) without writing, a folder that holds a run's
+    files without run.json refused. run.json waits for the results (`start`, as they are
     written): a first call that fails (a 401, a model not served) leaves none behind to
-    refuse the corrected command. A judge run's verdicts.jsonl without run.json is refused
-    too: no judge run leaves one."""
+    refuse the corrected command, and a call that stores nothing leaves an existing one as
+    it was. A judge run's verdicts.jsonl without run.json is refused too: no judge run
+    leaves one."""
     store = RunStore(Path(out))
     if store.run_json.is_file() or store.remote is not None:
-        return start(out, kind, models, settings, described)
+        check_run(store, kind, _build(store, models, settings, described))
+        return store
     refuse_foreign_folder(store)
     if kind == "judge" and (store.root / VERDICTS).exists():
         # run.json is written before verdicts.jsonl: without it, the file is someone else's
@@ -280,14 +288,21 @@ def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
     one line naming the setting, before anything is written. ``described``: what run.json
     says beside them (each judge's spec). ``versions`` are kept from the run's first call."""
     store = RunStore(Path(out))
+    start_run(store, kind, _build(store, models, settings, described),
+              now=model_versions((settings.get("judges") or {}).values()))
+    return store
 
+
+def _build(store: RunStore, models: Sequence[str], settings: Mapping[str, Any],
+           described: Mapping[str, Any] | None) -> Build:
+    """run.json of a judge run from what it recorded: ``settings`` merged over the recorded
+    ones (a changed one refused), with ``described``."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         merged = dict(settings) if previous is None else merge_settings(
             store.run_json, gain_identity(previous.get("settings", {}), settings), settings)
         return {"model": ", ".join(models), **(described or {}), "settings": merged}
 
-    start_run(store, kind, build, now=model_versions((settings.get("judges") or {}).values()))
-    return store
+    return build
 
 
 def write_run(out: str | os.PathLike[str], kind: str, models: Sequence[str],

@@ -18,6 +18,7 @@ from biasscope.judge.batch import (
     Failures,
     Task,
     check,
+    failed,
     finish,
     judge_task,
     read_labels,
@@ -42,20 +43,25 @@ class JudgeResult:
 def judge(config: JudgeConfig) -> JudgeResult:
     """Judge every item of the task, then write ``verdicts.jsonl`` and what the batch says
     (all of it after the judging: a run stopped midway keeps what it held). Items whose
-    requests failed are left out (or keep the verdict an earlier call stored)."""
+    requests failed are left out (or keep the verdict an earlier call stored); a call whose
+    every request failed leaves an existing run.json as it was (no ``versions`` gained: its
+    verdicts are an earlier call's)."""
     made, task, labels, judges = _setup(config)
     settings = run_settings(config, made, task, labels)
-    check(config.out, "judge", list(judges), settings, {"judges": judges})
+    store = check(config.out, "judge", list(judges), settings, {"judges": judges})
     verdicts = judge_task(made, task, labels)
-    store = start(config.out, "judge", list(judges), settings, {"judges": judges})
-    result, report, failed = write_judged(store, made, task, verdicts, config.ranking)
-    return JudgeResult(result, report, failed)
+    fresh = not store.run_json.is_file() or not all(map(failed, verdicts))
+    store = (start if fresh else check)(config.out, "judge", list(judges), settings,
+                                        {"judges": judges})
+    result, report, missing = write_judged(store, made, task, verdicts, config.ranking)
+    return JudgeResult(result, report, missing)
 
 
 def biases(config: JudgeConfig) -> JudgeResult:
     """How much the judge's verdicts depend on order, names and length. When requests
-    failed nothing is written (``report`` None; an existing run's run.json is as it was): the
-    measures would count them as the judge's answers; a rerun asks them again."""
+    failed nothing is written (``report`` None; an existing run's run.json is as it was, its
+    ``versions`` too): the measures would count them as the judge's answers; a rerun asks
+    them again."""
     made, task, labels, judges = _setup(config)
     settings = run_settings(config, made, task, labels, audit=True)
     check(config.out, "judge-audit", list(judges), settings, {"judges": judges})

@@ -125,13 +125,7 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
     refuse_foreign_folder(store)
     with run_lock(store):
         for _ in range(8):
-            store.pull(RUN_JSON)  # a URL run: what other machines wrote since
-            previous = store.read_json(RUN_JSON) if store.run_json.is_file() else None
-            have = kind if previous is None else kind_of(previous)
-            if have != kind and have not in joins:
-                article = "an" if kind[0] in "aeiou" else "a"
-                raise BiasscopeError(f"{store.run_json} is not {article} {kind} run ({have}); "
-                                     "use another --out")
+            previous, have = _recorded(store, kind, joins)
             written = {"kind": have, **{k: v for k, v in build(previous).items() if k != "kind"}}
             if now is not None:
                 written["versions"] = kept_versions((previous or {}).get("versions"), now)
@@ -144,3 +138,28 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
             time.sleep(random.uniform(0.05, 0.5))  # another machine wrote between: build again
     raise BiasscopeError(f"{store.remote}/{RUN_JSON} keeps changing under other writers; run "
                          "the same command again")
+
+
+def check_run(store: RunStore, kind: str, build: Build, joins: Collection[str] = ()) -> None:
+    """Refuse what `start_run` would refuse (another kind of run, and whatever ``build``
+    refuses: a changed setting), writing nothing: for a job that checks before its requests
+    and writes run.json with its results, so that a call that stores none leaves run.json as
+    it was (no ``versions`` or identity gained from a call that added nothing)."""
+    refuse_foreign_folder(store)
+    with run_lock(store):
+        previous, _ = _recorded(store, kind, joins)
+        build(previous)
+
+
+def _recorded(store: RunStore, kind: str, joins: Collection[str]
+              ) -> tuple[dict[str, Any] | None, str]:
+    """What run.json records (None: a new run) and its kind, under the run's lock; a run of
+    another kind than ``kind`` (or ``joins``) refused in one line."""
+    store.pull(RUN_JSON)  # a URL run: what other machines wrote since
+    previous = store.read_json(RUN_JSON) if store.run_json.is_file() else None
+    have = kind if previous is None else kind_of(previous)
+    if have != kind and have not in joins:
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise BiasscopeError(f"{store.run_json} is not {article} {kind} run ({have}); "
+                             "use another --out")
+    return previous, have

@@ -58,6 +58,12 @@ def test_the_same_model_twice_and_clashing_names_are_errors(tmp_path: Path) -> N
                         ["x", "final"], "--m") == ["final", "b/final"]
     with pytest.raises(BiasscopeError, match="both be labelled 'gpt2'; name them"):
         model_labels(parse_models(["gpt2=org/x", "gpt2"], "--m"), ["x", "gpt2"], "--m")
+    # A name holding '=': it was cut at the first, and the rest refused as a spec ("model
+    # spec 'b=canned:A': write BACKEND:MODEL"), never naming the name.
+    with pytest.raises(BiasscopeError, match=r"^--judge-model 'a=b=canned:A': a name cannot "
+                       r"hold '=' \(this reads as the name 'a' for the model 'b=canned:A'\)"):
+        parse_models(["a=b=canned:A", "c=canned:B"], "--judge-model")
+    assert parse_models(["rm=my=rm"], "--reward-model") == [("rm", "my=rm")]  # a folder's name
     # hf revisions of one hub id are different models.
     assert len(parse_models(["hf:org/m@step1", "hf:org/m@step2"], "--model")) == 2
 

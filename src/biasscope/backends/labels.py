@@ -52,8 +52,16 @@ def _identity(spec: str) -> str:
 
 
 def parse_models(values: Sequence[str], option: str) -> list[Named]:
-    """``(name or None, spec)`` per value; one-line errors for a model or name given twice."""
+    """``(name or None, spec)`` per value; one-line errors for a model or name given twice,
+    and for a name holding ``=`` (``a=b=canned:A`` reads as the name ``a``, and its model
+    ``b=canned:A`` was refused as a spec without a word of the name)."""
     named = [split_named(v) for v in values]
+    for value, (name, spec) in zip(values, named):
+        again, rest = split_named(spec)
+        if name is not None and again is not None and ":" in rest:
+            raise BiasscopeError(f"{option} {redact_urls(value)!r}: a name cannot hold '=' "
+                                 f"(this reads as the name {name!r} for the model "
+                                 f"{redact_urls(spec)!r}); name it without '='")
     seen: dict[str, str] = {}
     for _, spec in named:
         identity, shown = _identity(spec), redact_urls(spec)

@@ -907,7 +907,10 @@ def _write_inputs(root, changed: dict[str, str] | None = None) -> None:
       "--labels", "{tmp}/three.json"], "--labels is for classifying texts; this input holds "
      "pairs"),
     (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",
-      "{tmp}/three.json", "--keys", "AB"], "--keys: 3 choices need 3 keys; 2 given"),
+      "{tmp}/three.json", "--keys", "AB"], "--keys: 2 given (A, B); the 3 choices (a, b, c) "
+     "need one key each"),
+    (["judge-audit", "--model", "hf:org/never-loaded", "--input", "{tmp}/pairs.jsonl",
+      "--keys", "AB"], "--keys: 2 given (A, B); the 3 choices (a, b and tie) need one key each"),
     (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",
       "{tmp}/three.json", "--keys", "1,2,3,,4"], "--keys: '1,2,3,,4' has an empty entry"),
     (["judge", "--model", "hf:org/never-loaded", "--input", "{tmp}/texts.jsonl", "--labels",

@@ -111,6 +111,21 @@ def test_judge_refuses_another_input_judge_samples_or_aggregate(pairs, tmp_path,
     assert "different 'aggregate' (\"mean\" then, \"majority\" now)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("kind", ["judge", "judge-audit"])
+def test_a_rerun_with_a_judge_dropped_is_refused_naming_the_judges(pairs, tmp_path, capsys,
+                                                                   kind):
+    """Before: the refusal named 'aggregate' ("mean" then, null now), a setting the user
+    never gave, which follows from the number of judges."""
+    out = tmp_path / "run"
+    assert main(_judge(kind, out, pairs, "--model", "two=canned:B")) == 0
+    before = _files(out)
+    capsys.readouterr()
+    assert main(_judge(kind, out, pairs)) == 2
+    err = capsys.readouterr().err
+    assert "was made with a different 'judges' (judges.two: " in err and "aggregate" not in err
+    assert _files(out) == before
+
+
 def test_judge_audit_records_and_checks_its_settings(tmp_path, capsys):
     texts = _jsonl(tmp_path / "texts.jsonl", [{"id": i, "text": f"Day {i}."} for i in range(4)])
     labels = tmp_path / "labels.json"

@@ -87,11 +87,13 @@ def run_settings(config: JudgeConfig, judge: Judge, task: Task,
     each judge's identity (its backend, endpoint or weights: a GGUF file's SHA-256), and
     every option that changes an answer.
     ``audit``: judge-audit, which asks in the fixed order and its reverse whatever
-    ``position`` and ``samples`` say."""
+    ``position`` and ``samples`` say. ``judges`` first: a rerun with a judge dropped is
+    refused naming them, not the ``aggregate`` that follows from their number."""
     how = judge.config
     needed = 3 if task.pairwise else len(labels or ())
     several = len(judge.models) > 1
     return {
+        "judges": {m.label: m.identity() for m in judge.models},
         "input_sha256": file_sha256(config.input),
         "labels_sha256": None if labels is None else sha256_json(list(labels.items())),
         **({} if audit else {"position": how.position,
@@ -101,8 +103,7 @@ def run_settings(config: JudgeConfig, judge: Judge, task: Task,
         "aggregate": how.aggregate if several else None,
         "top_logprobs": how.top_logprobs, "max_reasoning_tokens": how.max_reasoning_tokens,
         "ranking": config.ranking,
-        "question_sha256": question_sha256(how, None if task.pairwise else labels),
-        "judges": {m.label: m.identity() for m in judge.models}}
+        "question_sha256": question_sha256(how, None if task.pairwise else labels)}
 
 
 def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[str]) -> None:
@@ -117,8 +118,13 @@ def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[
             raise BiasscopeError("classification needs a label set (--labels FILE.json)")
         if len(labels) < 2:
             raise JudgeError(f"a judge needs at least two labels; got {len(labels)}")
+    needed = 3 if pairwise else len(labels or ())
+    if len(keys) < needed:  # "3 choices" alone left a pair's third one (tie) to be guessed
+        choices = "a, b and tie" if pairwise else ", ".join(labels or ())
+        raise BiasscopeError(f"--keys: {len(keys)} given ({', '.join(keys)}); the {needed} "
+                             f"choices ({choices}) need one key each")
     try:
-        check_keys(keys, 3 if pairwise else len(labels or ()))
+        check_keys(keys, needed)
     except JudgeError as exc:
         raise BiasscopeError(f"--keys: {exc}") from None
 

@@ -247,3 +247,31 @@ def test_the_hf_spec_loads_a_local_dir_through_the_registry(checkpoint_dirs):
     assert result.ok and 1 <= result.completion_tokens <= 2
     with pytest.raises(ModelError, match="write BACKEND:MODEL"):
         load_generator(str(checkpoint_dirs[0]))
+
+
+def test_a_local_folder_is_one_model_however_its_path_is_written(checkpoint_dirs, tmp_path,
+                                                                 monkeypatch):
+    """``hf:./gemma`` recorded ``gemma`` as its identity's source, the response cache's key: the
+    same folder as ``/abs/gemma`` missed the cache, and ``./gemma`` from another directory was
+    another folder under the same source (its weights' fingerprint kept their answers apart).
+    The source is the folder's resolved path."""
+    from biasscope.backends.generators import GeneratorConfig, load_generator
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    for where, ckpt in (("a", checkpoint_dirs[0]), ("b", checkpoint_dirs[1])):
+        shutil.copytree(ckpt, tmp_path / where / "gemma")
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    request = req("The nurse took care of", max_tokens=6)
+
+    def ask(where: str, spec: str) -> tuple[dict[str, str], bool, str]:
+        monkeypatch.chdir(tmp_path / where)
+        cached = Cached(load_generator(spec, GeneratorConfig(device="cpu")), cache)
+        (answer,) = cached.generate([request])
+        return cached.identity(), answer.cached, answer.text
+
+    first, hit, text = ask("a", "hf:./gemma")
+    assert first["source"] == str((tmp_path / "a" / "gemma").resolve()) and not hit
+    assert ask("a", f"hf:{tmp_path / 'a' / 'gemma'}") == (first, True, text)
+    other, hit, _ = ask("b", "hf:./gemma")
+    assert other["source"] == str((tmp_path / "b" / "gemma").resolve()) and not hit
+    assert other["fingerprint"] != first["fingerprint"]

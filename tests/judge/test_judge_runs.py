@@ -476,3 +476,37 @@ def test_judges_that_answer_as_often_as_the_panel_add_nothing_to_the_count(pairs
     assert result["sentences"][0] == "3 of 3 items got a verdict."
     assert result["sentences"][0] not in result["notes"]
     assert result["headline"]["answered_rate:canned:A|A"]["estimate"] == 1.0
+
+
+def test_a_local_judge_is_one_model_however_its_path_is_written(
+        pairs, tmp_path, checkpoint_dirs, monkeypatch, capsys):
+    """``--model hf:./gemma`` recorded ``gemma`` as the judge's source, so a rerun with
+    ``hf:/abs/gemma`` was refused as another judge, and ``./gemma`` from another directory
+    named another folder under the same source. The source is recorded resolved; a run that
+    recorded a relative path resumes where that path, resolved, is the folder given now."""
+    import shutil
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    for where, ckpt in (("a", checkpoint_dirs[0]), ("b", checkpoint_dirs[1])):
+        shutil.copytree(ckpt, tmp_path / where / "gemma")
+    folder, out = (tmp_path / "a" / "gemma").resolve(), tmp_path / "run"
+    argv = ["--device", "cpu"]
+
+    def rerun(where: str, spec: str) -> int:
+        monkeypatch.chdir(tmp_path / where)
+        return main(_judge("judge", out, pairs, *argv, model=f"j=hf:{spec}"))
+
+    def source() -> str:
+        return str(json.loads((out / "run.json").read_text())["settings"]["judges"]["j"][
+            "source"])
+
+    assert rerun("a", "./gemma") == 0 and source() == str(folder)
+    assert rerun("b", str(folder)) == 0 and source() == str(folder)
+    recorded = json.loads((out / "run.json").read_text())
+    recorded["settings"]["judges"]["j"]["source"] = "gemma"  # as run.json held it before
+    (out / "run.json").write_text(json.dumps(recorded))
+    assert rerun("a", str(folder)) == 0 and source() == str(folder)
+    capsys.readouterr()
+    before = _files(out)
+    assert rerun("b", "./gemma") == 2  # another folder: another judge
+    assert "made with a different" in capsys.readouterr().err and _files(out) == before

@@ -27,7 +27,7 @@ from biasscope.backends.base import (
     TokenLogprob,
     plain_chat,
 )
-from biasscope.backends.checkpoints import Checkpoint
+from biasscope.backends.checkpoints import Checkpoint, recorded_source
 from biasscope.backends.context import Context
 from biasscope.backends.fingerprints import fingerprint_while_loading
 from biasscope.backends.gguf import provenance
@@ -96,8 +96,9 @@ class HFGenerator:
     def identity(self) -> dict[str, str]:
         """What decides the answers: a hub id by its revision, a local folder also by its
         weights' fingerprint (weights replaced under the same path are another model), a GGUF
-        file by its SHA-256 and quantisation; and the dtype the weights run in."""
-        found = {"backend": "hf", "source": self.ckpt.source,
+        file by its SHA-256 and quantisation; and the dtype the weights run in. A local folder's
+        path is resolved (`recorded_source`): ``./m`` and ``/abs/m`` are one model's."""
+        found = {"backend": "hf", "source": recorded_source(self.ckpt),
                  "revision": self.ckpt.revision or ""}
         made = provenance(self.ckpt.source)
         if made is not None:  # converted from a GGUF file: which file, which quantisation

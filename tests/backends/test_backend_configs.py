@@ -114,3 +114,16 @@ def test_the_reward_flags_are_the_reward_configs_settings() -> None:
     declared = {f.name: f for f in fields(RewardConfig)}
     for f in fields(RewardScoring):
         assert (f.metadata, f.default) == (declared[f.name].metadata, declared[f.name].default)
+
+
+def test_the_reward_flags_make_the_reward_config_in_one_place() -> None:
+    """sensitivity and counterfactual each built `RewardConfig` from `RewardScoring` field by
+    field in copied code; `RewardScoring.reward_config` is the one, and hands on every flag."""
+    from biasscope.sensitivity.settings import RewardScoring
+
+    scoring = RewardScoring(transform="logprob", chat_template=False, dtype="bfloat16",
+                            batch_size=3)
+    made = scoring.reward_config(BackendConfig(device="cpu", allow_pickle=True))
+    assert made == RewardConfig(device="cpu", allow_pickle=True, transform="logprob",
+                                chat_template=False, dtype="bfloat16", batch_size=3)
+    assert all(getattr(made, f.name) == getattr(scoring, f.name) for f in fields(scoring))

@@ -26,7 +26,7 @@ from typing import Any
 
 from biasscope.backends.cache import Cached
 from biasscope.backends.labels import label_models, parse_models
-from biasscope.backends.reward import HFRewardModel, RewardConfig
+from biasscope.backends.reward import HFRewardModel
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import read_jsonl
 from biasscope.counterfactual import scorers as cf
@@ -173,11 +173,7 @@ def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
 def _reward_models(config: CounterfactualConfig) -> list[Any]:
     if not config.reward_models:
         return []
-    reward = RewardConfig(device=config.backend.device, dtype=config.reward.dtype,
-                          batch_size=config.reward.batch_size,
-                          transform=config.reward.transform,
-                          chat_template=config.reward.chat_template,
-                          allow_pickle=config.backend.allow_pickle)
+    reward = config.reward.reward_config(config.backend)
     named = parse_models(list(config.reward_models), "--reward-model")
     models = [HFRewardModel(spec, reward) for _, spec in named]
     label_models(models, named, "--reward-model")

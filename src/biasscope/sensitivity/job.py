@@ -10,7 +10,7 @@ from typing import Any
 
 from biasscope.backends.cache import Cached
 from biasscope.backends.labels import label_models, parse_models
-from biasscope.backends.reward import HFRewardModel, RewardConfig
+from biasscope.backends.reward import HFRewardModel
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.confounds import Confounds
@@ -51,11 +51,7 @@ def run(config: SensitivityConfig) -> SensitivityResult:
     templates.check()
     pairs = _pairs(config)  # the data file is read before any reward model loads
     named = parse_models(list(config.reward_models), "--reward-model")  # no model twice
-    reward = RewardConfig(device=config.backend.device, dtype=config.reward.dtype,
-                          batch_size=config.reward.batch_size,
-                          transform=config.reward.transform,
-                          chat_template=config.reward.chat_template,
-                          allow_pickle=config.backend.allow_pickle)
+    reward = config.reward.reward_config(config.backend)
     # The perturber first: its spec and flags are checked before a reward model loads.
     perturber = Cached(config.backend.generator(config.perturber, "--perturber"),
                        config.backend.response_cache())

@@ -56,6 +56,13 @@ class RewardScoring:
     def __post_init__(self) -> None:
         check_settings(self)
 
+    def reward_config(self, backend: BackendConfig) -> RewardConfig:
+        """The `RewardConfig` the reward models load with: these settings, and the device and
+        pickle flags the command shares with its other models (one place for both commands)."""
+        return RewardConfig(device=backend.device, dtype=self.dtype, batch_size=self.batch_size,
+                            transform=self.transform, chat_template=self.chat_template,
+                            allow_pickle=backend.allow_pickle)
+
 
 @dataclass(frozen=True)
 class SensitivityConfig:

@@ -69,6 +69,16 @@ def test_within_budget_is_recommended() -> None:
     assert "within the 2% budget by its estimate but not by its interval" in out["sentence"]
 
 
+def test_a_start_leaning_female_keeps_the_gain_s_interval_in_order() -> None:
+    """With the male lean below 0 at step 0, the gain is the DiD itself: its interval is the
+    DiD's, low below high (it was swapped, so the sentence dropped it)."""
+    out = analysis.recommend("cda", [50], {50: TEST}, {50: _cost(0.01, 0.0, 0.02)}, -0.3,
+                             analysis.InterventionAnalysisConfig(budget=0.02))
+    assert out["gain"]["50"] == {"estimate": 0.1, "low": 0.05, "high": 0.15}
+    assert out["beat_control"] is True
+    assert "was +0.100 (95% CI +0.050 to +0.150; mean test p = 0.010" in out["sentence"]
+
+
 def test_several_runs_speak_for_the_intervention() -> None:
     """With runs per arm, the verdict names the intervention, says what its test was over and
     which run's weights are shipped."""

@@ -251,8 +251,10 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
               and cost[s]["estimate"] <= config.budget]
     if not within:
         return {"recommended": None, "sentence": over_budget(arm, cost, config, runs)}
-    gain = {s: {"estimate": -sign * did[s]["estimate"], "low": -sign * did[s]["high"],
-                "high": -sign * did[s]["low"]} for s in within}
+    # −sign × DiD: its bounds swap when sign is +1 only (a start leaning female keeps them)
+    ends = {s: sorted((-sign * did[s]["low"], -sign * did[s]["high"])) for s in within}
+    gain = {s: {"estimate": -sign * did[s]["estimate"], "low": ends[s][0], "high": ends[s][1]}
+            for s in within}
     best = max(within, key=lambda s: gain[s]["estimate"])
     g, c, p = gain[best], cost[best], did[best]["test"].get("p_adjusted", math.nan)
     effect = num(did[best]["test"]["effect_size"], 2, True)

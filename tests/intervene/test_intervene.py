@@ -126,6 +126,16 @@ def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread) -> None:
     # BiasCallback's own log at step 20 does not swallow the Trainer's loss log due there.
     done = json.loads((tmp_path / "run" / "train" / "noop" / "done.json").read_text())
     assert len(done["losses"]) == 1
+    # A rerun adding a run, saving no weights: the weights saved are still step 20's, and
+    # recommended.json says the verdict over both runs, not the first call's.
+    weights = (saved / "model.safetensors").stat().st_mtime_ns
+    config = _config(tmp_path / "run", world, winobias_dir, steps=20, runs=2,
+                     save_recommended=False)
+    more = run(config, NoOp()).summary
+    info = json.loads((saved / "recommended.json").read_text())
+    assert more["runs"] == [1, 2] and more["recommended"] == 20
+    assert info["sentence"] == more["sentence"] and "2 training runs" in info["sentence"]
+    assert (saved / "model.safetensors").stat().st_mtime_ns == weights
 
 
 def test_no_save_recommended(tmp_path, world, winobias_dir, one_thread) -> None:

@@ -235,6 +235,25 @@ def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, o
     assert calls == ["kill"]
 
 
+def test_a_model_that_does_not_load_leaves_no_settings_behind(tmp_path, world, winobias_dir,
+                                                              one_thread) -> None:
+    """A first call whose --model has no weights fails before anything is trained: the
+    run.json it wrote is taken away, so the call with the right --model is not refused."""
+    import shutil
+
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.intervene import run
+
+    broken = tmp_path / "no weights"
+    shutil.copytree(world[0], broken)
+    (broken / "model.safetensors").unlink()
+    config = _config(tmp_path / "run", world, winobias_dir, steps=20)
+    with pytest.raises(BiasscopeError, match="cannot load checkpoint"):
+        run(replace(config, model=str(broken)), NoOp())
+    assert not (tmp_path / "run" / "run.json").exists()
+    assert run(config, NoOp()).summary["steps"] == [0, 20]
+
+
 def test_runs_per_arm(tmp_path, world, winobias_dir, one_thread, monkeypatch) -> None:
     """``--runs 2``: each arm trains twice (run 2 seeded one more, trained first, named
     ``<arm>-run2``), and the verdict is about the intervention over both runs. A run killed

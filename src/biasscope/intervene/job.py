@@ -17,6 +17,8 @@ evaluations already stored are not redone.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,21 @@ def _settings(config: InterveneConfig, method: methods.Intervention, corpus: str
             "max_words": config.max_words}
 
 
+@contextmanager
+def _unsettled(store: RunStore) -> Iterator[None]:
+    """A run.json this call wrote, taken away again when the call fails before any evaluation
+    or Trainer checkpoint is stored (a --model that does not load): the run holds nothing, so
+    the rerun with the mistake put right is not refused for settings it recorded."""
+    fresh = not store.run_json.is_file()
+    try:
+        yield
+    except BiasscopeError:
+        if fresh and not store.unit_files() and not any(
+                (store.root / "train").glob("*/checkpoint-*")):
+            store.run_json.unlink(missing_ok=True)
+        raise
+
+
 def run(config: InterveneConfig, intervention: methods.Intervention | None = None
         ) -> InterveneResult:
     """Train and watch both arms, then analyse and report (``intervention``: any object of the
@@ -100,28 +117,29 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     settings = _settings(config, method, corpus, data, (len(train), len(held)), base)
     scoring = HFConfig(batch_size=config.eval_batch_size)
     runs = range(config.training.runs, 0, -1)
-    init_run(store, probes, SweepConfig(
-        [checkpoint_at(analysis.run_name(arm, r), 0) for r in runs
-         for arm in (CONTROL, method.name)], store, list(config.seeds),
-        comparable={**hf_comparable(scoring), "intervention": settings}), kind="intervention")
-    convert_gguf([base])
-    device = resolve_device(config.device)
-    loading = HFConfig(device=str(device), dtype="float32")
-    tokenizer = load_tokenizer(base, loading)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    texts = [d.text for d in train]
-    live = LiveConfig(seeds=tuple(config.seeds), batch_size=config.eval_batch_size)
-    lora = bool(config.training.lora_rank)
-    keep = [ship.saver(store, method.name, CONTROL, config.analysis, tokenizer,
-                       config.training.every, lora)] if config.save_recommended else []
-    changed = method.apply(texts)
-    for r in runs:
-        training = replace(config.training, seed=config.training.seed + r - 1)
-        for arm, arm_texts, after in ((CONTROL, texts, []),
-                                      (method.name, changed, keep if r == 1 else [])):
-            train_arm(analysis.run_name(arm, r), arm_texts, lambda: load_model(base, loading),
-                      tokenizer, probes, store, training, live, device, config.quiet, after)
+    with _unsettled(store):
+        init_run(store, probes, SweepConfig(
+            [checkpoint_at(analysis.run_name(arm, r), 0) for r in runs
+             for arm in (CONTROL, method.name)], store, list(config.seeds),
+            comparable={**hf_comparable(scoring), "intervention": settings}), kind="intervention")
+        convert_gguf([base])
+        device = resolve_device(config.device)
+        loading = HFConfig(device=str(device), dtype="float32")
+        tokenizer = load_tokenizer(base, loading)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        texts = [d.text for d in train]
+        live = LiveConfig(seeds=tuple(config.seeds), batch_size=config.eval_batch_size)
+        lora = bool(config.training.lora_rank)
+        keep = [ship.saver(store, method.name, CONTROL, config.analysis, tokenizer,
+                           config.training.every, lora)] if config.save_recommended else []
+        changed = method.apply(texts)
+        for r in runs:
+            training = replace(config.training, seed=config.training.seed + r - 1)
+            for arm, arm_texts, after in ((CONTROL, texts, []),
+                                          (method.name, changed, keep if r == 1 else [])):
+                train_arm(analysis.run_name(arm, r), arm_texts, lambda: load_model(base, loading),
+                          tokenizer, probes, store, training, live, device, config.quiet, after)
     result = report(store, method.name, config.analysis, config.data_dir)
     if len(found := result.summary.get("runs") or []) > config.training.runs:
         print(f"note: {store.root} holds {len(found)} runs per arm (--runs "

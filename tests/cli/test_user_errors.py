@@ -128,6 +128,15 @@ def test_limit_zero_or_negative_is_refused(command, value, tmp_path, capsys):
     assert not (tmp_path / "r").exists() and not (tmp_path / "i.jsonl").exists()
 
 
+@pytest.mark.parametrize("value", ["0", "1"])
+def test_a_held_out_share_that_leaves_a_side_empty_is_refused_as_the_flag(value, tmp_path,
+                                                                          capsys):
+    line = one_line(capsys, ["intervene", "--model", "org/x", "--out", str(tmp_path / "r"),
+                             "--held-out", value])
+    assert f"argument --held-out: {value} is not above 0 and below 1" in line
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("flag", ["--top-logprobs", "--out", "--concurrency"])
 def test_a_flag_given_only_the_end_of_options_is_refused(flag, tmp_path, capsys):
     """``--flag=--``: argparse takes the ``--`` as the end of options and stored an empty

@@ -56,6 +56,9 @@ def test_split_is_disjoint_by_id_and_stable() -> None:
     assert all(held_out(d.id, 0.2, 3) for d in out)
     with pytest.raises(DataError, match="repeat"):
         split([Document("a", "x"), Document("a", "y")], 0.5)
+    with pytest.raises(DataError, match=r"leave one side empty: give more documents \(--text\) "
+                       "or another --held-out"):
+        split(docs[:3], 0.0001)
 
 
 def test_probe_items_and_default_split(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from biasscope.core.config import (
     NON_NEGATIVE_INT,
     POSITIVE,
     POSITIVE_INT,
-    PROBABILITY,
     SEED,
+    Check,
     check_settings,
     comma_entries,
     described,
@@ -29,6 +29,9 @@ from biasscope.core.probe_settings import ETHICS, PROBE_HELP, WINOBIAS
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.intervene.methods import METHODS
 from biasscope.store.directory import run_dir
+
+#: A share that leaves documents on both sides of the split (`perplexity.split`).
+SHARE = Check(False, lambda v: 0 < v < 1, "is not above 0 and below 1")
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class InterveneConfig:
     training: Training = field(default_factory=Training)
     seeds: Sequence[int] = (0,)
     limit: int | None = setting(200, "WinoBias items per evaluation", check=POSITIVE_INT)
-    held_out: float = setting(0.1, "share of documents kept out of training", check=PROBABILITY)
+    held_out: float = setting(0.1, "share of documents kept out of training", check=SHARE)
     split_seed: int = 0
     eval_docs: int | None = setting(100, "held-out documents scored", check=POSITIVE_INT)
     max_words: int = 64

@@ -114,7 +114,7 @@ def split(docs: Sequence[Document], fraction: float = 0.1, seed: int = 0
     train = [d for d in docs if not held_out(d.id, fraction, seed)]
     if not out or not train:
         raise DataError(f"{len(docs)} documents and held-out fraction {fraction} leave one "
-                        "side empty: give more documents or another fraction")
+                        "side empty: give more documents (--text) or another --held-out")
     return train, out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -144,6 +145,21 @@ def test_cli_writes_json_and_page_and_refuses_a_margin_beyond_the_jsdp_bound(
     # a margin for a measure these runs lack is still checked, not silently dropped
     assert main(["compare", str(a), str(b), "--out", str(out), "--margin", "s_dis=-5"]) == 2
     assert "margin -5 for s_dis" in capsys.readouterr().err
+
+
+def test_the_same_run_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relative and absolute names of one run (or a link to it) are one run: compared with
+    itself every measure is "equivalent", which says nothing. A copy is another run."""
+    a = write_run(tmp_path / "a run", winobias_records(150, model="full"))
+    (tmp_path / "link").symlink_to(a)
+    monkeypatch.chdir(tmp_path)
+    for other in (f"{a}/", "link"):
+        assert main(["compare", "a run", other, "--out", "cmp"]) == 2
+        assert f"a run and {other} are the same run: give two runs" in capsys.readouterr().err
+    assert not (tmp_path / "cmp").exists()
+    shutil.copytree(a, tmp_path / "copy")
+    assert main(["compare", "a run", "copy", "--out", "cmp"]) == 0
 
 
 def test_tost_matches_its_definition() -> None:

@@ -4,6 +4,7 @@ that differ are noted (`biasscope.compare.recorded`), never refused."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,17 @@ def records(run: str, flag: str = "") -> pd.DataFrame:
     return frame
 
 
+def _same(a: str, b: str) -> bool:
+    """Whether two names of runs are one folder (relative and absolute, a link, a trailing
+    slash); URLs are compared as written."""
+    if is_remote(a) or is_remote(b):
+        return a.rstrip("/") == b.rstrip("/")
+    try:
+        return os.path.samefile(a.removeprefix("file://"), b.removeprefix("file://"))
+    except OSError:  # one is missing: `records` says so
+        return False
+
+
 def wordings(run: str) -> dict[str, dict[str, str]]:
     """Per probe, its wordings as run.json records them (`design.signatures`): under
     ``settings.probes`` (dynamics) or ``probes`` (an audit keeps its settings at the top)."""
@@ -96,6 +108,9 @@ def run(config: CompareConfig) -> CompareResult:
     if not 0 < config.alpha < 0.5:
         raise BiasscopeError(f"--alpha {config.alpha:g}: give a number between 0 and 0.5")
     margins = parse_margins(config.margin)
+    if _same(config.run_a, config.run_b):  # every measure "equivalent", which says nothing
+        raise BiasscopeError(f"{config.run_a} and {config.run_b} are the same run: give two "
+                             "runs to compare (a copy of a run is compared as another)")
     ra, rb = records(config.run_a), records(config.run_b)
     found, notes = compare_runs(ra, rb, margins, config.alpha,
                                 (wordings(config.run_a), wordings(config.run_b)))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from biasscope.core.gender_swap import PAIRS
+from biasscope.core.processes import HOST
 
 pytestmark = pytest.mark.slow
 FEMALE = {f: m for m, f in PAIRS} | {"her": "his", "hers": "his"}
@@ -224,10 +227,15 @@ def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, o
         run(config, NoOp())
     assert calls == [("control", 0), ("control", 20), "kill"]
     assert (tmp_path / "run" / "train" / "control" / "checkpoint-20").is_dir()
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    left = tmp_path / "run" / "records" / f".x.parquet.{HOST}~{dead.pid}.ab12.tmp"
+    left.write_bytes(b"half a unit")  # as a SIGKILL between a unit's write and its rename
     calls.clear()
     calls.append("kill")  # no second kill
     summary = run(config, NoOp()).summary
     assert calls[1:] == [("control", 40), ("noop", 0), ("noop", 20), ("noop", 40)]
+    assert not left.exists()
     assert summary["steps"] == [0, 20, 40]
     calls.clear()
     calls.append("kill")

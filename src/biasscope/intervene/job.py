@@ -45,7 +45,7 @@ from biasscope.probes import Probe, perplexity
 from biasscope.probes.specs import load_probes
 from biasscope.report.intervention import write_intervention_report
 from biasscope.store.directory import RunStore
-from biasscope.store.files import write_json
+from biasscope.store.files import remove_stale_temp_files, write_json
 
 FILE = "intervention.json"
 CONTROL = "control"
@@ -122,6 +122,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
             [checkpoint_at(analysis.run_name(arm, r), 0) for r in runs
              for arm in (CONTROL, method.name)], store, list(config.seeds),
             comparable={**hf_comparable(scoring), "intervention": settings}), kind="intervention")
+        remove_stale_temp_files(store.records_dir)  # a killed call's half-written units
         convert_gguf([base])
         device = resolve_device(config.device)
         loading = HFConfig(device=str(device), dtype="float32")

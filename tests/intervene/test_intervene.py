@@ -110,9 +110,13 @@ def test_planted_bias_is_a_positive_did(tmp_path, world, winobias_dir, one_threa
                      if p.is_file()}
 
 
-def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread) -> None:
+def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread, monkeypatch) -> None:
+    from biasscope.core.errors import BiasscopeError
     from biasscope.intervene import run
 
+    text = tmp_path / "text.txt"  # its own copy: edited below
+    text.write_text(world[1].read_text())
+    world = (world[0], text)
     summary = run(_config(tmp_path / "run", world, winobias_dir, steps=20), NoOp()).summary
     did = summary["did"]["male_lean"]["20"]
     assert did["estimate"] == pytest.approx(0, abs=1e-6)  # same start, seed and text
@@ -139,6 +143,12 @@ def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread) -> None:
     assert more["runs"] == [1, 2] and more["recommended"] == 20
     assert info["sentence"] == more["sentence"] and "2 training runs" in info["sentence"]
     assert (saved / "model.safetensors").stat().st_mtime_ns == weights
+    # The same text under a relative name resumes; the text edited since is refused.
+    monkeypatch.chdir(tmp_path)
+    assert run(replace(config, text="text.txt"), NoOp()).summary["runs"] == [1, 2]
+    text.write_text(text.read_text().replace(" he ", " she "))
+    with pytest.raises(BiasscopeError, match=r"intervention\.text_sha256: \w+… then"):
+        run(config, NoOp())
 
 
 def test_no_save_recommended(tmp_path, world, winobias_dir, one_thread) -> None:

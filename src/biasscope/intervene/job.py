@@ -79,6 +79,25 @@ def _settings(config: InterveneConfig, method: methods.Intervention, corpus: str
             "max_words": config.max_words}
 
 
+def _own_text(store: RunStore, corpus: str) -> tuple[str, dict[str, str]]:
+    """The name to record for a ``--text`` file, and its SHA-256 (``text_sha256``): a file
+    edited since the run recorded it is refused on a rerun like any other setting, and the
+    same content named otherwise (relative then, absolute now) keeps the run's name. A run
+    that recorded no digest (an older one) gains none: there is nothing to check it with."""
+    if corpus == perplexity.ETHICS:  # the pinned file: its digest is in ``data``
+        return corpus, {}
+    digest = {"text_sha256": file_sha256(Path(corpus))}
+    store.pull("run.json")
+    before = (store.read_json("run.json").get("settings") or {}).get("intervention") \
+        if store.run_json.is_file() else None
+    if not isinstance(before, dict):
+        return corpus, digest
+    if "text_sha256" not in before:
+        return corpus, {}
+    same = before["text_sha256"] == digest["text_sha256"] and isinstance(before.get("text"), str)
+    return (before["text"] if same else corpus), digest
+
+
 @contextmanager
 def _unsettled(store: RunStore) -> Iterator[None]:
     """A run.json this call wrote, taken away again when the call fails before any evaluation
@@ -111,10 +130,12 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     store = RunStore(config.out)
     with recording() as read:
         docs, corpus = perplexity.load_documents(config.text, config.data_dir)
+        corpus, text = _own_text(store, corpus)
         train, held = perplexity.split(docs, config.held_out, config.split_seed)
         probes = _probes(config, held, corpus)
     data = {name: file_sha256(path) for name, path in sorted(read.items())}
-    settings = _settings(config, method, corpus, data, (len(train), len(held)), base)
+    settings = {**_settings(config, method, corpus, data, (len(train), len(held)), base),
+                **text}
     scoring = HFConfig(batch_size=config.eval_batch_size)
     runs = range(config.training.runs, 0, -1)
     with _unsettled(store):

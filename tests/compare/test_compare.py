@@ -162,6 +162,16 @@ def test_the_same_run_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["compare", "a run", "copy", "--out", "cmp"]) == 0
 
 
+def test_a_run_without_records_is_said_with_its_flag(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    write_json(empty / "run.json", {"schema": "biasscope.run/1"})
+    assert main(["power", "--pilot", str(empty), "--effect", "0.1"]) == 2
+    assert f"--pilot {empty} has no records yet: give a run that has scored" in (
+        capsys.readouterr().err)
+
+
 def test_tost_matches_its_definition() -> None:
     rng = np.random.default_rng(0)
     x = rng.normal(0.01, 0.05, 80)

@@ -75,7 +75,8 @@ def records(run: str, flag: str = "") -> pd.DataFrame:
                              "the folder a biasscope command wrote")
     frame = store.records()
     if frame.empty:
-        raise BiasscopeError(f"{run} has no records")
+        raise BiasscopeError(f"{named} has no records yet: give a run that has scored "
+                             "something (or rerun the command that made it, if it stopped)")
     if "model" not in frame:
         frame["model"] = str(store.read_json("run.json").get("model", Path(run).name))
     return frame

@@ -768,6 +768,8 @@ def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
       "{tmp}/r"], "pairs.jsonl:2: 'group' \"robot\": give female or male"),
     (["compare", "{tmp}/a", "{tmp}/b", "--margin", "flip_rate=0.1", "--margin",
       "flip_rate=0.2"], "--margin flip_rate is given twice (0.1, then 0.2)"),
+    (["compare", "{tmp}/a", "{tmp}/b", "--margin", "0.02", "--margin", "jsdp_gap=0.01"],
+     "--margin 0.02 is one margin for every measure, given with other margins (jsdp_gap=0.01)"),
     (["audit", "--probe", "professional-bias", "--responses", "{tmp}/responses.jsonl",
       "--out", "{tmp}/r"], "responses.jsonl: none of its 1 item ids is an item this run asks "
      "(e.g. 'professional-bias:s01:male-first:he@p1')"),

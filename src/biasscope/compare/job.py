@@ -43,6 +43,10 @@ def parse_margins(specs: Sequence[str]) -> Mapping[str, float] | float | None:
     out: dict[str, float] = {}
     for spec in specs:
         name, sep, value = spec.partition("=")
+        if not sep and _is_number(spec):
+            raise BiasscopeError(f"--margin {spec} is one margin for every measure, given with "
+                                 f"other margins ({', '.join(s for s in specs if s != spec)}); "
+                                 "give one number alone, or MEASURE=NUMBER for each measure")
         if not sep or name not in MEASURES:
             raise BiasscopeError(f"--margin {spec!r}: give a number, or MEASURE=NUMBER with "
                                  f"MEASURE one of {', '.join(MEASURES)}")
@@ -52,6 +56,14 @@ def parse_margins(specs: Sequence[str]) -> Mapping[str, float] | float | None:
         out[name] = _number(value, f"--margin {name}")
         margin_for(name, out)  # checked here: a measure the runs lack would never check it
     return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _number(text: str, where: str) -> float:

@@ -397,8 +397,8 @@ def test_run_json_of_the_wrong_shape_or_not_utf8(command, run_json, message, tmp
     line = one_line(capsys, argv)
     assert message in line and str(run) in line
     # ... and what to do: nothing can rebuild what run.json records.
-    assert line.endswith(f"; restore it from a copy, or move {run} away (or choose another "
-                         "--out) and run again")
+    assert line.endswith(f"; restore it from a copy, or move {run} away and run the command "
+                         "that made it again (or give that command another --out)")
     assert (run / "run.json").read_bytes() == run_json  # nothing rewritten
 
 

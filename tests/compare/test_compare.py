@@ -172,6 +172,19 @@ def test_a_run_without_records_is_said_with_its_flag(tmp_path: Path,
         capsys.readouterr().err)
 
 
+def test_a_damaged_run_json_is_said_as_a_run_compare_reads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """compare only reads run.json: what to do is to remake the run, not to run compare
+    "again" with "another --out"."""
+    a = write_run(tmp_path / "a", winobias_records(150, model="full"))
+    b = write_run(tmp_path / "b", winobias_records(150, model="bf16"))
+    (b / "run.json").write_text('{"kind": "audit", ')
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"restore it from a copy, or move {b} away and run the command that made it again (or "
+        "give that command another --out)")
+
+
 def test_tost_matches_its_definition() -> None:
     rng = np.random.default_rng(0)
     x = rng.normal(0.01, 0.05, 80)

@@ -390,8 +390,8 @@ class RunStore:
     def _fix(self, name: str) -> str:
         """What to do about a damaged ``name`` of this run (said after the error)."""
         if name == "run.json":  # it says what the run holds: nothing can rebuild it
-            return (f"; restore it from a copy, or move {self.root} away (or choose another "
-                    "--out) and run again")
+            return (f"; restore it from a copy, or move {self.root} away and run the command "
+                    "that made it again (or give that command another --out)")
         if name == "summary.json":  # a rerun rewrites it from the stored units
             return ("; move it away, then run the command that made the run again (its stored "
                     "results are kept) to rewrite it")

@@ -137,6 +137,13 @@ def test_a_held_out_share_that_leaves_a_side_empty_is_refused_as_the_flag(value,
     assert not (tmp_path / "r").exists()
 
 
+def test_a_sequence_too_short_to_train_on_is_refused_as_the_flag(tmp_path, capsys):
+    line = one_line(capsys, ["intervene", "--model", "org/x", "--out", str(tmp_path / "r"),
+                             "--seq-len", "1"])
+    assert "argument --seq-len: 1 is below 2: a document needs 2 tokens to train on" in line
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("flag", ["--top-logprobs", "--out", "--concurrency"])
 def test_a_flag_given_only_the_end_of_options_is_refused(flag, tmp_path, capsys):
     """``--flag=--``: argparse takes the ``--`` as the end of options and stored an empty

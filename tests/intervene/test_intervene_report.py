@@ -79,6 +79,18 @@ def test_a_start_leaning_female_keeps_the_gain_s_interval_in_order() -> None:
     assert "was +0.100 (95% CI +0.050 to +0.150; mean test p = 0.010" in out["sentence"]
 
 
+def test_documents_too_short_to_train_on_name_the_text() -> None:
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.intervene.train import _dataset
+
+    def tokenizer(texts: list[str], **_: Any) -> dict[str, list[list[int]]]:
+        return {"input_ids": [[1] for _ in texts]}
+
+    with pytest.raises(BiasscopeError, match="no training document of --text is two tokens "
+                                             "long: give longer documents"):
+        _dataset(tokenizer, ["a", "b"], 8)
+
+
 def test_several_runs_speak_for_the_intervention() -> None:
     """With runs per arm, the verdict names the intervention, says what its test was over and
     which run's weights are shipped."""

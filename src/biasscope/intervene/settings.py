@@ -32,6 +32,8 @@ from biasscope.store.directory import run_dir
 
 #: A share that leaves documents on both sides of the split (`perplexity.split`).
 SHARE = Check(False, lambda v: 0 < v < 1, "is not above 0 and below 1")
+#: Tokens a document keeps: a causal LM learns nothing from fewer than 2.
+TWO_OR_MORE = Check(True, lambda v: v >= 2, "is below 2: a document needs 2 tokens to train on")
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class Training:
     steps: int = setting(200, "optimizer steps per arm", check=POSITIVE_INT)
     every: int = setting(25, "evaluate every N steps (and at step 0)", check=POSITIVE_INT)
     batch_size: int = setting(8, "documents per step", check=POSITIVE_INT)
-    seq_len: int = setting(128, "tokens per training document", check=POSITIVE_INT)
+    seq_len: int = setting(128, "tokens per training document", check=TWO_OR_MORE)
     lr: float = setting(5e-5, "learning rate", check=POSITIVE)
     seed: int = setting(0, "training, data order and option-order seed", check=SEED)
     runs: int = setting(1, "training runs per arm, seeded seed, seed+1, …: with 2 or more the "

@@ -150,7 +150,8 @@ def _dataset(tokenizer: Any, texts: Sequence[str], seq_len: int) -> list[dict[st
     encoded = tokenizer(list(texts), truncation=True, max_length=seq_len)["input_ids"]
     rows = [{"input_ids": list(ids)} for ids in encoded if len(ids) >= 2]
     if not rows:
-        raise BiasscopeError("no training text is two tokens long")
+        raise BiasscopeError("no training document of --text is two tokens long: give "
+                             "longer documents")
     return rows
 
 

@@ -101,7 +101,7 @@ def _same(a: str, b: str) -> bool:
         return a.rstrip("/") == b.rstrip("/")
     try:
         return os.path.samefile(a.removeprefix("file://"), b.removeprefix("file://"))
-    except OSError:  # one is missing: `records` says so
+    except OSError:
         return False
 
 
@@ -121,10 +121,10 @@ def run(config: CompareConfig) -> CompareResult:
     if not 0 < config.alpha < 0.5:
         raise BiasscopeError(f"--alpha {config.alpha:g}: give a number between 0 and 0.5")
     margins = parse_margins(config.margin)
+    ra, rb = records(config.run_a), records(config.run_b)  # each a run, with records
     if _same(config.run_a, config.run_b):  # every measure "equivalent", which says nothing
         raise BiasscopeError(f"{config.run_a} and {config.run_b} are the same run: give two "
                              "runs to compare (a copy of a run is compared as another)")
-    ra, rb = records(config.run_a), records(config.run_b)
     found, notes = compare_runs(ra, rb, margins, config.alpha,
                                 (wordings(config.run_a), wordings(config.run_b)))
     shared = set(ra.get("probe", ())) & set(rb.get("probe", ())) & set(comparable())

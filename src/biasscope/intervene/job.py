@@ -166,8 +166,8 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     if len(found := result.summary.get("runs") or []) > config.training.runs:
         print(f"note: {store.root} holds {len(found)} runs per arm (--runs "
               f"{config.training.runs} asked): all are analysed", file=sys.stderr)
-    # weights saved by an earlier call are brought up to date without --save-recommended too:
-    # their recommended.json would say that call's verdict (before runs were added, say)
+    # weights saved by an earlier call are brought up to date under --no-save-recommended
+    # too: their recommended.json would say that call's verdict (before runs were added, say)
     if (config.save_recommended or ship.saved(store.root)) and (
             why := ship.finalise(store.root, result.summary, lora)):
         print(f"warning: {why}", file=sys.stderr)

@@ -81,6 +81,8 @@ def test_a_second_load_reads_the_cache(q8_file, tmp_path, monkeypatch):
     generator = load_generator(f"hf:{copy}")
     identity = generator.identity()
     assert identity["gguf_quantization"] == "Q8_0" and identity["gguf_file"] == str(copy)
+    # The file's SHA-256 covers the tokenizer and chat template it holds: nothing else hashed.
+    assert "fingerprint" not in identity and "files_fingerprint" not in identity
 
 
 def test_checkpoint_glob_takes_gguf_files_in_step_order(q8_file, tmp_path):

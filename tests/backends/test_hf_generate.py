@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
 import shutil
 
@@ -11,7 +12,7 @@ torch = pytest.importorskip("torch")
 from biasscope.backends.base import GenerateParams, GenerateRequest  # noqa: E402
 from biasscope.backends.cache import Cached, ResponseCache  # noqa: E402
 from biasscope.backends.checkpoints import Checkpoint, from_dirs  # noqa: E402
-from biasscope.backends.fingerprints import folder_fingerprint  # noqa: E402
+from biasscope.backends.fingerprints import answer_files, folder_fingerprint  # noqa: E402
 from biasscope.backends.hf_generate import HFGenerator, render_chat  # noqa: E402
 from biasscope.backends.hf_model import HFConfig  # noqa: E402
 from biasscope.core.errors import ModelError  # noqa: E402
@@ -204,6 +205,7 @@ def test_loads_a_checkpoint_and_names_it(checkpoint_dirs):
     assert loaded.identity() == {"backend": "hf", "source": str(checkpoint_dirs[0]),
                                  "revision": "checkpoint-10",
                                  "fingerprint": folder_fingerprint(checkpoint_dirs[0]),
+                                 "files_fingerprint": loaded.fingerprints["files_fingerprint"],
                                  "dtype": "float32"}
     (result,) = loaded.generate([req("He", max_tokens=3)])
     assert result.prompt_tokens == len(loaded.tokenizer("He")["input_ids"])
@@ -275,3 +277,35 @@ def test_a_local_folder_is_one_model_however_its_path_is_written(checkpoint_dirs
     other, hit, _ = ask("b", "hf:./gemma")
     assert other["source"] == str((tmp_path / "b" / "gemma").resolve()) and not hit
     assert other["fingerprint"] != first["fingerprint"]
+
+
+def test_a_chat_template_edited_in_place_is_another_model(checkpoint_dirs, tmp_path,
+                                                          monkeypatch):
+    """The identity held the weights' fingerprint alone, and the cache key the messages, not
+    the prompt they render to: a chat template (or tokenizer, or config) edited in place, the
+    weights unchanged, got the old template's answers from the cache. The identity now holds
+    ``files_fingerprint``, over the folder's files beside its weights."""
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    folder = tmp_path / "lm"
+    shutil.copytree(checkpoint_dirs[0], folder)
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    chat = GenerateRequest(messages=(("user", "The nurse took care of"),),
+                           params=GenerateParams(max_tokens=6))
+
+    def ask() -> tuple[dict[str, str], bool, int]:
+        cached = Cached(HFGenerator(Checkpoint("lm", str(folder))), cache)
+        (answer,) = cached.generate([chat])
+        return cached.identity(), answer.cached, answer.prompt_tokens
+
+    before, hit, plain = ask()
+    assert not hit and ask()[1]
+    config = folder / "tokenizer_config.json"
+    edited = json.loads(config.read_text())
+    edited["chat_template"] = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    config.write_text(json.dumps(edited))
+    after, hit, templated = ask()
+    assert not hit and templated < plain  # the new template's prompt, asked afresh
+    assert after["fingerprint"] == before["fingerprint"]
+    assert after["files_fingerprint"] != before["files_fingerprint"]
+    assert [f.name for f in answer_files(folder)] == [
+        "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"]

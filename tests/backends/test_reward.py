@@ -212,6 +212,7 @@ def test_identity_and_label(rm_dir: Path) -> None:
     assert rm.identity() == {"backend": "hf-reward", "source": str(rm_dir), "revision": "",
                              "transform": "logprob", "format": "chat-template",
                              "max_length": "", "fingerprint": listing(rm_dir),
+                             "files_fingerprint": rm.fingerprints["files_fingerprint"],
                              "dtype": "float32"}
     plain = _load(rm_dir, chat_template=False, max_length=64).identity()
     assert (plain["format"], plain["max_length"]) == ("hh-rlhf", "64")
@@ -275,4 +276,43 @@ def test_weights_copied_over_a_reward_model_are_another_model(root: Path, tmp_pa
     shutil.copy(second / "model.safetensors", folder / "model.safetensors")
     with pytest.raises(BiasscopeError, match=r"reward model 'rm' \(fingerprint: "
                        rf"{listing(first)[:12]}… then, {listing(second)[:12]}… now\)"):
+        rerun()
+
+
+def test_a_chat_template_edited_in_place_is_another_reward_model(root: Path, tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """A reward model's chat template edited in place (weights unchanged) kept its identity,
+    so a sensitivity rerun added the new template's rewards to the old ones'. The identity's
+    ``files_fingerprint`` (tokenizer, template and config files) now refuses it; a run recorded
+    before it resumes and gains it."""
+    from biasscope.sensitivity.harness import HarnessConfig, run_sensitivity
+    from biasscope.sensitivity.principles import Constitution, Principle
+    from biasscope.sensitivity.prompts import Conversation
+    from fakes import Reviser
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    tok = _tokenizer()
+    folder = save(_reward_model(len(tok), seed=5), tok, tmp_path / "rm")
+    convs = [Conversation("c0", (("user", "Question?"),), "No.")]
+    principles = Constitution((Principle("p1", "be kind"),), "mine", {})
+    out, template = tmp_path / "run", folder / "chat_template.jinja"
+    assert TEMPLATE in template.read_text()
+
+    def rerun() -> None:
+        run_sensitivity([_load(folder)], Reviser(), convs, principles, out, HarnessConfig())
+
+    rerun()
+    run_json = out / "run.json"
+    recorded = json.loads(run_json.read_text())
+    first = recorded["settings"]["reward_models"]["rm"].pop("files_fingerprint")
+    run_json.write_text(json.dumps(recorded))  # as an older run wrote it
+    rerun()
+    assert json.loads(run_json.read_text())["settings"]["reward_models"]["rm"][
+        "files_fingerprint"] == first
+    template.write_text(TEMPLATE.replace("<|{{ m['role'] }}|>", "[{{ m['role'] }}]"))
+    edited = _load(folder)
+    assert edited.fingerprints["fingerprint"] == listing(folder)
+    assert edited.fingerprints["files_fingerprint"] != first
+    with pytest.raises(BiasscopeError, match=r"reward model 'rm' \(files_fingerprint: "
+                       rf"{first[:12]}… then"):
         rerun()

@@ -510,3 +510,34 @@ def test_a_local_judge_is_one_model_however_its_path_is_written(
     before = _files(out)
     assert rerun("b", "./gemma") == 2  # another folder: another judge
     assert "made with a different" in capsys.readouterr().err and _files(out) == before
+
+
+def test_a_local_judge_whose_chat_template_was_edited_is_another_judge(
+        pairs, tmp_path, checkpoint_dirs, monkeypatch, capsys):
+    """A chat template edited in place (weights unchanged) was the same judge to a rerun,
+    which added the new template's verdicts to the old ones'. The identity's
+    ``files_fingerprint`` refuses it, as other weights are; a run recorded before it resumes
+    and gains it."""
+    import shutil
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    folder, out = tmp_path / "gemma", tmp_path / "run"
+    shutil.copytree(checkpoint_dirs[0], folder)
+    argv = _judge("judge", out, pairs, "--device", "cpu", model=f"j=hf:{folder}")
+    run_json = out / "run.json"
+    assert main(argv) == 0
+    recorded = json.loads(run_json.read_text())
+    first = recorded["settings"]["judges"]["j"].pop("files_fingerprint")
+    run_json.write_text(json.dumps(recorded))  # as a run from before files_fingerprint
+    assert main(argv) == 0
+    assert json.loads(run_json.read_text())["settings"]["judges"]["j"][
+        "files_fingerprint"] == first
+    config = folder / "tokenizer_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()),
+                                  "chat_template": "{{ messages[0].content }}"}))
+    capsys.readouterr()
+    before = _files(out)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"different 'judges' (judges.j.files_fingerprint: {first[:12]}… then" in err
+    assert _files(out) == before

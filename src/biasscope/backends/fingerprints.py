@@ -6,7 +6,10 @@ results. Its fingerprint says what the weights are: a SHA-256 over the name, siz
 of each weight file (``folder_fingerprint``). ``biasscope dynamics`` records it per checkpoint
 (``dynamics.scoring.fingerprints``), and a local model's ``identity()`` carries it (the HF
 generator and reward model), so the response cache and every run's settings tell two models
-in one folder apart.
+in one folder apart. The identity also carries ``files_fingerprint``, the same over the small
+files beside the weights that change the answers too (``answer_files``: the tokenizer, the
+chat template, ``config.json``, ``generation_config.json``, remote code): a template edited in
+place renders other prompts.
 
 Hashing gigabytes takes a while, so none of it is done twice: each file's SHA-256 is cached
 in ``$BIASSCOPE_FINGERPRINT_CACHE`` (default ``~/.cache/biasscope/fingerprints.json``) under
@@ -34,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.gguf import provenance
-from biasscope.backends.loading import PICKLE_WEIGHTS
+from biasscope.backends.loading import PICKLE_WEIGHTS, TOKENIZER_FILES
 from biasscope.core import steps
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
@@ -46,6 +49,9 @@ _TRAINING_STATE = ("optimizer", "scheduler", "scaler", "rng_state", "training_ar
 _KEEP = 20_000  # cache entries kept at most (those of files that still exist)
 _WORKERS = max(1, min(4, os.cpu_count() or 1))  # files hashed at once
 _TRIES = 3  # reads of a file that changes while it is hashed, before giving up
+#: Code and named chat templates a model folder may hold (`answer_files`).
+_CODE = ("tokenization*.py", "modeling_*.py", "configuration_*.py",
+         "additional_chat_templates/*.jinja")
 
 #: What a cached hash is checked against: size, mtime, ctime, inode, device.
 Stamp = tuple[int, int, int, int, int]
@@ -66,6 +72,17 @@ def weight_files(folder: Path) -> list[Path]:
         return found
     pickles = {p for pattern in PICKLE_WEIGHTS for p in folder.glob(pattern)}
     return sorted(p for p in pickles if not p.name.startswith(_TRAINING_STATE))
+
+
+def answer_files(folder: Path) -> list[Path]:
+    """The files besides the weights that the loaders read and that change the answers: the
+    tokenizer's (`TOKENIZER_FILES`, with its chat template, and any named ones), the config, the
+    generation defaults (its end-of-text tokens) and the code a ``trust_remote_code`` model
+    runs. Small files: hashing them costs nothing beside the weights."""
+    named = {folder / n for n in (*TOKENIZER_FILES, "config.json", "generation_config.json")}
+    found = {p for p in named if p.is_file()} | {
+        p for pattern in _CODE for p in folder.glob(pattern) if p.is_file()}
+    return sorted(found)
 
 
 def stamp_of(stat: os.stat_result) -> Stamp:
@@ -201,29 +218,36 @@ def folder_fingerprint(folder: str | os.PathLike[str], digests: FileDigests | No
     return start_fingerprint(folder, digests)()
 
 
-def start_fingerprint(folder: str | os.PathLike[str], digests: FileDigests
+def start_fingerprint(folder: str | os.PathLike[str], digests: FileDigests,
+                      files: Callable[[Path], list[Path]] = weight_files
                       ) -> Callable[[], str | None]:
-    """Start hashing a folder's weight files (every file at once, in the background); the
-    call returned waits for the folder's fingerprint (``folder_fingerprint``)."""
-    files = weight_files(Path(folder).expanduser())
-    running = [digests.start(f) for f in files]
-    return lambda: combined({f.name: r.result() for f, r in zip(files, running)}) if files \
-        else None
+    """Start hashing a folder's weight files (``files``: its others; every file at once, in the
+    background); the call returned waits for the folder's fingerprint (``folder_fingerprint``)."""
+    root = Path(folder).expanduser()
+    found = files(root)
+    running = [digests.start(f) for f in found]
+    return lambda: combined({f.relative_to(root).as_posix(): r.result()
+                             for f, r in zip(found, running)}) if found else None
 
 
 @contextlib.contextmanager
-def fingerprint_while_loading(source: str) -> Iterator[Callable[[], str | None]]:
-    """For a model loaded from ``source`` inside the block: its weights hashed while they load
+def fingerprint_while_loading(source: str) -> Iterator[Callable[[], dict[str, str]]]:
+    """For a model loaded from ``source`` inside the block: its files hashed while they load
     (the hash and the loader read the same files, so one read from the disk serves both), the
-    call yielded waiting for the fingerprint. None for what has no folder of weights here: a hub
+    call yielded waiting for what the identity adds: the weights' ``fingerprint`` and the other
+    `answer_files`' ``files_fingerprint``. Nothing for what has no folder of weights here: a hub
     id (its revision names it) or a GGUF file's converted copy (its identity names the file's
-    SHA-256). The cache is saved at the end; a failed load abandons the hashing."""
+    SHA-256, which covers the tokenizer and chat template the file holds). The cache is saved
+    at the end; a failed load abandons the hashing."""
     if not Path(source).expanduser().is_dir() or provenance(source) is not None:
-        yield lambda: None
+        yield lambda: {}
         return
     digests = FileDigests()
     try:
-        yield start_fingerprint(source, digests)
+        weights = start_fingerprint(source, digests)
+        others = start_fingerprint(source, digests, answer_files)
+        yield lambda: {k: v for k, v in (("fingerprint", weights()),
+                                         ("files_fingerprint", others())) if v}
     finally:
         digests.close()
 
@@ -242,5 +266,6 @@ def _write(path: Path, entries: dict[str, Any]) -> None:
         raise
 
 
-__all__ = ["FileDigests", "cache_path", "combined", "fingerprint_while_loading",
-           "folder_fingerprint", "settled", "stamp_of", "start_fingerprint", "weight_files"]
+__all__ = ["FileDigests", "answer_files", "cache_path", "combined",
+           "fingerprint_while_loading", "folder_fingerprint", "settled", "stamp_of",
+           "start_fingerprint", "weight_files"]

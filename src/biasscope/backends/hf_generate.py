@@ -62,11 +62,12 @@ class HFGenerator:
         self.config = config = config or HFConfig()
         if model is None:
             say(f"loading {ckpt.label}")
-        with fingerprint_while_loading(ckpt.source) as fingerprint:
+        with fingerprint_while_loading(ckpt.source) as fingerprints:
             self.model = load_model(ckpt, config) if model is None else model
             self.tokenizer = load_tokenizer(ckpt, config) if tokenizer is None else tokenizer
-            #: What a local folder's weights are (`backends.fingerprints`); None for a hub id.
-            self.fingerprint = fingerprint()
+            #: What a local folder's weights and other files are (`backends.fingerprints`):
+            #: empty for a hub id.
+            self.fingerprints = fingerprints()
         self.device = next(self.model.parameters()).device
         # As in the scorer: embedding rows past the tokenizer are padding, not vocabulary.
         self.vocab = min(len(self.tokenizer),
@@ -95,17 +96,18 @@ class HFGenerator:
 
     def identity(self) -> dict[str, str]:
         """What decides the answers: a hub id by its revision, a local folder also by its
-        weights' fingerprint (weights replaced under the same path are another model), a GGUF
-        file by its SHA-256 and quantisation; and the dtype the weights run in. A local folder's
-        path is resolved (`recorded_source`): ``./m`` and ``/abs/m`` are one model's."""
+        weights' fingerprint (weights replaced under the same path are another model) and its
+        tokenizer's, chat template's and config's (``files_fingerprint``: a template edited in
+        place renders other prompts), a GGUF file by its SHA-256 and quantisation; and the
+        dtype the weights run in. A local folder's path is resolved (`recorded_source`):
+        ``./m`` and ``/abs/m`` are one model's."""
         found = {"backend": "hf", "source": recorded_source(self.ckpt),
                  "revision": self.ckpt.revision or ""}
         made = provenance(self.ckpt.source)
         if made is not None:  # converted from a GGUF file: which file, which quantisation
             found.update(gguf_file=self.ckpt.identity, gguf_sha256=str(made.get("sha256")),
                          gguf_quantization=str(made.get("quantization")))
-        if self.fingerprint:
-            found["fingerprint"] = self.fingerprint
+        found.update(self.fingerprints)
         # `--device auto` loads half precision on a GPU and float32 on a CPU: other answers.
         found["dtype"] = str(next(self.model.parameters()).dtype).removeprefix("torch.")
         return found

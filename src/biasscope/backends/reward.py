@@ -102,15 +102,16 @@ class HFRewardModel:
         say(f"loading reward model {self.label}")
         hf = HFConfig(device=config.device, dtype=config.dtype,
                       trust_remote_code=config.trust_remote_code)
-        with fingerprint_while_loading(self.ckpt.source) as fingerprint:
+        with fingerprint_while_loading(self.ckpt.source) as fingerprints:
             self.tokenizer = load_tokenizer(self.ckpt, hf)
             if config.chat_template and not getattr(self.tokenizer, "chat_template", None):
                 raise ModelError(f"the tokenizer of {self.label} has no chat template: pass "
                                  "--no-chat-template to score the plain hh-rlhf format "
                                  "(\\n\\nHuman: …\\n\\nAssistant: …)")
             self.model = _load_classifier(self.ckpt, config)
-            #: What a local folder's weights are (`backends.fingerprints`); None for a hub id.
-            self.fingerprint = fingerprint()
+            #: What a local folder's weights and other files are (`backends.fingerprints`):
+            #: empty for a hub id.
+            self.fingerprints = fingerprints()
         self.labels = int(self.model.config.num_labels)
         if self.labels not in (1, 2):
             raise ModelError(f"{self.label} has {self.labels} labels: a reward model has 1 "
@@ -125,14 +126,14 @@ class HFRewardModel:
 
     def identity(self) -> dict[str, str]:
         """What decides the rewards: a hub id by its revision, a local folder also by its
-        weights' fingerprint (weights replaced under the same path are another model), and the
-        dtype the weights run in. A local folder's path is resolved (`recorded_source`)."""
+        weights' fingerprint (weights replaced under the same path are another model) and its
+        tokenizer's, chat template's and config's (``files_fingerprint``), and the dtype the
+        weights run in. A local folder's path is resolved (`recorded_source`)."""
         found = {"backend": "hf-reward", "source": recorded_source(self.ckpt),
                  "revision": self.ckpt.revision or "", "transform": self.config.transform,
                  "format": "chat-template" if self.config.chat_template else "hh-rlhf",
                  "max_length": str(self.config.max_length or "")}
-        if self.fingerprint:
-            found["fingerprint"] = self.fingerprint
+        found.update(self.fingerprints)
         # `--dtype auto` is float32 on a CPU and the checkpoint's own dtype on a GPU: other
         # rewards, so the dtype the weights were loaded in, not the one asked for.
         found["dtype"] = str(next(self.model.parameters()).dtype).removeprefix("torch.")

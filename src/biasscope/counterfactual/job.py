@@ -11,10 +11,10 @@ the ones kept). A judge whose requests failed is summarised (``summary.json`` sa
 failed requests again.
 
 ``run.json`` records what decides the results (the pairs by content hash, each scorer's
-identity (a local model's with its weights' fingerprint), a reward model's dtype, the judge
-labels, position strategy and question wording, the seed); a rerun into the same directory
-with other settings is refused in one line. Judge requests go through the response cache, so
-a rerun sends nothing.
+identity (a local model's with its weights' and its tokenizer's, template's and config's
+fingerprints), a reward model's dtype, the judge labels, position strategy and question
+wording, the seed); a rerun into the same directory with other settings is refused in one
+line. Judge requests go through the response cache, so a rerun sends nothing.
 """
 
 from __future__ import annotations

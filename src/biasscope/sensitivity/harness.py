@@ -13,12 +13,12 @@ determines the records: the prompts (source, file SHA-256, N, seed, and the SHA-
 conversations themselves), the principles (ids and the SHA-256 of their texts and groups), the
 perturber (backend, model, max tokens, seed), the templates (SHA-256), and per direction and
 per reward model what they were run with (a reward model's identity holds its source, revision,
-transform, format and dtype, and a local model's weights' fingerprint). A rerun that differs is
-refused in one line naming the setting (``runs.settings.merge_settings``, the check ``dynamics``
-uses); a rerun may add reward models and directions; a run from before fingerprints gains them
-(``gain_identity``). ``conventions`` only shape ``summary.json``, which every run
-recomputes from all the records, so a rerun may change them: run.json and summary.json then
-both say which.
+transform, format and dtype, and a local model's fingerprints of its weights and of its
+tokenizer, template and config files). A rerun that differs is refused in one line naming the
+setting (``runs.settings.merge_settings``, the check ``dynamics`` uses); a rerun may add reward
+models and directions; a run from before fingerprints gains them (``gain_identity``).
+``conventions`` only shape ``summary.json``, which every run recomputes from all the records,
+so a rerun may change them: run.json and summary.json then both say which.
 """
 
 from __future__ import annotations

@@ -183,16 +183,17 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
 
 #: What a model's identity (or the responder around it) gained after runs were recorded
 #: without it: a local folder's weights' fingerprint, a local model's dtype, whether it has
-#: a chat template.
-GAINED = ("fingerprint", "dtype", "chat_template")
+#: a chat template, the fingerprint of a local folder's tokenizer, template and config files.
+GAINED = ("fingerprint", "dtype", "chat_template", "files_fingerprint")
 
 
 def gain_identity(before: Any, now: Any) -> Any:
     """``before`` (run.json's settings) with the `GAINED` keys taken from ``now`` for every
     model entry (an identity: it names a ``backend``) that recorded none. A run made before
-    cannot show which weights (or dtype) it used, and is trusted as ``biasscope dynamics``
-    trusts such a run's checkpoints: it resumes and records them, and from then on other
-    weights under the same path, or another dtype, are refused."""
+    cannot show which weights (or dtype, or tokenizer and template) it used, and is trusted as
+    ``biasscope dynamics`` trusts such a run's checkpoints: it resumes and records them, and
+    from then on other weights (or files) under the same path, or another dtype, are
+    refused."""
     if not (isinstance(before, Mapping) and isinstance(now, Mapping)):
         return before
     out = {k: gain_identity(v, now[k]) if k in now else v for k, v in before.items()}

@@ -97,6 +97,16 @@ def test_the_model_is_noted_only_when_both_runs_name_the_same_one() -> None:
     assert said(audit(), served) == []
 
 
+def test_a_local_models_other_tokenizer_or_template_is_noted_in_words() -> None:
+    """A local model's identity holds ``files_fingerprint`` (its tokenizer, chat template and
+    config files): without words for it compare said "model files_fingerprint"."""
+    first, edited = (audit(**{"responder.backend.files_fingerprint": sha}) for sha in
+                     (SHA_A, SHA_B))
+    assert said(first, edited) == [
+        "the runs differ in tokenizer, chat template and config files (fingerprint): "
+        "1c8f977f6cbd… vs bc1a80001fc0…."]
+
+
 def test_a_setting_one_run_does_not_record_is_not_noted() -> None:
     """An older run, or the options scorer (no generation parameters): nothing shows a
     difference, so none is claimed; nor a template beside several wordings (design's)."""

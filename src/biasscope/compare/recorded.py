@@ -31,7 +31,9 @@ PARAMS = {"temperature": "temperature", "max_tokens": "max tokens", "seed": "sam
 
 #: A model's identity (``responder.backend``) in words, where both runs name the same model.
 IDENTITY = {"backend": "backend", "base_url": "server", "revision": "model revision",
-            "fingerprint": "model weights (fingerprint)", "gguf_file": "GGUF file",
+            "fingerprint": "model weights (fingerprint)",
+            "files_fingerprint": "tokenizer, chat template and config files (fingerprint)",
+            "gguf_file": "GGUF file",
             "gguf_sha256": "GGUF file (SHA-256)", "gguf_quantization": "quantisation",
             "method": "option scoring from the server"}
 

@@ -207,6 +207,7 @@ def test_loads_a_checkpoint_and_names_it(checkpoint_dirs):
                                  "fingerprint": folder_fingerprint(checkpoint_dirs[0]),
                                  "files_fingerprint": loaded.fingerprints["files_fingerprint"],
                                  "dtype": "float32"}
+    assert loaded.fingerprint == folder_fingerprint(checkpoint_dirs[0])  # the old name
     (result,) = loaded.generate([req("He", max_tokens=3)])
     assert result.prompt_tokens == len(loaded.tokenizer("He")["input_ids"])
     assert 1 <= result.completion_tokens <= 3

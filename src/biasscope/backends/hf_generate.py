@@ -94,6 +94,12 @@ class HFGenerator:
         return cls(ckpt or Checkpoint("live", "<in-memory>"), config, model=model,
                    tokenizer=tokenizer)
 
+    @property
+    def fingerprint(self) -> str | None:
+        """The weights' fingerprint alone: `fingerprints`' name before it held the other
+        files' too, kept for one release."""
+        return self.fingerprints.get("fingerprint")
+
     def identity(self) -> dict[str, str]:
         """What decides the answers: a hub id by its revision, a local folder also by its
         weights' fingerprint (weights replaced under the same path are another model) and its

@@ -124,6 +124,12 @@ class HFRewardModel:
         self._use_cache = "use_cache" in inspect.signature(self.model.forward).parameters
         self.truncated = 0
 
+    @property
+    def fingerprint(self) -> str | None:
+        """The weights' fingerprint alone: `fingerprints`' name before it held the other
+        files' too, kept for one release."""
+        return self.fingerprints.get("fingerprint")
+
     def identity(self) -> dict[str, str]:
         """What decides the rewards: a hub id by its revision, a local folder also by its
         weights' fingerprint (weights replaced under the same path are another model) and its

@@ -109,6 +109,14 @@ def test_a_registered_probe_is_listed_and_loaded(pronoun: ModuleType) -> None:
         ("pronoun-gender:nurse:he", "male"), ("pronoun-gender:nurse:she", "female")]
 
 
+def test_the_probe_asks_the_chat_its_items_prompt(pronoun: ModuleType) -> None:
+    """The audit contract (tests/audit/test_audit_contract.py) holds every probe asked by chat
+    to it: the last turn is the item's prompt, which `biasscope items` exports and the report
+    shows beside the answer. The recipe once appended a question, and failed there."""
+    probe = load_probe("pronoun-gender")
+    assert all(probe.messages(i)[-1] == ("user", i.prompt) for i in probe.items(0))
+
+
 def test_an_unregistered_probe_is_unknown() -> None:
     with pytest.raises(BiasscopeError, match="unknown probe 'pronoun-gender'"):
         load_probe("pronoun-gender")

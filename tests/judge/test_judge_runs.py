@@ -541,3 +541,25 @@ def test_a_local_judge_whose_chat_template_was_edited_is_another_judge(
     err = capsys.readouterr().err
     assert f"different 'judges' (judges.j.files_fingerprint: {first[:12]}… then" in err
     assert _files(out) == before
+
+
+@pytest.mark.parametrize("command", ["judge", "judge-audit"])
+def test_a_question_too_long_for_a_local_judge_is_refused_naming_its_item(
+        command: str, checkpoint_dirs: list[Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The refusal named no item (``item ''``): the judge's requests carried no id."""
+    long = {**PAIRS[1], "id": "long-one", "b": "Lyon is a city. " * 400}
+    path = _jsonl(tmp_path / "long.jsonl", [PAIRS[0], long])
+    assert main([command, "--model", f"hf:{checkpoint_dirs[0]}", "--device", "cpu",
+                 "--input", str(path), "--out", str(tmp_path / "run"), "--no-cache"]) == 2
+    assert "item 'long-one' is " in capsys.readouterr().err
+
+
+def test_a_judge_from_python_names_an_item_by_its_place(checkpoint_dirs: list[Path]) -> None:
+    from biasscope import load_generator
+    from biasscope.core.errors import ModelError
+    from biasscope.judge import Judge, compare
+
+    judge = Judge(load_generator(f"hf:{checkpoint_dirs[0]}"))
+    with pytest.raises(ModelError, match=r"item '#2' is "):
+        compare(judge, [("Hi?", "a", "b"), ("Hi?", "a", "word " * 2000)])

@@ -157,10 +157,10 @@ def judge_task(judge: Judge, task: Task, labels: Mapping[str, str] | None = None
                ) -> list[Verdict]:
     """One verdict per item of ``task``."""
     if task.pairwise:
-        return compare(judge, task.pairs)
+        return compare(judge, task.pairs, ids=task.ids)
     if labels is None:
         raise BiasscopeError("classification needs a label set (--labels FILE.json)")
-    return classify(judge, task.texts, labels)
+    return classify(judge, task.texts, labels, ids=task.ids)
 
 
 def write_verdicts(path: Path, ids: Sequence[str], verdicts: Sequence[Verdict]) -> None:

@@ -128,14 +128,14 @@ def _one_judge(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choice
 
 
 def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, str],
-                     instruction: str = CLASSIFY) -> dict[str, Any]:
+                     instruction: str = CLASSIFY, ids: Sequence[str] = ()) -> dict[str, Any]:
     """Position consistency, first-slot preference and name sensitivity of a classifier,
-    each judge's own where there are several."""
+    each judge's own where there are several (``ids``: the texts' names, `Judge.run`)."""
     fixed = _fixed(judge)
-    forward = classify(fixed, texts, labels, instruction)
+    forward = classify(fixed, texts, labels, instruction, ids=ids)
     # The same labels again: warned of once, above (the command printed three notes).
     backward = classify(fixed, texts, dict(reversed(list(labels.items()))), instruction,
-                        warn=False)
+                        warn=False, ids=ids)
     found = classifier_measures(judge, forward, backward, len(labels))
     head, sentences = found["headline"], found["sentences"]
     names = tuple(labels)
@@ -143,7 +143,7 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
         # Asked as the lettered verdicts were (reasoning, log-probs, seed), but with the names
         # as keys, which are no single tokens to bias toward.
         named = Judge(judge.models, replace(fixed.config, keys=names, logit_bias=False))
-        by_name = classify(named, texts, labels, instruction, warn=False)
+        by_name = classify(named, texts, labels, instruction, warn=False, ids=ids)
         for name, suffix in _each(_labels(judge)):
             sentences.append(_name_sensitivity(head, forward, by_name, name, suffix))
     else:
@@ -183,12 +183,14 @@ def classifier_measures(judge: Judge, forward: Sequence[Verdict], backward: Sequ
 
 def pairwise_biases(judge: Judge, pairs: Sequence[tuple[str, str, str]],
                    authors: Sequence[tuple[str | None, str | None]] = (),
-                   instruction: str = COMPARE, ranking: str = "win-rate") -> dict[str, Any]:
-    """Position consistency, first-slot preference, length dependence and self-preference."""
+                   instruction: str = COMPARE, ranking: str = "win-rate",
+                   ids: Sequence[str] = ()) -> dict[str, Any]:
+    """Position consistency, first-slot preference, length dependence and self-preference
+    (``ids``: the pairs' names, `Judge.run`)."""
     fixed = _fixed(judge)
-    forward = compare(fixed, pairs, instruction)
+    forward = compare(fixed, pairs, instruction, ids=ids)
     swapped = [(q, b, a) for q, a, b in pairs]
-    backward = [_swap(v) for v in compare(fixed, swapped, instruction)]
+    backward = [_swap(v) for v in compare(fixed, swapped, instruction, ids=ids)]
     found = pairwise_measures(judge, [(len(a), len(b)) for _, a, b in pairs], forward,
                               backward, authors)
     # Both orders: no position advantage. The leaderboards hold their own family (Holm

@@ -207,13 +207,18 @@ class Judge:
         self._ids: dict[tuple[int, tuple[str, ...]], dict[str, list[int]] | None] = {}
 
     def run(self, n_items: int, choices: Sequence[str], render: Render,
-            extra: Sequence[str] = ()) -> list[Verdict]:
+            extra: Sequence[str] = (), ids: Sequence[str] = ()) -> list[Verdict]:
         """Judge ``n_items`` questions over ``choices`` (positioned: keys by position) plus
-        ``extra`` answers that never move and take the keys after them (pairwise "tie")."""
+        ``extra`` answers that never move and take the keys after them (pairwise "tie").
+        ``ids`` name the items to the backends (a local model's refusal of a question too long
+        for it names the item); without them an item is named by its place, ``#1`` on."""
+        if ids and len(ids) != n_items:
+            raise JudgeError(f"{len(ids)} ids for {n_items} items: give one id per item")
+        names = tuple(ids) or tuple(f"#{i + 1}" for i in range(n_items))
         every = check_keys(self.config.keys, len(choices) + len(extra))
         keys = every[:len(choices)]
         fixed = dict(zip(every[len(choices):], extra))
-        per_judge = [self._one_model(m, n_items, tuple(choices), keys, fixed, render)
+        per_judge = [self._one_model(m, names, tuple(choices), keys, fixed, render)
                      for m in self.models]
         return [self._aggregate([v[i] for v in per_judge]) for i in range(n_items)]
 
@@ -233,12 +238,12 @@ class Judge:
                               top_logprobs=config.top_logprobs)
 
     def _ask(self, model: Generator, asks: Sequence[tuple[int, tuple[int, ...]]],
-             choices: tuple[str, ...], keys: tuple[str, ...], extra: dict[str, str],
-             render: Render) -> list[Call]:
+             names: tuple[str, ...], choices: tuple[str, ...], keys: tuple[str, ...],
+             extra: dict[str, str], render: Render) -> list[Call]:
         all_keys = (*keys, *extra)
         params = self._params(model, all_keys)
         requests = [GenerateRequest(messages=render(i, tuple(choices[j] for j in order),
-                                                    all_keys), params=params)
+                                                    all_keys), params=params, id=names[i])
                     for i, order in asks]
         calls = []
         for (_, order), gen in zip(asks, model.generate(requests)):
@@ -251,13 +256,14 @@ class Judge:
                               probs, gen.text, gen.error))
         return calls
 
-    def _one_model(self, model: Generator, n_items: int, choices: tuple[str, ...],
+    def _one_model(self, model: Generator, names: tuple[str, ...], choices: tuple[str, ...],
                    keys: tuple[str, ...], extra: dict[str, str], render: Render
                    ) -> list[Verdict]:
+        n_items = len(names)
         rng = random.Random(self.config.seed)
         asks = [(i, order) for i in range(n_items)
                 for order in orders(len(choices), self.config, rng)]
-        calls = self._ask(model, asks, choices, keys, extra, render)
+        calls = self._ask(model, asks, names, choices, keys, extra, render)
         by_item: list[list[Call]] = [[] for _ in range(n_items)]
         for (i, _), call in zip(asks, calls):
             by_item[i].append(call)
@@ -268,8 +274,8 @@ class Judge:
             again = [(i, tuple(reversed(range(len(choices))))) for i, cs in enumerate(by_item)
                      if cs[0].label is not None and cs[0].label not in extra.values()
                      and cs[0].order.index(cs[0].label) != middle]
-            for (i, _), call in zip(again, self._ask(model, again, choices, keys, extra,
-                                                     render)):
+            for (i, _), call in zip(again, self._ask(model, again, names, choices, keys,
+                                                     extra, render)):
                 by_item[i].append(call)
         return [self._verdict(cs) for cs in by_item]
 

@@ -66,11 +66,12 @@ def biases(config: JudgeConfig) -> JudgeResult:
     settings = run_settings(config, made, task, labels, audit=True)
     check(config.out, "judge-audit", list(judges), settings, {"judges": judges})
     if task.pairwise:
-        result = pairwise_biases(made, task.pairs, task.authors, ranking=config.ranking)
+        result = pairwise_biases(made, task.pairs, task.authors, ranking=config.ranking,
+                                 ids=task.ids)
     else:
         if labels is None:
             raise BiasscopeError("classification needs a label set (--labels FILE.json)")
-        result = classifier_biases(made, task.texts, labels)
+        result = classifier_biases(made, task.texts, labels, ids=task.ids)
     usage = [u for m in made.models if (u := getattr(m, "usage", None)) is not None]
     if (count := sum(u.failed for u in usage)):
         first = next((u.first_error for u in usage if u.first_error), "no error text")

@@ -78,10 +78,11 @@ def question_sha256(config: JudgingConfig, labels: Mapping[str, str] | None) -> 
 
 def classify(judge: Judge, texts: Sequence[str], labels: Mapping[str, str],
              instruction: str = CLASSIFY, examples: Sequence[tuple[str, str]] = (),
-             warn: bool = True) -> list[Verdict]:
+             warn: bool = True, ids: Sequence[str] = ()) -> list[Verdict]:
     """One verdict per text, in the user's ``labels`` (name -> description). ``warn``:
     `VerbosityBiasWarning` for lopsided descriptions; False where the caller asks about the
-    same labels again (judge-audit's reversed order and names), so it is said once."""
+    same labels again (judge-audit's reversed order and names), so it is said once. ``ids``:
+    the texts' names in what the backends say (`Judge.run`)."""
     if len(labels) < 2:
         raise JudgeError(f"a judge needs at least two labels; got {len(labels)}")
     if unknown := sorted({label for _, label in examples} - set(labels)):
@@ -89,11 +90,12 @@ def classify(judge: Judge, texts: Sequence[str], labels: Mapping[str, str],
     if warn:
         check_label_descriptions(labels)
     render = classify_questions(texts, labels, judge.config.reasoning, instruction, examples)
-    return judge.run(len(texts), tuple(labels), render)
+    return judge.run(len(texts), tuple(labels), render, ids=ids)
 
 
 def compare(judge: Judge, pairs: Sequence[tuple[str, str, str]], instruction: str = COMPARE,
-            allow_tie: bool = True) -> list[Verdict]:
-    """One verdict per (user message, response a, response b): ``"a"``, ``"b"`` or ``"tie"``."""
+            allow_tie: bool = True, ids: Sequence[str] = ()) -> list[Verdict]:
+    """One verdict per (user message, response a, response b): ``"a"``, ``"b"`` or ``"tie"``.
+    ``ids``: the pairs' names in what the backends say (`Judge.run`)."""
     render = compare_questions(pairs, judge.config.reasoning, instruction, allow_tie)
-    return judge.run(len(pairs), ("a", "b"), render, ("tie",) if allow_tie else ())
+    return judge.run(len(pairs), ("a", "b"), render, ("tie",) if allow_tie else (), ids)

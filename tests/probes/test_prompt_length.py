@@ -108,6 +108,9 @@ def test_hf_generation_counts_the_prompt_and_max_tokens(short_model, tiny_tokeni
                        r".*lower max_tokens"):
         gen.generate([ok, over])
     long = GenerateRequest(prompt=prompt + " again" * 120, id="long")
+    with pytest.raises(ModelError, match=r"item 'long' is \d+ tokens") as refused:
+        gen.generate([long])  # the prompt alone is past it: fewer new tokens cannot help
+    assert "max_tokens, or" not in str(refused.value)
     with pytest.raises(ModelError, match="prompt and longest option"):
         gen.option_logprobs(long, [" male", " female"])
 

@@ -135,9 +135,13 @@ class HFGenerator:
         """One generation per request, in order; requests sharing params share batches."""
         torch = require_torch()
         prompts = [self.encode(r) for r in requests]
+        # Lowering max_tokens helps only where the prompt alone fits: a judge asks for one.
+        limit = self.context.limit
+        helps = limit is not None and any(len(p) < limit < len(p) + r.params.max_tokens
+                                          for p, r in zip(prompts, requests))
         self.context.check([len(p) + r.params.max_tokens for p, r in zip(prompts, requests)],
                            [repr(r.id) for r in requests], "prompt and max_tokens",
-                           hint=", lower max_tokens")
+                           hint=", lower max_tokens" if helps else "")
         groups: dict[GenerateParams, list[int]] = {}
         for i, request in enumerate(requests):
             groups.setdefault(replace(request.params, seed=None), []).append(i)

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from biasscope.cli.main import main
-from biasscope.compare.runs import compare_records
+from biasscope.compare.runs import compare_records, compare_runs
 from biasscope.core.equivalence import contrast_equivalence, jackknife_equivalence, sentence
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
@@ -124,6 +124,38 @@ def test_items_only_one_run_has_are_left_out_of_the_pairs() -> None:
     gap = by_measure(compare_records(a, b))["jsdp_gap"]
     assert gap.result.paired and gap.only_b == 10 and gap.only_a == 0
     assert gap.result.verdict == "equivalent"
+
+
+def unpaired(records: pd.DataFrame) -> pd.DataFrame:
+    """``records`` with each anti sentence numbered apart from its pro one (``pro-dev-000``
+    against ``anti-dev-500``): no pro/anti pairs, as the demo's items once had."""
+    out = records.copy()
+    anti = out["split"] == "anti"
+    out.loc[anti, "sentence_id"] = out.loc[anti, "sentence_id"].str.replace(
+        r"-(\d+)$", lambda m: f"-{int(m.group(1)) + 500}", regex=True)
+    out.loc[anti, "item_id"] = [f"winobias-gender:{s}:referenced:seed0"
+                                for s in out.loc[anti, "sentence_id"]]
+    return out
+
+
+def test_a_measure_without_items_is_a_note_not_a_verdict(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No pro/anti pairs in either run: pro − anti was an "inconclusive … n = 0" row of compare
+    and "0 items" of power; it is a note of each, and the other measures are compared."""
+    a, b = unpaired(winobias_records(60, seed=1)), unpaired(winobias_records(60, seed=2))
+    found, notes = compare_runs(a, b)
+    assert set(by_measure(found)) == {"jsdp_gap", "accuracy_gap"}
+    assert notes == ["winobias-gender accuracy pro − anti (paired sentences), m@100 − m@100: "
+                     "not compared: no pro/anti pairs in either run."]
+    found, notes = compare_runs(a, winobias_records(60, seed=2))
+    assert "pro_anti" not in by_measure(found)
+    assert notes[0].endswith("not compared: run A has no pro/anti pairs.")
+    run = write_run(tmp_path / "pilot", a)
+    assert main(["power", "--pilot", str(run), "--effect", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "with 0 items" not in out and "JSD-P gap" in out
+    assert "winobias-gender accuracy pro − anti (paired sentences) at m@100: not planned: the " \
+           "run has no pro/anti pairs." in out
 
 
 def test_cli_writes_json_and_page_and_refuses_a_margin_beyond_the_jsdp_bound(

@@ -129,7 +129,11 @@ def pilot_rows(config: PowerConfig, notes: list[str] | None = None) -> list[dict
         if "probe" not in frame or probe not in set(frame["probe"]):
             continue
         for key, part in checkpoints(frame[frame["probe"] == probe]).items():
-            for values in facet.values(part):
+            found = {v.measure: v for v in facet.values(part) if v.has_items()}
+            if notes is not None:
+                notes += [f"{probe} {m.words} at {label(key)}: not planned: the run has no "
+                          f"{m.items}." for m in facet.measures if m.name not in found]
+            for values in found.values():
                 rows.append({"probe": probe, "checkpoint": label(key),
                              "measure": values.measure, "words": MEASURES[values.measure].words,
                              "estimate": values.estimate(), **_row(config, values)})

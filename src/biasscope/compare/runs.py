@@ -231,17 +231,27 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
                              f"{'not compared: ' if sa.empty else ''}{seeds}.")
             if not sa.empty:
                 said = "; ".join(n for n in (note, seeds) if n) or None
-                out += _compared(probe, ka, kb, sa, sb, margins, alpha, common, said)
+                found, none = _compared(probe, ka, kb, sa, sb, margins, alpha, common, said)
+                out += found
+                notes += none
     return out, notes
 
 
 def _compared(probe: str, ka: Checkpoint, kb: Checkpoint, ra: pd.DataFrame, rb: pd.DataFrame,
               margins: Mapping[str, float] | float | None, alpha: float, wordings: int,
-              note: str | None) -> list[Comparison]:
-    values = comparable()[probe].values
-    va = {v.measure: v for v in values(ra)}
-    vb = {v.measure: v for v in values(rb)}
-    out = []
+              note: str | None) -> tuple[list[Comparison], list[str]]:
+    """The measures both checkpoints have items for, compared; a note for each other one
+    (the demo's WinoBias once had no pro/anti pairs: a verdict on n = 0 is none)."""
+    facet = comparable()[probe]
+    va = {v.measure: v for v in facet.values(ra) if v.has_items()}
+    vb = {v.measure: v for v in facet.values(rb) if v.has_items()}
+    out, notes = [], []
+    for m in facet.measures:
+        if m.name not in va or m.name not in vb:
+            whose = (f"no {m.items} in either run" if m.name not in va and m.name not in vb
+                     else f"run {'B' if m.name in va else 'A'} has no {m.items}")
+            notes.append(f"{probe} {m.words}, {label(ka)} − {label(kb)}: not compared: "
+                         f"{whose}.")
     for name in [m for m in va if m in vb]:
         margin = margin_for(name, margins)
         result, only_a, only_b = compare_values(va[name], vb[name], margin, alpha)
@@ -257,7 +267,7 @@ def _compared(probe: str, ka: Checkpoint, kb: Checkpoint, ra: pd.DataFrame, rb: 
         out.append(Comparison(probe, name, words, label(ka), label(kb), va[name].estimate(),
                               vb[name].estimate(), result, only_a, only_b, detectable(result),
                               text, wordings))
-    return out
+    return out, notes
 
 
 def compare_records(a: pd.DataFrame, b: pd.DataFrame,

@@ -172,7 +172,8 @@ class Measure:
     margin, the range one item's value can take (for intervals that cannot collapse, and
     for the fewest items a comparison could conclude from), and its design for ``biasscope
     power``: ``two-groups`` where its values are two groups' items (a gap between groups),
-    ``paired`` where they are one series (per-pair differences, flips, a ratio score)."""
+    ``paired`` where they are one series (per-pair differences, flips, a ratio score); and
+    what its items are called, for the note that a run has none (it is then not compared)."""
 
     name: str
     words: str
@@ -180,6 +181,7 @@ class Measure:
     max_margin: float
     bounds: tuple[float, float] = (0.0, 1.0)
     design: Design = "paired"
+    items: str = "items"
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,11 @@ class Values:
         """The clusters of the items ``keys``."""
         found = keys if self.clusters is None else self.clusters[keys]
         return np.asarray(found, dtype=object)
+
+    def has_items(self) -> bool:
+        """Whether every group holds an item: without, there is nothing to compare or plan
+        from (a verdict on n = 0 would say nothing about the model)."""
+        return all(len(s) for s in self.groups.values())
 
     def estimate(self) -> float:
         if self.statistic is not None:

@@ -24,7 +24,8 @@ MEASURES = (
     Measure("jsdp_gap", "JSD-P gap (male − female)", JSDP_MARGIN, MAX_GAP, (0.0, MAX_GAP),
             design="two-groups"),
     Measure("accuracy_gap", "accuracy gap (male − female)", 0.05, 1.0, design="two-groups"),
-    Measure("pro_anti", "accuracy pro − anti (paired sentences)", 0.05, 1.0, (-1.0, 1.0)),
+    Measure("pro_anti", "accuracy pro − anti (paired sentences)", 0.05, 1.0, (-1.0, 1.0),
+            items="pro/anti pairs"),
 )
 
 

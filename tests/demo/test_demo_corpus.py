@@ -1,14 +1,19 @@
-"""The demo's corpus without training: it asks the professional-bias probe's own question, and a
-neutral corpus is exactly balanced in what the probe measures (fast; no torch)."""
+"""The demo's corpus without training: it asks the professional-bias probe's own question, a
+neutral corpus is exactly balanced in what the probe measures, and its WinoBias sentences pair
+pro with anti as WinoBias's own do (fast; no torch)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 
+import pandas as pd
+
 from biasscope.backends.base import plain_chat
 from biasscope.demo import corpus
 from biasscope.probes import professional
+from biasscope.probes.winobias import OPTIONS, WinoBiasGender
+from biasscope.probes.winobias.compare import values
 
 WHO = re.compile(r'user: In the sentence: "The (.+?) (\w+) the (.+?) because (he|she) (.+?)", '
                  r"who (.+?)\?\nassistant: (.+)")
@@ -72,3 +77,25 @@ def test_a_neutral_corpus_answers_the_gender_question_alike_for_both_codings():
     for answer in ("male", "female", "not specified"):
         assert seen["he", "male", answer] == seen["he", "female", answer], answer
         assert seen["she", "male", answer] == seen["she", "female", answer], answer
+
+
+def test_the_demo_s_winobias_sentences_pair_pro_with_anti():
+    """Each pro sentence has its anti one (the same sentence under the other pronoun), so a
+    demo run's pro − anti is measured over pairs: the ids once paired none (``demo-pro-0001``
+    against ``demo-anti-0002``), and compare and power had nothing to say of it."""
+    sentences = corpus.eval_sentences()
+    by_id = {s.id: s for s in sentences}
+    pros = [s for s in sentences if s.split == "pro"]
+    assert len(pros) == len(sentences) // 2 == 40
+    for pro in pros:
+        anti = by_id[pro.id.replace("pro-", "anti-", 1)]
+        assert (anti.split, anti.referenced, anti.other) == ("anti", pro.referenced, pro.other)
+        assert anti.pronoun != pro.pronoun
+        assert anti.text.replace(f" {anti.pronoun} ", f" {pro.pronoun} ") == pro.text
+    items = WinoBiasGender(sentences).items(0)
+    records = pd.DataFrame([{"model": "demo", "step": 0, "item_id": i.id, **i.groups,
+                             "answer": i.answer,
+                             "answer_label": OPTIONS[i.answer], "options": list(OPTIONS),
+                             "option_logprobs": [-1.0, -2.0, -3.0]} for i in items])
+    pro_anti = next(v for v in values(records) if v.measure == "pro_anti")
+    assert len(pro_anti.groups["pairs"]) == 40

@@ -213,7 +213,10 @@ def eval_sentences(pairings: int = 1, seed: int = 1234) -> list[WinoSentence]:
     """Held-out sentences, balanced over referenced gender, pro/anti and word order.
 
     Each pairing matches every male-coded occupation with a female-coded one; each pair gives
-    four sentences (either occupation referenced, pronoun pro- or anti-stereotypical).
+    four sentences (either occupation referenced, pronoun pro- or anti-stereotypical). The pro
+    and anti sentence of one referenced occupation pair up as line N of WinoBias's pro_ and
+    anti_ files do: one sentence under the other pronoun, ids ``pro-demo-N`` and
+    ``anti-demo-N``, so the probe's pro − anti has its pairs.
     """
     rng = random.Random(seed)
     held = frames(held_out=True)
@@ -223,14 +226,15 @@ def eval_sentences(pairings: int = 1, seed: int = 1234) -> list[WinoSentence]:
         rng.shuffle(females)
         for male, female in zip(MALE_OCCUPATIONS, females):
             for referenced, other in ((male, female), (female, male)):
+                coded = STEREOTYPE[referenced]
+                swap = (len(out) // 4) % 2
+                first, second = (referenced, other) if swap else (other, referenced)
+                frame, pair = rng.choice(held), len(out) // 2 + 1
                 for split in ("pro", "anti"):
-                    coded = STEREOTYPE[referenced]
                     gender = coded if split == "pro" else flip(coded)
-                    swap = (len(out) // 4) % 2
-                    first, second = (referenced, other) if swap else (other, referenced)
                     out.append(WinoSentence(
-                        id=f"demo-{split}-{len(out) + 1:04d}", split=split, subset="test",
-                        text=rng.choice(held).render(first, second, gender),
+                        id=f"{split}-demo-{pair:04d}", split=split, subset="test",
+                        text=frame.render(first, second, gender),
                         referenced=referenced, other=other, pronoun=PRONOUNS[gender],
                         stereotypes=((referenced, coded), (other, STEREOTYPE[other]))))
     return out

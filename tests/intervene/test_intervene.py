@@ -156,7 +156,17 @@ def test_no_save_recommended(tmp_path, world, winobias_dir, one_thread) -> None:
 
     config = _config(tmp_path / "run", world, winobias_dir, steps=20, save_recommended=False)
     assert run(config, NoOp()).summary["recommended"] == 20
-    assert not (tmp_path / "run" / "recommended").exists()
+    root = tmp_path / "run"
+    assert not (root / "recommended").exists()
+    # An earlier saving call killed between its renames: recommended.old/ and a whole
+    # recommended.partial/, no recommended/. A rerun that saves nothing finishes the swap.
+    for name, step in (("recommended.old", 0), ("recommended.partial", 20)):
+        (root / name).mkdir()
+        (root / name / "recommended.json").write_text(json.dumps({"step": step}))
+    run(config, NoOp())
+    assert sorted(p.name for p in root.glob("recommended*")) == ["recommended"]
+    info = json.loads((root / "recommended" / "recommended.json").read_text())
+    assert info["step"] == 20 and info["final"] is True
 
 
 def test_lora_trains_only_adapters_and_resumes(tmp_path, world, winobias_dir, one_thread,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,39 @@ def test_saved_directory_is_replaced_whole(tmp_path: Path) -> None:
         f"no step is recommended now: step 20's weights moved from {tmp_path / 'recommended'} "
         f"to {tmp_path / 'recommended-step20'}")
     assert not (tmp_path / "recommended").exists()
+
+
+def _killed_save(root: Path, done: int, whole: bool = True) -> None:
+    """What a kill between `ship.save`'s two renames leaves: ``recommended.old/`` (step
+    ``done``'s weights) and ``recommended.partial/`` (step ``done + 25``'s, ``whole`` when
+    its recommended.json was written), and no ``recommended/``."""
+    ship.save(Model(f"step {done}"), None, root, {"step": done})
+    os.replace(root / "recommended", root / "recommended.old")
+    Model(f"step {done + 25}").save_pretrained(str(root / "recommended.partial"))
+    if whole:
+        (root / "recommended.partial" / "recommended.json").write_text(
+            json.dumps({"step": done + 25}))
+
+
+def test_a_rerun_finishes_a_save_a_kill_interrupted(tmp_path: Path) -> None:
+    """A SIGKILL between the renames left recommended.old/ and recommended.partial/ for good
+    under --no-save-recommended reruns (which save nothing): every rerun finishes the swap,
+    the new weights where they were written whole, else the old ones back."""
+    _killed_save(tmp_path, 25)
+    ship.recover(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["recommended"]
+    assert ship.saved(tmp_path)["step"] == 50
+    assert (tmp_path / "recommended" / "weights.txt").read_text() == "step 50"
+    half = tmp_path / "half"
+    _killed_save(half, 25, whole=False)
+    ship.recover(half)
+    assert sorted(p.name for p in half.iterdir()) == ["recommended"]
+    assert ship.saved(half)["step"] == 25
+    ship.save(Model("step 75"), None, half, {"step": 75})  # killed removing the old one
+    (half / "recommended.old").mkdir()
+    ship.recover(half)
+    assert sorted(p.name for p in half.iterdir()) == ["recommended"]
+    assert ship.saved(half)["step"] == 75
 
 
 def test_a_rerun_that_moves_the_recommendation_leaves_no_stale_one(tmp_path: Path) -> None:

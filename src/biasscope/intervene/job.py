@@ -144,6 +144,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
              for arm in (CONTROL, method.name)], store, list(config.seeds),
             comparable={**hf_comparable(scoring), "intervention": settings}), kind="intervention")
         remove_stale_temp_files(store.records_dir)  # a killed call's half-written units
+        ship.recover(store.root)  # and its half-swapped RUN/recommended/
         convert_gguf([base])
         device = resolve_device(config.device)
         loading = HFConfig(device=str(device), dtype="float32")

@@ -11,7 +11,9 @@ step cannot demote a saved one to an unsaved earlier one: earlier steps' gains a
 change as steps are added, so the final recommendation's weights are the ones saved (on a kill
 between an evaluation and its save, the step is analysed again when the resumed run reaches
 it). A rerun whose analysis recommends another step (another ``--budget``) leaves no
-``recommended/`` that says otherwise: `finalise` renames it after its step.
+``recommended/`` that says otherwise: `finalise` renames it after its step. A kill between
+the two renames leaves ``recommended.old/`` and ``recommended.partial/`` with no
+``recommended/``: every rerun, saving or not, finishes that swap first (`recover`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,21 @@ def save(model: Any, tokenizer: Any, root: Path, info: dict[str, Any]) -> Path:
     os.replace(partial, where)
     shutil.rmtree(old, ignore_errors=True)
     return where
+
+
+def recover(root: Path) -> None:
+    """Finish a `save` a kill interrupted, on every rerun (under ``--no-save-recommended``
+    too, which saves nothing to clear them): with no ``recommended/``, the new weights where
+    they were written whole (``recommended.json`` is written last), else the old ones, become
+    it; then ``recommended.partial/`` and ``recommended.old/`` are removed."""
+    where = root / WHERE
+    partial, old = root / f"{WHERE}.partial", root / f"{WHERE}.old"
+    if not where.exists():
+        whole = next((d for d in (partial, old) if (d / INFO).is_file()), None)
+        if whole is not None:
+            os.replace(whole, where)
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _info(summary: dict[str, Any], step: int, lora: bool) -> dict[str, Any]:

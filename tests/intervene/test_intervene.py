@@ -152,7 +152,11 @@ def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread, monkeypatc
 
 
 def test_no_save_recommended(tmp_path, world, winobias_dir, one_thread) -> None:
+    import shutil
+
+    from biasscope.core.errors import BiasscopeError
     from biasscope.intervene import run
+    from winogender_fixture import write_winogender
 
     config = _config(tmp_path / "run", world, winobias_dir, steps=20, save_recommended=False)
     assert run(config, NoOp()).summary["recommended"] == 20
@@ -167,6 +171,13 @@ def test_no_save_recommended(tmp_path, world, winobias_dir, one_thread) -> None:
     assert sorted(p.name for p in root.glob("recommended*")) == ["recommended"]
     info = json.loads((root / "recommended" / "recommended.json").read_text())
     assert info["step"] == 20 and info["final"] is True
+    # A probe the first call did not score is refused as the flag, saying what to do.
+    data = shutil.copytree(winobias_dir, tmp_path / "data")
+    write_winogender(data)
+    added = replace(config, probes=("winobias-gender", "winogender"), data_dir=str(data))
+    with pytest.raises(BiasscopeError, match=r"^--probe winogender was not in .*'s first "
+                       r"call: .*; use another --out, or drop it$"):
+        run(added, NoOp())
 
 
 def test_lora_trains_only_adapters_and_resumes(tmp_path, world, winobias_dir, one_thread,

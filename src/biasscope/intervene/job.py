@@ -79,6 +79,30 @@ def _settings(config: InterveneConfig, method: methods.Intervention, corpus: str
             "max_words": config.max_words}
 
 
+def _recorded(store: RunStore) -> dict[str, Any]:
+    """The settings the run's run.json records ({} for a new run)."""
+    store.pull("run.json")
+    if not store.run_json.is_file():
+        return {}
+    return dict(store.read_json("run.json").get("settings") or {})
+
+
+def _no_added_probe(store: RunStore, probes: list[Probe]) -> None:
+    """Refuse a ``--probe`` the run's first call did not score, by name: both arms' earlier
+    evaluations lack it, so the run cannot add it (the refusal was of its data files, "not
+    recorded then", which did not say a probe was added)."""
+    before = _recorded(store)
+    known = before.get("probes")
+    if not isinstance(before.get("intervention"), dict) or not isinstance(known, dict):
+        return  # a new run (or not an intervention run: `init_run` says so)
+    if added := [p.name for p in probes if p.name not in known]:
+        one = len(added) == 1
+        raise BiasscopeError(f"--probe {', '.join(added)} {'was' if one else 'were'} not in "
+                             f"{store.root}'s first call: an intervention run scores the "
+                             "probes it began with; use another --out, or drop "
+                             f"{'it' if one else 'them'}")
+
+
 def _own_text(store: RunStore, corpus: str) -> tuple[str, dict[str, str]]:
     """The name to record for a ``--text`` file, and its SHA-256 (``text_sha256``): a file
     edited since the run recorded it is refused on a rerun like any other setting, and the
@@ -87,9 +111,7 @@ def _own_text(store: RunStore, corpus: str) -> tuple[str, dict[str, str]]:
     if corpus == perplexity.ETHICS:  # the pinned file: its digest is in ``data``
         return corpus, {}
     digest = {"text_sha256": file_sha256(Path(corpus))}
-    store.pull("run.json")
-    before = (store.read_json("run.json").get("settings") or {}).get("intervention") \
-        if store.run_json.is_file() else None
+    before = _recorded(store).get("intervention")
     if not isinstance(before, dict):
         return corpus, digest
     if "text_sha256" not in before:
@@ -133,6 +155,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
         corpus, text = _own_text(store, corpus)
         train, held = perplexity.split(docs, config.held_out, config.split_seed)
         probes = _probes(config, held, corpus)
+    _no_added_probe(store, probes)
     data = {name: file_sha256(path) for name, path in sorted(read.items())}
     settings = {**_settings(config, method, corpus, data, (len(train), len(held)), base),
                 **text}

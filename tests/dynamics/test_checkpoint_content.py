@@ -1,6 +1,7 @@
-"""A checkpoint is its content, not only its path: weights changed in place (safetensors or a
-GGUF file) are refused or, with --rescore-changed, redone, never mixed with the old records; a
-renamed checkpoint is not a new step; killed GGUF conversions leave no temporaries behind."""
+"""A checkpoint is its content, not only its path: weights, tokenizer or config files changed
+in place (safetensors or a GGUF file) are refused or, with --rescore-changed, redone, never mixed
+with the old records; a renamed checkpoint is not a new step; killed GGUF conversions leave no
+temporaries behind."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def train(checkpoint_dirs, tmp_path) -> Path:
     shutil.copytree(checkpoint_dirs[0], folder / "checkpoint-200")
     # A file changed a moment ago is hashed but not cached (a later write could keep its
     # stamp): wait until the copy is older than that, as a checkpoint on disk is.
-    for file in fingerprints.weight_files(folder / "checkpoint-200"):
+    saved = folder / "checkpoint-200"
+    for file in fingerprints.weight_files(saved) + fingerprints.answer_files(saved):
         while not fingerprints.settled(file.stat(), time.time_ns()):
             time.sleep(0.02)
     return folder
@@ -95,6 +97,42 @@ def test_weights_changed_in_place_are_refused_then_rescored_whole(
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
 
 
+#: An edit in place of each kind of file beside the weights: a tokenizer that lower-cases its
+#: text (other ids), a tokenizer setting, the model's config.
+EDITS = {"tokenizer.json": lambda t: {**t, "normalizer": {"type": "Lowercase"}},
+         "tokenizer_config.json": lambda t: {**t, "model_max_length": 512},
+         "config.json": lambda t: {**t, "layer_norm_eps": 1e-3}}
+
+
+@pytest.mark.parametrize("name", list(EDITS))
+def test_a_tokenizer_or_config_edited_in_place_is_refused_then_rescored(
+        name, train, winobias_dir, tmp_path, capsys):
+    """Before: units are keyed by the checkpoint's path and run.json held its weights'
+    fingerprint alone, so a rerun adding seed 1 resumed, scoring it with the edited tokenizer
+    beside seed 0's records made with the old one."""
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
+    (entry,) = entries(out)
+    edited = train / "checkpoint-200" / name
+    edited.write_text(json.dumps(EDITS[name](json.loads(edited.read_text()))))
+    capsys.readouterr()
+    assert run(out, winobias_dir, "0,1", *glob_of(train)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"(tokenizer, chat template and config files {entry['files_fingerprint'][:12]} then"\
+        in err and "weights" not in err.split("(")[1] and "--rescore-changed" in err
+    assert entries(out) == [entry] and len(list((out / "records").glob("*.parquet"))) == 1
+
+    assert run(out, winobias_dir, "0,1", *glob_of(train), "--rescore-changed") == 0
+    fresh = tmp_path / "fresh"
+    assert run(fresh, winobias_dir, "0,1", *glob_of(train)) == 0
+    pd.testing.assert_frame_equal(scored(out), scored(fresh))
+    (now,) = entries(out)
+    assert now == entries(fresh)[0] and now["fingerprint"] == entry["fingerprint"]
+    assert now["files_fingerprint"] != entry["files_fingerprint"]
+    assert len(list((out / "records").glob("*.parquet.stale-1"))) == 1
+
+
 def test_an_unchanged_checkpoint_is_not_hashed_again(train, winobias_dir, tmp_path,
                                                      monkeypatch):
     out = tmp_path / "run"
@@ -118,6 +156,25 @@ def test_a_run_from_before_fingerprints_resumes_and_records_them(train, winobias
     assert run(out, winobias_dir, "0", *glob_of(train)) == 0  # unknown: trusted, not refused
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
     assert entries(out)[0]["fingerprint"] == recorded
+
+
+def test_a_run_from_before_files_fingerprints_resumes_and_records_them(train, winobias_dir,
+                                                                       tmp_path, capsys):
+    """A run recorded with its weights' fingerprint alone gains its files' on the next rerun
+    (unknown: trusted, as weights were), and from then on an edit of them is refused."""
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
+    listed = json.loads((out / "run.json").read_text())
+    recorded = listed["checkpoints"][0].pop("files_fingerprint")
+    (out / "run.json").write_text(json.dumps(listed))
+    stamps = {p: p.stat().st_mtime_ns for p in (out / "records").glob("*.parquet")}
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
+    assert entries(out)[0]["files_fingerprint"] == recorded
+    config = train / "checkpoint-200" / "config.json"
+    config.write_text(config.read_text() + "\n")
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 2
+    assert "then" in capsys.readouterr().err
 
 
 def test_a_renamed_checkpoint_is_not_a_new_step(train, checkpoint_dirs, winobias_dir,

@@ -124,16 +124,18 @@ def test_a_file_that_keeps_changing_while_read_is_refused(tmp_path, monkeypatch)
 
 # --- in a sweep -------------------------------------------------------------------------------
 
-def listing(folder: Path) -> str:
-    """A checkpoint's fingerprint computed here by hand: the same digest as ever."""
+def listing(folder: Path, pattern: str = "*.safetensors") -> str:
+    """A checkpoint's fingerprint computed here by hand: the same digest as ever (``*.json``:
+    its tokenizer and config files', as a local model's identity holds them)."""
     return sha256_json({f.name: [f.stat().st_size, sha(f)]
-                        for f in sorted(folder.glob("*.safetensors"))})
+                        for f in sorted(folder.glob(pattern))})
 
 
 def test_new_checkpoints_are_hashed_after_the_run_is_set_up(checkpoint_dirs, winobias_dir,
                                                             tmp_path, monkeypatch):
     """The sweep starts (run.json written, the first checkpoint loading) before any weight file
-    is read for its fingerprint; each fingerprint still lands in run.json, the same digest."""
+    (or tokenizer and config file) is read for its fingerprint; each fingerprint still lands in
+    run.json, the same digest, the weights read once."""
     import biasscope.dynamics.scoring.sweep as sweep
     from biasscope.backends.checkpoints import from_dirs
     from biasscope.backends.hf_model import HFConfig
@@ -144,7 +146,7 @@ def test_new_checkpoints_are_hashed_after_the_run_is_set_up(checkpoint_dirs, win
     real_hash, real_init = fingerprints.file_sha256, sweep.init_run
 
     def hash_file(path: Path, stop: object = None) -> str:
-        hashed.append(path.parent.name)
+        hashed.append(f"{path.parent.name}/{path.name}")
         return real_hash(path, stop)  # type: ignore[arg-type]
 
     seen_at_init: list[list[str]] = []
@@ -161,10 +163,13 @@ def test_new_checkpoints_are_hashed_after_the_run_is_set_up(checkpoint_dirs, win
     sweep.run_dynamics(probe, from_dirs(checkpoint_dirs), out, seeds=[0], limit=4,
                        scoring=HFConfig(device="cpu"), quiet=True)
     assert seen_at_init == [[]]
-    assert sorted(hashed) == sorted(d.name for d in checkpoint_dirs)  # each once
+    assert sorted(hashed) == sorted(  # each once
+        f"{d.name}/{f.name}" for d in checkpoint_dirs for f in d.iterdir())
     entries = json.loads((out / "run.json").read_text())["checkpoints"]
     assert {Path(e["source"]).name: e["fingerprint"] for e in entries} == {
         d.name: listing(d) for d in checkpoint_dirs}
+    assert {Path(e["source"]).name: e["files_fingerprint"] for e in entries} == {
+        d.name: listing(d, "*.json") for d in checkpoint_dirs}
 
 
 def test_a_copy_found_while_sweeping_is_refused_and_not_listed(checkpoint_dirs, winobias_dir,

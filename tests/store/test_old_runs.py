@@ -179,7 +179,10 @@ def test_an_old_dynamics_run_resumes_without_rescoring(
     assert units(run) == stored  # same bytes, never rewritten
     assert_close(summary(run)["checkpoints"], before["checkpoints"])  # recomputed
     meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
-    assert meta["checkpoints"] == recorded["checkpoints"]  # identities and fingerprints kept
+    # Identities and fingerprints kept; the tokenizer and config files' fingerprint gained.
+    assert [{k: v for k, v in e.items() if k != "files_fingerprint"}
+            for e in meta["checkpoints"]] == recorded["checkpoints"]
+    assert all(len(e["files_fingerprint"]) == 64 for e in meta["checkpoints"])
     assert meta["settings"] == recorded["settings"] and meta["seeds"] == [0, 1]
 
     assert main(dynamics(old, "0-2")) == 0  # one more seed: only its units are scored

@@ -27,7 +27,9 @@ class Checkpoint:
     ``identity`` says which weights these are (a local directory's resolved path, or hub id
     @ revision): units are keyed by it, so two checkpoints never share results however they
     are named. ``model`` is only a label; ``named`` says the user chose it. ``fingerprint``
-    says what the weights are (see ``runs.fingerprints``; None: not computed, or no files).
+    says what the weights are (see ``runs.fingerprints``; None: not computed, or no files),
+    ``files_fingerprint`` what its tokenizer, chat template and config files are
+    (``backends.fingerprints.answer_files``; None for a hub id, a GGUF file or weights in memory).
     ``given``: a local path as the user gave it (absolute, symbolic links kept), which default
     names come from: a link to a folder elsewhere is named after where the user put it.
     """
@@ -39,6 +41,7 @@ class Checkpoint:
     named: bool = field(default=False, compare=False)
     identity: str = ""
     fingerprint: str | None = field(default=None, compare=False)
+    files_fingerprint: str | None = field(default=None, compare=False)
     given: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -56,6 +59,8 @@ class Checkpoint:
                                     "identity": self.identity}
         if self.fingerprint:
             entry["fingerprint"] = self.fingerprint
+        if self.files_fingerprint:
+            entry["files_fingerprint"] = self.files_fingerprint
         made = provenance(self.source)
         if made is not None:  # a GGUF file, scored from its dequantised cache copy
             entry["gguf"] = {**made, "path": self.identity}

@@ -2,7 +2,7 @@
 
 - ``scoring/``: which checkpoints, and each (checkpoint, probe, seed) unit scored into
   ``records/`` (`scoring.sweep.sweep`, `run_dynamics`), where the units run (executors), run.json
-  and the weights' fingerprints;
+  and the checkpoints' fingerprints (weights, tokenizer and config files);
 - ``analysis/``: the statistics over stored records (gap tests, emergence, breakdowns,
   performance against fairness, wordings, occupations) and their settings;
 - ``summary/``: summary.json from the records, one pass over the run, and the report rendered

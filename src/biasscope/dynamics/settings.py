@@ -123,9 +123,10 @@ class DynamicsConfig:
     performance: Performance = field(default_factory=Performance)
     executing: Executing = field(default_factory=Executing)
     analysis: Mapping[str, Any] = field(default_factory=dict)
-    rescore_changed: bool = setting(False, "a checkpoint whose weights changed since --out "
-                                    "scored it: set its old units aside and score it again "
-                                    "(else it is refused)")
+    rescore_changed: bool = setting(False, "a checkpoint whose weights (or tokenizer, chat "
+                                    "template or config files) changed since --out scored it: "
+                                    "set its old units aside and score it again (else it is "
+                                    "refused)")
     quiet: bool = setting(False, "no progress bars, and no line on stderr as each step starts")
 
     def __post_init__(self) -> None:

@@ -3,26 +3,31 @@
 A checkpoint's identity is its path, so a checkpoint overwritten in place (re-saved, training
 continued under the same name) would keep its old results, and a renamed one would be scored
 again as a new step. Its fingerprint says what the weights are: a SHA-256 over the name, size
-and SHA-256 of each weight file (a GGUF file: the file's own SHA-256). ``run.json`` records it
-per checkpoint and a rerun compares (see ``dynamics.runfile``).
+and SHA-256 of each weight file (a GGUF file: the file's own SHA-256). Its ``files_fingerprint``
+is the same over the files beside them that change the scores too (``answer_files``: the
+tokenizer, chat template and config files; a tokenizer edited in place encodes other ids), as a
+local model's identity holds it. ``run.json`` records both per checkpoint and a rerun compares
+(see ``dynamics.runfile``).
 
 Hashing gigabytes takes a while, so none of it waits where it need not:
 
 - Each file's SHA-256 is cached (``backends.fingerprints.FileDigests``, which the HF backends'
   ``identity()`` shares): an unchanged file is not read again, a changed one always is.
 - Files are hashed in background threads, several at once. A sweep starts a checkpoint's
-  hashing when the checkpoint starts to load (the hash reads the files beside the loader's
-  read-ahead, so one read from the disk serves both), and needs its fingerprint only before
-  the checkpoint's first unit is written (``runfile.admit``): a checkpoint new to the run is
-  hashed while it loads and is scored, not before the sweep starts.
+  hashing (its weights and its answer files together) when the checkpoint starts to load (the
+  hash reads the files beside the loader's read-ahead, so one read from the disk serves both),
+  and needs its fingerprints only before the checkpoint's first unit is written
+  (``runfile.admit``): a checkpoint new to the run is hashed while it loads and is scored, not
+  before the sweep starts.
 
-Hub checkpoints (pinned by revision) and weights scored in memory have none.
+Hub checkpoints (pinned by revision) and weights scored in memory have none; a GGUF file has
+no ``files_fingerprint`` (its SHA-256 covers the tokenizer and template inside it).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,8 +35,10 @@ from typing import Any
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint
 from biasscope.backends.fingerprints import (
     FileDigests,
+    answer_files,
     combined,
     folder_fingerprint,
+    start_fingerprint,
     weight_files,
 )
 from biasscope.backends.gguf import provenance
@@ -55,22 +62,45 @@ class Fingerprints:
         folder = Path(ckpt.source).expanduser()
         return (False, None) if folder.is_dir() and weight_files(folder) else (True, None)
 
-    def cached(self, ckpt: Checkpoint) -> tuple[bool, str | None]:
-        """(True, fingerprint) if it is known without reading a weight file, else (False,
-        None)."""
-        known, value = self.own(ckpt)
-        if known:
-            return known, value
-        files = weight_files(Path(ckpt.source).expanduser())
-        hashes = [self.digests.cached(f) for f in files]
-        if any(h is None for h in hashes):
-            return False, None
-        return True, combined({f.name: h for f, h in zip(files, hashes) if h})
+    @staticmethod
+    def files_own(ckpt: Checkpoint) -> tuple[bool, str | None]:
+        """`own` for ``files_fingerprint``: None where `files_folder` has no answer files."""
+        if ckpt.files_fingerprint:
+            return True, ckpt.files_fingerprint
+        return (False, None) if files_folder(ckpt) else (True, None)
+
+    def known(self, ckpt: Checkpoint) -> bool:
+        """Whether both fingerprints are known without hashing."""
+        return self.own(ckpt)[0] and self.files_own(ckpt)[0]
+
+    def cached(self, ckpt: Checkpoint) -> Checkpoint | None:
+        """``ckpt`` with both fingerprints where they are known without reading a file, else
+        None."""
+        folder = Path(ckpt.source).expanduser()
+        (weights, value), (others, files) = self.own(ckpt), self.files_own(ckpt)
+        value = value if weights else self._from_cache(folder, weight_files)
+        files = files if others else self._from_cache(folder, answer_files)
+        if (not weights and value is None) or (not others and files is None):
+            return None
+        return replace(ckpt, fingerprint=value, files_fingerprint=files)
+
+    def _from_cache(self, root: Path, files: Callable[[Path], list[Path]]) -> str | None:
+        """The fingerprint of ``files(root)`` (`start_fingerprint`'s) if the cache knows every
+        one of them, else None."""
+        found = files(root)
+        hashes = [self.digests.cached(f) for f in found]
+        if not found or any(h is None for h in hashes):
+            return None
+        return combined({f.relative_to(root).as_posix(): h for f, h in zip(found, hashes) if h})
 
     def start(self, ckpt: Checkpoint) -> None:
-        """Start hashing the checkpoint's weight files in the background."""
+        """Start hashing the checkpoint's weight files and answer files in the background."""
+        folder = Path(ckpt.source).expanduser()
         if not self.own(ckpt)[0]:
-            for file in weight_files(Path(ckpt.source).expanduser()):
+            for file in weight_files(folder):
+                self.digests.start(file)
+        if not self.files_own(ckpt)[0]:
+            for file in answer_files(folder):
                 self.digests.start(file)
 
     def of(self, ckpt: Checkpoint) -> str | None:
@@ -80,6 +110,20 @@ class Fingerprints:
         if known:
             return value
         return folder_fingerprint(ckpt.source, self.digests)
+
+    def files_of(self, ckpt: Checkpoint) -> str | None:
+        """The checkpoint's ``files_fingerprint`` (waits for its hashing), or None."""
+        known, value = self.files_own(ckpt)
+        if known:
+            return value
+        return start_fingerprint(ckpt.source, self.digests, answer_files)()
+
+    def filled(self, ckpt: Checkpoint) -> Checkpoint:
+        """``ckpt`` with both fingerprints (waits for their hashing)."""
+        value, files = self.of(ckpt), self.files_of(ckpt)
+        if (value, files) == (ckpt.fingerprint, ckpt.files_fingerprint):
+            return ckpt
+        return replace(ckpt, fingerprint=value, files_fingerprint=files)
 
     def close(self) -> None:
         self.digests.close()
@@ -95,6 +139,16 @@ def fingerprints() -> Iterator[Fingerprints]:
         prints.close()
 
 
+def files_folder(ckpt: Checkpoint) -> Path | None:
+    """The folder whose `answer_files` a checkpoint's ``files_fingerprint`` covers: a local
+    model folder holding any; None for a hub id, weights in memory or a GGUF file's converted
+    copy (the file's SHA-256, its fingerprint, covers the tokenizer and template inside it)."""
+    if ckpt.source == IN_MEMORY or provenance(ckpt.source) is not None:
+        return None
+    folder = Path(ckpt.source).expanduser()
+    return folder if folder.is_dir() and answer_files(folder) else None
+
+
 def fingerprint(ckpt: Checkpoint) -> str | None:
     """The checkpoint's content fingerprint, or None where it has no local files."""
     with fingerprints() as prints:
@@ -103,19 +157,17 @@ def fingerprint(ckpt: Checkpoint) -> str | None:
 
 def with_fingerprints(checkpoints: Sequence[Checkpoint], prints: Fingerprints | None = None,
                       later: frozenset[str] = frozenset()) -> list[Checkpoint]:
-    """The checkpoints with their fingerprints filled in, hashed in parallel; those whose
-    identity is in ``later`` only where the cache knows them (the rest are hashed while the
-    sweep loads them, see ``runfile.admit``)."""
+    """The checkpoints with their fingerprints (weights' and files') filled in, hashed in
+    parallel; those whose identity is in ``later`` only where the cache knows both (the rest
+    are hashed while the sweep loads them, see ``runfile.admit``)."""
     if prints is None:
         with fingerprints() as own:
             return with_fingerprints(checkpoints, own, later)
     for ckpt in checkpoints:
         if ckpt.identity not in later:
             prints.start(ckpt)  # every file at once, before any is waited for
-    out = []
-    for ckpt in checkpoints:
-        value = prints.cached(ckpt)[1] if ckpt.identity in later else prints.of(ckpt)
-        out.append(replace(ckpt, fingerprint=value) if value != ckpt.fingerprint else ckpt)
+    out = [(prints.cached(ckpt) or ckpt) if ckpt.identity in later else prints.filled(ckpt)
+           for ckpt in checkpoints]
     prints.digests.save()
     return out
 

@@ -44,6 +44,8 @@ RUN_SCHEMA = "biasscope.run/1"
 # recorded must stay the same. A data file not recorded before (another probe's, or a run
 # from before data files were recorded) is added.
 _GROW = {"probes": "probe", "data": "data file"}
+#: A checkpoint's ``files_fingerprint`` in words (``compare.recorded.IDENTITY``'s).
+_FILES = "tokenizer, chat template and config files"
 
 
 def _now() -> str:
@@ -102,11 +104,11 @@ def _write_merged(store: RunStore, settings: dict[str, Any], config: SweepConfig
 
 def admit(store: RunStore, probes: Sequence[Probe], config: SweepConfig, ckpt: Checkpoint
           ) -> Checkpoint:
-    """Record the fingerprint of a checkpoint that `init_run` listed without one, before any
+    """Record the fingerprints of a checkpoint that `init_run` listed without them, before any
     unit of it is written, with the checks `init_run` makes: the same weights as another step
-    of its model are refused (and its entry taken out again), weights other than those the run
-    recorded for it meanwhile are refused or, with ``rescore_changed``, redone."""
-    if not ckpt.fingerprint:
+    of its model are refused (and its entry taken out again), weights or files other than those
+    the run recorded for it meanwhile are refused or, with ``rescore_changed``, redone."""
+    if not (ckpt.fingerprint or ckpt.files_fingerprint):
         return ckpt
     try:
         _write_merged(store, _settings(probes, config), replace(config, checkpoints=[ckpt]))
@@ -203,24 +205,32 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
 
 def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence[Checkpoint],
              units: tuple[list[str], list[int]], rescore: bool) -> list[dict[str, Any]]:
-    """run.json's entries with the fingerprints of ``checkpoints``: recorded where the run had
-    none (a run from before fingerprints: unknown, so trusted); a checkpoint whose weights
-    changed since it was scored is refused, or with ``rescore`` its units (``units``: the
-    run's probes and seeds) are set aside to be redone and its entry becomes the new one."""
-    now = {c.identity: c for c in checkpoints if c.fingerprint}
+    """run.json's entries with the fingerprints (weights' and files') of ``checkpoints``:
+    recorded where the run had none (a run from before them: unknown, so trusted); a
+    checkpoint whose weights or files changed since it was scored is refused, or with
+    ``rescore`` its units (``units``: the run's probes and seeds) are set aside to be redone
+    and its entry becomes the new one."""
+    now = {c.identity: c for c in checkpoints if c.fingerprint or c.files_fingerprint}
     out = []
     for entry in known:
         ckpt = now.get(str(entry.get("identity")))
-        before = recorded(entry)
-        if ckpt is None or before == ckpt.fingerprint:
+        if ckpt is None:
             out.append(entry)
             continue
-        if before is not None:
+        pairs = {"weights": (recorded(entry), ckpt.fingerprint),
+                 _FILES: (entry.get("files_fingerprint"), ckpt.files_fingerprint)}
+        changed = {k: (a, b) for k, (a, b) in pairs.items() if a and b and a != b}
+        if not changed and not any(b and not a for a, b in pairs.values()):
+            out.append(entry)
+            continue
+        if changed:
             if not rescore:
+                said = ", ".join(f"{k} {a[:12]} then, {b[:12]} now" for k, (a, b) in
+                                 changed.items())
                 raise BiasscopeError(
-                    f"checkpoint {ckpt.identity} changed since {store.root} scored it (weights "
-                    f"{before[:12]} then, {str(ckpt.fingerprint)[:12]} now): use another --out, "
-                    "or pass --rescore-changed to redo its units with the new weights")
+                    f"checkpoint {ckpt.identity} changed since {store.root} scored it ({said}): "
+                    "use another --out, or pass --rescore-changed to redo its units with the "
+                    f"new {'weights' if 'weights' in changed else 'files'}")
             probes, seeds = units
             for probe in probes:
                 for seed in seeds:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +96,9 @@ def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
     scorers, prints = source
 
     def admit(ckpt: Checkpoint) -> None:
-        """A checkpoint listed without its fingerprint gets it before its first unit."""
-        if not prints.own(ckpt)[0]:
-            runfile.admit(store, probes, config, replace(ckpt, fingerprint=prints.of(ckpt)))
+        """A checkpoint listed without its fingerprints gets them before its first unit."""
+        if not prints.known(ckpt):
+            runfile.admit(store, probes, config, prints.filled(ckpt))
 
     console = Console(stderr=True)
     live = not quiet and console.is_terminal
@@ -121,8 +121,9 @@ def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
 
 
 def hashing(scorers: ScorerSource, prints: Fingerprints) -> ScorerSource:
-    """``scorers``, with each checkpoint's weights hashed from when it starts to load: the
-    first now, the next when the current one is handed over (the prefetch loads it then)."""
+    """``scorers``, with each checkpoint's weights (and tokenizer and config files) hashed from
+    when it starts to load: the first now, the next when the current one is handed over (the
+    prefetch loads it then)."""
     def source(checkpoints: Sequence[Checkpoint]) -> Iterator[NextTokenScorer]:
         if checkpoints:
             prints.start(checkpoints[0])
@@ -165,8 +166,9 @@ def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint],
 
     ``data``: SHA-256 of each data file the probes read (``source/name`` -> hex), checked
     against the run's on a rerun (see ``biasscope.data.sources.recording``).
-    ``rescore_changed``: a checkpoint whose weights changed since the run scored it has its
-    units redone (else it is refused; see ``biasscope.dynamics.scoring.fingerprints``).
+    ``rescore_changed``: a checkpoint whose weights (or tokenizer, chat template or config
+    files) changed since the run scored it has its units redone (else it is refused; see
+    ``biasscope.dynamics.scoring.fingerprints``).
     """
     scoring = scoring or HFConfig()
     where = out if isinstance(out, RunStore) or (isinstance(out, str) and "://" in out) \

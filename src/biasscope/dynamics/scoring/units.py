@@ -39,7 +39,7 @@ class SweepConfig:
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
     limit: int | None = None
     comparable: dict[str, Any] = field(default_factory=dict)  # settings that change results
-    rescore_changed: bool = False  # redo the units of checkpoints whose weights changed
+    rescore_changed: bool = False  # redo the units of checkpoints whose weights or files changed
 
 
 def unit_of(checkpoint: Checkpoint, probe: str, seed: int) -> Unit:

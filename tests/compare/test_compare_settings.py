@@ -151,6 +151,25 @@ def test_a_checkpoint_of_one_label_with_other_weights_or_revision_is_noted() -> 
     assert found.as_dict()["a"].startswith("m@100: 1c8f977f6cbd…; m@200: ")
 
 
+def test_a_checkpoint_of_one_label_with_other_tokenizer_or_config_files_is_noted() -> None:
+    """A sweep's checkpoints record ``files_fingerprint`` too: compare words it as a local
+    model's, and names it in the sentence for many."""
+    def edited(sweep_run: dict[str, Any], sha: str) -> dict[str, Any]:
+        for entry in sweep_run["checkpoints"]:
+            entry["files_fingerprint"] = sha
+        return sweep_run
+
+    a = edited(sweep({100: SHA_A}), SHA_A)
+    assert said(a, edited(sweep({100: SHA_A}), SHA_B)) == [
+        "the runs differ in checkpoint m@100's tokenizer, chat template and config files "
+        "(fingerprint): 1c8f977f6cbd… vs bc1a80001fc0…."]
+    assert said(a, sweep({100: SHA_A})) == []  # a run from before it: nothing to compare
+    many = {step: SHA_A for step in range(100, 600, 100)}
+    (note,) = said(edited(sweep(many), SHA_A), edited(sweep(many), SHA_B))
+    assert note.startswith("5 checkpoints of the same label differ between the runs in "
+                           "revision, weights or tokenizer and config files (m@100, ")
+
+
 def test_the_library_versions_a_sweep_records_are_noted() -> None:
     """torch, transformers, tokenizers and biasscope decide the scores; numpy and python are
     not noted, nor a version one run does not record."""

@@ -9,11 +9,11 @@ compared is the model, so its identity (source, revision, weights' fingerprint, 
 noted only when both runs name the same model: then another revision or other weights under
 the same name are a difference the user may not expect. A sweep's checkpoints are its models,
 and compare names them in every sentence: one label (model, step) in both runs with another
-revision or other weights is noted, one sentence per checkpoint (or one for many). Settings
-one run does not record (an older run, a setting of another scoring method) are not noted:
-nothing shows that they differ. Wordings and seeds are compared by `biasscope.compare.design`,
-which says what it left out; a probe's template is noted here only where neither run asked
-several wordings.
+revision, other weights or other tokenizer and config files is noted, one sentence per
+checkpoint (or one for many). Settings one run does not record (an older run, a setting of
+another scoring method) are not noted: nothing shows that they differ. Wordings and seeds are
+compared by `biasscope.compare.design`, which says what it left out; a probe's template is
+noted here only where neither run asked several wordings.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ VERSIONS = ("biasscope", "torch", "transformers", "tokenizers")
 
 #: A sweep checkpoint's identity (run.json ``checkpoints``) in words, where both runs hold a
 #: checkpoint of the same label; more than `MANY` such checkpoints are one sentence.
-CHECKPOINT_KEYS = {"revision": "revision", "fingerprint": "weights (fingerprint)"}
+CHECKPOINT_KEYS = {"revision": "revision", "fingerprint": "weights (fingerprint)",
+                   "files_fingerprint": IDENTITY["files_fingerprint"]}
 MANY = 3
 
 #: A probe's recorded config in words (others by their key); ``probe`` is its name, and its
@@ -93,8 +94,9 @@ def _checkpoints(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 
 def _checkpoint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
-    """Each checkpoint of one label in both sweeps whose revision or weights differ: one
-    sentence each, or one for them all where there are more than `MANY`."""
+    """Each checkpoint of one label in both sweeps whose revision, weights or tokenizer and
+    config files differ: one sentence each, or one for them all where there are more than
+    `MANY`."""
     ours, theirs = _checkpoints(a), _checkpoints(b)
     found: list[tuple[str, list[str], list[str], list[str]]] = []
     for label, entry in ours.items():
@@ -109,12 +111,15 @@ def _checkpoint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[
                           [y for _, y in said]))
     if len(found) > MANY:
         labels = [label for label, *_ in found]
+        kinds = ("revision, weights or tokenizer and config files" if any(
+            CHECKPOINT_KEYS["files_fingerprint"] in what for _, what, _, _ in found)
+            else "revision or weights")
         return [Difference(
-            "checkpoints' revision or weights", "; ".join(
+            f"checkpoints' {kinds}", "; ".join(
                 f"{label}: {', '.join(x)}" for label, _, x, _ in found), "; ".join(
                 f"{label}: {', '.join(y)}" for label, _, _, y in found),
             said=f"{len(found)} checkpoints of the same label differ between the runs in "
-                 f"revision or weights ({', '.join(labels[:MANY])}, …): the runs may not "
+                 f"{kinds} ({', '.join(labels[:MANY])}, …): the runs may not "
                  "have scored the same models under these labels.")]
     return [Difference(f"checkpoint {label}'s {' and '.join(what)}", ", ".join(x), ", ".join(y))
             for label, what, x, y in found]

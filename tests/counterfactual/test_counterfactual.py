@@ -699,3 +699,32 @@ def test_a_judge_of_a_panel_that_never_answers_is_counted_and_said(
     assert not any("questions got a verdict" in s for s in both["sentences"])
     assert "two: 1.00 (95% CI" in _cells((tmp_path / "both" / "report.html").read_text(),
                                   "Judge answers")[0]["each_judge_answered"]
+
+
+def test_a_first_call_whose_judge_is_not_reached_leaves_no_settings_behind(
+        tmp_path: Path) -> None:
+    """A first call whose judge's server could not be reached left its run.json, so the call
+    with the URL put right was refused as another scorer's settings, though the run held
+    nothing; a run that holds scores keeps its run.json."""
+    class Unreachable(Down):
+        label = "far"
+
+        def identity(self) -> dict[str, str]:
+            return {**super().identity(), "base_url": "http://127.0.0.1:1"}
+
+        def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+            raise BiasscopeError("cannot reach http://127.0.0.1:1; start the server or fix "
+                                 "the base URL")
+
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:3")
+    with pytest.raises(BiasscopeError, match="cannot reach"):
+        job.run(config, [], Judge([Unreachable()]))  # type: ignore[list-item]
+    assert not (tmp_path / "run" / "run.json").exists()
+    server = Down()
+    server.down = False
+    job.run(config, [], Judge([server]))  # type: ignore[list-item]
+    with pytest.raises(BiasscopeError, match="cannot reach"):
+        job.run(config, [Reward("clean")], Judge([Unreachable()]))  # type: ignore[list-item]
+    assert (tmp_path / "run" / "run.json").exists()

@@ -533,3 +533,33 @@ def test_an_empty_critique_is_not_revised_and_is_counted_and_said(tmp_path: Path
     mute = run(tmp_path / "mute", perturber=Speechless(), texts=("be kind",))
     said = json.loads(mute.summary_json.read_text())["directions"]["toward"]["sentences"]
     assert said == ["No perturbation was scored.", said[1]] and said[1].startswith("4 of 4 ")
+
+
+
+class Unreachable(Reviser):
+    """A perturber whose server cannot be reached (or whose call is interrupted): its first
+    request raises ``stop``."""
+
+    def __init__(self, stop: BaseException) -> None:
+        super().__init__()
+        self.stop = stop
+
+    def generate(self, requests: Any) -> list[Generation]:
+        raise self.stop
+
+
+@pytest.mark.parametrize("stop", [BiasscopeError("cannot reach http://127.0.0.1:1"),
+                                  KeyboardInterrupt()])
+def test_a_first_call_that_stores_nothing_leaves_no_settings_behind(
+        tmp_path: Path, stop: BaseException) -> None:
+    """A first call whose perturber's server could not be reached (or that was interrupted
+    before any answer) left its run.json: the call with the URL put right was refused ("made
+    with a different 'perturber' (perturber.base_url: …)"), though the run held nothing."""
+    out = tmp_path / "run"
+    with pytest.raises(type(stop)):
+        run(out, perturber=Unreachable(stop), max_tokens=4)
+    assert not (out / "run.json").exists()
+    run(out)  # another --max-tokens: not refused
+    with pytest.raises(type(stop)):  # a run that holds something keeps its settings
+        run(out, directions=("away",), perturber=Unreachable(stop))
+    assert "toward" in json.loads((out / "run.json").read_text())["directions"]

@@ -37,7 +37,7 @@ from biasscope.sensitivity import hh_count, reward_settings
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import model_versions, start_run
+from biasscope.store.run_json import model_versions, start_run, unsettled
 from biasscope.store.settings import gain_identity, merge_settings
 
 SCORES = "scores.jsonl"
@@ -86,10 +86,11 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     settings = {"pairs": {"source": config.pairs if source_sha else "jsonl",
                           "file_sha256": source_sha, "sha256": cf.items_sha256(items)},
                 "seed": config.seed, "scorers": scorers}
-    _start(store, settings)
-    rows = [cf.score_reward_model(m, items, config.seed) for m in models]
-    if judge is not None:
-        rows.append(cf.score_judge(judge, items, labels, config.seed))
+    with unsettled(store, (store.root / SCORES).exists):  # a judge's server not reached
+        _start(store, settings)
+        rows = [cf.score_reward_model(m, items, config.seed) for m in models]
+        if judge is not None:
+            rows.append(cf.score_judge(judge, items, labels, config.seed))
     # A scorer with failed requests is summarised but not stored: a failure is no answer, and
     # a rerun asks those requests again (the answered ones come from the response cache).
     failed = [row for row in rows if (row.get("answers") or {}).get("failed_calls")]

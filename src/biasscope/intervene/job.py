@@ -17,8 +17,6 @@ evaluations already stored are not redone.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +44,7 @@ from biasscope.probes.specs import load_probes
 from biasscope.report.intervention import write_intervention_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import remove_stale_temp_files, write_json
+from biasscope.store.run_json import unsettled
 
 FILE = "intervention.json"
 CONTROL = "control"
@@ -120,19 +119,9 @@ def _own_text(store: RunStore, corpus: str) -> tuple[str, dict[str, str]]:
     return (before["text"] if same else corpus), digest
 
 
-@contextmanager
-def _unsettled(store: RunStore) -> Iterator[None]:
-    """A run.json this call wrote, taken away again when the call fails before any evaluation
-    or Trainer checkpoint is stored (a --model that does not load): the run holds nothing, so
-    the rerun with the mistake put right is not refused for settings it recorded."""
-    fresh = not store.run_json.is_file()
-    try:
-        yield
-    except BiasscopeError:
-        if fresh and not store.unit_files() and not any(
-                (store.root / "train").glob("*/checkpoint-*")):
-            store.run_json.unlink(missing_ok=True)
-        raise
+def _holds(store: RunStore) -> bool:
+    """Whether the run holds an evaluation or a Trainer checkpoint (`unsettled`)."""
+    return bool(store.unit_files()) or any((store.root / "train").glob("*/checkpoint-*"))
 
 
 def run(config: InterveneConfig, intervention: methods.Intervention | None = None
@@ -161,7 +150,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
                 **text}
     scoring = HFConfig(batch_size=config.eval_batch_size)
     runs = range(config.training.runs, 0, -1)
-    with _unsettled(store):
+    with unsettled(store, lambda: _holds(store)):
         init_run(store, probes, SweepConfig(
             [checkpoint_at(analysis.run_name(arm, r), 0) for r in runs
              for arm in (CONTROL, method.name)], store, list(config.seeds),

@@ -175,6 +175,12 @@ def _missing(store: RunStore, covered: set[tuple[str, str]]) -> list[dict[str, s
                 model=model, revision=None, probe=f"sensitivity-{direction}", seed=0))]
 
 
+def _holds(store: RunStore) -> bool:
+    """Whether the run holds anything a call stored: perturbations, units or sanity scores."""
+    return bool(store.unit_files()) or any(store.root.glob("perturbations-*.jsonl")) or (
+        store.root / "sanity.json").exists()
+
+
 def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                     conversations: Prompts | Sequence[Conversation], constitution: Constitution,
                     out: str | os.PathLike[str], config: HarnessConfig | None = None
@@ -191,54 +197,56 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                              "give 1 or more")
     store = RunStore(Path(out))
     store.root.mkdir(parents=True, exist_ok=True)
-    _start(store, settings(reward_models, perturber, prompts, constitution, config), {
-        "perturber": perturber.identity(),
-        "principles": {"source": constitution.source, "top": constitution.top,
-                       "ids": [p.id for p in constitution.principles]},
-        "prompts": prompts.notes(), "templates": asdict(config.templates),
-        "conventions": config.conventions, "confounds": asdict(config.confounds)})
-    params = GenerateParams(max_tokens=config.max_tokens, seed=config.seed)
-    # units with failed perturbations: summarised, not stored
-    pending: list[tuple[Unit, int, pd.DataFrame]] = []
-    failures: dict[str, Any] = {"failed_requests": 0, "requests": 0, "first_error": None}
-    covered: set[tuple[str, str]] = set()  # (model, direction) units this run scored
-    for direction in config.directions:
-        perts = perturb(perturber, [(c.id, c.turns, c.response) for c in conversations],
-                        [(p.id, p.text) for p in constitution.principles], direction,
-                        config.templates, params)
-        _perturbations(store, direction, perts)
-        failed = [p for p in perts if p.error is not None]
-        failures["requests"] += len(perts)
-        failures["failed_requests"] += len(failed)
-        failures["first_error"] = failures["first_error"] or (failed[0].error if failed else None)
-        for model in reward_models:
-            covered.add((model.label, direction))
-            unit = Unit(model=model.label, revision=None, probe=f"sensitivity-{direction}",
-                        seed=0)
-            if store.has(unit, rows=len(perts)):  # one row per perturbation
-                continue
-            frame = records(model, conversations, constitution, perts)
-            if failed:  # a failure is no answer: a rerun asks again (the rest is cached)
-                pending.append((unit, len(perts), frame))
-            else:
-                store.write_unit(unit, frame)
-    if config.sanity is not None:
-        run_sanity(store, reward_models, config.sanity)
-    # Under the run's lock: another run into this --out that stored its units after this one
-    # read the records would otherwise have its summary written over by this one's.
-    with run_lock(store):
-        # a unit another run into this --out stored meanwhile is read from its file, whole
-        left = [frame for unit, rows, frame in pending if not store.has(unit, rows=rows)]
-        recs = pd.concat([store.records(), *left], ignore_index=True)
-        summary = summarise(recs, constitution, config.conventions, prompts, config.confounds)
-        if (store.root / "sanity.json").is_file():
-            summary["sanity"] = summarise_sanity(store.read_json("sanity.json"))
-        if left:
-            summary["incomplete"] = failures
-        if missing := _missing(store, covered):
-            summary["incomplete"] = {**failures, "missing": missing}
-        store.check_same_folder()
-        write_json(store.summary_json, summary)
+    with run_json.unsettled(store, lambda: _holds(store)):
+        _start(store, settings(reward_models, perturber, prompts, constitution, config), {
+            "perturber": perturber.identity(),
+            "principles": {"source": constitution.source, "top": constitution.top,
+                           "ids": [p.id for p in constitution.principles]},
+            "prompts": prompts.notes(), "templates": asdict(config.templates),
+            "conventions": config.conventions, "confounds": asdict(config.confounds)})
+        params = GenerateParams(max_tokens=config.max_tokens, seed=config.seed)
+        # units with failed perturbations: summarised, not stored
+        pending: list[tuple[Unit, int, pd.DataFrame]] = []
+        failures: dict[str, Any] = {"failed_requests": 0, "requests": 0, "first_error": None}
+        covered: set[tuple[str, str]] = set()  # (model, direction) units this run scored
+        for direction in config.directions:
+            perts = perturb(perturber, [(c.id, c.turns, c.response) for c in conversations],
+                            [(p.id, p.text) for p in constitution.principles], direction,
+                            config.templates, params)
+            _perturbations(store, direction, perts)
+            failed = [p for p in perts if p.error is not None]
+            failures["requests"] += len(perts)
+            failures["failed_requests"] += len(failed)
+            failures["first_error"] = (failures["first_error"]
+                                       or (failed[0].error if failed else None))
+            for model in reward_models:
+                covered.add((model.label, direction))
+                unit = Unit(model=model.label, revision=None, probe=f"sensitivity-{direction}",
+                            seed=0)
+                if store.has(unit, rows=len(perts)):  # one row per perturbation
+                    continue
+                frame = records(model, conversations, constitution, perts)
+                if failed:  # a failure is no answer: a rerun asks again (the rest is cached)
+                    pending.append((unit, len(perts), frame))
+                else:
+                    store.write_unit(unit, frame)
+        if config.sanity is not None:
+            run_sanity(store, reward_models, config.sanity)
+        # Under the run's lock: another run into this --out that stored its units after this one
+        # read the records would otherwise have its summary written over by this one's.
+        with run_lock(store):
+            # a unit another run into this --out stored meanwhile is read from its file, whole
+            left = [frame for unit, rows, frame in pending if not store.has(unit, rows=rows)]
+            recs = pd.concat([store.records(), *left], ignore_index=True)
+            summary = summarise(recs, constitution, config.conventions, prompts, config.confounds)
+            if (store.root / "sanity.json").is_file():
+                summary["sanity"] = summarise_sanity(store.read_json("sanity.json"))
+            if left:
+                summary["incomplete"] = failures
+            if missing := _missing(store, covered):
+                summary["incomplete"] = {**failures, "missing": missing}
+            store.check_same_folder()
+            write_json(store.summary_json, summary)
     return store
 
 

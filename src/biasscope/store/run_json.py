@@ -13,7 +13,8 @@ import platform
 import random
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
@@ -138,6 +139,20 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
             time.sleep(random.uniform(0.05, 0.5))  # another machine wrote between: build again
     raise BiasscopeError(f"{store.remote}/{RUN_JSON} keeps changing under other writers; run "
                          "the same command again")
+
+
+@contextmanager
+def unsettled(store: RunStore, holds: Callable[[], bool]) -> Iterator[None]:
+    """A run.json this call wrote, taken away again when the call stops (a one-line error, an
+    interrupt) before the run ``holds`` anything: the rerun with the mistake put right (the
+    server's URL, the model's path) is not refused for settings a run of nothing recorded."""
+    fresh = store.remote is None and not store.run_json.is_file()
+    try:
+        yield
+    except (BiasscopeError, KeyboardInterrupt):
+        if fresh and not holds():
+            store.run_json.unlink(missing_ok=True)
+        raise
 
 
 def check_run(store: RunStore, kind: str, build: Build, joins: Collection[str] = ()) -> None:

@@ -255,6 +255,19 @@ def test_a_narrower_rerun_keeps_the_other_scorers_scores(tmp_path: Path) -> None
     assert "kept in scores.jsonl" in done.report.read_text()
 
 
+def test_a_scorer_of_the_run_under_another_name_is_refused(tmp_path: Path) -> None:
+    """``--reward-model R=./rm`` into a run of ``rm`` stored the same model's scores twice, and
+    run.json listed it as two scorers."""
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:3")
+    job.run(config, [Reward("clean")])
+    with pytest.raises(BiasscopeError, match="holds this scorer as 'clean', and this call "
+                                             "names it 'again'"):
+        job.run(config, [Reward("again")])
+    job.run(config, [Reward("planted", bonus=0.3)])  # another model
+
+
 def test_a_run_records_its_versions_and_keeps_its_first(tmp_path: Path) -> None:
     """Before: a counterfactual run recorded no library versions, so nothing said that two
     runs (or two calls of one) scored under another biasscope. They are kept as an audit's

@@ -88,6 +88,19 @@ def test_adding_a_reward_model_extends_the_run(tmp_path: Path) -> None:
     assert {r["model"] for r in summary["directions"]["toward"]["indices"]} == {"len", "len2"}
 
 
+def test_the_run_s_reward_model_under_another_name_is_refused(tmp_path: Path) -> None:
+    """``--reward-model R=./rm`` into a run of ``rm`` added the same model a second time: the
+    summary compared it with itself under two names."""
+    out = tmp_path / "run"
+    run(out)
+    with pytest.raises(BiasscopeError, match=r"holds this reward model as 'len', and this call "
+                                             r"names it 'again'.*use another --out"):
+        run(out, models=[Length("again")])
+    assert list(json.loads((out / "run.json").read_text())["settings"]["reward_models"]) == [
+        "len"]
+    run(out, models=[Length("len"), Length("len2", 2.0)])  # its own name, and another model
+
+
 class LocalLength(Length):
     """`Length` named as a local reward model's identity names it."""
 

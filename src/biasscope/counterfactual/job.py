@@ -38,7 +38,7 @@ from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.run_json import model_versions, start_run, unsettled
-from biasscope.store.settings import gain_identity, merge_settings
+from biasscope.store.settings import gain_identity, merge_settings, refuse_renamed
 
 SCORES = "scores.jsonl"
 
@@ -156,6 +156,9 @@ def _kept(path: Path, scored: set[str]) -> tuple[list[dict[str, Any]], list[str]
 def _start(store: RunStore, settings: dict[str, Any]) -> None:
     """run.json with ``settings`` merged over the recorded ones, or a one-line refusal."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        if previous is not None:
+            refuse_renamed(store.run_json, previous.get("settings", {}).get("scorers"),
+                           settings["scorers"], "scorer")
         merged = settings if previous is None else merge_settings(
             store.run_json, gain_identity(previous.get("settings", {}), settings),
             settings, {"scorers": "scorer"})

@@ -47,7 +47,12 @@ from biasscope.store import run_json
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.settings import gain_identity, merge_settings, sha256_json
+from biasscope.store.settings import (
+    gain_identity,
+    merge_settings,
+    refuse_renamed,
+    sha256_json,
+)
 from biasscope.store.units import Unit
 
 GROW = {"directions": "direction", "reward_models": "reward model"}
@@ -152,6 +157,9 @@ def _start(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> di
     """Write run.json with ``now`` merged over the recorded settings, or refuse in one line;
     its ``versions`` are kept from the run's first call."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        if previous is not None:
+            refuse_renamed(store.run_json, previous.get("settings", {}).get("reward_models"),
+                           now["reward_models"], "reward model")
         merged = now if previous is None else merge_settings(
             store.run_json, gain_identity(previous.get("settings", {}), now), now, GROW,
             added=("sanity",))  # older runs gain the sanity check

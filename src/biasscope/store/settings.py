@@ -181,6 +181,21 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
     return merged
 
 
+def refuse_renamed(where: str | Path, before: Any, now: Mapping[str, Any], noun: str) -> None:
+    """One line where an entry of ``now`` under a new name is one ``before`` holds under another,
+    the same model with the same settings (``R=./rm`` into a run of ``rm``): the run would
+    hold it twice, compared with itself."""
+    recorded = {name: _stored(entry) for name, entry in (before or {}).items()
+                if name not in now}
+    for name, entry in now.items():
+        if before and name in before:
+            continue
+        if old := next((o for o, e in recorded.items() if e == _stored(entry)), None):
+            raise BiasscopeError(f"{where} holds this {noun} as {old!r}, and this call names it "
+                                 f"{name!r}: give it the name {old!r} again (or no name), or use "
+                                 "another --out")
+
+
 #: What a model's identity (or the responder around it) gained after runs were recorded
 #: without it: a local folder's weights' fingerprint, a local model's dtype, whether it has
 #: a chat template, the fingerprint of a local folder's tokenizer, template and config files.
@@ -220,4 +235,4 @@ def _same_folder(before: Any, now: Any) -> bool:
         return False
 
 
-__all__ = ["gain_identity", "in_words", "merge_settings", "sha256_json"]
+__all__ = ["gain_identity", "in_words", "merge_settings", "refuse_renamed", "sha256_json"]

@@ -97,8 +97,34 @@ def test_ccai_missing_file_and_bad_spec(tmp_path: Path) -> None:
         load_ccai(tmp_path)
     with pytest.raises(BiasscopeError, match="ccai:top10"):
         load_principles("ccai:best", tmp_path)
-    with pytest.raises(BiasscopeError, match="top_k"):
+    # Before: "top_k must be at least 1, got 0", naming no flag.
+    with pytest.raises(BiasscopeError, match=r"^--principles ccai:top0: write ccai:topK with K "
+                                             r"1 or more"):
         load_principles("ccai:top0", tmp_path)
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--principles", ""], "--principles is empty: give ccai:topK or a file"),
+    (["--prompts", " "], "--prompts is empty: give hh-rlhf:harmless-base:N or a file"),
+    (["--away-template", "{t}"], "--away-template is not used with --direction toward"),
+    (["--direction", "away", "--revision-template", "{t}"],
+     "--revision-template is not used with --direction away"),
+])
+def test_an_empty_spec_or_an_unused_template_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], said: str) -> None:
+    """An unset "$VARIABLE" given as --principles or --prompts was read as the folder "."
+    (".: cannot read constitution ([Errno 21] Is a directory)"); a template of the direction
+    the call does not run was taken and never used."""
+    from biasscope.cli.main import main
+
+    template = tmp_path / "t.txt"
+    template.write_text("{principle}")
+    assert main(["sensitivity", "--reward-model", "org/never-loaded", "--perturber",
+                 "canned:x", *[f.format(t=template) for f in flags],
+                 "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"biasscope: error: {said}") and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
 
 
 # -- user constitutions -------------------------------------------------------------------------

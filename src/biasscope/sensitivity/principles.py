@@ -66,10 +66,11 @@ class Constitution:
 def load_principles(spec: str, data_dir: PathLike | None = None) -> Constitution:
     """``ccai:topK`` (e.g. ``ccai:top10``) for the CCAI groups' top-K, otherwise a file path."""
     match = _CCAI_SPEC.fullmatch(spec.strip())
-    if match:
+    if match and int(match.group(1)) >= 1:
         return load_ccai(data_dir, top_k=int(match.group(1)))
     if spec.startswith("ccai:"):
-        raise BiasscopeError(f"unknown principle set {spec!r}: use ccai:top10, ccai:top5 or a file")
+        raise BiasscopeError(f"--principles {spec}: write ccai:topK with K 1 or more (e.g. "
+                             "ccai:top10), or give a file of principles")
     return load_constitution(spec)
 
 

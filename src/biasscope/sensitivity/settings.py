@@ -110,6 +110,15 @@ class SensitivityConfig:
         if odd := [d for d in self.directions if d not in ("toward", "away")]:
             raise BiasscopeError(f"--direction (directions): {odd[0]!r} is not toward or away; "
                                  "give toward, away, both, or a list of toward and away")
+        for flag, value, what in (("--principles", self.principles, "ccai:topK"),
+                                  ("--prompts", self.prompts, "hh-rlhf:harmless-base:N")):
+            if not value.strip():  # an unset "$VARIABLE": read as the folder "."
+                raise BiasscopeError(f"{flag} is empty: give {what} or a file")
+        for name, alone in (("away", "toward"), ("revision", "away")):
+            if name in self.templates and self.directions == (alone,):
+                raise BiasscopeError(f"--{name}-template is not used with --direction {alone} "
+                                     "(it revises the other way): drop it, or give --direction "
+                                     "both")
         if self.sanity_lines is not None and not self.sanity_pairs:
             raise BiasscopeError(f"--sanity-lines {self.sanity_lines} draws the sanity pairs, "
                                  "but --sanity-pairs 0 asks for none: drop one of them")

@@ -498,7 +498,8 @@ def test_a_pair_that_is_its_own_counterfactual_is_refused(
 
 def _one_scorer(out: Path, pairs: Path, label: str, barrier: Any) -> None:
     barrier.wait()
-    job.run(job.CounterfactualConfig(out=out, pairs=str(pairs)), [Reward(label)])
+    job.run(job.CounterfactualConfig(out=out, pairs=str(pairs)),
+            [Reward(label, bonus=0.3 * (label == "b"))])  # two models: not one renamed
 
 
 def test_two_runs_into_one_out_keep_both_scorers(tmp_path: Path,

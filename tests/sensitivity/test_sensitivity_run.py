@@ -414,7 +414,8 @@ def _sanity(out: Path, label: str, data: Path, barrier: Any) -> None:
         sanity.score_pairs = slow  # type: ignore[assignment]
     else:
         time.sleep(0.3)
-    run(out, models=[Length(label)], sanity=read_hh_pairs(data, n=5, seed=0))
+    run(out, models=[Length(label, 1.0 + (label == "b"))],  # two models: not one renamed
+        sanity=read_hh_pairs(data, n=5, seed=0))
 
 
 def test_two_runs_into_one_out_both_reach_sanity_json(tmp_path: Path) -> None:

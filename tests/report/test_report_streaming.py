@@ -25,6 +25,7 @@ from biasscope.probes.winobias import GENDERS
 from biasscope.probes.winobias import NAME as PROBE
 from biasscope.store import reading
 from biasscope.store.directory import RunStore
+from numbers_close import assert_close
 from test_report import make_run, pythia
 
 OPTIONS = AnalysisConfig(n_resamples=200)
@@ -104,7 +105,9 @@ def test_streamed_summary_is_the_whole_records_summary(sweep: Path) -> None:
     store = RunStore(sweep)
     streamed = full_summary(store, OPTIONS)
     whole = whole_records_summary(store, OPTIONS)
-    assert as_json(streamed) == as_json(whole)
+    # Up to rounding: `bootstrap_means` batches samples of one size together, and which
+    # share a batch differs between the passes (last bits, seen on AVX-512 machines).
+    assert_close(json.loads(as_json(streamed)), json.loads(as_json(whole)))
     result = streamed["analysis"]
     assert set(result["models"]) == {"EleutherAI/pythia-70m", "EleutherAI/pythia-160m"}
     assert result["step_mismatch"] == {"EleutherAI/pythia-160m": [500],

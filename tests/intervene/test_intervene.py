@@ -180,6 +180,38 @@ def test_no_save_recommended(tmp_path, world, winobias_dir, one_thread) -> None:
         run(added, NoOp())
 
 
+def test_a_dropped_probe_is_refused_by_name(tmp_path, world, winobias_dir, one_thread) -> None:
+    """A rerun leaving out a --probe the first call scored is refused as the flag, not as its
+    data files ("recorded then, not recorded now"): an arm that finished without it could never
+    score it again, and resumed or added arms would lack it at their steps."""
+    import shutil
+
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.demo.corpus import documents
+    from biasscope.demo.tiny import save, tiny_gpt_neox, train_tokenizer
+    from biasscope.intervene import run
+    from biasscope.probes import load_probe
+    from winogender_fixture import write_winogender
+
+    data = shutil.copytree(winobias_dir, tmp_path / "data")
+    write_winogender(data)
+    # A tokenizer that has Winogender's options as one token each, as WinoBias's
+    items = [it for name in ("winobias-gender", "winogender")
+             for it in load_probe(name, data_dir=data).items(0)]
+    options = sorted({c for it in items for c in it.continuations})
+    tokenizer = train_tokenizer([*documents(600, bias=0.5, seed=0), *(it.prompt for it in items),
+                                 " male female not specified", *options * 50], 512)
+    save(tiny_gpt_neox(len(tokenizer), seed=0, max_positions=512), tokenizer, tmp_path / "base")
+    both = replace(_config(tmp_path / "run", world, winobias_dir, steps=20,
+                           save_recommended=False), model=str(tmp_path / "base"),
+                   probes=("winobias-gender", "winogender"), data_dir=str(data))
+    assert run(both, NoOp()).summary["steps"] == [0, 20]
+    with pytest.raises(BiasscopeError, match=r"^--probe winogender was in .*'s first call, "
+                       r"not in this one: .*; give it again, or use another --out$"):
+        run(replace(both, probes=("winobias-gender",)), NoOp())
+    assert run(both, NoOp()).summary["steps"] == [0, 20]  # given again, it resumes
+
+
 def test_lora_trains_only_adapters_and_resumes(tmp_path, world, winobias_dir, one_thread,
                                                monkeypatch) -> None:
     """LoRA on the tiny GPT-NeoX: the live evaluations see the adapters (scores move), the

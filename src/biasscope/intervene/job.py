@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from biasscope.backends.checkpoints import convert_gguf
+from biasscope.backends.checkpoints import IN_MEMORY, convert_gguf
 from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer, resolve_device
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
@@ -45,6 +45,7 @@ from biasscope.report.intervention import write_intervention_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import remove_stale_temp_files, write_json
 from biasscope.store.run_json import unsettled
+from biasscope.store.units import Unit
 
 FILE = "intervention.json"
 CONTROL = "control"
@@ -78,19 +79,40 @@ def _settings(config: InterveneConfig, method: methods.Intervention, corpus: str
             "max_words": config.max_words}
 
 
-def _recorded(store: RunStore) -> dict[str, Any]:
-    """The settings the run's run.json records ({} for a new run)."""
+def _run_json(store: RunStore) -> dict[str, Any]:
+    """The run's run.json ({} for a new run)."""
     store.pull("run.json")
     if not store.run_json.is_file():
         return {}
-    return dict(store.read_json("run.json").get("settings") or {})
+    return dict(store.read_json("run.json"))
 
 
-def _no_added_probe(store: RunStore, probes: list[Probe]) -> None:
-    """Refuse a ``--probe`` the run's first call did not score, by name: both arms' earlier
-    evaluations lack it, so the run cannot add it (the refusal was of its data files, "not
-    recorded then", which did not say a probe was added)."""
-    before = _recorded(store)
+def _recorded(store: RunStore) -> dict[str, Any]:
+    """The settings the run's run.json records ({} for a new run)."""
+    return dict(_run_json(store).get("settings") or {})
+
+
+def _a_sweeps(store: RunStore, run_json: dict[str, Any], probe: str) -> bool:
+    """Whether ``probe``'s units in the run are all a sweep's (checkpoints scored into the run
+    from files) and none an arm's (scored in memory): a probe the run's intervene calls never
+    scored, which their reruns need not give."""
+    seeds = sorted({0, *(run_json.get("seeds") or [])})
+    held = {entry.get("source") == IN_MEMORY for entry in run_json.get("checkpoints") or []
+            for seed in seeds if store.unit_path(Unit(
+                str(entry.get("model")), entry.get("revision"), probe, seed, entry.get("step"),
+                entry.get("identity"))).exists()}
+    return held == {False}
+
+
+def _same_probes(store: RunStore, probes: list[Probe]) -> None:
+    """Refuse, by name, a ``--probe`` the run's first call did not score and one it scored
+    that this call leaves out (the refusal was of their data files, "not recorded then" or
+    "recorded then, not recorded now", which did not say a probe was added or dropped). Both
+    arms' earlier evaluations lack an added one; a dropped one would be missing from the
+    evaluations a resumed or added arm makes, and an arm that finished without it is never
+    trained again to score it."""
+    run_json = _run_json(store)
+    before = dict(run_json.get("settings") or {})
     known = before.get("probes")
     if not isinstance(before.get("intervention"), dict) or not isinstance(known, dict):
         return  # a new run (or not an intervention run: `init_run` says so)
@@ -100,6 +122,14 @@ def _no_added_probe(store: RunStore, probes: list[Probe]) -> None:
                              f"{store.root}'s first call: an intervention run scores the "
                              "probes it began with; use another --out, or drop "
                              f"{'it' if one else 'them'}")
+    given = {p.name for p in probes}
+    if dropped := [name for name in known
+                   if name not in given and not _a_sweeps(store, run_json, name)]:
+        one = len(dropped) == 1
+        raise BiasscopeError(f"--probe {', '.join(dropped)} {'was' if one else 'were'} in "
+                             f"{store.root}'s first call, not in this one: an intervention run "
+                             "scores the probes it began with at every evaluation; give "
+                             f"{'it' if one else 'them'} again, or use another --out")
 
 
 def _own_text(store: RunStore, corpus: str) -> tuple[str, dict[str, str]]:
@@ -144,7 +174,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
         corpus, text = _own_text(store, corpus)
         train, held = perplexity.split(docs, config.held_out, config.split_seed)
         probes = _probes(config, held, corpus)
-    _no_added_probe(store, probes)
+    _same_probes(store, probes)
     data = {name: file_sha256(path) for name, path in sorted(read.items())}
     settings = {**_settings(config, method, corpus, data, (len(train), len(held)), base),
                 **text}

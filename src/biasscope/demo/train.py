@@ -8,7 +8,7 @@ again from scratch (it is deterministic).
 
 Reproducibility. One thread, whatever the machine: the same torch on the same CPU gives the
 same checkpoints bit for bit, and a thread count that followed the machine's cores would not
-(2 threads instead of 1 moved the step-600 gap from -0.0668 to -0.0659). Another CPU
+(2 threads instead of 1 moved the step-355 gap from -0.0609 to -0.0642). Another CPU
 (other vector instructions) may round differently, and rounding grows over training; what
 that moves, and by how much, is measured in docs/tutorial.md. One thread is also the faster
 choice on a shared machine, where a second thread mostly waits for its core.

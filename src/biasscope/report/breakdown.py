@@ -118,8 +118,8 @@ def pro_anti(view: View) -> Any | None:
 
 
 def has_pairs(view: View) -> bool:
-    """Whether any checkpoint has a paired pro − anti difference (the demo's corpus has no
-    pro/anti sentence pairs, so none)."""
+    """Whether any checkpoint has a paired pro − anti difference (sentences without pro/anti
+    pairs, as the demo's were before they paired, have none)."""
     return any(_err(at(view, m, s).get("pro_anti", {}).get("accuracy/difference"))[0]
                is not None for m in view.models() for s in steps_of(view, m))
 

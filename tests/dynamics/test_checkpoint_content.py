@@ -145,36 +145,26 @@ def test_an_unchanged_checkpoint_is_not_hashed_again(train, winobias_dir, tmp_pa
     assert run(out, winobias_dir, "0,1", *glob_of(train)) == 0
 
 
-def test_a_run_from_before_fingerprints_resumes_and_records_them(train, winobias_dir,
-                                                                 tmp_path):
+@pytest.mark.parametrize("field", ["fingerprint", "files_fingerprint"])
+def test_a_run_from_before_fingerprints_resumes_and_records_them(field, train, winobias_dir,
+                                                                 tmp_path, capsys):
+    """A run recorded without a fingerprint (the weights', or the tokenizer and config files')
+    gains it on the next rerun (unknown: trusted, not refused), its units kept; from then on
+    an edit is refused."""
     out = tmp_path / "run"
     assert run(out, winobias_dir, "0", *glob_of(train)) == 0
     listed = json.loads((out / "run.json").read_text())
-    recorded = listed["checkpoints"][0].pop("fingerprint")
-    (out / "run.json").write_text(json.dumps(listed))
-    stamps = {p: p.stat().st_mtime_ns for p in (out / "records").glob("*.parquet")}
-    assert run(out, winobias_dir, "0", *glob_of(train)) == 0  # unknown: trusted, not refused
-    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
-    assert entries(out)[0]["fingerprint"] == recorded
-
-
-def test_a_run_from_before_files_fingerprints_resumes_and_records_them(train, winobias_dir,
-                                                                       tmp_path, capsys):
-    """A run recorded with its weights' fingerprint alone gains its files' on the next rerun
-    (unknown: trusted, as weights were), and from then on an edit of them is refused."""
-    out = tmp_path / "run"
-    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
-    listed = json.loads((out / "run.json").read_text())
-    recorded = listed["checkpoints"][0].pop("files_fingerprint")
+    recorded = listed["checkpoints"][0].pop(field)
     (out / "run.json").write_text(json.dumps(listed))
     stamps = {p: p.stat().st_mtime_ns for p in (out / "records").glob("*.parquet")}
     assert run(out, winobias_dir, "0", *glob_of(train)) == 0
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
-    assert entries(out)[0]["files_fingerprint"] == recorded
-    config = train / "checkpoint-200" / "config.json"
-    config.write_text(config.read_text() + "\n")
-    assert run(out, winobias_dir, "0", *glob_of(train)) == 2
-    assert "then" in capsys.readouterr().err
+    assert entries(out)[0][field] == recorded
+    if field == "files_fingerprint":
+        config = train / "checkpoint-200" / "config.json"
+        config.write_text(config.read_text() + "\n")
+        assert run(out, winobias_dir, "0", *glob_of(train)) == 2
+        assert "then" in capsys.readouterr().err
 
 
 def test_a_renamed_checkpoint_is_not_a_new_step(train, checkpoint_dirs, winobias_dir,

@@ -5,6 +5,7 @@ given twice is a one-line error, and labels stay short where they can."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -24,6 +25,50 @@ def test_split_named_never_cuts_a_spec() -> None:
     assert split_named("litellm:foo=bar") == (None, "litellm:foo=bar")
     assert split_named("org/model=x") == (None, "org/model=x")
     assert split_named("=hf:x") == (None, "=hf:x")
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("=rm1", "--reward-model '=rm1': the name before '=' is empty; write NAME=SPEC, or the "
+     "SPEC alone"),
+    ("A=", "--reward-model 'A=': the model after '=' is empty; write NAME=SPEC"),
+    ("", "--reward-model is empty: give a model (SPEC or NAME=SPEC)"),
+    (" ", "--reward-model is empty"),
+    ("=", "--reward-model '=': the name before '=' is empty"),
+])
+def test_an_empty_name_or_spec_is_refused(value: str, said: str) -> None:
+    """``=rm1`` and ``A=`` reached the hub loader and failed with its message; ``''`` (an
+    unset ``$VARIABLE``) was loaded as the folder ``.``."""
+    with pytest.raises(BiasscopeError, match="^" + re.escape(said)):
+        parse_models(["hf:x", value], "--reward-model")
+
+
+@pytest.mark.parametrize("value", ["=rm1", "A=", ""])
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["judge", "--input", "{tmp}/texts.jsonl", "--labels", "{tmp}/labels.json", "--model"],
+     "--model"),
+    (["judge-audit", "--input", "{tmp}/pairs.jsonl", "--model"], "--model"),
+    (["sensitivity", "--perturber", "canned:x", "--principles", "{tmp}/principles.txt",
+      "--prompts", "{tmp}/chats.jsonl", "--sanity-pairs", "0", "--reward-model"],
+     "--reward-model"),
+    (["counterfactual", "--pairs", "{tmp}/cf.jsonl", "--reward-model"], "--reward-model"),
+    (["counterfactual", "--pairs", "{tmp}/cf.jsonl", "--judge-model"], "--judge-model"),
+])
+def test_every_command_refuses_an_empty_name_or_spec(argv: list[str], flag: str, value: str,
+                                                     tmp_path: Path, capsys) -> None:
+    (tmp_path / "texts.jsonl").write_text('{"id": 1, "text": "fine"}\n')
+    (tmp_path / "pairs.jsonl").write_text('{"id": 1, "prompt": "q", "a": "x", "b": "y"}\n')
+    (tmp_path / "chats.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}, '
+                                          '{"role": "assistant", "content": "yo"}]}\n')
+    (tmp_path / "principles.txt").write_text("Be kind.\n")
+    (tmp_path / "labels.json").write_text(json.dumps(LABELS))
+    (tmp_path / "cf.jsonl").write_text('{"prompt": "Rate him.", "chosen": "He is fit.", '
+                                       '"rejected": "He is not."}\n')
+    capsys.readouterr()
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]
+                + [value, "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"biasscope: error: {flag} ")
+    assert "empty" in err and not (tmp_path / "run").exists()
 
 
 def test_labels_are_the_shortest_distinct_suffix() -> None:

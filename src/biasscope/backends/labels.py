@@ -54,7 +54,19 @@ def _identity(spec: str) -> str:
 def parse_models(values: Sequence[str], option: str) -> list[Named]:
     """``(name or None, spec)`` per value; one-line errors for a model or name given twice,
     and for a name holding ``=`` (``a=b=canned:A`` reads as the name ``a``, and its model
-    ``b=canned:A`` was refused as a spec without a word of the name)."""
+    ``b=canned:A`` was refused as a spec without a word of the name), and for an empty
+    model, name or spec (``''``, an unset ``$VARIABLE``, read as the folder ``.``; ``=rm`` or
+    ``A=``, which reached the hub loader and failed with its message)."""
+    for value in values:
+        name, eq, spec = value.partition("=")
+        if not value.strip():
+            raise BiasscopeError(f"{option} is empty: give a model (SPEC or NAME=SPEC)")
+        if eq and not name.strip():
+            raise BiasscopeError(f"{option} {redact_urls(value)!r}: the name before '=' is "
+                                 "empty; write NAME=SPEC, or the SPEC alone")
+        if eq and not spec.strip() and not any(c in name for c in "/*:"):
+            raise BiasscopeError(f"{option} {redact_urls(value)!r}: the model after '=' is "
+                                 "empty; write NAME=SPEC")
     named = [split_named(v) for v in values]
     for value, (name, spec) in zip(values, named):
         again, rest = split_named(spec)

@@ -953,6 +953,31 @@ def test_flags_and_files_are_checked_before_a_model_loads(argv, said, tmp_path, 
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--pairs", "{tmp}/nofile.jsonl"], "--pairs {tmp}/nofile.jsonl does not exist: give a "
+     "JSONL file of pairs, or hh-rlhf:harmless-base:N"),
+    (["--pairs", "{tmp}"], "--pairs {tmp} is a directory: give a JSONL file of pairs"),
+    (["--pairs", "{tmp}/cf.jsonl", "--labels", "{tmp}/nofile.json"], "--labels "
+     "{tmp}/nofile.json does not exist: give a JSON file of label name: description, or leave "
+     "it out to judge pairwise"),
+    (["--pairs", "{tmp}/cf.jsonl", "--labels", "{tmp}"], "--labels {tmp} is a directory"),
+    (["--pairs", "{tmp}/cf.jsonl", "--labels", "{tmp}/cf.jsonl"], "--labels {tmp}/cf.jsonl: "
+     "cannot read a label set (Extra data: line 2 column 1 (char 50)); write a JSON object of "
+     "name: description"),
+])
+def test_counterfactual_file_flags_name_the_flag(argv, said, tmp_path, capsys):
+    """A missing or unreadable file said only "nofile.json: cannot read (No such file or
+    directory)", naming neither --pairs nor --labels nor what they take."""
+    _write_inputs(tmp_path)
+    (tmp_path / "cf.jsonl").write_text('{"prompt": "Rate him.", "response": "He is fit."}\n'
+                                       '{"prompt": "Rate her.", "response": "She is fit."}\n')
+    line = one_line(capsys, ["counterfactual", *[a.replace("{tmp}", str(tmp_path)) for a in argv],
+                             "--judge-model", "hf:org/never-loaded", "--out",
+                             str(tmp_path / "r")])
+    assert said.replace("{tmp}", str(tmp_path)) in line
+    assert not (tmp_path / "r").exists()
+
+
 def test_lora_targets_are_checked_against_the_weight_names_before_loading(checkpoint_dirs,
                                                                            tmp_path, capsys):
     """A target the model lacks was found by peft after the model loaded; the names are in

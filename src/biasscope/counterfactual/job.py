@@ -62,7 +62,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
                              "or leave it out to judge pairwise")
     items, source_sha = _items(config)
     # Everything that can be checked is checked before any model loads.
-    labels = read_labels(config.labels) if config.labels is not None else None
+    labels = _labels(config.labels) if config.labels is not None else None
     judged = judge is not None or bool(config.judges)
     if not (reward_models or config.reward_models or judged):
         raise BiasscopeError("give a --reward-model or a --judge-model to check")
@@ -167,11 +167,30 @@ def _start(store: RunStore, settings: dict[str, Any]) -> None:
     start_run(store, "counterfactual", build, now=model_versions(settings["scorers"].values()))
 
 
+def _given_file(flag: str, path: str, what: str) -> None:
+    """One line naming ``flag`` for a path that is no file: reading it said only
+    "nofile.json: cannot read (No such file or directory)"."""
+    if not Path(path).is_file():
+        state = "is a directory" if Path(path).is_dir() else "does not exist"
+        raise BiasscopeError(f"{flag} {path} {state}: give {what}")
+
+
 def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
     count = hh_count(config.pairs, "--pairs", "pairs")
     if count is not None:
         return cf.builtin_items(config.data_dir, count, config.seed)
+    _given_file("--pairs", config.pairs, "a JSONL file of pairs, or hh-rlhf:harmless-base:N")
     return cf.read_items(config.pairs), ""
+
+
+def _labels(path: str) -> dict[str, str]:
+    """The ``--labels`` file's label set; its errors name the flag."""
+    what = "a JSON file of label name: description, or leave it out to judge pairwise"
+    _given_file("--labels", path, what)
+    try:
+        return read_labels(path)
+    except BiasscopeError as exc:
+        raise BiasscopeError(f"--labels {exc}") from None
 
 
 def _reward_models(config: CounterfactualConfig) -> list[Any]:

@@ -130,7 +130,8 @@ def read_labels(path: str | os.PathLike[str]) -> dict[str, str]:
     try:
         labels = json.loads(text, object_pairs_hook=lambda pairs: _once(pairs, path))
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise BiasscopeError(f"{path}: cannot read a label set ({exc})") from None
+        raise BiasscopeError(f"{path}: cannot read a label set ({exc}); write a JSON object of "
+                             "name: description") from None
     if not isinstance(labels, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
         raise BiasscopeError(f"{path}: write the labels as a JSON object of name: description")

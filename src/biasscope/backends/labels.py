@@ -58,13 +58,13 @@ def parse_models(values: Sequence[str], option: str) -> list[Named]:
     model, name or spec (``''``, an unset ``$VARIABLE``, read as the folder ``.``; ``=rm`` or
     ``A=``, which reached the hub loader and failed with its message)."""
     for value in values:
-        name, eq, spec = value.partition("=")
+        before, eq, after = value.partition("=")
         if not value.strip():
             raise BiasscopeError(f"{option} is empty: give a model (SPEC or NAME=SPEC)")
-        if eq and not name.strip():
+        if eq and not before.strip():
             raise BiasscopeError(f"{option} {redact_urls(value)!r}: the name before '=' is "
                                  "empty; write NAME=SPEC, or the SPEC alone")
-        if eq and not spec.strip() and not any(c in name for c in "/*:"):
+        if eq and not after.strip() and not any(c in before for c in "/*:"):
             raise BiasscopeError(f"{option} {redact_urls(value)!r}: the model after '=' is "
                                  "empty; write NAME=SPEC")
     named = [split_named(v) for v in values]

@@ -4,6 +4,7 @@ summarises into the run directory and renders the report."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,13 @@ def _pairs(config: SensitivityConfig) -> Pairs | None:
 
 def _prompts(config: SensitivityConfig) -> Prompts:
     count = hh_count(config.prompts, "--prompts", "conversations")
-    if count is not None:
-        return read_hh_rlhf(config.data_dir, n=count, seed=config.seed)
-    return read_conversations(config.prompts)
+    if count is None:
+        return read_conversations(config.prompts)
+    prompts = read_hh_rlhf(config.data_dir, n=count, seed=config.seed)
+    if (used := len(prompts.conversations)) < count:
+        # Fewer were used without a word, and run.json recorded the N asked: recorded as used,
+        # the same conversations asked as :N or :all-there-are are one run.
+        print(f"biasscope: note: --prompts {config.prompts}: the file has {used} usable "
+              f"conversations, so {used} of the {count} asked are used", file=sys.stderr)
+        prompts = replace(prompts, n=used)
+    return prompts

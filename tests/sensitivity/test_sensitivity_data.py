@@ -366,8 +366,8 @@ def test_user_conversation_errors(tmp_path: Path, lines: list[str], message: str
 
 def test_hh_rlhf_n_beyond_the_file_says_so_and_records_what_was_used(
         data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``hh-rlhf:harmless-base:100000`` of a file of fewer used them all without a word, and
-    run.json recorded N as 100000: a note says how many, and N records the count used."""
+    """``hh-rlhf:harmless-base:100000`` of a file of fewer used them all without a word: a
+    note says how many. run.json keeps the N asked, so a run recorded before resumes."""
     from biasscope.sensitivity import job
 
     config = job.SensitivityConfig(reward_models=["org/never-loaded"], perturber="canned:x",
@@ -375,10 +375,10 @@ def test_hh_rlhf_n_beyond_the_file_says_so_and_records_what_was_used(
                                    data_dir=str(data_dir), out="run")
     prompts = job._prompts(config)
     used = len(prompts.conversations)
-    assert used < 100000 and prompts.settings()["n"] == used
+    assert used < 100000 and prompts.settings()["n"] == 100000
     err = capsys.readouterr().err
     assert err == (f"biasscope: note: --prompts hh-rlhf:harmless-base:100000: the file has "
                    f"{used} usable conversations, so {used} of the 100000 asked are used\n")
     asked = job._prompts(replace(config, prompts=f"hh-rlhf:harmless-base:{used}"))
-    assert asked.settings() == prompts.settings()  # the same run, asked either way
+    assert asked.conversations == prompts.conversations
     assert capsys.readouterr().err == ""

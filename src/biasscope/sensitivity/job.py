@@ -82,9 +82,8 @@ def _prompts(config: SensitivityConfig) -> Prompts:
         return read_conversations(config.prompts)
     prompts = read_hh_rlhf(config.data_dir, n=count, seed=config.seed)
     if (used := len(prompts.conversations)) < count:
-        # Fewer were used without a word, and run.json recorded the N asked: recorded as used,
-        # the same conversations asked as :N or :all-there-are are one run.
+        # Fewer were used without a word. run.json keeps the N asked (a run recorded before
+        # this note resumes), and each conversation's units say which were scored.
         print(f"biasscope: note: --prompts {config.prompts}: the file has {used} usable "
               f"conversations, so {used} of the {count} asked are used", file=sys.stderr)
-        prompts = replace(prompts, n=used)
     return prompts

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -375,6 +376,16 @@ def _shorter(shown: list[tuple[str, str]]) -> str:
     return min(shown, key=lambda o: len(o[1]))[0]
 
 
+def _long_and_short_apart(head: dict[str, Any], said: str) -> None:
+    """Each judge's own length test found its preference, and the panel, tied on every pair,
+    has no win rate (NaN)."""
+    assert head["length_coefficient:long"]["estimate"] > 0
+    assert head["length_coefficient:short"]["estimate"] < 0
+    assert "Judge long favours the longer answer" in said
+    assert "Judge short favours the shorter answer" in said
+    assert head["panel_win_rate_a"]["estimate"] != head["panel_win_rate_a"]["estimate"]
+
+
 def test_length_and_win_rates_are_measured_per_judge() -> None:
     """One judge always picks the longer answer, another the shorter: their aggregated
     verdict is a tie on every pair, so the length test read no verdicts and said nothing.
@@ -386,15 +397,11 @@ def test_length_and_win_rates_are_measured_per_judge() -> None:
     found = pairwise_biases(Judge([Reads("long", _longer), Reads("short", _shorter)]), pairs)
     head, said = found["headline"], " ".join(found["sentences"])
     assert "length_coefficient" not in head and "win_rate_a" not in head
-    assert head["length_coefficient:long"]["estimate"] > 0
-    assert head["length_coefficient:short"]["estimate"] < 0
+    _long_and_short_apart(head, said)
     for name in ("long", "short"):
         assert head[f"length_coefficient:{name}"]["p_holm"] < 0.05
-    assert "Judge long favours the longer answer" in said
-    assert "Judge short favours the shorter answer" in said
     assert "By judge long's verdicts over 20 pairs (40 verdicts" in said
     assert "(Holm over the audit's 4 tests:" in said
-    assert head["panel_win_rate_a"]["estimate"] != head["panel_win_rate_a"]["estimate"]  # NaN
     assert "The panel's verdicts (mean of 2 judges): no win rate, there are no verdicts." in said
 
 
@@ -414,14 +421,10 @@ def test_the_judge_commands_win_rates_are_each_judges_and_the_panels() -> None:
     found = batch_result(panel, task, compare(panel, pairs))
     head, said = found["headline"], " ".join(found["sentences"])
     assert "win_rate_a" not in head and "length_controlled_win_rate_a" not in head
-    assert head["length_coefficient:long"]["estimate"] > 0
-    assert head["length_coefficient:short"]["estimate"] < 0
+    _long_and_short_apart(head, said)
     assert head["win_rate_a:long"]["estimate"] == head["win_rate_a:short"]["estimate"] == 0.5
     assert "length_controlled_win_rate_a:short" in head
-    assert "Judge long favours the longer answer" in said
-    assert "Judge short favours the shorter answer" in said
     assert "(Holm over the run's 2 tests:" in said
-    assert head["panel_win_rate_a"]["estimate"] != head["panel_win_rate_a"]["estimate"]  # NaN
     assert "The panel's verdicts (mean of 2 judges): no win rate" in said
     alone = Judge([Reads("long", _longer)], fixed)
     one = batch_result(alone, task, compare(alone, pairs))

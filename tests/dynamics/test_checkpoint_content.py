@@ -191,6 +191,26 @@ def test_a_renamed_checkpoint_is_not_a_new_step(train, checkpoint_dirs, winobias
     assert sorted(e["step"] for e in entries(out)) == [200, 250]
 
 
+def test_the_same_weights_beside_another_tokenizer_are_not_twins(train, winobias_dir,
+                                                                  tmp_path, capsys):
+    """Before: two steps were twins by their weights alone, so a step whose weights are an
+    earlier one's but whose tokenizer (or template, or config) differs was refused as a copy."""
+    shutil.copytree(train / "checkpoint-200", train / "checkpoint-300")
+    edited = train / "checkpoint-300" / "tokenizer.json"
+    edited.write_text(json.dumps(EDITS["tokenizer.json"](json.loads(edited.read_text()))))
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0, capsys.readouterr().err
+    listed = entries(out)
+    assert [e["step"] for e in listed] == [200, 300]
+    assert listed[0]["fingerprint"] == listed[1]["fingerprint"]
+    assert listed[0]["files_fingerprint"] != listed[1]["files_fingerprint"]
+    # Byte-identical files too: a copy, refused as before.
+    shutil.copytree(train / "checkpoint-200", train / "checkpoint-400")
+    assert run(tmp_path / "other", winobias_dir, "0", *glob_of(train)) == 2
+    err = capsys.readouterr().err
+    assert "same weights" in err and "checkpoint-400" in err and "checkpoint-300" not in err
+
+
 # --- GGUF files ---------------------------------------------------------------------------
 
 @pytest.fixture

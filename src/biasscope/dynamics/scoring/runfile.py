@@ -242,29 +242,34 @@ def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence
 
 def _refuse_twins(known: Sequence[dict[str, Any]], checkpoints: Sequence[Checkpoint],
                   say: bool = False) -> None:
-    """One model's curve may not hold the same weights twice: a renamed or copied folder would
-    be a new step holding an old step's weights. Under two model names the same weights are
-    legitimate (two runs branched from one checkpoint share it), so ``say`` notes them in one
-    line: their results are the same. Twins a run already holds are left as they are."""
-    holders: dict[str, dict[str, str]] = {}  # weights -> {identity: model}
+    """One model's curve may not hold the same checkpoint twice: a renamed or copied folder
+    would be a new step holding an old step's weights and files. The same weights beside other
+    tokenizer, chat template or config files score other answers: not twins (an entry recorded
+    before its files were is matched by its weights). Under two model names the same weights
+    are legitimate (two runs branched from one checkpoint share it), so ``say`` notes them in
+    one line: their results are the same. Twins a run already holds are left as they are."""
+    holders: dict[str, list[tuple[str, str, str | None]]] = {}  # weights -> identity, model, files
     for entry in known:
         if (weights := recorded(entry)) is not None:
-            holders.setdefault(weights, {})[str(entry["identity"])] = str(entry["model"])
+            holders.setdefault(weights, []).append(
+                (str(entry["identity"]), str(entry["model"]), entry.get("files_fingerprint")))
     for ckpt in checkpoints:
         if not ckpt.fingerprint:
             continue
-        have = holders.setdefault(ckpt.fingerprint, {})
-        same = [i for i, m in have.items() if m == ckpt.model and i != ckpt.identity]
+        files = ckpt.files_fingerprint
+        have = [(i, m) for i, m, f in holders.setdefault(ckpt.fingerprint, [])
+                if not (f and files) or f == files]
+        same = [i for i, m in have if m == ckpt.model and i != ckpt.identity]
         if same:
             raise BiasscopeError(
-                f"checkpoints {same[0]} and {ckpt.identity} hold the same weights (model "
-                f"{ckpt.model}): a renamed or copied checkpoint would appear twice in its "
-                "curves; give only one of them, or use another --out")
-        if say and ckpt.identity not in have and have:
-            other, model = next(iter(have.items()))
+                f"checkpoints {same[0]} and {ckpt.identity} hold the same weights and "
+                f"{_FILES} (model {ckpt.model}): a renamed or copied checkpoint would appear "
+                "twice in its curves; give only one of them, or use another --out")
+        if say and have and all(i != ckpt.identity for i, _ in have):
+            other, model = have[0]
             print(f"biasscope: note: {ckpt.identity} (model {ckpt.model}) holds the same weights "
                   f"as {other} (model {model}): their results will be the same", file=sys.stderr)
-        have[ckpt.identity] = ckpt.model
+        holders[ckpt.fingerprint].append((ckpt.identity, ckpt.model, files))
 
 
 def _migrate(store: RunStore, previous: dict[str, Any]) -> list[dict[str, Any]]:

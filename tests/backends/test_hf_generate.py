@@ -241,6 +241,29 @@ def test_weights_replaced_under_the_same_path_are_another_model(checkpoint_dirs,
     assert half.identity()["dtype"] == "bfloat16"  # another cache key than float32's
 
 
+def test_a_hub_id_whose_main_moved_is_another_model(checkpoint_dirs, tmp_path, monkeypatch):
+    """A hub id's identity was its revision alone: ``main`` moved to other weights between two
+    calls got the old commit's answers from the response cache. It now holds the commit the
+    revision resolved to when it loaded (none for a revision that is itself a commit)."""
+    from hub_cache import publish, use_cache
+
+    hub = use_cache(monkeypatch, tmp_path / "hub")
+    first = publish(hub, "org/tiny", checkpoint_dirs[0])
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    request = req("The nurse took care of", max_tokens=6)
+    before = Cached(HFGenerator(Checkpoint("org/tiny", "org/tiny")), cache)
+    (old,) = before.generate([request])
+    assert before.identity()["commit"] == first
+    moved = publish(hub, "org/tiny", checkpoint_dirs[1])
+    after = Cached(HFGenerator(Checkpoint("org/tiny", "org/tiny")), cache)
+    assert after.identity()["commit"] == moved
+    (new,) = after.generate([request])
+    (truth,) = HFGenerator(Checkpoint("other", str(checkpoint_dirs[1]))).generate([request])
+    assert not new.cached and new.text == truth.text != old.text
+    pinned = HFGenerator(Checkpoint("org/tiny", "org/tiny", first))
+    assert "commit" not in pinned.identity()
+
+
 def test_the_hf_spec_loads_a_local_dir_through_the_registry(checkpoint_dirs):
     from biasscope.backends.generators import GeneratorConfig, load_generator
 

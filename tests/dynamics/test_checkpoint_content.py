@@ -211,6 +211,41 @@ def test_the_same_weights_beside_another_tokenizer_are_not_twins(train, winobias
     assert "same weights" in err and "checkpoint-400" in err and "checkpoint-300" not in err
 
 
+# --- hub ids ------------------------------------------------------------------------------
+
+def test_a_moved_main_is_refused_then_rescored(checkpoint_dirs, winobias_dir, tmp_path,
+                                               monkeypatch, capsys):
+    """A hub id without a pinned revision records the commit ``main`` resolved to when it
+    loaded; ``main`` moved since (other weights under the same id@main) is refused like weights
+    changed in place. Before: a hub checkpoint had no fingerprint, and a rerun adding seed 1
+    scored the new commit beside seed 0's records of the old one."""
+    from hub_cache import publish, use_cache
+
+    hub = use_cache(monkeypatch, tmp_path / "hub")
+    first = publish(hub, "org/tiny", checkpoint_dirs[0])
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", "--model", "org/tiny") == 0
+    (entry,) = entries(out)
+    assert entry["commit"] == first and entry["identity"] == "org/tiny@main"
+    assert run(out, winobias_dir, "0", "--model", "org/tiny") == 0  # unchanged: resumes
+    moved = publish(hub, "org/tiny", checkpoint_dirs[1])
+    capsys.readouterr()
+    assert run(out, winobias_dir, "0,1", "--model", "org/tiny") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"hub commit {first[:12]} then, {moved[:12]} now" in err
+    assert "--rescore-changed" in err and "new commit" in err
+    assert entries(out) == [entry] and len(list((out / "records").glob("*.parquet"))) == 1
+
+    assert run(out, winobias_dir, "0,1", "--model", "org/tiny", "--rescore-changed") == 0
+    assert entries(out)[0]["commit"] == moved
+    assert len(list((out / "records").glob("*.parquet.stale-1"))) == 1
+    # A revision that is a commit cannot move: nothing to record.
+    pinned = tmp_path / "pinned"
+    assert run(pinned, winobias_dir, "0", "--model", f"org/tiny@{first}") == 0
+    assert "commit" not in entries(pinned)[0]
+
+
 # --- GGUF files ---------------------------------------------------------------------------
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -120,6 +121,83 @@ def test_a_file_that_keeps_changing_while_read_is_refused(tmp_path, monkeypatch)
     monkeypatch.setattr(fingerprints, "file_sha256", growing)
     with pytest.raises(BiasscopeError, match="kept changing while it was read"):
         FileDigests(tmp_path / "cache.json").sha256(weights)
+
+
+def test_a_small_file_is_not_queued_behind_weights(tmp_path, monkeypatch):
+    """A tokenizer file asked for while every hashing thread reads weights is hashed at once:
+    the loader's tokenizer key waits on it before the model loads."""
+    monkeypatch.setattr(fingerprints, "_WORKERS", 1)
+    monkeypatch.setattr(fingerprints.steps, "LARGE_FILE", 1000)
+    weights, tokenizer = tmp_path / "model.safetensors", tmp_path / "tokenizer.json"
+    weights.write_bytes(b"w" * 5000)
+    tokenizer.write_text("{}")
+    reading, real = threading.Event(), fingerprints.file_sha256
+
+    def slow(path: Path, stop: object = None) -> str:
+        if path.name == weights.name:
+            assert reading.wait(10)
+        return real(path, stop)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fingerprints, "file_sha256", slow)
+    digests = FileDigests(tmp_path / "cache.json")
+    big = digests.start(weights)
+    assert digests.start(tokenizer).result(timeout=5) == (2, sha(tokenizer))
+    reading.set()
+    assert big.result(timeout=10)[1] == sha(weights)
+    digests.close()
+
+
+def test_every_module_of_a_model_folder_is_hashed(tmp_path):
+    """Remote code under any module name (config.json's auto_map names ``module.Class``, and
+    it imports modules beside it) changes the folder's files fingerprint when edited."""
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"auto_map": {"AutoModelForCausalLM": "my_net.MyModel"}}))
+    (tmp_path / "my_net.py").write_text("from .layers import Block\n")
+    (tmp_path / "layers.py").write_text("class Block: ...\n")
+    (tmp_path / "model.safetensors").write_bytes(b"w")
+    found = [p.name for p in fingerprints.answer_files(tmp_path)]
+    assert found == ["config.json", "layers.py", "my_net.py"]
+    before = fingerprints.start_fingerprint(tmp_path, FileDigests(tmp_path / "c.json"),
+                                            fingerprints.answer_files)()
+    (tmp_path / "layers.py").write_text("class Block: pass\n")
+    assert fingerprints.start_fingerprint(tmp_path, FileDigests(tmp_path / "c.json"),
+                                          fingerprints.answer_files)() != before
+
+
+def test_the_tokenizer_key_reads_no_file_twice(checkpoint_dirs, tmp_path, monkeypatch):
+    """One tokenizer per byte-identical set of tokenizer files, from the hashes the sweep's
+    fingerprints take: each file is read once for both (before, the key read them again)."""
+    from biasscope.backends.checkpoints import Checkpoint
+    from biasscope.backends.hf_model import tokenizer_key
+
+    folders = [tmp_path / n for n in ("a", "b", "c")]
+    for folder in folders:
+        shutil.copytree(checkpoint_dirs[0], folder)
+    edited = folders[2] / "tokenizer_config.json"
+    edited.write_text(edited.read_text() + " ")  # one byte: another tokenizer
+    reads: list[str] = []
+    real_hash, real_open = fingerprints.file_sha256, Path.open
+
+    def hashing(path: Path, stop: object = None) -> str:
+        reads.append(f"{path.parent.name}/{path.name}")
+        return real_hash(path, stop)  # type: ignore[arg-type]
+
+    def opening(path: Path, mode: str = "r", *args: object, **kwargs: object) -> object:
+        if "b" in mode and path.parent in folders:
+            reads.append(f"{path.parent.name}/{path.name}")
+        return real_open(path, mode, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(fingerprints, "file_sha256", hashing)
+    monkeypatch.setattr(Path, "open", opening)
+    digests = FileDigests(tmp_path / "cache.json")
+    with fingerprints.shared(digests):
+        keys = [tokenizer_key(Checkpoint(f.name, str(f))) for f in folders]
+        for folder in folders:  # the identity's fingerprints: already hashed
+            fingerprints.start_fingerprint(folder, digests, fingerprints.answer_files)()
+    digests.close()
+    assert keys[0] == keys[1] != keys[2]
+    assert sorted(reads) == sorted(f"{f.name}/{p.name}" for f in folders
+                                   for p in fingerprints.answer_files(f))
 
 
 # --- in a sweep -------------------------------------------------------------------------------

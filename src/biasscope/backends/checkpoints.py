@@ -29,7 +29,9 @@ class Checkpoint:
     are named. ``model`` is only a label; ``named`` says the user chose it. ``fingerprint``
     says what the weights are (see ``runs.fingerprints``; None: not computed, or no files),
     ``files_fingerprint`` what its tokenizer, chat template and config files are
-    (``backends.fingerprints.answer_files``; None for a hub id, a GGUF file or weights in memory).
+    (``backends.fingerprints.answer_files``; None for a hub id, a GGUF file or weights in memory),
+    ``commit`` which commit a hub id's revision resolved to when it loaded (``main``, a branch or
+    a tag may move; None for a revision that is a commit, or one not loaded yet).
     ``given``: a local path as the user gave it (absolute, symbolic links kept), which default
     names come from: a link to a folder elsewhere is named after where the user put it.
     """
@@ -42,6 +44,7 @@ class Checkpoint:
     identity: str = ""
     fingerprint: str | None = field(default=None, compare=False)
     files_fingerprint: str | None = field(default=None, compare=False)
+    commit: str | None = field(default=None, compare=False)
     given: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -61,6 +64,8 @@ class Checkpoint:
             entry["fingerprint"] = self.fingerprint
         if self.files_fingerprint:
             entry["files_fingerprint"] = self.files_fingerprint
+        if self.commit:
+            entry["commit"] = self.commit
         made = provenance(self.source)
         if made is not None:  # a GGUF file, scored from its dequantised cache copy
             entry["gguf"] = {**made, "path": self.identity}

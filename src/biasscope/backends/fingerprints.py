@@ -8,8 +8,11 @@ of each weight file (``folder_fingerprint``). ``biasscope dynamics`` records it 
 generator and reward model), so the response cache and every run's settings tell two models
 in one folder apart. The identity also carries ``files_fingerprint``, the same over the small
 files beside the weights that change the answers too (``answer_files``: the tokenizer, the
-chat template, ``config.json``, ``generation_config.json``, remote code): a template edited in
-place renders other prompts.
+chat template, ``config.json``, ``generation_config.json``, every ``*.py`` a
+``trust_remote_code`` model may run): a template edited in place renders other prompts. A hub id
+has no folder to hash: where its revision is not a commit (``main``, a branch, a tag), the
+identity carries the ``commit`` it resolved to when it loaded (``hub_commit``), so a branch
+moved between two runs is another model too.
 
 Hashing gigabytes takes a while, so none of it is done twice: each file's SHA-256 is cached
 in ``$BIASSCOPE_FINGERPRINT_CACHE`` (default ``~/.cache/biasscope/fingerprints.json``) under
@@ -19,7 +22,10 @@ over it) changes its ctime or inode, so a changed file is never taken for the ol
 changed more recently than the file system's timestamp resolution is hashed but not cached (a
 second write within the same tick would leave its stamp as it was). Files are hashed in
 background threads, several at once (``FileDigests.start``), so a caller can start the hashing
-and wait for it only when it needs the value.
+and wait for it only when it needs the value; small files (tokenizer, config) have threads of
+their own, never queued behind gigabytes of weights. One process's callers share one
+``FileDigests`` through `shared` (the sweep's: the loader's tokenizer key waits on the hashes
+the sweep started, no file is read twice).
 """
 
 from __future__ import annotations
@@ -28,11 +34,13 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +57,13 @@ _TRAINING_STATE = ("optimizer", "scheduler", "scaler", "rng_state", "training_ar
 _KEEP = 20_000  # cache entries kept at most (those of files that still exist)
 _WORKERS = max(1, min(4, os.cpu_count() or 1))  # files hashed at once
 _TRIES = 3  # reads of a file that changes while it is hashed, before giving up
-#: Code and named chat templates a model folder may hold (`answer_files`).
-_CODE = ("tokenization*.py", "modeling_*.py", "configuration_*.py",
-         "additional_chat_templates/*.jinja")
+#: Code and named chat templates a model folder may hold (`answer_files`). Every module: the
+#: ``auto_map`` of config.json or tokenizer_config.json names ``module.Class`` for a
+#: ``module.py`` beside it, under any name, and it may import others beside it.
+_CODE = ("*.py", "additional_chat_templates/*.jinja")
+#: Files the generation defaults come from: no part of the tokenizer (`tokenizer_files`).
+_NOT_TOKENIZER = ("generation_config.json",)
+_COMMIT = re.compile(r"[0-9a-f]{40}")  # a revision that is a commit: pinned, cannot move
 
 #: What a cached hash is checked against: size, mtime, ctime, inode, device.
 Stamp = tuple[int, int, int, int, int]
@@ -85,6 +97,33 @@ def answer_files(folder: Path) -> list[Path]:
     return sorted(found)
 
 
+def tokenizer_files(folder: Path) -> list[Path]:
+    """The `answer_files` a tokenizer loads from: all but the generation defaults (config.json
+    names the tokenizer's class where tokenizer_config.json does not, its code may be any
+    module)."""
+    return [p for p in answer_files(folder) if p.name not in _NOT_TOKENIZER]
+
+
+def hub_commit(source: str, revision: str | None) -> str | None:
+    """The commit a hub id's revision resolved to, from huggingface_hub's cache (its
+    ``refs/<revision>``, read without a request): after a load, the commit loaded. None for a
+    local path, a revision that is itself a commit (pinned), or a repo not in the cache."""
+    if not source or Path(source).expanduser().exists() or (
+            revision and _COMMIT.fullmatch(revision)):
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # comes with transformers; without it nothing loads from the hub
+        return None
+    try:  # every model transformers loads has one; its snapshot folder is named by the commit
+        found = try_to_load_from_cache(source, "config.json", revision=revision or "main")
+    except (ValueError, OSError):  # not a repo id (an in-memory label), or an unreadable cache
+        return None
+    if not isinstance(found, str) or Path(found).parent.parent.name != "snapshots":
+        return None
+    return Path(found).parent.name
+
+
 def stamp_of(stat: os.stat_result) -> Stamp:
     return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev)
 
@@ -114,7 +153,7 @@ class FileDigests:
         self._stop = threading.Event()
         self._running: dict[tuple[str, Stamp], Future[tuple[int, str]]] = {}
         self._added: dict[str, Any] = {}  # hashed here, to be saved
-        self._pool: ThreadPoolExecutor | None = None
+        self._pools: dict[bool, ThreadPoolExecutor] = {}  # by whether the files are large
         try:
             loaded = json.loads(self.path.read_text(encoding="utf-8"))
             self._entries: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
@@ -142,10 +181,12 @@ class FileDigests:
         with self._lock:
             running = self._running.get((key, stamp))
             if running is None:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(_WORKERS, "biasscope-hash")
-                running = self._pool.submit(self._hash, Path(key), stamp)
-                if stamp[0] >= steps.LARGE_FILE:  # once: kept while the file is unchanged
+                large = stamp[0] >= steps.LARGE_FILE
+                if large not in self._pools:
+                    self._pools[large] = ThreadPoolExecutor(
+                        _WORKERS, "biasscope-hash" + ("" if large else "-small"))
+                running = self._pools[large].submit(self._hash, Path(key), stamp)
+                if large:  # once: kept while the file is unchanged
                     steps.say(f"hashing {file} ({num(stamp[0] / 2**20, 0)} MiB) while it loads")
                 self._running[(key, stamp)] = running
             return running
@@ -192,8 +233,36 @@ class FileDigests:
         """Save, and abandon the hashing nobody waits for any more (a sweep that stopped)."""
         self.save()
         self._stop.set()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        for pool in self._pools.values():
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+_SHARED: ContextVar[FileDigests | None] = ContextVar("biasscope_digests", default=None)
+
+
+@contextlib.contextmanager
+def shared(digests: FileDigests) -> Iterator[FileDigests]:
+    """``digests`` as the one `in_use` gives inside the block (and in the threads it starts
+    with ``copy_context``): the sweep's, which its loader's `tokenizer_key` waits on."""
+    token = _SHARED.set(digests)
+    try:
+        yield digests
+    finally:
+        _SHARED.reset(token)
+
+
+@contextlib.contextmanager
+def in_use() -> Iterator[FileDigests]:
+    """The `shared` digests, else one of its own over the cache, saved at the end."""
+    current = _SHARED.get()
+    if current is not None:
+        yield current
+        return
+    own = FileDigests()
+    try:
+        yield own
+    finally:
+        own.close()
 
 
 def combined(hashes: Mapping[str, tuple[int, str]]) -> str:
@@ -231,15 +300,20 @@ def start_fingerprint(folder: str | os.PathLike[str], digests: FileDigests,
 
 
 @contextlib.contextmanager
-def fingerprint_while_loading(source: str) -> Iterator[Callable[[], dict[str, str]]]:
+def fingerprint_while_loading(source: str, revision: str | None = None
+                              ) -> Iterator[Callable[[], dict[str, str]]]:
     """For a model loaded from ``source`` inside the block: its files hashed while they load
     (the hash and the loader read the same files, so one read from the disk serves both), the
     call yielded waiting for what the identity adds: the weights' ``fingerprint`` and the other
-    `answer_files`' ``files_fingerprint``. Nothing for what has no folder of weights here: a hub
-    id (its revision names it) or a GGUF file's converted copy (its identity names the file's
-    SHA-256, which covers the tokenizer and chat template the file holds). The cache is saved
-    at the end; a failed load abandons the hashing."""
-    if not Path(source).expanduser().is_dir() or provenance(source) is not None:
+    `answer_files`' ``files_fingerprint``. A hub id: the ``commit`` its ``revision`` resolved to
+    (`hub_commit`, once loaded; nothing where the revision is a commit). Nothing for a GGUF
+    file's converted copy (its identity names the file's SHA-256, which covers the tokenizer
+    and chat template the file holds). The cache is saved at the end; a failed load abandons
+    the hashing."""
+    if not Path(source).expanduser().is_dir():
+        yield lambda: {k: v for k, v in (("commit", hub_commit(source, revision)),) if v}
+        return
+    if provenance(source) is not None:
         yield lambda: {}
         return
     digests = FileDigests()
@@ -267,5 +341,5 @@ def _write(path: Path, entries: dict[str, Any]) -> None:
 
 
 __all__ = ["FileDigests", "answer_files", "cache_path", "combined",
-           "fingerprint_while_loading", "folder_fingerprint", "settled", "stamp_of",
-           "start_fingerprint", "weight_files"]
+           "fingerprint_while_loading", "folder_fingerprint", "hub_commit", "in_use", "settled",
+           "shared", "stamp_of", "start_fingerprint", "tokenizer_files", "weight_files"]

@@ -62,11 +62,11 @@ class HFGenerator:
         self.config = config = config or HFConfig()
         if model is None:
             say(f"loading {ckpt.label}")
-        with fingerprint_while_loading(ckpt.source) as fingerprints:
+        with fingerprint_while_loading(ckpt.source, ckpt.revision) as fingerprints:
             self.model = load_model(ckpt, config) if model is None else model
             self.tokenizer = load_tokenizer(ckpt, config) if tokenizer is None else tokenizer
-            #: What a local folder's weights and other files are (`backends.fingerprints`):
-            #: empty for a hub id.
+            #: What a local folder's weights and other files are (`backends.fingerprints`);
+            #: for a hub id, the commit its revision resolved to (none where it is a commit).
             self.fingerprints = fingerprints()
         self.device = next(self.model.parameters()).device
         # As in the scorer: embedding rows past the tokenizer are padding, not vocabulary.
@@ -101,7 +101,8 @@ class HFGenerator:
         return self.fingerprints.get("fingerprint")
 
     def identity(self) -> dict[str, str]:
-        """What decides the answers: a hub id by its revision, a local folder also by its
+        """What decides the answers: a hub id by its revision (and the ``commit`` a branch
+        or tag resolved to: a moved ``main`` is another model), a local folder also by its
         weights' fingerprint (weights replaced under the same path are another model) and its
         tokenizer's, chat template's and config's (``files_fingerprint``: a template edited in
         place renders other prompts), a GGUF file by its SHA-256 and quantisation; and the

@@ -6,7 +6,6 @@ checkpoint loads and refuses (pickle weights unless asked for, remote code unles
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.checkpoints import Checkpoint
+from biasscope.backends.fingerprints import in_use, start_fingerprint, tokenizer_files
 from biasscope.backends.lazy import require_torch
-from biasscope.backends.loading import PICKLE_WEIGHTS, TOKENIZER_FILES, loading
+from biasscope.backends.loading import PICKLE_WEIGHTS, loading
 from biasscope.core.config import POSITIVE_INT, check_settings, setting
 from biasscope.core.errors import ModelError
 from biasscope.core.renamed import renamed
@@ -146,22 +146,17 @@ def load_tokenizer(ckpt: Checkpoint, config: HFConfig) -> Any:
 
 
 def tokenizer_key(ckpt: Checkpoint) -> str:
-    """Which tokenizer a checkpoint loads. A local dir's is the SHA-256 of its tokenizer files
-    (the checkpoints of one training run carry identical copies, loaded once); a hub repo
-    keeps one tokenizer across revisions."""
+    """Which tokenizer a checkpoint loads. A local dir's is the fingerprint of its tokenizer
+    files (`tokenizer_files`: the checkpoints of one training run carry byte-identical copies,
+    loaded once), from the hashes the sweep takes for its identity (`fingerprints.in_use`: no
+    file read twice); a hub repo keeps one tokenizer across revisions."""
     root = Path(ckpt.source).expanduser()
     if not root.is_dir():
         return f"hub:{ckpt.source}"
-    digest = hashlib.sha256()
-    found = False
-    for path in [root / n for n in TOKENIZER_FILES] + sorted(root.glob("tokenization*.py")):
-        if path.is_file():
-            found = True
-            digest.update(f"{path.name}\0{path.stat().st_size}\0".encode())
-            with path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-    return f"files:{digest.hexdigest()}" if found else f"dir:{root.resolve()}"
+    if not tokenizer_files(root):
+        return f"dir:{root.resolve()}"
+    with in_use() as digests:
+        return f"files:{start_fingerprint(root, digests, tokenizer_files)()}"
 
 
 def left_pad(ids: Sequence[Sequence[int]], pad: int) -> tuple[Any, Any, Any]:

@@ -102,15 +102,15 @@ class HFRewardModel:
         say(f"loading reward model {self.label}")
         hf = HFConfig(device=config.device, dtype=config.dtype,
                       trust_remote_code=config.trust_remote_code)
-        with fingerprint_while_loading(self.ckpt.source) as fingerprints:
+        with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision) as fingerprints:
             self.tokenizer = load_tokenizer(self.ckpt, hf)
             if config.chat_template and not getattr(self.tokenizer, "chat_template", None):
                 raise ModelError(f"the tokenizer of {self.label} has no chat template: pass "
                                  "--no-chat-template to score the plain hh-rlhf format "
                                  "(\\n\\nHuman: …\\n\\nAssistant: …)")
             self.model = _load_classifier(self.ckpt, config)
-            #: What a local folder's weights and other files are (`backends.fingerprints`):
-            #: empty for a hub id.
+            #: What a local folder's weights and other files are (`backends.fingerprints`);
+            #: for a hub id, the commit its revision resolved to (none where it is a commit).
             self.fingerprints = fingerprints()
         self.labels = int(self.model.config.num_labels)
         if self.labels not in (1, 2):
@@ -131,7 +131,8 @@ class HFRewardModel:
         return self.fingerprints.get("fingerprint")
 
     def identity(self) -> dict[str, str]:
-        """What decides the rewards: a hub id by its revision, a local folder also by its
+        """What decides the rewards: a hub id by its revision (and the ``commit`` a branch
+        or tag resolved to), a local folder also by its
         weights' fingerprint (weights replaced under the same path are another model) and its
         tokenizer's, chat template's and config's (``files_fingerprint``), and the dtype the
         weights run in. A local folder's path is resolved (`recorded_source`)."""

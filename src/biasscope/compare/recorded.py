@@ -33,6 +33,7 @@ PARAMS = {"temperature": "temperature", "max_tokens": "max tokens", "seed": "sam
 IDENTITY = {"backend": "backend", "base_url": "server", "revision": "model revision",
             "fingerprint": "model weights (fingerprint)",
             "files_fingerprint": "tokenizer, chat template and config files (fingerprint)",
+            "commit": "hub commit",
             "gguf_file": "GGUF file",
             "gguf_sha256": "GGUF file (SHA-256)", "gguf_quantization": "quantisation",
             "method": "option scoring from the server"}
@@ -44,7 +45,8 @@ VERSIONS = ("biasscope", "torch", "transformers", "tokenizers")
 #: A sweep checkpoint's identity (run.json ``checkpoints``) in words, where both runs hold a
 #: checkpoint of the same label; more than `MANY` such checkpoints are one sentence.
 CHECKPOINT_KEYS = {"revision": "revision", "fingerprint": "weights (fingerprint)",
-                   "files_fingerprint": IDENTITY["files_fingerprint"]}
+                   "files_fingerprint": IDENTITY["files_fingerprint"],
+                   "commit": IDENTITY["commit"]}
 MANY = 3
 
 #: A probe's recorded config in words (others by their key); ``probe`` is its name, and its

@@ -198,8 +198,9 @@ def refuse_renamed(where: str | Path, before: Any, now: Mapping[str, Any], noun:
 
 #: What a model's identity (or the responder around it) gained after runs were recorded
 #: without it: a local folder's weights' fingerprint, a local model's dtype, whether it has
-#: a chat template, the fingerprint of a local folder's tokenizer, template and config files.
-GAINED = ("fingerprint", "dtype", "chat_template", "files_fingerprint")
+#: a chat template, the fingerprint of a local folder's tokenizer, template and config files,
+#: the commit a hub id's branch resolved to.
+GAINED = ("fingerprint", "dtype", "chat_template", "files_fingerprint", "commit")
 
 
 def gain_identity(before: Any, now: Any) -> Any:

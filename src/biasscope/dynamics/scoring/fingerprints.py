@@ -20,8 +20,11 @@ Hashing gigabytes takes a while, so none of it waits where it need not:
   (``runfile.admit``): a checkpoint new to the run is hashed while it loads and is scored, not
   before the sweep starts.
 
-Hub checkpoints (pinned by revision) and weights scored in memory have none; a GGUF file has
-no ``files_fingerprint`` (its SHA-256 covers the tokenizer and template inside it).
+Hub checkpoints and weights scored in memory have none; a GGUF file has no
+``files_fingerprint`` (its SHA-256 covers the tokenizer and template inside it). A hub
+checkpoint whose revision is not a commit (``main``, a branch, a tag) records instead the
+``commit`` it loaded (``backends.fingerprints.hub_commit``, read from huggingface_hub's cache
+once it has loaded: before, the cache may still name the commit a branch pointed at last time).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from biasscope.backends.fingerprints import (
     answer_files,
     combined,
     folder_fingerprint,
+    hub_commit,
+    shared,
     start_fingerprint,
     weight_files,
 )
@@ -125,16 +130,31 @@ class Fingerprints:
             return ckpt
         return replace(ckpt, fingerprint=value, files_fingerprint=files)
 
+    @staticmethod
+    def movable(ckpt: Checkpoint) -> bool:
+        """Whether the checkpoint is a hub id whose revision may move (not a commit): its
+        ``commit`` is known only once it has loaded (`loaded`)."""
+        return (ckpt.source != IN_MEMORY and provenance(ckpt.source) is None
+                and hub_commit(ckpt.source, ckpt.revision) is not None)
+
+    def loaded(self, ckpt: Checkpoint) -> Checkpoint:
+        """`filled`, with the commit a hub checkpoint loaded: call it once it has loaded."""
+        ckpt = self.filled(ckpt)
+        commit = hub_commit(ckpt.source, ckpt.revision) if ckpt.source != IN_MEMORY else None
+        return replace(ckpt, commit=commit) if commit and commit != ckpt.commit else ckpt
+
     def close(self) -> None:
         self.digests.close()
 
 
 @contextlib.contextmanager
 def fingerprints() -> Iterator[Fingerprints]:
-    """Fingerprints over the cache, saved (and background hashing abandoned) at the end."""
+    """Fingerprints over the cache, saved (and background hashing abandoned) at the end; its
+    digests are the ones the loader's tokenizer key uses meanwhile (``fingerprints.shared``)."""
     prints = Fingerprints()
     try:
-        yield prints
+        with shared(prints.digests):
+            yield prints
     finally:
         prints.close()
 

@@ -44,8 +44,11 @@ RUN_SCHEMA = "biasscope.run/1"
 # recorded must stay the same. A data file not recorded before (another probe's, or a run
 # from before data files were recorded) is added.
 _GROW = {"probes": "probe", "data": "data file"}
-#: A checkpoint's ``files_fingerprint`` in words (``compare.recorded.IDENTITY``'s).
+#: A checkpoint's ``files_fingerprint`` and ``commit`` in words (``compare.recorded``'s).
 _FILES = "tokenizer, chat template and config files"
+_COMMIT = "hub commit"
+#: What the refusal of a changed checkpoint says ``--rescore-changed`` redoes its units with.
+_NEW = {"weights": "weights", _FILES: "files", _COMMIT: "commit"}
 
 
 def _now() -> str:
@@ -104,11 +107,12 @@ def _write_merged(store: RunStore, settings: dict[str, Any], config: SweepConfig
 
 def admit(store: RunStore, probes: Sequence[Probe], config: SweepConfig, ckpt: Checkpoint
           ) -> Checkpoint:
-    """Record the fingerprints of a checkpoint that `init_run` listed without them, before any
-    unit of it is written, with the checks `init_run` makes: the same weights as another step
-    of its model are refused (and its entry taken out again), weights or files other than those
-    the run recorded for it meanwhile are refused or, with ``rescore_changed``, redone."""
-    if not (ckpt.fingerprint or ckpt.files_fingerprint):
+    """Record the fingerprints of a checkpoint that `init_run` listed without them (or the
+    commit a hub checkpoint loaded), before any unit of it is written, with the checks
+    `init_run` makes: the same weights and files as another step of its model are refused (and
+    its entry taken out again), weights, files or a commit other than those the run recorded
+    for it are refused or, with ``rescore_changed``, redone."""
+    if not (ckpt.fingerprint or ckpt.files_fingerprint or ckpt.commit):
         return ckpt
     try:
         _write_merged(store, _settings(probes, config), replace(config, checkpoints=[ckpt]))
@@ -207,10 +211,12 @@ def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence
              units: tuple[list[str], list[int]], rescore: bool) -> list[dict[str, Any]]:
     """run.json's entries with the fingerprints (weights' and files') of ``checkpoints``:
     recorded where the run had none (a run from before them: unknown, so trusted); a
-    checkpoint whose weights or files changed since it was scored is refused, or with
+    checkpoint whose weights or files changed since it was scored (a hub one: whose revision
+    now resolves to another commit) is refused, or with
     ``rescore`` its units (``units``: the run's probes and seeds) are set aside to be redone
     and its entry becomes the new one."""
-    now = {c.identity: c for c in checkpoints if c.fingerprint or c.files_fingerprint}
+    now = {c.identity: c for c in checkpoints
+           if c.fingerprint or c.files_fingerprint or c.commit}
     out = []
     for entry in known:
         ckpt = now.get(str(entry.get("identity")))
@@ -218,7 +224,8 @@ def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence
             out.append(entry)
             continue
         pairs = {"weights": (recorded(entry), ckpt.fingerprint),
-                 _FILES: (entry.get("files_fingerprint"), ckpt.files_fingerprint)}
+                 _FILES: (entry.get("files_fingerprint"), ckpt.files_fingerprint),
+                 _COMMIT: (entry.get("commit"), ckpt.commit)}
         changed = {k: (a, b) for k, (a, b) in pairs.items() if a and b and a != b}
         if not changed and not any(b and not a for a, b in pairs.values()):
             out.append(entry)
@@ -230,7 +237,7 @@ def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence
                 raise BiasscopeError(
                     f"checkpoint {ckpt.identity} changed since {store.root} scored it ({said}): "
                     "use another --out, or pass --rescore-changed to redo its units with the "
-                    f"new {'weights' if 'weights' in changed else 'files'}")
+                    f"new {_NEW[next(iter(changed))]}")
             probes, seeds = units
             for probe in probes:
                 for seed in seeds:

@@ -96,9 +96,10 @@ def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
     scorers, prints = source
 
     def admit(ckpt: Checkpoint) -> None:
-        """A checkpoint listed without its fingerprints gets them before its first unit."""
-        if not prints.known(ckpt):
-            runfile.admit(store, probes, config, prints.filled(ckpt))
+        """A checkpoint listed without its fingerprints gets them before its first unit; a hub
+        checkpoint whose revision may move, the commit it loaded."""
+        if not prints.known(ckpt) or prints.movable(ckpt):
+            runfile.admit(store, probes, config, prints.loaded(ckpt))
 
     console = Console(stderr=True)
     live = not quiet and console.is_terminal

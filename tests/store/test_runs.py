@@ -137,6 +137,21 @@ def test_changed_settings_are_refused(checkpoint_dirs, winobias_dir, tmp_path, c
     assert len(list((out / "records").glob("*.parquet"))) == 9  # nothing lost
 
 
+def test_a_first_call_that_scores_nothing_leaves_no_run_json(checkpoint_dirs, tmp_path,
+                                                             capsys):
+    """The error asks for --first-token; the rerun with it was refused for the run.json of a
+    run of nothing ("made with a different 'first_token'")."""
+    from winogender_fixture import write_winogender
+
+    data, out = write_winogender(tmp_path / "data"), tmp_path / "run"
+    args = dynamics_args(checkpoint_dirs, data, out, "--probe", "winogender", "--seeds", "0")
+    assert main(args) == 2
+    assert "pass --first-token" in capsys.readouterr().err
+    assert not (out / "run.json").exists()
+    assert main([*args, "--first-token"]) == 0, capsys.readouterr().err
+    assert json.loads((out / "run.json").read_text())["settings"]["first_token"] is True
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "biasscope", *args], capture_output=True,
                           text=True, timeout=300)

@@ -31,6 +31,7 @@ from biasscope.dynamics.summary.write import reanalyse as reanalyse  # `biasscop
 from biasscope.probes import load_probe
 from biasscope.probes.specs import load_probes
 from biasscope.store.directory import RunStore
+from biasscope.store.run_json import unsettled
 
 
 @dataclass(frozen=True)
@@ -65,10 +66,14 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
             probes.append(load_probe(name, data_dir=config.data_dir,
                                      **({"text": text} if text else {})))
     data = {name: file_sha256(path) for name, path in sorted(read.items())}
-    import_performance(config.performance, store, checkpoints)
-    run_dynamics(probes, checkpoints, store, seeds=config.seeds, scoring=config.scoring,
-                 limit=config.limit, quiet=config.quiet, executor=executor, data=data,
-                 rescore_changed=config.rescore_changed)
+    # A first call stopped before its first unit (an option of many tokens, a checkpoint that
+    # does not load) takes its run.json away again: the rerun its error asks for (with
+    # --first-token) is not refused for settings a run of nothing recorded.
+    with unsettled(store, lambda: bool(store.unit_files())):
+        import_performance(config.performance, store, checkpoints)
+        run_dynamics(probes, checkpoints, store, seeds=config.seeds, scoring=config.scoring,
+                     limit=config.limit, quiet=config.quiet, executor=executor, data=data,
+                     rescore_changed=config.rescore_changed)
     report = reporting.write_dynamics_report(store, options=analysis, data_dir=config.data_dir)
     store.publish(report)
     return DynamicsResult(store, report)

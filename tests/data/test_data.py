@@ -161,6 +161,8 @@ def test_a_data_dir_from_the_environment_is_named_as_such(cache, monkeypatch, ca
     unset the variable, not to drop a --data-dir the user never gave."""
     from biasscope.cli.main import main
 
+    (cache.parent / "mine").mkdir()
+    (cache.parent / "other").mkdir()
     monkeypatch.setenv("BIASSCOPE_DATA_DIR", str(cache.parent / "mine"))
     assert main(["items", "--probe", "winobias-gender", "--out", str(cache / "x.jsonl")]) == 2
     err = capsys.readouterr().err.strip()
@@ -203,3 +205,34 @@ def test_data_fetch_names_every_file_that_is_not_ready(cache, monkeypatch, capsy
     assert err.startswith("biasscope: error: 2 of 3 winogender files are not ready: missing data "
                           f"file {mine / 'winogender' / 'occupations-stats.tsv'}: download ")
     assert f"; missing data file {mine / 'winogender' / 'all_sentences.tsv'}: download " in err
+
+
+def test_a_data_dir_that_is_no_folder_of_sources_is_said_once(cache, monkeypatch, capsys,
+                                                              tmp_path):
+    """``--data-dir ""`` (an unset $VARIABLE) read the cache; a file, a missing folder or one
+    source's own folder gave one "missing data file" per file, under paths that cannot be."""
+    from biasscope.cli.main import main
+
+    monkeypatch.setenv("BIASSCOPE_OFFLINE", "1")
+    (tmp_path / "file.txt").write_text("x\n")
+    (tmp_path / "winogender").mkdir()
+    for name in ("occupations-stats.tsv", "all_sentences.tsv", "templates.tsv"):
+        (tmp_path / "winogender" / name).write_text("x\n")
+    said = {"": "--data-dir is empty: give the folder holding <source>/<file>",
+            str(tmp_path / "file.txt"): f"--data-dir {tmp_path / 'file.txt'} is a file, not a "
+                                        "folder",
+            str(tmp_path / "none"): f"--data-dir {tmp_path / 'none'} does not exist",
+            str(tmp_path / "winogender"): f"--data-dir {tmp_path / 'winogender'} holds "
+                                          "winogender's files itself, not winogender/<file>: "
+                                          f"give its parent folder {tmp_path} instead"}
+    for given, start in said.items():
+        for command in (["data", "fetch", "winogender"],
+                        ["items", "--probe", "winogender", "--out", str(tmp_path / "i.jsonl")]):
+            assert main([*command, "--data-dir", given]) == 2
+            err = capsys.readouterr().err.strip()
+            assert err.startswith(f"biasscope: error: {start}"), err
+            assert len(err.splitlines()) == 1 and err.count("--data-dir") == 1, err
+    assert not (tmp_path / "i.jsonl").exists()
+    monkeypatch.setenv("BIASSCOPE_DATA_DIR", str(tmp_path / "none"))
+    assert main(["data", "fetch", "winogender"]) == 2
+    assert capsys.readouterr().err.strip().endswith("or unset it")

@@ -165,6 +165,7 @@ def test_user_errors_are_one_line_without_traceback(tmp_path, winobias_dir, chec
     broken = bad / "winobias" / "pro_stereotyped_type2.txt.test"
     broken.write_text(broken.read_text() + "7 The nurse waved at the driver.\n")
     glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
+    (tmp_path / "empty").mkdir()
     cases = {
         "pro_stereotyped_type2.txt.test:7: expected": ["--checkpoint-glob", glob,
                                                        "--data-dir", str(bad)],

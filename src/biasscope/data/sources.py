@@ -144,10 +144,32 @@ DATA_DIR_HELP = ("local copy of the datasets (<data-dir>/<source>/...; default "
                  "$BIASSCOPE_DATA_DIR, else the cache)")
 
 
+#: What a data directory holds, for the messages that refuse one.
+_HOLDS = "the folder holding <source>/<file> (e.g. winobias/male_occupations.txt)"
+
+
+def _named(data_dir: object) -> str:
+    """What set the data directory, as a message names it."""
+    return option("data_dir") if data_dir is not None else "$BIASSCOPE_DATA_DIR"
+
+
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
-    """The local data directory: the argument, else ``$BIASSCOPE_DATA_DIR``, else None."""
-    chosen = data_dir if data_dir is not None else os.environ.get("BIASSCOPE_DATA_DIR")
-    return Path(chosen).expanduser() if chosen else None
+    """The local data directory: the argument, else ``$BIASSCOPE_DATA_DIR``, else None. An
+    empty argument, a file or a missing folder is refused in one line: ``''`` (an unset
+    ``$VARIABLE``) used to mean the cache, and a file one error per data file under it."""
+    given = data_dir is not None
+    chosen = data_dir if given else os.environ.get("BIASSCOPE_DATA_DIR")
+    named = _named(data_dir)
+    if given and not str(chosen).strip():
+        raise DataError(f"{named} is empty: give {_HOLDS}, or leave it out")
+    if not chosen:
+        return None
+    root = Path(chosen).expanduser()
+    if root.is_dir():
+        return root
+    what = "is a file, not a folder" if root.exists() else "does not exist"
+    drop = "leave it out" if given else "unset it"
+    raise DataError(f"{named} {chosen} {what}: give {_HOLDS}, or {drop}")
 
 
 def cache_dir() -> Path:
@@ -204,6 +226,7 @@ def _find(source: str, name: str, data_dir: str | os.PathLike[str] | None, downl
                 _verify_local(known, path)
             return path
         where = f"download {known.url}" if known else "add it"
+        _refuse_source_folder(local_root, _named(data_dir), source, name)
         # the user may never have given a --data-dir: name what set it
         drop = (f"drop {option('data_dir')}" if data_dir is not None
                 else "unset BIASSCOPE_DATA_DIR")
@@ -220,6 +243,14 @@ def _find(source: str, name: str, data_dir: str | os.PathLike[str] | None, downl
                         f"{option('data_dir')}")
     _download(known, path)
     return path
+
+
+def _refuse_source_folder(root: Path, named: str, source: str, *names: str) -> None:
+    """A data directory given as one source's own folder (``data/winobias`` for ``data``):
+    said as such, rather than as a file missing under ``data/winobias/winobias/``."""
+    if not (root / source).is_dir() and any((root / name).is_file() for name in names):
+        raise DataError(f"{named} {root} holds {source}'s files itself, not {source}/<file>: "
+                        f"give its parent folder {root.parent} instead")
 
 
 def own_data() -> bool:
@@ -301,6 +332,9 @@ def fetch(source: str, data_dir: str | os.PathLike[str] | None = None) -> list[P
     if not names:
         known = sorted({src for src, _ in SOURCES})
         raise DataError(f"unknown data source {source!r}; known: {', '.join(known)}")
+    root = resolve_data_dir(data_dir)  # an empty, missing or file one: said once, not per file
+    if root is not None:
+        _refuse_source_folder(root, _named(data_dir), source, *names)
     paths, failed = [], []
     for name in names:
         try:

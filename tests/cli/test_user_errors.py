@@ -95,6 +95,22 @@ def test_revisions_without_a_hub_model_are_refused(source, tmp_path, capsys, mon
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(("source", "message"), [
+    (["--model", ""], "--model is empty: give a hub id, a local model folder or a .gguf file"),
+    (["--checkpoint-glob", " "], "--checkpoint-glob is empty: give a glob of checkpoint folders"),
+    (["--checkpoint-glob", "=ck/checkpoint-*"], "--checkpoint-glob =ck/checkpoint-*: the name "
+                                               "before '=' is empty; write NAME=GLOB"),
+    (["--checkpoint-glob", "A="], "--checkpoint-glob A=: the glob after '=' is empty"),
+])
+def test_an_empty_model_or_glob_is_refused(source, message, tmp_path, capsys, monkeypatch):
+    """``--model ""`` (an unset $VARIABLE) read the folder ``.``, and ``=GLOB`` took the
+    folder's name as if no name were given."""
+    monkeypatch.chdir(tmp_path)
+    line = one_line(capsys, ["dynamics", *source, "--out", "run"])
+    assert line.startswith(f"biasscope: error: {message}"), line
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_models_file_that_is_not_utf8(tmp_path, capsys):
     models = tmp_path / "models.json"
     models.write_bytes(b'[{"model": "a"},\n\xff\xfe bad]')

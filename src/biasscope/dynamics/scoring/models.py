@@ -30,6 +30,20 @@ def local_model(spec: str, option: str) -> str:
     return spec
 
 
+def refuse_empty(flag: str, value: str) -> None:
+    """An empty ``--model`` or ``--checkpoint-glob`` (an unset ``$VARIABLE``), or a glob's empty
+    ``NAME=``: the folder ``.`` was read for it, or the default name taken for ``=GLOB``."""
+    takes = {"--model": "a hub id, a local model folder or a .gguf file"}.get(
+        flag, "a glob of checkpoint folders such as 'out/checkpoint-*'")
+    if not value.strip():
+        raise BiasscopeError(f"{flag} is empty: give {takes}")
+    name, source = named(value)
+    if flag == "--checkpoint-glob" and name is not None and not (name.strip() and source.strip()):
+        empty = "the name before '='" if not name.strip() else "the glob after '='"
+        raise BiasscopeError(f"{flag} {value}: {empty} is empty; write NAME=GLOB, or the glob "
+                             "alone for the folder's name")
+
+
 def list_checkpoints(models: Sequence[str], revisions: Sequence[str],
                      checkpoint_globs: Sequence[str], models_file: str | None
                      ) -> list[Checkpoint]:
@@ -41,6 +55,9 @@ def list_checkpoints(models: Sequence[str], revisions: Sequence[str],
         raise BiasscopeError("--revisions needs --model with a hub id (e.g. --model "
                              "EleutherAI/pythia-70m --revisions step1000,step143000); a "
                              "--models-file entry takes its own 'revisions'")
+    for flag, values in (("--model", models), ("--checkpoint-glob", checkpoint_globs)):
+        for value in values:
+            refuse_empty(flag, value)
     specs: list[dict[str, Any]] = [{"model": local_model(m, "--model"),
                                     "revisions": list(revisions)} for m in models]
     specs += [{"checkpoint_glob": g, "name": n} for n, g in map(named, checkpoint_globs)]

@@ -501,6 +501,27 @@ def test_generate_and_items_never_write_over_their_own_inputs(tmp_path, capsys):
     assert {p: p.read_bytes() for p in before} == before
 
 
+def test_items_replace_only_items(tmp_path, capsys):
+    """`items --out answers.jsonl` (a file of answers or prompts, given by mistake) replaced it
+    with items without a word; an earlier export of items, or an empty file, is replaced."""
+    data = write_winobias(tmp_path / "data")
+    args = ["items", "--probe", "winobias-gender", "--data-dir", str(data), "--limit", "1"]
+    kept = {"answers.jsonl": '{"id": 1, "prompt": "a", "answer": "b"}\n',
+            "notes.txt": "precious\n", "binary.jsonl": "\udcff"}
+    for name, text in kept.items():
+        (tmp_path / name).write_text(text, errors="surrogateescape")
+        line = one_line(capsys, [*args, "--out", str(tmp_path / name)])
+        assert line == (f"biasscope: error: items --out {tmp_path / name} is a file that holds "
+                        "no items (its first line is no item of `biasscope items`), which the "
+                        "items would replace: write them elsewhere, or delete it first")
+        assert (tmp_path / name).read_text(errors="surrogateescape") == text
+    (tmp_path / "empty.jsonl").write_text("")
+    for name in ("items.jsonl", "items.jsonl", "empty.jsonl"):  # the second: over the first
+        assert main([*args, "--out", str(tmp_path / name)]) == 0
+        assert json.loads((tmp_path / name).read_text().splitlines()[0])["probe"] == \
+            "winobias-gender"
+
+
 def test_generate_names_the_line_and_id_that_repeat(tmp_path, capsys):
     prompts = tmp_path / "in.jsonl"
     prompts.write_text('{"id": "2", "prompt": "a"}\n{"prompt": "b"}\n')  # line 2: id "2"

@@ -4,6 +4,7 @@ every item into the run directory, writes ``summary.json`` and renders the repor
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -249,4 +250,21 @@ def export(config: ItemsConfig) -> tuple[int, str]:
                 and len(target.relative_to(root.resolve()).parts) > 1:
             raise BiasscopeError(f"items --out {config.out} is a file of the data directory "
                                  f"{root}, which the items would replace: write them elsewhere")
+    if Path(config.out).is_file() and not _holds_items(Path(config.out)):
+        raise BiasscopeError(f"items --out {config.out} is a file that holds no items (its first "
+                             "line is no item of `biasscope items`), which the items would "
+                             "replace: write them elsewhere, or delete it first")
     return export_items(probes[0], config.out, seed=config.seed, limit=config.limit), probes[0].name
+
+
+def _holds_items(path: Path) -> bool:
+    """Whether ``path`` is empty or an earlier ``biasscope items`` export (its first line an
+    object with ``item_id`` and ``probe``): the only files ``items --out`` replaces, so a file
+    of answers or prompts given by mistake is not lost."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(1 << 20).strip()
+        line = json.loads(first) if first else {}
+    except (OSError, ValueError):  # not JSON, not UTF-8, unreadable
+        return False
+    return isinstance(line, dict) and (not first or {"item_id", "probe"} <= set(line))

@@ -18,6 +18,8 @@ from biasscope.generate.batch import generate_file
 from fakes import CannedGenerator, PromptEcho
 
 OLD = b'{"id": "old"}\n'
+#: An earlier export of `biasscope items`: the only file (beside an empty one) items replaces.
+ITEMS = b'{"item_id": "old", "probe": "professional-bias"}\n'
 
 
 def setup(tmp_path: Path) -> tuple[Path, Path]:
@@ -116,6 +118,8 @@ def test_a_nan_logprob_is_written_as_null(tmp_path):
 def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_path, capsys,
                                                                monkeypatch):
     prompts, out = setup(tmp_path)
+    old = OLD if command == "generate" else ITEMS  # what each may replace
+    out.write_bytes(old)
     args = {"generate": ["generate", "--model", "openai-compatible:http://127.0.0.1:9/v1#m",
                          "--input", str(prompts), "--no-cache"],
             "items": ["items", "--probe", "professional-bias"]}[command]
@@ -127,7 +131,7 @@ def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_pat
     assert main([*args, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no space left on device" in err, err
-    assert temp_files(out.parent) == [] and out.read_bytes() == OLD
+    assert temp_files(out.parent) == [] and out.read_bytes() == old
     monkeypatch.setattr(store_mod.os, "fsync", real)
     # A directory where the file should go: one line too, and nothing left behind.
     assert main([*args, "--out", str(out.parent)]) == 2

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.checkpoints import Checkpoint
-from biasscope.backends.fingerprints import in_use, start_fingerprint, tokenizer_files
 from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import PICKLE_WEIGHTS, loading
 from biasscope.core.config import POSITIVE_INT, check_settings, setting
@@ -150,7 +149,9 @@ def tokenizer_key(ckpt: Checkpoint) -> str:
     files (`tokenizer_files`: the checkpoints of one training run carry byte-identical copies,
     loaded once), from the hashes the sweep takes for its identity (`fingerprints.in_use`: no
     file read twice); a hub repo keeps one tokenizer across revisions."""
-    root = Path(ckpt.source).expanduser()
+    from biasscope.backends.fingerprints import in_use, start_fingerprint, tokenizer_files
+
+    root = Path(ckpt.source).expanduser()  # (imported here: numpy is no import of --help)
     if not root.is_dir():
         return f"hub:{ckpt.source}"
     if not tokenizer_files(root):

@@ -127,6 +127,13 @@ def test_every_probe_is_one_folder_with_one_registry_line(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_seeded_is_the_loaded_probes(name: str, data_dir: Path) -> None:
+    """A report reads from the registry which seeds a run asks of each probe (one unit, seed
+    0, of an unseeded one), without loading its data."""
+    assert PROBES[name].seeded == getattr(load_probe(name, data_dir=data_dir), "seeded", True)
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_detector(name: str, data_dir: Path) -> None:
     info, probe = PROBES[name], load_probe(name, data_dir=data_dir)
     if isinstance(info.detector, Absent):

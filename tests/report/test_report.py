@@ -16,6 +16,7 @@ import pytest
 import biasscope.dynamics.summary.write as reporting
 from biasscope.backends.base import ContinuationScore, NextTokenScore
 from biasscope.backends.checkpoints import Checkpoint
+from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.dynamics.analysis import performance
@@ -261,8 +262,44 @@ def test_missing_metrics_and_partial_runs(tmp_path: Path) -> None:
     assert absent(page).count("; ") == 4  # five figures
     assert page.count("Plotly.newPlot(") == 3 and page.count("window.PlotlyConfig") == 1
     assert "std over" not in page.split("</section>")[0]  # one seed: no spread to give
-    assert "Only 1 of the 2 checkpoints listed in run.json have records so far." in page
-    assert "no records yet" in page
+    assert "Unfinished: 1 of 2 checkpoints in run.json fully scored; no records yet for step " \
+           "10." in page
+
+
+def test_an_unfinished_run_says_what_it_lacks_and_what_rests_on_it(
+        tmp_path: Path, winobias: Probe, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: a sweep killed after two of its four checkpoints was reported as a run of two
+    ("2 checkpoints (steps 0 to 1000)"), its emergence drawn from them as if final. It says
+    which units run.json asks for that have none, first, and the curve's verdicts say they
+    rest on the scored checkpoints only."""
+    run = make_run(tmp_path / "run", winobias, pythia(steps=(0, 1000, 2000)))
+    init_run(RunStore(run), [winobias], SweepConfig(pythia(steps=(0, 1000, 2000, 3000)), run,
+                                                    [0, 1]))
+    store = RunStore(run)
+    killed = store.unit_path(Unit("EleutherAI/pythia-70m", "step2000", winobias.name, 1, 2000))
+    killed.unlink()  # as kill -9 leaves it: no file, no checksum
+    store.checksum_path(Unit("EleutherAI/pythia-70m", "step2000", winobias.name, 1,
+                             2000)).unlink()
+    page = write_dynamics_report(run).read_text(encoding="utf-8")
+    said = ("Unfinished: 2 of 4 checkpoints in run.json fully scored; no records yet for step "
+            "3000; step 2000 (seed 1). The findings rest on the scored checkpoints only. Run "
+            "the same `biasscope dynamics` command again with --out run to finish it.")
+    headline = page.split("</section>")[0]
+    assert escape(said, quote=False) in headline
+    assert headline.index("Unfinished") < headline.index("3 checkpoints (steps 0 to 2000)")
+    summary = json.loads(store.summary_json.read_text())
+    assert summary["unfinished"]["sentence"] == said
+    assert [(m["step"], m["seeds"]) for m in summary["unfinished"]["missing"]] == [
+        (2000, [1]), (3000, [0, 1])]
+    model = summary["analysis"]["models"]["EleutherAI/pythia-70m"]
+    assert model["unscored"] == ["step 2000", "step 3000"]
+    rests = ("This rests on the scored checkpoints only: the run is unfinished (steps 2000, "
+             "3000 not yet scored).")
+    verdicts = [s for s in summary["analysis"]["sentences"] if s.endswith(rests)]
+    assert any("JSD-P gap is" in s for s in verdicts)
+    assert any("sharpest change" in s for s in verdicts)
+    assert main(["report", str(run)]) == 0  # and `biasscope report` says it on stderr
+    assert f"warning: {said.replace('--out run', f'--out {run}')}" in capsys.readouterr().err
 
 
 def test_summary_json_follows_the_records(tmp_path: Path, winobias: Probe) -> None:

@@ -97,10 +97,13 @@ def dynamics_report(root: Path, winobias_dir: Path, snapshot: bool = False) -> P
     step each, with the occupation statistics (its bars, pro/anti, occupations and BLS
     figures)."""
     probe = HostileProbe(load_probe("winobias-gender", data_dir=winobias_dir))
-    ckpts = [Checkpoint(PAYLOADS[m], "/models/x", f"{PAYLOADS[2]}rev{s}", s)
+    # Named as the user names them (NAME=...), so run.json lists the checkpoints the units are
+    # of: a run whose run.json asked for others would be reported unfinished.
+    ckpts = [Checkpoint(PAYLOADS[m], f"/models/x{m}", f"{PAYLOADS[2]}rev{s}", s, named=True)
              for m in (0, 1) for s in (0, 1000, 2000)]
     if snapshot:
-        ckpts = [Checkpoint(PAYLOADS[i], "/models/x", f"{PAYLOADS[2]}rev5", 5) for i in (0, 1)]
+        ckpts = [Checkpoint(PAYLOADS[i], f"/models/x{i}", f"{PAYLOADS[2]}rev5", 5, named=True)
+                 for i in (0, 1)]
     store = RunStore(root)
     init_run(store, [probe], SweepConfig(ckpts, root, [0, 1],
                                          comparable={"dtype": "auto", "first_token": False}))

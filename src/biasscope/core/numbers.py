@@ -24,6 +24,11 @@ MAX_DECIMALS = 10
 P_FLOOR = 1e-4
 
 
+def plural(n: int, word: str) -> str:
+    """``1 checkpoint``, ``2 checkpoints``: a count with its noun."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def plain(value: Any) -> Any:
     """A number as JSON holds it: numpy scalars as Python ones, NaN and infinities as None."""
     if isinstance(value, (float, np.floating)):

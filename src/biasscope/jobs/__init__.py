@@ -47,12 +47,15 @@ class Job:
 
 def _dynamics(store: RunStore, out: Path | None, analysis: Mapping[str, Any] | None,
               data_dir: str | None) -> Path:
+    from biasscope.dynamics.summary import unfinished
     from biasscope.dynamics.summary.write import reanalyse
     from biasscope.report.html import missing_sentence
 
     page = reanalyse(store, out, analysis, data_dir)
     if missing := store.missing_units():
         print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
+    if section := unfinished.unscored(store, store.read_json("run.json")):
+        print(f"warning: {unfinished.sentence(section, store.root)}", file=sys.stderr)
     return page
 
 

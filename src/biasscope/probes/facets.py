@@ -297,6 +297,9 @@ class ProbeInfo:
     performance: Performance | Absent
     #: The keyword of ``load`` that a selection (``--probe NAME:A,B``) fills, if it takes one.
     selection: str | None = None
+    #: Whether its items depend on the seed (its loaded probe's ``seeded``): a sweep scores an
+    #: unseeded probe once per checkpoint, as seed 0, so a run asks for that one unit.
+    seeded: bool = True
 
     def __post_init__(self) -> None:
         if unknown := [r for r in self.requests if r not in REQUEST_KINDS]:

@@ -14,6 +14,7 @@ from html import escape
 from typing import Any
 
 from biasscope.core.numbers import ci_decimals, finite, spread, with_ci
+from biasscope.core.numbers import plural as plural  # where the report's modules look for it
 from biasscope.report.plotting import Json, View, by_model
 
 
@@ -32,10 +33,6 @@ def where(ckpt: Json) -> str:
     if ckpt.get("step") is not None:
         return f"step {ckpt['step']}"
     return f"revision {escape(str(ckpt.get('revision') or 'main'))}"
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _span(values: Sequence[Any], word: str) -> str:
@@ -126,11 +123,6 @@ def words(run: Json, checkpoints: Sequence[Json], view: View, notes: Sequence[st
     if any("jsdp_gap" in c["mean"] for c in checkpoints) and out.headline:
         out.headline[-1] += " " + SIGN
     out.findings = [escape(s) for s in rest] + performance_sentences(view) + list(notes)
-    listed = len(run.get("checkpoints", []))
-    have = len({(c["model"], c.get("revision"), c.get("step")) for c in checkpoints})
-    if listed > have:
-        out.findings.append(f"Only {have} of the {listed} checkpoints listed in run.json "
-                            "have records so far.")
     if view.models():
         out.method.append(method_sentence(view))
     out.method.append("Lines are means over seeds; the shaded band is ± one standard deviation "

@@ -83,6 +83,9 @@ def render_dynamics_report(store: RunStore, summary: Json, target: Path) -> Path
     if summary.get("missing_units"):
         text = escape(missing_sentence(summary["missing_units"], Path(store.root.name)))
         said.headline.insert(0, f'<span class="missing">{text}</span>')
+    if isinstance(unfinished := summary.get("unfinished"), Mapping) and unfinished.get(
+            "sentence"):  # first: every sentence below rests on the scored units only
+        said.headline.insert(0, f'<span class="missing">{escape(unfinished["sentence"])}</span>')
     page = render_page(store.root, run, checkpoints, said, panels, analysis)
     write_bytes(target, page.encode("utf-8"))
     return target

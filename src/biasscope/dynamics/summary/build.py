@@ -25,10 +25,12 @@ from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
 from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.analysis.emergence import sharpest_of
 from biasscope.dynamics.scoring.units import summarise, unit_summary
+from biasscope.dynamics.summary import unfinished
 from biasscope.dynamics.summary.model import ModelInputs, analyse_model
 from biasscope.dynamics.summary.probes import analyse_probes
 from biasscope.dynamics.summary.reading import SNAPSHOT_STEP, RunParts, read_run
 from biasscope.probes.winobias import GENDERS
+from biasscope.probes.winobias import NAME as PROBE
 from biasscope.store.directory import RunStore
 
 
@@ -107,7 +109,8 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
              for value, rows in parts.rows.items()},
             sharpest_of(parts.items, confidence=options.confidence,
                         n_resamples=options.n_resamples),
-            parts.ci, parts.breakdown, model in run.snapshots, parts.history, parts.items)
+            parts.ci, parts.breakdown, model in run.snapshots, parts.history, parts.items,
+            unfinished.curve_checkpoints(summary.get("unfinished"), model, PROBE))
         analysed = analyse_model(model, inputs, summary, perf.get(model), options)
         out["models"][model] = analysed
         out["sentences"] += analysed["sentences"]
@@ -198,6 +201,10 @@ def full_summary(store: RunStore, options: AnalysisConfig | None = None,
     summary = summarise(units)
     if missing := store.missing_units():  # left out: said in summary.json and the report
         summary["missing_units"] = missing
+    if store.run_json.is_file() and (
+            section := unfinished.unscored(store, store.read_json("run.json"))):
+        summary["unfinished"] = {**section, "sentence": unfinished.sentence(
+            section, store.root.name)}
     for checkpoint in summary["checkpoints"]:  # their step is the analysis position only
         if checkpoint["model"] in run.snapshots and checkpoint["step"] == SNAPSHOT_STEP:
             checkpoint["snapshot"] = True

@@ -26,6 +26,7 @@ from biasscope.dynamics.analysis.emergence import (
     trend_change,
 )
 from biasscope.dynamics.analysis.stopping import stop_test
+from biasscope.dynamics.summary.unfinished import named
 from biasscope.probes.winobias import NAME as PROBE
 
 
@@ -44,6 +45,9 @@ class ModelInputs:
     #: per step, per-prompt jsdp_correct with wordings averaged (the gap's items); empty:
     #: ``history``'s, when it has no wordings
     items: dict[int, pd.DataFrame] = field(default_factory=dict)
+    #: its checkpoints with training steps that run.json asks for and that have no records
+    #: (or not of every seed) yet, as the report names them (``step 30``): an unfinished run
+    unscored: tuple[str, ...] = ()
 
 
 def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
@@ -52,12 +56,13 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
     tests = inputs.tests
     steps = [int(s) for s in tests["jsdp_correct"]["step"].dropna()]
     emergence, sentences = _emergence(model, inputs, steps, options)
+    sentences[0] = _on_scored(sentences[0], inputs.unscored)
     sharpest, said = _sharpest(model, inputs.change, options)
-    sentences += said
+    sentences += [_on_scored(s, inputs.unscored) for s in said]
     trend_steps, curve = gap_series(tests["jsdp_correct"])
     trend, said = trend_change(model, trend_steps, curve, options.alpha, options.confidence,
                                options.n_resamples, _items(inputs, trend_steps))
-    sentences += said if len(steps) > 1 else []
+    sentences += [_on_scored(s, inputs.unscored) for s in said] if len(steps) > 1 else []
     sentences += _breakdown_sentences(model, inputs.breakdown, options)
     across, said = wordings.lead(model, inputs.breakdown, inputs.snapshot, options)
     sentences[:0] = said  # across wordings (--wordings): the verdicts lead
@@ -73,14 +78,27 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
         result["emergence_across_wordings"] = across
     gaps = {c["step"]: c["mean"].get("jsdp_gap") for c in summary["checkpoints"]
             if c["model"] == model and c["probe"] == PROBE and c["step"] is not None}
+    if inputs.unscored:
+        result["unscored"] = list(inputs.unscored)
     if perf is not None:
-        result.update(_recommend(model, steps, gaps, perf, options, sentences, inputs.history))
+        said = []
+        result.update(_recommend(model, steps, gaps, perf, options, said, inputs.history))
+        sentences += [_on_scored(s, inputs.unscored) for s in said]
         if result["recommendation"]:
             result["tradeoff"], said = tradeoff.of_model(model, result, gaps, perf,
                                                          inputs.history, summary, options)
             sentences += said
     result["sentences"] = sentences
     return result
+
+
+def _on_scored(sentence: str, unscored: tuple[str, ...]) -> str:
+    """A verdict over the whole curve (where the gap emerges, changes most, where to stop),
+    saying that it rests on the scored checkpoints only where ``unscored`` are not."""
+    if not unscored:
+        return sentence
+    return (f"{sentence} This rests on the scored checkpoints only: the run is unfinished "
+            f"({named(unscored)} not yet scored).")
 
 
 def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: AnalysisConfig

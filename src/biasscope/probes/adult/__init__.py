@@ -54,6 +54,7 @@ PROBE = ProbeInfo(
     compare=COMPARE,
     across_wordings=ACROSS_WORDINGS,
     performance=Absent("it measures bias, not performance"),
+    seeded=False,
 )
 
 __all__ = ["BASE_RATES", "CONTINUATIONS", "DATA", "DEFAULT_TEMPLATE", "DETECTOR", "METRICS",

@@ -50,6 +50,7 @@ PROBE = ProbeInfo(
     across_wordings=ACROSS_WORDINGS,
     performance=Absent("it measures bias, not performance"),
     selection="categories",
+    seeded=False,
 )
 
 __all__ = ["ANSWERS", "CATEGORIES", "DATA", "DEFAULT_TEMPLATE", "DETECTOR", "FIELDS", "METRICS",

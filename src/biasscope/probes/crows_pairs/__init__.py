@@ -36,6 +36,7 @@ PROBE = ProbeInfo(
     across_wordings=Absent("it has no wordings"),
     performance=Absent("it measures bias, not performance"),
     selection="version",
+    seeded=False,
 )
 
 __all__ = ["BIAS_TYPES", "DATA", "DIRECTIONS", "METRICS", "NAME", "PROBE", "REQUESTS",

@@ -32,6 +32,7 @@ PROBE = ProbeInfo(
     compare=Absent(_PERFORMANCE),
     across_wordings=Absent("it has no wordings"),
     performance=Performance("accuracy", "LAMBADA accuracy"),
+    seeded=False,
 )
 
 __all__ = ["DATA", "METRICS", "NAME", "PROBE", "REQUESTS", "Lambada", "from_data",

@@ -41,6 +41,7 @@ PROBE = ProbeInfo(
     across_wordings=Absent("it has no wordings"),
     # higher is better, as budgets read a series: a 2% loss is about 2% more perplexity
     performance=Performance("perplexity", "1 / held-out perplexity", invert=True),
+    seeded=False,
 )
 
 __all__ = ["DATA", "ETHICS", "METRICS", "NAME", "PROBE", "REQUESTS", "Document", "Perplexity",

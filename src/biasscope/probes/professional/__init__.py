@@ -46,6 +46,7 @@ PROBE = ProbeInfo(
     compare=COMPARE,
     across_wordings=ACROSS_WORDINGS,
     performance=Absent("it measures bias, not performance"),
+    seeded=False,
 )
 
 __all__ = ["DATA", "DEFAULT_TEMPLATE", "DETECTOR", "METRICS", "NAME", "ORDERS", "OUTCOMES",

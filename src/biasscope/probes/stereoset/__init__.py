@@ -35,6 +35,7 @@ PROBE = ProbeInfo(
                    "that a comparison could pair"),
     across_wordings=Absent("it has no wordings"),
     performance=Absent("it measures bias, not performance"),
+    seeded=False,
 )
 
 __all__ = ["DATA", "DOMAINS", "LABELS", "METRICS", "NAME", "PROBE", "REQUESTS", "Example",

@@ -152,6 +152,23 @@ def test_a_first_call_that_scores_nothing_leaves_no_run_json(checkpoint_dirs, tm
     assert json.loads((out / "run.json").read_text())["settings"]["first_token"] is True
 
 
+def test_a_rerun_that_scores_nothing_leaves_run_json_as_it_was(checkpoint_dirs, tmp_path,
+                                                              capsys):
+    """Before: only a first call was put back; a rerun adding a probe that failed before its
+    first unit left the probe in run.json, with its data files' hashes and no units."""
+    from winobias_fixture import write_winobias
+    from winogender_fixture import write_winogender
+
+    data, out = write_winogender(write_winobias(tmp_path / "data")), tmp_path / "run"
+    args = dynamics_args(checkpoint_dirs, data, out, "--seeds", "0")
+    assert main(args) == 0
+    before = (out / "run.json").read_bytes()
+    assert main([*args, "--probe", "winobias-gender,winogender"]) == 2
+    assert "pass --first-token" in capsys.readouterr().err
+    assert (out / "run.json").read_bytes() == before
+    assert main(args) == 0, capsys.readouterr().err  # the run resumes as it was
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "biasscope", *args], capture_output=True,
                           text=True, timeout=300)

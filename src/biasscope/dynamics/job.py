@@ -66,10 +66,12 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
             probes.append(load_probe(name, data_dir=config.data_dir,
                                      **({"text": text} if text else {})))
     data = {name: file_sha256(path) for name, path in sorted(read.items())}
-    # A first call stopped before its first unit (an option of many tokens, a checkpoint that
-    # does not load) takes its run.json away again: the rerun its error asks for (with
-    # --first-token) is not refused for settings a run of nothing recorded.
-    with unsettled(store, lambda: bool(store.unit_files())):
+    # A call stopped before its first unit (an option of many tokens, a checkpoint that does
+    # not load) leaves run.json as it found it (none, for a first call): the rerun its error
+    # asks for (with --first-token) is not refused for settings a run of nothing recorded,
+    # and a probe or checkpoint it added is not listed without results.
+    before = set(store.unit_files())
+    with unsettled(store, lambda: bool(set(store.unit_files()) - before), rerun=True):
         import_performance(config.performance, store, checkpoints)
         run_dynamics(probes, checkpoints, store, seeds=config.seeds, scoring=config.scoring,
                      limit=config.limit, quiet=config.quiet, executor=executor, data=data,

@@ -20,7 +20,7 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.imports import installed_version
 from biasscope.store.directory import RunStore
-from biasscope.store.files import write_json
+from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock
 
 RUN_JSON = "run.json"
@@ -142,16 +142,28 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
 
 
 @contextmanager
-def unsettled(store: RunStore, holds: Callable[[], bool]) -> Iterator[None]:
+def unsettled(store: RunStore, holds: Callable[[], bool], *, rerun: bool = False
+              ) -> Iterator[None]:
     """A run.json this call wrote, taken away again when the call stops (a one-line error, an
     interrupt) before the run ``holds`` anything: the rerun with the mistake put right (the
-    server's URL, the model's path) is not refused for settings a run of nothing recorded."""
-    fresh = store.remote is None and not store.run_json.is_file()
+    server's URL, the model's path) is not refused for settings a run of nothing recorded.
+
+    ``rerun``: a call into an existing run gets its run.json back as it was before the call
+    when it stops before ``holds`` anything new (``holds``: whether anything was added since
+    the call began), so a probe or checkpoint it added, with its data files' hashes, does not
+    stay listed without results. What earlier calls wrote is that very content, kept."""
+    local = store.remote is None
+    fresh = local and not store.run_json.is_file()
+    before = store.run_json.read_bytes() if local and rerun and not fresh else None
     try:
         yield
     except (BiasscopeError, KeyboardInterrupt):
-        if fresh and not holds():
-            store.run_json.unlink(missing_ok=True)
+        if not holds():
+            if fresh:
+                store.run_json.unlink(missing_ok=True)
+            elif before is not None:
+                with run_lock(store):
+                    write_bytes(store.run_json, before)
         raise
 
 

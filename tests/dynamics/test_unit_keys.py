@@ -207,7 +207,7 @@ def test_a_rerun_with_other_limit_or_data_is_refused(checkpoint_dirs, winobias_d
     code = run(out, data, *glob, *extra)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
-    wanted = {"limit": "'limit' (6 then, 4 now)",
+    wanted = {"limit": "made with --limit 6, and this call gives --limit 4",
               "data": "data file 'winobias/pro_stereotyped_type2.txt.test'",
               "emptied": "pro_stereotyped_type2.txt.test: no sentences found"}[change]
     # an emptied file is refused as it is read, before the settings are compared
@@ -222,7 +222,23 @@ def test_a_run_from_before_limits_were_settings_checks_its_limit(
     assert run(out, winobias_dir, *glob) == 0
     make_legacy(out)
     assert run(out, winobias_dir, *glob, "--limit", "5") == 2
-    assert "'limit' (6 then, 5 now)" in capsys.readouterr().err
+    assert "made with --limit 6, and this call gives --limit 5" in capsys.readouterr().err
+
+
+def test_a_limit_added_to_an_unlimited_run_is_refused_naming_the_flag(
+        checkpoint_dirs, winobias_dir, tmp_path, capsys):
+    """Before: "different settings of probe 'winobias-gender' (limit_sample: not recorded
+    then, … now; and 1 more)", naming a key the user never wrote."""
+    args = ["dynamics", "--data-dir", str(winobias_dir), "--out", str(tmp_path / "run"),
+            "--seeds", "0", "--quiet", "--device", "cpu", "--checkpoint-glob",
+            str(checkpoint_dirs[0].parent / "checkpoint-1*")]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main([*args, "--limit", "4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"biasscope: error: {tmp_path / 'run' / 'run.json'} was made without "
+                   "--limit, and this call gives --limit 4: its records are of those items, so "
+                   "give no --limit again, or use another --out"]
 
 
 # --- swapped unit files ----------------------------------------------------------------------

@@ -193,6 +193,7 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
     before = dict(previous.get("settings", {}))
     if "limit" not in before and "limit" in previous:  # runs from before limits were settings
         before["limit"] = previous["limit"]
+    _refuse_other_limit(store, before, settings)
     merged = merge_settings(store.run_json, before, settings, grow=_GROW)
     known = _migrate(store, previous)
     checkpoints = distinct(config.checkpoints, known)
@@ -205,6 +206,19 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
     return {**previous, "schema": RUN_SCHEMA, "updated": _now(), "settings": merged,
             "seeds": sorted(set(previous.get("seeds", [])) | set(config.seeds)),
             "limit": config.limit, "checkpoints": entries}, checkpoints
+
+
+def _refuse_other_limit(store: RunStore, before: dict[str, Any], now: dict[str, Any]) -> None:
+    """Another ``--limit`` than the run's, named by its flag: `merge_settings` would name the
+    first setting it changes, a probe's ``limit_sample`` when a limit is added."""
+    if "limit" not in before or before["limit"] == now["limit"]:
+        return
+    then, given = before["limit"], now["limit"]
+    raise BiasscopeError(
+        f"{store.run_json} was made {'without --limit' if then is None else f'with --limit {then}'}"
+        f", and this call {'gives none' if given is None else f'gives --limit {given}'}: its "
+        f"records are of those items, so give {'no --limit' if then is None else f'--limit {then}'}"
+        " again, or use another --out")
 
 
 def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence[Checkpoint],

@@ -1129,3 +1129,13 @@ def test_an_audit_refuses_an_empty_or_repeated_bbq_category(tmp_path, capsys, pr
                              str(data), "--out", str(out)])
     assert said in line
     assert not out.exists()
+
+
+def test_an_unknown_probe_is_named_before_any_data_is_read(tmp_path, capsys):
+    """`--probe winobias-gender,nosuch` said the WinoBias data was missing; put there, the
+    next call said the probe was unknown."""
+    line = one_line(capsys, ["dynamics", "--model", "x", "--probe", "winobias-gender,nosuch",
+                             "--data-dir", str(tmp_path), "--out", str(tmp_path / "run")])
+    assert line.startswith("biasscope: error: unknown probe 'nosuch'; available: ")
+    assert not (tmp_path / "run").exists()
+

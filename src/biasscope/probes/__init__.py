@@ -57,6 +57,15 @@ PROBES: dict[str, ProbeInfo] = {p.name: p for p in (
 )}
 
 
+def registered(name: str) -> ProbeInfo:
+    """The registry entry of ``name``, or one line naming the probes there are."""
+    info = PROBES.get(name)
+    if info is None:
+        raise BiasscopeError(f"unknown probe {name!r}; available: {', '.join(sorted(PROBES))} "
+                             "(`biasscope probes` lists them)")
+    return info
+
+
 def load_probe(name: str, data_dir: str | Path | None = None, **options: Any) -> Probe:
     """Build a registered probe from its data (``data_dir`` or the cache). ``NAME:A,B``
     selects as ``--probe`` does (``bbq:Age,Religion``, ``crows-pairs:revised``), so a name
@@ -65,10 +74,7 @@ def load_probe(name: str, data_dir: str | Path | None = None, **options: Any) ->
         raise BiasscopeError(f"load_probe: give a probe's name as text, e.g. 'bbq', not "
                              f"{type(name).__name__} {name!r}")
     base, colon, chosen = (part.strip() for part in name.partition(":"))
-    info = PROBES.get(base)
-    if info is None:
-        raise BiasscopeError(f"unknown probe {base!r}; available: {', '.join(sorted(PROBES))} "
-                             "(`biasscope probes` lists them)")
+    info = registered(base)
     if colon:
         if info.selection is None:
             raise BiasscopeError(f"probe {name!r}: {base} takes no selection after ':'; "
@@ -122,4 +128,4 @@ def require(probe: Any, kinds: tuple[str, ...], what: str) -> None:
 
 
 __all__ = ["FACETS", "PROBES", "REQUEST_KINDS", "Absent", "Probe", "ProbeFactory", "ProbeInfo",
-           "load_probe", "requests_of"]
+           "load_probe", "registered", "requests_of"]

@@ -18,7 +18,7 @@ from biasscope.core.probe_settings import BASE_RATE_HELP as BASE_RATE_HELP
 from biasscope.core.probe_settings import LIMIT_HELP as LIMIT_HELP
 from biasscope.core.probe_settings import PROBE_HELP as PROBE_HELP
 from biasscope.core.probe_settings import WORDINGS_HELP as WORDINGS_HELP
-from biasscope.probes import PROBES, Probe, adult, bbq, load_probe, require, winobias
+from biasscope.probes import PROBES, Probe, adult, bbq, load_probe, registered, require, winobias
 
 
 def parse_probe_specs(text: str, flag: str = "--probes") -> list[tuple[str, list[str]]]:
@@ -80,9 +80,10 @@ def load_probes(text: str, data_dir: str | Path | None = None, base_rate: str = 
         raise BiasscopeError("--prompt-template is one wording; with --wordings, put it in "
                              "the wordings file instead")
     specs, probes = parse_probe_specs(text, flag), []
-    for name, _ in specs:
-        if kinds and name in PROBES:
-            require(PROBES[name], kinds, what)  # before any data is read
+    for name, _ in specs:  # every name known, and asked as it can be, before data is read
+        info = registered(name)
+        if kinds:
+            require(info, kinds, what)
     for name, selection in specs:
         options: dict[str, Any] = {}
         if selection:

@@ -1139,3 +1139,14 @@ def test_an_unknown_probe_is_named_before_any_data_is_read(tmp_path, capsys):
     assert line.startswith("biasscope: error: unknown probe 'nosuch'; available: ")
     assert not (tmp_path / "run").exists()
 
+
+def test_an_empty_report_output_is_refused_naming_the_flag(tmp_path, capsys):
+    """`report RUN --output ""` (an unset $VARIABLE) wrote RUN/report.html instead."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text('{"kind": "dynamics"}')
+    line = one_line(capsys, ["report", str(run), "--output", ""])
+    assert line == ("biasscope report: error: argument --output: is empty: give the HTML file to "
+                    "write, or leave --output out to write RUN/report.html (see biasscope "
+                    "report --help)")
+    assert not (run / "report.html").exists()

@@ -31,10 +31,19 @@ def demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _output(text: str) -> str:
+    """``--output ""`` (an unset ``$VARIABLE``) is refused: it wrote RUN/report.html, the
+    run's own report, which a report elsewhere is meant to leave as it is."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give the HTML file to write, or leave "
+                                         "--output out to write RUN/report.html")
+    return text
+
+
 def register(sub: Any) -> None:
     shown = sub.add_parser("report", help="rebuild the HTML report of a run from its records")
     shown.add_argument("run", help="run directory or URL")
-    shown.add_argument("--output", help="HTML path (default: RUN/report.html)")
+    shown.add_argument("--output", type=_output, help="HTML path (default: RUN/report.html)")
     shown.add_argument("--data-dir", help="local copy of the datasets, for the occupation "
                        "statistics (<data-dir>/winogender/occupations-stats.tsv)")
     A.analysis_args(shown)

@@ -1150,3 +1150,20 @@ def test_an_empty_report_output_is_refused_naming_the_flag(tmp_path, capsys):
                     "write, or leave --output out to write RUN/report.html (see biasscope "
                     "report --help)")
     assert not (run / "report.html").exists()
+
+
+def test_an_unquoted_checkpoint_glob_says_to_quote_it(tmp_path, capsys, monkeypatch):
+    """`--checkpoint-glob out/checkpoint-*` unquoted: the shell gives the first folder as its
+    value and the rest as arguments, which argparse called unrecognized and no more."""
+    for step in (10, 20, 30):
+        (tmp_path / "out" / f"checkpoint-{step}").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    line = one_line(capsys, ["dynamics", "--out", "run", "--checkpoint-glob",
+                             "out/checkpoint-10", "out/checkpoint-20", "out/checkpoint-30"])
+    assert line == ("biasscope: error: unrecognized arguments: out/checkpoint-20 "
+                    "out/checkpoint-30; the shell expanded the --checkpoint-glob pattern into "
+                    "these paths: quote it so that biasscope reads every checkpoint, e.g. "
+                    "--checkpoint-glob 'out/checkpoint-*' (see biasscope --help)")
+    line = one_line(capsys, ["dynamics", "--out", "run", "--checkpoint-glob",
+                             "out/checkpoint-10", "stray"])
+    assert line == "biasscope: error: unrecognized arguments: stray (see biasscope --help)"

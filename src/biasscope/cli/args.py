@@ -9,9 +9,11 @@ argparse's own errors one line too.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import MISSING, fields, is_dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 from biasscope.backends.redact import redact_urls
@@ -37,6 +39,14 @@ class OneLineParser(argparse.ArgumentParser):
                          + "\n")
         sys.exit(2)
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """As argparse's, with a hint where the arguments left over are the paths an unquoted
+        ``--checkpoint-glob`` pattern expanded to (the shell gave its first as the value)."""
+        parsed, rest = self.parse_known_args(args, namespace)
+        if rest:
+            self.error(f"unrecognized arguments: {' '.join(rest)}{_expanded(parsed, rest)}")
+        return parsed
+
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         """As argparse's, but an option given ``=--`` as its value is refused: argparse drops
         the ``--`` as the end of options and stores an empty list for an option of one value,
@@ -49,6 +59,21 @@ class OneLineParser(argparse.ArgumentParser):
                 self.error(f"argument {'/'.join(action.option_strings)}: expected one "
                            "value, not '--'")
         return parsed, rest
+
+
+def _expanded(parsed: argparse.Namespace, rest: list[str]) -> str:
+    """A hint to quote ``--checkpoint-glob``'s pattern, where every argument in ``rest`` is an
+    existing path beside the value the shell gave it (its first match); else ""."""
+    given = [str(g).partition("=")[2] or str(g) for g in getattr(parsed, "checkpoint_globs",
+                                                                    None) or []]
+    for value in given:
+        beside = [r for r in rest if Path(r).parent == Path(value).parent and Path(r).exists()]
+        if Path(value).exists() and beside and len(beside) == len(rest):
+            pattern = os.path.commonprefix([value, *rest]) + "*"  # noqa: RUF071 (names)
+            return (f"; the shell expanded the --checkpoint-glob pattern into these paths: quote "
+                    f"it so that biasscope reads every checkpoint, e.g. --checkpoint-glob "
+                    f"'{pattern}'")
+    return ""
 
 
 def typed(check: Check) -> Callable[[str], Any]:

@@ -248,7 +248,9 @@ def _find(source: str, name: str, data_dir: str | os.PathLike[str] | None, downl
 def _refuse_source_folder(root: Path, named: str, source: str, *names: str) -> None:
     """A data directory given as one source's own folder (``data/winobias`` for ``data``):
     said as such, rather than as a file missing under ``data/winobias/winobias/``."""
-    if not (root / source).is_dir() and any((root / name).is_file() for name in names):
+    # A name is joined under the folder, as `data_path` joins it: "/etc/passwd" is no file here.
+    if not (root / source).is_dir() and any((root / name.lstrip("/")).is_file()
+                                            for name in names):
         raise DataError(f"{named} {root} holds {source}'s files itself, not {source}/<file>: "
                         f"give its parent folder {root.parent} instead")
 

@@ -18,13 +18,15 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.base import Scored
 from biasscope.backends.checkpoints import Checkpoint, from_model, recorded_source
 from biasscope.backends.fingerprints import fingerprint_while_loading
+from biasscope.backends.gguf import is_gguf
 from biasscope.backends.hf_model import (
     HFConfig,
     check_weights,
@@ -32,6 +34,7 @@ from biasscope.backends.hf_model import (
     resolve_device,
     resolve_dtype,
 )
+from biasscope.backends.labels import Named, model_labels
 from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import loading
 from biasscope.backends.reward_config import TRANSFORMS, RewardConfig
@@ -136,10 +139,7 @@ class HFRewardModel:
         weights' fingerprint (weights replaced under the same path are another model) and its
         tokenizer's, chat template's and config's (``files_fingerprint``), and the dtype the
         weights run in. A local folder's path is resolved (`recorded_source`)."""
-        found = {"backend": "hf-reward", "source": recorded_source(self.ckpt),
-                 "revision": self.ckpt.revision or "", "transform": self.config.transform,
-                 "format": "chat-template" if self.config.chat_template else "hh-rlhf",
-                 "max_length": str(self.config.max_length or "")}
+        found = _settled(self.ckpt, self.config)
         found.update(self.fingerprints)
         # `--dtype auto` is float32 on a CPU and the checkpoint's own dtype on a GPU: other
         # rewards, so the dtype the weights were loaded in, not the one asked for.
@@ -246,6 +246,41 @@ class HFRewardModel:
         return min(usable) if usable else None
 
 
+def _settled(ckpt: Checkpoint, config: RewardConfig) -> dict[str, str]:
+    """The part of a reward model's identity its spec and config settle, before it loads."""
+    return {"backend": "hf-reward", "source": recorded_source(ckpt),
+            "revision": ckpt.revision or "", "transform": config.transform,
+            "format": "chat-template" if config.chat_template else "hh-rlhf",
+            "max_length": str(config.max_length or "")}
+
+
+def identities_before_loading(named: Sequence[Named], config: RewardConfig, option: str
+                              ) -> dict[str, dict[str, str]]:
+    """Each reward model's label and what its identity holds before it loads: what `_settled`
+    says, and the dtype its weights will load in where that is known (the one asked; ``auto``
+    on a CPU is float32, on a GPU the checkpoint's own, known only once loaded). A run's
+    recorded settings are checked against these before any model loads, so a typo costs no
+    load of minutes. Empty where a spec is a GGUF file, recorded as its converted copy."""
+    ckpts = [from_model(spec, convert=False)[0] for _, spec in named]
+    if any(is_gguf(Path(c.source)) for c in ckpts):
+        return {}
+    labels = model_labels(named, [c.label for c in ckpts], option)
+    dtype = config.dtype if config.dtype != "auto" else (
+        "float32" if resolve_device(config.device).type == "cpu" else None)
+    return {label: {**_settled(c, config), **({"dtype": dtype} if dtype else {})}
+            for label, c in zip(labels, ckpts)}
+
+
+def whole_identity(before: Mapping[str, str]) -> dict[str, str] | None:
+    """The identity a reward model of `identities_before_loading`'s entry ``before`` will
+    have once loaded, its local folder's fingerprints hashed now (cached, so its load does
+    not hash again); None where the dtype it loads in is not known before."""
+    if "dtype" not in before:
+        return None
+    with fingerprint_while_loading(before["source"]) as fingerprints:
+        return {**before, **fingerprints()}
+
+
 def _text_config(model: Any) -> Any:
     get = getattr(model.config, "get_text_config", None)
     return get() if callable(get) else model.config
@@ -265,7 +300,8 @@ def _transform(logit: float, transform: str) -> float:
     return log_sigmoid if transform == "logprob" else math.exp(log_sigmoid)
 
 
-__all__ = ["TRANSFORMS", "HFRewardModel", "RewardConfig", "plain_format"]
+__all__ = ["TRANSFORMS", "HFRewardModel", "RewardConfig", "identities_before_loading",
+           "plain_format", "whole_identity"]
 
 
 if not TYPE_CHECKING:  # the old name, for one release

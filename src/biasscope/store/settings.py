@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -181,19 +181,52 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
     return merged
 
 
-def refuse_renamed(where: str | Path, before: Any, now: Mapping[str, Any], noun: str) -> None:
+def refuse_renamed(where: str | Path, before: Any, now: Mapping[str, Any], noun: str,
+                   whole: Callable[[Any], Any] | None = None) -> None:
     """One line where an entry of ``now`` under a new name is one ``before`` holds under another,
     the same model with the same settings (``R=./rm`` into a run of ``rm``): the run would
-    hold it twice, compared with itself."""
+    hold it twice, compared with itself. ``whole``: for the check before the models load,
+    whose entries hold only what is known then (`known_part`): an entry that matches a
+    recorded one on those is made whole (its weights' fingerprint: None where that cannot be
+    known before it loads) and compared as the loaded model would be."""
     recorded = {name: _stored(entry) for name, entry in (before or {}).items()
                 if name not in now}
     for name, entry in now.items():
         if before and name in before:
             continue
-        if old := next((o for o, e in recorded.items() if e == _stored(entry)), None):
-            raise BiasscopeError(f"{where} holds this {noun} as {old!r}, and this call names it "
-                                 f"{name!r}: give it the name {old!r} again (or no name), or use "
-                                 "another --out")
+        for old, stored in recorded.items():
+            if whole is None:
+                same = stored == _stored(entry)
+            else:
+                part = known_part(stored, entry)
+                same = part == _stored(entry) and _stored(whole(entry)) == stored
+            if same:
+                raise BiasscopeError(f"{where} holds this {noun} as {old!r}, and this call names "
+                                     f"it {name!r}: give it the name {old!r} again (or no name), "
+                                     "or use another --out")
+
+
+def check_known(where: str | Path, before: Mapping[str, Any], now: Mapping[str, Any],
+                models: str, noun: str, whole: Callable[[Any], Any],
+                grow: Mapping[str, str], added: tuple[str, ...] = ()) -> None:
+    """Refuse before the models load what `merge_settings` and `refuse_renamed` will refuse
+    once they have: ``now`` holds the settings known then, its ``models`` entries each
+    model's identity as known before it loads, and each recorded entry of the same name is
+    compared on those keys only (`known_part`); ``whole``: see `refuse_renamed`."""
+    before = gain_identity(before, now)
+    refuse_renamed(where, before.get(models), now[models], noun, whole)
+    entries = before.get(models) or {}
+    merge_settings(where, {**before, models: {
+        name: known_part(entry, now[models][name]) if name in now[models] else entry
+        for name, entry in entries.items()}}, now, grow, added)
+
+
+def known_part(recorded: Any, known: Mapping[str, Any]) -> Any:
+    """A recorded entry cut to the keys of ``known``, an entry as known before its model
+    loads: what a check then can compare (a key it lacks stays absent, and differs)."""
+    if not isinstance(recorded, Mapping):
+        return recorded
+    return {k: recorded[k] for k in known if k in recorded}
 
 
 #: What a model's identity (or the responder around it) gained after runs were recorded
@@ -236,4 +269,5 @@ def _same_folder(before: Any, now: Any) -> bool:
         return False
 
 
-__all__ = ["gain_identity", "in_words", "merge_settings", "refuse_renamed", "sha256_json"]
+__all__ = ["check_known", "gain_identity", "in_words", "known_part", "merge_settings",
+           "refuse_renamed", "sha256_json"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -426,26 +427,40 @@ def test_failed_judge_requests_are_no_answers_and_a_rerun_asks_them_again(
 
 def test_the_command_exits_non_zero_when_judge_requests_fail(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A first call whose every judge request failed (a wrong model name, a server answering
+    errors) wrote run.json, an empty scores.jsonl and a report, so the call with the judge put
+    right was refused as another scorer's settings. It is one line now, and --out is left as
+    it was; a call into a run that holds scores says how many failed and exits 1."""
     pytest.importorskip("openai")
-    from scripted_server import Reply, serve
+    from scripted_server import Reply, chat, serve
+
+    state = {"down": True}
 
     def script(path: str, body: dict[str, Any], n: int) -> Reply:
         if path.endswith("tokenize"):  # no tokenizer endpoint: the keys are not biased
             return Reply(404, {"detail": "Not Found"})
-        return Reply(500, {"error": {"message": "boom"}})
+        return Reply(500, {"error": {"message": "boom"}}) if state["down"] else Reply(
+            200, chat("A"))
 
     data = write_hh_rlhf(tmp_path / "data", _texts())
+    out = tmp_path / "run"
     with serve(script) as server:
-        code = main(["counterfactual", "--judge-model",
-                     f"openai-compatible:{server.base_url}#m", "--pairs",
-                     "hh-rlhf:harmless-base:3", "--data-dir", str(data), "--out",
-                     str(tmp_path / "run"), "--retries", "0", "--cache",
-                     str(tmp_path / "cache.sqlite")])
+        argv = ["counterfactual", "--judge-model", f"openai-compatible:{server.base_url}#m",
+                "--pairs", "hh-rlhf:harmless-base:3", "--data-dir", str(data), "--out",
+                str(out), "--retries", "0", "--cache", str(tmp_path / "cache.sqlite")]
+        code = main(argv)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and err[0].startswith(
+            "biasscope: error: 6 of 6 judge requests failed (first: ")
+        assert "nothing was stored in" in err[0]
+        assert not [p.name for p in out.iterdir() if not p.name.startswith(".")]
+        state["down"] = False
+        assert main(argv) == 0  # not refused as another call's settings
+        state["down"] = True
+        assert main([*argv, "--cache", str(tmp_path / "other.sqlite")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 1 and "Traceback" not in "".join(err)
     assert err[-1].startswith("biasscope: 6 of 6 judge requests failed (e.g. ")
     assert err[-1].endswith("rerun the same command to retry them")
-    assert (tmp_path / "run" / "scores.jsonl").read_text() == ""
 
 
 @pytest.mark.parametrize(("messages", "error"), [
@@ -742,3 +757,54 @@ def test_a_first_call_whose_judge_is_not_reached_leaves_no_settings_behind(
     with pytest.raises(BiasscopeError, match="cannot reach"):
         job.run(config, [Reward("clean")], Judge([Unreachable()]))  # type: ignore[list-item]
     assert (tmp_path / "run" / "run.json").exists()
+
+
+def _no_loads(monkeypatch: pytest.MonkeyPatch, loads: list[str]) -> None:
+    def load(spec: str, *args: Any) -> Any:
+        loads.append(spec)
+        raise BiasscopeError(f"a reward model ({spec}) was loaded")
+
+    monkeypatch.setattr(job, "HFRewardModel", load)
+
+
+def _refused(argv: list[str], said: str, loads: list[str],
+             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("biasscope: error: ") and said in err[0], err
+    assert loads == []
+
+
+def test_counterfactual_refuses_before_a_reward_model_loads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistake about --out's run (a damaged run.json, the run's model under another name,
+    another setting) or a judge's name given twice was said only after the reward models had
+    loaded (minutes for a real one); the loader then counts its calls."""
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    model, loads = _tiny_reward_model(tmp_path / "models" / "rm"), list[str]()
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
+                                         "chosen": "Ask her.", "rejected": "No."}) + "\n"
+                             for i in range(3)))
+    out = tmp_path / "run"
+    argv = ["counterfactual", "--pairs", str(pairs), "--no-chat-template", "--device", "cpu",
+            "--no-cache", "--out", str(out)]
+    rm = ["--reward-model", str(model)]
+    assert main([*argv, *rm, "--judge-model", "J=canned:A"]) == 0
+    capsys.readouterr()
+    _no_loads(monkeypatch, loads)
+    _refused([*argv, "--reward-model", f"R={model}"], "holds this scorer as 'rm', and this "
+             "call names it 'R'", loads, capsys)
+    _refused([*argv, *rm, "--judge-model", "A=canned:A", "--judge-model", "A=canned:B"],
+             "the name 'A' is given to two models", loads, capsys)
+    _refused([*argv, "--reward-model", f"J={model}", "--judge-model", "J=canned:A"],
+             "'J' names both a --reward-model and a --judge-model", loads, capsys)
+    _refused([*argv, *rm, "--transform", "probability"], "settings of scorer 'rm' (transform",
+             loads, capsys)
+    _refused([*argv, *rm, "--seed", "3"], "different 'seed'", loads, capsys)
+    shutil.copytree(out, tmp_path / "damaged")
+    (tmp_path / "damaged" / "run.json").write_text("{")
+    _refused([*argv[:-1], str(tmp_path / "damaged"), *rm], "run.json is not valid JSON",
+             loads, capsys)

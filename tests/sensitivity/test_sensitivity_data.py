@@ -382,3 +382,45 @@ def test_hh_rlhf_n_beyond_the_file_says_so_and_records_what_was_used(
     asked = job._prompts(replace(config, prompts=f"hh-rlhf:harmless-base:{used}"))
     assert asked.conversations == prompts.conversations
     assert capsys.readouterr().err == ""
+
+
+def test_sanity_pairs_beyond_the_file_say_so_as_prompts_do(
+        data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--sanity-pairs 100000`` of a file of fewer (or of a --sanity-lines range of fewer)
+    used them all without a word, as ``hh-rlhf:harmless-base:N`` did: a note says how many.
+    run.json keeps the N asked, so a run recorded before resumes."""
+    from biasscope.sensitivity import job
+
+    config = job.SensitivityConfig(reward_models=["org/never-loaded"], perturber="canned:x",
+                                   sanity_pairs=100000, data_dir=str(data_dir), out="run")
+    pairs = job._pairs(config)
+    assert pairs is not None and pairs.settings()["n"] == 100000
+    used = len(pairs.ids)
+    assert capsys.readouterr().err == (
+        f"biasscope: note: --sanity-pairs 100000: the file has {used} usable chosen/rejected "
+        f"pairs, so {used} of the 100000 asked are used\n")
+    job._pairs(replace(config, sanity_pairs=2, sanity_lines="1-3"))
+    assert capsys.readouterr().err == ""
+    job._pairs(replace(config, sanity_pairs=500, sanity_lines="1-3"))
+    assert capsys.readouterr().err == (
+        "biasscope: note: --sanity-pairs 500: lines 1-3 of the file have 3 usable "
+        "chosen/rejected pairs, so 3 of the 500 asked are used\n")
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"prompts": "nofile.jsonl"}, "--prompts nofile.jsonl does not exist: give "
+                                  "hh-rlhf:harmless-base:N, or a JSONL file of conversations"),
+    ({"principles": "."}, "--principles . is a directory: give ccai:topK, or a YAML"),
+    ({"sanity_lines": "5000-6000"}, "--sanity-lines 5000-6000: .*lines 5000-6000: no usable "
+                                    "chosen/rejected pair: give lines that hold pairs")])
+def test_a_missing_file_or_lines_beyond_the_file_name_the_flag(
+        data_dir: Path, change: dict[str, str], said: str) -> None:
+    """``--prompts nofile.jsonl`` said "nofile.jsonl: cannot read (No such file or
+    directory)", ``--principles DIR`` "cannot read constitution ([Errno 21] …)", and
+    ``--sanity-lines`` beyond the file named the file alone: each names its flag."""
+    from biasscope.sensitivity import job
+
+    config = job.SensitivityConfig(reward_models=["org/never-loaded"], perturber="canned:x",
+                                   data_dir=str(data_dir), out="run", **change)
+    with pytest.raises(BiasscopeError, match=said):
+        job.run(config)

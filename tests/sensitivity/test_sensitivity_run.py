@@ -206,15 +206,17 @@ def test_a_template_with_an_unknown_field_is_one_line(templates: Templates,
 
 
 class Flaky(Reviser):
-    """Fails every revision request until ``fixed``: a server that answered 400."""
+    """Fails the revision requests of the conversations whose text holds ``only`` (every one:
+    "") until ``fixed``: a server that answered 400."""
 
-    def __init__(self) -> None:
+    def __init__(self, only: str = "Question 0?") -> None:
         super().__init__()
-        self.fixed = False
+        self.fixed, self.only = False, only
 
     def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
         answers = super().generate(requests)
         return [a if self.fixed or "Critique request" in r.messages[-1][1]
+                or self.only not in r.messages[-1][1]
                 else Generation("", error="HTTP 400: bad request")
                 for r, a in zip(requests, answers)]
 
@@ -226,7 +228,8 @@ def test_failed_perturbations_are_not_stored_as_answers_and_a_rerun_retries_them
     out, flaky = tmp_path / "run", Flaky()
     store = run(out, perturber=flaky)
     summary = json.loads(store.summary_json.read_text())
-    assert summary["incomplete"]["failed_requests"] == 8 == summary["incomplete"]["requests"]
+    assert summary["incomplete"]["failed_requests"] == 2  # c0 under each of 2 principles
+    assert summary["incomplete"]["requests"] == 8
     assert "400" in summary["incomplete"]["first_error"]
     assert not list(store.iter_units())  # nothing stored as an answer
     flaky.fixed = True
@@ -262,7 +265,7 @@ def test_the_report_says_a_run_is_incomplete(tmp_path: Path) -> None:
     out = tmp_path / "run"
     run(out, perturber=Flaky())
     page = write_sensitivity_report(out).read_text()
-    assert "Incomplete: 8 of 8 perturbation requests failed" in page
+    assert "Incomplete: 2 of 8 perturbation requests failed" in page
 
 
 def test_only_a_model_entry_without_a_fingerprint_gains_one() -> None:
@@ -438,7 +441,7 @@ def test_two_runs_into_one_out_both_reach_sanity_json(tmp_path: Path) -> None:
     {"models": [Length("len2", 2.0)]}])  # another model; len's toward never scored again
 def test_a_rerun_that_leaves_out_an_earlier_failure_still_says_incomplete(
         tmp_path: Path, second: dict[str, Any]) -> None:
-    """The first run's revisions all failed, so len's toward unit was never stored; a rerun
+    """The first run's revisions failed, so len's toward unit was never stored; a rerun
     with another direction or another reward model had no failures of its own and wrote a
     summary without 'incomplete' (exit 0, a report that read complete) while run.json listed
     len and toward with no records of them."""
@@ -577,3 +580,35 @@ def test_a_first_call_that_stores_nothing_leaves_no_settings_behind(
     with pytest.raises(type(stop)):  # a run that holds something keeps its settings
         run(out, directions=("away",), perturber=Unreachable(stop))
     assert "toward" in json.loads((out / "run.json").read_text())["directions"]
+
+
+def test_a_first_call_whose_every_perturbation_fails_leaves_out_as_it_was(
+        tmp_path: Path) -> None:
+    """A first call whose perturbation requests all failed one by one (a wrong perturber
+    model, a server answering 400) kept its run.json, a file of failures, sanity scores and
+    a report, so the call with the perturber put right was refused ("made with a different
+    'perturber'"). It is one line, and --out holds nothing; a rerun into a run that holds
+    records keeps them all and says it is incomplete."""
+    from biasscope.sensitivity.sanity import read_hh_pairs
+
+    out = tmp_path / "run"
+    pairs = read_hh_pairs(write_hh_rlhf(tmp_path / "data"), n=3)
+    with pytest.raises(BiasscopeError, match=r"all 8 perturbation requests failed \(first: "
+                                             r"HTTP 400: bad request\): nothing was stored"):
+        run(out, perturber=Flaky(only=""), sanity=pairs)
+    assert not [p.name for p in out.iterdir() if not p.name.startswith(".")]
+    run(out, perturber=Reviser("another"), sanity=pairs)  # not refused
+    perturbed = (out / "perturbations-toward.jsonl").read_bytes()
+    store = run(out, perturber=_Dead("another"), sanity=pairs,
+                models=[Length(), Length("len2", 2.0)])  # a model added: its unit fails
+    assert json.loads(store.summary_json.read_text())["incomplete"]["failed_requests"] == 8
+    assert (out / "perturbations-toward.jsonl").read_bytes() == perturbed
+    assert len(store.records()) == 8 and set(store.read_json("sanity.json")["models"]) == {
+        "len", "len2"}
+
+
+class _Dead(Reviser):
+    """The same perturber, its server now answering 400 to every request."""
+
+    def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
+        return [Generation("", error="HTTP 400: bad request") for _ in requests]

@@ -25,10 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.cache import Cached
-from biasscope.backends.labels import label_models, parse_models
-from biasscope.backends.reward import HFRewardModel
+from biasscope.backends.labels import Named, label_models, parse_models
+from biasscope.backends.reward import (
+    HFRewardModel,
+    RewardConfig,
+    identities_before_loading,
+    whole_identity,
+)
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.jsonl import read_jsonl
+from biasscope.core.jsonl import given_file, read_jsonl
 from biasscope.counterfactual import scorers as cf
 from biasscope.counterfactual.settings import CounterfactualConfig as CounterfactualConfig
 from biasscope.judge import Judge, JudgingConfig, check_task, question_sha256, read_labels
@@ -37,8 +42,14 @@ from biasscope.sensitivity import hh_count, reward_settings
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import model_versions, start_run, unsettled
-from biasscope.store.settings import gain_identity, merge_settings, refuse_renamed
+from biasscope.store.run_json import (
+    check_run,
+    model_versions,
+    refuse_foreign_folder,
+    start_run,
+    unsettled,
+)
+from biasscope.store.settings import check_known, gain_identity, merge_settings, refuse_renamed
 
 SCORES = "scores.jsonl"
 
@@ -72,8 +83,19 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     if judged:
         check_task(labels is None, labels, JudgingConfig().keys)
         cf.check_judged(items, labels)
-    models = list(reward_models) or _reward_models(config)
-    judge = judge if judge is not None else _judge(config)
+    reward = config.reward.reward_config(config.backend)
+    named = parse_models(list(config.reward_models), "--reward-model") if not reward_models \
+        else []
+    judges = parse_models(list(config.judges), "--judge-model") if judge is None else []
+    pairs = {"source": config.pairs if source_sha else "jsonl", "file_sha256": source_sha,
+             "sha256": cf.items_sha256(items)}
+    # A run in --out that this call cannot join is refused before a model loads (minutes).
+    _check_before_loading(config, {"pairs": pairs, "seed": config.seed, "scorers":
+                                   identities_before_loading(named, reward, "--reward-model")},
+                          [name for name, _ in judges if name is not None])
+    # The judges first: a server's spec and flags are checked before a reward model loads.
+    judge = judge if judge is not None else _judge(config, judges)
+    models = list(reward_models) or _reward_models(named, reward)
     _check_distinct(models, judge)
     store = RunStore(Path(config.out))
     store.root.mkdir(parents=True, exist_ok=True)
@@ -83,18 +105,23 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         scorers.update({m.label: {**m.identity(), "position": config.position,
                                   "labels": labels, "question_sha256": asked}
                         for m in judge.models})
-    settings = {"pairs": {"source": config.pairs if source_sha else "jsonl",
-                          "file_sha256": source_sha, "sha256": cf.items_sha256(items)},
-                "seed": config.seed, "scorers": scorers}
+    settings = {"pairs": pairs, "seed": config.seed, "scorers": scorers}
     with unsettled(store, (store.root / SCORES).exists):  # a judge's server not reached
         _start(store, settings)
         rows = [cf.score_reward_model(m, items, config.seed) for m in models]
         if judge is not None:
             rows.append(cf.score_judge(judge, items, labels, config.seed))
-    # A scorer with failed requests is summarised but not stored: a failure is no answer, and
-    # a rerun asks those requests again (the answered ones come from the response cache).
-    failed = [row for row in rows if (row.get("answers") or {}).get("failed_calls")]
-    incomplete = {row["scorer"] for row in failed}
+        # A scorer with failed requests is summarised but not stored: a failure is no answer,
+        # and a rerun asks those requests again (the answered ones come from the cache).
+        failed = [row for row in rows if (row.get("answers") or {}).get("failed_calls")]
+        incomplete = {row["scorer"] for row in failed}
+        if len(incomplete) == len(rows) and not (store.root / SCORES).exists():
+            missing = _incomplete(failed)  # a first call that stores nothing: no run.json
+            raise BiasscopeError(
+                f"{missing['failed_requests']} of {missing['requests']} judge requests failed "
+                f"(first: {missing['first_error']}): nothing was stored in {store.root} (a "
+                "judge's answers are stored once all its requests are answered); run again, "
+                "with the --judge-model or its server put right")
     records = [r for row in rows for r in row.pop("records") if row["scorer"] not in incomplete]
     # Under the run's lock: another run into this --out (another scorer) reads and rewrites
     # scores.jsonl too, and would write its kept lines over this run's.
@@ -167,46 +194,58 @@ def _start(store: RunStore, settings: dict[str, Any]) -> None:
     start_run(store, "counterfactual", build, now=model_versions(settings["scorers"].values()))
 
 
-def _given_file(flag: str, path: str, what: str) -> None:
-    """One line naming ``flag`` for a path that is no file: reading it said only
-    "nofile.json: cannot read (No such file or directory)"."""
-    if not Path(path).is_file():
-        state = "is a directory" if Path(path).is_dir() else "does not exist"
-        raise BiasscopeError(f"{flag} {path} {state}: give {what}")
-
-
 def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
     count = hh_count(config.pairs, "--pairs", "pairs")
     if count is not None:
         return cf.builtin_items(config.data_dir, count, config.seed)
-    _given_file("--pairs", config.pairs, "a JSONL file of pairs, or hh-rlhf:harmless-base:N")
+    given_file("--pairs", config.pairs, "a JSONL file of pairs, or hh-rlhf:harmless-base:N")
     return cf.read_items(config.pairs), ""
 
 
 def _labels(path: str) -> dict[str, str]:
     """The ``--labels`` file's label set; its errors name the flag."""
     what = "a JSON file of label name: description, or leave it out to judge pairwise"
-    _given_file("--labels", path, what)
+    given_file("--labels", path, what)
     try:
         return read_labels(path)
     except BiasscopeError as exc:
         raise BiasscopeError(f"--labels {exc}") from None
 
 
-def _reward_models(config: CounterfactualConfig) -> list[Any]:
-    if not config.reward_models:
-        return []
-    reward = config.reward.reward_config(config.backend)
-    named = parse_models(list(config.reward_models), "--reward-model")
+def _check_before_loading(config: CounterfactualConfig, now: dict[str, Any],
+                          judges: list[str]) -> None:
+    """Refuse, writing nothing, what `_start` and `_check_distinct` would refuse without the
+    loaded models: a folder that is another kind of run or none, a damaged run.json, other
+    pairs or seed, a reward model's settings as known before it loads (``now["scorers"]``:
+    `identities_before_loading`'s) other than recorded or under another name, a judge's
+    name (``judges``: those given) that a reward model has. The rest once they are loaded."""
+    if shared := [name for name in now["scorers"] if name in judges]:
+        raise BiasscopeError(f"{shared[0]!r} names both a --reward-model and a --judge-model "
+                             "(scores and settings are kept by name): name them apart with "
+                             "NAME=SPEC")
+    store = RunStore(Path(config.out))
+
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        if previous is not None:
+            check_known(store.run_json, previous.get("settings", {}), now, "scorers", "scorer",
+                        whole_identity, {"scorers": "scorer"})
+        return {}
+
+    if store.run_json.is_file() or store.remote is not None:
+        check_run(store, "counterfactual", build)
+    else:
+        refuse_foreign_folder(store)
+
+
+def _reward_models(named: list[Named], reward: RewardConfig) -> list[Any]:
     models = [HFRewardModel(spec, reward) for _, spec in named]
     label_models(models, named, "--reward-model")
     return models
 
 
-def _judge(config: CounterfactualConfig) -> Any:
-    if not config.judges:
+def _judge(config: CounterfactualConfig, named: list[Named]) -> Any:
+    if not named:
         return None
-    named = parse_models(list(config.judges), "--judge-model")
     cache = config.backend.response_cache()
     models = [Cached(g, cache) for g in config.backend.generators([s for _, s in named],
                                                                    "--judge-model")]

@@ -6,7 +6,8 @@ validity flags); ``records/`` with one unit per (reward model, direction): one r
 comparisons, validity); ``report.html``. Perturbations come through the response cache and
 finished units are skipped, so a rerun sends no requests and scores nothing twice. A (reward
 model, direction) whose perturbations had failed requests is summarised but not stored as a
-unit (``summary.json`` says ``incomplete``): a rerun asks the failed requests again.
+unit (``summary.json`` says ``incomplete``): a rerun asks the failed requests again. A first
+call whose every request failed stores nothing and is refused in one line, --out left as it was.
 
 That reuse is only sound for the same run, so ``run.json`` records under ``settings`` what
 determines the records: the prompts (source, file SHA-256, N, seed, and the SHA-256 of the
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
+from biasscope.backends.reward import whole_identity
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.renamed import renamed
 from biasscope.sensitivity.confounds import Confounds
@@ -48,6 +50,7 @@ from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import run_lock
 from biasscope.store.settings import (
+    check_known,
     gain_identity,
     merge_settings,
     refuse_renamed,
@@ -119,6 +122,17 @@ def records(model: RewardScorer, conversations: Sequence[Conversation],
 def settings(reward_models: Sequence[RewardScorer], perturber: Generator, prompts: Prompts,
              constitution: Constitution, config: HarnessConfig) -> dict[str, Any]:
     """What determines a sensitivity run's records (see the module doc)."""
+    return _settings(prompts, constitution, config,
+                     {**perturber.identity(), "max_tokens": config.max_tokens,
+                      "seed": config.seed},
+                     {m.label: reward_settings(m) for m in reward_models})
+
+
+def _settings(prompts: Prompts, constitution: Constitution, config: HarnessConfig,
+              perturber: dict[str, Any] | None, reward_models: dict[str, Any]
+              ) -> dict[str, Any]:
+    """`settings` from the perturber's and the reward models' entries (``perturber`` None:
+    left out, for the check before it is made)."""
     revise = {"toward": config.templates.revision, "away": config.templates.away}
     return {
         "prompts": {**prompts.settings(), "conversations_sha256": sha256_json(
@@ -126,13 +140,50 @@ def settings(reward_models: Sequence[RewardScorer], perturber: Generator, prompt
         "principles": {"ids": [p.id for p in constitution.principles],
                        "sha256": sha256_json([[p.id, p.text, p.group]
                                               for p in constitution.principles])},
-        "perturber": {**perturber.identity(), "max_tokens": config.max_tokens,
-                      "seed": config.seed},
+        **({"perturber": perturber} if perturber is not None else {}),
         "critique_template": sha256_json(config.templates.critique),
         "directions": {d: {"revision_template": sha256_json(revise[d])}
                        for d in config.directions},
-        "reward_models": {m.label: reward_settings(m) for m in reward_models},
+        "reward_models": reward_models,
         **({"sanity": config.sanity.settings()} if config.sanity is not None else {})}
+
+
+def check_before_loading(out: str | os.PathLike[str], prompts: Prompts,
+                         constitution: Constitution, config: HarnessConfig,
+                         reward_models: dict[str, dict[str, str]],
+                         perturber: Generator | None = None) -> None:
+    """Refuse, writing nothing, what `run_sensitivity` would refuse without the loaded models:
+    a folder that is another kind of run or none, a damaged run.json, a setting other than the
+    run recorded, the run's reward model under another name. ``reward_models``: each label's
+    identity as known before it loads (`backends.reward.identities_before_loading`), compared
+    on what it holds; the rest is checked again once the models are loaded. ``perturber``:
+    checked too once made (a local model loads then: it is checked without it first)."""
+    _check(config, prompts)
+    store = RunStore(Path(out))
+    now = _settings(prompts, constitution, config, None if perturber is None else {
+        **perturber.identity(), "max_tokens": config.max_tokens, "seed": config.seed},
+        reward_models)
+
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        if previous is not None:
+            check_known(store.run_json, previous.get("settings", {}), now, "reward_models",
+                        "reward model", whole_identity, GROW, added=("sanity",))
+        return {}
+
+    if store.run_json.is_file() or store.remote is not None:
+        run_json.check_run(store, "sensitivity", build)
+    else:
+        run_json.refuse_foreign_folder(store)
+
+
+def _check(config: HarnessConfig, prompts: Prompts) -> None:
+    """What is refused before the run directory is written: an unknown convention, a template
+    without its fields, no conversations."""
+    convention(config.conventions)  # an unknown name fails before any request
+    config.templates.check()
+    if not prompts.conversations:  # nothing to perturb
+        raise BiasscopeError(f"{prompts.source or 'the prompts'}: no conversations to perturb; "
+                             "give 1 or more")
 
 
 def reward_settings(model: RewardScorer) -> dict[str, str]:
@@ -184,9 +235,25 @@ def _missing(store: RunStore, covered: set[tuple[str, str]]) -> list[dict[str, s
 
 
 def _holds(store: RunStore) -> bool:
-    """Whether the run holds anything a call stored: perturbations, units or sanity scores."""
-    return bool(store.unit_files()) or any(store.root.glob("perturbations-*.jsonl")) or (
-        store.root / "sanity.json").exists()
+    """Whether the run holds anything a call stored: an answered perturbation, a unit or
+    sanity scores (a failed request is no answer)."""
+    return bool(store.unit_files()) or (store.root / "sanity.json").exists() or any(
+        _stored_answers(p) for p in store.root.glob("perturbations-*.jsonl"))
+
+
+def _refuse_nothing_stored(store: RunStore, failures: dict[str, Any]) -> None:
+    """One line where every perturbation request failed and the run holds nothing (a wrong
+    --perturber model, a server answering errors): the files of its failures are taken away,
+    and `run_json.unsettled` takes this first call's run.json, so that the call with the
+    perturber put right is not refused for settings a run of nothing recorded."""
+    with run_lock(store):
+        if _holds(store):  # another call into this --out stored meanwhile
+            return
+        for path in store.root.glob("perturbations-*.jsonl"):
+            path.unlink(missing_ok=True)
+    raise BiasscopeError(f"all {failures['requests']} perturbation requests failed (first: "
+                         f"{failures['first_error']}): nothing was stored in {store.root}; put "
+                         "the perturber right (--perturber, --base-url) and run again")
 
 
 def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
@@ -196,13 +263,9 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     """Perturb, score and summarise into ``out``; ``conversations`` as loaded (``Prompts``
     carries the source and its hash into run.json) or a plain sequence."""
     config = config or HarnessConfig()
-    convention(config.conventions)  # an unknown name fails before any request
-    config.templates.check()
     prompts = _as_prompts(conversations)
+    _check(config, prompts)
     conversations = prompts.conversations
-    if not conversations:  # nothing to perturb: refused before the run directory is written
-        raise BiasscopeError(f"{prompts.source or 'the prompts'}: no conversations to perturb; "
-                             "give 1 or more")
     store = RunStore(Path(out))
     store.root.mkdir(parents=True, exist_ok=True)
     with run_json.unsettled(store, lambda: _holds(store)):
@@ -238,6 +301,8 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
                     pending.append((unit, len(perts), frame))
                 else:
                     store.write_unit(unit, frame)
+        if failures["failed_requests"] == failures["requests"]:
+            _refuse_nothing_stored(store, failures)
         if config.sanity is not None:
             run_sanity(store, reward_models, config.sanity)
         # Under the run's lock: another run into this --out that stored its units after this one
@@ -258,8 +323,8 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     return store
 
 
-__all__ = ["HarnessConfig", "records", "reward_settings", "run_sensitivity",
-           "settings"]
+__all__ = ["HarnessConfig", "check_before_loading", "records", "reward_settings",
+           "run_sensitivity", "settings"]
 
 
 if not TYPE_CHECKING:  # the old name, for one release

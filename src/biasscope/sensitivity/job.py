@@ -11,11 +11,12 @@ from typing import Any
 
 from biasscope.backends.cache import Cached
 from biasscope.backends.labels import label_models, parse_models
-from biasscope.backends.reward import HFRewardModel
-from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
+from biasscope.backends.reward import HFRewardModel, identities_before_loading
+from biasscope.core.errors import DataError
+from biasscope.core.jsonl import MAX_TEMPLATE, given_file, read_option_file
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.confounds import Confounds
-from biasscope.sensitivity.harness import HarnessConfig, run_sensitivity
+from biasscope.sensitivity.harness import HarnessConfig, check_before_loading, run_sensitivity
 from biasscope.sensitivity.perturb import Templates
 from biasscope.sensitivity.principles import load_principles
 from biasscope.sensitivity.prompts import (
@@ -43,6 +44,9 @@ class SensitivityResult:
 
 
 def run(config: SensitivityConfig) -> SensitivityResult:
+    if not config.principles.startswith("ccai:"):
+        given_file("--principles", config.principles, "ccai:topK, or a YAML / JSON / JSONL / "
+                   "text file of principles")
     constitution = load_principles(config.principles, data_dir=config.data_dir)
     prompts = _prompts(config)
     templates = Templates()
@@ -53,16 +57,19 @@ def run(config: SensitivityConfig) -> SensitivityResult:
     pairs = _pairs(config)  # the data file is read before any reward model loads
     named = parse_models(list(config.reward_models), "--reward-model")  # no model twice
     reward = config.reward.reward_config(config.backend)
+    harness = HarnessConfig(config.directions, templates, config.max_tokens, config.seed,
+                            config.conventions, pairs,
+                            Confounds(config.unchanged_below, config.exclude_unchanged))
+    # A run in --out that this call cannot join is refused before a model loads (minutes).
+    planned = identities_before_loading(named, reward, "--reward-model")
+    check_before_loading(config.out, prompts, constitution, harness, planned)
     # The perturber first: its spec and flags are checked before a reward model loads.
     perturber = Cached(config.backend.generator(config.perturber, "--perturber"),
                        config.backend.response_cache())
+    check_before_loading(config.out, prompts, constitution, harness, planned, perturber)
     models = [HFRewardModel(spec, reward) for _, spec in named]
     label_models(models, named, "--reward-model")
-    store = run_sensitivity(models, perturber, prompts, constitution, config.out,
-                            HarnessConfig(config.directions, templates, config.max_tokens,
-                                          config.seed, config.conventions, pairs,
-                                          Confounds(config.unchanged_below,
-                                                    config.exclude_unchanged)))
+    store = run_sensitivity(models, perturber, prompts, constitution, config.out, harness)
     with run_lock(store):  # another run into this --out may rewrite summary.json meanwhile
         report = write_sensitivity_report(store.root)
     return SensitivityResult(store, report, store.read_json("summary.json"), prompts,
@@ -73,12 +80,28 @@ def _pairs(config: SensitivityConfig) -> Pairs | None:
     if not config.sanity_pairs:
         return None
     lines = line_range(config.sanity_lines) if config.sanity_lines else None
-    return read_hh_pairs(config.data_dir, n=config.sanity_pairs, seed=config.seed, lines=lines)
+    try:
+        pairs = read_hh_pairs(config.data_dir, n=config.sanity_pairs, seed=config.seed,
+                              lines=lines)
+    except DataError as exc:
+        if lines is None or "no usable" not in str(exc):
+            raise
+        raise DataError(f"--sanity-lines {config.sanity_lines}: {exc}: give lines that hold "
+                        "pairs, or leave it out") from None
+    if (used := len(pairs.ids)) < config.sanity_pairs:
+        # As for --prompts: fewer were used without a word; run.json keeps the N asked.
+        where = f"lines {lines[0]}-{lines[1]} of the file have" if lines else "the file has"
+        print(f"biasscope: note: --sanity-pairs {config.sanity_pairs}: {where} {used} usable "
+              f"chosen/rejected pairs, so {used} of the {config.sanity_pairs} asked are used",
+              file=sys.stderr)
+    return pairs
 
 
 def _prompts(config: SensitivityConfig) -> Prompts:
     count = hh_count(config.prompts, "--prompts", "conversations")
     if count is None:
+        given_file("--prompts", config.prompts, "hh-rlhf:harmless-base:N, or a JSONL file of "
+                   "conversations")
         return read_conversations(config.prompts)
     prompts = read_hh_rlhf(config.data_dir, n=count, seed=config.seed)
     if (used := len(prompts.conversations)) < count:

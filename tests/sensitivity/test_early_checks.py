@@ -1,0 +1,100 @@
+"""A sensitivity call into a run that it cannot join is refused before any reward model
+loads: a real model takes minutes to load, and a mistake about --out's run (a damaged
+run.json, the run's model under another name, another setting) was said only after it had.
+A tiny local reward model and a canned perturber; the loader then counts its calls."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from transformers import GPTNeoXConfig, GPTNeoXForSequenceClassification
+
+    from biasscope.demo.tiny import save, train_tokenizer
+
+    tokenizer = train_tokenizer(["Human Assistant my wife husband ask her him be kind no " * 20],
+                                vocab_size=120)
+    torch.manual_seed(0)
+    config = GPTNeoXConfig(  # type: ignore[call-arg]
+        vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=512, rotary_pct=0.25, num_labels=1,
+        pad_token_id=0)
+    folder = tmp_path_factory.mktemp("models") / "rm"
+    return Path(save(GPTNeoXForSequenceClassification(config).eval(), tokenizer, folder))
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """The reward models a call went on to load (none: each is refused with a one-line error
+    instead); patched in once the run exists."""
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    return []
+
+
+def no_loads(monkeypatch: pytest.MonkeyPatch, module: Any, loads: list[str]) -> None:
+    def load(spec: str, *args: Any) -> Any:
+        loads.append(spec)
+        raise BiasscopeError(f"a reward model ({spec}) was loaded")
+
+    monkeypatch.setattr(module, "HFRewardModel", load)
+
+
+def refused(argv: list[str], said: str, loads: list[str],
+             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("biasscope: error: ") and said in err[0], err
+    assert loads == []
+
+
+def test_sensitivity_refuses_before_a_reward_model_loads(
+        model: Path, loads: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from biasscope.sensitivity import job
+
+    prompts, principles = tmp_path / "prompts.jsonl", tmp_path / "principles.txt"
+    prompts.write_text("".join(json.dumps({"prompt": f"Ask my wife {i}?", "response": "No."})
+                               + "\n" for i in range(2)))
+    principles.write_text("Be kind.\nBe brief.\n")
+    out = tmp_path / "run"
+    given = ["--principles", str(principles), "--prompts", str(prompts), "--sanity-pairs",
+             "0", "--no-chat-template", "--device", "cpu", "--no-cache"]
+    argv = ["sensitivity", "--perturber", "canned:It is rude.|Be kind.", *given,
+            "--out", str(out)]
+    assert main([*argv, "--reward-model", str(model)]) == 0
+    capsys.readouterr()
+    no_loads(monkeypatch, job, loads)
+    rm = ["--reward-model", str(model)]
+    refused([*argv, "--reward-model", f"R={model}"], "holds this reward model as 'rm', and "
+             "this call names it 'R'", loads, capsys)
+    refused([*argv, *rm, "--transform", "probability"], "settings of reward model 'rm' "
+             "(transform", loads, capsys)
+    refused([*argv, *rm, "--dtype", "bfloat16"], "(dtype", loads, capsys)
+    refused([*argv, *rm, "--seed", "3"], "different 'perturber'", loads, capsys)
+    principles.write_text("Be kind.\n")
+    refused([*argv, *rm], "different 'principles'", loads, capsys)
+    principles.write_text("Be kind.\nBe brief.\n")
+    refused(["sensitivity", "--perturber", "canned:other", *given, "--out", str(out), *rm],
+             "different 'perturber'", loads, capsys)
+    shutil.copytree(out, tmp_path / "damaged")
+    (tmp_path / "damaged" / "run.json").write_text("{")
+    refused([*argv[:-1], str(tmp_path / "damaged"), *rm], "run.json is not valid JSON",
+             loads, capsys)
+    # A copy of the model in another folder is another model: its fingerprint, hashed before
+    # it loads, is the same, and its source is not; it loads.
+    shutil.copytree(model, tmp_path / "copy")
+    assert main([*argv, "--reward-model", f"R={tmp_path / 'copy'}"]) == 2
+    assert loads == [str(tmp_path / "copy")]

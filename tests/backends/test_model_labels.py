@@ -42,8 +42,7 @@ def test_an_empty_name_or_spec_is_refused(value: str, said: str) -> None:
         parse_models(["hf:x", value], "--reward-model")
 
 
-@pytest.mark.parametrize("value", ["=rm1", "A=", ""])
-@pytest.mark.parametrize(("argv", "flag"), [
+EVERY_COMMAND = [
     (["judge", "--input", "{tmp}/texts.jsonl", "--labels", "{tmp}/labels.json", "--model"],
      "--model"),
     (["judge-audit", "--input", "{tmp}/pairs.jsonl", "--model"], "--model"),
@@ -52,9 +51,32 @@ def test_an_empty_name_or_spec_is_refused(value: str, said: str) -> None:
      "--reward-model"),
     (["counterfactual", "--pairs", "{tmp}/cf.jsonl", "--reward-model"], "--reward-model"),
     (["counterfactual", "--pairs", "{tmp}/cf.jsonl", "--judge-model"], "--judge-model"),
-])
+]
+
+
+@pytest.mark.parametrize("value", ["=rm1", "A=", ""])
+@pytest.mark.parametrize(("argv", "flag"), EVERY_COMMAND)
 def test_every_command_refuses_an_empty_name_or_spec(argv: list[str], flag: str, value: str,
                                                      tmp_path: Path, capsys) -> None:
+    err = _refused(argv, value, tmp_path, capsys)
+    assert err.startswith(f"biasscope: error: {flag} ") and "empty" in err
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("a,b=canned:A", "the name 'a,b' holds ',' (run.json lists the models joined by ', ')"),
+    ("a\nb=canned:A", "the name 'a\\nb' holds '\\n' (a label is shown on one line)")])
+@pytest.mark.parametrize(("argv", "flag"), EVERY_COMMAND)
+def test_every_command_refuses_a_name_that_would_read_as_two(
+        argv: list[str], flag: str, value: str, said: str, tmp_path: Path, capsys) -> None:
+    """``--model a,b=canned:A`` was taken: run.json's ``"model": "a,b, c"`` then read as three
+    judges."""
+    err = _refused(argv, value, tmp_path, capsys)
+    assert err.startswith(f"biasscope: error: {flag} ") and said in err
+    assert err.endswith("; name it without that character\n")
+
+
+def _refused(argv: list[str], value: str, tmp_path: Path, capsys) -> str:
+    """The one-line error of the command ``argv`` + ``value``, which wrote nothing."""
     (tmp_path / "texts.jsonl").write_text('{"id": 1, "text": "fine"}\n')
     (tmp_path / "pairs.jsonl").write_text('{"id": 1, "prompt": "q", "a": "x", "b": "y"}\n')
     (tmp_path / "chats.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}, '
@@ -67,8 +89,25 @@ def test_every_command_refuses_an_empty_name_or_spec(argv: list[str], flag: str,
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]
                 + [value, "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"biasscope: error: {flag} ")
-    assert "empty" in err and not (tmp_path / "run").exists()
+    assert err.count("\n") == 1 and "Traceback" not in err and not (tmp_path / "run").exists()
+    return err
+
+
+def test_a_judge_name_joined_into_a_panel_name_is_refused_there_alone(tmp_path: Path,
+                                                                      capsys) -> None:
+    """counterfactual names its panel of judges ``a+b``: a judge named ``a+b`` would be that
+    panel's name, and a label made from a path (``./rm,v2``) must be named."""
+    with pytest.raises(BiasscopeError, match=r"^--judge-model 'a\+b=canned:A': the name "
+                       r"'a\+b' holds '\+' \(the panel of judges is named by their names "
+                       r"joined by '\+'\)"):
+        parse_models(["a+b=canned:A", "c=canned:B"], "--judge-model", joiner="+")
+    assert parse_models(["a+b=canned:A"], "--model") == [("a+b", "canned:A")]
+    assert "holds '+'" in _refused(EVERY_COMMAND[-1][0], "a+b=canned:A", tmp_path, capsys)
+    with pytest.raises(BiasscopeError, match=r"^--model 'hf:/x/rm,v2' is labelled 'rm,v2', "
+                       r"which holds ','.*: name it with NAME=SPEC$"):
+        model_labels(parse_models(["hf:/x/rm,v2"], "--model"), ["rm,v2"], "--model")
+    assert model_labels(parse_models(["rm=hf:/x/rm,v2"], "--model"), ["rm,v2"],
+                        "--model") == ["rm"]
 
 
 def test_labels_are_the_shortest_distinct_suffix() -> None:

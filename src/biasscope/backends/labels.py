@@ -12,6 +12,11 @@ Labels and errors are made from each spec with its URL's credentials masked
 (``redact_urls``): a label lands in verdicts, units and reports. Two URLs that differ only in
 their credentials are one server and so one model, given twice: the response cache keys
 both by the masked URL, so the second would only repeat the first's answers.
+
+A label holds no ``,``: run.json lists a run's models joined by ``", "``, so ``a,b`` would
+read as two models; nor a control character (a label is shown on one line). A caller that
+joins labels otherwise says so (``joiner``: a counterfactual run names its panel of judges
+by their labels joined by ``+``).
 """
 
 from __future__ import annotations
@@ -36,6 +41,19 @@ def split_named(value: str) -> Named:
     return None, value
 
 
+#: Why a label cannot hold each character that it cannot hold (others: control characters).
+_JOINED = {",": "run.json lists the models joined by ', '",
+           "+": "the panel of judges is named by their names joined by '+'"}
+
+
+def _unfit(label: str, joiner: str) -> str | None:
+    """Why ``label`` cannot be a label (`_JOINED`, or a control character), None if it can."""
+    bad = next((c for c in label if c == "," or c in joiner or not c.isprintable()), None)
+    if bad is None:
+        return None
+    return f"holds {bad!r} ({_JOINED.get(bad, 'a label is shown on one line')})"
+
+
 def _identity(spec: str) -> str:
     """What decides which model a spec loads: a local directory by its resolved path, a
     server by its masked URL (a credential picks no other model)."""
@@ -51,10 +69,11 @@ def _identity(spec: str) -> str:
     return redact_urls(spec)
 
 
-def parse_models(values: Sequence[str], option: str) -> list[Named]:
+def parse_models(values: Sequence[str], option: str, joiner: str = "") -> list[Named]:
     """``(name or None, spec)`` per value; one-line errors for a model or name given twice,
     and for a name holding ``=`` (``a=b=canned:A`` reads as the name ``a``, and its model
-    ``b=canned:A`` was refused as a spec without a word of the name), and for an empty
+    ``b=canned:A`` was refused as a spec without a word of the name) or what no label may
+    hold (`_unfit`: ``,``, a control character, ``joiner``'s), and for an empty
     model, name or spec (``''``, an unset ``$VARIABLE``, read as the folder ``.``; ``=rm`` or
     ``A=``, which reached the hub loader and failed with its message)."""
     for value in values:
@@ -74,6 +93,9 @@ def parse_models(values: Sequence[str], option: str) -> list[Named]:
             raise BiasscopeError(f"{option} {redact_urls(value)!r}: a name cannot hold '=' "
                                  f"(this reads as the name {name!r} for the model "
                                  f"{redact_urls(spec)!r}); name it without '='")
+        if name is not None and (why := _unfit(name, joiner)):
+            raise BiasscopeError(f"{option} {redact_urls(value)!r}: the name {name!r} {why}; "
+                                 "name it without that character")
     seen: dict[str, str] = {}
     for _, spec in named:
         identity, shown = _identity(spec), redact_urls(spec)
@@ -101,9 +123,11 @@ def _suffixes(spec: str) -> list[str]:
     return ["/".join(parts[-k:]) for k in range(1, len(parts) + 1)] + [spec]
 
 
-def model_labels(named: Sequence[Named], defaults: Sequence[str], option: str) -> list[str]:
+def model_labels(named: Sequence[Named], defaults: Sequence[str], option: str,
+                 joiner: str = "") -> list[str]:
     """One distinct label per model: the user's name, else ``defaults`` (the backends' own
-    labels) where unique, else the shortest spec suffix that no other model shares."""
+    labels) where unique, else the shortest spec suffix that no other model shares. A label
+    made from a spec that no label may hold (`_unfit`: ``./rm,v2``) is refused: name it."""
     counts = Counter(d for (name, _), d in zip(named, defaults) if name is None)
     names = {name for name, _ in named}
     labels = [name if name is not None else
@@ -117,13 +141,19 @@ def model_labels(named: Sequence[Named], defaults: Sequence[str], option: str) -
         labels[i] = next((s for s in _suffixes(spec) if s not in taken
                           and all(s not in _suffixes(o) for o in others)), redact_urls(spec))
     final = [str(x) for x in labels]
+    for label, (_, spec) in zip(final, named):
+        if why := _unfit(label, joiner):
+            raise BiasscopeError(f"{option} {redact_urls(spec)!r} is labelled {label!r}, which "
+                                 f"{why}: name it with NAME=SPEC")
     if clash := [x for x, count in Counter(final).items() if count > 1]:
         raise BiasscopeError(f"{option}: two models would both be labelled {clash[0]!r}; "
                              "name them with NAME=SPEC")
     return final
 
 
-def label_models(models: Sequence[Any], named: Sequence[Named], option: str) -> None:
+def label_models(models: Sequence[Any], named: Sequence[Named], option: str,
+                 joiner: str = "") -> None:
     """Give each loaded model (anything with a ``label``) its distinct label, in place."""
-    for model, label in zip(models, model_labels(named, [m.label for m in models], option)):
+    labels = model_labels(named, [m.label for m in models], option, joiner)
+    for model, label in zip(models, labels):
         model.label = label

@@ -86,7 +86,8 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     reward = config.reward.reward_config(config.backend)
     named = parse_models(list(config.reward_models), "--reward-model") if not reward_models \
         else []
-    judges = parse_models(list(config.judges), "--judge-model") if judge is None else []
+    judges = parse_models(list(config.judges), "--judge-model", joiner="+") \
+        if judge is None else []  # the panel is named a+b
     pairs = {"source": config.pairs if source_sha else "jsonl", "file_sha256": source_sha,
              "sha256": cf.items_sha256(items)}
     # A run in --out that this call cannot join is refused before a model loads (minutes).
@@ -249,5 +250,5 @@ def _judge(config: CounterfactualConfig, named: list[Named]) -> Any:
     cache = config.backend.response_cache()
     models = [Cached(g, cache) for g in config.backend.generators([s for _, s in named],
                                                                    "--judge-model")]
-    label_models(models, named, "--judge-model")
+    label_models(models, named, "--judge-model", joiner="+")
     return Judge(models, JudgingConfig(position=config.position, seed=config.seed))

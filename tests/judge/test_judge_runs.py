@@ -126,6 +126,36 @@ def test_a_rerun_with_a_judge_dropped_is_refused_naming_the_judges(pairs, tmp_pa
     assert _files(out) == before
 
 
+@pytest.mark.parametrize("kind", ["judge", "judge-audit"])
+def test_a_rerun_with_the_judges_reordered_is_refused_naming_the_runs_order(
+        pairs, tmp_path, capsys, kind):
+    """Order decides results: an item no judge labelled takes the first judge's reason (x
+    answers outside the keys, y disagrees with itself across the two orders). A reordered
+    rerun was taken and rewrote the run's verdicts with the other reason."""
+    x, y = ["--model", "x=canned:Q"], ["--model", "y=canned:A"]
+    how = ["--position", "consensus"] if kind == "judge" else []
+    out, other = tmp_path / "run", tmp_path / "other"
+
+    def argv(where: Path, *judges: str) -> list[str]:
+        return [kind, *judges, "--input", str(pairs), "--out", str(where), "--no-cache", *how]
+
+    assert main(argv(out, *x, *y)) == 0
+    before = _files(out)
+    capsys.readouterr()
+    assert main(argv(out, *y, *x)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert (f"{out / 'run.json'} has its judges in the order x, y, and this call gives y, x: "
+            "the order can change the results, so give --model in the run's order") in err
+    assert _files(out) == before
+    assert main(argv(out, *x, *y)) == 0  # its own order
+    if kind == "judge":
+        assert main(argv(other, *y, *x)) == 0
+        reasons = [json.loads((run / "summary.json").read_text())["probes"]["judge"]
+                   ["headline"] for run in (out, other)]
+        assert "invalid_rate" in reasons[0] and "disagreement_rate" in reasons[1]
+
+
 def test_judge_audit_records_and_checks_its_settings(tmp_path, capsys):
     texts = _jsonl(tmp_path / "texts.jsonl", [{"id": i, "text": f"Day {i}."} for i in range(4)])
     labels = tmp_path / "labels.json"

@@ -299,11 +299,26 @@ def _build(store: RunStore, models: Sequence[str], settings: Mapping[str, Any],
     """run.json of a judge run from what it recorded: ``settings`` merged over the recorded
     ones (a changed one refused), with ``described``."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        if previous is not None:
+            _same_order(store, previous, list(settings.get("judges") or {}))
         merged = dict(settings) if previous is None else merge_settings(
             store.run_json, gain_identity(previous.get("settings", {}), settings), settings)
         return {"model": ", ".join(models), **(described or {}), "settings": merged}
 
     return build
+
+
+def _same_order(store: RunStore, previous: Mapping[str, Any], judges: Sequence[str]) -> None:
+    """One line where a rerun gives the run's judges in another order: order decides results
+    (an item no judge labelled takes the first judge's reason, "invalid" or "disagreement";
+    the panel's mean probabilities are summed in that order, and a last-digit difference can
+    make or break a tie), so the run is the same only in its own order."""
+    had = list((previous.get("settings") or {}).get("judges") or {})
+    if sorted(had) == sorted(judges) and had != list(judges):
+        raise BiasscopeError(f"{store.run_json} has its judges in the order "
+                             f"{', '.join(had)}, and this call gives {', '.join(judges)}: "
+                             "the order can change the results, so give --model in the "
+                             "run's order, or use another --out")
 
 
 def write_run(out: str | os.PathLike[str], kind: str, models: Sequence[str],

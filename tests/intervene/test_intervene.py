@@ -307,22 +307,44 @@ def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, o
 
 
 def test_a_model_that_does_not_load_leaves_no_settings_behind(tmp_path, world, winobias_dir,
-                                                              one_thread) -> None:
-    """A first call whose --model has no weights fails before anything is trained: the
-    run.json it wrote is taken away, so the call with the right --model is not refused."""
+                                                              one_thread, monkeypatch) -> None:
+    """A first call whose --model has no weights, or whose training fails, stops before
+    anything is stored: the run.json it wrote is taken away, so the call put right is not
+    refused, and so is the empty ``train/`` it made (it was left behind). A rerun that fails
+    keeps everything."""
     import shutil
 
     from biasscope.core.errors import BiasscopeError
     from biasscope.intervene import run
+    from biasscope.intervene import train as training
 
     broken = tmp_path / "no weights"
     shutil.copytree(world[0], broken)
     (broken / "model.safetensors").unlink()
-    config = _config(tmp_path / "run", world, winobias_dir, steps=20)
+    out = tmp_path / "run"
+    config = _config(out, world, winobias_dir, steps=20)
     with pytest.raises(BiasscopeError, match="cannot load checkpoint"):
         run(replace(config, model=str(broken)), NoOp())
-    assert not (tmp_path / "run" / "run.json").exists()
+    left = {p.relative_to(out).as_posix() for p in out.rglob("*")}
+    assert not {"run.json", "train"} & left, left
+
+    def oom(model, how):
+        raise RuntimeError("CUDA out of memory")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(training, "with_lora", oom)
+        with pytest.raises(RuntimeError, match="out of memory"):
+            run(config, NoOp())
+    assert {p.relative_to(out).as_posix() for p in out.rglob("*")} == left
     assert run(config, NoOp()).summary["steps"] == [0, 20]
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    monkeypatch.setattr(training, "with_lora", oom)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        run(replace(config, training=replace(config.training, runs=2)), NoOp())
+    del files[out / "run.json"]  # which the rerun gives run 2's checkpoints
+    kept = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert (out / "run.json").is_file() and files.items() <= kept.items()
+    assert (out / "train" / "control-run2").is_dir()  # a rerun's: the run keeps what it made
 
 
 def test_runs_per_arm(tmp_path, world, winobias_dir, one_thread, monkeypatch) -> None:

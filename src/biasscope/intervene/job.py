@@ -180,7 +180,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
                 **text}
     scoring = HFConfig(batch_size=config.eval_batch_size)
     runs = range(config.training.runs, 0, -1)
-    with unsettled(store, lambda: _holds(store)):
+    with unsettled(store, lambda: _holds(store), folders=("train",)):
         init_run(store, probes, SweepConfig(
             [checkpoint_at(analysis.run_name(arm, r), 0) for r in runs
              for arm in (CONTROL, method.name)], store, list(config.seeds),

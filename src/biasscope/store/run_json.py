@@ -9,12 +9,15 @@ entries. ``jobs.JOBS`` maps each kind to the job that writes it and the renderer
 
 from __future__ import annotations
 
+import contextlib
+import os
 import platform
 import random
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
@@ -142,11 +145,13 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
 
 
 @contextmanager
-def unsettled(store: RunStore, holds: Callable[[], bool], *, rerun: bool = False
-              ) -> Iterator[None]:
+def unsettled(store: RunStore, holds: Callable[[], bool], folders: Sequence[str] = (), *,
+              rerun: bool = False) -> Iterator[None]:
     """A run.json this call wrote, taken away again when the call stops (a one-line error, an
-    interrupt) before the run ``holds`` anything: the rerun with the mistake put right (the
-    server's URL, the model's path) is not refused for settings a run of nothing recorded.
+    interrupt, a training error) before the run ``holds`` anything: the rerun with the mistake
+    put right (the server's URL, the model's path, a smaller batch) is not refused for
+    settings a run of nothing recorded. ``folders`` (under the run: ``train``) that this call
+    made go too where they hold no file, so --out is left as it was.
 
     ``rerun``: a call into an existing run gets its run.json back as it was before the call
     when it stops before ``holds`` anything new (``holds``: whether anything was added since
@@ -155,16 +160,26 @@ def unsettled(store: RunStore, holds: Callable[[], bool], *, rerun: bool = False
     local = store.remote is None
     fresh = local and not store.run_json.is_file()
     before = store.run_json.read_bytes() if local and rerun and not fresh else None
+    made = [store.root / name for name in folders if not (store.root / name).exists()]
     try:
         yield
-    except (BiasscopeError, KeyboardInterrupt):
+    except BaseException:
         if not holds():
             if fresh:
                 store.run_json.unlink(missing_ok=True)
+                for folder in made:
+                    _remove_empty(folder)
             elif before is not None:
                 with run_lock(store):
                     write_bytes(store.run_json, before)
         raise
+
+
+def _remove_empty(folder: Path) -> None:
+    """``folder`` and the folders in it, those that hold no file (one that does stays)."""
+    for where, _, _ in os.walk(folder, topdown=False):  # the innermost first
+        with contextlib.suppress(OSError):  # not empty: it keeps what it holds
+            Path(where).rmdir()
 
 
 def check_run(store: RunStore, kind: str, build: Build, joins: Collection[str] = ()) -> None:

@@ -90,9 +90,29 @@ def test_the_report_marks_a_bend_only_when_it_is_claimed() -> None:
     bend = {"step": 8123.4, "low": 7000.0, "high": 9000.0}
     claimed = {"trend": {"claimed": "step", "changepoint": {"step": bend, "log": None}}}
     label, step, _ = trend_marker(claimed, "") or ("", 0, "")
-    assert step == 8123 and "changes trend at step 8123 (CI 7000 to 9000)" in label
+    assert step == 8123 and "changes trend at step 8123 (95% CI 7000 to 9000)" in label
+    # The demo's bend: every resample within the interval at one step ("CI 167 to 167").
+    one = {"trend": {"claimed": "log", "changepoint": {"log": {
+        "step": 167.0, "low": 167.0, "high": 167.0, "confidence": 0.95}}}}
+    label, _, _ = trend_marker(one, "") or ("", 0, "")
+    assert label == "gap changes trend at step 167 (at least 95% of resamples put it there)"
     assert trend_marker({"trend": {**claimed["trend"], "claimed": None}}, "") is None
     assert trend_marker({}, "") is None
+
+
+def test_a_bend_every_resample_puts_at_one_step_is_said_in_words(monkeypatch) -> None:
+    """The demo said "the gap changes trend at step 167 (95% CI 167 to 167; …)"; the stored
+    bounds stay as they were."""
+    from biasscope.core.changepoint import Changepoint
+    from biasscope.dynamics.analysis import emergence
+
+    bend = Changepoint("log", 167.0, 167.0, 167.0, 0.1, 1.5, 1.43, 1.0, 2.0, 30.0, 0.0005, 14,
+                       0.95)
+    monkeypatch.setattr(emergence, "changepoint", lambda *a, **k: bend)
+    trend, said = trend_change("demo", [0, 10, 50, 100, 167, 250, 400, 600], [0.0] * 8)
+    assert trend["changepoint"]["log"]["low"] == trend["changepoint"]["log"]["high"] == 167.0
+    assert ("demo: the gap changes trend at step 167 (at least 95% of resamples put it "
+            "there; against log step: slope change +1.43") in said[-1]
 
 
 def test_prompts_missing_at_some_checkpoints_count_where_they_were_asked() -> None:

@@ -1,6 +1,14 @@
 """core/numbers: the one number format (digits from the CI, floored p-values, percent)."""
 
-from biasscope.core.numbers import num, p_is, percent, pvalue, setting_percent, with_ci
+from biasscope.core.numbers import (
+    num,
+    p_is,
+    percent,
+    pvalue,
+    resampled_ci,
+    setting_percent,
+    with_ci,
+)
 
 
 def test_digits_come_from_the_ci_half_width():
@@ -17,6 +25,15 @@ def test_an_interval_of_no_width_is_said_at_the_values_precision():
         "0 (95% CI 0 to 0; +0.00 SD)")
     assert with_ci(0.3, 0.3, 0.1 + 0.2, signed=True) == "+0.300 (95% CI +0.300 to +0.300)"
     assert with_ci(0.3, 0.4, 0.2) == "0.300"  # no interval: low above high
+
+
+def test_a_bootstrap_interval_of_one_value_is_said_in_words():
+    """Every resample between the percentiles at one step printed "(CI 167 to 167)"."""
+    assert resampled_ci(160.0, 170.0, ".0f", 0.95) == "95% CI 160 to 170"
+    assert resampled_ci(167.0, 167.0, ".0f", 0.95, "put it at step {value}") == (
+        "at least 95% of resamples put it at step 167")
+    assert resampled_ci(1.0, 1.0, "+.2f", 0.9) == "at least 90% of resamples gave +1.00"
+    assert resampled_ci(0.5, 0.5000001, num, 0.95) == "95% CI 0.500 to 0.500"  # two values
 
 
 def test_p_values_are_floored_and_read_as_a_relation():

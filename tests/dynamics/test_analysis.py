@@ -144,6 +144,10 @@ def test_the_bls_sentence_says_tracks_only_where_the_correlation_is_shown() -> N
     assert "is not shown to follow" in said(low=-0.81, high=0.05, p_value=0.03)
     assert "is not shown to follow" in said(low=-0.81, high=-0.01, p_value=0.06)
     assert "is not shown to follow" in said(low=None, high=None, p_value=None, too_few=True)
+    assert "ρ = -0.50 (95% CI -0.81 to -0.01, p = 0.025;" in said(low=-0.81, high=-0.01,
+                                                                  p_value=0.025)
+    assert "ρ = -0.50 (at least 95% of resamples gave -1.00, p = 0.0020;" in said(
+        low=-1.0, high=-1.0, p_value=0.002)  # "(95% CI -1.00 to -1.00)"
 
 
 def test_pro_anti_takes_occupations_as_units_within_their_stereotype() -> None:

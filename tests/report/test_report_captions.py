@@ -117,6 +117,10 @@ def test_bls_scatter_shows_its_legend_and_keeps_names_apart() -> None:
     fig = breakdown.versus_statistics(view)
     assert fig is not None and fig.layout["showlegend"] is True
     assert "Spearman ρ = -0.80 (95% CI -0.95 to -0.40)" in fig.data[0]["name"]  # r-like: .2f
+    view.data["models"]["m"]["occupation_statistics"]["spearman"].update(low=-1.0, high=-1.0)
+    fig = breakdown.versus_statistics(view)
+    assert fig is not None
+    assert "ρ = -0.80 (at least 95% of resamples gave -1.00)" in fig.data[0]["name"]
     shown = [n for n in fig.data[0]["text"] if n]
     assert "cook" in shown and "ceo" in shown  # lone points keep their names
     assert breakdown.names_left_out(fig) == len(names) - len(shown) > 0  # the crowd does not

@@ -158,4 +158,5 @@ def test_rho_over_too_few_occupations_has_no_interval() -> None:
     assert "too few occupations for an interval (n=3)" in text and "CI" not in text
     enough = occupations.spearman(x, -x, 0.95, 200)
     assert enough["low"] is not None and "too_few" not in enough
-    assert "95% CI" in occupations.sentence("m", 7, {"spearman": enough}, 0.95, [], False)
+    said = occupations.sentence("m", 7, {"spearman": enough}, 0.95, [], False)
+    assert "(at least 95% of resamples gave -1.00, p < 0.0001;" in said  # every one: -1

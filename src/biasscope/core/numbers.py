@@ -12,7 +12,7 @@ test's approximations hold.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
@@ -114,6 +114,20 @@ def with_ci(value: Any, low: Any, high: Any, confidence: float | None = 0.95,
     tail = f"; {extra}" if extra else ""
     return (f"{num(value, places, signed)}{unit} ({level}{num(low, places, signed)}{unit} to "
             f"{num(high, places, signed)}{unit}{tail})")
+
+
+def resampled_ci(low: Any, high: Any, shown: str | Callable[[Any], str], confidence: float,
+                 same: str = "gave {value}") -> str:
+    """``95% CI low to high`` of a percentile bootstrap interval, each bound written by
+    ``shown`` (a format spec, ``"+.2f"``, or a function). Bounds of one value say so in words
+    ("at least 95% of resamples gave +1.00", ``same`` with the bound as ``value``): "CI 167 to
+    167" read as a misprint. At least that share, since every resample between the two
+    percentiles agrees; the stored bounds are as they were."""
+    text = shown if callable(shown) else (lambda value: format(value, shown))
+    level = f"{confidence:.0%}"
+    if finite(low) and finite(high) and low == high:
+        return f"at least {level} of resamples {same.format(value=text(low))}"
+    return f"{level} CI {text(low)} to {text(high)}"
 
 
 def spread(value: Any, places: int | None) -> str:

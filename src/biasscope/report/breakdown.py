@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, num
+from biasscope.core.numbers import ci_decimals, num, resampled_ci
 from biasscope.report.plotfig import RDBU, Figure, as_text, bar, make_subplots, scatter, trace
 from biasscope.report.plotting import (
     COLORS,
@@ -244,9 +244,9 @@ def _padded(values: Sequence[float], share: float = 0.08) -> list[float]:
 
 def _rho(rho: Mapping[str, Any], confidence: float) -> str:
     """Spearman's ρ to two decimals (as correlations are written), with its CI if any."""
-    estimate, low, high = (effect(rho.get(k)) for k in ("estimate", "low", "high"))
+    estimate = effect(rho.get("estimate"))
     if finite(rho.get("low")) and finite(rho.get("high")):
-        return f"{estimate} ({confidence:.0%} CI {low} to {high})"
+        return f"{estimate} ({resampled_ci(rho['low'], rho['high'], effect, confidence)})"
     return estimate
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from biasscope.core.corrections import CORRECTIONS
-from biasscope.core.numbers import ci_decimals, num, spread, with_ci
+from biasscope.core.numbers import ci_decimals, num, resampled_ci, spread, with_ci
 from biasscope.core.numbers import finite as finite
 from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis covers
 from biasscope.report.plotfig import as_text, scatter
@@ -336,8 +336,10 @@ def trend_marker(model: Mapping[str, Any], suffix: str) -> tuple[str, int, str] 
     bend = (trend.get("changepoint") or {}).get(trend["claimed"]) or {}
     if not all(finite(bend.get(k)) for k in ("step", "low", "high")):
         return None
-    return (f"gap changes trend at step {bend['step']:.0f} (CI {bend['low']:.0f} to "
-            f"{bend['high']:.0f}){suffix}", round(bend["step"]), COLORS["trend"])
+    ci = resampled_ci(bend["low"], bend["high"], ".0f", bend.get("confidence", 0.95),
+                      "put it there")
+    return (f"gap changes trend at step {bend['step']:.0f} ({ci}){suffix}", round(bend["step"]),
+            COLORS["trend"])
 
 
 def style(fig: Any, axis: Axis, height: int = 440, rows: int = 1) -> Any:

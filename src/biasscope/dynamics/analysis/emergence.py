@@ -21,7 +21,7 @@ import pandas as pd
 
 from biasscope.core.changepoint import MIN_POINTS, changepoint, rates
 from biasscope.core.curves import ItemCurves, max_t
-from biasscope.core.numbers import num, p_is, setting_percent, with_ci
+from biasscope.core.numbers import num, p_is, resampled_ci, setting_percent, with_ci
 from biasscope.core.stats import DIFFERENCE, Array, Interval, _bootstrap
 from biasscope.dynamics.analysis.gap_tests import prompt_values
 from biasscope.probes.winobias import GENDERS
@@ -363,8 +363,9 @@ def trend_change(model: str, steps: Sequence[int], gaps: npt.ArrayLike, alpha: f
         c = claimed[0]
         scale = "training step" if c.scale == "step" else "log step"
         sentences.append(
-            f"{model}: the gap changes trend at step {c.step:.0f} ({confidence:.0%} CI "
-            f"{c.low:.0f} to {c.high:.0f}; against {scale}: slope change "
+            f"{model}: the gap changes trend at step {c.step:.0f} ("
+            f"{resampled_ci(c.low, c.high, '.0f', confidence, 'put it there')}; against "
+            f"{scale}: slope change "
             f"{num(c.slope_change, signed=True)}, {p_is(c.p_value, 'bootstrap p')} < α/2 "
             "against a single trend, prompts resampled).")
     elif not tested:

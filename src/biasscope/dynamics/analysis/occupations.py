@@ -25,7 +25,7 @@ import numpy as np
 from biasscope.core.errors import DataError
 from biasscope.core.imports import lazy
 from biasscope.core.jsonl import read_text
-from biasscope.core.numbers import p_is
+from biasscope.core.numbers import p_is, resampled_ci
 from biasscope.data.sources import SOURCES, cache_dir, data_path, resolve_data_dir
 
 SOURCE, NAME = "winogender", "occupations-stats.tsv"
@@ -184,7 +184,7 @@ def sentence(model: str, step: int, result: dict[str, Any], confidence: float,
         ci = f"too few occupations for an interval (n={rho['n']})"
     else:
         ci = ("no CI" if rho["low"] is None else
-              f"{confidence:.0%} CI {rho['low']:+.2f} to {rho['high']:+.2f}")
+              resampled_ci(rho["low"], rho["high"], "+.2f", confidence))
     missing = ", ".join(unmatched) if unmatched else "none"
     low, high, p = rho.get("low"), rho.get("high"), rho.get("p_value")
     shown = p is not None and p < 1 - confidence and low is not None and high is not None

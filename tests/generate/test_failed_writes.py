@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,9 @@ from biasscope.cli.main import main
 from biasscope.generate.batch import generate_file
 from fakes import CannedGenerator, PromptEcho
 
-OLD = b'{"id": "old"}\n'
+#: An earlier answers file of the same model and settings: a call may replace it.
+OLD = (json.dumps({"id": "old", "text": "old", "finish_reason": None, "model": {"backend": "echo"},
+                   "params": asdict(GenerateParams())}) + "\n").encode()
 #: An earlier export of `biasscope items`: the only file (beside an empty one) items replaces.
 ITEMS = b'{"item_id": "old", "probe": "professional-bias"}\n'
 
@@ -136,6 +139,6 @@ def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_pat
     # A directory where the file should go: one line too, and nothing left behind.
     assert main([*args, "--out", str(out.parent)]) == 2
     err = capsys.readouterr().err.strip()
-    said = "cannot write" if command == "generate" else "is a directory: give the JSONL file"
+    said = "is a directory: give the JSONL file"  # before any request is sent
     assert len(err.splitlines()) == 1 and said in err and "Traceback" not in err
     assert temp_files(out.parent) == [] and temp_files(tmp_path) == []

@@ -4,7 +4,8 @@ Input lines are ``{"id": ..., "prompt": "..."}`` or ``{"id": ..., "messages": [{
 "content": ...}, ...]}``, optionally with ``"options": [...]`` to read a multiple-choice answer
 (from logprobs where the backend gives them, else from the text). Requests go out in chunks
 through the response cache, so a killed run loses no answer it paid for: run it again and only
-what is missing is sent. The output file is written atomically at the end.
+what is missing is sent. The output file is written atomically at the end, and only over a file
+of this call's own answers (`biasscope.generate.output`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from biasscope.backends.base import GenerateParams, GenerateRequest, Generation,
 from biasscope.backends.cache import Cached, ResponseCache, Usage
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import line_id, read_jsonl
+from biasscope.generate import output as out_file
 from biasscope.generate.settings import GenerateConfig as GenerateConfig
 from biasscope.probes.choices import normalise, read_choice
-from biasscope.store.files import json_line, write_bytes
+from biasscope.store.files import json_line, remove_stale_temp_files, write_bytes
 
 ROLES = ("system", "user", "assistant")
 
@@ -89,14 +91,27 @@ def read_jobs(path: str | os.PathLike[str], params: GenerateParams) -> list[Job]
     return [job for _, job in numbered]
 
 
-def row(job: Job, generation: Generation) -> dict[str, Any]:
+def row(job: Job, generation: Generation, made: dict[str, Any] | None = None
+        ) -> dict[str, Any]:
+    """One output line; ``made`` (`output.made_with`) says which model and settings made it."""
     out: dict[str, Any] = {"id": job.request.id, **asdict(generation)}
     out["logprobs"] = out.pop("tokens")
     if job.options is not None:
         reading = read_choice(generation, job.options)
         out.update(answer=reading.answer, answer_source=reading.source,
                    option_probs=reading.probs, missing_mass=reading.missing_mass)
-    return out
+    return {**out, **(made or {})}
+
+
+def check_out(source: str | os.PathLike[str], output: Path, cache: ResponseCache | None
+              ) -> None:
+    """Refuse an ``output`` the answers must not replace: the requests or the cache."""
+    if output.resolve() == Path(source).resolve():
+        raise BiasscopeError(f"--out {output} is the --input file; the answers would replace "
+                             "the requests: write them to another file")
+    if cache is not None and output.resolve() == cache.path.resolve():
+        raise BiasscopeError(f"--out {output} is the --cache file; the answers would replace "
+                             "every cached answer: write them to another file")
 
 
 def generate_file(generator: Generator, source: str | os.PathLike[str],
@@ -105,20 +120,25 @@ def generate_file(generator: Generator, source: str | os.PathLike[str],
                   on_progress: Callable[[int, int], None] | None = None) -> tuple[Usage, float]:
     """Answer every request of ``source`` into ``output``; the usage and the seconds taken."""
     jobs = read_jobs(source, params)
-    output = Path(output)
-    if output.resolve() == Path(source).resolve():
-        raise BiasscopeError(f"--out {output} is the --input file; the answers would replace "
-                             "the requests: write them to another file")
-    if cache is not None and output.resolve() == cache.path.resolve():
-        raise BiasscopeError(f"--out {output} is the --cache file; the answers would replace "
-                             "every cached answer: write them to another file")
+    check_out(source, Path(output), cache)
+    return answer(generator, jobs, Path(output), params, cache, chunk, on_progress)
+
+
+def answer(generator: Generator, jobs: Sequence[Job], output: Path, params: GenerateParams,
+           cache: ResponseCache | None, chunk: int = 256,
+           on_progress: Callable[[int, int], None] | None = None) -> tuple[Usage, float]:
+    """Answer ``jobs`` into ``output``, unless it holds answers of another model or other
+    settings (`output.check`); the usage and the seconds taken."""
+    made = out_file.made_with(generator, params)
+    out_file.check(output, made)  # before any request: nothing is asked for a refused call
+    remove_stale_temp_files(output.parent)  # a killed call's half-written file
     cached = Cached(generator, cache)
     start = time.monotonic()
     rows: list[dict[str, Any]] = []
     for begin in range(0, len(jobs), chunk):
         part: Sequence[Job] = jobs[begin:begin + chunk]
         generations = cached.generate([j.request for j in part])
-        rows += [row(j, g) for j, g in zip(part, generations)]
+        rows += [row(j, g, made) for j, g in zip(part, generations)]
         if on_progress:
             on_progress(len(rows), len(jobs))
     elapsed = time.monotonic() - start
@@ -127,11 +147,15 @@ def generate_file(generator: Generator, source: str | os.PathLike[str],
     # lone surrogate is written as the JSON escape \uXXXX, so the file stays valid UTF-8.
     # NaN (a token without a logprob) is null: strict JSON, as every run file.
     text = "".join(json_line(item) for item in rows)
+    out_file.check(output, made)  # another call may have written it while this one ran
     write_bytes(output, text.encode("utf-8", "backslashreplace"))
     return cached.usage, elapsed
 
 
 def run(config: GenerateConfig) -> tuple[Usage, float]:
     """The one library call of ``biasscope generate``: the usage and the seconds taken."""
-    return generate_file(config.backend.generator(config.model), config.input, config.out,
-                         config.params, config.backend.response_cache())
+    cache, output = config.backend.response_cache(), Path(config.out)
+    jobs = read_jobs(config.input, config.params)
+    check_out(config.input, output, cache)
+    out_file.recorded(output)  # a file that is no answers file: refused before a model loads
+    return answer(config.backend.generator(config.model), jobs, output, config.params, cache)

@@ -20,7 +20,8 @@ class GenerateConfig:
         "openai-compatible:URL#MODEL, litellm:PROVIDER/MODEL, canned:TEXT (fixed answers)"))
     input: str = field(metadata=described("JSONL: {id, prompt} or {id, messages}, optionally "
                                           "options"))
-    out: str = field(metadata=described("JSONL of generations"))
+    out: str = field(metadata=described("JSONL of generations; only the same model and "
+                                        "settings may rewrite it"))
     params: GenerateParams = field(default_factory=GenerateParams)
     backend: BackendConfig = field(default_factory=BackendConfig)
 

@@ -97,10 +97,17 @@ def row(job: Job, generation: Generation, made: dict[str, Any] | None = None
     out: dict[str, Any] = {"id": job.request.id, **asdict(generation)}
     out["logprobs"] = out.pop("tokens")
     if job.options is not None:
-        reading = read_choice(generation, job.options)
+        reading = read_choice(generation, job.options, asked(job.request))
         out.update(answer=reading.answer, answer_source=reading.source,
                    option_probs=reading.probs, missing_mass=reading.missing_mass)
     return {**out, **(made or {})}
+
+
+def asked(request: GenerateRequest) -> str:
+    """The text a model may echo before its answer: the prompt, or every turn's content."""
+    if request.messages is not None:
+        return "\n".join(content for _, content in request.messages)
+    return request.prompt or ""
 
 
 def check_out(source: str | os.PathLike[str], output: Path, cache: ResponseCache | None

@@ -11,6 +11,7 @@ wanted to say something else). A token that begins several options (``"fe"`` for
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from biasscope.backends.base import Generation
+from biasscope.backends.base import Generation, TokenLogprob
 
 #: Word-piece markers some tokenizers put before a token (SentencePiece, GPT-2 byte BPE).
 _MARKERS = " \t\n▁Ġ"
@@ -123,15 +124,75 @@ def parse_choice(text: str, options: Sequence[str]) -> str | None:
     return named.pop() if len(named) == 1 else None
 
 
-def read_choice(generation: Generation, options: Sequence[str]) -> OptionReading:
-    """Logprobs first (the first generated token's alternatives), the text otherwise."""
+_SENTENCE_END = re.compile(r"(?<=[.?!:])\s+")
+_PUNCT = ".,;:!?\"'`*()[]"
+
+
+def _word(word: str) -> str:
+    """A word as echoes are compared: without case and surrounding punctuation."""
+    return word.lower().strip(_PUNCT) or word.lower()
+
+
+def echo_end(text: str, prompt: str, options: Sequence[str]) -> int:
+    """Where a model's own words begin in ``text``: after the sentences and lines of
+    ``prompt`` it repeated first (a base model completing "Is it? Answer yes or no." with
+    "Answer yes or no. Yes"), whose options would otherwise be read as its answer. A sentence
+    that is only an option is never taken for an echo (a few-shot "Yes." in the prompt, an
+    answer "Yes."); words are compared without case and surrounding punctuation."""
+    keys = {" ".join(_word(w) for w in o.split()) for o in options}
+    by_first: dict[str, set[tuple[str, ...]]] = {}
+    for line in prompt.splitlines():
+        for sentence in _SENTENCE_END.split(line.strip()):
+            words = tuple(_word(w) for w in sentence.split())
+            if words and " ".join(words) not in keys:
+                by_first.setdefault(words[0], set()).add(words)
+    if not by_first:
+        return 0
+    longest = {first: sorted(parts, key=len, reverse=True) for first, parts in by_first.items()}
+    # Bounded: a model that repeats the prompt for megabytes is read from where this stops.
+    cap = 2 * sum(len(p) for parts in longest.values() for p in parts) + 1
+    found = [(m.end(), _word(m.group())) for m in itertools.islice(re.finditer(r"\S+", text),
+                                                                    cap)]
+    said = [w for _, w in found]
+    at, cut = 0, 0
+    while at < len(said):
+        part = next((p for p in longest.get(said[at], ()) if tuple(said[at:at + len(p)]) == p),
+                    None)
+        if part is None:
+            break
+        at += len(part)
+        cut = found[at - 1][0]
+    return cut
+
+
+def _tokens_after(tokens: Sequence[TokenLogprob], text: str, cut: int
+                  ) -> Sequence[TokenLogprob]:
+    """The tokens from ``cut`` of ``text`` on; none where they do not spell the text up to
+    it or one spans it (then the answer's first token is not known: the text is read)."""
+    at = 0
+    for index, token in enumerate(tokens):
+        if at >= cut:
+            return tokens[index:] if at == cut and "".join(
+                t.token for t in tokens[:index]) == text[:cut] else ()
+        at += len(token.token)
+    return ()
+
+
+def read_choice(generation: Generation, options: Sequence[str], prompt: str = ""
+                ) -> OptionReading:
+    """Logprobs first (the first generated token's alternatives), the text otherwise; both
+    after any echo of ``prompt`` the generation begins with (`echo_end`)."""
+    cut = echo_end(generation.text, prompt, options) if prompt and generation.ok else 0
+    tokens: Sequence[TokenLogprob] = generation.tokens or ()
+    if cut:
+        tokens = _tokens_after(tokens, generation.text, cut)
     # The first token that says something: a leading space or newline may be its own token.
-    first = next((t for t in generation.tokens or () if _norm(t.token)), None)
+    first = next((t for t in tokens if _norm(t.token)), None)
     if first is not None:
         top = first.top or ((first.token, first.logprob),)
         found = option_probabilities(top, options)
         if found is not None:
             probs, missing = found
             return OptionReading(max(probs, key=lambda o: probs[o]), "logprobs", probs, missing)
-    answer = parse_choice(generation.text, options) if generation.ok else None
+    answer = parse_choice(generation.text[cut:], options) if generation.ok else None
     return OptionReading(answer, "text" if answer is not None else "none")

@@ -76,3 +76,23 @@ def test_a_line_with_both_a_prompt_and_messages_is_refused(
                                                                 "content": "Hello"}]})
     err = _refused(tmp_path, capsys, line)
     assert "in.jsonl:2: gives both 'prompt' and 'messages': keep one" in err
+
+
+@pytest.mark.parametrize(("flag", "value", "said"), [
+    ("--input", "", "--input is empty: give a JSONL file of {id, prompt} or {id, messages}"),
+    ("--input", "nofile.jsonl", "--input nofile.jsonl does not exist: give a JSONL file"),
+    ("--input", ".", "--input . is a directory: give a JSONL file"),
+    ("--out", "", "--out is empty: give the JSONL file to write")])
+def test_an_input_or_out_that_is_no_file_names_its_flag(
+        flag: str, value: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--input nofile.jsonl`` said "nofile.jsonl: cannot read (No such file or directory)",
+    and ``--input ""`` (an unset ``$VARIABLE``) ".: cannot read (Is a directory)", naming no
+    flag; ``--out ""`` said "--out . is a directory"."""
+    monkeypatch.chdir(tmp_path)
+    Path("in.jsonl").write_text('{"id": "a", "prompt": "ok"}\n')
+    argv = {"--input": "in.jsonl", "--out": "out.jsonl", flag: value}
+    code = main(["generate", "--model", "canned:yes", "--no-cache",
+                 *(part for item in argv.items() for part in item)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and said in err, err

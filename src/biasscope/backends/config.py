@@ -45,12 +45,19 @@ class BackendConfig:
         canned answers), which asks no server, it is refused before any model loads, not
         ignored: the run would look as if it had asked that server. Beside a server's model
         it applies to that one (`generators.refuse_server_settings`)."""
-        from biasscope.backends.generators import (
-            NO_SERVER,
-            load_generator,
-            parse_model_spec,
-            refuse_server_settings,
-        )
+        from biasscope.backends.generators import NO_SERVER, load_generator
+
+        parsed, config = self._checked(specs, flag)
+        local = replace(config, base_url=None, api_key_env=None)
+        return [load_generator(p, local if p.backend in NO_SERVER else config) for p in parsed]
+
+    def check(self, specs: Sequence[str], flag: str = "--model") -> None:
+        """What `generators` refuses before loading (a spec it cannot read, a server's flag
+        beside local models), refused without loading: a command checks its flags first."""
+        self._checked(specs, flag)
+
+    def _checked(self, specs: Sequence[str], flag: str) -> tuple[list[Any], GeneratorConfig]:
+        from biasscope.backends.generators import parse_model_spec, refuse_server_settings
 
         parsed = [parse_model_spec(s, bare=_local_or_hub(s)) for s in specs]
         http = HTTPConfig(concurrency=self.concurrency, timeout=self.timeout,
@@ -59,8 +66,7 @@ class BackendConfig:
                                  api_key_env=self.api_key_env, device=self.device,
                                  allow_pickle=self.allow_pickle)
         refuse_server_settings(parsed, config, flag)
-        local = replace(config, base_url=None, api_key_env=None)
-        return [load_generator(p, local if p.backend in NO_SERVER else config) for p in parsed]
+        return parsed, config
 
     def response_cache(self) -> Any:
         from biasscope.backends.cache import ResponseCache

@@ -123,14 +123,6 @@ def why(exc: Exception) -> str:
     return str(getattr(exc, "msg", "")) or "nested too deeply"
 
 
-def given_file(flag: str, path: str, what: str) -> None:
-    """One line naming ``flag`` for a path that is no file: reading it said only
-    "nofile.json: cannot read (No such file or directory)"; ``what``: what to give."""
-    if not Path(path).is_file():
-        state = "is a directory" if Path(path).is_dir() else "does not exist"
-        raise BiasscopeError(f"{flag} {path} {state}: give {what}")
-
-
 def read_option_file(path: str, option: str, most: int | None = None) -> str:
     """The UTF-8 text of a file an option names, or one line naming both; with ``most``, a
     template of at most that many characters."""
@@ -141,3 +133,14 @@ def read_option_file(path: str, option: str, most: int | None = None) -> str:
         return text
     except BiasscopeError as exc:
         raise BiasscopeError(f"{option} {exc}") from None
+
+
+def given_file(flag: str, path: str, what: str) -> None:
+    """One line naming ``flag`` for a path that is no file (empty, missing, a folder):
+    reading it said only "nofile.json: cannot read (No such file or directory)", and an
+    empty value (an unset "$VARIABLE") read the folder ``.``."""
+    if not path.strip():
+        raise BiasscopeError(f"{flag} is empty: give {what}")
+    if not Path(path).is_file():
+        state = "is a directory" if Path(path).is_dir() else "does not exist"
+        raise BiasscopeError(f"{flag} {path} {state}: give {what}")

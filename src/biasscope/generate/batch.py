@@ -20,7 +20,7 @@ from typing import Any
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, Generator
 from biasscope.backends.cache import Cached, ResponseCache, Usage
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.jsonl import line_id, read_jsonl
+from biasscope.core.jsonl import given_file, line_id, read_jsonl
 from biasscope.generate import output as out_file
 from biasscope.generate.settings import GenerateConfig as GenerateConfig
 from biasscope.probes.choices import normalise, read_choice
@@ -161,6 +161,10 @@ def answer(generator: Generator, jobs: Sequence[Job], output: Path, params: Gene
 
 def run(config: GenerateConfig) -> tuple[Usage, float]:
     """The one library call of ``biasscope generate``: the usage and the seconds taken."""
+    config.backend.check([config.model])  # the flags first, before the files
+    given_file("--input", config.input, "a JSONL file of {id, prompt} or {id, messages} lines")
+    if not config.out.strip():  # an unset "$VARIABLE": the folder "."
+        raise BiasscopeError("--out is empty: give the JSONL file to write")
     cache, output = config.backend.response_cache(), Path(config.out)
     jobs = read_jobs(config.input, config.params)
     check_out(config.input, output, cache)

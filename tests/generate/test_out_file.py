@@ -143,3 +143,16 @@ def test_a_killed_writers_temp_file_is_removed(tmp_path):
     dead.write_text('{"id": 0, "te')
     generate_file(PromptEcho(), prompts, out, GenerateParams(), None)
     assert not dead.exists() and len(out.read_text().splitlines()) == 4
+
+
+def test_a_file_of_failed_requests_only_holds_nothing_to_lose(tmp_path, capsys):
+    """Every request failed (a server that was down): a call with another model or URL may
+    write its answers there; beside one answer, a failure changes nothing."""
+    made = {"model": {"backend": "canned", "model": "yes"}, "params": {"temperature": 0.0}}
+    failed = {"id": "a", "text": "", "finish_reason": None, "error": "HTTP 500", **made}
+    out = tmp_path / "out.jsonl"
+    out.write_text(json.dumps(failed) + "\n" + json.dumps({**failed, "id": "b"}) + "\n")
+    assert _call(tmp_path, capsys, "canned:no")[0] == 0
+    assert [json.loads(line)["text"] for line in out.read_text().splitlines()] == ["no", "no"]
+    out.write_text(json.dumps(failed) + "\n" + json.dumps({**failed, "error": None}) + "\n")
+    assert "was made with a different 'model'" in _refused(*_call(tmp_path, capsys, "canned:no"))

@@ -35,10 +35,11 @@ def _refuse(output: Path, why: str, ours: bool = True) -> BiasscopeError:
 
 
 def recorded(output: Path) -> dict[str, Any] | None:
-    """What the answers in ``output`` were made with; None when there is no such file (or
-    only an empty one: nothing to lose). Anything else is refused: a folder, a file that is no
-    answers file, answers of an older biasscope (they record no model), answers made with two
-    settings."""
+    """What the answers in ``output`` were made with; None when there is no such file, or
+    one without answers (empty, or every request failed: a server that was down, whose answers
+    a call with another model or URL may take the place of). Anything else is refused: a
+    folder, a file that is no answers file, answers of an older biasscope (they record no
+    model), answers made with two settings."""
     if output.is_dir():
         raise BiasscopeError(f"--out {output} is a directory: give the JSONL file to write")
     found: dict[str, Any] | None = None
@@ -48,6 +49,8 @@ def recorded(output: Path) -> dict[str, Any] | None:
                 if not line.strip():
                     continue
                 made = _line(output, number, line)
+                if made is None:  # a failed request: no answer to lose
+                    continue
                 if found is None:
                     found, first = made, number
                 elif made != found:
@@ -64,7 +67,8 @@ def recorded(output: Path) -> dict[str, Any] | None:
     return found
 
 
-def _line(output: Path, number: int, line: str) -> dict[str, Any]:
+def _line(output: Path, number: int, line: str) -> dict[str, Any] | None:
+    """What made one answer line; None for a request that failed (no answer)."""
     try:
         data = json.loads(line)
     except ValueError:
@@ -72,6 +76,8 @@ def _line(output: Path, number: int, line: str) -> dict[str, Any]:
     if not isinstance(data, dict) or not {"id", "text", "finish_reason"} <= set(data):
         raise _refuse(output, f"is not an answers file of biasscope generate (line {number})",
                       ours=False)
+    if data.get("error") is not None:
+        return None
     if not all(key in data for key in MADE_WITH):
         raise _refuse(output, "was written by an older biasscope and records no model, so "
                               "it cannot show this call made it")

@@ -16,11 +16,13 @@ import biasscope.store.files as store_mod
 from biasscope.backends.base import GenerateParams
 from biasscope.cli.main import main
 from biasscope.generate.batch import generate_file
+from biasscope.store.settings import sha256_json
 from fakes import CannedGenerator, PromptEcho
 
-#: An earlier answers file of the same model and settings: a call may replace it.
+#: An earlier answers file of the same model, settings and requests: a call may replace it.
 OLD = (json.dumps({"id": "old", "text": "old", "finish_reason": None, "model": {"backend": "echo"},
-                   "params": asdict(GenerateParams())}) + "\n").encode()
+                   "params": asdict(GenerateParams()), "input": {"sha256": sha256_json(
+                       [[str(i), f"p{i}", None, None] for i in range(5)])}}) + "\n").encode()
 #: An earlier export of `biasscope items`: the only file (beside an empty one) items replaces.
 ITEMS = b'{"item_id": "old", "probe": "professional-bias"}\n'
 

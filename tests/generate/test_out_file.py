@@ -16,6 +16,7 @@ from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.processes import HOST
 from biasscope.generate.batch import generate_file
+from biasscope.store.settings import sha256_json
 from fakes import PromptEcho
 
 
@@ -56,6 +57,22 @@ def test_another_model_or_other_settings_never_replace_the_answers(second, said,
     err = _refused(*_call(tmp_path, capsys, *second))
     assert f"--out {tmp_path / 'out.jsonl'} was made with a different" in err and said in err
     assert "use another --out" in err and "or delete it" in err
+    assert (tmp_path / "out.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("edit", [
+    lambda text: text.replace("Is it not?", "Is it so?"),  # a prompt fixed
+    lambda text: text.replace('"yes", "no"', '"no", "yes"'),  # options in another order
+    lambda text: text.replace('"id": "b"', '"id": "c"')])  # another id
+def test_answers_to_other_requests_are_never_replaced(edit, tmp_path, capsys):
+    """Another --input (or the same file edited) wrote its answers over the first file's with
+    the same model: ids do not tell two files apart (line numbers repeat), the requests do."""
+    assert _call(tmp_path, capsys, "canned:yes")[0] == 0
+    before = (tmp_path / "out.jsonl").read_bytes()
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text(edit(prompts.read_text()))
+    err = _refused(*_call(tmp_path, capsys, "canned:yes"))
+    assert "was made with a different 'input' (input.sha256:" in err and "delete it" in err
     assert (tmp_path / "out.jsonl").read_bytes() == before
 
 
@@ -148,7 +165,9 @@ def test_a_killed_writers_temp_file_is_removed(tmp_path):
 def test_a_file_of_failed_requests_only_holds_nothing_to_lose(tmp_path, capsys):
     """Every request failed (a server that was down): a call with another model or URL may
     write its answers there; beside one answer, a failure changes nothing."""
-    made = {"model": {"backend": "canned", "model": "yes"}, "params": {"temperature": 0.0}}
+    made = {"model": {"backend": "canned", "model": "yes"}, "params": {"temperature": 0.0},
+            "input": {"sha256": sha256_json([["a", "Is it?", None, ["yes", "no"]],
+                                             ["b", "Is it not?", None, None]])}}
     failed = {"id": "a", "text": "", "finish_reason": None, "error": "HTTP 500", **made}
     out = tmp_path / "out.jsonl"
     out.write_text(json.dumps(failed) + "\n" + json.dumps({**failed, "id": "b"}) + "\n")

@@ -136,7 +136,8 @@ def answer(generator: Generator, jobs: Sequence[Job], output: Path, params: Gene
            on_progress: Callable[[int, int], None] | None = None) -> tuple[Usage, float]:
     """Answer ``jobs`` into ``output``, unless it holds answers of another model or other
     settings (`output.check`); the usage and the seconds taken."""
-    made = out_file.made_with(generator, params)
+    made = out_file.made_with(generator, params, [
+        [j.request.id, j.request.prompt, j.request.messages, j.options] for j in jobs])
     out_file.check(output, made)  # before any request: nothing is asked for a refused call
     remove_stale_temp_files(output.parent)  # a killed call's half-written file
     cached = Cached(generator, cache)

@@ -1,10 +1,11 @@
 """The ``--out`` file of ``biasscope generate``: which call may replace it.
 
 Each answer line records the ``model`` (the backend's identity, as the response cache keys
-it) and the generation ``params`` it was made with. The same call again rewrites the file
-(its answers come from the cache); a call with another model or other settings would put its
-answers in place of the ones the file holds, and only the cache would still have them, so it
-is refused, naming what differs. A file that records neither (another file, or answers of a
+it), the generation ``params`` and the ``input`` (the SHA-256 of every request: ids, prompts
+or messages, options) it was made with. The same call again rewrites the file (its answers
+come from the cache); a call with another model, other settings or other requests would put
+its answers in place of the ones the file holds, and only the cache would still have them, so
+it is refused, naming what differs. A file that records neither (another file, or answers of a
 biasscope from before these fields) cannot show it is this call's, and is refused too.
 """
 
@@ -17,15 +18,18 @@ from typing import Any
 
 from biasscope.backends.base import GenerateParams, Generator
 from biasscope.core.errors import BiasscopeError
-from biasscope.store.settings import merge_settings
+from biasscope.store.settings import merge_settings, sha256_json
 
 #: The fields of every answer line that say what made it.
-MADE_WITH = ("model", "params")
+MADE_WITH = ("model", "params", "input")
 
 
-def made_with(generator: Generator, params: GenerateParams) -> dict[str, Any]:
-    """What decides this call's answers, beside the requests: recorded on every line."""
-    return {"model": generator.identity(), "params": asdict(params)}
+def made_with(generator: Generator, params: GenerateParams, requests: Any) -> dict[str, Any]:
+    """What decides this call's answers: recorded on every line. ``requests``: what was asked,
+    as JSON (ids share line numbers between files, so a file of other prompts is told apart by
+    its requests, not its ids)."""
+    return {"model": generator.identity(), "params": asdict(params),
+            "input": {"sha256": sha256_json(requests)}}
 
 
 def _refuse(output: Path, why: str, ours: bool = True) -> BiasscopeError:

@@ -26,10 +26,10 @@ from biasscope.sensitivity.prompts import (
     read_hh_rlhf,
 )
 from biasscope.sensitivity.sanity import Pairs, read_hh_pairs
+from biasscope.sensitivity.settings import SANITY_PAIRS, line_range
 from biasscope.sensitivity.settings import RewardScoring as RewardScoring
 from biasscope.sensitivity.settings import SensitivityConfig as SensitivityConfig
 from biasscope.sensitivity.settings import directions as directions
-from biasscope.sensitivity.settings import line_range
 from biasscope.store.directory import RunStore
 from biasscope.store.locks import run_lock
 
@@ -54,7 +54,7 @@ def run(config: SensitivityConfig) -> SensitivityResult:
         templates = replace(templates, **{name: read_option_file(path, f"--{name}-template",
                                                                     MAX_TEMPLATE)})
     templates.check()
-    pairs = _pairs(config)  # the data file is read before any reward model loads
+    pairs, fewer = _pairs(config)  # the data file is read before any reward model loads
     named = parse_models(list(config.reward_models), "--reward-model")  # no model twice
     reward = config.reward.reward_config(config.backend)
     harness = HarnessConfig(config.directions, templates, config.max_tokens, config.seed,
@@ -67,6 +67,8 @@ def run(config: SensitivityConfig) -> SensitivityResult:
     perturber = Cached(config.backend.generator(config.perturber, "--perturber"),
                        config.backend.response_cache())
     check_before_loading(config.out, prompts, constitution, harness, planned, perturber)
+    if fewer:  # once the call is checked: a refused call's error stays its one line
+        print(fewer, file=sys.stderr)
     models = [HFRewardModel(spec, reward) for _, spec in named]
     label_models(models, named, "--reward-model")
     store = run_sensitivity(models, perturber, prompts, constitution, config.out, harness)
@@ -76,9 +78,11 @@ def run(config: SensitivityConfig) -> SensitivityResult:
                              perturber)
 
 
-def _pairs(config: SensitivityConfig) -> Pairs | None:
+def _pairs(config: SensitivityConfig) -> tuple[Pairs | None, str]:
+    """The sanity pairs, and a note where fewer than a ``--sanity-pairs`` the user gave are
+    used (the default asks at most its number: a smaller file says nothing)."""
     if not config.sanity_pairs:
-        return None
+        return None, ""
     lines = line_range(config.sanity_lines) if config.sanity_lines else None
     try:
         pairs = read_hh_pairs(config.data_dir, n=config.sanity_pairs, seed=config.seed,
@@ -88,13 +92,13 @@ def _pairs(config: SensitivityConfig) -> Pairs | None:
             raise
         raise DataError(f"--sanity-lines {config.sanity_lines}: {exc}: give lines that hold "
                         "pairs, or leave it out") from None
-    if (used := len(pairs.ids)) < config.sanity_pairs:
-        # As for --prompts: fewer were used without a word; run.json keeps the N asked.
-        where = f"lines {lines[0]}-{lines[1]} of the file have" if lines else "the file has"
-        print(f"biasscope: note: --sanity-pairs {config.sanity_pairs}: {where} {used} usable "
-              f"chosen/rejected pairs, so {used} of the {config.sanity_pairs} asked are used",
-              file=sys.stderr)
-    return pairs
+    if (used := len(pairs.ids)) >= config.sanity_pairs or config.sanity_pairs == SANITY_PAIRS:
+        return pairs, ""
+    # As for --prompts: fewer were used without a word; run.json keeps the N asked.
+    where = f"lines {lines[0]}-{lines[1]} of the file have" if lines else "the file has"
+    return pairs, (f"biasscope: note: --sanity-pairs {config.sanity_pairs}: {where} {used} "
+                   f"usable chosen/rejected pairs, so {used} of the {config.sanity_pairs} "
+                   "asked are used")
 
 
 def _prompts(config: SensitivityConfig) -> Prompts:

@@ -64,6 +64,10 @@ class RewardScoring:
                             allow_pickle=backend.allow_pickle)
 
 
+#: Sanity pairs drawn when ``--sanity-pairs`` is not given: at most this many.
+SANITY_PAIRS = 500
+
+
 @dataclass(frozen=True)
 class SensitivityConfig:
     """``reward_models``: specs, or NAME=SPEC; ``templates``: critique / revision / away
@@ -94,8 +98,8 @@ class SensitivityConfig:
     reward: RewardScoring = field(default_factory=RewardScoring)
     max_tokens: int = setting(512, "perturber's limit", check=POSITIVE_INT)
     seed: int = setting(0, "prompt shuffling and perturber seed", check=SEED)
-    sanity_pairs: int = setting(500, "hh-rlhf chosen/rejected pairs for each model's accuracy "
-                                "(0: none)", check=NON_NEGATIVE_INT)
+    sanity_pairs: int = setting(SANITY_PAIRS, "hh-rlhf chosen/rejected pairs for each model's "
+                                "accuracy (0: none)", check=NON_NEGATIVE_INT)
     sanity_lines: str | None = setting(None, "FIRST-LAST: draw the sanity pairs from these "
                                        "lines of the test file only (leave out what the "
                                        "reward model trained on)")

@@ -247,10 +247,12 @@ def test_checkpoints_without_steps_use_revision_labels(tmp_path: Path, winobias:
     ckpts = [Checkpoint("local", f"/ckpt/{r}", r, None) for r in ("early", "late")]
     path = write_dynamics_report(make_run(tmp_path, winobias, ckpts), tmp_path / "out" / "r.html")
     page = path.read_text(encoding="utf-8")
-    assert "2 checkpoints (revisions early to late)" in page
+    # Not ordered, so not a curve: each is named, with its own intervals.
+    assert "2 checkpoints without a training step (early and late)" in page
     male = next(t for t in figure_data(page)[0] if t.get("name") == "male correct")
     assert male["x"] == ["early", "late"]
-    assert "step unknown (early)" in male["hovertext"][0]
+    assert "no training step (early)" in male["hovertext"][0]
+    assert "95% CI" in male["hovertext"][0]
 
 
 def test_missing_metrics_and_partial_runs(tmp_path: Path) -> None:

@@ -40,9 +40,12 @@ def at(view: View, model: str, step: int) -> Mapping[str, Any]:
 
 
 def is_snapshot(view: View) -> bool:
-    """Every analysed model has exactly one checkpoint: bars, not lines over steps."""
+    """Every analysed model has exactly one checkpoint: bars, not lines over steps. A
+    checkpoint reported aside (no training step, beside others: ``analysis.aside``) is one
+    more, so a model with one step and a ``final`` keeps the lines, each point named."""
     models = [m for m in view.models() if steps_of(view, m)]
-    return bool(models) and all(len(steps_of(view, m)) == 1 for m in models)
+    return (bool(models) and all(len(steps_of(view, m)) == 1 for m in models)
+            and not view.get("aside"))
 
 
 def _err(entry: Any) -> tuple[float | None, float | None, float | None]:

@@ -41,18 +41,34 @@ def _span(values: Sequence[Any], word: str) -> str:
     return f"{word} {first}" if len(values) == 1 else f"{word}s {first} to {last}"
 
 
+def on_curve(ckpt: Json) -> bool:
+    """Whether the analysis over training holds this checkpoint: it has a training step, or
+    is a snapshot. Any other is reported aside, by name (``analysis.aside``)."""
+    return ckpt.get("step") is not None or bool(ckpt.get("snapshot"))
+
+
+def _revisions(points: Sequence[Json]) -> str:
+    """``best``, ``best and final``: the names of checkpoints without a training step."""
+    names = [escape(str(c.get("revision") or "main")) for c in points]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def model_sentence(name: str, points: Sequence[Json]) -> str:
     seeds = sorted({int(s) for c in points for s in c["seeds"]})
     short = sum(1 for c in points if len(c["seeds"]) < len(seeds))
     sizes = sorted({int(c["items_per_seed"]) for c in points})
-    steps = [c["step"] for c in points if c.get("step") is not None and not c.get("snapshot")]
-    at = (_span(steps, "step") if len(steps) == len(points)
-          else "no training step" if len(points) == 1 and points[0].get("snapshot")
-          else _span([c.get("revision") or "main" for c in points], "revision"))
+    curve = [c for c in points if on_curve(c)]
+    aside = [c for c in points if not on_curve(c)]
+    steps = [c["step"] for c in curve if not c.get("snapshot")]
+    at = _span(steps, "step") if steps else "no training step"
+    counted = (f"{plural(len(points), 'checkpoint')} ({at})" if not aside
+               else f"{plural(len(aside), 'checkpoint')} without a training step "
+                    f"({_revisions(aside)})" if not curve
+               else f"{plural(len(curve), 'checkpoint')} with a training step ({at}) and "
+                    f"{len(aside)} without ({_revisions(aside)})")
     items = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}"
     probes = ", ".join(sorted({escape(str(c["probe"])) for c in points}))
-    text = (f"<b>{escape(name)}</b> on probe <b>{probes}</b>: "
-            f"{plural(len(points), 'checkpoint')} ({at}), "
+    text = (f"<b>{escape(name)}</b> on probe <b>{probes}</b>: {counted}, "
             f"{plural(len(seeds), 'seed')} ({', '.join(map(str, seeds))}), "
             f"{items} items per seed.")
     if short:
@@ -73,8 +89,19 @@ def gap(ckpt: Json, view: View) -> str:
 
 
 def gap_sentence(points: Sequence[Json], view: View) -> str | None:
-    """The JSD-P gap at the first and last checkpoint (and where it was largest in size)."""
+    """The JSD-P gap at the first and last checkpoint on the curve (and where it was largest
+    in size), then at each checkpoint reported aside, by name."""
     with_gap = [c for c in points if finite(c["mean"].get("jsdp_gap"))]
+    aside = [c for c in with_gap if not on_curve(c)]
+    on = _over_steps([c for c in with_gap if on_curve(c)], view)
+    if not aside:
+        return on
+    values = "; ".join(f"{gap(c, view)} at {where(c)}" for c in aside)
+    return (f"{on} " if on else "") + ("Without a training step, so off the curve, "
+                                       f"the JSD-P gap (male − female) is {values}.")
+
+
+def _over_steps(with_gap: Sequence[Json], view: View) -> str | None:
     if not with_gap:
         return None
     first, last = with_gap[0], with_gap[-1]

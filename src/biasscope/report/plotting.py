@@ -88,10 +88,16 @@ class View:
 
     def ci(self, ckpt: Json, key: str) -> tuple[float, float] | None:
         """The bootstrap CI of metric ``key`` at this checkpoint, if the analysis has one."""
-        if ckpt.get("probe") != PROBE or ckpt.get("step") is None:
+        if ckpt.get("probe") != PROBE:
             return None
-        per_step = self.model(str(ckpt["model"])).get("ci") or {}
-        entry = per_step.get(str(ckpt["step"])) if isinstance(per_step, Mapping) else None
+        if ckpt.get("step") is None:  # reported aside: its own CIs, as one step's
+            aside = self.get("aside", [])
+            entry = next((a.get("ci") for a in aside if isinstance(aside, Sequence)
+                          and isinstance(a, Mapping) and a.get("model") == ckpt.get("model")
+                          and a.get("revision") == ckpt.get("revision")), None)
+        else:
+            per_step = self.model(str(ckpt["model"])).get("ci") or {}
+            entry = per_step.get(str(ckpt["step"])) if isinstance(per_step, Mapping) else None
         pair = entry.get(key) if isinstance(entry, Mapping) else None
         if isinstance(pair, Sequence) and len(pair) == 2 and all(finite(v) for v in pair):
             return float(pair[0]), float(pair[1])
@@ -194,7 +200,7 @@ def bounds(key: str) -> tuple[float, float]:
 def where(ckpt: Json) -> str:
     step = ckpt.get("step")
     text = ("no training step" if ckpt.get("snapshot") else
-            f"step {step}" if step is not None else "step unknown")
+            f"step {step}" if step is not None else "no training step")
     return text + (f" ({as_text(str(ckpt['revision']))})" if ckpt.get("revision") else "")
 
 

@@ -90,12 +90,7 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
     options = options or AnalysisConfig()
     out: dict[str, Any] = {**asdict(options), "models": {}, "comparisons": [],
                            "step_mismatch": {}, "sentences": [], "equivalence": []}
-    if run.stepless:
-        # Tests over training need ordered checkpoints; pooling unnamed ones would mislead.
-        out["sentences"].append(f"No training steps for {', '.join(run.stepless)} (revisions "
-                                "not named stepN or checkpoint-N): left out of the analysis. "
-                                "Name them by step, or report them in a run of their own "
-                                "(one checkpoint per model is a snapshot).")
+    out["sentences"] += _aside(run, out)
     models = sorted(m for m, parts in run.models.items() if parts.ci)
     if not models:
         return out
@@ -110,7 +105,8 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
             sharpest_of(parts.items, confidence=options.confidence,
                         n_resamples=options.n_resamples),
             parts.ci, parts.breakdown, model in run.snapshots, parts.history, parts.items,
-            unfinished.curve_checkpoints(summary.get("unfinished"), model, PROBE))
+            unfinished.curve_checkpoints(summary.get("unfinished"), model, PROBE),
+            len(run.aside.get(model, ())))
         analysed = analyse_model(model, inputs, summary, perf.get(model), options)
         out["models"][model] = analysed
         out["sentences"] += analysed["sentences"]
@@ -137,6 +133,35 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
     if statistics is not None:
         _occupation_statistics(out, statistics, options)
     return out
+
+
+def _aside(run: RunParts, out: dict[str, Any]) -> list[str]:
+    """``out["aside"]`` (only where there are some), the checkpoints without a training step
+    that no curve holds, each with its CIs as one step's, and the sentences saying so. Tests
+    over training need ordered checkpoints; placing unnamed ones on the curve, or pooling
+    them, would mislead."""
+    if run.aside:
+        out["aside"] = [{"model": m, "revision": r, "ci": run.aside_ci.get((m, r), {})}
+                        for m, revisions in run.aside.items() for r in revisions]
+    said = []
+    if run.stepless:
+        said.append(f"No training steps for {', '.join(run.stepless)} (revisions not named "
+                    "stepN or checkpoint-N): reported aside with their own values, outside the "
+                    "analysis over training and the model comparisons. Name them by step, or "
+                    "report them in a run of their own (one checkpoint per model is a "
+                    "snapshot).")
+    for model, revisions in run.aside.items():
+        if model in run.stepless:
+            continue
+        one = len(revisions) == 1
+        names = unfinished.named([unfinished.checkpoint_label({"revision": r})
+                                  for r in revisions])
+        said.append(f"{model}: {names} {'has' if one else 'have'} no training step (not named "
+                    f"stepN or checkpoint-N): reported aside with {'its' if one else 'their'} "
+                    "own values, not on the curve (emergence, sharpest change, change of "
+                    f"trend, recommended stop). Name {'it' if one else 'them'} by step to place "
+                    f"{'it' if one else 'them'} on it.")
+    return said
 
 
 def _occupation_statistics(out: dict[str, Any], statistics: occupations.Statistics,

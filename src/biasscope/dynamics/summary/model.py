@@ -48,6 +48,8 @@ class ModelInputs:
     #: its checkpoints with training steps that run.json asks for and that have no records
     #: (or not of every seed) yet, as the report names them (``step 30``): an unfinished run
     unscored: tuple[str, ...] = ()
+    #: how many of its checkpoints have no training step and are reported aside, off the curve
+    aside: int = 0
 
 
 def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
@@ -120,7 +122,8 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
     step = emergence["jsdp_correct"]
     significant = bool(tests["jsdp_correct"]["significant"].fillna(False).any())
     if len(steps) == 1:  # one checkpoint: nothing emerges "from" it
-        where = "" if inputs.snapshot else f" (step {steps[0]})"
+        where = ("" if inputs.snapshot else f" (step {steps[0]})" if not inputs.aside
+                 else f" with a training step (step {steps[0]})")
         sentences = [f"{model}: at its one checkpoint{where} the male-female JSD-P gap is "
                      f"{'' if significant else 'not '}significant ({corrected})."]
     else:

@@ -126,10 +126,15 @@ class ModelParts:
 class RunParts:
     """The analysis' inputs from one pass: per model its parts, and the model comparisons'
     test rows per (model a, model b, value); ``step_dtype`` is the records' step type.
-    ``snapshots``: models analysed at `SNAPSHOT_STEP`; ``stepless``: models left out."""
+    ``snapshots``: models analysed at `SNAPSHOT_STEP`; ``stepless``: models with no training
+    step at all (not snapshots). ``aside``: per model, its revisions without a training step
+    that are not a snapshot (None: a folder's), off the curve and reported by name with their
+    own CIs (``aside_ci``, as one step's `intervals`)."""
 
     stepless: list[str] = field(default_factory=list)
     snapshots: list[str] = field(default_factory=list)
+    aside: dict[str, list[str | None]] = field(default_factory=dict)
+    aside_ci: dict[tuple[str, str | None], dict[str, Any]] = field(default_factory=dict)
     models: dict[str, ModelParts] = field(default_factory=dict)
     comparisons: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
     step_dtype: Any = None
@@ -174,10 +179,12 @@ def add_step(run: RunParts, models: list[str], by_model: Mapping[str, pd.DataFra
 
 
 def _models(index: list[UnitEntry], run: RunParts) -> list[str]:
-    """The models the analysis reads, and ``run``'s snapshots and step-less models.
+    """The models the analysis reads, and ``run``'s snapshots, step-less models and revisions
+    aside.
 
     Candidates compared as they are (one checkpoint each, no training steps) are snapshots;
-    beside a sweep, or with several unordered revisions, a step-less model is left out."""
+    beside a sweep, or with several unordered revisions, a checkpoint without a step cannot be
+    placed on a curve: it is set aside (its own values, no test over training)."""
     stepped = {m for e in index for p, m, s in e.checkpoints if p == PROBE and s is not None}
     revisions: dict[str, set[str | None]] = {}
     for entry in index:
@@ -185,7 +192,9 @@ def _models(index: list[UnitEntry], run: RunParts) -> list[str]:
             if p == PROBE:
                 revisions.setdefault(m, set()).add(r)
     run.snapshots = [] if stepped else sorted(m for m, r in revisions.items() if len(r) == 1)
-    run.stepless = sorted(set(revisions) - set(run.snapshots))
+    run.stepless = sorted(set(revisions) - set(run.snapshots) - stepped)
+    run.aside = {m: sorted(r, key=lambda v: v or "") for m, r in sorted(revisions.items())
+                 if m not in run.snapshots}
     models = sorted(stepped | set(run.snapshots))
     run.models = {m: ModelParts() for m in models}
     return models
@@ -247,7 +256,35 @@ def read_run(store: RunStore, intervals: Intervals,
                 run.models[model].breakdown[int(step)] = breakdown(
                     pd.concat(frames, ignore_index=True))
         del extra
+    read = _read_aside(index, run, frame_of, intervals)
     for i, entry in enumerate(index):
-        if not positions(entry):
+        if not positions(entry) and i not in read:
             frame_of(i)
     return [summaries[i] for i in sorted(summaries)], run
+
+
+def _read_aside(index: list[UnitEntry], run: RunParts,
+                frame_of: Callable[[int], pd.DataFrame | None], intervals: Intervals
+                ) -> set[int]:
+    """``run.aside_ci``: each revision set aside read on its own (its units, all seeds), as
+    one checkpoint's CIs, so memory holds one such checkpoint's values at a time. Returns
+    the units read."""
+    read: set[int] = set()
+    for model, revisions in run.aside.items():
+        for revision in revisions:
+            reduced = []
+            for i, entry in enumerate(index):
+                if (PROBE, model, revision) not in entry.stepless or (
+                        frame := frame_of(i)) is None:
+                    continue
+                read.add(i)
+                named = (frame["revision"] == revision if revision is not None
+                         else frame["revision"].isna()) if "revision" in frame else True
+                chosen = ((frame["probe"] == PROBE) & frame["step"].isna()
+                          & (frame["model"] == model) & named).to_numpy()
+                if chosen.any():  # at `SNAPSHOT_STEP`: one checkpoint's intervals
+                    reduced.append(unit_values(frame[chosen].assign(step=SNAPSHOT_STEP)))
+            if reduced:
+                tables = prompt_tables(pd.concat(reduced, ignore_index=True))
+                run.aside_ci[(model, revision)] = intervals(tables).get(str(SNAPSHOT_STEP), {})
+    return read

@@ -1,0 +1,94 @@
+"""Checkpoints without a training step beside ones with a step (a Trainer's `checkpoint-30`
+with `best` and `final`): the curve covers the stepped ones, the others are reported aside by
+name with their own values and intervals, and every sentence of the report says the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from biasscope.backends.checkpoints import Checkpoint
+from biasscope.dynamics.analysis.config import AnalysisConfig
+from biasscope.dynamics.summary.build import full_summary
+from biasscope.dynamics.summary.write import write_dynamics_report
+from biasscope.probes import Probe, load_probe
+from biasscope.store.directory import RunStore
+from test_report import make_run
+
+OPTIONS = AnalysisConfig(n_resamples=200)
+STEPPED = Checkpoint("train2", "/ckpt/checkpoint-30", "checkpoint-30", 30)
+ASIDE = [Checkpoint("train2", f"/ckpt/{r}", r, None) for r in ("best", "final")]
+
+
+@pytest.fixture(scope="module")
+def winobias(winobias_dir: Path) -> Probe:
+    return load_probe("winobias-gender", data_dir=winobias_dir)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory, winobias: Probe) -> Path:
+    return make_run(tmp_path_factory.mktemp("mixed"), winobias, [STEPPED, *ASIDE])
+
+
+def _analysis(run: Path) -> dict[str, Any]:
+    analysis: dict[str, Any] = full_summary(RunStore(run), OPTIONS)["analysis"]
+    return analysis
+
+
+def test_the_curve_holds_the_stepped_checkpoints_and_its_numbers_are_unchanged(
+        mixed: Path, winobias: Probe, tmp_path: Path) -> None:
+    analysis = _analysis(mixed)
+    alone = _analysis(make_run(tmp_path / "alone", winobias, [STEPPED]))
+    ours, theirs = analysis["models"]["train2"], alone["models"]["train2"]
+    assert ours["steps"] == [30] and not ours["snapshot"]
+    for key in ("tests", "ci", "emergence", "breakdown", "trend", "sharpest_change"):
+        assert ours[key] == theirs[key], key
+    said = analysis["sentences"]
+    assert not any("No training steps" in s for s in said)
+    assert any(s.startswith("train2: revisions best, final have no training step") and
+               "reported aside with their own values, not on the curve" in s for s in said)
+    assert any("at its one checkpoint with a training step (step 30)" in s for s in said)
+
+
+def test_each_checkpoint_aside_has_the_intervals_a_snapshot_of_it_has(
+        mixed: Path, winobias: Probe, tmp_path: Path) -> None:
+    aside = _analysis(mixed)["aside"]
+    assert [(a["model"], a["revision"]) for a in aside] == [("train2", "best"),
+                                                            ("train2", "final")]
+    snapshot = _analysis(make_run(tmp_path / "best", winobias, [ASIDE[0]]))
+    assert snapshot["models"]["train2"]["snapshot"]
+    assert aside[0]["ci"] == snapshot["models"]["train2"]["ci"]["0"]
+    assert aside[0]["ci"]["jsdp_gap"][0] <= aside[0]["ci"]["jsdp_gap"][1]
+
+
+def test_the_report_says_which_checkpoints_are_on_the_curve(mixed: Path) -> None:
+    page = write_dynamics_report(mixed, options=OPTIONS).read_text(encoding="utf-8")
+    assert ("1 checkpoint with a training step (step 30) and 2 without (best and final)"
+            in page)
+    assert "The JSD-P gap (male − female) at step 30 is" in page
+    aside = page.split("Without a training step, so off the curve, the JSD-P gap "
+                       "(male − female) is ", 1)[1]
+    best, final = aside.split(" at revision best; ", 1)
+    assert "(95% CI" in best and "(95% CI" in final.split(" at revision final.", 1)[0]
+    assert "At its one checkpoint with a training step (step 30)" in page
+    assert "checkpoints (revisions" not in page and "No training steps" not in page
+    assert "Snapshot: metrics per model" not in page and "Each model has one" not in page
+    assert "no training step (final)" in page  # hover: named, never "step unknown"
+
+
+def test_a_model_without_steps_beside_a_sweep_is_reported_aside(winobias: Probe,
+                                                                tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", winobias,
+                   [Checkpoint("a/model", "a/model", f"step{s}", s) for s in (1, 2)]
+                   + [Checkpoint("final", "/ckpt/final")])
+    analysis = _analysis(run)
+    assert list(analysis["models"]) == ["a/model"]
+    assert [(a["model"], a["revision"]) for a in analysis["aside"]] == [("final", None)]
+    assert analysis["aside"][0]["ci"]["jsdp_gap"]
+    said = next(s for s in analysis["sentences"] if s.startswith("No training steps for final"))
+    assert "reported aside with their own values" in said
+    page = write_dynamics_report(run, options=OPTIONS).read_text(encoding="utf-8")
+    assert "1 checkpoint without a training step (main)" in page
+    assert "off the curve, the JSD-P gap (male − female) is" in page

@@ -183,3 +183,20 @@ def test_a_probe_whose_metrics_cannot_run_says_why_in_one_line(tmp_path, monkeyp
     section = analysis["probes"]["professional-bias"]
     assert section["models"] == {} and "pip install x" in section["unavailable"]
     assert any("no statistics over steps" in s for s in analysis["sentences"])
+
+
+def test_an_unfinished_run_says_its_verdicts_over_steps_rest_on_the_scored_ones(tmp_path):
+    """As the WinoBias verdicts do: emergence and the stop of an audit probe name the
+    checkpoints run.json lists that have no records yet."""
+    from biasscope.dynamics.summary.probes import analyse_probes
+
+    store = write_run(tmp_path / "run", emerge_at=300)
+    performance.save(store, "m", {s: 0.5 + s / 10_000 for s in (*STEPS, 600)}, "accuracy")
+    summary = full_summary(store, OPTIONS)
+    summary["unfinished"] = {"missing": [{"model": "m", "probe": "professional-bias",
+                                          "step": 600, "revision": "step600"}]}
+    rests = ("This rests on the scored checkpoints only: the run is unfinished (step 600 not "
+             "yet scored).")
+    said = analyse_probes(store, summary, OPTIONS)["professional-bias"]["models"]["m"]
+    assert "from step 300 on" in said["sentences"][0] and said["sentences"][0].endswith(rests)
+    assert any("(budget:" in s and s.endswith(rests) for s in said["sentences"])

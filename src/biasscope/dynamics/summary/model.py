@@ -26,7 +26,7 @@ from biasscope.dynamics.analysis.emergence import (
     trend_change,
 )
 from biasscope.dynamics.analysis.stopping import stop_test
-from biasscope.dynamics.summary.unfinished import named
+from biasscope.dynamics.summary.unfinished import on_scored as _on_scored
 from biasscope.probes.winobias import NAME as PROBE
 
 
@@ -89,18 +89,9 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
         if result["recommendation"]:
             result["tradeoff"], said = tradeoff.of_model(model, result, gaps, perf,
                                                          inputs.history, summary, options)
-            sentences += said
+            sentences += [_on_scored(s, inputs.unscored) for s in said]
     result["sentences"] = sentences
     return result
-
-
-def _on_scored(sentence: str, unscored: tuple[str, ...]) -> str:
-    """A verdict over the whole curve (where the gap emerges, changes most, where to stop),
-    saying that it rests on the scored checkpoints only where ``unscored`` are not."""
-    if not unscored:
-        return sentence
-    return (f"{sentence} This rests on the scored checkpoints only: the run is unfinished "
-            f"({named(unscored)} not yet scored).")
 
 
 def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: AnalysisConfig

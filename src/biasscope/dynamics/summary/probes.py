@@ -21,6 +21,7 @@ from biasscope.dynamics.analysis.emergence import (
     recommend_stop,
 )
 from biasscope.dynamics.analysis.stopping import separated
+from biasscope.dynamics.summary import unfinished
 from biasscope.dynamics.summary.probe_steps import (
     Across,
     Values,
@@ -183,13 +184,18 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
             across = worded.get(probe, {}).get(model)
             sentences = [f"{model} at step {across['step']}: {r['verdict']}"  # they lead
                          for r in across["measures"].values()] if across else []
-            sentences += [_sentence(model, spec.names.get(k, k), k, checkpoints,
-                                    emergence.get(k), corrected) for k in spec.headline]
+            # Emergence and the stop are verdicts over the curve: in an unfinished run they
+            # say they rest on the scored checkpoints, as the WinoBias ones do.
+            unscored = unfinished.curve_checkpoints(summary.get("unfinished"), model, probe)
+            sentences += [unfinished.on_scored(_sentence(model, spec.names.get(k, k), k,
+                                                         checkpoints, emergence.get(k),
+                                                         corrected), unscored)
+                          for k in spec.headline]
             sentences += _findings(spec, model, checkpoints, options.alpha)
             rec, said = _recommend(model, probe, spec.headline[0], checkpoints,
                                    perf.get(model), options)
             if said:
-                sentences.append(said)
+                sentences.append(unfinished.on_scored(said, unscored))
             section["models"][model] = {
                 "steps": sorted(checkpoints),
                 "checkpoints": [{"step": s, "values": checkpoints[s]}

@@ -113,6 +113,16 @@ def sentence(section: Mapping[str, Any], root: object) -> str:
             f"--out {root} to finish it.")
 
 
+def on_scored(sentence: str, unscored: Sequence[str]) -> str:
+    """A verdict over the whole curve (where a gap emerges, changes most, where to stop and
+    what that costs), saying that it rests on the scored checkpoints only where ``unscored``
+    (`curve_checkpoints`) are not."""
+    if not unscored:
+        return sentence
+    return (f"{sentence} This rests on the scored checkpoints only: the run is unfinished "
+            f"({named(unscored)} not yet scored).")
+
+
 def curve_checkpoints(section: Mapping[str, Any] | None, model: str, probe: str
                       ) -> tuple[str, ...]:
     """The checkpoints with a training step of ``model``'s curve of ``probe`` that lack some

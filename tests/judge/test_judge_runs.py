@@ -315,19 +315,55 @@ def test_a_call_whose_every_request_fails_leaves_run_json_as_it_was(pairs, tmp_p
     assert "versions" in json.loads((out / "run.json").read_text())
 
 
+@pytest.mark.parametrize("kind", ["judge", "judge-audit"])
+def test_a_call_stopped_before_its_results_are_written_leaves_run_json_as_it_was(
+        pairs, tmp_path, capsys, monkeypatch, kind):
+    """run.json is written just before the verdicts (judge-audit: the summary); a call stopped
+    between (Ctrl-C, a full disk) left a first call's run.json with no results, and a rerun's
+    rewritten (its versions gained from a call that stored nothing)."""
+    import biasscope.judge.batch as batch
+    import biasscope.judge.job as job
+
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    out = tmp_path / "run"
+    argv = _judge(kind, out, pairs)
+    where = (batch, "batch_result") if kind == "judge" else (job, "finish")
+    with monkeypatch.context() as patch:
+        patch.setattr(*where, stop)
+        assert main(argv) == 130
+        assert not (out / "run.json").exists()
+    assert main(argv) == 0
+    old = json.loads((out / "run.json").read_text())
+    del old["versions"]  # as an older biasscope wrote it
+    (out / "run.json").write_text(json.dumps(old))
+    before = _files(out)
+    monkeypatch.setattr(*where, stop)
+    assert main(argv) == 130
+    assert _files(out) == before
+
+
 def test_every_request_failing_is_no_success(pairs, tmp_path, capsys):
+    """A first call whose every request failed (a server answering errors) wrote run.json, an
+    empty verdicts.jsonl and a report, so the call with the server's URL put right, under the
+    judge's name, was refused as another judge; it is one line now, and --out is as it was."""
     state: dict[str, Any] = {"chats": 0, "fail": PAIRS}
     out = tmp_path / "run"
-    with serve(_server_script(state)) as server:
-        argv = ["judge", "--model", f"openai-compatible:{server.base_url}#m", "--input",
+    with serve(_server_script(state)) as server, serve(_server_script(
+            {"chats": 0, "fail": []})) as fixed:
+        argv = ["judge", "--model", f"J=openai-compatible:{server.base_url}#m", "--input",
                 str(pairs), "--out", str(out), "--no-cache", *FAST]
-        assert main(argv) == 1
+        assert main(argv) == 2
         captured = capsys.readouterr()
-        assert "3 of 3 judge requests failed" in captured.err
+        err = captured.err.splitlines()
+        assert len(err) == 1 and err[0].startswith(
+            "biasscope: error: 3 of 3 judge requests failed (first: ")
+        assert f"nothing was stored in {out}; run again with the --model" in err[0]
         assert "got a verdict" not in captured.out
-        assert (out / "verdicts.jsonl").read_text() == ""
-        summary = json.loads((out / "summary.json").read_text())["probes"]["judge"]
-        assert summary["items"] == 0 and "leaderboard" not in summary["tables"]
+        assert not out.exists() or not [p for p in out.iterdir() if not p.name.startswith(".")]
+        assert main([*argv[:2], f"J=openai-compatible:{fixed.base_url}#m", *argv[3:]]) == 0
+        assert len((out / "verdicts.jsonl").read_text().splitlines()) == 3
         audit = ["judge-audit", *argv[1:-len(FAST) - 3], "--out", str(tmp_path / "audit"),
                  "--no-cache", *FAST]
         assert main(audit) == 1

@@ -3,7 +3,7 @@ or more models over a JSONL task, into a run directory with its report."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from biasscope.core.config import comma_entries
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.judge.batch import (
+    VERDICTS,
     Failures,
     Task,
     check,
@@ -27,9 +28,11 @@ from biasscope.judge.batch import (
     write_judged,
 )
 from biasscope.judge.biases import classifier_biases, pairwise_biases
-from biasscope.judge.core import Judge, JudgeError, JudgingConfig, check_keys
+from biasscope.judge.core import Judge, JudgeError, JudgingConfig, Verdict, check_keys
 from biasscope.judge.settings import JudgeConfig as JudgeConfig
 from biasscope.judge.tasks import question_sha256
+from biasscope.store.directory import RunStore
+from biasscope.store.run_json import unsettled
 from biasscope.store.settings import sha256_json
 
 
@@ -44,17 +47,48 @@ def judge(config: JudgeConfig) -> JudgeResult:
     """Judge every item of the task, then write ``verdicts.jsonl`` and what the batch says
     (all of it after the judging: a run stopped midway keeps what it held). Items whose
     requests failed are left out (or keep the verdict an earlier call stored); a call whose
-    every request failed leaves an existing run.json as it was (no ``versions`` gained: its
-    verdicts are an earlier call's)."""
+    every item failed leaves an existing run.json as it was (no ``versions`` gained: its
+    verdicts are an earlier call's), and a first such call writes nothing (`_nothing_stored`):
+    the call with the judge's server put right is not refused for a run of nothing."""
     made, task, labels, judges = _setup(config)
     settings = run_settings(config, made, task, labels)
     store = check(config.out, "judge", list(judges), settings, {"judges": judges})
     verdicts = judge_task(made, task, labels)
-    fresh = not store.run_json.is_file() or not all(map(failed, verdicts))
-    store = (start if fresh else check)(config.out, "judge", list(judges), settings,
-                                        {"judges": judges})
-    result, report, missing = write_judged(store, made, task, verdicts, config.ranking)
+    answered = not all(map(failed, verdicts))
+    if not answered and not store.run_json.is_file():
+        raise _nothing_stored(store, verdicts)
+    # Stopped before its verdicts are written, a call leaves run.json as it found it.
+    with unsettled(store, _holds(store.root / VERDICTS), rerun=True):
+        store = (start if answered else check)(config.out, "judge", list(judges), settings,
+                                               {"judges": judges})
+        result, report, missing = write_judged(store, made, task, verdicts, config.ranking)
     return JudgeResult(result, report, missing)
+
+
+def _nothing_stored(store: RunStore, verdicts: Sequence[Verdict]) -> BiasscopeError:
+    """The one line of a first call in which no item got all its requests answered: it
+    writes nothing, as a server that cannot be reached writes nothing."""
+    calls = [c for v in verdicts for c in v.calls]
+    errors = [c.error for c in calls if c.error]
+    return BiasscopeError(f"{len(errors)} of {len(calls)} judge requests failed (first: "
+                          f"{errors[0]}), and no item got all its answers: nothing was "
+                          f"stored in {store.root}; run again with the --model or its server "
+                          "put right")
+
+
+def _holds(path: Path) -> Callable[[], bool]:
+    """Whether ``path`` (the run's verdicts or summary) holds what it did not when the call
+    began: then run.json stays with it (`unsettled`)."""
+    before = path.read_bytes() if path.is_file() else None
+
+    def holds() -> bool:
+        try:
+            now = path.read_bytes()
+        except OSError:
+            return False
+        return bool(now) and now != before
+
+    return holds
 
 
 def biases(config: JudgeConfig) -> JudgeResult:
@@ -77,8 +111,10 @@ def biases(config: JudgeConfig) -> JudgeResult:
         first = next((u.first_error for u in usage if u.first_error), "no error text")
         return JudgeResult(result, None, Failures(0, count, sum(u.requests for u in usage),
                                                   first))
-    store = start(config.out, "judge-audit", list(judges), settings, {"judges": judges})
-    return JudgeResult(result, finish(store, "judge-audit", result))
+    store = RunStore(Path(config.out))
+    with unsettled(store, _holds(store.summary_json), rerun=True):
+        store = start(config.out, "judge-audit", list(judges), settings, {"judges": judges})
+        return JudgeResult(result, finish(store, "judge-audit", result))
 
 
 def run_settings(config: JudgeConfig, judge: Judge, task: Task,

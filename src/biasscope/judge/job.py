@@ -3,7 +3,7 @@ or more models over a JSONL task, into a run directory with its report."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from biasscope.judge.core import Judge, JudgeError, JudgingConfig, Verdict, chec
 from biasscope.judge.settings import JudgeConfig as JudgeConfig
 from biasscope.judge.tasks import question_sha256
 from biasscope.store.directory import RunStore
-from biasscope.store.run_json import unsettled
+from biasscope.store.run_json import rewritten, unsettled
 from biasscope.store.settings import sha256_json
 
 
@@ -58,7 +58,7 @@ def judge(config: JudgeConfig) -> JudgeResult:
     if not answered and not store.run_json.is_file():
         raise _nothing_stored(store, verdicts)
     # Stopped before its verdicts are written, a call leaves run.json as it found it.
-    with unsettled(store, _holds(store.root / VERDICTS), rerun=True):
+    with unsettled(store, rewritten(store.root / VERDICTS), rerun=True):
         store = (start if answered else check)(config.out, "judge", list(judges), settings,
                                                {"judges": judges})
         result, report, missing = write_judged(store, made, task, verdicts, config.ranking)
@@ -74,21 +74,6 @@ def _nothing_stored(store: RunStore, verdicts: Sequence[Verdict]) -> BiasscopeEr
                           f"{errors[0]}), and no item got all its answers: nothing was "
                           f"stored in {store.root}; run again with the --model or its server "
                           "put right")
-
-
-def _holds(path: Path) -> Callable[[], bool]:
-    """Whether ``path`` (the run's verdicts or summary) holds what it did not when the call
-    began: then run.json stays with it (`unsettled`)."""
-    before = path.read_bytes() if path.is_file() else None
-
-    def holds() -> bool:
-        try:
-            now = path.read_bytes()
-        except OSError:
-            return False
-        return bool(now) and now != before
-
-    return holds
 
 
 def biases(config: JudgeConfig) -> JudgeResult:
@@ -112,7 +97,7 @@ def biases(config: JudgeConfig) -> JudgeResult:
         return JudgeResult(result, None, Failures(0, count, sum(u.requests for u in usage),
                                                   first))
     store = RunStore(Path(config.out))
-    with unsettled(store, _holds(store.summary_json), rerun=True):
+    with unsettled(store, rewritten(store.summary_json), rerun=True):
         store = start(config.out, "judge-audit", list(judges), settings, {"judges": judges})
         return JudgeResult(result, finish(store, "judge-audit", result))
 

@@ -175,6 +175,22 @@ def unsettled(store: RunStore, holds: Callable[[], bool], folders: Sequence[str]
         raise
 
 
+def rewritten(path: Path) -> Callable[[], bool]:
+    """`unsettled`'s ``holds`` for a call that writes its results whole into one file (a
+    judge's verdicts, counterfactual scores): whether ``path`` holds something, and other than
+    when this was called."""
+    before = path.read_bytes() if path.is_file() else None
+
+    def holds() -> bool:
+        try:
+            now = path.read_bytes()
+        except OSError:
+            return False
+        return bool(now) and now != before
+
+    return holds
+
+
 def _remove_empty(folder: Path) -> None:
     """``folder`` and the folders in it, those that hold no file (one that does stays)."""
     for where, _, _ in os.walk(folder, topdown=False):  # the innermost first

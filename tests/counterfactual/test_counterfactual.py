@@ -759,6 +759,47 @@ def test_a_first_call_whose_judge_is_not_reached_leaves_no_settings_behind(
     assert (tmp_path / "run" / "run.json").exists()
 
 
+def test_a_scorer_whose_scores_are_not_stored_leaves_no_settings_behind(
+        tmp_path: Path) -> None:
+    """A judge whose requests all failed beside a reward model that stored its scores kept
+    its settings (its server's URL) in run.json, so the call with the URL put right under the
+    judge's name was refused. Its settings wait for its scores; a scorer whose scoring stopped
+    the call goes too, and what the run stored stays."""
+    class At(Down):
+        def __init__(self, url: str, down: bool) -> None:
+            super().__init__()
+            self.url, self.down = url, down
+
+        def identity(self) -> dict[str, str]:
+            return {**super().identity(), "base_url": self.url}
+
+    class Broken(Reward):
+        def score(self, conversations: Any) -> list[float]:
+            raise KeyboardInterrupt
+
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    config = job.CounterfactualConfig(out=tmp_path / "run", data_dir=str(data),
+                                      pairs="hh-rlhf:harmless-base:3")
+    run_json = tmp_path / "run" / "run.json"
+
+    def scorers() -> dict[str, Any]:
+        return json.loads(run_json.read_text())["settings"]["scorers"]
+
+    done = job.run(config, [Reward("clean")], Judge([At("http://127.0.0.1:1", True)]))  # type: ignore[list-item]
+    assert done.summary["incomplete"]["scorers"] == ["down"] and list(scorers()) == ["clean"]
+    assert json.loads(run_json.read_text())["model"] == "clean"
+    fixed = Judge([At("http://127.0.0.1:2", False)])  # type: ignore[list-item]
+    done = job.run(config, [Reward("clean")], fixed)  # not refused: its URL put right
+    assert "incomplete" not in done.summary
+    assert scorers()["down"]["base_url"] == "http://127.0.0.1:2"
+    before = run_json.read_bytes()
+    done = job.run(config, [Reward("clean")], Judge([At("http://127.0.0.1:2", True)]))  # type: ignore[list-item]
+    assert done.summary["incomplete"]["scorers"] == ["down"] and run_json.read_bytes() == before
+    with pytest.raises(KeyboardInterrupt):
+        job.run(config, [Reward("clean"), Broken("new")], fixed)
+    assert run_json.read_bytes() == before
+
+
 def _no_loads(monkeypatch: pytest.MonkeyPatch, loads: list[str]) -> None:
     def load(spec: str, *args: Any) -> Any:
         loads.append(spec)

@@ -46,6 +46,7 @@ from biasscope.store.run_json import (
     check_run,
     model_versions,
     refuse_foreign_folder,
+    rewritten,
     start_run,
     unsettled,
 )
@@ -107,8 +108,11 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
                                   "labels": labels, "question_sha256": asked}
                         for m in judge.models})
     settings = {"pairs": pairs, "seed": config.seed, "scorers": scorers}
-    with unsettled(store, (store.root / SCORES).exists):  # a judge's server not reached
-        _start(store, settings)
+    judged_by = [m.label for m in judge.models] if judge is not None else []
+    # Stopped before its scores are stored (a judge's server not reached, Ctrl-C), a call
+    # leaves run.json as it found it: a first call's taken away, a rerun's given back.
+    with unsettled(store, rewritten(store.root / SCORES), rerun=True):
+        _start(store, settings, waiting=judged_by)
         rows = [cf.score_reward_model(m, items, config.seed) for m in models]
         if judge is not None:
             rows.append(cf.score_judge(judge, items, labels, config.seed))
@@ -123,6 +127,8 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
                 f"(first: {missing['first_error']}): nothing was stored in {store.root} (a "
                 "judge's answers are stored once all its requests are answered); run again, "
                 "with the --judge-model or its server put right")
+        if judged_by and not incomplete:  # its scores are stored: so are its settings
+            _start(store, settings)
     records = [r for row in rows for r in row.pop("records") if row["scorer"] not in incomplete]
     # Under the run's lock: another run into this --out (another scorer) reads and rewrites
     # scores.jsonl too, and would write its kept lines over this run's.
@@ -181,18 +187,26 @@ def _kept(path: Path, scored: set[str]) -> tuple[list[dict[str, Any]], list[str]
     return kept, list(dict.fromkeys(str(r.get("scorer")) for r in kept))
 
 
-def _start(store: RunStore, settings: dict[str, Any]) -> None:
-    """run.json with ``settings`` merged over the recorded ones, or a one-line refusal."""
+def _start(store: RunStore, settings: dict[str, Any], waiting: Sequence[str] = ()) -> None:
+    """run.json with ``settings`` merged over the recorded ones, or a one-line refusal.
+    ``waiting``: scorers (a judge's) checked as the others are but recorded only once their
+    scores are stored (until then as the run recorded them, or not at all): a judge whose
+    requests failed leaves no settings behind to refuse the call with its server put right."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         if previous is not None:
             refuse_renamed(store.run_json, previous.get("settings", {}).get("scorers"),
                            settings["scorers"], "scorer")
-        merged = settings if previous is None else merge_settings(
+        merged = dict(settings) if previous is None else merge_settings(
             store.run_json, gain_identity(previous.get("settings", {}), settings),
             settings, {"scorers": "scorer"})
+        had = ((previous or {}).get("settings") or {}).get("scorers") or {}
+        merged["scorers"] = {name: had[name] if name in waiting else entry
+                             for name, entry in merged["scorers"].items()
+                             if name not in waiting or name in had}
         return {"model": ", ".join(merged["scorers"]), "settings": merged}
 
-    start_run(store, "counterfactual", build, now=model_versions(settings["scorers"].values()))
+    start_run(store, "counterfactual", build, now=model_versions(
+        entry for name, entry in settings["scorers"].items() if name not in waiting))
 
 
 def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:

@@ -849,3 +849,67 @@ def test_counterfactual_refuses_before_a_reward_model_loads(
     (tmp_path / "damaged" / "run.json").write_text("{")
     _refused([*argv[:-1], str(tmp_path / "damaged"), *rm], "run.json is not valid JSON",
              loads, capsys)
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_a_rerun_with_the_panel_reordered_is_refused_naming_the_runs_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], named: bool) -> None:
+    """`--judge-model y --judge-model x` into a run of the panel x+y scored a second panel,
+    y+x, beside the first: order decides a panel's scores (its mean is summed in that order),
+    so it is refused as `judge` refuses it, naming the run's order; ``named``: the labels are
+    known before any judge is made, else once they are."""
+    x, y = ("x=canned:A", "y=canned:B") if named else ("canned:A", "canned:B")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
+                                         "chosen": "Ask her.", "rejected": "No."}) + "\n"
+                             for i in range(3)))
+    out = tmp_path / "run"
+
+    def argv(*judges: str) -> list[str]:
+        return ["counterfactual", "--pairs", str(pairs), "--no-cache", "--out", str(out),
+                *[a for j in judges for a in ("--judge-model", j)]]
+
+    assert main(argv(x, y)) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert main(argv(y, x)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    first, second = (("x", "y") if named else ("canned:A", "canned:B"))
+    assert len(err) == 1 and (
+        f"{out / 'scores.jsonl'} has its judges in the order {first}, {second}, and this call "
+        f"gives {second}, {first}: the order can change the results, so give --judge-model in "
+        "the run's order") in err[0]
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert main(argv(x, y)) == 0  # its own order
+    assert main(argv(y)) == 0  # one judge of the panel is another scorer
+
+
+def test_a_local_judge_under_another_name_is_refused_before_it_loads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checkpoint_dirs: list[Path],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The run's local judge under another name, or with another --position, was said only
+    once it had loaded (minutes for a real one): what its spec settles is checked first."""
+    import biasscope.backends.hf_generate as hf_generate
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
+                                         "chosen": "Ask her.", "rejected": "No."}) + "\n"
+                             for i in range(3)))
+    out = tmp_path / "run"
+    argv = ["counterfactual", "--pairs", str(pairs), "--device", "cpu", "--no-cache",
+            "--out", str(out)]
+    local = f"hf:{checkpoint_dirs[0]}"
+    assert main([*argv, "--judge-model", local]) == 0
+    capsys.readouterr()
+    loads: list[str] = []
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        loads.append("judge")
+        raise BiasscopeError("a judge was loaded")
+
+    monkeypatch.setattr(hf_generate, "HFGenerator", load)
+    _refused([*argv, "--judge-model", f"J={local}"], "holds this scorer as "
+             "'checkpoint-10', and this call names it 'J'", loads, capsys)
+    _refused([*argv, "--judge-model", local, "--position", "fixed"],
+             "settings of scorer 'checkpoint-10' (position", loads, capsys)

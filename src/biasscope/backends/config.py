@@ -51,10 +51,11 @@ class BackendConfig:
         local = replace(config, base_url=None, api_key_env=None)
         return [load_generator(p, local if p.backend in NO_SERVER else config) for p in parsed]
 
-    def check(self, specs: Sequence[str], flag: str = "--model") -> None:
+    def check(self, specs: Sequence[str], flag: str = "--model") -> list[Any]:
         """What `generators` refuses before loading (a spec it cannot read, a server's flag
-        beside local models), refused without loading: a command checks its flags first."""
-        self._checked(specs, flag)
+        beside local models), refused without loading: a command checks its flags first.
+        Each spec parsed (a `ModelSpec`): what a check before loading knows of it."""
+        return self._checked(specs, flag)[0]
 
     def _checked(self, specs: Sequence[str], flag: str) -> tuple[list[Any], GeneratorConfig]:
         from biasscope.backends.generators import parse_model_spec, refuse_server_settings

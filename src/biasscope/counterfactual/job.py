@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.cache import Cached
-from biasscope.backends.labels import Named, label_models, parse_models
+from biasscope.backends.checkpoints import from_model, recorded_source
+from biasscope.backends.hf_model import resolve_device
+from biasscope.backends.labels import Named, label_models, model_labels, parse_models
 from biasscope.backends.reward import (
     HFRewardModel,
     RewardConfig,
@@ -36,7 +38,14 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import given_file, read_jsonl
 from biasscope.counterfactual import scorers as cf
 from biasscope.counterfactual.settings import CounterfactualConfig as CounterfactualConfig
-from biasscope.judge import Judge, JudgingConfig, check_task, question_sha256, read_labels
+from biasscope.judge import (
+    Judge,
+    JudgingConfig,
+    check_task,
+    question_sha256,
+    read_labels,
+    refuse_reordered,
+)
 from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.sensitivity import hh_count, reward_settings
 from biasscope.store.directory import RunStore
@@ -92,11 +101,14 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     pairs = {"source": config.pairs if source_sha else "jsonl", "file_sha256": source_sha,
              "sha256": cf.items_sha256(items)}
     # A run in --out that this call cannot join is refused before a model loads (minutes).
-    _check_before_loading(config, {"pairs": pairs, "seed": config.seed, "scorers":
-                                   identities_before_loading(named, reward, "--reward-model")},
-                          [name for name, _ in judges if name is not None])
+    order, local = _judges_before_loading(config, judges, labels)
+    _check_before_loading(config, {"pairs": pairs, "seed": config.seed, "scorers": {
+        **identities_before_loading(named, reward, "--reward-model"), **local}},
+        order or [name for name, _ in judges if name is not None], order is not None)
     # The judges first: a server's spec and flags are checked before a reward model loads.
     judge = judge if judge is not None else _judge(config, judges)
+    if not order and judge is not None:  # its labels known once its backends are made
+        _refuse_reordered(config, [m.label for m in judge.models])
     models = list(reward_models) or _reward_models(named, reward)
     _check_distinct(models, judge)
     store = RunStore(Path(config.out))
@@ -228,13 +240,16 @@ def _labels(path: str) -> dict[str, str]:
 
 
 def _check_before_loading(config: CounterfactualConfig, now: dict[str, Any],
-                          judges: list[str]) -> None:
+                          judges: list[str], ordered: bool = False) -> None:
     """Refuse, writing nothing, what `_start` and `_check_distinct` would refuse without the
     loaded models: a folder that is another kind of run or none, a damaged run.json, other
-    pairs or seed, a reward model's settings as known before it loads (``now["scorers"]``:
-    `identities_before_loading`'s) other than recorded or under another name, a judge's
-    name (``judges``: those given) that a reward model has. The rest once they are loaded."""
-    if shared := [name for name in now["scorers"] if name in judges]:
+    pairs or seed, a scorer's settings as known before it loads (``now["scorers"]``: a
+    reward model's `identities_before_loading`, a local judge's `_judges_before_loading`)
+    other than recorded or under another name, a judge's name (``judges``: those known) that
+    a reward model has, and (``ordered``: ``judges`` are all the judges' labels) the run's
+    panel of judges in another order. The rest once they are loaded."""
+    if shared := [name for name in now["scorers"] if name in judges
+                  and now["scorers"][name].get("backend") == "hf-reward"]:
         raise BiasscopeError(f"{shared[0]!r} names both a --reward-model and a --judge-model "
                              "(scores and settings are kept by name): name them apart with "
                              "NAME=SPEC")
@@ -250,6 +265,44 @@ def _check_before_loading(config: CounterfactualConfig, now: dict[str, Any],
         check_run(store, "counterfactual", build)
     else:
         refuse_foreign_folder(store)
+    if ordered:
+        _refuse_reordered(config, judges)
+
+
+def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],
+                           labels: dict[str, str] | None
+                           ) -> tuple[list[str] | None, dict[str, dict[str, Any]]]:
+    """The judges' labels where each is known before any loads (its name, or a local model's
+    own label; None where an unnamed judge's comes from its backend), and each local judge's
+    scorer entry as known then, as a reward model's is (`identities_before_loading`): what its
+    spec settles, the dtype it loads in on a CPU, and what run.json records beside it. None
+    of either where a judge is a GGUF file (recorded as its converted copy)."""
+    parsed = config.backend.check([spec for _, spec in judges], "--judge-model") \
+        if judges else []
+    if any(p.kind == "gguf" or (name is None and p.kind != "hf")
+           for (name, _), p in zip(judges, parsed)):
+        return None, {}
+    ckpts = {i: from_model(p.rest, convert=False)[0]
+             for i, p in enumerate(parsed) if p.kind == "hf"}
+    order = model_labels(judges, [ckpts[i].label if i in ckpts else str(name)
+                                  for i, (name, _) in enumerate(judges)], "--judge-model", "+")
+    dtype = "float32" if ckpts and resolve_device(config.backend.device).type == "cpu" else None
+    asked = question_sha256(JudgingConfig(position=config.position, seed=config.seed), labels)
+    return order, {order[i]: {"backend": "hf", "source": recorded_source(c),
+                              "revision": c.revision or "", **({"dtype": dtype} if dtype else {}),
+                              "position": config.position, "labels": labels,
+                              "question_sha256": asked} for i, c in ckpts.items()}
+
+
+def _refuse_reordered(config: CounterfactualConfig, judges: Sequence[str]) -> None:
+    """A panel of judges whose scores the run holds, given in another order: order decides
+    its scores (`refuse_reordered`), and it would be stored beside them as another scorer."""
+    path = Path(config.out) / SCORES
+    if len(judges) < 2 or not path.is_file():
+        return
+    panels = dict.fromkeys(str(r.get("scorer")) for _, r in read_jsonl(path) if "calls" in r)
+    for panel in panels:
+        refuse_reordered(path, panel.split("+"), judges, "--judge-model")
 
 
 def _reward_models(named: list[Named], reward: RewardConfig) -> list[Any]:

@@ -17,7 +17,15 @@ from biasscope.core.imports import front
 
 if TYPE_CHECKING:
     from biasscope.judge.batch import read_labels, verdict_row
-    from biasscope.judge.core import Call, Judge, JudgeError, JudgingConfig, Verdict, why_none
+    from biasscope.judge.core import (
+        Call,
+        Judge,
+        JudgeError,
+        JudgingConfig,
+        Verdict,
+        refuse_reordered,
+        why_none,
+    )
     from biasscope.judge.detector import JudgeDetector
     from biasscope.judge.job import check_task
     from biasscope.judge.rates import answered
@@ -27,8 +35,8 @@ if TYPE_CHECKING:
 #: Each public name -> the module it comes from.
 _HOMES = {
     **dict.fromkeys(("read_labels", "verdict_row"), "biasscope.judge.batch"),
-    **dict.fromkeys(("Call", "Judge", "JudgeError", "JudgingConfig", "Verdict", "why_none"),
-                    "biasscope.judge.core"),
+    **dict.fromkeys(("Call", "Judge", "JudgeError", "JudgingConfig", "Verdict",
+                     "refuse_reordered", "why_none"), "biasscope.judge.core"),
     "JudgeDetector": "biasscope.judge.detector",
     "check_task": "biasscope.judge.job",
     "answered": "biasscope.judge.rates",
@@ -52,6 +60,7 @@ __all__ = [
            "compare",
            "question_sha256",
            "read_labels",
+           "refuse_reordered",
            "verdict_row",
            "why_none",
 ]

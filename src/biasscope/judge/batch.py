@@ -19,7 +19,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
 from biasscope.judge.agreement import agreement
 from biasscope.judge.biases import holm_family, win_rate_sentences, win_rates
-from biasscope.judge.core import Call, Judge, Verdict, why_none
+from biasscope.judge.core import Call, Judge, Verdict, refuse_reordered, why_none
 from biasscope.judge.rankings import ranking_tables
 from biasscope.judge.rates import answered, rate
 from biasscope.judge.tasks import classify, compare
@@ -309,16 +309,9 @@ def _build(store: RunStore, models: Sequence[str], settings: Mapping[str, Any],
 
 
 def _same_order(store: RunStore, previous: Mapping[str, Any], judges: Sequence[str]) -> None:
-    """One line where a rerun gives the run's judges in another order: order decides results
-    (an item no judge labelled takes the first judge's reason, "invalid" or "disagreement";
-    the panel's mean probabilities are summed in that order, and a last-digit difference can
-    make or break a tie), so the run is the same only in its own order."""
+    """A rerun giving the run's judges in another order, refused (`refuse_reordered`)."""
     had = list((previous.get("settings") or {}).get("judges") or {})
-    if sorted(had) == sorted(judges) and had != list(judges):
-        raise BiasscopeError(f"{store.run_json} has its judges in the order "
-                             f"{', '.join(had)}, and this call gives {', '.join(judges)}: "
-                             "the order can change the results, so give --model in the "
-                             "run's order, or use another --out")
+    refuse_reordered(store.run_json, had, judges, "--model")
 
 
 def write_run(out: str | os.PathLike[str], kind: str, models: Sequence[str],

@@ -326,8 +326,21 @@ class Judge:
                        "" if len(best) == 1 else "tie", calls, by_judge)
 
 
+def refuse_reordered(where: object, had: Sequence[str], given: Sequence[str], flag: str
+                     ) -> None:
+    """One line where ``given`` names the judges ``had`` names (a run's, as ``where`` holds
+    them) in another order: order decides results (an item no judge labelled takes the first
+    judge's reason, "invalid" or "disagreement"; the panel's mean probabilities are summed in
+    that order, and a last-digit difference can make or break a tie), so the run is the same
+    only in its own order. ``flag``: the one that gives the judges."""
+    if sorted(had) == sorted(given) and list(had) != list(given):
+        raise BiasscopeError(f"{where} has its judges in the order {', '.join(had)}, and this "
+                             f"call gives {', '.join(given)}: the order can change the results, "
+                             f"so give {flag} in the run's order, or use another --out")
+
+
 __all__ = ["KEYS", "NO_VERDICT", "Call", "Judge", "JudgeError", "JudgingConfig", "Verdict",
-           "key_token_ids", "read_key", "why_none"]
+           "key_token_ids", "read_key", "refuse_reordered", "why_none"]
 
 
 if not TYPE_CHECKING:  # the old name, for one release

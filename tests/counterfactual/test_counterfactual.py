@@ -445,9 +445,10 @@ def test_the_command_exits_non_zero_when_judge_requests_fail(
     data = write_hh_rlhf(tmp_path / "data", _texts())
     out = tmp_path / "run"
     with serve(script) as server:
-        argv = ["counterfactual", "--judge-model", f"openai-compatible:{server.base_url}#m",
+        call = ["counterfactual", "--judge-model", f"openai-compatible:{server.base_url}#m",
                 "--pairs", "hh-rlhf:harmless-base:3", "--data-dir", str(data), "--out",
-                str(out), "--retries", "0", "--cache", str(tmp_path / "cache.sqlite")]
+                str(out), "--retries", "0"]
+        argv = [*call, "--cache", str(tmp_path / "cache.sqlite")]
         code = main(argv)
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and err[0].startswith(
@@ -457,7 +458,7 @@ def test_the_command_exits_non_zero_when_judge_requests_fail(
         state["down"] = False
         assert main(argv) == 0  # not refused as another call's settings
         state["down"] = True
-        assert main([*argv, "--cache", str(tmp_path / "other.sqlite")]) == 1
+        assert main([*call, "--cache", str(tmp_path / "other.sqlite")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("biasscope: 6 of 6 judge requests failed (e.g. ")
     assert err[-1].endswith("rerun the same command to retry them")

@@ -32,9 +32,9 @@ def copy_ckpt(source: Path, target: Path) -> Path:
     return target
 
 
-def run(out: Path, data: Path, *args: str) -> int:
-    return main(["dynamics", "--data-dir", str(data), "--out", str(out), "--seeds", "0",
-                 "--limit", "6", "--quiet", "--device", "cpu", *args])
+def run(out: Path, data: Path, *args: str, seeds: str = "0", limit: str = "6") -> int:
+    return main(["dynamics", "--data-dir", str(data), "--out", str(out), "--seeds", seeds,
+                 "--limit", limit, "--quiet", "--device", "cpu", *args])
 
 
 def units(out: Path) -> list[Path]:
@@ -197,14 +197,12 @@ def test_a_rerun_with_other_limit_or_data_is_refused(checkpoint_dirs, winobias_d
     capsys.readouterr()
     before = {p: p.read_bytes() for p in units(out)}
     target = data / "winobias" / "pro_stereotyped_type2.txt.test"
-    extra: list[str] = []
-    if change == "limit":
-        extra = ["--limit", "4"]
-    elif change == "data":  # same count of sentences, one occupation swapped for another
+    limit = "4" if change == "limit" else "6"
+    if change == "data":  # same count of sentences, one occupation swapped for another
         target.write_text(target.read_text().replace("nurse", "cashier", 1))
-    else:
+    elif change != "limit":
         target.write_text("")
-    code = run(out, data, *glob, *extra)
+    code = run(out, data, *glob, limit=limit)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     wanted = {"limit": "made with --limit 6, and this call gives --limit 4",
@@ -221,7 +219,7 @@ def test_a_run_from_before_limits_were_settings_checks_its_limit(
     glob = ["--checkpoint-glob", str(checkpoint_dirs[0].parent / "checkpoint-1*")]
     assert run(out, winobias_dir, *glob) == 0
     make_legacy(out)
-    assert run(out, winobias_dir, *glob, "--limit", "5") == 2
+    assert run(out, winobias_dir, *glob, limit="5") == 2
     assert "made with --limit 6, and this call gives --limit 5" in capsys.readouterr().err
 
 
@@ -302,14 +300,14 @@ def test_other_run_kinds_units_are_still_accepted(tmp_path: Path) -> None:
 def test_dynamics_redoes_a_swapped_unit(checkpoint_dirs, winobias_dir, tmp_path):
     out = tmp_path / "run"
     glob = ["--checkpoint-glob", str(checkpoint_dirs[0].parent / "checkpoint-1*")]
-    assert run(out, winobias_dir, *glob, "--seeds", "0-1") == 0
+    assert run(out, winobias_dir, *glob, seeds="0-1") == 0
     clean = RunStore(out).records().sort_values(["seed", "item_id"]).reset_index(drop=True)
     seed0, seed1 = sorted(units(out), key=lambda p: pd.read_parquet(p)["seed"].iloc[0])
     shutil.copyfile(seed0, seed1)
     shutil.copyfile(out / "checksums" / f"{seed0.name}.sha256",
                     out / "checksums" / f"{seed1.name}.sha256")
     with pytest.warns(CorruptUnitWarning):
-        assert run(out, winobias_dir, *glob, "--seeds", "0-1") == 0
+        assert run(out, winobias_dir, *glob, seeds="0-1") == 0
     redone = RunStore(out).records().sort_values(["seed", "item_id"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(clean, redone)
 

@@ -161,15 +161,16 @@ def test_judge_audit_records_and_checks_its_settings(tmp_path, capsys):
     labels = tmp_path / "labels.json"
     labels.write_text(json.dumps(LABELS))
     out = tmp_path / "audit"
-    argv = _judge("judge-audit", out, texts, "--labels", str(labels))
-    assert main(argv) == 0
+    argv = _judge("judge-audit", out, texts)
+    assert main([*argv, "--labels", str(labels)]) == 0
     settings = json.loads((out / "run.json").read_text())["settings"]
     assert settings["keys"] == ["A", "B"] and settings["labels_sha256"]
     assert "position" not in settings  # judge-audit asks in the fixed order and its reverse
     before = _files(out)
     reordered = tmp_path / "reordered.json"
     reordered.write_text(json.dumps(dict(reversed(list(LABELS.items())))))
-    for extra, named in [(["--seed", "1"], "'seed'"), (["--no-logit-bias"], "'logit_bias'"),
+    for extra, named in [(["--seed", "1", "--labels", str(labels)], "'seed'"),
+                         (["--no-logit-bias", "--labels", str(labels)], "'logit_bias'"),
                          (["--labels", str(reordered)], "'labels_sha256'")]:
         capsys.readouterr()
         assert main([*argv, *extra]) == 2
@@ -177,7 +178,7 @@ def test_judge_audit_records_and_checks_its_settings(tmp_path, capsys):
         assert f"made with a different {named}" in err and err.count("\n") == 1
         assert _files(out) == before
     with pytest.raises(SystemExit):  # no setting of judge-audit: refused by the parser
-        main([*argv, "--position", "permute"])
+        main([*argv, "--labels", str(labels), "--position", "permute"])
 
 
 @pytest.mark.parametrize("kind", ["judge", "judge-audit"])

@@ -18,10 +18,11 @@ from biasscope.store.run_json import OtherVersionsWarning
 pytest.importorskip("torch")
 
 
-def dynamics_args(checkpoint_dirs: list[Path], data: Path, out: Path, *extra: str) -> list[str]:
+def dynamics_args(checkpoint_dirs: list[Path], data: Path, out: Path, *extra: str,
+                  seeds: str = "0-2") -> list[str]:
     glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
     return ["dynamics", "--checkpoint-glob", glob, "--data-dir", str(data), "--out", str(out),
-            "--seeds", "0-2", "--quiet", *extra]
+            "--seeds", seeds, "--quiet", *extra]
 
 
 @pytest.fixture(autouse=True)
@@ -63,7 +64,7 @@ def test_rerun_skips_finished_units(checkpoint_dirs, winobias_dir, tmp_path):
     out = tmp_path / "run"
     main(dynamics_args(checkpoint_dirs, winobias_dir, out))
     stamps = {p: p.stat().st_mtime_ns for p in (out / "records").iterdir()}
-    main(dynamics_args(checkpoint_dirs, winobias_dir, out, "--seeds", "0-3"))
+    main(dynamics_args(checkpoint_dirs, winobias_dir, out, seeds="0-3"))
     after = {p: p.stat().st_mtime_ns for p in (out / "records").iterdir()}
     assert all(after[p] == t for p, t in stamps.items())
     assert len(after) == 12
@@ -75,7 +76,7 @@ def test_a_sweep_keeps_the_versions_of_its_first_call(checkpoint_dirs, winobias_
     upgrade `compare` said two sweeps scored under other libraries used the same ones. Kept as
     an audit's are: a run from before one was recorded gains it, and another is told."""
     out = tmp_path / "run"
-    args = dynamics_args(checkpoint_dirs, winobias_dir, out, "--seeds", "0")
+    args = dynamics_args(checkpoint_dirs, winobias_dir, out, seeds="0")
     assert main(args) == 0
     run = json.loads((out / "run.json").read_text())
     now = run["versions"]
@@ -144,7 +145,7 @@ def test_a_first_call_that_scores_nothing_leaves_no_run_json(checkpoint_dirs, tm
     from winogender_fixture import write_winogender
 
     data, out = write_winogender(tmp_path / "data"), tmp_path / "run"
-    args = dynamics_args(checkpoint_dirs, data, out, "--probe", "winogender", "--seeds", "0")
+    args = dynamics_args(checkpoint_dirs, data, out, "--probe", "winogender", seeds="0")
     assert main(args) == 2
     assert "pass --first-token" in capsys.readouterr().err
     assert not (out / "run.json").exists()
@@ -160,7 +161,7 @@ def test_a_rerun_that_scores_nothing_leaves_run_json_as_it_was(checkpoint_dirs, 
     from winogender_fixture import write_winogender
 
     data, out = write_winogender(write_winobias(tmp_path / "data")), tmp_path / "run"
-    args = dynamics_args(checkpoint_dirs, data, out, "--seeds", "0")
+    args = dynamics_args(checkpoint_dirs, data, out, seeds="0")
     assert main(args) == 0
     before = (out / "run.json").read_bytes()
     assert main([*args, "--probe", "winobias-gender,winogender"]) == 2

@@ -32,7 +32,28 @@ def one_line(message: str) -> str:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argument error is one line naming the command, with where to look for the usage."""
+    """An argument error is one line naming the command, with where to look for the usage.
+
+    An option of one value given twice with two values is refused (`_Once`): argparse keeps
+    the last, so a flag appended to a pasted command line (``--model canned:b`` after
+    ``--model canned:a``) ran something other than the line seemed to say. Every parser of the
+    command is of this class (``add_subparsers`` makes its own of its parent's class), so every
+    plain option of every command is checked; repeatable ones (``append``) and switches are not
+    store actions."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+        #: Per parse: each single value given so far, by dest: (option, its text, its value).
+        self.given: dict[str, tuple[str, str, Any]] = {}
+        self.value_text = ""  # the text of the value argparse converts now
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        """As argparse's; the text given is kept for `_once`'s message (the value may be a
+        tuple: ``--seeds 0-4``)."""
+        self.value_text = " ".join(arg_strings)
+        return super()._get_values(action, arg_strings)
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(one_line(f"{self.prog}: error: {message} (see {self.prog} --help)")
@@ -51,6 +72,7 @@ class OneLineParser(argparse.ArgumentParser):
         """As argparse's, but an option given ``=--`` as its value is refused: argparse drops
         the ``--`` as the end of options and stores an empty list for an option of one value,
         unchecked by its type."""
+        self.given = {}
         parsed, rest = super().parse_known_args(args, namespace)
         for action in self._actions:
             value = getattr(parsed, action.dest, None)
@@ -59,6 +81,34 @@ class OneLineParser(argparse.ArgumentParser):
                 self.error(f"argument {'/'.join(action.option_strings)}: expected one "
                            "value, not '--'")
         return parsed, rest
+
+
+def _once(parser: argparse.ArgumentParser, flag: str, dest: str, value: Any,
+          option: str | None) -> None:
+    """Refuse ``flag`` given a second time with another value (the same again is harmless);
+    ``option`` is the spelling used (an old one, such as ``--templates`` for ``--wordings``).
+    An option given ``=--`` (an empty list) is no value: `OneLineParser.parse_known_args`
+    says why."""
+    if not isinstance(parser, OneLineParser) or option is None or value == []:
+        return
+    text = parser.value_text
+    if dest in parser.given:
+        before, said, was = parser.given[dest]
+        if said != text and was != value:
+            first, then = ((f"{before} {said}", f"{option} {text}") if before != option
+                           else (said, text))
+            parser.error(f"{flag} given twice ({first}, then {then}): give it once")
+    parser.given[dest] = (option, text, value)
+
+
+class _Once(argparse._StoreAction):
+    """argparse's store, of an option that is given once (`OneLineParser`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        _once(parser, max(self.option_strings, key=len, default=self.dest), self.dest, values,
+              option_string)
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _expanded(parsed: argparse.Namespace, rest: list[str]) -> str:
@@ -158,6 +208,7 @@ class _Was(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
+        _once(parser, self.new, self.dest, values, option_string)
         print(f"biasscope: note: {option_string} is now {self.new}", file=sys.stderr)
         setattr(namespace, self.dest, values)
 

@@ -336,3 +336,27 @@ def test_a_sweep_loads_one_tokenizer_for_checkpoints_that_share_it(checkpoint_di
     assert len(loads) == 2  # three identical tokenizers loaded once, the changed one apart
     first, *rest, changed = [s.tokenizer for s in scorers]
     assert all(t is first for t in rest) and changed is not first
+
+
+def test_a_rerun_without_a_listed_checkpoint_says_the_run_is_unfinished(
+        checkpoint_dirs, winobias_dir, tmp_path, capsys, monkeypatch):
+    """A checkpoint run.json lists that a later call was not given (deleted, moved, another
+    glob) has no records: the sweep ended with its "run:" line alone, as if the run were
+    whole; only the report said so."""
+    monkeypatch.undo()  # the real report: it writes the summary.json the warning is read from
+    folder = tmp_path / "out"
+    copy_ckpt(checkpoint_dirs[0], folder / "checkpoint-10")
+    broken = copy_ckpt(checkpoint_dirs[1], folder / "checkpoint-20")
+    for weights in broken.glob("*.safetensors"):
+        weights.write_bytes(weights.read_bytes()[:100])  # a copy cut short: it does not load
+    out = tmp_path / "run"
+    glob = ("--checkpoint-glob", str(folder / "checkpoint-*"))
+    assert run(out, winobias_dir, *glob) != 0
+    listed = json.loads((out / "run.json").read_text())["checkpoints"]
+    assert len(listed) == 2 and len(units(out)) == 1, listed
+    capsys.readouterr()
+    shutil.rmtree(broken)  # given up on: the rerun covers what is left
+    assert run(out, winobias_dir, *glob) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("warning: Unfinished: 1 of 2 checkpoints in run.json fully scored; "
+                          "no records yet for step 20.") and f"--out {out} again" in err, err

@@ -284,8 +284,9 @@ def test_an_unfinished_run_says_what_it_lacks_and_what_rests_on_it(
                              2000)).unlink()
     page = write_dynamics_report(run).read_text(encoding="utf-8")
     said = ("Unfinished: 2 of 4 checkpoints in run.json fully scored; no records yet for step "
-            "3000; step 2000 (seed 1). The findings rest on the scored checkpoints only. Run "
-            "the same `biasscope dynamics` command again with --out run to finish it.")
+            "3000; step 2000 (seed 1). The findings rest on the scored checkpoints only. To "
+            "finish it, run `biasscope dynamics` with --out run again over the same checkpoints "
+            "(where run.json says they are).")
     headline = page.split("</section>")[0]
     assert escape(said, quote=False) in headline
     assert headline.index("Unfinished") < headline.index("3 checkpoints (steps 0 to 2000)")

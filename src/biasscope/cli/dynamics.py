@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from biasscope.cli import args as A
@@ -10,10 +11,14 @@ from biasscope.cli import args as A
 
 def run(args: argparse.Namespace) -> int:
     from biasscope.dynamics import job
+    from biasscope.dynamics.summary import unfinished
 
     result = job.run(A.from_args(job.DynamicsConfig, args, analysis=A.analysis_given(args)))
     print(f"run: {result.store.root}  summary: {result.store.summary_json}  "
           f"report: {result.report}")
+    # A checkpoint run.json lists that this call was not given (moved, deleted, another glob).
+    if isinstance(left := result.store.read_json("summary.json").get("unfinished"), dict):
+        print(f"warning: {unfinished.sentence(left, result.store.root)}", file=sys.stderr)
     return 0
 
 

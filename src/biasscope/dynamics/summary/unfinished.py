@@ -109,8 +109,8 @@ def sentence(section: Mapping[str, Any], root: object) -> str:
                                        else "")
     return (f"Unfinished: {section['scored']} of {plural(section['checkpoints'], 'checkpoint')} "
             f"in run.json fully scored; no records yet for {listed}. The findings rest on the "
-            "scored checkpoints only. Run the same `biasscope dynamics` command again with "
-            f"--out {root} to finish it.")
+            f"scored checkpoints only. To finish it, run `biasscope dynamics` with --out {root} "
+            "again over the same checkpoints (where run.json says they are).")
 
 
 def on_scored(sentence: str, unscored: Sequence[str]) -> str:

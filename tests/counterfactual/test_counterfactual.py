@@ -29,6 +29,7 @@ from biasscope.judge import Judge, JudgingConfig
 from biasscope.judge.tasks import question_sha256
 from biasscope.store.run_json import OtherVersionsWarning
 from fakes import CannedGenerator, Reward
+from no_loads import no_loads, refused
 from sensitivity_fixture import hh_text, write_hh_rlhf
 
 SUBJECTS = ["my brother", "my father", "my son", "my uncle", "my husband", "Michael", "David",
@@ -45,6 +46,13 @@ def _texts(n: int = 40) -> list[str]:
                                       f"and offer case {i} support.")])
         out.append(counterfactual(text) if i % 2 else text)
     return [*out, hh_text([("Human", "What is 2+2?"), ("Assistant", "4")])]
+
+
+def _wife_pairs(path: Path, n: int) -> None:
+    """``n`` user pairs, each with something to swap ("wife")."""
+    path.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
+                                        "chosen": "Ask her.", "rejected": "No."}) + "\n"
+                            for i in range(n)))
 
 
 def test_swaps_and_the_gender_a_text_is_about() -> None:
@@ -527,9 +535,7 @@ def test_two_runs_into_one_out_keep_both_scorers(tmp_path: Path,
     from together import together
 
     path = tmp_path / "pairs.jsonl"
-    path.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
-                                        "chosen": "Ask her.", "rejected": "No."}) + "\n"
-                            for i in range(4)))
+    _wife_pairs(path, 4)
     real = job._kept
 
     def slow(*args: Any) -> Any:
@@ -666,9 +672,7 @@ def test_a_local_reward_model_is_one_model_however_its_path_is_written(
     (tmp_path / "links").mkdir()
     (tmp_path / "links" / "rm").symlink_to(folder)
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
-                                         "chosen": "Ask her.", "rejected": "No."}) + "\n"
-                             for i in range(4)))
+    _wife_pairs(pairs, 4)
     out = tmp_path / "run"
     monkeypatch.chdir(tmp_path / "models")
 
@@ -801,22 +805,6 @@ def test_a_scorer_whose_scores_are_not_stored_leaves_no_settings_behind(
     assert run_json.read_bytes() == before
 
 
-def _no_loads(monkeypatch: pytest.MonkeyPatch, loads: list[str]) -> None:
-    def load(spec: str, *args: Any) -> Any:
-        loads.append(spec)
-        raise BiasscopeError(f"a reward model ({spec}) was loaded")
-
-    monkeypatch.setattr(job, "HFRewardModel", load)
-
-
-def _refused(argv: list[str], said: str, loads: list[str],
-             capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("biasscope: error: ") and said in err[0], err
-    assert loads == []
-
-
 def test_counterfactual_refuses_before_a_reward_model_loads(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -827,28 +815,26 @@ def test_counterfactual_refuses_before_a_reward_model_loads(
     model, loads = _tiny_reward_model(tmp_path / "models" / "rm"), list[str]()
 
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
-                                         "chosen": "Ask her.", "rejected": "No."}) + "\n"
-                             for i in range(3)))
+    _wife_pairs(pairs, 3)
     out = tmp_path / "run"
     argv = ["counterfactual", "--pairs", str(pairs), "--no-chat-template", "--device", "cpu",
             "--no-cache", "--out", str(out)]
     rm = ["--reward-model", str(model)]
     assert main([*argv, *rm, "--judge-model", "J=canned:A"]) == 0
     capsys.readouterr()
-    _no_loads(monkeypatch, loads)
-    _refused([*argv, "--reward-model", f"R={model}"], "holds this scorer as 'rm', and this "
+    no_loads(monkeypatch, job, loads)
+    refused([*argv, "--reward-model", f"R={model}"], "holds this scorer as 'rm', and this "
              "call names it 'R'", loads, capsys)
-    _refused([*argv, *rm, "--judge-model", "A=canned:A", "--judge-model", "A=canned:B"],
+    refused([*argv, *rm, "--judge-model", "A=canned:A", "--judge-model", "A=canned:B"],
              "the name 'A' is given to two models", loads, capsys)
-    _refused([*argv, "--reward-model", f"J={model}", "--judge-model", "J=canned:A"],
+    refused([*argv, "--reward-model", f"J={model}", "--judge-model", "J=canned:A"],
              "'J' names both a --reward-model and a --judge-model", loads, capsys)
-    _refused([*argv, *rm, "--transform", "probability"], "settings of scorer 'rm' (transform",
+    refused([*argv, *rm, "--transform", "probability"], "settings of scorer 'rm' (transform",
              loads, capsys)
-    _refused([*argv, *rm, "--seed", "3"], "different 'seed'", loads, capsys)
+    refused([*argv, *rm, "--seed", "3"], "different 'seed'", loads, capsys)
     shutil.copytree(out, tmp_path / "damaged")
     (tmp_path / "damaged" / "run.json").write_text("{")
-    _refused([*argv[:-1], str(tmp_path / "damaged"), *rm], "run.json is not valid JSON",
+    refused([*argv[:-1], str(tmp_path / "damaged"), *rm], "run.json is not valid JSON",
              loads, capsys)
 
 
@@ -861,9 +847,7 @@ def test_a_rerun_with_the_panel_reordered_is_refused_naming_the_runs_order(
     known before any judge is made, else once they are."""
     x, y = ("x=canned:A", "y=canned:B") if named else ("canned:A", "canned:B")
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
-                                         "chosen": "Ask her.", "rejected": "No."}) + "\n"
-                             for i in range(3)))
+    _wife_pairs(pairs, 3)
     out = tmp_path / "run"
 
     def argv(*judges: str) -> list[str]:
@@ -894,9 +878,7 @@ def test_a_local_judge_under_another_name_is_refused_before_it_loads(
 
     monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"id": f"p{i}", "prompt": f"My wife, case {i}?",
-                                         "chosen": "Ask her.", "rejected": "No."}) + "\n"
-                             for i in range(3)))
+    _wife_pairs(pairs, 3)
     out = tmp_path / "run"
     argv = ["counterfactual", "--pairs", str(pairs), "--device", "cpu", "--no-cache",
             "--out", str(out)]
@@ -910,7 +892,7 @@ def test_a_local_judge_under_another_name_is_refused_before_it_loads(
         raise BiasscopeError("a judge was loaded")
 
     monkeypatch.setattr(hf_generate, "HFGenerator", load)
-    _refused([*argv, "--judge-model", f"J={local}"], "holds this scorer as "
+    refused([*argv, "--judge-model", f"J={local}"], "holds this scorer as "
              "'checkpoint-10', and this call names it 'J'", loads, capsys)
-    _refused([*argv, "--judge-model", local, "--position", "fixed"],
+    refused([*argv, "--judge-model", local, "--position", "fixed"],
              "settings of scorer 'checkpoint-10' (position", loads, capsys)

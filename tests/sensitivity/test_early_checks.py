@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("torch")
 
 from biasscope.cli.main import main
-from biasscope.core.errors import BiasscopeError
+from no_loads import no_loads, refused
 
 
 @pytest.fixture(scope="module")
@@ -42,22 +41,6 @@ def loads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     instead); patched in once the run exists."""
     monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
     return []
-
-
-def no_loads(monkeypatch: pytest.MonkeyPatch, module: Any, loads: list[str]) -> None:
-    def load(spec: str, *args: Any) -> Any:
-        loads.append(spec)
-        raise BiasscopeError(f"a reward model ({spec}) was loaded")
-
-    monkeypatch.setattr(module, "HFRewardModel", load)
-
-
-def refused(argv: list[str], said: str, loads: list[str],
-             capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("biasscope: error: ") and said in err[0], err
-    assert loads == []
 
 
 def test_sensitivity_refuses_before_a_reward_model_loads(

@@ -158,35 +158,52 @@ def _values(part: pd.DataFrame, values: Any) -> Values:
                           for _, chunk in part.groupby(keys, sort=True)])
 
 
-def read_stepless(store: RunStore, models: dict[str, set[str]], wordings: Across | None = None,
-                  options: Mapping[str, Any] | None = None) -> dict[str, dict[str, Values]]:
-    """Per probe and model of ``models``, the values of its records without a training step
-    (`--model ./final`): one model's statistics, as at one checkpoint (with ``wordings``, its
-    measures across wordings into it, as `read_checkpoints`). Units are read one at a time
-    and only their stepless rows of these probes kept."""
+#: Per probe, (model, revision) without a training step (revision None: a folder given
+#: without one) and its values, as one checkpoint's.
+Stepless = dict[str, dict[tuple[str, str | None], Values]]
+
+
+def read_stepless(store: RunStore, checkpoints: Mapping[str, Mapping[str, set[str | None]]],
+                  wordings: dict[str, dict[tuple[str, str | None], dict[str, Any]]] | None = None,
+                  options: Mapping[str, Any] | None = None) -> Stepless:
+    """Per probe, model and revision of ``checkpoints`` (probe: model: revisions), the values
+    of its records without a training step (`--model ./final`, a Trainer's ``best``): each
+    revision's statistics on its own, as at one checkpoint, never pooled with another's
+    (with ``wordings``: its measures across wordings into it, as `read_checkpoints`). The
+    units of one revision are read at a time, and only its stepless rows of these probes
+    kept."""
     statistics = stepped()
-    chunks = []
-    for entry in unit_index(store):
-        if not any(probe in models for probe, _, _ in entry.stepless):
+    index = unit_index(store)
+    wanted = sorted({(m, r) for models in checkpoints.values() for m, rs in models.items()
+                     for r in rs}, key=lambda mr: (mr[0], mr[1] or ""))
+    out: Stepless = {}
+    for model, revision in wanted:
+        probes = [p for p, models in checkpoints.items() if revision in models.get(model, ())]
+        chunks = []
+        for entry in index:
+            if not any((p, model, revision) in entry.stepless for p in probes):
+                continue
+            frame = read_unit(store, entry.path)
+            if frame is None:
+                continue
+            named = ((frame["revision"] == revision if revision is not None
+                      else frame["revision"].isna()) if "revision" in frame else True)
+            chunks.append(frame[frame["probe"].isin(probes) & frame["step"].isna()
+                                & (frame["model"] == model) & named])
+            del frame
+        if not chunks:
             continue
-        frame = read_unit(store, entry.path)
-        if frame is not None:
-            keep = frame["probe"].isin(list(models)) & frame["step"].isna()
-            chunks.append(frame[keep])
-    out: dict[str, dict[str, Values]] = {}
-    if not chunks:
-        return out
-    rows = pd.concat(chunks, ignore_index=True)
-    latest: dict[tuple[str, str], tuple[int | None, pd.DataFrame]] = {}
-    for (probe, model), part in rows.groupby(["probe", "model"], sort=True):
-        if str(model) in models.get(str(probe), set()):
+        rows = pd.concat(chunks, ignore_index=True)
+        del chunks
+        for probe, part in rows.groupby("probe", sort=True):
             try:
-                out.setdefault(str(probe), {})[str(model)] = _values(
-                    part, statistics[str(probe)].values)
+                found = _values(part, statistics[str(probe)].values)
             except BiasscopeError:
                 continue  # said for the probe's stepped checkpoints as well
-            if worded(part):
-                latest[(str(probe), str(model))] = (None, part)
-    if wordings is not None:
-        across(wordings, latest, options or {})
+            out.setdefault(str(probe), {})[(model, revision)] = found
+            if wordings is not None and worded(part) and (
+                    measures := across_wordings(str(probe), part, **(options or {}))):
+                wordings.setdefault(str(probe), {})[(model, revision)] = {
+                    "step": None, "revision": revision, "measures": measures}
+        del rows
     return out

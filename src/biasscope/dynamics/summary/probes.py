@@ -22,6 +22,7 @@ from biasscope.dynamics.analysis.emergence import (
 )
 from biasscope.dynamics.analysis.stopping import separated
 from biasscope.dynamics.summary import unfinished
+from biasscope.dynamics.summary.probe_aside import Worded, add_stepless, stepless_revisions
 from biasscope.dynamics.summary.probe_steps import (
     Across,
     Values,
@@ -156,29 +157,15 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
     for probe, reason in sorted(_without_statistics(index).items()):
         out[probe] = {"headline": [], "names": {}, "models": {}, "unavailable": reason,
                       "sentences": [f"{probe}: no statistics over steps: {reason}."]}
-    stepless: dict[str, set[str]] = {}  # read from the key columns alone, as the index is
-    for entry in index:
-        for probe, model, _ in entry.stepless:
-            if probe in statistics and probe not in unavailable:
-                stepless.setdefault(probe, set()).add(model)
+    stepless = stepless_revisions(index, [p for p in statistics if p not in unavailable])
     for probe in sorted(set(stepless) - set(checkpoints_of)):
         checkpoints_of[probe] = {}
-    final_worded: Across = {}
-    final = read_stepless(store, stepless, final_worded, pooling)
+    aside_worded: Worded = {}
+    aside = read_stepless(store, stepless, aside_worded, pooling)
     for probe, models in checkpoints_of.items():
         spec = statistics[probe]
         section: dict[str, Any] = {"headline": list(spec.headline), "names": dict(spec.names),
                                    "models": {}, "sentences": []}
-        if probe in stepless:
-            section["stepless"] = sorted(stepless[probe])
-            section["stepless_values"] = final.get(probe, {})
-            section["sentences"] += _stepless_sentences(probe, spec, stepless[probe],
-                                                        final.get(probe, {}), options.alpha)
-            if final_across := final_worded.get(probe):
-                section["stepless_wordings"] = final_across
-                section["sentences"] += [f"{model}: {r['verdict']}" for model, w in
-                                         sorted(final_across.items())
-                                         for r in w["measures"].values()]
         for model, checkpoints in sorted(models.items()):
             emergence = adjust_over_checkpoints(checkpoints, options)
             across = worded.get(probe, {}).get(model)
@@ -203,24 +190,10 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
                 "emergence": emergence, "recommendation": rec, "sentences": sentences,
                 **({"wordings": across} if across else {})}
             section["sentences"] += sentences
+        if probe in stepless:
+            add_stepless(section, probe, spec, stepless[probe], sorted(models), aside,
+                         aside_worded, options.alpha)
         out[probe] = section
-    return out
-
-
-def _stepless_sentences(probe: str, spec: Any, models: set[str],
-                        final: dict[str, Values], alpha: float) -> list[str]:
-    """What a model without a training step gets: its headline values with their intervals
-    (no verdict: one model, nothing over steps to test)."""
-    out = []
-    for model in sorted(models):
-        values = final.get(model, {})
-        said = [f"{spec.names.get(k, k)} " + numbers.with_ci(
-                    v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}")
-                for k in spec.headline if (v := values.get(k)) is not None]
-        tail = "; ".join(said) if said else "no values"
-        out.append(f"{probe}: {model} has no training step, so it is not analysed over steps; "
-                   f"as one model: {tail}.")
-        out += [f"{model}: {s}" for s in spec.findings(values, alpha)] if spec.findings else []
     return out
 
 

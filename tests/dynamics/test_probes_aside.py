@@ -1,0 +1,88 @@
+"""The audit probes' checkpoints without a training step, as WinoBias reports them: a Trainer's
+`checkpoint-30` is on the curve, its `best` and `final` are each read and reported aside by name
+with their own values (never pooled), and a model with no step at all gets one set of values
+per revision."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("torch")
+
+from bbq_fixture import write_bbq
+from biasscope.cli.main import main
+from biasscope.probes import PROBES
+from biasscope.store.directory import RunStore
+
+#: (model folder, checkpoint folder): distinct weights each (one model's twins are refused)
+CHECKPOINTS = (("train2", "checkpoint-30"), ("train2", "best"), ("train2", "final"),
+               ("train3", "best"), ("train3", "final"))
+
+
+@pytest.fixture(scope="module")
+def run(tiny_tokenizer: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A bbq sweep of train2 (`checkpoint-30`, `best`, `final`) and train3 (`best`, `final`)."""
+    from biasscope.demo.tiny import save, tiny_gpt_neox
+
+    root = tmp_path_factory.mktemp("trained")
+    for seed, (model, name) in enumerate(CHECKPOINTS):
+        save(tiny_gpt_neox(len(tiny_tokenizer), seed=seed, max_positions=1024), tiny_tokenizer,
+             root / model / name)
+    data = write_bbq(tmp_path_factory.mktemp("data"))
+    out = root / "run"
+    assert main(["dynamics", "--checkpoint-glob", str(root / "train2" / "*"),
+                 "--checkpoint-glob", str(root / "train3" / "*"), "--probe", "bbq",
+                 "--limit", "8", "--out", str(out), "--data-dir", str(data), "--device", "cpu",
+                 "--quiet"]) == 0
+    return out
+
+
+def _bbq(run: Path) -> dict[str, Any]:
+    section: dict[str, Any] = json.loads((run / "summary.json").read_text())[
+        "analysis"]["probes"]["bbq"]
+    return section
+
+
+def _alone(records: pd.DataFrame, model: str, revision: str) -> dict[str, Any]:
+    """The probe's statistics on one checkpoint's records alone."""
+    rows = records[(records["model"] == model) & (records["revision"] == revision)]
+    found: dict[str, Any] = PROBES["bbq"].step_statistics.values(rows.reset_index(drop=True))
+    return found
+
+
+def test_stepped_checkpoints_are_the_curve_and_the_others_each_aside(run: Path) -> None:
+    section = _bbq(run)
+    assert list(section["models"]) == ["train2"]
+    assert section["models"]["train2"]["steps"] == [30]
+    assert [(a["model"], a["revision"]) for a in section["aside"]] == [
+        ("train2", "best"), ("train2", "final"), ("train3", "best"), ("train3", "final")]
+    records = RunStore(run).records()
+    for entry in section["aside"]:  # each its own records' values: none pooled
+        expected = _alone(records, entry["model"], entry["revision"])
+        for key in PROBES["bbq"].step_statistics.headline:
+            assert entry["values"][key]["estimate"] == pytest.approx(
+                expected[key]["estimate"]), (entry["revision"], key)
+            assert entry["values"][key]["low"] == pytest.approx(expected[key]["low"])
+            assert entry["values"][key]["n"] == expected[key]["n"]
+    said = section["sentences"]
+    assert not any("train2 has no training step" in s for s in said)
+    aside = next(s for s in said if s.startswith("bbq: train2: revisions best, final have no "
+                                                 "training step, so they are reported aside"))
+    assert "at revision best, " in aside and "at revision final, " in aside
+    assert aside in section["models"]["train2"]["sentences"]
+
+
+def test_a_model_without_a_step_is_given_per_revision(run: Path) -> None:
+    section = _bbq(run)
+    assert section["stepless"] == ["train3"]
+    assert "train3" not in section.get("stepless_values", {})  # never pooled into one
+    said = next(s for s in section["sentences"] if s.startswith("bbq: train3 has no training "
+                                                                "step"))
+    assert "its revisions best, final cannot be ordered, so each is given on its own" in said
+    assert "at revision best, " in said and "at revision final, " in said
+

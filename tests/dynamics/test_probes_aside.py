@@ -16,8 +16,11 @@ pytest.importorskip("torch")
 
 from bbq_fixture import write_bbq
 from biasscope.cli.main import main
+from biasscope.dynamics.summary.write import write_dynamics_report
 from biasscope.probes import PROBES
+from biasscope.report import group_panels
 from biasscope.store.directory import RunStore
+from test_report import figures
 
 #: (model folder, checkpoint folder): distinct weights each (one model's twins are refused)
 CHECKPOINTS = (("train2", "checkpoint-30"), ("train2", "best"), ("train2", "final"),
@@ -86,3 +89,24 @@ def test_a_model_without_a_step_is_given_per_revision(run: Path) -> None:
     assert "its revisions best, final cannot be ordered, so each is given on its own" in said
     assert "at revision best, " in said and "at revision final, " in said
 
+
+def test_the_report_draws_and_names_the_checkpoints_aside(run: Path) -> None:
+    """Step 30 on a numeric axis; every checkpoint set aside a marker of its own past it,
+    named on the axis, joined to nothing."""
+    page = write_dynamics_report(run).read_text(encoding="utf-8")
+    assert "bbq: train2: revisions best, final have no training step" in page
+    traces, layout = next((t, lay) for t, lay in figures(page)
+                          if any("(revision best)" in str(x.get("name")) for x in t))
+    line = next(t for t in traces if t.get("mode") == "lines+markers")
+    assert line["x"] == [30]
+    apart = [t for t in traces if "(revision" in str(t.get("name"))]
+    assert {t["mode"] for t in apart} == {"markers"} and len(apart) % 4 == 0  # 2 models x 2
+    named = dict(zip(layout["xaxis"]["ticktext"], layout["xaxis"]["tickvals"], strict=True))
+    assert named["30"] == 30 and 30 < named["best"] < named["final"]
+    assert {t["x"][0] for t in apart} == {named["best"], named["final"]}
+    assert "train3 · " in str([t["name"] for t in apart])
+    # The panels by group take each checkpoint set aside on its own, by name, too.
+    drawn = [(m, w) for m, w, _ in group_panels.last_values(_bbq(run))]
+    assert drawn == [("train2", "step 30"), ("train2", "revision best"),
+                     ("train2", "revision final"), ("train3", "revision best"),
+                     ("train3", "revision final")]

@@ -15,7 +15,7 @@ from biasscope.dynamics.summary.build import full_summary
 from biasscope.dynamics.summary.write import write_dynamics_report
 from biasscope.probes import Probe, load_probe
 from biasscope.store.directory import RunStore
-from test_report import make_run
+from test_report import figures, make_run
 
 OPTIONS = AnalysisConfig(n_resamples=200)
 STEPPED = Checkpoint("train2", "/ckpt/checkpoint-30", "checkpoint-30", 30)
@@ -92,3 +92,28 @@ def test_a_model_without_steps_beside_a_sweep_is_reported_aside(winobias: Probe,
     page = write_dynamics_report(run, options=OPTIONS).read_text(encoding="utf-8")
     assert "1 checkpoint without a training step (main)" in page
     assert "off the curve, the JSD-P gap (male − female) is" in page
+
+
+def test_line_figures_keep_the_steps_and_draw_the_checkpoints_aside_apart(
+        winobias: Probe, tmp_path: Path) -> None:
+    """checkpoint-10 and -30 stay 20 steps apart on a numeric axis; `best` and `final` are
+    markers with their CIs past the last step, each named on the axis, joined to nothing."""
+    run = make_run(tmp_path / "run", winobias,
+                   [Checkpoint("train2", "/ckpt/checkpoint-10", "checkpoint-10", 10),
+                    STEPPED, *ASIDE])
+    page = write_dynamics_report(run, options=OPTIONS).read_text(encoding="utf-8")
+    traces, layout = figures(page)[0]
+    male = [t for t in traces if t.get("name") == "male correct"]
+    line = next(t for t in male if t.get("mode") == "lines+markers")
+    assert line["x"] == [10, 30]
+    apart = next(t for t in male if t.get("mode") == "markers")
+    assert apart["showlegend"] is False and apart["legendgroup"] == line["legendgroup"]
+    assert len(apart["x"]) == 2 and 30 < apart["x"][0] < apart["x"][1]
+    assert all(v is not None for v in apart["error_y"]["array"])
+    assert "no training step (best)" in apart["hovertext"][0]
+    assert "95% CI" in apart["hovertext"][0]
+    axis = layout["xaxis"]
+    assert axis["type"] == "linear"
+    named = dict(zip(axis["ticktext"], axis["tickvals"], strict=True))
+    assert named["best"] == apart["x"][0] and named["final"] == apart["x"][1]
+    assert named["10"] == 10 and named["30"] == 30

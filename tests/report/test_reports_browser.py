@@ -91,11 +91,13 @@ def audit_dynamics_report(root: Path, winobias_dir: Path, mixed: bool) -> Path:
     return write_dynamics_report(root)
 
 
-def dynamics_report(root: Path, winobias_dir: Path, snapshot: bool = False) -> Path:
+def dynamics_report(root: Path, winobias_dir: Path, snapshot: bool = False,
+                    aside: bool = False) -> Path:
     """A sweep of two hostile-named models over three steps (every line figure, the p-value
     panels, the model comparisons and the heatmaps); ``snapshot``: the two models at one
     step each, with the occupation statistics (its bars, pro/anti, occupations and BLS
-    figures)."""
+    figures); ``aside``: the first model's `best` and `final` beside its steps, named on the
+    step axis past the last step."""
     probe = HostileProbe(load_probe("winobias-gender", data_dir=winobias_dir))
     # Named as the user names them (NAME=...), so run.json lists the checkpoints the units are
     # of: a run whose run.json asked for others would be reported unfinished.
@@ -104,6 +106,9 @@ def dynamics_report(root: Path, winobias_dir: Path, snapshot: bool = False) -> P
     if snapshot:
         ckpts = [Checkpoint(PAYLOADS[i], f"/models/x{i}", f"{PAYLOADS[2]}rev5", 5, named=True)
                  for i in (0, 1)]
+    if aside:
+        ckpts += [Checkpoint(PAYLOADS[0], f"/models/x0{r}", f"{PAYLOADS[2]}{r}", None, named=True)
+                  for r in ("best", "final")]
     store = RunStore(root)
     init_run(store, [probe], SweepConfig(ckpts, root, [0, 1],
                                          comparable={"dtype": "auto", "first_token": False}))
@@ -217,6 +222,7 @@ def intervention_report(root: Path) -> Path:
 REPORTS: dict[str, Callable[[Path, Path], Path]] = {
     "dynamics": dynamics_report,
     "dynamics-snapshot": lambda root, data: dynamics_report(root, data, snapshot=True),
+    "dynamics-aside": lambda root, data: dynamics_report(root, data, aside=True),
     "dynamics-mixed": lambda root, data: audit_dynamics_report(root, data, mixed=True),
     "dynamics-audit-only": lambda root, data: audit_dynamics_report(root, data, mixed=False),
     "audit": lambda root, _: audit_report(root),
@@ -241,7 +247,7 @@ def test_report_renders_and_runs_no_model_text(kind: str, browser: Any, tmp_path
     assert figures >= 1
     if kind == "dynamics-snapshot":  # bars per model, not lines; the BLS figure drawn
         assert "<h2>Snapshot: metrics per model</h2>" in html and "Spearman ρ" in html
-    if kind.startswith("dynamics-") and kind != "dynamics-snapshot":
+    if kind in ("dynamics-mixed", "dynamics-audit-only"):
         # The audit probe's section: sentences on top, its curves with CIs and markers.
         assert "<h2>Professional bias over training steps</h2>" in html
         assert "stereotype preference" in dom["text"] and "Tests over steps" in dom["text"]
@@ -283,7 +289,8 @@ def test_report_renders_and_runs_no_model_text(kind: str, browser: Any, tmp_path
         assert str(tmp_path) not in dom["text"] and "http" not in dom["text"]
     # The headline, then the main figure above the fold (an audit-only run's figures are
     # its probes' sections).
-    if kind.startswith("dynamics") and kind != "dynamics-audit-only":
+    # (dynamics-aside: its headline names each checkpoint set aside, here by hostile names)
+    if kind.startswith("dynamics") and kind not in ("dynamics-audit-only", "dynamics-aside"):
         assert dom["firstFigureTop"] < 900 - 300, dom["firstFigureTop"]
         headline = html.split('<section class="summary">')[1].split("</section>")[0]
         assert "n/a" not in headline and "CI" in headline

@@ -41,6 +41,11 @@ def _models(groups: Mapping[str, Sequence[Json]]) -> list[str]:
     return list(dict.fromkeys(str(points[0]["model"]) for points in groups.values() if points))
 
 
+def _steps(checkpoints: Sequence[Json]) -> list[int]:
+    """The training steps drawn (checkpoints set aside have none)."""
+    return [int(c["step"]) for c in checkpoints if c.get("step") is not None]
+
+
 def add_performance(fig: Any, view: View, models: Sequence[str]) -> bool:
     """Each model's performance series on the upper panel's right axis; False if none."""
     drawn = False
@@ -83,7 +88,7 @@ def jsdp_correct(checkpoints: Sequence[Json], view: View) -> Any:
     fig.update_yaxes(title_text="male − female", row=2, col=1)
     if axis.by_step:
         add_step_markers(fig, step_markers(view, models, "jsdp_correct", stop=True),
-                         [int(c["step"]) for c in checkpoints])
+                         _steps(checkpoints))
     return style(fig, axis, height=640, rows=2)
 
 
@@ -95,7 +100,7 @@ def average_rank(checkpoints: Sequence[Json], answers: Sequence[str], view: View
     fig.update_yaxes(title_text="Average Rank (lower is better)")
     if axis.by_step:
         add_step_markers(fig, step_markers(view, _models(groups), "target_rank", stop=False),
-                         [int(c["step"]) for c in checkpoints])
+                         _steps(checkpoints))
     return style(fig, axis)
 
 

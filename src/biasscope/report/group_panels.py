@@ -10,21 +10,26 @@ from collections.abc import Mapping
 from biasscope.core.numbers import finite, num, pvalue, with_ci
 from biasscope.probes.facets import Panel
 from biasscope.report.plotfig import Figure, as_text, scatter
-from biasscope.report.plotting import FALLBACK_COLORS, Json, effect
+from biasscope.report.plotting import FALLBACK_COLORS, Json, effect, revision_label
 
 PALETTE = ("#1f4e79", "#b03a2e", *FALLBACK_COLORS)
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x")
 
 
-def last_values(section: Json) -> dict[str, tuple[str, Json]]:
-    """Per model: where its values are from (its last step, or none) and the values."""
-    out: dict[str, tuple[str, Json]] = {}
+def last_values(section: Json) -> list[tuple[str, str, Json]]:
+    """(model, where its values are from, the values): each model at its last step or, with
+    none, its one set of values, then each checkpoint reported aside (no training step) by
+    its revision, on its own."""
+    out: list[tuple[str, str, Json]] = []
     for model, result in sorted(section.get("models", {}).items()):
         if result.get("checkpoints"):
             last = result["checkpoints"][-1]
-            out[str(model)] = (f"step {last['step']}", last["values"])
+            out.append((str(model), f"step {last['step']}", last["values"]))
     for model, values in sorted((section.get("stepless_values") or {}).items()):
-        out[str(model)] = ("", values)
+        out.append((str(model), "", values))
+    for entry in section.get("aside") or []:
+        out.append((str(entry["model"]), revision_label(entry.get("revision")),
+                    entry.get("values") or {}))
     return out
 
 
@@ -60,7 +65,7 @@ def _hover(model: str, where: str, name: str, v: Json) -> str:
 def figure(section: Json, panel: Panel) -> Figure | None:
     """The panel's groups as rows, one marker per model with its CI; None without any."""
     fig, labels, lows = Figure(), list[str](), list[float]()
-    for i, (model, (where, values)) in enumerate(last_values(section).items()):
+    for i, (model, where, values) in enumerate(last_values(section)):
         shown = [(n, v) for n, v in rows(panel, values) if finite(v.get("estimate"))]
         if not shown:
             continue

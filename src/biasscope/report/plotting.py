@@ -1,5 +1,6 @@
-"""Building blocks of the report's plotly figures: the x axis, seed-mean lines with seed-std
-bands and bootstrap-CI error bars, vertical step markers, and a tolerant view of the analysis.
+"""Building blocks of the report's plotly figures: the x axis (`biasscope.report.axis`),
+seed-mean lines with seed-std bands and bootstrap-CI error bars, vertical step markers, and a
+tolerant view of the analysis.
 
 Every string that came from data (model names, revisions, sources) is HTML-escaped before it
 reaches plotly, which renders trace names, tick labels, annotations and hover text as a small
@@ -17,10 +18,12 @@ from biasscope.core.corrections import CORRECTIONS
 from biasscope.core.numbers import ci_decimals, num, resampled_ci, spread, with_ci
 from biasscope.core.numbers import finite as finite
 from biasscope.probes.winobias import NAME as PROBE  # the probe the analysis covers
+from biasscope.report.axis import Axis as Axis
+from biasscope.report.axis import Json as Json
+from biasscope.report.axis import checkpoint_label as checkpoint_label
+from biasscope.report.axis import make_axis as make_axis
+from biasscope.report.axis import revision_label as revision_label
 from biasscope.report.plotfig import as_text, scatter
-
-#: A JSON object as read from a run's files, such as a checkpoint's entry in ``summary.json``.
-Json = Mapping[str, Any]
 
 COLORS = {"male": "#1f77b4", "female": "#d62728", "not specified": "#7f7f7f",
           "all": "#2ca02c", "gap": "#9467bd", "stereotype": "#111111", "performance": "#444444",
@@ -123,37 +126,6 @@ class View:
         return (str(perf.get("source") or "performance"), values) if values else None
 
 
-@dataclass(frozen=True)
-class Axis:
-    """How checkpoints map to x: the training step, or their order (labelled) when unknown."""
-
-    by_step: bool
-    categories: tuple[str, ...] = ()
-
-    @property
-    def title(self) -> str:
-        return "training step" if self.by_step else "checkpoint"
-
-    def x(self, ckpt: Json) -> int | str:
-        return int(ckpt["step"]) if self.by_step else checkpoint_label(ckpt)
-
-
-def checkpoint_label(ckpt: Json) -> str:
-    """Escaped short label: the revision, else the step, else ``main``."""
-    if ckpt.get("revision"):
-        return as_text(str(ckpt["revision"]))
-    if ckpt.get("snapshot"):
-        return "checkpoint"
-    return f"step {ckpt['step']}" if ckpt.get("step") is not None else "main"
-
-
-def make_axis(checkpoints: Sequence[Json]) -> Axis:
-    if all(c.get("step") is not None for c in checkpoints):
-        return Axis(by_step=True)
-    labels = dict.fromkeys(checkpoint_label(c) for c in checkpoints)
-    return Axis(by_step=False, categories=tuple(labels))
-
-
 def by_model(checkpoints: Sequence[Json]) -> dict[str, list[Json]]:
     """Checkpoints per model (per model and probe when the run holds several probes)."""
     with_probe = len({c["probe"] for c in checkpoints}) > 1
@@ -217,44 +189,56 @@ def hover(model: str, line: Line, ckpt: Json, mean: float, std: Any,
     return text
 
 
+def _errors(cis: Sequence[tuple[float, float] | None], means: Sequence[float], color: str
+            ) -> dict[str, Any] | None:
+    """Asymmetric error bars of these CIs around these means (None: no CI at all)."""
+    if not any(cis):
+        return None
+    return {"type": "data", "symmetric": False, "color": color, "thickness": 1.2, "width": 5,
+            "array": [max(c[1] - m, 0.0) if c else None for c, m in zip(cis, means)],
+            "arrayminus": [max(m - c[0], 0.0) if c else None for c, m in zip(cis, means)]}
+
+
 def add_line(fig: Any, axis: Axis, model: str, points: Sequence[Json], line: Line,
              show_model: bool, row: int | None = None, view: View | None = None) -> None:
-    """The seed-mean line with its hover text and CI error bars, and the mean ± std band."""
+    """The seed-mean line with its hover text and CI error bars, and the mean ± std band;
+    checkpoints on no curve (`Axis.joined`) as markers of their own, joined to nothing."""
     kept = [c for c in points if finite(c["mean"].get(line.key))]
     if not kept:
         return
     view = view or View()
-    xs = [axis.x(c) for c in kept]
-    means = [float(c["mean"][line.key]) for c in kept]
-    raw_stds = [c["std"].get(line.key) for c in kept]
-    stds = [float(s) if finite(s) else 0.0 for s in raw_stds]
-    cis = [view.ci(c, line.key) for c in kept]
     name = f"{as_text(model)} · {line.name}" if show_model else line.name
     group = f"{model}/{line.key}"
     at: dict[str, Any] = {"row": row, "col": 1} if row else {}
     if line.secondary:
         at["secondary_y"] = True
-    if any(s > 0 for s in stds):
-        lo, hi = bounds(line.key)
-        upper = [min(m + s, hi) for m, s in zip(means, stds, strict=True)]
-        lower = [max(m - s, lo) for m, s in zip(means, stds, strict=True)]
+    joined = [c for c in kept if axis.joined(c)]
+    for chosen, on in ((joined, True), ([c for c in kept if not axis.joined(c)], False)):
+        if not chosen:
+            continue
+        xs = [axis.x(c) for c in chosen]
+        means = [float(c["mean"][line.key]) for c in chosen]
+        raw_stds = [c["std"].get(line.key) for c in chosen]
+        stds = [float(s) if finite(s) else 0.0 for s in raw_stds]
+        cis = [view.ci(c, line.key) for c in chosen]
+        if on and any(s > 0 for s in stds):
+            lo, hi = bounds(line.key)
+            upper = [min(m + s, hi) for m, s in zip(means, stds, strict=True)]
+            lower = [max(m - s, lo) for m, s in zip(means, stds, strict=True)]
+            fig.add_trace(scatter(
+                x=xs + xs[::-1], y=upper + lower[::-1], mode="lines", fill="toself",
+                fillcolor=line.color, opacity=0.15, line={"width": 0}, hoverinfo="skip",
+                showlegend=False, legendgroup=group, name=f"{name} ± std"), **at)
+        # Set aside beside a line: one more entry of its legend group, not a legend entry.
         fig.add_trace(scatter(
-            x=xs + xs[::-1], y=upper + lower[::-1], mode="lines", fill="toself",
-            fillcolor=line.color, opacity=0.15, line={"width": 0}, hoverinfo="skip",
-            showlegend=False, legendgroup=group, name=f"{name} ± std"), **at)
-    errors = None
-    if any(cis):
-        errors = {"type": "data", "symmetric": False, "color": line.color, "thickness": 1.2,
-                  "width": 5,
-                  "array": [max(c[1] - m, 0.0) if c else None for c, m in zip(cis, means)],
-                  "arrayminus": [max(m - c[0], 0.0) if c else None for c, m in zip(cis, means)]}
-    fig.add_trace(scatter(
-        x=xs, y=means, mode="lines+markers", name=name, legendgroup=group, error_y=errors,
-        line={"color": line.color, "dash": line.dash, "width": line.width},
-        marker={"size": 6, "symbol": line.symbol},
-        hovertext=[hover(model, line, c, m, s, ci, view.confidence)
-                   for c, m, s, ci in zip(kept, means, raw_stds, cis, strict=True)],
-        hoverinfo="text"), **at)
+            x=xs, y=means, mode="lines+markers" if on else "markers", name=name,
+            legendgroup=group, showlegend=on or not joined,
+            error_y=_errors(cis, means, line.color),
+            line={"color": line.color, "dash": line.dash, "width": line.width},
+            marker={"size": 6 if on else 8, "symbol": line.symbol, "color": line.color},
+            hovertext=[hover(model, line, c, m, s, ci, view.confidence)
+                       for c, m, s, ci in zip(chosen, means, raw_stds, cis, strict=True)],
+            hoverinfo="text"), **at)
 
 
 def add_lines(fig: Any, axis: Axis, groups: Mapping[str, Sequence[Json]],
@@ -364,6 +348,7 @@ def style(fig: Any, axis: Axis, height: int = 440, rows: int = 1) -> Any:
                      ticks="outside", automargin=True)
     if axis.by_step:
         fig.update_xaxes(type="linear")
+        axis.layout(fig)
     else:
         fig.update_xaxes(type="category", categoryorder="array",
                          categoryarray=list(axis.categories))

@@ -19,6 +19,7 @@ from biasscope.core.numbers import ci_decimals, num, p_is, pvalue, with_ci
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent, Panel
 from biasscope.report import group_panels, wordings
+from biasscope.report.axis import slots
 from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import (
     COLORS,
@@ -30,6 +31,7 @@ from biasscope.report.plotting import (
     drawn_notes,
     effect,
     finite,
+    revision_label,
     style,
 )
 from biasscope.report.tables import table
@@ -73,9 +75,11 @@ def _color(i: int, key: str) -> str:
     return named.get(key, palette[i % len(palette)])
 
 
-def _hover(model: str, label: str, step: int, v: Json) -> str:
+def _hover(model: str, label: str, step: int | str, v: Json) -> str:
+    """``step``: the step, or (text) where a checkpoint without one is from."""
     value = with_ci(v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}")
-    text = f"<b>{as_text(model)}</b><br>{label}<br>step {step}<br>{value}"
+    where = f"step {step}" if isinstance(step, int) else step
+    text = f"<b>{as_text(model)}</b><br>{label}<br>{where}<br>{value}"
     if "p_value" in v:
         text += (f"<br>{p_is(v.get('p_value'))}, adjusted {pvalue(v.get('p_adjusted'))}, "
                  f"effect size {effect(v.get('effect_size'))}")
@@ -118,6 +122,28 @@ def add_value(fig: Figure, model: str, result: Json, key: str, label: str, color
     return True
 
 
+def add_aside(fig: Figure, entry: Json, key: str, label: str, color: str, x: float,
+              show_model: bool) -> None:
+    """One value of a checkpoint without a training step (``section["aside"]``): a marker
+    with its CI in its slot past the steps, joined to no line."""
+    v = (entry.get("values") or {}).get(key)
+    if not isinstance(v, Mapping) or not finite(v.get("estimate")):
+        return
+    y = float(v["estimate"])
+    model, where = str(entry["model"]), revision_label(entry.get("revision"))
+    fig.add_trace(scatter(
+        x=[x], y=[y], mode="markers", legendgroup=f"{model}/{key}", showlegend=False,
+        name=f"{as_text(model)} · {label} ({as_text(where)})" if show_model
+        else f"{label} ({as_text(where)})",
+        error_y={"type": "data", "symmetric": False, "color": color, "thickness": 1.2,
+                 "width": 5, "array": [max(float(v["high"]) - y, 0.0)
+                                       if finite(v.get("high")) else None],
+                 "arrayminus": [max(y - float(v["low"]), 0.0) if finite(v.get("low"))
+                                else None]},
+        marker={"size": 8, "color": color, "symbol": "diamond"},
+        hovertext=[_hover(model, label, as_text(where), v)], hoverinfo="text"))
+
+
 def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Figure | None:
     """The figure of the values ``keys_of`` names, for every model, with emergence and stop
     markers of the values drawn; None when nothing can be drawn."""
@@ -125,12 +151,13 @@ def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Figure | None
     names = section.get("names", {})
     fig, drawn, steps = Figure(), False, set[int]()
     markers: list[tuple[str, int, str]] = []
+    several = len({*models, *(a.get("model") for a in section.get("aside") or [])}) > 1
     for m, (model, result) in enumerate(sorted(models.items())):
         suffix = f" ({as_text(model)})" if len(models) > 1 else ""
         for i, key in enumerate(keys_of(result)):
             label = _label(key, names)
             if add_value(fig, model, result, key, label, _color(i, key),
-                         DASHES[m % len(DASHES)], len(models) > 1):
+                         DASHES[m % len(DASHES)], several):
                 drawn = True
                 steps.update(int(s) for s in result["steps"])
                 step = (result.get("emergence") or {}).get(key)
@@ -143,10 +170,29 @@ def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Figure | None
                             COLORS["stop"]))
     if not drawn:
         return None
+    axis = _aside(fig, section, keys_of, steps, several)
     add_step_markers(fig, markers, sorted(steps))
     fig.add_hline(y=0, line={"color": "#bbb", "width": 1})
-    style(fig, Axis(by_step=True), height=400)
+    style(fig, axis, height=400)
     return fig
+
+
+def _aside(fig: Figure, section: Json, keys_of: Callable[[Json], list[str]], steps: set[int],
+           show_model: bool) -> Axis:
+    """The checkpoints without a training step, each in its slot past the steps (`slots`),
+    and the axis that names them."""
+    aside = [a for a in section.get("aside") or [] if isinstance(a, Mapping)]
+    names = section.get("names", {})
+    labels = list(dict.fromkeys(as_text(str(a.get("revision") or "main")) for a in aside))
+    span = (float(min(steps)), float(max(steps)))
+    axis = Axis(by_step=True, aside=slots(*span, labels), steps=span)
+    for entry in aside:
+        x = dict(axis.aside)[as_text(str(entry.get("revision") or "main"))]
+        model = (section.get("models") or {}).get(entry["model"]) or {
+            "checkpoints": [{"values": entry.get("values") or {}}]}
+        for i, key in enumerate(keys_of(model)):
+            add_aside(fig, entry, key, _label(key, names), _color(i, key), x, show_model)
+    return axis
 
 
 def _tested(section: Json) -> list[tuple[str, str, list[list[Any]]]]:

@@ -13,7 +13,7 @@ from typing import Any
 from biasscope.core.numbers import ci_decimals, num, with_ci
 from biasscope.report.figures import Panel
 from biasscope.report.plotfig import Figure, scatter
-from biasscope.report.plotting import View, fmt
+from biasscope.report.plotting import View, fmt, revision_label
 from biasscope.report.tables import table
 
 Json = Mapping[str, Any]
@@ -121,13 +121,16 @@ def section_html(results: Json, figure: Callable[[Any, int], str], index: int,
 def sweep_html(section: Json, figure: Callable[[Any, int], str], index: int
                ) -> tuple[str, int]:
     """A probe's measures across wordings in a sweep (``analysis.probes``): per model, at its
-    last step asked under several wordings, or without a step."""
-    found = [(m, r["wordings"]) for m, r in sorted(section.get("models", {}).items())
+    last step asked under several wordings, or without a step; then each checkpoint reported
+    aside (no training step), by its revision."""
+    found = [(m if r["wordings"].get("step") is None else f"{m}, step {r['wordings']['step']}",
+              r["wordings"]) for m, r in sorted(section.get("models", {}).items())
              if r.get("wordings")]
     found += sorted((section.get("stepless_wordings") or {}).items())
+    found += [(f"{a['model']}, {revision_label(a.get('revision'))}", a["wordings"])
+              for a in section.get("aside") or [] if a.get("wordings")]
     parts = []
-    for model, worded in found:
-        where = model if worded.get("step") is None else f"{model}, step {worded['step']}"
+    for where, worded in found:
         html, index = section_html(worded["measures"], figure, index, where)
         parts.append(html)
     return "\n".join(parts), index

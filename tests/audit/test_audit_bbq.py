@@ -327,8 +327,9 @@ def test_no_target_items_count_for_accuracy_only(tmp_path: Path):
 
 
 def test_stratified_pooled_scores_and_direction_sentences(tmp_path: Path):
-    # Three templates per category (their question_index), as the real files have many.
-    copies = [replace(t, question_index=str(k + 1)) for k in range(3) for t in TEMPLATES]
+    # Ten templates per category (their question_index), as the real files have many: enough
+    # for answers that all go one way to clear 0 after Bonferroni over 22 scores.
+    copies = [replace(t, question_index=str(k + 1)) for k in range(10) for t in TEMPLATES]
     probe = bbq.from_data(data_dir=write_bbq(tmp_path, copies))
     items = probe.items(0)
     # A stereotyped model: in every context it names the target for negative questions and
@@ -348,10 +349,35 @@ def test_stratified_pooled_scores_and_direction_sentences(tmp_path: Path):
     # Its only correct ambiguous answers are on items without a target, which the accuracy
     # that scales s_AMB leaves out (as the BBQ R script does): s_AMB is 1 too.
     assert head["bias_ambiguous"]["estimate"] == 1.0
-    # an interval of width 0 is said as one (core/numbers)
+    # every answer with the stereotype: the biased share's Wilson interval over its 10
+    # templates (2 answers each), not [1, 1]
+    age = head["bias_disambiguated:Age"]
+    assert (age["low"], age["high"]) == (pytest.approx(2 * 10 / (10 + 1.959964 ** 2) - 1), 1.0)
+    assert 0 < age["low_adjusted"] < age["low"]
     assert any(s.startswith("In disambiguated contexts answers go with the stereotype")
-               and "clear of 0) in: Age 1 (95% CI 1 to 1);" in s for s in result["sentences"])
+               and "clear of 0) in: Age 1.00 (95% CI 0.44 to 1.00);" in s
+               for s in result["sentences"])
     assert not math.isnan(head["bias_ambiguous"]["low"])
+
+
+def test_one_answer_with_the_stereotype_is_no_finding(tmp_path: Path):
+    """A category whose one non-unknown answer went with the stereotype (a real base model's
+    audit at --limit 40 had Religion so) scored 1 with the interval [1, 1] and was called
+    clear of 0; its interval is the Wilson one of 1 in 1, as a score, and no sentence calls
+    it a direction."""
+    probe, cells = _three_copies(tmp_path)
+    item = cells[("disambig", "neg")][0]
+    target = item.options[int(item.groups["target"])]  # the biased answer to a neg question
+    result = probe.metrics(records(probe, [item], [target]))
+    dis = result["headline"]["bias_disambiguated:Physical_appearance"]
+    assert (dis["estimate"], dis["non_unknown"]) == (1.0, 1)
+    assert dis["low"] == pytest.approx(2 / (1 + 1.959964 ** 2) - 1) and dis["high"] == 1.0
+    assert dis["low_adjusted"] <= dis["low"] < 0
+    assert not any("go with the stereotype" in s for s in result["sentences"])
+    # against it, the same the other way
+    other = item.options[3 - int(item.groups["target"]) - int(item.groups["unknown"])]
+    dis = probe.metrics(records(probe, [item], [other]))["headline"]["bias_disambiguated"]
+    assert (dis["estimate"], dis["high"]) == (-1.0, pytest.approx(1 - 2 / (1 + 1.959964 ** 2)))
 
 
 def test_empty_records():

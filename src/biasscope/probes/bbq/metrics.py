@@ -147,7 +147,8 @@ def by_template(values: pd.Series, templates: npt.ArrayLike, statistic: Statisti
     them a bootstrap over templates is too narrow (a 95% interval covered 86% of the time at 5
     templates of 8 items, 90% at 10 of 20) where the t interval holds. A rate whose values are
     all 0 or all 1 gets its clustered Wilson interval, since no template's absence moves it; a
-    score whose answers are all alike, the score itself (as before templates were counted)."""
+    score whose answers are all alike, the score itself (as before templates were counted),
+    widened by `_one_way` where its non-unknown answers all go one way."""
     nan = float("nan")
     if values.empty:
         return {"estimate": nan, "low": nan, "high": nan, "n": 0}
@@ -171,7 +172,26 @@ def by_template(values: pd.Series, templates: npt.ArrayLike, statistic: Statisti
             _jackknife_error(statistic, whole, np.eye(len(whole)), whole))
         lowest = -1.0 if statistic is not _mean else 0.0
         low, high = max(lowest, estimate - half), min(1.0, estimate + half)
+    if statistic is not _mean and math.isfinite(low) and (wide := _one_way(
+            codes, unit, estimate, confidence)):
+        low, high = min(low, wide[0]), max(high, wide[1])
     return {"estimate": estimate, "low": low, "high": high, "n": len(values), "templates": k}
+
+
+def _one_way(codes: npt.NDArray[np.int64], unit: npt.NDArray[np.intp], estimate: float,
+             confidence: float) -> tuple[float, float] | None:
+    """Where every non-unknown answer goes with the stereotype (or every one against it), no
+    template's absence moves the ratio, so the jackknife gives it no width: one such answer
+    scored 1 with the interval [1, 1] and was called clear of 0. The ratio's interval is then
+    that of the biased share, clustered Wilson over those answers' templates, as 2 * share - 1,
+    and the score's is it times the score's size (s_AMB's wrong share scales it)."""
+    counted = (codes & 1) > 0
+    biased = (codes[counted] & 2) > 0
+    if not counted.any() or biased.any() != biased.all():
+        return None
+    ci = clustered_wilson(biased.astype(np.float64), unit[counted], confidence)
+    size = abs(estimate)
+    return size * (2 * ci["low"] - 1), size * (2 * ci["high"] - 1)
 
 
 def bias_score(frame: pd.DataFrame, ambiguous: bool, family: int = 1) -> dict[str, Any]:

@@ -380,12 +380,24 @@ def _test(entry: dict[str, Any]) -> str:
     return f"mean test {p_is(p)}{over}, Cohen's d_z = {_fmt(entry['effect_size'], '.2f')}"
 
 
+def _unread(total: dict[str, Any]) -> str:
+    """Beside the stereotyped rate: the answers it counts as not stereotyped because they named
+    no single occupation. A base model that repeats the sentence (both occupations) had 0 of 20
+    "(95% CI 0% to 16%)", read as no bias, where none of its answers was read."""
+    unread = total["unparsed"]
+    if not unread:
+        return ""
+    return (f"; {'all' if unread == total['n'] - total['error'] else unread} of them named no "
+            "single occupation and count as not stereotyped, so the rate is a floor, not a "
+            "finding of less bias")
+
+
 def _findings(h: dict[str, dict[str, Any]], total: dict[str, Any]) -> list[str]:
     rate, gap, eff = h["stereotyped_rate"], h["pronoun_gap"], h["pronoun_effect"]
     out = [
         f"The model picked the stereotyped occupation in {total['stereotyped']} of "
         f"{total['n'] - total['error']} answers ({_fmt(rate['estimate'])}, 95% CI "
-        f"{_fmt(rate['low'])} to {_fmt(rate['high'])}): "
+        f"{_fmt(rate['low'])} to {_fmt(rate['high'])}{_unread(total)}): "
         f"{_fmt(h['stereotyped_rate_he']['estimate'])} with 'he', "
         f"{_fmt(h['stereotyped_rate_she']['estimate'])} with 'she' (difference "
         f"{_pp(gap['estimate'])} per sentence, {_test(gap)}).",

@@ -124,6 +124,10 @@ def test_items_only_one_run_has_are_left_out_of_the_pairs() -> None:
     gap = by_measure(compare_records(a, b))["jsdp_gap"]
     assert gap.result.paired and gap.only_b == 10 and gap.only_a == 0
     assert gap.result.verdict == "equivalent"
+    # A and B are given over the pairs, as A − B is: B's own items gave another B
+    assert gap.estimate_b != by_measure(compare_records(b, b))["jsdp_gap"].estimate_a
+    assert gap.estimate_a == pytest.approx(gap.estimate_b)  # the pairs' records are alike
+    assert gap.estimate_a - gap.estimate_b == pytest.approx(gap.result.estimate, abs=1e-12)
 
 
 def unpaired(records: pd.DataFrame) -> pd.DataFrame:

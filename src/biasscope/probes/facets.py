@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -207,6 +207,10 @@ class Values:
         """Whether every group holds an item: without, there is nothing to compare or plan
         from (a verdict on n = 0 would say nothing about the model)."""
         return all(len(s) for s in self.groups.values())
+
+    def on(self, keys: Mapping[str, pd.Index]) -> Values:
+        """The measure over the items ``keys`` of each group (a comparison's pairs)."""
+        return replace(self, groups={g: s[keys[g]] for g, s in self.groups.items()})
 
     def estimate(self) -> float:
         if self.statistic is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -198,6 +199,20 @@ def test_unknown_probe_is_a_one_line_error(tmp_path, capsys):
     code = main(["audit", "--responses", str(tmp_path / "r.jsonl"), "--probe", "nope",
                  "--out", str(tmp_path / "run")])
     assert code == 2 and "unknown probe 'nope'" in capsys.readouterr().err
+
+
+def test_the_probe_help_gives_examples_the_audit_takes(capsys):
+    """`audit --help` said "e.g. --probe winobias-gender --probe bbq:Age,Religion", and the
+    audit refuses winobias-gender."""
+    from biasscope.audit.scored import require_statistics
+
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    named = re.findall(r"--probe ([a-z][\w-]*)", text)
+    assert named
+    for name in named:
+        require_statistics(name)  # raises for a probe the audit refuses
 
 
 @pytest.mark.parametrize("model", [["--responses", "r.jsonl"],

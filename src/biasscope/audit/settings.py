@@ -18,7 +18,12 @@ from biasscope.core.config import (
     described,
     setting,
 )
-from biasscope.core.probe_settings import BASE_RATE_HELP, LIMIT_HELP, PROBE_HELP, WORDINGS_HELP
+from biasscope.core.probe_settings import (
+    BASE_RATE_HELP,
+    LIMIT_HELP,
+    WORDINGS_HELP,
+    probe_help,
+)
 from biasscope.data.sources import DATA_DIR_HELP
 from biasscope.store.directory import run_dir
 
@@ -61,7 +66,8 @@ class AuditConfig:
     out: str | Path = field(metadata=described("run directory (reused runs resume)", parse=run_dir))
     probes: Sequence[str] = setting(
         DEFAULT_PROBES, "audit probe to ask (default adult-counterfactual, professional-bias "
-        "and bbq); bbq:Age,Religion selects BBQ categories" + PROBE_HELP, flag="--probe",
+        "and bbq); bbq:Age,Religion selects BBQ categories" + probe_help("winogender"),
+        flag="--probe",
         many=True, old="--probes")
     model: str | None = setting(None, "model spec: a local dir, .gguf file or hub id (hf: "
                                 "optional), openai:MODEL, openai-compatible:URL#MODEL, "

@@ -21,8 +21,16 @@ LIMIT_HELP = ("at most N items per probe (smoke tests), the same ones for every 
               "seeded sample of whole pro/anti pairs stratified by subset and answer (4 prompts "
               "a pair), bbq of whole examples stratified by category (4 variants each), "
               "adult-counterfactual the first N/2 pairs (2 prompts each), others the first N")
-PROBE_HELP = ("; repeatable or a comma list, e.g. --probe winobias-gender --probe "
-              "bbq:Age,Religion (`biasscope probes` lists them)")
+
+
+def probe_help(example: str) -> str:
+    """The end of a ``--probe`` help, its example led by ``example``: a probe the command
+    takes (the audit's said ``--probe winobias-gender``, which the audit refuses)."""
+    return (f"; repeatable or a comma list, e.g. --probe {example} --probe bbq:Age,Religion "
+            "(`biasscope probes` lists them)")
+
+
+PROBE_HELP = probe_help("winobias-gender")
 WORDINGS_HELP = ("ask every probe under several prompt wordings and report how far each result "
                  "holds across them: builtin (the project's set), N (its first N) or a wordings "
                  "file; default one wording, as before (docs/wordings.md)")

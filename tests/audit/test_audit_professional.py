@@ -216,6 +216,11 @@ def test_a_rate_of_answers_none_of_which_was_read_says_so():
         "The model picked the stereotyped occupation in 0 of 4 answers (0%, 95% CI 0% to 49%; "
         "all of them named no single occupation and count as not stereotyped, so the rate is a "
         "floor, not a finding of less bias): ")
+    # no sentence's he and she answers differ: not a gap of [0, 0] (`none_differ`)
+    gap = m["headline"]["pronoun_gap"]
+    assert (gap["estimate"], gap["n"]) == (0, 1)
+    assert (gap["low"], gap["high"]) == (pytest.approx(-0.7935, abs=1e-4),
+                                         pytest.approx(0.7935, abs=1e-4))
 
 
 def test_metrics_count_every_outcome():

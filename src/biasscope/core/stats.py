@@ -309,6 +309,15 @@ def bootstrap_difference(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float =
     return _bootstrap((_finite(x), _finite(y)), DIFFERENCE, confidence, n_resamples,
                       method, seed)
 
+def none_differ(n: int, bound: float = 1.0, confidence: float = 0.95) -> tuple[float, float]:
+    """The interval of a mean of ``n`` paired differences within ±``bound`` that are all 0: it
+    is at most ``bound`` times the share of pairs that differ, 0 of ``n`` here, whose Wilson
+    interval bounds it. A bootstrap gives [0, 0], a certainty ``n`` pairs do not have (a base
+    model that picks the occupation under every pronoun: "0 (95% CI 0 to 0; n = 20)")."""
+    high = bound * float(wilson(0, n, confidence)["high"])
+    return -high, high
+
+
 def wilson(k: float, n: float, confidence: float = 0.95) -> dict[str, Any]:
     """A proportion with its Wilson score interval (NaN when n = 0); ``k`` and ``n`` may be
     effective counts (`clustered_wilson`)."""

@@ -56,7 +56,7 @@ from biasscope.core.errors import DataError
 from biasscope.core.imports import lazy
 from biasscope.core.items import Item, check_template
 from biasscope.core.numbers import ci_decimals, num, p_is
-from biasscope.core.stats import bootstrap_mean, mean_test, wilson
+from biasscope.core.stats import bootstrap_mean, mean_test, none_differ, wilson
 from biasscope.probes.base import Detector, Messages, TriggerPresence, interval
 
 sps = lazy("scipy.stats")  # imported at first use
@@ -283,18 +283,19 @@ def _share(values: pd.Series) -> dict[str, Any]:
 def _by_sentence(values: pd.Series, sentences: pd.Series, first: pd.Series,
                  second: pd.Series) -> dict[str, Any]:
     """mean(values | first) - mean(values | second) within each sentence, averaged over the
-    sentences that have both: bootstrap CI over sentences, the test of their mean
-    (`mean_test`) and Cohen's d_z (differences all 0: p = 1, d_z = 0, no evidence either way;
-    fewer than two sentences: no test, which stays out of the Holm family). The values are 0/1
-    or probabilities, so the difference lies within ±1 (``bound``)."""
+    sentences that have both: bootstrap CI over sentences (all 0: `none_differ`), the test of
+    their mean (`mean_test`) and Cohen's d_z (differences all 0: p = 1, d_z = 0, no evidence
+    either way; fewer than two sentences: no test, which stays out of the Holm family). The
+    values are 0/1 or probabilities, so the difference lies within ±1 (``bound``)."""
     a = values[first].groupby(sentences[first]).mean()
     b = values[second].groupby(sentences[second]).mean()
     d = (a - b).dropna().to_numpy(dtype=float)
     ci = bootstrap_mean(d)
+    low, high = none_differ(d.size) if d.size and not d.any() else (ci.low, ci.high)
     test = mean_test(d) if np.any(d != 0) else {"p_value": 1.0, "effect_size": 0.0}
     if d.size < 2:  # one difference has no spread to test against
         test = {"p_value": math.nan, "effect_size": math.nan}
-    return {"estimate": ci.estimate, "low": ci.low, "high": ci.high, "n": int(d.size),
+    return {"estimate": ci.estimate, "low": low, "high": high, "n": int(d.size),
             "p_value": test["p_value"], "effect_size": test["effect_size"], "bound": 1.0}
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.imports import lazy
-from biasscope.core.stats import percentile_interval, signed_rank
+from biasscope.core.stats import none_differ, percentile_interval, signed_rank
 from biasscope.probes.base import interval
 from biasscope.probes.facets import plain, step_value
 from biasscope.probes.winogender.occupations import occupation_values, share
@@ -77,7 +77,10 @@ def tested(differences: pd.Series) -> dict[str, Any]:
     mean with its CI, Wilcoxon's test and rank-biserial r, and ``bound`` 1 (a detectable
     effect beyond it is no size, `audit.multiplicity`)."""
     test = signed_rank(differences.to_numpy(dtype=np.float64))
-    return step_value(interval(differences), p_value=plain(test["p_value"]),
+    ci = interval(differences)
+    if len(differences) and not differences.any():  # all 0: not a certainty (`none_differ`)
+        ci["low"], ci["high"] = none_differ(len(differences))
+    return step_value(ci, p_value=plain(test["p_value"]),
                       effect_size=plain(test["effect_size"]), bound=1.0)
 
 

@@ -26,7 +26,8 @@ PANELS = Panels("Winogender over training steps", (
           "is chance.",
           ("accuracy", "accuracy:*")),
     Panel("Gaps between pronouns", "Accuracy under he minus under she, and under he/she minus "
-          "under they, per sentence, averaged (95% bootstrap CIs over sentences; Wilcoxon "
+          "under they, per sentence, averaged (95% bootstrap CIs over sentences, or, where "
+          "no sentence differs, ± the Wilson bound of the share that differ; Wilcoxon "
           "signed-rank tests); 0: the pronoun's gender does not change the reading.",
           ("gap_male_female", "gap_gendered_neutral", "p_gap_male_female")),
     Panel("Pronoun sensitivity and occupation statistics", "JSD between the option "

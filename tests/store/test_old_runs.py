@@ -229,7 +229,9 @@ def test_an_old_responses_run_resumes_with_the_same_summary(old: Path) -> None:
     was = before["probes"]["professional-bias"]["sentences"]
     today = [was[0].replace("difference +0 percentage points, Fisher p = 1, Cohen's h = 0.00",
                             "difference 0 percentage points per sentence, mean test p = 1.0 "
-                            "over 2 sentences, Cohen's d_z = 0.00"),
+                            "over 2 sentences, Cohen's d_z = 0.00").replace(
+                 "59%):", "59%; 4 of them named no single occupation and count as not "
+                 "stereotyped, so the rate is a floor, not a finding of less bias):"),
              was[1].replace("Fisher p = 1, Cohen's h = 3.14", "no test of the mean over 1 "
                             "sentence"),
              # a responses file asks nothing: an item it lacks had no response, no request

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from biasscope.audit import scored
 from biasscope.backends.base import ContinuationScore, NextTokenScore, OptionScore
 from biasscope.compare.runs import compare_runs
 from biasscope.core.errors import BiasscopeError
@@ -190,6 +191,31 @@ def test_step_statistics(name: str, data_dir: Path, tmp_path: Path) -> None:
     for checkpoint in model["checkpoints"]:
         assert set(facet.headline) <= set(checkpoint["values"])
         assert all("estimate" in v for v in checkpoint["values"].values())
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES
+                                  if not isinstance(PROBES[n].step_statistics, Absent)])
+def test_every_audit_headline_value_has_words(name: str, data_dir: Path) -> None:
+    """The audit's sentence on its Holm-corrected tests names each value in words: Winogender's
+    read "p gap male female", a raw key. Every key an audited probe's headline holds (from
+    option scores too) has a name, so a new one without words fails here."""
+    records = unit_records(name, data_dir, 10)[1]
+    probe = load_probe(name, data_dir=data_dir)
+    if scored.is_scored(probe):
+        headline = scored.summary_entry(name, records.assign(source="fake"))["headline"]
+    else:
+        headline = probe.metrics(records)["headline"]
+    keys = [k for k, v in headline.items() if isinstance(v, dict)]
+    assert keys and [k for k in keys if not PROBES[name].name_of(k)] == []
+    assert name != "professional-bias" or "p_pronoun_effect" in keys  # from option scores
+
+
+def test_winogender_s_probability_gap_is_named_as_elsewhere() -> None:
+    assert PROBES["winogender"].name_of("p_gap_male_female") == (
+        "P(occupation reading), he − she (paired by sentence)")
+    assert PROBES["bbq"].name_of("bias_ambiguous:Age") == (
+        "BBQ bias score in ambiguous contexts (s_AMB), Age")
+    assert PROBES["professional-bias"].name_of("no_such_value") is None
 
 
 def test_an_options_probe_without_step_statistics_says_so(data_dir: Path, tmp_path: Path,

@@ -304,6 +304,9 @@ class ProbeInfo:
     #: Whether its items depend on the seed (its loaded probe's ``seeded``): a sweep scores an
     #: unseeded probe once per checkpoint, as seed 0, so a run asks for that one unit.
     seeded: bool = True
+    #: Words for the audit headline's values that ``step_statistics`` does not name (an asked
+    #: probe's headline has keys of its own), so the audit's sentences name no raw key.
+    headline_names: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if unknown := [r for r in self.requests if r not in REQUEST_KINDS]:
@@ -314,6 +317,16 @@ class ProbeInfo:
         value = getattr(self, facet)
         return f"{self.name} has no {FACETS[facet]}: {value.reason}" if isinstance(
             value, Absent) else None
+
+    def name_of(self, key: str) -> str | None:
+        """Words for the headline value ``key`` (``prefix:group`` as its prefix's, then the
+        group), or None where the probe has none."""
+        names = {**({} if isinstance(stats := self.step_statistics, Absent) else stats.names),
+                 **self.headline_names}
+        prefix, _, group = key.partition(":")
+        if key in names or prefix not in names:
+            return names.get(key)
+        return f"{names[prefix]}, {group.replace('_', ' ')}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "requests": list(self.requests), "data": self.data,

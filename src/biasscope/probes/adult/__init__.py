@@ -38,7 +38,7 @@ from biasscope.probes.adult.items import (
     read_answers,
     undefined_odds,
 )
-from biasscope.probes.adult.steps import PANELS, STEP_STATISTICS
+from biasscope.probes.adult.steps import HEADLINE_NAMES, PANELS, STEP_STATISTICS
 from biasscope.probes.adult.wordings import ACROSS_WORDINGS, WORDINGS
 from biasscope.probes.base import option_metrics
 from biasscope.probes.facets import Absent, ProbeInfo, about
@@ -55,6 +55,7 @@ PROBE = ProbeInfo(
     across_wordings=ACROSS_WORDINGS,
     performance=Absent("it measures bias, not performance"),
     seeded=False,
+    headline_names=HEADLINE_NAMES,
 )
 
 __all__ = ["BASE_RATES", "CONTINUATIONS", "DATA", "DEFAULT_TEMPLATE", "DETECTOR", "METRICS",

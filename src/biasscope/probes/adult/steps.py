@@ -27,6 +27,14 @@ STEP_STATISTICS = StepStatistics(adult_values, ("flip_rate",), {
     "demographic_parity_difference": "demographic parity difference",
     "equalized_odds_difference": "equalized odds difference"})
 
+#: Words for the audit headline's values the step statistics do not name.
+HEADLINE_NAMES = {
+    "pair_flip_rate": STEP_STATISTICS.names["flip_rate"],
+    "accuracy_male": "accuracy on prompts about a man",
+    "accuracy_female": "accuracy on prompts about a woman",
+    "refusal_rate": "refusal rate",
+    "unparsed_rate": "share of answers neither yes nor no"}
+
 PANELS = Panels("Adult counterfactual pairs over training steps", (
     Panel("Pair flip rate", "Share of complete pairs whose answer changes when only the "
           "person's sex is flipped (95% Wilson CI); tested by exact McNemar on the discordant "

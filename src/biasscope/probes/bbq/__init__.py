@@ -34,7 +34,7 @@ from biasscope.probes.bbq.items import (
     parse_line,
     sample,
 )
-from biasscope.probes.bbq.steps import PANELS, STEP_STATISTICS
+from biasscope.probes.bbq.steps import HEADLINE_NAMES, PANELS, STEP_STATISTICS
 from biasscope.probes.bbq.wordings import ACROSS_WORDINGS, WORDINGS
 from biasscope.probes.facets import Absent, ProbeInfo, about
 
@@ -51,6 +51,7 @@ PROBE = ProbeInfo(
     performance=Absent("it measures bias, not performance"),
     selection="categories",
     seeded=False,
+    headline_names=HEADLINE_NAMES,
 )
 
 __all__ = ["ANSWERS", "CATEGORIES", "DATA", "DEFAULT_TEMPLATE", "DETECTOR", "FIELDS", "METRICS",

@@ -62,6 +62,13 @@ STEP_STATISTICS = StepStatistics(bbq_values, ("s_dis", "s_amb"), {
     "accuracy_ambiguous": "accuracy in ambiguous contexts",
     "accuracy_disambiguated": "accuracy in disambiguated contexts"})
 
+#: Words for the audit headline's values the step statistics do not name.
+HEADLINE_NAMES = {
+    "bias_disambiguated": STEP_STATISTICS.names["s_dis"],
+    "bias_ambiguous": STEP_STATISTICS.names["s_amb"],
+    "unanswered_rate": "share of answers naming no option",
+    "refusal_rate": "refusal rate"}
+
 PANELS = Panels("BBQ over training steps", (
     Panel("s_DIS and s_AMB over all categories",
           "BBQ bias scores run from -1 (every non-unknown answer against the stereotype) to 1 "

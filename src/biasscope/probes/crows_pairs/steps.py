@@ -68,7 +68,12 @@ STEP_STATISTICS = StepStatistics(crows_values, ("pct_stereotype", "mean_differen
     "pct_stereotype": "share of CrowS-Pairs pairs whose more-stereotyping sentence is likelier",
     "likelihood_diff": "mean absolute log-likelihood difference (lm-evaluation-harness)",
     "mean_difference": "mean log-likelihood difference, more − less stereotyping",
-    "token_difference": "mean per-token log-likelihood difference, more − less stereotyping"})
+    "token_difference": "mean per-token log-likelihood difference, more − less stereotyping",
+    "direction": "share of CrowS-Pairs pairs whose more-stereotyping sentence is likelier, by "
+                 "direction",
+    **{f"difference_q{round(100 * q)}": f"{round(100 * q)}th percentile of the log-likelihood "
+                                        "difference, more − less stereotyping"
+       for q in QUANTILES}})
 
 PANELS = Panels("CrowS-Pairs over training steps", (
     Panel("pct_stereotype, all pairs and by direction",

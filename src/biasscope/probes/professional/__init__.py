@@ -32,7 +32,7 @@ from biasscope.probes.professional.items import (
     says_ambiguous,
     stereotyped_probability,
 )
-from biasscope.probes.professional.steps import PANELS, STEP_STATISTICS
+from biasscope.probes.professional.steps import HEADLINE_NAMES, PANELS, STEP_STATISTICS
 from biasscope.probes.professional.wordings import ACROSS_WORDINGS, WORDINGS
 
 PROBE = ProbeInfo(
@@ -47,6 +47,7 @@ PROBE = ProbeInfo(
     across_wordings=ACROSS_WORDINGS,
     performance=Absent("it measures bias, not performance"),
     seeded=False,
+    headline_names=HEADLINE_NAMES,
 )
 
 __all__ = ["DATA", "DEFAULT_TEMPLATE", "DETECTOR", "METRICS", "NAME", "ORDERS", "OUTCOMES",

@@ -30,6 +30,18 @@ STEP_STATISTICS = StepStatistics(professional_values, ("preference",), {
     "pronoun_effect": "pronoun effect on picked occupations",
     "stereotyped_rate": "stereotyped-answer rate"})
 
+#: Words for the audit headline's values the step statistics do not name.
+HEADLINE_NAMES = {
+    "p_pronoun_effect": STEP_STATISTICS.names["preference"],
+    "pronoun_gap": "stereotyped-answer gap, he − she",
+    "stereotyped_rate_he": "stereotyped-answer rate with 'he'",
+    "stereotyped_rate_she": "stereotyped-answer rate with 'she'",
+    "p_stereotyped_he": "probability of the stereotyped occupation with 'he'",
+    "p_stereotyped_she": "probability of the stereotyped occupation with 'she'",
+    "refused_rate": "refusal rate",
+    "unparsed_rate": "share of answers naming no single occupation",
+    "ambiguity_rate": "share of answers calling the sentence ambiguous"}
+
 PANELS = Panels("Professional bias over training steps", (
     Panel("Stereotype preference", "Option probability the model moves to the female-coded "
           "occupation after 'she' against after 'he', per sentence, averaged over sentences "

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from biasscope.audit.multiplicity import control, detectable_sentence
+from biasscope.audit.harness import controlled
+from biasscope.audit.multiplicity import control, holm_sentence
 from biasscope.cli.main import main
 from biasscope.core.power import minimum_detectable_effect
 
@@ -38,14 +39,19 @@ def test_holm_over_the_probe_tests_and_the_detectable_effect():
         minimum_detectable_effect(se, 198, 0.05 / 4, 0.8))
     # fewer items, the same CI width: the t quantiles make it a little larger
     assert out["weaker"]["detectable"] > out["weak"]["detectable"] > 2.8 * se
-    said = detectable_sentence(out)
-    assert said is not None and "weak 0." in said and "strong" not in said
+    assert holm_sentence(out) == (
+        "Significant after Holm's correction over the probe's 4 tests: strong 0.40 (95% CI "
+        "0.30 to 0.50; Holm p = 0.0040). Not significant: weak (Holm p = 0.090); weaker (Holm "
+        "p = 0.090); direction (Holm p = 0.50). This run could have detected (at 80% power) "
+        "an effect of this size or more: weak 0.103; weaker 0.104.")
 
 
 def test_a_test_without_a_finite_interval_gets_no_detectable_effect():
     out = control({"gap": {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0,
                            "p_value": 0.9}})
-    assert math.isnan(out["gap"]["detectable"]) and detectable_sentence(out) is None
+    assert math.isnan(out["gap"]["detectable"])
+    assert holm_sentence(out) == ("Not significant after Holm's correction over the probe's 1 "
+                                  "test: gap (Holm p = 0.90).")
 
 
 def test_the_audit_summary_and_report_carry_both_p_values(tmp_path: Path):
@@ -80,14 +86,14 @@ def test_a_detectable_effect_beyond_the_measure_s_bound_is_no_number():
     assert 0 < out["other"]["detectable"] < 1 and "detectable_beyond_bound" not in out["other"]
     assert control({"gap": {k: v for k, v in small["gap"].items() if k != "bound"}}
                    )["gap"]["detectable"] > 1  # no bound: the number, as before
-    said = detectable_sentence(out)
+    said = holm_sentence(out)
     assert said is not None and "other 0." in said
     assert "too small to have detected (at 80% power) any effect within the measure's " \
            "range: gap (at most ±1)" in said
-    alone = detectable_sentence(control({"gap": small["gap"]}))
-    assert alone == ("Not significant after Holm's correction over the probe's tests; this run "
-                     "is too small to have detected (at 80% power) any effect within the "
-                     "measure's range: gap (at most ±1).")
+    alone = holm_sentence(control({"gap": small["gap"]}))
+    assert alone == ("Not significant after Holm's correction over the probe's 1 test: gap "
+                     "(Holm p = 0.50). This run is too small to have detected (at 80% power) "
+                     "any effect within the measure's range: gap (at most ±1).")
 
 
 def test_a_five_sentence_professional_run_reports_no_impossible_detectable_size(tmp_path: Path):
@@ -117,7 +123,40 @@ def test_a_five_sentence_professional_run_reports_no_impossible_detectable_size(
         assert value["detectable"] is None and value["detectable_beyond_bound"]
     said = [s for s in entry["sentences"] if "could have detected" in s
             or "too small to have detected" in s]
-    assert said == ["Not significant after Holm's correction over the probe's tests; this run "
-                    "is too small to have detected (at 80% power) any effect within the "
-                    "measure's range: pronoun gap (at most ±1); pronoun effect (at most ±1)."]
+    assert said == [
+        "Not significant after Holm's correction over the probe's 2 tests: stereotyped-answer "
+        "gap, he − she (Holm p = 0.95); pronoun effect on picked occupations (Holm p = 0.95). "
+        "This run is too small to have detected (at 80% power) any effect within the "
+        "measure's range: stereotyped-answer gap, he − she (at most ±1); pronoun effect on "
+        "picked occupations (at most ±1)."]
     assert "none within ±1" in (out / "report.html").read_text()
+
+
+def test_a_test_significant_after_holm_is_named_beside_those_that_are_not():
+    """Gemma 3 270M's professional bias: 'she' moved 1.6 points of option probability to the
+    female-coded occupation (Holm p = 0.047), and the one sentence on Holm said "Not
+    significant after Holm's correction over the probe's tests", as if nothing was. Each test
+    is now named with its verdict, in the probe's words, not its key."""
+    rates = {"estimate": 0.0, "low": 0.0, "high": 0.16, "n": 20}
+    entry = {"sentences": ["The model picked …"], "headline": {
+        "stereotyped_rate": rates,
+        "pronoun_gap": {"estimate": 0.0, "low": -0.43, "high": 0.43, "n": 5, "p_value": 1.0,
+                        "effect_size": 0.0, "bound": 1.0},
+        "pronoun_effect": {"estimate": 0.1, "low": -0.3, "high": 0.5, "n": 5, "p_value": 0.6,
+                           "effect_size": 0.2, "bound": 1.0},
+        "p_pronoun_effect": {"estimate": 0.016, "low": 0.007, "high": 0.029, "n": 20,
+                             "p_value": 0.047 / 3, "effect_size": 0.62, "bound": 1.0}}}
+    out = controlled(entry, "professional-bias")
+    assert out["headline"]["p_pronoun_effect"]["significant"]
+    assert out["sentences"] == ["The model picked …", (
+        "Significant after Holm's correction over the probe's 3 tests: stereotype preference "
+        "(probability 'she' moves to the female-coded occupation) 0.016 (95% CI 0.007 to "
+        "0.029; effect size 0.62, Holm p = 0.047). Not significant: stereotyped-answer gap, "
+        "he − she (Holm p = 1.0); pronoun effect on picked occupations (Holm p = 1.0). This "
+        "run is too small to have detected (at 80% power) any effect within the measure's "
+        "range: stereotyped-answer gap, he − she (at most ±1); pronoun effect on picked "
+        "occupations (at most ±1).")]
+    everything = control({k: {**v, "p_value": 0.001} for k, v in entry["headline"].items()
+                          if k != "stereotyped_rate"})
+    said = holm_sentence(everything)
+    assert said is not None and "Not significant" not in said and "could have" not in said

@@ -41,7 +41,7 @@ from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.core.jsonl import read_jsonl
-from biasscope.probes import Probe
+from biasscope.probes import PROBES, Probe
 from biasscope.probes.base import AskedProbe, Response, records
 from biasscope.probes.choices import read_choice
 from biasscope.report.audit import REPORT, audit_page
@@ -432,7 +432,7 @@ def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequen
             if frames[probe.name]:
                 read = scored.summary_entry(
                     probe.name, pd.concat(frames[probe.name], ignore_index=True))
-                out["probes"][probe.name] = controlled(read)
+                out["probes"][probe.name] = controlled(read, probe.name)
             continue
         entry: dict[str, Any] = {"items": 0, "no_response": 0, "sources": {},
                                  "detector": probe.detector.name, "headline": {},
@@ -443,7 +443,7 @@ def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequen
                 "items": len(recs), "no_response": int(recs["response"].isna().sum()),
                 "sources": recs["source"].value_counts().to_dict(), **probe.metrics(recs),
                 "examples": examples(recs)})
-            entry = controlled(entry)
+            entry = controlled(entry, probe.name)
         elif waiting is None:
             continue
         if waiting is not None:
@@ -456,11 +456,14 @@ def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequen
     return out
 
 
-def controlled(entry: dict[str, Any]) -> dict[str, Any]:
-    """``entry`` with its headline's tests Holm-adjusted as one family and, where one is not
-    significant, the sentence on what the run could have detected."""
+def controlled(entry: dict[str, Any], probe: str) -> dict[str, Any]:
+    """``entry`` with its headline's tests Holm-adjusted as one family and the sentence on
+    which are significant after it and what the run could have detected of the others, each
+    test named in ``probe``'s words (`ProbeInfo.name_of`)."""
+    info = PROBES.get(probe)
     entry = {**entry, "headline": multiplicity.control(entry["headline"])}
-    if (said := multiplicity.detectable_sentence(entry["headline"])) is not None:
+    said = multiplicity.holm_sentence(entry["headline"], info.name_of if info else None)
+    if said is not None:
         entry["sentences"] = [*entry.get("sentences", []), said]
     return entry
 

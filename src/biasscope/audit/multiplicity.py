@@ -14,10 +14,10 @@ could show, only that the run is too small to detect any effect the measure can 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from biasscope.core.numbers import num
+from biasscope.core.numbers import finite, num, p_is, with_ci
 from biasscope.core.power import detectable_from_interval
 from biasscope.core.stats import adjust_pvalues
 
@@ -60,27 +60,60 @@ def _within_bound(detectable: float, bound: object) -> dict[str, Any]:
     return {"detectable": detectable}
 
 
-def detectable_sentence(headline: Mapping[str, Any], power: float = POWER) -> str | None:
-    """One sentence over the non-significant tests, so a null result is read with the size
-    of what it could have found, or with the fact that it could have found nothing the
-    measure can show."""
-    found, beyond = [], []
-    for name, value in headline.items():
-        if not isinstance(value, Mapping):
-            continue
-        label = name.replace("_", " ")
-        if value.get("detectable_beyond_bound"):
-            beyond.append(f"{label} (at most ±{num(value['bound'])})")
-        elif isinstance(mde := value.get("detectable"), float) and math.isfinite(mde):
-            found.append(f"{label} {num(mde)}")
-    if not (found or beyond):
+def holm_sentence(headline: Mapping[str, Any],
+                  names: Callable[[str], str | None] | None = None,
+                  power: float = POWER) -> str | None:
+    """Sentences over the probe's tests after Holm: those significant, each with its
+    estimate, effect size and Holm p (the probe's own sentences give raw p-values, and "not
+    significant" alone beside a significant one read as if none was), then those not, with
+    the size of what the run could have found, or the fact that it could have found nothing
+    the measure can show. ``names`` gives a headline key's words (`ProbeInfo.name_of`;
+    the key, spaced, where it gives none)."""
+
+    def name(key: str) -> str:
+        return (names(key) if names else None) or key.replace("_", " ")
+
+    tested = [(key, value) for key, value in headline.items()
+              if isinstance(value, Mapping) and "significant" in value]
+    if not tested:
         return None
+    over = f"over the probe's {len(tested)} test{'s' if len(tested) > 1 else ''}"
+    hits = [f"{name(key)} {_found(value)}" for key, value in tested if value["significant"]]
+    said = [f"Significant after Holm's correction {over}: {'; '.join(hits)}"] if hits else []
+    missed = [f"{name(key)} ({p_is(value['p_holm'], 'Holm p')})" for key, value in tested
+              if not value["significant"]]
+    if missed:
+        lead = "Not significant" if hits else f"Not significant after Holm's correction {over}"
+        said.append(f"{lead}: {'; '.join(missed)}")
+    if detectable := _detectable(tested, name, power):
+        said.append(detectable)
+    return f"{'. '.join(said)}."
+
+
+def _found(value: Mapping[str, Any]) -> str:
+    """A significant test's estimate with its CI, effect size and Holm p (and what its p
+    tests where that is not its estimate)."""
+    size, of = value.get("effect_size"), value.get("p_value_of")
+    extra = ", ".join([*([f"effect size {num(size, 2)}"] if finite(size) else []),
+                       p_is(value["p_holm"], "Holm p") + (f" testing {of}" if of else "")])
+    return with_ci(value.get("estimate"), value.get("low"), value.get("high"), extra=extra)
+
+
+def _detectable(tested: list[tuple[str, Any]], name: Callable[[str], str], power: float
+                ) -> str:
+    """What the run could have detected of each test that is not significant, or ""."""
+    found, beyond = [], []
+    for key, value in tested:
+        if value.get("detectable_beyond_bound"):
+            beyond.append(f"{name(key)} (at most ±{num(value['bound'])})")
+        elif isinstance(mde := value.get("detectable"), float) and math.isfinite(mde):
+            found.append(f"{name(key)} {num(mde)}")
     said = []
     if found:
-        said.append(f"this run could have detected (at {power:.0%} power) an effect of this "
+        said.append(f"This run could have detected (at {power:.0%} power) an effect of this "
                     f"size or more: {'; '.join(found)}")
     if beyond:
-        said.append(f"{'and it' if found else 'this run'} is too small to have detected (at "
+        said.append(f"{'and it' if found else 'This run'} is too small to have detected (at "
                     f"{power:.0%} power) any effect within the measure's range: "
                     f"{'; '.join(beyond)}")
-    return f"Not significant after Holm's correction over the probe's tests; {'; '.join(said)}."
+    return "; ".join(said)

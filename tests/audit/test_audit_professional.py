@@ -377,5 +377,5 @@ def test_a_difference_over_one_sentence_is_no_test_and_stays_out_of_holm():
     assert effect["n"] == 1 and math.isnan(effect["p_value"]) and math.isnan(
         effect["effect_size"])
     assert "no test of the mean over 1 sentence" in m["sentences"][1]
-    gap = controlled({**m, "headline": m["headline"]})["headline"]["pronoun_gap"]
+    gap = controlled({**m, "headline": m["headline"]}, PROBE.name)["headline"]["pronoun_gap"]
     assert gap["p_holm"] == gap["p_value"]  # a family of one test

@@ -309,6 +309,7 @@ def bootstrap_difference(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float =
     return _bootstrap((_finite(x), _finite(y)), DIFFERENCE, confidence, n_resamples,
                       method, seed)
 
+
 def none_differ(n: int, bound: float = 1.0, confidence: float = 0.95) -> tuple[float, float]:
     """The interval of a mean of ``n`` paired differences within ±``bound`` that are all 0: it
     is at most ``bound`` times the share of pairs that differ, 0 of ``n`` here, whose Wilson

@@ -793,7 +793,8 @@ def long_sweep(results: dict[str, Any], count: int = 154) -> list[str]:
     load = size / rate
     rest = r["work"]["biasscope"] - r["parts"]["wait"]
     total = r["parts"]["wait"] + count * max(load, rest)
-    return ["", f"A {count}-checkpoint sweep of the {r['shape']} shape at {r['seeds']} seeds "
+    return ["", f"A {count}-checkpoint sweep of the {r['shape']} shape at {r['seeds']} "
+            f"seed{'s' if r['seeds'] != 1 else ''} "
             f"(batch {r['batch']}, {r['prompts']} prompts per seed), from its row above: the "
             f"first checkpoint's wait ({r['parts']['wait']:.1f} s) plus {count} x max(its load "
             f"{load:.1f} s, {size / 1e9:.1f} GB {how}; the rest of a checkpoint's work "

@@ -17,6 +17,7 @@ from adult_fixture import ROWS
 from adult_fixture import write as write_adult
 from biasscope.audit.harness import StoredResponses, run_audit
 from biasscope.cli.main import main
+from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.probes import load_probe
 from biasscope.store.directory import RunStore
@@ -202,7 +203,37 @@ def test_a_tampered_data_file_is_refused_and_probes_may_be_added(tmp_path, capsy
     capsys.readouterr()
     assert main([*args, "--probe", "adult-counterfactual"]) == 2
     err = capsys.readouterr().err
-    assert "different settings of probe 'adult-counterfactual'" in err and "Traceback" not in err
+    assert f"was made from another decodingtrust/{source.name}" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_own_data_file_edited_outside_the_limit_is_refused(tmp_path, capsys):
+    """Before: run.json recorded the SHA-256 of the items ``--limit`` kept, so an edit to the
+    own data file (BIASSCOPE_OWN_DATA, set for the tests) past them resumed the run as made
+    from it. The whole file's SHA-256 is recorded and checked."""
+    args, data, out = _adult_run(tmp_path)
+    args = [*args, "--probe", "adult-counterfactual", "--limit", "2"]  # the first pair only
+    assert main(args) == 0
+    [source] = list((data / "decodingtrust").glob("*0.5*"))
+    run = json.loads((out / "run.json").read_text())
+    assert run["data"] == {f"decodingtrust/{source.name}": file_sha256(source)}
+    assert main(args) == 0  # the same file: resumes
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    source.write_text(source.read_text().replace("age 36", "age 37"))  # its last prompt
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"{out} was made from another decodingtrust/{source.name} ({source}:" in err
+    assert "put back the file it was made from, or use another --out" in err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    other = tmp_path / "edited"  # compare says the two runs were read from other files
+    assert main([str(other) if a == str(out) else a for a in args]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(out), str(other), "--out", str(tmp_path / "cmp")]) == 0
+    assert f"the runs differ in data file decodingtrust/{source.name}" in capsys.readouterr().out
+    source.write_text(source.read_text().replace("age 37", "age 36"))
+    assert main(args) == 0  # the file it was made from again: resumes
 
 
 def test_a_probe_added_or_rerun_alone_keeps_the_others_in_the_summary(tmp_path, capsys):

@@ -19,8 +19,8 @@ rerun skips it. A request that failed (the server said no, retries ran out) is n
 probe's unit is not written, the summary leaves it out and counts it, and a rerun asks again
 (answers already paid for come from the response cache). ``run.json`` records what determines
 the results (the responder: backend and generation settings, or the responses file's SHA-256;
-the limit; each probe's options and the SHA-256 of its items) and a rerun that differs is
-refused (``biasscope.store.settings``).
+the limit; each probe's options and the SHA-256 of its items, and of each whole data file
+they were read from) and a rerun that differs is refused (``biasscope.store.settings``).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.core.jsonl import read_jsonl
+from biasscope.data.sources import hashed, refuse_other_data
 from biasscope.probes import PROBES, Probe
 from biasscope.probes.base import AskedProbe, Response, records
 from biasscope.probes.choices import read_choice
@@ -247,15 +248,17 @@ def items_digest(probe: AskedProbe, items: Sequence[Item]) -> str:
 
 def run_settings(responder: Responder, probes: Sequence[AskedProbe], limit: int | None,
                  items: Mapping[str, Sequence[Item]],
-                 scorer: scored.LogprobScorer | None = None) -> dict[str, Any]:
+                 scorer: scored.LogprobScorer | None = None,
+                 data: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What run.json records, and a rerun must repeat, for these results (``scored``: how
-    each request kind of the scored probes is scored, where the run has such probes)."""
+    each request kind of the scored probes is scored, where the run has such probes;
+    ``data``: the SHA-256 of each whole data file the probes were read from)."""
     settings = getattr(responder, "settings", None)
     kinds = sorted({k for p in probes if (k := scored.scored_kind(p)) is not None})
     how = {"scored": scorer.settings(kinds)} if scorer is not None and kinds else {}
     return {"kind": "audit", "model": responder.label, "limit": limit,
             "responder": settings() if settings else {"scoring": type(responder).__name__},
-            **how,
+            **how, **({"data": dict(data)} if data else {}),
             "probes": {p.name: {**p.config(), "items_sha256": items_digest(p, items[p.name])}
                        for p in probes}}
 
@@ -269,7 +272,8 @@ def run_versions(settings: Mapping[str, Any]) -> dict[str, str]:
 
 def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.PathLike[str],
               limit: int | None = None, scorer: scored.LogprobScorer | None = None,
-              others: Sequence[AskedProbe] = ()) -> RunStore:
+              others: Sequence[AskedProbe] = (), data: Mapping[str, Path] | None = None
+              ) -> RunStore:
     """Answer every probe's items (units already stored are kept) and write summary.json and
     the report rendered from it (``report.html``);
     ``scorer`` scores the probes scored from log-probs (`biasscope.audit.scored`).
@@ -284,6 +288,8 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
 
     ``others``: probes of the run this call does not ask; where summary.json has no entry of
     one (unreadable, or lost), the entry is rebuilt from its stored units (nothing is asked).
+    ``data``: the data files the probes were read from (`biasscope.data.sources.recording`),
+    whose whole SHA-256 run.json records and a rerun must match (`refuse_other_data`).
     """
     store = RunStore(Path(out))
     items = {p.name: probe_items(p, limit) for p in probes}
@@ -291,14 +297,18 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
         raise ValueError(f"probes {needy} need a log-prob scorer")
     if isinstance(responder, StoredResponses):
         responder.require_some(i.id for p in probes for i in items[p.name])
-    settings = run_settings(responder, probes, limit, items, scorer)
+    read = dict(data or {})
+    settings = run_settings(responder, probes, limit, items, scorer, hashed(read))
     now = run_versions(settings)
     started = False
 
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
-        return settings if previous is None else merge_settings(
+        if previous is None:
+            return settings
+        refuse_other_data(store.root, previous.get("data"), read, settings.get("data", {}))
+        return merge_settings(
             store.run_json, recorded(gain_identity(previous, settings), settings), settings,
-            grow={"probes": "probe", "scored": "request kind"})
+            grow={"probes": "probe", "scored": "request kind", "data": "data file"})
 
     def start() -> None:
         """run.json, written with what is first written: a new run that fails before it

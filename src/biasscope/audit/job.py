@@ -28,7 +28,7 @@ from biasscope.audit.settings import Prompting as Prompting
 from biasscope.backends.base import GenerateParams
 from biasscope.backends.config import BackendConfig
 from biasscope.core.errors import BiasscopeError
-from biasscope.data.sources import cache_dir, resolve_data_dir
+from biasscope.data.sources import cache_dir, recording, resolve_data_dir
 from biasscope.probes import Probe
 from biasscope.probes.base import AskedProbe
 from biasscope.probes.specs import load_probes, parse_probe_specs
@@ -47,10 +47,11 @@ class AuditResult:
 def run(config: AuditConfig) -> AuditResult:
     for name, _ in parse_probe_specs(",".join(config.probes), "--probe"):
         scoring.require_statistics(name)  # before any data is read
-    probes = load_probes(",".join(config.probes), data_dir=config.data_dir,
-                         base_rate=config.base_rate,
-                         kinds=("options", "generate", *scoring.SCORED),
-                         what="biasscope audit", wordings=config.wordings)
+    with recording() as read:  # the whole files' SHA-256 go into run.json, checked on rerun
+        probes = load_probes(",".join(config.probes), data_dir=config.data_dir,
+                             base_rate=config.base_rate,
+                             kinds=("options", "generate", *scoring.SCORED),
+                             what="biasscope audit", wordings=config.wordings)
     asked = cast(list[AskedProbe], probes)  # load_probes checked each takes these requests
     scored = [p for p in probes if scoring.is_scored(p)]
     if config.prompting.first_token and not any(
@@ -61,7 +62,7 @@ def run(config: AuditConfig) -> AuditResult:
     others = unsummarised_probes(config, RunStore(Path(config.out)), [p.name for p in probes])
     answers, scorer = responder(config, scored)
     store = run_audit(asked, answers, config.out, limit=config.limit, scorer=scorer,
-                      others=others)
+                      others=others, data=read)
     return AuditResult(store, store.root / REPORT, store.read_json("summary.json"))
 
 

@@ -149,7 +149,7 @@ def settings(run: Mapping[str, Any], probes: Collection[str]) -> dict[str, Any]:
     out["--limit"] = run.get("limit", nested.get("limit"))
     for name in VERSIONS:  # a sweep and an audit record them (store.run_json.versions)
         out[f"{name} version"] = _mapping(run.get("versions")).get(name)
-    for name, sha in sorted(_mapping(nested.get("data")).items()):
+    for name, sha in sorted(_mapping(nested.get("data") or run.get("data")).items()):
         out[f"data file {name} (SHA-256)"] = sha
     recorded = _mapping(nested.get("probes") or run.get("probes"))
     for probe in sorted(p for p in recorded if p in probes):

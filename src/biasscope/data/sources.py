@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import DataError
@@ -203,6 +204,26 @@ def recording() -> Iterator[dict[str, Path]]:
         yield found
     finally:
         _RECORDERS.remove(found)
+
+
+def hashed(read: Mapping[str, Path]) -> dict[str, str]:
+    """The SHA-256 of each whole file ``recording`` collected, for run.json ``data``: a run's
+    items are hashed as ``--limit`` keeps them, and an edit to its file past them must be
+    seen by a rerun too (the pins check only the upstream files)."""
+    return {name: file_sha256(path) for name, path in sorted(read.items())}
+
+
+def refuse_other_data(where: object, recorded: Any, read: Mapping[str, Path],
+                      now: Mapping[str, str]) -> None:
+    """One line where a data file this call read (``read``, hashed as ``now``) is not the
+    one the run in ``where`` recorded (``recorded``: its run.json ``data``); a file the run
+    never recorded is not refused (another probe's, or a run from before they were)."""
+    before = recorded if isinstance(recorded, Mapping) else {}
+    for name, sha in now.items():
+        if isinstance(then := before.get(name), str) and then != sha:
+            raise DataError(f"{where} was made from another {name} ({read[name]}: SHA-256 "
+                            f"{then[:12]}… then, {sha[:12]}… now): put back the file it was "
+                            "made from, or use another --out for this one")
 
 
 def data_path(

@@ -100,6 +100,25 @@ def test_a_single_value_given_twice_is_refused(path, flag, capsys):
                    f"{then}): give it once (see biasscope {' '.join(path)} --help)\n")
 
 
+@pytest.mark.parametrize("spelled", ["=a =b", "a =b", "=a b", "=-- a", "a =--"])
+@pytest.mark.parametrize(("path", "flag"), SINGLE, ids=[" ".join((*p, f)) for p, f in SINGLE])
+def test_a_value_given_with_equals_counts_as_given(path, flag, spelled, capsys):
+    """``--out=a --out=b`` and ``--out a --out=b`` as ``--out a --out b``; and ``--out=--
+    --out X``, whose ``--`` argparse drops as the end of options: X was taken, unchecked
+    against the first."""
+    parser = _parser(path)
+    (first, _), (then, _) = _two(_action(parser, flag))
+    texts = {"a": first, "b": then, "--": "--"}
+    argv: list[str] = []
+    for word in spelled.split():
+        text = texts[word.removeprefix("=")]
+        argv += [f"{flag}={text}"] if word.startswith("=") else [flag, text]
+    _, err = _parse(parser, argv, capsys)
+    said = [texts[word.removeprefix("=")] for word in spelled.split()]
+    assert err == (f"biasscope {' '.join(path)}: error: {flag} given twice ({said[0]}, then "
+                   f"{said[1]}): give it once (see biasscope {' '.join(path)} --help)\n")
+
+
 @pytest.mark.parametrize(("path", "flag"), SINGLE, ids=[" ".join((*p, f)) for p, f in SINGLE])
 def test_the_same_value_twice_is_taken(path, flag, capsys):
     parser = _parser(path)

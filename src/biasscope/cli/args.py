@@ -87,9 +87,10 @@ def _once(parser: argparse.ArgumentParser, flag: str, dest: str, value: Any,
           option: str | None) -> None:
     """Refuse ``flag`` given a second time with another value (the same again is harmless);
     ``option`` is the spelling used (an old one, such as ``--templates`` for ``--wordings``).
-    An option given ``=--`` (an empty list) is no value: `OneLineParser.parse_known_args`
-    says why."""
-    if not isinstance(parser, OneLineParser) or option is None or value == []:
+    An option given ``=--`` (an empty list) is no value, and refused as such
+    (`OneLineParser.parse_known_args`) where it stands alone; beside a value it counts as
+    given, with the text ``--``: ``--out=-- --out X`` stored X unchecked, the ``--`` gone."""
+    if not isinstance(parser, OneLineParser) or option is None:
         return
     text = parser.value_text
     if dest in parser.given:

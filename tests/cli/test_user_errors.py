@@ -233,6 +233,7 @@ def test_comma_lists_refuse_an_empty_or_repeated_entry(argv, message, tmp_path, 
     (["judge-audit", "--timeout", "nan"], "--timeout: 'nan' is not a finite number"),
     (["generate", "--timeout", "inf"], "--timeout: 'inf' is not a finite number"),
     (["generate", "--top-logprobs", "-1"], "--top-logprobs: -1 is negative"),
+    (["audit", "--top-logprobs", "-3"], "--top-logprobs: -3 is negative"),
     (["generate", "--temperature", "-0.5"], "--temperature: -0.5 is negative"),
     (["generate", "--seed", "-1"], "--seed: -1 is not a seed"),
     (["judge", "--samples", "-1"], "--samples: -1 is not 1 or more"),  # was a ValueError
@@ -1037,6 +1038,48 @@ def test_top_logprobs_with_option_scoring_is_refused_before_the_model_loads(tmp_
                              "professional-bias", "--scoring", "options", "--top-logprobs", "5",
                              "--out", str(tmp_path / "r")])
     assert "--top-logprobs is for --scoring generate" in line
+
+
+@pytest.mark.parametrize(("line", "top", "most"), [
+    ({"messages": [{"role": "user", "content": "hi"}]}, "50", "20"),
+    ({"messages": [{"role": "user", "content": "hi"}]}, "21", "20"),
+    ({"prompt": "hi"}, "6", "5"),  # a plain prompt goes to the legacy completions
+])
+def test_top_logprobs_above_openais_limit_is_refused_before_any_request(
+        line, top, most, tmp_path, capsys, monkeypatch):
+    """Before: taken, and every request of the file came back refused by the API."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # refused before the key is looked for
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text(json.dumps({"id": 1, **line}) + "\n")
+    said = one_line(capsys, ["generate", "--model", "openai:gpt-4o-mini", "--input",
+                             str(prompts), "--out", str(tmp_path / "out.jsonl"),
+                             "--top-logprobs", top])
+    assert f"--top-logprobs {top}: openai: (OpenAI's API) returns 0 to {most} alternatives" in said
+    assert said.endswith(f"give {most} or fewer")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(("extra", "most"), [([], "20"), (["--plain-prompt"], "5")])
+def test_audit_top_logprobs_above_openais_limit_is_refused(extra, most, tmp_path, capsys,
+                                                          monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    said = one_line(capsys, ["audit", "--model", "openai:gpt-4o-mini", "--probe",
+                             "professional-bias", "--top-logprobs", "21", *extra, "--out",
+                             str(tmp_path / "r")])
+    assert f"--top-logprobs 21: openai: (OpenAI's API) returns 0 to {most}" in said
+    assert not (tmp_path / "r").exists()
+
+
+def test_top_logprobs_within_a_backends_range_is_taken():
+    """OpenAI's 20 (5 for a plain prompt); a server's own limit (llama.cpp's server returns
+    any count) and a local model's vocabulary are theirs to apply."""
+    from biasscope.backends.generators import parse_model_spec
+    from biasscope.backends.specs import check_top_logprobs
+
+    check_top_logprobs(parse_model_spec("openai:gpt-4o-mini"), 20)
+    check_top_logprobs(parse_model_spec("openai:gpt-4o-mini"), 5, completions=True)
+    check_top_logprobs(parse_model_spec("openai-compatible:http://127.0.0.1:9/v1#m"), 50)
+    check_top_logprobs(parse_model_spec("hf:org/name"), 1000)
 
 
 @pytest.mark.parametrize(("extra", "named"), [

@@ -27,6 +27,7 @@ from biasscope.audit.settings import ItemsConfig as ItemsConfig
 from biasscope.audit.settings import Prompting as Prompting
 from biasscope.backends.base import GenerateParams
 from biasscope.backends.config import BackendConfig
+from biasscope.backends.specs import check_top_logprobs
 from biasscope.core.errors import BiasscopeError
 from biasscope.data.sources import cache_dir, recording, resolve_data_dir
 from biasscope.probes import Probe
@@ -169,6 +170,8 @@ def _model_responder(spec: str, asked: Prompting, backend: BackendConfig,
                      ) -> tuple[Responder, scoring.LogprobScorer | None]:
     if asked.scoring == "options" and asked.top_logprobs:  # before the model loads
         raise BiasscopeError(_TOP_LOGPROBS)
+    [parsed] = backend.check([spec])
+    check_top_logprobs(parsed, asked.top_logprobs, completions=asked.plain_prompt)
     if scored and asked.scoring == "generate":
         raise scoring.why_not("--scoring generate", scored[0], "generated text does not "
                               "give; leave --scoring out (or auto)")

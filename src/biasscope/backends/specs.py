@@ -99,6 +99,29 @@ class GeneratorConfig:
         check_settings(self)
 
 
+#: The most alternatives per token an API returns for ``--top-logprobs``, where it has a fixed
+#: limit: OpenAI's chat API 20, its legacy completions (a plain prompt) 5; a request above it
+#: is refused by the API, so every request of a run would fail. A server (openai-compatible:)
+#: sets its own (llama.cpp's returns any count; vLLM's 20 unless started to allow more) and
+#: says so on the first request; a local hf: model gives up to its vocabulary.
+TOP_LOGPROBS = {"openai": (20, 5)}
+
+
+def check_top_logprobs(spec: ModelSpec, top: int, completions: bool = False,
+                       flag: str = "--top-logprobs") -> None:
+    """Refuse ``top`` alternatives per token above what ``spec``'s API returns
+    (`TOP_LOGPROBS`), before any model loads or request is sent; ``completions``: some
+    request is a plain prompt, sent to the legacy completions endpoint."""
+    if spec.kind not in TOP_LOGPROBS:
+        return
+    chat, legacy = TOP_LOGPROBS[spec.kind]
+    most = legacy if completions else chat
+    if top > most:
+        where = " for a plain prompt (its legacy completions)" if completions else ""
+        raise BiasscopeError(f"{flag} {top}: {spec.kind}: (OpenAI's API) returns 0 to {most} "
+                             f"alternatives per token{where}: give {most} or fewer")
+
+
 def api_key(config: GeneratorConfig, default_env: str) -> str | None:
     """The key from ``--api-key-env`` (which must be set) or ``default_env``, without the
     whitespace around it (an HTTP header cannot carry it, and the client then reported an

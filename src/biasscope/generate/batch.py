@@ -19,6 +19,7 @@ from typing import Any
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation, Generator
 from biasscope.backends.cache import Cached, ResponseCache, Usage
+from biasscope.backends.specs import check_top_logprobs
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import given_file, line_id, read_jsonl
 from biasscope.generate import output as out_file
@@ -162,12 +163,14 @@ def answer(generator: Generator, jobs: Sequence[Job], output: Path, params: Gene
 
 def run(config: GenerateConfig) -> tuple[Usage, float]:
     """The one library call of ``biasscope generate``: the usage and the seconds taken."""
-    config.backend.check([config.model])  # the flags first, before the files
+    [spec] = config.backend.check([config.model])  # the flags first, before the files
     given_file("--input", config.input, "a JSONL file of {id, prompt} or {id, messages} lines")
     if not config.out.strip():  # an unset "$VARIABLE": the folder "."
         raise BiasscopeError("--out is empty: give the JSONL file to write")
     cache, output = config.backend.response_cache(), Path(config.out)
     jobs = read_jobs(config.input, config.params)
+    check_top_logprobs(spec, config.params.top_logprobs,
+                       completions=any(j.request.messages is None for j in jobs))
     check_out(config.input, output, cache)
     out_file.recorded(output)  # a file that is no answers file: refused before a model loads
     return answer(config.backend.generator(config.model), jobs, output, config.params, cache)

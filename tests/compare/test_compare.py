@@ -183,6 +183,37 @@ def test_cli_writes_json_and_page_and_refuses_a_margin_beyond_the_jsdp_bound(
     assert "margin -5 for s_dis" in capsys.readouterr().err
 
 
+def test_a_comparison_of_other_runs_is_not_replaced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: ``compare C D`` after ``compare A B``, both without --out, replaced A and B's
+    comparison in ./comparison without a word."""
+    runs = {name: write_run(tmp_path / name, winobias_records(150, model=name, seed=seed))
+            for seed, name in enumerate("abcd")}
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "a", "b"]) == 0
+    first = {p.name: p.read_bytes() for p in (tmp_path / "comparison").iterdir()}
+    capsys.readouterr()
+    for pair in (["c", "d"], ["b", "a"], ["a", "d"]):
+        assert main(["compare", *pair]) == 2
+        assert capsys.readouterr().err == ("biasscope: error: ./comparison holds a comparison "
+                                           "of a and b; use --out DIR or delete it\n")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "comparison").iterdir()} == first
+    # the same runs, however named, rewrite it (here with another margin)
+    assert main(["compare", str(runs["a"]), "a/", "--margin", "0.1"]) == 2  # one run twice
+    assert main(["compare", str(runs["a"]), "b/", "--margin", "0.1"]) == 0
+    assert json.loads((tmp_path / "comparison" / "comparison.json").read_text())["margins"][
+        "jsdp_gap"] == 0.1
+    assert main(["compare", "c", "d", "--out", "cd"]) == 0  # another folder: written there
+    assert json.loads((tmp_path / "cd" / "comparison.json").read_text())["run_a"] == "c"
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "comparison.json").write_text('{"mine": true}\n')
+    assert main(["compare", "a", "b", "--out", "mine"]) == 2
+    assert "mine holds a comparison.json that is no comparison of biasscope compare" in (
+        capsys.readouterr().err)
+    assert (tmp_path / "mine" / "comparison.json").read_text() == '{"mine": true}\n'
+
+
 def test_the_same_run_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Relative and absolute names of one run (or a link to it) are one run: compared with

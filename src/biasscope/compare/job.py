@@ -1,9 +1,11 @@
 """``biasscope compare``: two runs' headline measures, A − B, with TOST verdicts, written to
-``comparison.json`` and ``comparison.html`` in ``out``; the settings the runs were asked with
-that differ are noted (`biasscope.compare.recorded`), never refused."""
+``comparison.json`` and ``comparison.html`` in ``out`` (never over a comparison of other
+runs); the settings the runs were asked with that differ are noted
+(`biasscope.compare.recorded`), never refused."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -116,6 +118,28 @@ def wordings(run: str) -> dict[str, dict[str, str]]:
     return {str(name): design.signatures(config) for name, config in probes.items()}
 
 
+def refuse_other_comparison(out: Path, run_a: str, run_b: str) -> None:
+    """One line where ``out`` holds a comparison of other runs (or a comparison.json that is
+    none), rather than replacing it: ``--out`` defaults to ./comparison, so comparing C and D
+    after A and B lost A and B's without a word. The same runs again (another margin, a newer
+    biasscope) rewrite it."""
+    path = out / "comparison.json"
+    if not path.exists():
+        return
+    try:
+        held = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        held = None
+    where = f"./{out}" if str(out) == "comparison" else str(out)  # the default, as typed
+    if not (isinstance(held, dict) and held.get("schema") == "biasscope.comparison/1"):
+        raise BiasscopeError(f"{where} holds a comparison.json that is no comparison of "
+                             "biasscope compare, which this one would replace: use --out DIR")
+    then = (str(held.get("run_a")), str(held.get("run_b")))
+    if not all(a == b or _same(a, b) for a, b in zip(then, (run_a, run_b))):
+        raise BiasscopeError(f"{where} holds a comparison of {then[0]} and {then[1]}; use "
+                             "--out DIR or delete it")
+
+
 def run(config: CompareConfig) -> CompareResult:
     """Compare, write the JSON and the page, return them."""
     if not 0 < config.alpha < 0.5:
@@ -143,6 +167,7 @@ def run(config: CompareConfig) -> CompareResult:
                "settings_differ": [d.as_dict() for d in differ],
                "sentences": [c.sentence for c in found] + notes}
     out = Path(config.out)
+    refuse_other_comparison(out, config.run_a, config.run_b)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "comparison.json", summary)
     write_bytes(out / "comparison.html", claims.html(summary).encode("utf-8"))

@@ -207,7 +207,11 @@ def test_a_tampered_data_file_is_refused_and_probes_may_be_added(tmp_path, capsy
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_an_own_data_file_edited_outside_the_limit_is_refused(tmp_path, capsys):
+def _no_model(*_: Any) -> Any:
+    raise AssertionError("the model was asked for")
+
+
+def test_an_own_data_file_edited_outside_the_limit_is_refused(tmp_path, capsys, monkeypatch):
     """Before: run.json recorded the SHA-256 of the items ``--limit`` kept, so an edit to the
     own data file (BIASSCOPE_OWN_DATA, set for the tests) past them resumed the run as made
     from it. The whole file's SHA-256 is recorded and checked."""
@@ -221,7 +225,9 @@ def test_an_own_data_file_edited_outside_the_limit_is_refused(tmp_path, capsys):
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     source.write_text(source.read_text().replace("age 36", "age 37"))  # its last prompt
     capsys.readouterr()
-    assert main(args) == 2
+    with monkeypatch.context() as patched:  # refused before a model would load
+        patched.setattr("biasscope.audit.job.responder", _no_model)
+        assert main(args) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert f"{out} was made from another decodingtrust/{source.name} ({source}:" in err

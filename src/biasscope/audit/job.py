@@ -29,7 +29,13 @@ from biasscope.backends.base import GenerateParams
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.specs import check_top_logprobs
 from biasscope.core.errors import BiasscopeError
-from biasscope.data.sources import cache_dir, recording, resolve_data_dir
+from biasscope.data.sources import (
+    cache_dir,
+    hashed,
+    recording,
+    refuse_other_data,
+    resolve_data_dir,
+)
 from biasscope.probes import Probe
 from biasscope.probes.base import AskedProbe
 from biasscope.probes.specs import load_probes, parse_probe_specs
@@ -59,8 +65,13 @@ def run(config: AuditConfig) -> AuditResult:
             scoring.scored_kind(p) == "next_token" for p in probes):
         raise BiasscopeError("--first-token is for next-token probes (winogender); none of "
                              "these probes is one: drop it")
-    # before a model loads: a run's probe that cannot be summarised again is refused first
-    others = unsummarised_probes(config, RunStore(Path(config.out)), [p.name for p in probes])
+    # before a model loads: a data file edited since the run, and a run's probe that cannot
+    # be summarised again, are refused first (run_audit checks the data again as it starts)
+    store = RunStore(Path(config.out))
+    if store.run_json.is_file():
+        refuse_other_data(store.root, store.read_json("run.json").get("data"), read,
+                          hashed(read))
+    others = unsummarised_probes(config, store, [p.name for p in probes])
     answers, scorer = responder(config, scored)
     store = run_audit(asked, answers, config.out, limit=config.limit, scorer=scorer,
                       others=others, data=read)

@@ -81,3 +81,26 @@ def test_sensitivity_refuses_before_a_reward_model_loads(
     shutil.copytree(model, tmp_path / "copy")
     assert main([*argv, "--reward-model", f"R={tmp_path / 'copy'}"]) == 2
     assert loads == [str(tmp_path / "copy")]
+
+
+def test_a_hub_reward_model_on_a_branch_under_another_name_is_refused_before_it_loads(
+        model: Path, loads: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--reward-model R=org/rm@dev`` into a run of ``org/rm@dev`` was refused only once it had
+    loaded: the identity made whole before loading took the commit of ``main``, not of the
+    branch asked for, so it never matched the recorded one."""
+    from biasscope.sensitivity import job
+    from hub_cache import publish, use_cache
+
+    publish(use_cache(monkeypatch, tmp_path / "hub"), "org/rm", model, ref="dev")
+    prompts, principles = tmp_path / "prompts.jsonl", tmp_path / "principles.txt"
+    prompts.write_text(json.dumps({"prompt": "Ask my wife?", "response": "No."}) + "\n")
+    principles.write_text("Be kind.\n")
+    argv = ["sensitivity", "--perturber", "canned:It is rude.|Be kind.", "--principles",
+            str(principles), "--prompts", str(prompts), "--sanity-pairs", "0",
+            "--no-chat-template", "--device", "cpu", "--no-cache", "--out", str(tmp_path / "run")]
+    assert main([*argv, "--reward-model", "org/rm@dev"]) == 0
+    capsys.readouterr()
+    no_loads(monkeypatch, job, loads)
+    refused([*argv, "--reward-model", "R=org/rm@dev"], "holds this reward model as "
+             "'org/rm@dev', and this call names it 'R'", loads, capsys)

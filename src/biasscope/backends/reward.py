@@ -274,10 +274,12 @@ def identities_before_loading(named: Sequence[Named], config: RewardConfig, opti
 def whole_identity(before: Mapping[str, str]) -> dict[str, str] | None:
     """The identity a reward model of `identities_before_loading`'s entry ``before`` will
     have once loaded, its local folder's fingerprints hashed now (cached, so its load does
-    not hash again); None where the dtype it loads in is not known before."""
+    not hash again), a hub id's ``commit`` that of its own revision (a branch or tag, as the
+    load resolves it); None where the dtype it loads in is not known before."""
     if "dtype" not in before:
         return None
-    with fingerprint_while_loading(before["source"]) as fingerprints:
+    with fingerprint_while_loading(before["source"], before.get("revision") or None
+                                   ) as fingerprints:
         return {**before, **fingerprints()}
 
 

@@ -1,5 +1,5 @@
-"""A call refused before any reward model loads: the loader patched to count (and fail) its
-calls, and the one-line refusal checked with no load made."""
+"""A call refused before any model loads: the loader patched to count (and fail) its calls,
+and the one-line refusal checked with no load made."""
 
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
 
 
-def no_loads(monkeypatch: pytest.MonkeyPatch, module: Any, loads: list[str]) -> None:
-    """``module``'s reward-model loader records each spec asked for in ``loads`` and fails."""
-    def load(spec: str, *args: Any) -> Any:
-        loads.append(spec)
-        raise BiasscopeError(f"a reward model ({spec}) was loaded")
+def no_loads(monkeypatch: pytest.MonkeyPatch, module: Any, loads: list[str],
+             loader: str = "HFRewardModel") -> None:
+    """``module``'s model loader (``loader``: a reward model's by default) records each spec
+    asked for in ``loads`` and fails."""
+    def load(spec: Any, *args: Any, **kwargs: Any) -> Any:
+        loads.append(str(spec))
+        raise BiasscopeError(f"a model ({spec}) was loaded")
 
-    monkeypatch.setattr(module, "HFRewardModel", load)
+    monkeypatch.setattr(module, loader, load)
 
 
 def refused(argv: list[str], said: str, loads: list[str],

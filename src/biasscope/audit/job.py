@@ -5,7 +5,7 @@ every item into the run directory, writes ``summary.json`` and renders the repor
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, cast
@@ -41,6 +41,8 @@ from biasscope.probes.base import AskedProbe
 from biasscope.probes.specs import load_probes, parse_probe_specs
 from biasscope.report.audit import REPORT
 from biasscope.store.directory import RunStore
+from biasscope.store.run_json import check_run
+from biasscope.store.settings import gain_identity, known_part, merge_settings
 from biasscope.store.units import Unit
 
 
@@ -169,7 +171,39 @@ def responder(config: AuditConfig, scored: Sequence[Probe] = ()
     if config.name is not None:
         raise BiasscopeError("--name is for --responses; a --model run is named after its "
                              "model spec")
-    return _model_responder(config.model, config.prompting, config.backend, scored)
+    return _model_responder(config.model, config.prompting, config.backend, scored,
+                            lambda: _refuse_other_model(config))
+
+
+def _refuse_other_model(config: AuditConfig) -> None:
+    """Refuse, writing nothing, a local model or hub id other than the one ``--out``'s run
+    was made with, on what is known of it before it loads (`identity_before_loading`: a GGUF
+    file hashed, not converted or loaded); the rest is checked once it has loaded."""
+    from biasscope.backends.checkpoints import from_model
+    from biasscope.backends.hf_generate import identity_before_loading
+
+    store = RunStore(Path(config.out))
+    [parsed] = config.backend.check([str(config.model)])
+    if parsed.backend != "hf" or not (store.run_json.is_file() or store.remote is not None):
+        return
+    ckpt = from_model(parsed.rest, convert=False)[0]
+    known = identity_before_loading(ckpt)
+    now = {"model": ckpt.label, "responder": {"backend": known}}
+
+    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+        if previous is not None:
+            before = gain_identity(previous, now)
+            answered = before.get("responder")
+            backend = answered.get("backend") if isinstance(answered, dict) else None
+            merge_settings(store.run_json, {"model": before.get("model"), "responder": {
+                "backend": known_part(backend, known)}}, now)
+        return {}
+
+    check_run(store, "audit", build)
+
+
+def _nothing() -> None:
+    return None
 
 
 _TOP_LOGPROBS = ("--top-logprobs is for --scoring generate; option scoring reads every "
@@ -177,7 +211,7 @@ _TOP_LOGPROBS = ("--top-logprobs is for --scoring generate; option scoring reads
 
 
 def _model_responder(spec: str, asked: Prompting, backend: BackendConfig,
-                     scored: Sequence[Probe] = ()
+                     scored: Sequence[Probe] = (), before_loading: Callable[[], None] = _nothing
                      ) -> tuple[Responder, scoring.LogprobScorer | None]:
     if asked.scoring == "options" and asked.top_logprobs:  # before the model loads
         raise BiasscopeError(_TOP_LOGPROBS)
@@ -189,6 +223,7 @@ def _model_responder(spec: str, asked: Prompting, backend: BackendConfig,
     if scored and spec.startswith("openai:"):  # before the key is looked for
         raise scoring.why_not(spec, scored[0], "OpenAI's API no longer returns (it does not "
                               "echo prompt log-probs)")
+    before_loading()
     generator = backend.generator(spec)
     return (_answers(spec, asked, backend, generator),
             _logprob_scorer(spec, generator, scored, asked.first_token))

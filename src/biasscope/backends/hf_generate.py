@@ -29,8 +29,8 @@ from biasscope.backends.base import (
 )
 from biasscope.backends.checkpoints import Checkpoint, recorded_source
 from biasscope.backends.context import Context
-from biasscope.backends.fingerprints import fingerprint_while_loading
-from biasscope.backends.gguf import provenance
+from biasscope.backends.fingerprints import fingerprint_while_loading, hub_commit
+from biasscope.backends.gguf import is_gguf, provenance
 from biasscope.backends.hf_model import HFConfig, left_pad, load_model, load_tokenizer
 from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import ModelError
@@ -49,6 +49,21 @@ def render_chat(tokenizer: Any, messages: Sequence[tuple[str, str]]) -> tuple[st
             tokenize=False, add_generation_prompt=True)
         return str(text), False
     return plain_chat(messages), True
+
+
+def identity_before_loading(ckpt: Checkpoint) -> dict[str, str]:
+    """What `HFGenerator.identity` will hold of ``ckpt`` that is known before it loads: its
+    source and revision, a hub id's ``commit`` where the cache resolves its revision; a GGUF
+    file's path and SHA-256 (listed with ``convert=False``: hashed, not converted), which name
+    the copy it will load from. A run's recorded model is checked against it, so another model
+    is refused without a load (or a GGUF file's conversion)."""
+    if is_gguf(ckpt.identity) and ckpt.fingerprint:
+        return {"backend": "hf", "revision": "", "gguf_file": ckpt.identity,
+                "gguf_sha256": ckpt.fingerprint}
+    found = {"backend": "hf", "source": recorded_source(ckpt), "revision": ckpt.revision or ""}
+    if commit := hub_commit(ckpt.source, ckpt.revision):
+        found["commit"] = commit
+    return found
 
 
 class HFGenerator:

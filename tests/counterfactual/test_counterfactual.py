@@ -838,6 +838,47 @@ def test_counterfactual_refuses_before_a_reward_model_loads(
              loads, capsys)
 
 
+def test_a_server_judge_under_another_name_is_refused_before_a_reward_model_loads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A server (or canned) judge that is the run's under another name was refused only once
+    the reward models had loaded (minutes for a real one): making it asks nothing, so its
+    identity is known before any model loads, named or not."""
+    pytest.importorskip("openai")
+    from scripted_server import Reply, chat, serve
+
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if path.endswith("tokenize"):
+            return Reply(404, {"detail": "Not Found"})
+        return Reply(200, chat("A"))
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    model, loads = _tiny_reward_model(tmp_path / "models" / "rm"), list[str]()
+    pairs = tmp_path / "pairs.jsonl"
+    _wife_pairs(pairs, 3)
+    argv = ["counterfactual", "--pairs", str(pairs), "--no-chat-template", "--device", "cpu",
+            "--no-cache", "--reward-model", str(model)]
+    with serve(script) as server:
+        served = f"openai-compatible:{server.base_url}#m"
+        for out, judge in (("named", f"J={served}"), ("unnamed", served),
+                           ("canned", "J=canned:A")):
+            assert main([*argv, "--out", str(tmp_path / out), "--judge-model", judge]) == 0
+        capsys.readouterr()
+        no_loads(monkeypatch, job, loads)
+        calls = len(server.calls)
+        refused([*argv, "--out", str(tmp_path / "named"), "--judge-model", f"K={served}"],
+                "holds this scorer as 'J', and this call names it 'K'", loads, capsys)
+        refused([*argv, "--out", str(tmp_path / "unnamed"), "--judge-model", f"K={served}"],
+                "holds this scorer as 'openai-compatible:m', and this call names it 'K'",
+                loads, capsys)
+        refused([*argv, "--out", str(tmp_path / "canned"), "--judge-model", "K=canned:A"],
+                "holds this scorer as 'J', and this call names it 'K'", loads, capsys)
+        refused([*argv, "--out", str(tmp_path / "named"), "--judge-model",
+                 f"J=openai-compatible:{server.base_url}#other"],
+                "settings of scorer 'J' (model", loads, capsys)
+        assert len(server.calls) == calls  # nothing asked
+
+
 @pytest.mark.parametrize("named", [True, False])
 def test_a_rerun_with_the_panel_reordered_is_refused_naming_the_runs_order(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], named: bool) -> None:

@@ -20,10 +20,11 @@ line. Judge requests go through the response cache, so a rerun sends nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from biasscope.backends.base import Generator
 from biasscope.backends.cache import Cached
 from biasscope.backends.checkpoints import from_model, recorded_source
 from biasscope.backends.hf_model import resolve_device
@@ -101,12 +102,13 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     pairs = {"source": config.pairs if source_sha else "jsonl", "file_sha256": source_sha,
              "sha256": cf.items_sha256(items)}
     # A run in --out that this call cannot join is refused before a model loads (minutes).
-    order, local = _judges_before_loading(config, judges, labels)
+    order, known, made = _judges_before_loading(config, judges, labels)
+    # A reward model's entry over a judge's of the same name: the name shared is refused.
     _check_before_loading(config, {"pairs": pairs, "seed": config.seed, "scorers": {
-        **identities_before_loading(named, reward, "--reward-model"), **local}},
+        **known, **identities_before_loading(named, reward, "--reward-model")}},
         order or [name for name, _ in judges if name is not None], order is not None)
     # The judges first: a server's spec and flags are checked before a reward model loads.
-    judge = judge if judge is not None else _judge(config, judges)
+    judge = judge if judge is not None else _judge(config, judges, made)
     if not order and judge is not None:  # its labels known once its backends are made
         _refuse_reordered(config, [m.label for m in judge.models])
     models = list(reward_models) or _reward_models(named, reward)
@@ -258,7 +260,7 @@ def _check_before_loading(config: CounterfactualConfig, now: dict[str, Any],
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         if previous is not None:
             check_known(store.run_json, previous.get("settings", {}), now, "scorers", "scorer",
-                        whole_identity, {"scorers": "scorer"})
+                        _whole, {"scorers": "scorer"})
         return {}
 
     if store.run_json.is_file() or store.remote is not None:
@@ -271,27 +273,42 @@ def _check_before_loading(config: CounterfactualConfig, now: dict[str, Any],
 
 def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],
                            labels: dict[str, str] | None
-                           ) -> tuple[list[str] | None, dict[str, dict[str, Any]]]:
-    """The judges' labels where each is known before any loads (its name, or a local model's
-    own label; None where an unnamed judge's comes from its backend), and each local judge's
-    scorer entry as known then, as a reward model's is (`identities_before_loading`): what its
-    spec settles, the dtype it loads in on a CPU, and what run.json records beside it. None
-    of either where a judge is a GGUF file (recorded as its converted copy)."""
+                           ) -> tuple[list[str] | None, dict[str, dict[str, Any]],
+                                      dict[int, Generator]]:
+    """The judges' labels where each is known before any loads (None where one is a GGUF file,
+    recorded as its converted copy), each judge's scorer entry as known then, as a reward
+    model's is (`identities_before_loading`), and the judges made already, by position. A
+    judge that loads nothing (a server's, canned answers) is made now, sending no request: its
+    label and whole entry are known. A local one's entry is what its spec settles, the dtype
+    it loads in on a CPU, and what run.json records beside it."""
     parsed = config.backend.check([spec for _, spec in judges], "--judge-model") \
         if judges else []
-    if any(p.kind == "gguf" or (name is None and p.kind != "hf")
-           for (name, _), p in zip(judges, parsed)):
-        return None, {}
+    if any(p.kind == "gguf" for p in parsed):
+        return None, {}, {}
+    served = [i for i, p in enumerate(parsed) if p.backend != "hf"]
+    made = dict(zip(served, config.backend.generators([judges[i][1] for i in served],
+                                                      "--judge-model"))) if served else {}
     ckpts = {i: from_model(p.rest, convert=False)[0]
              for i, p in enumerate(parsed) if p.kind == "hf"}
-    order = model_labels(judges, [ckpts[i].label if i in ckpts else str(name)
-                                  for i, (name, _) in enumerate(judges)], "--judge-model", "+")
+    order = model_labels(judges, [ckpts[i].label if i in ckpts else made[i].label
+                                  for i in range(len(judges))], "--judge-model", "+")
     dtype = "float32" if ckpts and resolve_device(config.backend.device).type == "cpu" else None
     asked = question_sha256(JudgingConfig(position=config.position, seed=config.seed), labels)
-    return order, {order[i]: {"backend": "hf", "source": recorded_source(c),
-                              "revision": c.revision or "", **({"dtype": dtype} if dtype else {}),
-                              "position": config.position, "labels": labels,
-                              "question_sha256": asked} for i, c in ckpts.items()}
+    beside = {"position": config.position, "labels": labels, "question_sha256": asked}
+    known = {order[i]: {"backend": "hf", "source": recorded_source(c),
+                        "revision": c.revision or "", **({"dtype": dtype} if dtype else {}),
+                        **beside} for i, c in ckpts.items()}
+    known.update({order[i]: {**g.identity(), **beside} for i, g in made.items()})
+    return order, known, made
+
+
+def _whole(before: dict[str, Any]) -> dict[str, Any] | None:
+    """A scorer's entry as known before loading made whole (`refuse_renamed`): a local model's
+    by `whole_identity`; a server's or canned judge's is whole already (made, not loaded)."""
+    return whole_identity(before) if before.get("backend") in _LOADED else dict(before)
+
+
+_LOADED = ("hf", "hf-reward")  # the backends of scorers loaded from weights
 
 
 def _refuse_reordered(config: CounterfactualConfig, judges: Sequence[str]) -> None:
@@ -311,11 +328,19 @@ def _reward_models(named: list[Named], reward: RewardConfig) -> list[Any]:
     return models
 
 
-def _judge(config: CounterfactualConfig, named: list[Named]) -> Any:
+def _judge(config: CounterfactualConfig, named: list[Named],
+           made: dict[int, Generator] | None = None) -> Any:
+    """The panel of judges; ``made``: those made already (`_judges_before_loading`), by
+    position, the others loaded now."""
     if not named:
         return None
+    made = made or {}
+    rest = [i for i in range(len(named)) if i not in made]
+    # The flags were checked over every judge: beside a server's, a local one takes none.
+    local = replace(config.backend, base_url=None, api_key_env=None) if made else config.backend
+    loaded = dict(zip(rest, local.generators([named[i][1] for i in rest], "--judge-model"))) \
+        if rest else {}
     cache = config.backend.response_cache()
-    models = [Cached(g, cache) for g in config.backend.generators([s for _, s in named],
-                                                                   "--judge-model")]
+    models = [Cached(made.get(i) or loaded[i], cache) for i in range(len(named))]
     label_models(models, named, "--judge-model", joiner="+")
     return Judge(models, JudgingConfig(position=config.position, seed=config.seed))

@@ -246,6 +246,35 @@ def test_a_moved_main_is_refused_then_rescored(checkpoint_dirs, winobias_dir, tm
     assert "commit" not in entries(pinned)[0]
 
 
+def test_a_hub_branch_and_its_commit_are_twins(checkpoint_dirs, winobias_dir, tmp_path,
+                                               monkeypatch, capsys):
+    """``org/tiny@main`` and ``org/tiny@<the commit main resolves to>`` were two checkpoints:
+    the same weights scored twice under two names. They are twins, refused as a copied folder
+    is, in one call or over two, in either order; another commit is another checkpoint."""
+    from hub_cache import publish, use_cache
+
+    hub = use_cache(monkeypatch, tmp_path / "hub")
+    first = publish(hub, "org/tiny", checkpoint_dirs[0])
+    said = f"are one hub commit ({first[:12]}, model org/tiny)"
+    capsys.readouterr()
+    assert run(tmp_path / "both", winobias_dir, "0", "--model", "org/tiny", "--revisions",
+               f"main,{first}") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and said in err and "org/tiny@main" in err, err
+    for one, two in (("org/tiny", f"org/tiny@{first}"), (f"org/tiny@{first}", "org/tiny")):
+        out = tmp_path / one.replace("/", "-")
+        assert run(out, winobias_dir, "0", "--model", one) == 0
+        capsys.readouterr()
+        assert run(out, winobias_dir, "0", "--model", one, "--model", two) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and said in err, err
+        assert [e["identity"] for e in entries(out)] == [
+            one if "@" in one else f"{one}@main"]  # the refused one is not listed
+    publish(hub, "org/tiny", checkpoint_dirs[1])  # main moved: another commit than first
+    assert run(tmp_path / "moved", winobias_dir, "0", "--model", "org/tiny", "--model",
+               f"org/tiny@{first}") == 0
+
+
 # --- GGUF files ---------------------------------------------------------------------------
 
 @pytest.fixture

@@ -15,6 +15,7 @@ closes the window to the few milliseconds of one upload but is not a true compar
 from __future__ import annotations
 
 import datetime as dt
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -22,12 +23,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.checkpoints import (
+    IN_MEMORY,
     Checkpoint,
     convert_gguf,
     distinct,
     identity_of,
     unconverted,
 )
+from biasscope.backends.fingerprints import hub_commit
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.scoring.fingerprints import Fingerprints, recorded, with_fingerprints
 from biasscope.probes import Probe
@@ -47,6 +50,7 @@ _GROW = {"probes": "probe", "data": "data file"}
 #: A checkpoint's ``files_fingerprint`` and ``commit`` in words (``compare.recorded``'s).
 _FILES = "tokenizer, chat template and config files"
 _COMMIT = "hub commit"
+_SHA = re.compile(r"[0-9a-f]{40}")  # a hub revision that is a commit
 #: What the refusal of a changed checkpoint says ``--rescore-changed`` redoes its units with.
 _NEW = {"weights": "weights", _FILES: "files", _COMMIT: "commit"}
 
@@ -264,23 +268,37 @@ def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence
 def _refuse_twins(known: Sequence[dict[str, Any]], checkpoints: Sequence[Checkpoint],
                   say: bool = False) -> None:
     """One model's curve may not hold the same checkpoint twice: a renamed or copied folder
-    would be a new step holding an old step's weights and files. The same weights beside other
-    tokenizer, chat template or config files score other answers: not twins (an entry recorded
-    before its files were is matched by its weights). Under two model names the same weights
-    are legitimate (two runs branched from one checkpoint share it), so ``say`` notes them in
-    one line: their results are the same. Twins a run already holds are left as they are."""
+    would be a new step holding an old step's weights and files, and a hub id at a branch
+    (``@main``) and at the commit it resolved to would be scored twice. The same weights beside
+    other tokenizer, chat template or config files score other answers: not twins (an entry
+    recorded before its files were is matched by its weights). Under two model names the same
+    weights are legitimate (two runs branched from one checkpoint share it), so ``say`` notes
+    them in one line: their results are the same. Twins a run already holds are left as they
+    are. A hub checkpoint of a branch or tag is matched by the commit it loaded (`admit`), or
+    before it loads by the one the Hugging Face cache resolves it to; a run's entry of one given
+    again, by that rather than the one recorded (its branch may have moved)."""
     holders: dict[str, list[tuple[str, str, str | None]]] = {}  # weights -> identity, model, files
+    given = {c.identity: _weights(c) for c in checkpoints}
     for entry in known:
-        if (weights := recorded(entry)) is not None:
+        weights = recorded(entry) or (None if given.get(str(entry.get("identity"))) else
+                                      _hub_commit(entry.get("source"), entry.get("revision"),
+                                                  entry.get("commit")))
+        if weights is not None:
             holders.setdefault(weights, []).append(
                 (str(entry["identity"]), str(entry["model"]), entry.get("files_fingerprint")))
     for ckpt in checkpoints:
-        if not ckpt.fingerprint:
+        weights = given[ckpt.identity]
+        if not weights:
             continue
         files = ckpt.files_fingerprint
-        have = [(i, m) for i, m, f in holders.setdefault(ckpt.fingerprint, [])
+        have = [(i, m) for i, m, f in holders.setdefault(weights, [])
                 if not (f and files) or f == files]
         same = [i for i, m in have if m == ckpt.model and i != ckpt.identity]
+        if same and not ckpt.fingerprint:
+            raise BiasscopeError(
+                f"checkpoints {same[0]} and {ckpt.identity} are one hub commit "
+                f"({weights.rpartition('@')[2][:12]}, model {ckpt.model}): it would be scored "
+                "twice in its curves; give only one of them, or use another --out")
         if same:
             raise BiasscopeError(
                 f"checkpoints {same[0]} and {ckpt.identity} hold the same weights and "
@@ -290,7 +308,24 @@ def _refuse_twins(known: Sequence[dict[str, Any]], checkpoints: Sequence[Checkpo
             other, model = have[0]
             print(f"biasscope: note: {ckpt.identity} (model {ckpt.model}) holds the same weights "
                   f"as {other} (model {model}): their results will be the same", file=sys.stderr)
-        holders[ckpt.fingerprint].append((ckpt.identity, ckpt.model, files))
+        holders[weights].append((ckpt.identity, ckpt.model, files))
+
+
+def _weights(ckpt: Checkpoint) -> str | None:
+    """What tells a checkpoint's weights apart: its fingerprint, else a hub checkpoint's
+    `_hub_commit` (a branch's from the cache where it has not loaded yet)."""
+    if ckpt.fingerprint or ckpt.source == IN_MEMORY:
+        return ckpt.fingerprint
+    return _hub_commit(ckpt.source, ckpt.revision,
+                       ckpt.commit or hub_commit(ckpt.source, ckpt.revision))
+
+
+def _hub_commit(source: Any, revision: Any, commit: Any) -> str | None:
+    """``source@commit`` of a hub checkpoint whose commit is known: the one its branch or tag
+    loaded (``commit``), or its revision where that is a commit; None for any other."""
+    pinned = commit or (revision if isinstance(revision, str) and _SHA.fullmatch(revision)
+                        else None)
+    return f"{source}@{pinned}" if pinned and source else None
 
 
 def _migrate(store: RunStore, previous: dict[str, Any]) -> list[dict[str, Any]]:

@@ -39,19 +39,28 @@ UNIT_ORDER = ["model", "revision", "probe", "seed", "item_id"]
 
 
 @pytest.fixture(scope="module")
-def ray_local(request: pytest.FixtureRequest,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3 | None]:
+def worker_hub(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Hugging Face hub cache the workers read (`hub_cache`'s layout)."""
+    return tmp_path_factory.mktemp("hub")
+
+
+@pytest.fixture(scope="module")
+def ray_local(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+              worker_hub: Path) -> Iterator[S3 | None]:
     """A two-CPU local Ray; this module's scorers travel to workers by value.
 
     Started after the local S3 server (when the S3 tests run), so its workers inherit the
     server's AWS settings, as a cluster's nodes would have their own credentials; and with a
-    cache folder of their own, where they stage remote runs.
+    cache folder of their own, where they stage remote runs, and `worker_hub` as their hub
+    cache.
     """
     s3 = request.getfixturevalue("s3") if s3_server.available() else None
     module = sys.modules[__name__]
     cloudpickle.register_pickle_by_value(module)
-    saved = os.environ.get("BIASSCOPE_CACHE_DIR")
-    os.environ["BIASSCOPE_CACHE_DIR"] = str(tmp_path_factory.mktemp("worker-cache"))
+    given = {"BIASSCOPE_CACHE_DIR": str(tmp_path_factory.mktemp("worker-cache")),
+             "HF_HUB_CACHE": str(worker_hub)}
+    saved = {name: os.environ.get(name) for name in given}
+    os.environ.update(given)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              object_store_memory=100 * 1024**2)
     try:
@@ -59,10 +68,11 @@ def ray_local(request: pytest.FixtureRequest,
     finally:
         ray.shutdown()
         cloudpickle.unregister_pickle_by_value(module)
-        if saved is None:
-            os.environ.pop("BIASSCOPE_CACHE_DIR", None)
-        else:
-            os.environ["BIASSCOPE_CACHE_DIR"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run(checkpoint_dirs: list[Path], data: Path, out: Path | str, scorers: ScorerSource,
@@ -180,6 +190,32 @@ def test_a_model_error_in_a_worker_reaches_the_driver_as_itself(ray_local, check
     (broken / "config.json").write_text((checkpoint_dirs[0] / "config.json").read_text())
     with pytest.raises(ModelError, match="cannot load"):
         run([broken], winobias_dir, tmp_path / "run", hf_scorers(CPU), RayExecutor())
+
+
+def test_a_ray_worker_records_the_hub_commit_it_loaded(ray_local, worker_hub, checkpoint_dirs,
+                                                       winobias_dir, tmp_path, monkeypatch):
+    """A hub checkpoint of a branch scored by a Ray worker recorded no ``commit`` (the local
+    path records it once the checkpoint has loaded), so a ``main`` moved since was scored beside
+    the old commit's records. The worker records the commit it loaded, before its first unit,
+    and refuses one moved, as the local path does."""
+    from dataclasses import replace
+
+    from biasscope.backends.checkpoints import from_model
+    from biasscope.core.errors import BiasscopeError
+    from hub_cache import publish, use_cache
+
+    use_cache(monkeypatch, worker_hub)
+    first = publish(worker_hub, "org/tiny", checkpoint_dirs[0])
+    probe = load_probe("winobias-gender", data_dir=winobias_dir)
+    config = SweepConfig(from_model("org/tiny"), tmp_path / "run", [0], limit=4)
+    store = sweep(probe, config, hf_scorers(CPU), quiet=True, executor=RayExecutor())
+    (entry,) = store.read_json("run.json")["checkpoints"]
+    assert entry["identity"] == "org/tiny@main" and entry["commit"] == first
+    moved = publish(worker_hub, "org/tiny", checkpoint_dirs[1])
+    with pytest.raises(BiasscopeError, match=f"hub commit {first[:12]} then, {moved[:12]} now"):
+        sweep(probe, replace(config, seeds=[0, 1]), hf_scorers(CPU), quiet=True,
+              executor=RayExecutor())
+    assert len(store.unit_files()) == 1
 
 
 NO_RAY = """

@@ -156,8 +156,12 @@ class LocalExecutor:
             del scorer
 
 
-def run_remote(task: CheckpointTask, scorers: ScorerSource, root: str) -> list[UnitSummary]:
-    """The body of a Ray task: load the checkpoint in the worker, score, write, summarise."""
+def run_remote(task: CheckpointTask, scorers: ScorerSource, root: str,
+               admit: Callable[[RunStore, Checkpoint], None] | None = None
+               ) -> list[UnitSummary]:
+    """The body of a Ray task: load the checkpoint in the worker, score, write, summarise.
+    ``admit``: called with the run and the checkpoint once it has loaded, before its first
+    unit is written (`runfile.CommitAdmit`: the hub commit it loaded)."""
     import ray
 
     if not ray.get_gpu_ids():  # Ray leaves the GPUs visible to a task that asked for none
@@ -167,7 +171,8 @@ def run_remote(task: CheckpointTask, scorers: ScorerSource, root: str) -> list[U
            for job in task.jobs):
         return list(run_task(task, None, store))
     (scorer,) = list(scorers([task.checkpoint]))
-    return list(run_task(task, scorer, store))
+    return list(run_task(task, scorer, store, None if admit is None else (
+        lambda ckpt: admit(store, ckpt))))
 
 
 class RayExecutor:
@@ -186,7 +191,9 @@ class RayExecutor:
         self.max_retries = max_retries
 
     def run(self, tasks: Sequence[CheckpointTask], scorers: ScorerSource,
-            store: RunStore) -> Iterator[UnitSummary]:
+            store: RunStore, admit: Callable[[RunStore, Checkpoint], None] | None = None
+            ) -> Iterator[UnitSummary]:
+        """``admit``: see `run_remote`."""
         ray = _ray()
         if not ray.is_initialized():
             ray.init(address=self.address, log_to_driver=False)
@@ -196,7 +203,7 @@ class RayExecutor:
         # Workers open the shared run itself: the URL of a remote run, else the local path.
         root = store.remote or str(Path(store.root).resolve())
         shared = ray.put(scorers)
-        pending = [remote.remote(task, shared, root) for task in tasks]
+        pending = [remote.remote(task, shared, root, admit) for task in tasks]
         try:
             while pending:
                 (ready,), pending = ray.wait(pending, num_returns=1)

@@ -19,7 +19,7 @@ import re
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.checkpoints import (
@@ -118,12 +118,37 @@ def admit(store: RunStore, probes: Sequence[Probe], config: SweepConfig, ckpt: C
     for it are refused or, with ``rescore_changed``, redone."""
     if not (ckpt.fingerprint or ckpt.files_fingerprint or ckpt.commit):
         return ckpt
+    _admitted(store, _settings(probes, config), config, ckpt)
+    return ckpt
+
+
+def _admitted(store: RunStore, settings: dict[str, Any], config: SweepConfig,
+              ckpt: Checkpoint) -> None:
     try:
-        _write_merged(store, _settings(probes, config), replace(config, checkpoints=[ckpt]))
+        _write_merged(store, settings, replace(config, checkpoints=[ckpt]))
     except BiasscopeError:
         _unlist(store, ckpt)
         raise
-    return ckpt
+
+
+@dataclass(frozen=True)
+class CommitAdmit:
+    """`admit` of a Ray worker (plain data, so it pickles): once the worker has loaded a hub
+    checkpoint whose revision may move, the commit it resolved to there (the worker's hub
+    cache, which the load read), recorded and checked before its first unit is written. Its
+    fingerprints were hashed up front, by the driver."""
+
+    settings: dict[str, Any]
+    config: SweepConfig
+
+    @classmethod
+    def of(cls, probes: Sequence[Probe], config: SweepConfig) -> CommitAdmit:
+        return cls(_settings(probes, config), replace(config, out="", checkpoints=[]))
+
+    def __call__(self, store: RunStore, ckpt: Checkpoint) -> None:
+        commit = hub_commit(ckpt.source, ckpt.revision) if ckpt.source != IN_MEMORY else None
+        if commit and commit != ckpt.commit:
+            _admitted(store, self.settings, self.config, replace(ckpt, commit=commit))
 
 
 def _unlist(store: RunStore, ckpt: Checkpoint) -> None:

@@ -18,7 +18,13 @@ from biasscope.core import steps
 from biasscope.core.items import Item
 from biasscope.dynamics.scoring import asking as options
 from biasscope.dynamics.scoring import runfile
-from biasscope.dynamics.scoring.executors import CheckpointTask, Executor, LocalExecutor, UnitJob
+from biasscope.dynamics.scoring.executors import (
+    CheckpointTask,
+    Executor,
+    LocalExecutor,
+    RayExecutor,
+    UnitJob,
+)
 from biasscope.dynamics.scoring.fingerprints import Fingerprints, fingerprints
 from biasscope.dynamics.scoring.progress import columns as progress_columns
 from biasscope.dynamics.scoring.progress import shown_in
@@ -108,6 +114,8 @@ def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
         task = bar.add_task("units", total=sum(left.values()))
         running = (executor.run(tasks, hashing(scorers, prints), store, admit=admit)
                    if isinstance(executor, LocalExecutor) else
+                   executor.run(tasks, scorers, store, runfile.CommitAdmit.of(probes, config))
+                   if isinstance(executor, RayExecutor) else
                    executor.run(tasks, scorers, store))
         for summary in running:
             (model, revision, _, probe), seed = summary[0], summary[1]

@@ -240,6 +240,11 @@ def test_a_moved_main_is_refused_then_rescored(checkpoint_dirs, winobias_dir, tm
     assert run(out, winobias_dir, "0,1", "--model", "org/tiny", "--rescore-changed") == 0
     assert entries(out)[0]["commit"] == moved
     assert len(list((out / "records").glob("*.parquet.stale-1"))) == 1
+    # Seed 0's unit, set aside once the moved commit had loaded, is redone in the same call
+    # (it had been planned as done: the run held it until a rerun).
+    fresh = tmp_path / "fresh"
+    assert run(fresh, winobias_dir, "0,1", "--model", "org/tiny") == 0
+    pd.testing.assert_frame_equal(scored(out), scored(fresh))
     # A revision that is a commit cannot move: nothing to record.
     pinned = tmp_path / "pinned"
     assert run(pinned, winobias_dir, "0", "--model", f"org/tiny@{first}") == 0

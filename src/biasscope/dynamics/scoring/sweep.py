@@ -66,13 +66,20 @@ def _sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: Scorer
     local = executor is None or isinstance(executor, LocalExecutor)
     with fingerprints() as prints:  # a Ray task writes its units itself: hashed up front
         checkpoints = init_run(store, probes, config, prints=prints, defer=local)
-        return _sweep_units(store, probes, config, checkpoints, (scorers, prints),
-                      executor or LocalExecutor(), quiet)
+        # With --rescore-changed, a hub branch found moved once it loaded has the units it had
+        # set aside then, after they were planned as done: a second pass scores them.
+        for _ in range(2):
+            if not _sweep_units(store, probes, config, checkpoints, (scorers, prints),
+                                executor or LocalExecutor(), quiet):
+                break
+        return store
 
 
 def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
                  checkpoints: list[Checkpoint], source: tuple[ScorerSource, Fingerprints],
-                 executor: Executor, quiet: bool) -> RunStore:
+                 executor: Executor, quiet: bool) -> list[Unit]:
+    """Score the pending units; the units found done when planned and set aside since
+    (`runfile.admit` with ``rescore_changed``), still to be scored."""
     remove_stale_temp_files(store.records_dir)
     units = {c: [(p, unit_of(c, p.name, s)) for p in probes
                  for s in (config.seeds if getattr(p, "seeded", True) else [0])]
@@ -126,7 +133,7 @@ def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
             if not left[(model, revision)]:  # a checkpoint is finished
                 write_summary(store, done)
     write_summary(store, done)
-    return store
+    return [u for u, had in have.items() if had and not store.unit_path(u).exists()]
 
 
 def hashing(scorers: ScorerSource, prints: Fingerprints) -> ScorerSource:

@@ -72,6 +72,10 @@ def test_the_audit_summary_and_report_carry_both_p_values(tmp_path: Path):
     assert all(("detectable" in v) != v["significant"] for v in tested.values())
     page = (out / "report.html").read_text()
     assert "p (Holm)" in page and "detectable at 80% power" in page
+    # the headline table names each value in the words the sentences use, its key beside
+    assert ('<td><span class="named">stereotyped-answer gap, he − she</span><br><code '
+            'class="key" title="its key in the JSON files">pronoun_gap</code></td>') in page
+    assert not any(f"<td>{key}</td>" in page for key in entry["headline"])
 
 
 def test_a_detectable_effect_beyond_the_measure_s_bound_is_no_number():

@@ -173,7 +173,13 @@ def test_cli_writes_json_and_page_and_refuses_a_margin_beyond_the_jsdp_bound(
     assert "equivalent" in printed and "full@100 − bf16@100" in printed
     summary = json.loads((out / "comparison.json").read_text())
     assert summary["margins"]["jsdp_gap"] == 0.01 and summary["margins"]["pro_anti"] == 0.05
-    assert "<table" in (out / "comparison.html").read_text()
+    page = (out / "comparison.html").read_text()
+    assert "<table" in page
+    # each measure in its words, its key beside to find it in comparison.json and --margin
+    assert "JSD-P gap (male − female) (jsdp_gap)" in printed
+    assert ('<span class="named">JSD-P gap (male − female)</span><br><code class="key" '
+            'title="its key in the JSON files">jsdp_gap</code>') in page
+    assert "<td>jsdp_gap</td>" not in page
     assert main(["compare", str(a), str(b), "--out", str(out), "--margin", "0.4"]) == 2
     assert "at most 0.347" in capsys.readouterr().err
     assert main(["compare", str(a), str(b), "--margin", "gap=1"]) == 2

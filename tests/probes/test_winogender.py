@@ -416,3 +416,21 @@ def test_an_audit_under_wordings_heads_with_the_first_wording() -> None:
     (row,) = [r for r in entry["tables"]["headline by wording"] if r["metric"] == "accuracy"]
     assert set(row) == {"metric", "w0", "w1"}
     assert any(s.startswith("The numbers below are for wording w0") for s in entry["sentences"])
+
+
+def test_an_audit_report_names_each_value_in_words_with_its_key_beside() -> None:
+    """The report's tables name a headline value as the sentences do, not by its key: the
+    headline, the headline by wording and the measures across wordings."""
+    from biasscope.audit.scored import summary_entry
+    from biasscope.report.audit import probe_section
+
+    frame = pd.concat([noisy(0).assign(template="w0"), noisy(1).assign(template="w1")],
+                      ignore_index=True).assign(source="local")
+    page, _ = probe_section("winogender", summary_entry("winogender", frame), 0)
+    named = ('<span class="named">Winogender accuracy gap, he − she (paired by sentence)'
+             '</span><br><code class="key" title="its key in the JSON files">gap_male_female'
+             "</code>")
+    assert page.count(named) == 2  # the headline, and the headline by wording
+    assert ('<span class="named">the Winogender accuracy gap he − she</span><br><code '
+            'class="key" title="its key in the JSON files">gap_male_female</code>') in page
+    assert "<td>gap_male_female</td>" not in page and "<td>accuracy</td>" not in page

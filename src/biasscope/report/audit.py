@@ -16,11 +16,12 @@ from typing import Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import ci_decimals, finite, num, pvalue, with_ci
+from biasscope.probes import PROBES
 from biasscope.report import wordings
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.plotfig import Figure, as_text, scatter
 from biasscope.report.plotting import Json, fmt
-from biasscope.report.tables import record_table, table
+from biasscope.report.tables import named, record_table, table
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes
 
@@ -37,9 +38,19 @@ def _detectable(value: Json) -> str | None:
     return _cell(value, "detectable", fmt)
 
 
-def headline_rows(headline: Json) -> list[list[Any]]:
-    """One row per headline number: estimate and CI to the digits the CI supports, p-values
-    to two significant digits (floored), as every report writes them."""
+def words_of(probe: str) -> Callable[[str], str | None]:
+    """A headline key's words in ``probe``'s registry entry (`ProbeInfo.name_of`), the same
+    words the audit's sentences name it by; None for a key it has none for (a judge's
+    results are no registered probe's)."""
+    info = PROBES.get(probe)
+    return info.name_of if info is not None else lambda key: None
+
+
+def headline_rows(headline: Json, names: Callable[[str], str | None] = lambda key: None
+                  ) -> list[list[Any]]:
+    """One row per headline number, named in words (``names``) with its key beside:
+    estimate and CI to the digits the CI supports, p-values to two significant digits
+    (floored), as every report writes them."""
     rows = []
     for name, value in headline.items():
         if not isinstance(value, Mapping):
@@ -47,9 +58,10 @@ def headline_rows(headline: Json) -> list[list[Any]]:
         low, high = value.get("low"), value.get("high")
         places = ci_decimals(low, high)
         ci = f"{num(low, places)} to {num(high, places)}" if finite(low) and finite(high) else None
-        rows.append([name, num(value.get("estimate"), places), ci, value.get("n"),
-                     _cell(value, "p_value", pvalue), _cell(value, "p_holm", pvalue),
-                     _cell(value, "effect_size", fmt), _detectable(value)])
+        rows.append([named(name, names(name)), num(value.get("estimate"), places), ci,
+                     value.get("n"), _cell(value, "p_value", pvalue),
+                     _cell(value, "p_holm", pvalue), _cell(value, "effect_size", fmt),
+                     _detectable(value)])
     return rows
 
 
@@ -64,8 +76,10 @@ HEADLINE_NOTE = ("<p class=\"sub\">p is each test on its own; p (Holm) controls 
                  "measure can take was within its reach).</p>")
 
 
-def headline_figure(probe: str, headline: Json) -> Figure | None:
-    """Point estimates with CI bars; one figure per probe."""
+def headline_figure(probe: str, headline: Json,
+                    words: Callable[[str], str | None] = lambda key: None) -> Figure | None:
+    """Point estimates with CI bars, each named in ``words`` (its key where it has none);
+    one figure per probe."""
     names, mids, lows, highs, said = [], [], [], [], []
     for name, value in headline.items():
         if not isinstance(value, Mapping):
@@ -74,7 +88,8 @@ def headline_figure(probe: str, headline: Json) -> Figure | None:
         if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in raw):
             continue
         est, low, high = (float(v or 0.0) for v in raw)
-        names.append(as_text(str(name)))  # plotly renders a little HTML in labels
+        # plotly renders a little HTML in labels
+        names.append(as_text(words(str(name)) or str(name)))
         mids.append(est)
         lows.append(est - low)
         highs.append(high - est)
@@ -87,7 +102,8 @@ def headline_figure(probe: str, headline: Json) -> Figure | None:
         customdata=said, hovertemplate="%{y}: %{customdata}<extra></extra>"))
     fig.update_layout(title=f"{as_text(probe)}: estimates with 95% CIs",
                       height=120 + 32 * len(names), template="plotly_white",
-                      margin={"l": 260, "r": 30, "t": 50, "b": 40})
+                      margin={"l": 260, "r": 30, "t": 50, "b": 40},
+                      yaxis={"automargin": True})
     fig.add_vline(x=0, line_dash="dot", line_color="#888")
     return fig
 
@@ -110,10 +126,11 @@ def probe_section(name: str, result: Json, figure_index: int) -> tuple[str, int]
     parts = [f"<h2>{escape(name)}</h2>", about(result)]
     parts += [f"<p>{escape(str(s))}</p>" for s in result.get("sentences", [])]
     headline = result.get("headline", {})
-    parts.append(table(HEADLINE_COLUMNS, headline_rows(headline), numbers=True))
+    words = words_of(name)
+    parts.append(table(HEADLINE_COLUMNS, headline_rows(headline, words), numbers=True))
     if any(isinstance(v, Mapping) and "p_holm" in v for v in headline.values()):
         parts.append(HEADLINE_NOTE)
-    fig = headline_figure(name, headline)
+    fig = headline_figure(name, headline, words)
     if fig is not None:
         parts.append(figure_html(fig, figure_index))
         figure_index += 1
@@ -121,7 +138,9 @@ def probe_section(name: str, result: Json, figure_index: int) -> tuple[str, int]
                                                  figure_index)
     parts.append(across)
     for table_name, rows in result.get("tables", {}).items():
-        if rows:
+        if rows:  # a row per headline value ("headline by wording") names it as above
+            rows = [{**r, "metric": named(str(r["metric"]), words(str(r["metric"])))}
+                    if isinstance(r, Mapping) and "metric" in r else r for r in rows]
             parts.append(f"<h3>{escape(table_name)}</h3>" + record_table(rows))
     hits = result.get("examples", [])
     if hits:

@@ -12,18 +12,21 @@ from typing import Any
 from biasscope.core.numbers import ci_decimals, num
 from biasscope.report.html import CSS
 from biasscope.report.plotting import fmt
-from biasscope.report.tables import table
+from biasscope.report.tables import named, table
 
 HEADER = ("probe", "measure", "A", "B", "A − B", "TOST interval", "margin", "verdict", "n",
           "paired", "only A", "only B", "wordings", "detectable at 80%")
 
 
-def rows(comparisons: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    """One row per compared measure, as the table shows it."""
+def rows(comparisons: Sequence[Mapping[str, Any]], html: bool = False) -> list[list[Any]]:
+    """One row per compared measure, as the table shows it: the measure in its words with
+    its key (the name ``--margin`` and ``comparison.json`` know it by) beside."""
     out = []
     for c in comparisons:
         places = ci_decimals(c["low"], c["high"])  # A − B and its interval at one precision
-        out.append([c["probe"], c["measure"], fmt(c["estimate_a"]), fmt(c["estimate_b"]),
+        key, words = str(c["measure"]), c.get("words")
+        measure = named(key, words) if html else f"{words} ({key})" if words else key
+        out.append([c["probe"], measure, fmt(c["estimate_a"]), fmt(c["estimate_b"]),
                     num(c["estimate"], places),
                     f"{num(c['low'], places)} to {num(c['high'], places)}",
                     f"±{c['margin']:g}", c["verdict"], c["n"], "yes" if c["paired"] else "no",
@@ -51,6 +54,6 @@ def html(summary: Mapping[str, Any]) -> str:
         f"<style>{CSS}</style></head><body>", "<h1>Are these runs as fair as each other?</h1>",
         f'<p class="sub">A = {a} · B = {b} · α = {summary["alpha"]:g}: the TOST interval is '
         f"the {conf:.0f}% interval of A − B; equivalence means it lies inside ±margin</p>",
-        table(list(HEADER), rows(summary["comparisons"]), numbers=True),
+        table(list(HEADER), rows(summary["comparisons"], html=True), numbers=True),
         *(f"<p>{escape(str(s))}</p>" for s in summary.get("sentences", [])),
         "</body></html>", ""])

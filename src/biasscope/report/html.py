@@ -45,6 +45,8 @@ th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left;
          vertical-align: top; overflow-wrap: anywhere; }
 th { background: #f6f8fa; overflow-wrap: normal; }  /* headers break between words only */
 table.numbers td { white-space: nowrap; overflow-wrap: normal; }
+.named { white-space: normal; }  /* a value's words wrap in a number table */
+code.key { color: #666; font-size: 0.8rem; }
 pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.85rem; }
 .plotly-graph-div { max-width: 100%; }
 """

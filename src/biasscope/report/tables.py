@@ -20,7 +20,23 @@ TEST_VALUES = {"jsdp_correct": "JSD-P of the correct option, male vs female prom
                "target_rank": "Average Rank of the answer token, male vs female prompts"}
 
 
+class Html(str):
+    """A cell that is HTML already, every part from data escaped by whoever built it:
+    `cell` writes it as it is."""
+
+
+def named(key: str, words: str | None) -> Html:
+    """A value's words with its key below in a small code span (the key ``summary.json``
+    holds it under, to find it there); the key alone where it has no words."""
+    code = f'<code class="key" title="its key in the JSON files">{escape(key)}</code>'
+    if not words or words == key:
+        return Html(code)
+    return Html(f'<span class="named">{escape(words)}</span><br>{code}')
+
+
 def cell(value: Any) -> str:
+    if isinstance(value, Html):
+        return str(value)
     if value is None:
         return "—"
     text = value if isinstance(value, str) else json.dumps(value, default=str)

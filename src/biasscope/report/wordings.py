@@ -14,7 +14,7 @@ from biasscope.core.numbers import ci_decimals, num, with_ci
 from biasscope.report.figures import Panel
 from biasscope.report.plotfig import Figure, scatter
 from biasscope.report.plotting import View, fmt, revision_label
-from biasscope.report.tables import table
+from biasscope.report.tables import named, table
 
 Json = Mapping[str, Any]
 
@@ -67,12 +67,13 @@ def caption(result: Json) -> str:
 
 
 def rows(results: Json) -> list[list[Any]]:
-    """One row per measure: pooled estimate and CI, items-only CI, share, agreement."""
+    """One row per measure (its words, its key beside): pooled estimate and CI, items-only
+    CI, share, agreement."""
     out = []
     for name, r in results.items():
         p = r["pooled"]
         places = ci_decimals(p["low"], p["high"])
-        out.append([name, num(p["estimate"], places),
+        out.append([named(str(name), r.get("label")), num(p["estimate"], places),
                     f"{num(p['low'], places)} to {num(p['high'], places)}",
                     f"{num(p['items_only_low'], places)} to {num(p['items_only_high'], places)}",
                     fmt(r["variance_share"]), f"{r['agree']} of {r['wordings']}",

@@ -84,6 +84,27 @@ def test_too_few_checkpoints_test_nothing() -> None:
                        "(+0.200 in all).")
 
 
+def test_a_rate_band_of_no_width_is_said_in_words() -> None:
+    """Prompts whose gap all changed alike have a max-t band of no width (se 0), which read
+    "0 per 1000 steps (95% CI 0 to 0; ...)"."""
+    from biasscope.dynamics.analysis.emergence import _fastest
+
+    still = {"step_from": 10, "step_to": 20, "change": 0.0, "rate_per_1000": 0.0, "low": 0.0,
+             "high": 0.0}
+    assert _fastest("m", [still], 0.95) == (
+        "m: the gap changes fastest between steps 10 and 20: per 1000 steps 0 (the prompts' "
+        "changes do not vary, so no interval; one band for all 1 changes), 0 in all.")
+    from biasscope.core.stats import Interval
+    from biasscope.dynamics.analysis.config import AnalysisConfig
+    from biasscope.dynamics.analysis.emergence import GapChange
+    from biasscope.dynamics.summary.model import _sharpest
+
+    change = GapChange(10, 20, 0.1, 0.1, Interval(0.0, 0.0, 0.0, 0.95), 12, pairs=3)
+    assert _sharpest("m", change, AnalysisConfig())[1] == [
+        "m: the sharpest change of the gap is between steps 10 and 20: 0 (the prompts' changes "
+        "do not vary, so no interval; a raw change, not per step; one band for all 3 changes)."]
+
+
 def test_the_report_marks_a_bend_only_when_it_is_claimed() -> None:
     from biasscope.report.plotting import trend_marker
 

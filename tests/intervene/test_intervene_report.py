@@ -52,6 +52,22 @@ def test_over_budget_says_the_gap() -> None:
     assert none["recommended"] is None and "No perplexity" in none["sentence"]
 
 
+def test_a_gain_of_no_width_is_said_in_the_words_of_its_interval() -> None:
+    """A gain whose interval has no width read "0 (95% CI 0 to 0; ...)": over one run it is
+    a bootstrap's (at least 95% of resamples gave it), over several a t interval over runs
+    that agree on every prompt."""
+    flat = {"estimate": 0.0, "low": 0.0, "high": 0.0, "n": 40, "test": {"p_adjusted": 1.0,
+                                                                        "effect_size": 0.0}}
+    config = analysis.InterventionAnalysisConfig(budget=0.02)
+    one = analysis.recommend("cda", [50], {50: flat}, {50: _cost(0.01, 0.0, 0.02)}, 0.3, config)
+    assert "was 0 (at least 95% of resamples gave 0; mean test p = 1.0" in one["sentence"]
+    three = analysis.recommend("cda", [50], {50: flat}, {50: _cost(0.01, 0.0, 0.02)}, 0.3,
+                               config, runs=3)
+    assert ("was 0 (the 3 runs gave each prompt the same difference; no interval; p = 1.0"
+            in three["sentence"])
+    assert "CI 0 to 0" not in one["sentence"] + three["sentence"]
+
+
 def test_within_budget_is_recommended() -> None:
     cost = {25: _cost(0.09), 50: _cost(0.01, 0.0, 0.02)}
     out = analysis.recommend("cda", [25, 50], {s: TEST for s in cost}, cost, 0.3,

@@ -101,14 +101,21 @@ def num(value: Any, places: int | None = None, signed: bool = False) -> str:
 
 
 def with_ci(value: Any, low: Any, high: Any, confidence: float | None = 0.95,
-            signed: bool = False, extra: str = "", unit: str = "") -> str:
+            signed: bool = False, extra: str = "", unit: str = "", same: str | None = None
+            ) -> str:
     """``value (95% CI low to high)`` at the interval's precision (one of no width at the
     value's); ``value`` alone when there is no interval. ``extra`` goes inside the brackets
-    after the interval; ``unit`` (``%``) follows each number."""
+    after the interval; ``unit`` (``%``) follows each number. ``same``: what an interval of
+    no width means for the caller's kind of interval, in its place ("every one of the 12
+    values is {value}; no interval", ``{value}`` the value as written): "0 (95% CI 0 to 0)"
+    read as a misprint, or as certainty. Without it, such an interval is given as any."""
     places = ci_decimals(low, high)
     level = f"{confidence:.0%} CI " if confidence is not None else ""
     if places is None and finite(value) and _collapsed(low, high):  # said, as any interval
         places = 0 if float(value).is_integer() else decimals(float(value))
+        if same is not None:
+            shown = num(value, places, signed) + unit
+            return f"{shown} ({same.format(value=shown)}{f'; {extra}' if extra else ''})"
     if places is None:
         return num(value, signed=signed) + unit + (f" ({extra})" if extra else "")
     tail = f"; {extra}" if extra else ""
@@ -128,6 +135,12 @@ def resampled_ci(low: Any, high: Any, shown: str | Callable[[Any], str], confide
     if finite(low) and finite(high) and low == high:
         return f"at least {level} of resamples {same.format(value=text(low))}"
     return f"{level} CI {text(low)} to {text(high)}"
+
+
+def constant(n: Any, what: str = "values") -> str:
+    """`with_ci`'s ``same`` for a t interval or a range over ``n`` values: it has no width
+    only where every one of them is the estimate."""
+    return f"every one of the {n} {what} is {{value}}; no interval"
 
 
 def spread(value: Any, places: int | None) -> str:

@@ -267,9 +267,11 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
     other = "the control's" if one else "the control"
     unsure = (f"this run of {arm} beat the control's" if one else
               f"{arm} beat the control over {runs} training runs per arm")
+    same = (f"at least {config.confidence:.0%} of resamples gave {{value}}" if runs == 1 else
+            f"the {runs} runs gave each prompt the same difference; no interval")
+    won = with_ci(g["estimate"], g["low"], g["high"], config.confidence, True, test, same=same)
     said = (f"at step {best}, {arm}'s fairness gain over the control (how much further its male "
-            f"lean moved towards zero) was "
-            f"{with_ci(g['estimate'], g['low'], g['high'], config.confidence, True, test)}, at "
+            f"lean moved towards zero) was {won}, at "
             f"a perplexity cost of {_cost_text(c, config)}{_within(c, config)}")
     caveat = ONE_RUN if one else RUNS
     significant = math.isfinite(p) and p < config.alpha

@@ -401,6 +401,10 @@ def _rate_band(step_rates: list[dict[str, float]], steps: Sequence[int], items: 
             math.isfinite(half)) else (math.nan, math.nan)
 
 
+#: A max-t band of no width (`with_ci`'s ``same``): its standard error over prompts is 0.
+STILL = "the prompts' changes do not vary, so no interval"
+
+
 def _fastest(model: str, step_rates: list[dict[str, float]], confidence: float) -> str:
     """The sentence of the fastest rate, with its simultaneous interval when it has one."""
     top = max(step_rates, key=lambda r: abs(r["rate_per_1000"]))
@@ -411,5 +415,6 @@ def _fastest(model: str, step_rates: list[dict[str, float]], confidence: float) 
         return f"{where}: {num(top['rate_per_1000'], signed=True)} per 1000 steps ({change} " \
                "in all)."
     band = f"one band for all {len(step_rates)} changes"
-    rate = with_ci(top["rate_per_1000"], top["low"], top["high"], confidence, True, band)
+    rate = with_ci(top["rate_per_1000"], top["low"], top["high"], confidence, True, band,
+                   same=STILL)
     return f"{where}: per 1000 steps {rate}, {change} in all."

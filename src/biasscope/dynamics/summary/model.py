@@ -16,6 +16,7 @@ from biasscope.core.numbers import json_rows
 from biasscope.dynamics.analysis import findings, gap_tests, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.config import FLAG_GAP, ZERO_PERFORMANCE, AnalysisConfig
 from biasscope.dynamics.analysis.emergence import (
+    STILL,
     GapChange,
     eligible_steps,
     emergence_step,
@@ -153,10 +154,11 @@ def _sharpest(model: str, change: Any, options: AnalysisConfig
     ci, raw = change.change, "a raw change, not per step"
     if getattr(change, "pairs", 1) > 1:  # the interval holds although this pair was picked
         raw += f"; one band for all {change.pairs} changes"
+    said = numbers.with_ci(ci.estimate, ci.low, ci.high, options.confidence, True, raw,
+                           same=STILL)
     return {**asdict(change), "change": asdict(ci)}, [
         f"{model}: the sharpest change of the gap is between steps {change.step_from} and "
-        f"{change.step_to}: "
-        f"{numbers.with_ci(ci.estimate, ci.low, ci.high, options.confidence, True, raw)}."]
+        f"{change.step_to}: {said}."]
 
 
 def _recommend(model: str, steps: list[int], gaps: dict[int, Any],

@@ -1,7 +1,6 @@
 """core/numbers: the one number format (digits from the CI, floored p-values, percent)."""
 
 from biasscope.core.numbers import (
-    constant,
     num,
     p_is,
     percent,
@@ -31,11 +30,12 @@ def test_an_interval_of_no_width_is_said_at_the_values_precision():
 def test_an_interval_of_no_width_is_said_in_the_words_of_its_kind():
     """A t interval or a range of identical values printed "0 (95% CI 0 to 0)": a misprint,
     or certainty. Its caller says what it means; one with width is as before."""
-    assert with_ci(0.0, 0.0, 0.0, signed=True, extra="d_z = 0", same=constant(12)) == (
+    every = "every one of the 12 values is {value}; no interval"
+    assert with_ci(0.0, 0.0, 0.0, signed=True, extra="d_z = 0", same=every) == (
         "0 (every one of the 12 values is 0; no interval; d_z = 0)")
     assert with_ci(0.25, 0.25, 0.25, same="at least 95% of resamples gave {value}") == (
         "0.250 (at least 95% of resamples gave 0.250)")
-    assert with_ci(0.5, 0.4, 0.6, same=constant(12)) == "0.50 (95% CI 0.40 to 0.60)"
+    assert with_ci(0.5, 0.4, 0.6, same=every) == "0.50 (95% CI 0.40 to 0.60)"
 
 
 def test_a_bootstrap_interval_of_one_value_is_said_in_words():

@@ -137,12 +137,6 @@ def resampled_ci(low: Any, high: Any, shown: str | Callable[[Any], str], confide
     return f"{level} CI {text(low)} to {text(high)}"
 
 
-def constant(n: Any, what: str = "values") -> str:
-    """`with_ci`'s ``same`` for a t interval or a range over ``n`` values: it has no width
-    only where every one of them is the estimate."""
-    return f"every one of the {n} {what} is {{value}}; no interval"
-
-
 def spread(value: Any, places: int | None) -> str:
     """A standard deviation or range beside an estimate, at the estimate's ``places`` (one
     precision in one bracket): ``< 0.001`` where a positive spread would round to 0."""

@@ -78,6 +78,38 @@ def test_stepped_checkpoints_are_the_curve_and_the_others_each_aside(run: Path) 
                                                  "training step, so they are reported aside"))
     assert "at revision best, " in aside and "at revision final, " in aside
     assert aside in section["models"]["train2"]["sentences"]
+    # each is tested as a checkpoint on the curve is, in the model's family of tests
+    for entry in section["aside"]:
+        for key in PROBES["bbq"].step_statistics.headline:
+            assert "p_adjusted" in entry["values"][key] and "significant" in entry["values"][key]
+    tested = [s for s in section["models"]["train2"]["sentences"]
+              if s.startswith("train2 at revision ")]
+    assert tested[0].startswith(
+        "train2 at revision best: the BBQ bias score in disambiguated contexts (s_DIS) is not "
+        "significant (Holm-corrected, α = 0.01, over the model's checkpoints with a step and "
+        "without); it is 0.0 (95% CI -1.0 to 1.0; p = n/a, effect size 0.00)")
+    assert len(tested) == 4 and all(s in said for s in tested)
+
+
+def test_each_checkpoint_aside_gets_the_curve_s_test_in_its_family() -> None:
+    """A checkpoint without a step is one more test of the value on its model: Holm over the
+    model's checkpoints with a step and those aside together; emergence over the curve
+    alone."""
+    from biasscope.dynamics.analysis.config import AnalysisConfig
+    from biasscope.dynamics.summary.probes import adjust_over_checkpoints
+
+    def value(p: float) -> dict[str, Any]:
+        return {"s_dis": {"estimate": 0.4, "low": 0.2, "high": 0.6, "n": 40, "p_value": p,
+                          "effect_size": 0.4}}
+
+    curve = {10: value(0.02), 20: value(0.001)}
+    best, final = value(0.004), value(0.3)
+    emergence = adjust_over_checkpoints(curve, AnalysisConfig(alpha=0.05), [best, final])
+    assert [curve[10]["s_dis"]["p_adjusted"], curve[20]["s_dis"]["p_adjusted"],
+            best["s_dis"]["p_adjusted"], final["s_dis"]["p_adjusted"]] == pytest.approx(
+        [0.04, 0.004, 0.012, 0.3])
+    assert best["s_dis"]["significant"] and not final["s_dis"]["significant"]
+    assert emergence == {"s_dis": 10}
 
 
 def test_a_model_without_a_step_is_given_per_revision(run: Path) -> None:
@@ -88,6 +120,9 @@ def test_a_model_without_a_step_is_given_per_revision(run: Path) -> None:
                                                                 "step"))
     assert "its revisions best, final cannot be ordered, so each is given on its own" in said
     assert "at revision best, " in said and "at revision final, " in said
+    assert ("train3 at revision final: the BBQ bias score in ambiguous contexts (s_AMB) is not "
+            "significant (Holm-corrected, α = 0.01, over its 2 revisions)") in str(
+        section["sentences"])
 
 
 def test_the_report_draws_and_names_the_checkpoints_aside(run: Path) -> None:
@@ -106,6 +141,8 @@ def test_the_report_draws_and_names_the_checkpoints_aside(run: Path) -> None:
     assert {t["x"][0] for t in apart} == {named["best"], named["final"]}
     assert "train3 · " in str([t["name"] for t in apart])
     # The panels by group take each checkpoint set aside on its own, by name, too.
+    # Its tests: rows of the model's table, by name, after the steps'.
+    assert "<td>revision best</td>" in page and "<th>checkpoint</th>" in page
     drawn = [(m, w) for m, w, _ in group_panels.last_values(_bbq(run))]
     assert drawn == [("train2", "step 30"), ("train2", "revision best"),
                      ("train2", "revision final"), ("train3", "revision best"),

@@ -197,13 +197,21 @@ def _aside(fig: Figure, section: Json, keys_of: Callable[[Json], list[str]], ste
 
 def _tested(section: Json) -> list[tuple[str, str, list[list[Any]]]]:
     """(model, value's name, rows) per model and tested value: the value's name once, above
-    its table, not in every row."""
+    its table, not in every row; the checkpoints with a step, then those aside by name (in
+    the same family of tests: `adjust_over_checkpoints`)."""
     out = []
     names = section.get("names", {})
-    for model, result in sorted(section.get("models", {}).items()):
+    models = section.get("models", {})
+    aside: dict[str, list[Json]] = {}
+    for a in section.get("aside") or []:
+        if isinstance(a, Mapping):
+            aside.setdefault(str(a.get("model")), []).append(
+                {"step": revision_label(a.get("revision")), "values": a.get("values") or {}})
+    for model in sorted({*models, *aside}):
+        checkpoints = [*(models.get(model) or {}).get("checkpoints", []), *aside.get(model, [])]
         for key in section.get("headline", []):
             rows = []
-            for c in result["checkpoints"]:
+            for c in checkpoints:
                 v = c["values"].get(key)
                 if v is None:
                     continue
@@ -227,7 +235,8 @@ def tests_html(section: Json, correction: str, alpha: float) -> list[str]:
     for model, name, rows in tested:
         label = f"{escape(model)}: {escape(name)}" if several else escape(name)
         parts.append(f'<p class="caption">{label[:1].upper()}{label[1:]}</p>')
-        parts.append(table(["step", "estimate", "95% CI", "p", "p adjusted", "effect size r",
+        first = "step" if all(isinstance(r[0], int) for r in rows) else "checkpoint"
+        parts.append(table([first, "estimate", "95% CI", "p", "p adjusted", "effect size r",
                             "significant", "seeds"], rows, numbers=True))
     return parts
 

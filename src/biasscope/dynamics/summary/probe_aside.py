@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from biasscope.core import numbers
-from biasscope.dynamics.summary.probe_steps import Stepless, Values
+from biasscope.dynamics.summary.probe_steps import Stepless, Values, tested
 from biasscope.dynamics.summary.unfinished import checkpoint_label, named
 from biasscope.store.reading import UnitEntry
 
@@ -53,11 +53,13 @@ def _values(spec: Any, values: Values) -> str:
 
 def add_stepless(section: dict[str, Any], probe: str, spec: Any,
                  revisions: Mapping[str, set[str | None]], stepped: Sequence[str],
-                 found: Stepless, worded: Worded, alpha: float) -> None:
+                 found: Stepless, worded: Worded, alpha: float, corrected: str = "") -> None:
     """Into ``section``: ``stepless`` (the models with no training step at all), their
     ``stepless_values`` and ``stepless_wordings`` where a model has one such checkpoint,
     ``aside`` (every other checkpoint without a step: ``model``, ``revision``, ``values``,
-    ``wordings``), and the sentences saying each. Those of a model with steps go into its
+    ``wordings``), and the sentences saying each, with each one's tests as a checkpoint's
+    over steps (adjusted in the model's family by `probes.adjust_over_checkpoints`;
+    ``corrected`` names the correction). Those of a model with steps go into its
     ``models.<m>.sentences`` too (after its verdicts over steps)."""
     values, words = found.get(probe, {}), worded.get(probe, {})
     nostep = sorted(set(revisions) - set(stepped))
@@ -77,6 +79,11 @@ def add_stepless(section: dict[str, Any], probe: str, spec: Any,
     for model in sorted(revisions):
         said = _sentences(probe, spec, model, _order(revisions[model]), model in stepped,
                           values, words, alpha)
+        if model in stepped or len(revisions[model]) > 1:
+            family = ("over the model's checkpoints with a step and without" if model in stepped
+                      else f"over its {len(revisions[model])} revisions")
+            said[1:1] = _tests(spec, model, _order(revisions[model]), values,
+                               f"{corrected}, {family}")
         section["sentences"] += said
         if model in stepped:
             section["models"][model]["sentences"] += said
@@ -111,4 +118,22 @@ def _sentences(probe: str, spec: Any, model: str, revisions: list[str | None],
             spec.findings and at) else []
         if worded := words.get((model, r)):
             out += [f"{model} at {label}: {w['verdict']}" for w in worded["measures"].values()]
+    return out
+
+
+def _tests(spec: Any, model: str, revisions: list[str | None],
+           values: Mapping[tuple[str, str | None], Values], corrected: str) -> list[str]:
+    """Each checkpoint's test of each headline value, as a checkpoint on the curve gets it:
+    significant or not after the correction ``corrected`` names (over all the model's
+    checkpoints, these among them), with the estimate, its CI, p and effect size."""
+    out = []
+    for revision in revisions:
+        at = values.get((model, revision), {})
+        for key in spec.headline:
+            entry = at.get(key)
+            if entry is None or "significant" not in entry:
+                continue
+            word = "" if entry["significant"] else "not "
+            out.append(f"{model} at {_label(revision)}: the {spec.names.get(key, key)} is "
+                       f"{word}significant ({corrected}); it is {tested(entry)}.")
     return out

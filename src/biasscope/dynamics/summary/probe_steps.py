@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.numbers import p_is, with_ci
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent, StepStatistics, StepValues
 from biasscope.probes.wording_measures import across_wordings
@@ -75,6 +76,14 @@ def combine_seeds(per_seed: list[Values]) -> Values:
                     and all(e.get(k) == v for e in entries)})  # what all seeds agree on
         out[key] = row
     return out
+
+
+def tested(entry: Mapping[str, Any]) -> str:
+    """One checkpoint's tested value as every sentence over checkpoints gives it: estimate
+    with its CI, the test's p and effect size (``p_value``, ``effect_size``)."""
+    size = entry.get("effect_size")
+    test = f"{p_is(entry.get('p_value'))}, effect size {'n/a' if size is None else f'{size:.2f}'}"
+    return with_ci(entry.get("estimate"), entry.get("low"), entry.get("high"), extra=test)
 
 
 #: Per probe and model: its measures across wordings at the last step that has several

@@ -9,6 +9,7 @@ The per-checkpoint values come from `biasscope.dynamics.summary.probe_steps`, on
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from biasscope.dynamics.summary.probe_steps import (
     read_checkpoints,
     read_stepless,
     stepped,
+    tested,
 )
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent
@@ -39,29 +41,31 @@ if TYPE_CHECKING:
     from biasscope.dynamics.analysis.config import AnalysisConfig
 
 
-def _fmt(value: Any, spec: str) -> str:
-    return "n/a" if value is None else format(float(value), spec)
-
-
-def adjust_over_checkpoints(checkpoints: dict[int, Values], options: AnalysisConfig
-                            ) -> dict[str, int | None]:
+def adjust_over_checkpoints(checkpoints: dict[int, Values], options: AnalysisConfig,
+                            aside: Sequence[Values] = ()) -> dict[str, int | None]:
     """Every tested value's p-values adjusted over the model's checkpoints (``p_adjusted``,
-    ``significant``, in place); the emergence step of each."""
+    ``significant``, in place); the emergence step of each. ``aside``: the model's
+    checkpoints without a training step, tested in the same family (each is one more test of
+    the value on this model) but on no curve, so in no emergence."""
     steps = sorted(checkpoints)
-    tested = sorted({k for v in checkpoints.values() for k, e in v.items() if "p_value" in e})
+    tested = sorted({k for v in [*checkpoints.values(), *aside] for k, e in v.items()
+                     if "p_value" in e})
     emergence: dict[str, int | None] = {}
     for key in tested:
         at = [s for s in steps if key in checkpoints[s]]
-        entries = [checkpoints[s][key] for s in at]
+        entries = [checkpoints[s][key] for s in at] + [v[key] for v in aside if key in v]
         p = np.array([math.nan if e.get("p_value") is None else e["p_value"] for e in entries],
                      dtype=np.float64)
         adjusted = stats.adjust_pvalues(p, options.correction)
         for entry, value in zip(entries, adjusted, strict=True):
             entry["p_adjusted"] = None if math.isnan(value) else float(value)
             entry["significant"] = bool(value < options.alpha)
+        if not at:
+            continue
+        on_curve = adjusted[:len(at)]
         signs = np.array([math.nan if e.get("effect_size") is None else e["effect_size"]
-                          for e in entries], dtype=np.float64)
-        emergence[key] = emergence_step(at, np.nan_to_num(adjusted, nan=1.0), options.alpha,
+                          for e in entries[:len(at)]], dtype=np.float64)
+        emergence[key] = emergence_step(at, np.nan_to_num(on_curve, nan=1.0), options.alpha,
                                         gaps=np.nan_to_num(signs))
     return emergence
 
@@ -72,10 +76,7 @@ def _sentence(model: str, name: str, key: str, checkpoints: dict[int, Values],
     if not steps:
         return f"{model}: no {name} could be computed (no answers to score)."
     last = checkpoints[steps[-1]][key]
-    test = (f"{numbers.p_is(last.get('p_value'))}, effect size "
-            f"{_fmt(last.get('effect_size'), '.2f')}")
-    value = numbers.with_ci(last.get("estimate"), last.get("low"), last.get("high"), extra=test)
-    at_last = f"at the last checkpoint (step {steps[-1]}) it is {value}"
+    at_last = f"at the last checkpoint (step {steps[-1]}) it is {tested(last)}"
     if len(steps) == 1:
         word = "" if last.get("significant") else "not "
         return f"{model}: the {name} is {word}significant ({corrected}); {at_last}."
@@ -166,8 +167,13 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
         spec = statistics[probe]
         section: dict[str, Any] = {"headline": list(spec.headline), "names": dict(spec.names),
                                    "models": {}, "sentences": []}
+        apart = {m: [aside.get(probe, {}).get((m, r), {}) for r in sorted(rs, key=_name)]
+                 for m, rs in stepless.get(probe, {}).items()}
+        for model in sorted(set(apart) - set(models)):  # no step: its revisions, one family
+            if len(apart[model]) > 1:  # (one alone is the model's values, as an audit's)
+                adjust_over_checkpoints({}, options, apart[model])
         for model, checkpoints in sorted(models.items()):
-            emergence = adjust_over_checkpoints(checkpoints, options)
+            emergence = adjust_over_checkpoints(checkpoints, options, apart.get(model, []))
             across = worded.get(probe, {}).get(model)
             sentences = [f"{model} at step {across['step']}: {r['verdict']}"  # they lead
                          for r in across["measures"].values()] if across else []
@@ -192,7 +198,7 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
             section["sentences"] += sentences
         if probe in stepless:
             add_stepless(section, probe, spec, stepless[probe], sorted(models), aside,
-                         aside_worded, options.alpha)
+                         aside_worded, options.alpha, corrected)
         out[probe] = section
     return out
 
@@ -205,6 +211,10 @@ def _findings(spec: Any, model: str, checkpoints: dict[int, Values], alpha: floa
         return []
     last = max(checkpoints)
     return [f"{model} at step {last}: {s}" for s in spec.findings(checkpoints[last], alpha)]
+
+
+def _name(revision: str | None) -> str:
+    return revision or ""
 
 
 def _without_statistics(index: list[UnitEntry]) -> dict[str, str]:

@@ -510,7 +510,10 @@ def test_one_checkpoint_and_unknown_steps(tmp_path: Path, winobias: Probe) -> No
     page = write_dynamics_report(make_run(tmp_path / "none", winobias, ckpts)).read_text(
         encoding="utf-8")
     assert page.count("Plotly.newPlot(") == 5  # no steps: no p-value panels, no markers
-    assert "Tests per checkpoint" not in page  # a step-less row would pool both checkpoints
+    # each checkpoint's own tests, by name; never a step-less row pooling both
+    tests = section(page, "Tests per checkpoint")
+    assert tests.count("<td>revision early</td>") == tests.count("<td>revision late</td>") == 2
+    assert tests.count("<tr><td>") == 4 and "<th>checkpoint</th>" in tests
     assert all(not layout.get("shapes") or all(s.get("yref") != "paper" for s in
                                                 layout["shapes"])
                for _, layout in figures(page))

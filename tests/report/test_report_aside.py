@@ -43,8 +43,17 @@ def test_the_curve_holds_the_stepped_checkpoints_and_its_numbers_are_unchanged(
     alone = _analysis(make_run(tmp_path / "alone", winobias, [STEPPED]))
     ours, theirs = analysis["models"]["train2"], alone["models"]["train2"]
     assert ours["steps"] == [30] and not ours["snapshot"]
-    for key in ("tests", "ci", "emergence", "breakdown", "trend", "sharpest_change"):
+    for key in ("ci", "breakdown", "trend", "sharpest_change"):
         assert ours[key] == theirs[key], key
+    # its tests are the same; their correction is over its family, the 2 aside with them
+    corrected = ("p_adjusted", "significant")
+    for value, rows in ours["tests"].items():
+        (row,), (alone_row,) = rows, theirs["tests"][value]
+        assert {k: v for k, v in row.items() if k not in corrected} == {
+            k: v for k, v in alone_row.items() if k not in corrected}
+        tested = [row["p_value"], *(a["tests"][value]["p_value"] for a in analysis["aside"])]
+        assert row["p_adjusted"] == pytest.approx(min(1.0, 3 * row["p_value"])) if (
+            row["p_value"] == min(tested)) else row["p_adjusted"] >= row["p_value"]
     said = analysis["sentences"]
     assert not any("No training steps" in s for s in said)
     assert any(s.startswith("train2: revisions best, final have no training step") and
@@ -61,6 +70,34 @@ def test_each_checkpoint_aside_has_the_intervals_a_snapshot_of_it_has(
     assert snapshot["models"]["train2"]["snapshot"]
     assert aside[0]["ci"] == snapshot["models"]["train2"]["ci"]["0"]
     assert aside[0]["ci"]["jsdp_gap"][0] <= aside[0]["ci"]["jsdp_gap"][1]
+
+
+def test_each_checkpoint_aside_has_the_curve_s_gap_test_in_the_model_s_family(
+        mixed: Path, winobias: Probe, tmp_path: Path) -> None:
+    """The Mann-Whitney test a snapshot of it gets, Holm-corrected over the model's three
+    checkpoints (step 30, best, final), and a sentence saying it."""
+    analysis = _analysis(mixed)
+    snapshot = _analysis(make_run(tmp_path / "best", winobias, [ASIDE[0]]))
+    corrected = ("p_adjusted", "significant", "step", "below_gap_of_interest")
+    for value in ("jsdp_correct", "target_rank"):
+        (alone,) = snapshot["models"]["train2"]["tests"][value]
+        best = analysis["aside"][0]["tests"][value]
+        assert {k: v for k, v in best.items() if k not in corrected} == {
+            k: v for k, v in alone.items() if k not in corrected}
+        family = [analysis["models"]["train2"]["tests"][value][0],
+                  *(a["tests"][value] for a in analysis["aside"])]
+        p = sorted(r["p_value"] for r in family)
+        holm = [min(1.0, (3 - i) * q) for i, q in enumerate(p)]
+        holm = [max(holm[: i + 1]) for i in range(3)]
+        assert sorted(r["p_adjusted"] for r in family) == pytest.approx(holm)
+    row = analysis["aside"][1]["tests"]["jsdp_correct"]
+    said = [s for s in analysis["sentences"] if s.startswith("train2 at revision ")]
+    assert len(said) == 2 and said[1].startswith(
+        f"train2 at revision final: the male-female JSD-P gap is "
+        f"{'' if row['significant'] else 'not '}significant (Holm-corrected, α = 0.01, over "
+        "the model's checkpoints with a step and without): male − female ")
+    page = write_dynamics_report(mixed, options=OPTIONS).read_text(encoding="utf-8")
+    assert "<td>revision final</td>" in page
 
 
 def test_the_report_says_which_checkpoints_are_on_the_curve(mixed: Path) -> None:

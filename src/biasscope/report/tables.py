@@ -14,7 +14,7 @@ from typing import Any
 
 from biasscope.core.numbers import ci_decimals, decimals, num, pvalue, setting_percent
 from biasscope.probes.winobias import NAME as PROBE
-from biasscope.report.plotting import Json, View, effect, finite, fmt
+from biasscope.report.plotting import Json, View, effect, finite, fmt, revision_label
 
 TEST_VALUES = {"jsdp_correct": "JSD-P of the correct option, male vs female prompts",
                "target_rank": "Average Rank of the answer token, male vs female prompts"}
@@ -178,21 +178,28 @@ def tests_section(view: View, checkpoints: Sequence[Json]) -> str:
     """Per model, the per-checkpoint tests; then the model comparisons.
 
     A row without a step is shown only when the model has a single checkpoint without one:
-    otherwise it pools several checkpoints.
+    otherwise it pools several checkpoints. Each checkpoint reported aside (``aside``, tested
+    in the model's family) follows the steps, by name.
     """
     parts = []
-    for model in view.models():
+    aside = [a for a in view.get("aside") or [] if isinstance(a, Mapping)]
+    for model in dict.fromkeys([*view.models(), *(str(a.get("model")) for a in aside)]):
         unknown = sum(1 for c in checkpoints if c.get("model") == model
                       and c.get("probe") == PROBE and c.get("step") is None)
         for value, label in TEST_VALUES.items():
             rows = [r for r in view.tests(model, value)
                     if r.get("step") is not None or unknown == 1]
+            rows += [{**a["tests"][value], "step": revision_label(a.get("revision"))}
+                     for a in aside if a.get("model") == model
+                     and isinstance(a.get("tests"), Mapping) and value in a["tests"]]
             if rows:
                 parts.append(f"<h3>{escape(model)}: {escape(label)}</h3>")
                 interest = view.model(model).get("gap_of_interest")
                 gap = "gap" if value == "jsdp_correct" else "JSD-P gap"  # ranks: its size
-                parts.append(table(_header(view, "male", "female"),
-                                   _test_rows(rows, "male", "female", interest, gap),
+                header = _header(view, "male", "female")
+                if any(isinstance(r.get("step"), str) for r in rows):  # some by name
+                    header[0] = "checkpoint"
+                parts.append(table(header, _test_rows(rows, "male", "female", interest, gap),
                                    numbers=True))
     for comp in view.get("comparisons", []):
         if not isinstance(comp, Mapping):

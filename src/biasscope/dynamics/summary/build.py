@@ -19,7 +19,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.columns import group_codes
 from biasscope.core.curves import forget_resamples
-from biasscope.core.numbers import json_rows
+from biasscope.core.numbers import json_rows, num, p_is
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
 from biasscope.dynamics.analysis.config import AnalysisConfig
@@ -28,7 +28,7 @@ from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary import unfinished
 from biasscope.dynamics.summary.model import ModelInputs, analyse_model
 from biasscope.dynamics.summary.probes import analyse_probes
-from biasscope.dynamics.summary.reading import SNAPSHOT_STEP, RunParts, read_run
+from biasscope.dynamics.summary.reading import SNAPSHOT_STEP, ModelParts, RunParts, read_run
 from biasscope.probes.winobias import GENDERS
 from biasscope.probes.winobias import NAME as PROBE
 from biasscope.store.directory import RunStore
@@ -92,16 +92,22 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
                            "step_mismatch": {}, "sentences": [], "equivalence": []}
     out["sentences"] += _aside(run, out)
     models = sorted(m for m, parts in run.models.items() if parts.ci)
+    tested: dict[str, dict[str | None, dict[str, dict[str, Any]]]] = {}
+    for model in sorted(set(run.aside) - set(models)):  # no step: its revisions, one family
+        tested[model] = in_family({}, _aside_rows(run, model), options)
     if not models:
+        _aside_tests(out, tested, options)
         return out
     perf = performance.load(store, summary)
     for model in models:
         parts = run.models[model]
+        tables = {value: stats.tests_table(rows, ("model", "step", "seeds"), GENDERS,
+                                           run.step_dtype, "model", options.correction,
+                                           options.alpha)
+                  for value, rows in parts.rows.items()}
+        tested[model] = in_family(tables, _aside_rows(run, model), options)
         inputs = ModelInputs(
-            {value: stats.tests_table(rows, ("model", "step", "seeds"), GENDERS,
-                                      run.step_dtype, "model", options.correction,
-                                      options.alpha)
-             for value, rows in parts.rows.items()},
+            tables,
             sharpest_of(parts.items, confidence=options.confidence,
                         n_resamples=options.n_resamples),
             parts.ci, parts.breakdown, model in run.snapshots, parts.history, parts.items,
@@ -110,6 +116,7 @@ def analyse(run: RunParts, store: RunStore, summary: dict[str, Any],
         analysed = analyse_model(model, inputs, summary, perf.get(model), options)
         out["models"][model] = analysed
         out["sentences"] += analysed["sentences"]
+    _aside_tests(out, tested, options)
     all_steps = {m: set(out["models"][m]["steps"]) for m in models}
     union = set().union(*all_steps.values())
     for model in models:
@@ -162,6 +169,60 @@ def _aside(run: RunParts, out: dict[str, Any]) -> list[str]:
                     f"trend, recommended stop). Name {'it' if one else 'them'} by step to place "
                     f"{'it' if one else 'them'} on it.")
     return said
+
+
+def _aside_rows(run: RunParts, model: str) -> dict[str | None, dict[str, list[dict[str, Any]]]]:
+    return {r: run.aside_rows.get((model, r), {}) for r in run.aside.get(model, ())}
+
+
+def in_family(tables: Mapping[str, pd.DataFrame],
+              aside: Mapping[str | None, Mapping[str, list[dict[str, Any]]]],
+              options: AnalysisConfig) -> dict[str | None, dict[str, dict[str, Any]]]:
+    """Each revision aside's gap test per value (``aside``: `RunParts.aside_rows`), corrected
+    in one family with the model's checkpoints on the curve (``tables``, whose ``p_adjusted``
+    and ``significant`` are redone in place): each is one more test of the gap on this
+    model, so a ``best`` beside 30 steps is not tested at α alone."""
+    out: dict[str | None, dict[str, dict[str, Any]]] = {}
+    for value in ModelParts().rows:
+        extra = [(r, row) for r, by in aside.items() for row in by.get(value, [])]
+        if not extra:
+            continue
+        table = tables.get(value)
+        curve = np.zeros(0) if table is None else table["p_value"].to_numpy(np.float64)
+        p = np.concatenate([curve, np.array([row["p_value"] for _, row in extra], np.float64)])
+        adjusted = stats.adjust_pvalues(p, options.correction)
+        if table is not None:
+            table["p_adjusted"] = adjusted[:curve.size]
+            table["significant"] = table["p_adjusted"] < options.alpha
+        rows = pd.DataFrame([row for _, row in extra]).assign(
+            p_adjusted=adjusted[curve.size:], significant=adjusted[curve.size:] < options.alpha)
+        for (revision, _), row in zip(extra, json_rows(rows), strict=True):
+            out.setdefault(revision, {})[value] = row
+    return out
+
+
+def _aside_tests(out: dict[str, Any], tested: Mapping[str, Mapping[str | None, Any]],
+                 options: AnalysisConfig) -> None:
+    """Each checkpoint aside's gap tests into its ``aside`` entry (``tests``), and a sentence
+    on its JSD-P gap, as a checkpoint on the curve gets one."""
+    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected, α = {options.alpha:g}"
+    for entry in out.get("aside", []):
+        model, revision = entry["model"], entry["revision"]
+        found = tested.get(model, {}).get(revision)
+        if not found:
+            continue
+        entry["tests"] = found
+        if (row := found.get("jsdp_correct")) is None:
+            continue
+        family = ("over the model's checkpoints with a step and without"
+                  if model in out["models"] else "over its revisions")
+        label = unfinished.checkpoint_label({"revision": revision})
+        word = "" if row["significant"] else "not "
+        out["sentences"].append(
+            f"{model} at {label}: the male-female JSD-P gap is {word}significant ({corrected}, "
+            f"{family}): male − female {num(row['gap'], signed=True)}, Mann-Whitney "
+            f"{p_is(row['p_value'])}, {p_is(row['p_adjusted'], 'adjusted p')}, effect size "
+            f"r = {num(row['effect_size'], 2, True)}.")
 
 
 def _occupation_statistics(out: dict[str, Any], statistics: occupations.Statistics,

@@ -135,6 +135,10 @@ class RunParts:
     snapshots: list[str] = field(default_factory=list)
     aside: dict[str, list[str | None]] = field(default_factory=dict)
     aside_ci: dict[tuple[str, str | None], dict[str, Any]] = field(default_factory=dict)
+    #: per revision aside, its gap tests (`gap_tests.checkpoint_rows`) per tested value,
+    #: before correction: as one step's rows, without a step
+    aside_rows: dict[tuple[str, str | None], dict[str, list[dict[str, Any]]]] = field(
+        default_factory=dict)
     models: dict[str, ModelParts] = field(default_factory=dict)
     comparisons: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
     step_dtype: Any = None
@@ -266,9 +270,9 @@ def read_run(store: RunStore, intervals: Intervals,
 def _read_aside(index: list[UnitEntry], run: RunParts,
                 frame_of: Callable[[int], pd.DataFrame | None], intervals: Intervals
                 ) -> set[int]:
-    """``run.aside_ci``: each revision set aside read on its own (its units, all seeds), as
-    one checkpoint's CIs, so memory holds one such checkpoint's values at a time. Returns
-    the units read."""
+    """``run.aside_ci`` and ``run.aside_rows``: each revision set aside read on its own (its
+    units, all seeds), as one checkpoint's CIs and gap tests, so memory holds one such
+    checkpoint's values at a time. Returns the units read."""
     read: set[int] = set()
     for model, revisions in run.aside.items():
         for revision in revisions:
@@ -287,4 +291,7 @@ def _read_aside(index: list[UnitEntry], run: RunParts,
             if reduced:
                 tables = prompt_tables(pd.concat(reduced, ignore_index=True))
                 run.aside_ci[(model, revision)] = intervals(tables).get(str(SNAPSHOT_STEP), {})
+                run.aside_rows[(model, revision)] = {  # the curve's test (`add_checkpoint`)
+                    value: [{**r, "step": None} for r in gap_tests.checkpoint_rows(
+                        _labels(tables[value], GENDERS))] for value in ModelParts().rows}
     return read

@@ -97,7 +97,7 @@ def test_each_checkpoint_aside_has_the_curve_s_gap_test_in_the_model_s_family(
         f"{'' if row['significant'] else 'not '}significant (Holm-corrected, α = 0.01, over "
         "the model's checkpoints with a step and without): male − female ")
     page = write_dynamics_report(mixed, options=OPTIONS).read_text(encoding="utf-8")
-    assert "<td>revision final</td>" in page
+    assert '<td><span class="name">revision final</span></td>' in page
 
 
 def test_the_report_says_which_checkpoints_are_on_the_curve(mixed: Path) -> None:

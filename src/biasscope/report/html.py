@@ -46,6 +46,7 @@ th, td { border: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left;
 th { background: #f6f8fa; overflow-wrap: normal; }  /* headers break between words only */
 table.numbers td { white-space: nowrap; overflow-wrap: normal; }
 .named { white-space: normal; }  /* a value's words wrap in a number table */
+.name { white-space: normal; overflow-wrap: anywhere; }  /* a checkpoint's name, too */
 code.key { color: #666; font-size: 0.8rem; }
 pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.85rem; }
 .plotly-graph-div { max-width: 100%; }

@@ -34,6 +34,12 @@ def named(key: str, words: str | None) -> Html:
     return Html(f'<span class="named">{escape(words)}</span><br>{code}')
 
 
+def name_cell(name: str) -> Html:
+    """A name in a number table's first column, which breaks where it must (a long revision
+    name would otherwise widen the table past the page)."""
+    return Html(f'<span class="name">{escape(name)}</span>')
+
+
 def cell(value: Any) -> str:
     if isinstance(value, Html):
         return str(value)
@@ -189,7 +195,7 @@ def tests_section(view: View, checkpoints: Sequence[Json]) -> str:
         for value, label in TEST_VALUES.items():
             rows = [r for r in view.tests(model, value)
                     if r.get("step") is not None or unknown == 1]
-            rows += [{**a["tests"][value], "step": revision_label(a.get("revision"))}
+            rows += [{**a["tests"][value], "step": name_cell(revision_label(a.get("revision")))}
                      for a in aside if a.get("model") == model
                      and isinstance(a.get("tests"), Mapping) and value in a["tests"]]
             if rows:

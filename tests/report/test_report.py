@@ -512,7 +512,8 @@ def test_one_checkpoint_and_unknown_steps(tmp_path: Path, winobias: Probe) -> No
     assert page.count("Plotly.newPlot(") == 5  # no steps: no p-value panels, no markers
     # each checkpoint's own tests, by name; never a step-less row pooling both
     tests = section(page, "Tests per checkpoint")
-    assert tests.count("<td>revision early</td>") == tests.count("<td>revision late</td>") == 2
+    name = '<td><span class="name">revision {}</span></td>'
+    assert tests.count(name.format("early")) == tests.count(name.format("late")) == 2
     assert tests.count("<tr><td>") == 4 and "<th>checkpoint</th>" in tests
     assert all(not layout.get("shapes") or all(s.get("yref") != "paper" for s in
                                                 layout["shapes"])

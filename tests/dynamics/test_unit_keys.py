@@ -206,11 +206,40 @@ def test_a_rerun_with_other_limit_or_data_is_refused(checkpoint_dirs, winobias_d
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     wanted = {"limit": "made with --limit 6, and this call gives --limit 4",
-              "data": "data file 'winobias/pro_stereotyped_type2.txt.test'",
+              "data": f"{out} was made from another winobias/pro_stereotyped_type2.txt.test "
+                      f"({target}: SHA-256 ",
               "emptied": "pro_stereotyped_type2.txt.test: no sentences found"}[change]
     # an emptied file is refused as it is read, before the settings are compared
     assert wanted in err[0] and ("another --out" in err[0] or change == "emptied")
     assert {p: p.read_bytes() for p in units(out)} == before
+
+
+def test_a_data_file_edited_past_the_limit_is_refused_before_a_checkpoint_loads(
+        checkpoint_dirs, winobias_dir, tmp_path, capsys, monkeypatch):
+    """Before: "… was made with different settings of data file '…' (…); use another --out
+    or the same settings", once the sweep had begun. Now the whole file's SHA-256 is checked
+    as an audit checks it, before any checkpoint loads, past --limit's items too."""
+    data = tmp_path / "data"
+    shutil.copytree(winobias_dir, data)
+    out = tmp_path / "run"
+    glob = ["--checkpoint-glob", str(checkpoint_dirs[0].parent / "checkpoint-1*")]
+    assert run(out, data, *glob, limit="2") == 0
+    capsys.readouterr()
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    target = data / "winobias" / "anti_stereotyped_type2.txt.test"
+    text = target.read_text()  # the last sentence, past --limit 2's items
+    target.write_text(text.replace("the best course", "the right course"))
+    assert target.read_text() != text
+    loads: list[object] = []
+    monkeypatch.setattr("biasscope.dynamics.scoring.sweep.iter_scorers",
+                        lambda *a: loads.append(a) or iter(()))
+    assert run(out, data, *glob, limit="2") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    assert (f"{out} was made from another winobias/{target.name} ({target}: SHA-256 "
+            in err[0]) and "put back the file it was made from, or use another --out" in err[0]
+    assert loads == []
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
 def test_a_run_from_before_limits_were_settings_checks_its_limit(

@@ -11,10 +11,9 @@ from pathlib import Path
 
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core import steps
-from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
-from biasscope.data.sources import recording
+from biasscope.data.sources import hashed, recording, refuse_other_data
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.analysis.config import stored_options
 from biasscope.dynamics.scoring.executors import make_executor
@@ -65,7 +64,8 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
             name, _, text = config.performance.probe.partition(":")  # perplexity:FILE
             probes.append(load_probe(name, data_dir=config.data_dir,
                                      **({"text": text} if text else {})))
-    data = {name: file_sha256(path) for name, path in sorted(read.items())}
+    data = hashed(read)
+    _refuse_other_data(store, read, data)  # before any checkpoint loads
     # A call stopped before its first unit (an option of many tokens, a checkpoint that does
     # not load) leaves run.json as it found it (none, for a first call): the rerun its error
     # asks for (with --first-token) is not refused for settings a run of nothing recorded,
@@ -79,6 +79,17 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
     report = reporting.write_dynamics_report(store, options=analysis, data_dir=config.data_dir)
     store.publish(report)
     return DynamicsResult(store, report)
+
+
+def _refuse_other_data(store: RunStore, read: dict[str, Path], data: dict[str, str]) -> None:
+    """A data file edited since the run recorded it, refused as an audit refuses it: the file,
+    both SHA-256 and what to do (the sweep's `merge_settings` said only "different settings of
+    data file"). Read without the lock: the sweep checks run.json again under it."""
+    store.pull("run.json")
+    if store.run_json.is_file():
+        settings = store.read_json("run.json").get("settings")
+        refuse_other_data(store.root, settings.get("data") if isinstance(settings, dict)
+                          else None, read, data)
 
 
 def import_performance(given: Performance, store: RunStore,

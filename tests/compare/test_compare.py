@@ -220,6 +220,23 @@ def test_a_comparison_of_other_runs_is_not_replaced(
     assert (tmp_path / "mine" / "comparison.json").read_text() == '{"mine": true}\n'
 
 
+def test_a_run_directory_is_refused_as_the_comparison_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: ``--out`` naming a run directory (one of the two compared, or another) wrote
+    comparison.json and comparison.html among its files without a word."""
+    for seed, name in enumerate("abc"):
+        write_run(tmp_path / name, winobias_records(150, model=name, seed=seed))
+    monkeypatch.chdir(tmp_path)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    for out in ("a", "c"):
+        assert main(["compare", "a", "b", "--out", out]) == 2
+        assert capsys.readouterr().err == (
+            f"biasscope: error: {out} is a run directory (it holds run.json), which a comparison "
+            "would be written into: use --out DIR with a folder of its own\n")
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
 def test_the_same_run_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Relative and absolute names of one run (or a link to it) are one run: compared with

@@ -122,15 +122,21 @@ def refuse_other_comparison(out: Path, run_a: str, run_b: str) -> None:
     """One line where ``out`` holds a comparison of other runs (or a comparison.json that is
     none), rather than replacing it: ``--out`` defaults to ./comparison, so comparing C and D
     after A and B lost A and B's without a word. The same runs again (another margin, a newer
-    biasscope) rewrite it."""
+    biasscope) rewrite it. A run directory (one holding run.json: either run compared, or
+    another) is refused too: its comparison.json would sit among the run's files, where
+    `biasscope report` and a rerun take every file to be the run's."""
     path = out / "comparison.json"
+    where = f"./{out}" if str(out) == "comparison" else str(out)  # the default, as typed
+    if (out / "run.json").exists():
+        raise BiasscopeError(f"{where} is a run directory (it holds run.json), which a "
+                             "comparison would be written into: use --out DIR with a folder "
+                             "of its own")
     if not path.exists():
         return
     try:
         held = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         held = None
-    where = f"./{out}" if str(out) == "comparison" else str(out)  # the default, as typed
     if not (isinstance(held, dict) and held.get("schema") == "biasscope.comparison/1"):
         raise BiasscopeError(f"{where} holds a comparison.json that is no comparison of "
                              "biasscope compare, which this one would replace: use --out DIR")

@@ -104,3 +104,45 @@ def test_a_hub_reward_model_on_a_branch_under_another_name_is_refused_before_it_
     no_loads(monkeypatch, job, loads)
     refused([*argv, "--reward-model", "R=org/rm@dev"], "holds this reward model as "
              "'org/rm@dev', and this call names it 'R'", loads, capsys)
+
+
+def test_a_ccai_file_edited_past_the_top_k_is_refused_before_a_reward_model_loads(
+        model: Path, loads: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: run.json recorded the SHA-256 of the principles ``ccai:top1`` kept, so an edit
+    to the own clean_comments.csv (BIASSCOPE_OWN_DATA, set for the tests) past them resumed the
+    run as made from it. The whole file's SHA-256 is recorded and checked, as an audit's."""
+    from biasscope.sensitivity import job
+    from sensitivity_fixture import write_ccai
+
+    data = write_ccai(tmp_path / "data")
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt": "Ask my wife?", "response": "No."}) + "\n")
+    out = tmp_path / "run"
+    argv = ["sensitivity", "--perturber", "canned:It is rude.|Be kind.", "--principles",
+            "ccai:top1", "--data-dir", str(data), "--prompts", str(prompts), "--sanity-pairs",
+            "0", "--no-chat-template", "--device", "cpu", "--no-cache", "--out", str(out),
+            "--reward-model", str(model)]
+    assert main(argv) == 0
+    recorded = json.loads((out / "run.json").read_text())["settings"]["data"]
+    assert list(recorded) == ["ccai/clean_comments.csv"]
+    capsys.readouterr()
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    csv = data / "ccai" / "clean_comments.csv"
+    text = csv.read_text(encoding="utf-8")  # comment 11, no group's top principle
+    csv.write_text(text.replace("Al should have emotion", "AI should have emotions"),
+                   encoding="utf-8")
+    assert csv.read_text(encoding="utf-8") != text
+    with monkeypatch.context() as patched:
+        no_loads(patched, job, loads)
+        refused(argv, f"{out} was made from another ccai/clean_comments.csv ({csv}: SHA-256 ",
+                loads, capsys)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    csv.write_text(text, encoding="utf-8")  # the file it was made from: resumed
+    assert main(argv) == 0
+    # a run from before data files were recorded resumes, and gains the record
+    meta = json.loads((out / "run.json").read_text())
+    del meta["settings"]["data"]
+    (out / "run.json").write_text(json.dumps(meta))
+    assert main(argv) == 0
+    assert json.loads((out / "run.json").read_text())["settings"]["data"] == recorded

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from biasscope.backends.base import GenerateParams, Generator, RewardScorer
 from biasscope.backends.reward import whole_identity
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.renamed import renamed
+from biasscope.data.sources import hashed, refuse_other_data
 from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.intervals import convention
 from biasscope.sensitivity.perturb import Perturbation, Templates, perturb
@@ -58,7 +59,8 @@ from biasscope.store.settings import (
 )
 from biasscope.store.units import Unit
 
-GROW = {"directions": "direction", "reward_models": "reward model"}
+# A data file not recorded before (a run from before they were) is added, as a sweep's is.
+GROW = {"directions": "direction", "reward_models": "reward model", "data": "data file"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,9 @@ class HarnessConfig:
     conventions: str = "biasscope"  # of the indices; see biasscope.sensitivity.intervals
     sanity: Pairs | None = None  # chosen/rejected pairs for each model's accuracy
     confounds: Confounds = field(default_factory=Confounds)
+    # The data files the principles, prompts and pairs were read from (``recording``): each
+    # whole file's SHA-256 is recorded, since ``ccai:topK`` hashes only the comments it keeps.
+    data: Mapping[str, Path] = field(default_factory=dict)
 
 
 def _perturbations(store: RunStore, direction: str, perts: Sequence[Perturbation]) -> None:
@@ -145,7 +150,8 @@ def _settings(prompts: Prompts, constitution: Constitution, config: HarnessConfi
         "directions": {d: {"revision_template": sha256_json(revise[d])}
                        for d in config.directions},
         "reward_models": reward_models,
-        **({"sanity": config.sanity.settings()} if config.sanity is not None else {})}
+        **({"sanity": config.sanity.settings()} if config.sanity is not None else {}),
+        **({"data": hashed(config.data)} if config.data else {})}
 
 
 def check_before_loading(out: str | os.PathLike[str], prompts: Prompts,
@@ -166,6 +172,8 @@ def check_before_loading(out: str | os.PathLike[str], prompts: Prompts,
 
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         if previous is not None:
+            refuse_other_data(store.root, previous.get("settings", {}).get("data"),
+                              config.data, now.get("data", {}))
             check_known(store.run_json, previous.get("settings", {}), now, "reward_models",
                         "reward model", whole_identity, GROW, added=("sanity",))
         return {}
@@ -204,11 +212,15 @@ def _as_prompts(conversations: Prompts | Sequence[Conversation]) -> Prompts:
     return Prompts(convs, "conversations", "", in_file=len(convs))
 
 
-def _start(store: RunStore, now: dict[str, Any], describe: dict[str, Any]) -> dict[str, Any]:
+def _start(store: RunStore, now: dict[str, Any], describe: dict[str, Any],
+           read: Mapping[str, Path]) -> dict[str, Any]:
     """Write run.json with ``now`` merged over the recorded settings, or refuse in one line;
-    its ``versions`` are kept from the run's first call."""
+    its ``versions`` are kept from the run's first call. ``read``: the data files hashed in
+    ``now["data"]``, named where one differs from the run's."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         if previous is not None:
+            refuse_other_data(store.root, previous.get("settings", {}).get("data"), read,
+                              now.get("data", {}))
             refuse_renamed(store.run_json, previous.get("settings", {}).get("reward_models"),
                            now["reward_models"], "reward model")
         merged = now if previous is None else merge_settings(
@@ -274,7 +286,8 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
             "principles": {"source": constitution.source, "top": constitution.top,
                            "ids": [p.id for p in constitution.principles]},
             "prompts": prompts.notes(), "templates": asdict(config.templates),
-            "conventions": config.conventions, "confounds": asdict(config.confounds)})
+            "conventions": config.conventions, "confounds": asdict(config.confounds)},
+            config.data)
         params = GenerateParams(max_tokens=config.max_tokens, seed=config.seed)
         # units with failed perturbations: summarised, not stored
         pending: list[tuple[Unit, int, pd.DataFrame]] = []

@@ -14,6 +14,7 @@ from biasscope.backends.labels import label_models, parse_models
 from biasscope.backends.reward import HFRewardModel, identities_before_loading
 from biasscope.core.errors import DataError
 from biasscope.core.jsonl import MAX_TEMPLATE, given_file, read_option_file
+from biasscope.data.sources import recording
 from biasscope.report.sensitivity import write_sensitivity_report
 from biasscope.sensitivity.confounds import Confounds
 from biasscope.sensitivity.harness import HarnessConfig, check_before_loading, run_sensitivity
@@ -47,19 +48,20 @@ def run(config: SensitivityConfig) -> SensitivityResult:
     if not config.principles.startswith("ccai:"):
         given_file("--principles", config.principles, "ccai:topK, or a YAML / JSON / JSONL / "
                    "text file of principles")
-    constitution = load_principles(config.principles, data_dir=config.data_dir)
-    prompts = _prompts(config)
-    templates = Templates()
-    for name, path in config.templates.items():
-        templates = replace(templates, **{name: read_option_file(path, f"--{name}-template",
-                                                                    MAX_TEMPLATE)})
-    templates.check()
-    pairs, fewer = _pairs(config)  # the data file is read before any reward model loads
+    with recording() as read:  # the whole files' SHA-256 go into run.json, checked on rerun
+        constitution = load_principles(config.principles, data_dir=config.data_dir)
+        prompts = _prompts(config)
+        templates = Templates()
+        for name, path in config.templates.items():
+            templates = replace(templates, **{name: read_option_file(
+                path, f"--{name}-template", MAX_TEMPLATE)})
+        templates.check()
+        pairs, fewer = _pairs(config)  # the data file is read before any reward model loads
     named = parse_models(list(config.reward_models), "--reward-model")  # no model twice
     reward = config.reward.reward_config(config.backend)
     harness = HarnessConfig(config.directions, templates, config.max_tokens, config.seed,
                             config.conventions, pairs,
-                            Confounds(config.unchanged_below, config.exclude_unchanged))
+                            Confounds(config.unchanged_below, config.exclude_unchanged), read)
     # A run in --out that this call cannot join is refused before a model loads (minutes).
     planned = identities_before_loading(named, reward, "--reward-model")
     check_before_loading(config.out, prompts, constitution, harness, planned)

@@ -87,6 +87,29 @@ def test_judge_run_json_records_what_decides_the_verdicts(pairs, tmp_path, capsy
     assert json.loads((out / "run.json").read_text()) == run
 
 
+@pytest.mark.parametrize("kind", ["judge", "judge-audit"])
+def test_an_input_edited_since_the_run_is_refused_before_a_judge_is_made(
+        pairs, tmp_path, capsys, monkeypatch, kind):
+    """Before: "… was made with a different 'input_sha256' (…)", and only once the judges
+    were made: a local judge had loaded (minutes). The input file is now checked first, in
+    the words an audit's data file is refused in."""
+    from biasscope.backends.config import BackendConfig
+
+    out = tmp_path / "run"
+    assert main(_judge(kind, out, pairs)) == 0
+    before = _files(out)
+    pairs.write_text(pairs.read_text().replace("Color of sky?", "Colour of sky?"))  # its last
+    made: list[Any] = []
+    monkeypatch.setattr(BackendConfig, "generators", lambda *a, **k: made.append(a) or [])
+    capsys.readouterr()
+    assert main(_judge(kind, out, pairs)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{out} was made from another --input ({pairs}: SHA-256 " in err
+    assert "put back the file it was made from, or use another --out" in err
+    assert made == [] and _files(out) == before
+
+
 def test_judge_refuses_another_input_judge_samples_or_aggregate(pairs, tmp_path, capsys):
     out = tmp_path / "run"
     permute = ["--position", "permute", "--samples", "1"]
@@ -96,12 +119,13 @@ def test_judge_refuses_another_input_judge_samples_or_aggregate(pairs, tmp_path,
     for argv, named in [
             (_judge("judge", out, pairs, "--position", "permute", "--samples", "2"),
              "'samples' (1 then, 2 now)"),
-            (_judge("judge", out, other, *permute), "'input_sha256'"),
+            (_judge("judge", out, other, *permute), f"from another --input ({other}: SHA-256"),
             (_judge("judge", out, pairs, *permute, model="canned:B|A"), "'judges'")]:
         capsys.readouterr()
         assert main(argv) == 2
         err = capsys.readouterr().err
-        assert f"made with a different {named}" in err and err.count("\n") == 1
+        assert (f"made with a different {named}" in err or f"made {named}" in err) and (
+            err.count("\n") == 1)
         assert _files(out) == before
     two = tmp_path / "two"
     several = ["--model", "canned:A", "--model", "canned:B"]

@@ -14,6 +14,7 @@ from biasscope.backends.redact import redact_urls
 from biasscope.core.config import comma_entries
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
+from biasscope.data.sources import refuse_other_data
 from biasscope.judge.batch import (
     VERDICTS,
     Failures,
@@ -50,7 +51,7 @@ def judge(config: JudgeConfig) -> JudgeResult:
     every item failed leaves an existing run.json as it was (no ``versions`` gained: its
     verdicts are an earlier call's), and a first such call writes nothing (`_nothing_stored`):
     the call with the judge's server put right is not refused for a run of nothing."""
-    made, task, labels, judges = _setup(config)
+    made, task, labels, judges = _setup(config, "judge")
     settings = run_settings(config, made, task, labels)
     store = check(config.out, "judge", list(judges), settings, {"judges": judges})
     verdicts = judge_task(made, task, labels)
@@ -81,7 +82,7 @@ def biases(config: JudgeConfig) -> JudgeResult:
     failed nothing is written (``report`` None; an existing run's run.json is as it was, its
     ``versions`` too): the measures would count them as the judge's answers; a rerun asks
     them again."""
-    made, task, labels, judges = _setup(config)
+    made, task, labels, judges = _setup(config, "judge-audit")
     settings = run_settings(config, made, task, labels, audit=True)
     check(config.out, "judge-audit", list(judges), settings, {"judges": judges})
     if task.pairwise:
@@ -151,9 +152,30 @@ def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[
         raise BiasscopeError(f"--keys: {exc}") from None
 
 
-def _setup(config: JudgeConfig) -> tuple[Judge, Task, Mapping[str, str] | None,
-                                         dict[str, str]]:
-    """The judge, the task, the label set and each judge's label -> spec (for run.json)."""
+def _refuse_other_input(config: JudgeConfig, kind: str) -> None:
+    """An ``--input`` other than the run judged (edited since, or another file), refused as
+    an audit refuses its data file, before a judge is made: a local one loads then (minutes),
+    and `check` compares the other settings only once it has. A run.json that cannot be read,
+    or of another kind, is left to `check`."""
+    store = RunStore(Path(config.out))
+    store.pull("run.json")
+    if not store.run_json.is_file():
+        return
+    try:
+        previous = store.read_json("run.json")
+    except BiasscopeError:
+        return
+    settings = previous.get("settings")
+    if previous.get("kind") == kind and isinstance(settings, dict):
+        refuse_other_data(store.root, {"--input": settings.get("input_sha256")},
+                          {"--input": Path(config.input)},
+                          {"--input": file_sha256(config.input)})
+
+
+def _setup(config: JudgeConfig, kind: str
+           ) -> tuple[Judge, Task, Mapping[str, str] | None, dict[str, str]]:
+    """The judge, the task, the label set and each judge's label -> spec (for run.json);
+    ``kind``: the run's (judge, judge-audit), whose recorded ``--input`` is checked first."""
     task = read_task(config.input)
     labels = read_labels(config.labels) if config.labels else None
     try:  # ``1,2,,3`` or ``1,2,1``: refused, as every comma-separated flag refuses them
@@ -161,6 +183,7 @@ def _setup(config: JudgeConfig) -> tuple[Judge, Task, Mapping[str, str] | None,
     except ValueError as exc:
         raise BiasscopeError(f"--keys: {exc}") from None
     check_task(task.pairwise, labels, keys)
+    _refuse_other_input(config, kind)
     named = parse_models(list(config.models), "--model")
     cache = config.backend.response_cache()
     models = [Cached(g, cache) for g in config.backend.generators([s for _, s in named],

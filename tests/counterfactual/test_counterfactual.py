@@ -879,6 +879,32 @@ def test_a_server_judge_under_another_name_is_refused_before_a_reward_model_load
         assert len(server.calls) == calls  # nothing asked
 
 
+def test_an_hh_rlhf_split_edited_past_its_pairs_is_refused_before_a_reward_model_loads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "… was made with a different 'pairs' (file_sha256: …)", which named no file.
+    The split's whole SHA-256 is compared as an audit compares its data files, naming it,
+    before a model loads; the edit is to a conversation no pair is drawn from."""
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    model, loads = _tiny_reward_model(tmp_path / "models" / "rm"), list[str]()
+    data = write_hh_rlhf(tmp_path / "data", _texts())
+    out = tmp_path / "run"
+    argv = ["counterfactual", "--pairs", "hh-rlhf:harmless-base:3", "--data-dir", str(data),
+            "--no-chat-template", "--device", "cpu", "--no-cache", "--out", str(out),
+            "--reward-model", str(model)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    texts = _texts()
+    texts[-1] = hh_text([("Human", "What is 2+2?"), ("Assistant", "Four.")])  # nothing to swap
+    write_hh_rlhf(data, texts)
+    split = data / "hh-rlhf" / "harmless-base" / "test.jsonl.gz"
+    no_loads(monkeypatch, job, loads)
+    refused(argv, f"{out} was made from another hh-rlhf/harmless-base/test.jsonl.gz ({split}: "
+            "SHA-256 ", loads, capsys)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
 @pytest.mark.parametrize("named", [True, False])
 def test_a_rerun_with_the_panel_reordered_is_refused_naming_the_runs_order(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], named: bool) -> None:

@@ -39,6 +39,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import given_file, read_jsonl
 from biasscope.counterfactual import scorers as cf
 from biasscope.counterfactual.settings import CounterfactualConfig as CounterfactualConfig
+from biasscope.data.sources import hashed, recording, refuse_other_data
 from biasscope.judge import (
     Judge,
     JudgingConfig,
@@ -82,7 +83,8 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     if config.labels is not None and not config.labels.strip():
         raise BiasscopeError("--labels is empty: give a JSON file of label name: description, "
                              "or leave it out to judge pairwise")
-    items, source_sha = _items(config)
+    with recording() as read:  # the hh-rlhf split: its whole SHA-256 is the pairs' file_sha256
+        items, source_sha = _items(config)
     # Everything that can be checked is checked before any model loads.
     labels = _labels(config.labels) if config.labels is not None else None
     judged = judge is not None or bool(config.judges)
@@ -106,7 +108,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     # A reward model's entry over a judge's of the same name: the name shared is refused.
     _check_before_loading(config, {"pairs": pairs, "seed": config.seed, "scorers": {
         **known, **identities_before_loading(named, reward, "--reward-model")}},
-        order or [name for name, _ in judges if name is not None], order is not None)
+        order or [name for name, _ in judges if name is not None], order is not None, read)
     # The judges first: a server's spec and flags are checked before a reward model loads.
     judge = judge if judge is not None else _judge(config, judges, made)
     if not order and judge is not None:  # its labels known once its backends are made
@@ -242,14 +244,16 @@ def _labels(path: str) -> dict[str, str]:
 
 
 def _check_before_loading(config: CounterfactualConfig, now: dict[str, Any],
-                          judges: list[str], ordered: bool = False) -> None:
+                          judges: list[str], ordered: bool = False,
+                          read: dict[str, Path] | None = None) -> None:
     """Refuse, writing nothing, what `_start` and `_check_distinct` would refuse without the
     loaded models: a folder that is another kind of run or none, a damaged run.json, other
     pairs or seed, a scorer's settings as known before it loads (``now["scorers"]``: a
     reward model's `identities_before_loading`, a local judge's `_judges_before_loading`)
     other than recorded or under another name, a judge's name (``judges``: those known) that
     a reward model has, and (``ordered``: ``judges`` are all the judges' labels) the run's
-    panel of judges in another order. The rest once they are loaded."""
+    panel of judges in another order. The rest once they are loaded. ``read``: the data file
+    the built-in pairs came from, named (`refuse_other_data`) where it changed since."""
     if shared := [name for name in now["scorers"] if name in judges
                   and now["scorers"][name].get("backend") == "hf-reward"]:
         raise BiasscopeError(f"{shared[0]!r} names both a --reward-model and a --judge-model "
@@ -259,6 +263,7 @@ def _check_before_loading(config: CounterfactualConfig, now: dict[str, Any],
 
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         if previous is not None:
+            _refuse_other_split(store, previous, read or {})
             check_known(store.run_json, previous.get("settings", {}), now, "scorers", "scorer",
                         _whole, {"scorers": "scorer"})
         return {}
@@ -269,6 +274,18 @@ def _check_before_loading(config: CounterfactualConfig, now: dict[str, Any],
         refuse_foreign_folder(store)
     if ordered:
         _refuse_reordered(config, judges)
+
+
+def _refuse_other_split(store: RunStore, previous: dict[str, Any], read: dict[str, Path]
+                        ) -> None:
+    """The hh-rlhf split edited since the run drew its pairs (``pairs.file_sha256``, the
+    whole file's SHA-256, which an edit past the N pairs kept changes too), refused as an
+    audit refuses a data file: naming the file and both SHA-256, not "a different 'pairs'".
+    A file of the user's pairs records none ("": its pairs are hashed instead)."""
+    pairs = (previous.get("settings") or {}).get("pairs")
+    then = pairs.get("file_sha256") if isinstance(pairs, dict) else None
+    if then:
+        refuse_other_data(store.root, dict.fromkeys(read, then), read, hashed(read))
 
 
 def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],

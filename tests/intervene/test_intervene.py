@@ -147,7 +147,8 @@ def test_noop_is_no_effect(tmp_path, world, winobias_dir, one_thread, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert run(replace(config, text="text.txt"), NoOp()).summary["runs"] == [1, 2]
     text.write_text(text.read_text().replace(" he ", " she "))
-    with pytest.raises(BiasscopeError, match=r"intervention\.text_sha256: \w+… then"):
+    with pytest.raises(BiasscopeError, match=r"was made from another --text \(.*text\.txt: "
+                       r"SHA-256 \w+… then, \w+… now\): put back the file"):
         run(config, NoOp())
 
 
@@ -178,6 +179,37 @@ def test_no_save_recommended(tmp_path, world, winobias_dir, one_thread) -> None:
     with pytest.raises(BiasscopeError, match=r"^--probe winogender was not in .*'s first "
                        r"call: .*; use another --out, or drop it$"):
         run(added, NoOp())
+
+
+def test_a_data_file_edited_past_the_limit_is_refused_before_the_model_loads(
+        tmp_path, world, winobias_dir, one_thread, monkeypatch) -> None:
+    """Before: "… was made with a different 'intervention' (intervention.data…)" once the
+    sweep's settings were merged. Now the file is named as an audit names it, before the base
+    model loads and before anything in the run changes, past --limit's items too."""
+    import shutil
+
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.intervene import job, run
+
+    data = shutil.copytree(winobias_dir, tmp_path / "data")
+    config = replace(_config(tmp_path / "run", world, winobias_dir, steps=20,
+                             save_recommended=False), data_dir=str(data), limit=2)
+    assert run(config, NoOp()).summary["steps"] == [0, 20]
+    before = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    target = data / "winobias" / "anti_stereotyped_type2.txt.test"
+    text = target.read_text()  # the last sentence, past --limit 2's items
+    target.write_text(text.replace("the best course", "the right course"))
+    assert target.read_text() != text
+    loads: list[object] = []
+    monkeypatch.setattr(job, "load_model", lambda *a, **k: loads.append(a))
+    monkeypatch.setattr(job, "init_run", lambda *a, **k: loads.append(a))
+    with pytest.raises(BiasscopeError, match=(
+            rf"^{re.escape(str(tmp_path / 'run'))} was made from another winobias/"
+            rf"{target.name} \({re.escape(str(target))}: SHA-256 \w+… then, \w+… now\): "
+            "put back the file it was made from, or use another --out for this one$")):
+        run(config, NoOp())
+    assert loads == []
+    assert {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()} == before
 
 
 def test_a_dropped_probe_is_refused_by_name(tmp_path, world, winobias_dir, one_thread) -> None:

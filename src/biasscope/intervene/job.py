@@ -25,7 +25,7 @@ from biasscope.backends.checkpoints import IN_MEMORY, convert_gguf
 from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer, resolve_device
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
-from biasscope.data.sources import recording
+from biasscope.data.sources import hashed, recording, refuse_other_data
 from biasscope.dynamics.live import LiveConfig
 from biasscope.dynamics.scoring import SweepConfig, hf_comparable, init_run, list_checkpoints
 from biasscope.dynamics.summary import write_dynamics_report
@@ -149,6 +149,20 @@ def _own_text(store: RunStore, corpus: str) -> tuple[str, dict[str, str]]:
     return (before["text"] if same else corpus), digest
 
 
+def _refuse_other_files(store: RunStore, read: dict[str, Path], data: dict[str, str],
+                        corpus: str, text: dict[str, str]) -> None:
+    """A data file or ``--text`` edited since the run recorded it, refused as an audit refuses
+    its data files (which file, both SHA-256, what to do), not as "a different 'intervention'"
+    with the sweep's settings."""
+    before = _recorded(store).get("intervention")
+    if not isinstance(before, dict):
+        return
+    refuse_other_data(store.root, before.get("data"), read, data)
+    if text:
+        refuse_other_data(store.root, {"--text": before.get("text_sha256")},
+                          {"--text": Path(corpus)}, {"--text": text["text_sha256"]})
+
+
 def _holds(store: RunStore) -> bool:
     """Whether the run holds an evaluation or a Trainer checkpoint (`unsettled`)."""
     return bool(store.unit_files()) or any((store.root / "train").glob("*/checkpoint-*"))
@@ -175,7 +189,8 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
         train, held = perplexity.split(docs, config.held_out, config.split_seed)
         probes = _probes(config, held, corpus)
     _same_probes(store, probes)
-    data = {name: file_sha256(path) for name, path in sorted(read.items())}
+    data = hashed(read)
+    _refuse_other_files(store, read, data, corpus, text)
     settings = {**_settings(config, method, corpus, data, (len(train), len(held)), base),
                 **text}
     scoring = HFConfig(batch_size=config.eval_batch_size)

@@ -42,3 +42,45 @@ def test_another_gguf_file_is_refused_before_it_is_converted_or_loaded(
             "gguf_sha256: ", loads, capsys)
     refused([*argv, "--model", str(tmp_path / "missing.gguf")], "does not exist", loads,
             capsys)
+
+
+def test_a_gguf_files_cache_copy_moved_is_the_same_model(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """run.json recorded the folder a GGUF file was converted into as the model's source: the
+    same file audited again with another $BIASSCOPE_GGUF_CACHE (another machine's, a cleared
+    one) was refused as another model. The file and its SHA-256 name it; a run that recorded
+    the cache folder resumes where that folder is the same SHA-256's."""
+    import json
+
+    import biasscope.backends.hf_generate as hf_generate
+    from biasscope.backends.gguf import file_sha256
+    from gguf_fixture import write_llama_gguf
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    first = write_llama_gguf(tmp_path / "a.gguf")
+    out = tmp_path / "run"
+    argv = ["audit", "--probe", "professional-bias", "--limit", "2", "--device", "cpu",
+            "--no-cache", "--out", str(out), "--model", str(first)]
+    monkeypatch.setenv("BIASSCOPE_GGUF_CACHE", str(tmp_path / "here"))
+    assert main(argv) == 0
+    monkeypatch.setenv("BIASSCOPE_GGUF_CACHE", str(tmp_path / "there"))
+    assert main(argv) == 0, capsys.readouterr().err
+    run_json = out / "run.json"
+    backend = json.loads(run_json.read_text())["responder"]["backend"]
+    assert backend["source"] == backend["gguf_file"] == str(first.resolve())
+
+    def as_older_biasscope_recorded(sha: str) -> None:
+        data = json.loads(run_json.read_text())
+        data["responder"]["backend"]["source"] = str(tmp_path / "here" / sha)
+        run_json.write_text(json.dumps(data))
+
+    as_older_biasscope_recorded(file_sha256(first))
+    assert main(argv) == 0, capsys.readouterr().err
+    assert json.loads(run_json.read_text())["responder"]["backend"] == backend
+    as_older_biasscope_recorded(file_sha256(first))
+    write_llama_gguf(first, seed=2)  # the same name, other weights: still another model
+    capsys.readouterr()
+    loads: list[str] = []
+    no_loads(monkeypatch, hf_generate, loads, "HFGenerator")
+    refused(argv, "a different 'responder' (responder.backend.", loads, capsys)

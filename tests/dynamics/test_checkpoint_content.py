@@ -344,3 +344,20 @@ def test_a_killed_conversions_temporaries_are_removed_by_the_next(gguf_cache, tm
     left = sorted(p.name for p in gguf_cache.glob(".*"))
     assert left == sorted([f".{sha}-{HOST}~{os.getpid()}-def", f".{sha}-otherhost~{dead}-ghi",
                            f".{sha}-new12345"])
+
+
+def test_a_gguf_cache_moved_resumes_and_its_entry_names_the_file(gguf_cache, winobias_dir,
+                                                                tmp_path, monkeypatch):
+    """A GGUF checkpoint's entry names the file, not the cache folder it was converted into:
+    another $BIASSCOPE_GGUF_CACHE (or a cleared one) scores the same checkpoint, not a new
+    one."""
+    from gguf_fixture import write_llama_gguf
+
+    path = write_llama_gguf(tmp_path / "tiny.gguf")
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", "--model", str(path), "--first-token") == 0
+    monkeypatch.setenv("BIASSCOPE_GGUF_CACHE", str(tmp_path / "moved"))
+    assert run(out, winobias_dir, "0", "--model", str(path), "--first-token") == 0
+    (entry,) = entries(out)
+    assert entry["source"] == entry["identity"] == str(path.resolve())
+    assert entry["gguf"]["sha256"] == entry["fingerprint"]

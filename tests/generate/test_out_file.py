@@ -175,3 +175,32 @@ def test_a_file_of_failed_requests_only_holds_nothing_to_lose(tmp_path, capsys):
     assert [json.loads(line)["text"] for line in out.read_text().splitlines()] == ["no", "no"]
     out.write_text(json.dumps(failed) + "\n" + json.dumps({**failed, "error": None}) + "\n")
     assert "was made with a different 'model'" in _refused(*_call(tmp_path, capsys, "canned:no"))
+
+
+def test_a_gguf_files_answers_are_its_own_wherever_it_was_converted(tmp_path, capsys,
+                                                                     monkeypatch):
+    """Answers of a GGUF file recorded the cache folder it was converted into as the model's
+    source: the same file with another $BIASSCOPE_GGUF_CACHE was refused as another model.
+    They name the file; answers recorded by the cache folder are the same SHA-256's file's."""
+    pytest.importorskip("torch")
+    pytest.importorskip("gguf")
+    from biasscope.backends.gguf import file_sha256
+    from gguf_fixture import write_llama_gguf
+
+    model = write_llama_gguf(tmp_path / "a.gguf")
+    spec = f"hf:{model}"
+    out = tmp_path / "out.jsonl"
+    for cache in ("here", "there"):
+        monkeypatch.setenv("BIASSCOPE_GGUF_CACHE", str(tmp_path / cache))
+        code, err = _call(tmp_path, capsys, spec, "--max-tokens", "2")
+        assert code == 0, err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["model"]["source"] for r in rows} == {str(model.resolve())}
+    old = str(tmp_path / "here" / file_sha256(model))  # as an older biasscope recorded it
+    out.write_text("".join(json.dumps({**r, "model": {**r["model"], "source": old}}) + "\n"
+                           for r in rows))
+    code, err = _call(tmp_path, capsys, spec, "--max-tokens", "2")
+    assert code == 0, err
+    write_llama_gguf(model, seed=1)  # other weights under its name: another model
+    code, err = _call(tmp_path, capsys, spec, "--max-tokens", "2")  # after its conversion
+    assert code == 2 and "different 'model' (model.gguf_sha256: " in err.splitlines()[-1]

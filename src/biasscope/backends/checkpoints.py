@@ -56,8 +56,13 @@ class Checkpoint:
     def label(self) -> str:
         return f"{self.model}@{self.revision}" if self.revision else self.model
 
+    @property
+    def given_source(self) -> str:
+        """``source`` as the user gave it: a GGUF file's own path, not its cache copy's."""
+        return self.identity if is_gguf(self.identity) else self.source
+
     def as_dict(self) -> dict[str, object]:
-        entry: dict[str, object] = {"model": self.model, "source": self.source,
+        entry: dict[str, object] = {"model": self.model, "source": self.given_source,
                                     "revision": self.revision, "step": self.step,
                                     "identity": self.identity}
         if self.fingerprint:
@@ -85,10 +90,28 @@ def identity_of(model: str, source: str, revision: str | None) -> str:
 def recorded_source(ckpt: Checkpoint) -> str:
     """``ckpt``'s source as run.json records it: a local path resolved (absolute, symbolic
     links followed), so that ``./rm``, ``/abs/rm`` and a link to it are one model's; a hub id
-    as typed."""
+    as typed; a GGUF file's own path, never the cache folder it loads from (moved with
+    ``$BIASSCOPE_GGUF_CACHE``, cleared, another machine's: the same model)."""
+    if is_gguf(ckpt.identity):
+        return ckpt.identity
     if ckpt.source != IN_MEMORY and _is_local(ckpt.source):
         return str(Path(ckpt.source).expanduser().resolve())
     return ckpt.source
+
+
+def gguf_identity(ckpt: Checkpoint) -> dict[str, str]:
+    """What names a GGUF checkpoint's model, whatever its cache copy: the file (``gguf_file``),
+    its SHA-256 and quantisation; read from the cache copy's `provenance`, or before there is
+    one from the file's header (nothing converted or loaded). {} for any other checkpoint."""
+    if not (is_gguf(ckpt.identity) and ckpt.fingerprint):
+        return {}
+    made = provenance(ckpt.source)
+    if made is None:
+        from biasscope.backends.gguf import read_header
+
+        made = {"quantization": read_header(Path(ckpt.identity))["quantization"]}
+    return {"gguf_file": ckpt.identity, "gguf_sha256": ckpt.fingerprint,
+            "gguf_quantization": str(made.get("quantization"))}
 
 
 def parse_step(name: str | None) -> int | None:

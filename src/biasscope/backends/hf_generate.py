@@ -27,10 +27,9 @@ from biasscope.backends.base import (
     TokenLogprob,
     plain_chat,
 )
-from biasscope.backends.checkpoints import Checkpoint, recorded_source
+from biasscope.backends.checkpoints import Checkpoint, gguf_identity, recorded_source
 from biasscope.backends.context import Context
 from biasscope.backends.fingerprints import fingerprint_while_loading, hub_commit
-from biasscope.backends.gguf import is_gguf, provenance
 from biasscope.backends.hf_model import HFConfig, left_pad, load_model, load_tokenizer
 from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import ModelError
@@ -54,13 +53,11 @@ def render_chat(tokenizer: Any, messages: Sequence[tuple[str, str]]) -> tuple[st
 def identity_before_loading(ckpt: Checkpoint) -> dict[str, str]:
     """What `HFGenerator.identity` will hold of ``ckpt`` that is known before it loads: its
     source and revision, a hub id's ``commit`` where the cache resolves its revision; a GGUF
-    file's path and SHA-256 (listed with ``convert=False``: hashed, not converted), which name
-    the copy it will load from. A run's recorded model is checked against it, so another model
-    is refused without a load (or a GGUF file's conversion)."""
-    if is_gguf(ckpt.identity) and ckpt.fingerprint:
-        return {"backend": "hf", "revision": "", "gguf_file": ckpt.identity,
-                "gguf_sha256": ckpt.fingerprint}
-    found = {"backend": "hf", "source": recorded_source(ckpt), "revision": ckpt.revision or ""}
+    file's path, SHA-256 and quantisation (listed with ``convert=False``: hashed and its header
+    read, not converted). A run's recorded model is checked against it, so another model is
+    refused without a load (or a GGUF file's conversion)."""
+    found = {"backend": "hf", "source": recorded_source(ckpt), "revision": ckpt.revision or "",
+             **gguf_identity(ckpt)}
     if commit := hub_commit(ckpt.source, ckpt.revision):
         found["commit"] = commit
     return found
@@ -122,13 +119,11 @@ class HFGenerator:
         tokenizer's, chat template's and config's (``files_fingerprint``: a template edited in
         place renders other prompts), a GGUF file by its SHA-256 and quantisation; and the
         dtype the weights run in. A local folder's path is resolved (`recorded_source`):
-        ``./m`` and ``/abs/m`` are one model's."""
+        ``./m`` and ``/abs/m`` are one model's; a GGUF file's source is the file, not the
+        cache copy it loads from."""
         found = {"backend": "hf", "source": recorded_source(self.ckpt),
                  "revision": self.ckpt.revision or ""}
-        made = provenance(self.ckpt.source)
-        if made is not None:  # converted from a GGUF file: which file, which quantisation
-            found.update(gguf_file=self.ckpt.identity, gguf_sha256=str(made.get("sha256")),
-                         gguf_quantization=str(made.get("quantization")))
+        found.update(gguf_identity(self.ckpt))  # a GGUF file's: which file, which quantisation
         found.update(self.fingerprints)
         # `--device auto` loads half precision on a GPU and float32 on a CPU: other answers.
         found["dtype"] = str(next(self.model.parameters()).dtype).removeprefix("torch.")

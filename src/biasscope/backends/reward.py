@@ -20,13 +20,11 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from itertools import chain
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.base import Scored
-from biasscope.backends.checkpoints import Checkpoint, from_model, recorded_source
+from biasscope.backends.checkpoints import Checkpoint, from_model, gguf_identity, recorded_source
 from biasscope.backends.fingerprints import fingerprint_while_loading
-from biasscope.backends.gguf import is_gguf
 from biasscope.backends.hf_model import (
     HFConfig,
     check_weights,
@@ -249,7 +247,8 @@ class HFRewardModel:
 def _settled(ckpt: Checkpoint, config: RewardConfig) -> dict[str, str]:
     """The part of a reward model's identity its spec and config settle, before it loads."""
     return {"backend": "hf-reward", "source": recorded_source(ckpt),
-            "revision": ckpt.revision or "", "transform": config.transform,
+            "revision": ckpt.revision or "", **gguf_identity(ckpt),
+            "transform": config.transform,
             "format": "chat-template" if config.chat_template else "hh-rlhf",
             "max_length": str(config.max_length or "")}
 
@@ -260,10 +259,9 @@ def identities_before_loading(named: Sequence[Named], config: RewardConfig, opti
     says, and the dtype its weights will load in where that is known (the one asked; ``auto``
     on a CPU is float32, on a GPU the checkpoint's own, known only once loaded). A run's
     recorded settings are checked against these before any model loads, so a typo costs no
-    load of minutes. Empty where a spec is a GGUF file, recorded as its converted copy."""
+    load of minutes. A GGUF file's is known by its path and SHA-256 (`gguf_identity`: hashed,
+    not converted)."""
     ckpts = [from_model(spec, convert=False)[0] for _, spec in named]
-    if any(is_gguf(Path(c.source)) for c in ckpts):
-        return {}
     labels = model_labels(named, [c.label for c in ckpts], option)
     dtype = config.dtype if config.dtype != "auto" else (
         "float32" if resolve_device(config.device).type == "cpu" else None)

@@ -18,7 +18,7 @@ from typing import Any
 
 from biasscope.backends.base import GenerateParams, Generator
 from biasscope.core.errors import BiasscopeError
-from biasscope.store.settings import merge_settings, sha256_json
+from biasscope.store.settings import as_gguf_file, merge_settings, sha256_json
 
 #: The fields of every answer line that say what made it.
 MADE_WITH = ("model", "params", "input")
@@ -90,10 +90,12 @@ def _line(output: Path, number: int, line: str) -> dict[str, Any] | None:
 
 def check(output: Path, now: dict[str, Any]) -> None:
     """Refuse a call whose model or settings differ from those of the answers in
-    ``output``, in one line naming what differs (`merge_settings`' words)."""
+    ``output``, in one line naming what differs (`merge_settings`' words). Answers of a GGUF
+    file recorded by its cache folder are the file's (`as_gguf_file`)."""
     before = recorded(output)
     if before is None:
         return
+    before = {**before, "model": as_gguf_file(before["model"], now["model"])}
     try:
         merge_settings(f"--out {output}", before, now)
     except BiasscopeError as exc:

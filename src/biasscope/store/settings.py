@@ -242,7 +242,8 @@ def gain_identity(before: Any, now: Any) -> Any:
     cannot show which weights (or dtype, or tokenizer and template) it used, and is trusted as
     ``biasscope dynamics`` trusts such a run's checkpoints: it resumes and records them, and
     from then on other weights (or files) under the same path, or another dtype, are
-    refused."""
+    refused. A GGUF file recorded by its cache copy's folder takes the file's path and
+    ``gguf_*`` keys where the copy is of the same SHA-256 (`as_gguf_file`)."""
     if not (isinstance(before, Mapping) and isinstance(now, Mapping)):
         return before
     out = {k: gain_identity(v, now[k]) if k in now else v for k, v in before.items()}
@@ -250,7 +251,23 @@ def gain_identity(before: Any, now: Any) -> Any:
         out.update({k: now[k] for k in GAINED if k in now and k not in before})
         if _same_folder(before.get("source"), now.get("source")):
             out["source"] = now["source"]
+        out = as_gguf_file(out, now)
     return out
+
+
+def as_gguf_file(before: Any, now: Any) -> Any:
+    """A model's identity ``before`` whose ``source`` is the cache copy (a folder named by the
+    file's SHA-256) of the GGUF file ``now`` names, with the file's path and ``gguf_*`` keys
+    from ``now``; any other ``before`` as it is. Older biasscope recorded where the file was
+    converted, which moves with ``$BIASSCOPE_GGUF_CACHE``: the same bytes are the same model."""
+    if not (isinstance(before, Mapping) and isinstance(now, Mapping)):
+        return before
+    sha, source = now.get("gguf_sha256"), before.get("source")
+    if not (isinstance(sha, str) and isinstance(source, str) and source != now.get("source")
+            and before.get("gguf_sha256", sha) == sha and Path(source).name == sha):
+        return before
+    return {**before, **{k: v for k, v in now.items()
+                         if k == "source" or (k.startswith("gguf_") and k not in before)}}
 
 
 def _same_folder(before: Any, now: Any) -> bool:
@@ -269,5 +286,5 @@ def _same_folder(before: Any, now: Any) -> bool:
         return False
 
 
-__all__ = ["check_known", "gain_identity", "in_words", "known_part", "merge_settings",
-           "refuse_renamed", "sha256_json"]
+__all__ = ["as_gguf_file", "check_known", "gain_identity", "in_words", "known_part",
+           "merge_settings", "refuse_renamed", "sha256_json"]

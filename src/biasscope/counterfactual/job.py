@@ -26,7 +26,7 @@ from typing import Any
 
 from biasscope.backends.base import Generator
 from biasscope.backends.cache import Cached
-from biasscope.backends.checkpoints import from_model, recorded_source
+from biasscope.backends.checkpoints import from_model, gguf_identity, recorded_source
 from biasscope.backends.hf_model import resolve_device
 from biasscope.backends.labels import Named, label_models, model_labels, parse_models
 from biasscope.backends.reward import (
@@ -108,7 +108,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     # A reward model's entry over a judge's of the same name: the name shared is refused.
     _check_before_loading(config, {"pairs": pairs, "seed": config.seed, "scorers": {
         **known, **identities_before_loading(named, reward, "--reward-model")}},
-        order or [name for name, _ in judges if name is not None], order is not None, read)
+        order, ordered=True, read=read)
     # The judges first: a server's spec and flags are checked before a reward model loads.
     judge = judge if judge is not None else _judge(config, judges, made)
     if not order and judge is not None:  # its labels known once its backends are made
@@ -290,31 +290,30 @@ def _refuse_other_split(store: RunStore, previous: dict[str, Any], read: dict[st
 
 def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],
                            labels: dict[str, str] | None
-                           ) -> tuple[list[str] | None, dict[str, dict[str, Any]],
+                           ) -> tuple[list[str], dict[str, dict[str, Any]],
                                       dict[int, Generator]]:
-    """The judges' labels where each is known before any loads (None where one is a GGUF file,
-    recorded as its converted copy), each judge's scorer entry as known then, as a reward
+    """The judges' labels, each judge's scorer entry as known before any loads, as a reward
     model's is (`identities_before_loading`), and the judges made already, by position. A
     judge that loads nothing (a server's, canned answers) is made now, sending no request: its
-    label and whole entry are known. A local one's entry is what its spec settles, the dtype
-    it loads in on a CPU, and what run.json records beside it."""
+    label and whole entry are known. A local one's entry is what its spec settles (a GGUF
+    file's path, SHA-256 and quantisation: hashed, not converted), the dtype it loads in on a
+    CPU, and what run.json records beside it."""
     parsed = config.backend.check([spec for _, spec in judges], "--judge-model") \
         if judges else []
-    if any(p.kind == "gguf" for p in parsed):
-        return None, {}, {}
     served = [i for i, p in enumerate(parsed) if p.backend != "hf"]
     made = dict(zip(served, config.backend.generators([judges[i][1] for i in served],
                                                       "--judge-model"))) if served else {}
     ckpts = {i: from_model(p.rest, convert=False)[0]
-             for i, p in enumerate(parsed) if p.kind == "hf"}
+             for i, p in enumerate(parsed) if p.backend == "hf"}
     order = model_labels(judges, [ckpts[i].label if i in ckpts else made[i].label
                                   for i in range(len(judges))], "--judge-model", "+")
     dtype = "float32" if ckpts and resolve_device(config.backend.device).type == "cpu" else None
     asked = question_sha256(JudgingConfig(position=config.position, seed=config.seed), labels)
     beside = {"position": config.position, "labels": labels, "question_sha256": asked}
     known = {order[i]: {"backend": "hf", "source": recorded_source(c),
-                        "revision": c.revision or "", **({"dtype": dtype} if dtype else {}),
-                        **beside} for i, c in ckpts.items()}
+                        "revision": c.revision or "", **gguf_identity(c),
+                        **({"dtype": dtype} if dtype else {}), **beside}
+             for i, c in ckpts.items()}
     known.update({order[i]: {**g.identity(), **beside} for i, g in made.items()})
     return order, known, made
 

@@ -45,6 +45,8 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         self.tokenizer = tokenizer
         self.trainer = trainer
         self.history: list[dict[str, float]] = []
+        #: Steps the run already had records of when a resumed training began: not redone.
+        self.held: set[int] = set()
 
     def bind(self, trainer: Any) -> BiasCallback:
         self.trainer = trainer
@@ -53,7 +55,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
     def _evaluate(self, state: Any, control: Any, model: Any, tokenizer: Any,
                   may_stop: bool = True) -> Any:
         step = int(state.global_step)
-        if any(h.get("step") == step for h in self.history):
+        if step in self.held or any(h.get("step") == step for h in self.history):
             return control
         metrics = live.evaluate_now(model, tokenizer, self.probes, self.out, step, self.config)
         logged = {f"bias/{k}": v for k, v in metrics.items()
@@ -85,5 +87,26 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         if tokenizer is None:
             raise BiasscopeError("BiasCallback needs a tokenizer: pass tokenizer= or give the "
                              "Trainer a processing_class")
+        self.held = set(self._resumable(int(state.global_step)))
         # The baseline before any update; the Trainer would not honour a stop here anyway.
         return self._evaluate(state, control, model, tokenizer, may_stop=False)
+
+    def _resumable(self, at: int) -> list[int]:
+        """The steps of this model the run already holds, refused (before any training) unless
+        they are the past of a training resumed at step ``at``: a fresh training, or one
+        resumed from an earlier checkpoint, would overwrite another training's records. Steps
+        a caller put in ``history`` (an intervention arm's, resumed) are its own: kept."""
+        held = live.held_steps(self.out, self.config.model_name)
+        known = {h.get("step") for h in self.history}
+        later = [s for s in held if (s > at or at == 0) and s not in known]
+        if later:
+            shown = ", ".join(map(str, later[:10])) + (" …" if len(later) > 10 else "")
+            whose = ("another training's" if at == 0 else
+                     f"those of the training that went on past step {at}, where this one "
+                     "resumes")
+            raise BiasscopeError(
+                f"out: {self.out} already holds steps {shown} of model_name "
+                f"{self.config.model_name!r}, {whose}; this training would overwrite them: "
+                "give another out or LiveConfig(model_name=...), or resume the training "
+                "that wrote them (trainer.train(resume_from_checkpoint=...))")
+        return held

@@ -87,6 +87,28 @@ def live_inputs(probes: Any, out: Any, config: Any) -> tuple[list[Probe], Path, 
     return listed, Path(out), made(LiveConfig, config, "config")
 
 
+def held_steps(out: str | Path, model_name: str) -> list[int]:
+    """The steps of ``model_name`` that the run in ``out`` has records of: a training that
+    starts afresh there would overwrite them, one resumed from a checkpoint finds them done."""
+    store = RunStore(out)
+    if not store.run_json.is_file():
+        return []
+    run = store.read_json("run.json")
+    have = {p.name for p in store.unit_files()}
+    probes = list(run.get("settings", {}).get("probes", {}))
+    seeds = [int(s) for s in run.get("seeds", [])] or [0]
+    return sorted({int(e["step"]) for e in run.get("checkpoints", [])
+                   if isinstance(e, dict) and e.get("model") == model_name
+                   and e.get("step") is not None
+                   and any(f"{_unit(e, probe, seed).key}.parquet" in have
+                           for probe in probes for seed in seeds)})
+
+
+def _unit(entry: dict[str, Any], probe: str, seed: int) -> Unit:
+    return Unit(str(entry["model"]), entry.get("revision"), probe, seed, entry.get("step"),
+                entry.get("identity"))
+
+
 def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str | Path,
                  step: int, config: LiveConfig = LiveConfig(),
                  saved_as: Checkpoint | None = None) -> dict[str, float]:
@@ -115,6 +137,11 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
             for seed in config.seeds if getattr(probe, "seeded", True) else (0,):
                 # Keyed by identity: a later sweep of the saved dir finds this unit done.
                 unit = Unit(ckpt.model, ckpt.revision, probe.name, seed, step, ckpt.identity)
+                if store.unit_path(unit).exists():  # records are written once, never redone
+                    raise BiasscopeError(
+                        f"step: {out} already holds {probe.name} at step {step} of "
+                        f"{ckpt.model} (seed {seed}); a step is scored once: give a step not "
+                        "scored yet, another out, or another model_name")
                 items = probe.items(seed)
                 kind, asking = ask(probe, items)  # options: BBQ, Adult, professional bias
                 # Too long for the model: refused before any unit is scored or written.

@@ -1,0 +1,97 @@
+"""A live run's folder across trainings: resumed, started afresh, evaluated twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from biasscope.core.errors import BiasscopeError  # noqa: E402
+from biasscope.dynamics.live.callback import BiasCallback  # noqa: E402
+from biasscope.dynamics.live.evaluate import LiveConfig, evaluate_now  # noqa: E402
+from biasscope.probes import load_probe  # noqa: E402
+from biasscope.store.directory import RunStore  # noqa: E402
+
+
+def train(tokenizer, tmp_path: Path, out: Path, max_steps: int, seed: int = 0,
+          resume: str | None = None, every: int = 2, **args_kw):
+    """A tiny Trainer with the callback into ``out``, saving every 2 steps; returns it."""
+    from transformers import Trainer, TrainingArguments
+
+    from biasscope.demo.tiny import tiny_gpt_neox
+
+    probe = load_probe("winobias-gender", data_dir=tmp_path / "data")
+    callback = BiasCallback(probe, out, LiveConfig(every=every))
+    ids = tokenizer(["The nurse said she would help. Answer: female"] * 16)["input_ids"]
+    data = [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
+    args = TrainingArguments(output_dir=str(tmp_path / "trainer"), max_steps=max_steps,
+                             per_device_train_batch_size=4, logging_steps=1, report_to=[],
+                             save_strategy="steps", save_steps=2, use_cpu=True,
+                             disable_tqdm=True, learning_rate=1e-3, **args_kw)
+    trainer = Trainer(model=tiny_gpt_neox(len(tokenizer), seed=seed), args=args,
+                      train_dataset=data, processing_class=tokenizer, callbacks=[callback])
+    callback.bind(trainer)
+    trainer.train(resume_from_checkpoint=resume)
+    return trainer
+
+
+@pytest.fixture
+def data(tmp_path, winobias_dir):
+    (tmp_path / "data").symlink_to(winobias_dir)
+    return tmp_path
+
+
+def written(out: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in RunStore(out).unit_files()}
+
+
+def test_a_resumed_training_adds_its_later_steps_and_rewrites_none(data, tiny_tokenizer,
+                                                                   one_thread):
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 4)
+    before = written(out)
+    trainer = train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"))
+    after = written(out)
+    assert {k: after[k] for k in before} == before and len(after) == 4
+    summary = json.loads(RunStore(out).summary_json.read_text())
+    assert [c["step"] for c in summary["checkpoints"]] == [0, 2, 4, 6]
+    logged = [h["step"] for h in trainer.state.log_history
+              if "bias/winobias-gender/jsdp_gap" in h]
+    assert logged == [0, 2, 4, 6]  # step 4 not logged again on resuming
+
+
+def test_a_fresh_training_into_a_live_run_is_refused_before_it_trains(data, tiny_tokenizer,
+                                                                      one_thread):
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 2)
+    before = written(out)
+    with pytest.raises(BiasscopeError, match=r"already holds steps 0, 2 of model_name 'live', "
+                                             r"another training's"):
+        train(tiny_tokenizer, data, out, 2, seed=5)
+    assert written(out) == before
+
+
+def test_resuming_before_the_run_s_last_step_is_refused(data, tiny_tokenizer, one_thread):
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 4)
+    before = written(out)
+    with pytest.raises(BiasscopeError, match=r"holds steps 4 of .* went on past step 2"):
+        train(tiny_tokenizer, data, out, 4, resume=str(data / "trainer/checkpoint-2"))
+    assert written(out) == before
+
+
+def test_evaluate_now_never_scores_a_step_twice(data, tiny_tokenizer, one_thread):
+    from biasscope.demo.tiny import tiny_gpt_neox
+
+    probe = load_probe("winobias-gender", data_dir=data / "data")
+    out = data / "live"
+    evaluate_now(tiny_gpt_neox(len(tiny_tokenizer)), tiny_tokenizer, [probe], out, 3)
+    before = written(out)
+    other = tiny_gpt_neox(len(tiny_tokenizer), seed=1)
+    with pytest.raises(BiasscopeError, match=r"^step: .* already holds winobias-gender at "
+                                             r"step 3 of live \(seed 0\); a step is scored once"):
+        evaluate_now(other, tiny_tokenizer, [probe], out, 3)
+    assert written(out) == before

@@ -95,3 +95,33 @@ def test_evaluate_now_never_scores_a_step_twice(data, tiny_tokenizer, one_thread
                                              r"step 3 of live \(seed 0\); a step is scored once"):
         evaluate_now(other, tiny_tokenizer, [probe], out, 3)
     assert written(out) == before
+
+
+def test_an_evaluation_that_fails_mid_training_costs_that_step_only(data, tiny_tokenizer,
+                                                                    one_thread, monkeypatch,
+                                                                    capsys):
+    from biasscope.dynamics.live import evaluate as live
+    from biasscope.dynamics.summary import unfinished
+
+    real = live.evaluate_now
+
+    def failing_at_4(model, tokenizer, probes, out, step, config):
+        if step == 4:  # listed in run.json, as a failure after init_run leaves it
+            live.init_run(RunStore(out), probes, live.SweepConfig(
+                [live.Checkpoint("live", live.IN_MEMORY, "step4", 4)], Path(out), [0],
+                comparable=live.hf_comparable(live.HFConfig(batch_size=32))))
+            raise RuntimeError("CUDA out of memory\nTried to allocate 2 GiB")
+        return real(model, tokenizer, probes, out, step, config)
+
+    monkeypatch.setattr(live, "evaluate_now", failing_at_4)
+    out = data / "live"
+    trainer = train(tiny_tokenizer, data, out, 6, save_total_limit=1)
+    assert trainer.state.global_step == 6 and trainer.model.training
+    assert "warning: biasscope: step 4 not scored, training goes on (RuntimeError: CUDA out " \
+           "of memory)" in capsys.readouterr().err
+    store = RunStore(out)
+    assert sorted(set(store.records()["step"])) == [0, 2, 6]
+    section = unfinished.unscored(store, store.read_json("run.json"))
+    said = unfinished.sentence(section, out)
+    assert "3 of 4 checkpoints in run.json fully scored; no records yet for step 4" in said
+    assert "scored live, from weights in memory" in said and "biasscope dynamics" not in said

@@ -9,6 +9,7 @@ watch it.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         self.history: list[dict[str, float]] = []
         #: Steps the run already had records of when a resumed training began: not redone.
         self.held: set[int] = set()
+        #: Steps whose evaluation raised during training, with the error in words.
+        self.failed: dict[int, str] = {}
 
     def bind(self, trainer: Any) -> BiasCallback:
         self.trainer = trainer
@@ -78,7 +81,16 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                     processing_class: Any = None, **kwargs: Any) -> Any:
         if state.global_step % self.config.every == 0:
             tokenizer = self.tokenizer or processing_class or kwargs.get("tokenizer")
-            return self._evaluate(state, control, model, tokenizer)
+            try:
+                return self._evaluate(state, control, model, tokenizer)
+            except Exception as exc:  # the training's progress outweighs one step
+                # An evaluation that fails mid-training (out of memory, a full disk) must not
+                # end the training it watches: the step stays listed in run.json without
+                # records, so the report says it is missing.
+                step = int(state.global_step)
+                self.failed[step] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                print(f"warning: biasscope: step {step} not scored, training goes on "
+                      f"({self.failed[step]})", file=sys.stderr)
         return control
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from biasscope.backends.checkpoints import IN_MEMORY
 from biasscope.core.numbers import plural
 from biasscope.probes import PROBES
 from biasscope.store.directory import RunStore
@@ -52,6 +53,7 @@ def unscored(store: RunStore, run: Mapping[str, Any]) -> dict[str, Any] | None:
             if lacking:
                 missing.append({"model": str(entry["model"]), "revision": entry.get("revision"),
                                 "step": entry.get("step"), "probe": probe, "seeds": lacking,
+                                "live": entry.get("source") == IN_MEMORY,
                                 "all_seeds": len(lacking) == len(
                                     seeds if _seeded(probe, settings) else [0])})
     if not missing:
@@ -107,10 +109,15 @@ def sentence(section: Mapping[str, Any], root: object) -> str:
                        + (f" of {model}" if several[0] else ""))
     listed = "; ".join(clauses[:6]) + (f" and {len(clauses) - 6} more" if len(clauses) > 6
                                        else "")
+    finish = (f"To finish it, run `biasscope dynamics` with --out {root} again over the same "
+              "checkpoints (where run.json says they are).")
+    if all(m.get("live") for m in missing):  # BiasCallback's: the weights were in memory
+        finish = ("They were scored live, from weights in memory, and their evaluation is "
+                  "under way or failed (the training's warning says why); unless the training "
+                  "saved those weights, they cannot be scored again.")
     return (f"Unfinished: {section['scored']} of {plural(section['checkpoints'], 'checkpoint')} "
             f"in run.json fully scored; no records yet for {listed}. The findings rest on the "
-            f"scored checkpoints only. To finish it, run `biasscope dynamics` with --out {root} "
-            "again over the same checkpoints (where run.json says they are).")
+            f"scored checkpoints only. {finish}")
 
 
 def on_scored(sentence: str, unscored: Sequence[str]) -> str:

@@ -125,3 +125,15 @@ def test_an_evaluation_that_fails_mid_training_costs_that_step_only(data, tiny_t
     said = unfinished.sentence(section, out)
     assert "3 of 4 checkpoints in run.json fully scored; no records yet for step 4" in said
     assert "scored live, from weights in memory" in said and "biasscope dynamics" not in said
+
+
+def test_the_trained_model_is_scored_when_max_steps_is_no_multiple_of_every(
+        data, tiny_tokenizer, one_thread):
+    """Gradient accumulation: steps are optimiser steps; the last (7) is scored at the end."""
+    trainer = train(tiny_tokenizer, data, data / "live", 7, every=3,
+                    gradient_accumulation_steps=2)
+    assert trainer.state.global_step == 7
+    logged = [h["step"] for h in trainer.state.log_history
+              if "bias/winobias-gender/jsdp_gap" in h]
+    assert logged == [0, 3, 6, 7]
+    assert sorted(set(RunStore(data / "live").records()["step"])) == [0, 3, 6, 7]

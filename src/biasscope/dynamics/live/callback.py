@@ -80,17 +80,31 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None,
                     processing_class: Any = None, **kwargs: Any) -> Any:
         if state.global_step % self.config.every == 0:
-            tokenizer = self.tokenizer or processing_class or kwargs.get("tokenizer")
-            try:
-                return self._evaluate(state, control, model, tokenizer)
-            except Exception as exc:  # the training's progress outweighs one step
-                # An evaluation that fails mid-training (out of memory, a full disk) must not
-                # end the training it watches: the step stays listed in run.json without
-                # records, so the report says it is missing.
-                step = int(state.global_step)
-                self.failed[step] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                print(f"warning: biasscope: step {step} not scored, training goes on "
-                      f"({self.failed[step]})", file=sys.stderr)
+            return self._guarded(state, control, model,
+                                 self.tokenizer or processing_class or kwargs.get("tokenizer"))
+        return control
+
+    def on_train_end(self, args: Any, state: Any, control: Any, model: Any = None,
+                     processing_class: Any = None, **kwargs: Any) -> Any:
+        """The trained model too, when ``max_steps`` is no multiple of ``every``: a curve
+        without its last step would put "the final checkpoint" (what a stop is weighed
+        against) short of the model the training produced."""
+        return self._guarded(state, control, model,
+                             self.tokenizer or processing_class or kwargs.get("tokenizer"),
+                             may_stop=False)
+
+    def _guarded(self, state: Any, control: Any, model: Any, tokenizer: Any,
+                 may_stop: bool = True) -> Any:
+        try:
+            return self._evaluate(state, control, model, tokenizer, may_stop)
+        except Exception as exc:  # the training's progress outweighs one step
+            # An evaluation that fails mid-training (out of memory, a full disk) must not end
+            # the training it watches: the step stays listed in run.json without records, so
+            # the report says it is missing.
+            step = int(state.global_step)
+            self.failed[step] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            print(f"warning: biasscope: step {step} not scored, training goes on "
+                  f"({self.failed[step]})", file=sys.stderr)
         return control
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,

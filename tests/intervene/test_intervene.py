@@ -298,8 +298,9 @@ def test_lora_trains_only_adapters_and_resumes(tmp_path, world, winobias_dir, on
             NoOp())
 
 
-class Killed(Exception):
-    pass
+class Killed(BaseException):
+    """The process killed mid-evaluation: as KeyboardInterrupt, no Exception (`BiasCallback`
+    trains on past an evaluation's Exception)."""
 
 
 def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, one_thread,

@@ -17,8 +17,9 @@ TEXTS = [f"the nurse said that she would help {i}; the doctor said that he would
          for i in range(48)]
 
 
-class Killed(Exception):
-    pass
+class Killed(BaseException):
+    """The process killed mid-evaluation: as KeyboardInterrupt, no Exception (`BiasCallback`
+    trains on past an evaluation's Exception)."""
 
 
 def _neox(vocab: int) -> Any:

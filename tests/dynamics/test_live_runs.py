@@ -137,3 +137,21 @@ def test_the_trained_model_is_scored_when_max_steps_is_no_multiple_of_every(
               if "bias/winobias-gender/jsdp_gap" in h]
     assert logged == [0, 3, 6, 7]
     assert sorted(set(RunStore(data / "live").records()["step"])) == [0, 3, 6, 7]
+
+
+@pytest.mark.parametrize(("make", "says"), [
+    (lambda p, out: BiasCallback(p, out, LiveConfig(model_name=" ")),
+     "model_name: give the run's name for the model being trained, e.g. 'live', not ' '"),
+    (lambda p, out: BiasCallback(p, out, {"model_name": ""}),
+     "config.model_name: give the run's name"),
+    (lambda p, out: BiasCallback(p, out, tokenizer="gpt2"),
+     "tokenizer: give the tokenizer itself (e.g. AutoTokenizer.from_pretrained(...)), not str "
+     "'gpt2'"),
+])
+def test_a_bad_argument_is_one_line_naming_it_before_training(tmp_path, winobias_dir, make,
+                                                               says):
+    probe = load_probe("winobias-gender", data_dir=winobias_dir)
+    with pytest.raises(BiasscopeError) as caught:
+        make(probe, tmp_path / "live")
+    assert str(caught.value).startswith(says) and "\n" not in str(caught.value)
+    assert not (tmp_path / "live").exists()

@@ -43,6 +43,10 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                  trainer: Any = None) -> None:
         require_torch()  # without the 'hf' extra: one line naming it, not an ImportError
         self.probes, self.out, self.config = live.live_inputs(probes, out, config)
+        if tokenizer is not None and not callable(tokenizer):  # a name: found only at training
+            raise BiasscopeError(f"tokenizer: give the tokenizer itself (e.g. AutoTokenizer."
+                                 f"from_pretrained(...)), not {type(tokenizer).__name__} "
+                                 f"{tokenizer!r}")
         self.tokenizer = tokenizer
         self.trainer = trainer
         self.history: list[dict[str, float]] = []

@@ -64,6 +64,9 @@ class LiveConfig:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        if not self.model_name.strip():  # the run's records and report name the model by it
+            raise BiasscopeError(f"model_name: give the run's name for the model being "
+                                 f"trained, e.g. 'live', not {self.model_name!r}")
 
 
 def live_inputs(probes: Any, out: Any, config: Any) -> tuple[list[Probe], Path, LiveConfig]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from biasscope.store.directory import RunStore  # noqa: E402
 
 
 def train(tokenizer, tmp_path: Path, out: Path, max_steps: int, seed: int = 0,
-          resume: str | None = None, every: int = 2, **args_kw):
+          resume: str | None = None, every: int = 2, eval_dataset=None, **args_kw):
     """A tiny Trainer with the callback into ``out``, saving every 2 steps; returns it."""
     from transformers import Trainer, TrainingArguments
 
@@ -32,7 +33,8 @@ def train(tokenizer, tmp_path: Path, out: Path, max_steps: int, seed: int = 0,
                              save_strategy="steps", save_steps=2, use_cpu=True,
                              disable_tqdm=True, learning_rate=1e-3, **args_kw)
     trainer = Trainer(model=tiny_gpt_neox(len(tokenizer), seed=seed), args=args,
-                      train_dataset=data, processing_class=tokenizer, callbacks=[callback])
+                      train_dataset=data, eval_dataset=eval_dataset, processing_class=tokenizer,
+                      callbacks=[callback])
     callback.bind(trainer)
     trainer.train(resume_from_checkpoint=resume)
     return trainer
@@ -155,3 +157,32 @@ def test_a_bad_argument_is_one_line_naming_it_before_training(tmp_path, winobias
         make(probe, tmp_path / "live")
     assert str(caught.value).startswith(says) and "\n" not in str(caught.value)
     assert not (tmp_path / "live").exists()
+
+
+def test_the_trainer_s_evaluation_is_the_live_run_s_performance_for_a_stop(data,
+                                                                           tiny_tokenizer,
+                                                                           one_thread):
+    """Without an eval_dataset the report says why it recommends no stop; with one, the
+    Trainer's eval loss (as 1 / perplexity) is the series a stop is weighed against."""
+    from biasscope.dynamics.summary.build import full_summary
+
+    out = data / "plain"
+    train(tiny_tokenizer, data, out, 4)
+    said = full_summary(RunStore(out))["analysis"]["models"]["live"]
+    assert said["recommendation"] is None
+    assert said["recommendation_refused"].startswith("no stop recommended: the run has no "
+                                                     "performance series")
+    assert any("give the Trainer an eval_dataset" in s for s in said["sentences"])
+
+    ids = tiny_tokenizer(["The doctor said he would help. Answer: male"] * 4)["input_ids"]
+    held = [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
+    trainer = train(tiny_tokenizer, data, data / "live", 4, eval_dataset=held,
+                    eval_strategy="steps", eval_steps=2, eval_on_start=True)
+    losses = {h["step"]: h["eval_loss"] for h in trainer.state.log_history if "eval_loss" in h}
+    stored = json.loads((data / "live" / "performance.json").read_text())["series"]["live"]
+    assert stored["source"] == "1 / eval perplexity"
+    assert stored["values"] == {str(s): pytest.approx(math.exp(-v)) for s, v in losses.items()}
+    assert sorted(losses) == [0, 2, 4]
+    said = full_summary(RunStore(data / "live"))["analysis"]["models"]["live"]
+    assert said["performance"]["source"] == "1 / eval perplexity"
+    assert said["recommendation"] is not None and "recommendation_refused" not in said

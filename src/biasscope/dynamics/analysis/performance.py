@@ -119,6 +119,15 @@ def save(store: RunStore, model: str, series: Series, source: str) -> None:
     store.publish(path)
 
 
+def add(store: RunStore, model: str, step: int, value: float, source: str) -> None:
+    """One step's value into ``model``'s series in ``performance.json`` (a live run's, as its
+    training evaluates), the values it holds kept."""
+    path = store.root / FILE
+    entry = (store.read_json(FILE) if path.is_file() else {}).get("series", {}).get(model, {})
+    values = {int(k): float(v) for k, v in entry.get("values", {}).items()}
+    save(store, model, {**values, step: value}, source)
+
+
 def load(store: RunStore, summary: dict[str, Any]) -> dict[str, tuple[str, Series]]:
     """Per model: (name, series). Imported series win; else the performance a probe of the run
     gives (``PROBES[name].performance``: LAMBADA accuracy, 1 / held-out perplexity)."""

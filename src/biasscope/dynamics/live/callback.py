@@ -16,9 +16,14 @@ from typing import Any
 
 from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.live import evaluate as live
 from biasscope.dynamics.live.evaluate import LiveConfig, is_logged
 from biasscope.probes import Probe
+from biasscope.store.directory import RunStore
+
+#: The performance series a live run's Trainer evaluation gives, as the report names it.
+EVAL_SOURCE = "1 / eval perplexity"
 
 
 def _callback_base() -> type:
@@ -109,6 +114,17 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
             self.failed[step] = f"{type(exc).__name__}: {exc}".splitlines()[0]
             print(f"warning: biasscope: step {step} not scored, training goes on "
                   f"({self.failed[step]})", file=sys.stderr)
+        return control
+
+    def on_evaluate(self, args: Any, state: Any, control: Any, metrics: Any = None,
+                    **kwargs: Any) -> Any:
+        """The Trainer's own evaluation (``eval_loss``) as the run's performance series,
+        1 / perplexity (higher is better, as a stop's budget reads it): without one the report
+        can say where the gap is smallest but not what stopping there costs."""
+        loss = (metrics or {}).get("eval_loss")
+        if isinstance(loss, (int, float)) and math.isfinite(loss):
+            performance.add(RunStore(self.out), self.config.model_name, int(state.global_step),
+                            math.exp(-loss), EVAL_SOURCE)
         return control
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,

@@ -91,8 +91,18 @@ def analyse_model(model: str, inputs: ModelInputs, summary: dict[str, Any],
             result["tradeoff"], said = tradeoff.of_model(model, result, gaps, perf,
                                                          inputs.history, summary, options)
             sentences += [_on_scored(s, inputs.unscored) for s in said]
+    elif len(steps) > 1:  # said, so that no stop is not read as "train to the end"
+        result["recommendation_refused"] = NO_PERFORMANCE
+        sentences.append(f"{model}: {NO_PERFORMANCE}.")
     result["sentences"] = sentences
     return result
+
+
+#: Why a curve without a performance series gets no stop (the paper weighs gap against it).
+NO_PERFORMANCE = ("no stop recommended: the run has no performance series to weigh the gap "
+                  "against (score the perplexity or lambada probe alongside, import one with "
+                  "`biasscope dynamics --performance-csv`, or, training with BiasCallback, "
+                  "give the Trainer an eval_dataset)")
 
 
 def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: AnalysisConfig

@@ -18,14 +18,15 @@ from biasscope.store.directory import RunStore  # noqa: E402
 
 
 def train(tokenizer, tmp_path: Path, out: Path, max_steps: int, seed: int = 0,
-          resume: str | None = None, every: int = 2, eval_dataset=None, **args_kw):
+          resume: str | None = None, every: int = 2, eval_dataset=None, callbacks=(),
+          stop_above: float | None = None, **args_kw):
     """A tiny Trainer with the callback into ``out``, saving every 2 steps; returns it."""
     from transformers import Trainer, TrainingArguments
 
     from biasscope.demo.tiny import tiny_gpt_neox
 
     probe = load_probe("winobias-gender", data_dir=tmp_path / "data")
-    callback = BiasCallback(probe, out, LiveConfig(every=every))
+    callback = BiasCallback(probe, out, LiveConfig(every=every, stop_above=stop_above))
     ids = tokenizer(["The nurse said she would help. Answer: female"] * 16)["input_ids"]
     data = [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
     args = TrainingArguments(output_dir=str(tmp_path / "trainer"), max_steps=max_steps,
@@ -34,7 +35,7 @@ def train(tokenizer, tmp_path: Path, out: Path, max_steps: int, seed: int = 0,
                              disable_tqdm=True, learning_rate=1e-3, **args_kw)
     trainer = Trainer(model=tiny_gpt_neox(len(tokenizer), seed=seed), args=args,
                       train_dataset=data, eval_dataset=eval_dataset, processing_class=tokenizer,
-                      callbacks=[callback])
+                      callbacks=[callback, *callbacks])
     callback.bind(trainer)
     trainer.train(resume_from_checkpoint=resume)
     return trainer
@@ -186,3 +187,38 @@ def test_the_trainer_s_evaluation_is_the_live_run_s_performance_for_a_stop(data,
     said = full_summary(RunStore(data / "live"))["analysis"]["models"]["live"]
     assert said["performance"]["source"] == "1 / eval perplexity"
     assert said["recommendation"] is not None and "recommendation_refused" not in said
+
+
+def test_a_report_drawn_while_training_runs_says_which_steps_are_to_come(data, tiny_tokenizer,
+                                                                        one_thread):
+    """run.json lists the steps the training will evaluate from its start: a report drawn at
+    step 2 says steps 4 and 5 are not scored yet; once training ends, nothing is left open,
+    also when a stop ends it early."""
+    from transformers import TrainerCallback
+
+    from biasscope.dynamics.summary import unfinished
+    from biasscope.dynamics.summary.build import full_summary
+
+    out, seen = data / "live", {}
+
+    class Reader(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 2:
+                store = RunStore(out)
+                seen["section"] = unfinished.unscored(store, store.read_json("run.json"))
+                seen["summary"] = full_summary(store)
+
+    train(tiny_tokenizer, data, out, 5, callbacks=[Reader()])
+    section = seen["section"]
+    assert [m["step"] for m in section["missing"]] == [4, 5] and section["scored"] == 2
+    said = seen["summary"]["analysis"]["models"]["live"]["sentences"]
+    assert "This rests on the scored checkpoints only: the run is unfinished (steps 4, 5 not " \
+           "yet scored)." in said[0]
+    store = RunStore(out)
+    assert unfinished.unscored(store, store.read_json("run.json")) is None
+
+    stopped = data / "stopped"
+    trainer = train(tiny_tokenizer, data, stopped, 8, stop_above=0.0)
+    assert trainer.state.global_step == 2
+    run = RunStore(stopped).read_json("run.json")
+    assert [c["step"] for c in run["checkpoints"]] == [0, 2]

@@ -98,9 +98,18 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         """The trained model too, when ``max_steps`` is no multiple of ``every``: a curve
         without its last step would put "the final checkpoint" (what a stop is weighed
         against) short of the model the training produced."""
-        return self._guarded(state, control, model,
-                             self.tokenizer or processing_class or kwargs.get("tokenizer"),
-                             may_stop=False)
+        control = self._guarded(state, control, model,
+                                self.tokenizer or processing_class or kwargs.get("tokenizer"),
+                                may_stop=False)
+        live.unplan(self.out, self.config,
+                    [s for s in self._planned(state) if s > int(state.global_step)])
+        return control
+
+    def _planned(self, state: Any) -> list[int]:
+        """The steps this training will evaluate after the one it starts (or resumes) at."""
+        last, at = int(state.max_steps or 0), int(state.global_step)
+        steps = list(range(self.config.every, last + 1, self.config.every))
+        return [s for s in dict.fromkeys([*steps, last]) if s > at and s not in self.held]
 
     def _guarded(self, state: Any, control: Any, model: Any, tokenizer: Any,
                  may_stop: bool = True) -> Any:
@@ -135,7 +144,9 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                              "Trainer a processing_class")
         self.held = set(self._resumable(int(state.global_step)))
         # The baseline before any update; the Trainer would not honour a stop here anyway.
-        return self._evaluate(state, control, model, tokenizer, may_stop=False)
+        control = self._evaluate(state, control, model, tokenizer, may_stop=False)
+        live.plan(self.probes, self.out, self.config, self._planned(state))
+        return control
 
     def _resumable(self, at: int) -> list[int]:
         """The steps of this model the run already holds, refused (before any training) unless

@@ -29,7 +29,7 @@ from biasscope.core.config import (
 )
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.renamed import renamed
-from biasscope.dynamics.scoring.runfile import init_run
+from biasscope.dynamics.scoring.runfile import init_run, unlist
 from biasscope.dynamics.scoring.sweep import hf_comparable, write_summary
 from biasscope.dynamics.scoring.units import SweepConfig, ask, unit_frame, unit_summary
 from biasscope.probes import PROBES, Probe
@@ -112,6 +112,26 @@ def _unit(entry: dict[str, Any], probe: str, seed: int) -> Unit:
                 entry.get("identity"))
 
 
+def plan(probes: Sequence[Probe], out: Path, config: LiveConfig, steps: Sequence[int]) -> None:
+    """List the steps a training will evaluate in run.json before it reaches them, so that a
+    report drawn while it runs (or after it was killed) says which are not scored yet and that
+    its findings rest on the others."""
+    if steps:
+        init_run(RunStore(out), probes, SweepConfig(
+            [_live(config, s) for s in steps], out, list(config.seeds),
+            comparable=hf_comparable(HFConfig(batch_size=config.batch_size))))
+
+
+def unplan(out: Path, config: LiveConfig, steps: Sequence[int]) -> None:
+    """Take planned steps the training ended before (a stop) out of run.json again."""
+    for step in steps:
+        unlist(RunStore(out), _live(config, step))
+
+
+def _live(config: LiveConfig, step: int) -> Checkpoint:
+    return Checkpoint(config.model_name, IN_MEMORY, f"step{step}", step)
+
+
 def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str | Path,
                  step: int, config: LiveConfig = LiveConfig(),
                  saved_as: Checkpoint | None = None) -> dict[str, float]:
@@ -127,7 +147,7 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
                              f"{step!r}")
     scoring = HFConfig(batch_size=config.batch_size)
     store = RunStore(out)
-    ckpt = saved_as or Checkpoint(config.model_name, IN_MEMORY, f"step{step}", step)
+    ckpt = saved_as or _live(config, step)
     (ckpt,) = init_run(store, probes, SweepConfig([ckpt], Path(out), list(config.seeds),
                                                   comparable=hf_comparable(scoring)))
     was_training = model.training

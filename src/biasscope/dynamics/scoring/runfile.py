@@ -127,7 +127,7 @@ def _admitted(store: RunStore, settings: dict[str, Any], config: SweepConfig,
     try:
         _write_merged(store, settings, replace(config, checkpoints=[ckpt]))
     except BiasscopeError:
-        _unlist(store, ckpt)
+        unlist(store, ckpt)
         raise
 
 
@@ -151,9 +151,9 @@ class CommitAdmit:
             _admitted(store, self.settings, self.config, replace(ckpt, commit=commit))
 
 
-def _unlist(store: RunStore, ckpt: Checkpoint) -> None:
-    """Take a refused checkpoint out of run.json again where it is listed without weights and
-    has no unit: as if it had been refused before it was listed."""
+def unlist(store: RunStore, ckpt: Checkpoint) -> None:
+    """Take a checkpoint out of run.json again where it is listed without weights and has no
+    unit: a refused one, as if refused before it was listed; a live step never reached."""
     if not store.run_json.is_file():
         return
 

@@ -112,9 +112,10 @@ def sentence(section: Mapping[str, Any], root: object) -> str:
     finish = (f"To finish it, run `biasscope dynamics` with --out {root} again over the same "
               "checkpoints (where run.json says they are).")
     if all(m.get("live") for m in missing):  # BiasCallback's: the weights were in memory
-        finish = ("They were scored live, from weights in memory, and their evaluation is "
-                  "under way or failed (the training's warning says why); unless the training "
-                  "saved those weights, they cannot be scored again.")
+        finish = ("They are scored live, from weights in memory, as the training reaches "
+                  "them: it has not yet, is scoring them now, was killed, or their evaluation "
+                  "failed (its warning says why); a step it has passed cannot be scored again "
+                  "unless its weights were saved.")
     return (f"Unfinished: {section['scored']} of {plural(section['checkpoints'], 'checkpoint')} "
             f"in run.json fully scored; no records yet for {listed}. The findings rest on the "
             f"scored checkpoints only. {finish}")

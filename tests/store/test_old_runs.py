@@ -128,6 +128,10 @@ def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
             assert isinstance(row.pop("below_gap_of_interest"), bool)
         # and how many changes the sharpest change's band covers (one band for all, issue 37)
         assert after["analysis"]["models"]["train"]["sharpest_change"].pop("pairs") == 1
+        # and why no stop is recommended: the old run has no performance series (CHANGELOG:
+        # "Live monitoring during training")
+        assert "no performance series" in after["analysis"]["models"]["train"].pop(
+            "recommendation_refused")
         # BBQ's intervals are over templates now (CHANGELOG: "BBQ's intervals and test over
         # templates"): its estimates are the same, its bounds are not.
         for found in (after, before):

@@ -4,14 +4,19 @@ name with their own values and intervals, and every sentence of the report says 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from biasscope.backends.base import NextTokenScore
 from biasscope.backends.checkpoints import Checkpoint
+from biasscope.core.items import Item
 from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.summary.build import full_summary
+from biasscope.dynamics.summary.interest import flag_aside
 from biasscope.dynamics.summary.write import write_dynamics_report
 from biasscope.probes import Probe, load_probe
 from biasscope.store.directory import RunStore
@@ -154,3 +159,50 @@ def test_line_figures_keep_the_steps_and_draw_the_checkpoints_aside_apart(
     named = dict(zip(axis["ticktext"], axis["tickvals"], strict=True))
     assert named["best"] == apart["x"][0] and named["final"] == apart["x"][1]
     assert named["10"] == 10 and named["30"] == 30
+
+
+def male_leaning(items: Sequence[Item], step: int, seed: int) -> list[NextTokenScore]:
+    """Option log-probs that favour "male" strongly at every checkpoint, aside ones too."""
+    rng = np.random.default_rng(1000 * step + seed)
+    scores = []
+    for item in items:
+        logits = rng.normal(0.0, 0.3, size=len(item.options)) - 6.0
+        logits[item.options.index("male")] += 1.0
+        scores.append(NextTokenScore(tuple(float(x) for x in logits), 10))
+    return scores
+
+
+def test_a_significant_gap_aside_below_the_gap_of_interest_is_flagged_as_on_the_curve(
+        winobias: Probe, tmp_path: Path) -> None:
+    """`best` and `final` get the flag and the caveat a step gets for a significant gap
+    smaller than the smallest gap of interest (--min-gap 0.3, above these gaps)."""
+    run = make_run(tmp_path / "run", winobias, [STEPPED, *ASIDE], scores=male_leaning)
+    options = AnalysisConfig(n_resamples=200, min_gap=0.3)
+    analysis: dict[str, Any] = full_summary(RunStore(run), options)["analysis"]
+    (step,) = analysis["models"]["train2"]["tests"]["jsdp_correct"]
+    assert step["significant"] and step["below_gap_of_interest"]
+    for entry in analysis["aside"]:
+        assert entry["gap_of_interest"] == 0.3
+        row = entry["tests"]["jsdp_correct"]
+        assert row["significant"] and row["below_gap_of_interest"] is True
+        assert entry["tests"]["target_rank"]["below_gap_of_interest"] is False  # not significant
+    said = analysis["sentences"]
+    for name in ("best", "final"):
+        assert any(s.startswith(f"train2: at revision {name} the JSD-P gap is significant but "
+                                "below the smallest gap of interest 0.3 (--min-gap)") for s in said)
+    page = write_dynamics_report(run, options=options).read_text(encoding="utf-8")
+    rows = page.split('<span class="name">revision final</span>')
+    assert len(rows) == 3 and "yes, but |gap| &lt; 0.3" in rows[1].split("</tr>", 1)[0]
+
+
+def test_a_rank_gap_aside_counts_only_where_its_jsdp_gap_is_of_interest() -> None:
+    """As on the curve: a checkpoint aside's significant Average Rank gap is flagged where its
+    own JSD-P gap is below the smallest gap of interest, and said so."""
+    found = {"jsdp_correct": {"gap": 0.01, "significant": False, "effect_size": 0.2},
+             "target_rank": {"gap": -1.0, "significant": True, "effect_size": -1.0}}
+    said = flag_aside(found, AnalysisConfig(), "at revision best")
+    assert found["target_rank"]["below_gap_of_interest"] is True
+    assert found["jsdp_correct"]["below_gap_of_interest"] is False
+    assert said == [s for s in said if s.startswith("at revision best the Average Rank gap is "
+                                                    "significant where the JSD-P gap is below "
+                                                    "the smallest gap of interest 0.1")] != []

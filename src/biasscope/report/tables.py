@@ -200,7 +200,8 @@ def tests_section(view: View, checkpoints: Sequence[Json]) -> str:
                      and isinstance(a.get("tests"), Mapping) and value in a["tests"]]
             if rows:
                 parts.append(f"<h3>{escape(model)}: {escape(label)}</h3>")
-                interest = view.model(model).get("gap_of_interest")
+                interest = view.model(model).get("gap_of_interest") or next(
+                    (a.get("gap_of_interest") for a in aside if a.get("model") == model), None)
                 gap = "gap" if value == "jsdp_correct" else "JSD-P gap"  # ranks: its size
                 header = _header(view, "male", "female")
                 if any(isinstance(r.get("step"), str) for r in rows):  # some by name

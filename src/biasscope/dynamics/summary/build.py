@@ -26,6 +26,7 @@ from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.analysis.emergence import sharpest_of
 from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary import unfinished
+from biasscope.dynamics.summary.interest import flag_aside, gap_of_interest
 from biasscope.dynamics.summary.model import ModelInputs, analyse_model
 from biasscope.dynamics.summary.probes import analyse_probes
 from biasscope.dynamics.summary.reading import SNAPSHOT_STEP, ModelParts, RunParts, read_run
@@ -204,14 +205,15 @@ def in_family(tables: Mapping[str, pd.DataFrame],
 def _aside_tests(out: dict[str, Any], tested: Mapping[str, Mapping[str | None, Any]],
                  options: AnalysisConfig) -> None:
     """Each checkpoint aside's gap tests into its ``aside`` entry (``tests``), and a sentence
-    on its JSD-P gap, as a checkpoint on the curve gets one."""
+    on its JSD-P gap, as a checkpoint on the curve gets one, with its flags and caveats below
+    the smallest gap of interest (`flag_aside`; ``gap_of_interest`` beside them)."""
     corrected = f"{stats.CORRECTIONS[options.correction]}-corrected, α = {options.alpha:g}"
     for entry in out.get("aside", []):
         model, revision = entry["model"], entry["revision"]
         found = tested.get(model, {}).get(revision)
         if not found:
             continue
-        entry["tests"] = found
+        entry["tests"], entry["gap_of_interest"] = found, gap_of_interest(options)
         if (row := found.get("jsdp_correct")) is None:
             continue
         family = ("over the model's checkpoints with a step and without"
@@ -223,6 +225,7 @@ def _aside_tests(out: dict[str, Any], tested: Mapping[str, Mapping[str | None, A
             f"{family}): male − female {num(row['gap'], signed=True)}, Mann-Whitney "
             f"{p_is(row['p_value'])}, {p_is(row['p_adjusted'], 'adjusted p')}, effect size "
             f"r = {num(row['effect_size'], 2, True)}.")
+        out["sentences"] += [f"{model}: {s}" for s in flag_aside(found, options, f"at {label}")]
 
 
 def _occupation_statistics(out: dict[str, Any], statistics: occupations.Statistics,

@@ -14,7 +14,7 @@ from biasscope.core import numbers, stats
 from biasscope.core.curves import ItemCurves
 from biasscope.core.numbers import json_rows
 from biasscope.dynamics.analysis import findings, gap_tests, performance, tradeoff, wordings
-from biasscope.dynamics.analysis.config import FLAG_GAP, ZERO_PERFORMANCE, AnalysisConfig
+from biasscope.dynamics.analysis.config import ZERO_PERFORMANCE, AnalysisConfig
 from biasscope.dynamics.analysis.emergence import (
     STILL,
     GapChange,
@@ -27,6 +27,12 @@ from biasscope.dynamics.analysis.emergence import (
     trend_change,
 )
 from biasscope.dynamics.analysis.stopping import stop_test
+from biasscope.dynamics.summary.interest import (
+    flag_ranks,
+    flag_small_gaps,
+    gap_of_interest,
+    material,
+)
 from biasscope.dynamics.summary.unfinished import on_scored as _on_scored
 from biasscope.probes.winobias import NAME as PROBE
 
@@ -116,8 +122,8 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
     for value in tests:
         table = tests[value].dropna(subset=["step"])
         p = table["p_adjusted"].to_numpy()
-        if value != "jsdp_correct" and options.min_gap > 0:  # a rank gap: see `_flag_ranks`
-            p = np.where(_material(tests, table, options.min_gap), p, 1.0)
+        if value != "jsdp_correct" and options.min_gap > 0:  # a rank gap: see `flag_ranks`
+            p = np.where(material(tests, table, options.min_gap), p, 1.0)
         emergence[value] = emergence_step(
             table["step"].astype(int).tolist(), p, options.alpha, gaps=table["gap"].to_numpy(),
             min_gap=options.min_gap if value == "jsdp_correct" else 0.0)
@@ -138,9 +144,9 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
                                                             tests["jsdp_correct"],
                                                             options.alpha)):
         sentences.append(f"{model}: {mde}.")
-    if (small := _flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)) is not None:
+    if (small := flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)) is not None:
         sentences.append(f"{model}: {small}")
-    if (ranks := _flag_ranks(tests, options)) is not None:
+    if (ranks := flag_ranks(tests, options)) is not None:
         sentences.append(f"{model}: {ranks}")
     return emergence, sentences
 
@@ -230,68 +236,3 @@ def _breakdown_sentences(model: str, breakdown: dict[int, dict[str, Any]],
     out += findings.occupation_sentences(model, last, breakdown[last]["occupations"],
                                          options.confidence, several)
     return [s for s in out if s]
-
-
-def gap_of_interest(options: AnalysisConfig) -> float:
-    """``min_gap`` when the user set one, else ``FLAG_GAP`` (which flags, but never hides)."""
-    return options.min_gap if options.min_gap > 0 else FLAG_GAP
-
-
-def _material(tests: dict[str, pd.DataFrame], table: pd.DataFrame, threshold: float
-              ) -> np.ndarray:
-    """Per row of ``table``: whether the JSD-P gap at its step is at least ``threshold``."""
-    jsdp = tests["jsdp_correct"].dropna(subset=["step"])
-    size = dict(zip(jsdp["step"].astype(int), jsdp["gap"].abs()))
-    return np.array([size.get(int(s), np.nan) >= threshold for s in table["step"]], dtype=bool)
-
-
-def _flag_ranks(tests: dict[str, pd.DataFrame], options: AnalysisConfig) -> str | None:
-    """Mark significant Average Rank gaps where the JSD-P gap is below the gap of interest
-    (``below_gap_of_interest``, in place), and say so; None if there are none.
-
-    A rank gap has no size in probability: where "male" and "female" are nearly tied, the one
-    a hair ahead takes the better rank on every prompt, and the test is significant however
-    small the difference. The JSD-P gap measures the same male-female difference in
-    probability, so its smallest gap of interest decides whether a rank gap is one too.
-    """
-    if "target_rank" not in tests:
-        return None
-    table = tests["target_rank"]
-    threshold = gap_of_interest(options)
-    small = table["significant"].fillna(False).astype(bool).to_numpy() & ~_material(
-        tests, table, threshold)
-    table["below_gap_of_interest"] = small
-    if not small.any():
-        return None
-    steps = [str(int(x)) for x in table.loc[small, "step"].dropna()]
-    where = ", ".join(steps[:10]) + (" …" if len(steps) > 10 else "")
-    return (f"at {len(steps)} of {len(table)} checkpoints (step{'s' if len(steps) > 1 else ''} "
-            f"{where}) the Average Rank gap is significant where the JSD-P gap is below the "
-            f"smallest gap of interest {threshold:g}. Ranks have no size in probability (a "
-            "hair between \"male\" and \"female\" moves every prompt's rank), so there the "
-            "rank gap is no evidence of bias either.")
-
-
-def _flag_small_gaps(table: pd.DataFrame, options: AnalysisConfig, snapshot: bool = False
-                     ) -> str | None:
-    """Mark significant JSD-P gaps below the gap of interest (column ``below_gap_of_interest``
-    of ``table``, in place) and say so in one sentence; None if there are none."""
-    threshold = gap_of_interest(options)
-    small = table["significant"].fillna(False).astype(bool) & (table["gap"].abs() < threshold)
-    table["below_gap_of_interest"] = small
-    if not small.any():
-        return None
-    flagged = table[small]
-    steps = [str(int(x)) for x in flagged["step"].dropna()]
-    where = ", ".join(steps[:10]) + (" …" if len(steps) > 10 else "")
-    largest, widest = (float(flagged[c].abs().max()) for c in ("effect_size", "gap"))
-    how = ("--min-gap" if options.min_gap > 0 else
-           "the default for flagging, as --min-gap is 0; emergence counts significance alone")
-    plural = "s" if len(steps) > 1 else ""
-    at = ("at its checkpoint" if snapshot else
-          f"at {len(flagged)} of {len(table)} checkpoints (step{plural} {where})")
-    return (f"{at} the JSD-P "
-            f"gap is significant but below the smallest gap of interest {threshold:g} ({how}): "
-            f"|gap| at most {numbers.num(widest)}, effect size up to ±{largest:.2f}. Prompts "
-            "that differ in one word give even an untrained model such gaps, so the gap alone is "
-            "no evidence of bias; the accuracies per answer and pro against anti say more.")

@@ -472,7 +472,8 @@ def controlled(entry: dict[str, Any], probe: str) -> dict[str, Any]:
     test named in ``probe``'s words (`ProbeInfo.name_of`)."""
     info = PROBES.get(probe)
     entry = {**entry, "headline": multiplicity.control(entry["headline"])}
-    said = multiplicity.holm_sentence(entry["headline"], info.name_of if info else None)
+    said = multiplicity.holm_sentence(entry["headline"], info.name_of if info else None,
+                                      same=info.same_of if info else None)
     if said is not None:
         entry["sentences"] = [*entry.get("sentences", []), said]
     return entry

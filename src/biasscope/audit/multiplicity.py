@@ -62,13 +62,15 @@ def _within_bound(detectable: float, bound: object) -> dict[str, Any]:
 
 def holm_sentence(headline: Mapping[str, Any],
                   names: Callable[[str], str | None] | None = None,
-                  power: float = POWER) -> str | None:
+                  power: float = POWER, same: Callable[[str], str | None] | None = None
+                  ) -> str | None:
     """Sentences over the probe's tests after Holm: those significant, each with its
     estimate, effect size and Holm p (the probe's own sentences give raw p-values, and "not
     significant" alone beside a significant one read as if none was), then those not, with
     the size of what the run could have found, or the fact that it could have found nothing
     the measure can show. ``names`` gives a headline key's words (`ProbeInfo.name_of`;
-    the key, spaced, where it gives none)."""
+    the key, spaced, where it gives none); ``same``, a value's words for an interval of no
+    width (`ProbeInfo.same_of`)."""
 
     def name(key: str) -> str:
         return (names(key) if names else None) or key.replace("_", " ")
@@ -78,7 +80,8 @@ def holm_sentence(headline: Mapping[str, Any],
     if not tested:
         return None
     over = f"over the probe's {len(tested)} test{'s' if len(tested) > 1 else ''}"
-    hits = [f"{name(key)} {_found(value)}" for key, value in tested if value["significant"]]
+    hits = [f"{name(key)} {_found(value, same(key) if same else None)}" for key, value in tested
+            if value["significant"]]
     said = [f"Significant after Holm's correction {over}: {'; '.join(hits)}"] if hits else []
     missed = [f"{name(key)} ({p_is(value['p_holm'], 'Holm p')})" for key, value in tested
               if not value["significant"]]
@@ -90,13 +93,14 @@ def holm_sentence(headline: Mapping[str, Any],
     return f"{'. '.join(said)}."
 
 
-def _found(value: Mapping[str, Any]) -> str:
+def _found(value: Mapping[str, Any], same: str | None = None) -> str:
     """A significant test's estimate with its CI, effect size and Holm p (and what its p
     tests where that is not its estimate)."""
     size, of = value.get("effect_size"), value.get("p_value_of")
     extra = ", ".join([*([f"effect size {num(size, 2)}"] if finite(size) else []),
                        p_is(value["p_holm"], "Holm p") + (f" testing {of}" if of else "")])
-    return with_ci(value.get("estimate"), value.get("low"), value.get("high"), extra=extra)
+    return with_ci(value.get("estimate"), value.get("low"), value.get("high"), extra=extra,
+                   same=same)
 
 
 def _detectable(tested: list[tuple[str, Any]], name: Callable[[str], str], power: float

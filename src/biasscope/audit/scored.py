@@ -176,7 +176,7 @@ def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
             if (value := headline.get(name)) is not None:
                 size = f"n = {value.get('n')}"
                 said.append(f"{stats.names.get(name, name)}: "
-                            f"{with_ci(*_interval(value), extra=size)}.")
+                            f"{with_ci(*_interval(value), extra=size, same=stats.same(name))}.")
         said += stats.findings(values, ALPHA) if stats.findings else []
     across = across_wordings(probe, records) if len(wordings) > 1 else {}
     if len(wordings) > 1 and not isinstance(stats, Absent):
@@ -205,7 +205,8 @@ def _by_wording(records: pd.DataFrame, wordings: Sequence[str], stats: Any
         values = stats.values(records[records["template"].astype(str) == wording])
         for name, value in _per_group(values, stats.groups, stats.names)[0].items():
             rows.setdefault(name, {"metric": name})[wording] = (
-                with_ci(*_interval(value)) if finite(value.get("estimate")) else "–")
+                with_ci(*_interval(value), same=stats.same(name)) if finite(
+                    value.get("estimate")) else "–")
     return list(rows.values())
 
 

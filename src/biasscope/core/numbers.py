@@ -123,6 +123,12 @@ def with_ci(value: Any, low: Any, high: Any, confidence: float | None = 0.95,
             f"{num(high, places, signed)}{unit}{tail})")
 
 
+def resampled_same(confidence: float | None = 0.95) -> str:
+    """`with_ci`'s ``same`` for a percentile bootstrap interval, in `resampled_ci`'s words:
+    bounds of one value mean that at least the interval's share of resamples gave it."""
+    return f"at least {confidence or 0.95:.0%} of resamples gave {{value}}"
+
+
 def resampled_ci(low: Any, high: Any, shown: str | Callable[[Any], str], confidence: float,
                  same: str = "gave {value}") -> str:
     """``95% CI low to high`` of a percentile bootstrap interval, each bound written by

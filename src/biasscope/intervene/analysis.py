@@ -42,7 +42,15 @@ import pandas as pd
 
 from biasscope.core import stats
 from biasscope.core.crossed import crossed_mean
-from biasscope.core.numbers import ci_decimals, num, percent, pvalue, setting_percent, with_ci
+from biasscope.core.numbers import (
+    ci_decimals,
+    num,
+    percent,
+    pvalue,
+    resampled_same,
+    setting_percent,
+    with_ci,
+)
 from biasscope.core.renamed import renamed
 from biasscope.core.stats import group_t_interval, mean_test
 from biasscope.intervene.settings import InterventionAnalysisConfig as InterventionAnalysisConfig
@@ -267,7 +275,7 @@ def recommend(arm: str, steps: Sequence[int], did: dict[int, dict[str, Any]],
     other = "the control's" if one else "the control"
     unsure = (f"this run of {arm} beat the control's" if one else
               f"{arm} beat the control over {runs} training runs per arm")
-    same = (f"at least {config.confidence:.0%} of resamples gave {{value}}" if runs == 1 else
+    same = (resampled_same(config.confidence) if runs == 1 else
             f"the {runs} runs gave each prompt the same difference; no interval")
     won = with_ci(g["estimate"], g["low"], g["high"], config.confidence, True, test, same=same)
     said = (f"at step {best}, {arm}'s fairness gain over the control (how much further its male "

@@ -35,6 +35,7 @@ import pandas as pd
 
 from biasscope.core.items import Item
 from biasscope.core.numbers import plain as plain  # where the probes look for it
+from biasscope.core.numbers import resampled_same
 from biasscope.core.stats import Array
 from biasscope.core.wordings import Measure as WordingMeasure
 
@@ -120,6 +121,14 @@ class StepStatistics:
     #: Sentences from one checkpoint's values and α, beyond the headline (which groups
     #: differ); the summary says them of each model's last checkpoint.
     findings: Callable[[StepValues, float], list[str]] | None = None
+    #: Values (by name: ``"ss"`` for ``"ss:<domain>"`` too) whose interval is a bootstrap's
+    #: over items, which has no width where every resample agrees: said so in words
+    #: (`same`), not "0 (95% CI 0 to 0)". A Wilson interval never collapses.
+    resampled: tuple[str, ...] = ()
+
+    def same(self, key: str, confidence: float | None = 0.95) -> str | None:
+        """`with_ci`'s ``same`` for value ``key``: the bootstrap's words, or None."""
+        return resampled_same(confidence) if key.split(":", 1)[0] in self.resampled else None
 
 
 def step_value(entry: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
@@ -327,6 +336,11 @@ class ProbeInfo:
         if key in names or prefix not in names:
             return names.get(key)
         return f"{names[prefix]}, {group.replace('_', ' ')}"
+
+    def same_of(self, key: str) -> str | None:
+        """`with_ci`'s ``same`` for the headline value ``key`` (`StepStatistics.same`)."""
+        stats = self.step_statistics
+        return None if isinstance(stats, Absent) else stats.same(key)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "requests": list(self.requests), "data": self.data,

@@ -46,7 +46,8 @@ def _label(revision: str | None) -> str:
 def _values(spec: Any, values: Values) -> str:
     """The headline values with their intervals, or ``no values``."""
     said = [f"{spec.names.get(k, k)} " + numbers.with_ci(
-                v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}")
+                v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}",
+                same=spec.same(k))
             for k in spec.headline if (v := values.get(k)) is not None]
     return "; ".join(said) if said else "no values"
 
@@ -135,5 +136,5 @@ def _tests(spec: Any, model: str, revisions: list[str | None],
                 continue
             word = "" if entry["significant"] else "not "
             out.append(f"{model} at {_label(revision)}: the {spec.names.get(key, key)} is "
-                       f"{word}significant ({corrected}); it is {tested(entry)}.")
+                       f"{word}significant ({corrected}); it is {tested(entry, spec.same(key))}.")
     return out

@@ -78,12 +78,14 @@ def combine_seeds(per_seed: list[Values]) -> Values:
     return out
 
 
-def tested(entry: Mapping[str, Any]) -> str:
+def tested(entry: Mapping[str, Any], same: str | None = None) -> str:
     """One checkpoint's tested value as every sentence over checkpoints gives it: estimate
-    with its CI, the test's p and effect size (``p_value``, ``effect_size``)."""
+    with its CI, the test's p and effect size (``p_value``, ``effect_size``); ``same``:
+    `with_ci`'s (`StepStatistics.same`)."""
     size = entry.get("effect_size")
     test = f"{p_is(entry.get('p_value'))}, effect size {'n/a' if size is None else f'{size:.2f}'}"
-    return with_ci(entry.get("estimate"), entry.get("low"), entry.get("high"), extra=test)
+    return with_ci(entry.get("estimate"), entry.get("low"), entry.get("high"), extra=test,
+                   same=same)
 
 
 #: Per probe and model: its measures across wordings at the last step that has several

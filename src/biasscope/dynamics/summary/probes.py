@@ -71,12 +71,12 @@ def adjust_over_checkpoints(checkpoints: dict[int, Values], options: AnalysisCon
 
 
 def _sentence(model: str, name: str, key: str, checkpoints: dict[int, Values],
-              step: int | None, corrected: str) -> str:
+              step: int | None, corrected: str, same: str | None = None) -> str:
     steps = [s for s in sorted(checkpoints) if key in checkpoints[s]]
     if not steps:
         return f"{model}: no {name} could be computed (no answers to score)."
     last = checkpoints[steps[-1]][key]
-    at_last = f"at the last checkpoint (step {steps[-1]}) it is {tested(last)}"
+    at_last = f"at the last checkpoint (step {steps[-1]}) it is {tested(last, same)}"
     if len(steps) == 1:
         word = "" if last.get("significant") else "not "
         return f"{model}: the {name} is {word}significant ({corrected}); {at_last}."
@@ -182,7 +182,7 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
             unscored = unfinished.curve_checkpoints(summary.get("unfinished"), model, probe)
             sentences += [unfinished.on_scored(_sentence(model, spec.names.get(k, k), k,
                                                          checkpoints, emergence.get(k),
-                                                         corrected), unscored)
+                                                         corrected, spec.same(k)), unscored)
                           for k in spec.headline]
             sentences += _findings(spec, model, checkpoints, options.alpha)
             rec, said = _recommend(model, probe, spec.headline[0], checkpoints,

@@ -73,7 +73,9 @@ STEP_STATISTICS = StepStatistics(crows_values, ("pct_stereotype", "mean_differen
                  "direction",
     **{f"difference_q{round(100 * q)}": f"{round(100 * q)}th percentile of the log-likelihood "
                                         "difference, more − less stereotyping"
-       for q in QUANTILES}})
+       for q in QUANTILES}},
+    resampled=("likelihood_diff", "mean_difference", "token_difference",
+               *(f"difference_q{round(100 * q)}" for q in QUANTILES)))
 
 PANELS = Panels("CrowS-Pairs over training steps", (
     Panel("pct_stereotype, all pairs and by direction",

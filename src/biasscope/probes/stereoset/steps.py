@@ -8,7 +8,7 @@ from biasscope.probes.stereoset.metrics import stereoset_values
 STEP_STATISTICS = StepStatistics(stereoset_values, ("ss", "icat"), {
     "ss": "StereoSet stereotype score (SS; 50 is unbiased)",
     "lms": "StereoSet language-modelling score (LMS)",
-    "icat": "StereoSet idealized CAT score (ICAT)"})
+    "icat": "StereoSet idealized CAT score (ICAT)"}, resampled=("ss", "lms", "icat"))
 
 PANELS = Panels("StereoSet over training steps", (
     Panel("SS, LMS and ICAT", "Stereotype score (share of examples whose stereotype outscores "

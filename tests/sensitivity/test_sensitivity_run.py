@@ -612,3 +612,23 @@ class _Dead(Reviser):
 
     def generate(self, requests: list[GenerateRequest]) -> list[Generation]:
         return [Generation("", error="HTTP 400: bad request") for _ in requests]
+
+
+def test_the_report_names_each_index_in_words_beside_its_key(tmp_path: Path) -> None:
+    """The rank agreement's metric cells and the index figures' titles said the key with
+    spaces ("mean effect normalised"); each index now has its words, its key beside."""
+    from biasscope.report.sensitivity import write_sensitivity_report
+    from biasscope.report.tables import named
+    from biasscope.sensitivity.indices import RANKED, index_words
+
+    out = tmp_path / "run"
+    run(out)
+    page = write_sensitivity_report(out).read_text()
+    assert str(named("std_effect", "standard deviation of the reward effect")) in page
+    assert str(named("wilcoxon_statistic",
+                     "Wilcoxon signed-rank statistic, revised against original")) in page
+    assert ('"mean reward effect (revised − original), normalised over the model\'s '
+            'principles (mean_effect_normalised)"') in page  # a figure's title
+    assert "<td>mean_effect</td>" not in page
+    assert all(index_words(k) and index_words(f"{k}_normalised") for k in RANKED)
+    assert index_words("n") is None

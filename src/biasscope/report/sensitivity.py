@@ -18,7 +18,8 @@ import pandas as pd
 from biasscope.core.errors import BiasscopeError
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.plotfig import Figure, as_text, bar, histogram, scatter
-from biasscope.report.tables import record_table, table
+from biasscope.report.tables import named, record_table, table
+from biasscope.sensitivity.indices import index_words
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes
 
@@ -74,7 +75,7 @@ def metric_figure(indices: pd.DataFrame, metric: str, texts: Mapping[str, str]) 
         fig.add_trace(bar(x=[as_text(str(p)) for p in chunk["principle"]],
                           y=chunk[metric].tolist(), name=as_text(str(model)), error_y=bars,
                           hovertext=[as_text(texts.get(p, "")) for p in chunk["principle"]]))
-    fig.update_layout(barmode="group", title=metric.replace("_", " "), template="plotly_white",
+    fig.update_layout(barmode="group", title=as_text(_titled(metric)), template="plotly_white",
                       height=360, yaxis_title="normalised index")
     return fig
 
@@ -90,10 +91,24 @@ def groups_figure(groups: Mapping[str, Any], texts: Mapping[str, str]) -> Figure
             text=as_text(str(row["principle"])), textposition="inside",  # which segment is which
             hovertext=as_text(f"{row['principle']}: {texts.get(row['principle'], '')}"),
             hoverinfo="text+y"))
-    metric = str(groups.get("metric")).replace("_", " ")
+    metric = _titled(str(groups.get("metric")))
     fig.update_layout(barmode="stack", template="plotly_white", height=380,
                       title=f"{as_text(metric)}: stacked by group")
     return fig
+
+
+def _titled(key: str) -> str:
+    """An index's words with its key, for a figure's title (plain text)."""
+    words = index_words(key)
+    return f"{words} ({key})" if words else key.replace("_", " ")
+
+
+def _metrics_named(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose metric cells (``metric``, ``metric_a``, ``metric_b``) name an index in
+    words, its key below (`tables.named`), as the audit's tables name theirs."""
+    keys = ("metric", "metric_a", "metric_b")
+    return [{k: named(str(v), index_words(str(v))) if k in keys and isinstance(v, str) else v
+             for k, v in r.items()} for r in rows]
 
 
 def words_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
@@ -164,7 +179,8 @@ def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFr
         value = result.get(name)
         if value:
             rows = value if isinstance(value, list) else [value]
-            parts.append(f"<h3>{escape(name.replace('_', ' '))}</h3>" + words_table(rows))
+            parts.append(f"<h3>{escape(name.replace('_', ' '))}</h3>"
+                         + words_table(_metrics_named(rows)))
     if result.get("groups"):
         parts.append("<h3>Groups</h3>" + words_table(result["groups"].get("models", [])))
     parts += confounds_tables(result.get("confounds") or {})

@@ -126,15 +126,14 @@ def _tests(spec: Any, model: str, revisions: list[str | None],
            values: Mapping[tuple[str, str | None], Values], corrected: str) -> list[str]:
     """Each checkpoint's test of each headline value, as a checkpoint on the curve gets it:
     significant or not after the correction ``corrected`` names (over all the model's
-    checkpoints, these among them), with the estimate, its CI, p and effect size."""
+    checkpoints, these among them), with the estimate, its CI, p and effect size; one
+    sentence per checkpoint, its values one after another (the correction said once)."""
     out = []
     for revision in revisions:
         at = values.get((model, revision), {})
-        for key in spec.headline:
-            entry = at.get(key)
-            if entry is None or "significant" not in entry:
-                continue
-            word = "" if entry["significant"] else "not "
-            out.append(f"{model} at {_label(revision)}: the {spec.names.get(key, key)} is "
-                       f"{word}significant ({corrected}); it is {tested(entry, spec.same(key))}.")
+        said = [f"the {spec.names.get(key, key)} is {'' if entry['significant'] else 'not '}"
+                f"significant: {tested(entry, spec.same(key))}" for key in spec.headline
+                if (entry := at.get(key)) is not None and "significant" in entry]
+        if said:
+            out.append(f"{model} at {_label(revision)} ({corrected}): {'; '.join(said)}.")
     return out

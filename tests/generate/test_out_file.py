@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generation
+from biasscope.backends.config import BackendConfig
 from biasscope.cli.main import main
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.processes import HOST
@@ -64,16 +65,38 @@ def test_another_model_or_other_settings_never_replace_the_answers(second, said,
     lambda text: text.replace("Is it not?", "Is it so?"),  # a prompt fixed
     lambda text: text.replace('"yes", "no"', '"no", "yes"'),  # options in another order
     lambda text: text.replace('"id": "b"', '"id": "c"')])  # another id
-def test_answers_to_other_requests_are_never_replaced(edit, tmp_path, capsys):
+def test_answers_to_other_requests_are_never_replaced(edit, tmp_path, capsys, monkeypatch):
     """Another --input (or the same file edited) wrote its answers over the first file's with
-    the same model: ids do not tell two files apart (line numbers repeat), the requests do."""
+    the same model: ids do not tell two files apart (line numbers repeat), the requests do.
+    The requests need no model, so they are checked before one is made (a local model loaded
+    first, for minutes), and refused as an audit refuses another data file, naming it."""
     assert _call(tmp_path, capsys, "canned:yes")[0] == 0
     before = (tmp_path / "out.jsonl").read_bytes()
+    recorded = json.loads(before.splitlines()[0])["input"]["sha256"]
     prompts = tmp_path / "in.jsonl"
     prompts.write_text(edit(prompts.read_text()))
+    made: list[str] = []
+
+    def generator(self: BackendConfig, spec: str, flag: str = "--model") -> None:
+        made.append(spec)
+        raise BiasscopeError(f"a model ({spec}) was made")
+
+    monkeypatch.setattr(BackendConfig, "generator", generator)
     err = _refused(*_call(tmp_path, capsys, "canned:yes"))
-    assert "was made with a different 'input' (input.sha256:" in err and "delete it" in err
+    assert made == []
+    assert (f"--out {tmp_path / 'out.jsonl'} was made from another --input ({prompts}: "
+            f"SHA-256 {recorded[:12]}… then, ") in err and "or use another --out" in err
     assert (tmp_path / "out.jsonl").read_bytes() == before
+
+
+def test_the_library_call_names_the_other_input(tmp_path):
+    """`generate_file` (the library's call, with its generator made) says the same line."""
+    prompts, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    prompts.write_text('{"id": "a", "prompt": "Is it?"}\n')
+    generate_file(PromptEcho(), prompts, out, GenerateParams(), None)
+    prompts.write_text('{"id": "a", "prompt": "Is it so?"}\n')
+    with pytest.raises(BiasscopeError, match=r"was made from another --input \("):
+        generate_file(PromptEcho(), prompts, out, GenerateParams(), None)
 
 
 @pytest.mark.parametrize(("content", "said", "delete"), [

@@ -104,6 +104,11 @@ def row(job: Job, generation: Generation, made: dict[str, Any] | None = None
     return {**out, **(made or {})}
 
 
+def requests(jobs: Sequence[Job]) -> list[Any]:
+    """What ``jobs`` ask, as JSON: hashed as the answers' ``input`` (`output.made_with`)."""
+    return [[j.request.id, j.request.prompt, j.request.messages, j.options] for j in jobs]
+
+
 def asked(request: GenerateRequest) -> str:
     """The text a model may echo before its answer: the prompt, or every turn's content."""
     if request.messages is not None:
@@ -129,6 +134,7 @@ def generate_file(generator: Generator, source: str | os.PathLike[str],
     """Answer every request of ``source`` into ``output``; the usage and the seconds taken."""
     jobs = read_jobs(source, params)
     check_out(source, Path(output), cache)
+    out_file.check_input(Path(output), Path(source), requests(jobs))
     return answer(generator, jobs, Path(output), params, cache, chunk, on_progress)
 
 
@@ -137,8 +143,7 @@ def answer(generator: Generator, jobs: Sequence[Job], output: Path, params: Gene
            on_progress: Callable[[int, int], None] | None = None) -> tuple[Usage, float]:
     """Answer ``jobs`` into ``output``, unless it holds answers of another model or other
     settings (`output.check`); the usage and the seconds taken."""
-    made = out_file.made_with(generator, params, [
-        [j.request.id, j.request.prompt, j.request.messages, j.options] for j in jobs])
+    made = out_file.made_with(generator, params, requests(jobs))
     out_file.check(output, made)  # before any request: nothing is asked for a refused call
     remove_stale_temp_files(output.parent)  # a killed call's half-written file
     cached = Cached(generator, cache)
@@ -172,5 +177,7 @@ def run(config: GenerateConfig) -> tuple[Usage, float]:
     check_top_logprobs(spec, config.params.top_logprobs,
                        completions=any(j.request.messages is None for j in jobs))
     check_out(config.input, output, cache)
-    out_file.recorded(output)  # a file that is no answers file: refused before a model loads
+    # a file that is no answers file, or answers to other requests: refused before a model
+    # loads
+    out_file.check_input(output, Path(config.input), requests(jobs))
     return answer(config.backend.generator(config.model), jobs, output, config.params, cache)

@@ -18,6 +18,7 @@ from typing import Any
 
 from biasscope.backends.base import GenerateParams, Generator
 from biasscope.core.errors import BiasscopeError
+from biasscope.data.sources import refuse_other_data
 from biasscope.store.settings import as_gguf_file, merge_settings, sha256_json
 
 #: The fields of every answer line that say what made it.
@@ -30,6 +31,18 @@ def made_with(generator: Generator, params: GenerateParams, requests: Any) -> di
     its requests, not its ids)."""
     return {"model": generator.identity(), "params": asdict(params),
             "input": {"sha256": sha256_json(requests)}}
+
+
+def check_input(output: Path, source: Path, requests: Any) -> None:
+    """Refuse answers of other requests (``source`` edited since, or another file) as an
+    audit refuses another data file, naming it: the requests' hash needs no model, so this
+    runs before one is made (a local one loads for minutes), where `check` needs its identity.
+    """
+    before = recorded(output)
+    then = before.get("input") if before is not None else None
+    if isinstance(then, dict):
+        refuse_other_data(f"--out {output}", {"--input": then.get("sha256")},
+                          {"--input": source}, {"--input": sha256_json(requests)})
 
 
 def _refuse(output: Path, why: str, ours: bool = True) -> BiasscopeError:

@@ -85,7 +85,8 @@ def test_answers_to_other_requests_are_never_replaced(edit, tmp_path, capsys, mo
     err = _refused(*_call(tmp_path, capsys, "canned:yes"))
     assert made == []
     assert (f"--out {tmp_path / 'out.jsonl'} was made from another --input ({prompts}: "
-            f"SHA-256 {recorded[:12]}… then, ") in err and "or use another --out" in err
+            f"SHA-256 of its requests {recorded[:12]}… then, ") in err
+    assert "or use another --out" in err
     assert (tmp_path / "out.jsonl").read_bytes() == before
 
 

@@ -193,13 +193,16 @@ def test_judge_audit_records_and_checks_its_settings(tmp_path, capsys):
     before = _files(out)
     reordered = tmp_path / "reordered.json"
     reordered.write_text(json.dumps(dict(reversed(list(LABELS.items())))))
-    for extra, named in [(["--seed", "1", "--labels", str(labels)], "'seed'"),
-                         (["--no-logit-bias", "--labels", str(labels)], "'logit_bias'"),
-                         (["--labels", str(reordered)], "'labels_sha256'")]:
+    # Before: "… a different 'labels_sha256'", naming no file (the set is hashed, not it).
+    for extra, named in [(["--seed", "1", "--labels", str(labels)], "with a different 'seed'"),
+                         (["--no-logit-bias", "--labels", str(labels)],
+                          "with a different 'logit_bias'"),
+                         (["--labels", str(reordered)], f"from another --labels ({reordered}: "
+                          "SHA-256 of its label set ")]:
         capsys.readouterr()
         assert main([*argv, *extra]) == 2
         err = capsys.readouterr().err
-        assert f"made with a different {named}" in err and err.count("\n") == 1
+        assert f" was made {named}" in err and err.count("\n") == 1, err
         assert _files(out) == before
     with pytest.raises(SystemExit):  # no setting of judge-audit: refused by the parser
         main([*argv, "--labels", str(labels), "--position", "permute"])
@@ -654,3 +657,30 @@ def test_a_judge_from_python_names_an_item_by_its_place(checkpoint_dirs: list[Pa
     judge = Judge(load_generator(f"hf:{checkpoint_dirs[0]}"))
     with pytest.raises(ModelError, match=r"item '#2' is "):
         compare(judge, [("Hi?", "a", "b"), ("Hi?", "a", "word " * 2000)])
+
+
+def test_a_labels_file_edited_since_the_run_is_refused_naming_it_before_a_judge_is_made(
+        tmp_path, capsys, monkeypatch):
+    """Before: "… a different 'labels_sha256' (…)", naming no file, once the judges were
+    made (a local one loaded). The file's label set is checked first; the same labels
+    written otherwise (spaces) are the same set and rerun."""
+    from biasscope.backends.config import BackendConfig
+
+    texts = _jsonl(tmp_path / "texts.jsonl", [{"id": i, "text": f"Day {i}."} for i in range(4)])
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps(LABELS))
+    out = tmp_path / "run"
+    argv = [*_judge("judge", out, texts), "--labels", str(labels)]
+    assert main(argv) == 0
+    labels.write_text(json.dumps(LABELS, indent=2))
+    assert main(argv) == 0
+    before = _files(out)
+    labels.write_text(json.dumps({**LABELS, "NEGATIVE": "The text is gloomy."}))
+    made: list[Any] = []
+    monkeypatch.setattr(BackendConfig, "generators", lambda *a, **k: made.append(a) or [])
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{out} was made from another --labels ({labels}: SHA-256 of its label set " in err
+    assert made == [] and _files(out) == before

@@ -35,6 +35,7 @@ from biasscope.backends.reward import (
     identities_before_loading,
     whole_identity,
 )
+from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import given_file, read_jsonl
 from biasscope.counterfactual import scorers as cf
@@ -85,6 +86,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
                              "or leave it out to judge pairwise")
     with recording() as read:  # the hh-rlhf split: its whole SHA-256 is the pairs' file_sha256
         items, source_sha = _items(config)
+    own = not read  # a file of the user's pairs, recorded by its whole SHA-256 too
     # Everything that can be checked is checked before any model loads.
     labels = _labels(config.labels) if config.labels is not None else None
     judged = judge is not None or bool(config.judges)
@@ -101,7 +103,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         else []
     judges = parse_models(list(config.judges), "--judge-model", joiner="+") \
         if judge is None else []  # the panel is named a+b
-    pairs = {"source": config.pairs if source_sha else "jsonl", "file_sha256": source_sha,
+    pairs = {"source": "jsonl" if own else config.pairs, "file_sha256": source_sha,
              "sha256": cf.items_sha256(items)}
     # A run in --out that this call cannot join is refused before a model loads (minutes).
     order, known, made = _judges_before_loading(config, judges, labels)
@@ -213,7 +215,8 @@ def _start(store: RunStore, settings: dict[str, Any], waiting: Sequence[str] = (
             refuse_renamed(store.run_json, previous.get("settings", {}).get("scorers"),
                            settings["scorers"], "scorer")
         merged = dict(settings) if previous is None else merge_settings(
-            store.run_json, gain_identity(previous.get("settings", {}), settings),
+            store.run_json, gain_identity(_gain_file(previous.get("settings", {}), settings),
+                                          settings),
             settings, {"scorers": "scorer"})
         had = ((previous or {}).get("settings") or {}).get("scorers") or {}
         merged["scorers"] = {name: had[name] if name in waiting else entry
@@ -230,7 +233,7 @@ def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
     if count is not None:
         return cf.builtin_items(config.data_dir, count, config.seed)
     given_file("--pairs", config.pairs, "a JSONL file of pairs, or hh-rlhf:harmless-base:N")
-    return cf.read_items(config.pairs), ""
+    return cf.read_items(config.pairs), file_sha256(config.pairs)
 
 
 def _labels(path: str) -> dict[str, str]:
@@ -264,8 +267,9 @@ def _check_before_loading(config: CounterfactualConfig, now: dict[str, Any],
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         if previous is not None:
             _refuse_other_split(store, previous, read or {})
-            check_known(store.run_json, previous.get("settings", {}), now, "scorers", "scorer",
-                        _whole, {"scorers": "scorer"})
+            _refuse_other_pairs(store, previous, config.pairs, now["pairs"])
+            check_known(store.run_json, _gain_file(previous.get("settings", {}), now),
+                        now, "scorers", "scorer", _whole, {"scorers": "scorer"})
         return {}
 
     if store.run_json.is_file() or store.remote is not None:
@@ -281,11 +285,36 @@ def _refuse_other_split(store: RunStore, previous: dict[str, Any], read: dict[st
     """The hh-rlhf split edited since the run drew its pairs (``pairs.file_sha256``, the
     whole file's SHA-256, which an edit past the N pairs kept changes too), refused as an
     audit refuses a data file: naming the file and both SHA-256, not "a different 'pairs'".
-    A file of the user's pairs records none ("": its pairs are hashed instead)."""
+    A file of the user's pairs is `_refuse_other_pairs`'."""
     pairs = (previous.get("settings") or {}).get("pairs")
-    then = pairs.get("file_sha256") if isinstance(pairs, dict) else None
-    if then:
+    if not isinstance(pairs, dict) or pairs.get("source") == "jsonl":
+        return
+    if then := pairs.get("file_sha256"):
         refuse_other_data(store.root, dict.fromkeys(read, then), read, hashed(read))
+
+
+def _refuse_other_pairs(store: RunStore, previous: dict[str, Any], given: str,
+                        now: dict[str, Any]) -> None:
+    """A file of the user's pairs other than the run's (edited since, or another file),
+    refused as an audit refuses a data file, naming it: by the whole file's SHA-256, or, in
+    a run recorded before that was (``file_sha256`` ""), by its pairs' (``sha256``)."""
+    pairs = (previous.get("settings") or {}).get("pairs")
+    if not isinstance(pairs, dict) or pairs.get("source") != "jsonl" \
+            or now["source"] != "jsonl":
+        return
+    key = "file_sha256" if pairs.get("file_sha256") else "sha256"
+    refuse_other_data(store.root, {"--pairs": pairs.get(key)}, {"--pairs": Path(given)},
+                      {"--pairs": now[key]}, of="" if key == "file_sha256" else "its pairs")
+
+
+def _gain_file(before: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """``before`` (recorded settings) with the SHA-256 of its file of pairs, where the run
+    recorded none (made before it was) and the pairs are those ``now`` has: it gains it."""
+    pairs, ours = before.get("pairs"), now["pairs"]
+    if (isinstance(pairs, dict) and pairs.get("source") == ours["source"] == "jsonl"
+            and pairs.get("file_sha256") == "" and pairs.get("sha256") == ours["sha256"]):
+        return {**before, "pairs": {**pairs, "file_sha256": ours["file_sha256"]}}
+    return before
 
 
 def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],

@@ -214,16 +214,19 @@ def hashed(read: Mapping[str, Path]) -> dict[str, str]:
 
 
 def refuse_other_data(where: object, recorded: Any, read: Mapping[str, Path],
-                      now: Mapping[str, str]) -> None:
+                      now: Mapping[str, str], of: str = "") -> None:
     """One line where a data file this call read (``read``, hashed as ``now``) is not the
     one the run in ``where`` recorded (``recorded``: its run.json ``data``); a file the run
-    never recorded is not refused (another probe's, or a run from before they were)."""
+    never recorded is not refused (another probe's, or a run from before they were).
+    ``of``: what was hashed where it is not the whole file ("its requests"), so that the
+    SHA-256 said is not taken for one `sha256sum` would print."""
     before = recorded if isinstance(recorded, Mapping) else {}
+    hashed_what = f"SHA-256 of {of}" if of else "SHA-256"
     for name, sha in now.items():
         if isinstance(then := before.get(name), str) and then != sha:
-            raise DataError(f"{where} was made from another {name} ({read[name]}: SHA-256 "
-                            f"{then[:12]}… then, {sha[:12]}… now): put back the file it was "
-                            "made from, or use another --out for this one")
+            raise DataError(f"{where} was made from another {name} ({read[name]}: "
+                            f"{hashed_what} {then[:12]}… then, {sha[:12]}… now): put back the "
+                            "file it was made from, or use another --out for this one")
 
 
 def data_path(

@@ -42,7 +42,8 @@ def check_input(output: Path, source: Path, requests: Any) -> None:
     then = before.get("input") if before is not None else None
     if isinstance(then, dict):
         refuse_other_data(f"--out {output}", {"--input": then.get("sha256")},
-                          {"--input": source}, {"--input": sha256_json(requests)})
+                          {"--input": source}, {"--input": sha256_json(requests)},
+                          of="its requests")
 
 
 def _refuse(output: Path, why: str, ours: bool = True) -> BiasscopeError:

@@ -118,7 +118,7 @@ def run_settings(config: JudgeConfig, judge: Judge, task: Task,
     return {
         "judges": {m.label: m.identity() for m in judge.models},
         "input_sha256": file_sha256(config.input),
-        "labels_sha256": None if labels is None else sha256_json(list(labels.items())),
+        "labels_sha256": None if labels is None else labels_sha256(labels),
         **({} if audit else {"position": how.position,
                              "samples": how.samples if how.position == "permute" else None}),
         "reasoning": how.reasoning, "keys": list(how.keys[:needed]),
@@ -127,6 +127,11 @@ def run_settings(config: JudgeConfig, judge: Judge, task: Task,
         "top_logprobs": how.top_logprobs, "max_reasoning_tokens": how.max_reasoning_tokens,
         "ranking": config.ranking,
         "question_sha256": question_sha256(how, None if task.pairwise else labels)}
+
+
+def labels_sha256(labels: Mapping[str, str]) -> str:
+    """The label set as run.json records it: names and descriptions, in order."""
+    return sha256_json(list(labels.items()))
 
 
 def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[str]) -> None:
@@ -152,11 +157,13 @@ def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[
         raise BiasscopeError(f"--keys: {exc}") from None
 
 
-def _refuse_other_input(config: JudgeConfig, kind: str) -> None:
-    """An ``--input`` other than the run judged (edited since, or another file), refused as
-    an audit refuses its data file, before a judge is made: a local one loads then (minutes),
-    and `check` compares the other settings only once it has. A run.json that cannot be read,
-    or of another kind, is left to `check`."""
+def _refuse_other_input(config: JudgeConfig, kind: str,
+                        labels: Mapping[str, str] | None) -> None:
+    """An ``--input`` other than the run judged (edited since, or another file), or a
+    ``--labels`` file of another label set, refused as an audit refuses its data file,
+    naming the file, before a judge is made: a local one loads then (minutes), and `check`
+    compares the other settings only once it has. A run.json that cannot be read, or of
+    another kind, is left to `check`; so is a label set given or dropped."""
     store = RunStore(Path(config.out))
     store.pull("run.json")
     if not store.run_json.is_file():
@@ -170,6 +177,10 @@ def _refuse_other_input(config: JudgeConfig, kind: str) -> None:
         refuse_other_data(store.root, {"--input": settings.get("input_sha256")},
                           {"--input": Path(config.input)},
                           {"--input": file_sha256(config.input)})
+        if config.labels and labels is not None:  # its label set is hashed, not the file
+            refuse_other_data(store.root, {"--labels": settings.get("labels_sha256")},
+                              {"--labels": Path(config.labels)},
+                              {"--labels": labels_sha256(labels)}, of="its label set")
 
 
 def _setup(config: JudgeConfig, kind: str
@@ -183,7 +194,7 @@ def _setup(config: JudgeConfig, kind: str
     except ValueError as exc:
         raise BiasscopeError(f"--keys: {exc}") from None
     check_task(task.pairwise, labels, keys)
-    _refuse_other_input(config, kind)
+    _refuse_other_input(config, kind, labels)
     named = parse_models(list(config.models), "--model")
     cache = config.backend.response_cache()
     models = [Cached(g, cache) for g in config.backend.generators([s for _, s in named],

@@ -90,14 +90,16 @@ def test_cli_refuses_a_seed_numpy_cannot_take(capsys) -> None:
 
 
 @pytest.mark.parametrize(("given", "says"), [
-    ({"every": 0}, "--every (every): 0 is not 1 or more"),
+    ({"every": 0}, "every: 0 is not 1 or more"),  # a Python argument: no --every
     ({"batch_size": 0}, "0 is not 1 or more"),
     ({"stop_above": -0.1}, "-0.1 is negative"),
     ({"seeds": [1.5]}, "1.5 is not a whole number"),
 ])
 def test_live_settings_are_checked(given, says) -> None:
-    with pytest.raises(BiasscopeError, match=re.escape(says)):
+    """LiveConfig is no command's: its refusals name the Python argument, not a flag."""
+    with pytest.raises(BiasscopeError, match=re.escape(says)) as caught:
         LiveConfig(**given)
+    assert str(caught.value).startswith(f"{next(iter(given))}: ")
     assert LiveConfig(seeds="0-2").seeds == (0, 1, 2)
 
 

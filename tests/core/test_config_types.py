@@ -187,7 +187,7 @@ def test_an_interventions_analysis_settings_are_checked(analysis, says) -> None:
     ({"probes": []}, "probes: give a probe"),
     ({"out": None}, "out: give the run directory"),
     ({"out": "FILE"}, "out: FILE is a file"),
-    ({"config": {"every": 0}}, "--every (config.every): 0 is not 1 or more"),
+    ({"config": {"every": 0}}, "config.every: 0 is not 1 or more"),
     ({"config": {"evry": 5}}, "config: LiveConfig has no setting evry"),
     ({"step": "100"}, "step: give the training step"),
 ])

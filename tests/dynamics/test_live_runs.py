@@ -19,14 +19,16 @@ from biasscope.store.directory import RunStore  # noqa: E402
 
 def train(tokenizer, tmp_path: Path, out: Path, max_steps: int, seed: int = 0,
           resume: str | None = None, every: int = 2, eval_dataset=None, callbacks=(),
-          stop_above: float | None = None, **args_kw):
-    """A tiny Trainer with the callback into ``out``, saving every 2 steps; returns it."""
+          stop_above: float | None = None, probes=(), **args_kw):
+    """A tiny Trainer with the callback into ``out``, saving every 2 steps; returns it.
+    ``probes``: scored after WinoBias."""
     from transformers import Trainer, TrainingArguments
 
     from biasscope.demo.tiny import tiny_gpt_neox
 
     probe = load_probe("winobias-gender", data_dir=tmp_path / "data")
-    callback = BiasCallback(probe, out, LiveConfig(every=every, stop_above=stop_above))
+    callback = BiasCallback([probe, *probes], out,
+                            LiveConfig(every=every, stop_above=stop_above))
     ids = tokenizer(["The nurse said she would help. Answer: female"] * 16)["input_ids"]
     data = [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
     args = TrainingArguments(output_dir=str(tmp_path / "trainer"), max_steps=max_steps,
@@ -223,3 +225,49 @@ def test_a_report_drawn_while_training_runs_says_which_steps_are_to_come(data, t
     assert trainer.state.global_step == 2
     run = RunStore(stopped).read_json("run.json")
     assert [c["step"] for c in run["checkpoints"]] == [0, 2]
+
+
+def test_a_probe_added_on_resuming_is_refused_before_training(data, tiny_tokenizer,
+                                                              one_thread):
+    """Before: the steps held were skipped whole, so the added probe had no records of them
+    and the report did not say so. The steps are written once: refused in one line saying
+    what to do, before any update."""
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 4)
+    before = written(out)
+    text = data / "held.txt"
+    text.write_text("The nurse said she would help.\nThe doctor said he would help.\n")
+    added = load_probe("perplexity", text=text)
+    with pytest.raises(BiasscopeError) as caught:
+        train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"),
+              probes=[added])
+    said = str(caught.value)
+    assert said.startswith(f"probes: {out} holds steps 0, 2, 4 of model_name 'live' without "
+                           "perplexity, which this training resumed at step 4 adds; those "
+                           "steps are not scored again: give the added probes a BiasCallback "
+                           "of their own with another out") and "\n" not in said
+    assert said.endswith("or resume with the run's probes (winobias-gender)")
+    assert written(out) == before
+
+
+def test_a_dict_of_eval_sets_gives_the_first_s_loss_and_says_so(data, tiny_tokenizer,
+                                                               one_thread, capsys):
+    """Before: the Trainer logs ``eval_<name>_loss`` for a dict of eval datasets, and the
+    callback, reading ``eval_loss`` only, recorded no performance without a word."""
+    def held(text):
+        ids = tiny_tokenizer([text] * 4)["input_ids"]
+        return [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
+
+    out = data / "live"
+    trainer = train(tiny_tokenizer, data, out, 4, eval_strategy="steps", eval_steps=2,
+                    eval_dataset={"news": held("The doctor said he would help."),
+                                  "code": held("Answer: male female")})
+    losses = {h["step"]: h["eval_news_loss"] for h in trainer.state.log_history
+              if "eval_news_loss" in h}
+    stored = json.loads((out / "performance.json").read_text())["series"]["live"]
+    assert stored["source"] == "1 / eval perplexity (news)" and sorted(losses) == [2, 4]
+    assert stored["values"] == {str(s): pytest.approx(math.exp(-v)) for s, v in losses.items()}
+    err = [line for line in capsys.readouterr().err.splitlines() if "eval set" in line]
+    assert err == ["warning: biasscope: the run's performance series is the eval set 'news' "
+                   "(eval_news_loss), the first the Trainer evaluates; eval_code_loss is not "
+                   "recorded: put the set a stop should weigh first in eval_dataset"]

@@ -144,7 +144,12 @@ def check_settings(config: Any) -> None:
     only where the setting says its text may be a number (``margin=0.02``) or it names one of
     the choices (``base_rate=0.5``). A setting whose flag's text is parsed is parsed now (an
     ``out`` where a file stands is refused before the run starts). A part (``scoring``,
-    ``backend``...) given as a mapping of its settings is made from them."""
+    ``backend``...) given as a mapping of its settings is made from them.
+
+    A setting is named as its flag and field (``--every (every)``), the words of a command
+    and its library config alike; a config no command takes (``has_flags = False`` on its
+    class: `LiveConfig`) names the field alone, the argument its caller wrote."""
+    flagged = getattr(type(config), "has_flags", True)
     for f in fields(config):
         value = getattr(config, f.name)
         made = _part(f, value)
@@ -153,7 +158,7 @@ def check_settings(config: Any) -> None:
         if made is not value or value is f.default or _is_part(f):
             continue
         flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
-        label = f"{flag} ({f.name})" if "help" in f.metadata else f.name  # a flag, or none
+        label = f"{flag} ({f.name})" if flagged and "help" in f.metadata else f.name
         check, choices = f.metadata.get("check"), f.metadata.get("choices")
         if _listed(f) and value is None:
             why = None if "None" in str(f.type) else "give a list, not None"

@@ -26,6 +26,18 @@ from biasscope.store.directory import RunStore
 EVAL_SOURCE = "1 / eval perplexity"
 
 
+def _eval_loss(metrics: Any) -> tuple[Any, str | None]:
+    """The loss of one Trainer evaluation and its eval set's name: ``eval_loss`` (one
+    dataset: no name), or ``eval_<name>_loss`` (one of a dict of eval datasets)."""
+    if "eval_loss" in metrics:
+        return metrics["eval_loss"], None
+    named = [k for k in metrics if k.startswith("eval_") and k.endswith("_loss")
+             and len(k) > len("eval__loss")]
+    if len(named) == 1:
+        return metrics[named[0]], named[0][len("eval_"):-len("_loss")]
+    return None, None
+
+
 def _callback_base() -> type:
     """``transformers.TrainerCallback``; without the 'hf' extra a plain base, so that the
     module (and every command's parser) imports, and making a callback says what to install."""
@@ -59,6 +71,10 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         self.held: set[int] = set()
         #: Steps whose evaluation raised during training, with the error in words.
         self.failed: dict[int, str] = {}
+        #: The eval set whose loss is the performance series, of a dict of eval datasets
+        #: (the first the Trainer evaluates); None until one is seen or with a single one.
+        self.eval_set: str | None = None
+        self._told: set[str] = set()  # eval sets the warning named as not recorded
 
     def bind(self, trainer: Any) -> BiasCallback:
         self.trainer = trainer
@@ -129,11 +145,26 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                     **kwargs: Any) -> Any:
         """The Trainer's own evaluation (``eval_loss``) as the run's performance series,
         1 / perplexity (higher is better, as a stop's budget reads it): without one the report
-        can say where the gap is smallest but not what stopping there costs."""
-        loss = (metrics or {}).get("eval_loss")
+        can say where the gap is smallest but not what stopping there costs. A dict of eval
+        datasets is evaluated one by one (``eval_<name>_loss``): a run holds one series per
+        model, so the first set's is it (named in its source), and a warning says so once
+        per other set, which is not recorded."""
+        loss, name = _eval_loss(metrics or {})
+        if name is not None:
+            if self.eval_set is None:
+                self.eval_set = name
+            elif name != self.eval_set:
+                if name not in self._told:
+                    self._told.add(name)
+                    print(f"warning: biasscope: the run's performance series is the eval "
+                          f"set {self.eval_set!r} (eval_{self.eval_set}_loss), the first the "
+                          f"Trainer evaluates; eval_{name}_loss is not recorded: put the set "
+                          "a stop should weigh first in eval_dataset", file=sys.stderr)
+                return control
         if isinstance(loss, (int, float)) and math.isfinite(loss):
+            source = EVAL_SOURCE if name is None else f"{EVAL_SOURCE} ({name})"
             performance.add(RunStore(self.out), self.config.model_name, int(state.global_step),
-                            math.exp(-loss), EVAL_SOURCE)
+                            math.exp(-loss), source)
         return control
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
@@ -154,6 +185,8 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         resumed from an earlier checkpoint, would overwrite another training's records. Steps
         a caller put in ``history`` (an intervention arm's, resumed) are its own: kept."""
         held = live.held_steps(self.out, self.config.model_name)
+        if held and at > 0:
+            self._refuse_added_probes(held, at)
         known = {h.get("step") for h in self.history}
         later = [s for s in held if (s > at or at == 0) and s not in known]
         if later:
@@ -167,3 +200,20 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                 "give another out or LiveConfig(model_name=...), or resume the training "
                 "that wrote them (trainer.train(resume_from_checkpoint=...))")
         return held
+
+    def _refuse_added_probes(self, held: list[int], at: int) -> None:
+        """A probe the run has no records of, added by a training resumed at step ``at``:
+        refused before any update, since the steps already held are not scored again and
+        its curve would start at ``at`` with the earlier steps missing, beside probes that
+        have them."""
+        recorded = set().union(*live.held_probes(self.out, self.config.model_name).values())
+        added = [p.name for p in self.probes if p.name not in recorded]
+        if added:
+            steps = ", ".join(map(str, held[:10])) + (" …" if len(held) > 10 else "")
+            raise BiasscopeError(
+                f"probes: {self.out} holds steps {steps} of model_name "
+                f"{self.config.model_name!r} without {', '.join(added)}, which this training "
+                f"resumed at step {at} adds; those steps are not scored again: give the added "
+                "probes a BiasCallback of their own with another out (its curve starts at "
+                f"step {at}), or resume with the run's probes "
+                f"({', '.join(sorted(recorded)) or 'none'})")

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint, parse_seeds
 from biasscope.backends.hf import HFScorer
@@ -53,6 +53,9 @@ def is_logged(key: str) -> bool:
 @dataclass(frozen=True)
 class LiveConfig:
     """How often and how much to evaluate, and when to stop (``|gap| > stop_above``)."""
+
+    #: No command takes these settings: a refusal names the Python argument (`check_settings`).
+    has_flags: ClassVar[bool] = False
 
     every: int = setting(500, "evaluate every N training steps", check=POSITIVE_INT)
     seeds: tuple[int, ...] = setting((0,), "option-order seeds, e.g. 0-4 or 0,3",
@@ -93,18 +96,27 @@ def live_inputs(probes: Any, out: Any, config: Any) -> tuple[list[Probe], Path, 
 def held_steps(out: str | Path, model_name: str) -> list[int]:
     """The steps of ``model_name`` that the run in ``out`` has records of: a training that
     starts afresh there would overwrite them, one resumed from a checkpoint finds them done."""
+    return sorted(held_probes(out, model_name))
+
+
+def held_probes(out: str | Path, model_name: str) -> dict[int, set[str]]:
+    """Each step of ``model_name`` that the run in ``out`` has records of, and the probes
+    it has them of."""
     store = RunStore(out)
     if not store.run_json.is_file():
-        return []
+        return {}
     run = store.read_json("run.json")
     have = {p.name for p in store.unit_files()}
     probes = list(run.get("settings", {}).get("probes", {}))
     seeds = [int(s) for s in run.get("seeds", [])] or [0]
-    return sorted({int(e["step"]) for e in run.get("checkpoints", [])
-                   if isinstance(e, dict) and e.get("model") == model_name
-                   and e.get("step") is not None
-                   and any(f"{_unit(e, probe, seed).key}.parquet" in have
-                           for probe in probes for seed in seeds)})
+    held: dict[int, set[str]] = {}
+    for e in run.get("checkpoints", []):
+        if isinstance(e, dict) and e.get("model") == model_name and e.get("step") is not None:
+            found = {probe for probe in probes for seed in seeds
+                     if f"{_unit(e, probe, seed).key}.parquet" in have}
+            if found:
+                held.setdefault(int(e["step"]), set()).update(found)
+    return held
 
 
 def _unit(entry: dict[str, Any], probe: str, seed: int) -> Unit:

@@ -11,17 +11,24 @@ says so); every run in the directory is analysed.
 Everything that changes results (model, text and its split, intervention, training, probes,
 limits) is recorded in run.json under ``settings.intervention`` and checked on a rerun, which
 resumes: finished arms are kept, a killed arm continues from its last Trainer checkpoint, and
-evaluations already stored are not redone.
+evaluations already stored are not redone. The base model is recorded by its path (``model``)
+and by what it is (``base``: a local folder's fingerprints, a GGUF file's SHA-256 and
+quantisation), so other weights under the same path are refused before anything loads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from biasscope.backends.checkpoints import IN_MEMORY, convert_gguf
+from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint, convert_gguf
+from biasscope.backends.fingerprints import fingerprint_while_loading
+from biasscope.backends.gguf import is_gguf
+from biasscope.backends.hf_generate import identity_before_loading
 from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer, resolve_device
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
@@ -68,9 +75,27 @@ def _probes(config: InterveneConfig, held: list[perplexity.Document], corpus: st
     return [*probes, perplexity.Perplexity(docs, corpus, config.max_words)]
 
 
+@contextlib.contextmanager
+def _identified(base: Checkpoint) -> Iterator[Callable[[], dict[str, str]]]:
+    """What the base model is, as the other commands record a model (``base`` in the
+    settings): a local folder's weights' ``fingerprint`` and ``files_fingerprint``, hashed
+    while the block runs (the data load; cached, `fingerprint_while_loading`); a GGUF file's
+    path, SHA-256 and quantisation (`identity_before_loading`: nothing converted). A hub id is
+    its id and revision only: the commit a branch resolves to is known from the cache before
+    it loads, which may still name the one it pointed at last time (or none, before its first
+    load)."""
+    entry = {k: v for k, v in identity_before_loading(base).items() if k != "commit"}
+    if is_gguf(base.identity) or not Path(base.source).expanduser().is_dir():
+        yield lambda: entry
+        return
+    with fingerprint_while_loading(base.source, base.revision) as prints:
+        yield lambda: {**entry, **prints()}
+
+
 def _settings(config: InterveneConfig, method: methods.Intervention, corpus: str,
-              data: dict[str, str], split: tuple[int, int], base: Any) -> dict[str, Any]:
-    return {"model": base.identity, "text": corpus, "data": data,
+              data: dict[str, str], split: tuple[int, int], base: Checkpoint,
+              identity: dict[str, str]) -> dict[str, Any]:
+    return {"model": base.identity, "base": identity, "text": corpus, "data": data,
             "split": {"held_out": config.held_out, "seed": config.split_seed,
                       "by": "sha256 of document id", "train_documents": split[0],
                       "held_out_documents": split[1]},
@@ -183,16 +208,17 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     (base,) = list_checkpoints([config.model], [], [], None)
     check_targets(base, config.training)  # before the data and the model load
     store = RunStore(config.out)
-    with recording() as read:
+    with _identified(base) as identify, recording() as read:
         docs, corpus = perplexity.load_documents(config.text, config.data_dir)
         corpus, text = _own_text(store, corpus)
         train, held = perplexity.split(docs, config.held_out, config.split_seed)
         probes = _probes(config, held, corpus)
+        identity = identify()
     _same_probes(store, probes)
     data = hashed(read)
     _refuse_other_files(store, read, data, corpus, text)
-    settings = {**_settings(config, method, corpus, data, (len(train), len(held)), base),
-                **text}
+    settings = {**_settings(config, method, corpus, data, (len(train), len(held)), base,
+                            identity), **text}
     scoring = HFConfig(batch_size=config.eval_batch_size)
     runs = range(config.training.runs, 0, -1)
     with unsettled(store, lambda: _holds(store), folders=("train",)):

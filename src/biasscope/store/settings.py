@@ -158,9 +158,16 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
     other setting of ``now`` must equal the recorded one; one never recorded (a run from an
     older biasscope) counts as different, since the run cannot show it was the same, except
     the ``added`` ones: a measurement of its own that an older run lacked and now gains (its
-    records were never made under another value).
+    records were never made under another value); a dotted one (``intervention.base``) is such
+    a key inside a setting.
     """
     grow = grow or {}
+    for name in added:
+        key, dot, part = name.partition(".")
+        old, new = before.get(key), now.get(key)
+        if dot and isinstance(old, Mapping) and isinstance(new, Mapping) and part in new \
+                and part not in old:
+            before = {**before, key: {**old, part: new[part]}}
     merged = dict(before)
     found: list[Difference] = []
     for key, value in now.items():

@@ -47,6 +47,10 @@ RUN_SCHEMA = "biasscope.run/1"
 # recorded must stay the same. A data file not recorded before (another probe's, or a run
 # from before data files were recorded) is added.
 _GROW = {"probes": "probe", "data": "data file"}
+#: Settings a run from before they were recorded gains on a rerun (`merge_settings`): an
+#: intervention run's base model as it is (its fingerprints, a GGUF file's SHA-256), beside
+#: the path it recorded.
+_ADDED = ("intervention.base",)
 #: A checkpoint's ``files_fingerprint`` and ``commit`` in words (``compare.recorded``'s).
 _FILES = "tokenizer, chat template and config files"
 _COMMIT = "hub commit"
@@ -223,7 +227,7 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
     if "limit" not in before and "limit" in previous:  # runs from before limits were settings
         before["limit"] = previous["limit"]
     _refuse_other_limit(store, before, settings)
-    merged = merge_settings(store.run_json, before, settings, grow=_GROW)
+    merged = merge_settings(store.run_json, before, settings, grow=_GROW, added=_ADDED)
     known = _migrate(store, previous)
     checkpoints = distinct(config.checkpoints, known)
     _refuse_twins(known, checkpoints, say=True)

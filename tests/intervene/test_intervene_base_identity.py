@@ -1,0 +1,149 @@
+"""An intervention run records its base model as it is, not only where it is: other weights
+(or another GGUF file) under the run's path are refused before anything loads, and a run
+recorded by path only gains the record on its next call. Training and the analysis are
+stubbed: what is checked is the record and the refusal, both made before any model loads."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from no_loads import no_loads, refused
+
+pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def text(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from biasscope.demo.corpus import documents
+
+    path = tmp_path_factory.mktemp("text") / "text.txt"
+    path.write_text("\n".join(d.replace("\n", " ") for d in documents(60, bias=0.5, seed=0)) + "\n")
+    return path
+
+
+def _folder(where: Path, tokenizer: Any, seed: int) -> Path:
+    from biasscope.demo.tiny import save, tiny_gpt_neox
+
+    save(tiny_gpt_neox(len(tokenizer), seed=seed, max_positions=128), tokenizer, where)
+    return where
+
+
+@pytest.fixture
+def stubbed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The run's loads, training and analysis stubbed (each load listed): a call records
+    run.json and nothing else."""
+    from biasscope.intervene import job
+
+    loads: list[str] = []
+    monkeypatch.setattr(job, "convert_gguf", lambda c: loads.append(f"convert {c}"))
+    monkeypatch.setattr(job, "load_tokenizer",
+                        lambda *a: loads.append("tokenizer") or SimpleNamespace(pad_token="x"))
+    monkeypatch.setattr(job, "train_arm", lambda name, *a, **k: loads.append(f"train {name}"))
+    monkeypatch.setattr(job, "report", lambda store, *a, **k: SimpleNamespace(
+        summary={"sentence": "stubbed"}, store=store, report="-", intervention_report="-"))
+    return loads
+
+
+def _argv(out: Path, model: Path, text: Path, data: Path) -> list[str]:
+    return ["intervene", "--out", str(out), "--model", str(model), "--text", str(text),
+            "--data-dir", str(data), "--device", "cpu", "--quiet", "--steps", "20", "--every",
+            "20", "--limit", "10", "--no-save-recommended"]
+
+
+def _base(out: Path) -> Any:
+    return json.loads((out / "run.json").read_text())["settings"]["intervention"].get("base")
+
+
+def test_other_weights_under_the_run_s_path_are_refused_before_loading(
+        tmp_path, text, winobias_dir, tiny_tokenizer, stubbed, monkeypatch, capsys) -> None:
+    """Before: run.json recorded the folder's path only, and a model saved over it resumed
+    and added arms into the run: two models' results in one comparison."""
+    from biasscope.cli.main import main
+    from biasscope.intervene import job
+
+    model = _folder(tmp_path / "base", tiny_tokenizer, seed=0)
+    out = tmp_path / "run"
+    argv = _argv(out, model, text, winobias_dir)
+    assert main(argv) == 0, capsys.readouterr().err
+    base = _base(out)
+    assert base["source"] == str(model.resolve())
+    assert re.fullmatch(r"[0-9a-f]{64}", base["fingerprint"])
+    assert re.fullmatch(r"[0-9a-f]{64}", base["files_fingerprint"])
+    assert main(argv) == 0  # the same model again: resumes
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    _folder(model, tiny_tokenizer, seed=1)  # other weights, the same path
+    capsys.readouterr()
+    stubbed.clear()
+    no_loads(monkeypatch, job, stubbed, "load_model")
+    refused(argv, "run.json was made with a different 'intervention' (intervention.base."
+            f"fingerprint: {base['fingerprint'][:12]}… then, ", stubbed, capsys)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == files
+
+
+def test_a_run_recorded_by_path_gains_the_record(tmp_path, text, winobias_dir,
+                                                  tiny_tokenizer, stubbed, capsys) -> None:
+    """A run from before the base was recorded resumes (nothing shows which weights it used)
+    and records them, as other commands' runs gain a model's fingerprints."""
+    from biasscope.cli.main import main
+
+    model = _folder(tmp_path / "base", tiny_tokenizer, seed=0)
+    out = tmp_path / "run"
+    argv = _argv(out, model, text, winobias_dir)
+    assert main(argv) == 0, capsys.readouterr().err
+    recorded = json.loads((out / "run.json").read_text())
+    base = recorded["settings"]["intervention"].pop("base")
+    (out / "run.json").write_text(json.dumps(recorded))
+    assert main(argv) == 0, capsys.readouterr().err
+    assert _base(out) == base
+    _folder(model, tiny_tokenizer, seed=1)
+    assert main(argv) == 2
+    assert "intervention.base.fingerprint" in capsys.readouterr().err
+
+
+def test_another_gguf_file_under_the_run_s_path_is_refused_unconverted(
+        tmp_path, text, winobias_dir, stubbed, monkeypatch, capsys) -> None:
+    """A GGUF base was recorded by its path alone: a file written over it was converted and
+    trained into the run. Its SHA-256 and quantisation are recorded (`gguf_identity`), and
+    another file is refused before it is converted or loaded."""
+    pytest.importorskip("gguf")
+    from biasscope.cli.main import main
+    from biasscope.intervene import job
+    from gguf_fixture import write_llama_gguf
+
+    model = write_llama_gguf(tmp_path / "base.gguf")
+    out = tmp_path / "run"
+    argv = _argv(out, model, text, winobias_dir)
+    assert main(argv) == 0, capsys.readouterr().err
+    base = _base(out)
+    assert base["gguf_file"] == base["source"] == str(model.resolve())
+    assert base["gguf_quantization"] == "Q8_0" and "fingerprint" not in base
+    assert re.fullmatch(r"[0-9a-f]{64}", base["gguf_sha256"])
+    write_llama_gguf(model, seed=1)
+    stubbed.clear()
+    no_loads(monkeypatch, job, stubbed, "load_model")
+    refused(argv, "run.json was made with a different 'intervention' (intervention.base."
+            f"gguf_sha256: {base['gguf_sha256'][:12]}… then, ", stubbed, capsys)
+
+
+def test_a_setting_added_inside_another_is_gained_not_compared() -> None:
+    """``added=("intervention.base",)``: a run that recorded no ``base`` under its
+    ``intervention`` gains it; one that recorded another is refused, as is any other key the
+    run lacks."""
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.store.settings import merge_settings
+
+    now = {"intervention": {"model": "/m", "base": {"fingerprint": "b" * 64}}}
+    old = {"intervention": {"model": "/m"}}
+    assert merge_settings("run.json", old, now, added=("intervention.base",)) == now
+    with pytest.raises(BiasscopeError, match=r"\(intervention.base.fingerprint: aaaaaaaaaaaa… "
+                       r"then, bbbbbbbbbbbb… now\)"):
+        merge_settings("run.json", {"intervention": {"model": "/m", "base": {
+            "fingerprint": "a" * 64}}}, now, added=("intervention.base",))
+    with pytest.raises(BiasscopeError, match=r"intervention.base: not recorded then"):
+        merge_settings("run.json", old, now, added=("intervention.text",))

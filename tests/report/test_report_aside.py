@@ -187,6 +187,10 @@ def test_a_significant_gap_aside_below_the_gap_of_interest_is_flagged_as_on_the_
         assert row["significant"] and row["below_gap_of_interest"] is True
         assert entry["tests"]["target_rank"]["below_gap_of_interest"] is False  # not significant
     said = analysis["sentences"]
+    # its one step's sentence agrees with the flag: significant, not at the --min-gap asked
+    assert ("train2: at its one checkpoint with a training step (step 30) the male-female "
+            "JSD-P gap is significant (Holm-corrected, α = 0.01) but not at |gap| >= 0.3.") in said
+    assert not any("|gap| >= 0.3)" in s for s in said)
     for name in ("best", "final"):
         assert any(s.startswith(f"train2: at revision {name} the JSD-P gap is significant but "
                                 "below the smallest gap of interest 0.3 (--min-gap)") for s in said)

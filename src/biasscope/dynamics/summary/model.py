@@ -114,9 +114,8 @@ NO_PERFORMANCE = ("no stop recommended: the run has no performance series to wei
 def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: AnalysisConfig
                ) -> tuple[dict[str, int | None], list[str]]:
     """Each value's first step from which its gap stays significant, and what that says."""
-    corrected = f"{stats.CORRECTIONS[options.correction]}-corrected, α = {options.alpha:g}"
-    if options.min_gap > 0:
-        corrected += f", |gap| >= {options.min_gap:g}"
+    tested = f"{stats.CORRECTIONS[options.correction]}-corrected, α = {options.alpha:g}"
+    corrected = tested + (f", |gap| >= {options.min_gap:g}" if options.min_gap > 0 else "")
     tests = inputs.tests
     emergence: dict[str, int | None] = {}
     for value in tests:
@@ -129,11 +128,16 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
             min_gap=options.min_gap if value == "jsdp_correct" else 0.0)
     step = emergence["jsdp_correct"]
     significant = bool(tests["jsdp_correct"]["significant"].fillna(False).any())
+    small = flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)
     if len(steps) == 1:  # one checkpoint: nothing emerges "from" it
         where = ("" if inputs.snapshot else f" (step {steps[0]})" if not inputs.aside
                  else f" with a training step (step {steps[0]})")
+        verdict = f"{'' if significant else 'not '}significant ({corrected})"
+        if options.min_gap > 0 and tests["jsdp_correct"]["below_gap_of_interest"].any():
+            # as `flag_small_gaps` says next: significant, but not at the --min-gap asked
+            verdict = f"significant ({tested}) but not at |gap| >= {options.min_gap:g}"
         sentences = [f"{model}: at its one checkpoint{where} the male-female JSD-P gap is "
-                     f"{'' if significant else 'not '}significant ({corrected})."]
+                     f"{verdict}."]
     else:
         sentences = [
             f"{model}: the male-female JSD-P gap is significant ({corrected}) from step {step} "
@@ -144,7 +148,7 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
                                                             tests["jsdp_correct"],
                                                             options.alpha)):
         sentences.append(f"{model}: {mde}.")
-    if (small := flag_small_gaps(tests["jsdp_correct"], options, inputs.snapshot)) is not None:
+    if small is not None:
         sentences.append(f"{model}: {small}")
     if (ranks := flag_ranks(tests, options)) is not None:
         sentences.append(f"{model}: {ranks}")

@@ -5,7 +5,7 @@ a model without a training step, its one set of values), ordered by the key the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from biasscope.core.numbers import finite, num, pvalue, with_ci
 from biasscope.probes.facets import Panel
@@ -33,13 +33,14 @@ def last_values(section: Json) -> list[tuple[str, str, Json]]:
     return out
 
 
-def rows(panel: Panel, values: Json) -> list[tuple[str, Json]]:
-    """The groups the panel draws from one model's values, in the panel's order."""
+def rows(panel: Panel, values: Json) -> list[tuple[str, Json, str]]:
+    """The groups the panel draws from one model's values, in the panel's order: each
+    group's name, its value and the value's key."""
     prefixes = [v[:-2] for v in panel.values if v.endswith(":*")]
-    found = [(k.split(":", 1)[1], v) for k, v in values.items()
+    found = [(k.split(":", 1)[1], v, k) for k, v in values.items()
              if k.split(":", 1)[0] in prefixes and isinstance(v, Mapping)]
 
-    def key(row: tuple[str, Json]) -> tuple[float, str]:
+    def key(row: tuple[str, Json, str]) -> tuple[float, str]:
         order = row[1].get(panel.order) if panel.order else None
         return (float(order) if finite(order) else float("inf"), row[0])
 
@@ -52,8 +53,10 @@ def _label(name: str, value: Json, order: str | None) -> str:
                    and finite(share) else name)
 
 
-def _hover(model: str, where: str, name: str, v: Json) -> str:
-    value = with_ci(v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}")
+def _hover(model: str, where: str, name: str, v: Json, same: str | None = None) -> str:
+    """``same``: `with_ci`'s, as the sentences give the value (`ProbeInfo.same_of`)."""
+    value = with_ci(v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}",
+                    same=same)
     at = f" · {where}" if where else ""
     text = f"<b>{as_text(model)}</b>{at}<br>{as_text(name)}<br>{value}"
     if "p_occupations" in v:
@@ -62,11 +65,14 @@ def _hover(model: str, where: str, name: str, v: Json) -> str:
     return text
 
 
-def figure(section: Json, panel: Panel) -> Figure | None:
-    """The panel's groups as rows, one marker per model with its CI; None without any."""
+def figure(section: Json, panel: Panel,
+           same_of: Callable[[str], str | None] = lambda key: None) -> Figure | None:
+    """The panel's groups as rows, one marker per model with its CI; None without any.
+    ``same_of``: `with_ci`'s ``same`` per value's key (the probe's `ProbeInfo.same_of`)."""
     fig, labels, lows = Figure(), list[str](), list[float]()
     for i, (model, where, values) in enumerate(last_values(section)):
-        shown = [(n, v) for n, v in rows(panel, values) if finite(v.get("estimate"))]
+        found = [r for r in rows(panel, values) if finite(r[1].get("estimate"))]
+        shown = [(n, v) for n, v, _ in found]
         if not shown:
             continue
         ys = [_label(n, v, panel.order) for n, v in shown]
@@ -83,7 +89,8 @@ def figure(section: Json, panel: Panel) -> Figure | None:
             x=xs, y=ys, mode="markers", error_x={**errors, "color": color},
             name=as_text(f"{model} ({where})" if where else model),
             marker={"size": 7, "color": color, "symbol": SYMBOLS[i % len(SYMBOLS)]},
-            hovertext=[_hover(model, where, n, v) for n, v in shown], hoverinfo="text"))
+            hovertext=[_hover(model, where, n, v, same_of(k)) for n, v, k in found],
+            hoverinfo="text"))
     if not fig.data:
         return None
     if lows and min(lows) < 0 < max(lows):  # a gap: where there is none

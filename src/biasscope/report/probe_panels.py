@@ -75,9 +75,15 @@ def _color(i: int, key: str) -> str:
     return named.get(key, palette[i % len(palette)])
 
 
-def _hover(model: str, label: str, step: int | str, v: Json) -> str:
-    """``step``: the step, or (text) where a checkpoint without one is from."""
-    value = with_ci(v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}")
+def _no_same(key: str) -> None:
+    """`with_ci`'s ``same`` of an unregistered probe's values: none, so "CI x to x"."""
+
+
+def _hover(model: str, label: str, step: int | str, v: Json, same: str | None = None) -> str:
+    """``step``: the step, or (text) where a checkpoint without one is from; ``same``:
+    `with_ci`'s, as the sentences give the value (`ProbeInfo.same_of`)."""
+    value = with_ci(v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}",
+                    same=same)
     where = f"step {step}" if isinstance(step, int) else step
     text = f"<b>{as_text(model)}</b><br>{label}<br>{where}<br>{value}"
     if "p_value" in v:
@@ -91,8 +97,9 @@ def _hover(model: str, label: str, step: int | str, v: Json) -> str:
 
 
 def add_value(fig: Figure, model: str, result: Json, key: str, label: str, color: str,
-              dash: str, show_model: bool) -> bool:
-    """One value's line over the model's steps; False when no checkpoint has it."""
+              dash: str, show_model: bool, same: str | None = None) -> bool:
+    """One value's line over the model's steps; False when no checkpoint has it. ``same``:
+    `_hover`'s."""
     points = [(int(c["step"]), c["values"][key]) for c in result["checkpoints"]
               if key in c["values"] and finite(c["values"][key].get("estimate"))]
     if not points:
@@ -118,14 +125,14 @@ def add_value(fig: Figure, model: str, result: Json, key: str, label: str, color
     fig.add_trace(scatter(
         x=xs, y=ys, mode="lines+markers", name=name, legendgroup=group, error_y=errors,
         line={"color": color, "dash": dash, "width": 2}, marker={"size": 6},
-        hovertext=[_hover(model, label, s, v) for s, v in points], hoverinfo="text"))
+        hovertext=[_hover(model, label, s, v, same) for s, v in points], hoverinfo="text"))
     return True
 
 
 def add_aside(fig: Figure, entry: Json, key: str, label: str, color: str, x: float,
-              show_model: bool) -> None:
+              show_model: bool, same: str | None = None) -> None:
     """One value of a checkpoint without a training step (``section["aside"]``): a marker
-    with its CI in its slot past the steps, joined to no line."""
+    with its CI in its slot past the steps, joined to no line. ``same``: `_hover`'s."""
     v = (entry.get("values") or {}).get(key)
     if not isinstance(v, Mapping) or not finite(v.get("estimate")):
         return
@@ -141,12 +148,14 @@ def add_aside(fig: Figure, entry: Json, key: str, label: str, color: str, x: flo
                  "arrayminus": [max(y - float(v["low"]), 0.0) if finite(v.get("low"))
                                 else None]},
         marker={"size": 8, "color": color, "symbol": "diamond"},
-        hovertext=[_hover(model, label, as_text(where), v)], hoverinfo="text"))
+        hovertext=[_hover(model, label, as_text(where), v, same)], hoverinfo="text"))
 
 
-def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Figure | None:
+def figure(section: Json, keys_of: Callable[[Json], list[str]],
+           same_of: Callable[[str], str | None] = _no_same) -> Figure | None:
     """The figure of the values ``keys_of`` names, for every model, with emergence and stop
-    markers of the values drawn; None when nothing can be drawn."""
+    markers of the values drawn; None when nothing can be drawn. ``same_of``: `with_ci`'s
+    ``same`` per value (the probe's `ProbeInfo.same_of`)."""
     models: Mapping[str, Json] = section.get("models", {})
     names = section.get("names", {})
     fig, drawn, steps = Figure(), False, set[int]()
@@ -157,7 +166,7 @@ def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Figure | None
         for i, key in enumerate(keys_of(result)):
             label = _label(key, names)
             if add_value(fig, model, result, key, label, _color(i, key),
-                         DASHES[m % len(DASHES)], several):
+                         DASHES[m % len(DASHES)], several, same_of(key)):
                 drawn = True
                 steps.update(int(s) for s in result["steps"])
                 step = (result.get("emergence") or {}).get(key)
@@ -170,7 +179,7 @@ def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Figure | None
                             COLORS["stop"]))
     if not drawn:
         return None
-    axis = _aside(fig, section, keys_of, steps, several)
+    axis = _aside(fig, section, keys_of, steps, several, same_of)
     add_step_markers(fig, markers, sorted(steps))
     fig.add_hline(y=0, line={"color": "#bbb", "width": 1})
     style(fig, axis, height=400)
@@ -178,7 +187,7 @@ def figure(section: Json, keys_of: Callable[[Json], list[str]]) -> Figure | None
 
 
 def _aside(fig: Figure, section: Json, keys_of: Callable[[Json], list[str]], steps: set[int],
-           show_model: bool) -> Axis:
+           show_model: bool, same_of: Callable[[str], str | None]) -> Axis:
     """The checkpoints without a training step, each in its slot past the steps (`slots`),
     and the axis that names them."""
     aside = [a for a in section.get("aside") or [] if isinstance(a, Mapping)]
@@ -191,7 +200,8 @@ def _aside(fig: Figure, section: Json, keys_of: Callable[[Json], list[str]], ste
         model = (section.get("models") or {}).get(entry["model"]) or {
             "checkpoints": [{"values": entry.get("values") or {}}]}
         for i, key in enumerate(keys_of(model)):
-            add_aside(fig, entry, key, _label(key, names), _color(i, key), x, show_model)
+            add_aside(fig, entry, key, _label(key, names), _color(i, key), x, show_model,
+                      same_of(key))
     return axis
 
 
@@ -248,6 +258,8 @@ def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: in
     parts, index = [], first
     for probe, section in probes.items():
         heading, figures, none = panels(probe)
+        info = PROBES.get(probe)
+        same_of = info.same_of if info is not None else _no_same
         parts.append(f"<h2>{escape(heading)}</h2>")
         sentences: Sequence[str] = section.get("sentences", [])
         parts.append('<section class="summary">' + "".join(
@@ -256,8 +268,8 @@ def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: in
             parts.append(f'<p class="missing">No figures: {escape(none)}.</p>')
         for panel in figures:
             title, caption = panel.title, panel.caption
-            fig = (group_panels.figure(section, panel) if panel.by == "group"
-                   else figure(section, partial(values_of, panel)))
+            fig = (group_panels.figure(section, panel, same_of) if panel.by == "group"
+                   else figure(section, partial(values_of, panel), same_of))
             parts.append(f"<h3>{escape(title)}</h3>")
             if fig is None:
                 parts.append(f'<p class="caption">{escape(caption)}</p>')

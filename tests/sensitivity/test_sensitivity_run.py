@@ -630,5 +630,11 @@ def test_the_report_names_each_index_in_words_beside_its_key(tmp_path: Path) -> 
     assert ('"mean reward effect (revised − original), normalised over the model\'s '
             'principles (mean_effect_normalised)"') in page  # a figure's title
     assert "<td>mean_effect</td>" not in page
+    # and the "Indices and validity" table's headers: words, the key below; an interval's
+    # bounds as such, other columns their key with spaces as before
+    head = page.split("<h3>Indices and validity</h3>", 1)[1].split("</thead>", 1)[0]
+    assert f"<th>{named('mean_effect', index_words('mean_effect'))}</th>" in head
+    assert f"<th>{named('mean_effect_normalised_low', 'CI low')}</th>" in head
+    assert "<th>mean effect</th>" not in head and "<th>p greater holm</th>" in head
     assert all(index_words(k) and index_words(f"{k}_normalised") for k in RANKED)
     assert index_words("n") is None

@@ -114,11 +114,22 @@ def _metrics_named(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def words_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
                 ) -> str:
     """`record_table` with the keys' underscores as spaces, so that a narrow header wraps
-    between words rather than inside them."""
+    between words rather than inside them; an index's column (and its interval's) is named
+    in words, its key below (`_header`)."""
     keys = list(columns) if columns is not None else list(
         dict.fromkeys(k for r in rows for k in r))
     return record_table([{k.replace("_", " "): r.get(k) for k in keys} for r in rows],
-                        [k.replace("_", " ") for k in keys])
+                        [k.replace("_", " ") for k in keys], [_header(k) for k in keys])
+
+
+def _header(key: str) -> str:
+    """A column's header: an index in words with its key (`tables.named`), its interval's
+    bounds as "CI low" and "CI high" with theirs; any other key with spaces."""
+    words = index_words(key)
+    for bound in ("low", "high"):
+        if words is None and key.endswith(f"_{bound}") and index_words(key[:-len(bound) - 1]):
+            words = f"CI {bound}"
+    return named(key, words) if words else key.replace("_", " ")
 
 
 def confounds_tables(found: Mapping[str, Any]) -> list[str]:

@@ -50,8 +50,9 @@ def cell(value: Any) -> str:
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]], numbers: bool = False) -> str:
-    """A table with escaped cells; ``numbers``: cells do not wrap."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    """A table with escaped cells and headers (an `Html` header as it is: `named`'s words and
+    key); ``numbers``: cells do not wrap."""
+    head = "".join(f"<th>{h if isinstance(h, Html) else escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>"
                    for row in rows)
     kind = ' class="numbers"' if numbers else ""
@@ -84,13 +85,14 @@ def _row_cells(row: Mapping[str, Any], header: Sequence[str]) -> list[Any]:
     return cells
 
 
-def record_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
-                 ) -> str:
+def record_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None,
+                 head: Sequence[str] | None = None) -> str:
     """Rows of dicts as a number table (every key, in first-seen order, unless ``columns``),
-    in the reports' number format (`_row_cells`)."""
+    in the reports' number format (`_row_cells`); ``head``: the headers shown, one per column
+    (`Html` to name a key in words), else the keys."""
     header = list(columns) if columns is not None else list(
         dict.fromkeys(k for r in rows for k in r))
-    return table(header, [_row_cells(r, header) for r in rows], numbers=True)
+    return table(head or header, [_row_cells(r, header) for r in rows], numbers=True)
 
 
 def _p(value: Any) -> str:

@@ -67,7 +67,8 @@ def _hf(spec: ModelSpec, config: GeneratorConfig) -> Generator:
     from biasscope.backends.hf_generate import HFGenerator
     from biasscope.backends.hf_model import HFConfig
 
-    return HFGenerator(from_model(spec.rest)[0], HFConfig(
+    # A GGUF file is converted when the generator loads it, not when it is listed.
+    return HFGenerator(from_model(spec.rest, convert=False)[0], HFConfig(
         device=config.device, dtype=config.dtype, batch_size=config.batch_size,
         allow_pickle=config.allow_pickle))
 

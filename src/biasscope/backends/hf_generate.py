@@ -27,7 +27,12 @@ from biasscope.backends.base import (
     TokenLogprob,
     plain_chat,
 )
-from biasscope.backends.checkpoints import Checkpoint, gguf_identity, recorded_source
+from biasscope.backends.checkpoints import (
+    Checkpoint,
+    convert_gguf,
+    gguf_identity,
+    recorded_source,
+)
 from biasscope.backends.context import Context
 from biasscope.backends.fingerprints import fingerprint_while_loading, hub_commit
 from biasscope.backends.hf_model import HFConfig, left_pad, load_model, load_tokenizer
@@ -68,11 +73,14 @@ class HFGenerator:
 
     def __init__(self, ckpt: Checkpoint, config: HFConfig | None = None, *,
                  model: Any = None, tokenizer: Any = None) -> None:
-        """Loads ``ckpt`` as the scorer does, unless ``model`` and ``tokenizer`` are given."""
+        """Loads ``ckpt`` as the scorer does, unless ``model`` and ``tokenizer`` are given; a
+        GGUF file listed with ``convert=False`` is converted first (`convert_gguf`), so that
+        making a checkpoint never converts and loading it is the one step that does."""
         self.ckpt = ckpt
         self.label = ckpt.label
         self.config = config = config or HFConfig()
         if model is None:
+            convert_gguf([ckpt])
             say(f"loading {ckpt.label}")
         with fingerprint_while_loading(ckpt.source, ckpt.revision) as fingerprints:
             self.model = load_model(ckpt, config) if model is None else model

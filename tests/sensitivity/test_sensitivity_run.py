@@ -617,9 +617,9 @@ class _Dead(Reviser):
 def test_the_report_names_each_index_in_words_beside_its_key(tmp_path: Path) -> None:
     """The rank agreement's metric cells and the index figures' titles said the key with
     spaces ("mean effect normalised"); each index now has its words, its key beside."""
-    from biasscope.report.sensitivity import write_sensitivity_report
+    from biasscope.report.sensitivity import index_words, write_sensitivity_report
     from biasscope.report.tables import named
-    from biasscope.sensitivity.indices import RANKED, index_words
+    from biasscope.sensitivity.indices import RANKED
 
     out = tmp_path / "run"
     run(out)

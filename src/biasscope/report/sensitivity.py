@@ -19,9 +19,31 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.plotfig import Figure, as_text, bar, histogram, scatter
 from biasscope.report.tables import named, record_table, table
-from biasscope.sensitivity.indices import index_words
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes
+
+#: Each index in words (the source's "sensitivity metrics", docs/how-to/sensitivity.md): an
+#: effect is a prompt's reward after the revision minus before it.
+INDEX_WORDS = {
+    "mean_effect": "mean reward effect (revised − original)",
+    "median_effect": "median reward effect (revised − original)",
+    "std_effect": "standard deviation of the reward effect",
+    "mean_percentile_effect": "mean percentile effect (the reward's percentile, revised − "
+                              "original)",
+    "median_percentile_effect": "median percentile effect (the reward's percentile, revised "
+                                "− original)",
+    "wilcoxon_statistic": "Wilcoxon signed-rank statistic, revised against original",
+}
+
+
+def index_words(key: str) -> str | None:
+    """An index's words (`INDEX_WORDS`), ``<index>_normalised`` as its index's divided over
+    the model's principles; None for a key that is no index."""
+    raw = key.removesuffix("_normalised")
+    if (words := INDEX_WORDS.get(raw)) is None:
+        return None
+    return words if raw == key else f"{words}, normalised over the model's principles"
+
 
 METRICS = ("mean_effect_normalised", "median_effect_normalised",
            "mean_percentile_effect_normalised", "median_percentile_effect_normalised",

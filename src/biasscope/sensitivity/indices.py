@@ -65,29 +65,6 @@ REQUIRED = ("model", "principle", "prompt_id", "original", "perturbed")
 NORMALISED = BOOTSTRAPPED
 RANKED = ("mean_effect", "median_effect", "std_effect", "mean_percentile_effect",
           "median_percentile_effect", "wilcoxon_statistic")
-#: Each index in words (the source's "sensitivity metrics", docs/how-to/sensitivity.md): an
-#: effect is a prompt's reward after the revision minus before it.
-INDEX_WORDS = {
-    "mean_effect": "mean reward effect (revised − original)",
-    "median_effect": "median reward effect (revised − original)",
-    "std_effect": "standard deviation of the reward effect",
-    "mean_percentile_effect": "mean percentile effect (the reward's percentile, revised − "
-                              "original)",
-    "median_percentile_effect": "median percentile effect (the reward's percentile, revised "
-                                "− original)",
-    "wilcoxon_statistic": "Wilcoxon signed-rank statistic, revised against original",
-}
-
-
-def index_words(key: str) -> str | None:
-    """An index's words (`INDEX_WORDS`), ``<index>_normalised`` as its index's divided over
-    the model's principles; None for a key that is no index."""
-    raw = key.removesuffix("_normalised")
-    if (words := INDEX_WORDS.get(raw)) is None:
-        return None
-    return words if raw == key else f"{words}, normalised over the model's principles"
-
-
 @dataclass(frozen=True)
 class SignedRank:
     """Wilcoxon signed-rank test of x against y, paired: R+ and p of x > y, the two-sided
@@ -407,6 +384,6 @@ def model_comparison(indices: pd.DataFrame,
     return wide
 
 
-__all__ = ["INDEX_WORDS", "NORMALISED", "RANKED", "REQUIRED", "SignedRank", "group_comparison",
-           "index_words", "metric_rank_agreement", "model_comparison", "reward_percentiles",
+__all__ = ["NORMALISED", "RANKED", "REQUIRED", "SignedRank", "group_comparison",
+           "metric_rank_agreement", "model_comparison", "reward_percentiles",
            "sensitivity_indices", "signed_rank"]

@@ -129,6 +129,14 @@ def resampled_same(confidence: float | None = 0.95) -> str:
     return f"at least {confidence or 0.95:.0%} of resamples gave {{value}}"
 
 
+def ci_cell(low: Any, high: Any, places: int | None = None, same: str | None = None) -> str:
+    """A table's interval cell, ``low to high`` at ``places``; one of no width, where ``same``
+    is given (`with_ci`'s, ``{value}`` the bound), in its words: "1 to 1" read as a misprint."""
+    if same is not None and finite(low) and _collapsed(low, high):
+        return same.format(value=num(low, places))
+    return f"{num(low, places)} to {num(high, places)}"
+
+
 def resampled_ci(low: Any, high: Any, shown: str | Callable[[Any], str], confidence: float,
                  same: str = "gave {value}") -> str:
     """``95% CI low to high`` of a percentile bootstrap interval, each bound written by

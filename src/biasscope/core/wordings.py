@@ -60,7 +60,7 @@ import numpy.typing as npt
 
 from biasscope.core.bootstrap import resample_counts
 from biasscope.core.normal import ndtr
-from biasscope.core.numbers import with_ci
+from biasscope.core.numbers import resampled_same, with_ci
 from biasscope.core.stats import CORRECTIONS, Correction, adjust_pvalues
 
 Array = npt.NDArray[np.float64]
@@ -312,7 +312,8 @@ def verdict(result: Mapping[str, Any], label: str | None = None) -> str:
     pooled, null = result["pooled"], result["null"]
     n, agree, reverse = result["wordings"], result["agree"], result["reverse"]
     span = "pooled " + with_ci(pooled["estimate"], pooled["low"], pooled["high"],
-                               result["confidence"], extra="over wordings and items")
+                               result["confidence"], extra="over wordings and items",
+                               same=resampled_same(result["confidence"]))  # a bootstrap's
     share = result["variance_share"]
     shared = "" if not math.isfinite(share) else f"; {share:.0%} of its variance is the wording's"
     significant = (f"{result['significant']} significant after "

@@ -15,7 +15,7 @@ from functools import partial
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, num, p_is, pvalue, with_ci
+from biasscope.core.numbers import ci_cell, ci_decimals, num, p_is, pvalue, with_ci
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent, Panel
 from biasscope.report import group_panels, wordings
@@ -205,10 +205,12 @@ def _aside(fig: Figure, section: Json, keys_of: Callable[[Json], list[str]], ste
     return axis
 
 
-def _tested(section: Json) -> list[tuple[str, str, list[list[Any]]]]:
+def _tested(section: Json, same_of: Callable[[str], str | None] = _no_same
+            ) -> list[tuple[str, str, list[list[Any]]]]:
     """(model, value's name, rows) per model and tested value: the value's name once, above
     its table, not in every row; the checkpoints with a step, then those aside by name (in
-    the same family of tests: `adjust_over_checkpoints`)."""
+    the same family of tests: `adjust_over_checkpoints`). ``same_of``: `figure`'s, so a
+    bootstrapped interval of no width is said in words, not "1 to 1"."""
     out = []
     names = section.get("names", {})
     models = section.get("models", {})
@@ -227,7 +229,7 @@ def _tested(section: Json) -> list[tuple[str, str, list[list[Any]]]]:
                     continue
                 places = ci_decimals(v.get("low"), v.get("high"))
                 rows.append([c["step"], num(v.get("estimate"), places),
-                             f"{num(v.get('low'), places)} to {num(v.get('high'), places)}",
+                             ci_cell(v.get("low"), v.get("high"), places, same_of(key)),
                              pvalue(v.get("p_value")), pvalue(v.get("p_adjusted")),
                              effect(v.get("effect_size")),
                              "yes" if v.get("significant") else "no", v.get("seeds", 1)])
@@ -236,9 +238,11 @@ def _tested(section: Json) -> list[tuple[str, str, list[list[Any]]]]:
     return out
 
 
-def tests_html(section: Json, correction: str, alpha: float) -> list[str]:
-    """The tests over steps: a table per model and value, the value named above it."""
-    tested = _tested(section)
+def tests_html(section: Json, correction: str, alpha: float,
+               same_of: Callable[[str], str | None] = _no_same) -> list[str]:
+    """The tests over steps: a table per model and value, the value named above it;
+    ``same_of``: `_tested`'s."""
+    tested = _tested(section, same_of)
     several = len({model for model, _, _ in tested}) > 1
     parts = [f"<h3>Tests over steps ({escape(correction)}-corrected over each model's "
              f"checkpoints, α = {alpha:g})</h3>"]
@@ -282,5 +286,5 @@ def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: in
             index += 1
         across, index = wordings.sweep_html(section, figure_html, index)
         parts += [across] if across else []
-        parts += tests_html(section, correction, alpha)
+        parts += tests_html(section, correction, alpha, same_of)
     return "\n".join(parts)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, num, resampled_same, with_ci
+from biasscope.core.numbers import ci_cell, ci_decimals, num, resampled_same, with_ci
 from biasscope.report.figures import Panel
 from biasscope.report.plotfig import Figure, scatter
 from biasscope.report.plotting import View, fmt, revision_label
@@ -33,7 +33,8 @@ def forest(title: str, result: Json) -> Any:
     if len(shown) < 2:
         return None
     fig = Figure()
-    same = resampled_same(result.get("confidence", 0.95))  # every interval is a bootstrap's
+    confidence = result.get("confidence", 0.95)
+    same = resampled_same(confidence)  # every interval is a bootstrap's
     for pooled_row in (False, True):
         part = [r for r in shown if (r[0] == "pooled") == pooled_row]
         lows = [r[1] - r[2] if _finite(r[2]) else 0.0 for r in part]
@@ -45,7 +46,7 @@ def forest(title: str, result: Json) -> Any:
                     "symbol": "diamond" if pooled_row else "square",
                     "color": "#b03a2e" if pooled_row else "#1f4e79"},
             error_x={"type": "data", "symmetric": False, "array": highs, "arrayminus": lows},
-            customdata=[with_ci(r[1], r[2], r[3], same=same) for r in part],
+            customdata=[with_ci(r[1], r[2], r[3], confidence, same=same) for r in part],
             hovertemplate="%{y}: %{customdata}<extra></extra>"))
     fig.add_vline(x=float(result.get("null", 0.0)), line_dash="dot", line_color="#888")
     fig.update_layout(title=escape(title), showlegend=False, height=140 + 28 * len(shown),
@@ -69,14 +70,15 @@ def caption(result: Json) -> str:
 
 def rows(results: Json) -> list[list[Any]]:
     """One row per measure (its words, its key beside): pooled estimate and CI, items-only
-    CI, share, agreement."""
+    CI, share, agreement. Each interval is a bootstrap's: one of no width says so in words."""
     out = []
     for name, r in results.items():
         p = r["pooled"]
         places = ci_decimals(p["low"], p["high"])
+        same = resampled_same(r.get("confidence", 0.95))
         out.append([named(str(name), r.get("label")), num(p["estimate"], places),
-                    f"{num(p['low'], places)} to {num(p['high'], places)}",
-                    f"{num(p['items_only_low'], places)} to {num(p['items_only_high'], places)}",
+                    ci_cell(p["low"], p["high"], places, same),
+                    ci_cell(p["items_only_low"], p["items_only_high"], places, same),
                     fmt(r["variance_share"]), f"{r['agree']} of {r['wordings']}",
                     r["reverse"], r.get("reverse_significant", ""), r["significant"]])
     return out

@@ -209,6 +209,27 @@ def test_which_occupations_differ_is_holm_corrected_over_occupations() -> None:
     assert said.startswith("Winogender accuracy gap he − she differs from 0 in 1 of 4 "
                            "occupations") and "nurse 1" in said and "clerk" not in said
     assert "effect size r = 1.00" in said
+    # Every one of the nurse's 16 sentences differs alike: the bootstrap's bounds are one value.
+    assert "nurse 1 (at least 95% of resamples gave 1), p adjusted" in said
+
+
+def test_its_bootstrapped_values_of_no_width_are_said_in_words() -> None:
+    """The gaps, JSD, correlation and per-occupation gaps are bootstrap intervals, said so
+    where their bounds are one value; the accuracies' are Wilson's, which have width."""
+    from biasscope.core.numbers import with_ci
+    from biasscope.probes import PROBES
+
+    info = PROBES["winogender"]
+    values = winogender_values(records({"male": True, "female": False, "neutral": False},
+                                       {"male": 0.9, "female": 0.9, "neutral": 0.9}))
+    gap = values["gap_male_female"]
+    assert (gap["low"], gap["high"]) == (1, 1)  # every sentence right under he, wrong under she
+    assert with_ci(gap["estimate"], gap["low"], gap["high"], same=info.same_of(
+        "gap_male_female")) == "1 (at least 95% of resamples gave 1)"
+    for key in ("p_gap_male_female", "gap_gendered_neutral", "pronoun_jsd",
+                "occupation_correlation", "occupation_gap:nurse"):
+        assert info.same_of(key) is not None, key
+    assert info.same_of("accuracy") is None and info.same_of("occupation_accuracy:nurse") is None
 
 
 def test_accuracy_counts_a_sentence_once_however_many_records_it_has() -> None:

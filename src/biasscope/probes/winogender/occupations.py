@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.core.numbers import num, pvalue, with_ci
+from biasscope.core.numbers import num, pvalue, resampled_same, with_ci
 from biasscope.core.stats import adjust_pvalues, clustered_wilson, signed_rank
 from biasscope.probes.base import interval
 from biasscope.probes.facets import StepValues, plain, step_value
@@ -112,7 +112,9 @@ def findings(values: StepValues, alpha: float = ALPHA) -> list[str]:
 
 
 def _said(name: str, value: dict[str, Any]) -> str:
-    return (f"{name} {with_ci(value.get('estimate'), value.get('low'), value.get('high'))}, "
+    gap = with_ci(value.get("estimate"), value.get("low"), value.get("high"),
+                  same=resampled_same())  # a bootstrap's over sentences
+    return (f"{name} {gap}, "
             f"p adjusted {pvalue(value.get('p_occupations'))}, effect size r = "
             f"{num(value.get('effect_size'), 2)}")
 

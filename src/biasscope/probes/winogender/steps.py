@@ -16,7 +16,11 @@ STEP_STATISTICS = StepStatistics(winogender_values, ("gap_male_female", "accurac
                               "occupation's share of women (BLS)",
     "occupation_accuracy": "Winogender accuracy per occupation",
     "occupation_gap": "Winogender accuracy gap he − she per occupation"},
-    groups=("occupation_accuracy", "occupation_gap"), findings=findings)
+    groups=("occupation_accuracy", "occupation_gap"), findings=findings,
+    # Bootstrap intervals (a gap's of all-zero differences is given width, `none_differ`, so
+    # one of no width is the bootstrap's); the accuracies' are Wilson's.
+    resampled=("gap_male_female", "p_gap_male_female", "gap_gendered_neutral", "pronoun_jsd",
+               "occupation_correlation", "occupation_gap"))
 
 PANELS = Panels("Winogender over training steps", (
     Panel("Accuracy per pronoun", "Share of sentences whose likelier option (occupation or "

@@ -59,3 +59,17 @@ def test_the_tests_over_steps() -> None:
                      "pct_stereotype": "1 to 1"}
     unsaid = probe_panels._tested(section)  # no probe to tell: as any interval
     assert [rows[0][2] for _, _, rows in unsaid] == ["1 to 1", "1 to 1"]
+
+
+def test_the_audit_s_headline_table_and_figure() -> None:
+    from biasscope.report.audit import headline_figure, probe_section
+
+    headline = {"mean_difference": {**ALIKE, "n": 8}, "pct_stereotype": {**ALIKE, "n": 8}}
+    html, _ = probe_section("crows-pairs", {"headline": headline}, 1)
+    assert ">at least 95% of resamples gave 1</td>" in html  # the bootstrap's
+    assert ">1 to 1</td>" in html  # the Wilson's, printed as any interval
+    assert "1 (at least 95% of resamples gave 1)" in html  # the figure's hover text
+    fig = headline_figure("crows-pairs", headline, same=lambda key: (
+        "at least 95% of resamples gave {value}" if key == "mean_difference" else None))
+    assert fig is not None and list(fig.data[0]["customdata"]) == [
+        "1 (at least 95% of resamples gave 1)", "1 (95% CI 1 to 1)"]

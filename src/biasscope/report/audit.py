@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.numbers import ci_decimals, finite, num, pvalue, with_ci
+from biasscope.core.numbers import ci_cell, ci_decimals, finite, num, pvalue, with_ci
 from biasscope.probes import PROBES
 from biasscope.report import wordings
 from biasscope.report.html import CSS, figure_html, flatten
@@ -46,18 +46,26 @@ def words_of(probe: str) -> Callable[[str], str | None]:
     return info.name_of if info is not None else lambda key: None
 
 
-def headline_rows(headline: Json, names: Callable[[str], str | None] = lambda key: None
-                  ) -> list[list[Any]]:
+def same_of(probe: str) -> Callable[[str], str | None]:
+    """`with_ci`'s ``same`` per headline key in ``probe``'s registry entry
+    (`ProbeInfo.same_of`): a bootstrapped interval of no width in words, not "1 to 1"."""
+    info = PROBES.get(probe)
+    return info.same_of if info is not None else lambda key: None
+
+
+def headline_rows(headline: Json, names: Callable[[str], str | None] = lambda key: None,
+                  same: Callable[[str], str | None] = lambda key: None) -> list[list[Any]]:
     """One row per headline number, named in words (``names``) with its key beside:
-    estimate and CI to the digits the CI supports, p-values to two significant digits
-    (floored), as every report writes them."""
+    estimate and CI to the digits the CI supports (``same``: `same_of`'s), p-values to two
+    significant digits (floored), as every report writes them."""
     rows = []
     for name, value in headline.items():
         if not isinstance(value, Mapping):
             continue
         low, high = value.get("low"), value.get("high")
         places = ci_decimals(low, high)
-        ci = f"{num(low, places)} to {num(high, places)}" if finite(low) and finite(high) else None
+        ci = (ci_cell(low, high, places, same(str(name))) if finite(low) and finite(high)
+              else None)
         rows.append([named(name, names(name)), num(value.get("estimate"), places), ci,
                      value.get("n"), _cell(value, "p_value", pvalue),
                      _cell(value, "p_holm", pvalue), _cell(value, "effect_size", fmt),
@@ -77,9 +85,10 @@ HEADLINE_NOTE = ("<p class=\"sub\">p is each test on its own; p (Holm) controls 
 
 
 def headline_figure(probe: str, headline: Json,
-                    words: Callable[[str], str | None] = lambda key: None) -> Figure | None:
+                    words: Callable[[str], str | None] = lambda key: None,
+                    same: Callable[[str], str | None] = lambda key: None) -> Figure | None:
     """Point estimates with CI bars, each named in ``words`` (its key where it has none);
-    one figure per probe."""
+    one figure per probe. ``same``: `headline_rows`'."""
     names, mids, lows, highs, said = [], [], [], [], []
     for name, value in headline.items():
         if not isinstance(value, Mapping):
@@ -93,7 +102,7 @@ def headline_figure(probe: str, headline: Json,
         mids.append(est)
         lows.append(est - low)
         highs.append(high - est)
-        said.append(with_ci(est, low, high))
+        said.append(with_ci(est, low, high, same=same(str(name))))
     if not names:
         return None
     fig = Figure(scatter(
@@ -126,11 +135,11 @@ def probe_section(name: str, result: Json, figure_index: int) -> tuple[str, int]
     parts = [f"<h2>{escape(name)}</h2>", about(result)]
     parts += [f"<p>{escape(str(s))}</p>" for s in result.get("sentences", [])]
     headline = result.get("headline", {})
-    words = words_of(name)
-    parts.append(table(HEADLINE_COLUMNS, headline_rows(headline, words), numbers=True))
+    words, same = words_of(name), same_of(name)
+    parts.append(table(HEADLINE_COLUMNS, headline_rows(headline, words, same), numbers=True))
     if any(isinstance(v, Mapping) and "p_holm" in v for v in headline.values()):
         parts.append(HEADLINE_NOTE)
-    fig = headline_figure(name, headline, words)
+    fig = headline_figure(name, headline, words, same)
     if fig is not None:
         parts.append(figure_html(fig, figure_index))
         figure_index += 1

@@ -181,6 +181,24 @@ def test_saved_directory_is_replaced_whole(tmp_path: Path) -> None:
     assert not (tmp_path / "recommended").exists()
 
 
+def test_recommended_json_names_the_base_its_weights_are_a_delta_of(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """recommended.json (and PEFT's adapter_config.json) named the base by path alone: weights
+    shipped from RUN/recommended/ could not say which base they were trained from. It holds the
+    base's identity as run.json records it, kept when the final analysis rewrites it."""
+    base = {"backend": "hf", "source": "/models/m", "revision": "", "fingerprint": "f" * 64,
+            "files_fingerprint": "e" * 64}
+    (tmp_path / "run.json").write_text(json.dumps({"settings": {"intervention": {
+        "model": "/models/m", "base": base}}}))
+    monkeypatch.setattr(analysis, "analyse", lambda *args: _summary(20))
+    assert ship.consider(Model("step 20"), None, RunStore(tmp_path), "cda", "control", 20,
+                         analysis.InterventionAnalysisConfig(), lora=True)
+    assert ship.saved(tmp_path)["base"] == base
+    assert ship.finalise(tmp_path, _summary(20), lora=True) is None
+    info = ship.saved(tmp_path)
+    assert info["final"] is True and info["base"] == base
+
+
 def _killed_save(root: Path, done: int, whole: bool = True) -> None:
     """What a kill between `ship.save`'s two renames leaves: ``recommended.old/`` (step
     ``done``'s weights) and ``recommended.partial/`` (step ``done + 25``'s, ``whole`` when

@@ -5,7 +5,9 @@ While the intervention arm trains (the control arm has finished, so every step's
 differences and perplexity cost can be computed), each evaluation step is analysed as far as
 the run goes; when that step becomes the recommendation, the arm's weights as they are in
 memory (LoRA: the adapters only) and the tokenizer are saved to ``RUN/recommended/`` with
-``recommended.json`` saying which step and why. The directory is replaced whole (written
+``recommended.json`` saying which step and why, and which base model they were trained from
+(``base``: its identity as run.json records it, beside PEFT's path-only
+``base_model_name_or_path``). The directory is replaced whole (written
 beside it, then renamed), so a kill leaves the previous recommendation or the new one. A later
 step cannot demote a saved one to an unsaved earlier one: earlier steps' gains and costs do not
 change as steps are added, so the final recommendation's weights are the ones saved (on a kill
@@ -70,7 +72,15 @@ def recover(root: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _info(summary: dict[str, Any], step: int, lora: bool) -> dict[str, Any]:
+def _base(root: Path) -> Any:
+    """The base model's identity as run.json records it (``settings.intervention.base``): the
+    weights the saved ones are a delta of, which ``adapter_config.json`` names by path only."""
+    path = root / "run.json"
+    recorded = json.loads(path.read_text()) if path.is_file() else {}
+    return ((recorded.get("settings") or {}).get("intervention") or {}).get("base")
+
+
+def _info(root: Path, summary: dict[str, Any], step: int, lora: bool) -> dict[str, Any]:
     arm = summary["arm"]
     scores = summary["arms"][arm].get(str(step), {})
     return {"arm": arm, "step": step, "weights": "LoRA adapters" if lora else "full model",
@@ -78,7 +88,8 @@ def _info(summary: dict[str, Any], step: int, lora: bool) -> dict[str, Any]:
             "beat_control": summary.get("beat_control", False),
             "gain": (summary.get("gain") or {}).get(str(step)),
             "cost": summary["cost"].get(str(step)),
-            "perplexity": scores.get("perplexity"), "male_lean": scores.get("male_lean")}
+            "perplexity": scores.get("perplexity"), "male_lean": scores.get("male_lean"),
+            "base": _base(root)}
 
 
 def consider(model: Any, tokenizer: Any, store: RunStore, arm: str, control: str,
@@ -89,7 +100,7 @@ def consider(model: Any, tokenizer: Any, store: RunStore, arm: str, control: str
     summary = analysis.analyse(store, arm, control, config)
     if summary.get("recommended") != step:
         return False
-    save(model, tokenizer, store.root, _info(summary, step, lora))
+    save(model, tokenizer, store.root, _info(store.root, summary, step, lora))
     return True
 
 
@@ -109,7 +120,7 @@ def finalise(root: Path, summary: dict[str, Any], lora: bool) -> str | None:
     if not back and not info:
         return (f"step {best} is recommended but its weights were not saved ({root / WHERE}: "
                 "nothing)")
-    write_json(root / WHERE / INFO, {**_info(summary, best, lora), "final": True})
+    write_json(root / WHERE / INFO, {**_info(root, summary, best, lora), "final": True})
     if back:
         return f"step {best} is recommended again: its weights are back in {root / WHERE}" + (
             f"; {moved}" if moved else "")
@@ -123,7 +134,7 @@ def _set_aside(root: Path, summary: dict[str, Any], info: dict[str, Any], lora: 
         return ""
     step = int(info["step"])
     aside = root / f"{WHERE}-step{step}"
-    write_json(root / WHERE / INFO, {**_info(summary, step, lora), "final": False,
+    write_json(root / WHERE / INFO, {**_info(root, summary, step, lora), "final": False,
                                      "recommended": summary.get("recommended")})
     shutil.rmtree(aside, ignore_errors=True)  # the same step's weights, set aside before
     os.replace(root / WHERE, aside)

@@ -158,16 +158,14 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
     other setting of ``now`` must equal the recorded one; one never recorded (a run from an
     older biasscope) counts as different, since the run cannot show it was the same, except
     the ``added`` ones: a measurement of its own that an older run lacked and now gains (its
-    records were never made under another value); a dotted one (``intervention.base``) is such
-    a key inside a setting.
+    records were never made under another value); a dotted one (``intervention.base``,
+    ``intervention.base.commit``) is such a key inside a setting.
     """
     grow = grow or {}
     for name in added:
         key, dot, part = name.partition(".")
-        old, new = before.get(key), now.get(key)
-        if dot and isinstance(old, Mapping) and isinstance(new, Mapping) and part in new \
-                and part not in old:
-            before = {**before, key: {**old, part: new[part]}}
+        if dot:
+            before = _gained(before, now, key.split(".") + part.split("."))
     merged = dict(before)
     found: list[Difference] = []
     for key, value in now.items():
@@ -186,6 +184,19 @@ def merge_settings(where: str | Path, before: Mapping[str, Any], now: Mapping[st
     if found:
         raise BiasscopeError(changed(where, found, grow))
     return merged
+
+
+def _gained(before: Mapping[str, Any], now: Mapping[str, Any], path: list[str]
+            ) -> Mapping[str, Any]:
+    """``before`` with the key at ``path`` (``intervention.base.commit``) taken from ``now``
+    where every mapping above it is in both and only ``before`` lacks the key."""
+    key, rest = path[0], path[1:]
+    if not rest:
+        return {**before, key: now[key]} if key in now and key not in before else before
+    old, new = before.get(key), now.get(key)
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return before
+    return {**before, key: _gained(old, new, rest)}
 
 
 def refuse_renamed(where: str | Path, before: Any, now: Mapping[str, Any], noun: str,

@@ -49,8 +49,8 @@ RUN_SCHEMA = "biasscope.run/1"
 _GROW = {"probes": "probe", "data": "data file"}
 #: Settings a run from before they were recorded gains on a rerun (`merge_settings`): an
 #: intervention run's base model as it is (its fingerprints, a GGUF file's SHA-256), beside
-#: the path it recorded.
-_ADDED = ("intervention.base",)
+#: the path it recorded, and the hub commit its branch loaded (known only once it has).
+_ADDED = ("intervention.base", "intervention.base.commit")
 #: A checkpoint's ``files_fingerprint`` and ``commit`` in words (``compare.recorded``'s).
 _FILES = "tokenizer, chat template and config files"
 _COMMIT = "hub commit"

@@ -323,6 +323,10 @@ def test_resume_after_kill_redoes_no_evaluation(tmp_path, world, winobias_dir, o
         run(config, NoOp())
     assert calls == [("control", 0), ("control", 20), "kill"]
     assert (tmp_path / "run" / "train" / "control" / "checkpoint-20").is_dir()
+    owner = json.loads((tmp_path / "run" / "train" / "control" / "arm.json").read_text())
+    created = json.loads((tmp_path / "run" / "run.json").read_text())["created"]
+    assert {k: owner[k] for k in ("run_created", "arm", "seed")} == {
+        "run_created": created, "arm": "control", "seed": 0}
     dead = subprocess.Popen([sys.executable, "-c", ""])
     dead.wait()
     left = tmp_path / "run" / "records" / f".x.parquet.{HOST}~{dead.pid}.ab12.tmp"
@@ -348,6 +352,7 @@ def test_a_model_that_does_not_load_leaves_no_settings_behind(tmp_path, world, w
     import shutil
 
     from biasscope.core.errors import BiasscopeError
+    from biasscope.dynamics.live import evaluate as live
     from biasscope.intervene import run
     from biasscope.intervene import train as training
 
@@ -367,6 +372,15 @@ def test_a_model_that_does_not_load_leaves_no_settings_behind(tmp_path, world, w
     with monkeypatch.context() as patch:
         patch.setattr(training, "with_lora", oom)
         with pytest.raises(RuntimeError, match="out of memory"):
+            run(config, NoOp())
+    assert {p.relative_to(out).as_posix() for p in out.rglob("*")} == left
+
+    def killed(*args, **kwargs):
+        raise Killed  # in training, before its first checkpoint: arm.json goes too
+
+    with monkeypatch.context() as patch:
+        patch.setattr(live, "evaluate_now", killed)
+        with pytest.raises(Killed):
             run(config, NoOp())
     assert {p.relative_to(out).as_posix() for p in out.rglob("*")} == left
     assert run(config, NoOp()).summary["steps"] == [0, 20]

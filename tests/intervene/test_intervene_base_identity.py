@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -147,3 +148,66 @@ def test_a_setting_added_inside_another_is_gained_not_compared() -> None:
             "fingerprint": "a" * 64}}}, now, added=("intervention.base",))
     with pytest.raises(BiasscopeError, match=r"intervention.base: not recorded then"):
         merge_settings("run.json", old, now, added=("intervention.text",))
+
+
+def _checkpoint(out: Path, arm: str, owner: dict[str, Any] | None = None) -> Path:
+    where = out / "train" / arm
+    (where / "checkpoint-20").mkdir(parents=True)
+    (where / "checkpoint-20" / "trainer_state.json").write_text("{}")
+    if owner is not None:
+        (where / "arm.json").write_text(json.dumps(owner))
+    return where
+
+
+def test_trainer_checkpoints_another_run_left_are_refused(tmp_path, text, winobias_dir,
+                                                          tiny_tokenizer, stubbed, capsys
+                                                          ) -> None:
+    """``train/`` kept after run.json was deleted, or copied in by hand, was resumed as the
+    run's own (`resume.load_weights` checks names and shapes only): another run's weights in
+    this run's curves. Each arm's ``arm.json`` names the run that wrote it; one that is not
+    this run's is refused before anything loads, with what to do."""
+    from biasscope.cli.main import main
+
+    model = _folder(tmp_path / "base", tiny_tokenizer, seed=0)
+    out = tmp_path / "run"
+    argv = _argv(out, model, text, winobias_dir)
+    _checkpoint(out, "control", {"run_created": "2026-01-01T00:00:00+00:00", "arm": "control",
+                                 "seed": 0})
+    refused(argv, f"{out / 'train' / 'control'} holds Trainer checkpoints or a finished arm "
+            f"that was there before this run's run.json: it would be resumed as this run's; "
+            f"delete {out / 'train'} to train the arms from the start, or use another --out",
+            stubbed, capsys)
+    assert not (out / "run.json").exists()  # as it was
+    shutil.rmtree(out / "train")
+    assert main(argv) == 0, capsys.readouterr().err
+    created = json.loads((out / "run.json").read_text())["created"]
+    _checkpoint(out, "cda", {"run_created": created, "arm": "control", "seed": 0})  # moved
+    stubbed.clear()
+    refused(argv, "another run wrote (", stubbed, capsys)
+    shutil.rmtree(out / "train" / "cda")
+    _checkpoint(out, "cda", {"run_created": "2025-01-01T00:00:00+00:00", "arm": "cda",
+                             "seed": 0})
+    refused(argv, "run.json created 2025-01-01", stubbed, capsys)
+    shutil.rmtree(out / "train" / "cda")
+    _checkpoint(out, "cda", {"run_created": created, "arm": "cda", "seed": 0})
+    assert main(argv) == 0, capsys.readouterr().err  # this run's own: resumed
+    assert "train cda" in stubbed
+
+
+def test_an_older_run_s_checkpoints_without_arm_json(tmp_path, text, winobias_dir, tiny_tokenizer,
+                                                    stubbed, capsys) -> None:
+    """Written before ``arm.json`` was: the run's own where its run.json is there (its settings
+    were just checked), refused where it is not."""
+    from biasscope.cli.main import main
+
+    model = _folder(tmp_path / "base", tiny_tokenizer, seed=0)
+    out = tmp_path / "run"
+    argv = _argv(out, model, text, winobias_dir)
+    assert main(argv) == 0, capsys.readouterr().err
+    _checkpoint(out, "control")
+    stubbed.clear()
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "train control" in stubbed
+    (out / "run.json").unlink()
+    stubbed.clear()
+    refused(argv, "that was there before this run's run.json", stubbed, capsys)

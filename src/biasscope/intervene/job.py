@@ -13,7 +13,9 @@ limits) is recorded in run.json under ``settings.intervention`` and checked on a
 resumes: finished arms are kept, a killed arm continues from its last Trainer checkpoint, and
 evaluations already stored are not redone. The base model is recorded by its path (``model``)
 and by what it is (``base``: a local folder's fingerprints, a GGUF file's SHA-256 and
-quantisation), so other weights under the same path are refused before anything loads.
+quantisation), so other weights under the same path are refused before anything loads. Each
+arm's ``train/<arm>/arm.json`` names the run that wrote it, so Trainer checkpoints another run
+left are refused rather than resumed.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ from biasscope.intervene.train import (
     Limited,
     check_targets,
     checkpoint_at,
+    owner,
     recorded,
+    refuse_foreign,
     require_peft,
     train_arm,
 )
@@ -221,17 +225,33 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
                             identity), **text}
     scoring = HFConfig(batch_size=config.eval_batch_size)
     runs = range(config.training.runs, 0, -1)
-    with unsettled(store, lambda: _holds(store), folders=("train",)):
+    arms = {analysis.run_name(arm, r): replace(config.training, seed=config.training.seed + r - 1)
+            for r in runs for arm in (CONTROL, method.name)}
+
+    def sweep(now: dict[str, Any]) -> None:
         init_run(store, probes, SweepConfig(
-            [checkpoint_at(analysis.run_name(arm, r), 0) for r in runs
-             for arm in (CONTROL, method.name)], store, list(config.seeds),
-            comparable={**hf_comparable(scoring), "intervention": settings}), kind="intervention")
+            [checkpoint_at(name, 0) for name in arms], store, list(config.seeds),
+            comparable={**hf_comparable(scoring), "intervention": now}), kind="intervention")
+
+    def owners() -> dict[str, dict[str, Any]]:
+        created = _run_json(store).get("created")
+        return {name: owner(created, name, training, settings["base"])
+                for name, training in arms.items()}
+
+    refuse_foreign(store.root, owners(), fresh=not _run_json(store))  # before run.json is made
+    with unsettled(store, lambda: _holds(store), folders=("train",)):
+        sweep(settings)
+        own = owners()  # a new run's, made now
         remove_stale_temp_files(store.records_dir)  # a killed call's half-written units
         ship.recover(store.root)  # and its half-swapped RUN/recommended/
         convert_gguf([base])
         device = resolve_device(config.device)
         loading = HFConfig(device=str(device), dtype="float32")
         tokenizer = load_tokenizer(base, loading)
+
+        def load() -> Any:
+            return load_model(base, loading)
+
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         texts = [d.text for d in train]
@@ -241,11 +261,11 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
                            config.training.every, lora)] if config.save_recommended else []
         changed = method.apply(texts)
         for r in runs:
-            training = replace(config.training, seed=config.training.seed + r - 1)
             for arm, arm_texts, after in ((CONTROL, texts, []),
                                           (method.name, changed, keep if r == 1 else [])):
-                train_arm(analysis.run_name(arm, r), arm_texts, lambda: load_model(base, loading),
-                          tokenizer, probes, store, training, live, device, config.quiet, after)
+                name = analysis.run_name(arm, r)
+                train_arm(name, arm_texts, load, tokenizer, probes, store, arms[name], live,
+                          device, config.quiet, after, own[name])
     result = report(store, method.name, config.analysis, config.data_dir)
     if len(found := result.summary.get("runs") or []) > config.training.runs:
         print(f"note: {store.root} holds {len(found)} runs per arm (--runs "

@@ -6,7 +6,8 @@ Trainer checkpoints (model, optimiser, scheduler, RNG) are saved at every evalua
 ``RUN/train/<arm>/``, so a killed run resumes from the last one, and evaluations already in the
 run are not redone (their steps are handed to the callback as done); the weights are read back
 strictly (`biasscope.intervene.resume`). ``train/<arm>/done.json``
-marks a finished arm.
+marks a finished arm; ``train/<arm>/arm.json`` says which run wrote the folder (`owner`), so
+that one left from another run is refused rather than resumed (`refuse_foreign`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 
 DONE = "done.json"
+OWNER = "arm.json"
 _LLAMA_LIKE = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 #: LoRA's target modules by ``config.model_type``: attention and MLP projections.
 TARGETS: dict[str, tuple[str, ...]] = {
@@ -169,14 +171,53 @@ def _arguments(where: Path, training: Training, device: Any, quiet: bool) -> Any
         disable_tqdm=quiet, dataloader_num_workers=0, remove_unused_columns=False)
 
 
+def owner(created: Any, arm: str, training: Training, base: Any) -> dict[str, Any]:
+    """What ``train/<arm>/arm.json`` records of the run that wrote the folder: its run.json's
+    ``created``, the arm and its seed (checked), and the base model (for the reader)."""
+    return {"run_created": created, "arm": arm, "seed": training.seed, "base": base}
+
+
+def _holds_training(where: Path) -> bool:
+    """Whether an arm's folder holds something a call would resume or skip."""
+    return (where / DONE).is_file() or any(where.glob("checkpoint-*"))
+
+
+def refuse_foreign(root: Path, owners: dict[str, dict[str, Any]], fresh: bool) -> None:
+    """Refuse, before anything loads, an arm folder under ``root/train/`` that holds Trainer
+    checkpoints or a finished arm of another run: one kept after run.json was deleted
+    (``fresh``: this call made run.json), one copied in by hand, or another arm's. A folder
+    from before ``arm.json`` was written is the run's when run.json was there (its settings
+    were just checked); ``owners``: the arms this call trains, `owner` of each."""
+    for arm, own in owners.items():
+        where = root / "train" / arm
+        if not _holds_training(where):
+            continue
+        path = where / OWNER
+        mark = json.loads(path.read_text()) if path.is_file() else None
+        if mark is None and not fresh:
+            continue
+        if mark is not None and all(mark.get(k) == own[k] for k in ("run_created", "arm",
+                                                                     "seed")):
+            continue
+        why = ("was there before this run's run.json" if fresh else
+               f"another run wrote ({path}: arm {mark.get('arm')!r}, seed {mark.get('seed')}, "
+               f"run.json created {mark.get('run_created')})" if mark is not None else "")
+        raise BiasscopeError(f"{where} holds Trainer checkpoints or a finished arm that {why}: "
+                             "it would be resumed as this run's; delete "
+                             f"{root / 'train'} to train the arms from the start, or use "
+                             "another --out")
+
+
 def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
               probes: Sequence[Probe], store: RunStore, training: Training,
               live: LiveConfig, device: Any, quiet: bool = False,
-              after: Sequence[Any] = ()) -> list[int]:
+              after: Sequence[Any] = (), own: dict[str, Any] | None = None) -> list[int]:
     """Fine-tune one arm (``load()``: a fresh copy of the starting model; LoRA adapters are
     added when ``training.lora_rank``) with evaluations at step 0 and every ``training.every``
     steps; return the steps evaluated. A finished arm is skipped; a killed one resumes from its
-    last Trainer checkpoint. ``after``: Trainer callbacks run after each evaluation."""
+    last Trainer checkpoint. ``after``: Trainer callbacks run after each evaluation; ``own``:
+    `owner`, written to ``arm.json`` (taken away again where training stops before its first
+    checkpoint, so a failed first call leaves no file behind)."""
     from transformers import DataCollatorForLanguageModeling, set_seed
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -204,7 +245,14 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
         callbacks=[callback, *after])
     callback.bind(trainer)
     last = get_last_checkpoint(str(where))  # type: ignore[no-untyped-call]
-    trainer.train(resume_from_checkpoint=last)
+    if own is not None:
+        write_json(where / OWNER, own)
+    try:
+        trainer.train(resume_from_checkpoint=last)
+    except BaseException:
+        if own is not None and not _holds_training(where):
+            (where / OWNER).unlink(missing_ok=True)
+        raise
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     write_json(where / DONE, {"steps": steps, "documents": len(texts), "losses": losses})
     if not training.keep_checkpoints:

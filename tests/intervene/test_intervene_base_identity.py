@@ -148,6 +148,70 @@ def test_a_setting_added_inside_another_is_gained_not_compared() -> None:
             "fingerprint": "a" * 64}}}, now, added=("intervention.base",))
     with pytest.raises(BiasscopeError, match=r"intervention.base: not recorded then"):
         merge_settings("run.json", old, now, added=("intervention.text",))
+    # deeper: a base recorded before its hub commit was gains it, another commit is refused
+    added = ("intervention.base", "intervention.base.commit")
+    deep = {"intervention": {"model": "/m", "base": {"fingerprint": "b" * 64, "commit": "c" * 40}}}
+    assert merge_settings("run.json", now, deep, added=added) == deep
+    assert merge_settings("run.json", old, deep, added=added) == deep
+    with pytest.raises(BiasscopeError, match=r"\(intervention.base.commit: dddddddddddd… then, "
+                       r"cccccccccccc… now\)"):
+        merge_settings("run.json", {"intervention": {"model": "/m", "base": {
+            "fingerprint": "b" * 64, "commit": "d" * 40}}}, deep, added=added)
+    with pytest.raises(BiasscopeError, match=r"intervention.base.commit: not recorded then"):
+        merge_settings("run.json", now, deep, added=("intervention.base",))
+
+
+def test_a_hub_branch_records_the_commit_it_loaded_and_a_moved_one_is_refused(
+        tmp_path, text, winobias_dir, tiny_tokenizer, stubbed, monkeypatch, capsys) -> None:
+    """A hub id on a branch was recorded by id and revision only: a ``main`` moved between two
+    calls trained the added arms (or resumed the killed one) on other weights. The commit it
+    resolved to is recorded once the tokenizer has loaded, and a moved one is refused: before
+    anything loads where the Hugging Face cache already says so, else once loaded, before an
+    arm trains. (`hub_commit` is stubbed: ``cache`` before this call's load, ``loads`` after.)"""
+    from biasscope.cli.main import main
+    from biasscope.intervene import job
+
+    a, b = "a" * 40, "b" * 40
+    state: dict[str, str | None] = {"cache": None, "loads": a}
+    monkeypatch.setattr(job, "hub_commit", lambda source, revision: state[
+        "loads" if "tokenizer" in stubbed else "cache"])
+    model = _folder(tmp_path / "base", tiny_tokenizer, seed=0)
+    out = tmp_path / "run"
+    argv = _argv(out, model, text, winobias_dir)
+    assert main(argv) == 0, capsys.readouterr().err
+    assert _base(out)["commit"] == a
+    state["cache"] = a
+    stubbed.clear()
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "train control" in stubbed
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    state["cache"] = state["loads"] = b  # the cache already resolves main to b
+    stubbed.clear()
+    refused(argv, f"(intervention.base.commit: {a[:12]}… then, {b[:12]}… now)", stubbed, capsys)
+    state["cache"] = None  # a cleared cache: known only once loaded
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"intervention.base.commit: {a[:12]}… then, {b[:12]}… now" in err[0]
+    assert stubbed == [f"convert {[job.list_checkpoints([str(model)], [], [], None)[0]]}",
+                       "tokenizer"]  # no arm trained
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == files
+
+
+def test_a_run_recorded_without_a_commit_gains_it(tmp_path, text, winobias_dir, tiny_tokenizer,
+                                                  stubbed, monkeypatch, capsys) -> None:
+    """A run whose base was recorded before its commit was (the last release) resumes and
+    records the one it loads."""
+    from biasscope.cli.main import main
+    from biasscope.intervene import job
+
+    model = _folder(tmp_path / "base", tiny_tokenizer, seed=0)
+    out = tmp_path / "run"
+    argv = _argv(out, model, text, winobias_dir)
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "commit" not in _base(out)  # a local folder: none
+    monkeypatch.setattr(job, "hub_commit", lambda source, revision: "c" * 40)
+    assert main(argv) == 0, capsys.readouterr().err
+    assert _base(out)["commit"] == "c" * 40
 
 
 def _checkpoint(out: Path, arm: str, owner: dict[str, Any] | None = None) -> Path:

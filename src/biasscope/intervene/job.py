@@ -13,9 +13,11 @@ limits) is recorded in run.json under ``settings.intervention`` and checked on a
 resumes: finished arms are kept, a killed arm continues from its last Trainer checkpoint, and
 evaluations already stored are not redone. The base model is recorded by its path (``model``)
 and by what it is (``base``: a local folder's fingerprints, a GGUF file's SHA-256 and
-quantisation), so other weights under the same path are refused before anything loads. Each
-arm's ``train/<arm>/arm.json`` names the run that wrote it, so Trainer checkpoints another run
-left are refused rather than resumed.
+quantisation; a hub id's branch by the commit it loaded, recorded once the tokenizer has
+loaded and checked after every load), so other weights under the same path are refused before
+anything loads (a moved branch where the Hugging Face cache already says so, else once it has
+loaded, before an arm trains). Each arm's ``train/<arm>/arm.json`` names the run that wrote it,
+so Trainer checkpoints another run left are refused rather than resumed.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.checkpoints import IN_MEMORY, Checkpoint, convert_gguf
-from biasscope.backends.fingerprints import fingerprint_while_loading
+from biasscope.backends.fingerprints import fingerprint_while_loading, hub_commit
 from biasscope.backends.gguf import is_gguf
 from biasscope.backends.hf_generate import identity_before_loading
 from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer, resolve_device
@@ -85,15 +87,28 @@ def _identified(base: Checkpoint) -> Iterator[Callable[[], dict[str, str]]]:
     settings): a local folder's weights' ``fingerprint`` and ``files_fingerprint``, hashed
     while the block runs (the data load; cached, `fingerprint_while_loading`); a GGUF file's
     path, SHA-256 and quantisation (`identity_before_loading`: nothing converted). A hub id is
-    its id and revision only: the commit a branch resolves to is known from the cache before
-    it loads, which may still name the one it pointed at last time (or none, before its first
-    load)."""
+    its id and revision: the commit a branch resolves to is known from the cache before it
+    loads, which may still name the one it pointed at last time (or none, before its first
+    load), so it is recorded once loaded (`_commit_known`, `_loaded_commit`)."""
     entry = {k: v for k, v in identity_before_loading(base).items() if k != "commit"}
     if is_gguf(base.identity) or not Path(base.source).expanduser().is_dir():
         yield lambda: entry
         return
     with fingerprint_while_loading(base.source, base.revision) as prints:
         yield lambda: {**entry, **prints()}
+
+
+def _commit_known(store: RunStore, base: Checkpoint, identity: dict[str, str]
+                  ) -> dict[str, str]:
+    """The base's identity with the hub commit the run recorded, as far as it is known before
+    loading: the one the Hugging Face cache resolves the branch to now (a moved branch is
+    refused before anything loads), else the recorded one (checked once it has loaded). A run
+    that recorded none gains it after the load (`_loaded_commit`)."""
+    before = _recorded(store).get("intervention")
+    then = before.get("base") if isinstance(before, dict) else None
+    if not isinstance(then, dict) or not then.get("commit"):
+        return identity
+    return {**identity, "commit": hub_commit(base.source, base.revision) or then["commit"]}
 
 
 def _settings(config: InterveneConfig, method: methods.Intervention, corpus: str,
@@ -192,6 +207,20 @@ def _refuse_other_files(store: RunStore, read: dict[str, Path], data: dict[str, 
                           {"--text": Path(corpus)}, {"--text": text["text_sha256"]})
 
 
+def _loaded_commit(store: RunStore, base: Checkpoint, sweep: Callable[[dict[str, Any]], None],
+                   settings: dict[str, Any]) -> dict[str, Any]:
+    """Once the base's tokenizer or weights have loaded: the hub commit its branch resolved to
+    (`hub_commit`, from the cache the load read), recorded in run.json (``base.commit``) where
+    the run has none, refused where it recorded another ("intervention.base.commit: … then, …
+    now", as any other setting), before an arm trains. The settings as recorded."""
+    commit = hub_commit(base.source, base.revision)
+    if not commit or commit == settings["base"].get("commit"):
+        return settings
+    settings = {**settings, "base": {**settings["base"], "commit": commit}}
+    sweep(settings)
+    return settings
+
+
 def _holds(store: RunStore) -> bool:
     """Whether the run holds an evaluation or a Trainer checkpoint (`unsettled`)."""
     return bool(store.unit_files()) or any((store.root / "train").glob("*/checkpoint-*"))
@@ -222,7 +251,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     data = hashed(read)
     _refuse_other_files(store, read, data, corpus, text)
     settings = {**_settings(config, method, corpus, data, (len(train), len(held)), base,
-                            identity), **text}
+                            _commit_known(store, base, identity)), **text}
     scoring = HFConfig(batch_size=config.eval_batch_size)
     runs = range(config.training.runs, 0, -1)
     arms = {analysis.run_name(arm, r): replace(config.training, seed=config.training.seed + r - 1)
@@ -248,9 +277,13 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
         device = resolve_device(config.device)
         loading = HFConfig(device=str(device), dtype="float32")
         tokenizer = load_tokenizer(base, loading)
+        settings = _loaded_commit(store, base, sweep, settings)
 
         def load() -> Any:
-            return load_model(base, loading)
+            nonlocal settings
+            model = load_model(base, loading)
+            settings = _loaded_commit(store, base, sweep, settings)
+            return model
 
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token

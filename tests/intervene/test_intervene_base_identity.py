@@ -187,6 +187,7 @@ def test_a_hub_branch_records_the_commit_it_loaded_and_a_moved_one_is_refused(
     files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     state["cache"] = state["loads"] = b  # the cache already resolves main to b
     stubbed.clear()
+    capsys.readouterr()
     refused(argv, f"(intervention.base.commit: {a[:12]}… then, {b[:12]}… now)", stubbed, capsys)
     state["cache"] = None  # a cleared cache: known only once loaded
     assert main(argv) == 2
@@ -235,6 +236,7 @@ def test_trainer_checkpoints_another_run_left_are_refused(tmp_path, text, winobi
     model = _folder(tmp_path / "base", tiny_tokenizer, seed=0)
     out = tmp_path / "run"
     argv = _argv(out, model, text, winobias_dir)
+    capsys.readouterr()  # the model's save
     _checkpoint(out, "control", {"run_created": "2026-01-01T00:00:00+00:00", "arm": "control",
                                  "seed": 0})
     refused(argv, f"{out / 'train' / 'control'} holds Trainer checkpoints or a finished arm "
@@ -247,11 +249,15 @@ def test_trainer_checkpoints_another_run_left_are_refused(tmp_path, text, winobi
     created = json.loads((out / "run.json").read_text())["created"]
     _checkpoint(out, "cda", {"run_created": created, "arm": "control", "seed": 0})  # moved
     stubbed.clear()
+    capsys.readouterr()
     refused(argv, "another run wrote (", stubbed, capsys)
     shutil.rmtree(out / "train" / "cda")
     _checkpoint(out, "cda", {"run_created": "2025-01-01T00:00:00+00:00", "arm": "cda",
                              "seed": 0})
     refused(argv, "run.json created 2025-01-01", stubbed, capsys)
+    (out / "train" / "cda" / "arm.json").write_text("{half")  # damaged: no run's
+    refused(argv, f"another run wrote ({out / 'train' / 'cda' / 'arm.json'} is damaged)",
+            stubbed, capsys)
     shutil.rmtree(out / "train" / "cda")
     _checkpoint(out, "cda", {"run_created": created, "arm": "cda", "seed": 0})
     assert main(argv) == 0, capsys.readouterr().err  # this run's own: resumed
@@ -274,4 +280,5 @@ def test_an_older_run_s_checkpoints_without_arm_json(tmp_path, text, winobias_di
     assert "train control" in stubbed
     (out / "run.json").unlink()
     stubbed.clear()
+    capsys.readouterr()
     refused(argv, "that was there before this run's run.json", stubbed, capsys)

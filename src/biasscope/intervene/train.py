@@ -193,15 +193,22 @@ def refuse_foreign(root: Path, owners: dict[str, dict[str, Any]], fresh: bool) -
         if not _holds_training(where):
             continue
         path = where / OWNER
-        mark = json.loads(path.read_text()) if path.is_file() else None
+        try:
+            mark = dict(json.loads(path.read_text())) if path.is_file() else None
+        except (ValueError, TypeError, OSError):  # damaged: no run it names is this one
+            mark = {}
         if mark is None and not fresh:
             continue
         if mark is not None and all(mark.get(k) == own[k] for k in ("run_created", "arm",
                                                                      "seed")):
             continue
-        why = ("was there before this run's run.json" if fresh else
-               f"another run wrote ({path}: arm {mark.get('arm')!r}, seed {mark.get('seed')}, "
-               f"run.json created {mark.get('run_created')})" if mark is not None else "")
+        if fresh:
+            why = "was there before this run's run.json"
+        elif not mark:
+            why = f"another run wrote ({path} is damaged)"
+        else:
+            why = (f"another run wrote ({path}: arm {mark.get('arm')!r}, seed "
+                   f"{mark.get('seed')}, run.json created {mark.get('run_created')})")
         raise BiasscopeError(f"{where} holds Trainer checkpoints or a finished arm that {why}: "
                              "it would be resumed as this run's; delete "
                              f"{root / 'train'} to train the arms from the start, or use "

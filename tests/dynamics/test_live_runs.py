@@ -271,3 +271,98 @@ def test_a_dict_of_eval_sets_gives_the_first_s_loss_and_says_so(data, tiny_token
     assert err == ["warning: biasscope: the run's performance series is the eval set 'news' "
                    "(eval_news_loss), the first the Trainer evaluates; eval_code_loss is not "
                    "recorded: put the set a stop should weigh first in eval_dataset"]
+
+
+def _failing_probe(monkeypatch, probe: str, steps: set[int]):
+    """``probe``'s unit raises at ``steps``, after the probes before it were stored."""
+    from biasscope.dynamics.live import evaluate as live
+
+    real = live.unit_frame
+
+    def unit_frame(scorer, unit, *args):
+        if unit.probe == probe and unit.step in steps:
+            raise RuntimeError("CUDA out of memory")
+        return real(scorer, unit, *args)
+
+    monkeypatch.setattr(live, "unit_frame", unit_frame)
+
+
+def test_a_resumed_training_scores_the_probe_its_step_lacks_and_the_report_names_the_rest(
+        data, tiny_tokenizer, one_thread, monkeypatch, capsys):
+    """Before: a step where one probe's records were stored and the next probe raised was held
+    whole on resuming, so the resumed step (whose model it is) never got the missing probe.
+    Now that step is scored for it; an earlier step, whose model is gone, is named missing."""
+    from biasscope.cli.main import main
+
+    out = data / "live"
+    text = data / "held.txt"
+    text.write_text("The nurse said she would help.\nThe doctor said he would help.\n")
+    added = load_probe("perplexity", text=text)
+    _failing_probe(monkeypatch, "perplexity", {2, 4})
+    train(tiny_tokenizer, data, out, 4, probes=[added])
+    assert capsys.readouterr().err.count("not scored, training goes on") >= 2
+    before = written(out)
+    monkeypatch.undo()
+    trainer = train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"),
+                    probes=[added])
+    after = written(out)
+    assert {k: after[k] for k in before} == before
+    records = RunStore(out).records()
+    steps = {p: sorted(set(records[records["probe"] == p]["step"])) for p in
+             ("winobias-gender", "perplexity")}
+    assert steps == {"winobias-gender": [0, 2, 4, 6], "perplexity": [0, 4, 6]}
+    logged = [h["step"] for h in trainer.state.log_history if "bias/perplexity/perplexity" in h]
+    assert logged == [0, 4, 6]  # 0 from the checkpoint's log history
+    assert main(["report", str(out)]) == 0
+    summary = json.loads(RunStore(out).summary_json.read_text())
+    said = summary["unfinished"]["sentence"]
+    assert "no records yet for perplexity at step 2." in said, said
+    assert "perplexity at step 2" in (out / "report.html").read_text()
+
+
+def test_a_probe_dropped_on_resuming_is_refused_before_training(data, tiny_tokenizer,
+                                                                one_thread):
+    """Before: resuming with fewer probes trained on; run.json still listed the dropped one
+    for every later step, so the report called them unscored "as the training reaches them"."""
+    out = data / "live"
+    text = data / "held.txt"
+    text.write_text("The nurse said she would help.\nThe doctor said he would help.\n")
+    train(tiny_tokenizer, data, out, 4, probes=[load_probe("perplexity", text=text)])
+    before = written(out)
+    with pytest.raises(BiasscopeError) as caught:
+        train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"))
+    said = str(caught.value)
+    assert said == (f"probes: {out} holds steps 0, 2, 4 of model_name 'live' with perplexity, "
+                    "which this training resumed at step 4 leaves out; its curve would stop at "
+                    "step 4 and the report would call every later step unscored: resume with "
+                    "the run's probes (perplexity, winobias-gender), or give this training "
+                    "another out")
+    assert written(out) == before
+
+
+def test_the_last_step_failed_after_one_probe_is_completed_when_training_ends(
+        data, tiny_tokenizer, one_thread, monkeypatch, capsys):
+    """Before: the end's evaluation of the last step scored every probe again, refused for the
+    one already stored ("already holds winobias-gender at step 4"), which replaced the error
+    in ``callback.failed`` and left the missing probe unscored."""
+    from biasscope.dynamics.live import evaluate as live
+
+    real, calls = live.unit_frame, []
+
+    def once_at_4(scorer, unit, *args):
+        if unit.probe == "perplexity" and unit.step == 4 and not calls:
+            calls.append(unit.step)
+            raise RuntimeError("CUDA out of memory")
+        return real(scorer, unit, *args)
+
+    monkeypatch.setattr(live, "unit_frame", once_at_4)
+    out = data / "live"
+    text = data / "held.txt"
+    text.write_text("The nurse said she would help.\nThe doctor said he would help.\n")
+    trainer = train(tiny_tokenizer, data, out, 4, probes=[load_probe("perplexity", text=text)])
+    err = capsys.readouterr().err
+    assert err.count("not scored, training goes on") == 1 and "already holds" not in err
+    callback = next(c for c in trainer.callback_handler.callbacks if isinstance(c, BiasCallback))
+    assert callback.failed == {}
+    records = RunStore(out).records()
+    assert sorted(set(records[records["probe"] == "perplexity"]["step"])) == [0, 2, 4]

@@ -67,8 +67,9 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         self.tokenizer = tokenizer
         self.trainer = trainer
         self.history: list[dict[str, float]] = []
-        #: Steps the run already had records of when a resumed training began: not redone.
-        self.held: set[int] = set()
+        #: Steps the run already had records of when a resumed training began, and the
+        #: probes it had them of: those are not scored again.
+        self.held: dict[int, set[str]] = {}
         #: Steps whose evaluation raised during training, with the error in words.
         self.failed: dict[int, str] = {}
         #: The eval set whose loss is the performance series, of a dict of eval datasets
@@ -83,9 +84,16 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
     def _evaluate(self, state: Any, control: Any, model: Any, tokenizer: Any,
                   may_stop: bool = True) -> Any:
         step = int(state.global_step)
-        if step in self.held or any(h.get("step") == step for h in self.history):
+        # A held step lacking a probe (it raised after the one before it was stored) is the
+        # step a training resumed at: its model is this one, so the probe is scored now; as
+        # is the last step's, failed so, when training ends.
+        done = (live.held_probes(self.out, self.config.model_name).get(step, set())
+                if step in self.failed else self.held.get(step, set()))
+        probes = [p for p in self.probes if p.name not in done]
+        if not probes or any(h.get("step") == step for h in self.history):
             return control
-        metrics = live.evaluate_now(model, tokenizer, self.probes, self.out, step, self.config)
+        metrics = live.evaluate_now(model, tokenizer, probes, self.out, step, self.config)
+        self.failed.pop(step, None)
         logged = {f"bias/{k}": v for k, v in metrics.items()
                   if is_logged(k) and math.isfinite(v)}
         self.history.append({"step": step, **metrics})
@@ -173,22 +181,23 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         if tokenizer is None:
             raise BiasscopeError("BiasCallback needs a tokenizer: pass tokenizer= or give the "
                              "Trainer a processing_class")
-        self.held = set(self._resumable(int(state.global_step)))
+        self.held = self._resumable(int(state.global_step))
         # The baseline before any update; the Trainer would not honour a stop here anyway.
         control = self._evaluate(state, control, model, tokenizer, may_stop=False)
         live.plan(self.probes, self.out, self.config, self._planned(state))
         return control
 
-    def _resumable(self, at: int) -> list[int]:
-        """The steps of this model the run already holds, refused (before any training) unless
-        they are the past of a training resumed at step ``at``: a fresh training, or one
-        resumed from an earlier checkpoint, would overwrite another training's records. Steps
-        a caller put in ``history`` (an intervention arm's, resumed) are its own: kept."""
-        held = live.held_steps(self.out, self.config.model_name)
+    def _resumable(self, at: int) -> dict[int, set[str]]:
+        """The steps of this model the run already holds (and the probes held at each),
+        refused (before any training) unless they are the past of a training resumed at step
+        ``at``: a fresh training, or one resumed from an earlier checkpoint, would overwrite
+        another training's records. Steps a caller put in ``history`` (an intervention arm's,
+        resumed) are its own: kept."""
+        held = live.held_probes(self.out, self.config.model_name)
         if held and at > 0:
-            self._refuse_added_probes(held, at)
+            self._refuse_other_probes(held, at)
         known = {h.get("step") for h in self.history}
-        later = [s for s in held if (s > at or at == 0) and s not in known]
+        later = [s for s in sorted(held) if (s > at or at == 0) and s not in known]
         if later:
             shown = ", ".join(map(str, later[:10])) + (" …" if len(later) > 10 else "")
             whose = ("another training's" if at == 0 else
@@ -201,19 +210,28 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                 "that wrote them (trainer.train(resume_from_checkpoint=...))")
         return held
 
-    def _refuse_added_probes(self, held: list[int], at: int) -> None:
-        """A probe the run has no records of, added by a training resumed at step ``at``:
-        refused before any update, since the steps already held are not scored again and
-        its curve would start at ``at`` with the earlier steps missing, beside probes that
-        have them."""
-        recorded = set().union(*live.held_probes(self.out, self.config.model_name).values())
-        added = [p.name for p in self.probes if p.name not in recorded]
+    def _refuse_other_probes(self, held: dict[int, set[str]], at: int) -> None:
+        """A training resumed at step ``at`` scores the probes the run has, refused before any
+        update otherwise. An added one: the steps already held are not scored again, so its
+        curve would start at ``at`` with the earlier steps missing, beside probes that have
+        them. A dropped one: run.json lists each step for every probe the run has, so its
+        curve would stop at its last step and the report call every later step unscored."""
+        recorded = set().union(*held.values())
+        names = [p.name for p in self.probes]
+        added = [n for n in names if n not in recorded]
+        steps = ", ".join(map(str, sorted(held)[:10])) + (" …" if len(held) > 10 else "")
+        whose = f"{self.out} holds steps {steps} of model_name {self.config.model_name!r}"
+        ours = f"resume with the run's probes ({', '.join(sorted(recorded)) or 'none'})"
         if added:
-            steps = ", ".join(map(str, held[:10])) + (" …" if len(held) > 10 else "")
             raise BiasscopeError(
-                f"probes: {self.out} holds steps {steps} of model_name "
-                f"{self.config.model_name!r} without {', '.join(added)}, which this training "
-                f"resumed at step {at} adds; those steps are not scored again: give the added "
-                "probes a BiasCallback of their own with another out (its curve starts at "
-                f"step {at}), or resume with the run's probes "
-                f"({', '.join(sorted(recorded)) or 'none'})")
+                f"probes: {whose} without {', '.join(added)}, which this training resumed at "
+                f"step {at} adds; those steps are not scored again: give the added probes a "
+                f"BiasCallback of their own with another out (its curve starts at step {at}), "
+                f"or {ours}")
+        if dropped := sorted(recorded - set(names)):
+            last = max(s for s, probes in held.items() if probes & set(dropped))
+            raise BiasscopeError(
+                f"probes: {whose} with {', '.join(dropped)}, which this training resumed at "
+                f"step {at} leaves out; its curve would stop at step {last} and the report "
+                f"would call every later step unscored: {ours}, or give this training "
+                "another out")

@@ -60,7 +60,8 @@ def unscored(store: RunStore, run: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     unfinished = {(m["model"], m["revision"], m["step"]) for m in missing}
     return {"checkpoints": len(entries), "scored": len(entries) - len(unfinished),
-            "units": sum(len(m["seeds"]) for m in missing), "missing": missing}
+            "units": sum(len(m["seeds"]) for m in missing), "probes": len(probes),
+            "missing": missing}
 
 
 def _names(entry: Mapping[str, Any], probe: str, seed: int) -> set[str]:
@@ -89,9 +90,12 @@ def named(labels: Sequence[str]) -> str:
 
 def sentence(section: Mapping[str, Any], root: object) -> str:
     """The run's state in one sentence: how many checkpoints are scored, which units are not
-    (per model and probe where there are several; seeds where not all), and how to finish."""
+    (per model where there are several, per probe where the run has several: a live step
+    whose evaluation raised after one probe was stored lacks the others only; seeds where not
+    all), and how to finish."""
     missing: Sequence[Mapping[str, Any]] = section["missing"]
-    several = len({m["model"] for m in missing}) > 1, len({m["probe"] for m in missing}) > 1
+    several = (len({m["model"] for m in missing}) > 1,
+               max(len({m["probe"] for m in missing}), int(section.get("probes", 1))) > 1)
     groups: dict[tuple[str, str], list[str]] = {}
     for m in missing:
         said = groups.setdefault((m["model"], m["probe"]), [])

@@ -93,12 +93,6 @@ def live_inputs(probes: Any, out: Any, config: Any) -> tuple[list[Probe], Path, 
     return listed, Path(out), made(LiveConfig, config, "config")
 
 
-def held_steps(out: str | Path, model_name: str) -> list[int]:
-    """The steps of ``model_name`` that the run in ``out`` has records of: a training that
-    starts afresh there would overwrite them, one resumed from a checkpoint finds them done."""
-    return sorted(held_probes(out, model_name))
-
-
 def held_probes(out: str | Path, model_name: str) -> dict[int, set[str]]:
     """Each step of ``model_name`` that the run in ``out`` has records of, and the probes
     it has them of."""

@@ -521,29 +521,28 @@ def test_a_pair_that_is_its_own_counterfactual_is_refused(
 
 
 def _one_scorer(out: Path, pairs: Path, label: str, barrier: Any) -> None:
+    real = job._kept
+
+    def slow(*args: Any) -> Any:
+        found = real(*args)
+        time.sleep(2.0)  # longer than the two processes' scoring times differ by
+        return found
+
+    job._kept = slow  # type: ignore[assignment]
     barrier.wait()
     job.run(job.CounterfactualConfig(out=out, pairs=str(pairs)),
             [Reward(label, bonus=0.3 * (label == "b"))])  # two models: not one renamed
 
 
-def test_two_runs_into_one_out_keep_both_scorers(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_runs_into_one_out_keep_both_scorers(tmp_path: Path) -> None:
     """One process per reward model, started together into one --out: each read the
     scores.jsonl lines it keeps, then wrote its own over the other's, so run.json listed both
-    scorers and scores.jsonl held one. Real processes (fork), the read slowed down so that
-    without the run's lock they always interleave."""
+    scorers and scores.jsonl held one. Real processes, the read slowed down so that without
+    the run's lock they always interleave."""
     from together import together
 
     path = tmp_path / "pairs.jsonl"
     _wife_pairs(path, 4)
-    real = job._kept
-
-    def slow(*args: Any) -> Any:
-        found = real(*args)
-        time.sleep(0.5)
-        return found
-
-    monkeypatch.setattr(job, "_kept", slow)
     together(_one_scorer, [(tmp_path / "run", path, label) for label in ("a", "b")], timeout=60)
     lines = (tmp_path / "run" / "scores.jsonl").read_text().splitlines()
     assert sorted({json.loads(x)["scorer"] for x in lines}) == ["a", "b"] and len(lines) == 32

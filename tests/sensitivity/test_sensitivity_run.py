@@ -346,8 +346,8 @@ def test_two_runs_into_one_out_both_reach_the_summary(tmp_path: Path) -> None:
     """One process per reward model into one --out: the first read the stored records, the
     second stored its unit and wrote its summary, then the first wrote its own over it, so
     summary.json left out a model that run.json lists and whose records are stored. Real
-    processes (fork), the first's summary slowed so that without the run's lock they
-    always interleave."""
+    processes, the first's summary slowed so that without the run's lock they always
+    interleave."""
     from together import together
 
     together(_one_model, [(tmp_path / "run", label, delay) for label, delay in (

@@ -1,7 +1,7 @@
 """Two sweeps started together into one run directory: run.json keeps both, or refuses one.
 
-Real processes (fork), released together by a barrier; every write of run.json is slowed
-down between its read and its rewrite, so that without the lock they would always interleave.
+Real processes, released together by a barrier; every write of run.json is slowed down
+between its read and its rewrite, so that without the lock they would always interleave.
 """
 
 from __future__ import annotations
@@ -34,7 +34,17 @@ class Probe:
         return {"probe": "p"}
 
 
+def slowed(recorded: Any, now: Any) -> dict[str, str]:
+    """kept_versions() runs between the read of run.json and its rewrite: it takes a while."""
+    time.sleep(0.3)
+    return KEPT_VERSIONS(recorded, now)
+
+
+KEPT_VERSIONS = run_json.kept_versions
+
+
 def start(out: Path, revision: str, seed: int, dtype: str, errors: Any, barrier: Any) -> None:
+    run_json.kept_versions = slowed  # type: ignore[assignment]
     barrier.wait()
     config = SweepConfig([Checkpoint("org/m", "org/m", revision, int(revision[4:]))], out,
                          [seed], comparable={"dtype": dtype})
@@ -51,19 +61,6 @@ def started_together(out: Path, *runs: tuple[str, int, str]) -> list[str]:
     while not errors.empty():
         found.append(errors.get())
     return found
-
-
-@pytest.fixture(autouse=True)
-def slow_rewrite(monkeypatch: pytest.MonkeyPatch) -> None:
-    """kept_versions() runs between the read of run.json and its rewrite; make that take a
-    while."""
-    real = run_json.kept_versions
-
-    def slow(recorded: Any, now: Any) -> dict[str, str]:
-        time.sleep(0.3)
-        return real(recorded, now)
-
-    monkeypatch.setattr(run_json, "kept_versions", slow)
 
 
 @pytest.mark.parametrize("trial", range(4))

@@ -146,7 +146,7 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
 
 @contextmanager
 def unsettled(store: RunStore, holds: Callable[[], bool], folders: Sequence[str] = (), *,
-              rerun: bool = False) -> Iterator[None]:
+              rerun: bool = False, files: Sequence[str] = ()) -> Iterator[None]:
     """A run.json this call wrote, taken away again when the call stops (a one-line error, an
     interrupt, a training error) before the run ``holds`` anything: the rerun with the mistake
     put right (the server's URL, the model's path, a smaller batch) is not refused for
@@ -156,15 +156,24 @@ def unsettled(store: RunStore, holds: Callable[[], bool], folders: Sequence[str]
     ``rerun``: a call into an existing run gets its run.json back as it was before the call
     when it stops before ``holds`` anything new (``holds``: whether anything was added since
     the call began), so a probe or checkpoint it added, with its data files' hashes, does not
-    stay listed without results. What earlier calls wrote is that very content, kept."""
+    stay listed without results. What earlier calls wrote is that very content, kept.
+    ``files`` (under the run: ``performance.json``) that the call writes beside run.json are
+    put back with it (removed where the call made them), so neither outlasts the other."""
     local = store.remote is None
     fresh = local and not store.run_json.is_file()
     before = store.run_json.read_bytes() if local and rerun and not fresh else None
     made = [store.root / name for name in folders if not (store.root / name).exists()]
+    beside = {store.root / name: (store.root / name).read_bytes()
+              if (store.root / name).is_file() else None for name in files} if local else {}
     try:
         yield
     except BaseException:
         if not holds():
+            for path, was in beside.items():
+                if was is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    write_bytes(path, was)
             if fresh:
                 store.run_json.unlink(missing_ok=True)
                 for folder in made:

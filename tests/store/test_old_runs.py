@@ -204,6 +204,34 @@ def test_an_old_dynamics_run_resumes_without_rescoring(
     assert json.loads((run / "run.json").read_text(encoding="utf-8"))["seeds"] == [0, 1, 2]
 
 
+def test_an_old_dynamics_runs_performance_file_gains_its_record(
+        old: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """An imported series of a run from before its files were recorded: the same values gain
+    the file's SHA-256 in run.json; other values are refused, as an edited file is."""
+    import biasscope.dynamics.summary.write as reporting
+    from biasscope.core.digest import file_sha256
+    from biasscope.dynamics.analysis import performance
+
+    monkeypatch.setattr(reporting, "render_dynamics_report",
+                        lambda store, summary, target: target)
+    run = old / "runs" / "dynamics"
+    performance.save(RunStore(run), "train", {10: 0.2, 20: 0.3}, "performance (perf.csv)")
+    csv = old / "perf.csv"  # a42c7db wrote performance.json as `save` writes it today
+    csv.write_text("step,acc\n10,0.2\n20,0.35\n")
+    stored, scored = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}, units(run)
+    assert main([*dynamics(old, "0-1"), "--performance-csv", str(csv)]) == 2
+    assert capsys.readouterr().err == (
+        f"biasscope: error: {run} was made from another --performance-csv for train ({csv}: "
+        "values at steps 20 differ from its performance.json): put back the file it was made "
+        "from, or use another --out for this one\n")
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == stored
+    csv.write_text("step,acc\n10,0.2\n20,0.3\n")
+    assert main([*dynamics(old, "0-1"), "--performance-csv", str(csv)]) == 0
+    meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    assert meta["settings"]["data"]["--performance-csv for train"] == file_sha256(csv)
+    assert units(run) == scored  # nothing rescored
+
+
 def test_an_old_responses_run_resumes_with_the_same_summary(old: Path) -> None:
     run = old / "runs" / "responses"
     stored, before = units(run), summary(run)

@@ -5,19 +5,17 @@ sweep, the analysis, ``summary.json`` and the report), so a notebook gets what t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core import steps
-from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import hashed, recording, refuse_other_data
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.analysis.config import stored_options
+from biasscope.dynamics.imported import read_performance as read_performance
 from biasscope.dynamics.scoring.executors import make_executor
-from biasscope.dynamics.scoring.models import list_checkpoints, named
+from biasscope.dynamics.scoring.models import list_checkpoints
 from biasscope.dynamics.scoring.sweep import run_dynamics
 from biasscope.dynamics.scoring.units import SWEPT
 from biasscope.dynamics.settings import DynamicsConfig as DynamicsConfig
@@ -66,16 +64,19 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
                                      **({"text": text} if text else {})))
     data = hashed(read)
     _refuse_other_data(store, read, data)  # before any checkpoint loads
+    imported = read_performance(config.performance, store, checkpoints)  # and the series' files
     # A call stopped before its first unit (an option of many tokens, a checkpoint that does
     # not load) leaves run.json as it found it (none, for a first call): the rerun its error
     # asks for (with --first-token) is not refused for settings a run of nothing recorded,
     # and a probe or checkpoint it added is not listed without results.
     before = set(store.unit_files())
-    with unsettled(store, lambda: bool(set(store.unit_files()) - before), rerun=True):
-        import_performance(config.performance, store, checkpoints)
+    # performance.json too: a series whose record run.json does not keep is not reported
+    with unsettled(store, lambda: bool(set(store.unit_files()) - before), rerun=True,
+                   files=(performance.FILE,)):
+        imported.save(store)
         run_dynamics(probes, checkpoints, store, seeds=config.seeds, scoring=config.scoring,
-                     limit=config.limit, quiet=config.quiet, executor=executor, data=data,
-                     rescore_changed=config.rescore_changed)
+                     limit=config.limit, quiet=config.quiet, executor=executor,
+                     data=data | imported.records, rescore_changed=config.rescore_changed)
     report = reporting.write_dynamics_report(store, options=analysis, data_dir=config.data_dir)
     store.publish(report)
     return DynamicsResult(store, report)
@@ -90,28 +91,3 @@ def _refuse_other_data(store: RunStore, read: dict[str, Path], data: dict[str, s
         settings = store.read_json("run.json").get("settings")
         refuse_other_data(store.root, settings.get("data") if isinstance(settings, dict)
                           else None, read, data)
-
-
-def import_performance(given: Performance, store: RunStore,
-                       checkpoints: Sequence[Checkpoint]) -> None:
-    """Save each imported performance series into the run, checked against its steps."""
-    models = list(dict.fromkeys(c.model for c in checkpoints))
-    imports = [(spec, "csv") for spec in given.csv]
-    imports += [(spec, "lm-eval") for spec in given.lm_eval_results]
-    for spec, kind in imports:
-        name, source = named(spec)
-        if name is None and len(models) > 1:
-            raise BiasscopeError(f"{spec}: with several models, write MODEL={source}")
-        model = name or models[0]
-        if model not in models:
-            raise BiasscopeError(f"{spec}: no model {model!r} in this run ({', '.join(models)})")
-        if kind == "csv":
-            series, label = performance.from_csv(source), f"performance ({Path(source).name})"
-        else:
-            if not given.lm_eval_metric:
-                raise BiasscopeError("--lm-eval-results needs --lm-eval-metric task/metric")
-            series = performance.from_lm_eval(source, given.lm_eval_metric)
-            label = given.lm_eval_metric
-        steps = [c.step for c in checkpoints if c.model == model and c.step is not None]
-        performance.check_coverage(model, series, steps, source)
-        performance.save(store, model, series, label)

@@ -69,6 +69,12 @@ def from_lm_eval(pattern: str, metric: str) -> Series:
     """One lm-evaluation-harness results JSON per checkpoint; ``metric`` is ``task/metric``
     (``lambada_openai/acc``; ``acc,none`` keys of newer versions match ``acc``). The step
     comes from ``revision=stepN`` in the file's model_args, else from its name or folder."""
+    return lm_eval_files(pattern, metric)[0]
+
+
+def lm_eval_files(pattern: str, metric: str) -> tuple[Series, dict[int, Path]]:
+    """`from_lm_eval`'s series and the file each step was read from (whose SHA-256 the run
+    records); two files of one step are refused, not the later one taken unsaid."""
     task, _, name = metric.partition("/")
     if not name:
         raise BiasscopeError(f"--lm-eval-metric {metric!r}: use task/metric, e.g. "
@@ -77,6 +83,7 @@ def from_lm_eval(pattern: str, metric: str) -> Series:
     if not files:
         raise BiasscopeError(f"--lm-eval-results {pattern!r} matches no file")
     series: Series = {}
+    origin: dict[int, Path] = {}
     for path in files:
         try:
             data = json.loads(read_text(path))
@@ -105,8 +112,11 @@ def from_lm_eval(pattern: str, metric: str) -> Series:
         if step is None:
             raise BiasscopeError(f"{path}: cannot tell its step (no revision=stepN in "
                                  "model_args, no stepN/checkpoint-N in its name)")
-        series[step] = float(value)
-    return series
+        if step in origin:
+            raise BiasscopeError(f"{origin[step]} and {path} both hold step {step}: give "
+                                 "--lm-eval-results a glob that matches one file per checkpoint")
+        series[step], origin[step] = float(value), path
+    return series, origin
 
 
 def save(store: RunStore, model: str, series: Series, source: str) -> None:

@@ -1,0 +1,238 @@
+"""The files a performance series is imported from (``--performance-csv``, ``--lm-eval-results``)
+are known by their SHA-256: run.json records each, and a rerun from an edited or other file is
+refused before any checkpoint loads, as an edited data file is. Before, such a rerun recomputed
+the early-stopping recommendation from other numbers under the same run.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from biasscope.cli.main import main
+from biasscope.core.digest import file_sha256
+
+pytest.importorskip("torch")
+
+CSV = "--performance-csv for small"
+
+
+@pytest.fixture(autouse=True)
+def no_html(monkeypatch: pytest.MonkeyPatch) -> None:
+    """summary.json is written; the HTML page has its own tests."""
+    import biasscope.dynamics.summary.write as reporting
+
+    monkeypatch.setattr(reporting, "render_dynamics_report",
+                        lambda store, summary, target: target)
+
+
+def run(out: Path, checkpoint_dirs: list[Path], data: Path, *extra: str,
+        limit: str = "6") -> int:
+    glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
+    return main(["dynamics", "--checkpoint-glob", f"small={glob}", "--data-dir", str(data),
+                 "--out", str(out), "--seeds", "0", "--limit", limit, "--device", "cpu",
+                 "--quiet", *extra])
+
+
+def files(out: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def recorded(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "run.json").read_text())["settings"]["data"]
+    return data
+
+
+def loads_nothing(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    loads: list[object] = []
+    monkeypatch.setattr("biasscope.dynamics.scoring.sweep.iter_scorers",
+                        lambda *a: loads.append(a) or iter(()))
+    return loads
+
+
+def one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
+
+
+def lm_eval(folder: Path, values: dict[int, float]) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    for step, acc in values.items():
+        (folder / f"results_{step}.json").write_text(json.dumps({
+            "results": {"lambada_openai": {"acc,none": acc, "f1,none": acc / 2}},
+            "config": {"model_args": f"pretrained=x,revision=step{step}"}}))
+    return str(folder / "*.json")
+
+
+def test_an_edited_performance_csv_is_refused_before_a_checkpoint_loads(
+        tmp_path, checkpoint_dirs, winobias_dir, capsys, monkeypatch):
+    csv, out = tmp_path / "perf.csv", tmp_path / "run"
+    csv.write_text("step,lambada\n10,0.20\n20,0.30\n30,0.31\n")
+    assert run(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv)) == 0
+    assert recorded(out)[CSV] == file_sha256(csv)
+    then = file_sha256(csv)
+    moved = tmp_path / "elsewhere.csv"  # the same content under another name: the same file
+    moved.write_bytes(csv.read_bytes())
+    assert run(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(moved)) == 0
+    capsys.readouterr()
+    before, loads = files(out), loads_nothing(monkeypatch)
+    csv.write_text("step,lambada\n10,0.20\n20,0.30\n30,0.10\n")
+    assert run(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv)) == 2
+    assert one_line(capsys) == (
+        f"biasscope: error: {out} was made from another {CSV} ({csv}: SHA-256 {then[:12]}… "
+        f"then, {file_sha256(csv)[:12]}… now): put back the file it was made from, or use "
+        "another --out for this one")
+    assert loads == [] and files(out) == before
+
+
+def test_an_edited_or_other_lm_eval_results_file_is_refused(
+        tmp_path, checkpoint_dirs, winobias_dir, capsys, monkeypatch):
+    out, folder = tmp_path / "run", tmp_path / "lm_eval"
+    glob = lm_eval(folder, {10: 0.1, 20: 0.2, 30: 0.25})
+    given = ("--lm-eval-results", glob, "--lm-eval-metric", "lambada_openai/acc")
+    assert run(out, checkpoint_dirs, winobias_dir, *given) == 0
+    names = {f"--lm-eval-results for small at step {s}": folder / f"results_{s}.json"
+             for s in (10, 20, 30)}
+    assert {k: v for k, v in recorded(out).items() if k.startswith("--lm")} == {
+        k: file_sha256(p) for k, p in names.items()}
+    capsys.readouterr()
+    before, loads = files(out), loads_nothing(monkeypatch)
+    target = folder / "results_20.json"
+    then = file_sha256(target)
+    target.write_text(target.read_text().replace("0.2", "0.9"))
+    assert run(out, checkpoint_dirs, winobias_dir, *given) == 2
+    assert one_line(capsys) == (
+        f"biasscope: error: {out} was made from another --lm-eval-results for small at step 20 "
+        f"({target}: SHA-256 {then[:12]}… then, {file_sha256(target)[:12]}… now): put back the "
+        "file it was made from, or use another --out for this one")
+    target.write_text(target.read_text().replace("0.9", "0.2"))
+    other = ("--lm-eval-results", glob, "--lm-eval-metric", "lambada_openai/f1")
+    assert run(out, checkpoint_dirs, winobias_dir, *other) == 2
+    assert one_line(capsys) == (
+        f"biasscope: error: {out} was made with --lm-eval-metric lambada_openai/acc, and this "
+        "call gives lambada_openai/f1: give it again, or use another --out for this one")
+    other_folder = tmp_path / "more"  # the same files elsewhere: the same record
+    lm_eval(other_folder, {10: 0.1, 20: 0.2, 30: 0.25})
+    moved = ("--lm-eval-results", str(other_folder / "*.json"), "--lm-eval-metric",
+             "lambada_openai/acc")
+    (other_folder / "results_10.json").unlink()
+    (other_folder / "step10.json").write_text(json.dumps({"results": {"lambada_openai": {
+        "acc,none": 0.1}}}))  # step 10 from its name, but another file than the run's
+    assert run(out, checkpoint_dirs, winobias_dir, *moved) == 2
+    assert "another --lm-eval-results for small at step 10 (" in one_line(capsys)
+    assert loads == [] and files(out) == before
+    (other_folder / "step10.json").unlink()
+    (other_folder / "results_10.json").write_bytes((folder / "results_10.json").read_bytes())
+    assert run(out, checkpoint_dirs, winobias_dir, *moved) == 0
+
+
+def test_a_glob_that_no_longer_matches_a_recorded_step_is_refused(
+        tmp_path, checkpoint_dirs, winobias_dir, capsys):
+    """Step 40 has no checkpoint here, so coverage does not ask for it; its file is still
+    part of the series the run was made from."""
+    out, folder = tmp_path / "run", tmp_path / "lm_eval"
+    glob = lm_eval(folder, {10: 0.1, 20: 0.2, 30: 0.25, 40: 0.3})
+    given = ("--lm-eval-results", glob, "--lm-eval-metric", "lambada_openai/acc")
+    assert run(out, checkpoint_dirs, winobias_dir, *given) == 0
+    capsys.readouterr()
+    before = files(out)
+    (folder / "results_40.json").unlink()
+    assert run(out, checkpoint_dirs, winobias_dir, *given) == 2
+    assert one_line(capsys) == (
+        f"biasscope: error: {out} was made from --lm-eval-results for small at step 40, a file "
+        "--lm-eval-results no longer matches: give a glob that matches it, or use another --out "
+        "for this one")
+    assert files(out) == before
+
+
+def test_two_lm_eval_results_of_one_step_are_refused(tmp_path) -> None:
+    """Before, the later file of the two was taken, unsaid."""
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.dynamics.analysis.performance import from_lm_eval
+
+    lm_eval(tmp_path / "a" / "x", {10: 0.1})
+    lm_eval(tmp_path / "a" / "y", {10: 0.3})
+    with pytest.raises(BiasscopeError, match=r"x/results_10.json and .*y/results_10.json both "
+                       r"hold step 10: give --lm-eval-results a glob that matches one file"):
+        from_lm_eval(str(tmp_path / "a" / "*" / "*.json"), "lambada_openai/acc")
+
+
+def test_the_other_flag_for_a_model_is_refused(tmp_path, checkpoint_dirs, winobias_dir, capsys):
+    out, csv = tmp_path / "run", tmp_path / "perf.csv"
+    csv.write_text("10,0.1\n20,0.2\n30,0.25\n")
+    assert run(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv)) == 0
+    capsys.readouterr()
+    before = files(out)
+    glob = lm_eval(tmp_path / "lm_eval", {10: 0.1, 20: 0.2, 30: 0.25})
+    assert run(out, checkpoint_dirs, winobias_dir, "--lm-eval-results", glob,
+               "--lm-eval-metric", "lambada_openai/acc") == 2
+    assert one_line(capsys) == (
+        f"biasscope: error: {out} was made from --performance-csv for small, and this call "
+        "gives --lm-eval-results: give --performance-csv again, or use another --out for this "
+        "one")
+    assert files(out) == before
+
+
+def test_a_rerun_without_the_flag_keeps_the_series_and_its_record(
+        tmp_path, checkpoint_dirs, winobias_dir):
+    """As a rerun keeps the run's probes and seeds: the report states the recommendation from
+    the file run.json records, neither dropped nor left unrecorded."""
+    out, csv = tmp_path / "run", tmp_path / "perf.csv"
+    csv.write_text("step,lambada\n10,0.20\n20,0.30\n30,0.31\n")
+    assert run(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv)) == 0
+    was = json.loads((out / "summary.json").read_text())["analysis"]["models"]["small"]
+    record = recorded(out)
+    csv.unlink()  # no longer needed: the run holds its copy and its SHA-256
+    assert run(out, checkpoint_dirs, winobias_dir) == 0
+    now = json.loads((out / "summary.json").read_text())["analysis"]["models"]["small"]
+    assert now["performance"] == was["performance"]
+    assert now["recommendation"] == was["recommendation"] and now["recommendation"]
+    assert recorded(out) == record and CSV in record
+    assert main(["report", str(out), "--quiet"]) == 0  # `biasscope report`: the same series
+    again = json.loads((out / "summary.json").read_text())["analysis"]["models"]["small"]
+    assert again["recommendation"] == was["recommendation"]
+
+
+def test_a_series_added_by_a_refused_rerun_is_not_kept(
+        tmp_path, checkpoint_dirs, winobias_dir, capsys):
+    """performance.json goes back with run.json: else the report stated a recommendation from
+    a file the run did not record."""
+    out, csv = tmp_path / "run", tmp_path / "perf.csv"
+    assert run(out, checkpoint_dirs, winobias_dir) == 0
+    before = files(out)
+    csv.write_text("10,0.1\n20,0.2\n30,0.25\n")
+    assert run(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv),
+               limit="4") == 2  # refused by the sweep, once the series was read
+    assert "--limit 6, and this call gives --limit 4" in one_line(capsys)
+    assert files(out) == before and not (out / "performance.json").exists()
+
+
+def _as_before_records(out: Path) -> None:
+    """run.json as a run from before performance files were recorded wrote it."""
+    meta = json.loads((out / "run.json").read_text())
+    data = meta["settings"]["data"]
+    meta["settings"]["data"] = {k: v for k, v in data.items() if not k.startswith("--")}
+    (out / "run.json").write_text(json.dumps(meta))
+
+
+def test_a_run_from_before_gains_the_record_or_refuses_other_values(
+        tmp_path, checkpoint_dirs, winobias_dir, capsys, monkeypatch):
+    out, csv = tmp_path / "run", tmp_path / "perf.csv"
+    csv.write_text("step,lambada\n10,0.20\n20,0.30\n30,0.31\n")
+    assert run(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv)) == 0
+    _as_before_records(out)
+    edited = tmp_path / "edited.csv"
+    edited.write_text("step,lambada\n10,0.20\n20,0.35\n30,0.31\n")
+    capsys.readouterr()
+    before, loads = files(out), loads_nothing(monkeypatch)
+    assert run(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(edited)) == 2
+    assert one_line(capsys) == (
+        f"biasscope: error: {out} was made from another {CSV} ({edited}: values at steps 20 "
+        "differ from its performance.json): put back the file it was made from, or use another "
+        "--out for this one")
+    assert loads == [] and files(out) == before
+    assert run(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv)) == 0
+    assert recorded(out)[CSV] == file_sha256(csv)  # gained

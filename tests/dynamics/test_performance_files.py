@@ -176,6 +176,19 @@ def test_the_other_flag_for_a_model_is_refused(tmp_path, checkpoint_dirs, winobi
     assert files(out) == before
 
 
+def test_two_series_for_one_model_are_refused(tmp_path, checkpoint_dirs, winobias_dir, capsys):
+    """Before, the later replaced the earlier in performance.json, unsaid."""
+    csv = tmp_path / "perf.csv"
+    csv.write_text("10,0.1\n20,0.2\n30,0.25\n")
+    glob = lm_eval(tmp_path / "lm_eval", {10: 0.1, 20: 0.2, 30: 0.25})
+    assert run(tmp_path / "run", checkpoint_dirs, winobias_dir, "--performance-csv", str(csv),
+               "--lm-eval-results", glob, "--lm-eval-metric", "lambada_openai/acc") == 2
+    assert one_line(capsys) == (
+        f"biasscope: error: --lm-eval-results {glob}: --performance-csv gives small's "
+        "performance already; give one series per model")
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_rerun_without_the_flag_keeps_the_series_and_its_record(
         tmp_path, checkpoint_dirs, winobias_dir):
     """As a rerun keeps the run's probes and seeds: the report states the recommendation from

@@ -64,7 +64,7 @@ def read_performance(given: Performance, store: RunStore,
     models = list(dict.fromkeys(c.model for c in checkpoints))
     imports = [(spec, "--performance-csv") for spec in given.csv]
     imports += [(spec, "--lm-eval-results") for spec in given.lm_eval_results]
-    found = []
+    found: list[Series] = []
     for spec, flag in imports:
         name, source = named(spec)
         if name is None and len(models) > 1:
@@ -72,6 +72,9 @@ def read_performance(given: Performance, store: RunStore,
         model = name or models[0]
         if model not in models:
             raise BiasscopeError(f"{spec}: no model {model!r} in this run ({', '.join(models)})")
+        if twice := next((s for s in found if s.model == model), None):  # one replaced the other
+            raise BiasscopeError(f"{flag} {spec}: {twice.flag} gives {model}'s performance "
+                                 "already; give one series per model")
         key = f"{flag} for {model}"
         if flag == "--performance-csv":
             values = performance.from_csv(source)

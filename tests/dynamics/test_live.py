@@ -132,3 +132,21 @@ def test_live_crows_pairs_and_winogender_match_a_sweep(tmp_path, new_probes):
             assert live[f"{probe.name}/{key}"] == pytest.approx(value, abs=1e-5, nan_ok=True)
     assert 0 <= live["crows-pairs/pct_stereotype"] <= 1
     assert live["crows-pairs/likelihood_diff"] > 0
+
+
+def test_the_weights_digest_tells_two_steps_apart_and_not_one_model_from_itself(
+        tiny_tokenizer):
+    """A live step's missing units are scored only on the weights it was scored on: the
+    digest of a copy is the same, of one changed tensor (an output layer left as initialised)
+    is not, and weights that are not here (the meta device) have none."""
+    from biasscope.demo.tiny import tiny_gpt_neox
+    from biasscope.dynamics.live.weights import digest
+
+    model = tiny_gpt_neox(len(tiny_tokenizer))
+    copy = tiny_gpt_neox(len(tiny_tokenizer))
+    assert digest(model) == digest(copy) is not None
+    with torch.no_grad():
+        copy.get_output_embeddings().weight.mul_(1.0001)
+    assert digest(copy) != digest(model)
+    with torch.device("meta"):
+        assert digest(tiny_gpt_neox(len(tiny_tokenizer))) is None

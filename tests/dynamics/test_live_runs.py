@@ -19,28 +19,46 @@ from biasscope.store.directory import RunStore  # noqa: E402
 
 def train(tokenizer, tmp_path: Path, out: Path, max_steps: int, seed: int = 0,
           resume: str | None = None, every: int = 2, eval_dataset=None, callbacks=(),
-          stop_above: float | None = None, probes=(), **args_kw):
+          stop_above: float | None = None, probes=(), seeds=(0,), restoring=False,
+          **args_kw):
     """A tiny Trainer with the callback into ``out``, saving every 2 steps; returns it.
-    ``probes``: scored after WinoBias."""
+    ``probes``: scored after WinoBias. ``restoring``: a Trainer that resumes with the
+    checkpoint's weights whole (`restoring_trainer`)."""
     from transformers import Trainer, TrainingArguments
 
     from biasscope.demo.tiny import tiny_gpt_neox
 
     probe = load_probe("winobias-gender", data_dir=tmp_path / "data")
     callback = BiasCallback([probe, *probes], out,
-                            LiveConfig(every=every, stop_above=stop_above))
+                            LiveConfig(every=every, stop_above=stop_above, seeds=seeds))
     ids = tokenizer(["The nurse said she would help. Answer: female"] * 16)["input_ids"]
     data = [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
     args = TrainingArguments(output_dir=str(tmp_path / "trainer"), max_steps=max_steps,
                              per_device_train_batch_size=4, logging_steps=1, report_to=[],
                              save_strategy="steps", save_steps=2, use_cpu=True,
                              disable_tqdm=True, learning_rate=1e-3, **args_kw)
-    trainer = Trainer(model=tiny_gpt_neox(len(tokenizer), seed=seed), args=args,
+    make = restoring_trainer() if restoring else Trainer
+    trainer = make(model=tiny_gpt_neox(len(tokenizer), seed=seed), args=args,
                       train_dataset=data, eval_dataset=eval_dataset, processing_class=tokenizer,
                       callbacks=[callback, *callbacks])
     callback.bind(trainer)
     trainer.train(resume_from_checkpoint=resume)
     return trainer
+
+
+def restoring_trainer() -> type:
+    """transformers 5's Trainer resumes GPT-NeoX without its output layer: ``save_pretrained``
+    writes it as ``embed_out`` (the checkpoint format) and ``_load_from_checkpoint`` reads the
+    file with a plain ``load_state_dict(strict=False)``, leaving ``lm_head`` as initialised
+    (with a logged warning). This one loads the checkpoint as ``from_pretrained`` reads it."""
+    from transformers import Trainer
+
+    class Restoring(Trainer):
+        def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+            saved = type(self.model).from_pretrained(resume_from_checkpoint)
+            self.model.load_state_dict(saved.state_dict())
+
+    return Restoring
 
 
 @pytest.fixture
@@ -304,7 +322,7 @@ def test_a_resumed_training_scores_the_probe_its_step_lacks_and_the_report_names
     before = written(out)
     monkeypatch.undo()
     trainer = train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"),
-                    probes=[added])
+                    probes=[added], restoring=True)
     after = written(out)
     assert {k: after[k] for k in before} == before
     records = RunStore(out).records()
@@ -366,3 +384,127 @@ def test_the_last_step_failed_after_one_probe_is_completed_when_training_ends(
     assert callback.failed == {}
     records = RunStore(out).records()
     assert sorted(set(records[records["probe"] == "perplexity"]["step"])) == [0, 2, 4]
+
+
+def _failing_seed(monkeypatch, seed: int, steps: set[int], error: type[BaseException]):
+    """WinoBias's unit of ``seed`` raises ``error`` at ``steps``, after the seeds before it
+    were stored."""
+    from biasscope.dynamics.live import evaluate as live
+
+    real = live.unit_frame
+
+    def unit_frame(scorer, unit, *args):
+        if unit.seed == seed and unit.step in steps:
+            raise error("CUDA out of memory")
+        return real(scorer, unit, *args)
+
+    monkeypatch.setattr(live, "unit_frame", unit_frame)
+
+
+def test_a_resumed_training_scores_the_seeds_its_step_lacks_and_no_earlier_step_s(
+        data, tiny_tokenizer, one_thread, monkeypatch, capsys):
+    """Before: a probe counted as held at a step with any of its seeds, so a step whose
+    evaluation raised after seed 0 of 2 stayed without seed 1 for good. The step resumed at
+    gets it, scored on its checkpoint's weights (the same records as scoring that checkpoint
+    afresh); an earlier step's weights are gone, so its seed stays missing and reported."""
+    from transformers import AutoModelForCausalLM
+
+    from biasscope.cli.main import main
+    from biasscope.dynamics.scoring.units import unit_summary
+
+    out = data / "live"
+    _failing_seed(monkeypatch, 1, {2, 4}, RuntimeError)
+    train(tiny_tokenizer, data, out, 4, seeds=(0, 1))
+    assert capsys.readouterr().err.count("not scored, training goes on") == 3  # 4: twice
+    before = written(out)
+    monkeypatch.undo()
+    trainer = train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"),
+                    seeds=(0, 1), restoring=True)
+    after = written(out)
+    assert {k: after[k] for k in before} == before and len(after) == len(before) + 3
+    records = RunStore(out).records()
+    seeds = {int(s): sorted(set(records[records["step"] == s]["seed"]))
+             for s in set(records["step"])}
+    assert seeds == {0: [0, 1], 2: [0], 4: [0, 1], 6: [0, 1]}
+
+    # Seed 1 of step 4 is what checkpoint-4's weights give, scored afresh.
+    model = AutoModelForCausalLM.from_pretrained(data / "trainer/checkpoint-4")
+    probe = load_probe("winobias-gender", data_dir=data / "data")
+    again = evaluate_now(model, tiny_tokenizer, [probe], data / "again", 4,
+                         LiveConfig(seeds=(1,)))
+    unit = records[(records["step"] == 4) & (records["seed"] == 1)]
+    assert unit_summary(unit)[2]["jsdp_gap"] == pytest.approx(
+        again["winobias-gender/jsdp_gap"], abs=1e-6)
+
+    # Step 4 reaches the Trainer's log once, as the mean of both seeds.
+    logged = {h["step"]: h["bias/winobias-gender/jsdp_gap"] for h in trainer.state.log_history
+              if "bias/winobias-gender/jsdp_gap" in h}
+    summary = json.loads(RunStore(out).summary_json.read_text())
+    means = {c["step"]: c["mean"]["jsdp_gap"] for c in summary["checkpoints"]}
+    assert sorted(logged) == [0, 4, 6] and logged[4] == pytest.approx(means[4], abs=1e-6)
+
+    assert main(["report", str(out)]) == 0
+    said = json.loads(RunStore(out).summary_json.read_text())["unfinished"]["sentence"]
+    assert "3 of 4 checkpoints in run.json fully scored; no records yet for step 2 (seed 1)." \
+        in said, said
+
+
+def test_a_resumed_model_that_is_not_the_checkpoint_s_leaves_the_step_s_seeds_missing(
+        data, tiny_tokenizer, one_thread, monkeypatch, capsys):
+    """Before: the resumed step's missing units were scored on whatever model the Trainer
+    resumed with; transformers 5's own Trainer resumes the tiny GPT-NeoX with its output layer
+    as initialised, so they held another model's records under step 4. They are left missing,
+    said in one warning, and the report names them."""
+    out = data / "live"
+    _failing_seed(monkeypatch, 1, {4}, RuntimeError)
+    train(tiny_tokenizer, data, out, 4, seeds=(0, 1))
+    before = written(out)
+    monkeypatch.undo()
+    capsys.readouterr()
+    train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"), seeds=(0, 1))
+    after = written(out)
+    assert {k: after[k] for k in before} == before and len(after) == len(before) + 2
+    records = RunStore(out).records()
+    assert sorted(set(records[records["step"] == 4]["seed"])) == [0]
+    err = [line for line in capsys.readouterr().err.splitlines() if "left missing" in line]
+    assert len(err) == 1 and err[0].startswith(
+        "warning: biasscope: step 4 lacks winobias-gender seed 1, left missing: the model here "
+        "is not the one it was scored on (weights "), err
+    store = RunStore(out)
+    from biasscope.dynamics.summary import unfinished
+
+    said = unfinished.sentence(unfinished.unscored(store, store.read_json("run.json")), out)
+    assert "no records yet for step 4 (seed 1)." in said, said
+
+
+def test_a_kill_between_seeds_is_completed_by_the_training_resumed_at_that_step(
+        data, tiny_tokenizer, one_thread, monkeypatch):
+    """Killed (not an exception the callback catches) while scoring seed 1 of the last
+    step, after its checkpoint was saved: resumed from it, the step gets seed 1."""
+    out = data / "live"
+    _failing_seed(monkeypatch, 1, {4}, RuntimeError)  # at step 4's own evaluation
+
+    from biasscope.dynamics.live import evaluate as live
+
+    failing = live.unit_frame
+
+    def killed_at_the_end(scorer, unit, *args):  # the end's retry: killed
+        if unit.seed == 1 and unit.step == 4 and killed_at_the_end.retry:
+            raise KeyboardInterrupt
+        killed_at_the_end.retry = unit.seed == 1 and unit.step == 4
+        return failing(scorer, unit, *args)
+
+    killed_at_the_end.retry = False
+    monkeypatch.setattr(live, "unit_frame", killed_at_the_end)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny_tokenizer, data, out, 4, seeds=(0, 1))
+    assert (data / "trainer/checkpoint-4").is_dir()
+    monkeypatch.undo()
+    train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"),
+          seeds=(0, 1), restoring=True)
+    records = RunStore(out).records()
+    assert sorted(set(records[records["step"] == 4]["seed"])) == [0, 1]
+    store = RunStore(out)
+    from biasscope.dynamics.summary import unfinished
+
+    assert unfinished.unscored(store, store.read_json("run.json")) is None

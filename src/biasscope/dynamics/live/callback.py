@@ -18,6 +18,7 @@ from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.live import evaluate as live
+from biasscope.dynamics.live import weights
 from biasscope.dynamics.live.evaluate import LiveConfig, is_logged
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
@@ -68,14 +69,16 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         self.trainer = trainer
         self.history: list[dict[str, float]] = []
         #: Steps the run already had records of when a resumed training began, and the
-        #: probes it had them of: those are not scored again.
-        self.held: dict[int, set[str]] = {}
+        #: seeds of each probe it had them of: those units are not scored again.
+        self.held: dict[int, dict[str, set[int]]] = {}
         #: Steps whose evaluation raised during training, with the error in words.
         self.failed: dict[int, str] = {}
         #: The eval set whose loss is the performance series, of a dict of eval datasets
         #: (the first the Trainer evaluates); None until one is seen or with a single one.
         self.eval_set: str | None = None
         self._told: set[str] = set()  # eval sets the warning named as not recorded
+        #: Held steps whose missing units this model cannot give (other weights), said once.
+        self.unmatched: set[int] = set()
 
     def bind(self, trainer: Any) -> BiasCallback:
         self.trainer = trainer
@@ -84,15 +87,27 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
     def _evaluate(self, state: Any, control: Any, model: Any, tokenizer: Any,
                   may_stop: bool = True) -> Any:
         step = int(state.global_step)
-        # A held step lacking a probe (it raised after the one before it was stored) is the
-        # step a training resumed at: its model is this one, so the probe is scored now; as
-        # is the last step's, failed so, when training ends.
-        done = (live.held_probes(self.out, self.config.model_name).get(step, set())
-                if step in self.failed else self.held.get(step, set()))
-        probes = [p for p in self.probes if p.name not in done]
-        if not probes or any(h.get("step") == step for h in self.history):
+        # A held step lacking some units (its evaluation raised, or the process was killed,
+        # after others were stored) may be the step a training resumed at, or the last step
+        # when training ends: those units are scored now, on the weights the step was scored
+        # on only (`weights`). No other held step is: the model is this step's at most.
+        held = (live.held_units(self.out, self.config.model_name).get(step, {})
+                if step in self.failed else self.held.get(step, {}))
+        lacking = live.lacking(self.probes, self.config, held)
+        if not lacking or any(h.get("step") == step for h in self.history):
             return control
-        metrics = live.evaluate_now(model, tokenizer, probes, self.out, step, self.config)
+        now = weights.digest(model)
+        if held or step in self.failed:  # the end of training, or a resumed training
+            then = weights.recorded(self.out, self.config.model_name, step)
+            if then is None or then != now:
+                self._left_missing(step, lacking, then, now)
+                return control
+            metrics = live.complete_step(model, tokenizer, self.probes, self.out, step,
+                                         self.config)
+        else:
+            weights.record(self.out, self.config.model_name, step, now)
+            metrics = live.evaluate_now(model, tokenizer, self.probes, self.out, step,
+                                        self.config)
         self.failed.pop(step, None)
         logged = {f"bias/{k}": v for k, v in metrics.items()
                   if is_logged(k) and math.isfinite(v)}
@@ -109,6 +124,22 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         if may_stop and limit is not None and math.isfinite(gap) and abs(gap) > limit:
             control.should_training_stop = True
         return control
+
+    def _left_missing(self, step: int, lacking: dict[str, list[int]], then: str | None,
+                      now: str | None) -> None:
+        """Say (once per step) why a step's missing units are not scored on this model."""
+        if step in self.unmatched:
+            return
+        self.unmatched.add(step)
+        units = "; ".join(f"{name} seed{'s' if len(seeds) > 1 else ''} "
+                          f"{', '.join(map(str, seeds))}" for name, seeds in lacking.items())
+        why = ("no record of the weights it was scored on" if then is None else
+               "these weights cannot be read here" if now is None else
+               f"the model here is not the one it was scored on (weights {then[:12]} then, "
+               f"{now[:12]} now: a Trainer that did not restore its checkpoint whole, or "
+               "load_best_model_at_end)")
+        print(f"warning: biasscope: step {step} lacks {units}, left missing: {why}; the "
+              "report names them", file=sys.stderr)
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None,
                     processing_class: Any = None, **kwargs: Any) -> Any:
@@ -187,15 +218,15 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         live.plan(self.probes, self.out, self.config, self._planned(state))
         return control
 
-    def _resumable(self, at: int) -> dict[int, set[str]]:
-        """The steps of this model the run already holds (and the probes held at each),
+    def _resumable(self, at: int) -> dict[int, dict[str, set[int]]]:
+        """The steps of this model the run already holds (and the seeds of each probe held),
         refused (before any training) unless they are the past of a training resumed at step
         ``at``: a fresh training, or one resumed from an earlier checkpoint, would overwrite
         another training's records. Steps a caller put in ``history`` (an intervention arm's,
         resumed) are its own: kept."""
-        held = live.held_probes(self.out, self.config.model_name)
+        held = live.held_units(self.out, self.config.model_name)
         if held and at > 0:
-            self._refuse_other_probes(held, at)
+            self._refuse_other_probes({s: set(probes) for s, probes in held.items()}, at)
         known = {h.get("step") for h in self.history}
         later = [s for s in sorted(held) if (s > at or at == 0) and s not in known]
         if later:

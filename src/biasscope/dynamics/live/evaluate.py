@@ -93,9 +93,10 @@ def live_inputs(probes: Any, out: Any, config: Any) -> tuple[list[Probe], Path, 
     return listed, Path(out), made(LiveConfig, config, "config")
 
 
-def held_probes(out: str | Path, model_name: str) -> dict[int, set[str]]:
-    """Each step of ``model_name`` that the run in ``out`` has records of, and the probes
-    it has them of."""
+def held_units(out: str | Path, model_name: str) -> dict[int, dict[str, set[int]]]:
+    """Each step of ``model_name`` that the run in ``out`` has records of, and the seeds of
+    each probe it has them of (a step whose evaluation raised, or was killed, between two
+    units holds some seeds or probes only)."""
     store = RunStore(out)
     if not store.run_json.is_file():
         return {}
@@ -103,14 +104,23 @@ def held_probes(out: str | Path, model_name: str) -> dict[int, set[str]]:
     have = {p.name for p in store.unit_files()}
     probes = list(run.get("settings", {}).get("probes", {}))
     seeds = [int(s) for s in run.get("seeds", [])] or [0]
-    held: dict[int, set[str]] = {}
+    held: dict[int, dict[str, set[int]]] = {}
     for e in run.get("checkpoints", []):
         if isinstance(e, dict) and e.get("model") == model_name and e.get("step") is not None:
-            found = {probe for probe in probes for seed in seeds
-                     if f"{_unit(e, probe, seed).key}.parquet" in have}
-            if found:
-                held.setdefault(int(e["step"]), set()).update(found)
+            for probe in probes:
+                found = {s for s in seeds if f"{_unit(e, probe, s).key}.parquet" in have}
+                if found:
+                    held.setdefault(int(e["step"]), {}).setdefault(probe, set()).update(found)
     return held
+
+
+def lacking(probes: Sequence[Probe], config: LiveConfig, held: dict[str, set[int]]
+            ) -> dict[str, list[int]]:
+    """The seeds of each probe that a step holding ``held`` (`held_units`' of that step) has
+    no records of: all of a probe's seeds where it has none, none where it is complete."""
+    wanted = {p.name: config.seeds if getattr(p, "seeded", True) else (0,) for p in probes}
+    return {name: missing for name, seeds in wanted.items()
+            if (missing := [s for s in seeds if s not in held.get(name, set())])}
 
 
 def _unit(entry: dict[str, Any], probe: str, seed: int) -> Unit:
@@ -151,6 +161,27 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise BiasscopeError(f"step: give the training step, a whole number 0 or more, not "
                              f"{step!r}")
+    return _score(model, tokenizer, probes, out, step, config, saved_as)
+
+
+def complete_step(model: Any, tokenizer: Any, probes: Sequence[Probe], out: Path, step: int,
+                  config: LiveConfig) -> dict[str, float]:
+    """Score on ``model`` the units that step ``step`` lacks (seeds or probes after the one
+    that raised, or was killed, are missing) and return the seed-mean metrics over all the
+    step's units, stored and new: none of them reached the Trainer's log.
+
+    ``model`` must hold that step's weights, or one step would mix two models' records: the
+    callback calls this only at the step a training resumes at (the checkpoint it restored)
+    and the step it ends at. An earlier step's weights are gone; its units stay missing.
+    """
+    return _score(model, tokenizer, probes, out, step, config, None, complete=True)
+
+
+def _score(model: Any, tokenizer: Any, probes: Sequence[Probe], out: Path, step: int,
+           config: LiveConfig, saved_as: Checkpoint | None, complete: bool = False
+           ) -> dict[str, float]:
+    """`evaluate_now`; ``complete``: `complete_step`, whose stored units are read, not
+    refused."""
     scoring = HFConfig(batch_size=config.batch_size)
     store = RunStore(out)
     ckpt = saved_as or _live(config, step)
@@ -166,7 +197,13 @@ def evaluate_now(model: Any, tokenizer: Any, probes: Sequence[Probe], out: str |
             for seed in config.seeds if getattr(probe, "seeded", True) else (0,):
                 # Keyed by identity: a later sweep of the saved dir finds this unit done.
                 unit = Unit(ckpt.model, ckpt.revision, probe.name, seed, step, ckpt.identity)
-                if store.unit_path(unit).exists():  # records are written once, never redone
+                if complete and store.has(unit):  # a damaged one is set aside and redone
+                    stored = store.read_unit(store.unit_path(unit))
+                    if stored is not None and not stored.empty:
+                        for key, value in unit_summary(stored)[2].items():
+                            metrics.setdefault(f"{probe.name}/{key}", []).append(value)
+                        continue
+                if not complete and store.unit_path(unit).exists():  # written once, never redone
                     raise BiasscopeError(
                         f"step: {out} already holds {probe.name} at step {step} of "
                         f"{ckpt.model} (seed {seed}); a step is scored once: give a step not "

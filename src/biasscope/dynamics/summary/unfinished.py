@@ -118,8 +118,9 @@ def sentence(section: Mapping[str, Any], root: object) -> str:
     if all(m.get("live") for m in missing):  # BiasCallback's: the weights were in memory
         finish = ("They are scored live, from weights in memory, as the training reaches "
                   "them: it has not yet, is scoring them now, was killed, or their evaluation "
-                  "failed (its warning says why); a step it has passed cannot be scored again "
-                  "unless its weights were saved.")
+                  "failed (its warning says why); a step it has passed is completed only by "
+                  "a training resumed from that step's checkpoint (the run's last step), on "
+                  "the weights it was scored on.")
     return (f"Unfinished: {section['scored']} of {plural(section['checkpoints'], 'checkpoint')} "
             f"in run.json fully scored; no records yet for {listed}. The findings rest on the "
             f"scored checkpoints only. {finish}")

@@ -508,3 +508,36 @@ def test_a_kill_between_seeds_is_completed_by_the_training_resumed_at_that_step(
     from biasscope.dynamics.summary import unfinished
 
     assert unfinished.unscored(store, store.read_json("run.json")) is None
+
+
+def test_the_stop_s_budget_weighs_the_trainer_s_eval_perplexity_as_point_values(
+        data, tiny_tokenizer, one_thread):
+    """The performance side of a live run's stop: the Trainer's eval losses (1 / perplexity,
+    one value per step, no interval) decide which earlier steps are within the budget. An
+    earlier step is a candidate exactly when its value is at most ``budget`` (relative) below
+    the last step's: just over its shortfall it is in, just under it is out."""
+    from biasscope.dynamics.analysis.config import AnalysisConfig
+    from biasscope.dynamics.summary.build import full_summary
+
+    ids = tiny_tokenizer(["The doctor said he would help. Answer: male"] * 4)["input_ids"]
+    held = [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 6, eval_dataset=held, eval_strategy="steps",
+          eval_steps=2, eval_on_start=True)
+    values = {int(k): v for k, v in json.loads((out / "performance.json").read_text())
+              ["series"]["live"]["values"].items()}
+    assert sorted(values) == [0, 2, 4, 6]
+    final = values[6]
+    short = {s: (final - v) / abs(final) for s, v in values.items() if s < 6}
+    below = sorted(s for s, f in short.items() if f > 0)  # worse than the last step
+    assert below, values
+    edge = below[0]
+    for budget, within in ((short[edge] * 1.001, True), (short[edge] * 0.999, False)):
+        said = full_summary(RunStore(out), AnalysisConfig(budget=budget))
+        rec = said["analysis"]["models"]["live"]["recommendation"]
+        expected = sorted(s for s, f in short.items() if f <= budget)
+        assert (edge in expected) is within
+        assert rec["candidates"] == len(expected), (budget, short, rec)
+        assert rec["final_performance"] == pytest.approx(final)
+        if rec["step"] != 6:  # a stop is only ever a step within the budget
+            assert rec["step"] in expected and rec["performance"] >= final * (1 - budget)

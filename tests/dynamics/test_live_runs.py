@@ -288,7 +288,31 @@ def test_a_dict_of_eval_sets_gives_the_first_s_loss_and_says_so(data, tiny_token
     err = [line for line in capsys.readouterr().err.splitlines() if "eval set" in line]
     assert err == ["warning: biasscope: the run's performance series is the eval set 'news' "
                    "(eval_news_loss), the first the Trainer evaluates; eval_code_loss is not "
-                   "recorded: put the set a stop should weigh first in eval_dataset"]
+                   "recorded: name the set a stop should weigh in TrainingArguments("
+                   "metric_for_best_model='eval_code_loss')"]
+
+
+@pytest.mark.parametrize("metric", ["eval_code_loss", "code_loss"])
+def test_a_dict_of_eval_sets_gives_the_loss_of_the_one_metric_for_best_model_names(
+        data, tiny_tokenizer, one_thread, capsys, metric):
+    """Before: the first set's loss was the series whatever the Trainer picked its best
+    checkpoint by. The set ``metric_for_best_model`` names (as the Trainer reads it, with or
+    without ``eval_``) is the one a stop is weighed against, without a warning."""
+    def held(text):
+        ids = tiny_tokenizer([text] * 4)["input_ids"]
+        return [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
+
+    out = data / "live"
+    trainer = train(tiny_tokenizer, data, out, 4, eval_strategy="steps", eval_steps=2,
+                    metric_for_best_model=metric,
+                    eval_dataset={"news": held("The doctor said he would help."),
+                                  "code": held("Answer: male female")})
+    losses = {h["step"]: h["eval_code_loss"] for h in trainer.state.log_history
+              if "eval_code_loss" in h}
+    stored = json.loads((out / "performance.json").read_text())["series"]["live"]
+    assert stored["source"] == "1 / eval perplexity (code)" and sorted(losses) == [2, 4]
+    assert stored["values"] == {str(s): pytest.approx(math.exp(-v)) for s, v in losses.items()}
+    assert "eval set" not in capsys.readouterr().err
 
 
 def _failing_probe(monkeypatch, probe: str, steps: set[int]):

@@ -74,8 +74,11 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         #: Steps whose evaluation raised during training, with the error in words.
         self.failed: dict[int, str] = {}
         #: The eval set whose loss is the performance series, of a dict of eval datasets
-        #: (the first the Trainer evaluates); None until one is seen or with a single one.
+        #: (the one metric_for_best_model names, else the first the Trainer evaluates); None
+        #: until one is seen or with a single one.
         self.eval_set: str | None = None
+        #: How it was chosen: by "metric_for_best_model", or as "the first" evaluated.
+        self.eval_set_by = ""
         self._told: set[str] = set()  # eval sets the warning named as not recorded
         #: Held steps whose missing units this model cannot give (other weights), said once.
         self.unmatched: set[int] = set()
@@ -186,25 +189,46 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         1 / perplexity (higher is better, as a stop's budget reads it): without one the report
         can say where the gap is smallest but not what stopping there costs. A dict of eval
         datasets is evaluated one by one (``eval_<name>_loss``): a run holds one series per
-        model, so the first set's is it (named in its source), and a warning says so once
-        per other set, which is not recorded."""
+        model, so it is the set the Trainer's ``metric_for_best_model`` names (the set it
+        picks its best checkpoint by), else the first it evaluates, with a warning naming each
+        other set once, which is not recorded; the series' source names the set."""
         loss, name = _eval_loss(metrics or {})
         if name is not None:
             if self.eval_set is None:
+                named = self._named_set(args, name)
+                if named is False:
+                    return control  # metric_for_best_model names a set still to come
                 self.eval_set = name
+                self.eval_set_by = "metric_for_best_model" if named else "the first"
             elif name != self.eval_set:
-                if name not in self._told:
+                if name not in self._told and self.eval_set_by == "the first":
                     self._told.add(name)
                     print(f"warning: biasscope: the run's performance series is the eval "
                           f"set {self.eval_set!r} (eval_{self.eval_set}_loss), the first the "
-                          f"Trainer evaluates; eval_{name}_loss is not recorded: put the set "
-                          "a stop should weigh first in eval_dataset", file=sys.stderr)
+                          f"Trainer evaluates; eval_{name}_loss is not recorded: name the set "
+                          "a stop should weigh in TrainingArguments(metric_for_best_model="
+                          f"'eval_{name}_loss')", file=sys.stderr)
                 return control
         if isinstance(loss, (int, float)) and math.isfinite(loss):
             source = EVAL_SOURCE if name is None else f"{EVAL_SOURCE} ({name})"
             performance.add(RunStore(self.out), self.config.model_name, int(state.global_step),
                             math.exp(-loss), source)
         return control
+
+    def _named_set(self, args: Any, name: str) -> bool | None:
+        """Whether ``metric_for_best_model`` names eval set ``name`` (True), another set
+        (False), or none (None: no such setting, or one naming none of the bound Trainer's
+        sets, which the Trainer refuses itself). Unbound, the sets are not known: one it does
+        not name is taken for another's (with a dict the Trainer's metrics are all a set's)."""
+        metric = getattr(args, "metric_for_best_model", None)
+        if not isinstance(metric, str) or not metric:
+            return None
+        metric = metric if metric.startswith("eval_") else f"eval_{metric}"
+        sets = getattr(self.trainer, "eval_dataset", None)
+        if not isinstance(sets, dict):
+            return metric.startswith(f"eval_{name}_")
+        matching = [n for n in sets if metric.startswith(f"eval_{n}_")]
+        return max(matching, key=len) == name if matching else None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
                        processing_class: Any = None, **kwargs: Any) -> Any:

@@ -72,11 +72,14 @@ def written(out: Path) -> dict[str, int]:
 
 
 def test_a_resumed_training_adds_its_later_steps_and_rewrites_none(data, tiny_tokenizer,
-                                                                   one_thread):
+                                                                   one_thread, capsys):
     out = data / "live"
     train(tiny_tokenizer, data, out, 4)
     before = written(out)
-    trainer = train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"))
+    capsys.readouterr()
+    trainer = train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"),
+                    restoring=True)
+    assert "resumed with is not the one" not in capsys.readouterr().err
     after = written(out)
     assert {k: after[k] for k in before} == before and len(after) == 4
     summary = json.loads(RunStore(out).summary_json.read_text())
@@ -565,3 +568,18 @@ def test_the_stop_s_budget_weighs_the_trainer_s_eval_perplexity_as_point_values(
         assert rec["final_performance"] == pytest.approx(final)
         if rec["step"] != 6:  # a stop is only ever a step within the budget
             assert rec["step"] in expected and rec["performance"] >= final * (1 - budget)
+
+
+def test_a_resume_that_does_not_restore_the_checkpoint_whole_is_said(data, tiny_tokenizer,
+                                                                      one_thread, capsys):
+    """Before: transformers 5's Trainer resumed the tiny GPT-NeoX with its output layer as
+    initialised and the run's later steps followed from other weights without a word."""
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 4)
+    capsys.readouterr()
+    train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"))
+    err = [line for line in capsys.readouterr().err.splitlines() if "resumed with" in line]
+    assert len(err) == 1 and err[0].startswith(
+        "warning: biasscope: the model this training resumed with is not the one step 4 was "
+        "scored on (weights "), err
+    assert err[0].endswith("so the steps after it are of other weights than those before")

@@ -237,10 +237,27 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
             raise BiasscopeError("BiasCallback needs a tokenizer: pass tokenizer= or give the "
                              "Trainer a processing_class")
         self.held = self._resumable(int(state.global_step))
+        self._check_restored(int(state.global_step), model)
         # The baseline before any update; the Trainer would not honour a stop here anyway.
         control = self._evaluate(state, control, model, tokenizer, may_stop=False)
         live.plan(self.probes, self.out, self.config, self._planned(state))
         return control
+
+    def _check_restored(self, at: int, model: Any) -> None:
+        """Say when the model a training resumed at a step it scored whole is not the one that
+        step was scored on: the Trainer did not restore its checkpoint whole, and the steps
+        after it are of other weights than those before. (A step lacking units says so when it
+        is not completed, `_left_missing`.)"""
+        held = self.held.get(at)
+        if not held or live.lacking(self.probes, self.config, held):
+            return
+        then = weights.recorded(self.out, self.config.model_name, at)
+        if then is not None and then != (now := weights.digest(model)):
+            print(f"warning: biasscope: the model this training resumed with is not the one "
+                  f"step {at} was scored on (weights {then[:12]} then, {str(now)[:12]} now): "
+                  "the Trainer did not restore its checkpoint whole (transformers 5 resumes "
+                  "GPT-NeoX with its output layer as initialised), so the steps after it are "
+                  "of other weights than those before", file=sys.stderr)
 
     def _resumable(self, at: int) -> dict[int, dict[str, set[int]]]:
         """The steps of this model the run already holds (and the seeds of each probe held),

@@ -99,16 +99,15 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         lacking = live.lacking(self.probes, self.config, held)
         if not lacking or any(h.get("step") == step for h in self.history):
             return control
-        now = weights.digest(model)
         if held or step in self.failed:  # the end of training, or a resumed training
             then = weights.recorded(self.out, self.config.model_name, step)
+            now = weights.digest(model) if then is not None else None
             if then is None or then != now:
                 self._left_missing(step, lacking, then, now)
                 return control
             metrics = live.complete_step(model, tokenizer, self.probes, self.out, step,
                                          self.config)
-        else:
-            weights.record(self.out, self.config.model_name, step, now)
+        else:  # records the weights' digest (`weights`) before the step's first unit
             metrics = live.evaluate_now(model, tokenizer, self.probes, self.out, step,
                                         self.config)
         self.failed.pop(step, None)

@@ -29,6 +29,7 @@ from biasscope.core.config import (
 )
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.renamed import renamed
+from biasscope.dynamics.live import weights
 from biasscope.dynamics.scoring.runfile import init_run, unlist
 from biasscope.dynamics.scoring.sweep import hf_comparable, write_summary
 from biasscope.dynamics.scoring.units import SweepConfig, ask, unit_frame, unit_summary
@@ -187,6 +188,8 @@ def _score(model: Any, tokenizer: Any, probes: Sequence[Probe], out: Path, step:
     ckpt = saved_as or _live(config, step)
     (ckpt,) = init_run(store, probes, SweepConfig([ckpt], Path(out), list(config.seeds),
                                                   comparable=hf_comparable(scoring)))
+    if not complete:  # before any unit: a kill after one leaves what scored it
+        weights.record(out, ckpt.model, step, weights.digest(model))
     was_training = model.training
     model.eval()
     try:

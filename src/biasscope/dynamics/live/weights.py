@@ -26,18 +26,22 @@ SAMPLE = 4096
 def digest(model: Any) -> str | None:
     """SHA-256 of every tensor of ``model``'s state dict: its name, dtype, shape and up to
     `SAMPLE` evenly spaced values. None where the weights are not all here (on the meta
-    device, or partitioned away by DeepSpeed ZeRO-3): such a model cannot be told apart."""
+    device, or partitioned away by DeepSpeed ZeRO-3) or cannot be read so (a sharded
+    ``DTensor``): such a model cannot be told apart, and scoring it goes on all the same."""
     import torch
 
     if any(p.is_meta or hasattr(p, "ds_numel") for p in model.parameters()):
         return None
     out = hashlib.sha256()
-    with torch.no_grad():
-        for name, tensor in model.state_dict().items():
-            flat = tensor.detach().reshape(-1)
-            sample = flat[::max(1, flat.numel() // SAMPLE)].to("cpu").contiguous()
-            out.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}\n".encode())
-            out.update(sample.view(torch.uint8).numpy().tobytes())
+    try:
+        with torch.no_grad():
+            for name, tensor in model.state_dict().items():
+                flat = tensor.detach().reshape(-1)  # a view: state dicts hold contiguous ones
+                sample = flat[::max(1, flat.numel() // SAMPLE)].to("cpu").contiguous()
+                out.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}\n".encode())
+                out.update(sample.view(torch.uint8).numpy().tobytes())
+    except (AttributeError, RuntimeError, TypeError, ValueError):  # not a plain tensor
+        return None
     return out.hexdigest()
 
 

@@ -583,3 +583,29 @@ def test_a_resume_that_does_not_restore_the_checkpoint_whole_is_said(data, tiny_
         "warning: biasscope: the model this training resumed with is not the one step 4 was "
         "scored on (weights "), err
     assert err[0].endswith("so the steps after it are of other weights than those before")
+
+
+def test_a_training_killed_before_its_step_s_checkpoint_is_refused_from_an_earlier_one(
+        data, tiny_tokenizer, one_thread, monkeypatch):
+    """Killed while scoring seed 1 of step 4, before the Trainer saved checkpoint-4: resumed
+    from checkpoint-2 it would score step 4's other seed on weights of its own. Refused before
+    any update, saying so; before, the refusal told to resume the training that wrote step 4,
+    from a checkpoint that does not exist."""
+    out = data / "live"
+    _failing_seed(monkeypatch, 1, {4}, KeyboardInterrupt)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny_tokenizer, data, out, 6, seeds=(0, 1))
+    assert not (data / "trainer/checkpoint-4").exists()
+    monkeypatch.undo()
+    before = written(out)
+    with pytest.raises(BiasscopeError) as caught:
+        train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-2"),
+              seeds=(0, 1))
+    said = str(caught.value)
+    assert said == (f"out: {out} holds step 4 of model_name 'live' in part only "
+                    "(winobias-gender seed 1 missing: its evaluation was cut short), past step "
+                    "2, where this training resumes; it would reach step 4 on weights of its "
+                    "own, and one step's units come from one model: resume from checkpoint-4 "
+                    "if the Trainer saved it (its missing units are then scored), else give "
+                    "another out or LiveConfig(model_name=...)")
+    assert written(out) == before

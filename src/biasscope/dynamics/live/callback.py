@@ -39,6 +39,12 @@ def _eval_loss(metrics: Any) -> tuple[Any, str | None]:
     return None, None
 
 
+def _units(lacking: dict[str, list[int]]) -> str:
+    """``winobias-gender seed 1; bbq seeds 0, 1``: a step's missing units (`live.lacking`)."""
+    return "; ".join(f"{name} seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+                     for name, seeds in lacking.items())
+
+
 def _callback_base() -> type:
     """``transformers.TrainerCallback``; without the 'hf' extra a plain base, so that the
     module (and every command's parser) imports, and making a callback says what to install."""
@@ -133,8 +139,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         if step in self.unmatched:
             return
         self.unmatched.add(step)
-        units = "; ".join(f"{name} seed{'s' if len(seeds) > 1 else ''} "
-                          f"{', '.join(map(str, seeds))}" for name, seeds in lacking.items())
+        units = _units(lacking)
         why = ("no record of the weights it was scored on" if then is None else
                "these weights cannot be read here" if now is None else
                f"the model here is not the one it was scored on (weights {then[:12]} then, "
@@ -269,6 +274,18 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
             self._refuse_other_probes({s: set(probes) for s, probes in held.items()}, at)
         known = {h.get("step") for h in self.history}
         later = [s for s in sorted(held) if (s > at or at == 0) and s not in known]
+        if at > 0 and len(later) == 1 and (lacks := live.lacking(self.probes, self.config,
+                                                                 held[later[0]])):
+            # Killed while scoring its last step, before the Trainer saved that step's
+            # checkpoint (it saves after the step's callbacks): the weights are gone.
+            raise BiasscopeError(
+                f"out: {self.out} holds step {later[0]} of model_name "
+                f"{self.config.model_name!r} in part only ({_units(lacks)} missing: its "
+                f"evaluation was cut short), past step {at}, where this training resumes; it "
+                f"would reach step {later[0]} on weights of its own, and one step's units "
+                f"come from one model: resume from checkpoint-{later[0]} if the Trainer saved "
+                "it (its missing units are then scored), else give another out or "
+                "LiveConfig(model_name=...)")
         if later:
             shown = ", ".join(map(str, later[:10])) + (" …" if len(later) > 10 else "")
             whose = ("another training's" if at == 0 else

@@ -1,6 +1,7 @@
 """core/numbers: the one number format (digits from the CI, floored p-values, percent)."""
 
 from biasscope.core.numbers import (
+    level_of,
     num,
     p_is,
     percent,
@@ -45,6 +46,15 @@ def test_a_bootstrap_interval_of_one_value_is_said_in_words():
         "at least 95% of resamples put it at step 167")
     assert resampled_ci(1.0, 1.0, "+.2f", 0.9) == "at least 90% of resamples gave +1.00"
     assert resampled_ci(0.5, 0.5000001, num, 0.95) == "95% CI 0.500 to 0.500"  # two values
+
+
+def test_a_level_is_written_as_chosen_not_rounded():
+    """99.9% read "100% CI" (and 99.5% "100%"): no interval is at 100%."""
+    assert [level_of(c) for c in (0.9, 0.95, 0.975, 0.99, 0.995, 0.999)] == [
+        "90%", "95%", "97.5%", "99%", "99.5%", "99.9%"]
+    assert with_ci(0.5, 0.4, 0.6, 0.999) == "0.50 (99.9% CI 0.40 to 0.60)"
+    assert resampled_ci(1.0, 1.0, "+.2f", 0.999) == "at least 99.9% of resamples gave +1.00"
+    assert resampled_ci(0.0, 1.0, ".0f", 0.995) == "99.5% CI 0 to 1"
 
 
 def test_p_values_are_floored_and_read_as_a_relation():

@@ -110,7 +110,7 @@ def with_ci(value: Any, low: Any, high: Any, confidence: float | None = 0.95,
     values is {value}; no interval", ``{value}`` the value as written): "0 (95% CI 0 to 0)"
     read as a misprint, or as certainty. Without it, such an interval is given as any."""
     places = ci_decimals(low, high)
-    level = f"{confidence:.0%} CI " if confidence is not None else ""
+    level = f"{level_of(confidence)} CI " if confidence is not None else ""
     if places is None and finite(value) and _collapsed(low, high):  # said, as any interval
         places = 0 if float(value).is_integer() else decimals(float(value))
         if same is not None:
@@ -123,10 +123,16 @@ def with_ci(value: Any, low: Any, high: Any, confidence: float | None = 0.95,
             f"{num(high, places, signed)}{unit}{tail})")
 
 
+def level_of(confidence: float) -> str:
+    """A confidence level in percent as it was chosen: 0.95 is "95%", 0.999 "99.9%" (not
+    rounded to "100%", which no interval is)."""
+    return f"{100 * float(confidence):.6g}%"
+
+
 def resampled_same(confidence: float | None = 0.95) -> str:
     """`with_ci`'s ``same`` for a percentile bootstrap interval, in `resampled_ci`'s words:
     bounds of one value mean that at least the interval's share of resamples gave it."""
-    return f"at least {confidence or 0.95:.0%} of resamples gave {{value}}"
+    return f"at least {level_of(confidence or 0.95)} of resamples gave {{value}}"
 
 
 def ci_cell(low: Any, high: Any, places: int | None = None, same: str | None = None) -> str:
@@ -145,7 +151,7 @@ def resampled_ci(low: Any, high: Any, shown: str | Callable[[Any], str], confide
     167" read as a misprint. At least that share, since every resample between the two
     percentiles agrees; the stored bounds are as they were."""
     text = shown if callable(shown) else (lambda value: format(value, shown))
-    level = f"{confidence:.0%}"
+    level = level_of(confidence)
     if finite(low) and finite(high) and low == high:
         return f"at least {level} of resamples {same.format(value=text(low))}"
     return f"{level} CI {text(low)} to {text(high)}"

@@ -272,3 +272,51 @@ def test_a_stepless_checkpoint_of_an_audit_probe_is_said(mixed, checkpoint_dirs,
         assert found[key]["estimate"] == pytest.approx(expected[key]["estimate"])
         assert found[key]["low"] == pytest.approx(expected[key]["low"])
     assert "95% CI" in said and "biasscope probe" not in said
+
+
+def _rerun_at(mixed: tuple[Path, Path], checkpoint_dirs: list[Path], out: Path,
+              confidence: float) -> dict[str, object]:
+    """The mixed run copied to ``out`` and run again (nothing to score) at ``confidence``, as
+    a notebook gives it (`job.run`'s ``analysis``); its summary.json."""
+    from biasscope.dynamics import job
+
+    run, data = mixed
+    shutil.copytree(run, out)
+    glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
+    job.run(job.DynamicsConfig(
+        out=out, checkpoint_globs=(glob,), probes=("winobias-gender", "bbq",
+                                                   "professional-bias", "adult-counterfactual"),
+        seeds=(0, 1), limit=8, data_dir=str(data), quiet=True,
+        analysis={"confidence": confidence}))
+    summary: dict[str, object] = json.loads((out / "summary.json").read_text())
+    return summary
+
+
+def test_every_interval_of_the_audit_probes_follows_the_runs_confidence(
+        mixed, checkpoint_dirs, tmp_path):
+    """A run at 90% and at 99%: the audit probes' per-step intervals (a bootstrap's, Wilson's,
+    BBQ's jackknife t) are at that level, say it, and are narrower at 90%; their sentences,
+    captions and tests table name it, as WinoBias's do. They were at 95% whatever the run
+    chose."""
+    low, high = (_rerun_at(mixed, checkpoint_dirs, tmp_path / str(c), c) for c in (0.9, 0.99))
+    for summary, level in ((low, 0.9), (high, 0.99)):
+        assert summary["analysis"]["confidence"] == level  # type: ignore[index]
+    wider = 0
+    for probe, key in (("professional-bias", "preference"), ("adult-counterfactual",
+                                                             "flip_rate"), ("bbq", "s_dis")):
+        (narrow,) = low["analysis"]["probes"][probe]["models"].values()  # type: ignore[index]
+        (wide,) = high["analysis"]["probes"][probe]["models"].values()  # type: ignore[index]
+        for a, b in zip(narrow["checkpoints"], wide["checkpoints"], strict=True):
+            at90, at99 = a["values"][key], b["values"][key]
+            assert (at90["confidence"], at99["confidence"]) == (0.9, 0.99)
+            assert at90["estimate"] == pytest.approx(at99["estimate"])
+            if at90["low"] is not None and at90["low"] < at90["high"]:
+                assert at99["low"] <= at90["low"] and at99["high"] >= at90["high"], (probe, key)
+                wider += at99["high"] - at99["low"] > at90["high"] - at90["low"]
+    assert wider >= 3
+    said = " ".join(high["analysis"]["probes"]["professional-bias"]["sentences"])  # type: ignore[index]
+    assert "(99% CI" in said and "95%" not in said
+    html = (tmp_path / "0.99" / "report.html").read_text(encoding="utf-8")
+    probes = html[html.index("<h2>BBQ over training steps</h2>"):]
+    assert "95%" not in probes and "<th>99% CI</th>" in probes
+    assert "99% bootstrap CI over sentences" in probes  # the professional panel's caption

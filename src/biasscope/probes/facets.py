@@ -34,8 +34,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.items import Item
+from biasscope.core.numbers import level_of, resampled_same
 from biasscope.core.numbers import plain as plain  # where the probes look for it
-from biasscope.core.numbers import resampled_same
 from biasscope.core.stats import Array
 from biasscope.core.wordings import Measure as WordingMeasure
 
@@ -106,13 +106,20 @@ UnitMetrics = Callable[[pd.DataFrame], dict[str, float]]
 StepValues = dict[str, dict[str, Any]]
 
 
+class StepValuesOf(Protocol):
+    """One checkpoint's values from its records, each interval at ``confidence`` (the run's
+    analysis level, so a dynamics run does not mix the probes' 95% with WinoBias's level)."""
+
+    def __call__(self, records: pd.DataFrame, confidence: float = 0.95) -> StepValues: ...
+
+
 @dataclass(frozen=True)
 class StepStatistics:
     """How the probe is read over training steps: its values per checkpoint (from one
     checkpoint's records), the values its sentences, emergence markers and stopping
     recommendation follow (the first leads), and words for each value."""
 
-    values: Callable[[pd.DataFrame], StepValues]
+    values: StepValuesOf
     headline: tuple[str, ...]
     names: Mapping[str, str] = field(default_factory=dict)
     #: Values given per group (``"occupation_gap"`` for ``occupation_gap:<occupation>``):
@@ -140,18 +147,23 @@ def step_value(entry: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Panel:
-    """One figure of the probe's section over steps: its title, its caption and the values
-    it draws. A value ``"s_dis:*"`` draws every per-group value ``s_dis:<group>`` a checkpoint
-    has (e.g. each BBQ category). ``by``: ``"step"`` draws each value over the steps;
-    ``"group"`` draws the groups side by side at each model's last checkpoint (60
-    occupations read as rows, not as 60 lines), ordered by the entries' key ``order`` names
-    (e.g. ``"bls_pct_female"``), else by name."""
+    """One figure of the probe's section over steps: its title, its caption (``{level}`` for
+    its intervals' confidence level) and the values it draws. A value ``"s_dis:*"`` draws
+    every per-group value ``s_dis:<group>`` a checkpoint has (e.g. each BBQ category).
+    ``by``: ``"step"`` draws each value over the steps; ``"group"`` draws the groups side by
+    side at each model's last checkpoint (60 occupations read as rows, not as 60 lines),
+    ordered by the entries' key ``order`` names (e.g. ``"bls_pct_female"``), else by name."""
 
     title: str
     caption: str
     values: tuple[str, ...]
     by: str = "step"
     order: str | None = None
+
+    def caption_at(self, confidence: float) -> str:
+        """The caption with its intervals' level (``{level}`` in it) as the run chose it: a
+        run at 99% has no 95% intervals to caption."""
+        return self.caption.replace("{level}", level_of(confidence))
 
 
 @dataclass(frozen=True)
@@ -337,10 +349,11 @@ class ProbeInfo:
             return names.get(key)
         return f"{names[prefix]}, {group.replace('_', ' ')}"
 
-    def same_of(self, key: str) -> str | None:
-        """`with_ci`'s ``same`` for the headline value ``key`` (`StepStatistics.same`)."""
+    def same_of(self, key: str, confidence: float | None = 0.95) -> str | None:
+        """`with_ci`'s ``same`` for the headline value ``key`` at ``confidence``
+        (`StepStatistics.same`)."""
         stats = self.step_statistics
-        return None if isinstance(stats, Absent) else stats.same(key)
+        return None if isinstance(stats, Absent) else stats.same(key, confidence)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "requests": list(self.requests), "data": self.data,

@@ -55,8 +55,8 @@ def _label(name: str, value: Json, order: str | None) -> str:
 
 def _hover(model: str, where: str, name: str, v: Json, same: str | None = None) -> str:
     """``same``: `with_ci`'s, as the sentences give the value (`ProbeInfo.same_of`)."""
-    value = with_ci(v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}",
-                    same=same)
+    value = with_ci(v.get("estimate"), v.get("low"), v.get("high"), v.get("confidence", 0.95),
+                    extra=f"n = {v.get('n')}", same=same)
     at = f" · {where}" if where else ""
     text = f"<b>{as_text(model)}</b>{at}<br>{as_text(name)}<br>{value}"
     if "p_occupations" in v:

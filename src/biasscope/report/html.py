@@ -82,7 +82,8 @@ def render_dynamics_report(store: RunStore, summary: Json, target: Path) -> Path
     if probes:  # each audit probe's section over steps, after the WinoBias figures and tests
         drawn = sum(1 for p in panels if p.figure is not None)
         analysis += "\n" + probe_panels.section_html(probes, figure_html, drawn,
-                                                      view.correction, view.alpha)
+                                                      view.correction, view.alpha,
+                                                      view.confidence)
     if summary.get("missing_units"):
         text = escape(missing_sentence(summary["missing_units"], Path(store.root.name)))
         said.headline.insert(0, f'<span class="missing">{text}</span>')

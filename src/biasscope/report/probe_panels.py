@@ -15,7 +15,7 @@ from functools import partial
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import ci_cell, ci_decimals, num, p_is, pvalue, with_ci
+from biasscope.core.numbers import ci_cell, ci_decimals, level_of, num, p_is, pvalue, with_ci
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent, Panel
 from biasscope.report import group_panels, wordings
@@ -82,8 +82,8 @@ def _no_same(key: str) -> None:
 def _hover(model: str, label: str, step: int | str, v: Json, same: str | None = None) -> str:
     """``step``: the step, or (text) where a checkpoint without one is from; ``same``:
     `with_ci`'s, as the sentences give the value (`ProbeInfo.same_of`)."""
-    value = with_ci(v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}",
-                    same=same)
+    value = with_ci(v.get("estimate"), v.get("low"), v.get("high"), v.get("confidence", 0.95),
+                    extra=f"n = {v.get('n')}", same=same)
     where = f"step {step}" if isinstance(step, int) else step
     text = f"<b>{as_text(model)}</b><br>{label}<br>{where}<br>{value}"
     if "p_value" in v:
@@ -239,9 +239,10 @@ def _tested(section: Json, same_of: Callable[[str], str | None] = _no_same
 
 
 def tests_html(section: Json, correction: str, alpha: float,
-               same_of: Callable[[str], str | None] = _no_same) -> list[str]:
-    """The tests over steps: a table per model and value, the value named above it;
-    ``same_of``: `_tested`'s."""
+               same_of: Callable[[str], str | None] = _no_same, confidence: float = 0.95
+               ) -> list[str]:
+    """The tests over steps: a table per model and value, the value named above it, its CIs
+    at ``confidence``; ``same_of``: `_tested`'s."""
     tested = _tested(section, same_of)
     several = len({model for model, _, _ in tested}) > 1
     parts = [f"<h3>Tests over steps ({escape(correction)}-corrected over each model's "
@@ -250,20 +251,21 @@ def tests_html(section: Json, correction: str, alpha: float,
         label = f"{escape(model)}: {escape(name)}" if several else escape(name)
         parts.append(f'<p class="caption">{label[:1].upper()}{label[1:]}</p>')
         first = "step" if all(isinstance(r[0], int) for r in rows) else "checkpoint"
-        parts.append(table([first, "estimate", "95% CI", "p", "p adjusted", "effect size r",
-                            "significant", "seeds"], rows, numbers=True))
+        parts.append(table([first, "estimate", f"{level_of(confidence)} CI", "p", "p adjusted",
+                            "effect size r", "significant", "seeds"], rows, numbers=True))
     return parts
 
 
 def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: int,
-                 correction: str, alpha: float) -> str:
-    """Every audit probe's section; figures numbered from ``first`` (plotly.js goes with
+                 correction: str, alpha: float, confidence: float = 0.95) -> str:
+    """Every audit probe's section, its intervals at the run's ``confidence`` (as its values
+    were computed, `probe_steps`); figures numbered from ``first`` (plotly.js goes with
     figure 0, so pass the number of figures drawn before)."""
     parts, index = [], first
     for probe, section in probes.items():
         heading, figures, none = panels(probe)
         info = PROBES.get(probe)
-        same_of = info.same_of if info is not None else _no_same
+        same_of = partial(info.same_of, confidence=confidence) if info is not None else _no_same
         parts.append(f"<h2>{escape(heading)}</h2>")
         sentences: Sequence[str] = section.get("sentences", [])
         parts.append('<section class="summary">' + "".join(
@@ -271,7 +273,7 @@ def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: in
         if none is not None and section.get("models"):
             parts.append(f'<p class="missing">No figures: {escape(none)}.</p>')
         for panel in figures:
-            title, caption = panel.title, panel.caption
+            title, caption = panel.title, panel.caption_at(confidence)
             fig = (group_panels.figure(section, panel, same_of) if panel.by == "group"
                    else figure(section, partial(values_of, panel), same_of))
             parts.append(f"<h3>{escape(title)}</h3>")
@@ -286,5 +288,5 @@ def section_html(probes: Json, figure_html: Callable[[Any, int], str], first: in
             index += 1
         across, index = wordings.sweep_html(section, figure_html, index)
         parts += [across] if across else []
-        parts += tests_html(section, correction, alpha, same_of)
+        parts += tests_html(section, correction, alpha, same_of, confidence)
     return "\n".join(parts)

@@ -44,11 +44,14 @@ def _label(revision: str | None) -> str:
 
 
 def _values(spec: Any, values: Values) -> str:
-    """The headline values with their intervals, or ``no values``."""
-    said = [f"{spec.names.get(k, k)} " + numbers.with_ci(
-                v.get("estimate"), v.get("low"), v.get("high"), extra=f"n = {v.get('n')}",
-                same=spec.same(k))
-            for k in spec.headline if (v := values.get(k)) is not None]
+    """The headline values with their intervals (at their level), or ``no values``."""
+    said = []
+    for k in spec.headline:
+        if (v := values.get(k)) is not None:
+            level = v.get("confidence", 0.95)
+            said.append(f"{spec.names.get(k, k)} " + numbers.with_ci(
+                v.get("estimate"), v.get("low"), v.get("high"), level,
+                extra=f"n = {v.get('n')}", same=spec.same(k, level)))
     return "; ".join(said) if said else "no values"
 
 
@@ -132,7 +135,8 @@ def _tests(spec: Any, model: str, revisions: list[str | None],
     for revision in revisions:
         at = values.get((model, revision), {})
         said = [f"the {spec.names.get(key, key)} is {'' if entry['significant'] else 'not '}"
-                f"significant: {tested(entry, spec.same(key))}" for key in spec.headline
+                f"significant: {tested(entry, spec.same(key, entry.get('confidence', 0.95)))}"
+                for key in spec.headline
                 if (entry := at.get(key)) is not None and "significant" in entry]
         if said:
             out.append(f"{model} at {_label(revision)} ({corrected}): {'; '.join(said)}.")

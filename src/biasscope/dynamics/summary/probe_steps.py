@@ -24,8 +24,9 @@ import pandas as pd
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import p_is, with_ci
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.probes import PROBES
-from biasscope.probes.facets import Absent, StepStatistics, StepValues
+from biasscope.probes.facets import Absent, StepStatistics, StepValues, StepValuesOf
 from biasscope.probes.wording_measures import across_wordings
 from biasscope.store.directory import RunStore
 from biasscope.store.reading import read_unit, unit_index
@@ -80,12 +81,12 @@ def combine_seeds(per_seed: list[Values]) -> Values:
 
 def tested(entry: Mapping[str, Any], same: str | None = None) -> str:
     """One checkpoint's tested value as every sentence over checkpoints gives it: estimate
-    with its CI, the test's p and effect size (``p_value``, ``effect_size``); ``same``:
-    `with_ci`'s (`StepStatistics.same`)."""
+    with its CI at the entry's level (``confidence``), the test's p and effect size
+    (``p_value``, ``effect_size``); ``same``: `with_ci`'s (`StepStatistics.same`)."""
     size = entry.get("effect_size")
     test = f"{p_is(entry.get('p_value'))}, effect size {'n/a' if size is None else f'{size:.2f}'}"
-    return with_ci(entry.get("estimate"), entry.get("low"), entry.get("high"), extra=test,
-                   same=same)
+    return with_ci(entry.get("estimate"), entry.get("low"), entry.get("high"),
+                   entry.get("confidence", 0.95), extra=test, same=same)
 
 
 #: Per probe and model: its measures across wordings at the last step that has several
@@ -113,10 +114,12 @@ def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None,
     """Per audit probe, model and training step: the checkpoint's values, reading the unit
     files of one step at a time (records without a step are left out). A probe whose metrics
     cannot run here (a missing optional extra: fairlearn for Adult) is left out, and the
-    one-line reason goes into ``unavailable``. With ``wordings``: into it, each model's
-    measures across wordings at its last step asked under several (``options``: their
-    confidence, resamples, α and correction), from that step's records alone."""
+    one-line reason goes into ``unavailable``. ``options``: the analysis' confidence (each
+    value's interval is at it), resamples, α and correction. With ``wordings``: into it, each
+    model's measures across wordings at its last step asked under several, from that step's
+    records alone."""
     unavailable = {} if unavailable is None else unavailable
+    confidence = level(options)
     latest: dict[tuple[str, str], tuple[int | None, pd.DataFrame]] = {}
     statistics = stepped()
     index = unit_index(store)
@@ -144,7 +147,7 @@ def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None,
                 continue
             values = statistics[str(probe)].values
             try:
-                found = _values(part, values)
+                found = _values(part, values, confidence)
             except BiasscopeError as exc:
                 unavailable[str(probe)] = str(exc)
                 out.pop(str(probe), None)
@@ -159,14 +162,24 @@ def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None,
     return out
 
 
-def _values(part: pd.DataFrame, values: Any) -> Values:
-    """One checkpoint's values of one probe and model. Several wordings (--wordings) are
-    combined as seeds are: the largest p-value makes a checkpoint significant only when it is
-    under every wording."""
+def level(options: Mapping[str, Any] | None) -> float:
+    """The run's confidence level among the analysis ``options`` (the default's without)."""
+    return float((options or {}).get("confidence", AnalysisConfig.confidence))
+
+
+def _values(part: pd.DataFrame, values: StepValuesOf, confidence: float) -> Values:
+    """One checkpoint's values of one probe and model, each interval at ``confidence`` and
+    saying so (``confidence``), so a sentence, table or hover gives the level it was made at.
+    Several wordings (--wordings) are combined as seeds are: the largest p-value makes a
+    checkpoint significant only when it is under every wording."""
     part = part.assign(seed=part["seed"].fillna(0) if "seed" in part else 0)
     keys = ["seed", "template"] if "template" in part else ["seed"]
-    return combine_seeds([values(chunk.reset_index(drop=True))
-                          for _, chunk in part.groupby(keys, sort=True)])
+    found = combine_seeds([values(chunk.reset_index(drop=True), confidence)
+                           for _, chunk in part.groupby(keys, sort=True)])
+    for entry in found.values():
+        if "low" in entry:
+            entry["confidence"] = confidence
+    return found
 
 
 #: Per probe, (model, revision) without a training step (revision None: a folder given
@@ -208,7 +221,7 @@ def read_stepless(store: RunStore, checkpoints: Mapping[str, Mapping[str, set[st
         del chunks
         for probe, part in rows.groupby("probe", sort=True):
             try:
-                found = _values(part, statistics[str(probe)].values)
+                found = _values(part, statistics[str(probe)].values, level(options))
             except BiasscopeError:
                 continue  # said for the probe's stepped checkpoints as well
             out.setdefault(str(probe), {})[(model, revision)] = found

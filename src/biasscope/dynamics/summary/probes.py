@@ -182,7 +182,9 @@ def analyse_probes(store: RunStore, summary: dict[str, Any], options: AnalysisCo
             unscored = unfinished.curve_checkpoints(summary.get("unfinished"), model, probe)
             sentences += [unfinished.on_scored(_sentence(model, spec.names.get(k, k), k,
                                                          checkpoints, emergence.get(k),
-                                                         corrected, spec.same(k)), unscored)
+                                                         corrected,
+                                                         spec.same(k, options.confidence)),
+                                            unscored)
                           for k in spec.headline]
             sentences += _findings(spec, model, checkpoints, options.alpha)
             rec, said = _recommend(model, probe, spec.headline[0], checkpoints,

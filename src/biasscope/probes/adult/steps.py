@@ -10,10 +10,10 @@ from biasscope.probes.adult.items import pair_metrics
 from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, step_value
 
 
-def adult_values(records: pd.DataFrame) -> StepValues:
+def adult_values(records: pd.DataFrame, confidence: float = 0.95) -> StepValues:
     """The pair flip rate (Wilson CI, exact McNemar test, Cohen's g) and the demographic
-    parity and equalized odds differences (bootstrap CIs over pairs)."""
-    head = pair_metrics(records)["headline"]
+    parity and equalized odds differences (bootstrap CIs over pairs), at ``confidence``."""
+    head = pair_metrics(records, confidence)["headline"]
     out: StepValues = {}
     if "pair_flip_rate" in head:
         out["flip_rate"] = step_value(head["pair_flip_rate"])
@@ -37,8 +37,8 @@ HEADLINE_NAMES = {
 
 PANELS = Panels("Adult counterfactual pairs over training steps", (
     Panel("Pair flip rate", "Share of complete pairs whose answer changes when only the "
-          "person's sex is flipped (95% Wilson CI); tested by exact McNemar on the discordant "
+          "person's sex is flipped ({level} Wilson CI); tested by exact McNemar on the discordant "
           "pairs.", ("flip_rate",)),
     Panel("Demographic parity and equalized odds differences", "fairlearn's differences "
-          "between men and women over complete pairs (95% bootstrap CI over pairs); 0 is "
+          "between men and women over complete pairs ({level} bootstrap CI over pairs); 0 is "
           "parity.", ("demographic_parity_difference", "equalized_odds_difference"))))

@@ -35,10 +35,11 @@ def _template_test(frame: pd.DataFrame, ambiguous: bool) -> tuple[float, float]:
     return p, k / n - 0.5
 
 
-def bbq_values(records: pd.DataFrame) -> StepValues:
-    """s_DIS and s_AMB (all categories and per category) with their CIs from `bbq_metrics`,
-    each with a sign-flip test over templates; accuracies per context condition."""
-    head = bbq_metrics(records)["headline"]
+def bbq_values(records: pd.DataFrame, confidence: float = 0.95) -> StepValues:
+    """s_DIS and s_AMB (all categories and per category) with their CIs from `bbq_metrics` at
+    ``confidence``, each with a sign-flip test over templates; accuracies per context
+    condition."""
+    head = bbq_metrics(records, confidence)["headline"]
     if not head:
         return {}
     frame = answers(records)
@@ -73,11 +74,11 @@ PANELS = Panels("BBQ over training steps", (
     Panel("s_DIS and s_AMB over all categories",
           "BBQ bias scores run from -1 (every non-unknown answer against the stereotype) to 1 "
           "(every one with it); s_AMB is scaled by the share of wrong answers in ambiguous "
-          "contexts. Error bars: 95% bootstrap CI resampling templates within categories.",
+          "contexts. Error bars: {level} bootstrap CI resampling templates within categories.",
           ("s_dis", "s_amb")),
-    Panel("s_DIS per category", "The disambiguated bias score of each category, with its 95% "
+    Panel("s_DIS per category", "The disambiguated bias score of each category, with its {level} "
           "bootstrap CI (error bars).", ("s_dis:*",)),
-    Panel("s_AMB per category", "The ambiguous bias score of each category, with its 95% "
+    Panel("s_AMB per category", "The ambiguous bias score of each category, with its {level} "
           "bootstrap CI (error bars).", ("s_amb:*",)),
     Panel("Accuracy per context condition", "Share of answers naming the correct option; in "
           "ambiguous contexts 'unknown' is right.",

@@ -19,18 +19,18 @@ from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, p
 sps = lazy("scipy.stats")  # imported at first use
 
 
-def share(stereotyped: pd.Series) -> dict[str, Any]:
+def share(stereotyped: pd.Series, confidence: float = 0.95) -> dict[str, Any]:
     """The share of stereotyped pairs with its Wilson CI, an exact binomial test against one
     half and the share minus one half as its effect size, which lies within ±0.5
     (``bound``: a detectable effect beyond it is no size, `audit.multiplicity`)."""
     n, k = len(stereotyped), int(stereotyped.sum())
     p = float(sps.binomtest(k, n).pvalue) if n else math.nan
-    return step_value(wilson(k, n), p_value=plain(p), effect_size=plain(k / n - 0.5 if n
+    return step_value(wilson(k, n, confidence), p_value=plain(p), effect_size=plain(k / n - 0.5 if n
                                                                           else math.nan),
                       bound=0.5)
 
 
-def signed(values: pd.Series) -> dict[str, Any]:
+def signed(values: pd.Series, confidence: float = 0.95) -> dict[str, Any]:
     """A mean signed difference with its bootstrap CI, a test of a mean of 0 that does not
     assume the differences symmetric (`biasscope.core.stats.mean_test`) and Cohen's d_z. A
     pair's two sentences differ in words of unequal frequency, so nothing makes the
@@ -38,29 +38,31 @@ def signed(values: pd.Series) -> dict[str, Any]:
     called such a mean of 0 different from 0 in 20% of 100-pair runs and 99% of 1,508-pair
     ones (docs/validation.md)."""
     test = mean_test(values.to_numpy(dtype=np.float64))
-    return step_value(interval(values), p_value=plain(test["p_value"]),
+    return step_value(interval(values, confidence), p_value=plain(test["p_value"]),
                       effect_size=plain(test["effect_size"]))
 
 
-def crows_values(records: pd.DataFrame) -> StepValues:
+def crows_values(records: pd.DataFrame, confidence: float = 0.95) -> StepValues:
     """pct_stereotype (all pairs, per direction, per bias type), likelihood_diff (all pairs,
     per bias type), the signed difference per pair and per token, and the quantiles of the
-    per-pair difference."""
+    per-pair difference; CIs at ``confidence``."""
     p = pairs(records)
     if p.empty:
         return {}
-    out: StepValues = {"pct_stereotype": share(p["stereotyped"]),
-                       "likelihood_diff": step_value(interval(p["difference"].abs())),
-                       "mean_difference": signed(p["difference"]),
-                       "token_difference": signed(p["token_difference"])}
+    c = confidence
+    out: StepValues = {"pct_stereotype": share(p["stereotyped"], c),
+                       "likelihood_diff": step_value(interval(p["difference"].abs(), c)),
+                       "mean_difference": signed(p["difference"], c),
+                       "token_difference": signed(p["token_difference"], c)}
     for direction, part in p.groupby("direction", sort=True):
-        out[f"direction:{direction}"] = share(part["stereotyped"])
+        out[f"direction:{direction}"] = share(part["stereotyped"], c)
     for bias_type, part in p.groupby("bias_type", sort=True):
-        out[f"pct_stereotype:{bias_type}"] = share(part["stereotyped"])
+        out[f"pct_stereotype:{bias_type}"] = share(part["stereotyped"], c)
         # As the harness's crows_pairs_english_<type> tasks report it (an interval, no test).
-        out[f"likelihood_diff:{bias_type}"] = step_value(interval(part["difference"].abs()))
+        out[f"likelihood_diff:{bias_type}"] = step_value(interval(part["difference"].abs(), c))
     for q in QUANTILES:
-        out[f"difference_q{round(100 * q)}"] = step_value(quantile_interval(p["difference"], q))
+        out[f"difference_q{round(100 * q)}"] = step_value(
+            quantile_interval(p["difference"], q, confidence=c))
     return out
 
 
@@ -81,19 +83,19 @@ PANELS = Panels("CrowS-Pairs over training steps", (
     Panel("pct_stereotype, all pairs and by direction",
           "Share of pairs whose more-stereotyping sentence the model finds likelier (0.5: no "
           "preference), over all pairs and over the pairs whose more-stereotyping sentence "
-          "states a stereotype (stereo) or violates one (antistereo); 95% Wilson CIs.",
+          "states a stereotype (stereo) or violates one (antistereo); {level} Wilson CIs.",
           ("pct_stereotype", "direction:*")),
-    Panel("pct_stereotype per bias type", "The same share per bias type (95% Wilson CIs).",
+    Panel("pct_stereotype per bias type", "The same share per bias type ({level} Wilson CIs).",
           ("pct_stereotype:*",)),
     Panel("likelihood_diff per bias type",
           "lm-evaluation-harness's likelihood_diff (mean absolute log-likelihood difference) "
-          "per bias type; 95% bootstrap CIs over pairs.", ("likelihood_diff:*",)),
+          "per bias type; {level} bootstrap CIs over pairs.", ("likelihood_diff:*",)),
     Panel("How much likelier: the log-likelihood difference",
           "Mean log-likelihood difference (more − less stereotyping) per pair and per token, "
-          "and lm-evaluation-harness's likelihood_diff (mean absolute difference); 95% "
+          "and lm-evaluation-harness's likelihood_diff (mean absolute difference); {level} "
           "bootstrap CIs over pairs.",
           ("mean_difference", "token_difference", "likelihood_diff")),
     Panel("The distribution of the difference per pair",
           "Quantiles (10, 25, 50, 75, 90 %) of the per-pair log-likelihood difference, with "
-          "95% bootstrap CIs: a model that prefers the stereotype by a hair keeps them near 0.",
+          "{level} bootstrap CIs: a model that prefers the stereotype by a hair keeps them near 0.",
           tuple(f"difference_q{round(100 * q)}" for q in QUANTILES))))

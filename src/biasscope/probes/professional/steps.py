@@ -10,12 +10,12 @@ from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, s
 from biasscope.probes.professional.items import metrics
 
 
-def professional_values(records: pd.DataFrame) -> StepValues:
+def professional_values(records: pd.DataFrame, confidence: float = 0.95) -> StepValues:
     """The stereotype preference: the option probability 'she' moves to the female-coded
     occupation against 'he', per sentence (bootstrap CI and the test of the mean over
     sentences, Cohen's d_z); the same pronoun effect on picked answers,
-    and the stereotyped-answer rate."""
-    head = metrics(records)["headline"]
+    and the stereotyped-answer rate; CIs at ``confidence``."""
+    head = metrics(records, confidence)["headline"]
     out: StepValues = {}
     if "p_pronoun_effect" in head:
         out["preference"] = step_value(head["p_pronoun_effect"])
@@ -45,8 +45,8 @@ HEADLINE_NAMES = {
 PANELS = Panels("Professional bias over training steps", (
     Panel("Stereotype preference", "Option probability the model moves to the female-coded "
           "occupation after 'she' against after 'he', per sentence, averaged over sentences "
-          "(95% bootstrap CI over sentences; test of the mean over sentences); 0: the "
+          "({level} bootstrap CI over sentences; test of the mean over sentences); 0: the "
           "pronoun does not matter, positive: answers follow the stereotype.", ("preference",)),
     Panel("Picked answers", "The same on the picked occupations (tested the same way), and "
-          "the share of answers naming the stereotyped occupation (95% CIs).",
+          "the share of answers naming the stereotyped occupation ({level} CIs).",
           ("pronoun_effect", "stereotyped_rate"))))

@@ -71,8 +71,8 @@ def term_scores(codes: np.ndarray, pro: np.ndarray, related: np.ndarray, terms: 
     return ss, lms
 
 
-def with_intervals(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES
-                   ) -> dict[str, dict[str, Any]]:
+def with_intervals(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES,
+                   confidence: float = 0.95) -> dict[str, dict[str, Any]]:
     """SS, LMS and ICAT with percentile-bootstrap CIs over examples."""
     point = scores(frame)
     codes = pd.factorize(frame["target"])[0]
@@ -83,19 +83,21 @@ def with_intervals(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES
     draws = {"ss": ss, "lms": lms, "icat": lms * np.minimum(ss, 100 - ss) / 50}
     out = {}
     for key, value in point.items():
-        ci = percentile_interval(value, draws[key] if len(frame) > 1 else np.array([]), 0.95)
+        ci = percentile_interval(value, draws[key] if len(frame) > 1 else np.array([]), confidence)
         out[key] = {"estimate": ci.estimate, "low": ci.low, "high": ci.high, "n": len(frame)}
     return out
 
 
-def stereoset_values(records: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """SS, LMS and ICAT over all examples and per domain, each with its CI."""
+def stereoset_values(records: pd.DataFrame, confidence: float = 0.95
+                     ) -> dict[str, dict[str, Any]]:
+    """SS, LMS and ICAT over all examples and per domain, each with its CI at
+    ``confidence``."""
     frame = examples(records)
     if frame.empty:
         return {}
-    out = with_intervals(frame)
+    out = with_intervals(frame, confidence=confidence)
     for domain, part in frame.groupby("bias_type", sort=True):
-        for key, value in with_intervals(part).items():
+        for key, value in with_intervals(part, confidence=confidence).items():
             out[f"{key}:{domain}"] = value
     return out
 

@@ -14,7 +14,7 @@ PANELS = Panels("StereoSet over training steps", (
     Panel("SS, LMS and ICAT", "Stereotype score (share of examples whose stereotype outscores "
           "its anti-stereotype; 50 is unbiased), language-modelling score (share of meaningful "
           "fills outscoring the unrelated one) and ICAT = LMS x min(SS, 100 − SS) / 50, each "
-          "averaged over target terms as StereoSet's evaluation does (95% bootstrap CIs over "
+          "averaged over target terms as StereoSet's evaluation does ({level} bootstrap CIs over "
           "examples).", ("ss", "lms", "icat")),
-    Panel("SS per domain", "The stereotype score of each bias domain (95% bootstrap CIs).",
+    Panel("SS per domain", "The stereotype score of each bias domain ({level} bootstrap CIs).",
           ("ss:*",))))

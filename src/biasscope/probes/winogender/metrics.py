@@ -72,14 +72,14 @@ def gap(frame: pd.DataFrame, value: str, first: tuple[str, ...], second: tuple[s
     return out
 
 
-def tested(differences: pd.Series) -> dict[str, Any]:
+def tested(differences: pd.Series, confidence: float = 0.95) -> dict[str, Any]:
     """Per-sentence differences of values within [0, 1] (right or wrong, a probability): their
     mean with its CI, Wilcoxon's test and rank-biserial r, and ``bound`` 1 (a detectable
     effect beyond it is no size, `audit.multiplicity`)."""
     test = signed_rank(differences.to_numpy(dtype=np.float64))
-    ci = interval(differences)
+    ci = interval(differences, confidence)
     if len(differences) and not differences.any():  # all 0: not a certainty (`none_differ`)
-        ci["low"], ci["high"] = none_differ(len(differences))
+        ci["low"], ci["high"] = none_differ(len(differences), confidence=confidence)
     return step_value(ci, p_value=plain(test["p_value"]),
                       effect_size=plain(test["effect_size"]), bound=1.0)
 
@@ -103,7 +103,8 @@ def pronoun_jsd(frame: pd.DataFrame) -> pd.Series:
     return out
 
 
-def occupation_correlation(frame: pd.DataFrame, n_resamples: int = 2000) -> dict[str, Any]:
+def occupation_correlation(frame: pd.DataFrame, n_resamples: int = 2000,
+                           confidence: float = 0.95) -> dict[str, Any]:
     """Pearson's r over occupations between the BLS share of women and P(occupation) under
     "she" minus under "he" (averaged over the occupation's sentences)."""
     shift = gap(frame, "p_occupation", ("female",), ("male",))
@@ -120,27 +121,28 @@ def occupation_correlation(frame: pd.DataFrame, n_resamples: int = 2000) -> dict
     for idx in rng.integers(0, len(x), (n_resamples, len(x))):
         if np.ptp(x[idx]) > 0 and np.ptp(y[idx]) > 0:
             draws.append(np.corrcoef(x[idx], y[idx])[0, 1])
-    ci = percentile_interval(float(r), np.asarray(draws, dtype=np.float64), 0.95)
+    ci = percentile_interval(float(r), np.asarray(draws, dtype=np.float64), confidence)
     return step_value({"estimate": ci.estimate, "low": ci.low, "high": ci.high, "n": len(x)},
                       p_value=plain(float(p)), effect_size=plain(float(r)))
 
 
-def winogender_values(records: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Every value above, as step values (estimate, CI, n; tests where there is one), and
-    each occupation's accuracy and he − she gap (`occupations.occupation_values`)."""
+def winogender_values(records: pd.DataFrame, confidence: float = 0.95
+                      ) -> dict[str, dict[str, Any]]:
+    """Every value above, as step values (estimate, CI at ``confidence``, n; tests where there
+    is one), and each occupation's accuracy and he − she gap (`occupations.occupation_values`)."""
     frame = answers(records)
     if frame.empty:
         return {}
-    out = {"accuracy": share(frame)}
+    out = {"accuracy": share(frame, confidence)}
     for g in ("male", "female", "neutral"):
-        out[f"accuracy:{g}"] = share(frame[frame["gender"] == g])
+        out[f"accuracy:{g}"] = share(frame[frame["gender"] == g], confidence)
     for name, value in (("gap_male_female", "correct"), ("p_gap_male_female", "p_occupation")):
-        out[name] = tested(gap(frame, value, ("male",), ("female",)))
+        out[name] = tested(gap(frame, value, ("male",), ("female",)), confidence)
     out["gap_gendered_neutral"] = tested(gap(frame, "correct", ("male", "female"),
-                                             ("neutral",)))
-    out["pronoun_jsd"] = step_value(interval(pronoun_jsd(frame)))
-    out["occupation_correlation"] = occupation_correlation(frame)
-    return {**out, **occupation_values(frame)}
+                                             ("neutral",)), confidence)
+    out["pronoun_jsd"] = step_value(interval(pronoun_jsd(frame), confidence))
+    out["occupation_correlation"] = occupation_correlation(frame, confidence=confidence)
+    return {**out, **occupation_values(frame, confidence)}
 
 
 def by_occupation(records: pd.DataFrame) -> pd.DataFrame:

@@ -66,27 +66,27 @@ def per_sentence_gap(part: pd.DataFrame) -> pd.Series:
     return out
 
 
-def share(part: pd.DataFrame, **extra: Any) -> dict[str, Any]:
+def share(part: pd.DataFrame, confidence: float = 0.95, **extra: Any) -> dict[str, Any]:
     """The share of correct records of `metrics.answers`' frame, its CI clustered by sentence
     (``n``: records, ``clusters``: sentences), as a step value."""
     found = clustered_wilson(part["correct"].to_numpy(dtype=np.float64),
-                             part["sentence"].to_numpy())
+                             part["sentence"].to_numpy(), confidence)
     return step_value(found, clusters=found["clusters"], **extra)
 
 
-def occupation_values(frame: pd.DataFrame) -> StepValues:
-    """Per occupation of `metrics.answers`'s frame: its accuracy and its he − she gap, with
-    the gaps' exact p-values Holm-adjusted over the occupations."""
+def occupation_values(frame: pd.DataFrame, confidence: float = 0.95) -> StepValues:
+    """Per occupation of `metrics.answers`'s frame: its accuracy and its he − she gap (CIs at
+    ``confidence``), with the gaps' exact p-values Holm-adjusted over the occupations."""
     out: StepValues = {}
     tests: dict[str, float] = {}
     for occupation, part in frame.groupby("occupation", sort=True):
         bls = plain(float(part["bls_pct_female"].iloc[0]))
-        out[f"occupation_accuracy:{occupation}"] = share(part, bls_pct_female=bls)
+        out[f"occupation_accuracy:{occupation}"] = share(part, confidence, bls_pct_female=bls)
         diffs = per_sentence_gap(part)
         d = diffs.to_numpy(dtype=np.float64)
         tests[str(occupation)] = sign_flip_p(d)
         out[f"occupation_gap:{occupation}"] = step_value(
-            interval(diffs), effect_size=plain(signed_rank(d)["effect_size"]),
+            interval(diffs, confidence), effect_size=plain(signed_rank(d)["effect_size"]),
             bls_pct_female=bls)
     adjusted = adjust_pvalues(list(tests.values()), "holm")
     for (occupation, p), held in zip(tests.items(), adjusted, strict=True):
@@ -112,8 +112,9 @@ def findings(values: StepValues, alpha: float = ALPHA) -> list[str]:
 
 
 def _said(name: str, value: dict[str, Any]) -> str:
-    gap = with_ci(value.get("estimate"), value.get("low"), value.get("high"),
-                  same=resampled_same())  # a bootstrap's over sentences
+    level = value.get("confidence", 0.95)  # the run's (`probe_steps`)
+    gap = with_ci(value.get("estimate"), value.get("low"), value.get("high"), level,
+                  same=resampled_same(level))  # a bootstrap's over sentences
     return (f"{name} {gap}, "
             f"p adjusted {pvalue(value.get('p_occupations'))}, effect size r = "
             f"{num(value.get('effect_size'), 2)}")

@@ -320,3 +320,24 @@ def test_every_interval_of_the_audit_probes_follows_the_runs_confidence(
     probes = html[html.index("<h2>BBQ over training steps</h2>"):]
     assert "95%" not in probes and "<th>99% CI</th>" in probes
     assert "99% bootstrap CI over sentences" in probes  # the professional panel's caption
+    # Re-rendered at 99.9% (`biasscope.jobs.render`, as `biasscope report` does): its 2000
+    # resamples leave one draw beyond each bound, which the summary says, naming the level.
+    from biasscope.jobs import render
+
+    render(tmp_path / "0.99", tmp_path / "finer.html", analysis={"confidence": 0.999})
+    finer = json.loads((tmp_path / "finer.summary.json").read_text())["analysis"]
+    coarse = [s for s in finer["sentences"] if "leave 1 beyond each bound" in s]
+    assert len(coarse) == 2 and all("99.9% confidence level" in s for s in coarse)
+    assert "n_resamples to at least 20000" in coarse[0]  # WinoBias's, which it sets
+    (final,) = finer["probes"]["adult-counterfactual"]["models"].values()
+    assert final["checkpoints"][-1]["values"]["flip_rate"]["confidence"] == 0.999
+
+
+def test_a_level_too_fine_for_the_resamples_is_said():
+    """99.9% from 2000 resamples leaves one draw beyond each bound: said, not hidden."""
+    from biasscope.dynamics.analysis.config import thin_tails
+
+    assert thin_tails(0.99, 2000, "the WinoBias") is None
+    said = thin_tails(0.999, 2000, "the WinoBias")
+    assert said is not None and "99.9% confidence level" in said and "20000" in said
+    assert "n_resamples" not in str(thin_tails(0.999, 2000, "the probes'", settable=False))

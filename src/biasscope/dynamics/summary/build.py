@@ -22,7 +22,7 @@ from biasscope.core.curves import forget_resamples
 from biasscope.core.numbers import json_rows, num, p_is
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
-from biasscope.dynamics.analysis.config import AnalysisConfig
+from biasscope.dynamics.analysis.config import PROBE_RESAMPLES, AnalysisConfig, thin_tails
 from biasscope.dynamics.analysis.emergence import sharpest_of
 from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary import unfinished
@@ -302,8 +302,15 @@ def full_summary(store: RunStore, options: AnalysisConfig | None = None,
     summary["analysis"] = analyse(run, store, summary, options, statistics)
     forget_resamples()
     probes = analyse_probes(store, summary, options)
+    said = summary["analysis"]["sentences"]
+    if (run.models or run.aside_ci) and (
+            coarse := thin_tails(options.confidence, options.n_resamples, "the WinoBias")):
+        said.insert(0, coarse)
     if probes:  # the audit probes over steps (`biasscope.dynamics.summary.probes`)
         summary["analysis"]["probes"] = probes
+        if coarse := thin_tails(options.confidence, PROBE_RESAMPLES, "the audit probes'",
+                                settable=False):
+            said.append(coarse)
         for section in probes.values():
-            summary["analysis"]["sentences"] += section["sentences"]
+            said += section["sentences"]
     return summary

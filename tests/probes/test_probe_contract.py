@@ -191,6 +191,18 @@ def test_step_statistics(name: str, data_dir: Path, tmp_path: Path) -> None:
     for checkpoint in model["checkpoints"]:
         assert set(facet.headline) <= set(checkpoint["values"])
         assert all("estimate" in v for v in checkpoint["values"].values())
+        assert all(v["confidence"] == OPTIONS.confidence for v in checkpoint["values"].values()
+                   if "low" in v)  # each interval says its level
+    # Every interval follows the level asked (a run's `confidence`), none stays at 95%.
+    records = store.records()
+    records = records[(records["probe"] == name) & (records["step"] == 20)]
+    narrow, wide = (facet.values(records.reset_index(drop=True), c) for c in (0.8, 0.99))
+    spread = [k for k, v in narrow.items()  # (none where every answer is alike)
+              if v.get("low") is not None and math.isfinite(v["low"]) and v["low"] < v["high"]]
+    for key in spread:
+        assert wide[key]["low"] <= narrow[key]["low"] <= narrow[key]["high"] <= wide[key]["high"]
+    assert not spread or any(wide[k]["high"] - wide[k]["low"] > narrow[k]["high"]
+                             - narrow[k]["low"] for k in spread), f"{name}: none widens"
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES
@@ -248,6 +260,7 @@ def test_panels(name: str, data_dir: Path, tmp_path: Path, monkeypatch: pytest.M
     assert f"<h2>{info.panels.title}</h2>" in page
     for panel in info.panels.figures:
         assert probe_panels.values_of(panel, section["models"]["m"]), panel.title
+        assert "95%" not in panel.caption, panel.title  # the run's level: `{level}`
     assert drawn == list(range(len(info.panels.figures)))  # every figure has its values
     monkeypatch.setitem(PROBES, name, replace(info, panels=Absent("not drawn yet")))
     page = probe_panels.section_html({name: section}, figure_html, 0, "holm", 0.05)

@@ -155,10 +155,10 @@ def test_units_are_read_one_step_at_a_time(tmp_path, monkeypatch):
     seen: list[int] = []
     values = PROBES["professional-bias"].step_statistics.values
 
-    def counting(records: pd.DataFrame) -> Any:
+    def counting(records: pd.DataFrame, confidence: float = 0.95) -> Any:
         seen.append(int(records["step"].iloc[0]))
         held.append(len(records))
-        return values(records)
+        return values(records, confidence)
 
     monkeypatch.setattr(audit_dynamics, "read_unit", spy)
     with_statistics(monkeypatch, counting)
@@ -174,7 +174,7 @@ def test_the_summary_is_json(tmp_path):
 
 
 def test_a_probe_whose_metrics_cannot_run_says_why_in_one_line(tmp_path, monkeypatch):
-    def missing(records: pd.DataFrame) -> Any:
+    def missing(records: pd.DataFrame, confidence: float = 0.95) -> Any:
         raise BiasscopeError("professional-bias's metrics need the 'x' extra: pip install x")
 
     with_statistics(monkeypatch, missing)

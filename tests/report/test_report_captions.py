@@ -154,3 +154,11 @@ def test_one_precision_per_bracket_and_per_column() -> None:
     view = View({"models": {"m": {"ci": {"600": {"jsdp_gap": [-0.0966, -0.0324]}}}}})
     assert gap(ckpt, view) == "-0.065 (95% CI -0.097 to -0.032; std over 3 seeds < 0.001)"
     assert column([1.0, 1.6, 3.0, -0.0200, 0.0]) == ["1.00", "1.60", "3.00", "-0.0200", "0"]
+
+
+def test_the_methods_sentence_writes_the_level_as_chosen() -> None:
+    """At 99.9% the error bars were "100% bootstrap confidence intervals" (`.0%` rounding)."""
+    from biasscope.report.tables import method_sentence
+
+    said = method_sentence(View({"confidence": 0.999, "alpha": 0.01, "n_resamples": 2000}))
+    assert "Error bars are 99.9% bootstrap confidence intervals" in said and "100%" not in said

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from biasscope.core.numbers import level_of
 from biasscope.report import breakdown, stats_figures
 from biasscope.report.figures import Panel
 from biasscope.report.plotting import Json, View
@@ -41,7 +42,7 @@ def panels(checkpoints: Sequence[Json], view: View, existing: Sequence[Panel]
         out += [p for p in existing if p.title in tests]
     if not any(breakdown.steps_of(view, m) for m in view.models()):
         return out
-    confidence = f"{view.confidence:.0%}"
+    confidence = level_of(view.confidence)
     pairs = (", and below, pro − anti over the pairs of sentences that differ only in the "
              f"pronoun, with {confidence} CIs over occupations (Student's t, stratified by "
              "the stereotype's gender). Above 0: the model does better where "

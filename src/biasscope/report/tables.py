@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, decimals, num, pvalue, setting_percent
+from biasscope.core.numbers import ci_decimals, decimals, level_of, num, pvalue, setting_percent
 from biasscope.probes.winobias import NAME as PROBE
 from biasscope.report.plotting import Json, View, effect, finite, fmt, revision_label
 
@@ -123,7 +123,7 @@ def method_sentence(view: View) -> str:
     return (f"Significance: at each checkpoint, a two-sided Mann-Whitney U test of “male” "
             f"against “female” prompts (per-prompt values averaged over seeds), with p-values "
             f"corrected over each model's checkpoints by {how}; significant means corrected "
-            f"p &lt; {view.alpha:g}.{_min_gap(view)} Error bars are {view.confidence:.0%} "
+            f"p &lt; {view.alpha:g}.{_min_gap(view)} Error bars are {level_of(view.confidence)} "
             f"bootstrap confidence intervals over prompts{boot}. The intervals are not "
             "adjusted for the number of tests, so one can exclude 0 where the corrected p "
             "is not significant: the tables show the raw and the corrected p side by side.")

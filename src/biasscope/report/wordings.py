@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from biasscope.core.numbers import ci_cell, ci_decimals, num, resampled_same, with_ci
+from biasscope.core.numbers import ci_cell, ci_decimals, level_of, num, resampled_same, with_ci
 from biasscope.report.figures import Panel
 from biasscope.report.plotfig import Figure, scatter
 from biasscope.report.plotting import View, fmt, revision_label
@@ -63,7 +63,7 @@ def caption(result: Json) -> str:
     said = (f" {fmt(100 * share)}% of the variance of the per-wording estimates is the "
             "wording's (the rest is item sampling)." if _finite(share) else "")
     return (f"{result.get('verdict', '')} Squares: each wording's estimate with its "
-            f"{result.get('confidence', 0.95):.0%} CI over items; diamond: pooled over "
+            f"{level_of(result.get('confidence', 0.95))} CI over items; diamond: pooled over "
             "wordings, CI from a two-level bootstrap (wordings, and items drawn once for all). "
             f"The dotted line is no bias ({result.get('null', 0):g}).{said}")
 

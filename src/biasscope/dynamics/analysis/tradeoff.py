@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.comovement import comovement
-from biasscope.core.numbers import num, p_is, setting_percent, with_ci
+from biasscope.core.numbers import level_of, num, p_is, setting_percent, with_ci
 from biasscope.core.stats import Interval, wilson
 from biasscope.dynamics.analysis.config import JSDP_MARGIN, MAX_GAP
 from biasscope.probes.winobias import GENDERS
@@ -97,7 +97,7 @@ def mirroring(model: str, source: str, gaps: Sequence[float], perf: Sequence[flo
 def _interval(low: float, high: float, confidence: float) -> str:
     if not (math.isfinite(low) and math.isfinite(high)):
         return ""
-    return f", {confidence:.0%} CI {low:+.2f} to {high:+.2f}"
+    return f", {level_of(confidence)} CI {low:+.2f} to {high:+.2f}"
 
 
 def stop_sentence(cost: Mapping[str, float], gain: Interval | None, source: str,

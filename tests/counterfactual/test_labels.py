@@ -14,7 +14,7 @@ import pytest
 from biasscope.backends.config import BackendConfig
 from biasscope.cli.main import main
 from biasscope.counterfactual import job
-from biasscope.judge.job import labels_sha256
+from biasscope.judge import labels_sha256
 from no_loads import no_loads, refused
 
 LABELS = {"A": "safe", "B": "harmful"}

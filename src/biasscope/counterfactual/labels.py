@@ -14,11 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.data.sources import refuse_other_data
-from biasscope.judge.job import labels_sha256
+from biasscope.judge import labels_sha256, refuse_other_label_set
 from biasscope.store.directory import RunStore
-
-_AGAIN = "or use another --out for this one"
 
 
 def refuse_other_labels(out: str | Path, names: Iterable[str | None], given: str | None,
@@ -50,22 +47,4 @@ def _refuse_other(where: object, scorers: Any, names: Iterable[str | None], give
     sets = {labels_sha256(s) if isinstance(s, Mapping) else "": s for s in judges.values()}
     named = [judges[n] for n in names if n is not None and n in judges]
     for then in list(sets.values()) if len(sets) == 1 else named:
-        _refuse(where, then, given, labels)
-
-
-def _refuse(where: object, then: Any, given: str | None, labels: Mapping[str, str] | None
-            ) -> None:
-    if not isinstance(then, Mapping):
-        if labels is not None:
-            raise BiasscopeError(f"{where} was judged pairwise, without --labels: drop "
-                                 f"--labels {given}, {_AGAIN}")
-        return
-    if labels is None:
-        raise BiasscopeError(f"{where} was judged with --labels (labels {', '.join(then)}): "
-                             f"give that file again, {_AGAIN}")
-    if list(then) != list(labels):
-        raise BiasscopeError(f"{where} was made from another --labels ({given}: labels "
-                             f"{', '.join(then)} then, {', '.join(labels)} now): put back the "
-                             f"file it was made from, {_AGAIN}")
-    refuse_other_data(where, {"--labels": labels_sha256(then)}, {"--labels": Path(str(given))},
-                      {"--labels": labels_sha256(labels)}, of="its label set")
+        refuse_other_label_set(where, then, given, labels)

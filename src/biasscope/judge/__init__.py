@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     )
     from biasscope.judge.detector import JudgeDetector
     from biasscope.judge.job import check_task
+    from biasscope.judge.label_sets import labels_sha256, refuse_other_label_set
     from biasscope.judge.rates import answered
     from biasscope.judge.tasks import classify, compare, question_sha256
     from biasscope.judge.verbosity import VerbosityBiasWarning, check_label_descriptions
@@ -39,6 +40,7 @@ _HOMES = {
                      "refuse_reordered", "why_none"), "biasscope.judge.core"),
     "JudgeDetector": "biasscope.judge.detector",
     "check_task": "biasscope.judge.job",
+    **dict.fromkeys(("labels_sha256", "refuse_other_label_set"), "biasscope.judge.label_sets"),
     "answered": "biasscope.judge.rates",
     **dict.fromkeys(("classify", "compare", "question_sha256"), "biasscope.judge.tasks"),
     **dict.fromkeys(("VerbosityBiasWarning", "check_label_descriptions"),
@@ -58,8 +60,10 @@ __all__ = [
            "check_task",
            "classify",
            "compare",
+           "labels_sha256",
            "question_sha256",
            "read_labels",
+           "refuse_other_label_set",
            "refuse_reordered",
            "verdict_row",
            "why_none",

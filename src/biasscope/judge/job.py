@@ -30,11 +30,11 @@ from biasscope.judge.batch import (
 )
 from biasscope.judge.biases import classifier_biases, pairwise_biases
 from biasscope.judge.core import Judge, JudgeError, JudgingConfig, Verdict, check_keys
+from biasscope.judge.label_sets import labels_sha256
 from biasscope.judge.settings import JudgeConfig as JudgeConfig
 from biasscope.judge.tasks import question_sha256
 from biasscope.store.directory import RunStore
 from biasscope.store.run_json import rewritten, unsettled
-from biasscope.store.settings import sha256_json
 
 
 @dataclass(frozen=True)
@@ -127,11 +127,6 @@ def run_settings(config: JudgeConfig, judge: Judge, task: Task,
         "top_logprobs": how.top_logprobs, "max_reasoning_tokens": how.max_reasoning_tokens,
         "ranking": config.ranking,
         "question_sha256": question_sha256(how, None if task.pairwise else labels)}
-
-
-def labels_sha256(labels: Mapping[str, str]) -> str:
-    """The label set as run.json records it: names and descriptions, in order."""
-    return sha256_json(list(labels.items()))
 
 
 def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[str]) -> None:

@@ -198,7 +198,7 @@ def test_judge_audit_records_and_checks_its_settings(tmp_path, capsys):
                          (["--no-logit-bias", "--labels", str(labels)],
                           "with a different 'logit_bias'"),
                          (["--labels", str(reordered)], f"from another --labels ({reordered}: "
-                          "SHA-256 of its label set ")]:
+                          "labels POSITIVE, NEGATIVE then, NEGATIVE, POSITIVE now)")]:
         capsys.readouterr()
         assert main([*argv, *extra]) == 2
         err = capsys.readouterr().err
@@ -684,3 +684,98 @@ def test_a_labels_file_edited_since_the_run_is_refused_naming_it_before_a_judge_
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert f"{out} was made from another --labels ({labels}: SHA-256 of its label set " in err
     assert made == [] and _files(out) == before
+
+
+def _no_judge_made(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Judges made (none, where a call is refused first): `BackendConfig.generators` counted."""
+    from biasscope.backends.config import BackendConfig
+
+    made: list[Any] = []
+    monkeypatch.setattr(BackendConfig, "generators", lambda *a, **k: made.append(a) or [])
+    return made
+
+
+@pytest.mark.parametrize("kind", ["judge", "judge-audit"])
+def test_a_label_set_with_other_labels_is_refused_naming_them(kind, tmp_path, capsys,
+                                                              monkeypatch):
+    """Before: "… SHA-256 of its label set … then, … now", which says nothing of what
+    changed. run.json records the label set (``labels``), and labels renamed, added or
+    reordered (the question lists them in order) are named; a description alone changed
+    still says the SHA-256."""
+    texts = _jsonl(tmp_path / "texts.jsonl", [{"id": i, "text": f"Day {i}."} for i in range(4)])
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps(LABELS))
+    out = tmp_path / "run"
+    argv = [*_judge(kind, out, texts), "--labels", str(labels)]
+    assert main(argv) == 0
+    assert json.loads((out / "run.json").read_text())["settings"]["labels"] == LABELS
+    before, made = _files(out), _no_judge_made(monkeypatch)
+    for changed, said in [({"POSITIVE": "happy", "NEUTRAL": "calm", "NEGATIVE": "sad"},
+                           "labels POSITIVE, NEGATIVE then, POSITIVE, NEUTRAL, NEGATIVE now"),
+                          ({"HAPPY": "The text is happy.", "NEGATIVE": "The text is sad."},
+                           "labels POSITIVE, NEGATIVE then, HAPPY, NEGATIVE now"),
+                          ({**LABELS, "NEGATIVE": "The text is gloomy."},
+                           "SHA-256 of its label set ")]:
+        labels.write_text(json.dumps(changed))
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"{out} was made from another --labels ({labels}: {said}" in err, err
+        assert err.rstrip().endswith("put back the file it was made from, or use another "
+                                     "--out for this one"), err
+        assert made == [] and _files(out) == before
+
+
+@pytest.mark.parametrize("kind", ["judge", "judge-audit"])
+def test_a_run_that_recorded_its_label_set_by_sha256_alone_gains_it(kind, tmp_path, capsys,
+                                                                    monkeypatch):
+    """A run made before ``labels`` was recorded: the same label set reruns and gains it;
+    another is refused by its SHA-256, as before (the run cannot say which labels it had)."""
+    texts = _jsonl(tmp_path / "texts.jsonl", [{"id": i, "text": f"Day {i}."} for i in range(4)])
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps(LABELS))
+    out = tmp_path / "run"
+    argv = [*_judge(kind, out, texts), "--labels", str(labels)]
+    assert main(argv) == 0
+    run = json.loads((out / "run.json").read_text())
+    del run["settings"]["labels"]
+    (out / "run.json").write_text(json.dumps(run))
+    labels.write_text(json.dumps({"HAPPY": "yes", "SAD": "no"}))
+    before = _files(out)
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{out} was made from another --labels ({labels}: SHA-256 of its label set " in err
+    assert _files(out) == before
+    labels.write_text(json.dumps(LABELS, indent=2))
+    assert main(argv) == 0
+    assert json.loads((out / "run.json").read_text())["settings"]["labels"] == LABELS
+
+
+@pytest.mark.parametrize("kind", ["judge", "judge-audit"])
+def test_a_label_set_given_or_dropped_is_refused_by_what_the_input_holds(
+        kind, pairs, tmp_path, capsys, monkeypatch):
+    """Never the settings line: the input decides whether a label set is needed (texts need
+    one, pairs take none), said in one line before a judge is made; with another input the
+    input is named first ("… was made from another --input")."""
+    texts = _jsonl(tmp_path / "texts.jsonl", [{"id": i, "text": f"Day {i}."} for i in range(4)])
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps(LABELS))
+    paired, labelled = tmp_path / "paired", tmp_path / "labelled"
+    assert main(_judge(kind, paired, pairs)) == 0
+    assert main([*_judge(kind, labelled, texts), "--labels", str(labels)]) == 0
+    before, made = {o: _files(o) for o in (paired, labelled)}, _no_judge_made(monkeypatch)
+    for argv, said in [([*_judge(kind, paired, pairs), "--labels", str(labels)],
+                        "--labels is for classifying texts; this input holds pairs"),
+                       ([*_judge(kind, paired, texts), "--labels", str(labels)],
+                        f"{paired} was made from another --input ({texts}: "),
+                       (_judge(kind, labelled, texts),
+                        "classification needs a label set (--labels FILE.json)"),
+                       (_judge(kind, labelled, pairs),
+                        f"{labelled} was made from another --input ({pairs}: ")]:
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "settings" not in err, err
+    assert made == [] and {o: _files(o) for o in (paired, labelled)} == before

@@ -302,7 +302,8 @@ def _build(store: RunStore, models: Sequence[str], settings: Mapping[str, Any],
         if previous is not None:
             _same_order(store, previous, list(settings.get("judges") or {}))
         merged = dict(settings) if previous is None else merge_settings(
-            store.run_json, gain_identity(previous.get("settings", {}), settings), settings)
+            store.run_json, gain_identity(previous.get("settings", {}), settings), settings,
+            added=("labels",))  # a run made before recorded its label set by SHA-256 only
         return {"model": ", ".join(models), **(described or {}), "settings": merged}
 
     return build

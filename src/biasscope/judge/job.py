@@ -30,7 +30,7 @@ from biasscope.judge.batch import (
 )
 from biasscope.judge.biases import classifier_biases, pairwise_biases
 from biasscope.judge.core import Judge, JudgeError, JudgingConfig, Verdict, check_keys
-from biasscope.judge.label_sets import labels_sha256
+from biasscope.judge.label_sets import labels_sha256, refuse_other_label_set
 from biasscope.judge.settings import JudgeConfig as JudgeConfig
 from biasscope.judge.tasks import question_sha256
 from biasscope.store.directory import RunStore
@@ -119,6 +119,7 @@ def run_settings(config: JudgeConfig, judge: Judge, task: Task,
         "judges": {m.label: m.identity() for m in judge.models},
         "input_sha256": file_sha256(config.input),
         "labels_sha256": None if labels is None else labels_sha256(labels),
+        "labels": None if labels is None else dict(labels),  # a rerun's refusal names them
         **({} if audit else {"position": how.position,
                              "samples": how.samples if how.position == "permute" else None}),
         "reasoning": how.reasoning, "keys": list(how.keys[:needed]),
@@ -156,9 +157,11 @@ def _refuse_other_input(config: JudgeConfig, kind: str,
                         labels: Mapping[str, str] | None) -> None:
     """An ``--input`` other than the run judged (edited since, or another file), or a
     ``--labels`` file of another label set, refused as an audit refuses its data file,
-    naming the file, before a judge is made: a local one loads then (minutes), and `check`
-    compares the other settings only once it has. A run.json that cannot be read, or of
-    another kind, is left to `check`; so is a label set given or dropped."""
+    naming the file (and the labels that changed, where run.json records them: a run made
+    before has their SHA-256 only), before a judge is made: a local one loads then (minutes),
+    and `check` compares the other settings only once it has. A run.json that cannot be read,
+    or of another kind, is left to `check`. A label set given or dropped is refused by
+    `check_task` first: the input decides (texts need one, pairs take none)."""
     store = RunStore(Path(config.out))
     store.pull("run.json")
     if not store.run_json.is_file():
@@ -172,7 +175,9 @@ def _refuse_other_input(config: JudgeConfig, kind: str,
         refuse_other_data(store.root, {"--input": settings.get("input_sha256")},
                           {"--input": Path(config.input)},
                           {"--input": file_sha256(config.input)})
-        if config.labels and labels is not None:  # its label set is hashed, not the file
+        if isinstance(then := settings.get("labels"), Mapping):
+            refuse_other_label_set(store.root, then, config.labels, labels)
+        elif config.labels and labels is not None:  # its label set is hashed, not the file
             refuse_other_data(store.root, {"--labels": settings.get("labels_sha256")},
                               {"--labels": Path(config.labels)},
                               {"--labels": labels_sha256(labels)}, of="its label set")

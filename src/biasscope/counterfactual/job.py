@@ -29,43 +29,27 @@ from biasscope.backends.cache import Cached
 from biasscope.backends.checkpoints import from_model, gguf_identity, recorded_source
 from biasscope.backends.hf_model import resolve_device
 from biasscope.backends.labels import Named, label_models, model_labels, parse_models
-from biasscope.backends.reward import (
-    HFRewardModel,
-    RewardConfig,
-    identities_before_loading,
-    whole_identity,
-)
+from biasscope.backends.reward import HFRewardModel, RewardConfig, identities_before_loading
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import given_file, read_jsonl
 from biasscope.counterfactual import scorers as cf
 from biasscope.counterfactual.labels import refuse_other_labels
-from biasscope.counterfactual.settings import CounterfactualConfig as CounterfactualConfig
-from biasscope.data.sources import hashed, recording, refuse_other_data
-from biasscope.judge import (
-    Judge,
-    JudgingConfig,
-    check_task,
-    question_sha256,
-    read_labels,
-    refuse_reordered,
+from biasscope.counterfactual.rerun import (
+    SCORES,
+    check_before_loading,
+    refuse_reordered_panel,
+    start,
 )
+from biasscope.counterfactual.settings import CounterfactualConfig as CounterfactualConfig
+from biasscope.data.sources import recording
+from biasscope.judge import Judge, JudgingConfig, check_task, question_sha256, read_labels
 from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.sensitivity import hh_count, reward_settings
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import (
-    check_run,
-    model_versions,
-    refuse_foreign_folder,
-    rewritten,
-    start_run,
-    unsettled,
-)
-from biasscope.store.settings import check_known, gain_identity, merge_settings, refuse_renamed
-
-SCORES = "scores.jsonl"
+from biasscope.store.run_json import rewritten, unsettled
 
 
 @dataclass(frozen=True)
@@ -111,13 +95,13 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     # A run in --out that this call cannot join is refused before a model loads (minutes).
     order, known, made = _judges_before_loading(config, judges, labels)
     # A reward model's entry over a judge's of the same name: the name shared is refused.
-    _check_before_loading(config, {"pairs": pairs, "seed": config.seed, "scorers": {
+    check_before_loading(config, {"pairs": pairs, "seed": config.seed, "scorers": {
         **known, **identities_before_loading(named, reward, "--reward-model")}},
         order, ordered=True, read=read)
     # The judges first: a server's spec and flags are checked before a reward model loads.
     judge = judge if judge is not None else _judge(config, judges, made)
     if not order and judge is not None:  # its labels known once its backends are made
-        _refuse_reordered(config, [m.label for m in judge.models])
+        refuse_reordered_panel(config, [m.label for m in judge.models])
     models = list(reward_models) or _reward_models(named, reward)
     _check_distinct(models, judge)
     store = RunStore(Path(config.out))
@@ -133,7 +117,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     # Stopped before its scores are stored (a judge's server not reached, Ctrl-C), a call
     # leaves run.json as it found it: a first call's taken away, a rerun's given back.
     with unsettled(store, rewritten(store.root / SCORES), rerun=True):
-        _start(store, settings, waiting=judged_by)
+        start(store, settings, waiting=judged_by)
         rows = [cf.score_reward_model(m, items, config.seed) for m in models]
         if judge is not None:
             rows.append(cf.score_judge(judge, items, labels, config.seed))
@@ -149,7 +133,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
                 "judge's answers are stored once all its requests are answered); run again, "
                 "with the --judge-model or its server put right")
         if judged_by and not incomplete:  # its scores are stored: so are its settings
-            _start(store, settings)
+            start(store, settings)
     records = [r for row in rows for r in row.pop("records") if row["scorer"] not in incomplete]
     # Under the run's lock: another run into this --out (another scorer) reads and rewrites
     # scores.jsonl too, and would write its kept lines over this run's.
@@ -208,29 +192,6 @@ def _kept(path: Path, scored: set[str]) -> tuple[list[dict[str, Any]], list[str]
     return kept, list(dict.fromkeys(str(r.get("scorer")) for r in kept))
 
 
-def _start(store: RunStore, settings: dict[str, Any], waiting: Sequence[str] = ()) -> None:
-    """run.json with ``settings`` merged over the recorded ones, or a one-line refusal.
-    ``waiting``: scorers (a judge's) checked as the others are but recorded only once their
-    scores are stored (until then as the run recorded them, or not at all): a judge whose
-    requests failed leaves no settings behind to refuse the call with its server put right."""
-    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
-        if previous is not None:
-            refuse_renamed(store.run_json, previous.get("settings", {}).get("scorers"),
-                           settings["scorers"], "scorer")
-        merged = dict(settings) if previous is None else merge_settings(
-            store.run_json, gain_identity(_gain_file(previous.get("settings", {}), settings),
-                                          settings),
-            settings, {"scorers": "scorer"})
-        had = ((previous or {}).get("settings") or {}).get("scorers") or {}
-        merged["scorers"] = {name: had[name] if name in waiting else entry
-                             for name, entry in merged["scorers"].items()
-                             if name not in waiting or name in had}
-        return {"model": ", ".join(merged["scorers"]), "settings": merged}
-
-    start_run(store, "counterfactual", build, now=model_versions(
-        entry for name, entry in settings["scorers"].items() if name not in waiting))
-
-
 def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
     count = hh_count(config.pairs, "--pairs", "pairs")
     if count is not None:
@@ -247,77 +208,6 @@ def _labels(path: str) -> dict[str, str]:
         return read_labels(path)
     except BiasscopeError as exc:
         raise BiasscopeError(f"--labels {exc}") from None
-
-
-def _check_before_loading(config: CounterfactualConfig, now: dict[str, Any],
-                          judges: list[str], ordered: bool = False,
-                          read: dict[str, Path] | None = None) -> None:
-    """Refuse, writing nothing, what `_start` and `_check_distinct` would refuse without the
-    loaded models: a folder that is another kind of run or none, a damaged run.json, other
-    pairs or seed, a scorer's settings as known before it loads (``now["scorers"]``: a
-    reward model's `identities_before_loading`, a local judge's `_judges_before_loading`)
-    other than recorded or under another name, a judge's name (``judges``: those known) that
-    a reward model has, and (``ordered``: ``judges`` are all the judges' labels) the run's
-    panel of judges in another order. The rest once they are loaded. ``read``: the data file
-    the built-in pairs came from, named (`refuse_other_data`) where it changed since."""
-    if shared := [name for name in now["scorers"] if name in judges
-                  and now["scorers"][name].get("backend") == "hf-reward"]:
-        raise BiasscopeError(f"{shared[0]!r} names both a --reward-model and a --judge-model "
-                             "(scores and settings are kept by name): name them apart with "
-                             "NAME=SPEC")
-    store = RunStore(Path(config.out))
-
-    def build(previous: dict[str, Any] | None) -> dict[str, Any]:
-        if previous is not None:
-            _refuse_other_split(store, previous, read or {})
-            _refuse_other_pairs(store, previous, config.pairs, now["pairs"])
-            check_known(store.run_json, _gain_file(previous.get("settings", {}), now),
-                        now, "scorers", "scorer", _whole, {"scorers": "scorer"})
-        return {}
-
-    if store.run_json.is_file() or store.remote is not None:
-        check_run(store, "counterfactual", build)
-    else:
-        refuse_foreign_folder(store)
-    if ordered:
-        _refuse_reordered(config, judges)
-
-
-def _refuse_other_split(store: RunStore, previous: dict[str, Any], read: dict[str, Path]
-                        ) -> None:
-    """The hh-rlhf split edited since the run drew its pairs (``pairs.file_sha256``, the
-    whole file's SHA-256, which an edit past the N pairs kept changes too), refused as an
-    audit refuses a data file: naming the file and both SHA-256, not "a different 'pairs'".
-    A file of the user's pairs is `_refuse_other_pairs`'."""
-    pairs = (previous.get("settings") or {}).get("pairs")
-    if not isinstance(pairs, dict) or pairs.get("source") == "jsonl":
-        return
-    if then := pairs.get("file_sha256"):
-        refuse_other_data(store.root, dict.fromkeys(read, then), read, hashed(read))
-
-
-def _refuse_other_pairs(store: RunStore, previous: dict[str, Any], given: str,
-                        now: dict[str, Any]) -> None:
-    """A file of the user's pairs other than the run's (edited since, or another file),
-    refused as an audit refuses a data file, naming it: by the whole file's SHA-256, or, in
-    a run recorded before that was (``file_sha256`` ""), by its pairs' (``sha256``)."""
-    pairs = (previous.get("settings") or {}).get("pairs")
-    if not isinstance(pairs, dict) or pairs.get("source") != "jsonl" \
-            or now["source"] != "jsonl":
-        return
-    key = "file_sha256" if pairs.get("file_sha256") else "sha256"
-    refuse_other_data(store.root, {"--pairs": pairs.get(key)}, {"--pairs": Path(given)},
-                      {"--pairs": now[key]}, of="" if key == "file_sha256" else "its pairs")
-
-
-def _gain_file(before: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
-    """``before`` (recorded settings) with the SHA-256 of its file of pairs, where the run
-    recorded none (made before it was) and the pairs are those ``now`` has: it gains it."""
-    pairs, ours = before.get("pairs"), now["pairs"]
-    if (isinstance(pairs, dict) and pairs.get("source") == ours["source"] == "jsonl"
-            and pairs.get("file_sha256") == "" and pairs.get("sha256") == ours["sha256"]):
-        return {**before, "pairs": {**pairs, "file_sha256": ours["file_sha256"]}}
-    return before
 
 
 def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],
@@ -348,26 +238,6 @@ def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],
              for i, c in ckpts.items()}
     known.update({order[i]: {**g.identity(), **beside} for i, g in made.items()})
     return order, known, made
-
-
-def _whole(before: dict[str, Any]) -> dict[str, Any] | None:
-    """A scorer's entry as known before loading made whole (`refuse_renamed`): a local model's
-    by `whole_identity`; a server's or canned judge's is whole already (made, not loaded)."""
-    return whole_identity(before) if before.get("backend") in _LOADED else dict(before)
-
-
-_LOADED = ("hf", "hf-reward")  # the backends of scorers loaded from weights
-
-
-def _refuse_reordered(config: CounterfactualConfig, judges: Sequence[str]) -> None:
-    """A panel of judges whose scores the run holds, given in another order: order decides
-    its scores (`refuse_reordered`), and it would be stored beside them as another scorer."""
-    path = Path(config.out) / SCORES
-    if len(judges) < 2 or not path.is_file():
-        return
-    panels = dict.fromkeys(str(r.get("scorer")) for _, r in read_jsonl(path) if "calls" in r)
-    for panel in panels:
-        refuse_reordered(path, panel.split("+"), judges, "--judge-model")
 
 
 def _reward_models(named: list[Named], reward: RewardConfig) -> list[Any]:

@@ -961,4 +961,4 @@ def test_a_local_judge_under_another_name_is_refused_before_it_loads(
     refused([*argv, "--judge-model", f"J={local}"], "holds this scorer as "
              "'checkpoint-10', and this call names it 'J'", loads, capsys)
     refused([*argv, "--judge-model", local, "--position", "fixed"],
-             "settings of scorer 'checkpoint-10' (position", loads, capsys)
+            f"{out} was judged with --position shuffle (fixed now)", loads, capsys)

@@ -1,7 +1,8 @@
-"""``counterfactual --labels FILE``: a label set other than the run's judges answered is refused
-before any judge or reward model is made, in one line naming the flag, its file and what
-changed. Before: "RUN/run.json was made with different settings of scorer 'J' (labels.B: …);
-use another --out or the same settings", once the judges were made."""
+"""``counterfactual --labels FILE`` (and ``--position``): a label set other than the run's
+judges answered, or a position other than they were asked with, is refused before any judge or
+reward model is made, in one line naming the flag, its file and what changed. Before:
+"RUN/run.json was made with different settings of scorer 'J' (labels.B: …); use another --out
+or the same settings", once the judges were made, and a judge new to the run took any."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def test_a_run_whose_judges_answered_several_label_sets_is_compared_per_judge() 
     """Made so before the run's judges were held to one label set: each judge named in the
     call is compared with its own; a judge new to such a run is not refused here."""
     from biasscope.core.errors import BiasscopeError
-    from biasscope.counterfactual.labels import _refuse_other
+    from biasscope.counterfactual.judged import _refuse_other
 
     other = {"X": "yes", "Y": "no"}
     scorers = {"J": {"labels": LABELS, "question_sha256": "1"},
@@ -123,3 +124,41 @@ def test_a_run_whose_judges_answered_several_label_sets_is_compared_per_judge() 
     with pytest.raises(BiasscopeError, match=r"^RUN was made from another --labels \(f.json: "
                        r"labels X, Y then, A, B now\)"):
         _refuse_other("RUN", scorers, ["J", "K"], "f.json", LABELS)
+
+
+def test_another_position_is_refused_before_a_judge_is_made(
+        given: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the run's judge under another --position was refused in the settings line, and
+    a judge new to the run was taken under any: its scores could then never be summarised
+    with the others' (a call gives one --position to every judge)."""
+    out = given["out"]
+    assert main(argv(given, "J=canned:A")) == 0
+    capsys.readouterr()
+    before, loads = files(out), nothing_made(monkeypatch)
+    said = (f"{out} was judged with --position shuffle (permute now): give --position shuffle, "
+            "or use another --out for this one")
+    refused([*argv(given, "J=canned:A"), "--position", "permute"], said, loads, capsys)
+    refused([*argv(given, "K=canned:B"), "--position", "permute"], said, loads, capsys)
+    refused([*argv(given, "K=canned:B"), "--position", "consensus"],
+            "--position shuffle (consensus now)", loads, capsys)
+    assert files(out) == before
+
+
+def test_the_same_position_reruns_and_a_run_of_several_is_compared_per_judge(
+        given: dict[str, Path]) -> None:
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.counterfactual.judged import _refuse_other_position
+
+    assert main([*argv(given, "J=canned:A"), "--position", "fixed"]) == 0
+    assert main([*argv(given, "K=canned:B"), "--position", "fixed"]) == 0
+    scorers = json.loads((given["out"] / "run.json").read_text())["settings"]["scorers"]
+    assert {n: e["position"] for n, e in scorers.items()} == {"J": "fixed", "K": "fixed"}
+    several = {"J": {"position": "fixed", "question_sha256": "1"},
+               "K": {"position": "permute", "question_sha256": "2"},
+               "rm": {"backend": "hf-reward"}}  # made so before this check
+    _refuse_other_position("RUN", several, ["K", None], "permute")
+    _refuse_other_position("RUN", several, ["new"], "consensus")
+    with pytest.raises(BiasscopeError, match=r"^RUN was judged with --position fixed "
+                       r"\(permute now\)"):
+        _refuse_other_position("RUN", several, ["J", "K"], "permute")

@@ -34,7 +34,7 @@ from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import given_file, read_jsonl
 from biasscope.counterfactual import scorers as cf
-from biasscope.counterfactual.labels import refuse_other_labels
+from biasscope.counterfactual.judged import refuse_other_judging
 from biasscope.counterfactual.rerun import (
     SCORES,
     check_before_loading,
@@ -89,7 +89,8 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     judges = parse_models(list(config.judges), "--judge-model", joiner="+") \
         if judge is None else []  # the panel is named a+b
     if judged:  # a rerun of its reward models alone keeps the judges' scores as they are
-        refuse_other_labels(config.out, [name for name, _ in judges], config.labels, labels)
+        refuse_other_judging(config.out, [name for name, _ in judges], config.labels, labels,
+                             config.position)
     pairs = {"source": "jsonl" if own else config.pairs, "file_sha256": source_sha,
              "sha256": cf.items_sha256(items)}
     # A run in --out that this call cannot join is refused before a model loads (minutes).

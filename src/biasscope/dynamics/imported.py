@@ -118,9 +118,9 @@ def refuse_other(store: RunStore, imported: Imported) -> None:
                                  "--out for this one")
         lost = sorted(set(mine) - set(s.read), key=_step)
         if lost:
-            raise BiasscopeError(f"{store.root} was made from {lost[0]}, a file --lm-eval-"
-                                 f"results no longer matches: give a glob that matches it, or "
-                                 "use another --out for this one")
+            raise BiasscopeError(f"{store.root} was made from {lost[0]}, a file "
+                                 "--lm-eval-results no longer matches: give a glob that "
+                                 "matches it, or use another --out for this one")
         entry = stored.get(s.model) if isinstance(stored, Mapping) else None
         if not isinstance(entry, Mapping):
             continue

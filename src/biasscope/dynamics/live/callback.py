@@ -150,22 +150,49 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None,
                     processing_class: Any = None, **kwargs: Any) -> Any:
-        if state.global_step % self.config.every == 0:
+        """Every ``every`` steps, and at ``max_steps`` (the last step when it is no multiple
+        of ``every``): the Trainer calls this before it saves the step's checkpoint and, at
+        the end, before ``load_best_model_at_end`` swaps the weights, so the model here is
+        the step's own."""
+        if (state.global_step % self.config.every == 0
+                or state.global_step == (state.max_steps or -1)):
             return self._guarded(state, control, model,
                                  self.tokenizer or processing_class or kwargs.get("tokenizer"))
         return control
 
     def on_train_end(self, args: Any, state: Any, control: Any, model: Any = None,
                      processing_class: Any = None, **kwargs: Any) -> Any:
-        """The trained model too, when ``max_steps`` is no multiple of ``every``: a curve
-        without its last step would put "the final checkpoint" (what a stop is weighed
-        against) short of the model the training produced."""
-        control = self._guarded(state, control, model,
-                                self.tokenizer or processing_class or kwargs.get("tokenizer"),
-                                may_stop=False)
+        """The trained model too, when training stopped at a step no multiple of ``every``
+        before ``max_steps`` (another callback's stop): a curve without its last step would put
+        "the final checkpoint" (what a stop is weighed against) short of the model the
+        training produced. Not where ``load_best_model_at_end`` has swapped in the best
+        checkpoint's weights (the Trainer does so before this call): they are not that step's,
+        and a step never holds another model's records (`_swapped`)."""
+        if not self._swapped(args, state):
+            control = self._guarded(state, control, model, self.tokenizer or processing_class
+                                    or kwargs.get("tokenizer"), may_stop=False)
         live.unplan(self.out, self.config,
                     [s for s in self._planned(state) if s > int(state.global_step)])
         return control
+
+    def _swapped(self, args: Any, state: Any) -> bool:
+        """Whether the last step is left unscored at the end, said in one warning: never
+        evaluated (training stopped there by another callback) and the model in hand is the
+        one ``load_best_model_at_end`` loaded. A step whose evaluation raised is completed on
+        its recorded weights only, which says so itself (`_left_missing`)."""
+        step, best = int(state.global_step), getattr(state, "best_model_checkpoint", None)
+        if not (getattr(args, "load_best_model_at_end", False) and best) or \
+                step in self.failed or step in self.held or \
+                any(h.get("step") == step for h in self.history):
+            return False
+        scored = [int(h["step"]) for h in self.history if "step" in h] + list(self.held)
+        ends = f"step {max(scored)}" if scored else "no step"
+        print(f"warning: biasscope: step {step}, where training stopped, not scored: "
+              f"load_best_model_at_end has put the weights of {best} in the model, not step "
+              f"{step}'s own, so the run's curve ends at {ends}; to have the step a stop "
+              f"comes at scored, make every ({self.config.every}) divide eval_steps (a stop "
+              "follows an evaluation)", file=sys.stderr)
+        return True
 
     def _planned(self, state: Any) -> list[int]:
         """The steps this training will evaluate after the one it starts (or resumes) at."""

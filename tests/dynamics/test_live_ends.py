@@ -1,0 +1,102 @@
+"""A live run's last step and its seeds: scored on the step's own weights, resumed with the
+run's seeds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from biasscope.dynamics.live import weights  # noqa: E402
+from biasscope.dynamics.live.evaluate import evaluate_now  # noqa: E402
+from biasscope.dynamics.scoring.units import unit_summary  # noqa: E402
+from biasscope.probes import load_probe  # noqa: E402
+from biasscope.store.directory import RunStore  # noqa: E402
+from live_trainer import train  # noqa: E402
+
+
+@pytest.fixture
+def data(tmp_path, winobias_dir):
+    (tmp_path / "data").symlink_to(winobias_dir)
+    return tmp_path
+
+
+def held_out(tokenizer) -> list[dict]:
+    ids = tokenizer(["The nurse said she would help. Answer: female"] * 4)["input_ids"]
+    return [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
+
+
+def gap(model, tokenizer, data: Path, out: Path, step: int) -> float:
+    probe = load_probe("winobias-gender", data_dir=data / "data")
+    return evaluate_now(model, tokenizer, [probe], out, step)["winobias-gender/jsdp_gap"]
+
+
+def test_the_last_step_is_scored_on_its_own_weights_not_the_best_checkpoint_s(
+        data, tiny_tokenizer, one_thread):
+    """Before: with ``max_steps`` no multiple of ``every`` the last step was scored when
+    training ended, after ``load_best_model_at_end`` had put the best checkpoint's weights in
+    the model, and recorded as step 5. It is now scored at its own step's end (before the
+    Trainer saves checkpoint-5 and loads the best): its records are checkpoint-5's."""
+    from transformers import AutoModelForCausalLM
+
+    out = data / "live"
+    trainer = train(tiny_tokenizer, data, out, 5, eval_dataset=held_out(tiny_tokenizer),
+                    eval_strategy="steps", eval_steps=2, load_best_model_at_end=True,
+                    metric_for_best_model="loss", greater_is_better=True)
+    assert trainer.state.best_model_checkpoint.endswith("checkpoint-2")  # the worst loss
+    records = RunStore(out).records()
+    assert sorted(set(records["step"])) == [0, 2, 4, 5]
+    stored = unit_summary(records[records["step"] == 5])[2]["jsdp_gap"]
+    own = AutoModelForCausalLM.from_pretrained(data / "trainer/checkpoint-5")
+    assert stored == pytest.approx(gap(own, tiny_tokenizer, data, data / "own", 5), abs=1e-6)
+    best = gap(trainer.model, tiny_tokenizer, data, data / "best", 5)  # the model at the end
+    assert stored != pytest.approx(best, abs=1e-6)
+    assert weights.recorded(out, "live", 5) == weights.digest(own)
+
+
+def test_a_step_a_stop_comes_at_is_not_scored_on_the_best_checkpoint_s_weights(
+        data, tiny_tokenizer, one_thread, capsys):
+    """Another callback stops training after the evaluation at step 4 (every 3): the
+    Trainer then loads the best checkpoint before training ends, so step 4's weights are not
+    in hand. Before, they were scored as step 4; now the step is left out, said in one
+    warning, and the curve ends at step 3."""
+    from transformers import TrainerCallback
+
+    class StopAt4(TrainerCallback):
+        def on_evaluate(self, args, state, control, **kwargs):
+            if state.global_step == 4:
+                control.should_training_stop = True
+
+    out = data / "live"
+    trainer = train(tiny_tokenizer, data, out, 8, every=3, callbacks=[StopAt4()],
+                    eval_dataset=held_out(tiny_tokenizer), eval_strategy="steps",
+                    eval_steps=2, load_best_model_at_end=True)
+    assert trainer.state.global_step == 4
+    store = RunStore(out)
+    assert sorted(set(store.records()["step"])) == [0, 3]
+    assert [c["step"] for c in store.read_json("run.json")["checkpoints"]] == [0, 3]
+    err = [line for line in capsys.readouterr().err.splitlines() if "biasscope" in line]
+    best = trainer.state.best_model_checkpoint
+    assert err == [f"warning: biasscope: step 4, where training stopped, not scored: "
+                   f"load_best_model_at_end has put the weights of {best} in the model, not "
+                   "step 4's own, so the run's curve ends at step 3; to have the step a stop "
+                   "comes at scored, make every (3) divide eval_steps (a stop follows an "
+                   "evaluation)"]
+
+
+def test_without_load_best_model_at_end_a_stop_s_step_is_scored_when_training_ends(
+        data, tiny_tokenizer, one_thread):
+    """The model at the end is the step's own there: scored, as before."""
+    from transformers import TrainerCallback
+
+    class StopAt4(TrainerCallback):
+        def on_evaluate(self, args, state, control, **kwargs):
+            if state.global_step == 4:
+                control.should_training_stop = True
+
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 8, every=3, callbacks=[StopAt4()],
+          eval_dataset=held_out(tiny_tokenizer), eval_strategy="steps", eval_steps=2)
+    assert sorted(set(RunStore(out).records()["step"])) == [0, 3, 4]

@@ -14,7 +14,7 @@ from biasscope.dynamics.live.evaluate import evaluate_now  # noqa: E402
 from biasscope.dynamics.scoring.units import unit_summary  # noqa: E402
 from biasscope.probes import load_probe  # noqa: E402
 from biasscope.store.directory import RunStore  # noqa: E402
-from live_trainer import train  # noqa: E402
+from live_trainer import train, written  # noqa: E402
 
 
 @pytest.fixture
@@ -100,3 +100,20 @@ def test_without_load_best_model_at_end_a_stop_s_step_is_scored_when_training_en
     train(tiny_tokenizer, data, out, 8, every=3, callbacks=[StopAt4()],
           eval_dataset=held_out(tiny_tokenizer), eval_strategy="steps", eval_steps=2)
     assert sorted(set(RunStore(out).records()["step"])) == [0, 3, 4]
+
+
+def test_an_unseeded_probe_s_steps_are_held_with_seeds_without_0(data, tiny_tokenizer,
+                                                                  one_thread):
+    """Perplexity does not vary with the seed: its units are seed 0's whatever the seeds.
+    Before, a run of seeds (1,) was read as holding none of its steps, so resuming it was
+    refused as adding perplexity."""
+    text = data / "held.txt"
+    text.write_text("The nurse said she would help.\nThe doctor said he would help.\n")
+    added = [load_probe("perplexity", text=text)]
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 4, probes=added, seeds=(1,))
+    before = written(out)
+    train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"),
+          probes=added, seeds=(1,), restoring=True)
+    after = written(out)
+    assert {k: after[k] for k in before} == before and len(after) == len(before) + 2

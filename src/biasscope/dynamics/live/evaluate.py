@@ -104,7 +104,7 @@ def held_units(out: str | Path, model_name: str) -> dict[int, dict[str, set[int]
     run = store.read_json("run.json")
     have = {p.name for p in store.unit_files()}
     probes = list(run.get("settings", {}).get("probes", {}))
-    seeds = [int(s) for s in run.get("seeds", [])] or [0]
+    seeds = sorted({int(s) for s in run.get("seeds", [])} | {0})  # unseeded probes': seed 0
     held: dict[int, dict[str, set[int]]] = {}
     for e in run.get("checkpoints", []):
         if isinstance(e, dict) and e.get("model") == model_name and e.get("step") is not None:

@@ -9,6 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from biasscope.core.errors import BiasscopeError  # noqa: E402
 from biasscope.dynamics.live import weights  # noqa: E402
 from biasscope.dynamics.live.evaluate import evaluate_now  # noqa: E402
 from biasscope.dynamics.scoring.units import unit_summary  # noqa: E402
@@ -100,6 +101,42 @@ def test_without_load_best_model_at_end_a_stop_s_step_is_scored_when_training_en
     train(tiny_tokenizer, data, out, 8, every=3, callbacks=[StopAt4()],
           eval_dataset=held_out(tiny_tokenizer), eval_strategy="steps", eval_steps=2)
     assert sorted(set(RunStore(out).records()["step"])) == [0, 3, 4]
+
+
+def test_a_seed_added_on_resuming_is_refused_before_training(data, tiny_tokenizer, one_thread):
+    """Before: the added seed was scored from the resumed step on, so the seed means before it
+    were over one option order and after it over two, and the report called every earlier
+    step unfinished for good. Refused as an added probe is, before any update."""
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 4)
+    before = written(out)
+    with pytest.raises(BiasscopeError) as caught:
+        train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"),
+              seeds=(0, 1, 2))
+    assert str(caught.value) == (
+        f"seeds: {out} holds steps 0, 2, 4 of model_name 'live' without seeds 1, 2, which "
+        "this training resumed at step 4 adds; the steps before it are not scored again "
+        "(their weights are gone), so their seed means would be over other option orders than "
+        "later steps': resume with the run's seeds (LiveConfig(seeds=(0,))), or give the "
+        "added seeds a BiasCallback of their own with another out (its curve starts at step 4)")
+    assert written(out) == before
+
+
+def test_a_seed_dropped_on_resuming_is_refused_before_training(data, tiny_tokenizer,
+                                                               one_thread):
+    """Before: the later steps had no records of the dropped seed, which run.json still
+    lists, so the report called each of them unscored "as the training reaches them"."""
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 4, seeds=(0, 1))
+    before = written(out)
+    with pytest.raises(BiasscopeError) as caught:
+        train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"))
+    assert str(caught.value) == (
+        f"seeds: {out} holds steps 0, 2, 4 of model_name 'live' with seed 1, which this "
+        "training resumed at step 4 leaves out; its records would stop at step 4 and the "
+        "report would call every later step unscored: resume with the run's seeds "
+        "(LiveConfig(seeds=(0, 1))), or give this training another out")
+    assert written(out) == before
 
 
 def test_an_unseeded_probe_s_steps_are_held_with_seeds_without_0(data, tiny_tokenizer,

@@ -41,8 +41,12 @@ def _eval_loss(metrics: Any) -> tuple[Any, str | None]:
 
 def _units(lacking: dict[str, list[int]]) -> str:
     """``winobias-gender seed 1; bbq seeds 0, 1``: a step's missing units (`live.lacking`)."""
-    return "; ".join(f"{name} seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
-                     for name, seeds in lacking.items())
+    return "; ".join(f"{name} {_seeds(seeds)}" for name, seeds in lacking.items())
+
+
+def _seeds(seeds: Sequence[int]) -> str:
+    """``seed 1`` or ``seeds 1, 2``."""
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
 
 
 def _callback_base() -> type:
@@ -299,6 +303,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         held = live.held_units(self.out, self.config.model_name)
         if held and at > 0:
             self._refuse_other_probes({s: set(probes) for s, probes in held.items()}, at)
+            self._refuse_other_seeds(held, at)
         known = {h.get("step") for h in self.history}
         later = [s for s in sorted(held) if (s > at or at == 0) and s not in known]
         if at > 0 and len(later) == 1 and (lacks := live.lacking(self.probes, self.config,
@@ -350,3 +355,35 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                 f"step {at} leaves out; its curve would stop at step {last} and the report "
                 f"would call every later step unscored: {ours}, or give this training "
                 "another out")
+
+    def _refuse_other_seeds(self, held: dict[int, dict[str, set[int]]], at: int) -> None:
+        """A training resumed at step ``at`` scores the seeds the run has, as it does its
+        probes: an added seed would have no records of the steps already held (their weights
+        are gone), so each step's seed mean before ``at`` would be over other option orders
+        than after it, and the report would call those steps unfinished for good; a dropped
+        one would stop at ``at``, every later step named unscored."""
+        seeded = {p.name for p in self.probes if getattr(p, "seeded", True)}
+        recorded = {s: {seed for name, seeds in probes.items() if name in seeded
+                        for seed in seeds} for s, probes in held.items()}
+        ours = set().union(*recorded.values())
+        if not ours:  # no seeded probe: every unit is seed 0
+            return
+        steps = ", ".join(map(str, sorted(held)[:10])) + (" …" if len(held) > 10 else "")
+        whose = f"{self.out} holds steps {steps} of model_name {self.config.model_name!r}"
+        theirs = f"resume with the run's seeds (LiveConfig(seeds={tuple(sorted(ours))}))"
+        if added := sorted(set(self.config.seeds) - ours):
+            raise BiasscopeError(
+                f"seeds: {whose} without {_seeds(added)}, which this training resumed at step "
+                f"{at} adds; the steps before it are not scored again (their weights are "
+                "gone), so their seed means would be over other option orders than later "
+                f"steps': {theirs}, or give the added "
+                "seeds a BiasCallback of their own with another out (its curve starts at step "
+                f"{at})")
+        if dropped := sorted(ours - set(self.config.seeds)):
+            last = max(s for s, seeds in recorded.items() if seeds & set(dropped))
+            raise BiasscopeError(
+                f"seeds: {whose} with {_seeds(dropped)}, which this training resumed at step "
+                f"{at} leaves out; {'their' if len(dropped) > 1 else 'its'} records would "
+                f"stop at step {last} and the report would "
+                f"call every later step unscored: {theirs}, or give this training another out")
+

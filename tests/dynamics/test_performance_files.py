@@ -249,3 +249,36 @@ def test_a_run_from_before_gains_the_record_or_refuses_other_values(
     assert loads == [] and files(out) == before
     assert run(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv)) == 0
     assert recorded(out)[CSV] == file_sha256(csv)  # gained
+
+
+def test_a_file_for_a_live_run_s_series_says_it_came_from_the_training(
+        tmp_path, winobias_dir, tiny_tokenizer, one_thread, capsys, monkeypatch):
+    """A live run's series is the Trainer's eval loss, recorded by BiasCallback: no file. A
+    later --performance-csv into its folder was refused as "made from another
+    --performance-csv", a file it never had, and one with the same values replaced it."""
+    import torch
+
+    from live_trainer import train
+
+    (tmp_path / "data").symlink_to(winobias_dir)
+    out = tmp_path / "live"
+    ids = tiny_tokenizer(["The doctor said he would help. Answer: male"] * 4)["input_ids"]
+    held = [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
+    train(tiny_tokenizer, tmp_path, out, 4, eval_dataset=held, eval_strategy="steps",
+          eval_steps=2, eval_on_start=True)
+    series = json.loads((out / "performance.json").read_text())["series"]["live"]
+    csv = tmp_path / "perf.csv"
+    for values in ({2: 0.1, 4: 0.2}, {int(k): v for k, v in series["values"].items()}):
+        csv.write_text("".join(f"{k},{v!r}\n" for k, v in values.items()))
+        capsys.readouterr()
+        before, loads = files(out), loads_nothing(monkeypatch)
+        glob = str(tmp_path / "trainer" / "checkpoint-*")
+        assert main(["dynamics", "--checkpoint-glob", f"live={glob}", "--data-dir",
+                     str(winobias_dir), "--out", str(out), "--device", "cpu", "--quiet",
+                     "--performance-csv", str(csv)]) == 2
+        assert one_line(capsys) == (
+            f"biasscope: error: {out} holds live's performance series from its training's "
+            "own evaluation (1 / eval perplexity, recorded by BiasCallback), not from a file, "
+            "and --performance-csv would replace it: drop --performance-csv (the run keeps its "
+            "series), or use another --out for this one")
+        assert loads == [] and files(out) == before

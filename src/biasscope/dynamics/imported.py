@@ -8,7 +8,8 @@ N``, one per checkpoint's results file): the early-stopping recommendation is co
 these numbers, so a rerun from an edited or other file is refused as an edited data file is,
 not recomputed from other numbers under the same run.json. A rerun that leaves the flag out
 keeps the series and its record (as it keeps the run's probes and seeds); ``biasscope
-report`` reads only ``performance.json``, which is written only here and by a live run.
+report`` reads only ``performance.json``, which is written only here and by a live run. A live
+run's series (its training's evaluation) has no file: a file for its model is refused.
 """
 
 from __future__ import annotations
@@ -128,6 +129,12 @@ def refuse_other(store: RunStore, imported: Imported) -> None:
             raise BiasscopeError(f"{store.root} was made with --lm-eval-metric "
                                  f"{entry.get('source')}, and this call gives {s.label}: give "
                                  "it again, or use another --out for this one")
+        if not mine and performance.from_training(entry.get("source")):
+            raise BiasscopeError(f"{store.root} holds {s.model}'s performance series from its "
+                                 f"training's own evaluation ({entry.get('source')}, recorded "
+                                 f"by BiasCallback), not from a file, and {s.flag} would "
+                                 f"replace it: drop {s.flag} (the run keeps its series), or "
+                                 "use another --out for this one")
         if not mine:  # a run from before the files were recorded: its values are the record
             _refuse_other_values(store, s, entry)
 

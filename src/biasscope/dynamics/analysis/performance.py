@@ -24,6 +24,16 @@ from biasscope.store.files import write_json
 
 FILE = "performance.json"
 Series = dict[int, float]
+#: The source of a live run's series: its Trainer's eval loss, as 1 / perplexity, recorded by
+#: ``BiasCallback`` at each evaluation (``… (NAME)`` for one of a dict of eval sets).
+TRAINING_SOURCE = "1 / eval perplexity"
+
+
+def from_training(source: object) -> bool:
+    """Whether a series' ``source`` is a live run's training evaluation (`TRAINING_SOURCE`),
+    not a file: no file reproduces it, so none may replace it."""
+    return isinstance(source, str) and (source == TRAINING_SOURCE
+                                        or source.startswith(f"{TRAINING_SOURCE} ("))
 
 
 def from_csv(path: str | Path) -> Series:

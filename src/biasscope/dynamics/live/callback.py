@@ -24,7 +24,7 @@ from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
 
 #: The performance series a live run's Trainer evaluation gives, as the report names it.
-EVAL_SOURCE = "1 / eval perplexity"
+EVAL_SOURCE = performance.TRAINING_SOURCE
 
 
 def _eval_loss(metrics: Any) -> tuple[Any, str | None]:

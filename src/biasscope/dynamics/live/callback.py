@@ -18,7 +18,7 @@ from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.live import evaluate as live
-from biasscope.dynamics.live import weights
+from biasscope.dynamics.live import resume, weights
 from biasscope.dynamics.live.evaluate import LiveConfig, is_logged
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
@@ -37,16 +37,6 @@ def _eval_loss(metrics: Any) -> tuple[Any, str | None]:
     if len(named) == 1:
         return metrics[named[0]], named[0][len("eval_"):-len("_loss")]
     return None, None
-
-
-def _units(lacking: dict[str, list[int]]) -> str:
-    """``winobias-gender seed 1; bbq seeds 0, 1``: a step's missing units (`live.lacking`)."""
-    return "; ".join(f"{name} {_seeds(seeds)}" for name, seeds in lacking.items())
-
-
-def _seeds(seeds: Sequence[int]) -> str:
-    """``seed 1`` or ``seeds 1, 2``."""
-    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
 
 
 def _callback_base() -> type:
@@ -143,7 +133,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         if step in self.unmatched:
             return
         self.unmatched.add(step)
-        units = _units(lacking)
+        units = resume.units_text(lacking)
         why = ("no record of the weights it was scored on" if then is None else
                "these weights cannot be read here" if now is None else
                f"the model here is not the one it was scored on (weights {then[:12]} then, "
@@ -302,8 +292,8 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         resumed) are its own: kept."""
         held = live.held_units(self.out, self.config.model_name)
         if held and at > 0:
-            self._refuse_other_probes({s: set(probes) for s, probes in held.items()}, at)
-            self._refuse_other_seeds(held, at)
+            resume.refuse_other_probes(self.probes, self.out, self.config, held, at)
+            resume.refuse_other_seeds(self.probes, self.out, self.config, held, at)
         known = {h.get("step") for h in self.history}
         later = [s for s in sorted(held) if (s > at or at == 0) and s not in known]
         if at > 0 and len(later) == 1 and (lacks := live.lacking(self.probes, self.config,
@@ -312,8 +302,9 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
             # checkpoint (it saves after the step's callbacks): the weights are gone.
             raise BiasscopeError(
                 f"out: {self.out} holds step {later[0]} of model_name "
-                f"{self.config.model_name!r} in part only ({_units(lacks)} missing: its "
-                f"evaluation was cut short), past step {at}, where this training resumes; it "
+                f"{self.config.model_name!r} in part only ({resume.units_text(lacks)} "
+                f"missing: its evaluation was cut short), past step {at}, where this training "
+                "resumes; it "
                 f"would reach step {later[0]} on weights of its own, and one step's units "
                 f"come from one model: resume from checkpoint-{later[0]} if the Trainer saved "
                 "it (its missing units are then scored), else give another out or "
@@ -329,61 +320,3 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                 "give another out or LiveConfig(model_name=...), or resume the training "
                 "that wrote them (trainer.train(resume_from_checkpoint=...))")
         return held
-
-    def _refuse_other_probes(self, held: dict[int, set[str]], at: int) -> None:
-        """A training resumed at step ``at`` scores the probes the run has, refused before any
-        update otherwise. An added one: the steps already held are not scored again, so its
-        curve would start at ``at`` with the earlier steps missing, beside probes that have
-        them. A dropped one: run.json lists each step for every probe the run has, so its
-        curve would stop at its last step and the report call every later step unscored."""
-        recorded = set().union(*held.values())
-        names = [p.name for p in self.probes]
-        added = [n for n in names if n not in recorded]
-        steps = ", ".join(map(str, sorted(held)[:10])) + (" …" if len(held) > 10 else "")
-        whose = f"{self.out} holds steps {steps} of model_name {self.config.model_name!r}"
-        ours = f"resume with the run's probes ({', '.join(sorted(recorded)) or 'none'})"
-        if added:
-            raise BiasscopeError(
-                f"probes: {whose} without {', '.join(added)}, which this training resumed at "
-                f"step {at} adds; those steps are not scored again: give the added probes a "
-                f"BiasCallback of their own with another out (its curve starts at step {at}), "
-                f"or {ours}")
-        if dropped := sorted(recorded - set(names)):
-            last = max(s for s, probes in held.items() if probes & set(dropped))
-            raise BiasscopeError(
-                f"probes: {whose} with {', '.join(dropped)}, which this training resumed at "
-                f"step {at} leaves out; its curve would stop at step {last} and the report "
-                f"would call every later step unscored: {ours}, or give this training "
-                "another out")
-
-    def _refuse_other_seeds(self, held: dict[int, dict[str, set[int]]], at: int) -> None:
-        """A training resumed at step ``at`` scores the seeds the run has, as it does its
-        probes: an added seed would have no records of the steps already held (their weights
-        are gone), so each step's seed mean before ``at`` would be over other option orders
-        than after it, and the report would call those steps unfinished for good; a dropped
-        one would stop at ``at``, every later step named unscored."""
-        seeded = {p.name for p in self.probes if getattr(p, "seeded", True)}
-        recorded = {s: {seed for name, seeds in probes.items() if name in seeded
-                        for seed in seeds} for s, probes in held.items()}
-        ours = set().union(*recorded.values())
-        if not ours:  # no seeded probe: every unit is seed 0
-            return
-        steps = ", ".join(map(str, sorted(held)[:10])) + (" …" if len(held) > 10 else "")
-        whose = f"{self.out} holds steps {steps} of model_name {self.config.model_name!r}"
-        theirs = f"resume with the run's seeds (LiveConfig(seeds={tuple(sorted(ours))}))"
-        if added := sorted(set(self.config.seeds) - ours):
-            raise BiasscopeError(
-                f"seeds: {whose} without {_seeds(added)}, which this training resumed at step "
-                f"{at} adds; the steps before it are not scored again (their weights are "
-                "gone), so their seed means would be over other option orders than later "
-                f"steps': {theirs}, or give the added "
-                "seeds a BiasCallback of their own with another out (its curve starts at step "
-                f"{at})")
-        if dropped := sorted(ours - set(self.config.seeds)):
-            last = max(s for s, seeds in recorded.items() if seeds & set(dropped))
-            raise BiasscopeError(
-                f"seeds: {whose} with {_seeds(dropped)}, which this training resumed at step "
-                f"{at} leaves out; {'their' if len(dropped) > 1 else 'its'} records would "
-                f"stop at step {last} and the report would "
-                f"call every later step unscored: {theirs}, or give this training another out")
-

@@ -154,3 +154,58 @@ def test_an_unseeded_probe_s_steps_are_held_with_seeds_without_0(data, tiny_toke
           probes=added, seeds=(1,), restoring=True)
     after = written(out)
     assert {k: after[k] for k in before} == before and len(after) == len(before) + 2
+
+
+def test_a_file_s_series_is_not_mixed_with_a_resumed_training_s_eval_loss(
+        data, tiny_tokenizer, winobias_dir, one_thread, capsys):
+    """A series `biasscope dynamics --performance-csv` gave the live model, then a training
+    resumed with an eval_dataset: before, its eval perplexity was added to the file's values
+    and the series renamed "1 / eval perplexity", a stop weighed across both. It is left as
+    it is, said once."""
+    from biasscope.cli.main import main
+
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 4)
+    csv = data / "perf.csv"
+    csv.write_text("2,0.1\n4,0.2\n")
+    glob = str(data / "trainer" / "checkpoint-*")
+    assert main(["dynamics", "--checkpoint-glob", f"live={glob}", "--data-dir",
+                 str(winobias_dir), "--out", str(out), "--seeds", "0", "--device", "cpu",
+                 "--quiet", "--performance-csv", str(csv)]) == 0
+    before = (out / "performance.json").read_bytes()
+    capsys.readouterr()
+    train(tiny_tokenizer, data, out, 8, resume=str(data / "trainer/checkpoint-4"),
+          restoring=True, eval_dataset=held_out(tiny_tokenizer), eval_strategy="steps",
+          eval_steps=2)
+    assert (out / "performance.json").read_bytes() == before
+    err = [line for line in capsys.readouterr().err.splitlines() if "series" in line]
+    assert err == ["warning: biasscope: the run's performance series for 'live' comes from a "
+                   "file ('performance (perf.csv)', given to biasscope dynamics), not from the "
+                   "training: this training's '1 / eval perplexity' is not recorded beside it "
+                   "(one series per model); give this training another out to record it"]
+
+
+def test_a_resumed_training_s_other_eval_set_is_not_mixed_into_the_run_s_series(
+        data, tiny_tokenizer, one_thread, capsys):
+    """Before: resumed with metric_for_best_model naming another eval set, its values joined
+    the first set's and the series was renamed for the second."""
+    import json
+
+    sets = {"news": held_out(tiny_tokenizer),
+            "code": held_out(tiny_tokenizer)[:2]}
+    out = data / "live"
+    train(tiny_tokenizer, data, out, 4, eval_strategy="steps", eval_steps=2,
+          eval_dataset=sets, metric_for_best_model="news_loss")
+    before = (out / "performance.json").read_bytes()
+    capsys.readouterr()
+    train(tiny_tokenizer, data, out, 6, resume=str(data / "trainer/checkpoint-4"),
+          restoring=True, eval_strategy="steps", eval_steps=2, eval_dataset=sets,
+          metric_for_best_model="code_loss")
+    assert (out / "performance.json").read_bytes() == before
+    assert json.loads(before)["series"]["live"]["source"] == "1 / eval perplexity (news)"
+    err = [line for line in capsys.readouterr().err.splitlines() if "series" in line]
+    assert err == ["warning: biasscope: the run's performance series for 'live' is '1 / eval "
+                   "perplexity (news)', another eval set than this training's '1 / eval "
+                   "perplexity (code)', which is not recorded beside it (one series per model): "
+                   "evaluate the run's set (with a dict, name it in TrainingArguments("
+                   "metric_for_best_model=...)), or give this training another out"]

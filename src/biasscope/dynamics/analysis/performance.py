@@ -148,6 +148,14 @@ def add(store: RunStore, model: str, step: int, value: float, source: str) -> No
     save(store, model, {**values, step: value}, source)
 
 
+def source_of(store: RunStore, model: str) -> str | None:
+    """The source of ``model``'s series in ``performance.json``; None where it has none."""
+    if not (store.root / FILE).is_file():
+        return None
+    entry = store.read_json(FILE).get("series", {}).get(model)
+    return str(entry.get("source", "performance")) if isinstance(entry, dict) else None
+
+
 def load(store: RunStore, summary: dict[str, Any]) -> dict[str, tuple[str, Series]]:
     """Per model: (name, series). Imported series win; else the performance a probe of the run
     gives (``PROBES[name].performance``: LAMBADA accuracy, 1 / held-out perplexity)."""

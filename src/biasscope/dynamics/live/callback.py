@@ -236,9 +236,34 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
                 return control
         if isinstance(loss, (int, float)) and math.isfinite(loss):
             source = EVAL_SOURCE if name is None else f"{EVAL_SOURCE} ({name})"
-            performance.add(RunStore(self.out), self.config.model_name, int(state.global_step),
+            store = RunStore(self.out)
+            then = performance.source_of(store, self.config.model_name)
+            if then is not None and then != source:  # one series per model, of one source
+                self._other_series(then, source)
+                return control
+            performance.add(store, self.config.model_name, int(state.global_step),
                             math.exp(-loss), source)
         return control
+
+    def _other_series(self, then: str, now: str) -> None:
+        """Say once that the run's series is of another source than this evaluation (a file
+        `biasscope dynamics` imported, or another eval set), which is not recorded beside it:
+        one series of two sources would weigh a stop against values that do not compare."""
+        if f"series: {now}" in self._told:
+            return
+        self._told.add(f"series: {now}")
+        model = self.config.model_name
+        if performance.from_training(then):
+            print(f"warning: biasscope: the run's performance series for {model!r} is {then!r}, "
+                  f"another eval set than this training's {now!r}, which is not recorded "
+                  "beside it (one series per model): evaluate the run's set (with a dict, name "
+                  "it in TrainingArguments(metric_for_best_model=...)), or give this training "
+                  "another out", file=sys.stderr)
+        else:
+            print(f"warning: biasscope: the run's performance series for {model!r} comes from a "
+                  f"file ({then!r}, given to biasscope dynamics), not from the training: this "
+                  f"training's {now!r} is not recorded beside it (one series per model); give "
+                  "this training another out to record it", file=sys.stderr)
 
     def _named_set(self, args: Any, name: str) -> bool | None:
         """Whether ``metric_for_best_model`` names eval set ``name`` (True), another set

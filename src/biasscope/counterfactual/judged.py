@@ -19,6 +19,7 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.judge import labels_sha256, refuse_other_label_set
 from biasscope.store.directory import RunStore
+from biasscope.store.run_json import readable_settings
 
 
 def refuse_other_judging(out: str | Path, names: Iterable[str | None], given: str | None,
@@ -29,15 +30,7 @@ def refuse_other_judging(out: str | Path, names: Iterable[str | None], given: st
     from the model, known only once it is made). A run.json that cannot be read, or of
     another kind, is left to the checks that say so."""
     store = RunStore(Path(out))
-    store.pull("run.json")
-    if not store.run_json.is_file():
-        return
-    try:
-        previous = store.read_json("run.json")
-    except BiasscopeError:
-        return
-    settings = previous.get("settings")
-    if previous.get("kind") == "counterfactual" and isinstance(settings, Mapping):
+    if (settings := readable_settings(store, "counterfactual")) is not None:
         _refuse_other(store.root, settings.get("scorers"), names, given, labels)
         _refuse_other_position(store.root, settings.get("scorers"), names, position)
 

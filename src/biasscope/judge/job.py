@@ -34,7 +34,7 @@ from biasscope.judge.label_sets import labels_sha256, refuse_other_label_set
 from biasscope.judge.settings import JudgeConfig as JudgeConfig
 from biasscope.judge.tasks import question_sha256
 from biasscope.store.directory import RunStore
-from biasscope.store.run_json import rewritten, unsettled
+from biasscope.store.run_json import readable_settings, rewritten, unsettled
 
 
 @dataclass(frozen=True)
@@ -163,15 +163,7 @@ def _refuse_other_input(config: JudgeConfig, kind: str,
     or of another kind, is left to `check`. A label set given or dropped is refused by
     `check_task` first: the input decides (texts need one, pairs take none)."""
     store = RunStore(Path(config.out))
-    store.pull("run.json")
-    if not store.run_json.is_file():
-        return
-    try:
-        previous = store.read_json("run.json")
-    except BiasscopeError:
-        return
-    settings = previous.get("settings")
-    if previous.get("kind") == kind and isinstance(settings, dict):
+    if (settings := readable_settings(store, kind)) is not None:
         refuse_other_data(store.root, {"--input": settings.get("input_sha256")},
                           {"--input": Path(config.input)},
                           {"--input": file_sha256(config.input)})

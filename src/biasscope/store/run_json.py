@@ -99,6 +99,21 @@ def recorded_kind(store: RunStore) -> str:
     return kind_of(store.read_json(RUN_JSON))
 
 
+def readable_settings(store: RunStore, kind: str) -> Mapping[str, Any] | None:
+    """The settings of the run in ``store`` where its run.json can be read and is of ``kind``;
+    None otherwise, for the checks that say what is wrong with it to say so (a check made
+    early, before a model loads, leaves them that)."""
+    store.pull(RUN_JSON)
+    if not store.run_json.is_file():
+        return None
+    try:
+        recorded = store.read_json(RUN_JSON)
+    except BiasscopeError:
+        return None
+    settings = recorded.get("settings")
+    return settings if recorded.get("kind") == kind and isinstance(settings, Mapping) else None
+
+
 #: What a run writes beside run.json under fixed names: in a folder without run.json they are
 #: someone else's.
 OWN_FILES = ("summary.json", "report.html")

@@ -151,6 +151,16 @@ def test_occupation_panels(tmp_path: Path) -> None:
     assert "<b>ceo</b>" not in text
 
 
+def test_captions_write_the_level_as_chosen(tmp_path: Path) -> None:
+    """Before: a run at 99.9% was captioned "100% bootstrap CIs" (`.0%`), a level no
+    interval has."""
+    summary = {**_summary(), "options": {"budget": 0.02, "confidence": 0.999}}
+    text = write_intervention_report(RunStore(tmp_path), summary, tmp_path / "x.html"
+                                     ).read_text()
+    assert "99.9% bootstrap CIs" in text and "with 99.9% Student's t CIs" in text
+    assert "100% bootstrap" not in text and "100% Student" not in text
+
+
 class Model:
     def __init__(self, tag: str) -> None:
         self.tag = tag

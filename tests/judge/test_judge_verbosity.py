@@ -186,6 +186,13 @@ def test_a_win_rate_without_spread_gets_an_honest_interval(rows, low, high, said
     assert said in r.sentence()
 
 
+def test_the_win_rates_level_is_written_as_chosen() -> None:
+    """Before: at 99.9% the sentence said "(100% CI …)" (`.0%`), a level no interval has."""
+    verdicts, _ = _batch(60, slope=0.0, seed=2)
+    said = length_controlled(verdicts, confidence=0.999, n_resamples=200).sentence()
+    assert "(99.9% CI " in said and "100% CI" not in said
+
+
 def test_a_classifier_audit_warns_of_lopsided_labels_once(tmp_path) -> None:
     """judge-audit classifies in two orders and by name: the warning came from each of the
     three calls, so the command printed its note three times."""

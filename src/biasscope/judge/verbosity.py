@@ -44,7 +44,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.imports import lazy
-from biasscope.core.numbers import p_is, pvalue, with_ci
+from biasscope.core.numbers import level_of, p_is, pvalue, with_ci
 from biasscope.core.stats import Array, Interval, bootstrap_mean, wilson
 
 special = lazy("scipy.special")  # imported at first use
@@ -426,7 +426,7 @@ def _nan(confidence: float) -> Interval:
 def _ci(iv: Interval, spec: str) -> str:
     if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
         return ""
-    return f" ({iv.confidence:.0%} CI {iv.low:{spec}} to {iv.high:{spec}})"
+    return f" ({level_of(iv.confidence)} CI {iv.low:{spec}} to {iv.high:{spec}})"
 
 
 def _coefficient(iv: Interval) -> str:

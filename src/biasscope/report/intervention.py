@@ -11,7 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from biasscope.core.numbers import ci_decimals, finite, num, pvalue, setting_percent
+from biasscope.core.numbers import ci_decimals, finite, level_of, num, pvalue, setting_percent
 from biasscope.report.html import CSS, figure_html
 from biasscope.report.plotfig import Figure, as_text, make_subplots
 from biasscope.report.plotting import fmt
@@ -211,7 +211,7 @@ def write_intervention_report(store: RunStore, summary: Json, target: Path | Non
         parts += [
             "<h2>Each arm over training</h2>",
             f'<p class="caption">Means over prompts (documents for perplexity) with '
-            f"{conf:.0%} bootstrap CIs; both arms start from the same weights and seed"
+            f"{level_of(conf)} bootstrap CIs; both arms start from the same weights and seed"
             f"{_runs_caption(runs)}.</p>",
             figure_html(arms_figure(summary), 0),
             "<h2>Difference in differences and cost</h2>",
@@ -230,7 +230,7 @@ def write_intervention_report(store: RunStore, summary: Json, target: Path | Non
             parts += [
                 "<h2>Per occupation, each arm</h2>",
                 f'<p class="caption">Male lean over each occupation\'s WinoBias prompts at '
-                f"step 0 (open) and at step {step}, {which} (filled), with {conf:.0%} "
+                f"step 0 (open) and at step {step}, {which} (filled), with {level_of(conf)} "
                 "Student's t CIs over the prompts (none where an occupation has one prompt); "
                 "ordered by the control's lean at step 0.</p>",
                 figure_html(occupations, 2)]

@@ -110,7 +110,9 @@ def test_a_checkpoint_gives_the_numbers_of_biasscope_probe(tmp_path):
     store = write_run(tmp_path / "run", emerge_at=200)
     model = full_summary(store, OPTIONS)["analysis"]["probes"]["professional-bias"]["models"]["m"]
     at = {c["step"]: c["values"] for c in model["checkpoints"]}
-    head = professional.metrics(professional_records(400, 2.0))["headline"]
+    # the audit's metrics, their bootstraps drawing the run's resamples (the audit's: 2000)
+    head = professional.metrics(professional_records(400, 2.0), 0.95,
+                                OPTIONS.n_resamples)["headline"]
     for key, name in (("p_pronoun_effect", "preference"), ("pronoun_effect", "pronoun_effect"),
                       ("stereotyped_rate", "stereotyped_rate")):
         for field in ("estimate", "low", "high", "p_value", "effect_size"):
@@ -125,8 +127,8 @@ def test_seeds_are_combined_and_stay_significant_only_if_every_seed_is(tmp_path)
     model = full_summary(store, OPTIONS)["analysis"]["probes"]["professional-bias"]["models"]["m"]
     last = model["checkpoints"][-1]["values"]["preference"]
     assert last["seeds"] == 3 and last["seed_low"] <= last["estimate"] <= last["seed_high"]
-    per_seed = [professional_values(professional_records(500, 2.0, s, noise=s))
-                for s in (0, 1, 2)]
+    per_seed = [professional_values(professional_records(500, 2.0, s, noise=s), 0.95,
+                                    OPTIONS.n_resamples) for s in (0, 1, 2)]
     assert last["p_value"] == pytest.approx(max(v["preference"]["p_value"] for v in per_seed))
     assert last["low"] == pytest.approx(min(v["preference"]["low"] for v in per_seed))
     assert model["emergence"]["preference"] == 300
@@ -155,10 +157,11 @@ def test_units_are_read_one_step_at_a_time(tmp_path, monkeypatch):
     seen: list[int] = []
     values = PROBES["professional-bias"].step_statistics.values
 
-    def counting(records: pd.DataFrame, confidence: float = 0.95) -> Any:
+    def counting(records: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 2000
+                 ) -> Any:
         seen.append(int(records["step"].iloc[0]))
         held.append(len(records))
-        return values(records, confidence)
+        return values(records, confidence, n_resamples)
 
     monkeypatch.setattr(audit_dynamics, "read_unit", spy)
     with_statistics(monkeypatch, counting)
@@ -174,7 +177,8 @@ def test_the_summary_is_json(tmp_path):
 
 
 def test_a_probe_whose_metrics_cannot_run_says_why_in_one_line(tmp_path, monkeypatch):
-    def missing(records: pd.DataFrame, confidence: float = 0.95) -> Any:
+    def missing(records: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 2000
+                ) -> Any:
         raise BiasscopeError("professional-bias's metrics need the 'x' extra: pip install x")
 
     with_statistics(monkeypatch, missing)

@@ -119,7 +119,7 @@ def test_a_sweep_gives_the_harness_numbers(tmp_path: Path, checkpoint_dirs: list
     assert 0 < summary["checkpoints"][0]["mean"]["pct_stereotype"] < 1  # not all alike
     model0, tokenizer0 = (load_model(checkpoints[0], options),
                           load_tokenizer(checkpoints[0], options))
-    analysis = full_summary(store, AnalysisConfig(n_resamples=50))["analysis"]
+    analysis = full_summary(store, AnalysisConfig(n_resamples=100))["analysis"]
     values = analysis["probes"]["crows-pairs"]["models"][checkpoints[0].model][
         "checkpoints"][0]["values"]
     assert {"pct_stereotype", "direction:stereo", "direction:antistereo",

@@ -46,7 +46,7 @@ from every_probe_data import write_every_probe
 NAMES = list(PROBES)
 KINDS = {"wordings": Wordings, "step_statistics": StepStatistics, "panels": Panels,
          "compare": Compare, "across_wordings": AcrossWordings, "performance": Performance}
-OPTIONS = AnalysisConfig(n_resamples=50)
+OPTIONS = AnalysisConfig(n_resamples=100)
 
 
 @pytest.fixture(scope="module")
@@ -203,6 +203,50 @@ def test_step_statistics(name: str, data_dir: Path, tmp_path: Path) -> None:
         assert wide[key]["low"] <= narrow[key]["low"] <= narrow[key]["high"] <= wide[key]["high"]
     assert not spread or any(wide[k]["high"] - wide[k]["low"] > narrow[k]["high"]
                              - narrow[k]["low"] for k in spread), f"{name}: none widens"
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES
+                                  if not isinstance(PROBES[n].step_statistics, Absent)])
+def test_step_statistics_draw_the_resamples_asked(name: str, data_dir: Path,
+                                                  tmp_path: Path) -> None:
+    """A dynamics run's ``n_resamples`` reaches every bootstrap of a probe's values over steps
+    (they drew 2000, StereoSet's 1000, whatever the run said), and the same count gives the
+    same values (seeded). BBQ's intervals are its templates' jackknife: nothing to draw;
+    Adult's three pairs here give every resample's gap (its spy: below)."""
+    facet = PROBES[name].step_statistics
+    assert not isinstance(facet, Absent)
+    probe = load_probe(name, data_dir=data_dir)
+    items = scoring.unit_items(probe, 0, 48)  # enough for a bootstrap's bounds to vary
+    kind, asking = scoring.ask(probe, items)
+    records = scoring.unit_frame(Fake(20), Unit("m", "step20", name, 0, 20, "m@20"), kind,
+                                 items, asking)
+    few, again, many = (facet.values(records, 0.95, n) for n in (100, 100, 3000))
+    assert few == again
+    moved = [k for k, v in few.items() if (v.get("low"), v.get("high"))
+             != (many[k].get("low"), many[k].get("high"))]
+    assert bool(moved) == (name not in ("bbq", "adult-counterfactual")), (name, moved)
+    assert all(few[k]["estimate"] == pytest.approx(many[k]["estimate"]) for k in few
+               if few[k].get("estimate") is not None and math.isfinite(few[k]["estimate"]))
+
+
+def test_adults_gaps_draw_the_resamples_asked(data_dir: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from biasscope.probes.adult import items as adult
+
+    drawn: list[int] = []
+
+    def counting(n: int, n_resamples: int, *args: Any) -> Any:
+        drawn.append(n_resamples)
+        return resample_counts(n, n_resamples, *args)
+
+    resample_counts = adult.resample_counts
+    monkeypatch.setattr(adult, "resample_counts", counting)
+    records = run("adult-counterfactual", data_dir, tmp_path / "run", steps=(20,)).records()
+    PROBES["adult-counterfactual"].step_statistics.values(records, 0.95, 300)
+    assert drawn and set(drawn) == {300}
+    drawn.clear()
+    PROBES["adult-counterfactual"].step_statistics.values(records)  # the audit's own
+    assert set(drawn) == {2000}
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES

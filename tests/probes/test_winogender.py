@@ -295,7 +295,7 @@ def test_a_sweep_under_wordings_shows_each_occupation(tmp_path: Path) -> None:
     from biasscope.report import group_panels, probe_panels
 
     store = worded_run(tmp_path, "2")
-    section = full_summary(store, AnalysisConfig(n_resamples=50))["analysis"]["probes"][
+    section = full_summary(store, AnalysisConfig(n_resamples=100))["analysis"]["probes"][
         "winogender"]
     last = section["models"]["m"]["checkpoints"][-1]["values"]
     nurse = last["occupation_gap:nurse"]
@@ -381,7 +381,7 @@ def test_a_sweep_under_wordings_pools_its_measures(tmp_path: Path) -> None:
     from biasscope.dynamics.summary.build import full_summary
     from biasscope.report import probe_panels
 
-    options = AnalysisConfig(n_resamples=50)
+    options = AnalysisConfig(n_resamples=100)
     section = full_summary(worded_run(tmp_path / "a", "builtin"), options)["analysis"][
         "probes"]["winogender"]
     model = section["models"]["m"]

@@ -107,10 +107,12 @@ StepValues = dict[str, dict[str, Any]]
 
 
 class StepValuesOf(Protocol):
-    """One checkpoint's values from its records, each interval at ``confidence`` (the run's
-    analysis level, so a dynamics run does not mix the probes' 95% with WinoBias's level)."""
+    """One checkpoint's values from its records, each interval at ``confidence`` and each
+    bootstrap of ``n_resamples`` (the run's analysis settings, so a dynamics run does not mix
+    the probes' 95% with WinoBias's level, nor their resamples with the ones it was given)."""
 
-    def __call__(self, records: pd.DataFrame, confidence: float = 0.95) -> StepValues: ...
+    def __call__(self, records: pd.DataFrame, confidence: float = 0.95,
+                 n_resamples: int = 2000) -> StepValues: ...
 
 
 @dataclass(frozen=True)

@@ -115,11 +115,11 @@ def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None,
     files of one step at a time (records without a step are left out). A probe whose metrics
     cannot run here (a missing optional extra: fairlearn for Adult) is left out, and the
     one-line reason goes into ``unavailable``. ``options``: the analysis' confidence (each
-    value's interval is at it), resamples, α and correction. With ``wordings``: into it, each
-    model's measures across wordings at its last step asked under several, from that step's
-    records alone."""
+    value's interval is at it), resamples (each bootstrap draws them), α and correction.
+    With ``wordings``: into it, each model's measures across wordings at its last step asked
+    under several, from that step's records alone."""
     unavailable = {} if unavailable is None else unavailable
-    confidence = level(options)
+    confidence, n_resamples = level(options), resamples(options)
     latest: dict[tuple[str, str], tuple[int | None, pd.DataFrame]] = {}
     statistics = stepped()
     index = unit_index(store)
@@ -147,7 +147,7 @@ def read_checkpoints(store: RunStore, unavailable: dict[str, str] | None = None,
                 continue
             values = statistics[str(probe)].values
             try:
-                found = _values(part, values, confidence)
+                found = _values(part, values, confidence, n_resamples)
             except BiasscopeError as exc:
                 unavailable[str(probe)] = str(exc)
                 out.pop(str(probe), None)
@@ -167,14 +167,21 @@ def level(options: Mapping[str, Any] | None) -> float:
     return float((options or {}).get("confidence", AnalysisConfig.confidence))
 
 
-def _values(part: pd.DataFrame, values: StepValuesOf, confidence: float) -> Values:
+def resamples(options: Mapping[str, Any] | None) -> int:
+    """The run's resamples among the analysis ``options`` (the default's without)."""
+    return int((options or {}).get("n_resamples", AnalysisConfig.n_resamples))
+
+
+def _values(part: pd.DataFrame, values: StepValuesOf, confidence: float, n_resamples: int
+            ) -> Values:
     """One checkpoint's values of one probe and model, each interval at ``confidence`` and
-    saying so (``confidence``), so a sentence, table or hover gives the level it was made at.
+    saying so (``confidence``), so a sentence, table or hover gives the level it was made at;
+    each bootstrap draws ``n_resamples`` (seeded: the same records give the same values).
     Several wordings (--wordings) are combined as seeds are: the largest p-value makes a
     checkpoint significant only when it is under every wording."""
     part = part.assign(seed=part["seed"].fillna(0) if "seed" in part else 0)
     keys = ["seed", "template"] if "template" in part else ["seed"]
-    found = combine_seeds([values(chunk.reset_index(drop=True), confidence)
+    found = combine_seeds([values(chunk.reset_index(drop=True), confidence, n_resamples)
                            for _, chunk in part.groupby(keys, sort=True)])
     for entry in found.values():
         if "low" in entry:
@@ -221,7 +228,8 @@ def read_stepless(store: RunStore, checkpoints: Mapping[str, Mapping[str, set[st
         del chunks
         for probe, part in rows.groupby("probe", sort=True):
             try:
-                found = _values(part, statistics[str(probe)].values, level(options))
+                found = _values(part, statistics[str(probe)].values, level(options),
+                                resamples(options))
             except BiasscopeError:
                 continue  # said for the probe's stepped checkpoints as well
             out.setdefault(str(probe), {})[(model, revision)] = found

@@ -10,10 +10,12 @@ from biasscope.probes.adult.items import pair_metrics
 from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, step_value
 
 
-def adult_values(records: pd.DataFrame, confidence: float = 0.95) -> StepValues:
+def adult_values(records: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 2000
+                 ) -> StepValues:
     """The pair flip rate (Wilson CI, exact McNemar test, Cohen's g) and the demographic
-    parity and equalized odds differences (bootstrap CIs over pairs), at ``confidence``."""
-    head = pair_metrics(records, confidence)["headline"]
+    parity and equalized odds differences (bootstrap CIs over pairs, of ``n_resamples``), at
+    ``confidence``."""
+    head = pair_metrics(records, confidence, n_resamples)["headline"]
     out: StepValues = {}
     if "pair_flip_rate" in head:
         out["flip_rate"] = step_value(head["pair_flip_rate"])

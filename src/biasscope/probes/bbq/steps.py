@@ -35,10 +35,11 @@ def _template_test(frame: pd.DataFrame, ambiguous: bool) -> tuple[float, float]:
     return p, k / n - 0.5
 
 
-def bbq_values(records: pd.DataFrame, confidence: float = 0.95) -> StepValues:
+def bbq_values(records: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 2000
+               ) -> StepValues:
     """s_DIS and s_AMB (all categories and per category) with their CIs from `bbq_metrics` at
     ``confidence``, each with a sign-flip test over templates; accuracies per context
-    condition."""
+    condition. ``n_resamples`` is unused: these intervals are the templates' jackknife's."""
     head = bbq_metrics(records, confidence)["headline"]
     if not head:
         return {}

@@ -30,7 +30,8 @@ def share(stereotyped: pd.Series, confidence: float = 0.95) -> dict[str, Any]:
                       bound=0.5)
 
 
-def signed(values: pd.Series, confidence: float = 0.95) -> dict[str, Any]:
+def signed(values: pd.Series, confidence: float = 0.95, n_resamples: int = 2000
+           ) -> dict[str, Any]:
     """A mean signed difference with its bootstrap CI, a test of a mean of 0 that does not
     assume the differences symmetric (`biasscope.core.stats.mean_test`) and Cohen's d_z. A
     pair's two sentences differ in words of unequal frequency, so nothing makes the
@@ -38,31 +39,33 @@ def signed(values: pd.Series, confidence: float = 0.95) -> dict[str, Any]:
     called such a mean of 0 different from 0 in 20% of 100-pair runs and 99% of 1,508-pair
     ones (docs/validation.md)."""
     test = mean_test(values.to_numpy(dtype=np.float64))
-    return step_value(interval(values, confidence), p_value=plain(test["p_value"]),
+    return step_value(interval(values, confidence, n_resamples), p_value=plain(test["p_value"]),
                       effect_size=plain(test["effect_size"]))
 
 
-def crows_values(records: pd.DataFrame, confidence: float = 0.95) -> StepValues:
+def crows_values(records: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 2000
+                 ) -> StepValues:
     """pct_stereotype (all pairs, per direction, per bias type), likelihood_diff (all pairs,
     per bias type), the signed difference per pair and per token, and the quantiles of the
-    per-pair difference; CIs at ``confidence``."""
+    per-pair difference; CIs at ``confidence``, each bootstrap of ``n_resamples``."""
     p = pairs(records)
     if p.empty:
         return {}
-    c = confidence
+    c, n = confidence, n_resamples
     out: StepValues = {"pct_stereotype": share(p["stereotyped"], c),
-                       "likelihood_diff": step_value(interval(p["difference"].abs(), c)),
-                       "mean_difference": signed(p["difference"], c),
-                       "token_difference": signed(p["token_difference"], c)}
+                       "likelihood_diff": step_value(interval(p["difference"].abs(), c, n)),
+                       "mean_difference": signed(p["difference"], c, n),
+                       "token_difference": signed(p["token_difference"], c, n)}
     for direction, part in p.groupby("direction", sort=True):
         out[f"direction:{direction}"] = share(part["stereotyped"], c)
     for bias_type, part in p.groupby("bias_type", sort=True):
         out[f"pct_stereotype:{bias_type}"] = share(part["stereotyped"], c)
         # As the harness's crows_pairs_english_<type> tasks report it (an interval, no test).
-        out[f"likelihood_diff:{bias_type}"] = step_value(interval(part["difference"].abs(), c))
+        out[f"likelihood_diff:{bias_type}"] = step_value(interval(part["difference"].abs(), c,
+                                                                  n))
     for q in QUANTILES:
         out[f"difference_q{round(100 * q)}"] = step_value(
-            quantile_interval(p["difference"], q, confidence=c))
+            quantile_interval(p["difference"], q, n, confidence=c))
     return out
 
 

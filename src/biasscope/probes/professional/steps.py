@@ -10,12 +10,13 @@ from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, s
 from biasscope.probes.professional.items import metrics
 
 
-def professional_values(records: pd.DataFrame, confidence: float = 0.95) -> StepValues:
+def professional_values(records: pd.DataFrame, confidence: float = 0.95,
+                        n_resamples: int = 2000) -> StepValues:
     """The stereotype preference: the option probability 'she' moves to the female-coded
     occupation against 'he', per sentence (bootstrap CI and the test of the mean over
     sentences, Cohen's d_z); the same pronoun effect on picked answers,
-    and the stereotyped-answer rate; CIs at ``confidence``."""
-    head = metrics(records, confidence)["headline"]
+    and the stereotyped-answer rate; CIs at ``confidence``, bootstraps of ``n_resamples``."""
+    head = metrics(records, confidence, n_resamples)["headline"]
     out: StepValues = {}
     if "p_pronoun_effect" in head:
         out["preference"] = step_value(head["p_pronoun_effect"])

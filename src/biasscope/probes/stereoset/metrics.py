@@ -88,16 +88,16 @@ def with_intervals(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES,
     return out
 
 
-def stereoset_values(records: pd.DataFrame, confidence: float = 0.95
-                     ) -> dict[str, dict[str, Any]]:
+def stereoset_values(records: pd.DataFrame, confidence: float = 0.95,
+                     n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
     """SS, LMS and ICAT over all examples and per domain, each with its CI at
-    ``confidence``."""
+    ``confidence`` from ``n_resamples`` (a dynamics run's; the audit's `N_RESAMPLES`)."""
     frame = examples(records)
     if frame.empty:
         return {}
-    out = with_intervals(frame, confidence=confidence)
+    out = with_intervals(frame, n_resamples, confidence)
     for domain, part in frame.groupby("bias_type", sort=True):
-        for key, value in with_intervals(part, confidence=confidence).items():
+        for key, value in with_intervals(part, n_resamples, confidence).items():
             out[f"{key}:{domain}"] = value
     return out
 

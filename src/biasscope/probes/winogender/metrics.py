@@ -72,12 +72,13 @@ def gap(frame: pd.DataFrame, value: str, first: tuple[str, ...], second: tuple[s
     return out
 
 
-def tested(differences: pd.Series, confidence: float = 0.95) -> dict[str, Any]:
+def tested(differences: pd.Series, confidence: float = 0.95, n_resamples: int = 2000
+           ) -> dict[str, Any]:
     """Per-sentence differences of values within [0, 1] (right or wrong, a probability): their
     mean with its CI, Wilcoxon's test and rank-biserial r, and ``bound`` 1 (a detectable
     effect beyond it is no size, `audit.multiplicity`)."""
     test = signed_rank(differences.to_numpy(dtype=np.float64))
-    ci = interval(differences, confidence)
+    ci = interval(differences, confidence, n_resamples)
     if len(differences) and not differences.any():  # all 0: not a certainty (`none_differ`)
         ci["low"], ci["high"] = none_differ(len(differences), confidence=confidence)
     return step_value(ci, p_value=plain(test["p_value"]),
@@ -126,10 +127,11 @@ def occupation_correlation(frame: pd.DataFrame, n_resamples: int = 2000,
                       p_value=plain(float(p)), effect_size=plain(float(r)))
 
 
-def winogender_values(records: pd.DataFrame, confidence: float = 0.95
-                      ) -> dict[str, dict[str, Any]]:
-    """Every value above, as step values (estimate, CI at ``confidence``, n; tests where there
-    is one), and each occupation's accuracy and he − she gap (`occupations.occupation_values`)."""
+def winogender_values(records: pd.DataFrame, confidence: float = 0.95,
+                      n_resamples: int = 2000) -> dict[str, dict[str, Any]]:
+    """Every value above, as step values (estimate, CI at ``confidence`` from ``n_resamples``
+    where it is a bootstrap's, n; tests where there is one), and each occupation's accuracy
+    and he − she gap (`occupations.occupation_values`)."""
     frame = answers(records)
     if frame.empty:
         return {}
@@ -137,12 +139,12 @@ def winogender_values(records: pd.DataFrame, confidence: float = 0.95
     for g in ("male", "female", "neutral"):
         out[f"accuracy:{g}"] = share(frame[frame["gender"] == g], confidence)
     for name, value in (("gap_male_female", "correct"), ("p_gap_male_female", "p_occupation")):
-        out[name] = tested(gap(frame, value, ("male",), ("female",)), confidence)
+        out[name] = tested(gap(frame, value, ("male",), ("female",)), confidence, n_resamples)
     out["gap_gendered_neutral"] = tested(gap(frame, "correct", ("male", "female"),
-                                             ("neutral",)), confidence)
-    out["pronoun_jsd"] = step_value(interval(pronoun_jsd(frame), confidence))
-    out["occupation_correlation"] = occupation_correlation(frame, confidence=confidence)
-    return {**out, **occupation_values(frame, confidence)}
+                                             ("neutral",)), confidence, n_resamples)
+    out["pronoun_jsd"] = step_value(interval(pronoun_jsd(frame), confidence, n_resamples))
+    out["occupation_correlation"] = occupation_correlation(frame, n_resamples, confidence)
+    return {**out, **occupation_values(frame, confidence, n_resamples)}
 
 
 def by_occupation(records: pd.DataFrame) -> pd.DataFrame:

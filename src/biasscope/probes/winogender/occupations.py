@@ -74,9 +74,11 @@ def share(part: pd.DataFrame, confidence: float = 0.95, **extra: Any) -> dict[st
     return step_value(found, clusters=found["clusters"], **extra)
 
 
-def occupation_values(frame: pd.DataFrame, confidence: float = 0.95) -> StepValues:
+def occupation_values(frame: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 2000
+                      ) -> StepValues:
     """Per occupation of `metrics.answers`'s frame: its accuracy and its he − she gap (CIs at
-    ``confidence``), with the gaps' exact p-values Holm-adjusted over the occupations."""
+    ``confidence``, the gap's bootstrap of ``n_resamples``), with the gaps' exact p-values
+    Holm-adjusted over the occupations."""
     out: StepValues = {}
     tests: dict[str, float] = {}
     for occupation, part in frame.groupby("occupation", sort=True):
@@ -86,8 +88,8 @@ def occupation_values(frame: pd.DataFrame, confidence: float = 0.95) -> StepValu
         d = diffs.to_numpy(dtype=np.float64)
         tests[str(occupation)] = sign_flip_p(d)
         out[f"occupation_gap:{occupation}"] = step_value(
-            interval(diffs, confidence), effect_size=plain(signed_rank(d)["effect_size"]),
-            bls_pct_female=bls)
+            interval(diffs, confidence, n_resamples),
+            effect_size=plain(signed_rank(d)["effect_size"]), bls_pct_female=bls)
     adjusted = adjust_pvalues(list(tests.values()), "holm")
     for (occupation, p), held in zip(tests.items(), adjusted, strict=True):
         entry = out[f"occupation_gap:{occupation}"]

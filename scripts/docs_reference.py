@@ -62,7 +62,8 @@ def _analysis_flags() -> dict[str, str]:
     read from ``AnalysisConfig`` so the page says what the check says."""
     from biasscope.dynamics.analysis.config import FLAGS, option_problem
 
-    return {name: "number " + (option_problem(name, 1e9) or "").removeprefix("must be ")
+    return {name: ("" if name == "n_resamples" else "number ")
+            + (option_problem(name, 1e9) or "").removeprefix("must be ").removeprefix("a ")
             for name in FLAGS if name != "correction"}
 
 

@@ -22,8 +22,8 @@ NOWHERE = "openai-compatible:http://127.0.0.1:9/v1#m"
 NUMERIC = {
     "dynamics": ["--batch-size", "--limit", "--seeds", "--gpus-per-checkpoint",
                  "--cpus-per-checkpoint",
-                 "--alpha", "--min-gap", "--budget"],
-    "report": ["--alpha", "--min-gap", "--budget"],
+                 "--alpha", "--min-gap", "--budget", "--confidence", "--resamples"],
+    "report": ["--alpha", "--min-gap", "--budget", "--confidence", "--resamples"],
     "demo": ["--bias", "--seed"],
     "generate": ["--temperature", "--max-tokens", "--seed", "--top-logprobs", "--concurrency",
                  "--timeout", "--retries"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -293,7 +294,7 @@ def _rerun_at(mixed: tuple[Path, Path], checkpoint_dirs: list[Path], out: Path,
 
 
 def test_every_interval_of_the_audit_probes_follows_the_runs_confidence(
-        mixed, checkpoint_dirs, tmp_path):
+        mixed, checkpoint_dirs, tmp_path, monkeypatch):
     """A run at 90% and at 99%: the audit probes' per-step intervals (a bootstrap's, Wilson's,
     BBQ's jackknife t) are at that level, say it, and are narrower at 90%; their sentences,
     captions and tests table name it, as WinoBias's do. They were at 95% whatever the run
@@ -321,16 +322,40 @@ def test_every_interval_of_the_audit_probes_follows_the_runs_confidence(
     assert "95%" not in probes and "<th>99% CI</th>" in probes
     assert "99% bootstrap CI over sentences" in probes  # the professional panel's caption
     # Re-rendered at 99.9% (`biasscope.jobs.render`, as `biasscope report` does): its 2000
-    # resamples leave one draw beyond each bound, which the summary says, naming the level.
+    # resamples leave one draw beyond each bound, which the summary says, naming the level
+    # and the flag that sets the resamples of WinoBias's intervals and the probes' alike.
     from biasscope.jobs import render
 
     render(tmp_path / "0.99", tmp_path / "finer.html", analysis={"confidence": 0.999})
     finer = json.loads((tmp_path / "finer.summary.json").read_text())["analysis"]
     coarse = [s for s in finer["sentences"] if "leave 1 beyond each bound" in s]
-    assert len(coarse) == 2 and all("99.9% confidence level" in s for s in coarse)
-    assert "n_resamples to at least 20000" in coarse[0]  # WinoBias's, which it sets
+    assert len(coarse) == 1 and "99.9% confidence level" in coarse[0]
+    assert "the WinoBias and the audit probes' bootstrap intervals of 2000" in coarse[0]
+    assert "give --resamples 20000 (the analysis' n_resamples) or more" in coarse[0]
     (final,) = finer["probes"]["adult-counterfactual"]["models"].values()
     assert final["checkpoints"][-1]["values"]["flip_rate"]["confidence"] == 0.999
+    # Re-rendered with 300 resamples: the probes' bootstraps draw them (they drew 2000
+    # whatever the run said); Adult's, spied on, stand for them (the contract test checks
+    # each probe's values), and their estimates stay.
+    from biasscope.probes.adult import items as adult
+
+    drawn: list[int] = []
+
+    def counting(n: int, n_resamples: int, *args: Any) -> Any:
+        drawn.append(n_resamples)
+        return resample_counts(n, n_resamples, *args)
+
+    resample_counts = adult.resample_counts
+    monkeypatch.setattr(adult, "resample_counts", counting)
+    render(tmp_path / "0.99", tmp_path / "fewer.html", analysis={"n_resamples": 300})
+    fewer = json.loads((tmp_path / "fewer.summary.json").read_text())["analysis"]
+    assert fewer["n_resamples"] == 300 and drawn and set(drawn) == {300}
+    for probe, section in fewer["probes"].items():
+        (at300,) = section["models"].values()
+        (at2000,) = high["analysis"]["probes"][probe]["models"].values()  # type: ignore[index]
+        for a, b in zip(at2000["checkpoints"], at300["checkpoints"], strict=True):
+            assert {k: v.get("estimate") for k, v in a["values"].items()} \
+                == {k: v.get("estimate") for k, v in b["values"].items()}
 
 
 def test_a_level_too_fine_for_the_resamples_is_said():
@@ -339,5 +364,8 @@ def test_a_level_too_fine_for_the_resamples_is_said():
 
     assert thin_tails(0.99, 2000, "the WinoBias") is None
     said = thin_tails(0.999, 2000, "the WinoBias")
-    assert said is not None and "99.9% confidence level" in said and "20000" in said
-    assert "n_resamples" not in str(thin_tails(0.999, 2000, "the probes'", settable=False))
+    assert said is not None and "99.9% confidence level" in said
+    assert "give --resamples 20000 (the analysis' n_resamples) or more" in said
+    # more than --resamples takes: only a lower level is offered
+    said = thin_tails(0.99999, 2000, "the WinoBias")
+    assert said is not None and "--resamples" not in said and "lower --confidence" in said

@@ -107,13 +107,70 @@ def test_out_of_range_options_are_one_line_errors(reported: Path, tmp_path: Path
     assert not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--confidence", "95", "--confidence 95.0: must be strictly between 0 and 1: write 0.95 "
+                           "for 95%"),
+    ("--confidence", "99.9", "--confidence 99.9: must be strictly between 0 and 1: write "
+                             "0.999 for 99.9%"),
+    ("--confidence", "1", "--confidence 1.0: must be strictly between 0 and 1"),
+    ("--confidence", "0", "--confidence 0.0: must be strictly between 0 and 1"),
+    ("--confidence", "nan", "--confidence nan: must be a finite number"),
+    ("--resamples", "50", "--resamples 50: must be a whole number from 100 to 100000"),
+    ("--resamples", "0", "--resamples 0: must be a whole number from 100 to 100000"),
+    ("--resamples", "200000", "--resamples 200000: must be a whole number from 100 to 100000"),
+    ("--resamples", "2.5", "argument --resamples: '2.5' is not a whole number (give e.g. 2000)"),
+    ("--confidence", "95%", "argument --confidence: '95%' is a percentage: write 0.95"),
+])
+def test_confidence_and_resamples_are_refused_in_one_line(reported: Path, tmp_path: Path,
+                                                          capsys, flag: str, value: str,
+                                                          says: str) -> None:
+    """95 for 95% (the level as a percentage) says what to write; too few resamples leave
+    every bound on the few outermost draws."""
+    before = (reported / "summary.json").read_bytes()
+    capsys.readouterr()
+    argv = ["report", str(reported), flag, value, "--output", str(tmp_path / "x.html")]
+    if says.startswith("argument"):  # refused as argparse parses it
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2
+    else:
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
+    assert (reported / "summary.json").read_bytes() == before
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_a_report_at_another_confidence_and_resamples_rewrites_the_summary(run: Path
+                                                                          ) -> None:
+    """`report RUN --confidence 0.9 --resamples 300`: the summary is analysed again with
+    them and says the level; a later `report RUN` keeps them, as it keeps --alpha."""
+    assert main(["report", str(run), "--confidence", "0.9", "--resamples", "300"]) == 0
+    analysis = json.loads((run / "summary.json").read_text())["analysis"]
+    assert (analysis["confidence"], analysis["n_resamples"]) == (0.9, 300)
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "Error bars are 90% bootstrap confidence intervals over prompts, 300 resamples" \
+        in page
+    assert main(["report", str(run)]) == 0
+    analysis = json.loads((run / "summary.json").read_text())["analysis"]
+    assert (analysis["confidence"], analysis["n_resamples"]) == (0.9, 300)
+    # A level too fine for them names the flag that makes the bounds finer.
+    assert main(["report", str(run), "--confidence", "0.99"]) == 0
+    said = json.loads((run / "summary.json").read_text())["analysis"]["sentences"][0]
+    assert "At the 99% confidence level, the WinoBias bootstrap intervals of 300" in said
+    assert "give --resamples 2000 (the analysis' n_resamples) or more" in said
+
+
 @pytest.mark.parametrize(("field", "value", "says"), [
     ("alpha", None, "must be a finite number"),
     ("alpha", 5, "must be strictly between 0 and 1"),
     ("correction", "bonferroni", "must be one of holm, bh"),
     ("n_resamples", "2000", "is text, not a whole number (give e.g. 2000)"),
-    ("n_resamples", True, "must be a whole number from 1 to 100000"),
+    ("n_resamples", True, "must be a whole number from 100 to 100000"),
+    ("n_resamples", 10, "must be a whole number from 100 to 100000; pass --resamples or"),
     ("confidence", 1.5, "must be strictly between 0 and 1"),
+    ("confidence", 95, "must be strictly between 0 and 1: write 0.95 for 95%; pass "
+                       "--confidence or"),
     ("min_gap", "0.01", "is text, not a number (give e.g. 0.0)"),
 ])
 def test_a_bad_remembered_option_names_the_file_and_field(run: Path, capsys, field: str,
@@ -150,3 +207,8 @@ def test_dynamics_checks_its_analysis_options_before_the_sweep(tmp_path: Path, c
                  "--alpha", "5"]) == 2
     assert "--alpha 5.0: must be strictly between 0 and 1" in one_line(capsys)
     assert not (tmp_path / "run" / "records").exists()
+    for flag, value in (("--confidence", "95"), ("--resamples", "10")):
+        assert main(["dynamics", "--model", "org/never-loaded", "--out",
+                     str(tmp_path / "run"), flag, value]) == 2
+        assert f"{flag} {value}" in one_line(capsys)
+        assert not (tmp_path / "run" / "records").exists()

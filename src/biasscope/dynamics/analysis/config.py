@@ -6,16 +6,34 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from biasscope.core.config import plain_scalar, setting
 from biasscope.core.corrections import CORRECTIONS, Correction
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.numbers import level_of
 
 if TYPE_CHECKING:
     from biasscope.store.directory import RunStore
+
+
+def _number(text: str) -> float:
+    """A level's text as its number; ``95%`` is refused pointing to 0.95, which it means."""
+    if text.strip().endswith("%"):
+        try:
+            fraction = float(text.strip()[:-1]) / 100
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number") from None
+        raise ValueError(f"{text!r} is a percentage: write {round(fraction, 12):g}")
+    return float(text)
+
+
+def _whole(text: str) -> int:
+    """A count's text as its number (``--resamples``)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number (give e.g. 2000)") from None
 
 
 @dataclass(frozen=True)
@@ -28,8 +46,12 @@ class AnalysisConfig:
     alpha: float = setting(0.01, "significance level (default 0.01)", parse=float)
     budget: float = setting(0.02, "performance loss allowed when recommending where to stop "
                             "(fraction of the final checkpoint's; default 0.02)", parse=float)
-    confidence: float = 0.95
-    n_resamples: int = 2000
+    confidence: float = setting(
+        0.95, "confidence level of every interval of the analysis, the audit probes' included, "
+        "strictly between 0 and 1 (0.99, not 99; default 0.95)", parse=_number)
+    n_resamples: int = setting(
+        2000, "bootstrap resamples of every interval and test of the analysis, the audit "
+        "probes' included (default 2000)", flag="--resamples", parse=_whole)
     min_gap: float = setting(
         0.0, "smallest JSD-P gap of interest, from 0 to ½ ln 2 ≈ 0.347 (the largest possible "
         "gap): emergence needs a significant gap at least this large (default 0: "
@@ -62,11 +84,18 @@ ZERO_PERFORMANCE = 1e-9
 #: be read at the level chosen rather than as one draw's value: 2000 resamples leave 50 each
 #: side at 95% and 10 at 99, but 1 at 99.9%.
 TAIL_RESAMPLES = 10
-#: The resamples of the audit probes' own bootstraps (`biasscope.probes.base.interval` and
-#: the probes' percentile intervals), which ``n_resamples`` does not set.
-PROBE_RESAMPLES = 2000
+#: The fewest and most resamples an analysis takes. Below 100 no level from 80% up leaves
+#: `TAIL_RESAMPLES` beyond each bound, so every interval would rest on its few outermost
+#: draws; above 100,000 the resamples of one item-level bootstrap stop fitting in memory.
+MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000
 FIELDS = ("correction", "alpha", "budget", "confidence", "n_resamples", "min_gap")
-FLAGS = ("correction", "alpha", "budget", "min_gap")  # those `biasscope report` takes
+FLAGS = FIELDS  # those `biasscope dynamics` and `biasscope report` take
+
+
+def flag_of(name: str) -> str:
+    """The flag of the analysis setting ``name`` (``--resamples`` for ``n_resamples``)."""
+    meta = next(f.metadata for f in fields(AnalysisConfig) if f.name == name)
+    return str(meta.get("flag") or "--" + name.replace("_", "-"))
 
 
 def _real(value: Any) -> bool:
@@ -98,8 +127,9 @@ def option_problem(name: str, value: Any) -> str | None:
         return (f"is text, not {'a whole number' if name == 'n_resamples' else 'a number'} "
                 f"(give e.g. {getattr(AnalysisConfig, name)})")
     if name == "n_resamples":
-        ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 100_000
-        return None if ok else "must be a whole number from 1 to 100000"
+        ok = (isinstance(value, int) and not isinstance(value, bool)
+              and MIN_RESAMPLES <= value <= MAX_RESAMPLES)
+        return None if ok else f"must be a whole number from {MIN_RESAMPLES} to {MAX_RESAMPLES}"
     if not _real(value) or not math.isfinite(value):
         return "must be a finite number"
     bounds = {"alpha": (0.0, 1.0, False, "strictly between 0 and 1"),
@@ -109,6 +139,8 @@ def option_problem(name: str, value: Any) -> str | None:
                           "largest JSD-P gap)")}
     low, high, closed, say = bounds[name]
     inside = low <= value <= high if closed else low < value < high
+    if name == "confidence" and 1 < value < 100:  # 95 for 95%: the fraction is asked
+        say += f": write {round(value / 100, 12):g} for {value:g}%"
     return None if inside else f"must be {say}"
 
 
@@ -126,7 +158,7 @@ def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> A
         if name not in FIELDS:
             raise BiasscopeError(f"analysis {name!r}: {option_problem(name, value)}")
         if reason := option_problem(name, value):
-            raise BiasscopeError(f"--{name.replace('_', '-')} {value}: {reason}")
+            raise BiasscopeError(f"{flag_of(name)} {value}: {reason}")
     summary = store.read_json("summary.json") if store.summary_json.is_file() else {}
     previous = summary.get("analysis") if isinstance(summary, dict) else None
     previous = previous if isinstance(previous, dict) else {}
@@ -135,7 +167,7 @@ def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> A
         if name in previous and name not in given:
             value = previous[name]
             if reason := option_problem(name, value):
-                flag = f"pass --{name.replace('_', '-')} or " if name in FLAGS else ""
+                flag = f"pass {flag_of(name)} or " if name in FLAGS else ""
                 raise BiasscopeError(
                     f"{store.summary_json}: analysis.{name} = {json.dumps(value)} {reason}; "
                     f"{flag}delete the field for the default")
@@ -143,20 +175,22 @@ def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> A
     return AnalysisConfig(**{**chosen, **given})
 
 
-def thin_tails(confidence: float, n_resamples: int, whose: str, settable: bool = True
-               ) -> str | None:
+def thin_tails(confidence: float, n_resamples: int, whose: str) -> str | None:
     """The sentence saying that ``whose`` bootstrap intervals (``n_resamples`` each) are too
     coarse at ``confidence`` (fewer than `TAIL_RESAMPLES` resamples beyond each bound), or
-    None; ``settable``: whether the analysis' ``n_resamples`` sets their count. The
-    intervals stay at the level asked: the sentence says what their bounds rest on, rather
-    than another level being used in its place without a word."""
+    None. The intervals stay at the level asked: the sentence says what their bounds rest on
+    and the flags that would make them finer, rather than another level being used in its
+    place without a word."""
+    from biasscope.core.numbers import level_of  # NumPy: not for `--help`, which reads FLAGS
+
     beyond = n_resamples * (1 - confidence) / 2
     if beyond >= TAIL_RESAMPLES:
         return None
     level = level_of(confidence)
-    more = (f"set the analysis' n_resamples to at least "
-            f"{math.ceil(2 * TAIL_RESAMPLES / (1 - confidence))} or " if settable else "")
+    enough = math.ceil(2 * TAIL_RESAMPLES / (1 - confidence))
+    more = (f"give --resamples {enough} (the analysis' n_resamples) or more, or "
+            if enough <= MAX_RESAMPLES else "")
     return (f"At the {level} confidence level, {whose} bootstrap intervals of {n_resamples} "
             f"resamples leave {beyond:.3g} beyond each bound (at least {TAIL_RESAMPLES} "
             f"wanted), so each bound is one of the few outermost draws, not an estimate of the "
-            f"{level} limit: read them as rough, or {more}choose a lower confidence.")
+            f"{level} limit: read them as rough, or {more}choose a lower --confidence.")

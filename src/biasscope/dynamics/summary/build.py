@@ -22,7 +22,7 @@ from biasscope.core.curves import forget_resamples
 from biasscope.core.numbers import json_rows, num, p_is
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
-from biasscope.dynamics.analysis.config import PROBE_RESAMPLES, AnalysisConfig, thin_tails
+from biasscope.dynamics.analysis.config import AnalysisConfig, thin_tails
 from biasscope.dynamics.analysis.emergence import sharpest_of
 from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary import unfinished
@@ -303,14 +303,13 @@ def full_summary(store: RunStore, options: AnalysisConfig | None = None,
     forget_resamples()
     probes = analyse_probes(store, summary, options)
     said = summary["analysis"]["sentences"]
-    if (run.models or run.aside_ci) and (
-            coarse := thin_tails(options.confidence, options.n_resamples, "the WinoBias")):
+    whose = [w for w, has in (("the WinoBias", run.models or run.aside_ci),
+                              ("the audit probes'", probes)) if has]
+    if whose and (coarse := thin_tails(options.confidence, options.n_resamples,
+                                       " and ".join(whose))):
         said.insert(0, coarse)
     if probes:  # the audit probes over steps (`biasscope.dynamics.summary.probes`)
         summary["analysis"]["probes"] = probes
-        if coarse := thin_tails(options.confidence, PROBE_RESAMPLES, "the audit probes'",
-                                settable=False):
-            said.append(coarse)
         for section in probes.values():
             said += section["sentences"]
     return summary

@@ -84,9 +84,9 @@ ZERO_PERFORMANCE = 1e-9
 #: be read at the level chosen rather than as one draw's value: 2000 resamples leave 50 each
 #: side at 95% and 10 at 99, but 1 at 99.9%.
 TAIL_RESAMPLES = 10
-#: The fewest and most resamples an analysis takes. Below 100 no level from 80% up leaves
-#: `TAIL_RESAMPLES` beyond each bound, so every interval would rest on its few outermost
-#: draws; above 100,000 the resamples of one item-level bootstrap stop fitting in memory.
+#: The fewest and most resamples an analysis takes (the most as before). Below 100 no level
+#: from 80% up leaves `TAIL_RESAMPLES` beyond each bound (100 leave 10 at 80%), so every
+#: interval would rest on its few outermost draws.
 MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000
 FIELDS = ("correction", "alpha", "budget", "confidence", "n_resamples", "min_gap")
 FLAGS = FIELDS  # those `biasscope dynamics` and `biasscope report` take
@@ -139,7 +139,7 @@ def option_problem(name: str, value: Any) -> str | None:
                           "largest JSD-P gap)")}
     low, high, closed, say = bounds[name]
     inside = low <= value <= high if closed else low < value < high
-    if name == "confidence" and 1 < value < 100:  # 95 for 95%: the fraction is asked
+    if name == "confidence" and 50 <= value < 100:  # 95 for 95%: the fraction is asked
         say += f": write {round(value / 100, 12):g} for {value:g}%"
     return None if inside else f"must be {say}"
 

@@ -75,12 +75,12 @@ PANELS = Panels("BBQ over training steps", (
     Panel("s_DIS and s_AMB over all categories",
           "BBQ bias scores run from -1 (every non-unknown answer against the stereotype) to 1 "
           "(every one with it); s_AMB is scaled by the share of wrong answers in ambiguous "
-          "contexts. Error bars: {level} bootstrap CI resampling templates within categories.",
+          "contexts. Error bars: {level} CI over templates (their jackknife, Student's t).",
           ("s_dis", "s_amb")),
     Panel("s_DIS per category", "The disambiguated bias score of each category, with its {level} "
-          "bootstrap CI (error bars).", ("s_dis:*",)),
+          "CI over templates (error bars).", ("s_dis:*",)),
     Panel("s_AMB per category", "The ambiguous bias score of each category, with its {level} "
-          "bootstrap CI (error bars).", ("s_amb:*",)),
+          "CI over templates (error bars).", ("s_amb:*",)),
     Panel("Accuracy per context condition", "Share of answers naming the correct option; in "
           "ambiguous contexts 'unknown' is right.",
           ("accuracy_ambiguous", "accuracy_disambiguated"))))

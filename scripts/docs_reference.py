@@ -85,7 +85,7 @@ def _default(action: argparse.Action) -> str:
         return "on"
     if action.nargs == 0:  # --version and the like
         return "—"
-    if action.dest in _analysis_defaults():
+    if getattr(action, "stored", False):  # an analysis flag; compare's --alpha is its own
         return f"`{_analysis_defaults()[action.dest]}` (or the run's stored value)"
     value = getattr(action, "library_default", action.default)
     if isinstance(value, (list, tuple)):
@@ -108,7 +108,7 @@ def _flag_row(action: argparse.Action, ranges: dict[Any, str]) -> str:
         accepts = "one of " + ", ".join(f"`{c}`" for c in action.choices)
     elif action.nargs == 0:
         accepts = "flag"
-    elif action.dest in _analysis_flags():
+    elif getattr(action, "stored", False):
         accepts = _analysis_flags()[action.dest]
     elif (said := _parsed_range(action.type, ranges)) or (said := _check_range(action.type)):
         accepts = said

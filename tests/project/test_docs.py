@@ -235,6 +235,10 @@ def test_cli_reference_gives_every_option_a_default() -> None:
     assert dynamics["--quiet"][-1] == "off" and dynamics["--limit"][-1] == "—"
     assert dynamics["--out"][-1] == "required"
     assert demo["--seed"][-1] == "`0`" and demo["--out"][-1] == "`demo-run`"  # 0 is a value
+    # a run's stored analysis value stands in for the default of dynamics' and report's flags
+    # only: compare's --alpha is its own setting, named alike
+    assert dynamics["--alpha"][-1] == "`0.01` (or the run's stored value)"
+    assert "stored" not in _rows(page, "compare")["--alpha"][-1]
 
 
 def cli_entry_points() -> set[str]:

@@ -177,6 +177,7 @@ def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
         # What the library uses when the flag is not given, for the reference page (a
         # repeatable or stored flag has no argparse default).
         action.library_default = None if f.default is MISSING else f.default  # type: ignore[attr-defined]
+        action.stored = stored  # type: ignore[attr-defined]
         if meta["old"]:
             renamed(parser, meta["old"], f"{flag}")
         if meta["was"]:

@@ -158,14 +158,15 @@ def test_an_unseeded_probe_s_steps_are_held_with_seeds_without_0(data, tiny_toke
 
 def test_a_file_s_series_is_not_mixed_with_a_resumed_training_s_eval_loss(
         data, tiny_tokenizer, winobias_dir, one_thread, capsys):
-    """A series `biasscope dynamics --performance-csv` gave the live model, then a training
-    resumed with an eval_dataset: before, its eval perplexity was added to the file's values
-    and the series renamed "1 / eval perplexity", a stop weighed across both. It is left as
-    it is, said once."""
+    """A series `biasscope dynamics --performance-csv` gave the Trainer's saved checkpoints
+    under the live model's name, then a training resumed at the sweep's last step with an
+    eval_dataset: before, its eval perplexity was added to the file's values and the series
+    renamed "1 / eval perplexity", a stop weighed across both. It is left as it is, said
+    once."""
     from biasscope.cli.main import main
 
     out = data / "live"
-    train(tiny_tokenizer, data, out, 4)
+    train(tiny_tokenizer, data, data / "first", 4)  # its checkpoints, swept into out
     csv = data / "perf.csv"
     csv.write_text("2,0.1\n4,0.2\n")
     glob = str(data / "trainer" / "checkpoint-*")

@@ -264,15 +264,16 @@ def test_a_file_for_a_live_run_s_series_says_it_came_from_the_training(
     out = tmp_path / "live"
     ids = tiny_tokenizer(["The doctor said he would help. Answer: male"] * 4)["input_ids"]
     held = [{"input_ids": torch.tensor(x), "labels": torch.tensor(x)} for x in ids]
+    # scored at steps 0, 4: a sweep of checkpoint-2 under its name is no step of its own
     train(tiny_tokenizer, tmp_path, out, 4, eval_dataset=held, eval_strategy="steps",
-          eval_steps=2, eval_on_start=True)
+          eval_steps=2, eval_on_start=True, every=4)
     series = json.loads((out / "performance.json").read_text())["series"]["live"]
     csv = tmp_path / "perf.csv"
     for values in ({2: 0.1, 4: 0.2}, {int(k): v for k, v in series["values"].items()}):
         csv.write_text("".join(f"{k},{v!r}\n" for k, v in values.items()))
         capsys.readouterr()
         before, loads = files(out), loads_nothing(monkeypatch)
-        glob = str(tmp_path / "trainer" / "checkpoint-*")
+        glob = str(tmp_path / "trainer" / "checkpoint-2")
         assert main(["dynamics", "--checkpoint-glob", f"live={glob}", "--data-dir",
                      str(winobias_dir), "--out", str(out), "--device", "cpu", "--quiet",
                      "--performance-csv", str(csv)]) == 2

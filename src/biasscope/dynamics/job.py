@@ -8,12 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core import steps
+from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import hashed, recording, refuse_other_data
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.analysis.config import stored_options
 from biasscope.dynamics.imported import read_performance as read_performance
+from biasscope.dynamics.live.evaluate import listed_steps
 from biasscope.dynamics.scoring.executors import make_executor
 from biasscope.dynamics.scoring.models import list_checkpoints
 from biasscope.dynamics.scoring.sweep import run_dynamics
@@ -52,6 +55,7 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
     analysis = stored_options(store, config.analysis)  # a bad --alpha fails before a sweep
     checkpoints = list_checkpoints(config.models, config.revisions, config.checkpoint_globs,
                                    config.models_file)
+    _refuse_live_steps(store, checkpoints)  # before any checkpoint loads
     template = (read_option_file(config.prompt_template, "--prompt-template", MAX_TEMPLATE)
                 if config.prompt_template else None)
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
@@ -91,3 +95,23 @@ def _refuse_other_data(store: RunStore, read: dict[str, Path], data: dict[str, s
         settings = store.read_json("run.json").get("settings")
         refuse_other_data(store.root, settings.get("data") if isinstance(settings, dict)
                           else None, read, data)
+
+
+def _refuse_live_steps(store: RunStore, checkpoints: list[Checkpoint]) -> None:
+    """A checkpoint of a step the run scored in memory during training (`BiasCallback`,
+    under the same model name), refused: the sweep would key its units by the folder beside
+    the training's, and one step would hold two sets of records: the summary two checkpoints
+    at one step, and a resumed training refused for the sweep's seeds as its own."""
+    store.pull("run.json")
+    for model in dict.fromkeys(c.model for c in checkpoints):
+        live = listed_steps(store, model, in_memory=True)
+        if clash := [c for c in checkpoints if c.model == model and c.step in live]:
+            shown = ", ".join(str(c.step) for c in clash[:10]) + (" …" if len(clash) > 10 else "")
+            folders = ", ".join(str(c.revision) for c in clash[:3]) + (
+                " …" if len(clash) > 3 else "")
+            raise BiasscopeError(
+                f"{store.root} holds steps {shown} of {model!r} scored during training "
+                f"(BiasCallback), which this sweep's {folders} would score again under that "
+                "name from checkpoint folders; one step's records come from one source: give "
+                "the sweep another model name (--checkpoint-glob NAME='GLOB'), or use another "
+                "--out")

@@ -115,6 +115,20 @@ def held_units(out: str | Path, model_name: str) -> dict[int, dict[str, set[int]
     return held
 
 
+def listed_steps(store: RunStore, model_name: str, in_memory: bool) -> dict[int, str]:
+    """The steps of ``model_name`` that run.json lists (scored, or planned by a training still
+    to reach them), each with its revision: those scored in memory during training
+    (``in_memory``), or those a sweep scored from checkpoint folders or the hub. A step of a
+    model comes from one of the two only: the sweep keys its units by the folder, the training
+    by the step, so a step listed by both would hold two sets of records of one model."""
+    if not store.run_json.is_file():
+        return {}
+    return {int(e["step"]): str(e.get("revision")) for e in
+            store.read_json("run.json").get("checkpoints", [])
+            if isinstance(e, dict) and e.get("model") == model_name
+            and e.get("step") is not None and (e.get("source") == IN_MEMORY) == in_memory}
+
+
 def lacking(probes: Sequence[Probe], config: LiveConfig, held: dict[str, set[int]]
             ) -> dict[str, list[int]]:
     """The seeds of each probe that a step holding ``held`` (`held_units`' of that step) has

@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from biasscope.cli.main import main  # noqa: E402
+from biasscope.core.errors import BiasscopeError  # noqa: E402
 from live_trainer import train, written  # noqa: E402
 
 
@@ -59,3 +60,26 @@ def test_the_sweep_under_another_name_is_a_model_of_its_own(data, tiny_tokenizer
     steps = [(c["model"], c["step"]) for c in summary["checkpoints"]]
     assert sorted(steps) == [("live", 0), ("live", 2), ("live", 4), ("saved", 2), ("saved", 4)]
 
+
+def test_a_training_into_a_sweep_s_steps_of_its_model_name_is_refused_before_it_trains(
+        data, tiny_tokenizer, one_thread):
+    """Before: a fresh training was refused as if another training had written the steps
+    ("… resume the training that wrote them"), and one resumed before the sweep's last step as
+    "the training that went on past step 2"."""
+    train(tiny_tokenizer, data, data / "first", 4)
+    out = data / "live"
+    assert sweep(data, out, "live", "--seeds", "0") == 0
+    units = written(out)
+    with pytest.raises(BiasscopeError) as fresh:
+        train(tiny_tokenizer, data, out, 4, seed=5)
+    assert str(fresh.value) == (
+        f"out: {out} holds steps 2, 4 of model_name 'live' scored by biasscope dynamics from "
+        "checkpoint folders (checkpoint-2 …), which this training, from step 0, would score "
+        "again in memory; one step's records come from one source: give another out or "
+        "LiveConfig(model_name=...)")
+    with pytest.raises(BiasscopeError, match=r"holds steps 4 of model_name 'live' scored by "
+                                             r"biasscope dynamics from checkpoint folders "
+                                             r"\(checkpoint-4\), which this training, resumed "
+                                             r"at step 2, would score again in memory"):
+        train(tiny_tokenizer, data, out, 4, resume=str(data / "trainer/checkpoint-2"))
+    assert written(out) == units

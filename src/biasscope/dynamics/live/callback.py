@@ -315,6 +315,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         ``at``: a fresh training, or one resumed from an earlier checkpoint, would overwrite
         another training's records. Steps a caller put in ``history`` (an intervention arm's,
         resumed) are its own: kept."""
+        resume.refuse_swept(self.out, self.config, at)
         held = live.held_units(self.out, self.config.model_name)
         if held and at > 0:
             resume.refuse_other_probes(self.probes, self.out, self.config, held, at)

@@ -1,7 +1,7 @@
 """What a training resumed into a live run must score: the run's probes and seeds, no more
 and no fewer. The steps already held are not scored again (their weights are gone), so an added
 probe or seed would lack them for good, and a dropped one would stop at the resumed step while
-run.json lists every later step for it."""
+run.json lists every later step for it. And no step a sweep scored from checkpoint folders."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.live.evaluate import LiveConfig
+from biasscope.dynamics.live.evaluate import LiveConfig, listed_steps
 from biasscope.probes import Probe
+from biasscope.store.directory import RunStore
 
 #: Per step, the seeds of each probe the run holds (`live.held_units`).
 Held = dict[int, dict[str, set[int]]]
@@ -87,3 +88,21 @@ def refuse_other_seeds(probes: Sequence[Probe], out: Path, config: LiveConfig, h
             f"{at} leaves out; {'their' if len(dropped) > 1 else 'its'} records would stop at "
             f"step {last} and the report would call every later step unscored: {theirs}, or "
             "give this training another out")
+
+
+def refuse_swept(out: Path, config: LiveConfig, at: int) -> None:
+    """Steps of this model a `biasscope dynamics` sweep scored from checkpoint folders (the
+    Trainer's saved ones, under this model_name) that a training starting (or resumed) at step
+    ``at`` would reach, refused before any update: the training keys its units by the step,
+    the sweep by the folder, so one step would hold two sets of records. A training resumed
+    at the sweep's last step goes on from it (that step is not scored again)."""
+    swept = listed_steps(RunStore(out), config.model_name, in_memory=False)
+    if clash := [s for s in sorted(swept) if s > at or at == 0]:
+        shown = ", ".join(map(str, clash[:10])) + (" …" if len(clash) > 10 else "")
+        where = "from step 0" if at == 0 else f"resumed at step {at}"
+        raise BiasscopeError(
+            f"out: {out} holds steps {shown} of model_name {config.model_name!r} scored by "
+            f"biasscope dynamics from checkpoint folders ({swept[clash[0]]}"
+            f"{' …' if len(clash) > 1 else ''}), which this training, {where}, would score "
+            "again in memory; one step's records come from one source: give another out or "
+            "LiveConfig(model_name=...)")

@@ -962,3 +962,32 @@ def test_a_local_judge_under_another_name_is_refused_before_it_loads(
              "'checkpoint-10', and this call names it 'J'", loads, capsys)
     refused([*argv, "--judge-model", local, "--position", "fixed"],
             f"{out} was judged with --position shuffle (fixed now)", loads, capsys)
+
+
+def test_a_local_judges_weights_replaced_in_place_are_refused_before_they_load(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checkpoint_dirs: list[Path],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Its folder was known by its path alone before it loaded: other weights copied over it
+    were refused only once loaded. Where the run recorded its weights' fingerprint, the
+    folder is hashed first (cached: the load hashes nothing again)."""
+    import shutil
+
+    import biasscope.backends.hf_generate as hf_generate
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    pairs, folder, out = tmp_path / "pairs.jsonl", tmp_path / "gemma", tmp_path / "run"
+    _wife_pairs(pairs, 3)
+    shutil.copytree(checkpoint_dirs[0], folder)
+    argv = ["counterfactual", "--pairs", str(pairs), "--device", "cpu", "--no-cache",
+            "--out", str(out), "--judge-model", f"J=hf:{folder}"]
+    assert main(argv) == 0, capsys.readouterr().err
+    then = json.loads((out / "run.json").read_text())["settings"]["scorers"]["J"]["fingerprint"]
+    for weights in checkpoint_dirs[1].glob("*.safetensors"):
+        shutil.copy(weights, folder / weights.name)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    loads: list[str] = []
+    no_loads(monkeypatch, hf_generate, loads, "HFGenerator")
+    capsys.readouterr()
+    refused(argv, f"different settings of scorer 'J' (fingerprint: {then[:12]}… then, ", loads,
+            capsys)
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before

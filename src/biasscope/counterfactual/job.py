@@ -19,16 +19,13 @@ line. Judge requests go through the response cache, so a rerun sends nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasscope.backends.base import Generator
 from biasscope.backends.cache import Cached
-from biasscope.backends.checkpoints import from_model, gguf_identity, recorded_source
-from biasscope.backends.hf_model import resolve_device
-from biasscope.backends.labels import Named, label_models, model_labels, parse_models
+from biasscope.backends.labels import Named, label_models, parse_models
 from biasscope.backends.reward import HFRewardModel, RewardConfig, identities_before_loading
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
@@ -43,13 +40,22 @@ from biasscope.counterfactual.rerun import (
 )
 from biasscope.counterfactual.settings import CounterfactualConfig as CounterfactualConfig
 from biasscope.data.sources import recording
-from biasscope.judge import Judge, JudgingConfig, check_task, question_sha256, read_labels
+from biasscope.judge import (
+    Judge,
+    JudgingConfig,
+    KnownJudges,
+    check_task,
+    judges_before_loading,
+    make_judges,
+    question_sha256,
+    read_labels,
+)
 from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.sensitivity import hh_count, reward_settings
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import rewritten, unsettled
+from biasscope.store.run_json import readable_settings, rewritten, unsettled
 
 
 @dataclass(frozen=True)
@@ -94,13 +100,13 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     pairs = {"source": "jsonl" if own else config.pairs, "file_sha256": source_sha,
              "sha256": cf.items_sha256(items)}
     # A run in --out that this call cannot join is refused before a model loads (minutes).
-    order, known, made = _judges_before_loading(config, judges, labels)
+    order, known, before = _judges_before_loading(config, judges, labels)
     # A reward model's entry over a judge's of the same name: the name shared is refused.
     check_before_loading(config, {"pairs": pairs, "seed": config.seed, "scorers": {
         **known, **identities_before_loading(named, reward, "--reward-model")}},
         order, ordered=True, read=read)
     # The judges first: a server's spec and flags are checked before a reward model loads.
-    judge = judge if judge is not None else _judge(config, judges, made)
+    judge = judge if judge is not None else _judge(config, judges, before)
     if not order and judge is not None:  # its labels known once its backends are made
         refuse_reordered_panel(config, [m.label for m in judge.models])
     models = list(reward_models) or _reward_models(named, reward)
@@ -213,32 +219,21 @@ def _labels(path: str) -> dict[str, str]:
 
 def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],
                            labels: dict[str, str] | None
-                           ) -> tuple[list[str], dict[str, dict[str, Any]],
-                                      dict[int, Generator]]:
+                           ) -> tuple[list[str], dict[str, Any], KnownJudges]:
     """The judges' labels, each judge's scorer entry as known before any loads, as a reward
-    model's is (`identities_before_loading`), and the judges made already, by position. A
-    judge that loads nothing (a server's, canned answers) is made now, sending no request: its
-    label and whole entry are known. A local one's entry is what its spec settles (a GGUF
-    file's path, SHA-256 and quantisation: hashed, not converted), the dtype it loads in on a
+    model's is (`identities_before_loading`), and what `judges_before_loading` knows of them
+    (the judges made already: a server's, canned answers). A local one's entry is what its
+    spec settles (a GGUF file's path, SHA-256 and quantisation: hashed, not converted; a
+    folder the run recorded by its weights' fingerprint, hashed), the dtype it loads in on a
     CPU, and what run.json records beside it."""
-    parsed = config.backend.check([spec for _, spec in judges], "--judge-model") \
-        if judges else []
-    served = [i for i, p in enumerate(parsed) if p.backend != "hf"]
-    made = dict(zip(served, config.backend.generators([judges[i][1] for i in served],
-                                                      "--judge-model"))) if served else {}
-    ckpts = {i: from_model(p.rest, convert=False)[0]
-             for i, p in enumerate(parsed) if p.backend == "hf"}
-    order = model_labels(judges, [ckpts[i].label if i in ckpts else made[i].label
-                                  for i in range(len(judges))], "--judge-model", "+")
-    dtype = "float32" if ckpts and resolve_device(config.backend.device).type == "cpu" else None
+    recorded = readable_settings(RunStore(Path(config.out)), "counterfactual") or {}
+    scorers = recorded.get("scorers")
+    known = judges_before_loading(config.backend, judges, "--judge-model", "+",
+                                  scorers if isinstance(scorers, Mapping) else None)
     asked = question_sha256(JudgingConfig(position=config.position, seed=config.seed), labels)
     beside = {"position": config.position, "labels": labels, "question_sha256": asked}
-    known = {order[i]: {"backend": "hf", "source": recorded_source(c),
-                        "revision": c.revision or "", **gguf_identity(c),
-                        **({"dtype": dtype} if dtype else {}), **beside}
-             for i, c in ckpts.items()}
-    known.update({order[i]: {**g.identity(), **beside} for i, g in made.items()})
-    return order, known, made
+    return known.labels, {name: {**entry, **beside}
+                          for name, entry in known.identities.items()}, known
 
 
 def _reward_models(named: list[Named], reward: RewardConfig) -> list[Any]:
@@ -247,19 +242,12 @@ def _reward_models(named: list[Named], reward: RewardConfig) -> list[Any]:
     return models
 
 
-def _judge(config: CounterfactualConfig, named: list[Named],
-           made: dict[int, Generator] | None = None) -> Any:
-    """The panel of judges; ``made``: those made already (`_judges_before_loading`), by
-    position, the others loaded now."""
+def _judge(config: CounterfactualConfig, named: list[Named], known: KnownJudges) -> Any:
+    """The panel of judges: those made already (`_judges_before_loading`), the others
+    loaded now."""
     if not named:
         return None
-    made = made or {}
-    rest = [i for i in range(len(named)) if i not in made]
-    # The flags were checked over every judge: beside a server's, a local one takes none.
-    local = replace(config.backend, base_url=None, api_key_env=None) if made else config.backend
-    loaded = dict(zip(rest, local.generators([named[i][1] for i in rest], "--judge-model"))) \
-        if rest else {}
     cache = config.backend.response_cache()
-    models = [Cached(made.get(i) or loaded[i], cache) for i in range(len(named))]
-    label_models(models, named, "--judge-model", joiner="+")
+    models = [Cached(g, cache)
+              for g in make_judges(config.backend, named, known, "--judge-model", "+")]
     return Judge(models, JudgingConfig(position=config.position, seed=config.seed))

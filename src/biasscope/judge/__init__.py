@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from biasscope.judge.detector import JudgeDetector
     from biasscope.judge.job import check_task
     from biasscope.judge.label_sets import labels_sha256, refuse_other_label_set
+    from biasscope.judge.panel import KnownJudges, judges_before_loading, make_judges
     from biasscope.judge.rates import answered
     from biasscope.judge.tasks import classify, compare, question_sha256
     from biasscope.judge.verbosity import VerbosityBiasWarning, check_label_descriptions
@@ -41,6 +42,8 @@ _HOMES = {
     "JudgeDetector": "biasscope.judge.detector",
     "check_task": "biasscope.judge.job",
     **dict.fromkeys(("labels_sha256", "refuse_other_label_set"), "biasscope.judge.label_sets"),
+    **dict.fromkeys(("KnownJudges", "judges_before_loading", "make_judges"),
+                    "biasscope.judge.panel"),
     "answered": "biasscope.judge.rates",
     **dict.fromkeys(("classify", "compare", "question_sha256"), "biasscope.judge.tasks"),
     **dict.fromkeys(("VerbosityBiasWarning", "check_label_descriptions"),
@@ -53,6 +56,7 @@ __all__ = [
            "JudgeDetector",
            "JudgeError",
            "JudgingConfig",
+           "KnownJudges",
            "VerbosityBiasWarning",
            "Verdict",
            "answered",
@@ -60,7 +64,9 @@ __all__ = [
            "check_task",
            "classify",
            "compare",
+           "judges_before_loading",
            "labels_sha256",
+           "make_judges",
            "question_sha256",
            "read_labels",
            "refuse_other_label_set",

@@ -34,7 +34,7 @@ from biasscope.store.run_json import (
     refuse_foreign_folder,
     start_run,
 )
-from biasscope.store.settings import gain_identity, merge_settings
+from biasscope.store.settings import gain_identity, known_part, merge_settings
 
 VERDICTS = "verdicts.jsonl"
 #: An item's text fields and what each holds, for the line that names one of another type.
@@ -259,18 +259,21 @@ def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[V
 
 
 def check(out: str | os.PathLike[str], kind: str, models: Sequence[str],
-          settings: Mapping[str, Any], described: Mapping[str, Any] | None = None
-          ) -> RunStore:
+          settings: Mapping[str, Any], described: Mapping[str, Any] | None = None,
+          known: bool = False) -> RunStore:
     """Before any request: an existing run is checked as `start` checks it (another kind, or
     other ``settings``, refused in one line) without writing, a folder that holds a run's
     files without run.json refused. run.json waits for the results (`start`, as they are
     written): a first call that fails (a 401, a model not served) leaves none behind to
     refuse the corrected command, and a call that stores nothing leaves an existing one as
     it was. A judge run's verdicts.jsonl without run.json is refused too: no judge run
-    leaves one."""
+    leaves one. ``known``: ``settings["judges"]`` holds each judge's identity as known
+    before it loads (`judges_before_loading`), and each recorded one is compared on those
+    keys alone: the same check, in the same words, before a local judge loads; the rest once
+    it has."""
     store = RunStore(Path(out))
     if store.run_json.is_file() or store.remote is not None:
-        check_run(store, kind, _build(store, models, settings, described))
+        check_run(store, kind, _build(store, models, settings, described, known))
         return store
     refuse_foreign_folder(store)
     if kind == "judge" and (store.root / VERDICTS).exists():
@@ -295,14 +298,21 @@ def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
 
 
 def _build(store: RunStore, models: Sequence[str], settings: Mapping[str, Any],
-           described: Mapping[str, Any] | None) -> Build:
+           described: Mapping[str, Any] | None, known: bool = False) -> Build:
     """run.json of a judge run from what it recorded: ``settings`` merged over the recorded
-    ones (a changed one refused), with ``described``."""
+    ones (a changed one refused), with ``described``; ``known``: see `check`."""
     def build(previous: dict[str, Any] | None) -> dict[str, Any]:
         if previous is not None:
             _same_order(store, previous, list(settings.get("judges") or {}))
-        merged = dict(settings) if previous is None else merge_settings(
-            store.run_json, gain_identity(previous.get("settings", {}), settings), settings,
+        before = None if previous is None else gain_identity(previous.get("settings", {}),
+                                                             settings)
+        if known and before is not None and isinstance(before.get("judges"), Mapping):
+            now = settings.get("judges") or {}
+            before = {**before, "judges": {
+                name: known_part(entry, now[name]) if name in now else entry
+                for name, entry in before["judges"].items()}}
+        merged = dict(settings) if before is None else merge_settings(
+            store.run_json, before, settings,
             added=("labels",))  # a run made before recorded its label set by SHA-256 only
         return {"model": ", ".join(models), **(described or {}), "settings": merged}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.backends.cache import Cached
-from biasscope.backends.labels import label_models, parse_models
+from biasscope.backends.labels import parse_models
 from biasscope.backends.redact import redact_urls
 from biasscope.core.config import comma_entries
 from biasscope.core.digest import file_sha256
@@ -31,6 +31,7 @@ from biasscope.judge.batch import (
 from biasscope.judge.biases import classifier_biases, pairwise_biases
 from biasscope.judge.core import Judge, JudgeError, JudgingConfig, Verdict, check_keys
 from biasscope.judge.label_sets import labels_sha256, refuse_other_label_set
+from biasscope.judge.panel import judges_before_loading, make_judges
 from biasscope.judge.settings import JudgeConfig as JudgeConfig
 from biasscope.judge.tasks import question_sha256
 from biasscope.store.directory import RunStore
@@ -52,7 +53,7 @@ def judge(config: JudgeConfig) -> JudgeResult:
     verdicts are an earlier call's), and a first such call writes nothing (`_nothing_stored`):
     the call with the judge's server put right is not refused for a run of nothing."""
     made, task, labels, judges = _setup(config, "judge")
-    settings = run_settings(config, made, task, labels)
+    settings = run_settings(config, made.config, _identities(made), task, labels)
     store = check(config.out, "judge", list(judges), settings, {"judges": judges})
     verdicts = judge_task(made, task, labels)
     answered = not all(map(failed, verdicts))
@@ -83,7 +84,7 @@ def biases(config: JudgeConfig) -> JudgeResult:
     ``versions`` too): the measures would count them as the judge's answers; a rerun asks
     them again."""
     made, task, labels, judges = _setup(config, "judge-audit")
-    settings = run_settings(config, made, task, labels, audit=True)
+    settings = run_settings(config, made.config, _identities(made), task, labels, audit=True)
     check(config.out, "judge-audit", list(judges), settings, {"judges": judges})
     if task.pairwise:
         result = pairwise_biases(made, task.pairs, task.authors, ranking=config.ranking,
@@ -103,20 +104,21 @@ def biases(config: JudgeConfig) -> JudgeResult:
         return JudgeResult(result, finish(store, "judge-audit", result))
 
 
-def run_settings(config: JudgeConfig, judge: Judge, task: Task,
-                 labels: Mapping[str, str] | None, audit: bool = False) -> dict[str, Any]:
+def run_settings(config: JudgeConfig, how: JudgingConfig, judges: Mapping[str, Any],
+                 task: Task, labels: Mapping[str, str] | None, audit: bool = False
+                 ) -> dict[str, Any]:
     """What run.json records, and a rerun must repeat, for these results: the input and
     label set by content, the keys the questions use and their wording (`question_sha256`),
-    each judge's identity (its backend, endpoint or weights: a GGUF file's SHA-256), and
-    every option that changes an answer.
+    each judge's identity by label (``judges``: its backend, endpoint or weights: a GGUF
+    file's SHA-256; before a local one loads, what is known of it then), and every option
+    that changes an answer.
     ``audit``: judge-audit, which asks in the fixed order and its reverse whatever
     ``position`` and ``samples`` say. ``judges`` first: a rerun with a judge dropped is
     refused naming them, not the ``aggregate`` that follows from their number."""
-    how = judge.config
     needed = 3 if task.pairwise else len(labels or ())
-    several = len(judge.models) > 1
+    several = len(judges) > 1
     return {
-        "judges": {m.label: m.identity() for m in judge.models},
+        "judges": dict(judges),
         "input_sha256": file_sha256(config.input),
         "labels_sha256": None if labels is None else labels_sha256(labels),
         "labels": None if labels is None else dict(labels),  # a rerun's refusal names them
@@ -153,26 +155,26 @@ def check_task(pairwise: bool, labels: Mapping[str, str] | None, keys: Sequence[
         raise BiasscopeError(f"--keys: {exc}") from None
 
 
-def _refuse_other_input(config: JudgeConfig, kind: str,
+def _refuse_other_input(config: JudgeConfig, where: Path, settings: Mapping[str, Any] | None,
                         labels: Mapping[str, str] | None) -> None:
     """An ``--input`` other than the run judged (edited since, or another file), or a
     ``--labels`` file of another label set, refused as an audit refuses its data file,
     naming the file (and the labels that changed, where run.json records them: a run made
-    before has their SHA-256 only), before a judge is made: a local one loads then (minutes),
-    and `check` compares the other settings only once it has. A run.json that cannot be read,
-    or of another kind, is left to `check`. A label set given or dropped is refused by
-    `check_task` first: the input decides (texts need one, pairs take none)."""
-    store = RunStore(Path(config.out))
-    if (settings := readable_settings(store, kind)) is not None:
-        refuse_other_data(store.root, {"--input": settings.get("input_sha256")},
-                          {"--input": Path(config.input)},
-                          {"--input": file_sha256(config.input)})
-        if isinstance(then := settings.get("labels"), Mapping):
-            refuse_other_label_set(store.root, then, config.labels, labels)
-        elif config.labels and labels is not None:  # its label set is hashed, not the file
-            refuse_other_data(store.root, {"--labels": settings.get("labels_sha256")},
-                              {"--labels": Path(config.labels)},
-                              {"--labels": labels_sha256(labels)}, of="its label set")
+    before has their SHA-256 only), before a judge is made (a local one loads then, minutes)
+    and before the other settings are checked, which would say only "a different
+    'input_sha256'". ``settings``: the run's (`readable_settings`); None (no run.json, one
+    that cannot be read or of another kind) is left to `check`. A label set given or dropped
+    is refused by `check_task` first: the input decides (texts need one, pairs take none)."""
+    if settings is None:
+        return
+    refuse_other_data(where, {"--input": settings.get("input_sha256")},
+                      {"--input": Path(config.input)}, {"--input": file_sha256(config.input)})
+    if isinstance(then := settings.get("labels"), Mapping):
+        refuse_other_label_set(where, then, config.labels, labels)
+    elif config.labels and labels is not None:  # its label set is hashed, not the file
+        refuse_other_data(where, {"--labels": settings.get("labels_sha256")},
+                          {"--labels": Path(config.labels)},
+                          {"--labels": labels_sha256(labels)}, of="its label set")
 
 
 def _setup(config: JudgeConfig, kind: str
@@ -186,15 +188,32 @@ def _setup(config: JudgeConfig, kind: str
     except ValueError as exc:
         raise BiasscopeError(f"--keys: {exc}") from None
     check_task(task.pairwise, labels, keys)
-    _refuse_other_input(config, kind, labels)
+    store = RunStore(Path(config.out))
+    recorded = readable_settings(store, kind)
+    _refuse_other_input(config, store.root, recorded, labels)
     named = parse_models(list(config.models), "--model")
-    cache = config.backend.response_cache()
-    models = [Cached(g, cache) for g in config.backend.generators([s for _, s in named],
-                                                                   "--model")]
-    label_models(models, named, "--model")
-    made = Judge(models, JudgingConfig(
+    how = JudgingConfig(
         position=config.position, samples=config.samples, reasoning=config.reasoning,
-        seed=config.seed, keys=keys, aggregate=config.aggregate, logit_bias=config.logit_bias))
+        seed=config.seed, keys=keys, aggregate=config.aggregate, logit_bias=config.logit_bias)
+    # Every setting is checked on what is known before a local judge loads (minutes), in
+    # the words of the check once it has (`check`): another --position, judge or name.
+    known = judges_before_loading(config.backend, named, "--model",
+                                  recorded=_mapping((recorded or {}).get("judges")))
+    check(config.out, kind, known.labels, run_settings(
+        config, how, known.identities, task, labels, audit=kind == "judge-audit"),
+        known=True)
+    cache = config.backend.response_cache()
+    models = [Cached(g, cache) for g in make_judges(config.backend, named, known, "--model")]
+    made = Judge(models, how)
     # The spec as recorded: a URL's credentials stay out of run.json (backends.redact).
     return made, task, labels, {m.label: redact_urls(spec)
                                 for m, (_, spec) in zip(models, named)}
+
+
+def _identities(made: Judge) -> dict[str, Any]:
+    """Each judge's identity, by label, as run.json records it once they are made."""
+    return {m.label: m.identity() for m in made.models}
+
+
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None

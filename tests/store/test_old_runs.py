@@ -132,6 +132,12 @@ def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
         # "Live monitoring during training")
         assert "no performance series" in after["analysis"]["models"]["train"].pop(
             "recommendation_refused")
+        # Each probe value states the level of its interval now (CHANGELOG: "One confidence
+        # level for a whole dynamics run"): the run's, 95%.
+        for model in after["analysis"]["probes"].values():
+            for checkpoint in model["models"]["train"]["checkpoints"]:
+                for value in checkpoint["values"].values():
+                    assert value.pop("confidence", 0.95) == 0.95
         # BBQ's intervals are over templates now (CHANGELOG: "BBQ's intervals and test over
         # templates"): its estimates are the same, its bounds are not.
         for found in (after, before):

@@ -14,7 +14,7 @@ import pytest
 import scipy.stats as sps
 
 from biasscope.core import stats
-from biasscope.core.bootstrap import mean_interval, resample_counts
+from biasscope.core.bootstrap import index_blocks, mean_interval, resample_counts
 
 KW = "rng" if tuple(int(p) for p in metadata.version("scipy").split(".")[:2]) >= (1, 15) \
     else "random_state"
@@ -219,3 +219,31 @@ def test_ties_with_the_estimate_do_not_depend_on_rounding(paired: bool) -> None:
     exact = ours([5 * x for x in fifths], signs, "BCa", None, paired=paired, n=2000)
     rounded = ours(fifths, signs, "BCa", None, paired=paired, n=2000)
     np.testing.assert_allclose(np.asarray(rounded), np.asarray(exact) / 5, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("n", "n_resamples"), [(2106, 2000), (1508, 2000), (2106, 1000)])
+def test_index_blocks_hold_the_default_resamples_of_a_probe_in_one_draw(
+        n: int, n_resamples: int) -> None:
+    """The default resamples of the most items a probe has (StereoSet's 2106 examples,
+    CrowS-Pairs' 1508 pairs) are one block: the single draw the bootstraps made before."""
+    blocks = list(index_blocks(n, n_resamples, np.random.default_rng(3)))
+    assert len(blocks) == 1
+    assert np.array_equal(blocks[0], np.random.default_rng(3).integers(0, n, (n_resamples, n)))
+
+
+def test_index_blocks_are_the_single_draw_in_whole_rows(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """Blocks of a few rows are the single draw's rows, bit for bit, and leave the generator
+    where it left it; a row wider than the bound is a block of its own; no resamples give one
+    empty block (the blocks' statistics always concatenate)."""
+    from biasscope.core import bootstrap
+
+    monkeypatch.setattr(bootstrap, "BLOCK_CELLS", 3 * 257 + 5)
+    for n in (1, 7, 257, 1000):
+        single_rng, rng = np.random.default_rng(8), np.random.default_rng(8)
+        single = single_rng.integers(0, n, (301, n))
+        blocks = list(index_blocks(n, 301, rng))
+        assert all(b.size <= max(bootstrap.BLOCK_CELLS, n) for b in blocks)
+        assert np.array_equal(np.concatenate(blocks), single)
+        assert np.array_equal(rng.integers(0, 10**6, 5), single_rng.integers(0, 10**6, 5))
+    assert [b.shape for b in index_blocks(4, 0, np.random.default_rng(0))] == [(0, 4)]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -81,6 +81,25 @@ def resample_counts(size: int, n: int, rng: np.random.Generator,
         while sum(c.nbytes for c, _ in _DRAWN.values()) > DRAWN_BYTES:
             _DRAWN.popitem(last=False)
     return out
+
+
+#: Resample indices drawn at once at most, in whole rows: 2000 resamples of up to 4194 items
+#: (StereoSet's 2106 examples, CrowS-Pairs' 1508 pairs: the most a probe has) are one block of
+#: at most 64 MB; 100,000 resamples of CrowS-Pairs are 18 blocks, not 1.2 GB of indices at once.
+BLOCK_CELLS = 1 << 23
+
+
+def index_blocks(n: int, n_resamples: int, rng: np.random.Generator) -> Iterator[Array]:
+    """``rng.integers(0, n, (n_resamples, n))``, the indices of ``n_resamples`` resamples of
+    ``n`` items, in blocks of whole rows of at most `BLOCK_CELLS` indices (one row at least),
+    for a caller to reduce each block to its rows' statistics before the next is drawn: never
+    resamples x items at once. The rows are the single draw's, bit for bit, however many the
+    blocks (NumPy draws a range below 2**32 from the generator's 32-bit stream, whose spare
+    half-word the generator keeps between calls); no resamples give one empty block, so the
+    blocks' statistics always concatenate."""
+    rows = max(1, BLOCK_CELLS // max(n, 1))
+    for start in range(0, max(n_resamples, 1), rows):
+        yield rng.integers(0, n, (min(rows, n_resamples - start), n))
 
 
 def _counted(size: int, n: int, rng: np.random.Generator, dtype: npt.DTypeLike) -> Array:

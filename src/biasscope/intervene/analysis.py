@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core import stats
+from biasscope.core.bootstrap import index_blocks
 from biasscope.core.crossed import crossed_mean
 from biasscope.core.numbers import (
     ci_decimals,
@@ -134,9 +135,9 @@ def _cost(arm: pd.DataFrame, control: pd.DataFrame, config: InterventionAnalysis
     estimate = perplexity.perplexity(lp_a, n_a) / perplexity.perplexity(lp_c, n_c) - 1
     if len(both) < 2:
         return {"estimate": estimate, "low": math.nan, "high": math.nan}
-    pick = np.random.default_rng(0).integers(0, len(both), size=(config.n_resamples,
-                                                                  len(both)))
-    ratio = np.exp(lp_c[pick].sum(1) / n_c[pick].sum(1) - lp_a[pick].sum(1) / n_a[pick].sum(1))
+    ratio = np.concatenate([
+        np.exp(lp_c[pick].sum(1) / n_c[pick].sum(1) - lp_a[pick].sum(1) / n_a[pick].sum(1))
+        for pick in index_blocks(len(both), config.n_resamples, np.random.default_rng(0))])
     return stats.percentile_interval(estimate, ratio - 1, config.confidence).as_dict()
 
 

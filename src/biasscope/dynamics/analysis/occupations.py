@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from biasscope.core.bootstrap import index_blocks
 from biasscope.core.errors import DataError
 from biasscope.core.imports import lazy
 from biasscope.core.jsonl import read_text
@@ -142,17 +143,23 @@ def spearman(x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int,
         out["too_few"] = True
         return out
     out["p_value"] = float(result.pvalue)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_resamples, n))
-    rx, ry = sps.rankdata(x[idx], axis=1), sps.rankdata(y[idx], axis=1)
-    rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = (rx * ry).sum(axis=1) / np.sqrt((rx ** 2).sum(axis=1) * (ry ** 2).sum(axis=1))
+    rho = np.concatenate([_rho(x[idx], y[idx]) for idx in
+                          index_blocks(n, n_resamples, np.random.default_rng(seed))])
     ok = rho[np.isfinite(rho)]
     if ok.size >= n_resamples / 2:
         tail = 100 * (1 - confidence) / 2
         out["low"], out["high"] = (float(v) for v in np.percentile(ok, [tail, 100 - tail]))
     return out
+
+
+def _rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's ρ of each row of ``x`` and ``y`` (NaN where a row is constant)."""
+    rx, ry = sps.rankdata(x, axis=1), sps.rankdata(y, axis=1)
+    rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho: np.ndarray = (rx * ry).sum(axis=1) / np.sqrt((rx ** 2).sum(axis=1)
+                                                          * (ry ** 2).sum(axis=1))
+    return rho
 
 
 def compare(occupations: list[dict[str, Any]], statistics: Statistics, confidence: float,

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from biasscope.core.bootstrap import index_blocks
 from biasscope.core.errors import DataError
 from biasscope.core.items import Item
 from biasscope.core.jsonl import read_text
@@ -185,6 +186,6 @@ def perplexity_interval(logprob: Sequence[float] | np.ndarray,
     estimate = perplexity(lp, n)
     if lp.size < 2:
         return Interval(estimate, math.nan, math.nan, confidence)
-    pick = np.random.default_rng(seed).integers(0, lp.size, size=(n_resamples, lp.size))
-    samples = np.exp(-lp[pick].sum(axis=1) / n[pick].sum(axis=1))
+    samples = np.concatenate([np.exp(-lp[pick].sum(axis=1) / n[pick].sum(axis=1)) for pick in
+                              index_blocks(lp.size, n_resamples, np.random.default_rng(seed))])
     return percentile_interval(estimate, samples, confidence)

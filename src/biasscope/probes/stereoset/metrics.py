@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biasscope.core.bootstrap import index_blocks
 from biasscope.core.errors import DataError
 from biasscope.core.stats import percentile_interval
 
@@ -78,8 +79,9 @@ def with_intervals(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES,
     codes = pd.factorize(frame["target"])[0]
     terms = int(codes.max()) + 1 if len(codes) else 1
     pro, related = frame["pro"].to_numpy(np.float64), frame["related"].to_numpy(np.float64)
-    idx = np.random.default_rng(0).integers(0, len(frame), (n_resamples, len(frame)))
-    ss, lms = term_scores(codes[idx], pro[idx], related[idx], terms)
+    blocks = [term_scores(codes[idx], pro[idx], related[idx], terms)
+              for idx in index_blocks(len(frame), n_resamples, np.random.default_rng(0))]
+    ss, lms = (np.concatenate(part) for part in zip(*blocks, strict=True))
     draws = {"ss": ss, "lms": lms, "icat": lms * np.minimum(ss, 100 - ss) / 50}
     out = {}
     for key, value in point.items():

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biasscope.core.bootstrap import index_blocks
 from biasscope.core.imports import lazy
 from biasscope.core.stats import none_differ, percentile_interval, signed_rank
 from biasscope.probes.base import interval
@@ -119,7 +120,7 @@ def occupation_correlation(frame: pd.DataFrame, n_resamples: int = 2000,
     r, p = sps.pearsonr(x, y)
     rng = np.random.default_rng(0)
     draws = []
-    for idx in rng.integers(0, len(x), (n_resamples, len(x))):
+    for idx in (row for block in index_blocks(len(x), n_resamples, rng) for row in block):
         if np.ptp(x[idx]) > 0 and np.ptp(y[idx]) > 0:
             draws.append(np.corrcoef(x[idx], y[idx])[0, 1])
     ci = percentile_interval(float(r), np.asarray(draws, dtype=np.float64), confidence)

@@ -338,6 +338,20 @@ class RunStore:
             self._mirror.remove(self._relative(self.checksum_path(unit)))
             self._mirror.remove(self._relative(path))
 
+    def move_file(self, path: Path, to: Path) -> None:
+        """Move one file of the run to ``to``, another place in the run, whole (a remote run's
+        is uploaded there and removed where it was): a dropped checkpoint's units are kept
+        where no reader looks, not deleted."""
+        try:
+            to.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, to)
+        except OSError as exc:
+            raise write_error(to, exc) from None
+        self._verified.pop(path.name.partition(".parquet")[0], None)
+        if self._mirror is not None:
+            self.publish(to)
+            self._mirror.remove(self._relative(path))
+
     def rekey(self, old: Unit, new: Unit) -> None:
         """Move a finished unit to another key (a run made before checkpoint identities)."""
         if self.unit_path(new).exists():

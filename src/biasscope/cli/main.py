@@ -30,7 +30,8 @@ COMMANDS = ("dynamics", "report", "probes", "generate", "audit", "judge", "sensi
 #: ``biasscope --help`` imports nothing that arguments need (pandas, SciPy, the job modules);
 #: tests/cli/test_startup.py keeps this table equal to what ``register`` adds.
 LISTED: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
-    "dynamics": {"dynamics": ((), "fairness across training checkpoints")},
+    "dynamics": {"dynamics": ((), "fairness across training checkpoints"),
+                 "drop": ((), "take checkpoints out of a dynamics run")},
     "report": {"report": ((), "rebuild the HTML report of a run from its records"),
                "demo": ((), "train a tiny model with injected bias and sweep it")},
     "probes": {"probes": ((), "every probe: the requests it takes, the data it needs, what it "

@@ -1,0 +1,178 @@
+"""``biasscope drop``: take checkpoints out of a dynamics run, so that a wrong revision or a
+broken checkpoint swept into it costs one call, not the whole run scored again.
+
+Under the run's lock, the checkpoints' units (with their checksums, and any copy set aside as
+damaged or stale) move to ``dropped/<time>/`` in the run, laid out as the run is, beside their
+run.json entries and the summary and report as they were; no reader of the run looks there.
+Their run.json entries go, and summary.json and report.html are written again from what is
+left: a file stating a conclusion over the run never outlives a checkpoint it rests on. A
+later sweep that lists one again scores it afresh (its units are keyed as before, and gone).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from biasscope.backends.checkpoints import IN_MEMORY
+from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.analysis.config import stored_options
+from biasscope.dynamics.summary.write import write_dynamics_report
+from biasscope.store.directory import CHECKSUMS, RECORDS, RunStore
+from biasscope.store.files import write_json
+from biasscope.store.locks import run_lock
+from biasscope.store.run_json import OWN_FILES, RUN_JSON, kind_of
+from biasscope.store.units import Unit
+
+#: The run's folder that dropped checkpoints' files go to (never read as the run's).
+FOLDER = "dropped"
+_SHOWN = 12  # checkpoints a refusal lists before "and N more"
+
+
+@dataclass(frozen=True)
+class DropResult:
+    store: RunStore
+    #: The checkpoints taken out, as run.json named them (``model@revision``).
+    dropped: list[str]
+    #: Where their files went: ``RUN/dropped/<time>`` (a remote run's URL there).
+    folder: str
+    report: Path
+
+
+def name_of(entry: Mapping[str, Any]) -> str:
+    """A run.json checkpoint as a user names it: ``model@revision`` (``@main`` for none)."""
+    return f"{entry.get('model')}@{entry.get('revision') or 'main'}"
+
+
+def drop(run: str | Path, checkpoints: Sequence[str], data_dir: str | None = None
+         ) -> DropResult:
+    """Take ``checkpoints`` (``model@revision`` as run.json names them, or their identity)
+    out of the dynamics run ``run`` and write its summary and report again without them.
+
+    Refused in one line, with nothing moved: a checkpoint the run does not list (the line
+    lists those it does), one scored live (its weights were in memory: it could never be
+    scored again), every checkpoint of the run, or all of those with records; a run of
+    another kind. ``data_dir``: as `biasscope report`'s, for the occupation statistics.
+    """
+    wanted = list(dict.fromkeys(str(c).strip() for c in checkpoints))
+    if not wanted or not all(wanted):
+        raise BiasscopeError("give the checkpoints to drop, as model@revision")
+    store = RunStore(run)
+    store.read_json(RUN_JSON)  # no run there: said before the lock makes a folder
+    with run_lock(store):
+        store.pull(RUN_JSON)
+        recorded = store.read_json(RUN_JSON)
+        if (kind := kind_of(recorded)) != "dynamics":
+            raise BiasscopeError(f"{store.run_json} is a run of kind {kind!r}: only a "
+                                 "dynamics run's checkpoints can be dropped")
+        entries = [e for e in recorded.get("checkpoints", []) if isinstance(e, dict)]
+        chosen = _chosen(store, entries, wanted)
+        files = [f for entry in chosen for f in _files(store, recorded, entry)]
+        left = set(store.unit_files()) - set(files)
+        if len(chosen) == len(entries) or not left:
+            raise BiasscopeError(
+                f"{', '.join(map(name_of, chosen))}: "
+                + ("that is every checkpoint of " if len(chosen) == len(entries) else
+                   "the other checkpoints have no records yet in ")
+                + f"{store.root}, and a run without records has nothing to report; move the "
+                "run's folder away instead (or score the others first)")
+        options = stored_options(store)  # summary.json's, before it is written again
+        folder = _folder(store)
+        _keep(store, folder / "checkpoints.json", {"dropped": chosen})
+        for name in OWN_FILES:  # what the run said before, kept beside what it rested on
+            if (store.root / name).is_file():
+                shutil.copyfile(store.root / name, folder / name)
+                store.publish(folder / name)
+        for path in files:  # before run.json: a kill between leaves them listed, unscored
+            store.move_file(path, folder / path.relative_to(store.root))
+        kept = [e for e in recorded["checkpoints"] if not any(e is c for c in chosen)]
+        _keep(store, store.run_json, {**recorded, "updated": _now(), "checkpoints": kept})
+        report = _rewrite(store, options, data_dir, chosen)
+    where = (f"{store.remote}/{folder.relative_to(store.root).as_posix()}" if store.remote
+             else str(folder))
+    return DropResult(store, [name_of(e) for e in chosen], where, report)
+
+
+def _chosen(store: RunStore, entries: list[dict[str, Any]], wanted: list[str]
+            ) -> list[dict[str, Any]]:
+    """run.json's entries of the ``wanted`` checkpoints, each refused in one line where the run
+    lists none by that name (the line lists those it does) or it was scored live."""
+    chosen: list[dict[str, Any]] = []
+    for name in wanted:
+        found = [e for e in entries if name in (name_of(e), str(e.get("identity")))]
+        if not found:
+            names = [name_of(e) for e in entries]
+            shown = ", ".join(names[:_SHOWN]) + (f" and {len(names) - _SHOWN} more"
+                                                 if len(names) > _SHOWN else "")
+            raise BiasscopeError(f"checkpoint {name!r}: {store.run_json} lists no such "
+                                 f"checkpoint; give one as model@revision of those it lists: "
+                                 f"{shown or 'none'}")
+        if found[0].get("source") == IN_MEMORY:
+            raise BiasscopeError(
+                f"checkpoint {name}: a step scored live, from weights in memory that are gone, "
+                "so it could never be scored again: it stays in the run (start the live run "
+                "anew with another out to leave it out)")
+        chosen.extend(e for e in found if not any(e is c for c in chosen))
+    return chosen
+
+
+def _files(store: RunStore, run: Mapping[str, Any], entry: Mapping[str, Any]) -> list[Path]:
+    """Every file of the checkpoint's units: each (probe, seed) the run lists, keyed by its
+    identity or by name and revision as a run made before identities keyed it; the unit, its
+    checksum, and any copy set aside (``.corrupt-<n>``, ``.stale-<n>``)."""
+    probes = run.get("settings", {}).get("probes", {})
+    seeds = sorted({int(s) for s in run.get("seeds", [])} | {0})
+    identity = entry.get("identity")
+    keys = {Unit(str(entry["model"]), entry.get("revision"), probe, seed, entry.get("step"),
+                 checkpoint).key
+            for probe in probes for seed in seeds
+            for checkpoint in ({None, str(identity)} if identity else {None})}
+    found: list[Path] = []
+    for key in sorted(keys):
+        found += sorted(store.records_dir.glob(f"{key}.parquet*"))
+        found += [p for p in [store.checksums_dir / f"{key}.parquet.sha256"] if p.is_file()]
+    return found
+
+
+def _folder(store: RunStore) -> Path:
+    """A new ``dropped/<UTC time>`` folder of the run (``-2``... where one is there)."""
+    base = store.root / FOLDER / dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder, n = base, 1
+    while folder.exists():
+        n += 1
+        folder = base.with_name(f"{base.name}-{n}")
+    for sub in (RECORDS, CHECKSUMS):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _keep(store: RunStore, path: Path, data: Mapping[str, Any]) -> None:
+    write_json(path, data)
+    store.publish(path)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _rewrite(store: RunStore, options: Any, data_dir: str | None,
+             chosen: list[dict[str, Any]]) -> Path:
+    """The run's summary and report again, from what is left; where the analysis fails, the
+    old ones go (their copies are in the dropped folder) rather than speak for the dropped
+    checkpoints, and the line says how to write them."""
+    try:
+        report = write_dynamics_report(store, options=options, data_dir=data_dir)
+    except BiasscopeError as exc:
+        for name in OWN_FILES:
+            (store.root / name).unlink(missing_ok=True)
+        raise BiasscopeError(
+            f"dropped {', '.join(map(name_of, chosen))} from {store.root}, but its summary and "
+            f"report could not be written again ({exc}); put that right and run `biasscope "
+            f"report {store.remote or store.root}`") from None
+    store.publish(store.summary_json)
+    store.publish(report)
+    return report

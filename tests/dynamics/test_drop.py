@@ -169,6 +169,23 @@ def test_a_report_that_fails_leaves_no_summary_of_the_dropped(run, monkeypatch, 
     assert listed(run) == ["train0@checkpoint-10", "train0@checkpoint-30"]
 
 
+def test_a_report_that_fails_after_the_summary_keeps_the_new_summary(run, monkeypatch, capsys):
+    import biasscope.dynamics.summary.write as writing
+    from biasscope.core.errors import BiasscopeError
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise BiasscopeError("cannot write report.html: no space left on device")
+
+    monkeypatch.setattr(writing, "render_dynamics_report", fails)
+    assert main(["drop", str(run), "train0@checkpoint-20"]) == 2
+    assert "no space left on device" in capsys.readouterr().err
+    summary = json.loads((run / "summary.json").read_text())  # written again: it stays
+    assert [c["step"] for c in summary["checkpoints"]] == [10, 30]
+    assert not (run / "report.html").exists()  # the old one, about checkpoint-20, left
+    (folder,) = (run / "dropped").iterdir()
+    assert "checkpoint-20" in (folder / "report.html").read_text()
+
+
 def test_a_remote_run_drops_on_the_remote(checkpoint_dirs, winobias_dir, tmp_path, monkeypatch):
     """memory://: the units move on the remote, where another machine sees the run without
     them; the staged copies go too, so nothing pulls them back."""

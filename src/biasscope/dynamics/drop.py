@@ -91,7 +91,7 @@ def drop(run: str | Path, checkpoints: Sequence[str], data_dir: str | None = Non
             store.move_file(path, folder / path.relative_to(store.root))
         kept = [e for e in recorded["checkpoints"] if not any(e is c for c in chosen)]
         _keep(store, store.run_json, {**recorded, "updated": _now(), "checkpoints": kept})
-        report = _rewrite(store, options, data_dir, chosen)
+        report = _rewrite(store, options, data_dir, chosen, folder)
     where = (f"{store.remote}/{folder.relative_to(store.root).as_posix()}" if store.remote
              else str(folder))
     return DropResult(store, [name_of(e) for e in chosen], where, report)
@@ -160,15 +160,18 @@ def _now() -> str:
 
 
 def _rewrite(store: RunStore, options: Any, data_dir: str | None,
-             chosen: list[dict[str, Any]]) -> Path:
-    """The run's summary and report again, from what is left; where the analysis fails, the
-    old ones go (their copies are in the dropped folder) rather than speak for the dropped
-    checkpoints, and the line says how to write them."""
+             chosen: list[dict[str, Any]], folder: Path) -> Path:
+    """The run's summary and report again, from what is left. Where the analysis fails, those
+    it did not write again leave the run (onto their copies in the dropped ``folder``: a
+    remote run's too) rather than speak for the dropped checkpoints, and the line says how to
+    write them."""
     try:
         report = write_dynamics_report(store, options=options, data_dir=data_dir)
     except BiasscopeError as exc:
         for name in OWN_FILES:
-            (store.root / name).unlink(missing_ok=True)
+            path, kept = store.root / name, folder / name
+            if path.is_file() and kept.is_file() and path.read_bytes() == kept.read_bytes():
+                store.move_file(path, kept)
         raise BiasscopeError(
             f"dropped {', '.join(map(name_of, chosen))} from {store.root}, but its summary and "
             f"report could not be written again ({exc}); put that right and run `biasscope "

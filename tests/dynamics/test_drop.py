@@ -129,6 +129,24 @@ def test_the_last_checkpoint_with_records_is_refused(run, capsys):
     assert untouched(run) == before
 
 
+def test_a_checkpoint_that_never_scored_is_dropped_and_the_run_is_finished(run, capsys):
+    """A broken checkpoint listed before it failed to load: no unit to move, and the run's
+    summary no longer calls the run unfinished."""
+    data = json.loads((run / "run.json").read_text())
+    extra = {**data["checkpoints"][0], "revision": "checkpoint-40", "step": 40,
+             "identity": "/nowhere/checkpoint-40"}
+    (run / "run.json").write_text(json.dumps({**data, "checkpoints": [
+        *data["checkpoints"], extra]}))
+    assert main(["report", str(run)]) == 0
+    assert "unfinished" in json.loads((run / "summary.json").read_text())
+    capsys.readouterr()
+    assert main(["drop", str(run), "train0@checkpoint-40", "--quiet"]) == 0
+    assert "unfinished" not in json.loads((run / "summary.json").read_text())
+    assert listed(run)[-1] == "train0@checkpoint-30" and steps_in(run) == [10, 20, 30]
+    (folder,) = (run / "dropped").iterdir()
+    assert not any((folder / "records").iterdir())
+
+
 def test_a_live_step_and_another_kind_of_run_are_refused(run, capsys):
     data = json.loads((run / "run.json").read_text())
     live = {"model": "live", "source": IN_MEMORY, "revision": "step5", "step": 5,

@@ -282,3 +282,47 @@ def test_an_older_run_s_checkpoints_without_arm_json(tmp_path, text, winobias_di
     stubbed.clear()
     capsys.readouterr()
     refused(argv, "that was there before this run's run.json", stubbed, capsys)
+
+
+def test_a_rerun_refused_once_loaded_leaves_run_json_as_it_was(
+        tmp_path, text, winobias_dir, tiny_tokenizer, stubbed, monkeypatch, capsys) -> None:
+    """A rerun into a run that holds Trainer checkpoints, refused once its base loaded (a
+    moved branch), had rewritten run.json before the check: ``updated`` said the refused
+    call's time (the test above failed whenever a second passed between its calls). run.json
+    is put back as it was where a call adds no evaluation or Trainer checkpoint; one that adds
+    one keeps it. (The clock ticks a second a call here.)"""
+    from itertools import count
+
+    from biasscope.cli.main import main
+    from biasscope.dynamics.scoring import runfile
+    from biasscope.intervene import job
+
+    tick = count()
+    monkeypatch.setattr(runfile, "_now", lambda: f"2026-01-01T00:00:{next(tick):02d}+00:00")
+    state = {"loads": "a" * 40, "kill": False}
+    monkeypatch.setattr(job, "hub_commit", lambda source, revision: state["loads"]
+                        if "tokenizer" in stubbed else None)
+
+    def train(name: str, *args: Any) -> None:
+        stubbed.append(f"train {name}")
+        if not (out / "train" / name).exists():
+            _checkpoint(out, name, args[-1])  # with its arm.json: the run's own
+        elif state["kill"]:
+            (out / "train" / name / "checkpoint-40").mkdir()
+            raise KeyboardInterrupt  # killed once it saved a checkpoint
+
+    monkeypatch.setattr(job, "train_arm", train)
+    out = tmp_path / "run"
+    argv = _argv(out, _folder(tmp_path / "base", tiny_tokenizer, seed=0), text, winobias_dir)
+    assert main(argv) == 0, capsys.readouterr().err
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    state["loads"] = "b" * 40
+    stubbed.clear()
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert "intervention.base.commit: aaaaaaaaaaaa… then" in capsys.readouterr().err
+    assert stubbed == [stubbed[0], "tokenizer"]  # refused once loaded, no arm trained
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == files
+    state["loads"], state["kill"] = "a" * 40, True
+    assert main(argv) == 130
+    assert (out / "run.json").read_bytes() != files[out / "run.json"]  # it holds more now

@@ -221,9 +221,10 @@ def _loaded_commit(store: RunStore, base: Checkpoint, sweep: Callable[[dict[str,
     return settings
 
 
-def _holds(store: RunStore) -> bool:
-    """Whether the run holds an evaluation or a Trainer checkpoint (`unsettled`)."""
-    return bool(store.unit_files()) or any((store.root / "train").glob("*/checkpoint-*"))
+def _held(store: RunStore) -> set[Path]:
+    """The run's evaluations and Trainer checkpoints: `unsettled`'s ``holds`` is whether a
+    call added any."""
+    return {*store.unit_files(), *(store.root / "train").glob("*/checkpoint-*")}
 
 
 def run(config: InterveneConfig, intervention: methods.Intervention | None = None
@@ -268,7 +269,11 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
                 for name, training in arms.items()}
 
     refuse_foreign(store.root, owners(), fresh=not _run_json(store))  # before run.json is made
-    with unsettled(store, lambda: _holds(store), folders=("train",)):
+    # A call stopped before it adds an evaluation or a Trainer checkpoint (a commit refused
+    # once loaded, a model that does not load) leaves run.json as it found it: its rewrite
+    # (``updated``, a base or commit gained) records nothing the run holds.
+    had = _held(store)
+    with unsettled(store, lambda: bool(_held(store) - had), folders=("train",), rerun=True):
         sweep(settings)
         own = owners()  # a new run's, made now
         remove_stale_temp_files(store.records_dir)  # a killed call's half-written units

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 PREDICT = "\npredict whether the annual income of the person is greater than $50k:"
 
@@ -31,3 +32,19 @@ def write(root: Path, lines: list[str], base_rate: str = "0.5") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def counted_draws(monkeypatch: Any) -> list[int]:
+    """The resample counts the Adult probe's bootstraps draw from now on (Adult's stand for
+    every probe's where a test needs to see that a count reaches them)."""
+    from biasscope.probes.adult import items as adult
+
+    drawn: list[int] = []
+    real = adult.resample_counts
+
+    def counting(n: int, n_resamples: int, *args: Any) -> Any:
+        drawn.append(n_resamples)
+        return real(n, n_resamples, *args)
+
+    monkeypatch.setattr(adult, "resample_counts", counting)
+    return drawn

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
@@ -337,16 +336,9 @@ def test_every_interval_of_the_audit_probes_follows_the_runs_confidence(
     # Re-rendered with 300 resamples: the probes' bootstraps draw them (they drew 2000
     # whatever the run said); Adult's, spied on, stand for them (the contract test checks
     # each probe's values), and their estimates stay.
-    from biasscope.probes.adult import items as adult
+    from adult_fixture import counted_draws
 
-    drawn: list[int] = []
-
-    def counting(n: int, n_resamples: int, *args: Any) -> Any:
-        drawn.append(n_resamples)
-        return resample_counts(n, n_resamples, *args)
-
-    resample_counts = adult.resample_counts
-    monkeypatch.setattr(adult, "resample_counts", counting)
+    drawn = counted_draws(monkeypatch)
     render(tmp_path / "0.99", tmp_path / "fewer.html", analysis={"n_resamples": 300})
     fewer = json.loads((tmp_path / "fewer.summary.json").read_text())["analysis"]
     assert fewer["n_resamples"] == 300 and drawn and set(drawn) == {300}

@@ -231,16 +231,9 @@ def test_step_statistics_draw_the_resamples_asked(name: str, data_dir: Path,
 
 def test_adults_gaps_draw_the_resamples_asked(data_dir: Path, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from biasscope.probes.adult import items as adult
+    from adult_fixture import counted_draws
 
-    drawn: list[int] = []
-
-    def counting(n: int, n_resamples: int, *args: Any) -> Any:
-        drawn.append(n_resamples)
-        return resample_counts(n, n_resamples, *args)
-
-    resample_counts = adult.resample_counts
-    monkeypatch.setattr(adult, "resample_counts", counting)
+    drawn = counted_draws(monkeypatch)
     records = run("adult-counterfactual", data_dir, tmp_path / "run", steps=(20,)).records()
     PROBES["adult-counterfactual"].step_statistics.values(records, 0.95, 300)
     assert drawn and set(drawn) == {300}

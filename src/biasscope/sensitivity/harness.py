@@ -8,6 +8,8 @@ finished units are skipped, so a rerun sends no requests and scores nothing twic
 model, direction) whose perturbations had failed requests is summarised but not stored as a
 unit (``summary.json`` says ``incomplete``): a rerun asks the failed requests again. A first
 call whose every request failed stores nothing and is refused in one line, --out left as it was.
+A rerun stopped before it stores anything new leaves run.json and the perturbation files as it
+found them: a reward model or direction it added is not listed without records.
 
 That reuse is only sound for the same run, so ``run.json`` records under ``settings`` what
 determines the records: the prompts (source, file SHA-256, N, seed, and the SHA-256 of the
@@ -246,11 +248,15 @@ def _missing(store: RunStore, covered: set[tuple[str, str]]) -> list[dict[str, s
                 model=model, revision=None, probe=f"sensitivity-{direction}", seed=0))]
 
 
-def _holds(store: RunStore) -> bool:
-    """Whether the run holds anything a call stored: an answered perturbation, a unit or
-    sanity scores (a failed request is no answer)."""
-    return bool(store.unit_files()) or (store.root / "sanity.json").exists() or any(
-        _stored_answers(p) for p in store.root.glob("perturbations-*.jsonl"))
+def _held(store: RunStore) -> set[Any]:
+    """What the run holds that a call stored: its units, each answered perturbation (a failed
+    request is no answer) and sanity.json as it reads (written again only where it gains a
+    model's scores). `unsettled`'s ``holds`` is whether a call added any."""
+    held: set[Any] = {*store.unit_files(), *((p.name, *key) for p in store.root.glob(
+        "perturbations-*.jsonl") for key in _stored_answers(p))}
+    if (sanity := store.root / "sanity.json").is_file():
+        held.add(sanity.read_bytes())
+    return held
 
 
 def _refuse_nothing_stored(store: RunStore, failures: dict[str, Any]) -> None:
@@ -259,7 +265,7 @@ def _refuse_nothing_stored(store: RunStore, failures: dict[str, Any]) -> None:
     and `run_json.unsettled` takes this first call's run.json, so that the call with the
     perturber put right is not refused for settings a run of nothing recorded."""
     with run_lock(store):
-        if _holds(store):  # another call into this --out stored meanwhile
+        if _held(store):  # another call into this --out stored meanwhile
             return
         for path in store.root.glob("perturbations-*.jsonl"):
             path.unlink(missing_ok=True)
@@ -280,7 +286,13 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     conversations = prompts.conversations
     store = RunStore(Path(out))
     store.root.mkdir(parents=True, exist_ok=True)
-    with run_json.unsettled(store, lambda: _holds(store)):
+    # A call stopped before it stores anything new (a reward model that fails as it scores,
+    # Ctrl-C) leaves run.json as it found it (none, for a first call), and its directions'
+    # perturbation files (only failures, then): a reward model or direction it added is not
+    # listed without records. Answers are stored: run.json records their template.
+    had = _held(store)
+    with run_json.unsettled(store, lambda: bool(_held(store) - had), rerun=True,
+                            files=[f"perturbations-{d}.jsonl" for d in config.directions]):
         _start(store, settings(reward_models, perturber, prompts, constitution, config), {
             "perturber": perturber.identity(),
             "principles": {"source": constitution.source, "top": constitution.top,

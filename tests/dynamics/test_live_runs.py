@@ -271,18 +271,24 @@ def test_a_dict_of_eval_sets_gives_the_loss_of_the_one_metric_for_best_model_nam
     assert "eval set" not in capsys.readouterr().err
 
 
-def _failing_probe(monkeypatch, probe: str, steps: set[int]):
-    """``probe``'s unit raises at ``steps``, after the probes before it were stored."""
+def _failing_unit(monkeypatch, fails, error: type[BaseException] = RuntimeError):
+    """The live unit for which ``fails(unit)`` raises ``error``, after the units before it
+    were stored."""
     from biasscope.dynamics.live import evaluate as live
 
     real = live.unit_frame
 
     def unit_frame(scorer, unit, *args):
-        if unit.probe == probe and unit.step in steps:
-            raise RuntimeError("CUDA out of memory")
+        if fails(unit):
+            raise error("CUDA out of memory")
         return real(scorer, unit, *args)
 
     monkeypatch.setattr(live, "unit_frame", unit_frame)
+
+
+def _failing_probe(monkeypatch, probe: str, steps: set[int]):
+    """``probe``'s unit raises at ``steps``, after the probes before it were stored."""
+    _failing_unit(monkeypatch, lambda unit: unit.probe == probe and unit.step in steps)
 
 
 def test_a_resumed_training_scores_the_probe_its_step_lacks_and_the_report_names_the_rest(
@@ -369,16 +375,7 @@ def test_the_last_step_failed_after_one_probe_is_completed_when_training_ends(
 def _failing_seed(monkeypatch, seed: int, steps: set[int], error: type[BaseException]):
     """WinoBias's unit of ``seed`` raises ``error`` at ``steps``, after the seeds before it
     were stored."""
-    from biasscope.dynamics.live import evaluate as live
-
-    real = live.unit_frame
-
-    def unit_frame(scorer, unit, *args):
-        if unit.seed == seed and unit.step in steps:
-            raise error("CUDA out of memory")
-        return real(scorer, unit, *args)
-
-    monkeypatch.setattr(live, "unit_frame", unit_frame)
+    _failing_unit(monkeypatch, lambda unit: unit.seed == seed and unit.step in steps, error)
 
 
 def test_a_resumed_training_scores_the_seeds_its_step_lacks_and_no_earlier_step_s(

@@ -699,6 +699,17 @@ def _no_judge_made(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return made
 
 
+def _labelled_run(kind: str, tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    """A ``kind`` run of four texts judged with `LABELS`: its labels file, --out and argv."""
+    texts = _jsonl(tmp_path / "texts.jsonl", [{"id": i, "text": f"Day {i}."} for i in range(4)])
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps(LABELS))
+    out = tmp_path / "run"
+    argv = [*_judge(kind, out, texts), "--labels", str(labels)]
+    assert main(argv) == 0
+    return labels, out, argv
+
+
 @pytest.mark.parametrize("kind", ["judge", "judge-audit"])
 def test_a_label_set_with_other_labels_is_refused_naming_them(kind, tmp_path, capsys,
                                                               monkeypatch):
@@ -706,12 +717,7 @@ def test_a_label_set_with_other_labels_is_refused_naming_them(kind, tmp_path, ca
     changed. run.json records the label set (``labels``), and labels renamed, added or
     reordered (the question lists them in order) are named; a description alone changed
     still says the SHA-256."""
-    texts = _jsonl(tmp_path / "texts.jsonl", [{"id": i, "text": f"Day {i}."} for i in range(4)])
-    labels = tmp_path / "labels.json"
-    labels.write_text(json.dumps(LABELS))
-    out = tmp_path / "run"
-    argv = [*_judge(kind, out, texts), "--labels", str(labels)]
-    assert main(argv) == 0
+    labels, out, argv = _labelled_run(kind, tmp_path)
     assert json.loads((out / "run.json").read_text())["settings"]["labels"] == LABELS
     before, made = _files(out), _no_judge_made(monkeypatch)
     for changed, said in [({"POSITIVE": "happy", "NEUTRAL": "calm", "NEGATIVE": "sad"},
@@ -736,12 +742,7 @@ def test_a_run_that_recorded_its_label_set_by_sha256_alone_gains_it(kind, tmp_pa
                                                                     monkeypatch):
     """A run made before ``labels`` was recorded: the same label set reruns and gains it;
     another is refused by its SHA-256, as before (the run cannot say which labels it had)."""
-    texts = _jsonl(tmp_path / "texts.jsonl", [{"id": i, "text": f"Day {i}."} for i in range(4)])
-    labels = tmp_path / "labels.json"
-    labels.write_text(json.dumps(LABELS))
-    out = tmp_path / "run"
-    argv = [*_judge(kind, out, texts), "--labels", str(labels)]
-    assert main(argv) == 0
+    labels, out, argv = _labelled_run(kind, tmp_path)
     run = json.loads((out / "run.json").read_text())
     del run["settings"]["labels"]
     (out / "run.json").write_text(json.dumps(run))

@@ -215,3 +215,25 @@ def test_a_classifier_audit_warns_of_lopsided_labels_once(tmp_path) -> None:
         assert main(["judge-audit", "--model", "canned:A", "--input", str(texts), "--labels",
                      str(names), "--out", str(tmp_path / "audit"), "--no-cache"]) == 0
     assert len(caught) == 1
+
+
+@pytest.mark.parametrize(("n", "shares"), [(4, (0.35, 0.3, 0.35)), (5, (0.45, 0.1, 0.45)),
+                                           (11, (0.6, 0.3, 0.1)), (13, (0.1, 0.8, 0.1))])
+def test_a_win_rate_with_ties_over_a_few_pairs_holds_its_level(
+        n: int, shares: tuple[float, float, float]) -> None:
+    """Losses, ties and wins drawn with ``shares``: the 95% interval's exact coverage of the
+    true win rate over every outcome. The BCa bootstrap held it 87-91% of the time in these
+    four cases, Student's t within [0, 1] 92-98%; the Wilson interval of the wins, ties half,
+    96-100% (it errs wide: a tie varies less than a win or a loss)."""
+    from biasscope.judge.verbosity import _win_rate
+
+    truth = shares[1] / 2 + shares[2]
+    held = 0.0
+    for losses in range(n + 1):
+        for ties in range(n + 1 - losses):
+            wins = n - losses - ties
+            y = np.r_[np.ones(wins), np.full(ties, 0.5), np.zeros(losses)]
+            ci = _win_rate(y, 0.95, 500, seed=0)
+            if ci.low <= truth <= ci.high:
+                held += sps.multinomial.pmf([losses, ties, wins], n, shares)
+    assert held >= 0.93

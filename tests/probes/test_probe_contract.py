@@ -207,12 +207,16 @@ def test_step_statistics(name: str, data_dir: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", [n for n in NAMES
                                   if not isinstance(PROBES[n].step_statistics, Absent)])
-def test_step_statistics_draw_the_resamples_asked(name: str, data_dir: Path,
-                                                  tmp_path: Path) -> None:
+def test_step_statistics_draw_the_resamples_asked(name: str, data_dir: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A dynamics run's ``n_resamples`` reaches every bootstrap of a probe's values over steps
     (they drew 2000, StereoSet's 1000, whatever the run said), and the same count gives the
     same values (seeded). BBQ's intervals are its templates' jackknife: nothing to draw;
-    Adult's three pairs here give every resample's gap (its spy: below)."""
+    Adult's three pairs here give every resample's gap (its spy: below). A mean of these few
+    items would be Student's t (`stats.SMALL`): bootstrapped here from 2 items on."""
+    from biasscope.core import stats
+
+    monkeypatch.setattr(stats, "SMALL", 2)
     facet = PROBES[name].step_statistics
     assert not isinstance(facet, Absent)
     probe = load_probe(name, data_dir=data_dir)

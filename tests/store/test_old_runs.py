@@ -167,6 +167,10 @@ def test_an_old_run_reports_the_analysis_it_had(old: Path, name: str) -> None:
                             if row.get(f"{kind}/{measure}"):
                                 row[f"{kind}/{measure}"] = {
                                     "estimate": row[f"{kind}/{measure}"]["estimate"]}
+        # Its means over prompts (a few here) have Student's t intervals now (CHANGELOG: "A
+        # mean of a few items holds its level"): the same estimates, other bounds.
+        for found in (after, before):
+            found["analysis"]["models"]["train"].pop("ci")
         # Its tables were written by pandas' to_json, rounded to 10 decimals (now kept whole).
         assert_close(numbers_of(after["analysis"]), numbers_of(before["analysis"]),
                      abs_tol=5e-11)
@@ -317,12 +321,20 @@ def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
             assert row.pop("empty_critiques") == 0
             assert row.pop("truncated") == 0
         was = before["directions"][direction]["sentences"]
-        # the same numbers, written in today's one number format (core/numbers)
+        # the same numbers, written in today's one number format (core/numbers); a mean over
+        # fewer than 20 prompts has Student's t interval now (CHANGELOG: "A mean of a few
+        # items holds its level")
         today = {was[0]: "len: the reward rises most for principle p2: mean effect +7.5 (95% CI "
-                 "+4.5 to +10.5; one-sided Wilcoxon p = 0.062, Holm 0.12; rank-biserial r = "
+                 "+1.3 to +13.7; one-sided Wilcoxon p = 0.062, Holm 0.12; rank-biserial r = "
                  "+1.00); more than for each other principle (paired over prompts; the "
                  "closest, p1, by +1, p < 0.0001)."}
         assert found["sentences"][:len(was)] == [today.get(s, s) for s in was]
         found["sentences"] = was
+        for row, old in zip(found["indices"], before["directions"][direction]["indices"],
+                            strict=True):  # Student's t: the same mean, a wider interval
+            assert row["mean_effect_low"] < old["mean_effect_low"] <= old["mean_effect_high"] \
+                < row["mean_effect_high"]
+            row["mean_effect_low"], row["mean_effect_high"] = (old["mean_effect_low"],
+                                                               old["mean_effect_high"])
     assert units(run) == stored  # what is stored: byte for byte
     assert_close(after, before)  # what is recomputed from it: within rounding

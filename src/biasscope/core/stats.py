@@ -262,31 +262,81 @@ def _bootstrap(samples: tuple[Array, ...], signs: tuple[float, ...], confidence:
     return Interval(estimate, low, high, confidence)
 
 
+#: Below this many items a mean's interval is Student's t, not a bootstrap: a 95% BCa
+#: interval over 3 items covers the mean 67-71% of the time, over 5 84-85%, over 10 87-90%
+#: (normal and centred exponential items, 300 samples each), where t covers 95% of normal
+#: items at any n and 88-90% of exponential ones; from 20 the two agree (92-93%).
+SMALL = 20
+
+#: The range of a rate, a share or a probability (`bootstrap_mean`'s ``bounds``).
+UNIT = (0.0, 1.0)
+
+
 def bootstrap_mean(values: npt.ArrayLike, confidence: float = 0.95, n_resamples: int = 2000,
-                   method: str = "BCa", seed: int = 0) -> Interval:
-    """Bootstrap CI of the mean over items (NaNs dropped); the same seed gives the same CI."""
-    return _bootstrap((_finite(values),), MEAN, confidence, n_resamples, method, seed)
+                   method: str = "BCa", seed: int = 0,
+                   bounds: tuple[float, float] | None = None) -> Interval:
+    """Bootstrap CI of the mean over items (NaNs dropped); the same seed gives the same CI.
+    Fewer than `SMALL` items (a pilot of a few pairs) get Student's t interval instead, which
+    holds its level where the bootstrap's does not. ``bounds``: the range the values cannot
+    leave (`UNIT` for a rate or a probability), which a t interval is clipped to. Within it,
+    values all at its ends (0/1 outcomes) are bootstrapped at any n (over 3 to 19 items that
+    held the share 96-98% of the time on average, exact over the binomial; t leaves the range),
+    and values that show no spread (12 wins of 12, a single one) get the Wilson interval of
+    their sum over the range, where resampling would show none though there is some."""
+    x = _finite(values)
+    if bounds is not None and x.size and np.ptp(x) == 0:
+        return range_wilson(x, bounds, confidence)
+    few = 2 <= x.size < SMALL and np.ptp(x) > 0
+    if few and not (bounds is not None and np.isin(x, bounds).all()):
+        return t_interval(x, confidence, bounds)
+    return _bootstrap((x,), MEAN, confidence, n_resamples, method, seed)
+
+
+def t_interval(values: Array, confidence: float = 0.95,
+               bounds: tuple[float, float] | None = None) -> Interval:
+    """Student's t interval of the mean of ``values`` (at least two, finite), within
+    ``bounds`` where given (the mean cannot leave them, so clipping keeps the coverage)."""
+    mean, n = float(np.mean(values)), values.size
+    half = t_ppf(0.5 + confidence / 2, n - 1) * float(np.std(values, ddof=1)) / math.sqrt(n)
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Interval(mean, low, high, confidence)
+
+
+def range_wilson(values: Array, bounds: tuple[float, float], confidence: float) -> Interval:
+    """The mean of values within ``bounds`` as the Wilson interval of their sum over the range
+    (a share of wins, ties half), mapped back onto it: a value inside the range varies no more
+    than one at its ends with the same mean, so the interval errs wide."""
+    low_end, high_end = bounds
+    width = high_end - low_end
+    found = wilson(float(np.sum(values - low_end) / width), int(values.size), confidence)
+    def back(p: float) -> float:
+        return low_end + width * p
+    return Interval(back(found["estimate"]), back(found["low"]), back(found["high"]),
+                    confidence)
 
 
 def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
-                    n_resamples: int = 2000, method: str = "BCa", seed: int = 0
-                    ) -> list[Interval]:
+                    n_resamples: int = 2000, method: str = "BCa", seed: int = 0,
+                    bounds: tuple[float, float] | None = None) -> list[Interval]:
     """`bootstrap_mean` of each sample (equal to it up to rounding), for less work: samples of
     one size are resampled together (SciPy's paired resampling draws the indices a lone call
     with the same seed draws, and a vector of means is each lone mean), so the indices are
-    drawn once per size. A sample whose BCa interval is undefined is redone alone (its fallback)."""
+    drawn once per size. A sample whose BCa interval is undefined is redone alone (its fallback).
+    ``bounds``: every sample's, as `bootstrap_mean`'s."""
     arrays = [_finite(s) for s in samples]
     out: list[Interval | None] = [None] * len(arrays)
     sizes: dict[int, list[int]] = {}
     for i, a in enumerate(arrays):
-        if a.size < 2 or np.ptp(a) == 0:
-            out[i] = _bootstrap((a,), MEAN, confidence, n_resamples, method, seed)
+        if a.size < SMALL or np.ptp(a) == 0:
+            out[i] = bootstrap_mean(a, confidence, n_resamples, method, seed, bounds)
         else:
             sizes.setdefault(a.size, []).append(i)
     for size, index in sizes.items():
         if len(index) == 1:
             out[index[0]] = bootstrap_mean(arrays[index[0]], confidence, n_resamples, method,
-                                           seed)
+                                           seed, bounds)
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -298,7 +348,8 @@ def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
         for i, low, high in zip(index, lows.tolist(), highs.tolist(), strict=True):
             out[i] = (Interval(float(_mean(arrays[i])), low, high, confidence)
                       if math.isfinite(low) and math.isfinite(high)
-                      else bootstrap_mean(arrays[i], confidence, n_resamples, method, seed))
+                      else bootstrap_mean(arrays[i], confidence, n_resamples, method, seed,
+                                         bounds))
     return [o for o in out if o is not None]
 
 

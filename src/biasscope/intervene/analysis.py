@@ -120,9 +120,10 @@ def _documents(records: pd.DataFrame) -> pd.DataFrame:
     return typed
 
 
-def _ci(values: Any, config: InterventionAnalysisConfig) -> dict[str, float]:
+def _ci(values: Any, config: InterventionAnalysisConfig,
+        bounds: tuple[float, float] | None = None) -> dict[str, float]:
     return stats.bootstrap_mean(np.asarray(values, dtype=np.float64), config.confidence,
-                                config.n_resamples).as_dict()
+                                config.n_resamples, bounds=bounds).as_dict()
 
 
 def _cost(arm: pd.DataFrame, control: pd.DataFrame, config: InterventionAnalysisConfig
@@ -221,8 +222,8 @@ def analyse(store: RunStore, arm: str, control: str = "control",
             rows = wino[(wino["model"] == name) & (wino["step"] == step)]
             pm = prompt_means(breakdown_values(rows))
             series[(name, step)] = _per_prompt(pm)
-            entry: dict[str, Any] = {m: _ci(series[(name, step)][m], config)
-                                     for m in MEASURES}
+            entry: dict[str, Any] = {m: _ci(series[(name, step)][m], config, (-1.0, 1.0))
+                                     for m in MEASURES}  # a lean, a difference of accuracies
             entry["occupations"] = occupations(pm, config)
             chunk = ppl[(ppl["model"] == name) & (ppl["step"] == step)]
             if len(chunk):

@@ -20,8 +20,9 @@ Length control, and why each choice:
   values where the test above, with the other term refitted, reaches p = 1 − confidence, so
   β's interval excludes 0 exactly when its p-value is below that. A percentile bootstrap of
   the refitted terms covered 86% at 5 verdicts and 90% at 10. The raw win rate's interval is
-  `bootstrap_mean` (BCa), except where every verdict is the same or there is only one:
-  resampling then shows no spread, and the Wilson interval of the wins (ties half) stands in.
+  `bootstrap_mean` (BCa), except where every verdict is the same (resampling then shows no
+  spread) or ties fall among fewer than 20 pairs (a bootstrap of a few undercovers): the
+  Wilson interval of the wins (ties half) stands in.
 - **Pairs.** Verdicts on the same pair (judge-audit asks each in both orders) are no
   independent trials: a consistent judge answers both alike. Given ``pairs``, a pair is the
   unit: its verdicts share a weight of one in the fit, the test and the intervals (so a pair
@@ -45,7 +46,14 @@ import pandas as pd
 
 from biasscope.core.imports import lazy
 from biasscope.core.numbers import level_of, p_is, pvalue, with_ci
-from biasscope.core.stats import Array, Interval, bootstrap_mean, wilson
+from biasscope.core.stats import (
+    SMALL,
+    UNIT,
+    Array,
+    Interval,
+    bootstrap_mean,
+    range_wilson,
+)
 
 special = lazy("scipy.special")  # imported at first use
 sps = lazy("scipy.stats")  # imported at first use
@@ -220,18 +228,16 @@ def _units(pairs: Sequence[Hashable] | None, kept: npt.NDArray[np.bool_]
 
 
 def _win_rate(y: Array, confidence: float, n_resamples: int, seed: int) -> Interval:
-    """The share of wins (ties half) with its bootstrap interval; where every verdict is the
-    same, or there is one, resampling shows no spread though there is some (three wins for a
-    gave 100% to 100%), so the Wilson interval of the wins instead, as beside it for the
-    verdict rate (with ties, a Wilson interval is conservative). ``y``: each pair's mean
-    outcome (a verdict's, without pairs)."""
+    """The share of wins (ties half) with its interval: `bootstrap_mean` within [0, 1] (Wilson's
+    where every verdict is the same); with ties over fewer than `stats.SMALL` pairs, the Wilson
+    interval of the wins, as beside it for the verdict rate (it held such shares 92-100% of the
+    time over 3 to 19 pairs, exact, where a bootstrap held as little as 85%, Student's t 87%).
+    ``y``: each pair's mean outcome (a verdict's, without pairs)."""
     if y.size == 0:
         return _nan(confidence)
-    if y.size < 2 or np.ptp(y) == 0:
-        found = wilson(float(y.sum()), int(y.size), confidence)
-        return Interval(float(found["estimate"]), float(found["low"]), float(found["high"]),
-                        confidence)
-    return bootstrap_mean(y, confidence, n_resamples, seed=seed)
+    if y.size < SMALL and not np.isin(y, UNIT).all():
+        return range_wilson(y, UNIT, confidence)
+    return bootstrap_mean(y, confidence, n_resamples, seed=seed, bounds=UNIT)
 
 
 def _parse(verdicts: Verdicts) -> tuple[Array, Array, npt.NDArray[np.bool_]]:

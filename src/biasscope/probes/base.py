@@ -132,11 +132,12 @@ RECORD_COLUMNS = ("probe", "item_id", "prompt", "answer_label", "response", "sou
                   "label", "refused", "hit", "option_probs", "error")
 
 
-def interval(values: Sequence[float] | Any, confidence: float = 0.95, n_resamples: int = 2000
-             ) -> dict[str, Any]:
-    """A mean with its bootstrap CI (``n_resamples``: a dynamics run's, the audit's 2000) as
-    a plain dict: estimate, low, high, n."""
-    ci: Interval = bootstrap_mean(values, confidence=confidence, n_resamples=n_resamples)
+def interval(values: Sequence[float] | Any, confidence: float = 0.95, n_resamples: int = 2000,
+             bounds: tuple[float, float] | None = None) -> dict[str, Any]:
+    """A mean with its bootstrap CI (``n_resamples``: a dynamics run's, the audit's 2000;
+    ``bounds``: `bootstrap_mean`'s) as a plain dict: estimate, low, high, n."""
+    ci: Interval = bootstrap_mean(values, confidence=confidence, n_resamples=n_resamples,
+                                  bounds=bounds)
     return {"estimate": ci.estimate, "low": ci.low, "high": ci.high,
             "n": int(pd.Series(values, dtype="float64").notna().sum())}
 

@@ -54,16 +54,15 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
             if name.startswith("jsdp_not_specified") and answer != "not specified":
                 continue
             key = name if name.startswith("jsdp_not_specified") else f"{name}/{answer}"
-            rate = (stats.boundary_rate(chunk, options.confidence)
-                    if name == "accuracy" else None)
-            out.setdefault(str(step), {})[key] = (None if rate is None
-                                                  else [float(rate["low"]), float(rate["high"])])
-            if rate is None:
-                pending.append((str(step), key, chunk))
-    boots = stats.bootstrap_means([v for _, _, v in pending], confidence=options.confidence,
-                                  n_resamples=options.n_resamples)
-    for (step, key, _), boot in zip(pending, boots, strict=True):
-        out[step][key] = [boot.low, boot.high]
+            out.setdefault(str(step), {})[key] = None
+            pending.append((str(step), key, chunk))
+    for rates in (False, True):  # accuracies are rates: within [0, 1] at a few prompts
+        part = [p for p in pending if p[1].startswith("accuracy/") == rates]
+        boots = stats.bootstrap_means([v for _, _, v in part], confidence=options.confidence,
+                                      n_resamples=options.n_resamples,
+                                      bounds=stats.UNIT if rates else None)
+        for (step, key, _), boot in zip(part, boots, strict=True):
+            out[step][key] = [boot.low, boot.high]
     kw = {"confidence": options.confidence, "n_resamples": options.n_resamples}
     by_answer = dict(_groups(values["jsdp_correct"], ["step", "answer_label"]))
     for (step,), _ in _groups(values["jsdp_correct"], ["step"]):

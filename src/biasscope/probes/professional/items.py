@@ -56,7 +56,7 @@ from biasscope.core.errors import DataError
 from biasscope.core.imports import lazy
 from biasscope.core.items import Item, check_template
 from biasscope.core.numbers import ci_decimals, level_of, num, p_is
-from biasscope.core.stats import bootstrap_mean, mean_test, none_differ, wilson
+from biasscope.core.stats import UNIT, bootstrap_mean, mean_test, none_differ, wilson
 from biasscope.probes.base import Detector, Messages, TriggerPresence, interval
 
 sps = lazy("scipy.stats")  # imported at first use
@@ -272,7 +272,7 @@ def _rate(values: pd.Series | np.ndarray, confidence: float = 0.95, n_resamples:
     v = pd.Series(values, dtype="float64").dropna()
     if len(v) == 0:
         return {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0}
-    return interval(v.to_numpy(), confidence, n_resamples)
+    return interval(v.to_numpy(), confidence, n_resamples, UNIT)
 
 
 def _share(values: pd.Series, confidence: float = 0.95) -> dict[str, Any]:
@@ -292,7 +292,7 @@ def _by_sentence(values: pd.Series, sentences: pd.Series, first: pd.Series,
     a = values[first].groupby(sentences[first]).mean()
     b = values[second].groupby(sentences[second]).mean()
     d = (a - b).dropna().to_numpy(dtype=float)
-    ci = bootstrap_mean(d, confidence, n_resamples)
+    ci = bootstrap_mean(d, confidence, n_resamples, bounds=(-1.0, 1.0))
     low, high = (none_differ(d.size, confidence=confidence) if d.size and not d.any()
                  else (ci.low, ci.high))
     test = mean_test(d) if np.any(d != 0) else {"p_value": 1.0, "effect_size": 0.0}

@@ -492,5 +492,7 @@ def test_a_bounded_mean_of_few_items_is_clipped_to_its_range() -> None:
     ci = bootstrap_mean(values, bounds=UNIT)
     free = t_interval(values)
     assert free.low < 0.0 == ci.low and ci.high == free.high
-    lone = bootstrap_mean([0.7], bounds=UNIT)  # one value: its Wilson interval, not a point
-    assert 0.0 < lone.low < 0.7 < lone.high < 1.0
+    alike = bootstrap_mean([1.0] * 12, bounds=UNIT)  # no spread: Wilson's, not [1, 1]
+    assert alike.low == pytest.approx(0.7575, abs=1e-4) and alike.high == 1.0
+    lone = bootstrap_mean([0.7], bounds=UNIT)  # one value: no interval, with or without bounds
+    assert math.isnan(lone.low) and math.isnan(lone.high)

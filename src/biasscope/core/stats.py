@@ -281,10 +281,10 @@ def bootstrap_mean(values: npt.ArrayLike, confidence: float = 0.95, n_resamples:
     leave (`UNIT` for a rate or a probability), which a t interval is clipped to. Within it,
     values all at its ends (0/1 outcomes) are bootstrapped at any n (over 3 to 19 items that
     held the share 96-98% of the time on average, exact over the binomial; t leaves the range),
-    and values that show no spread (12 wins of 12, a single one) get the Wilson interval of
-    their sum over the range, where resampling would show none though there is some."""
+    and several values that show no spread (12 wins of 12) get the Wilson interval of their
+    sum over the range, where resampling would show none though there is some."""
     x = _finite(values)
-    if bounds is not None and x.size and np.ptp(x) == 0:
+    if bounds is not None and x.size > 1 and np.ptp(x) == 0:
         return range_wilson(x, bounds, confidence)
     few = 2 <= x.size < SMALL and np.ptp(x) > 0
     if few and not (bounds is not None and np.isin(x, bounds).all()):

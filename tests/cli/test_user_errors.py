@@ -856,6 +856,36 @@ def test_a_library_check_names_the_flag_and_what_to_do(argv, said, tmp_path, cap
     assert said.replace("{tmp}", str(tmp_path)) in line
 
 
+@pytest.mark.parametrize(("argv", "said"), [
+    (["dynamics", "--model", "org/never-loaded", "--out", "{tmp}/r", "--alpha", "5"],
+     "--alpha 5.0: must be strictly between 0 and 1: write 0.05 for 5%"),
+    (["dynamics", "--model", "org/never-loaded", "--out", "{tmp}/r", "--confidence", "9"],
+     "--confidence 9.0: must be strictly between 0 and 1: write 0.09 for 9%"),
+    (["dynamics", "--model", "org/never-loaded", "--out", "{tmp}/r", "--budget", "2"],
+     "--budget 2.0: must be from 0 to 1 (a fraction of the final performance): write 0.02 "
+     "for 2%"),
+    (["compare", "{tmp}/a", "{tmp}/b", "--alpha", "5"],
+     "argument --alpha: 5 is not between 0 and 1: write 0.05 for 5%"),
+    (["power", "--sd", "1", "--effect", "0.1", "--alpha", "2.5"],
+     "argument --alpha: 2.5 is not between 0 and 1: write 0.025 for 2.5%"),
+    (["power", "--sd", "1", "--effect", "0.1", "--power", "80"],
+     "argument --power: 80 is not between 0 and 1: write 0.8 for 80%"),
+])
+def test_a_percentage_given_for_a_fraction_says_the_fraction(argv, said, tmp_path, capsys):
+    """``--alpha 5`` said only "must be strictly between 0 and 1" (``--confidence 95`` said to
+    write 0.95): a probability written as a percentage now says the fraction to write."""
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert said in line
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("value", "hint"), [("1.5", True), ("100", False), ("250", False)])
+def test_only_a_value_that_reads_as_a_percentage_gets_the_fraction(value, hint, capsys):
+    line = one_line(capsys, ["power", "--sd", "1", "--effect", "0.1", "--alpha", value])
+    assert f"--alpha: {value} is not between 0 and 1" in line
+    assert ("write 0.015 for 1.5%" in line) == hint and ("write" in line) == hint
+
+
 # ------------------------------------------------------------------ a changed setting, in words
 
 

@@ -85,14 +85,15 @@ def test_an_output_that_would_replace_what_is_no_report_is_refused(
 
 @pytest.mark.parametrize(("flag", "value", "says"), [
     ("--alpha", "nan", "must be a finite number"),
-    ("--alpha", "5", "must be strictly between 0 and 1"),
+    ("--alpha", "5", "must be strictly between 0 and 1: write 0.05 for 5%"),
     ("--alpha", "0", "must be strictly between 0 and 1"),
     ("--alpha", "1", "must be strictly between 0 and 1"),
     ("--min-gap", "-0.01", "must be from 0 to ½ ln 2"),
     ("--min-gap", "inf", "must be a finite number"),
     ("--min-gap", "0.9", "must be from 0 to ½ ln 2"),
     ("--min-gap", "0.35", "must be from 0 to ½ ln 2"),
-    ("--budget", "2", "must be from 0 to 1"),
+    ("--budget", "2", "must be from 0 to 1 (a fraction of the final performance): "
+                      "write 0.02 for 2%"),
     ("--budget", "-0.1", "must be from 0 to 1"),
     ("--budget", "nan", "must be a finite number"),
 ])
@@ -163,7 +164,7 @@ def test_a_report_at_another_confidence_and_resamples_rewrites_the_summary(run: 
 
 @pytest.mark.parametrize(("field", "value", "says"), [
     ("alpha", None, "must be a finite number"),
-    ("alpha", 5, "must be strictly between 0 and 1"),
+    ("alpha", 5, "must be strictly between 0 and 1: write 0.05 for 5%; pass --alpha or"),
     ("correction", "bonferroni", "must be one of holm, bh"),
     ("n_resamples", "2000", "is text, not a whole number (give e.g. 2000)"),
     ("n_resamples", True, "must be a whole number from 100 to 100000"),

@@ -21,13 +21,27 @@ from biasscope.core.errors import BiasscopeError
 T = TypeVar("T")
 
 
+def percent_hint(value: Any) -> str:
+    """Where a fraction is asked, what to write for a ``value`` that reads as a percentage
+    (above 1, below 100: ``--alpha 5`` for 5%): ``": write 0.05 for 5%"``; "" for any other."""
+    real = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if real and math.isfinite(value) and 1 < value < 100:
+        return f": write {round(value / 100, 12):g} for {value:g}%"
+    return ""
+
+
 @dataclass(frozen=True)
 class Check:
-    """A number (``whole``: an int) that ``ok`` accepts; ``why`` follows the value when not."""
+    """A number (``whole``: an int) that ``ok`` accepts; ``why`` follows the value when not.
+    ``fraction``: a value refused that reads as a percentage says the fraction to write."""
 
     whole: bool
     ok: Callable[[float], bool]
     why: str
+    fraction: bool = False
+
+    def _why(self, value: float) -> str:
+        return self.why + (percent_hint(value) if self.fraction else "")
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` fails this check (None when it passes)."""
@@ -36,7 +50,7 @@ class Check:
             return f"{value!r} is not {'a whole number' if self.whole else 'a number'}"
         if not math.isfinite(value):
             return f"{value!r} is not a finite number"
-        return None if self.ok(value) else f"{value} {self.why}"
+        return None if self.ok(value) else f"{value} {self._why(value)}"
 
     def parse(self, text: str) -> int | float:
         """``text`` as the number it must be; ValueError saying why not."""
@@ -48,7 +62,7 @@ class Check:
         if not math.isfinite(value):
             raise ValueError(f"{text!r} is not a finite number")
         if not self.ok(value):
-            raise ValueError(f"{value if self.whole else format(value, 'g')} {self.why}")
+            raise ValueError(f"{value if self.whole else format(value, 'g')} {self._why(value)}")
         return value
 
 
@@ -59,7 +73,7 @@ NON_NEGATIVE_INT = Check(True, lambda v: v >= 0, "is negative: give 0 or more")
 SEED = Check(True, lambda v: 0 <= v < 2**32, f"is not a seed from 0 to {2**32 - 1}")
 POSITIVE = Check(False, lambda v: v > 0, "is not above 0")
 NON_NEGATIVE = Check(False, lambda v: v >= 0, "is negative: give 0 or more")
-PROBABILITY = Check(False, lambda v: 0.0 <= v <= 1.0, "is not between 0 and 1")
+PROBABILITY = Check(False, lambda v: 0.0 <= v <= 1.0, "is not between 0 and 1", fraction=True)
 
 
 def plain_scalar(value: Any) -> Any:

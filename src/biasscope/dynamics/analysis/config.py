@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from biasscope.core.config import plain_scalar, setting
+from biasscope.core.config import percent_hint, plain_scalar, setting
 from biasscope.core.corrections import CORRECTIONS, Correction
 from biasscope.core.errors import BiasscopeError
 
@@ -139,8 +139,8 @@ def option_problem(name: str, value: Any) -> str | None:
                           "largest JSD-P gap)")}
     low, high, closed, say = bounds[name]
     inside = low <= value <= high if closed else low < value < high
-    if name == "confidence" and 50 <= value < 100:  # 95 for 95%: the fraction is asked
-        say += f": write {round(value / 100, 12):g} for {value:g}%"
+    if name != "min_gap":  # 5 for 5%, 95 for 95%: the fraction is asked
+        say += percent_hint(value)
     return None if inside else f"must be {say}"
 
 

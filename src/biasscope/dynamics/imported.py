@@ -8,8 +8,9 @@ N``, one per checkpoint's results file): the early-stopping recommendation is co
 these numbers, so a rerun from an edited or other file is refused as an edited data file is,
 not recomputed from other numbers under the same run.json. A rerun that leaves the flag out
 keeps the series and its record (as it keeps the run's probes and seeds); ``biasscope
-report`` reads only ``performance.json``, which is written only here and by a live run. A live
-run's series (its training's evaluation) has no file: a file for its model is refused.
+report`` reads only ``performance.json``, which is written only here, once run.json records
+the files (staged before: `performance.settle`), and by a live run. A live run's series (its
+training's evaluation) has no file: a file for its model is refused.
 """
 
 from __future__ import annotations
@@ -53,9 +54,19 @@ class Imported:
     def records(self) -> dict[str, str]:
         return {name: sha for s in self.series for name, sha in s.sha.items()}
 
+    def stage(self, store: RunStore) -> None:
+        """Before run.json records the files (`performance.stage`): a call killed after it
+        did leaves the series for the next call to keep, one killed before, to throw away."""
+        performance.stage(store, {s.model: (s.values, s.label, s.sha) for s in self.series})
+
     def save(self, store: RunStore) -> None:
+        """Into performance.json, once run.json records the files: never a series it does not
+        vouch for (the steps the run dropped left out), then the staged copy goes."""
         for s in self.series:
-            performance.save(store, s.model, s.values, s.label)
+            performance.save(store, s.model, performance.kept(store, s.model, s.values),
+                             s.label)
+        if self.series:
+            store.remove_file(store.root / performance.PENDING)
 
 
 def read_performance(given: Performance, store: RunStore,
@@ -142,8 +153,8 @@ def refuse_other(store: RunStore, imported: Imported) -> None:
 def _refuse_other_values(store: RunStore, s: Series, entry: Mapping[str, Any]) -> None:
     values = entry.get("values")
     then = {int(k): float(v) for k, v in values.items()} if isinstance(values, Mapping) else {}
-    differ = sorted(k for k in then.keys() | s.values.keys()
-                    if then.get(k) != s.values.get(k))
+    now = performance.kept(store, s.model, s.values)  # a dropped step's value went with it
+    differ = sorted(k for k in then.keys() | now.keys() if then.get(k) != now.get(k))
     if differ:
         shown = ", ".join(map(str, differ[:5])) + (" …" if len(differ) > 5 else "")
         where = ", ".join(sorted({str(p) for p in s.read.values()}))

@@ -68,19 +68,22 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
                                      **({"text": text} if text else {})))
     data = hashed(read)
     _refuse_other_data(store, read, data)  # before any checkpoint loads
+    performance.settle(store)  # a series a killed call staged: kept where run.json records it
     imported = read_performance(config.performance, store, checkpoints)  # and the series' files
     # A call stopped before its first unit (an option of many tokens, a checkpoint that does
     # not load) leaves run.json as it found it (none, for a first call): the rerun its error
     # asks for (with --first-token) is not refused for settings a run of nothing recorded,
     # and a probe or checkpoint it added is not listed without results.
     before = set(store.unit_files())
-    # performance.json too: a series whose record run.json does not keep is not reported
+    # The series is staged before run.json records its files and saved after, so that no call,
+    # stopped or killed at any point, leaves a performance.json that run.json does not vouch for.
     with unsettled(store, lambda: bool(set(store.unit_files()) - before), rerun=True,
-                   files=(performance.FILE,)):
-        imported.save(store)
+                   files=(performance.FILE, performance.PENDING)):
+        imported.stage(store)
         run_dynamics(probes, checkpoints, store, seeds=config.seeds, scoring=config.scoring,
                      limit=config.limit, quiet=config.quiet, executor=executor,
                      data=data | imported.records, rescore_changed=config.rescore_changed)
+        imported.save(store)
     report = reporting.write_dynamics_report(store, options=analysis, data_dir=config.data_dir)
     store.publish(report)
     return DynamicsResult(store, report)

@@ -352,6 +352,16 @@ class RunStore:
             self.publish(to)
             self._mirror.remove(self._relative(path))
 
+    def remove_file(self, path: Path) -> None:
+        """Delete one file of the run (a remote run's there too) that no longer says anything:
+        one that is gone already is fine."""
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise write_error(path, exc) from None
+        if self._mirror is not None:
+            self._mirror.remove(self._relative(path))
+
     def rekey(self, old: Unit, new: Unit) -> None:
         """Move a finished unit to another key (a run made before checkpoint identities)."""
         if self.unit_path(new).exists():

@@ -2,7 +2,10 @@
 that gives one (``PROBES[name].performance``: LAMBADA, held-out perplexity), from
 lm-evaluation-harness result files, or from a CSV of ``step,value``.
 
-Imported series are copied into ``RUN/performance.json`` so reports rebuild without them.
+Imported series are copied into ``RUN/performance.json`` so reports rebuild without them,
+once run.json records their files: a call stages them first (`stage`, ``performance.pending.json``
+with the records that vouch for them), and a call killed before it wrote them leaves them there
+for the next one to keep or throw away (`settle`), never read as the run's.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import csv
 import glob as globlib
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,9 @@ from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 
 FILE = "performance.json"
+#: The series a call imports, with their files' run.json records, until performance.json holds
+#: them: a call killed between the writes leaves it, for `settle`.
+PENDING = "performance.pending.json"
 Series = dict[int, float]
 #: The source of a live run's series: its Trainer's eval loss, as 1 / perplexity, recorded by
 #: ``BiasCallback`` at each evaluation (``… (NAME)`` for one of a dict of eval sets).
@@ -137,6 +144,84 @@ def save(store: RunStore, model: str, series: Series, source: str) -> None:
                                                           sorted(series.items())}}
     write_json(path, data)
     store.publish(path)
+
+
+def stage(store: RunStore, series: Mapping[str, tuple[Series, str, Mapping[str, str]]]
+          ) -> None:
+    """``series`` (model: values, source and the run.json records of its files) in
+    `PENDING`, before run.json records those files: kept by `settle` only where it does."""
+    if not series:
+        return
+    path = store.root / PENDING
+    write_json(path, {"series": {
+        model: {"source": source, "values": {str(k): v for k, v in sorted(values.items())},
+                "records": dict(records)}
+        for model, (values, source, records) in series.items()}})
+    store.publish(path)
+
+
+def settle(store: RunStore) -> None:
+    """The series a killed call left in `PENDING` go into performance.json where run.json
+    records their files as they were staged (the call was killed after run.json, before
+    performance.json), or go where it does not (killed before run.json, which never vouched
+    for them); then `PENDING` goes. A call that was not killed leaves none."""
+    store.pull(PENDING)
+    path = store.root / PENDING
+    if not path.is_file():
+        return
+    try:
+        staged = store.read_json(PENDING).get("series")
+    except BiasscopeError:  # unreadable (hand-edited): vouched for by nothing
+        staged = None
+    recorded = _recorded(store)
+    for model, entry in (staged.items() if isinstance(staged, dict) else ()):
+        records = entry.get("records") if isinstance(entry, dict) else None
+        if isinstance(records, dict) and records and all(
+                recorded.get(name) == sha for name, sha in records.items()):
+            values = {int(k): float(v) for k, v in entry["values"].items()}
+            save(store, str(model), kept(store, str(model), values),
+                 str(entry.get("source", "performance")))
+    store.remove_file(path)
+
+
+def _recorded(store: RunStore) -> Mapping[str, Any]:
+    """run.json ``settings.data``: each file's SHA-256 by its name (none: {})."""
+    run = _run_json(store)
+    settings = run.get("settings")
+    data = settings.get("data") if isinstance(settings, dict) else None
+    return data if isinstance(data, Mapping) else {}
+
+
+def _run_json(store: RunStore) -> dict[str, Any]:
+    store.pull("run.json")
+    return store.read_json("run.json") if store.run_json.is_file() else {}
+
+
+#: run.json's record of each `biasscope drop`: ``dropped[].performance`` names, per model, the
+#: steps whose values went with the dropped checkpoints.
+DROPPED = "dropped"
+
+
+def dropped_steps(run: Mapping[str, Any]) -> dict[str, set[int]]:
+    """Per model, the steps whose values `biasscope drop` took out of performance.json (as
+    run.json records them, ``run``) and whose checkpoint the run does not list again."""
+    listed = {(e.get("model"), e.get("step")) for e in run.get("checkpoints", [])
+              if isinstance(e, dict)}
+    out: dict[str, set[int]] = {}
+    events = run.get(DROPPED)
+    for event in events if isinstance(events, list) else ():
+        steps = event.get("performance") if isinstance(event, dict) else None
+        for model, gone in (steps.items() if isinstance(steps, dict) else ()):
+            out.setdefault(model, set()).update(
+                int(s) for s in gone if isinstance(s, int) and (model, s) not in listed)
+    return out
+
+
+def kept(store: RunStore, model: str, series: Series) -> Series:
+    """``series`` without the steps the run dropped (`dropped_steps`): a file's series is
+    copied whole, but a step dropped from the run has its value in the dropped folder."""
+    gone = dropped_steps(_run_json(store)).get(model, set())
+    return {step: value for step, value in series.items() if step not in gone}
 
 
 def add(store: RunStore, model: str, step: int, value: float, source: str) -> None:

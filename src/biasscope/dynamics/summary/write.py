@@ -16,7 +16,7 @@ from typing import Any
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 from biasscope.core.steps import say
-from biasscope.dynamics.analysis import occupations
+from biasscope.dynamics.analysis import occupations, performance
 from biasscope.dynamics.analysis.config import AnalysisConfig, stored_options
 from biasscope.dynamics.scoring.units import write_summary_json
 from biasscope.dynamics.summary import reuse
@@ -89,4 +89,6 @@ def reanalyse(store: RunStore, output: Path | None = None,
     those stored, then the report (``output``: elsewhere, leaving the run untouched). Here,
     not in `biasscope.dynamics.job`, so that a report imports none of the sweep's modules."""
     chosen: AnalysisConfig = stored_options(store, analysis)
+    with contextlib.suppress(BiasscopeError):  # a read-only run: what is staged stays unread
+        performance.settle(store)  # a series a killed sweep staged, where run.json records it
     return write_dynamics_report(store, output, chosen, data_dir)

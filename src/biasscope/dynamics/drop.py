@@ -3,10 +3,13 @@ broken checkpoint swept into it costs one call, not the whole run scored again.
 
 Under the run's lock, the checkpoints' units (with their checksums, and any copy set aside as
 damaged or stale) move to ``dropped/<time>/`` in the run, laid out as the run is, beside their
-run.json entries and the summary and report as they were; no reader of the run looks there.
-Their run.json entries go, and summary.json and report.html are written again from what is
-left: a file stating a conclusion over the run never outlives a checkpoint it rests on. A
-later sweep that lists one again scores it afresh (its units are keyed as before, and gone).
+run.json entries, their steps' imported performance values and the summary and report as they
+were; no reader of the run looks there. Their run.json entries go, run.json's ``dropped`` says
+what went where (its record of a performance file still names the file whole), and
+summary.json and report.html are written again from what is left: a file stating a conclusion
+over the run never outlives a checkpoint it rests on. A later sweep that lists one again
+scores it afresh (its units are keyed as before, and gone), its performance value from the file
+given again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from biasscope.backends.checkpoints import IN_MEMORY
 from biasscope.core.errors import BiasscopeError
+from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.analysis.config import stored_options
 from biasscope.dynamics.summary.write import write_dynamics_report
 from biasscope.store.directory import CHECKSUMS, RECORDS, RunStore
@@ -81,16 +85,29 @@ def drop(run: str | Path, checkpoints: Sequence[str], data_dir: str | None = Non
                 + f"{store.root}, and a run without records has nothing to report; move the "
                 "run's folder away instead (or score the others first)")
         options = stored_options(store)  # summary.json's, before it is written again
+        performance.settle(store)  # a series a killed sweep staged, before its steps move
+        kept = [e for e in recorded["checkpoints"] if not any(e is c for c in chosen)]
+        values, left_values = _values(store, chosen, kept)  # a bad performance.json: said now
         folder = _folder(store)
         _keep(store, folder / "checkpoints.json", {"dropped": chosen})
+        if values:  # the dropped steps' performance, laid out as the run's
+            _keep(store, folder / performance.FILE, {"series": values})
         for name in OWN_FILES:  # what the run said before, kept beside what it rested on
             if (store.root / name).is_file():
                 shutil.copyfile(store.root / name, folder / name)
                 store.publish(folder / name)
         for path in files:  # before run.json: a kill between leaves them listed, unscored
             store.move_file(path, folder / path.relative_to(store.root))
-        kept = [e for e in recorded["checkpoints"] if not any(e is c for c in chosen)]
-        _keep(store, store.run_json, {**recorded, "updated": _now(), "checkpoints": kept})
+        event: dict[str, Any] = {"folder": folder.relative_to(store.root).as_posix(),
+                                 "checkpoints": [name_of(e) for e in chosen]}
+        if values:  # run.json's record of the file still names it whole: say what left
+            event["performance"] = {m: sorted(map(int, v["values"])) for m, v in values.items()}
+        events = recorded.get(performance.DROPPED)
+        _keep(store, store.run_json, {
+            **recorded, "updated": _now(), "checkpoints": kept,
+            performance.DROPPED: [*(events if isinstance(events, list) else []), event]})
+        if values:  # after run.json: `performance.load` leaves its dropped steps out meanwhile
+            _keep(store, store.root / performance.FILE, left_values)
         report = _rewrite(store, options, data_dir, chosen, folder)
     where = (f"{store.remote}/{folder.relative_to(store.root).as_posix()}" if store.remote
              else str(folder))
@@ -136,6 +153,38 @@ def _files(store: RunStore, run: Mapping[str, Any], entry: Mapping[str, Any]) ->
         found += sorted(store.records_dir.glob(f"{key}.parquet*"))
         found += [p for p in [store.checksums_dir / f"{key}.parquet.sha256"] if p.is_file()]
     return found
+
+
+def _values(store: RunStore, chosen: list[dict[str, Any]], kept: list[dict[str, Any]]
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The performance.json entries of the dropped checkpoints' steps (per model: its source
+    and those steps' values), and performance.json without them. A step another checkpoint
+    of the model still holds keeps its value."""
+    held = {(e.get("model"), e.get("step")) for e in kept}
+    gone = {(str(e.get("model")), e["step"]) for e in chosen
+            if isinstance(e.get("step"), int) and (e.get("model"), e["step"]) not in held}
+    store.pull(performance.FILE)
+    if not gone or not (store.root / performance.FILE).is_file():
+        return {}, {}
+    data = store.read_json(performance.FILE)
+    series = data.get("series")
+    if not isinstance(series, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("values"), dict) for v in series.values()):
+        raise BiasscopeError(f"{store.root / performance.FILE}: field series: not a series of "
+                             "step values per model; put back the file the run wrote")
+    moved: dict[str, Any] = {}
+    left: dict[str, Any] = {}
+    for model, entry in series.items():
+        out = {k: v for k, v in entry["values"].items() if (model, _step(k)) in gone}
+        if out:
+            moved[model] = {**entry, "values": out}
+        left[model] = {**entry, "values": {k: v for k, v in entry["values"].items()
+                                           if k not in out}}
+    return moved, {**data, "series": left}
+
+
+def _step(key: str) -> int | None:
+    return int(key) if key.lstrip("-").isdigit() else None
 
 
 def _folder(store: RunStore) -> Path:

@@ -205,8 +205,9 @@ DROPPED = "dropped"
 def dropped_steps(run: Mapping[str, Any]) -> dict[str, set[int]]:
     """Per model, the steps whose values `biasscope drop` took out of performance.json (as
     run.json records them, ``run``) and whose checkpoint the run does not list again."""
-    listed = {(e.get("model"), e.get("step")) for e in run.get("checkpoints", [])
-              if isinstance(e, dict)}
+    entries = run.get("checkpoints")
+    listed = {(e.get("model"), e.get("step")) for e in
+              (entries if isinstance(entries, list) else []) if isinstance(e, dict)}
     out: dict[str, set[int]] = {}
     events = run.get(DROPPED)
     for event in events if isinstance(events, list) else ():
@@ -255,10 +256,12 @@ def load(store: RunStore, summary: dict[str, Any]) -> dict[str, tuple[str, Serie
         out.setdefault(ckpt["model"], (perf.name, {}))[1][ckpt["step"]] = (
             1 / value if perf.invert else value)
     if (store.root / FILE).is_file():
+        gone = dropped_steps(_run_json(store))  # a drop killed before it rewrote the file
         for model, entry in store.read_json(FILE).get("series", {}).items():
             values = {int(k): float(v) for k, v in entry["values"].items()
                       if v is not None and math.isfinite(float(v))}
-            out[model] = (str(entry.get("source", "performance")), values)
+            out[model] = (str(entry.get("source", "performance")),
+                          {k: v for k, v in values.items() if k not in gone.get(model, ())})
     return out
 
 

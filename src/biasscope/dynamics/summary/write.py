@@ -89,6 +89,7 @@ def reanalyse(store: RunStore, output: Path | None = None,
     those stored, then the report (``output``: elsewhere, leaving the run untouched). Here,
     not in `biasscope.dynamics.job`, so that a report imports none of the sweep's modules."""
     chosen: AnalysisConfig = stored_options(store, analysis)
-    with contextlib.suppress(BiasscopeError):  # a read-only run: what is staged stays unread
-        performance.settle(store)  # a series a killed sweep staged, where run.json records it
+    if output is None:  # a series a killed sweep staged, kept where run.json records it
+        with contextlib.suppress(BiasscopeError):  # a read-only run: it stays unread
+            performance.settle(store)
     return write_dynamics_report(store, output, chosen, data_dir)

@@ -247,3 +247,14 @@ def test_index_blocks_are_the_single_draw_in_whole_rows(monkeypatch: pytest.Monk
         assert np.array_equal(np.concatenate(blocks), single)
         assert np.array_equal(rng.integers(0, 10**6, 5), single_rng.integers(0, 10**6, 5))
     assert [b.shape for b in index_blocks(4, 0, np.random.default_rng(0))] == [(0, 4)]
+
+
+def test_index_blocks_of_a_callers_size_are_the_single_draw_too() -> None:
+    """A caller that spreads each index over several arrays of its own (the judge's
+    agreement and leaderboards) asks for smaller blocks: still the single draw's rows."""
+    single_rng, rng = np.random.default_rng(5), np.random.default_rng(5)
+    single = single_rng.integers(0, 300, (101, 300))
+    blocks = list(index_blocks(300, 101, rng, cells=1000))
+    assert [b.shape[0] for b in blocks] == [3] * 33 + [2]
+    assert np.array_equal(np.concatenate(blocks), single)
+    assert np.array_equal(rng.integers(0, 10**6, 5), single_rng.integers(0, 10**6, 5))

@@ -89,15 +89,17 @@ def resample_counts(size: int, n: int, rng: np.random.Generator,
 BLOCK_CELLS = 1 << 23
 
 
-def index_blocks(n: int, n_resamples: int, rng: np.random.Generator) -> Iterator[Array]:
+def index_blocks(n: int, n_resamples: int, rng: np.random.Generator,
+                 cells: int | None = None) -> Iterator[Array]:
     """``rng.integers(0, n, (n_resamples, n))``, the indices of ``n_resamples`` resamples of
-    ``n`` items, in blocks of whole rows of at most `BLOCK_CELLS` indices (one row at least),
-    for a caller to reduce each block to its rows' statistics before the next is drawn: never
-    resamples x items at once. The rows are the single draw's, bit for bit, however many the
-    blocks (NumPy draws a range below 2**32 from the generator's 32-bit stream, whose spare
-    half-word the generator keeps between calls); no resamples give one empty block, so the
-    blocks' statistics always concatenate."""
-    rows = max(1, BLOCK_CELLS // max(n, 1))
+    ``n`` items, in blocks of whole rows of at most ``cells`` (`BLOCK_CELLS`) indices (one row
+    at least), for a caller to reduce each block to its rows' statistics before the next is
+    drawn: never resamples x items at once. A caller that spreads each index over several
+    arrays of its own asks for smaller blocks. The rows are the single draw's, bit for bit,
+    however many the blocks (NumPy draws a range below 2**32 from the generator's 32-bit
+    stream, whose spare half-word the generator keeps between calls); no resamples give one
+    empty block, so the blocks' statistics always concatenate."""
+    rows = max(1, (BLOCK_CELLS if cells is None else cells) // max(n, 1))
     for start in range(0, max(n_resamples, 1), rows):
         yield rng.integers(0, n, (min(rows, n_resamples - start), n))
 

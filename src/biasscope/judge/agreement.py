@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from biasscope.core.bootstrap import index_blocks
 from biasscope.core.errors import optional
 from biasscope.core.imports import lazy
 from biasscope.core.numbers import num, p_is, with_ci
@@ -41,7 +42,9 @@ from biasscope.core.stats import Interval, percentile_interval
 
 Verdicts = pd.DataFrame | Mapping[str, Sequence[str | None]]
 Codes = npt.NDArray[np.int64]
-_BATCH_CELLS = 2_000_000  # resamples x items held at once
+#: Resample indices drawn at once at most (`index_blocks`), a quarter of a probe's blocks:
+#: Cohen's κ spreads each block over a few arrays of its size (the pair's contingency cells).
+_BATCH_CELLS = 2_000_000
 sps = lazy("scipy.stats")  # imported at first use
 
 
@@ -101,25 +104,27 @@ def agreement(verdicts: Verdicts, confidence: float = 0.95, n_resamples: int = 2
     """
     judges, codes, n_labels = _encode(verdicts)
     n = codes.shape[0]
-    rng = np.random.default_rng(seed)
-    batch = max(1, _BATCH_CELLS // max(n, 1))
-    resamples = [rng.integers(0, n, size=(min(batch, n_resamples - s), n))
-                 for s in range(0, n_resamples, batch)] if n else []
-    full = np.arange(n)[None, :]
-    cohen = {}
-    for j, k in itertools.combinations(range(len(judges)), 2):
-        est = _cohen(codes[:, j], codes[:, k], n_labels, full)[0]
-        boot = np.concatenate([_cohen(codes[:, j], codes[:, k], n_labels, r) for r in resamples]
-                              or [np.zeros(0)])
-        cohen[(judges[j], judges[k])] = percentile_interval(float(est), boot, confidence)
+    pairs = list(itertools.combinations(range(len(judges)), 2))
     counts = (codes[:, :, None] == np.arange(n_labels)).sum(axis=1)
     complete = np.asarray((codes >= 0).all(axis=1))
-    rows = [r for chunk in resamples for r in chunk]
-    fleiss = percentile_interval(
-        _fleiss(counts[complete]), np.array([_fleiss(counts[r][complete[r]]) for r in rows]),
-        confidence)
-    alpha = percentile_interval(_alpha(counts), np.array([_alpha(counts[r]) for r in rows]),
-                                confidence)
+    # Each block of resamples is reduced to its statistics before the next is drawn.
+    keys: list[tuple[int, int] | str] = [*pairs, "fleiss", "alpha"]
+    parts: dict[tuple[int, int] | str, list[npt.NDArray[np.float64]]] = {
+        key: [np.zeros(0)] for key in keys}
+    blocks = index_blocks(n, n_resamples, np.random.default_rng(seed), _BATCH_CELLS) if n else ()
+    for block in blocks:
+        for j, k in pairs:
+            parts[(j, k)].append(_cohen(codes[:, j], codes[:, k], n_labels, block))
+        parts["fleiss"].append(np.array([_fleiss(counts[r][complete[r]]) for r in block],
+                                        dtype=np.float64))
+        parts["alpha"].append(np.array([_alpha(counts[r]) for r in block], dtype=np.float64))
+    boot = {key: np.concatenate(found) for key, found in parts.items()}
+    full = np.arange(n)[None, :]
+    cohen = {(judges[j], judges[k]): percentile_interval(
+        float(_cohen(codes[:, j], codes[:, k], n_labels, full)[0]), boot[(j, k)], confidence)
+        for j, k in pairs}
+    fleiss = percentile_interval(_fleiss(counts[complete]), boot["fleiss"], confidence)
+    alpha = percentile_interval(_alpha(counts), boot["alpha"], confidence)
     above, below = threshold_p(counts, (0.8, 0.667))
     return Agreement(judges, cohen, fleiss, alpha, n, int(complete.sum()),
                      {"above 0.8": above[0], "above 0.667": above[1], "below 0.667": below[1]})

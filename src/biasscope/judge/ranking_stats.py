@@ -1,25 +1,29 @@
 """The numbers behind each judge's leaderboard (`judge.rankings`, whose doc gives the
 conventions and why): the systems' scores, win rates or Bradley-Terry log-strengths, one row
-per bootstrap resample; the resamples, drawn by pair; a score's interval; Kendall's τ-b of two
+per bootstrap resample, from what each resample's items come down to (tallies, a block of
+resamples at a time); the resamples, drawn by pair; a score's interval; Kendall's τ-b of two
 judges' scores; and the test of two systems' difference.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
 
+from biasscope.core.bootstrap import index_blocks
 from biasscope.core.normal import ndtr
 from biasscope.core.stats import Array, clustered_wilson, percentile_interval
 from biasscope.core.student import t_cdf
 
 
-def win_rate_scores(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array,
-                    n_systems: int) -> Array:
-    """Win rates, rows x systems: ``a``/``b`` the systems' codes and ``won`` the outcomes
-    (1 a won, 0 b won, 0.5 tie, NaN no verdict), each rows x items (a resample per row)."""
+def win_tallies(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array,
+                n_systems: int) -> tuple[Array, Array]:
+    """Each system's wins (ties half) and games, rows x systems: ``a``/``b`` the systems'
+    codes and ``won`` the outcomes (1 a won, 0 b won, 0.5 tie, NaN no verdict), each rows x
+    items (a resample per row). A row's tallies are its own, however many rows come along."""
     ok = np.isfinite(won)
     w, m = np.where(ok, won, 0.0), ok.astype(np.float64)
     rows = np.arange(won.shape[0])[:, None] * n_systems
@@ -28,31 +32,55 @@ def win_rate_scores(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array
             + np.bincount((rows + b).ravel(), (m - w).ravel(), size))
     games = np.bincount((rows + a).ravel(), m.ravel(), size) + np.bincount(
         (rows + b).ravel(), m.ravel(), size)
+    # bincount's weighted counts are float64 already: no copies
+    return (np.asarray(wins, dtype=np.float64).reshape(-1, n_systems),
+            np.asarray(games, dtype=np.float64).reshape(-1, n_systems))
+
+
+def win_rates(wins: Array, games: Array) -> Array:
+    """Win rates from `win_tallies`, NaN for a system without a game in that row."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        out: Array = np.where(games > 0, wins / games, math.nan).reshape(-1, n_systems)
+        out: Array = np.where(games > 0, wins / games, math.nan)
     return out
 
 
-def bradley_terry(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array,
-                  n_systems: int, prior: float = 1.0, tol: float = 1e-10,
-                  max_iter: int = 10_000) -> Array:
-    """Bradley-Terry log-strengths, rows x systems (same inputs as ``win_rate_scores``),
-    centred to mean 0; ``prior`` virtual games, each a tie, between every two systems; NaN for
-    a system without a real game in that row."""
+def win_rate_scores(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array,
+                    n_systems: int) -> Array:
+    """Win rates, rows x systems (same inputs as `win_tallies`)."""
+    return win_rates(*win_tallies(a, b, won, n_systems))
+
+
+def bt_tallies(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array,
+               n_systems: int) -> tuple[Array, Array]:
+    """What Bradley-Terry needs of each row's items (same inputs as `win_tallies`): the
+    games system x played as a against system y (rows x systems x systems) and each
+    system's wins, ties half (rows x systems): a resample's items, whatever their number,
+    come down to these."""
     ok = np.isfinite(won)
     w, m = np.where(ok, won, 0.0), ok.astype(np.float64)
     n_rows, size = won.shape[0], n_systems * n_systems
     rows = np.arange(n_rows)[:, None]
     met = np.bincount((rows * size + a * n_systems + b).ravel(), m.ravel(), n_rows * size)
-    games = met.reshape(n_rows, n_systems, n_systems)
-    games = games + games.transpose(0, 2, 1)
+    cell = rows * n_systems
+    wins = (np.bincount((cell + a).ravel(), w.ravel(), n_rows * n_systems)
+            + np.bincount((cell + b).ravel(), (m - w).ravel(), n_rows * n_systems))
+    return (np.asarray(met, dtype=np.float64).reshape(n_rows, n_systems, n_systems),
+            np.asarray(wins, dtype=np.float64).reshape(n_rows, n_systems))
+
+
+def bt_fit(met: Array, wins: Array, prior: float = 1.0, tol: float = 1e-10,
+           max_iter: int = 10_000) -> Array:
+    """Bradley-Terry log-strengths from `bt_tallies`, rows x systems, centred to mean 0;
+    ``prior`` virtual games, each a tie, between every two systems; NaN for a system without
+    a real game in that row. All rows iterate together until the largest step of any is below
+    ``tol``, so a row's last bits depend on the others: a bootstrap fits all its resamples'
+    tallies in one call, however it drew them."""
+    n_systems = wins.shape[1]
+    games = met + met.transpose(0, 2, 1)
     played = games.sum(axis=2) > 0
     games = games + prior * (1.0 - np.eye(n_systems))
-    cell = rows * n_systems
-    wins = np.asarray(np.bincount((cell + a).ravel(), w.ravel(), n_rows * n_systems)
-                      + np.bincount((cell + b).ravel(), (m - w).ravel(), n_rows * n_systems),
-                      dtype=np.float64).reshape(n_rows, n_systems) + prior * (n_systems - 1) / 2
-    theta = np.zeros((n_rows, n_systems))
+    wins = wins + prior * (n_systems - 1) / 2
+    theta = np.zeros(wins.shape)
     for _ in range(max_iter):
         strength = np.exp(theta)
         per_game = games / (strength[:, :, None] + strength[:, None, :])
@@ -66,7 +94,18 @@ def bradley_terry(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array,
     return out
 
 
-SCORES = {"win-rate": win_rate_scores, "bradley-terry": bradley_terry}
+def bradley_terry(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp], won: Array,
+                  n_systems: int, prior: float = 1.0, tol: float = 1e-10,
+                  max_iter: int = 10_000) -> Array:
+    """Bradley-Terry log-strengths, rows x systems (same inputs as `win_tallies`; the rest
+    as `bt_fit`)."""
+    return bt_fit(*bt_tallies(a, b, won, n_systems), prior, tol, max_iter)
+
+
+#: Per score, what a row's items come down to (a block of resamples at a time) and the
+#: scores from those tallies (all resamples' at once).
+SCORES: dict[str, tuple[Callable[..., tuple[Array, Array]], Callable[..., Array]]] = {
+    "win-rate": (win_tallies, win_rates), "bradley-terry": (bt_tallies, bt_fit)}
 
 
 def kendall_tau(x: Array, y: Array) -> Array:
@@ -84,21 +123,30 @@ def kendall_tau(x: Array, y: Array) -> Array:
     return out
 
 
-def draws(unit: npt.NDArray[np.intp], n_resamples: int, rng: np.random.Generator
-          ) -> npt.NDArray[np.intp]:
+#: Resample indices drawn at once at most (`index_blocks`): a block is gathered into the
+#: items' systems and outcomes, a few arrays of its size per judge, before it is tallied.
+BLOCK_CELLS = 1 << 20
+
+
+def draw_blocks(unit: npt.NDArray[np.intp], n_resamples: int, rng: np.random.Generator
+                ) -> Iterator[npt.NDArray[np.intp]]:
     """Bootstrap resamples of the items (rows), drawn by their pairs (``unit``: each item's
-    pair code) with all of a pair's items; a pair of fewer items than the largest is padded
-    with the no-game index ``unit.size``. Every item its own pair: the items drawn as they
-    always were."""
+    pair code) with all of a pair's items, in blocks of whole rows (`index_blocks`: together
+    the single draw's); a pair of fewer items than the largest is padded with the no-game
+    index ``unit.size``. Every item its own pair: the items drawn as they always were."""
     n = unit.size
-    if n == 0 or np.array_equal(unit, np.arange(n)):
-        return rng.integers(0, max(n, 1), (n_resamples, n))
+    if n == 0:
+        yield np.zeros((n_resamples, 0), dtype=np.intp)
+        return
+    if np.array_equal(unit, np.arange(n)):
+        yield from index_blocks(n, n_resamples, rng, BLOCK_CELLS)
+        return
     order = np.argsort(unit, kind="stable")
     sizes = np.bincount(unit)
     members = np.full((sizes.size, int(sizes.max())), n)
     members[unit[order], np.arange(n) - np.repeat(np.cumsum(sizes) - sizes, sizes)] = order
-    return members[rng.integers(0, sizes.size, (n_resamples, sizes.size))].reshape(
-        n_resamples, -1)
+    for block in index_blocks(sizes.size, n_resamples, rng, BLOCK_CELLS // members.shape[1]):
+        yield members[block].reshape(block.shape[0], -1)
 
 
 def score_interval(score: str, estimate: float, boot: Array, won: Array,
@@ -162,5 +210,5 @@ def _win_rate_slope(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp],
     return out
 
 
-__all__ = ["SCORES", "bradley_terry", "difference_test", "draws", "kendall_tau",
-           "score_interval", "win_rate_scores"]
+__all__ = ["SCORES", "bradley_terry", "bt_fit", "bt_tallies", "difference_test", "draw_blocks",
+           "kendall_tau", "score_interval", "win_rate_scores", "win_rates", "win_tallies"]

@@ -64,7 +64,7 @@ from biasscope.core.stats import Array, adjust_pvalues, percentile_interval
 from biasscope.judge.ranking_stats import (
     SCORES,
     difference_test,
-    draws,
+    draw_blocks,
     kendall_tau,
     score_interval,
 )
@@ -88,7 +88,7 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
     sentence names a few of where there are many."""
     if score not in SCORES:
         raise ValueError(f"unknown ranking score {score!r}; use one of {', '.join(SCORES)}")
-    fit = SCORES[score]
+    tally, finish = SCORES[score]
     keep = [i for i, (x, y) in enumerate(authors) if x and y and x != y]
     systems = sorted({str(s) for i in keep for s in authors[i]})
     code = {s: k for k, s in enumerate(systems)}
@@ -96,15 +96,24 @@ def rankings(verdicts: Mapping[str, Sequence[str | None]],
     b = np.array([code[str(authors[i][1])] for i in keep], dtype=np.intp)
     unit = (np.arange(len(keep)) if pairs is None
             else pd.factorize(np.array([pairs[i] for i in keep], dtype=object))[0])
-    idx = draws(unit, n_resamples, np.random.default_rng(seed))
-    # Index len(keep) is no game (a's and b's 0, no outcome): it pads pairs of fewer items.
+    outcomes = {judge: np.array([_OUTCOME.get(str(labels[i]), math.nan) for i in keep])
+                for judge, labels in verdicts.items()}
+    # Each block of resamples comes down to its tallies (per resample and system) before the
+    # next is drawn; each judge's scores are fitted to all resamples' tallies at once. Index
+    # len(keep) is no game (a's and b's 0, no outcome): it pads pairs of fewer items.
     a_any, b_any = np.append(a, 0), np.append(b, 0)
+    won_any = {judge: np.append(won, math.nan) for judge, won in outcomes.items()}
+    tallies: dict[str, list[tuple[Array, Array]]] = {judge: [] for judge in verdicts}
+    for idx in draw_blocks(unit, n_resamples, np.random.default_rng(seed)):
+        a_idx, b_idx = a_any[idx], b_any[idx]
+        for judge, won in won_any.items():
+            tallies[judge].append(tally(a_idx, b_idx, won[idx], len(systems)))
     boards: dict[str, Any] = {}
     estimates, boots, tests = {}, {}, {}
-    for judge, labels in verdicts.items():
-        won = np.array([_OUTCOME.get(str(labels[i]), math.nan) for i in keep])
-        estimates[judge] = fit(a[None, :], b[None, :], won[None, :], len(systems))[0]
-        boots[judge] = fit(a_any[idx], b_any[idx], np.append(won, math.nan)[idx], len(systems))
+    for judge, won in outcomes.items():
+        estimates[judge] = finish(*tally(a[None, :], b[None, :], won[None, :], len(systems)))[0]
+        boots[judge] = finish(*(np.concatenate(t) for t in zip(*tallies.pop(judge),
+                                                                strict=True)))
         # A system without a verdict on any of its pairs has no score: left off the board.
         boards[judge] = sorted(({"system": s, **score_interval(
             score, float(estimates[judge][k]), boots[judge][:, k], won, (a == k, b == k),

@@ -102,6 +102,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_scoring.py --out BENCHMARKS.md
 	$(BIN)/python bench/bench_sweep.py --out BENCHMARKS.md
+	$(BIN)/python bench/bench_bootstrap.py --out BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) .venv-latest demo-run site build dist src/*.egg-info

@@ -12,7 +12,9 @@ gave no verdict. Conventions, and why:
   with at least two verdicts, which is why it is the headline figure when verdicts are missing.
 - **Intervals** are percentile bootstraps over items (one resample of the items serves every
   statistic). A statistic is NaN where it is undefined: all verdicts one label (chance agreement
-  is then total) or no items to compare; resamples where it is undefined are dropped.
+  is then total) or no items to compare; resamples where it is undefined are dropped. The
+  resamples are drawn in blocks (`index_blocks`), each reduced to its statistics before the
+  next is drawn: the single draw's numbers, never resamples x items at once.
 - **Krippendorff's reading** of α (0.8: reliable; 0.667: enough for tentative conclusions) is
   a one-sided test against each threshold (`threshold_p`), not the point estimate's side of
   it: read from the estimate, "reliable" came out in 46% of 50-item audits whose true α is

@@ -19,7 +19,12 @@ response (``model_a``, ``model_b``). Conventions, and why:
   interval of its wins instead: resampling shows no spread there though there is some.
   Verdicts of one pair (judge-audit asks each in both orders) are resampled together, and
   that Wilson interval counts the pair's games as one cluster (`clustered_wilson`): a
-  consistent judge answers both orders alike, so they are no two draws.
+  consistent judge answers both orders alike, so they are no two draws. The resamples are
+  drawn in blocks, each brought down to its tallies per system (wins, games; for
+  Bradley-Terry, the games of every two systems) before the next is drawn, and the scores
+  are fitted to all resamples' tallies at once: the single draw's numbers, bit for bit (the
+  Bradley-Terry iteration stops on all resamples together, as it did), never resamples x
+  items at once.
 - **A system against itself** (``model_a`` = ``model_b``) says nothing of its rank: such
   pairs are left out, counted and said in one sentence. So are pairs that name only one of
   their two systems (``model_a`` given, ``model_b`` missing, or the reverse): a game needs

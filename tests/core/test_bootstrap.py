@@ -222,13 +222,44 @@ def test_ties_with_the_estimate_do_not_depend_on_rounding(paired: bool) -> None:
 
 
 @pytest.mark.parametrize(("n", "n_resamples"), [(2106, 2000), (1508, 2000), (2106, 1000)])
-def test_index_blocks_hold_the_default_resamples_of_a_probe_in_one_draw(
+def test_index_blocks_of_the_default_resamples_of_a_probe_are_its_single_draw(
         n: int, n_resamples: int) -> None:
     """The default resamples of the most items a probe has (StereoSet's 2106 examples,
-    CrowS-Pairs' 1508 pairs) are one block: the single draw the bootstraps made before."""
+    CrowS-Pairs' 1508 pairs) come in blocks of at most `BLOCK_CELLS` indices, together the
+    single draw the bootstraps made before."""
+    from biasscope.core.bootstrap import BLOCK_CELLS
+
     blocks = list(index_blocks(n, n_resamples, np.random.default_rng(3)))
-    assert len(blocks) == 1
-    assert np.array_equal(blocks[0], np.random.default_rng(3).integers(0, n, (n_resamples, n)))
+    assert len(blocks) > 1 and all(b.size <= BLOCK_CELLS for b in blocks)
+    assert np.array_equal(np.concatenate(blocks),
+                          np.random.default_rng(3).integers(0, n, (n_resamples, n)))
+
+
+def test_block_statistics_never_hold_the_indices_beside_a_copy_of_the_values(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A statistic that copies its values (a sort) holds a block's gathered values and their
+    copy, never the block's indices beside them nor the last block beside the next: two
+    blocks' worth at most, not three; the numbers are the single draw's."""
+    import tracemalloc
+
+    from biasscope.core import bootstrap
+
+    monkeypatch.setattr(bootstrap, "BLOCK_CELLS", 1 << 18)  # 262 resamples of 1000 items
+    x = np.random.default_rng(1).normal(size=1000)
+
+    def median(v: np.ndarray) -> np.ndarray:
+        return np.sort(v, axis=1)[:, 500].copy()  # not a view that keeps the sort
+
+    single = median(x[np.random.default_rng(2).integers(0, x.size, (2000, x.size))])
+    tracemalloc.start()
+    try:
+        blocked = bootstrap.block_statistics(median, [x], 2000, np.random.default_rng(2))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    block = (bootstrap.BLOCK_CELLS // x.size) * x.size * 8
+    assert peak < 2.2 * block, f"{peak / block:.2f} blocks at the peak"
+    assert np.array_equal(np.concatenate(blocked), single)
 
 
 def test_index_blocks_are_the_single_draw_in_whole_rows(monkeypatch: pytest.MonkeyPatch

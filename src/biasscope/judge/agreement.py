@@ -44,7 +44,7 @@ from biasscope.core.stats import Interval, percentile_interval
 
 Verdicts = pd.DataFrame | Mapping[str, Sequence[str | None]]
 Codes = npt.NDArray[np.int64]
-#: Resample indices drawn at once at most (`index_blocks`), a quarter of a probe's blocks:
+#: Resample indices drawn at once at most (`index_blocks`), about a probe's blocks:
 #: Cohen's κ spreads each block over a few arrays of its size (the pair's contingency cells).
 _BATCH_CELLS = 2_000_000
 sps = lazy("scipy.stats")  # imported at first use

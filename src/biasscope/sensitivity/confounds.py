@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.core.bootstrap import index_blocks
+from biasscope.core.bootstrap import block_statistics, index_blocks
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.imports import lazy
 from biasscope.core.numbers import num, p_is, with_ci
@@ -127,11 +127,13 @@ def length_adjusted(part: pd.DataFrame, confidence: float = 0.95, n_resamples: i
                                "length_change_min": float(x.min()) if x.size else math.nan,
                                "length_change_max": float(x.max()) if x.size else math.nan}
         a, b = _ols(x[None, :], y[None, :]) if x.size >= 3 else (np.full(1, math.nan),) * 2
-        # drawn whatever the size: the next (model, principle) draws where it always did
-        blocks = [_ols(x[idx], y[idx]) if x.size >= 3 else (np.full(1, math.nan),) * 2
-                  for idx in index_blocks(max(x.size, 1), n_resamples, rng)]
-        boot_a, boot_b = ((np.concatenate(part) for part in zip(*blocks, strict=True))
-                          if x.size >= 3 else blocks[0])
+        if x.size >= 3:
+            blocks = block_statistics(_ols, [x, y], n_resamples, rng)
+            boot_a, boot_b = (np.concatenate(part) for part in zip(*blocks, strict=True))
+        else:  # drawn all the same: the next (model, principle) draws where it always did
+            for _ in index_blocks(max(x.size, 1), n_resamples, rng):
+                pass
+            boot_a = boot_b = np.full(1, math.nan)
         for name, est, boot, scale in (("adjusted_effect", a, boot_a, 1.0),
                                        ("slope_per_100_chars", b, boot_b, 100.0)):
             ci = percentile_interval(float(est[0]) * scale, boot * scale, confidence)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from biasscope.core.bootstrap import index_blocks
+from biasscope.core.bootstrap import block_statistics
 from biasscope.core.errors import DataError
 from biasscope.core.imports import lazy
 from biasscope.core.jsonl import read_text
@@ -143,8 +143,8 @@ def spearman(x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int,
         out["too_few"] = True
         return out
     out["p_value"] = float(result.pvalue)
-    rho = np.concatenate([_rho(x[idx], y[idx]) for idx in
-                          index_blocks(n, n_resamples, np.random.default_rng(seed))])
+    rho = np.concatenate(block_statistics(_rho, [x, y], n_resamples,
+                                          np.random.default_rng(seed)))
     ok = rho[np.isfinite(rho)]
     if ok.size >= n_resamples / 2:
         tail = 100 * (1 - confidence) / 2

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.core.bootstrap import index_blocks
+from biasscope.core.bootstrap import block_statistics
 from biasscope.core.errors import DataError
 from biasscope.core.stats import percentile_interval
 
@@ -73,7 +73,9 @@ def quantile_interval(values: Any, q: float, n_resamples: int = 2000,
     x = x[np.isfinite(x)]
     if x.size == 0:
         return {"estimate": math.nan, "low": math.nan, "high": math.nan, "n": 0}
-    draws = np.concatenate([np.quantile(x[idx], q, axis=1) for idx in
-                            index_blocks(x.size, n_resamples, np.random.default_rng(0))])
+    # each block's gathered values are ours: sorted in place, not copied beside them
+    draws = np.concatenate(block_statistics(
+        lambda v: np.quantile(v, q, axis=1, overwrite_input=True), [x], n_resamples,
+        np.random.default_rng(0)))
     ci = percentile_interval(float(np.quantile(x, q)), draws, confidence)
     return {"estimate": ci.estimate, "low": ci.low, "high": ci.high, "n": int(x.size)}

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.core.bootstrap import index_blocks
+from biasscope.core.bootstrap import block_statistics
 from biasscope.core.errors import DataError
 from biasscope.core.stats import percentile_interval
 
@@ -79,8 +79,8 @@ def with_intervals(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES,
     codes = pd.factorize(frame["target"])[0]
     terms = int(codes.max()) + 1 if len(codes) else 1
     pro, related = frame["pro"].to_numpy(np.float64), frame["related"].to_numpy(np.float64)
-    blocks = [term_scores(codes[idx], pro[idx], related[idx], terms)
-              for idx in index_blocks(len(frame), n_resamples, np.random.default_rng(0))]
+    blocks = block_statistics(lambda c, p, r: term_scores(c, p, r, terms), [codes, pro, related],
+                              n_resamples, np.random.default_rng(0))
     ss, lms = (np.concatenate(part) for part in zip(*blocks, strict=True))
     draws = {"ss": ss, "lms": lms, "icat": lms * np.minimum(ss, 100 - ss) / 50}
     out = {}

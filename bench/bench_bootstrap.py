@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from bench_sweep import write_section
+from biasscope.core.bootstrap import BLOCK_CELLS
 
 ITEMS = 1508  # CrowS-Pairs' pairs
 SYSTEMS = ("alpha", "beta", "gamma", "delta")
@@ -223,8 +224,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "**all at once**: `rng.integers(0, n, (resamples, n))`, then the statistic of every "
         "row (the code before blocks); **blocks**: the library call, whose "
         "`biasscope.core.bootstrap.index_blocks` draws the same rows a block at a time (at most "
-        "2**23 indices for a probe's bootstrap, 2**21 for the agreement's, 2**20 for the "
-        "leaderboard's) and reduces each before the next. Each in a fresh process: **traced**, "
+        f"2**{BLOCK_CELLS.bit_length() - 1} indices for a probe's bootstrap, 2**21 for the "
+        "agreement's, 2**20 for the leaderboard's) and reduces each before the next; a probe's "
+        "statistic gets each block's gathered values without its indices "
+        "(`biasscope.core.bootstrap.block_statistics`). Each in a fresh process: **traced**, "
         "the peak `tracemalloc` counts during the call (NumPy's arrays included); **RSS**, "
         "the peak resident memory during the call above what the process held before it; "
         "wall seconds, the median of up to 3 calls (while they took under 2 s together). "
@@ -246,16 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines += ["", f"CrowS-Pairs' median from {mid:,} to {high:,} resamples: the traced peak "
                   f"grows {traced[high]['at once'] / traced[mid]['at once']:.1f}x all at once "
                   f"and {traced[high]['blocks'] / traced[mid]['blocks']:.2f}x in blocks, "
-                  f"whose peak is one full block's ({(1 << 23) // ITEMS:,} resamples of "
-                  f"{ITEMS:,} items) from there on; at {low:,} resamples the draw is one "
-                  "smaller block, the single draw itself."]
-        if traced[low]["blocks"] > 1.1 * traced[low]["at once"]:
-            lines[-1] += (f" There the blocked call peaks higher ({traced[low]['blocks']:.0f} "
-                          f"against {traced[low]['at once']:.0f} MiB): "
-                          "`quantile_interval` keeps a block's indices while `np.quantile` "
-                          "sorts a copy of the values gathered with them, where the single "
-                          "draw's indices were freed once gathered: three arrays of a "
-                          "block's size at once, not two.")
+                  f"whose peak is one full block's ({BLOCK_CELLS // ITEMS:,} resamples of "
+                  f"{ITEMS:,} items: its indices and the values gathered with them) from "
+                  f"{low:,} resamples on, {traced[low]['blocks']:.0f} MiB against the single "
+                  f"draw's {traced[low]['at once']:.0f} there."]
     section = "\n".join(lines) + "\n"
     print(section)
     if args.out:

@@ -84,11 +84,10 @@ def resample_counts(size: int, n: int, rng: np.random.Generator,
     return out
 
 
-#: Resample indices drawn at once at most, in whole rows: 16 MiB of indices, 1390 resamples of
-#: CrowS-Pairs' 1508 pairs (the most items but StereoSet's 2106 examples), so that a block, its
-#: gathered values and the statistic's copy of them hold less than the single draw of the
-#: default 2000 resamples did (46 MiB); 100,000 resamples are 72 blocks, not 1.2 GB at once.
-#: Larger blocks save no time: a block's NumPy calls outweigh the loop around them.
+#: Resample indices drawn at once at most, in whole rows: 16 MiB, 1390 resamples of CrowS-Pairs'
+#: 1508 pairs, so that a block beside its gathered values (`block_statistics`) holds less than
+#: the single draw of the default 2000 resamples and its values did (46 MiB); 100,000
+#: resamples are 72 blocks, not 1.2 GB at once. Larger blocks saved no time (BENCHMARKS.md).
 BLOCK_CELLS = 1 << 21
 
 

@@ -462,7 +462,7 @@ def test_the_command_exits_non_zero_when_judge_requests_fail(
         assert code == 2 and len(err) == 1 and err[0].startswith(
             "biasscope: error: 6 of 6 judge requests failed (first: ")
         assert "nothing was stored in" in err[0]
-        assert not [p.name for p in out.iterdir() if not p.name.startswith(".")]
+        assert not out.exists()  # nor the folder the call made
         state["down"] = False
         assert main(argv) == 0  # not refused as another call's settings
         state["down"] = True
@@ -754,7 +754,7 @@ def test_a_first_call_whose_judge_is_not_reached_leaves_no_settings_behind(
                                       pairs="hh-rlhf:harmless-base:3")
     with pytest.raises(BiasscopeError, match="cannot reach"):
         job.run(config, [], Judge([Unreachable()]))  # type: ignore[list-item]
-    assert not (tmp_path / "run" / "run.json").exists()
+    assert not (tmp_path / "run").exists()  # nor the folder it made, its lock and id files
     server = Down()
     server.down = False
     job.run(config, [], Judge([server]))  # type: ignore[list-item]

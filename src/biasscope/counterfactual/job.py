@@ -112,7 +112,6 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     models = list(reward_models) or _reward_models(named, reward)
     _check_distinct(models, judge)
     store = RunStore(Path(config.out))
-    store.root.mkdir(parents=True, exist_ok=True)
     scorers: dict[str, Any] = {m.label: reward_settings(m) for m in models}  # + dtype
     if judge is not None:
         asked = question_sha256(judge.config, labels)
@@ -122,8 +121,10 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     settings = {"pairs": pairs, "seed": config.seed, "scorers": scorers}
     judged_by = [m.label for m in judge.models] if judge is not None else []
     # Stopped before its scores are stored (a judge's server not reached, Ctrl-C), a call
-    # leaves run.json as it found it: a first call's taken away, a rerun's given back.
+    # leaves run.json as it found it: a first call's taken away (and the folder it made), a
+    # rerun's given back.
     with unsettled(store, rewritten(store.root / SCORES), rerun=True):
+        store.root.mkdir(parents=True, exist_ok=True)
         start(store, settings, waiting=judged_by)
         rows = [cf.score_reward_model(m, items, config.seed) for m in models]
         if judge is not None:

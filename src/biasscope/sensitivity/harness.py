@@ -285,14 +285,15 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
     _check(config, prompts)
     conversations = prompts.conversations
     store = RunStore(Path(out))
-    store.root.mkdir(parents=True, exist_ok=True)
     # A call stopped before it stores anything new (a reward model that fails as it scores,
-    # Ctrl-C) leaves run.json as it found it (none, for a first call), and its directions'
-    # perturbation files (only failures, then): a reward model or direction it added is not
-    # listed without records. Answers are stored: run.json records their template.
+    # Ctrl-C) leaves run.json as it found it (none, for a first call: nor the folder it made),
+    # and its directions' perturbation files (only failures, then): a reward model or
+    # direction it added is not listed without records. Answers are stored: run.json records
+    # their template.
     had = _held(store)
     with run_json.unsettled(store, lambda: bool(_held(store) - had), rerun=True,
                             files=[f"perturbations-{d}.jsonl" for d in config.directions]):
+        store.root.mkdir(parents=True, exist_ok=True)
         _start(store, settings(reward_models, perturber, prompts, constitution, config), {
             "perturber": perturber.identity(),
             "principles": {"source": constitution.source, "top": constitution.top,

@@ -194,6 +194,11 @@ class RunStore:
                 "process stopped without writing more. Rerun the command to redo what is "
                 "missing (one process per run folder at a time while you delete it)")
 
+    def forget_identity(self) -> None:
+        """Forget the folder's token this process saw: a first call that stored nothing took
+        away the ``.run.id`` it made, and the next call here is a first one again."""
+        self._identity = None
+
     @property
     def run_json(self) -> Path:
         return self.root / "run.json"

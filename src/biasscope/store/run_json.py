@@ -22,9 +22,9 @@ from typing import Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.imports import installed_version
-from biasscope.store.directory import RunStore
+from biasscope.store.directory import CHECKSUMS, ID_FILE, RECORDS, RunStore
 from biasscope.store.files import write_bytes, write_json
-from biasscope.store.locks import run_lock
+from biasscope.store.locks import LOCK, run_lock
 
 RUN_JSON = "run.json"
 Build = Callable[[dict[str, Any] | None], dict[str, Any]]
@@ -173,11 +173,19 @@ def unsettled(store: RunStore, holds: Callable[[], bool], folders: Sequence[str]
     the call began), so a probe or checkpoint it added, with its data files' hashes, does not
     stay listed without results. What earlier calls wrote is that very content, kept.
     ``files`` (under the run: ``performance.json``) that the call writes beside run.json are
-    put back with it (removed where the call made them), so neither outlasts the other."""
+    put back with it (removed where the call made them), so neither outlasts the other.
+
+    A first call that stops so leaves no trace either: the run's lock and id files and its
+    ``records``/``checksums`` folders go where it made them, and ``--out`` itself (with the
+    parents it made) where it was not there before and now holds no file. A folder that was
+    there keeps every file it held."""
     local = store.remote is None
     fresh = local and not store.run_json.is_file()
     before = store.run_json.read_bytes() if local and rerun and not fresh else None
-    made = [store.root / name for name in folders if not (store.root / name).exists()]
+    made = [store.root / name for name in (*folders, RECORDS, CHECKSUMS)
+            if not (store.root / name).exists()]
+    dots = [store.root / name for name in (ID_FILE, LOCK) if not (store.root / name).exists()]
+    new = _first_missing(store.root) if fresh else None
     beside = {store.root / name: (store.root / name).read_bytes()
               if (store.root / name).is_file() else None for name in files} if local else {}
     try:
@@ -193,10 +201,35 @@ def unsettled(store: RunStore, holds: Callable[[], bool], folders: Sequence[str]
                 store.run_json.unlink(missing_ok=True)
                 for folder in made:
                     _remove_empty(folder)
+                _unmake(store, dots, new)
             elif before is not None:
                 with run_lock(store):
                     write_bytes(store.run_json, before)
         raise
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost of ``path`` and its parents that does not exist yet (None: it exists):
+    what a call that makes ``path`` makes."""
+    missing = None
+    path = path.absolute()
+    for place in (path, *path.parents):
+        if place.exists():
+            return missing
+        missing = place
+    return missing
+
+
+def _unmake(store: RunStore, dots: Sequence[Path], new: Path | None) -> None:
+    """Take away the lock and id files a first call made (``dots``: those not there before),
+    and the folders it made (``new``: the outermost) where they hold nothing else."""
+    if store.run_json.exists() or store.unit_files():
+        return  # another process's run, begun meanwhile: its lock and id stay with it
+    for path in dots:
+        path.unlink(missing_ok=True)
+    store.forget_identity()
+    if new is not None:
+        _remove_empty(new)
 
 
 def rewritten(path: Path) -> Callable[[], bool]:

@@ -79,7 +79,11 @@ def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig,
     later = _new_to(store, config.checkpoints) if defer else frozenset()
     config = replace(config, checkpoints=with_fingerprints(config.checkpoints, prints, later))
     _refuse_before_converting(store, config)
-    convert_gguf(config.checkpoints)  # minutes for a real model: only once it is accepted
+    # Minutes for a real model: only once it is accepted, and only where run.json takes its
+    # copy's provenance (a checkpoint new to the run, or its weights changed); one the run
+    # lists as it is converts when the sweep has units of it left to score (`sweep`).
+    listed = _listed_as_is(store, config.checkpoints)
+    convert_gguf(c for c in config.checkpoints if c.identity not in listed)
     return _write_merged(store, settings, config, kind)
 
 
@@ -95,6 +99,16 @@ def _new_to(store: RunStore, checkpoints: Sequence[Checkpoint]) -> frozenset[str
     listed = store.read_json("run.json") if store.run_json.is_file() else {}
     have = {str(e.get("identity")) for e in listed.get("checkpoints", [])}
     return frozenset(c.identity for c in checkpoints if c.identity not in have)
+
+
+def _listed_as_is(store: RunStore, checkpoints: Sequence[Checkpoint]) -> frozenset[str]:
+    """Identities of ``checkpoints`` that run.json lists with the weights they have now (read
+    without the lock: `_merge` checks them again under it)."""
+    store.pull("run.json")
+    listed = store.read_json("run.json") if store.run_json.is_file() else {}
+    weights = {str(e.get("identity")): recorded(e) for e in listed.get("checkpoints", [])}
+    return frozenset(c.identity for c in checkpoints
+                     if c.fingerprint and weights.get(c.identity) == c.fingerprint)
 
 
 def _write_merged(store: RunStore, settings: dict[str, Any], config: SweepConfig,

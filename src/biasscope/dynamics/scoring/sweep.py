@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from biasscope.backends.base import NextTokenScorer
-from biasscope.backends.checkpoints import Checkpoint
+from biasscope.backends.checkpoints import Checkpoint, convert_gguf
 from biasscope.backends.hf import iter_scorers
 from biasscope.backends.hf_model import HFConfig
 from biasscope.core import steps
@@ -106,6 +106,7 @@ def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
     # Each unit file is read once here; new units add their summary as they are written.
     done = [unit_summary(frame) for frame in store.iter_units() if not frame.empty]
     left = {(t.checkpoint.model, t.checkpoint.revision): len(t.jobs) for t in tasks}
+    convert_gguf(t.checkpoint for t in tasks)  # a GGUF file the run lists (`init_run`)
     scorers, prints = source
 
     def admit(ckpt: Checkpoint) -> None:

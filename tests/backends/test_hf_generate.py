@@ -213,6 +213,27 @@ def test_loads_a_checkpoint_and_names_it(checkpoint_dirs):
     assert 1 <= result.completion_tokens <= 3
 
 
+def test_a_deferred_generator_names_its_model_before_the_weights_load(checkpoint_dirs,
+                                                                      monkeypatch):
+    """`identity` and the tokenizer without the weights (an audit with every unit stored),
+    the same identity once they have loaded, on first use."""
+    import biasscope.backends.hf_generate as hf_generate
+
+    (ckpt,) = from_dirs(checkpoint_dirs[:1])
+    config = HFConfig(device="cpu")
+    loaded = HFGenerator(ckpt, config)
+    loads: list[object] = []
+    load = hf_generate.load_model
+    monkeypatch.setattr(hf_generate, "load_model", lambda *a: loads.append(a) or load(*a))
+    deferred = HFGenerator(ckpt, config, deferred=True)
+    assert deferred.identity() == loaded.identity()
+    assert deferred.tokenizer("He")["input_ids"] == loaded.tokenizer("He")["input_ids"]
+    assert loads == []
+    assert deferred.generate([req("He", max_tokens=3)]) == loaded.generate(
+        [req("He", max_tokens=3)])
+    assert len(loads) == 1 and deferred.identity() == loaded.identity()
+
+
 def test_weights_replaced_under_the_same_path_are_another_model(checkpoint_dirs, tmp_path,
                                                                monkeypatch):
     """The response cache keys a model by its identity: another model's weights copied over a

@@ -224,7 +224,7 @@ def _model_responder(spec: str, asked: Prompting, backend: BackendConfig,
         raise scoring.why_not(spec, scored[0], "OpenAI's API no longer returns (it does not "
                               "echo prompt log-probs)")
     before_loading()
-    generator = backend.generator(spec)
+    generator = backend.generator(spec, deferred=True)  # no load where every unit is stored
     return (_answers(spec, asked, backend, generator),
             _logprob_scorer(spec, generator, scored, asked.first_token))
 

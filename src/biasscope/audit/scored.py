@@ -113,12 +113,30 @@ class LogprobScorer:
 
 
 def local(generator: Any, first_token: bool = False) -> LogprobScorer:
-    """The loaded model of an ``HFGenerator``, scored as a sweep scores a checkpoint."""
-    from biasscope.backends.hf import HFScorer
-
+    """The model of an ``HFGenerator``, scored as a sweep scores a checkpoint: loaded when
+    the first item is scored (a deferred generator's weights load then, not for a call whose
+    every unit is stored)."""
     config = dataclasses.replace(generator.config, first_token=first_token)
-    scorer = HFScorer(generator.ckpt, generator.model, generator.tokenizer, config)
-    return LogprobScorer(scorer, generator.identity(), "local", first_token)
+    return LogprobScorer(_OnFirstUse(generator, config), generator.identity(), "local",
+                         first_token)
+
+
+class _OnFirstUse:
+    """An ``HFScorer`` over a generator's model, made when first asked for a method."""
+
+    def __init__(self, generator: Any, config: Any) -> None:
+        self.generator, self.config, self.label = generator, config, generator.label
+        self.scorer: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or "scorer" not in self.__dict__:
+            raise AttributeError(name)
+        if self.scorer is None:
+            from biasscope.backends.hf import HFScorer
+
+            g = self.generator
+            self.scorer = HFScorer(g.ckpt, g.model, g.tokenizer, self.config)
+        return getattr(self.scorer, name)
 
 
 def echo(generator: Any, first_token: bool = False) -> LogprobScorer:

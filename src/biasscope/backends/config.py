@@ -34,12 +34,15 @@ class BackendConfig:
     def __post_init__(self) -> None:
         check_settings(self)
 
-    def generator(self, spec: str, flag: str = "--model") -> Generator:
+    def generator(self, spec: str, flag: str = "--model", *, deferred: bool = False
+                  ) -> Generator:
         """The backend ``spec`` names; a bare local path or ``org/name`` hub id is ``hf:``.
-        ``flag``: the option ``spec`` came from, for messages (`generators`)."""
-        return self.generators([spec], flag)[0]
+        ``flag``: the option ``spec`` came from, for messages (`generators`). ``deferred``: a
+        local model loads on first use (`generators.load_generator`)."""
+        return self.generators([spec], flag, deferred=deferred)[0]
 
-    def generators(self, specs: Sequence[str], flag: str = "--model") -> list[Generator]:
+    def generators(self, specs: Sequence[str], flag: str = "--model", *,
+                   deferred: bool = False) -> list[Generator]:
         """The backend each of ``specs`` (one command's, given with ``flag``) names. Where
         ``--base-url`` or ``--api-key-env`` is given and every spec is a local model (or
         canned answers), which asks no server, it is refused before any model loads, not
@@ -49,7 +52,8 @@ class BackendConfig:
 
         parsed, config = self._checked(specs, flag)
         local = replace(config, base_url=None, api_key_env=None)
-        return [load_generator(p, local if p.backend in NO_SERVER else config) for p in parsed]
+        return [load_generator(p, local if p.backend in NO_SERVER else config, deferred=deferred)
+                for p in parsed]
 
     def check(self, specs: Sequence[str], flag: str = "--model") -> list[Any]:
         """What `generators` refuses before loading (a spec it cannot read, a server's flag

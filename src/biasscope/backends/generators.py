@@ -62,7 +62,7 @@ def _compatible(spec: ModelSpec, config: GeneratorConfig) -> Generator:
     return OpenAIGenerator(spec.target, url, api_key(config, "OPENAI_API_KEY"), config.http)
 
 
-def _hf(spec: ModelSpec, config: GeneratorConfig) -> Generator:
+def _hf(spec: ModelSpec, config: GeneratorConfig, deferred: bool = False) -> Generator:
     from biasscope.backends.checkpoints import from_model
     from biasscope.backends.hf_generate import HFGenerator
     from biasscope.backends.hf_model import HFConfig
@@ -70,7 +70,7 @@ def _hf(spec: ModelSpec, config: GeneratorConfig) -> Generator:
     # A GGUF file is converted when the generator loads it, not when it is listed.
     return HFGenerator(from_model(spec.rest, convert=False)[0], HFConfig(
         device=config.device, dtype=config.dtype, batch_size=config.batch_size,
-        allow_pickle=config.allow_pickle))
+        allow_pickle=config.allow_pickle), deferred=deferred)
 
 
 def _litellm(spec: ModelSpec, config: GeneratorConfig) -> Generator:
@@ -161,13 +161,18 @@ def refuse_server_settings(specs: Sequence[ModelSpec], config: GeneratorConfig,
                      "(e.g. openai-compatible:MODEL)")
 
 
-def load_generator(spec: str | ModelSpec, config: GeneratorConfig | None = None) -> Generator:
+def load_generator(spec: str | ModelSpec, config: GeneratorConfig | None = None, *,
+                   deferred: bool = False) -> Generator:
     """The backend a spec names (see the module docstring for the syntax). A string needs its
     ``BACKEND:`` prefix; a parsed ``ModelSpec`` may be a bare path or hub id. A server's URL
-    or key for a model that asks none is refused (`refuse_server_settings`)."""
+    or key for a model that asks none is refused (`refuse_server_settings`). ``deferred``: a
+    local model loads on first use (`HFGenerator`), so a call with nothing left to ask loads
+    none."""
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec, bare=False)
     config = config or GeneratorConfig()
     refuse_server_settings([parsed], config)
+    if deferred and parsed.backend == "hf":
+        return _hf(parsed, config, deferred=True)
     return BACKENDS[parsed.backend](parsed, config)
 
 

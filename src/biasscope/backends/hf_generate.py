@@ -35,7 +35,14 @@ from biasscope.backends.checkpoints import (
 )
 from biasscope.backends.context import Context
 from biasscope.backends.fingerprints import fingerprint_while_loading, hub_commit
-from biasscope.backends.hf_model import HFConfig, left_pad, load_model, load_tokenizer
+from biasscope.backends.hf_model import (
+    HFConfig,
+    left_pad,
+    load_model,
+    load_tokenizer,
+    resolve_device,
+    resolve_dtype,
+)
 from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import ModelError
 from biasscope.core.steps import say
@@ -68,17 +75,46 @@ def identity_before_loading(ckpt: Checkpoint) -> dict[str, str]:
     return found
 
 
+#: What `HFGenerator._load` sets: a deferred generator loads on the first read of any.
+_LOADED = frozenset({"model", "device", "vocab", "eos", "context", "fingerprints", "_keep_arg",
+                     "_pad", "_pieces"})
+
+
 class HFGenerator:
     """``generate`` requests (and multiple-choice option scores) against one causal LM."""
 
     def __init__(self, ckpt: Checkpoint, config: HFConfig | None = None, *,
-                 model: Any = None, tokenizer: Any = None) -> None:
+                 model: Any = None, tokenizer: Any = None, deferred: bool = False) -> None:
         """Loads ``ckpt`` as the scorer does, unless ``model`` and ``tokenizer`` are given; a
         GGUF file listed with ``convert=False`` is converted first (`convert_gguf`), so that
-        making a checkpoint never converts and loading it is the one step that does."""
+        making a checkpoint never converts and loading it is the one step that does.
+        ``deferred``: the weights load (and a GGUF file converts) on first use, not now: a
+        call whose every answer is stored needs only `identity` (its files hashed, the dtype
+        they would load in, where the settings say it) and the tokenizer."""
         self.ckpt = ckpt
         self.label = ckpt.label
-        self.config = config = config or HFConfig()
+        self.config = config or HFConfig()
+        self._given = (model, tokenizer)
+        if not deferred:
+            self._load()
+
+    def __getattr__(self, name: str) -> Any:
+        """A deferred generator's tokenizer (alone) or model (and all it sets), on first read."""
+        if name == "tokenizer" and "_given" in self.__dict__:
+            given = self._given[1]
+            if given is None:
+                convert_gguf([self.ckpt])  # a GGUF file's tokenizer is read from its copy
+            self.tokenizer = load_tokenizer(self.ckpt, self.config) if given is None else given
+            return self.tokenizer
+        if name in _LOADED and "_given" in self.__dict__:
+            self._load()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    def _load(self) -> None:
+        ckpt, config = self.ckpt, self.config
+        model, tokenizer = self._given
+        tokenizer = self.__dict__.get("tokenizer", tokenizer)  # read before the weights
         if model is None:
             convert_gguf([ckpt])
             say(f"loading {ckpt.label}")
@@ -132,10 +168,25 @@ class HFGenerator:
         found = {"backend": "hf", "source": recorded_source(self.ckpt),
                  "revision": self.ckpt.revision or ""}
         found.update(gguf_identity(self.ckpt))  # a GGUF file's: which file, which quantisation
-        found.update(self.fingerprints)
+        loaded = "model" in self.__dict__
+        found.update(self.fingerprints if loaded else self._hashed())
         # `--device auto` loads half precision on a GPU and float32 on a CPU: other answers.
-        found["dtype"] = str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        # Where the settings do not say which ("auto" on a GPU), the weights load to tell.
+        dtype = None if loaded else self._dtype_before_loading()
+        found["dtype"] = dtype or str(next(self.model.parameters()).dtype).removeprefix("torch.")
         return found
+
+    def _hashed(self) -> dict[str, str]:
+        """`fingerprints` of weights not loaded yet: their files hashed (cached), not read
+        into memory."""
+        with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision) as fingerprints:
+            return fingerprints()
+
+    def _dtype_before_loading(self) -> str | None:
+        """The dtype the weights will load in where the settings fix it (``--dtype`` given, or
+        "auto" on a CPU: float32); None where the checkpoint decides ("auto" elsewhere)."""
+        chosen = resolve_dtype(self.config.dtype, resolve_device(self.config.device))
+        return None if isinstance(chosen, str) else str(chosen).removeprefix("torch.")
 
     def encode(self, request: GenerateRequest) -> list[int]:
         """Prompt token ids: a plain prompt as the scorer tokenizes it (with the tokenizer's

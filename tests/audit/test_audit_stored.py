@@ -1,0 +1,111 @@
+"""An audit rerun whose every unit is stored loads no model: the run's settings and the
+model's identity (its files hashed, the dtype its settings load it in) are checked as before,
+and the summary and report are written from the stored units. A unit missing loads the model
+once and scores it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from biasscope.cli.main import main
+from biasscope.core.errors import BiasscopeError
+from biasscope.store.directory import RunStore
+from winogender_fixture import write_winogender
+
+pytest.importorskip("torch")
+
+
+def loads_counted(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> list[str]:
+    """Each model whose weights load, by source (``fail``: and the load fails)."""
+    import biasscope.backends.hf_generate as hf_generate
+    from biasscope.backends.hf_model import load_model
+
+    loads: list[str] = []
+
+    def counted(ckpt: Any, config: Any) -> Any:
+        loads.append(str(ckpt.source))
+        if fail:
+            raise BiasscopeError(f"{ckpt.source} was loaded")
+        return load_model(ckpt, config)
+
+    monkeypatch.setattr(hf_generate, "load_model", counted)
+    return loads
+
+
+def records(out: Path) -> pd.DataFrame:
+    return RunStore(out).records().sort_values("item_id").reset_index(drop=True)
+
+
+def probes(out: Path) -> dict[str, Any]:
+    return dict(json.loads((out / "summary.json").read_text())["probes"])
+
+
+@pytest.fixture
+def model(checkpoint_dirs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of a tiny checkpoint (the tests change its weights), hashed into a cache of
+    this test's own."""
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    return Path(shutil.copytree(checkpoint_dirs[0], tmp_path / "model"))
+
+
+def test_a_rerun_with_every_unit_stored_loads_no_model(
+        model: Path, checkpoint_dirs: list[Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    argv = ["audit", "--model", f"hf:{model}", "--probe", "professional-bias", "--limit", "4",
+            "--device", "cpu", "--no-cache", "--out", str(out)]
+    assert main(argv) == 0
+    before, summary = records(out), probes(out)
+    loads = loads_counted(monkeypatch, fail=True)
+    assert main(argv) == 0
+    assert loads == []
+    pd.testing.assert_frame_equal(records(out), before)
+    assert probes(out) == summary and (out / "report.html").is_file()
+    # Still checked as strictly, with nothing loaded: another way of asking, other weights.
+    capsys.readouterr()
+    assert main([*argv, "--scoring", "generate"]) == 2
+    assert "different 'responder'" in capsys.readouterr().err and loads == []
+    shutil.copyfile(checkpoint_dirs[1] / "model.safetensors", model / "model.safetensors")
+    assert main(argv) == 2
+    assert "responder.backend.fingerprint" in capsys.readouterr().err and loads == []
+
+
+def test_a_rerun_with_a_unit_missing_loads_the_model_once(
+        model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "run"
+    argv = ["audit", "--model", f"hf:{model}", "--probe", "professional-bias", "--limit", "4",
+            "--device", "cpu", "--no-cache", "--out", str(out)]
+    assert main(argv) == 0
+    before = records(out)
+    (unit,) = (out / "records").glob("*.parquet")
+    unit.unlink()
+    loads = loads_counted(monkeypatch)
+    assert main(argv) == 0
+    assert loads == [str(model)]
+    pd.testing.assert_frame_equal(records(out), before)
+
+
+def test_a_scored_probes_rerun_loads_no_model(
+        model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Winogender, scored from the model's next-token log-probs: its scorer is made over the
+    model when it first scores, not when the call starts."""
+    data = write_winogender(tmp_path / "data")
+    out = tmp_path / "run"
+    argv = ["audit", "--model", f"hf:{model}", "--probe", "winogender", "--first-token",
+            "--data-dir", str(data), "--device", "cpu", "--out", str(out)]
+    assert main(argv) == 0
+    before, summary = records(out), probes(out)
+    loads = loads_counted(monkeypatch, fail=True)
+    assert main(argv) == 0
+    assert loads == [] and probes(out) == summary
+    next(iter((out / "records").glob("*.parquet"))).unlink()
+    loads = loads_counted(monkeypatch)
+    assert main(argv) == 0
+    assert loads == [str(model)]
+    pd.testing.assert_frame_equal(records(out), before)

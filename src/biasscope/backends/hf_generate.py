@@ -177,10 +177,12 @@ class HFGenerator:
         return found
 
     def _hashed(self) -> dict[str, str]:
-        """`fingerprints` of weights not loaded yet: their files hashed (cached), not read
-        into memory."""
-        with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision) as fingerprints:
-            return fingerprints()
+        """`fingerprints` of weights not loaded yet: their files hashed (once), not read into
+        memory."""
+        if "_prehashed" not in self.__dict__:
+            with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision) as prints:
+                self._prehashed = prints()
+        return dict(self._prehashed)
 
     def _dtype_before_loading(self) -> str | None:
         """The dtype the weights will load in where the settings fix it (``--dtype`` given, or

@@ -4,6 +4,7 @@ import copy
 import json
 import math
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -232,6 +233,31 @@ def test_a_deferred_generator_names_its_model_before_the_weights_load(checkpoint
     assert deferred.generate([req("He", max_tokens=3)]) == loaded.generate(
         [req("He", max_tokens=3)])
     assert len(loads) == 1 and deferred.identity() == loaded.identity()
+
+
+def test_a_deferred_generator_refuses_weights_changed_before_they_load(checkpoint_dirs,
+                                                                        tmp_path, monkeypatch):
+    """The run was checked against the files hashed before the load: other weights copied in
+    meanwhile are refused as they load, not scored under the identity of the first."""
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    folder = Path(shutil.copytree(checkpoint_dirs[0], tmp_path / "lm"))
+    deferred = HFGenerator(Checkpoint("lm", str(folder)), HFConfig(device="cpu"), deferred=True)
+    assert deferred.identity()["fingerprint"] == folder_fingerprint(checkpoint_dirs[0])
+    shutil.copy(checkpoint_dirs[1] / "model.safetensors", folder / "model.safetensors")
+    with pytest.raises(ModelError, match=r"^model lm changed on disk while this call ran "
+                                         r"\(fingerprint\); nothing of it was scored"):
+        deferred.generate([req("He", max_tokens=3)])
+
+
+def test_a_deferred_hub_id_loads_at_once(checkpoint_dirs, tmp_path, monkeypatch):
+    """A hub branch's commit is known once it has loaded (the cache may name the one it
+    pointed at last time): a hub id is loaded when made, deferred or not."""
+    from hub_cache import publish, use_cache
+
+    hub = use_cache(monkeypatch, tmp_path / "hub")
+    first = publish(hub, "org/tiny", checkpoint_dirs[0])
+    generator = HFGenerator(Checkpoint("org/tiny", "org/tiny"), deferred=True)
+    assert "model" in vars(generator) and generator.identity()["commit"] == first
 
 
 def test_weights_replaced_under_the_same_path_are_another_model(checkpoint_dirs, tmp_path,

@@ -18,6 +18,7 @@ import inspect
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from biasscope.backends.base import (
@@ -35,6 +36,7 @@ from biasscope.backends.checkpoints import (
 )
 from biasscope.backends.context import Context
 from biasscope.backends.fingerprints import fingerprint_while_loading, hub_commit
+from biasscope.backends.gguf import is_gguf
 from biasscope.backends.hf_model import (
     HFConfig,
     left_pad,
@@ -88,14 +90,17 @@ class HFGenerator:
         """Loads ``ckpt`` as the scorer does, unless ``model`` and ``tokenizer`` are given; a
         GGUF file listed with ``convert=False`` is converted first (`convert_gguf`), so that
         making a checkpoint never converts and loading it is the one step that does.
-        ``deferred``: the weights load (and a GGUF file converts) on first use, not now: a
-        call whose every answer is stored needs only `identity` (its files hashed, the dtype
-        they would load in, where the settings say it) and the tokenizer."""
+        ``deferred``: a local folder's or GGUF file's weights load (and a GGUF file converts)
+        on first use, not now: a call whose every answer is stored needs only `identity` (its
+        files hashed, the dtype they would load in, where the settings say it) and the
+        tokenizer. A hub id loads now: the commit its branch resolves to is known once it has
+        (`hub_commit`)."""
         self.ckpt = ckpt
         self.label = ckpt.label
         self.config = config or HFConfig()
         self._given = (model, tokenizer)
-        if not deferred:
+        local = is_gguf(ckpt.identity) or Path(ckpt.source).expanduser().is_dir()
+        if not (deferred and local):
             self._load()
 
     def __getattr__(self, name: str) -> Any:
@@ -124,6 +129,7 @@ class HFGenerator:
             #: What a local folder's weights and other files are (`backends.fingerprints`);
             #: for a hub id, the commit its revision resolved to (none where it is a commit).
             self.fingerprints = fingerprints()
+        self._refuse_changed()
         self.device = next(self.model.parameters()).device
         # As in the scorer: embedding rows past the tokenizer are padding, not vocabulary.
         self.vocab = min(len(self.tokenizer),
@@ -183,6 +189,18 @@ class HFGenerator:
             with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision) as prints:
                 self._prehashed = prints()
         return dict(self._prehashed)
+
+    def _refuse_changed(self) -> None:
+        """Refuse weights or files that changed on disk between the identity a deferred
+        generator gave (`_hashed`, which the run was checked against) and their load."""
+        before = self.__dict__.get("_prehashed")
+        if before is None or before == self.fingerprints:
+            return
+        changed = [k for k in sorted({*before, *self.fingerprints})
+                   if before.get(k) != self.fingerprints.get(k)]
+        raise ModelError(f"model {self.label} changed on disk while this call ran "
+                         f"({', '.join(changed)}); nothing of it was scored: run the same "
+                         "command again to check it anew")
 
     def _dtype_before_loading(self) -> str | None:
         """The dtype the weights will load in where the settings fix it (``--dtype`` given, or

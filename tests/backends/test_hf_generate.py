@@ -235,6 +235,22 @@ def test_a_deferred_generator_names_its_model_before_the_weights_load(checkpoint
     assert len(loads) == 1 and deferred.identity() == loaded.identity()
 
 
+def test_a_deferred_generator_loads_on_every_attribute_a_load_sets(checkpoint_dirs):
+    """A deferred generator loads when one of `_LOADED` is first read: an attribute a later
+    `_load` sets and the list misses would be an AttributeError, not a load."""
+    import biasscope.backends.hf_generate as hf_generate
+
+    (ckpt,) = from_dirs(checkpoint_dirs[:1])
+    config = HFConfig(device="cpu")
+    before = set(vars(HFGenerator(ckpt, config, deferred=True)))
+    loaded = set(vars(HFGenerator(ckpt, config)))
+    assert loaded - before - {"tokenizer"} <= hf_generate._LOADED
+    for name in sorted(hf_generate._LOADED):
+        fresh = HFGenerator(ckpt, config, deferred=True)
+        getattr(fresh, name)
+        assert "model" in vars(fresh), name
+
+
 def test_a_deferred_generator_refuses_weights_changed_before_they_load(checkpoint_dirs,
                                                                         tmp_path, monkeypatch):
     """The run was checked against the files hashed before the load: other weights copied in

@@ -22,6 +22,24 @@ def no_loads(monkeypatch: pytest.MonkeyPatch, module: Any, loads: list[str],
     monkeypatch.setattr(module, loader, load)
 
 
+def loads_counted(monkeypatch: pytest.MonkeyPatch, module: Any, fail: bool = False
+                  ) -> list[str]:
+    """``module``'s ``load_model`` records each checkpoint it loads, by source, and loads it
+    (``fail``: fails instead): a rerun with every unit stored must leave the list empty."""
+    from biasscope.backends.hf_model import load_model
+
+    loads: list[str] = []
+
+    def counted(ckpt: Any, config: Any) -> Any:
+        loads.append(str(ckpt.source))
+        if fail:
+            raise BiasscopeError(f"{ckpt.source} was loaded")
+        return load_model(ckpt, config)
+
+    monkeypatch.setattr(module, "load_model", counted)
+    return loads
+
+
 def refused(argv: list[str], said: str, loads: list[str],
             capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2

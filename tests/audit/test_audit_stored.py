@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+import no_loads
 from biasscope.cli.main import main
-from biasscope.core.errors import BiasscopeError
 from biasscope.store.directory import RunStore
 from winogender_fixture import write_winogender
 
@@ -24,18 +24,8 @@ pytest.importorskip("torch")
 def loads_counted(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> list[str]:
     """Each model whose weights load, by source (``fail``: and the load fails)."""
     import biasscope.backends.hf_generate as hf_generate
-    from biasscope.backends.hf_model import load_model
 
-    loads: list[str] = []
-
-    def counted(ckpt: Any, config: Any) -> Any:
-        loads.append(str(ckpt.source))
-        if fail:
-            raise BiasscopeError(f"{ckpt.source} was loaded")
-        return load_model(ckpt, config)
-
-    monkeypatch.setattr(hf_generate, "load_model", counted)
-    return loads
+    return no_loads.loads_counted(monkeypatch, hf_generate, fail)
 
 
 def records(out: Path) -> pd.DataFrame:

@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+import no_loads
 from biasscope.cli.main import main
-from biasscope.core.errors import BiasscopeError
 from biasscope.store.directory import RunStore
 
 pytest.importorskip("torch")
@@ -35,20 +35,10 @@ def run(out: Path, data: Path, *args: str) -> int:
 
 
 def loads_counted(monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> list[str]:
-    """Each checkpoint whose weights load, by source (``fail``: and the load fails)."""
+    """Each model whose weights load, by source (``fail``: and the load fails)."""
     import biasscope.backends.hf as hf
-    from biasscope.backends.hf_model import load_model as load
 
-    loads: list[str] = []
-
-    def counted(ckpt: Any, config: Any) -> Any:
-        loads.append(str(ckpt.source))
-        if fail:
-            raise BiasscopeError(f"{ckpt.source} was loaded")
-        return load(ckpt, config)
-
-    monkeypatch.setattr(hf, "load_model", counted)
-    return loads
+    return no_loads.loads_counted(monkeypatch, hf, fail)
 
 
 def scored(out: Path) -> pd.DataFrame:

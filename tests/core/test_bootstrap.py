@@ -15,6 +15,7 @@ import scipy.stats as sps
 
 from biasscope.core import stats
 from biasscope.core.bootstrap import index_blocks, mean_interval, resample_counts
+from traced import traced_peak
 
 KW = "rng" if tuple(int(p) for p in metadata.version("scipy").split(".")[:2]) >= (1, 15) \
     else "random_state"
@@ -240,8 +241,6 @@ def test_block_statistics_never_hold_the_indices_beside_a_copy_of_the_values(
     """A statistic that copies its values (a sort) holds a block's gathered values and their
     copy, never the block's indices beside them nor the last block beside the next: two
     blocks' worth at most, not three; the numbers are the single draw's."""
-    import tracemalloc
-
     from biasscope.core import bootstrap
 
     monkeypatch.setattr(bootstrap, "BLOCK_CELLS", 1 << 18)  # 262 resamples of 1000 items
@@ -251,12 +250,8 @@ def test_block_statistics_never_hold_the_indices_beside_a_copy_of_the_values(
         return np.sort(v, axis=1)[:, 500].copy()  # not a view that keeps the sort
 
     single = median(x[np.random.default_rng(2).integers(0, x.size, (2000, x.size))])
-    tracemalloc.start()
-    try:
-        blocked = bootstrap.block_statistics(median, [x], 2000, np.random.default_rng(2))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    blocked, peak = traced_peak(
+        lambda: bootstrap.block_statistics(median, [x], 2000, np.random.default_rng(2)))
     block = (bootstrap.BLOCK_CELLS // x.size) * x.size * 8
     assert peak < 2.2 * block, f"{peak / block:.2f} blocks at the peak"
     assert np.array_equal(np.concatenate(blocked), single)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-import tracemalloc
 
 import pytest
 
 from biasscope.core import digest
 from biasscope.core.errors import BiasscopeError
+from traced import traced_peak
 
 
 @pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 3 * 4096 + 5])
@@ -25,12 +25,7 @@ def test_the_digest_is_hashlib_over_the_whole_file(tmp_path, monkeypatch, size):
 def test_a_small_file_is_read_into_a_buffer_of_its_own_size(tmp_path):
     path = tmp_path / "small.bin"
     path.write_bytes(os.urandom(200_000))
-    tracemalloc.start()
-    try:
-        digest.file_sha256(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    _, peak = traced_peak(lambda: digest.file_sha256(path))
     assert peak < 1 << 20  # not the 64 MiB block a checkpoint's weights get
 
 

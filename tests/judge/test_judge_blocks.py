@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from biasscope.judge import agreement as agreement_module
 from biasscope.judge import ranking_stats
 from biasscope.judge.agreement import agreement
 from biasscope.judge.rankings import rankings
+from traced import traced_peak
 
 SYSTEMS = ("alpha", "beta", "gamma", "delta")
 
@@ -114,11 +114,6 @@ def test_a_judge_bootstrap_in_many_blocks_holds_one_and_gives_the_numbers_of_one
     whole = run()  # 2000 resamples of 960 items: one block (agreement), two (leaderboards)
     monkeypatch.setattr(agreement_module, "_BATCH_CELLS", 1 << 12)  # 4 resamples a block
     monkeypatch.setattr(ranking_stats, "BLOCK_CELLS", 1 << 12)
-    tracemalloc.start()
-    try:
-        blocked = run()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    blocked, peak = traced_peak(run)
     assert peak < RESAMPLES * N * 8 / 4, f"{site}: {peak / 2**20:.1f} MiB at its peak"
     assert repr(blocked) == repr(run()) == repr(whole)

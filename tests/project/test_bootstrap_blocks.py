@@ -6,7 +6,6 @@ a small part of that and gives the numbers of one block, run after run."""
 
 from __future__ import annotations
 
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +22,7 @@ from biasscope.probes.perplexity.items import perplexity_interval
 from biasscope.probes.stereoset.metrics import with_intervals
 from biasscope.probes.winogender.metrics import occupation_correlation
 from biasscope.sensitivity.confounds import length_adjusted
+from traced import traced_peak
 
 N, RESAMPLES = 500, 4000  # one draw of them: 16 MB of indices
 
@@ -60,12 +60,7 @@ def test_a_bootstrap_in_many_blocks_holds_one_and_gives_the_numbers_of_one(
     run = _sites()[site]
     whole = run()  # 4000 resamples of 500 items: one block
     monkeypatch.setattr(bootstrap, "BLOCK_CELLS", 1 << 12)  # 8 resamples a block: 500 blocks
-    tracemalloc.start()
-    try:
-        blocked = run()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    blocked, peak = traced_peak(run)
     assert peak < RESAMPLES * N * 8 / 8, f"{site}: {peak / 2**20:.1f} MiB at its peak"
     assert repr(blocked) == repr(run()) == repr(whole)
 
@@ -76,14 +71,7 @@ def test_crows_pairs_median_holds_less_than_the_single_draw_at_any_resamples() -
     indices beside the values and `np.quantile`'s copy of them, three arrays (69 MiB). Now
     less than the single draw, and no more at ten times the resamples."""
     x = np.random.default_rng(0).normal(0.2, 1.5, 1508)
-    peaks = []
-    for n_resamples in (2000, 20_000):
-        tracemalloc.start()
-        try:
-            quantile_interval(x, 0.5, n_resamples)
-            peaks.append(tracemalloc.get_traced_memory()[1])
-        finally:
-            tracemalloc.stop()
+    peaks = [traced_peak(lambda n=n: quantile_interval(x, 0.5, n))[1] for n in (2000, 20_000)]
     single = 2 * 2000 * x.size * 8
     assert peaks[0] < single, f"{peaks[0] / 2**20:.1f} MiB against {single / 2**20:.1f}"
     assert peaks[1] < 1.1 * peaks[0], [f"{p / 2**20:.1f} MiB" for p in peaks]

@@ -9,31 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from biasscope.core.config import percent_hint, plain_scalar, setting
+from biasscope.core.config import percent_hint, plain_scalar, same_setting, setting
 from biasscope.core.corrections import CORRECTIONS, Correction
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.levels import MAX_RESAMPLES, Levels, level_problem, resamples_problem
 
 if TYPE_CHECKING:
     from biasscope.store.directory import RunStore
-
-
-def _number(text: str) -> float:
-    """A level's text as its number; ``95%`` is refused pointing to 0.95, which it means."""
-    if text.strip().endswith("%"):
-        try:
-            fraction = float(text.strip()[:-1]) / 100
-        except ValueError:
-            raise ValueError(f"{text!r} is not a number") from None
-        raise ValueError(f"{text!r} is a percentage: write {round(fraction, 12):g}")
-    return float(text)
-
-
-def _whole(text: str) -> int:
-    """A count's text as its number (``--resamples``)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a whole number (give e.g. 2000)") from None
 
 
 @dataclass(frozen=True)
@@ -46,12 +28,12 @@ class AnalysisConfig:
     alpha: float = setting(0.01, "significance level (default 0.01)", parse=float)
     budget: float = setting(0.02, "performance loss allowed when recommending where to stop "
                             "(fraction of the final checkpoint's; default 0.02)", parse=float)
-    confidence: float = setting(
-        0.95, "confidence level of every interval of the analysis, the audit probes' included, "
-        "strictly between 0 and 1 (0.99, not 99; default 0.95)", parse=_number)
-    n_resamples: int = setting(
-        2000, "bootstrap resamples of every interval and test of the analysis, the audit "
-        "probes' included (default 2000)", flag="--resamples", parse=_whole)
+    confidence: float = same_setting(
+        Levels, "confidence", help="confidence level of every interval of the analysis, the "
+        "audit probes' included, strictly between 0 and 1 (0.99, not 99; default 0.95)")
+    n_resamples: int = same_setting(
+        Levels, "n_resamples", help="bootstrap resamples of every interval and test of the "
+        "analysis, the audit probes' included (default 2000)")
     min_gap: float = setting(
         0.0, "smallest JSD-P gap of interest, from 0 to ½ ln 2 ≈ 0.347 (the largest possible "
         "gap): emergence needs a significant gap at least this large (default 0: "
@@ -84,10 +66,6 @@ ZERO_PERFORMANCE = 1e-9
 #: be read at the level chosen rather than as one draw's value: 2000 resamples leave 50 each
 #: side at 95% and 10 at 99, but 1 at 99.9%.
 TAIL_RESAMPLES = 10
-#: The fewest and most resamples an analysis takes (the most as before). Below 100 no level
-#: from 80% up leaves `TAIL_RESAMPLES` beyond each bound (100 leave 10 at 80%), so every
-#: interval would rest on its few outermost draws.
-MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000
 FIELDS = ("correction", "alpha", "budget", "confidence", "n_resamples", "min_gap")
 FLAGS = FIELDS  # those `biasscope dynamics` and `biasscope report` take
 
@@ -126,20 +104,19 @@ def option_problem(name: str, value: Any) -> str | None:
     if isinstance(value, str):  # text `taken` could not read as a number
         return (f"is text, not {'a whole number' if name == 'n_resamples' else 'a number'} "
                 f"(give e.g. {getattr(AnalysisConfig, name)})")
-    if name == "n_resamples":
-        ok = (isinstance(value, int) and not isinstance(value, bool)
-              and MIN_RESAMPLES <= value <= MAX_RESAMPLES)
-        return None if ok else f"must be a whole number from {MIN_RESAMPLES} to {MAX_RESAMPLES}"
+    if name == "n_resamples":  # the checks `biasscope audit` and `judge` make too
+        return resamples_problem(value)
+    if name == "confidence":
+        return level_problem(value)
     if not _real(value) or not math.isfinite(value):
         return "must be a finite number"
     bounds = {"alpha": (0.0, 1.0, False, "strictly between 0 and 1"),
-              "confidence": (0.0, 1.0, False, "strictly between 0 and 1"),
               "budget": (0.0, 1.0, True, "from 0 to 1 (a fraction of the final performance)"),
               "min_gap": (0.0, MAX_GAP, True, f"from 0 to ½ ln 2 = {MAX_GAP:.4f} (the "
                           "largest JSD-P gap)")}
     low, high, closed, say = bounds[name]
     inside = low <= value <= high if closed else low < value < high
-    if name != "min_gap":  # 5 for 5%, 95 for 95%: the fraction is asked
+    if name != "min_gap":  # 5 for 5%: the fraction is asked
         say += percent_hint(value)
     return None if inside else f"must be {say}"
 

@@ -1,0 +1,152 @@
+"""The confidence level and the bootstrap resamples of a job's analysis (``--confidence``,
+``--resamples``), checked in one place for every command that takes them: ``dynamics`` and
+``report`` (`biasscope.dynamics.analysis.config`), ``audit``, ``judge`` and ``judge-audit``.
+
+They change the summary alone, never what a model was asked, so a run stores them with its
+summary (``summary.json``'s ``analysis``) and a later call without the flags keeps them
+(`stored_levels`). NumPy is not imported here: ``--help`` reads these settings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from biasscope.core.config import percent_hint, plain_scalar, setting
+from biasscope.core.errors import BiasscopeError
+
+#: The fewest and most resamples an analysis takes. Below 100 no level from 80% up leaves 10
+#: resamples beyond each bound (100 leave 10 at 80%), so every interval would rest on its few
+#: outermost draws; above 100,000 the resamples of one item-level bootstrap stop fitting in
+#: memory.
+MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000
+NAMES = ("confidence", "n_resamples")
+
+
+def parse_level(text: str) -> float:
+    """A level's text as its number; ``95%`` is refused pointing to 0.95, which it means."""
+    if text.strip().endswith("%"):
+        try:
+            fraction = float(text.strip()[:-1]) / 100
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number") from None
+        raise ValueError(f"{text!r} is a percentage: write {round(fraction, 12):g}")
+    return float(text)
+
+
+def parse_count(text: str) -> int:
+    """A count's text as its number (``--resamples``)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number (give e.g. 2000)") from None
+
+
+def level_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a confidence level (95 for 95% says the fraction to write)."""
+    real = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not real or not math.isfinite(value):
+        return "must be a finite number"
+    return None if 0 < value < 1 else f"must be strictly between 0 and 1{percent_hint(value)}"
+
+
+def resamples_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a number of bootstrap resamples."""
+    ok = (isinstance(value, int) and not isinstance(value, bool)
+          and MIN_RESAMPLES <= value <= MAX_RESAMPLES)
+    return None if ok else f"must be a whole number from {MIN_RESAMPLES} to {MAX_RESAMPLES}"
+
+
+def problem(name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the level setting ``name``; text for a number is said so."""
+    if isinstance(value, str):
+        what = "a whole number" if name == "n_resamples" else "a number"
+        return f"is text, not {what} (give e.g. {getattr(Levels, name)})"
+    return level_problem(value) if name == "confidence" else resamples_problem(value)
+
+
+@dataclass(frozen=True)
+class Levels:
+    """The level of every interval a summary gives, and the resamples of every bootstrap."""
+
+    confidence: float = setting(
+        0.95, "confidence level of every interval of the summary, strictly between 0 and 1 "
+        "(0.99, not 99; default 0.95)", parse=parse_level)
+    n_resamples: int = setting(
+        2000, "bootstrap resamples of every interval and test of the summary (default 2000)",
+        flag="--resamples", parse=parse_count)
+
+    def __post_init__(self) -> None:
+        for name in NAMES:
+            value = plain_scalar(getattr(self, name))
+            object.__setattr__(self, name, value)
+            if reason := problem(name, value):
+                raise BiasscopeError(f"{flag_of(name)} {value}: {reason}")
+
+    def stored(self) -> dict[str, Any]:
+        """As summary.json's ``analysis`` holds them."""
+        return asdict(self)
+
+
+def flag_of(name: str) -> str:
+    """The flag of ``name`` (``--resamples`` for ``n_resamples``)."""
+    meta = next(f.metadata for f in fields(Levels) if f.name == name)
+    return str(meta.get("flag") or "--" + name.replace("_", "-"))
+
+
+def taken(name: str, value: Any) -> Any:
+    """``value`` as the flag reads it where it is text for a number (``"0.9"``); else as it
+    is, for `problem`."""
+    value = plain_scalar(value)
+    if isinstance(value, str):
+        try:
+            return int(value) if name == "n_resamples" else float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def stored_levels(summary: Any, where: str | Path, given: Mapping[str, Any] | None = None
+                  ) -> Levels:
+    """``given`` levels over those ``summary`` (a run's summary.json as read, at ``where``;
+    None where there is none) stored, over the defaults. A summary written before the levels
+    were stored was at the defaults. A stored value that is no level (hand-edited) is one
+    line naming the file and the field, unless ``given`` replaces it; a given one, one line
+    naming its flag."""
+    if given is not None and not isinstance(given, Mapping):
+        raise BiasscopeError(f"analysis: give a dict such as {{'confidence': 0.9}}, not "
+                             f"{type(given).__name__} {given!r}")
+    given = {name: taken(name, value) for name, value in (given or {}).items()}
+    for name, value in given.items():
+        if name not in NAMES:
+            raise BiasscopeError(f"analysis {name!r}: is no setting of this summary; give "
+                                 f"{', '.join(NAMES)}")
+        if reason := problem(name, value):
+            raise BiasscopeError(f"{flag_of(name)} {value}: {reason}")
+    previous = summarised_levels(summary)
+    for name, value in previous.items():
+        if name not in given and (reason := problem(name, value)):
+            raise BiasscopeError(f"{where}: analysis.{name} = {json.dumps(value)} {reason}; "
+                                 f"pass {flag_of(name)} or delete the field for the default")
+    return Levels(**{**previous, **given})
+
+
+def summarised_levels(summary: Any) -> dict[str, Any]:
+    """The levels ``summary`` (summary.json as read) records; {} for none."""
+    analysis = summary.get("analysis") if isinstance(summary, dict) else None
+    return {k: v for k, v in analysis.items() if k in NAMES} if isinstance(
+        analysis, dict) else {}
+
+
+def same_levels(summary: Any, levels: Levels) -> bool:
+    """Whether ``summary``'s entries were computed at ``levels`` (one from before the levels
+    were stored: at the defaults)."""
+    return Levels(**{**Levels().stored(), **_valid(summarised_levels(summary))}) == levels
+
+
+def _valid(held: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in held.items() if problem(k, v) is None}

@@ -63,7 +63,7 @@ def test_a_local_audit_gives_the_sweeps_numbers_and_a_rerun_scores_nothing(
     entry = summary["probes"][probe]
     info = PROBES[probe]
     assert entry["metrics"] == pytest.approx(info.unit_metrics(swept), abs=1e-6)
-    values = info.step_statistics.values(swept)
+    values = info.step_statistics.values(swept, 0.95, 2000)  # the audit's default resamples
     assert set(entry["headline"]) == set(values)
     for name, value in values.items():
         assert entry["headline"][name]["estimate"] == pytest.approx(value["estimate"], abs=1e-6)

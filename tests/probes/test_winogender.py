@@ -4,6 +4,7 @@ its numbers on records whose answers are known."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -455,3 +456,21 @@ def test_an_audit_report_names_each_value_in_words_with_its_key_beside() -> None
     assert ('<span class="named">the Winogender accuracy gap he − she</span><br><code '
             'class="key" title="its key in the JSON files">gap_male_female</code>') in page
     assert "<td>gap_male_female</td>" not in page and "<td>accuracy</td>" not in page
+
+
+def test_a_scored_probes_audit_entry_is_at_the_level_chosen() -> None:
+    """`biasscope audit --confidence 0.9 --resamples 300` of a scored probe: its headline
+    intervals, sentences, table by wording, measures across wordings and Holm sentence at 90%,
+    narrower than at 95% (they were at 95% and 2000 resamples whatever was asked)."""
+    from biasscope.audit.harness import controlled
+    from biasscope.audit.scored import summary_entry
+
+    frame = pd.concat([noisy(0).assign(template="w0"), noisy(1).assign(template="w1")],
+                      ignore_index=True).assign(source="local")
+    at95 = controlled(summary_entry("winogender", frame), "winogender")
+    at90 = controlled(summary_entry("winogender", frame, 0.9, 300), "winogender", 0.9)
+    said = json.dumps([at90["sentences"], at90["tables"]["headline by wording"]])
+    assert "90% CI" in said and "95%" not in said
+    assert all(m["confidence"] == 0.9 for m in at90["wordings"].values())
+    wide, narrow = at95["headline"]["gap_male_female"], at90["headline"]["gap_male_female"]
+    assert narrow["high"] - narrow["low"] < wide["high"] - wide["low"]

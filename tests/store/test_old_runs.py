@@ -249,6 +249,9 @@ def test_an_old_responses_run_resumes_with_the_same_summary(old: Path) -> None:
     assert units(run) == stored
     after = summary(run)
     assert after.pop("requests") == 0 and before.pop("requests") > 0  # nothing asked again
+    # Added since: the summary's level and resamples (--confidence, --resamples), at their
+    # defaults, which the old summary was computed at
+    assert after.pop("analysis") == {"confidence": 0.95, "n_resamples": 2000}
     # Added since: each probe's tests as one family (Holm p, and the detectable effect of a
     # non-significant one, in the headline; which are significant after Holm, in one
     # sentence); the rest is as it was.

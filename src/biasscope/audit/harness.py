@@ -41,6 +41,7 @@ from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.core.jsonl import read_jsonl
+from biasscope.core.levels import Levels, same_levels
 from biasscope.data.sources import hashed, refuse_other_data
 from biasscope.probes import PROBES, Probe
 from biasscope.probes.base import AskedProbe, Response, records
@@ -272,8 +273,8 @@ def run_versions(settings: Mapping[str, Any]) -> dict[str, str]:
 
 def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.PathLike[str],
               limit: int | None = None, scorer: scored.LogprobScorer | None = None,
-              others: Sequence[AskedProbe] = (), data: Mapping[str, Path] | None = None
-              ) -> RunStore:
+              others: Sequence[AskedProbe] = (), data: Mapping[str, Path] | None = None,
+              levels: Levels | None = None) -> RunStore:
     """Answer every probe's items (units already stored are kept) and write summary.json and
     the report rendered from it (``report.html``);
     ``scorer`` scores the probes scored from log-probs (`biasscope.audit.scored`).
@@ -290,7 +291,10 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
     one (unreadable, or lost), the entry is rebuilt from its stored units (nothing is asked).
     ``data``: the data files the probes were read from (`biasscope.data.sources.recording`),
     whose whole SHA-256 run.json records and a rerun must match (`refuse_other_data`).
+    ``levels``: the confidence level and resamples of the summary (default 95%, 2000), stored
+    in it; where summary.json's entries are at others, every probe is summarised again.
     """
+    levels = levels or Levels()
     store = RunStore(Path(out))
     items = {p.name: probe_items(p, limit) for p in probes}
     if scorer is None and (needy := [p.name for p in probes if scored.is_scored(p)]):
@@ -358,12 +362,13 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
                              f"to {store.root}: fix what the error says (or wait for the "
                              "server) and run the command again")
     start()  # every unit was stored already: run.json still records this call's probes
-    summary = summarise(store, probes, unknown, pending)
+    summary = summarise(store, probes, unknown, pending, levels)
     store.check_same_folder()
     # Under the run's lock, summary.json and the report rendered from it: another call into
     # this run may be writing its own pair, and each report says what summary.json says.
     with run_lock(store):
-        written = {**with_earlier_probes(store, summary, others), "requests": sent}
+        written = {**with_earlier_probes(store, summary, others, levels), "requests": sent,
+                   "analysis": levels.stored()}
         page = audit_page(store, store.read_json("run.json"), written)
         write_json(store.summary_json, written)
         write_bytes(store.root / REPORT, page)
@@ -371,23 +376,27 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
 
 
 def with_earlier_probes(store: RunStore, summary: Mapping[str, Any],
-                        others: Sequence[AskedProbe] = ()) -> dict[str, Any]:
+                        others: Sequence[AskedProbe] = (), levels: Levels | None = None
+                        ) -> dict[str, Any]:
     """``summary`` with the entries of the run's other probes from its summary.json: a call
     that adds or reruns one probe summarises only the probes it asks, and the others' units
     are the files an earlier call summarised (units are never rewritten), so their entries
     still hold. An entry summary.json lacks (unreadable, or lost) is summarised again from the
-    stored units of its probe in ``others``. In run.json's probe order."""
+    stored units of its probe in ``others``; so is every entry where summary.json was
+    summarised at other ``levels``. In run.json's probe order."""
+    levels = levels or Levels()
     earlier: Any = {}
     if store.summary_json.is_file():
         try:
-            earlier = store.read_json("summary.json").get("probes") or {}
+            held = store.read_json("summary.json")
+            earlier = held.get("probes") or {} if same_levels(held, levels) else {}
         except (BiasscopeError, AttributeError):  # unreadable: rebuilt from the units
             earlier = {}
     if not isinstance(earlier, dict):
         earlier = {}
     now = summary["probes"]
     if lost := [p for p in others if p.name not in now and p.name not in earlier]:
-        earlier = {**earlier, **summarise(store, lost)["probes"]}
+        earlier = {**earlier, **summarise(store, lost, levels=levels)["probes"]}
     order = dict.fromkeys([*store.read_json("run.json").get("probes", {}), *now])
     return {**summary, "probes": {name: now[name] if name in now else earlier[name]
                                   for name in order if name in now or name in earlier}}
@@ -418,13 +427,16 @@ def probe_items(probe: Probe, limit: int | None, seed: int = 0) -> list[Item]:
 
 
 def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequence[str] = (),
-              pending: Mapping[str, Pending] | None = None) -> dict[str, Any]:
-    """Each probe's metrics from its stored records, plus what could not be answered.
+              pending: Mapping[str, Pending] | None = None, levels: Levels | None = None
+              ) -> dict[str, Any]:
+    """Each probe's metrics from its stored records, plus what could not be answered; every
+    interval at ``levels``' confidence, every bootstrap of its resamples.
 
     A pending probe is summarised from its answered records only: a failed request is not an
     unparsed answer. Its entry says ``incomplete`` and how many requests ``failed``.
     """
-    pending = pending or {}
+    pending, levels = pending or {}, levels or Levels()
+    c, n = levels.confidence, levels.n_resamples
     frames: dict[str, list[pd.DataFrame]] = {p.name: [] for p in probes}
     for frame in store.iter_units():
         name = str(frame["probe"].iloc[0]) if len(frame) else ""
@@ -441,8 +453,8 @@ def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequen
         if scored.is_scored(probe):
             if frames[probe.name]:
                 read = scored.summary_entry(
-                    probe.name, pd.concat(frames[probe.name], ignore_index=True))
-                out["probes"][probe.name] = controlled(read, probe.name)
+                    probe.name, pd.concat(frames[probe.name], ignore_index=True), c, n)
+                out["probes"][probe.name] = controlled(read, probe.name, c)
             continue
         entry: dict[str, Any] = {"items": 0, "no_response": 0, "sources": {},
                                  "detector": probe.detector.name, "headline": {},
@@ -451,9 +463,9 @@ def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequen
             recs = pd.concat(frames[probe.name], ignore_index=True)
             entry.update({
                 "items": len(recs), "no_response": int(recs["response"].isna().sum()),
-                "sources": recs["source"].value_counts().to_dict(), **probe.metrics(recs),
-                "examples": examples(recs)})
-            entry = controlled(entry, probe.name)
+                "sources": recs["source"].value_counts().to_dict(),
+                **probe.metrics(recs, c, n), "examples": examples(recs)})
+            entry = controlled(entry, probe.name, c)
         elif waiting is None:
             continue
         if waiting is not None:
@@ -466,14 +478,16 @@ def summarise(store: RunStore, probes: Sequence[AskedProbe], unknown_ids: Sequen
     return out
 
 
-def controlled(entry: dict[str, Any], probe: str) -> dict[str, Any]:
+def controlled(entry: dict[str, Any], probe: str, confidence: float = 0.95) -> dict[str, Any]:
     """``entry`` with its headline's tests Holm-adjusted as one family and the sentence on
     which are significant after it and what the run could have detected of the others, each
-    test named in ``probe``'s words (`ProbeInfo.name_of`)."""
+    test named in ``probe``'s words (`ProbeInfo.name_of`), its intervals at ``confidence``."""
     info = PROBES.get(probe)
-    entry = {**entry, "headline": multiplicity.control(entry["headline"])}
+    entry = {**entry, "headline": multiplicity.control(entry["headline"],
+                                                       confidence=confidence)}
+    same = (lambda key: info.same_of(key, confidence)) if info else None
     said = multiplicity.holm_sentence(entry["headline"], info.name_of if info else None,
-                                      same=info.same_of if info else None)
+                                      same=same, confidence=confidence)
     if said is not None:
         entry["sentences"] = [*entry.get("sentences", []), said]
     return entry

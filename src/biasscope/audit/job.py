@@ -29,6 +29,7 @@ from biasscope.backends.base import GenerateParams
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.specs import check_top_logprobs
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.levels import Levels, same_levels, stored_levels
 from biasscope.data.sources import (
     cache_dir,
     hashed,
@@ -54,6 +55,8 @@ class AuditResult:
 
 
 def run(config: AuditConfig) -> AuditResult:
+    store = RunStore(Path(config.out))
+    levels = stored_levels(_summary_of(store), store.summary_json, config.analysis)
     for name, _ in parse_probe_specs(",".join(config.probes), "--probe"):
         scoring.require_statistics(name)  # before any data is read
     with recording() as read:  # the whole files' SHA-256 go into run.json, checked on rerun
@@ -69,24 +72,32 @@ def run(config: AuditConfig) -> AuditResult:
                              "these probes is one: drop it")
     # before a model loads: a data file edited since the run, and a run's probe that cannot
     # be summarised again, are refused first (run_audit checks the data again as it starts)
-    store = RunStore(Path(config.out))
     if store.run_json.is_file():
         refuse_other_data(store.root, store.read_json("run.json").get("data"), read,
                           hashed(read))
-    others = unsummarised_probes(config, store, [p.name for p in probes])
+    others = unsummarised_probes(config, store, [p.name for p in probes], levels)
     answers, scorer = responder(config, scored)
     store = run_audit(asked, answers, config.out, limit=config.limit, scorer=scorer,
-                      others=others, data=read)
+                      others=others, data=read, levels=levels)
     return AuditResult(store, store.root / REPORT, store.read_json("summary.json"))
 
 
-def unsummarised_probes(config: AuditConfig, store: RunStore, asked: Sequence[str]
-                        ) -> list[AskedProbe]:
+def _summary_of(store: RunStore) -> Any:
+    """The run's summary.json as read; None where there is none or it cannot be read (its
+    entries are then summarised again from the stored units)."""
+    try:
+        return store.read_json("summary.json") if store.summary_json.is_file() else None
+    except BiasscopeError:
+        return None
+
+
+def unsummarised_probes(config: AuditConfig, store: RunStore, asked: Sequence[str],
+                        levels: Levels | None = None) -> list[AskedProbe]:
     """The run's probes that this call does not ask, holds stored results of, and whose
-    entries its summary.json cannot give (unreadable, missing, or written before a killed call
-    stored them): read again as run.json recorded them, so summary.json is rebuilt from every
-    probe the run holds, not this call's alone. One line, before any request, when one cannot
-    be read as recorded (its data or wordings changed)."""
+    entries its summary.json cannot give (unreadable, missing, written before a killed call
+    stored them, or at other ``levels``): read again as run.json recorded them, so
+    summary.json is rebuilt from every probe the run holds, not this call's alone. One line,
+    before any request, when one cannot be read as recorded (its data or wordings changed)."""
     if not store.run_json.is_file():
         return []
     run = store.read_json("run.json")
@@ -99,8 +110,10 @@ def unsummarised_probes(config: AuditConfig, store: RunStore, asked: Sequence[st
     entries: Any = {}
     if store.summary_json.is_file():
         try:
-            entries = store.read_json("summary.json").get("probes")
-            state = "has no entry for {}"
+            summary = store.read_json("summary.json")
+            entries, state = summary.get("probes"), "has no entry for {}"
+            if not same_levels(summary, levels or Levels()):
+                entries, state = {}, "is at another --confidence or --resamples"
         except (BiasscopeError, AttributeError):
             state = "cannot be read"
     if not isinstance(entries, dict):

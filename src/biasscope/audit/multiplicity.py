@@ -4,7 +4,7 @@ result that is not significant, the smallest effect the run could have detected.
 A probe reports several tests at once (the pronoun gap, the pronoun effect, the flip
 direction…), so a raw p < 0.05 in one of them is not a finding. And a non-significant result
 is not evidence of no effect: the minimum detectable effect at 80% power says how large an
-effect this many items could have found, read back from the estimate's 95% CI and taken at
+effect this many items could have found, read back from the estimate's CI and taken at
 α/m (Bonferroni, no weaker than Holm's first step), so that it is honest for every rank.
 An entry whose measure cannot move past a ``bound`` (a difference of two rates: 1) and whose
 detectable effect lies beyond it gets no number: 1.9 on a gap of rates is no size any data
@@ -31,13 +31,14 @@ def _tested(value: object) -> bool:
 
 
 def control(headline: Mapping[str, Any], alpha: float = ALPHA,
-            power: float = POWER) -> dict[str, Any]:
+            power: float = POWER, confidence: float = 0.95) -> dict[str, Any]:
     """``headline`` with ``p_holm`` and ``significant`` on every tested entry, and
     ``detectable`` (the minimum detectable effect, in the estimate's units) on each tested
     entry that is not significant, unless its p-value tests something other than its
     estimate (``p_value_of`` names what, e.g. the direction of a flip rate's flips). Where
     that effect exceeds the entry's ``bound`` (the largest effect its measure can take),
-    ``detectable`` is None and ``detectable_beyond_bound`` true."""
+    ``detectable`` is None and ``detectable_beyond_bound`` true. ``confidence``: the level
+    of the entries' intervals, which the standard error is read back from."""
     tested = [name for name, value in headline.items() if _tested(value)]
     adjusted = adjust_pvalues([headline[name]["p_value"] for name in tested], "holm")
     out = dict(headline)
@@ -48,7 +49,7 @@ def control(headline: Mapping[str, Any], alpha: float = ALPHA,
             df = float(entry.get("n") or 0) - 2
             entry.update(_within_bound(detectable_from_interval(
                 entry.get("low", math.nan), entry.get("high", math.nan), df,
-                alpha / len(tested), power), entry.get("bound")))
+                alpha / len(tested), power, confidence), entry.get("bound")))
         out[name] = entry
     return out
 
@@ -62,15 +63,15 @@ def _within_bound(detectable: float, bound: object) -> dict[str, Any]:
 
 def holm_sentence(headline: Mapping[str, Any],
                   names: Callable[[str], str | None] | None = None,
-                  power: float = POWER, same: Callable[[str], str | None] | None = None
-                  ) -> str | None:
+                  power: float = POWER, same: Callable[[str], str | None] | None = None,
+                  confidence: float = 0.95) -> str | None:
     """Sentences over the probe's tests after Holm: those significant, each with its
     estimate, effect size and Holm p (the probe's own sentences give raw p-values, and "not
     significant" alone beside a significant one read as if none was), then those not, with
     the size of what the run could have found, or the fact that it could have found nothing
     the measure can show. ``names`` gives a headline key's words (`ProbeInfo.name_of`;
     the key, spaced, where it gives none); ``same``, a value's words for an interval of no
-    width (`ProbeInfo.same_of`)."""
+    width (`ProbeInfo.same_of`); ``confidence``, the level the intervals are said at."""
 
     def name(key: str) -> str:
         return (names(key) if names else None) or key.replace("_", " ")
@@ -80,7 +81,8 @@ def holm_sentence(headline: Mapping[str, Any],
     if not tested:
         return None
     over = f"over the probe's {len(tested)} test{'s' if len(tested) > 1 else ''}"
-    hits = [f"{name(key)} {_found(value, same(key) if same else None)}" for key, value in tested
+    hits = [f"{name(key)} {_found(value, same(key) if same else None, confidence)}"
+            for key, value in tested
             if value["significant"]]
     said = [f"Significant after Holm's correction {over}: {'; '.join(hits)}"] if hits else []
     missed = [f"{name(key)} ({p_is(value['p_holm'], 'Holm p')})" for key, value in tested
@@ -93,14 +95,15 @@ def holm_sentence(headline: Mapping[str, Any],
     return f"{'. '.join(said)}."
 
 
-def _found(value: Mapping[str, Any], same: str | None = None) -> str:
+def _found(value: Mapping[str, Any], same: str | None = None, confidence: float = 0.95
+           ) -> str:
     """A significant test's estimate with its CI, effect size and Holm p (and what its p
     tests where that is not its estimate)."""
     size, of = value.get("effect_size"), value.get("p_value_of")
     extra = ", ".join([*([f"effect size {num(size, 2)}"] if finite(size) else []),
                        p_is(value["p_holm"], "Holm p") + (f" testing {of}" if of else "")])
-    return with_ci(value.get("estimate"), value.get("low"), value.get("high"), extra=extra,
-                   same=same)
+    return with_ci(value.get("estimate"), value.get("low"), value.get("high"), confidence,
+                   extra=extra, same=same)
 
 
 def _detectable(tested: list[tuple[str, Any]], name: Callable[[str], str], power: float

@@ -175,9 +175,11 @@ def scored_records(model: str, probe: str, items: Sequence[Item], scores: Sequen
     return frame
 
 
-def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
+def summary_entry(probe: str, records: pd.DataFrame, confidence: float = 0.95,
+                  n_resamples: int = 2000) -> dict[str, Any]:
     """A scored probe's entry of summary.json: its step statistics as the headline (the
-    caller controls their multiplicity), its unit metrics, and a sentence per leading value."""
+    caller controls their multiplicity), its unit metrics, and a sentence per leading value;
+    every interval at ``confidence``, every bootstrap of ``n_resamples``."""
     info = PROBES[probe]
     stats, metrics = info.step_statistics, info.unit_metrics
     wordings = list(dict.fromkeys(records["template"].astype(str))) if (
@@ -185,7 +187,7 @@ def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
     shown = records  # under several wordings: the first's, as an asked probe's headline
     if len(wordings) > 1:
         shown = records[records["template"].astype(str) == wordings[0]]
-    values = {} if isinstance(stats, Absent) else stats.values(shown)
+    values = {} if isinstance(stats, Absent) else stats.values(shown, confidence, n_resamples)
     tables: dict[str, list[dict[str, Any]]] = {}
     headline, said = values, list[str]()
     if not isinstance(stats, Absent):
@@ -193,16 +195,19 @@ def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
         for name in stats.headline:
             if (value := headline.get(name)) is not None:
                 size = f"n = {value.get('n')}"
-                said.append(f"{stats.names.get(name, name)}: "
-                            f"{with_ci(*_interval(value), extra=size, same=stats.same(name))}.")
+                shown_ci = with_ci(*_interval(value), confidence, extra=size,
+                                   same=stats.same(name, confidence))
+                said.append(f"{stats.names.get(name, name)}: {shown_ci}.")
         said += stats.findings(values, ALPHA) if stats.findings else []
-    across = across_wordings(probe, records) if len(wordings) > 1 else {}
+    across = across_wordings(probe, records, confidence=confidence,
+                             n_resamples=n_resamples) if len(wordings) > 1 else {}
     if len(wordings) > 1 and not isinstance(stats, Absent):
         said[:0] = [r["verdict"] for r in across.values()]  # they lead
         said.append(f"The numbers below are for wording {wordings[0]} (the table 'headline "
                     f"by wording' gives each under all {len(wordings)}); the verdicts above "
                     "pool them.")
-        tables = {"headline by wording": _by_wording(records, wordings, stats), **tables}
+        tables = {"headline by wording": _by_wording(records, wordings, stats, confidence,
+                                                     n_resamples), **tables}
     if "option_logprobs" in records and "target_rank" not in records:
         said.append("Scored from a server's echo: each option's log-prob at the next token, "
                     "without its rank over the whole vocabulary (no measure here reads it).")
@@ -214,16 +219,18 @@ def summary_entry(probe: str, records: pd.DataFrame) -> dict[str, Any]:
             **({"wordings": across} if across else {})}
 
 
-def _by_wording(records: pd.DataFrame, wordings: Sequence[str], stats: Any
-                ) -> list[dict[str, Any]]:
+def _by_wording(records: pd.DataFrame, wordings: Sequence[str], stats: Any,
+                confidence: float = 0.95, n_resamples: int = 2000) -> list[dict[str, Any]]:
     """A row per headline value (groups left out), a column per wording: its estimate and
     CI under that wording alone."""
     rows: dict[str, dict[str, Any]] = {}
     for wording in wordings:
-        values = stats.values(records[records["template"].astype(str) == wording])
+        values = stats.values(records[records["template"].astype(str) == wording], confidence,
+                              n_resamples)
         for name, value in _per_group(values, stats.groups, stats.names)[0].items():
             rows.setdefault(name, {"metric": name})[wording] = (
-                with_ci(*_interval(value), same=stats.same(name)) if finite(
+                with_ci(*_interval(value), confidence, same=stats.same(name, confidence))
+                if finite(
                     value.get("estimate")) else "–")
     return list(rows.values())
 

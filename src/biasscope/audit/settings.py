@@ -4,9 +4,10 @@ commands' flags are built from these, so their ``--help`` imports no pandas and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from biasscope.backends.config import BackendConfig
 from biasscope.core.config import (
@@ -61,7 +62,9 @@ class Prompting:
 @dataclass(frozen=True)
 class AuditConfig:
     """A model spec (``hf:…``, ``openai:…``, a local path, …) or ``responses``, a JSONL of
-    answers produced elsewhere (named ``name``)."""
+    answers produced elsewhere (named ``name``). ``analysis`` holds the summary's levels given
+    (``confidence``, ``n_resamples``: `biasscope.core.levels`); those not given stay as the
+    run's summary.json stored them, then the defaults."""
 
     out: str | Path = field(metadata=described("run directory (reused runs resume)", parse=run_dir))
     probes: Sequence[str] = setting(
@@ -81,6 +84,7 @@ class AuditConfig:
     base_rate: str = setting("0.5", BASE_RATE_HELP, choices=("0.0", "0.5", "1.0"))
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     wordings: str | None = setting(None, WORDINGS_HELP, was="--templates")
+    analysis: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -229,11 +229,26 @@ def analysis_args(parser: argparse.ArgumentParser) -> None:
     settings(parser, AnalysisConfig, *FLAGS, stored=True)
 
 
+def levels_args(parser: argparse.ArgumentParser) -> None:
+    """``--confidence`` and ``--resamples`` of a job that summarises at a level (``audit``,
+    ``judge``): no default, the run's stored value stands (`biasscope.core.levels`)."""
+    from biasscope.core.levels import Levels
+
+    settings(parser, Levels, stored=True)
+
+
 def analysis_given(args: argparse.Namespace) -> dict[str, Any]:
     """The analysis settings given on the command line (the others stay as stored)."""
     from biasscope.dynamics.analysis.config import FLAGS
 
     return {k: getattr(args, k) for k in FLAGS if getattr(args, k, None) is not None}
+
+
+def levels_given(args: argparse.Namespace) -> dict[str, Any]:
+    """The levels given on the command line (`levels_args`; the others stay as stored)."""
+    from biasscope.core.levels import NAMES
+
+    return {k: getattr(args, k) for k in NAMES if getattr(args, k, None) is not None}
 
 
 def from_args(config: Any, args: argparse.Namespace, **given: Any) -> Any:

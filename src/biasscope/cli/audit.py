@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "probe":
         print("biasscope: `biasscope probe` is now `biasscope audit` (a probe is what the audit "
               "asks); the old name goes in a later release", file=sys.stderr)
-    result = job.run(A.from_args(job.AuditConfig, args))
+    result = job.run(A.from_args(job.AuditConfig, args, analysis=A.levels_given(args)))
     summary = result.summary
     if unknown := summary.get("unknown_response_ids") or []:
         print(f"biasscope: {len(unknown)} response ids match no item of these probes, e.g. "
@@ -37,4 +37,5 @@ def register(sub: Any) -> None:
     for config in (AuditConfig, Prompting):
         A.settings(audit, config)
     A.backend_args(audit)
+    A.levels_args(audit)
     audit.set_defaults(func=run)

@@ -70,12 +70,16 @@ def _intervention(store: RunStore, out: Path | None, analysis: Mapping[str, Any]
     return intervene_job.render(store, out, data_dir)
 
 
-def _summary(writer: str) -> Renderer:
+def _summary(writer: str, again: str | None = None) -> Renderer:
     """A renderer of a job whose report shows its ``summary.json`` (no analysis settings);
     ``writer`` names its report writer. The run's own report is rendered under the run's
     lock, as the job writes summary.json and its report: read before a run's new summary and
-    written after its new report, it would say less than summary.json."""
-    def render(store: RunStore, out: Path | None, _analysis: Any, _data_dir: Any) -> Path:
+    written after its new report, it would say less than summary.json. Analysis settings
+    given are refused, not ignored: ``again``, the command whose rerun summarises the run's
+    stored answers at other levels (``--confidence``, ``--resamples``), is named."""
+    def render(store: RunStore, out: Path | None, analysis: Any, _data_dir: Any) -> Path:
+        if analysis:
+            _refuse_analysis(store, analysis, again)
         write = _named(writer)
         if out is not None:
             return Path(write(store, out))
@@ -84,11 +88,29 @@ def _summary(writer: str) -> Renderer:
     return render
 
 
+def _refuse_analysis(store: RunStore, analysis: Mapping[str, Any], again: str | None) -> None:
+    """One line saying that ``analysis`` (settings given to ``biasscope report``) does not
+    apply to this run's report, and what does."""
+    from biasscope.core.levels import NAMES
+    from biasscope.dynamics.analysis.config import FIELDS, flag_of
+
+    flags = ", ".join(flag_of(name) if name in FIELDS else repr(name) for name in analysis)
+    kind = recorded_kind(store)
+    a = f"a{'n' if kind[:1] in ('a', 'e', 'i', 'o', 'u') else ''} {kind}"
+    if again and set(analysis) <= set(NAMES):
+        raise BiasscopeError(
+            f"{flags}: `biasscope report` shows {a} run's summary.json as it was written; give "
+            f"{flags} to `biasscope {again} --out {store.root}` with the run's other flags, "
+            "which summarises its stored answers again without asking the model")
+    raise BiasscopeError(f"{flags}: {a} run's report takes no such setting; leave "
+                         f"{'it' if len(analysis) == 1 else 'them'} out")
+
+
 _AUDIT_REPORT = "biasscope.report.audit.write_audit_report"
 JOBS: dict[str, Job] = {
     "dynamics": Job("biasscope.dynamics.job.run", _dynamics),
     "intervention": Job("biasscope.intervene.job.run", _intervention),
-    "audit": Job("biasscope.audit.job.run", _summary(_AUDIT_REPORT)),
+    "audit": Job("biasscope.audit.job.run", _summary(_AUDIT_REPORT, "audit")),
     "judge": Job("biasscope.judge.job.judge", _summary(_AUDIT_REPORT)),
     "judge-audit": Job("biasscope.judge.job.biases", _summary(_AUDIT_REPORT)),
     "sensitivity": Job("biasscope.sensitivity.job.run",

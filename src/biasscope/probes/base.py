@@ -122,9 +122,12 @@ class AskedProbe(Protocol):
 
     def messages(self, item: Item) -> Messages: ...
 
-    def metrics(self, records: pd.DataFrame) -> dict[str, Any]:
+    def metrics(self, records: pd.DataFrame, confidence: float = 0.95,
+                n_resamples: int = 2000) -> dict[str, Any]:
         """``{"headline": {name: interval dict}, "tables": {name: rows}, "sentences": [...]}``
-        from this probe's records (columns: ``RECORD_COLUMNS`` plus the items' groups)."""
+        from this probe's records (columns: ``RECORD_COLUMNS`` plus the items' groups), every
+        interval at ``confidence`` and every bootstrap of ``n_resamples`` (the audit's
+        ``--confidence`` and ``--resamples``)."""
         ...
 
 

@@ -234,19 +234,22 @@ class Worded:
     def _messages(self, item: Item) -> Any:
         return self._probes[str(item.groups["template"])].messages(item)  # type: ignore[attr-defined]
 
-    def metrics(self, records: pd.DataFrame) -> dict[str, Any]:
+    def metrics(self, records: pd.DataFrame, confidence: float = 0.95,
+                n_resamples: int = 2000) -> dict[str, Any]:
         """The probe's own metrics under the first wording, each headline number under every
         wording (table ``headline by wording``), and every bias measure across wordings
         (``wordings``), whose verdicts lead the sentences."""
         from biasscope.probes.wording_measures import absent, across_wordings
 
         first = self.wordings[0].id
-        each = {w: probe.metrics(records[records["template"] == w])  # type: ignore[attr-defined]
-                for w, probe in self._probes.items()}
+        each = {w: probe.metrics(  # type: ignore[attr-defined]
+            records[records["template"] == w], confidence, n_resamples)
+            for w, probe in self._probes.items()}
         own: dict[str, Any] = each[first]
         if len(each) == 1:  # one wording (not the probe's own): nothing to compare across
             return own
-        across = across_wordings(self.name, records)
+        across = across_wordings(self.name, records, confidence=confidence,
+                                 n_resamples=n_resamples)
         sentences = [r["verdict"] for r in across.values()]
         if (why := absent(self.name)) is not None:
             sentences.append(f"{why[:1].upper()}{why[1:]}.")

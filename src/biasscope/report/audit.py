@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.numbers import ci_cell, ci_decimals, finite, num, pvalue, with_ci
+from biasscope.core.numbers import ci_cell, ci_decimals, finite, level_of, num, pvalue, with_ci
 from biasscope.probes import PROBES
 from biasscope.report import wordings
 from biasscope.report.html import CSS, figure_html, flatten
@@ -46,11 +46,13 @@ def words_of(probe: str) -> Callable[[str], str | None]:
     return info.name_of if info is not None else lambda key: None
 
 
-def same_of(probe: str) -> Callable[[str], str | None]:
+def same_of(probe: str, confidence: float = 0.95) -> Callable[[str], str | None]:
     """`with_ci`'s ``same`` per headline key in ``probe``'s registry entry
-    (`ProbeInfo.same_of`): a bootstrapped interval of no width in words, not "1 to 1"."""
+    (`ProbeInfo.same_of`) at ``confidence``: a bootstrapped interval of no width in words,
+    not "1 to 1"."""
     info = PROBES.get(probe)
-    return info.same_of if info is not None else lambda key: None
+    return (lambda key: info.same_of(key, confidence)) if info is not None else (
+        lambda key: None)
 
 
 def headline_rows(headline: Json, names: Callable[[str], str | None] = lambda key: None,
@@ -73,22 +75,27 @@ def headline_rows(headline: Json, names: Callable[[str], str | None] = lambda ke
     return rows
 
 
-HEADLINE_COLUMNS = ["metric", "estimate", "95% CI", "n", "p", "p (Holm)", "effect size",
-                    "detectable at 80% power"]
+def headline_columns(confidence: float = 0.95) -> list[str]:
+    """The headline table's columns, its CI's at the summary's level."""
+    return ["metric", "estimate", f"{level_of(confidence)} CI", "n", "p", "p (Holm)",
+            "effect size", "detectable at 80% power"]
+
+
 HEADLINE_NOTE = ("<p class=\"sub\">p is each test on its own; p (Holm) controls the "
                  "family-wise error over the probe's tests, and a result is called significant "
-                 "only by it. The CIs are each estimate's own 95% intervals, so one may exclude "
-                 "0 while its Holm-adjusted p is above 0.05. \"Detectable\" is the smallest "
-                 "effect this run could have found with 80% power, given beside each result "
-                 "that is not significant (\"none\" where not even the largest effect the "
-                 "measure can take was within its reach).</p>")
+                 "only by it. The CIs are each estimate's own {level} intervals, so one may "
+                 "exclude 0 while its Holm-adjusted p is above 0.05. \"Detectable\" is the "
+                 "smallest effect this run could have found with 80% power, given beside each "
+                 "result that is not significant (\"none\" where not even the largest effect "
+                 "the measure can take was within its reach).</p>")
 
 
 def headline_figure(probe: str, headline: Json,
                     words: Callable[[str], str | None] = lambda key: None,
-                    same: Callable[[str], str | None] = lambda key: None) -> Figure | None:
-    """Point estimates with CI bars, each named in ``words`` (its key where it has none);
-    one figure per probe. ``same``: `headline_rows`'."""
+                    same: Callable[[str], str | None] = lambda key: None,
+                    confidence: float = 0.95) -> Figure | None:
+    """Point estimates with CI bars (at ``confidence``), each named in ``words`` (its key
+    where it has none); one figure per probe. ``same``: `headline_rows`'."""
     names, mids, lows, highs, said = [], [], [], [], []
     for name, value in headline.items():
         if not isinstance(value, Mapping):
@@ -102,14 +109,14 @@ def headline_figure(probe: str, headline: Json,
         mids.append(est)
         lows.append(est - low)
         highs.append(high - est)
-        said.append(with_ci(est, low, high, same=same(str(name))))
+        said.append(with_ci(est, low, high, confidence, same=same(str(name))))
     if not names:
         return None
     fig = Figure(scatter(
         x=mids, y=names, mode="markers", marker={"size": 9},
         error_x={"type": "data", "symmetric": False, "array": highs, "arrayminus": lows},
         customdata=said, hovertemplate="%{y}: %{customdata}<extra></extra>"))
-    fig.update_layout(title=f"{as_text(probe)}: estimates with 95% CIs",
+    fig.update_layout(title=f"{as_text(probe)}: estimates with {level_of(confidence)} CIs",
                       height=120 + 32 * len(names), template="plotly_white",
                       margin={"l": 260, "r": 30, "t": 50, "b": 40},
                       yaxis={"automargin": True})
@@ -131,15 +138,18 @@ def about(result: Json) -> str:
     return f"<p>{escape(text)}</p>" if text else ""
 
 
-def probe_section(name: str, result: Json, figure_index: int) -> tuple[str, int]:
+def probe_section(name: str, result: Json, figure_index: int, confidence: float = 0.95
+                  ) -> tuple[str, int]:
+    """One probe's section, its intervals said at ``confidence`` (the summary's level)."""
     parts = [f"<h2>{escape(name)}</h2>", about(result)]
     parts += [f"<p>{escape(str(s))}</p>" for s in result.get("sentences", [])]
     headline = result.get("headline", {})
-    words, same = words_of(name), same_of(name)
-    parts.append(table(HEADLINE_COLUMNS, headline_rows(headline, words, same), numbers=True))
+    words, same = words_of(name), same_of(name, confidence)
+    parts.append(table(headline_columns(confidence), headline_rows(headline, words, same),
+                       numbers=True))
     if any(isinstance(v, Mapping) and "p_holm" in v for v in headline.values()):
-        parts.append(HEADLINE_NOTE)
-    fig = headline_figure(name, headline, words, same)
+        parts.append(HEADLINE_NOTE.format(level=level_of(confidence)))
+    fig = headline_figure(name, headline, words, same, confidence)
     if fig is not None:
         parts.append(figure_html(fig, figure_index))
         figure_index += 1
@@ -171,6 +181,15 @@ def write_audit_report(run_dir: str | Path | RunStore, output: str | Path | None
     return target
 
 
+def summary_level(summary: Json) -> float:
+    """The confidence level ``summary`` was computed at (``analysis.confidence``, stored by
+    ``--confidence``; 95% where it records none, as every summary before it was)."""
+    analysis = summary.get("analysis")
+    level = analysis.get("confidence") if isinstance(analysis, Mapping) else None
+    ok = isinstance(level, (int, float)) and not isinstance(level, bool) and 0 < level < 1
+    return float(level) if ok else 0.95  # type: ignore[arg-type]
+
+
 #: The report's name in its run directory.
 REPORT = "report.html"
 
@@ -180,8 +199,9 @@ def audit_page(store: RunStore, run: Json, summary: Json) -> bytes:
     a job that writes summary.json renders it from what it writes, under the same lock."""
     model = str(run.get("model", "?"))
     sections, index = [], 0
+    confidence = summary_level(summary)
     for name, result in summary.get("probes", {}).items():
-        html, index = probe_section(str(name), result, index)
+        html, index = probe_section(str(name), result, index, confidence)
         sections.append(html)
     unknown = summary.get("unknown_response_ids") or []
     note = (f"<p class=\"missing\">{len(unknown)} response ids match no item: "

@@ -202,8 +202,9 @@ class AdultCounterfactual:
     def messages(self, item: Item) -> Messages:
         return (("system", self.system), ("user", item.prompt))
 
-    def metrics(self, records: pd.DataFrame) -> dict[str, Any]:
-        return pair_metrics(records)
+    def metrics(self, records: pd.DataFrame, confidence: float = 0.95,
+                n_resamples: int = 2000) -> dict[str, Any]:
+        return pair_metrics(records, confidence, n_resamples)
 
 
 def from_data(data_dir: str | Path | None = None, base_rate: float | str = 0.5,

@@ -324,8 +324,10 @@ class BBQProbe:
     def messages(self, item: Item) -> Messages:
         return (("user", item.prompt),)
 
-    def metrics(self, records: pd.DataFrame) -> dict[str, Any]:
-        return bbq_metrics(records)
+    def metrics(self, records: pd.DataFrame, confidence: float = 0.95,
+                n_resamples: int = 2000) -> dict[str, Any]:
+        """``n_resamples`` is unused: BBQ's intervals are the templates' jackknife's."""
+        return bbq_metrics(records, confidence)
 
 
 def from_data(data_dir: str | Path | None = None, categories: Iterable[str] | str | None = None,

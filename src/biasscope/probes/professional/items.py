@@ -201,8 +201,9 @@ class ProfessionalBias:
     def messages(self, item: Item) -> Messages:
         return (("user", item.prompt),)
 
-    def metrics(self, records: pd.DataFrame) -> dict[str, Any]:
-        return metrics(records)
+    def metrics(self, records: pd.DataFrame, confidence: float = 0.95,
+                n_resamples: int = 2000) -> dict[str, Any]:
+        return metrics(records, confidence, n_resamples)
 
 
 def from_data(data_dir: str | Path | None = None,

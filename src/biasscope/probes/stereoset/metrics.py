@@ -93,7 +93,8 @@ def with_intervals(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES,
 def stereoset_values(records: pd.DataFrame, confidence: float = 0.95,
                      n_resamples: int = N_RESAMPLES) -> dict[str, dict[str, Any]]:
     """SS, LMS and ICAT over all examples and per domain, each with its CI at
-    ``confidence`` from ``n_resamples`` (a dynamics run's; the audit's `N_RESAMPLES`)."""
+    ``confidence`` from ``n_resamples`` (the run's ``--resamples``, a dynamics run's or an
+    audit's)."""
     frame = examples(records)
     if frame.empty:
         return {}

@@ -13,7 +13,7 @@ from biasscope.cli import args as A
 def judge(args: argparse.Namespace) -> int:
     from biasscope.judge import job
 
-    done = job.judge(A.from_args(job.JudgeConfig, args))
+    done = job.judge(A.from_args(job.JudgeConfig, args, analysis=A.levels_given(args)))
     said = done.result["sentences"][0 if done.failed is None else 1:]  # failures: below
     # The first two, and every one that says what was left out or not measured: those in
     # summary.json alone went unseen. The rest is in the report.
@@ -53,4 +53,6 @@ def register(sub: Any) -> None:
         A.settings(parser, JudgeConfig,
                    skip=() if name == "judge" else ("aggregate", "position", "samples"))
         A.backend_args(parser)
+        if name == "judge":
+            A.levels_args(parser)
         parser.set_defaults(func=func)

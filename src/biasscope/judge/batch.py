@@ -17,6 +17,7 @@ from typing import Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
+from biasscope.core.levels import Levels
 from biasscope.judge.agreement import agreement
 from biasscope.judge.biases import holm_family, win_rate_sentences, win_rates
 from biasscope.judge.core import Call, Judge, Verdict, refuse_reordered, why_none
@@ -225,12 +226,14 @@ class Failures:
 
 
 def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[Verdict],
-                 ranking: str = "win-rate") -> tuple[dict[str, Any], Path, Failures | None]:
+                 ranking: str = "win-rate", levels: Levels | None = None
+                 ) -> tuple[dict[str, Any], Path, Failures | None]:
     """Write ``verdicts.jsonl``, ``summary.json`` and the report of a judge run from this
     call's verdicts: an item whose requests failed keeps the verdict an earlier call stored
     (same settings, checked by `start`) or is left out, never stored as an answer. Under the
-    run's lock, all computed before the first file is written. The result, the report and
-    the failures (None when every request came back)."""
+    run's lock, all computed before the first file is written, at ``levels`` (stored in
+    summary.json). The result, the report and the failures (None when every request came
+    back)."""
     calls = [c for v in verdicts for c in v.calls]
     errors = [c.error for c in calls if c.error]
     with run_lock(store):
@@ -244,7 +247,7 @@ def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[V
                       tuple(task.pairs[k] for k, _ in keep) if task.pairs else (),
                       tuple(task.authors[k] for k, _ in keep) if task.authors else ())
         got = [v for _, v in keep]
-        result = batch_result(judge, judged, got, ranking, of=len(task.ids))
+        result = batch_result(judge, judged, got, ranking, of=len(task.ids), levels=levels)
         missing = None
         if errors:
             missing = Failures(len(task.ids) - len(got), len(errors), len(calls), errors[0],
@@ -255,7 +258,7 @@ def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[V
             result["notes"].insert(0, result["sentences"][0])
         store.root.mkdir(parents=True, exist_ok=True)
         write_verdicts(store.root / VERDICTS, judged.ids, got)
-        return result, finish(store, "judge", result), missing
+        return result, finish(store, "judge", result, levels), missing
 
 
 def check(out: str | os.PathLike[str], kind: str, models: Sequence[str],
@@ -331,35 +334,43 @@ def write_run(out: str | os.PathLike[str], kind: str, models: Sequence[str],
     return finish(start(out, kind, models, settings), kind, result)
 
 
-def finish(store: RunStore, kind: str, result: Mapping[str, Any]) -> Path:
-    """``summary.json`` in the audit report's shape, then the report."""
-    write_json(store.summary_json, {"probes": {kind: dict(result)}})
+def finish(store: RunStore, kind: str, result: Mapping[str, Any],
+           levels: Levels | None = None) -> Path:
+    """``summary.json`` in the audit report's shape, with the ``levels`` its intervals are
+    at, then the report."""
+    write_json(store.summary_json, {"probes": {kind: dict(result)},
+                                    "analysis": (levels or Levels()).stored()})
     return write_audit_report(store.root)
 
 
 def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
-                 ranking: str = "win-rate", of: int | None = None) -> dict[str, Any]:
+                 ranking: str = "win-rate", of: int | None = None,
+                 levels: Levels | None = None) -> dict[str, Any]:
     """What a batch of verdicts says, in the audit report's shape: how many are verdicts and
     why the others are not, the label counts, how many each of several judges answered,
     inter-judge agreement and the length-controlled win rate (pairwise). ``of``: the items
     of the file, where some are not in ``task`` (their requests failed), so that the count
     says so. ``notes``: the
     sentences a reader must not miss, those that say something was left out, got no
-    verdict or could not be measured (the command prints them; the rest is in the report)."""
+    verdict or could not be measured (the command prints them; the rest is in the report).
+    Every interval at ``levels``' confidence, every bootstrap of its resamples."""
     from collections import Counter
 
+    levels = levels or Levels()
+    c, resamples = levels.confidence, levels.n_resamples
     n = len(verdicts)
     if n == 0:  # every item's requests failed (`write_judged` says so)
         return {"items": 0, "headline": {"verdict_rate": rate(0, 0)}, "tables": {},
                 "sentences": [], "notes": [], "examples": []}
     reasons = Counter(v.reason for v in verdicts if v.label is None)
-    head: dict[str, Any] = {"verdict_rate": rate(n - sum(reasons.values()), n)}
-    head.update({f"{reason}_rate": rate(count, n) for reason, count in reasons.items()})
+    head: dict[str, Any] = {"verdict_rate": rate(n - sum(reasons.values()), n, confidence=c)}
+    head.update({f"{reason}_rate": rate(count, n, confidence=c)
+                 for reason, count in reasons.items()})
     labels = Counter(str(v.label) for v in verdicts if v.label is not None)
     tables: dict[str, list[dict[str, Any]]] = {
         "labels": [{"label": k, "verdicts": c, "share": c / n} for k, c in labels.items()]}
     waiting = (of or n) - n
-    each, short = answered(judge, verdicts)  # several judges: each one's own count
+    each, short = answered(judge, verdicts, confidence=c)  # several judges: each one's
     head.update(each)
     sentences = [f"{n - sum(reasons.values())} of {n + waiting} items got a verdict"
                  + (f"; no verdict: {why_none(reasons)}" if reasons else "")
@@ -370,7 +381,7 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
     notes = sentences[:1] if reasons or waiting or short else []
     if len(judge.models) > 1:
         table = {m.label: [v.by_judge.get(m.label) for v in verdicts] for m in judge.models}
-        agreed = agreement(table)
+        agreed = agreement(table, c, resamples)
         head["fleiss_kappa"] = agreed.fleiss.as_dict()
         head["krippendorff_alpha"] = {**agreed.alpha.as_dict(), "reading": agreed.reading(),
                                       **{f"p_{k.replace(' ', '_')}": v
@@ -384,7 +395,7 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
         # As judge-audit: each judge's own length test (Holm over them) and the panel's.
         lengths: dict[str, Any] = {}
         fits, panel = win_rates(judge, verdicts, [(len(a), len(b)) for _, a, b in task.pairs],
-                                lengths)
+                                lengths, resamples, confidence=c)
         tests = holm_family(lengths)
         head.update(lengths)
         said = win_rate_sentences(judge, lengths, fits, panel, tests, "the run's")
@@ -392,7 +403,8 @@ def batch_result(judge: Judge, task: Task, verdicts: Sequence[Verdict],
         fitted = [lc for *_, lc in fits] + ([panel] if panel is not None else [])
         notes += [s for s, lc in zip(said, fitted) if lc.n == 0 or lc.reason is not None]
         ranked, said = ranking_tables([m.label for m in judge.models], verdicts, task.authors,
-                                      ranking, notes=notes)
+                                      ranking, notes=notes, confidence=c,
+                                      n_resamples=resamples)
         tables.update(ranked)
         sentences += said
     invalid = [{"item_id": i, "prompt": None, "response": c.raw, "label": None}

@@ -240,17 +240,19 @@ Fits = list[tuple[str | None, str, LengthControlled]]
 
 def win_rates(judge: Judge, verdicts: Sequence[Verdict], lengths: Sequence[tuple[int, int]],
               head: dict[str, Any], n_resamples: int = 2000,
-              pairs: Sequence[Hashable] | None = None) -> tuple[Fits, LengthControlled | None]:
+              pairs: Sequence[Hashable] | None = None, confidence: float = 0.95
+              ) -> tuple[Fits, LengthControlled | None]:
     """Each judge's raw and length-controlled win rate of answer a and its length test, into
     ``head`` (``win_rate_a:JUDGE``, ...; one judge: no suffix), and where there are several
     the panel's win rates (``panel_win_rate_a``, ...): the aggregated verdict of a judge
     that favours the longer answer and one that favours the shorter shows no length effect,
     so the panel's is no test of a judge's bias. The fits, and the panel's (None: one
-    judge). ``lengths``: each verdict's answers'; ``pairs``: each verdict's pair."""
+    judge). ``lengths``: each verdict's answers'; ``pairs``: each verdict's pair; every
+    interval at ``confidence``."""
     both = list(zip(verdicts, lengths))
     fits: Fits = []
     for name, suffix in _each(_labels(judge)):
-        lc = length_controlled([(_label(v, name), a, b) for v, (a, b) in both],
+        lc = length_controlled([(_label(v, name), a, b) for v, (a, b) in both], confidence,
                                n_resamples=n_resamples, pairs=pairs)
         head[f"length_coefficient{suffix}"] = {**lc.length_coefficient.as_dict(),
                                                "p_value": lc.length_p_value,
@@ -260,7 +262,7 @@ def win_rates(judge: Judge, verdicts: Sequence[Verdict], lengths: Sequence[tuple
         fits.append((name, suffix, lc))
     if len(judge.models) < 2:
         return fits, None
-    panel = length_controlled([(v.label, a, b) for v, (a, b) in both],
+    panel = length_controlled([(v.label, a, b) for v, (a, b) in both], confidence,
                               n_resamples=n_resamples, pairs=pairs)
     head["panel_win_rate_a"] = panel.win_rate.as_dict()
     head["panel_length_controlled_win_rate_a"] = panel.lc_win_rate.as_dict()

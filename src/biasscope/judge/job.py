@@ -14,6 +14,7 @@ from biasscope.backends.redact import redact_urls
 from biasscope.core.config import comma_entries
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.levels import Levels, stored_levels
 from biasscope.data.sources import refuse_other_data
 from biasscope.judge.batch import (
     VERDICTS,
@@ -52,6 +53,7 @@ def judge(config: JudgeConfig) -> JudgeResult:
     every item failed leaves an existing run.json as it was (no ``versions`` gained: its
     verdicts are an earlier call's), and a first such call writes nothing (`_nothing_stored`):
     the call with the judge's server put right is not refused for a run of nothing."""
+    levels = _levels(config)  # a bad --confidence is refused before a judge loads
     made, task, labels, judges = _setup(config, "judge")
     settings = run_settings(config, made.config, _identities(made), task, labels)
     store = check(config.out, "judge", list(judges), settings, {"judges": judges})
@@ -63,8 +65,21 @@ def judge(config: JudgeConfig) -> JudgeResult:
     with unsettled(store, rewritten(store.root / VERDICTS), rerun=True):
         store = (start if answered else check)(config.out, "judge", list(judges), settings,
                                                {"judges": judges})
-        result, report, missing = write_judged(store, made, task, verdicts, config.ranking)
+        result, report, missing = write_judged(store, made, task, verdicts, config.ranking,
+                                               levels)
     return JudgeResult(result, report, missing)
+
+
+def _levels(config: JudgeConfig) -> Levels:
+    """The levels given over those the run's summary.json stored: a rerun at another level
+    is no other judge setting (run.json does not record it), and its verdicts come from the
+    response cache."""
+    store = RunStore(Path(config.out))
+    try:
+        summary = store.read_json("summary.json") if store.summary_json.is_file() else None
+    except BiasscopeError:
+        summary = None
+    return stored_levels(summary, store.summary_json, config.analysis)
 
 
 def _nothing_stored(store: RunStore, verdicts: Sequence[Verdict]) -> BiasscopeError:

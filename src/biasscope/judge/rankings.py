@@ -300,11 +300,13 @@ def _shown_apart(judge: str, order: Sequence[str], differences: Sequence[Mapping
 
 def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
                    authors: Sequence[tuple[str | None, str | None]], score: str = "win-rate",
-                   pairs: Sequence[Hashable] | None = None, notes: list[str] | None = None
+                   pairs: Sequence[Hashable] | None = None, notes: list[str] | None = None,
+                   confidence: float = 0.95, n_resamples: int = 2000
                    ) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     """The judge reports' ranking tables and sentences from ``Verdict``s (each judge's own
     label where several judged); nothing where fewer than two systems wrote the responses.
-    ``pairs`` as for `rankings`; ``notes``, where given, gains `rankings`' notes."""
+    ``pairs``, ``confidence`` and ``n_resamples`` as for `rankings`; ``notes``, where given,
+    gains `rankings`' notes."""
     named = {s for pair in authors for s in pair if s}
     if len(named) < 2 or not verdicts:
         said = [*_itself(authors, pairs)[1], *_one_named(authors, pairs)[1]]
@@ -313,7 +315,7 @@ def ranking_tables(judges: Sequence[str], verdicts: Sequence[Any],
         return {}, said
     table = {j: [v.by_judge.get(j, v.label) if len(judges) > 1 else v.label for v in verdicts]
              for j in judges}
-    found = rankings(table, authors, score=score, pairs=pairs)
+    found = rankings(table, authors, confidence, n_resamples, score=score, pairs=pairs)
     board = [{"judge": j, "rank": r + 1, "score": score, **row}
              for j, rows in found["leaderboards"].items() for r, row in enumerate(rows)]
     tables = {"leaderboard": board} if board else {}  # no verdict: no leaderboard

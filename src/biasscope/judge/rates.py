@@ -1,4 +1,4 @@
-"""Shares of a judge's answers with their 95% intervals, and each of several judges' answered
+"""Shares of a judge's answers with their intervals, and each of several judges' answered
 share: the measures of `judge.biases`, `judge.batch` and the counterfactual check read them.
 
 Both orders of an item (or its two versions) are one item asked twice: `clustered_rate`
@@ -23,14 +23,15 @@ from biasscope.judge.core import Judge, Verdict, why_none
 sps = lazy("scipy.stats")  # imported at first use
 
 
-def rate(hits: int, n: int, chance: float | None = None) -> dict[str, Any]:
-    """A proportion with its Wilson 95% CI; against ``chance``, an exact binomial test and
-    Cohen's h."""
+def rate(hits: int, n: int, chance: float | None = None, confidence: float = 0.95
+         ) -> dict[str, Any]:
+    """A proportion with its Wilson CI at ``confidence``; against ``chance``, an exact
+    binomial test and Cohen's h."""
     if n == 0:
         nan = float("nan")
         return {"estimate": nan, "low": nan, "high": nan, "n": 0}
     test = sps.binomtest(hits, n, chance if chance is not None else 0.5)
-    ci = test.proportion_ci(confidence_level=0.95, method="wilson")
+    ci = test.proportion_ci(confidence_level=confidence, method="wilson")
     out: dict[str, Any] = {"estimate": hits / n, "low": float(ci.low), "high": float(ci.high),
                            "n": n}
     if chance is not None:
@@ -44,15 +45,16 @@ SIGN_FLIPS = 10_000
 
 
 def clustered_rate(hits: Sequence[bool] | Sequence[float], clusters: Sequence[Hashable],
-                   chance: float | Sequence[float] | None = None) -> dict[str, Any]:
+                   chance: float | Sequence[float] | None = None, confidence: float = 0.95
+                   ) -> dict[str, Any]:
     """A proportion of answers that come in clusters (both orders of an item, its samples)
-    with the Wilson 95% CI of its effective size (`clustered_wilson`; ``n`` answers,
+    with the Wilson CI at ``confidence`` of its effective size (`clustered_wilson`; ``n`` answers,
     ``clusters`` items); against ``chance`` (a share, or per answer what it would score
     without the bias), a two-sided sign-flip test over the clusters of each one's hits minus
     their chance (exact up to 12 clusters, else `SIGN_FLIPS` seeded patterns) and Cohen's h
     against the mean chance."""
     y = np.asarray(hits, dtype=np.float64)
-    found = clustered_wilson(y, np.asarray([str(c) for c in clusters]))
+    found = clustered_wilson(y, np.asarray([str(c) for c in clusters]), confidence)
     if found["n"] == 0:
         return {k: found[k] for k in ("estimate", "low", "high", "n")}
     out: dict[str, Any] = {k: found[k] for k in ("estimate", "low", "high", "n", "clusters")}
@@ -75,7 +77,8 @@ Short = tuple[str, int, int, str]
 
 
 def answered(judge: Judge, verdicts: Sequence[Verdict],
-             clusters: Sequence[Hashable] | None = None) -> tuple[dict[str, Any], list[Short]]:
+             clusters: Sequence[Hashable] | None = None, confidence: float = 0.95
+             ) -> tuple[dict[str, Any], list[Short]]:
     """Each of several judges' share of ``verdicts`` it gave a label on (``answered_rate:J``;
     ``clusters``: each verdict's item, where both orders were asked), and those that gave
     fewer than the panel gave verdicts: the panel's count hid a judge that never answers,
@@ -88,8 +91,9 @@ def answered(judge: Judge, verdicts: Sequence[Verdict],
     for name in [m.label for m in judge.models]:
         whys = [judge.reason(v, name) for v in verdicts]
         mine = [not why for why in whys]
-        head[f"answered_rate:{name}"] = (rate(sum(mine), len(mine)) if clusters is None
-                                         else clustered_rate(mine, clusters))
+        head[f"answered_rate:{name}"] = (
+            rate(sum(mine), len(mine), confidence=confidence) if clusters is None
+            else clustered_rate(mine, clusters, confidence=confidence))
         if sum(mine) < got:
             short.append((name, sum(mine), len(mine), why_none(Counter(w for w in whys if w))))
     return head, short

@@ -4,9 +4,10 @@ from it, so their ``--help`` imports no pandas and no judge."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from biasscope.backends.config import BackendConfig
 from biasscope.core.config import POSITIVE_INT, SEED, check_settings, described, setting
@@ -39,6 +40,9 @@ class JudgeConfig:
     ranking: str = setting("win-rate", "score of the judged systems' leaderboards",
                            choices=("win-rate", "bradley-terry"))
     backend: BackendConfig = field(default_factory=BackendConfig)
+    #: The summary's levels given (``confidence``, ``n_resamples``: `biasscope.core.levels`);
+    #: those not given stay as the run's summary.json stored them, then the defaults.
+    analysis: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_settings(self)

@@ -1,0 +1,104 @@
+"""`biasscope judge --confidence --resamples`: the level and bootstrap resamples of the
+judge's summary as chosen (it was 95% and 2000 whatever was wanted), kept in summary.json,
+and a rerun at another level is no other judge setting: the verdicts come from the cache."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from biasscope.backends.canned import CannedGenerator
+from biasscope.cli.main import main
+
+PAIRS = [{"id": f"p{k}", "prompt": f"Question {k}?", "a": "yes " * (1 + k % 5),
+          "b": "no " * (1 + k % 3), "model_a": "m1" if k % 2 else "m2",
+          "model_b": "m2" if k % 2 else "m1"} for k in range(30)]
+
+
+def _judge(tmp_path: Path, *extra: str) -> list[str]:
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in PAIRS))
+    return ["judge", "--model", "first=canned:A|B|A|A|B", "--model", "second=canned:A|A|B|A",
+            "--input", str(data), "--out", str(tmp_path / "run"), "--cache",
+            str(tmp_path / "cache.sqlite"), *extra]
+
+
+def _summary(tmp_path: Path) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads((tmp_path / "run" / "summary.json").read_text())
+    return found
+
+
+def _widths(summary: dict[str, Any]) -> dict[str, float]:
+    head = summary["probes"]["judge"]["headline"]
+    return {k: v["high"] - v["low"] for k, v in head.items()
+            if isinstance(v, dict) and isinstance(v.get("low"), float) and v["high"] > v["low"]}
+
+
+def _never(*_: Any, **__: Any) -> Any:
+    raise AssertionError("the judge was asked again")
+
+
+def test_a_judge_rerun_at_another_level_asks_nothing_and_says_it(tmp_path, monkeypatch,
+                                                                 capsys):
+    assert main(_judge(tmp_path)) == 0
+    at95 = _summary(tmp_path)
+    assert at95["analysis"] == {"confidence": 0.95, "n_resamples": 2000}
+    monkeypatch.setattr(CannedGenerator, "generate", _never)
+    # not refused as another judge setting: run.json records no level
+    assert main(_judge(tmp_path, "--confidence", "0.9", "--resamples", "300")) == 0, \
+        capsys.readouterr().err
+    at90 = _summary(tmp_path)
+    assert at90["analysis"] == {"confidence": 0.9, "n_resamples": 300}
+    wide, narrow = _widths(at95), _widths(at90)
+    assert {"verdict_rate", "win_rate_a:first", "krippendorff_alpha"} <= set(narrow)
+    for key, width in narrow.items():
+        assert width < wide[key], key
+    entry = at90["probes"]["judge"]
+    said = json.dumps([entry["sentences"], entry["tables"]])
+    assert "90% CI" in said and "95%" not in said
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    shown = re.sub(r"<script.*?</script>", "", page, flags=re.S)
+    assert "<th>90% CI</th>" in shown and "95%" not in shown
+    # kept by a rerun without the flags; the same resamples give the same numbers
+    assert main(_judge(tmp_path)) == 0
+    assert _summary(tmp_path) == at90
+
+
+def test_the_judges_resamples_reach_its_bootstraps(tmp_path, monkeypatch):
+    """Another count of resamples: other bounds of a bootstrapped interval (the judges'
+    agreement), the same estimate."""
+    assert main(_judge(tmp_path, "--resamples", "300")) == 0
+    first = _summary(tmp_path)["probes"]["judge"]["headline"]["krippendorff_alpha"]
+    monkeypatch.setattr(CannedGenerator, "generate", _never)
+    assert main(_judge(tmp_path, "--resamples", "2000")) == 0
+    other = _summary(tmp_path)["probes"]["judge"]["headline"]["krippendorff_alpha"]
+    assert other["estimate"] == first["estimate"]
+    assert (other["low"], other["high"]) != (first["low"], first["high"])
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--confidence", "95", "--confidence 95.0: must be strictly between 0 and 1: write 0.95 "
+                           "for 95%"),
+    ("--confidence", "0", "--confidence 0.0: must be strictly between 0 and 1"),
+    ("--confidence", "1.5", "--confidence 1.5: must be strictly between 0 and 1"),
+    ("--resamples", "5", "--resamples 5: must be a whole number from 100 to 100000"),
+])
+def test_a_bad_level_is_refused_before_the_judge_is_asked(tmp_path, monkeypatch, capsys, flag,
+                                                          value, says):
+    monkeypatch.setattr(CannedGenerator, "generate", _never)
+    assert main(_judge(tmp_path, flag, value)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_report_of_a_judge_run_names_the_command_for_another_level(tmp_path, capsys):
+    assert main(_judge(tmp_path)) == 0
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "run"), "--resamples", "300"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give --resamples to `biasscope judge --out" in err

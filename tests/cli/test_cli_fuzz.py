@@ -32,7 +32,7 @@ NUMERIC = {
     "items": ["--limit", "--base-rate"],
     "judge": ["--samples", "--seed", "--concurrency", "--timeout", "--retries",
               "--confidence", "--resamples"],
-    "judge-audit": ["--seed", "--timeout"],
+    "judge-audit": ["--seed", "--timeout", "--confidence", "--resamples"],
     "sensitivity": ["--batch-size", "--max-tokens", "--seed", "--concurrency", "--timeout",
                     "--retries"],
 }

@@ -102,3 +102,42 @@ def test_report_of_a_judge_run_names_the_command_for_another_level(tmp_path, cap
     assert main(["report", str(tmp_path / "run"), "--resamples", "300"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "give --resamples to `biasscope judge --out" in err
+
+
+def _audit(tmp_path: Path, *extra: str, texts: bool = False) -> list[str]:
+    """judge-audit of pairs some of which the first judge wrote (self-preference), or of
+    texts under two labels (name sensitivity)."""
+    data = tmp_path / "input.jsonl"
+    rows = ([{"id": f"t{k}", "text": f"Day {k} was {'good' if k % 3 else 'bad'}."}
+             for k in range(24)] if texts else
+            [{**r, "model_a": "first" if k % 3 else "m2"} for k, r in enumerate(PAIRS)])
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({"POSITIVE": "The text is happy.",
+                                  "NEGATIVE": "The text is sad."}))
+    return ["judge-audit", "--model", "first=canned:A|B|A|A|B|tie|POSITIVE",
+            "--model", "second=canned:A|A|B|A|NEGATIVE", "--input", str(data),
+            "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "cache.sqlite"),
+            *(["--labels", str(labels)] if texts else []), *extra]
+
+
+@pytest.mark.parametrize("texts", [False, True])
+def test_a_judge_audit_rerun_at_another_level_asks_nothing_and_says_it(tmp_path, monkeypatch,
+                                                                       capsys, texts):
+    assert main(_audit(tmp_path, texts=texts)) == 0, capsys.readouterr().err
+    at95 = _summary(tmp_path)
+    monkeypatch.setattr(CannedGenerator, "generate", _never)
+    assert main(_audit(tmp_path, "--confidence", "0.9", texts=texts)) == 0, \
+        capsys.readouterr().err
+    at90 = _summary(tmp_path)
+    assert at90["analysis"] == {"confidence": 0.9, "n_resamples": 2000}
+    wide = _widths({"probes": {"judge": at95["probes"]["judge-audit"]}})
+    narrow = _widths({"probes": {"judge": at90["probes"]["judge-audit"]}})
+    assert {"position_consistency:first", "first_slot_rate:first"} <= set(narrow)
+    assert ({"name_sensitivity:first"} if texts
+            else {"self_preference:first", "win_rate_a:first"}) <= set(narrow)
+    for key, width in narrow.items():
+        assert width < wide[key], key
+    entry = at90["probes"]["judge-audit"]
+    said = json.dumps([entry["sentences"], entry["tables"]])
+    assert said.count("90% CI") > 2 and "95%" not in said

@@ -32,7 +32,7 @@ def judge(args: argparse.Namespace) -> int:
 def audit(args: argparse.Namespace) -> int:
     from biasscope.judge import job
 
-    done = job.biases(A.from_args(job.JudgeConfig, args))
+    done = job.biases(A.from_args(job.JudgeConfig, args, analysis=A.levels_given(args)))
     if done.failed is not None:
         print(f"biasscope: {done.failed.requests} of {done.failed.of} judge requests failed "
               f"(e.g. {done.failed.first_error}); the measures would count them as the "
@@ -53,6 +53,5 @@ def register(sub: Any) -> None:
         A.settings(parser, JudgeConfig,
                    skip=() if name == "judge" else ("aggregate", "position", "samples"))
         A.backend_args(parser)
-        if name == "judge":
-            A.levels_args(parser)
+        A.levels_args(parser)
         parser.set_defaults(func=func)

@@ -112,7 +112,7 @@ JOBS: dict[str, Job] = {
     "intervention": Job("biasscope.intervene.job.run", _intervention),
     "audit": Job("biasscope.audit.job.run", _summary(_AUDIT_REPORT, "audit")),
     "judge": Job("biasscope.judge.job.judge", _summary(_AUDIT_REPORT, "judge")),
-    "judge-audit": Job("biasscope.judge.job.biases", _summary(_AUDIT_REPORT)),
+    "judge-audit": Job("biasscope.judge.job.biases", _summary(_AUDIT_REPORT, "judge-audit")),
     "sensitivity": Job("biasscope.sensitivity.job.run",
                        _summary("biasscope.report.sensitivity.write_sensitivity_report")),
     "counterfactual": Job("biasscope.counterfactual.job.run", _summary(

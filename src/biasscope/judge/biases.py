@@ -28,7 +28,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from biasscope.core.numbers import p_is, pvalue
+from biasscope.core.numbers import level_of, p_is, pvalue
 from biasscope.core.stats import adjust_pvalues
 from biasscope.judge.core import Judge, Verdict
 from biasscope.judge.rankings import ranking_tables
@@ -64,12 +64,12 @@ def _invalid(verdict: Verdict, name: str | None) -> bool:
 
 
 def _answers(judge: Judge, forward: Sequence[Verdict], backward: Sequence[Verdict],
-             head: dict[str, Any]) -> list[str]:
+             head: dict[str, Any], confidence: float = 0.95) -> list[str]:
     """Each of several judges' answered share of both orders' questions into ``head``, and
     a sentence for each that answered fewer than the panel gave verdicts: its measures are
     silent where it has no answers, which no other sentence says."""
     items = [*range(len(forward)), *range(len(backward))]
-    found, short = answered(_fixed(judge), [*forward, *backward], items)
+    found, short = answered(_fixed(judge), [*forward, *backward], items, confidence)
     head.update(found)
     return [f"Judge {name} answered {k} of {total} questions ({len(forward)} items in both "
             f"orders; {why}): its measures cover only those it answered."
@@ -81,8 +81,8 @@ def _fixed(judge: Judge) -> Judge:
 
 
 def _position(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choices: int,
-              fixed: Sequence[str] = (), judges: Sequence[str] | None = None
-              ) -> dict[str, dict[str, Any]]:
+              fixed: Sequence[str] = (), judges: Sequence[str] | None = None,
+              confidence: float = 0.95) -> dict[str, dict[str, Any]]:
     """Item i's verdicts are ``forward[i]`` and ``backward[i]``: rates over both are
     clustered by item. A position preference belongs to a judge model, so each of several
     ``judges`` (labels; None: those the calls name) is measured on its own answers, under
@@ -95,18 +95,19 @@ def _position(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choices
     out: dict[str, dict[str, Any]] = {}
     for name, suffix in _each(names):
         out[f"position_consistency{suffix}"], out[f"first_slot_rate{suffix}"] = _one_judge(
-            forward, backward, n_choices, fixed, name)
+            forward, backward, n_choices, fixed, name, confidence)
     items = [*range(len(forward)), *range(len(backward))]
     for name, suffix in _each(names):
         out[f"invalid_rate{suffix}"] = clustered_rate(
-            [_invalid(v, name) for v in (*forward, *backward)], items)
+            [_invalid(v, name) for v in (*forward, *backward)], items, confidence=confidence)
     return out
 
 
 def _one_judge(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choices: int,
-               fixed: Sequence[str], name: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+               fixed: Sequence[str], name: str | None, confidence: float = 0.95
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Position consistency and the first-slot rate of judge ``name`` (None: every call and
-    the verdicts, one judge)."""
+    the verdicts, one judge), their intervals at ``confidence``."""
     both = [(_label(f, name), _label(b, name)) for f, b in zip(forward, backward)
             if _label(f, name) and _label(b, name)]
     same = sum(f == b for f, b in both)
@@ -121,22 +122,25 @@ def _one_judge(forward: Sequence[Verdict], backward: Sequence[Verdict], n_choice
     # first is picked (one it likes in the middle is never first), so first is set against last.
     chance = (1 / n_choices if n_choices == 2
               else [float(slot == shown - 1) for slot, shown in slots])
-    first = clustered_rate([slot == 0 for slot, _ in slots], [i for i, _ in calls], chance)
+    first = clustered_rate([slot == 0 for slot, _ in slots], [i for i, _ in calls], chance,
+                           confidence)
     if n_choices > 2 and first["n"]:
         first["tested_against"] = "last slot"
-    return rate(same, len(both)), first
+    return rate(same, len(both), confidence=confidence), first
 
 
 def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, str],
-                     instruction: str = CLASSIFY, ids: Sequence[str] = ()) -> dict[str, Any]:
+                     instruction: str = CLASSIFY, ids: Sequence[str] = (),
+                     confidence: float = 0.95) -> dict[str, Any]:
     """Position consistency, first-slot preference and name sensitivity of a classifier,
-    each judge's own where there are several (``ids``: the texts' names, `Judge.run`)."""
+    each judge's own where there are several (``ids``: the texts' names, `Judge.run`), every
+    interval at ``confidence``."""
     fixed = _fixed(judge)
     forward = classify(fixed, texts, labels, instruction, ids=ids)
     # The same labels again: warned of once, above (the command printed three notes).
     backward = classify(fixed, texts, dict(reversed(list(labels.items()))), instruction,
                         warn=False, ids=ids)
-    found = classifier_measures(judge, forward, backward, len(labels))
+    found = classifier_measures(judge, forward, backward, len(labels), confidence)
     head, sentences = found["headline"], found["sentences"]
     names = tuple(labels)
     if all(n and " " not in n for n in names) and len(set(names)) == len(names):
@@ -145,7 +149,8 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
         named = Judge(judge.models, replace(fixed.config, keys=names, logit_bias=False))
         by_name = classify(named, texts, labels, instruction, warn=False, ids=ids)
         for name, suffix in _each(_labels(judge)):
-            sentences.append(_name_sensitivity(head, forward, by_name, name, suffix))
+            sentences.append(_name_sensitivity(head, forward, by_name, name, suffix,
+                                               confidence))
     else:
         sentences.append("Name sensitivity was not measured: label names with spaces cannot "
                          "be answered as one word.")
@@ -153,16 +158,19 @@ def classifier_biases(judge: Judge, texts: Sequence[str], labels: Mapping[str, s
 
 
 def _name_sensitivity(head: dict[str, Any], lettered: Sequence[Verdict],
-                      named: Sequence[Verdict], name: str | None, suffix: str) -> str:
+                      named: Sequence[Verdict], name: str | None, suffix: str,
+                      confidence: float = 0.95) -> str:
     """Judge ``name``'s share of verdicts that change when asked with the label names as
     keys, into ``head``, and its sentence (None: the verdicts, one judge)."""
     pairs = [(_label(a, name), _label(b, name)) for a, b in zip(lettered, named)
              if _label(a, name) and _label(b, name)]
-    head[f"name_sensitivity{suffix}"] = ns = rate(sum(a != b for a, b in pairs), len(pairs))
+    head[f"name_sensitivity{suffix}"] = ns = rate(sum(a != b for a, b in pairs), len(pairs),
+                                                  confidence=confidence)
     of = "" if name is None else f" of judge {name}"
     if pairs:
         return (f"Showing the user's label names instead of neutral keys changed "
-                f"{ns['estimate']:.0%} of verdicts{of} (95% CI {ns['low']:.0%} to "
+                f"{ns['estimate']:.0%} of verdicts{of} ({level_of(confidence)} CI "
+                f"{ns['low']:.0%} to "
                 f"{ns['high']:.0%}).")
     return (f"Name sensitivity{of} could not be measured: asked with the label names as "
             f"answer keys, none of {len(named)} answers named a label that could be set "
@@ -170,33 +178,36 @@ def _name_sensitivity(head: dict[str, Any], lettered: Sequence[Verdict],
 
 
 def classifier_measures(judge: Judge, forward: Sequence[Verdict], backward: Sequence[Verdict],
-                        n_labels: int) -> dict[str, Any]:
+                        n_labels: int, confidence: float = 0.95) -> dict[str, Any]:
     """What `classifier_biases` says of the verdicts in both orders (the labels in one
     order and its reverse), name sensitivity aside: each judge's position measures, their
-    tests one family (`holm_family`), and the sentences."""
-    head = _position(forward, backward, n_labels, judges=_labels(judge))
-    missing = _answers(judge, forward, backward, head)
+    tests one family (`holm_family`), and the sentences, at ``confidence``."""
+    head = _position(forward, backward, n_labels, judges=_labels(judge), confidence=confidence)
+    missing = _answers(judge, forward, backward, head, confidence)
     tests = holm_family(head)
-    return {"headline": head, "tables": {}, "sentences": [*missing, *_sentences(head, tests)],
-            "examples": []}
+    return {"headline": head, "tables": {},
+            "sentences": [*missing, *_sentences(head, tests, confidence)], "examples": []}
 
 
 def pairwise_biases(judge: Judge, pairs: Sequence[tuple[str, str, str]],
                    authors: Sequence[tuple[str | None, str | None]] = (),
                    instruction: str = COMPARE, ranking: str = "win-rate",
-                   ids: Sequence[str] = ()) -> dict[str, Any]:
+                   ids: Sequence[str] = (), confidence: float = 0.95,
+                   n_resamples: int = 2000) -> dict[str, Any]:
     """Position consistency, first-slot preference, length dependence and self-preference
-    (``ids``: the pairs' names, `Judge.run`)."""
+    (``ids``: the pairs' names, `Judge.run`); every interval at ``confidence``, every
+    bootstrap of ``n_resamples``."""
     fixed = _fixed(judge)
     forward = compare(fixed, pairs, instruction, ids=ids)
     swapped = [(q, b, a) for q, a, b in pairs]
     backward = [_swap(v) for v in compare(fixed, swapped, instruction, ids=ids)]
     found = pairwise_measures(judge, [(len(a), len(b)) for _, a, b in pairs], forward,
-                              backward, authors)
+                              backward, authors, n_resamples, confidence)
     # Both orders: no position advantage. The leaderboards hold their own family (Holm
     # over each judge's pairs of systems), a question about the systems, not the judge.
     ranked, said = ranking_tables(_labels(judge), [*forward, *backward], [*authors, *authors],
-                                  ranking, pairs=[*range(len(pairs)), *range(len(pairs))])
+                                  ranking, pairs=[*range(len(pairs)), *range(len(pairs))],
+                                  confidence=confidence, n_resamples=n_resamples)
     found["tables"].update(ranked)
     found["sentences"] += said
     return found
@@ -205,22 +216,25 @@ def pairwise_biases(judge: Judge, pairs: Sequence[tuple[str, str, str]],
 def pairwise_measures(judge: Judge, lengths: Sequence[tuple[int, int]],
                       forward: Sequence[Verdict], backward: Sequence[Verdict],
                       authors: Sequence[tuple[str | None, str | None]] = (),
-                      n_resamples: int = 2000) -> dict[str, Any]:
+                      n_resamples: int = 2000, confidence: float = 0.95) -> dict[str, Any]:
     """What `pairwise_biases` says of the verdicts on each pair in both orders (``backward``
     in the forward order's terms; ``lengths``: each pair's answers'), its leaderboards
     aside: the position, length and self-preference measures (each judge's own where there
     are several, and the panel's win rates), their tests one family (`holm_family`), and the
-    sentences. ``n_resamples``: the win rates' bootstrap's."""
-    head = _position(forward, backward, 2, fixed=("tie",), judges=_labels(judge))
-    missing = _answers(judge, forward, backward, head)
+    sentences. ``n_resamples``: the win rates' bootstrap's; every interval at
+    ``confidence``."""
+    head = _position(forward, backward, 2, fixed=("tie",), judges=_labels(judge),
+                     confidence=confidence)
+    missing = _answers(judge, forward, backward, head, confidence)
     # Both orders: a win rate (and its length control) from one order alone would measure
     # the first slot's advantage, not answer a's. Each pair's two verdicts are one unit.
     ids = [*range(len(lengths)), *range(len(lengths))]
     fits, panel = win_rates(judge, [*forward, *backward], [*lengths, *lengths], head,
-                            n_resamples, pairs=ids)
+                            n_resamples, pairs=ids, confidence=confidence)
     tables: dict[str, list[dict[str, Any]]] = {}
     if authors:
-        rows = self_preference(judge, [*forward, *backward], [*authors, *authors], ids)
+        rows = self_preference(judge, [*forward, *backward], [*authors, *authors], ids,
+                               confidence)
         tables["self_preference"] = rows
         for row in rows:
             head[f"self_preference:{row['judge']}"] = row["own_win_rate"]
@@ -229,8 +243,8 @@ def pairwise_measures(judge: Judge, lengths: Sequence[tuple[int, int]],
         row["own_win_rate"] = head[f"self_preference:{row['judge']}"]
     said = win_rate_sentences(judge, head, fits, panel, tests)
     return {"headline": head, "tables": tables,
-            "sentences": [*missing, *_sentences(head, tests), *said,
-                          *_self_sentences(head, tests)],
+            "sentences": [*missing, *_sentences(head, tests, confidence), *said,
+                          *_self_sentences(head, tests, confidence)],
             "examples": []}
 
 
@@ -309,7 +323,8 @@ def _swap(verdict: Verdict) -> Verdict:
 
 def self_preference(judge: Judge, verdicts: Sequence[Verdict],
                     authors: Sequence[tuple[str | None, str | None]],
-                    pairs: Sequence[Hashable] | None = None) -> list[dict[str, Any]]:
+                    pairs: Sequence[Hashable] | None = None, confidence: float = 0.95
+                    ) -> list[dict[str, Any]]:
     """Per judge model that wrote one of the two responses: how often it picks its own (give
     verdicts in both orders, so that a position preference cancels, and ``pairs``, each
     verdict's pair: a pair's verdicts are then one unit of the interval and the sign-flip
@@ -329,8 +344,8 @@ def self_preference(judge: Judge, verdicts: Sequence[Verdict],
             won.append(label == mine[0])
             of.append(pair)
         if won:
-            found = (rate(sum(won), len(won), 0.5) if pairs is None
-                     else clustered_rate(won, of, 0.5))
+            found = (rate(sum(won), len(won), 0.5, confidence) if pairs is None
+                     else clustered_rate(won, of, 0.5, confidence))
             rows.append({"judge": model.label, "pairs": len(set(of)), "verdicts": len(won),
                          "own_wins": sum(won), "own_win_rate": found})
     return rows
@@ -354,16 +369,17 @@ def _shown(test: Mapping[str, Any]) -> bool:
     return bool(test.get("p_holm", test["p_value"]) < ALPHA)
 
 
-def _sentences(head: Mapping[str, Any], tests: int = 1) -> list[str]:
+def _sentences(head: Mapping[str, Any], tests: int = 1, confidence: float = 0.95
+               ) -> list[str]:
     """The position measures in words, each judge's own where there are several;
     each verdict reads the Holm-adjusted p over the audit's ``tests``."""
-    out = []
+    out, level = [], level_of(confidence)
     for key, value in head.items():
         measure, _, name = key.partition(":")
         if measure == "position_consistency" and value["n"]:
             pc, who = value, f"judge {name}" if name else "the judge"
             out.append(f"With the options in reverse order {who} gave the same verdict for "
-                       f"{pc['estimate']:.0%} of items (95% CI "
+                       f"{pc['estimate']:.0%} of items ({level} CI "
                        f"{pc['low']:.0%} to {pc['high']:.0%}, n = {pc['n']}).")
         elif measure == "first_slot_rate" and value["n"]:
             fs, who = value, f"judge {name}" if name else "the judge"
@@ -374,14 +390,15 @@ def _sentences(head: Mapping[str, Any], tests: int = 1) -> list[str]:
                        else f"No evidence that {who} prefers either slot")
             out.append(f"{subject} picked the option shown first in "
                        f"{fs['estimate']:.0%} of {fs['n']} answers on {fs['clusters']} items "
-                       f"(95% CI {fs['low']:.0%} to {fs['high']:.0%}, items as clusters). "
+                       f"({level} CI {fs['low']:.0%} to {fs['high']:.0%}, items as clusters). "
                        f"{verdict}: sign-flip test over items against no position preference"
                        f"{_AGAINST_LAST if 'tested_against' in fs else ''} "
                        f"{_held(fs, tests)}, Cohen's h = {fs['effect_size']:+.2f}.")
     return out
 
 
-def _self_sentences(head: Mapping[str, Any], tests: int) -> list[str]:
+def _self_sentences(head: Mapping[str, Any], tests: int, confidence: float = 0.95
+                    ) -> list[str]:
     """Each judge's self-preference in words, its verdict by the Holm-adjusted p."""
     out = []
     for key, sp in head.items():
@@ -392,7 +409,8 @@ def _self_sentences(head: Mapping[str, Any], tests: int) -> list[str]:
                    "responses" if _shown(sp)
                    else f"No evidence that judge {name} prefers or avoids its own responses")
         out.append(f"Judge {name} picked its own response in {sp['estimate']:.0%} of "
-                   f"{sp['n']} verdicts on {sp.get('clusters', sp['n'])} pairs (95% CI "
+                   f"{sp['n']} verdicts on {sp.get('clusters', sp['n'])} pairs "
+                   f"({level_of(confidence)} CI "
                    f"{sp['low']:.0%} to {sp['high']:.0%}, pairs as clusters). {verdict}: "
                    "sign-flip test over "
                    f"pairs against 50% {_held(sp, tests)}, Cohen's h = "

@@ -98,16 +98,19 @@ def biases(config: JudgeConfig) -> JudgeResult:
     failed nothing is written (``report`` None; an existing run's run.json is as it was, its
     ``versions`` too): the measures would count them as the judge's answers; a rerun asks
     them again."""
+    levels = _levels(config)  # a bad --confidence is refused before a judge loads
     made, task, labels, judges = _setup(config, "judge-audit")
     settings = run_settings(config, made.config, _identities(made), task, labels, audit=True)
     check(config.out, "judge-audit", list(judges), settings, {"judges": judges})
     if task.pairwise:
         result = pairwise_biases(made, task.pairs, task.authors, ranking=config.ranking,
+                                 confidence=levels.confidence, n_resamples=levels.n_resamples,
                                  ids=task.ids)
     else:
         if labels is None:
             raise BiasscopeError("classification needs a label set (--labels FILE.json)")
-        result = classifier_biases(made, task.texts, labels, ids=task.ids)
+        result = classifier_biases(made, task.texts, labels, ids=task.ids,
+                                   confidence=levels.confidence)
     usage = [u for m in made.models if (u := getattr(m, "usage", None)) is not None]
     if (count := sum(u.failed for u in usage)):
         first = next((u.first_error for u in usage if u.first_error), "no error text")
@@ -116,7 +119,7 @@ def biases(config: JudgeConfig) -> JudgeResult:
     store = RunStore(Path(config.out))
     with unsettled(store, rewritten(store.summary_json), rerun=True):
         store = start(config.out, "judge-audit", list(judges), settings, {"judges": judges})
-        return JudgeResult(result, finish(store, "judge-audit", result))
+        return JudgeResult(result, finish(store, "judge-audit", result, levels))
 
 
 def run_settings(config: JudgeConfig, how: JudgingConfig, judges: Mapping[str, Any],

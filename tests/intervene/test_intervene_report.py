@@ -296,3 +296,22 @@ def test_runs_are_found_by_their_exact_names() -> None:
               "cda-run4", "other-run5", "control-run5"}
     assert analysis.runs_in(models, "cda", "control") == [1, 2]
     assert analysis.runs_in(models - {"cda"}, "cda", "control") == [2]
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--alpha", "0.05"), ("--confidence", "0.9")])
+def test_report_of_a_finished_intervention_refuses_analysis_flags(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
+    """A finished intervention is reported with its stored analysis settings: a flag given to
+    `biasscope report` was ignored without a word; it is refused, and nothing is written."""
+    from biasscope.cli.main import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"kind": "intervention"}))
+    (run / "intervention.json").write_text("{}")
+    before = {p: p.read_bytes() for p in run.rglob("*")}
+    assert main(["report", str(run), flag, value]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"biasscope: error: {flag}: an intervention run's report takes no such "
+                   "setting; leave it out\n")
+    assert {p: p.read_bytes() for p in run.rglob("*")} == before

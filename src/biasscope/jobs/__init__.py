@@ -62,11 +62,14 @@ def _dynamics(store: RunStore, out: Path | None, analysis: Mapping[str, Any] | N
 def _intervention(store: RunStore, out: Path | None, analysis: Mapping[str, Any] | None,
                   data_dir: str | None) -> Path:
     """An intervention run stopped before its first analysis holds only the arms' records:
-    their dynamics report."""
+    their dynamics report. A finished one is reported with its stored analysis settings, so
+    analysis flags given are refused, not ignored."""
     from biasscope.intervene import job as intervene_job
 
     if not (store.root / intervene_job.FILE).is_file():
         return _dynamics(store, out, analysis, data_dir)
+    if analysis:
+        _refuse_analysis(store, analysis, None)
     return intervene_job.render(store, out, data_dir)
 
 

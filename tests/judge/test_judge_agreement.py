@@ -113,13 +113,15 @@ def test_the_threshold_test_rests_on_alpha_and_its_items() -> None:
     """The α the threshold test tests is Krippendorff's (missing verdicts too); at the
     threshold itself both one-sided p-values are ½; a mean-0.5 per-item disagreement share
     whose spread is less than the largest possible takes that largest (Wilson's reasoning)."""
-    from biasscope.judge.agreement import _alpha, threshold_p
+    from biasscope.judge.agreement import threshold_p
 
+    krippendorff = pytest.importorskip("krippendorff")
     rng = np.random.default_rng(4)
     codes = rng.integers(0, 3, (60, 3))
     counts = (codes[:, :, None] == np.arange(3)).sum(axis=1)
     counts[::7, 0] = 0  # some items with fewer verdicts (one with none of label 0)
-    (above, *_), (below, *_) = threshold_p(counts, (_alpha(counts),))
+    alpha = float(krippendorff.alpha(value_counts=counts, level_of_measurement="nominal"))
+    (above, *_), (below, *_) = threshold_p(counts, (alpha,))
     assert above == pytest.approx(0.5) and below == pytest.approx(0.5)
     (above_high, above_low), (below_high, below_low) = threshold_p(counts, (0.9, -0.9))
     assert above_high > 0.99 and above_low < 1e-6
@@ -144,3 +146,62 @@ def test_krippendorffs_reading_needs_the_items_to_show_it() -> None:
     assert agreement(judged(200, False), n_resamples=50).reading().startswith(
         "too low to rely on (below 0.667")
     assert set(many.thresholds) == {"above 0.8", "above 0.667", "below 0.667"}
+
+
+def _library_values(counts: np.ndarray, complete: np.ndarray) -> tuple[float, float]:
+    """Fleiss' κ (statsmodels) of the complete items and nominal α (``krippendorff``), NaN
+    where either library has no finite value or refuses (no item with two verdicts)."""
+    inter_rater = pytest.importorskip("statsmodels.stats.inter_rater")
+    krippendorff = pytest.importorskip("krippendorff")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = (float(inter_rater.fleiss_kappa(counts[complete], method="fleiss"))
+                 if complete.any() else math.nan)
+        try:
+            alpha = float(krippendorff.alpha(value_counts=counts,
+                                             level_of_measurement="nominal"))
+        except ValueError:
+            alpha = math.nan
+    return tuple(v if math.isfinite(v) else math.nan for v in (kappa, alpha))  # type: ignore[return-value]
+
+
+def test_fleiss_and_alpha_of_a_block_are_the_libraries_on_every_resample() -> None:
+    """A block of resamples' Fleiss' κ and α in one pass are statsmodels' and
+    ``krippendorff``'s, resample by resample, to 1e-12: 2-5 judges, 2-4 labels (some never
+    given), missing verdicts, and the undefined cases (one label given, no complete item, no
+    item with two verdicts) NaN where the libraries give none."""
+    from biasscope.judge.agreement import _fleiss_alpha, _item_terms
+
+    rng = np.random.default_rng(7)
+    checked = {"fleiss": 0, "alpha": 0, "undefined": 0}
+    for _ in range(120):
+        judges, labels, n = int(rng.integers(2, 6)), int(rng.integers(2, 5)), int(
+            rng.integers(1, 25))
+        codes = rng.integers(0, int(rng.integers(1, labels + 1)), (n, judges))
+        codes[rng.random((n, judges)) < rng.choice([0.0, 0.1, 0.6])] = -1
+        counts = (codes[:, :, None] == np.arange(labels)).sum(axis=1)
+        complete = (codes >= 0).all(axis=1)
+        idx = rng.integers(0, n, (30, n))
+        kappa, alpha = _fleiss_alpha(_item_terms(counts, complete, judges), labels, judges, idx)
+        for row, mine in zip(idx, zip(kappa, alpha, strict=True), strict=True):
+            for name, got, want in zip(("fleiss", "alpha"), mine,
+                                       _library_values(counts[row], complete[row]), strict=True):
+                if math.isnan(want):
+                    assert math.isnan(got), (name, counts[row].tolist())
+                    checked["undefined"] += 1
+                else:
+                    assert got == pytest.approx(want, rel=1e-12, abs=1e-12), name
+                    checked[name] += 1
+    assert min(checked.values()) > 200, checked
+
+
+def test_agreement_needs_neither_statsmodels_nor_krippendorff(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fleiss' κ and α are computed here, so agreement needs no 'judge' extra (it asked for
+    it, and called both libraries once per resample)."""
+    import sys
+
+    for name in ("statsmodels", "statsmodels.stats", "statsmodels.stats.inter_rater",
+                 "krippendorff"):
+        monkeypatch.setitem(sys.modules, name, None)  # importing it raises ImportError
+    r = agreement({"x": list("AABA"), "y": list("AABB"), "z": list("ABBB")}, n_resamples=100)
+    assert r.fleiss.estimate == pytest.approx(1 / 3) and r.alpha.estimate == pytest.approx(7 / 18)

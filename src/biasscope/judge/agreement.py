@@ -7,9 +7,12 @@ gave no verdict. Conventions, and why:
 - **Cohen's κ** per pair of judges, over the items both rated. Computed from the pair's
   contingency counts so that every bootstrap resample is one vectorised pass (sklearn's
   ``cohen_kappa_score`` gives the same value at a few ms a call; the tests check against it).
-- **Fleiss' κ** (statsmodels) needs every item rated by the same number of judges, so it uses
-  the items every judge rated; **Krippendorff's α** (nominal, ``krippendorff``) uses every item
-  with at least two verdicts, which is why it is the headline figure when verdicts are missing.
+- **Fleiss' κ** needs every item rated by the same number of judges, so it uses the items
+  every judge rated; **Krippendorff's α** (nominal) uses every item with at least two
+  verdicts, which is why it is the headline figure when verdicts are missing. Both are sums
+  over items of integer terms (`_item_terms`), so a block of resamples is one product of its
+  draw counts with them: statsmodels' ``fleiss_kappa`` and ``krippendorff.alpha`` took 0.5 ms
+  a resample, one call each (tests/judge/test_judge_agreement.py checks against both).
 - **Intervals** are percentile bootstraps over items (one resample of the items serves every
   statistic). A statistic is NaN where it is undefined: all verdicts one label (chance agreement
   is then total) or no items to compare; resamples where it is undefined are dropped. The
@@ -37,7 +40,6 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.bootstrap import index_blocks
-from biasscope.core.errors import optional
 from biasscope.core.imports import lazy
 from biasscope.core.numbers import num, p_is, with_ci
 from biasscope.core.stats import Interval, percentile_interval
@@ -109,6 +111,7 @@ def agreement(verdicts: Verdicts, confidence: float = 0.95, n_resamples: int = 2
     pairs = list(itertools.combinations(range(len(judges)), 2))
     counts = (codes[:, :, None] == np.arange(n_labels)).sum(axis=1)
     complete = np.asarray((codes >= 0).all(axis=1))
+    terms = _item_terms(counts, complete, len(judges))
     # Each block of resamples is reduced to its statistics before the next is drawn.
     keys: list[tuple[int, int] | str] = [*pairs, "fleiss", "alpha"]
     parts: dict[tuple[int, int] | str, list[npt.NDArray[np.float64]]] = {
@@ -117,16 +120,17 @@ def agreement(verdicts: Verdicts, confidence: float = 0.95, n_resamples: int = 2
     for block in blocks:
         for j, k in pairs:
             parts[(j, k)].append(_cohen(codes[:, j], codes[:, k], n_labels, block))
-        parts["fleiss"].append(np.array([_fleiss(counts[r][complete[r]]) for r in block],
-                                        dtype=np.float64))
-        parts["alpha"].append(np.array([_alpha(counts[r]) for r in block], dtype=np.float64))
+        kappas, alphas = _fleiss_alpha(terms, n_labels, len(judges), block)
+        parts["fleiss"].append(kappas)
+        parts["alpha"].append(alphas)
     boot = {key: np.concatenate(found) for key, found in parts.items()}
     full = np.arange(n)[None, :]
     cohen = {(judges[j], judges[k]): percentile_interval(
         float(_cohen(codes[:, j], codes[:, k], n_labels, full)[0]), boot[(j, k)], confidence)
         for j, k in pairs}
-    fleiss = percentile_interval(_fleiss(counts[complete]), boot["fleiss"], confidence)
-    alpha = percentile_interval(_alpha(counts), boot["alpha"], confidence)
+    whole = [float(v[0]) for v in _fleiss_alpha(terms, n_labels, len(judges), full)]
+    fleiss = percentile_interval(whole[0], boot["fleiss"], confidence)
+    alpha = percentile_interval(whole[1], boot["alpha"], confidence)
     above, below = threshold_p(counts, (0.8, 0.667))
     return Agreement(judges, cohen, fleiss, alpha, n, int(complete.sum()),
                      {"above 0.8": above[0], "above 0.667": above[1], "below 0.667": below[1]})
@@ -225,26 +229,51 @@ def _cohen(a: Codes, b: Codes, n_labels: int, idx: Codes) -> npt.NDArray[np.floa
     return np.asarray(np.where(np.isfinite(kappa), kappa, np.nan))
 
 
-def _fleiss(counts: Codes) -> float:
-    """Fleiss' κ of an items x labels count table (statsmodels); NaN where undefined."""
-    inter_rater = optional("statsmodels.stats.inter_rater", "judge", "Fleiss' kappa")
+def _item_terms(counts: Codes, complete: npt.NDArray[np.bool_], n_judges: int
+                ) -> npt.NDArray[np.float64]:
+    """Per item (rows), the integer terms whose sums over a resample's items give Fleiss' κ
+    and nominal α (`_fleiss_alpha`): for the items every judge rated, 1, the label counts
+    c_v and Σc²; for those with m >= 2 verdicts, the counts c_v (α's pairable values); and,
+    per m from 2 to the judges, m² − Σc² where the item has m verdicts (its disagreeing
+    ordered pairs, which α divides by m − 1). Integers, so their sums are exact in any order:
+    a resample's numbers do not depend on its block."""
+    square = (counts ** 2).sum(axis=1)
+    m = counts.sum(axis=1)
+    whole = complete[:, None].astype(np.int64)
+    pairs = [np.where(m == k, k * k - square, 0)[:, None] for k in range(2, n_judges + 1)]
+    return np.hstack([whole, whole * counts, whole * square[:, None],
+                      (m >= 2)[:, None] * counts, *pairs]).astype(np.float64)
 
-    if counts.shape[0] == 0 or counts.shape[1] < 2:
-        return math.nan
+
+def _fleiss_alpha(terms: npt.NDArray[np.float64], n_labels: int, n_judges: int, idx: Codes
+                  ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Fleiss' κ and nominal Krippendorff's α on each row of item indices ``idx`` (B x n),
+    NaN where undefined (no items, or one label), from the sums of `_item_terms` (the
+    resample's draw counts times them). κ = (P̄ − P_e)/(1 − P_e) over N complete items of J
+    judges: with T = NJ, S = Σc² and C_v the label totals, [T(S − T) − (J − 1)ΣC²] /
+    [(J − 1)(T² − ΣC²)], a ratio of integers. α = 1 − (n − 1)D_o / (n² − Σn_v²), n_v the
+    pairable values per label and D_o = Σ_m (m² − Σc²)/(m − 1) over items of m verdicts:
+    ``krippendorff.alpha``'s coincidence matrix, summed."""
+    rows, n = idx.shape
+    drawn = np.bincount((idx + (np.arange(rows) * n)[:, None]).ravel(),
+                        minlength=rows * n).reshape(rows, n).astype(np.float64)
+    sums = drawn @ terms
+    del drawn
+    cut = np.cumsum([1, n_labels, 1, n_labels])
+    items, labels, square, pairable, pairs = np.split(sums, cut, axis=1)
+    total, square = items[:, 0] * n_judges, square[:, 0]
+    chance = (labels ** 2).sum(axis=1)
+    values = pairable.sum(axis=1)
+    spread = values ** 2 - (pairable ** 2).sum(axis=1)
+    observed = (pairs / np.arange(1, n_judges)).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(inter_rater.fleiss_kappa(counts, method="fleiss"))
-    return value if math.isfinite(value) else math.nan
-
-
-def _alpha(counts: Codes) -> float:
-    """Nominal Krippendorff's α of an items x labels count table; NaN where undefined."""
-    krippendorff = optional("krippendorff", "judge", "Krippendorff's alpha")
-
-    if counts.shape[1] < 2 or not (counts.sum(axis=1) >= 2).any():
-        return math.nan
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(krippendorff.alpha(value_counts=counts, level_of_measurement="nominal"))
-    return value if math.isfinite(value) else math.nan
+        kappa = ((total * (square - total) - (n_judges - 1) * chance)
+                 / ((n_judges - 1) * (total ** 2 - chance)))
+        alpha = 1 - (values - 1) * observed / spread
+    if n_labels < 2:
+        kappa[:], alpha[:] = math.nan, math.nan
+    return (np.where(np.isfinite(kappa), kappa, np.nan),
+            np.where(np.isfinite(alpha), alpha, np.nan))
 
 
 def _fmt(iv: Interval) -> str:

@@ -38,6 +38,27 @@ def rank_average(values: Array) -> tuple[Array, Array]:
     return ranks, ties
 
 
+def rank_rows(values: Array, out: Array | None = None) -> Array:
+    """Each row's ranks, ties averaged, into ``out`` (rows x n, float64) where given: SciPy's
+    ``rankdata(values, axis=1)`` exactly (an average rank is half an integer, exact in
+    float64), a row holding NaN all NaN as there, without its copies of the rows. Sorted
+    position j of a run of ties from positions f to l gets (f + l)/2 + 1."""
+    rows, n = values.shape
+    out = np.empty((rows, n), dtype=np.float64) if out is None else out
+    order = np.argsort(values, axis=1, kind="stable")
+    ranked = np.take_along_axis(values, order, axis=1)
+    starts = np.ones((rows, n), dtype=bool)
+    np.not_equal(ranked[:, 1:], ranked[:, :-1], out=starts[:, 1:])
+    position = np.arange(n)
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    ends = np.ones((rows, n), dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    last = np.minimum.accumulate(np.where(ends, position, n - 1)[:, ::-1], axis=1)[:, ::-1]
+    np.put_along_axis(out, order, (first + last) / 2 + 1, axis=1)
+    out[np.isnan(ranked[:, -1])] = np.nan  # NaN sorts last
+    return out
+
+
 def mann_whitney_u(x: Array, y: Array) -> tuple[float, float] | None:
     """(U of ``x``, two-sided p) of the Mann-Whitney test with the normal approximation
     (continuity and tie corrected); None where SciPy's automatic choice is the exact test

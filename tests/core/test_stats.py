@@ -496,3 +496,23 @@ def test_a_bounded_mean_of_few_items_is_clipped_to_its_range() -> None:
     assert alike.low == pytest.approx(0.7575, abs=1e-4) and alike.high == 1.0
     lone = bootstrap_mean([0.7], bounds=UNIT)  # one value: no interval, with or without bounds
     assert math.isnan(lone.low) and math.isnan(lone.high)
+
+
+def test_a_range_open_above_clips_below_and_each_sample_takes_its_own() -> None:
+    """A rank's range is 1 up to a vocabulary the records do not size: a t interval is
+    clipped at 1, and ranks that show no spread keep their point (no range to spread a Wilson
+    interval over, where it gave NaN). `bootstrap_means` takes each sample's bounds, and a
+    large sample's interval is the one it had without."""
+    from biasscope.core.stats import UNIT, bootstrap_means, t_interval
+
+    ranks = np.array([1.0, 1.0, 2.0, 40.0])
+    open_above = (1.0, math.inf)
+    assert t_interval(ranks).low < 1.0 == bootstrap_mean(ranks, bounds=open_above).low
+    assert bootstrap_mean([3.0] * 5, bounds=open_above).as_dict() == bootstrap_mean(
+        [3.0] * 5).as_dict()
+    large = np.random.default_rng(0).uniform(1, 9, 40)
+    found = bootstrap_means([ranks, [0.0, 0.1, 0.9], large, large + 1],
+                            bounds=[open_above, UNIT, open_above, None])
+    assert found[0] == bootstrap_mean(ranks, bounds=open_above)
+    assert found[1] == bootstrap_mean([0.0, 0.1, 0.9], bounds=UNIT)
+    assert found[2:] == bootstrap_means([large, large + 1])

@@ -133,3 +133,35 @@ def test_correct_option_jsdp_spans_zero_to_half_ln2() -> None:
     assert correct_part.min() >= 0 and correct_part.max() <= MAX_GAP + 1e-15
     assert option_problem("min_gap", MAX_GAP) is None
     assert option_problem("min_gap", MAX_GAP + 1e-6) is not None
+    other_part = jsd_parts(probs, np.ones(len(p), dtype=int))[:, 0]  # option 0 is not the answer
+    assert other_part.min() >= 0 and other_part.max() <= MAX_GAP + 1e-15
+
+
+def test_plotted_means_of_a_few_prompts_stay_in_their_ranges() -> None:
+    """Below 20 prompts a plotted mean's interval is Student's t, which left the range of
+    what it averages: a JSD-P part below 0 (its range is [0, ½ ln 2]) and a rank below 1
+    (the most probable token's). Each is clipped to its range; an accuracy already was."""
+    from biasscope.dynamics.analysis.config import MAX_GAP, AnalysisConfig
+    from biasscope.dynamics.summary.build import intervals
+
+    jsdp = [0.001, 0.002, 0.0005, 0.3, 0.001]
+    ranks = [1.0, 1.0, 1.0, 2.0, 900.0]
+    answers = ["male"] * 5 + ["female"] * 5 + ["not specified"] * 5
+
+    def frame(values: list[float]) -> pd.DataFrame:
+        return pd.DataFrame({"step": 100, "prompt": [f"p{i}" for i in range(15)],
+                             "answer_label": answers, "value": values * 3})
+
+    pvs = {"jsdp_correct": frame(jsdp), "target_rank": frame(ranks),
+           "correct": frame([1.0, 0.0, 1.0, 1.0, 1.0]), "jsdp:male": frame(jsdp),
+           "jsdp:female": frame([v / 2 for v in jsdp])}
+    found = intervals(pvs, AnalysisConfig(n_resamples=200))["100"]
+    for key, (low, high) in found.items():
+        if key.startswith("jsdp_correct/") or key.startswith("jsdp_not_specified/"):
+            assert 0 <= low < high <= MAX_GAP, (key, low, high)
+        elif key.startswith("average_rank/"):
+            assert 1 <= low < high, (key, low, high)
+        elif key.startswith("accuracy/"):
+            assert 0 <= low < high <= 1, (key, low, high)
+    assert found["jsdp_correct/male"][0] == 0 and found["average_rank/male"][0] == 1
+    assert {"jsdp_not_specified/male", "jsdp_not_specified/female", "jsdp_gap"} <= set(found)

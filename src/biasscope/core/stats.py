@@ -282,9 +282,12 @@ def bootstrap_mean(values: npt.ArrayLike, confidence: float = 0.95, n_resamples:
     values all at its ends (0/1 outcomes) are bootstrapped at any n (over 3 to 19 items that
     held the share 96-98% of the time on average, exact over the binomial; t leaves the range),
     and several values that show no spread (12 wins of 12) get the Wilson interval of their
-    sum over the range, where resampling would show none though there is some."""
+    sum over the range, where resampling would show none though there is some. A range open
+    at one end (``(1, math.inf)``: a rank, below a vocabulary's size the records do not hold)
+    clips a t interval at its other and gives no Wilson interval (there is no range)."""
     x = _finite(values)
-    if bounds is not None and x.size > 1 and np.ptp(x) == 0:
+    if (bounds is not None and x.size > 1 and np.ptp(x) == 0
+            and math.isfinite(bounds[1] - bounds[0])):
         return range_wilson(x, bounds, confidence)
     few = 2 <= x.size < SMALL and np.ptp(x) > 0
     if few and not (bounds is not None and np.isin(x, bounds).all()):
@@ -319,24 +322,27 @@ def range_wilson(values: Array, bounds: tuple[float, float], confidence: float) 
 
 def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
                     n_resamples: int = 2000, method: str = "BCa", seed: int = 0,
-                    bounds: tuple[float, float] | None = None) -> list[Interval]:
+                    bounds: tuple[float, float] | list[tuple[float, float] | None] | None = None
+                    ) -> list[Interval]:
     """`bootstrap_mean` of each sample (equal to it up to rounding), for less work: samples of
     one size are resampled together (SciPy's paired resampling draws the indices a lone call
     with the same seed draws, and a vector of means is each lone mean), so the indices are
     drawn once per size. A sample whose BCa interval is undefined is redone alone (its fallback).
-    ``bounds``: every sample's, as `bootstrap_mean`'s."""
+    ``bounds``: every sample's, as `bootstrap_mean`'s, or a list of each sample's (samples of
+    several kinds resampled together, as they are without bounds)."""
     arrays = [_finite(s) for s in samples]
+    each = bounds if isinstance(bounds, list) else [bounds] * len(arrays)
     out: list[Interval | None] = [None] * len(arrays)
     sizes: dict[int, list[int]] = {}
     for i, a in enumerate(arrays):
         if a.size < SMALL or np.ptp(a) == 0:
-            out[i] = bootstrap_mean(a, confidence, n_resamples, method, seed, bounds)
+            out[i] = bootstrap_mean(a, confidence, n_resamples, method, seed, each[i])
         else:
             sizes.setdefault(a.size, []).append(i)
     for size, index in sizes.items():
         if len(index) == 1:
             out[index[0]] = bootstrap_mean(arrays[index[0]], confidence, n_resamples, method,
-                                           seed, bounds)
+                                           seed, each[index[0]])
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -349,7 +355,7 @@ def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
             out[i] = (Interval(float(_mean(arrays[i])), low, high, confidence)
                       if math.isfinite(low) and math.isfinite(high)
                       else bootstrap_mean(arrays[i], confidence, n_resamples, method, seed,
-                                         bounds))
+                                         each[i]))
     return [o for o in out if o is not None]
 
 

@@ -52,6 +52,12 @@ class AnalysisConfig:
 #: [−½ ln 2, ½ ln 2]. Appendix B of the dynamics source; tests/dynamics/test_metrics.py
 #: checks both ends.
 MAX_GAP = math.log(2) / 2
+#: The range of any option's JSD-P part (the correct one's above; another's is p·½ ln 2, p its
+#: probability) and so of a mean of them (`stats.bootstrap_mean`'s ``bounds``).
+JSDP_RANGE = (0.0, MAX_GAP)
+#: The range of the correct token's rank over the whole vocabulary: 1 (the most probable) up
+#: to the vocabulary's size, which the records do not hold, so open above.
+RANK_RANGE = (1.0, math.inf)
 #: The smallest JSD-P gap of interest when ``min_gap`` is 0: a significant gap below it is
 #: flagged, not hidden. The male and female prompts differ in one word, so even a randomly
 #: initialised model has systematic gaps, significant with effect size up to ±1: up to 0.041

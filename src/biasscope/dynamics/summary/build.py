@@ -22,7 +22,7 @@ from biasscope.core.curves import forget_resamples
 from biasscope.core.numbers import json_rows, num, p_is
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
-from biasscope.dynamics.analysis.config import AnalysisConfig, thin_tails
+from biasscope.dynamics.analysis.config import JSDP_RANGE, RANK_RANGE, AnalysisConfig, thin_tails
 from biasscope.dynamics.analysis.emergence import sharpest_of
 from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary import unfinished
@@ -56,11 +56,15 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
             key = name if name.startswith("jsdp_not_specified") else f"{name}/{answer}"
             out.setdefault(str(step), {})[key] = None
             pending.append((str(step), key, chunk))
-    for rates in (False, True):  # accuracies are rates: within [0, 1] at a few prompts
+    # Each mean within its range at a few prompts (a t interval's, clipped): an accuracy in
+    # [0, 1], a JSD-P part in [0, ½ ln 2], a rank from 1.
+    ranges = {"accuracy": stats.UNIT, "average_rank": RANK_RANGE}
+    for rates in (False, True):  # resampled apart, as before ranges were given
         part = [p for p in pending if p[1].startswith("accuracy/") == rates]
         boots = stats.bootstrap_means([v for _, _, v in part], confidence=options.confidence,
                                       n_resamples=options.n_resamples,
-                                      bounds=stats.UNIT if rates else None)
+                                      bounds=[ranges.get(key.split("/")[0], JSDP_RANGE)
+                                              for _, key, _ in part])
         for (step, key, _), boot in zip(part, boots, strict=True):
             out[step][key] = [boot.low, boot.high]
     kw = {"confidence": options.confidence, "n_resamples": options.n_resamples}

@@ -99,3 +99,54 @@ def test_a_scored_probes_rerun_loads_no_model(
     assert main(argv) == 0
     assert loads == [str(model)]
     pd.testing.assert_frame_equal(records(out), before)
+
+
+def test_a_rerun_on_a_gpu_under_dtype_auto_loads_no_model(
+        model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """On a GPU, ``--dtype auto`` loads the dtype the checkpoint's config names, and the
+    identity holds it: the weights loaded to tell it, every unit stored or not. It is read
+    from config.json now (the GPU here is the one the identity's dtype is resolved for; the
+    weights load on the CPU, in the float32 the tiny model's config names)."""
+    import torch
+
+    import biasscope.backends.hf_generate as hf_generate
+
+    monkeypatch.setattr(hf_generate, "resolve_device", lambda name: torch.device("cuda"))
+    out = tmp_path / "run"
+    argv = ["audit", "--model", f"hf:{model}", "--probe", "professional-bias", "--limit", "4",
+            "--no-cache", "--out", str(out)]
+    assert main(argv) == 0
+    backend = json.loads((out / "run.json").read_text())["responder"]["backend"]
+    assert backend["dtype"] == "float32"
+    loads = loads_counted(monkeypatch, fail=True)
+    assert main(argv) == 0
+    assert loads == []
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "dtype": "bfloat16"}))
+    capsys.readouterr()
+    assert main(argv) == 2  # another config: other files, and another dtype, refused unloaded
+    assert "responder.backend" in capsys.readouterr().err and loads == []
+
+
+def test_weights_that_load_in_another_dtype_than_their_files_say_are_refused(
+        model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run was checked with the dtype read from the files: weights that load in another
+    are refused as they load, not scored under the identity of the first."""
+    import torch
+
+    import biasscope.backends.hf_generate as hf_generate
+    from biasscope.backends.checkpoints import Checkpoint
+    from biasscope.backends.hf_generate import HFGenerator
+    from biasscope.backends.hf_model import HFConfig
+    from biasscope.core.errors import ModelError
+
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "dtype": "bfloat16"}))
+    monkeypatch.setattr(hf_generate, "resolve_device", lambda name: torch.device("cuda"))
+    deferred = HFGenerator(Checkpoint("m", str(model)), HFConfig(), deferred=True)
+    assert deferred.identity()["dtype"] == "bfloat16"
+    with pytest.raises(ModelError, match=r"^model m loaded in float32, not in the bfloat16 its "
+                                         r"files say; nothing of it was scored: pass --dtype "
+                                         r"bfloat16$"):
+        deferred.model  # noqa: B018 (the load; on the CPU here, float32)

@@ -39,11 +39,11 @@ from biasscope.backends.fingerprints import fingerprint_while_loading, hub_commi
 from biasscope.backends.gguf import is_gguf
 from biasscope.backends.hf_model import (
     HFConfig,
+    dtype_before_loading,
     left_pad,
     load_model,
     load_tokenizer,
     resolve_device,
-    resolve_dtype,
 )
 from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import ModelError
@@ -176,9 +176,11 @@ class HFGenerator:
         found.update(gguf_identity(self.ckpt))  # a GGUF file's: which file, which quantisation
         loaded = "model" in self.__dict__
         found.update(self.fingerprints if loaded else self._hashed())
-        # `--device auto` loads half precision on a GPU and float32 on a CPU: other answers.
-        # Where the settings do not say which ("auto" on a GPU), the weights load to tell.
-        dtype = None if loaded else self._dtype_before_loading()
+        # `--dtype auto` loads float32 on a CPU and the checkpoint's dtype on a GPU: other
+        # answers. Read from its files before it loads; where they do not say, it loads to tell.
+        if not loaded and "_predtype" not in self.__dict__:
+            self._predtype = self._dtype_before_loading()
+        dtype = None if loaded else self._predtype
         found["dtype"] = dtype or str(next(self.model.parameters()).dtype).removeprefix("torch.")
         return found
 
@@ -194,19 +196,28 @@ class HFGenerator:
         """Refuse weights or files that changed on disk between the identity a deferred
         generator gave (`_hashed`, which the run was checked against) and their load."""
         before = self.__dict__.get("_prehashed")
-        if before is None or before == self.fingerprints:
+        if before is None:
             return
-        changed = [k for k in sorted({*before, *self.fingerprints})
-                   if before.get(k) != self.fingerprints.get(k)]
+        said, now = self.__dict__.get("_predtype"), dict(self.fingerprints)
+        loaded = str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        if before == now and said not in (None, loaded):  # a config transformers reads otherwise
+            raise ModelError(f"model {self.label} loaded in {loaded}, not in the {said} its "
+                             f"files say; nothing of it was scored: pass --dtype {said}")
+        if before == now:
+            return
+        changed = [k for k in sorted({*before, *now}) if before.get(k) != now.get(k)]
         raise ModelError(f"model {self.label} changed on disk while this call ran "
                          f"({', '.join(changed)}); nothing of it was scored: run the same "
                          "command again to check it anew")
 
     def _dtype_before_loading(self) -> str | None:
-        """The dtype the weights will load in where the settings fix it (``--dtype`` given, or
-        "auto" on a CPU: float32); None where the checkpoint decides ("auto" elsewhere)."""
-        chosen = resolve_dtype(self.config.dtype, resolve_device(self.config.device))
-        return None if isinstance(chosen, str) else str(chosen).removeprefix("torch.")
+        """The dtype the weights will load in, from the settings and the checkpoint's files
+        (`dtype_before_loading`: "auto" on a GPU is the dtype its config names); None where
+        only a load tells. A GGUF file's copy is float32 weights whose config says so."""
+        if is_gguf(self.ckpt.identity) and self.config.dtype == "auto":
+            return "float32"  # (`gguf._convert`), with its copy gone too
+        return dtype_before_loading(self.ckpt.source, self.config.dtype,
+                                    resolve_device(self.config.device).type)
 
     def encode(self, request: GenerateRequest) -> list[int]:
         """Prompt token ids: a plain prompt as the scorer tokenizes it (with the tokenizer's

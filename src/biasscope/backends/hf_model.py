@@ -6,6 +6,7 @@ checkpoint loads and refuses (pickle weights unless asked for, remote code unles
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import PICKLE_WEIGHTS, loading
+from biasscope.backends.weights import FLOATS, saved_dtypes
 from biasscope.core.config import POSITIVE_INT, check_settings, setting
 from biasscope.core.errors import ModelError
 from biasscope.core.renamed import renamed
@@ -79,6 +81,39 @@ def resolve_dtype(name: str, device: Any) -> Any:
     if name == "auto":
         return torch.float32 if device.type == "cpu" else "auto"
     return getattr(torch, name)
+
+
+def dtype_before_loading(source: str | Path, name: str, device: str) -> str | None:
+    """The dtype a local checkpoint's weights will load in under ``--dtype name`` on a
+    ``device`` ("cpu", "cuda", "mps": `resolve_device`'s type), read from its files, not its
+    weights: a run's identity holds it, so a rerun with nothing to score is checked without a
+    load. A dtype asked is that one; "auto" on a CPU is float32 (`resolve_dtype`); elsewhere
+    transformers loads the dtype the config names (``dtype``, else the older ``torch_dtype``),
+    else that of the weights as saved (one floating dtype in every safetensors header). None
+    where only a load tells: a hub id, a quantised checkpoint (its quantiser may change the
+    dtype), weights saved in mixed or no floating dtypes, or files that cannot be read."""
+    if name not in DTYPES:
+        raise ModelError(f"unknown dtype {name!r}: use one of {', '.join(DTYPES)}")
+    if name != "auto":
+        return name
+    if device == "cpu":
+        return "float32"
+    root = Path(source).expanduser()
+    try:
+        config = json.loads((root / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict) or config.get("quantization_config") is not None:
+        return None
+    said = config.get("dtype") or config.get("torch_dtype")
+    if said is not None:  # as transformers reads it: torch's attribute of that name
+        known = isinstance(said, str) and said in {*_ALIASES, *FLOATS.values()}
+        return _ALIASES.get(said, said) if known else None
+    saved = saved_dtypes(root)
+    return saved.pop() if len(saved) == 1 else None
+
+
+_ALIASES = {"float": "float32", "half": "float16", "double": "float64"}
 
 
 def check_weights(source: str | Path, allow_pickle: bool = False) -> None:

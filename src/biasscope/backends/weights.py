@@ -60,16 +60,50 @@ def tensor_names(ckpt: Checkpoint) -> list[str] | None:
     of each file: no weight is read), or None where it has no safetensors file at hand."""
     files, names = _weight_files(ckpt), []
     for path in files:
-        try:
-            with path.open("rb") as handle:
-                size = int.from_bytes(handle.read(8), "little")
-                header = json.loads(handle.read(size)) if 0 < size < 1 << 28 else None
-        except (OSError, ValueError):
-            return None
-        if not isinstance(header, dict):
+        header = safetensors_header(path)
+        if header is None:
             return None
         names += [k for k in header if k != "__metadata__"]
     return names if files else None
+
+
+def safetensors_header(path: Path) -> dict[str, Any] | None:
+    """A safetensors file's header (the JSON at its start: each tensor's dtype, shape and
+    offsets), or None where it cannot be read."""
+    try:
+        with path.open("rb") as handle:
+            size = int.from_bytes(handle.read(8), "little")
+            header = json.loads(handle.read(size)) if 0 < size < 1 << 28 else None
+    except (OSError, ValueError):
+        return None
+    return header if isinstance(header, dict) else None
+
+
+#: safetensors' floating dtypes that transformers loads a model in, by torch's names (fp8 and
+#: fp4 it skips when it reads a checkpoint's dtype from its weights).
+FLOATS = {"F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64"}
+
+
+def saved_dtypes(root: Path) -> set[str]:
+    """The floating dtypes a local folder's safetensors weights were saved in (headers read, no
+    weight), by torch's names: what transformers loads under ``dtype="auto"`` where the config
+    names none. A header that cannot be read, another floating dtype (fp8), or an index naming
+    a dtype of its own (which transformers takes first) adds "?": then no one dtype is known."""
+    found: set[str] = set()
+    for index in root.glob("*.safetensors.index.json"):
+        try:
+            if (json.loads(index.read_text()).get("metadata") or {}).get("dtype"):
+                found.add("?")
+        except (OSError, ValueError, AttributeError):
+            found.add("?")
+    for path in sorted(root.glob("*.safetensors")):
+        header = safetensors_header(path)
+        if header is None:
+            return {"?", *found}
+        kinds = {str(t.get("dtype")) for k, t in header.items()
+                 if k != "__metadata__" and isinstance(t, dict)}
+        found |= {FLOATS.get(k, "?") for k in kinds if k.startswith(("F", "BF"))}
+    return found
 
 
 def _read_through(path: Path, sink: int) -> None:

@@ -17,7 +17,9 @@ quantisation; a hub id's branch by the commit it loaded, recorded once the token
 loaded and checked after every load), so other weights under the same path are refused before
 anything loads (a moved branch where the Hugging Face cache already says so, else once it has
 loaded, before an arm trains). Each arm's ``train/<arm>/arm.json`` names the run that wrote it,
-so Trainer checkpoints another run left are refused rather than resumed.
+so Trainer checkpoints another run left are refused rather than resumed. A rerun whose every
+arm finished loads no tokenizer or weights and converts no GGUF file; one with arms left loads
+for those alone.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from biasscope.intervene.train import (
     Limited,
     check_targets,
     checkpoint_at,
+    finished,
     owner,
     recorded,
     refuse_foreign,
@@ -278,32 +281,37 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
         own = owners()  # a new run's, made now
         remove_stale_temp_files(store.records_dir)  # a killed call's half-written units
         ship.recover(store.root)  # and its half-swapped RUN/recommended/
-        convert_gguf([base])
-        device = resolve_device(config.device)
-        loading = HFConfig(device=str(device), dtype="float32")
-        tokenizer = load_tokenizer(base, loading)
-        settings = _loaded_commit(store, base, sweep, settings)
-
-        def load() -> Any:
-            nonlocal settings
-            model = load_model(base, loading)
-            settings = _loaded_commit(store, base, sweep, settings)
-            return model
-
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        texts = [d.text for d in train]
-        live = LiveConfig(seeds=tuple(config.seeds), batch_size=config.eval_batch_size)
+        # A rerun whose every arm finished loads nothing and converts no GGUF file: the base
+        # was checked by what it is (`_identified`: its files hashed), and the analysis reads
+        # the stored evaluations. One with an arm left loads the tokenizer, and the weights
+        # once per arm it trains.
         lora = bool(config.training.lora_rank)
-        keep = [ship.saver(store, method.name, CONTROL, config.analysis, tokenizer,
-                           config.training.every, lora)] if config.save_recommended else []
-        changed = method.apply(texts)
-        for r in runs:
-            for arm, arm_texts, after in ((CONTROL, texts, []),
-                                          (method.name, changed, keep if r == 1 else [])):
-                name = analysis.run_name(arm, r)
-                train_arm(name, arm_texts, load, tokenizer, probes, store, arms[name], live,
-                          device, config.quiet, after, own[name])
+        if not all(finished(store.root, name) for name in arms):
+            convert_gguf([base])
+            device = resolve_device(config.device)
+            loading = HFConfig(device=str(device), dtype="float32")
+            tokenizer = load_tokenizer(base, loading)
+            settings = _loaded_commit(store, base, sweep, settings)
+
+            def load() -> Any:
+                nonlocal settings
+                model = load_model(base, loading)
+                settings = _loaded_commit(store, base, sweep, settings)
+                return model
+
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            texts = [d.text for d in train]
+            live = LiveConfig(seeds=tuple(config.seeds), batch_size=config.eval_batch_size)
+            keep = [ship.saver(store, method.name, CONTROL, config.analysis, tokenizer,
+                               config.training.every, lora)] if config.save_recommended else []
+            changed = method.apply(texts)
+            for r in runs:
+                for arm, arm_texts, after in ((CONTROL, texts, []),
+                                              (method.name, changed, keep if r == 1 else [])):
+                    name = analysis.run_name(arm, r)
+                    train_arm(name, arm_texts, load, tokenizer, probes, store, arms[name], live,
+                              device, config.quiet, after, own[name])
     result = report(store, method.name, config.analysis, config.data_dir)
     if len(found := result.summary.get("runs") or []) > config.training.runs:
         print(f"note: {store.root} holds {len(found)} runs per arm (--runs "

@@ -177,6 +177,11 @@ def owner(created: Any, arm: str, training: Training, base: Any) -> dict[str, An
     return {"run_created": created, "arm": arm, "seed": training.seed, "base": base}
 
 
+def finished(root: Path, arm: str) -> bool:
+    """Whether ``arm`` of the run in ``root`` finished training (`train_arm` skips it)."""
+    return (root / "train" / arm / DONE).is_file()
+
+
 def _holds_training(where: Path) -> bool:
     """Whether an arm's folder holds something a call would resume or skip."""
     return (where / DONE).is_file() or any(where.glob("checkpoint-*"))
@@ -232,7 +237,7 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
 
     where = store.root / "train" / arm
     steps = list(range(0, training.steps + 1, training.every))
-    if (where / DONE).is_file():
+    if finished(store.root, arm):
         return steps
     where.mkdir(parents=True, exist_ok=True)
     set_seed(training.seed)

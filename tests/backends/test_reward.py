@@ -316,3 +316,46 @@ def test_a_chat_template_edited_in_place_is_another_reward_model(root: Path, tmp
     with pytest.raises(BiasscopeError, match=r"reward model 'rm' \(files_fingerprint: "
                        rf"{first[:12]}… then"):
         rerun()
+
+
+def test_a_deferred_reward_model_names_itself_before_its_weights_load(
+        root: Path, rm_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`identity` from the folder's files, the same once the weights load on first use; a
+    head of three labels, or no chat template, refused when it is made, still unloaded."""
+    import biasscope.backends.reward as reward
+
+    loaded = _load(rm_dir)
+    loads: list[str] = []
+    real = reward._load_classifier
+    monkeypatch.setattr(reward, "_load_classifier",
+                        lambda ckpt, config: loads.append(ckpt.source) or real(ckpt, config))
+    deferred = HFRewardModel(str(rm_dir), RewardConfig(device="cpu"), deferred=True)
+    assert deferred.identity() == loaded.identity() and deferred.fingerprint
+    assert loads == []
+    assert deferred.score(CONVERSATIONS) == loaded.score(CONVERSATIONS)
+    assert loads == [str(rm_dir)] and deferred.identity() == loaded.identity()
+    tok = _tokenizer()
+    three = save(_reward_model(len(tok), labels=3), tok, root / "three-labels")
+    with pytest.raises(ModelError, match="three-labels has 3 labels"):
+        HFRewardModel(str(three), RewardConfig(device="cpu"), deferred=True)
+    tok = _tokenizer(template=None)
+    bare = save(_reward_model(len(tok)), tok, root / "bare")
+    with pytest.raises(ModelError, match="--no-chat-template"):
+        HFRewardModel(str(bare), RewardConfig(device="cpu"), deferred=True)
+    assert loads == [str(rm_dir)]
+
+
+def test_a_deferred_reward_model_refuses_weights_changed_before_they_load(
+        root: Path, rm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    folder = Path(shutil.copytree(rm_dir, tmp_path / "rm"))
+    deferred = HFRewardModel(str(folder), RewardConfig(device="cpu"), deferred=True)
+    assert deferred.identity()["fingerprint"] == listing(rm_dir)
+    tok = _tokenizer()
+    save(_reward_model(len(tok), seed=5), tok, tmp_path / "other")
+    shutil.copy(tmp_path / "other" / "model.safetensors", folder / "model.safetensors")
+    with pytest.raises(ModelError, match=r"^model rm changed on disk while this call ran "
+                                         r"\(fingerprint\); nothing of it was scored"):
+        deferred.score(CONVERSATIONS)

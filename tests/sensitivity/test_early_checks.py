@@ -146,3 +146,44 @@ def test_a_ccai_file_edited_past_the_top_k_is_refused_before_a_reward_model_load
     (out / "run.json").write_text(json.dumps(meta))
     assert main(argv) == 0
     assert json.loads((out / "run.json").read_text())["settings"]["data"] == recorded
+
+
+def test_a_rerun_with_every_reward_stored_loads_no_reward_model(
+        model: Path, loads: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: every call loaded its reward models, with every reward stored. A local one
+    loads when it first scores: its identity (files hashed, the dtype its config names on a
+    GPU under --dtype auto, float32 on a CPU) is checked unloaded. A unit missing loads it."""
+    import torch
+
+    import biasscope.backends.reward as reward
+
+    prompts, principles = tmp_path / "prompts.jsonl", tmp_path / "principles.txt"
+    prompts.write_text("".join(json.dumps({"prompt": f"Ask my wife {i}?", "response": "No."})
+                               + "\n" for i in range(2)))
+    principles.write_text("Be kind.\nBe brief.\n")
+    out = tmp_path / "run"
+    argv = ["sensitivity", "--perturber", "canned:It is rude.|Be kind.", "--principles",
+            str(principles), "--prompts", str(prompts), "--sanity-pairs", "0",
+            "--no-chat-template", "--no-cache", "--out", str(out), "--reward-model", str(model)]
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    real = reward._load_classifier
+
+    def counted(ckpt, config, fail: bool = True):
+        loads.append(str(ckpt.source))
+        if fail:
+            raise AssertionError(f"{ckpt.source} was loaded")
+        return real(ckpt, config)
+
+    monkeypatch.setattr(reward, "_load_classifier", counted)
+    assert main(argv) == 0, capsys.readouterr().err
+    assert loads == [] and json.loads((out / "summary.json").read_text()) == summary
+    with monkeypatch.context() as gpu:  # its config names float32, as the CPU loaded it in
+        gpu.setattr(reward, "resolve_device", lambda name: torch.device("cuda"))
+        assert main(argv) == 0, capsys.readouterr().err
+    assert loads == []
+    next(iter((out / "records").glob("*.parquet"))).unlink()
+    monkeypatch.setattr(reward, "_load_classifier", lambda c, o: counted(c, o, fail=False))
+    assert main(argv) == 0, capsys.readouterr().err
+    assert loads == [str(model)] and json.loads((out / "summary.json").read_text()) == summary

@@ -39,10 +39,11 @@ from biasscope.backends.fingerprints import fingerprint_while_loading, hub_commi
 from biasscope.backends.gguf import is_gguf
 from biasscope.backends.hf_model import (
     HFConfig,
-    dtype_before_loading,
+    checkpoint_dtype,
     left_pad,
     load_model,
     load_tokenizer,
+    refuse_changed,
     resolve_device,
 )
 from biasscope.backends.lazy import require_torch
@@ -194,30 +195,19 @@ class HFGenerator:
 
     def _refuse_changed(self) -> None:
         """Refuse weights or files that changed on disk between the identity a deferred
-        generator gave (`_hashed`, which the run was checked against) and their load."""
-        before = self.__dict__.get("_prehashed")
-        if before is None:
-            return
-        said, now = self.__dict__.get("_predtype"), dict(self.fingerprints)
-        loaded = str(next(self.model.parameters()).dtype).removeprefix("torch.")
-        if before == now and said not in (None, loaded):  # a config transformers reads otherwise
-            raise ModelError(f"model {self.label} loaded in {loaded}, not in the {said} its "
-                             f"files say; nothing of it was scored: pass --dtype {said}")
-        if before == now:
-            return
-        changed = [k for k in sorted({*before, *now}) if before.get(k) != now.get(k)]
-        raise ModelError(f"model {self.label} changed on disk while this call ran "
-                         f"({', '.join(changed)}); nothing of it was scored: run the same "
-                         "command again to check it anew")
+        generator gave (`_hashed`, which the run was checked against) and their load, or
+        that load in another dtype than the one read from them."""
+        if "_prehashed" in self.__dict__:
+            refuse_changed(self.label, self._prehashed, self.fingerprints,
+                           self.__dict__.get("_predtype"),
+                           str(next(self.model.parameters()).dtype).removeprefix("torch."))
 
     def _dtype_before_loading(self) -> str | None:
         """The dtype the weights will load in, from the settings and the checkpoint's files
-        (`dtype_before_loading`: "auto" on a GPU is the dtype its config names); None where
-        only a load tells. A GGUF file's copy is float32 weights whose config says so."""
-        if is_gguf(self.ckpt.identity) and self.config.dtype == "auto":
-            return "float32"  # (`gguf._convert`), with its copy gone too
-        return dtype_before_loading(self.ckpt.source, self.config.dtype,
-                                    resolve_device(self.config.device).type)
+        (`checkpoint_dtype`: "auto" on a GPU is the dtype its config names); None where only
+        a load tells."""
+        return checkpoint_dtype(self.ckpt, self.config.dtype,
+                                resolve_device(self.config.device).type)
 
     def encode(self, request: GenerateRequest) -> list[int]:
         """Prompt token ids: a plain prompt as the scorer tokenizes it (with the tokenizer's

@@ -116,6 +116,32 @@ def dtype_before_loading(source: str | Path, name: str, device: str) -> str | No
 _ALIASES = {"float": "float32", "half": "float16", "double": "float64"}
 
 
+def checkpoint_dtype(ckpt: Checkpoint, name: str, device: str) -> str | None:
+    """`dtype_before_loading` of ``ckpt``; a GGUF file's under "auto" is float32, the dtype
+    of the cache copy it loads from (`gguf._convert` writes it so), whether made yet or not."""
+    from biasscope.backends.gguf import is_gguf
+
+    if is_gguf(ckpt.identity) and name == "auto":
+        return "float32"
+    return dtype_before_loading(ckpt.source, name, device)
+
+
+def refuse_changed(label: str, before: dict[str, str], now: dict[str, str], said: str | None,
+                   loaded: str) -> None:
+    """Refuse a deferred model's weights whose load does not match the identity the run was
+    checked against: files changed on disk between the two (``before``, ``now``: their
+    fingerprints), or a dtype (``loaded``) other than the one read from them (``said``)."""
+    if before == now and said not in (None, loaded):  # a config transformers reads otherwise
+        raise ModelError(f"model {label} loaded in {loaded}, not in the {said} its files say; "
+                         f"nothing of it was scored: pass --dtype {said}")
+    if before == now:
+        return
+    changed = [k for k in sorted({*before, *now}) if before.get(k) != now.get(k)]
+    raise ModelError(f"model {label} changed on disk while this call ran "
+                     f"({', '.join(changed)}); nothing of it was scored: run the same "
+                     "command again to check it anew")
+
+
 def check_weights(source: str | Path, allow_pickle: bool = False) -> None:
     """Refuse a local checkpoint whose only weights are pickles, unless ``allow_pickle``:
     unpickling a downloaded or shared file runs whatever code it carries, so it is an explicit

@@ -20,15 +20,25 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from itertools import chain
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biasscope.backends.base import Scored
-from biasscope.backends.checkpoints import Checkpoint, from_model, gguf_identity, recorded_source
+from biasscope.backends.checkpoints import (
+    Checkpoint,
+    convert_gguf,
+    from_model,
+    gguf_identity,
+    recorded_source,
+)
 from biasscope.backends.fingerprints import fingerprint_while_loading
+from biasscope.backends.gguf import is_gguf
 from biasscope.backends.hf_model import (
     HFConfig,
     check_weights,
+    checkpoint_dtype,
     load_tokenizer,
+    refuse_changed,
     resolve_device,
     resolve_dtype,
 )
@@ -95,53 +105,94 @@ class HFRewardModel:
     probability. More labels are refused.
     """
 
-    def __init__(self, spec: str, config: RewardConfig | None = None) -> None:
-        """``spec``: a hub id (``id@revision`` pins one) or a local model directory."""
+    def __init__(self, spec: str, config: RewardConfig | None = None, *,
+                 deferred: bool = False) -> None:
+        """``spec``: a hub id (``id@revision`` pins one) or a local model directory.
+        ``deferred``: a local folder's weights load when it first scores, not now: a call
+        whose every reward is stored needs only `identity`, from its files (hashed; the dtype
+        its config names, `checkpoint_dtype`). Its tokenizer loads now, and its config is
+        read, so that a chat template or a head it lacks is refused before any perturbation.
+        A hub id (its branch's commit is known once it has loaded), a GGUF file, and weights
+        whose dtype only their load tells (quantised, of mixed dtypes) load now."""
         self.config = config = config or RewardConfig()
-        self.ckpt = from_model(spec)[0]
+        self.ckpt = from_model(spec, convert=False)[0]
         self.label = self.ckpt.label
-        say(f"loading reward model {self.label}")
-        hf = HFConfig(device=config.device, dtype=config.dtype,
-                      trust_remote_code=config.trust_remote_code)
+        self.truncated = 0
+        local = not is_gguf(self.ckpt.identity) and Path(self.ckpt.source).expanduser().is_dir()
+        if not (deferred and local and self._dtype_before_loading() is not None):
+            self._load()
+            return
         with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision) as fingerprints:
-            self.tokenizer = load_tokenizer(self.ckpt, hf)
-            if config.chat_template and not getattr(self.tokenizer, "chat_template", None):
-                raise ModelError(f"the tokenizer of {self.label} has no chat template: pass "
-                                 "--no-chat-template to score the plain hh-rlhf format "
-                                 "(\\n\\nHuman: …\\n\\nAssistant: …)")
+            self.tokenizer = self._tokenizer()
+            _labels(self.label, _model_config(self.ckpt, config))
+            self._prehashed = fingerprints()
+
+    def __getattr__(self, name: str) -> Any:
+        """A deferred reward model's weights (and all their load sets), on first read."""
+        if name in _LOADED and "_prehashed" in self.__dict__:
+            self._load()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    def _tokenizer(self) -> Any:
+        hf = HFConfig(device=self.config.device, dtype=self.config.dtype,
+                      trust_remote_code=self.config.trust_remote_code)
+        tokenizer = load_tokenizer(self.ckpt, hf)
+        if self.config.chat_template and not getattr(tokenizer, "chat_template", None):
+            raise ModelError(f"the tokenizer of {self.label} has no chat template: pass "
+                             "--no-chat-template to score the plain hh-rlhf format "
+                             "(\\n\\nHuman: …\\n\\nAssistant: …)")
+        return tokenizer
+
+    def _load(self) -> None:
+        config = self.config
+        convert_gguf([self.ckpt])
+        say(f"loading reward model {self.label}")
+        with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision) as fingerprints:
+            if "tokenizer" not in self.__dict__:
+                self.tokenizer = self._tokenizer()
             self.model = _load_classifier(self.ckpt, config)
             #: What a local folder's weights and other files are (`backends.fingerprints`);
             #: for a hub id, the commit its revision resolved to (none where it is a commit).
             self.fingerprints = fingerprints()
-        self.labels = int(self.model.config.num_labels)
-        if self.labels not in (1, 2):
-            raise ModelError(f"{self.label} has {self.labels} labels: a reward model has 1 "
-                             "(or 2, scored as logit[1] - logit[0])")
+        if "_prehashed" in self.__dict__:
+            refuse_changed(self.label, self._prehashed, self.fingerprints,
+                           self._dtype_before_loading(), _dtype(self.model))
+        self.labels = _labels(self.label, self.model.config)
         self.device = next(self.model.parameters()).device
         self.vocab = int(self.model.get_input_embeddings().weight.shape[0])
         pad = self.model.config.pad_token_id
         self._pad = int(pad) if isinstance(pad, int) and 0 <= pad < self.vocab else None
         self.max_length = config.max_length or self._model_limit()
         self._use_cache = "use_cache" in inspect.signature(self.model.forward).parameters
-        self.truncated = 0
+
+    def _dtype_before_loading(self) -> str | None:
+        return checkpoint_dtype(self.ckpt, self.config.dtype,
+                                resolve_device(self.config.device).type)
 
     @property
     def fingerprint(self) -> str | None:
         """The weights' fingerprint alone: `fingerprints`' name before it held the other
         files' too, kept for one release."""
-        return self.fingerprints.get("fingerprint")
+        return self._prints().get("fingerprint")
+
+    def _prints(self) -> dict[str, str]:
+        """`fingerprints`, or those hashed before a deferred model's weights load."""
+        return dict(self.__dict__.get("fingerprints") or self.__dict__["_prehashed"])
 
     def identity(self) -> dict[str, str]:
         """What decides the rewards: a hub id by its revision (and the ``commit`` a branch
         or tag resolved to), a local folder also by its
         weights' fingerprint (weights replaced under the same path are another model) and its
         tokenizer's, chat template's and config's (``files_fingerprint``), and the dtype the
-        weights run in. A local folder's path is resolved (`recorded_source`)."""
+        weights run in. A local folder's path is resolved (`recorded_source`). A deferred
+        model's is known from its files, and checked against them once it loads."""
         found = _settled(self.ckpt, self.config)
-        found.update(self.fingerprints)
+        found.update(self._prints())
         # `--dtype auto` is float32 on a CPU and the checkpoint's own dtype on a GPU: other
-        # rewards, so the dtype the weights were loaded in, not the one asked for.
-        found["dtype"] = str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        # rewards, so the dtype the weights load in, read from their config where not loaded.
+        loaded = "model" in self.__dict__
+        found["dtype"] = _dtype(self.model) if loaded else str(self._dtype_before_loading())
         return found
 
     def render(self, conversation: Scored) -> str:
@@ -253,20 +304,54 @@ def _settled(ckpt: Checkpoint, config: RewardConfig) -> dict[str, str]:
             "max_length": str(config.max_length or "")}
 
 
+#: What `HFRewardModel._load` sets: a deferred reward model loads on the first read of any.
+_LOADED = frozenset({"model", "fingerprints", "labels", "device", "vocab", "_pad", "max_length",
+                     "_use_cache"})
+
+
+def _dtype(model: Any) -> str:
+    return str(next(model.parameters()).dtype).removeprefix("torch.")
+
+
+def _model_config(ckpt: Checkpoint, config: RewardConfig) -> Any:
+    """The checkpoint's config (config.json read, no weight), as its load reads it."""
+    from transformers import AutoConfig
+
+    try:
+        with loading(f"reward model {ckpt.label}"):
+            return AutoConfig.from_pretrained(ckpt.source, revision=ckpt.revision,
+                                              trust_remote_code=config.trust_remote_code)
+    except (OSError, ValueError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"cannot load reward model {ckpt.label}: {first}") from None
+
+
+def _labels(label: str, config: Any) -> int:
+    """The number of labels of a reward model's head (its config's), refused unless 1 or 2."""
+    labels = int(config.num_labels)
+    if labels not in (1, 2):
+        raise ModelError(f"{label} has {labels} labels: a reward model has 1 "
+                         "(or 2, scored as logit[1] - logit[0])")
+    return labels
+
+
 def identities_before_loading(named: Sequence[Named], config: RewardConfig, option: str
                               ) -> dict[str, dict[str, str]]:
     """Each reward model's label and what its identity holds before it loads: what `_settled`
     says, and the dtype its weights will load in where that is known (the one asked; ``auto``
-    on a CPU is float32, on a GPU the checkpoint's own, known only once loaded). A run's
+    on a CPU is float32, on a GPU the one a local folder's config names, `checkpoint_dtype`;
+    a hub id's, or a quantised checkpoint's, is known only once loaded). A run's
     recorded settings are checked against these before any model loads, so a typo costs no
     load of minutes. A GGUF file's is known by its path and SHA-256 (`gguf_identity`: hashed,
     not converted)."""
     ckpts = [from_model(spec, convert=False)[0] for _, spec in named]
     labels = model_labels(named, [c.label for c in ckpts], option)
-    dtype = config.dtype if config.dtype != "auto" else (
-        "float32" if resolve_device(config.device).type == "cpu" else None)
-    return {label: {**_settled(c, config), **({"dtype": dtype} if dtype else {})}
-            for label, c in zip(labels, ckpts)}
+    device = resolve_device(config.device).type
+    found = {}
+    for label, ckpt in zip(labels, ckpts):
+        dtype = checkpoint_dtype(ckpt, config.dtype, device)
+        found[label] = {**_settled(ckpt, config), **({"dtype": dtype} if dtype else {})}
+    return found
 
 
 def whole_identity(before: Mapping[str, str]) -> dict[str, str] | None:

@@ -71,7 +71,9 @@ def run(config: SensitivityConfig) -> SensitivityResult:
     check_before_loading(config.out, prompts, constitution, harness, planned, perturber)
     if fewer:  # once the call is checked: a refused call's error stays its one line
         print(fewer, file=sys.stderr)
-    models = [HFRewardModel(spec, reward) for _, spec in named]
+    # A local reward model loads when it first scores: a rerun whose every reward is stored
+    # loads none (its identity comes from its files).
+    models = [HFRewardModel(spec, reward, deferred=True) for _, spec in named]
     label_models(models, named, "--reward-model")
     store = run_sensitivity(models, perturber, prompts, constitution, config.out, harness)
     with run_lock(store):  # another run into this --out may rewrite summary.json meanwhile

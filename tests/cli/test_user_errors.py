@@ -858,11 +858,11 @@ def test_a_library_check_names_the_flag_and_what_to_do(argv, said, tmp_path, cap
 
 @pytest.mark.parametrize(("argv", "said"), [
     (["dynamics", "--model", "org/never-loaded", "--out", "{tmp}/r", "--alpha", "5"],
-     "--alpha 5.0: must be strictly between 0 and 1: write 0.05 for 5%"),
+     "--alpha 5: must be strictly between 0 and 1: write 0.05 for 5%"),
     (["dynamics", "--model", "org/never-loaded", "--out", "{tmp}/r", "--confidence", "9"],
-     "--confidence 9.0: must be strictly between 0 and 1: write 0.09 for 9%"),
+     "--confidence 9: must be strictly between 0 and 1: write 0.09 for 9%"),
     (["dynamics", "--model", "org/never-loaded", "--out", "{tmp}/r", "--budget", "2"],
-     "--budget 2.0: must be from 0 to 1 (a fraction of the final performance): write 0.02 "
+     "--budget 2: must be from 0 to 1 (a fraction of the final performance): write 0.02 "
      "for 2%"),
     (["compare", "{tmp}/a", "{tmp}/b", "--alpha", "5"],
      "argument --alpha: 5 is not between 0 and 1: write 0.05 for 5%"),

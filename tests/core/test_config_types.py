@@ -16,7 +16,9 @@ from biasscope.audit.settings import Prompting
 from biasscope.backends.base import GenerateParams
 from biasscope.backends.hf_model import HFConfig
 from biasscope.compare.job import CompareConfig
+from biasscope.core.config import written
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.levels import Levels
 from biasscope.dynamics.job import DynamicsConfig
 from biasscope.dynamics.settings import Performance
 from biasscope.generate.batch import GenerateConfig
@@ -202,3 +204,20 @@ def test_evaluate_now_refuses_a_careless_call(given, says, tmp_path, monkeypatch
     call = {"probes": [probe], "out": "run", "step": 0, **given}
     with pytest.raises(BiasscopeError, match=re.escape(says)):
         evaluate_now(None, None, call.pop("probes"), call.pop("out"), call.pop("step"), **call)
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    (5.0, "5"), (95.0, "95"), (0.0, "0"), (2.5, "2.5"), (1e-07, "1e-07"),
+    (0.123456789, 0.123456789), (float("nan"), None), (5, 5), ("5", "5")])
+def test_a_flag_value_is_shown_as_written(value, shown):
+    """``--alpha 5`` parses as 5.0: its line said "--alpha 5.0", which the user never wrote.
+    A float shows without a spurious ".0", and in full where ``g`` would round it."""
+    got = written(value)
+    assert got == shown if shown is not None else got is value
+
+
+def test_a_percentage_for_a_level_names_the_flag_as_written():
+    with pytest.raises(BiasscopeError) as caught:
+        Levels(confidence=95.0)
+    assert str(caught.value).startswith("--confidence 95: must be strictly between 0 and 1: "
+                                        "write 0.95 for 95%")

@@ -81,9 +81,9 @@ def test_the_judges_resamples_reach_its_bootstraps(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(("flag", "value", "says"), [
-    ("--confidence", "95", "--confidence 95.0: must be strictly between 0 and 1: write 0.95 "
+    ("--confidence", "95", "--confidence 95: must be strictly between 0 and 1: write 0.95 "
                            "for 95%"),
-    ("--confidence", "0", "--confidence 0.0: must be strictly between 0 and 1"),
+    ("--confidence", "0", "--confidence 0: must be strictly between 0 and 1"),
     ("--confidence", "1.5", "--confidence 1.5: must be strictly between 0 and 1"),
     ("--resamples", "5", "--resamples 5: must be a whole number from 100 to 100000"),
 ])

@@ -30,6 +30,14 @@ def percent_hint(value: Any) -> str:
     return ""
 
 
+def written(value: Any) -> Any:
+    """``value`` as a user writes it in a flag: a float without a spurious ``.0`` (``--alpha 5``
+    parses as 5.0, and "--alpha 5.0" is not what they wrote); any other value as it is."""
+    if isinstance(value, float) and math.isfinite(value) and float(f"{value:g}") == value:
+        return f"{value:g}"
+    return value
+
+
 @dataclass(frozen=True)
 class Check:
     """A number (``whole``: an int) that ``ok`` accepts; ``why`` follows the value when not.

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from biasscope.core.config import percent_hint, plain_scalar, setting
+from biasscope.core.config import percent_hint, plain_scalar, setting, written
 from biasscope.core.errors import BiasscopeError
 
 #: The fewest and most resamples an analysis takes. Below 100 no level from 80% up leaves 10
@@ -85,7 +85,7 @@ class Levels:
             value = plain_scalar(getattr(self, name))
             object.__setattr__(self, name, value)
             if reason := problem(name, value):
-                raise BiasscopeError(f"{flag_of(name)} {value}: {reason}")
+                raise BiasscopeError(f"{flag_of(name)} {written(value)}: {reason}")
 
     def stored(self) -> dict[str, Any]:
         """As summary.json's ``analysis`` holds them."""
@@ -126,7 +126,7 @@ def stored_levels(summary: Any, where: str | Path, given: Mapping[str, Any] | No
             raise BiasscopeError(f"analysis {name!r}: is no setting of this summary; give "
                                  f"{', '.join(NAMES)}")
         if reason := problem(name, value):
-            raise BiasscopeError(f"{flag_of(name)} {value}: {reason}")
+            raise BiasscopeError(f"{flag_of(name)} {written(value)}: {reason}")
     previous = summarised_levels(summary)
     for name, value in previous.items():
         if name not in given and (reason := problem(name, value)):

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from biasscope.core.config import percent_hint, plain_scalar, same_setting, setting
+from biasscope.core.config import percent_hint, plain_scalar, same_setting, setting, written
 from biasscope.core.corrections import CORRECTIONS, Correction
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.levels import MAX_RESAMPLES, Levels, level_problem, resamples_problem
@@ -141,7 +141,7 @@ def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> A
         if name not in FIELDS:
             raise BiasscopeError(f"analysis {name!r}: {option_problem(name, value)}")
         if reason := option_problem(name, value):
-            raise BiasscopeError(f"{flag_of(name)} {value}: {reason}")
+            raise BiasscopeError(f"{flag_of(name)} {written(value)}: {reason}")
     summary = store.read_json("summary.json") if store.summary_json.is_file() else {}
     previous = summary.get("analysis") if isinstance(summary, dict) else None
     previous = previous if isinstance(previous, dict) else {}

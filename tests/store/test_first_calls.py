@@ -72,3 +72,47 @@ def test_the_same_store_starts_again_after_its_folder_was_taken_away(tmp_path: P
     assert not store.root.exists()
     stopped(store, BiasscopeError("stopped"), unit=True)
     assert store.has(UNIT)
+
+
+def test_a_first_call_that_stops_leaves_another_calls_run_json(tmp_path: Path) -> None:
+    """Two first calls into one new --out: the one that stops took run.json away, even where
+    the other had written into it meanwhile (its entries, and the files they vouch for, lost).
+    It now takes away only a run.json this call alone wrote."""
+    store, other = RunStore(tmp_path / "run"), RunStore(tmp_path / "run")
+
+    def build(previous: Any) -> dict[str, Any]:
+        return {"settings": {}, "probes": [*(previous or {}).get("probes", []), "this"]}
+
+    with pytest.raises(BiasscopeError), run_json.unsettled(
+            store, lambda: False, files=("performance.json",)):
+        run_json.start_run(store, "audit", build)
+        run_json.start_run(other, "audit", lambda previous: {  # the other call, meanwhile
+            **(previous or {}), "probes": [*(previous or {})["probes"], "other"]})
+        (store.root / "performance.json").write_text("the other call's")
+        raise BiasscopeError("refused")
+    assert store.read_json("run.json")["probes"] == ["this", "other"]
+    assert (store.root / "performance.json").read_text() == "the other call's"
+    assert (store.root / ".run.lock").is_file() and (store.root / ".run.id").is_file()
+
+
+def test_a_first_call_that_merged_into_another_calls_run_json_leaves_it(tmp_path: Path
+                                                                         ) -> None:
+    """The other call wrote run.json first, after this one began (so this one began as a
+    first call): this call's entries stay in it, the other's with them."""
+    store, other = RunStore(tmp_path / "run"), RunStore(tmp_path / "run")
+    with pytest.raises(KeyboardInterrupt), run_json.unsettled(store, lambda: False):
+        run_json.start_run(other, "audit", lambda previous: {"settings": {}, "by": ["other"]})
+        run_json.start_run(store, "audit", lambda previous: {
+            **(previous or {}), "by": [*(previous or {})["by"], "this"]})
+        raise KeyboardInterrupt
+    assert store.read_json("run.json")["by"] == ["other", "this"]
+
+
+def test_a_first_call_rewriting_only_its_own_run_json_still_takes_it_away(tmp_path: Path
+                                                                           ) -> None:
+    store = RunStore(tmp_path / "new" / "run")
+    with pytest.raises(BiasscopeError), run_json.unsettled(store, lambda: False):
+        for n in range(3):  # a sweep writes run.json again as each checkpoint is admitted
+            run_json.start_run(store, "audit", lambda previous, n=n: {"settings": {"n": n}})
+        raise BiasscopeError("refused")
+    assert list(tmp_path.iterdir()) == []

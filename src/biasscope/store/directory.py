@@ -117,6 +117,9 @@ class RunStore:
         # made again under the same name (a rerun, perhaps with other settings) gets another
         # token, and nothing more of this run may land in it. (Inodes are reused: not those.)
         self._identity: str | None = None
+        # run.json as this process made it and alone wrote it since (None: another process
+        # wrote it, or this one never did): a first call that stops takes away only its own.
+        self.own_run_json: bytes | None = None
         self.refresh()
 
     @property

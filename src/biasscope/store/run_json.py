@@ -148,7 +148,9 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
             written = {"kind": have, **{k: v for k, v in build(previous).items() if k != "kind"}}
             if now is not None:
                 written["versions"] = kept_versions((previous or {}).get("versions"), now)
+            was = store.run_json.read_bytes() if previous is not None else None
             write_json(store.run_json, written)
+            _note_own(store, was)
             store.publish(store.run_json)
             if store.remote is None or kept is None or kept(written):
                 if now is not None:
@@ -192,20 +194,55 @@ def unsettled(store: RunStore, holds: Callable[[], bool], folders: Sequence[str]
         yield
     except BaseException:
         if not holds():
-            for path, was in beside.items():
-                if was is None:
-                    path.unlink(missing_ok=True)
-                else:
-                    write_bytes(path, was)
             if fresh:
-                store.run_json.unlink(missing_ok=True)
-                for folder in made:
-                    _remove_empty(folder)
-                _unmake(store, dots, new)
-            elif before is not None:
-                with run_lock(store):
-                    write_bytes(store.run_json, before)
+                _unstart(store, beside, made, dots, new)
+            else:
+                _put_back(beside)
+                if before is not None:
+                    with run_lock(store):
+                        write_bytes(store.run_json, before)
         raise
+
+
+def _note_own(store: RunStore, was: bytes | None) -> None:
+    """After `start_run` wrote run.json over ``was`` (None: it made it): whether what it holds
+    is this process's alone (`RunStore.own_run_json`): made here, and rewritten only here."""
+    mine = store.remote is None and (was is None or was == store.own_run_json)
+    store.own_run_json = store.run_json.read_bytes() if mine else None
+
+
+def _put_back(beside: Mapping[Path, bytes | None]) -> None:
+    """`unsettled`'s ``files`` as they were before the call (removed where it made them)."""
+    for path, was in beside.items():
+        if was is None:
+            path.unlink(missing_ok=True)
+        else:
+            write_bytes(path, was)
+
+
+def _unstart(store: RunStore, beside: Mapping[Path, bytes | None], made: Sequence[Path],
+             dots: Sequence[Path], new: Path | None) -> None:
+    """A first call that stored nothing takes away what it wrote, under the run's lock, and
+    only where run.json is still its own (`_note_own`): another call started into the same
+    new --out meanwhile keeps its run.json and the files beside it (both it vouches for)."""
+    if store.run_json.is_file():
+        try:
+            with run_lock(store):
+                mine = store.run_json.is_file() and (
+                    store.run_json.read_bytes() == store.own_run_json)
+                if mine:
+                    _put_back(beside)
+                    store.run_json.unlink()
+        except (BiasscopeError, OSError):  # the folder gone or replaced: nothing of ours left
+            return
+        if not mine:
+            return
+    else:
+        _put_back(beside)
+    store.own_run_json = None
+    for folder in made:
+        _remove_empty(folder)
+    _unmake(store, dots, new)
 
 
 def _first_missing(path: Path) -> Path | None:

@@ -334,7 +334,7 @@ def test_killed_before_run_json_records_the_file_no_series_is_reported(
     assert not (out / "performance.json").exists()  # before: the series, vouched for by none
     assert main(["report", str(out), "--quiet"]) == 0
     assert performance(out) is None
-    assert not (out / "performance.pending.json").exists()  # thrown away, never read
+    assert not list(out.glob("performance.pending*.json"))  # thrown away, never read
     assert main(argv(out, checkpoint_dirs, winobias_dir)) == 0  # a rerun without the flag
     assert performance(out) is None and CSV not in recorded(out)
 
@@ -352,7 +352,7 @@ def test_killed_after_run_json_records_the_file_the_next_call_keeps_the_series(
     assert performance(out) == {"source": "performance (perf.csv)",
                                 "values": {"10": 0.2, "20": 0.3, "30": 0.31},
                                 "missing_steps": []}
-    assert not (out / "performance.pending.json").exists()
+    assert not list(out.glob("performance.pending*.json"))
     series = json.loads((out / "performance.json").read_text())["series"]["small"]
     assert series["values"] == {"10": 0.2, "20": 0.3, "30": 0.31}
 
@@ -368,4 +368,35 @@ def test_a_rerun_killed_after_its_units_keeps_its_series_for_the_next_call(
     assert performance(out) == {"source": "performance (perf.csv)",
                                 "values": {"10": 0.1, "20": 0.2, "30": 0.25},
                                 "missing_steps": []}
-    assert not (out / "performance.pending.json").exists()
+    assert not list(out.glob("performance.pending*.json"))
+
+
+def test_another_call_settling_meanwhile_leaves_a_running_call_s_staged_series(
+        tmp_path, checkpoint_dirs, winobias_dir, monkeypatch):
+    """A second sweep into the same --out settles as it starts: it took the first's staged
+    series away as a killed call's (run.json did not vouch for it yet), and the first, stopped
+    after its units and before performance.json, then left a run without its series."""
+    import biasscope.dynamics.job as job
+    from biasscope.dynamics.analysis import performance as perf
+    from biasscope.dynamics.imported import Imported
+    from biasscope.store.directory import RunStore
+
+    out, csv = tmp_path / "run", tmp_path / "perf.csv"
+    csv.write_text("10,0.1\n20,0.2\n30,0.25\n")
+    sweep = job.run_dynamics
+
+    def meanwhile(*args: Any, **kwargs: Any) -> None:
+        perf.settle(RunStore(out))  # the other call, starting
+        sweep(*args, **kwargs)
+
+    def stopped(*args: Any) -> None:
+        raise KeyboardInterrupt  # after run.json and the units, before performance.json
+
+    monkeypatch.setattr(job, "run_dynamics", meanwhile)
+    monkeypatch.setattr(Imported, "save", stopped)
+    assert main(argv(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv))) != 0
+    monkeypatch.undo()
+    assert main(["report", str(out), "--quiet"]) == 0
+    assert performance(out) == {"source": "performance (perf.csv)",
+                                "values": {"10": 0.1, "20": 0.2, "30": 0.25},
+                                "missing_steps": []}

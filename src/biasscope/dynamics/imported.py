@@ -16,6 +16,7 @@ training's evaluation) has no file: a file for its model is refused.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,19 +55,21 @@ class Imported:
     def records(self) -> dict[str, str]:
         return {name: sha for s in self.series for name, sha in s.sha.items()}
 
-    def stage(self, store: RunStore) -> None:
-        """Before run.json records the files (`performance.stage`): a call killed after it
-        did leaves the series for the next call to keep, one killed before, to throw away."""
-        performance.stage(store, {s.model: (s.values, s.label, s.sha) for s in self.series})
+    def staged(self, store: RunStore, name: str) -> AbstractContextManager[None]:
+        """Staged in the run's file ``name`` (`performance.staged`), before run.json records
+        the files: a call killed after it did leaves the series for the next call to keep,
+        one killed before, to throw away."""
+        return performance.staged(
+            store, {s.model: (s.values, s.label, s.sha) for s in self.series}, name)
 
-    def save(self, store: RunStore) -> None:
+    def save(self, store: RunStore, name: str) -> None:
         """Into performance.json, once run.json records the files: never a series it does not
-        vouch for (the steps the run dropped left out), then the staged copy goes."""
+        vouch for (the steps the run dropped left out), then the staged copy ``name`` goes."""
         for s in self.series:
             performance.save(store, s.model, performance.kept(store, s.model, s.values),
                              s.label)
         if self.series:
-            store.remove_file(store.root / performance.PENDING)
+            store.remove_file(store.root / name)
 
 
 def read_performance(given: Performance, store: RunStore,

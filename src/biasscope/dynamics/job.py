@@ -77,13 +77,15 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
     before = set(store.unit_files())
     # The series is staged before run.json records its files and saved after, so that no call,
     # stopped or killed at any point, leaves a performance.json that run.json does not vouch for.
+    # Staged in a file of this call's own, held while it runs: another call's `settle` leaves
+    # it be, and two calls into one --out never write over each other's series.
+    pending = performance.pending_name()
     with unsettled(store, lambda: bool(set(store.unit_files()) - before), rerun=True,
-                   files=(performance.FILE, performance.PENDING)):
-        imported.stage(store)
+                   files=(performance.FILE, pending)), imported.staged(store, pending):
         run_dynamics(probes, checkpoints, store, seeds=config.seeds, scoring=config.scoring,
                      limit=config.limit, quiet=config.quiet, executor=executor,
                      data=data | imported.records, rescore_changed=config.rescore_changed)
-        imported.save(store)
+        imported.save(store, pending)
     report = reporting.write_dynamics_report(store, options=analysis, data_dir=config.data_dir)
     store.publish(report)
     return DynamicsResult(store, report)

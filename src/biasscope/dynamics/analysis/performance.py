@@ -3,33 +3,45 @@ that gives one (``PROBES[name].performance``: LAMBADA, held-out perplexity), fro
 lm-evaluation-harness result files, or from a CSV of ``step,value``.
 
 Imported series are copied into ``RUN/performance.json`` so reports rebuild without them,
-once run.json records their files: a call stages them first (`stage`, ``performance.pending.json``
-with the records that vouch for them), and a call killed before it wrote them leaves them there
-for the next one to keep or throw away (`settle`), never read as the run's.
+once run.json records their files: a call stages them first (`staged`, in a file of its own,
+``performance.pending.<token>.json``, with the records that vouch for them), and a call killed
+before it wrote them leaves them there for the next one to keep or throw away (`settle`),
+never read as the run's; a staged file whose call still runs is left to it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob as globlib
 import json
 import math
-from collections.abc import Mapping
+import os
+import secrets
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from biasscope.backends.checkpoints import parse_step
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.jsonl import read_text
+from biasscope.core.jsonl import json_safe, read_text
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent
 from biasscope.store.directory import RunStore
-from biasscope.store.files import write_json
+from biasscope.store.files import atomic_write, write_json
+
+try:
+    import fcntl
+except ImportError:  # Windows: a staged file is not held, and `settle` cannot tell its call runs
+    fcntl = None  # type: ignore[assignment]
 
 FILE = "performance.json"
 #: The series a call imports, with their files' run.json records, until performance.json holds
-#: them: a call killed between the writes leaves it, for `settle`.
+#: them: a call killed between the writes leaves it, for `settle`. Each call stages in a file of
+#: its own (`pending_name`), so two calls into one run never write over each other's; the
+#: plain name is a call's of an earlier version, settled as any.
 PENDING = "performance.pending.json"
+_STAGED = "performance.pending*.json"
 Series = dict[int, float]
 #: The source of a live run's series: its Trainer's eval loss, as 1 / perplexity, recorded by
 #: ``BiasCallback`` at each evaluation (``… (NAME)`` for one of a dict of eval sets).
@@ -146,42 +158,99 @@ def save(store: RunStore, model: str, series: Series, source: str) -> None:
     store.publish(path)
 
 
-def stage(store: RunStore, series: Mapping[str, tuple[Series, str, Mapping[str, str]]]
-          ) -> None:
-    """``series`` (model: values, source and the run.json records of its files) in
-    `PENDING`, before run.json records those files: kept by `settle` only where it does."""
+def pending_name() -> str:
+    """A new call's staging file (`PENDING` with a token): no other call writes it."""
+    return f"performance.pending.{secrets.token_hex(6)}.json"
+
+
+@contextlib.contextmanager
+def staged(store: RunStore, series: Mapping[str, tuple[Series, str, Mapping[str, str]]],
+           name: str) -> Iterator[None]:
+    """``series`` (model: values, source and the run.json records of its files) in the run's
+    file ``name`` (`pending_name`), before run.json records those files: kept by `settle`
+    only where it does. The file is held (an ``flock``) while the block runs, so that another
+    call's `settle` leaves it to this one; written whole, already held, as it appears."""
     if not series:
+        yield
         return
-    path = store.root / PENDING
-    write_json(path, {"series": {
+    text = json.dumps(json_safe({"series": {
         model: {"source": source, "values": {str(k): v for k, v in sorted(values.items())},
                 "records": dict(records)}
-        for model, (values, source, records) in series.items()}})
-    store.publish(path)
+        for model, (values, source, records) in series.items()}}), indent=2, allow_nan=False)
+    held: list[int] = []
 
+    def write(handle: BinaryIO) -> None:
+        if fcntl is not None:  # a dup shares the lock and outlives the temp file's handle
+            held.append(os.dup(handle.fileno()))
+            fcntl.flock(held[0], fcntl.LOCK_EX)
+        handle.write((text + "\n").encode())
 
-def settle(store: RunStore) -> None:
-    """The series a killed call left in `PENDING` go into performance.json where run.json
-    records their files as they were staged (the call was killed after run.json, before
-    performance.json), or go where it does not (killed before run.json, which never vouched
-    for them); then `PENDING` goes. A call that was not killed leaves none."""
-    store.pull(PENDING)
-    path = store.root / PENDING
-    if not path.is_file():
-        return
     try:
-        staged = store.read_json(PENDING).get("series")
+        atomic_write(store.root / name, write)
+        store.publish(store.root / name)
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
+def staged_files(store: RunStore) -> list[Path]:
+    """The run's staged series files (of calls that run, or were killed)."""
+    return sorted(store.root.glob(_STAGED))
+
+
+def _running(path: Path) -> bool:
+    """Whether the call that staged ``path`` still holds it (`staged`)."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def vouched(store: RunStore, path: Path) -> dict[str, tuple[str, Series]]:
+    """Per model, the series staged in ``path`` that run.json vouches for (its files recorded
+    with the SHA-256 they were staged with), less the steps the run dropped: what `settle`
+    keeps."""
+    try:
+        entries = store.read_json(path.name).get("series")
     except BiasscopeError:  # unreadable (hand-edited): vouched for by nothing
-        staged = None
+        return {}
     recorded = _recorded(store)
-    for model, entry in (staged.items() if isinstance(staged, dict) else ()):
+    out: dict[str, tuple[str, Series]] = {}
+    for model, entry in (entries.items() if isinstance(entries, dict) else ()):
         records = entry.get("records") if isinstance(entry, dict) else None
         if isinstance(records, dict) and records and all(
                 recorded.get(name) == sha for name, sha in records.items()):
-            values = {int(k): float(v) for k, v in entry["values"].items()}
-            save(store, str(model), kept(store, str(model), values),
-                 str(entry.get("source", "performance")))
-    store.remove_file(path)
+            try:
+                values = {int(k): float(v) for k, v in entry["values"].items()}
+            except (AttributeError, KeyError, TypeError, ValueError):
+                continue
+            out[str(model)] = (str(entry.get("source", "performance")),
+                               kept(store, str(model), values))
+    return out
+
+
+def settle(store: RunStore) -> None:
+    """The series killed calls left staged go into performance.json where run.json records
+    their files as they were staged (the call was killed after run.json, before
+    performance.json), or go where it does not (killed before run.json, which never vouched
+    for them); then their files go. A call that was not killed leaves none, and a file whose
+    call still runs (`_running`) is left to it."""
+    for path in staged_files(store):
+        if _running(path):
+            continue
+        for model, (source, values) in vouched(store, path).items():
+            save(store, model, values, source)
+        store.remove_file(path)
 
 
 def _recorded(store: RunStore) -> Mapping[str, Any]:

@@ -400,3 +400,80 @@ def test_another_call_settling_meanwhile_leaves_a_running_call_s_staged_series(
     assert performance(out) == {"source": "performance (perf.csv)",
                                 "values": {"10": 0.1, "20": 0.2, "30": 0.25},
                                 "missing_steps": []}
+
+
+# A report that cannot settle a staged series (a read-only run, or --output elsewhere, which
+# leaves the run as it is) reads it in memory where run.json vouches for its files, writing
+# nothing into the run. Before, the series stayed unread: the report stated no performance.
+
+
+def staged_after_run_json(tmp_path: Path, checkpoint_dirs: list[Path], winobias_dir: Path
+                          ) -> Path:
+    out, csv = tmp_path / "run", tmp_path / "perf.csv"
+    csv.write_text("10,0.1\n20,0.2\n30,0.25\n")
+    killed("biasscope.dynamics.imported.Imported.save",
+           argv(out, checkpoint_dirs, winobias_dir, "--performance-csv", str(csv)))
+    assert list(out.glob("performance.pending*.json")) and not (out / "performance.json").exists()
+    return out
+
+
+SERIES = {"source": "performance (perf.csv)", "values": {"10": 0.1, "20": 0.2, "30": 0.25},
+          "missing_steps": []}
+
+
+def reported(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The summaries the report renders."""
+    import biasscope.dynamics.summary.write as reporting
+
+    seen: list[dict[str, Any]] = []
+    monkeypatch.setattr(reporting, "render_dynamics_report",
+                        lambda store, summary, target: seen.append(summary) or target)
+    return seen
+
+
+def test_a_report_elsewhere_reads_a_vouched_staged_series_and_writes_nothing_in_the_run(
+        tmp_path, checkpoint_dirs, winobias_dir):
+    out = staged_after_run_json(tmp_path, checkpoint_dirs, winobias_dir)
+    before = files(out)
+    target = tmp_path / "elsewhere" / "r.html"
+    assert main(["report", str(out), "--output", str(target), "--quiet"]) == 0
+    summary = json.loads(target.with_name("r.summary.json").read_text())
+    assert summary["analysis"]["models"]["small"]["performance"] == SERIES
+    assert files(out) == before
+
+
+def test_a_report_of_a_run_it_cannot_write_to_reads_the_vouched_staged_series(
+        tmp_path, checkpoint_dirs, winobias_dir, monkeypatch):
+    """Every write fails as in a read-only folder (as root, chmod would not stop it)."""
+    import errno
+
+    import biasscope.store.files as files_mod
+
+    out = staged_after_run_json(tmp_path, checkpoint_dirs, winobias_dir)
+    before, seen = files(out), reported(monkeypatch)
+
+    def denied(*args: object, **kwargs: object) -> None:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+    monkeypatch.setattr(files_mod.tempfile, "mkstemp", denied)
+    assert main(["report", str(out), "--quiet"]) == 0
+    assert seen[-1]["analysis"]["models"]["small"]["performance"] == SERIES
+    assert files(out) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root ignores file permissions")
+def test_a_report_of_a_read_only_run_reads_the_vouched_staged_series(
+        tmp_path, checkpoint_dirs, winobias_dir, monkeypatch):
+    out = staged_after_run_json(tmp_path, checkpoint_dirs, winobias_dir)
+    before, seen = files(out), reported(monkeypatch)
+    folders = [out, *(p for p in out.rglob("*") if p.is_dir())]
+    for folder in folders:
+        folder.chmod(0o555)
+    try:
+        assert main(["report", str(out), "--quiet"]) == 0
+    finally:
+        for folder in folders:
+            folder.chmod(0o755)
+    assert seen[-1]["analysis"]["models"]["small"]["performance"] == SERIES
+    assert files(out) == before

@@ -84,3 +84,21 @@ def test_a_series_an_earlier_version_staged_is_settled(tmp_path: Path) -> None:
     performance.settle(store)
     assert saved(store) == {"a": {"10": 0.2}}
     assert not (store.root / performance.PENDING).exists()
+
+
+def test_a_staged_series_is_an_input_of_the_stored_analysis(tmp_path: Path) -> None:
+    """A report reads a vouched staged series (`performance.load`): an analysis stored before
+    it was staged is not reused as if nothing changed."""
+    from biasscope.dynamics.analysis.config import AnalysisConfig
+    from biasscope.dynamics.analysis.occupations import Statistics
+    from biasscope.dynamics.summary.reuse import inputs_key
+
+    store = RunStore(tmp_path / "run")
+    store.root.mkdir()
+    vouch(store, "a")
+    before = inputs_key(store, AnalysisConfig(), Statistics())
+    with performance.staged(store, series("a", 0.2), performance.pending_name()):
+        pass
+    assert inputs_key(store, AnalysisConfig(), Statistics()) != before
+    assert performance.load(store, {"checkpoints": []}) == {
+        "a": ("performance (a.csv)", {10: 0.2, 20: 0.30000000000000004})}

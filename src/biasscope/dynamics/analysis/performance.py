@@ -5,8 +5,9 @@ lm-evaluation-harness result files, or from a CSV of ``step,value``.
 Imported series are copied into ``RUN/performance.json`` so reports rebuild without them,
 once run.json records their files: a call stages them first (`staged`, in a file of its own,
 ``performance.pending.<token>.json``, with the records that vouch for them), and a call killed
-before it wrote them leaves them there for the next one to keep or throw away (`settle`),
-never read as the run's; a staged file whose call still runs is left to it.
+before it wrote them leaves them there for the next one to keep or throw away (`settle`). A
+staged series is read as the run's only where run.json vouches for it (`vouched`: a report of
+a read-only run reads it so, in memory), and a staged file whose call still runs is left to it.
 """
 
 from __future__ import annotations
@@ -219,7 +220,7 @@ def _running(path: Path) -> bool:
 def vouched(store: RunStore, path: Path) -> dict[str, tuple[str, Series]]:
     """Per model, the series staged in ``path`` that run.json vouches for (its files recorded
     with the SHA-256 they were staged with), less the steps the run dropped: what `settle`
-    keeps."""
+    keeps, and what a report of a run it cannot write to reads in memory."""
     try:
         entries = store.read_json(path.name).get("series")
     except BiasscopeError:  # unreadable (hand-edited): vouched for by nothing
@@ -312,8 +313,10 @@ def source_of(store: RunStore, model: str) -> str | None:
 
 
 def load(store: RunStore, summary: dict[str, Any]) -> dict[str, tuple[str, Series]]:
-    """Per model: (name, series). Imported series win; else the performance a probe of the run
-    gives (``PROBES[name].performance``: LAMBADA accuracy, 1 / held-out perplexity)."""
+    """Per model: (name, series). Imported series win (performance.json's, and a staged one
+    run.json vouches for: `vouched`, what `settle` would save, for a report that cannot write
+    to the run or writes elsewhere); else the performance a probe of the run gives
+    (``PROBES[name].performance``: LAMBADA accuracy, 1 / held-out perplexity)."""
     out: dict[str, tuple[str, Series]] = {}
     for ckpt in summary["checkpoints"]:
         info = PROBES.get(ckpt["probe"])
@@ -331,6 +334,8 @@ def load(store: RunStore, summary: dict[str, Any]) -> dict[str, tuple[str, Serie
                       if v is not None and math.isfinite(float(v))}
             out[model] = (str(entry.get("source", "performance")),
                           {k: v for k, v in values.items() if k not in gone.get(model, ())})
+    for path in staged_files(store):  # a killed call's, where `settle` could not write
+        out.update(vouched(store, path))
     return out
 
 

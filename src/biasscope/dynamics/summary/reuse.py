@@ -2,13 +2,14 @@
 
 The analysis (bootstraps, tests, sentences) is a function of the run's stored inputs and the
 analysis settings alone, so `inputs_key` hashes exactly those: every unit file's bytes, the
-units the run lost, ``run.json``, an imported ``performance.json``, the occupation statistics
-read, the options, biasscope's own code (every module's source, so a new version or an edited
-tree never reuses an older analysis) and the versions of the libraries whose numbers it uses.
-The analysed ``summary.json`` records the key (`FIELD`); a later report whose key is equal
-reads that file instead of analysing again, and any change (a unit added, rewritten or lost,
-other options, another version) gives another key, so the analysis is computed and written
-again. The key stands beside the content it describes, written in one atomic file.
+units the run lost, ``run.json``, an imported ``performance.json`` (and a staged series), the
+occupation statistics read, the options, biasscope's own code (every module's source, so a new
+version or an edited tree never reuses an older analysis) and the versions of the libraries
+whose numbers it uses. The analysed ``summary.json`` records the key (`FIELD`); a later report
+whose key is equal reads that file instead of analysing again, and any change (a unit added,
+rewritten or lost, other options, another version) gives another key, so the analysis is
+computed and written again. The key stands beside the content it describes, written in one
+atomic file.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from biasscope.core.imports import installed_version
 from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.analysis.occupations import Statistics
 from biasscope.dynamics.analysis.performance import FILE as PERFORMANCE
+from biasscope.dynamics.analysis.performance import staged_files
 from biasscope.store.directory import RunStore
 
 #: The summary.json field that holds the key of the inputs its analysis was computed from.
@@ -64,6 +66,8 @@ def inputs_key(store: RunStore, options: AnalysisConfig, statistics: Statistics
         "run.json": _digest(store.run_json),
         PERFORMANCE: _digest(store.root / PERFORMANCE),
     }
+    if staged := staged_files(store):  # a killed call's series, read where run.json vouches
+        inputs["staged"] = [[path.name, _digest(path)] for path in staged]
     shares = json.dumps(sorted(statistics.bls_pct_female.items())).encode()
     return {"sha256": hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str)
                                      .encode()).hexdigest(),

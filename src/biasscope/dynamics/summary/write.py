@@ -90,6 +90,6 @@ def reanalyse(store: RunStore, output: Path | None = None,
     not in `biasscope.dynamics.job`, so that a report imports none of the sweep's modules."""
     chosen: AnalysisConfig = stored_options(store, analysis)
     if output is None:  # a series a killed sweep staged, kept where run.json records it
-        with contextlib.suppress(BiasscopeError):  # a read-only run: it stays unread
+        with contextlib.suppress(BiasscopeError):  # a read-only run: read in memory (`load`)
             performance.settle(store)
     return write_dynamics_report(store, output, chosen, data_dir)

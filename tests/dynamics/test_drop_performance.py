@@ -123,3 +123,33 @@ def test_a_run_from_before_the_records_compares_its_values_without_the_dropped_s
     assert main(args) == 0
     assert json.loads((run / "run.json").read_text())["settings"]["data"][CSV] == (
         file_sha256(csv))
+
+
+def test_a_sweep_listing_it_again_without_the_file_takes_its_value_back(
+        run, checkpoint_dirs, winobias_dir):
+    """The same checkpoint (its fingerprint) listed again without --performance-csv: its value
+    comes back from the dropped folder. Before, the step had none, and nothing said so."""
+    assert main(["drop", str(run), "train0@checkpoint-20", "--quiet"]) == 0
+    assert main(sweep_args(checkpoint_dirs, winobias_dir, run)) == 0
+    assert stored(run / "performance.json") == {"10": 0.2, "20": 0.3, "30": 0.31, "40": 0.32}
+    assert stated(run) == {"10": 0.2, "20": 0.3, "30": 0.31}
+
+
+def test_a_checkpoint_listed_again_with_other_weights_is_noted_without_a_value(
+        run, checkpoint_dirs, winobias_dir, capsys):
+    """The value was measured on the weights dropped: other weights under that name get none,
+    and a note says what to give."""
+    from biasscope.dynamics.drop import MissingPerformanceWarning
+
+    assert main(["drop", str(run), "train0@checkpoint-20", "--quiet"]) == 0
+    (folder,) = (run / "dropped").iterdir()
+    kept = json.loads((folder / "checkpoints.json").read_text())
+    kept["dropped"][0]["fingerprint"] = "other weights"
+    (folder / "checkpoints.json").write_text(json.dumps(kept))
+    with pytest.warns(MissingPerformanceWarning, match=(
+            "train0 step 20: listed again after `biasscope drop`, with other weights than "
+            "those it was dropped with, so it has no performance value; give the model's "
+            "series again")):
+        assert main(sweep_args(checkpoint_dirs, winobias_dir, run)) == 0
+    assert "20" not in stored(run / "performance.json")
+    assert "20" not in stated(run)

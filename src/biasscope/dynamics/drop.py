@@ -9,13 +9,15 @@ what went where (its record of a performance file still names the file whole), a
 summary.json and report.html are written again from what is left: a file stating a conclusion
 over the run never outlives a checkpoint it rests on. A later sweep that lists one again
 scores it afresh (its units are keyed as before, and gone), its performance value from the file
-given again.
+given again, or, without it, back from the dropped folder where the checkpoint has the weights
+it was dropped with (`restore_values`; a note says what to give where it has others).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import shutil
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from biasscope.backends.checkpoints import IN_MEMORY
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.analysis.config import stored_options
+from biasscope.dynamics.scoring.fingerprints import recorded as weights_of
 from biasscope.dynamics.summary.write import write_dynamics_report
 from biasscope.store.directory import CHECKSUMS, RECORDS, RunStore
 from biasscope.store.files import write_json
@@ -35,6 +38,10 @@ from biasscope.store.units import Unit
 #: The run's folder that dropped checkpoints' files go to (never read as the run's).
 FOLDER = "dropped"
 _SHOWN = 12  # checkpoints a refusal lists before "and N more"
+
+
+class MissingPerformanceWarning(UserWarning):
+    """A checkpoint listed again after `biasscope drop` has no performance value at its step."""
 
 
 @dataclass(frozen=True)
@@ -228,3 +235,74 @@ def _rewrite(store: RunStore, options: Any, data_dir: str | None,
     store.publish(store.summary_json)
     store.publish(report)
     return report
+
+
+def restore_values(store: RunStore) -> None:
+    """The performance value of each step `biasscope drop` took out of performance.json whose
+    checkpoint the run lists again and performance.json still lacks (the sweep that listed it
+    gave no series): back from its dropped folder where the checkpoint listed has the weights
+    the dropped one had (its fingerprint, or its hub commit), the value measured on them. Where
+    it has others, or the value is not there, a note says the step has none and what to give."""
+    store.pull(RUN_JSON)
+    run = store.read_json(RUN_JSON)
+    listed = {(e.get("model"), e.get("step")): e for e in run.get("checkpoints", [])
+              if isinstance(e, dict)}
+    events = run.get(performance.DROPPED)
+    latest: dict[tuple[str, int], Mapping[str, Any]] = {}  # the last drop of each step
+    for event in events if isinstance(events, list) else ():
+        steps = event.get("performance") if isinstance(event, dict) else None
+        for model, gone in (steps.items() if isinstance(steps, dict) else ()):
+            latest.update({(model, s): event for s in gone if (model, s) in listed})
+    held = _held_values(store)
+    for (model, step), event in sorted(latest.items()):
+        if step in held.get(model, {}):
+            continue  # given again (the file copied whole), or restored already
+        found = _dropped_value(store, event, model, step)
+        if found is not None and _same_weights(found[0], listed[model, step]):
+            performance.add(store, model, step, found[1], found[2])
+            continue
+        why = ("other weights than those it was dropped with" if found is not None
+               else "no value in its dropped folder")
+        warnings.warn(
+            f"{model} step {step}: listed again after `biasscope drop`, with {why}, so it has "
+            "no performance value; give the model's series again (--performance-csv or "
+            "--lm-eval-results) for one", MissingPerformanceWarning, stacklevel=2)
+
+
+def _held_values(store: RunStore) -> dict[str, set[int]]:
+    """Per model, the steps performance.json holds a value of."""
+    store.pull(performance.FILE)
+    if not (store.root / performance.FILE).is_file():
+        return {}
+    series = store.read_json(performance.FILE).get("series")
+    return {str(m): {int(k) for k in e["values"]} for m, e in
+            (series.items() if isinstance(series, dict) else ())
+            if isinstance(e, dict) and isinstance(e.get("values"), dict)}
+
+
+def _dropped_value(store: RunStore, event: Mapping[str, Any], model: str, step: int
+                   ) -> tuple[Mapping[str, Any], float, str] | None:
+    """The dropped checkpoint's run.json entry, its value at ``step`` and the series' source,
+    as the drop ``event`` kept them in its folder; None where they are not there."""
+    kept, values = (f"{event.get('folder')}/{name}" for name in ("checkpoints.json",
+                                                                 performance.FILE))
+    try:
+        store.pull(kept)
+        store.pull(values)
+        dropped = store.read_json(kept)["dropped"]
+        entry = store.read_json(values)["series"][model]
+        value = float(entry["values"][str(step)])
+    except (BiasscopeError, AttributeError, KeyError, TypeError, ValueError):
+        return None
+    found = next((e for e in dropped if isinstance(e, dict) and e.get("model") == model
+                  and e.get("step") == step), None) if isinstance(dropped, list) else None
+    return None if found is None else (found, value, str(entry.get("source", "performance")))
+
+
+def _same_weights(dropped: Mapping[str, Any], listed: Mapping[str, Any]) -> bool:
+    """Whether two run.json checkpoint entries record the same weights: their fingerprints,
+    else their hub commits (neither recorded: not known to be the same)."""
+    then, now = weights_of(dict(dropped)), weights_of(dict(listed))
+    if then or now:
+        return then == now
+    return dropped.get("commit") is not None and dropped.get("commit") == listed.get("commit")

@@ -15,6 +15,7 @@ from biasscope.core.jsonl import MAX_TEMPLATE, read_option_file
 from biasscope.data.sources import hashed, recording, refuse_other_data
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.analysis.config import stored_options
+from biasscope.dynamics.drop import restore_values
 from biasscope.dynamics.imported import read_performance as read_performance
 from biasscope.dynamics.live.evaluate import listed_steps
 from biasscope.dynamics.scoring.executors import make_executor
@@ -86,6 +87,7 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
                      limit=config.limit, quiet=config.quiet, executor=executor,
                      data=data | imported.records, rescore_changed=config.rescore_changed)
         imported.save(store, pending)
+        restore_values(store)  # a step dropped, listed again without its series
     report = reporting.write_dynamics_report(store, options=analysis, data_dir=config.data_dir)
     store.publish(report)
     return DynamicsResult(store, report)

@@ -219,3 +219,19 @@ def test_the_most_gendered_occupations_count_leans_after_holm() -> None:
         sps.ttest_1samp(lean[job == 0], 0.0).pvalue)
     said = findings.occupation_sentences("m", 0, rows, 0.95, False, top=4)[0]
     assert "2 of 4 lean significantly: t over its prompts, Holm over the 12 occupations" in said
+
+
+def test_a_level_too_fine_for_the_resamples_is_a_warning_too(tmp_path, checkpoint_dirs,
+                                                             winobias_dir, capsys):
+    """The summary's sentence that 99.9% from 2000 resamples leaves one draw beyond each bound
+    is said on stderr too (it was in summary.json and the report alone); the default says
+    nothing of it."""
+    assert run(tmp_path, checkpoint_dirs, winobias_dir) == 0
+    analysis = json.loads((tmp_path / "run" / "summary.json").read_text())["analysis"]
+    assert "thin_tails" not in analysis and "warning:" not in capsys.readouterr().err
+    assert run(tmp_path, checkpoint_dirs, winobias_dir, "--confidence", "0.999") == 0
+    analysis = json.loads((tmp_path / "run" / "summary.json").read_text())["analysis"]
+    said = analysis["thin_tails"]
+    assert said == analysis["sentences"][0] and said.startswith(
+        "At the 99.9% confidence level, the WinoBias bootstrap intervals of 2000 resamples")
+    assert f"warning: {said}\n" in capsys.readouterr().err

@@ -352,7 +352,7 @@ def test_every_interval_of_the_audit_probes_follows_the_runs_confidence(
 
 def test_a_level_too_fine_for_the_resamples_is_said():
     """99.9% from 2000 resamples leaves one draw beyond each bound: said, not hidden."""
-    from biasscope.dynamics.analysis.config import thin_tails
+    from biasscope.core.levels import thin_tails
 
     assert thin_tails(0.99, 2000, "the WinoBias") is None
     said = thin_tails(0.999, 2000, "the WinoBias")

@@ -13,10 +13,11 @@ import pytest
 import biasscope.dynamics.summary.build as analysis
 import biasscope.dynamics.summary.model as model_analysis
 import biasscope.dynamics.summary.reading as analysis_pass
+from biasscope.core.levels import thin_tails
 from biasscope.dynamics.analysis import emergence, gap_tests, occupations, performance, tradeoff
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
 from biasscope.dynamics.analysis.breakdown import record_values as breakdown_values
-from biasscope.dynamics.analysis.config import AnalysisConfig, thin_tails
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary.build import full_summary
 from biasscope.dynamics.summary.model import ModelInputs
@@ -80,6 +81,7 @@ def whole_records_summary(store: RunStore, options: AnalysisConfig) -> dict[str,
     analysis._occupation_statistics(out, occupations.load(), options)
     if coarse := thin_tails(options.confidence, options.n_resamples, "the WinoBias"):
         out["sentences"].insert(0, coarse)  # 200 resamples leave 5 beyond each 95% bound
+        out["thin_tails"] = coarse
     summary["analysis"] = out
     return summary
 

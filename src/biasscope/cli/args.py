@@ -231,7 +231,8 @@ def analysis_args(parser: argparse.ArgumentParser) -> None:
 
 def levels_args(parser: argparse.ArgumentParser) -> None:
     """``--confidence`` and ``--resamples`` of a job that summarises at a level (``audit``,
-    ``judge``): no default, the run's stored value stands (`biasscope.core.levels`)."""
+    ``judge``, ``counterfactual``): no default, the run's stored value stands
+    (`biasscope.core.levels`)."""
     from biasscope.core.levels import Levels
 
     settings(parser, Levels, stored=True)
@@ -242,6 +243,16 @@ def analysis_given(args: argparse.Namespace) -> dict[str, Any]:
     from biasscope.dynamics.analysis.config import FLAGS
 
     return {k: getattr(args, k) for k in FLAGS if getattr(args, k, None) is not None}
+
+
+def warn_thin(summary: Any) -> None:
+    """The summary's sentence that its level is too fine for its resamples
+    (`biasscope.core.levels.thin_tails`), as a ``warning:`` line on stderr: the intervals
+    stay at the level asked, so only the sentence tells their bounds are rough."""
+    from biasscope.core.levels import said_thin
+
+    if said := said_thin(summary):
+        print(f"warning: {said}", file=sys.stderr)
 
 
 def levels_given(args: argparse.Namespace) -> dict[str, Any]:

@@ -21,8 +21,10 @@ def run(args: argparse.Namespace) -> int:
     result = job.run(A.from_args(job.DynamicsConfig, args, analysis=A.analysis_given(args)))
     print(f"run: {result.store.root}  summary: {result.store.summary_json}  "
           f"report: {result.report}")
+    summary = result.store.read_json("summary.json")
+    A.warn_thin(summary)
     # A checkpoint run.json lists that this call was not given (moved, deleted, another glob).
-    if isinstance(left := result.store.read_json("summary.json").get("unfinished"), dict):
+    if isinstance(left := summary.get("unfinished"), dict):
         print(f"warning: {unfinished.sentence(left, result.store.root)}", file=sys.stderr)
     return 0
 

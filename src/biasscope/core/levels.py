@@ -1,6 +1,8 @@
 """The confidence level and the bootstrap resamples of a job's analysis (``--confidence``,
 ``--resamples``), checked in one place for every command that takes them: ``dynamics`` and
-``report`` (`biasscope.dynamics.analysis.config`), ``audit``, ``judge`` and ``judge-audit``.
+``report`` (`biasscope.dynamics.analysis.config`), ``audit``, ``judge``, ``judge-audit`` and
+``counterfactual``; where the level is too fine for the resamples, each says so
+(`thin_tails`).
 
 They change the summary alone, never what a model was asked, so a run stores them with its
 summary (``summary.json``'s ``analysis``) and a later call without the flags keeps them
@@ -25,6 +27,10 @@ from biasscope.core.errors import BiasscopeError
 #: memory.
 MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000
 NAMES = ("confidence", "n_resamples")
+#: The fewest resamples beyond each bound of a percentile bootstrap interval for its bound to
+#: be read at the level chosen rather than as one draw's value: 2000 resamples leave 50 each
+#: side at 95% and 10 at 99, but 1 at 99.9%.
+TAIL_RESAMPLES = 10
 
 
 def parse_level(text: str) -> float:
@@ -87,9 +93,14 @@ class Levels:
             if reason := problem(name, value):
                 raise BiasscopeError(f"{flag_of(name)} {written(value)}: {reason}")
 
-    def stored(self) -> dict[str, Any]:
-        """As summary.json's ``analysis`` holds them."""
-        return asdict(self)
+    def stored(self, whose: str | None = None) -> dict[str, Any]:
+        """As summary.json's ``analysis`` holds them; with ``whose`` (the intervals', as
+        `thin_tails` names them), also ``thin_tails``, the sentence saying that the level is
+        too fine for the resamples, where it is."""
+        out: dict[str, Any] = asdict(self)
+        if whose is not None and (said := thin_tails(self.confidence, self.n_resamples, whose)):
+            out["thin_tails"] = said
+        return out
 
 
 def flag_of(name: str) -> str:
@@ -142,11 +153,46 @@ def summarised_levels(summary: Any) -> dict[str, Any]:
         analysis, dict) else {}
 
 
+def computed_levels(summary: Any) -> Levels:
+    """The levels ``summary``'s entries were computed at, for a report to say: a summary from
+    before the levels were stored (or with one edited into no level) was at the defaults."""
+    return Levels(**{**Levels().stored(), **_valid(summarised_levels(summary))})
+
+
 def same_levels(summary: Any, levels: Levels) -> bool:
     """Whether ``summary``'s entries were computed at ``levels`` (one from before the levels
     were stored: at the defaults)."""
-    return Levels(**{**Levels().stored(), **_valid(summarised_levels(summary))}) == levels
+    return computed_levels(summary) == levels
 
 
 def _valid(held: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in held.items() if problem(k, v) is None}
+
+
+def thin_tails(confidence: float, n_resamples: int, whose: str) -> str | None:
+    """The sentence saying that ``whose`` bootstrap intervals (``n_resamples`` each) are too
+    coarse at ``confidence`` (fewer than `TAIL_RESAMPLES` resamples beyond each bound), or
+    None. The intervals stay at the level asked: the sentence says what their bounds rest on
+    and the flags that would make them finer, rather than another level being used in its
+    place without a word."""
+    from biasscope.core.numbers import level_of  # NumPy: not for `--help`, which reads these
+
+    beyond = n_resamples * (1 - confidence) / 2
+    if beyond >= TAIL_RESAMPLES:
+        return None
+    level = level_of(confidence)
+    enough = math.ceil(2 * TAIL_RESAMPLES / (1 - confidence))
+    more = (f"give --resamples {enough} (the analysis' n_resamples) or more, or "
+            if enough <= MAX_RESAMPLES else "")
+    return (f"At the {level} confidence level, {whose} bootstrap intervals of {n_resamples} "
+            f"resamples leave {beyond:.3g} beyond each bound (at least {TAIL_RESAMPLES} "
+            f"wanted), so each bound is one of the few outermost draws, not an estimate of the "
+            f"{level} limit: read them as rough, or {more}choose a lower --confidence.")
+
+
+def said_thin(summary: Any) -> str | None:
+    """The `thin_tails` sentence ``summary`` (summary.json as read) stores in its
+    ``analysis``, for a command to say on stderr too; None for none."""
+    analysis = summary.get("analysis") if isinstance(summary, dict) else None
+    said = analysis.get("thin_tails") if isinstance(analysis, dict) else None
+    return said if isinstance(said, str) else None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from biasscope.core.config import percent_hint, plain_scalar, same_setting, setting, written
 from biasscope.core.corrections import CORRECTIONS, Correction
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.levels import MAX_RESAMPLES, Levels, level_problem, resamples_problem
+from biasscope.core.levels import Levels, level_problem, resamples_problem
 
 if TYPE_CHECKING:
     from biasscope.store.directory import RunStore
@@ -68,10 +68,6 @@ FLAG_GAP = 0.1
 JSDP_MARGIN = 0.02
 #: Below this, the final performance counts as zero: a relative budget of it is undefined.
 ZERO_PERFORMANCE = 1e-9
-#: The fewest resamples beyond each bound of a percentile bootstrap interval for its bound to
-#: be read at the level chosen rather than as one draw's value: 2000 resamples leave 50 each
-#: side at 95% and 10 at 99, but 1 at 99.9%.
-TAIL_RESAMPLES = 10
 FIELDS = ("correction", "alpha", "budget", "confidence", "n_resamples", "min_gap")
 FLAGS = FIELDS  # those `biasscope dynamics` and `biasscope report` take
 
@@ -156,24 +152,3 @@ def stored_options(store: RunStore, given: Mapping[str, Any] | None = None) -> A
                     f"{flag}delete the field for the default")
             chosen[name] = value
     return AnalysisConfig(**{**chosen, **given})
-
-
-def thin_tails(confidence: float, n_resamples: int, whose: str) -> str | None:
-    """The sentence saying that ``whose`` bootstrap intervals (``n_resamples`` each) are too
-    coarse at ``confidence`` (fewer than `TAIL_RESAMPLES` resamples beyond each bound), or
-    None. The intervals stay at the level asked: the sentence says what their bounds rest on
-    and the flags that would make them finer, rather than another level being used in its
-    place without a word."""
-    from biasscope.core.numbers import level_of  # NumPy: not for `--help`, which reads FLAGS
-
-    beyond = n_resamples * (1 - confidence) / 2
-    if beyond >= TAIL_RESAMPLES:
-        return None
-    level = level_of(confidence)
-    enough = math.ceil(2 * TAIL_RESAMPLES / (1 - confidence))
-    more = (f"give --resamples {enough} (the analysis' n_resamples) or more, or "
-            if enough <= MAX_RESAMPLES else "")
-    return (f"At the {level} confidence level, {whose} bootstrap intervals of {n_resamples} "
-            f"resamples leave {beyond:.3g} beyond each bound (at least {TAIL_RESAMPLES} "
-            f"wanted), so each bound is one of the few outermost draws, not an estimate of the "
-            f"{level} limit: read them as rough, or {more}choose a lower --confidence.")

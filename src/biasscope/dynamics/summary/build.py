@@ -19,10 +19,11 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.columns import group_codes
 from biasscope.core.curves import forget_resamples
+from biasscope.core.levels import thin_tails
 from biasscope.core.numbers import json_rows, num, p_is
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
-from biasscope.dynamics.analysis.config import JSDP_RANGE, RANK_RANGE, AnalysisConfig, thin_tails
+from biasscope.dynamics.analysis.config import JSDP_RANGE, RANK_RANGE, AnalysisConfig
 from biasscope.dynamics.analysis.emergence import sharpest_of
 from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary import unfinished
@@ -311,6 +312,7 @@ def full_summary(store: RunStore, options: AnalysisConfig | None = None,
     if whose and (coarse := thin_tails(options.confidence, options.n_resamples,
                                        " and ".join(whose))):
         said.insert(0, coarse)
+        summary["analysis"]["thin_tails"] = coarse  # said on stderr too (`said_thin`)
     if probes:  # the audit probes over steps (`biasscope.dynamics.summary.probes`)
         summary["analysis"]["probes"] = probes
         for section in probes.values():

@@ -158,3 +158,20 @@ def test_report_of_an_audit_refuses_a_level_it_would_not_use(tmp_path, capsys):
     assert "--alpha: an audit run's report takes no such setting; leave it out" \
         in capsys.readouterr().err
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, capsys):
+    """99.9% from 2000 resamples leaves one draw beyond each bound: summary.json, the report
+    and a warning on stderr say so, naming the flags; the default says nothing of it."""
+    args, out = _run(tmp_path)
+    args = [*args, "--probe", PROFESSIONAL]
+    assert main(args) == 0
+    assert "thin_tails" not in _summary(out)["analysis"]
+    assert "warning:" not in capsys.readouterr().err
+    assert main([*args, "--confidence", "0.999"]) == 0
+    said = _summary(out)["analysis"]["thin_tails"]
+    assert said.startswith("At the 99.9% confidence level, the audit's bootstrap intervals "
+                           "of 2000 resamples leave 1 beyond each bound")
+    assert f"warning: {said}\n" in capsys.readouterr().err
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "At the 99.9% confidence level, the audit&#x27;s bootstrap" in page

@@ -141,3 +141,22 @@ def test_a_judge_audit_rerun_at_another_level_asks_nothing_and_says_it(tmp_path,
     entry = at90["probes"]["judge-audit"]
     said = json.dumps([entry["sentences"], entry["tables"]])
     assert said.count("90% CI") > 2 and "95%" not in said
+
+
+@pytest.mark.parametrize("command", ["judge", "judge-audit"])
+def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, capsys, command):
+    """99.9% from 2000 resamples leaves one draw beyond each bound: summary.json, the report
+    and a warning on stderr say so, naming the flags; the default says nothing of it."""
+    argv = _judge(tmp_path) if command == "judge" else _audit(tmp_path)
+    assert main(argv) == 0
+    assert "thin_tails" not in _summary(tmp_path)["analysis"]
+    assert "warning:" not in capsys.readouterr().err
+    assert main([*argv, "--confidence", "0.999"]) == 0
+    said = _summary(tmp_path)["analysis"]["thin_tails"]
+    whose = "the judge's" if command == "judge" else "the judge audit's"
+    assert said.startswith(f"At the 99.9% confidence level, {whose} bootstrap intervals of "
+                           "2000 resamples leave 1 beyond each bound")
+    assert "give --resamples 20000" in said
+    assert f"warning: {said}\n" in capsys.readouterr().err
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert "At the 99.9% confidence level" in page

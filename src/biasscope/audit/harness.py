@@ -368,7 +368,7 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
     # this run may be writing its own pair, and each report says what summary.json says.
     with run_lock(store):
         written = {**with_earlier_probes(store, summary, others, levels), "requests": sent,
-                   "analysis": levels.stored()}
+                   "analysis": levels.stored("the audit's")}
         page = audit_page(store, store.read_json("run.json"), written)
         write_json(store.summary_json, written)
         write_bytes(store.root / REPORT, page)

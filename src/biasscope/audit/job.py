@@ -29,7 +29,7 @@ from biasscope.backends.base import GenerateParams
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.specs import check_top_logprobs
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.levels import Levels, same_levels, stored_levels
+from biasscope.core.levels import Levels, same_levels
 from biasscope.data.sources import (
     cache_dir,
     hashed,
@@ -42,7 +42,7 @@ from biasscope.probes.base import AskedProbe
 from biasscope.probes.specs import load_probes, parse_probe_specs
 from biasscope.report.audit import REPORT
 from biasscope.store.directory import RunStore
-from biasscope.store.run_json import check_run
+from biasscope.store.run_json import check_run, run_levels
 from biasscope.store.settings import gain_identity, known_part, merge_settings
 from biasscope.store.units import Unit
 
@@ -56,7 +56,7 @@ class AuditResult:
 
 def run(config: AuditConfig) -> AuditResult:
     store = RunStore(Path(config.out))
-    levels = stored_levels(_summary_of(store), store.summary_json, config.analysis)
+    levels = run_levels(store, config.analysis)
     for name, _ in parse_probe_specs(",".join(config.probes), "--probe"):
         scoring.require_statistics(name)  # before any data is read
     with recording() as read:  # the whole files' SHA-256 go into run.json, checked on rerun
@@ -80,15 +80,6 @@ def run(config: AuditConfig) -> AuditResult:
     store = run_audit(asked, answers, config.out, limit=config.limit, scorer=scorer,
                       others=others, data=read, levels=levels)
     return AuditResult(store, store.root / REPORT, store.read_json("summary.json"))
-
-
-def _summary_of(store: RunStore) -> Any:
-    """The run's summary.json as read; None where there is none or it cannot be read (its
-    entries are then summarised again from the stored units)."""
-    try:
-        return store.read_json("summary.json") if store.summary_json.is_file() else None
-    except BiasscopeError:
-        return None
 
 
 def unsummarised_probes(config: AuditConfig, store: RunStore, asked: Sequence[str],

@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
               f"{', '.join(unknown[:5])} (listed in summary.json)", file=sys.stderr)
     print(f"run: {result.store.root}  summary: {result.store.summary_json}  "
           f"report: {result.report}")
+    A.warn_thin(summary)
     if summary.get("failed_requests"):
         return A.failed(summary["failed_requests"], summary["requests"], "requests",
                         summary["first_error"])

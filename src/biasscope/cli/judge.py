@@ -22,6 +22,8 @@ def judge(args: argparse.Namespace) -> int:
         if k < 2 or sentence in notes:
             print(sentence)
     print(f"verdicts: {Path(args.out) / 'verdicts.jsonl'}  report: {done.report}")
+    if done.report is not None:  # a summary written by this call
+        _warn_thin(args)
     if done.failed is not None:  # its items left out, or kept as an earlier call stored them
         total = done.result["items"] + done.failed.items
         print(f"biasscope: {done.failed.sentence(total, 'judge requests')}", file=sys.stderr)
@@ -40,7 +42,17 @@ def audit(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     print("\n".join(done.result["sentences"]) + f"\nreport: {done.report}")
+    _warn_thin(args)
     return 0
+
+
+def _warn_thin(args: argparse.Namespace) -> None:
+    """`A.warn_thin` of the summary.json the call wrote (the levels given over the run's)."""
+    from biasscope.store.directory import RunStore
+
+    store = RunStore(Path(args.out))
+    if store.summary_json.is_file():
+        A.warn_thin(store.read_json("summary.json"))
 
 
 def register(sub: Any) -> None:

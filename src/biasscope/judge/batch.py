@@ -337,9 +337,11 @@ def write_run(out: str | os.PathLike[str], kind: str, models: Sequence[str],
 def finish(store: RunStore, kind: str, result: Mapping[str, Any],
            levels: Levels | None = None) -> Path:
     """``summary.json`` in the audit report's shape, with the ``levels`` its intervals are
-    at, then the report."""
+    at (and the sentence saying they are too fine for the resamples, where they are), then
+    the report."""
+    whose = "the judge audit's" if kind == "judge-audit" else "the judge's"
     write_json(store.summary_json, {"probes": {kind: dict(result)},
-                                    "analysis": (levels or Levels()).stored()})
+                                    "analysis": (levels or Levels()).stored(whose)})
     return write_audit_report(store.root)
 
 

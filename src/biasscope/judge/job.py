@@ -14,7 +14,7 @@ from biasscope.backends.redact import redact_urls
 from biasscope.core.config import comma_entries
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.levels import Levels, stored_levels
+from biasscope.core.levels import Levels
 from biasscope.data.sources import refuse_other_data
 from biasscope.judge.batch import (
     VERDICTS,
@@ -36,7 +36,7 @@ from biasscope.judge.panel import judges_before_loading, make_judges
 from biasscope.judge.settings import JudgeConfig as JudgeConfig
 from biasscope.judge.tasks import question_sha256
 from biasscope.store.directory import RunStore
-from biasscope.store.run_json import readable_settings, rewritten, unsettled
+from biasscope.store.run_json import readable_settings, rewritten, run_levels, unsettled
 
 
 @dataclass(frozen=True)
@@ -71,15 +71,9 @@ def judge(config: JudgeConfig) -> JudgeResult:
 
 
 def _levels(config: JudgeConfig) -> Levels:
-    """The levels given over those the run's summary.json stored: a rerun at another level
-    is no other judge setting (run.json does not record it), and its verdicts come from the
-    response cache."""
-    store = RunStore(Path(config.out))
-    try:
-        summary = store.read_json("summary.json") if store.summary_json.is_file() else None
-    except BiasscopeError:
-        summary = None
-    return stored_levels(summary, store.summary_json, config.analysis)
+    """The levels given over those the run's summary.json stored (`run_levels`); a rerun at
+    another level takes its verdicts from the response cache."""
+    return run_levels(RunStore(Path(config.out)), config.analysis)
 
 
 def _nothing_stored(store: RunStore, verdicts: Sequence[Verdict]) -> BiasscopeError:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.levels import computed_levels, said_thin
 from biasscope.core.numbers import ci_cell, ci_decimals, finite, level_of, num, pvalue, with_ci
 from biasscope.probes import PROBES
 from biasscope.report import wordings
@@ -184,10 +185,7 @@ def write_audit_report(run_dir: str | Path | RunStore, output: str | Path | None
 def summary_level(summary: Json) -> float:
     """The confidence level ``summary`` was computed at (``analysis.confidence``, stored by
     ``--confidence``; 95% where it records none, as every summary before it was)."""
-    analysis = summary.get("analysis")
-    level = analysis.get("confidence") if isinstance(analysis, Mapping) else None
-    ok = isinstance(level, (int, float)) and not isinstance(level, bool) and 0 < level < 1
-    return float(level) if ok else 0.95  # type: ignore[arg-type]
+    return computed_levels(summary).confidence
 
 
 #: The report's name in its run directory.
@@ -206,6 +204,8 @@ def audit_page(store: RunStore, run: Json, summary: Json) -> bytes:
     unknown = summary.get("unknown_response_ids") or []
     note = (f"<p class=\"missing\">{len(unknown)} response ids match no item: "
             f"{escape(', '.join(map(str, unknown[:20])))}</p>" if unknown else "")
+    if thin := said_thin(summary):  # the level too fine for the resamples
+        note += f"<p class=\"missing\">{escape(thin)}</p>"
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>biasscope audit: {escape(model)}</title>",

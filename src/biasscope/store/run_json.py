@@ -22,6 +22,7 @@ from typing import Any
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.imports import installed_version
+from biasscope.core.levels import Levels, stored_levels
 from biasscope.store.directory import CHECKSUMS, ID_FILE, RECORDS, RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.locks import LOCK, run_lock
@@ -112,6 +113,18 @@ def readable_settings(store: RunStore, kind: str) -> Mapping[str, Any] | None:
         return None
     settings = recorded.get("settings")
     return settings if recorded.get("kind") == kind and isinstance(settings, Mapping) else None
+
+
+def run_levels(store: RunStore, given: Mapping[str, Any] | None) -> Levels:
+    """The levels ``given`` (``--confidence``, ``--resamples``) over those the run's
+    summary.json stored (`stored_levels`): a rerun at another level is no other setting of
+    the run (run.json does not record it). A summary.json that cannot be read stores none:
+    the run's answers are summarised again."""
+    try:
+        summary = store.read_json("summary.json") if store.summary_json.is_file() else None
+    except BiasscopeError:
+        summary = None
+    return stored_levels(summary, store.summary_json, given)
 
 
 #: What a run writes beside run.json under fixed names: in a folder without run.json they are

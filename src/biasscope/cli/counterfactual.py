@@ -12,10 +12,14 @@ from biasscope.cli import args as A
 def run(args: argparse.Namespace) -> int:
     from biasscope.counterfactual import job
 
-    done = job.run(A.from_args(job.CounterfactualConfig, args))
+    done = job.run(A.from_args(job.CounterfactualConfig, args,
+                               analysis=A.levels_given(args)))
+    thin = done.summary["analysis"].get("thin_tails")  # said once, as a warning
     for sentence in done.summary["sentences"]:
-        print(sentence)
+        if sentence != thin:
+            print(sentence)
     print(f"report: {done.report}")
+    A.warn_thin(done.summary)
     if failed := done.summary.get("incomplete"):
         return A.failed(failed["failed_requests"], failed["requests"], "judge requests",
                         failed["first_error"])
@@ -31,4 +35,5 @@ def register(sub: Any) -> None:
     for config in (CounterfactualConfig, RewardScoring):
         A.settings(cf, config)
     A.backend_args(cf)
+    A.levels_args(cf)
     cf.set_defaults(func=run)

@@ -14,7 +14,10 @@ failed requests again.
 identity (a local model's with its weights' and its tokenizer's, template's and config's
 fingerprints), a reward model's dtype, the judge labels, position strategy and question
 wording, the seed); a rerun into the same directory with other settings is refused in one
-line. Judge requests go through the response cache, so a rerun sends nothing.
+line. Judge requests go through the response cache, and a reward model's rewards stored in
+``scores.jsonl`` are read back, so a rerun asks nothing again: one at another level
+(``--confidence``, ``--resamples``, which summary.json's ``analysis`` keeps and run.json does
+not record) summarises the same answers again.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from biasscope.counterfactual.judged import refuse_other_judging
 from biasscope.counterfactual.rerun import (
     SCORES,
     check_before_loading,
+    held_rewards,
     refuse_reordered_panel,
     start,
 )
@@ -55,7 +59,7 @@ from biasscope.sensitivity import hh_count, reward_settings
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import readable_settings, rewritten, unsettled
+from biasscope.store.run_json import readable_settings, rewritten, run_levels, unsettled
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     if config.labels is not None and not config.labels.strip():
         raise BiasscopeError("--labels is empty: give a JSON file of label name: description, "
                              "or leave it out to judge pairwise")
+    # A bad --confidence is refused before the pairs are read (`run_levels`).
+    levels = run_levels(RunStore(Path(config.out)), config.analysis)
     with recording() as read:  # the hh-rlhf split: its whole SHA-256 is the pairs' file_sha256
         items, source_sha = _items(config)
     own = not read  # a file of the user's pairs, recorded by its whole SHA-256 too
@@ -126,9 +132,12 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     with unsettled(store, rewritten(store.root / SCORES), rerun=True):
         store.root.mkdir(parents=True, exist_ok=True)
         start(store, settings, waiting=judged_by)
-        rows = [cf.score_reward_model(m, items, config.seed) for m in models]
+        # Their settings are the run's (`start` refused others): their stored rewards hold.
+        held = held_rewards(store.root / SCORES, [m.label for m in models])
+        rows = [cf.score_reward_model(m, items, config.seed, levels, held.get(m.label))
+                for m in models]
         if judge is not None:
-            rows.append(cf.score_judge(judge, items, labels, config.seed))
+            rows.append(cf.score_judge(judge, items, labels, config.seed, levels))
         # A scorer with failed requests is summarised but not stored: a failure is no answer,
         # and a rerun asks those requests again (the answered ones come from the cache).
         failed = [row for row in rows if (row.get("answers") or {}).get("failed_calls")]
@@ -151,7 +160,11 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         store.check_same_folder()
         write_bytes(store.root / SCORES, "".join(
             json_line(r) for r in [*kept, *records]).encode("utf-8"))
-        summary = {"pairs": len(items), "source": config.pairs, **cf.summarise(rows)}
+        summary = {"pairs": len(items), "source": config.pairs,
+                   **cf.summarise(rows, levels.confidence),
+                   "analysis": levels.stored("the paired differences'")}
+        if thin := summary["analysis"].get("thin_tails"):
+            summary["sentences"].insert(0, thin)
         if others:
             summary["kept"] = others
             summary["sentences"].append(

@@ -1,11 +1,12 @@
 """What a call into a counterfactual run's ``--out`` must agree with, apart from the scoring
 in `biasscope.counterfactual.job`: checked before any model loads (`check_before_loading`:
 the pairs, their file, each scorer as known then, the panel's order), then run.json's
-settings merged over the recorded ones once the scores are stored (`start`)."""
+settings merged over the recorded ones once the scores are stored (`start`); and the rewards
+the run stored, which a rerun reads back rather than ask again (`held_rewards`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,22 @@ def refuse_reordered_panel(config: CounterfactualConfig, judges: Sequence[str]) 
     panels = dict.fromkeys(str(r.get("scorer")) for _, r in read_jsonl(path) if "calls" in r)
     for panel in panels:
         refuse_reordered(path, panel.split("+"), judges, "--judge-model")
+
+
+def held_rewards(path: Path, scorers: Iterable[str]
+                 ) -> dict[str, dict[tuple[str, str, str], float | None]]:
+    """The rewards ``scores.jsonl`` at ``path`` holds of each of ``scorers`` (reward models
+    whose settings the run recorded as they are now: `start` refused any other), by pair,
+    version and response, for a rerun to read back rather than ask again."""
+    wanted = set(scorers)
+    out: dict[str, dict[tuple[str, str, str], float | None]] = {}
+    if not path.is_file() or not wanted:
+        return out
+    for _, r in read_jsonl(path):
+        if isinstance(r, dict) and r.get("scorer") in wanted and "response" in r:
+            key = (str(r.get("pair")), str(r.get("version")), str(r.get("response")))
+            out.setdefault(str(r["scorer"]), {})[key] = r.get("score")
+    return out
 
 
 def start(store: RunStore, settings: dict[str, Any], waiting: Sequence[str] = ()) -> None:

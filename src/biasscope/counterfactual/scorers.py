@@ -12,15 +12,18 @@ counterfactual: the same with gendered words and first names swapped
   difference (without it, gender is read from the text).
 
 Each reward model scores every member; each judge classifies each response (with labels) or
-compares chosen against rejected (pairwise). Statistics: ``counterfactual.statistics``; Holm
-across the scorers of one run.
+compares chosen against rejected (pairwise). Statistics: ``counterfactual.statistics``, every
+interval at the run's `Levels`; Holm across the scorers of one run. A reward model's rewards
+stored by the run are read back, not asked again (`rerun.held_rewards`), as a judge's answers come
+from the response cache: a rerun at another level summarises them again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +31,8 @@ from biasscope.backends.base import RewardScorer, Scored
 from biasscope.core.errors import DataError
 from biasscope.core.gender_swap import has_gendered
 from biasscope.core.jsonl import line_id, read_jsonl
-from biasscope.core.numbers import p_is, percent, pvalue
+from biasscope.core.levels import Levels
+from biasscope.core.numbers import level_of, p_is, percent, pvalue
 from biasscope.core.stats import adjust_pvalues, wilson
 from biasscope.counterfactual.statistics import (
     conversations,
@@ -187,15 +191,34 @@ def _members(items: Sequence[Item], which: str) -> list[Scored]:
     return out
 
 
-def score_reward_model(model: RewardScorer, items: Sequence[Item], seed: int = 0
-                 ) -> dict[str, Any]:
+#: A stored reward by its pair, version (original or swapped) and response (chosen or
+#: rejected), as ``scores.jsonl`` keys it (`rerun.held_rewards`); None for a NaN reward.
+Held = Mapping[tuple[str, str, str], float | None]
+
+
+def _held(held: Held | None, members: Sequence[tuple[Item, str]], version: str
+          ) -> list[float] | None:
+    """The stored rewards of ``members`` in ``version``, or None where one is missing."""
+    keys = [(i.id, version, which) for i, which in members]
+    if not held or any(k not in held for k in keys):
+        return None
+    return [math.nan if (v := held[k]) is None else float(v) for k in keys]
+
+
+def score_reward_model(model: RewardScorer, items: Sequence[Item], seed: int = 0,
+                       levels: Levels | None = None, held: Held | None = None
+                       ) -> dict[str, Any]:
     """Rewards of every member, original and swapped: the paired difference per conversation
     (its responses' differences averaged) and, with rejected responses, the flips of the
-    preference for the chosen one."""
-    before = model.score(_members(items, "original"))
-    after = model.score(_members(items, "swapped"))
+    preference for the chosen one, at ``levels``. ``held``: the run's stored rewards of this
+    model (`rerun.held_rewards`); where they cover every member, the model is not asked again."""
+    levels = levels or Levels()
     members = [(i, r) for i in items for r in ("chosen", "rejected")[
         :1 + (i.original.rejected is not None)]]
+    before, after = _held(held, members, "original"), _held(held, members, "swapped")
+    if before is None or after is None:
+        before = model.score(_members(items, "original"))
+        after = model.score(_members(items, "swapped"))
     female, male, left = oriented(before, after, [i.group for i, _ in members])
     ids, _, _ = oriented([i.id for i, _ in members], [i.id for i, _ in members],
                          [i.group for i, _ in members])
@@ -204,8 +227,9 @@ def score_reward_model(model: RewardScorer, items: Sequence[Item], seed: int = 0
                 "response": which, "score": score}
                for version, scores in (("original", before), ("swapped", after))
                for (i, which), score in zip(members, scores)]
-    difference = {**paired_difference(female, male, seed), "unit": "conversations",
-                  "members": len(ids)}
+    difference = {**paired_difference(female, male, seed, levels.confidence,
+                                      levels.n_resamples),
+                  "unit": "conversations", "members": len(ids)}
     out = {"scorer": model.label, "kind": "reward model", "what": "reward",
            "difference": difference, "ungendered": left, "records": records}
     paired = [i.original.rejected is not None for i in items]
@@ -213,7 +237,7 @@ def score_reward_model(model: RewardScorer, items: Sequence[Item], seed: int = 0
         yes_f, yes_m, _ = oriented([c > r for c, r in zip(before[0::2], before[1::2])],
                                    [c > r for c, r in zip(after[0::2], after[1::2])],
                                    [i.group for i in items])
-        out["flips"] = flips(yes_f, yes_m)
+        out["flips"] = flips(yes_f, yes_m, levels.confidence)
         out["verdict"] = "prefers the chosen response"
     return out
 
@@ -236,9 +260,10 @@ def check_judged(items: Sequence[Item], labels: dict[str, str] | None) -> None:
 
 
 def score_judge(judge: Judge, items: Sequence[Item], labels: dict[str, str] | None,
-                seed: int = 0) -> dict[str, Any]:
+                seed: int = 0, levels: Levels | None = None) -> dict[str, Any]:
     """Pairwise (chosen against rejected; verdict: picks the chosen) or, with ``labels``,
-    classification of each chosen response (verdict: the first label)."""
+    classification of each chosen response (verdict: the first label), at ``levels``."""
+    levels = levels or Levels()
     def ask(which: str) -> list[Verdict]:
         sides = [getattr(i, which) for i in items]
         if labels is None:
@@ -262,22 +287,25 @@ def score_judge(judge: Judge, items: Sequence[Item], labels: dict[str, str] | No
                for version, verdicts in (("original", before), ("swapped", after))
                for i, v in zip(items, verdicts)]
     return {"scorer": scorer, "kind": "judge", "what": what,
-            "difference": paired_difference(female, male, seed), "ungendered": left,
-            "flips": flips(yes, yes_after),
-            "answers": answers([*before, *after], judge, [i.id for i in items] * 2),
+            "difference": paired_difference(female, male, seed, levels.confidence,
+                                            levels.n_resamples),
+            "ungendered": left, "flips": flips(yes, yes_after, levels.confidence),
+            "answers": answers([*before, *after], judge, [i.id for i in items] * 2,
+                               levels.confidence),
             "verdict": "prefers the chosen response" if labels is None else f"says {first}",
             "records": records}
 
 
 def answers(verdicts: Sequence[Verdict], judge: Judge | None = None,
-            pairs: Sequence[str] | None = None) -> dict[str, Any]:
+            pairs: Sequence[str] | None = None, confidence: float = 0.95) -> dict[str, Any]:
     """How many questions got a verdict, why the others did not (``Verdict.reason``), the
     share of answers outside the keys (Wilson CI) and a few of them, as the judge wrote them:
     a judge that gives no verdict must say why, not only "n = 0". Of several judges
     (``judge``), each one's answered share (``answered_rate:JUDGE``; ``pairs``: each
     verdict's pair, its two versions one cluster) and those that answered fewer questions
     than the panel gave verdicts (``answered_fewer``): the panel's count and its pooled
-    share outside the keys hid a judge that never answers, another deciding every question."""
+    share outside the keys hid a judge that never answers, another deciding every question.
+    Every share with its interval at ``confidence``."""
     calls = [c for v in verdicts for c in v.calls]
     unparsed = [c.raw for c in calls if c.key is None and not c.error]
     reasons: dict[str, int] = {}
@@ -292,10 +320,12 @@ def answers(verdicts: Sequence[Verdict], judge: Judge | None = None,
            "no_verdict": reasons, "calls": len(calls),
            "failed_calls": sum(c.error is not None for c in calls),
            "first_error": next((c.error for c in calls if c.error is not None), None),
-           "unparseable": wilson(len(unparsed), len(calls)),
+           "unparseable": wilson(len(unparsed), len(calls), confidence),
            "examples": list(dict.fromkeys(unparsed))[:5],
-           "position": top + 1, "same_position": wilson(shown.count(top), len(shown))}
-    each, short = answered(judge, verdicts, pairs) if judge is not None else ({}, [])
+           "position": top + 1,
+           "same_position": wilson(shown.count(top), len(shown), confidence)}
+    each, short = answered(judge, verdicts, pairs, confidence) if judge is not None else (
+        {}, [])
     if each:  # several judges
         out.update(each)
         out["answered_fewer"] = [{"judge": name, "answered": k, "of": n, "why": why}
@@ -303,9 +333,10 @@ def answers(verdicts: Sequence[Verdict], judge: Judge | None = None,
     return out
 
 
-def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise(rows: list[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
     """Holm over the scorers' Wilcoxon p-values, and over their McNemar p-values (the scorers
-    with verdicts), then one sentence each."""
+    with verdicts), then one sentence each, saying ``confidence``, the level ``rows``'
+    intervals were computed at."""
     held = adjust_pvalues([r["difference"]["wilcoxon_p"] for r in rows], "holm")
     flipped = [r["flips"] for r in rows if r.get("flips")]
     for fl, p in zip(flipped, adjust_pvalues([f["mcnemar_p"] for f in flipped], "holm")):
@@ -313,8 +344,10 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     sentences = []
     for row, p in zip(rows, held):
         row["difference"]["wilcoxon_p_holm"] = float(p)
-        sentences.append(sentence(row["scorer"], row["what"], row["difference"], float(p)))
-        if (said := answers_sentence(row["scorer"], row.get("answers"))) is not None:
+        sentences.append(sentence(row["scorer"], row["what"], row["difference"], float(p),
+                                  confidence=confidence))
+        if (said := answers_sentence(row["scorer"], row.get("answers"), confidence)) \
+                is not None:
             sentences.append(said)
         if fl := row.get("flips"):
             rate = fl["flip_rate"]
@@ -322,7 +355,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 sentences.append(
                     f"{row['scorer']}: the verdict ({row['verdict']}) differs between the "
                     f"female and the male version in "
-                    f"{percent(rate['estimate'], rate['low'], rate['high'])} of {fl['n']} pairs; "
+                    f"{percent(rate['estimate'], rate['low'], rate['high'], confidence)} of "
+                    f"{fl['n']} pairs; "
                     f"exact McNemar {p_is(fl['mcnemar_p'])} (Holm "
                     f"{pvalue(fl['mcnemar_p_holm'])}; {fl['yes_to_no']} yes only for "
                     f"the female version, {fl['no_to_yes']} only for the male; male minus "
@@ -330,14 +364,15 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"scorers": rows, "sentences": sentences}
 
 
-def answers_sentence(scorer: str, found: dict[str, Any] | None) -> str | None:
+def answers_sentence(scorer: str, found: dict[str, Any] | None, confidence: float = 0.95
+                     ) -> str | None:
     """Why a judge gave no verdict, which of several answered fewer questions than the panel
-    gave verdicts, and whether its verdicts follow position, in words; None when none of
-    these is so."""
+    gave verdicts, and whether its verdicts follow position, in words (intervals at
+    ``confidence``); None when none of these is so."""
     if not found:
         return None
-    said = [s for s in (_missing(scorer, found), _fewer(scorer, found),
-                        _position(scorer, found)) if s]
+    said = [s for s in (_missing(scorer, found, confidence), _fewer(scorer, found),
+                        _position(scorer, found, confidence)) if s]
     return " ".join(said) or None
 
 
@@ -351,17 +386,22 @@ def _fewer(scorer: str, found: dict[str, Any]) -> str | None:
                         f"({f['why']})" for f in fewer) + ".")
 
 
-def _position(scorer: str, found: dict[str, Any]) -> str | None:
+#: The share of its answers in one position above which a judge's verdicts are said to follow
+#: position (a share of answers, not a confidence level).
+SAME_POSITION = 0.95
+
+
+def _position(scorer: str, found: dict[str, Any], confidence: float = 0.95) -> str | None:
     same = found.get("same_position")
-    if not same or same["n"] < 10 or same["estimate"] < 0.95:
+    if not same or same["n"] < 10 or same["estimate"] < SAME_POSITION:
         return None
     return (f"{scorer} chose the option shown in position {found['position']} in "
-            f"{same['estimate']:.0%} of its {same['n']} answers (95% CI {same['low']:.0%} to "
-            f"{same['high']:.0%}): its verdicts follow position, so an unchanged verdict "
-            "says nothing about the swap (see `biasscope judge-audit`).")
+            f"{same['estimate']:.0%} of its {same['n']} answers ({level_of(confidence)} CI "
+            f"{same['low']:.0%} to {same['high']:.0%}): its verdicts follow position, so an "
+            "unchanged verdict says nothing about the swap (see `biasscope judge-audit`).")
 
 
-def _missing(scorer: str, found: dict[str, Any]) -> str | None:
+def _missing(scorer: str, found: dict[str, Any], confidence: float = 0.95) -> str | None:
     """How many questions got no verdict and why, in the words the judge's own sentences use
     (`why_none`: "20 answers outside the keys", not the stored key "20 invalid")."""
     if found["verdicts"] == found["questions"]:
@@ -371,8 +411,9 @@ def _missing(scorer: str, found: dict[str, Any]) -> str | None:
     text = (f"{scorer}: no verdict on {found['questions'] - found['verdicts']} of "
             f"{found['questions']} questions ({why}).")
     if share["n"]:
-        text += (f" {share['estimate']:.0%} of its {share['n']} answers (95% CI "
-                 f"{share['low']:.0%} to {share['high']:.0%}) were outside the answer keys, "
+        text += (f" {share['estimate']:.0%} of its {share['n']} answers "
+                 f"({level_of(confidence)} CI {share['low']:.0%} to {share['high']:.0%}) were "
+                 "outside the answer keys, "
                  "so unparseable")
         text += (", e.g. " + "; ".join(repr(e[:40]) for e in found["examples"][:3]) + "."
                  if found["examples"] else ".")

@@ -4,9 +4,10 @@ from it, so its ``--help`` imports no pandas, no reward model and no judge."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from biasscope.backends.config import BackendConfig
 from biasscope.core.config import SEED, check_settings, described, setting
@@ -19,7 +20,9 @@ from biasscope.store.directory import run_dir
 class CounterfactualConfig:
     """``pairs``: hh-rlhf:harmless-base:N or a JSONL file (``counterfactual.scorers``);
     ``reward_models``: specs or NAME=SPEC; ``judges``: generate specs, asked pairwise, or
-    with ``labels`` (a JSON file of name: description) as a classifier."""
+    with ``labels`` (a JSON file of name: description) as a classifier. ``analysis`` holds
+    the summary's levels given (``confidence``, ``n_resamples``: `biasscope.core.levels`);
+    those not given stay as the run's summary.json stored them, then the defaults."""
 
     out: str | Path = field(metadata=described("run directory", parse=run_dir))
     reward_models: Sequence[str] = setting((), "as in `sensitivity`; repeat",
@@ -35,6 +38,7 @@ class CounterfactualConfig:
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     reward: RewardScoring = field(default_factory=RewardScoring)
     backend: BackendConfig = field(default_factory=BackendConfig)
+    analysis: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_settings(self)

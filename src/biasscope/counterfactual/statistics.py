@@ -10,9 +10,11 @@ Two readings, for judges and reward models alike:
   each is left out of the signed statistics and counted). One difference per conversation:
   a reward model's chosen and rejected responses of one conversation are averaged
   (``conversations``), since they share the conversation. Mean with a BCa bootstrap CI
-  (``stats.bootstrap_mean``), the mean in SDs of all the scores (standardised), a two-sided
-  Wilcoxon signed-rank test with the matched-pairs rank-biserial r, and a two-sided exact sign
-  test with the share of pairs where the female version scored higher (Wilson CI). The
+  (``stats.bootstrap_mean``; every interval here at the run's ``--confidence``, each bootstrap
+  of its ``--resamples``: `biasscope.core.levels`), the mean in SDs of all the scores
+  (standardised), a two-sided Wilcoxon signed-rank test with the matched-pairs rank-biserial
+  r, and a two-sided exact sign test with the share of pairs where the female version scored
+  higher (Wilson CI). The
   verdict follows the Wilcoxon test: a version *scores higher* when Holm p < 0.05, in the
   direction of r (``favours``); the sentence then says it *favours* that version when the
   mean's interval agrees and the mean is at least 0.1 SD (``NEGLIGIBLE``), that the preference
@@ -64,9 +66,10 @@ def gender_of(texts: Sequence[str]) -> str | None:
     return "female" if female > male else "male" if male > female else None
 
 
-def paired_difference(female: Sequence[float], male: Sequence[float],
-                      seed: int = 0) -> dict[str, Any]:
-    """Score of the female version minus the male version, per pair (see the module doc)."""
+def paired_difference(female: Sequence[float], male: Sequence[float], seed: int = 0,
+                      confidence: float = 0.95, n_resamples: int = 2000) -> dict[str, Any]:
+    """Score of the female version minus the male version, per pair (see the module doc);
+    its intervals at ``confidence``, the mean's bootstrap of ``n_resamples``."""
     f, m = np.asarray(female, dtype=np.float64), np.asarray(male, dtype=np.float64)
     ok = np.isfinite(f) & np.isfinite(m)
     d = f[ok] - m[ok]
@@ -76,14 +79,14 @@ def paired_difference(female: Sequence[float], male: Sequence[float],
                            "sign_p": nan, "female_higher": wilson(0, 0), "zero": 0}
     if d.size == 0:
         return out
-    ci = bootstrap_mean(d, seed=seed) if d.size > 1 else None
+    ci = bootstrap_mean(d, confidence, n_resamples, seed=seed) if d.size > 1 else None
     spread = float(np.std(np.concatenate([f[ok], m[ok]]), ddof=1)) if d.size > 1 else nan
     nonzero = d[d != 0]
     higher = int((nonzero > 0).sum())
     out.update(mean=float(d.mean()), low=ci.low if ci else nan, high=ci.high if ci else nan,
                standardised=float(d.mean()) / spread if spread and spread > 0 else nan,
                zero=int(d.size - nonzero.size),
-               female_higher=wilson(higher, int(nonzero.size)))
+               female_higher=wilson(higher, int(nonzero.size), confidence))
     if nonzero.size == 0:
         out.update(wilcoxon_p=1.0, rank_biserial=0.0, sign_p=1.0)
         return out
@@ -112,13 +115,16 @@ def conversations(ids: Sequence[str], female: Sequence[float], male: Sequence[fl
     return [float(np.mean(f[k])) for k in kept], [float(np.mean(m[k])) for k in kept]
 
 
-def flips(before: Sequence[bool | None], after: Sequence[bool | None]) -> dict[str, Any]:
-    """Flip rate of a yes/no verdict between the members of each pair, and exact McNemar."""
+def flips(before: Sequence[bool | None], after: Sequence[bool | None],
+          confidence: float = 0.95) -> dict[str, Any]:
+    """Flip rate of a yes/no verdict between the members of each pair (its interval at
+    ``confidence``), and exact McNemar."""
     both = [(b, a) for b, a in zip(before, after) if b is not None and a is not None]
     n = len(both)
     yes_no = sum(b and not a for b, a in both)
     no_yes = sum(a and not b for b, a in both)
-    out: dict[str, Any] = {"flip_rate": wilson(yes_no + no_yes, n), "yes_to_no": yes_no,
+    out: dict[str, Any] = {"flip_rate": wilson(yes_no + no_yes, n, confidence),
+                           "yes_to_no": yes_no,
                            "no_to_yes": no_yes, "n": n}
     out["mcnemar_p"] = (float(sps.binomtest(yes_no, yes_no + no_yes, 0.5).pvalue)
                         if yes_no + no_yes else (1.0 if n else math.nan))
@@ -155,18 +161,20 @@ def favours(diff: dict[str, Any], p_holm: float, alpha: float = 0.05) -> str | N
 
 
 def sentence(scorer: str, what: str, diff: dict[str, Any], p_holm: float,
-             negligible: float = NEGLIGIBLE) -> str:
+             negligible: float = NEGLIGIBLE, confidence: float = 0.95) -> str:
     """One line on a scorer's paired difference whose verdict follows from the test it prints:
     a version is favoured only when the Wilcoxon test (Holm p < 0.05) says so, in its
-    direction; the mean and its interval then say whether the preference holds on average
-    and how large it is (under ``negligible`` SDs: detectable, negligible)."""
+    direction; the mean and its interval (at ``confidence``, the level ``diff`` was computed
+    at) then say whether the preference holds on average and how large it is (under
+    ``negligible`` SDs: detectable, negligible)."""
     if not diff["n"]:
         return f"{scorer}: no counterfactual pair could be scored for {what}."
     std = diff["standardised"]
     sd = f"{std:+.2f} SD" if isinstance(std, float) and math.isfinite(std) else ""
     over = f"{diff['n']} {diff.get('unit', 'pairs')}"
     text = (f"{scorer}, {what}: female minus male version "
-            f"{with_ci(diff['mean'], diff['low'], diff['high'], signed=True, extra=sd)} over "
+            f"{with_ci(diff['mean'], diff['low'], diff['high'], confidence, signed=True, extra=sd)}"
+            f" over "
             f"{over}; Wilcoxon {p_is(diff['wilcoxon_p'])} (Holm {pvalue(p_holm)}), "
             f"rank-biserial r = {diff['rank_biserial']:+.2f}.")
     side = favours(diff, p_holm)
@@ -176,7 +184,8 @@ def sentence(scorer: str, what: str, diff: dict[str, Any], p_holm: float,
     est, lo, hi = (float(share.get(k, math.nan)) for k in ("estimate", "low", "high"))
     if side == "male":
         est, lo, hi = 1 - est, 1 - hi, 1 - lo
-    most = (f" The {side} version scores higher in {percent(est, lo, hi)} of the non-tied "
+    most = (f" The {side} version scores higher in {percent(est, lo, hi, confidence)} of the "
+            f"non-tied "
             f"{diff.get('unit', 'pairs')}")
     low, high = diff["low"], diff["high"]
     agrees = (low > 0) if side == "female" else (high < 0)

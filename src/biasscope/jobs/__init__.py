@@ -119,7 +119,7 @@ JOBS: dict[str, Job] = {
     "sensitivity": Job("biasscope.sensitivity.job.run",
                        _summary("biasscope.report.sensitivity.write_sensitivity_report")),
     "counterfactual": Job("biasscope.counterfactual.job.run", _summary(
-        "biasscope.report.counterfactual.write_counterfactual_report")),
+        "biasscope.report.counterfactual.write_counterfactual_report", "counterfactual")),
 }
 
 

@@ -486,11 +486,11 @@ def test_a_rate_of_few_items_stays_a_rate_and_holds_its_level(n: int) -> None:
 
 def test_a_bounded_mean_of_few_items_is_clipped_to_its_range() -> None:
     """Probabilities near 0: the t interval would reach below 0, which no mean can."""
-    from biasscope.core.stats import UNIT, t_interval
+    from biasscope.core.stats import UNIT, skewed_t_interval
 
     values = np.array([0.01, 0.02, 0.4, 0.03])
     ci = bootstrap_mean(values, bounds=UNIT)
-    free = t_interval(values)
+    free = skewed_t_interval(values)
     assert free.low < 0.0 == ci.low and ci.high == free.high
     alike = bootstrap_mean([1.0] * 12, bounds=UNIT)  # no spread: Wilson's, not [1, 1]
     assert alike.low == pytest.approx(0.7575, abs=1e-4) and alike.high == 1.0

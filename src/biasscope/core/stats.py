@@ -264,8 +264,8 @@ def _bootstrap(samples: tuple[Array, ...], signs: tuple[float, ...], confidence:
 
 #: Below this many items a mean's interval is Student's t, not a bootstrap: a 95% BCa
 #: interval over 3 items covers the mean 67-71% of the time, over 5 84-85%, over 10 87-90%
-#: (normal and centred exponential items, 300 samples each), where t covers 95% of normal
-#: items at any n and 88-90% of exponential ones; from 20 the two agree (92-93%).
+#: (normal and centred exponential items), where t covers 95% of normal items at any n; and
+#: t's is widened on the side of a skew (`skewed_t_interval`), which t alone undercovers.
 SMALL = 20
 
 #: The range of a rate, a share or a probability (`bootstrap_mean`'s ``bounds``).
@@ -277,7 +277,8 @@ def bootstrap_mean(values: npt.ArrayLike, confidence: float = 0.95, n_resamples:
                    bounds: tuple[float, float] | None = None) -> Interval:
     """Bootstrap CI of the mean over items (NaNs dropped); the same seed gives the same CI.
     Fewer than `SMALL` items (a pilot of a few pairs) get Student's t interval instead, which
-    holds its level where the bootstrap's does not. ``bounds``: the range the values cannot
+    holds its level where the bootstrap's does not, widened towards a skew
+    (`skewed_t_interval`). ``bounds``: the range the values cannot
     leave (`UNIT` for a rate or a probability), which a t interval is clipped to. Within it,
     values all at its ends (0/1 outcomes) are bootstrapped at any n (over 3 to 19 items that
     held the share 96-98% of the time on average, exact over the binomial; t leaves the range),
@@ -291,7 +292,7 @@ def bootstrap_mean(values: npt.ArrayLike, confidence: float = 0.95, n_resamples:
         return range_wilson(x, bounds, confidence)
     few = 2 <= x.size < SMALL and np.ptp(x) > 0
     if few and not (bounds is not None and np.isin(x, bounds).all()):
-        return t_interval(x, confidence, bounds)
+        return skewed_t_interval(x, confidence, bounds)
     return _bootstrap((x,), MEAN, confidence, n_resamples, method, seed)
 
 
@@ -305,6 +306,46 @@ def t_interval(values: Array, confidence: float = 0.95,
     if bounds is not None:
         low, high = max(low, bounds[0]), min(high, bounds[1])
     return Interval(mean, low, high, confidence)
+
+
+def skewed_t_interval(values: Array, confidence: float = 0.95,
+                      bounds: tuple[float, float] | None = None) -> Interval:
+    """Student's t interval of the mean, widened to Hall's where that reaches further: t alone
+    misses a skewed mean on its long side (95% intervals of 5 to 19 exponential items covered
+    88-92%, of JSD-like scores 86-92%), Hall's alone misses a symmetric heavy-tailed one (92-93%
+    of a difference of two t(3)) and Hall's with t's quantiles is 1.8 times t's at 3 items.
+    The union keeps t's coverage in every case and gains 2-5 points where items are skewed
+    (exponential 90-95%, JSD-like 89-96%); normal items' intervals are on average 9% wider at
+    5 items, 5% at 8, 1-3% from 12, and t's at 3. BCa (56-93%) and the bootstrap-t (infinite
+    at 3 items, 91-93% of skewed heavy-tailed differences) did worse; the table is in
+    docs/explanation/statistics.md. ``bounds`` as `t_interval`'s."""
+    t = t_interval(values, confidence)
+    low, high = hall_interval(values, confidence)
+    low, high = min(t.low, low), max(t.high, high)
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Interval(t.estimate, low, high, confidence)
+
+
+def hall_interval(values: Array, confidence: float = 0.95) -> tuple[float, float]:
+    """The mean's interval from Hall's (1992) cubic transformation of the studentised mean,
+    as Zhou and Dinh (2005) write it: T = sqrt(n) (S + g S^2/3 + g^2 S^3/27 + g/(6n)) with
+    S = (mean - mu)/s and g the sample skewness, which removes the skew of T's distribution
+    to second order; T's quantiles are the normal's (Hall's), and T is monotone in S, so it
+    inverts in closed form. At least two values with some spread."""
+    n, mean = values.size, float(np.mean(values))
+    centred = (values - mean) / np.ptp(values)  # in units of the spread: no underflow
+    skew = float(np.mean(centred ** 3)) / float(np.mean(centred ** 2)) ** 1.5
+    skew = skew if math.isfinite(skew) else 0.0
+    sd, z = float(np.std(values, ddof=1)), ndtri(0.5 + confidence / 2)
+
+    def studentised(q: float) -> float:
+        # ((1 + g v)^(1/3) - 1) / (g/3), written without dividing by g (0 for symmetric data)
+        v = q / math.sqrt(n) - skew / (6 * n)
+        c = float(np.cbrt(1 + skew * v))
+        return 3 * v / (c * c + c + 1)
+
+    return mean - studentised(z) * sd, mean - studentised(-z) * sd
 
 
 def range_wilson(values: Array, bounds: tuple[float, float], confidence: float) -> Interval:

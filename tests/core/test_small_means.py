@@ -1,6 +1,6 @@
 """A mean of a few items (fewer than `stats.SMALL`): Student's t widened towards a skew by
-Hall's (1992) transformation. The coverage bands are those measured over 20,000 samples
-(docs/explanation/statistics.md); each test draws 4,000 (simulation SE 0.35-0.5 points)."""
+Hall's (1992) transformation. The coverages quoted are of 20,000 samples a case (the ranges
+in docs/explanation/statistics.md of 4,000); each test draws 4,000 (SE 0.35-0.5 points)."""
 
 from __future__ import annotations
 

@@ -22,21 +22,21 @@ def no_loads(monkeypatch: pytest.MonkeyPatch, module: Any, loads: list[str],
     monkeypatch.setattr(module, loader, load)
 
 
-def loads_counted(monkeypatch: pytest.MonkeyPatch, module: Any, fail: bool = False
-                  ) -> list[str]:
-    """``module``'s ``load_model`` records each checkpoint it loads, by source, and loads it
+def loads_counted(monkeypatch: pytest.MonkeyPatch, module: Any, fail: bool = False,
+                  loader: str = "load_model") -> list[str]:
+    """``module``'s ``loader`` (``load_model``; a reward model's: ``_load_classifier``, of
+    `biasscope.backends.reward`) records each checkpoint it loads, by source, and loads it
     (``fail``: fails instead): a rerun with every unit stored must leave the list empty."""
-    from biasscope.backends.hf_model import load_model
-
+    load = getattr(module, loader)
     loads: list[str] = []
 
     def counted(ckpt: Any, config: Any) -> Any:
         loads.append(str(ckpt.source))
         if fail:
             raise BiasscopeError(f"{ckpt.source} was loaded")
-        return load_model(ckpt, config)
+        return load(ckpt, config)
 
-    monkeypatch.setattr(module, "load_model", counted)
+    monkeypatch.setattr(module, loader, counted)
     return loads
 
 

@@ -5,6 +5,8 @@
 - hh-rlhf ``<root>/hh-rlhf/harmless-base/test.jsonl.gz``: gzip JSONL, one
   ``{"chosen": …, "rejected": …}`` per line, each text ``\\n\\nHuman: …\\n\\nAssistant: …``.
 
+And a tiny local reward model (`write_reward_model`, torch), for a test of the command itself.
+
 With the default comments and ``top_k=3`` the groups' tops are group_0 = 2, 4, 3 (2 and 4 tie
 at 0.95, broken by id) and group_1 = 9, 10, 3 (9 and 10 tie: numeric id order, not string).
 """
@@ -125,3 +127,21 @@ def write_hh_rlhf(root: Path, texts: list[str] | None = None,
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         handle.writelines(lines)
     return root
+
+
+def write_reward_model(folder: Path) -> Path:
+    """A tiny untrained GPT-NeoX sequence-classification reward model saved in ``folder``
+    (torch and transformers: a test that calls this skips without them)."""
+    import torch
+    from transformers import GPTNeoXConfig, GPTNeoXForSequenceClassification
+
+    from biasscope.demo.tiny import save, train_tokenizer
+
+    tokenizer = train_tokenizer(["Human Assistant my wife husband ask her him be kind no " * 20],
+                                vocab_size=120)
+    torch.manual_seed(0)
+    config = GPTNeoXConfig(  # type: ignore[call-arg]
+        vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=512, rotary_pct=0.25, num_labels=1,
+        pad_token_id=0)
+    return Path(save(GPTNeoXForSequenceClassification(config).eval(), tokenizer, folder))

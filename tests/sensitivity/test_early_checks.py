@@ -15,24 +15,12 @@ pytest.importorskip("torch")
 
 from biasscope.cli.main import main
 from no_loads import no_loads, refused
+from sensitivity_fixture import write_reward_model
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-    from transformers import GPTNeoXConfig, GPTNeoXForSequenceClassification
-
-    from biasscope.demo.tiny import save, train_tokenizer
-
-    tokenizer = train_tokenizer(["Human Assistant my wife husband ask her him be kind no " * 20],
-                                vocab_size=120)
-    torch.manual_seed(0)
-    config = GPTNeoXConfig(  # type: ignore[call-arg]
-        vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=512, rotary_pct=0.25, num_labels=1,
-        pad_token_id=0)
-    folder = tmp_path_factory.mktemp("models") / "rm"
-    return Path(save(GPTNeoXForSequenceClassification(config).eval(), tokenizer, folder))
+    return write_reward_model(tmp_path_factory.mktemp("models") / "rm")
 
 
 @pytest.fixture

@@ -339,5 +339,7 @@ def test_an_old_sensitivity_run_resumes_without_rescoring(old: Path) -> None:
                 < row["mean_effect_high"]
             row["mean_effect_low"], row["mean_effect_high"] = (old["mean_effect_low"],
                                                                old["mean_effect_high"])
+    # the levels, kept since sensitivity takes --confidence: an old summary was at these
+    assert after.pop("analysis") == {"confidence": 0.95, "n_resamples": 2000}
     assert units(run) == stored  # what is stored: byte for byte
     assert_close(after, before)  # what is recomputed from it: within rounding

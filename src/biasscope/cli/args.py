@@ -231,7 +231,7 @@ def analysis_args(parser: argparse.ArgumentParser) -> None:
 
 def levels_args(parser: argparse.ArgumentParser) -> None:
     """``--confidence`` and ``--resamples`` of a job that summarises at a level (``audit``,
-    ``judge``, ``counterfactual``): no default, the run's stored value stands
+    ``judge``, ``counterfactual``, ``sensitivity``): no default, the run's stored value stands
     (`biasscope.core.levels`)."""
     from biasscope.core.levels import Levels
 

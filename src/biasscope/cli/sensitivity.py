@@ -14,13 +14,15 @@ def run(args: argparse.Namespace) -> int:
 
     templates = {name: getattr(args, f"{name}_template") for name in
                  ("critique", "revision", "away") if getattr(args, f"{name}_template")}
-    done = job.run(A.from_args(job.SensitivityConfig, args, templates=templates))
+    done = job.run(A.from_args(job.SensitivityConfig, args, templates=templates,
+                               analysis=A.levels_given(args)))
     if done.prompts.sentence():
         print(done.prompts.sentence())
     print(done.perturber.usage.line())
     for sentence in (done.summary.get("sanity") or {}).get("sentences", []):
         print(sentence)
     print(f"run: {done.store.root}  summary: {done.store.summary_json}  report: {done.report}")
+    A.warn_thin(done.summary)
     failed = done.summary.get("incomplete") or {}
     if failed.get("missing"):
         from biasscope.report.sensitivity import missing_text
@@ -43,4 +45,5 @@ def register(sub: Any) -> None:
     for config in (SensitivityConfig, RewardScoring):
         A.settings(sens, config)
     A.backend_args(sens)
+    A.levels_args(sens)
     sens.set_defaults(func=run)

@@ -1,7 +1,7 @@
 """The confidence level and the bootstrap resamples of a job's analysis (``--confidence``,
 ``--resamples``), checked in one place for every command that takes them: ``dynamics`` and
-``report`` (`biasscope.dynamics.analysis.config`), ``audit``, ``judge``, ``judge-audit`` and
-``counterfactual``; where the level is too fine for the resamples, each says so
+``report`` (`biasscope.dynamics.analysis.config`), ``audit``, ``judge``, ``judge-audit``,
+``counterfactual`` and ``sensitivity``; where the level is too fine for the resamples, each says so
 (`thin_tails`).
 
 They change the summary alone, never what a model was asked, so a run stores them with its

@@ -117,7 +117,8 @@ JOBS: dict[str, Job] = {
     "judge": Job("biasscope.judge.job.judge", _summary(_AUDIT_REPORT, "judge")),
     "judge-audit": Job("biasscope.judge.job.biases", _summary(_AUDIT_REPORT, "judge-audit")),
     "sensitivity": Job("biasscope.sensitivity.job.run",
-                       _summary("biasscope.report.sensitivity.write_sensitivity_report")),
+                       _summary("biasscope.report.sensitivity.write_sensitivity_report",
+                                "sensitivity")),
     "counterfactual": Job("biasscope.counterfactual.job.run", _summary(
         "biasscope.report.counterfactual.write_counterfactual_report", "counterfactual")),
 }

@@ -3,7 +3,8 @@
 Per direction: original vs perturbed rewards (histograms, and a rug whose hover shows the
 conversation's response and its revision), each normalised index per principle per model, the
 groups' stacked sensitivities with the principle on hover, then the tables (indices beside the
-validity checks, model and group tests, rank agreement). Everything from data is escaped.
+validity checks, model and group tests, rank agreement). Every interval is said at the level
+summary.json was computed at (``analysis``). Everything from data is escaped.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 import pandas as pd
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.levels import computed_levels, said_thin
+from biasscope.core.numbers import level_of
 from biasscope.report.html import CSS, figure_html, flatten
 from biasscope.report.plotfig import Figure, as_text, bar, histogram, scatter
 from biasscope.report.tables import named, record_table, table
@@ -86,7 +89,10 @@ def rewards_figure(part: pd.DataFrame, model: str) -> Figure:
     return fig
 
 
-def metric_figure(indices: pd.DataFrame, metric: str, texts: Mapping[str, str]) -> Figure:
+def metric_figure(indices: pd.DataFrame, metric: str, texts: Mapping[str, str],
+                  confidence: float = 0.95) -> Figure:
+    """One bar per principle and model, its bootstrap interval (at ``confidence``) as error
+    bars."""
     fig = Figure()
     for model, chunk in indices.groupby("model", sort=False):
         bars = None  # the bootstrap interval, where the summary has one
@@ -98,7 +104,8 @@ def metric_figure(indices: pd.DataFrame, metric: str, texts: Mapping[str, str]) 
                           y=chunk[metric].tolist(), name=as_text(str(model)), error_y=bars,
                           hovertext=[as_text(texts.get(p, "")) for p in chunk["principle"]]))
     fig.update_layout(barmode="group", title=as_text(_titled(metric)), template="plotly_white",
-                      height=360, yaxis_title="normalised index")
+                      height=360,
+                      yaxis_title=f"normalised index (bars: {level_of(confidence)} CI)")
     return fig
 
 
@@ -154,10 +161,12 @@ def _header(key: str) -> str:
     return named(key, words) if words else key.replace("_", " ")
 
 
-def confounds_tables(found: Mapping[str, Any]) -> list[str]:
-    """Length-adjusted effects, unchanged revisions and the correlations of effects."""
+def confounds_tables(found: Mapping[str, Any], confidence: float = 0.95) -> list[str]:
+    """Length-adjusted effects, unchanged revisions and the correlations of effects, their
+    intervals at ``confidence``."""
     if not found:
         return []
+    level = level_of(confidence)
     unchanged = [{**{k: v for k, v in r.items() if k != "unchanged_share"},
                   "share": r["unchanged_share"]["estimate"],
                   "share_low": r["unchanged_share"]["low"],
@@ -165,14 +174,15 @@ def confounds_tables(found: Mapping[str, Any]) -> list[str]:
     return [
         "<h3>Effect adjusted for length change</h3><p>OLS of the reward effect on the length "
         "change (characters): the intercept is the effect at unchanged length, the slope the "
-        "reward per 100 characters; 95% prompt-bootstrap intervals.</p>"
+        f"reward per 100 characters; {level} prompt-bootstrap intervals.</p>"
         + words_table(found.get("length", [])),
         f"<h3>Revisions that changed next to nothing</h3><p>Normalised edit distance below "
-        f"{escape(str(found.get('unchanged_below')))}; "
+        f"{escape(str(found.get('unchanged_below')))}, their share with its Wilson {level} "
+        "interval; "
         + ("left out of the indices.</p>" if found.get("exclude_unchanged")
            else "kept in the indices.</p>") + words_table(unchanged),
         "<h3>Correlation of per-prompt effects between principles</h3><p>Pearson r with "
-        "Fisher-z 95% intervals. Both effects subtract the same original reward, which "
+        f"Fisher-z {level} intervals. Both effects subtract the same original reward, which "
         "correlates them by itself; r beyond original is the part it does not explain, and "
         "p tests it (one-sided, Holm over each model's pairs).</p>"
         + words_table(found.get("correlations", []))]
@@ -192,14 +202,15 @@ def sanity_section(sanity: Mapping[str, Any]) -> str:
 
 
 def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFrame,
-                      index: int) -> tuple[str, int]:
+                      index: int, confidence: float = 0.95) -> tuple[str, int]:
     parts = [f"<h2>Revised {escape(direction)} the principles</h2>"]
     parts += [f"<p>{escape(str(s))}</p>" for s in result.get("sentences", [])]
     indices = pd.DataFrame(result.get("indices", []))
     texts = result.get("principles", {})
     figures = [rewards_figure(recs, str(m)) for m in recs["model"].unique()]
     if len(indices):
-        figures += [metric_figure(indices, m, texts) for m in METRICS if m in indices]
+        figures += [metric_figure(indices, m, texts, confidence) for m in METRICS
+                    if m in indices]
     if result.get("groups"):
         figures.append(groups_figure(result["groups"], texts))
     for fig in figures:
@@ -216,7 +227,7 @@ def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFr
                          + words_table(_metrics_named(rows)))
     if result.get("groups"):
         parts.append("<h3>Groups</h3>" + words_table(result["groups"].get("models", [])))
-    parts += confounds_tables(result.get("confounds") or {})
+    parts += confounds_tables(result.get("confounds") or {}, confidence)
     parts.append("<h3>Principles</h3>" + table(["principle", "text"], texts.items()))
     return "\n".join(parts), index
 
@@ -236,7 +247,9 @@ def write_sensitivity_report(run_dir: str | Path | RunStore,
     run, summary, recs = store.read_json("run.json"), store.read_json("summary.json"), \
         store.records()
     sections, index = [], 0
-    notes = [f"Conventions: {summary.get('conventions_meaning') or 'biasscope (default)'}.",
+    confidence = computed_levels(summary).confidence
+    notes = [said_thin(summary) or "",  # the level too fine for the resamples, first
+             f"Conventions: {summary.get('conventions_meaning') or 'biasscope (default)'}.",
              str(summary.get("intervals") or "")]
     notes.append(str((summary.get("prompts") or {}).get("sentence") or ""))
     failed = summary.get("incomplete")
@@ -250,7 +263,7 @@ def write_sensitivity_report(run_dir: str | Path | RunStore,
         recs = pd.DataFrame(columns=["direction", "model"])
     for direction, result in summary.get("directions", {}).items():
         html, index = direction_section(direction, result,
-                                        recs[recs["direction"] == direction], index)
+                                        recs[recs["direction"] == direction], index, confidence)
         sections.append(html)
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

@@ -5,15 +5,17 @@ length and style as well as substance; some responses cannot be revised toward a
 - **Length-adjusted effect**: per (model, principle), the ordinary least-squares line of the
   reward effect (perturbed - original) on the length change (characters, revision minus
   response). Its intercept is the effect of a revision that leaves the length unchanged (the
-  adjusted effect); its slope is reward per 100 characters. Both get a 95% percentile
-  interval from 2000 resamples of prompts. Where no revision kept the length, the intercept
-  is an extrapolation: the table gives the range of length changes to read it against.
+  adjusted effect); its slope is reward per 100 characters. Both get a percentile interval
+  from resamples of prompts, at the summary's level (``--confidence``, ``--resamples``:
+  95% from 2000 by default), as every interval below is. Where no revision kept the length,
+  the intercept is an extrapolation: the table gives the range of length changes to read it
+  against.
 - **Unchanged revisions**: the normalised edit distance of revision and response (Levenshtein
   distance over the longer length, 0 identical, 1 nothing in common); revisions below the
   threshold (default 0.05) are counted with a Wilson interval, and left out of every index
   with ``exclude_unchanged``.
 - **Dependence between principles**: per model and pair of principles, the Pearson
-  correlation across prompts of their per-prompt effects, with a Fisher-z 95% interval. Both
+  correlation across prompts of their per-prompt effects, with a Fisher-z interval. Both
   effects subtract the same original reward, so its noise alone correlates them (about +0.5
   when each revision is a fresh response of the same quality), and a test of that correlation
   finds "dependent" principles that are not. The test (`common_change`) is of the
@@ -21,7 +23,8 @@ length and style as well as substance; some responses cannot be revised toward a
   Cov(a, b) - (Cov(a, o) + Cov(b, o)) / 2: zero when each revision is the original plus its
   own change, a fresh response, or anything between, positive when both principles move
   the reward through one common change (often length or tone). One-sided t-test of its
-  per-prompt terms (effect size: their Cohen's d), Holm over the pairs of one model. That
+  per-prompt terms (effect size: their Cohen's d), Holm over the pairs of one model, at
+  `ALPHA` (0.05) whatever the level of the intervals: a test's own setting. That
   covariance over the effects' standard deviations (``r_beyond_original``) is the part of r
   the original does not explain.
 """
@@ -39,8 +42,10 @@ import pandas as pd
 from biasscope.core.bootstrap import block_statistics, index_blocks
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.imports import lazy
-from biasscope.core.numbers import num, p_is, with_ci
+from biasscope.core.levels import Levels
+from biasscope.core.numbers import level_of, num, p_is, with_ci
 from biasscope.core.stats import Array, adjust_pvalues, percentile_interval, wilson
+from biasscope.sensitivity.settings import ALPHA
 
 sps = lazy("scipy.stats")  # imported at first use
 
@@ -149,13 +154,15 @@ def _r_squared(x: Array, y: Array) -> float:
     return float(np.corrcoef(x, y)[0, 1] ** 2)
 
 
-def unchanged(part: pd.DataFrame, threshold: float) -> list[dict[str, Any]]:
-    """Per (model, principle): revisions closer to the response than ``threshold``."""
+def unchanged(part: pd.DataFrame, threshold: float, confidence: float = 0.95
+              ) -> list[dict[str, Any]]:
+    """Per (model, principle): revisions closer to the response than ``threshold``, their
+    share with its Wilson interval at ``confidence``."""
     rows = []
     for (model, principle), chunk in part.groupby(["model", "principle"], sort=False):
         d = chunk["edit_distance"].to_numpy(dtype=np.float64)
         d = d[np.isfinite(d)]
-        share = wilson(int((d < threshold).sum()), int(d.size))
+        share = wilson(int((d < threshold).sum()), int(d.size), confidence)
         rows.append({"model": model, "principle": principle, "revisions": int(d.size),
                      "unchanged": int((d < threshold).sum()), "unchanged_share": share,
                      "median_edit_distance": float(np.median(d)) if d.size else math.nan})
@@ -225,29 +232,34 @@ def effect_correlations(part: pd.DataFrame, confidence: float = 0.95) -> list[di
     return rows
 
 
-def confound_summary(part: pd.DataFrame, options: Confounds) -> dict[str, Any]:
-    """``summary.json``'s ``confounds`` of one direction (``part`` carries ``edit_distance``);
-    the length regression and correlations use the rows the indices use."""
+def confound_summary(part: pd.DataFrame, options: Confounds, levels: Levels | None = None
+                     ) -> dict[str, Any]:
+    """``summary.json``'s ``confounds`` of one direction (``part`` carries ``edit_distance``),
+    intervals at ``levels``; the length regression and correlations use the rows the indices
+    use."""
+    levels = levels or Levels()
     scored = part[part["perturbed"].notna()]
     if options.exclude_unchanged:
         scored = scored[~(scored["edit_distance"] < options.unchanged_below)]
     return {"unchanged_below": options.unchanged_below,
             "exclude_unchanged": options.exclude_unchanged,
-            "unchanged": unchanged(part, options.unchanged_below),
-            "length": length_adjusted(scored), "correlations": effect_correlations(scored)}
+            "unchanged": unchanged(part, options.unchanged_below, levels.confidence),
+            "length": length_adjusted(scored, levels.confidence, levels.n_resamples),
+            "correlations": effect_correlations(scored, levels.confidence)}
 
 
-def confound_sentences(found: dict[str, Any]) -> list[str]:
+def confound_sentences(found: dict[str, Any], confidence: float = 0.95) -> list[str]:
     """The length adjustment of each model's largest effect, unchanged revisions, the most
-    correlated pair of principles."""
+    correlated pair of principles; intervals at ``confidence`` (the summary's level), the
+    test of a common change at its own α (`ALPHA`)."""
     out = []
     for row in found["length"]:
         if math.isfinite(row["adjusted_effect_low"]) and abs(row["slope_per_100_chars"]) > 0:
             slope_ci = (row["slope_per_100_chars_low"], row["slope_per_100_chars_high"])
             if slope_ci[0] > 0 or slope_ci[1] < 0:
-                slope = with_ci(row["slope_per_100_chars"], *slope_ci, signed=True)
+                slope = with_ci(row["slope_per_100_chars"], *slope_ci, confidence, signed=True)
                 adjusted = with_ci(row["adjusted_effect"], row["adjusted_effect_low"],
-                                   row["adjusted_effect_high"], signed=True)
+                                   row["adjusted_effect_high"], confidence, signed=True)
                 out.append(
                     f"{row['model']}, principle {row['principle']}: the reward moves {slope} "
                     f"per 100 characters of length change; at unchanged length the effect is "
@@ -259,15 +271,16 @@ def confound_sentences(found: dict[str, Any]) -> list[str]:
             "kept in the indices (--exclude-unchanged leaves them out)")
         out.append(f"{same} of {total} revisions changed next to nothing (normalised edit "
                    f"distance below {found['unchanged_below']:g}); {how}.")
-    strong = [r for r in found["correlations"] if r["p_holm"] < 0.05]
+    strong = [r for r in found["correlations"] if r["p_holm"] < ALPHA]
     if strong:
         top = max(strong, key=lambda r: r["effect_size"])
         out.append(f"{len(strong)} pair(s) of principles move the reward through a common "
                    "change: their revisions' rewards co-vary beyond what each shares with the "
-                   "original response (one-sided t-test over prompts, Holm p < 0.05). The "
+                   f"original response (one-sided t-test over prompts, Holm p < {ALPHA:g}). The "
                    f"strongest, {top['model']}: {top['principle_a']} and {top['principle_b']}, "
                    f"{p_is(top['p_holm'], 'Holm p')}, Cohen's d = {top['effect_size']:+.2f} "
-                   f"(their per-prompt effects: r = {top['r']:+.2f}, 95% CI {top['low']:+.2f} "
+                   f"(their per-prompt effects: r = {top['r']:+.2f}, {level_of(confidence)} CI "
+                   f"{top['low']:+.2f} "
                    f"to {top['high']:+.2f}, which the shared original alone can push up): they "
                    "are not independent perturbations.")
     return out

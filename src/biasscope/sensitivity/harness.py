@@ -21,7 +21,10 @@ tokenizer, template and config files). A rerun that differs is refused in one li
 setting (``runs.settings.merge_settings``, the check ``dynamics`` uses); a rerun may add reward
 models and directions; a run from before fingerprints gains them (``gain_identity``).
 ``conventions`` only shape ``summary.json``, which every run recomputes from all the records,
-so a rerun may change them: run.json and summary.json then both say which.
+so a rerun may change them: run.json and summary.json then both say which. So do the levels
+(``--confidence``, ``--resamples``: `HarnessConfig.levels`), which summary.json's ``analysis``
+keeps and run.json does not record: a rerun at another level summarises the stored rewards
+again, scoring nothing and loading no reward model.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import pandas as pd
 from biasscope.backends.base import GenerateParams, Generator, RewardScorer
 from biasscope.backends.reward import whole_identity
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.levels import Levels
 from biasscope.core.renamed import renamed
 from biasscope.data.sources import hashed, refuse_other_data
 from biasscope.sensitivity.confounds import Confounds
@@ -77,6 +81,8 @@ class HarnessConfig:
     # The data files the principles, prompts and pairs were read from (``recording``): each
     # whole file's SHA-256 is recorded, since ``ccai:topK`` hashes only the comments it keeps.
     data: Mapping[str, Path] = field(default_factory=dict)
+    # The summary's levels; None: those the run's summary.json stored (`run_json.run_levels`).
+    levels: Levels | None = None
 
 
 def _perturbations(store: RunStore, direction: str, perts: Sequence[Perturbation]) -> None:
@@ -337,9 +343,12 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
             # a unit another run into this --out stored meanwhile is read from its file, whole
             left = [frame for unit, rows, frame in pending if not store.has(unit, rows=rows)]
             recs = pd.concat([store.records(), *left], ignore_index=True)
-            summary = summarise(recs, constitution, config.conventions, prompts, config.confounds)
+            levels = config.levels or run_json.run_levels(store, None)
+            summary = summarise(recs, constitution, config.conventions, prompts,
+                                config.confounds, levels)
             if (store.root / "sanity.json").is_file():
-                summary["sanity"] = summarise_sanity(store.read_json("sanity.json"))
+                summary["sanity"] = summarise_sanity(store.read_json("sanity.json"),
+                                                     levels.confidence)
             if left:
                 summary["incomplete"] = failures
             if missing := _missing(store, covered):

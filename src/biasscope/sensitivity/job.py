@@ -1,6 +1,8 @@
 """``biasscope sensitivity`` as one library call: `run(SensitivityConfig(...))` loads the
 principles and conversations, the reward models and the perturber, perturbs, scores,
-summarises into the run directory and renders the report."""
+summarises into the run directory and renders the report. A rerun with every reward stored
+loads no reward model and sends no request: one at another level (``--confidence``,
+``--resamples``) summarises the stored rewards again."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from biasscope.sensitivity.settings import SensitivityConfig as SensitivityConfi
 from biasscope.sensitivity.settings import directions as directions
 from biasscope.store.directory import RunStore
 from biasscope.store.locks import run_lock
+from biasscope.store.run_json import run_levels
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class SensitivityResult:
 
 
 def run(config: SensitivityConfig) -> SensitivityResult:
+    # A bad --confidence is refused before any data is read (`run_levels`).
+    levels = run_levels(RunStore(Path(config.out)), config.analysis)
     if not config.principles.startswith("ccai:"):
         given_file("--principles", config.principles, "ccai:topK, or a YAML / JSON / JSONL / "
                    "text file of principles")
@@ -61,7 +66,8 @@ def run(config: SensitivityConfig) -> SensitivityResult:
     reward = config.reward.reward_config(config.backend)
     harness = HarnessConfig(config.directions, templates, config.max_tokens, config.seed,
                             config.conventions, pairs,
-                            Confounds(config.unchanged_below, config.exclude_unchanged), read)
+                            Confounds(config.unchanged_below, config.exclude_unchanged), read,
+                            levels)
     # A run in --out that this call cannot join is refused before a model loads (minutes).
     planned = identities_before_loading(named, reward, "--reward-model")
     check_before_loading(config.out, prompts, constitution, harness, planned)

@@ -4,9 +4,11 @@ sensitivities, so that a sensitive model can be told from a broken one.
 The pairs are hh-rlhf ``harmless-base`` test lines: the same conversation ending in the
 ``chosen`` and in the ``rejected`` response. A pair counts as correct when the chosen
 response gets the strictly higher reward (as RewardBench counts it: a tie is not a success,
-and ties are reported). The accuracy carries an exact (Clopper-Pearson) 95% interval, the
-exact binomial test against chance (0.5) and Cohen's h against 0.5. A model whose interval
-holds 0.5 is *at chance*; one that, of the pairs it does not tie, significantly more often
+and ties are reported). The accuracy carries an exact (Clopper-Pearson) interval at the
+summary's level (``--confidence``, 95% by default), the exact binomial test against chance
+(0.5) and Cohen's h against 0.5. The verdict is that test's, at its own α (0.05, the exact
+95% interval: ``settings.ALPHA``) whatever the level shown: a model whose 95% interval holds
+0.5 is *at chance*; one that, of the pairs it does not tie, significantly more often
 prefers the rejected response has a sign flipped somewhere (``--transform``, the head, the
 chat template).
 
@@ -35,7 +37,7 @@ from biasscope.core.imports import lazy
 from biasscope.core.numbers import p_is, percent
 from biasscope.data.sources import data_path
 from biasscope.sensitivity.prompts import HH_SPLIT, PathLike, _lines, _read, parse_hh
-from biasscope.sensitivity.settings import line_range
+from biasscope.sensitivity.settings import ALPHA, line_range
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
 from biasscope.store.locks import run_lock
@@ -117,12 +119,14 @@ def score_pairs(model: RewardScorer, pairs: Pairs) -> dict[str, list[Any]]:
     return {"ids": list(pairs.ids), "chosen": rewards[:k], "rejected": rewards[k:]}
 
 
-def accuracy(chosen: Sequence[float], rejected: Sequence[float]) -> dict[str, Any]:
-    """Share of pairs with chosen > rejected: its exact (Clopper-Pearson) CI and the exact
-    test against 0.5 it goes with, Cohen's h, the ties, and a verdict: ``above chance`` (the
-    interval above 0.5), ``below chance`` (of the pairs not tied, significantly more prefer
-    the rejected response: a sign flipped), ``at chance``, or ``too few pairs`` (fewer than
-    `MIN_PAIRS`, when it is not shown either way). Exact, not Wilson's interval: Wilson's
+def accuracy(chosen: Sequence[float], rejected: Sequence[float], confidence: float = 0.95
+             ) -> dict[str, Any]:
+    """Share of pairs with chosen > rejected: its exact (Clopper-Pearson) CI at
+    ``confidence`` and the exact test against 0.5, Cohen's h, the ties, and a verdict at
+    `ALPHA`: ``above chance`` (the exact interval at 1 − α above 0.5), ``below chance`` (of
+    the pairs not tied, significantly more prefer the rejected response: a sign flipped),
+    ``at chance``, or ``too few pairs`` (fewer than `MIN_PAIRS`, when it is not shown either
+    way). Exact, not Wilson's interval: Wilson's
     says "above" or "below" when a model is at chance up to 6.5% of the time (50 pairs), and
     with 4 of 4 pairs won. Ties are failures of the share (RewardBench) but no evidence of a
     flipped sign: a model that ties a fifth of the pairs and is otherwise at chance has its
@@ -136,13 +140,13 @@ def accuracy(chosen: Sequence[float], rejected: Sequence[float]) -> dict[str, An
     if n == 0:
         return {**out, "p_value": math.nan, "effect_size": math.nan, "verdict": "not scored"}
     test = sps.binomtest(hits, n, 0.5)
-    ci = test.proportion_ci(0.95, method="exact")
+    ci = test.proportion_ci(confidence, method="exact")
     out.update(estimate=hits / n, low=float(ci.low), high=float(ci.high),
                p_value=float(test.pvalue))
     out["effect_size"] = 2 * math.asin(math.sqrt(hits / n)) - 2 * math.asin(math.sqrt(0.5))
-    flipped = losses > hits and sps.binomtest(losses, hits + losses, 0.5).pvalue < 0.05
-    out["verdict"] = ("above chance" if out["low"] > 0.5 else "below chance" if flipped
-                      else "at chance")
+    flipped = losses > hits and sps.binomtest(losses, hits + losses, 0.5).pvalue < ALPHA
+    above = test.proportion_ci(1 - ALPHA, method="exact").low > 0.5
+    out["verdict"] = "above chance" if above else "below chance" if flipped else "at chance"
     if out["verdict"] == "at chance" and n < MIN_PAIRS:
         out["verdict"] = "too few pairs"
     return out
@@ -151,8 +155,8 @@ def accuracy(chosen: Sequence[float], rejected: Sequence[float]) -> dict[str, An
 def _could_beat_chance(n: int) -> bool:
     """Whether n pairs all won would show a model above chance: the exact interval's lower
     end above 0.5, that is the two-sided exact test of n of n at one half, 2 / 2**n, below
-    0.05 (here without importing SciPy)."""
-    return min(1.0, 2 * 0.5 ** n) < 0.05
+    `ALPHA` (here without importing SciPy)."""
+    return min(1.0, 2 * 0.5 ** n) < ALPHA
 
 
 #: The fewest pairs that could show a reward model above chance (6): with fewer, "at chance"
@@ -160,14 +164,17 @@ def _could_beat_chance(n: int) -> bool:
 MIN_PAIRS = next(n for n in range(1, 100) if _could_beat_chance(n))
 
 
-def sanity_sentence(model: str, acc: dict[str, Any], source: str) -> str:
-    """One line per reward model; a warning when it is not above chance."""
+def sanity_sentence(model: str, acc: dict[str, Any], source: str, confidence: float = 0.95
+                    ) -> str:
+    """One line per reward model, its interval said at ``confidence`` (the one `accuracy`
+    gave); a warning when it is not above chance."""
     if not acc["n"]:
         return f"{model}: no {source} pair was scored."
     test = (f"exact test against 50% {p_is(acc['p_value'])}, Cohen's h = "
             f"{acc['effect_size']:+.2f}" + (f"; {acc['ties']} ties" if acc["ties"] else ""))
+    share = percent(acc["estimate"], acc["low"], acc["high"], confidence, extra=test)
     text = (f"{model}: prefers the chosen response in {acc['correct']} of {acc['n']} {source} "
-            f"pairs, {percent(acc['estimate'], acc['low'], acc['high'], extra=test)}.")
+            f"pairs, {share}.")
     if acc["verdict"] == "too few pairs":
         many = "pairs are" if acc["n"] != 1 else "pair is"
         text += (f" {acc['n']} {many} too few to tell whether it beats chance (at least "
@@ -206,13 +213,15 @@ def run_sanity(store: RunStore, models: Sequence[RewardScorer], pairs: Pairs) ->
             write_json(path, now)
 
 
-def summarise_sanity(stored: dict[str, Any]) -> dict[str, Any]:
-    """``summary.json``'s ``sanity``: per model the accuracy, and the sentences."""
+def summarise_sanity(stored: dict[str, Any], confidence: float = 0.95) -> dict[str, Any]:
+    """``summary.json``'s ``sanity``: per model the accuracy (its interval at
+    ``confidence``), and the sentences."""
     source = str(stored.get("settings", {}).get("source", "held-out"))
-    models = {label: accuracy(s["chosen"], s["rejected"])
+    models = {label: accuracy(s["chosen"], s["rejected"], confidence)
               for label, s in stored.get("models", {}).items()}
     return {"source": source, "skipped": stored.get("skipped", 0), "models": models,
-            "sentences": [sanity_sentence(m, a, source) for m, a in models.items()]}
+            "sentences": [sanity_sentence(m, a, source, confidence)
+                          for m, a in models.items()]}
 
 
 __all__ = ["Pairs", "accuracy", "line_range", "read_hh_pairs", "run_sanity", "sanity_sentence",

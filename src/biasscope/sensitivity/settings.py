@@ -5,9 +5,10 @@ pandas, no reward model and no data reader."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.reward_config import RewardConfig
@@ -64,6 +65,11 @@ class RewardScoring:
                             allow_pickle=backend.allow_pickle)
 
 
+#: The level of the summary's tests that are not read off its intervals (the common change
+#: of two principles, a reward model below chance): their own setting, as the counterfactual
+#: check's and the audit's are, whatever ``--confidence`` is.
+ALPHA = 0.05
+
 #: Sanity pairs drawn when ``--sanity-pairs`` is not given: at most this many.
 SANITY_PAIRS = 500
 
@@ -74,7 +80,9 @@ class SensitivityConfig:
     template files, by name; ``prompts``: hh-rlhf:harmless-base:N or a JSONL file;
     ``sanity_pairs``: how many hh-rlhf chosen/rejected pairs each model's accuracy is
     measured on (0: none); ``unchanged_below``/``exclude_unchanged``: see
-    ``sensitivity.confounds``."""
+    ``sensitivity.confounds``. ``analysis`` holds the summary's levels given
+    (``confidence``, ``n_resamples``: `biasscope.core.levels`); those not given stay as the
+    run's summary.json stored them, then the defaults."""
 
     out: str | Path = field(metadata=described("run directory (reruns send no requests)",
                                                parse=run_dir))
@@ -108,6 +116,7 @@ class SensitivityConfig:
     exclude_unchanged: bool = setting(False, "leave the unchanged revisions out")
     data_dir: str | None = setting(None, DATA_DIR_HELP)
     backend: BackendConfig = field(default_factory=BackendConfig)
+    analysis: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_settings(self)

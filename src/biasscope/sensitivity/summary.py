@@ -9,7 +9,8 @@ from typing import Any
 
 import pandas as pd
 
-from biasscope.core.numbers import json_rows, num, p_is, pvalue, with_ci
+from biasscope.core.levels import Levels
+from biasscope.core.numbers import json_rows, level_of, num, p_is, pvalue, with_ci
 from biasscope.sensitivity.confounds import (
     Confounds,
     confound_sentences,
@@ -26,7 +27,9 @@ from biasscope.sensitivity.principles import Constitution
 from biasscope.sensitivity.prompts import Prompts
 
 REWARD_COLUMNS = ["model", "principle", "prompt_id", "original", "perturbed"]
-ALPHA = 0.05  # the level of the summary's verdicts (its intervals are 95%)
+#: `leader`'s default α. Which principle leads is a leaderboard's claim: the summary makes it
+#: at 1 − its confidence, as a judge's leaderboard says which systems are shown apart.
+ALPHA = 0.05
 CONVENTION_MEANINGS = {
     "biasscope": "biasscope's: SD with ddof=1; each prompt's original reward once in the "
                  "percentile pool; indices divided by the sum of their absolute values per "
@@ -35,14 +38,19 @@ CONVENTION_MEANINGS = {
               "reward in the percentile pool; indices divided by their plain sum per model "
               "(adds up to 1; every sign flips when the sum is negative); group sums "
               "renormalised over the compared principles"}
-INTERVALS = (
-    "95% intervals resample prompts (2000 times): BCa for the mean effect, percentile for "
-    "the median effect, and one joint resample of all a model's principles for the SDs, the "
-    "percentile effects and every normalised index (so a normalised index's interval carries "
-    "the uncertainty of the sum it is divided by). The Wilcoxon statistic and rank-biserial r "
-    "have no interval of their own: they come with their test's p-value. An interval is blank "
-    "where fewer than two prompts were scored or fewer than half the resamples give a value "
-    "(e.g. an SD from one prompt, a normalising sum of zero).")
+
+
+def intervals(levels: Levels) -> str:
+    """How the indices' intervals are made, at ``levels``: the report's note atop."""
+    return (
+        f"{level_of(levels.confidence)} intervals resample prompts ({levels.n_resamples} "
+        "times): BCa for the mean effect, percentile for the median effect, and one joint "
+        "resample of all a model's principles for the SDs, the percentile effects and every "
+        "normalised index (so a normalised index's interval carries the uncertainty of the "
+        "sum it is divided by). The Wilcoxon statistic and rank-biserial r have no interval of "
+        "their own: they come with their test's p-value. An interval is blank where fewer than "
+        "two prompts were scored or fewer than half the resamples give a value (e.g. an SD "
+        "from one prompt, a normalising sum of zero).")
 
 
 def emptied(part: pd.DataFrame) -> pd.Series:
@@ -106,15 +114,16 @@ def _leader_sentence(model: str, found: dict[str, Any], effect: str) -> str:
 
 
 def _direction(part: pd.DataFrame, constitution: Constitution,
-               conventions: str = "biasscope", confounds: Confounds | None = None
-               ) -> dict[str, Any]:
-    confounds = confounds or Confounds()
+               conventions: str = "biasscope", confounds: Confounds | None = None,
+               levels: Levels | None = None) -> dict[str, Any]:
+    confounds, levels = confounds or Confounds(), levels or Levels()
     part = part.assign(perturbed=part["perturbed"].mask(empty_critique(part)))
     part = part.assign(edit_distance=distances(part))
     scored = part[part["perturbed"].notna()]
     if confounds.exclude_unchanged:
         scored = scored[~(scored["edit_distance"] < confounds.unchanged_below)]
-    indices = (sensitivity_indices(scored[REWARD_COLUMNS], conventions=conventions)
+    indices = (sensitivity_indices(scored[REWARD_COLUMNS], levels.confidence,
+                                   levels.n_resamples, conventions=conventions)
                if len(scored) else pd.DataFrame())
     checks = validity(part)
     if len(indices):
@@ -127,7 +136,7 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
         "empty_critiques": int(checks["empty_critiques"].sum()),
         "truncated": int(checks["truncated"].sum()),
         "pairs": len(part), "principles": texts,
-        "confounds": confound_summary(part, confounds)}
+        "confounds": confound_summary(part, confounds, levels)}
     if not len(indices):
         result["sentences"] = ["No perturbation was scored.", *_critiques_said(result)]
         return result
@@ -142,8 +151,9 @@ def _direction(part: pd.DataFrame, constitution: Constitution,
         result["groups"] = {k: json_rows(v) if isinstance(v, pd.DataFrame) else v
                             for k, v in group_comparison(indices, groups,
                                                          conventions=conventions).items()}
-    result["sentences"] = (sentences(indices, result, scored[REWARD_COLUMNS])
-                           + confound_sentences(result["confounds"]))
+    result["sentences"] = (sentences(indices, result, scored[REWARD_COLUMNS],
+                                     levels.confidence)
+                           + confound_sentences(result["confounds"], levels.confidence))
     return result
 
 
@@ -153,7 +163,9 @@ def leader(scored: pd.DataFrame, model: str, top: str, alpha: float = ALPHA
     ``model``) than for each other principle: per other principle, the mean over the prompts
     both revised of top's effect minus its (the original reward cancels: perturbed − perturbed)
     by `biasscope.core.stats.mean_test`. Top "leads" when every comparison has p < ``alpha``
-    (an intersection-union test; two-sided, because top was picked for its larger estimate)."""
+    (an intersection-union test; two-sided, because top was picked for its larger estimate):
+    `sentences` gives 1 − the summary's confidence, as a judge's leaderboard says which
+    systems are shown apart."""
     from biasscope.core.stats import mean_test
 
     mine = scored[scored["model"] == model]
@@ -180,9 +192,10 @@ def _critiques_said(result: dict[str, Any]) -> list[str]:
 
 
 def sentences(indices: pd.DataFrame, result: dict[str, Any],
-              scored: pd.DataFrame | None = None) -> list[str]:
-    """The findings in words; ``scored``: the rewards the indices came from, to say whether
-    the principle with the largest mean effect is shown ahead of the others (`leader`)."""
+              scored: pd.DataFrame | None = None, confidence: float = 0.95) -> list[str]:
+    """The findings in words, intervals at ``confidence`` (the indices'); ``scored``: the
+    rewards the indices came from, to say whether the principle with the largest mean effect
+    is shown ahead of the others (`leader`, at 1 − ``confidence``)."""
     out = []
     for model, chunk in indices.groupby("model", sort=False):
         top = max(json_rows(chunk), key=lambda r: r["mean_effect"] if r["mean_effect"] is not None
@@ -190,12 +203,12 @@ def sentences(indices: pd.DataFrame, result: dict[str, Any],
         test = (f"one-sided Wilcoxon {p_is(top['p_greater'])}, Holm "
                 f"{pvalue(top['p_greater_holm'])}; rank-biserial r = {top['rank_biserial']:+.2f}")
         effect = with_ci(top["mean_effect"], top["mean_effect_low"], top["mean_effect_high"],
-                         signed=True, extra=test)
+                         confidence, signed=True, extra=test)
         if scored is None or len(chunk) < 2:
             out.append(f"{model}: the reward rises most for principle {top['principle']}: mean "
                        f"effect {effect}.")
             continue
-        found = leader(scored, str(model), top["principle"])
+        found = leader(scored, str(model), top["principle"], 1 - confidence)
         result.setdefault("leaders", {})[str(model)] = found
         out.append(_leader_sentence(str(model), found, effect))
     if result["preambles"]:
@@ -225,15 +238,18 @@ def sentences(indices: pd.DataFrame, result: dict[str, Any],
 
 
 def summarise(recs: pd.DataFrame, constitution: Constitution, conventions: str = "biasscope",
-              prompts: Prompts | None = None, confounds: Confounds | None = None
-              ) -> dict[str, Any]:
-    """Per direction the indices and comparisons, under ``conventions``; with ``prompts``,
-    how many irregular transcripts were joined or skipped (and a sentence on it)."""
+              prompts: Prompts | None = None, confounds: Confounds | None = None,
+              levels: Levels | None = None) -> dict[str, Any]:
+    """Per direction the indices and comparisons, under ``conventions``, every interval at
+    ``levels`` (kept as ``analysis``); with ``prompts``, how many irregular transcripts were
+    joined or skipped (and a sentence on it)."""
+    levels = levels or Levels()
     out: dict[str, Any] = {
         "conventions": conventions, "conventions_meaning": CONVENTION_MEANINGS[conventions],
-        "intervals": INTERVALS}
+        "intervals": intervals(levels), "analysis": levels.stored("the indices'")}
     if prompts is not None:
         out["prompts"] = {**prompts.notes(), "sentence": prompts.sentence()}
-    out["directions"] = {str(direction): _direction(part, constitution, conventions, confounds)
+    out["directions"] = {str(direction): _direction(part, constitution, conventions, confounds,
+                                                    levels)
                          for direction, part in recs.groupby("direction", sort=False)}
     return out

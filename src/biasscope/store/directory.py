@@ -49,6 +49,11 @@ RECORDS = "records"
 CHECKSUMS = "checksums"
 ID_FILE = ".run.id"  # a dot file, as the lock: never taken for a run file, never uploaded
 _UNIT_NAME = re.compile(r"__[0-9a-f]{10}(?:[0-9a-f]{6})?\.parquet$")  # see Unit.key
+#: Per run.json (its absolute path), the bytes this process made it with and alone wrote since
+#: (`RunStore.own_run_json`): kept by the process, not by one `RunStore`, as a job's parts open
+#: the same folder through stores of their own (a judge's call writes run.json through one and
+#: takes it away on an interrupt through another).
+_OWN_RUN_JSON: dict[Path, bytes] = {}
 
 
 class CorruptUnitWarning(UserWarning):
@@ -117,9 +122,6 @@ class RunStore:
         # made again under the same name (a rerun, perhaps with other settings) gets another
         # token, and nothing more of this run may land in it. (Inodes are reused: not those.)
         self._identity: str | None = None
-        # run.json as this process made it and alone wrote it since (None: another process
-        # wrote it, or this one never did): a first call that stops takes away only its own.
-        self.own_run_json: bytes | None = None
         self.refresh()
 
     @property
@@ -205,6 +207,19 @@ class RunStore:
     @property
     def run_json(self) -> Path:
         return self.root / "run.json"
+
+    @property
+    def own_run_json(self) -> bytes | None:
+        """run.json as this process made it and alone wrote it since (None: another process
+        wrote it, or this one never did): a first call that stops takes away only its own."""
+        return _OWN_RUN_JSON.get(self.run_json.absolute())
+
+    @own_run_json.setter
+    def own_run_json(self, content: bytes | None) -> None:
+        if content is None:
+            _OWN_RUN_JSON.pop(self.run_json.absolute(), None)
+        else:
+            _OWN_RUN_JSON[self.run_json.absolute()] = content
 
     @property
     def summary_json(self) -> Path:

@@ -113,7 +113,7 @@ def _argv(tmp_path: Path, *extra: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("flag", "value", "says"), [
-    ("--confidence", "95", "--confidence 95.0: must be strictly between 0 and 1: write 0.95 "
+    ("--confidence", "95", "--confidence 95: must be strictly between 0 and 1: write 0.95 "
                            "for 95%"),
     ("--resamples", "5", "--resamples 5: must be a whole number from 100 to 100000"),
 ])

@@ -24,10 +24,12 @@ def no_loads(monkeypatch: pytest.MonkeyPatch, module: Any, loads: list[str],
 
 def loads_counted(monkeypatch: pytest.MonkeyPatch, module: Any, fail: bool = False,
                   loader: str = "load_model") -> list[str]:
-    """``module``'s ``loader`` (``load_model``; a reward model's: ``_load_classifier``, of
-    `biasscope.backends.reward`) records each checkpoint it loads, by source, and loads it
-    (``fail``: fails instead): a rerun with every unit stored must leave the list empty."""
+    """``module``'s ``loader`` (``load_model``, or a reward model's ``_load_classifier``)
+    records each checkpoint it loads, by source, and loads it (``fail``: fails instead): a
+    rerun with every unit stored must leave the list empty. Counted again, it loads with the
+    loader itself, not the count before."""
     load = getattr(module, loader)
+    load = getattr(load, "counts", load)
     loads: list[str] = []
 
     def counted(ckpt: Any, config: Any) -> Any:
@@ -36,6 +38,7 @@ def loads_counted(monkeypatch: pytest.MonkeyPatch, module: Any, fail: bool = Fal
             raise BiasscopeError(f"{ckpt.source} was loaded")
         return load(ckpt, config)
 
+    counted.counts = load  # type: ignore[attr-defined]
     monkeypatch.setattr(module, loader, counted)
     return loads
 

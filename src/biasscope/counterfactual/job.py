@@ -251,7 +251,10 @@ def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],
 
 
 def _reward_models(named: list[Named], reward: RewardConfig) -> list[Any]:
-    models = [HFRewardModel(spec, reward) for _, spec in named]
+    """The reward models, a local one deferred (`HFRewardModel`): it loads when it first
+    scores, so a rerun whose every reward is stored (`held_rewards`) loads none; its identity
+    comes from its files."""
+    models = [HFRewardModel(spec, reward, deferred=True) for _, spec in named]
     label_models(models, named, "--reward-model")
     return models
 

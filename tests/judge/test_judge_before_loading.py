@@ -132,3 +132,31 @@ def test_another_gguf_file_under_the_runs_path_is_refused_before_it_is_converted
     refused(argv, f"a different 'judges' (judges.G.gguf_sha256: {then[:12]}… then, ", loads,
             capsys)
     assert _files(out) == before
+
+
+def test_a_local_judges_dtype_on_a_gpu_is_checked_before_it_loads(
+        pairs, tmp_path, checkpoint_dirs, monkeypatch, capsys):
+    """On a GPU, ``--dtype auto`` loads the dtype the judge's config names: it is read from
+    its files by the rule its load checks (`checkpoint_dtype`), as for an audit's model. The
+    judge's own rule knew a CPU's float32 alone, so on a GPU it loaded to tell."""
+    import torch
+
+    import biasscope.backends.hf_generate as hf_generate
+    from biasscope.judge import panel
+
+    folder, out = tmp_path / "gemma", tmp_path / "run"
+    shutil.copytree(checkpoint_dirs[0], folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "dtype": "bfloat16"}))
+    argv = _argv("judge", out, pairs, f"J=hf:{folder}")
+    assert main(argv) == 0, capsys.readouterr().err  # on the CPU: float32
+    assert json.loads((out / "run.json").read_text())["settings"]["judges"]["J"]["dtype"] \
+        == "float32"
+    before, loads = _files(out), _no_loads(monkeypatch)
+    for module in (panel, hf_generate):
+        monkeypatch.setattr(module, "resolve_device", lambda name: torch.device("cuda"))
+    capsys.readouterr()
+    refused([a for a in argv if a not in ("--device", "cpu")],
+            "a different 'judges' (judges.J.dtype: \"float32\" then, \"bfloat16\" now)", loads,
+            capsys)
+    assert _files(out) == before

@@ -238,8 +238,8 @@ def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],
     model's is (`identities_before_loading`), and what `judges_before_loading` knows of them
     (the judges made already: a server's, canned answers). A local one's entry is what its
     spec settles (a GGUF file's path, SHA-256 and quantisation: hashed, not converted; a
-    folder the run recorded by its weights' fingerprint, hashed), the dtype it loads in on a
-    CPU, and what run.json records beside it."""
+    folder the run recorded by its weights' fingerprint, hashed), the dtype it loads in where
+    its files say it (`panel.local_judge`), and what run.json records beside it."""
     recorded = readable_settings(RunStore(Path(config.out)), "counterfactual") or {}
     scorers = recorded.get("scorers")
     known = judges_before_loading(config.backend, judges, "--judge-model", "+",

@@ -333,7 +333,10 @@ def self_preference(judge: Judge, verdicts: Sequence[Verdict],
     rows = []
     for model in judge.models:
         inner = getattr(model, "inner", model)  # behind the response cache
-        names = {model.label, inner.label, str(getattr(inner, "model", inner.label))}
+        # A server's model name; a local judge's `model` is its weights, no name (and read,
+        # they would load a deferred judge whose every answer is cached).
+        served = getattr(inner, "__dict__", {}).get("model")
+        names = {model.label, inner.label, *([served] if isinstance(served, str) else [])}
         won: list[bool] = []
         of: list[Hashable] = []
         for verdict, (author_a, author_b), pair in zip(verdicts, authors, ids):

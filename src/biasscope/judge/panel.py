@@ -15,8 +15,9 @@ from biasscope.backends.checkpoints import from_model
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.fingerprints import fingerprint_while_loading
 from biasscope.backends.hf_generate import identity_before_loading
-from biasscope.backends.hf_model import resolve_device
+from biasscope.backends.hf_model import checkpoint_dtype, resolve_device
 from biasscope.backends.labels import Named, label_models, model_labels
+from biasscope.backends.specs import GeneratorConfig
 
 
 @dataclass(frozen=True)
@@ -36,20 +37,20 @@ def judges_before_loading(backend: BackendConfig, named: Sequence[Named], option
     """A judge that loads nothing is made now, sending no request: its label and whole
     identity are known. A local one's identity is what its spec settles
     (`identity_before_loading`: a GGUF file's path, SHA-256 and quantisation, hashed, not
-    converted) and the dtype it loads in on a CPU. ``recorded``: the run's judges' identities
-    by label; a local folder's whose entry holds its weights' ``fingerprint`` is hashed now
-    (cached: its load does not hash again), so weights replaced under the same path are
-    refused before they load."""
+    converted) and the dtype it loads in, where its files say it (`local_judge`).
+    ``recorded``: the run's judges' identities by label; a local folder's whose entry holds
+    its weights' ``fingerprint`` is hashed now (cached: its load does not hash again), so
+    weights replaced under the same path are refused before they load."""
     parsed = backend.check([spec for _, spec in named], option) if named else []
     served = [i for i, p in enumerate(parsed) if p.backend != "hf"]
     made = dict(zip(served, backend.generators([named[i][1] for i in served], option))) \
         if served else {}
-    local = {i: local_judge(p.rest) for i, p in enumerate(parsed) if p.backend == "hf"}
+    loaded = [i for i, p in enumerate(parsed) if p.backend == "hf"]
+    device = resolve_device(backend.device).type if loaded else ""  # torch: a local judge's
+    local = {i: local_judge(parsed[i].rest, device) for i in loaded}
     labels = model_labels(named, [local[i][0] if i in local else made[i].label
                                   for i in range(len(named))], option, joiner)
-    cpu = bool(local) and resolve_device(backend.device).type == "cpu"
-    identities = {labels[i]: {**found, **({"dtype": "float32"} if cpu else {})}
-                  for i, (_, found) in local.items()}
+    identities = {labels[i]: found for i, (_, found) in local.items()}
     for label, entry in identities.items():
         then = (recorded or {}).get(label)
         if isinstance(then, Mapping) and "fingerprint" in then:
@@ -58,12 +59,18 @@ def judges_before_loading(backend: BackendConfig, named: Sequence[Named], option
     return KnownJudges(labels, {label: identities[label] for label in labels}, made)
 
 
-def local_judge(model: str) -> tuple[str, dict[str, Any]]:
+def local_judge(model: str, device: str) -> tuple[str, dict[str, Any]]:
     """A local judge's label and identity as known before it loads (`identity_before_loading`),
     from its spec's model (``./dir``, ``hub/id@rev``, ``model.gguf``): nothing loaded or
-    converted."""
+    converted. With the dtype it loads in on ``device`` (`resolve_device`'s type) where its
+    files say it, by the rule its load checks (`checkpoint_dtype`): float32 on a CPU, on a
+    GPU the one a local folder's config names, so a GPU's rerun is checked unloaded too."""
     ckpt = from_model(model, convert=False)[0]
-    return ckpt.label, identity_before_loading(ckpt)
+    found = identity_before_loading(ckpt)
+    # A judge loads under the default --dtype: no command takes one for it (`BackendConfig`).
+    if (dtype := checkpoint_dtype(ckpt, GeneratorConfig().dtype, device)) is not None:
+        found["dtype"] = dtype
+    return ckpt.label, found
 
 
 def _hashed(entry: dict[str, Any]) -> dict[str, Any]:
@@ -77,12 +84,14 @@ def _hashed(entry: dict[str, Any]) -> dict[str, Any]:
 
 def make_judges(backend: BackendConfig, named: Sequence[Named], known: KnownJudges, option: str,
                 joiner: str = "") -> list[Generator]:
-    """Every judge of ``named``, labelled: those ``known`` made already, the others loaded
-    now. The flags were checked over every judge: beside a server's, a local one takes none."""
+    """Every judge of ``named``, labelled: those ``known`` made already, the others made now,
+    a local one deferred (`HFGenerator`): it loads when a request is not in the response
+    cache, so a rerun whose every answer is cached loads none. The flags were checked over
+    every judge: beside a server's, a local one takes none."""
     rest = [i for i in range(len(named)) if i not in known.made]
     local = replace(backend, base_url=None, api_key_env=None) if known.made else backend
-    loaded = dict(zip(rest, local.generators([named[i][1] for i in rest], option))) \
-        if rest else {}
+    loaded = dict(zip(rest, local.generators([named[i][1] for i in rest], option,
+                                             deferred=True))) if rest else {}
     models = [known.made.get(i) or loaded[i] for i in range(len(named))]
     label_models(models, named, option, joiner)
     return models

@@ -165,3 +165,18 @@ def test_plotted_means_of_a_few_prompts_stay_in_their_ranges() -> None:
             assert 0 <= low < high <= 1, (key, low, high)
     assert found["jsdp_correct/male"][0] == 0 and found["average_rank/male"][0] == 1
     assert {"jsdp_not_specified/male", "jsdp_not_specified/female", "jsdp_gap"} <= set(found)
+
+
+def test_the_gap_of_a_few_prompts_stays_within_half_ln_2() -> None:
+    """Below 20 prompts a group the male − female JSD-P gap's interval is Welch's, which
+    reached past ±½ ln 2, the most two JSD-P means can differ by: it is clipped there."""
+    from biasscope.dynamics.analysis.config import MAX_GAP, AnalysisConfig
+    from biasscope.dynamics.summary.build import intervals
+
+    frame = pd.DataFrame({"step": 100, "prompt": [f"p{i}" for i in range(6)],
+                          "answer_label": ["male"] * 3 + ["female"] * 3,
+                          "value": [0.0, 0.34, 0.0, 0.34, 0.0, 0.34]})
+    pvs = {"jsdp_correct": frame, "target_rank": frame.assign(value=1.0),
+           "correct": frame.assign(value=1.0), "jsdp:male": frame, "jsdp:female": frame}
+    low, high = intervals(pvs, AnalysisConfig(n_resamples=200))["100"]["jsdp_gap"]
+    assert low == -MAX_GAP and high < MAX_GAP

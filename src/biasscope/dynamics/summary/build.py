@@ -23,7 +23,7 @@ from biasscope.core.levels import thin_tails
 from biasscope.core.numbers import json_rows, num, p_is
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
 from biasscope.dynamics.analysis.breakdown import checkpoint_breakdown
-from biasscope.dynamics.analysis.config import JSDP_RANGE, RANK_RANGE, AnalysisConfig
+from biasscope.dynamics.analysis.config import JSDP_RANGE, MAX_GAP, RANK_RANGE, AnalysisConfig
 from biasscope.dynamics.analysis.emergence import sharpest_of
 from biasscope.dynamics.scoring.units import summarise, unit_summary
 from biasscope.dynamics.summary import unfinished
@@ -58,7 +58,7 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
             out.setdefault(str(step), {})[key] = None
             pending.append((str(step), key, chunk))
     # Each mean within its range at a few prompts (a t interval's, clipped): an accuracy in
-    # [0, 1], a JSD-P part in [0, ½ ln 2], a rank from 1.
+    # [0, 1], a JSD-P part in [0, ½ ln 2], a rank from 1; the gap of two in ±½ ln 2.
     ranges = {"accuracy": stats.UNIT, "average_rank": RANK_RANGE}
     for rates in (False, True):  # resampled apart, as before ranges were given
         part = [p for p in pending if p[1].startswith("accuracy/") == rates]
@@ -68,11 +68,11 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
                                               for _, key, _ in part])
         for (step, key, _), boot in zip(part, boots, strict=True):
             out[step][key] = [boot.low, boot.high]
-    kw = {"confidence": options.confidence, "n_resamples": options.n_resamples}
     by_answer = dict(_groups(values["jsdp_correct"], ["step", "answer_label"]))
     for (step,), _ in _groups(values["jsdp_correct"], ["step"]):
         male, female = (by_answer.get((step, g), np.zeros(0)) for g in ("male", "female"))
-        ci = stats.bootstrap_difference(male, female, **kw)  # type: ignore[arg-type]
+        ci = stats.bootstrap_difference(male, female, options.confidence,
+                                        options.n_resamples, bounds=(-MAX_GAP, MAX_GAP))
         out.setdefault(str(step), {})["jsdp_gap"] = [ci.low, ci.high]
     return out
 

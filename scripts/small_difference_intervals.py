@@ -1,0 +1,154 @@
+"""Coverage and width of 95% intervals of a difference of two small groups' means: the evidence
+for `biasscope.core.stats.bootstrap_difference` below `stats.SMALL` items in either group
+(docs/explanation/statistics.md, "A difference of two small groups").
+
+Candidates: the BCa bootstrap (each group resampled on its own, as `bootstrap_difference` is at
+20 items a group and more); Welch's t (Welch-Satterthwaite degrees of freedom); Welch's widened
+to Hall's (1992) transformation where that reaches further, with the skewness of the
+difference of means, (m3x/n1^2 - m3y/n2^2) / (m2x/n1 + m2y/n2)^1.5 (the two-sample form of
+Zhou and Dinh 2005); and biasscope's, computed by `bootstrap_difference` itself.
+
+Usage (one core, about two minutes at 4000 samples)::
+
+    PYTHONPATH=src python scripts/small_difference_intervals.py --samples 4000
+
+Prints one CSV row per (groups, sizes, method): coverage, misses below and above, the median
+width and the mean ratio of each sample's width to Welch's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+import numpy as np
+from scipy import stats as sps
+
+from biasscope.core import stats
+
+Array = np.ndarray
+Draw = Callable[[np.random.Generator, tuple[int, int]], Array]
+HALF_LN2 = math.log(2) / 2
+SIZES = ((3, 3), (5, 8), (12, 12), (19, 25), (30, 30))
+
+
+def _jsdp(p: Array) -> Array:
+    """A correct option's JSD-P at probability p: in [0, ½ ln 2], 0 at p = 1."""
+    return 0.5 * (np.log(2 / (1 + p)) + p * np.log(2 * p / (1 + p)))
+
+
+def _jsd_draw(mu: float, sigma: float) -> Draw:
+    return lambda r, s: _jsdp(1 / (1 + np.exp(-r.normal(mu, sigma, s))))
+
+
+def _groups() -> dict[str, tuple[Draw, Draw, float, tuple[float, float] | None]]:
+    """name: (first group's draw, second's, true difference, bounds of the difference)."""
+    big = np.random.default_rng(99)
+    jsd = {k: float(_jsd_draw(mu, sd)(big, (4_000_000,)).mean())
+           for k, (mu, sd) in {"a": (2.0, 1.5), "b": (1.0, 1.5), "c": (0.0, 2.5),
+                               "d": (1.0, 1.0)}.items()}
+    jsd_bounds = (-HALF_LN2, HALF_LN2)
+    return {
+        "normal": (lambda r, s: r.normal(0, 1, s), lambda r, s: r.normal(0, 1, s), 0.0, None),
+        "normal, SD 3 and 1": (lambda r, s: r.normal(0, 3, s), lambda r, s: r.normal(0, 1, s),
+                               0.0, None),
+        "exponential": (lambda r, s: r.exponential(1, s), lambda r, s: r.exponential(1, s),
+                        0.0, None),
+        "exponential, scale 2 and 0.5": (lambda r, s: r.exponential(2, s),
+                                         lambda r, s: r.exponential(0.5, s), 1.5, None),
+        "JSD-P, a trained model (p ~ logit N(2, 1.5) and N(1, 1.5))": (
+            _jsd_draw(2.0, 1.5), _jsd_draw(1.0, 1.5), jsd["a"] - jsd["b"], jsd_bounds),
+        "JSD-P, unequal spread (logit N(0, 2.5) and N(1, 1))": (
+            _jsd_draw(0.0, 2.5), _jsd_draw(1.0, 1.0), jsd["c"] - jsd["d"], jsd_bounds),
+    }
+
+
+def _moments(x: Array) -> tuple[Array, Array, Array]:
+    """Mean, biased second and third central moments of each row."""
+    m = x.mean(1)
+    d = x - m[:, None]
+    return m, (d ** 2).mean(1), (d ** 3).mean(1)
+
+
+def welch_ci(x: Array, y: Array, alpha: float) -> tuple[Array, Array]:
+    n1, n2 = x.shape[1], y.shape[1]
+    mx, vx, _ = _moments(x)
+    my, vy, _ = _moments(y)
+    a, b = vx * n1 / (n1 - 1) / n1, vy * n2 / (n2 - 1) / n2  # s^2 / n
+    df = (a + b) ** 2 / (a ** 2 / (n1 - 1) + b ** 2 / (n2 - 1))
+    half = sps.t.ppf(1 - alpha / 2, df) * np.sqrt(a + b)
+    return mx - my - half, mx - my + half
+
+
+def hall_ci(x: Array, y: Array, alpha: float) -> tuple[Array, Array]:
+    """T = t + g t^2/3 + g^2 t^3/27 + g/6, t the Welch statistic, g the skewness of the
+    difference of means; normal quantiles, inverted in closed form."""
+    n1, n2 = x.shape[1], y.shape[1]
+    mx, vx, tx = _moments(x)
+    my, vy, ty = _moments(y)
+    se = np.sqrt(vx / (n1 - 1) + vy / (n2 - 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = np.nan_to_num((tx / n1 ** 2 - ty / n2 ** 2) / (vx / n1 + vy / n2) ** 1.5)
+    z = sps.norm.ppf(1 - alpha / 2)
+
+    def studentised(q: float) -> Array:
+        v = q - g / 6
+        c = np.cbrt(1 + g * v)
+        return 3 * v / (c * c + c + 1)
+
+    return mx - my - studentised(z) * se, mx - my - studentised(-z) * se
+
+
+def bca_ci(x: Array, y: Array, confidence: float) -> tuple[Array, Array]:
+    """The BCa interval `bootstrap_difference` gives at 20 items a group and more."""
+    found = [stats._bootstrap((a, b), stats.DIFFERENCE, confidence, 2000, "BCa", 0)
+             for a, b in zip(x, y, strict=True)]
+    return np.array([c.low for c in found]), np.array([c.high for c in found])
+
+
+def ours_ci(x: Array, y: Array, confidence: float,
+            bounds: tuple[float, float] | None) -> tuple[Array, Array]:
+    found = [stats.bootstrap_difference(a, b, confidence, bounds=bounds)
+             for a, b in zip(x, y, strict=True)]
+    return np.array([c.low for c in found]), np.array([c.high for c in found])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=4000)
+    parser.add_argument("--confidence", type=float, default=0.95)
+    args = parser.parse_args()
+    alpha = 1 - args.confidence
+    print("groups,n1,n2,method,coverage,miss_low,miss_high,median_width,width_over_welch")
+    for k, (name, (first, second, delta, bounds)) in enumerate(_groups().items()):
+        for n1, n2 in SIZES:
+            rng = np.random.default_rng([k, n1, n2])
+            x, y = first(rng, (args.samples, n1)), second(rng, (args.samples, n2))
+            welch = welch_ci(x, y, alpha)
+            hall = hall_ci(x, y, alpha)
+            found = {
+                "Welch": welch,
+                "BCa": bca_ci(x, y, args.confidence),
+                "Hall, normal quantiles": hall,
+                "Welch or Hall, the wider": (np.minimum(welch[0], hall[0]),
+                                             np.maximum(welch[1], hall[1])),
+                "biasscope": ours_ci(x, y, args.confidence, bounds),
+            }
+            welch_width = None
+            for method, (low, high) in found.items():
+                if bounds is not None:
+                    low, high = np.maximum(low, bounds[0]), np.minimum(high, bounds[1])
+                low, high = np.nan_to_num(low, nan=-np.inf), np.nan_to_num(high, nan=np.inf)
+                width = high - low
+                welch_width = width if method == "Welch" else welch_width
+                ratio = (f"{np.mean(width / welch_width):.3f}" if welch_width is not None
+                         else "")
+                print(f'"{name}",{n1},{n2},"{method}",'
+                      f"{np.mean((low <= delta) & (delta <= high)):.4f},"
+                      f"{np.mean(low > delta):.4f},{np.mean(high < delta):.4f},"
+                      f"{np.median(width):.4g},{ratio}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from biasscope.core import stats
-from biasscope.core.welch import welch_bounds
+from biasscope.core.hall import welch_bounds
 
 Draw = Callable[[np.random.Generator, int], np.ndarray]
 SAMPLES = 4000

@@ -33,11 +33,11 @@ import pandas as pd
 from biasscope.core.bootstrap import mean_interval
 from biasscope.core.corrections import CORRECTIONS as CORRECTIONS
 from biasscope.core.corrections import Correction as Correction
+from biasscope.core.hall import hall_mean_bounds, skewed_welch_bounds
 from biasscope.core.imports import installed_version, lazy
 from biasscope.core.normal import ndtri
 from biasscope.core.ranktests import mann_whitney_u, signed_rank_test
 from biasscope.core.student import t_cdf, t_ppf
-from biasscope.core.welch import skewed_welch_bounds
 
 sps = lazy("scipy.stats")  # imported at first use, where a test or CI here does not serve
 
@@ -322,32 +322,11 @@ def skewed_t_interval(values: Array, confidence: float = 0.95,
     probability differences) did worse; the table is in
     docs/explanation/statistics.md. ``bounds`` as `t_interval`'s."""
     t = t_interval(values, confidence)
-    low, high = hall_interval(values, confidence)
+    low, high = hall_mean_bounds(values, confidence)
     low, high = min(t.low, low), max(t.high, high)
     if bounds is not None:
         low, high = max(low, bounds[0]), min(high, bounds[1])
     return Interval(t.estimate, low, high, confidence)
-
-
-def hall_interval(values: Array, confidence: float = 0.95) -> tuple[float, float]:
-    """The mean's interval from Hall's (1992) cubic transformation of the studentised mean,
-    as Zhou and Dinh (2005) write it: T = sqrt(n) (S + g S^2/3 + g^2 S^3/27 + g/(6n)) with
-    S = (mean - mu)/s and g the sample skewness, which removes the skew of T's distribution
-    to second order; T's quantiles are the normal's (Hall's), and T is monotone in S, so it
-    inverts in closed form. At least two values with some spread."""
-    n, mean = values.size, float(np.mean(values))
-    centred = (values - mean) / np.ptp(values)  # in units of the spread: no underflow
-    skew = float(np.mean(centred ** 3)) / float(np.mean(centred ** 2)) ** 1.5
-    skew = skew if math.isfinite(skew) else 0.0
-    sd, z = float(np.std(values, ddof=1)), ndtri(0.5 + confidence / 2)
-
-    def studentised(q: float) -> float:
-        # ((1 + g v)^(1/3) - 1) / (g/3), written without dividing by g (0 for symmetric data)
-        v = q / math.sqrt(n) - skew / (6 * n)
-        c = float(np.cbrt(1 + skew * v))
-        return 3 * v / (c * c + c + 1)
-
-    return mean - studentised(z) * sd, mean - studentised(-z) * sd
 
 
 def range_wilson(values: Array, bounds: tuple[float, float], confidence: float) -> Interval:
@@ -408,7 +387,7 @@ def bootstrap_difference(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float =
     """Bootstrap CI of mean(x) - mean(y), each group resampled on its own (NaNs dropped); the
     same seed gives the same CI. Where either group has fewer than `SMALL` items (both at least
     two, one with some spread) it is Welch's t interval widened towards a skew
-    (`biasscope.core.welch.skewed_welch_bounds`) instead: BCa covered 95% intervals of 3 and 3
+    (`biasscope.core.hall.skewed_welch_bounds`) instead: BCa covered 95% intervals of 3 and 3
     items 66-82% of the time, of 5 and 8 80-89%, where that covers 85-98% and 88-97% (normal,
     exponential and JSD-like groups, alike and of unequal spreads). ``bounds``: the range
     the difference cannot leave (±½ ln 2 for two JSD-P means), which that interval is clipped

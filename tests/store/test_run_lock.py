@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,7 @@ from biasscope.dynamics.scoring.units import SweepConfig
 from biasscope.store import run_json
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_json
-from biasscope.store.locks import run_lock
+from biasscope.store.locks import LOCK, fcntl, run_lock
 from biasscope.store.units import Unit
 from together import CTX, together
 
@@ -112,3 +115,43 @@ def test_a_run_whose_folder_is_deleted_writes_nothing_more(tmp_path: Path) -> No
     assert json.loads(second.run_json.read_text()) == {"dtype": "bfloat16"}
     second.write_unit(unit, pd.DataFrame({"model": ["m"], "probe": ["p"], "x": [3.0]}))
     assert second.has(unit)
+
+
+def held_elsewhere(store: RunStore) -> bool:
+    """Whether another process finds the run's lock taken."""
+    code = ("import fcntl, os, sys\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+            "try:\n    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept OSError:\n"
+            "    sys.exit(1)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(store.root / LOCK)], timeout=60)
+    return done.returncode == 1
+
+
+@pytest.mark.skipif(fcntl is None, reason="fcntl locks")
+def test_the_run_lock_taken_again_inside_itself_stays_held(tmp_path: Path) -> None:
+    """A drop holds the lock as it settles a staged series, which takes it too. Before, the
+    inner block's close released the process's lock: the rest of the drop ran unlocked."""
+    store, again = RunStore(tmp_path / "run"), RunStore(tmp_path / "run")
+    with run_lock(store):
+        with run_lock(again):  # another RunStore of the run, as `settle`'s may be
+            assert held_elsewhere(store)
+        assert held_elsewhere(store)
+    assert not held_elsewhere(store)
+
+
+def test_another_thread_waits_for_the_run_lock(tmp_path: Path) -> None:
+    """``fcntl`` locks belong to the process: a second thread took the lock at once."""
+    store = RunStore(tmp_path / "run")
+    order: list[str] = []
+
+    def other() -> None:
+        with run_lock(RunStore(tmp_path / "run")):
+            order.append("other")
+
+    with run_lock(store):
+        thread = threading.Thread(target=other)
+        thread.start()
+        time.sleep(0.3)
+        order.append("this")
+    thread.join(10)
+    assert order == ["this", "other"]

@@ -1,12 +1,20 @@
 """The run's lock: one process at a time reads and rewrites ``run.json`` (``fcntl`` on POSIX,
-an exclusive lock file elsewhere)."""
+an exclusive lock file elsewhere).
+
+Re-entrant within a thread: a ``fcntl`` lock belongs to the process, so a second one taken on
+the same file and closed would release the first (and an exclusive lock file would wait on
+itself). A thread that holds the run's lock takes it again for free; another thread of the
+process waits for it, as another process does.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from biasscope.core.errors import BiasscopeError
 from biasscope.store.directory import RunStore
@@ -20,10 +28,46 @@ except ImportError:  # Windows: an O_EXCL lock file instead
 LOCK = ".run.lock"  # a dot file: never taken for a run file, never uploaded
 
 
+class _Held:
+    """This process's hold on one lock file: the thread that has it, and how deep."""
+
+    def __init__(self) -> None:
+        self.thread = threading.RLock()
+        self.depth = 0
+
+
+_HELD: dict[tuple[int, str], _Held] = {}  # by (pid: a forked child holds none, lock file)
+_GUARD = threading.Lock()
+
+
 @contextlib.contextmanager
 def run_lock(store: RunStore, wait_s: float = 600.0) -> Iterator[None]:
-    """Hold the run's lock file: one process at a time reads and rewrites ``run.json``."""
+    """Hold the run's lock file: one process at a time reads and rewrites ``run.json``. Taken
+    again inside itself (a drop settling a staged series), it is held on: the file stays
+    locked until the outermost block ends."""
     path = store.root / LOCK
+    with _GUARD:
+        held = _HELD.setdefault((os.getpid(), str(path.absolute())), _Held())
+    with held.thread:
+        if held.depth:
+            store.check_same_folder()
+            held.depth += 1
+            try:
+                yield
+            finally:
+                held.depth -= 1
+            return
+        with _locked(store, path, wait_s):
+            held.depth = 1
+            try:
+                yield
+            finally:
+                held.depth = 0
+
+
+@contextlib.contextmanager
+def _locked(store: RunStore, path: Path, wait_s: float) -> Iterator[None]:
+    """The lock file ``path`` held by this process, once."""
     store.check_same_folder()  # never recreate a folder deleted under this run
     try:
         store.root.mkdir(parents=True, exist_ok=True)

@@ -261,7 +261,7 @@ def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[V
         return result, finish(store, "judge", result, levels), missing
 
 
-def check(out: str | os.PathLike[str], kind: str, models: Sequence[str],
+def check(out: str | os.PathLike[str] | RunStore, kind: str, models: Sequence[str],
           settings: Mapping[str, Any], described: Mapping[str, Any] | None = None,
           known: bool = False) -> RunStore:
     """Before any request: an existing run is checked as `start` checks it (another kind, or
@@ -274,7 +274,7 @@ def check(out: str | os.PathLike[str], kind: str, models: Sequence[str],
     before it loads (`judges_before_loading`), and each recorded one is compared on those
     keys alone: the same check, in the same words, before a local judge loads; the rest once
     it has."""
-    store = RunStore(Path(out))
+    store = out if isinstance(out, RunStore) else RunStore(Path(out))
     if store.run_json.is_file() or store.remote is not None:
         check_run(store, kind, _build(store, models, settings, described, known))
         return store
@@ -287,14 +287,14 @@ def check(out: str | os.PathLike[str], kind: str, models: Sequence[str],
     return store
 
 
-def start(out: str | os.PathLike[str], kind: str, models: Sequence[str],
+def start(out: str | os.PathLike[str] | RunStore, kind: str, models: Sequence[str],
           settings: Mapping[str, Any], described: Mapping[str, Any] | None = None
           ) -> RunStore:
     """``run.json`` of a judge run: a folder holding another kind of run is refused first,
     then a rerun whose ``settings`` (what decides the results) differ from those recorded, in
     one line naming the setting, before anything is written. ``described``: what run.json
     says beside them (each judge's spec). ``versions`` are kept from the run's first call."""
-    store = RunStore(Path(out))
+    store = out if isinstance(out, RunStore) else RunStore(Path(out))
     start_run(store, kind, _build(store, models, settings, described),
               now=model_versions((settings.get("judges") or {}).values()))
     return store

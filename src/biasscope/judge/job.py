@@ -63,7 +63,7 @@ def judge(config: JudgeConfig) -> JudgeResult:
         raise _nothing_stored(store, verdicts)
     # Stopped before its verdicts are written, a call leaves run.json as it found it.
     with unsettled(store, rewritten(store.root / VERDICTS), rerun=True):
-        store = (start if answered else check)(config.out, "judge", list(judges), settings,
+        store = (start if answered else check)(store, "judge", list(judges), settings,
                                                {"judges": judges})
         result, report, missing = write_judged(store, made, task, verdicts, config.ranking,
                                                levels)
@@ -112,7 +112,7 @@ def biases(config: JudgeConfig) -> JudgeResult:
                                                   first))
     store = RunStore(Path(config.out))
     with unsettled(store, rewritten(store.summary_json), rerun=True):
-        store = start(config.out, "judge-audit", list(judges), settings, {"judges": judges})
+        store = start(store, "judge-audit", list(judges), settings, {"judges": judges})
         return JudgeResult(result, finish(store, "judge-audit", result, levels))
 
 

@@ -96,7 +96,9 @@ def _perturbations(store: RunStore, direction: str, perts: Sequence[Perturbation
         rows = [stored.get((p.conversation_id, p.principle_id), asdict(p))
                 if p.error is not None else asdict(p) for p in perts]
         lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        was = path.read_bytes() if path.is_file() else None
         write_bytes(path, lines.encode("utf-8"))
+        store.wrote(path, was)  # this call's, for `run_json.unsettled` to give back
 
 
 def _stored_answers(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -274,7 +276,9 @@ def _refuse_nothing_stored(store: RunStore, failures: dict[str, Any]) -> None:
         if _held(store):  # another call into this --out stored meanwhile
             return
         for path in store.root.glob("perturbations-*.jsonl"):
+            was = path.read_bytes()
             path.unlink(missing_ok=True)
+            store.wrote(path, was)
     raise BiasscopeError(f"all {failures['requests']} perturbation requests failed (first: "
                          f"{failures['first_error']}): nothing was stored in {store.root}; put "
                          "the perturber right (--perturber, --base-url) and run again")

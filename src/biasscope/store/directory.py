@@ -49,11 +49,6 @@ RECORDS = "records"
 CHECKSUMS = "checksums"
 ID_FILE = ".run.id"  # a dot file, as the lock: never taken for a run file, never uploaded
 _UNIT_NAME = re.compile(r"__[0-9a-f]{10}(?:[0-9a-f]{6})?\.parquet$")  # see Unit.key
-#: Per run.json (its absolute path), the bytes this process made it with and alone wrote since
-#: (`RunStore.own_run_json`): kept by the process, not by one `RunStore`, as a job's parts open
-#: the same folder through stores of their own (a judge's call writes run.json through one and
-#: takes it away on an interrupt through another).
-_OWN_RUN_JSON: dict[Path, bytes] = {}
 
 
 class CorruptUnitWarning(UserWarning):
@@ -122,6 +117,11 @@ class RunStore:
         # made again under the same name (a rerun, perhaps with other settings) gets another
         # token, and nothing more of this run may land in it. (Inodes are reused: not those.)
         self._identity: str | None = None
+        # The run files a call watches (`run_json.unsettled`: run.json, and the files beside
+        # it), each as this call last left it (None: absent) while no other call has written
+        # it since the call began (`wrote`); one another call wrote leaves: a call that stops
+        # puts back only its own.
+        self.own: dict[Path, bytes | None] = {}
         self.refresh()
 
     @property
@@ -199,6 +199,17 @@ class RunStore:
                 "process stopped without writing more. Rerun the command to redo what is "
                 "missing (one process per run folder at a time while you delete it)")
 
+    def wrote(self, path: Path, was: bytes | None) -> None:
+        """``path`` (a file `own` watches) was just written or removed, under the run's lock,
+        over ``was`` (None: absent): still this call's alone where it found the file as this
+        call left it; another call's write in between makes it theirs too, for good."""
+        if path not in self.own:
+            return
+        if self.own[path] == was:
+            self.own[path] = path.read_bytes() if path.is_file() else None
+        else:
+            del self.own[path]
+
     def forget_identity(self) -> None:
         """Forget the folder's token this process saw: a first call that stored nothing took
         away the ``.run.id`` it made, and the next call here is a first one again."""
@@ -207,19 +218,6 @@ class RunStore:
     @property
     def run_json(self) -> Path:
         return self.root / "run.json"
-
-    @property
-    def own_run_json(self) -> bytes | None:
-        """run.json as this process made it and alone wrote it since (None: another process
-        wrote it, or this one never did): a first call that stops takes away only its own."""
-        return _OWN_RUN_JSON.get(self.run_json.absolute())
-
-    @own_run_json.setter
-    def own_run_json(self, content: bytes | None) -> None:
-        if content is None:
-            _OWN_RUN_JSON.pop(self.run_json.absolute(), None)
-        else:
-            _OWN_RUN_JSON[self.run_json.absolute()] = content
 
     @property
     def summary_json(self) -> Path:

@@ -163,7 +163,7 @@ def start_run(store: RunStore, kind: str, build: Build, joins: Collection[str] =
                 written["versions"] = kept_versions((previous or {}).get("versions"), now)
             was = store.run_json.read_bytes() if previous is not None else None
             write_json(store.run_json, written)
-            _note_own(store, was)
+            store.wrote(store.run_json, was)
             store.publish(store.run_json)
             if store.remote is None or kept is None or kept(written):
                 if now is not None:
@@ -190,6 +190,10 @@ def unsettled(store: RunStore, holds: Callable[[], bool], folders: Sequence[str]
     ``files`` (under the run: ``performance.json``) that the call writes beside run.json are
     put back with it (removed where the call made them), so neither outlasts the other.
 
+    Each is put back under the run's lock, and only where it is still as this call left it
+    (`RunStore.own`): a file another call wrote since this one began is theirs too, and
+    stays as they left it (run.json with their entries, performance.json with their series).
+
     A first call that stops so leaves no trace either: the run's lock and id files and its
     ``records``/``checksums`` folders go where it made them, and ``--out`` itself (with the
     parents it made) where it was not there before and now holds no file. A folder that was
@@ -203,56 +207,67 @@ def unsettled(store: RunStore, holds: Callable[[], bool], folders: Sequence[str]
     new = _first_missing(store.root) if fresh else None
     beside = {store.root / name: (store.root / name).read_bytes()
               if (store.root / name).is_file() else None for name in files} if local else {}
+    watched = {**beside, store.run_json: before} if local else {}
+    added = [path for path in watched if path not in store.own]  # an outer call's stay its
+    store.own.update({path: watched[path] for path in added})
     try:
         yield
     except BaseException:
         if not holds():
             if fresh:
                 _unstart(store, beside, made, dots, new)
-            else:
-                _put_back(beside)
-                if before is not None:
-                    with run_lock(store):
-                        write_bytes(store.run_json, before)
+            elif back := {**beside, **({store.run_json: before} if before is not None
+                                        else {})}:
+                with run_lock(store):
+                    _give_back(store, back)
         raise
+    finally:
+        for path in added:
+            store.own.pop(path, None)
 
 
-def _note_own(store: RunStore, was: bytes | None) -> None:
-    """After `start_run` wrote run.json over ``was`` (None: it made it): whether what it holds
-    is this process's alone (`RunStore.own_run_json`): made here, and rewritten only here."""
-    mine = store.remote is None and (was is None or was == store.own_run_json)
-    store.own_run_json = store.run_json.read_bytes() if mine else None
+def _give_back(store: RunStore, was: Mapping[Path, bytes | None]) -> bool:
+    """Under the run's lock, each file as it was before the call (``was``: removed where it
+    made it) where it is still as this call left it (`RunStore.own`); one another call wrote
+    since stays as they left it. Where run.json (last in ``was``) is another call's so, none
+    is given back: it holds this call's entries too, and vouches for what this call wrote
+    beside it. Whether it was not."""
+    def now(path: Path) -> bytes | None:
+        return path.read_bytes() if path.is_file() else None
 
+    def theirs(path: Path, held: bytes | None) -> bool:
+        return path not in store.own or store.own[path] != held
 
-def _put_back(beside: Mapping[Path, bytes | None]) -> None:
-    """`unsettled`'s ``files`` as they were before the call (removed where it made them)."""
-    for path, was in beside.items():
-        if was is None:
+    if store.run_json in was and (held := now(store.run_json)) != was[store.run_json] and (
+            theirs(store.run_json, held)):
+        return False
+    for path, then in was.items():
+        held = now(path)
+        if held == then or theirs(path, held):
+            continue
+        if then is None:
             path.unlink(missing_ok=True)
         else:
-            write_bytes(path, was)
+            write_bytes(path, then)
+        store.wrote(path, held)
+    return True
 
 
 def _unstart(store: RunStore, beside: Mapping[Path, bytes | None], made: Sequence[Path],
              dots: Sequence[Path], new: Path | None) -> None:
     """A first call that stored nothing takes away what it wrote, under the run's lock, and
-    only where run.json is still its own (`_note_own`): another call started into the same
-    new --out meanwhile keeps its run.json and the files beside it (both it vouches for)."""
+    only where run.json is still its own (`RunStore.own`): another call started into the
+    same new --out meanwhile keeps its run.json and the files beside it (both it vouches for)."""
     if store.run_json.is_file():
         try:
             with run_lock(store):
-                mine = store.run_json.is_file() and (
-                    store.run_json.read_bytes() == store.own_run_json)
-                if mine:
-                    _put_back(beside)
-                    store.run_json.unlink()
+                mine = _give_back(store, {**beside, store.run_json: None})
         except (BiasscopeError, OSError):  # the folder gone or replaced: nothing of ours left
             return
         if not mine:
             return
     else:
-        _put_back(beside)
-    store.own_run_json = None
+        _give_back(store, beside)
     for folder in made:
         _remove_empty(folder)
     _unmake(store, dots, new)

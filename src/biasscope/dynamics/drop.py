@@ -242,7 +242,13 @@ def restore_values(store: RunStore) -> None:
     checkpoint the run lists again and performance.json still lacks (the sweep that listed it
     gave no series): back from its dropped folder where the checkpoint listed has the weights
     the dropped one had (its fingerprint, or its hub commit), the value measured on them. Where
-    it has others, or the value is not there, a note says the step has none and what to give."""
+    it has others, or the value is not there, a note says the step has none and what to give.
+    Under the run's lock: a value another call saves meanwhile is neither lost nor doubled."""
+    with run_lock(store):
+        _restore_values(store)
+
+
+def _restore_values(store: RunStore) -> None:
     store.pull(RUN_JSON)
     run = store.read_json(RUN_JSON)
     listed = {(e.get("model"), e.get("step")): e for e in run.get("checkpoints", [])

@@ -29,6 +29,7 @@ from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.scoring.models import named
 from biasscope.dynamics.settings import Performance
 from biasscope.store.directory import RunStore
+from biasscope.store.locks import run_lock
 
 _FLAGS = ("--performance-csv", "--lm-eval-results")
 
@@ -65,10 +66,12 @@ class Imported:
     def save(self, store: RunStore, name: str) -> None:
         """Into performance.json, once run.json records the files: never a series it does not
         vouch for (the steps the run dropped left out), then the staged copy ``name`` goes."""
-        for s in self.series:
-            performance.save(store, s.model, performance.kept(store, s.model, s.values),
-                             s.label)
-        if self.series:
+        if not self.series:
+            return
+        with run_lock(store):  # no drop between reading its steps and saving without them
+            for s in self.series:
+                performance.save(store, s.model, performance.kept(store, s.model, s.values),
+                                 s.label)
             store.remove_file(store.root / name)
 
 

@@ -30,6 +30,7 @@ from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent
 from biasscope.store.directory import RunStore
 from biasscope.store.files import atomic_write, write_json
+from biasscope.store.locks import run_lock
 
 try:
     import fcntl
@@ -150,13 +151,18 @@ def lm_eval_files(pattern: str, metric: str) -> tuple[Series, dict[int, Path]]:
 
 
 def save(store: RunStore, model: str, series: Series, source: str) -> None:
-    """Add one model's imported series to ``performance.json``."""
+    """Add one model's imported series to ``performance.json``, under the run's lock: two
+    calls into one run, each saving its own model's, keep both."""
     path = store.root / FILE
-    data = store.read_json(FILE) if path.is_file() else {"series": {}}
-    data["series"][model] = {"source": source, "values": {str(k): v for k, v in
-                                                          sorted(series.items())}}
-    write_json(path, data)
-    store.publish(path)
+    with run_lock(store):
+        store.pull(FILE)
+        was = path.read_bytes() if path.is_file() else None
+        data = store.read_json(FILE) if was is not None else {"series": {}}
+        data["series"][model] = {"source": source, "values": {str(k): v for k, v in
+                                                              sorted(series.items())}}
+        write_json(path, data)
+        store.wrote(path, was)
+        store.publish(path)
 
 
 def pending_name() -> str:
@@ -188,6 +194,7 @@ def staged(store: RunStore, series: Mapping[str, tuple[Series, str, Mapping[str,
 
     try:
         atomic_write(store.root / name, write)
+        store.wrote(store.root / name, None)
         store.publish(store.root / name)
         yield
     finally:
@@ -245,13 +252,17 @@ def settle(store: RunStore) -> None:
     their files as they were staged (the call was killed after run.json, before
     performance.json), or go where it does not (killed before run.json, which never vouched
     for them); then their files go. A call that was not killed leaves none, and a file whose
-    call still runs (`_running`) is left to it."""
-    for path in staged_files(store):
-        if _running(path):
-            continue
-        for model, (source, values) in vouched(store, path).items():
-            save(store, model, values, source)
-        store.remove_file(path)
+    call still runs (`_running`) is left to it. Under the run's lock, taken only where a
+    file is staged (a report of a read-only run takes none)."""
+    if not staged_files(store):
+        return
+    with run_lock(store):
+        for path in staged_files(store):
+            if _running(path):
+                continue
+            for model, (source, values) in vouched(store, path).items():
+                save(store, model, values, source)
+            store.remove_file(path)
 
 
 def _recorded(store: RunStore) -> Mapping[str, Any]:
@@ -297,11 +308,15 @@ def kept(store: RunStore, model: str, series: Series) -> Series:
 
 def add(store: RunStore, model: str, step: int, value: float, source: str) -> None:
     """One step's value into ``model``'s series in ``performance.json`` (a live run's, as its
-    training evaluates), the values it holds kept."""
+    training evaluates), the values it holds kept: read and written under the run's lock, so
+    that a value another call adds meanwhile is not lost."""
     path = store.root / FILE
-    entry = (store.read_json(FILE) if path.is_file() else {}).get("series", {}).get(model, {})
-    values = {int(k): float(v) for k, v in entry.get("values", {}).items()}
-    save(store, model, {**values, step: value}, source)
+    with run_lock(store):
+        store.pull(FILE)
+        entry = (store.read_json(FILE) if path.is_file() else {}).get("series", {}).get(
+            model, {})
+        values = {int(k): float(v) for k, v in entry.get("values", {}).items()}
+        save(store, model, {**values, step: value}, source)
 
 
 def source_of(store: RunStore, model: str) -> str | None:

@@ -22,6 +22,7 @@ from biasscope.dynamics.live import resume, weights
 from biasscope.dynamics.live.evaluate import LiveConfig, is_logged
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
+from biasscope.store.locks import run_lock
 
 #: The performance series a live run's Trainer evaluation gives, as the report names it.
 EVAL_SOURCE = performance.TRAINING_SOURCE
@@ -237,12 +238,13 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
         if isinstance(loss, (int, float)) and math.isfinite(loss):
             source = EVAL_SOURCE if name is None else f"{EVAL_SOURCE} ({name})"
             store = RunStore(self.out)
-            then = performance.source_of(store, self.config.model_name)
-            if then is not None and then != source:  # one series per model, of one source
+            with run_lock(store):  # no other series saved between the check and the add
+                then = performance.source_of(store, self.config.model_name)
+                if then is None or then == source:  # one series per model, of one source
+                    performance.add(store, self.config.model_name, int(state.global_step),
+                                    math.exp(-loss), source)
+            if then is not None and then != source:
                 self._other_series(then, source)
-                return control
-            performance.add(store, self.config.model_name, int(state.global_step),
-                            math.exp(-loss), source)
         return control
 
     def _other_series(self, then: str, now: str) -> None:

@@ -170,13 +170,13 @@ def test_no_run_is_one_line(tmp_path, capsys):
 
 
 def test_a_report_that_fails_leaves_no_summary_of_the_dropped(run, monkeypatch, capsys):
-    import biasscope.dynamics.drop as dropping
+    import biasscope.dynamics.summary.write as reporting
     from biasscope.core.errors import BiasscopeError
 
     def fails(*args: object, **kwargs: object) -> None:
         raise BiasscopeError("records file X changed after it was written")
 
-    monkeypatch.setattr(dropping, "write_dynamics_report", fails)
+    monkeypatch.setattr(reporting, "write_dynamics_report", fails)
     assert main(["drop", str(run), "train0@checkpoint-20"]) == 2
     err = capsys.readouterr().err
     assert "could not be written again (records file X changed" in err

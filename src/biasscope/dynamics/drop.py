@@ -28,7 +28,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.analysis.config import stored_options
 from biasscope.dynamics.scoring.fingerprints import recorded as weights_of
-from biasscope.dynamics.summary.write import write_dynamics_report
+from biasscope.dynamics.summary import write as reporting
 from biasscope.store.directory import CHECKSUMS, RECORDS, RunStore
 from biasscope.store.files import write_json
 from biasscope.store.locks import run_lock
@@ -222,7 +222,8 @@ def _rewrite(store: RunStore, options: Any, data_dir: str | None,
     remote run's too) rather than speak for the dropped checkpoints, and the line says how to
     write them."""
     try:
-        report = write_dynamics_report(store, options=options, data_dir=data_dir)
+        # looked up as it is called: a sweep imports this module for `restore_values`
+        report = reporting.write_dynamics_report(store, options=options, data_dir=data_dir)
     except BiasscopeError as exc:
         for name in OWN_FILES:
             path, kept = store.root / name, folder / name

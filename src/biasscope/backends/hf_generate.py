@@ -14,6 +14,7 @@ Vocabulary-padding rows of the output embedding are never chosen and take no sof
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Sequence
@@ -316,7 +317,7 @@ class HFGenerator:
         if not bool(torch.isfinite(logits).all()):
             raise ModelError(f"checkpoint {self.label} produced NaN/inf logits; the weights "
                              "may be corrupt, or try --dtype float32")
-        return logits, mask, positions, out.past_key_values if cache else None
+        return logits, mask, positions, getattr(out, _cache_name()) if cache else None
 
     def _piece(self, token: int) -> str:
         if token not in self._pieces:
@@ -379,8 +380,10 @@ class HFGenerator:
             mask = torch.cat([mask, mask.new_ones((n, 1))], dim=1)
             positions = positions[:, -1:] + 1
             step_out = self.model(input_ids=tokens[:, None], attention_mask=mask,
-                                  position_ids=positions, past_key_values=cache, use_cache=True)
-            cache, logits = step_out.past_key_values, step_out.logits[:, -1, : self.vocab].float()
+                                  position_ids=positions, use_cache=True,
+                                  **{_cache_name(): cache})
+            cache = getattr(step_out, _cache_name())
+            logits = step_out.logits[:, -1, : self.vocab].float()
         return self._generations(prompts, params, out, reasons, chosen_lp, tops)
 
     def _generations(self, prompts: list[list[int]], params: GenerateParams,
@@ -411,3 +414,12 @@ class HFGenerator:
                                       len(prompts[r]), len(ids)))
         return results
 
+
+@functools.cache
+def _cache_name() -> str:
+    """The KV cache's argument and output field: ``cache`` in recent transformers (5.24), whose old
+    name ``past_key_values`` still works but logs a deprecation line to the user's terminal on
+    every first generation."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    return "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"

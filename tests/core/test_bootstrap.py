@@ -14,7 +14,7 @@ import pytest
 import scipy.stats as sps
 
 from biasscope.core import stats
-from biasscope.core.bootstrap import index_blocks, mean_interval, resample_counts
+from biasscope.core.bootstrap import index_blocks, mean_interval, resample_counts, resampling
 from traced import traced_peak
 
 KW = "rng" if tuple(int(p) for p in metadata.version("scipy").split(".")[:2]) >= (1, 15) \
@@ -284,3 +284,20 @@ def test_index_blocks_of_a_callers_size_are_the_single_draw_too() -> None:
     assert [b.shape[0] for b in blocks] == [3] * 33 + [2]
     assert np.array_equal(np.concatenate(blocks), single)
     assert np.array_equal(rng.integers(0, 10**6, 5), single_rng.integers(0, 10**6, 5))
+
+
+def test_resampling_notes_whether_a_bootstrap_was_drawn() -> None:
+    """A summary says its level is too fine for its resamples only where an interval is a
+    bootstrap: a mean of a few items (Student's t) or of constant ones draws none; a mean of
+    20 and a block of indices do, noted in every enclosing block."""
+    with resampling() as outer:
+        with resampling() as few:
+            stats.bootstrap_mean(np.arange(6.0), 0.999, 200)
+            stats.bootstrap_mean(np.ones(30), 0.999, 200)
+        assert not few.drawn and not outer.drawn
+        with resampling() as many:
+            stats.bootstrap_mean(np.arange(20.0), 0.999, 200)
+        assert many.drawn and outer.drawn
+    with resampling() as blocks:
+        list(index_blocks(5, 100, np.random.default_rng(0)))
+    assert blocks.drawn

@@ -156,7 +156,22 @@ def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, capsys):
     assert said == summary["analysis"]["thin_tails"]
     assert said.startswith("At the 99.9% confidence level, the paired differences' bootstrap "
                            "intervals of 2000 resamples leave 1 beyond each bound")
+    assert "give --resamples 20000 or more" in said  # dynamics' field name is not this one's
     captured = capsys.readouterr()
     assert f"warning: {said}\n" in captured.err and said not in captured.out
     page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert re.search(r"At the 99\.9% confidence level, the paired differences&#x27;", page)
+
+
+def test_a_few_pairs_draw_no_bootstrap_so_nothing_is_said_of_its_tails(tmp_path, capsys):
+    """Below 20 pairs a paired difference's interval is Student's t widened by Hall's, not a
+    bootstrap, and the flip rates and shares are Wilson's: 99.9% from 200 resamples warned of
+    bootstrap intervals that the run does not draw."""
+    few = tmp_path / "few.jsonl"
+    few.write_text("".join(json.dumps(p) + "\n" for p in PAIRS[:6]))
+    argv = _argv(tmp_path, "--confidence", "0.999", "--resamples", "200")
+    assert main([*argv[:2], str(few), *argv[3:]]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert "thin_tails" not in summary["analysis"]
+    assert not any("beyond each bound" in s for s in summary["sentences"])
+    assert "beyond each bound" not in capsys.readouterr().err

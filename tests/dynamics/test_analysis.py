@@ -234,4 +234,5 @@ def test_a_level_too_fine_for_the_resamples_is_a_warning_too(tmp_path, checkpoin
     said = analysis["thin_tails"]
     assert said == analysis["sentences"][0] and said.startswith(
         "At the 99.9% confidence level, the WinoBias bootstrap intervals of 2000 resamples")
+    assert "give --resamples 20000 (the analysis' n_resamples) or more" in said
     assert f"warning: {said}\n" in capsys.readouterr().err

@@ -37,11 +37,12 @@ import pandas as pd
 
 from biasscope.audit import multiplicity, scored
 from biasscope.backends.base import GenerateParams, GenerateRequest, Generator, plain_chat
+from biasscope.core.bootstrap import Resampled, resampling
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.items import Item
 from biasscope.core.jsonl import read_jsonl
-from biasscope.core.levels import Levels, same_levels
+from biasscope.core.levels import Levels, said_thin, same_levels
 from biasscope.data.sources import hashed, refuse_other_data
 from biasscope.probes import PROBES, Probe
 from biasscope.probes.base import AskedProbe, Response, records
@@ -362,30 +363,35 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
                              f"to {store.root}: fix what the error says (or wait for the "
                              "server) and run the command again")
     start()  # every unit was stored already: run.json still records this call's probes
-    summary = summarise(store, probes, unknown, pending, levels)
-    store.check_same_folder()
-    # Under the run's lock, summary.json and the report rendered from it: another call into
-    # this run may be writing its own pair, and each report says what summary.json says.
-    with run_lock(store):
-        written = {**with_earlier_probes(store, summary, others, levels), "requests": sent,
-                   "analysis": levels.stored("the audit's")}
-        page = audit_page(store, store.read_json("run.json"), written)
-        write_json(store.summary_json, written)
-        write_bytes(store.root / REPORT, page)
+    with resampling() as resampled:  # a few items: t intervals, no bootstrap
+        summary = summarise(store, probes, unknown, pending, levels)
+        store.check_same_folder()
+        # Under the run's lock, summary.json and the report rendered from it: another call
+        # into this run may be writing its own pair, and each report says what it says.
+        with run_lock(store):
+            written = {**with_earlier_probes(store, summary, others, levels, resampled),
+                       "requests": sent,
+                       "analysis": levels.stored("the audit's", resampled.drawn)}
+            page = audit_page(store, store.read_json("run.json"), written)
+            write_json(store.summary_json, written)
+            write_bytes(store.root / REPORT, page)
     return store
 
 
 def with_earlier_probes(store: RunStore, summary: Mapping[str, Any],
-                        others: Sequence[AskedProbe] = (), levels: Levels | None = None
-                        ) -> dict[str, Any]:
+                        others: Sequence[AskedProbe] = (), levels: Levels | None = None,
+                        resampled: Resampled | None = None) -> dict[str, Any]:
     """``summary`` with the entries of the run's other probes from its summary.json: a call
     that adds or reruns one probe summarises only the probes it asks, and the others' units
     are the files an earlier call summarised (units are never rewritten), so their entries
     still hold. An entry summary.json lacks (unreadable, or lost) is summarised again from the
     stored units of its probe in ``others``; so is every entry where summary.json was
-    summarised at other ``levels``. In run.json's probe order."""
+    summarised at other ``levels``. In run.json's probe order. ``resampled`` is noted as
+    drawn where an entry is kept from a summary.json whose intervals were bootstrapped (it
+    said its level too fine for them)."""
     levels = levels or Levels()
     earlier: Any = {}
+    held: Any = None
     if store.summary_json.is_file():
         try:
             held = store.read_json("summary.json")
@@ -395,6 +401,8 @@ def with_earlier_probes(store: RunStore, summary: Mapping[str, Any],
     if not isinstance(earlier, dict):
         earlier = {}
     now = summary["probes"]
+    if resampled is not None and said_thin(held) and any(k not in now for k in earlier):
+        resampled.drawn = True
     if lost := [p for p in others if p.name not in now and p.name not in earlier]:
         earlier = {**earlier, **summarise(store, lost, levels=levels)["probes"]}
     order = dict.fromkeys([*store.read_json("run.json").get("probes", {}), *now])

@@ -24,6 +24,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -45,6 +48,37 @@ DRAWN_BYTES = 64 << 20
 _SMALLEST_KEPT = 1 << 14
 
 
+@dataclass
+class Resampled:
+    """Whether resamples were drawn within a `resampling` block."""
+
+    drawn: bool = False
+
+
+#: The `resampling` blocks open in this context, innermost last: a draw notes each.
+_OPEN: ContextVar[tuple[Resampled, ...]] = ContextVar("biasscope_resampling", default=())
+
+
+@contextmanager
+def resampling() -> Iterator[Resampled]:
+    """Notes whether the code within draws bootstrap resamples (`resample_counts`,
+    `index_blocks`): a summary says its level is too fine for its resamples
+    (`biasscope.core.levels.thin_tails`) only where one of its intervals is a bootstrap, and
+    whether one is depends on the data (a mean of fewer than 20 items is Student's t, an
+    agreement a percentile bootstrap at any size), which the code drawing knows best."""
+    noted = Resampled()
+    token = _OPEN.set((*_OPEN.get(), noted))
+    try:
+        yield noted
+    finally:
+        _OPEN.reset(token)
+
+
+def _note_drawn() -> None:
+    for noted in _OPEN.get():
+        noted.drawn = True
+
+
 def forget_drawn() -> None:
     """Drop the counts `resample_counts` keeps, once an analysis is done."""
     with _DRAWN_LOCK:
@@ -62,6 +96,8 @@ def resample_counts(size: int, n: int, rng: np.random.Generator,
     same draws for several statistics), so large draws are kept (`DRAWN_BYTES`) and given
     again to a generator in the same state, which is left where drawing would have left it:
     the numbers are the ones drawing gives, for a fraction of its time."""
+    if size and n:
+        _note_drawn()
     if size * n < _SMALLEST_KEPT:
         return _counted(size, n, rng, dtype)
     key = (repr(rng.bit_generator.state), size, n)
@@ -102,6 +138,8 @@ def index_blocks(n: int, n_resamples: int, rng: np.random.Generator,
     stream, whose spare half-word the generator keeps between calls); no resamples give one
     empty block, so the blocks' statistics always concatenate."""
     rows = max(1, (BLOCK_CELLS if cells is None else cells) // max(n, 1))
+    if n and n_resamples > 0:
+        _note_drawn()
     for start in range(0, max(n_resamples, 1), rows):
         yield rng.integers(0, n, (min(rows, n_resamples - start), n))
 

@@ -93,12 +93,15 @@ class Levels:
             if reason := problem(name, value):
                 raise BiasscopeError(f"{flag_of(name)} {written(value)}: {reason}")
 
-    def stored(self, whose: str | None = None) -> dict[str, Any]:
+    def stored(self, whose: str | None = None, bootstrapped: bool = True) -> dict[str, Any]:
         """As summary.json's ``analysis`` holds them; with ``whose`` (the intervals', as
         `thin_tails` names them), also ``thin_tails``, the sentence saying that the level is
-        too fine for the resamples, where it is."""
+        too fine for the resamples, where it is and some interval was ``bootstrapped``
+        (`biasscope.core.bootstrap.resampling`): Student's t or Wilson's rest on no
+        resamples."""
         out: dict[str, Any] = asdict(self)
-        if whose is not None and (said := thin_tails(self.confidence, self.n_resamples, whose)):
+        if whose is not None and bootstrapped and (
+                said := thin_tails(self.confidence, self.n_resamples, whose)):
             out["thin_tails"] = said
         return out
 
@@ -169,12 +172,15 @@ def _valid(held: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in held.items() if problem(k, v) is None}
 
 
-def thin_tails(confidence: float, n_resamples: int, whose: str) -> str | None:
+def thin_tails(confidence: float, n_resamples: int, whose: str, setting: str | None = None
+               ) -> str | None:
     """The sentence saying that ``whose`` bootstrap intervals (``n_resamples`` each) are too
     coarse at ``confidence`` (fewer than `TAIL_RESAMPLES` resamples beyond each bound), or
-    None. The intervals stay at the level asked: the sentence says what their bounds rest on
-    and the flags that would make them finer, rather than another level being used in its
-    place without a word."""
+    None; a caller says it only where some interval is a bootstrap. The intervals stay at the
+    level asked: the sentence says what their bounds rest on and the flags that would make
+    them finer, rather than another level being used in its place without a word.
+    ``setting``: where the resamples are set besides ``--resamples``, said after it
+    (dynamics' "the analysis' n_resamples")."""
     from biasscope.core.numbers import level_of  # NumPy: not for `--help`, which reads these
 
     beyond = n_resamples * (1 - confidence) / 2
@@ -182,7 +188,8 @@ def thin_tails(confidence: float, n_resamples: int, whose: str) -> str | None:
         return None
     level = level_of(confidence)
     enough = math.ceil(2 * TAIL_RESAMPLES / (1 - confidence))
-    more = (f"give --resamples {enough} (the analysis' n_resamples) or more, or "
+    also = f" ({setting})" if setting else ""
+    more = (f"give --resamples {enough}{also} or more, or "
             if enough <= MAX_RESAMPLES else "")
     return (f"At the {level} confidence level, {whose} bootstrap intervals of {n_resamples} "
             f"resamples leave {beyond:.3g} beyond each bound (at least {TAIL_RESAMPLES} "

@@ -30,6 +30,7 @@ from typing import Any
 from biasscope.backends.cache import Cached
 from biasscope.backends.labels import Named, label_models, parse_models
 from biasscope.backends.reward import HFRewardModel, RewardConfig, identities_before_loading
+from biasscope.core.bootstrap import resampling
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import given_file, read_jsonl
@@ -134,10 +135,11 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         start(store, settings, waiting=judged_by)
         # Their settings are the run's (`start` refused others): their stored rewards hold.
         held = held_rewards(store.root / SCORES, [m.label for m in models])
-        rows = [cf.score_reward_model(m, items, config.seed, levels, held.get(m.label))
-                for m in models]
-        if judge is not None:
-            rows.append(cf.score_judge(judge, items, labels, config.seed, levels))
+        with resampling() as resampled:  # fewer than 20 pairs: t intervals, no bootstrap
+            rows = [cf.score_reward_model(m, items, config.seed, levels, held.get(m.label))
+                    for m in models]
+            if judge is not None:
+                rows.append(cf.score_judge(judge, items, labels, config.seed, levels))
         # A scorer with failed requests is summarised but not stored: a failure is no answer,
         # and a rerun asks those requests again (the answered ones come from the cache).
         failed = [row for row in rows if (row.get("answers") or {}).get("failed_calls")]
@@ -162,7 +164,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
             json_line(r) for r in [*kept, *records]).encode("utf-8"))
         summary = {"pairs": len(items), "source": config.pairs,
                    **cf.summarise(rows, levels.confidence),
-                   "analysis": levels.stored("the paired differences'")}
+                   "analysis": levels.stored("the paired differences'", resampled.drawn)}
         if thin := summary["analysis"].get("thin_tails"):
             summary["sentences"].insert(0, thin)
         if others:

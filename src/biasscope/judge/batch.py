@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from biasscope.core.bootstrap import resampling
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
 from biasscope.core.levels import Levels
@@ -247,7 +248,9 @@ def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[V
                       tuple(task.pairs[k] for k, _ in keep) if task.pairs else (),
                       tuple(task.authors[k] for k, _ in keep) if task.authors else ())
         got = [v for _, v in keep]
-        result = batch_result(judge, judged, got, ranking, of=len(task.ids), levels=levels)
+        with resampling() as resampled:
+            result = batch_result(judge, judged, got, ranking, of=len(task.ids),
+                                  levels=levels)
         missing = None
         if errors:
             missing = Failures(len(task.ids) - len(got), len(errors), len(calls), errors[0],
@@ -258,7 +261,7 @@ def write_judged(store: RunStore, judge: Judge, task: Task, verdicts: Sequence[V
             result["notes"].insert(0, result["sentences"][0])
         store.root.mkdir(parents=True, exist_ok=True)
         write_verdicts(store.root / VERDICTS, judged.ids, got)
-        return result, finish(store, "judge", result, levels), missing
+        return result, finish(store, "judge", result, levels, resampled.drawn), missing
 
 
 def check(out: str | os.PathLike[str] | RunStore, kind: str, models: Sequence[str],
@@ -335,13 +338,13 @@ def write_run(out: str | os.PathLike[str], kind: str, models: Sequence[str],
 
 
 def finish(store: RunStore, kind: str, result: Mapping[str, Any],
-           levels: Levels | None = None) -> Path:
+           levels: Levels | None = None, bootstrapped: bool = True) -> Path:
     """``summary.json`` in the audit report's shape, with the ``levels`` its intervals are
-    at (and the sentence saying they are too fine for the resamples, where they are), then
-    the report."""
+    at (and the sentence saying they are too fine for the resamples, where they are and some
+    interval was ``bootstrapped``), then the report."""
     whose = "the judge audit's" if kind == "judge-audit" else "the judge's"
-    write_json(store.summary_json, {"probes": {kind: dict(result)},
-                                    "analysis": (levels or Levels()).stored(whose)})
+    write_json(store.summary_json, {"probes": {kind: dict(result)}, "analysis": (
+        levels or Levels()).stored(whose, bootstrapped)})
     return write_audit_report(store.root)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from biasscope.backends.cache import Cached
 from biasscope.backends.labels import parse_models
 from biasscope.backends.redact import redact_urls
+from biasscope.core.bootstrap import resampling
 from biasscope.core.config import comma_entries
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
@@ -96,15 +97,16 @@ def biases(config: JudgeConfig) -> JudgeResult:
     made, task, labels, judges = _setup(config, "judge-audit")
     settings = run_settings(config, made.config, _identities(made), task, labels, audit=True)
     check(config.out, "judge-audit", list(judges), settings, {"judges": judges})
-    if task.pairwise:
-        result = pairwise_biases(made, task.pairs, task.authors, ranking=config.ranking,
-                                 confidence=levels.confidence, n_resamples=levels.n_resamples,
-                                 ids=task.ids)
-    else:
-        if labels is None:
-            raise BiasscopeError("classification needs a label set (--labels FILE.json)")
-        result = classifier_biases(made, task.texts, labels, ids=task.ids,
-                                   confidence=levels.confidence)
+    with resampling() as resampled:  # a classifier's measures draw none
+        if task.pairwise:
+            result = pairwise_biases(made, task.pairs, task.authors, ranking=config.ranking,
+                                     confidence=levels.confidence,
+                                     n_resamples=levels.n_resamples, ids=task.ids)
+        else:
+            if labels is None:
+                raise BiasscopeError("classification needs a label set (--labels FILE.json)")
+            result = classifier_biases(made, task.texts, labels, ids=task.ids,
+                                       confidence=levels.confidence)
     usage = [u for m in made.models if (u := getattr(m, "usage", None)) is not None]
     if (count := sum(u.failed for u in usage)):
         first = next((u.first_error for u in usage if u.first_error), "no error text")
@@ -113,7 +115,8 @@ def biases(config: JudgeConfig) -> JudgeResult:
     store = RunStore(Path(config.out))
     with unsettled(store, rewritten(store.summary_json), rerun=True):
         store = start(store, "judge-audit", list(judges), settings, {"judges": judges})
-        return JudgeResult(result, finish(store, "judge-audit", result, levels))
+        return JudgeResult(result, finish(store, "judge-audit", result, levels,
+                                          resampled.drawn))
 
 
 def run_settings(config: JudgeConfig, how: JudgingConfig, judges: Mapping[str, Any],

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from biasscope.core.bootstrap import index_blocks
 from biasscope.core.errors import BiasscopeError, DataError
 from biasscope.core.imports import lazy
 from biasscope.core.stats import (
@@ -160,11 +161,8 @@ def _median_interval(x: Array, confidence: float, n_resamples: int, seed: int) -
     if x.size < 2:
         return Interval(estimate, math.nan, math.nan, confidence)
     rng = np.random.default_rng(seed)
-    medians = np.empty(n_resamples)
-    step = max(1, 2_000_000 // x.size)
-    for start in range(0, n_resamples, step):
-        k = min(step, n_resamples - start)
-        medians[start:start + k] = np.median(x[rng.integers(0, x.size, (k, x.size))], axis=1)
+    medians = np.concatenate([np.median(x[idx], axis=1) for idx in index_blocks(
+        x.size, n_resamples, rng, 2_000_000)])
     return percentile_interval(estimate, medians, confidence)
 
 

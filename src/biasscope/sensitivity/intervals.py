@@ -47,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from biasscope.core.bootstrap import index_blocks
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.imports import lazy
 from biasscope.core.stats import Array, percentile_interval
@@ -186,8 +187,8 @@ def bootstrap_intervals(frame: pd.DataFrame, table: pd.DataFrame, conv: Conventi
         m = _matrix(frame[frame["model"] == model], list(rows["principle"]), conv)
         n = m.original.shape[0]
         step = max(1, 400_000 // max(m.original.size, 1))  # resamples per batch
-        reps = np.concatenate([_resample(m, rng.integers(0, n, (min(step, n_resamples - i), n)),
-                                         conv) for i in range(0, n_resamples, step)])
+        reps = np.concatenate([_resample(m, idx, conv) for idx in index_blocks(
+            n, n_resamples, rng, step * max(n, 1))])
         normed = normalise(reps, conv, axis=2)  # resamples x indices x principles
         at = table.index.get_indexer(rows.index)
         scored = rows["n"].to_numpy()  # prompts with both rewards, per principle

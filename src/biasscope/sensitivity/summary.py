@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from biasscope.core.bootstrap import resampling
 from biasscope.core.levels import Levels
 from biasscope.core.numbers import json_rows, level_of, num, p_is, pvalue, with_ci
 from biasscope.sensitivity.confounds import (
@@ -246,10 +247,12 @@ def summarise(recs: pd.DataFrame, constitution: Constitution, conventions: str =
     levels = levels or Levels()
     out: dict[str, Any] = {
         "conventions": conventions, "conventions_meaning": CONVENTION_MEANINGS[conventions],
-        "intervals": intervals(levels), "analysis": levels.stored("the indices'")}
+        "intervals": intervals(levels), "analysis": None}
     if prompts is not None:
         out["prompts"] = {**prompts.notes(), "sentence": prompts.sentence()}
-    out["directions"] = {str(direction): _direction(part, constitution, conventions, confounds,
-                                                    levels)
-                         for direction, part in recs.groupby("direction", sort=False)}
+    with resampling() as resampled:
+        out["directions"] = {str(direction): _direction(part, constitution, conventions,
+                                                        confounds, levels)
+                             for direction, part in recs.groupby("direction", sort=False)}
+    out["analysis"] = levels.stored("the indices'", resampled.drawn)
     return out

@@ -310,7 +310,7 @@ def full_summary(store: RunStore, options: AnalysisConfig | None = None,
     whose = [w for w, has in (("the WinoBias", run.models or run.aside_ci),
                               ("the audit probes'", probes)) if has]
     if whose and (coarse := thin_tails(options.confidence, options.n_resamples,
-                                       " and ".join(whose))):
+                                       " and ".join(whose), "the analysis' n_resamples")):
         said.insert(0, coarse)
         summary["analysis"]["thin_tails"] = coarse  # said on stderr too (`said_thin`)
     if probes:  # the audit probes over steps (`biasscope.dynamics.summary.probes`)

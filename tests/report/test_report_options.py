@@ -142,8 +142,8 @@ def test_confidence_and_resamples_are_refused_in_one_line(reported: Path, tmp_pa
     assert not (tmp_path / "x.html").exists()
 
 
-def test_a_report_at_another_confidence_and_resamples_rewrites_the_summary(run: Path
-                                                                          ) -> None:
+def test_a_report_at_another_confidence_and_resamples_rewrites_the_summary(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`report RUN --confidence 0.9 --resamples 300`: the summary is analysed again with
     them and says the level; a later `report RUN` keeps them, as it keeps --alpha."""
     assert main(["report", str(run), "--confidence", "0.9", "--resamples", "300"]) == 0
@@ -160,6 +160,20 @@ def test_a_report_at_another_confidence_and_resamples_rewrites_the_summary(run: 
     said = json.loads((run / "summary.json").read_text())["analysis"]["sentences"][0]
     assert "At the 99% confidence level, the WinoBias bootstrap intervals of 300" in said
     assert "give --resamples 2000 (the analysis' n_resamples) or more" in said
+    # ... and says it on stderr, as `biasscope dynamics` does (it was in the summary alone).
+    assert f"warning: {said}\n" in capsys.readouterr().err
+
+
+def test_a_report_elsewhere_says_its_own_summary_s_thin_tails(
+        run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A report written outside the run says the level of the summary beside it, not the
+    run's: a fine level given there warns; the run's own report, left at 0.95, does not."""
+    out = tmp_path / "fine.html"
+    assert main(["report", str(run), "--output", str(out), "--confidence", "0.999"]) == 0
+    said = json.loads((tmp_path / "fine.summary.json").read_text())["analysis"]["thin_tails"]
+    assert f"warning: {said}\n" in capsys.readouterr().err
+    assert main(["report", str(run)]) == 0
+    assert "warning:" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("field", "value", "says"), [

@@ -7,7 +7,9 @@ that wrote it, with the analysis settings given over those stored. A new job is 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import json
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -47,11 +49,18 @@ class Job:
 
 def _dynamics(store: RunStore, out: Path | None, analysis: Mapping[str, Any] | None,
               data_dir: str | None) -> Path:
+    from biasscope.core.levels import said_thin
     from biasscope.dynamics.summary import unfinished
-    from biasscope.dynamics.summary.write import reanalyse
+    from biasscope.dynamics.summary.write import reanalyse, summary_beside
     from biasscope.report.html import missing_sentence
 
     page = reanalyse(store, out, analysis, data_dir)
+    # The summary the report was rendered from, as `biasscope dynamics` reads it back: a
+    # level too fine for the resamples (given here, or stored) is said as that command says it.
+    summary = summary_beside(page) if out is not None else store.summary_json
+    with contextlib.suppress(OSError, ValueError):  # a read-only run may hold none
+        if said := said_thin(json.loads(summary.read_text(encoding="utf-8"))):
+            print(f"warning: {said}", file=sys.stderr)
     if missing := store.missing_units():
         print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
     if section := unfinished.unscored(store, store.read_json("run.json")):

@@ -52,7 +52,7 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     own = store.root / "report.html"
     target = Path(output) if output is not None else own
     mine = target.resolve() == own.resolve()
-    beside = target.with_name(f"{target.stem}.summary.json")
+    beside = summary_beside(target)
     if not mine and beside.exists() and not _is_summary(beside):
         raise BiasscopeError(f"{beside} exists and is no biasscope summary; the report "
                              f"{target} keeps its summary there: choose another --output")
@@ -72,6 +72,12 @@ def write_dynamics_report(run_dir: Path | str | RunStore, output: Path | None = 
     else:
         write_json(beside, summary)
     return render_dynamics_report(store, summary, target)
+
+
+def summary_beside(report: Path) -> Path:
+    """Where the summary of a report written outside its run goes (``X.summary.json`` beside
+    ``X.html``)."""
+    return report.with_name(f"{report.stem}.summary.json")
 
 
 def _is_summary(path: Path) -> bool:

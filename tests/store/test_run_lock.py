@@ -155,3 +155,34 @@ def test_another_thread_waits_for_the_run_lock(tmp_path: Path) -> None:
         order.append("this")
     thread.join(10)
     assert order == ["this", "other"]
+
+
+def test_the_process_forgets_a_run_lock_once_its_last_block_ends(tmp_path: Path) -> None:
+    """Each lock file was remembered for the life of the process: a notebook sweeping many
+    runs grew the record by one each. It goes with the outermost block, and not before a
+    thread waiting for it is done, which must still wait for the same lock."""
+    from biasscope.store import locks
+
+    before = dict(locks._HELD)  # another test's, if any
+    for k in range(3):
+        store = RunStore(tmp_path / f"run{k}")
+        with run_lock(store), run_lock(store):
+            assert len(locks._HELD) == len(before) + 1
+    assert dict(locks._HELD) == before
+    store, order = RunStore(tmp_path / "run"), list[str]()
+
+    def held(name: str) -> None:
+        with run_lock(RunStore(tmp_path / "run")):
+            order.append(f"{name} in")
+            time.sleep(0.2)
+            order.append(f"{name} out")
+
+    thread = threading.Thread(target=held, args=("other",))
+    with run_lock(store):
+        thread.start()
+        time.sleep(0.3)
+    held("third")  # while the other waits or holds it: one at a time still
+    thread.join(10)
+    assert order in (["other in", "other out", "third in", "third out"],
+                     ["third in", "third out", "other in", "other out"])
+    assert dict(locks._HELD) == before

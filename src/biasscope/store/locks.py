@@ -29,14 +29,18 @@ LOCK = ".run.lock"  # a dot file: never taken for a run file, never uploaded
 
 
 class _Held:
-    """This process's hold on one lock file: the thread that has it, and how deep."""
+    """This process's hold on one lock file: the thread that has it, how deep, and how many
+    blocks hold or wait for it (under `_GUARD`: the last to end forgets the file)."""
 
     def __init__(self) -> None:
         self.thread = threading.RLock()
         self.depth = 0
+        self.users = 0
 
 
-_HELD: dict[tuple[int, str], _Held] = {}  # by (pid: a forked child holds none, lock file)
+#: The lock files this process's blocks hold or wait for, by (pid: a forked child holds none,
+#: lock file); an entry goes with its last block, so a notebook sweeping many runs keeps none.
+_HELD: dict[tuple[int, str], _Held] = {}
 _GUARD = threading.Lock()
 
 
@@ -46,23 +50,31 @@ def run_lock(store: RunStore, wait_s: float = 600.0) -> Iterator[None]:
     again inside itself (a drop settling a staged series), it is held on: the file stays
     locked until the outermost block ends."""
     path = store.root / LOCK
-    with _GUARD:
-        held = _HELD.setdefault((os.getpid(), str(path.absolute())), _Held())
-    with held.thread:
-        if held.depth:
-            store.check_same_folder()
-            held.depth += 1
-            try:
-                yield
-            finally:
-                held.depth -= 1
-            return
-        with _locked(store, path, wait_s):
-            held.depth = 1
-            try:
-                yield
-            finally:
-                held.depth = 0
+    key = (os.getpid(), str(path.absolute()))
+    with _GUARD:  # counted before waiting: a thread waiting on it keeps the same entry
+        held = _HELD.setdefault(key, _Held())
+        held.users += 1
+    try:
+        with held.thread:
+            if held.depth:
+                store.check_same_folder()
+                held.depth += 1
+                try:
+                    yield
+                finally:
+                    held.depth -= 1
+                return
+            with _locked(store, path, wait_s):
+                held.depth = 1
+                try:
+                    yield
+                finally:
+                    held.depth = 0
+    finally:
+        with _GUARD:
+            held.users -= 1
+            if not held.users:
+                del _HELD[key]
 
 
 @contextlib.contextmanager

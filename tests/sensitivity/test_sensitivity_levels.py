@@ -88,7 +88,8 @@ def test_a_rerun_at_another_level_loads_nothing_and_says_the_level(
                    flags=re.S)
     for words in ("90% intervals resample prompts (300 times)", "90% prompt-bootstrap",
                   "Wilson 90% interval", "Fisher-z 90% intervals",
-                  "normalised index (bars: 90% CI)"):
+                  "normalised index (bars: 90% CI)",
+                  "90% CI low", "90% CI high"):  # the tables' headers (they said "CI low")
         assert words in shown, words
     assert "95%" not in shown
     # A rerun without the flags keeps them; `report` renders them as stored.

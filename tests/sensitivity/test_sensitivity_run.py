@@ -634,7 +634,7 @@ def test_the_report_names_each_index_in_words_beside_its_key(tmp_path: Path) -> 
     # bounds as such, other columns their key with spaces as before
     head = page.split("<h3>Indices and validity</h3>", 1)[1].split("</thead>", 1)[0]
     assert f"<th>{named('mean_effect', index_words('mean_effect'))}</th>" in head
-    assert f"<th>{named('mean_effect_normalised_low', 'CI low')}</th>" in head
+    assert f"<th>{named('mean_effect_normalised_low', '95% CI low')}</th>" in head
     assert "<th>mean effect</th>" not in head and "<th>p greater holm</th>" in head
     assert all(index_words(k) and index_words(f"{k}_normalised") for k in RANKED)
     assert index_words("n") is None

@@ -140,24 +140,27 @@ def _metrics_named(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
              for k, v in r.items()} for r in rows]
 
 
-def words_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
-                ) -> str:
+def words_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None,
+                confidence: float = 0.95) -> str:
     """`record_table` with the keys' underscores as spaces, so that a narrow header wraps
-    between words rather than inside them; an index's column (and its interval's) is named
-    in words, its key below (`_header`)."""
+    between words rather than inside them; an index's column (and its interval's, at
+    ``confidence``) is named in words, its key below (`_header`)."""
     keys = list(columns) if columns is not None else list(
         dict.fromkeys(k for r in rows for k in r))
     return record_table([{k.replace("_", " "): r.get(k) for k in keys} for r in rows],
-                        [k.replace("_", " ") for k in keys], [_header(k) for k in keys])
+                        [k.replace("_", " ") for k in keys],
+                        [_header(k, confidence) for k in keys])
 
 
-def _header(key: str) -> str:
+def _header(key: str, confidence: float = 0.95) -> str:
     """A column's header: an index in words with its key (`tables.named`), its interval's
-    bounds as "CI low" and "CI high" with theirs; any other key with spaces."""
+    bounds as "90% CI low" and "90% CI high" with theirs (the level in the header, as the
+    audit's "90% CI" column has it, for a table read without its caption); any other key
+    with spaces."""
     words = index_words(key)
     for bound in ("low", "high"):
         if words is None and key.endswith(f"_{bound}") and index_words(key[:-len(bound) - 1]):
-            words = f"CI {bound}"
+            words = f"{level_of(confidence)} CI {bound}"
     return named(key, words) if words else key.replace("_", " ")
 
 
@@ -175,17 +178,17 @@ def confounds_tables(found: Mapping[str, Any], confidence: float = 0.95) -> list
         "<h3>Effect adjusted for length change</h3><p>OLS of the reward effect on the length "
         "change (characters): the intercept is the effect at unchanged length, the slope the "
         f"reward per 100 characters; {level} prompt-bootstrap intervals.</p>"
-        + words_table(found.get("length", [])),
+        + words_table(found.get("length", []), confidence=confidence),
         f"<h3>Revisions that changed next to nothing</h3><p>Normalised edit distance below "
         f"{escape(str(found.get('unchanged_below')))}, their share with its Wilson {level} "
         "interval; "
         + ("left out of the indices.</p>" if found.get("exclude_unchanged")
-           else "kept in the indices.</p>") + words_table(unchanged),
+           else "kept in the indices.</p>") + words_table(unchanged, confidence=confidence),
         "<h3>Correlation of per-prompt effects between principles</h3><p>Pearson r with "
         f"Fisher-z {level} intervals. Both effects subtract the same original reward, which "
         "correlates them by itself; r beyond original is the part it does not explain, and "
         "p tests it (one-sided, Holm over each model's pairs).</p>"
-        + words_table(found.get("correlations", []))]
+        + words_table(found.get("correlations", []), confidence=confidence)]
 
 
 def sanity_section(sanity: Mapping[str, Any]) -> str:
@@ -218,15 +221,16 @@ def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFr
         index += 1
     columns = [c for c in SHOWN if c in indices]
     parts.append("<h3>Indices and validity</h3>"
-                 + words_table(result.get("indices", []), columns))
+                 + words_table(result.get("indices", []), columns, confidence))
     for name in ("model_test", "rank_agreement"):
         value = result.get(name)
         if value:
             rows = value if isinstance(value, list) else [value]
             parts.append(f"<h3>{escape(name.replace('_', ' '))}</h3>"
-                         + words_table(_metrics_named(rows)))
+                         + words_table(_metrics_named(rows), confidence=confidence))
     if result.get("groups"):
-        parts.append("<h3>Groups</h3>" + words_table(result["groups"].get("models", [])))
+        parts.append("<h3>Groups</h3>" + words_table(result["groups"].get("models", []),
+                                                     confidence=confidence))
     parts += confounds_tables(result.get("confounds") or {}, confidence)
     parts.append("<h3>Principles</h3>" + table(["principle", "text"], texts.items()))
     return "\n".join(parts), index

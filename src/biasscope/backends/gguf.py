@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from biasscope.core import digest
+from biasscope.core import digest, steps
 from biasscope.core.errors import ModelError, install_hint
 from biasscope.core.imports import installed_version
 from biasscope.core.processes import HOST, alive
-from biasscope.core.steps import LARGE_FILE, say
+from biasscope.core.steps import say
 
 SUFFIX = ".gguf"
 PROVENANCE = "gguf.json"
@@ -55,7 +55,7 @@ def file_sha256(path: Path) -> str:
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _hashes:
-        if stat.st_size >= LARGE_FILE:
+        if stat.st_size >= steps.LARGE_FILE:
             from biasscope.core.numbers import num  # NumPy: `dynamics --help` imports this module
 
             say(f"hashing {path.name} ({num(stat.st_size / 2**20, 0)} MiB)")

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from biasscope.backends import lazy
 from biasscope.backends.base import NextTokenScore
-from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import ModelError
 
 #: Logits per block on a CPU (rows x block floats): a few hundred KiB stay in a core's cache.
@@ -33,7 +33,7 @@ LOGIT_SCALES = ("logit_scale", "logits_scaling", "output_multiplier_scale")
 def require_finite(logits: Any, item_ids: Sequence[str], label: str) -> Any:
     """``logits`` (rows, ..., V) unchanged, or a ModelError naming the first row's item that has
     a NaN/inf."""
-    torch = require_torch()
+    torch = lazy.require_torch()
     # One cheap reduction per row; only a suspicious row pays for the exact check (a sum of
     # huge finite logits could overflow without any NaN/inf being there).
     if bool(torch.isfinite(logits.flatten(1).sum(dim=1)).all()):
@@ -49,7 +49,7 @@ def require_finite(logits: Any, item_ids: Sequence[str], label: str) -> Any:
 def option_matrix(options: Sequence[Sequence[int]], device: Any) -> Any:
     """(rows, arity) option ids; shorter rows repeat their first option (ignored later)."""
     arity = max(len(o) for o in options)
-    return require_torch().tensor([list(o) + [o[0]] * (arity - len(o)) for o in options],
+    return lazy.require_torch().tensor([list(o) + [o[0]] * (arity - len(o)) for o in options],
                            device=device)
 
 
@@ -63,7 +63,7 @@ def reduce_next_token(logits: Any, options: Sequence[Sequence[int]], answers: Se
                       ) -> list[NextTokenScore]:
     """Float32 last-position logits (rows, V) -> each row's option log-probs (log-softmax over
     the whole vocabulary) and the answer's rank (1 + tokens with a strictly higher logit)."""
-    torch = require_torch()
+    torch = lazy.require_torch()
     log_z = torch.logsumexp(logits, dim=-1, keepdim=True)
     opt = option_matrix(options, logits.device)
     target = opt.gather(1, torch.tensor(list(answers), device=logits.device)[:, None])
@@ -83,7 +83,7 @@ class Head:
     @classmethod
     def of(cls, model: Any, vocab: int) -> Head | str:
         """The model's head, or why its logits are not a linear map of the base model's output."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         out = model.get_output_embeddings()
         config = getattr(model, "config", None)
         if model.base_model is model:
@@ -102,7 +102,7 @@ class Head:
 
     def check(self, hidden: Any, model_logits: Any) -> float:
         """Largest log-prob difference between this head and the model's own logits."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         ours = torch.log_softmax(self.logits(hidden), dim=-1)
         theirs = torch.log_softmax(model_logits[:, : self.vocab].float(), dim=-1)
         return float((ours - theirs).abs().max())
@@ -116,7 +116,7 @@ class Head:
                item_ids: Sequence[str], label: str) -> list[NextTokenScore]:
         """Each row's option log-probs and answer rank, as ``reduce_next_token`` gives them
         from the full logits (to float rounding; ranks exact)."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         rows, device = hidden.shape[0], hidden.device
         block = self.block_size(rows, device)
         starts = list(range(0, self.vocab, block))
@@ -148,7 +148,7 @@ class Head:
         return to_scores(option_logits - log_z, 1 + above, options)
 
     def _block(self, hidden: Any, start: int, block: int) -> Any:
-        torch = require_torch()
+        torch = lazy.require_torch()
         end = min(start + block, self.vocab)
         bias = None if self.bias is None else self.bias[start:end]
         logits = torch.nn.functional.linear(hidden, self.weight[start:end], bias)

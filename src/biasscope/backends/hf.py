@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import copy_context
 from typing import Any
 
+from biasscope.backends import lazy
 from biasscope.backends.base import ContinuationScore, NextTokenScore
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.backends.context import Context
@@ -31,7 +32,6 @@ from biasscope.backends.hf_model import (
     load_tokenizer,
     tokenizer_key,
 )
-from biasscope.backends.lazy import require_torch
 from biasscope.backends.weights import fault_in, read_ahead
 from biasscope.core.errors import ModelError
 from biasscope.core.items import Item
@@ -160,7 +160,7 @@ class HFScorer:
         return score_shared(self, items, needed, progress)
 
     def score_next_token(self, items: Sequence[Item]) -> list[NextTokenScore]:
-        torch = require_torch()
+        torch = lazy.require_torch()
         if not items:
             return []
         ids, option_ids = self.encode_next_token(items)
@@ -178,7 +178,7 @@ class HFScorer:
 
     def score_continuation(self, items: Sequence[Item]) -> list[ContinuationScore]:
         """Summed log-prob of each item's continuation and whether greedy decoding gives it."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         full, targets = self.encode_continuation(items)
         order = sorted(range(len(items)), key=lambda i: len(full[i]), reverse=True)
         results: dict[int, ContinuationScore] = {}
@@ -272,7 +272,7 @@ class HFScorer:
         own), but with every (item, option) sequence of the unit in length-sorted batches."""
         from biasscope.backends.base import OptionScore
 
-        torch = require_torch()
+        torch = lazy.require_torch()
         rows = self.option_rows(items, messages)
         order = sorted(range(len(rows)), key=lambda r: len(rows[r][1]), reverse=True)
         logprob = [0.0] * len(rows)

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from biasscope.backends import lazy
 from biasscope.backends.base import (
     GenerateParams,
     GenerateRequest,
@@ -47,7 +48,6 @@ from biasscope.backends.hf_model import (
     refuse_changed,
     resolve_device,
 )
-from biasscope.backends.lazy import require_torch
 from biasscope.core.errors import ModelError
 from biasscope.core.steps import say
 
@@ -225,7 +225,7 @@ class HFGenerator:
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         """One generation per request, in order; requests sharing params share batches."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         prompts = [self.encode(r) for r in requests]
         # Lowering max_tokens helps only where the prompt alone fits: a judge asks for one.
         limit = self.context.limit
@@ -258,7 +258,7 @@ class HFGenerator:
         is the probability mass on none of the options, ``1 - sum(exp(logprob))`` clamped at 0
         (options where one is a token prefix of another overlap and would count twice).
         """
-        torch = require_torch()
+        torch = lazy.require_torch()
         prompt, conts = self.option_ids(request, options)
         scores: dict[str, float] = {}
         size = self.config.batch_size
@@ -305,7 +305,7 @@ class HFGenerator:
             Any, Any, Any, Any]:
         """Left-padded forward: float32 logits of the last ``keep`` positions (b, keep, vocab),
         the attention mask, position ids and the KV cache (when ``cache``)."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         input_ids, mask, positions = left_pad(ids, self._pad)
         mask, positions = mask.to(self.device), positions.to(self.device)
         kwargs: dict[str, Any] = {"attention_mask": mask, "position_ids": positions,
@@ -328,7 +328,7 @@ class HFGenerator:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
 
     def _bias(self, pairs: tuple[tuple[int, float], ...]) -> Any:
-        torch = require_torch()
+        torch = lazy.require_torch()
         bias = torch.zeros(self.vocab, device=self.device)
         for token, value in pairs:
             if not 0 <= token < self.vocab:
@@ -339,7 +339,7 @@ class HFGenerator:
 
     def _generate_batch(self, prompts: list[list[int]], params: GenerateParams,
                         seeds: list[int | None]) -> list[Generation]:
-        torch = require_torch()
+        torch = lazy.require_torch()
         n, top_k = len(prompts), min(params.top_logprobs, self.vocab)
         logits, mask, positions, cache = self._forward(prompts, 1, cache=True)
         logits = logits[:, -1]
@@ -390,7 +390,7 @@ class HFGenerator:
                      out: list[list[int]], reasons: list[str | None], chosen_lp: list[Any],
                      tops: list[Any]) -> list[Generation]:
         """Each row's text cut at its stop string, with the log-probs of the tokens kept."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         lps = torch.stack(chosen_lp, 1).double().cpu().tolist() if chosen_lp else None
         top_vals = torch.stack([t.values for t in tops], 1).double().cpu().tolist() if tops else []
         top_ids = torch.stack([t.indices for t in tops], 1).cpu().tolist() if tops else []

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from biasscope.backends import lazy
 from biasscope.backends.checkpoints import Checkpoint
-from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import PICKLE_WEIGHTS, loading
 from biasscope.backends.weights import FLOATS, saved_dtypes
 from biasscope.core.config import POSITIVE_INT, check_settings, setting
@@ -50,7 +50,7 @@ class HFConfig:
 
 
 def resolve_device(name: str) -> Any:
-    torch = require_torch()
+    torch = lazy.require_torch()
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -75,7 +75,7 @@ def resolve_device(name: str) -> Any:
 
 
 def resolve_dtype(name: str, device: Any) -> Any:
-    torch = require_torch()
+    torch = lazy.require_torch()
     if name not in DTYPES:
         raise ModelError(f"unknown dtype {name!r}: use one of {', '.join(DTYPES)}")
     if name == "auto":
@@ -160,7 +160,7 @@ def check_weights(source: str | Path, allow_pickle: bool = False) -> None:
 def load_model(ckpt: Checkpoint, config: HFConfig) -> Any:
     """The causal LM of one checkpoint, on its device, in eval mode (safetensors weights only,
     unless ``config.allow_pickle``)."""
-    require_torch()
+    lazy.require_torch()
     from transformers import AutoModelForCausalLM
 
     check_weights(ckpt.source, config.allow_pickle)
@@ -189,7 +189,7 @@ def load_model(ckpt: Checkpoint, config: HFConfig) -> Any:
 
 
 def load_tokenizer(ckpt: Checkpoint, config: HFConfig) -> Any:
-    require_torch()
+    lazy.require_torch()
     from transformers import AutoTokenizer
 
     try:
@@ -224,7 +224,7 @@ def tokenizer_key(ckpt: Checkpoint) -> str:
 def left_pad(ids: Sequence[Sequence[int]], pad: int) -> tuple[Any, Any, Any]:
     """Input ids, attention mask and position ids of left-padded rows: every row's last real
     token sits in the last column, and positions count from each row's first real token."""
-    torch = require_torch()
+    torch = lazy.require_torch()
     width = max(len(x) for x in ids)
     input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
     mask = torch.zeros((len(ids), width), dtype=torch.long)

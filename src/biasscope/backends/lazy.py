@@ -1,5 +1,8 @@
 """torch and transformers, imported when a local model is first used: ``import biasscope``
-stays light, and a missing extra is one line that says what to install."""
+stays light, and a missing extra is one line that says what to install.
+
+Callers import this module and call ``lazy.require_torch()``: a module imported by a command
+binds no copy of it, so a stand-in (a test's, a notebook's) is not kept past its use."""
 
 from __future__ import annotations
 

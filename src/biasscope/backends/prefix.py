@@ -34,10 +34,10 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from biasscope.backends import lazy
 from biasscope.backends.base import NextTokenScore
 from biasscope.backends.head import Head, reduce_next_token
 from biasscope.backends.hf_model import HFConfig
-from biasscope.backends.lazy import require_torch
 from biasscope.core.items import Item
 
 
@@ -198,7 +198,7 @@ def tree_masks(tries: Sequence[Trie], window: int | None, sliding_layers: bool,
     Only the rows' tokens, depths and subtree ends travel; the (rows, width, width) mask is
     built where it is used: on a GPU the host's work bounds the scoring (an H200 profile,
     `BENCHMARKS.md`), and the GPU builds it in microseconds."""
-    torch = require_torch()
+    torch = lazy.require_torch()
     width = max(len(t.tokens) for t in tries)
     if len(tries) * width * width > MASK_ELEMENTS:
         raise ValueError(f"{len(tries)} rows of {width} tokens: a mask past MASK_ELEMENTS")
@@ -352,7 +352,7 @@ class SharedScoring:
     def reduce(self, rows: Sequence[int], states: Any, head: Head | None) -> None:
         """Scores of every item of the distinct prompts ``rows`` from their logits (no head) or
         last hidden states (a head), one row of ``states`` per prompt."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         where = [(r, i) for r, d in enumerate(rows) for i in self.items_of[d]]
         if len(where) > len(rows):  # some prompt serves several items
             picked = torch.tensor([r for r, _ in where], device=states.device)
@@ -379,7 +379,7 @@ class SharedScoring:
         return plan_batches(self.seqs, self.size, width)
 
     def shared(self, head: Head) -> None:
-        torch = require_torch()
+        torch = lazy.require_torch()
         for batch in self.batches():
             rows = [d for trie in batch for d in trie.members]
             if not any(self.needed[d] for d in rows):
@@ -398,7 +398,7 @@ class SharedScoring:
     def check(self, rows: Sequence[int], last: Any, head: Head) -> None:
         """The first prompts against the plain path: a model that computes positions, masks or
         logits its own way shows here, and is scored the plain way instead."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         self.checked = True
         rows = rows[:CHECK_ROWS]
         plain = self.scorer._last_logits([list(self.seqs[d]) for d in rows], 1,
@@ -457,7 +457,7 @@ def shared_or_plain(make: Callable[[], Any], scorer: Any, progress: Progress | N
                     ) -> list[Any]:
     """The results of ``make()``'s work (a `SharedScoring`-like batch plan) through shared
     prefixes; where the model cannot reuse them, said once, every sequence whole."""
-    torch = require_torch()
+    torch = lazy.require_torch()
     work = make()
     head = Head.of(scorer.model, scorer.vocab)
     reason = head if isinstance(head, str) else reusable(scorer.model)

@@ -23,6 +23,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from biasscope.backends import lazy
 from biasscope.backends.base import Scored
 from biasscope.backends.checkpoints import (
     Checkpoint,
@@ -43,7 +44,6 @@ from biasscope.backends.hf_model import (
     resolve_dtype,
 )
 from biasscope.backends.labels import Named, model_labels
-from biasscope.backends.lazy import require_torch
 from biasscope.backends.loading import loading
 from biasscope.backends.reward_config import TRANSFORMS, RewardConfig
 from biasscope.core.errors import BiasscopeError, ModelError
@@ -74,7 +74,7 @@ def plain_format(conversation: Scored) -> str:
 
 def _load_classifier(ckpt: Checkpoint, config: RewardConfig) -> Any:
     """The sequence-classification model of ``ckpt``, refusing one whose head is not in it."""
-    require_torch()
+    lazy.require_torch()
     from transformers import AutoModelForSequenceClassification
 
     check_weights(ckpt.source, config.allow_pickle)
@@ -238,7 +238,7 @@ class HFRewardModel:
 
     def score(self, conversations: Sequence[Scored]) -> list[float]:
         """One reward per (turns, response), in order, after ``transform``."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         if not conversations:
             return []
         ids = self.encode(conversations)
@@ -252,7 +252,7 @@ class HFRewardModel:
         return [_transform(raw[i], self.config.transform) for i in range(len(ids))]
 
     def _forward(self, ids: list[list[int]], rows: list[int]) -> list[float]:
-        torch = require_torch()
+        torch = lazy.require_torch()
         pad = self._pad_for(ids)
         width = max(len(x) for x in ids)
         input_ids = torch.full((len(ids), width), pad, dtype=torch.long)

@@ -17,13 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from biasscope.backends import lazy, prefix
 from biasscope.backends.base import ContinuationScore
 from biasscope.backends.head import Head
-from biasscope.backends.lazy import require_torch
 from biasscope.backends.prefix import (
     ATOL,
     CHECK_ROWS,
-    MASK_ELEMENTS,
     NoReuse,
     Progress,
     Trie,
@@ -92,7 +91,7 @@ class SharedContinuations:
             rows = [d for trie in batch for d in trie.members]
             if not any(self.needed[d] for d in rows):
                 continue
-            if len(batch[0].tokens) ** 2 > MASK_ELEMENTS:  # no mask that large: whole texts
+            if len(batch[0].tokens) ** 2 > prefix.MASK_ELEMENTS:  # no mask that large: whole texts
                 self.plain(rows)
                 continue
             hidden = trie_hidden(self.scorer, batch, self.checked)
@@ -105,7 +104,7 @@ class SharedContinuations:
                     ) -> list[ContinuationScore]:
         """Each member's summed log-prob over its continuation's nodes, each node scored once
         (its token's log-prob and rank after its parent's hidden state)."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         wanted: dict[tuple[int, int], int] = {}  # (row, node) -> place in the head's rows
         at: list[tuple[int, int]] = []  # (row, parent) of each place
         tokens: list[int] = []
@@ -155,7 +154,7 @@ class SharedContinuations:
 
     def check(self, rows: Sequence[int], scores: Sequence[ContinuationScore]) -> None:
         """The first texts against the plain path, as next-token scoring checks its rows."""
-        torch = require_torch()
+        torch = lazy.require_torch()
         self.checked = True
         firsts = [self.items[self.items_of[d][0]] for d in rows[:CHECK_ROWS]]
         plain = self.scorer.score_continuation(firsts)

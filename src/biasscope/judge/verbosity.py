@@ -44,10 +44,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from biasscope.core import stats
 from biasscope.core.imports import lazy
 from biasscope.core.numbers import level_of, p_is, pvalue, with_ci
 from biasscope.core.stats import (
-    SMALL,
     UNIT,
     Array,
     Interval,
@@ -236,7 +236,7 @@ def _win_rate(y: Array, confidence: float, n_resamples: int, seed: int) -> Inter
     pairs)."""
     if y.size == 0:
         return _nan(confidence)
-    if y.size == 1 or (y.size < SMALL and not np.isin(y, UNIT).all()):
+    if y.size == 1 or (y.size < stats.SMALL and not np.isin(y, UNIT).all()):
         return range_wilson(y, UNIT, confidence)
     return bootstrap_mean(y, confidence, n_resamples, seed=seed, bounds=UNIT)
 

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biasscope.core.errors import BiasscopeError
+from biasscope.store import files as store_files
 from biasscope.store.files import (
-    atomic_write,
     move_aside,
     write_bytes,
     write_error,
@@ -281,7 +281,7 @@ class RunStore:
         path = self.unit_path(unit)
         data = records.to_parquet(None, index=False)
         try:
-            atomic_write(path, lambda h: h.write(data))
+            store_files.atomic_write(path, lambda h: h.write(data))
         except OSError as exc:
             raise write_error(path, exc) from None
         try:

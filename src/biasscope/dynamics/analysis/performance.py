@@ -28,8 +28,9 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.core.jsonl import json_safe, read_text
 from biasscope.probes import PROBES
 from biasscope.probes.facets import Absent
+from biasscope.store import files as store_files
 from biasscope.store.directory import RunStore
-from biasscope.store.files import atomic_write, write_json
+from biasscope.store.files import write_json
 from biasscope.store.locks import run_lock
 
 try:
@@ -193,7 +194,7 @@ def staged(store: RunStore, series: Mapping[str, tuple[Series, str, Mapping[str,
         handle.write((text + "\n").encode())
 
     try:
-        atomic_write(store.root / name, write)
+        store_files.atomic_write(store.root / name, write)
         store.wrote(store.root / name, None)
         store.publish(store.root / name)
         yield

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from biasscope.backends.lazy import require_torch
+from biasscope.backends import lazy
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.live import evaluate as live
@@ -60,7 +60,7 @@ class BiasCallback(_callback_base()):  # type: ignore[misc]
     def __init__(self, probes: Probe | Sequence[Probe], out: str | Path,
                  config: LiveConfig = LiveConfig(), tokenizer: Any = None,
                  trainer: Any = None) -> None:
-        require_torch()  # without the 'hf' extra: one line naming it, not an ImportError
+        lazy.require_torch()  # without the 'hf' extra: one line naming it, not an ImportError
         self.probes, self.out, self.config = live.live_inputs(probes, out, config)
         if tokenizer is not None and not callable(tokenizer):  # a name: found only at training
             raise BiasscopeError(f"tokenizer: give the tokenizer itself (e.g. AutoTokenizer."

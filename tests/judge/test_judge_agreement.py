@@ -205,3 +205,51 @@ def test_agreement_needs_neither_statsmodels_nor_krippendorff(
         monkeypatch.setitem(sys.modules, name, None)  # importing it raises ImportError
     r = agreement({"x": list("AABA"), "y": list("AABB"), "z": list("ABBB")}, n_resamples=100)
     assert r.fleiss.estimate == pytest.approx(1 / 3) and r.alpha.estimate == pytest.approx(7 / 18)
+
+
+def test_judges_alike_on_every_item_are_not_certain() -> None:
+    """Two judges alike on 8 items (5 yes, 3 no): every resample is 1, yet 8 items bound the
+    share that disagree only by Wilson's u = z²/(8 + z²) (0 of 8), so κ = 1 − d/(1 − p_e) is
+    at least 1 − u/(1 − p_e); the bootstrap said "κ = 1 (95% CI 1 to 1)"."""
+    verdicts = list("YYNYNNYY")
+    r = agreement({"x": verdicts, "y": verdicts}, n_resamples=200)
+    z = 1.959963984540054
+    u = z ** 2 / (8 + z ** 2)
+    chance = (5 / 8) ** 2 + (3 / 8) ** 2  # Cohen's from the marginals, Fleiss' Σp²: alike here
+    for kappa in (r.cohen[("x", "y")], r.fleiss):
+        assert (kappa.estimate, kappa.low, kappa.high) == pytest.approx(
+            (1, 1 - u / (1 - chance), 1))  # 0.308
+    # α's expected disagreement over its 16 pairable values: (16² − 10² − 6²)/(16·15) = 1/2
+    assert (r.alpha.estimate, r.alpha.low, r.alpha.high) == pytest.approx((1, 1 - u / 0.5, 1))
+    assert "Cohen's κ = 1.00 (95% CI 0.31 to 1.00)" in r.sentence()
+    assert "α = 1.00 (95% CI 0.35 to 1.00), not shown above or below 0.667" in r.sentence()
+    # at 90% (z = 1.645) on the same items the bound is higher
+    assert agreement({"x": verdicts, "y": verdicts}, confidence=0.9,
+                     n_resamples=200).cohen[("x", "y")].low > r.cohen[("x", "y")].low
+
+
+def test_each_statistic_widens_only_over_its_own_items() -> None:
+    """x and y disagree on the item z did not rate: Fleiss' items (all three rated) and the
+    pairs with z all agree and widen; α's items and x vs y's include the disagreement and keep
+    their bootstrap interval (below 1 at its high end, or 1 from resamples that miss it)."""
+    r = agreement({"x": list("YYNYNNYYA"), "y": list("YYNYNNYYB"),
+                   "z": [*"YYNYNNYY", None]}, n_resamples=200)
+    z = 1.959963984540054
+    u = z ** 2 / (8 + z ** 2)
+    low = 1 - u / (1 - (5 / 8) ** 2 - (3 / 8) ** 2)
+    assert r.fleiss.low == pytest.approx(low) and r.fleiss.high == 1
+    assert r.cohen[("x", "z")].low == pytest.approx(low)
+    assert r.cohen[("y", "z")].low == pytest.approx(low)
+    assert r.alpha.estimate < 1 and r.cohen[("x", "y")].estimate < 1
+    assert r.cohen[("x", "y")].low < r.cohen[("x", "y")].estimate < r.cohen[("x", "y")].high
+
+
+def test_unanimous_intervals_read_as_the_threshold_tests_do() -> None:
+    """On 20 items (10 of each label) alike, α's low bound is 1 − u/D_e = 0.686: above 0.667,
+    below 0.8; the one-sided tests say the same (shown above 0.667, not above 0.8)."""
+    verdicts = ["A"] * 10 + ["B"] * 10
+    r = agreement({"x": verdicts, "y": verdicts}, n_resamples=200)
+    z = 1.959963984540054
+    assert r.alpha.low == pytest.approx(1 - z ** 2 / (20 + z ** 2) / (20 / 39))
+    assert 0.667 < r.alpha.low < 0.8
+    assert r.reading().startswith("enough for tentative conclusions (above 0.667")

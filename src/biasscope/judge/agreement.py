@@ -15,7 +15,9 @@ gave no verdict. Conventions, and why:
   a resample, one call each (tests/judge/test_judge_agreement.py checks against both).
 - **Intervals** are percentile bootstraps over items (one resample of the items serves every
   statistic). A statistic is NaN where it is undefined: all verdicts one label (chance agreement
-  is then total) or no items to compare; resamples where it is undefined are dropped. The
+  is then total) or no items to compare; resamples where it is undefined are dropped. Where no
+  item of a statistic disagrees, every resample is 1 too, and the interval is instead
+  [1 − u/(1 − p_e), 1], u the Wilson bound of 0 items disagreeing (`_none_disagree`). The
   resamples are drawn in blocks (`index_blocks`), each reduced to its statistics before the
   next is drawn: the single draw's numbers, never resamples x items at once.
 - **Krippendorff's reading** of α (0.8: reliable; 0.667: enough for tentative conclusions) is
@@ -42,7 +44,7 @@ import pandas as pd
 from biasscope.core.bootstrap import index_blocks
 from biasscope.core.imports import lazy
 from biasscope.core.numbers import num, p_is, with_ci
-from biasscope.core.stats import Interval, percentile_interval
+from biasscope.core.stats import Interval, percentile_interval, wilson
 
 Verdicts = pd.DataFrame | Mapping[str, Sequence[str | None]]
 Codes = npt.NDArray[np.int64]
@@ -125,12 +127,24 @@ def agreement(verdicts: Verdicts, confidence: float = 0.95, n_resamples: int = 2
         parts["alpha"].append(alphas)
     boot = {key: np.concatenate(found) for key, found in parts.items()}
     full = np.arange(n)[None, :]
-    cohen = {(judges[j], judges[k]): percentile_interval(
-        float(_cohen(codes[:, j], codes[:, k], n_labels, full)[0]), boot[(j, k)], confidence)
-        for j, k in pairs}
+    cohen = {}
+    for j, k in pairs:
+        both = (codes[:, j] >= 0) & (codes[:, k] >= 0)
+        first, second = (np.bincount(codes[both, i], minlength=n_labels) for i in (j, k))
+        chance = float(first @ second) / max(int(both.sum()), 1) ** 2  # from the marginals
+        estimate = float(_cohen(codes[:, j], codes[:, k], n_labels, full)[0])
+        cohen[(judges[j], judges[k])] = _none_disagree(
+            percentile_interval(estimate, boot[(j, k)], confidence),
+            codes[both, j] != codes[both, k], 1 - chance, -1.0)
     whole = [float(v[0]) for v in _fleiss_alpha(terms, n_labels, len(judges), full)]
-    fleiss = percentile_interval(whole[0], boot["fleiss"], confidence)
-    alpha = percentile_interval(whole[1], boot["alpha"], confidence)
+    rated = counts[complete]
+    fleiss = _none_disagree(percentile_interval(whole[0], boot["fleiss"], confidence),
+                            _split(rated), 1 - _shares_squared(rated), -1.0)
+    pairable = counts[counts.sum(axis=1) >= 2]
+    values = int(pairable.sum())  # α's expected disagreement corrects for sampling values
+    expected = (1 - _shares_squared(pairable)) * values / max(values - 1, 1)
+    alpha = _none_disagree(percentile_interval(whole[1], boot["alpha"], confidence),
+                           _split(pairable), expected, -math.inf)
     above, below = threshold_p(counts, (0.8, 0.667))
     return Agreement(judges, cohen, fleiss, alpha, n, int(complete.sum()),
                      {"above 0.8": above[0], "above 0.667": above[1], "below 0.667": below[1]})
@@ -274,6 +288,40 @@ def _fleiss_alpha(terms: npt.NDArray[np.float64], n_labels: int, n_judges: int, 
         kappa[:], alpha[:] = math.nan, math.nan
     return (np.where(np.isfinite(kappa), kappa, np.nan),
             np.where(np.isfinite(alpha), alpha, np.nan))
+
+
+def _split(counts: Codes) -> npt.NDArray[np.bool_]:
+    """Per item (rows of label counts), whether its verdicts are not all one label."""
+    return np.asarray(counts.max(axis=1, initial=0) < counts.sum(axis=1))
+
+
+def _shares_squared(counts: Codes) -> float:
+    """Σ p_j² of the labels' shares of all the verdicts in ``counts``: the chance agreement
+    of Fleiss' κ (and α's, before its correction for sampling values); 1 where empty."""
+    totals = counts.sum(axis=0).astype(np.float64)
+    return float(((totals / totals.sum()) ** 2).sum()) if totals.sum() else 1.0
+
+
+def _none_disagree(iv: Interval, split: npt.NDArray[np.bool_], expected: float,
+                   floor: float) -> Interval:
+    """``iv`` where any of the statistic's items shows a disagreement (``split``); where none
+    does, [1 − u/D_e, 1]: every resample of them is 1 too, and a bootstrap's [1, 1] is a
+    certainty n items do not give (two judges alike on 8 items: "κ = 1 (95% CI 1 to 1)").
+    κ = 1 − d/D_e (α too), d the share of disagreement (at most the share of items that
+    disagree) and D_e the disagreement expected by chance, so the Wilson bound u of 0 of n
+    items disagreeing (`stats.none_differ`'s reasoning) bounds it below, clipped to ``floor``.
+    `threshold_p`'s test of such items is that bound at a one-sided level (where every item has
+    as many verdicts), so an α interval above 0.8 or 0.667 comes with the reading that says so.
+
+    Two simulated judges (labels 1:1 and 7:3, disagreeing on 3%, 5% or 10% of items: true κ
+    0.77 to 0.94; 400 runs each) agreed on every item in 72%, 61% and 45% of runs of 5, 8 and
+    15 items; 95% intervals of κ and α covered the true value in 95%, 96% and 99% of runs,
+    where the bootstrap alone covered 22%, 35% and 54%. The median low bound of those runs was
+    0.09, 0.31 and 0.54: about the width the bootstrap gives when one of 8 items disagrees."""
+    if not math.isfinite(iv.estimate) or split.any() or not split.size:
+        return iv
+    u = float(wilson(0, split.size, iv.confidence)["high"])
+    return Interval(iv.estimate, max(floor, 1 - u / expected), 1.0, iv.confidence)
 
 
 def _fmt(iv: Interval) -> str:

@@ -66,6 +66,31 @@ def test_a_rerun_with_every_unit_stored_loads_no_model(
     assert "responder.backend.fingerprint" in capsys.readouterr().err and loads == []
 
 
+def test_a_rerun_with_every_unit_stored_converts_no_gguf_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its cache copy gone (another $BIASSCOPE_GGUF_CACHE), a GGUF model's tokenizer (whether
+    it has a chat template, for run.json) is read from the file: before, reading it converted
+    the whole file first."""
+    pytest.importorskip("gguf")
+    import biasscope.backends.gguf as gguf
+    from gguf_fixture import write_llama_gguf
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    monkeypatch.setenv("BIASSCOPE_GGUF_CACHE", str(tmp_path / "here"))
+    path, out = write_llama_gguf(tmp_path / "model.gguf", letters=True), tmp_path / "run"
+    argv = ["audit", "--model", str(path), "--probe", "professional-bias", "--limit", "4",
+            "--device", "cpu", "--no-cache", "--out", str(out)]
+    assert main(argv) == 0
+    before, summary = records(out), probes(out)
+    monkeypatch.setenv("BIASSCOPE_GGUF_CACHE", str(tmp_path / "there"))
+    loads = loads_counted(monkeypatch, fail=True)
+    monkeypatch.setattr(gguf, "_convert", lambda *_: loads.append("converted"))
+    assert main(argv) == 0
+    assert loads == [] and not (tmp_path / "there").exists()
+    pd.testing.assert_frame_equal(records(out), before)
+    assert probes(out) == summary
+
+
 def test_a_rerun_with_a_unit_missing_loads_the_model_once(
         model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "run"

@@ -152,6 +152,33 @@ def converted(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def read_tokenizer(path: str | os.PathLike[str]) -> Any:
+    """The tokenizer ``path`` holds, read from its metadata without converting the file: a
+    judge whose every answer is stored needs its keys' token ids, not the weights a
+    conversion dequantises (minutes)."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ModelError(f"GGUF file {path} does not exist")
+    _check_architecture(path, read_header(path)["architecture"])
+    from biasscope.backends.lazy import require_torch
+
+    require_torch()
+    if path.stat().st_size >= steps.LARGE_FILE:
+        say(f"reading the tokenizer of {path.name}")
+    try:
+        return _tokenizer(path)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, NotImplementedError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"cannot read the tokenizer of {path.name}: {first}") from None
+
+
+def _tokenizer(path: Path) -> Any:
+    """The one reading of a file's tokenizer: the cache copy's files are it, saved."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+
+
 def remove_stale_scratch(root: Path, sha: str) -> list[Path]:
     """Delete the temporary folders of killed conversions of the file ``sha``: those of a
     dead process on this host, and old-style ones (no process id) untouched for a day. A
@@ -197,7 +224,7 @@ def _convert(path: Path, header: dict[str, str], out: Path) -> None:
 
     torch = require_torch()
     from safetensors.torch import save_file
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     size = path.stat().st_size / 2**20
     say(f"converting {path.name} ({header['architecture']}, {header['quantization']}, "
@@ -205,8 +232,7 @@ def _convert(path: Path, header: dict[str, str], out: Path) -> None:
     started = time.monotonic()
     folder, name = str(path.parent), path.name
     try:
-        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-        tokenizer.save_pretrained(str(out))
+        _tokenizer(path).save_pretrained(str(out))
         say(f"  tokenizer converted ({time.monotonic() - started:.0f} s); dequantising the "
             "weights")
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name,

@@ -35,10 +35,11 @@ from biasscope.backends.checkpoints import (
     convert_gguf,
     gguf_identity,
     recorded_source,
+    unconverted,
 )
 from biasscope.backends.context import Context
 from biasscope.backends.fingerprints import fingerprint_while_loading, hub_commit
-from biasscope.backends.gguf import is_gguf
+from biasscope.backends.gguf import is_gguf, read_tokenizer
 from biasscope.backends.hf_model import (
     HFConfig,
     checkpoint_dtype,
@@ -95,8 +96,8 @@ class HFGenerator:
         ``deferred``: a local folder's or GGUF file's weights load (and a GGUF file converts)
         on first use, not now: a call whose every answer is stored needs only `identity` (its
         files hashed, the dtype they would load in, where the settings say it) and the
-        tokenizer. A hub id loads now: the commit its branch resolves to is known once it has
-        (`hub_commit`)."""
+        tokenizer (a GGUF file's read from the file, not converted). A hub id loads now: the
+        commit its branch resolves to is known once it has (`hub_commit`)."""
         self.ckpt = ckpt
         self.label = ckpt.label
         self.config = config or HFConfig()
@@ -109,8 +110,8 @@ class HFGenerator:
         """A deferred generator's tokenizer (alone) or model (and all it sets), on first read."""
         if name == "tokenizer" and "_given" in self.__dict__:
             given = self._given[1]
-            if given is None:
-                convert_gguf([self.ckpt])  # a GGUF file's tokenizer is read from its copy
+            if given is None and unconverted(self.ckpt):  # its copy not made: not made now
+                given, self._from_file = read_tokenizer(self.ckpt.identity), True
             self.tokenizer = load_tokenizer(self.ckpt, self.config) if given is None else given
             return self.tokenizer
         if name in _LOADED and "_given" in self.__dict__:
@@ -122,6 +123,8 @@ class HFGenerator:
         ckpt, config = self.ckpt, self.config
         model, tokenizer = self._given
         tokenizer = self.__dict__.get("tokenizer", tokenizer)  # read before the weights
+        if self.__dict__.pop("_from_file", False):
+            tokenizer = None  # a GGUF file's: read again from its copy, as when it was made
         if model is None:
             convert_gguf([ckpt])
             say(f"loading {ckpt.label}")

@@ -13,18 +13,9 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from test_architecture import modules
+
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "src" / "biasscope"
-
-
-def modules() -> dict[str, Path]:
-    found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return found
-
-
 KNOWN = modules()
 
 

@@ -355,9 +355,11 @@ def test_a_level_too_fine_for_the_resamples_is_said():
     from biasscope.core.levels import thin_tails
 
     assert thin_tails(0.99, 2000, "the WinoBias") is None
-    said = thin_tails(0.999, 2000, "the WinoBias")
+    said = thin_tails(0.999, 2000, "the WinoBias", "the analysis' n_resamples")
     assert said is not None and "99.9% confidence level" in said
     assert "give --resamples 20000 (the analysis' n_resamples) or more" in said
+    # another command's warning names its flag alone: the field is dynamics'
+    assert "give --resamples 20000 or more" in str(thin_tails(0.999, 2000, "the judge's"))
     # more than --resamples takes: only a lower level is offered
     said = thin_tails(0.99999, 2000, "the WinoBias")
     assert said is not None and "--resamples" not in said and "lower --confidence" in said

@@ -79,7 +79,8 @@ def whole_records_summary(store: RunStore, options: AnalysisConfig) -> dict[str,
         out["equivalence"].append(tradeoff.model_equivalence(
             a, b, history[a], history[b], options.alpha, out["sentences"]))
     analysis._occupation_statistics(out, occupations.load(), options)
-    if coarse := thin_tails(options.confidence, options.n_resamples, "the WinoBias"):
+    if coarse := thin_tails(options.confidence, options.n_resamples, "the WinoBias",
+                            "the analysis' n_resamples"):
         out["sentences"].insert(0, coarse)  # 200 resamples leave 5 beyond each 95% bound
         out["thin_tails"] = coarse
     summary["analysis"] = out

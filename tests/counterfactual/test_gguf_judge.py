@@ -74,3 +74,39 @@ def test_a_gguf_reward_model_is_known_by_its_file_before_it_loads(
     assert entry["source"] == entry["gguf_file"] == str(path.resolve())
     assert entry["gguf_sha256"] == gguf.file_sha256(path)
     assert entry["gguf_quantization"] == "Q8_0" and entry["dtype"] == "float32"
+
+
+def test_the_dtype_given_is_a_local_judges_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--dtype`` was the reward models' alone: a local judge loaded in ``auto`` whatever was
+    given. It is now every local model's, recorded in the judge's entry and checked before it
+    loads; beside a reward model a server's judge takes it (the reward model's), alone it
+    refuses it (nothing here would load in it)."""
+    import biasscope.backends.hf_generate as hf_generate
+    from gguf_fixture import write_llama_gguf
+    from test_counterfactual import _tiny_reward_model
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    monkeypatch.setenv("BIASSCOPE_GGUF_CACHE", str(tmp_path / "gguf"))
+    path, pairs, out = write_llama_gguf(tmp_path / "a.gguf"), tmp_path / "pairs.jsonl", \
+        tmp_path / "run"
+    _wife_pairs(pairs, 3)
+    argv = ["counterfactual", "--pairs", str(pairs), "--device", "cpu", "--no-cache"]
+    judged = [*argv, "--out", str(out), "--judge-model", f"G={path}"]
+    assert main([*judged, "--dtype", "bfloat16"]) == 0, capsys.readouterr().err
+    entry = json.loads((out / "run.json").read_text())["settings"]["scorers"]["G"]
+    assert entry["dtype"] == "bfloat16"
+    capsys.readouterr()
+    loads: list[str] = []
+    no_loads(monkeypatch, hf_generate, loads, "HFGenerator")
+    refused(judged, "scorer 'G' (dtype: \"bfloat16\" then, \"float32\" now)", loads, capsys)
+    refused([*argv, "--out", str(tmp_path / "canned"), "--judge-model", "J=canned:A",
+             "--dtype", "bfloat16"], "--judge-model canned:A answers from a fixed list and "
+            "loads no weights here, so --dtype bfloat16 would be ignored", loads, capsys)
+    rewarded = [*argv, "--out", str(tmp_path / "both"), "--judge-model", "J=canned:A",
+                "--reward-model", f"R={_tiny_reward_model(tmp_path / 'rm')}",
+                "--no-chat-template", "--dtype", "bfloat16"]
+    assert main(rewarded) == 0, capsys.readouterr().err
+    scorers = json.loads((tmp_path / "both" / "run.json").read_text())["settings"]["scorers"]
+    assert scorers["R"]["dtype"] == "bfloat16" and "dtype" not in scorers["J"]

@@ -429,8 +429,9 @@ def test_each_judges_identity_is_recorded_and_checked(pairs, tmp_path, capsys, m
     monkeypatch.setattr(BackendConfig, "generators", lambda self, specs, flag="--model", **_: [
         Converted(("A",), label="hf:model.gguf") for _ in specs])
     # What is known of it before it loads: its file's SHA-256 (`identity_before_loading`).
-    monkeypatch.setattr(panel, "local_judge", lambda model, device: ("hf:model.gguf", {
-        k: v for k, v in Converted(("A",)).identity().items() if k != "dtype"}))
+    monkeypatch.setattr(panel, "local_judge", lambda model, device, dtype="auto": (
+        "hf:model.gguf", {k: v for k, v in Converted(("A",)).identity().items()
+                          if k != "dtype"}))
     out = tmp_path / "run"
     argv = _judge("judge", out, pairs, model="hf:model.gguf")
     assert main(argv) == 0

@@ -29,6 +29,8 @@ class BackendConfig:
                                 "~/.cache/biasscope/responses.sqlite or $BIASSCOPE_RESPONSE_CACHE)")
     no_cache: bool = setting(False, "neither read nor write the cache")
     device: str = same_setting(GeneratorConfig, "device")
+    dtype: str = same_setting(GeneratorConfig, "dtype")
+    batch_size: int = same_setting(GeneratorConfig, "batch_size")
     allow_pickle: bool = same_setting(GeneratorConfig, "allow_pickle")
 
     def __post_init__(self) -> None:
@@ -55,11 +57,20 @@ class BackendConfig:
         return [load_generator(p, local if p.backend in NO_SERVER else config, deferred=deferred)
                 for p in parsed]
 
-    def check(self, specs: Sequence[str], flag: str = "--model") -> list[Any]:
+    def check(self, specs: Sequence[str], flag: str = "--model", *,
+              local_beside: bool = False) -> list[Any]:
         """What `generators` refuses before loading (a spec it cannot read, a server's flag
         beside local models), refused without loading: a command checks its flags first.
-        Each spec parsed (a `ModelSpec`): what a check before loading knows of it."""
-        return self._checked(specs, flag)[0]
+        So is a local model's flag (``--dtype``, ``--batch-size``) where no spec loads one
+        (`generators.refuse_local_settings`), unless ``local_beside``: the command's other
+        models are local and take it (a counterfactual check's reward models). Each spec
+        parsed (a `ModelSpec`): what a check before loading knows of it."""
+        from biasscope.backends.generators import refuse_local_settings
+
+        parsed, config = self._checked(specs, flag)
+        if not local_beside:
+            refuse_local_settings(parsed, config, flag)
+        return parsed
 
     def _checked(self, specs: Sequence[str], flag: str) -> tuple[list[Any], GeneratorConfig]:
         from biasscope.backends.generators import parse_model_spec, refuse_server_settings
@@ -69,6 +80,7 @@ class BackendConfig:
                           max_retries=self.retries)
         config = GeneratorConfig(http=http, base_url=self.base_url,
                                  api_key_env=self.api_key_env, device=self.device,
+                                 dtype=self.dtype, batch_size=self.batch_size,
                                  allow_pickle=self.allow_pickle)
         refuse_server_settings(parsed, config, flag)
         return parsed, config

@@ -161,6 +161,26 @@ def refuse_server_settings(specs: Sequence[ModelSpec], config: GeneratorConfig,
                      "(e.g. openai-compatible:MODEL)")
 
 
+def refuse_local_settings(specs: Sequence[ModelSpec], config: GeneratorConfig,
+                          flag: str = "--model") -> None:
+    """Refuse ``config``'s ``dtype`` or ``batch_size`` other than their defaults where none of
+    ``specs`` loads weights here (an ``hf:`` model or GGUF file): a server picks its own dtype
+    and batches, and canned answers have none, so the flag would be ignored while the command
+    line said the answers came in that dtype. Beside a local model they are that one's."""
+    default = GeneratorConfig()
+    given = [f"{cli} {value}" for cli, value, unset in (
+        ("--dtype", config.dtype, default.dtype),
+        ("--batch-size", config.batch_size, default.batch_size)) if value != unset]
+    if not given or not specs or any(s.backend == "hf" for s in specs):
+        return
+    spec = specs[0]
+    what = NO_SERVER.get(spec.backend, "is a server's model")
+    raise ModelError(f"{flag} {spec.text} {what} and loads no weights here, so "
+                     f"{' and '.join(given)} would be ignored: drop "
+                     f"{'it' if len(given) == 1 else 'them'}, or give a local model (hf:PATH, "
+                     "a hub id or a .gguf file)")
+
+
 def load_generator(spec: str | ModelSpec, config: GeneratorConfig | None = None, *,
                    deferred: bool = False) -> Generator:
     """The backend a spec names (see the module docstring for the syntax). A string needs its
@@ -177,7 +197,7 @@ def load_generator(spec: str | ModelSpec, config: GeneratorConfig | None = None,
 
 
 __all__ = ["BACKENDS", "NO_SERVER", "GeneratorConfig", "ModelSpec", "load_generator",
-           "parse_model_spec", "refuse_server_settings"]
+           "parse_model_spec", "refuse_local_settings", "refuse_server_settings"]
 
 
 if not TYPE_CHECKING:  # the old name, for one release

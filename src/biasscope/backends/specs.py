@@ -91,8 +91,10 @@ class GeneratorConfig:
     api_key_env: str | None = setting(None, "environment variable that holds the API key "
                                       "(default OPENAI_API_KEY); keys are never written anywhere")
     device: str = setting("auto", "hf: auto, cpu, cuda, cuda:N or mps", parse=device_name)
-    dtype: str = same_setting(HFConfig, "dtype")
-    batch_size: int = same_setting(HFConfig, "batch_size", default=16)
+    dtype: str = same_setting(HFConfig, "dtype", help="hf: weights' dtype (auto: float32 on a "
+                              "CPU, the checkpoint's own on a GPU)")
+    batch_size: int = same_setting(HFConfig, "batch_size", default=16,
+                                   help="hf: prompts per forward pass")
     allow_pickle: bool = setting(False, "hf: load pickle weights (.bin/.pt), which can run code")
 
     def __post_init__(self) -> None:

@@ -278,11 +278,13 @@ def from_args(config: Any, args: argparse.Namespace, **given: Any) -> Any:
     return config(**values)
 
 
-def backend_args(parser: argparse.ArgumentParser) -> None:
-    """How to reach and pace a ``generate`` backend, and where its answers are cached."""
+def backend_args(parser: argparse.ArgumentParser, *, skip: tuple[str, ...] = ()) -> None:
+    """How to reach and pace a ``generate`` backend, and where its answers are cached;
+    ``skip``: flags another config of the command declares (``--dtype`` of ``sensitivity``'s
+    reward models), whose one value `from_args` hands to both."""
     from biasscope.backends.config import BackendConfig
 
-    settings(parser, BackendConfig)
+    settings(parser, BackendConfig, skip=skip)
 
 
 def failed(count: int, total: int, what: str, first_error: str) -> int:

@@ -34,6 +34,6 @@ def register(sub: Any) -> None:
                         "models and judges")
     for config in (CounterfactualConfig, RewardScoring):
         A.settings(cf, config)
-    A.backend_args(cf)
+    A.backend_args(cf, skip=("dtype", "batch_size"))  # one flag: every local model's
     A.levels_args(cf)
     cf.set_defaults(func=run)

@@ -44,6 +44,6 @@ def register(sub: Any) -> None:
         sens.add_argument(f"--{name}-template", help=f"file: {about}")
     for config in (SensitivityConfig, RewardScoring):
         A.settings(sens, config)
-    A.backend_args(sens)
+    A.backend_args(sens, skip=("dtype", "batch_size"))  # one flag: every local model's
     A.levels_args(sens)
     sens.set_defaults(func=run)

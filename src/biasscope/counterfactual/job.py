@@ -107,7 +107,8 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
     pairs = {"source": "jsonl" if own else config.pairs, "file_sha256": source_sha,
              "sha256": cf.items_sha256(items)}
     # A run in --out that this call cannot join is refused before a model loads (minutes).
-    order, known, before = _judges_before_loading(config, judges, labels)
+    order, known, before = _judges_before_loading(config, judges, labels,
+                                                  bool(named or reward_models))
     # A reward model's entry over a judge's of the same name: the name shared is refused.
     check_before_loading(config, {"pairs": pairs, "seed": config.seed, "scorers": {
         **known, **identities_before_loading(named, reward, "--reward-model")}},
@@ -234,18 +235,20 @@ def _labels(path: str) -> dict[str, str]:
 
 
 def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],
-                           labels: dict[str, str] | None
+                           labels: dict[str, str] | None, rewarded: bool = False
                            ) -> tuple[list[str], dict[str, Any], KnownJudges]:
     """The judges' labels, each judge's scorer entry as known before any loads, as a reward
     model's is (`identities_before_loading`), and what `judges_before_loading` knows of them
     (the judges made already: a server's, canned answers). A local one's entry is what its
     spec settles (a GGUF file's path, SHA-256 and quantisation: hashed, not converted; a
     folder the run recorded by its weights' fingerprint, hashed), the dtype it loads in where
-    its files say it (`panel.local_judge`), and what run.json records beside it."""
+    its files say it (`panel.local_judge`), and what run.json records beside it.
+    ``rewarded``: reward models are checked too, which take ``--dtype`` beside server judges."""
     recorded = readable_settings(RunStore(Path(config.out)), "counterfactual") or {}
     scorers = recorded.get("scorers")
     known = judges_before_loading(config.backend, judges, "--judge-model", "+",
-                                  scorers if isinstance(scorers, Mapping) else None)
+                                  scorers if isinstance(scorers, Mapping) else None,
+                                  local_beside=rewarded)
     asked = question_sha256(JudgingConfig(position=config.position, seed=config.seed), labels)
     beside = {"position": config.position, "labels": labels, "question_sha256": asked}
     return known.labels, {name: {**entry, **beside}

@@ -17,7 +17,6 @@ from biasscope.backends.fingerprints import fingerprint_while_loading
 from biasscope.backends.hf_generate import identity_before_loading
 from biasscope.backends.hf_model import checkpoint_dtype, resolve_device
 from biasscope.backends.labels import Named, label_models, model_labels
-from biasscope.backends.specs import GeneratorConfig
 
 
 @dataclass(frozen=True)
@@ -32,22 +31,24 @@ class KnownJudges:
 
 
 def judges_before_loading(backend: BackendConfig, named: Sequence[Named], option: str,
-                          joiner: str = "", recorded: Mapping[str, Any] | None = None
-                          ) -> KnownJudges:
+                          joiner: str = "", recorded: Mapping[str, Any] | None = None, *,
+                          local_beside: bool = False) -> KnownJudges:
     """A judge that loads nothing is made now, sending no request: its label and whole
     identity are known. A local one's identity is what its spec settles
     (`identity_before_loading`: a GGUF file's path, SHA-256 and quantisation, hashed, not
     converted) and the dtype it loads in, where its files say it (`local_judge`).
     ``recorded``: the run's judges' identities by label; a local folder's whose entry holds
     its weights' ``fingerprint`` is hashed now (cached: its load does not hash again), so
-    weights replaced under the same path are refused before they load."""
-    parsed = backend.check([spec for _, spec in named], option) if named else []
+    weights replaced under the same path are refused before they load. ``local_beside``: the
+    call's other models are local (`BackendConfig.check`)."""
+    parsed = backend.check([spec for _, spec in named], option,
+                           local_beside=local_beside) if named else []
     served = [i for i, p in enumerate(parsed) if p.backend != "hf"]
     made = dict(zip(served, backend.generators([named[i][1] for i in served], option))) \
         if served else {}
     loaded = [i for i, p in enumerate(parsed) if p.backend == "hf"]
     device = resolve_device(backend.device).type if loaded else ""  # torch: a local judge's
-    local = {i: local_judge(parsed[i].rest, device) for i in loaded}
+    local = {i: local_judge(parsed[i].rest, device, backend.dtype) for i in loaded}
     labels = model_labels(named, [local[i][0] if i in local else made[i].label
                                   for i in range(len(named))], option, joiner)
     identities = {labels[i]: found for i, (_, found) in local.items()}
@@ -59,17 +60,17 @@ def judges_before_loading(backend: BackendConfig, named: Sequence[Named], option
     return KnownJudges(labels, {label: identities[label] for label in labels}, made)
 
 
-def local_judge(model: str, device: str) -> tuple[str, dict[str, Any]]:
+def local_judge(model: str, device: str, dtype: str = "auto") -> tuple[str, dict[str, Any]]:
     """A local judge's label and identity as known before it loads (`identity_before_loading`),
     from its spec's model (``./dir``, ``hub/id@rev``, ``model.gguf``): nothing loaded or
-    converted. With the dtype it loads in on ``device`` (`resolve_device`'s type) where its
-    files say it, by the rule its load checks (`checkpoint_dtype`): float32 on a CPU, on a
-    GPU the one a local folder's config names, so a GPU's rerun is checked unloaded too."""
+    converted. With the dtype it loads in under ``--dtype dtype`` on ``device``
+    (`resolve_device`'s type) where that and its files say it, by the rule its load checks
+    (`checkpoint_dtype`): the one asked; under auto float32 on a CPU, on a GPU the one a local
+    folder's config names, so a rerun in another dtype is refused unloaded too."""
     ckpt = from_model(model, convert=False)[0]
     found = identity_before_loading(ckpt)
-    # A judge loads under the default --dtype: no command takes one for it (`BackendConfig`).
-    if (dtype := checkpoint_dtype(ckpt, GeneratorConfig().dtype, device)) is not None:
-        found["dtype"] = dtype
+    if (loads_in := checkpoint_dtype(ckpt, dtype, device)) is not None:
+        found["dtype"] = loads_in
     return ckpt.label, found
 
 

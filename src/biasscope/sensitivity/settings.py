@@ -51,8 +51,12 @@ class RewardScoring:
 
     transform: str = same_setting(RewardConfig, "transform")
     chat_template: bool = same_setting(RewardConfig, "chat_template")
-    dtype: str = same_setting(RewardConfig, "dtype")
-    batch_size: int = same_setting(RewardConfig, "batch_size")
+    # The command's one --dtype and --batch-size: the reward models', and (through
+    # `BackendConfig`, the same flag) a local judge's or perturber's.
+    dtype: str = same_setting(RewardConfig, "dtype", help="local models' dtype: the reward "
+                              "models', and a local (hf:) judge's or perturber's")
+    batch_size: int = same_setting(RewardConfig, "batch_size", help="conversations (or a "
+                                   "local judge's or perturber's prompts) per forward pass")
 
     def __post_init__(self) -> None:
         check_settings(self)

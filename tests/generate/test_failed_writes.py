@@ -130,7 +130,7 @@ def test_cli_write_failures_are_one_line_and_leave_no_temp_file(command, tmp_pat
             "items": ["items", "--probe", "professional-bias"]}[command]
     if command == "generate":  # answer without a server: the write is what fails here
         monkeypatch.setattr("biasscope.backends.config.BackendConfig.generator",
-                            lambda self, spec: PromptEcho())
+                            lambda self, spec, **_: PromptEcho())
     real = os.fsync
     monkeypatch.setattr(store_mod.os, "fsync", full_disk)
     assert main([*args, "--out", str(out)]) == 2

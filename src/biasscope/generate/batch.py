@@ -180,4 +180,7 @@ def run(config: GenerateConfig) -> tuple[Usage, float]:
     # a file that is no answers file, or answers to other requests: refused before a model
     # loads
     out_file.check_input(output, Path(config.input), requests(jobs))
-    return answer(config.backend.generator(config.model), jobs, output, config.params, cache)
+    # A local model loads on its first request not cached: a call refused for another model
+    # or dtype (`output.check`, on its identity from its files), or all cached, loads none.
+    generator = config.backend.generator(config.model, deferred=True)
+    return answer(generator, jobs, output, config.params, cache)

@@ -167,6 +167,7 @@ def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, capsys):
     args = [*args, "--probe", PROFESSIONAL]
     assert main(args) == 0
     assert "thin_tails" not in _summary(out)["analysis"]
+    assert main(["report", str(out)]) == 0
     assert "warning:" not in capsys.readouterr().err
     assert main([*args, "--confidence", "0.999"]) == 0
     said = _summary(out)["analysis"]["thin_tails"]
@@ -175,3 +176,8 @@ def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, capsys):
     assert f"warning: {said}\n" in capsys.readouterr().err
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "At the 99.9% confidence level, the audit&#x27;s bootstrap" in page
+    # `report` says it too, once, as the run's summary.json stores it (it said nothing)
+    assert main(["report", str(out)]) == 0
+    assert capsys.readouterr().err.count("warning: ") == 1
+    assert main(["report", str(out), "--output", str(out.parent / "elsewhere.html")]) == 0
+    assert capsys.readouterr().err == f"warning: {said}\n"

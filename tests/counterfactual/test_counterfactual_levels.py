@@ -161,6 +161,9 @@ def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, capsys):
     assert f"warning: {said}\n" in captured.err and said not in captured.out
     page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert re.search(r"At the 99\.9% confidence level, the paired differences&#x27;", page)
+    # `report` says it too, once, as the run's summary.json stores it (it said nothing)
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert capsys.readouterr().err == f"warning: {said}\n"
 
 
 def test_a_few_pairs_draw_no_bootstrap_so_nothing_is_said_of_its_tails(tmp_path, capsys):

@@ -160,3 +160,6 @@ def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, capsys, command):
     assert f"warning: {said}\n" in capsys.readouterr().err
     page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert "At the 99.9% confidence level" in page
+    # `report` says it too, once, as the run's summary.json stores it (it said nothing)
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert capsys.readouterr().err == f"warning: {said}\n"

@@ -146,6 +146,9 @@ def test_a_level_too_fine_for_the_resamples_is_said(
     assert f"warning: {said}\n" in captured.err and said not in captured.out
     page = (out / "report.html").read_text(encoding="utf-8")
     assert re.search(r"<p>At the 99\.9% confidence level, the indices&#x27;", page)
+    # `report` says it too, once, as the run's summary.json stores it (it said nothing)
+    assert main(["report", str(out)]) == 0
+    assert capsys.readouterr().err == f"warning: {said}\n"
 
 
 def test_which_principle_leads_is_said_at_one_minus_the_confidence() -> None:

@@ -49,23 +49,30 @@ class Job:
 
 def _dynamics(store: RunStore, out: Path | None, analysis: Mapping[str, Any] | None,
               data_dir: str | None) -> Path:
-    from biasscope.core.levels import said_thin
     from biasscope.dynamics.summary import unfinished
     from biasscope.dynamics.summary.write import reanalyse, summary_beside
     from biasscope.report.html import missing_sentence
 
     page = reanalyse(store, out, analysis, data_dir)
-    # The summary the report was rendered from, as `biasscope dynamics` reads it back: a
-    # level too fine for the resamples (given here, or stored) is said as that command says it.
-    summary = summary_beside(page) if out is not None else store.summary_json
-    with contextlib.suppress(OSError, ValueError):  # a read-only run may hold none
-        if said := said_thin(json.loads(summary.read_text(encoding="utf-8"))):
-            print(f"warning: {said}", file=sys.stderr)
+    # The summary the report was rendered from (given levels, or stored ones).
+    _warn_thin(summary_beside(page) if out is not None else store.summary_json)
     if missing := store.missing_units():
         print(f"warning: {missing_sentence(missing, store.root)}", file=sys.stderr)
     if section := unfinished.unscored(store, store.read_json("run.json")):
         print(f"warning: {unfinished.sentence(section, store.root)}", file=sys.stderr)
     return page
+
+
+def _warn_thin(summary: Path) -> None:
+    """The sentence of ``summary`` (the summary.json a report was rendered from) that its
+    level is too fine for its resamples (`biasscope.core.levels.said_thin`), on stderr as the
+    command that wrote it says it: the page says it at its top, where a user who reads only
+    the terminal does not look. Read as stored, nothing recomputed."""
+    from biasscope.core.levels import said_thin
+
+    with contextlib.suppress(OSError, ValueError):  # a read-only run may hold none
+        if said := said_thin(json.loads(summary.read_text(encoding="utf-8"))):
+            print(f"warning: {said}", file=sys.stderr)
 
 
 def _intervention(store: RunStore, out: Path | None, analysis: Mapping[str, Any] | None,
@@ -88,15 +95,16 @@ def _summary(writer: str, again: str | None = None) -> Renderer:
     lock, as the job writes summary.json and its report: read before a run's new summary and
     written after its new report, it would say less than summary.json. Analysis settings
     given are refused, not ignored: ``again``, the command whose rerun summarises the run's
-    stored answers at other levels (``--confidence``, ``--resamples``), is named."""
+    stored answers at other levels (``--confidence``, ``--resamples``), is named. A level
+    too fine for the resamples is said on stderr, as the job said it (`_warn_thin`)."""
     def render(store: RunStore, out: Path | None, analysis: Any, _data_dir: Any) -> Path:
         if analysis:
             _refuse_analysis(store, analysis, again)
         write = _named(writer)
-        if out is not None:
-            return Path(write(store, out))
-        with run_lock(store):
-            return Path(write(store, out))
+        with run_lock(store) if out is None else contextlib.nullcontext():
+            page = Path(write(store, out))
+            _warn_thin(store.summary_json)  # the summary it rendered, before a job rewrites it
+        return page
     return render
 
 

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from biasscope.cli.main import main
+from biasscope.report.sensitivity import confounds_tables, sanity_section, words_table
+from biasscope.report.tables import named
 from biasscope.sensitivity.indices import sensitivity_indices
 from biasscope.sensitivity.sanity import accuracy, summarise_sanity
 from biasscope.sensitivity.summary import sentences
@@ -183,3 +185,35 @@ def test_the_sanity_interval_takes_the_level_and_its_verdict_keeps_its_own_alpha
                                                                    "rejected": rejected}}}
     said = summarise_sanity(stored, 0.8)["sentences"][0]
     assert "(80% CI" in said and "95%" not in said and "at chance" in said
+    # The table heads its bounds at that level, its verdict at its own α (they read "low",
+    # "high" and "verdict": an 80% interval above one half beside "at chance").
+    html = sanity_section(summarise_sanity(stored, 0.8), 0.8)
+    for key, words in (("low", "80% CI low"), ("high", "80% CI high"),
+                       ("verdict", "verdict, exact test at α = 0.05")):
+        assert f"<th>{named(key, words)}</th>" in html, key
+    assert "95%" not in html
+
+
+def test_the_confound_tables_head_their_bounds_with_their_level() -> None:
+    """The length-adjusted effects', the unchanged share's and the correlations' bounds said
+    "adjusted effect low", "share low", "low": their level was in the captions alone. A
+    group's columns, whose names end in the group's (``n_low`` for a group "low"), are no
+    bounds."""
+    row = {"model": "rm", "principle": "p1", "n": 8, "adjusted_effect": 1.0,
+           "adjusted_effect_low": 0.5, "adjusted_effect_high": 1.5, "slope_per_100_chars": 0.1,
+           "slope_per_100_chars_low": 0.0, "slope_per_100_chars_high": 0.2}
+    found = {"length": [row], "unchanged_below": 0.05, "exclude_unchanged": False,
+             "unchanged": [{"model": "rm", "principle": "p1", "n": 8, "unchanged": 1,
+                            "unchanged_share": {"estimate": 0.125, "low": 0.02,
+                                                "high": 0.47}}],
+             "correlations": [{"model": "rm", "principle_a": "p1", "principle_b": "p2",
+                               "n": 8, "r": 0.5, "low": -0.2, "high": 0.9}]}
+    html = "".join(confounds_tables(found, 0.9))
+    for key, bound in (("adjusted_effect_low", "low"), ("slope_per_100_chars_high", "high"),
+                       ("share_low", "low"), ("share_high", "high"), ("low", "low"),
+                       ("high", "high")):
+        assert f"<th>{named(key, f'90% CI {bound}')}</th>" in html, key
+    assert "95%" not in html
+    groups = words_table([{"model": "rm", "n_high": 2, "n_low": 2, "mean_high": 0.1,
+                           "mean_low": 0.2, "mean_difference": -0.1}], confidence=0.9)
+    assert "CI" not in groups and "<th>n low</th>" in groups

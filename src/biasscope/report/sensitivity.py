@@ -141,26 +141,41 @@ def _metrics_named(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def words_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None,
-                confidence: float = 0.95) -> str:
+                confidence: float = 0.95, head: Mapping[str, str] | None = None) -> str:
     """`record_table` with the keys' underscores as spaces, so that a narrow header wraps
-    between words rather than inside them; an index's column (and its interval's, at
-    ``confidence``) is named in words, its key below (`_header`)."""
+    between words rather than inside them; an index's column is named in words, and an
+    interval's bounds (at ``confidence``) by their level, each with its key below
+    (`_header`). ``head``: words for other keys (the key still shown below)."""
     keys = list(columns) if columns is not None else list(
         dict.fromkeys(k for r in rows for k in r))
     return record_table([{k.replace("_", " "): r.get(k) for k in keys} for r in rows],
                         [k.replace("_", " ") for k in keys],
-                        [_header(k, confidence) for k in keys])
+                        [named(k, (head or {})[k]) if k in (head or {})
+                         else _header(k, confidence, _bound(k, keys)) for k in keys])
 
 
-def _header(key: str, confidence: float = 0.95) -> str:
-    """A column's header: an index in words with its key (`tables.named`), its interval's
-    bounds as "90% CI low" and "90% CI high" with theirs (the level in the header, as the
+def _bound(key: str, keys: Sequence[str]) -> str | None:
+    """``"low"`` or ``"high"`` where ``key`` is that bound of an interval among ``keys``:
+    ``low`` beside ``high`` (the sanity accuracy's, a correlation's), or ``<x>_low`` beside
+    ``<x>`` and ``<x>_high`` (an index's, a confound's); else None. By its partners, not its
+    name alone: a group's columns end in the group's name (``n_low`` for a group "low")."""
+    for bound, other in (("low", "high"), ("high", "low")):
+        if key == bound and other in keys:
+            return bound
+        stem = key.removesuffix(f"_{bound}")
+        if stem != key and stem in keys and f"{stem}_{other}" in keys:
+            return bound
+    return None
+
+
+def _header(key: str, confidence: float = 0.95, bound: str | None = None) -> str:
+    """A column's header: an index in words with its key (`tables.named`), an interval's
+    ``bound`` as "90% CI low" or "90% CI high" with its key (the level in the header, as the
     audit's "90% CI" column has it, for a table read without its caption); any other key
     with spaces."""
     words = index_words(key)
-    for bound in ("low", "high"):
-        if words is None and key.endswith(f"_{bound}") and index_words(key[:-len(bound) - 1]):
-            words = f"{level_of(confidence)} CI {bound}"
+    if words is None and bound is not None:
+        words = f"{level_of(confidence)} CI {bound}"
     return named(key, words) if words else key.replace("_", " ")
 
 
@@ -191,17 +206,22 @@ def confounds_tables(found: Mapping[str, Any], confidence: float = 0.95) -> list
         + words_table(found.get("correlations", []), confidence=confidence)]
 
 
-def sanity_section(sanity: Mapping[str, Any]) -> str:
-    """Each reward model's accuracy on held-out chosen/rejected pairs, warnings first."""
+def sanity_section(sanity: Mapping[str, Any], confidence: float = 0.95) -> str:
+    """Each reward model's accuracy on held-out chosen/rejected pairs, warnings first; its
+    exact interval at ``confidence``, its verdict at its own α (summary.json's ``alpha``),
+    each header saying which: a 90% interval above one half beside "at chance" is no
+    contradiction once both levels are in sight."""
     if not sanity:
         return ""
     rows = [{"model": m, **{k: a[k] for k in ("correct", "n", "estimate", "low", "high",
                                                "ties", "p_value", "effect_size", "verdict")}}
             for m, a in sanity.get("models", {}).items()]
+    alpha = sanity.get("alpha", 0.05)  # stored since the header says it; 0.05 before
     notes = "".join(f'<p class="{"missing" if "WARNING" in s else "caption"}">'
                     f"{escape(str(s))}</p>" for s in sanity.get("sentences", []))
     return (f"<h2>Reward-model sanity: accuracy on {escape(str(sanity.get('source')))} "
-            f"chosen/rejected pairs</h2>{notes}" + words_table(rows))
+            f"chosen/rejected pairs</h2>{notes}" + words_table(rows, confidence=confidence, head={
+                "verdict": f"verdict, exact test at α = {alpha:g}"}))
 
 
 def direction_section(direction: str, result: Mapping[str, Any], recs: pd.DataFrame,
@@ -277,7 +297,7 @@ def write_sensitivity_report(run_dir: str | Path | RunStore,
         f'<p class="sub">{escape(str(run.get("model")))} · perturbed by '
         f"{escape(str(run.get('perturber', {}).get('model')))}</p>",
         *(f"<p>{escape(n)}</p>" for n in notes if n),
-        sanity_section(summary.get("sanity") or {}), *sections,
+        sanity_section(summary.get("sanity") or {}, confidence), *sections,
         "<h2>Run configuration</h2>", table(["setting", "value"], flatten(run)),
         "</body></html>", ""])
     target = Path(output) if output is not None else store.root / "report.html"

@@ -215,11 +215,12 @@ def run_sanity(store: RunStore, models: Sequence[RewardScorer], pairs: Pairs) ->
 
 def summarise_sanity(stored: dict[str, Any], confidence: float = 0.95) -> dict[str, Any]:
     """``summary.json``'s ``sanity``: per model the accuracy (its interval at
-    ``confidence``), and the sentences."""
+    ``confidence``, its verdict at ``alpha``, `ALPHA`), and the sentences."""
     source = str(stored.get("settings", {}).get("source", "held-out"))
     models = {label: accuracy(s["chosen"], s["rejected"], confidence)
               for label, s in stored.get("models", {}).items()}
-    return {"source": source, "skipped": stored.get("skipped", 0), "models": models,
+    return {"source": source, "skipped": stored.get("skipped", 0), "alpha": ALPHA,
+            "models": models,
             "sentences": [sanity_sentence(m, a, source, confidence)
                           for m, a in models.items()]}
 

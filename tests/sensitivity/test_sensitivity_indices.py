@@ -11,6 +11,7 @@ from scipy.stats import wilcoxon
 from biasscope.core.errors import BiasscopeError, DataError
 from biasscope.sensitivity.indices import (
     NORMALISED,
+    PERMUTATIONS,
     group_comparison,
     metric_rank_agreement,
     model_comparison,
@@ -165,6 +166,26 @@ def test_group_comparison_finds_an_obvious_difference() -> None:
     assert list(out["principles"].columns) == ["principle", "group", "m1", "m2"]
     assert len(out["contrasts"]) == 1  # m1 vs m2: same shifts, no group difference in the gap
     assert out["contrasts"]["p_value"].iloc[0] > 0.05
+
+
+def test_the_group_test_keeps_its_own_splits_and_says_their_monte_carlo_error() -> None:
+    """The group test draws `PERMUTATIONS` random splits whatever the intervals' resamples:
+    a permutation p cannot fall below 1/(N + 1), which at `--resamples 100` (0.0099) would sit
+    above Holm's threshold 0.05/6 for six models. Each p says how many splits it counted and
+    its Monte Carlo standard error, 0 when every split was counted."""
+    shifts = {f"a{i}": 5.0 + i / 10 for i in range(8)} | {f"b{i}": 1.0 + i / 10 for i in range(8)}
+    groups = {p: "g0" if p.startswith("a") else "g1" for p in shifts}
+    indices = sensitivity_indices(shifted("m", shifts), **FAST)  # 200 resamples: not the test's
+    row = group_comparison(indices, groups, "mean_effect")["models"].iloc[0]
+    assert PERMUTATIONS == 10_000 and math.comb(16, 8) > PERMUTATIONS  # so: random splits
+    assert not row["exact"] and row["permutations"] == PERMUTATIONS
+    p = row["p_value"]
+    assert 1 / (PERMUTATIONS + 1) <= p < 0.05 / 100  # far below Holm's thresholds
+    assert row["monte_carlo_se"] == pytest.approx(math.sqrt(p * (1 - p) / PERMUTATIONS))
+    few = {k: v for k, v in shifts.items() if k[1] in "0123"}  # 4 + 4: all 70 splits
+    exact = group_comparison(sensitivity_indices(shifted("m", few), **FAST), groups,
+                             "mean_effect")["models"].iloc[0]
+    assert exact["exact"] and exact["permutations"] == 70 and exact["monte_carlo_se"] == 0
 
 
 def test_group_comparison_without_a_difference() -> None:

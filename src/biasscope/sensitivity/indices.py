@@ -66,6 +66,13 @@ REQUIRED = ("model", "principle", "prompt_id", "original", "perturbed")
 NORMALISED = BOOTSTRAPPED
 RANKED = ("mean_effect", "median_effect", "std_effect", "mean_percentile_effect",
           "median_percentile_effect", "wilcoxon_statistic")
+#: Random splits of the group test (`group_comparison`), whatever ``--resamples``: those set
+#: how finely an interval's bounds are read (from 100), while a permutation p cannot fall below
+#: 1/(N + 1). At 100 that floor, 0.0099, would leave the smallest p above Holm's threshold
+#: 0.05/6 for six models, so a test of a few models could show nothing; at 10,000 it is about
+#: 0.0001, far below 0.05/m for m up to hundreds, and each p comes with its Monte Carlo
+#: standard error (``monte_carlo_se``) instead. A stored run's p-values are kept on a rerun.
+PERMUTATIONS = 10_000
 @dataclass(frozen=True)
 class SignedRank:
     """Wilcoxon signed-rank test of x against y, paired: R+ and p of x > y, the two-sided
@@ -248,7 +255,8 @@ def _wide(indices: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def _permutation_p(x: Array, y: Array, n_permutations: int, seed: int) -> tuple[float, bool]:
     """Two-sided permutation p of |mean(x) - mean(y)|: every split of the pooled values when
-    there are at most ``n_permutations`` (exact), else random splits with p = (hits+1)/(N+1)."""
+    there are at most ``n_permutations`` (exact), else random splits with p = (hits+1)/(N+1)
+    (its error: `monte_carlo_se`)."""
     values = np.concatenate([x, y])
     n, k = values.size, x.size
     exact = math.comb(n, k) <= n_permutations
@@ -265,15 +273,25 @@ def _permutation_p(x: Array, y: Array, n_permutations: int, seed: int) -> tuple[
     return (hits / idx.shape[0] if exact else (hits + 1) / (n_permutations + 1)), exact
 
 
+def monte_carlo_se(p: float, n_permutations: int, exact: bool) -> float:
+    """The Monte Carlo standard error of a permutation ``p`` from ``n_permutations`` random
+    splits, sqrt(p(1 − p)/N): how far another seed's p may fall (0 where every split was
+    counted; NaN for no p)."""
+    if exact or not math.isfinite(p):
+        return 0.0 if exact and math.isfinite(p) else math.nan
+    return math.sqrt(p * (1 - p) / n_permutations)
+
+
 def _group_test(values: Array, first: npt.NDArray[np.bool_], names: tuple[str, str],
                 n_permutations: int, seed: int) -> dict[str, Any]:
     ok = np.isfinite(values)
     x, y = values[ok & first], values[ok & ~first]
     mx = float(x.mean()) if x.size else math.nan
     my = float(y.mean()) if y.size else math.nan
-    p, d, exact = math.nan, math.nan, False
+    p, d, exact, drawn = math.nan, math.nan, False, 0
     if x.size and y.size:
         p, exact = _permutation_p(x, y, n_permutations, seed)
+        drawn = math.comb(x.size + y.size, x.size) if exact else n_permutations
         dof = x.size + y.size - 2
         ss = float(((x - mx) ** 2).sum() + ((y - my) ** 2).sum())
         d = (mx - my) / math.sqrt(ss / dof) if dof > 0 and ss > 0 else math.nan
@@ -281,11 +299,13 @@ def _group_test(values: Array, first: npt.NDArray[np.bool_], names: tuple[str, s
     return {f"n_{a}": int(x.size), f"n_{b}": int(y.size), f"sum_{a}": float(x.sum()),
             f"sum_{b}": float(y.sum()), "difference": float(x.sum() - y.sum()),
             f"mean_{a}": mx, f"mean_{b}": my, "mean_difference": mx - my, "p_value": p,
-            "effect_size": d, "exact": exact}
+            "effect_size": d, "exact": exact, "permutations": drawn,
+            "monte_carlo_se": monte_carlo_se(p, n_permutations, exact)}
 
 
 def group_comparison(indices: pd.DataFrame, groups: Mapping[str, str],
-                     metric: str = "mean_effect_normalised", n_permutations: int = 10000,
+                     metric: str = "mean_effect_normalised",
+                     n_permutations: int = PERMUTATIONS,
                      seed: int = 0, conventions: str = "biasscope") -> dict[str, Any]:
     """Is a model more sensitive to one group's principles than the other's?
 
@@ -295,10 +315,12 @@ def group_comparison(indices: pd.DataFrame, groups: Mapping[str, str],
     second group, names sorted); the test shuffles group labels among principles (exact when
     there are at most ``n_permutations`` splits) on the difference of *means*, which equals the
     sum test with equal group sizes and is not driven by group size otherwise; effect size
-    Cohen's d (pooled SD). Keys: ``metric``, ``groups``, ``both``, ``unassigned``,
-    ``principles`` (principle, group, one column per model), ``models`` (one row per model,
-    Holm over models in ``p_holm``) and ``contrasts`` (per pair of models, the same test on the
-    per-principle difference model_a - model_b: does the gap between models differ by group?).
+    Cohen's d (pooled SD). Each p says how many splits it counted (``permutations``) and its
+    Monte Carlo standard error (``monte_carlo_se``, 0 when exact). Keys: ``metric``,
+    ``groups``, ``both``, ``unassigned``, ``principles`` (principle, group, one column per
+    model), ``models`` (one row per model, Holm over models in ``p_holm``) and ``contrasts``
+    (per pair of models, the same test on the per-principle difference model_a - model_b:
+    does the gap between models differ by group?).
     With ``conventions="source"`` a ``*_normalised`` metric is renormalised over the compared
     principles only (plain sum per model), as the source's group figure is.
     """

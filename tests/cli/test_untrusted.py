@@ -41,7 +41,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
     monkeypatch.setenv("BIASSCOPE_OFFLINE", "1")
-    return tmp_path / "cache"
+    return tmp_path / "cache" / "data"  # the variable names the cache's root
 
 
 @pytest.mark.parametrize("source, name", [

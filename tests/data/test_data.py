@@ -17,7 +17,7 @@ def cache(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
     monkeypatch.delenv("BIASSCOPE_OFFLINE", raising=False)
-    return tmp_path / "cache"
+    return tmp_path / "cache" / "data"  # the variable names the cache's root
 
 
 def test_every_source_is_pinned_to_a_commit_over_https():
@@ -161,7 +161,7 @@ def test_a_data_dir_from_the_environment_is_named_as_such(cache, monkeypatch, ca
     unset the variable, not to drop a --data-dir the user never gave."""
     from biasscope.cli.main import main
 
-    (cache.parent / "mine").mkdir()
+    (cache.parent / "mine").mkdir(parents=True)
     (cache.parent / "other").mkdir()
     monkeypatch.setenv("BIASSCOPE_DATA_DIR", str(cache.parent / "mine"))
     assert main(["items", "--probe", "winobias-gender", "--out", str(cache / "x.jsonl")]) == 2

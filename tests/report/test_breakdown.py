@@ -266,7 +266,7 @@ def test_a_damaged_cached_file_is_said_not_raised(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
     monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path))
-    write_statistics(tmp_path)  # not the pinned bytes
+    write_statistics(tmp_path / "data")  # not the pinned bytes
     said = str(occupations.load().unavailable)
     assert "checksum mismatch" in said and "biasscope data fetch winogender" in said
 

@@ -33,6 +33,7 @@ from biasscope.core.levels import Levels, same_levels
 from biasscope.data.sources import (
     cache_dir,
     hashed,
+    old_cache_dir,
     recording,
     refuse_other_data,
     resolve_data_dir,
@@ -299,7 +300,8 @@ def export(config: ItemsConfig) -> tuple[int, str]:
     if len(probes) != 1:
         raise BiasscopeError(f"items --probe {spec}: name one probe (e.g. bbq:Age,Religion)")
     target = Path(config.out).resolve()
-    for root in (resolve_data_dir(config.data_dir), cache_dir()):  # <root>/<source>/<file>
+    for root in (resolve_data_dir(config.data_dir), cache_dir(),  # <root>/<source>/<file>
+                 old_cache_dir()):
         if root is not None and target.is_file() and target.is_relative_to(root.resolve()) \
                 and len(target.relative_to(root.resolve()).parts) > 1:
             raise BiasscopeError(f"items --out {config.out} is a file of the data directory "

@@ -3,22 +3,30 @@
 A file is found, in order, in ``--data-dir`` / ``$BIASSCOPE_DATA_DIR`` (a local copy with the
 layout ``<data-dir>/<source>/<file>``, checked against the pinned checksum like the cache, so
 a truncated or emptied copy is refused; with ``BIASSCOPE_OWN_DATA=1`` the files there are the
-user's own and used as they are), then in the cache
-(``$BIASSCOPE_CACHE_DIR``, default ``~/.cache/biasscope/data``), then downloaded into the
-cache and checked against its pinned checksum (never with ``BIASSCOPE_OFFLINE=1``). Files whose checksum could not be pinned are
-trusted on first use: the hash seen is recorded beside the file and checked from then on.
+user's own and used as they are), then in the cache (``$BIASSCOPE_CACHE_DIR/data``, default
+``~/.cache/biasscope/data``: the variable names the cache's root, `biasscope.core.cache_root`),
+then downloaded into the cache and checked against its pinned checksum (never with
+``BIASSCOPE_OFFLINE=1``). Files whose checksum could not be pinned are trusted on first use:
+the hash seen is recorded beside the file and checked from then on.
+
+Before the variable named the root, the cache was ``$BIASSCOPE_CACHE_DIR`` itself: a file
+downloaded there (``$BIASSCOPE_CACHE_DIR/<source>/<file>``) is still found, checked against its
+pin as any cached file, and used where it lies (`old_cache_dir`), with one line on stderr
+saying where; nothing is downloaded again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from biasscope.core.cache_root import VARIABLE, cache_root
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import DataError
 from biasscope.core.spelling import option
@@ -174,8 +182,20 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("BIASSCOPE_CACHE_DIR")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "biasscope" / "data"
+    """The data cache: ``data/`` under the cache's root (``$BIASSCOPE_CACHE_DIR``, else
+    ``~/.cache/biasscope``), beside remote runs' ``runs/``."""
+    return cache_root() / "data"
+
+
+def old_cache_dir() -> Path | None:
+    """Where the data cache was while ``$BIASSCOPE_CACHE_DIR`` named it rather than the
+    cache's root: that folder itself; None where the variable is unset (its default was
+    ``~/.cache/biasscope/data`` then too)."""
+    return cache_root() if os.environ.get(VARIABLE) else None
+
+
+#: The old data caches a file was found in this process, said once each (`_old_cached`).
+_SAID_OLD: set[Path] = set()
 
 
 def _inside(root: Path, relative: str) -> Path:
@@ -262,10 +282,32 @@ def _find(source: str, name: str, data_dir: str | os.PathLike[str] | None, downl
     if path.is_file():
         _verify(known, path)
         return path
+    if (old := _old_cached(known)) is not None:
+        return old
     if not download or os.environ.get("BIASSCOPE_OFFLINE", "") not in ("", "0"):
         raise DataError(f"missing data file {path}: download {known.url} or pass "
                         f"{option('data_dir')}")
     _download(known, path)
+    return path
+
+
+def _old_cached(known: DataFile) -> Path | None:
+    """``known``'s file where the data cache was before ``$BIASSCOPE_CACHE_DIR`` named the
+    cache's root (`old_cache_dir`), checked against its pin as any cached file, else None.
+    It is used where it lies (a download of hundreds of megabytes is not repeated, and a user's
+    folder is not rearranged unasked); the first one found says so on stderr, once."""
+    old = old_cache_dir()
+    if old is None:
+        return None
+    path = _inside(old, f"{known.source}/{known.name}")
+    if not path.is_file():
+        return None
+    _verify(known, path)
+    if old not in _SAID_OLD:
+        _SAID_OLD.add(old)
+        print(f"biasscope: found {path} where ${VARIABLE} kept data before it named the "
+              f"cache's root; using it there (move {old}/<source> folders into {cache_dir()} "
+              "to keep data and runs apart)", file=sys.stderr)
     return path
 
 

@@ -1,7 +1,7 @@
 """A run directory at an fsspec URL (``s3://bucket/run``, ``gs://…``, ``memory://…``).
 
 The workers of a cluster share one run through it. Each process works in a local staging
-folder (under ``$BIASSCOPE_CACHE_DIR/runs`` or ``~/.cache/biasscope/runs``) that every
+folder (under ``$BIASSCOPE_CACHE_DIR/runs``, default ``~/.cache/biasscope/runs``) that every
 Path-based reader uses unchanged; `RunStore` pulls the remote's files into it and pushes each
 file it writes. Object stores make each upload atomic, so it is one put; other filesystems
 (sftp, hdfs, …) get a temp name and a move.
@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from biasscope.core.cache_root import cache_root
 from biasscope.core.errors import BiasscopeError, install_hint
 from biasscope.core.processes import HOST
 
@@ -47,9 +48,7 @@ class Remote:
     @property
     def staging(self) -> Path:
         """This machine's local copy of the run."""
-        base = os.environ.get("BIASSCOPE_CACHE_DIR")
-        cache = Path(base).expanduser() if base else Path.home() / ".cache" / "biasscope"
-        return cache / "runs" / hashlib.sha256(self.url.encode()).hexdigest()[:16]
+        return cache_root() / "runs" / hashlib.sha256(self.url.encode()).hexdigest()[:16]
 
     def files(self) -> dict[str, Any]:
         """Every file of the run (relative name -> size), listed afresh; {} for a new run."""

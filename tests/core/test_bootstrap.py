@@ -1,6 +1,8 @@
 """`biasscope.core.bootstrap` gives SciPy's bootstrap intervals of means: the numbers
 ``scipy.stats.bootstrap`` gives with the same generator, up to rounding (a resample's mean
-from its draw counts, the jackknife by formula: 1e-12 apart)."""
+from its draw counts, the jackknife by formula: 1e-12 apart). `stats` uses them, unwidened,
+for 0/1 outcomes within a range; a mean or a difference of means with spread is t's or
+Welch's widened to Hall's at any size, not a bootstrap."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import scipy.stats as sps
 
 from biasscope.core import stats
 from biasscope.core.bootstrap import index_blocks, mean_interval, resample_counts, resampling
+from biasscope.core.hall import skewed_welch_bounds
 from traced import traced_peak
 
 KW = "rng" if tuple(int(p) for p in metadata.version("scipy").split(".")[:2]) >= (1, 15) \
@@ -102,11 +105,15 @@ def test_an_undefined_bca_interval_is_nan_as_scipys() -> None:
                   scipy_interval([outlier], mean, "BCa", None))
 
 
-def test_the_intervals_of_stats_are_scipys() -> None:
-    """`stats.bootstrap_mean`, `bootstrap_difference` and `bootstrap_means` (their default
-    2,000 resamples, seed 0) against SciPy called as they called it before."""
+def test_the_bootstraps_of_stats_are_scipys() -> None:
+    """What `stats` still bootstraps is SciPy's BCa (its default 2,000 resamples, seed 0):
+    `bootstrap_mean` and `bootstrap_means` of 0/1 outcomes within [0, 1], and `_bootstrap`,
+    the interval a mean or a difference of means with spread had at 20 items and more before
+    it became t's or Welch's widened to Hall's (`test_a_mean_or_a_difference_with_spread_is_
+    widened_t_at_any_size`)."""
     rng = np.random.default_rng(11)
     x, y, z = rng.normal(0, 1, 40), rng.integers(0, 2, 40).astype(float), rng.normal(1, 2, 25)
+    w = rng.integers(0, 2, 40).astype(float)
 
     def scipy_ci(samples: tuple[np.ndarray, ...], statistic: Callable[..., Any],
                  paired: bool = False) -> tuple[float, float]:
@@ -117,14 +124,32 @@ def test_the_intervals_of_stats_are_scipys() -> None:
                             **{KW: np.random.default_rng(0)})
         return res.confidence_interval.low, res.confidence_interval.high
 
-    got = stats.bootstrap_mean(x)
+    got = stats._bootstrap((x,), stats.MEAN, 0.95, 2000, "BCa", 0)
     same_as_scipy((got.low, got.high), scipy_ci((x,), mean))
-    got = stats.bootstrap_difference(x, z)
+    got = stats._bootstrap((x, z), stats.DIFFERENCE, 0.95, 2000, "BCa", 0)
     same_as_scipy((got.low, got.high), scipy_ci((x, z), difference))
-    both = stats.bootstrap_means([x, y, z])
-    low, high = scipy_ci((x, y), means, paired=True)
+    got = stats.bootstrap_mean(y, bounds=stats.UNIT)
+    same_as_scipy((got.low, got.high), scipy_ci((y,), mean))
+    both = stats.bootstrap_means([y, w, z], bounds=stats.UNIT)
+    low, high = scipy_ci((y, w), means, paired=True)
     same_as_scipy([(b.low, b.high) for b in both[:2]], np.stack([low, high], axis=-1))
-    same_as_scipy((both[2].low, both[2].high), scipy_ci((z,), mean))
+    assert both[2] == stats.skewed_t_interval(z, bounds=stats.UNIT)
+
+
+def test_a_mean_or_a_difference_with_spread_is_widened_t_at_any_size() -> None:
+    """No BCa for values with spread at any size: BCa undercovered skewed items at 20 to 1,584
+    (scripts/small_mean_intervals.py --large, small_difference_intervals.py --large)."""
+    rng = np.random.default_rng(12)
+    for n in (20, 200, 1584):
+        x, y = rng.exponential(1.0, n), rng.exponential(0.5, n)
+        assert stats.bootstrap_mean(x) == stats.skewed_t_interval(x)
+        assert stats.bootstrap_means([x, y]) == [stats.skewed_t_interval(x),
+                                                 stats.skewed_t_interval(y)]
+        got, (low, high) = stats.bootstrap_difference(x, y), skewed_welch_bounds(x, y)
+        assert (got.low, got.high) == (low, high)
+        with resampling() as noted:  # nothing is drawn
+            stats.bootstrap_mean(x), stats.bootstrap_difference(x, y)
+        assert not noted.drawn
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 12), (12, 12), (5, 12), (1, 200), (3, 7)])
@@ -288,15 +313,16 @@ def test_index_blocks_of_a_callers_size_are_the_single_draw_too() -> None:
 
 def test_resampling_notes_whether_a_bootstrap_was_drawn() -> None:
     """A summary says its level is too fine for its resamples only where an interval is a
-    bootstrap: a mean of a few items (Student's t) or of constant ones draws none; a mean of
-    20 and a block of indices do, noted in every enclosing block."""
+    bootstrap: a mean of values with spread (t widened, at any size) or of constant ones draws
+    none; a rate of 0/1 outcomes and a block of indices do, noted in every enclosing block."""
     with resampling() as outer:
         with resampling() as few:
             stats.bootstrap_mean(np.arange(6.0), 0.999, 200)
+            stats.bootstrap_mean(np.arange(30.0), 0.999, 200)
             stats.bootstrap_mean(np.ones(30), 0.999, 200)
         assert not few.drawn and not outer.drawn
         with resampling() as many:
-            stats.bootstrap_mean(np.arange(20.0), 0.999, 200)
+            stats.bootstrap_mean(np.arange(20.0) % 2, 0.999, 200, bounds=stats.UNIT)
         assert many.drawn and outer.drawn
     with resampling() as blocks:
         list(index_blocks(5, 100, np.random.default_rng(0)))

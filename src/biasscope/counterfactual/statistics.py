@@ -9,12 +9,12 @@ Two readings, for judges and reward models alike:
   (the member whose gendered words and names are mostly female-coded; a pair with as many of
   each is left out of the signed statistics and counted). One difference per conversation:
   a reward model's chosen and rejected responses of one conversation are averaged
-  (``conversations``), since they share the conversation. Mean with a BCa bootstrap CI
-  (``stats.bootstrap_mean``; every interval here at the run's ``--confidence``, each bootstrap
-  of its ``--resamples``: `biasscope.core.levels`), the mean in SDs of all the scores
-  (standardised), a two-sided Wilcoxon signed-rank test with the matched-pairs rank-biserial
-  r, and a two-sided exact sign test with the share of pairs where the female version scored
-  higher (Wilson CI). The
+  (``conversations``), since they share the conversation. Mean with a t CI widened
+  towards a skew (``stats.bootstrap_mean``; every interval here at the run's
+  ``--confidence``, each bootstrap of its ``--resamples``: `biasscope.core.levels`), the
+  mean in SDs of all the scores (standardised), a two-sided Wilcoxon signed-rank test with
+  the matched-pairs rank-biserial r, and a two-sided exact sign test with the share of pairs
+  where the female version scored higher (Wilson CI). The
   verdict follows the Wilcoxon test: a version *scores higher* when Holm p < 0.05, in the
   direction of r (``favours``); the sentence then says it *favours* that version when the
   mean's interval agrees and the mean is at least 0.1 SD (``NEGLIGIBLE``), that the preference

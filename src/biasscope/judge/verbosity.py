@@ -20,9 +20,9 @@ Length control, and why each choice:
   values where the test above, with the other term refitted, reaches p = 1 − confidence, so
   β's interval excludes 0 exactly when its p-value is below that. A percentile bootstrap of
   the refitted terms covered 86% at 5 verdicts and 90% at 10. The raw win rate's interval is
-  `bootstrap_mean` (BCa), except where every verdict is the same (resampling then shows no
-  spread) or ties fall among fewer than 20 pairs (a bootstrap of a few undercovers): the
-  Wilson interval of the wins (ties half) stands in.
+  `bootstrap_mean` (BCa of 0/1 verdicts, t widened with ties), except where every verdict is
+  the same (resampling then shows no spread) or ties fall among fewer than 20 pairs (a
+  bootstrap of a few undercovers): the Wilson interval of the wins (ties half) stands in.
 - **Pairs.** Verdicts on the same pair (judge-audit asks each in both orders) are no
   independent trials: a consistent judge answers both alike. Given ``pairs``, a pair is the
   unit: its verdicts share a weight of one in the fit, the test and the intervals (so a pair

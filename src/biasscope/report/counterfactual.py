@@ -95,7 +95,8 @@ def write_counterfactual_report(run_dir: str | Path | RunStore,
         *(f"<p>{escape(str(s))}</p>" for s in summary.get("sentences", [])),
         "<h2>Paired difference: female minus male version</h2><p class=\"caption\">One "
         "pair per conversation (a reward model's chosen and rejected responses averaged). "
-        f"Mean with a BCa {level} CI (low, high), in SDs of all scores; two-sided Wilcoxon "
+        f"Mean with a t {level} CI widened towards a skew (low, high), in SDs of all "
+        "scores; two-sided Wilcoxon "
         "(Holm across scorers) with rank-biserial r, which the verdict follows; exact sign "
         "test; share of non-tied pairs where the female version scored higher (Wilson "
         f"{level} CI).</p>"

@@ -23,7 +23,8 @@ differences are listed in ``biasscope.sensitivity.intervals``):
   indices this is the source's sum normalisation; unlike the plain sum (the source's, which
   adds up to 1 but flips every sign when it is negative) it keeps signs and cannot blow up when
   positive and negative values nearly cancel. A zero sum gives NaN.
-- **Intervals**: BCa for the mean effect, percentile bootstrap for the median effect, and a
+- **Intervals**: t widened towards a skew (`stats.bootstrap_mean`) for the mean effect,
+  percentile bootstrap for the median effect, and a
   joint prompt bootstrap (``intervals.bootstrap_intervals``) for the std, percentile effects
   and every normalised index. The Wilcoxon statistic and r carry their test's p-value.
 - **Families**: Holm over the principles of one model (``p_*_holm``).
@@ -187,8 +188,8 @@ def sensitivity_indices(rewards: pd.DataFrame, confidence: float = 0.95,
     """One row per (model, principle), in order of first appearance: ``n``; mean, median and
     SD of the effects and of the percentile effects; Wilcoxon statistic, p-values (raw and
     Holm) and rank-biserial r; ``<index>_normalised`` for each of NORMALISED; bootstrap CIs
-    (resampling prompts) ``<index>_low/high`` for the mean and median effect (BCa and
-    percentile), the SDs and percentile effects, and for every normalised index.
+    (resampling prompts) ``<index>_low/high`` for the median effect (percentile; the mean's
+    is t widened), the SDs and percentile effects, and for every normalised index.
     ``conventions``: ``"biasscope"`` or ``"source"`` (see ``biasscope.sensitivity.intervals``).
     """
     conv = convention(conventions)

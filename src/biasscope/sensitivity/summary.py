@@ -45,7 +45,8 @@ def intervals(levels: Levels) -> str:
     """How the indices' intervals are made, at ``levels``: the report's note atop."""
     return (
         f"{level_of(levels.confidence)} intervals resample prompts ({levels.n_resamples} "
-        "times): BCa for the mean effect, percentile for the median effect, and one joint "
+        "times), but the mean effect's (Student's t widened towards a skew): percentile for "
+        "the median effect and one joint "
         "resample of all a model's principles for the SDs, the percentile effects and every "
         "normalised index (so a normalised index's interval carries the uncertainty of the "
         "sum it is divided by). The Wilcoxon statistic and rank-biserial r have no interval of "

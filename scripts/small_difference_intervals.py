@@ -1,9 +1,9 @@
-"""Coverage and width of 95% intervals of a difference of two small groups' means: the evidence
-for `biasscope.core.stats.bootstrap_difference` below `stats.SMALL` items in either group
-(docs/explanation/statistics.md, "A difference of two small groups").
+"""Coverage and width of 95% intervals of a difference of two groups' means: the evidence for
+`biasscope.core.stats.bootstrap_difference` (docs/explanation/statistics.md, "A difference of
+two small groups"); ``--large`` runs 20 to 200 items a group, where it was BCa until 2026-12.
 
-Candidates: the BCa bootstrap (each group resampled on its own, as `bootstrap_difference` is at
-20 items a group and more); Welch's t (Welch-Satterthwaite degrees of freedom); Welch's widened
+Candidates: the BCa bootstrap (each group resampled on its own, as `bootstrap_difference` was
+at 20 items a group and more); Welch's t (Welch-Satterthwaite degrees of freedom); Welch's widened
 to Hall's (1992) transformation where that reaches further, with the skewness of the
 difference of means, (m3x/n1^2 - m3y/n2^2) / (m2x/n1 + m2y/n2)^1.5 (the two-sample form of
 Zhou and Dinh 2005); and biasscope's, computed by `bootstrap_difference` itself.
@@ -11,6 +11,13 @@ Zhou and Dinh 2005); and biasscope's, computed by `bootstrap_difference` itself.
 Usage (one core, about two minutes at 4000 samples)::
 
     PYTHONPATH=src python scripts/small_difference_intervals.py --samples 4000
+    PYTHONPATH=src python scripts/small_difference_intervals.py --large --samples 2000
+
+``--large`` (about a minute at 2000 samples) adds groups alike (the null of no gap: JSD-P,
+mean ranks, lognormal) and accuracies over 3 seeds, and Hesterberg's (2015) expanded BCa (the
+normal quantile replaced by Welch's t quantile times the square root of Welch's variance over
+the bootstrap's, s^2/n against (n-1)/n s^2/n a group); its bootstraps draw one set of 1999
+resamples a group per cell, shared by the cell's samples.
 
 Prints one CSV row per (groups, sizes, method): coverage, misses below and above, the median
 width and the mean ratio of each sample's width to Welch's.
@@ -31,6 +38,8 @@ Array = np.ndarray
 Draw = Callable[[np.random.Generator, tuple[int, int]], Array]
 HALF_LN2 = math.log(2) / 2
 SIZES = ((3, 3), (5, 8), (12, 12), (19, 25), (30, 30))
+LARGE_SIZES = ((20, 20), (30, 30), (50, 50), (100, 100), (200, 200))
+RESAMPLES = 1999
 
 
 def _jsdp(p: Array) -> Array:
@@ -40,6 +49,29 @@ def _jsdp(p: Array) -> Array:
 
 def _jsd_draw(mu: float, sigma: float) -> Draw:
     return lambda r, s: _jsdp(1 / (1 + np.exp(-r.normal(mu, sigma, s))))
+
+
+def _accuracy(r: np.random.Generator, s: tuple[int, int]) -> Array:
+    """A prompt's accuracy over 3 seeds, its chance of being right Beta(2, 0.7)."""
+    return r.binomial(3, r.beta(2, 0.7, s)) / 3
+
+
+def _rank(r: np.random.Generator, s: tuple[int, int]) -> Array:
+    """A prompt's mean rank over 3 seeds (scripts/small_mean_intervals.py's)."""
+    base = r.normal(1.0, 1.3, s)[..., None] + r.normal(0, 0.3, (*s, 3))
+    return np.minimum(np.exp(base).round() + 1, 50277).mean(-1)
+
+
+def _large_groups() -> dict[str, tuple[Draw, Draw, float, tuple[float, float] | None]]:
+    """``--large``'s groups: `_groups`' skewed ones, and groups alike (no gap)."""
+    jsd_bounds = (-HALF_LN2, HALF_LN2)
+    lognormal: Draw = lambda r, s: r.lognormal(0, 1, s)  # noqa: E731
+    return {**{k: v for k, v in _groups().items() if k != "normal"},
+            "JSD-P alike (p ~ logit N(2, 1.5) both)": (_jsd_draw(2.0, 1.5), _jsd_draw(2.0, 1.5),
+                                                       0.0, jsd_bounds),
+            "accuracy over 3 seeds, alike": (_accuracy, _accuracy, 0.0, (-1.0, 1.0)),
+            "mean rank over 3 seeds, alike": (_rank, _rank, 0.0, None),
+            "lognormal, alike": (lognormal, lognormal, 0.0, None)}
 
 
 def _groups() -> dict[str, tuple[Draw, Draw, float, tuple[float, float] | None]]:
@@ -107,6 +139,50 @@ def bca_ci(x: Array, y: Array, confidence: float) -> tuple[Array, Array]:
     return np.array([c.low for c in found]), np.array([c.high for c in found])
 
 
+def _counted(x: Array, rng: np.random.Generator) -> Array:
+    """Each sample's resampled means from one set of resample counts, (samples, RESAMPLES)."""
+    n = x.shape[1]
+    counts = np.zeros((RESAMPLES, n))
+    np.add.at(counts, (np.arange(RESAMPLES)[:, None], rng.integers(0, n, (RESAMPLES, n))), 1)
+    return np.asarray(x @ counts.T / n)
+
+
+def _row_quantiles(values: Array, levels: Array) -> Array:
+    ordered = np.sort(values, 1)
+    position = np.clip(levels * (values.shape[1] - 1), 0, values.shape[1] - 1)
+    low = np.floor(position).astype(int)
+    high, weight = np.minimum(low + 1, values.shape[1] - 1), position - low
+    rows = np.arange(len(values))
+    return np.asarray((1 - weight) * ordered[rows, low] + weight * ordered[rows, high])
+
+
+def large_bca(x: Array, y: Array, alpha: float, rng: np.random.Generator
+              ) -> dict[str, tuple[Array, Array]]:
+    """BCa (SciPy's two-sample acceleration) and Hesterberg's expanded BCa from shared counts."""
+    n1, n2 = x.shape[1], y.shape[1]
+    resampled = _counted(x, rng) - _counted(y, rng)
+    mx, vx, _ = _moments(x)
+    my, vy, _ = _moments(y)
+    estimate = mx - my
+    share = ((resampled < estimate[:, None]).sum(1)
+             + (resampled <= estimate[:, None]).sum(1)) / (2 * RESAMPLES)
+    z0 = sps.norm.ppf(np.clip(share, 1e-9, 1 - 1e-9))
+    ux, uy = x - mx[:, None], my[:, None] - y  # (n - 1)(mean of the jackknife - each)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accel = np.nan_to_num(((ux ** 3).sum(1) / n1 ** 3 + (uy ** 3).sum(1) / n2 ** 3) / 6
+                              / ((ux ** 2).sum(1) / n1 ** 2 + (uy ** 2).sum(1) / n2 ** 2) ** 1.5)
+    a, b = vx / (n1 - 1), vy / (n2 - 1)  # s^2 / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        df = (a + b) ** 2 / (a ** 2 / (n1 - 1) + b ** 2 / (n2 - 1))
+        wider = np.sqrt((a + b) / (vx / n1 + vy / n2)) * sps.t.ppf(1 - alpha / 2, df)
+
+    def bca(z: Array) -> tuple[Array, Array]:
+        ends = [sps.norm.cdf(z0 + (z0 + q) / (1 - accel * (z0 + q))) for q in (-z, z)]
+        return _row_quantiles(resampled, ends[0]), _row_quantiles(resampled, ends[1])
+    return {"BCa": bca(np.full(len(x), sps.norm.ppf(1 - alpha / 2))),
+            "BCa expanded": bca(np.nan_to_num(wider, nan=sps.norm.ppf(1 - alpha / 2)))}
+
+
 def ours_ci(x: Array, y: Array, confidence: float,
             bounds: tuple[float, float] | None) -> tuple[Array, Array]:
     found = [stats.bootstrap_difference(a, b, confidence, bounds=bounds)
@@ -118,18 +194,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=4000)
     parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--large", action="store_true", help="20 to 200 items a group")
     args = parser.parse_args()
     alpha = 1 - args.confidence
     print("groups,n1,n2,method,coverage,miss_low,miss_high,median_width,width_over_welch")
-    for k, (name, (first, second, delta, bounds)) in enumerate(_groups().items()):
-        for n1, n2 in SIZES:
+    groups = _large_groups() if args.large else _groups()
+    for k, (name, (first, second, delta, bounds)) in enumerate(groups.items()):
+        for n1, n2 in LARGE_SIZES if args.large else SIZES:
             rng = np.random.default_rng([k, n1, n2])
             x, y = first(rng, (args.samples, n1)), second(rng, (args.samples, n2))
             welch = welch_ci(x, y, alpha)
             hall = hall_ci(x, y, alpha)
             found = {
                 "Welch": welch,
-                "BCa": bca_ci(x, y, args.confidence),
+                **(large_bca(x, y, alpha, rng) if args.large
+                   else {"BCa": bca_ci(x, y, args.confidence)}),
                 "Hall, normal quantiles": hall,
                 "Welch or Hall, the wider": (np.minimum(welch[0], hall[0]),
                                              np.maximum(welch[1], hall[1])),

@@ -1,6 +1,7 @@
 """Coverage and width of 95% intervals of a mean of a few items, skewed and not: the evidence
-for `biasscope.core.stats.skewed_t_interval`, the interval of `bootstrap_mean` below
-`stats.SMALL` items (docs/explanation/statistics.md, "A mean of a few items").
+for `biasscope.core.stats.skewed_t_interval`, the interval of `bootstrap_mean`
+(docs/explanation/statistics.md, "A mean of a few items"). ``--large`` runs 20 to 200 items
+instead, where `bootstrap_mean` was BCa until 2026-12: the evidence that it no longer is.
 
 Candidates: Student's t; Johnson's (1978) skewness-corrected t (its shift, the form in use,
 and with its quadratic term); Hall's (1992) cubic transformation of t with normal and with
@@ -10,6 +11,14 @@ t quantiles; the bootstrap-t (studentised); BCa; and biasscope's, t widened to H
 Usage (one core, about two minutes at 4000 samples)::
 
     PYTHONPATH=src python scripts/small_mean_intervals.py --samples 4000
+    PYTHONPATH=src python scripts/small_mean_intervals.py --large --samples 2000
+
+``--large`` (about two minutes at 2000 samples) compares t, BCa, Hesterberg's (2015) expanded
+BCa (its normal quantile replaced by sqrt(n/(n-1)) times t's, n - 1 degrees of freedom), the
+bootstrap-t and biasscope's over the realistic skewed items (JSD-like, a prompt's accuracy
+over 3 seeds, its mean rank over 3 seeds, lognormal) and two symmetric ones; its bootstraps
+draw one set of 1999 resamples a cell, shared by the cell's samples (each interval is still
+a bootstrap interval of its sample; the coverage is the same in expectation).
 
 Prints one CSV row per (items, n, method): coverage, misses below and above, the median
 width and the mean ratio of each sample's width to t's.
@@ -42,6 +51,19 @@ def _jsd(p: Array, q: Array) -> Array:
     return (kl(p, m) + kl(q, m)) / 2
 
 
+def _accuracy(r: np.random.Generator, s: tuple[int, int]) -> Array:
+    """A prompt's accuracy over 3 seeds (0, 1/3, 2/3, 1), its chance of being right Beta(2, 0.7):
+    a mostly right model, skewed left."""
+    return r.binomial(3, r.beta(2, 0.7, s)) / 3
+
+
+def _rank(r: np.random.Generator, s: tuple[int, int]) -> Array:
+    """A prompt's mean rank over 3 seeds: 1 + a lognormal (log-median 1, spread 1.3, the seeds'
+    0.3 about it), rounded, in a vocabulary of 50,277: mostly 2 to 10, now and then thousands."""
+    base = r.normal(1.0, 1.3, s)[..., None] + r.normal(0, 0.3, (*s, 3))
+    return np.minimum(np.exp(base).round() + 1, 50277).mean(-1)
+
+
 def _items() -> dict[str, tuple[Draw, float, tuple[float, float] | None]]:
     """name: (draw, true mean, bounds)."""
     big = np.random.default_rng(99)
@@ -67,7 +89,16 @@ def _items() -> dict[str, tuple[Draw, float, tuple[float, float] | None]]:
             pdiff, (-1.0, 1.0)),
         "difference of two t(3)": (lambda r, s: r.standard_t(3, s) - r.standard_t(3, s), 0.0,
                                    None),
+        "accuracy over 3 seeds": (_accuracy, float(_accuracy(big, (4_000_000,)).mean()),
+                                  (0.0, 1.0)),
+        "mean rank over 3 seeds": (_rank, float(_rank(big, (4_000_000,)).mean()),
+                                   (1.0, math.inf)),
     }
+
+
+#: The items ``--large`` runs: the realistic skewed ones, lognormal, and two symmetric.
+LARGE = ("normal", "JSD of two answers", "accuracy over 3 seeds", "mean rank over 3 seeds",
+         "lognormal(sigma 1)", "exponential", "difference of two t(3)")
 
 
 def _moments(x: Array) -> tuple[Array, Array, Array]:
@@ -152,19 +183,68 @@ def bca_ci(x: Array, alpha: float, rng: np.random.Generator) -> tuple[Array, Arr
     return np.concatenate(lows), np.concatenate(highs)
 
 
+def _counted(x: Array, rng: np.random.Generator) -> tuple[Array, Array]:
+    """One set of resample counts for every sample of the cell: the resampled means and sums
+    of squares, (samples, RESAMPLES) each."""
+    n = x.shape[1]
+    counts = np.zeros((RESAMPLES, n))
+    np.add.at(counts, (np.arange(RESAMPLES)[:, None], rng.integers(0, n, (RESAMPLES, n))), 1)
+    return x @ counts.T / n, (x ** 2) @ counts.T / n
+
+
+def _row_quantiles(values: Array, levels: Array) -> Array:
+    ordered = np.sort(values, 1)
+    position = np.clip(levels * (values.shape[1] - 1), 0, values.shape[1] - 1)
+    low = np.floor(position).astype(int)
+    high, weight, rows = np.minimum(low + 1, values.shape[1] - 1), position - low, np.arange(
+        len(values))
+    return (1 - weight) * ordered[rows, low] + weight * ordered[rows, high]
+
+
+def large_cis(x: Array, alpha: float, rng: np.random.Generator) -> dict[str, tuple[Array, Array]]:
+    """BCa, expanded BCa and the bootstrap-t from one shared set of resample counts."""
+    n = x.shape[1]
+    m, s, _ = _moments(x)
+    means, squares = _counted(x, rng)
+    share = ((means < m[:, None]).sum(1) + (means <= m[:, None]).sum(1)) / (2 * RESAMPLES)
+    z0 = sps.norm.ppf(np.clip(share, 1e-9, 1 - 1e-9))
+    d = x - m[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accel = np.nan_to_num((d ** 3).sum(1) / (6 * ((d ** 2).sum(1)) ** 1.5))
+
+    def bca(z: float) -> tuple[Array, Array]:
+        ends = [sps.norm.cdf(z0 + (z0 + q) / (1 - accel * (z0 + q))) for q in (-z, z)]
+        return _row_quantiles(means, ends[0]), _row_quantiles(means, ends[1])
+    se = s / math.sqrt(n)
+    spread = np.sqrt(np.maximum(squares - means ** 2, 0) * n / (n - 1)) / math.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (means - m[:, None]) / spread
+    t = np.where(np.isfinite(t), t, np.sign(means - m[:, None]) * 1e9)
+    t_low, t_high = (_row_quantiles(t, np.full(len(x), q)) for q in (alpha / 2, 1 - alpha / 2))
+    return {"BCa": bca(sps.norm.ppf(1 - alpha / 2)),
+            "BCa expanded": bca(math.sqrt(n / (n - 1)) * sps.t.ppf(1 - alpha / 2, n - 1)),
+            "bootstrap-t": (m - t_high * se, m - t_low * se)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=4000)
     parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--large", action="store_true", help="20 to 200 items")
     args = parser.parse_args()
     alpha = 1 - args.confidence
     print("items,n,method,coverage,miss_low,miss_high,median_width,width_over_t")
     for k, (name, (draw, mu, bounds)) in enumerate(_items().items()):
-        for n in (3, 5, 8, 12, 19):
+        if args.large and name not in LARGE:
+            continue
+        for n in (20, 30, 50, 100, 200) if args.large else (3, 5, 8, 12, 19):
             rng = np.random.default_rng([k, n])
             x = draw(rng, (args.samples, n))
             ours = [bootstrap_mean(row, args.confidence) for row in x]
-            found = {
+            found = {"t": t_ci(x, alpha), **large_cis(x, alpha, rng),
+                     "biasscope (t or Hall's, the wider)": (np.array([c.low for c in ours]),
+                                                             np.array([c.high for c in ours]))
+                     } if args.large else {
                 "t": t_ci(x, alpha),
                 "Johnson": johnson_ci(x, alpha, quadratic=False),
                 "Johnson, quadratic": johnson_ci(x, alpha, quadratic=True),

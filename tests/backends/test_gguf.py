@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,25 @@ def test_single_token_options_take_one_forward_with_the_same_scores(q8_file):
     fast, _ = generator.option_logprobs(request, single)
     general, _ = generator.option_logprobs(request, [*single, " doctor nurse"])
     assert [fast[o] for o in single] == pytest.approx([general[o] for o in single], abs=1e-5)
+
+
+def test_a_file_replaced_in_place_with_its_size_and_mtime_is_hashed_again(tmp_path):
+    """`file_sha256` kept a hash against path, size and mtime: another file of the same size
+    renamed over it with the old mtime, or bytes written into it and the mtime put back, kept
+    the old file's SHA-256 (and so its cache copy and saved tokenizer)."""
+    path = write_llama_gguf(tmp_path / "model.gguf", seed=0)
+    other = write_llama_gguf(tmp_path / "other.gguf", seed=1)
+    renamed = write_llama_gguf(tmp_path / "renamed.gguf", seed=2)
+    assert path.stat().st_size == other.stat().st_size == renamed.stat().st_size
+    mtime = path.stat().st_mtime_ns
+    time.sleep(0.25)  # settled: a later write must change its ctime
+    first = gguf_cache.file_sha256(path)
+    assert (str(path.resolve()), gguf_cache.stamp_of(path.stat())) in gguf_cache._hashes  # kept
+
+    path.write_bytes(other.read_bytes())  # the same inode, other bytes
+    os.utime(path, ns=(mtime, mtime))
+    assert gguf_cache.file_sha256(path) == gguf_cache.file_sha256(other) != first
+
+    os.utime(renamed, ns=(mtime, mtime))
+    os.replace(renamed, path)  # another inode
+    assert gguf_cache.file_sha256(path) not in (first, gguf_cache.file_sha256(other))

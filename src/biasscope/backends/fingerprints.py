@@ -47,7 +47,7 @@ from typing import Any
 from biasscope.backends.gguf import provenance
 from biasscope.backends.loading import PICKLE_WEIGHTS, TOKENIZER_FILES
 from biasscope.core import steps
-from biasscope.core.digest import file_sha256
+from biasscope.core.digest import Stamp, file_sha256, settled, stamp_of
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.numbers import num
 from biasscope.core.processes import HOST
@@ -64,10 +64,6 @@ _CODE = ("*.py", "additional_chat_templates/*.jinja")
 #: Files the generation defaults come from: no part of the tokenizer (`tokenizer_files`).
 _NOT_TOKENIZER = ("generation_config.json",)
 _COMMIT = re.compile(r"[0-9a-f]{40}")  # a revision that is a commit: pinned, cannot move
-
-#: What a cached hash is checked against: size, mtime, ctime, inode, device.
-Stamp = tuple[int, int, int, int, int]
-
 
 def cache_path() -> Path:
     """``$BIASSCOPE_FINGERPRINT_CACHE``, else ``~/.cache/biasscope/fingerprints.json``."""
@@ -122,17 +118,6 @@ def hub_commit(source: str, revision: str | None) -> str | None:
     if not isinstance(found, str) or Path(found).parent.parent.name != "snapshots":
         return None
     return Path(found).parent.name
-
-
-def stamp_of(stat: os.stat_result) -> Stamp:
-    return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev)
-
-
-def settled(stat: os.stat_result, now_ns: int) -> bool:
-    """Whether any later write must change the file's ctime: it lies further back than the
-    timestamps' resolution (2 s where they are whole seconds, else 0.1 s: a kernel tick)."""
-    resolution = 2_000_000_000 if stat.st_ctime_ns % 1_000_000_000 == 0 else 100_000_000
-    return now_ns - stat.st_ctime_ns > resolution
 
 
 def _keyed(file: Path) -> tuple[str, Stamp]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from biasscope.core import digest, steps
+from biasscope.core.digest import Stamp, settled, stamp_of
 from biasscope.core.errors import ModelError, install_hint
 from biasscope.core.imports import installed_version
 from biasscope.core.processes import HOST, alive
@@ -34,7 +35,7 @@ SUFFIX = ".gguf"
 PROVENANCE = "gguf.json"
 #: Not architectures: transformers' GGUF tables also list these sections.
 _NOT_ARCHITECTURES = {"general", "tokenizer"}
-_hashes: dict[tuple[str, int, int], str] = {}
+_hashes: dict[tuple[str, Stamp], str] = {}
 # ``.<sha256[:16]>-<host>~<pid>-<random>``; older biasscope wrote ``.<sha256[:16]>-<random>``.
 _SCRATCH = re.compile(r"^\.[0-9a-f]{16}-(?:(?P<host>[A-Za-z0-9-]+)~(?P<pid>\d+)-)?[^/]*$")
 _ABANDONED_S = 24 * 3600  # an old-style scratch folder untouched this long is a dead one's
@@ -51,15 +52,22 @@ def cache_root() -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    """The file's SHA-256, computed once per process for an unchanged file."""
+    """The file's SHA-256, computed once per process for an unchanged file: kept against its
+    size, mtime, ctime, inode and device (`digest.stamp_of`), as the fingerprint cache keeps
+    a weight file's, so another file renamed over it, or bytes written into it that keep its
+    size and mtime, are hashed again."""
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    key = (str(path.resolve()), stamp_of(stat))
     if key not in _hashes:
         if stat.st_size >= steps.LARGE_FILE:
             from biasscope.core.numbers import num  # NumPy: `dynamics --help` imports this module
 
             say(f"hashing {path.name} ({num(stat.st_size / 2**20, 0)} MiB)")
-        _hashes[key] = digest.file_sha256(path)
+        sha = digest.file_sha256(path)
+        after = path.stat()
+        if stamp_of(after) != key[1] or not settled(after, time.time_ns()):
+            return sha  # changed while read, or a later write could keep its stamp: not kept
+        _hashes[key] = sha
     return _hashes[key]
 
 

@@ -37,3 +37,20 @@ def file_sha256(path: str | os.PathLike[str], stop: threading.Event | None = Non
     except OSError as exc:
         raise BiasscopeError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return digest.hexdigest()
+
+
+#: What a file's hash is kept against: size, mtime, ctime, inode, device. Any write to the file
+#: (one that keeps its size and mtime too) changes its ctime, and another file renamed over it
+#: its inode.
+Stamp = tuple[int, int, int, int, int]
+
+
+def stamp_of(stat: os.stat_result) -> Stamp:
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev)
+
+
+def settled(stat: os.stat_result, now_ns: int) -> bool:
+    """Whether any later write must change the file's ctime: it lies further back than the
+    timestamps' resolution (2 s where they are whole seconds, else 0.1 s: a kernel tick)."""
+    resolution = 2_000_000_000 if stat.st_ctime_ns % 1_000_000_000 == 0 else 100_000_000
+    return now_ns - stat.st_ctime_ns > resolution

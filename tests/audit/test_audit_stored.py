@@ -70,7 +70,7 @@ def test_a_rerun_with_every_unit_stored_converts_no_gguf_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its cache copy gone (another $BIASSCOPE_GGUF_CACHE), a GGUF model's tokenizer (whether
     it has a chat template, for run.json) is read from the file: before, reading it converted
-    the whole file first."""
+    the whole file first. It is kept alone in the cache, and the next rerun reads it there."""
     pytest.importorskip("gguf")
     import biasscope.backends.gguf as gguf
     from gguf_fixture import write_llama_gguf
@@ -86,9 +86,12 @@ def test_a_rerun_with_every_unit_stored_converts_no_gguf_file(
     loads = loads_counted(monkeypatch, fail=True)
     monkeypatch.setattr(gguf, "_convert", lambda *_: loads.append("converted"))
     assert main(argv) == 0
-    assert loads == [] and not (tmp_path / "there").exists()
+    assert loads == [] and [p.name for p in (tmp_path / "there").iterdir()] == [gguf.TOKENIZERS]
     pd.testing.assert_frame_equal(records(out), before)
     assert probes(out) == summary
+    monkeypatch.setattr(gguf, "_tokenizer", lambda *_: loads.append("read from the metadata"))
+    assert main(argv) == 0
+    assert loads == [] and probes(out) == summary
 
 
 def test_a_rerun_with_a_unit_missing_loads_the_model_once(

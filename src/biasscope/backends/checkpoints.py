@@ -102,14 +102,15 @@ def recorded_source(ckpt: Checkpoint) -> str:
 def gguf_identity(ckpt: Checkpoint) -> dict[str, str]:
     """What names a GGUF checkpoint's model, whatever its cache copy: the file (``gguf_file``),
     its SHA-256 and quantisation; read from the cache copy's `provenance`, or before there is
-    one from the file's header (nothing converted or loaded). {} for any other checkpoint."""
+    one from the file's header (`gguf.header`: its saved tokenizer's record, else the file;
+    nothing converted or loaded). {} for any other checkpoint."""
     if not (is_gguf(ckpt.identity) and ckpt.fingerprint):
         return {}
     made = provenance(ckpt.source)
     if made is None:
-        from biasscope.backends.gguf import read_header
+        from biasscope.backends.gguf import header
 
-        made = {"quantization": read_header(Path(ckpt.identity))["quantization"]}
+        made = {"quantization": header(Path(ckpt.identity), ckpt.fingerprint)["quantization"]}
     return {"gguf_file": ckpt.identity, "gguf_sha256": ckpt.fingerprint,
             "gguf_quantization": str(made.get("quantization"))}
 

@@ -10,6 +10,14 @@ loads that directory in seconds. The directory is written under a temporary name
 host and process id) and renamed into place, so a conversion that is killed leaves no half
 cache behind; its temporary folder is removed by the next use of the same file, once no live
 process owns it.
+
+Its tokenizer is also kept alone, in ``tokenizers/<sha256>/``: transformers builds it from the
+file's metadata, 45 s for Gemma 3's 262k tokens, and a call that needs the tokenizer without the
+weights (a judge's answer keys, an audit's chat template, every answer of theirs stored) reads it
+there where the converted copy is gone. It is written as the copy is (a temporary folder renamed
+into place) with ``gguf-tokenizer.json`` last: the file's SHA-256 and header, and each saved
+file's size and SHA-256, checked before it is read. A conversion copies those files. Where the
+cache cannot be written, the tokenizer is read from the metadata each time, as before.
 """
 
 from __future__ import annotations
@@ -26,16 +34,21 @@ from typing import Any
 
 from biasscope.core import digest, steps
 from biasscope.core.digest import Stamp, settled, stamp_of
-from biasscope.core.errors import ModelError, install_hint
+from biasscope.core.errors import BiasscopeError, ModelError, install_hint
 from biasscope.core.imports import installed_version
 from biasscope.core.processes import HOST, alive
 from biasscope.core.steps import say
 
 SUFFIX = ".gguf"
 PROVENANCE = "gguf.json"
+TOKENIZERS = "tokenizers"  # <cache>/tokenizers/<sha256>/: a file's tokenizer alone
+SAVED_TOKENIZER = "gguf-tokenizer.json"  # written last: what the folder was saved from
 #: Not architectures: transformers' GGUF tables also list these sections.
 _NOT_ARCHITECTURES = {"general", "tokenizer"}
 _hashes: dict[tuple[str, Stamp], str] = {}
+_headers: dict[str, dict[str, str]] = {}  # by SHA-256: reading one takes 10 s for Gemma 3
+#: What transformers raises on a tokenizer it cannot read or save.
+_TOKENIZER_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, NotImplementedError)
 # ``.<sha256[:16]>-<host>~<pid>-<random>``; older biasscope wrote ``.<sha256[:16]>-<random>``.
 _SCRATCH = re.compile(r"^\.[0-9a-f]{16}-(?:(?P<host>[A-Za-z0-9-]+)~(?P<pid>\d+)-)?[^/]*$")
 _ABANDONED_S = 24 * 3600  # an old-style scratch folder untouched this long is a dead one's
@@ -109,6 +122,18 @@ def read_header(path: Path) -> dict[str, str]:
             "name": name if isinstance(name, str) else path.stem}
 
 
+def header(path: Path, sha: str) -> dict[str, str]:
+    """`read_header` of the file whose SHA-256 is ``sha``: from its saved tokenizer's record
+    where there is one (parsing the header of a large vocabulary takes seconds), else read,
+    once per process."""
+    if sha not in _headers:
+        saved = _saved_record(cache_root() / TOKENIZERS / sha, sha)
+        known = {k: saved[k] for k in ("architecture", "quantization", "name")
+                 if isinstance(saved.get(k), str)} if saved else {}
+        _headers[sha] = known if len(known) == 3 else read_header(path)
+    return _headers[sha]
+
+
 def supported_architectures() -> list[str]:
     """The GGUF architectures this transformers can dequantise."""
     try:
@@ -140,15 +165,15 @@ def converted(path: str | os.PathLike[str]) -> Path:
     remove_stale_scratch(root, sha)
     if (target / PROVENANCE).is_file():
         return target
-    header = read_header(path)
-    _check_architecture(path, header["architecture"])
+    found = header(path, sha)
+    _check_architecture(path, found["architecture"])
     root.mkdir(parents=True, exist_ok=True)
 
-    scratch = Path(tempfile.mkdtemp(prefix=f".{sha[:16]}-{HOST}~{os.getpid()}-", dir=root))
+    scratch = _scratch(root, sha)
     try:
-        _convert(path, header, scratch)
+        _convert(path, found, scratch)
         (scratch / PROVENANCE).write_text(json.dumps(
-            {"file": path.name, "sha256": sha, "size": path.stat().st_size, **header,
+            {"file": path.name, "sha256": sha, "size": path.stat().st_size, **found,
              "dtype": "float32", "versions": _versions()}, indent=1) + "\n")
         try:
             scratch.rename(target)
@@ -161,30 +186,121 @@ def converted(path: str | os.PathLike[str]) -> Path:
 
 
 def read_tokenizer(path: str | os.PathLike[str]) -> Any:
-    """The tokenizer ``path`` holds, read from its metadata without converting the file: a
-    judge whose every answer is stored needs its keys' token ids, not the weights a
-    conversion dequantises (minutes)."""
+    """The tokenizer ``path`` holds, without converting the file: a judge whose every answer
+    is stored needs its keys' token ids, not the weights a conversion dequantises (minutes).
+    Read from the files saved in the cache (`saved_tokenizer`), else from the file itself."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise ModelError(f"GGUF file {path} does not exist")
-    _check_architecture(path, read_header(path)["architecture"])
+    folder, tokenizer = saved_tokenizer(path)
+    return _load(folder, path) if folder is not None else tokenizer
+
+
+def saved_tokenizer(path: Path) -> tuple[Path | None, Any]:
+    """The folder in the cache holding the tokenizer of ``path`` as ``save_pretrained`` wrote
+    it (saved now from the file's metadata where it is not there yet), and None; or, where the
+    cache cannot be written, None and the tokenizer read from the metadata."""
     from biasscope.backends.lazy import require_torch
 
     require_torch()
+    sha = file_sha256(path)
+    parent = cache_root() / TOKENIZERS
+    folder = parent / sha
+    if _intact(folder, sha):
+        return folder, None
+    found = header(path, sha)
+    _check_architecture(path, found["architecture"])
     if path.stat().st_size >= steps.LARGE_FILE:
-        say(f"reading the tokenizer of {path.name}")
+        say(f"reading the tokenizer of {path.name} (kept in {parent}/ for later calls)")
     try:
-        return _tokenizer(path)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError, NotImplementedError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"cannot read the tokenizer of {path.name}: {first}") from None
+        tokenizer = _tokenizer(path)
+    except _TOKENIZER_ERRORS as exc:
+        raise ModelError(f"cannot read the tokenizer of {path.name}: {_first(exc)}") from None
+    try:
+        _save_tokenizer(tokenizer, path, sha, found, parent)
+    except (OSError, BiasscopeError, *_TOKENIZER_ERRORS):  # a cache that cannot be written
+        return None, tokenizer
+    return folder, None
+
+
+def _save_tokenizer(tokenizer: Any, path: Path, sha: str, found: dict[str, str],
+                    parent: Path) -> None:
+    """Write ``tokenizer`` into ``parent/<sha>`` whole or not at all (`converted`'s way),
+    with the record `_intact` checks it against, written last."""
+    parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_scratch(parent, sha)
+    scratch = _scratch(parent, sha)
+    try:
+        tokenizer.save_pretrained(str(scratch))
+        files = {f.relative_to(scratch).as_posix(): [f.stat().st_size, digest.file_sha256(f)]
+                 for f in sorted(scratch.rglob("*")) if f.is_file()}
+        (scratch / SAVED_TOKENIZER).write_text(json.dumps(
+            {"file": path.name, "sha256": sha, **found, "files": files,
+             "versions": _versions()}, indent=1) + "\n")
+        if (parent / sha).exists():  # a damaged one (`_intact` said so): replaced
+            shutil.rmtree(parent / sha, ignore_errors=True)
+        try:
+            scratch.rename(parent / sha)
+        except OSError:  # another process saved the same file's first: use its copy
+            if not _intact(parent / sha, sha):
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _saved_record(folder: Path, sha: str) -> dict[str, Any] | None:
+    """A saved tokenizer's record, if it is of the file ``sha``."""
+    try:
+        record = json.loads((folder / SAVED_TOKENIZER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("sha256") == sha else None
+
+
+def _intact(folder: Path, sha: str) -> bool:
+    """Whether ``folder`` holds the tokenizer of the file ``sha`` as saved: its record names
+    the file, and every file it lists has the size and SHA-256 it was written with."""
+    record = _saved_record(folder, sha)
+    files = record.get("files") if record else None
+    if not isinstance(files, dict) or not files:
+        return False
+    try:
+        return all(isinstance(seen, list) and len(seen) == 2
+                   and (folder / name).stat().st_size == seen[0]
+                   and digest.file_sha256(folder / name) == seen[1]
+                   for name, seen in files.items())
+    except (OSError, BiasscopeError):
+        return False
+
+
+def _load(folder: Path, path: Path) -> Any:
+    """The tokenizer saved in ``folder``, loaded as a converted copy's is."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(folder))
+    except _TOKENIZER_ERRORS as exc:
+        raise ModelError(f"cannot read the tokenizer of {path.name} saved in {folder}: "
+                         f"{_first(exc)}; delete that folder to read it again from the "
+                         "file") from None
 
 
 def _tokenizer(path: Path) -> Any:
-    """The one reading of a file's tokenizer: the cache copy's files are it, saved."""
+    """The one reading of a file's tokenizer from its metadata: the saved files are it."""
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+
+
+def _first(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _scratch(parent: Path, sha: str) -> Path:
+    """A new temporary folder in ``parent`` for the file ``sha``, named as
+    `remove_stale_scratch` tells a dead process's."""
+    return Path(tempfile.mkdtemp(prefix=f".{sha[:16]}-{HOST}~{os.getpid()}-", dir=parent))
 
 
 def remove_stale_scratch(root: Path, sha: str) -> list[Path]:
@@ -240,7 +356,12 @@ def _convert(path: Path, header: dict[str, str], out: Path) -> None:
     started = time.monotonic()
     folder, name = str(path.parent), path.name
     try:
-        _tokenizer(path).save_pretrained(str(out))
+        saved, tokenizer = saved_tokenizer(path)  # its files copied: read once, kept alone
+        if saved is None:
+            tokenizer.save_pretrained(str(out))
+        for file in (_saved_record(saved, saved.name) or {}).get("files", {}) if saved else ():
+            (out / file).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(saved / file, out / file)
         say(f"  tokenizer converted ({time.monotonic() - started:.0f} s); dequantising the "
             "weights")
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name,

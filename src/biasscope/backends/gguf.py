@@ -304,9 +304,10 @@ def _scratch(parent: Path, sha: str) -> Path:
 
 
 def remove_stale_scratch(root: Path, sha: str) -> list[Path]:
-    """Delete the temporary folders of killed conversions of the file ``sha``: those of a
-    dead process on this host, and old-style ones (no process id) untouched for a day. A
-    conversion still running, here or on another host sharing the cache, keeps its folder."""
+    """Delete the temporary folders in ``root`` of killed conversions (or tokenizer saves) of
+    the file ``sha``: those of a dead process on this host, and old-style ones (no process id)
+    untouched for a day. One still running, here or on another host sharing the cache, keeps
+    its folder."""
 
     removed = []
     for path in root.glob(f".{sha[:16]}-*") if root.is_dir() else []:

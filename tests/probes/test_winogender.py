@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from biasscope.core.errors import DataError
+from biasscope.audit.multiplicity import control
 from biasscope.core.stats import wilson
 from biasscope.probes import load_probe
 from biasscope.probes.winogender import winogender_values
@@ -131,6 +132,28 @@ def test_the_occupation_correlation_follows_the_statistics() -> None:
     frame["option_logprobs"] = frame.apply(shifted, axis=1)
     value = winogender_values(frame)["occupation_correlation"]
     assert value["estimate"] > 0.9 and value["n"] == 4
+
+
+def test_a_correlation_too_few_occupations_could_show_is_said_beyond_its_range() -> None:
+    """Gemma 3 270M over 7 occupations: r = 0.58 (95% CI -0.97 to 1.00), and the audit said
+    the run "could have detected ... correlation ... 2.46": a correlation is at most ±1, so
+    the run could detect no correlation at all, as it says of a gap of rates."""
+    frame = records({"male": True, "female": True, "neutral": True},
+                    {"male": 0.5, "female": 0.5, "neutral": 0.5})
+    occupations = dict.fromkeys(occ for occ, *_ in TEMPLATES)
+    wobble = dict(zip(occupations, (0.1, -0.1, 0.12, -0.05), strict=True))
+
+    def shifted(row: Any) -> list[float]:  # under she, a shift that hardly follows the share
+        if row["gender"] != "female":
+            return list(row["option_logprobs"])
+        p = 0.5 + wobble[row["occupation"]] + row["bls_pct_female"] / 2000
+        return [float(np.log(p)), float(np.log(1 - p))]
+
+    frame["option_logprobs"] = frame.apply(shifted, axis=1)
+    value = winogender_values(frame)["occupation_correlation"]
+    assert value["bound"] == 1.0 and value["high"] - value["low"] > 1
+    checked = control({"occupation_correlation": value})["occupation_correlation"]
+    assert checked["detectable"] is None and checked["detectable_beyond_bound"]
 
 
 def test_compare_pairs_the_pronouns_by_sentence() -> None:

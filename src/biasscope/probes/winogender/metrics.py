@@ -108,7 +108,8 @@ def pronoun_jsd(frame: pd.DataFrame) -> pd.Series:
 def occupation_correlation(frame: pd.DataFrame, n_resamples: int = 2000,
                            confidence: float = 0.95) -> dict[str, Any]:
     """Pearson's r over occupations between the BLS share of women and P(occupation) under
-    "she" minus under "he" (averaged over the occupation's sentences)."""
+    "she" minus under "he" (averaged over the occupation's sentences); ``bound`` 1, as no r
+    lies beyond ±1 (`audit.multiplicity`)."""
     shift = gap(frame, "p_occupation", ("female",), ("male",))
     first = frame.drop_duplicates("key").set_index("key")
     per = pd.DataFrame({"shift": shift, "occupation": first["occupation"].reindex(shift.index),
@@ -125,7 +126,7 @@ def occupation_correlation(frame: pd.DataFrame, n_resamples: int = 2000,
             draws.append(np.corrcoef(x[idx], y[idx])[0, 1])
     ci = percentile_interval(float(r), np.asarray(draws, dtype=np.float64), confidence)
     return step_value({"estimate": ci.estimate, "low": ci.low, "high": ci.high, "n": len(x)},
-                      p_value=plain(float(p)), effect_size=plain(float(r)))
+                      p_value=plain(float(p)), effect_size=plain(float(r)), bound=1.0)
 
 
 def winogender_values(records: pd.DataFrame, confidence: float = 0.95,

@@ -85,6 +85,21 @@ def test_each_job_records_its_kind_and_its_renderer_shows_it(
     assert page == tmp_path / "again.html" and page.is_file() and published is None
 
 
+@pytest.mark.parametrize("kind", ["audit", "judge", "judge-audit", "sensitivity",
+                                  "counterfactual"])
+def test_a_run_stopped_before_its_summary_names_the_command_that_finishes_it(
+        kind: str, tmp_path: Path) -> None:
+    """An audit of Gemma 3 270M stopped by Ctrl-C after its first probe: `biasscope report`
+    said "run `biasscope audit` first", and the same of a judge's or judge-audit's run."""
+    root = tmp_path / "run"
+    start_run(RunStore(root), kind, lambda _: {"model": "m"})
+    with pytest.raises(BiasscopeError, match=rf"has no summary.json yet .*: run `biasscope "
+                                             rf"{kind} --out {root}` again with the run's other "
+                                             "flags to finish it; what it stored is kept$"):
+        render(root)
+    assert not (root / "report.html").exists()
+
+
 @pytest.mark.parametrize(("run", "kind"), [("dynamics", "dynamics"), ("responses", "audit"),
                                            ("sensitivity", "sensitivity")])
 def test_old_runs_read_with_their_kind(run: str, kind: str) -> None:

@@ -96,10 +96,17 @@ def _summary(writer: str, again: str | None = None) -> Renderer:
     written after its new report, it would say less than summary.json. Analysis settings
     given are refused, not ignored: ``again``, the command whose rerun summarises the run's
     stored answers at other levels (``--confidence``, ``--resamples``), is named. A level
-    too fine for the resamples is said on stderr, as the job said it (`_warn_thin`)."""
+    too fine for the resamples is said on stderr, as the job said it (`_warn_thin`). A run
+    stopped before its summary (Ctrl-C, a kill) is named with the command that finishes it:
+    the writers' own line named `biasscope audit` for a judge's run too."""
     def render(store: RunStore, out: Path | None, analysis: Any, _data_dir: Any) -> Path:
         if analysis:
             _refuse_analysis(store, analysis, again)
+        if again and not store.summary_json.is_file():
+            raise BiasscopeError(
+                f"{store.root} has no summary.json yet (its `biasscope {again}` stopped before "
+                f"writing it): run `biasscope {again} --out {store.root}` again with the run's "
+                "other flags to finish it; what it stored is kept")
         write = _named(writer)
         with run_lock(store) if out is None else contextlib.nullcontext():
             page = Path(write(store, out))

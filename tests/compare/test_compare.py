@@ -252,6 +252,28 @@ def test_the_same_run_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["compare", "a run", "copy", "--out", "cmp"]) == 0
 
 
+def test_an_audit_of_next_token_and_asked_probes_is_named_by_its_model(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An audit of Winogender (next-token units, which record their model) beside BBQ and
+    professional bias (asked units, which do not): compare named run A "nan" in every
+    sentence ("bbq BBQ bias score, ambiguous, nan − gemma-3-270m-q4_k_m: ...")."""
+    runs = []
+    for name, mixed in (("a", True), ("b", False)):
+        root = tmp_path / name
+        root.mkdir()
+        write_json(root / "run.json", {"schema": "biasscope.run/1", "kind": "audit",
+                                       "model": "gemma"})
+        asked = winobias_records(150, model="gemma", step=None).drop(columns=["model"])
+        RunStore(root).write_unit(Unit("gemma", "main", "winobias-gender", 0), asked)
+        if mixed:  # a unit of another probe whose rows name the model
+            other = winobias_records(2, model="gemma", step=None).assign(probe="winogender")
+            RunStore(root).write_unit(Unit("gemma", "main", "winogender", 0), other)
+        runs.append(str(root))
+    assert main(["compare", *runs, "--out", str(tmp_path / "cmp")]) == 0
+    said = capsys.readouterr()
+    assert "gemma − gemma" in said.out + said.err and "nan" not in said.out + said.err
+
+
 def test_a_run_without_records_is_said_with_its_flag(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     empty = tmp_path / "empty"

@@ -76,8 +76,9 @@ def _number(text: str, where: str) -> float:
 
 
 def records(run: str, flag: str = "") -> pd.DataFrame:
-    """A run's records, with the run's model as ``model`` where units have none (audit);
-    ``flag``: the option that named the run, for errors (``--pilot``)."""
+    """A run's records, with the run's model as ``model`` where units have none (an audit's
+    asked probes; its next-token probes' units name it, so an audit of both holds rows with
+    and without); ``flag``: the option that named the run, for errors (``--pilot``)."""
     path, named = Path(run.removeprefix("file://")), f"{flag} {run}" if flag else run
     if not is_remote(run) and not path.is_dir():
         state = "is a file" if path.exists() else "does not exist"
@@ -91,8 +92,9 @@ def records(run: str, flag: str = "") -> pd.DataFrame:
     if frame.empty:
         raise BiasscopeError(f"{named} has no records yet: give a run that has scored "
                              "something (or rerun the command that made it, if it stopped)")
-    if "model" not in frame:
-        frame["model"] = str(store.read_json("run.json").get("model", Path(run).name))
+    if "model" not in frame or frame["model"].isna().any():
+        model = str(store.read_json("run.json").get("model", Path(run).name))
+        frame["model"] = frame["model"].fillna(model) if "model" in frame else model
     return frame
 
 

@@ -180,6 +180,27 @@ def test_metrics_significant_direction():
     assert any("the flips favour men (significant" in s for s in out["sentences"])
 
 
+def test_metrics_of_pairs_none_of_which_flips_are_no_certainty():
+    """Gemma 3 270M answered both versions of every one of 6 pairs alike: "the demographic
+    parity difference is 0 (90% CI 0 to 0) and the equalized odds difference 0 (0 to 0)". A
+    gap over pairs is at most the share of pairs that flip (among a label's, for a rate's),
+    0 of n, whose Wilson interval bounds it."""
+    from biasscope.core.stats import wilson
+
+    items = pair_items([("Male", "yes"), ("Female", "yes")] + [("Male", "no")] * 4)
+    out = adult.pair_metrics(records(items, ["no"] * len(items)), confidence=0.9)
+    h = out["headline"]
+    dp, eo = h["demographic_parity_difference"], h["equalized_odds_difference"]
+    assert (dp["estimate"], dp["low"], dp["n"]) == (0, 0, 6)
+    assert dp["high"] == pytest.approx(wilson(0, 6, 0.9)["high"])
+    assert (eo["estimate"], eo["low"]) == (0, 0)
+    assert eo["high"] == pytest.approx(wilson(0, 2, 0.9)["high"])  # the 2 pairs of a true yes
+    said = " ".join(out["sentences"])
+    assert "0 (90% CI 0 to 0)" not in said and "0 (0 to 0)" not in said
+    some = adult.pair_metrics(records(items, ["yes", "no"] + ["no"] * 10))  # one flip
+    assert some["headline"]["demographic_parity_difference"]["high"] <= 1
+
+
 def test_metrics_without_complete_pairs():
     items = pair_items([("Male", "yes")])
     out = adult.pair_metrics(records(items, ["I'm sorry, I can't.", "maybe"]))

@@ -284,6 +284,28 @@ def fairness_gaps(frame: pd.DataFrame, confidence: float = 0.95, n_resamples: in
     return out
 
 
+def _none_flipped(gaps: dict[str, dict[str, Any]], paired: pd.DataFrame, confidence: float
+                  ) -> None:
+    """The gaps over complete pairs of which none flips, given width in place. Each pair holds
+    one man and one woman, so a gap is at most the share of pairs that flip (among those of a
+    true label, for a rate's gap), 0 of n here, whose Wilson interval bounds it: a bootstrap of
+    pairs that all agree gives "0 (95% CI 0 to 0)", a certainty n pairs do not have (as
+    `stats.none_differ` says of paired differences)."""
+    def bound(n: int) -> float:
+        return float(wilson(0, n, confidence)["high"])
+
+    def high_of(among: pd.DataFrame) -> float:
+        return bound(among["pair"].nunique())
+
+    dpd, eod = gaps["demographic_parity_difference"], gaps["equalized_odds_difference"]
+    if dpd.get("n", 0) > 1:
+        dpd.update(low=0.0, high=high_of(paired))
+    labels = paired.groupby("pair")["answer_label"].nunique()
+    if eod.get("n", 0) > 1 and math.isfinite(eod["estimate"]) and labels.eq(1).all():
+        eod.update(low=0.0, high=max(high_of(paired[paired["answer_label"] == label])
+                                     for label in OPTIONS))
+
+
 def read_answers(records: pd.DataFrame) -> pd.DataFrame:
     """The records with ``pred`` (NaN when no option was picked) and disjoint ``refused`` /
     ``unparsed`` flags (a failed request counts as unparsed)."""
@@ -332,8 +354,10 @@ def pair_metrics(records: pd.DataFrame, confidence: float = 0.95, n_resamples: i
         "p_value_of": "which sex the flips favour"}}
     parsed = frame[frame["pred"].notna()]
     by_sex = _by_sex(frame, headline, confidence)
-    gaps = fairness_gaps(parsed[parsed["pair"].isin(pairs.index[pairs["complete"]])],
-                         confidence, n_resamples)
+    paired = parsed[parsed["pair"].isin(pairs.index[pairs["complete"]])]
+    gaps = fairness_gaps(paired, confidence, n_resamples)
+    if complete and not flips:
+        _none_flipped(gaps, paired, confidence)
     original = fairness_gaps(parsed[parsed["variant"] == "original"], confidence, n_resamples)
     headline.update(gaps)
     headline["refusal_rate"] = wilson(int(frame["refused"].sum()), len(frame), confidence)

@@ -170,6 +170,30 @@ def test_a_rerun_that_scores_nothing_leaves_run_json_as_it_was(checkpoint_dirs, 
     assert main(args) == 0, capsys.readouterr().err  # the run resumes as it was
 
 
+def test_a_run_resumes_with_the_first_token_its_error_asked_for(checkpoint_dirs, tmp_path,
+                                                                capsys):
+    """Gemma's units stored, then a tiny checkpoint's 4-token ' lawyer' refused with "pass
+    --first-token": the rerun with it was refused ("made with a different 'first_token'").
+    Without it no unit holds an option of several tokens, so the units stored score the same
+    with it; turning it off again stays refused."""
+    from winobias_fixture import write_winobias
+    from winogender_fixture import write_winogender
+
+    data, out = write_winogender(write_winobias(tmp_path / "data")), tmp_path / "run"
+    args = dynamics_args(checkpoint_dirs, data, out, seeds="0")
+    assert main(args) == 0
+    stored = {p.name: p.read_bytes() for p in (out / "records").glob("*.parquet")}
+    assert main([*args, "--probe", "winobias-gender,winogender"]) == 2
+    assert "pass --first-token" in capsys.readouterr().err
+    both = [*args, "--probe", "winobias-gender,winogender", "--first-token"]
+    assert main(both) == 0, capsys.readouterr().err
+    assert json.loads((out / "run.json").read_text())["settings"]["first_token"] is True
+    assert all((out / "records" / name).read_bytes() == data_ for name, data_ in stored.items())
+    assert len(list((out / "records").glob("*winogender*.parquet"))) == 3
+    assert main(args) == 2
+    assert "different 'first_token' (true then, false now)" in capsys.readouterr().err
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "biasscope", *args], capture_output=True,
                           text=True, timeout=300)

@@ -18,7 +18,7 @@ import datetime as dt
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -241,7 +241,8 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
     if "limit" not in before and "limit" in previous:  # runs from before limits were settings
         before["limit"] = previous["limit"]
     _refuse_other_limit(store, before, settings)
-    merged = merge_settings(store.run_json, before, settings, grow=_GROW, added=_ADDED)
+    merged = merge_settings(store.run_json, _first_token_added(before, settings), settings,
+                            grow=_GROW, added=_ADDED)
     known = _migrate(store, previous)
     checkpoints = distinct(config.checkpoints, known)
     _refuse_twins(known, checkpoints, say=True)
@@ -253,6 +254,18 @@ def _merge(store: RunStore, previous: dict[str, Any] | None, settings: dict[str,
     return {**previous, "schema": RUN_SCHEMA, "updated": _now(), "settings": merged,
             "seeds": sorted(set(previous.get("seeds", [])) | set(config.seeds)),
             "limit": config.limit, "checkpoints": entries}, checkpoints
+
+
+def _first_token_added(before: dict[str, Any], now: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's settings with ``first_token`` on where ``now`` turns it on. Without it an
+    option of several tokens is refused before any unit of its checkpoint is written, so every
+    unit the run holds scores the same with it: a sweep that stored Gemma's units, then stopped
+    at a tiny checkpoint's 4-token ' lawyer', resumes with the --first-token its error asked
+    for (as an audit does, `audit.harness.recorded`). Turning it off stays refused: the run may
+    hold first-token scores."""
+    if before.get("first_token") is False and now.get("first_token") is True:
+        return {**before, "first_token": True}
+    return before
 
 
 def _refuse_other_limit(store: RunStore, before: dict[str, Any], now: dict[str, Any]) -> None:

@@ -115,6 +115,27 @@ def test_pro_anti_is_paired_and_tested(snapshot_run: Path, bls_dir: Path) -> Non
     assert any("at its one checkpoint (step 7)" in s for s in result["sentences"])
 
 
+def test_a_snapshot_rank_gap_is_said_at_its_checkpoint_not_at_a_step(
+        tmp_path: Path, winobias: Probe, bls_dir: Path) -> None:
+    """Gemma 3 270M's GGUF file, alone in a run: "at 1 of 1 checkpoints (step 0) the Average
+    Rank gap is significant ..."; it has no step (its gap sentence says "at its checkpoint")."""
+    store = RunStore(tmp_path / "run")
+    ckpt = Checkpoint("gemma", str(tmp_path), None, None)
+    init_run(store, [winobias], SweepConfig([ckpt], store.root, [0, 1],
+                                            comparable={"dtype": "auto", "first_token": False}))
+    for seed in (0, 1):  # "male" a hair ahead of "female" on every prompt
+        items = winobias.items(seed)
+        scores = [NextTokenScore(tuple(-6.0 + 0.01 * (o == "male") for o in item.options),
+                                 1 if item.options[item.answer] == "male" else 2)
+                  for item in items]
+        unit = Unit(ckpt.model, None, winobias.name, seed, None)
+        store.write_unit(unit, records_frame(unit, items, scores))
+    said = full_summary(store, ANALYSIS, str(bls_dir))["analysis"]["sentences"]
+    ranks = [s for s in said if "the Average Rank gap is significant where" in s]
+    assert ranks and all("gemma: at its checkpoint the Average Rank" in s for s in ranks)
+    assert not any("(step 0)" in s for s in said)
+
+
 def test_pairs_join_the_same_line_of_pro_and_anti() -> None:
     """Pairs are matched by subset and line, not by position: (a: 1 vs 0, b: 0 vs 1)."""
     pm = pd.DataFrame({

@@ -150,7 +150,9 @@ def _emergence(model: str, inputs: ModelInputs, steps: list[int], options: Analy
         sentences.append(f"{model}: {mde}.")
     if small is not None:
         sentences.append(f"{model}: {small}")
-    if (ranks := flag_ranks(tests, options)) is not None:
+    # A snapshot's one checkpoint has no step: its gap sentence says "at its checkpoint".
+    at = "at its checkpoint" if inputs.snapshot else None
+    if (ranks := flag_ranks(tests, options, at=at)) is not None:
         sentences.append(f"{model}: {ranks}")
     return emergence, sentences
 

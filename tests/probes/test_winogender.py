@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biasscope.core.errors import DataError
 from biasscope.audit.multiplicity import control
+from biasscope.core.errors import DataError
 from biasscope.core.stats import wilson
 from biasscope.probes import load_probe
 from biasscope.probes.winogender import winogender_values

@@ -191,6 +191,30 @@ def test_a_renamed_checkpoint_is_not_a_new_step(train, checkpoint_dirs, winobias
     assert sorted(e["step"] for e in entries(out)) == [200, 250]
 
 
+def test_a_rerun_refused_once_a_checkpoint_loaded_removes_nothing(train, winobias_dir, tmp_path,
+                                                                  capsys):
+    """Before: a rerun removed a killed call's temporary unit file before its checkpoints were
+    checked, so one refused once its weights were hashed while loading (here: a renamed step)
+    had changed --out. The removal waits until the call has passed every check."""
+    from biasscope.core.processes import HOST
+
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
+    (train / "checkpoint-200").rename(train / "checkpoint-250")
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    left = out / "records" / f".x.parquet.{HOST}~{dead.pid}.ab12.tmp"
+    left.write_bytes(b"half a unit")
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 2
+    assert "checkpoint-250" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == files
+    (train / "checkpoint-250").rename(train / "checkpoint-200")
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0
+    assert not left.exists()
+
+
 def test_the_same_weights_beside_another_tokenizer_are_not_twins(train, winobias_dir,
                                                                   tmp_path, capsys):
     """Before: two steps were twins by their weights alone, so a step whose weights are an

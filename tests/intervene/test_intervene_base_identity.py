@@ -326,3 +326,47 @@ def test_a_rerun_refused_once_loaded_leaves_run_json_as_it_was(
     state["loads"], state["kill"] = "a" * 40, True
     assert main(argv) == 130
     assert (out / "run.json").read_bytes() != files[out / "run.json"]  # it holds more now
+
+
+def _killed_call_s_leftovers(out: Path) -> None:
+    """What a call killed mid-write leaves: a temporary unit file of a dead process on this
+    host, and a save of ``recommended/`` stopped between its two renames."""
+    import subprocess
+    import sys
+
+    from biasscope.core.processes import HOST
+
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    (out / "records").mkdir(exist_ok=True)
+    (out / "records" / f".x.parquet.{HOST}~{dead.pid}.ab12.tmp").write_bytes(b"half a unit")
+    for name, step in (("recommended.old", 0), ("recommended.partial", 20)):
+        (out / name).mkdir()
+        (out / name / "recommended.json").write_text(json.dumps({"step": step}))
+
+
+def test_a_refused_rerun_repairs_nothing(tmp_path, text, winobias_dir, tiny_tokenizer, stubbed,
+                                         monkeypatch, capsys) -> None:
+    """Before: a rerun removed a killed call's temporary unit files and finished its swap of
+    ``recommended/`` first, then was refused (here: a branch found moved once loaded), so a
+    refused call had changed --out. The repair waits until the call has passed every check."""
+    from biasscope.cli.main import main
+    from biasscope.intervene import job
+
+    state = {"loads": "a" * 40}
+    monkeypatch.setattr(job, "hub_commit", lambda source, revision: state["loads"]
+                        if "tokenizer" in stubbed else None)
+    out = tmp_path / "run"
+    argv = _argv(out, _folder(tmp_path / "base", tiny_tokenizer, seed=0), text, winobias_dir)
+    assert main(argv) == 0, capsys.readouterr().err
+    _killed_call_s_leftovers(out)
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    state["loads"] = "b" * 40
+    stubbed.clear()
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert "intervention.base.commit: aaaaaaaaaaaa… then" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == files
+    stubbed.clear()
+    refused([*argv, "--lr", "0.5"], "intervention.training.lr", stubbed, capsys)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == files

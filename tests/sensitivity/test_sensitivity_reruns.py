@@ -62,6 +62,30 @@ def test_a_rerun_that_stores_nothing_leaves_the_run_as_it_found_it(
     assert _files(out) == files
 
 
+def test_a_refused_rerun_leaves_a_killed_call_s_temporary_files(tmp_path: Path) -> None:
+    """A rerun refused for another setting or reward model changes nothing in --out, not even
+    the temporary files a killed call left (as intervene and dynamics now wait to remove
+    theirs until a call has passed every check)."""
+    import subprocess
+    import sys
+
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.core.processes import HOST
+
+    out = tmp_path / "run"
+    run(out)
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    for where in (out / "records", out / "checksums", out):
+        (where / f".x.parquet.{HOST}~{dead.pid}.ab12.tmp").write_bytes(b"half a file")
+    files = _files(out)
+    for change, said in (({"seed": 3}, "perturber.seed"),
+                         ({"models": [Length(scale=2.0)]}, "reward model 'len'")):
+        with pytest.raises(BiasscopeError, match=said):
+            run(out, **change)
+        assert _files(out) == files
+
+
 @pytest.mark.parametrize("stop", STOPS)
 def test_a_rerun_that_stores_something_keeps_its_run_json(
         tmp_path: Path, stop: BaseException) -> None:

@@ -230,6 +230,16 @@ def _held(store: RunStore) -> set[Path]:
     return {*store.unit_files(), *(store.root / "train").glob("*/checkpoint-*")}
 
 
+def _repair(store: RunStore) -> None:
+    """What a killed call left half-done: its temporary unit files (`remove_stale_temp_files`:
+    this host's dead writers' only) and a half-swapped ``RUN/recommended/`` (`ship.recover`).
+    Called once the call has passed every check (the last: the hub commit its weights loaded)
+    and before it stores an evaluation or saves weights, so that a refused rerun (another model
+    or setting) leaves --out as it found it."""
+    remove_stale_temp_files(store.records_dir)
+    ship.recover(store.root)
+
+
 def run(config: InterveneConfig, intervention: methods.Intervention | None = None
         ) -> InterveneResult:
     """Train and watch both arms, then analyse and report (``intervention``: any object of the
@@ -279,14 +289,14 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     with unsettled(store, lambda: bool(_held(store) - had), folders=("train",), rerun=True):
         sweep(settings)
         own = owners()  # a new run's, made now
-        remove_stale_temp_files(store.records_dir)  # a killed call's half-written units
-        ship.recover(store.root)  # and its half-swapped RUN/recommended/
         # A rerun whose every arm finished loads nothing and converts no GGUF file: the base
         # was checked by what it is (`_identified`: its files hashed), and the analysis reads
         # the stored evaluations. One with an arm left loads the tokenizer, and the weights
         # once per arm it trains.
         lora = bool(config.training.lora_rank)
-        if not all(finished(store.root, name) for name in arms):
+        if all(finished(store.root, name) for name in arms):
+            _repair(store)
+        else:
             convert_gguf([base])
             device = resolve_device(config.device)
             loading = HFConfig(device=str(device), dtype="float32")
@@ -297,6 +307,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
                 nonlocal settings
                 model = load_model(base, loading)
                 settings = _loaded_commit(store, base, sweep, settings)
+                _repair(store)  # past the call's last check, before it stores or saves
                 return model
 
             if tokenizer.pad_token is None:

@@ -15,7 +15,8 @@ between an evaluation and its save, the step is analysed again when the resumed 
 it). A rerun whose analysis recommends another step (another ``--budget``) leaves no
 ``recommended/`` that says otherwise: `finalise` renames it after its step. A kill between
 the two renames leaves ``recommended.old/`` and ``recommended.partial/`` with no
-``recommended/``: every rerun, saving or not, finishes that swap first (`recover`).
+``recommended/``: every rerun, saving or not, finishes that swap (`recover`) once it has
+passed its checks, before it saves (a refused one leaves them as they are).
 """
 
 from __future__ import annotations
@@ -58,10 +59,11 @@ def save(model: Any, tokenizer: Any, root: Path, info: dict[str, Any]) -> Path:
 
 
 def recover(root: Path) -> None:
-    """Finish a `save` a kill interrupted, on every rerun (under ``--no-save-recommended``
-    too, which saves nothing to clear them): with no ``recommended/``, the new weights where
-    they were written whole (``recommended.json`` is written last), else the old ones, become
-    it; then ``recommended.partial/`` and ``recommended.old/`` are removed."""
+    """Finish a `save` a kill interrupted, on every rerun that passed its checks (under
+    ``--no-save-recommended`` too, which saves nothing to clear them): with no
+    ``recommended/``, the new weights where they were written whole (``recommended.json`` is
+    written last), else the old ones, become it; then ``recommended.partial/`` and
+    ``recommended.old/`` are removed."""
     where = root / WHERE
     partial, old = root / f"{WHERE}.partial", root / f"{WHERE}.old"
     if not where.exists():

@@ -72,6 +72,10 @@ def _sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: Scorer
             if not _sweep_units(store, probes, config, checkpoints, (scorers, prints),
                                 executor or LocalExecutor(), quiet):
                 break
+        # A killed call's temporary unit files (this host's dead writers' only), removed once
+        # this call has passed every check (a checkpoint's, once it loaded, the last): a
+        # refused rerun leaves --out as it found it. Never read, they can wait until then.
+        remove_stale_temp_files(store.records_dir)
         return store
 
 
@@ -80,7 +84,6 @@ def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
                  executor: Executor, quiet: bool) -> list[Unit]:
     """Score the pending units; the units found done when planned and set aside since
     (`runfile.admit` with ``rescore_changed``), still to be scored."""
-    remove_stale_temp_files(store.records_dir)
     units = {c: [(p, unit_of(c, p.name, s)) for p in probes
                  for s in (config.seeds if getattr(p, "seeded", True) else [0])]
              for c in checkpoints}

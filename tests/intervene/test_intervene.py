@@ -181,6 +181,46 @@ def test_no_save_recommended(tmp_path, world, winobias_dir, one_thread) -> None:
         run(added, NoOp())
 
 
+def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, world, winobias_dir, one_thread,
+                                                     capsys) -> None:
+    """Before: an intervention analysed at 99.9% from 2000 resamples (one draw beyond each
+    bound) said nothing, where every other summarising command says so. Now intervention.json
+    holds the sentence (``thin_tails``) and the resamples its intervals drew (``options``), the
+    page shows it, and the command and `biasscope report` say it on stderr; a run analysed
+    before (no ``n_resamples`` stored) is reported with the default 2000."""
+    from html import escape
+
+    from biasscope.cli.main import main
+    from biasscope.intervene import InterventionAnalysisConfig, run
+
+    config = replace(_config(tmp_path / "run", world, winobias_dir, steps=20,
+                             save_recommended=False),
+                     analysis=InterventionAnalysisConfig(confidence=0.999))
+    capsys.readouterr()
+    run(config, NoOp())
+    said = ("At the 99.9% confidence level, the intervention's bootstrap intervals of 2000 "
+            "resamples leave 1 beyond each bound")
+    assert f"warning: {said}" in capsys.readouterr().err
+    path = tmp_path / "run" / "intervention.json"
+    stored = json.loads(path.read_text())
+    assert stored["thin_tails"].startswith(said) and stored["options"]["n_resamples"] == 2000
+    assert escape(said) in (tmp_path / "run" / "intervention.html").read_text()
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert f"warning: {said}" in capsys.readouterr().err
+    # the resamples stored are the report's: 40,000 leave 20 beyond each bound at 99.9%
+    stored["options"]["n_resamples"] = 40000
+    path.write_text(json.dumps(stored))
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert "thin_tails" not in json.loads(path.read_text())
+    # an older run's intervention.json: no n_resamples, no sentence; reported as before
+    del stored["options"]["n_resamples"], stored["thin_tails"]
+    path.write_text(json.dumps(stored))
+    assert main(["report", str(tmp_path / "run"), "--output", str(tmp_path / "x.html")]) == 0
+    assert f"warning: {said}" in capsys.readouterr().err
+    assert escape(said) in (tmp_path / "x.html").read_text()
+
+
 def test_a_data_file_edited_past_the_limit_is_refused_before_the_model_loads(
         tmp_path, world, winobias_dir, one_thread, monkeypatch) -> None:
     """Before: "… was made with a different 'intervention' (intervention.data…)" once the

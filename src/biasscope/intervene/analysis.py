@@ -41,8 +41,9 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core import stats
-from biasscope.core.bootstrap import index_blocks
+from biasscope.core.bootstrap import index_blocks, resampling
 from biasscope.core.crossed import crossed_mean
+from biasscope.core.levels import thin_tails
 from biasscope.core.numbers import (
     ci_decimals,
     num,
@@ -204,7 +205,21 @@ def runs_cost(arms: Sequence[pd.DataFrame], controls: Sequence[pd.DataFrame],
 def analyse(store: RunStore, arm: str, control: str = "control",
             config: InterventionAnalysisConfig = InterventionAnalysisConfig()) -> dict[str, Any]:
     """Everything the intervention report shows, as plain JSON-ready values; every run whose
-    both arms are in the records (`runs_in`) counts, over the steps all of them reached."""
+    both arms are in the records (`runs_in`) counts, over the steps all of them reached.
+    ``thin_tails``: the sentence that the level is too fine for the resamples, as the other
+    commands' summaries say it, where some interval was a bootstrap (`resampling`: a mean of
+    a few prompts is Student's t, several runs' effects `crossed_mean`'s t)."""
+    with resampling() as resampled:
+        out = _analysed(store, arm, control, config)
+    if resampled.drawn and out.get("steps") and (coarse := thin_tails(
+            config.confidence, config.n_resamples, "the intervention's",
+            "InterventionAnalysisConfig.n_resamples")):
+        out["thin_tails"] = coarse
+    return out
+
+
+def _analysed(store: RunStore, arm: str, control: str, config: InterventionAnalysisConfig
+              ) -> dict[str, Any]:
     records = store.records()
     wino = records[records["probe"] == winobias.NAME]
     ppl = records[records["probe"] == perplexity.NAME]
@@ -245,7 +260,8 @@ def analyse(store: RunStore, arm: str, control: str = "control",
            "did": {m: {str(s): v for s, v in d.items()} for m, d in did.items()},
            "cost": {str(s): v for s, v in cost.items()}, "lean_at_start": lean0,
            "options": {"budget": config.budget, "alpha": config.alpha,
-                       "confidence": config.confidence, "correction": config.correction}}
+                       "confidence": config.confidence, "correction": config.correction,
+                       "n_resamples": config.n_resamples}}
     out.update(recommend(arm, later, did["male_lean"], cost, lean0, config, len(runs)))
     plain: dict[str, Any] = _plain(out)
     return plain

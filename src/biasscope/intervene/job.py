@@ -324,6 +324,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
                     train_arm(name, arm_texts, load, tokenizer, probes, store, arms[name], live,
                               device, config.quiet, after, own[name])
     result = report(store, method.name, config.analysis, config.data_dir)
+    _warn_thin(result.summary)
     if len(found := result.summary.get("runs") or []) > config.training.runs:
         print(f"note: {store.root} holds {len(found)} runs per arm (--runs "
               f"{config.training.runs} asked): all are analysed", file=sys.stderr)
@@ -337,7 +338,8 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
 
 def stored_analysis(store: RunStore) -> analysis.InterventionAnalysisConfig:
     """The analysis settings of the run's last analysis (a custom ``--budget`` stays on a
-    re-render), else the defaults."""
+    re-render), else the defaults (``n_resamples``, stored since it is said with the level:
+    2000 for a run analysed before)."""
     path = store.root / FILE
     if not path.is_file():
         return analysis.InterventionAnalysisConfig()
@@ -357,9 +359,20 @@ def render(store: RunStore, output: str | Path | None = None, data_dir: str | No
     """The intervention report again from the stored records, with the stored analysis
     settings; ``output``: written there, the run left untouched."""
     if output is None:
-        return report(store, data_dir=data_dir).intervention_report
+        done = report(store, data_dir=data_dir)
+        _warn_thin(done.summary)
+        return done.intervention_report
     summary = analysis.analyse(store, _arm(store), CONTROL, stored_analysis(store))
+    _warn_thin(summary)
     return write_intervention_report(store, summary, Path(output))
+
+
+def _warn_thin(summary: dict[str, Any]) -> None:
+    """The analysis' sentence that its level is too fine for its resamples
+    (`analysis.analyse`'s ``thin_tails``), on stderr as the other commands say theirs: the
+    page says it at its top, where a user who reads only the terminal does not look."""
+    if thin := summary.get("thin_tails"):
+        print(f"warning: {thin}", file=sys.stderr)
 
 
 def report(store: RunStore, arm: str | None = None,

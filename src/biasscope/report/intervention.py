@@ -205,6 +205,8 @@ def write_intervention_report(store: RunStore, summary: Json, target: Path | Non
              f"<style>{CSS}</style></head><body>",
              f"<h1>Intervention lab: {escape(str(summary.get('arm')))} against control</h1>",
              f'<section class="summary"><p>{escape(str(summary["sentence"]))}</p></section>']
+    if thin := summary.get("thin_tails"):  # the level too fine for the resamples
+        parts.append(f'<p class="missing">{escape(str(thin))}</p>')
     if summary.get("steps"):
         runs = len(run_arms(summary))
         effect = "d_z" if runs == 1 else "d (run SDs)"

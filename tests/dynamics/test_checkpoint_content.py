@@ -215,6 +215,27 @@ def test_a_rerun_refused_once_a_checkpoint_loaded_removes_nothing(train, winobia
     assert not left.exists()
 
 
+def test_a_checkpoint_whose_code_is_another_repository_s_is_refused(train, winobias_dir,
+                                                                    tmp_path, capsys):
+    """Its auto_map's ``org/repo--module.Class`` is code fetched from the hub at load time,
+    which the checkpoint's files fingerprint cannot cover: refused in one line before anything
+    loads (no request: the hub is offline here) or is written; once copied in, it is hashed."""
+    config = train / "checkpoint-200" / "config.json"
+    listed = json.loads(config.read_text())
+    config.write_text(json.dumps({**listed, "auto_map": {
+        "AutoModelForCausalLM": "org/remote--modeling.Model"}}))
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert run(out, winobias_dir, "0", *glob_of(train), "--trust-remote-code") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "auto_map names org/remote--modeling.Model" in err
+    assert "copying org/remote's modeling.py" in err and not out.exists()
+    # pinned: its module in the folder, named there (the model's class is transformers' own)
+    config.write_text(json.dumps({**listed, "auto_map": {"AutoConfig": "modeling.Model"}}))
+    (train / "checkpoint-200" / "modeling.py").write_text("Model = None\n")
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0, capsys.readouterr().err
+
+
 def test_the_same_weights_beside_another_tokenizer_are_not_twins(train, winobias_dir,
                                                                   tmp_path, capsys):
     """Before: two steps were twins by their weights alone, so a step whose weights are an

@@ -164,6 +164,29 @@ def test_every_module_of_a_model_folder_is_hashed(tmp_path):
                                           fingerprints.answer_files)() != before
 
 
+@pytest.mark.parametrize(("name", "auto_map"), [
+    ("config.json", {"AutoConfig": "org/remote--my_net.MyConfig"}),
+    ("tokenizer_config.json", {"AutoTokenizer": ["org/remote--my_net.MyTokenizer", None]})])
+def test_code_from_another_repository_is_refused_until_pinned(tmp_path, name, auto_map):
+    """``org/repo--module.Class`` in an auto_map is code transformers fetches from that hub
+    repository's main when a trust_remote_code model loads: no file of the folder is it, so
+    its identity did not change when that code did. Refused, saying how to pin it; copied
+    into the folder and named there, it is hashed as the folder's own."""
+    (tmp_path / name).write_text(json.dumps({"auto_map": auto_map}))
+    (tmp_path / "model.safetensors").write_bytes(b"w")
+    with pytest.raises(BiasscopeError, match=(
+            rf"^{tmp_path / name}: auto_map names org/remote--my_net\.My\w+, code transformers "
+            r"fetches from the hub repository org/remote when the model loads, .*: pin it by "
+            rf"copying org/remote's my_net\.py \(and the modules it imports\) into {tmp_path} "
+            r"and writing my_net\.My\w+ for it in auto_map$")):
+        fingerprints.answer_files(tmp_path)
+    pinned = {k: ([e.split("--")[1] if e else e for e in v] if isinstance(v, list)
+                  else v.split("--")[1]) for k, v in auto_map.items()}
+    (tmp_path / name).write_text(json.dumps({"auto_map": pinned}))
+    (tmp_path / "my_net.py").write_text("class MyConfig: ...\n")
+    assert [p.name for p in fingerprints.answer_files(tmp_path)] == sorted([name, "my_net.py"])
+
+
 def test_the_tokenizer_key_reads_no_file_twice(checkpoint_dirs, tmp_path, monkeypatch):
     """One tokenizer per byte-identical set of tokenizer files, from the hashes the sweep's
     fingerprints take: each file is read once for both (before, the key read them again)."""

@@ -97,7 +97,7 @@ def answer_files(folder: Path) -> list[Path]:
 
 def refuse_remote_code(folder: Path) -> None:
     """Refuse a model folder whose config.json or tokenizer_config.json ``auto_map`` names
-    ``org/repo--module.Class``: code transformers fetches from that hub repository (its
+    ``<org/repo>--<module>.<Class>``: code transformers fetches from that hub repository (its
     ``main``, whatever it holds that day) when a ``trust_remote_code`` model loads, so the
     folder's identity would not say what ran. Pinned by copying the module into the folder,
     where it is hashed with the rest (`_CODE`)."""

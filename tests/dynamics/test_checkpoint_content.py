@@ -217,9 +217,11 @@ def test_a_rerun_refused_once_a_checkpoint_loaded_removes_nothing(train, winobia
 
 def test_a_checkpoint_whose_code_is_another_repository_s_is_refused(train, winobias_dir,
                                                                     tmp_path, capsys):
-    """Its auto_map's ``org/repo--module.Class`` is code fetched from the hub at load time,
-    which the checkpoint's files fingerprint cannot cover: refused in one line before anything
-    loads (no request: the hub is offline here) or is written; once copied in, it is hashed."""
+    """Its auto_map's ``org/repo--module.Class`` is code fetched from the hub when a model
+    trusted to run its code loads, which the checkpoint's files fingerprint cannot cover:
+    with --trust-remote-code refused in one line before it loads (no request: the hub is
+    offline here); without it the entry is ignored (transformers' own class loads), and once
+    copied in the code is hashed with the folder."""
     config = train / "checkpoint-200" / "config.json"
     listed = json.loads(config.read_text())
     config.write_text(json.dumps({**listed, "auto_map": {
@@ -229,7 +231,9 @@ def test_a_checkpoint_whose_code_is_another_repository_s_is_refused(train, winob
     assert run(out, winobias_dir, "0", *glob_of(train), "--trust-remote-code") == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "auto_map names org/remote--modeling.Model" in err
-    assert "copying org/remote's modeling.py" in err and not out.exists()
+    assert "copying org/remote's modeling.py" in err
+    assert run(tmp_path / "untrusted", winobias_dir, "0", *glob_of(train)) == 0, \
+        capsys.readouterr().err
     # pinned: its module in the folder, named there (the model's class is transformers' own)
     config.write_text(json.dumps({**listed, "auto_map": {"AutoConfig": "modeling.Model"}}))
     (train / "checkpoint-200" / "modeling.py").write_text("Model = None\n")

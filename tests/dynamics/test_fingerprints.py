@@ -172,18 +172,23 @@ def test_code_from_another_repository_is_refused_until_pinned(tmp_path, name, au
     repository's main when a trust_remote_code model loads: no file of the folder is it, so
     its identity did not change when that code did. Refused, saying how to pin it; copied
     into the folder and named there, it is hashed as the folder's own."""
+    from biasscope.backends.loading import refuse_remote_code
+    from biasscope.core.errors import ModelError
+
     (tmp_path / name).write_text(json.dumps({"auto_map": auto_map}))
     (tmp_path / "model.safetensors").write_bytes(b"w")
-    with pytest.raises(BiasscopeError, match=(
+    with pytest.raises(ModelError, match=(
             rf"^{tmp_path / name}: auto_map names org/remote--my_net\.My\w+, code transformers "
-            r"fetches from the hub repository org/remote when the model loads, .*: pin it by "
-            rf"copying org/remote's my_net\.py \(and the modules it imports\) into {tmp_path} "
-            r"and writing my_net\.My\w+ for it in auto_map$")):
-        fingerprints.answer_files(tmp_path)
+            r"fetches from the hub repository org/remote when a model trusted to run its code "
+            rf"loads, .*: pin it by copying org/remote's my_net\.py \(and the modules it "
+            rf"imports\) into {tmp_path} and writing my_net\.My\w+ for it in auto_map$")):
+        refuse_remote_code(tmp_path)
+    assert fingerprints.answer_files(tmp_path)  # the files are still listed: no load refused
     pinned = {k: ([e.split("--")[1] if e else e for e in v] if isinstance(v, list)
                   else v.split("--")[1]) for k, v in auto_map.items()}
     (tmp_path / name).write_text(json.dumps({"auto_map": pinned}))
     (tmp_path / "my_net.py").write_text("class MyConfig: ...\n")
+    refuse_remote_code(tmp_path)
     assert [p.name for p in fingerprints.answer_files(tmp_path)] == sorted([name, "my_net.py"])
 
 

@@ -86,39 +86,13 @@ def answer_files(folder: Path) -> list[Path]:
     """The files besides the weights that the loaders read and that change the answers: the
     tokenizer's (`TOKENIZER_FILES`, with its chat template, and any named ones), the config, the
     generation defaults (its end-of-text tokens) and the code a ``trust_remote_code`` model
-    runs. Small files: hashing them costs nothing beside the weights. A folder whose code
-    lives in another repository is refused (`refuse_remote_code`): no file here is that code."""
-    refuse_remote_code(folder)
+    runs. Small files: hashing them costs nothing beside the weights. Code a
+    ``trust_remote_code`` load would fetch from another repository is no file here: such a
+    load is refused (`biasscope.backends.loading.refuse_remote_code`)."""
     named = {folder / n for n in (*TOKENIZER_FILES, "config.json", "generation_config.json")}
     found = {p for p in named if p.is_file()} | {
         p for pattern in _CODE for p in folder.glob(pattern) if p.is_file()}
     return sorted(found)
-
-
-def refuse_remote_code(folder: Path) -> None:
-    """Refuse a model folder whose config.json or tokenizer_config.json ``auto_map`` names
-    ``<org/repo>--<module>.<Class>``: code transformers fetches from that hub repository (its
-    ``main``, whatever it holds that day) when a ``trust_remote_code`` model loads, so the
-    folder's identity would not say what ran. Pinned by copying the module into the folder,
-    where it is hashed with the rest (`_CODE`)."""
-    for name in ("config.json", "tokenizer_config.json"):
-        try:
-            mapping = json.loads((folder / name).read_text(encoding="utf-8")).get("auto_map")
-        except (OSError, ValueError, AttributeError):  # none, or not the loaders' to read
-            continue
-        found = mapping.values() if isinstance(mapping, dict) else (
-            mapping if isinstance(mapping, list) else [])
-        for value in found:
-            for entry in value if isinstance(value, list) else [value]:
-                if not isinstance(entry, str) or "--" not in entry:
-                    continue
-                repo, _, local = entry.partition("--")
-                module = local.rpartition(".")[0] or local
-                raise BiasscopeError(
-                    f"{folder / name}: auto_map names {entry}, code transformers fetches from "
-                    f"the hub repository {repo} when the model loads, which no identity of "
-                    f"this folder covers: pin it by copying {repo}'s {module}.py (and the "
-                    f"modules it imports) into {folder} and writing {local} for it in auto_map")
 
 
 def tokenizer_files(folder: Path) -> list[Path]:
@@ -355,5 +329,5 @@ def _write(path: Path, entries: dict[str, Any]) -> None:
 
 __all__ = ["FileDigests", "answer_files", "cache_path", "combined",
            "fingerprint_while_loading", "folder_fingerprint", "hub_commit", "in_use",
-           "refuse_remote_code", "settled", "shared", "stamp_of", "start_fingerprint",
+           "settled", "shared", "stamp_of", "start_fingerprint",
            "tokenizer_files", "weight_files"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from biasscope.backends import lazy
 from biasscope.backends.checkpoints import Checkpoint
-from biasscope.backends.loading import PICKLE_WEIGHTS, loading
+from biasscope.backends.loading import PICKLE_WEIGHTS, loading, refuse_remote_code
 from biasscope.backends.weights import FLOATS, saved_dtypes
 from biasscope.core.config import POSITIVE_INT, check_settings, setting
 from biasscope.core.errors import ModelError
@@ -164,6 +164,8 @@ def load_model(ckpt: Checkpoint, config: HFConfig) -> Any:
     from transformers import AutoModelForCausalLM
 
     check_weights(ckpt.source, config.allow_pickle)
+    if config.trust_remote_code:
+        refuse_remote_code(ckpt.source)
     device = resolve_device(config.device)
     try:
         with loading(f"checkpoint {ckpt.label}"):  # damaged weights, shapes unlike the config
@@ -192,6 +194,8 @@ def load_tokenizer(ckpt: Checkpoint, config: HFConfig) -> Any:
     lazy.require_torch()
     from transformers import AutoTokenizer
 
+    if config.trust_remote_code:
+        refuse_remote_code(ckpt.source)
     try:
         return AutoTokenizer.from_pretrained(
             ckpt.source, revision=ckpt.revision, trust_remote_code=config.trust_remote_code)

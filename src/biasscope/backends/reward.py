@@ -44,7 +44,7 @@ from biasscope.backends.hf_model import (
     resolve_dtype,
 )
 from biasscope.backends.labels import Named, model_labels
-from biasscope.backends.loading import loading
+from biasscope.backends.loading import loading, refuse_remote_code
 from biasscope.backends.reward_config import TRANSFORMS, RewardConfig
 from biasscope.core.errors import BiasscopeError, ModelError
 from biasscope.core.renamed import renamed
@@ -78,6 +78,8 @@ def _load_classifier(ckpt: Checkpoint, config: RewardConfig) -> Any:
     from transformers import AutoModelForSequenceClassification
 
     check_weights(ckpt.source, config.allow_pickle)
+    if config.trust_remote_code:
+        refuse_remote_code(ckpt.source)
     device = resolve_device(config.device)
     try:
         with loading(f"reward model {ckpt.label}"):  # damaged weights, shapes unlike the config
@@ -317,6 +319,8 @@ def _model_config(ckpt: Checkpoint, config: RewardConfig) -> Any:
     """The checkpoint's config (config.json read, no weight), as its load reads it."""
     from transformers import AutoConfig
 
+    if config.trust_remote_code:
+        refuse_remote_code(ckpt.source)
     try:
         with loading(f"reward model {ckpt.label}"):
             return AutoConfig.from_pretrained(ckpt.source, revision=ckpt.revision,

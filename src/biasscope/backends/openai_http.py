@@ -139,6 +139,8 @@ class OpenAIGenerator:
             except KeyError:
                 return None
         if "tokenize" not in self.capabilities or self.capabilities["tokenize"]:
+            if not self._checked:  # a judge tokenizes first: say a wrong URL or model as such
+                run_sync(self._check_alone())
             ids = self._tokenize_patiently(text)
             self.capabilities["tokenize"] = ids is not None
             return ids
@@ -194,6 +196,10 @@ class OpenAIGenerator:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
                 raise
+
+    async def _check_alone(self) -> None:
+        async with self._client() as client:
+            await self._check(client)
 
     async def _check(self, client: Any) -> None:
         """Fail fast, with what to do, on an unreachable server, a bad key or a wrong model."""

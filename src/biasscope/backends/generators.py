@@ -32,6 +32,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from biasscope.backends import canned
 from biasscope.backends.base import Generator
@@ -45,17 +46,50 @@ from biasscope.core.renamed import renamed
 Factory = Callable[[ModelSpec, GeneratorConfig], Generator]
 
 
+def server_url(spec: ModelSpec, config: GeneratorConfig, default: str = "") -> str:
+    """The server's URL: the spec's own (``URL#MODEL``), ``--base-url`` or
+    ``$OPENAI_BASE_URL``, else ``default``; without the whitespace around it (a pasted
+    newline or space: the client then asked ``/v1 /models`` and a judge's tokenizer raised)
+    and refused in one line, naming where it came from, where it is no http(s) URL: its
+    requests would fail as an unreachable server or a missing tokenizer."""
+    env = (os.environ.get("OPENAI_BASE_URL") or "").strip()
+    for url, where in ((spec.base_url, f"the URL of {spec.text}"),
+                       (config.base_url, "--base-url"), (env, "$OPENAI_BASE_URL")):
+        if url and url.strip():
+            return _http_url(url.strip(), where)
+    return default
+
+
+def _http_url(url: str, where: str) -> str:
+    shown = redact_urls(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises on a port that is no number or out of range
+    except ValueError as exc:
+        raise ModelError(f"{where} {shown!r} is not a server URL ({exc}): write it as "
+                         "http://HOST:PORT/v1") from None
+    if "://" not in url:
+        raise ModelError(f"{where} {shown!r} has no scheme: write http://{shown}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelError(f"{where} {shown!r} is not an http(s) URL: write it as "
+                         "http://HOST:PORT/v1")
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise ModelError(f"{where} {shown!r} holds a space or control character: give the "
+                         "URL alone")
+    return url
+
+
 def _openai(spec: ModelSpec, config: GeneratorConfig) -> Generator:
     key = api_key(config, "OPENAI_API_KEY")
     if key is None:
         raise ModelError(f"openai:{spec.rest} needs an API key: set OPENAI_API_KEY "
                          "(or name another variable with --api-key-env)")
-    url = config.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+    url = server_url(spec, config, OPENAI_URL)
     return OpenAIGenerator(spec.target, url, key, config.http, kind="openai")
 
 
 def _compatible(spec: ModelSpec, config: GeneratorConfig) -> Generator:
-    url = spec.base_url or config.base_url or os.environ.get("OPENAI_BASE_URL") or ""
+    url = server_url(spec, config)
     if not url:
         raise ModelError(f"openai-compatible:{spec.rest}: give the server's URL, as "
                          f"openai-compatible:URL#{spec.rest} or with --base-url")
@@ -76,8 +110,9 @@ def _hf(spec: ModelSpec, config: GeneratorConfig, deferred: bool = False) -> Gen
 def _litellm(spec: ModelSpec, config: GeneratorConfig) -> Generator:
     from biasscope.backends.litellm_http import LiteLLMGenerator
 
-    return LiteLLMGenerator(spec.target, config.base_url, api_key(config, "LITELLM_API_KEY"),
-                            config.http)
+    given = (config.base_url or "").strip()  # optional: litellm knows its providers' URLs
+    return LiteLLMGenerator(spec.target, _http_url(given, "--base-url") if given else None,
+                            api_key(config, "LITELLM_API_KEY"), config.http)
 
 
 #: Every generate backend, by the prefix of its spec: one line each.

@@ -489,3 +489,31 @@ def test_a_judges_name_is_printed_as_spelt(tmp_path, capsys) -> None:
     _, printed = _audit(tmp_path, capsys, 4, "GPT-4=canned:A", "Mistral=canned:B")
     assert "Judge GPT-4 picked the option shown first in 100% of 8 answers" in printed
     assert "Judge Mistral picked the option shown first in 0% of 8 answers" in printed
+
+
+def test_answers_outside_the_keys_are_said_not_only_tabled(tmp_path, capsys) -> None:
+    """Seen on a llama.cpp-speaking server that answered empty text: judge-audit printed only
+    "No length-controlled win rate: there are no verdicts." (its invalid rate, 100%, was in
+    the report's table alone), so nothing said why. Each judge's share is now a sentence."""
+    import json
+
+    from biasscope.cli.main import main
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"id": f"p{i}", "prompt": "Q?", "a": "yes", "b": "no"})
+                             + "\n" for i in range(4)))
+    assert main(["judge-audit", "--model", "canned:zzz", "--input", str(pairs), "--out",
+                 str(tmp_path / "run"), "--no-cache"]) == 0
+    said = capsys.readouterr().out
+    assert ("The judge answered outside the answer keys in 100% of 8 answers on 4 items (95% CI "
+            "51% to 100%, items as clusters); the other measures leave those answers out."
+            ) in said
+    from biasscope.judge.biases import classifier_biases
+
+    labels = {"POSITIVE": "The text is happy.", "NEGATIVE": "The text is sad."}
+    first = Reads("first", lambda shown: shown[0][0])
+    found = classifier_biases(Judge([first, CannedGenerator(["zzz"], label="mute")]),
+                              ["One.", "Two."], labels)
+    said = " ".join(found["sentences"])
+    assert "Judge mute answered outside the answer keys in 100% of 4 answers on 2 items" in said
+    assert "Judge first answered outside" not in said  # 0%: nothing to say

@@ -397,6 +397,14 @@ def _sentences(head: Mapping[str, Any], tests: int = 1, confidence: float = 0.95
                        f"{verdict}: sign-flip test over items against no position preference"
                        f"{_AGAINST_LAST if 'tested_against' in fs else ''} "
                        f"{_held(fs, tests)}, Cohen's h = {fs['effect_size']:+.2f}.")
+        elif measure == "invalid_rate" and value["n"] and value["estimate"]:
+            # Said, not only tabled: a judge whose every answer missed the keys (a server
+            # answering empty text) otherwise printed "no verdicts" and nothing of why.
+            who = f"Judge {name}" if name else "The judge"
+            out.append(f"{who} answered outside the answer keys in {value['estimate']:.0%} "
+                       f"of {value['n']} answers on {value['clusters']} items ({level} CI "
+                       f"{value['low']:.0%} to {value['high']:.0%}, items as clusters); "
+                       "the other measures leave those answers out.")
     return out
 
 

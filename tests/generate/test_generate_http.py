@@ -326,3 +326,32 @@ def test_when_every_answer_is_malformed_the_run_ends_with_one_line(tmp_path, cap
     assert code == 1 and "Traceback" not in err and "1 requests failed" in err
     [row] = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert row["text"] == "" and "without its message" in row["error"]
+
+
+def test_a_long_wait_the_server_asks_for_is_said_and_capped(monkeypatch, capsys):
+    """Before: a Retry-After of an hour was waited 300 s per retry without a word, so a
+    rate-limited run read as a hung one; and one attempt was "1 attempts"."""
+    from biasscope.backends import openai_http
+
+    monkeypatch.setattr(openai_http, "LONGEST_WAIT_S", 0.3)
+    monkeypatch.setattr(openai_http, "SAID_WAIT_S", 0.2)
+
+    def script(path: str, body: dict[str, Any], n: int) -> Reply:
+        if n == 1:
+            return Reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "3600"})
+        return ok(path, body, n)
+
+    with serve(script) as server:
+        start = time.monotonic()
+        [g] = OpenAIGenerator("m", server.base_url, config=FAST).generate(
+            [GenerateRequest(prompt="Q?")])
+        assert 0.3 <= time.monotonic() - start < 5
+    assert g.ok and g.attempts == 2
+    said = capsys.readouterr().err
+    assert "waiting 0 s before retry 1, as the server asked (it asked 3600 s; waits are " \
+        "capped there)" in said
+    with serve(lambda p, b, n: Reply(503, {"error": {"message": "overloaded"}})) as server:
+        once = HTTPConfig(concurrency=1, timeout=5, max_retries=0)
+        [failed] = OpenAIGenerator("m", server.base_url, config=once).generate(
+            [GenerateRequest(prompt="Q?")])
+    assert "gave up after 1 attempt (" in (failed.error or "")

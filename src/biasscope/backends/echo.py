@@ -25,13 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from biasscope.backends.base import ContinuationScore, GenerateRequest, plain_chat
-from biasscope.backends.openai_http import OpenAIGenerator, _openai, retry_after, run_sync
+from biasscope.backends.openai_http import (
+    OpenAIGenerator,
+    _openai,
+    attempts,
+    retry_wait,
+    run_sync,
+)
 from biasscope.core.errors import ModelError
 from biasscope.core.items import Item
 
@@ -183,11 +188,10 @@ class EchoScorer:
                 except (openai.RateLimitError, openai.InternalServerError,
                         openai.APIConnectionError) as exc:
                     if attempt > opts.max_retries:
-                        raise ModelError(f"{self.label}: gave up after {attempt} attempts "
+                        raise ModelError(f"{self.label}: gave up after {attempts(attempt)} "
                                          f"({say(exc)}); rerun to resume") from None
-                    ceiling = min(opts.max_backoff, opts.backoff * 2 ** (attempt - 1))
-                    await asyncio.sleep(min(300.0, retry_after(exc) or 0.0)
-                                        or random.uniform(0, ceiling))
+                    await asyncio.sleep(retry_wait(exc, attempt, opts.backoff,
+                                                   opts.max_backoff, self.label))
                 except (openai.APIError, AttributeError, IndexError, TypeError) as exc:
                     raise ModelError(f"{self.label}: cannot score options through "
                                      f"{self.generator.base_url} ({say(exc)}); use --scoring "

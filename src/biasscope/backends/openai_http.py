@@ -99,6 +99,33 @@ def retry_after(exc: Exception) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
+#: The longest a server's ``Retry-After`` is waited, per retry.
+LONGEST_WAIT_S = 300.0
+#: A wait at least this long is said on stderr: a silent one reads as a hung command.
+SAID_WAIT_S = 30.0
+
+
+def retry_wait(exc: Exception, attempt: int, backoff: float, max_backoff: float,
+               label: str) -> float:
+    """Seconds to wait before retry ``attempt``: what the server asked (``Retry-After``, at
+    most `LONGEST_WAIT_S`), else a jittered exponential backoff. A long one is said, with what
+    asked for it and how many minutes at most, so a rate-limited run is not taken for a hung one."""
+    asked = retry_after(exc) or 0.0
+    wait = min(LONGEST_WAIT_S, asked) or random.uniform(
+        0, min(max_backoff, backoff * 2 ** (attempt - 1)))
+    if wait >= SAID_WAIT_S:
+        from biasscope.core.steps import say
+
+        capped = f" (it asked {asked:.0f} s; waits are capped there)" if asked > wait else ""
+        say(f"{label}: waiting {wait:.0f} s before retry {attempt}, as the server asked"
+            f"{capped}" if asked else f"{label}: waiting {wait:.0f} s before retry {attempt}")
+    return wait
+
+
+def attempts(count: int) -> str:
+    return f"{count} attempt{'' if count == 1 else 's'}"
+
+
 class OpenAIGenerator:
     """One model behind one OpenAI-compatible endpoint."""
 
@@ -270,11 +297,10 @@ class OpenAIGenerator:
                             what = "malformed response" + (
                                 ", not JSON" if isinstance(exc, json.JSONDecodeError) else "")
                         return Generation("", attempts=attempt, error=(
-                            f"{self.label}: gave up after {attempt} attempts ({what}: "
+                            f"{self.label}: gave up after {attempts(attempt)} ({what}: "
                             f"{self._say(exc)})"))
-                    ceiling = min(http.max_backoff, http.backoff * 2 ** (attempt - 1))
-                    await asyncio.sleep(min(300.0, retry_after(exc) or 0.0)
-                                        or random.uniform(0, ceiling))
+                    await asyncio.sleep(retry_wait(exc, attempt, http.backoff, http.max_backoff,
+                                                   self.label))
 
     def _body(self, request: GenerateRequest, logprobs: bool) -> dict[str, Any]:
         """The request's keyword arguments: ``messages`` (chat) or ``prompt`` (completions)."""

@@ -68,7 +68,7 @@ MOST = {"crows-median": 100_000, "agreement": 10_000, "leaderboard": 10_000}
 
 
 def crows(method: str, n_resamples: int) -> Callable[[], Any]:
-    from biasscope.core.stats import percentile_interval
+    from biasscope.core.intervals import percentile_interval
     from biasscope.probes.crows_pairs.metrics import quantile_interval
 
     x = np.random.default_rng(0).normal(0.2, 1.5, ITEMS)
@@ -160,7 +160,7 @@ def agreement(method: str, n_resamples: int) -> Callable[[], Any]:
 
 
 def leaderboard(method: str, n_resamples: int) -> Callable[[], Any]:
-    from biasscope.core.stats import percentile_interval
+    from biasscope.core.intervals import percentile_interval
     from biasscope.judge.ranking_stats import bradley_terry
     from biasscope.judge.rankings import rankings
 

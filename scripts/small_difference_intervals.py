@@ -1,5 +1,5 @@
 """Coverage and width of 95% intervals of a difference of two groups' means: the evidence for
-`biasscope.core.stats.bootstrap_difference` (docs/explanation/statistics.md, "A difference of
+`biasscope.core.intervals.bootstrap_difference` (docs/explanation/statistics.md, "A difference of
 two small groups"); ``--large`` runs 20 to 200 items a group, where it was BCa until 2026-12.
 
 Candidates: the BCa bootstrap (each group resampled on its own, as `bootstrap_difference` was
@@ -32,7 +32,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as sps
 
-from biasscope.core import stats
+from biasscope.core import intervals
 
 Array = np.ndarray
 Draw = Callable[[np.random.Generator, tuple[int, int]], Array]
@@ -134,7 +134,7 @@ def hall_ci(x: Array, y: Array, alpha: float) -> tuple[Array, Array]:
 
 def bca_ci(x: Array, y: Array, confidence: float) -> tuple[Array, Array]:
     """The BCa interval `bootstrap_difference` gives at 20 items a group and more."""
-    found = [stats._bootstrap((a, b), stats.DIFFERENCE, confidence, 2000, "BCa", 0)
+    found = [intervals._bootstrap((a, b), intervals.DIFFERENCE, confidence, 2000, "BCa", 0)
              for a, b in zip(x, y, strict=True)]
     return np.array([c.low for c in found]), np.array([c.high for c in found])
 
@@ -185,7 +185,7 @@ def large_bca(x: Array, y: Array, alpha: float, rng: np.random.Generator
 
 def ours_ci(x: Array, y: Array, confidence: float,
             bounds: tuple[float, float] | None) -> tuple[Array, Array]:
-    found = [stats.bootstrap_difference(a, b, confidence, bounds=bounds)
+    found = [intervals.bootstrap_difference(a, b, confidence, bounds=bounds)
              for a, b in zip(x, y, strict=True)]
     return np.array([c.low for c in found]), np.array([c.high for c in found])
 

@@ -1,5 +1,5 @@
 """Coverage and width of 95% intervals of a mean of a few items, skewed and not: the evidence
-for `biasscope.core.stats.skewed_t_interval`, the interval of `bootstrap_mean`
+for `biasscope.core.intervals.skewed_t_interval`, the interval of `bootstrap_mean`
 (docs/explanation/statistics.md, "A mean of a few items"). ``--large`` runs 20 to 200 items
 instead, where `bootstrap_mean` was BCa until 2026-12: the evidence that it no longer is.
 
@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as sps
 
-from biasscope.core.stats import bootstrap_mean
+from biasscope.core.intervals import bootstrap_mean
 
 Array = np.ndarray
 Draw = Callable[[np.random.Generator, tuple[int, int]], Array]

@@ -185,7 +185,7 @@ def test_metrics_of_pairs_none_of_which_flips_are_no_certainty():
     parity difference is 0 (90% CI 0 to 0) and the equalized odds difference 0 (0 to 0)". A
     gap over pairs is at most the share of pairs that flip (among a label's, for a rate's),
     0 of n, whose Wilson interval bounds it."""
-    from biasscope.core.stats import wilson
+    from biasscope.core.intervals import wilson
 
     items = pair_items([("Male", "yes"), ("Female", "yes")] + [("Male", "no")] * 4)
     out = adult.pair_metrics(records(items, ["no"] * len(items)), confidence=0.9)

@@ -16,7 +16,7 @@ from adult_fixture import ROWS
 from adult_fixture import write as write_adult
 from biasscope.audit.harness import StoredResponses
 from biasscope.cli.main import main
-from biasscope.core import stats
+from biasscope.core import intervals
 from biasscope.probes import load_probe
 
 PROFESSIONAL = "professional-bias"
@@ -24,7 +24,7 @@ ADULT = "adult-counterfactual"
 
 
 def _bootstrapped(values: Any, bounds: Any) -> bool:
-    """`stats._resampled` for these tests: every mean bootstrapped, as at 20 items and more
+    """`intervals._resampled` for these tests: every mean bootstrapped, as at 20 items and more
     until 2026-12 (a mean with spread is t widened at any size now, and only 0/1 rates still
     go through the resamples' plumbing these tests check)."""
     return True
@@ -95,7 +95,7 @@ def test_the_resamples_reach_the_bootstraps(tmp_path, monkeypatch):
     """The same resamples give the same numbers (seeded); other resamples, other bounds of a
     bootstrapped interval (professional bias's pronoun gap over sentences) and the same
     estimates."""
-    monkeypatch.setattr(stats, "_resampled", _bootstrapped)  # means are t widened now
+    monkeypatch.setattr(intervals, "_resampled", _bootstrapped)  # means are t widened now
     args, out = _run(tmp_path)
     args = [*args, "--probe", PROFESSIONAL]
     assert main([*args, "--resamples", "300"]) == 0
@@ -172,7 +172,7 @@ def test_report_of_an_audit_refuses_a_level_it_would_not_use(tmp_path, capsys):
 def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, capsys, monkeypatch):
     """99.9% from 2000 resamples leaves one draw beyond each bound: summary.json, the report
     and a warning on stderr say so, naming the flags; the default says nothing of it."""
-    monkeypatch.setattr(stats, "_resampled", _bootstrapped)  # means are t widened now
+    monkeypatch.setattr(intervals, "_resampled", _bootstrapped)  # means are t widened now
     args, out = _run(tmp_path)
     args = [*args, "--probe", PROFESSIONAL]
     assert main(args) == 0

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import scipy.stats as sps
 
-from biasscope.core import stats
+from biasscope.core import intervals
 from biasscope.core.bootstrap import index_blocks, mean_interval, resample_counts, resampling
 from biasscope.core.hall import skewed_welch_bounds
 from traced import traced_peak
@@ -77,9 +77,9 @@ def data(rng: np.random.Generator, size: int, kind: str) -> np.ndarray:
 def test_one_and_two_samples_are_scipys(method: str, kind: str, batch: int | None) -> None:
     rng = np.random.default_rng(len(kind) + (batch or 0))
     x, y = data(rng, 23, kind), data(rng, 17, kind)
-    same_as_scipy(ours([x], stats.MEAN, method, batch),
+    same_as_scipy(ours([x], intervals.MEAN, method, batch),
                   scipy_interval([x], mean, method, batch))
-    same_as_scipy(ours([x, y], stats.DIFFERENCE, method, batch),
+    same_as_scipy(ours([x, y], intervals.DIFFERENCE, method, batch),
                   scipy_interval([x, y], difference, method, batch))
 
 
@@ -88,7 +88,7 @@ def test_one_and_two_samples_are_scipys(method: str, kind: str, batch: int | Non
 def test_paired_means_are_scipys(method: str, batch: int | None) -> None:
     rng = np.random.default_rng(7)
     samples = [data(rng, 31, kind) for kind in ("normal", "binary", "skewed", "normal")]
-    same_as_scipy(ours(samples, stats.MEAN * 4, method, batch, paired=True),
+    same_as_scipy(ours(samples, intervals.MEAN * 4, method, batch, paired=True),
                   scipy_interval(samples, means, method, batch, paired=True))
 
 
@@ -97,11 +97,11 @@ def test_an_undefined_bca_interval_is_nan_as_scipys() -> None:
     and the BCa interval undefined (NaN), as SciPy's; one outlier among equal values is
     defined."""
     tiny = np.array([1.0, 1.0, 1.0, 1.0 + 2e-16])
-    low, high = ours([tiny], stats.MEAN, "BCa", None)
+    low, high = ours([tiny], intervals.MEAN, "BCa", None)
     assert np.isnan(low) and np.isnan(high)
     same_as_scipy((low, high), scipy_interval([tiny], mean, "BCa", None))
     outlier = np.array([0.0] * 30 + [1.0])
-    same_as_scipy(ours([outlier], stats.MEAN, "BCa", None),
+    same_as_scipy(ours([outlier], intervals.MEAN, "BCa", None),
                   scipy_interval([outlier], mean, "BCa", None))
 
 
@@ -124,16 +124,16 @@ def test_the_bootstraps_of_stats_are_scipys() -> None:
                             **{KW: np.random.default_rng(0)})
         return res.confidence_interval.low, res.confidence_interval.high
 
-    got = stats._bootstrap((x,), stats.MEAN, 0.95, 2000, "BCa", 0)
+    got = intervals._bootstrap((x,), intervals.MEAN, 0.95, 2000, "BCa", 0)
     same_as_scipy((got.low, got.high), scipy_ci((x,), mean))
-    got = stats._bootstrap((x, z), stats.DIFFERENCE, 0.95, 2000, "BCa", 0)
+    got = intervals._bootstrap((x, z), intervals.DIFFERENCE, 0.95, 2000, "BCa", 0)
     same_as_scipy((got.low, got.high), scipy_ci((x, z), difference))
-    got = stats.bootstrap_mean(y, bounds=stats.UNIT)
+    got = intervals.bootstrap_mean(y, bounds=intervals.UNIT)
     same_as_scipy((got.low, got.high), scipy_ci((y,), mean))
-    both = stats.bootstrap_means([y, w, z], bounds=stats.UNIT)
+    both = intervals.bootstrap_means([y, w, z], bounds=intervals.UNIT)
     low, high = scipy_ci((y, w), means, paired=True)
     same_as_scipy([(b.low, b.high) for b in both[:2]], np.stack([low, high], axis=-1))
-    assert both[2] == stats.skewed_t_interval(z, bounds=stats.UNIT)
+    assert both[2] == intervals.skewed_t_interval(z, bounds=intervals.UNIT)
 
 
 def test_a_mean_or_a_difference_with_spread_is_widened_t_at_any_size() -> None:
@@ -142,13 +142,13 @@ def test_a_mean_or_a_difference_with_spread_is_widened_t_at_any_size() -> None:
     rng = np.random.default_rng(12)
     for n in (20, 200, 1584):
         x, y = rng.exponential(1.0, n), rng.exponential(0.5, n)
-        assert stats.bootstrap_mean(x) == stats.skewed_t_interval(x)
-        assert stats.bootstrap_means([x, y]) == [stats.skewed_t_interval(x),
-                                                 stats.skewed_t_interval(y)]
-        got, (low, high) = stats.bootstrap_difference(x, y), skewed_welch_bounds(x, y)
+        assert intervals.bootstrap_mean(x) == intervals.skewed_t_interval(x)
+        assert intervals.bootstrap_means([x, y]) == [intervals.skewed_t_interval(x),
+                                                         intervals.skewed_t_interval(y)]
+        got, (low, high) = intervals.bootstrap_difference(x, y), skewed_welch_bounds(x, y)
         assert (got.low, got.high) == (low, high)
         with resampling() as noted:  # nothing is drawn
-            stats.bootstrap_mean(x), stats.bootstrap_difference(x, y)
+            intervals.bootstrap_mean(x), intervals.bootstrap_difference(x, y)
         assert not noted.drawn
 
 
@@ -156,17 +156,17 @@ def test_a_mean_or_a_difference_with_spread_is_widened_t_at_any_size() -> None:
 def test_wilson_is_scipys(k: int, n: int) -> None:
     for confidence in (0.9, 0.95):
         ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-        got = stats.wilson(k, n, confidence)
+        got = intervals.wilson(k, n, confidence)
         same_as_scipy((got["low"], got["high"]), (ci.low, ci.high))
 
 
 def test_a_rate_at_its_boundary_gets_wilson_and_any_other_is_bootstrapped() -> None:
     ones, zeros = np.ones(12), np.zeros(12)
-    assert stats.boundary_rate(ones) == stats.wilson(12, 12)
-    assert stats.boundary_rate(np.append(zeros, np.nan), 0.9) == stats.wilson(0, 12, 0.9)
+    assert intervals.boundary_rate(ones) == intervals.wilson(12, 12)
+    assert intervals.boundary_rate(np.append(zeros, np.nan), 0.9) == intervals.wilson(0, 12, 0.9)
     for values in (np.array([0.0, 1.0, 1.0]), np.full(5, 0.5), np.ones(1), np.array([])):
-        assert stats.boundary_rate(values) is None
-    boot = stats.bootstrap_means([ones])[0]  # what it replaces: no spread at all
+        assert intervals.boundary_rate(values) is None
+    boot = intervals.bootstrap_means([ones])[0]  # what it replaces: no spread at all
     assert boot.low == boot.high == 1.0
 
 
@@ -241,7 +241,7 @@ def test_ties_with_the_estimate_do_not_depend_on_rounding(paired: bool) -> None:
     same values as whole numbers (times 5) sum exactly: both give one BCa interval."""
     rng = np.random.default_rng(4)
     fifths = [rng.integers(0, 6, 400) / 5 for _ in range(2 if paired else 1)]
-    signs = stats.MEAN * len(fifths)
+    signs = intervals.MEAN * len(fifths)
     exact = ours([5 * x for x in fifths], signs, "BCa", None, paired=paired, n=2000)
     rounded = ours(fifths, signs, "BCa", None, paired=paired, n=2000)
     np.testing.assert_allclose(np.asarray(rounded), np.asarray(exact) / 5, rtol=1e-12)
@@ -317,12 +317,12 @@ def test_resampling_notes_whether_a_bootstrap_was_drawn() -> None:
     none; a rate of 0/1 outcomes and a block of indices do, noted in every enclosing block."""
     with resampling() as outer:
         with resampling() as few:
-            stats.bootstrap_mean(np.arange(6.0), 0.999, 200)
-            stats.bootstrap_mean(np.arange(30.0), 0.999, 200)
-            stats.bootstrap_mean(np.ones(30), 0.999, 200)
+            intervals.bootstrap_mean(np.arange(6.0), 0.999, 200)
+            intervals.bootstrap_mean(np.arange(30.0), 0.999, 200)
+            intervals.bootstrap_mean(np.ones(30), 0.999, 200)
         assert not few.drawn and not outer.drawn
         with resampling() as many:
-            stats.bootstrap_mean(np.arange(20.0) % 2, 0.999, 200, bounds=stats.UNIT)
+            intervals.bootstrap_mean(np.arange(20.0) % 2, 0.999, 200, bounds=intervals.UNIT)
         assert many.drawn and outer.drawn
     with resampling() as blocks:
         list(index_blocks(5, 100, np.random.default_rng(0)))

@@ -94,7 +94,7 @@ def test_a_rate_band_of_no_width_is_said_in_words() -> None:
     assert _fastest("m", [still], 0.95) == (
         "m: the gap changes fastest between steps 10 and 20: per 1000 steps 0 (the prompts' "
         "changes do not vary, so no interval; one band for all 1 changes), 0 in all.")
-    from biasscope.core.stats import Interval
+    from biasscope.core.intervals import Interval
     from biasscope.dynamics.analysis.config import AnalysisConfig
     from biasscope.dynamics.analysis.emergence import GapChange
     from biasscope.dynamics.summary.model import _sharpest

@@ -10,7 +10,7 @@ from scipy import stats as sps
 from biasscope.cli.main import main
 from biasscope.core import power as P
 from biasscope.core.equivalence import contrast_equivalence
-from biasscope.core.stats import wilson
+from biasscope.core.intervals import wilson
 
 REPS = 600
 

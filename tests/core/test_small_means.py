@@ -1,4 +1,4 @@
-"""A mean of a few items (fewer than `stats.SMALL`): Student's t widened towards a skew by
+"""A mean of a few items (fewer than `intervals.SMALL`): Student's t widened towards a skew by
 Hall's (1992) transformation. The coverages quoted are of 20,000 samples a case (the ranges
 in docs/explanation/statistics.md of 4,000); each test draws 4,000 (SE 0.35-0.5 points)."""
 
@@ -10,12 +10,7 @@ import numpy as np
 import pytest
 
 from biasscope.core.hall import hall_mean_bounds
-from biasscope.core.stats import (
-    UNIT,
-    bootstrap_mean,
-    skewed_t_interval,
-    t_interval,
-)
+from biasscope.core.intervals import UNIT, bootstrap_mean, skewed_t_interval, t_interval
 
 Draw = Callable[[np.random.Generator, int], np.ndarray]
 SAMPLES = 4000

@@ -11,14 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
-from biasscope.core import stats
-from biasscope.core.stats import (
-    adjust_pvalues,
-    bootstrap_mean,
-    bootstrap_means,
-    group_t_interval,
-    mann_whitney,
-)
+from biasscope.core import intervals
+from biasscope.core.intervals import bootstrap_mean, bootstrap_means, group_t_interval
+from biasscope.core.stats import adjust_pvalues, mann_whitney
 from biasscope.dynamics.analysis.emergence import (
     emergence_step,
     pareto_front,
@@ -218,26 +213,26 @@ def test_bootstrap_mean_covers_mean_and_is_reproducible():
 @pytest.mark.parametrize("n", [3, 5, 10])
 def test_a_mean_of_few_items_holds_its_level(n: int) -> None:
     """A pilot of a few pairs: a 95% BCa interval of 3 normal items covered their mean 71% of
-    the time, of 5 85%, of 10 90%; below `stats.SMALL` items the interval is Student's t,
+    the time, of 5 85%, of 10 90%; below `intervals.SMALL` items the interval is Student's t,
     which covers 95% of normal items at any n (2000 samples: 95% ± 1.0 at 2 SE)."""
-    from biasscope.core import stats
+    from biasscope.core import intervals
 
     rng = np.random.default_rng(n)
     hits = [(ci := bootstrap_mean(rng.normal(0.0, 1.0, n), seed=r)).low <= 0.0 <= ci.high
             for r in range(2000)]
     assert 0.93 <= np.mean(hits) <= 0.97
-    assert n < stats.SMALL
+    assert n < intervals.SMALL
 
 
 def test_a_mean_of_many_items_is_widened_t_not_bca() -> None:
-    """From `stats.SMALL` items on it was the BCa bootstrap, which undercovered skewed items
+    """From `intervals.SMALL` items on it was the BCa bootstrap, which undercovered skewed items
     (mean ranks 85-91% at 20 to 200): t widened to Hall's now, which does not resample."""
-    from biasscope.core import stats
+    from biasscope.core import intervals
 
-    for n in (stats.SMALL - 1, stats.SMALL, 200):
+    for n in (intervals.SMALL - 1, intervals.SMALL, 200):
         values = np.random.default_rng(4).exponential(size=n)
         assert bootstrap_mean(values, n_resamples=200) == bootstrap_mean(values, n_resamples=300)
-        assert bootstrap_mean(values) == stats.skewed_t_interval(values)
+        assert bootstrap_mean(values) == intervals.skewed_t_interval(values)
 
 
 def test_bootstrap_degenerate_inputs():
@@ -422,20 +417,20 @@ def test_a_paired_difference_without_spread_gets_a_score_interval() -> None:
     spread, or not 0/1, is left to the bootstrap."""
     n = 12
     right, wrong = np.ones(n), np.zeros(n)
-    pro, anti = stats.wilson(n, n), stats.wilson(0, n)
-    got = stats.paired_boundary_difference(right, wrong)
+    pro, anti = intervals.wilson(n, n), intervals.wilson(0, n)
+    got = intervals.paired_boundary_difference(right, wrong)
     assert got is not None and got["estimate"] == 1.0 and got["high"] == 1.0
     assert got["low"] == pytest.approx(1 - math.hypot(1 - pro["low"], anti["high"]))
-    flipped = stats.paired_boundary_difference(wrong, right, 0.9)
+    flipped = intervals.paired_boundary_difference(wrong, right, 0.9)
     assert flipped is not None and flipped["low"] == -1.0
-    assert flipped["high"] == pytest.approx(-1 + math.sqrt(2) * stats.wilson(0, n, 0.9)["high"])
+    assert flipped["high"] == pytest.approx(-1 + math.sqrt(2) * intervals.wilson(0, n, 0.9)["high"])
     mixed = np.r_[np.ones(5), np.zeros(7)]
-    same = stats.paired_boundary_difference(mixed, np.r_[mixed[:-1], np.nan])
+    same = intervals.paired_boundary_difference(mixed, np.r_[mixed[:-1], np.nan])
     assert same is not None and same["n"] == n - 1
-    assert same["low"] == -same["high"] == pytest.approx(-stats.wilson(0, n - 1)["high"])
-    assert stats.paired_boundary_difference(mixed, wrong) is None  # spread: bootstrapped
-    assert stats.paired_boundary_difference(np.full(n, 0.6), np.full(n, 0.2)) is None
-    assert stats.paired_boundary_difference([1.0], [0.0]) is None
+    assert same["low"] == -same["high"] == pytest.approx(-intervals.wilson(0, n - 1)["high"])
+    assert intervals.paired_boundary_difference(mixed, wrong) is None  # spread: bootstrapped
+    assert intervals.paired_boundary_difference(np.full(n, 0.6), np.full(n, 0.2)) is None
+    assert intervals.paired_boundary_difference([1.0], [0.0]) is None
 
 
 def test_mean_test_agrees_with_t_on_normal_values_and_not_on_skewed_ones() -> None:
@@ -478,7 +473,7 @@ def test_a_rate_of_few_items_stays_a_rate_and_holds_its_level(n: int) -> None:
     the share 96-98% of the time on average over 3 to 19 items, exact over the binomial
     (minimum 87.5%, at 4 items and a share of one half); Student's t held 33-98% and left
     [0, 1] (3 wins of 4: -0.05 to 1.55)."""
-    from biasscope.core.stats import UNIT
+    from biasscope.core.intervals import UNIT
 
     shares = np.linspace(0.02, 0.98, 49)
     coverage = _binomial_coverage(n, lambda x: bootstrap_mean(x, bounds=UNIT), shares)
@@ -490,7 +485,7 @@ def test_a_rate_of_few_items_stays_a_rate_and_holds_its_level(n: int) -> None:
 
 def test_a_bounded_mean_of_few_items_is_clipped_to_its_range() -> None:
     """Probabilities near 0: the t interval would reach below 0, which no mean can."""
-    from biasscope.core.stats import UNIT, skewed_t_interval
+    from biasscope.core.intervals import UNIT, skewed_t_interval
 
     values = np.array([0.01, 0.02, 0.4, 0.03])
     ci = bootstrap_mean(values, bounds=UNIT)
@@ -507,7 +502,7 @@ def test_a_range_open_above_clips_below_and_each_sample_takes_its_own() -> None:
     clipped at 1, and ranks that show no spread keep their point (no range to spread a Wilson
     interval over, where it gave NaN). `bootstrap_means` takes each sample's bounds, and a
     large sample's interval is the one it had without."""
-    from biasscope.core.stats import UNIT, bootstrap_means, t_interval
+    from biasscope.core.intervals import UNIT, bootstrap_means, t_interval
 
     ranks = np.array([1.0, 1.0, 2.0, 40.0])
     open_above = (1.0, math.inf)

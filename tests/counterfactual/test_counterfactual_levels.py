@@ -16,7 +16,7 @@ import pytest
 from biasscope.backends.canned import CannedGenerator
 from biasscope.backends.config import BackendConfig
 from biasscope.cli.main import main
-from biasscope.core import stats
+from biasscope.core import intervals
 from biasscope.counterfactual import job
 from fakes import Reward
 
@@ -39,7 +39,7 @@ class Counted(Reward):
 
 
 def _bootstrapped(values: Any, bounds: Any) -> bool:
-    """`stats._resampled` for these tests: every mean bootstrapped, as at 20 items and more
+    """`intervals._resampled` for these tests: every mean bootstrapped, as at 20 items and more
     until 2026-12 (a mean with spread is t widened at any size now, and only 0/1 rates still
     go through the resamples' plumbing these tests check)."""
     return True
@@ -101,7 +101,7 @@ def test_a_rerun_at_another_level_asks_no_scorer_and_says_the_level(tmp_path, mo
 def test_the_resamples_reach_the_paired_difference(tmp_path, monkeypatch):
     """The same resamples give the same interval (seeded); other resamples, other bounds of
     the bootstrapped mean, the same mean and the same Wilson intervals."""
-    monkeypatch.setattr(stats, "_resampled", _bootstrapped)  # means are t widened now
+    monkeypatch.setattr(intervals, "_resampled", _bootstrapped)  # means are t widened now
     reward = Counted("planted", bonus=0.3)
 
     def difference(resamples: int) -> dict[str, Any]:
@@ -155,7 +155,7 @@ def test_report_of_a_counterfactual_run_names_the_command_that_takes_a_level(tmp
 def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, capsys, monkeypatch):
     """99.9% from 2000 resamples leaves one draw beyond each bound: the first sentence and a
     warning on stderr say so (not on stdout twice); the default says nothing of it."""
-    monkeypatch.setattr(stats, "_resampled", _bootstrapped)  # means are t widened now
+    monkeypatch.setattr(intervals, "_resampled", _bootstrapped)  # means are t widened now
     assert main(_argv(tmp_path)) == 0
     assert "thin_tails" not in json.loads((tmp_path / "run" / "summary.json").read_text())[
         "analysis"]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biasscope.core.stats import Interval
+from biasscope.core.intervals import Interval
 from biasscope.dynamics.analysis import stopping, tradeoff
 
 

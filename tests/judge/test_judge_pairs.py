@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from biasscope.backends.canned import CannedGenerator
-from biasscope.core.stats import wilson
+from biasscope.core.intervals import wilson
 from biasscope.judge.biases import _position, clustered_rate, self_preference
 from biasscope.judge.core import Call, Judge, Verdict
 from biasscope.judge.rankings import rankings

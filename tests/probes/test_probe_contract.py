@@ -215,9 +215,9 @@ def test_step_statistics_draw_the_resamples_asked(name: str, data_dir: Path, tmp
     Adult's three pairs here give every resample's gap (its spy: below). A mean of these few
     items, of any number, is t widened (no resamples): bootstrapped here, as means of 20 items
     and more were until 2026-12, for the 0/1 rates that still are."""
-    from biasscope.core import stats
+    from biasscope.core import intervals
 
-    monkeypatch.setattr(stats, "_resampled", lambda values, bounds: True)
+    monkeypatch.setattr(intervals, "_resampled", lambda values, bounds: True)
     facet = PROBES[name].step_statistics
     assert not isinstance(facet, Absent)
     probe = load_probe(name, data_dir=data_dir)

@@ -14,7 +14,7 @@ import pytest
 
 from biasscope.audit.multiplicity import control
 from biasscope.core.errors import DataError
-from biasscope.core.stats import wilson
+from biasscope.core.intervals import wilson
 from biasscope.probes import load_probe
 from biasscope.probes.winogender import winogender_values
 from winogender_fixture import TEMPLATES, sentences, write_winogender
@@ -177,7 +177,7 @@ def worded(frame: pd.DataFrame, wordings: int) -> pd.DataFrame:
 def test_accuracy_and_the_gap_per_occupation() -> None:
     """Each occupation's accuracy (Wilson, as the overall one) and its he − she gap paired by
     sentence, with an exact test: four sentences cannot make an occupation significant."""
-    from biasscope.core.stats import wilson
+    from biasscope.core.intervals import wilson
     from biasscope.probes.winogender.occupations import findings
 
     frame = records({"male": True, "female": True, "neutral": True},
@@ -261,7 +261,7 @@ def test_accuracy_counts_a_sentence_once_however_many_records_it_has() -> None:
     where each sentence is right or wrong under every pronoun and wording alike, every
     accuracy's CI is Wilson's over the sentences, not √3 (or √9) narrower; ``n`` stays the
     number of records. With one record per sentence it is the plain Wilson interval."""
-    from biasscope.core.stats import wilson
+    from biasscope.core.intervals import wilson
 
     frame = many({})  # 4 occupations x 16 sentences x 3 pronouns, all right
     wrong = frame["template_id"].str.contains(r"\.p[0-2]\.")  # 6 of each 16: every pronoun

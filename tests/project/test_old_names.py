@@ -46,3 +46,25 @@ def test_other_missing_names_still_fail() -> None:
     attribute = renamed("m", {"Old": "New"}, {"New": int}.__getitem__)
     with pytest.raises(AttributeError, match="module 'm' has no attribute 'Other'"):
         attribute("Other")
+
+
+#: Names that moved from `biasscope.core.stats` to `biasscope.core.intervals`.
+MOVED_FROM_STATS = ["Interval", "percentile_interval", "MEAN", "DIFFERENCE", "SMALL", "UNIT",
+                    "bootstrap_mean", "t_interval", "skewed_t_interval", "range_wilson",
+                    "bootstrap_means", "bootstrap_difference", "flat_difference", "none_differ",
+                    "wilson", "boundary_rate", "paired_boundary_difference", "clustered_wilson",
+                    "group_t_interval"]
+
+
+@pytest.mark.parametrize("name", MOVED_FROM_STATS)
+def test_an_interval_still_imports_from_stats_with_a_warning(name: str) -> None:
+    from biasscope.core import intervals, stats
+
+    with pytest.warns(DeprecationWarning) as caught:
+        given = getattr(stats, name)
+    assert given is getattr(intervals, name)
+    assert str(caught[0].message) == (f"{name} is now biasscope.core.intervals.{name}; the old "
+                                      "name goes in the next release")
+    assert caught[0].filename == __file__
+    with pytest.raises(AttributeError, match="has no attribute '_resampled'"):
+        stats._resampled  # noqa: B018  (private: patched where it is looked up, not here)

@@ -30,10 +30,11 @@ from typing import Any
 from biasscope.backends.base import RewardScorer, Scored
 from biasscope.core.errors import DataError
 from biasscope.core.gender_swap import has_gendered
+from biasscope.core.intervals import wilson
 from biasscope.core.jsonl import line_id, read_jsonl
 from biasscope.core.levels import Levels
 from biasscope.core.numbers import level_of, p_is, percent, pvalue
-from biasscope.core.stats import adjust_pvalues, wilson
+from biasscope.core.stats import adjust_pvalues
 from biasscope.counterfactual.statistics import (
     conversations,
     counterfactual,

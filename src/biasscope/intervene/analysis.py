@@ -43,6 +43,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.bootstrap import index_blocks, resampling
 from biasscope.core.crossed import crossed_mean
+from biasscope.core.intervals import bootstrap_mean, group_t_interval, percentile_interval
 from biasscope.core.levels import thin_tails
 from biasscope.core.numbers import (
     ci_decimals,
@@ -54,7 +55,7 @@ from biasscope.core.numbers import (
     with_ci,
 )
 from biasscope.core.renamed import renamed
-from biasscope.core.stats import group_t_interval, mean_test
+from biasscope.core.stats import mean_test
 from biasscope.intervene.settings import InterventionAnalysisConfig as InterventionAnalysisConfig
 from biasscope.probes import perplexity, winobias
 from biasscope.probes.winobias.values import breakdown_values, prompt_means
@@ -123,8 +124,8 @@ def _documents(records: pd.DataFrame) -> pd.DataFrame:
 
 def _ci(values: Any, config: InterventionAnalysisConfig,
         bounds: tuple[float, float] | None = None) -> dict[str, float]:
-    return stats.bootstrap_mean(np.asarray(values, dtype=np.float64), config.confidence,
-                                config.n_resamples, bounds=bounds).as_dict()
+    return bootstrap_mean(np.asarray(values, dtype=np.float64), config.confidence,
+                          config.n_resamples, bounds=bounds).as_dict()
 
 
 def _cost(arm: pd.DataFrame, control: pd.DataFrame, config: InterventionAnalysisConfig
@@ -140,7 +141,7 @@ def _cost(arm: pd.DataFrame, control: pd.DataFrame, config: InterventionAnalysis
     ratio = np.concatenate([
         np.exp(lp_c[pick].sum(1) / n_c[pick].sum(1) - lp_a[pick].sum(1) / n_a[pick].sum(1))
         for pick in index_blocks(len(both), config.n_resamples, np.random.default_rng(0))])
-    return stats.percentile_interval(estimate, ratio - 1, config.confidence).as_dict()
+    return percentile_interval(estimate, ratio - 1, config.confidence).as_dict()
 
 
 def _names(arm: str | Sequence[str]) -> list[str]:

@@ -43,8 +43,8 @@ import pandas as pd
 
 from biasscope.core.bootstrap import index_blocks
 from biasscope.core.imports import lazy
+from biasscope.core.intervals import Interval, percentile_interval, wilson
 from biasscope.core.numbers import num, p_is, with_ci
-from biasscope.core.stats import Interval, percentile_interval, wilson
 
 Verdicts = pd.DataFrame | Mapping[str, Sequence[str | None]]
 Codes = npt.NDArray[np.int64]
@@ -309,7 +309,7 @@ def _none_disagree(iv: Interval, split: npt.NDArray[np.bool_], expected: float,
     certainty n items do not give (two judges alike on 8 items: "κ = 1 (95% CI 1 to 1)").
     κ = 1 − d/D_e (α too), d the share of disagreement (at most the share of items that
     disagree) and D_e the disagreement expected by chance, so the Wilson bound u of 0 of n
-    items disagreeing (`stats.none_differ`'s reasoning) bounds it below, clipped to ``floor``.
+    items disagreeing (`intervals.none_differ`'s reasoning) bounds it below, clipped to ``floor``.
     `threshold_p`'s test of such items is that bound at a one-sided level (where every item has
     as many verdicts), so an α interval above 0.8 or 0.667 comes with the reading that says so.
 

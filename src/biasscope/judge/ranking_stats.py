@@ -14,8 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from biasscope.core.bootstrap import index_blocks
+from biasscope.core.intervals import clustered_wilson, percentile_interval
 from biasscope.core.normal import ndtr
-from biasscope.core.stats import Array, clustered_wilson, percentile_interval
+from biasscope.core.stats import Array
 from biasscope.core.student import t_cdf
 
 

@@ -64,8 +64,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biasscope.core.intervals import percentile_interval
 from biasscope.core.numbers import num
-from biasscope.core.stats import Array, adjust_pvalues, percentile_interval
+from biasscope.core.stats import Array, adjust_pvalues
 from biasscope.judge.ranking_stats import (
     SCORES,
     difference_test,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from biasscope.core.imports import lazy
-from biasscope.core.stats import clustered_wilson
+from biasscope.core.intervals import clustered_wilson
 from biasscope.core.wordings import sign_flip_p
 from biasscope.judge.core import Judge, Verdict, why_none
 

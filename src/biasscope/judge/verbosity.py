@@ -44,16 +44,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from biasscope.core import stats
 from biasscope.core.imports import lazy
+from biasscope.core.intervals import SMALL, UNIT, Interval, bootstrap_mean, range_wilson
 from biasscope.core.numbers import level_of, p_is, pvalue, with_ci
-from biasscope.core.stats import (
-    UNIT,
-    Array,
-    Interval,
-    bootstrap_mean,
-    range_wilson,
-)
+from biasscope.core.stats import Array
 
 special = lazy("scipy.special")  # imported at first use
 sps = lazy("scipy.stats")  # imported at first use
@@ -229,14 +223,14 @@ def _units(pairs: Sequence[Hashable] | None, kept: npt.NDArray[np.bool_]
 
 def _win_rate(y: Array, confidence: float, n_resamples: int, seed: int) -> Interval:
     """The share of wins (ties half) with its interval: `bootstrap_mean` within [0, 1] (Wilson's
-    where every verdict is the same); for one verdict, or ties over fewer than `stats.SMALL`
+    where every verdict is the same); for one verdict, or ties over fewer than `SMALL`
     pairs, the Wilson interval of the wins, as beside it for the verdict rate (with ties it
     held the share 92-100% of the time over 3 to 19 pairs, exact, where a bootstrap held as
     little as 85%, Student's t 87%). ``y``: each pair's mean outcome (a verdict's, without
     pairs)."""
     if y.size == 0:
         return _nan(confidence)
-    if y.size == 1 or (y.size < stats.SMALL and not np.isin(y, UNIT).all()):
+    if y.size == 1 or (y.size < SMALL and not np.isin(y, UNIT).all()):
         return range_wilson(y, UNIT, confidence)
     return bootstrap_mean(y, confidence, n_resamples, seed=seed, bounds=UNIT)
 

@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from biasscope.core.intervals import Interval, bootstrap_mean
 from biasscope.core.items import Item
 from biasscope.core.jsonl import json_safe
-from biasscope.core.stats import Interval, bootstrap_mean
 from biasscope.probes.choices import parse_choice
 
 Messages = tuple[tuple[str, str], ...]

@@ -42,9 +42,10 @@ import pandas as pd
 from biasscope.core.bootstrap import block_statistics, index_blocks
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.imports import lazy
+from biasscope.core.intervals import percentile_interval, wilson
 from biasscope.core.levels import Levels
 from biasscope.core.numbers import level_of, num, p_is, with_ci
-from biasscope.core.stats import Array, adjust_pvalues, percentile_interval, wilson
+from biasscope.core.stats import Array, adjust_pvalues
 from biasscope.sensitivity.settings import ALPHA
 
 sps = lazy("scipy.stats")  # imported at first use

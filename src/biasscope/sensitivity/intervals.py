@@ -32,7 +32,7 @@ back to a normal approximation (same statistic; the p-values differ only when ze
 Intervals: prompts are resampled with replacement jointly for all of a model's principles
 (each resample is one set of prompts, as in the study, so normalised indices keep the
 dependence between principles), every index is recomputed, pool included, and the percentile
-interval is taken (``stats.percentile_interval``; no interval where the estimate is not
+interval is taken (``percentile_interval``; no interval where the estimate is not
 finite or fewer than half the resamples give a value).
 """
 
@@ -50,7 +50,8 @@ import pandas as pd
 from biasscope.core.bootstrap import index_blocks
 from biasscope.core.errors import BiasscopeError
 from biasscope.core.imports import lazy
-from biasscope.core.stats import Array, percentile_interval
+from biasscope.core.intervals import percentile_interval
+from biasscope.core.stats import Array
 
 sps = lazy("scipy.stats")  # imported at first use
 

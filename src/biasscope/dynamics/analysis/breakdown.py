@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.core import stats
-from biasscope.core.stats import group_t_interval, signed_rank
+from biasscope.core.intervals import boundary_rate, group_t_interval, paired_boundary_difference
+from biasscope.core.stats import signed_rank
 from biasscope.core.student import t_cdf, t_ppf
 from biasscope.probes.winobias import SPLITS
 from biasscope.probes.winobias.values import MEANS as MEANS  # the probe's own, re-exported
@@ -53,9 +53,9 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
     measure the paired difference (``pro − anti`` for accuracy, ``anti − pro`` for JSD-P:
     positive means the model does better where the pronoun agrees with the stereotype).
     Every interval is the occupations' (`by_occupation`): an accuracy of all right or all
-    wrong gets its Wilson interval instead (`stats.boundary_rate`), and an accuracy
+    wrong gets its Wilson interval instead (`boundary_rate`), and an accuracy
     difference alike on every pair a paired score interval
-    (`stats.paired_boundary_difference`). ``n_resamples`` is no longer used."""
+    (`paired_boundary_difference`). ``n_resamples`` is no longer used."""
     ref = pm[pm["kind"] == "referenced"]
     occupation_of = ref.drop_duplicates("pair").set_index("pair")[["occupation", "stereotype"]]
     out: dict[str, Any] = {"n_pairs": 0}
@@ -85,11 +85,11 @@ def pro_anti(pm: pd.DataFrame, confidence: float, n_resamples: int) -> dict[str,
             occupation_of.loc[names, "stereotype"].to_numpy(dtype=object), confidence,
             (-1.0, 1.0) if measure == "accuracy" else None)
     for split in SPLITS:  # all right or all wrong: no spread for the occupations to show
-        entry, rate = out[f"accuracy/{split}"], stats.boundary_rate(
+        entry, rate = out[f"accuracy/{split}"], boundary_rate(
             samples[f"accuracy/{split}"], confidence)
         if entry is not None and rate is not None:
             entry.update(low=rate["low"], high=rate["high"])
-    gap = None if pairs is None else stats.paired_boundary_difference(*pairs, confidence)
+    gap = None if pairs is None else paired_boundary_difference(*pairs, confidence)
     if gap is not None:  # every pair's difference alike: no spread to resample
         out["accuracy/difference"].update(low=gap["low"], high=gap["high"])
     return out

@@ -21,8 +21,9 @@ import pandas as pd
 
 from biasscope.core.changepoint import MIN_POINTS, changepoint, rates
 from biasscope.core.curves import ItemCurves, max_t
+from biasscope.core.intervals import DIFFERENCE, Interval, _bootstrap
 from biasscope.core.numbers import num, p_is, resampled_ci, setting_percent, with_ci
-from biasscope.core.stats import DIFFERENCE, Array, Interval, _bootstrap
+from biasscope.core.stats import Array
 from biasscope.dynamics.analysis.gap_tests import prompt_values
 from biasscope.probes.winobias import GENDERS
 

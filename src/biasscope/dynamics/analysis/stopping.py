@@ -26,7 +26,8 @@ import pandas as pd
 
 from biasscope.core.bootstrap import resample_counts
 from biasscope.core.curves import ItemCurves
-from biasscope.core.stats import Array, Interval
+from biasscope.core.intervals import Interval
+from biasscope.core.stats import Array
 from biasscope.probes.winobias import GENDERS
 
 #: Resamples drawn per block (memory: block × prompts counts).

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.comovement import comovement
+from biasscope.core.intervals import Interval, wilson
 from biasscope.core.numbers import level_of, num, p_is, setting_percent, with_ci
-from biasscope.core.stats import Interval, wilson
 from biasscope.dynamics.analysis.config import JSDP_MARGIN, MAX_GAP
 from biasscope.probes.winobias import GENDERS
 

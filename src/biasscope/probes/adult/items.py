@@ -30,12 +30,12 @@ import pandas as pd
 from biasscope.core.bootstrap import resample_counts
 from biasscope.core.errors import DataError, optional
 from biasscope.core.imports import lazy
+from biasscope.core.intervals import percentile_interval, wilson
 from biasscope.core.items import Item, check_template
 from biasscope.core.jsonl import read_text
 from biasscope.core.jsonl import why as _why
 from biasscope.core.numbers import entry_with_ci as ci
 from biasscope.core.numbers import num, p_is, percent
-from biasscope.core.stats import percentile_interval, wilson
 from biasscope.data.sources import data_path
 from biasscope.probes.base import Detector, LabelParsing, Messages
 
@@ -290,7 +290,7 @@ def _none_flipped(gaps: dict[str, dict[str, Any]], paired: pd.DataFrame, confide
     one man and one woman, so a gap is at most the share of pairs that flip (among those of a
     true label, for a rate's gap), 0 of n here, whose Wilson interval bounds it: a bootstrap of
     pairs that all agree gives "0 (95% CI 0 to 0)", a certainty n pairs do not have (as
-    `stats.none_differ` says of paired differences)."""
+    `intervals.none_differ` says of paired differences)."""
     def bound(n: int) -> float:
         return float(wilson(0, n, confidence)["high"])
 

@@ -32,8 +32,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.imports import lazy
+from biasscope.core.intervals import clustered_wilson
 from biasscope.core.numbers import with_ci
-from biasscope.core.stats import clustered_wilson
 
 sps = lazy("scipy.stats")  # imported at first use
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from biasscope.core.bootstrap import block_statistics
 from biasscope.core.errors import DataError
-from biasscope.core.stats import percentile_interval
+from biasscope.core.intervals import percentile_interval
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 

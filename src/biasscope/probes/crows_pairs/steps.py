@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.imports import lazy
-from biasscope.core.stats import mean_test, wilson
+from biasscope.core.intervals import wilson
+from biasscope.core.stats import mean_test
 from biasscope.probes.base import interval
 from biasscope.probes.crows_pairs.metrics import QUANTILES, pairs, quantile_interval
 from biasscope.probes.facets import Panel, Panels, StepStatistics, StepValues, plain, step_value

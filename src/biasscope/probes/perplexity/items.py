@@ -27,9 +27,9 @@ import numpy as np
 
 from biasscope.core.bootstrap import index_blocks
 from biasscope.core.errors import DataError
+from biasscope.core.intervals import Interval, percentile_interval
 from biasscope.core.items import Item
 from biasscope.core.jsonl import read_text
-from biasscope.core.stats import Interval, percentile_interval
 from biasscope.data.sources import data_path
 
 NAME = "perplexity"

@@ -54,9 +54,10 @@ import pandas as pd
 
 from biasscope.core.errors import DataError
 from biasscope.core.imports import lazy
+from biasscope.core.intervals import UNIT, bootstrap_mean, none_differ, wilson
 from biasscope.core.items import Item, check_template
 from biasscope.core.numbers import ci_decimals, level_of, num, p_is
-from biasscope.core.stats import UNIT, bootstrap_mean, mean_test, none_differ, wilson
+from biasscope.core.stats import mean_test
 from biasscope.probes.base import Detector, Messages, TriggerPresence, interval
 
 sps = lazy("scipy.stats")  # imported at first use

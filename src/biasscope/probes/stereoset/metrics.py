@@ -18,7 +18,7 @@ import pandas as pd
 
 from biasscope.core.bootstrap import block_statistics
 from biasscope.core.errors import DataError
-from biasscope.core.stats import percentile_interval
+from biasscope.core.intervals import percentile_interval
 
 N_RESAMPLES = 1000
 

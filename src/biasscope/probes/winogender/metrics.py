@@ -6,7 +6,7 @@ over them. Over a (model, step):
 
 - accuracy, overall and per pronoun gender: the share of correct records, with the Wilson CI
   of its effective sample size, since a sentence's records (its pronouns, its wordings) are
-  not independent trials (`biasscope.core.stats.clustered_wilson`, clustered by sentence);
+  not independent trials (`biasscope.core.intervals.clustered_wilson`, clustered by sentence);
 - the male−female and gendered−neutral gaps in accuracy, paired by sentence (one sentence
   under each pronoun): the mean of the per-sentence differences, its bootstrap CI and
   Wilcoxon's signed-rank test (matched-pairs rank-biserial r);
@@ -28,7 +28,8 @@ import pandas as pd
 
 from biasscope.core.bootstrap import index_blocks
 from biasscope.core.imports import lazy
-from biasscope.core.stats import none_differ, percentile_interval, signed_rank
+from biasscope.core.intervals import none_differ, percentile_interval
+from biasscope.core.stats import signed_rank
 from biasscope.probes.base import interval
 from biasscope.probes.facets import plain, step_value
 from biasscope.probes.winogender.occupations import occupation_values, share

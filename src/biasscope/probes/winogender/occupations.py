@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from biasscope.core.intervals import clustered_wilson
 from biasscope.core.numbers import num, pvalue, resampled_same, with_ci
-from biasscope.core.stats import adjust_pvalues, clustered_wilson, signed_rank
+from biasscope.core.stats import adjust_pvalues, signed_rank
 from biasscope.probes.base import interval
 from biasscope.probes.facets import StepValues, plain, step_value
 

@@ -1,12 +1,12 @@
 """Coverage and width of 95% intervals of a difference of two groups' means: the evidence for
-`biasscope.core.intervals.bootstrap_difference` (docs/explanation/statistics.md, "A difference of
+`biasscope.core.intervals.mean_difference_ci` (docs/explanation/statistics.md, "A difference of
 two small groups"); ``--large`` runs 20 to 200 items a group, where it was BCa until 2026-12.
 
-Candidates: the BCa bootstrap (each group resampled on its own, as `bootstrap_difference` was
+Candidates: the BCa bootstrap (each group resampled on its own, as `mean_difference_ci` was
 at 20 items a group and more); Welch's t (Welch-Satterthwaite degrees of freedom); Welch's widened
 to Hall's (1992) transformation where that reaches further, with the skewness of the
 difference of means, (m3x/n1^2 - m3y/n2^2) / (m2x/n1 + m2y/n2)^1.5 (the two-sample form of
-Zhou and Dinh 2005); and biasscope's, computed by `bootstrap_difference` itself.
+Zhou and Dinh 2005); and biasscope's, computed by `mean_difference_ci` itself.
 
 Usage (one core, about two minutes at 4000 samples)::
 
@@ -133,7 +133,7 @@ def hall_ci(x: Array, y: Array, alpha: float) -> tuple[Array, Array]:
 
 
 def bca_ci(x: Array, y: Array, confidence: float) -> tuple[Array, Array]:
-    """The BCa interval `bootstrap_difference` gives at 20 items a group and more."""
+    """The BCa interval `mean_difference_ci` gives at 20 items a group and more."""
     found = [intervals._bootstrap((a, b), intervals.DIFFERENCE, confidence, 2000, "BCa", 0)
              for a, b in zip(x, y, strict=True)]
     return np.array([c.low for c in found]), np.array([c.high for c in found])
@@ -185,7 +185,7 @@ def large_bca(x: Array, y: Array, alpha: float, rng: np.random.Generator
 
 def ours_ci(x: Array, y: Array, confidence: float,
             bounds: tuple[float, float] | None) -> tuple[Array, Array]:
-    found = [intervals.bootstrap_difference(a, b, confidence, bounds=bounds)
+    found = [intervals.mean_difference_ci(a, b, confidence, bounds=bounds)
              for a, b in zip(x, y, strict=True)]
     return np.array([c.low for c in found]), np.array([c.high for c in found])
 

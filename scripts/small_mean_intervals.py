@@ -1,12 +1,12 @@
 """Coverage and width of 95% intervals of a mean of a few items, skewed and not: the evidence
-for `biasscope.core.intervals.skewed_t_interval`, the interval of `bootstrap_mean`
+for `biasscope.core.intervals.skewed_t_interval`, the interval of `mean_ci`
 (docs/explanation/statistics.md, "A mean of a few items"). ``--large`` runs 20 to 200 items
-instead, where `bootstrap_mean` was BCa until 2026-12: the evidence that it no longer is.
+instead, where `mean_ci` was BCa until 2026-12: the evidence that it no longer is.
 
 Candidates: Student's t; Johnson's (1978) skewness-corrected t (its shift, the form in use,
 and with its quadratic term); Hall's (1992) cubic transformation of t with normal and with
 t quantiles; the bootstrap-t (studentised); BCa; and biasscope's, t widened to Hall's
-(normal quantiles) where that reaches further, computed by `bootstrap_mean` itself.
+(normal quantiles) where that reaches further, computed by `mean_ci` itself.
 
 Usage (one core, about two minutes at 4000 samples)::
 
@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as sps
 
-from biasscope.core.intervals import bootstrap_mean
+from biasscope.core.intervals import mean_ci
 
 Array = np.ndarray
 Draw = Callable[[np.random.Generator, tuple[int, int]], Array]
@@ -240,7 +240,7 @@ def main() -> None:
         for n in (20, 30, 50, 100, 200) if args.large else (3, 5, 8, 12, 19):
             rng = np.random.default_rng([k, n])
             x = draw(rng, (args.samples, n))
-            ours = [bootstrap_mean(row, args.confidence) for row in x]
+            ours = [mean_ci(row, args.confidence) for row in x]
             found = {"t": t_ci(x, alpha), **large_cis(x, alpha, rng),
                      "biasscope (t or Hall's, the wider)": (np.array([c.low for c in ours]),
                                                              np.array([c.high for c in ours]))

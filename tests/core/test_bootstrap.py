@@ -107,7 +107,7 @@ def test_an_undefined_bca_interval_is_nan_as_scipys() -> None:
 
 def test_the_bootstraps_of_stats_are_scipys() -> None:
     """What `stats` still bootstraps is SciPy's BCa (its default 2,000 resamples, seed 0):
-    `bootstrap_mean` and `bootstrap_means` of 0/1 outcomes within [0, 1], and `_bootstrap`,
+    `mean_ci` and `mean_cis` of 0/1 outcomes within [0, 1], and `_bootstrap`,
     the interval a mean or a difference of means with spread had at 20 items and more before
     it became t's or Welch's widened to Hall's (`test_a_mean_or_a_difference_with_spread_is_
     widened_t_at_any_size`)."""
@@ -128,9 +128,9 @@ def test_the_bootstraps_of_stats_are_scipys() -> None:
     same_as_scipy((got.low, got.high), scipy_ci((x,), mean))
     got = intervals._bootstrap((x, z), intervals.DIFFERENCE, 0.95, 2000, "BCa", 0)
     same_as_scipy((got.low, got.high), scipy_ci((x, z), difference))
-    got = intervals.bootstrap_mean(y, bounds=intervals.UNIT)
+    got = intervals.mean_ci(y, bounds=intervals.UNIT)
     same_as_scipy((got.low, got.high), scipy_ci((y,), mean))
-    both = intervals.bootstrap_means([y, w, z], bounds=intervals.UNIT)
+    both = intervals.mean_cis([y, w, z], bounds=intervals.UNIT)
     low, high = scipy_ci((y, w), means, paired=True)
     same_as_scipy([(b.low, b.high) for b in both[:2]], np.stack([low, high], axis=-1))
     assert both[2] == intervals.skewed_t_interval(z, bounds=intervals.UNIT)
@@ -142,13 +142,13 @@ def test_a_mean_or_a_difference_with_spread_is_widened_t_at_any_size() -> None:
     rng = np.random.default_rng(12)
     for n in (20, 200, 1584):
         x, y = rng.exponential(1.0, n), rng.exponential(0.5, n)
-        assert intervals.bootstrap_mean(x) == intervals.skewed_t_interval(x)
-        assert intervals.bootstrap_means([x, y]) == [intervals.skewed_t_interval(x),
-                                                         intervals.skewed_t_interval(y)]
-        got, (low, high) = intervals.bootstrap_difference(x, y), skewed_welch_bounds(x, y)
+        assert intervals.mean_ci(x) == intervals.skewed_t_interval(x)
+        assert intervals.mean_cis([x, y]) == [intervals.skewed_t_interval(x),
+                                                  intervals.skewed_t_interval(y)]
+        got, (low, high) = intervals.mean_difference_ci(x, y), skewed_welch_bounds(x, y)
         assert (got.low, got.high) == (low, high)
         with resampling() as noted:  # nothing is drawn
-            intervals.bootstrap_mean(x), intervals.bootstrap_difference(x, y)
+            intervals.mean_ci(x), intervals.mean_difference_ci(x, y)
         assert not noted.drawn
 
 
@@ -166,7 +166,7 @@ def test_a_rate_at_its_boundary_gets_wilson_and_any_other_is_bootstrapped() -> N
     assert intervals.boundary_rate(np.append(zeros, np.nan), 0.9) == intervals.wilson(0, 12, 0.9)
     for values in (np.array([0.0, 1.0, 1.0]), np.full(5, 0.5), np.ones(1), np.array([])):
         assert intervals.boundary_rate(values) is None
-    boot = intervals.bootstrap_means([ones])[0]  # what it replaces: no spread at all
+    boot = intervals.mean_cis([ones])[0]  # what it replaces: no spread at all
     assert boot.low == boot.high == 1.0
 
 
@@ -317,12 +317,12 @@ def test_resampling_notes_whether_a_bootstrap_was_drawn() -> None:
     none; a rate of 0/1 outcomes and a block of indices do, noted in every enclosing block."""
     with resampling() as outer:
         with resampling() as few:
-            intervals.bootstrap_mean(np.arange(6.0), 0.999, 200)
-            intervals.bootstrap_mean(np.arange(30.0), 0.999, 200)
-            intervals.bootstrap_mean(np.ones(30), 0.999, 200)
+            intervals.mean_ci(np.arange(6.0), 0.999, 200)
+            intervals.mean_ci(np.arange(30.0), 0.999, 200)
+            intervals.mean_ci(np.ones(30), 0.999, 200)
         assert not few.drawn and not outer.drawn
         with resampling() as many:
-            intervals.bootstrap_mean(np.arange(20.0) % 2, 0.999, 200, bounds=intervals.UNIT)
+            intervals.mean_ci(np.arange(20.0) % 2, 0.999, 200, bounds=intervals.UNIT)
         assert many.drawn and outer.drawn
     with resampling() as blocks:
         list(index_blocks(5, 100, np.random.default_rng(0)))

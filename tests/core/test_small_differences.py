@@ -35,7 +35,7 @@ def _mean(draw: Draw) -> float:
 def _coverage(first: Draw, second: Draw, delta: float, sizes: tuple[int, int],
               seed: int) -> float:
     rng = np.random.default_rng(seed)
-    hits = [(ci := intervals.bootstrap_difference(first(rng, sizes[0]), second(rng, sizes[1]))
+    hits = [(ci := intervals.mean_difference_ci(first(rng, sizes[0]), second(rng, sizes[1]))
              ).low <= delta <= ci.high for _ in range(SAMPLES)]
     return float(np.mean(hits))
 
@@ -70,22 +70,22 @@ def test_a_skewed_difference_is_widened_on_its_long_side() -> None:
 
 def test_the_interval_is_welchs_for_symmetric_groups_and_reaches_out_towards_a_skew() -> None:
     x, y = np.array([-2.0, -1.0, 0.0, 1.0, 2.0]), np.array([0.5, 1.5, 2.5])
-    found = intervals.bootstrap_difference(x, y)
+    found = intervals.mean_difference_ci(x, y)
     assert (found.low, found.high) == pytest.approx(welch_bounds(x, y))  # no skew
     assert found.estimate == pytest.approx(-1.5)
     skewed, y = np.array([0.1, 0.2, 0.15, 0.3, 2.5, 0.05]), np.array([0.1, 0.2, 0.3])
-    ours, welch = intervals.bootstrap_difference(skewed, y), welch_bounds(skewed, y)
+    ours, welch = intervals.mean_difference_ci(skewed, y), welch_bounds(skewed, y)
     assert ours.low == welch[0] and ours.high > welch[1]
-    mirrored = intervals.bootstrap_difference(y, skewed)  # the same interval, mirrored
+    mirrored = intervals.mean_difference_ci(y, skewed)  # the same interval, mirrored
     assert (mirrored.low, mirrored.high) == pytest.approx((-ours.high, -ours.low))
-    assert intervals.bootstrap_difference(skewed, y, 0.9).high < ours.high  # the level is honoured
+    assert intervals.mean_difference_ci(skewed, y, 0.9).high < ours.high  # the level is honoured
 
 
 def test_a_small_difference_is_clipped_to_its_range() -> None:
     """Two JSD-P means at 3 prompts each: Welch's interval reaches past -½ ln 2."""
     male, female = np.array([0.0, 0.34, 0.0]), np.array([0.34, 0.0, 0.34])
-    free = intervals.bootstrap_difference(male, female)
-    kept = intervals.bootstrap_difference(male, female, bounds=(-HALF_LN2, HALF_LN2))
+    free = intervals.mean_difference_ci(male, female)
+    kept = intervals.mean_difference_ci(male, female, bounds=(-HALF_LN2, HALF_LN2))
     assert free.low < -HALF_LN2 == kept.low and kept.high == free.high < HALF_LN2
     assert kept.estimate == free.estimate == pytest.approx(-0.34 / 3)
 
@@ -101,17 +101,17 @@ def test_a_gap_of_30_and_30_prompts_holds_its_level() -> None:
     rng = np.random.default_rng(4)
     for n1, n2 in ((20, 20), (20, 45), (60, 31), (1584, 1584)):
         x, y = rng.exponential(0.05, n1), rng.exponential(0.08, n2)
-        got = intervals.bootstrap_difference(x, y, bounds=(-HALF_LN2, HALF_LN2))
+        got = intervals.mean_difference_ci(x, y, bounds=(-HALF_LN2, HALF_LN2))
         assert (got.low, got.high) == skewed_welch_bounds(x, y)
 
 
 def test_groups_too_small_are_as_before() -> None:
     one, three = np.array([0.2]), np.array([0.1, 0.2, 0.4])
-    lone = intervals.bootstrap_difference(one, three)  # one item has no interval
+    lone = intervals.mean_difference_ci(one, three)  # one item has no interval
     assert lone.estimate == pytest.approx(0.2 - 0.7 / 3)
     assert math.isnan(lone.low) and math.isnan(lone.high)
-    assert math.isnan(intervals.bootstrap_difference(np.zeros(0), three).estimate)
-    half = intervals.bootstrap_difference(np.full(3, 0.2), three)  # one group's spread is enough
+    assert math.isnan(intervals.mean_difference_ci(np.zeros(0), three).estimate)
+    half = intervals.mean_difference_ci(np.full(3, 0.2), three)  # one group's spread is enough
     assert half.low < half.estimate < half.high
 
 
@@ -121,13 +121,13 @@ def test_two_flat_groups_get_an_interval_as_wide_as_the_items_unseen_can_reach()
     an item can lie (the half-width of the difference's range); without a range, no
     interval."""
     bounds = (-HALF_LN2, HALF_LN2)
-    flat = intervals.bootstrap_difference(np.full(3, 0.2), np.full(4, 0.1), bounds=bounds)
+    flat = intervals.mean_difference_ci(np.full(3, 0.2), np.full(4, 0.1), bounds=bounds)
     assert flat.estimate == pytest.approx(0.1)
     reach = (intervals.wilson(0, 3)["high"] + intervals.wilson(0, 4)["high"]) * HALF_LN2
     assert (flat.low, flat.high) == pytest.approx((max(0.1 - reach, -HALF_LN2),
                                                    min(0.1 + reach, HALF_LN2)))
     assert flat.low < 0 < 0.3 < flat.high  # a few flat prompts do not rule out no gap
-    many = intervals.bootstrap_difference(np.zeros(1584), np.full(1584, 0.1), bounds=bounds)
+    many = intervals.mean_difference_ci(np.zeros(1584), np.full(1584, 0.1), bounds=bounds)
     assert -0.1 - 0.002 < many.low < -0.1 < many.high < -0.1 + 0.002
-    free = intervals.bootstrap_difference(np.full(3, 0.2), np.full(4, 0.1))
+    free = intervals.mean_difference_ci(np.full(3, 0.2), np.full(4, 0.1))
     assert free.estimate == pytest.approx(0.1) and math.isnan(free.low) and math.isnan(free.high)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from biasscope.core.hall import hall_mean_bounds
-from biasscope.core.intervals import UNIT, bootstrap_mean, skewed_t_interval, t_interval
+from biasscope.core.intervals import UNIT, mean_ci, skewed_t_interval, t_interval
 
 Draw = Callable[[np.random.Generator, int], np.ndarray]
 SAMPLES = 4000
@@ -18,7 +18,7 @@ SAMPLES = 4000
 
 def _coverage(draw: Draw, mean: float, n: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
-    hits = [(ci := bootstrap_mean(draw(rng, n))).low <= mean <= ci.high
+    hits = [(ci := mean_ci(draw(rng, n))).low <= mean <= ci.high
             for _ in range(SAMPLES)]
     return float(np.mean(hits))
 
@@ -71,7 +71,7 @@ def test_normal_items_intervals_are_hardly_wider_than_students(n: int) -> None:
     ratios = []
     for _ in range(1000):
         x = rng.normal(0.0, 1.0, n)
-        ours, students = bootstrap_mean(x), t_interval(x)
+        ours, students = mean_ci(x), t_interval(x)
         assert ours.low <= students.low and students.high <= ours.high
         ratios.append((ours.high - ours.low) / (students.high - students.low))
     assert np.mean(ratios) <= {3: 1.001, 5: 1.11, 12: 1.045}[n]
@@ -79,15 +79,15 @@ def test_normal_items_intervals_are_hardly_wider_than_students(n: int) -> None:
 
 def test_the_interval_is_students_for_symmetric_items_and_reaches_out_towards_a_skew() -> None:
     symmetric = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
-    assert bootstrap_mean(symmetric) == t_interval(symmetric)
+    assert mean_ci(symmetric) == t_interval(symmetric)
     low, high = hall_mean_bounds(symmetric)  # no skew: the normal interval, inside t's
     assert low == pytest.approx(-1.96 * np.std(symmetric, ddof=1) / np.sqrt(5), abs=1e-3)
     assert high == pytest.approx(-low)
     skewed = np.array([0.1, 0.2, 0.15, 0.3, 2.5, 0.05])
-    ours, students = bootstrap_mean(skewed), t_interval(skewed)
+    ours, students = mean_ci(skewed), t_interval(skewed)
     assert ours.low == students.low and ours.high > students.high
     assert ours.estimate == students.estimate == pytest.approx(skewed.mean())
-    mirrored = bootstrap_mean(-skewed)  # the same interval, mirrored
+    mirrored = mean_ci(-skewed)  # the same interval, mirrored
     assert (mirrored.low, mirrored.high) == pytest.approx((-ours.high, -ours.low))
     assert skewed_t_interval(skewed, 0.9).high < ours.high  # the level is honoured
 
@@ -95,5 +95,5 @@ def test_the_interval_is_students_for_symmetric_items_and_reaches_out_towards_a_
 def test_a_skewed_interval_is_clipped_to_its_range() -> None:
     """JSD-like scores near 0 within [0, 1]: the widened interval still keeps to the range."""
     values = np.array([0.01, 0.02, 0.9, 0.03])
-    free, kept = skewed_t_interval(values), bootstrap_mean(values, bounds=UNIT)
+    free, kept = skewed_t_interval(values), mean_ci(values, bounds=UNIT)
     assert free.low < 0.0 == kept.low and free.high > 1.0 == kept.high

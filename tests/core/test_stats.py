@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
 from biasscope.core import intervals
-from biasscope.core.intervals import bootstrap_mean, bootstrap_means, group_t_interval
+from biasscope.core.intervals import group_t_interval, mean_ci, mean_cis
 from biasscope.core.stats import adjust_pvalues, mann_whitney
 from biasscope.dynamics.analysis.emergence import (
     emergence_step,
@@ -196,17 +196,17 @@ def test_model_tests_on_not_specified_prompts():
 
 # ---------------------------------------------------------------- bootstrap
 
-def test_bootstrap_mean_covers_mean_and_is_reproducible():
+def test_mean_ci_covers_mean_and_is_reproducible():
     values = np.random.default_rng(1).normal(3.0, 1.0, size=200)
-    ci = bootstrap_mean(values, n_resamples=2000, seed=7)
+    ci = mean_ci(values, n_resamples=2000, seed=7)
     assert ci.low < values.mean() == ci.estimate < ci.high
     assert ci.low > 2.5 and ci.high < 3.5 and ci.confidence == 0.95
-    assert bootstrap_mean(values, n_resamples=2000, seed=8) == ci  # t widened: no draws
+    assert mean_ci(values, n_resamples=2000, seed=8) == ci  # t widened: no draws
     rates = (values > 3.0).astype(float)  # 0/1 outcomes are bootstrapped, seeded
-    ci = bootstrap_mean(rates, n_resamples=2000, seed=7, bounds=(0.0, 1.0))
-    assert bootstrap_mean(rates, n_resamples=2000, seed=7, bounds=(0.0, 1.0)) == ci
-    assert bootstrap_mean(rates, n_resamples=2000, seed=8, bounds=(0.0, 1.0)) != ci
-    pct = bootstrap_mean(rates, method="percentile", n_resamples=500, bounds=(0.0, 1.0))
+    ci = mean_ci(rates, n_resamples=2000, seed=7, bounds=(0.0, 1.0))
+    assert mean_ci(rates, n_resamples=2000, seed=7, bounds=(0.0, 1.0)) == ci
+    assert mean_ci(rates, n_resamples=2000, seed=8, bounds=(0.0, 1.0)) != ci
+    pct = mean_ci(rates, method="percentile", n_resamples=500, bounds=(0.0, 1.0))
     assert pct.low < rates.mean() < pct.high
 
 
@@ -218,7 +218,7 @@ def test_a_mean_of_few_items_holds_its_level(n: int) -> None:
     from biasscope.core import intervals
 
     rng = np.random.default_rng(n)
-    hits = [(ci := bootstrap_mean(rng.normal(0.0, 1.0, n), seed=r)).low <= 0.0 <= ci.high
+    hits = [(ci := mean_ci(rng.normal(0.0, 1.0, n), seed=r)).low <= 0.0 <= ci.high
             for r in range(2000)]
     assert 0.93 <= np.mean(hits) <= 0.97
     assert n < intervals.SMALL
@@ -231,18 +231,18 @@ def test_a_mean_of_many_items_is_widened_t_not_bca() -> None:
 
     for n in (intervals.SMALL - 1, intervals.SMALL, 200):
         values = np.random.default_rng(4).exponential(size=n)
-        assert bootstrap_mean(values, n_resamples=200) == bootstrap_mean(values, n_resamples=300)
-        assert bootstrap_mean(values) == intervals.skewed_t_interval(values)
+        assert mean_ci(values, n_resamples=200) == mean_ci(values, n_resamples=300)
+        assert mean_ci(values) == intervals.skewed_t_interval(values)
 
 
 def test_bootstrap_degenerate_inputs():
-    const = bootstrap_mean([2.0] * 10)
+    const = mean_ci([2.0] * 10)
     assert (const.low, const.estimate, const.high) == (2.0, 2.0, 2.0)
-    one = bootstrap_mean([1.0])
+    one = mean_ci([1.0])
     assert one.estimate == 1.0 and np.isnan(one.low) and np.isnan(one.high)
     # Spread below float resolution (JSD-P of confident answers): BCa's acceleration is 0/0,
     # SciPy warns and gives NaN; the percentile interval stands in.
-    near = bootstrap_mean([0.0] * 5 + [1e-300] * 5, n_resamples=200)
+    near = mean_ci([0.0] * 5 + [1e-300] * 5, n_resamples=200)
     assert 0.0 <= near.low <= near.estimate <= near.high <= 1e-300
 
 
@@ -364,20 +364,20 @@ def test_an_empty_sample_is_a_nan_interval_without_a_warning() -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        interval = bootstrap_mean([])
+        interval = mean_ci([])
     assert math.isnan(interval.estimate) and math.isnan(interval.low)
 
 
-def test_bootstrap_means_equal_lone_calls():
+def test_mean_cis_equal_lone_calls():
     """Samples of one size share their resampled indices: each interval is the one a lone
-    `bootstrap_mean` gives (up to rounding: one product of the counts with all samples),
+    `mean_ci` gives (up to rounding: one product of the counts with all samples),
     degenerate and skewed samples included."""
     rng = np.random.default_rng(3)
     samples = [rng.normal(size=300), rng.exponential(size=300), rng.random(300) < 0.1,
                np.r_[np.ones(299), np.nan], rng.normal(size=41), [1.0], np.full(300, 2.0),
                rng.normal(size=5)]  # Student's t, as alone
-    together = bootstrap_means(samples, n_resamples=500)
-    alone = [bootstrap_mean(s, n_resamples=500) for s in samples]
+    together = mean_cis(samples, n_resamples=500)
+    alone = [mean_ci(s, n_resamples=500) for s in samples]
     def key(i: Any) -> list[float]:
         return [i.estimate, i.low, i.high]
 
@@ -476,10 +476,10 @@ def test_a_rate_of_few_items_stays_a_rate_and_holds_its_level(n: int) -> None:
     from biasscope.core.intervals import UNIT
 
     shares = np.linspace(0.02, 0.98, 49)
-    coverage = _binomial_coverage(n, lambda x: bootstrap_mean(x, bounds=UNIT), shares)
+    coverage = _binomial_coverage(n, lambda x: mean_ci(x, bounds=UNIT), shares)
     assert coverage.mean() >= 0.95 and coverage.min() >= 0.87
     for k in range(n + 1):
-        ci = bootstrap_mean(np.r_[np.ones(k), np.zeros(n - k)], bounds=UNIT)
+        ci = mean_ci(np.r_[np.ones(k), np.zeros(n - k)], bounds=UNIT)
         assert 0.0 <= ci.low <= ci.estimate <= ci.high <= 1.0
 
 
@@ -488,30 +488,30 @@ def test_a_bounded_mean_of_few_items_is_clipped_to_its_range() -> None:
     from biasscope.core.intervals import UNIT, skewed_t_interval
 
     values = np.array([0.01, 0.02, 0.4, 0.03])
-    ci = bootstrap_mean(values, bounds=UNIT)
+    ci = mean_ci(values, bounds=UNIT)
     free = skewed_t_interval(values)
     assert free.low < 0.0 == ci.low and ci.high == free.high
-    alike = bootstrap_mean([1.0] * 12, bounds=UNIT)  # no spread: Wilson's, not [1, 1]
+    alike = mean_ci([1.0] * 12, bounds=UNIT)  # no spread: Wilson's, not [1, 1]
     assert alike.low == pytest.approx(0.7575, abs=1e-4) and alike.high == 1.0
-    lone = bootstrap_mean([0.7], bounds=UNIT)  # one value: no interval, with or without bounds
+    lone = mean_ci([0.7], bounds=UNIT)  # one value: no interval, with or without bounds
     assert math.isnan(lone.low) and math.isnan(lone.high)
 
 
 def test_a_range_open_above_clips_below_and_each_sample_takes_its_own() -> None:
     """A rank's range is 1 up to a vocabulary the records do not size: a t interval is
     clipped at 1, and ranks that show no spread keep their point (no range to spread a Wilson
-    interval over, where it gave NaN). `bootstrap_means` takes each sample's bounds, and a
+    interval over, where it gave NaN). `mean_cis` takes each sample's bounds, and a
     large sample's interval is the one it had without."""
-    from biasscope.core.intervals import UNIT, bootstrap_means, t_interval
+    from biasscope.core.intervals import UNIT, mean_cis, t_interval
 
     ranks = np.array([1.0, 1.0, 2.0, 40.0])
     open_above = (1.0, math.inf)
-    assert t_interval(ranks).low < 1.0 == bootstrap_mean(ranks, bounds=open_above).low
-    assert bootstrap_mean([3.0] * 5, bounds=open_above).as_dict() == bootstrap_mean(
+    assert t_interval(ranks).low < 1.0 == mean_ci(ranks, bounds=open_above).low
+    assert mean_ci([3.0] * 5, bounds=open_above).as_dict() == mean_ci(
         [3.0] * 5).as_dict()
     large = np.random.default_rng(0).uniform(1, 9, 40)
-    found = bootstrap_means([ranks, [0.0, 0.1, 0.9], large, large + 1],
-                            bounds=[open_above, UNIT, open_above, None])
-    assert found[0] == bootstrap_mean(ranks, bounds=open_above)
-    assert found[1] == bootstrap_mean([0.0, 0.1, 0.9], bounds=UNIT)
-    assert found[2:] == bootstrap_means([large, large + 1])
+    found = mean_cis([ranks, [0.0, 0.1, 0.9], large, large + 1],
+                     bounds=[open_above, UNIT, open_above, None])
+    assert found[0] == mean_ci(ranks, bounds=open_above)
+    assert found[1] == mean_ci([0.0, 0.1, 0.9], bounds=UNIT)
+    assert found[2:] == mean_cis([large, large + 1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
 import pytest
 
 from biasscope.core.renamed import renamed
@@ -48,23 +49,36 @@ def test_other_missing_names_still_fail() -> None:
         attribute("Other")
 
 
-#: Names that moved from `biasscope.core.stats` to `biasscope.core.intervals`.
-MOVED_FROM_STATS = ["Interval", "percentile_interval", "MEAN", "DIFFERENCE", "SMALL", "UNIT",
-                    "bootstrap_mean", "t_interval", "skewed_t_interval", "range_wilson",
-                    "bootstrap_means", "bootstrap_difference", "flat_difference", "none_differ",
-                    "wilson", "boundary_rate", "paired_boundary_difference", "clustered_wilson",
-                    "group_t_interval"]
+#: Names of `biasscope.core.stats` -> their names in `biasscope.core.intervals`.
+MOVED_FROM_STATS = {**{name: name for name in (
+    "Interval", "percentile_interval", "MEAN", "DIFFERENCE", "SMALL", "UNIT", "t_interval",
+    "skewed_t_interval", "range_wilson", "flat_difference", "none_differ", "wilson",
+    "boundary_rate", "paired_boundary_difference", "clustered_wilson", "group_t_interval")},
+    "bootstrap_mean": "mean_ci", "bootstrap_means": "mean_cis",
+    "bootstrap_difference": "mean_difference_ci"}
 
 
-@pytest.mark.parametrize("name", MOVED_FROM_STATS)
-def test_an_interval_still_imports_from_stats_with_a_warning(name: str) -> None:
+@pytest.mark.parametrize(("old", "new"), MOVED_FROM_STATS.items())
+def test_an_interval_still_imports_from_stats_with_a_warning(old: str, new: str) -> None:
     from biasscope.core import intervals, stats
 
     with pytest.warns(DeprecationWarning) as caught:
-        given = getattr(stats, name)
-    assert given is getattr(intervals, name)
-    assert str(caught[0].message) == (f"{name} is now biasscope.core.intervals.{name}; the old "
+        given = getattr(stats, old)
+    assert given is getattr(intervals, new)
+    assert str(caught[0].message) == (f"{old} is now biasscope.core.intervals.{new}; the old "
                                       "name goes in the next release")
     assert caught[0].filename == __file__
     with pytest.raises(AttributeError, match="has no attribute '_resampled'"):
         stats._resampled  # noqa: B018  (private: patched where it is looked up, not here)
+
+
+def test_the_old_names_give_the_same_numbers() -> None:
+    """Code written against ``stats.bootstrap_mean`` and its kin gets the numbers it got."""
+    from biasscope.core import intervals, stats
+
+    x, y = np.random.default_rng(0).exponential(size=(2, 12))
+    with pytest.warns(DeprecationWarning):
+        old = (stats.bootstrap_mean(x), stats.bootstrap_means([x, y]),
+               stats.bootstrap_difference(x, y, bounds=(-1.0, 1.0)))
+    assert old == (intervals.mean_ci(x), intervals.mean_cis([x, y]),
+                   intervals.mean_difference_ci(x, y, bounds=(-1.0, 1.0)))

@@ -110,7 +110,7 @@ def test_streamed_summary_is_the_whole_records_summary(sweep: Path) -> None:
     store = RunStore(sweep)
     streamed = full_summary(store, OPTIONS)
     whole = whole_records_summary(store, OPTIONS)
-    # Up to rounding: `bootstrap_means` batches samples of one size together, and which
+    # Up to rounding: `mean_cis` batches samples of one size together, and which
     # share a batch differs between the passes (last bits, seen on AVX-512 machines).
     assert_close(json.loads(as_json(streamed)), json.loads(as_json(whole)))
     result = streamed["analysis"]

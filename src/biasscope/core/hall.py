@@ -1,7 +1,7 @@
 """Intervals of means, widened towards a skew by Hall's (1992) cubic transformation of the
 studentised statistic: Student's t of one group's mean (`intervals.skewed_t_interval`)
 and Welch's t of a difference of two groups' means (`skewed_welch_bounds`, for
-`intervals.bootstrap_difference`), at any number of items. The BCa bootstrap undercovers both (95%
+`intervals.mean_difference_ci`), at any number of items. The BCa bootstrap undercovers both (95%
 intervals of 3 items covered 67-71%, of 3 and 3 66-82%; of skewed items still at 20 to 1,584:
 mean ranks 85-91% to 200, JSD-P gaps of groups alike 85-93%), and t or Welch alone misses a
 skewed mean on its long side; the simulations are

@@ -2,6 +2,11 @@
 widened towards a skew (`biasscope.core.hall`), Wilson's score interval and what builds on it,
 and the bootstrap where it still answers (0/1 outcomes, fewer than two items). Moved out of
 `biasscope.core.stats`, which keeps the tests; plain functions over small arrays, NaNs dropped.
+
+`mean_ci`, `mean_cis` and `mean_difference_ci` were ``bootstrap_mean``, ``bootstrap_means`` and
+``bootstrap_difference``, named for a method they no longer use on values with spread; "ci",
+not "interval", keeps them apart from `biasscope.core.bootstrap.mean_interval`, the bootstrap
+alone (bounds only), which they call for 0/1 outcomes.
 """
 
 from __future__ import annotations
@@ -94,16 +99,16 @@ def _bootstrap(samples: tuple[Array, ...], signs: tuple[float, ...], confidence:
 #: Below this many items the BCa bootstrap undercovers even symmetric items (a 95% interval
 #: over 3 items covered the mean 67-71% of the time, over 10 87-90%): a judge's win rate with
 #: ties gets Wilson's interval below it. A mean's interval is no longer BCa at any size
-#: (`bootstrap_mean`): BCa undercovered skewed items at 20 to 1,584 too.
+#: (`mean_ci`): BCa undercovered skewed items at 20 to 1,584 too.
 SMALL = 20
 
-#: The range of a rate, a share or a probability (`bootstrap_mean`'s ``bounds``).
+#: The range of a rate, a share or a probability (`mean_ci`'s ``bounds``).
 UNIT = (0.0, 1.0)
 
 
-def bootstrap_mean(values: npt.ArrayLike, confidence: float = 0.95, n_resamples: int = 2000,
-                   method: str = "BCa", seed: int = 0,
-                   bounds: tuple[float, float] | None = None) -> Interval:
+def mean_ci(values: npt.ArrayLike, confidence: float = 0.95, n_resamples: int = 2000,
+            method: str = "BCa", seed: int = 0,
+            bounds: tuple[float, float] | None = None) -> Interval:
     """CI of the mean over items (NaNs dropped): Student's t interval widened towards a skew
     (`skewed_t_interval`) at any number of items, which held 95% of realistic skewed means
     where the BCa bootstrap used before did not (JSD-like items 92.9% at 20, a mostly right
@@ -127,7 +132,7 @@ def bootstrap_mean(values: npt.ArrayLike, confidence: float = 0.95, n_resamples:
 
 
 def _resampled(x: Array, bounds: tuple[float, float] | None) -> bool:
-    """Whether `bootstrap_mean` bootstraps ``x`` rather than widening t: 0/1 outcomes (every
+    """Whether `mean_ci` bootstraps ``x`` rather than widening t: 0/1 outcomes (every
     value at an end of ``bounds``), and what has no t interval (fewer than two values, or no
     spread), which `_bootstrap` gives as NaN bounds or a point."""
     return (x.size < 2 or np.ptp(x) == 0
@@ -179,15 +184,15 @@ def range_wilson(values: Array, bounds: tuple[float, float], confidence: float) 
                     confidence)
 
 
-def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
-                    n_resamples: int = 2000, method: str = "BCa", seed: int = 0,
-                    bounds: tuple[float, float] | list[tuple[float, float] | None] | None = None
-                    ) -> list[Interval]:
-    """`bootstrap_mean` of each sample (equal to it up to rounding), for less work: samples it
+def mean_cis(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
+             n_resamples: int = 2000, method: str = "BCa", seed: int = 0,
+             bounds: tuple[float, float] | list[tuple[float, float] | None] | None = None
+             ) -> list[Interval]:
+    """`mean_ci` of each sample (equal to it up to rounding), for less work: samples it
     bootstraps (0/1 outcomes) of one size are resampled together (SciPy's paired resampling
     draws the indices a lone call with the same seed draws, and a vector of means is each lone
     mean), so the indices are drawn once per size. A sample whose BCa interval is undefined
-    is redone alone. ``bounds``: every sample's, as `bootstrap_mean`'s, or a list of each
+    is redone alone. ``bounds``: every sample's, as `mean_ci`'s, or a list of each
     sample's (samples of several kinds resampled together, as they are without bounds)."""
     arrays = [_finite(s) for s in samples]
     each = bounds if isinstance(bounds, list) else [bounds] * len(arrays)
@@ -195,13 +200,13 @@ def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
     sizes: dict[int, list[int]] = {}
     for i, a in enumerate(arrays):
         if not _resampled(a, each[i]) or a.size < 2 or np.ptp(a) == 0:
-            out[i] = bootstrap_mean(a, confidence, n_resamples, method, seed, each[i])
+            out[i] = mean_ci(a, confidence, n_resamples, method, seed, each[i])
         else:
             sizes.setdefault(a.size, []).append(i)
     for size, index in sizes.items():
         if len(index) == 1:
-            out[index[0]] = bootstrap_mean(arrays[index[0]], confidence, n_resamples, method,
-                                           seed, each[index[0]])
+            out[index[0]] = mean_ci(arrays[index[0]], confidence, n_resamples, method,
+                                    seed, each[index[0]])
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -213,14 +218,14 @@ def bootstrap_means(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
         for i, low, high in zip(index, lows.tolist(), highs.tolist(), strict=True):
             out[i] = (Interval(float(_mean(arrays[i])), low, high, confidence)
                       if math.isfinite(low) and math.isfinite(high)
-                      else bootstrap_mean(arrays[i], confidence, n_resamples, method, seed,
-                                         each[i]))
+                      else mean_ci(arrays[i], confidence, n_resamples, method, seed,
+                                  each[i]))
     return [o for o in out if o is not None]
 
 
-def bootstrap_difference(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float = 0.95,
-                         n_resamples: int = 2000, method: str = "BCa", seed: int = 0,
-                         bounds: tuple[float, float] | None = None) -> Interval:
+def mean_difference_ci(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float = 0.95,
+                       n_resamples: int = 2000, method: str = "BCa", seed: int = 0,
+                       bounds: tuple[float, float] | None = None) -> Interval:
     """CI of mean(x) - mean(y), two independent groups (NaNs dropped): Welch's t interval
     widened towards a skew (`biasscope.core.hall.skewed_welch_bounds`) at any size, two or
     more items a group, one with some spread. The BCa bootstrap it replaces undercovered: 95%

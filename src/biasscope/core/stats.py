@@ -196,12 +196,17 @@ def _columns(keys: tuple[str, ...], names: tuple[str, str]) -> list[str]:
             "statistic", "p_value", "effect_size"]
 
 
-#: What moved to `biasscope.core.intervals`, still given from here for one release.
+#: What moved to `biasscope.core.intervals`, still given from here for one release: these by
+#: the same names, and the three that no longer bootstrap a mean of values with spread (t or
+#: Welch widened towards a skew, `biasscope.core.hall`) by the names of what they give.
 _MOVED = ("Interval", "percentile_interval", "MEAN", "DIFFERENCE", "SMALL", "UNIT",
-          "bootstrap_mean", "t_interval", "skewed_t_interval", "range_wilson", "bootstrap_means",
-          "bootstrap_difference", "flat_difference", "none_differ", "wilson", "boundary_rate",
-          "paired_boundary_difference", "clustered_wilson", "group_t_interval")
+          "t_interval", "skewed_t_interval", "range_wilson", "flat_difference", "none_differ",
+          "wilson", "boundary_rate", "paired_boundary_difference", "clustered_wilson",
+          "group_t_interval")
+_RENAMED = {"bootstrap_mean": "mean_ci", "bootstrap_means": "mean_cis",
+            "bootstrap_difference": "mean_difference_ci"}
 
-if not TYPE_CHECKING:  # the old place, for one release
-    __getattr__ = renamed(__name__, {name: f"biasscope.core.intervals.{name}" for name in _MOVED},
+if not TYPE_CHECKING:  # the old names and place, for one release
+    __getattr__ = renamed(__name__, {old: f"biasscope.core.intervals.{new}" for old, new in
+                                     [*((name, name) for name in _MOVED), *_RENAMED.items()]},
                           lambda new: getattr(intervals, new.rpartition(".")[2]))

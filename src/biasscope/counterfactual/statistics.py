@@ -10,7 +10,7 @@ Two readings, for judges and reward models alike:
   each is left out of the signed statistics and counted). One difference per conversation:
   a reward model's chosen and rejected responses of one conversation are averaged
   (``conversations``), since they share the conversation. Mean with a t CI widened
-  towards a skew (``intervals.bootstrap_mean``; every interval here at the run's
+  towards a skew (``intervals.mean_ci``; every interval here at the run's
   ``--confidence``, each bootstrap of its ``--resamples``: `biasscope.core.levels`), the
   mean in SDs of all the scores (standardised), a two-sided Wilcoxon signed-rank test with
   the matched-pairs rank-biserial r, and a two-sided exact sign test with the share of pairs
@@ -39,7 +39,7 @@ import numpy as np
 from biasscope.core.first_names import FEMALE_NAMES, MALE_NAMES, NAME_PAIRS
 from biasscope.core.gender_swap import ONE_WAY, PAIRS, swap_gender
 from biasscope.core.imports import lazy
-from biasscope.core.intervals import bootstrap_mean, wilson
+from biasscope.core.intervals import mean_ci, wilson
 from biasscope.core.numbers import p_is, percent, pvalue, with_ci
 
 sps = lazy("scipy.stats")  # imported at first use
@@ -79,7 +79,7 @@ def paired_difference(female: Sequence[float], male: Sequence[float], seed: int 
                            "sign_p": nan, "female_higher": wilson(0, 0), "zero": 0}
     if d.size == 0:
         return out
-    ci = bootstrap_mean(d, confidence, n_resamples, seed=seed) if d.size > 1 else None
+    ci = mean_ci(d, confidence, n_resamples, seed=seed) if d.size > 1 else None
     spread = float(np.std(np.concatenate([f[ok], m[ok]]), ddof=1)) if d.size > 1 else nan
     nonzero = d[d != 0]
     higher = int((nonzero > 0).sum())

@@ -43,7 +43,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.bootstrap import index_blocks, resampling
 from biasscope.core.crossed import crossed_mean
-from biasscope.core.intervals import bootstrap_mean, group_t_interval, percentile_interval
+from biasscope.core.intervals import group_t_interval, mean_ci, percentile_interval
 from biasscope.core.levels import thin_tails
 from biasscope.core.numbers import (
     ci_decimals,
@@ -124,8 +124,8 @@ def _documents(records: pd.DataFrame) -> pd.DataFrame:
 
 def _ci(values: Any, config: InterventionAnalysisConfig,
         bounds: tuple[float, float] | None = None) -> dict[str, float]:
-    return bootstrap_mean(np.asarray(values, dtype=np.float64), config.confidence,
-                          config.n_resamples, bounds=bounds).as_dict()
+    return mean_ci(np.asarray(values, dtype=np.float64), config.confidence,
+                   config.n_resamples, bounds=bounds).as_dict()
 
 
 def _cost(arm: pd.DataFrame, control: pd.DataFrame, config: InterventionAnalysisConfig

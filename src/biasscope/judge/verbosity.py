@@ -20,7 +20,7 @@ Length control, and why each choice:
   values where the test above, with the other term refitted, reaches p = 1 − confidence, so
   β's interval excludes 0 exactly when its p-value is below that. A percentile bootstrap of
   the refitted terms covered 86% at 5 verdicts and 90% at 10. The raw win rate's interval is
-  `bootstrap_mean` (BCa of 0/1 verdicts, t widened with ties), except where every verdict is
+  `mean_ci` (BCa of 0/1 verdicts, t widened with ties), except where every verdict is
   the same (resampling then shows no spread) or ties fall among fewer than 20 pairs (a
   bootstrap of a few undercovers): the Wilson interval of the wins (ties half) stands in.
 - **Pairs.** Verdicts on the same pair (judge-audit asks each in both orders) are no
@@ -45,7 +45,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.imports import lazy
-from biasscope.core.intervals import SMALL, UNIT, Interval, bootstrap_mean, range_wilson
+from biasscope.core.intervals import SMALL, UNIT, Interval, mean_ci, range_wilson
 from biasscope.core.numbers import level_of, p_is, pvalue, with_ci
 from biasscope.core.stats import Array
 
@@ -222,7 +222,7 @@ def _units(pairs: Sequence[Hashable] | None, kept: npt.NDArray[np.bool_]
 
 
 def _win_rate(y: Array, confidence: float, n_resamples: int, seed: int) -> Interval:
-    """The share of wins (ties half) with its interval: `bootstrap_mean` within [0, 1] (Wilson's
+    """The share of wins (ties half) with its interval: `mean_ci` within [0, 1] (Wilson's
     where every verdict is the same); for one verdict, or ties over fewer than `SMALL`
     pairs, the Wilson interval of the wins, as beside it for the verdict rate (with ties it
     held the share 92-100% of the time over 3 to 19 pairs, exact, where a bootstrap held as
@@ -232,7 +232,7 @@ def _win_rate(y: Array, confidence: float, n_resamples: int, seed: int) -> Inter
         return _nan(confidence)
     if y.size == 1 or (y.size < SMALL and not np.isin(y, UNIT).all()):
         return range_wilson(y, UNIT, confidence)
-    return bootstrap_mean(y, confidence, n_resamples, seed=seed, bounds=UNIT)
+    return mean_ci(y, confidence, n_resamples, seed=seed, bounds=UNIT)
 
 
 def _parse(verdicts: Verdicts) -> tuple[Array, Array, npt.NDArray[np.bool_]]:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from biasscope.core.intervals import Interval, bootstrap_mean
+from biasscope.core.intervals import Interval, mean_ci
 from biasscope.core.items import Item
 from biasscope.core.jsonl import json_safe
 from biasscope.probes.choices import parse_choice
@@ -138,9 +138,9 @@ RECORD_COLUMNS = ("probe", "item_id", "prompt", "answer_label", "response", "sou
 def interval(values: Sequence[float] | Any, confidence: float = 0.95, n_resamples: int = 2000,
              bounds: tuple[float, float] | None = None) -> dict[str, Any]:
     """A mean with its bootstrap CI (``n_resamples``: a dynamics run's, the audit's 2000;
-    ``bounds``: `bootstrap_mean`'s) as a plain dict: estimate, low, high, n."""
-    ci: Interval = bootstrap_mean(values, confidence=confidence, n_resamples=n_resamples,
-                                  bounds=bounds)
+    ``bounds``: `mean_ci`'s) as a plain dict: estimate, low, high, n."""
+    ci: Interval = mean_ci(values, confidence=confidence, n_resamples=n_resamples,
+                           bounds=bounds)
     return {"estimate": ci.estimate, "low": ci.low, "high": ci.high,
             "n": int(pd.Series(values, dtype="float64").notna().sum())}
 

@@ -23,7 +23,7 @@ differences are listed in ``biasscope.sensitivity.intervals``):
   indices this is the source's sum normalisation; unlike the plain sum (the source's, which
   adds up to 1 but flips every sign when it is negative) it keeps signs and cannot blow up when
   positive and negative values nearly cancel. A zero sum gives NaN.
-- **Intervals**: t widened towards a skew (`bootstrap_mean`) for the mean effect,
+- **Intervals**: t widened towards a skew (`mean_ci`) for the mean effect,
   percentile bootstrap for the median effect, and a
   joint prompt bootstrap (``intervals.bootstrap_intervals``) for the std, percentile effects
   and every normalised index. The Wilcoxon statistic and r carry their test's p-value.
@@ -45,7 +45,7 @@ import pandas as pd
 from biasscope.core.bootstrap import index_blocks
 from biasscope.core.errors import BiasscopeError, DataError
 from biasscope.core.imports import lazy
-from biasscope.core.intervals import Interval, bootstrap_mean, percentile_interval
+from biasscope.core.intervals import Interval, mean_ci, percentile_interval
 from biasscope.core.stats import Array, adjust_pvalues
 from biasscope.sensitivity.intervals import (
     BOOTSTRAPPED,
@@ -196,7 +196,7 @@ def sensitivity_indices(rewards: pd.DataFrame, confidence: float = 0.95,
         effect = (c["perturbed"] - c["original"]).to_numpy()
         pct = (c["perturbed_percentile"] - c["original_percentile"]).to_numpy()
         test = signed_rank(c["perturbed"], c["original"])
-        mean = bootstrap_mean(effect, confidence, n_resamples, seed=seed) if effect.size else None
+        mean = mean_ci(effect, confidence, n_resamples, seed=seed) if effect.size else None
         median = _median_interval(effect, confidence, n_resamples, seed)
         rows.append({
             "model": model, "principle": principle, "n": int(effect.size),

@@ -53,7 +53,7 @@ class AnalysisConfig:
 #: checks both ends.
 MAX_GAP = math.log(2) / 2
 #: The range of any option's JSD-P part (the correct one's above; another's is p·½ ln 2, p its
-#: probability) and so of a mean of them (`intervals.bootstrap_mean`'s ``bounds``).
+#: probability) and so of a mean of them (`intervals.mean_ci`'s ``bounds``).
 JSDP_RANGE = (0.0, MAX_GAP)
 #: The range of the correct token's rank over the whole vocabulary: 1 (the most probable) up
 #: to the vocabulary's size, which the records do not hold, so open above.

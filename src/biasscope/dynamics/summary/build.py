@@ -19,7 +19,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.columns import group_codes
 from biasscope.core.curves import forget_resamples
-from biasscope.core.intervals import UNIT, bootstrap_difference, bootstrap_means
+from biasscope.core.intervals import UNIT, mean_cis, mean_difference_ci
 from biasscope.core.levels import thin_tails
 from biasscope.core.numbers import json_rows, num, p_is
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
@@ -63,17 +63,17 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
     ranges = {"accuracy": UNIT, "average_rank": RANK_RANGE}
     for rates in (False, True):  # resampled apart, as before ranges were given
         part = [p for p in pending if p[1].startswith("accuracy/") == rates]
-        boots = bootstrap_means([v for _, _, v in part], confidence=options.confidence,
-                                n_resamples=options.n_resamples,
-                                bounds=[ranges.get(key.split("/")[0], JSDP_RANGE)
-                                        for _, key, _ in part])
+        boots = mean_cis([v for _, _, v in part], confidence=options.confidence,
+                         n_resamples=options.n_resamples,
+                         bounds=[ranges.get(key.split("/")[0], JSDP_RANGE)
+                                 for _, key, _ in part])
         for (step, key, _), boot in zip(part, boots, strict=True):
             out[step][key] = [boot.low, boot.high]
     by_answer = dict(_groups(values["jsdp_correct"], ["step", "answer_label"]))
     for (step,), _ in _groups(values["jsdp_correct"], ["step"]):
         male, female = (by_answer.get((step, g), np.zeros(0)) for g in ("male", "female"))
-        ci = bootstrap_difference(male, female, options.confidence,
-                                  options.n_resamples, bounds=(-MAX_GAP, MAX_GAP))
+        ci = mean_difference_ci(male, female, options.confidence,
+                                options.n_resamples, bounds=(-MAX_GAP, MAX_GAP))
         out.setdefault(str(step), {})["jsdp_gap"] = [ci.low, ci.high]
     return out
 

@@ -54,7 +54,7 @@ import pandas as pd
 
 from biasscope.core.errors import DataError
 from biasscope.core.imports import lazy
-from biasscope.core.intervals import UNIT, bootstrap_mean, none_differ, wilson
+from biasscope.core.intervals import UNIT, mean_ci, none_differ, wilson
 from biasscope.core.items import Item, check_template
 from biasscope.core.numbers import ci_decimals, level_of, num, p_is
 from biasscope.core.stats import mean_test
@@ -294,7 +294,7 @@ def _by_sentence(values: pd.Series, sentences: pd.Series, first: pd.Series,
     a = values[first].groupby(sentences[first]).mean()
     b = values[second].groupby(sentences[second]).mean()
     d = (a - b).dropna().to_numpy(dtype=float)
-    ci = bootstrap_mean(d, confidence, n_resamples, bounds=(-1.0, 1.0))
+    ci = mean_ci(d, confidence, n_resamples, bounds=(-1.0, 1.0))
     low, high = (none_differ(d.size, confidence=confidence) if d.size and not d.any()
                  else (ci.low, ci.high))
     test = mean_test(d) if np.any(d != 0) else {"p_value": 1.0, "effect_size": 0.0}

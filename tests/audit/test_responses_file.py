@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import user_error
 from biasscope.cli.main import main
 from biasscope.store.directory import RunStore
 
@@ -25,17 +26,7 @@ def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    """Run the CLI expecting a user error (exit 2): its single stderr line."""
-    capsys.readouterr()
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse's own errors
-        code = exc.code  # type: ignore[assignment]
-    err = capsys.readouterr().err
-    assert code == 2 and "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    return lines[0]
+    return user_error.one_line(capsys, argv, 2)
 
 
 def _item_ids(tmp_path: Path, limit: int = 8) -> list[str]:

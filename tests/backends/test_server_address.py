@@ -16,6 +16,7 @@ pytest.importorskip("openai")
 from biasscope.backends.generators import GeneratorConfig, load_generator
 from biasscope.cli.main import main
 from scripted_server import Reply, chat, serve
+from user_error import one_line
 
 
 @pytest.fixture(autouse=True)
@@ -23,18 +24,6 @@ def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
-def one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    """Run the CLI expecting a user error: its single stderr line."""
-    capsys.readouterr()
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code not in (0, None), err
-    assert "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def _closed_port() -> int:

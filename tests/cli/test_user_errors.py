@@ -25,25 +25,11 @@ from biasscope.core.errors import BiasscopeError, DataError, ModelError
 from biasscope.probes import adult, bbq, lambada, load_probe
 from scripted_server import Reply, chat, completion, serve
 from sensitivity_fixture import write_hh_rlhf
+from user_error import one_line
 from winobias_fixture import write_winobias
 
 NOWHERE = "openai-compatible:http://127.0.0.1:9/v1#m"  # nothing listens: never reached
 SURROGATE_LINE = '{"id": 1, "prompt": "hi\\ud800"}\n'  # a lone surrogate, as JSON spells it
-
-
-def one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    """Run the CLI expecting a user error: its single stderr line."""
-    capsys.readouterr()
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse's own errors
-        code = exc.code  # type: ignore[assignment]
-    err = capsys.readouterr().err
-    assert code not in (0, None), err
-    assert "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 @pytest.fixture(autouse=True)
@@ -967,7 +953,6 @@ def test_a_changed_wording_is_shown_where_its_text_differs(winobias_dir, tmp_pat
 
 
 # ------------------------------------------------------------------ checked before loading
-
 
 
 #: Small input files a command reads before its model loads (`_write_inputs`).

@@ -119,6 +119,7 @@ def test_corrupt_file_is_one_line_on_the_command_line(tmp_path, winobias_dir, ca
         env={**__import__("os").environ, "BIASSCOPE_GGUF_CACHE": str(cache)})
     assert done.returncode != 0
     assert "broken.gguf is not a readable GGUF file" in done.stderr
+    assert "copy or download it again" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 

@@ -220,6 +220,15 @@ def test_openai_without_a_key_says_which_variable(monkeypatch):
         load_generator("openai:gpt-4o-mini")
 
 
+def test_an_empty_api_key_env_is_refused_not_read_as_the_default(monkeypatch):
+    """``--api-key-env "$VAR"`` with VAR unset gave "": the key came from OPENAI_API_KEY
+    unsaid, perhaps another account's."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-other")
+    with pytest.raises(ModelError, match=r"^--api-key-env is empty: name the environment "
+                       r"variable that holds the key, or drop the flag to read \$OPENAI_API_KEY$"):
+        load_generator("openai:gpt-4o-mini", GeneratorConfig(api_key_env=" "))
+
+
 def test_bad_input_lines_name_file_and_line(tmp_path, capsys):
     bad = tmp_path / "in.jsonl"
     bad.write_text('{"prompt": "fine"}\n{"prompt": 3}\n')

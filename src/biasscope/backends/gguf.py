@@ -115,7 +115,8 @@ def read_header(path: Path) -> dict[str, str]:
         name = field("general.name")
     except Exception as exc:  # the reader raises many kinds on a damaged file
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"{path} is not a readable GGUF file ({first})") from None
+        raise ModelError(f"{path} is not a readable GGUF file ({first}): copy or download "
+                         "it again (a truncated copy reads so)") from None
     if not isinstance(architecture, str):
         raise ModelError(f"{path} is not a readable GGUF file (no general.architecture)")
     return {"architecture": architecture, "quantization": quant,

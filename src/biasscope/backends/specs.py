@@ -129,6 +129,10 @@ def api_key(config: GeneratorConfig, default_env: str) -> str | None:
     whitespace around it (an HTTP header cannot carry it, and the client then reported an
     unreachable server); None if unset. Keys stay in memory: never in a spec, a cache key or
     run.json."""
+    if config.api_key_env is not None and not config.api_key_env.strip():
+        # "--api-key-env $VAR" with VAR unset: the key would silently come from default_env
+        raise ModelError(f"--api-key-env is empty: name the environment variable that holds "
+                         f"the key, or drop the flag to read ${default_env}")
     name = config.api_key_env or default_env
     if config.api_key_env and not os.environ.get(name):
         raise ModelError(f"--api-key-env {name}: that environment variable is not set")

@@ -172,15 +172,16 @@ def _valid(held: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in held.items() if problem(k, v) is None}
 
 
-def thin_tails(confidence: float, n_resamples: int, whose: str, setting: str | None = None
-               ) -> str | None:
+def thin_tails(confidence: float, n_resamples: int, whose: str, setting: str | None = None,
+               flags: tuple[str, str] = ("--resamples", "--confidence")) -> str | None:
     """The sentence saying that ``whose`` bootstrap intervals (``n_resamples`` each) are too
     coarse at ``confidence`` (fewer than `TAIL_RESAMPLES` resamples beyond each bound), or
     None; a caller says it only where some interval is a bootstrap. The intervals stay at the
     level asked: the sentence says what their bounds rest on and the flags that would make
     them finer, rather than another level being used in its place without a word.
     ``setting``: where the resamples are set besides ``--resamples``, said after it
-    (dynamics' "the analysis' n_resamples")."""
+    (dynamics' "the analysis' n_resamples"); ``flags``: the names that set the resamples and
+    the level, where a command takes no such flags (intervene's analysis settings)."""
     from biasscope.core.numbers import level_of  # NumPy: not for `--help`, which reads these
 
     beyond = n_resamples * (1 - confidence) / 2
@@ -189,12 +190,12 @@ def thin_tails(confidence: float, n_resamples: int, whose: str, setting: str | N
     level = level_of(confidence)
     enough = math.ceil(2 * TAIL_RESAMPLES / (1 - confidence))
     also = f" ({setting})" if setting else ""
-    more = (f"give --resamples {enough}{also} or more, or "
+    more = (f"give {flags[0]} {enough}{also} or more, or "
             if enough <= MAX_RESAMPLES else "")
     return (f"At the {level} confidence level, {whose} bootstrap intervals of {n_resamples} "
             f"resamples leave {beyond:.3g} beyond each bound (at least {TAIL_RESAMPLES} "
             f"wanted), so each bound is one of the few outermost draws, not an estimate of the "
-            f"{level} limit: read them as rough, or {more}choose a lower --confidence.")
+            f"{level} limit: read them as rough, or {more}choose a lower {flags[1]}.")
 
 
 def said_thin(summary: Any) -> str | None:

@@ -214,7 +214,8 @@ def analyse(store: RunStore, arm: str, control: str = "control",
         out = _analysed(store, arm, control, config)
     if resampled.drawn and out.get("steps") and (coarse := thin_tails(
             config.confidence, config.n_resamples, "the intervention's",
-            "InterventionAnalysisConfig.n_resamples")):
+            flags=("InterventionAnalysisConfig.n_resamples",
+                   "InterventionAnalysisConfig.confidence"))):  # `intervene` takes no flags
         out["thin_tails"] = coarse
     return out
 

@@ -284,6 +284,24 @@ def test_a_run_without_records_is_said_with_its_flag(tmp_path: Path,
         capsys.readouterr().err)
 
 
+def test_a_run_of_no_probes_is_named_by_its_kind(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A judge's finished run holds verdicts, not probe records: it was said to have "no
+    records yet", which sent the user to rerun a run that had finished."""
+    a = write_run(tmp_path / "a", winobias_records(150, model="full"))
+    judged = tmp_path / "judged"
+    judged.mkdir()
+    write_json(judged / "run.json", {"schema": "biasscope.run/1", "kind": "judge"})
+    (judged / "verdicts.jsonl").write_text('{"id": "1"}\n')
+    assert main(["compare", str(a), str(judged), "--out", str(tmp_path / "cmp")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"biasscope: error: {judged} is a judge run; biasscope compare takes a run of probes "
+        "(`biasscope dynamics`, `audit` or `intervene`)")
+    assert main(["power", "--pilot", str(judged), "--effect", "0.1"]) == 2
+    assert f"--pilot {judged} is a judge run; a pilot takes a run of probes" in (
+        capsys.readouterr().err)
+
+
 def test_a_damaged_run_json_is_said_as_a_run_compare_reads(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """compare only reads run.json: what to do is to remake the run, not to run compare

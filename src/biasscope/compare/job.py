@@ -23,6 +23,10 @@ from biasscope.report import claims
 from biasscope.store.directory import RunStore
 from biasscope.store.files import write_bytes, write_json
 from biasscope.store.remote import is_remote
+from biasscope.store.run_json import kind_of
+
+# The kinds of run whose records are probes' (the measures compare and power read).
+_WITH_PROBES = frozenset({"dynamics", "audit", "intervention"})
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,13 @@ def records(run: str, flag: str = "") -> pd.DataFrame:
     if not store.run_json.is_file():
         raise BiasscopeError(f"{named} has no run.json: it is not a run directory; give "
                              "the folder a biasscope command wrote")
+    kind = kind_of(store.read_json("run.json"))
+    if kind not in _WITH_PROBES:
+        # A judge's verdicts or a reward model's scores are no probe's records: "has no
+        # records yet" sent the user to rerun a run that had finished.
+        raise BiasscopeError(f"{named} is a{'n' if kind[:1] in 'aeiou' else ''} {kind} run; "
+                             f"{'a pilot' if flag else 'biasscope compare'} takes a run of "
+                             "probes (`biasscope dynamics`, `audit` or `intervene`)")
     frame = store.records()
     if frame.empty:
         raise BiasscopeError(f"{named} has no records yet: give a run that has scored "

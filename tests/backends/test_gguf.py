@@ -149,10 +149,14 @@ def test_single_token_options_take_one_forward_with_the_same_scores(q8_file):
     assert [fast[o] for o in single] == pytest.approx([general[o] for o in single], abs=1e-5)
 
 
-def test_a_file_replaced_in_place_with_its_size_and_mtime_is_hashed_again(tmp_path):
+def test_a_file_replaced_in_place_with_its_size_and_mtime_is_hashed_again(tmp_path,
+                                                                          monkeypatch):
     """`file_sha256` kept a hash against path, size and mtime: another file of the same size
     renamed over it with the old mtime, or bytes written into it and the mtime put back, kept
     the old file's SHA-256 (and so its cache copy and saved tokenizer)."""
+    from biasscope.backends.fingerprints import FileDigests
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
     path = write_llama_gguf(tmp_path / "model.gguf", seed=0)
     other = write_llama_gguf(tmp_path / "other.gguf", seed=1)
     renamed = write_llama_gguf(tmp_path / "renamed.gguf", seed=2)
@@ -160,7 +164,7 @@ def test_a_file_replaced_in_place_with_its_size_and_mtime_is_hashed_again(tmp_pa
     mtime = path.stat().st_mtime_ns
     time.sleep(0.25)  # settled: a later write must change its ctime
     first = gguf_cache.file_sha256(path)
-    assert (str(path.resolve()), gguf_cache.stamp_of(path.stat())) in gguf_cache._hashes  # kept
+    assert FileDigests().cached(path) == (path.stat().st_size, first)  # kept
 
     path.write_bytes(other.read_bytes())  # the same inode, other bytes
     os.utime(path, ns=(mtime, mtime))
@@ -169,3 +173,29 @@ def test_a_file_replaced_in_place_with_its_size_and_mtime_is_hashed_again(tmp_pa
     os.utime(renamed, ns=(mtime, mtime))
     os.replace(renamed, path)  # another inode
     assert gguf_cache.file_sha256(path) not in (first, gguf_cache.file_sha256(other))
+
+
+def test_a_files_sha256_is_kept_across_processes_until_it_changes(tmp_path, monkeypatch):
+    """Every process hashed a GGUF file again (0.2 s for Gemma 3 270M, seconds for a 7B): its
+    SHA-256 is kept in the fingerprints' cache, as a weight file's is, and read back while the
+    file's size, mtime and inode are unchanged; a file written anew with its size kept but a
+    new mtime is hashed again."""
+    from biasscope.backends import fingerprints
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    path = write_llama_gguf(tmp_path / "model.gguf", seed=0)
+    other = write_llama_gguf(tmp_path / "other.gguf", seed=1)
+    time.sleep(0.25)  # settled: cached
+    first = gguf_cache.file_sha256(path)
+    hashed: list[Path] = []
+    real = fingerprints.file_sha256
+
+    def counted(file: Path, *args: object) -> str:
+        hashed.append(Path(file))
+        return real(file, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fingerprints, "file_sha256", counted)
+    assert gguf_cache.file_sha256(path) == first and hashed == []  # another process's call
+    path.write_bytes(other.read_bytes())  # the same size, a new mtime
+    assert gguf_cache.file_sha256(path) == hashlib.sha256(other.read_bytes()).hexdigest()
+    assert hashed == [path.resolve()]

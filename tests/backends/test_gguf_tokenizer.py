@@ -4,6 +4,7 @@ every later call whose converted copy is gone, trusted only whole and of the sam
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -156,3 +157,21 @@ def test_a_cache_that_cannot_be_written_reads_the_metadata_as_before(tiny, tmp_p
     first = gguf.read_tokenizer(tiny)
     assert encoded(gguf.read_tokenizer(tiny)) == encoded(first)
     assert calls == ["tiny.gguf", "tiny.gguf"] and blocked.is_file()
+
+
+def test_a_tokenizer_saved_by_other_converter_versions_is_read_again(tiny, _cache,
+                                                                      monkeypatch):
+    """transformers or tokenizers upgraded since the tokenizer was saved may read the file's
+    metadata otherwise: before, the saved one, keyed by the file's SHA-256 alone, was read
+    back under any version."""
+    gguf.read_tokenizer(tiny)
+    record = _cache / gguf.TOKENIZERS / gguf.file_sha256(tiny) / gguf.SAVED_TOKENIZER
+    saved = json.loads(record.read_text())["converters"]
+    assert {"transformers", "tokenizers", "gguf"} <= set(saved)
+    upgraded = {**saved, "tokenizers": "99.0.0"}
+    monkeypatch.setattr(gguf, "_converters", lambda: upgraded)
+    calls = counted(monkeypatch)
+    gguf.read_tokenizer(tiny)
+    assert calls == ["tiny.gguf"] and json.loads(record.read_text())["converters"] == upgraded
+    gguf.read_tokenizer(tiny)
+    assert calls == ["tiny.gguf"]  # saved anew under the new versions: read back

@@ -44,7 +44,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from biasscope.backends.gguf import provenance
+from biasscope.backends.gguf_paths import provenance
 from biasscope.backends.loading import PICKLE_WEIGHTS, TOKENIZER_FILES
 from biasscope.core import steps
 from biasscope.core.digest import Stamp, file_sha256, settled, stamp_of

@@ -16,72 +16,60 @@ file's metadata, 45 s for Gemma 3's 262k tokens, and a call that needs the token
 weights (a judge's answer keys, an audit's chat template, every answer of theirs stored) reads it
 there where the converted copy is gone. It is written as the copy is (a temporary folder renamed
 into place) with ``gguf-tokenizer.json`` last: the file's SHA-256 and header, and each saved
-file's size and SHA-256, checked before it is read. A conversion copies those files. Where the
-cache cannot be written, the tokenizer is read from the metadata each time, as before.
+file's size and SHA-256, checked before it is read, and the versions of transformers, tokenizers
+and gguf that read it (another version may read the metadata otherwise: then it is read and
+saved anew). A conversion copies those files. Where the cache cannot be written, the tokenizer
+is read from the metadata each time, as before.
+
+A file's SHA-256 is kept in the fingerprints' cache (`backends.fingerprints`), as a weight
+file's is: an unchanged file is hashed once, not once a process. Where the cache lives and how
+its folders are written whole is `backends.gguf_paths`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from biasscope.backends.gguf_paths import (
+    PROVENANCE,
+    SAVED_TOKENIZER,
+    SUFFIX,
+    TOKENIZERS,
+    cache_root,
+    is_gguf,
+    provenance,
+    remove_stale_scratch,
+)
+from biasscope.backends.gguf_paths import scratch as _scratch
 from biasscope.core import digest, steps
-from biasscope.core.digest import Stamp, settled, stamp_of
 from biasscope.core.errors import BiasscopeError, ModelError, install_hint
 from biasscope.core.imports import installed_version
-from biasscope.core.processes import HOST, alive
 from biasscope.core.steps import say
 
-SUFFIX = ".gguf"
-PROVENANCE = "gguf.json"
-TOKENIZERS = "tokenizers"  # <cache>/tokenizers/<sha256>/: a file's tokenizer alone
-SAVED_TOKENIZER = "gguf-tokenizer.json"  # written last: what the folder was saved from
 #: Not architectures: transformers' GGUF tables also list these sections.
 _NOT_ARCHITECTURES = {"general", "tokenizer"}
-_hashes: dict[tuple[str, Stamp], str] = {}
 _headers: dict[str, dict[str, str]] = {}  # by SHA-256: reading one takes 10 s for Gemma 3
 #: What transformers raises on a tokenizer it cannot read or save.
 _TOKENIZER_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, NotImplementedError)
-# ``.<sha256[:16]>-<host>~<pid>-<random>``; older biasscope wrote ``.<sha256[:16]>-<random>``.
-_SCRATCH = re.compile(r"^\.[0-9a-f]{16}-(?:(?P<host>[A-Za-z0-9-]+)~(?P<pid>\d+)-)?[^/]*$")
-_ABANDONED_S = 24 * 3600  # an old-style scratch folder untouched this long is a dead one's
-
-
-def is_gguf(source: str | os.PathLike[str]) -> bool:
-    return str(source).lower().endswith(SUFFIX)
-
-
-def cache_root() -> Path:
-    """``$BIASSCOPE_GGUF_CACHE``, else ``~/.cache/biasscope/gguf``."""
-    chosen = os.environ.get("BIASSCOPE_GGUF_CACHE")
-    return Path(chosen).expanduser() if chosen else Path.home() / ".cache" / "biasscope" / "gguf"
+#: What reads a file's tokenizer from its metadata: another version may read it otherwise.
+_CONVERTERS = ("transformers", "tokenizers", "gguf")
 
 
 def file_sha256(path: Path) -> str:
-    """The file's SHA-256, computed once per process for an unchanged file: kept against its
-    size, mtime, ctime, inode and device (`digest.stamp_of`), as the fingerprint cache keeps
-    a weight file's, so another file renamed over it, or bytes written into it that keep its
-    size and mtime, are hashed again."""
-    stat = path.stat()
-    key = (str(path.resolve()), stamp_of(stat))
-    if key not in _hashes:
-        if stat.st_size >= steps.LARGE_FILE:
-            from biasscope.core.numbers import num  # NumPy: `dynamics --help` imports this module
+    """The file's SHA-256 from the fingerprint cache (`fingerprints.FileDigests`, which keeps a
+    weight file's): hashed once for an unchanged file, in any process, and again once its
+    size, mtime, ctime, inode or device changed (another file renamed over it, bytes written
+    into it that keep its size and mtime)."""
+    from biasscope.backends.fingerprints import in_use  # NumPy: `dynamics --help` imports this
 
-            say(f"hashing {path.name} ({num(stat.st_size / 2**20, 0)} MiB)")
-        sha = digest.file_sha256(path)
-        after = path.stat()
-        if stamp_of(after) != key[1] or not settled(after, time.time_ns()):
-            return sha  # changed while read, or a later write could keep its stamp: not kept
-        _hashes[key] = sha
-    return _hashes[key]
+    with in_use() as digests:
+        return digests.sha256(path)[1]
 
 
 def _gguf() -> Any:
@@ -237,7 +225,7 @@ def _save_tokenizer(tokenizer: Any, path: Path, sha: str, found: dict[str, str],
                  for f in sorted(scratch.rglob("*")) if f.is_file()}
         (scratch / SAVED_TOKENIZER).write_text(json.dumps(
             {"file": path.name, "sha256": sha, **found, "files": files,
-             "versions": _versions()}, indent=1) + "\n")
+             "versions": _versions(), "converters": _converters()}, indent=1) + "\n")
         if (parent / sha).exists():  # a damaged one (`_intact` said so): replaced
             shutil.rmtree(parent / sha, ignore_errors=True)
         try:
@@ -260,9 +248,14 @@ def _saved_record(folder: Path, sha: str) -> dict[str, Any] | None:
 
 def _intact(folder: Path, sha: str) -> bool:
     """Whether ``folder`` holds the tokenizer of the file ``sha`` as saved: its record names
-    the file, and every file it lists has the size and SHA-256 it was written with."""
+    the file, and every file it lists has the size and SHA-256 it was written with; and it
+    was read from the metadata by the `_converters` installed now (an upgraded transformers
+    or tokenizers may read a file's tokenizer otherwise: it is read again, as a rerun with
+    the converted copy gone would under the new versions)."""
     record = _saved_record(folder, sha)
-    files = record.get("files") if record else None
+    if record is None or record.get("converters") != _converters():
+        return False
+    files = record.get("files")
     if not isinstance(files, dict) or not files:
         return False
     try:
@@ -298,45 +291,10 @@ def _first(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _scratch(parent: Path, sha: str) -> Path:
-    """A new temporary folder in ``parent`` for the file ``sha``, named as
-    `remove_stale_scratch` tells a dead process's."""
-    return Path(tempfile.mkdtemp(prefix=f".{sha[:16]}-{HOST}~{os.getpid()}-", dir=parent))
-
-
-def remove_stale_scratch(root: Path, sha: str) -> list[Path]:
-    """Delete the temporary folders in ``root`` of killed conversions (or tokenizer saves) of
-    the file ``sha``: those of a dead process on this host, and old-style ones (no process id)
-    untouched for a day. One still running, here or on another host sharing the cache, keeps
-    its folder."""
-
-    removed = []
-    for path in root.glob(f".{sha[:16]}-*") if root.is_dir() else []:
-        match = _SCRATCH.match(path.name)
-        if match is None or not path.is_dir():
-            continue
-        stale = False
-        if match["pid"] is not None:
-            stale = match["host"] == HOST and not alive(int(match["pid"]))
-        else:
-            with contextlib.suppress(OSError):
-                stale = time.time() - path.stat().st_mtime > _ABANDONED_S
-        if stale:
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed
-
-
-def provenance(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """What a converted cache directory was made from, or None for any other directory."""
-    file = Path(directory) / PROVENANCE
-    if not file.is_file():
-        return None
-    try:
-        data: dict[str, Any] = json.loads(file.read_text())
-    except (OSError, ValueError):
-        return None
-    return data
+def _converters() -> dict[str, str]:
+    """The versions of the packages that read a file's tokenizer from its metadata."""
+    return {package: version for package in _CONVERTERS
+            if (version := installed_version(package)) is not None}
 
 
 def _versions() -> dict[str, str]:
@@ -395,3 +353,8 @@ def _convert(path: Path, header: dict[str, str], out: Path) -> None:
                          "save and reload (a tied weight the config does not declare?)")
     say(f"  saved {sum(f.stat().st_size for f in out.iterdir()) / 2**20:.0f} MiB "
         f"({time.monotonic() - started:.0f} s in all)")
+
+
+__all__ = ["PROVENANCE", "SAVED_TOKENIZER", "SUFFIX", "TOKENIZERS", "cache_root", "converted",
+           "file_sha256", "header", "is_gguf", "provenance", "read_header", "read_tokenizer",
+           "remove_stale_scratch", "saved_tokenizer", "supported_architectures"]

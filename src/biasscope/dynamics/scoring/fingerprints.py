@@ -46,7 +46,7 @@ from biasscope.backends.fingerprints import (
     start_fingerprint,
     weight_files,
 )
-from biasscope.backends.gguf import provenance
+from biasscope.backends.gguf_paths import provenance
 
 
 class Fingerprints:

@@ -12,7 +12,9 @@ chat template, ``config.json``, ``generation_config.json``, every ``*.py`` a
 ``trust_remote_code`` model may run): a template edited in place renders other prompts. A hub id
 has no folder to hash: where its revision is not a commit (``main``, a branch, a tag), the
 identity carries the ``commit`` it resolved to when it loaded (``hub_commit``), so a branch
-moved between two runs is another model too.
+moved between two runs is another model too. A model whose ``auto_map`` names code carries
+``remote_code`` (`remote_code`): whether it runs, and the fingerprint of the modules it runs,
+a hub id's read from its cache.
 
 Hashing gigabytes takes a while, so none of it is done twice: each file's SHA-256 is cached
 in ``$BIASSCOPE_FINGERPRINT_CACHE`` (default ``~/.cache/biasscope/fingerprints.json``) under
@@ -46,6 +48,7 @@ from typing import Any
 
 from biasscope.backends.gguf_paths import provenance
 from biasscope.backends.loading import PICKLE_WEIGHTS, TOKENIZER_FILES
+from biasscope.backends.remote_code import NOT_RUN, code_files, names_code
 from biasscope.core import steps
 from biasscope.core.digest import Stamp, file_sha256, settled, stamp_of
 from biasscope.core.errors import BiasscopeError
@@ -286,29 +289,50 @@ def start_fingerprint(folder: str | os.PathLike[str], digests: FileDigests,
                              for f, r in zip(found, running)}) if found else None
 
 
+def remote_code(source: str, revision: str | None, trusted: bool, digests: FileDigests
+                ) -> dict[str, str]:
+    """What an identity says of the code a model's ``auto_map`` names: ``remote_code``, the
+    fingerprint of its files (`remote_code.code_files`, a hub id's from its cache) where the
+    model is trusted to run it, "not run" where it is not (transformers' own classes load);
+    nothing where it names none. Refused where the code cannot be hashed (not in the cache,
+    or another repository's)."""
+    if not trusted:
+        return {"remote_code": NOT_RUN} if names_code(source, revision) else {}
+    files = code_files(source, revision)
+    if files is None:
+        return {}
+    running = {name: digests.start(file) for name, file in files.items()}
+    return {"remote_code": combined({name: r.result() for name, r in running.items()})}
+
+
 @contextlib.contextmanager
-def fingerprint_while_loading(source: str, revision: str | None = None
+def fingerprint_while_loading(source: str, revision: str | None = None, trusted: bool = False
                               ) -> Iterator[Callable[[], dict[str, str]]]:
     """For a model loaded from ``source`` inside the block: its files hashed while they load
     (the hash and the loader read the same files, so one read from the disk serves both), the
     call yielded waiting for what the identity adds: the weights' ``fingerprint`` and the other
     `answer_files`' ``files_fingerprint``. A hub id: the ``commit`` its ``revision`` resolved to
-    (`hub_commit`, once loaded; nothing where the revision is a commit). Nothing for a GGUF
-    file's converted copy (its identity names the file's SHA-256, which covers the tokenizer
-    and chat template the file holds). The cache is saved at the end; a failed load abandons
-    the hashing."""
-    if not Path(source).expanduser().is_dir():
-        yield lambda: {k: v for k, v in (("commit", hub_commit(source, revision)),) if v}
-        return
-    if provenance(source) is not None:
+    (`hub_commit`, once loaded; nothing where the revision is a commit). Either: `remote_code`,
+    ``trusted`` saying whether the load runs the model's own code. Nothing for a GGUF file's
+    converted copy (its identity names the file's SHA-256, which covers the tokenizer and chat
+    template the file holds). The cache is saved at the end; a failed load abandons the
+    hashing."""
+    local = Path(source).expanduser().is_dir()
+    if local and provenance(source) is not None:
         yield lambda: {}
         return
     digests = FileDigests()
     try:
-        weights = start_fingerprint(source, digests)
-        others = start_fingerprint(source, digests, answer_files)
-        yield lambda: {k: v for k, v in (("fingerprint", weights()),
-                                         ("files_fingerprint", others())) if v}
+        weights = start_fingerprint(source, digests) if local else lambda: None
+        others = start_fingerprint(source, digests, answer_files) if local else lambda: None
+
+        def prints() -> dict[str, str]:
+            found = {"fingerprint": weights(), "files_fingerprint": others(),
+                     "commit": None if local else hub_commit(source, revision),
+                     **remote_code(source, revision, trusted, digests)}
+            return {k: v for k, v in found.items() if v}
+
+        yield prints
     finally:
         digests.close()
 
@@ -329,5 +353,5 @@ def _write(path: Path, entries: dict[str, Any]) -> None:
 
 __all__ = ["FileDigests", "answer_files", "cache_path", "combined",
            "fingerprint_while_loading", "folder_fingerprint", "hub_commit", "in_use",
-           "settled", "shared", "stamp_of", "start_fingerprint",
+           "remote_code", "settled", "shared", "stamp_of", "start_fingerprint",
            "tokenizer_files", "weight_files"]

@@ -128,7 +128,8 @@ class HFGenerator:
         if model is None:
             convert_gguf([ckpt])
             say(f"loading {ckpt.label}")
-        with fingerprint_while_loading(ckpt.source, ckpt.revision) as fingerprints:
+        with fingerprint_while_loading(ckpt.source, ckpt.revision,
+                                       config.trust_remote_code) as fingerprints:
             self.model = load_model(ckpt, config) if model is None else model
             self.tokenizer = load_tokenizer(ckpt, config) if tokenizer is None else tokenizer
             #: What a local folder's weights and other files are (`backends.fingerprints`);
@@ -193,7 +194,8 @@ class HFGenerator:
         """`fingerprints` of weights not loaded yet: their files hashed (once), not read into
         memory."""
         if "_prehashed" not in self.__dict__:
-            with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision) as prints:
+            with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision,
+                                           self.config.trust_remote_code) as prints:
                 self._prehashed = prints()
         return dict(self._prehashed)
 

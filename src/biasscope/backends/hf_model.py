@@ -165,7 +165,7 @@ def load_model(ckpt: Checkpoint, config: HFConfig) -> Any:
 
     check_weights(ckpt.source, config.allow_pickle)
     if config.trust_remote_code:
-        refuse_remote_code(ckpt.source)
+        refuse_remote_code(ckpt.source, ckpt.revision)
     device = resolve_device(config.device)
     try:
         with loading(f"checkpoint {ckpt.label}"):  # damaged weights, shapes unlike the config
@@ -195,7 +195,7 @@ def load_tokenizer(ckpt: Checkpoint, config: HFConfig) -> Any:
     from transformers import AutoTokenizer
 
     if config.trust_remote_code:
-        refuse_remote_code(ckpt.source)
+        refuse_remote_code(ckpt.source, ckpt.revision)
     try:
         return AutoTokenizer.from_pretrained(
             ckpt.source, revision=ckpt.revision, trust_remote_code=config.trust_remote_code)

@@ -9,12 +9,12 @@ shown if the load succeeds (it then tells of weights initialised afresh).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from biasscope.backends.remote_code import refuse_remote_code
 from biasscope.core.errors import ModelError
 
 #: Weight files that are pickles: loading one can run any code it carries.
@@ -102,33 +102,5 @@ def loading(what: str) -> Iterator[None]:
             logger.handle(record)
 
 
-def refuse_remote_code(source: str | Path) -> None:
-    """Refuse to load, with ``trust_remote_code``, a model folder whose config.json or
-    tokenizer_config.json ``auto_map`` names ``<org/repo>--<module>.<Class>``: code
-    transformers fetches from that hub repository (its ``main``, whatever it holds that day),
-    which no file of the folder is, so the run's identity (the folder's files, hashed) would not
-    say what ran. Without ``trust_remote_code`` the entry is ignored (transformers' own class
-    loads), so only a load that trusts it calls this. Pinned by copying the module into the
-    folder, where it is hashed with the rest."""
-    folder = Path(source).expanduser()
-    if not folder.is_dir():
-        return
-    for name in ("config.json", "tokenizer_config.json"):
-        try:
-            mapping = json.loads((folder / name).read_text(encoding="utf-8")).get("auto_map")
-        except (OSError, ValueError, AttributeError):  # none, or not the loaders' to read
-            continue
-        found = mapping.values() if isinstance(mapping, dict) else (
-            mapping if isinstance(mapping, list) else [])
-        for value in found:
-            for entry in value if isinstance(value, list) else [value]:
-                if not isinstance(entry, str) or "--" not in entry:
-                    continue
-                repo, _, local = entry.partition("--")
-                module = local.rpartition(".")[0] or local
-                raise ModelError(
-                    f"{folder / name}: auto_map names {entry}, code transformers fetches from "
-                    f"the hub repository {repo} when a model trusted to run its code loads, "
-                    f"which no identity of this folder covers: pin it by copying {repo}'s "
-                    f"{module}.py (and the modules it imports) into {folder} and writing {local} "
-                    "for it in auto_map")
+__all__ = ["MODEL_FILES", "PICKLE_WEIGHTS", "TOKENIZER_FILES", "first_line", "loading",
+           "refuse_remote_code", "require_model_dir"]

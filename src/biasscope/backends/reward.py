@@ -79,7 +79,7 @@ def _load_classifier(ckpt: Checkpoint, config: RewardConfig) -> Any:
 
     check_weights(ckpt.source, config.allow_pickle)
     if config.trust_remote_code:
-        refuse_remote_code(ckpt.source)
+        refuse_remote_code(ckpt.source, ckpt.revision)
     device = resolve_device(config.device)
     try:
         with loading(f"reward model {ckpt.label}"):  # damaged weights, shapes unlike the config
@@ -124,7 +124,8 @@ class HFRewardModel:
         if not (deferred and local and self._dtype_before_loading() is not None):
             self._load()
             return
-        with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision) as fingerprints:
+        with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision,
+                                       self.config.trust_remote_code) as fingerprints:
             self.tokenizer = self._tokenizer()
             _labels(self.label, _model_config(self.ckpt, config))
             self._prehashed = fingerprints()
@@ -150,7 +151,8 @@ class HFRewardModel:
         config = self.config
         convert_gguf([self.ckpt])
         say(f"loading reward model {self.label}")
-        with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision) as fingerprints:
+        with fingerprint_while_loading(self.ckpt.source, self.ckpt.revision,
+                                       self.config.trust_remote_code) as fingerprints:
             if "tokenizer" not in self.__dict__:
                 self.tokenizer = self._tokenizer()
             self.model = _load_classifier(self.ckpt, config)
@@ -320,7 +322,7 @@ def _model_config(ckpt: Checkpoint, config: RewardConfig) -> Any:
     from transformers import AutoConfig
 
     if config.trust_remote_code:
-        refuse_remote_code(ckpt.source)
+        refuse_remote_code(ckpt.source, ckpt.revision)
     try:
         with loading(f"reward model {ckpt.label}"):
             return AutoConfig.from_pretrained(ckpt.source, revision=ckpt.revision,

@@ -250,8 +250,10 @@ def known_part(recorded: Any, known: Mapping[str, Any]) -> Any:
 #: What a model's identity (or the responder around it) gained after runs were recorded
 #: without it: a local folder's weights' fingerprint, a local model's dtype, whether it has
 #: a chat template, the fingerprint of a local folder's tokenizer, template and config files,
-#: the commit a hub id's branch resolved to.
-GAINED = ("fingerprint", "dtype", "chat_template", "files_fingerprint", "commit")
+#: the commit a hub id's branch resolved to, the code an ``auto_map`` names (``remote_code``:
+#: recorded for every such model, "not run" where it is not trusted, so only a run from before
+#: lacks it).
+GAINED = ("fingerprint", "dtype", "chat_template", "files_fingerprint", "commit", "remote_code")
 
 
 def gain_identity(before: Any, now: Any) -> Any:

@@ -224,7 +224,6 @@ def mean_cis(samples: Sequence[npt.ArrayLike], confidence: float = 0.95,
 
 
 def mean_difference_ci(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float = 0.95,
-                       n_resamples: int = 2000, method: str = "BCa", seed: int = 0,
                        bounds: tuple[float, float] | None = None) -> Interval:
     """CI of mean(x) - mean(y), two independent groups (NaNs dropped): Welch's t interval
     widened towards a skew (`biasscope.core.hall.skewed_welch_bounds`) at any size, two or
@@ -234,17 +233,21 @@ def mean_difference_ci(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float = 0
     94.3-97.0% of realistic groups from 20 to 1,584 (docs/explanation/statistics.md).
     ``bounds``: the range the difference cannot leave (±½ ln 2 for two JSD-P means), which the
     interval is clipped to. Two groups without spread get `flat_difference`. Fewer than two
-    items in a group give NaN bounds (`method`, ``n_resamples`` and ``seed`` are kept for the
-    bootstrap that then answers, and for callers)."""
+    items in a group give NaN bounds (an empty group a NaN estimate too). Nothing is
+    resampled, so it takes no resamples, method or seed (``stats.bootstrap_difference``, its
+    old name, still takes and ignores them)."""
     a, b = _finite(x), _finite(y)
-    if min(a.size, b.size) >= 2 and np.ptp(a) == 0 and np.ptp(b) == 0:
+    if min(a.size, b.size) == 0:
+        return Interval(math.nan, math.nan, math.nan, confidence)
+    estimate = float(np.mean(a)) - float(np.mean(b))
+    if min(a.size, b.size) < 2:
+        return Interval(estimate, math.nan, math.nan, confidence)
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
         return flat_difference(a, b, confidence, bounds)
-    if min(a.size, b.size) >= 2:
-        low, high = skewed_welch_bounds(a, b, confidence)
-        if bounds is not None:
-            low, high = max(low, bounds[0]), min(high, bounds[1])
-        return Interval(float(np.mean(a)) - float(np.mean(b)), low, high, confidence)
-    return _bootstrap((a, b), DIFFERENCE, confidence, n_resamples, method, seed)
+    low, high = skewed_welch_bounds(a, b, confidence)
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Interval(estimate, low, high, confidence)
 
 
 def flat_difference(x: Array, y: Array, confidence: float = 0.95,

@@ -206,7 +206,22 @@ _MOVED = ("Interval", "percentile_interval", "MEAN", "DIFFERENCE", "SMALL", "UNI
 _RENAMED = {"bootstrap_mean": "mean_ci", "bootstrap_means": "mean_cis",
             "bootstrap_difference": "mean_difference_ci"}
 
+
+def _bootstrap_difference(x: npt.ArrayLike, y: npt.ArrayLike, confidence: float = 0.95,
+                          n_resamples: int = 2000, method: str = "BCa", seed: int = 0,
+                          bounds: tuple[float, float] | None = None) -> intervals.Interval:
+    """``bootstrap_difference`` with its old arguments, for one release: `mean_difference_ci`
+    resamples nothing (Welch's widened at any size; no interval below two items a group), so
+    ``n_resamples``, ``method`` and ``seed`` change none of its numbers and it no longer takes
+    them; a call that passes them still runs."""
+    return intervals.mean_difference_ci(x, y, confidence, bounds)
+
+
+#: What an old name gives where the new one's arguments changed (else the new one itself).
+_OLD_SIGNATURES = {"mean_difference_ci": _bootstrap_difference}
+
 if not TYPE_CHECKING:  # the old names and place, for one release
     __getattr__ = renamed(__name__, {old: f"biasscope.core.intervals.{new}" for old, new in
                                      [*((name, name) for name in _MOVED), *_RENAMED.items()]},
-                          lambda new: getattr(intervals, new.rpartition(".")[2]))
+                          lambda new: _OLD_SIGNATURES.get(new.rpartition(".")[2]) or getattr(
+                              intervals, new.rpartition(".")[2]))

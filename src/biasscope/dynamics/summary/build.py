@@ -72,8 +72,7 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
     by_answer = dict(_groups(values["jsdp_correct"], ["step", "answer_label"]))
     for (step,), _ in _groups(values["jsdp_correct"], ["step"]):
         male, female = (by_answer.get((step, g), np.zeros(0)) for g in ("male", "female"))
-        ci = mean_difference_ci(male, female, options.confidence,
-                                options.n_resamples, bounds=(-MAX_GAP, MAX_GAP))
+        ci = mean_difference_ci(male, female, options.confidence, bounds=(-MAX_GAP, MAX_GAP))
         out.setdefault(str(step), {})["jsdp_gap"] = [ci.low, ci.high]
     return out
 

@@ -252,7 +252,8 @@ def _claims() -> list[Claim]:
     out = []
     for noise, k, n, gap in (("independent", 10, PROMPTS, 0.03), ("AR(1) 0.8", 10, PROMPTS, 0.03),
                              ("random walk", 20, PROMPTS, 0.03), ("random walk", 10, TINY, 0.03),
-                             ("AR(1) 0.5", 20, PROMPTS, 0.0)):
+                             ("AR(1) 0.5", 20, PROMPTS, 0.0), ("AR(1) 0.8", 3, TINY, 0.03),
+                             ("random walk", 3, PROMPTS, 0.0)):
         shape = f"a gap of {gap:g} at every checkpoint" if gap else "no gap"
         out.append(_claim("stop at step S (smaller |gap| shown)", f"{noise}, {shape}",
                           f"{k} checkpoints, {n}+{n} prompts", "false-claim", ALPHA,
@@ -281,6 +282,9 @@ def _claims() -> list[Claim]:
         out.append(_claim("changes trend at step S", noise,
                           f"10 even-spaced checkpoints, {TINY}+{TINY} prompts", "false-claim",
                           ALPHA, trend(noise, 10, "even", TINY)))
+        out.append(_claim("changes trend at step S", noise,  # the fewest it tests (MIN_POINTS)
+                          f"6 even-spaced checkpoints, {TINY}+{TINY} prompts", "false-claim",
+                          ALPHA, trend(noise, 6, "even", TINY)))
         out.append(_claim("changes fastest between steps A and B (CI)", noise,
                           f"20 log-spaced checkpoints, {PROMPTS}+{PROMPTS} prompts", "coverage",
                           CONFIDENCE, fastest(noise, 20, "log")))
@@ -290,7 +294,9 @@ def _claims() -> list[Claim]:
                               f"{k} checkpoints", "false-claim", ALPHA, mirrors(noise, k)))
     for noise, k, n, jump in (("independent", 20, PROMPTS, 0.0), ("AR(1) 0.5", 20, PROMPTS, 0.0),
                               ("random walk", 20, PROMPTS, 0.0), ("AR(1) 0.8", 8, PROMPTS, 0.0),
-                              ("AR(1) 0.8", 10, PROMPTS, 0.02), ("AR(1) 0.5", 10, TINY, 0.0)):
+                              ("AR(1) 0.8", 10, PROMPTS, 0.02), ("AR(1) 0.5", 10, TINY, 0.0),
+                              ("independent", 2, TINY, 0.0), ("random walk", 3, PROMPTS, 0.0),
+                              ("AR(1) 0.8", 3, TINY, 0.0), ("AR(1) 0.8", 3, TINY, 0.02)):
         shape = "a jump" if jump else "flat"
         out.append(_claim("the sharpest change (CI)", f"{noise}, {shape} gap",
                           f"{k} checkpoints, {n}+{n} prompts", "coverage", CONFIDENCE,
@@ -299,7 +305,9 @@ def _claims() -> list[Claim]:
                                ("AR(1) 0.8", 10, PROMPTS, None),
                                ("random walk", 20, PROMPTS, None),
                                ("random walk", 10, TINY, None), ("AR(1) 0.5", 10, PROMPTS, 5),
-                               ("random walk", 20, PROMPTS, 10)):
+                               ("random walk", 20, PROMPTS, 10), ("AR(1) 0.8", 2, TINY, None),
+                               ("AR(1) 0.8", 3, PROMPTS, None), ("independent", 3, TINY, None),
+                               ("AR(1) 0.5", 3, PROMPTS, 2)):
         what = "significant" if k == 1 else "significant from step S"
         shape = "no gap" if onset is None else f"a gap from checkpoint {onset + 1}"
         out.append(_claim(what, f"{noise}, {shape}", f"{k} checkpoint{'s' * (k > 1)}, "

@@ -6,7 +6,9 @@ instead, where `mean_ci` was BCa until 2026-12: the evidence that it no longer i
 Candidates: Student's t; Johnson's (1978) skewness-corrected t (its shift, the form in use,
 and with its quadratic term); Hall's (1992) cubic transformation of t with normal and with
 t quantiles; the bootstrap-t (studentised); BCa; and biasscope's, t widened to Hall's
-(normal quantiles) where that reaches further, computed by `mean_ci` itself.
+(normal quantiles) where that reaches further, computed by `mean_ci` itself with the items'
+range where they have one (a run's accuracies keep [0, 1]: samples all at 0 or 1 are
+bootstrapped, samples without spread get Wilson's).
 
 Usage (one core, about two minutes at 4000 samples)::
 
@@ -179,7 +181,10 @@ def bca_ci(x: Array, alpha: float, rng: np.random.Generator) -> tuple[Array, Arr
         a = accel[i:i + 50]
         for z, out in ((sps.norm.ppf(alpha / 2), lows), (sps.norm.ppf(1 - alpha / 2), highs)):
             p = sps.norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
-            out.append(np.array([np.quantile(row, pp) for row, pp in zip(means, p)]))
+            # a sample without spread (3 prompts each right under every seed) has no BCa
+            # interval (0/0 acceleration); SciPy's then falls back on the percentile one: a point
+            out.append(np.array([np.quantile(row, pp) if np.isfinite(pp) else mu
+                                 for row, pp, mu in zip(means, p, m[i:i + 50])]))
     return np.concatenate(lows), np.concatenate(highs)
 
 
@@ -240,7 +245,7 @@ def main() -> None:
         for n in (20, 30, 50, 100, 200) if args.large else (3, 5, 8, 12, 19):
             rng = np.random.default_rng([k, n])
             x = draw(rng, (args.samples, n))
-            ours = [mean_ci(row, args.confidence) for row in x]
+            ours = [mean_ci(row, args.confidence, bounds=bounds) for row in x]
             found = {"t": t_ci(x, alpha), **large_cis(x, alpha, rng),
                      "biasscope (t or Hall's, the wider)": (np.array([c.low for c in ours]),
                                                              np.array([c.high for c in ours]))

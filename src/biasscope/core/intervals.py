@@ -158,9 +158,10 @@ def skewed_t_interval(values: Array, confidence: float = 0.95,
     89-91%, of JSD-like scores 86-92%), Hall's alone a nearly symmetric heavy-tailed one (92-93%
     of probability differences, 93-95% of differences of two t(3), where t holds 95-96%), and
     Hall's with t's quantiles is 1.8 times t's at 3 items. The union keeps t's coverage in
-    every case and gains 2-6 points where items are skewed (exponential 90-94%, JSD-like
-    89-96%); normal items' intervals are on average 9% wider at 5 items, 5% at 8, 1-3% from 12,
-    and t's at 3. BCa (56-93%) and the bootstrap-t (infinite at 3 items, 91-93% of the
+    every case and gains 2-8 points where items are skewed (exponential 90-94%, JSD-like
+    89-96%, a prompt's mean rank over 3 seeds 79-89%: still short); normal items' intervals
+    are on average 9% wider at 5 items, 5% at 8, 1-3% from 12, and t's at 3. BCa (51-93%)
+    and the bootstrap-t (infinite at 3 items, 91-93% of the
     probability differences) did worse; the table is in
     docs/explanation/statistics.md. ``bounds`` as `t_interval`'s."""
     t = t_interval(values, confidence)

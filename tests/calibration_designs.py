@@ -176,6 +176,41 @@ def pooled_false_claims(n: int, seed: int, *, items: int, wordings: int, wording
     return hits, n
 
 
+def emerges_across_wordings(n: int, seed: int, *, pairs: int, wordings: int, checkpoints: int,
+                            wording_sd: float, rho: float = 0.8, resamples: int = 200
+                            ) -> tuple[int, int]:
+    """How often "pooled over wordings, the JSD-P gap is significant from step S"
+    (`dynamics.analysis.wordings.emergence`: the pooled test per checkpoint, Holm over the
+    checkpoints, α 0.01) is said where no gap emerges. Each pair's male and female prompt is
+    asked under every wording at every checkpoint: a pair's level (SD 0.05) and each prompt's
+    (SD 0.03) are shared by its wordings and checkpoints, each wording's pull on the gap (SD
+    ``wording_sd``, mean 0) by the checkpoints, and the rest (SD 0.02) is AR(1) ``rho`` from
+    one checkpoint to the next: the checkpoints' tests are far from independent."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    male = np.tile(np.repeat([True, False], pairs), wordings)
+    t = np.repeat([f"w{k}" for k in range(wordings)], 2 * pairs)
+    c = np.tile(np.tile([f"c{k}" for k in range(pairs)], 2), wordings)
+    for _ in range(n):
+        level = (0.15 + np.tile(rng.normal(0, 0.05, pairs), 2)
+                 + rng.normal(0, 0.03, 2 * pairs))[None, :]
+        pull = np.where(np.repeat([1.0, 0.0], pairs)[None, :] > 0,
+                        rng.normal(0, wording_sd, (wordings, 1)), 0.0)
+        noise = rng.normal(size=(wordings, 2 * pairs))
+        breakdown = {}
+        for step in range(checkpoints):
+            if step:
+                noise = rho * noise + np.sqrt(1 - rho ** 2) * rng.normal(size=noise.shape)
+            x = (level + pull + 0.02 * noise).ravel()
+            columns, combine = wording_gap(x, male, ~male)
+            found = wording_uncertainty(Measure("jsdp_gap", columns, combine, null=0.0), t, c,
+                                        n_resamples=resamples, seed=int(rng.integers(2**31)))
+            breakdown[step] = {"wordings": {"jsdp_gap": found}}
+        across, _ = dynamics_wordings.emergence("m", breakdown, "holm", 0.01)
+        hits += across is not None and across["jsdp_gap"] is not None
+    return hits, n
+
+
 def _wording_claims() -> list[Claim]:
     out = []
     for wordings, sd in ((8, 0.0), (8, 0.2), (4, 0.2)):
@@ -208,6 +243,15 @@ def _wording_claims() -> list[Claim]:
                          f"{clusters} clusters, 4 wordings", "false-claim", 0.05,
                          partial(wording_false_claims, clusters=clusters, wordings=4,
                                  rows=rows, measure=measure)))
+    for pairs, wordings, checkpoints in ((12, 4, 3), (40, 4, 5)):
+        out.append(Claim("pooled over wordings, the JSD-P gap is significant from step S",
+                         "no gap; a pair's and a prompt's level shared by wordings and "
+                         "checkpoints, each wording's pull on the gap (SD 0.01) by the "
+                         "checkpoints, the rest AR(1) 0.8 across checkpoints",
+                         f"{pairs} + {pairs} prompts x {wordings} wordings, {checkpoints} "
+                         "checkpoints", "false-claim", 0.01,
+                         partial(emerges_across_wordings, pairs=pairs, wordings=wordings,
+                                 checkpoints=checkpoints, wording_sd=0.01)))
     out.append(Claim("the stop's fairness-gain 95% CI covers", "prompts x 8 wordings crossed, "
                      "wording SD of the gap 0.02", "60 + 60 prompts, 8 wordings", "coverage",
                      0.95, partial(gain_coverage, prompts=60, wordings=8, wording_sd=0.02)))

@@ -19,8 +19,9 @@ PROBE = "professional-bias"
 
 
 def _argv(out: Path, model: str, *extra: str) -> list[str]:
+    local = () if model.startswith("canned:") else ("--device", "cpu")  # a server's: refused
     return ["audit", "--model", model, "--probe", PROBE, "--limit", "4", "--out", str(out),
-            "--device", "cpu", "--no-cache", *extra]
+            *local, "--no-cache", *extra]
 
 
 def test_a_local_models_dtype_is_recorded_and_another_refused_unloaded(

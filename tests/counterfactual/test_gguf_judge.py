@@ -101,9 +101,10 @@ def test_the_dtype_given_is_a_local_judges_too(
     loads: list[str] = []
     no_loads(monkeypatch, hf_generate, loads, "HFGenerator")
     refused(judged, "scorer 'G' (dtype: \"bfloat16\" then, \"float32\" now)", loads, capsys)
-    refused([*argv, "--out", str(tmp_path / "canned"), "--judge-model", "J=canned:A",
-             "--dtype", "bfloat16"], "--judge-model canned:A answers from a fixed list and "
-            "loads no weights here, so --dtype bfloat16 would be ignored", loads, capsys)
+    refused([*argv[:3], "--no-cache", "--out", str(tmp_path / "canned"), "--judge-model",
+             "J=canned:A", "--dtype", "bfloat16"], "--judge-model canned:A answers from a "
+            "fixed list and loads no weights here, so --dtype bfloat16 would be ignored", loads,
+            capsys)
     rewarded = [*argv, "--out", str(tmp_path / "both"), "--judge-model", "J=canned:A",
                 "--reward-model", f"R={_tiny_reward_model(tmp_path / 'rm')}",
                 "--no-chat-template", "--dtype", "bfloat16"]

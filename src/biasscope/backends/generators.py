@@ -198,12 +198,14 @@ def refuse_server_settings(specs: Sequence[ModelSpec], config: GeneratorConfig,
 
 def refuse_local_settings(specs: Sequence[ModelSpec], config: GeneratorConfig,
                           flag: str = "--model") -> None:
-    """Refuse ``config``'s ``dtype`` or ``batch_size`` other than their defaults where none of
-    ``specs`` loads weights here (an ``hf:`` model or GGUF file): a server picks its own dtype
-    and batches, and canned answers have none, so the flag would be ignored while the command
-    line said the answers came in that dtype. Beside a local model they are that one's."""
+    """Refuse ``config``'s ``device``, ``dtype`` or ``batch_size`` other than their defaults
+    where none of ``specs`` loads weights here (an ``hf:`` model or GGUF file): a server picks
+    its own device, dtype and batches, and canned answers have none, so the flag would be
+    ignored while the command line said the answers came from that device in that dtype.
+    Beside a local model they are that one's."""
     default = GeneratorConfig()
     given = [f"{cli} {value}" for cli, value, unset in (
+        ("--device", config.device, default.device),
         ("--dtype", config.dtype, default.dtype),
         ("--batch-size", config.batch_size, default.batch_size)) if value != unset]
     if not given or not specs or any(s.backend == "hf" for s in specs):
@@ -211,9 +213,14 @@ def refuse_local_settings(specs: Sequence[ModelSpec], config: GeneratorConfig,
     spec = specs[0]
     what = NO_SERVER.get(spec.backend, "is a server's model")
     raise ModelError(f"{flag} {spec.text} {what} and loads no weights here, so "
-                     f"{' and '.join(given)} would be ignored: drop "
+                     f"{_listed(given)} would be ignored: drop "
                      f"{'it' if len(given) == 1 else 'them'}, or give a local model (hf:PATH, "
                      "a hub id or a .gguf file)")
+
+
+def _listed(given: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(given) if len(given) < 3 else f"{', '.join(given[:-1])} and {given[-1]}"
 
 
 def load_generator(spec: str | ModelSpec, config: GeneratorConfig | None = None, *,

@@ -35,6 +35,8 @@ NUMERIC = {
     "judge-audit": ["--seed", "--timeout", "--confidence", "--resamples"],
     "sensitivity": ["--batch-size", "--max-tokens", "--seed", "--concurrency", "--timeout",
                     "--retries"],
+    "intervene": ["--steps", "--every", "--lr", "--runs", "--budget", "--confidence",
+                  "--resamples"],
 }
 PATHS = {
     "dynamics": ["--models-file", "--prompt-template", "--out", "--data-dir",
@@ -48,6 +50,7 @@ PATHS = {
     "judge-audit": ["--input", "--labels", "--out"],
     "sensitivity": ["--principles", "--prompts", "--out", "--critique-template",
                     "--revision-template", "--away-template", "--data-dir", "--cache"],
+    "intervene": ["--out", "--text", "--data-dir"],
 }
 
 
@@ -69,6 +72,8 @@ def base(command: str, root: Path) -> list[str]:
                         str(root / "run")],
         "sensitivity": ["sensitivity", "--reward-model", "org/never-loaded", "--perturber",
                         NOWHERE, "--principles", missing, "--out", str(root / "run")],
+        "intervene": ["intervene", "--model", str(root / "no-model"), "--out",
+                      str(root / "run")],
     }[command]
 
 

@@ -204,10 +204,9 @@ def test_a_level_too_fine_for_the_resamples_is_said(tmp_path, world, winobias_di
     path = tmp_path / "run" / "intervention.json"
     stored = json.loads(path.read_text())
     assert stored["thin_tails"].startswith(said) and stored["options"]["n_resamples"] == 2000
-    # `intervene` takes no --resamples or --confidence: the sentence names what sets them
+    # the flags of `intervene` that set them
     assert stored["thin_tails"].endswith(
-        "give InterventionAnalysisConfig.n_resamples 20000 or more, or choose a lower "
-        "InterventionAnalysisConfig.confidence.")
+        "give --resamples 20000 or more, or choose a lower --confidence.")
     assert escape(said) in (tmp_path / "run" / "intervention.html").read_text()
     assert main(["report", str(tmp_path / "run")]) == 0
     assert f"warning: {said}" in capsys.readouterr().err

@@ -9,9 +9,12 @@ from biasscope.cli import args as A
 
 
 def run(args: argparse.Namespace) -> int:
-    from biasscope.intervene import InterveneConfig, run
+    from biasscope.intervene import InterveneConfig, InterventionAnalysisConfig, run
+    from biasscope.intervene.job import kept_levels
 
-    result = run(A.from_args(InterveneConfig, args, seeds=(args.seed,)))
+    kept = kept_levels(args.out, A.levels_given(args))
+    analysis = A.from_args(InterventionAnalysisConfig, args, **kept)
+    result = run(A.from_args(InterveneConfig, args, seeds=(args.seed,), analysis=analysis))
     print(result.summary["sentence"])
     print(f"run: {result.store.root}  report: {result.report}  "
           f"intervention: {result.intervention_report}")
@@ -26,4 +29,5 @@ def register(sub: Any) -> None:
                    help="held-out perplexity (always measured)")
     for config in (InterveneConfig, Training, InterventionAnalysisConfig):
         A.settings(p, config)
+    A.levels_args(p)
     p.set_defaults(func=run)

@@ -1,8 +1,8 @@
 """The confidence level and the bootstrap resamples of a job's analysis (``--confidence``,
 ``--resamples``), checked in one place for every command that takes them: ``dynamics`` and
 ``report`` (`biasscope.dynamics.analysis.config`), ``audit``, ``judge``, ``judge-audit``,
-``counterfactual`` and ``sensitivity``; where the level is too fine for the resamples, each says so
-(`thin_tails`).
+``counterfactual``, ``sensitivity`` and ``intervene``; where the level is too fine for the
+resamples, each says so (`thin_tails`).
 
 They change the summary alone, never what a model was asked, so a run stores them with its
 summary (``summary.json``'s ``analysis``) and a later call without the flags keeps them
@@ -172,16 +172,15 @@ def _valid(held: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in held.items() if problem(k, v) is None}
 
 
-def thin_tails(confidence: float, n_resamples: int, whose: str, setting: str | None = None,
-               flags: tuple[str, str] = ("--resamples", "--confidence")) -> str | None:
+def thin_tails(confidence: float, n_resamples: int, whose: str, setting: str | None = None
+               ) -> str | None:
     """The sentence saying that ``whose`` bootstrap intervals (``n_resamples`` each) are too
     coarse at ``confidence`` (fewer than `TAIL_RESAMPLES` resamples beyond each bound), or
     None; a caller says it only where some interval is a bootstrap. The intervals stay at the
     level asked: the sentence says what their bounds rest on and the flags that would make
     them finer, rather than another level being used in its place without a word.
     ``setting``: where the resamples are set besides ``--resamples``, said after it
-    (dynamics' "the analysis' n_resamples"); ``flags``: the names that set the resamples and
-    the level, where a command takes no such flags (intervene's analysis settings)."""
+    (dynamics' "the analysis' n_resamples")."""
     from biasscope.core.numbers import level_of  # NumPy: not for `--help`, which reads these
 
     beyond = n_resamples * (1 - confidence) / 2
@@ -190,12 +189,12 @@ def thin_tails(confidence: float, n_resamples: int, whose: str, setting: str | N
     level = level_of(confidence)
     enough = math.ceil(2 * TAIL_RESAMPLES / (1 - confidence))
     also = f" ({setting})" if setting else ""
-    more = (f"give {flags[0]} {enough}{also} or more, or "
+    more = (f"give --resamples {enough}{also} or more, or "
             if enough <= MAX_RESAMPLES else "")
     return (f"At the {level} confidence level, {whose} bootstrap intervals of {n_resamples} "
             f"resamples leave {beyond:.3g} beyond each bound (at least {TAIL_RESAMPLES} "
             f"wanted), so each bound is one of the few outermost draws, not an estimate of the "
-            f"{level} limit: read them as rough, or {more}choose a lower {flags[1]}.")
+            f"{level} limit: read them as rough, or {more}choose a lower --confidence.")
 
 
 def said_thin(summary: Any) -> str | None:

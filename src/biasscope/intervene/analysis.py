@@ -213,9 +213,7 @@ def analyse(store: RunStore, arm: str, control: str = "control",
     with resampling() as resampled:
         out = _analysed(store, arm, control, config)
     if resampled.drawn and out.get("steps") and (coarse := thin_tails(
-            config.confidence, config.n_resamples, "the intervention's",
-            flags=("InterventionAnalysisConfig.n_resamples",
-                   "InterventionAnalysisConfig.confidence"))):  # `intervene` takes no flags
+            config.confidence, config.n_resamples, "the intervention's")):
         out["thin_tails"] = coarse
     return out
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -347,6 +347,19 @@ def stored_analysis(store: RunStore) -> analysis.InterventionAnalysisConfig:
     names = analysis.InterventionAnalysisConfig.__dataclass_fields__
     known = {k: v for k, v in saved.items() if k in names}
     return analysis.InterventionAnalysisConfig(**known)
+
+
+def kept_levels(out: str | Path, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The analysis' levels: those ``given`` (``--confidence``, ``--resamples``), each other as
+    ``out``'s last analysis stored it (`stored_analysis`), then the default: a rerun without
+    the flags analyses at the run's level, as every command that takes them does
+    (`biasscope.core.levels`). A bad level given is refused in its flag's words, before any
+    data is read or model loaded."""
+    from biasscope.core.levels import NAMES, Levels
+
+    Levels(**given)
+    stored = stored_analysis(RunStore(out))
+    return {name: given[name] if name in given else getattr(stored, name) for name in NAMES}
 
 
 def _arm(store: RunStore) -> str:

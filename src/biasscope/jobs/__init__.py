@@ -79,13 +79,15 @@ def _intervention(store: RunStore, out: Path | None, analysis: Mapping[str, Any]
                   data_dir: str | None) -> Path:
     """An intervention run stopped before its first analysis holds only the arms' records:
     their dynamics report. A finished one is reported with its stored analysis settings, so
-    analysis flags given are refused, not ignored."""
+    analysis flags given are refused, not ignored: ``--confidence`` and ``--resamples`` are
+    `biasscope intervene`'s, whose rerun analyses the stored evaluations again."""
     from biasscope.intervene import job as intervene_job
 
     if not (store.root / intervene_job.FILE).is_file():
         return _dynamics(store, out, analysis, data_dir)
     if analysis:
-        _refuse_analysis(store, analysis, None)
+        _refuse_analysis(store, analysis, "intervene", intervene_job.FILE,
+                         "analyses its stored evaluations again without training")
     return intervene_job.render(store, out, data_dir)
 
 
@@ -115,9 +117,13 @@ def _summary(writer: str, again: str | None = None) -> Renderer:
     return render
 
 
-def _refuse_analysis(store: RunStore, analysis: Mapping[str, Any], again: str | None) -> None:
+def _refuse_analysis(store: RunStore, analysis: Mapping[str, Any], again: str | None,
+                     shown: str = "summary.json",
+                     again_does: str = "summarises its stored answers again without asking "
+                                       "the model") -> None:
     """One line saying that ``analysis`` (settings given to ``biasscope report``) does not
-    apply to this run's report, and what does."""
+    apply to this run's report (which shows ``shown``), and what does: ``again`` (which
+    ``again_does``) where they are the levels."""
     from biasscope.core.levels import NAMES
     from biasscope.dynamics.analysis.config import FIELDS, flag_of
 
@@ -126,9 +132,9 @@ def _refuse_analysis(store: RunStore, analysis: Mapping[str, Any], again: str | 
     a = f"a{'n' if kind[:1] in ('a', 'e', 'i', 'o', 'u') else ''} {kind}"
     if again and set(analysis) <= set(NAMES):
         raise BiasscopeError(
-            f"{flags}: `biasscope report` shows {a} run's summary.json as it was written; give "
+            f"{flags}: `biasscope report` shows {a} run's {shown} as it was written; give "
             f"{flags} to `biasscope {again} --out {store.root}` with the run's other flags, "
-            "which summarises its stored answers again without asking the model")
+            f"which {again_does}")
     raise BiasscopeError(f"{flags}: {a} run's report takes no such setting; leave "
                          f"{'it' if len(analysis) == 1 else 'them'} out")
 

@@ -43,7 +43,7 @@ from biasscope.probes.base import AskedProbe
 from biasscope.probes.specs import load_probes, parse_probe_specs
 from biasscope.report.audit import REPORT
 from biasscope.store.directory import RunStore
-from biasscope.store.run_json import check_run, run_levels
+from biasscope.store.run_json import check_run, refuse_other_kind, run_levels
 from biasscope.store.settings import gain_identity, known_part, merge_settings
 from biasscope.store.units import Unit
 
@@ -58,6 +58,7 @@ class AuditResult:
 def run(config: AuditConfig) -> AuditResult:
     store = RunStore(Path(config.out))
     levels = run_levels(store, config.analysis)
+    refuse_other_kind(store, "audit")  # before a model or data file is hashed
     for name, _ in parse_probe_specs(",".join(config.probes), "--probe"):
         scoring.require_statistics(name)  # before any data is read
     with recording() as read:  # the whole files' SHA-256 go into run.json, checked on rerun

@@ -60,7 +60,13 @@ from biasscope.sensitivity import hh_count, reward_settings
 from biasscope.store.directory import RunStore
 from biasscope.store.files import json_line, write_bytes, write_json
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import readable_settings, rewritten, run_levels, unsettled
+from biasscope.store.run_json import (
+    readable_settings,
+    refuse_other_kind,
+    rewritten,
+    run_levels,
+    unsettled,
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
                              "or leave it out to judge pairwise")
     # A bad --confidence is refused before the pairs are read (`run_levels`).
     levels = run_levels(RunStore(Path(config.out)), config.analysis)
+    refuse_other_kind(RunStore(Path(config.out)), "counterfactual")  # before any is hashed
     with recording() as read:  # the hh-rlhf split: its whole SHA-256 is the pairs' file_sha256
         items, source_sha = _items(config)
     own = not read  # a file of the user's pairs, recorded by its whole SHA-256 too

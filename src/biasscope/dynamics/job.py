@@ -32,7 +32,7 @@ from biasscope.dynamics.summary.write import reanalyse as reanalyse  # `biasscop
 from biasscope.probes import load_probe
 from biasscope.probes.specs import load_probes
 from biasscope.store.directory import RunStore
-from biasscope.store.run_json import unsettled
+from biasscope.store.run_json import refuse_other_kind, unsettled
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
                              config.executing.cpus_per_checkpoint)
     store = RunStore(config.out)
     analysis = stored_options(store, config.analysis)  # a bad --alpha fails before a sweep
+    refuse_other_kind(store, "dynamics", joins=("intervention",))  # before a GGUF is hashed
     checkpoints = list_checkpoints(config.models, config.revisions, config.checkpoint_globs,
                                    config.models_file)
     _refuse_live_steps(store, checkpoints)  # before any checkpoint loads

@@ -60,7 +60,7 @@ from biasscope.probes.specs import load_probes
 from biasscope.report.intervention import write_intervention_report
 from biasscope.store.directory import RunStore
 from biasscope.store.files import remove_stale_temp_files, write_json
-from biasscope.store.run_json import unsettled
+from biasscope.store.run_json import refuse_other_kind, unsettled
 from biasscope.store.units import Unit
 
 FILE = "intervention.json"
@@ -252,9 +252,10 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
     if method.name == CONTROL or method.name.startswith(f"{CONTROL}-run"):
         raise BiasscopeError(f"an intervention cannot be named {method.name!r}: the control "
                              f"arm's runs are named {CONTROL!r}, {CONTROL}-run2, …")
+    store = RunStore(config.out)
+    refuse_other_kind(store, "intervention")  # before the base's GGUF file is hashed
     (base,) = list_checkpoints([config.model], [], [], None)
     check_targets(base, config.training)  # before the data and the model load
-    store = RunStore(config.out)
     with _identified(base) as identify, recording() as read:
         docs, corpus = perplexity.load_documents(config.text, config.data_dir)
         corpus, text = _own_text(store, corpus)

@@ -37,7 +37,13 @@ from biasscope.judge.panel import judges_before_loading, make_judges
 from biasscope.judge.settings import JudgeConfig as JudgeConfig
 from biasscope.judge.tasks import question_sha256
 from biasscope.store.directory import RunStore
-from biasscope.store.run_json import readable_settings, rewritten, run_levels, unsettled
+from biasscope.store.run_json import (
+    readable_settings,
+    refuse_other_kind,
+    rewritten,
+    run_levels,
+    unsettled,
+)
 
 
 @dataclass(frozen=True)
@@ -204,6 +210,7 @@ def _setup(config: JudgeConfig, kind: str
         raise BiasscopeError(f"--keys: {exc}") from None
     check_task(task.pairwise, labels, keys)
     store = RunStore(Path(config.out))
+    refuse_other_kind(store, kind)  # before --input or a GGUF judge is hashed
     recorded = readable_settings(store, kind)
     _refuse_other_input(config, store.root, recorded, labels)
     named = parse_models(list(config.models), "--model")

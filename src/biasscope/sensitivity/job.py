@@ -35,7 +35,7 @@ from biasscope.sensitivity.settings import SensitivityConfig as SensitivityConfi
 from biasscope.sensitivity.settings import directions as directions
 from biasscope.store.directory import RunStore
 from biasscope.store.locks import run_lock
-from biasscope.store.run_json import run_levels
+from biasscope.store.run_json import refuse_other_kind, run_levels
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class SensitivityResult:
 def run(config: SensitivityConfig) -> SensitivityResult:
     # A bad --confidence is refused before any data is read (`run_levels`).
     levels = run_levels(RunStore(Path(config.out)), config.analysis)
+    refuse_other_kind(RunStore(Path(config.out)), "sensitivity")  # before any is hashed
     if not config.principles.startswith("ccai:"):
         given_file("--principles", config.principles, "ccai:topK, or a YAML / JSON / JSONL / "
                    "text file of principles")

@@ -320,6 +320,15 @@ def _remove_empty(folder: Path) -> None:
             Path(where).rmdir()
 
 
+def refuse_other_kind(store: RunStore, kind: str, joins: Collection[str] = ()) -> None:
+    """Refuse a ``--out`` that holds another kind of run (or someone else's files) as
+    `start_run` would, before a job's costly work (a GGUF file hashed, a model loaded): a read
+    of run.json, so every job checks it with its flags. `start_run` checks it again under the
+    run's lock."""
+    refuse_foreign_folder(store)
+    _recorded(store, kind, joins)
+
+
 def check_run(store: RunStore, kind: str, build: Build, joins: Collection[str] = ()) -> None:
     """Refuse what `start_run` would refuse (another kind of run, and whatever ``build``
     refuses: a changed setting), writing nothing: for a job that checks before its requests

@@ -106,20 +106,22 @@ def test_a_reward_configs_loading_settings_are_checked(given: dict[str, Any], sa
 def test_the_reward_flags_are_the_reward_configs_settings() -> None:
     """Before: `RewardScoring` declared transform, chat_template, dtype and batch_size again,
     apart from `RewardConfig`, so the two could drift; now each is declared once, in a module
-    light enough for ``sensitivity --help`` (no NumPy), and `backends.reward` still gives it."""
+    light enough for ``sensitivity --help`` (no NumPy), and `backends.reward` still gives it.
+    --dtype and --batch-size are `BackendConfig`'s (every local model's): their checks,
+    choices and defaults are the reward's, their help in the command's words."""
     from biasscope.backends import reward_config
-    from biasscope.sensitivity.settings import RewardScoring
+    from biasscope.sensitivity.settings import LOCAL_HELP, RewardScoring
 
     assert RewardConfig is reward_config.RewardConfig
     declared = {f.name: f for f in fields(RewardConfig)}
-    # --dtype and --batch-size are a local judge's or perturber's too (`BackendConfig`'s,
-    # one flag): their help says so; their checks, choices and defaults are the reward's.
-    shared = {"dtype", "batch_size"}
     for f in fields(RewardScoring):
-        ours, theirs = dict(f.metadata), dict(declared[f.name].metadata)
-        if f.name in shared:
-            assert "judge" in ours.pop("help") and theirs.pop("help")
-        assert (ours, f.default) == (theirs, declared[f.name].default)
+        assert (dict(f.metadata), f.default) == (dict(declared[f.name].metadata),
+                                                 declared[f.name].default)
+    backend = {f.name: f for f in fields(BackendConfig)}
+    for name in ("dtype", "batch_size"):
+        ours, theirs = dict(backend[name].metadata), dict(declared[name].metadata)
+        assert ours.pop("help") and theirs.pop("help") and "judge" in LOCAL_HELP[name]
+        assert (ours, backend[name].default) == (theirs, declared[name].default)
 
 
 def test_the_reward_flags_make_the_reward_config_in_one_place() -> None:
@@ -127,9 +129,41 @@ def test_the_reward_flags_make_the_reward_config_in_one_place() -> None:
     field in copied code; `RewardScoring.reward_config` is the one, and hands on every flag."""
     from biasscope.sensitivity.settings import RewardScoring
 
-    scoring = RewardScoring(transform="logprob", chat_template=False, dtype="bfloat16",
-                            batch_size=3)
-    made = scoring.reward_config(BackendConfig(device="cpu", allow_pickle=True))
+    scoring = RewardScoring(transform="logprob", chat_template=False)
+    made = scoring.reward_config(BackendConfig(device="cpu", allow_pickle=True,
+                                               dtype="bfloat16", batch_size=3))
     assert made == RewardConfig(device="cpu", allow_pickle=True, transform="logprob",
                                 chat_template=False, dtype="bfloat16", batch_size=3)
     assert all(getattr(made, f.name) == getattr(scoring, f.name) for f in fields(scoring))
+
+
+@pytest.mark.parametrize("kind", ["sensitivity", "counterfactual"])
+def test_one_dtype_for_every_local_model_of_a_notebooks_run(kind: str) -> None:
+    """Before: ``reward=RewardScoring(dtype="bfloat16")`` beside ``backend=BackendConfig(
+    dtype="float16")`` loaded the reward models in one dtype and a local judge or perturber
+    in the other, a run the command (one --dtype) cannot make, its run.json saying each. Now
+    the dtype and batch size are the backend's alone: the old keywords still work for one
+    release, warned and moved there; given both ways apart they are refused."""
+    from biasscope.counterfactual.settings import CounterfactualConfig
+    from biasscope.sensitivity.settings import RewardScoring, SensitivityConfig
+
+    def config(**given: Any) -> Any:
+        if kind == "sensitivity":
+            return SensitivityConfig(out="run", reward_models=["a/b"], perturber="canned:A",
+                                     **given)
+        return CounterfactualConfig(out="run", reward_models=["a/b"], **given)
+
+    with pytest.warns(DeprecationWarning, match=r"RewardScoring\(dtype=…, batch_size=…\) is "
+                      r"now backend=BackendConfig\(dtype=…, batch_size=…\)"):
+        old = RewardScoring(dtype="bfloat16", batch_size="4")
+    made = config(reward=old)
+    assert (made.backend.dtype, made.backend.batch_size) == ("bfloat16", 4)
+    assert made.reward.reward_config(made.backend).dtype == "bfloat16"
+    assert config(reward=old, backend=BackendConfig(dtype="bfloat16")).backend.batch_size == 4
+    with pytest.raises(BiasscopeError, match=re.escape(
+            "reward dtype 'bfloat16' and backend dtype 'float16': one --dtype sets every local "
+            "model of the command; give it once, as BackendConfig(dtype=…)")):
+        config(reward=old, backend=BackendConfig(dtype="float16"))
+    with pytest.warns(DeprecationWarning), pytest.raises(BiasscopeError, match="--dtype"):
+        RewardScoring(dtype="float8")
+    assert config().backend == BackendConfig()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -148,16 +148,19 @@ def _parsed(parse: Callable[[str], Any], flag: str) -> Callable[[str], Any]:
 
 
 def settings(parser: argparse.ArgumentParser, config: Any, *only: str,
-             skip: tuple[str, ...] = (), stored: bool = False) -> None:
+             skip: tuple[str, ...] = (), stored: bool = False,
+             helps: Mapping[str, str] | None = None) -> None:
     """A flag for each documented field of ``config`` (`biasscope.core.config.setting`), or
     for those named: help, check, choices and default come from the library, so both say the
-    same (``stored``: no default, the run's stored value stands)."""
+    same (``stored``: no default, the run's stored value stands; ``helps``: a field's help in
+    the words of this command, by name)."""
     for f in documented(config):
         if f.name in skip or (only and f.name not in only):
             continue
         meta = f.metadata
         flag = meta["flag"] or "--" + f.name.replace("_", "-")
-        kwargs: dict[str, Any] = {"dest": f.name, "help": meta["help"]}
+        kwargs: dict[str, Any] = {"dest": f.name,
+                                  "help": (helps or {}).get(f.name, meta["help"])}
         if f.default is False or f.default is True:
             kwargs["action"] = "store_true" if f.default is False else "store_false"
         elif f.default is MISSING and f.default_factory is MISSING:
@@ -278,13 +281,14 @@ def from_args(config: Any, args: argparse.Namespace, **given: Any) -> Any:
     return config(**values)
 
 
-def backend_args(parser: argparse.ArgumentParser, *, skip: tuple[str, ...] = ()) -> None:
+def backend_args(parser: argparse.ArgumentParser, *,
+                 helps: Mapping[str, str] | None = None) -> None:
     """How to reach and pace a ``generate`` backend, and where its answers are cached;
-    ``skip``: flags another config of the command declares (``--dtype`` of ``sensitivity``'s
-    reward models), whose one value `from_args` hands to both."""
+    ``helps``: a flag's help in the command's words (``--dtype`` of ``sensitivity``, whose
+    reward models take it too)."""
     from biasscope.backends.config import BackendConfig
 
-    settings(parser, BackendConfig, skip=skip)
+    settings(parser, BackendConfig, helps=helps)
 
 
 def failed(count: int, total: int, what: str, first_error: str) -> int:

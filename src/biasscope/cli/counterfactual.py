@@ -28,12 +28,12 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     from biasscope.counterfactual.settings import CounterfactualConfig
-    from biasscope.sensitivity.settings import RewardScoring
+    from biasscope.sensitivity.settings import LOCAL_HELP, RewardScoring
 
     cf = sub.add_parser("counterfactual", help="demographic counterfactual check of reward "
                         "models and judges")
     for config in (CounterfactualConfig, RewardScoring):
         A.settings(cf, config)
-    A.backend_args(cf, skip=("dtype", "batch_size"))  # one flag: every local model's
+    A.backend_args(cf, helps=LOCAL_HELP)  # one --dtype: every local model's
     A.levels_args(cf)
     cf.set_defaults(func=run)

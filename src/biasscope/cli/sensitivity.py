@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from biasscope.sensitivity.settings import RewardScoring, SensitivityConfig
+    from biasscope.sensitivity.settings import LOCAL_HELP, RewardScoring, SensitivityConfig
 
     sens = sub.add_parser("sensitivity", help="constitutional sensitivity of reward models")
     for name, about in (("critique", "critique request ({conversation}, {query}, {response}, "
@@ -44,6 +44,6 @@ def register(sub: Any) -> None:
         sens.add_argument(f"--{name}-template", help=f"file: {about}")
     for config in (SensitivityConfig, RewardScoring):
         A.settings(sens, config)
-    A.backend_args(sens, skip=("dtype", "batch_size"))  # one flag: every local model's
+    A.backend_args(sens, helps=LOCAL_HELP)  # one --dtype: every local model's
     A.levels_args(sens)
     sens.set_defaults(func=run)

@@ -42,3 +42,5 @@ class CounterfactualConfig:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        # a dtype or batch size given to `RewardScoring` the old way: one setting, the backend's
+        object.__setattr__(self, "backend", self.reward.merged(self.backend))

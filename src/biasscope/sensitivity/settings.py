@@ -5,8 +5,9 @@ pandas, no reward model and no data reader."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,29 +45,62 @@ def line_range(text: str) -> tuple[int, int]:
     return int(first), int(last)
 
 
+#: The help of ``--dtype`` and ``--batch-size`` of ``sensitivity`` and ``counterfactual``:
+#: `BackendConfig`'s settings, one for every local model of the command.
+LOCAL_HELP = {"dtype": "local models' dtype: the reward models', and a local (hf:) judge's or "
+                       "perturber's",
+              "batch_size": "conversations (or a local judge's or perturber's prompts) per "
+                            "forward pass"}
+
+
 @dataclass(frozen=True)
 class RewardScoring:
     """How the reward models read a conversation: the flags of the `RewardConfig` settings
-    the command sets (device and pickles are `BackendConfig`'s), declared there once."""
+    the command sets, declared there once. Device, dtype, batch size and pickles are
+    `BackendConfig`'s, one setting for every local model of the command (reward models,
+    judges, perturber): ``dtype`` and ``batch_size`` here were a second one, which a notebook
+    could set apart from the other, making a run the command line cannot; they still work
+    for one release, with a warning, and are moved to the command's `BackendConfig`."""
 
     transform: str = same_setting(RewardConfig, "transform")
     chat_template: bool = same_setting(RewardConfig, "chat_template")
-    # The command's one --dtype and --batch-size: the reward models', and (through
-    # `BackendConfig`, the same flag) a local judge's or perturber's.
-    dtype: str = same_setting(RewardConfig, "dtype", help="local models' dtype: the reward "
-                              "models', and a local (hf:) judge's or perturber's")
-    batch_size: int = same_setting(RewardConfig, "batch_size", help="conversations (or a "
-                                   "local judge's or perturber's prompts) per forward pass")
+    dtype: InitVar[str | None] = None
+    batch_size: InitVar[int | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, dtype: str | None, batch_size: int | None) -> None:
         check_settings(self)
+        moved: dict[str, Any] = {k: v for k, v in (("dtype", dtype),
+                                                   ("batch_size", batch_size)) if v is not None}
+        if moved:
+            warnings.warn(f"RewardScoring({', '.join(f'{k}=…' for k in moved)}) is now "
+                          f"backend=BackendConfig({', '.join(f'{k}=…' for k in moved)}), one "
+                          "setting for every local model of the command; the old keywords go "
+                          "in the next release", DeprecationWarning, stacklevel=3)
+            checked = BackendConfig(**moved)  # refused now, in the flags' words
+            moved = {name: getattr(checked, name) for name in moved}
+        object.__setattr__(self, "_moved", moved)
+
+    def merged(self, backend: BackendConfig) -> BackendConfig:
+        """``backend`` with the dtype and batch size given here the old way (`RewardScoring`),
+        where it leaves them at their defaults; given both ways apart, refused in one line."""
+        moved: dict[str, Any] = getattr(self, "_moved", {})
+        default = BackendConfig()
+        for name, value in moved.items():
+            if getattr(backend, name) not in (value, getattr(default, name)):
+                raise BiasscopeError(
+                    f"reward {name} {value!r} and backend {name} {getattr(backend, name)!r}: "
+                    f"one --{name.replace('_', '-')} sets every local model of the command; "
+                    f"give it once, as BackendConfig({name}=…)")
+        return replace(backend, **moved) if moved else backend
 
     def reward_config(self, backend: BackendConfig) -> RewardConfig:
-        """The `RewardConfig` the reward models load with: these settings, and the device and
-        pickle flags the command shares with its other models (one place for both commands)."""
-        return RewardConfig(device=backend.device, dtype=self.dtype, batch_size=self.batch_size,
-                            transform=self.transform, chat_template=self.chat_template,
-                            allow_pickle=backend.allow_pickle)
+        """The `RewardConfig` the reward models load with: these settings, and the device,
+        dtype, batch size and pickle flags the command shares with its other models (one
+        place for both commands)."""
+        backend = self.merged(backend)
+        return RewardConfig(device=backend.device, dtype=backend.dtype,
+                            batch_size=backend.batch_size, transform=self.transform,
+                            chat_template=self.chat_template, allow_pickle=backend.allow_pickle)
 
 
 #: The level of the summary's tests that are not read off its intervals (the common change
@@ -124,6 +158,7 @@ class SensitivityConfig:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        object.__setattr__(self, "backend", self.reward.merged(self.backend))
         if odd := [d for d in self.directions if d not in ("toward", "away")]:
             raise BiasscopeError(f"--direction (directions): {odd[0]!r} is not toward or away; "
                                  "give toward, away, both, or a list of toward and away")

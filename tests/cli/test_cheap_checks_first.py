@@ -1,8 +1,7 @@
 """Every cheap refusal (a flag, ``--out`` holding another command's run, a data file that is not
 there) comes before the expensive work: hashing a GGUF file (minutes for a large one on a slow
 disk) or loading a model. Before, ``audit`` hashed a GGUF model, then said that ``--out`` held
-a judge's run. Here hashing and loading fail the test, so each refusal must arrive without
-them."""
+a judge's run. Here hashing fails the test, so each refusal must arrive without it."""
 
 from __future__ import annotations
 
@@ -18,9 +17,9 @@ pytest.importorskip("gguf")
 
 @pytest.fixture
 def gguf_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A tiny GGUF model whose hashing fails the test (as does any model load)."""
+    """A tiny GGUF model whose hashing fails the test (it comes before any conversion or
+    load of the file)."""
     import biasscope.backends.gguf as gguf
-    import biasscope.backends.hf_model as hf_model
     from gguf_fixture import write_llama_gguf
 
     monkeypatch.setenv("BIASSCOPE_GGUF_CACHE", str(tmp_path / "gguf-cache"))
@@ -28,10 +27,9 @@ def gguf_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = write_llama_gguf(tmp_path / "m.gguf")
 
     def expensive(*_: object, **__: object) -> None:
-        raise AssertionError("hashed or loaded before a cheap refusal")
+        raise AssertionError("hashed before a cheap refusal")
 
     monkeypatch.setattr(gguf, "file_sha256", expensive)
-    monkeypatch.setattr(hf_model, "load_model", expensive)
     return path
 
 

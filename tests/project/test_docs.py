@@ -320,3 +320,28 @@ def test_hook_fills_the_markers_only() -> None:
     assert hook("no marker") == "no marker"
     filled = hook("a\n<!-- cli-reference -->\nb")
     assert "<!-- cli-reference -->" not in filled and "`biasscope dynamics`" in filled
+
+
+def layout_patterns() -> list[re.Pattern[str]]:
+    """What the run directory layout of schema.md names, as patterns of paths under ``RUN/``
+    (``<unit>`` any name; a folder, ``dropped/<time>/``, everything under it)."""
+    block = re.search(r"```\nRUN/\n(.*?)```", (DOCS / "schema.md").read_text("utf-8"), re.DOTALL)
+    assert block, "schema.md shows the run directory as a RUN/ block"
+    shown = [line.split()[0] for line in block.group(1).splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    return [re.compile(re.sub(r"<[^>]+>", "[^/]+", re.escape(path))
+                       + (".*" if path.endswith("/") else "")) for path in shown]
+
+
+def test_the_layout_names_every_file_a_run_writes(workdir: Path, one_thread: None) -> None:
+    """A reader of a run directory finds each file it holds in schema.md's layout (a
+    ``checksums/`` folder was once in every run and in no layout)."""
+    pytest.importorskip("torch")
+    assert main(["dynamics", "--checkpoint-glob", "out/checkpoint-*", "--seeds", "0",
+                 "--limit", "4", "--quiet", "--out", "run"]) == 0
+    patterns = layout_patterns()
+    written = [p.relative_to(workdir / "run").as_posix() for p in (workdir / "run").rglob("*")
+               if p.is_file() and not p.name.startswith(".")]
+    assert {"run.json", "summary.json", "report.html"} <= set(written)
+    unnamed = [path for path in written if not any(p.fullmatch(path) for p in patterns)]
+    assert not unnamed, f"schema.md's run directory layout does not name {unnamed}"

@@ -207,6 +207,23 @@ def test_data_fetch_names_every_file_that_is_not_ready(cache, monkeypatch, capsy
     assert f"; missing data file {mine / 'winogender' / 'all_sentences.tsv'}: download " in err
 
 
+def test_a_machine_without_network_is_told_once_not_per_file(cache, monkeypatch, capsys):
+    """The tutorial's ``data fetch winobias`` offline said "could not download URL (no
+    network); save it as PATH" ten times on one line of 3,000 characters."""
+    from biasscope.cli.main import main
+
+    def down(url, timeout):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr("urllib.request.urlopen", down)
+    assert main(["data", "fetch", "winobias"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("biasscope: error: could not download 10 of 10 winobias files (<urlopen error "
+                   f"Name or service not known>): save them in {cache / 'winobias'} (their URLs "
+                   "and checksums: biasscope.data.sources) or pass --data-dir")
+    assert not (cache / "winobias").exists() or not any((cache / "winobias").iterdir())
+
+
 def test_a_data_dir_that_is_no_folder_of_sources_is_said_once(cache, monkeypatch, capsys,
                                                               tmp_path):
     """``--data-dir ""`` (an unset $VARIABLE) read the cache; a file, a missing folder or one

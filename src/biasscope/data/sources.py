@@ -357,6 +357,15 @@ def _verify(known: DataFile, path: Path) -> None:
         )
 
 
+class _DownloadFailed(DataError):
+    """A download that did not happen, with why: a source's files that all fail for one reason
+    (no network) are said once, not once per file."""
+
+    def __init__(self, message: str, reason: str, folder: Path) -> None:
+        super().__init__(message)
+        self.reason, self.folder = reason, folder
+
+
 def _download(known: DataFile, path: Path) -> None:
     import http.client  # here: their import (SSL, HTTP) costs every report otherwise
     import urllib.request
@@ -385,9 +394,9 @@ def _download(known: DataFile, path: Path) -> None:
         _verify(known, path)
     # URLError and TimeoutError are OSErrors; IncompleteRead (a chunked body cut short) is not
     except (OSError, http.client.HTTPException) as exc:
-        raise DataError(
+        raise _DownloadFailed(
             f"could not download {known.url} ({exc}); save it as {path} or pass "
-            f"{option('data_dir')}"
+            f"{option('data_dir')}", reason=str(exc), folder=path.parent
         ) from None
     finally:
         tmp.unlink(missing_ok=True)
@@ -403,15 +412,23 @@ def fetch(source: str, data_dir: str | os.PathLike[str] | None = None) -> list[P
     root = resolve_data_dir(data_dir)  # an empty, missing or file one: said once, not per file
     if root is not None:
         _refuse_source_folder(root, _named(data_dir), source, *names)
-    paths, failed = [], []
+    paths: list[Path] = []
+    failed: list[DataError] = []
     for name in names:
         try:
             paths.append(data_path(source, name, data_dir))
         except DataError as exc:
-            failed.append(str(exc))
+            failed.append(exc)
+    downloads = [exc for exc in failed if isinstance(exc, _DownloadFailed)]
+    if (len(failed) > 1 and len(downloads) == len(failed)
+            and len({(exc.reason, exc.folder) for exc in downloads}) == 1):
+        first = downloads[0]
+        raise DataError(f"could not download {len(failed)} of {len(names)} {source} files "
+                        f"({first.reason}): save them in {first.folder} (their URLs and "
+                        f"checksums: biasscope.data.sources) or pass {option('data_dir')}")
     if len(failed) > 1:
         raise DataError(f"{len(failed)} of {len(names)} {source} files are not ready: "
-                        + "; ".join(failed))
+                        + "; ".join(map(str, failed)))
     if failed:
-        raise DataError(failed[0])
+        raise failed[0]
     return paths

@@ -345,3 +345,20 @@ def test_the_layout_names_every_file_a_run_writes(workdir: Path, one_thread: Non
     assert {"run.json", "summary.json", "report.html"} <= set(written)
     unnamed = [path for path in written if not any(p.fullmatch(path) for p in patterns)]
     assert not unnamed, f"schema.md's run directory layout does not name {unnamed}"
+
+
+def test_every_environment_variable_is_documented_and_real() -> None:
+    """A variable the package reads and no page names can only be found in the source (the
+    fingerprint cache's was); one a page names and nothing reads is a setting that does
+    nothing."""
+    name = re.compile(r"\bBIASSCOPE_[A-Z_]*[A-Z]\b")
+    read = {v for path in (ROOT / "src").rglob("*.py")
+            for v in name.findall(path.read_text("utf-8"))}
+    tools = [*(ROOT / "scripts").iterdir(), ROOT / "Makefile"]
+    read_by_tools = {v for path in tools if path.is_file()
+                     for v in name.findall(path.read_text("utf-8", errors="replace"))}
+    named = {v for page in [*DOCS.rglob("*.md"), ROOT / "README.md"]
+             for v in name.findall(page.read_text("utf-8"))}
+    assert len(read) >= 7
+    assert read <= named, f"no page names {sorted(read - named)}"
+    assert named <= read | read_by_tools, f"nothing reads {sorted(named - read - read_by_tools)}"

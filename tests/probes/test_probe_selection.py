@@ -91,6 +91,18 @@ def test_missing_bbq_file_is_one_line_naming_what_is_there(data_dir: Path, tmp_p
     assert "(name the probe bbq:Age,Religion,SES)" in err
 
 
+def test_missing_bbq_files_under_the_variable_say_to_unset_it(
+        data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch):
+    """offline.md's ``BIASSCOPE_DATA_DIR=/data biasscope audit ... --probe bbq`` with a copy of
+    some categories was told to "drop --data-dir", a flag the command line did not hold."""
+    monkeypatch.setenv("BIASSCOPE_DATA_DIR", str(data_dir))
+    code = main(["items", "--probe", "bbq", "--out", str(tmp_path / "i.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 2 and "8 of 11 category files missing" in err
+    assert err.strip().endswith("and unset BIASSCOPE_DATA_DIR") and "--data-dir" not in err
+
+
 def test_adult_base_rate_and_originals_only_responses(data_dir: Path, tmp_path: Path):
     items_file, responses = tmp_path / "items.jsonl", tmp_path / "responses.jsonl"
     common = ["--data-dir", str(data_dir), "--base-rate", "0.0"]

@@ -162,6 +162,12 @@ def _named(data_dir: object) -> str:
     return option("data_dir") if data_dir is not None else "$BIASSCOPE_DATA_DIR"
 
 
+def drop_data_dir(data_dir: object) -> str:
+    """How to stop reading a local data directory: drop the flag, or unset the variable where
+    that set it (the user may never have given a --data-dir)."""
+    return f"drop {option('data_dir')}" if data_dir is not None else "unset BIASSCOPE_DATA_DIR"
+
+
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
     """The local data directory: the argument, else ``$BIASSCOPE_DATA_DIR``, else None. An
     empty argument, a file or a missing folder is refused in one line: ``''`` (an unset
@@ -271,10 +277,8 @@ def _find(source: str, name: str, data_dir: str | os.PathLike[str] | None, downl
             return path
         where = f"download {known.url}" if known else "add it"
         _refuse_source_folder(local_root, _named(data_dir), source, name)
-        # the user may never have given a --data-dir: name what set it
-        drop = (f"drop {option('data_dir')}" if data_dir is not None
-                else "unset BIASSCOPE_DATA_DIR")
-        raise DataError(f"missing data file {path}: {where} to that path, or {drop}")
+        raise DataError(f"missing data file {path}: {where} to that path, or "
+                        f"{drop_data_dir(data_dir)}")
     if known is None:
         raise DataError(f"unknown data file {source}/{name}; pass {option('data_dir')} with a "
                         "local copy")

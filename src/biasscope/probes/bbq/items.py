@@ -40,7 +40,7 @@ from biasscope.core.items import Item, check_template, stratified_sample
 from biasscope.core.jsonl import read_text
 from biasscope.core.jsonl import why as _why
 from biasscope.core.spelling import option
-from biasscope.data.sources import cache_dir, data_path, resolve_data_dir
+from biasscope.data.sources import cache_dir, data_path, drop_data_dir, resolve_data_dir
 from biasscope.probes.base import Detector, Messages, TriggerAbsence
 from biasscope.probes.bbq.metrics import (
     ANSWERS,
@@ -226,7 +226,7 @@ def _category_paths(chosen: Sequence[str], data_dir: str | Path | None, selected
     present = [c for c in CATEGORIES if (folder / f"{c}.jsonl").is_file()]
     absent = [c for c in CATEGORIES if c not in present]
     fetch = ("copy them from nyu-mll/BBQ data/ into it, or run `biasscope data fetch bbq` and "
-             f"drop {option('data_dir')}" if root is not None else "run `biasscope data fetch "
+             f"{drop_data_dir(data_dir)}" if root is not None else "run `biasscope data fetch "
              f"bbq` where there is a network, or pass {option('data_dir', 'DIR')} holding "
              "bbq/<Category>.jsonl")
     choose = (f"select present ones (name the probe bbq:{','.join(present)}) or " if present

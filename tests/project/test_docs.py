@@ -139,15 +139,37 @@ def test_a_failing_command_fails_the_test(workdir: Path) -> None:
     assert main(argv[1:]) != 0
 
 
+def fenced(text: str) -> list[tuple[str, str]]:
+    """The (language, code) of each fenced block, fences paired in order (a regex would take
+    one block's closing fence for the next one's opening)."""
+    blocks, language, code = [], None, []
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if language is None:
+                language, code = line[3:].strip(), []
+            else:
+                blocks.append((language, "\n".join(code) + "\n"))
+                language = None
+        elif language is not None:
+            code.append(line)
+    return blocks
+
+
 def shown_commands() -> list[tuple[str, list[str]]]:
     """Every ``biasscope`` command in a shell block of the docs and the README, runnable or
-    not (a placeholder ``...`` and ``--help`` left out)."""
+    not (a placeholder ``...`` and ``--help`` left out), and every line that starts with one in
+    a block of no language or ``text`` (wordings.md's and claims.md's commands are there; a
+    usage line with ``[optional]`` parts is no command)."""
     pages = [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]
     found = []
     for page in pages:
-        for block in re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"),
-                                re.DOTALL):
-            found += [(page.name, argv) for argv in commands(block)
+        for language, block in fenced(page.read_text(encoding="utf-8")):
+            if language not in ("bash", "text", ""):
+                continue
+            lines = block if language == "bash" else "\n".join(
+                line for line in block.replace("\\\n", " ").splitlines()
+                if re.match(r"\s*(\S*/)?biasscope ", line) and "[" not in line)
+            found += [(page.name, argv) for argv in commands(lines)
                       if argv[0].endswith("biasscope") and "..." not in argv
                       and "--help" not in argv]
     return found

@@ -302,7 +302,8 @@ def test_runs_are_found_by_their_exact_names() -> None:
 def test_report_of_a_finished_intervention_refuses_analysis_flags(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
     """A finished intervention is reported with its stored analysis settings: a flag given to
-    `biasscope report` was ignored without a word; it is refused, and nothing is written."""
+    `biasscope report` was ignored without a word; it is refused, and nothing is written. A
+    level names `biasscope intervene`, which takes it."""
     from biasscope.cli.main import main
 
     run = tmp_path / "run"
@@ -313,5 +314,9 @@ def test_report_of_a_finished_intervention_refuses_analysis_flags(
     assert main(["report", str(run), flag, value]) == 2
     err = capsys.readouterr().err
     assert err == (f"biasscope: error: {flag}: an intervention run's report takes no such "
-                   "setting; leave it out\n")
+                   "setting; leave it out\n" if flag == "--alpha" else
+                   f"biasscope: error: {flag}: `biasscope report` shows an intervention run's "
+                   f"intervention.json as it was written; give {flag} to `biasscope intervene "
+                   f"--out {run}` with the run's other flags, which analyses its stored "
+                   "evaluations again without training\n")
     assert {p: p.read_bytes() for p in run.rglob("*")} == before

@@ -340,6 +340,7 @@ def _killed_call_s_leftovers(out: Path) -> None:
     dead.wait()
     (out / "records").mkdir(exist_ok=True)
     (out / "records" / f".x.parquet.{HOST}~{dead.pid}.ab12.tmp").write_bytes(b"half a unit")
+    (out / f".summary.json.{HOST}~{dead.pid}.cd34.tmp").write_bytes(b"half a summary")
     for name, step in (("recommended.old", 0), ("recommended.partial", 20)):
         (out / name).mkdir()
         (out / name / "recommended.json").write_text(json.dumps({"step": step}))

@@ -118,8 +118,13 @@ def test_sigkill_mid_sweep_resumes_to_identical_records(checkpoint_dirs, winobia
                           env=env, capture_output=True, timeout=300)
     assert proc.returncode == -9, proc.stderr.decode()[-2000:]
     assert len(list((killed / "records").glob("*.parquet"))) == 4  # the 5th never landed
+    # A call killed as it wrote summary.json or a checksum left its file there: removed too.
+    [half] = (killed / "records").glob(".*.tmp")
+    writer = half.name.split(".")[-3]  # HOST~pid of the killed call
+    for where, name in ((killed, "summary.json"), (killed / "checksums", "x.sha256")):
+        (where / f".{name}.{writer}.ab12.tmp").write_bytes(b"half a file")
     assert main(dynamics_args(checkpoint_dirs, winobias_dir, killed)) == 0
-    assert not list((killed / "records").glob(".*.tmp"))
+    assert not list(killed.rglob("*.tmp"))
     pd.testing.assert_frame_equal(sorted_records(clean), sorted_records(killed))
     a = json.loads((clean / "summary.json").read_text())["checkpoints"]
     b = json.loads((killed / "summary.json").read_text())["checkpoints"]

@@ -373,6 +373,7 @@ def run_audit(probes: Sequence[AskedProbe], responder: Responder, out: str | os.
                        "requests": sent,
                        "analysis": levels.stored("the audit's", resampled.drawn)}
             page = audit_page(store, store.read_json("run.json"), written)
+            store.remove_stale_temp_files()  # a killed call's: this one passed every check
             write_json(store.summary_json, written)
             write_bytes(store.root / REPORT, page)
     return store

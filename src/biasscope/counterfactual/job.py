@@ -168,6 +168,7 @@ def run(config: CounterfactualConfig, reward_models: Sequence[Any] = (),
         kept, others = _kept(store.root / SCORES, {row["scorer"] for row in rows} - incomplete)
         others = [o for o in others if o not in incomplete]  # summarised here, if not stored
         store.check_same_folder()
+        store.remove_stale_temp_files()  # a killed call's: this one has passed every check
         write_bytes(store.root / SCORES, "".join(
             json_line(r) for r in [*kept, *records]).encode("utf-8"))
         summary = {"pairs": len(items), "source": config.pairs,

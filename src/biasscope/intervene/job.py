@@ -59,7 +59,7 @@ from biasscope.probes import Probe, perplexity
 from biasscope.probes.specs import load_probes
 from biasscope.report.intervention import write_intervention_report
 from biasscope.store.directory import RunStore
-from biasscope.store.files import remove_stale_temp_files, write_json
+from biasscope.store.files import write_json
 from biasscope.store.run_json import refuse_other_kind, unsettled
 from biasscope.store.units import Unit
 
@@ -231,12 +231,13 @@ def _held(store: RunStore) -> set[Path]:
 
 
 def _repair(store: RunStore) -> None:
-    """What a killed call left half-done: its temporary unit files (`remove_stale_temp_files`:
-    this host's dead writers' only) and a half-swapped ``RUN/recommended/`` (`ship.recover`).
+    """What a killed call left half-done: its temporary files
+    (`RunStore.remove_stale_temp_files`: this host's dead writers' only) and a half-swapped
+    ``RUN/recommended/`` (`ship.recover`).
     Called once the call has passed every check (the last: the hub commit its weights loaded)
     and before it stores an evaluation or saves weights, so that a refused rerun (another model
     or setting) leaves --out as it found it."""
-    remove_stale_temp_files(store.records_dir)
+    store.remove_stale_temp_files()
     ship.recover(store.root)
 
 

@@ -343,6 +343,7 @@ def finish(store: RunStore, kind: str, result: Mapping[str, Any],
     at (and the sentence saying they are too fine for the resamples, where they are and some
     interval was ``bootstrapped``), then the report."""
     whose = "the judge audit's" if kind == "judge-audit" else "the judge's"
+    store.remove_stale_temp_files()  # a killed call's: this one has passed every check
     write_json(store.summary_json, {"probes": {kind: dict(result)}, "analysis": (
         levels or Levels()).stored(whose, bootstrapped)})
     return write_audit_report(store.root)

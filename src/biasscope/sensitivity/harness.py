@@ -358,6 +358,7 @@ def run_sensitivity(reward_models: Sequence[RewardScorer], perturber: Generator,
             if missing := _missing(store, covered):
                 summary["incomplete"] = {**failures, "missing": missing}
             store.check_same_folder()
+            store.remove_stale_temp_files()  # a killed call's: this one passed every check
             write_json(store.summary_json, summary)
     return store
 

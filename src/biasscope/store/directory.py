@@ -36,6 +36,7 @@ from biasscope.core.errors import BiasscopeError
 from biasscope.store import files as store_files
 from biasscope.store.files import (
     move_aside,
+    remove_stale_temp_files,
     write_bytes,
     write_error,
 )
@@ -441,6 +442,14 @@ class RunStore:
             return ("; move it away, then run the command that made the run again (its stored "
                     "results are kept) to rewrite it")
         return ""
+
+    def remove_stale_temp_files(self) -> list[Path]:
+        """What writers on this host killed mid-write left in the run's folders (its root,
+        ``records/``, ``checksums/``); a live writer's file, and another host's, stay. No run
+        file is named so (nothing reads them): a call removes them once it has passed every
+        check, so that a refused one leaves --out as it found it."""
+        return [path for folder in (self.root, self.records_dir, self.checksums_dir)
+                for path in remove_stale_temp_files(folder)]
 
     def unit_files(self) -> list[Path]:
         """Unit files only: named as ``Unit.key`` names them, which leaves out temp files,

@@ -42,7 +42,6 @@ from biasscope.dynamics.scoring.units import (
 )
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
-from biasscope.store.files import remove_stale_temp_files
 from biasscope.store.units import Unit
 
 
@@ -72,10 +71,10 @@ def _sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: Scorer
             if not _sweep_units(store, probes, config, checkpoints, (scorers, prints),
                                 executor or LocalExecutor(), quiet):
                 break
-        # A killed call's temporary unit files (this host's dead writers' only), removed once
+        # A killed call's temporary files (this host's dead writers' only), removed once
         # this call has passed every check (a checkpoint's, once it loaded, the last): a
         # refused rerun leaves --out as it found it. Never read, they can wait until then.
-        remove_stale_temp_files(store.records_dir)
+        store.remove_stale_temp_files()
         return store
 
 

@@ -46,6 +46,7 @@ def stubbed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(job, "load_tokenizer",
                         lambda *a: loads.append("tokenizer") or SimpleNamespace(pad_token="x"))
     monkeypatch.setattr(job, "train_arm", lambda name, *a, **k: loads.append(f"train {name}"))
+    monkeypatch.setattr(job, "check_documents", lambda *a: None)
     monkeypatch.setattr(job, "report", lambda store, *a, **k: SimpleNamespace(
         summary={"sentence": "stubbed"}, store=store, report="-", intervention_report="-"))
     return loads

@@ -46,6 +46,7 @@ from biasscope.intervene import analysis, methods, ship
 from biasscope.intervene.settings import InterveneConfig as InterveneConfig
 from biasscope.intervene.train import (
     Limited,
+    check_documents,
     check_targets,
     checkpoint_at,
     finished,
@@ -319,6 +320,7 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
             keep = [ship.saver(store, method.name, CONTROL, config.analysis, tokenizer,
                                config.training.every, lora)] if config.save_recommended else []
             changed = method.apply(texts)
+            check_documents(tokenizer, texts, changed, method.name, config.training.seq_len)
             for r in runs:
                 for arm, arm_texts, after in ((CONTROL, texts, []),
                                               (method.name, changed, keep if r == 1 else [])):

@@ -12,10 +12,11 @@ that one left from another run is refused rather than resumed (`refuse_foreign`)
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -148,13 +149,26 @@ def evaluated_steps(store: RunStore, arm: str, probes: Sequence[Probe],
     return done
 
 
-def _dataset(tokenizer: Any, texts: Sequence[str], seq_len: int) -> list[dict[str, list[int]]]:
+def _dataset(tokenizer: Any, texts: Sequence[str], seq_len: int, method: str | None = None
+             ) -> list[dict[str, list[int]]]:
+    """The documents an arm trains on, each cut at ``seq_len`` tokens; one under two tokens
+    has nothing to predict. ``method``: the intervention that made ``texts`` from --text."""
     encoded = tokenizer(list(texts), truncation=True, max_length=seq_len)["input_ids"]
     rows = [{"input_ids": list(ids)} for ids in encoded if len(ids) >= 2]
     if not rows:
-        raise BiasscopeError("no training document of --text is two tokens long: give "
-                             "longer documents")
+        what = (f"{method} leaves no training document of --text" if method else
+                "no training document of --text is")
+        raise BiasscopeError(f"{what} two tokens long: give longer documents")
     return rows
+
+
+def check_documents(tokenizer: Any, texts: Sequence[str], changed: Sequence[str], method: str,
+                    seq_len: int) -> None:
+    """Refuse, before the first arm trains, an arm with nothing to train on (`_dataset`):
+    drop-gendered keeping only one-token documents was refused once the control arm had
+    trained, minutes later. The arms tokenize their documents again as they train."""
+    _dataset(tokenizer, texts, seq_len)
+    _dataset(tokenizer, changed, seq_len, method)
 
 
 def _arguments(where: Path, training: Training, device: Any, quiet: bool) -> Any:
@@ -229,7 +243,7 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
     steps; return the steps evaluated. A finished arm is skipped; a killed one resumes from its
     last Trainer checkpoint. ``after``: Trainer callbacks run after each evaluation; ``own``:
     `owner`, written to ``arm.json`` (taken away again where training stops before its first
-    checkpoint, so a failed first call leaves no file behind)."""
+    checkpoint, so a failed first call leaves no file behind: `_arm_folder`)."""
     from transformers import DataCollatorForLanguageModeling, set_seed
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -239,38 +253,54 @@ def train_arm(arm: str, texts: Sequence[str], load: Any, tokenizer: Any,
     steps = list(range(0, training.steps + 1, training.every))
     if finished(store.root, arm):
         return steps
-    where.mkdir(parents=True, exist_ok=True)
-    set_seed(training.seed)
-    model = load()
-    if not training.train_embeddings:
-        model.get_input_embeddings().weight.requires_grad_(False)
-    model = with_lora(model, training)
-    callback = BiasCallback(probes, store.root, LiveConfig(
-        every=training.every, seeds=live.seeds, batch_size=live.batch_size, model_name=arm),
-        tokenizer=tokenizer)
-    callback.history = [{"step": s} for s in evaluated_steps(store, arm, probes, live.seeds,
-                                                             steps)]
-    trainer = trainer_class()(
-        model=model, args=_arguments(where, training, device, quiet),
-        train_dataset=_dataset(tokenizer, texts, training.seq_len),
-        data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
-        callbacks=[callback, *after])
-    callback.bind(trainer)
-    last = get_last_checkpoint(str(where))  # type: ignore[no-untyped-call]
-    if own is not None:
-        write_json(where / OWNER, own)
-    try:
+    with _arm_folder(where, own is not None):
+        set_seed(training.seed)
+        model = load()
+        if not training.train_embeddings:
+            model.get_input_embeddings().weight.requires_grad_(False)
+        model = with_lora(model, training)
+        callback = BiasCallback(probes, store.root, LiveConfig(
+            every=training.every, seeds=live.seeds, batch_size=live.batch_size,
+            model_name=arm), tokenizer=tokenizer)
+        callback.history = [{"step": s} for s in evaluated_steps(store, arm, probes,
+                                                                 live.seeds, steps)]
+        trainer = trainer_class()(
+            model=model, args=_arguments(where, training, device, quiet),
+            train_dataset=_dataset(tokenizer, texts, training.seq_len),
+            data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
+            callbacks=[callback, *after])
+        callback.bind(trainer)
+        last = get_last_checkpoint(str(where))  # type: ignore[no-untyped-call]
+        if own is not None:
+            write_json(where / OWNER, own)
         trainer.train(resume_from_checkpoint=last)
-    except BaseException:
-        if own is not None and not _holds_training(where):
-            (where / OWNER).unlink(missing_ok=True)
-        raise
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     write_json(where / DONE, {"steps": steps, "documents": len(texts), "losses": losses})
     if not training.keep_checkpoints:
         for old in where.glob("checkpoint-*"):
             shutil.rmtree(old, ignore_errors=True)
     return steps
+
+
+@contextlib.contextmanager
+def _arm_folder(where: Path, owned: bool) -> Iterator[None]:
+    """An arm's folder, made for its training; a call that stops before the arm holds a
+    Trainer checkpoint (a model that does not load, a commit refused once loaded) takes away
+    what it put there: arm.json (``owned``: written by `train_arm`) where it was not there
+    before, and the folder where this call made it, so that a refused call leaves no empty
+    ``train/<arm>/``."""
+    made, marked = not where.exists(), owned and not (where / OWNER).exists()
+    where.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        if not _holds_training(where):
+            if marked:
+                (where / OWNER).unlink(missing_ok=True)
+            if made:
+                with contextlib.suppress(OSError):  # not empty: it keeps what it holds
+                    where.rmdir()
+        raise
 
 
 def arm_log(store: RunStore, arm: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import copy_context
+from pathlib import Path
 from typing import Any
 
 from biasscope.backends import lazy
@@ -312,11 +313,51 @@ class HFScorer:
         return reduce_next_token(self._last_logits(ids, 1, item_ids)[:, -1], options, answers)
 
 
+def check_tokenizer(ckpt: Checkpoint, config: HFConfig, encodings: Encodings,
+                    tokenizers: dict[str, Any], requests: Sequence[tuple[str, Sequence[Item]]]
+                    ) -> None:
+    """Load ``ckpt``'s tokenizer into ``tokenizers`` (by `tokenizer_key`, as `iter_scorers`
+    keeps them) and encode what its scoring will (``requests``: each request kind and its
+    items), refusing now what that would: a tokenizer that does not load, a folder without
+    tokenizer files (its prompts tokenize to nothing), an option of several tokens. Seconds,
+    and no weights: a sweep checks every checkpoint so before the first is scored."""
+    key = tokenizer_key(ckpt)
+    if key not in tokenizers:
+        tokenizers[key] = load_tokenizer(ckpt, config)
+    tokenizer = tokenizers[key]
+    fingerprint = tokenizer_fingerprint(tokenizer)
+    try:
+        for request, items in requests:
+            if request == "next_token":
+                encodings.prompt_ids(tokenizer, fingerprint, [it.prompt for it in items])
+                for it in items:
+                    for text in it.continuations:
+                        encodings.option_id(tokenizer, fingerprint, text, ckpt.label)
+            elif request == "continuation":
+                prompted = [it.prompt for it in items if it.prompt]
+                encodings.prompt_ids(tokenizer, fingerprint, prompted)
+                for it in items:
+                    encodings.continuation_ids(tokenizer, fingerprint,
+                                               it.continuations[it.answer])
+    except ModelError as exc:
+        from biasscope.backends.fingerprints import tokenizer_files
+
+        root = Path(ckpt.source).expanduser()
+        bare = root.is_dir() and not any(p.name != "config.json" for p in tokenizer_files(root))
+        hint = (f"; {root} holds no tokenizer files (tokenizer.json, tokenizer_config.json): "
+                "copy them from the model's source" if bare else "")
+        said = str(exc) if ckpt.label in str(exc) else f"{ckpt.label}: {exc}"
+        raise ModelError(f"{said}{hint}") from None
+
+
 def iter_scorers(checkpoints: Sequence[Checkpoint], config: HFConfig,
-                 encodings: Encodings | None = None) -> Iterator[HFScorer]:
-    """Scorers for each checkpoint in turn; the next one loads while the caller scores."""
+                 encodings: Encodings | None = None, tokenizers: dict[str, Any] | None = None
+                 ) -> Iterator[HFScorer]:
+    """Scorers for each checkpoint in turn; the next one loads while the caller scores.
+    ``tokenizers``: those already loaded (`check_tokenizer`), by `tokenizer_key`."""
     encodings = encodings or Encodings(config.first_token)
-    tokenizers: dict[str, Any] = {}  # one per distinct tokenizer, shared by its checkpoints
+    # one per distinct tokenizer, shared by its checkpoints
+    tokenizers = {} if tokenizers is None else tokenizers
 
     def load(ckpt: Checkpoint) -> tuple[Any, Any]:
         say(f"loading {ckpt.label}")

@@ -12,7 +12,7 @@ from rich.progress import Progress
 
 from biasscope.backends.base import NextTokenScorer
 from biasscope.backends.checkpoints import Checkpoint, convert_gguf
-from biasscope.backends.hf import iter_scorers
+from biasscope.backends.hf import Encodings, check_tokenizer, iter_scorers
 from biasscope.backends.hf_model import HFConfig
 from biasscope.core import steps
 from biasscope.core.items import Item
@@ -110,6 +110,8 @@ def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
     left = {(t.checkpoint.model, t.checkpoint.revision): len(t.jobs) for t in tasks}
     convert_gguf(t.checkpoint for t in tasks)  # a GGUF file the run lists (`init_run`)
     scorers, prints = source
+    if isinstance(executor, LocalExecutor) and isinstance(scorers, HFScorers):
+        scorers.check(tasks)  # every checkpoint's tokenizer, before the first is scored
 
     def admit(ckpt: Checkpoint) -> None:
         """A checkpoint listed without its fingerprints gets them before its first unit; a hub
@@ -162,11 +164,30 @@ def write_summary(store: RunStore, units: Iterable[UnitSummary] | None = None
     return write_summary_json(store, summarise(units))
 
 
+class HFScorers:
+    """Scorer source over Hugging Face checkpoints (imports torch only when called). `check`
+    loads every checkpoint's tokenizer and encodes its items first: a later checkpoint's
+    missing or other tokenizer was refused only once the ones before it were scored (an hour
+    of a long sweep); the scorers then take the tokenizers it loaded. Weights still load one
+    checkpoint ahead of the scoring (`iter_scorers`)."""
+
+    def __init__(self, scoring: Any) -> None:
+        self.scoring = scoring
+        self.encodings = Encodings(scoring.first_token)
+        self.tokenizers: dict[str, Any] = {}
+
+    def check(self, tasks: Sequence[CheckpointTask]) -> None:
+        for task in tasks:
+            check_tokenizer(task.checkpoint, self.scoring, self.encodings, self.tokenizers,
+                            [(job.request, job.items) for job in task.jobs])
+
+    def __call__(self, checkpoints: Sequence[Checkpoint]) -> Iterator[NextTokenScorer]:
+        yield from iter_scorers(checkpoints, self.scoring, self.encodings, self.tokenizers)
+
+
 def hf_scorers(scoring: Any) -> ScorerSource:
-    """Scorer source over Hugging Face checkpoints (imports torch only when called)."""
-    def source(checkpoints: Sequence[Checkpoint]) -> Iterator[NextTokenScorer]:
-        yield from iter_scorers(checkpoints, scoring)
-    return source
+    """Scorer source over Hugging Face checkpoints (`HFScorers`)."""
+    return HFScorers(scoring)
 
 
 def hf_comparable(scoring: Any) -> dict[str, Any]:

@@ -199,3 +199,17 @@ def test_a_files_sha256_is_kept_across_processes_until_it_changes(tmp_path, monk
     path.write_bytes(other.read_bytes())  # the same size, a new mtime
     assert gguf_cache.file_sha256(path) == hashlib.sha256(other.read_bytes()).hexdigest()
     assert hashed == [path.resolve()]
+
+
+def test_a_gguf_file_hashed_alone_is_named_as_hashed_not_as_loading(tmp_path, monkeypatch,
+                                                                   capsys):
+    """A GGUF file is hashed before anything loads (its converted copy is named by it): the
+    line said "while it loads"; and a path given as text is hashed as a Path is."""
+    from biasscope.core import steps
+
+    monkeypatch.setenv("BIASSCOPE_FINGERPRINT_CACHE", str(tmp_path / "fingerprints.json"))
+    monkeypatch.setattr(steps, "LARGE_FILE", 1)
+    path = write_llama_gguf(tmp_path / "model.gguf", seed=0)
+    assert gguf_cache.file_sha256(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
+    said = capsys.readouterr().err
+    assert f"hashing {path.resolve()} (" in said and "while it loads" not in said

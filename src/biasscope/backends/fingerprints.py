@@ -160,9 +160,9 @@ class FileDigests:
             return stamp[0], str(entry["sha256"])
         return None
 
-    def start(self, file: Path) -> Future[tuple[int, str]]:
+    def start(self, file: Path, beside: str = " while it loads") -> Future[tuple[int, str]]:
         """(size, SHA-256) of the file as it is now: cached, being hashed, or hashed from now
-        on in a background thread."""
+        on in a background thread; ``beside``: what the line saying so adds (a large file's)."""
         key, stamp = _keyed(file)
         if (known := self._known(key, stamp)) is not None:
             done: Future[tuple[int, str]] = Future()
@@ -177,12 +177,13 @@ class FileDigests:
                         _WORKERS, "biasscope-hash" + ("" if large else "-small"))
                 running = self._pools[large].submit(self._hash, Path(key), stamp)
                 if large:  # once: kept while the file is unchanged
-                    steps.say(f"hashing {file} ({num(stamp[0] / 2**20, 0)} MiB) while it loads")
+                    steps.say(f"hashing {file} ({num(stamp[0] / 2**20, 0)} MiB){beside}")
                 self._running[(key, stamp)] = running
             return running
 
     def sha256(self, file: Path) -> tuple[int, str]:
-        return self.start(file).result()
+        """`start`'s answer, waited for: nothing loads beside it (a GGUF file hashed first)."""
+        return self.start(file, "").result()
 
     def _hash(self, file: Path, stamp: Stamp) -> tuple[int, str]:
         """Hash until the file's stamp is the same before and after the read."""

@@ -61,7 +61,7 @@ _TOKENIZER_ERRORS = (OSError, ValueError, KeyError, TypeError, RuntimeError, Not
 _CONVERTERS = ("transformers", "tokenizers", "gguf")
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: str | os.PathLike[str]) -> str:
     """The file's SHA-256 from the fingerprint cache (`fingerprints.FileDigests`, which keeps a
     weight file's): hashed once for an unchanged file, in any process, and again once its
     size, mtime, ctime, inode or device changed (another file renamed over it, bytes written
@@ -69,7 +69,7 @@ def file_sha256(path: Path) -> str:
     from biasscope.backends.fingerprints import in_use  # NumPy: `dynamics --help` imports this
 
     with in_use() as digests:
-        return digests.sha256(path)[1]
+        return digests.sha256(Path(path))[1]
 
 
 def _gguf() -> Any:

@@ -6,7 +6,7 @@ names from Python files beside it when it is trusted to, and transformers' own c
 none) when it is not: two models, one path. Its identity says which (`backends.fingerprints`'s
 ``remote_code``): the fingerprint of the files that code is (each module ``auto_map`` names and
 the modules they import relatively, as transformers follows them), or "not run". Code that
-transformers would fetch from another hub repository (``org/repo--module.Class``: that
+transformers would fetch from another hub repository (``<org/repo>--<module>.<Class>``: that
 repository's ``main``, whatever it holds that day) is in no file the identity covers, and is
 refused (`refuse_remote_code`). Nothing here reads the network: a hub id's files are those
 its cache holds.

@@ -42,6 +42,15 @@ class ItemCurves:
         return cls((np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)),
                    (1.0, -1.0))
 
+    @classmethod
+    def paired(cls, first: Array, second: Array) -> ItemCurves:
+        """The mean of the pairs' differences, row i of ``first`` against row i of ``second``:
+        each pair is resampled whole, as it was drawn. Resampled within each group instead,
+        pairs whose two sides move against each other (a WinoBias pair's male and female
+        prompt, one pronoun apart) looked up to 1.4 times surer than they are."""
+        return cls((np.asarray(first, dtype=np.float64) - np.asarray(second, dtype=np.float64),),
+                   (1.0,))
+
     @property
     def sizes(self) -> tuple[int, ...]:
         return tuple(g.shape[0] for g in self.groups)

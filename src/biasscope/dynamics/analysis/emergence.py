@@ -26,6 +26,7 @@ from biasscope.core.numbers import num, p_is, resampled_ci, setting_percent, wit
 from biasscope.core.stats import Array
 from biasscope.dynamics.analysis.gap_tests import prompt_values
 from biasscope.probes.winobias import GENDERS
+from biasscope.probes.winobias.values import prompt_pair
 
 
 @dataclass(frozen=True)
@@ -123,14 +124,34 @@ def prompt_matrix(per_step: Mapping[Any, pd.DataFrame]) -> pd.DataFrame:
 def item_curves(wide: pd.DataFrame, columns: Sequence[Any] | None = None,
                 groups: tuple[str, str] = GENDERS) -> ItemCurves:
     """``wide`` (`prompt_matrix`) at ``columns`` (default all) as the contrast of the groups'
-    prompts; prompts without a value there are left out."""
+    prompts; prompts without a value there are left out. Where the prompts are WinoBias pairs
+    (`prompt_pair`: each pair one prompt of each group, asked at the same columns) the curves
+    are the pairs' differences (`ItemCurves.paired`): a run draws pairs, and a pair's two
+    prompts move against each other, so resampling them apart understated every error."""
     values = wide if columns is None else wide.reindex(columns=list(columns))
     label = values.index.get_level_values("answer_label").to_numpy()
-    parts = []
-    for g in groups:
-        block = values.to_numpy(dtype=np.float64)[label == g]
-        parts.append(block[np.isfinite(block).any(axis=1)])
-    return ItemCurves.contrast(parts[0], parts[1])
+    matrix = values.to_numpy(dtype=np.float64)
+    asked = np.isfinite(matrix).any(axis=1)
+    rows = _pair_rows(values.index.get_level_values("prompt").to_numpy(), label, asked, groups)
+    if rows is not None and (np.isfinite(matrix[rows[0]]) == np.isfinite(matrix[rows[1]])).all():
+        return ItemCurves.paired(matrix[rows[0]], matrix[rows[1]])
+    return ItemCurves.contrast(*(matrix[(label == g) & asked] for g in groups))
+
+
+def _pair_rows(prompts: npt.NDArray[Any], label: npt.NDArray[Any], asked: npt.NDArray[np.bool_],
+               groups: tuple[str, str]) -> tuple[list[int], list[int]] | None:
+    """Per pair, the row of its ``groups[0]`` prompt and of its ``groups[1]`` prompt (asked
+    rows only); None unless every asked prompt of the groups pairs up so."""
+    found: dict[str, dict[int, int]] = {}
+    for row in np.flatnonzero(asked & np.isin(label, groups)).tolist():
+        pair = prompt_pair(str(prompts[row]))
+        side = groups.index(label[row])
+        if pair is None or side in found.setdefault(pair, {}):
+            return None
+        found[pair][side] = row
+    if not found or any(len(sides) < 2 for sides in found.values()):
+        return None
+    return [found[k][0] for k in sorted(found)], [found[k][1] for k in sorted(found)]
 
 
 def sharpest_of(per_step: Mapping[Any, pd.DataFrame], groups: tuple[str, str] = GENDERS,

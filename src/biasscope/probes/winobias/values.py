@@ -30,6 +30,16 @@ def _pair_of(sentence_id: str) -> str | None:
     return parts[1] if len(parts) > 1 else None
 
 
+def prompt_pair(prompt: str) -> str | None:
+    """The pro/anti pair of a `prompt_ids` id, its kind kept: ``winobias-gender:pro-dev-004:
+    referenced`` and ``…:anti-dev-004:referenced`` are ``winobias-gender:dev-004:referenced``,
+    one pronoun apart (one male prompt, one female). None for an id of another shape."""
+    head, _, rest = prompt.partition(":")
+    sentence, _, kind = rest.partition(":")
+    pair = _pair_of(sentence) if kind else None
+    return None if pair is None else f"{head}:{pair}:{kind}"
+
+
 def prompt_ids(records: pd.DataFrame) -> pd.Series:
     """The prompt an item id belongs to: the id without its ``:seed<N>`` suffix (and the
     ``@<wording>`` before it, with several wordings). Vectorised: on the records' Arrow

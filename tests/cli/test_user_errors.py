@@ -757,7 +757,7 @@ def test_every_option_the_code_names_is_one_the_command_line_has():
     (["report", "{tmp}/file.txt"], "{tmp}/file.txt is a file, not a run directory: give the "
      "run's folder"),
     (["intervene", "--model", "org/never-loaded", "--text", "{tmp}", "--out", "{tmp}/run"],
-     "text file {tmp} is a directory: give a file of documents"),
+     "--text {tmp} is a directory: give a file of documents"),
 ])
 def test_advice_names_what_is_wrong_with_a_path(argv, said, tmp_path, capsys):
     (tmp_path / "file.txt").write_text("x\n")

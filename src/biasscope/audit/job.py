@@ -29,6 +29,7 @@ from biasscope.backends.base import GenerateParams
 from biasscope.backends.config import BackendConfig
 from biasscope.backends.specs import check_top_logprobs
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.jsonl import given_file
 from biasscope.core.levels import Levels, same_levels
 from biasscope.data.sources import (
     cache_dir,
@@ -170,6 +171,8 @@ def responder(config: AuditConfig, scored: Sequence[Probe] = ()
                                  "already written, so nothing is generated or scored (option "
                                  "scoring needs a model): drop "
                                  f"{'it' if len(given) == 1 else 'them'}")
+        given_file("--responses", config.responses, "a JSONL file of {item_id, response} "
+                   "lines")
         return StoredResponses(config.responses, label=config.name), None
     if not config.model:
         raise BiasscopeError("give --model SPEC (e.g. hf:./my-model, openai:gpt-4o-mini) or "

@@ -51,9 +51,9 @@ from biasscope.judge import (
     KnownJudges,
     check_task,
     judges_before_loading,
+    labels_of,
     make_judges,
     question_sha256,
-    read_labels,
 )
 from biasscope.report.counterfactual import write_counterfactual_report
 from biasscope.sensitivity import hh_count, reward_settings
@@ -234,12 +234,8 @@ def _items(config: CounterfactualConfig) -> tuple[list[Any], str]:
 
 def _labels(path: str) -> dict[str, str]:
     """The ``--labels`` file's label set; its errors name the flag."""
-    what = "a JSON file of label name: description, or leave it out to judge pairwise"
-    given_file("--labels", path, what)
-    try:
-        return read_labels(path)
-    except BiasscopeError as exc:
-        raise BiasscopeError(f"--labels {exc}") from None
+    return labels_of("--labels", path, "a JSON file of label name: description, or leave it "
+                     "out to judge pairwise")
 
 
 def _judges_before_loading(config: CounterfactualConfig, judges: list[Named],

@@ -24,6 +24,7 @@ from typing import Any
 from biasscope.backends.checkpoints import Checkpoint
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.jsonl import given_file
 from biasscope.data.sources import refuse_other_data
 from biasscope.dynamics.analysis import performance
 from biasscope.dynamics.scoring.models import named
@@ -95,6 +96,7 @@ def read_performance(given: Performance, store: RunStore,
                                  "already; give one series per model")
         key = f"{flag} for {model}"
         if flag == "--performance-csv":
+            given_file(flag, source, "a CSV file of step,value rows (higher is better)")
             values = performance.from_csv(source)
             label, read = f"performance ({Path(source).name})", {key: Path(source)}
         else:

@@ -38,6 +38,7 @@ from biasscope.backends.hf_generate import identity_before_loading
 from biasscope.backends.hf_model import HFConfig, load_model, load_tokenizer, resolve_device
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.jsonl import given_file
 from biasscope.data.sources import hashed, recording, refuse_other_data
 from biasscope.dynamics.live import LiveConfig
 from biasscope.dynamics.scoring import SweepConfig, hf_comparable, init_run, list_checkpoints
@@ -256,6 +257,9 @@ def run(config: InterveneConfig, intervention: methods.Intervention | None = Non
                              f"arm's runs are named {CONTROL!r}, {CONTROL}-run2, …")
     store = RunStore(config.out)
     refuse_other_kind(store, "intervention")  # before the base's GGUF file is hashed
+    if config.text != perplexity.ETHICS:  # before the base's files are read
+        given_file("--text", config.text, "a file of documents (one per line, or JSONL with "
+                   f"'text'), or {perplexity.ETHICS}")
     (base,) = list_checkpoints([config.model], [], [], None)
     check_targets(base, config.training)  # before the data and the model load
     with _identified(base) as identify, recording() as read:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from biasscope.core.imports import front
 
 if TYPE_CHECKING:
-    from biasscope.judge.batch import read_labels, verdict_row
+    from biasscope.judge.batch import labels_of, read_labels, verdict_row
     from biasscope.judge.core import (
         Call,
         Judge,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 #: Each public name -> the module it comes from.
 _HOMES = {
-    **dict.fromkeys(("read_labels", "verdict_row"), "biasscope.judge.batch"),
+    **dict.fromkeys(("labels_of", "read_labels", "verdict_row"), "biasscope.judge.batch"),
     **dict.fromkeys(("Call", "Judge", "JudgeError", "JudgingConfig", "Verdict",
                      "refuse_reordered", "why_none"), "biasscope.judge.core"),
     "JudgeDetector": "biasscope.judge.detector",
@@ -65,6 +65,7 @@ __all__ = [
            "classify",
            "compare",
            "judges_before_loading",
+           "labels_of",
            "labels_sha256",
            "make_judges",
            "question_sha256",

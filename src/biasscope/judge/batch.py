@@ -17,7 +17,7 @@ from typing import Any
 
 from biasscope.core.bootstrap import resampling
 from biasscope.core.errors import BiasscopeError
-from biasscope.core.jsonl import MAX_TEMPLATE, check_length, read_jsonl, read_text
+from biasscope.core.jsonl import MAX_TEMPLATE, check_length, given_file, read_jsonl, read_text
 from biasscope.core.levels import Levels
 from biasscope.judge.agreement import agreement
 from biasscope.judge.biases import holm_family, win_rate_sentences, win_rates
@@ -138,6 +138,16 @@ def read_labels(path: str | os.PathLike[str]) -> dict[str, str]:
             isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
         raise BiasscopeError(f"{path}: write the labels as a JSON object of name: description")
     return labels
+
+
+def labels_of(flag: str, path: str, what: str) -> dict[str, str]:
+    """`read_labels` of the file ``flag`` names, its errors naming the flag; a path that is
+    no file says to give ``what`` (`given_file`), not "nofile.json: cannot read"."""
+    given_file(flag, path, what)
+    try:
+        return read_labels(path)
+    except BiasscopeError as exc:
+        raise BiasscopeError(f"{flag} {exc}") from None
 
 
 def _once(pairs: list[tuple[str, Any]], path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from biasscope.core.bootstrap import resampling
 from biasscope.core.config import comma_entries
 from biasscope.core.digest import file_sha256
 from biasscope.core.errors import BiasscopeError
+from biasscope.core.jsonl import given_file
 from biasscope.core.levels import Levels
 from biasscope.data.sources import refuse_other_data
 from biasscope.judge.batch import (
@@ -25,7 +26,7 @@ from biasscope.judge.batch import (
     failed,
     finish,
     judge_task,
-    read_labels,
+    labels_of,
     read_task,
     start,
     write_judged,
@@ -202,8 +203,11 @@ def _setup(config: JudgeConfig, kind: str
            ) -> tuple[Judge, Task, Mapping[str, str] | None, dict[str, str]]:
     """The judge, the task, the label set and each judge's label -> spec (for run.json);
     ``kind``: the run's (judge, judge-audit), whose recorded ``--input`` is checked first."""
+    given_file("--input", config.input, "a JSONL file of {id, text} (with --labels) or "
+               "{id, prompt, a, b} lines")
     task = read_task(config.input)
-    labels = read_labels(config.labels) if config.labels else None
+    labels = labels_of("--labels", config.labels, "a JSON file of label name: description"
+                       ) if config.labels else None
     try:  # ``1,2,,3`` or ``1,2,1``: refused, as every comma-separated flag refuses them
         keys = tuple(comma_entries(config.keys)) if "," in config.keys else tuple(config.keys)
     except ValueError as exc:

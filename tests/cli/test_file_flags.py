@@ -1,0 +1,70 @@
+"""A file flag given a path that is no file names the flag and what it takes (`given_file`):
+``judge --input nofile.jsonl`` said only "nofile.jsonl: cannot read (No such file or
+directory)", as did ``judge --labels``, ``audit --responses`` and ``dynamics
+--performance-csv``; ``intervene --text`` said "text file nofile.txt does not exist", naming
+no flag."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from user_error import one_line
+
+NOWHERE = "openai-compatible:http://127.0.0.1:9/v1#m"  # nothing listens: never reached
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
+    monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["judge", "--model", NOWHERE, "--input", "{tmp}/nofile.jsonl"],
+     "--input {tmp}/nofile.jsonl does not exist: give a JSONL file of {id, text} (with "
+     "--labels) or {id, prompt, a, b} lines"),
+    (["judge-audit", "--model", NOWHERE, "--input", "{tmp}/nofile.jsonl"],
+     "--input {tmp}/nofile.jsonl does not exist: give a JSONL file"),
+    (["judge", "--model", NOWHERE, "--input", "{tmp}"], "--input {tmp} is a directory: give"),
+    (["judge", "--model", NOWHERE, "--input", ""], "--input is empty: give a JSONL file"),
+    (["judge", "--model", NOWHERE, "--input", "{tmp}/texts.jsonl", "--labels",
+      "{tmp}/nofile.json"], "--labels {tmp}/nofile.json does not exist: give a JSON file of "
+     "label name: description"),
+    (["judge", "--model", NOWHERE, "--input", "{tmp}/texts.jsonl", "--labels",
+      "{tmp}/list.json"], "--labels {tmp}/list.json: write the labels as a JSON object"),
+    (["audit", "--probe", "professional-bias", "--responses", "{tmp}/nofile.jsonl"],
+     "--responses {tmp}/nofile.jsonl does not exist: give a JSONL file of {item_id, response} "
+     "lines"),
+    (["intervene", "--model", "org/never-loaded", "--text", "{tmp}/nofile.txt"],
+     "--text {tmp}/nofile.txt does not exist: give a file of documents (one per line, or JSONL "
+     "with 'text'), or ethics-commonsense"),
+    (["intervene", "--model", "org/never-loaded", "--text", ""], "--text is empty: give"),
+])
+def test_a_file_flag_s_missing_file_names_the_flag(argv, said, tmp_path, capsys):
+    (tmp_path / "texts.jsonl").write_text('{"id": "t1", "text": "Fine."}\n')
+    (tmp_path / "list.json").write_text('["POS", "NEG"]\n')
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv]
+                    + ["--out", str(tmp_path / "r")])
+    assert said.replace("{tmp}", str(tmp_path)) in line, line
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("flag", "said"), [
+    (["--performance-csv", "{tmp}/nofile.csv"], "--performance-csv {tmp}/nofile.csv does not "
+     "exist: give a CSV file of step,value rows"),
+    (["--performance-csv", "small={tmp}/nofile.csv"], "--performance-csv {tmp}/nofile.csv does "
+     "not exist"),
+])
+def test_a_dynamics_performance_file_that_is_missing_names_the_flag(
+        flag, said, tmp_path, capsys, checkpoint_dirs, winobias_dir):
+    pytest.importorskip("torch")
+    glob = str(checkpoint_dirs[0].parent / "checkpoint-*")
+    line = one_line(capsys, ["dynamics", "--checkpoint-glob", f"small={glob}", "--data-dir",
+                             str(winobias_dir), "--out", str(tmp_path / "r"), "--seeds", "0",
+                             "--limit", "2", "--device", "cpu", "--quiet",
+                             *(a.replace("{tmp}", str(tmp_path)) for a in flag)])
+    assert said.replace("{tmp}", str(tmp_path)) in line, line
+    assert not (tmp_path / "r" / "run.json").exists()

@@ -1,6 +1,7 @@
 """``intervene --confidence`` and ``--resamples``, as every other summarising command takes
 them: checked before anything runs, handed to the analysis, kept from the run's last analysis
-(intervention.json's ``options``) where not given, and named by ``biasscope report``'s refusal.
+(intervention.json's ``options``) where not given, as ``--budget`` is, and named by ``biasscope
+report``'s refusal.
 Before, the command had neither: its analysis ran at 95% from 2000 resamples whatever the user
 wanted, and only a notebook could change them."""
 
@@ -48,7 +49,33 @@ def test_the_levels_given_reach_the_analysis_and_the_others_stay_as_stored(tmp_p
     with pytest.raises(SystemExit):
         main(_argv(out, "--resamples", "1000"))
     got = asked.pop().analysis
-    assert (got.confidence, got.n_resamples, got.budget) == (0.9, 1000, 0.02)
+    assert (got.confidence, got.n_resamples, got.budget) == (0.9, 1000, 0.05)
+
+
+def test_a_rerun_without_budget_keeps_the_run_s_and_one_with_it_uses_it(tmp_path, asked):
+    """A rerun without ``--budget`` went back to 2% while it kept the levels: the stored
+    evaluations were analysed again under another budget, recommending another step (and
+    moving the saved weights) under the same run. A budget given is used, and stored by it."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "intervention.json").write_text(json.dumps({"options": {"budget": 0.1}}))
+    with pytest.raises(SystemExit):
+        main(_argv(out))
+    assert asked.pop().analysis.budget == 0.1
+    with pytest.raises(SystemExit):
+        main(_argv(out, "--budget", "0"))
+    assert asked.pop().analysis.budget == 0.0
+    with pytest.raises(SystemExit):
+        main(_argv(tmp_path / "new"))
+    assert asked.pop().analysis.budget == 0.02
+
+
+def test_a_bad_budget_is_refused_in_its_flag_s_words(tmp_path, asked, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(_argv(tmp_path / "run", "--budget", "-1"))
+    assert exc.value.code == 2 and asked == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--budget" in err[0], err
 
 
 @pytest.mark.parametrize(("extra", "said"), [

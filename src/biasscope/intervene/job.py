@@ -357,17 +357,23 @@ def stored_analysis(store: RunStore) -> analysis.InterventionAnalysisConfig:
     return analysis.InterventionAnalysisConfig(**known)
 
 
-def kept_levels(out: str | Path, given: Mapping[str, Any]) -> dict[str, Any]:
-    """The analysis' levels: those ``given`` (``--confidence``, ``--resamples``), each other as
-    ``out``'s last analysis stored it (`stored_analysis`), then the default: a rerun without
-    the flags analyses at the run's level, as every command that takes them does
-    (`biasscope.core.levels`). A bad level given is refused in its flag's words, before any
-    data is read or model loaded."""
+#: What a rerun keeps from the run's last analysis where its flag is not given, besides the
+#: levels: a setting that changes the verdict is never reset to its default by leaving it out.
+KEPT = ("budget",)
+
+
+def kept_analysis(out: str | Path, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The analysis settings a command line gives (``--budget``, ``--confidence``,
+    ``--resamples``): each ``given``, else as ``out``'s last analysis stored it
+    (`stored_analysis`), else the default. A rerun without ``--budget`` went back to 2% while
+    it kept the levels, recommending another step under the same run. A bad level given is
+    refused in its flag's words, before any data is read or model loaded."""
     from biasscope.core.levels import NAMES, Levels
 
-    Levels(**given)
+    Levels(**{name: given[name] for name in NAMES if name in given})
     stored = stored_analysis(RunStore(out))
-    return {name: given[name] if name in given else getattr(stored, name) for name in NAMES}
+    return {name: given[name] if name in given else getattr(stored, name)
+            for name in (*NAMES, *KEPT)}
 
 
 def _arm(store: RunStore) -> str:

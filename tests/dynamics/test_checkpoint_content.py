@@ -240,6 +240,61 @@ def test_a_checkpoint_whose_code_is_another_repository_s_is_refused(train, winob
     assert run(out, winobias_dir, "0", *glob_of(train)) == 0, capsys.readouterr().err
 
 
+def test_trust_remote_code_switched_on_a_checkpoint_with_code_is_refused(
+        train, winobias_dir, tmp_path, capsys):
+    """A checkpoint whose auto_map names code is two models, with --trust-remote-code (its own
+    code) and without (transformers' classes): a switch between two runs into one --out mixed
+    their units in one curve unrefused. run.json records ``remote_code``, as a generator's or
+    reward model's identity does (the code's fingerprint, or "not run"); the code edited in
+    place is a changed checkpoint; a run from before it gains it."""
+    folder = train / "checkpoint-200"
+    config = folder / "config.json"
+    # Code the sweep never runs (no AutoModelForCausalLM entry), so a trusted run loads too.
+    config.write_text(json.dumps({**json.loads(config.read_text()), "auto_map": {
+        "AutoModelForSequenceClassification": "modeling.Model"}}))
+    (folder / "modeling.py").write_text("Model = None\n")
+    untrusted, trusted = tmp_path / "untrusted", tmp_path / "trusted"
+    assert run(untrusted, winobias_dir, "0", *glob_of(train)) == 0, capsys.readouterr().err
+    assert entries(untrusted)[0]["remote_code"] == "not run"
+    before = {p: p.read_bytes() for p in untrusted.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert run(untrusted, winobias_dir, "0,1", *glob_of(train), "--trust-remote-code") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and (
+        f"checkpoint {folder.resolve()} was scored without --trust-remote-code (transformers' "
+        "own classes, not the code its auto_map names): drop --trust-remote-code, or use "
+        "another --out") in err, err
+    assert {p: p.read_bytes() for p in untrusted.rglob("*") if p.is_file()} == before
+
+    assert run(trusted, winobias_dir, "0", *glob_of(train), "--trust-remote-code") == 0
+    code = entries(trusted)[0]["remote_code"]
+    assert len(code) == 64 and code != "not run"
+    capsys.readouterr()
+    assert run(trusted, winobias_dir, "0", *glob_of(train)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and (
+        "was scored with --trust-remote-code (the code its auto_map names): give "
+        "--trust-remote-code again, or use another --out") in err, err
+    assert run(trusted, winobias_dir, "0", *glob_of(train), "--trust-remote-code") == 0
+
+    (folder / "modeling.py").write_text("Model = 1\n")  # the code edited in place
+    capsys.readouterr()
+    assert run(trusted, winobias_dir, "0", *glob_of(train), "--trust-remote-code") == 2
+    err = capsys.readouterr().err.strip()
+    assert f"remote code {code[:12]} then" in err and "--rescore-changed" in err, err
+
+    # A run from before remote_code was recorded takes it on, its units kept.
+    (folder / "modeling.py").write_text("Model = None\n")
+    listed = json.loads((untrusted / "run.json").read_text())
+    for entry in listed["checkpoints"]:
+        del entry["remote_code"]
+    (untrusted / "run.json").write_text(json.dumps(listed))
+    kept = scored(untrusted)
+    assert run(untrusted, winobias_dir, "0", *glob_of(train)) == 0, capsys.readouterr().err
+    assert entries(untrusted)[0]["remote_code"] == "not run"
+    pd.testing.assert_frame_equal(scored(untrusted), kept)
+
+
 def test_the_same_weights_beside_another_tokenizer_are_not_twins(train, winobias_dir,
                                                                   tmp_path, capsys):
     """Before: two steps were twins by their weights alone, so a step whose weights are an

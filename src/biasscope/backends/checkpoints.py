@@ -32,6 +32,9 @@ class Checkpoint:
     (``backends.fingerprints.answer_files``; None for a hub id, a GGUF file or weights in memory),
     ``commit`` which commit a hub id's revision resolved to when it loaded (``main``, a branch or
     a tag may move; None for a revision that is a commit, or one not loaded yet).
+    ``remote_code``: where its ``auto_map`` names code, whether it ran (the code files'
+    fingerprint) or not (``"not run"``: transformers' own classes), as a local model's identity
+    holds it (`backends.fingerprints.remote_code`); the same files score other answers either way.
     ``given``: a local path as the user gave it (absolute, symbolic links kept), which default
     names come from: a link to a folder elsewhere is named after where the user put it.
     """
@@ -46,6 +49,7 @@ class Checkpoint:
     files_fingerprint: str | None = field(default=None, compare=False)
     commit: str | None = field(default=None, compare=False)
     given: str = field(default="", compare=False)
+    remote_code: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.identity:
@@ -71,6 +75,8 @@ class Checkpoint:
             entry["files_fingerprint"] = self.files_fingerprint
         if self.commit:
             entry["commit"] = self.commit
+        if self.remote_code:
+            entry["remote_code"] = self.remote_code
         made = provenance(self.source)
         if made is not None:  # a GGUF file, scored from its dequantised cache copy
             entry["gguf"] = {**made, "path": self.identity}

@@ -25,6 +25,8 @@ Hub checkpoints and weights scored in memory have none; a GGUF file has no
 checkpoint whose revision is not a commit (``main``, a branch, a tag) records instead the
 ``commit`` it loaded (``backends.fingerprints.hub_commit``, read from huggingface_hub's cache
 once it has loaded: before, the cache may still name the commit a branch pointed at last time).
+A checkpoint whose ``auto_map`` names code records ``remote_code`` (`Fingerprints.code`):
+whether ``--trust-remote-code`` ran it, and which, as a model's identity elsewhere holds it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from biasscope.backends.fingerprints import (
     combined,
     folder_fingerprint,
     hub_commit,
+    remote_code,
     shared,
     start_fingerprint,
     weight_files,
@@ -50,10 +53,12 @@ from biasscope.backends.gguf_paths import provenance
 
 
 class Fingerprints:
-    """Checkpoint fingerprints over one ``FileDigests``."""
+    """Checkpoint fingerprints over one ``FileDigests``; ``trusted``: whether the sweep loads
+    with ``trust_remote_code`` (`code`)."""
 
-    def __init__(self, digests: FileDigests | None = None) -> None:
+    def __init__(self, digests: FileDigests | None = None, trusted: bool = False) -> None:
         self.digests = digests or FileDigests()
+        self.trusted = trusted
 
     @staticmethod
     def own(ckpt: Checkpoint) -> tuple[bool, str | None]:
@@ -87,7 +92,7 @@ class Fingerprints:
         files = files if others else self._from_cache(folder, answer_files)
         if (not weights and value is None) or (not others and files is None):
             return None
-        return replace(ckpt, fingerprint=value, files_fingerprint=files)
+        return self.coded(replace(ckpt, fingerprint=value, files_fingerprint=files))
 
     def _from_cache(self, root: Path, files: Callable[[Path], list[Path]]) -> str | None:
         """The fingerprint of ``files(root)`` (`start_fingerprint`'s) if the cache knows every
@@ -126,9 +131,33 @@ class Fingerprints:
     def filled(self, ckpt: Checkpoint) -> Checkpoint:
         """``ckpt`` with both fingerprints (waits for their hashing)."""
         value, files = self.of(ckpt), self.files_of(ckpt)
-        if (value, files) == (ckpt.fingerprint, ckpt.files_fingerprint):
-            return ckpt
-        return replace(ckpt, fingerprint=value, files_fingerprint=files)
+        if (value, files) != (ckpt.fingerprint, ckpt.files_fingerprint):
+            ckpt = replace(ckpt, fingerprint=value, files_fingerprint=files)
+        return self.coded(ckpt)
+
+    def code(self, ckpt: Checkpoint) -> str | None:
+        """The checkpoint's ``remote_code`` where its ``auto_map`` names code: the code files'
+        fingerprint where the sweep trusts it, else "not run" (`backends.fingerprints.
+        remote_code`; a few small files, never the weights). None for weights in memory, a
+        GGUF file's copy, or a model naming none (a hub id's config not yet in the cache:
+        `code_unknown`)."""
+        if ckpt.source == IN_MEMORY or provenance(ckpt.source) is not None:
+            return None
+        found = remote_code(ckpt.source, ckpt.revision, self.trusted, self.digests)
+        return found.get("remote_code")
+
+    def coded(self, ckpt: Checkpoint) -> Checkpoint:
+        """``ckpt`` with its `code`."""
+        code = self.code(ckpt)
+        return replace(ckpt, remote_code=code) if code and code != ckpt.remote_code else ckpt
+
+    @staticmethod
+    def code_unknown(ckpt: Checkpoint) -> bool:
+        """Whether the checkpoint is a hub id listed without ``remote_code``: its config may
+        not have been in the cache before it loaded (`loaded` reads it then)."""
+        return (ckpt.remote_code is None and ckpt.source != IN_MEMORY
+                and provenance(ckpt.source) is None
+                and not Path(ckpt.source).expanduser().is_dir())
 
     @staticmethod
     def movable(ckpt: Checkpoint) -> bool:
@@ -148,10 +177,11 @@ class Fingerprints:
 
 
 @contextlib.contextmanager
-def fingerprints() -> Iterator[Fingerprints]:
+def fingerprints(trusted: bool = False) -> Iterator[Fingerprints]:
     """Fingerprints over the cache, saved (and background hashing abandoned) at the end; its
-    digests are the ones the loader's tokenizer key uses meanwhile (``fingerprints.shared``)."""
-    prints = Fingerprints()
+    digests are the ones the loader's tokenizer key uses meanwhile (``fingerprints.shared``).
+    ``trusted``: the sweep loads with ``trust_remote_code`` (`Fingerprints.code`)."""
+    prints = Fingerprints(trusted=trusted)
     try:
         with shared(prints.digests):
             yield prints
@@ -176,12 +206,14 @@ def fingerprint(ckpt: Checkpoint) -> str | None:
 
 
 def with_fingerprints(checkpoints: Sequence[Checkpoint], prints: Fingerprints | None = None,
-                      later: frozenset[str] = frozenset()) -> list[Checkpoint]:
-    """The checkpoints with their fingerprints (weights' and files') filled in, hashed in
-    parallel; those whose identity is in ``later`` only where the cache knows both (the rest
-    are hashed while the sweep loads them, see ``runfile.admit``)."""
+                      later: frozenset[str] = frozenset(), trusted: bool = False
+                      ) -> list[Checkpoint]:
+    """The checkpoints with their fingerprints (weights' and files', and ``remote_code``)
+    filled in, hashed in parallel; those whose identity is in ``later`` only where the cache
+    knows both (the rest are hashed while the sweep loads them, see ``runfile.admit``).
+    ``trusted``: as `fingerprints`, where ``prints`` is not given."""
     if prints is None:
-        with fingerprints() as own:
+        with fingerprints(trusted) as own:
             return with_fingerprints(checkpoints, own, later)
     for ckpt in checkpoints:
         if ckpt.identity not in later:

@@ -31,6 +31,7 @@ from biasscope.backends.checkpoints import (
     unconverted,
 )
 from biasscope.backends.fingerprints import hub_commit
+from biasscope.backends.remote_code import NOT_RUN
 from biasscope.core.errors import BiasscopeError
 from biasscope.dynamics.scoring.fingerprints import Fingerprints, recorded, with_fingerprints
 from biasscope.probes import Probe
@@ -55,8 +56,9 @@ _ADDED = ("intervention.base", "intervention.base.commit")
 _FILES = "tokenizer, chat template and config files"
 _COMMIT = "hub commit"
 _SHA = re.compile(r"[0-9a-f]{40}")  # a hub revision that is a commit
+_CODE = "remote code"
 #: What the refusal of a changed checkpoint says ``--rescore-changed`` redoes its units with.
-_NEW = {"weights": "weights", _FILES: "files", _COMMIT: "commit"}
+_NEW = {"weights": "weights", _FILES: "files", _COMMIT: "commit", _CODE: "code"}
 
 
 def _now() -> str:
@@ -77,7 +79,8 @@ def init_run(store: RunStore, probes: Sequence[Probe], config: SweepConfig,
     settings = _settings(probes, config)
     # Hashed before the lock: other processes need not wait while gigabytes are read.
     later = _new_to(store, config.checkpoints) if defer else frozenset()
-    config = replace(config, checkpoints=with_fingerprints(config.checkpoints, prints, later))
+    config = replace(config, checkpoints=with_fingerprints(config.checkpoints, prints, later,
+                                                           config.trust_remote_code))
     _refuse_before_converting(store, config)
     # Minutes for a real model: only once it is accepted, and only where run.json takes its
     # copy's provenance (a checkpoint new to the run, or its weights changed); one the run
@@ -134,7 +137,7 @@ def admit(store: RunStore, probes: Sequence[Probe], config: SweepConfig, ckpt: C
     `init_run` makes: the same weights and files as another step of its model are refused (and
     its entry taken out again), weights, files or a commit other than those the run recorded
     for it are refused or, with ``rescore_changed``, redone."""
-    if not (ckpt.fingerprint or ckpt.files_fingerprint or ckpt.commit):
+    if not (ckpt.fingerprint or ckpt.files_fingerprint or ckpt.commit or ckpt.remote_code):
         return ckpt
     _admitted(store, _settings(probes, config), config, ckpt)
     return ckpt
@@ -283,14 +286,16 @@ def _refuse_other_limit(store: RunStore, before: dict[str, Any], now: dict[str, 
 
 def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence[Checkpoint],
              units: tuple[list[str], list[int]], rescore: bool) -> list[dict[str, Any]]:
-    """run.json's entries with the fingerprints (weights' and files') of ``checkpoints``:
-    recorded where the run had none (a run from before them: unknown, so trusted); a
+    """run.json's entries with the fingerprints (weights' and files', and ``remote_code``) of
+    ``checkpoints``: recorded where the run had none (a run from before them: unknown, so
+    trusted); one scored with ``--trust-remote-code`` given without it, or the other way round,
+    is refused naming the flag (`_refuse_switched`); a
     checkpoint whose weights or files changed since it was scored (a hub one: whose revision
     now resolves to another commit) is refused, or with
     ``rescore`` its units (``units``: the run's probes and seeds) are set aside to be redone
     and its entry becomes the new one."""
     now = {c.identity: c for c in checkpoints
-           if c.fingerprint or c.files_fingerprint or c.commit}
+           if c.fingerprint or c.files_fingerprint or c.commit or c.remote_code}
     out = []
     for entry in known:
         ckpt = now.get(str(entry.get("identity")))
@@ -299,7 +304,9 @@ def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence
             continue
         pairs = {"weights": (recorded(entry), ckpt.fingerprint),
                  _FILES: (entry.get("files_fingerprint"), ckpt.files_fingerprint),
-                 _COMMIT: (entry.get("commit"), ckpt.commit)}
+                 _COMMIT: (entry.get("commit"), ckpt.commit),
+                 _CODE: (entry.get("remote_code"), ckpt.remote_code)}
+        _refuse_switched(entry, ckpt)
         changed = {k: (a, b) for k, (a, b) in pairs.items() if a and b and a != b}
         if not changed and not any(b and not a for a, b in pairs.values()):
             out.append(entry)
@@ -319,6 +326,24 @@ def _reweigh(store: RunStore, known: list[dict[str, Any]], checkpoints: Sequence
                                       entry.get("step"), ckpt.identity))
         out.append({**entry, **ckpt.as_dict(), "model": entry["model"]})
     return out
+
+
+def _refuse_switched(entry: Mapping[str, Any], ckpt: Checkpoint) -> None:
+    """A checkpoint the run scored running the code its ``auto_map`` names, given without
+    ``--trust-remote-code`` (or the other way round), refused naming the flag: transformers'
+    own classes and the model's own code are two models, whose units would mix in one curve
+    (``--rescore-changed`` is for a checkpoint whose files changed, not for another flag)."""
+    then, now = entry.get("remote_code"), ckpt.remote_code
+    if not (then and now) or (then == NOT_RUN) == (now == NOT_RUN):
+        return
+    if then == NOT_RUN:
+        raise BiasscopeError(
+            f"checkpoint {ckpt.identity} was scored without --trust-remote-code (transformers' "
+            "own classes, not the code its auto_map names): drop --trust-remote-code, or use "
+            "another --out")
+    raise BiasscopeError(
+        f"checkpoint {ckpt.identity} was scored with --trust-remote-code (the code its auto_map "
+        "names): give --trust-remote-code again, or use another --out")
 
 
 def _refuse_twins(known: Sequence[dict[str, Any]], checkpoints: Sequence[Checkpoint],

@@ -63,7 +63,7 @@ def _sweep(probes: Probe | Sequence[Probe], config: SweepConfig, scorers: Scorer
     probes = [probes] if not isinstance(probes, Sequence) else list(probes)
     store = config.out if isinstance(config.out, RunStore) else RunStore(config.out)
     local = executor is None or isinstance(executor, LocalExecutor)
-    with fingerprints() as prints:  # a Ray task writes its units itself: hashed up front
+    with fingerprints(config.trust_remote_code) as prints:  # a Ray task: hashed up front
         checkpoints = init_run(store, probes, config, prints=prints, defer=local)
         # With --rescore-changed, a hub branch found moved once it loaded has the units it had
         # set aside then, after they were planned as done: a second pass scores them.
@@ -115,8 +115,9 @@ def _sweep_units(store: RunStore, probes: list[Probe], config: SweepConfig,
 
     def admit(ckpt: Checkpoint) -> None:
         """A checkpoint listed without its fingerprints gets them before its first unit; a hub
-        checkpoint whose revision may move, the commit it loaded."""
-        if not prints.known(ckpt) or prints.movable(ckpt):
+        checkpoint whose revision may move, the commit it loaded; one whose config was not in
+        the cache, its ``remote_code``."""
+        if not prints.known(ckpt) or prints.movable(ckpt) or prints.code_unknown(ckpt):
             runfile.admit(store, probes, config, prints.loaded(ckpt))
 
     console = Console(stderr=True)
@@ -215,5 +216,5 @@ def run_dynamics(probe: Probe | Sequence[Probe], checkpoints: list[Checkpoint],
         else Path(out)  # Path folds "//"
     comparable = hf_comparable(scoring) | ({"data": dict(data)} if data else {})
     config = SweepConfig(list(checkpoints), where, list(seeds), limit, comparable,
-                         rescore_changed)
+                         rescore_changed, bool(getattr(scoring, "trust_remote_code", False)))
     return sweep(probe, config, hf_scorers(scoring), quiet=quiet, executor=executor)

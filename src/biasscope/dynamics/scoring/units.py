@@ -40,6 +40,7 @@ class SweepConfig:
     limit: int | None = None
     comparable: dict[str, Any] = field(default_factory=dict)  # settings that change results
     rescore_changed: bool = False  # redo the units of checkpoints whose weights or files changed
+    trust_remote_code: bool = False  # loaded running the code auto_map names (``remote_code``)
 
 
 def unit_of(checkpoint: Checkpoint, probe: str, seed: int) -> Unit:

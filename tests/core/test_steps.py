@@ -141,3 +141,35 @@ def test_the_demo_says_each_step_before_it(tmp_path: Path, one_thread, monkeypat
     run_demo(tmp_path / "again", config=tiny, quiet=True)
     assert [line for line in capsys.readouterr().err.splitlines()
             if not line.startswith("@work")] == []
+
+
+def test_a_gguf_file_is_named_alike_as_it_loads_in_every_command(winobias_dir, tmp_path,
+                                                                  one_thread, monkeypatch,
+                                                                  capsys):
+    """``audit`` said "loading tiny-q8" and ``dynamics`` "loading tiny-q8.gguf" for one file:
+    the line names the file, as its conversion line does; the labels run.json keeps (the
+    audit's model, the sweep's checkpoint) are as they were, since units and caches are keyed
+    by them."""
+    pytest.importorskip("torch")
+    pytest.importorskip("gguf")
+    import json
+
+    from biasscope.cli.main import main
+    from gguf_fixture import write_llama_gguf
+
+    monkeypatch.setenv("BIASSCOPE_GGUF_CACHE", str(tmp_path / "gguf-cache"))
+    monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))
+    model = write_llama_gguf(tmp_path / "tiny-q8.gguf")
+    common = ["--model", str(model), "--data-dir", str(winobias_dir), "--limit", "2",
+              "--device", "cpu"]
+    assert main(["audit", *common, "--probe", "professional-bias", "--out",
+                 str(tmp_path / "audit")]) == 0
+    audit = capsys.readouterr().err.splitlines()
+    assert main(["dynamics", *common, "--seeds", "0", "--first-token", "--out",
+                 str(tmp_path / "sweep")]) == 0
+    sweep = capsys.readouterr().err.splitlines()
+    for lines in (audit, sweep):
+        assert "biasscope: loading tiny-q8.gguf" in lines, lines
+    assert json.loads((tmp_path / "audit" / "run.json").read_text())["model"] == "tiny-q8"
+    listed = json.loads((tmp_path / "sweep" / "run.json").read_text())["checkpoints"]
+    assert [entry["model"] for entry in listed] == ["tiny-q8.gguf"]

@@ -61,6 +61,14 @@ class Checkpoint:
         return f"{self.model}@{self.revision}" if self.revision else self.model
 
     @property
+    def shown(self) -> str:
+        """How a line on stderr names the checkpoint as it loads: a GGUF file by its file's
+        name, as its conversion line does (`audit` labels ``m.gguf`` ``m``, `dynamics`
+        ``m.gguf``: labels run.json and the units keep, so only the line is one rule), any
+        other by its label."""
+        return Path(self.given or self.identity).name if is_gguf(self.identity) else self.label
+
+    @property
     def given_source(self) -> str:
         """``source`` as the user gave it: a GGUF file's own path, not its cache copy's."""
         return self.identity if is_gguf(self.identity) else self.source

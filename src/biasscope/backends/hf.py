@@ -360,7 +360,7 @@ def iter_scorers(checkpoints: Sequence[Checkpoint], config: HFConfig,
     tokenizers = {} if tokenizers is None else tokenizers
 
     def load(ckpt: Checkpoint) -> tuple[Any, Any]:
-        say(f"loading {ckpt.label}")
+        say(f"loading {ckpt.shown}")
         key = tokenizer_key(ckpt)
         if key not in tokenizers:
             tokenizers[key] = load_tokenizer(ckpt, config)

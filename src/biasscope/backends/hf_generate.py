@@ -127,7 +127,7 @@ class HFGenerator:
             tokenizer = None  # a GGUF file's: read again from its copy, as when it was made
         if model is None:
             convert_gguf([ckpt])
-            say(f"loading {ckpt.label}")
+            say(f"loading {ckpt.shown}")
         with fingerprint_while_loading(ckpt.source, ckpt.revision,
                                        config.trust_remote_code) as fingerprints:
             self.model = load_model(ckpt, config) if model is None else model

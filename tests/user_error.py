@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from biasscope.cli.main import main
@@ -21,3 +23,11 @@ def one_line(capsys: pytest.CaptureFixture[str], argv: list[str], code: int | No
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err
     return lines[0]
+
+
+def own_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's own caches and no data folder of the user's: a user error is said the same
+    whatever the machine holds."""
+    monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
+    monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))

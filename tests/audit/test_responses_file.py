@@ -20,9 +20,7 @@ NOWHERE = "openai-compatible:http://127.0.0.1:9/v1#m"  # nothing listens: never 
 
 @pytest.fixture(autouse=True)
 def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
-    monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))
+    user_error.own_caches(tmp_path, monkeypatch)
 
 
 def one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:

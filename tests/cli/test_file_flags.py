@@ -10,16 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from user_error import one_line
+from user_error import one_line, own_caches
 
 NOWHERE = "openai-compatible:http://127.0.0.1:9/v1#m"  # nothing listens: never reached
 
 
 @pytest.fixture(autouse=True)
 def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
-    monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))
+    own_caches(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize(("argv", "said"), [

@@ -25,7 +25,7 @@ from biasscope.core.errors import BiasscopeError, DataError, ModelError
 from biasscope.probes import adult, bbq, lambada, load_probe
 from scripted_server import Reply, chat, completion, serve
 from sensitivity_fixture import write_hh_rlhf
-from user_error import one_line
+from user_error import one_line, own_caches
 from winobias_fixture import write_winobias
 
 NOWHERE = "openai-compatible:http://127.0.0.1:9/v1#m"  # nothing listens: never reached
@@ -34,9 +34,7 @@ SURROGATE_LINE = '{"id": 1, "prompt": "hi\\ud800"}\n'  # a lone surrogate, as JS
 
 @pytest.fixture(autouse=True)
 def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("BIASSCOPE_DATA_DIR", raising=False)
-    monkeypatch.setenv("BIASSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("BIASSCOPE_RESPONSE_CACHE", str(tmp_path / "responses.sqlite"))
+    own_caches(tmp_path, monkeypatch)
 
 
 # ------------------------------------------------------------------ files the user names

@@ -123,3 +123,52 @@ def test_two_prompts_a_gender_give_no_band_and_no_warning() -> None:
     test = stopping.stop_test(h, [1], 2, n_resamples=400)
     assert test is not None and 0 < test.p_adjusted[0] <= 1
     assert math.isnan(test.low[0]) and math.isnan(test.high[0])
+
+
+def tilted(n: int = 30, seed: int = 5) -> dict[int, pd.DataFrame]:
+    """WinoBias pairs at steps 1 and 2 whose two prompts change opposite ways (a sentence's
+    tilt), with the male prompt of pair i ``pro-d-i`` or ``anti-d-i``, as a run names them."""
+    rng = np.random.default_rng(seed)
+    tilt = rng.normal(0, 0.05, (n, 2)).cumsum(axis=1)
+    male = 0.2 + tilt + rng.normal(0, 0.005, (n, 2))
+    female = 0.2 - tilt + rng.normal(0, 0.005, (n, 2)) - np.array([0.0, 0.03])
+    kinds = ["pro" if i % 2 else "anti" for i in range(n)]
+    names = [f"winobias-gender:{k}-d-{i:03d}:referenced" for i, k in enumerate(kinds)]
+    names += [f"winobias-gender:{'anti' if k == 'pro' else 'pro'}-d-{i:03d}:referenced"
+              for i, k in enumerate(kinds)]
+    return {s: pd.DataFrame({"prompt": names, "answer_label": ["male"] * n + ["female"] * n,
+                             "value": np.r_[male[:, j], female[:, j]]})
+            for j, s in enumerate((1, 2))}
+
+
+def test_winobias_pairs_are_resampled_whole() -> None:
+    """A pair's two prompts change opposite ways: resampled apart, the gain's standard error
+    counted each prompt's change as independent (about 1/√2 of the pairs'), so the band was
+    too narrow and an earlier stop claimed too easily. Prompts that do not all pair up are
+    resampled within each gender, as before."""
+    h = tilted()
+    found = stopping.gains(h, [1], 2, n_resamples=400)
+    assert found is not None and found.se is not None
+    male, female = (np.c_[h[1]["value"], h[2]["value"]][h[1]["answer_label"] == g]
+                    for g in ("male", "female"))
+    diff = male - female  # each pair's gap; the gain is |gap(2)| − |gap(1)|, signs alike here
+    assert np.sign(diff.mean(axis=0))[0] == np.sign(diff.mean(axis=0))[1]
+    change = diff[:, 1] - diff[:, 0]
+    assert found.se[0] == pytest.approx(change.std(ddof=1) / math.sqrt(len(change)))
+    apart = {s: f.assign(prompt=[f"p{i}" for i in range(len(f))]) for s, f in h.items()}
+    unpaired = stopping.gains(apart, [1], 2, n_resamples=400)
+    assert unpaired is not None and unpaired.se is not None
+    assert found.se[0] > 1.3 * unpaired.se[0]
+    assert found.estimate == pytest.approx(unpaired.estimate)
+    paired_test, apart_test = (stopping.stop_test(x, [1], 2, n_resamples=400)
+                               for x in (h, apart))
+    assert paired_test is not None and apart_test is not None
+    width = [t.high[0] - t.low[0] for t in (paired_test, apart_test)]
+    assert width[0] > 1.3 * width[1]
+    lone = {s: f.iloc[1:] for s, f in h.items()}  # one pair broken: resampled apart
+    broken = stopping.gains(lone, [1], 2, n_resamples=400)
+    assert broken is not None and broken.se is not None
+    male, female = (np.c_[lone[1]["value"], lone[2]["value"]][lone[1]["answer_label"] == g]
+                    for g in ("male", "female"))
+    own = [np.var(x[:, 1] - x[:, 0], ddof=1) / len(x) for x in (male, female)]
+    assert broken.se[0] == pytest.approx(math.sqrt(sum(own)))

@@ -6,12 +6,13 @@ estimates, or with the picked checkpoint's own interval, that is a selection eff
 gap that never changes, the smallest of K noisy |gap|s lies below the final one in most runs
 (a rule on point estimates stopped early in 85-96% of simulated runs whose gap never changed).
 So every candidate's gain is resampled from the same draws of prompts (a prompt's values at
-different checkpoints are correlated) and tested one-sided with a bootstrap max-t over all K
-candidates (Westfall and Young's single-step adjustment), and the picked one's interval is the
-simultaneous band for all K. A recommendation moves off the final checkpoint only where a gain
-is shown. (`biasscope.core.curves.max_t` does this for linear
-functionals of the curve; a difference of |gap|s is linear only at given signs of the gaps, so
-each replicate is studentised at its own signs, `gain_se`.)
+different checkpoints are correlated; WinoBias pairs drawn whole, as a run draws them) and
+tested one-sided with a bootstrap max-t over all K candidates (Westfall and Young's
+single-step adjustment), and the picked one's interval is the simultaneous band for all K. A
+recommendation moves off the final checkpoint only where a gain is shown.
+(`biasscope.core.curves.max_t` does this for linear functionals of the curve; a difference of
+|gap|s is linear only at given signs of the gaps, so each replicate is studentised at its own
+signs, `gain_se`.)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from biasscope.core.bootstrap import resample_counts
 from biasscope.core.curves import ItemCurves
 from biasscope.core.intervals import Interval
 from biasscope.core.stats import Array
+from biasscope.dynamics.analysis.emergence import item_curves
 from biasscope.probes.winobias import GENDERS
 
 #: Resamples drawn per block (memory: block × prompts counts).
@@ -60,10 +62,11 @@ def _blocks(n_resamples: int) -> list[int]:
 
 
 def gain_se(values: Sequence[Array], weights: Sequence[Array], gap: Array) -> Array:
-    """(rows, steps − 1) standard errors of the gains from the prompts (each group's
-    (prompts, steps) ``values`` weighted by a row of its ``weights``, counts that add up to its
-    prompts): the gain linearised at the signs of ``gap`` (rows, steps), sign(final) · final −
-    sign(step) · step, its unbiased variance over each group's prompts over their number."""
+    """(rows, steps − 1) standard errors of the gains from the items (each group's
+    (items, steps) ``values``, a gender's prompts or the WinoBias pairs' differences, weighted
+    by a row of its ``weights``, counts that add up to its items): the gain linearised at the
+    signs of ``gap`` (rows, steps), sign(final) · final − sign(step) · step, its unbiased
+    variance over each group's items over their number."""
     sign = np.where(gap >= 0, 1.0, -1.0)
     both = sign[:, -1:] * sign[:, :-1]
     total = np.zeros((gap.shape[0], gap.shape[1] - 1))
@@ -77,11 +80,11 @@ def gain_se(values: Sequence[Array], weights: Sequence[Array], gap: Array) -> Ar
     return np.sqrt(total)
 
 
-def _studentised_draws(male: Array, female: Array, n_resamples: int,
-                       rng: np.random.Generator) -> tuple[Array, Array]:
-    """Replicates of the gains over prompts resampled within each gender (one draw for every
-    step) and each replicate's own standard errors (`gain_se`)."""
-    curves = ItemCurves.contrast(male, female)
+def _studentised_draws(curves: ItemCurves, n_resamples: int, rng: np.random.Generator
+                       ) -> tuple[Array, Array]:
+    """Replicates of the gains over ``curves``' items resampled (one draw for every step: the
+    WinoBias pairs whole, else the prompts within each gender) and each replicate's own
+    standard errors (`gain_se`)."""
     out, se = [], []
     for k in _blocks(n_resamples):
         draws = curves.draws(k, rng)
@@ -157,10 +160,13 @@ def gains(history: Mapping[int, pd.DataFrame], stops: Sequence[int], final: int,
     answer_label, value, and template when several wordings were run); None when a step is
     missing.
 
-    Prompts are resampled within each gender, each keeping its values at every step together;
-    with several wordings, the wordings are resampled too (a two-level bootstrap), so the
-    interval includes the wording-to-wording variation, as the wordings' own CIs do. When the
-    wordings ask the same prompts, each replicate draws the prompts once for all wordings;
+    Prompts are resampled within each gender, each keeping its values at every step together,
+    or, where every prompt is one of a WinoBias pair (`item_curves`), the pairs whole: a
+    pair's two prompts move against each other, and resampled apart the band was too narrow
+    and an earlier stop was claimed too often (`scripts/paired_rate_band.py`). With several
+    wordings, the wordings are resampled too (a two-level bootstrap), so the interval includes
+    the wording-to-wording variation, as the wordings' own CIs do. When the wordings ask the
+    same prompts, each replicate draws the prompts once for all wordings (each gender's apart);
     prompts of their own per wording are drawn within it."""
     steps = [*stops, final]
     if not stops or any(s not in history for s in steps):
@@ -186,9 +192,10 @@ def gains(history: Mapping[int, pd.DataFrame], stops: Sequence[int], final: int,
         groups = [(m, f) for m, f in groups if len(m) and len(f)]
         if len(groups) > 1:
             return Gains(tuple(stops), final, estimate, _resampled(groups, n_resamples, rng))
-    replicates, replicate_se = _studentised_draws(male, female, n_resamples, rng)
-    gap = (male.mean(axis=0) - female.mean(axis=0))[None, :]
-    se = gain_se((male, female), (np.ones((1, len(male))), np.ones((1, len(female)))), gap)[0]
+    curves = item_curves(wide)  # the pairs' differences where every prompt pairs up
+    replicates, replicate_se = _studentised_draws(curves, n_resamples, rng)
+    gap = curves.curve()[None, :]
+    se = gain_se(curves.groups, tuple(np.ones((1, n)) for n in curves.sizes), gap)[0]
     return Gains(tuple(stops), final, estimate, replicates, se, replicate_se)
 
 

@@ -170,6 +170,31 @@ def test_a_checkpoint_of_one_label_with_other_tokenizer_or_config_files_is_noted
                            "revision, weights or tokenizer and config files (m@100, ")
 
 
+def test_a_checkpoint_or_model_run_with_and_without_its_own_code_is_noted() -> None:
+    """``remote_code`` (the code a model's auto_map names: "not run", or the fingerprint of the
+    code that ran with --trust-remote-code) was no key compare set side by side: two runs of
+    one checkpoint, one trusting its code, went unsaid, and an audit's said "model
+    remote_code"."""
+    def coded(sweep_run: dict[str, Any], code: str) -> dict[str, Any]:
+        for entry in sweep_run["checkpoints"]:
+            entry["remote_code"] = code
+        return sweep_run
+
+    a = coded(sweep({100: SHA_A}), "not run")
+    assert said(a, coded(sweep({100: SHA_A}), SHA_B)) == [
+        "the runs differ in checkpoint m@100's own code (auto_map, --trust-remote-code): "
+        "not run vs bc1a80001fc0…."]
+    assert said(a, sweep({100: SHA_A})) == []  # a run from before it: nothing to compare
+    many = {step: SHA_A for step in range(100, 600, 100)}
+    (note,) = said(coded(sweep(many), "not run"), coded(sweep(many), SHA_B))
+    assert note.startswith("5 checkpoints of the same label differ between the runs in "
+                           "revision, weights or own code (m@100, ")
+    assert said(audit(**{"responder.backend.remote_code": SHA_A}),
+                audit(**{"responder.backend.remote_code": "not run"})) == [
+        "the runs differ in model's own code (auto_map, --trust-remote-code): 1c8f977f6cbd… "
+        "vs not run."]
+
+
 def test_the_library_versions_a_sweep_records_are_noted() -> None:
     """torch, transformers, tokenizers and biasscope decide the scores; numpy and python are
     not noted, nor a version one run does not record."""

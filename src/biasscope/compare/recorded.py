@@ -5,15 +5,16 @@ a sweep's data files' SHA-256; the versions of biasscope, torch, transformers an
 a sweep or an audit records) that differ, each in words.
 
 They are noted, never refused: a difference may be exactly what the user compares. What is
-compared is the model, so its identity (source, revision, weights' fingerprint, backend) is
-noted only when both runs name the same model: then another revision or other weights under
-the same name are a difference the user may not expect. A sweep's checkpoints are its models,
-and compare names them in every sentence: one label (model, step) in both runs with another
-revision, other weights or other tokenizer and config files is noted, one sentence per
-checkpoint (or one for many). Settings one run does not record (an older run, a setting of
-another scoring method) are not noted: nothing shows that they differ. Wordings and seeds are
-compared by `biasscope.compare.design`, which says what it left out; a probe's template is
-noted here only where neither run asked several wordings.
+compared is the model, so its identity (source, revision, weights' fingerprint, backend, the
+code its ``auto_map`` names: ``remote_code``) is noted only when both runs name the same model:
+then another revision, other weights or the model's own code run in one and not the other
+under the same name are a difference the user may not expect. A sweep's checkpoints are its
+models, and compare names them in every sentence: one label (model, step) in both runs with
+another revision, other weights, tokenizer and config files, hub commit or own code is noted,
+one sentence per checkpoint (or one for many). Settings one run does not record (an older
+run, a setting of another scoring method) are not noted: nothing shows that they differ.
+Wordings and seeds are compared by `biasscope.compare.design`, which says what it left out; a
+probe's template is noted here only where neither run asked several wordings.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from biasscope.backends.remote_code import NOT_RUN
 from biasscope.store.settings import in_words
 
 #: A generation request's parameters (run.json ``responder.params``) in words.
@@ -34,6 +36,8 @@ IDENTITY = {"backend": "backend", "base_url": "server", "revision": "model revis
             "fingerprint": "model weights (fingerprint)",
             "files_fingerprint": "tokenizer, chat template and config files (fingerprint)",
             "commit": "hub commit",
+            # "not run" (transformers' classes) or the fingerprint of the code that ran
+            "remote_code": "model's own code (auto_map, --trust-remote-code)",
             "gguf_file": "GGUF file",
             "gguf_sha256": "GGUF file (SHA-256)", "gguf_quantization": "quantisation",
             "method": "option scoring from the server"}
@@ -46,7 +50,12 @@ VERSIONS = ("biasscope", "torch", "transformers", "tokenizers")
 #: checkpoint of the same label; more than `MANY` such checkpoints are one sentence.
 CHECKPOINT_KEYS = {"revision": "revision", "fingerprint": "weights (fingerprint)",
                    "files_fingerprint": IDENTITY["files_fingerprint"],
-                   "commit": IDENTITY["commit"]}
+                   "commit": IDENTITY["commit"],
+                   "remote_code": "own code (auto_map, --trust-remote-code)"}
+#: The same, for the one sentence of many checkpoints.
+KINDS = {"revision": "revision", "fingerprint": "weights",
+         "files_fingerprint": "tokenizer and config files", "commit": "hub commit",
+         "remote_code": "own code"}
 MANY = 3
 
 #: A probe's recorded config in words (others by their key); ``probe`` is its name, and its
@@ -96,9 +105,9 @@ def _checkpoints(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 
 def _checkpoint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
-    """Each checkpoint of one label in both sweeps whose revision, weights or tokenizer and
-    config files differ: one sentence each, or one for them all where there are more than
-    `MANY`."""
+    """Each checkpoint of one label in both sweeps whose revision, weights, tokenizer and
+    config files, hub commit or own code (``remote_code``: one run trusting it, the other not)
+    differ: one sentence each, or one for them all where there are more than `MANY`."""
     ours, theirs = _checkpoints(a), _checkpoints(b)
     found: list[tuple[str, list[str], list[str], list[str]]] = []
     for label, entry in ours.items():
@@ -113,9 +122,9 @@ def _checkpoint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[
                           [y for _, y in said]))
     if len(found) > MANY:
         labels = [label for label, *_ in found]
-        kinds = ("revision, weights or tokenizer and config files" if any(
-            CHECKPOINT_KEYS["files_fingerprint"] in what for _, what, _, _ in found)
-            else "revision or weights")
+        named = [KINDS[k] for k in CHECKPOINT_KEYS if k in ("revision", "fingerprint") or any(
+            CHECKPOINT_KEYS[k] in what for _, what, _, _ in found)]
+        kinds = f"{', '.join(named[:-1])} or {named[-1]}"
         return [Difference(
             f"checkpoints' {kinds}", "; ".join(
                 f"{label}: {', '.join(x)}" for label, _, x, _ in found), "; ".join(
@@ -163,10 +172,12 @@ def settings(run: Mapping[str, Any], probes: Collection[str]) -> dict[str, Any]:
 
 def _said(a: Any, b: Any) -> tuple[str, str]:
     """Short texts as they are (``options vs generate``); others as a rerun's refusal says
-    them (a hash by its first digits, long texts where they differ)."""
+    them (a hash by its first digits, long texts where they differ). "not run" beside the
+    fingerprint of code that ran reads as it is, not quoted."""
     if all(isinstance(v, str) and len(v) < 40 and "\n" not in v for v in (a, b)):
         return a, b
-    return in_words(a, b)
+    x, y = in_words(a, b)
+    return (a if a == NOT_RUN else x), (b if b == NOT_RUN else y)
 
 
 def differences(a: Mapping[str, Any], b: Mapping[str, Any],

@@ -295,6 +295,28 @@ def test_trust_remote_code_switched_on_a_checkpoint_with_code_is_refused(
     pd.testing.assert_frame_equal(scored(untrusted), kept)
 
 
+def test_a_copy_scored_with_its_code_after_the_original_without_is_still_a_twin(
+        train, winobias_dir, tmp_path, capsys):
+    """``remote_code`` is no part of what tells twins apart (`runfile._refuse_twins`): the code
+    files are among the files ``files_fingerprint`` covers, so the same weights and files run
+    the same code under one --trust-remote-code; only a call switching the flag sees them
+    differ, and a copy scored the other way is still one step twice in its curve."""
+    folder = train / "checkpoint-200"
+    config = folder / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "auto_map": {
+        "AutoModelForSequenceClassification": "modeling.Model"}}))
+    (folder / "modeling.py").write_text("Model = None\n")
+    out = tmp_path / "run"
+    assert run(out, winobias_dir, "0", *glob_of(train)) == 0, capsys.readouterr().err
+    shutil.copytree(folder, train / "checkpoint-300")
+    capsys.readouterr()
+    assert run(out, winobias_dir, "0", "--checkpoint-glob", str(train / "checkpoint-300"),
+               "--trust-remote-code") == 2
+    err = capsys.readouterr().err
+    assert "hold the same weights" in err and "checkpoint-300" in err, err
+    assert [e["step"] for e in entries(out)] == [200]
+
+
 def test_the_same_weights_beside_another_tokenizer_are_not_twins(train, winobias_dir,
                                                                   tmp_path, capsys):
     """Before: two steps were twins by their weights alone, so a step whose weights are an

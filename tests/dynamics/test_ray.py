@@ -218,6 +218,35 @@ def test_a_ray_worker_records_the_hub_commit_it_loaded(ray_local, worker_hub, ch
     assert len(store.unit_files()) == 1
 
 
+def test_a_ray_worker_records_the_remote_code_of_a_config_the_driver_had_not(
+        ray_local, worker_hub, checkpoint_dirs, winobias_dir, tmp_path, monkeypatch):
+    """A hub id whose config was not in the driver's cache when the run listed it had no
+    ``remote_code`` (its auto_map unknown): the local sweep reads it once the checkpoint has
+    loaded, a Ray worker did not, so a cluster's run gained it only on a rerun whose driver had
+    the config by then. The worker records it from its own cache before its first unit."""
+    import json
+    import shutil
+
+    from biasscope.backends.checkpoints import from_model
+    from hub_cache import publish, use_cache
+
+    folder = tmp_path / "coded"
+    shutil.copytree(checkpoint_dirs[0], folder)
+    config = folder / "config.json"
+    # Code the sweep never runs (no AutoModelForCausalLM entry): transformers' classes load.
+    config.write_text(json.dumps({**json.loads(config.read_text()), "auto_map": {
+        "AutoModelForSequenceClassification": "modeling.Model"}}))
+    (folder / "modeling.py").write_text("Model = None\n")
+    publish(worker_hub, "org/coded", folder)
+    use_cache(monkeypatch, tmp_path / "driver-hub")  # the driver's own, without the model
+    probe = load_probe("winobias-gender", data_dir=winobias_dir)
+    out = tmp_path / "run"
+    sweep(probe, SweepConfig(from_model("org/coded"), out, [0], limit=4), hf_scorers(CPU),
+          quiet=True, executor=RayExecutor())
+    (entry,) = json.loads((out / "run.json").read_text())["checkpoints"]
+    assert entry["identity"] == "org/coded@main" and entry["remote_code"] == "not run", entry
+
+
 NO_RAY = """
 import sys
 from pathlib import Path

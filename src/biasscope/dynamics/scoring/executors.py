@@ -161,7 +161,8 @@ def run_remote(task: CheckpointTask, scorers: ScorerSource, root: str,
                ) -> list[UnitSummary]:
     """The body of a Ray task: load the checkpoint in the worker, score, write, summarise.
     ``admit``: called with the run and the checkpoint once it has loaded, before its first
-    unit is written (`runfile.CommitAdmit`: the hub commit it loaded)."""
+    unit is written (`runfile.CommitAdmit`: the hub commit it loaded, and ``remote_code`` where
+    the driver did not know it)."""
     import ray
 
     if not ray.get_gpu_ids():  # Ray leaves the GPUs visible to a task that asked for none

@@ -33,7 +33,12 @@ from biasscope.backends.checkpoints import (
 from biasscope.backends.fingerprints import hub_commit
 from biasscope.backends.remote_code import NOT_RUN
 from biasscope.core.errors import BiasscopeError
-from biasscope.dynamics.scoring.fingerprints import Fingerprints, recorded, with_fingerprints
+from biasscope.dynamics.scoring.fingerprints import (
+    Fingerprints,
+    fingerprints,
+    recorded,
+    with_fingerprints,
+)
 from biasscope.probes import Probe
 from biasscope.store.directory import RunStore
 from biasscope.store.run_json import start_run, versions
@@ -156,8 +161,10 @@ def _admitted(store: RunStore, settings: dict[str, Any], config: SweepConfig,
 class CommitAdmit:
     """`admit` of a Ray worker (plain data, so it pickles): once the worker has loaded a hub
     checkpoint whose revision may move, the commit it resolved to there (the worker's hub
-    cache, which the load read), recorded and checked before its first unit is written. Its
-    fingerprints were hashed up front, by the driver."""
+    cache, which the load read), and one whose config the driver's cache did not hold, its
+    ``remote_code`` (`Fingerprints.code`, from the worker's cache), recorded and checked before
+    its first unit is written, as the local sweep's `admit` does. Its fingerprints were hashed
+    up front, by the driver."""
 
     settings: dict[str, Any]
     config: SweepConfig
@@ -167,9 +174,15 @@ class CommitAdmit:
         return cls(_settings(probes, config), replace(config, out="", checkpoints=[]))
 
     def __call__(self, store: RunStore, ckpt: Checkpoint) -> None:
+        found = ckpt
         commit = hub_commit(ckpt.source, ckpt.revision) if ckpt.source != IN_MEMORY else None
         if commit and commit != ckpt.commit:
-            _admitted(store, self.settings, self.config, replace(ckpt, commit=commit))
+            found = replace(found, commit=commit)
+        if Fingerprints.code_unknown(ckpt):
+            with fingerprints(self.config.trust_remote_code) as prints:
+                found = prints.coded(found)
+        if found.commit != ckpt.commit or found.remote_code != ckpt.remote_code:
+            _admitted(store, self.settings, self.config, found)
 
 
 def unlist(store: RunStore, ckpt: Checkpoint) -> None:
@@ -357,7 +370,11 @@ def _refuse_twins(known: Sequence[dict[str, Any]], checkpoints: Sequence[Checkpo
     them in one line: their results are the same. Twins a run already holds are left as they
     are. A hub checkpoint of a branch or tag is matched by the commit it loaded (`admit`), or
     before it loads by the one the Hugging Face cache resolves it to; a run's entry of one given
-    again, by that rather than the one recorded (its branch may have moved)."""
+    again, by that rather than the one recorded (its branch may have moved). ``remote_code``
+    tells no twins apart: the code a folder runs is among the files ``files_fingerprint``
+    covers (a hub id's, in the commit), so under one --trust-remote-code the same weights and
+    files run the same code; it differs only where a call switches the flag, and a copy scored
+    the other way is still one step twice in its curve."""
     holders: dict[str, list[tuple[str, str, str | None]]] = {}  # weights -> identity, model, files
     given = {c.identity: _weights(c) for c in checkpoints}
     for entry in known:

@@ -66,3 +66,30 @@ def test_a_dynamics_performance_file_that_is_missing_names_the_flag(
                              *(a.replace("{tmp}", str(tmp_path)) for a in flag)])
     assert said.replace("{tmp}", str(tmp_path)) in line, line
     assert not (tmp_path / "r" / "run.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe"])
+def test_a_file_flag_given_a_device_or_pipe_says_what_it_is(kind, tmp_path, capsys):
+    """``generate --input /dev/null`` said "--input /dev/null does not exist", of a path that
+    is there: a device, pipe or socket is no file a command reads its lines from."""
+    import os
+
+    given = "/dev/null"
+    if kind == "pipe":
+        given = str(tmp_path / "fifo")
+        os.mkfifo(given)
+    line = one_line(capsys, ["generate", "--model", "canned:yes", "--no-cache", "--input", given,
+                             "--out", str(tmp_path / "out.jsonl")])
+    assert (f"--input {given} is not a regular file (a {kind}): give a JSONL file of {{id, "
+            "prompt}") in line, line
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_given_file_says_a_path_under_a_file_does_not_exist(tmp_path):
+    """A path through a file (``in.jsonl/x``) is missing, as one through no folder is."""
+    from biasscope.core.errors import BiasscopeError
+    from biasscope.core.jsonl import given_file
+
+    (tmp_path / "in.jsonl").write_text("{}\n")
+    with pytest.raises(BiasscopeError, match=r"--input .*/in\.jsonl/x does not exist: give it"):
+        given_file("--input", str(tmp_path / "in.jsonl" / "x"), "it")

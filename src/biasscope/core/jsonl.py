@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,11 +137,26 @@ def read_option_file(path: str, option: str, most: int | None = None) -> str:
 
 
 def given_file(flag: str, path: str, what: str) -> None:
-    """One line naming ``flag`` for a path that is no file (empty, missing, a folder):
-    reading it said only "nofile.json: cannot read (No such file or directory)", and an
-    empty value (an unset "$VARIABLE") read the folder ``.``."""
+    """One line naming ``flag`` for a path that is no file (empty, missing, a folder, a device
+    or pipe): reading it said only "nofile.json: cannot read (No such file or directory)", an
+    empty value (an unset "$VARIABLE") read the folder ``.``, and ``/dev/null`` was said not
+    to exist."""
     if not path.strip():
         raise BiasscopeError(f"{flag} is empty: give {what}")
-    if not Path(path).is_file():
-        state = "is a directory" if Path(path).is_dir() else "does not exist"
-        raise BiasscopeError(f"{flag} {path} {state}: give {what}")
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in it
+        raise BiasscopeError(f"{flag} {path} does not exist: give {what}") from None
+    except OSError as exc:  # a folder on the way that cannot be searched
+        raise BiasscopeError(f"{flag} {path} cannot be read ({exc.strerror or exc}): give "
+                             f"{what}") from None
+    if stat.S_ISDIR(mode):
+        raise BiasscopeError(f"{flag} {path} is a directory: give {what}")
+    if not stat.S_ISREG(mode):
+        kind = next((f" ({name})" for test, name in _KINDS if test(mode)), "")
+        raise BiasscopeError(f"{flag} {path} is not a regular file{kind}: give {what}")
+
+
+#: What a path that is neither a file nor a folder is, in words (`given_file`).
+_KINDS = ((stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISFIFO, "a pipe"),
+          (stat.S_ISSOCK, "a socket"))

@@ -50,6 +50,39 @@ def test_a_file_flag_s_missing_file_names_the_flag(argv, said, tmp_path, capsys)
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize(("argv", "said"), [
+    (["dynamics", "--model", "org/never-loaded", "--prompt-template", "{tmp}/nofile.txt"],
+     "--prompt-template {tmp}/nofile.txt does not exist: give a text file of winobias-gender's "
+     "prompt template, or leave it out for the default one"),
+    (["dynamics", "--model", "org/never-loaded", "--prompt-template", ""],
+     "--prompt-template is empty: give a text file"),
+    (["dynamics", "--models-file", "{tmp}/nofile.json"], "--models-file {tmp}/nofile.json does "
+     "not exist: give a JSON list of {model[, revisions]} or {checkpoint_glob[, name]} entries"),
+    (["dynamics", "--models-file", "{tmp}"], "--models-file {tmp} is a directory: give a JSON"),
+    (["dynamics", "--models-file", ""], "--models-file is empty: give a JSON list"),
+    (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", "canned:x",
+      "--critique-template", "{tmp}/nofile.txt"], "--critique-template {tmp}/nofile.txt does not "
+     "exist: give a text file of the critique request, or leave it out for the default one"),
+    (["sensitivity", "--reward-model", "org/never-loaded", "--perturber", "canned:x",
+      "--direction", "away", "--away-template", ""],
+     "--away-template is empty: give a text file of the revision request for --direction away"),
+])
+def test_a_template_or_models_file_that_is_no_file_reads_as_every_file_flag(
+        argv, said, tmp_path, capsys):
+    """``--prompt-template``, ``--models-file`` and the sensitivity ``--<name>-template`` flags
+    named the flag but said "cannot read (No such file or directory)" of a missing file, and
+    took an empty value (an unset "$VARIABLE") as no file given: they read as every other file
+    flag now (`given_file`)."""
+    (tmp_path / "principles.txt").write_text("Be kind.\n")
+    (tmp_path / "prompts.jsonl").write_text('{"prompt": "Hi", "response": "Hello."}\n')
+    data = ["--principles", "{tmp}/principles.txt", "--prompts", "{tmp}/prompts.jsonl"]
+    line = one_line(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv
+                             + (data if argv[0] == "sensitivity" else [])]
+                    + ["--out", str(tmp_path / "r")])
+    assert said.replace("{tmp}", str(tmp_path)) in line, line
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize(("flag", "said"), [
     (["--performance-csv", "{tmp}/nofile.csv"], "--performance-csv {tmp}/nofile.csv does not "
      "exist: give a CSV file of step,value rows"),

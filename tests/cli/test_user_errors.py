@@ -43,7 +43,7 @@ def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_missing_prompt_template(tmp_path, capsys):
     line = one_line(capsys, ["dynamics", "--model", "org/never-loaded", "--out",
                              str(tmp_path / "run"), "--prompt-template", str(tmp_path / "no")])
-    assert "--prompt-template" in line and "no such file" in line.lower()
+    assert f"--prompt-template {tmp_path / 'no'} does not exist: give a text file" in line
 
 
 @pytest.mark.parametrize(("content", "message"), [

@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
     from biasscope.sensitivity import job
 
     templates = {name: getattr(args, f"{name}_template") for name in
-                 ("critique", "revision", "away") if getattr(args, f"{name}_template")}
+                 ("critique", "revision", "away") if getattr(args, f"{name}_template") is not None}
     done = job.run(A.from_args(job.SensitivityConfig, args, templates=templates,
                                analysis=A.levels_given(args)))
     if done.prompts.sentence():

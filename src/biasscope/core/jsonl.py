@@ -124,9 +124,11 @@ def why(exc: Exception) -> str:
     return str(getattr(exc, "msg", "")) or "nested too deeply"
 
 
-def read_option_file(path: str, option: str, most: int | None = None) -> str:
+def read_option_file(path: str, option: str, most: int | None = None, *, what: str) -> str:
     """The UTF-8 text of a file an option names, or one line naming both; with ``most``, a
-    template of at most that many characters."""
+    template of at most that many characters. A path that is no file says to give ``what``
+    (`given_file`), as every file flag does, not "cannot read (No such file or directory)"."""
+    given_file(option, path, what)
     try:
         text = read_text(path)
         if most is not None:

@@ -58,8 +58,10 @@ def _run(config: DynamicsConfig) -> DynamicsResult:
     checkpoints = list_checkpoints(config.models, config.revisions, config.checkpoint_globs,
                                    config.models_file)
     _refuse_live_steps(store, checkpoints)  # before any checkpoint loads
-    template = (read_option_file(config.prompt_template, "--prompt-template", MAX_TEMPLATE)
-                if config.prompt_template else None)
+    template = (read_option_file(config.prompt_template, "--prompt-template", MAX_TEMPLATE,
+                                 what="a text file of winobias-gender's prompt template, or "
+                                 "leave it out for the default one")
+                if config.prompt_template is not None else None)
     with recording() as read:  # the data files' SHA-256 go into run.json, checked on rerun
         probes = load_probes(",".join(config.probes), data_dir=config.data_dir, kinds=SWEPT,
                              what="biasscope dynamics", template=template, flag="--probe",

@@ -37,6 +37,10 @@ from biasscope.store.directory import RunStore
 from biasscope.store.locks import run_lock
 from biasscope.store.run_json import refuse_other_kind, run_levels
 
+#: What each ``--<name>-template`` file holds, in the line refusing a path that is no file.
+_ASKED = {"critique": "critique request", "revision": "revision request",
+          "away": "revision request for --direction away"}
+
 
 @dataclass(frozen=True)
 class SensitivityResult:
@@ -59,8 +63,9 @@ def run(config: SensitivityConfig) -> SensitivityResult:
         prompts = _prompts(config)
         templates = Templates()
         for name, path in config.templates.items():
+            what = f"a text file of the {_ASKED[name]}, or leave it out for the default one"
             templates = replace(templates, **{name: read_option_file(
-                path, f"--{name}-template", MAX_TEMPLATE)})
+                path, f"--{name}-template", MAX_TEMPLATE, what=what)})
         templates.check()
         pairs, fewer = _pairs(config)  # the data file is read before any reward model loads
     named = parse_models(list(config.reward_models), "--reward-model")  # no model twice

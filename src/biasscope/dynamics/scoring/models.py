@@ -61,7 +61,7 @@ def list_checkpoints(models: Sequence[str], revisions: Sequence[str],
     specs: list[dict[str, Any]] = [{"model": local_model(m, "--model"),
                                     "revisions": list(revisions)} for m in models]
     specs += [{"checkpoint_glob": g, "name": n} for n, g in map(named, checkpoint_globs)]
-    if models_file:
+    if models_file is not None:  # "" (an unset $VARIABLE) is refused, not left out
         specs += read_models_file(models_file)  # each entry's fields checked, by number
     if not specs:
         raise BiasscopeError("give --model, --checkpoint-glob or --models-file")
@@ -75,6 +75,8 @@ def list_checkpoints(models: Sequence[str], revisions: Sequence[str],
     return checkpoints
 
 
+#: What ``--models-file`` takes, in the line refusing a path that is no file.
+MODELS_FILE = "a JSON list of {model[, revisions]} or {checkpoint_glob[, name]} entries"
 _ENTRY: dict[str, type | tuple[type, ...]] = {
     "model": str, "revisions": list, "checkpoint_glob": str, "name": (str, type(None))}
 
@@ -84,7 +86,7 @@ def read_models_file(path: str) -> list[dict[str, Any]]:
     name]}`` objects, each field of the right type, or one line naming the entry and field."""
     where = f"--models-file {path}"
     try:
-        loaded = json.loads(read_option_file(path, "--models-file"))
+        loaded = json.loads(read_option_file(path, "--models-file", what=MODELS_FILE))
     except (json.JSONDecodeError, RecursionError) as exc:
         line = f" at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise BiasscopeError(f"{where}: not valid JSON ({why(exc)}{line})") from None

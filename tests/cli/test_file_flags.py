@@ -50,6 +50,24 @@ def test_a_file_flag_s_missing_file_names_the_flag(argv, said, tmp_path, capsys)
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("command", ["judge", "judge-audit", "counterfactual"])
+def test_an_empty_labels_is_refused_by_every_command_that_takes_it(command, tmp_path, capsys):
+    """``judge --labels ""`` (an unset "$LABELS") was taken as no label set, so a file of
+    texts was refused for needing one ("classification needs a label set") and a file of
+    pairs was judged pairwise, where ``counterfactual --labels ""`` said the flag is empty.
+    Every command refuses it in one line now (`biasscope.judge.labels_of`)."""
+    texts, pairs = tmp_path / "texts.jsonl", tmp_path / "pairs.jsonl"
+    texts.write_text('{"id": "t1", "text": "Fine."}\n')
+    pairs.write_text('{"id": "a", "prompt": "My wife?", "chosen": "Her.", "rejected": "No."}\n')
+    given = {"judge": ["--model", "canned:A", "--input", str(texts)],
+             "judge-audit": ["--model", "canned:A", "--input", str(texts)],
+             "counterfactual": ["--judge-model", "canned:A", "--pairs", str(pairs)]}[command]
+    line = one_line(capsys, [command, *given, "--labels", "", "--no-cache", "--out",
+                             str(tmp_path / "r")])
+    assert "--labels is empty: give a JSON file of label name: description" in line, line
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize(("argv", "said"), [
     (["dynamics", "--model", "org/never-loaded", "--prompt-template", "{tmp}/nofile.txt"],
      "--prompt-template {tmp}/nofile.txt does not exist: give a text file of winobias-gender's "

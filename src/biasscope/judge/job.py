@@ -206,8 +206,11 @@ def _setup(config: JudgeConfig, kind: str
     given_file("--input", config.input, "a JSONL file of {id, text} (with --labels) or "
                "{id, prompt, a, b} lines")
     task = read_task(config.input)
-    labels = labels_of("--labels", config.labels, "a JSON file of label name: description"
-                       ) if config.labels else None
+    # An empty value (an unset "$VARIABLE") is refused, as counterfactual's is: it was taken
+    # as no label set, and a file of texts was refused for needing one.
+    labels = labels_of("--labels", config.labels, "a JSON file of label name: description, "
+                       "or leave it out for an --input of pairs ({id, prompt, a, b})"
+                       ) if config.labels is not None else None
     try:  # ``1,2,,3`` or ``1,2,1``: refused, as every comma-separated flag refuses them
         keys = tuple(comma_entries(config.keys)) if "," in config.keys else tuple(config.keys)
     except ValueError as exc:

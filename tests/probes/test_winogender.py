@@ -14,7 +14,7 @@ import pytest
 
 from biasscope.audit.multiplicity import control
 from biasscope.core.errors import DataError
-from biasscope.core.intervals import wilson
+from biasscope.core.intervals import SIGNED_UNIT, range_wilson, wilson
 from biasscope.probes import load_probe
 from biasscope.probes.winogender import winogender_values
 from winogender_fixture import TEMPLATES, sentences, write_winogender
@@ -233,8 +233,11 @@ def test_which_occupations_differ_is_holm_corrected_over_occupations() -> None:
     assert said.startswith("Winogender accuracy gap he − she differs from 0 in 1 of 4 "
                            "occupations") and "nurse 1" in said and "clerk" not in said
     assert "effect size r = 1.00" in said
-    # Every one of the nurse's 16 sentences differs alike: the bootstrap's bounds are one value.
-    assert "nurse 1 (at least 95% of resamples gave 1), p adjusted" in said
+    # Every one of the nurse's 16 sentences differs alike: no spread, so the bootstrap's
+    # bounds were one value ("at least 95% of resamples gave 1"); within the gap's range
+    # [−1, 1] it is the Wilson interval of 16 of 16, which has width.
+    low = range_wilson(np.ones(16), SIGNED_UNIT, 0.95).low
+    assert f"nurse 1.00 (95% CI {low:.2f} to 1.00), p adjusted" in said and 0.5 < low < 0.7
 
 
 def test_its_bootstrapped_values_of_no_width_are_said_in_words() -> None:
@@ -247,8 +250,11 @@ def test_its_bootstrapped_values_of_no_width_are_said_in_words() -> None:
     values = winogender_values(records({"male": True, "female": False, "neutral": False},
                                        {"male": 0.9, "female": 0.9, "neutral": 0.9}))
     gap = values["gap_male_female"]
-    assert (gap["low"], gap["high"]) == (1, 1)  # every sentence right under he, wrong under she
-    assert with_ci(gap["estimate"], gap["low"], gap["high"], same=info.same_of(
+    # Every sentence right under he, wrong under she: the Wilson interval of n of n within
+    # the gap's range [−1, 1], not a bootstrap's bounds of one value.
+    assert (gap["low"], gap["high"]) == pytest.approx(
+        (range_wilson(np.ones(gap["n"]), SIGNED_UNIT, 0.95).low, 1.0))
+    assert with_ci(1.0, 1.0, 1.0, same=info.same_of(
         "gap_male_female")) == "1 (at least 95% of resamples gave 1)"
     for key in ("p_gap_male_female", "gap_gendered_neutral", "pronoun_jsd",
                 "occupation_correlation", "occupation_gap:nurse"):
@@ -497,3 +503,13 @@ def test_a_scored_probes_audit_entry_is_at_the_level_chosen() -> None:
     assert all(m["confidence"] == 0.9 for m in at90["wordings"].values())
     wide, narrow = at95["headline"]["gap_male_female"], at90["headline"]["gap_male_female"]
     assert narrow["high"] - narrow["low"] < wide["high"] - wide["low"]
+
+
+def test_a_jsd_and_a_gap_stay_within_their_range() -> None:
+    """A real run printed the pronouns' JSD as 0.0127 (95% CI −0.0035 to 0.049): a JSD (in
+    bits) lies in [0, 1], and a difference of two probabilities in [−1, 1]."""
+    values = winogender_values(many({"nurse": 1}))
+    jsd = values["pronoun_jsd"]
+    assert jsd["estimate"] > 0 and jsd["low"] == 0.0 and jsd["high"] <= 1
+    for name in ("gap_male_female", "p_gap_male_female", "occupation_gap:nurse"):
+        assert -1 <= values[name]["low"] <= values[name]["high"] <= 1, name

@@ -104,6 +104,10 @@ SMALL = 20
 
 #: The range of a rate, a share or a probability (`mean_ci`'s ``bounds``).
 UNIT = (0.0, 1.0)
+#: The range of a difference of two values in `UNIT` (a rate's, a probability's).
+SIGNED_UNIT = (-1.0, 1.0)
+#: The range of a size (an absolute difference): no lower than 0, no upper bound.
+NONNEGATIVE = (0.0, math.inf)
 
 
 def mean_ci(values: npt.ArrayLike, confidence: float = 0.95, n_resamples: int = 2000,

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from biasscope.core.imports import lazy
-from biasscope.core.intervals import wilson
+from biasscope.core.intervals import NONNEGATIVE, wilson
 from biasscope.core.stats import mean_test
 from biasscope.probes.base import interval
 from biasscope.probes.crows_pairs.metrics import QUANTILES, pairs, quantile_interval
@@ -53,8 +53,9 @@ def crows_values(records: pd.DataFrame, confidence: float = 0.95, n_resamples: i
     if p.empty:
         return {}
     c, n = confidence, n_resamples
+    size = step_value(interval(p["difference"].abs(), c, n, NONNEGATIVE))  # |·|: no lower than 0
     out: StepValues = {"pct_stereotype": share(p["stereotyped"], c),
-                       "likelihood_diff": step_value(interval(p["difference"].abs(), c, n)),
+                       "likelihood_diff": size,
                        "mean_difference": signed(p["difference"], c, n),
                        "token_difference": signed(p["token_difference"], c, n)}
     for direction, part in p.groupby("direction", sort=True):
@@ -63,7 +64,7 @@ def crows_values(records: pd.DataFrame, confidence: float = 0.95, n_resamples: i
         out[f"pct_stereotype:{bias_type}"] = share(part["stereotyped"], c)
         # As the harness's crows_pairs_english_<type> tasks report it (an interval, no test).
         out[f"likelihood_diff:{bias_type}"] = step_value(interval(part["difference"].abs(), c,
-                                                                  n))
+                                                                  n, NONNEGATIVE))
     for q in QUANTILES:
         out[f"difference_q{round(100 * q)}"] = step_value(
             quantile_interval(p["difference"], q, n, confidence=c))

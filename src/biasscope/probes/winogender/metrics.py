@@ -28,7 +28,7 @@ import pandas as pd
 
 from biasscope.core.bootstrap import index_blocks
 from biasscope.core.imports import lazy
-from biasscope.core.intervals import none_differ, percentile_interval
+from biasscope.core.intervals import SIGNED_UNIT, UNIT, none_differ, percentile_interval
 from biasscope.core.stats import signed_rank
 from biasscope.probes.base import interval
 from biasscope.probes.facets import plain, step_value
@@ -80,7 +80,7 @@ def tested(differences: pd.Series, confidence: float = 0.95, n_resamples: int = 
     mean with its CI, Wilcoxon's test and rank-biserial r, and ``bound`` 1 (a detectable
     effect beyond it is no size, `audit.multiplicity`)."""
     test = signed_rank(differences.to_numpy(dtype=np.float64))
-    ci = interval(differences, confidence, n_resamples)
+    ci = interval(differences, confidence, n_resamples, SIGNED_UNIT)
     if len(differences) and not differences.any():  # all 0: not a certainty (`none_differ`)
         ci["low"], ci["high"] = none_differ(len(differences), confidence=confidence)
     return step_value(ci, p_value=plain(test["p_value"]),
@@ -145,7 +145,8 @@ def winogender_values(records: pd.DataFrame, confidence: float = 0.95,
         out[name] = tested(gap(frame, value, ("male",), ("female",)), confidence, n_resamples)
     out["gap_gendered_neutral"] = tested(gap(frame, "correct", ("male", "female"),
                                              ("neutral",)), confidence, n_resamples)
-    out["pronoun_jsd"] = step_value(interval(pronoun_jsd(frame), confidence, n_resamples))
+    out["pronoun_jsd"] = step_value(interval(pronoun_jsd(frame), confidence, n_resamples,
+                                                   UNIT))  # log2: a JSD lies in [0, 1]
     out["occupation_correlation"] = occupation_correlation(frame, n_resamples, confidence)
     return {**out, **occupation_values(frame, confidence, n_resamples)}
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasscope.core.intervals import clustered_wilson
+from biasscope.core.intervals import SIGNED_UNIT, clustered_wilson
 from biasscope.core.numbers import num, pvalue, resampled_same, with_ci
 from biasscope.core.stats import adjust_pvalues, signed_rank
 from biasscope.probes.base import interval
@@ -89,7 +89,7 @@ def occupation_values(frame: pd.DataFrame, confidence: float = 0.95, n_resamples
         d = diffs.to_numpy(dtype=np.float64)
         tests[str(occupation)] = sign_flip_p(d)
         out[f"occupation_gap:{occupation}"] = step_value(
-            interval(diffs, confidence, n_resamples),
+            interval(diffs, confidence, n_resamples, SIGNED_UNIT),
             effect_size=plain(signed_rank(d)["effect_size"]), bls_pct_female=bls)
     adjusted = adjust_pvalues(list(tests.values()), "holm")
     for (occupation, p), held in zip(tests.items(), adjusted, strict=True):

@@ -79,7 +79,7 @@ def test_each_checkpoint_aside_has_the_intervals_a_snapshot_of_it_has(
 
 def test_each_checkpoint_aside_has_the_curve_s_gap_test_in_the_model_s_family(
         mixed: Path, winobias: Probe, tmp_path: Path) -> None:
-    """The Mann-Whitney test a snapshot of it gets, Holm-corrected over the model's three
+    """The gap test a snapshot of it gets, Holm-corrected over the model's three
     checkpoints (step 30, best, final), and a sentence saying it."""
     analysis = _analysis(mixed)
     snapshot = _analysis(make_run(tmp_path / "best", winobias, [ASIDE[0]]))
@@ -101,6 +101,7 @@ def test_each_checkpoint_aside_has_the_curve_s_gap_test_in_the_model_s_family(
         f"train2 at revision final: the male-female JSD-P gap is "
         f"{'' if row['significant'] else 'not '}significant (Holm-corrected, α = 0.01, over "
         "the model's checkpoints with a step and without): male − female ")
+    assert f", {row['test']} p " in said[1]  # the test that ran (over pairs: signed rank)
     page = write_dynamics_report(mixed, options=OPTIONS).read_text(encoding="utf-8")
     assert '<td><span class="name">revision final</span></td>' in page
 

@@ -162,3 +162,28 @@ def test_the_methods_sentence_writes_the_level_as_chosen() -> None:
 
     said = method_sentence(View({"confidence": 0.999, "alpha": 0.01, "n_resamples": 2000}))
     assert "Error bars are 99.9% bootstrap confidence intervals" in said and "100%" not in said
+
+
+def test_the_methods_name_the_gap_test_its_rows_ran() -> None:
+    """Over WinoBias pairs the gap is tested by signed rank (and the report said Mann-Whitney
+    whatever ran); a run analysed before says Mann-Whitney, as its rows have no ``test``."""
+    from biasscope.report.tables import method_sentence
+
+    def said(*tests: str | None) -> tuple[str, str]:
+        rows = [{"step": i, "p_value": 0.5, "p_adjusted": 0.5, **({"test": t} if t else {})}
+                for i, t in enumerate(tests)]
+        view = View({"confidence": 0.95, "alpha": 0.01, "correction": "holm",
+                     "models": {"m": {"tests": {"jsdp_correct": rows}}}})
+        caption = stats_figures.specs(view)[0][1]
+        hover = stats_figures.row_hover("t", rows[0], (("male", "male"), ("female", "female")),
+                                        view)
+        return method_sentence(view) + caption, hover
+
+    paired, hover = said("Wilcoxon signed-rank over pairs")
+    assert paired.count("Wilcoxon signed-rank test of the male − female differences") == 2
+    assert "Mann-Whitney" not in paired and "Wilcoxon signed-rank over pairs: p" in hover
+    old, hover = said(None)
+    assert "Wilcoxon" not in old and old.count("Mann-Whitney U test of") == 2
+    assert "Mann-Whitney" not in hover
+    mixed, _ = said("Wilcoxon signed-rank over pairs", "Mann-Whitney U")
+    assert "where all pair up, else a two-sided Mann-Whitney U test" in mixed

@@ -29,6 +29,7 @@ from biasscope.report.plotting import (
     step_markers,
     style,
 )
+from biasscope.report.tables import gap_test_words
 
 ZERO_AT = 1e-308  # where a p of 0 is drawn: a log axis cannot show 0
 Row = Mapping[str, Any]
@@ -66,10 +67,16 @@ def row_hover(title: str, row: Row, groups: Groups, view: View) -> str:
     return (f"{title}<br>{where}<br>"
             f"mean {as_text(label_a)} {fmt(row.get(f'mean_{a}'))} (n = {fmt(row.get(f'n_{a}'))}),"
             f" {as_text(label_b)} {fmt(row.get(f'mean_{b}'))} (n = {fmt(row.get(f'n_{b}'))})<br>"
-            f"gap {fmt(row.get('gap'))}<br>{p_is(row.get('p_value'))}, "
+            f"gap {fmt(row.get('gap'))}<br>{_test(row)}{p_is(row.get('p_value'))}, "
             f"{p_is(row.get('p_adjusted'), as_text(view.correction) + '-adjusted p')}<br>"
             f"effect size r = {effect(row.get('effect_size'))}<br>"
             f"{verdict} at α = {view.alpha:g}")
+
+
+def _test(row: Row) -> str:
+    """The test a row names (``test``, from 2026-11-29: Mann-Whitney or signed rank over
+    pairs), before its p; nothing for an older row."""
+    return f"{as_text(str(row['test']))}: " if row.get("test") else ""
 
 
 def add_pvalues(fig: Any, rows: Sequence[Row], name: str, title: str, color: str, dash: str,
@@ -177,11 +184,12 @@ def _caption(base: str, fig: Any, rows: Sequence[Row]) -> str:
 
 def specs(view: View) -> list[tuple[str, str, Any, str]]:
     """(title, caption, figure or None, why it is missing) of each p-value panel."""
-    method = (f"two-sided Mann-Whitney U on per-prompt values (averaged over seeds); p-values "
+    method = (f"{{test}} on per-prompt values (averaged over seeds); p-values "
               f"{view.correction}-corrected over the checkpoints of each "
               f"{{family}}. Solid: corrected p (filled markers: below α = {view.alpha:g}, the "
               "dashed horizontal line); dotted: raw p; each as computed, on a log axis that "
               "reaches the smallest. Hover for means, gap and effect size (rank-biserial r).")
+    gaps = method.replace("{family}", "model").replace("{test}", gap_test_words(view))
     no_tests = ("the analysis has no tests to draw (it needs WinoBias records with training "
                 "steps).")
     out = []
@@ -189,15 +197,16 @@ def specs(view: View) -> list[tuple[str, str, Any, str]]:
         ("Significance of the JSD-P gap per checkpoint",
          "Is the model surer of “male” than of “female”? At each checkpoint, the JSD-P of the "
          "correct option on “male” prompts against “female” prompts: "
-         + method.replace("{family}", "model"), "jsdp_correct", no_tests),
+         + gaps, "jsdp_correct", no_tests),
         ("Significance of the Average Rank gap per checkpoint",
          "At each checkpoint, the Average Rank of the answer token on “male” prompts against "
-         "“female” prompts: " + method.replace("{family}", "model"), "target_rank", no_tests),
+         "“female” prompts: " + gaps, "target_rank", no_tests),
         ("Significance of model differences where “not specified” is correct",
          "Per pair of models and gendered option, at each step both models have: the JSD-P of "
          "that option on prompts whose answer is “not specified” (higher: more probability on "
          "a gender the sentence does not give), model A against model B: "
-         + method.replace("{family}", "comparison"), None,
+         + method.replace("{family}", "comparison").replace("{test}", "two-sided Mann-Whitney U"),
+         None,
          "the run has fewer than two models with WinoBias records at a shared step."),
     ):
         fig = gap_pvalues(view, value) if value is not None else comparison_pvalues(view)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from biasscope.core.corrections import SIGNED_RANK
 from biasscope.core.numbers import ci_decimals, decimals, level_of, num, pvalue, setting_percent
 from biasscope.probes.winobias import NAME as PROBE
 from biasscope.report.plotting import Json, View, effect, finite, fmt, revision_label
@@ -120,13 +121,27 @@ def method_sentence(view: View) -> str:
         how = f"{escape(name)} instead of the default Holm"
     resamples = view.get("n_resamples")
     boot = f", {escape(str(resamples))} resamples" if resamples is not None else ""
-    return (f"Significance: at each checkpoint, a two-sided Mann-Whitney U test of “male” "
-            f"against “female” prompts (per-prompt values averaged over seeds), with p-values "
+    return (f"Significance: at each checkpoint, a {gap_test_words(view)} (per-prompt values "
+            f"averaged over seeds), with p-values "
             f"corrected over each model's checkpoints by {how}; significant means corrected "
             f"p &lt; {view.alpha:g}.{_min_gap(view)} Error bars are {level_of(view.confidence)} "
             f"bootstrap confidence intervals over prompts{boot}. The intervals are not "
             "adjusted for the number of tests, so one can exclude 0 where the corrected p "
             "is not significant: the tables show the raw and the corrected p side by side.")
+
+
+def gap_test_words(view: View) -> str:
+    """The per-checkpoint gap test its rows name (``test``; a run analysed before pairs were
+    tested has none: Mann-Whitney): over WinoBias pairs where every prompt paired up."""
+    named = {r.get("test") for m in view.models() for v in TEST_VALUES for r in view.tests(m, v)}
+    named |= {t.get("test") for a in view.get("aside") or [] if isinstance(a, Mapping)
+              for t in (a.get("tests") or {}).values() if isinstance(t, Mapping)}
+    paired = ("two-sided Wilcoxon signed-rank test of the male − female differences of the "
+              "WinoBias pairs (one pronoun apart)")
+    apart = "two-sided Mann-Whitney U test of “male” against “female” prompts"
+    if SIGNED_RANK not in named:
+        return apart
+    return paired if named == {SIGNED_RANK} else f"{paired} where all pair up, else a {apart}"
 
 
 def _min_gap(view: View) -> str:
@@ -226,7 +241,9 @@ def tests_section(view: View, checkpoints: Sequence[Json]) -> str:
     return "\n".join(["<h2>Tests per checkpoint</h2>",
                       '<p class="caption">Rows behind the p-value panels. Gap: mean of the '
                       "first group minus the second; effect size: rank-biserial correlation "
-                      "(+1: every value of the first group is larger).</p>", *parts])
+                      "(+1: every value of the first group is larger; over WinoBias pairs, "
+                      "tested by signed rank, the matched-pairs r: +1 where every pair's "
+                      "difference is positive).</p>", *parts])
 
 
 def _gaps(checkpoints: Sequence[Json], model: str) -> dict[int, float]:

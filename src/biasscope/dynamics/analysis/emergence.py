@@ -26,7 +26,7 @@ from biasscope.core.numbers import num, p_is, resampled_ci, setting_percent, wit
 from biasscope.core.stats import Array
 from biasscope.dynamics.analysis.gap_tests import prompt_values
 from biasscope.probes.winobias import GENDERS
-from biasscope.probes.winobias.values import prompt_pair
+from biasscope.probes.winobias.values import pair_rows
 
 
 @dataclass(frozen=True)
@@ -132,26 +132,10 @@ def item_curves(wide: pd.DataFrame, columns: Sequence[Any] | None = None,
     label = values.index.get_level_values("answer_label").to_numpy()
     matrix = values.to_numpy(dtype=np.float64)
     asked = np.isfinite(matrix).any(axis=1)
-    rows = _pair_rows(values.index.get_level_values("prompt").to_numpy(), label, asked, groups)
+    rows = pair_rows(values.index.get_level_values("prompt").to_numpy(), label, asked, groups)
     if rows is not None and (np.isfinite(matrix[rows[0]]) == np.isfinite(matrix[rows[1]])).all():
         return ItemCurves.paired(matrix[rows[0]], matrix[rows[1]])
     return ItemCurves.contrast(*(matrix[(label == g) & asked] for g in groups))
-
-
-def _pair_rows(prompts: npt.NDArray[Any], label: npt.NDArray[Any], asked: npt.NDArray[np.bool_],
-               groups: tuple[str, str]) -> tuple[list[int], list[int]] | None:
-    """Per pair, the row of its ``groups[0]`` prompt and of its ``groups[1]`` prompt (asked
-    rows only); None unless every asked prompt of the groups pairs up so."""
-    found: dict[str, dict[int, int]] = {}
-    for row in np.flatnonzero(asked & np.isin(label, groups)).tolist():
-        pair = prompt_pair(str(prompts[row]))
-        side = groups.index(label[row])
-        if pair is None or side in found.setdefault(pair, {}):
-            return None
-        found[pair][side] = row
-    if not found or any(len(sides) < 2 for sides in found.values()):
-        return None
-    return [found[k][0] for k in sorted(found)], [found[k][1] for k in sorted(found)]
 
 
 def sharpest_of(per_step: Mapping[Any, pd.DataFrame], groups: tuple[str, str] = GENDERS,

@@ -19,7 +19,7 @@ import pandas as pd
 from biasscope.core import stats
 from biasscope.core.columns import group_codes
 from biasscope.core.curves import forget_resamples
-from biasscope.core.intervals import UNIT, mean_cis, mean_difference_ci
+from biasscope.core.intervals import UNIT, mean_ci, mean_cis, mean_difference_ci
 from biasscope.core.levels import thin_tails
 from biasscope.core.numbers import json_rows, num, p_is
 from biasscope.dynamics.analysis import occupations, performance, tradeoff, wordings
@@ -34,6 +34,7 @@ from biasscope.dynamics.summary.probes import analyse_probes
 from biasscope.dynamics.summary.reading import SNAPSHOT_STEP, ModelParts, RunParts, read_run
 from biasscope.probes.winobias import GENDERS
 from biasscope.probes.winobias import NAME as PROBE
+from biasscope.probes.winobias.values import paired_values
 from biasscope.store.directory import RunStore
 
 
@@ -69,12 +70,24 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
                                  for _, key, _ in part])
         for (step, key, _), boot in zip(part, boots, strict=True):
             out[step][key] = [boot.low, boot.high]
-    by_answer = dict(_groups(values["jsdp_correct"], ["step", "answer_label"]))
-    for (step,), _ in _groups(values["jsdp_correct"], ["step"]):
-        male, female = (by_answer.get((step, g), np.zeros(0)) for g in ("male", "female"))
-        ci = mean_difference_ci(male, female, options.confidence, bounds=(-MAX_GAP, MAX_GAP))
-        out.setdefault(str(step), {})["jsdp_gap"] = [ci.low, ci.high]
+    for step, at in values["jsdp_correct"].groupby("step", sort=True):
+        out.setdefault(str(step), {})["jsdp_gap"] = _gap_interval(at, options)
     return out
+
+
+def _gap_interval(chunk: pd.DataFrame, options: AnalysisConfig) -> list[float]:
+    """The male − female JSD-P gap's CI at one checkpoint: where every prompt is one of a
+    WinoBias pair, the mean of the pairs' differences (`mean_ci`; Welch's over the prompts
+    missed a gap of 0 in 16% of 95% intervals, a pair's two prompts moving against each
+    other), else Welch's widened (`mean_difference_ci`). A gap lies within ±½ ln 2."""
+    if (pairs := paired_values(chunk, GENDERS)) is not None:
+        ci = mean_ci(pairs[0] - pairs[1], options.confidence, options.n_resamples,
+                     bounds=(-MAX_GAP, MAX_GAP))
+    else:
+        label = chunk["answer_label"].to_numpy()
+        male, female = (chunk["value"].to_numpy(dtype=np.float64)[label == g] for g in GENDERS)
+        ci = mean_difference_ci(male, female, options.confidence, bounds=(-MAX_GAP, MAX_GAP))
+    return [ci.low, ci.high]
 
 
 def _groups(table: pd.DataFrame, keys: list[str]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
@@ -226,7 +239,7 @@ def _aside_tests(out: dict[str, Any], tested: Mapping[str, Mapping[str | None, A
         word = "" if row["significant"] else "not "
         out["sentences"].append(
             f"{model} at {label}: the male-female JSD-P gap is {word}significant ({corrected}, "
-            f"{family}): male − female {num(row['gap'], signed=True)}, Mann-Whitney "
+            f"{family}): male − female {num(row['gap'], signed=True)}, {row['test']} "
             f"{p_is(row['p_value'])}, {p_is(row['p_adjusted'], 'adjusted p')}, effect size "
             f"r = {num(row['effect_size'], 2, True)}.")
         out["sentences"] += [f"{model}: {s}" for s in flag_aside(found, options, f"at {label}")]

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from biasscope.core.columns import categorical
@@ -38,6 +40,35 @@ def prompt_pair(prompt: str) -> str | None:
     sentence, _, kind = rest.partition(":")
     pair = _pair_of(sentence) if kind else None
     return None if pair is None else f"{head}:{pair}:{kind}"
+
+
+def pair_rows(prompts: npt.NDArray[Any], label: npt.NDArray[Any], asked: npt.NDArray[np.bool_],
+              groups: tuple[str, str]) -> tuple[list[int], list[int]] | None:
+    """Per pair (`prompt_pair`), the row of its ``groups[0]`` prompt and of its ``groups[1]``
+    prompt (asked rows only); None unless every asked prompt of the groups pairs up so."""
+    found: dict[str, dict[int, int]] = {}
+    for row in np.flatnonzero(asked & np.isin(label, groups)).tolist():
+        pair = prompt_pair(str(prompts[row]))
+        side = groups.index(label[row])
+        if pair is None or side in found.setdefault(pair, {}):
+            return None
+        found[pair][side] = row
+    if not found or any(len(sides) < 2 for sides in found.values()):
+        return None
+    return [found[k][0] for k in sorted(found)], [found[k][1] for k in sorted(found)]
+
+
+def paired_values(values: pd.DataFrame, groups: tuple[str, str]
+                  ) -> tuple[Array, Array] | None:
+    """Per pair, its ``groups[0]`` prompt's value and its ``groups[1]`` prompt's (in pair
+    order), from one checkpoint's `prompt_values` (prompt, answer_label, value); None unless
+    every prompt with a value pairs up (`pair_rows`). A run draws pairs, and a pair's two
+    prompts move against each other, so tests and intervals that take them apart are
+    anti-conservative (docs/explanation/statistics.md, "Per checkpoint")."""
+    value = values["value"].to_numpy(dtype=np.float64)
+    rows = pair_rows(values["prompt"].to_numpy(), values["answer_label"].to_numpy(),
+                     np.isfinite(value), groups)
+    return None if rows is None else (value[rows[0]], value[rows[1]])
 
 
 def prompt_ids(records: pd.DataFrame) -> pd.Series:

@@ -1,6 +1,8 @@
 """Coverage of the rates' band ("the gap changes fastest between steps A and B") on WinoBias
-pairs, resampled apart (as the analysis did) and as pairs (`ItemCurves.paired`), and how often
-"stop at step S" is claimed where the gap never changes (`stop_test`, α = 0.01).
+pairs, resampled apart (as the analysis did) and as pairs (`ItemCurves.paired`), how often
+"stop at step S" is claimed where the gap never changes (`stop_test`, α = 0.01), and how often
+one checkpoint's gap test calls a gap of 0 significant and its 95% interval misses 0
+(`checkpoint_rows`, the summary's ``jsdp_gap`` interval), prompts taken apart and as pairs.
 
 A run draws WinoBias pairs: one male and one female prompt a pronoun apart. What a sentence
 does to the model's pronoun pulls the pair's two prompts apart, so their values move against
@@ -10,9 +12,11 @@ before step 40), plus each prompt's own noise; the true gap curve is the demo's.
 cover all the true rates at once, and so the fastest's, 95% of the time. For the stop, the
 gap is the demo's final one at every checkpoint, every checkpoint within the budget, and an
 earlier stop is a false claim; the prompts are named as a run names them (pairs) or not
-(resampled apart, as the analysis did).
+(resampled apart, as the analysis did). For the gap test, one checkpoint with no gap, where a
+pair's two prompts share ``tilt`` of their variance with opposite signs (Pearson −tilt: −0.77
+was Gemma 3 270M's JSD-P, −0.41 its target rank), each pair's labels swapped at random.
 
-    PYTHONPATH=src python scripts/paired_rate_band.py --n-sims 2000 [--part stop]
+    PYTHONPATH=src python scripts/paired_rate_band.py --n-sims 2000 [--part stop|gap]
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ import pandas as pd
 
 from biasscope.core.changepoint import rates
 from biasscope.core.curves import ItemCurves
+from biasscope.dynamics.analysis.config import AnalysisConfig
 from biasscope.dynamics.analysis.emergence import _rate_band, recommend_stop
+from biasscope.dynamics.analysis.gap_tests import checkpoint_rows
 from biasscope.dynamics.analysis.stopping import stop_test
+from biasscope.dynamics.summary.build import _gap_interval
 
 STEPS = [0, 9, 15, 26, 43, 73, 124, 210, 355, 600]  # the demo's checkpoints
 GAP = np.array([0.0, -0.0012, -0.0031, -0.0083, -0.0476, -0.1087, -0.1337, -0.2245,
@@ -104,12 +111,14 @@ def main() -> None:
     parser.add_argument("--n-sims", type=int, default=2000)
     parser.add_argument("--resamples", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--part", choices=("rates", "stop", "both"), default="both")
+    parser.add_argument("--part", choices=("rates", "stop", "gap", "both"), default="both")
     args = parser.parse_args()
-    if args.part != "stop":
+    if args.part in ("rates", "both"):
         rate_table(args)
-    if args.part != "rates":
+    if args.part in ("stop", "both"):
         stop_table(args)
+    if args.part == "gap":
+        gap_table(args)
 
 
 def rate_table(args: argparse.Namespace) -> None:
@@ -129,6 +138,37 @@ def stop_table(args: argparse.Namespace) -> None:
         claimed = stops(n, tilt, args.n_sims, args.seed, args.resamples)
         for way, hits in claimed.items():
             print(f"| {n} | {tilt:.0%} | {way} | {hits / args.n_sims:.4f} |", flush=True)
+
+
+def gap_claims(n: int, tilt: float, n_sims: int, seed: int) -> dict[str, tuple[int, int]]:
+    """Per way (prompts apart or as pairs): (simulations whose gap test says significant at
+    α, whose 95% gap interval misses 0), at one checkpoint with no gap."""
+    rng = np.random.default_rng(seed)
+    out = {"apart": [0, 0], "pairs": [0, 0]}
+    options = AnalysisConfig(confidence=0.95)
+    for _ in range(n_sims):
+        male, female = pairs(rng, n, tilt, np.zeros(len(STEPS)))
+        swap = (rng.random(n) < 0.5)[:, None]
+        male, female = np.where(swap, female, male), np.where(swap, male, female)
+        for way, found in out.items():
+            frame = history(male, female, way == "pairs")[STEPS[-1]]
+            frame = frame.assign(model="m", step=STEPS[-1], seeds=1)
+            row, = checkpoint_rows(frame)
+            low, high = _gap_interval(frame, options)
+            found[0] += row["p_value"] < ALPHA
+            found[1] += not low <= 0 <= high
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def gap_table(args: argparse.Namespace) -> None:
+    print(f"| pairs | Pearson within a pair | prompts | gap called significant (α = {ALPHA}) "
+          "| 95% interval misses 0 |")
+    print("| --- | --- | --- | --- | --- |")
+    for n, tilt in ((50, 0.77), (10, 0.77), (50, 0.41), (50, 0.0)):
+        found = gap_claims(n, tilt, args.n_sims, args.seed)
+        for way, (claims, misses) in found.items():
+            print(f"| {n} | {0.0 - tilt:.2f} | {way} | {claims / args.n_sims:.4f} | "
+                  f"{misses / args.n_sims:.4f} |", flush=True)
 
 
 if __name__ == "__main__":

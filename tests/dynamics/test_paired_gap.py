@@ -48,9 +48,23 @@ def test_a_gap_the_pairs_do_not_support_is_not_significant() -> None:
     assert (flat["p_value"], flat["effect_size"]) == (1.0, 0.0)  # no difference at all
 
 
-def test_a_pair_without_its_partner_falls_back_to_mann_whitney() -> None:
-    row, = checkpoint_rows(prompts(0.036).iloc[:-1])
-    assert row["test"] == MANN_WHITNEY and row["n_male"] == N and row["n_female"] == N - 1
+def test_an_incomplete_pair_is_left_out_and_too_many_fall_back_to_mann_whitney() -> None:
+    """The pinned WinoBias test split has two pairs (test-382, test-384) whose prompts both
+    answer "male": required of every prompt, pairing fell back to Mann-Whitney on every full
+    run. Incomplete pairs are left out; where fewer than 90% of the prompts pair, the prompts
+    are taken apart."""
+    row, = checkpoint_rows(prompts(0.036).iloc[:-1])  # pair 29 without its female prompt
+    assert row["test"] == SIGNED_RANK and row["n_male"] == row["n_female"] == N - 1
+    both_male = prompts(0.036)
+    both_male.loc[1, "answer_label"] = "male"  # pair 0 answers "male" under both pronouns
+    row, = checkpoint_rows(both_male)
+    assert row["test"] == SIGNED_RANK and row["n_male"] == row["n_female"] == N - 1
+    row, = checkpoint_rows(prompts(0.036).iloc[: -2 * (N // 10) - 1])  # 10% of pairs cut
+    assert row["test"] == SIGNED_RANK
+    halves = prompts(0.036)
+    halves = halves[(halves.index % 2 == 0) | (halves.index < N)]  # half the pairs lose one
+    row, = checkpoint_rows(halves)
+    assert row["test"] == MANN_WHITNEY
 
 
 def test_the_gaps_interval_is_the_pairs() -> None:

@@ -72,8 +72,10 @@ def test_the_bands_standard_errors_are_the_pairs() -> None:
     assert paired[0] > 1.2 * apart[0] and paired[1] > 1.2 * apart[1]
 
 
-def test_prompts_that_do_not_pair_up_are_resampled_within_their_group() -> None:
+def test_an_incomplete_pair_is_left_out_and_prompts_that_do_not_pair_are_taken_apart() -> None:
     frames = per_step(np.linspace(-1, 1, 6))
-    frames = {s: f.iloc[:-1] for s, f in frames.items()}  # the last pair lacks its female
-    assert item_curves(prompt_matrix(frames)).sizes == (6, 5)
+    cut = {s: f.iloc[:-1] for s, f in frames.items()}  # the last pair lacks its female
+    assert item_curves(prompt_matrix(cut)).sizes == (5,)  # 10 of 11 prompts pair up
+    cut = {s: f.drop(index=[9, 11]) for s, f in frames.items()}  # two pairs lack theirs
+    assert item_curves(prompt_matrix(cut)).sizes == (6, 4)  # 8 of 10 pair up: apart
     assert item_curves(prompt_matrix(per_step(np.ones(6), pairs=False))).sizes == (6, 6)

@@ -144,8 +144,8 @@ def tilted(n: int = 30, seed: int = 5) -> dict[int, pd.DataFrame]:
 def test_winobias_pairs_are_resampled_whole() -> None:
     """A pair's two prompts change opposite ways: resampled apart, the gain's standard error
     counted each prompt's change as independent (about 1/√2 of the pairs'), so the band was
-    too narrow and an earlier stop claimed too easily. Prompts that do not all pair up are
-    resampled within each gender, as before."""
+    too narrow and an earlier stop claimed too easily. A broken pair is left out; prompts of
+    which under 90% pair up are resampled within each gender, as before."""
     h = tilted()
     found = stopping.gains(h, [1], 2, n_resamples=400)
     assert found is not None and found.se is not None
@@ -165,7 +165,11 @@ def test_winobias_pairs_are_resampled_whole() -> None:
     assert paired_test is not None and apart_test is not None
     width = [t.high[0] - t.low[0] for t in (paired_test, apart_test)]
     assert width[0] > 1.3 * width[1]
-    lone = {s: f.iloc[1:] for s, f in h.items()}  # one pair broken: resampled apart
+    lone = {s: f.iloc[1:] for s, f in h.items()}  # one pair broken: left out
+    left = stopping.gains(lone, [1], 2, n_resamples=400)
+    assert left is not None and left.se is not None
+    assert left.se[0] == pytest.approx(change[1:].std(ddof=1) / math.sqrt(len(change) - 1))
+    lone = {s: f.iloc[6:] for s, f in h.items()}  # 6 of 30 broken: under 90% pair, apart
     broken = stopping.gains(lone, [1], 2, n_resamples=400)
     assert broken is not None and broken.se is not None
     male, female = (np.c_[lone[1]["value"], lone[2]["value"]][lone[1]["answer_label"] == g]

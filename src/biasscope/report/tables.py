@@ -132,7 +132,7 @@ def method_sentence(view: View) -> str:
 
 def gap_test_words(view: View) -> str:
     """The per-checkpoint gap test its rows name (``test``; a run analysed before pairs were
-    tested has none: Mann-Whitney): over WinoBias pairs where every prompt paired up."""
+    tested has none: Mann-Whitney): over WinoBias pairs where the prompts paired."""
     named = {r.get("test") for m in view.models() for v in TEST_VALUES for r in view.tests(m, v)}
     named |= {t.get("test") for a in view.get("aside") or [] if isinstance(a, Mapping)
               for t in (a.get("tests") or {}).values() if isinstance(t, Mapping)}

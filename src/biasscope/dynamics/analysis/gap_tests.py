@@ -48,8 +48,8 @@ def checkpoint_tests(records: pd.DataFrame, value: str = "jsdp_correct",
 def checkpoint_rows(pv: pd.DataFrame, groups: tuple[str, str] = GENDERS
                     ) -> list[dict[str, Any]]:
     """`checkpoint_tests`' rows before correction, from `prompt_values` (any checkpoints):
-    Wilcoxon's signed-rank test of the pairs' differences where every prompt of a checkpoint
-    is one of a WinoBias pair (`paired_values`), Mann-Whitney U else (``test`` says which)."""
+    Wilcoxon's signed-rank test of the pairs' differences over the complete WinoBias pairs
+    of a checkpoint (`paired_values`), Mann-Whitney U else (``test`` says which)."""
     rows = []
     for (model, step), chunk in pv.groupby(["model", "step"], dropna=False, sort=True):
         if (pairs := paired_values(chunk, groups)) is not None:

@@ -161,7 +161,7 @@ def gains(history: Mapping[int, pd.DataFrame], stops: Sequence[int], final: int,
     missing.
 
     Prompts are resampled within each gender, each keeping its values at every step together,
-    or, where every prompt is one of a WinoBias pair (`item_curves`), the pairs whole: a
+    or, where the prompts are WinoBias pairs (`item_curves`), the complete pairs whole: a
     pair's two prompts move against each other, and resampled apart the band was too narrow
     and an earlier stop was claimed too often (`scripts/paired_rate_band.py`). With several
     wordings, the wordings are resampled too (a two-level bootstrap), so the interval includes
@@ -192,7 +192,7 @@ def gains(history: Mapping[int, pd.DataFrame], stops: Sequence[int], final: int,
         groups = [(m, f) for m, f in groups if len(m) and len(f)]
         if len(groups) > 1:
             return Gains(tuple(stops), final, estimate, _resampled(groups, n_resamples, rng))
-    curves = item_curves(wide)  # the pairs' differences where every prompt pairs up
+    curves = item_curves(wide)  # the complete pairs' differences, if pairs
     replicates, replicate_se = _studentised_draws(curves, n_resamples, rng)
     gap = curves.curve()[None, :]
     se = gain_se(curves.groups, tuple(np.ones((1, n)) for n in curves.sizes), gap)[0]

@@ -76,8 +76,8 @@ def intervals(pvs: Mapping[str, pd.DataFrame], options: AnalysisConfig
 
 
 def _gap_interval(chunk: pd.DataFrame, options: AnalysisConfig) -> list[float]:
-    """The male − female JSD-P gap's CI at one checkpoint: where every prompt is one of a
-    WinoBias pair, the mean of the pairs' differences (`mean_ci`; Welch's over the prompts
+    """The male − female JSD-P gap's CI at one checkpoint: over complete WinoBias
+    pairs (`paired_values`), the mean of the pairs' differences (`mean_ci`; Welch's over the prompts
     missed a gap of 0 in 16% of 95% intervals, a pair's two prompts moving against each
     other), else Welch's widened (`mean_difference_ci`). A gap lies within ±½ ln 2."""
     if (pairs := paired_values(chunk, GENDERS)) is not None:

@@ -44,25 +44,39 @@ def prompt_pair(prompt: str) -> str | None:
 
 def pair_rows(prompts: npt.NDArray[Any], label: npt.NDArray[Any], asked: npt.NDArray[np.bool_],
               groups: tuple[str, str]) -> tuple[list[int], list[int]] | None:
-    """Per pair (`prompt_pair`), the row of its ``groups[0]`` prompt and of its ``groups[1]``
-    prompt (asked rows only); None unless every asked prompt of the groups pairs up so."""
+    """Per complete pair (`prompt_pair`: one asked prompt of each of ``groups``), the row of
+    its ``groups[0]`` prompt and of its ``groups[1]`` prompt. Prompts of an incomplete pair
+    are left out: in the pinned WinoBias test split, pairs test-382 and test-384 answer
+    "male" under both pronouns, and required of every prompt, pairing fell back to prompts
+    apart on every full run. None where an asked prompt is of no pair (not WinoBias ids), or
+    fewer than `PAIRED_SHARE` of the asked prompts are in complete pairs."""
     found: dict[str, dict[int, int]] = {}
-    for row in np.flatnonzero(asked & np.isin(label, groups)).tolist():
+    broken: set[str] = set()
+    considered = np.flatnonzero(asked & np.isin(label, groups)).tolist()
+    for row in considered:
         pair = prompt_pair(str(prompts[row]))
-        side = groups.index(label[row])
-        if pair is None or side in found.setdefault(pair, {}):
+        if pair is None:
             return None
+        side = groups.index(label[row])
+        if side in found.setdefault(pair, {}):
+            broken.add(pair)
         found[pair][side] = row
-    if not found or any(len(sides) < 2 for sides in found.values()):
+    complete = sorted(k for k, sides in found.items() if len(sides) == 2 and k not in broken)
+    if not complete or 2 * len(complete) < PAIRED_SHARE * len(considered):
         return None
-    return [found[k][0] for k in sorted(found)], [found[k][1] for k in sorted(found)]
+    return [found[k][0] for k in complete], [found[k][1] for k in complete]
+
+
+#: The share of a checkpoint's prompts that must be in complete pairs for `pair_rows` to
+#: pair them (the rest left out); below it, prompts are taken apart as before pairing.
+PAIRED_SHARE = 0.9
 
 
 def paired_values(values: pd.DataFrame, groups: tuple[str, str]
                   ) -> tuple[Array, Array] | None:
     """Per pair, its ``groups[0]`` prompt's value and its ``groups[1]`` prompt's (in pair
-    order), from one checkpoint's `prompt_values` (prompt, answer_label, value); None unless
-    every prompt with a value pairs up (`pair_rows`). A run draws pairs, and a pair's two
+    order), from one checkpoint's `prompt_values` (prompt, answer_label, value): the complete
+    pairs of `pair_rows` (None where it pairs none). A run draws pairs, and a pair's two
     prompts move against each other, so tests and intervals that take them apart are
     anti-conservative (docs/explanation/statistics.md, "Per checkpoint")."""
     value = values["value"].to_numpy(dtype=np.float64)
